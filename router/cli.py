@@ -1,0 +1,189 @@
+"""The typer app: parse, call one core function, render text or JSON, map errors to exits.
+
+No git and no file logic lives here. Command modules under ``router/cmd/``
+register themselves on :data:`app` and import their core lazily, so
+``--help`` and simple commands start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.exceptions import TyperException
+
+from router import __version__
+from router.errors import RouterError
+
+app = typer.Typer(
+    name="team-router",
+    help=(
+        "Isolated git worktrees, durable records and lossless teardown for multi-repo "
+        "coding-agent pipelines. Every command takes --json."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="Print exactly one JSON object on stdout, nothing else.")
+]
+WaitOption = Annotated[
+    float,
+    typer.Option("--wait", min=0, help="Seconds to wait for another run holding the topic's lock."),
+]
+DEFAULT_WAIT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    cwd: Path
+
+
+def cwd_of(ctx: typer.Context) -> Path:
+    obj = ctx.find_root().obj
+    return obj.cwd if isinstance(obj, Ctx) else Path.cwd()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"team-router {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path | None, typer.Option("-C", metavar="PATH", help="Run as if started in PATH.")
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    if directory is not None and not directory.is_dir():
+        raise RouterError("not-a-repo", f"-C {directory}: no such directory")
+    base = Path.cwd() if directory is None else directory
+    ctx.obj = Ctx(cwd=Path(os.path.abspath(base)))
+
+
+# -- output -----------------------------------------------------------------------
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def emit(
+    command: str,
+    as_json: bool,
+    work: Callable[[], Any],
+    text: Callable[[Any], str],
+) -> None:
+    """Run ``work``; print its result as text or one JSON envelope; exit with the right code.
+
+    ``work`` returns an object with ``to_json()``, ``warnings`` and optionally
+    ``exit_code``; a RouterError becomes ``ok: false`` with its code.
+    """
+    try:
+        result = work()
+    except RouterError as exc:
+        _fail(command, as_json, exc)
+        raise typer.Exit(exc.exit_code) from None
+    warnings = list(getattr(result, "warnings", []) or [])
+    code = int(getattr(result, "exit_code", 0) or 0)
+    if as_json:
+        payload = {"ok": code == 0, "command": command, **result.to_json(), "warnings": warnings}
+        error = getattr(result, "error", None)
+        if error is not None:
+            payload["error"] = error
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        for message in warnings:
+            warn(message)
+        rendered = text(result)
+        if rendered:
+            print(rendered)
+    raise typer.Exit(code)
+
+
+def _fail(command: str, as_json: bool, exc: RouterError) -> None:
+    if as_json:
+        payload = {
+            "ok": False,
+            "command": command,
+            **exc.details,
+            "warnings": list(exc.details.get("warnings", [])),
+            "error": {"code": exc.code, "message": exc.message},
+        }
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        print(f"team-router: {exc.message} [{exc.code}]", file=sys.stderr)
+
+
+# -- running -----------------------------------------------------------------------
+
+
+def _register() -> None:
+    # Imported for their side effect: each module adds its commands to ``app``.
+    import importlib
+
+    from router.cmd import MODULES
+
+    for name in MODULES:
+        importlib.import_module(f"router.cmd.{name}")
+
+
+def run(args: list[str]) -> int:
+    """Run the app on ``args`` and return the exit code (usage errors included)."""
+    _register()
+    try:
+        result = app(args=args, prog_name="team-router", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except TyperException as exc:
+        return _usage_error(args, exc)
+    except RouterError as exc:
+        _fail(_command_name(args), "--json" in args, exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("team-router: interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def _usage_error(args: list[str], exc: TyperException) -> int:
+    code = getattr(exc, "exit_code", 2)
+    message = exc.format_message()
+    if "--json" in args:
+        error = RouterError("usage", message)
+        error.exit_code = code
+        _fail(_command_name(args), True, error)
+    else:
+        print(f"team-router: {message}", file=sys.stderr)
+        print("Try 'team-router --help' for help.", file=sys.stderr)
+    return code
+
+
+def _command_name(args: list[str]) -> str:
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg == "-C":
+            skip = True
+            continue
+        if not arg.startswith("-"):
+            return arg
+    return ""

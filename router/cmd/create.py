@@ -1,0 +1,107 @@
+"""``new``, ``worktrees`` and ``init``: setting a topic up."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+
+
+@app.command("new")
+def new_cmd(
+    ctx: typer.Context,
+    description: Annotated[str, typer.Argument(help="What the topic builds, in a few words.")],
+    ticket: Annotated[
+        str | None, typer.Option("--ticket", metavar="T", help="Ticket id: the id becomes <T>-<slug>.")
+    ] = None,
+    topic_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="Use ID verbatim (validated).")
+    ] = None,
+    date: Annotated[
+        str | None, typer.Option("--date", metavar="D", help="Date prefix YYYY-MM-DD instead of today.")
+    ] = None,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """WORKTREE phase: derive the topic id, create the home worktree and the plan dir."""
+    from router.create import new_topic
+
+    emit(
+        "new",
+        as_json,
+        lambda: new_topic(
+            cwd_of(ctx), description, ticket=ticket, topic_id=topic_id, date=date, wait=wait
+        ),
+        _new_text,
+    )
+
+
+def _new_text(result) -> str:
+    home = result.home
+    base = f" from {home.base[:12]}" if home.base else ""
+    where = home.worktree or home.path
+    lines = [
+        f"Topic {result.topic.id} (branch {result.topic.branch})",
+        f"home: {home.status} {where}{base}",
+        f"Artifact directory: {result.plan_dir}",
+    ]
+    if home.reason:
+        lines.insert(2, f"  reason: {home.reason}: {home.message}")
+    return "\n".join(lines)
+
+
+@app.command("worktrees")
+def worktrees_cmd(
+    ctx: typer.Context,
+    plan_dir: Annotated[
+        str | None,
+        typer.Argument(metavar="[PLAN_DIR]", help="Plan dir or topic id; default: the newest topic."),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Any refusal or fallback rolls back this run's worktrees and exits 1."
+        ),
+    ] = False,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create or reuse every repo's worktree for a topic; write the ## Worktrees section."""
+    from router.create import setup_worktrees
+
+    emit(
+        "worktrees",
+        as_json,
+        lambda: setup_worktrees(cwd_of(ctx), plan_dir, strict=strict, wait=wait),
+        _worktrees_text,
+    )
+
+
+def _worktrees_text(result) -> str:
+    lines = [f"Topic {result.topic.id} ({result.mode}-repo)"]
+    width = max(len(r.name) for r in result.repos)
+    for r in result.repos:
+        where = r.worktree or r.path
+        why = f"  [{r.reason}: {r.message}]" if r.reason else ""
+        lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
+    if result.mode == "multi":
+        lines.append("repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged"))
+    return "\n".join(lines)
+
+
+@app.command("init")
+def init_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Prepare this repo: info/exclude lines, example .worktreeinclude and .teamteardown.example."""
+    from router.setup import init_repo
+
+    emit("init", as_json, lambda: init_repo(cwd_of(ctx)), _init_text)
+
+
+def _init_text(result) -> str:
+    lines = [f"Prepared {result.repo}:"]
+    lines += [f"  {item}" for item in result.actions]
+    lines += ["", "Install the Claude Code plugin:"]
+    lines += [f"  {cmd}" for cmd in result.plugin_commands]
+    return "\n".join(lines)

@@ -1,0 +1,250 @@
+"""``new`` and ``worktrees``: a topic's id, its home worktree, and every repo's worktree."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import state
+from router.discovery import PlanDir, resolve
+from router.errors import BadInput, Refusal
+from router.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
+from router.plan import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
+from router.workspace import PLANS_DIR, Repo, check_containment, open_repo
+from router.worktrees import Job, RepoReport, Status, ensure, ensure_all, refused, rollback
+
+
+@dataclass(frozen=True, slots=True)
+class NewResult:
+    topic: Topic
+    plan_dir: Path
+    home: RepoReport
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.home.warnings)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.topic.id,
+            "topic": self.topic.topic,
+            "branch": self.topic.branch,
+            "plan_dir": str(self.plan_dir),
+            "home": {
+                "name": self.home.name,
+                "repo": str(self.home.path),
+                "worktree": str(self.home.worktree) if self.home.worktree else None,
+                "status": str(self.home.status),
+                "base": self.home.base,
+            },
+        }
+
+
+def new_topic(
+    cwd: Path,
+    description: str,
+    *,
+    ticket: str | None = None,
+    topic_id: str | None = None,
+    date: str | None = None,
+    wait: float = state.DEFAULT_WAIT,
+) -> NewResult:
+    """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir."""
+    repo = open_repo(cwd)
+    topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
+    with state.held_lock(repo.common_dir, topic.id, wait=wait):
+        report = ensure(
+            Job("home", repo, topic, is_home=True, invoked_in=repo.checkout, description=description)
+        )
+        root = report.worktree or repo.primary
+        plan_dir = root / PLANS_DIR / topic.id
+        plan_dir.mkdir(parents=True, exist_ok=True)
+        _remember_home(repo, topic, plan_dir, [report])
+    return NewResult(topic, plan_dir, report)
+
+
+def _choose_topic(
+    repo: Repo, description: str, *, ticket: str | None, topic_id: str | None, date: str | None
+) -> Topic:
+    if topic_id is not None:
+        return _validated(repo, topic_id)
+    if not description.strip():
+        raise BadInput("invalid-id", "the description is empty; say in a few words what to build")
+    base = derive_id(description, ticket=ticket, date=date)
+    for n in range(1, MAX_SUFFIX + 1):
+        topic = _validated(repo, with_suffix(base, n))
+        if not _taken_by_another_run(repo, topic, description):
+            return topic
+    raise Refusal(
+        "path-taken", f"{base} and its suffixes -2 ... -{MAX_SUFFIX} are all taken; pass --id"
+    )
+
+
+def _validated(repo: Repo, value: str) -> Topic:
+    topic = parse_id(value)
+    if not repo.git.check_ref_format_branch(topic.branch):
+        raise BadInput("invalid-id", f"{topic.branch!r} is not a valid git branch name")
+    return topic
+
+
+def _taken_by_another_run(repo: Repo, topic: Topic, description: str) -> bool:
+    """True when the id's branch, worktree or plan dir belongs to a different ``new``."""
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return True  # unreadable: never reuse it blindly
+    if record is not None:
+        return record.description != description
+    return (
+        repo.git.branch_exists(topic.branch)
+        or os.path.lexists(repo.worktree_path(topic.branch))
+        or os.path.lexists(repo.primary / PLANS_DIR / topic.id)
+    )
+
+
+def _remember_home(repo: Repo, topic: Topic, plan_dir: Path, reports: list[RepoReport]) -> None:
+    """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return
+    record = record or state.TopicRecord(id=topic.id, repo="home", branch=topic.branch)
+    known = {r.name: r for r in record.repos}
+    for report in reports:
+        if report.status is not Status.REFUSED:
+            known[report.name] = state.RepoEntry(
+                report.name, str(report.path), str(report.worktree) if report.worktree else None
+            )
+    record = dataclasses.replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()))
+    state.write_record(repo.common_dir, record)
+
+
+# -- worktrees ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreesResult:
+    topic: Topic
+    plan_dir: Path
+    mode: str
+    repos: list[RepoReport]
+    repos_md_updated: bool
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for r in self.repos for w in r.warnings]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.topic.id,
+            "mode": self.mode,
+            "plan_dir": str(self.plan_dir),
+            "repos": [r.to_json() for r in self.repos],
+            "repos_md_updated": self.repos_md_updated,
+        }
+
+
+def setup_worktrees(
+    cwd: Path, target: str | None, *, strict: bool = False, wait: float = state.DEFAULT_WAIT
+) -> WorktreesResult:
+    """Create or reuse every repo's worktree for a topic and record them in ``repos.md``."""
+    home_repo, plan = resolve(cwd, target)
+    topic = parse_id(plan.id)
+    repos_md = plan.path / REPOS_MD
+    parsed = read_repos_md(repos_md) if repos_md.is_file() else None
+    with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
+        home = _home_report(home_repo, plan, topic)
+        jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
+        created = dict(zip((j.name for j in jobs), ensure_all(jobs), strict=True))
+        reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
+        if strict:
+            _enforce_strict(reports, jobs)
+        updated = _write_back(repos_md, parsed, reports) if parsed else False
+        _remember_home(home_repo, topic, plan.path, reports)
+    mode = "multi" if parsed else "single"
+    return WorktreesResult(topic, plan.path, mode, reports, updated)
+
+
+def _home_report(repo: Repo, plan: PlanDir, topic: Topic) -> RepoReport:
+    """The home repo's worktree is the one that holds the plan dir; never a second one."""
+    holder = open_repo(plan.path).checkout
+    if not holder.is_linked_worktree:
+        return RepoReport(
+            "home", repo.primary, repo.primary, None, Status.FALLBACK, "in-place",
+            "the plan dir lives in the main tree (the home worktree fell back at `new`)",
+        )
+    return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder))
+
+
+def _order(parsed: object) -> list[str]:
+    return [s.name for s in parsed.secondaries] if parsed else []  # type: ignore[attr-defined]
+
+
+def _secondary_jobs(
+    home: Repo, parsed, topic: Topic, wait: float
+) -> tuple[list[Job], dict[str, RepoReport]]:
+    home_spec = parsed.home
+    _check_home_path(home, home_spec)
+    jobs: list[Job] = []
+    refusals: dict[str, RepoReport] = {}
+    seen: set[Path] = set()
+    for spec in parsed.secondaries:
+        verdict = check_containment(spec.path, home.primary, seen)
+        if not verdict.ok:
+            refusals[spec.name] = refused(spec.name, spec.path, verdict.reason, verdict.detail)
+            continue
+        seen.add(verdict.realpath)  # type: ignore[arg-type]
+        try:
+            repo = open_repo(verdict.realpath)  # type: ignore[arg-type]
+        except Refusal as exc:
+            refusals[spec.name] = refused(spec.name, spec.path, exc.code, exc.message)
+            continue
+        jobs.append(Job(spec.name, repo, topic, wait=wait))
+    return jobs, refusals
+
+
+def _check_home_path(home: Repo, spec) -> None:
+    real = Path(os.path.realpath(spec.path))
+    if real == home.primary:
+        return
+    try:
+        same = spec.path.exists() and open_repo(spec.path).common_dir == home.common_dir
+    except Refusal:
+        same = False
+    if not same:
+        raise BadInput(
+            "repos-md",
+            f"repos.md line {spec.line}: home path {spec.path} is not this repo ({home.primary}); "
+            "fix the **path:** of the home repo",
+        )
+
+
+def _enforce_strict(reports: list[RepoReport], jobs: list[Job]) -> None:
+    failed = [r for r in reports if r.status in {Status.FALLBACK, Status.REFUSED}]
+    if not failed:
+        return
+    by_name = {j.name: j.repo for j in jobs}
+    for report in reports:
+        if report.status is Status.CREATED and report.name in by_name:
+            rollback(report, by_name[report.name])
+    names = ", ".join(f"{r.name} ({r.reason})" for r in failed)
+    raise Refusal(
+        "strict-failed",
+        f"--strict: {names} got no worktree; every worktree this run created was rolled back",
+        details={"repos": [r.to_json() for r in reports]},
+    )
+
+
+def _write_back(path: Path, parsed, reports: list[RepoReport]) -> bool:
+    lines = [
+        WorktreeLine(r.name, str(r.worktree))
+        for r in reports
+        if r.status is not Status.REFUSED and r.worktree is not None
+    ]
+    text = with_worktrees_section(parsed, lines)
+    if text == parsed.text:
+        return False
+    state.write_atomic(path, text)
+    return True

@@ -1,0 +1,24 @@
+"""The console entry point: the recovery hook's fast path, then the typer app.
+
+The session-start hook runs at the start of every agent session, so it must
+not pay for importing typer (or anything else the full CLI needs).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["hook", "session-start"] and not any(a.startswith("-") and a != "--json" for a in args[2:]):
+        from router.hook import session_start
+
+        return session_start()
+    from router.cli import run
+
+    return run(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

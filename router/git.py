@@ -1,0 +1,407 @@
+"""The one git boundary: every git process team-router starts is started here.
+
+Callers get typed results (``WorktreeEntry``, ``StatusReport``), never raw text.
+Commands are argument lists (never a shell), user-supplied names come after
+``--`` wherever git accepts it, and output that is parsed is requested in a
+machine format (``--porcelain``, ``-z``) under ``LC_ALL=C``.
+
+git runs through :mod:`subprocess` directly rather than GitPython's command
+layer: importing GitPython costs about 120 ms (70 ms for ``git.cmd`` alone),
+which is twice the whole budget of the session-start hook and more than the
+overhead ``new`` may add to a bare ``git worktree add`` (DESIGN §15).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
+
+# Variables that point git at a repository or index other than the one we ask
+# about. They leak in when team-router runs from a git hook or a tool that set
+# them, and would silently redirect every command.
+_LEAKY_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    env["LANGUAGE"] = "C"
+    # An ssh password prompt would hang a fetch exactly like a credential prompt.
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    return env
+
+
+class GitError(Exception):
+    """git exited non-zero (or could not run); carries argv, exit code and stderr."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, stdout: str = "") -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+        self.stdout = stdout
+        super().__init__(f"{' '.join(self.argv)} exited {returncode}: {self.stderr}")
+
+    @property
+    def first_line(self) -> str:
+        """The first line of git's complaint, for one-line user messages."""
+        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        return lines[0] if lines else f"git exited {self.returncode}"
+
+
+class GitMissing(GitError):
+    """The git executable is not installed or not on PATH."""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeEntry:
+    path: Path
+    head: str | None  # None for a worktree on an unborn branch
+    branch: str | None  # short name; None when detached
+    bare: bool = False
+    locked: bool = False
+    lock_reason: str = ""
+    prunable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RepoLayout:
+    toplevel: Path
+    git_dir: Path
+    common_dir: Path
+
+    @property
+    def is_linked_worktree(self) -> bool:
+        return self.git_dir != self.common_dir
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    tracked: tuple[str, ...] = ()
+    untracked: tuple[str, ...] = ()
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.tracked or self.untracked)
+
+
+@dataclass(frozen=True, slots=True)
+class CherryEntry:
+    sha: str
+    present: bool  # True when an equivalent patch is already upstream ("-")
+
+
+@dataclass(slots=True)
+class Git:
+    """git anchored to one directory (``git -C <cwd>``)."""
+
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    # -- running --------------------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        timeout: float | None = None,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        config: Iterable[str] = (),
+    ) -> Result:
+        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
+        argv = ["git", "-C", str(self.cwd)]
+        for item in config:
+            argv += ["-c", item]
+        argv += list(args)
+        full_env = _base_env()
+        full_env.update(self.env)
+        if env:
+            full_env.update(env)
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
+                timeout=timeout,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                env=full_env,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
+        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        if check and not result.ok:
+            raise GitError(argv, proc.returncode, proc.stderr, proc.stdout)
+        return result
+
+    def out(self, *args: str, **kw: object) -> str:
+        """stdout of a successful command, trailing newline stripped."""
+        return self.run(*args, **kw).stdout.rstrip("\n")  # type: ignore[arg-type]
+
+    def ok(self, *args: str) -> bool:
+        """True when the command exits 0 (for predicates such as ``merge-base --is-ancestor``)."""
+        return self.run(*args, check=False).ok
+
+    def at(self, path: Path) -> Git:
+        """The same git, anchored elsewhere."""
+        return Git(path, self.env)
+
+    # -- where am I -----------------------------------------------------------
+
+    def layout(self) -> RepoLayout:
+        """Top level, git dir and common git dir of the checkout at cwd (absolute)."""
+        lines = self.out(
+            "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"
+        ).splitlines()
+        if len(lines) != 3:
+            raise GitError(["git", "rev-parse"], 128, "not a work tree")
+        top, gdir, common = (Path(os.path.realpath(x)) for x in lines)
+        return RepoLayout(top, gdir, common)
+
+    def try_layout(self) -> RepoLayout | None:
+        try:
+            return self.layout()
+        except GitError:
+            return None
+
+    def toplevel(self) -> Path | None:
+        res = self.run("rev-parse", "--show-toplevel", check=False)
+        return Path(os.path.realpath(res.stdout.strip())) if res.ok and res.stdout.strip() else None
+
+    def common_dir(self) -> Path:
+        return Path(os.path.realpath(self.out("rev-parse", "--path-format=absolute", "--git-common-dir")))
+
+    def current_branch(self) -> str | None:
+        """Short name of the checked-out branch; None when detached."""
+        res = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    # -- refs and commits -----------------------------------------------------
+
+    def rev_parse(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None when it does not resolve."""
+        res = self.run("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    def symbolic_target(self, ref: str) -> str | None:
+        res = self.run("symbolic-ref", "-q", ref, check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    def existing_refs(self, refs: Sequence[str]) -> set[str]:
+        """Which of the given full ref names exist (one process for all)."""
+        if not refs:
+            return set()
+        out = self.out("for-each-ref", "--format=%(refname)", "--", *refs)
+        return set(out.splitlines())
+
+    def branch_exists(self, branch: str) -> bool:
+        return self.ok("show-ref", "--verify", "--quiet", "--", f"refs/heads/{branch}")
+
+    def local_branches(self) -> list[str]:
+        out = self.out("for-each-ref", "--format=%(refname:short)", "refs/heads/")
+        return [b for b in out.splitlines() if b]
+
+    def check_ref_format_branch(self, name: str) -> bool:
+        return self.ok("check-ref-format", "--branch", name)
+
+    def config_get(self, key: str) -> str | None:
+        res = self.run("config", "--get", "--", key, check=False)
+        return res.stdout.strip() if res.ok else None
+
+    def has_remote(self, name: str = "origin") -> bool:
+        return name in self.out("remote").splitlines()
+
+    def remote_url(self, name: str = "origin") -> str | None:
+        return self.config_get(f"remote.{name}.url")
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self.ok("merge-base", "--is-ancestor", ancestor, descendant)
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        res = self.run("merge-base", a, b, check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    def rev_list(self, range_: str, *, limit: int | None = None) -> list[str]:
+        args = ["rev-list"]
+        if limit is not None:
+            args.append(f"--max-count={limit}")
+        return [x for x in self.out(*args, range_, "--").splitlines() if x]
+
+    def count_commits(self, range_: str) -> int:
+        return int(self.out("rev-list", "--count", range_, "--") or 0)
+
+    def cherry(self, upstream: str, head: str) -> list[CherryEntry]:
+        """``git cherry upstream head``: commits of head and whether upstream has their patch."""
+        out = self.out("cherry", upstream, head)
+        entries = []
+        for line in out.splitlines():
+            sign, _, sha = line.partition(" ")
+            entries.append(CherryEntry(sha.strip(), sign == "-"))
+        return entries
+
+    def tree_of(self, rev: str) -> str | None:
+        res = self.run("rev-parse", "-q", "--verify", f"{rev}^{{tree}}", check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    def merge_tree(self, ours: str, theirs: str) -> str | None:
+        """Tree of a clean ``merge-tree --write-tree`` merge; None on conflict or failure."""
+        res = self.run("merge-tree", "--write-tree", ours, theirs, check=False)
+        if not res.ok:
+            return None
+        return res.stdout.splitlines()[0].strip() if res.stdout else None
+
+    def show_file(self, rev: str, path: str) -> str | None:
+        """Content of ``path`` at ``rev``; None when absent."""
+        res = self.run("show", f"{rev}:{path}", check=False)
+        return res.stdout if res.ok else None
+
+    def ls_files(self, path: str) -> list[str] | None:
+        """Tracked files under ``path``; None when the check itself failed."""
+        res = self.run("ls-files", "-z", "--", path, check=False)
+        if not res.ok:
+            return None
+        return [p for p in res.stdout.split("\0") if p]
+
+    def ignored_untracked_files(self) -> list[str]:
+        """Untracked files git ignores, relative to the top level."""
+        out = self.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard").stdout
+        return [p for p in out.split("\0") if p]
+
+    def is_ignored(self, paths: Sequence[str]) -> set[str]:
+        if not paths:
+            return set()
+        res = self.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0", check=False)
+        return {p for p in res.stdout.split("\0") if p}
+
+    # -- network --------------------------------------------------------------
+
+    def fetch(self, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> GitError | None:
+        """Best-effort ``git fetch --quiet remote``: None on success, else the error."""
+        try:
+            self.run("fetch", "--quiet", "--prune", remote, timeout=timeout)
+        except GitError as exc:
+            return exc
+        return None
+
+    # -- worktrees ------------------------------------------------------------
+
+    def worktree_list(self) -> list[WorktreeEntry]:
+        """``git worktree list --porcelain -z``; the first entry is the main worktree."""
+        out = self.run("worktree", "list", "--porcelain", "-z").stdout
+        return parse_worktree_list(out)
+
+    def worktree_add(self, path: Path, branch: str, *, base: str | None) -> None:
+        """Add a worktree: with ``base`` create ``branch`` there, else attach the existing branch."""
+        if base is not None:
+            # --no-track: a branch cut from origin/HEAD must not take origin/main as
+            # its upstream, or a later pull/push in the worktree would target main.
+            self.run("worktree", "add", "--quiet", "--no-track", "-b", branch, "--", str(path), base)
+        else:
+            self.run("worktree", "add", "--quiet", "--", str(path), branch)
+
+    def worktree_remove(self, path: Path, *, force: bool) -> None:
+        args = ["worktree", "remove"]
+        if force:
+            # Twice: a locked worktree needs -f -f (callers decide about locks first).
+            args += ["--force", "--force"]
+        self.run(*args, "--", str(path))
+
+    def branch_delete(self, branch: str) -> None:
+        self.run("branch", "-D", "--", branch)
+
+    # -- working tree state ---------------------------------------------------
+
+    def status(self) -> StatusReport:
+        """Tracked changes and untracked files, reported separately.
+
+        core.fsmonitor is disabled: another checkout's fsmonitor daemon may be
+        stale or absent, and status must reflect the disk.
+        """
+        out = self.run(
+            "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none",
+            config=["core.fsmonitor="],
+        ).stdout
+        return parse_status(out)
+
+    def head(self) -> str | None:
+        return self.rev_parse("HEAD")
+
+
+def parse_worktree_list(out: str) -> list[WorktreeEntry]:
+    entries: list[WorktreeEntry] = []
+    # Records are separated by an empty field (two NULs in a row).
+    for record in out.split("\0\0"):
+        fields = [f for f in record.split("\0") if f]
+        if not fields:
+            continue
+        info: dict[str, str] = {}
+        for f in fields:
+            key, _, value = f.partition(" ")
+            info[key] = value
+        if "worktree" not in info:
+            continue
+        branch = info.get("branch")
+        entries.append(
+            WorktreeEntry(
+                path=Path(info["worktree"]),
+                head=info.get("HEAD"),
+                branch=branch.removeprefix("refs/heads/") if branch else None,
+                bare="bare" in info,
+                locked="locked" in info,
+                lock_reason=info.get("locked", ""),
+                prunable="prunable" in info,
+            )
+        )
+    return entries
+
+
+def parse_status(out: str) -> StatusReport:
+    tracked: list[str] = []
+    untracked: list[str] = []
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code == "??":
+            untracked.append(path)
+        else:
+            tracked.append(path)
+            if "R" in code or "C" in code:
+                i += 1  # a rename/copy carries its source path in the next field
+    return StatusReport(tuple(tracked), tuple(untracked))

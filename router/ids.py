@@ -1,0 +1,138 @@
+"""Topic ids, slugs, branch names and the portable-name rules (DESIGN §4)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import NewType
+
+from router.errors import BadInput
+
+TopicId = NewType("TopicId", str)
+Branch = NewType("Branch", str)
+
+ID_RE = re.compile(
+    r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"
+)
+TICKET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-[0-9]+$")
+DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+STOP_WORDS = frozenset(
+    "a an and at for in is it me my of on the to with".split()
+)
+MAX_WORDS = 6
+MAX_SLUG = 40
+MAX_NAME = 100
+MAX_SUFFIX = 100
+
+_FORBIDDEN = set('<>:"/\\|?*')
+_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(1, 10)} | {
+    f"LPT{i}" for i in range(1, 10)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    id: TopicId
+    topic: str  # the id minus its ticket or date prefix
+    branch: Branch
+
+
+def slugify(description: str) -> str:
+    """The slug of a free-text description: ``Add rate limiting ...`` -> ``add-rate-limiting-...``."""
+    text = unicodedata.normalize("NFKD", description)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    words = [w for w in re.split(r"[^a-z0-9]+", text) if w][:MAX_WORDS]
+    if not words:
+        return "topic"
+    kept: list[str] = []
+    for word in words:
+        if len("-".join([*kept, word])) > MAX_SLUG:
+            break
+        kept.append(word)
+    if not kept:
+        # A single word longer than the limit is hard-cut rather than dropped.
+        kept = [words[0][:MAX_SLUG]]
+    while len(kept) > 1 and kept[-1] in STOP_WORDS:
+        kept.pop()
+    return "-".join(kept)
+
+
+def portable_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a branch or directory name on every platform, or None."""
+    if not name:
+        return "it is empty"
+    if name in {".", ".."}:
+        return f"{name!r} is a relative path component"
+    if len(name) > MAX_NAME:
+        return f"it is longer than {MAX_NAME} characters"
+    bad = sorted({ch for ch in name if ch in _FORBIDDEN})
+    if bad:
+        return f"it contains {''.join(bad)!r}"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        return "it contains a control character"
+    if name[-1] in " .":
+        return "it ends with a space or a dot"
+    if name.split(".", 1)[0].upper() in _RESERVED:
+        return "it is a reserved device name on Windows"
+    return None
+
+
+def branch_for(topic_id: str) -> Branch:
+    """The branch of a topic: the id with every ``/`` replaced by ``-``."""
+    return Branch(topic_id.replace("/", "-"))
+
+
+def parse_id(value: str) -> Topic:
+    """Validate a topic id; raise ``invalid-id`` naming the rule it breaks."""
+    match = ID_RE.fullmatch(value)
+    if not match:
+        raise BadInput(
+            "invalid-id",
+            f"{value!r} is not a topic id: use <TICKET-123>-<slug> or <YYYY-MM-DD>-<slug>, "
+            "slug in lowercase letters, digits and '-'",
+        )
+    if DATE_RE.fullmatch(match["prefix"]):
+        _check_date(match["prefix"], what=f"id {value!r}")
+    problem = portable_name_problem(value)
+    if problem:
+        raise BadInput("invalid-id", f"{value!r} cannot be a branch or directory name: {problem}")
+    return Topic(TopicId(value), match["topic"], branch_for(value))
+
+
+def derive_id(
+    description: str,
+    *,
+    ticket: str | None = None,
+    date: str | None = None,
+    today: _dt.date | None = None,
+) -> str:
+    """``<ticket>-<slug>`` or ``<date>-<slug>`` for a description (not yet validated as a whole)."""
+    slug = slugify(description)
+    if ticket is not None:
+        if not TICKET_RE.fullmatch(ticket):
+            raise BadInput(
+                "invalid-id", f"ticket {ticket!r} must look like ENG-1234 (letters, then -digits)"
+            )
+        return f"{ticket}-{slug}"
+    if date is not None:
+        _check_date(date, what="--date")
+        return f"{date}-{slug}"
+    return f"{(today or _dt.date.today()).isoformat()}-{slug}"
+
+
+def with_suffix(topic_id: str, n: int) -> str:
+    """The n-th collision candidate: the id itself for n == 1, else ``<id>-<n>``."""
+    return topic_id if n == 1 else f"{topic_id}-{n}"
+
+
+def _check_date(value: str, *, what: str) -> None:
+    try:
+        if not DATE_RE.fullmatch(value):
+            raise ValueError
+        _dt.date.fromisoformat(value)
+    except ValueError:
+        raise BadInput("invalid-id", f"{what}: {value!r} is not a calendar date (YYYY-MM-DD)") from None

@@ -1,0 +1,52 @@
+"""``.worktreeinclude``: copy gitignored files a fresh worktree needs (``.env`` and kin)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from router.git import Git
+
+INCLUDE_FILE = ".worktreeinclude"
+
+
+def included_files(primary: Path) -> list[str]:
+    """Files of the primary clone that match ``.worktreeinclude`` *and* that git ignores."""
+    spec_file = primary / INCLUDE_FILE
+    try:
+        patterns = spec_file.read_text(encoding="utf-8").splitlines()
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return []
+    import pathspec  # lazy: only repos that declare a .worktreeinclude pay for it
+
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    # Only ignored files are candidates: a tracked file is already in the
+    # checkout, and an untracked-but-not-ignored one is the user's work in progress.
+    return sorted(p for p in Git(primary).ignored_untracked_files() if spec.match_file(p))
+
+
+def copy_included(primary: Path, dest: Path) -> list[str]:
+    """Copy the included files into ``dest``; returns what was copied (never overwrites)."""
+    copied: list[str] = []
+    dest_root = os.path.realpath(dest)
+    for rel in included_files(primary):
+        src = primary / rel
+        target = dest / rel
+        if os.path.lexists(target) or not os.path.lexists(src):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # A tracked symlinked directory in the checkout could point outside it;
+        # never write through one.
+        if not os.path.realpath(target.parent).startswith(dest_root + os.sep) and (
+            os.path.realpath(target.parent) != dest_root
+        ):
+            continue
+        if src.is_symlink():
+            os.symlink(os.readlink(src), target)
+        elif src.is_file():
+            shutil.copy2(src, target)
+        else:
+            continue
+        copied.append(rel)
+    return copied

@@ -1,0 +1,221 @@
+"""The artifact directory: locating plan dirs and reading/writing ``repos.md`` (DESIGN §5, §6)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import frontmatter
+from router.errors import BadInput
+from router.ids import ID_RE, SLUG_RE
+
+REPOS_MD = "repos.md"
+HOME = "home"
+
+_FIELD_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?\s*(?P<key>name|path|role)\s*"
+    r"(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s*(?P<value>.*?)\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoSpec:
+    """One repo listed in ``repos.md``."""
+
+    name: str
+    path: Path
+    role: str
+    line: int  # 1-based line of the item in repos.md
+
+
+@dataclass(frozen=True, slots=True)
+class ReposFile:
+    home: RepoSpec
+    secondaries: tuple[RepoSpec, ...]
+    text: str
+    worktrees_span: tuple[int, int] | None  # 0-based [start, end) lines of "## Worktrees"
+
+
+def _error(line: int, message: str) -> BadInput:
+    return BadInput("repos-md", f"repos.md line {line}: {message}")
+
+
+def read_repos_md(path: Path) -> ReposFile:
+    """Parse ``repos.md``; every problem is exit 2 ``repos-md`` naming its line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadInput("repos-md", f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise _error(line, "is not UTF-8 text; save the file as UTF-8") from None
+    return parse_repos_md(text)
+
+
+def parse_repos_md(text: str) -> ReposFile:
+    fm = frontmatter.split(text)
+    if fm.error:
+        raise BadInput("repos-md", f"repos.md {fm.error}")
+    sections = _sections(fm.body, fm.body_line - 1)
+    home_items = sections.get("home repo")
+    if not home_items:
+        raise _error(1, "no '## Home repo' section with the home repo's name and path")
+    home = _home_spec(home_items)
+    secondaries = tuple(_item_spec(item) for item in sections.get("additional repos", []))
+    _check_names(home, secondaries)
+    return ReposFile(home, secondaries, text, _worktrees_span(fm.body, fm.body_line - 1))
+
+
+# -- token walk ---------------------------------------------------------------
+
+_Item = list[tuple[int, str]]  # (1-based line, text) of every inline line in one list item
+
+
+def _tokens(body: str) -> list:
+    from markdown_it import MarkdownIt  # lazy: ~65 ms, only for repos.md
+
+    return MarkdownIt("commonmark").parse(body)
+
+
+def _sections(body: str, offset: int) -> dict[str, list[_Item]]:
+    """Level-2 sections by lowercased title, each a list of top-level list items."""
+    sections: dict[str, list[_Item]] = {}
+    current: list[_Item] | None = None
+    depth = 0
+    tokens = _tokens(body)
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open":
+            title = tokens[i + 1].content.strip().lower() if i + 1 < len(tokens) else ""
+            current = sections.setdefault(title, []) if tok.tag == "h2" else current
+            if tok.tag == "h1":
+                current = None
+        elif current is None:
+            continue
+        elif tok.type == "list_item_open":
+            depth += 1
+            if depth == 1:
+                current.append([])
+        elif tok.type == "list_item_close":
+            depth -= 1
+        elif tok.type == "inline" and depth >= 1 and tok.map:
+            start = tok.map[0] + offset + 1
+            current[-1].extend((start + n, ln) for n, ln in enumerate(tok.content.splitlines()))
+    return sections
+
+
+def _worktrees_span(body: str, offset: int) -> tuple[int, int] | None:
+    tokens = _tokens(body)
+    headings = [
+        (tok.map[0] + offset, tok.tag, tokens[i + 1].content.strip().lower())
+        for i, tok in enumerate(tokens)
+        if tok.type == "heading_open" and tok.map
+    ]
+    for n, (line, tag, title) in enumerate(headings):
+        if tag == "h2" and title == "worktrees":
+            end = next((ln for ln, t, _ in headings[n + 1 :] if t in {"h1", "h2"}), None)
+            return line, end if end is not None else -1
+    return None
+
+
+def _fields(item: _Item) -> dict[str, tuple[int, str]]:
+    found: dict[str, tuple[int, str]] = {}
+    for line, text in item:
+        match = _FIELD_RE.match(text)
+        if match:
+            value = match["value"].strip().strip("`").strip()
+            found.setdefault(match["key"].lower(), (line, value))
+    return found
+
+
+def _home_spec(items: list[_Item]) -> RepoSpec:
+    merged: _Item = [entry for item in items for entry in item]
+    fields = _fields(merged)
+    first = merged[0][0] if merged else 1
+    name = fields.get("name", (first, HOME))[1] or HOME
+    return _spec(name, fields, first)
+
+
+def _item_spec(item: _Item) -> RepoSpec:
+    first = item[0][0] if item else 1
+    fields = _fields(item)
+    if "name" not in fields or not fields["name"][1]:
+        raise _error(first, "an additional repo has no **name:**")
+    return _spec(fields["name"][1], fields, first)
+
+
+def _spec(name: str, fields: dict[str, tuple[int, str]], first: int) -> RepoSpec:
+    if "path" not in fields or not fields["path"][1]:
+        raise _error(first, f"repo {name!r} has no **path:**")
+    line, raw_path = fields["path"]
+    if not os.path.isabs(raw_path):
+        raise _error(line, f"path {raw_path!r} of {name!r} is not absolute; write the full path")
+    if "\0" in raw_path:
+        raise _error(line, f"path of {name!r} contains a NUL byte")
+    role = fields.get("role", (first, ""))[1]
+    return RepoSpec(name, Path(raw_path), role, first)
+
+
+def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
+    seen = {home.name: home.line}
+    for spec in secondaries:
+        if not SLUG_RE.fullmatch(spec.name):
+            raise _error(
+                spec.line, f"name {spec.name!r} is not a slug; use lowercase letters, digits and '-'"
+            )
+        if spec.name == HOME:
+            raise _error(spec.line, "the name 'home' is reserved for the home repo")
+        if spec.name in seen:
+            raise _error(spec.line, f"name {spec.name!r} is already used on line {seen[spec.name]}")
+        seen[spec.name] = spec.line
+
+
+# -- write-back ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeLine:
+    name: str
+    path: str
+
+
+def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> str:
+    """``repos.md`` with its ``## Worktrees`` section replaced or appended; all else byte-equal."""
+    from router.render import render
+
+    text = parsed.text
+    newline = "\r\n" if "\r\n" in text else "\n"
+    section = render("worktrees_section.md.j2", entries=entries)
+    if newline != "\n":
+        section = section.replace("\n", newline)
+    lines = text.splitlines(keepends=True)
+    if parsed.worktrees_span is None:
+        prefix = text if not text or text.endswith(("\n", "\r")) else text + newline
+        if prefix and prefix.splitlines()[-1].strip():
+            prefix += newline
+        return prefix + section
+    start, end = parsed.worktrees_span
+    end = len(lines) if end < 0 else end
+    old = lines[start:end]
+    # Keep the blank lines that separated the old section from what follows.
+    trailing = len(old) - len(_rstrip_blank(old))
+    return "".join(lines[:start]) + section + "".join(old[len(old) - trailing :]) + "".join(lines[end:])
+
+
+def _rstrip_blank(lines: list[str]) -> list[str]:
+    out = list(lines)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+# -- plan dirs ----------------------------------------------------------------
+
+
+def is_topic_dir_name(name: str) -> bool:
+    return ID_RE.fullmatch(name) is not None

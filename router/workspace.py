@@ -1,0 +1,178 @@
+"""Repositories as team-router sees them: primary clones, default branches, containment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.errors import Refusal
+from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
+
+WORKTREES_DIR = Path(".claude") / "worktrees"
+PLANS_DIR = Path("docs") / "plans"
+EXCLUDE_LINES = ("/.claude/worktrees/", "/docs/plans/")
+
+
+@dataclass(frozen=True, slots=True)
+class Repo:
+    """A repository, located from any of its checkouts."""
+
+    primary: Path  # the main working tree (realpath)
+    common_dir: Path
+    checkout: RepoLayout  # the checkout we were asked about
+
+    @property
+    def git(self) -> Git:
+        """git anchored to the primary clone."""
+        return Git(self.primary)
+
+    def worktree_path(self, branch: str) -> Path:
+        return self.primary / WORKTREES_DIR / branch
+
+    def plan_dir_in(self, root: Path, topic_id: str) -> Path:
+        return root / PLANS_DIR / topic_id
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultBranch:
+    name: str
+    remote_ref: str | None  # "refs/remotes/origin/<name>" when origin has it
+    local_ref: str | None  # "refs/heads/<name>" when it exists locally
+
+    @property
+    def best_ref(self) -> str:
+        return self.remote_ref or self.local_ref or f"refs/heads/{self.name}"
+
+
+def open_repo(path: Path) -> Repo:
+    """The repo whose checkout contains ``path``; refuse ``not-a-repo`` otherwise."""
+    if not path.exists():
+        raise Refusal("not-a-repo", f"{path} does not exist")
+    git = Git(path)
+    try:
+        layout = git.layout()
+    except GitMissing:
+        raise Refusal("not-a-repo", "git is not installed or not on PATH; install git") from None
+    except GitError:
+        raise Refusal(
+            "not-a-repo", f"{path} is not inside a git work tree; run from a repository or pass -C"
+        ) from None
+    return Repo(primary=primary_root(layout), common_dir=layout.common_dir, checkout=layout)
+
+
+def primary_root(layout: RepoLayout) -> Path:
+    """The main working tree of the repo a checkout belongs to.
+
+    For the usual layout the common dir is ``<primary>/.git``; anything else
+    (a separate git dir, ``core.worktree``) is settled by asking git.
+    """
+    if not layout.is_linked_worktree:
+        return layout.toplevel
+    if layout.common_dir.name == ".git":
+        return layout.common_dir.parent
+    entries = Git(layout.toplevel).worktree_list()
+    return Path(os.path.realpath(entries[0].path))
+
+
+def default_branch(git: Git) -> DefaultBranch | None:
+    """DESIGN §2: origin/HEAD's target, origin/main, origin/master, main, master, init.defaultBranch."""
+    target = git.symbolic_target("refs/remotes/origin/HEAD")
+    remote = ["main", "master"]
+    if target and target.startswith("refs/remotes/origin/"):
+        remote.insert(0, target.removeprefix("refs/remotes/origin/"))
+    local = ["main", "master"]
+    configured = git.config_get("init.defaultBranch")
+    if configured:
+        local.append(configured)
+    order = [f"refs/remotes/origin/{n}" for n in remote] + [f"refs/heads/{n}" for n in local]
+    present = git.existing_refs(order + [f"refs/heads/{n}" for n in remote])
+    for ref in order:
+        if ref in present:
+            name = ref.removeprefix("refs/remotes/origin/").removeprefix("refs/heads/")
+            remote_ref = f"refs/remotes/origin/{name}"
+            local_ref = f"refs/heads/{name}"
+            return DefaultBranch(
+                name=name,
+                remote_ref=remote_ref if remote_ref in present else None,
+                local_ref=local_ref if local_ref in present else None,
+            )
+    return None
+
+
+def require_default_branch(git: Git) -> DefaultBranch:
+    found = default_branch(git)
+    if found is None:
+        raise Refusal(
+            "no-default-branch",
+            f"cannot tell the default branch of {git.cwd}; run `git remote set-head origin --auto` "
+            "or create main",
+        )
+    return found
+
+
+def ensure_excludes(common_dir: Path) -> bool:
+    """Add our two ignore lines to ``info/exclude`` once; True when the file changed."""
+    path = common_dir / "info" / "exclude"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    present = set(text.splitlines())
+    missing = [line for line in EXCLUDE_LINES if line not in present]
+    if not missing:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = "" if not text or text.endswith("\n") else "\n"
+    addition = prefix + "# team-router: worktrees and plan dirs never show in git status\n"
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(addition + "".join(f"{line}\n" for line in missing))
+    return True
+
+
+def find_worktree(entries: list[WorktreeEntry], path: Path) -> WorktreeEntry | None:
+    real = os.path.realpath(path)
+    for entry in entries:
+        if os.path.realpath(entry.path) == real:
+            return entry
+    return None
+
+
+def worktree_with_branch(entries: list[WorktreeEntry], branch: str) -> WorktreeEntry | None:
+    for entry in entries:
+        if entry.branch == branch:
+            return entry
+    return None
+
+
+# -- containment --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Containment:
+    ok: bool
+    reason: str = ""  # containment | not-a-repo | missing | duplicate
+    detail: str = ""
+    realpath: Path | None = None
+
+
+def check_containment(path: Path, home_primary: Path, seen: set[Path]) -> Containment:
+    """DESIGN §6: a secondary must be a sibling of the home repo and a repo top level."""
+    if not path.exists():
+        return Containment(False, "missing", f"{path} does not exist")
+    real = Path(os.path.realpath(path))
+    if real.parent != home_primary.parent:
+        return Containment(
+            False,
+            "containment",
+            f"{path} resolves to {real}, which is not beside the home repo in {home_primary.parent}",
+        )
+    if real == home_primary:
+        return Containment(False, "duplicate", f"{path} is the home repo itself")
+    if real in seen:
+        return Containment(False, "duplicate", f"{path} is listed twice")
+    top = Git(real).toplevel()
+    if top != real:
+        where = f"its top level is {top}" if top else "it is not a git work tree"
+        return Containment(False, "not-a-repo", f"{path}: {where}")
+    return Containment(True, realpath=real)

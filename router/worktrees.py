@@ -1,0 +1,429 @@
+"""The worktree creation pipeline (DESIGN §7): inspect, base, claim, add, verify, setup, record."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router import state
+from router.errors import Refusal, RouterError
+from router.git import Git, GitError, RepoLayout, WorktreeEntry
+from router.ids import Topic
+from router.include import copy_included
+from router.workspace import (
+    Repo,
+    default_branch,
+    ensure_excludes,
+    find_worktree,
+    worktree_with_branch,
+)
+
+REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
+MAX_PARALLEL = 8
+
+
+class Status(StrEnum):
+    CREATED = "created"
+    EXISTING = "existing"
+    REUSED = "reused"
+    FALLBACK = "fallback"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """What this run made, so a rollback removes exactly that and nothing else."""
+
+    directory: bool = False
+    registration: bool = False
+    branch: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RepoReport:
+    name: str
+    path: Path  # the repo's primary root (or the path repos.md gave, when refused)
+    worktree: Path | None
+    branch: str | None
+    status: Status
+    reason: str = ""
+    message: str = ""
+    base: str | None = None
+    warnings: tuple[str, ...] = ()
+    created: Created = field(default_factory=Created)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "worktree": str(self.worktree) if self.worktree else None,
+            "branch": self.branch,
+            "status": str(self.status),
+            "reason": self.reason or None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One repo to give a worktree for one topic."""
+
+    name: str
+    repo: Repo
+    topic: Topic
+    is_home: bool = False
+    invoked_in: RepoLayout | None = None  # where the command runs (for reuse)
+    description: str | None = None
+    wait: float = state.DEFAULT_WAIT
+
+
+class _Failed(Exception):
+    """A step failed after something may have been created: roll back, then fall back."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- public entry points -------------------------------------------------------
+
+
+def ensure(job: Job) -> RepoReport:
+    """Give ``job.repo`` its worktree for the topic; never raises for a creation failure.
+
+    Refusals that make the repo unusable (``no-root-commit``,
+    ``default-branch-worktree``) raise for the home repo and are reported as
+    ``refused`` for a secondary.
+    """
+    try:
+        return _Pipeline(job).run()
+    except Refusal as exc:
+        if job.is_home:
+            raise
+        return _refused(job, exc.code, exc.message)
+
+
+def ensure_all(jobs: list[Job]) -> list[RepoReport]:
+    """Run several jobs in parallel (a thread each, bounded); reports in the jobs' order."""
+    if len(jobs) <= 1:
+        return [ensure(j) for j in jobs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(jobs))) as pool:
+        return list(pool.map(ensure, jobs))
+
+
+def rollback(report: RepoReport, repo: Repo) -> None:
+    """Undo what the run that produced ``report`` created (for ``--strict``)."""
+    if report.worktree is None:
+        return
+    _undo(repo, report.worktree, report.branch or "", report.created, base=report.base)
+
+
+def refused(name: str, path: Path, reason: str, message: str) -> RepoReport:
+    return RepoReport(name, path, None, None, Status.REFUSED, reason, message)
+
+
+# -- the pipeline --------------------------------------------------------------
+
+
+class _Pipeline:
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.repo = job.repo
+        self.git = job.repo.git
+        self.branch = job.topic.branch
+        self.path = job.repo.worktree_path(self.branch)
+        self.warnings: list[str] = []
+        self.created = Created()
+        self.base: str | None = None
+        self.record = self._load_record()
+
+    def run(self) -> RepoReport:
+        state.crash_point("inspect")
+        reuse = self._inspect()
+        if reuse is not None:
+            return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
+        entries = self.git.worktree_list()
+        existing = self._existing(entries)
+        if existing is not None:
+            return self._finish(self.path, self.branch, Status.EXISTING)
+        try:
+            self._create(entries)
+        except _Failed as exc:
+            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            return self._fallback(exc.code, exc.message)
+        return self._finish(self.path, self.branch, Status.CREATED)
+
+    # inspect ------------------------------------------------------------------
+
+    def _inspect(self) -> RepoLayout | None:
+        if self.git.head() is None:
+            raise Refusal(
+                "no-root-commit",
+                f"{self.job.name} ({self.repo.primary}) has no commit yet; make a first commit, "
+                "then run this again",
+            )
+        here = self.job.invoked_in
+        if here is None or not here.is_linked_worktree or here.common_dir != self.repo.common_dir:
+            return None
+        current = Git(here.toplevel).current_branch()
+        default = default_branch(self.git)
+        if current is None or (default is not None and current == default.name):
+            what = "a detached HEAD" if current is None else f"the default branch {current!r}"
+            raise Refusal(
+                "default-branch-worktree",
+                f"this worktree ({here.toplevel}) is on {what}; never implement there: switch it "
+                "to a feature branch, or run from the main clone",
+            )
+        if Path(here.toplevel) == Path(os.path.realpath(self.path)):
+            return None  # it *is* this topic's worktree: report it as existing
+        return here
+
+    def _reused_branch(self, layout: RepoLayout) -> str | None:
+        return Git(layout.toplevel).current_branch()
+
+    # claim / existing -----------------------------------------------------------
+
+    def _existing(self, entries: list[WorktreeEntry]) -> WorktreeEntry | None:
+        entry = find_worktree(entries, self.path)
+        if entry is None or not self.path.exists():
+            return None
+        return entry if self._valid_existing(entry) else None
+
+    def _valid_existing(self, entry: WorktreeEntry) -> bool:
+        return (
+            entry.branch == self.branch
+            and not _symlink_in(self.path, self.repo.primary)
+            and (self.path / ".git").is_file()
+        )
+
+    def _create(self, entries: list[WorktreeEntry]) -> None:
+        holder = worktree_with_branch(entries, self.branch)
+        if holder is not None:
+            raise _Failed(
+                "branch-checked-out",
+                f"branch {self.branch!r} is checked out in {holder.path}; finish or remove that "
+                "worktree first",
+            )
+        registered = find_worktree(entries, self.path)
+        if registered is not None:
+            raise _Failed("path-taken", self._taken_message(registered))
+        branch_exists = self.git.branch_exists(self.branch)
+        state.crash_point("base")
+        self.base = None if branch_exists else self._resolve_base()
+        state.crash_point("claim")
+        self._claim()
+        self._save(steps=("inspect", "base", "claim"), branch_created=not branch_exists)
+        state.crash_point("add")
+        self._add(branch_exists)
+        state.crash_point("verify")
+        self._verify()
+
+    def _taken_message(self, entry: WorktreeEntry) -> str:
+        if not entry.path.exists():
+            return (
+                f"{self.path} is registered as a worktree but its directory is gone; run "
+                "`team-router doctor --repair`"
+            )
+        return f"{self.path} is already a worktree on {entry.branch or 'a detached HEAD'}"
+
+    def _claim(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if _symlink_in(self.path.parent, self.repo.primary):
+            raise _Failed("path-taken", f"{self.path.parent} goes through a symlink")
+        try:
+            # git worktree add exits 128 both for a taken path and a bad ref, so
+            # a taken path must be detected (atomically) before git runs.
+            self.path.mkdir()
+        except FileExistsError:
+            if not self._our_empty_claim():
+                raise _Failed("path-taken", self._blocker_message()) from None
+        except OSError as exc:
+            raise _Failed("path-taken", f"cannot create {self.path}: {exc.strerror}") from None
+        else:
+            self.created = dataclasses.replace(self.created, directory=True)
+
+    def _our_empty_claim(self) -> bool:
+        """An empty directory our own earlier run claimed and then died on (crash resume)."""
+        return (
+            self.record is not None
+            and "claim" in self.record.steps
+            and self.path.is_dir()
+            and not self.path.is_symlink()
+            and not any(self.path.iterdir())
+        )
+
+    def _blocker_message(self) -> str:
+        kind = "a symlink" if self.path.is_symlink() else "a file" if self.path.is_file() else "a directory"
+        return f"{self.path} already exists ({kind} that is not this topic's worktree); move it away"
+
+    # base ---------------------------------------------------------------------
+
+    def _resolve_base(self) -> str:
+        if self.git.has_remote("origin"):
+            err = self.git.fetch("origin")
+            if err is not None:
+                self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
+            head = self.git.rev_parse("refs/remotes/origin/HEAD")
+            if head is not None:
+                return head
+            why = "origin has no HEAD (run `git remote set-head origin --auto`)"
+        else:
+            why = "no origin"
+        found = default_branch(self.git)
+        local = found.local_ref if found else None
+        commit = self.git.rev_parse(local) if local else None
+        if commit is None and found is not None:
+            commit = self.git.rev_parse(found.best_ref)
+        if commit is None:
+            raise _Failed("no-default-branch", f"{self.job.name}: {why} and no local default branch")
+        self.warnings.append(f"{self.job.name}: {why}; branching from local {found.name}")  # type: ignore[union-attr]
+        return commit
+
+    # add / verify ---------------------------------------------------------------
+
+    def _add(self, branch_exists: bool) -> None:
+        try:
+            with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
+                self.git.worktree_add(self.path, self.branch, base=None if branch_exists else self.base)
+        except GitError as exc:
+            raise _Failed("add-failed", f"git worktree add failed: {exc.first_line}") from None
+        self.created = dataclasses.replace(
+            self.created, registration=True, branch=not branch_exists
+        )
+        self._save(steps=("add",))
+
+    def _verify(self) -> None:
+        try:
+            layout = Git(self.path).layout()
+            branch = Git(self.path).current_branch()
+        except GitError as exc:
+            raise _Failed("verify-failed", f"new worktree does not answer: {exc.first_line}") from None
+        expected = Path(os.path.realpath(self.path))
+        if layout.toplevel != expected or layout.common_dir != self.repo.common_dir:
+            raise _Failed("verify-failed", f"{self.path} is not a worktree of {self.repo.primary}")
+        if branch != self.branch:
+            raise _Failed("verify-failed", f"{self.path} is on {branch!r}, not {self.branch!r}")
+
+    # setup / record ---------------------------------------------------------------
+
+    def _finish(self, worktree: Path, branch: str | None, status: Status) -> RepoReport:
+        try:
+            state.crash_point("setup")
+            included = self._setup(worktree)
+            state.crash_point("record")
+            self._save(
+                steps=("verify", "setup", "record"),
+                worktree=str(worktree),
+                base_commit=self._base_commit(worktree),
+                included=included,
+                branch=branch or self.branch,
+            )
+        except (OSError, GitError) as exc:
+            if status is not Status.CREATED:
+                raise Refusal("setup-failed", f"{self.job.name}: setup failed: {exc}") from None
+            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            return self._fallback("setup-failed", f"setting up {worktree} failed: {exc}")
+        return RepoReport(
+            self.job.name,
+            self.repo.primary,
+            worktree,
+            branch,
+            status,
+            base=self.base,
+            warnings=tuple(self.warnings),
+            created=self.created,
+        )
+
+    def _setup(self, worktree: Path) -> list[str]:
+        with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
+            ensure_excludes(self.repo.common_dir)
+        included = copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
+        if self.job.is_home:
+            (worktree / "docs" / "plans" / self.job.topic.id).mkdir(parents=True, exist_ok=True)
+        previous = list(self.record.extra.get("included", [])) if self.record else []
+        return sorted(set(previous) | set(included))
+
+    def _base_commit(self, worktree: Path) -> str | None:
+        if self.record is not None and self.record.base_commit:
+            return self.record.base_commit
+        return Git(worktree).head()
+
+    def _load_record(self) -> state.TopicRecord | None:
+        try:
+            return state.read_record(self.repo.common_dir, self.job.topic.id)
+        except state.RecordCorrupt as exc:
+            self.warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
+            return None
+
+    def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
+        record = self.record or state.TopicRecord(
+            id=self.job.topic.id,
+            repo=self.job.name,
+            branch=self.branch,
+            description=self.job.description,
+        )
+        included = fields.pop("included", None)
+        if "branch_created" in fields and record.branch_created:
+            fields.pop("branch_created")  # a resumed run must not forget it made the branch
+        record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
+        if included is not None:
+            record = dataclasses.replace(record, extra={**record.extra, "included": included})
+        for step in steps:
+            record = record.with_step(step)
+        state.write_record(self.repo.common_dir, record)
+        self.record = record
+
+    # outcomes -------------------------------------------------------------------
+
+    def _fallback(self, code: str, message: str) -> RepoReport:
+        warning = (
+            f"Worktree creation failed in {self.job.name} ({code}: {message}). "
+            "Falling back to main tree for that repo."
+        )
+        return RepoReport(
+            self.job.name,
+            self.repo.primary,
+            self.repo.primary,
+            None,
+            Status.FALLBACK,
+            code,
+            message,
+            warnings=(*self.warnings, warning),
+        )
+
+
+def _refused(job: Job, code: str, message: str) -> RepoReport:
+    return RepoReport(job.name, job.repo.primary, None, None, Status.REFUSED, code, message)
+
+
+def _symlink_in(path: Path, root: Path) -> bool:
+    """True when any component of ``path`` below ``root`` is a symlink."""
+    current = path
+    while current != root and current != current.parent:
+        if current.is_symlink():
+            return True
+        current = current.parent
+    return False
+
+
+def _undo(repo: Repo, path: Path, branch: str, created: Created, *, base: str | None) -> None:
+    """Remove exactly what one run created: registration, directory, an unused new branch."""
+    git = repo.git
+    if created.registration:
+        with contextlib.suppress(GitError):
+            git.worktree_remove(path, force=True)
+    if created.directory and path.exists() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    if created.branch and branch:
+        tip = git.rev_parse(f"refs/heads/{branch}")
+        # Only a branch with no new commits goes: anything beyond its base is work.
+        if tip is not None and (base is None or tip == base):
+            with contextlib.suppress(GitError):
+                git.branch_delete(branch)

@@ -1,0 +1,93 @@
+"""Test helpers over real git: repos with a local bare origin, commits, and the CLI in-process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr}")
+    return proc.stdout.strip()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def commit(repo: Path, rel: str = "file.txt", text: str | None = None, msg: str | None = None) -> str:
+    write(repo / rel, text if text is not None else f"{rel} at {msg or 'change'}\n")
+    git(repo, "add", "--", rel)
+    git(repo, "commit", "-q", "-m", msg or f"change {rel}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def make_repo(parent: Path, name: str, *, origin: bool = True, commit_first: bool = True) -> Path:
+    """``parent/name`` on ``main`` with one commit, pushed to a bare origin outside ``parent``."""
+    repo = parent / name
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    if commit_first:
+        commit(repo, "README.md", f"# {name}\n", "initial")
+    if origin:
+        bare = parent.parent / "origins" / f"{name}.git"
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        git(parent, "init", "-q", "--bare", "-b", "main", str(bare))
+        git(repo, "remote", "add", "origin", str(bare))
+        if commit_first:
+            git(repo, "push", "-q", "-u", "origin", "main")
+            git(repo, "remote", "set-head", "origin", "main")
+    return repo
+
+
+def status(repo: Path) -> str:
+    return git(repo, "status", "--porcelain", "--untracked-files=all")
+
+
+def worktree_paths(repo: Path) -> list[str]:
+    out = git(repo, "worktree", "list", "--porcelain")
+    return [ln.removeprefix("worktree ") for ln in out.splitlines() if ln.startswith("worktree ")]
+
+
+def branches(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").splitlines()
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def json(self) -> dict[str, Any]:
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None) -> CliResult:
+    """Run team-router in-process as a user would (``-C cwd``), capturing its output."""
+    from router.entry import main
+
+    argv = (["-C", str(cwd)] if cwd is not None else []) + list(args)
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = os.sys.stdin  # type: ignore[attr-defined]
+    try:
+        if stdin is not None:
+            os.sys.stdin = io.StringIO(stdin)  # type: ignore[attr-defined]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.sys.stdin = old_stdin  # type: ignore[attr-defined]
+    return CliResult(code, out.getvalue(), err.getvalue())
