@@ -56,7 +56,9 @@ def new_topic(
     topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
     with state.held_lock(repo.common_dir, topic.id, wait=wait):
         report = ensure(
-            Job("home", repo, topic, is_home=True, invoked_in=repo.checkout, description=description)
+            Job(
+                "home", repo, topic, is_home=True, invoked_in=repo.checkout, description=description
+            )
         )
         root = report.worktree or repo.primary
         plan_dir = root / PLANS_DIR / topic.id
@@ -172,7 +174,12 @@ def _home_report(repo: Repo, plan: PlanDir, topic: Topic) -> RepoReport:
     holder = open_repo(plan.path).checkout
     if not holder.is_linked_worktree:
         return RepoReport(
-            "home", repo.primary, repo.primary, None, Status.FALLBACK, "in-place",
+            "home",
+            repo.primary,
+            repo.primary,
+            None,
+            Status.FALLBACK,
+            "in-place",
             "the plan dir lives in the main tree (the home worktree fell back at `new`)",
         )
     return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder))
@@ -216,7 +223,7 @@ def _check_home_path(home: Repo, spec) -> None:
     if not same:
         raise BadInput(
             "repos-md",
-            f"repos.md line {spec.line}: home path {spec.path} is not this repo ({home.primary}); "
+            f"repos.md line {spec.path_line}: home path {spec.path} is not this repo ({home.primary}); "
             "fix the **path:** of the home repo",
         )
 

@@ -11,7 +11,9 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:2] == ["hook", "session-start"] and not any(a.startswith("-") and a != "--json" for a in args[2:]):
+    if args[:2] == ["hook", "session-start"] and not any(
+        a.startswith("-") and a != "--json" for a in args[2:]
+    ):
         from router.hook import session_start
 
         return session_start()

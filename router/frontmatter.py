@@ -28,7 +28,9 @@ def split(text: str) -> Frontmatter:
             body = "".join(lines[i + 1 :])
             data, error = _load_yaml(raw)
             return Frontmatter(data or {}, body, i + 2, error, present=True)
-    return Frontmatter(body=text, error="line 1: frontmatter opened with --- is never closed", present=True)
+    return Frontmatter(
+        body=text, error="line 1: frontmatter opened with --- is never closed", present=True
+    )
 
 
 def _load_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -183,7 +183,11 @@ class Git:
     def layout(self) -> RepoLayout:
         """Top level, git dir and common git dir of the checkout at cwd (absolute)."""
         lines = self.out(
-            "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-dir",
+            "--git-common-dir",
         ).splitlines()
         if len(lines) != 3:
             raise GitError(["git", "rev-parse"], 128, "not a work tree")
@@ -201,7 +205,9 @@ class Git:
         return Path(os.path.realpath(res.stdout.strip())) if res.ok and res.stdout.strip() else None
 
     def common_dir(self) -> Path:
-        return Path(os.path.realpath(self.out("rev-parse", "--path-format=absolute", "--git-common-dir")))
+        return Path(
+            os.path.realpath(self.out("rev-parse", "--path-format=absolute", "--git-common-dir"))
+        )
 
     def current_branch(self) -> str | None:
         """Short name of the checked-out branch; None when detached."""
@@ -212,7 +218,9 @@ class Git:
 
     def rev_parse(self, rev: str) -> str | None:
         """The commit ``rev`` names, or None when it does not resolve."""
-        res = self.run("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        res = self.run(
+            "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
+        )
         return res.stdout.strip() or None if res.ok else None
 
     def symbolic_target(self, ref: str) -> str | None:
@@ -327,7 +335,9 @@ class Git:
         if base is not None:
             # --no-track: a branch cut from origin/HEAD must not take origin/main as
             # its upstream, or a later pull/push in the worktree would target main.
-            self.run("worktree", "add", "--quiet", "--no-track", "-b", branch, "--", str(path), base)
+            self.run(
+                "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", str(path), base
+            )
         else:
             self.run("worktree", "add", "--quiet", "--", str(path), branch)
 
@@ -350,13 +360,55 @@ class Git:
         stale or absent, and status must reflect the disk.
         """
         out = self.run(
-            "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none",
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
             config=["core.fsmonitor="],
         ).stdout
         return parse_status(out)
 
     def head(self) -> str | None:
         return self.rev_parse("HEAD")
+
+
+# -- demo fixtures: throw-away repositories with a local bare origin -------------
+
+
+def init_repo(path: Path, *, branch: str, bare: bool = False) -> Git:
+    """``git init`` a new repository at ``path`` on ``branch``; the Git anchored there."""
+    path.mkdir(parents=True, exist_ok=True)
+    # -b, not init.defaultBranch: a fresh machine may have no config at all.
+    args = ["init", "--quiet", "-b", branch]
+    if bare:
+        args.append("--bare")
+    Git(path).run(*args)
+    return Git(path)
+
+
+def commit_all(git: Git, message: str) -> str:
+    """Stage everything in the checkout and commit it; the new commit's sha."""
+    git.run("add", "--all")
+    git.run("commit", "--quiet", "--no-verify", "-m", message)
+    return git.out("rev-parse", "HEAD")
+
+
+def add_remote(git: Git, name: str, url: str) -> None:
+    git.run("remote", "add", "--", name, url)
+
+
+def push(git: Git, remote: str, branch: str, *, set_head: bool = False) -> None:
+    """Push ``branch`` with upstream tracking; ``set_head`` also points ``<remote>/HEAD`` at it."""
+    git.run("push", "--quiet", "--set-upstream", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+    if set_head:
+        git.run("remote", "set-head", remote, branch)
+
+
+def log_subjects(git: Git, rev: str, *, limit: int) -> list[str]:
+    """The subjects of the last ``limit`` commits reachable from ``rev``, newest first."""
+    out = git.out("log", f"--max-count={limit}", "--format=%s", "--end-of-options", rev, "--")
+    return [line for line in out.splitlines() if line]
 
 
 def parse_worktree_list(out: str) -> list[WorktreeEntry]:

@@ -20,18 +20,18 @@ TICKET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-[0-9]+$")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
-STOP_WORDS = frozenset(
-    "a an and at for in is it me my of on the to with".split()
-)
+STOP_WORDS = frozenset(["a", "an", "and", "at", "for", "in", "is", "it", "me", "my", "of", "on", "the", "to", "with"])
 MAX_WORDS = 6
 MAX_SLUG = 40
 MAX_NAME = 100
 MAX_SUFFIX = 100
 
 _FORBIDDEN = set('<>:"/\\|?*')
-_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(1, 10)} | {
-    f"LPT{i}" for i in range(1, 10)
-}
+_RESERVED = (
+    {"CON", "PRN", "AUX", "NUL"}
+    | {f"COM{i}" for i in range(1, 10)}
+    | {f"LPT{i}" for i in range(1, 10)}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,4 +135,6 @@ def _check_date(value: str, *, what: str) -> None:
             raise ValueError
         _dt.date.fromisoformat(value)
     except ValueError:
-        raise BadInput("invalid-id", f"{what}: {value!r} is not a calendar date (YYYY-MM-DD)") from None
+        raise BadInput(
+            "invalid-id", f"{what}: {value!r} is not a calendar date (YYYY-MM-DD)"
+        ) from None

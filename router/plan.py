@@ -30,6 +30,7 @@ class RepoSpec:
     path: Path
     role: str
     line: int  # 1-based line of the item in repos.md
+    path_line: int = 0  # 1-based line of its **path:** field
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,7 @@ def _spec(name: str, fields: dict[str, tuple[int, str]], first: int) -> RepoSpec
     if "\0" in raw_path:
         raise _error(line, f"path of {name!r} contains a NUL byte")
     role = fields.get("role", (first, ""))[1]
-    return RepoSpec(name, Path(raw_path), role, first)
+    return RepoSpec(name, Path(raw_path), role, first, line)
 
 
 def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
@@ -166,7 +167,8 @@ def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
     for spec in secondaries:
         if not SLUG_RE.fullmatch(spec.name):
             raise _error(
-                spec.line, f"name {spec.name!r} is not a slug; use lowercase letters, digits and '-'"
+                spec.line,
+                f"name {spec.name!r} is not a slug; use lowercase letters, digits and '-'",
             )
         if spec.name == HOME:
             raise _error(spec.line, "the name 'home' is reserved for the home repo")
@@ -204,7 +206,12 @@ def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> st
     old = lines[start:end]
     # Keep the blank lines that separated the old section from what follows.
     trailing = len(old) - len(_rstrip_blank(old))
-    return "".join(lines[:start]) + section + "".join(old[len(old) - trailing :]) + "".join(lines[end:])
+    return (
+        "".join(lines[:start])
+        + section
+        + "".join(old[len(old) - trailing :])
+        + "".join(lines[end:])
+    )
 
 
 def _rstrip_blank(lines: list[str]) -> list[str]:

@@ -137,7 +137,8 @@ def read_record(common_dir: Path, topic_id: str) -> TopicRecord | None:
 
 def write_record(common_dir: Path, record: TopicRecord) -> None:
     write_atomic(
-        record_path(common_dir, record.id), json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n"
+        record_path(common_dir, record.id),
+        json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n",
     )
 
 

@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import state
-from router.errors import Refusal, RouterError
+from router.errors import Refusal
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.ids import Topic
 from router.include import copy_included
@@ -260,8 +260,16 @@ class _Pipeline:
         )
 
     def _blocker_message(self) -> str:
-        kind = "a symlink" if self.path.is_symlink() else "a file" if self.path.is_file() else "a directory"
-        return f"{self.path} already exists ({kind} that is not this topic's worktree); move it away"
+        kind = (
+            "a symlink"
+            if self.path.is_symlink()
+            else "a file"
+            if self.path.is_file()
+            else "a directory"
+        )
+        return (
+            f"{self.path} already exists ({kind} that is not this topic's worktree); move it away"
+        )
 
     # base ---------------------------------------------------------------------
 
@@ -269,7 +277,9 @@ class _Pipeline:
         if self.git.has_remote("origin"):
             err = self.git.fetch("origin")
             if err is not None:
-                self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
+                self.warnings.append(
+                    f"{self.job.name}: fetch from origin failed ({err.first_line})"
+                )
             head = self.git.rev_parse("refs/remotes/origin/HEAD")
             if head is not None:
                 return head
@@ -282,7 +292,9 @@ class _Pipeline:
         if commit is None and found is not None:
             commit = self.git.rev_parse(found.best_ref)
         if commit is None:
-            raise _Failed("no-default-branch", f"{self.job.name}: {why} and no local default branch")
+            raise _Failed(
+                "no-default-branch", f"{self.job.name}: {why} and no local default branch"
+            )
         self.warnings.append(f"{self.job.name}: {why}; branching from local {found.name}")  # type: ignore[union-attr]
         return commit
 
@@ -291,7 +303,9 @@ class _Pipeline:
     def _add(self, branch_exists: bool) -> None:
         try:
             with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
-                self.git.worktree_add(self.path, self.branch, base=None if branch_exists else self.base)
+                self.git.worktree_add(
+                    self.path, self.branch, base=None if branch_exists else self.base
+                )
         except GitError as exc:
             raise _Failed("add-failed", f"git worktree add failed: {exc.first_line}") from None
         self.created = dataclasses.replace(
@@ -304,7 +318,9 @@ class _Pipeline:
             layout = Git(self.path).layout()
             branch = Git(self.path).current_branch()
         except GitError as exc:
-            raise _Failed("verify-failed", f"new worktree does not answer: {exc.first_line}") from None
+            raise _Failed(
+                "verify-failed", f"new worktree does not answer: {exc.first_line}"
+            ) from None
         expected = Path(os.path.realpath(self.path))
         if layout.toplevel != expected or layout.common_dir != self.repo.common_dir:
             raise _Failed("verify-failed", f"{self.path} is not a worktree of {self.repo.primary}")
@@ -344,7 +360,9 @@ class _Pipeline:
     def _setup(self, worktree: Path) -> list[str]:
         with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
             ensure_excludes(self.repo.common_dir)
-        included = copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
+        included = (
+            copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
+        )
         if self.job.is_home:
             (worktree / "docs" / "plans" / self.job.topic.id).mkdir(parents=True, exist_ok=True)
         previous = list(self.record.extra.get("included", [])) if self.record else []

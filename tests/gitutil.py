@@ -27,7 +27,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def commit(repo: Path, rel: str = "file.txt", text: str | None = None, msg: str | None = None) -> str:
+def commit(
+    repo: Path, rel: str = "file.txt", text: str | None = None, msg: str | None = None
+) -> str:
     write(repo / rel, text if text is not None else f"{rel} at {msg or 'change'}\n")
     git(repo, "add", "--", rel)
     git(repo, "commit", "-q", "-m", msg or f"change {rel}")

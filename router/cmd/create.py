@@ -14,13 +14,15 @@ def new_cmd(
     ctx: typer.Context,
     description: Annotated[str, typer.Argument(help="What the topic builds, in a few words.")],
     ticket: Annotated[
-        str | None, typer.Option("--ticket", metavar="T", help="Ticket id: the id becomes <T>-<slug>.")
+        str | None,
+        typer.Option("--ticket", metavar="T", help="Ticket id: the id becomes <T>-<slug>."),
     ] = None,
     topic_id: Annotated[
         str | None, typer.Option("--id", metavar="ID", help="Use ID verbatim (validated).")
     ] = None,
     date: Annotated[
-        str | None, typer.Option("--date", metavar="D", help="Date prefix YYYY-MM-DD instead of today.")
+        str | None,
+        typer.Option("--date", metavar="D", help="Date prefix YYYY-MM-DD instead of today."),
     ] = None,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -57,7 +59,9 @@ def worktrees_cmd(
     ctx: typer.Context,
     plan_dir: Annotated[
         str | None,
-        typer.Argument(metavar="[PLAN_DIR]", help="Plan dir or topic id; default: the newest topic."),
+        typer.Argument(
+            metavar="[PLAN_DIR]", help="Plan dir or topic id; default: the newest topic."
+        ),
     ] = None,
     strict: Annotated[
         bool,
@@ -87,7 +91,9 @@ def _worktrees_text(result) -> str:
         why = f"  [{r.reason}: {r.message}]" if r.reason else ""
         lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
     if result.mode == "multi":
-        lines.append("repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged"))
+        lines.append(
+            "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")
+        )
     return "\n".join(lines)
 
 

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from router.errors import BadInput
+from router.ids import derive_id, parse_id, portable_name_problem, slugify, with_suffix
+
+
+@pytest.mark.parametrize(
+    ("description", "slug"),
+    [
+        (
+            "Add rate limiting middleware to all API endpoints",
+            "add-rate-limiting-middleware-to-all",
+        ),
+        ("Fix the bug in the", "fix-the-bug"),
+        ("Crème brûlée façade", "creme-brulee-facade"),
+        ("", "topic"),
+        ("!!! ???", "topic"),
+        ("the of and", "the"),
+        ("a" * 60, "a" * 40),
+        (
+            "Supercalifragilisticexpialidocious words overflow boundary here",
+            "supercalifragilisticexpialidocious-words",
+        ),
+        ("Refactor   the\tlogin/flow for SSO", "refactor-the-login-flow-for-sso"),
+    ],
+)
+def test_slugify_follows_the_design_rules(description, slug):
+    assert slugify(description) == slug
+
+
+def test_derive_id_uses_ticket_date_or_today():
+    assert derive_id("Add X", ticket="ENG-1234") == "ENG-1234-add-x"
+    assert derive_id("Add X", date="2026-05-01") == "2026-05-01-add-x"
+    assert derive_id("Add X", today=dt.date(2026, 12, 2)) == "2026-12-02-add-x"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "add-rate-limiting",  # no prefix
+        "2026-05-01-Add-Caps",  # uppercase slug
+        "2026-13-01-month-thirteen",  # not a date
+        "2026-02-30-no-such-day",
+        "ENG-12-",  # empty slug
+        "ENG-12--lead-dash",
+        "-ENG-12-x",
+        "ENG-12-a b",
+        "ENG-12-a/b",
+        "ENG-12-" + "x" * 100,  # too long for a portable name
+        "ENG-12-x\n",
+    ],
+)
+def test_parse_id_refuses_invalid_ids(value):
+    with pytest.raises(BadInput) as info:
+        parse_id(value)
+    assert info.value.code == "invalid-id"
+
+
+def test_parse_id_splits_prefix_and_topic():
+    topic = parse_id("ENG-1234-add-rate-limiting")
+    assert (topic.id, topic.topic, topic.branch) == (
+        "ENG-1234-add-rate-limiting",
+        "add-rate-limiting",
+        "ENG-1234-add-rate-limiting",
+    )
+    assert parse_id("2026-05-01-x").topic == "x"
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("", "empty"),
+        ("..", "relative"),
+        ("a:b", "contains"),
+        ("trailing.", "ends with"),
+        ("trailing ", "ends with"),
+        ("CON", "reserved"),
+        ("com3.txt", "reserved"),
+        ("x\x01", "control"),
+        ("y" * 101, "longer"),
+    ],
+)
+def test_portable_name_rules(name, problem):
+    assert problem in (portable_name_problem(name) or "")
+
+
+def test_portable_name_accepts_ordinary_names():
+    assert portable_name_problem("2026-05-01-add-x") is None
+
+
+def test_bad_ticket_and_date_are_invalid_ids():
+    for kwargs in ({"ticket": "1234"}, {"ticket": "ENG_12"}, {"date": "05/01/2026"}):
+        with pytest.raises(BadInput):
+            derive_id("x", **kwargs)
+
+
+def test_with_suffix_counts_from_two():
+    assert with_suffix("2026-05-01-x", 1) == "2026-05-01-x"
+    assert with_suffix("2026-05-01-x", 2) == "2026-05-01-x-2"

@@ -1,0 +1,252 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+
+ID = "2026-05-01-add-rate-limiting-middleware-to-all"
+DESC = "Add rate limiting middleware to all API endpoints"
+
+
+def new(repo: Path, *args: str, desc: str = DESC):
+    return run_cli("new", desc, "--date", "2026-05-01", *args, "--json", cwd=repo)
+
+
+def test_new_creates_the_home_worktree_from_origin_head_and_leaves_the_main_tree_clean(home_repo):
+    res = new(home_repo)
+    assert res.code == 0, res.err + res.out
+    data = res.json
+    wt = home_repo / ".claude" / "worktrees" / ID
+    assert data["ok"] is True and data["command"] == "new"
+    assert (data["id"], data["topic"], data["branch"]) == (
+        ID,
+        "add-rate-limiting-middleware-to-all",
+        ID,
+    )
+    assert data["home"] == {
+        "name": "home",
+        "repo": str(home_repo),
+        "worktree": str(wt),
+        "status": "created",
+        "base": git(home_repo, "rev-parse", "origin/HEAD"),
+    }
+    assert data["plan_dir"] == str(wt / "docs" / "plans" / ID)
+    assert Path(data["plan_dir"]).is_dir()
+    assert str(wt) in worktree_paths(home_repo)
+    assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
+    # No upstream: a pull or push in the worktree must not target main.
+    assert git(wt, "config", "--get", f"branch.{ID}.merge", check=False) == ""
+    assert status(home_repo) == ""
+    assert data["warnings"] == []
+
+
+def test_new_branches_from_origin_head_not_from_the_local_checkout(home_repo):
+    git(home_repo, "switch", "-q", "-c", "local-work")
+    commit(home_repo, "local.txt", "not on origin\n")
+    res = new(home_repo)
+    assert res.code == 0, res.err
+    wt = home_repo / ".claude" / "worktrees" / ID
+    assert git(wt, "rev-parse", "HEAD") == git(home_repo, "rev-parse", "origin/main")
+    assert not (wt / "local.txt").exists()
+
+
+def test_new_sees_commits_pushed_to_origin_since_the_last_fetch(home_repo, workspace):
+    other = workspace.parent / "other-clone"
+    git(workspace, "clone", "-q", str(workspace.parent / "origins" / "web.git"), str(other))
+    pushed = commit(other, "remote.txt", "from elsewhere\n")
+    git(other, "push", "-q", "origin", "main")
+    res = new(home_repo)
+    assert res.json["home"]["base"] == pushed
+
+
+def test_running_new_again_reports_existing_and_creates_nothing_more(home_repo):
+    first = new(home_repo)
+    second = new(home_repo)
+    assert second.code == 0
+    assert second.json["id"] == first.json["id"]
+    assert second.json["home"]["status"] == "existing"
+    assert len(worktree_paths(home_repo)) == 2
+    assert branches(home_repo) == [ID, "main"]
+
+
+def test_a_different_run_with_the_same_id_gets_a_suffix(home_repo):
+    new(home_repo)
+    git(home_repo, "branch", "2026-05-01-fix-login")  # made by hand: a different run
+    res = new(home_repo, desc="Fix login")
+    assert res.json["id"] == "2026-05-01-fix-login-2"
+    other = new(home_repo, desc="Add rate limiting middleware to all API endpoints!!")
+    assert other.json["id"] == ID + "-2"
+
+
+def test_ticket_prefix(home_repo):
+    res = run_cli("new", "Add X", "--ticket", "ENG-1234", "--json", cwd=home_repo)
+    assert res.json["id"] == "ENG-1234-add-x"
+
+
+def test_explicit_id_is_used_verbatim_and_rerun_is_existing(home_repo):
+    res = run_cli("new", "ignored words", "--id", "ENG-7-custom", "--json", cwd=home_repo)
+    assert res.json["id"] == "ENG-7-custom"
+    again = run_cli("new", "other words", "--id", "ENG-7-custom", "--json", cwd=home_repo)
+    assert again.json["home"]["status"] == "existing"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--id", "no-prefix"),
+        ("--id", "2026-05-01-UPPER"),
+        ("--id", "2026-99-01-bad-month"),
+        ("--id", "ENG-1-" + "x" * 120),
+        ("--id", "ENG-1-a;rm -rf"),
+        ("--id", "ENG-1-$(touch pwned)"),
+        ("--ticket", "not a ticket"),
+        ("--date", "yesterday"),
+    ],
+)
+def test_an_invalid_id_is_exit_2_and_creates_nothing(home_repo, args):
+    before = sorted(p.name for p in home_repo.iterdir())
+    res = run_cli("new", "Some work", *args, "--json", cwd=home_repo)
+    assert res.code == 2
+    assert res.json["ok"] is False and res.json["error"]["code"] == "invalid-id"
+    assert sorted(p.name for p in home_repo.iterdir()) == before
+    assert branches(home_repo) == ["main"]
+    assert len(worktree_paths(home_repo)) == 1
+    assert not (home_repo / "pwned").exists()
+
+
+def test_an_empty_description_is_invalid(home_repo):
+    res = run_cli("new", "   ", "--json", cwd=home_repo)
+    assert res.code == 2 and res.json["error"]["code"] == "invalid-id"
+
+
+def test_text_output_names_the_artifact_directory(home_repo):
+    res = run_cli("new", DESC, "--date", "2026-05-01", cwd=home_repo)
+    assert res.code == 0
+    assert f"Artifact directory: {home_repo}/.claude/worktrees/{ID}/docs/plans/{ID}" in res.out
+
+
+def test_run_inside_a_linked_worktree_on_a_feature_branch_reuses_it(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature", str(wt))
+    res = new(wt)
+    assert res.code == 0, res.err
+    assert res.json["home"]["status"] == "reused"
+    assert res.json["home"]["worktree"] == str(wt)
+    assert res.json["plan_dir"] == str(wt / "docs" / "plans" / ID)
+    assert branches(home_repo) == ["feature", "main"]  # no new branch
+    assert len(worktree_paths(home_repo)) == 2
+
+
+def test_run_inside_a_linked_worktree_on_the_default_branch_refuses(home_repo, workspace):
+    git(home_repo, "switch", "-q", "-c", "dev")
+    wt = workspace / "main-wt"
+    git(home_repo, "worktree", "add", "-q", str(wt), "main")
+    res = new(wt)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "default-branch-worktree"
+    assert not (wt / "docs").exists()
+    assert branches(home_repo) == ["dev", "main"]
+    assert len(worktree_paths(home_repo)) == 2
+
+
+def test_no_origin_branches_from_the_local_default_with_a_warning(workspace):
+    repo = make_repo(workspace, "solo", origin=False)
+    res = new(repo)
+    assert res.code == 0, res.err
+    assert res.json["home"]["status"] == "created"
+    assert res.json["home"]["base"] == git(repo, "rev-parse", "main")
+    assert any("no origin" in w and "main" in w for w in res.json["warnings"])
+
+
+def test_no_root_commit_refuses_with_the_fix(workspace):
+    repo = make_repo(workspace, "empty", origin=False, commit_first=False)
+    res = new(repo)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "no-root-commit"
+    assert "first commit" in res.json["error"]["message"]
+    assert not (repo / ".claude").exists()
+
+
+def test_outside_a_repository_is_not_a_repo(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    res = run_cli("new", "x", "--json", cwd=plain)
+    assert res.code == 1 and res.json["error"]["code"] == "not-a-repo"
+
+
+def test_an_existing_branch_no_worktree_holds_is_attached_with_its_tip_kept(home_repo):
+    git(home_repo, "switch", "-q", "--orphan", ID)
+    tip = commit(home_repo, "orphan.txt", "orphan work\n", "orphan work")
+    git(home_repo, "switch", "-q", "main")
+    res = run_cli("new", "x", "--id", ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    wt = Path(res.json["home"]["worktree"])
+    assert res.json["home"]["status"] == "created"
+    assert git(wt, "rev-parse", "HEAD") == tip
+    assert (wt / "orphan.txt").read_text() == "orphan work\n"
+
+
+def test_a_branch_checked_out_elsewhere_falls_back_naming_that_worktree(home_repo, workspace):
+    elsewhere = workspace / "elsewhere"
+    git(home_repo, "worktree", "add", "-q", "-b", ID, str(elsewhere))
+    res = run_cli("new", "x", "--id", ID, "--json", cwd=home_repo)
+    assert res.code == 0
+    home = res.json["home"]
+    assert home["status"] == "fallback" and home["worktree"] == str(home_repo)
+    assert any("branch-checked-out" in w and str(elsewhere) in w for w in res.json["warnings"])
+    assert res.json["plan_dir"] == str(home_repo / "docs" / "plans" / ID)
+    assert status(home_repo) == ""  # the in-place plan dir is excluded
+
+
+def test_a_taken_path_falls_back_and_the_blocker_is_untouched(home_repo):
+    blocker = write(home_repo / ".claude" / "worktrees" / ID / "precious.txt", "keep me\n")
+    res = run_cli("new", "x", "--id", ID, "--json", cwd=home_repo)
+    assert res.code == 0
+    assert res.json["home"]["status"] == "fallback"
+    assert any("path-taken" in w for w in res.json["warnings"])
+    assert blocker.read_text() == "keep me\n"
+    assert branches(home_repo) == ["main"]  # the branch this run made was rolled back
+
+
+def test_excludes_are_added_once(home_repo):
+    new(home_repo)
+    new(home_repo, desc="Second topic")
+    exclude = (home_repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count("/.claude/worktrees/") == 1
+    assert exclude.count("/docs/plans/") == 1
+
+
+def test_dash_c_with_a_missing_directory_is_a_clear_error(tmp_path):
+    res = run_cli("new", "x", "--json", cwd=tmp_path / "nope")
+    assert res.code != 0
+    assert "no such directory" in res.out + res.err
+    assert "Traceback" not in res.err
+
+
+def test_worktreeinclude_copies_only_ignored_listed_files(home_repo):
+    write(home_repo / ".gitignore", ".env\n.env.local\nsecrets/\nbuild/\n")
+    write(
+        home_repo / ".worktreeinclude", ".env\n.env.local\nsecrets/\ntracked.cfg\nnotignored.txt\n"
+    )
+    write(home_repo / "tracked.cfg", "tracked\n")
+    git(home_repo, "add", ".gitignore", ".worktreeinclude", "tracked.cfg")
+    git(home_repo, "commit", "-q", "-m", "config")
+    git(home_repo, "push", "-q", "origin", "main")
+    write(home_repo / ".env", "TOKEN=1\n")
+    os.chmod(home_repo / ".env", 0o600)
+    write(home_repo / "secrets" / "key.pem", "key\n")
+    os.symlink(".env", home_repo / ".env.local")
+    write(home_repo / "build" / "out.bin", "ignored but not listed\n")
+    write(home_repo / "notignored.txt", "listed but not ignored\n")
+    write(home_repo / "tracked.cfg", "locally edited\n")
+    res = new(home_repo)
+    wt = Path(res.json["home"]["worktree"])
+    assert (wt / ".env").read_text() == "TOKEN=1\n"
+    assert (wt / ".env").stat().st_mode & 0o777 == 0o600
+    assert (wt / "secrets" / "key.pem").read_text() == "key\n"
+    assert os.path.islink(wt / ".env.local") and os.readlink(wt / ".env.local") == ".env"
+    assert not (wt / "build").exists()
+    assert not (wt / "notignored.txt").exists()
+    assert (wt / "tracked.cfg").read_text() == "tracked\n"

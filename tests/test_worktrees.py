@@ -1,0 +1,261 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+
+ID = "2026-05-01-multi-thing"
+
+
+def repos_md(home: Path, *items: tuple[str, str], worktrees: str = "") -> str:
+    extra = "".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** part\n" for n, p in items)
+    return (
+        "---\ntopic: multi-thing\ndate: 2026-05-01\nphase: repos\n---\n\n"
+        "# Repos: multi-thing\n\n"
+        f"## Home repo\n- **name:** web\n- **path:** {home}\n- **role:** the UI\n\n"
+        f"## Additional repos\n{extra}\n"
+        "## Notes\nKeep   this   text *exactly*.\n" + worktrees
+    )
+
+
+@pytest.fixture
+def topic(home_repo: Path) -> Path:
+    res = run_cli("new", "multi thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    return Path(res.json["plan_dir"])
+
+
+def worktrees(plan: Path, *args: str):
+    return run_cli("worktrees", str(plan), *args, "--json", cwd=plan)
+
+
+def test_single_mode_reports_the_home_worktree(topic):
+    res = worktrees(topic)
+    assert res.code == 0, res.err
+    assert res.json["mode"] == "single"
+    assert [r["status"] for r in res.json["repos"]] == ["existing"]
+    assert res.json["repos_md_updated"] is False
+
+
+def test_multi_repo_creates_a_worktree_per_sibling_and_writes_the_section(
+    workspace, home_repo, topic
+):
+    api = make_repo(workspace, "api")
+    types = make_repo(workspace, "shared-types")
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api)), ("shared-types", str(types))))
+    res = worktrees(topic)
+    assert res.code == 0, res.err
+    repos = res.json["repos"]
+    assert [(r["name"], r["status"]) for r in repos] == [
+        ("home", "existing"),
+        ("api", "created"),
+        ("shared-types", "created"),
+    ]
+    for repo, r in ((api, repos[1]), (types, repos[2])):
+        wt = repo / ".claude" / "worktrees" / ID
+        assert r["worktree"] == str(wt) and r["branch"] == ID
+        assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
+        assert git(wt, "rev-parse", "HEAD") == git(repo, "rev-parse", "origin/HEAD")
+        assert status(repo) == ""
+    text = (topic / "repos.md").read_text()
+    assert text.endswith(
+        "## Worktrees\n"
+        f"- home: {home_repo}/.claude/worktrees/{ID}\n"
+        f"- api: {api}/.claude/worktrees/{ID}\n"
+        f"- shared-types: {types}/.claude/worktrees/{ID}\n"
+    )
+    assert res.json["repos_md_updated"] is True
+    assert status(home_repo) == ""
+
+
+def test_write_back_preserves_every_other_byte_and_stays_single_on_rerun(
+    workspace, home_repo, topic
+):
+    api = make_repo(workspace, "api")
+    stale = "## Worktrees\n- home: /old/path\n- gone: /old/gone\n\n## After\ntrailing text\n"
+    original = repos_md(home_repo, ("api", str(api)), worktrees=stale)
+    write(topic / "repos.md", original)
+    assert worktrees(topic).code == 0
+    first = (topic / "repos.md").read_text()
+    head, _, _ = original.partition("## Worktrees")
+    assert first.startswith(head)
+    assert first.endswith("\n\n## After\ntrailing text\n")
+    assert first.count("## Worktrees") == 1
+    again = worktrees(topic)
+    assert again.json["repos_md_updated"] is False
+    assert (topic / "repos.md").read_text() == first
+
+
+def test_crlf_repos_md_keeps_its_line_endings(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    write(topic / "repos.md", "")
+    (topic / "repos.md").write_bytes(
+        repos_md(home_repo, ("api", str(api))).replace("\n", "\r\n").encode()
+    )
+    assert worktrees(topic).code == 0
+    data = (topic / "repos.md").read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"")
+    assert b"## Worktrees\r\n- home: " in data
+
+
+def test_containment_refuses_each_bad_repo_with_its_reason_and_the_rest_proceed(
+    workspace, home_repo, topic, tmp_path
+):
+    api = make_repo(workspace, "api")
+    outside = make_repo(tmp_path / "elsewhere", "far")
+    link = workspace / "sneaky"
+    os.symlink(outside, link)
+    plain = workspace / "plain-dir"
+    plain.mkdir()
+    items = [
+        ("api", str(api)),
+        ("far", str(outside)),
+        ("sneaky", str(link)),
+        ("plain", str(plain)),
+        ("ghost", str(workspace / "ghost")),
+        ("again", str(api)),
+        ("self", str(home_repo)),
+    ]
+    write(topic / "repos.md", repos_md(home_repo, *items))
+    res = worktrees(topic)
+    assert res.code == 0, res.err
+    got = {r["name"]: (r["status"], r["reason"]) for r in res.json["repos"]}
+    assert got == {
+        "home": ("existing", None),
+        "api": ("created", None),
+        "far": ("refused", "containment"),
+        "sneaky": ("refused", "containment"),
+        "plain": ("refused", "not-a-repo"),
+        "ghost": ("refused", "missing"),
+        "again": ("refused", "duplicate"),
+        "self": ("refused", "duplicate"),
+    }
+    assert worktree_paths(outside) == [str(outside)]
+    assert not (outside / ".claude").exists() and not (plain / ".claude").exists()
+    section = (topic / "repos.md").read_text().split("## Worktrees")[1]
+    assert "- api:" in section and "far" not in section and "ghost" not in section
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "words"),
+    [
+        ("- **name:** api\n  **path:** relative/api\n", 16, "not absolute"),
+        ("- **name:** api\n  **role:** no path\n", 15, "no **path:**"),
+        ("- **name:** Api_Caps\n  **path:** /x/api\n", 15, "not a slug"),
+        (
+            "- **name:** api\n  **path:** /x/a\n- **name:** api\n  **path:** /x/b\n",
+            17,
+            "already used",
+        ),
+        ("- **name:** home\n  **path:** /x/a\n", 15, "reserved"),
+    ],
+)
+def test_malformed_repos_md_is_exit_2_naming_the_line(home_repo, topic, body, line, words):
+    text = repos_md(home_repo).replace("## Additional repos\n", "## Additional repos\n" + body)
+    write(topic / "repos.md", text)
+    before = (topic / "repos.md").read_bytes()
+    res = worktrees(topic)
+    assert res.code == 2
+    err = res.json["error"]
+    assert err["code"] == "repos-md"
+    assert f"line {line}:" in err["message"] and words in err["message"]
+    assert (topic / "repos.md").read_bytes() == before
+
+
+def test_a_home_path_that_is_not_this_repo_is_refused(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    write(topic / "repos.md", repos_md(api))
+    res = worktrees(topic)
+    assert res.code == 2 and res.json["error"]["code"] == "repos-md"
+    assert "line 11:" in res.json["error"]["message"]
+    assert worktree_paths(api) == [str(api)]
+
+
+def test_unparseable_frontmatter_is_a_repos_md_error(home_repo, topic):
+    write(topic / "repos.md", "---\ntopic: [unclosed\n---\n\n## Home repo\n- **path:** /x\n")
+    res = worktrees(topic)
+    assert res.code == 2 and res.json["error"]["code"] == "repos-md"
+    assert "line" in res.json["error"]["message"]
+
+
+def test_name_and_path_without_bold_are_accepted(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    text = repos_md(home_repo).replace(
+        "## Additional repos\n", f"## Additional repos\n- name: api\n  path: `{api}`\n"
+    )
+    write(topic / "repos.md", text)
+    res = worktrees(topic)
+    assert [(r["name"], r["status"]) for r in res.json["repos"]] == [
+        ("home", "existing"),
+        ("api", "created"),
+    ]
+
+
+def test_a_blocked_path_in_one_secondary_falls_back_and_the_rest_are_fine(
+    workspace, home_repo, topic
+):
+    api = make_repo(workspace, "api")
+    types = make_repo(workspace, "types")
+    blocker = write(api / ".claude" / "worktrees" / ID, "a file in the way\n")
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api)), ("types", str(types))))
+    res = worktrees(topic)
+    assert res.code == 0, res.err
+    got = {r["name"]: r for r in res.json["repos"]}
+    assert got["api"]["status"] == "fallback" and got["api"]["reason"] == "path-taken"
+    assert got["api"]["worktree"] == str(api)
+    assert got["types"]["status"] == "created"
+    assert any("Falling back to main tree" in w and "api" in w for w in res.json["warnings"])
+    assert blocker.read_text() == "a file in the way\n"
+    assert branches(api) == ["main"]
+    assert f"- api: {api}\n" in (topic / "repos.md").read_text()
+
+
+def test_strict_rolls_back_everything_this_run_created(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    types = make_repo(workspace, "types")
+    blocker = write(api / ".claude" / "worktrees" / ID, "a file in the way\n")
+    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)))
+    write(topic / "repos.md", original)
+    res = worktrees(topic, "--strict")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "strict-failed"
+    assert "api" in res.json["error"]["message"]
+    assert blocker.read_text() == "a file in the way\n"
+    assert worktree_paths(types) == [str(types)] and branches(types) == ["main"]
+    assert not (types / ".claude" / "worktrees" / ID).exists()
+    assert branches(api) == ["main"]
+    # The home worktree predates this run and stays; repos.md is not rewritten.
+    assert Path(home_repo / ".claude" / "worktrees" / ID).is_dir()
+    assert (topic / "repos.md").read_text() == original
+
+
+def test_strict_passes_when_everything_gets_a_worktree(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
+    res = worktrees(topic, "--strict")
+    assert res.code == 0
+    assert [r["status"] for r in res.json["repos"]] == ["existing", "created"]
+
+
+def test_worktrees_finds_the_topic_from_inside_the_home_worktree_without_a_target(home_repo, topic):
+    wt = home_repo / ".claude" / "worktrees" / ID
+    res = run_cli("worktrees", "--json", cwd=wt)
+    assert res.code == 0, res.err
+    assert res.json["id"] == ID
+
+
+def test_an_unknown_plan_dir_is_exit_2(home_repo, topic):
+    res = run_cli("worktrees", "2026-05-01-nothing-here", "--json", cwd=home_repo)
+    assert res.code == 2 and res.json["error"]["code"] == "no-plan-dir"
+    res = run_cli("worktrees", str(home_repo / "not-a-plan-dir"), "--json", cwd=home_repo)
+    assert res.code == 2 and res.json["error"]["code"] == "no-plan-dir"
+
+
+def test_secondary_without_origin_warns_and_uses_its_local_default(workspace, home_repo, topic):
+    api = make_repo(workspace, "api", origin=False)
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
+    res = worktrees(topic)
+    assert res.json["repos"][1]["status"] == "created"
+    assert any(w.startswith("api: no origin") for w in res.json["warnings"])
