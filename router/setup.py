@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.render import render, share_dir
 from router.workspace import ensure_excludes, open_repo
 
-PLUGIN_SOURCE = "https://github.com/team-router/team-router"
+PLUGIN_NAME = "team-router"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +42,25 @@ def init_repo(cwd: Path) -> InitResult:
     actions.append(
         _write_example(repo.primary / ".teamteardown.example", example.read_text(encoding="utf-8"))
     )
-    plugin = share_dir("skills").parent
-    commands = [
-        f"claude plugin marketplace add {plugin}",
-        "claude plugin install team-router@team-router",
+    return InitResult(repo.primary, actions, plugin_commands())
+
+
+def plugin_commands() -> list[str]:
+    """The two lines that install the Claude Code plugin from this installation.
+
+    The checkout (or the wheel's ``_share`` copy) is itself the marketplace:
+    ``.claude-plugin/marketplace.json`` lists the plugin with source ``./``.
+    """
+    root = share_dir("skills").parent
+    market, plugin = PLUGIN_NAME, PLUGIN_NAME
+    manifest = root / ".claude-plugin" / "marketplace.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError):
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        market, plugin = data["name"], data["plugins"][0]["name"]
+    return [
+        f"claude plugin marketplace add {root}",
+        f"claude plugin install {plugin}@{market}",
     ]
-    return InitResult(repo.primary, actions, commands)
 
 
 def _write_example(path: Path, text: str) -> str:
