@@ -92,10 +92,36 @@ class TopicRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TopicRecord:
+        """A record from its JSON; ValueError/TypeError when a field has the wrong shape."""
         repos = tuple(RepoEntry(**r) for r in data.get("repos", []))
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "repos"}
         known["steps"] = tuple(known.get("steps", ()))
-        return cls(**known, repos=repos)
+        record = cls(**known, repos=repos)
+        _check_shape(record)
+        return record
+
+
+_TEXT_FIELDS = ("worktree", "base_commit", "description", "plan_dir")
+
+
+def _check_shape(record: TopicRecord) -> None:
+    # A record steers deletions (its branch, its worktree): a hand-edited or
+    # half-understood one must fail here rather than be half trusted later.
+    if not all(isinstance(v, str) and v for v in (record.id, record.repo, record.branch)):
+        raise ValueError("id, repo and branch must be non-empty strings")
+    if any(not isinstance(getattr(record, k), str | None) for k in _TEXT_FIELDS):
+        raise ValueError(f"{', '.join(_TEXT_FIELDS)} must be strings or null")
+    if not isinstance(record.branch_created, bool):
+        raise ValueError("branch_created must be true or false")
+    if not all(isinstance(s, str) for s in record.steps):
+        raise ValueError("steps must be a list of strings")
+    if not isinstance(record.extra, dict):
+        raise ValueError("extra must be an object")
+    for entry in record.repos:
+        if not (isinstance(entry.name, str) and isinstance(entry.path, str)):
+            raise ValueError("every repos entry needs a string name and path")
+        if not isinstance(entry.worktree, str | None):
+            raise ValueError("a repos entry's worktree must be a string or null")
 
 
 def _replace(record: TopicRecord, **changes: Any) -> TopicRecord:
@@ -124,22 +150,58 @@ def read_record(common_dir: Path, topic_id: str) -> TopicRecord | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise RecordCorrupt(path, str(exc)) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordCorrupt(path, f"cannot be read ({exc})") from exc
     try:
         data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
-        return TopicRecord.from_json(data)
+        record = TopicRecord.from_json(data)
     except (ValueError, TypeError) as exc:
         raise RecordCorrupt(path, f"does not parse ({exc})") from exc
+    if record.id != topic_id:
+        raise RecordCorrupt(path, f"names topic {record.id!r}, not {topic_id!r}")
+    return record
 
 
-def write_record(common_dir: Path, record: TopicRecord) -> None:
-    write_atomic(
-        record_path(common_dir, record.id),
-        json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n",
-    )
+def write_record(common_dir: Path, record: TopicRecord) -> Path | None:
+    """Write ``record`` atomically; a corrupt file in its place is first set aside, never lost.
+
+    Returns where a corrupt predecessor was kept (``<id>.json.corrupt-<n>``), or None.
+    """
+    path = record_path(common_dir, record.id)
+    kept = _set_aside_if_corrupt(path)
+    write_atomic(path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+    return kept
+
+
+CORRUPT_MARK = ".corrupt-"
+
+
+def _set_aside_if_corrupt(path: Path) -> Path | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and TopicRecord.from_json(data).id == path.stem:
+            return None
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):
+        pass
+    for n in range(1, 1000):
+        aside = path.with_name(f"{path.name}{CORRUPT_MARK}{n}")
+        if not os.path.lexists(aside):
+            # A rename, not a copy: the bytes the user may need stay exactly as they were.
+            os.replace(path, aside)
+            return aside
+    raise RecordCorrupt(path, "does not parse, and 999 earlier corrupt copies are in the way")
+
+
+def corrupt_records(common_dir: Path) -> list[Path]:
+    """Corrupt records set aside by :func:`write_record` (kept for the user to inspect)."""
+    folder = state_root(common_dir) / "topics"
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob(f"*.json{CORRUPT_MARK}*"))
 
 
 def delete_record(common_dir: Path, topic_id: str) -> None:
@@ -185,7 +247,7 @@ def held_lock(common_dir: Path, name: str, *, wait: float = DEFAULT_WAIT) -> Ite
         ) from None
     try:
         with contextlib.suppress(OSError):
-            _owner_path(path).write_text(str(os.getpid()), encoding="utf-8")
+            _owner_path(path).write_text(_owner_text(), encoding="utf-8")
         yield
     finally:
         with contextlib.suppress(OSError):
@@ -193,8 +255,56 @@ def held_lock(common_dir: Path, name: str, *, wait: float = DEFAULT_WAIT) -> Ite
         lock.release()
 
 
+def _owner_text() -> str:
+    # pid and start time: a crash leaves this file behind (the kernel drops the
+    # lock itself), and doctor tells a stale owner from a live one by both.
+    from router.holders import process_start_time
+
+    return f"{os.getpid()} {process_start_time(os.getpid()) or '-'}\n"
+
+
 def _read_owner(lock: Path) -> str | None:
+    owner = read_owner(lock)
+    return str(owner.pid) if owner else None
+
+
+@dataclass(frozen=True, slots=True)
+class LockOwner:
+    """What a lock's owner file says: who held (or holds) ``locks/<name>.lock``."""
+
+    name: str
+    path: Path  # the owner file, ``locks/<name>.pid``
+    pid: int
+    start_time: str | None
+
+    @property
+    def stale(self) -> bool:
+        """True when the process that wrote the file is gone (or its pid was reused)."""
+        from router.holders import Holder, is_live
+
+        return not is_live(Holder(self.pid, self.start_time))
+
+
+def read_owner(lock: Path) -> LockOwner | None:
+    path = _owner_path(lock)
     try:
-        return _owner_path(lock).read_text(encoding="utf-8").strip() or None
-    except OSError:
+        words = path.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError):
         return None
+    if not words or not words[0].isdigit():
+        return None
+    start = words[1] if len(words) > 1 and words[1] != "-" else None
+    return LockOwner(lock.stem, path, int(words[0]), start)
+
+
+def lock_owners(common_dir: Path) -> list[LockOwner]:
+    """Every owner file under ``locks/`` (held locks and ones a crash left behind)."""
+    folder = state_root(common_dir) / "locks"
+    if not folder.is_dir():
+        return []
+    found = []
+    for pid_file in sorted(folder.glob("*.pid")):
+        owner = read_owner(pid_file.with_suffix(".lock"))
+        if owner is not None:
+            found.append(owner)
+    return found

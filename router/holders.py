@@ -1,0 +1,368 @@
+"""Holders: sessions that use a topic's worktrees, so teardown keeps them (DESIGN §10).
+
+A holder is one small JSON file under ``<common git dir>/team-router/holders/<id>/``
+naming a process (pid plus its start time) and, optionally, the host's
+session id. It is *stale* once that process is gone, or once its pid belongs to
+a different process (the start time differs); stale holders are dropped when
+read. A file that does not parse is reported and kept, never trusted.
+
+This module sits on the session-start hook's path: it imports nothing heavy
+(no typer, jinja2 or filelock) at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import state
+
+HOLDERS_DIR = "holders"
+# Shells that run one command line for a caller (``sh -c "..."``): a hook or an
+# agent's shell tool starts team-router through one, and that shell is gone a
+# moment later. The session is the process that started the shell.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish"})
+_SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_MAX_HOPS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    pid: int
+    start_time: str | None  # /proc/<pid>/stat field 22; None where it cannot be read
+    session: str | None = None
+    host: str | None = None
+    since: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "session": self.session,
+            "host": self.host,
+            "since": self.since,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Holder:
+        if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+            raise ValueError("not a holder object with an integer pid")
+        start = data.get("start_time")
+        session = data.get("session")
+        host = data.get("host")
+        since = data.get("since", 0.0)
+        return cls(
+            pid=data["pid"],
+            start_time=str(start) if start is not None else None,
+            session=str(session) if session is not None else None,
+            host=str(host) if host is not None else None,
+            since=float(since) if isinstance(since, int | float) else 0.0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HolderFile:
+    """A holder as found on disk: its file, and the holder (None when it does not parse)."""
+
+    path: Path
+    holder: Holder | None
+    problem: str = ""
+
+
+# -- processes --------------------------------------------------------------------
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of ``/proc/<pid>/stat`` (after the command name), or None."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may itself hold spaces
+    # or parentheses: everything after the *last* ')' is the numeric fields.
+    _, sep, rest = raw.rpartition(")")
+    return rest.split() if sep else None
+
+
+def process_start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux); None elsewhere or if gone."""
+    fields = _stat_fields(pid)
+    # Field 22 of stat; ``fields`` starts at field 3.
+    return fields[19] if fields and len(fields) > 19 else None
+
+
+def _parent_of(pid: int) -> int | None:
+    if pid == os.getpid():
+        return os.getppid()
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields and len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _is_command_shell(pid: int) -> bool:
+    """True for ``sh -c '...'`` and kin: a shell that only runs one command line."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if not argv or not argv[0]:
+        return False
+    name = os.path.basename(argv[0].decode("utf-8", "replace")).lstrip("-")
+    # Only short option clusters: ``-c``, ``-ec``, ``-lc`` (``--norc`` is no command line).
+    return name in _SHELLS and any(
+        a.startswith(b"-") and not a.startswith(b"--") and b"c" in a[1:] for a in argv[1:3]
+    )
+
+
+def session_pid() -> int:
+    """The pid of the session that called team-router: our parent, past ``sh -c`` wrappers."""
+    pid = os.getppid()
+    for _ in range(_MAX_HOPS):
+        if pid <= 1 or not _is_command_shell(pid):
+            break
+        parent = _parent_of(pid)
+        if parent is None or parent <= 1:
+            break
+        pid = parent
+    return pid
+
+
+def ancestors(pid: int | None = None) -> set[int]:
+    """``pid`` (default: this process) and every process above it."""
+    current = os.getpid() if pid is None else pid
+    found = {current}
+    for _ in range(64):
+        parent = _parent_of(current)
+        if parent is None or parent <= 0 or parent in found:
+            break
+        found.add(parent)
+        current = parent
+    return found
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` names a running (not zombie) process."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    except OSError:
+        return False
+    fields = _stat_fields(pid)
+    # A zombie has exited; only its exit status waits to be collected.
+    return not (fields and fields[0] in {"Z", "X"})
+
+
+def this_host() -> str:
+    return os.uname().nodename if hasattr(os, "uname") else ""
+
+
+def is_live(holder: Holder) -> bool:
+    """False once the holder's process is gone or its pid was reused by another process."""
+    if holder.host and holder.host != this_host():
+        return True  # another machine's process: we cannot prove it is gone
+    if not process_alive(holder.pid):
+        return False
+    if holder.start_time is None:
+        return True  # no start time was recorded (no /proc): liveness is all we know
+    now = process_start_time(holder.pid)
+    return now is None or now == holder.start_time
+
+
+# -- files ------------------------------------------------------------------------
+
+
+def holders_dir(common_dir: Path, topic_id: str) -> Path:
+    return state.state_root(common_dir) / HOLDERS_DIR / topic_id
+
+
+def _file_name(holder: Holder) -> str:
+    # The start time is part of the name: a reader that drops a stale holder
+    # can never delete the file of a new process that got the same pid.
+    session = hashlib.sha256((holder.session or "").encode()).hexdigest()[:12]
+    return f"{holder.pid}-{holder.start_time or 'x'}-{session}.json"
+
+
+def valid_session(session: str) -> bool:
+    return bool(_SESSION_RE.fullmatch(session))
+
+
+def make_holder(pid: int, session: str | None = None) -> Holder:
+    return Holder(pid, process_start_time(pid), session, this_host(), round(time.time(), 3))
+
+
+def register(common_dir: Path, topic_id: str, holder: Holder) -> Path:
+    """Write (or refresh) ``holder`` for the topic; returns its file."""
+    path = holders_dir(common_dir, topic_id) / _file_name(holder)
+    state.write_atomic(path, json.dumps(holder.to_json(), sort_keys=True) + "\n")
+    return path
+
+
+def read_all(common_dir: Path, topic_id: str) -> list[HolderFile]:
+    """Every holder file of the topic, live or not, parsed or not; nothing is changed."""
+    folder = holders_dir(common_dir, topic_id)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        found.append(_read_one(folder / name))
+    return found
+
+
+def _read_one(path: Path) -> HolderFile:
+    try:
+        return HolderFile(path, Holder.from_json(json.loads(path.read_text(encoding="utf-8"))))
+    except (OSError, ValueError, TypeError) as exc:
+        return HolderFile(path, None, f"does not parse ({exc})")
+
+
+def topics_with_holders(common_dir: Path) -> list[str]:
+    folder = state.state_root(common_dir) / HOLDERS_DIR
+    try:
+        return sorted(n for n in os.listdir(folder) if (folder / n).is_dir())
+    except OSError:
+        return []
+
+
+def drop(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def live_holders(
+    common_dir: Path, topic_id: str, excluding_pid: int | None = None
+) -> list[Holder]:
+    """The topic's live holders (stale ones are dropped on the way), minus ``excluding_pid``."""
+    live: list[Holder] = []
+    for item in read_all(common_dir, topic_id):
+        if item.holder is None:
+            continue  # unreadable: reported by doctor, never trusted, never deleted
+        if not is_live(item.holder):
+            drop(item.path)
+            continue
+        if item.holder.pid != excluding_pid:
+            live.append(item.holder)
+    return live
+
+
+def holders_excluding(common_dir: Path, topic_id: str, pids: set[int]) -> list[Holder]:
+    """Live holders whose process is not one of ``pids`` (for "another session holds it")."""
+    return [h for h in live_holders(common_dir, topic_id) if h.pid not in pids]
+
+
+def other_holders(common_dir: Path, topic_id: str) -> list[Holder]:
+    """Live holders other than this process and the sessions above it."""
+    return holders_excluding(common_dir, topic_id, ancestors())
+
+
+def release(
+    common_dir: Path, topic_id: str, *, pid: int | None, session: str | None
+) -> list[Holder]:
+    """Drop the holders matching ``pid`` and/or ``session``; returns the ones dropped."""
+    dropped = []
+    for item in read_all(common_dir, topic_id):
+        holder = item.holder
+        if holder is None:
+            continue
+        if pid is not None and holder.pid != pid:
+            continue
+        if session is not None and holder.session != session:
+            continue
+        drop(item.path)
+        dropped.append(holder)
+    return dropped
+
+
+def describe(holder: Holder) -> str:
+    who = f"process {holder.pid}"
+    return f"{who} (session {holder.session})" if holder.session else who
+
+
+# -- hold / release (the commands' core) ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HoldResult:
+    id: str
+    repo: Path
+    action: str  # "held" | "released"
+    holders: tuple[Holder, ...]  # the holder written, or the ones dropped
+    live: tuple[Holder, ...]  # every live holder after the change
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "repo": str(self.repo),
+            "action": self.action,
+            "holders": [h.to_json() for h in self.holders],
+            "live": [h.to_json() for h in self.live],
+        }
+
+
+def hold(cwd: Path, target: str | None, *, pid: int | None, session: str | None) -> HoldResult:
+    """Register a holder for the topic: ``pid`` (default: the calling session) and ``session``."""
+    from router.errors import BadInput
+
+    common_dir, topic_id, repo = _topic_for(cwd, target)
+    who = session_pid() if pid is None else pid
+    if session is not None and not valid_session(session):
+        raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
+    if not process_alive(who):
+        raise BadInput("no-such-process", f"process {who} is not running; pass the pid of a live session")
+    holder = make_holder(who, session)
+    register(common_dir, topic_id, holder)
+    live = live_holders(common_dir, topic_id)
+    return HoldResult(topic_id, repo, "held", (holder,), tuple(live))
+
+
+def release_topic(
+    cwd: Path, target: str | None, *, pid: int | None, session: str | None
+) -> HoldResult:
+    """Drop the holders of ``pid`` and/or ``session`` (default: the calling session's pid)."""
+    from router.errors import BadInput
+
+    common_dir, topic_id, repo = _topic_for(cwd, target)
+    if session is not None and not valid_session(session):
+        raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
+    who = session_pid() if pid is None and session is None else pid
+    dropped = release(common_dir, topic_id, pid=who, session=session)
+    warnings = () if dropped else (f"no holder of {topic_id} matched; nothing released",)
+    live = live_holders(common_dir, topic_id)
+    return HoldResult(topic_id, repo, "released", tuple(dropped), tuple(live), warnings)
+
+
+def _topic_for(cwd: Path, target: str | None) -> tuple[Path, str, Path]:
+    """(common dir of the home repo, topic id, home primary root) for a target."""
+    from router.discovery import resolve
+    from router.errors import BadInput
+    from router.ids import ID_RE
+    from router.workspace import open_repo
+
+    try:
+        repo, plan = resolve(cwd, target)
+        return repo.common_dir, plan.id, repo.primary
+    except BadInput:
+        # After teardown the plan dir is gone but a record may remain: an id
+        # still names the topic then.
+        if not target or not ID_RE.fullmatch(target):
+            raise
+        repo = open_repo(cwd)
+        if not state.record_path(repo.common_dir, target).exists() and not holders_dir(
+            repo.common_dir, target
+        ).is_dir():
+            raise
+        return repo.common_dir, target, repo.primary

@@ -1,0 +1,181 @@
+"""Records: atomic, in the common git dir, never trusted or deleted when they do not parse."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from gitutil import git, run_cli, worktree_paths
+
+from router import state
+
+ID = "2026-05-01-add-thing"
+
+
+def _common(repo):
+    return repo / ".git"
+
+
+def test_new_writes_a_complete_record_in_the_common_git_dir(home_repo):
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    record = state.read_record(_common(home_repo), ID)
+    assert record is not None
+    worktree = home_repo / ".claude/worktrees" / ID
+    assert record.worktree == str(worktree)
+    assert record.branch == ID
+    assert record.branch_created is True
+    assert record.base_commit == git(home_repo, "rev-parse", "origin/main")
+    assert {"inspect", "base", "claim", "add", "verify", "setup", "record"} <= set(record.steps)
+    # Every worktree of the repo sees the same record: it is not inside any checkout.
+    assert state.record_path(_common(home_repo), ID).is_relative_to(home_repo / ".git")
+
+
+def test_a_record_for_an_existing_branch_says_the_tool_did_not_create_it(home_repo):
+    git(home_repo, "branch", ID)
+    res = run_cli("new", "x", "--id", ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    record = state.read_record(_common(home_repo), ID)
+    assert record.branch_created is False
+
+
+def test_write_atomic_replaces_the_file_whole_and_leaves_no_temp_file(tmp_path):
+    target = tmp_path / "d" / "r.json"
+    state.write_atomic(target, "one\n")
+    state.write_atomic(target, "two\n")
+    assert target.read_text() == "two\n"
+    assert os.listdir(target.parent) == ["r.json"]
+
+
+def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
+    target = tmp_path / "d" / "r.json"
+    state.write_atomic(target, "old\n")
+
+    def boom(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError):
+        state.write_atomic(target, "new\n")
+    assert target.read_text() == "old\n"
+    assert os.listdir(target.parent) == ["r.json"]
+
+
+def test_a_record_round_trips_every_field(tmp_path):
+    record = state.TopicRecord(
+        id=ID, repo="home", branch=ID, worktree="/w", base_commit="abc", branch_created=True,
+        description="d", plan_dir="/p", steps=("inspect", "claim"),
+        repos=(state.RepoEntry("api", "/api", "/api/w"),), extra={"included": [".env"]},
+    )
+    state.write_record(tmp_path, record)
+    assert state.read_record(tmp_path, ID) == record
+
+
+BAD_RECORDS = [
+    b"{not json",
+    b"[1, 2]",
+    b'{"id": 3, "unknown": }',
+    b"\xff\xfe binary",
+    b'{"id": "2026-05-01-add-thing"}',
+    b'{"id": "2026-05-01-add-thing", "repo": "home", "branch": 5}',
+    b'{"id": "2026-05-01-add-thing", "repo": "home", "branch": "b", "steps": 7}',
+    b'{"id": "2026-05-01-add-thing", "repo": "home", "branch": "b", "branch_created": "yes"}',
+    b'{"id": "2026-05-01-add-thing", "repo": "home", "branch": "b", "repos": [{"name": 1}]}',
+    b'{"id": "2026-05-01-other", "repo": "home", "branch": "b"}',
+]
+
+
+@pytest.mark.parametrize("raw", BAD_RECORDS)
+def test_a_record_that_does_not_parse_raises_record_corrupt_and_stays(tmp_path, raw):
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(raw)
+    with pytest.raises(state.RecordCorrupt) as info:
+        state.read_record(tmp_path, ID)
+    assert info.value.path == path
+    assert path.read_bytes() == raw
+
+
+def test_a_missing_record_reads_as_none(tmp_path):
+    assert state.read_record(tmp_path, ID) is None
+
+
+def test_a_corrupt_record_makes_new_warn_not_crash_and_keeps_the_file(home_repo):
+    path = state.record_path(_common(home_repo), ID)
+    path.parent.mkdir(parents=True)
+    path.write_text("{garbage", encoding="utf-8")
+    res = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    data = res.json
+    assert any(str(path) in w and "not trusted" in w for w in data["warnings"])
+    assert "Traceback" not in res.err
+    # Never deleted: the fresh record sets the bytes aside, exactly as they were.
+    kept = state.corrupt_records(_common(home_repo))
+    assert [p.read_text(encoding="utf-8") for p in kept] == ["{garbage"]
+    assert kept[0].name == f"{ID}.json.corrupt-1"
+    assert state.read_record(_common(home_repo), ID).worktree == data["home"]["worktree"]
+    assert str(home_repo / ".claude/worktrees" / ID) in worktree_paths(home_repo)
+
+
+def test_write_record_sets_a_corrupt_predecessor_aside_under_a_new_name_each_time(tmp_path):
+    path = state.record_path(tmp_path, ID)
+    record = state.TopicRecord(id=ID, repo="home", branch=ID)
+    path.parent.mkdir(parents=True)
+    for n, junk in enumerate(["{one", "[two]"], start=1):
+        path.write_text(junk, encoding="utf-8")
+        assert state.write_record(tmp_path, record) == path.with_name(f"{ID}.json.corrupt-{n}")
+    assert [p.read_text() for p in state.corrupt_records(tmp_path)] == ["{one", "[two]"]
+    assert state.write_record(tmp_path, record) is None  # a valid predecessor is simply replaced
+
+
+def test_a_corrupt_record_makes_new_without_id_choose_a_fresh_id(home_repo):
+    path = state.record_path(_common(home_repo), ID)
+    path.parent.mkdir(parents=True)
+    path.write_text("{garbage", encoding="utf-8")
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    assert res.json["id"] == f"{ID}-2"  # an unreadable record is never reused blindly
+    assert path.read_text(encoding="utf-8") == "{garbage"
+
+
+def test_a_set_aside_record_is_reported_by_doctor_and_kept_by_repair(home_repo):
+    path = state.record_path(_common(home_repo), ID)
+    path.parent.mkdir(parents=True)
+    path.write_text("{garbage", encoding="utf-8")
+    assert run_cli("new", "x", "--id", ID, cwd=home_repo).code == 0
+    res = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+    kept = path.with_name(f"{ID}.json.corrupt-1")
+    found = [f for f in res.json["findings"] if f["kind"] == "record-corrupt"]
+    assert [(f["path"], f["repaired"], f["topic"]) for f in found] == [(str(kept), False, ID)]
+    assert kept.read_text(encoding="utf-8") == "{garbage"
+
+
+def test_a_corrupt_record_is_reported_by_doctor_and_kept_by_repair(home_repo):
+    path = state.record_path(_common(home_repo), ID)
+    path.parent.mkdir(parents=True)
+    path.write_text("{garbage", encoding="utf-8")
+    res = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    found = [f for f in res.json["findings"] if f["kind"] == "record-corrupt"]
+    assert found == [
+        {
+            "kind": "record-corrupt",
+            "path": str(path),
+            "repaired": False,
+            "detail": found[0]["detail"],
+            "repo": str(home_repo),
+            "topic": ID,
+        }
+    ]
+    assert path.read_text(encoding="utf-8") == "{garbage"
+
+
+def test_records_survive_the_worktree_that_wrote_them(home_repo):
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0
+    worktree = home_repo / ".claude/worktrees" / ID
+    # From inside the worktree the same record is found through the common dir.
+    inside = state.read_record(_common(home_repo), ID)
+    assert json.loads(state.record_path(_common(home_repo), ID).read_text())["id"] == ID
+    assert inside.worktree == str(worktree)
