@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
+# Check a new worktree out with one worker per core (git >= 2.32 parallel
+# checkout): the checkout is most of the cost of creating a worktree.
+PARALLEL_CHECKOUT = ("checkout.workers=0",)
 
 # Variables that point git at a repository or index other than the one we ask
 # about. They leak in when team-router runs from a git hook or a tool that set
@@ -194,6 +197,24 @@ class Git:
         top, gdir, common = (Path(os.path.realpath(x)) for x in lines)
         return RepoLayout(top, gdir, common)
 
+    def checkout_state(self) -> tuple[RepoLayout, str | None]:
+        """Layout and checked-out branch in one process (``None`` when detached)."""
+        lines = self.out(
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-dir",
+            "--git-common-dir",
+            "--symbolic-full-name",
+            "HEAD",
+        ).splitlines()
+        if len(lines) != 4:
+            raise GitError(["git", "rev-parse"], 128, "not a work tree")
+        top, gdir, common = (Path(os.path.realpath(x)) for x in lines[:3])
+        head = lines[3].strip()
+        branch = head.removeprefix("refs/heads/") if head.startswith("refs/heads/") else None
+        return RepoLayout(top, gdir, common), branch
+
     def try_layout(self) -> RepoLayout | None:
         try:
             return self.layout()
@@ -318,7 +339,9 @@ class Git:
     def fetch(self, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> GitError | None:
         """Best-effort ``git fetch --quiet remote``: None on success, else the error."""
         try:
-            self.run("fetch", "--quiet", "--prune", remote, timeout=timeout)
+            # No auto-maintenance: a background gc is the user's git's business,
+            # not a cost to add to every worktree we create.
+            self.run("fetch", "--quiet", "--no-auto-maintenance", remote, timeout=timeout)
         except GitError as exc:
             return exc
         return None
@@ -336,10 +359,11 @@ class Git:
             # --no-track: a branch cut from origin/HEAD must not take origin/main as
             # its upstream, or a later pull/push in the worktree would target main.
             self.run(
-                "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", str(path), base
+                "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", str(path), base,
+                config=PARALLEL_CHECKOUT,
             )
         else:
-            self.run("worktree", "add", "--quiet", "--", str(path), branch)
+            self.run("worktree", "add", "--quiet", "--", str(path), branch, config=PARALLEL_CHECKOUT)
 
     def worktree_remove(self, path: Path, *, force: bool) -> None:
         args = ["worktree", "remove"]
@@ -409,6 +433,83 @@ def log_subjects(git: Git, rev: str, *, limit: int) -> list[str]:
     """The subjects of the last ``limit`` commits reachable from ``rev``, newest first."""
     out = git.out("log", f"--max-count={limit}", "--format=%s", "--end-of-options", rev, "--")
     return [line for line in out.splitlines() if line]
+
+
+# -- teardown, snapshots and restore: integrate, update, snapshot refs ----------
+
+SNAPSHOT_PREFIX = "refs/team-router/snapshots/"
+
+
+def cherry_pick(git: Git, commits: Sequence[str]) -> None:
+    """Cherry-pick ``commits`` in order onto the checked-out branch (one sequence)."""
+    git.run("cherry-pick", "--no-edit", "--allow-empty-message", *commits)
+
+
+def cherry_pick_head(git: Git) -> str | None:
+    """The commit a stopped cherry-pick was applying, if one is in progress."""
+    return git.rev_parse("CHERRY_PICK_HEAD")
+
+
+def cherry_pick_abort(git: Git) -> None:
+    # --abort puts HEAD back where the whole sequence started, so a conflict on
+    # the third commit does not leave the first two on the target branch.
+    git.run("cherry-pick", "--abort", check=False)
+
+
+def pull(git: Git, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT) -> None:
+    """``git pull --rebase`` (or ``--ff-only``) ``remote branch`` in the checkout at cwd."""
+    mode = "--rebase" if rebase else "--ff-only"
+    git.run("pull", "--quiet", mode, "--no-autostash", remote, branch, timeout=timeout)
+
+
+def rebase_abort(git: Git) -> None:
+    git.run("rebase", "--abort", check=False)
+
+
+def remote_prune(git: Git, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> None:
+    git.run("remote", "prune", remote, timeout=timeout)
+
+
+def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
+    """Commits reachable from ``tip`` and from no branch, tag or remote ref but ``except_branch``."""
+    args = ["rev-list", "--count", tip, "--not"]
+    if except_branch:
+        # --exclude applies to the next --branches: the branch about to be
+        # deleted must not count as "elsewhere".
+        args.append(f"--exclude=refs/heads/{except_branch}")
+    args += ["--branches", "--tags", "--remotes", "--"]
+    return int(git.out(*args) or 0)
+
+
+def snapshot_tree(worktree: Git, index_file: Path) -> str:
+    """Tree of the worktree's files (untracked included, ignored not) via a private index.
+
+    GIT_INDEX_FILE points at a throw-away file, so the worktree's own index
+    (what the user staged) is neither read nor changed.
+    """
+    env = {"GIT_INDEX_FILE": str(index_file)}
+    worktree.run("read-tree", "HEAD", env=env)
+    worktree.run("add", "--all", "--", ":/", env=env, config=["core.fsmonitor="])
+    return worktree.out("write-tree", env=env)
+
+
+def commit_tree(git: Git, tree: str, parent: str, message: str) -> str:
+    return git.out("commit-tree", tree, "-p", parent, "-m", message)
+
+
+def update_ref(git: Git, ref: str, new: str, *, message: str) -> None:
+    # --create-reflog: an older snapshot of the same branch stays reachable
+    # through the reflog instead of vanishing when the ref moves.
+    git.run("update-ref", "--create-reflog", "-m", message, ref, new)
+
+
+def restore_worktree_files(git: Git, source: str) -> None:
+    """Make the working tree match ``source`` without touching the index.
+
+    The result shows as uncommitted edits and untracked files, exactly as the
+    snapshot found them, not as an extra commit.
+    """
+    git.run("restore", f"--source={source}", "--worktree", "--", ":/")
 
 
 def parse_worktree_list(out: str) -> list[WorktreeEntry]:

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -145,6 +146,16 @@ class _Pipeline:
         self.record = self._load_record()
 
     def run(self) -> RepoReport:
+        # The fetch (the slowest step but the checkout) runs while the local
+        # checks do; it is best-effort and idempotent, so starting it early
+        # cannot do harm even when the worktree turns out to exist already.
+        self.prefetch = _Background(lambda: self.git.fetch("origin"))
+        try:
+            return self._run()
+        finally:
+            self.prefetch.result()
+
+    def _run(self) -> RepoReport:
         state.crash_point("inspect")
         reuse = self._inspect()
         if reuse is not None:
@@ -218,8 +229,10 @@ class _Pipeline:
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
         state.crash_point("claim")
-        self._claim()
+        # Recorded before the mkdir: a run killed right after it finds its own
+        # empty claim on the rerun instead of a "taken" path (and a new id).
         self._save(steps=("inspect", "base", "claim"), branch_created=not branch_exists)
+        self._claim()
         state.crash_point("add")
         self._add(branch_exists)
         state.crash_point("verify")
@@ -274,18 +287,18 @@ class _Pipeline:
     # base ---------------------------------------------------------------------
 
     def _resolve_base(self) -> str:
-        if self.git.has_remote("origin"):
-            err = self.git.fetch("origin")
-            if err is not None:
-                self.warnings.append(
-                    f"{self.job.name}: fetch from origin failed ({err.first_line})"
-                )
-            head = self.git.rev_parse("refs/remotes/origin/HEAD")
-            if head is not None:
-                return head
-            why = "origin has no HEAD (run `git remote set-head origin --auto`)"
-        else:
-            why = "no origin"
+        err = self.prefetch.result()
+        has_origin = err is None or self.git.has_remote("origin")
+        if err is not None and has_origin:
+            self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
+        head = self.git.rev_parse("refs/remotes/origin/HEAD") if has_origin else None
+        if head is not None:
+            return head
+        why = (
+            "origin has no HEAD (run `git remote set-head origin --auto`)"
+            if has_origin
+            else "no origin"
+        )
         found = default_branch(self.git)
         local = found.local_ref if found else None
         commit = self.git.rev_parse(local) if local else None
@@ -311,12 +324,10 @@ class _Pipeline:
         self.created = dataclasses.replace(
             self.created, registration=True, branch=not branch_exists
         )
-        self._save(steps=("add",))
 
     def _verify(self) -> None:
         try:
-            layout = Git(self.path).layout()
-            branch = Git(self.path).current_branch()
+            layout, branch = Git(self.path).checkout_state()
         except GitError as exc:
             raise _Failed(
                 "verify-failed", f"new worktree does not answer: {exc.first_line}"
@@ -335,7 +346,7 @@ class _Pipeline:
             included = self._setup(worktree)
             state.crash_point("record")
             self._save(
-                steps=("verify", "setup", "record"),
+                steps=("add", "verify", "setup", "record"),
                 worktree=str(worktree),
                 base_commit=self._base_commit(worktree),
                 included=included,
@@ -371,13 +382,18 @@ class _Pipeline:
     def _base_commit(self, worktree: Path) -> str | None:
         if self.record is not None and self.record.base_commit:
             return self.record.base_commit
+        if self.base is not None and worktree == self.path:
+            return self.base  # a branch this run cut: its worktree's HEAD is the base
         return Git(worktree).head()
 
     def _load_record(self) -> state.TopicRecord | None:
         try:
             return state.read_record(self.repo.common_dir, self.job.topic.id)
         except state.RecordCorrupt as exc:
-            self.warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
+            self.warnings.append(
+                f"{exc.path}: {exc.reason}; not trusted (a new record sets it aside as "
+                f"{exc.path.name}{state.CORRUPT_MARK}<n>, never deletes it)"
+            )
             return None
 
     def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
@@ -415,6 +431,24 @@ class _Pipeline:
             message,
             warnings=(*self.warnings, warning),
         )
+
+
+class _Background:
+    """Run one call in a thread; ``result()`` waits for it (and is safe to call twice)."""
+
+    def __init__(self, fn: Callable[[], GitError | None]) -> None:
+        import threading
+
+        self._value: GitError | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], GitError | None]) -> None:
+        self._value = fn()
+
+    def result(self) -> GitError | None:
+        self._thread.join()
+        return self._value
 
 
 def _refused(job: Job, code: str, message: str) -> RepoReport:

@@ -1,0 +1,81 @@
+"""Shared fixture builders for the benchmarks (not tests): real repos in a temp dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def sh(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(
+        args, cwd=cwd, env=ENV, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def team_router() -> list[str]:
+    """The installed entry point next to this interpreter, as a user runs it."""
+    exe = Path(sys.executable).with_name("team-router")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "router.entry"]
+
+
+def make_repo(parent: Path, name: str, files: int, size: int = 8192) -> Path:
+    """``parent/name`` with ``files`` files of ``size`` bytes in 40 folders, pushed to a bare origin."""
+    repo = parent / name
+    repo.mkdir(parents=True)
+    sh("git", "init", "-q", "-b", "main", cwd=repo)
+    line = "x" * 63 + "\n"
+    for i in range(files):
+        folder = repo / f"pkg{i % 40}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"mod{i}.py").write_text(f"# {i}\n" + line * (size // 64))
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-q", "-m", "initial", cwd=repo)
+    bare = parent.parent / "origins" / f"{name}.git"
+    bare.parent.mkdir(parents=True, exist_ok=True)
+    sh("git", "init", "-q", "--bare", "-b", "main", str(bare))
+    sh("git", "remote", "add", "origin", str(bare), cwd=repo)
+    sh("git", "push", "-q", "-u", "origin", "main", cwd=repo)
+    sh("git", "remote", "set-head", "origin", "main", cwd=repo)
+    return repo
+
+
+def timed(fn: Callable[..., object], *args: object, **kwargs: object) -> float:
+    start = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - start
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def workdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="team-router-bench-"))
+
+
+def cleanup(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def verdict(label: str, ratio: float, target: float) -> int:
+    """Print the figure as the last line; non-zero exit on a miss."""
+    ok = ratio <= target
+    print(f"{label}: {ratio:.2f}x (target <= {target}x) {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1

@@ -1,0 +1,46 @@
+"""``team-router new`` vs a bare ``git worktree add -b`` on a 2,000-file repo (target <= 1.25x).
+
+Both sides create a worktree for a fresh branch in the same repo, alternating,
+and every worktree is removed (untimed) before the next run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from _fixture import cleanup, make_repo, median, sh, team_router, timed, verdict, workdir
+
+RUNS = 9
+
+
+def main() -> int:
+    root = workdir()
+    try:
+        repo = make_repo(root / "ws", "app", files=2000, size=8192)
+        cli = team_router()
+        bare, ours = [], []
+        for i in range(RUNS):
+            path = repo / ".claude" / "worktrees" / f"bare-{i}"
+            args = ("git", "worktree", "add", "-q", "-b", f"bare-{i}", str(path), "origin/HEAD")
+            bare.append(timed(sh, *args, cwd=repo))
+            topic = f"BENCH-{i}-new"
+            ours.append(timed(sh, *cli, "-C", str(repo), "new", "x", "--id", topic, "--json"))
+            for branch in (f"bare-{i}", topic):
+                sh(
+                    "git",
+                    "worktree",
+                    "remove",
+                    "--force",
+                    str(repo / ".claude" / "worktrees" / branch),
+                    cwd=repo,
+                )
+                sh("git", "branch", "-D", branch, cwd=repo)
+        b, o = median(bare) * 1000, median(ours) * 1000
+        print(f"git worktree add -b: median {b:.0f} ms; team-router new: median {o:.0f} ms")
+        return verdict("new / git worktree add -b", o / b, 1.25)
+    finally:
+        cleanup(root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

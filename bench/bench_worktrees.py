@@ -1,0 +1,79 @@
+"""``team-router worktrees`` over 8 sibling repos vs the same fetch + add run repo after repo.
+
+Fixture: 8 sibling repos of 2,000 files (8 KiB each), each with a local bare
+origin, and a topic whose repos.md lists the 7 secondaries. The baseline runs
+``git fetch origin`` and ``git worktree add -b <branch> <path> origin/HEAD`` in
+each repo in turn; team-router does the same work (plus its checks, records
+and the repos.md write-back): ``new`` for the home worktree, then ``worktrees``
+for the seven others, timed together. Target: <= 0.7x.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from _fixture import cleanup, make_repo, median, sh, team_router, timed, verdict, workdir
+
+REPOS = 8
+RUNS = 3
+
+
+def repos_md(home: Path, others: list[Path]) -> str:
+    items = "".join(f"- **name:** {p.name}\n  **path:** {p}\n  **role:** part\n" for p in others)
+    return (
+        "---\ntopic: bench\ndate: 2026-05-01\nphase: repos\n---\n\n"
+        f"## Home repo\n- **name:** {home.name}\n- **path:** {home}\n\n"
+        f"## Additional repos\n{items}"
+    )
+
+
+def sequential(repos: list[Path], branch: str) -> None:
+    for repo in repos:
+        sh("git", "fetch", "--quiet", "origin", cwd=repo)
+        path = repo / ".claude" / "worktrees" / branch
+        sh("git", "worktree", "add", "-q", "-b", branch, str(path), "origin/HEAD", cwd=repo)
+
+
+def remove(repos: list[Path], branch: str) -> None:
+    for repo in repos:
+        path = repo / ".claude" / "worktrees" / branch
+        sh("git", "worktree", "remove", "--force", str(path), cwd=repo)
+        sh("git", "branch", "-D", branch, cwd=repo)
+
+
+def create_all(cli: list[str], home: Path, topic: str, spec: Path) -> None:
+    """`new` (the home worktree) then `worktrees` (the 7 secondaries, in parallel)."""
+    out = sh(*cli, "-C", str(home), "new", "x", "--id", topic, "--json")
+    plan = Path(json.loads(out)["plan_dir"])
+    (plan / "repos.md").write_text(spec.read_text())
+    sh(*cli, "-C", str(plan), "worktrees", "--json")
+
+
+def main() -> int:
+    root = workdir()
+    try:
+        ws = root / "ws"
+        repos = [make_repo(ws, f"repo{i}", files=2000) for i in range(REPOS)]
+        cli = team_router()
+        base, ours = [], []
+        for run in range(RUNS):
+            branch = f"seq-{run}"
+            base.append(timed(sequential, repos, branch))
+            remove(repos, branch)
+            topic = f"BENCH-{run}-multi"
+            spec = root / f"repos-{run}.md"
+            spec.write_text(repos_md(repos[0], repos[1:]))
+            ours.append(timed(create_all, cli, repos[0], topic, spec))
+            remove(repos, topic)
+        b, o = median(base) * 1000, median(ours) * 1000
+        print(f"sequential fetch + worktree add x{REPOS}: median {b:.0f} ms")
+        print(f"team-router new + worktrees: median {o:.0f} ms")
+        return verdict("worktrees / sequential", o / b, 0.7)
+    finally:
+        cleanup(root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
