@@ -12,10 +12,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import state
-from router.errors import Refusal
+from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.ids import Topic
 from router.include import copy_included
+from router.progress import Progress
 from router.workspace import (
     Repo,
     default_branch,
@@ -111,12 +112,19 @@ def ensure(job: Job) -> RepoReport:
 
 def ensure_all(jobs: list[Job]) -> list[RepoReport]:
     """Run several jobs in parallel (a thread each, bounded); reports in the jobs' order."""
+    progress = Progress(len(jobs), label="worktree")
+
+    def one(job: Job) -> RepoReport:
+        report = ensure(job)
+        progress.step(job.name, str(report.status))
+        return report
+
     if len(jobs) <= 1:
-        return [ensure(j) for j in jobs]
+        return [one(j) for j in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(jobs))) as pool:
-        return list(pool.map(ensure, jobs))
+        return list(pool.map(one, jobs))
 
 
 def rollback(report: RepoReport, repo: Repo) -> None:
@@ -169,6 +177,10 @@ class _Pipeline:
         except _Failed as exc:
             _undo(self.repo, self.path, self.branch, self.created, base=self.base)
             return self._fallback(exc.code, exc.message)
+        except RouterError:
+            # A refusal mid-way (the repo lock timed out): leave nothing behind.
+            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            raise
         return self._finish(self.path, self.branch, Status.CREATED)
 
     # inspect ------------------------------------------------------------------
