@@ -19,7 +19,7 @@ import typer
 from typer.exceptions import TyperException
 
 from router import __version__
-from router.errors import RouterError
+from router.errors import BadInput, RouterError
 
 app = typer.Typer(
     name="team-router",
@@ -39,7 +39,12 @@ JsonFlag = Annotated[
 ]
 WaitOption = Annotated[
     float,
-    typer.Option("--wait", min=0, help="Seconds to wait for another run holding the topic's lock."),
+    typer.Option(
+        "--wait",
+        min=0,
+        metavar="SECONDS",
+        help="Seconds to wait for another run holding the topic's lock.",
+    ),
 ]
 DEFAULT_WAIT = 30.0
 
@@ -72,7 +77,7 @@ def _root(
     ] = False,
 ) -> None:
     if directory is not None and not directory.is_dir():
-        raise RouterError("not-a-repo", f"-C {directory}: no such directory")
+        raise BadInput("usage", f"-C {directory}: no such directory; pass an existing directory")
     base = Path.cwd() if directory is None else directory
     ctx.obj = Ctx(cwd=Path(os.path.abspath(base)))
 

@@ -220,7 +220,7 @@ def test_excludes_are_added_once(home_repo):
 
 def test_dash_c_with_a_missing_directory_is_a_clear_error(tmp_path):
     res = run_cli("new", "x", "--json", cwd=tmp_path / "nope")
-    assert res.code != 0
+    assert res.code == 2 and res.json["error"]["code"] == "usage"
     assert "no such directory" in res.out + res.err
     assert "Traceback" not in res.err
 
