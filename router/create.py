@@ -53,18 +53,24 @@ def new_topic(
 ) -> NewResult:
     """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir."""
     repo = open_repo(cwd)
-    topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
-    with state.held_lock(repo.common_dir, topic.id, wait=wait):
-        report = ensure(
-            Job(
-                "home", repo, topic, is_home=True, invoked_in=repo.checkout, description=description
+    for _ in range(MAX_SUFFIX):
+        topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
+        with state.held_lock(repo.common_dir, topic.id, wait=wait):
+            # The id was chosen before the lock: a concurrent `new` with another
+            # description may have taken it meanwhile. Choose again then.
+            if topic_id is None and _taken_by_another_run(repo, topic, description):
+                continue
+            job = Job(
+                "home", repo, topic, is_home=True, invoked_in=repo.checkout,
+                description=description, wait=wait,
             )
-        )
-        root = report.worktree or repo.primary
-        plan_dir = root / PLANS_DIR / topic.id
-        plan_dir.mkdir(parents=True, exist_ok=True)
-        _remember_home(repo, topic, plan_dir, [report])
-    return NewResult(topic, plan_dir, report)
+            report = ensure(job)
+            root = report.worktree or repo.primary
+            plan_dir = root / PLANS_DIR / topic.id
+            plan_dir.mkdir(parents=True, exist_ok=True)
+            _remember_home(repo, topic, plan_dir, [report], description=description)
+        return NewResult(topic, plan_dir, report)
+    raise Refusal("locked", "other runs of `new` keep taking the ids this one chooses; run it again")
 
 
 def _choose_topic(
@@ -106,13 +112,24 @@ def _taken_by_another_run(repo: Repo, topic: Topic, description: str) -> bool:
     )
 
 
-def _remember_home(repo: Repo, topic: Topic, plan_dir: Path, reports: list[RepoReport]) -> None:
+def _remember_home(
+    repo: Repo,
+    topic: Topic,
+    plan_dir: Path,
+    reports: list[RepoReport],
+    *,
+    description: str | None = None,
+) -> None:
     """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
     try:
         record = state.read_record(repo.common_dir, topic.id)
     except state.RecordCorrupt:
         return
-    record = record or state.TopicRecord(id=topic.id, repo="home", branch=topic.branch)
+    # The description too, even when the home repo fell back before its own
+    # record was written: a rerun of the same `new` must find its id again.
+    record = record or state.TopicRecord(
+        id=topic.id, repo="home", branch=topic.branch, description=description
+    )
     known = {r.name: r for r in record.repos}
     for report in reports:
         if report.status is not Status.REFUSED:

@@ -1,0 +1,211 @@
+"""Holders: pid + start time + session; stale ones are dropped when read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitutil import run_cli
+
+from router import holders
+
+ID = "2026-05-01-add-thing"
+
+
+@pytest.fixture
+def topic(home_repo: Path) -> Path:
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    return home_repo
+
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _common(repo: Path) -> Path:
+    return repo / ".git"
+
+
+def _files(repo: Path) -> list[Path]:
+    folder = holders.holders_dir(_common(repo), ID)
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def test_hold_records_pid_start_time_and_session(topic, sleeper):
+    res = run_cli("hold", ID, "--pid", str(sleeper.pid), "--session", "abc-123", "--json", cwd=topic)
+    assert res.code == 0, res.err + res.out
+    [written] = res.json["holders"]
+    stat = Path(f"/proc/{sleeper.pid}/stat").read_text()
+    assert written["pid"] == sleeper.pid
+    assert written["start_time"] == stat.rpartition(")")[2].split()[19]
+    assert written["session"] == "abc-123"
+    [path] = _files(topic)
+    assert json.loads(path.read_text())["pid"] == sleeper.pid
+    assert [h.pid for h in holders.live_holders(_common(topic), ID)] == [sleeper.pid]
+
+
+def test_a_holder_whose_process_is_gone_is_dropped_when_read(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    assert len(_files(topic)) == 1
+    sleeper.kill()
+    sleeper.wait()
+    assert holders.live_holders(_common(topic), ID) == []
+    assert _files(topic) == []
+
+
+def test_a_zombie_holder_is_stale(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    sleeper.kill()
+    # Not reaped yet: the pid still exists, as a zombie, but the session is over.
+    for _ in range(100):
+        if Path(f"/proc/{sleeper.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+            break
+    assert holders.live_holders(_common(topic), ID) == []
+    sleeper.wait()
+
+
+def test_a_reused_pid_does_not_keep_a_holder_alive(topic, sleeper):
+    real = holders.make_holder(sleeper.pid)
+    impostor = holders.Holder(sleeper.pid, str(int(real.start_time) - 1), None, real.host, 0.0)
+    path = holders.register(_common(topic), ID, impostor)
+    assert holders.live_holders(_common(topic), ID) == []
+    assert not path.exists()
+
+
+def test_a_holder_from_another_host_is_kept_because_it_cannot_be_checked(topic):
+    far = holders.Holder(999_999_999, "1", None, "another-machine", 0.0)
+    holders.register(_common(topic), ID, far)
+    assert holders.live_holders(_common(topic), ID) == [far]
+
+
+def test_live_holders_can_exclude_one_pid(topic, sleeper):
+    holders.register(_common(topic), ID, holders.make_holder(sleeper.pid))
+    holders.register(_common(topic), ID, holders.make_holder(os.getpid()))
+    others = holders.live_holders(_common(topic), ID, excluding_pid=os.getpid())
+    assert [h.pid for h in others] == [sleeper.pid]
+    assert len(holders.live_holders(_common(topic), ID)) == 2
+
+
+def test_a_holder_file_that_does_not_parse_is_kept_and_not_trusted(topic):
+    folder = holders.holders_dir(_common(topic), ID)
+    folder.mkdir(parents=True)
+    bad = folder / "1-x-y.json"
+    bad.write_text("{nope", encoding="utf-8")
+    assert holders.live_holders(_common(topic), ID) == []
+    assert bad.read_text(encoding="utf-8") == "{nope"
+    res = run_cli("doctor", "--repair", "--json", cwd=topic)
+    kinds = {(f["kind"], f["path"], f["repaired"]) for f in res.json["findings"]}
+    assert ("holder-corrupt", str(bad), False) in kinds
+    assert bad.exists()
+
+
+def test_release_by_pid_drops_only_that_holder(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    assert run_cli("hold", ID, "--pid", str(os.getpid()), cwd=topic).code == 0
+    res = run_cli("release", ID, "--pid", str(sleeper.pid), "--json", cwd=topic)
+    assert res.code == 0, res.err
+    assert [h["pid"] for h in res.json["holders"]] == [sleeper.pid]
+    assert [h.pid for h in holders.live_holders(_common(topic), ID)] == [os.getpid()]
+
+
+def test_release_by_session_drops_that_sessions_holders(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), "--session", "s1", cwd=topic).code == 0
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), "--session", "s2", cwd=topic).code == 0
+    res = run_cli("release", ID, "--session", "s1", "--json", cwd=topic)
+    assert res.code == 0
+    assert [h.session for h in holders.live_holders(_common(topic), ID)] == ["s2"]
+
+
+def test_release_with_nothing_to_release_says_so(topic):
+    res = run_cli("release", ID, "--pid", "4242", "--json", cwd=topic)
+    assert res.code == 0
+    assert res.json["holders"] == []
+    assert any("nothing released" in w for w in res.json["warnings"])
+
+
+def test_hold_of_a_dead_pid_is_bad_input_and_writes_nothing(topic, sleeper):
+    sleeper.kill()
+    sleeper.wait()
+    res = run_cli("hold", ID, "--pid", str(sleeper.pid), "--json", cwd=topic)
+    assert res.code == 2
+    assert res.json["error"]["code"] == "no-such-process"
+    assert _files(topic) == []
+
+
+@pytest.mark.parametrize("session", ["", "a b", "../x", "x" * 129, "s;rm -rf /"])
+def test_hold_refuses_a_session_id_outside_the_allowlist(topic, session):
+    res = run_cli("hold", ID, "--session", session, "--json", cwd=topic)
+    assert res.code == 2
+    assert res.json["error"]["code"] == "invalid-session"
+    assert _files(topic) == []
+
+
+def test_hold_of_an_unknown_topic_is_bad_input(topic):
+    res = run_cli("hold", "2026-05-01-nothing-here", "--json", cwd=topic)
+    assert res.code == 2
+    assert _files(topic) == []
+
+
+def test_hold_by_default_names_the_calling_session_past_a_sh_c_wrapper(topic):
+    """The holder is the process that ran ``sh -c "team-router hold"``, not the shell."""
+    exe = Path(sys.executable).with_name("team-router")
+    script = f"'{exe}' -C '{topic}' hold {ID} --json; true"  # "; true": sh cannot exec directly
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    [written] = json.loads(proc.stdout)["holders"]
+    assert written["pid"] == os.getpid()
+
+
+def test_hold_by_default_from_an_interactive_like_parent_names_that_parent(topic):
+    exe = Path(sys.executable).with_name("team-router")
+    proc = subprocess.run(
+        [str(exe), "-C", str(topic), "hold", ID, "--json"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["holders"][0]["pid"] == os.getpid()
+
+
+def test_release_after_the_plan_dir_is_gone_still_finds_the_topic_by_id(topic, sleeper):
+    import shutil
+
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    shutil.rmtree(topic / ".claude/worktrees" / ID / "docs")
+    res = run_cli("release", ID, "--pid", str(sleeper.pid), "--json", cwd=topic)
+    assert res.code == 0, res.out
+    assert holders.live_holders(_common(topic), ID) == []
+
+
+def test_stale_holders_are_reported_by_doctor_and_dropped_by_repair(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    [path] = _files(topic)
+    sleeper.kill()
+    sleeper.wait()
+    report = run_cli("doctor", "--json", cwd=topic).json
+    assert ("stale-holder", str(path), False) in {
+        (f["kind"], f["path"], f["repaired"]) for f in report["findings"]
+    }
+    assert path.exists()  # a report changes nothing
+    repaired = run_cli("doctor", "--repair", "--json", cwd=topic).json
+    assert ("stale-holder", str(path), True) in {
+        (f["kind"], f["path"], f["repaired"]) for f in repaired["findings"]
+    }
+    assert not path.exists()
+
+
+def test_the_holders_module_imports_nothing_heavy():
+    code = (
+        "import sys, router.holders; "
+        "print(sorted(m for m in ('typer', 'jinja2', 'filelock', 'markdown_it') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,156 @@
+"""One writer per topic: real parallel processes, and the ``locked`` refusal."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from durabilityutil import run, run_all
+from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+
+from router import state
+from router.worktrees import REPO_LOCK
+
+ID = "2026-05-01-add-thing"
+
+
+def _common(repo):
+    return repo / ".git"
+
+
+def test_two_processes_creating_the_same_topic_end_with_one_worktree(home_repo):
+    args = ("new", "Add thing", "--date", "2026-05-01", "--json")
+    first, second = run_all([args, args], cwd=home_repo)
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert first.json["id"] == second.json["id"] == ID
+    assert sorted([first.json["home"]["status"], second.json["home"]["status"]]) == [
+        "created",
+        "existing",
+    ]
+    worktree = str(home_repo / ".claude/worktrees" / ID)
+    assert worktree_paths(home_repo).count(worktree) == 1
+    assert len(worktree_paths(home_repo)) == 2
+    assert branches(home_repo) == [ID, "main"]
+    assert status(home_repo) == ""
+
+
+def test_two_processes_with_different_descriptions_of_one_slug_get_two_topics(home_repo):
+    first, second = run_all(
+        [
+            ("new", "Add thing", "--date", "2026-05-01", "--json"),
+            ("new", "add THING!", "--date", "2026-05-01", "--json"),
+        ],
+        cwd=home_repo,
+    )
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert sorted([first.json["id"], second.json["id"]]) == [ID, f"{ID}-2"]
+    assert {first.json["home"]["status"], second.json["home"]["status"]} == {"created"}
+    assert len(worktree_paths(home_repo)) == 3
+
+
+def test_six_different_topics_created_at_once_all_succeed(home_repo):
+    names = [f"Topic number {n}" for n in range(1, 7)]
+    results = run_all([("new", n, "--date", "2026-05-01", "--json") for n in names], cwd=home_repo)
+    assert [r.code for r in results] == [0] * 6, [r.err for r in results]
+    ids = sorted(r.json["id"] for r in results)
+    assert ids == [f"2026-05-01-topic-number-{n}" for n in range(1, 7)]
+    assert {r.json["home"]["status"] for r in results} == {"created"}
+    registered = worktree_paths(home_repo)
+    for topic_id in ids:
+        assert registered.count(str(home_repo / ".claude/worktrees" / topic_id)) == 1
+        record = state.read_record(_common(home_repo), topic_id)
+        assert record is not None and "record" in record.steps
+        assert (home_repo / ".claude/worktrees" / topic_id / "docs/plans" / topic_id).is_dir()
+    exclude = (home_repo / ".git/info/exclude").read_text().splitlines()
+    assert exclude.count("/.claude/worktrees/") == 1
+    assert exclude.count("/docs/plans/") == 1
+    assert status(home_repo) == ""
+
+
+def test_two_worktrees_runs_of_one_multi_repo_topic_give_each_repo_one_worktree(workspace, home_repo):
+    api = make_repo(workspace, "api")
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    plan = res.json["plan_dir"]
+    write(
+        home_repo / ".claude/worktrees" / ID / "docs/plans" / ID / "repos.md",
+        f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {home_repo}\n\n"
+        f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
+    )
+    args = ("worktrees", plan, "--json")
+    first, second = run_all([args, args], cwd=home_repo)
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    statuses = sorted(
+        next(r["status"] for r in p.json["repos"] if r["name"] == "api") for p in (first, second)
+    )
+    assert statuses == ["created", "existing"]
+    assert worktree_paths(api).count(str(api / ".claude/worktrees" / ID)) == 1
+
+
+def test_a_held_lock_makes_new_refuse_locked_naming_the_holder_pid(home_repo):
+    with state.held_lock(_common(home_repo), ID):
+        res = run("new", "Add thing", "--id", ID, "--wait", "0.5", "--json", cwd=home_repo)
+    assert res.code == 1, res.err
+    assert res.json["error"]["code"] == "locked"
+    assert f"process {os.getpid()}" in res.json["error"]["message"]
+    assert "Traceback" not in res.err
+    # Refused before anything: no worktree, no branch, the main tree untouched.
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"]
+    assert status(home_repo) == ""
+
+
+def test_a_held_lock_makes_worktrees_refuse_locked(home_repo):
+    assert run_cli("new", "Add thing", "--id", ID, cwd=home_repo).code == 0
+    record = (_common(home_repo) / "team-router/topics" / f"{ID}.json").read_text()
+    with state.held_lock(_common(home_repo), ID):
+        res = run_cli("worktrees", ID, "--wait", "0.2", "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "locked"
+    assert str(os.getpid()) in res.json["error"]["message"]
+    assert (_common(home_repo) / "team-router/topics" / f"{ID}.json").read_text() == record
+
+
+def test_a_second_process_waits_for_the_lock_and_then_proceeds(home_repo):
+    acquired = threading.Event()
+
+    def hold_briefly() -> None:
+        with state.held_lock(_common(home_repo), ID):
+            acquired.set()
+            time.sleep(1.0)
+
+    holder = threading.Thread(target=hold_briefly)
+    holder.start()
+    acquired.wait()
+    started = time.monotonic()
+    res = run("new", "Add thing", "--id", ID, "--wait", "20", "--json", cwd=home_repo)
+    holder.join()
+    assert res.code == 0, res.err
+    assert res.json["home"]["status"] == "created"
+    assert time.monotonic() - started >= 0.5
+
+
+def test_a_killed_run_leaves_no_lock_that_blocks_the_next_one(home_repo):
+    crashed = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo, crash_at="add")
+    assert crashed.code == 137
+    owner = state.read_owner(state.lock_path(_common(home_repo), ID))
+    assert owner is not None and owner.stale  # the owner file survives the kill ...
+    res = run("new", "Add thing", "--id", ID, "--wait", "0.5", "--json", cwd=home_repo)
+    assert res.code == 0, res.err  # ... but the kernel dropped the lock itself
+    assert state.read_owner(state.lock_path(_common(home_repo), ID)) is None
+
+
+def test_a_held_repo_lock_makes_new_refuse_locked_and_leaves_nothing_behind(home_repo):
+    """The per-repo critical section (``git worktree add``) is serialized across topics too."""
+    with state.held_lock(_common(home_repo), REPO_LOCK):
+        res = run("new", "Add thing", "--id", ID, "--wait", "0.5", "--json", cwd=home_repo)
+    assert res.code == 1, res.err
+    assert res.json["error"]["code"] == "locked"
+    assert str(os.getpid()) in res.json["error"]["message"]
+    # The claim this run made is rolled back: no directory, no registration, no branch.
+    assert not (home_repo / ".claude/worktrees" / ID).exists()
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"]
+    assert git(home_repo, "status", "--porcelain") == ""
+    again = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    assert again.code == 0 and again.json["home"]["status"] == "created"
