@@ -1,3 +1,151 @@
-"""Commands of this area register here (see router/cmd/__init__.py)."""
+"""``teardown``, ``sweep``, ``local-state`` and ``restore``: taking a topic apart without losing work."""
 
 from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+
+TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
+LineTimeout = Annotated[
+    float,
+    typer.Option(
+        "--line-timeout", min=0.1, metavar="S",
+        help="Seconds each .teamteardown line may run before its process group is killed.",
+    ),
+]
+DEFAULT_LINE_TIMEOUT = 120.0
+
+
+def _echo(as_json: bool):
+    """Where a .teamteardown line is announced: stderr under --json, else stdout."""
+    stream_name = "stderr" if as_json else "stdout"
+
+    def echo(message: str) -> None:
+        stream = getattr(sys, stream_name)
+        print(message, file=stream, flush=True)
+
+    return echo
+
+
+@app.command("teardown")
+def teardown_cmd(
+    ctx: typer.Context,
+    target: TargetArg,
+    integrate: Annotated[
+        bool, typer.Option("--integrate", help="Cherry-pick unintegrated commits onto the default branch.")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Remove work that exists nowhere else, after writing a snapshot ref."),
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
+    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
+    from router.teardown import teardown
+
+    emit(
+        "teardown",
+        as_json,
+        lambda: teardown(
+            cwd_of(ctx), target, integrate=integrate, force=force, dry_run=dry_run, wait=wait,
+            line_timeout=line_timeout, echo=_echo(as_json),
+        ),
+        _teardown_text,
+    )
+
+
+def _teardown_text(result) -> str:
+    head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
+    lines = [f"{head} of {result.id}"]
+    for repo in result.repos:
+        lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
+        lines += [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in repo.steps]
+    lines += [f"swept: {p}" for p in result.swept]
+    for kept in result.kept:
+        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines += _file_lines(kept.files)
+    if not result.swept and not result.kept:
+        lines.append("no residue found")
+    return "\n".join(lines)
+
+
+def _file_lines(files, limit: int = 20) -> list[str]:
+    shown = [f"    {f}" for f in files[:limit]]
+    if len(files) > limit:
+        shown.append(f"    ... and {len(files) - limit} more (--json lists them all)")
+    return shown
+
+
+@app.command("sweep")
+def sweep_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Remove residue under .claude/worktrees/ that git no longer knows; keep and list the rest."""
+    from router.sweep import sweep_repo
+
+    emit("sweep", as_json, lambda: sweep_repo(cwd_of(ctx)), _sweep_text)
+
+
+def _sweep_text(result) -> str:
+    lines = [f"swept: {p}" for p in result.swept]
+    for kept in result.kept:
+        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines += _file_lines(kept.files)
+    lines += [f"could not remove {p}: {error}" for p, error in result.failed]
+    if result.no_residue:
+        lines.append(f"no residue under {result.root}/.claude/worktrees")
+    return "\n".join(lines)
+
+
+@app.command("local-state")
+def local_state_cmd(
+    ctx: typer.Context,
+    target: TargetArg,
+    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
+    from router.teardown import local_state_for_topic
+
+    emit(
+        "local-state",
+        as_json,
+        lambda: local_state_for_topic(
+            cwd_of(ctx), target, line_timeout=line_timeout, wait=wait, echo=_echo(as_json)
+        ),
+        _local_text,
+    )
+
+
+def _local_text(result) -> str:
+    lines = []
+    for report in result.reports:
+        lines.append(f"{report.repo}: {report.summary()}")
+        lines += [f"  {t.path}: {t.outcome}{f' ({t.check})' if t.check else ''}" for t in report.temp_paths]
+    return "\n".join(lines)
+
+
+@app.command("restore")
+def restore_cmd(
+    ctx: typer.Context,
+    target: TargetArg,
+    repo: Annotated[
+        str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
+    ] = None,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""
+    from router.teardown import restore_topic
+
+    emit("restore", as_json, lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait), _restore_text)
+
+
+def _restore_text(result) -> str:
+    return "\n".join(f"{r.name}: {r.status}: {r.detail}" for r in result.repos)

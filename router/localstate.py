@@ -1,0 +1,332 @@
+"""Local state a branch provisioned: ``.teamteardown`` and recorded temp paths (DESIGN §12).
+
+``.teamteardown`` is read only from the default branch, never from the
+working tree or the finished branch: otherwise a pull request could make its
+own clean-up run code on the machine. Its lines are the one place team-router
+runs a shell, on purpose, verbatim. Running them is not git, so it happens
+here rather than in :mod:`router.git`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router.git import Git
+from router.workspace import DefaultBranch
+
+DECLARATION = ".teamteardown"
+TEMP_PATHS = "temp-paths"  # in the plan dir, one absolute path per line
+DEFAULT_LINE_TIMEOUT = 120.0
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
+
+Echo = Callable[[str], None]
+
+
+class LineOutcome(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+
+
+class TempOutcome(StrEnum):
+    REMOVED = "removed"
+    MISSING = "missing"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    line: str
+    outcome: LineOutcome
+    exit: int | None  # None when the line timed out or could not start
+    repo: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"failed (exit {self.exit})" if self.outcome is LineOutcome.FAILED else str(self.outcome)
+
+    def to_json(self) -> dict[str, object]:
+        return {"repo": self.repo, "line": self.line, "outcome": self.label, "exit": self.exit}
+
+
+@dataclass(frozen=True, slots=True)
+class TempResult:
+    path: str
+    outcome: TempOutcome
+    check: str = ""  # the check that refused it
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"path": self.path, "outcome": str(self.outcome)}
+        if self.check:
+            data["check"] = self.check
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    source: str | None  # "origin/main" or "main"; None when nothing is declared
+    lines: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class LocalStateReport:
+    """One repo's local-state run."""
+
+    repo: str
+    declaration: Declaration
+    commands: tuple[CommandResult, ...] = ()
+    temp_paths: tuple[TempResult, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return all(c.outcome is LineOutcome.OK for c in self.commands) and all(
+            t.outcome is not TempOutcome.REFUSED for t in self.temp_paths
+        )
+
+    def summary(self) -> str:
+        parts = [self.declaration.note]
+        if self.commands:
+            bad = [c for c in self.commands if c.outcome is not LineOutcome.OK]
+            parts.append(f"{len(self.commands) - len(bad)}/{len(self.commands)} lines ok")
+        parts += list(self.notes)
+        if self.temp_paths:
+            counts: dict[str, int] = {}
+            for t in self.temp_paths:
+                counts[str(t.outcome)] = counts.get(str(t.outcome), 0) + 1
+            parts.append("temp paths: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.repo,
+            "source": self.declaration.source,
+            "declared": self.declaration.source is not None,
+            "note": self.declaration.note,
+            "commands": [c.to_json() for c in self.commands],
+            "temp_paths": [t.to_json() for t in self.temp_paths],
+            "notes": list(self.notes),
+        }
+
+
+# -- the declaration --------------------------------------------------------------
+
+
+def read_declaration(git: Git, default: DefaultBranch | None) -> Declaration:
+    """``.teamteardown`` from origin/<default>, else the local default branch; nothing else."""
+    if default is None:
+        return Declaration(None, (), "no default branch known — nothing declared")
+    sources = [(f"origin/{default.name}", default.remote_ref), (default.name, default.local_ref)]
+    for label, ref in sources:
+        if ref is None:
+            continue
+        text = git.show_file(ref, DECLARATION)
+        if text is not None:
+            lines = parse_declaration(text)
+            note = f"{DECLARATION} on {label}: {len(lines)} line(s)"
+            return Declaration(label, lines, note)
+    return Declaration(None, (), f"no {DECLARATION} on {default.name} — nothing declared")
+
+
+def parse_declaration(text: str) -> tuple[str, ...]:
+    """The lines to run: ``#`` at column 0 and blank lines are skipped, the rest verbatim."""
+    return tuple(
+        line for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+# -- running lines ------------------------------------------------------------------
+
+
+def run_lines(
+    lines: Iterable[str],
+    *,
+    root: Path,
+    branch: str,
+    worktree: Path | None,
+    timeout: float = DEFAULT_LINE_TIMEOUT,
+    echo: Echo | None = None,
+    repo: str = "",
+) -> list[CommandResult]:
+    """Run each line with ``sh -c`` from ``root``; a failure never stops the next line."""
+    env = {
+        **os.environ,
+        "TEAM_REPO_ROOT": str(root),
+        "TEAM_BRANCH": branch,
+        "TEAM_WORKTREE": str(worktree) if worktree else "",
+    }
+    results = []
+    for line in lines:
+        if echo is not None:
+            echo(f"{f'[{repo}] ' if repo else ''}$ {line}")
+        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo)
+        if echo is not None:
+            echo(f"{f'[{repo}] ' if repo else ''}  -> {result.label}")
+        results.append(result)
+    return results
+
+
+def run_line(
+    line: str, *, cwd: Path, env: dict[str, str], timeout: float, repo: str = ""
+) -> CommandResult:
+    """One line in its own process group, stdin from /dev/null, output to our stderr.
+
+    Its own session, so a timeout kills every process the line started, not
+    only the shell; stdin from /dev/null, so a line that reads stdin cannot
+    swallow anything; output to stderr, so ``--json`` keeps stdout clean.
+    """
+    try:
+        proc = subprocess.Popen(
+            ["sh", "-c", line],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=2,
+            stderr=2,
+            start_new_session=True,
+        )
+    except OSError:
+        return CommandResult(line, LineOutcome.FAILED, 127, repo)
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
+    outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
+    return CommandResult(line, outcome, code, repo)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE)
+    # SIGKILL the group even when the shell itself exited on SIGTERM: a child
+    # that ignores SIGTERM would otherwise outlive the timeout.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE)
+
+
+# -- temp paths --------------------------------------------------------------------
+
+
+def read_temp_paths(plan_dir: Path) -> list[str]:
+    """The plan dir's recorded temp paths (read them before the plan dir goes)."""
+    try:
+        text = (plan_dir / TEMP_PATHS).read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        if line.strip():
+            seen.setdefault(line.rstrip("\r"), None)
+    return list(seen)
+
+
+def temp_root() -> str:
+    """``${TMPDIR:-/tmp}`` with trailing slashes stripped."""
+    value = os.environ.get("TMPDIR") or "/tmp"
+    return value.rstrip("/") or "/"
+
+
+def check_temp_path(path: str, root: str) -> str:
+    """The check that refuses ``path`` (empty when it may be removed)."""
+    if not os.path.isabs(path):
+        return "not-absolute"
+    if ".." in path.split("/"):
+        return "dotdot"
+    clean = path.rstrip("/")
+    if root == "/" or not os.path.isabs(root):
+        return "tmpdir-unusable"
+    if not clean.startswith(root + "/"):
+        return "outside-tmpdir"
+    # Every component below the temp root, the path itself included, must be a
+    # real directory or file: a link could point anywhere on the machine.
+    rel = clean[len(root) + 1 :].split("/")
+    current = root
+    for part in rel:
+        if not part or part == ".":
+            continue
+        current = f"{current}/{part}"
+        if os.path.islink(current):
+            return "symlink"
+    return ""
+
+
+def remove_temp_paths(paths: Iterable[str], *, dry_run: bool = False) -> list[TempResult]:
+    root = temp_root()
+    results = []
+    for path in paths:
+        check = check_temp_path(path, root)
+        if check:
+            results.append(TempResult(path, TempOutcome.REFUSED, check))
+        elif not os.path.lexists(path.rstrip("/")):
+            results.append(TempResult(path, TempOutcome.MISSING))
+        else:
+            error = None if dry_run else _remove(Path(path.rstrip("/")))
+            if error:
+                results.append(TempResult(path, TempOutcome.REFUSED, error))
+            else:
+                results.append(TempResult(path, TempOutcome.REMOVED))
+    return results
+
+
+def _remove(path: Path) -> str | None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"remove-failed: {exc.strerror}"
+    return None
+
+
+# -- one repo ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LocalStateJob:
+    repo: str
+    git: Git  # anchored at the primary root
+    root: Path
+    default: DefaultBranch | None
+    branch: str
+    worktree: Path | None
+    temp_paths: tuple[str, ...] | None = None  # None: this repo records none (not home)
+    timeout: float = DEFAULT_LINE_TIMEOUT
+    extra_notes: tuple[str, ...] = field(default=())
+
+
+def run_local_state(job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False) -> LocalStateReport:
+    """Run one repo's declaration and (home only) remove its recorded temp paths."""
+    decl = read_declaration(job.git, job.default)
+    commands: list[CommandResult] = []
+    if dry_run:
+        notes = [f"would run: {line}" for line in decl.lines]
+    else:
+        notes = []
+        commands = run_lines(
+            decl.lines, root=job.root, branch=job.branch, worktree=job.worktree,
+            timeout=job.timeout, echo=echo, repo=job.repo,
+        )
+    temps: list[TempResult] = []
+    if job.temp_paths is not None:
+        if job.temp_paths:
+            temps = remove_temp_paths(job.temp_paths, dry_run=dry_run)
+        else:
+            notes.append("no temp paths recorded")
+    return LocalStateReport(job.repo, decl, tuple(commands), tuple(temps), (*job.extra_notes, *notes))

@@ -1,0 +1,203 @@
+"""Snapshots to hidden refs before a forced removal, and ``restore`` (DESIGN §9).
+
+A snapshot is one commit on ``refs/team-router/snapshots/<branch>``: its
+parent is the worktree's HEAD (so commits that exist nowhere else stay
+reachable) and its tree is the worktree's files, untracked included, ignored
+excluded. ``restore`` checks the parent out again and lays the snapshot's
+files over it as uncommitted edits, so the user finds the work as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router import state
+from router.errors import Refusal
+from router.git import Git, GitError
+from router.workspace import Repo
+
+SNAPSHOT_PREFIX = g.SNAPSHOT_PREFIX
+MAX_RESTORED = 100
+
+
+def snapshot_ref(branch: str) -> str:
+    return f"{SNAPSHOT_PREFIX}{branch}"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    ref: str
+    commit: str
+    parent: str
+
+
+class SnapshotFailed(Refusal):
+    """The snapshot could not be written: the worktree must stay."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("snapshot-failed", message)
+
+
+def snapshot_worktree(repo: Repo, worktree: Path, branch: str) -> Snapshot:
+    """Write the worktree's HEAD plus every non-ignored file to the branch's snapshot ref."""
+    wt = Git(worktree)
+    try:
+        head = wt.out("rev-parse", "--verify", "HEAD")
+        with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
+            tree = g.snapshot_tree(wt, Path(tmp) / "index")
+        return _commit(repo.git, tree, head, branch, f"snapshot of worktree {worktree}")
+    except GitError as exc:
+        raise SnapshotFailed(f"snapshot of {worktree} failed: {exc.first_line}") from None
+    except OSError as exc:
+        raise SnapshotFailed(f"snapshot of {worktree} failed: {exc}") from None
+
+
+def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
+    """Keep a branch's commits reachable when its branch goes and no worktree holds it."""
+    tree = repo.git.tree_of(tip)
+    if tree is None:
+        raise SnapshotFailed(f"cannot read the tree of {branch} ({tip[:12]})")
+    try:
+        return _commit(repo.git, tree, tip, branch, f"snapshot of branch {branch}")
+    except GitError as exc:
+        raise SnapshotFailed(f"snapshot of {branch} failed: {exc.first_line}") from None
+
+
+def _commit(git: Git, tree: str, parent: str, branch: str, what: str) -> Snapshot:
+    ref = snapshot_ref(branch)
+    commit = g.commit_tree(git, tree, parent, f"team-router {what}")
+    g.update_ref(git, ref, commit, message=f"team-router {what}")
+    return Snapshot(ref, commit, parent)
+
+
+def read_snapshot(git: Git, branch: str) -> Snapshot | None:
+    ref = snapshot_ref(branch)
+    commit = git.rev_parse(ref)
+    if commit is None:
+        return None
+    parent = git.rev_parse(f"{commit}^1")
+    return Snapshot(ref, commit, parent) if parent else None
+
+
+def covers(git: Git, snapshot: Snapshot | None, tip: str | None) -> bool:
+    """True when the snapshot keeps ``tip`` (and so every commit below it) reachable."""
+    if snapshot is None or tip is None:
+        return False
+    return tip == snapshot.parent or git.is_ancestor(tip, snapshot.commit)
+
+
+# -- restore --------------------------------------------------------------------
+
+
+class RestoreStatus(StrEnum):
+    RESTORED = "restored"
+    EXISTING = "existing"  # this snapshot was restored before and its worktree is there
+    SKIPPED = "skipped"  # no snapshot for this repo
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    name: str
+    status: RestoreStatus
+    detail: str
+    snapshot: str | None = None
+    branch: str | None = None
+    worktree: Path | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "status": str(self.status),
+            "detail": self.detail,
+            "snapshot": self.snapshot,
+            "branch": self.branch,
+            "worktree": str(self.worktree) if self.worktree else None,
+        }
+
+
+def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
+    """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot."""
+    snap = read_snapshot(repo.git, branch)
+    if snap is None:
+        return Restored(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
+    record = _read_record(repo, topic_id)
+    again = _already_restored(record, snap)
+    if again is not None:
+        return Restored(
+            name, RestoreStatus.EXISTING, f"already restored to {again}", snap.commit,
+            _restored_field(record, "branch"), again,
+        )
+    try:
+        target = _free_branch(repo, branch)
+        path = repo.worktree_path(target)
+        if os.path.lexists(path):
+            raise Refusal("path-taken", f"{path} already exists; move it away and run restore again")
+        repo.git.worktree_add(path, target, base=snap.parent)
+        g.restore_worktree_files(Git(path), snap.commit)
+    except GitError as exc:
+        return Restored(name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit)
+    except Refusal as exc:
+        return Restored(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
+    _remember(repo, record, topic_id, name, branch, target, path, snap)
+    note = "" if target == branch else f" ({branch} is taken)"
+    return Restored(
+        name, RestoreStatus.RESTORED,
+        f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
+        f"as working-tree changes; {snap.ref} is kept",
+        snap.commit, target, path,
+    )
+
+
+def _free_branch(repo: Repo, branch: str) -> str:
+    if not repo.git.branch_exists(branch):
+        return branch
+    for n in range(1, MAX_RESTORED + 1):
+        candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
+        if not repo.git.branch_exists(candidate) and not os.path.lexists(
+            repo.worktree_path(candidate)
+        ):
+            return candidate
+    raise Refusal("path-taken", f"{branch}-restored ... -{MAX_RESTORED} are all taken")
+
+
+def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
+    try:
+        return state.read_record(repo.common_dir, topic_id)
+    except state.RecordCorrupt:
+        return None
+
+
+def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:
+    info = record.extra.get("restored") if record else None
+    return info.get(key) if isinstance(info, dict) else None
+
+
+def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path | None:
+    if _restored_field(record, "snapshot") != snap.commit:
+        return None
+    where = _restored_field(record, "worktree")
+    return Path(where) if where and (Path(where) / ".git").exists() else None
+
+
+def _remember(
+    repo: Repo,
+    record: state.TopicRecord | None,
+    topic_id: str,
+    name: str,
+    branch: str,
+    target: str,
+    path: Path,
+    snap: Snapshot,
+) -> None:
+    record = record or state.TopicRecord(id=topic_id, repo=name, branch=branch)
+    extra = {k: v for k, v in record.extra.items() if k != "teardown"}
+    extra["restored"] = {"snapshot": snap.commit, "branch": target, "worktree": str(path)}
+    record = dataclasses.replace(record, worktree=str(path), branch=target, extra=extra)
+    state.write_record(repo.common_dir, record)

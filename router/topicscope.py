@@ -1,0 +1,194 @@
+"""Every repo of a topic, for commands that act on all of them (teardown, restore, local-state).
+
+The plan dir's ``repos.md`` names the repos while the plan dir exists; the
+home record (in the home repo's common git dir) keeps the same list so a
+second run, after teardown removed the plan dir, still knows every repo.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import state
+from router.discovery import resolve
+from router.errors import BadInput, RouterError
+from router.ids import ID_RE, branch_for
+from router.localstate import read_temp_paths
+from router.plan import REPOS_MD, ReposFile, read_repos_md
+from router.workspace import Repo, check_containment, open_repo
+
+HOME = "home"
+_WORKTREE_LINE = re.compile(r"^\s*[-*+]\s+(?P<name>[a-z0-9][a-z0-9-]*):\s+(?P<path>/.*?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoTarget:
+    """One repo of the topic, with what its own record says about the topic."""
+
+    name: str
+    path: Path  # the repo's primary root (as listed, when it cannot be opened)
+    branch: str
+    worktree: Path | None  # recorded worktree; never trusted to be a linked one
+    repo: Repo | None = None  # None when ``problem`` says why it cannot be used
+    record: state.TopicRecord | None = None
+    is_home: bool = False
+    problem: str = ""
+    record_corrupt: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicScope:
+    id: str
+    branch: str
+    home: Repo
+    plan_dir: Path | None  # None when it is gone (resolved from the home record)
+    home_record: state.TopicRecord | None
+    repos: tuple[RepoTarget, ...]
+    temp_paths: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+    def only(self, name: str | None) -> tuple[RepoTarget, ...]:
+        if name is None:
+            return self.repos
+        picked = tuple(r for r in self.repos if r.name == name)
+        if not picked:
+            names = ", ".join(r.name for r in self.repos)
+            raise BadInput("no-repo", f"{self.id} has no repo named {name!r} (it has: {names})")
+        return picked
+
+
+def resolve_topic(cwd: Path, target: str) -> TopicScope:
+    """The topic named by ``target`` (id or plan dir), its plan dir if any, and every repo."""
+    try:
+        home, plan = resolve(cwd, target)
+    except BadInput as exc:
+        if exc.code != "no-plan-dir":
+            raise
+        return _from_record(cwd, target, exc)
+    warnings: list[str] = []
+    record = _home_record(home, plan.id, warnings)
+    parsed = _repos_md(plan.path)
+    repos = _targets(home, plan.id, record, parsed, warnings)
+    temps = read_temp_paths(plan.path) or _recorded_temps(record)
+    return TopicScope(
+        plan.id, branch_for(plan.id), home, plan.path, record, repos, tuple(temps), tuple(warnings)
+    )
+
+
+def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
+    topic_id = Path(target).name if not ID_RE.fullmatch(target) else target
+    if not ID_RE.fullmatch(topic_id):
+        raise original
+    home = open_repo(cwd)
+    warnings: list[str] = []
+    record = _home_record(home, topic_id, warnings)
+    if record is None or record.repo != HOME:
+        raise BadInput(
+            "no-plan-dir",
+            f"no plan dir and no home record for {topic_id!r} in {home.primary}; run this from "
+            "the topic's home repo, or check the id with `team-router status`",
+        )
+    repos = _targets(home, topic_id, record, None, warnings)
+    return TopicScope(
+        topic_id, record.branch or branch_for(topic_id), home, None, record, repos,
+        tuple(_recorded_temps(record)), tuple(warnings),
+    )
+
+
+def _home_record(home: Repo, topic_id: str, warnings: list[str]) -> state.TopicRecord | None:
+    try:
+        return state.read_record(home.common_dir, topic_id)
+    except state.RecordCorrupt as exc:
+        warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
+        return None
+
+
+def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
+    value = record.extra.get("temp_paths") if record else None
+    return [str(p) for p in value] if isinstance(value, list) else []
+
+
+def _repos_md(plan_dir: Path) -> ReposFile | None:
+    path = plan_dir / REPOS_MD
+    return read_repos_md(path) if path.is_file() else None
+
+
+def worktree_lines(parsed: ReposFile) -> dict[str, Path]:
+    """``name -> path`` from the ``## Worktrees`` section of ``repos.md``."""
+    if parsed.worktrees_span is None:
+        return {}
+    lines = parsed.text.splitlines()
+    start, end = parsed.worktrees_span
+    found: dict[str, Path] = {}
+    for line in lines[start : len(lines) if end < 0 else end]:
+        match = _WORKTREE_LINE.match(line)
+        if match:
+            found.setdefault(match["name"], Path(match["path"]))
+    return found
+
+
+def _targets(
+    home: Repo,
+    topic_id: str,
+    record: state.TopicRecord | None,
+    parsed: ReposFile | None,
+    warnings: list[str],
+) -> tuple[RepoTarget, ...]:
+    """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
+    listed = worktree_lines(parsed) if parsed else {}
+    entries = {e.name: e for e in record.repos} if record else {}
+    order: list[tuple[str, Path | None]] = [(HOME, home.primary)]
+    if parsed:
+        order += [(s.name, s.path) for s in parsed.secondaries]
+    order += [(n, Path(e.path)) for n, e in entries.items() if n not in {o[0] for o in order}]
+    targets = [_home_target(home, topic_id, record, listed, entries)]
+    seen = {home.primary}
+    for name, path in order[1:]:
+        recorded = entries.get(name)
+        worktree = listed.get(name) or (Path(recorded.worktree) if recorded and recorded.worktree else None)
+        targets.append(_secondary(name, path or Path(recorded.path), topic_id, worktree, home, seen, warnings))
+    return tuple(targets)
+
+
+def _home_target(home, topic_id, record, listed, entries) -> RepoTarget:
+    worktree = record.worktree if record else None
+    if worktree is None and HOME in entries and entries[HOME].worktree:
+        worktree = entries[HOME].worktree
+    path = Path(worktree) if worktree else listed.get(HOME)
+    branch = record.branch if record and record.branch else branch_for(topic_id)
+    return RepoTarget(HOME, home.primary, branch, path, home, record, is_home=True)
+
+
+def _secondary(
+    name: str,
+    path: Path,
+    topic_id: str,
+    worktree: Path | None,
+    home: Repo,
+    seen: set[Path],
+    warnings: list[str],
+) -> RepoTarget:
+    branch = branch_for(topic_id)
+    verdict = check_containment(path, home.primary, seen)
+    if not verdict.ok:
+        warnings.append(f"{name}: {verdict.detail}; nothing done there")
+        return RepoTarget(name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}")
+    real = Path(os.path.realpath(path))
+    seen.add(real)
+    try:
+        repo = open_repo(real)
+    except RouterError as exc:
+        warnings.append(f"{name}: {exc.message}; nothing done there")
+        return RepoTarget(name, path, branch, worktree, problem=exc.message)
+    try:
+        record = state.read_record(repo.common_dir, topic_id)
+    except state.RecordCorrupt as exc:
+        warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
+        return RepoTarget(name, repo.primary, branch, worktree, repo, None, record_corrupt=True)
+    if record is not None:
+        branch = record.branch or branch
+        worktree = Path(record.worktree) if record.worktree else worktree
+    return RepoTarget(name, repo.primary, branch, worktree, repo, record)

@@ -1,0 +1,99 @@
+"""Topics to tear down: single- and multi-repo, built through ``new`` and ``worktrees``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitutil import commit, git, make_repo, run_cli, write
+
+TOPIC_ID = "2026-05-01-add-rate-limiting"
+
+
+@dataclass
+class Topic:
+    id: str
+    home: Path  # home primary clone
+    plan_dir: Path
+    repos: dict[str, Path] = field(default_factory=dict)  # name -> primary clone (home included)
+    worktrees: dict[str, Path] = field(default_factory=dict)  # name -> worktree
+
+    @property
+    def branch(self) -> str:
+        return self.id
+
+
+def new_topic(home: Path, topic_id: str = TOPIC_ID) -> Topic:
+    res = run_cli("new", "Add rate limiting", "--id", topic_id, "--json", cwd=home)
+    assert res.code == 0, res.out + res.err
+    data = res.json
+    worktree = Path(data["home"]["worktree"])
+    return Topic(topic_id, home, Path(data["plan_dir"]), {"home": home}, {"home": worktree})
+
+
+def multi_topic(workspace: Path, names: tuple[str, ...] = ("api",), topic_id: str = TOPIC_ID) -> Topic:
+    """A home repo ``web`` and sibling repos ``names``, each with origin and a worktree."""
+    home = make_repo(workspace, "web")
+    topic = new_topic(home, topic_id)
+    secondaries = {n: make_repo(workspace, n) for n in names}
+    items = "\n".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items())
+    write(
+        topic.plan_dir / "repos.md",
+        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {home}\n\n## Additional repos\n\n{items}\n",
+    )
+    res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
+    assert res.code == 0, res.out + res.err
+    for repo in res.json["repos"]:
+        topic.repos[repo["name"]] = Path(repo["path"])
+        topic.worktrees[repo["name"]] = Path(repo["worktree"])
+    return topic
+
+
+def teardown(topic: Topic, *flags: str, cwd: Path | None = None):
+    return run_cli("teardown", topic.id, "--json", *flags, cwd=cwd or topic.home)
+
+
+def push_branch(worktree: Path, branch: str) -> None:
+    git(worktree, "push", "-q", "origin", f"{branch}:{branch}")
+
+
+def merge_on_origin(repo: Path, branch: str, *, squash: bool = False, delete: bool = True) -> str:
+    """Merge ``branch`` into origin's main through a scratch clone, as a PR merge would."""
+    origin = git(repo, "remote", "get-url", "origin")
+    scratch = repo.parent.parent / "scratch" / f"{repo.name}-{branch}"
+    git(repo.parent, "clone", "-q", origin, str(scratch))
+    git(scratch, "fetch", "-q", "origin", f"{branch}:refs/remotes/origin/{branch}")
+    if squash:
+        git(scratch, "merge", "-q", "--squash", f"origin/{branch}")
+        git(scratch, "commit", "-q", "-m", f"Squash {branch}")
+    else:
+        git(scratch, "merge", "-q", "--no-ff", "-m", f"Merge {branch}", f"origin/{branch}")
+    git(scratch, "push", "-q", "origin", "main")
+    if delete:
+        git(scratch, "push", "-q", "origin", "--delete", branch)
+    return git(scratch, "rev-parse", "HEAD")
+
+
+def commit_on_origin(repo: Path, rel: str, text: str) -> str:
+    """Someone else's commit on origin's main (so the local main falls behind)."""
+    origin = git(repo, "remote", "get-url", "origin")
+    scratch = repo.parent.parent / "scratch" / f"{repo.name}-other"
+    if not scratch.exists():
+        git(repo.parent, "clone", "-q", origin, str(scratch))
+    git(scratch, "pull", "-q", "--rebase", "origin", "main")
+    sha = commit(scratch, rel, text, f"other change {rel}")
+    git(scratch, "push", "-q", "origin", "main")
+    return sha
+
+
+def snapshot_of(repo: Path) -> dict[str, str]:
+    """Everything a teardown could change: refs, worktrees, the files of every checkout."""
+    refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    worktrees = git(repo, "worktree", "list", "--porcelain")
+    files = []
+    for path in sorted(repo.rglob("*")):
+        if ".git" in path.relative_to(repo).parts:
+            continue
+        if path.is_file():
+            files.append(f"{path.relative_to(repo)}={path.read_bytes()!r}")
+    return {"refs": refs, "worktrees": worktrees, "files": "\n".join(files)}

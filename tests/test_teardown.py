@@ -1,0 +1,378 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
+from teardownutil import (
+    commit_on_origin,
+    merge_on_origin,
+    multi_topic,
+    new_topic,
+    push_branch,
+    snapshot_of,
+    teardown,
+)
+
+
+def steps_of(data: dict, name: str) -> dict[str, dict]:
+    repo = next(r for r in data["repos"] if r["name"] == name)
+    return {s["name"]: s for s in repo["steps"]}
+
+
+def record(repo: Path, topic_id: str) -> dict:
+    return json.loads((repo / ".git" / "team-router" / "topics" / f"{topic_id}.json").read_text())
+
+
+def assert_untouched(topic, before: dict[str, dict[str, str]]) -> None:
+    for name, repo in topic.repos.items():
+        assert snapshot_of(repo) == before[name], f"{name} changed"
+
+
+# -- the whole topic ----------------------------------------------------------------
+
+
+def test_a_clean_multi_repo_topic_is_torn_down_in_every_repo(workspace):
+    topic = multi_topic(workspace, ("api", "types"))
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    data = res.json
+    assert data["id"] == topic.id
+    assert [r["name"] for r in data["repos"]] == ["home", "api", "types"]
+    for name, repo in topic.repos.items():
+        steps = steps_of(data, name)
+        assert list(steps) == [
+            "integrate", "remove", "branch", "verify-gone",
+            "update-default", "plan-dir", "sweep", "local-state",
+        ]
+        assert steps["remove"]["outcome"] == "done"
+        assert steps["branch"]["outcome"] == "done"
+        assert not topic.worktrees[name].exists()
+        assert worktree_paths(repo) == [str(repo)]
+        assert topic.branch not in branches(repo)
+        assert status(repo) == ""
+        assert record(repo, topic.id)["extra"]["teardown"]["complete"] is True
+    assert data["swept"] == [] and data["kept"] == []
+    assert [s["name"] for s in data["local_state"]] == ["home", "api", "types"]
+
+
+def test_a_second_teardown_of_a_torn_down_topic_exits_0(workspace):
+    topic = multi_topic(workspace)
+    assert teardown(topic).code == 0
+    assert not topic.plan_dir.exists()
+    again = teardown(topic)
+    assert again.code == 0, again.out
+    for name in topic.repos:
+        steps = steps_of(again.json, name)
+        assert steps["remove"]["outcome"] == "skipped"
+        assert steps["branch"]["outcome"] == "skipped"
+        assert steps["local-state"]["detail"] == "already ran in an earlier teardown of this topic"
+
+
+def test_teardown_takes_the_plan_dir_path_as_target(home_repo):
+    topic = new_topic(home_repo)
+    res = run_cli("teardown", str(topic.plan_dir), "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not topic.worktrees["home"].exists()
+
+
+def test_an_unknown_id_is_bad_input(home_repo):
+    res = run_cli("teardown", "2026-05-01-never-made", "--json", cwd=home_repo)
+    assert res.code == 2
+    assert res.json["error"]["code"] == "no-plan-dir"
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
+    topic = multi_topic(workspace)
+    commit(topic.worktrees["api"], "api.py", "x = 1\n", "api work")
+    write(topic.worktrees["home"] / "notes.txt", "scratch\n")
+    before = {n: snapshot_of(r) for n, r in topic.repos.items()}
+    res = teardown(topic, "--dry-run", "--force", "--integrate")
+    assert res.code == 0, res.out
+    assert res.json["dry_run"] is True
+    api = steps_of(res.json, "api")
+    assert api["integrate"]["detail"].startswith("would cherry-pick 1 commit")
+    assert steps_of(res.json, "home")["remove"]["detail"].endswith("after writing a snapshot")
+    assert_untouched(topic, before)
+
+
+def test_dry_run_of_a_refused_teardown_says_so_and_exits_1(workspace):
+    topic = multi_topic(workspace)
+    write(topic.worktrees["api"] / "draft.txt", "not committed\n")
+    before = {n: snapshot_of(r) for n, r in topic.repos.items()}
+    res = teardown(topic, "--dry-run")
+    assert res.code == 1
+    assert steps_of(res.json, "api")["remove"]["code"] == "dirty-worktree"
+    assert steps_of(res.json, "home")["remove"]["outcome"] == "skipped"
+    assert_untouched(topic, before)
+
+
+# -- refusals: nothing is lost anywhere -------------------------------------------------
+
+
+def test_a_dirty_tracked_change_in_one_repo_refuses_the_whole_teardown(workspace):
+    topic = multi_topic(workspace)
+    write(topic.worktrees["api"] / "README.md", "# api, edited but not committed\n")
+    before = {n: snapshot_of(r) for n, r in topic.repos.items()}
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "dirty-worktree"
+    assert "README.md" in steps_of(res.json, "api")["remove"]["detail"]
+    assert_untouched(topic, before)
+    assert (topic.worktrees["api"] / "README.md").read_text() == "# api, edited but not committed\n"
+    assert topic.worktrees["home"].exists() and topic.plan_dir.exists()
+
+
+def test_an_untracked_file_refuses_and_stays(home_repo):
+    topic = new_topic(home_repo)
+    write(topic.worktrees["home"] / "src" / "new.py", "print('new')\n")
+    before = {"home": snapshot_of(home_repo)}
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "dirty-worktree"
+    assert "untracked" in steps_of(res.json, "home")["remove"]["detail"]
+    assert_untouched(topic, before)
+    assert (topic.worktrees["home"] / "src" / "new.py").read_text() == "print('new')\n"
+
+
+def test_a_commit_not_on_origin_refuses_unintegrated_commits(workspace):
+    topic = multi_topic(workspace)
+    sha = commit(topic.worktrees["home"], "feature.py", "x = 1\n", "feature work")
+    before = {n: snapshot_of(r) for n, r in topic.repos.items()}
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "unintegrated-commits"
+    assert sha[:12] in steps_of(res.json, "home")["integrate"]["detail"]
+    assert_untouched(topic, before)
+    assert git(topic.repos["home"], "rev-parse", topic.branch) == sha
+
+
+def test_a_commit_pushed_to_its_own_branch_on_origin_but_not_merged_still_refuses(home_repo):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "feature.py", "x = 1\n", "feature work")
+    push_branch(topic.worktrees["home"], topic.branch)
+    before = {"home": snapshot_of(home_repo)}
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "unintegrated-commits"
+    assert_untouched(topic, before)
+
+
+def test_a_locked_worktree_refuses_locked_worktree(workspace):
+    topic = multi_topic(workspace)
+    git(topic.repos["api"], "worktree", "lock", "--reason", "on a USB disk", str(topic.worktrees["api"]))
+    before = {n: snapshot_of(r) for n, r in topic.repos.items()}
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "locked-worktree"
+    assert "on a USB disk" in steps_of(res.json, "api")["remove"]["detail"]
+    assert_untouched(topic, before)
+
+
+def test_a_detached_head_with_commits_on_no_branch_refuses(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "checkout", "-q", "--detach")
+    sha = commit(wt, "loose.py", "x = 1\n", "loose commit")
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "unintegrated-commits"
+    assert git(wt, "rev-parse", "HEAD") == sha
+
+
+def test_a_live_holder_refuses_the_teardown(home_repo):
+    import subprocess
+    import sys
+
+    topic = new_topic(home_repo)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = run_cli("hold", topic.id, "--pid", str(sleeper.pid), "--json", cwd=home_repo)
+        assert held.code == 0, held.out + held.err
+        res = teardown(topic)
+        assert res.code == 1
+        assert res.json["error"]["code"] == "held"
+        assert topic.worktrees["home"].exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+# -- --integrate -----------------------------------------------------------------------------
+
+
+def test_integrate_cherry_picks_the_commits_onto_the_primary_default_branch(workspace):
+    topic = multi_topic(workspace)
+    api_wt = topic.worktrees["api"]
+    first = commit(api_wt, "a.py", "a = 1\n", "api: first")
+    commit(api_wt, "b.py", "b = 2\n", "api: second")
+    res = teardown(topic, "--integrate")
+    assert res.code == 0, res.out
+    api = topic.repos["api"]
+    assert steps_of(res.json, "api")["integrate"]["outcome"] == "done"
+    assert git(api, "log", "--format=%s", "-2", "main").splitlines() == ["api: second", "api: first"]
+    assert (api / "a.py").read_text() == "a = 1\n" and (api / "b.py").read_text() == "b = 2\n"
+    assert git(api, "rev-parse", "main") != first  # a new commit with the same patch
+    assert status(api) == "" and not api_wt.exists()
+    assert topic.branch not in branches(api)
+
+
+def test_integrate_refuses_primary_busy_when_the_primary_clone_is_not_on_main(home_repo):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(home_repo, "switch", "-q", "-c", "elsewhere")
+    before = {"home": snapshot_of(home_repo)}
+    res = teardown(topic, "--integrate")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "primary-busy"
+    assert "elsewhere" in res.json["error"]["message"]
+    assert_untouched(topic, before)
+
+
+def test_integrate_refuses_conflict_naming_the_commit_and_leaves_main_as_it_was(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    ok = commit(wt, "other.py", "fine\n", "applies cleanly")
+    bad = commit(wt, "README.md", "# from the branch\n", "conflicts")
+    commit(home_repo, "README.md", "# from main\n", "main moved on")
+    main_before = git(home_repo, "rev-parse", "main")
+    res = teardown(topic, "--integrate")
+    assert res.code == 1
+    step = steps_of(res.json, "home")["integrate"]
+    assert step["code"] == "conflict" and bad[:12] in step["detail"]
+    assert git(home_repo, "rev-parse", "main") == main_before  # the first pick was undone too
+    assert status(home_repo) == ""
+    assert wt.exists() and git(home_repo, "rev-parse", topic.branch) == bad
+    assert ok in git(home_repo, "rev-list", topic.branch).splitlines()
+    assert steps_of(res.json, "home")["remove"]["outcome"] == "skipped"
+
+
+def test_a_rerun_after_integrate_does_not_cherry_pick_twice(home_repo):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    env_crash = "TEAM_ROUTER_CRASH_AT"
+    import os
+    import subprocess
+
+    proc = subprocess.run(
+        ["team-router", "-C", str(home_repo), "teardown", topic.id, "--integrate", "--json"],
+        env={**os.environ, env_crash: "remove"}, capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 137
+    assert git(home_repo, "log", "--format=%s", "-1", "main") == "work"
+    res = teardown(topic, "--integrate")
+    assert res.code == 0, res.out
+    subjects = git(home_repo, "log", "--format=%s", "main").splitlines()
+    assert subjects.count("work") == 1
+    assert not topic.worktrees["home"].exists()
+
+
+# -- merged on origin ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("squash", [False, True], ids=["merge-commit", "squash"])
+def test_a_branch_merged_on_origin_is_torn_down_and_main_fast_forwarded(home_repo, squash):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "one.py", "one\n", "first")
+    commit(wt, "two.py", "two\n", "second")
+    push_branch(wt, topic.branch)
+    merged = merge_on_origin(home_repo, topic.branch, squash=squash)
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    steps = steps_of(res.json, "home")
+    proof = "squashed change is already on origin/main" if squash else "ancestor of origin/main"
+    assert proof in steps["integrate"]["detail"]
+    assert steps["branch"]["outcome"] == "done"
+    assert git(home_repo, "rev-parse", "main") == merged
+    assert (home_repo / "two.py").read_text() == "two\n"
+    assert "pruned" in steps["update-default"]["detail"]
+    assert f"origin/{topic.branch}" not in git(home_repo, "branch", "-r")
+    assert not wt.exists() and topic.branch not in branches(home_repo)
+
+
+def test_update_default_fetches_only_when_the_primary_clone_is_dirty(home_repo):
+    topic = new_topic(home_repo)
+    commit_on_origin(home_repo, "elsewhere.py", "x\n")
+    write(home_repo / "local-notes.txt", "mine\n")
+    before = git(home_repo, "rev-parse", "main")
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    step = steps_of(res.json, "home")["update-default"]
+    assert step["outcome"] == "skipped" and "fetched only" in step["detail"]
+    assert git(home_repo, "rev-parse", "main") == before
+    assert (home_repo / "local-notes.txt").read_text() == "mine\n"
+
+
+# -- the primary clone and the plan dir ----------------------------------------------------------
+
+
+def test_a_record_pointing_at_the_primary_clone_never_removes_it(home_repo):
+    topic = new_topic(home_repo)
+    git(home_repo, "worktree", "remove", str(topic.worktrees["home"]))
+    path = home_repo / ".git" / "team-router" / "topics" / f"{topic.id}.json"
+    data = json.loads(path.read_text())
+    data["worktree"] = str(home_repo)
+    data["repos"][0]["worktree"] = str(home_repo)
+    path.write_text(json.dumps(data))
+    plan = home_repo / "docs" / "plans" / topic.id
+    write(plan / "design.md", "# design\n")
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    steps = steps_of(res.json, "home")
+    assert "primary clone: never removed" in steps["remove"]["detail"]
+    assert (home_repo / ".git").is_dir() and (home_repo / "README.md").exists()
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert steps["plan-dir"]["outcome"] == "done" and not plan.exists()
+
+
+def test_a_tracked_plan_dir_in_the_primary_clone_is_kept(home_repo):
+    topic = new_topic(home_repo)
+    plan = home_repo / "docs" / "plans" / topic.id
+    write(plan / "design.md", "# tracked design\n")
+    git(home_repo, "add", "-f", "--", str(plan / "design.md"))
+    git(home_repo, "commit", "-q", "-m", "track the plan")
+    git(home_repo, "push", "-q", "origin", "main")
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    step = steps_of(res.json, "home")["plan-dir"]
+    assert step["outcome"] == "skipped" and "tracked" in step["detail"]
+    assert (plan / "design.md").read_text() == "# tracked design\n"
+
+
+def test_sibling_plan_dirs_of_other_topics_are_left_alone(home_repo):
+    topic = new_topic(home_repo)
+    mine = home_repo / "docs" / "plans" / topic.id
+    other = home_repo / "docs" / "plans" / "2026-05-02-other-work"
+    write(mine / "x.md", "x\n")
+    write(other / "y.md", "y\n")
+    assert teardown(topic).code == 0
+    assert not mine.exists() and (other / "y.md").exists()
+
+
+# -- residue after removal ----------------------------------------------------------------------
+
+
+def test_teardown_sweeps_late_writer_residue_and_reports_kept_directories(home_repo):
+    topic = new_topic(home_repo)
+    leftovers = home_repo / ".claude" / "worktrees"
+    write(leftovers / "old-topic" / "tmp" / "session.json", "{}\n")
+    write(leftovers / "keep-me" / "notes.md", "precious\n")
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert res.json["swept"] == [str(leftovers / "old-topic")]
+    assert res.json["kept"] == [
+        {"path": str(leftovers / "keep-me"), "reason": "unexpected-files", "files": ["notes.md"]}
+    ]
+    assert (leftovers / "keep-me" / "notes.md").read_text() == "precious\n"
+
+
+def test_text_output_names_every_step(home_repo):
+    topic = new_topic(home_repo)
+    res = run_cli("teardown", topic.id, cwd=home_repo)
+    assert res.code == 0, res.err
+    for step in ("integrate", "remove", "branch", "verify-gone", "update-default", "plan-dir",
+                 "sweep", "local-state"):
+        assert f"  {step} " in res.out
+    assert "no residue found" in res.out
