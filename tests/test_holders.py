@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,9 +68,12 @@ def test_a_zombie_holder_is_stale(topic, sleeper):
     assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
     sleeper.kill()
     # Not reaped yet: the pid still exists, as a zombie, but the session is over.
-    for _ in range(100):
+    for _ in range(250):
         if Path(f"/proc/{sleeper.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
             break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the killed process never became a zombie")
     assert holders.live_holders(_common(topic), ID) == []
     sleeper.wait()
 

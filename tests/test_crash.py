@@ -1,0 +1,113 @@
+"""Killed mid-command (``TEAM_ROUTER_CRASH_AT``): the same command run again finishes the job."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from durabilityutil import CRASHED, run
+from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+
+from router import state
+
+ID = "2026-05-01-add-thing"
+CREATION_STEPS = ("inspect", "base", "claim", "add", "verify", "setup", "record")
+
+
+def _doctor_findings(repo) -> list[tuple[str, str]]:
+    res = run_cli("doctor", "--json", cwd=repo)
+    assert res.code == 0, res.err
+    return [(f["kind"], f["path"]) for f in res.json["findings"]]
+
+
+def _assert_one_complete_worktree(repo, *, home: bool) -> None:
+    worktree = repo / ".claude/worktrees" / ID
+    assert worktree_paths(repo) == [str(repo), str(worktree)]
+    assert os.listdir(repo / ".claude/worktrees") == [ID]  # no stray claim, no -2
+    assert git(worktree, "symbolic-ref", "--short", "HEAD") == ID
+    assert git(repo, "rev-parse", ID) == git(repo, "rev-parse", "origin/main")
+    assert branches(repo) == [ID, "main"]
+    record = state.read_record(repo / ".git", ID)
+    assert record is not None
+    assert set(CREATION_STEPS) <= set(record.steps)
+    assert record.worktree == str(worktree)
+    assert record.branch_created is True
+    assert record.base_commit == git(repo, "rev-parse", "origin/main")
+    if home:
+        assert (worktree / "docs/plans" / ID).is_dir()
+    assert status(repo) == ""
+
+
+@pytest.mark.parametrize("step", CREATION_STEPS)
+def test_new_killed_before_each_step_is_finished_by_running_it_again(home_repo, step):
+    args = ("new", "Add thing", "--date", "2026-05-01", "--json")
+    crashed = run(*args, cwd=home_repo, crash_at=step)
+    assert crashed.code == CRASHED, crashed.err
+    assert crashed.out == ""
+    again = run(*args, cwd=home_repo)
+    assert again.code == 0, again.err
+    assert again.json["id"] == ID  # the same topic, not a "-2"
+    assert again.json["home"]["status"] in {"created", "existing"}
+    _assert_one_complete_worktree(home_repo, home=True)
+    home = state.read_record(home_repo / ".git", ID)
+    assert [r.name for r in home.repos] == ["home"]
+    assert home.description == "Add thing"
+    assert _doctor_findings(home_repo) == []
+    # And a third run is a no-op that says so.
+    third = run_cli(*args, cwd=home_repo)
+    assert third.json["home"]["status"] == "existing"
+
+
+@pytest.mark.parametrize("step", CREATION_STEPS)
+def test_worktrees_killed_before_each_step_is_finished_by_running_it_again(
+    workspace, home_repo, step
+):
+    api = make_repo(workspace, "api")
+    shared = make_repo(workspace, "shared")
+    made = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    plan = home_repo / ".claude/worktrees" / ID / "docs/plans" / ID
+    assert made.json["plan_dir"] == str(plan)
+    repos_md = write(
+        plan / "repos.md",
+        f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {home_repo}\n\n"
+        f"## Additional repos\n- **name:** api\n  **path:** {api}\n"
+        f"- **name:** shared\n  **path:** {shared}\n",
+    )
+    crashed = run("worktrees", ID, "--json", cwd=home_repo, crash_at=step)
+    assert crashed.code == CRASHED, crashed.err
+    again = run("worktrees", ID, "--json", cwd=home_repo)
+    assert again.code == 0, again.err
+    assert [r["status"] in {"created", "existing"} for r in again.json["repos"]] == [True] * 3
+    _assert_one_complete_worktree(home_repo, home=True)
+    for repo in (api, shared):
+        _assert_one_complete_worktree(repo, home=False)
+    text = repos_md.read_text()
+    assert f"- api: {api / '.claude/worktrees' / ID}" in text
+    assert f"- shared: {shared / '.claude/worktrees' / ID}" in text
+    assert text.count("## Worktrees") == 1
+    home = state.read_record(home_repo / ".git", ID)
+    assert sorted(r.name for r in home.repos) == ["api", "home", "shared"]
+    assert _doctor_findings(home_repo) == []
+    # The rewrite is stable: a third run changes nothing.
+    third = run_cli("worktrees", ID, "--json", cwd=home_repo)
+    assert third.json["repos_md_updated"] is False
+    assert repos_md.read_text() == text
+
+
+def test_a_crash_leaves_a_stale_lock_owner_that_doctor_reports_and_repairs(home_repo):
+    crashed = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo, crash_at="add")
+    assert crashed.code == CRASHED
+    owner = state.lock_path(home_repo / ".git", ID).with_suffix(".pid")
+    findings = _doctor_findings(home_repo)
+    assert ("stale-lock", str(owner)) in findings
+    assert ("record-incomplete", str(state.record_path(home_repo / ".git", ID))) in findings
+    repaired = run_cli("doctor", "--repair", "--json", cwd=home_repo).json["findings"]
+    assert {"kind": "stale-lock", "path": str(owner), "repaired": True} == {
+        k: v for f in repaired if f["kind"] == "stale-lock" for k, v in f.items()
+        if k in {"kind", "path", "repaired"}
+    }
+    assert not owner.exists()
+    # The empty claim doctor removed is no obstacle: the rerun creates the worktree.
+    again = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    assert again.code == 0 and again.json["home"]["status"] == "created"
+    _assert_one_complete_worktree(home_repo, home=True)
