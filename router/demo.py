@@ -1,0 +1,593 @@
+"""``demo``: one topic across three throw-away repos, from ``new`` to a lossless teardown.
+
+The demo runs the real commands in-process (exactly the code a user runs) on
+repositories it builds in its own temporary directory, checks that each one
+did what the pipeline expects, and narrates the run. It needs nothing set up:
+the git processes it starts get a demo identity from the environment, and the
+user's own git configuration is neither read nor written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from router import git as gitmod
+from router.errors import BadInput, Refusal
+from router.render import render
+
+DESCRIPTION = "Billing page shows the plan"
+DIRTY_FILE = "draft-notes.txt"
+DEFAULT_BRANCH = "main"
+PREVIEW_DIR = ".cache/preview-{branch}"  # what api's .teamteardown removes
+TEAMTEARDOWN = (
+    "# Drop the preview database a branch provisioned.\n"
+    'rm -rf "$TEAM_REPO_ROOT/.cache/preview-$TEAM_BRANCH"\n'
+)
+
+# Set for every git process of the demo (the CLI's included), restored afterwards.
+# The global and system config are kept out: a commit.gpgsign or core.hooksPath
+# there would make the throw-away commits prompt or fail on the user's machine.
+_DEMO_ENV = {
+    "GIT_AUTHOR_NAME": "team-router demo",
+    "GIT_AUTHOR_EMAIL": "demo@team-router.invalid",
+    "GIT_COMMITTER_NAME": "team-router demo",
+    "GIT_COMMITTER_EMAIL": "demo@team-router.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureRepo:
+    name: str
+    role: str
+    files: tuple[tuple[str, str], ...]  # (path, content) of the first commit
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One commit the IMPLEMENT phase makes in a repo's worktree."""
+
+    repo: str
+    path: str
+    content: str
+    message: str
+
+
+REPOS = (
+    FixtureRepo(
+        "web",
+        "the billing UI",
+        (("src/billing.js", "export function billingPage(customer) {\n  return `<h1>${customer.name}</h1>`;\n}\n"),),
+    ),
+    FixtureRepo(
+        "api",
+        "the customer endpoints",
+        (
+            ("app/customers.py", 'def customer(customer_id):\n    return {"id": customer_id, "name": "Ada"}\n'),
+            (".gitignore", ".cache/\n"),
+            (".teamteardown", TEAMTEARDOWN),
+        ),
+    ),
+    FixtureRepo(
+        "shared-types",
+        "the types both sides import",
+        (("index.ts", "export interface Customer {\n  id: string;\n  name: string;\n}\n"),),
+    ),
+)
+
+CHANGES = (
+    Change(
+        "api",
+        "app/customers.py",
+        'def customer(customer_id):\n    return {"id": customer_id, "name": "Ada", "plan": "Pro"}\n',
+        "Return the customer's plan",
+    ),
+    Change(
+        "web",
+        "src/billing.js",
+        "export function billingPage(customer) {\n"
+        "  return `<h1>${customer.name}</h1><p>Plan: ${customer.plan}</p>`;\n}\n",
+        "Show the plan name on the billing page",
+    ),
+)
+
+
+# -- the trace --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    title: str
+    narration: tuple[str, ...]
+    command: str | None = None  # the command line as a user would type it
+    cwd: str | None = None
+    exit: int | None = None
+    result: dict[str, Any] | None = None  # the command's own JSON
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "command": self.command,
+            "cwd": self.cwd,
+            "exit": self.exit,
+            "result": self.result,
+            "narration": list(self.narration),
+        }
+
+
+@dataclass(slots=True)
+class DemoResult:
+    root: Path
+    topic_id: str
+    kept: bool
+    steps: list[Step]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.root),
+            "kept": self.kept,
+            "id": self.topic_id,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+class DemoFailed(Refusal):
+    """A step did not do what the pipeline expects (exit 1, ``demo-failed``)."""
+
+
+# -- entry point --------------------------------------------------------------------
+
+
+def run_demo(*, base: Path | None, keep: bool, say: Callable[[str], None]) -> DemoResult:
+    """Build the repos under ``base`` (default: the temp dir), walk the topic, clean up."""
+    root = _make_root(base)
+    demo = _Demo(root, say)
+    try:
+        with _demo_env():
+            demo.run()
+    except DemoFailed as exc:
+        exc.details.update({"dir": str(root), "kept": keep, "steps": [s.to_json() for s in demo.steps]})
+        demo.cleanup(keep=keep)
+        raise
+    except BaseException:
+        demo.cleanup(keep=keep)
+        raise
+    demo.cleanup(keep=keep)
+    return DemoResult(root, demo.topic_id, keep, demo.steps)
+
+
+def _make_root(base: Path | None) -> Path:
+    if base is not None:
+        if base.exists() and not base.is_dir():
+            raise BadInput("demo-dir", f"--dir {base} is not a directory")
+        base.mkdir(parents=True, exist_ok=True)
+    return Path(os.path.realpath(tempfile.mkdtemp(prefix="team-router-demo-", dir=base)))
+
+
+@contextlib.contextmanager
+def _demo_env() -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in _DEMO_ENV}
+    os.environ.update(_DEMO_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def invoke(argv: list[str]) -> tuple[int, str, str]:
+    """Run team-router in-process on ``argv``; exit code, stdout, stderr.
+
+    stdin is empty (not a terminal), so no command can wait for an answer.
+    """
+    from router.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        _stdin(io.StringIO("")),
+    ):
+        code = run(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _stdin(stream: io.StringIO) -> Iterator[None]:
+    import sys
+
+    saved = sys.stdin
+    sys.stdin = stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+# -- the walk -----------------------------------------------------------------------
+
+
+class _Demo:
+    def __init__(self, root: Path, say: Callable[[str], None]) -> None:
+        self.root = root
+        self.workspace = root / "workspace"
+        self.origins = root / "origins"
+        self.say = say
+        self.steps: list[Step] = []
+        self.topic_id = ""
+        self.branch = ""
+        self.plan_dir = Path()
+        self.worktrees: dict[str, Path] = {}
+        self.temp_paths: list[Path] = []
+        self.date = dt.date.today().isoformat()
+
+    def run(self) -> None:
+        self.say("Demo: one topic across three repos, from `new` to teardown")
+        self.say(f"Working in {self.root}")
+        self._build_repos()
+        self._start_topic()
+        self._phase("QUESTION", "the worktree exists, task.md does not")
+        self._question()
+        self._phase("RESEARCH", "task.md and questions.md exist")
+        self._research()
+        self._phase("DESIGN", "research.md exists, design.md does not")
+        self._design()
+        self._phase("DESIGN", "design.md has no review yet")
+        self._review_design()
+        self._phase("STRUCTURE", "the design is approved; repos.md lists repos without worktrees")
+        self._worktrees()
+        self._plan()
+        self._phase("IMPLEMENT", "plan.md exists, no commit yet")
+        self._implement()
+        self._phase("IMPLEMENT", "the branch has commits")
+        self._provision()
+        self._status()
+        self._refused_teardown()
+        self._teardown()
+
+    def cleanup(self, *, keep: bool) -> None:
+        for path in self.temp_paths:
+            shutil.rmtree(path, ignore_errors=True)
+        if keep:
+            self.say(f"Kept {self.root} (--keep)")
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- recording --------------------------------------------------------------
+
+    def _step(self, title: str, lines: list[str], **command: Any) -> None:
+        step = Step(title, tuple(lines), **command)
+        self.steps.append(step)
+        self.say("")
+        self.say(f"{len(self.steps)}. {title}")
+        if step.command:
+            self.say(f"   {step.cwd}$ {step.command}")
+        for line in lines:
+            self.say(f"   {line}")
+
+    def _cli(
+        self, title: str, where: str, args: list[str], *, expect_code: str | None = None
+    ) -> tuple[dict[str, Any], Callable[[list[str]], None]]:
+        """Run ``team-router <args> --json`` in repo ``where``; check it did what we expect.
+
+        Returns the command's JSON and a function that records the step with
+        its narration once the caller has composed it.
+        """
+        cwd = self.workspace / where
+        code, out, err = invoke(["-C", str(cwd), *args, "--json"])
+        shown = "team-router " + shlex.join(args)
+        try:
+            payload = json.loads(out)
+        except ValueError:
+            payload = None
+        expected_exit = 0 if expect_code is None else 1
+        got_code = (payload or {}).get("error", {}).get("code")
+        if payload is None or code != expected_exit or got_code != expect_code:
+            self.steps.append(Step(title, (), shown, where, code, payload))
+            detail = (payload or {}).get("error", {}).get("message") or err.strip() or out.strip()
+            wanted = f"a refusal '{expect_code}'" if expect_code else "success"
+            raise DemoFailed(
+                "demo-failed",
+                f"step {len(self.steps)} ({title}): `{shown}` exited {code}, expected {wanted}: "
+                f"{detail or 'no output'}",
+            )
+
+        def record(lines: list[str]) -> None:
+            self._step(title, lines, command=shown, cwd=where, exit=code, result=payload)
+
+        return payload, record
+
+    def _fail(self, title: str, message: str) -> DemoFailed:
+        return DemoFailed("demo-failed", f"step {len(self.steps) + 1} ({title}): {message}")
+
+    def _name(self, repo: dict[str, Any]) -> str:
+        """The demo's name for a repo of a report (the home repo is reported as ``home``)."""
+        return REPOS[0].name if repo["name"] == "home" else repo["name"]
+
+    def brief(self, message: str) -> str:
+        """A message with the workspace prefix dropped from its paths."""
+        return message.replace(f"{self.workspace}{os.sep}", "")
+
+    def show(self, path: str | Path | None) -> str:
+        """A path as the narration prints it: relative to the workspace when inside it."""
+        if path is None:
+            return "-"
+        try:
+            return str(Path(path).relative_to(self.workspace))
+        except ValueError:
+            return str(path)
+
+    # -- steps --------------------------------------------------------------------
+
+    def _build_repos(self) -> None:
+        lines = []
+        width = max(len(r.name) for r in REPOS)
+        for repo in REPOS:
+            sha = self._build_repo(repo)
+            lines.append(f"{repo.name:<{width}}  {DEFAULT_BRANCH} {sha[:8]}  {repo.role}")
+        lines.append(f"origins: {self.show(self.origins)}/<name>.git (local bare repositories)")
+        self._step("Three sibling repos, each pushed to its own bare origin", lines)
+
+    def _build_repo(self, repo: FixtureRepo) -> str:
+        path = self.workspace / repo.name
+        git = gitmod.init_repo(path, branch=DEFAULT_BRANCH)
+        _write(path / "README.md", render("demo/README.md.j2", name=repo.name, role=repo.role))
+        for rel, content in repo.files:
+            _write(path / rel, content)
+        sha = gitmod.commit_all(git, f"Start {repo.name}")
+        bare = self.origins / f"{repo.name}.git"
+        gitmod.init_repo(bare, branch=DEFAULT_BRANCH, bare=True)
+        gitmod.add_remote(git, "origin", str(bare))
+        gitmod.push(git, "origin", DEFAULT_BRANCH, set_head=True)
+        return sha
+
+    def _start_topic(self) -> None:
+        title = "WORKTREE: start the topic in the home repo"
+        payload, record = self._cli(title, "web", ["new", DESCRIPTION])
+        self.topic_id, self.branch = payload["id"], payload["branch"]
+        self.plan_dir = Path(payload["plan_dir"])
+        home = payload["home"]
+        if home["status"] != "created" or not home["worktree"]:
+            raise self._fail(title, f"the home worktree was {home['status']}, not created")
+        self.worktrees["web"] = Path(home["worktree"])
+        record(
+            [
+                f"topic id {self.topic_id} (the branch has the same name)",
+                f"home worktree {home['status']}: {self.show(home['worktree'])}",
+                f"artifact directory: {self.show(self.plan_dir)}",
+            ]
+        )
+
+    def _phase(self, expected: str, why: str) -> None:
+        title = f"Where does the run stand? (expect {expected})"
+        payload, record = self._cli(title, "web", ["phase", self.topic_id])
+        if payload.get("resume_at") != expected:
+            raise self._fail(title, f"phase says {payload.get('resume_at')}, expected {expected}")
+        step = f", step {payload['step']}" if payload.get("step") else ""
+        record([f"resume at {payload['resume_at']}{step}: {why}"])
+
+    def _artifact(self, name: str, **context: Any) -> str:
+        text = render(
+            f"artifacts/{name}.j2", topic=_topic_of(self.topic_id), date=self.date, **context
+        )
+        _write(self.plan_dir / name, text)
+        return name
+
+    def _question(self) -> None:
+        written = [
+            self._artifact(
+                "task.md",
+                ticket_id=None,
+                description="The billing page shows the customer's plan, which the API returns.",
+                context=["the page is rendered by web", "the plan comes from api"],
+                done_when=["the billing page shows 'Plan: <name>'"],
+            ),
+            self._artifact(
+                "questions.md",
+                questions=[
+                    "Where is the billing page rendered?",
+                    "What does the customer endpoint return?",
+                    "Which types describe a customer on both sides?",
+                ],
+            ),
+            self._repos_md(),
+        ]
+        self._step(
+            "QUESTION: the questioner writes the intent and neutral questions",
+            [f"wrote {', '.join(written)} in the artifact directory",
+             "repos.md lists api and shared-types besides web: this is a multi-repo topic"],
+        )
+
+    def _repos_md(self) -> str:
+        home, *others = REPOS
+        spec = {"name": home.name, "path": str(self.workspace / home.name), "role": home.role}
+        secondaries = [
+            {"name": r.name, "path": str(self.workspace / r.name), "role": r.role} for r in others
+        ]
+        return self._artifact("repos.md", home=spec, secondaries=secondaries)
+
+    def _research(self) -> None:
+        findings = [
+            {"question": "Where is the billing page rendered?", "answer": "web `src/billing.js:1`."},
+            {"question": "What does the customer endpoint return?", "answer": "id and name (api `app/customers.py:2`)."},
+        ]
+        name = self._artifact("research.md", findings=findings)
+        self._step("RESEARCH: researchers answer questions.md (they never see task.md)", [f"wrote {name}"])
+
+    def _design(self) -> None:
+        name = self._artifact(
+            "design.md",
+            revision=1,
+            summary="api adds `plan` to the customer; web renders it.",
+            decisions=["the plan travels as a plain string; no new endpoint"],
+            repos=[
+                {"name": "api", "change": "return `plan`"},
+                {"name": "web", "change": "render `Plan: <name>`"},
+            ],
+        )
+        self._step("DESIGN: the design author drafts the design", [f"wrote {name} (revision 1)"])
+
+    def _review_design(self) -> None:
+        title = "DESIGN: the reviewer's verdict becomes a durable record"
+        payload, record = self._cli(title, "web", ["record", "verdict", self.topic_id, "APPROVE"])
+        record([f"wrote {self.show(payload.get('path'))}"])
+
+    def _worktrees(self) -> None:
+        title = "STRUCTURE, step worktrees: every repo of repos.md gets its worktree"
+        payload, record = self._cli(title, "web", ["worktrees", self.topic_id])
+        lines = []
+        for repo in payload["repos"]:
+            name = self._name(repo)
+            if repo["status"] not in {"created", "existing"} or not repo["worktree"]:
+                raise self._fail(title, f"{name} is {repo['status']}: {repo.get('reason')}")
+            self.worktrees[name] = Path(repo["worktree"])
+            lines.append(f"{name:<12}  {repo['status']:<8}  {self.show(repo['worktree'])}")
+        if payload.get("repos_md_updated"):
+            lines.append("repos.md now has a ## Worktrees section naming each path")
+        record(lines)
+
+    def _plan(self) -> None:
+        written = [
+            self._artifact(
+                "structure.md",
+                slices=[
+                    {"name": "the API returns the plan", "repo": "api", "files": ["app/customers.py"]},
+                    {"name": "the page shows it", "repo": "web", "files": ["src/billing.js"]},
+                ],
+            ),
+            self._artifact(
+                "plan.md",
+                steps=[
+                    {"repo": c.repo, "text": c.message, "test": f"{c.path} shows the plan"}
+                    for c in CHANGES
+                ],
+            ),
+        ]
+        self._step("STRUCTURE and PLAN: the planners slice the work", [f"wrote {', '.join(written)}"])
+
+    def _implement(self) -> None:
+        lines = []
+        for change in CHANGES:
+            worktree = self.worktrees[change.repo]
+            _write(worktree / change.path, change.content)
+            sha = gitmod.commit_all(gitmod.Git(worktree), change.message)
+            lines.append(f"{change.repo}: commit {sha[:8]} {change.message}")
+        dirty = [r.name for r in REPOS if gitmod.Git(self.workspace / r.name).status().dirty]
+        if dirty:
+            raise self._fail("IMPLEMENT", f"a primary clone changed: {', '.join(dirty)}")
+        lines.append("every primary clone is still clean: all edits happened in worktrees")
+        self._step("IMPLEMENT: commits land in the api and web worktrees", lines)
+
+    def _local_state_lines(self, payload: dict[str, Any]) -> list[str]:
+        lines = []
+        for repo in payload.get("local_state", []):
+            for command in repo.get("commands", []):
+                lines.append(f"{self._name(repo)} .teamteardown: {command['line']}  -> {command['outcome']}")
+            for temp in repo.get("temp_paths", []):
+                lines.append(f"temp path {temp['path']}  -> {temp['outcome']}")
+        return lines
+
+    def _preview_dir(self) -> Path:
+        return self.workspace / "api" / PREVIEW_DIR.format(branch=self.branch)
+
+    def _provision(self) -> None:
+        title = "Local state: what the work provisioned outside git"
+        preview = self._preview_dir()
+        _write(preview / "db.sqlite", "preview data\n")
+        scratch = Path(tempfile.mkdtemp(prefix="team-router-demo-scratch-"))
+        self.temp_paths.append(scratch)
+        payload, record = self._cli(title, "web", ["record", "temp", self.topic_id, str(scratch)])
+        record(
+            [
+                f"api: a preview database in {self.show(preview)} (ignored by git);",
+                "     api's .teamteardown on main declares how to drop it",
+                f"a scratch directory {scratch}, recorded in {self.show(payload.get('path'))}",
+            ]
+        )
+
+    def _status(self) -> None:
+        title = "Every topic of the home repo at a glance"
+        payload, record = self._cli(title, "web", ["status"])
+        lines = []
+        for topic in payload.get("topics", []):
+            lines.append(f"{topic['id']}: resume at {topic.get('resume_at')}")
+            for repo in topic.get("repos", []):
+                state = "dirty" if repo.get("dirty") else "clean"
+                lines.append(f"  {self._name(repo):<12}  {state}, {repo.get('ahead', 0)} ahead")
+        record(lines)
+
+    def _refused_teardown(self) -> None:
+        title = "Teardown refuses while a worktree holds uncommitted work"
+        dirty = self.worktrees["shared-types"] / DIRTY_FILE
+        _write(dirty, "notes nobody committed\n")
+        payload, record = self._cli(
+            title, "web", ["teardown", self.topic_id, "--integrate"], expect_code="dirty-worktree"
+        )
+        missing = [name for name, path in self.worktrees.items() if not path.is_dir()]
+        if missing or not dirty.is_file():
+            raise self._fail(title, f"the refusal removed something: {missing or [DIRTY_FILE]}")
+        kept = [n for n in self.worktrees if gitmod.Git(self.workspace / n).ok(
+            "show-ref", "--verify", "--quiet", f"refs/heads/{self.branch}")]
+        record(
+            [
+                f"left {self.show(dirty)} uncommitted",
+                f"refused [{payload['error']['code']}]: {self.brief(payload['error']['message'])}",
+                f"nothing removed: {len(self.worktrees)} worktrees and {len(kept)} branches "
+                f"are still there, and so is {DIRTY_FILE}",
+            ]
+        )
+
+    def _teardown(self) -> None:
+        title = "Teardown: integrate the commits, remove everything the topic made"
+        dirty = self.worktrees["shared-types"] / DIRTY_FILE
+        dirty.unlink()
+        payload, record = self._cli(title, "web", ["teardown", self.topic_id, "--integrate"])
+        left = [name for name, path in self.worktrees.items() if path.exists()]
+        if left:
+            raise self._fail(title, f"worktrees still on disk after teardown: {', '.join(left)}")
+        lines = [f"deleted {DIRTY_FILE} first"]
+        for repo in payload.get("repos", []):
+            done = [s["name"] for s in repo.get("steps", []) if s.get("outcome") == "done"]
+            lines.append(f"{self._name(repo):<12}  done: {', '.join(done) or 'nothing to do'}")
+        lines += self._local_state_lines(payload)
+        preview = self._preview_dir()
+        gone = [p for p in (preview, *self.temp_paths) if not p.exists()]
+        if len(gone) != 1 + len(self.temp_paths):
+            raise self._fail(title, "local state survived the teardown")
+        for change in CHANGES:
+            (subject,) = gitmod.log_subjects(
+                gitmod.Git(self.workspace / change.repo), DEFAULT_BRANCH, limit=1
+            )
+            lines.append(f"{change.repo} {DEFAULT_BRANCH} now ends with: {subject}")
+        left = [r.name for r in REPOS if gitmod.Git(self.workspace / r.name).branch_exists(self.branch)]
+        if left or self.plan_dir.exists():
+            raise self._fail(title, f"left behind: branches in {left}, plan dir {self.plan_dir.exists()}")
+        lines.append("no worktree, branch or plan dir of the topic is left")
+        record(lines)
+
+
+def _topic_of(topic_id: str) -> str:
+    from router.ids import parse_id
+
+    return parse_id(topic_id).topic
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
