@@ -474,9 +474,10 @@ def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     """Commits reachable from ``tip`` and from no branch, tag or remote ref but ``except_branch``."""
     args = ["rev-list", "--count", tip, "--not"]
     if except_branch:
-        # --exclude applies to the next --branches: the branch about to be
-        # deleted must not count as "elsewhere".
-        args.append(f"--exclude=refs/heads/{except_branch}")
+        # --exclude applies to the next --branches, and there it matches the
+        # short name (a refs/heads/ pattern silently matches nothing): the
+        # branch about to be deleted must not count as "elsewhere".
+        args.append(f"--exclude={except_branch}")
     args += ["--branches", "--tags", "--remotes", "--"]
     return int(git.out(*args) or 0)
 

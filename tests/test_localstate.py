@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from gitutil import commit, git, run_cli, write
+from teardownutil import new_topic, teardown
+
+
+def declare(repo: Path, text: str) -> None:
+    """Commit ``.teamteardown`` to main and push it, so origin/main has it."""
+    commit(repo, ".teamteardown", text, "declare teardown")
+    git(repo, "push", "-q", "origin", "main")
+
+
+def local_state(topic, *flags: str):
+    return run_cli("local-state", topic.id, "--json", *flags, cwd=topic.home)
+
+
+@pytest.fixture
+def topic(home_repo):
+    return new_topic(home_repo)
+
+
+def test_lines_from_the_default_branch_run_from_the_primary_root_with_the_team_env(topic, tmp_path):
+    out = tmp_path / "env.txt"
+    declare(topic.home, f'# a comment\n\necho "$PWD|$TEAM_REPO_ROOT|$TEAM_BRANCH|$TEAM_WORKTREE" > {out}\n')
+    res = local_state(topic)
+    assert res.code == 0, res.out + res.err
+    assert res.json["commands"] == [
+        {"repo": "home", "line": f'echo "$PWD|$TEAM_REPO_ROOT|$TEAM_BRANCH|$TEAM_WORKTREE" > {out}',
+         "outcome": "ok", "exit": 0}
+    ]
+    assert out.read_text() == f"{topic.home}|{topic.home}|{topic.branch}|{topic.worktrees['home']}\n"
+    assert "$ echo" in res.err  # the line is printed (on stderr under --json) before it runs
+
+
+def test_text_mode_prints_each_line_on_stdout(topic, tmp_path):
+    declare(topic.home, f"touch {tmp_path / 'ran'}\n")
+    res = run_cli("local-state", topic.id, cwd=topic.home)
+    assert res.code == 0
+    assert f"[home] $ touch {tmp_path / 'ran'}" in res.out
+    assert (tmp_path / "ran").exists()
+
+
+def test_a_teamteardown_on_the_feature_branch_never_runs(topic, tmp_path):
+    marker = tmp_path / "pwned"
+    commit(topic.worktrees["home"], ".teamteardown", f"touch {marker}\n", "sneaky")
+    res = local_state(topic)
+    assert res.code == 0
+    assert res.json["commands"] == []
+    assert res.json["repos"][0]["note"] == "no .teamteardown on main — nothing declared"
+    assert not marker.exists()
+
+
+def test_a_teamteardown_in_the_working_tree_never_runs(topic, tmp_path):
+    marker = tmp_path / "pwned"
+    write(topic.home / ".teamteardown", f"touch {marker}\n")
+    write(topic.worktrees["home"] / ".teamteardown", f"touch {marker}\n")
+    res = local_state(topic)
+    assert res.code == 0 and res.json["commands"] == []
+    assert not marker.exists()
+
+
+def test_the_copy_on_origin_wins_over_an_unpushed_local_edit(topic, tmp_path):
+    declare(topic.home, f"touch {tmp_path / 'origin'}\n")
+    commit(topic.home, ".teamteardown", f"touch {tmp_path / 'local'}\n", "local only")
+    res = local_state(topic)
+    assert res.json["repos"][0]["source"] == "origin/main"
+    assert (tmp_path / "origin").exists() and not (tmp_path / "local").exists()
+
+
+def test_a_line_that_reads_stdin_does_not_swallow_the_rest(topic, tmp_path):
+    declare(topic.home, f"cat > {tmp_path / 'stdin.txt'}\ntouch {tmp_path / 'second'}\n")
+    res = local_state(topic)
+    assert [c["outcome"] for c in res.json["commands"]] == ["ok", "ok"]
+    assert (tmp_path / "stdin.txt").read_text() == ""
+    assert (tmp_path / "second").exists()
+
+
+def test_a_failing_line_does_not_stop_the_next(topic, tmp_path):
+    declare(topic.home, f"exit 3\ntouch {tmp_path / 'after'}\n")
+    res = local_state(topic)
+    assert res.code == 1
+    assert [(c["outcome"], c["exit"]) for c in res.json["commands"]] == [("failed (exit 3)", 3), ("ok", 0)]
+    assert (tmp_path / "after").exists()
+
+
+def test_a_hanging_line_times_out_and_its_process_group_is_killed(topic, tmp_path):
+    pidfile = tmp_path / "bg.pid"
+    declare(topic.home, f"sleep 300 & echo $! > {pidfile}; wait\ntouch {tmp_path / 'next'}\n")
+    started = time.monotonic()
+    res = local_state(topic, "--line-timeout", "0.5")
+    assert time.monotonic() - started < 30
+    assert [c["outcome"] for c in res.json["commands"]] == ["timeout", "ok"]
+    assert res.json["commands"][0]["exit"] is None
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid)
+    assert (tmp_path / "next").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# -- temp paths --------------------------------------------------------------------
+
+
+def record_temps(topic, *paths: str) -> None:
+    write(topic.plan_dir / "temp-paths", "".join(f"{p}\n" for p in paths))
+
+
+def test_recorded_temp_paths_under_tmpdir_are_removed_and_others_refused(topic, tmp_path):
+    tmp = Path(os.environ["TMPDIR"])
+    inside = tmp / "build-cache"
+    write(inside / "blob", "x\n")
+    outside = tmp_path / "not-temp"
+    write(outside / "keep", "x\n")
+    target = tmp_path / "linked-target"
+    write(target / "keep", "x\n")
+    os.symlink(target, tmp / "link")
+    os.symlink(target, tmp / "linkdir")
+    record_temps(
+        topic, f"{inside}/", str(tmp / "gone"), str(outside), str(tmp / "link"),
+        str(tmp / "linkdir" / "keep"), f"{tmp}/a/../../not-temp",
+    )
+    res = local_state(topic)
+    outcomes = {t["path"]: (t["outcome"], t.get("check", "")) for t in res.json["temp_paths"]}
+    assert outcomes == {
+        f"{inside}/": ("removed", ""),
+        str(tmp / "gone"): ("missing", ""),
+        str(outside): ("refused", "outside-tmpdir"),
+        str(tmp / "link"): ("refused", "symlink"),
+        str(tmp / "linkdir" / "keep"): ("refused", "symlink"),
+        f"{tmp}/a/../../not-temp": ("refused", "dotdot"),
+    }
+    assert not inside.exists()
+    assert (outside / "keep").exists() and (target / "keep").exists()
+    assert res.code == 1  # a refusal is loud
+
+
+def test_tmpdir_with_a_trailing_slash_still_counts(topic, monkeypatch):
+    tmp = Path(os.environ["TMPDIR"])
+    monkeypatch.setenv("TMPDIR", f"{tmp}//")
+    write(tmp / "scratch.txt", "x\n")
+    record_temps(topic, str(tmp / "scratch.txt"))
+    res = local_state(topic)
+    assert res.json["temp_paths"] == [{"path": str(tmp / "scratch.txt"), "outcome": "removed"}]
+
+
+def test_nothing_declared_is_said(topic):
+    res = run_cli("local-state", topic.id, cwd=topic.home)
+    assert res.code == 0
+    assert "no .teamteardown on main — nothing declared" in res.out
+    assert "no temp paths recorded" in res.out
+
+
+def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_declaration(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    declare(home_repo, f'echo "$TEAM_WORKTREE" > {tmp_path / "wt.txt"}\n')
+    scratch = Path(os.environ["TMPDIR"]) / "topic-scratch"
+    write(scratch / "x", "x\n")
+    record_temps(topic, str(scratch))
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    state = res.json["local_state"][0]
+    assert state["commands"][0]["outcome"] == "ok"
+    assert state["temp_paths"] == [{"path": str(scratch), "outcome": "removed"}]
+    assert (tmp_path / "wt.txt").read_text() == f"{topic.worktrees['home']}\n"
+    assert not scratch.exists() and not topic.plan_dir.exists()

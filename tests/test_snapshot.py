@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitutil import branches, commit, git, run_cli, status, write
+from teardownutil import multi_topic, new_topic, teardown
+
+from router.snapshot import snapshot_ref, snapshot_worktree
+from router.workspace import open_repo
+
+
+def make_work(wt: Path) -> str:
+    """An unpushed commit, an uncommitted edit, a deletion, an untracked file, an ignored file."""
+    write(wt / ".gitignore", "*.log\n")
+    write(wt / "gone.txt", "to be deleted\n")
+    git(wt, "add", "--", ".gitignore", "gone.txt")
+    sha = commit(wt, "lib.py", "v = 1\n", "unpushed work")
+    write(wt / "lib.py", "v = 2  # edited, not committed\n")
+    (wt / "gone.txt").unlink()
+    write(wt / "new" / "idea.py", "print('untracked')\n")
+    write(wt / "debug.log", "ignored noise\n")
+    return sha
+
+
+def test_force_writes_a_snapshot_that_restore_brings_back(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    sha = make_work(wt)
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert "snapshot" in next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")["detail"]
+    ref = snapshot_ref(topic.branch)
+    assert git(home_repo, "rev-parse", f"{ref}^1") == sha
+    assert not wt.exists() and topic.branch not in branches(home_repo)
+    assert git(home_repo, "show", f"{ref}:new/idea.py") == "print('untracked')"
+    assert git(home_repo, "ls-tree", "--name-only", ref, "debug.log") == ""  # ignored: not kept
+
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    restored = res.json["repos"][0]
+    assert restored["status"] == "restored" and restored["branch"] == topic.branch
+    path = Path(restored["worktree"])
+    assert path == wt
+    assert git(path, "rev-parse", "HEAD") == sha  # the commit is back, no extra commit on top
+    assert (path / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+    assert (path / "new" / "idea.py").read_text() == "print('untracked')\n"
+    assert not (path / "gone.txt").exists()
+    changes = sorted(tuple(line.split()) for line in status(path).splitlines())
+    assert changes == [("??", "new/idea.py"), ("D", "gone.txt"), ("M", "lib.py")]
+    assert git(path, "diff", "--cached", "--name-only") == ""  # nothing staged: edits, not a commit
+
+
+def test_restore_twice_reports_existing(home_repo):
+    topic = new_topic(home_repo)
+    make_work(topic.worktrees["home"])
+    assert teardown(topic, "--force").code == 0
+    assert run_cli("restore", topic.id, cwd=home_repo).code == 0
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert again.code == 0
+    assert again.json["repos"][0]["status"] == "existing"
+
+
+def test_restore_uses_a_restored_name_when_the_branch_is_taken(home_repo):
+    topic = new_topic(home_repo)
+    make_work(topic.worktrees["home"])
+    assert teardown(topic, "--force").code == 0
+    git(home_repo, "branch", topic.branch, "main")
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert res.json["repos"][0]["branch"] == f"{topic.branch}-restored"
+    assert git(home_repo, "rev-parse", topic.branch) == git(home_repo, "rev-parse", "main")
+
+
+def test_restore_one_repo_of_a_multi_repo_topic(workspace):
+    topic = multi_topic(workspace, ("api", "types"))
+    for name in ("api", "types"):
+        write(topic.worktrees[name] / "draft.txt", f"{name} draft\n")
+    assert teardown(topic, "--force").code == 0
+    res = run_cli("restore", topic.id, "--repo", "api", "--json", cwd=topic.home)
+    assert res.code == 0, res.out
+    assert [r["name"] for r in res.json["repos"]] == ["api"]
+    assert (topic.worktrees["api"] / "draft.txt").read_text() == "api draft\n"
+    assert not topic.worktrees["types"].exists()
+
+
+def test_restore_without_a_snapshot_refuses(home_repo):
+    topic = new_topic(home_repo)
+    assert teardown(topic).code == 0
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "no-snapshot"
+
+
+def test_the_snapshot_leaves_the_worktrees_own_index_untouched(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "staged.txt", "staged\n")
+    git(wt, "add", "--", "staged.txt")
+    write(wt / "loose.txt", "not staged\n")
+    before = (git(wt, "diff", "--cached", "--name-status"), status(wt))
+    snap = snapshot_worktree(open_repo(home_repo), wt, topic.branch)
+    assert (git(wt, "diff", "--cached", "--name-status"), status(wt)) == before
+    assert git(home_repo, "show", f"{snap.commit}:loose.txt") == "not staged"
+
+
+def test_a_failed_snapshot_keeps_the_worktree(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "precious.txt", "only copy\n")
+    # A file where the snapshot ref's folder must go: update-ref cannot write it.
+    write(home_repo / ".git" / "refs" / "team-router" / "snapshots", "in the way\n")
+    res = teardown(topic, "--force")
+    assert res.code == 1
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["outcome"] == "refused" and remove["code"] == "snapshot-failed"
+    assert (wt / "precious.txt").read_text() == "only copy\n"
+    assert topic.branch in branches(home_repo)
+
+
+def test_force_snapshots_a_branch_with_unpushed_commits_and_no_worktree(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    sha = commit(wt, "w.py", "w\n", "only here")
+    git(home_repo, "worktree", "remove", str(wt))
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert topic.branch not in branches(home_repo)
+    assert git(home_repo, "rev-parse", f"{snapshot_ref(topic.branch)}^1") == sha
+
+
+def test_force_snapshots_a_clean_worktree_whose_commits_exist_nowhere_else(home_repo):
+    topic = new_topic(home_repo)
+    sha = commit(topic.worktrees["home"], "w.py", "w\n", "unpushed")
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert git(home_repo, "rev-parse", f"{snapshot_ref(topic.branch)}^1") == sha
+    assert not topic.worktrees["home"].exists()
+
+
+def test_force_writes_no_snapshot_when_nothing_would_be_lost(home_repo):
+    topic = new_topic(home_repo)
+    assert teardown(topic, "--force").code == 0
+    assert git(home_repo, "for-each-ref", "refs/team-router/") == ""

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from gitutil import git, make_repo, run_cli, write
+
+# Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
+SEED_LOOP = r"""
+root="$(git -C <repo-path> rev-parse --show-toplevel)"
+live="$(git -C "$root" worktree list --porcelain | sed -n 's/^worktree //p')"
+for dir in "$root"/.claude/worktrees/*; do
+  [ -d "$dir" ] || continue
+  printf '%s\n' "$live" | grep -qxF "$dir" && continue
+  if [ -e "$dir/.git" ]; then
+    echo "kept (still a checkout): $dir"; continue
+  fi
+  extra="$(find "$dir" -type f \
+    -not -path "$dir/tmp/*" -not -path "$dir/.omc/*" -not -path "$dir/docs/plans/*")"
+  if [ -n "$extra" ]; then
+    printf 'kept (holds unexpected files): %s\n%s\n' "$dir" "$extra"
+  else
+    rm -rf "$dir" && echo "swept: $dir"
+  fi
+done
+"""
+
+
+def seed_loop(repo: Path) -> str:
+    return SEED_LOOP.replace("<repo-path>", f"'{repo}'")
+
+
+def leftovers(repo: Path) -> Path:
+    return repo / ".claude" / "worktrees"
+
+
+def sweep(repo: Path):
+    res = run_cli("sweep", "--json", cwd=repo)
+    assert res.code == 0, res.out + res.err
+    return res.json
+
+
+def add_live_worktree(repo: Path, name: str) -> Path:
+    path = leftovers(repo) / name
+    git(repo, "worktree", "add", "-q", "-b", name, str(path))
+    write(path / "work-in-progress.py", "not committed\n")
+    return path
+
+
+def build_tree(repo: Path) -> None:
+    """Every case of seed 002's sweep, plus a few more, under .claude/worktrees/."""
+    base = leftovers(repo)
+    write(base / "late-writer" / "tmp" / "session.json", "{}\n")
+    write(base / "late-writer" / ".omc" / "state" / "x.json", "{}\n")
+    write(base / "plans-only" / "docs" / "plans" / "2026-05-01-x" / "design.md", "# d\n")
+    (base / "empty").mkdir(parents=True)
+    (base / "empty-nested" / "tmp" / "a" / "b").mkdir(parents=True)
+    write(base / "unexpected" / "tmp" / "ok.txt", "ok\n")
+    write(base / "unexpected" / "src" / "main.py", "print('keep me')\n")
+    write(base / "docs-file" / "docs" / "plans", "a file named plans, not the folder\n")
+    write(base / "tmp-file" / "tmp", "a file named tmp\n")
+    write(base / "stale-checkout" / ".git", "gitdir: /nowhere/.git/worktrees/stale\n")
+    write(base / "stale-checkout" / "tmp" / "x", "x\n")
+    add_live_worktree(repo, "live-one")
+
+
+def test_late_writer_residue_is_swept(home_repo):
+    write(leftovers(home_repo) / "gone-topic" / "tmp" / "lsp.log", "log\n")
+    write(leftovers(home_repo) / "gone-topic" / ".omc" / "s.json", "{}\n")
+    data = sweep(home_repo)
+    assert data["swept"] == [str(leftovers(home_repo) / "gone-topic")]
+    assert data["kept"] == []
+    assert not (leftovers(home_repo) / "gone-topic").exists()
+
+
+def test_a_file_outside_the_allowed_folders_is_kept_and_listed(home_repo):
+    write(leftovers(home_repo) / "t" / "tmp" / "x", "x\n")
+    write(leftovers(home_repo) / "t" / "notes" / "idea.md", "precious\n")
+    data = sweep(home_repo)
+    assert data["swept"] == []
+    assert data["kept"] == [
+        {"path": str(leftovers(home_repo) / "t"), "reason": "unexpected-files", "files": ["notes/idea.md"]}
+    ]
+    assert (leftovers(home_repo) / "t" / "notes" / "idea.md").read_text() == "precious\n"
+
+
+def test_docs_plans_alone_is_still_sweepable(home_repo):
+    write(leftovers(home_repo) / "t" / "docs" / "plans" / "2026-05-01-x" / "design.md", "# d\n")
+    data = sweep(home_repo)
+    assert data["swept"] == [str(leftovers(home_repo) / "t")]
+
+
+def test_a_live_worktree_is_never_touched(home_repo):
+    path = add_live_worktree(home_repo, "busy")
+    data = sweep(home_repo)
+    assert data["swept"] == [] and data["kept"] == [] and data["live"] == 1
+    assert (path / "work-in-progress.py").read_text() == "not committed\n"
+
+
+def test_a_stale_git_entry_is_kept(home_repo):
+    stale = leftovers(home_repo) / "stale"
+    write(stale / ".git", "gitdir: /nowhere\n")
+    write(stale / "tmp" / "only-residue", "x\n")
+    data = sweep(home_repo)
+    assert data["swept"] == []
+    assert data["kept"][0]["path"] == str(stale) and data["kept"][0]["reason"] == "checkout"
+    assert (stale / ".git").exists()
+
+
+def test_a_symlink_and_a_linked_file_are_kept(home_repo, tmp_path):
+    outside = tmp_path / "elsewhere"
+    write(outside / "data.txt", "x\n")
+    base = leftovers(home_repo)
+    base.mkdir(parents=True)
+    os.symlink(outside, base / "alias")
+    write(base / "links" / "tmp" / "ok", "x\n")
+    os.symlink(outside / "data.txt", base / "links" / "data.txt")
+    data = sweep(home_repo)
+    kept = {k["path"]: k for k in data["kept"]}
+    assert kept[str(base / "alias")]["reason"] == "symlink"
+    assert kept[str(base / "links")]["files"] == ["data.txt"]
+    assert (outside / "data.txt").exists()
+
+
+def test_no_residue_is_said_not_implied(home_repo):
+    res = run_cli("sweep", cwd=home_repo)
+    assert res.code == 0
+    assert res.out.strip() == f"no residue under {home_repo}/.claude/worktrees"
+
+
+def test_sweep_keeps_exactly_what_the_seed_shell_loop_keeps(workspace):
+    ours = make_repo(workspace, "ours")
+    theirs = make_repo(workspace, "theirs")
+    build_tree(ours)
+    build_tree(theirs)
+    data = sweep(ours)
+    proc = subprocess.run(
+        ["sh", "-c", seed_loop(theirs)], capture_output=True, text=True, check=True
+    )
+    shell_kept = {
+        Path(line.split(": ", 1)[1]).name for line in proc.stdout.splitlines() if line.startswith("kept")
+    }
+    shell_swept = {
+        Path(line.split(": ", 1)[1]).name for line in proc.stdout.splitlines() if line.startswith("swept")
+    }
+    assert {Path(k["path"]).name for k in data["kept"]} == shell_kept
+    assert {Path(p).name for p in data["swept"]} == shell_swept
+    assert sorted(os.listdir(leftovers(ours))) == sorted(os.listdir(leftovers(theirs)))
+    assert shell_kept == {"unexpected", "docs-file", "tmp-file", "stale-checkout"}
+    unexpected = next(k for k in data["kept"] if k["path"].endswith("/unexpected"))
+    assert unexpected["files"] == ["src/main.py"]
