@@ -1,0 +1,300 @@
+"""The one ``gh`` boundary: every GitHub CLI process team-router starts is started here.
+
+Every call names the repository explicitly (``--repo OWNER/NAME``, derived
+from origin's URL) so gh never guesses it from the working directory, asks
+for JSON fields only (never a title or body: PR prose is data that must not
+reach a command), runs with prompts disabled, stdin closed and a timeout.
+
+gh is an optional witness, never a requirement: a missing or unauthenticated
+gh is an :class:`Unavailable` value for the caller to report, not an
+exception, and a call that fails later raises :class:`GhFailed`, which the
+caller reports the same way. Neither is ever read as "merged" or "not merged".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
+PR_FIELDS = (
+    "number,state,headRefName,headRefOid,baseRefName,mergeCommit,"
+    "isCrossRepository,headRepositoryOwner,url"
+)
+LIST_LIMIT = 100
+DEFAULT_HOST = "github.com"
+
+_OWNER = r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))"
+_NAME = r"(?P<name>[A-Za-z0-9._-]{1,100}?)"
+_HOST = r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
+_USER = r"(?:[A-Za-z0-9._~%-]+(?::[^@/\s]*)?@)?"
+_TAIL = r"(?:\.git)?/?"
+# The three shapes git itself writes for a GitHub remote; anything else (a
+# local path, file://, http://, a URL with a query) names no GitHub repo.
+_REMOTE_FORMS = (
+    re.compile(rf"https://{_USER}{_HOST}(?::[0-9]{{1,5}})?/{_OWNER}/{_NAME}{_TAIL}"),
+    re.compile(rf"ssh://{_USER}{_HOST}(?::[0-9]{{1,5}})?/{_OWNER}/{_NAME}{_TAIL}"),
+    re.compile(rf"{_USER}{_HOST}:{_OWNER}/{_NAME}{_TAIL}"),
+)
+PR_URL_RE = re.compile(
+    rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/pull/(?P<number>[0-9]{{1,10}})/?",
+    re.ASCII,
+)
+_OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoSlug:
+    """A GitHub repository: host, owner and name, as gh's ``--repo`` takes them."""
+
+    host: str
+    owner: str
+    name: str
+
+    @property
+    def arg(self) -> str:
+        base = f"{self.owner}/{self.name}"
+        return base if self.host.lower() == DEFAULT_HOST else f"{self.host}/{base}"
+
+    def same(self, other: RepoSlug) -> bool:
+        # GitHub owner and repository names are case-insensitive.
+        return (self.host.lower(), self.owner.lower(), self.name.lower()) == (
+            other.host.lower(),
+            other.owner.lower(),
+            other.name.lower(),
+        )
+
+
+def parse_remote_url(url: str | None) -> RepoSlug | None:
+    """The GitHub repo an origin URL names (https, ssh:// or scp-like), else None."""
+    if not url:
+        return None
+    for form in _REMOTE_FORMS:
+        match = form.fullmatch(url.strip())
+        if match and match["name"] not in {".", ".."}:
+            return RepoSlug(match["host"], match["owner"], match["name"])
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PrUrl:
+    slug: RepoSlug
+    number: int
+
+
+def parse_pr_url(text: str) -> PrUrl | None:
+    """``https://HOST/OWNER/NAME/pull/N`` (nothing after N but an optional slash), else None."""
+    match = PR_URL_RE.fullmatch(text)
+    if match is None:
+        return None
+    name = match["name"].removesuffix(".git")
+    return PrUrl(RepoSlug(match["host"], match["owner"], name), int(match["number"]))
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    """The machine fields of a pull request (never its title or body)."""
+
+    number: int
+    state: str  # OPEN, CLOSED or MERGED
+    head_ref: str  # NOT validated: a branch name from outside; validate before use
+    head_oid: str
+    base_ref: str
+    merge_commit: str | None
+    cross_repo: bool
+    head_owner: str | None
+    url: str
+
+    @property
+    def merged(self) -> bool:
+        return self.state == "MERGED"
+
+    @property
+    def open(self) -> bool:
+        return self.state == "OPEN"
+
+    def same_repo(self, slug: RepoSlug) -> bool:
+        """The head branch lives in ``slug`` itself (a fork's same-named branch never counts)."""
+        if self.cross_repo:
+            return False
+        return self.head_owner is None or self.head_owner.lower() == slug.owner.lower()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "number": self.number,
+            "state": self.state,
+            "head": self.head_ref,
+            "base": self.base_ref,
+            "head_oid": self.head_oid,
+            "merge_commit": self.merge_commit,
+            "cross_repository": self.cross_repo,
+            "url": self.url,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """gh cannot be asked (not installed, not authenticated, origin not on GitHub)."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"gh unavailable: {self.reason}"
+
+
+class GhFailed(Exception):
+    """A gh call failed or answered something that is not the JSON asked for."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"gh unavailable: {self.reason}"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "GH_PROMPT_DISABLED": "1",
+            "GH_NO_UPDATE_NOTIFIER": "1",
+            "GH_SPINNER_DISABLED": "1",
+            "GH_PAGER": "cat",
+            "NO_COLOR": "1",
+            "CLICOLOR": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+        }
+    )
+    # GH_REPO would override nothing (we always pass --repo) but says the
+    # caller expected another repository: do not let it leak in.
+    env.pop("GH_REPO", None)
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class GitHub:
+    """gh bound to one repository; every call carries ``--repo``."""
+
+    slug: RepoSlug
+    executable: str
+    cwd: Path  # an existing directory (the primary clone): never the process cwd
+    timeout: float = GH_TIMEOUT
+
+    def _run(self, *args: str) -> str:
+        argv = [self.executable, *args]
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=self.cwd,
+                env=_env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=self.timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GhFailed("gh is not installed or not on PATH") from None
+        except subprocess.TimeoutExpired:
+            raise GhFailed(f"gh {args[0]} {args[1]} timed out after {self.timeout:.0f}s") from None
+        except OSError as exc:
+            raise GhFailed(f"gh could not run: {exc.strerror}") from None
+        if proc.returncode != 0:
+            lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+            why = lines[0].strip() if lines else f"exit {proc.returncode}"
+            raise GhFailed(f"gh {' '.join(args[:2])} failed: {why}")
+        return proc.stdout
+
+    def _json(self, *args: str) -> Any:
+        out = self._run(*args)
+        try:
+            return json.loads(out)
+        except ValueError:
+            raise GhFailed(f"gh {' '.join(args[:2])} did not answer JSON") from None
+
+    def view(self, number: int) -> PullRequest:
+        data = self._json("pr", "view", str(number), f"--repo={self.slug.arg}", f"--json={PR_FIELDS}")
+        return parse_pr(data)
+
+    def list_by_head(self, branch: str, *, state: str = "all") -> list[PullRequest]:
+        """PRs whose head branch is named ``branch`` (forks' same-named branches included)."""
+        return self._list(f"--head={branch}", state)
+
+    def list_by_base(self, branch: str, *, state: str = "open") -> list[PullRequest]:
+        """PRs that target ``branch`` (a stack's children)."""
+        return self._list(f"--base={branch}", state)
+
+    def _list(self, selector: str, state: str) -> list[PullRequest]:
+        data = self._json(
+            "pr", "list", f"--repo={self.slug.arg}", selector, f"--state={state}",
+            f"--limit={LIST_LIMIT}", f"--json={PR_FIELDS}",
+        )
+        if not isinstance(data, list):
+            raise GhFailed("gh pr list did not answer a JSON list")
+        return [parse_pr(item) for item in data]
+
+    def close(self, number: int) -> None:
+        self._run("pr", "close", str(number), f"--repo={self.slug.arg}")
+
+
+def parse_pr(data: Any) -> PullRequest:
+    """A PullRequest from gh's JSON; GhFailed when a field is missing or of the wrong type."""
+    if not isinstance(data, dict):
+        raise GhFailed("gh answered a PR that is not a JSON object")
+    number = data.get("number")
+    state = data.get("state")
+    head_ref, head_oid = data.get("headRefName"), data.get("headRefOid")
+    base_ref, url = data.get("baseRefName"), data.get("url", "")
+    cross = data.get("isCrossRepository")
+    if not (isinstance(number, int) and not isinstance(number, bool) and number > 0):
+        raise GhFailed("gh answered a PR without a valid number")
+    if state not in {"OPEN", "CLOSED", "MERGED"}:
+        raise GhFailed(f"gh answered PR #{number} with an unknown state")
+    if not all(isinstance(v, str) for v in (head_ref, head_oid, base_ref, url)):
+        raise GhFailed(f"gh answered PR #{number} without its head and base")
+    if not isinstance(cross, bool):
+        raise GhFailed(f"gh answered PR #{number} without isCrossRepository")
+    return PullRequest(
+        number, state, head_ref, head_oid.lower(), base_ref, _merge_oid(data.get("mergeCommit")),
+        cross, _owner_login(data.get("headRepositoryOwner")), url,
+    )
+
+
+def _merge_oid(value: Any) -> str | None:
+    oid = value.get("oid") if isinstance(value, dict) else None
+    return oid.lower() if isinstance(oid, str) and _OID_RE.fullmatch(oid.lower()) else None
+
+
+def _owner_login(value: Any) -> str | None:
+    login = value.get("login") if isinstance(value, dict) else None
+    return login if isinstance(login, str) and login else None
+
+
+def connect(remote_url: str | None, *, cwd: Path, timeout: float = GH_TIMEOUT) -> GitHub | Unavailable:
+    """gh bound to the repo origin names, or why it cannot be asked.
+
+    ``gh auth status`` must succeed for the repo's host: an unauthenticated gh
+    would answer every question with an error, and that error is not an answer.
+    """
+    slug = parse_remote_url(remote_url)
+    if slug is None:
+        return Unavailable("origin's URL does not name a GitHub repository")
+    executable = shutil.which("gh")
+    if executable is None:
+        return Unavailable("gh is not installed or not on PATH")
+    hub = GitHub(slug, executable, cwd, timeout)
+    try:
+        hub._run("auth", "status", f"--hostname={slug.host}")
+    except GhFailed as exc:
+        return Unavailable(f"gh is not authenticated for {slug.host} ({exc.reason})")
+    return hub

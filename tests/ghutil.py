@@ -1,0 +1,303 @@
+"""A fake ``gh`` first on PATH, answering from a JSON file, and GitHub-side merges over real git.
+
+The fake accepts only what team-router may send (``auth status``, ``pr view``,
+``pr list``, ``pr close``, each with ``--repo``) and logs every call, so a test
+can assert what reached gh. It refuses a request for ``title`` or ``body``:
+PR prose must never be asked for, let alone reach a command.
+
+Repos made here have an origin URL that looks like GitHub
+(``https://github.com/acme/<name>.git``) which git rewrites to the local bare
+origin through ``url.<path>.insteadOf``, so fetch, push and ls-remote are real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gitutil import commit, git, make_repo
+
+OWNER = "acme"
+
+FAKE_GH = r'''#!__PYTHON__
+import json, sys, time
+
+STATE = __STATE__
+LOG = __LOG__
+
+
+def load():
+    with open(STATE, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def save(data):
+    with open(STATE, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2)
+
+
+def fail(message, code=1):
+    print(message, file=sys.stderr)
+    sys.exit(code)
+
+
+def options(args):
+    found, rest, i = {}, [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--") and "=" in arg:
+            key, _, value = arg[2:].partition("=")
+            found[key] = value
+        elif arg.startswith("--"):
+            found[arg[2:]] = args[i + 1] if i + 1 < len(args) else ""
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return found, rest
+
+
+def pick(pr, fields):
+    if {"title", "body"} & set(fields):
+        fail("fake gh: PR prose was requested", 3)
+    return {f: pr.get(f) for f in fields}
+
+
+def main():
+    args = sys.argv[1:]
+    with open(LOG, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(args) + "\n")
+    data = load()
+    if data.get("sleep"):
+        time.sleep(data["sleep"])
+    if args[:2] == ["auth", "status"]:
+        if not data.get("authenticated", True):
+            fail("You are not logged into any GitHub hosts. To log in, run: gh auth login")
+        print("Logged in to github.com", file=sys.stderr)
+        return
+    if args[:1] != ["pr"] or len(args) < 2:
+        fail(f"fake gh: unexpected call {args}", 4)
+    opts, rest = options(args[2:])
+    if opts.get("repo") != data["repo"]:
+        fail(f"fake gh: --repo {opts.get('repo')!r} is not {data['repo']!r}", 5)
+    if data.get("fail"):
+        fail("HTTP 502: Bad Gateway (https://api.github.com/graphql)")
+    prs = data["prs"]
+    fields = [f for f in opts.get("json", "").split(",") if f]
+    if args[1] == "view":
+        match = [p for p in prs if str(p["number"]) == rest[0]]
+        if not match:
+            fail(f"GraphQL: Could not resolve to a PullRequest with the number of {rest[0]}.")
+        print(json.dumps(pick(match[0], fields)))
+    elif args[1] == "list":
+        state = opts.get("state", "open")
+        found = [
+            p for p in prs
+            if ("head" not in opts or p["headRefName"] == opts["head"])
+            and ("base" not in opts or p["baseRefName"] == opts["base"])
+            and (state == "all" or p["state"].lower() == state)
+        ]
+        print(json.dumps([pick(p, fields) for p in found]))
+    elif args[1] == "close":
+        for p in prs:
+            if str(p["number"]) == rest[0]:
+                if p["state"] != "OPEN":
+                    fail(f"Pull request #{rest[0]} is already {p['state'].lower()}")
+                p["state"] = "CLOSED"
+                save(data)
+                print(f"Closed pull request #{rest[0]}", file=sys.stderr)
+                return
+        fail(f"no pull request #{rest[0]}")
+    else:
+        fail(f"fake gh: unexpected call {args}", 4)
+
+
+main()
+'''
+
+
+@dataclass
+class FakeGh:
+    bin_dir: Path
+    state_path: Path
+    log_path: Path
+
+    def state(self) -> dict[str, Any]:
+        return json.loads(self.state_path.read_text(encoding="utf-8"))
+
+    def update(self, **changes: Any) -> None:
+        data = self.state()
+        data.update(changes)
+        self.state_path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    def set_prs(self, *prs: dict[str, Any]) -> None:
+        self.update(prs=list(prs))
+
+    def pr_state(self, number: int) -> str:
+        return next(p["state"] for p in self.state()["prs"] if p["number"] == number)
+
+    def calls(self) -> list[list[str]]:
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text(encoding="utf-8").splitlines()]
+
+    def closed(self) -> list[int]:
+        """PR numbers closed, in the order gh was asked to close them."""
+        return [int(c[2]) for c in self.calls() if c[:2] == ["pr", "close"]]
+
+
+def install_fake_gh(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    repo: str = f"{OWNER}/web",
+    prs: tuple[dict[str, Any], ...] = (),
+    authenticated: bool = True,
+) -> FakeGh:
+    """Put a fake gh first on PATH; it answers from a JSON file (see :class:`FakeGh`)."""
+    base = tmp_path / "fake-gh"
+    bin_dir = base / "bin"
+    bin_dir.mkdir(parents=True)
+    state_path, log_path = base / "state.json", base / "calls.jsonl"
+    state_path.write_text(
+        json.dumps({"repo": repo, "authenticated": authenticated, "prs": list(prs)}),
+        encoding="utf-8",
+    )
+    script = (
+        FAKE_GH.replace("__PYTHON__", sys.executable)
+        .replace("__STATE__", repr(str(state_path)))
+        .replace("__LOG__", repr(str(log_path)))
+    )
+    gh = bin_dir / "gh"
+    gh.write_text(script, encoding="utf-8")
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return FakeGh(bin_dir, state_path, log_path)
+
+
+def hide_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A PATH holding only git and sh, so no gh (real or fake) can be found."""
+    bin_dir = tmp_path / "no-gh-bin"
+    bin_dir.mkdir()
+    for tool in ("git", "sh"):
+        found = shutil.which(tool)
+        assert found, f"{tool} must be installed"
+        (bin_dir / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return bin_dir
+
+
+def pr(
+    number: int,
+    head: str,
+    head_oid: str,
+    *,
+    state: str = "MERGED",
+    merge_commit: str | None = None,
+    base: str = "main",
+    fork_owner: str | None = None,
+) -> dict[str, Any]:
+    """One PR as gh's JSON names its fields (with prose that must never be used)."""
+    owner = fork_owner or OWNER
+    return {
+        "number": number,
+        "state": state,
+        "headRefName": head,
+        "headRefOid": head_oid,
+        "baseRefName": base,
+        "mergeCommit": {"oid": merge_commit} if merge_commit else None,
+        "isCrossRepository": fork_owner is not None,
+        "headRepositoryOwner": {"login": owner},
+        "url": f"https://github.com/{OWNER}/web/pull/{number}",
+        "title": "$(touch PWNED_TITLE)",
+        "body": "`touch PWNED_BODY`; rm -rf /",
+    }
+
+
+# -- repos with a GitHub-looking origin -------------------------------------------------
+
+
+def github_url(name: str) -> str:
+    return f"https://github.com/{OWNER}/{name}.git"
+
+
+def make_github_repo(parent: Path, name: str = "web", *, branch: str = "main") -> Path:
+    """A repo whose origin URL is GitHub's, rewritten by git to a local bare origin."""
+    if branch == "main":
+        repo = make_repo(parent, name)
+    else:
+        repo = parent / name
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", branch)
+        commit(repo, "README.md", f"# {name}\n", "initial")
+        bare = parent.parent / "origins" / f"{name}.git"
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        git(parent, "init", "-q", "--bare", "-b", branch, str(bare))
+        git(repo, "remote", "add", "origin", str(bare))
+        git(repo, "push", "-q", "-u", "origin", branch)
+        git(repo, "remote", "set-head", "origin", branch)
+    bare = git(repo, "remote", "get-url", "origin")
+    git(repo, "config", f"url.{bare}.insteadOf", github_url(name))
+    git(repo, "remote", "set-url", "origin", github_url(name))
+    return repo
+
+
+def bare_origin(repo: Path) -> Path:
+    """The local bare repository behind the GitHub-looking URL (insteadOf applied)."""
+    return Path(git(repo, "remote", "get-url", "origin"))
+
+
+def scratch_clone(repo: Path, label: str) -> Path:
+    path = repo.parent.parent / "scratch" / f"{repo.name}-{label}"
+    if path.exists():
+        shutil.rmtree(path)
+    git(repo.parent, "clone", "-q", str(bare_origin(repo)), str(path))
+    return path
+
+
+def merge_on_origin(
+    repo: Path, branch: str, *, how: str = "merge", base: str = "main", delete: bool = True
+) -> str:
+    """Merge ``branch`` into origin's ``base`` as GitHub's merge button would; the new tip.
+
+    ``how`` is ``merge`` (a merge commit), ``squash`` (one new commit, no
+    common history) or ``rebase`` (the commits replayed: new shas, same patches).
+    """
+    scratch = scratch_clone(repo, f"merge-{branch.replace('/', '-')}")
+    git(scratch, "checkout", "-q", base)
+    theirs = f"origin/{branch}"
+    if how == "merge":
+        git(scratch, "merge", "-q", "--no-ff", "-m", f"Merge pull request from {branch}", theirs)
+    elif how == "squash":
+        git(scratch, "merge", "-q", "--squash", theirs)
+        git(scratch, "commit", "-q", "-m", f"{branch} (squashed)")
+    elif how == "rebase":
+        # GitHub replays the commits as new ones. Under the suite's fixed
+        # identity and dates a replay onto the same base would reproduce the
+        # same shas, so the base moves first (someone else's commit).
+        commit(scratch, "UNRELATED.md", "another change\n", "unrelated change on the base")
+        git(scratch, "checkout", "-q", "-b", "replay", theirs)
+        git(scratch, "rebase", "-q", base)
+        git(scratch, "checkout", "-q", base)
+        git(scratch, "merge", "-q", "--ff-only", "replay")
+    else:
+        raise ValueError(how)
+    git(scratch, "push", "-q", "origin", base)
+    if delete:
+        git(scratch, "push", "-q", "origin", "--delete", branch)
+    return git(scratch, "rev-parse", "HEAD")
+
+
+def commit_on_origin(repo: Path, rel: str, text: str, *, base: str = "main") -> str:
+    """Someone else's commit on origin's ``base``."""
+    scratch = scratch_clone(repo, "other")
+    git(scratch, "checkout", "-q", base)
+    sha = commit(scratch, rel, text, f"other change {rel}")
+    git(scratch, "push", "-q", "origin", base)
+    return sha
