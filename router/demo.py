@@ -174,7 +174,15 @@ def _make_root(base: Path | None) -> Path:
         if base.exists() and not base.is_dir():
             raise BadInput("demo-dir", f"--dir {base} is not a directory")
         base.mkdir(parents=True, exist_ok=True)
-    return Path(os.path.realpath(tempfile.mkdtemp(prefix="team-router-demo-", dir=base)))
+    return Path(os.path.realpath(tempfile.mkdtemp(prefix="team-router-demo-", dir=base or temp_base())))
+
+
+def temp_base() -> str:
+    """``${TMPDIR:-/tmp}`` as of now, the directory teardown accepts recorded temp paths under.
+
+    Read at each call: :func:`tempfile.gettempdir` caches its first answer.
+    """
+    return os.environ.get("TMPDIR", "").rstrip("/") or "/tmp"
 
 
 @contextlib.contextmanager
@@ -242,7 +250,7 @@ class _Demo:
         self.say(f"Working in {self.root}")
         self._build_repos()
         self._start_topic()
-        self._phase("QUESTION", "the worktree exists, task.md does not")
+        self._phase("QUESTION", "the worktree exists, task.md does not", command="next")
         self._question()
         self._phase("RESEARCH", "task.md and questions.md exist")
         self._research()
@@ -250,7 +258,9 @@ class _Demo:
         self._design()
         self._phase("DESIGN", "design.md has no review yet")
         self._review_design()
-        self._phase("STRUCTURE", "the design is approved; repos.md lists repos without worktrees")
+        self._phase(
+            "STRUCTURE", "the design is approved; repos.md lists repos without worktrees", command="next"
+        )
         self._worktrees()
         self._plan()
         self._phase("IMPLEMENT", "plan.md exists, no commit yet")
@@ -324,6 +334,13 @@ class _Demo:
         """A message with the workspace prefix dropped from its paths."""
         return message.replace(f"{self.workspace}{os.sep}", "")
 
+    def in_plan(self, path: str | Path | None) -> str:
+        """A path inside the artifact directory by its name there; others as ``show``."""
+        try:
+            return str(Path(path).relative_to(self.plan_dir))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return self.show(path)
+
     def show(self, path: str | Path | None) -> str:
         """A path as the narration prints it: relative to the workspace when inside it."""
         if path is None:
@@ -374,13 +391,19 @@ class _Demo:
             ]
         )
 
-    def _phase(self, expected: str, why: str) -> None:
+    def _phase(self, expected: str, why: str, *, command: str = "phase") -> None:
+        """Ask where the run stands; ``next`` also hands over the phase's brief."""
         title = f"Where does the run stand? (expect {expected})"
-        payload, record = self._cli(title, "web", ["phase", self.topic_id])
+        payload, record = self._cli(title, "web", [command, self.topic_id])
         if payload.get("resume_at") != expected:
-            raise self._fail(title, f"phase says {payload.get('resume_at')}, expected {expected}")
+            raise self._fail(title, f"{command} says {payload.get('resume_at')}, expected {expected}")
         step = f", step {payload['step']}" if payload.get("step") else ""
-        record([f"resume at {payload['resume_at']}{step}: {why}"])
+        lines = [f"resume at {payload['resume_at']}{step}: {why}"]
+        if command == "next":
+            heading = next(iter(payload.get("brief", "").splitlines()), "").lstrip("# ")
+            expects = ", ".join(self.in_plan(p) for p in payload.get("expects", []))
+            lines += [f"brief: {heading}", f"expects: {expects or '-'}"]
+        record(lines)
 
     def _artifact(self, name: str, **context: Any) -> str:
         text = render(
@@ -446,7 +469,7 @@ class _Demo:
     def _review_design(self) -> None:
         title = "DESIGN: the reviewer's verdict becomes a durable record"
         payload, record = self._cli(title, "web", ["record", "verdict", self.topic_id, "APPROVE"])
-        record([f"wrote {self.show(payload.get('path'))}"])
+        record([f"wrote {self.in_plan(payload.get('path'))} in the artifact directory"])
 
     def _worktrees(self) -> None:
         title = "STRUCTURE, step worktrees: every repo of repos.md gets its worktree"
@@ -510,14 +533,14 @@ class _Demo:
         title = "Local state: what the work provisioned outside git"
         preview = self._preview_dir()
         _write(preview / "db.sqlite", "preview data\n")
-        scratch = Path(tempfile.mkdtemp(prefix="team-router-demo-scratch-"))
+        scratch = Path(tempfile.mkdtemp(prefix="team-router-demo-scratch-", dir=temp_base()))
         self.temp_paths.append(scratch)
         payload, record = self._cli(title, "web", ["record", "temp", self.topic_id, str(scratch)])
         record(
             [
                 f"api: a preview database in {self.show(preview)} (ignored by git);",
                 "     api's .teamteardown on main declares how to drop it",
-                f"a scratch directory {scratch}, recorded in {self.show(payload.get('path'))}",
+                f"a scratch directory {scratch}, recorded in {self.in_plan(payload.get('path'))}",
             ]
         )
 
