@@ -1,42 +1,62 @@
-"""Finding a topic's artifact directory: by id, by path, or the newest one (DESIGN §8)."""
+"""Finding a topic's artifact directory: by id, by path, or the newest one (DESIGN §8).
+
+Candidates are the id-named directories under ``docs/plans/`` of the home
+primary clone and of every worktree of the home repo. Recency is the newest
+mtime of a candidate's files; an empty directory counts only when a worktree
+for its id exists (then the directory's own mtime). Newest wins; a tie goes to
+the greater id.
+
+The recovery hook runs this on every session start, so the module imports
+nothing heavy at the top; :func:`locate_fast` answers the hook's question from
+git's own administrative files (see gitrepository-layout(5)) and says when it is
+unsure, so the caller can ask git instead.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
-from router.errors import BadInput
-from router.git import WorktreeEntry
-from router.ids import ID_RE, branch_for
-from router.workspace import PLANS_DIR, Repo, open_repo
+from router.artifacts import ID_RE, newest_mtime
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from router.git import WorktreeEntry
+    from router.workspace import Repo
+
+# router.workspace.PLANS_DIR (importing it would import router.git and dataclasses).
+PLANS_DIR = Path("docs") / "plans"
 
 
-@dataclass(frozen=True, slots=True)
-class PlanDir:
-    id: str
-    path: Path
-    root: Path  # the checkout (worktree or primary clone) that holds it
-    mtime: float = 0.0
+class PlanDir(namedtuple("PlanDir", "id path root mtime", defaults=(0.0,))):
+    """A topic's artifact directory: id, path (Path), the checkout that holds it (root), recency."""
+
+    __slots__ = ()
 
 
 def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[PlanDir]:
     """Every plan dir of the home repo: its primary clone and each of its worktrees."""
     entries = entries if entries is not None else repo.git.worktree_list()
     roots = [repo.primary] + [Path(e.path) for e in entries if not e.bare]
-    worktree_branches = {e.branch for e in entries if e.branch}
-    seen_roots: set[str] = set()
+    return scan(roots, {e.branch for e in entries if e.branch})
+
+
+def scan(roots: Iterable[Path | str], worktree_branches: set[str]) -> list[PlanDir]:
+    """The plan dirs under ``docs/plans/`` of each checkout root (each root once)."""
+    seen: set[str] = set()
     found: list[PlanDir] = []
     for root in roots:
         key = os.path.realpath(root)
-        if key in seen_roots:
-            continue
-        seen_roots.add(key)
-        found += _plan_dirs_under(Path(key), worktree_branches)
+        if key not in seen:
+            seen.add(key)
+            found += _plan_dirs_under(Path(key), worktree_branches)
     return found
 
 
-def _plan_dirs_under(root: Path, worktree_branches: set[str | None]) -> list[PlanDir]:
+def _plan_dirs_under(root: Path, worktree_branches: set[str]) -> list[PlanDir]:
     base = root / PLANS_DIR
     try:
         names = os.listdir(base)
@@ -47,7 +67,8 @@ def _plan_dirs_under(root: Path, worktree_branches: set[str | None]) -> list[Pla
         if not ID_RE.fullmatch(name):
             continue
         path = base / name
-        mtime = _recency(path, has_worktree=branch_for(name) in worktree_branches)
+        # An id never holds "/", so its branch (router.ids.branch_for) is the id itself.
+        mtime = _recency(path, has_worktree=name in worktree_branches)
         if mtime is not None:
             found.append(PlanDir(name, path, root, mtime))
     return found
@@ -55,41 +76,54 @@ def _plan_dirs_under(root: Path, worktree_branches: set[str | None]) -> list[Pla
 
 def _recency(path: Path, *, has_worktree: bool) -> float | None:
     """Newest artifact mtime; an empty dir counts only when its worktree exists."""
+    newest_file = newest_mtime(str(path))
+    if newest_file is not None:
+        return newest_file
+    if not has_worktree:
+        return None
     try:
-        with os.scandir(path) as it:
-            times = [e.stat().st_mtime for e in it if e.is_file()]
+        return path.stat().st_mtime if path.is_dir() else None
     except OSError:
         return None
-    if times:
-        return max(times)
-    if has_worktree:
-        try:
-            return path.stat().st_mtime
-        except OSError:
-            return None
-    return None
 
 
-def newest(found: list[PlanDir]) -> PlanDir | None:
+def newest(found: Iterable[PlanDir]) -> PlanDir | None:
     """Newest wins; a tie goes to the greater id."""
     return max(found, key=lambda c: (c.mtime, c.id), default=None)
 
 
+def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
+    """One plan dir per id (the newest, when a primary clone and a worktree both hold one)."""
+    best: dict[str, PlanDir] = {}
+    for plan in found:
+        kept = best.get(plan.id)
+        if kept is None or (plan.mtime, str(plan.path)) > (kept.mtime, str(kept.path)):
+            best[plan.id] = plan
+    return best
+
+
+# -- resolving a target (the CLI's path: asks git) ----------------------------------
+
+
 def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     """The home repo and plan dir named by ``target`` (id or path), or the newest one."""
-    if target and _looks_like_path(target, cwd):
+    from router.errors import BadInput
+    from router.workspace import open_repo
+
+    if target and _looks_like_path(target):
         return _by_path(cwd, target)
     repo = open_repo(cwd)
-    found = candidates(repo)
+    entries = repo.git.worktree_list()
+    found = candidates(repo, entries)
     if target:
-        matches = [c for c in found if c.id == target]
-        if not matches:
+        plan = newest(c for c in found if c.id == target) or _worktree_only(repo, entries, target)
+        if plan is None:
             raise BadInput(
                 "no-plan-dir",
                 f"no plan dir for {target!r} in {repo.primary} or its worktrees; "
                 "check the id with `team-router status`",
             )
-        return repo, newest(matches)  # type: ignore[return-value]
+        return repo, plan
     best = newest(found)
     if best is None:
         raise BadInput(
@@ -98,11 +132,23 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     return repo, best
 
 
-def _looks_like_path(target: str, cwd: Path) -> bool:
+def _worktree_only(repo: Repo, entries: list[WorktreeEntry], topic_id: str) -> PlanDir | None:
+    """A topic whose worktree exists but whose plan dir does not (yet, or any more)."""
+    for entry in entries:
+        if entry.branch == topic_id and Path(os.path.realpath(entry.path)) != repo.primary:
+            root = Path(os.path.realpath(entry.path))
+            return PlanDir(topic_id, root / PLANS_DIR / topic_id, root, 0.0)
+    return None
+
+
+def _looks_like_path(target: str) -> bool:
     return "/" in target or target in {".", ".."} or not ID_RE.fullmatch(target)
 
 
 def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
+    from router.errors import BadInput
+    from router.workspace import open_repo
+
     path = Path(os.path.realpath(cwd / target))
     if not path.is_dir() or not ID_RE.fullmatch(path.name) or path.parent.name != "plans":
         raise BadInput(
@@ -112,3 +158,99 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     repo = open_repo(path)
     root = path.parent.parent.parent
     return repo, PlanDir(path.name, path, root, _recency(path, has_worktree=True) or 0.0)
+
+
+# -- the hook's fast path: git's administrative files ---------------------------------
+
+FastHome = namedtuple("FastHome", "primary common_dir roots branches")
+FastHome.__doc__ = """The home repo as its git files describe it: primary root, common dir,
+every checkout root (primary first) and the branches checked out in them."""
+
+
+class Unsure(Exception):
+    """The on-disk layout is not the plain one this reader trusts: ask git instead."""
+
+
+def locate_fast(cwd: str) -> FastHome | None:
+    """The repo around ``cwd`` from git's files; None when there is none; Unsure otherwise.
+
+    Running git costs nothing here, importing the module that runs it costs
+    ~45 ms (dataclasses, subprocess, pathlib), most of the hook's budget. Only
+    the standard layout is read (a ``.git`` directory in the primary clone,
+    ``gitdir:`` files in worktrees, ``commondir``, ``worktrees/<n>/gitdir``);
+    anything else raises :class:`Unsure`.
+    """
+    found = _find_git_dir(os.path.realpath(cwd))
+    if found is None:
+        return None
+    _top, git_dir = found
+    common = _common_dir(git_dir)
+    primary = os.path.dirname(common)
+    if os.path.basename(common) != ".git" or os.path.realpath(os.path.join(primary, ".git")) != common:
+        raise Unsure(f"{common} is not the .git directory of a primary clone")
+    _refuse_unusual_config(common)
+    roots, branches = [primary], set()
+    _add_branch(branches, os.path.join(common, "HEAD"))
+    for admin in _worktree_admin_dirs(common):
+        gitfile = _read_line(os.path.join(admin, "gitdir"))
+        if gitfile:
+            roots.append(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
+            _add_branch(branches, os.path.join(admin, "HEAD"))
+    return FastHome(primary, common, roots, branches)
+
+
+def _find_git_dir(start: str) -> tuple[str, str] | None:
+    here = start
+    while True:
+        dotgit = os.path.join(here, ".git")
+        if os.path.isdir(dotgit):
+            if os.path.isfile(os.path.join(dotgit, "HEAD")):
+                return here, os.path.realpath(dotgit)
+        elif os.path.isfile(dotgit):
+            line = _read_line(dotgit)
+            if not line.startswith("gitdir: "):
+                raise Unsure(f"{dotgit} is not a gitdir file")
+            return here, os.path.realpath(os.path.join(here, line[len("gitdir: ") :]))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _common_dir(git_dir: str) -> str:
+    pointer = _read_line(os.path.join(git_dir, "commondir"))
+    return os.path.realpath(os.path.join(git_dir, pointer)) if pointer else git_dir
+
+
+def _refuse_unusual_config(common: str) -> None:
+    try:
+        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read().lower()
+    except OSError:
+        raise Unsure(f"{common}/config cannot be read") from None
+    # core.worktree moves the primary's work tree; worktreeConfig lets each
+    # worktree set it; a bare repo has no primary work tree at all.
+    if "worktree" in text or "bare = true" in text:
+        raise Unsure(f"{common}/config sets the work tree layout")
+
+
+def _worktree_admin_dirs(common: str) -> list[str]:
+    base = os.path.join(common, "worktrees")
+    try:
+        return [os.path.join(base, n) for n in sorted(os.listdir(base))]
+    except OSError:
+        return []
+
+
+def _add_branch(branches: set[str], head_file: str) -> None:
+    head = _read_line(head_file)
+    if head.startswith("ref: refs/heads/"):
+        branches.add(head[len("ref: refs/heads/") :])
+
+
+def _read_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return fh.readline().strip()
+    except OSError:
+        return ""

@@ -226,3 +226,28 @@ def _rstrip_blank(lines: list[str]) -> list[str]:
 
 def is_topic_dir_name(name: str) -> bool:
     return ID_RE.fullmatch(name) is not None
+
+
+# -- reading the ## Worktrees section (phase inference, status) --------------------
+
+_WORKTREE_ITEM = re.compile(r"^\s*[-*+]\s+(?P<name>[a-z0-9][a-z0-9-]*)\s*:\s+(?P<path>\S.*?)\s*$")
+
+
+def worktree_lines(text: str) -> list[WorktreeLine]:
+    """The ``- <name>: <path>`` lines of ``## Worktrees`` (the section the write-back owns).
+
+    The section is found with the same token walk the write-back uses, so the
+    two agree on where it starts and ends; lines that are not items are skipped.
+    """
+    fm = frontmatter.split(text)
+    span = _worktrees_span(fm.body, fm.body_line - 1)
+    if span is None:
+        return []
+    lines = text.splitlines()
+    start, end = span
+    found = []
+    for line in lines[start + 1 : len(lines) if end < 0 else end]:
+        match = _WORKTREE_ITEM.match(line)
+        if match and os.path.isabs(match["path"]):
+            found.append(WorktreeLine(match["name"], match["path"]))
+    return found

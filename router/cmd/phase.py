@@ -1,3 +1,162 @@
-"""Commands of this area register here (see router/cmd/__init__.py)."""
+"""``phase``, ``next``, ``status``, ``record ...`` and ``hook session-start``."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+
+Target = Annotated[
+    str | None,
+    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
+]
+RequiredTarget = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
+BodyFile = Annotated[
+    Path | None,
+    typer.Option("--body-file", metavar="F", help="Markdown to keep as the record's body."),
+]
+
+
+@app.command("phase")
+def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = False) -> None:
+    """Where an interrupted run resumes: the first phase whose evidence is missing."""
+    from router.phases import phase_report
+
+    emit("phase", as_json, lambda: phase_report(cwd_of(ctx), target), _phase_text)
+
+
+def _phase_text(report) -> str:
+    resume = report.resume
+    step = f", step {resume.step}" if resume.step else ""
+    lines = [
+        f"Topic {report.id}",
+        f"Resume at: {resume.resume_at}{step}" + ("  (HALTED: a person must decide)" if resume.halted else ""),
+        f"Done: {', '.join(resume.completed) or 'nothing yet'}",
+        f"Artifact directory: {report.plan_dir}",
+    ]
+    return "\n".join(lines)
+
+
+@app.command("next")
+def next_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = False) -> None:
+    """The phase to run next, with its brief: what to produce, where, and which gate decides."""
+    from router.phases import next_report
+
+    emit("next", as_json, lambda: next_report(cwd_of(ctx), target), _next_text)
+
+
+def _next_text(report) -> str:
+    expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
+    return f"{_phase_text(report)}\nExpects:{expects}\n\n{report.brief.rstrip()}"
+
+
+@app.command("status")
+def status_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Every topic of the home repo: its resume point and, per repo, worktree, dirt, commits."""
+    from router.status import render_table, topics_status
+
+    emit("status", as_json, lambda: topics_status(cwd_of(ctx)), render_table)
+
+
+# -- record -------------------------------------------------------------------------
+
+record_app = typer.Typer(
+    help="Write a gate record into the topic's plan dir (verdict, review, pr, temp).",
+    no_args_is_help=True,
+)
+app.add_typer(record_app, name="record")
+
+
+def _record_text(result) -> str:
+    if result.existing:
+        return f"{result.path} already lists {result.value}"
+    return f"Recorded {result.kind} {result.value}: {result.path}"
+
+
+@record_app.command("verdict")
+def record_verdict_cmd(
+    ctx: typer.Context,
+    target: RequiredTarget,
+    value: Annotated[str, typer.Argument(metavar='APPROVE|"REQUEST CHANGES"|COMMENT')],
+    body_file: BodyFile = None,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the design review's verdict as design-review-<n>.md (n = highest + 1)."""
+    from router.gates import record_verdict
+
+    emit(
+        "record",
+        as_json,
+        lambda: record_verdict(cwd_of(ctx), target, value, body_file=body_file, wait=wait),
+        _record_text,
+    )
+
+
+@record_app.command("review")
+def record_review_cmd(
+    ctx: typer.Context,
+    target: RequiredTarget,
+    value: Annotated[str, typer.Argument(metavar="PASS|FAIL")],
+    body_file: BodyFile = None,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the implementation review's aggregate verdict as review-<n>.md."""
+    from router.gates import record_review
+
+    emit(
+        "record",
+        as_json,
+        lambda: record_review(cwd_of(ctx), target, value, body_file=body_file, wait=wait),
+        _record_text,
+    )
+
+
+@record_app.command("pr")
+def record_pr_cmd(
+    ctx: typer.Context,
+    target: RequiredTarget,
+    url: Annotated[str, typer.Argument(metavar="URL")],
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the opened PR's URL as pr.md (the run is SHIPPED from then on)."""
+    from router.gates import record_pr
+
+    emit("record", as_json, lambda: record_pr(cwd_of(ctx), target, url, wait=wait), _record_text)
+
+
+@record_app.command("temp")
+def record_temp_cmd(
+    ctx: typer.Context,
+    target: RequiredTarget,
+    path: Annotated[str, typer.Argument(metavar="PATH", help="Absolute path of a temp file or dir.")],
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Append an absolute temporary path to temp-paths, for teardown to remove."""
+    from router.gates import record_temp
+
+    emit("record", as_json, lambda: record_temp(cwd_of(ctx), target, path, wait=wait), _record_text)
+
+
+# -- hook ---------------------------------------------------------------------------
+
+hook_app = typer.Typer(help="Agent-host hooks (Claude Code).", no_args_is_help=True)
+app.add_typer(hook_app, name="hook")
+
+
+@hook_app.command("session-start")
+def hook_session_start_cmd(as_json: JsonFlag = False) -> None:
+    """SessionStart: print the recovery notice as the host's hook JSON, or nothing; exit 0.
+
+    The console entry point runs this without loading the CLI; this command
+    exists for --help and for callers that go through the app.
+    """
+    from router.hook import session_start
+
+    raise typer.Exit(session_start())

@@ -1,0 +1,147 @@
+"""``team-router record``: the gate records of a run (DESIGN §5).
+
+Each writer validates its value before it touches anything (a value outside
+its set is exit 2 ``invalid-value`` and nothing is written), then holds the
+topic's lock while it numbers and writes the record, so two reviewers
+recording at once get rounds n and n + 1, never the same file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import artifacts as a
+from router import state
+from router.discovery import PlanDir, resolve
+from router.errors import BadInput
+from router.workspace import Repo
+
+_URL_RE = re.compile(r"^https?://[^\s\"'<>\\`]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    kind: str  # verdict | review | pr | temp
+    path: Path
+    value: str
+    existing: bool = False  # the record already said exactly this (temp paths)
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": str(self.path), "value": self.value}
+
+
+def record_verdict(
+    cwd: Path, target: str, value: str, *, body_file: Path | None = None, wait: float = state.DEFAULT_WAIT
+) -> RecordResult:
+    """Write ``design-review-<n>.md`` (n = highest + 1) with the design review's verdict."""
+    verdict = _one_of(value, a.DESIGN_VERDICTS, "design review verdict")
+    return _write_round("verdict", cwd, target, verdict, body_file, wait)
+
+
+def record_review(
+    cwd: Path, target: str, value: str, *, body_file: Path | None = None, wait: float = state.DEFAULT_WAIT
+) -> RecordResult:
+    """Write ``review-<n>.md`` (n = highest + 1): the implement phase's aggregate gate."""
+    verdict = _one_of(value, a.REVIEW_VERDICTS, "review verdict")
+    return _write_round("review", cwd, target, verdict, body_file, wait)
+
+
+def record_pr(cwd: Path, target: str, url: str, *, wait: float = state.DEFAULT_WAIT) -> RecordResult:
+    """Write ``pr.md``: the PR was opened (SHIPPED from now on)."""
+    if not _URL_RE.fullmatch(url):
+        raise BadInput(
+            "invalid-value", f"{url!r} is not a PR URL; pass the http(s) URL `gh pr create` printed"
+        )
+    repo, plan = _existing_plan(cwd, target)
+    with state.held_lock(repo.common_dir, plan.id, wait=wait):
+        path = plan.path / a.PR
+        state.write_atomic(path, _render("pr.md.j2", plan, url=url))
+    return RecordResult("pr", path, url)
+
+
+def record_temp(cwd: Path, target: str, value: str, *, wait: float = state.DEFAULT_WAIT) -> RecordResult:
+    """Append an absolute temporary path to ``temp-paths`` (teardown removes it, §12)."""
+    if not os.path.isabs(value) or any(ch in value for ch in "\n\r\0"):
+        raise BadInput(
+            "invalid-value", f"{value!r} is not an absolute path; record the full path of the temp dir"
+        )
+    repo, plan = _existing_plan(cwd, target)
+    path = plan.path / a.TEMP_PATHS
+    with state.held_lock(repo.common_dir, plan.id, wait=wait):
+        lines = _lines(path)
+        if value in lines:
+            return RecordResult("temp", path, value, existing=True)
+        state.write_atomic(path, "".join(f"{line}\n" for line in [*lines, value]))
+    return RecordResult("temp", path, value)
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
+    verdict = a.normalize_verdict(value)
+    if verdict not in allowed:
+        choices = " | ".join(f'"{v}"' if " " in v else v for v in allowed)
+        raise BadInput("invalid-value", f"{value!r} is not a {what}; use one of {choices}")
+    return verdict
+
+
+def _write_round(
+    kind: str, cwd: Path, target: str, verdict: str, body_file: Path | None, wait: float
+) -> RecordResult:
+    body = _body(body_file)
+    repo, plan = _existing_plan(cwd, target)
+    template, prefix = ("design-review.md.j2", "design-review") if kind == "verdict" else (
+        "review.md.j2", "review"
+    )
+    with state.held_lock(repo.common_dir, plan.id, wait=wait):
+        inv = a.inventory(str(plan.path), plan.id)
+        n = a.next_round(inv.design_reviews if kind == "verdict" else inv.reviews)
+        path = plan.path / f"{prefix}-{n}.md"
+        if os.path.lexists(path):  # numbered from a listing taken under the lock: cannot happen
+            raise BadInput("invalid-value", f"{path} already exists; nothing was written")
+        state.write_atomic(path, _render(template, plan, verdict=verdict, n=n, body=body))
+    return RecordResult(kind, path, verdict)
+
+
+def _body(body_file: Path | None) -> str:
+    if body_file is None:
+        return ""
+    try:
+        return body_file.read_text(encoding="utf-8").strip("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise BadInput("invalid-value", f"--body-file {body_file}: cannot be read ({why})") from None
+
+
+def _existing_plan(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
+    repo, plan = resolve(cwd, target)
+    if not plan.path.is_dir():
+        raise BadInput(
+            "no-plan-dir", f"{plan.path} does not exist; a record needs the topic's plan dir"
+        )
+    return repo, plan
+
+
+def _render(template: str, plan: PlanDir, **context: object) -> str:
+    from router.render import render
+
+    return render(
+        f"artifacts/{template}",
+        topic=a.topic_of(plan.id) or plan.id,
+        id=plan.id,
+        date=_dt.date.today().isoformat(),
+        **context,
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except FileNotFoundError:
+        return []

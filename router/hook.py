@@ -1,0 +1,224 @@
+"""The SessionStart recovery hook (DESIGN §14): tell a new session where a run stands.
+
+It runs at the start of every agent session, so it must be fast and must never
+get in the way: it imports only the standard library's ``json``/``os``/``sys``/
+``select`` and the light modules of the phase area (typer, jinja2 and yaml stay
+out; git's module only when the answer depends on commits), prints one JSON
+object or nothing, and always exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from router.discovery import PlanDir
+    from router.phases import Resume
+
+NOTICE_TEMPLATE = "recovery_notice.txt"
+STDIN_LIMIT = 1 << 20  # the host sends a few hundred bytes; never buffer more than this
+STDIN_IDLE = 0.25  # seconds without data before a stdin that stays open is given up on
+
+
+def session_start() -> int:
+    """``team-router hook session-start``: the recovery notice on stdout, or nothing; exit 0."""
+    try:
+        _session_start()
+    except BaseException:
+        # Whatever went wrong, a session start must not fail or print a
+        # traceback into the host: the hook is advice, never a gate.
+        return 0
+    return 0
+
+
+def _session_start() -> None:
+    payload = read_payload(sys.stdin)
+    cwd = _cwd_of(payload)
+    if cwd is None or not _git_on_path():
+        return
+    found = locate(cwd)
+    if found is None:
+        return
+    primary, common_dir, plan = found
+    resume = resume_point(primary, plan)
+    register_session(common_dir, plan.id, _session_id(payload))
+    context = notice(plan, resume)
+    out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+# -- input ----------------------------------------------------------------------
+
+
+def read_payload(stream: IO[str] | None) -> dict[str, Any]:
+    """The host's JSON object from stdin; {} for anything missing, empty or unparseable."""
+    raw = _read_stream(stream)
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_stream(stream: IO[str] | None) -> str:
+    if stream is None:
+        return ""
+    try:
+        if stream.isatty():
+            return ""  # a person at a terminal sends nothing: never wait for them
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        # No file descriptor (an in-memory stream): it cannot block.
+        try:
+            return stream.read(STDIN_LIMIT)
+        except (AttributeError, OSError, ValueError):
+            return ""
+    return _read_fd(fd).decode("utf-8", errors="replace")
+
+
+def _read_fd(fd: int) -> bytes:
+    """Read until EOF, a complete JSON document, the size limit, or STDIN_IDLE of silence.
+
+    A host that writes its JSON and keeps stdin open must not stall the session.
+    """
+    import select  # a C module: costs nothing measurable
+
+    data = b""
+    while len(data) < STDIN_LIMIT:
+        try:
+            ready, _, _ = select.select([fd], [], [], STDIN_IDLE)
+        except (OSError, ValueError):
+            ready = [fd]  # select cannot watch this kind of file: plain reads end at EOF
+        if not ready:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+        if _complete_json(data):
+            break
+    return data
+
+
+def _complete_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _cwd_of(payload: dict[str, Any]) -> str | None:
+    """The session's directory: the host's ``cwd``, else ours; None when it does not exist."""
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        try:
+            return os.getcwd()
+        except OSError:
+            return None
+    if "\0" in cwd or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        return None
+    return cwd
+
+
+def _session_id(payload: dict[str, Any]) -> str | None:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) and value else None
+
+
+def _git_on_path() -> bool:
+    """Is there a git to ask? (No git: no repo as far as the pipeline can tell; stay silent.)"""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
+
+
+# -- discovery and inference ------------------------------------------------------
+
+
+def locate(cwd: str) -> tuple[str, str, PlanDir] | None:
+    """(home primary root, common git dir, newest plan dir) for ``cwd``; None: nothing to say."""
+    from router.discovery import Unsure, locate_fast, newest, scan
+
+    try:
+        home = locate_fast(cwd)
+    except Unsure:
+        return _locate_with_git(cwd)
+    if home is None:
+        return None
+    plan = newest(scan(home.roots, home.branches))
+    return (home.primary, home.common_dir, plan) if plan is not None else None
+
+
+def _locate_with_git(cwd: str) -> tuple[str, str, PlanDir] | None:
+    """An unusual layout (separate git dir, core.worktree, ...): the CLI's discovery decides."""
+    from pathlib import Path
+
+    from router.discovery import resolve
+    from router.errors import RouterError
+
+    try:
+        repo, plan = resolve(Path(cwd), None)
+    except RouterError:
+        return None
+    return str(repo.primary), str(repo.common_dir), plan
+
+
+def resume_point(primary: str, plan: PlanDir) -> Resume:
+    """``resume_at`` and ``halted`` by the phase table; git only when commits decide."""
+    from router.artifacts import inventory
+    from router.phases import infer
+
+    inv = inventory(str(plan.path), plan.id)
+    return infer(
+        inv,
+        has_commits=lambda: _has_commits(primary, plan),
+        missing_worktrees=tuple,
+        worktree_exists=os.path.realpath(plan.root) != os.path.realpath(primary),
+        with_step=False,
+    )
+
+
+def _has_commits(primary: str, plan: PlanDir) -> bool:
+    from pathlib import Path
+
+    from router.phases import any_commits, topic_repos
+    from router.workspace import open_repo
+
+    return any_commits(topic_repos(open_repo(Path(primary)), plan, []))
+
+
+# -- output ---------------------------------------------------------------------------
+
+
+def register_session(common_dir: str, topic_id: str, session_id: str | None) -> None:
+    """The one place where the host's session becomes a holder of the topic (DESIGN §10).
+
+    Holder registration belongs to the durability area; until it is wired in
+    here, the hook only reports.
+    """
+
+
+def notice(plan: PlanDir, resume: Resume) -> str:
+    """The recovery notice (templates/recovery_notice.txt, filled with str.format)."""
+    from router.phases import ROUND_CAP
+    from router.render import share_dir
+
+    template = (share_dir("templates") / NOTICE_TEMPLATE).read_text(encoding="utf-8")
+    halted = (
+        f"The review loop halted after {ROUND_CAP} rounds without a passing verdict: "
+        "ask the user how to proceed before resuming.\n"
+        if resume.halted
+        else ""
+    )
+    return template.format(
+        resume_at=resume.resume_at, id=plan.id, plan_dir=plan.path, halted_note=halted
+    ).rstrip("\n")

@@ -1,0 +1,336 @@
+"""The phase table and phase inference: where an interrupted run resumes (DESIGN §8).
+
+Pure over an :class:`~router.artifacts.Inventory` and two lazy signals (commits
+on the topic branch, repos still without a worktree), so the recovery hook can
+ask for ``resume_at`` alone without paying for git or ``repos.md`` parsing
+where the answer does not depend on them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+from pathlib import Path
+
+from router import artifacts as a
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from router.discovery import PlanDir
+    from router.workspace import Repo
+
+WORKTREE, QUESTION, RESEARCH, DESIGN = "WORKTREE", "QUESTION", "RESEARCH", "DESIGN"
+STRUCTURE, PLAN, IMPLEMENT, PR = "STRUCTURE", "PLAN", "IMPLEMENT", "PR"
+SHIPPED = "SHIPPED"
+PHASES = (WORKTREE, QUESTION, RESEARCH, DESIGN, STRUCTURE, PLAN, IMPLEMENT, PR)
+ROUND_CAP = 5  # review rounds before a loop halts for a person to decide
+PASSING_DESIGN = ("APPROVE", "COMMENT")
+
+Resume = namedtuple("Resume", "resume_at step halted completed")
+Resume.__doc__ = """Where to resume: phase (or SHIPPED), step (str | None), halted, completed phases."""
+
+
+def infer(
+    inv: a.Inventory,
+    *,
+    has_commits: Callable[[], bool],
+    missing_worktrees: Callable[[], Sequence[str]],
+    worktree_exists: bool = False,
+    with_step: bool = True,
+) -> Resume:
+    """The first phase whose evidence is missing; the table of DESIGN §8, first match wins.
+
+    ``with_step=False`` answers ``resume_at``/``halted`` only and never calls a
+    signal the answer does not need (``completed`` is then empty).
+    """
+    commits = _once(has_commits)
+    at, step, halted = _first_match(inv, commits, missing_worktrees, worktree_exists, with_step)
+    done = _completed(inv, commits, worktree_exists) if with_step else ()
+    return Resume(at, step, halted, done)
+
+
+def _first_match(
+    inv: a.Inventory,
+    commits: Callable[[], bool],
+    missing: Callable[[], Sequence[str]],
+    worktree_exists: bool,
+    with_step: bool,
+) -> tuple[str, str | None, bool]:
+    review = inv.latest_review
+    if inv.has(a.PR):
+        return SHIPPED, "teardown", False
+    if review is not None and review.verdict == "PASS" and commits():
+        return PR, None, False
+    if review is not None and review.verdict == "FAIL" and review.n >= ROUND_CAP:
+        return IMPLEMENT, None, True
+    if inv.has(a.PLAN):
+        if not with_step:
+            return IMPLEMENT, None, False  # both plan rows resume at IMPLEMENT
+        if commits():
+            return IMPLEMENT, "review" if inv.reviews else "slices", False
+        return IMPLEMENT, "tests", False
+    if inv.has(a.STRUCTURE):
+        return PLAN, None, False
+    if inv.has(a.DESIGN):
+        return _design_loop(inv, missing, with_step)
+    if inv.has(a.RESEARCH):
+        return DESIGN, "draft", False
+    if inv.has(a.TASK, a.QUESTIONS):
+        return RESEARCH, None, False
+    if inv.exists or worktree_exists:
+        return QUESTION, None, False
+    return WORKTREE, None, False
+
+
+def _design_loop(
+    inv: a.Inventory, missing: Callable[[], Sequence[str]], with_step: bool
+) -> tuple[str, str | None, bool]:
+    """design.md exists: the latest verdict decides between structure, redraft and review."""
+    latest = inv.latest_design_review
+    if latest is None:
+        return DESIGN, "review", False
+    if latest.verdict in PASSING_DESIGN:
+        return STRUCTURE, "worktrees" if with_step and missing() else None, False
+    if latest.n >= ROUND_CAP:
+        return DESIGN, None, True
+    # ``revision`` counts the review rounds a draft answers: a draft that has not
+    # yet answered round n (revision < n) must be redrafted before review n + 1.
+    return DESIGN, "redraft" if (inv.design_revision or 0) < latest.n else "review", False
+
+
+def _completed(
+    inv: a.Inventory, commits: Callable[[], bool], worktree_exists: bool
+) -> tuple[str, ...]:
+    design = inv.latest_design_review
+    review = inv.latest_review
+    evidence = {
+        WORKTREE: inv.exists or worktree_exists,
+        QUESTION: inv.has(a.TASK, a.QUESTIONS),
+        RESEARCH: inv.has(a.RESEARCH),
+        DESIGN: inv.has(a.DESIGN) and design is not None and design.verdict in PASSING_DESIGN,
+        STRUCTURE: inv.has(a.STRUCTURE),
+        PLAN: inv.has(a.PLAN),
+        IMPLEMENT: review is not None and review.verdict == "PASS" and commits(),
+        PR: inv.has(a.PR),
+    }
+    return tuple(p for p in PHASES if evidence[p])
+
+
+def _once(signal: Callable[[], bool]) -> Callable[[], bool]:
+    """Ask a signal (git, possibly in several repos) at most once per inference."""
+    memo: list[bool] = []
+
+    def ask() -> bool:
+        if not memo:
+            memo.append(bool(signal()))
+        return memo[0]
+
+    return ask
+
+
+# -- the git-backed signals and the command cores (imports are lazy: see above) --------
+
+TopicRepo = namedtuple("TopicRepo", "name path worktree branch")
+TopicRepo.__doc__ = """One repo of a topic: name, primary root (str | None when unknown),
+the checkout that carries the topic's work (str | None), and its branch."""
+
+
+def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRepo]:
+    """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names."""
+    from router import state
+    from router.plan import worktree_lines
+
+    home_worktree = str(plan.root) if os.path.realpath(plan.root) != str(repo.primary) else None
+    branch = plan.id
+    try:
+        record = state.read_record(repo.common_dir, plan.id)
+    except state.RecordCorrupt as exc:
+        warnings.append(f"{exc.path}: {exc.reason}; the record is not trusted")
+        record = None
+    if record is not None:
+        branch = record.branch or branch
+    found = {"home": TopicRepo("home", str(repo.primary), home_worktree, branch)}
+    for entry in record.repos if record is not None else ():
+        if entry.name != "home":
+            found[entry.name] = TopicRepo(entry.name, entry.path, entry.worktree, plan.id)
+    text = _read_text(plan.path / a.REPOS)
+    for line in worktree_lines(text) if text else ():
+        if line.name != "home":
+            known = found.get(line.name)
+            found[line.name] = TopicRepo(line.name, known.path if known else None, line.path, plan.id)
+    return list(found.values())
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def location(topic_repo: TopicRepo) -> tuple[str | None, str]:
+    """Where to ask git about a repo's topic work, and which revision: its worktree's HEAD,
+    or the topic branch in the repo when the worktree is gone."""
+    if topic_repo.worktree and os.path.isdir(topic_repo.worktree):
+        return topic_repo.worktree, "HEAD"
+    if topic_repo.path and os.path.isdir(topic_repo.path):
+        return topic_repo.path, f"refs/heads/{topic_repo.branch}"
+    return None, ""
+
+
+def commits_ahead(topic_repo: TopicRepo) -> int | None:
+    """Commits of the topic's work since its merge-base with the default branch; None: unknown."""
+    from router.git import Git, GitError
+    from router.workspace import default_branch
+
+    where, rev = location(topic_repo)
+    if where is None:
+        return None
+    git = Git(Path(where))
+    try:
+        default = default_branch(git)
+        if default is None:
+            return None
+        if rev != "HEAD" and git.rev_parse(rev) is None:
+            return 0  # the branch does not exist in that repo: no commits
+        return git.count_commits(f"{default.best_ref}..{rev}")
+    except GitError:
+        return None
+
+
+def any_commits(repos: list[TopicRepo]) -> bool:
+    """The IMPLEMENT signal: >= 1 commit since the merge-base, in any repo of the topic."""
+    return any((commits_ahead(r) or 0) > 0 for r in repos)
+
+
+def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
+    """Repos that repos.md lists but its ``## Worktrees`` section does not (yet) place."""
+    from router.errors import RouterError
+    from router.plan import read_repos_md, worktree_lines
+
+    path = plan.path / a.REPOS
+    if not path.is_file():
+        return []
+    try:
+        parsed = read_repos_md(path)
+    except RouterError as exc:
+        warnings.append(f"{path}: {exc.message}")
+        return []
+    placed = {ln.name for ln in worktree_lines(parsed.text) if os.path.exists(ln.path)}
+    return [s.name for s in parsed.secondaries if s.name not in placed]
+
+
+def worktree_exists(repo: Repo, plan: PlanDir) -> bool:
+    root = os.path.realpath(plan.root)
+    return root != str(repo.primary) and os.path.isdir(root)
+
+
+def assess(repo: Repo, plan: PlanDir) -> tuple[Resume, a.Inventory, list[str]]:
+    """Inventory plus inference for one topic; every problem is a warning, never a crash."""
+    inv = a.inventory(str(plan.path), plan.id)
+    warnings = list(inv.warnings)
+    repos: list[TopicRepo] = []
+
+    def commits() -> bool:
+        repos.extend(topic_repos(repo, plan, warnings))
+        return any_commits(repos)
+
+    resume = infer(
+        inv,
+        has_commits=commits,
+        missing_worktrees=lambda: missing_worktrees(plan, warnings),
+        worktree_exists=worktree_exists(repo, plan),
+    )
+    return resume, inv, warnings
+
+
+class PhaseReport(namedtuple("PhaseReport", "id plan_dir resume warnings")):
+    """What ``team-router phase`` prints."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "plan_dir": str(self.plan_dir),
+            "resume_at": self.resume.resume_at,
+            "step": self.resume.step,
+            "halted": self.resume.halted,
+            "completed": list(self.resume.completed),
+        }
+
+
+def phase_report(cwd: Path, target: str | None) -> PhaseReport:
+    """``team-router phase [TARGET]``: where the topic's run resumes."""
+    from router.discovery import resolve
+
+    repo, plan = resolve(cwd, target)
+    resume, _inv, warnings = assess(repo, plan)
+    return PhaseReport(plan.id, plan.path, resume, warnings)
+
+
+class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief expects")):
+    """What ``team-router next`` prints: the phase plus its brief and expected artifacts."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **PhaseReport(self.id, self.plan_dir, self.resume, self.warnings).to_json(),
+            "brief": self.brief,
+            "expects": [str(p) for p in self.expects],
+        }
+
+
+def next_report(cwd: Path, target: str | None) -> NextReport:
+    """``team-router next [TARGET]``: the phase to run, what it must produce, and where."""
+    import datetime
+
+    from router.discovery import resolve
+    from router.render import render
+
+    repo, plan = resolve(cwd, target)
+    resume, inv, warnings = assess(repo, plan)
+    expects = expected_artifacts(resume, inv, plan)
+    brief = render(
+        f"briefs/{resume.resume_at.lower()}.md.j2",
+        id=plan.id,
+        topic=a.topic_of(plan.id) or plan.id,
+        date=datetime.date.today().isoformat(),
+        plan_dir=str(plan.path),
+        step=resume.step,
+        halted=resume.halted,
+        cap=ROUND_CAP,
+        files={name: inv.path(name) for name in (*a.PHASE_FILES, a.TEMP_PATHS)},
+        inv=inv,
+        design_round=a.next_round(inv.design_reviews),
+        review_round=a.next_round(inv.reviews),
+        repos=topic_repos(repo, plan, warnings),
+        missing=missing_worktrees(plan, warnings) if resume.resume_at == STRUCTURE else [],
+        expects=[str(p) for p in expects],
+    )
+    return NextReport(plan.id, plan.path, resume, warnings, brief, expects)
+
+
+def expected_artifacts(resume: Resume, inv: a.Inventory, plan: PlanDir) -> list[Path]:
+    """The files whose appearance proves the current phase (or step) done."""
+    at, step = resume.resume_at, resume.step
+    if resume.halted or at == SHIPPED:
+        return []
+    if at == DESIGN:
+        if step == "review":
+            return [plan.path / f"design-review-{a.next_round(inv.design_reviews)}.md"]
+        return [plan.path / a.DESIGN]
+    if at == IMPLEMENT:
+        return [plan.path / f"review-{a.next_round(inv.reviews)}.md"]
+    names = {
+        WORKTREE: [],
+        QUESTION: [a.TASK, a.QUESTIONS],
+        RESEARCH: [a.RESEARCH],
+        STRUCTURE: [a.STRUCTURE],
+        PLAN: [a.PLAN],
+        PR: [a.PR],
+    }[at]
+    return [plan.path / n for n in names] if names else [plan.path]
