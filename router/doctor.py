@@ -341,7 +341,16 @@ def _record_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]
     return found
 
 
+def _torn_down(record: state.TopicRecord) -> bool:
+    # Teardown keeps the record, marked complete, so a second teardown still
+    # knows the topic and exits 0: that is a tombstone, not an inconsistency.
+    info = record.extra.get("teardown")
+    return isinstance(info, dict) and info.get("complete") is True
+
+
 def _record_checks(repo: Repo, record: state.TopicRecord, path: Path) -> list[_Problem]:
+    if _torn_down(record):
+        return []
     if record.worktree is None:
         if "claim" in record.steps and "record" not in record.steps:
             detail = (

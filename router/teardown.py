@@ -805,10 +805,13 @@ def _with_holders(scope: TopicScope, plans: list[RepoPlan], opts: Options) -> li
     """Another live session holding the topic stops the teardown (unless ``--force``)."""
     from router.holders import describe, other_holders
 
-    others = [] if opts.force else other_holders(scope.home.common_dir, scope.id)
+    others = other_holders(scope.home.common_dir, scope.id)
     if not others or not plans:
         return plans
     who = ", ".join(describe(h) for h in others)
+    if opts.force:
+        note = f"--force: tearing {scope.id} down although {who} still holds it"
+        return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
     blocker = refused("remove", "held", f"{scope.id} is held by {who}; release it or pass --force")
     home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from durabilityutil import CRASHED, run
-from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 from router import state
 
@@ -111,3 +112,100 @@ def test_a_crash_leaves_a_stale_lock_owner_that_doctor_reports_and_repairs(home_
     again = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
     assert again.code == 0 and again.json["home"]["status"] == "created"
     _assert_one_complete_worktree(home_repo, home=True)
+
+
+# -- teardown ----------------------------------------------------------------------
+
+TEARDOWN_STEPS = (
+    "integrate", "remove", "branch", "verify-gone", "update-default", "plan-dir", "sweep",
+    "local-state",
+)
+
+
+def _declare_local_state(repo, log) -> None:
+    """A .teamteardown on main (and origin) that appends one line per run to ``log``."""
+    commit(repo, ".teamteardown", f"echo \"$TEAM_BRANCH\" >> '{log}'\n", "declare local state")
+    git(repo, "push", "-q", "origin", "main")
+
+
+@pytest.mark.parametrize("step", TEARDOWN_STEPS)
+def test_teardown_integrate_killed_before_each_step_is_finished_by_running_it_again(
+    workspace, tmp_path, step
+):
+    logs = {n: tmp_path / f"local-state-{n}.log" for n in ("web", "api")}
+    web = make_repo(workspace, "web")
+    api = make_repo(workspace, "api")
+    _declare_local_state(web, logs["web"])
+    _declare_local_state(api, logs["api"])
+    topic = _topic_over(web, api)
+    home_wt, api_wt = topic["home"], topic["api"]
+    home_commit = commit(home_wt, "web.py", "w = 1\n", "web: the change")
+    commit(api_wt, "a.py", "a = 1\n", "api: first")
+    commit(api_wt, "b.py", "b = 2\n", "api: second")
+    assert home_commit
+    args = ("teardown", ID, "--integrate", "--json")
+    crashed = run(*args, cwd=web, crash_at=step)
+    assert crashed.code == CRASHED, crashed.err + crashed.out
+    again = run(*args, cwd=web)
+    assert again.code == 0, again.err + again.out
+
+    # Every commit is on main exactly once (no double cherry-pick), nothing lost.
+    assert git(web, "log", "--format=%s", "main").splitlines().count("web: the change") == 1
+    api_log = git(api, "log", "--format=%s", "main").splitlines()
+    assert api_log[:2] == ["api: second", "api: first"]
+    assert api_log.count("api: first") == api_log.count("api: second") == 1
+    assert (web / "web.py").read_text() == "w = 1\n"
+    assert (api / "a.py").read_text() == "a = 1\n" and (api / "b.py").read_text() == "b = 2\n"
+    for repo in (web, api):
+        assert worktree_paths(repo) == [str(repo)]
+        assert branches(repo) == ["main"]
+        assert status(repo) == ""
+        assert not (repo / ".claude/worktrees" / ID).exists()
+    assert not (web / "docs/plans" / ID).exists()
+    # Local state ran once per repo, whether the crash came before it or not.
+    assert logs["web"].read_text().splitlines() == [ID]
+    assert logs["api"].read_text().splitlines() == [ID]
+    # A third run is a no-op that exits 0, and doctor finds nothing to repair.
+    assert run_cli(*args, cwd=web).code == 0
+    assert _doctor_findings(web) == []
+
+
+def _topic_over(web: Path, api: Path) -> dict[str, Path]:
+    made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=web)
+    assert made.code == 0, made.err
+    plan = web / ".claude/worktrees" / ID / "docs/plans" / ID
+    write(
+        plan / "repos.md",
+        f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {web}\n\n"
+        f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
+    )
+    res = run_cli("worktrees", ID, "--json", cwd=web)
+    assert res.code == 0, res.err
+    return {r["name"]: Path(r["worktree"]) for r in res.json["repos"]}
+
+
+@pytest.mark.parametrize("step", ("remove", "branch", "verify-gone", "update-default"))
+def test_a_forced_teardown_killed_mid_way_loses_nothing_on_the_rerun(home_repo, step):
+    made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    worktree = Path(made.json["home"]["worktree"])
+    sha = commit(worktree, "kept.py", "k = 1\n", "an unintegrated commit")
+    write(worktree / "draft.txt", "uncommitted work\n")
+    args = ("teardown", ID, "--force", "--json")
+    crashed = run(*args, cwd=home_repo, crash_at=step)
+    assert crashed.code == CRASHED, crashed.err + crashed.out
+    again = run(*args, cwd=home_repo)
+    assert again.code == 0, again.err + again.out
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"]
+    snapshot = f"refs/team-router/snapshots/{ID}"
+    # Both the commit and the uncommitted file survive in the snapshot ref ...
+    git(home_repo, "merge-base", "--is-ancestor", sha, snapshot)  # raises unless an ancestor
+    assert git(home_repo, "show", f"{snapshot}:draft.txt") == "uncommitted work"
+    assert git(home_repo, "show", f"{snapshot}:kept.py") == "k = 1"
+    # ... and restore brings the worktree back with them.
+    restored = run_cli("restore", ID, "--json", cwd=home_repo)
+    assert restored.code == 0, restored.out + restored.err
+    back = [Path(p) for p in worktree_paths(home_repo)[1:]]
+    assert len(back) == 1
+    assert (back[0] / "draft.txt").read_text() == "uncommitted work\n"
+    assert (back[0] / "kept.py").read_text() == "k = 1\n"

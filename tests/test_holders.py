@@ -213,3 +213,47 @@ def test_the_holders_module_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- teardown and holders ---------------------------------------------------------------
+
+
+def test_teardown_refuses_while_another_live_holder_exists_and_removes_nothing(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    worktree = topic / ".claude/worktrees" / ID
+    res = run_cli("teardown", ID, "--json", cwd=topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "held"
+    assert f"process {sleeper.pid}" in res.json["error"]["message"]
+    assert worktree.is_dir() and (worktree / "docs/plans" / ID).is_dir()
+    assert ID in subprocess.run(
+        ["git", "-C", str(topic), "branch", "--list", ID], capture_output=True, text=True
+    ).stdout
+
+
+def test_teardown_force_overrides_a_live_holder_and_says_so(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    res = run_cli("teardown", ID, "--force", "--json", cwd=topic)
+    assert res.code == 0, res.out
+    assert any("--force" in w and f"process {sleeper.pid}" in w for w in res.json["warnings"])
+    assert not (topic / ".claude/worktrees" / ID).exists()
+
+
+def test_teardown_is_not_blocked_by_the_calling_sessions_own_holder(topic):
+    # Default pid: the session above this process, which is also above the teardown.
+    held = run_cli("hold", ID, "--json", cwd=topic)
+    assert held.code == 0
+    assert held.json["holders"][0]["pid"] in holders.ancestors()
+    res = run_cli("teardown", ID, "--json", cwd=topic)
+    assert res.code == 0, res.out
+    assert not any("holds it" in w for w in res.json["warnings"])
+    assert not (topic / ".claude/worktrees" / ID).exists()
+
+
+def test_teardown_drops_a_stale_holder_instead_of_refusing(topic, sleeper):
+    assert run_cli("hold", ID, "--pid", str(sleeper.pid), cwd=topic).code == 0
+    sleeper.kill()
+    sleeper.wait()
+    res = run_cli("teardown", ID, "--json", cwd=topic)
+    assert res.code == 0, res.out
+    assert _files(topic) == []
