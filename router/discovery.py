@@ -16,31 +16,47 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from pathlib import Path
 
 from router.artifacts import ID_RE, newest_mtime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
 
     from router.git import WorktreeEntry
     from router.workspace import Repo
 
 # router.workspace.PLANS_DIR (importing it would import router.git and dataclasses).
-PLANS_DIR = Path("docs") / "plans"
+PLANS_DIR = os.path.join("docs", "plans")
 
 
-class PlanDir(namedtuple("PlanDir", "id path root mtime", defaults=(0.0,))):
-    """A topic's artifact directory: id, path (Path), the checkout that holds it (root), recency."""
+class PlanDir(namedtuple("PlanDir", "id dir checkout mtime", defaults=(0.0,))):
+    """A topic's artifact directory: its id, its path, the checkout that holds it, its recency.
+
+    The fields are strings (``dir``, ``checkout``) so the recovery hook never
+    imports pathlib (~6 ms); ``path`` and ``root`` give them as Paths.
+    """
 
     __slots__ = ()
+
+    @property
+    def path(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.dir)
+
+    @property
+    def root(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.checkout)
 
 
 def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[PlanDir]:
     """Every plan dir of the home repo: its primary clone and each of its worktrees."""
     entries = entries if entries is not None else repo.git.worktree_list()
-    roots = [repo.primary] + [Path(e.path) for e in entries if not e.bare]
+    roots = [repo.primary] + [e.path for e in entries if not e.bare]
     return scan(roots, {e.branch for e in entries if e.branch})
 
 
@@ -52,12 +68,12 @@ def scan(roots: Iterable[Path | str], worktree_branches: set[str]) -> list[PlanD
         key = os.path.realpath(root)
         if key not in seen:
             seen.add(key)
-            found += _plan_dirs_under(Path(key), worktree_branches)
+            found += _plan_dirs_under(key, worktree_branches)
     return found
 
 
-def _plan_dirs_under(root: Path, worktree_branches: set[str]) -> list[PlanDir]:
-    base = root / PLANS_DIR
+def _plan_dirs_under(root: str, worktree_branches: set[str]) -> list[PlanDir]:
+    base = os.path.join(root, PLANS_DIR)
     try:
         names = os.listdir(base)
     except OSError:
@@ -66,7 +82,7 @@ def _plan_dirs_under(root: Path, worktree_branches: set[str]) -> list[PlanDir]:
     for name in names:
         if not ID_RE.fullmatch(name):
             continue
-        path = base / name
+        path = os.path.join(base, name)
         # An id never holds "/", so its branch (router.ids.branch_for) is the id itself.
         mtime = _recency(path, has_worktree=name in worktree_branches)
         if mtime is not None:
@@ -74,15 +90,15 @@ def _plan_dirs_under(root: Path, worktree_branches: set[str]) -> list[PlanDir]:
     return found
 
 
-def _recency(path: Path, *, has_worktree: bool) -> float | None:
+def _recency(path: str, *, has_worktree: bool) -> float | None:
     """Newest artifact mtime; an empty dir counts only when its worktree exists."""
-    newest_file = newest_mtime(str(path))
+    newest_file = newest_mtime(path)
     if newest_file is not None:
         return newest_file
-    if not has_worktree:
+    if not has_worktree or not os.path.isdir(path):
         return None
     try:
-        return path.stat().st_mtime if path.is_dir() else None
+        return os.stat(path).st_mtime
     except OSError:
         return None
 
@@ -97,7 +113,7 @@ def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
     best: dict[str, PlanDir] = {}
     for plan in found:
         kept = best.get(plan.id)
-        if kept is None or (plan.mtime, str(plan.path)) > (kept.mtime, str(kept.path)):
+        if kept is None or (plan.mtime, plan.dir) > (kept.mtime, kept.dir):
             best[plan.id] = plan
     return best
 
@@ -135,9 +151,9 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
 def _worktree_only(repo: Repo, entries: list[WorktreeEntry], topic_id: str) -> PlanDir | None:
     """A topic whose worktree exists but whose plan dir does not (yet, or any more)."""
     for entry in entries:
-        if entry.branch == topic_id and Path(os.path.realpath(entry.path)) != repo.primary:
-            root = Path(os.path.realpath(entry.path))
-            return PlanDir(topic_id, root / PLANS_DIR / topic_id, root, 0.0)
+        root = os.path.realpath(entry.path)
+        if entry.branch == topic_id and root != str(repo.primary):
+            return PlanDir(topic_id, os.path.join(root, PLANS_DIR, topic_id), root, 0.0)
     return None
 
 
@@ -146,6 +162,8 @@ def _looks_like_path(target: str) -> bool:
 
 
 def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
+    from pathlib import Path
+
     from router.errors import BadInput
     from router.workspace import open_repo
 
@@ -157,7 +175,8 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
         )
     repo = open_repo(path)
     root = path.parent.parent.parent
-    return repo, PlanDir(path.name, path, root, _recency(path, has_worktree=True) or 0.0)
+    mtime = _recency(str(path), has_worktree=True) or 0.0
+    return repo, PlanDir(path.name, str(path), str(root), mtime)
 
 
 # -- the hook's fast path: git's administrative files ---------------------------------

@@ -177,12 +177,12 @@ def resume_point(primary: str, plan: PlanDir) -> Resume:
     from router.artifacts import inventory
     from router.phases import infer
 
-    inv = inventory(str(plan.path), plan.id)
+    inv = inventory(plan.dir, plan.id)
     return infer(
         inv,
         has_commits=lambda: _has_commits(primary, plan),
         missing_worktrees=tuple,
-        worktree_exists=os.path.realpath(plan.root) != os.path.realpath(primary),
+        worktree_exists=os.path.realpath(plan.checkout) != os.path.realpath(primary),
         with_step=False,
     )
 
@@ -202,17 +202,33 @@ def _has_commits(primary: str, plan: PlanDir) -> bool:
 def register_session(common_dir: str, topic_id: str, session_id: str | None) -> None:
     """The one place where the host's session becomes a holder of the topic (DESIGN §10).
 
-    Holder registration belongs to the durability area; until it is wired in
-    here, the hook only reports.
+    The holder is the host process (our parent, past the ``sh -c`` that runs
+    the hook), so teardown keeps the topic while that session lives.
     """
+    from pathlib import Path
+
+    from router import holders
+
+    pid = holders.session_pid()
+    if pid <= 1:
+        return  # orphaned (the host is already gone): nothing to hold for
+    session = session_id if session_id and holders.valid_session(session_id) else None
+    holders.register(Path(common_dir), topic_id, holders.make_holder(pid, session))
+
+
+def templates_dir() -> str:
+    """router.render.share_dir("templates"), without importing typing along with it."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "_share", "templates")
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), "templates")
 
 
 def notice(plan: PlanDir, resume: Resume) -> str:
     """The recovery notice (templates/recovery_notice.txt, filled with str.format)."""
     from router.phases import ROUND_CAP
-    from router.render import share_dir
 
-    template = (share_dir("templates") / NOTICE_TEMPLATE).read_text(encoding="utf-8")
+    with open(os.path.join(templates_dir(), NOTICE_TEMPLATE), encoding="utf-8") as fh:
+        template = fh.read()
     halted = (
         f"The review loop halted after {ROUND_CAP} rounds without a passing verdict: "
         "ask the user how to proceed before resuming.\n"
@@ -220,5 +236,5 @@ def notice(plan: PlanDir, resume: Resume) -> str:
         else ""
     )
     return template.format(
-        resume_at=resume.resume_at, id=plan.id, plan_dir=plan.path, halted_note=halted
+        resume_at=resume.resume_at, id=plan.id, plan_dir=plan.dir, halted_note=halted
     ).rstrip("\n")

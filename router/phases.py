@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
-from pathlib import Path
 
 from router import artifacts as a
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from router.discovery import PlanDir
     from router.workspace import Repo
@@ -142,7 +142,7 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
     from router import state
     from router.plan import worktree_lines
 
-    home_worktree = str(plan.root) if os.path.realpath(plan.root) != str(repo.primary) else None
+    home_worktree = plan.checkout if os.path.realpath(plan.checkout) != str(repo.primary) else None
     branch = plan.id
     try:
         record = state.read_record(repo.common_dir, plan.id)
@@ -182,6 +182,8 @@ def location(topic_repo: TopicRepo) -> tuple[str | None, str]:
 
 def commits_ahead(topic_repo: TopicRepo) -> int | None:
     """Commits of the topic's work since its merge-base with the default branch; None: unknown."""
+    from pathlib import Path
+
     from router.git import Git, GitError
     from router.workspace import default_branch
 
@@ -223,13 +225,13 @@ def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
 
 
 def worktree_exists(repo: Repo, plan: PlanDir) -> bool:
-    root = os.path.realpath(plan.root)
+    root = os.path.realpath(plan.checkout)
     return root != str(repo.primary) and os.path.isdir(root)
 
 
 def assess(repo: Repo, plan: PlanDir) -> tuple[Resume, a.Inventory, list[str]]:
     """Inventory plus inference for one topic; every problem is a warning, never a crash."""
-    inv = a.inventory(str(plan.path), plan.id)
+    inv = a.inventory(plan.dir, plan.id)
     warnings = list(inv.warnings)
     repos: list[TopicRepo] = []
 

@@ -1,0 +1,133 @@
+"""Benchmark: the session-start recovery hook on a home repo with 50 topics and 10 worktrees.
+
+Runs the installed ``team-router hook session-start`` as the host does (JSON on
+stdin, from inside the newest topic's worktree), N times, and prints the median
+wall time of the whole process on its last line. Target (DESIGN §15): <= 60 ms.
+
+    python bench/bench_hook.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _fixture import ENV, cleanup, make_repo, median, sh, team_router, workdir  # noqa: E402
+
+TARGET_MS = 60.0
+ARTIFACTS = ("task.md", "questions.md", "research.md", "design.md", "structure.md", "plan.md")
+
+
+def build_topics(root: Path, *, topics: int, worktrees: int) -> tuple[Path, Path, str]:
+    """A home repo with ``topics`` plan dirs, the first ``worktrees`` of them in worktrees.
+
+    Returns (home primary, the newest topic's worktree, its id). The newest
+    topic is at IMPLEMENT with one commit on its branch; the others are spread
+    over the earlier phases.
+    """
+    home = make_repo(root / "ws", "web", files=4)
+    exclude = home / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text("/.claude/worktrees/\n/docs/plans/\n")
+    base = time.time() - 10 * topics
+    newest: tuple[Path, str] | None = None
+    for i in range(topics):
+        topic_id = f"2026-05-{i % 28 + 1:02d}-topic-number-{i}"
+        checkout = home
+        if i < worktrees:
+            checkout = home / ".claude" / "worktrees" / topic_id
+            sh("git", "worktree", "add", "-q", "-b", topic_id, str(checkout), "origin/main", cwd=home)
+        plan = checkout / "docs" / "plans" / topic_id
+        _write_artifacts(plan, topic_id, count=1 + i % len(ARTIFACTS))
+        stamp = base + (10 * topics if i == 0 else i)
+        for path in [*plan.iterdir(), plan]:
+            os.utime(path, (stamp, stamp))
+        if i == 0:
+            (checkout / "feature.txt").write_text("work\n")
+            sh("git", "add", "feature.txt", cwd=checkout)
+            sh("git", "commit", "-q", "-m", "first slice", cwd=checkout)
+            _write_artifacts(plan, topic_id, count=len(ARTIFACTS))
+            for path in [*plan.iterdir(), plan]:
+                os.utime(path, (stamp, stamp))
+            newest = (checkout, topic_id)
+    assert newest is not None
+    return home, newest[0], newest[1]
+
+
+def _write_artifacts(plan: Path, topic_id: str, *, count: int) -> None:
+    plan.mkdir(parents=True, exist_ok=True)
+    topic = topic_id.split("-", 3)[3]
+    for name in ARTIFACTS[:count]:
+        phase = name.removesuffix(".md")
+        extra = "revision: 1\n" if name == "design.md" else ""
+        (plan / name).write_text(
+            f"---\ntopic: {topic}\ndate: 2026-05-01\nphase: {phase}\n{extra}---\n\n# {phase}\n\ntext\n"
+        )
+    if count >= ARTIFACTS.index("structure.md") + 1:
+        (plan / "design-review-1.md").write_text(
+            f"---\ntopic: {topic}\ndate: 2026-05-01\nphase: design-review\nverdict: APPROVE\n---\n"
+        )
+
+
+def compile_package() -> None:
+    """Bytecode for the package, as an installed wheel has it.
+
+    With PYTHONDONTWRITEBYTECODE set (common in sandboxes), an editable
+    checkout would otherwise recompile every module on every run.
+    """
+    import router
+
+    sh(sys.executable, "-m", "compileall", "-q", str(Path(router.__file__).parent))
+
+
+def run_timed(argv: list[str], *, cwd: Path, stdin: str, runs: int) -> tuple[float, str]:
+    """Median wall ms of ``argv`` over ``runs`` (after one warm-up), and the last stdout."""
+    times = []
+    out = ""
+    for n in range(runs + 1):
+        start = time.perf_counter()
+        proc = subprocess.run(
+            argv, cwd=cwd, env=ENV, input=stdin, capture_output=True, text=True, check=False
+        )
+        elapsed = (time.perf_counter() - start) * 1000
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
+        out = proc.stdout
+        if n:
+            times.append(elapsed)
+    return median(times), out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=41)
+    args = parser.parse_args()
+    root = workdir()
+    try:
+        compile_package()
+        _home, worktree, topic_id = build_topics(root, topics=50, worktrees=10)
+        stdin = json.dumps({"cwd": str(worktree), "session_id": "bench", "source": "startup"})
+        ms, out = run_timed(
+            [*team_router(), "hook", "session-start"], cwd=worktree, stdin=stdin, runs=args.runs
+        )
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        expected = f"Phase: IMPLEMENT | Id: {topic_id}"
+        if expected not in context:
+            raise SystemExit(f"unexpected notice: {context!r}")
+    finally:
+        cleanup(root)
+    ok = ms <= TARGET_MS
+    print(f"hook session-start, 50 topics x 10 worktrees, median of {args.runs} runs")
+    print(f"recovery hook: {ms:.1f} ms (target <= {TARGET_MS:.0f} ms) {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
