@@ -7,21 +7,22 @@ a different process (the start time differs); stale holders are dropped when
 read. A file that does not parse is reported and kept, never trusted.
 
 This module sits on the session-start hook's path: it imports nothing heavy
-(no typer, jinja2 or filelock) at import time.
+at import time (no typer, jinja2 or filelock, and not even dataclasses,
+hashlib or tempfile, which the hook's other modules do without).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import re
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from collections import namedtuple
 
-from router import state
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
 
 HOLDERS_DIR = "holders"
 # Shells that run one command line for a caller (``sh -c "..."``): a hook or an
@@ -32,30 +33,23 @@ _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _MAX_HOPS = 8
 
 
-@dataclass(frozen=True, slots=True)
-class Holder:
-    pid: int
-    start_time: str | None  # /proc/<pid>/stat field 22; None where it cannot be read
-    session: str | None = None
-    host: str | None = None
-    since: float = 0.0
+STATE_DIR = "team-router"  # as router.state.STATE_DIR (not imported: it loads dataclasses)
+
+
+class Holder(namedtuple("Holder", "pid start_time session host since", defaults=(None, None, 0.0))):
+    """One holder: ``pid`` and its ``start_time`` (/proc/<pid>/stat field 22, None where
+    it cannot be read), the host's ``session`` id, the ``host`` name, and ``since`` (epoch s)."""
+
+    __slots__ = ()
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "pid": self.pid,
-            "start_time": self.start_time,
-            "session": self.session,
-            "host": self.host,
-            "since": self.since,
-        }
+        return dict(self._asdict())
 
     @classmethod
     def from_json(cls, data: object) -> Holder:
-        if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        if not isinstance(data, dict) or type(data.get("pid")) is not int:
             raise ValueError("not a holder object with an integer pid")
-        start = data.get("start_time")
-        session = data.get("session")
-        host = data.get("host")
+        start, session, host = data.get("start_time"), data.get("session"), data.get("host")
         since = data.get("since", 0.0)
         return cls(
             pid=data["pid"],
@@ -66,13 +60,10 @@ class Holder:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class HolderFile:
+class HolderFile(namedtuple("HolderFile", "path holder problem", defaults=("",))):
     """A holder as found on disk: its file, and the holder (None when it does not parse)."""
 
-    path: Path
-    holder: Holder | None
-    problem: str = ""
+    __slots__ = ()
 
 
 # -- processes --------------------------------------------------------------------
@@ -81,7 +72,8 @@ class HolderFile:
 def _stat_fields(pid: int) -> list[str] | None:
     """Fields 3.. of ``/proc/<pid>/stat`` (after the command name), or None."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes().decode("utf-8", "replace")
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read().decode("utf-8", "replace")
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may itself hold spaces
@@ -107,7 +99,8 @@ def _parent_of(pid: int) -> int | None:
 def _is_command_shell(pid: int) -> bool:
     """True for ``sh -c '...'`` and kin: a shell that only runs one command line."""
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
     except OSError:
         return False
     if not argv or not argv[0]:
@@ -182,14 +175,44 @@ def is_live(holder: Holder) -> bool:
 
 
 def holders_dir(common_dir: Path, topic_id: str) -> Path:
-    return state.state_root(common_dir) / HOLDERS_DIR / topic_id
+    from pathlib import Path
+
+    return Path(_folder(common_dir, topic_id))
+
+
+def _folder(common_dir: str | PathLike[str], topic_id: str) -> str:
+    # Plain strings: the hook writes holders without importing pathlib.
+    return os.path.join(os.fspath(common_dir), STATE_DIR, HOLDERS_DIR, topic_id)
 
 
 def _file_name(holder: Holder) -> str:
     # The start time is part of the name: a reader that drops a stale holder
-    # can never delete the file of a new process that got the same pid.
-    session = hashlib.sha256((holder.session or "").encode()).hexdigest()[:12]
+    # can never delete the file of a new process that got the same pid. The
+    # session id is allowlisted (valid_session), so it is safe in a file name.
+    session = holder.session if holder.session and valid_session(holder.session) else "-"
     return f"{holder.pid}-{holder.start_time or 'x'}-{session}.json"
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Temp file, then os.replace: a reader sees the old holder or the new one, never half.
+
+    No fsync, unlike records: after a power loss every process is gone, so a
+    holder file lost with it would have been stale anyway, and the hook that
+    writes it runs at every session start.
+    """
+    folder, name = os.path.split(path)
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        with_suppressed_unlink(tmp)
+        raise
 
 
 def valid_session(session: str) -> bool:
@@ -200,10 +223,10 @@ def make_holder(pid: int, session: str | None = None) -> Holder:
     return Holder(pid, process_start_time(pid), session, this_host(), round(time.time(), 3))
 
 
-def register(common_dir: Path, topic_id: str, holder: Holder) -> Path:
+def register(common_dir: str | PathLike[str], topic_id: str, holder: Holder) -> str:
     """Write (or refresh) ``holder`` for the topic; returns its file."""
-    path = holders_dir(common_dir, topic_id) / _file_name(holder)
-    state.write_atomic(path, json.dumps(holder.to_json(), sort_keys=True) + "\n")
+    path = os.path.join(_folder(common_dir, topic_id), _file_name(holder))
+    _write_atomic(path, json.dumps(holder.to_json(), sort_keys=True) + "\n")
     return path
 
 
@@ -230,16 +253,22 @@ def _read_one(path: Path) -> HolderFile:
 
 
 def topics_with_holders(common_dir: Path) -> list[str]:
-    folder = state.state_root(common_dir) / HOLDERS_DIR
+    folder = os.path.join(common_dir, STATE_DIR, HOLDERS_DIR)
     try:
-        return sorted(n for n in os.listdir(folder) if (folder / n).is_dir())
+        return sorted(n for n in os.listdir(folder) if os.path.isdir(os.path.join(folder, n)))
     except OSError:
         return []
 
 
 def drop(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    with_suppressed_unlink(os.fspath(path))
+
+
+def with_suppressed_unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
 
 
 def live_holders(
@@ -294,14 +323,22 @@ def describe(holder: Holder) -> str:
 # -- hold / release (the commands' core) ------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class HoldResult:
-    id: str
-    repo: Path
-    action: str  # "held" | "released"
-    holders: tuple[Holder, ...]  # the holder written, or the ones dropped
-    live: tuple[Holder, ...]  # every live holder after the change
-    warnings: tuple[str, ...] = ()
+    """What ``hold``/``release`` did: the holders written or dropped, and who holds it now."""
+
+    __slots__ = ("action", "holders", "id", "live", "repo", "warnings")
+
+    def __init__(
+        self,
+        topic_id: str,
+        repo: Path,
+        action: str,  # "held" | "released"
+        holders: tuple[Holder, ...],
+        live: tuple[Holder, ...],
+        warnings: tuple[str, ...] = (),
+    ) -> None:
+        self.id, self.repo, self.action = topic_id, repo, action
+        self.holders, self.live, self.warnings = holders, live, list(warnings)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -347,6 +384,7 @@ def release_topic(
 
 def _topic_for(cwd: Path, target: str | None) -> tuple[Path, str, Path]:
     """(common dir of the home repo, topic id, home primary root) for a target."""
+    from router import state
     from router.discovery import resolve
     from router.errors import BadInput
     from router.ids import ID_RE

@@ -82,8 +82,9 @@ def test_a_reused_pid_does_not_keep_a_holder_alive(topic, sleeper):
     real = holders.make_holder(sleeper.pid)
     impostor = holders.Holder(sleeper.pid, str(int(real.start_time) - 1), None, real.host, 0.0)
     path = holders.register(_common(topic), ID, impostor)
+    assert os.path.exists(path)
     assert holders.live_holders(_common(topic), ID) == []
-    assert not path.exists()
+    assert not os.path.exists(path)
 
 
 def test_a_holder_from_another_host_is_kept_because_it_cannot_be_checked(topic):
@@ -209,7 +210,8 @@ def test_stale_holders_are_reported_by_doctor_and_dropped_by_repair(topic, sleep
 def test_the_holders_module_imports_nothing_heavy():
     code = (
         "import sys, router.holders; "
-        "print(sorted(m for m in ('typer', 'jinja2', 'filelock', 'markdown_it') if m in sys.modules))"
+        "print(sorted(m for m in ('typer', 'jinja2', 'filelock', 'markdown_it', 'dataclasses',"
+        " 'pathlib', 'tempfile', 'hashlib') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -257,3 +259,71 @@ def test_teardown_drops_a_stale_holder_instead_of_refusing(topic, sleeper):
     res = run_cli("teardown", ID, "--json", cwd=topic)
     assert res.code == 0, res.out
     assert _files(topic) == []
+
+
+# -- the session-start hook registers the host session -------------------------------------
+
+HOOK_COMMAND = json.loads(
+    (Path(__file__).parent.parent / "hooks/hooks.json").read_text(encoding="utf-8")
+)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+
+def _hook_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_the_session_start_hook_registers_the_host_session_as_a_holder(topic):
+    """Run exactly the hooks.json command through sh, as the host does; we are the host."""
+    payload = json.dumps({"cwd": str(topic), "session_id": "0f3c-session"})
+    proc = subprocess.run(
+        ["sh", "-c", HOOK_COMMAND], input=payload, capture_output=True, text=True,
+        env=_hook_env(), check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"Id: {ID}" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    [holder] = holders.live_holders(_common(topic), ID)
+    assert (holder.pid, holder.session) == (os.getpid(), "0f3c-session")
+    assert holder.start_time == holders.process_start_time(os.getpid())
+
+
+def test_a_session_registered_by_the_hook_in_another_host_blocks_teardown(topic):
+    host = subprocess.Popen(
+        [
+            sys.executable, "-c",
+            "import subprocess, sys, time\n"
+            "subprocess.run(['sh', '-c', sys.argv[1]], input=sys.argv[2], text=True,"
+            " capture_output=True)\n"
+            "print('registered', flush=True)\n"
+            "time.sleep(60)\n",
+            HOOK_COMMAND,
+            json.dumps({"cwd": str(topic), "session_id": "other-host-session"}),
+        ],
+        stdout=subprocess.PIPE, text=True, env=_hook_env(),
+    )
+    try:
+        assert host.stdout.readline().strip() == "registered"
+        res = run_cli("teardown", ID, "--json", cwd=topic)
+        assert res.code == 1
+        assert res.json["error"]["code"] == "held"
+        assert "other-host-session" in res.json["error"]["message"]
+        assert (topic / ".claude/worktrees" / ID).is_dir()
+    finally:
+        host.kill()
+        host.wait()
+    # The host is gone: its holder is stale, and teardown proceeds.
+    assert run_cli("teardown", ID, "--json", cwd=topic).code == 0
+    assert not (topic / ".claude/worktrees" / ID).exists()
+
+
+def test_the_hook_ignores_a_session_id_outside_the_allowlist(topic):
+    payload = json.dumps({"cwd": str(topic), "session_id": "../../etc/passwd"})
+    proc = subprocess.run(
+        ["sh", "-c", HOOK_COMMAND], input=payload, capture_output=True, text=True,
+        env=_hook_env(), check=False,
+    )
+    assert proc.returncode == 0
+    [holder] = holders.live_holders(_common(topic), ID)
+    assert holder.session is None
+    assert [p.parent for p in _files(topic)] == [holders.holders_dir(_common(topic), ID)]
