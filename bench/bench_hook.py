@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _fixture import ENV, cleanup, make_repo, median, sh, team_router, workdir  # noqa: E402
+from _fixture import ENV, cleanup, make_repo, median, sh, team_router, workdir
 
 TARGET_MS = 60.0
 ARTIFACTS = ("task.md", "questions.md", "research.md", "design.md", "structure.md", "plan.md")

@@ -1,0 +1,46 @@
+"""Benchmark: ``team-router phase`` (discovery + inference) on a home repo with 500 topics.
+
+Builds the fixture of bench_hook.py with 500 topics (10 in worktrees), runs the
+installed ``team-router phase --json`` from the home repo N times, and prints
+the median wall time on its last line. Target (DESIGN §15): <= 150 ms.
+
+    python bench/bench_phase.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _fixture import cleanup, team_router, workdir
+from bench_hook import build_topics, compile_package, run_timed
+
+TARGET_MS = 150.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    root = workdir()
+    try:
+        compile_package()
+        home, _worktree, topic_id = build_topics(root, topics=500, worktrees=10)
+        ms, out = run_timed([*team_router(), "phase", "--json"], cwd=home, stdin="", runs=args.runs)
+        data = json.loads(out)
+        if (data["id"], data["resume_at"], data["step"]) != (topic_id, "IMPLEMENT", "slices"):
+            raise SystemExit(f"unexpected answer: {data}")
+    finally:
+        cleanup(root)
+    ok = ms <= TARGET_MS
+    print(f"phase --json, 500 topics (10 in worktrees), median of {args.runs} runs")
+    print(f"phase inference: {ms:.1f} ms (target <= {TARGET_MS:.0f} ms) {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Helpers for the phase-area tests: topics made with `team-router new`, artifacts on disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from gitutil import run_cli, write
+
+
+def new_topic(repo: Path, description: str = "add rate limiting", date: str = "2026-05-01") -> Path:
+    """A topic made the way users make one; returns its plan dir (inside the home worktree)."""
+    res = run_cli("new", description, "--date", date, "--json", cwd=repo)
+    assert res.code == 0, res.err + res.out
+    return Path(res.json["plan_dir"])
+
+
+def topic_of(plan: Path) -> str:
+    return plan.name.split("-", 3)[3]
+
+
+def artifact(plan: Path, name: str, **fields: object) -> Path:
+    """``plan/name`` with a valid frontmatter (topic from the directory) plus ``fields``."""
+    phase = name.removesuffix(".md").split("-", 1)[0] if "review" not in name else "review"
+    lines = [f"topic: {topic_of(plan)}", "date: 2026-05-01", f"phase: {phase}"]
+    lines += [f"{k}: {v}" for k, v in fields.items()]
+    return write(plan / name, "---\n" + "\n".join(lines) + "\n---\n\n# " + name + "\n")
+
+
+def touch(path: Path, stamp: float) -> None:
+    os.utime(path, (stamp, stamp))
+
+
+def repos_md(home: Path, *secondaries: tuple[str, Path]) -> str:
+    extra = "".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** part\n" for n, p in secondaries)
+    return (
+        "---\ntopic: add-rate-limiting\ndate: 2026-05-01\nphase: repos\n---\n\n"
+        f"## Home repo\n- **name:** web\n- **path:** {home}\n- **role:** the UI\n\n"
+        f"## Additional repos\n{extra}"
+    )

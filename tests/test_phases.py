@@ -1,0 +1,230 @@
+"""The phase table of DESIGN §8, row by row, over real files; the commit signal over real git."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitutil import commit, make_repo, run_cli, write
+from hypothesis import given
+from hypothesis import strategies as st
+from phaseutil import artifact, new_topic, repos_md
+
+from router import artifacts, frontmatter, ids
+from router.phases import infer
+
+TOPIC_ID = "2026-05-01-add-rate-limiting"
+
+# (files to write: name -> extra frontmatter), commits?, missing worktrees, expected
+# (resume_at, step, halted). One entry per row of the table, plus the boundaries.
+ROWS = {
+    "pr.md ships": ({"plan.md": {}, "pr.md": {"url": "https://x/pr/1"}}, True, [], ("SHIPPED", "teardown", False)),
+    "PASS with commits opens the PR": (
+        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}}, True, [], ("PR", None, False)),
+    "PASS without commits is not shipped work": (
+        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}}, False, [], ("IMPLEMENT", "tests", False)),
+    "fifth FAIL halts": (
+        {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 6)}}, True, [],
+        ("IMPLEMENT", None, True)),
+    "fourth FAIL goes back to review": (
+        {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 5)}}, True, [],
+        ("IMPLEMENT", "review", False)),
+    "plan and commits: slices": ({"plan.md": {}}, True, [], ("IMPLEMENT", "slices", False)),
+    "plan without commits: tests": ({"plan.md": {}}, False, [], ("IMPLEMENT", "tests", False)),
+    "structure: plan": ({"structure.md": {}, "design.md": {}}, False, [], ("PLAN", None, False)),
+    "approved design: structure": (
+        {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}}, False, [],
+        ("STRUCTURE", None, False)),
+    "commented design: structure": (
+        {"design.md": {}, "design-review-1.md": {"verdict": "COMMENT"}}, False, [],
+        ("STRUCTURE", None, False)),
+    "approved design, repos without worktree": (
+        {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}}, False, ["api"],
+        ("STRUCTURE", "worktrees", False)),
+    "fifth REQUEST CHANGES halts": (
+        {"design.md": {"revision": 4},
+         **{f"design-review-{n}.md": {"verdict": "REQUEST CHANGES"} for n in range(1, 6)}},
+        False, [], ("DESIGN", None, True)),
+    "REQUEST CHANGES not yet answered: redraft": (
+        {"design.md": {"revision": 1}, "design-review-1.md": {"verdict": "APPROVE"},
+         "design-review-2.md": {"verdict": "REQUEST CHANGES"}}, False, [],
+        ("DESIGN", "redraft", False)),
+    "REQUEST CHANGES answered by the revision: review": (
+        {"design.md": {"revision": 2}, "design-review-2.md": {"verdict": "REQUEST CHANGES"}},
+        False, [], ("DESIGN", "review", False)),
+    "first draft after REQUEST CHANGES: redraft": (
+        {"design.md": {}, "design-review-1.md": {"verdict": "REQUEST CHANGES"}}, False, [],
+        ("DESIGN", "redraft", False)),
+    "design without review: review": ({"design.md": {}}, False, [], ("DESIGN", "review", False)),
+    "research: draft": ({"research.md": {}, "task.md": {}}, False, [], ("DESIGN", "draft", False)),
+    "task and questions: research": (
+        {"task.md": {}, "questions.md": {}}, False, [], ("RESEARCH", None, False)),
+    "task alone: question": ({"task.md": {}}, False, [], ("QUESTION", None, False)),
+    "empty plan dir: question": ({}, False, [], ("QUESTION", None, False)),
+}
+
+
+def _inventory(tmp_path: Path, files: dict[str, dict[str, object]]) -> artifacts.Inventory:
+    plan = tmp_path / "docs" / "plans" / TOPIC_ID
+    plan.mkdir(parents=True)
+    for name, fields in files.items():
+        artifact(plan, name, **fields)
+    return artifacts.inventory(str(plan), TOPIC_ID)
+
+
+@pytest.mark.parametrize("row", list(ROWS), ids=list(ROWS))
+def test_each_row_of_the_phase_table(tmp_path, row):
+    files, commits, missing, expected = ROWS[row]
+    inv = _inventory(tmp_path, files)
+    resume = infer(inv, has_commits=lambda: commits, missing_worktrees=lambda: missing)
+    assert (resume.resume_at, resume.step, resume.halted) == expected
+    assert inv.warnings == ()
+
+
+def test_nothing_at_all_resumes_at_worktree(tmp_path):
+    inv = artifacts.inventory(str(tmp_path / "absent"), TOPIC_ID)
+    resume = infer(inv, has_commits=lambda: False, missing_worktrees=list)
+    assert (resume.resume_at, resume.completed) == ("WORKTREE", ())
+
+
+def test_a_worktree_without_a_plan_dir_resumes_at_question(tmp_path):
+    inv = artifacts.inventory(str(tmp_path / "absent"), TOPIC_ID)
+    resume = infer(inv, has_commits=lambda: False, missing_worktrees=list, worktree_exists=True)
+    assert (resume.resume_at, resume.completed) == ("QUESTION", ("WORKTREE",))
+
+
+def test_completed_lists_every_phase_whose_evidence_is_present(tmp_path):
+    names = ["task.md", "questions.md", "research.md", "design.md", "structure.md", "plan.md"]
+    files = {n: {} for n in names} | {
+        "design-review-1.md": {"verdict": "APPROVE"}, "review-1.md": {"verdict": "PASS"},
+    }
+    resume = infer(_inventory(tmp_path, files), has_commits=lambda: True, missing_worktrees=list)
+    assert resume.resume_at == "PR"
+    assert resume.completed == (
+        "WORKTREE", "QUESTION", "RESEARCH", "DESIGN", "STRUCTURE", "PLAN", "IMPLEMENT",
+    )
+
+
+def test_without_steps_the_signals_the_answer_does_not_need_are_never_asked(tmp_path):
+    inv = _inventory(tmp_path, {"plan.md": {}, "design.md": {}})
+
+    def boom():
+        raise AssertionError("asked")
+
+    resume = infer(inv, has_commits=boom, missing_worktrees=boom, with_step=False)
+    assert (resume.resume_at, resume.step) == ("IMPLEMENT", None)
+
+
+def test_an_unreadable_verdict_is_warned_about_and_not_counted(tmp_path):
+    inv = _inventory(tmp_path, {
+        "design.md": {}, "design-review-1.md": {"verdict": "APPROVE"},
+        "design-review-2.md": {"verdict": "MAYBE"},
+    })
+    resume = infer(inv, has_commits=lambda: False, missing_worktrees=list)
+    assert resume.resume_at == "STRUCTURE"
+    assert any("design-review-2.md" in w and "MAYBE" in w for w in inv.warnings)
+    assert artifacts.next_round(inv.design_reviews) == 3
+
+
+def test_a_frontmatter_that_does_not_parse_is_a_warning_naming_the_file(tmp_path):
+    plan = tmp_path / "docs" / "plans" / TOPIC_ID
+    write(plan / "task.md", "---\ntopic: [unclosed\n---\nbody\n")
+    write(plan / "questions.md", "---\ntopic: add-rate-limiting\n")
+    inv = artifacts.inventory(str(plan), TOPIC_ID)
+    assert inv.has("task.md", "questions.md")
+    assert any(w.startswith(str(plan / "task.md")) and "YAML" in w for w in inv.warnings)
+    assert any(w.startswith(str(plan / "questions.md")) and "never closed" in w for w in inv.warnings)
+
+
+def test_a_topic_that_disagrees_with_the_id_is_a_warning_naming_the_file(tmp_path):
+    plan = tmp_path / "docs" / "plans" / TOPIC_ID
+    write(plan / "research.md", "---\ntopic: something-else\nphase: research\n---\n")
+    inv = artifacts.inventory(str(plan), TOPIC_ID)
+    assert inv.warnings == (
+        f"{plan / 'research.md'}: frontmatter topic 'something-else' disagrees with the "
+        "directory's topic 'add-rate-limiting'",
+    )
+
+
+def test_the_light_id_grammar_is_the_one_of_router_ids():
+    assert artifacts.ID_RE.pattern == ids.ID_RE.pattern
+    assert artifacts.topic_of(TOPIC_ID) == ids.parse_id(TOPIC_ID).topic
+
+
+_scalars = st.one_of(
+    st.from_regex(r"[a-z][a-z0-9 -]{0,20}[a-z0-9]", fullmatch=True),
+    st.from_regex(r"[0-9]{1,4}", fullmatch=True),
+    st.from_regex(r"20[0-9]{2}-[01][0-9]-[0-3][0-9]", fullmatch=True),
+    st.sampled_from(["null", "~", "", "yes", "Off", "REQUEST CHANGES", "https://x.test/a/pull/3",
+                     '"quoted # not a comment"', "'single'", "[a, b]", "a: b", "-1", "1.5",
+                     "value # comment", "*alias", "{x: 1}", ">", "0x1f"]),
+)
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z][a-zA-Z_]{0,8}", fullmatch=True), _scalars, max_size=6))
+def test_the_flat_scanner_reads_exactly_what_yaml_reads(fields):
+    text = "---\n" + "".join(f"{k}: {v}\n".replace(": \n", ":\n") for k, v in fields.items()) + "---\n"
+    fast = artifacts.parse_frontmatter(text)
+    slow = frontmatter.split(text)
+    if slow.error:
+        assert fast.error
+        return
+    assert fast.error is None
+    expected = {k: artifacts._as_text(v) for k, v in slow.data.items() if artifacts._is_scalar(v)}
+    assert fast.fields == expected
+
+
+# -- the commit signal, over real git ------------------------------------------------
+
+
+def _phase(cwd: Path, *args: str) -> dict:
+    res = run_cli("phase", *args, "--json", cwd=cwd)
+    assert res.code == 0, res.err + res.out
+    return res.json
+
+
+def test_a_commit_on_the_topic_branch_in_the_home_worktree_moves_plan_to_slices(home_repo):
+    plan = new_topic(home_repo)
+    artifact(plan, "plan.md")
+    assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("IMPLEMENT", "tests")
+    commit(plan.parent.parent.parent, "src/a.py", "x = 1\n", "first slice")
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["step"], data["halted"]) == ("IMPLEMENT", "slices", False)
+
+
+def test_a_commit_in_a_secondary_repo_alone_counts(home_repo, workspace):
+    api = make_repo(workspace, "api")
+    plan = new_topic(home_repo)
+    write(plan / "repos.md", repos_md(home_repo, ("api", api)))
+    res = run_cli("worktrees", str(plan), "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    api_worktree = Path(next(r["worktree"] for r in res.json["repos"] if r["name"] == "api"))
+    artifact(plan, "plan.md")
+    assert _phase(home_repo)["step"] == "tests"
+    commit(api_worktree, "endpoint.py", "ok\n", "api slice")
+    assert _phase(home_repo)["step"] == "slices"
+
+
+def test_structure_asks_for_worktrees_while_repos_md_lists_a_repo_without_one(home_repo, workspace):
+    api = make_repo(workspace, "api")
+    plan = new_topic(home_repo)
+    artifact(plan, "design.md")
+    artifact(plan, "design-review-1.md", verdict="APPROVE")
+    write(plan / "repos.md", repos_md(home_repo, ("api", api)))
+    assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("STRUCTURE", "worktrees")
+    assert run_cli("worktrees", str(plan), "--json", cwd=home_repo).code == 0
+    assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("STRUCTURE", None)
+
+
+def test_phase_text_is_readable(home_repo):
+    plan = new_topic(home_repo)
+    artifact(plan, "task.md")
+    artifact(plan, "questions.md")
+    res = run_cli("phase", cwd=home_repo)
+    assert res.code == 0
+    assert res.out.splitlines() == [
+        f"Topic {plan.name}",
+        "Resume at: RESEARCH",
+        "Done: WORKTREE, QUESTION",
+        f"Artifact directory: {plan}",
+    ]

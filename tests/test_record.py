@@ -1,0 +1,127 @@
+"""`team-router record`: numbering, frontmatter, and refusals that write nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gitutil import git, run_cli, write
+from phaseutil import new_topic
+
+from router import artifacts
+
+
+def record(cwd: Path, *args: str):
+    return run_cli("record", *args, "--json", cwd=cwd)
+
+
+def listing(plan: Path) -> list[str]:
+    return sorted(p.name for p in plan.iterdir())
+
+
+def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo):
+    plan = new_topic(home_repo)
+    for value in ("REQUEST CHANGES", "COMMENT", "APPROVE"):
+        res = record(home_repo, "verdict", plan.name, value)
+        assert res.code == 0, res.err + res.out
+    assert listing(plan) == ["design-review-1.md", "design-review-2.md", "design-review-3.md"]
+    assert res.json["path"] == str(plan / "design-review-3.md")
+    fm = artifacts.read_frontmatter(str(plan / "design-review-1.md"))
+    assert fm.error is None
+    assert {k: fm.fields[k] for k in ("topic", "phase", "verdict")} == {
+        "topic": "add-rate-limiting", "phase": "design-review", "verdict": "REQUEST CHANGES",
+    }
+    assert "date" in fm.fields
+
+
+def test_numbering_continues_after_a_gap_and_after_an_unreadable_record(home_repo):
+    plan = new_topic(home_repo)
+    write(plan / "design-review-4.md", "not even frontmatter\n")
+    res = record(home_repo, "verdict", plan.name, "APPROVE")
+    assert res.json["path"] == str(plan / "design-review-5.md")
+    assert (plan / "design-review-4.md").read_text() == "not even frontmatter\n"
+
+
+def test_reviews_are_numbered_and_keep_the_body_file(home_repo, tmp_path):
+    plan = new_topic(home_repo)
+    body = write(tmp_path / "findings.md", "- the retry loop never ends\n")
+    assert record(home_repo, "review", plan.name, "FAIL", "--body-file", str(body)).code == 0
+    res = record(home_repo, "review", str(plan), "PASS")
+    assert res.code == 0
+    assert listing(plan) == ["review-1.md", "review-2.md"]
+    first = (plan / "review-1.md").read_text()
+    assert "verdict: FAIL" in first and "phase: review" in first
+    assert "- the retry loop never ends" in first
+    assert artifacts.inventory(str(plan), plan.name).latest_review.verdict == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [("verdict", "LGTM"), ("verdict", "PASS"), ("review", "APPROVE"), ("review", "passed"),
+     ("pr", "not a url"), ("pr", "https://x/y z"), ("temp", "relative/dir"), ("temp", "tmp")],
+)
+def test_a_value_outside_its_set_is_exit_2_and_writes_nothing(home_repo, kind, value):
+    plan = new_topic(home_repo)
+    before = listing(plan)
+    res = record(home_repo, kind, plan.name, value)
+    assert res.code == 2
+    assert res.json["error"]["code"] == "invalid-value"
+    assert listing(plan) == before == []
+
+
+def test_an_unreadable_body_file_writes_nothing(home_repo, tmp_path):
+    plan = new_topic(home_repo)
+    res = record(home_repo, "verdict", plan.name, "APPROVE", "--body-file", str(tmp_path / "nope.md"))
+    assert (res.code, res.json["error"]["code"]) == (2, "invalid-value")
+    assert listing(plan) == []
+
+
+def test_an_unknown_target_is_no_plan_dir(home_repo):
+    new_topic(home_repo)
+    res = record(home_repo, "verdict", "2026-01-01-never-made", "APPROVE")
+    assert (res.code, res.json["error"]["code"]) == (2, "no-plan-dir")
+
+
+def test_pr_records_its_url_and_ships_the_topic(home_repo):
+    plan = new_topic(home_repo)
+    url = "https://github.com/acme/web/pull/42"
+    res = record(home_repo, "pr", plan.name, url)
+    assert res.code == 0
+    fm = artifacts.read_frontmatter(res.json["path"])
+    assert (fm.fields["phase"], fm.fields["url"]) == ("pr", url)
+    phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
+    assert (phase["resume_at"], phase["step"]) == ("SHIPPED", "teardown")
+
+
+def test_temp_paths_are_appended_once(home_repo, tmp_path):
+    plan = new_topic(home_repo)
+    for path in ("/tmp/a-run", "/tmp/b-run", "/tmp/a-run"):
+        assert record(home_repo, "temp", plan.name, path).code == 0
+    assert (plan / "temp-paths").read_text() == "/tmp/a-run\n/tmp/b-run\n"
+
+
+def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_repo):
+    plan = new_topic(home_repo)
+    common = Path(git(home_repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from router import state\n"
+         "with state.held_lock(Path(sys.argv[1]), sys.argv[2], wait=5):\n"
+         "    print('held', flush=True); time.sleep(30)\n",
+         str(common), plan.name],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        res = record(home_repo, "verdict", plan.name, "APPROVE", "--wait", "0.3")
+        assert time.monotonic() - start >= 0.3
+        assert (res.code, res.json["error"]["code"]) == (1, "locked")
+        assert str(holder.pid) in res.json["error"]["message"]
+        assert listing(plan) == []
+    finally:
+        holder.kill()
+        holder.wait()
