@@ -1,0 +1,118 @@
+"""Discovery (DESIGN §8): candidates across the primary clone and every worktree, newest wins."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from gitutil import git, make_repo, run_cli
+from phaseutil import artifact, new_topic, touch
+
+from router import discovery
+from router.workspace import open_repo
+
+
+def phase_id(cwd: Path, *args: str) -> str:
+    res = run_cli("phase", *args, "--json", cwd=cwd)
+    assert res.code == 0, res.err + res.out
+    return res.json["id"]
+
+
+def test_the_newest_artifact_wins_across_worktrees(home_repo):
+    older = new_topic(home_repo, "older topic")
+    newer = new_topic(home_repo, "newer topic")
+    touch(artifact(older, "task.md"), 2_000_000_000)
+    touch(artifact(newer, "task.md"), 1_900_000_000)
+    assert phase_id(home_repo) == older.name
+    touch(newer / "task.md", 2_100_000_000)
+    assert phase_id(home_repo) == newer.name
+
+
+def test_a_tie_goes_to_the_greater_id(home_repo):
+    a = new_topic(home_repo, "alpha", date="2026-05-01")
+    b = new_topic(home_repo, "alpha", date="2026-05-02")
+    touch(artifact(a, "task.md"), 2_000_000_000)
+    touch(artifact(b, "task.md"), 2_000_000_000)
+    assert phase_id(home_repo) == b.name
+
+
+def test_plan_dirs_of_the_primary_clone_are_candidates(home_repo):
+    plan = home_repo / "docs" / "plans" / "ENG-7-in-place-run"
+    plan.mkdir(parents=True)
+    touch(artifact(plan, "task.md"), 2_000_000_000)
+    touch(artifact(new_topic(home_repo), "task.md"), 1_000_000_000)
+    assert phase_id(home_repo) == "ENG-7-in-place-run"
+
+
+def test_an_empty_dir_counts_only_when_its_worktree_exists(home_repo):
+    stray = home_repo / "docs" / "plans" / "2026-05-03-stray-dir"
+    stray.mkdir(parents=True)
+    touch(stray, 2_100_000_000)
+    plan = new_topic(home_repo)  # empty plan dir in its worktree
+    touch(plan, 2_000_000_000)
+    assert phase_id(home_repo) == plan.name
+    names = {c.id for c in discovery.candidates(open_repo(home_repo))}
+    assert names == {plan.name}
+
+
+def test_discovery_works_from_inside_a_worktree_and_its_subdirectories(home_repo):
+    first = new_topic(home_repo, "first one")
+    second = new_topic(home_repo, "second one")
+    touch(artifact(first, "task.md"), 2_000_000_000)
+    touch(artifact(second, "task.md"), 1_000_000_000)
+    inside = second.parent.parent.parent / "src" / "deep"
+    inside.mkdir(parents=True)
+    # From the second topic's worktree the newest topic of the home repo is still the first.
+    assert phase_id(inside) == first.name
+    assert phase_id(inside, second.name) == second.name
+
+
+def test_a_target_may_be_the_plan_dir_path(home_repo):
+    plan = new_topic(home_repo)
+    assert phase_id(home_repo, str(plan)) == plan.name
+
+
+def test_a_worktree_whose_plan_dir_is_gone_resumes_at_question(home_repo):
+    plan = new_topic(home_repo)
+    plan.rmdir()
+    res = run_cli("phase", plan.name, "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    assert (res.json["resume_at"], res.json["completed"]) == ("QUESTION", ["WORKTREE"])
+
+
+def test_an_unknown_target_is_exit_2_no_plan_dir(home_repo):
+    new_topic(home_repo)
+    for target in ("2026-01-01-never-made", "not/a/plan/dir"):
+        res = run_cli("phase", target, "--json", cwd=home_repo)
+        assert (res.code, res.json["error"]["code"]) == (2, "no-plan-dir")
+
+
+def test_nothing_to_resume_is_exit_2_no_topic(home_repo):
+    res = run_cli("phase", "--json", cwd=home_repo)
+    assert (res.code, res.json["error"]["code"]) == (2, "no-topic")
+
+
+def test_the_fast_reader_agrees_with_git(home_repo, workspace):
+    new_topic(home_repo, "one")
+    new_topic(home_repo, "two")
+    detached = home_repo / ".claude" / "worktrees" / "detached"
+    git(home_repo, "worktree", "add", "-q", "--detach", str(detached))
+    repo = open_repo(home_repo)
+    entries = repo.git.worktree_list()
+    for cwd in (home_repo, detached, Path(entries[1].path) / "docs"):
+        fast = discovery.locate_fast(str(cwd))
+        assert fast.primary == str(repo.primary)
+        assert fast.common_dir == str(repo.common_dir)
+        assert sorted(os.path.realpath(r) for r in fast.roots) == sorted(
+            os.path.realpath(e.path) for e in entries
+        )
+        assert fast.branches == {e.branch for e in entries if e.branch}
+    assert discovery.locate_fast(str(workspace)) is None
+
+
+def test_the_fast_reader_hands_an_unusual_layout_to_git(workspace):
+    repo = make_repo(workspace, "sep", origin=False)
+    git(repo, "config", "core.worktree", str(repo))
+    with pytest.raises(discovery.Unsure):
+        discovery.locate_fast(str(repo))

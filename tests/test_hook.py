@@ -1,0 +1,191 @@
+"""`team-router hook session-start`: the output contract, and silence on every bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gitutil import git, make_repo, run_cli
+from phaseutil import artifact, new_topic
+
+import router.hook
+
+
+def entry_point() -> list[str]:
+    exe = Path(sys.executable).with_name("team-router")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "router.entry"]
+
+
+def hook(cwd: Path, stdin: str | bytes | None, **kw) -> subprocess.CompletedProcess:
+    """The installed entry point, run as the host runs it."""
+    return subprocess.run(
+        [*entry_point(), "hook", "session-start"], cwd=cwd, input=stdin, capture_output=True,
+        timeout=30, **kw,
+    )
+
+
+def context_of(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 1, proc.stdout
+    data = json.loads(lines[0])
+    assert list(data) == ["hookSpecificOutput"]
+    assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    return data["hookSpecificOutput"]["additionalContext"]
+
+
+def assert_silent(proc: subprocess.CompletedProcess) -> None:
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+@pytest.fixture
+def topic(home_repo: Path) -> Path:
+    plan = new_topic(home_repo)
+    artifact(plan, "task.md")
+    artifact(plan, "questions.md")
+    return plan
+
+
+def test_from_the_home_repo_the_notice_names_phase_id_and_artifact_directory(home_repo, topic):
+    payload = json.dumps({"cwd": str(home_repo), "session_id": "abc-123", "source": "startup"})
+    text = context_of(hook(home_repo, payload.encode()))
+    lines = text.splitlines()
+    assert f"Phase: RESEARCH | Id: {topic.name}" in lines
+    assert f"Artifact directory: {topic}" in lines
+    assert "/team" in text
+
+
+def test_from_inside_the_worktree_the_notice_is_the_same(home_repo, topic, tmp_path):
+    inside = topic.parent.parent.parent / "src"
+    inside.mkdir()
+    payload = json.dumps({"cwd": str(inside)}).encode()
+    text = context_of(hook(tmp_path, payload))
+    assert f"Phase: RESEARCH | Id: {topic.name}" in text.splitlines()
+    assert f"Artifact directory: {topic}" in text.splitlines()
+
+
+def test_without_a_cwd_in_the_payload_the_process_directory_is_used(home_repo, topic):
+    for stdin in (b"{}", b"", b"not json at all {", b"[1, 2]", b'{"cwd": 7}'):
+        text = context_of(hook(home_repo, stdin))
+        assert f"Phase: RESEARCH | Id: {topic.name}" in text.splitlines()
+
+
+def test_a_halted_run_says_so(home_repo):
+    plan = new_topic(home_repo)
+    artifact(plan, "plan.md")
+    for n in range(1, 6):
+        artifact(plan, f"review-{n}.md", verdict="FAIL")
+    text = context_of(hook(home_repo, b""))
+    assert f"Phase: IMPLEMENT | Id: {plan.name}" in text.splitlines()
+    assert "halted" in text
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b"", b"garbage \x00\xff", b"{", b"null", b'{"cwd": null}', b'{"session_id": 5}'],
+    ids=["empty", "garbage", "truncated", "null", "null-cwd", "odd-session"],
+)
+def test_outside_any_repo_it_is_silent_whatever_stdin_holds(tmp_path, stdin):
+    assert_silent(hook(tmp_path, stdin))
+
+
+def test_a_cwd_that_does_not_exist_is_silent(home_repo, topic, tmp_path):
+    payload = json.dumps({"cwd": str(tmp_path / "gone" / "away")}).encode()
+    assert_silent(hook(home_repo, payload))
+
+
+def test_a_repo_without_topics_is_silent(home_repo):
+    assert_silent(hook(home_repo, json.dumps({"cwd": str(home_repo)}).encode()))
+
+
+def test_no_git_on_path_is_silent(home_repo, topic, tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    assert_silent(hook(home_repo, json.dumps({"cwd": str(home_repo)}).encode(), env=env))
+
+
+def test_an_unusual_layout_still_gets_its_notice_through_git(workspace):
+    repo = make_repo(workspace, "odd")
+    git(repo, "config", "core.worktree", str(repo))
+    plan = repo / "docs" / "plans" / "2026-05-01-odd-layout"
+    artifact(plan, "task.md")
+    text = context_of(hook(repo, b""))
+    assert "Phase: QUESTION | Id: 2026-05-01-odd-layout" in text.splitlines()
+
+
+def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, topic, monkeypatch):
+    def explode(cwd):
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(router.hook, "locate", explode)
+    res = run_cli("hook", "session-start", cwd=home_repo, stdin=json.dumps({"cwd": str(home_repo)}))
+    assert (res.code, res.out, res.err) == (0, "", "")
+
+
+def test_in_process_the_payload_is_read_from_an_in_memory_stdin(home_repo, topic):
+    res = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
+    assert res.code == 0
+    text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
+    assert f"Artifact directory: {topic}" in text.splitlines()
+
+
+def test_a_terminal_stdin_does_not_block(home_repo, topic):
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [*entry_point(), "hook", "session-start"], cwd=home_repo, stdin=terminal,
+            capture_output=True, timeout=20,
+        )
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert f"Id: {topic.name}" in context_of(proc)
+
+
+def test_a_stdin_left_open_after_its_json_does_not_block(home_repo, topic):
+    proc = subprocess.Popen(
+        [*entry_point(), "hook", "session-start"], cwd=home_repo, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        proc.stdin.write(json.dumps({"cwd": str(home_repo)}).encode())
+        proc.stdin.flush()
+        start = time.monotonic()
+        out = proc.stdout.read()  # EOF on stdout: the hook finished with stdin still open
+        assert time.monotonic() - start < 10
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.stdin.close()
+        proc.kill()
+    assert f"Id: {topic.name}" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_hook_imports_neither_typer_nor_jinja2_nor_yaml(home_repo, topic):
+    code = "from router.entry import main; raise SystemExit(main(['hook', 'session-start']))"
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], cwd=home_repo, input=b"{}",
+        capture_output=True, timeout=30,
+    )
+    assert proc.returncode == 0
+    assert f"Id: {topic.name}".encode() in proc.stdout
+    imported = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in proc.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "router" in imported  # the measurement itself works
+    assert not imported & {"typer", "click", "jinja2", "yaml", "markdown_it", "filelock", "rich"}
+
+
+def test_hook_help_goes_through_the_cli():
+    res = run_cli("hook", "--help")
+    assert res.code == 0
+    assert "session-start" in res.out
