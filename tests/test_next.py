@@ -1,0 +1,95 @@
+"""`team-router next`: the phase plus a brief with absolute paths, frontmatter and gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitutil import commit, run_cli
+from phaseutil import artifact, new_topic
+
+
+def next_of(cwd: Path, *args: str) -> dict:
+    res = run_cli("next", *args, "--json", cwd=cwd)
+    assert res.code == 0, res.err + res.out
+    return res.json
+
+
+def test_question_brief_names_the_files_their_frontmatter_and_the_gate(home_repo):
+    plan = new_topic(home_repo)
+    data = next_of(home_repo)
+    assert (data["id"], data["resume_at"], data["plan_dir"]) == (plan.name, "QUESTION", str(plan))
+    assert data["expects"] == [str(plan / "task.md"), str(plan / "questions.md")]
+    brief = data["brief"]
+    assert str(plan / "task.md") in brief and str(plan / "questions.md") in brief
+    assert "topic: add-rate-limiting" in brief and "phase: task" in brief
+    assert f"team-router next {plan.name} --json" in brief
+
+
+def test_design_review_brief_gives_the_record_command_and_the_round(home_repo):
+    plan = new_topic(home_repo)
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(plan, name)
+    data = next_of(home_repo, plan.name)
+    assert (data["resume_at"], data["step"]) == ("DESIGN", "review")
+    assert data["expects"] == [str(plan / "design-review-1.md")]
+    assert f'team-router record verdict {plan.name} "REQUEST CHANGES"' in data["brief"]
+    assert run_cli("record", "verdict", plan.name, "REQUEST CHANGES", cwd=home_repo).code == 0
+    data = next_of(home_repo, plan.name)
+    assert (data["step"], data["expects"]) == ("redraft", [str(plan / "design.md")])
+    assert "revision: 1" in data["brief"]
+
+
+def test_implement_brief_lists_the_checkouts_and_the_review_record(home_repo):
+    plan = new_topic(home_repo)
+    artifact(plan, "plan.md")
+    commit(plan.parent.parent.parent, "a.py", "a = 1\n", "slice")
+    data = next_of(home_repo)
+    assert (data["resume_at"], data["step"]) == ("IMPLEMENT", "slices")
+    assert data["expects"] == [str(plan / "review-1.md")]
+    assert str(plan.parent.parent.parent) in data["brief"]
+    assert f"team-router record review {plan.name} PASS" in data["brief"]
+
+
+@pytest.mark.parametrize(
+    ("files", "resume_at"),
+    [
+        ({"task.md": {}, "questions.md": {}}, "RESEARCH"),
+        ({"research.md": {}}, "DESIGN"),
+        ({"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}}, "STRUCTURE"),
+        ({"structure.md": {}}, "PLAN"),
+        ({"plan.md": {}}, "IMPLEMENT"),
+        ({"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 6)}}, "IMPLEMENT"),
+        ({"design.md": {}, **{f"design-review-{n}.md": {"verdict": "REQUEST CHANGES"}
+                              for n in range(1, 6)}}, "DESIGN"),
+        ({"pr.md": {"url": "https://x.test/pull/1"}}, "SHIPPED"),
+    ],
+)
+def test_every_phase_has_a_brief_that_renders(home_repo, files, resume_at):
+    plan = new_topic(home_repo)
+    for name, fields in files.items():
+        artifact(plan, name, **fields)
+    data = next_of(home_repo)
+    assert data["resume_at"] == resume_at
+    assert data["brief"].startswith("# ")
+    assert str(plan) in data["brief"] or plan.name in data["brief"]
+    if data["halted"]:
+        assert "HALTED" in data["brief"] and data["expects"] == []
+
+
+def test_pr_brief_after_a_passing_review(home_repo):
+    plan = new_topic(home_repo)
+    artifact(plan, "plan.md")
+    commit(plan.parent.parent.parent, "a.py", "a = 1\n", "slice")
+    assert run_cli("record", "review", plan.name, "PASS", cwd=home_repo).code == 0
+    data = next_of(home_repo)
+    assert (data["resume_at"], data["expects"]) == ("PR", [str(plan / "pr.md")])
+    assert f"team-router record pr {plan.name} <pr-url> --json" in data["brief"]
+
+
+def test_next_text_shows_the_phase_then_the_brief(home_repo):
+    plan = new_topic(home_repo)
+    res = run_cli("next", cwd=home_repo)
+    assert res.code == 0
+    assert res.out.startswith(f"Topic {plan.name}\nResume at: QUESTION\n")
+    assert "# QUESTION" in res.out

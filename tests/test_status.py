@@ -1,0 +1,63 @@
+"""`team-router status`: every topic, its resume point, and each repo's worktree, dirt, commits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitutil import commit, make_repo, run_cli, write
+from phaseutil import artifact, new_topic, repos_md
+
+
+def test_two_topics_in_two_repos(home_repo, workspace):
+    api = make_repo(workspace, "api")
+    multi = new_topic(home_repo, "add rate limiting")
+    single = new_topic(home_repo, "fix the footer")
+    write(multi / "repos.md", repos_md(home_repo, ("api", api)))
+    res = run_cli("worktrees", str(multi), "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    api_worktree = next(r["worktree"] for r in res.json["repos"] if r["name"] == "api")
+    artifact(multi, "plan.md")
+    commit(multi.parent.parent.parent, "src/limit.py", "limit = 10\n", "slice one")
+    commit(multi.parent.parent.parent, "src/limit2.py", "limit = 20\n", "slice two")
+    write(Path(api_worktree) / "scratch.txt", "uncommitted\n")
+    artifact(single, "task.md")
+
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    topics = {t["id"]: t for t in res.json["topics"]}
+    assert list(topics) == sorted([multi.name, single.name])
+    assert topics[multi.name]["plan_dir"] == str(multi)
+    assert topics[multi.name]["resume_at"] == "IMPLEMENT"
+    assert topics[multi.name]["repos"] == [
+        {"name": "home", "worktree": str(multi.parent.parent.parent), "dirty": False, "ahead": 2},
+        {"name": "api", "worktree": api_worktree, "dirty": True, "ahead": 0},
+    ]
+    assert topics[single.name]["resume_at"] == "QUESTION"
+    assert topics[single.name]["repos"] == [
+        {"name": "home", "worktree": str(single.parent.parent.parent), "dirty": False, "ahead": 0},
+    ]
+
+
+def test_status_text_is_a_table_for_people(home_repo):
+    plan = new_topic(home_repo)
+    res = run_cli("status", cwd=home_repo)
+    assert res.code == 0
+    assert res.out.splitlines() == [
+        f"{plan.name}  resume at QUESTION",
+        f"  plan dir  {plan}",
+        f"  home  clean    0 ahead  {plan.parent.parent.parent}",
+    ]
+
+
+def test_status_reports_a_broken_frontmatter_and_carries_on(home_repo):
+    plan = new_topic(home_repo)
+    write(plan / "task.md", "---\ntopic: : :\n---\n")
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert res.code == 0
+    assert any(w.startswith(str(plan / "task.md")) for w in res.json["warnings"])
+
+
+def test_status_of_a_repo_without_topics(home_repo):
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert (res.code, res.json["topics"]) == (0, [])
+    assert "No topics" in run_cli("status", cwd=home_repo).out
