@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
+from pathlib import Path
 
+import pytest
 from durabilityutil import run, run_all
-from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 from router import state
 from router.worktrees import REPO_LOCK
@@ -154,3 +157,62 @@ def test_a_held_repo_lock_makes_new_refuse_locked_and_leaves_nothing_behind(home
     assert git(home_repo, "status", "--porcelain") == ""
     again = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
     assert again.code == 0 and again.json["home"]["status"] == "created"
+
+
+# -- every mutating command holds the topic's lock --------------------------------------
+
+MUTATING = {
+    "new": ("new", "Add thing", "--id", ID),
+    "worktrees": ("worktrees", ID),
+    "teardown": ("teardown", ID),
+    "teardown --integrate --force": ("teardown", ID, "--integrate", "--force"),
+    "restore": ("restore", ID),
+    "local-state": ("local-state", ID),
+    "record verdict": ("record", "verdict", ID, "APPROVE"),
+    "record review": ("record", "review", ID, "PASS"),
+    "record pr": ("record", "pr", ID, "https://github.com/acme/web/pull/7"),
+    "record temp": ("record", "temp", ID, "{tmp}/scratch"),
+    "pr-cleanup": ("pr-cleanup", ID),
+    "pr-cleanup --abandon": ("pr-cleanup", ID, "--abandon", "--yes"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATING))
+def test_each_mutating_command_refuses_locked_while_another_process_holds_the_topic(
+    home_repo, tmp_path, name
+):
+    from teardownutil import snapshot_of
+
+    made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    assert made.code == 0
+    worktree = Path(made.json["home"]["worktree"])
+    commit(worktree, "work.py", "w = 1\n", "work in progress")
+    write(worktree / "draft.txt", "not committed\n")
+    args = [a.format(tmp=tmp_path / "tmp") for a in MUTATING[name]]
+    before = snapshot_of(home_repo), snapshot_of(worktree), _state_files(home_repo)
+    with state.held_lock(_common(home_repo), ID):
+        res = run_cli(*args, "--wait", "0.3", "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "locked"
+    assert f"process {os.getpid()}" in res.json["error"]["message"]
+    # Nothing changed anywhere: refs, worktrees, files, plan dir, records.
+    assert (snapshot_of(home_repo), snapshot_of(worktree), _state_files(home_repo)) == before
+
+
+def test_doctor_repair_refuses_locked_while_another_process_holds_the_topic(home_repo):
+    assert run_cli("new", "Add thing", "--id", ID, cwd=home_repo).code == 0
+    shutil.rmtree(home_repo / ".claude/worktrees" / ID)  # a repairable finding of this topic
+    with state.held_lock(_common(home_repo), ID):
+        res = run_cli("doctor", "--repair", "--wait", "0.3", "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "locked"
+    assert str(home_repo / ".claude/worktrees" / ID) in worktree_paths(home_repo)
+
+
+def _state_files(repo: Path) -> dict[str, bytes]:
+    root = _common(repo) / "team-router"
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.suffix != ".pid" and p.name != f"{ID}.lock"
+    }
