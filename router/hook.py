@@ -9,6 +9,7 @@ object or nothing, and always exits 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -46,7 +47,9 @@ def _session_start() -> None:
         return
     primary, common_dir, plan = found
     resume = resume_point(primary, plan)
-    register_session(common_dir, plan.id, _session_id(payload))
+    # A holder that cannot be written must not cost the session its notice.
+    with contextlib.suppress(Exception):
+        register_session(common_dir, plan.id, _session_id(payload))
     context = notice(plan, resume)
     out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     sys.stdout.write(json.dumps(out) + "\n")
