@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from durabilityutil import tree
-from gitutil import make_repo, run_cli
+from gitutil import commit, make_repo, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -249,3 +249,33 @@ def test_a_plan_dir_symlinked_out_of_the_repo_is_not_followed_out(arena):
     res = run_cli("worktrees", str(a["plan"].parent / "2026-05-01-escape"), "--json", cwd=a["home"])
     _check_envelope(res, "worktrees")
     assert _snapshot(a) == before
+
+
+def test_pr_cleanup_survives_any_target(arena):
+    """Branch names, PR numbers and URLs from outside are data: validated, never run."""
+    from teardownutil import snapshot_of
+
+    a = arena
+    # The topic's branch holds work, so no target here is merged.
+    commit(a["home"] / ".claude/worktrees" / ID, "work.py", "w = 1\n", "unmerged work")
+    text = st.one_of(st.text(max_size=120), st.sampled_from(NASTY_TEXT))
+    target = st.one_of(
+        text,
+        st.from_regex(r"[0-9]{1,12}", fullmatch=True),
+        st.builds(lambda t: f"https://github.com/acme/web/pull/{t}", text),
+        st.from_regex(r"[A-Za-z0-9._/-]{1,40}", fullmatch=True),
+        st.sampled_from(["main", "MAIN", "master", "develop", "release/1.0", "Release/X", ID]),
+    )
+
+    @SETTINGS
+    @given(target=target, abandon=st.booleans())
+    def run(target: str, abandon: bool) -> None:
+        args = ["pr-cleanup", "--json"] + (["--abandon"] if abandon else []) + ["--", target]
+        before = _snapshot(a), snapshot_of(a["home"]), snapshot_of(a["api"])
+        res = run_cli(*args, cwd=a["home"])
+        _check_envelope(res, "pr-cleanup")
+        # No branch here is merged and no abandon was confirmed: nothing may change
+        # (a name that matches nothing is "already cleaned up", exit 0).
+        assert (_snapshot(a), snapshot_of(a["home"]), snapshot_of(a["api"])) == before
+
+    run()
