@@ -106,21 +106,24 @@ def doctor(cwd: Path, *, repair: bool = False, wait: float = state.DEFAULT_WAIT)
         return DoctorResult(_roots(repos), tuple(p.finding for p in problems), False, warnings)
     # Plan, then act: every lock the repairs need is taken before the first
     # repair, and the scan is repeated under them (the state may have moved).
-    with _repair_locks(home, repos, problems, wait):
+    with _repair_locks(home, repos, problems, wait) as held:
         # Taking a lock rewrites its owner file, so the stale owners are the
         # ones the first scan saw; everything else is scanned again.
         stale_owners = [p for p in problems if p.finding.kind is Kind.STALE_LOCK]
-        findings = _repair_passes(home, repos, stale_owners)
+        findings = _repair_passes(home, repos, stale_owners, held)
     return DoctorResult(_roots(repos), tuple(findings), True, warnings)
 
 
-def _repair_passes(home: Repo, repos: list[Repo], first: list[_Problem]) -> list[Finding]:
+def _repair_passes(
+    home: Repo, repos: list[Repo], first: list[_Problem], held: set[tuple[str, str]]
+) -> list[Finding]:
     """Repair, then look again: one repair can make the next one safe (an
     unregistered worktree frees its branch; a deleted branch frees its record)."""
     repaired: list[Finding] = []
     extra = first
     for _ in range(_PASSES):
-        findings = [_apply(p) for p in _repair_order(_scan(home, repos, with_locks=False) + extra)]
+        problems = _repair_order(_scan(home, repos, with_locks=False) + extra)
+        findings = [_apply(_guarded(p, repos, held)) for p in problems]
         extra = []
         done = [f for f in findings if f.repaired]
         repaired += done
@@ -535,6 +538,25 @@ _ORDER = {
 }
 
 
+def _guarded(problem: _Problem, repos: list[Repo], held: set[tuple[str, str]]) -> _Problem:
+    """A problem that appeared after the locks were taken is reported, not repaired."""
+    import dataclasses
+
+    from router.worktrees import REPO_LOCK
+
+    name = problem.lock_name
+    if problem.fix is None or name is None or name == REPO_LOCK:
+        return problem
+    common = next(str(r.common_dir) for r in repos if r.primary == problem.finding.repo)
+    if (common, name) in held:
+        return problem
+
+    def later() -> str:
+        raise _NotSafe("appeared while doctor was repairing; run `team-router doctor --repair` again")
+
+    return dataclasses.replace(problem, fix=later)
+
+
 def _repair_order(problems: list[_Problem]) -> list[_Problem]:
     return sorted(problems, key=lambda p: _ORDER.get(p.finding.kind, 9))
 
@@ -557,7 +579,7 @@ def _apply(problem: _Problem) -> Finding:
 @contextlib.contextmanager
 def _repair_locks(
     home: Repo, repos: list[Repo], problems: list[_Problem], wait: float
-) -> Iterator[None]:
+) -> Iterator[set[tuple[str, str]]]:
     """Every topic lock the repairs touch (sorted), then each repo's ``_repo`` lock.
 
     Creation takes a topic lock and then ``_repo``; taking them in the same
@@ -581,4 +603,4 @@ def _repair_locks(
             stack.enter_context(state.held_lock(by_dir[common], name, wait=wait))
         for common in sorted(by_dir):
             stack.enter_context(state.held_lock(by_dir[common], REPO_LOCK, wait=wait))
-        yield
+        yield wanted
