@@ -504,6 +504,56 @@ def update_ref(git: Git, ref: str, new: str, *, message: str) -> None:
     git.run("update-ref", "--create-reflog", "-m", message, ref, new)
 
 
+def ref_values(git: Git, refs: Sequence[str]) -> dict[str, str]:
+    """``full ref name -> commit`` for those of ``refs`` that exist (one process for all)."""
+    if not refs:
+        return {}
+    out = git.out("for-each-ref", "--format=%(refname) %(objectname)", "--", *refs)
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def status_with_branch(git: Git) -> tuple[StatusReport, str | None]:
+    """``status`` plus the checked-out branch (None when detached), in one process."""
+    out = git.run(
+        "status", "--porcelain", "-z", "-b", "--untracked-files=all", "--ignore-submodules=none",
+        config=["core.fsmonitor="],
+    ).stdout
+    header, _, rest = out.partition("\0")
+    return parse_status(rest), _branch_of_header(header)
+
+
+def _branch_of_header(header: str) -> str | None:
+    # "## main...origin/main [ahead 1]", "## No commits yet on main", "## HEAD (no branch)"
+    text = header.removeprefix("## ")
+    if text.startswith("HEAD (no branch)"):
+        return None
+    text = text.removeprefix("No commits yet on ").removeprefix("Initial commit on ")
+    return text.split("...", 1)[0].split(" ", 1)[0] or None
+
+
+def remote_prune_refs(git: Git, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> list[str]:
+    """``git remote prune``; the remote-tracking refs it dropped (``origin/<branch>``)."""
+    out = git.out("remote", "prune", remote, timeout=timeout)
+    return [line.split("]", 1)[1].strip() for line in out.splitlines() if "[pruned]" in line]
+
+
+def first_blob(git: Git, specs: Sequence[str]) -> tuple[str, str] | None:
+    """The first of ``rev:path`` specs that names a file: (spec, text), in one process."""
+    if not specs:
+        return None
+    res = git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in specs), check=False)
+    raw = res.stdout.encode("utf-8", "surrogateescape")
+    for spec in specs:
+        header, _, raw = raw.partition(b"\n")
+        fields = header.split()
+        if len(fields) == 3 and fields[1] in {b"blob", b"tree", b"commit", b"tag"}:
+            size = int(fields[2])
+            body, raw = raw[:size], raw[size + 1 :]
+            if fields[1] == b"blob":
+                return spec, body.decode("utf-8", "surrogateescape")
+    return None
+
+
 def restore_worktree_files(git: Git, source: str) -> None:
     """Make the working tree match ``source`` without touching the index.
 

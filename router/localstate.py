@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from router.git import Git
+from router.git import Git, first_blob
 from router.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
@@ -125,16 +125,17 @@ def read_declaration(git: Git, default: DefaultBranch | None) -> Declaration:
     """``.teamteardown`` from origin/<default>, else the local default branch; nothing else."""
     if default is None:
         return Declaration(None, (), "no default branch known — nothing declared")
-    sources = [(f"origin/{default.name}", default.remote_ref), (default.name, default.local_ref)]
-    for label, ref in sources:
-        if ref is None:
-            continue
-        text = git.show_file(ref, DECLARATION)
-        if text is not None:
-            lines = parse_declaration(text)
-            note = f"{DECLARATION} on {label}: {len(lines)} line(s)"
-            return Declaration(label, lines, note)
-    return Declaration(None, (), f"no {DECLARATION} on {default.name} — nothing declared")
+    sources = {
+        f"{ref}:{DECLARATION}": label
+        for label, ref in ((f"origin/{default.name}", default.remote_ref), (default.name, default.local_ref))
+        if ref is not None
+    }
+    found = first_blob(git, list(sources))
+    if found is None:
+        return Declaration(None, (), f"no {DECLARATION} on {default.name} — nothing declared")
+    label = sources[found[0]]
+    lines = parse_declaration(found[1])
+    return Declaration(label, lines, f"{DECLARATION} on {label}: {len(lines)} line(s)")
 
 
 def parse_declaration(text: str) -> tuple[str, ...]:

@@ -193,13 +193,15 @@ def is_primary_clone(repo: Repo, path: Path, entries: list[WorktreeEntry]) -> bo
     real = os.path.realpath(path)
     if real == str(repo.primary) or (entries and real == os.path.realpath(entries[0].path)):
         return True
+    if any(real == os.path.realpath(e.path) for e in entries[1:]):
+        return False  # git lists it as a linked worktree
     layout = Git(Path(real)).try_layout() if os.path.isdir(real) else None
     return layout is not None and layout.toplevel == Path(real) and not layout.is_linked_worktree
 
 
 def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
-    """The primary clone's status and checked-out branch."""
-    return repo.git.status(), repo.git.current_branch()
+    """The primary clone's status and checked-out branch (one git process)."""
+    return g.status_with_branch(repo.git)
 
 
 def _busy_reason(status: StatusReport, current: str | None, default: DefaultBranch) -> str:
@@ -215,15 +217,27 @@ def _busy_reason(status: StatusReport, current: str | None, default: DefaultBran
 # -- step 1: integrate ----------------------------------------------------------
 
 
-def integrate_commits(repo: Repo, branch: str, default: DefaultBranch | None, *, apply: bool) -> StepResult:
-    """Cherry-pick the branch's missing commits onto the default branch in the primary clone."""
+def integrate_commits(
+    repo: Repo,
+    branch: str,
+    default: DefaultBranch | None,
+    *,
+    apply: bool,
+    known: tuple[str, Integration] | None = None,
+) -> StepResult:
+    """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
+
+    ``known`` is a (tip, integration) judgement made moments ago (the plan's);
+    without it the branch is judged afresh, which is what makes a rerun after
+    a crash safe: commits already picked show as present and are not picked again.
+    """
     name = "integrate"
-    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
         return skipped(name, f"branch {branch} is gone: nothing to integrate")
     if default is None:
         return refused(name, "no-default-branch", f"{repo.primary}: the default branch is unknown")
-    found = integration(repo.git, tip, default)
+    found = known[1] if known else integration(repo.git, tip, default)
     if found.proof is not None:
         return skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
     if not found.missing:
@@ -258,7 +272,12 @@ def integrate_commits(repo: Repo, branch: str, default: DefaultBranch | None, *,
 def remove_worktree(
     repo: Repo, path: Path | None, branch: str, *, force: bool, entries: list[WorktreeEntry] | None = None
 ) -> tuple[StepResult, Snapshot | None]:
-    """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first."""
+    """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
+
+    Without ``force`` git's own check is the guard: ``git worktree remove``
+    refuses a worktree with changed or untracked files, and only then is the
+    status read, to name them.
+    """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
     if path is None:
@@ -270,19 +289,25 @@ def remove_worktree(
         there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
         return skipped(name, f"{path} is not a registered worktree: {there}"), None
     exists = os.path.isdir(path)
-    status = Git(path).status() if exists else StatusReport()
     if not force:
-        blocker = _blocker(path, entry, status)
-        if blocker is not None:
-            return dataclasses.replace(blocker, name=name), None
+        if entry.locked:
+            return _blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
+        try:
+            # A registration whose directory is gone holds nothing: --force drops it.
+            repo.git.worktree_remove(path, force=not exists)
+        except GitError as exc:
+            blocker = _blocker(path, entry, Git(path).status()) if exists else None
+            return blocker or failed(name, f"git worktree remove {path} failed: {exc.first_line}"), None
+        return done(name, f"removed {path}"), None
+    status = Git(path).status() if exists else StatusReport()
     snap = None
-    if force and exists and _holds_work(repo, path, branch, status):
+    if exists and _holds_work(repo, path, branch, status):
         try:
             snap = snapshot_worktree(repo, path, branch)
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:
-        repo.git.worktree_remove(path, force=force or entry.locked or not exists)
+        repo.git.worktree_remove(path, force=True)
     except GitError as exc:
         return failed(name, f"git worktree remove {path} failed: {exc.first_line}"), snap
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
@@ -320,17 +345,26 @@ def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bo
 
 
 def delete_branch(
-    repo: Repo, branch: str, default: DefaultBranch | None, *, force: bool
+    repo: Repo,
+    branch: str,
+    default: DefaultBranch | None,
+    *,
+    force: bool,
+    known: tuple[str, Integration] | None = None,
 ) -> tuple[StepResult, Snapshot | None]:
-    """Delete the branch when its work is integrated or proven merged, or snapshotted under force."""
+    """Delete the branch when its work is integrated or proven merged, or snapshotted under force.
+
+    ``known`` is an earlier (tip, integration) judgement, reused only while
+    the branch still points at that tip.
+    """
     name = "branch"
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
         return skipped(name, f"{branch} is already gone"), None
-    holder = next((e for e in repo.git.worktree_list() if e.branch == branch), None)
-    if holder is not None:
-        return skipped(name, f"{branch} is checked out in {holder.path}: kept"), None
-    found = integration(repo.git, tip, default) if default else Integration(None, (tip,))
+    if known is not None and known[0] == tip:
+        found = known[1]
+    else:
+        found = integration(repo.git, tip, default) if default else Integration(None, (tip,))
     snap = None
     if found.integrated:
         why = found.proof.detail if found.proof else f"every patch is on {default.name}"  # type: ignore[union-attr]
@@ -350,6 +384,9 @@ def delete_branch(
     try:
         repo.git.branch_delete(branch)
     except GitError as exc:
+        # git refuses to delete a branch some worktree has checked out: keep it.
+        if "checked out" in exc.stderr or "used by worktree" in exc.stderr:
+            return skipped(name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"), snap
         return failed(name, f"git branch -D {branch} failed: {exc.first_line}"), snap
     return done(name, f"deleted {branch} ({why})"), snap
 
@@ -362,11 +399,11 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
     name = "verify-gone"
     if path is None:
         return skipped(name, "no worktree recorded")
+    if not os.path.lexists(path):
+        return done(name, f"{path} is gone")
     entries = repo.git.worktree_list()
     if is_primary_clone(repo, path, entries):
         return skipped(name, f"{path} is the primary clone: never removed")
-    if not os.path.lexists(path):
-        return done(name, f"{path} is gone")
     if find_worktree(entries, path) is not None:
         return skipped(name, f"{path} is still a registered worktree")
     if Path(os.path.realpath(path.parent)) != Path(os.path.realpath(repo.primary / WORKTREES_DIR)):
@@ -387,7 +424,12 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
 
 
 def update_default(
-    repo: Repo, default: DefaultBranch | None, *, rebase: bool = True, fetched: bool = False
+    repo: Repo,
+    default: DefaultBranch | None,
+    *,
+    rebase: bool = True,
+    fetched: bool = False,
+    has_origin: bool | None = None,
 ) -> StepResult:
     """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
 
@@ -397,7 +439,7 @@ def update_default(
     name = "update-default"
     if default is None:
         return skipped(name, "the default branch is unknown: nothing to update")
-    if not repo.git.has_remote("origin"):
+    if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
         return skipped(name, "no origin: nothing to update")
     status, current = primary_state(repo)
     busy = _busy_reason(status, current, default)
@@ -405,47 +447,50 @@ def update_default(
         error = None if fetched else repo.git.fetch("origin")
         how = f"fetch failed ({error.first_line})" if error else "fetched only"
         return skipped(name, f"{how}: the primary clone was not updated because {busy}")
-    before = repo.git.head()
+    mode = "--rebase" if rebase else "--ff-only"
     try:
         g.pull(repo.git, "origin", default.name, rebase=rebase)
     except GitError as exc:
         if rebase:
             g.rebase_abort(repo.git)
-        return failed(name, f"git pull {'--rebase' if rebase else '--ff-only'} origin {default.name} "
-                      f"failed ({exc.first_line}); {default.name} left at {(before or '')[:12]}")
-    after = repo.git.head()
-    if before == after:
-        return done(name, f"{default.name} is up to date with origin/{default.name}")
-    return done(name, f"{default.name} updated {(before or '')[:12]}..{(after or '')[:12]}")
+        return failed(
+            name, f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
+            f"{default.name} left as it was",
+        )
+    return done(name, f"git pull {mode} origin {default.name}: {default.name} is up to date with origin")
 
 
-def prune_origin(repo: Repo, branch: str) -> str:
+def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> str:
     """``git remote prune origin`` when origin no longer has ``branch``; a note saying what happened.
 
     A merge that deleted the branch on origin leaves ``refs/remotes/origin/<branch>``
     behind, and it keeps every commit of the branch reachable. ``remote prune``
     drops only refs whose branch origin no longer has, so running it while that
-    ref exists is safe, and the ref's survival tells whether origin still has it.
+    ref exists is safe, and whether it dropped the ref tells if origin still has
+    the branch. ``tracking`` says whether that ref exists, when already known.
     """
     ref = f"refs/remotes/origin/{branch}"
-    if not repo.git.has_remote("origin"):
-        return ""
-    if not repo.git.existing_refs([ref]):
+    if tracking is None:
+        tracking = bool(repo.git.existing_refs([ref]))
+    if not tracking:
         return f"no origin/{branch} ref: nothing to prune"
     try:
-        g.remote_prune(repo.git, "origin")
+        pruned = g.remote_prune_refs(repo.git, "origin")
     except GitError as exc:
         return f"git remote prune origin failed ({exc.first_line})"
-    if repo.git.existing_refs([ref]):
-        return f"origin still has {branch}: not pruned"
-    return f"origin no longer has {branch}: pruned origin/{branch}"
+    if f"origin/{branch}" in pruned:
+        return f"origin no longer has {branch}: pruned origin/{branch}"
+    return f"origin still has {branch}: not pruned"
 
 
-def _with_prune(result: StepResult, repo: Repo, branch: str, *, reachable: bool) -> StepResult:
-    if result.outcome is Outcome.SKIPPED and "no origin" in result.detail:
+def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
+    if not plan.has_origin or plan.default is None:
         return result
-    note = prune_origin(repo, branch) if reachable else "origin was not reachable: not pruned"
-    return dataclasses.replace(result, detail=f"{result.detail}; {note}") if note else result
+    if not plan.reachable:
+        note = "origin was not reachable: not pruned"
+    else:
+        note = prune_origin(repo, plan.target.branch, tracking=plan.tracking)
+    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
 
 
 # -- step 6: plan-dir -------------------------------------------------------------
@@ -476,7 +521,7 @@ def remove_plan_dir(repo: Repo, topic_id: str) -> StepResult:
 
 
 def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
-    result = sweep(repo.primary, repo.git.worktree_list())
+    result = sweep(repo.primary, None, git=repo.git)
     where = repo.primary / WORKTREES_DIR
     if result.failed:
         paths = _names(str(p) for p, _ in result.failed)
@@ -521,10 +566,13 @@ class RepoPlan:
     worktree: Path | None = None
     on_primary: bool = False
     registered: bool = False
+    entries: tuple[WorktreeEntry, ...] = ()
     status: StatusReport = field(default_factory=StatusReport)
     tip: str | None = None
     found: Integration | None = None
+    has_origin: bool = False
     reachable: bool = True  # origin answered the plan's fetch (or there is none)
+    tracking: bool = False  # refs/remotes/origin/<branch> exists
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -535,22 +583,24 @@ def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     if repo is None:
         return RepoPlan(target)
     reachable, notes = True, []
-    if not opts.dry_run and repo.git.has_remote("origin"):
+    has_origin = repo.git.has_remote("origin")
+    if not opts.dry_run and has_origin:
         error = repo.git.fetch("origin")
         if error is not None:
             reachable = False
             notes.append(f"{target.name}: fetch from origin failed ({error.first_line}); using what is known")
     default = default_branch(repo.git)
+    refs = g.ref_values(repo.git, [f"refs/heads/{target.branch}", f"refs/remotes/origin/{target.branch}"])
     entries = repo.git.worktree_list()
     worktree = target.worktree or _listed_worktree(entries, target.branch)
     on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
     entry = find_worktree(entries, worktree) if worktree and not on_primary else None
     status = Git(worktree).status() if entry and os.path.isdir(worktree) else StatusReport()  # type: ignore[arg-type]
-    tip = repo.git.rev_parse(f"refs/heads/{target.branch}")
+    tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
-        target, default, worktree, on_primary, entry is not None, status, tip, found, reachable,
-        notes=tuple(notes),
+        target, default, worktree, on_primary, entry is not None, tuple(entries), status, tip, found,
+        has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, notes=tuple(notes),
     )
     return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
 
@@ -652,11 +702,15 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     swept: list[SweepResult] = []
     local: list[LocalStateReport] = []
     run("integrate", lambda: _integrate_step(repo, target, plan, opts), guarded=False)
-    run("remove", lambda: remove_worktree(repo, plan.worktree, target.branch, force=opts.force)[0], guarded=True)
-    run("branch", lambda: _branch_step(repo, target, plan, opts), guarded=True)
+    run("remove", lambda: remove_worktree(
+        repo, plan.worktree, target.branch, force=opts.force, entries=list(plan.entries)
+    )[0], guarded=True)
+    run("branch", lambda: _branch_step(
+        repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
+    ), guarded=True)
     run("verify-gone", lambda: verify_gone(repo, plan.worktree), guarded=True)
     run("update-default", lambda: _with_prune(
-        update_default(repo, plan.default, fetched=True), repo, target.branch, reachable=plan.reachable
+        update_default(repo, plan.default, fetched=True, has_origin=plan.has_origin), repo, plan
     ), guarded=False)
     run("plan-dir", lambda: remove_plan_dir(repo, scope.id) if target.is_home
         else skipped("plan-dir", "home repo only"), guarded=True)
@@ -669,7 +723,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     run("sweep", do_sweep, guarded=False)
 
     def do_local() -> StepResult:
-        if _local_state_ran(target):
+        if _local_state_ran(repo, scope.id):
             return skipped("local-state", "already ran in an earlier teardown of this topic")
         job = _local_job(repo, target, plan, scope, opts)
         result, report = local_state_step(job, echo=opts.echo)
@@ -685,17 +739,22 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
 
 
 def _integrate_step(repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options) -> StepResult:
-    result = integrate_commits(repo, target.branch, plan.default, apply=opts.integrate)
+    if plan.tip is None:
+        return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
+    known = (plan.tip, plan.found) if plan.found else None
+    result = integrate_commits(repo, target.branch, plan.default, apply=opts.integrate, known=known)
     if opts.force and result.code == "unintegrated-commits":
         # --force without --integrate: the commits are snapshotted, not applied.
         return skipped("integrate", result.detail.split(";")[0] + "; --force: they go into a snapshot ref")
     return result
 
 
-def _branch_step(repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options) -> StepResult:
-    if plan.on_primary and repo.git.current_branch() == target.branch:
-        return skipped("branch", f"{target.branch} is checked out in the primary clone: kept")
-    return delete_branch(repo, target.branch, plan.default, force=opts.force)[0]
+def _branch_step(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, integrated_now: bool
+) -> StepResult:
+    # The plan's judgement holds unless the integrate step just moved the default branch.
+    known = (plan.tip, plan.found) if plan.tip and plan.found and not integrated_now else None
+    return delete_branch(repo, target.branch, plan.default, force=opts.force, known=known)[0]
 
 
 def _local_job(repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options) -> LocalStateJob:
@@ -706,8 +765,13 @@ def _local_job(repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope
     )
 
 
-def _local_state_ran(target: RepoTarget) -> bool:
-    info = target.record.extra.get("teardown") if target.record else None
+def _local_state_ran(repo: Repo, topic_id: str) -> bool:
+    """Read now, not at resolution: another run may have finished while we waited for the lock."""
+    try:
+        record = state.read_record(repo.common_dir, topic_id)
+    except state.RecordCorrupt:
+        return False
+    info = record.extra.get("teardown") if record else None
     return isinstance(info, dict) and "local-state" in info.get("done", [])
 
 
@@ -781,8 +845,9 @@ def teardown(
             reports = _parallel(lambda p: preview_repo(p, scope, opts), plans)
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         return TeardownResult(scope.id, tuple(reports), dry_run=True, warnings=warnings)
+    # Every step checks the world again before it acts, so what another run did
+    # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
-        scope = resolve_topic(cwd, target)  # again, under the lock: another run may have finished
         plans = _with_holders(scope, _parallel(lambda t: plan_repo(t, opts), scope.repos), opts)
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         _refuse_if_blocked(scope, plans, warnings)

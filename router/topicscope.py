@@ -144,13 +144,36 @@ def _targets(
     if parsed:
         order += [(s.name, s.path) for s in parsed.secondaries]
     order += [(n, Path(e.path)) for n, e in entries.items() if n not in {o[0] for o in order}]
-    targets = [_home_target(home, topic_id, record, listed, entries)]
-    seen = {home.primary}
+    jobs = []
     for name, path in order[1:]:
         recorded = entries.get(name)
         worktree = listed.get(name) or (Path(recorded.worktree) if recorded and recorded.worktree else None)
-        targets.append(_secondary(name, path or Path(recorded.path), topic_id, worktree, home, seen, warnings))
-    return tuple(targets)
+        jobs.append((name, path or Path(recorded.path), worktree))
+    before = _listed_before(home, [path for _, path, _ in jobs])
+    secondaries = _parallel(
+        lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], home, before[n], warnings),
+        list(range(len(jobs))),
+    )
+    return (_home_target(home, topic_id, record, listed, entries), *secondaries)
+
+
+def _listed_before(home: Repo, paths: list[Path]) -> list[set[Path]]:
+    """For each path, the repos listed before it (containment refuses a repo listed twice)."""
+    seen: set[Path] = {home.primary}
+    before = []
+    for path in paths:
+        before.append(set(seen))
+        seen.add(Path(os.path.realpath(path)))
+    return before
+
+
+def _parallel(fn, items: list) -> list:
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _home_target(home, topic_id, record, listed, entries) -> RepoTarget:
@@ -177,7 +200,6 @@ def _secondary(
         warnings.append(f"{name}: {verdict.detail}; nothing done there")
         return RepoTarget(name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}")
     real = Path(os.path.realpath(path))
-    seen.add(real)
     try:
         repo = open_repo(real)
     except RouterError as exc:

@@ -1,0 +1,140 @@
+"""``team-router teardown`` of an 8-repo topic vs the same git commands run repo after repo.
+
+Fixture (built afresh for every timed run, identically): 8 sibling repos of
+FILES files, each with a local bare origin and a worktree of one topic (made by
+``team-router new`` and ``worktrees``), one commit on the topic branch in each,
+pushed and merged on origin with a merge commit, the branch deleted on origin:
+the usual state after the pull requests are merged.
+
+The baseline is a Python loop that runs, repo after repo, the git commands
+seed 002's teardown steps name for this state: fetch, the dirty check
+(``status --porcelain --untracked-files=all``), ``git cherry`` against
+origin/main, ``worktree remove``, ``branch -D``, the verify-gone ``worktree
+list``, the primary clone's clean-and-on-main check (``status``,
+``symbolic-ref``), ``pull --rebase origin main``, ``remote prune origin``, the plan dir's
+``ls-files`` (home), the sweep's ``worktree list`` and ``git show
+origin/main:.teamteardown``. team-router runs at least those (plus its merge
+proof, records and lock) from its installed entry point, the repos in
+parallel after the plan. Target: <= 0.7x.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from _fixture import ENV, cleanup, make_repo, median, sh, team_router, timed, verdict, workdir
+
+REPOS = 8
+FILES = 2000
+RUNS = 3
+TOPIC = "BENCH-1-teardown"
+
+FIXED = {
+    **ENV,
+    "GIT_AUTHOR_DATE": "2026-05-01T12:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-05-01T12:00:00+00:00",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args], env=FIXED, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def repos_md(home: Path, others: list[Path]) -> str:
+    items = "".join(f"- **name:** {p.name}\n  **path:** {p}\n  **role:** part\n" for p in others)
+    return (
+        f"# Repos\n\n## Home repo\n- **name:** {home.name}\n- **path:** {home}\n\n"
+        f"## Additional repos\n{items}"
+    )
+
+
+def build(root: Path, cli: list[str]) -> list[Path]:
+    """The merged-topic fixture under ``root``; returns the primary clones, home first."""
+    ws = root / "ws"
+    repos = [make_repo(ws, f"repo{i}", files=FILES) for i in range(REPOS)]
+    out = sh(*cli, "-C", str(repos[0]), "new", "x", "--id", TOPIC, "--json")
+    plan = Path(json.loads(out)["plan_dir"])
+    (plan / "repos.md").write_text(repos_md(repos[0], repos[1:]))
+    sh(*cli, "-C", str(plan), "worktrees", "--json")
+    for repo in repos:
+        wt = repo / ".claude" / "worktrees" / TOPIC
+        (wt / "feature.txt").write_text(f"feature for {repo.name}\n")
+        git(wt, "add", "feature.txt")
+        git(wt, "commit", "-q", "-m", "feature")
+        git(wt, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
+        merge_on_origin(repo, root)
+    return repos
+
+
+def merge_on_origin(repo: Path, root: Path) -> None:
+    scratch = root / "scratch" / repo.name
+    git(root, "clone", "-q", git(repo, "remote", "get-url", "origin"), str(scratch))
+    git(scratch, "merge", "-q", "--no-ff", "-m", "Merge feature", f"origin/{TOPIC}")
+    git(scratch, "push", "-q", "origin", "main", f":{TOPIC}")
+
+
+def sequential(repos: list[Path]) -> None:
+    """The seed's teardown commands for this state, one repo after another."""
+    for n, repo in enumerate(repos):
+        wt = repo / ".claude" / "worktrees" / TOPIC
+        git(repo, "fetch", "--quiet", "origin")
+        git(wt, "status", "--porcelain", "--untracked-files=all")
+        git(repo, "cherry", "origin/main", TOPIC)
+        git(repo, "worktree", "remove", str(wt))
+        git(repo, "branch", "-D", TOPIC)
+        git(repo, "worktree", "list", "--porcelain")
+        os.path.lexists(wt)
+        git(repo, "status", "--porcelain", "--untracked-files=all")  # the primary must be clean
+        git(repo, "symbolic-ref", "--short", "HEAD")  # and on main
+        git(repo, "pull", "--quiet", "--rebase", "origin", "main")
+        git(repo, "remote", "prune", "origin")
+        if n == 0:
+            git(repo, "ls-files", "--", f"docs/plans/{TOPIC}")
+        git(repo, "worktree", "list", "--porcelain")
+        subprocess.run(
+            ["git", "-C", str(repo), "show", "origin/main:.teamteardown"],
+            env=FIXED, capture_output=True, check=False,
+        )
+
+
+def ours(cli: list[str], home: Path) -> None:
+    proc = subprocess.run(
+        [*cli, "-C", str(home), "teardown", TOPIC, "--json"], env=FIXED, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"teardown failed: {proc.stdout}{proc.stderr}")
+
+
+def gone(repos: list[Path]) -> bool:
+    wt_gone = all(not (r / ".claude" / "worktrees" / TOPIC).exists() for r in repos)
+    return wt_gone and all(TOPIC not in git(r, "branch", "--list", TOPIC) for r in repos)
+
+
+def main() -> int:
+    root = workdir()
+    cli = team_router()
+    try:
+        base, mine = [], []
+        for run in range(RUNS):
+            repos = build(root / f"base-{run}", cli)
+            base.append(timed(sequential, repos))
+            assert gone(repos)
+            repos = build(root / f"ours-{run}", cli)
+            mine.append(timed(ours, cli, repos[0]))
+            assert gone(repos)
+        b, o = median(base) * 1000, median(mine) * 1000
+        print(f"sequential teardown commands x{REPOS}: median {b:.0f} ms")
+        print(f"team-router teardown: median {o:.0f} ms")
+        return verdict("teardown / sequential", o / b, 0.7)
+    finally:
+        cleanup(root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
