@@ -1,0 +1,212 @@
+"""Skills: frontmatter rules, and every `team-router` line they (and the README) show runs as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import typer
+import typer.core
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SKILLS = ROOT / "skills"
+EXPECTED = {
+    "team": True,
+    "team-worktree": True,
+    "pr-cleanup": True,
+    "worktree-isolation": False,
+    "sweeping-local-state": False,
+    "qrspi-workflow": False,
+}
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+# A command line, optionally behind a prompt such as "$ " or "web$ ".
+COMMAND_RE = re.compile(r"^\s*(?:\S*\$\s+)?(team-router(?:\s.*)?)$")
+PLACEHOLDER_RE = re.compile(r"<[A-Za-z][^<>\s]*>")
+SHELL_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "(", ")"}
+
+
+def _frontmatter(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\n"), f"{path}: no frontmatter"
+    raw, _, _ = text[4:].partition("\n---\n")
+    data = yaml.safe_load(raw)
+    assert isinstance(data, dict), f"{path}: frontmatter is not a mapping"
+    return data
+
+
+def test_the_six_skills_exist_and_nothing_else() -> None:
+    assert sorted(p.name for p in SKILLS.iterdir() if p.is_dir()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_skill_frontmatter_follows_the_rules(name: str) -> None:
+    data = _frontmatter(SKILLS / name / "SKILL.md")
+    assert data["name"] == name
+    assert NAME_RE.match(data["name"]) and len(data["name"]) <= 64
+    description = data["description"]
+    assert isinstance(description, str) and 0 < len(description) <= 1024
+    assert re.search(r"\bUse\b|\bLoad it\b", description), "the description must say when to use it"
+    assert data["user-invocable"] is EXPECTED[name]
+    assert set(data) <= {"name", "description", "user-invocable"}
+
+
+# -- every team-router line in a code block is a real command ----------------------
+
+
+@dataclass(frozen=True)
+class Shown:
+    source: str
+    line: int
+    text: str
+
+
+def _fenced_command_lines(path: Path) -> list[Shown]:
+    found: list[Shown] = []
+    fence: str | None = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        match = FENCE_RE.match(line)
+        if match and fence is None:
+            fence = match.group(2)[0] * 3
+            continue
+        if match and fence is not None and match.group(2).startswith(fence):
+            fence = None
+            continue
+        if fence is not None:
+            command = COMMAND_RE.match(line)
+            if command:
+                found.append(Shown(str(path.relative_to(ROOT)), number, command.group(1)))
+    return found
+
+
+def _documents() -> list[Path]:
+    return [*sorted(SKILLS.glob("*/SKILL.md")), ROOT / "README.md"]
+
+
+def _all_shown() -> list[Shown]:
+    return [shown for doc in _documents() for shown in _fenced_command_lines(doc)]
+
+
+def _tokens(text: str) -> list[str]:
+    """The command's words up to the first shell operator; placeholders become plain words."""
+    lexer = shlex.shlex(PLACEHOLDER_RE.sub("PLACEHOLDER", text), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    words: list[str] = []
+    for token in lexer:
+        if token in SHELL_OPERATORS or set(token) <= set("|&;<>()"):
+            break
+        words.append(token)
+    return words
+
+
+# typer vendors click (typer._click), so commands are recognised by what they
+# have: a group has ``commands``; parameters are TyperOption / TyperArgument.
+Command = typer.core.TyperCommand | typer.core.TyperGroup
+
+
+def _app() -> Command:
+    from router import cli
+
+    cli._register()
+    return typer.main.get_command(cli.app)
+
+
+def _is_group(command: Command) -> bool:
+    return isinstance(getattr(command, "commands", None), dict)
+
+
+def _option_names(command: Command) -> dict[str, bool]:
+    """Every option name the command accepts, and whether it takes a value."""
+    names = {"-h": False, "--help": False}
+    for param in command.params:
+        if isinstance(param, typer.core.TyperOption):
+            takes_value = not param.is_flag and param.nargs != 0
+            for name in (*param.opts, *param.secondary_opts):
+                names[name] = takes_value
+    return names
+
+
+def _check(words: list[str], root: Command) -> str | None:
+    """Why ``words`` would not run as written, or None when they would."""
+    assert words[0] == "team-router"
+    command, path = root, ["team-router"]
+    rest = words[1:]
+    while True:
+        rest, problem = _consume_options(command, rest)
+        if problem:
+            return f"{' '.join(path)}: {problem}"
+        if _is_group(command):
+            if not rest:
+                return None if path == ["team-router"] else f"{' '.join(path)} needs a subcommand"
+            sub = command.commands.get(rest[0])
+            if sub is None:
+                return f"{' '.join(path)} has no subcommand {rest[0]!r}"
+            command, path, rest = sub, [*path, rest[0]], rest[1:]
+            continue
+        break
+    positional: list[str] = []
+    while rest:
+        rest, problem = _consume_options(command, rest)
+        if problem:
+            return f"{' '.join(path)}: {problem}"
+        if rest:
+            positional.append(rest[0])
+            rest = rest[1:]
+    return _check_arguments(command, path, positional)
+
+
+def _consume_options(command: Command, rest: list[str]) -> tuple[list[str], str | None]:
+    options = _option_names(command)
+    while rest and rest[0].startswith("-") and rest[0] != "-":
+        word = rest[0]
+        if word == "--":
+            return rest[1:], None
+        name, eq, _ = word.partition("=")
+        if name not in options:
+            return rest, f"unknown option {name}"
+        if options[name] and not eq:
+            if len(rest) < 2:
+                return rest, f"option {name} needs a value"
+            rest = rest[2:]
+        else:
+            rest = rest[1:]
+    return rest, None
+
+
+def _check_arguments(command: Command, path: list[str], positional: list[str]) -> str | None:
+    arguments = [p for p in command.params if isinstance(p, typer.core.TyperArgument)]
+    unlimited = any(a.nargs == -1 for a in arguments)
+    allowed = sum(max(a.nargs, 0) for a in arguments)
+    required = sum(max(a.nargs, 1) for a in arguments if a.required)
+    if not unlimited and len(positional) > allowed:
+        return f"{' '.join(path)} takes {allowed} argument(s), got {positional}"
+    if len(positional) < required:
+        return f"{' '.join(path)} needs {required} argument(s), got {positional}"
+    return None
+
+
+def test_skills_and_readme_show_command_lines() -> None:
+    shown = _all_shown()
+    sources = {s.source for s in shown}
+    assert "README.md" in sources
+    assert len({p.parent.name for p in SKILLS.glob("*/SKILL.md")}) == len(EXPECTED)
+    assert len(shown) > 40
+
+
+def test_the_checker_rejects_unknown_commands_options_and_arguments() -> None:
+    # The consistency test is only worth something if it can fail.
+    root = _app()
+    assert _check(_tokens('team-router new "x" --json'), root) is None
+    assert _check(_tokens("team-router -C <dir> worktrees <id> --strict"), root) is None
+    assert "no subcommand" in _check(_tokens("team-router frobnicate"), root)
+    assert "unknown option --bogus" in _check(_tokens("team-router new x --bogus"), root)
+    assert "needs 1 argument" in _check(_tokens("team-router new --json"), root)
+    assert "takes 1 argument" in _check(_tokens("team-router worktrees a b"), root)
+    assert _tokens("team-router new x --json | jq .id  # comment") == [
+        "team-router", "new", "x", "--json",
+    ]
