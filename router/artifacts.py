@@ -90,8 +90,8 @@ def _scan(lines: list[str]) -> dict[str, str | None]:
         if not line.strip() or line.startswith("#"):
             continue
         match = _KEY_LINE.match(line)
-        if match is None:
-            raise _NotFlat
+        if match is None or match[1] in _TRUE or match[1] in _FALSE or match[1] in _NULLS:
+            raise _NotFlat  # YAML reads ``no:`` as the key False: let it
         fields[match[1]] = _scalar(match[2] or "")
     return fields
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from gitutil import commit, make_repo, run_cli, write
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from phaseutil import artifact, new_topic, repos_md
 
@@ -161,7 +161,13 @@ _scalars = st.one_of(
 )
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z][a-zA-Z_]{0,8}", fullmatch=True), _scalars, max_size=6))
+_keys = st.one_of(
+    st.from_regex(r"[a-z][a-zA-Z_]{0,8}", fullmatch=True), st.sampled_from(["no", "On", "null"])
+)
+
+
+@settings(deadline=None)
+@given(st.dictionaries(_keys, _scalars, max_size=6))
 def test_the_flat_scanner_reads_exactly_what_yaml_reads(fields):
     text = "---\n" + "".join(f"{k}: {v}\n".replace(": \n", ":\n") for k, v in fields.items()) + "---\n"
     fast = artifacts.parse_frontmatter(text)
