@@ -139,19 +139,22 @@ def _fail(command: str, as_json: bool, exc: RouterError) -> None:
 # -- running -----------------------------------------------------------------------
 
 
-def _register() -> None:
-    # Imported for their side effect: each module adds its commands to ``app``.
+def _register(command: str = "") -> None:
+    """Import the command modules needed for ``command`` (all of them when unknown).
+
+    Imported for their side effect: each module adds its commands to ``app``.
+    """
     import importlib
 
-    from router.cmd import MODULES
+    from router.cmd import modules_for
 
-    for name in MODULES:
+    for name in modules_for(command):
         importlib.import_module(f"router.cmd.{name}")
 
 
 def run(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit code (usage errors included)."""
-    _register()
+    _register(_command_name(args))
     try:
         result = app(args=args, prog_name="team-router", standalone_mode=False)
     except typer.Exit as exc:

@@ -58,3 +58,21 @@ def test_the_cli_layer_runs_no_git():
             for alias in node.names
         }
         assert not imported, f"{path} imports the git boundary directly: {imported}"
+
+
+def test_the_command_owner_map_matches_what_the_modules_register():
+    import typer
+
+    from router import cli
+    from router.cmd import MODULES, OWNER
+
+    cli._register()
+    group = typer.main.get_command(cli.app)
+    assert sorted(group.commands) == sorted(OWNER)
+    assert set(OWNER.values()) == set(MODULES)
+    import importlib
+
+    for name, module in OWNER.items():
+        mod = importlib.import_module(f"router.cmd.{module}")
+        source = Path(mod.__file__).read_text(encoding="utf-8")
+        assert f'"{name}"' in source, f"{name} is not registered by router/cmd/{module}.py"
