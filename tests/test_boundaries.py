@@ -26,11 +26,14 @@ def _programs_started(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     started = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in PROCESS_CALLS:
-                program = _literal_first_arg(node)
-                if program:
-                    started.add(program)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in PROCESS_CALLS
+        ):
+            program = _literal_first_arg(node)
+            if program:
+                started.add(program)
     return started
 
 
