@@ -456,7 +456,7 @@ class _Demo:
     def _design(self) -> None:
         name = self._artifact(
             "design.md",
-            revision=1,
+            revision=0,
             summary="api adds `plan` to the customer; web renders it.",
             decisions=["the plan travels as a plain string; no new endpoint"],
             repos=[
@@ -464,7 +464,7 @@ class _Demo:
                 {"name": "web", "change": "render `Plan: <name>`"},
             ],
         )
-        self._step("DESIGN: the design author drafts the design", [f"wrote {name} (revision 1)"])
+        self._step("DESIGN: the design author drafts the design", [f"wrote {name} (revision 0, the first draft)"])
 
     def _review_design(self) -> None:
         title = "DESIGN: the reviewer's verdict becomes a durable record"
