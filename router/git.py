@@ -563,6 +563,48 @@ def restore_worktree_files(git: Git, source: str) -> None:
     git.run("restore", f"--source={source}", "--worktree", "--", ":/")
 
 
+# -- pr-cleanup: the remote branch, its deletion, and reclaiming space -----------
+
+RECLAIM_TIMEOUT = 600.0  # gc on a large repository takes minutes, not hours
+
+
+def remote_branch_tip(git: Git, remote: str, branch: str, *, timeout: float = FETCH_TIMEOUT) -> str | None:
+    """The commit ``remote`` has on ``refs/heads/<branch>`` right now (None: it has none).
+
+    Asked of the remote itself, not read from ``refs/remotes/``: a branch
+    deleted on the server leaves its tracking ref behind until a prune.
+    Raises GitError when the remote cannot be asked.
+    """
+    ref = f"refs/heads/{branch}"
+    out = git.out("ls-remote", "--heads", remote, ref, timeout=timeout)
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == ref:  # ls-remote patterns match on a suffix: compare exactly
+            return sha.strip()
+    return None
+
+
+def push_delete(git: Git, remote: str, branch: str, *, expect: str, timeout: float = FETCH_TIMEOUT) -> None:
+    """Delete ``branch`` on ``remote`` only if it still points at ``expect``.
+
+    The lease makes a push someone made since we looked fail the deletion
+    instead of being deleted with it.
+    """
+    ref = f"refs/heads/{branch}"
+    git.run(
+        "push", "--quiet", "--no-verify", f"--force-with-lease={ref}:{expect}", remote, f":{ref}",
+        timeout=timeout,
+    )
+
+
+def reflog_expire_unreachable(git: Git) -> None:
+    git.run("reflog", "expire", "--expire-unreachable=now", "--all", timeout=RECLAIM_TIMEOUT)
+
+
+def gc_prune_now(git: Git) -> None:
+    git.run("gc", "--quiet", "--prune=now", timeout=RECLAIM_TIMEOUT)
+
+
 def parse_worktree_list(out: str) -> list[WorktreeEntry]:
     entries: list[WorktreeEntry] = []
     # Records are separated by an empty field (two NULs in a row).

@@ -1,0 +1,664 @@
+"""pr-cleanup over real git: merges done on origin, gh faked, every refusal shown to lose nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ghutil import (
+    bare_origin,
+    commit_on_origin,
+    hide_gh,
+    install_fake_gh,
+    make_github_repo,
+    merge_on_origin,
+    pr,
+)
+from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
+
+from router import state
+
+TOPIC = "2026-05-01-add-rate-limiting"
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def web(workspace: Path) -> Path:
+    return make_github_repo(workspace, "web")
+
+
+@pytest.fixture
+def no_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return hide_gh(tmp_path, monkeypatch)
+
+
+def new_topic(repo: Path, topic_id: str = TOPIC, *, push: bool = True) -> Path:
+    """A topic made by `team-router new`, two commits on its branch, pushed to origin.
+
+    Two, so that a squash merge is patch-identical to neither and only the
+    squash proof can see it.
+    """
+    res = run_cli("new", "Add rate limiting", "--id", topic_id, "--json", cwd=repo)
+    assert res.code == 0, res.out + res.err
+    worktree = Path(res.json["home"]["worktree"])
+    name = "limits" if topic_id == TOPIC else topic_id
+    commit(worktree, f"{name}.py", "LIMIT = 10\n", f"add {name}")
+    commit(worktree, f"test_{name}.py", "assert True\n", f"test {name}")
+    if push:
+        git(worktree, "push", "-q", "origin", f"{topic_id}:{topic_id}")
+    return worktree
+
+
+def tip(repo: Path, branch: str = TOPIC) -> str:
+    return git(repo, "rev-parse", f"refs/heads/{branch}")
+
+
+def cleanup(repo: Path, *args: str, cwd: Path | None = None, stdin: str | None = None):
+    return run_cli("pr-cleanup", *args, "--json", cwd=cwd or repo, stdin=stdin)
+
+
+def steps(data: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in data["steps"]}
+
+
+def refs(repo: Path) -> str:
+    """Every ref but origin's tracking refs (a fetch may move those; it loses nothing)."""
+    out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    return "\n".join(line for line in out.splitlines() if not line.startswith("refs/remotes/"))
+
+
+def world(repo: Path) -> dict[str, object]:
+    """What a refusal must leave alone: refs, worktrees, status and files of every checkout."""
+    files = {}
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo)
+        if rel.parts[0] == ".git" or ".git" in rel.parts:
+            continue
+        if path.is_file():
+            files[str(rel)] = path.read_bytes()
+    return {"refs": refs(repo), "worktrees": worktree_paths(repo), "files": files, "status": status(repo)}
+
+
+def remote_heads(repo: Path) -> list[str]:
+    out = git(repo, "ls-remote", "--heads", "origin")
+    return [line.split("\t")[1].removeprefix("refs/heads/") for line in out.splitlines()]
+
+
+def has_ref(repo: Path, ref: str) -> bool:
+    return git(repo, "rev-parse", "-q", "--verify", ref, check=False) != ""
+
+
+def assert_cleaned(repo: Path, worktree: Path, branch: str = TOPIC) -> None:
+    assert not worktree.exists()
+    assert worktree_paths(repo) == [str(repo)]
+    assert branch not in branches(repo)
+    assert status(repo) == ""
+
+
+# -- merged: each proof --------------------------------------------------------------------
+
+
+def test_a_merge_commit_is_proven_by_ancestry_and_gh_agrees(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="merge")
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    res = cleanup(web, "12")
+    assert res.code == 0, res.out + res.err
+    data = res.json
+    assert data["ok"] and data["command"] == "pr-cleanup"
+    assert (data["branch"], data["mode"]) == (TOPIC, "merged")
+    assert data["proof"] == {
+        "content": "ancestor", "target": "refs/remotes/origin/main", "gh": "agreed", "pr": 12,
+        "commit": head, "merged": True, "detail": data["proof"]["detail"],
+    }
+    assert list(steps(data)) == [
+        "remove", "verify-gone", "update-default", "branch", "remote-branch", "prune", "reclaim",
+        "plan-dir", "local-state",
+    ]
+    assert_cleaned(web, worktree)
+    # The default branch was fast-forwarded to the merge.
+    assert git(web, "rev-parse", "main") == merge
+    assert all(s["outcome"] in {"done", "skipped"} for s in data["steps"])
+    # Every gh call named the repo; nothing asked for PR prose.
+    for call in fake.calls():
+        if call[0] == "pr":
+            assert "--repo=acme/web" in call
+
+
+def test_a_squash_merge_is_proven_by_content_without_gh(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="squash")
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    proof = res.json["proof"]
+    assert (proof["content"], proof["gh"], proof["merged"]) == ("squash", "unavailable", True)
+    assert "gh unavailable" in proof["detail"] and "content proof alone" in proof["detail"]
+    assert any("content alone" in w for w in res.json["warnings"])
+    assert_cleaned(web, worktree)
+
+
+def test_a_rebase_merge_is_proven_by_patches(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merged = merge_on_origin(web, TOPIC, how="rebase")
+    assert merged != head  # replayed: a new commit with the same patch
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(5, TOPIC, head, merge_commit=merged),))
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    proof = res.json["proof"]
+    assert (proof["content"], proof["gh"], proof["pr"]) == ("patches", "agreed", 5)
+    assert_cleaned(web, worktree)
+
+
+def test_a_squash_later_overwritten_on_main_is_proven_at_the_prs_merge_commit(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    squash = merge_on_origin(web, TOPIC, how="squash")
+    # Someone changes the same line afterwards: the squash no longer shows on today's main.
+    commit_on_origin(web, "limits.py", "LIMIT = 20\n")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(6, TOPIC, head, merge_commit=squash),))
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    proof = res.json["proof"]
+    assert (proof["content"], proof["target"], proof["gh"]) == ("squash", squash, "agreed")
+    assert_cleaned(web, worktree)
+
+
+# -- merged: refusals ----------------------------------------------------------------------
+
+
+def test_an_unmerged_branch_is_refused_and_nothing_is_deleted(web, no_gh):
+    worktree = new_topic(web)
+    before = world(web)
+    res = cleanup(web, TOPIC)
+    assert res.code == 1
+    data = res.json
+    assert data["error"]["code"] == "not-merged"
+    assert data["proof"]["merged"] is False and data["proof"]["content"] is None
+    assert data["steps"] == []
+    assert world(web) == before
+    assert worktree.is_dir() and TOPIC in branches(web) and TOPIC in remote_heads(web)
+
+
+def test_a_merged_branch_with_an_extra_local_commit_is_not_merged(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="merge")
+    extra = commit(worktree, "more.py", "x = 1\n", "a follow-up never pushed")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    before = world(web)
+    res = cleanup(web, TOPIC)
+    assert res.code == 1
+    data = res.json
+    assert data["error"]["code"] == "not-merged"
+    assert data["proof"]["gh"] == "disagreed" and data["proof"]["content"] is None
+    assert world(web) == before
+    assert tip(web) == extra and (worktree / "more.py").is_file()
+
+
+def test_a_merged_branch_with_an_extra_commit_is_not_merged_without_gh_either(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="squash")
+    commit(worktree, "more.py", "x = 1\n", "a follow-up never pushed")
+    res = cleanup(web, TOPIC)
+    assert res.code == 1 and res.json["error"]["code"] == "not-merged"
+    assert worktree.is_dir() and TOPIC in branches(web)
+
+
+def test_a_fork_pr_with_the_same_head_never_licenses_a_deletion(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    fork = pr(30, TOPIC, head, merge_commit="c" * 40, fork_owner="mallory")
+    install_fake_gh(tmp_path, monkeypatch, prs=(fork,))
+    before = world(web)
+    res = cleanup(web, TOPIC)
+    assert res.code == 1
+    data = res.json
+    assert data["error"]["code"] == "not-merged"
+    assert data["proof"]["gh"] == "no-pr" and "#30 ignored" in data["proof"]["detail"]
+    assert world(web) == before
+    # Named by number, the fork's PR is refused outright.
+    res = cleanup(web, "30")
+    assert res.code == 1 and res.json["error"]["code"] == "fork-pr"
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_with_only_a_fork_pr_the_content_proof_decides(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(30, TOPIC, head, fork_owner="mallory"),))
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    proof = res.json["proof"]
+    assert (proof["content"], proof["gh"], proof["pr"]) == ("ancestor", "no-pr", None)
+    assert_cleaned(web, worktree)
+
+
+def test_an_open_pr_disagrees_with_a_content_proof(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge_on_origin(web, TOPIC, how="squash", delete=False)
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(8, TOPIC, head, state="OPEN"),))
+    before = world(web)
+    res = cleanup(web, TOPIC)
+    assert res.code == 1
+    data = res.json
+    assert data["error"]["code"] == "not-merged"
+    assert data["proof"]["content"] == "squash" and data["proof"]["gh"] == "disagreed"
+    assert "PR #8 is open" in data["proof"]["detail"]
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_an_unauthenticated_gh_leaves_the_content_proof_to_decide(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    fake = install_fake_gh(tmp_path, monkeypatch, authenticated=False)
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    assert res.json["proof"]["gh"] == "unavailable"
+    assert "not authenticated" in res.json["proof"]["detail"]
+    assert [c[0] for c in fake.calls()] == ["auth"]
+    assert_cleaned(web, worktree)
+
+
+def test_an_unauthenticated_gh_is_not_read_as_not_merged(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    install_fake_gh(tmp_path, monkeypatch, authenticated=False)
+    res = cleanup(web, TOPIC)
+    # Not merged because the content says so, and the report says gh could not be asked.
+    assert res.code == 1 and res.json["error"]["code"] == "not-merged"
+    assert res.json["proof"]["gh"] == "unavailable"
+    assert worktree.is_dir()
+
+
+def test_a_failing_gh_is_neither_merged_nor_not_merged(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="squash")
+    fake = install_fake_gh(tmp_path, monkeypatch)
+    fake.update(fail=True)
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    assert res.json["proof"]["gh"] == "unavailable" and "502" in res.json["proof"]["detail"]
+    assert_cleaned(web, worktree)
+
+
+def test_a_pr_number_needs_gh(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    res = cleanup(web, "12")
+    assert res.code == 1 and res.json["error"]["code"] == "gh-unavailable"
+    assert worktree.is_dir() and TOPIC in branches(web)
+
+
+def test_a_pr_url_names_the_branch_and_must_be_this_repos(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    other = cleanup(web, "https://github.com/acme/other/pull/12")
+    assert other.code == 2 and other.json["error"]["code"] == "invalid-target"
+    assert worktree.is_dir()
+    res = cleanup(web, "https://github.com/acme/web/pull/12")
+    assert res.code == 0, res.out + res.err
+    assert res.json["proof"]["pr"] == 12
+    assert_cleaned(web, worktree)
+
+
+# -- names ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["MAIN", "main", "Master", "develop", "DEVELOP", "release/1.2", "Release/2"])
+def test_protected_names_are_refused(web, no_gh, name):
+    git(web, "branch", "develop")
+    git(web, "branch", "release/1.2")
+    before = world(web)
+    res = cleanup(web, name)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "protected-branch"
+    assert world(web) == before
+
+
+@pytest.mark.parametrize("name", ["trunk", "Trunk", "main"])
+def test_the_repos_own_default_branch_is_protected(workspace, no_gh, name):
+    repo = make_github_repo(workspace, "svc", branch="trunk")
+    before = world(repo)
+    res = cleanup(repo, name)
+    assert res.code == 1 and res.json["error"]["code"] == "protected-branch"
+    assert world(repo) == before
+
+
+def test_the_default_branch_checked_out_here_is_protected(web, no_gh):
+    res = cleanup(web)
+    assert res.code == 1 and res.json["error"]["code"] == "protected-branch"
+
+
+UNSAFE = [
+    "$(touch x)",
+    "`touch x`",
+    "a;touch x",
+    "a b",
+    "-D",
+    "--force",
+    "a..b",
+    "topic\n",
+    "topic\x00",
+    "tópic",
+    "a|b",
+    "a@{1}",
+    "x.lock",
+    "a/",
+    "",
+]
+
+
+@pytest.mark.parametrize("name", UNSAFE)
+def test_unsafe_names_are_refused_with_no_side_effect(web, tmp_path, monkeypatch, name):
+    fake = install_fake_gh(tmp_path, monkeypatch)
+    new_topic(web)
+    before = world(web)
+    # After "--" so that a name like "-D" reaches the command as the TARGET.
+    res = run_cli("pr-cleanup", "--json", "--", name, cwd=web)
+    assert res.code == 2, res.out + res.err
+    assert res.json["error"]["code"] == "invalid-branch"
+    assert world(web) == before
+    assert not list(tmp_path.rglob("x")) and not (Path.cwd() / "x").exists()
+    assert not [c for c in fake.calls() if c[0] == "pr"]
+
+
+@pytest.mark.parametrize("head", ["$(touch x)", "-D", "a..b", "a b"])
+def test_an_unsafe_pr_head_is_refused_before_git_sees_it(web, tmp_path, monkeypatch, head):
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(13, head, "a" * 40),))
+    new_topic(web)
+    before = world(web)
+    res = cleanup(web, "13")
+    assert res.code == 2 and res.json["error"]["code"] == "invalid-branch"
+    assert world(web) == before
+    assert not list(tmp_path.rglob("x"))
+
+
+def test_a_branch_is_deleted_only_when_its_name_matches_byte_for_byte(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    upper = TOPIC.upper()
+    res = cleanup(web, upper)
+    # No branch of that exact name: nothing of the real branch is touched.
+    assert res.code == 0, res.out + res.err
+    assert worktree.is_dir() and TOPIC in branches(web)
+    assert steps(res.json)["branch"]["detail"].endswith("already gone")
+
+
+# -- dirty -----------------------------------------------------------------------------------
+
+
+def test_a_dirty_primary_clone_refuses(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    write(web / "notes.txt", "mine\n")
+    before = world(web)
+    res = cleanup(web, TOPIC)
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
+    assert "notes.txt" in res.json["error"]["message"]
+    assert world(web) == before
+    assert worktree.is_dir() and (web / "notes.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("change", ["tracked", "untracked"])
+def test_a_dirty_topic_worktree_refuses(web, no_gh, change):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    if change == "tracked":
+        write(worktree / "limits.py", "LIMIT = 99\n")
+    else:
+        write(worktree / "scratch.txt", "wip\n")
+    before = world(web)
+    res = cleanup(web, TOPIC)
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
+    assert world(web) == before and worktree.is_dir()
+
+
+# -- where it runs, remote refs ------------------------------------------------------------------
+
+
+def test_it_runs_from_inside_the_worktree_it_removes(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="squash")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from router.entry import main; sys.exit(main())",
+         "pr-cleanup", "--json"],
+        cwd=worktree, capture_output=True, text=True, check=False, env=dict(os.environ), timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["branch"] == TOPIC and data["proof"]["gh"] == "agreed"
+    assert_cleaned(web, worktree)
+
+
+def test_a_stale_tracking_ref_is_pruned_after_a_merge_deleted_the_branch(web, no_gh):
+    worktree = new_topic(web)
+    git(worktree, "fetch", "-q", "origin")
+    assert has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    merge_on_origin(web, TOPIC, how="squash", delete=True)
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    prune = steps(res.json)["prune"]
+    assert prune["outcome"] == "done" and "stale" in prune["detail"]
+    assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    assert steps(res.json)["remote-branch"]["detail"].endswith("already gone")
+
+
+def test_the_remote_branch_stays_unless_asked_and_goes_with_delete_remote(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge", delete=False)
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    remote = steps(res.json)["remote-branch"]
+    assert remote["outcome"] == "skipped" and "--delete-remote" in remote["detail"]
+    assert steps(res.json)["prune"]["outcome"] == "skipped"
+    assert TOPIC in remote_heads(web) and has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    assert_cleaned(web, worktree)
+    # The second run, asked to: the local branch is gone, origin's tip is proven and deleted.
+    res = cleanup(web, TOPIC, "--delete-remote")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["remote-branch"]["outcome"] == "done"
+    assert TOPIC not in remote_heads(web)
+    assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
+
+
+def test_delete_remote_keeps_a_remote_branch_with_commits_that_are_not_merged(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge", delete=False)
+    # Someone pushes a follow-up to the PR branch after the merge.
+    other = web.parent.parent / "scratch" / "follow-up"
+    git(web.parent, "clone", "-q", str(bare_origin(web)), str(other))
+    git(other, "checkout", "-q", TOPIC)
+    commit(other, "late.py", "late = True\n", "late follow-up")
+    git(other, "push", "-q", "origin", TOPIC)
+    res = cleanup(web, TOPIC, "--delete-remote")
+    assert res.code == 1
+    remote = steps(res.json)["remote-branch"]
+    assert remote["outcome"] == "refused" and "not proven merged" in remote["detail"]
+    assert TOPIC in remote_heads(web)
+    assert not worktree.exists()  # the local part, proven, still went
+
+
+def test_reclaim_expires_and_gcs_only_on_the_flag(web, no_gh):
+    new_topic(web)
+    orphan = tip(web)
+    merge_on_origin(web, TOPIC, how="squash")
+    res = cleanup(web, TOPIC)
+    assert res.code == 0 and steps(res.json)["reclaim"]["outcome"] == "skipped"
+    assert git(web, "cat-file", "-t", orphan) == "commit"  # still in the object store
+    other = "2026-05-02-second-topic"
+    new_topic(web, other)
+    merge_on_origin(web, other, how="squash")
+    res = cleanup(web, other, "--reclaim")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["reclaim"]["outcome"] == "done"
+    assert git(web, "cat-file", "-t", orphan, check=False) == ""
+
+
+def test_a_diverged_default_branch_is_reported_never_resolved(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    local = commit(web, "local.txt", "local\n", "a local commit on main")
+    res = cleanup(web, TOPIC)
+    assert res.code == 0, res.out + res.err
+    update = steps(res.json)["update-default"]
+    assert update["outcome"] == "failed" and "--ff-only" in update["detail"]
+    assert any("main was not updated" in w for w in res.json["warnings"])
+    assert git(web, "rev-parse", "main") == local and status(web) == ""
+    assert_cleaned(web, worktree)
+
+
+def test_the_topic_lock_is_held(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    with state.held_lock(web / ".git", TOPIC, wait=0):
+        res = cleanup(web, TOPIC, "--wait", "0")
+    assert res.code == 1 and res.json["error"]["code"] == "locked"
+    assert worktree.is_dir() and TOPIC in branches(web)
+
+
+# -- dry run and reruns --------------------------------------------------------------------------
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="merge")
+    git(web, "fetch", "-q", "origin")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    before = world(web)
+    res = cleanup(web, TOPIC, "--dry-run", "--delete-remote", "--reclaim")
+    assert res.code == 0, res.out + res.err
+    data = res.json
+    assert data["dry_run"] is True and data["proof"]["merged"] is True
+    assert steps(data)["remove"]["detail"].startswith("would remove")
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_a_second_run_exits_0_and_reports_everything_done(web, tmp_path, monkeypatch):
+    write(web / ".teamteardown", f'echo once >> "{tmp_path}/ran.log"\n')
+    git(web, "add", ".teamteardown")
+    git(web, "commit", "-q", "-m", "declare local state")
+    git(web, "push", "-q", "origin", "main")
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    first = cleanup(web, "12")
+    assert first.code == 0, first.out + first.err
+    assert steps(first.json)["local-state"]["outcome"] == "done"
+    second = cleanup(web, "12")
+    assert second.code == 0, second.out + second.err
+    assert all(s["outcome"] in {"done", "skipped"} for s in second.json["steps"])
+    assert steps(second.json)["remove"]["detail"].endswith("already gone")
+    assert steps(second.json)["branch"]["detail"].endswith("already gone")
+    assert (tmp_path / "ran.log").read_text() == "once\n"  # local state ran once
+    assert_cleaned(web, worktree)
+
+
+# -- abandoned ---------------------------------------------------------------------------------------
+
+
+def include_env(repo: Path) -> None:
+    """A committed .worktreeinclude that copies the ignored .env into every new worktree."""
+    write(repo / ".gitignore", ".env\n")
+    write(repo / ".worktreeinclude", ".env\n")
+    git(repo, "add", ".gitignore", ".worktreeinclude")
+    git(repo, "commit", "-q", "-m", "copy .env into worktrees")
+    git(repo, "push", "-q", "origin", "main")
+    write(repo / ".env", "SECRET=1\n")
+
+
+def test_abandon_closes_the_stack_children_first_and_removes_everything(web, tmp_path, monkeypatch):
+    include_env(web)
+    worktree = new_topic(web)
+    assert (worktree / ".env").is_file()
+    write(worktree / "wip.py", "half done\n")  # uncommitted work: snapshotted, not lost
+    head = tip(web)
+    prs = (
+        pr(20, TOPIC, head, state="OPEN"),
+        pr(21, "child", "b" * 40, state="OPEN", base=TOPIC),
+        pr(22, "grandchild", "c" * 40, state="OPEN", base="child"),
+        pr(23, "fork-child", "d" * 40, state="OPEN", base=TOPIC, fork_owner="mallory"),
+        pr(24, TOPIC, "e" * 40, state="OPEN", fork_owner="mallory"),  # a fork's same-named head
+    )
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 0, res.out + res.err
+    data = res.json
+    assert data["mode"] == "abandoned" and data["proof"] is None
+    closed = fake.closed()
+    assert closed.index(22) < closed.index(21) < closed.index(20)
+    assert sorted(closed) == [20, 21, 22, 23]  # never the fork's PR with the same head name
+    assert fake.pr_state(24) == "OPEN"
+    assert [p["number"] for p in data["prs"]] == closed
+    remove = steps(data)["remove"]
+    assert ".env" in remove["detail"] and "worktreeinclude" in remove["detail"]
+    assert any(".env" in w for w in data["warnings"])
+    assert_cleaned(web, worktree)
+    assert TOPIC not in remote_heads(web)
+    assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    # The abandoned work is recoverable from the snapshot ref.
+    snap = f"refs/team-router/snapshots/{TOPIC}"
+    assert git(web, "show", f"{snap}:wip.py") == "half done"
+    assert git(web, "rev-parse", f"{snap}^1") == head
+    assert (web / ".env").read_text() == "SECRET=1\n"  # the original stays
+
+
+def test_abandon_without_gh_still_does_the_git_part_and_warns(web, no_gh):
+    worktree = new_topic(web)
+    head = tip(web)
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 0, res.out + res.err
+    data = res.json
+    assert steps(data)["close-prs"]["outcome"] == "skipped"
+    assert any("no PR was closed" in w for w in data["warnings"])
+    assert_cleaned(web, worktree)
+    assert TOPIC not in remote_heads(web)
+    assert git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}^{{commit}}") in {
+        head, git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}")}
+    assert git(web, "merge-base", "--is-ancestor", head, f"refs/team-router/snapshots/{TOPIC}",
+               check=False) == ""
+
+
+def test_abandon_without_yes_on_a_non_terminal_refuses_and_never_prompts(web, no_gh):
+    worktree = new_topic(web)
+    before = world(web)
+    res = cleanup(web, TOPIC, "--abandon", stdin="y\n")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "confirmation-required"
+    assert "--yes" in res.json["error"]["message"]
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_abandon_dry_run_needs_no_yes_and_changes_nothing(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    before = world(web)
+    res = cleanup(web, TOPIC, "--abandon", "--dry-run")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["close-prs"]["detail"] == "would close #20"
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_a_second_abandon_exits_0(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    assert cleanup(web, TOPIC, "--abandon", "--yes").code == 0
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["close-prs"]["detail"].startswith("no open PR")
+    assert fake.closed() == [20]
+    assert_cleaned(web, worktree)
