@@ -29,19 +29,16 @@ def included_files(primary: Path) -> list[str]:
 def copy_included(primary: Path, dest: Path) -> list[str]:
     """Copy the included files into ``dest``; returns what was copied (never overwrites)."""
     copied: list[str] = []
-    dest_root = os.path.realpath(dest)
     for rel in included_files(primary):
         src = primary / rel
         target = dest / rel
         if os.path.lexists(target) or not os.path.lexists(src):
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # A tracked symlinked directory in the checkout could point outside it;
-        # never write through one.
-        if not os.path.realpath(target.parent).startswith(dest_root + os.sep) and (
-            os.path.realpath(target.parent) != dest_root
-        ):
+        # A tracked symlinked directory in the checkout could point outside it:
+        # never create or write anything through one.
+        if _through_symlink(dest, Path(rel).parent):
             continue
+        target.parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink():
             os.symlink(os.readlink(src), target)
         elif src.is_file():
@@ -50,3 +47,15 @@ def copy_included(primary: Path, dest: Path) -> list[str]:
             continue
         copied.append(rel)
     return copied
+
+
+def _through_symlink(root: Path, rel_dir: Path) -> bool:
+    """True when some existing component of ``root/rel_dir`` is a symlink."""
+    current = root
+    for part in rel_dir.parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+        if not current.exists():
+            return False
+    return False

@@ -250,3 +250,23 @@ def test_worktreeinclude_copies_only_ignored_listed_files(home_repo):
     assert not (wt / "build").exists()
     assert not (wt / "notignored.txt").exists()
     assert (wt / "tracked.cfg").read_text() == "tracked\n"
+
+
+def test_worktreeinclude_never_writes_through_a_tracked_symlinked_directory(home_repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, home_repo / "linked")
+    write(home_repo / ".gitignore", "secret.env\n")
+    write(home_repo / ".worktreeinclude", "secret.env\n")
+    git(home_repo, "add", "linked", ".gitignore", ".worktreeinclude")
+    git(home_repo, "commit", "-q", "-m", "tracked symlink to a directory outside")
+    git(home_repo, "push", "-q", "origin", "main")
+    os.unlink(home_repo / "linked")
+    (home_repo / "linked").mkdir()  # in the primary it is a real directory
+    write(home_repo / "linked" / "sub" / "secret.env", "TOKEN\n")
+    write(home_repo / "secret.env", "TOP\n")
+    res = new(home_repo)
+    wt = Path(res.json["home"]["worktree"])
+    assert (wt / "secret.env").read_text() == "TOP\n"
+    assert os.path.islink(wt / "linked")
+    assert list(outside.iterdir()) == []
