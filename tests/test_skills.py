@@ -198,6 +198,16 @@ def test_skills_and_readme_show_command_lines() -> None:
     assert len(shown) > 40
 
 
+def test_every_shown_team_router_line_is_a_real_command() -> None:
+    root = _app()
+    problems = []
+    for shown in _all_shown():
+        problem = _check(_tokens(shown.text), root)
+        if problem:
+            problems.append(f"{shown.source}:{shown.line}: `{shown.text}`: {problem}")
+    assert not problems, "\n".join(problems)
+
+
 def test_the_checker_rejects_unknown_commands_options_and_arguments() -> None:
     # The consistency test is only worth something if it can fail.
     root = _app()
