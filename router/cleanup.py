@@ -54,6 +54,7 @@ BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
 PR_NUMBER_RE = re.compile(r"[0-9]{1,10}")
 PROTECTED = ("main", "master", "develop")
 PROTECTED_PREFIX = "release/"
+MAX_LOCK_NAME = 100  # a topic id is at most this long; a longer branch name is hashed
 MAX_STACK = 20  # stacked PRs deeper than this are not followed (and a cycle is not looped)
 _NAMED = 5
 
@@ -495,7 +496,9 @@ class Run:
         return result
 
 
-GUARDING = {"close-prs", "remove", "snapshot", "branch"}
+# A PR that gh failed to close does not hold the git part back: deleting the
+# branch on origin closes it on GitHub's side anyway, and the failure is reported.
+GUARDING = {"remove", "snapshot", "branch"}
 
 
 def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | None,
@@ -835,7 +838,7 @@ def pr_cleanup(
     warnings: list[str] = []
     if dry_run:
         return _dry_run(repo, chosen, opts, hub, warnings)
-    with state.held_lock(repo.common_dir, branch_for(chosen.branch), wait=wait):
+    with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
         found = _prepare(repo, chosen.branch, mode, warnings)
         evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
         if not found.anything_left(repo):
@@ -845,6 +848,16 @@ def pr_cleanup(
         remember(repo, found, steps, mode)
     _warn_about(steps, found, warnings)
     return CleanupResult(chosen.branch, mode, evidence, tuple(steps), tuple(closed), warnings=warnings)
+
+
+def lock_name(branch: str) -> str:
+    """The topic lock's name: the topic id (= its branch), bounded to a file name's length."""
+    name = branch_for(branch)
+    if len(name) <= MAX_LOCK_NAME:
+        return name
+    import hashlib
+
+    return f"{name[:64]}-{hashlib.sha256(branch.encode()).hexdigest()[:16]}"
 
 
 def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
@@ -868,7 +881,20 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
             warnings.append(f"git fetch origin failed ({error.first_line}); using what was fetched before")
     found = survey(repo, branch, ask_remote=True)
     warnings.extend(found.notes)
+    warnings.extend(_other_repos(found))
     return found
+
+
+def _other_repos(found: Survey) -> list[str]:
+    """pr-cleanup works in one repo; a multi-repo topic's other worktrees are named, not touched."""
+    record = found.record
+    if record is None or record.repo != "home":
+        return []
+    names = [e.name for e in record.repos if e.name != "home" and e.worktree and os.path.isdir(e.worktree)]
+    if not names:
+        return []
+    return [f"{found.topic_id} also has worktrees in {', '.join(names)}: run pr-cleanup in each after "
+            f"its PR merges, or `team-router teardown {found.topic_id}`; they were not touched"]
 
 
 def _decide(repo: Repo, found: Survey, chosen: Target, hub: GitHub | Unavailable, mode: Mode,

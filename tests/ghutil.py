@@ -105,6 +105,8 @@ def main():
         ]
         print(json.dumps([pick(p, fields) for p in found]))
     elif args[1] == "close":
+        if int(rest[0]) in data.get("close_fails", []):
+            fail("GraphQL: Resource not accessible by integration (closePullRequest)")
         for p in prs:
             if str(p["number"]) == rest[0]:
                 if p["state"] != "OPEN":

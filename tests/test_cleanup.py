@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -662,3 +663,67 @@ def test_a_second_abandon_exits_0(web, tmp_path, monkeypatch):
     assert steps(res.json)["close-prs"]["detail"].startswith("no open PR")
     assert fake.closed() == [20]
     assert_cleaned(web, worktree)
+
+
+def test_a_pr_gh_cannot_close_is_reported_and_the_git_part_still_runs(web, tmp_path, monkeypatch):
+    worktree = new_topic(web)
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    fake.update(close_fails=[20])
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 1
+    close = steps(res.json)["close-prs"]
+    assert close["outcome"] == "failed" and "#20" in close["detail"]
+    assert res.json["prs"] == [{"number": 20, "head": TOPIC, "url": res.json["prs"][0]["url"],
+                                "outcome": "failed"}]
+    assert_cleaned(web, worktree)
+    assert TOPIC not in remote_heads(web)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "code"), [("n\n", 1), ("y\n", 0)])
+def test_abandon_on_a_terminal_asks_first(web, no_gh, monkeypatch, answer, code):
+    worktree = new_topic(web)
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    res = run_cli("pr-cleanup", TOPIC, "--abandon", "--json", cwd=web)
+    assert res.code == code, res.out + res.err
+    assert "Abandon" in res.err  # the question goes to stderr; stdout stays one JSON object
+    if code == 1:
+        assert res.json["error"]["code"] == "not-confirmed"
+        assert worktree.is_dir() and TOPIC in branches(web)
+    else:
+        assert_cleaned(web, worktree)
+
+
+# -- multi-repo topics --------------------------------------------------------------------------
+
+
+def test_a_multi_repo_topics_other_worktrees_are_named_and_left_alone(workspace, no_gh):
+    from teardownutil import multi_topic
+
+    topic = multi_topic(workspace, ("api",), topic_id=TOPIC)
+    home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]
+    commit(home_wt, "limits.py", "LIMIT = 10\n", "add rate limits")
+    git(home_wt, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
+    merge_on_origin(topic.home, TOPIC, how="merge")
+    res = cleanup(topic.home, TOPIC)
+    assert res.code == 0, res.out + res.err
+    assert any("also has worktrees in api" in w for w in res.json["warnings"])
+    assert not home_wt.exists()
+    assert api_wt.is_dir() and TOPIC in branches(topic.repos["api"])
+
+
+def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
+    from router.cleanup import MAX_LOCK_NAME, lock_name
+
+    name = "x" * 400
+    assert len(lock_name(name)) <= MAX_LOCK_NAME and lock_name(name) != lock_name(name + "y")
+    assert lock_name(TOPIC) == TOPIC  # the same lock teardown takes for the topic
+    before = world(web)
+    res = cleanup(web, name)
+    assert res.code == 0, res.out + res.err
+    assert any("already cleaned up" in w for w in res.json["warnings"])
+    assert world(web) == before
