@@ -41,6 +41,7 @@ from router.teardown import (
     done,
     failed,
     merge_proof,
+    prune_origin,
     refused,
     remove_plan_dir,
     remove_worktree,
@@ -665,19 +666,17 @@ def _remote_gone(found: Survey, result: StepResult) -> bool | None:
 
 
 def _prune(repo: Repo, branch: str, remote_gone: bool | None) -> StepResult:
+    """teardown's ``prune_origin``, once origin (asked directly) has no such branch."""
     name = "prune"
     tracking = f"refs/remotes/origin/{branch}"
     if remote_gone is None:
         return skipped(name, "origin could not be asked: not pruned")
     if not remote_gone:
         return skipped(name, f"origin still has {branch}: {tracking} stays")
-    if not repo.git.existing_refs([tracking]):
-        return done(name, f"no stale {tracking}: nothing pins the branch's commits")
-    try:
-        g.remote_prune(repo.git, "origin")
-    except GitError as exc:
-        return failed(name, f"git remote prune origin failed ({exc.first_line}); {tracking} stays")
-    return done(name, f"git remote prune origin: removed the stale {tracking}")
+    note = prune_origin(repo, branch)
+    if repo.git.existing_refs([tracking]):
+        return failed(name, f"{note}; {tracking} stays and keeps the branch's commits reachable")
+    return done(name, note)
 
 
 def _reclaim(repo: Repo, opts: Options) -> StepResult:

@@ -452,7 +452,7 @@ def test_a_stale_tracking_ref_is_pruned_after_a_merge_deleted_the_branch(web, no
     res = cleanup(web, TOPIC)
     assert res.code == 0, res.out + res.err
     prune = steps(res.json)["prune"]
-    assert prune["outcome"] == "done" and "stale" in prune["detail"]
+    assert prune["outcome"] == "done" and f"pruned origin/{TOPIC}" in prune["detail"]
     assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
     assert steps(res.json)["remote-branch"]["detail"].endswith("already gone")
 
@@ -727,3 +727,15 @@ def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
     assert res.code == 0, res.out + res.err
     assert any("already cleaned up" in w for w in res.json["warnings"])
     assert world(web) == before
+
+
+def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    git(web, "worktree", "lock", "--reason", "an editor session", str(worktree))
+    res = cleanup(web, TOPIC)
+    assert res.code == 1
+    remove = steps(res.json)["remove"]
+    assert remove["outcome"] == "refused" and "an editor session" in remove["detail"]
+    assert steps(res.json)["branch"]["outcome"] == "skipped"
+    assert worktree.is_dir() and TOPIC in branches(web)
