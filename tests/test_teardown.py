@@ -254,9 +254,11 @@ def test_a_rerun_after_integrate_does_not_cherry_pick_twice(home_repo):
     env_crash = "TEAM_ROUTER_CRASH_AT"
     import os
     import subprocess
+    import sys
 
+    exe = str(Path(sys.executable).with_name("team-router"))
     proc = subprocess.run(
-        ["team-router", "-C", str(home_repo), "teardown", topic.id, "--integrate", "--json"],
+        [exe, "-C", str(home_repo), "teardown", topic.id, "--integrate", "--json"],
         env={**os.environ, env_crash: "remove"}, capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 137
