@@ -61,18 +61,22 @@ def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[P
 
 
 def scan(roots: Iterable[Path | str], worktree_branches: set[str]) -> list[PlanDir]:
-    """The plan dirs under ``docs/plans/`` of each checkout root (each root once)."""
+    """The plan dirs under ``docs/plans/`` of each checkout root (each root once).
+
+    The first root is the primary clone; every other one is a linked worktree.
+    """
     seen: set[str] = set()
     found: list[PlanDir] = []
     for root in roots:
         key = os.path.realpath(root)
         if key not in seen:
+            in_worktree = bool(seen)
             seen.add(key)
-            found += _plan_dirs_under(key, worktree_branches)
+            found += _plan_dirs_under(key, worktree_branches, in_worktree=in_worktree)
     return found
 
 
-def _plan_dirs_under(root: str, worktree_branches: set[str]) -> list[PlanDir]:
+def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: bool) -> list[PlanDir]:
     base = os.path.join(root, PLANS_DIR)
     try:
         names = os.listdir(base)
@@ -84,7 +88,9 @@ def _plan_dirs_under(root: str, worktree_branches: set[str]) -> list[PlanDir]:
             continue
         path = os.path.join(base, name)
         # An id never holds "/", so its branch (router.ids.branch_for) is the id itself.
-        mtime = _recency(path, has_worktree=name in worktree_branches)
+        # A plan dir inside a linked worktree has its worktree whatever that
+        # checkout's branch: `new` run in a feature worktree reuses it (§7).
+        mtime = _recency(path, has_worktree=in_worktree or name in worktree_branches)
         if mtime is not None:
             found.append(PlanDir(name, path, root, mtime))
     return found

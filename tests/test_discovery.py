@@ -116,3 +116,19 @@ def test_the_fast_reader_hands_an_unusual_layout_to_git(workspace):
     git(repo, "config", "core.worktree", str(repo))
     with pytest.raises(discovery.Unsure):
         discovery.locate_fast(str(repo))
+
+
+def test_an_empty_plan_dir_in_a_reused_feature_worktree_is_found(home_repo, workspace):
+    feature = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
+    older = new_topic(home_repo, "older topic")
+    touch(artifact(older, "task.md"), 1_000_000_000)
+    plan = new_topic(feature, "reuse this checkout")  # empty plan dir, branch "feature"
+    assert plan.parent.parent.parent == feature
+    assert phase_id(home_repo) == plan.name
+    assert phase_id(home_repo, plan.name) == plan.name
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert [t["id"] for t in res.json["topics"]] == sorted([older.name, plan.name])
+    res = run_cli("worktrees", plan.name, "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    assert res.json["repos"][0]["status"] == "reused"
