@@ -172,6 +172,9 @@ class _Pipeline:
         existing = self._existing(entries)
         if existing is not None:
             return self._finish(self.path, self.branch, Status.EXISTING)
+        recorded = self._recorded_elsewhere(entries)
+        if recorded is not None:
+            return self._finish(recorded, self.record.branch, Status.EXISTING)  # type: ignore[union-attr]
         try:
             self._create(entries)
         except _Failed as exc:
@@ -225,6 +228,22 @@ class _Pipeline:
             and not _symlink_in(self.path, self.repo.primary)
             and (self.path / ".git").is_file()
         )
+
+    def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
+        """The checkout an earlier run reused for the topic, while git still has it there.
+
+        Without this, the same ``new`` run again from another directory would
+        give the topic a second worktree (and a second plan dir).
+        """
+        if self.record is None or not self.record.worktree:
+            return None
+        path = Path(self.record.worktree)
+        if os.path.realpath(path) in {str(self.repo.primary), os.path.realpath(self.path)}:
+            return None
+        entry = find_worktree(entries, path)
+        if entry is None or entry.branch is None or entry.branch != self.record.branch:
+            return None
+        return path if (path / ".git").is_file() else None
 
     def _create(self, entries: list[WorktreeEntry]) -> None:
         holder = worktree_with_branch(entries, self.branch)

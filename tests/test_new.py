@@ -270,3 +270,18 @@ def test_worktreeinclude_never_writes_through_a_tracked_symlinked_directory(home
     assert (wt / "secret.env").read_text() == "TOP\n"
     assert os.path.islink(wt / "linked")
     assert list(outside.iterdir()) == []
+
+
+def test_the_same_new_run_from_the_main_clone_finds_the_reused_worktree(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature", str(wt))
+    assert new(wt).json["home"]["status"] == "reused"
+    res = new(home_repo)
+    assert res.code == 0, res.err
+    assert (res.json["id"], res.json["home"]["status"]) == (ID, "existing")
+    assert res.json["home"]["worktree"] == str(wt)
+    assert res.json["plan_dir"] == str(wt / "docs" / "plans" / ID)
+    assert branches(home_repo) == ["feature", "main"]  # no second branch
+    assert len(worktree_paths(home_repo)) == 2  # and no second worktree
+    assert not (home_repo / ".claude" / "worktrees" / ID).exists()
+    assert status(home_repo) == ""
