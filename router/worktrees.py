@@ -179,6 +179,7 @@ class _Pipeline:
             self._create(entries)
         except _Failed as exc:
             _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            self._forget_claim()
             return self._fallback(exc.code, exc.message)
         except RouterError:
             # A refusal mid-way (the repo lock timed out): leave nothing behind.
@@ -444,6 +445,25 @@ class _Pipeline:
             record = record.with_step(step)
         state.write_record(self.repo.common_dir, record)
         self.record = record
+
+    def _forget_claim(self) -> None:
+        """After a rollback the record must not describe a creation still under way.
+
+        The claim is recorded before the mkdir (for crash resumes); a run that
+        fell back finished, so ``doctor`` must not ask for a rerun, and a branch
+        the rollback deleted is no longer one this tool created.
+        """
+        record = self.record
+        if record is None or "claim" not in record.steps or "record" in record.steps:
+            return
+        record = dataclasses.replace(
+            record,
+            steps=tuple(s for s in record.steps if s not in {"base", "claim"}),
+            branch_created=record.branch_created and self.git.branch_exists(self.branch),
+        )
+        with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
+            state.write_record(self.repo.common_dir, record)
+            self.record = record
 
     # outcomes -------------------------------------------------------------------
 

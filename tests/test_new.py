@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -285,3 +286,16 @@ def test_the_same_new_run_from_the_main_clone_finds_the_reused_worktree(home_rep
     assert len(worktree_paths(home_repo)) == 2  # and no second worktree
     assert not (home_repo / ".claude" / "worktrees" / ID).exists()
     assert status(home_repo) == ""
+
+
+def test_a_fallback_leaves_no_half_done_creation_for_doctor(home_repo):
+    blocker = write(home_repo / ".claude" / "worktrees" / ID / "precious.txt", "keep me\n")
+    assert new(home_repo, "--id", ID).json["home"]["status"] == "fallback"
+    record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
+    assert "claim" not in record["steps"]
+    assert record["branch_created"] is False  # the rollback deleted it
+    res = run_cli("doctor", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    assert "record-incomplete" not in [f["kind"] for f in res.json["findings"]]
+    assert blocker.read_text() == "keep me\n"
+    assert branches(home_repo) == ["main"]
