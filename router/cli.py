@@ -19,7 +19,7 @@ import typer
 from typer.exceptions import TyperException
 
 from router import __version__
-from router.errors import BadInput, RouterError
+from router.errors import BadInput, Refusal, RouterError
 
 app = typer.Typer(
     name="team-router",
@@ -78,7 +78,12 @@ def _root(
 ) -> None:
     if directory is not None and not directory.is_dir():
         raise BadInput("usage", f"-C {directory}: no such directory; pass an existing directory")
-    base = Path.cwd() if directory is None else directory
+    try:
+        base = Path.cwd() if directory is None else directory
+    except OSError:
+        raise Refusal(
+            "not-a-repo", "the current directory no longer exists; cd to a repository or pass -C"
+        ) from None
     ctx.obj = Ctx(cwd=Path(os.path.abspath(base)))
 
 

@@ -26,10 +26,13 @@ STDIN_LIMIT = 1 << 20  # the host sends a few hundred bytes; never buffer more t
 STDIN_IDLE = 0.25  # seconds without data before a stdin that stays open is given up on
 
 
-def session_start() -> int:
-    """``team-router hook session-start``: the recovery notice on stdout, or nothing; exit 0."""
+def session_start(cwd: str | None = None) -> int:
+    """``team-router hook session-start``: the recovery notice on stdout, or nothing; exit 0.
+
+    ``cwd`` (``-C``) stands in for the process's directory when the host sends none.
+    """
     try:
-        _session_start()
+        _session_start(cwd)
     except BaseException:
         # Whatever went wrong, a session start must not fail or print a
         # traceback into the host: the hook is advice, never a gate.
@@ -37,9 +40,9 @@ def session_start() -> int:
     return 0
 
 
-def _session_start() -> None:
+def _session_start(default_cwd: str | None) -> None:
     payload = read_payload(sys.stdin)
-    cwd = _cwd_of(payload)
+    cwd = _cwd_of(payload, default_cwd)
     if cwd is None or not _git_on_path():
         return
     found = locate(cwd)
@@ -117,10 +120,12 @@ def _complete_json(data: bytes) -> bool:
     return True
 
 
-def _cwd_of(payload: dict[str, Any]) -> str | None:
+def _cwd_of(payload: dict[str, Any], default: str | None = None) -> str | None:
     """The session's directory: the host's ``cwd``, else ours; None when it does not exist."""
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd:
+        if default is not None:
+            return default
         try:
             return os.getcwd()
         except OSError:

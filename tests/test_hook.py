@@ -189,3 +189,13 @@ def test_hook_help_goes_through_the_cli():
     res = run_cli("hook", "--help")
     assert res.code == 0
     assert "session-start" in res.out
+
+
+def test_minus_c_names_the_session_directory_when_the_host_sends_no_cwd(
+    home_repo, topic, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # not a repository: only -C can lead to the topic
+    res = run_cli("hook", "session-start", cwd=home_repo, stdin="{}")
+    assert res.code == 0
+    text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
+    assert f"Artifact directory: {topic}" in text.splitlines()

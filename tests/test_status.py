@@ -61,3 +61,16 @@ def test_status_of_a_repo_without_topics(home_repo):
     res = run_cli("status", "--json", cwd=home_repo)
     assert (res.code, res.json["topics"]) == (0, [])
     assert "No topics" in run_cli("status", cwd=home_repo).out
+
+
+def test_a_current_directory_that_was_deleted_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    res = run_cli("status", "--json")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "not-a-repo"
+    res = run_cli("status")
+    assert res.code == 1 and res.out == ""
+    assert res.err.count("\n") == 1 and "[not-a-repo]" in res.err

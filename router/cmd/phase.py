@@ -154,12 +154,11 @@ app.add_typer(hook_app, name="hook")
 
 
 @hook_app.command("session-start")
-def hook_session_start_cmd(as_json: JsonFlag = False) -> None:
-    """SessionStart: print the recovery notice as the host's hook JSON, or nothing; exit 0.
-
-    The console entry point runs this without loading the CLI; this command
-    exists for --help and for callers that go through the app.
-    """
+def hook_session_start_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """SessionStart: read the host's JSON on stdin; print the recovery notice as one JSON
+    object, or nothing when there is no topic to resume. Always exits 0."""
+    # The console entry point answers `hook session-start` without loading the
+    # CLI; this command serves --help and callers that pass -C.
     from router.hook import session_start
 
-    raise typer.Exit(session_start())
+    raise typer.Exit(session_start(str(cwd_of(ctx))))
