@@ -177,14 +177,20 @@ def run(args: list[str]) -> int:
 
 def _usage_error(args: list[str], exc: TyperException) -> int:
     code = getattr(exc, "exit_code", 2)
-    message = exc.format_message()
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "team-router"
+    # A group run without its subcommand "fails" with the group's help as message.
+    only_help = type(exc).__name__ == "NoArgsIsHelpError"
+    message = f"{path} needs a command" if only_help else exc.format_message()
     if "--json" in args:
-        error = RouterError("usage", message)
+        error = RouterError("usage", f"{message.rstrip('.')}; see `{path} --help`")
         error.exit_code = code
         _fail(_command_name(args), True, error)
+    elif only_help:
+        print(exc.format_message(), file=sys.stderr)
     else:
         print(f"team-router: {message}", file=sys.stderr)
-        print("Try 'team-router --help' for help.", file=sys.stderr)
+        print(f"Try '{path} --help' for help.", file=sys.stderr)
     return code
 
 

@@ -93,3 +93,23 @@ def test_next_text_shows_the_phase_then_the_brief(home_repo):
     assert res.code == 0
     assert res.out.startswith(f"Topic {plan.name}\nResume at: QUESTION\n")
     assert "# QUESTION" in res.out
+
+
+def test_the_halted_design_brief_gives_a_command_that_runs_as_written(home_repo):
+    import shlex
+
+    plan = new_topic(home_repo)
+    for name in ("task.md", "questions.md", "research.md"):
+        artifact(plan, name)
+    for n in range(1, 6):
+        artifact(plan, "design.md", revision=n - 1)
+        assert next_of(home_repo, plan.name)["step"] == "review"
+        assert run_cli("record", "verdict", plan.name, "REQUEST CHANGES", cwd=home_repo).code == 0
+    data = next_of(home_repo, plan.name)
+    assert (data["resume_at"], data["step"], data["halted"]) == ("DESIGN", None, True)
+    lines = [ln.strip() for ln in data["brief"].splitlines()]
+    command = next(ln for ln in lines if ln.startswith("team-router record verdict"))
+    res = run_cli(*shlex.split(command)[1:], cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    assert (plan / "design-review-6.md").is_file()
+    assert next_of(home_repo, plan.name)["resume_at"] == "STRUCTURE"

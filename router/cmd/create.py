@@ -12,7 +12,9 @@ from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
 @app.command("new")
 def new_cmd(
     ctx: typer.Context,
-    description: Annotated[str, typer.Argument(help="What the topic builds, in a few words.")],
+    description: Annotated[
+        str, typer.Argument(metavar="DESCRIPTION", help="What the topic builds, in a few words.")
+    ],
     ticket: Annotated[
         str | None,
         typer.Option("--ticket", metavar="T", help="Ticket id: the id becomes <T>-<slug>."),

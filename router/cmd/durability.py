@@ -17,6 +17,7 @@ PidOption = Annotated[
     typer.Option(
         "--pid",
         min=1,
+        metavar="PID",
         help="The holding process; default: the session that runs team-router (its parent, "
         "past any `sh -c` wrapper).",
     ),

@@ -58,7 +58,8 @@ def _next_text(report) -> str:
 
 @app.command("status")
 def status_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Every topic of the home repo: its resume point and, per repo, worktree, dirt, commits."""
+    """Every topic of the home repo: where it resumes and, per repo, its worktree, whether it
+    is dirty, and how many commits it is ahead of the default branch."""
     from router.status import render_table, topics_status
 
     emit("status", as_json, lambda: topics_status(cwd_of(ctx)), render_table)
@@ -83,7 +84,13 @@ def _record_text(result) -> str:
 def record_verdict_cmd(
     ctx: typer.Context,
     target: RequiredTarget,
-    value: Annotated[str, typer.Argument(metavar='APPROVE|"REQUEST CHANGES"|COMMENT')],
+    value: Annotated[
+        str,
+        typer.Argument(
+            metavar="VERDICT",
+            help='APPROVE, "REQUEST CHANGES" or COMMENT (case and spacing do not matter).',
+        ),
+    ],
     body_file: BodyFile = None,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -103,7 +110,9 @@ def record_verdict_cmd(
 def record_review_cmd(
     ctx: typer.Context,
     target: RequiredTarget,
-    value: Annotated[str, typer.Argument(metavar="PASS|FAIL")],
+    value: Annotated[
+        str, typer.Argument(metavar="VERDICT", help="PASS or FAIL (case does not matter).")
+    ],
     body_file: BodyFile = None,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -123,7 +132,7 @@ def record_review_cmd(
 def record_pr_cmd(
     ctx: typer.Context,
     target: RequiredTarget,
-    url: Annotated[str, typer.Argument(metavar="URL")],
+    url: Annotated[str, typer.Argument(metavar="URL", help="The PR's http(s) URL.")],
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
