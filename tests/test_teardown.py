@@ -378,3 +378,68 @@ def test_text_output_names_every_step(home_repo):
                  "sweep", "local-state"):
         assert f"  {step} " in res.out
     assert "no residue found" in res.out
+
+
+# -- the step functions on their own ------------------------------------------------------------
+
+
+def test_verify_gone_removes_a_recreated_path_only_when_it_is_residue(home_repo):
+    from router.teardown import Outcome, verify_gone
+    from router.workspace import open_repo
+
+    repo = open_repo(home_repo)
+    path = home_repo / ".claude" / "worktrees" / "came-back"
+    write(path / "tmp" / "lsp.sock.txt", "x\n")
+    assert verify_gone(repo, path).outcome is Outcome.DONE
+    assert not path.exists()
+    write(path / "notes.md", "real work\n")
+    result = verify_gone(repo, path)
+    assert (result.outcome, result.code) == (Outcome.REFUSED, "residue-kept")
+    assert (path / "notes.md").read_text() == "real work\n"
+
+
+def test_verify_gone_never_touches_the_primary_clone_or_a_live_worktree(home_repo):
+    from router.teardown import Outcome, verify_gone
+    from router.workspace import open_repo
+
+    topic = new_topic(home_repo)
+    repo = open_repo(home_repo)
+    assert verify_gone(repo, home_repo).outcome is Outcome.SKIPPED
+    assert verify_gone(repo, topic.worktrees["home"]).outcome is Outcome.SKIPPED
+    assert topic.worktrees["home"].exists() and (home_repo / "README.md").exists()
+
+
+def test_merge_proof_names_which_proof_held(home_repo):
+    from router.git import Git
+    from router.teardown import ProofKind, merge_proof
+
+    g = Git(home_repo)
+    git(home_repo, "switch", "-q", "-c", "ff")
+    commit(home_repo, "a.txt", "a\n", "a")
+    commit(home_repo, "b.txt", "b\n", "b")
+    git(home_repo, "switch", "-q", "main")
+    assert merge_proof(g, "ff", "main") is None
+    assert merge_proof(g, "main", "ff").kind is ProofKind.ANCESTOR
+    git(home_repo, "switch", "-q", "-c", "picked", "main")
+    commit(home_repo, "other.txt", "o\n", "unrelated")
+    git(home_repo, "cherry-pick", "main..ff")
+    assert merge_proof(g, "ff", "picked").kind is ProofKind.PATCHES
+    git(home_repo, "switch", "-q", "-c", "squashed", "main")
+    git(home_repo, "merge", "-q", "--squash", "ff")
+    git(home_repo, "commit", "-q", "-m", "squash of a and b")
+    proof = merge_proof(g, "ff", "squashed")
+    assert proof.kind is ProofKind.SQUASH and proof.target == "squashed"
+
+
+def test_remove_worktree_refuses_a_dirty_worktree_and_names_its_files(home_repo):
+    from router.teardown import Outcome, remove_worktree
+    from router.workspace import open_repo
+
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "README.md", "changed\n")
+    write(wt / "new.txt", "new\n")
+    result, snap = remove_worktree(open_repo(home_repo), wt, topic.branch, force=False)
+    assert (result.outcome, result.code, snap) == (Outcome.REFUSED, "dirty-worktree", None)
+    assert "README.md" in result.detail and "new.txt" in result.detail
+    assert (wt / "new.txt").read_text() == "new\n"
