@@ -178,11 +178,11 @@ def setup_worktrees(
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
         created = dict(zip((j.name for j in jobs), ensure_all(jobs), strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
+        mode = "multi" if parsed else "single"
         if strict:
-            _enforce_strict(reports, jobs)
+            _enforce_strict(WorktreesResult(topic, plan.path, mode, reports, False), jobs)
         updated = _write_back(repos_md, parsed, reports) if parsed else False
         _remember_home(home_repo, topic, plan.path, reports)
-    mode = "multi" if parsed else "single"
     return WorktreesResult(topic, plan.path, mode, reports, updated)
 
 
@@ -245,19 +245,20 @@ def _check_home_path(home: Repo, spec) -> None:
         )
 
 
-def _enforce_strict(reports: list[RepoReport], jobs: list[Job]) -> None:
-    failed = [r for r in reports if r.status in {Status.FALLBACK, Status.REFUSED}]
+def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
+    failed = [r for r in result.repos if r.status in {Status.FALLBACK, Status.REFUSED}]
     if not failed:
         return
     by_name = {j.name: j.repo for j in jobs}
-    for report in reports:
+    for report in result.repos:
         if report.status is Status.CREATED and report.name in by_name:
             rollback(report, by_name[report.name])
     names = ", ".join(f"{r.name} ({r.reason})" for r in failed)
+    # The report shows each repo as this run found it (a rolled-back one as created).
     raise Refusal(
         "strict-failed",
         f"--strict: {names} got no worktree; every worktree this run created was rolled back",
-        details={"repos": [r.to_json() for r in reports]},
+        details={**result.to_json(), "warnings": result.warnings},
     )
 
 

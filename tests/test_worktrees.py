@@ -222,6 +222,11 @@ def test_strict_rolls_back_everything_this_run_created(workspace, home_repo, top
     assert res.code == 1
     assert res.json["error"]["code"] == "strict-failed"
     assert "api" in res.json["error"]["message"]
+    # The refusal still carries the command's own keys (README, JSON contract).
+    assert (res.json["id"], res.json["mode"], res.json["plan_dir"]) == (ID, "multi", str(topic))
+    assert res.json["repos_md_updated"] is False
+    assert [r["name"] for r in res.json["repos"]] == ["home", "api", "types"]
+    assert any("Falling back to main tree" in w for w in res.json["warnings"])
     assert blocker.read_text() == "a file in the way\n"
     assert worktree_paths(types) == [str(types)] and branches(types) == ["main"]
     assert not (types / ".claude" / "worktrees" / ID).exists()
