@@ -10,7 +10,7 @@ from pathlib import Path
 
 from router import frontmatter
 from router.errors import BadInput
-from router.ids import ID_RE, SLUG_RE
+from router.ids import SLUG_RE
 
 REPOS_MD = "repos.md"
 HOME = "home"
@@ -219,13 +219,6 @@ def _rstrip_blank(lines: list[str]) -> list[str]:
     while out and not out[-1].strip():
         out.pop()
     return out
-
-
-# -- plan dirs ----------------------------------------------------------------
-
-
-def is_topic_dir_name(name: str) -> bool:
-    return ID_RE.fullmatch(name) is not None
 
 
 # -- reading the ## Worktrees section (phase inference, status) --------------------

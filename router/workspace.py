@@ -30,9 +30,6 @@ class Repo:
     def worktree_path(self, branch: str) -> Path:
         return self.primary / WORKTREES_DIR / branch
 
-    def plan_dir_in(self, root: Path, topic_id: str) -> Path:
-        return root / PLANS_DIR / topic_id
-
 
 @dataclass(frozen=True, slots=True)
 class DefaultBranch:
