@@ -263,7 +263,11 @@ def integrate_commits(
             f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
             f"aborted, {default.name} is unchanged",
         )
-    return done(name, f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary}")
+    return done(
+        name,
+        f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
+        f"(not pushed: push {default.name} when you are ready)",
+    )
 
 
 # -- step 2: remove -----------------------------------------------------------
@@ -457,7 +461,8 @@ def update_default(
             name, f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
             f"{default.name} left as it was",
         )
-    return done(name, f"git pull {mode} origin {default.name}: {default.name} is up to date with origin")
+    how = "rebased onto" if rebase else "fast-forwarded to"
+    return done(name, f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}")
 
 
 def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> str:

@@ -443,3 +443,12 @@ def test_remove_worktree_refuses_a_dirty_worktree_and_names_its_files(home_repo)
     assert (result.outcome, result.code, snap) == (Outcome.REFUSED, "dirty-worktree", None)
     assert "README.md" in result.detail and "new.txt" in result.detail
     assert (wt / "new.txt").read_text() == "new\n"
+
+
+def test_teardown_run_from_inside_the_worktree_it_removes(workspace):
+    topic = multi_topic(workspace)
+    res = teardown(topic, cwd=topic.worktrees["home"])
+    assert res.code == 0, res.out
+    assert not topic.worktrees["home"].exists() and not topic.worktrees["api"].exists()
+    again = teardown(topic)  # the plan dir went with the worktree: the home record answers
+    assert again.code == 0, again.out
