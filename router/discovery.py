@@ -138,7 +138,11 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     entries = repo.git.worktree_list()
     found = candidates(repo, entries)
     if target:
-        plan = newest(c for c in found if c.id == target) or _worktree_only(repo, entries, target)
+        plan = (
+            newest(c for c in found if c.id == target)
+            or _worktree_only(repo, entries, target)
+            or _in_place(repo, target)
+        )
         if plan is None:
             raise BadInput(
                 "no-plan-dir",
@@ -161,6 +165,20 @@ def _worktree_only(repo: Repo, entries: list[WorktreeEntry], topic_id: str) -> P
         if entry.branch == topic_id and root != str(repo.primary):
             return PlanDir(topic_id, os.path.join(root, PLANS_DIR, topic_id), root, 0.0)
     return None
+
+
+def _in_place(repo: Repo, topic_id: str) -> PlanDir | None:
+    """A named topic's plan dir in the primary clone that holds no file yet.
+
+    A `new` whose home worktree fell back creates it there (DESIGN §2); the
+    recency rule leaves it out of discovery, but named by its id it is found.
+    """
+    path = os.path.join(repo.primary, PLANS_DIR, topic_id)
+    try:
+        mtime = os.stat(path).st_mtime if os.path.isdir(path) else None
+    except OSError:
+        mtime = None
+    return PlanDir(topic_id, path, str(repo.primary), mtime) if mtime is not None else None
 
 
 def _looks_like_path(target: str) -> bool:

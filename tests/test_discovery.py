@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import git, make_repo, run_cli
+from gitutil import git, make_repo, run_cli, write
 from phaseutil import artifact, new_topic, touch
 
 from router import discovery
@@ -132,3 +132,17 @@ def test_an_empty_plan_dir_in_a_reused_feature_worktree_is_found(home_repo, work
     res = run_cli("worktrees", plan.name, "--json", cwd=home_repo)
     assert res.code == 0, res.err + res.out
     assert res.json["repos"][0]["status"] == "reused"
+
+
+def test_the_in_place_plan_dir_of_a_fallback_is_found_by_its_id(home_repo):
+    topic_id = "ENG-5-blocked"
+    write(home_repo / ".claude" / "worktrees" / topic_id / "precious.txt", "keep me\n")
+    res = run_cli("new", "blocked", "--id", topic_id, "--json", cwd=home_repo)
+    assert res.json["home"]["status"] == "fallback"
+    plan = home_repo / "docs" / "plans" / topic_id
+    assert res.json["plan_dir"] == str(plan) and plan.is_dir()
+    res = run_cli("next", topic_id, "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    assert (res.json["resume_at"], res.json["plan_dir"]) == ("QUESTION", str(plan))
+    assert run_cli("record", "temp", topic_id, "/tmp/x", cwd=home_repo).code == 0
+    assert (plan / "temp-paths").read_text() == "/tmp/x\n"
