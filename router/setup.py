@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from router.errors import Refusal
 from router.render import render, share_dir
-from router.workspace import ensure_excludes, open_repo
+from router.workspace import Repo, ensure_excludes, open_repo
 
 PLUGIN_NAME = "team-router"
 
@@ -31,6 +33,18 @@ class InitResult:
 def init_repo(cwd: Path) -> InitResult:
     """Add the exclude lines and example files that are missing; never overwrite one."""
     repo = open_repo(cwd)
+    try:
+        return InitResult(repo.primary, _prepare(repo), plugin_commands())
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise Refusal(
+            "setup-failed",
+            f"init: {where}{exc.strerror or exc}; fix that path (permissions, a file in the way) "
+            "and rerun",
+        ) from None
+
+
+def _prepare(repo: Repo) -> list[str]:
     actions = [
         "info/exclude: added /.claude/worktrees/ and /docs/plans/"
         if ensure_excludes(repo.common_dir)
@@ -42,7 +56,7 @@ def init_repo(cwd: Path) -> InitResult:
     actions.append(
         _write_example(repo.primary / ".teamteardown.example", example.read_text(encoding="utf-8"))
     )
-    return InitResult(repo.primary, actions, plugin_commands())
+    return actions
 
 
 def plugin_commands() -> list[str]:
@@ -64,7 +78,9 @@ def plugin_commands() -> list[str]:
 
 
 def _write_example(path: Path, text: str) -> str:
-    if path.exists():
+    # lexists: a dangling symlink in the repo must not make init write where it points.
+    if os.path.lexists(path):
         return f"{path.name}: exists, left as it is"
-    path.write_text(text, encoding="utf-8")
+    with open(path, "x", encoding="utf-8") as fh:
+        fh.write(text)
     return f"{path.name}: written (review it, then commit it to the default branch)"
