@@ -48,7 +48,7 @@ def teardown_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
-    from router.teardown import teardown
+    from router.topicteardown import teardown
 
     emit(
         "teardown",
@@ -111,7 +111,7 @@ def local_state_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
-    from router.teardown import local_state_for_topic
+    from router.topicteardown import local_state_for_topic
 
     emit(
         "local-state",
@@ -142,7 +142,7 @@ def restore_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""
-    from router.teardown import restore_topic
+    from router.topicteardown import restore_topic
 
     emit("restore", as_json, lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait), _restore_text)
 
