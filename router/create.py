@@ -67,10 +67,22 @@ def new_topic(
             report = ensure(job)
             root = report.worktree or repo.primary
             plan_dir = root / PLANS_DIR / topic.id
-            plan_dir.mkdir(parents=True, exist_ok=True)
+            _make_plan_dir(plan_dir, report.warnings)
             _remember_home(repo, topic, plan_dir, [report], description=description)
         return NewResult(topic, plan_dir, report)
     raise Refusal("locked", "other runs of `new` keep taking the ids this one chooses; run it again")
+
+
+def _make_plan_dir(plan_dir: Path, warnings: tuple[str, ...]) -> None:
+    try:
+        plan_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Refusal(
+            "setup-failed",
+            f"cannot create the plan dir {plan_dir} ({exc.strerror}); a file is probably in the "
+            "way of docs/plans/: move it, then rerun",
+            details={"warnings": list(warnings)},
+        ) from None
 
 
 def _choose_topic(

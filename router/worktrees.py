@@ -388,6 +388,7 @@ class _Pipeline:
             if status is not Status.CREATED:
                 raise Refusal("setup-failed", f"{self.job.name}: setup failed: {exc}") from None
             _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            self._forget_claim()
             return self._fallback("setup-failed", f"setting up {worktree} failed: {exc}")
         return RepoReport(
             self.job.name,

@@ -299,3 +299,20 @@ def test_a_fallback_leaves_no_half_done_creation_for_doctor(home_repo):
     assert "record-incomplete" not in [f["kind"] for f in res.json["findings"]]
     assert blocker.read_text() == "keep me\n"
     assert branches(home_repo) == ["main"]
+
+
+def test_a_tracked_file_where_docs_plans_goes_is_one_line_setup_failed(home_repo):
+    commit(home_repo, "docs", "a file, not a directory\n", "docs is a file")
+    git(home_repo, "push", "-q", "origin", "main")
+    res = run_cli("new", DESC, "--date", "2026-05-01", cwd=home_repo)
+    assert res.code == 1 and res.out == ""
+    assert "[setup-failed]" in res.err.splitlines()[-1] and "Traceback" not in res.err
+    res = new(home_repo)
+    assert (res.code, res.json["error"]["code"]) == (1, "setup-failed")
+    assert any("Falling back to main tree" in w for w in res.json["warnings"])
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"]
+    assert (home_repo / "docs").read_text() == "a file, not a directory\n"
+    assert status(home_repo) == ""
+    doctor = run_cli("doctor", "--json", cwd=home_repo)
+    assert "record-incomplete" not in [f["kind"] for f in doctor.json["findings"]]
