@@ -20,7 +20,7 @@ from pathlib import Path
 from router import git as g
 from router import state
 from router.errors import Refusal
-from router.git import Git, StatusReport, WorktreeEntry
+from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Echo,
@@ -38,6 +38,7 @@ from router.teardown import (
     busy_reason,
     delete_branch,
     done,
+    failed,
     integrate_commits,
     integration,
     is_primary_clone,
@@ -91,7 +92,19 @@ class RepoPlan:
 
 
 def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
-    """Everything teardown needs to know about one repo, and what would stop it."""
+    """Everything teardown needs to know about one repo, and what would stop it.
+
+    A git command failing here is a refusal for the whole teardown, never a guess.
+    """
+    try:
+        return _plan_repo(target, opts)
+    except (GitError, OSError) as exc:
+        what = exc.first_line if isinstance(exc, GitError) else str(exc)
+        blocker = refused("integrate", "git-failed", f"{target.name}: checking the repo failed: {what}")
+        return RepoPlan(target, blockers=(blocker,))
+
+
+def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     repo = target.repo
     if repo is None:
         return RepoPlan(target)
@@ -217,7 +230,12 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         if guarded and held is not None:
             result = skipped(step, f"not done: {held.name} {held.outcome}")
         else:
-            result = action()
+            try:
+                result = action()
+            except GitError as exc:  # an unexpected git failure is this step's, not a traceback
+                result = failed(step, f"git failed: {exc.first_line}")
+            except OSError as exc:
+                result = failed(step, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         steps.append(result)
         if held is None and result.stopped and step in {"integrate", "remove", "branch"}:
             held = result
@@ -539,6 +557,15 @@ def restore_topic(
 
 def preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
     """What the eight steps would do in one repo; reads only, changes nothing."""
+    try:
+        return _preview_repo(plan, scope, opts)
+    except GitError as exc:
+        steps = tuple(failed(s, f"git failed: {exc.first_line}") if s == STEPS[0]
+                      else skipped(s, "not planned") for s in STEPS)
+        return RepoReport(plan.target.name, plan.worktree, steps)
+
+
+def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
     target, repo = plan.target, plan.target.repo
     if repo is None:
         return teardown_repo(plan, scope, opts)  # every step is a "skipped", nothing runs

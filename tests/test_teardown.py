@@ -452,3 +452,15 @@ def test_teardown_run_from_inside_the_worktree_it_removes(workspace):
     assert not topic.worktrees["home"].exists() and not topic.worktrees["api"].exists()
     again = teardown(topic)  # the plan dir went with the worktree: the home record answers
     assert again.code == 0, again.out
+
+
+def test_a_git_failure_while_planning_refuses_without_a_traceback(workspace):
+    topic = multi_topic(workspace)
+    broken = topic.worktrees["api"] / ".git"
+    broken.write_text("gitdir: /nowhere/at/all\n")
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "git-failed"
+    assert "Traceback" not in res.err
+    assert topic.worktrees["home"].exists() and topic.branch in branches(topic.repos["home"])
+    assert broken.read_text() == "gitdir: /nowhere/at/all\n"
