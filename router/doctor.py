@@ -519,9 +519,19 @@ def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:
             entries = repo.git.worktree_list()
         except GitError:
             continue
-        on_branch = sorted(os.path.realpath(e.path) for e in entries[1:] if e.branch == branch)
+        # A checkout `new` reused keeps its own branch; the repo's record names it.
+        wanted = {branch, _recorded_branch(repo, topic_id) or branch}
+        on_branch = sorted(os.path.realpath(e.path) for e in entries[1:] if e.branch in wanted)
         actual[name] = _Places(str(repo.primary), on_branch)
     return actual
+
+
+def _recorded_branch(repo: Repo, topic_id: str) -> str | None:
+    try:
+        record = state.read_record(repo.common_dir, topic_id)
+    except state.RecordCorrupt:
+        return None  # reported as record-corrupt by its own check
+    return record.branch if record is not None else None
 
 
 # -- repairing ------------------------------------------------------------------------

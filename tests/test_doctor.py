@@ -206,3 +206,18 @@ def test_a_repos_md_that_does_not_parse_is_reported_by_doctor(topic, workspace):
     repos_md.write_bytes(b"\xff\xfe not text")
     [finding] = [f for f in _doctor(topic) if f["kind"] == "worktrees-section"]
     assert "cannot be checked" in finding["detail"]
+
+
+def test_a_reused_feature_worktree_in_the_worktrees_section_is_no_finding(home_repo, workspace):
+    feature = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
+    assert run_cli("new", "Add thing", "--id", ID, "--json", cwd=feature).json["home"]["status"] == "reused"
+    api = make_repo(workspace, "api")
+    repos_md = write(
+        feature / "docs/plans" / ID / "repos.md",
+        f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {home_repo}\n\n"
+        f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
+    )
+    assert run_cli("worktrees", ID, "--json", cwd=home_repo).code == 0
+    assert f"- home: {feature}\n" in repos_md.read_text()
+    assert _doctor(home_repo) == []
