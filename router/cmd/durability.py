@@ -93,6 +93,6 @@ def _doctor_text(result) -> str:
         mark = " [repaired]" if finding.repaired else ""
         lines.append(f"  {finding.kind}: {finding.path}{mark}")
         lines.append(f"      {finding.detail}")
-    if not result.repair and any(f.kind for f in result.findings):
+    if not result.repair:
         lines.append("Run `team-router doctor --repair` to fix what is safe to fix.")
     return "\n".join(lines)
