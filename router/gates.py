@@ -32,7 +32,12 @@ class RecordResult:
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "path": str(self.path), "value": self.value}
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "value": self.value,
+            "existing": self.existing,
+        }
 
 
 def record_verdict(

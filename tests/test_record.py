@@ -99,8 +99,10 @@ def test_pr_records_its_url_and_ships_the_topic(home_repo):
 def test_temp_paths_are_appended_once(home_repo, tmp_path):
     plan = new_topic(home_repo)
     for path in ("/tmp/a-run", "/tmp/b-run", "/tmp/a-run"):
-        assert record(home_repo, "temp", plan.name, path).code == 0
+        res = record(home_repo, "temp", plan.name, path)
+        assert res.code == 0
     assert (plan / "temp-paths").read_text() == "/tmp/a-run\n/tmp/b-run\n"
+    assert res.json["existing"] is True  # the rerun says it was already recorded
 
 
 def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_repo):
