@@ -186,7 +186,7 @@ def setup_worktrees(
     repos_md = plan.path / REPOS_MD
     parsed = read_repos_md(repos_md) if repos_md.is_file() else None
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
-        home = _home_report(home_repo, plan, topic)
+        home = _home_report(home_repo, plan, topic, wait)
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
         created = dict(zip((j.name for j in jobs), ensure_all(jobs), strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
@@ -198,7 +198,7 @@ def setup_worktrees(
     return WorktreesResult(topic, plan.path, mode, reports, updated)
 
 
-def _home_report(repo: Repo, plan: PlanDir, topic: Topic) -> RepoReport:
+def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoReport:
     """The home repo's worktree is the one that holds the plan dir; never a second one."""
     holder = open_repo(plan.path).checkout
     if not holder.is_linked_worktree:
@@ -211,7 +211,7 @@ def _home_report(repo: Repo, plan: PlanDir, topic: Topic) -> RepoReport:
             "in-place",
             "the plan dir lives in the main tree (the home worktree fell back at `new`)",
         )
-    return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder))
+    return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait))
 
 
 def _order(parsed: object) -> list[str]:

@@ -159,6 +159,17 @@ def test_a_held_repo_lock_makes_new_refuse_locked_and_leaves_nothing_behind(home
     assert again.code == 0 and again.json["home"]["status"] == "created"
 
 
+
+def test_worktrees_gives_up_on_a_held_repo_lock_after_its_own_wait(home_repo):
+    assert run("new", "Add thing", "--id", ID, "--json", cwd=home_repo).code == 0
+    started = time.monotonic()
+    with state.held_lock(_common(home_repo), REPO_LOCK):
+        res = run("worktrees", ID, "--wait", "0.5", "--json", cwd=home_repo)
+    assert time.monotonic() - started < 10  # --wait 0.5, not the default 30 s
+    assert (res.code, res.json["error"]["code"]) == (1, "locked")
+    assert (home_repo / ".claude/worktrees" / ID / "docs/plans" / ID).is_dir()
+    assert len(worktree_paths(home_repo)) == 2
+
 # -- every mutating command holds the topic's lock --------------------------------------
 
 MUTATING = {
