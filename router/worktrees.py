@@ -279,9 +279,11 @@ class _Pipeline:
         return f"{self.path} is already a worktree on {entry.branch or 'a detached HEAD'}"
 
     def _claim(self) -> None:
+        # Checked before the mkdir (a symlinked .claude/ must not get a
+        # worktrees/ directory made wherever it points) and after it (a race).
+        self._refuse_symlinked_parent()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if _symlink_in(self.path.parent, self.repo.primary):
-            raise _Failed("path-taken", f"{self.path.parent} goes through a symlink")
+        self._refuse_symlinked_parent()
         try:
             # git worktree add exits 128 both for a taken path and a bad ref, so
             # a taken path must be detected (atomically) before git runs.
@@ -293,6 +295,10 @@ class _Pipeline:
             raise _Failed("path-taken", f"cannot create {self.path}: {exc.strerror}") from None
         else:
             self.created = dataclasses.replace(self.created, directory=True)
+
+    def _refuse_symlinked_parent(self) -> None:
+        if _symlink_in(self.path.parent, self.repo.primary):
+            raise _Failed("path-taken", f"{self.path.parent} goes through a symlink")
 
     def _our_empty_claim(self) -> bool:
         """An empty directory our own earlier run claimed and then died on (crash resume)."""

@@ -316,3 +316,15 @@ def test_a_tracked_file_where_docs_plans_goes_is_one_line_setup_failed(home_repo
     assert status(home_repo) == ""
     doctor = run_cli("doctor", "--json", cwd=home_repo)
     assert "record-incomplete" not in [f["kind"] for f in doctor.json["findings"]]
+
+
+def test_a_symlinked_claude_dir_falls_back_and_nothing_is_made_where_it_points(home_repo, tmp_path):
+    shared = tmp_path / "shared-claude"
+    shared.mkdir()
+    os.symlink(shared, home_repo / ".claude")
+    res = new(home_repo)
+    assert res.code == 0, res.err
+    assert res.json["home"]["status"] == "fallback"
+    assert any("symlink" in w for w in res.json["warnings"])
+    assert list(shared.iterdir()) == []
+    assert branches(home_repo) == ["main"]
