@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from _fixture import ENV, cleanup, sh, team_router, timed, verdict, workdir
@@ -91,6 +92,10 @@ def main() -> int:
         a, b = root / "shell" / "repo", root / "ours" / "repo"
         build(a)
         build(b)
+        # Leftovers have sat on disk for a while: deleting files still only in
+        # the page cache would flatter both sides.
+        os.sync()
+        time.sleep(1.0)
         kept: dict[str, set[str]] = {}
         base = timed(lambda: kept.setdefault("shell", shell_loop(a)))
         mine = timed(lambda: kept.setdefault("ours", ours(cli, b)))

@@ -26,7 +26,7 @@ from pathlib import Path
 from router.git import Git, WorktreeEntry
 from router.workspace import WORKTREES_DIR
 
-REMOVE_THREADS = 8
+REMOVE_THREADS = 4
 # Relative folders whose contents are regenerable; each entry is a tuple of
 # path components a file must lie strictly below.
 RESIDUE_FOLDERS: tuple[tuple[str, ...], ...] = (("tmp",), (".omc",), ("docs", "plans"))
@@ -107,8 +107,11 @@ def sweep(
     residue: list[Path] = []
     kept: list[Kept] = []
     n_live = 0
+    # One realpath for the folder, not one per entry: an entry that is not a
+    # symlink resolves to the folder's realpath plus its own name.
+    base_real = os.path.realpath(base)
     for path in subdirs:
-        verdict, files = classify(path, live)
+        verdict, files = classify(path, live, real=os.path.join(base_real, path.name))
         if verdict is Verdict.LIVE:
             n_live += 1
         elif verdict is Verdict.RESIDUE:
@@ -132,11 +135,14 @@ def _remove_all(paths: list[Path]) -> list[str | None]:
         return list(pool.map(_remove, paths))
 
 
-def classify(path: Path, live: set[str]) -> tuple[Verdict, tuple[str, ...]]:
-    """What the sweep would do with ``path``, and the files that make it keep it."""
+def classify(path: Path, live: set[str], *, real: str | None = None) -> tuple[Verdict, tuple[str, ...]]:
+    """What the sweep would do with ``path``, and the files that make it keep it.
+
+    ``real`` is the path's realpath when the caller already knows it.
+    """
     if path.is_symlink():
         return Verdict.SYMLINK, ()
-    if os.path.realpath(path) in live:
+    if (real or os.path.realpath(path)) in live:
         return Verdict.LIVE, ()
     files = _files_under(path)
     if os.path.lexists(path / ".git"):
