@@ -261,7 +261,7 @@ def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
     failed = [r for r in result.repos if r.status in {Status.FALLBACK, Status.REFUSED}]
     if not failed:
         return
-    by_name = {j.name: j.repo for j in jobs}
+    by_name = {j.name: j for j in jobs}
     for report in result.repos:
         if report.status is Status.CREATED and report.name in by_name:
             rollback(report, by_name[report.name])

@@ -127,11 +127,27 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
         return list(pool.map(one, jobs))
 
 
-def rollback(report: RepoReport, repo: Repo) -> None:
+def rollback(report: RepoReport, job: Job) -> None:
     """Undo what the run that produced ``report`` created (for ``--strict``)."""
     if report.worktree is None:
         return
-    _undo(repo, report.worktree, report.branch or "", report.created, base=report.base)
+    _undo(job.repo, report.worktree, report.branch or "", report.created, base=report.base)
+    _forget_creation(job.repo, job.topic.id)
+
+
+def _forget_creation(repo: Repo, topic_id: str) -> None:
+    """After a rollback the repo's record names no worktree (doctor would call it gone)."""
+    try:
+        record = state.read_record(repo.common_dir, topic_id)
+    except state.RecordCorrupt:
+        return  # not ours to rewrite: doctor reports it
+    if record is None:
+        return
+    if not repo.git.branch_exists(record.branch):
+        state.delete_record(repo.common_dir, topic_id)  # it describes nothing any more
+        return
+    record = dataclasses.replace(record, worktree=None, base_commit=None, steps=("inspect",))
+    state.write_record(repo.common_dir, record)
 
 
 def refused(name: str, path: Path, reason: str, message: str) -> RepoReport:

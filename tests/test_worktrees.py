@@ -230,6 +230,7 @@ def test_strict_rolls_back_everything_this_run_created(workspace, home_repo, top
     assert blocker.read_text() == "a file in the way\n"
     assert worktree_paths(types) == [str(types)] and branches(types) == ["main"]
     assert not (types / ".claude" / "worktrees" / ID).exists()
+    assert run_cli("doctor", "--json", cwd=types).json["findings"] == []  # no stale record
     assert branches(api) == ["main"]
     # The home worktree predates this run and stays; repos.md is not rewritten.
     assert Path(home_repo / ".claude" / "worktrees" / ID).is_dir()
