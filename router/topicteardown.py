@@ -269,6 +269,9 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         job = _local_job(repo, target, plan, scope, opts)
         result, report = local_state_step(job, echo=opts.echo)
         local.append(report)
+        if not result.stopped:
+            # Recorded at once: a run killed after this point must not run the lines again.
+            _mark_done(repo, target, scope.id, "local-state")
         return result
 
     run("local-state", do_local, guarded=True)
@@ -314,6 +317,18 @@ def _local_state_ran(repo: Repo, topic_id: str) -> bool:
         return False
     info = record.extra.get("teardown") if record else None
     return isinstance(info, dict) and "local-state" in info.get("done", [])
+
+
+def _mark_done(repo: Repo, target: RepoTarget, topic_id: str, step: str) -> None:
+    try:
+        record = state.read_record(repo.common_dir, topic_id)
+    except state.RecordCorrupt:
+        return
+    record = record or state.TopicRecord(id=topic_id, repo=target.name, branch=target.branch)
+    info = record.extra.get("teardown")
+    info = dict(info) if isinstance(info, dict) else {"done": [], "complete": False}
+    info["done"] = sorted(set(info.get("done", [])) | {step}, key=STEPS.index)
+    state.write_record(repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info}))
 
 
 def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: RepoReport) -> None:
