@@ -136,7 +136,7 @@ def rollback(report: RepoReport, job: Job) -> None:
 
 
 def _forget_creation(repo: Repo, topic_id: str) -> None:
-    """After a rollback the repo's record names no worktree (doctor would call it gone)."""
+    """After a rollback the repo's record names no worktree and no creation under way."""
     try:
         record = state.read_record(repo.common_dir, topic_id)
     except state.RecordCorrupt:
@@ -479,14 +479,9 @@ class _Pipeline:
         record = self.record
         if record is None or "claim" not in record.steps or "record" in record.steps:
             return
-        record = dataclasses.replace(
-            record,
-            steps=tuple(s for s in record.steps if s not in {"base", "claim"}),
-            branch_created=record.branch_created and self.git.branch_exists(self.branch),
-        )
         with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
-            state.write_record(self.repo.common_dir, record)
-            self.record = record
+            _forget_creation(self.repo, self.job.topic.id)
+        self.record = None
 
     # outcomes -------------------------------------------------------------------
 
