@@ -67,6 +67,8 @@ def _teardown_text(result) -> str:
     for repo in result.repos:
         lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
         lines += [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in repo.steps]
+        if repo.local_state is not None:
+            lines += _temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
     lines += [f"swept: {p}" for p in result.swept]
     for kept in result.kept:
         lines.append(f"kept ({kept.reason}): {kept.path}")
@@ -127,8 +129,16 @@ def _local_text(result) -> str:
     lines = []
     for report in result.reports:
         lines.append(f"{report.repo}: {report.summary()}")
-        lines += [f"  {t.path}: {t.outcome}{f' ({t.check})' if t.check else ''}" for t in report.temp_paths]
+        lines += _temp_lines(report.temp_paths, indent="  ")
     return "\n".join(lines)
+
+
+def _temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
+    would = "would be " if dry_run else ""
+    return [
+        f"{indent}temp path {t.path}: {would}{t.outcome}{f' ({t.check})' if t.check else ''}"
+        for t in temp_paths
+    ]
 
 
 @app.command("restore")
