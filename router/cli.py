@@ -110,6 +110,12 @@ def emit(
     except RouterError as exc:
         _fail(command, as_json, exc)
         raise typer.Exit(exc.exit_code) from None
+    except OSError as exc:
+        # A full disk or a permission problem: one line naming the path, no traceback.
+        where = f" ({exc.filename})" if exc.filename else ""
+        error = Refusal("io-error", f"{exc.strerror or exc}{where}; check space and permissions")
+        _fail(command, as_json, error)
+        raise typer.Exit(error.exit_code) from None
     warnings = list(getattr(result, "warnings", []) or [])
     code = int(getattr(result, "exit_code", 0) or 0)
     if as_json:

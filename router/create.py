@@ -89,6 +89,10 @@ def _choose_topic(
     repo: Repo, description: str, *, ticket: str | None, topic_id: str | None, date: str | None
 ) -> Topic:
     if topic_id is not None:
+        if ticket is not None or date is not None:
+            raise BadInput(
+                "usage", "--id is used verbatim: drop --ticket and --date, or drop --id"
+            )
         return _validated(repo, topic_id)
     if not description.strip():
         raise BadInput("invalid-id", "the description is empty; say in a few words what to build")

@@ -418,7 +418,8 @@ class _Pipeline:
             worktree,
             branch,
             status,
-            base=self.base,
+            # An existing worktree reports the base its record kept from creation.
+            base=self.base or (self.record.base_commit if self.record else None),
             warnings=tuple(self.warnings),
             created=self.created,
         )

@@ -290,7 +290,7 @@ def test_the_same_new_run_from_the_main_clone_finds_the_reused_worktree(home_rep
 
 def test_a_fallback_leaves_no_half_done_creation_for_doctor(home_repo):
     blocker = write(home_repo / ".claude" / "worktrees" / ID / "precious.txt", "keep me\n")
-    assert new(home_repo, "--id", ID).json["home"]["status"] == "fallback"
+    assert run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo).json["home"]["status"] == "fallback"
     record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
     assert "claim" not in record["steps"]
     assert record["branch_created"] is False  # the rollback deleted it
@@ -328,3 +328,28 @@ def test_a_symlinked_claude_dir_falls_back_and_nothing_is_made_where_it_points(h
     assert any("symlink" in w for w in res.json["warnings"])
     assert list(shared.iterdir()) == []
     assert branches(home_repo) == ["main"]
+
+
+def test_id_with_ticket_or_date_is_a_usage_error_and_creates_nothing(home_repo):
+    for extra in (("--ticket", "ENG-1"), ("--date", "2026-05-01")):
+        res = run_cli("new", "x", "--id", "ENG-7-custom", *extra, "--json", cwd=home_repo)
+        assert res.code == 2 and res.json["error"]["code"] == "usage"
+    assert branches(home_repo) == ["main"]
+    assert len(worktree_paths(home_repo)) == 1
+
+
+def test_an_existing_worktree_reports_the_base_it_was_created_from(home_repo):
+    first = new(home_repo)
+    again = new(home_repo)
+    assert again.json["home"]["status"] == "existing"
+    assert again.json["home"]["base"] == first.json["home"]["base"] is not None
+
+
+def test_an_unwritable_state_dir_is_one_line_io_error_not_a_traceback(home_repo):
+    state_dir = home_repo / ".git" / "team-router"
+    state_dir.mkdir()
+    (state_dir / "topics").write_text("a file where the records folder goes\n")
+    res = run_cli("new", "x", "--id", "ENG-9-io", "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"]["code"] in {"io-error", "setup-failed"}
+    assert "Traceback" not in res.err
