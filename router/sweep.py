@@ -7,11 +7,20 @@ regenerable residue: no ``.git`` entry, and every file in it under ``tmp/``,
 ``.omc/`` or ``docs/plans/``. Everything else is kept and reported with the
 files it holds; a directory ``git worktree list`` knows is never touched.
 
-This keeps what the shell loop of seed 002 keeps, with three deliberate
+An empty directory is also what a concurrent ``new`` or ``worktrees`` has just
+claimed with ``mkdir`` and not yet handed to ``git worktree add``. The claim
+is recorded before the ``mkdir`` and the record is finished only after the
+add, so a directory whose record in the repo's common dir says "claimed, not
+finished" is kept (``claimed``). The records are read after the directories
+were judged, and each candidate's ``.git`` is looked at once more after that:
+a creation that finished in between has its ``.git`` by then.
+
+This keeps what the shell loop of seed 002 keeps, with four deliberate
 differences, all on the careful side: a symlink, a fifo or any other
 non-directory entry counts as a file (the loop's ``find -type f`` overlooks
-them); an entry that is itself a symlink is kept, not unlinked; and
-dot-named directories are examined too (the loop's ``*`` glob skips them).
+them); an entry that is itself a symlink is kept, not unlinked; dot-named
+directories are examined too (the loop's ``*`` glob skips them); and a
+claimed directory (above) is kept.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router import state
 from router.git import Git, WorktreeEntry
 from router.workspace import WORKTREES_DIR
 
@@ -38,6 +48,7 @@ class Verdict(StrEnum):
     CHECKOUT = "checkout"  # holds a .git entry
     UNEXPECTED = "unexpected-files"  # holds files outside the residue folders
     SYMLINK = "symlink"  # the entry itself is a link
+    CLAIMED = "claimed"  # a creation under way claimed it (its record says so)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +93,7 @@ def sweep_repo(cwd: Path, *, dry_run: bool = False) -> SweepResult:
     from router.workspace import open_repo
 
     repo = open_repo(cwd)
-    return sweep(repo.primary, None, git=repo.git, dry_run=dry_run)
+    return sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir, dry_run=dry_run)
 
 
 def sweep(
@@ -90,12 +101,15 @@ def sweep(
     entries: Iterable[WorktreeEntry] | None,
     *,
     git: Git | None = None,
+    common_dir: Path | None = None,
     dry_run: bool = False,
 ) -> SweepResult:
     """Delete residue under ``root/.claude/worktrees``; keep and name everything else.
 
     ``entries`` is git's worktree list; when None it is asked for only if
     there is a directory to judge (an empty folder needs no git at all).
+    ``common_dir`` (where the creation records are) is asked of git when
+    None and there is residue.
     """
     base = root / WORKTREES_DIR
     subdirs = _subdirs(base)
@@ -118,10 +132,46 @@ def sweep(
             residue.append(path)
         else:
             kept.append(Kept(path, verdict, files))
+    if residue:
+        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
     errors = [None] * len(residue) if dry_run else _remove_all(residue)
     swept = tuple(p for p, e in zip(residue, errors, strict=True) if e is None)
     failed = tuple((p, e) for p, e in zip(residue, errors, strict=True) if e is not None)
     return SweepResult(root, swept, tuple(kept), n_live, failed)
+
+
+def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) -> list[Path]:
+    """The residue no creation under way has claimed; the rest goes to ``kept``.
+
+    Runs after the directories were judged, in this order (records, then
+    ``.git``), so that a creation racing the sweep is seen at one stage or the
+    other: its record is "claimed" from before its ``mkdir`` until after its
+    ``git worktree add`` wrote ``.git``.
+    """
+    claimed = claimed_names(common_dir)
+    free = []
+    for path in residue:
+        if path.name in claimed:
+            kept.append(Kept(path, Verdict.CLAIMED))
+        elif os.path.lexists(path / ".git"):
+            kept.append(Kept(path, Verdict.CHECKOUT, _files_under(path)))
+        else:
+            free.append(path)
+    kept.sort(key=lambda k: k.path)
+    return free
+
+
+def claimed_names(common_dir: Path) -> set[str]:
+    """Worktree folder names that a creation has claimed and not finished, per the repo's records."""
+    names = set()
+    for topic_id in state.list_records(common_dir):
+        try:
+            record = state.read_record(common_dir, topic_id)
+        except state.RecordCorrupt:
+            continue  # reported by doctor; not trusted
+        if record is not None and "claim" in record.steps and "record" not in record.steps:
+            names.add(record.branch)
+    return names
 
 
 def _remove_all(paths: list[Path]) -> list[str | None]:

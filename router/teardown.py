@@ -491,7 +491,7 @@ def remove_plan_dir(repo: Repo, topic_id: str) -> StepResult:
 
 
 def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
-    result = sweep(repo.primary, None, git=repo.git)
+    result = sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir)
     where = repo.primary / WORKTREES_DIR
     if result.failed:
         paths = name_some(str(p) for p, _ in result.failed)

@@ -586,7 +586,7 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         return teardown_repo(plan, scope, opts)  # every step is a "skipped", nothing runs
     if plan.blockers:
         return _refused_report(plan)
-    sweep_report = sweep(repo.primary, repo.git.worktree_list(), dry_run=True)
+    sweep_report = sweep(repo.primary, repo.git.worktree_list(), common_dir=repo.common_dir, dry_run=True)
     local = run_local_state(_local_job(repo, target, plan, scope, opts), dry_run=True)
     steps = (
         _preview_integrate(plan, opts),

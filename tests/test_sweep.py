@@ -150,3 +150,44 @@ def test_sweep_keeps_exactly_what_the_seed_shell_loop_keeps(workspace):
     assert shell_kept == {"unexpected", "docs-file", "tmp-file", "stale-checkout"}
     unexpected = next(k for k in data["kept"] if k["path"].endswith("/unexpected"))
     assert unexpected["files"] == ["src/main.py"]
+
+
+CLAIM_ID = "2026-05-01-claimed-topic"
+
+
+def _claim_without_add(repo: Path) -> Path:
+    """A `new` stopped between its claim (mkdir) and `git worktree add`: what a concurrent sweep sees."""
+    from durabilityutil import CRASHED, run
+
+    crashed = run("new", "Claimed topic", "--id", CLAIM_ID, "--json", cwd=repo, crash_at="add")
+    assert crashed.code == CRASHED, crashed.err
+    claim = leftovers(repo) / CLAIM_ID
+    assert claim.is_dir() and os.listdir(claim) == []
+    assert str(claim) not in git(repo, "worktree", "list", "--porcelain")
+    return claim
+
+
+def test_a_directory_a_creation_under_way_has_claimed_is_kept(home_repo):
+    claim = _claim_without_add(home_repo)
+    (leftovers(home_repo) / "empty-residue").mkdir()
+    data = sweep(home_repo)
+    assert data["swept"] == [str(leftovers(home_repo) / "empty-residue")]
+    assert data["kept"] == [{"path": str(claim), "reason": "claimed", "files": []}]
+    assert claim.is_dir()
+    # The creation then finishes in the directory it claimed.
+    again = run_cli("new", "Claimed topic", "--id", CLAIM_ID, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["worktree"] == str(claim)
+    assert git(claim, "symbolic-ref", "--short", "HEAD") == CLAIM_ID
+
+
+def test_teardown_of_another_topic_keeps_a_claimed_directory(home_repo):
+    from teardownutil import new_topic, teardown
+
+    topic = new_topic(home_repo)
+    claim = _claim_without_add(home_repo)
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    assert res.json["kept"] == [{"path": str(claim), "reason": "claimed", "files": []}]
+    assert claim.is_dir()
+    assert not topic.worktrees["home"].exists()
