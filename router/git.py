@@ -255,6 +255,15 @@ class Git:
         out = self.out("for-each-ref", "--format=%(refname)", "--", *refs)
         return set(out.splitlines())
 
+    def refs_under(self, *prefixes: str) -> dict[str, str]:
+        """Every ref under ``prefixes`` mapped to its symref target ("" for a plain ref)."""
+        out = self.out("for-each-ref", "--format=%(refname)%00%(symref)", "--", *prefixes)
+        refs = {}
+        for line in out.splitlines():
+            name, _, target = line.partition("\0")
+            refs[name] = target
+        return refs
+
     def branch_exists(self, branch: str) -> bool:
         return self.ok("show-ref", "--verify", "--quiet", "--", f"refs/heads/{branch}")
 

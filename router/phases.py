@@ -195,9 +195,12 @@ def commits_ahead(topic_repo: TopicRepo) -> int | None:
         default = default_branch(git)
         if default is None:
             return None
+        counted = git.run("rev-list", "--count", f"{default.best_ref}..{rev}", "--", check=False)
+        if counted.ok:
+            return int(counted.stdout.strip() or 0)
         if rev != "HEAD" and git.rev_parse(rev) is None:
             return 0  # the branch does not exist in that repo: no commits
-        return git.count_commits(f"{default.best_ref}..{rev}")
+        return None
     except GitError:
         return None
 

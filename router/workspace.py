@@ -74,27 +74,27 @@ def primary_root(layout: RepoLayout) -> Path:
 
 def default_branch(git: Git) -> DefaultBranch | None:
     """DESIGN §2: origin/HEAD's target, origin/main, origin/master, main, master, init.defaultBranch."""
-    target = git.symbolic_target("refs/remotes/origin/HEAD")
+    # One for-each-ref answers everything but the last resort: this runs in
+    # nearly every command, for every repo of a topic.
+    refs = git.refs_under("refs/remotes/origin/", "refs/heads/")
+    target = refs.get("refs/remotes/origin/HEAD", "")
     remote = ["main", "master"]
-    if target and target.startswith("refs/remotes/origin/"):
+    if target.startswith("refs/remotes/origin/"):
         remote.insert(0, target.removeprefix("refs/remotes/origin/"))
-    local = ["main", "master"]
-    configured = git.config_get("init.defaultBranch")
-    if configured:
-        local.append(configured)
-    order = [f"refs/remotes/origin/{n}" for n in remote] + [f"refs/heads/{n}" for n in local]
-    present = git.existing_refs(order + [f"refs/heads/{n}" for n in remote])
-    for ref in order:
-        if ref in present:
-            name = ref.removeprefix("refs/remotes/origin/").removeprefix("refs/heads/")
-            remote_ref = f"refs/remotes/origin/{name}"
-            local_ref = f"refs/heads/{name}"
-            return DefaultBranch(
-                name=name,
-                remote_ref=remote_ref if remote_ref in present else None,
-                local_ref=local_ref if local_ref in present else None,
-            )
-    return None
+    order = [f"refs/remotes/origin/{n}" for n in remote] + ["refs/heads/main", "refs/heads/master"]
+    found = next((ref for ref in order if ref in refs), None)
+    if found is None:
+        configured = git.config_get("init.defaultBranch")
+        found = f"refs/heads/{configured}" if configured and f"refs/heads/{configured}" in refs else None
+    if found is None:
+        return None
+    name = found.removeprefix("refs/remotes/origin/").removeprefix("refs/heads/")
+    remote_ref, local_ref = f"refs/remotes/origin/{name}", f"refs/heads/{name}"
+    return DefaultBranch(
+        name=name,
+        remote_ref=remote_ref if remote_ref in refs else None,
+        local_ref=local_ref if local_ref in refs else None,
+    )
 
 
 def require_default_branch(git: Git) -> DefaultBranch:
