@@ -691,10 +691,14 @@ def _reclaim(repo: Repo, opts: Options) -> StepResult:
 
 
 def _local_state(repo: Repo, found: Survey, opts: Options) -> StepResult:
-    from router.teardown import local_state_step
+    from router.teardown import local_state_ran, local_state_step, mark_done
 
-    if _local_state_ran(found.record):
-        return done("local-state", "already ran in an earlier teardown or cleanup of this topic")
+    if found.topic_id is not None and local_state_ran(repo.common_dir, found.topic_id):
+        return done(
+            "local-state",
+            "already ran in an earlier teardown or cleanup of this topic "
+            f"(`team-router local-state {found.topic_id}` runs it again)",
+        )
     if found.record is None and not found.anything_left(repo):
         return done("local-state", f"nothing of {found.branch} was left: already cleaned up")
     job = LocalStateJob(
@@ -702,14 +706,12 @@ def _local_state(repo: Repo, found: Survey, opts: Options) -> StepResult:
         temp_paths=found.temp_paths, timeout=opts.line_timeout,
     )
     result, _ = local_state_step(job, echo=opts.echo)
+    if found.topic_id is not None and found.record is not None:
+        # At once, failed lines or not: a rerun must not run them a second time.
+        mark_done(repo.common_dir, found.topic_id, "local-state", repo_name=found.record.repo, branch=found.branch)
     if result.outcome is Outcome.SKIPPED:
         return done("local-state", result.detail)
     return result
-
-
-def _local_state_ran(record: state.TopicRecord | None) -> bool:
-    info = record.extra.get("teardown") if record else None
-    return isinstance(info, dict) and "local-state" in info.get("done", [])
 
 
 def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> None:

@@ -12,6 +12,7 @@ topic (plan first, then act); ``pr-cleanup`` reuses them for one branch.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router import state
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import Echo, LocalStateJob, LocalStateReport, run_local_state
 from router.snapshot import (
@@ -515,6 +517,29 @@ def local_state_step(job: LocalStateJob, *, echo: Echo | None = None) -> tuple[S
     if report.declaration.source is None and not report.temp_paths:
         outcome = Outcome.SKIPPED
     return StepResult("local-state", outcome, report.summary()), report
+
+
+def local_state_ran(common_dir: Path, topic_id: str) -> bool:
+    """The topic's record says its local state already ran (read now: another run may just have)."""
+    try:
+        record = state.read_record(common_dir, topic_id)
+    except state.RecordCorrupt:
+        return False
+    info = record.extra.get("teardown") if record else None
+    return isinstance(info, dict) and "local-state" in info.get("done", [])
+
+
+def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:
+    """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
+    try:
+        record = state.read_record(common_dir, topic_id)
+    except state.RecordCorrupt:
+        return  # reported elsewhere; never overwritten
+    record = record or state.TopicRecord(id=topic_id, repo=repo_name, branch=branch)
+    info = record.extra.get("teardown")
+    info = dict(info) if isinstance(info, dict) else {"done": [], "complete": False}
+    info["done"] = sorted(set(info.get("done", [])) | {step}, key=STEPS.index)
+    state.write_record(common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info}))
 
 
 def name_some(items) -> str:

@@ -42,7 +42,9 @@ from router.teardown import (
     integrate_commits,
     integration,
     is_primary_clone,
+    local_state_ran,
     local_state_step,
+    mark_done,
     name_some,
     primary_state,
     prune_origin,
@@ -59,6 +61,9 @@ from router.topicscope import RepoTarget, TopicScope, resolve_topic
 from router.workspace import PLANS_DIR, DefaultBranch, Repo, default_branch, find_worktree
 
 MAX_PARALLEL = 8
+LOCAL_STATE_RAN = (
+    "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
+)
 
 
 # -- plan -------------------------------------------------------------------------
@@ -264,14 +269,15 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     run("sweep", do_sweep, guarded=False)
 
     def do_local() -> StepResult:
-        if _local_state_ran(repo, scope.id):
-            return skipped("local-state", "already ran in an earlier teardown of this topic")
+        if local_state_ran(repo.common_dir, scope.id):
+            return skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id))
         job = _local_job(repo, target, plan, scope, opts)
         result, report = local_state_step(job, echo=opts.echo)
         local.append(report)
-        if not result.stopped:
-            # Recorded at once: a run killed after this point must not run the lines again.
-            _mark_done(repo, target, scope.id, "local-state")
+        # Recorded at once, failed lines or not: a rerun (or a run killed after
+        # this point) must not run the lines again. This run reports the
+        # failure; `team-router local-state` is how to run them again on purpose.
+        mark_done(repo.common_dir, scope.id, "local-state", repo_name=target.name, branch=target.branch)
         return result
 
     run("local-state", do_local, guarded=True)
@@ -307,28 +313,6 @@ def _local_job(repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope
         target.name, repo.git, repo.primary, plan.default, target.branch, worktree,
         temp_paths=scope.temp_paths if target.is_home else None, timeout=opts.line_timeout,
     )
-
-
-def _local_state_ran(repo: Repo, topic_id: str) -> bool:
-    """Read now, not at resolution: another run may have finished while we waited for the lock."""
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt:
-        return False
-    info = record.extra.get("teardown") if record else None
-    return isinstance(info, dict) and "local-state" in info.get("done", [])
-
-
-def _mark_done(repo: Repo, target: RepoTarget, topic_id: str, step: str) -> None:
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt:
-        return
-    record = record or state.TopicRecord(id=topic_id, repo=target.name, branch=target.branch)
-    info = record.extra.get("teardown")
-    info = dict(info) if isinstance(info, dict) else {"done": [], "complete": False}
-    info["done"] = sorted(set(info.get("done", [])) | {step}, key=STEPS.index)
-    state.write_record(repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info}))
 
 
 def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: RepoReport) -> None:

@@ -569,6 +569,24 @@ def test_a_second_run_exits_0_and_reports_everything_done(web, tmp_path, monkeyp
     assert_cleaned(web, worktree)
 
 
+def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh, tmp_path):
+    write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\nexit 4\n')
+    git(web, "add", ".teamteardown")
+    git(web, "commit", "-q", "-m", "declare local state")
+    git(web, "push", "-q", "origin", "main")
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="squash")
+    first = cleanup(web, TOPIC)
+    assert first.code == 1, first.out + first.err
+    assert steps(first.json)["local-state"]["outcome"] == "failed"
+    assert_cleaned(web, worktree)
+    second = cleanup(web, TOPIC)
+    assert second.code == 0, second.out + second.err
+    assert steps(second.json)["local-state"]["outcome"] == "done"
+    assert f"`team-router local-state {TOPIC}` runs it again" in steps(second.json)["local-state"]["detail"]
+    assert (tmp_path / "ran.log").read_text() == "ran\n"  # not run a second time
+
+
 # -- abandoned ---------------------------------------------------------------------------------------
 
 

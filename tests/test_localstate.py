@@ -177,3 +177,27 @@ def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_dec
     assert state["temp_paths"] == [{"path": str(scratch), "outcome": "removed"}]
     assert (tmp_path / "wt.txt").read_text() == f"{topic.worktrees['home']}\n"
     assert not scratch.exists() and not topic.plan_dir.exists()
+
+
+def test_a_failed_line_runs_once_and_a_second_teardown_exits_0(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    count = tmp_path / "count.txt"
+    declare(home_repo, f"echo ran >> {count}\nexit 3\n")
+    outside = write(tmp_path / "keep-me.txt", "x\n")
+    record_temps(topic, str(outside))  # refused on every run: outside the temp dir
+    first = teardown(topic)
+    assert first.code == 1, first.out
+    step = next(s for s in first.json["repos"][0]["steps"] if s["name"] == "local-state")
+    assert step["outcome"] == "failed"
+    assert [c["outcome"] for c in first.json["local_state"][0]["commands"]] == ["ok", "failed (exit 3)"]
+    again = teardown(topic)
+    assert again.code == 0, again.out
+    step = next(s for s in again.json["repos"][0]["steps"] if s["name"] == "local-state")
+    assert step["outcome"] == "skipped"
+    assert f"`team-router local-state {topic.id}` runs it again" in step["detail"]
+    assert count.read_text() == "ran\n"  # the lines did not run a second time
+    assert outside.exists()
+    # Asked for explicitly, they run again (and still report the failure).
+    explicit = local_state(topic)
+    assert explicit.code == 1
+    assert count.read_text() == "ran\nran\n"

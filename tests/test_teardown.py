@@ -67,7 +67,10 @@ def test_a_second_teardown_of_a_torn_down_topic_exits_0(workspace):
         steps = steps_of(again.json, name)
         assert steps["remove"]["outcome"] == "skipped"
         assert steps["branch"]["outcome"] == "skipped"
-        assert steps["local-state"]["detail"] == "already ran in an earlier teardown of this topic"
+        assert steps["local-state"]["detail"] == (
+            f"already ran in an earlier teardown of this topic (`team-router local-state {topic.id}` "
+            "runs it again)"
+        )
 
 
 def test_teardown_takes_the_plan_dir_path_as_target(home_repo):
