@@ -15,10 +15,11 @@ The steps reuse teardown's (:mod:`router.teardown`): ``remove_worktree``,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -490,7 +491,12 @@ class Run:
         if guarded and self.held is not None:
             result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
         else:
-            result = action()
+            try:
+                result = action()
+            except GitError as exc:  # an unexpected git failure is this step's, not a traceback
+                result = failed(name, f"git failed: {exc.first_line}")
+            except OSError as exc:
+                result = failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         self.steps.append(result)
         if self.held is None and result.stopped and name in GUARDING:
             self.held = result
@@ -838,10 +844,12 @@ def pr_cleanup(
         _refuse_unconfirmed(chosen.branch, confirmed)
     warnings: list[str] = []
     if dry_run:
-        return _dry_run(repo, chosen, opts, hub, warnings)
+        with _git_failure_refuses(chosen.branch):
+            return _dry_run(repo, chosen, opts, hub, warnings)
     with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
-        found = _prepare(repo, chosen.branch, mode, warnings)
-        evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
+        with _git_failure_refuses(chosen.branch):
+            found = _prepare(repo, chosen.branch, mode, warnings)
+            evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
         if not found.anything_left(repo):
             warnings.append(f"nothing named {found.branch} is left here or on origin: already cleaned "
                             "up (or a mistyped name)")
@@ -849,6 +857,17 @@ def pr_cleanup(
         remember(repo, found, steps, mode)
     _warn_about(steps, found, warnings)
     return CleanupResult(chosen.branch, mode, evidence, tuple(steps), tuple(closed), warnings=warnings)
+
+
+@contextlib.contextmanager
+def _git_failure_refuses(branch: str) -> Iterator[None]:
+    """A git command failing while the branch is surveyed or judged refuses; nothing is guessed."""
+    try:
+        yield
+    except GitError as exc:
+        raise Refusal(
+            "git-failed", f"checking {branch} failed ({exc.first_line}); nothing was touched"
+        ) from None
 
 
 def lock_name(branch: str) -> str:

@@ -425,6 +425,22 @@ def test_a_dirty_topic_worktree_refuses(web, no_gh, change):
     assert world(web) == before and worktree.is_dir()
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_worktree_git_cannot_read_refuses_git_failed_not_a_traceback(web, no_gh, dry_run):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    write(worktree / "wip.txt", "not committed\n")
+    write(worktree / ".git", "gitdir: /nowhere\n")  # a broken link: its status cannot be read
+    before = world(web)
+    res = cleanup(web, TOPIC, *(["--dry-run"] if dry_run else []))
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "git-failed"
+    assert "Traceback" not in res.err
+    assert world(web) == before
+    assert (worktree / "wip.txt").read_text() == "not committed\n"
+    assert TOPIC in branches(web)
+
+
 # -- where it runs, remote refs ------------------------------------------------------------------
 
 
