@@ -384,6 +384,12 @@ def teardown(
         else:
             reports = _parallel(lambda p: preview_repo(p, scope, opts), plans)
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
+        if any(p.has_origin for p in plans):
+            # The real run fetches first; a dry run changes nothing, not even origin's refs.
+            warnings.append(
+                "dry run: origin was not fetched, so the plan uses what was fetched before "
+                "(a merge made since is not seen: `git fetch origin` first for an up-to-date plan)"
+            )
         return TeardownResult(scope.id, tuple(reports), dry_run=True, warnings=warnings)
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.

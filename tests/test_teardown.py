@@ -100,6 +100,20 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
     assert_untouched(topic, before)
 
 
+def test_dry_run_says_origin_was_not_fetched(home_repo):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "add limits")
+    push_branch(topic.worktrees["home"], topic.branch)
+    merge_on_origin(home_repo, topic.branch)
+    before = snapshot_of(home_repo)
+    plan = teardown(topic, "--dry-run")
+    assert any("origin was not fetched" in w for w in plan.json["warnings"])
+    assert snapshot_of(home_repo) == before
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert not any("origin was not fetched" in w for w in res.json["warnings"])
+
+
 def test_dry_run_of_a_refused_teardown_says_so_and_exits_1(workspace):
     topic = multi_topic(workspace)
     write(topic.worktrees["api"] / "draft.txt", "not committed\n")
