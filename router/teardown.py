@@ -269,6 +269,9 @@ def remove_worktree(
     if entry is None:
         there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
         return skipped(name, f"{path} is not a registered worktree: {there}"), None
+    other = foreign_worktree(repo, path, branch, entry)
+    if other:
+        return skipped(name, other), None
     exists = os.path.isdir(path)
     if not force:
         if entry.locked:
@@ -293,6 +296,22 @@ def remove_worktree(
         return failed(name, f"git worktree remove {path} failed: {exc.first_line}"), snap
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     return done(name, f"removed {path}{kept}"), snap
+
+
+def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> str:
+    """Why the worktree at ``path`` is not this branch's to remove (empty when it is).
+
+    The path comes from a record or from ``repos.md`` (written by a model); git
+    decides whose worktree it is: one on another branch belongs to other work
+    (with its own plan dir and ignored files), and a detached one counts only
+    at this branch's own worktree path.
+    """
+    if entry.branch == branch:
+        return ""
+    if entry.branch is None and os.path.realpath(path) == os.path.realpath(repo.worktree_path(branch)):
+        return ""
+    on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
+    return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:

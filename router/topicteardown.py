@@ -39,6 +39,7 @@ from router.teardown import (
     delete_branch,
     done,
     failed,
+    foreign_worktree,
     integrate_commits,
     integration,
     is_primary_clone,
@@ -92,6 +93,7 @@ class RepoPlan:
     has_origin: bool = False
     reachable: bool = True  # origin answered the plan's fetch (or there is none)
     tracking: bool = False  # refs/remotes/origin/<branch> exists
+    foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -126,12 +128,16 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     worktree = target.worktree or _listed_worktree(entries, target.branch)
     on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
     entry = find_worktree(entries, worktree) if worktree and not on_primary else None
+    foreign = foreign_worktree(repo, worktree, target.branch, entry) if entry else ""  # type: ignore[arg-type]
+    if foreign:
+        notes.append(f"{target.name}: {foreign}")
+        entry = None
     status = Git(worktree).status() if entry and os.path.isdir(worktree) else StatusReport()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
         target, default, worktree, on_primary, entry is not None, tuple(entries), status, tip, found,
-        has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, notes=tuple(notes),
+        has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, foreign, notes=tuple(notes),
     )
     return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
 
@@ -308,7 +314,7 @@ def _branch_step(
 
 
 def _local_job(repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options) -> LocalStateJob:
-    worktree = None if plan.on_primary else plan.worktree
+    worktree = None if plan.on_primary or plan.foreign else plan.worktree
     return LocalStateJob(
         target.name, repo.git, repo.primary, plan.default, target.branch, worktree,
         temp_paths=scope.temp_paths if target.is_home else None, timeout=opts.line_timeout,
@@ -611,6 +617,8 @@ def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
         return skipped("remove", "no worktree recorded")
     if plan.on_primary:
         return skipped("remove", f"{plan.worktree} is the primary clone: never removed")
+    if plan.foreign:
+        return skipped("remove", plan.foreign)
     if not plan.registered:
         return skipped("remove", f"{plan.worktree} is not a registered worktree")
     snap = " after writing a snapshot" if opts.force and plan.status.dirty else ""

@@ -360,6 +360,31 @@ def test_a_tracked_plan_dir_in_the_primary_clone_is_kept(home_repo):
     assert (plan / "design.md").read_text() == "# tracked design\n"
 
 
+def test_a_repos_md_line_naming_another_topics_worktree_never_removes_it(workspace):
+    from gitutil import make_repo
+
+    topic = new_topic(make_repo(workspace, "web"))
+    api = make_repo(workspace, "api")
+    other = new_topic(api, "2026-05-02-other-work")  # api's own topic, in flight
+    artifact = write(other.plan_dir / "design.md", "# the other topic's design\n")
+    wrong = other.worktrees["home"]
+    write(
+        topic.plan_dir / "repos.md",
+        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {topic.home}\n\n"
+        f"## Additional repos\n\n- **name:** api\n  **path:** {api}\n\n"
+        f"## Worktrees\n\n- home: {topic.worktrees['home']}\n- api: {wrong}\n",
+    )
+    for flags in (("--dry-run",), ()):
+        res = teardown(topic, *flags)
+        assert res.code == 0, res.out + res.err
+        step = steps_of(res.json, "api")["remove"]
+        assert step["outcome"] == "skipped" and "not this topic's, kept" in step["detail"]
+        assert any("not this topic's" in w for w in res.json["warnings"])
+    assert artifact.read_text() == "# the other topic's design\n"
+    assert worktree_paths(api) == [str(api), str(wrong)]
+    assert not topic.worktrees["home"].exists()
+
+
 def test_sibling_plan_dirs_of_other_topics_are_left_alone(home_repo):
     topic = new_topic(home_repo)
     mine = home_repo / "docs" / "plans" / topic.id
