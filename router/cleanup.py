@@ -780,10 +780,7 @@ def preview(repo: Repo, found: Survey, opts: Options, closing: list[PullRequest]
 def _preview_plan_dir(repo: Repo, found: Survey) -> StepResult:
     if found.topic_id is None:
         return skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
-    path = repo.primary / PLANS_DIR / found.topic_id
-    if not os.path.lexists(path):
-        return skipped("plan-dir", f"no {PLANS_DIR / found.topic_id}/ in the primary clone")
-    return done("plan-dir", f"would remove {path} if git ls-files proves it untracked")
+    return remove_plan_dir(repo, found.topic_id, dry_run=True)
 
 
 # -- the command --------------------------------------------------------------------------------------

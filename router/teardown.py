@@ -487,7 +487,7 @@ def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> st
 # -- step 6: plan-dir -------------------------------------------------------------
 
 
-def remove_plan_dir(repo: Repo, topic_id: str) -> StepResult:
+def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> StepResult:
     """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
     name = "plan-dir"
     rel = PLANS_DIR / topic_id
@@ -496,11 +496,17 @@ def remove_plan_dir(repo: Repo, topic_id: str) -> StepResult:
         return skipped(name, f"no {rel}/ in the primary clone")
     if path.is_symlink() or not path.is_dir():
         return refused(name, "plan-dir-kept", f"{path} is not a plain directory: kept")
+    if os.path.realpath(path) != os.path.join(os.path.realpath(repo.primary), rel):
+        # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
+        # what lies behind it is somewhere else on the machine, never ours to delete.
+        return refused(name, "plan-dir-kept", f"{path} is reached through a symlink: kept")
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:
         return refused(name, "plan-dir-kept", f"git ls-files {rel} failed, so it is not known to be untracked: kept")
     if tracked:
         return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
+    if dry_run:
+        return done(name, f"would remove {path} (untracked)")
     try:
         shutil.rmtree(path)
     except OSError as exc:

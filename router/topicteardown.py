@@ -59,7 +59,7 @@ from router.teardown import (
     worktree_blocker,
 )
 from router.topicscope import RepoTarget, TopicScope, resolve_topic
-from router.workspace import PLANS_DIR, DefaultBranch, Repo, default_branch, find_worktree
+from router.workspace import DefaultBranch, Repo, default_branch, find_worktree
 
 MAX_PARALLEL = 8
 LOCAL_STATE_RAN = (
@@ -591,7 +591,7 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         skipped("verify-gone", "no worktree recorded") if plan.worktree is None or plan.on_primary
         else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
         _preview_update(repo, plan),
-        _preview_plan_dir(repo, scope.id) if target.is_home else skipped("plan-dir", "home repo only"),
+        remove_plan_dir(repo, scope.id, dry_run=True) if target.is_home else skipped("plan-dir", "home repo only"),
         skipped("sweep", "no residue") if sweep_report.no_residue else done(
             "sweep", f"would sweep {len(sweep_report.swept)}, keep {len(sweep_report.kept)}"),
         done("local-state", "would run: " + local.summary()),
@@ -641,17 +641,3 @@ def _preview_update(repo: Repo, plan: RepoPlan) -> StepResult:
     if busy:
         return skipped("update-default", f"would fetch only: {busy}")
     return done("update-default", f"would run git pull --rebase origin {plan.default.name}")
-
-
-def _preview_plan_dir(repo: Repo, topic_id: str) -> StepResult:
-    rel = PLANS_DIR / topic_id
-    if not os.path.lexists(repo.primary / rel):
-        return skipped("plan-dir", f"no {rel}/ in the primary clone")
-    tracked = repo.git.ls_files(rel.as_posix() + "/")
-    if tracked is None:
-        return refused("plan-dir", "plan-dir-kept", f"git ls-files {rel} failed: would keep it")
-    if tracked:
-        return skipped("plan-dir", f"{rel}/ is tracked ({len(tracked)} file(s)): would keep it")
-    return done("plan-dir", f"would remove {repo.primary / rel} (untracked)")
-
-

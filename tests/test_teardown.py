@@ -385,6 +385,22 @@ def test_a_repos_md_line_naming_another_topics_worktree_never_removes_it(workspa
     assert not topic.worktrees["home"].exists()
 
 
+def test_a_plan_dir_reached_through_a_symlinked_docs_dir_is_kept(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    elsewhere = tmp_path / "shared-docs"
+    kept = write(elsewhere / "plans" / topic.id / "design.md", "# not this repo's\n")
+    (home_repo / "docs").symlink_to(elsewhere)
+    plan = teardown(topic, "--dry-run")
+    assert plan.code == 1 and steps_of(plan.json, "home")["plan-dir"]["code"] == "plan-dir-kept"
+    res = teardown(topic)
+    assert res.code == 1, res.out
+    step = steps_of(res.json, "home")["plan-dir"]
+    assert (step["outcome"], step["code"]) == ("refused", "plan-dir-kept")
+    assert "through a symlink" in step["detail"]
+    assert kept.read_text() == "# not this repo's\n"
+    assert not topic.worktrees["home"].exists()  # the rest of the teardown ran
+
+
 def test_sibling_plan_dirs_of_other_topics_are_left_alone(home_repo):
     topic = new_topic(home_repo)
     mine = home_repo / "docs" / "plans" / topic.id
