@@ -112,6 +112,10 @@ def sweep(
     None and there is residue.
     """
     base = root / WORKTREES_DIR
+    if os.path.lexists(base) and os.path.realpath(base) != os.path.join(os.path.realpath(root), WORKTREES_DIR):
+        # A symlinked .claude/ or worktrees/ points somewhere else on the machine
+        # (creation refuses one too): nothing behind it is ours to judge or delete.
+        return SweepResult(root, kept=(Kept(base, Verdict.SYMLINK),))
     subdirs = _subdirs(base)
     if not subdirs:
         return SweepResult(root)

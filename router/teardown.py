@@ -406,7 +406,7 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
         return skipped(name, f"{path} is the primary clone: never removed")
     if find_worktree(entries, path) is not None:
         return skipped(name, f"{path} is still a registered worktree")
-    if Path(os.path.realpath(path.parent)) != Path(os.path.realpath(repo.primary / WORKTREES_DIR)):
+    if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
         return refused(name, "residue-kept", f"{path} came back outside {WORKTREES_DIR}: kept")
     verdict, files = classify(path, {os.path.realpath(e.path) for e in entries})
     if verdict is not Verdict.RESIDUE:

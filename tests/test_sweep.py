@@ -191,3 +191,15 @@ def test_teardown_of_another_topic_keeps_a_claimed_directory(home_repo):
     assert res.json["kept"] == [{"path": str(claim), "reason": "claimed", "files": []}]
     assert claim.is_dir()
     assert not topic.worktrees["home"].exists()
+
+
+def test_a_symlinked_worktrees_folder_is_not_swept_where_it_points(home_repo, tmp_path):
+    shared = tmp_path / "shared-claude"
+    write(shared / "worktrees" / "someone-elses" / "tmp" / "state.json", "{}\n")
+    (shared / "worktrees" / "empty").mkdir()
+    (home_repo / ".claude").symlink_to(shared)
+    data = sweep(home_repo)
+    assert data["swept"] == []
+    assert data["kept"] == [{"path": str(leftovers(home_repo)), "reason": "symlink", "files": []}]
+    assert (shared / "worktrees" / "someone-elses" / "tmp" / "state.json").exists()
+    assert (shared / "worktrees" / "empty").is_dir()
