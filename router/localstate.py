@@ -248,6 +248,11 @@ def check_temp_path(path: str, root: str) -> str:
     if ".." in path.split("/"):
         return "dotdot"
     clean = path.rstrip("/")
+    if clean != os.path.normpath(clean):
+        # "$TMPDIR/." names the temp dir itself (pathlib drops the "."): a path
+        # must be written plainly to be judged, never normalized into another one.
+        return "not-normalized"
+    root = os.path.normpath(root)
     if root == "/" or not os.path.isabs(root):
         return "tmpdir-unusable"
     if not clean.startswith(root + "/"):

@@ -201,3 +201,17 @@ def test_a_failed_line_runs_once_and_a_second_teardown_exits_0(home_repo, tmp_pa
     explicit = local_state(topic)
     assert explicit.code == 1
     assert count.read_text() == "ran\nran\n"
+
+
+def test_a_dot_path_naming_the_temp_dir_itself_is_refused_never_removed(topic):
+    tmp = Path(os.environ["TMPDIR"])
+    other = write(tmp / "another-session" / "state.json", "{}\n")
+    sub = write(tmp / "build" / "out.o", "x\n")
+    dotted = [f"{tmp}/.", f"{tmp}/./", f"{tmp}/build/.", f"{tmp}//build"]
+    record_temps(topic, *dotted)
+    res = local_state(topic)
+    assert res.code == 1
+    assert res.json["temp_paths"] == [
+        {"path": p, "outcome": "refused", "check": "not-normalized"} for p in dotted
+    ]
+    assert other.read_text() == "{}\n" and sub.read_text() == "x\n"
