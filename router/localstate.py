@@ -122,14 +122,20 @@ class LocalStateReport:
 
 
 def read_declaration(git: Git, default: DefaultBranch | None) -> Declaration:
-    """``.teamteardown`` from origin/<default>, else the local default branch; nothing else."""
+    """``.teamteardown`` from origin/<default>, else (origin has no such branch) the local one.
+
+    Never the local default branch while origin has one: ``teardown --integrate``
+    cherry-picks the finished branch onto the local default branch, and a
+    ``.teamteardown`` among those commits must not run by being cleaned up.
+    """
     if default is None:
         return Declaration(None, (), "no default branch known — nothing declared")
-    sources = {
-        f"{ref}:{DECLARATION}": label
-        for label, ref in ((f"origin/{default.name}", default.remote_ref), (default.name, default.local_ref))
-        if ref is not None
-    }
+    if default.remote_ref is not None:
+        sources = {f"{default.remote_ref}:{DECLARATION}": f"origin/{default.name}"}
+    elif default.local_ref is not None:
+        sources = {f"{default.local_ref}:{DECLARATION}": default.name}
+    else:
+        sources = {}
     found = first_blob(git, list(sources))
     if found is None:
         return Declaration(None, (), f"no {DECLARATION} on {default.name} — nothing declared")
@@ -315,11 +321,12 @@ class LocalStateJob:
     temp_paths: tuple[str, ...] | None = None  # None: this repo records none (not home)
     timeout: float = DEFAULT_LINE_TIMEOUT
     extra_notes: tuple[str, ...] = field(default=())
+    declaration: Declaration | None = None  # read earlier (teardown: before it integrates); else now
 
 
 def run_local_state(job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False) -> LocalStateReport:
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
-    decl = read_declaration(job.git, job.default)
+    decl = job.declaration or read_declaration(job.git, job.default)
     commands: list[CommandResult] = []
     if dry_run:
         notes = [f"would run: {line}" for line in decl.lines]

@@ -23,9 +23,11 @@ from router.errors import Refusal
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
+    Declaration,
     Echo,
     LocalStateJob,
     LocalStateReport,
+    read_declaration,
     run_local_state,
 )
 from router.snapshot import Restored, RestoreStatus, restore_repo
@@ -94,6 +96,7 @@ class RepoPlan:
     reachable: bool = True  # origin answered the plan's fetch (or there is none)
     tracking: bool = False  # refs/remotes/origin/<branch> exists
     foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
+    declaration: Declaration | None = None  # .teamteardown as the default branch had it before teardown
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -137,7 +140,8 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
         target, default, worktree, on_primary, entry is not None, tuple(entries), status, tip, found,
-        has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, foreign, notes=tuple(notes),
+        has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, foreign,
+        read_declaration(repo.git, default), notes=tuple(notes),
     )
     return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
 
@@ -318,6 +322,7 @@ def _local_job(repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope
     return LocalStateJob(
         target.name, repo.git, repo.primary, plan.default, target.branch, worktree,
         temp_paths=scope.temp_paths if target.is_home else None, timeout=opts.line_timeout,
+        declaration=plan.declaration,
     )
 
 

@@ -215,3 +215,18 @@ def test_a_dot_path_naming_the_temp_dir_itself_is_refused_never_removed(topic):
         {"path": p, "outcome": "refused", "check": "not-normalized"} for p in dotted
     ]
     assert other.read_text() == "{}\n" and sub.read_text() == "x\n"
+
+
+@pytest.mark.parametrize("origin", [True, False])
+def test_a_teamteardown_integrated_from_the_branch_never_runs(workspace, tmp_path, origin):
+    from gitutil import make_repo
+
+    home = make_repo(workspace, "web", origin=origin)
+    topic = new_topic(home)
+    marker = tmp_path / "pwned"
+    commit(topic.worktrees["home"], ".teamteardown", f"touch {marker}\n", "declare from the branch")
+    res = teardown(topic, "--integrate")
+    assert res.code == 0, res.out + res.err
+    assert git(home, "show", "main:.teamteardown") == f"touch {marker}"  # it was integrated
+    assert res.json["local_state"][0]["commands"] == []
+    assert not marker.exists()
