@@ -39,13 +39,16 @@ from router.teardown import (
     Proof,
     StepResult,
     delete_branch,
+    describe_dirt,
     done,
     failed,
     merge_proof,
+    name_some,
     prune_origin,
     refused,
     remove_plan_dir,
     remove_worktree,
+    short_ref,
     skipped,
     update_default,
     verify_gone,
@@ -58,7 +61,6 @@ PROTECTED = ("main", "master", "develop")
 PROTECTED_PREFIX = "release/"
 MAX_LOCK_NAME = 100  # a topic id is at most this long; a longer branch name is hashed
 MAX_STACK = 20  # stacked PRs deeper than this are not followed (and a cycle is not looped)
-_NAMED = 5
 
 
 class Mode(StrEnum):
@@ -318,12 +320,7 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
 
 
 def _dirt(status: StatusReport) -> str:
-    parts = []
-    if status.tracked:
-        parts.append(f"{len(status.tracked)} changed tracked file(s): {_names(status.tracked)}")
-    if status.untracked:
-        parts.append(f"{len(status.untracked)} untracked file(s): {_names(status.untracked)}")
-    return "has " + "; ".join(parts)
+    return "has " + describe_dirt(status)
 
 
 def refuse_if_held(repo: Repo, found: Survey) -> None:
@@ -389,7 +386,7 @@ def prove_merged(repo: Repo, found: Survey, hub: GitHub | Unavailable, named: Pu
         # squash proof on today's tip; the PR's own merge commit still shows it.
         merge = pr.merge_commit if pr.merge_commit and repo.git.rev_parse(pr.merge_commit) else None
         content = merge_proof(repo.git, subject, merge) if merge else None
-    held = content.detail if content else f"no content proof on {_short(target)}"
+    held = content.detail if content else f"no content proof on {short_ref(target)}"
     return Evidence(subject, content, target, verdict, pr.number if pr else None, f"{held}; {why}")
 
 
@@ -425,7 +422,7 @@ def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
         elif p.head_oid != tip:
             reasons.append(f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}")
         else:
-            reasons.append(f"PR #{p.number}'s merge commit is not on {_short(target)}")
+            reasons.append(f"PR #{p.number}'s merge commit is not on {short_ref(target)}")
     return "; ".join(reasons)
 
 
@@ -574,9 +571,9 @@ def _copied_note(repo: Repo, found: Survey) -> str:
     if not found.included:
         return ""
     edited = [p for p in found.included if _differs(repo.primary / p, found.worktree_path / p)]  # type: ignore[operator]
-    note = f"it held copies placed by .worktreeinclude: {_names(found.included)}"
+    note = f"it held copies placed by .worktreeinclude: {name_some(found.included)}"
     if edited:
-        note += f" (edited since copied, not kept: {_names(edited)})"
+        note += f" (edited since copied, not kept: {name_some(edited)})"
     return note
 
 
@@ -954,13 +951,3 @@ def _dry_run(repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailabl
             warnings.append(f"listing the PRs to close failed ({exc})")
     steps = preview(repo, found, opts, closing, hub)
     return CleanupResult(chosen.branch, opts.mode, evidence, tuple(steps), dry_run=True, warnings=warnings)
-
-
-def _short(ref: str) -> str:
-    return ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-
-
-def _names(items) -> str:
-    items = [str(i) for i in items]
-    more = f" and {len(items) - _NAMED} more" if len(items) > _NAMED else ""
-    return ", ".join(items[:_NAMED]) + more

@@ -319,16 +319,21 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
         why = f" ({entry.lock_reason})" if entry.lock_reason else ""
         return refused("remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force")
     if status.dirty:
-        parts = []
-        if status.tracked:
-            parts.append(f"{len(status.tracked)} changed tracked file(s): {name_some(status.tracked)}")
-        if status.untracked:
-            parts.append(f"{len(status.untracked)} untracked file(s): {name_some(status.untracked)}")
         return refused(
             "remove", "dirty-worktree",
-            f"{path} has {'; '.join(parts)}; commit them, or pass --force to snapshot and remove",
+            f"{path} has {describe_dirt(status)}; commit them, or pass --force to snapshot and remove",
         )
     return None
+
+
+def describe_dirt(status: StatusReport) -> str:
+    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
+    parts = []
+    if status.tracked:
+        parts.append(f"{len(status.tracked)} changed tracked file(s): {name_some(status.tracked)}")
+    if status.untracked:
+        parts.append(f"{len(status.untracked)} untracked file(s): {name_some(status.untracked)}")
+    return "; ".join(parts)
 
 
 def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bool:
