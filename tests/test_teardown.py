@@ -324,6 +324,21 @@ def test_update_default_fetches_only_when_the_primary_clone_is_dirty(home_repo):
     assert (home_repo / "local-notes.txt").read_text() == "mine\n"
 
 
+def test_a_default_branch_that_cannot_rebase_is_a_warning_and_reruns_exit_0(home_repo):
+    topic = new_topic(home_repo)
+    commit_on_origin(home_repo, "README.md", "# web, changed on origin\n")
+    local = commit(home_repo, "README.md", "# web, changed here\n", "local edit of the same line")
+    for _ in range(2):
+        res = teardown(topic)
+        assert res.code == 0, res.out + res.err
+        step = steps_of(res.json, "home")["update-default"]
+        assert step["outcome"] == "failed" and "aborted" in step["detail"]
+        assert any("the default branch was not updated" in w for w in res.json["warnings"])
+        assert git(home_repo, "rev-parse", "main") == local and status(home_repo) == ""
+    assert not topic.worktrees["home"].exists()
+    assert record(home_repo, topic.id)["extra"]["teardown"]["complete"] is True
+
+
 # -- the primary clone and the plan dir ----------------------------------------------------------
 
 
