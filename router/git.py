@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
-# Check a new worktree out with one worker per core (git >= 2.32 parallel
-# checkout): the checkout is most of the cost of creating a worktree.
-PARALLEL_CHECKOUT = ("checkout.workers=0",)
+# git >= 2.32 parallel checkout: 0 is one worker per core. The checkout is
+# most of the cost of creating a worktree; callers that already create several
+# worktrees at once pass 1, since their threads keep the cores busy.
+ALL_CORES = 0
 
 # Variables that point git at a repository or index other than the one we ask
 # about. They leak in when team-router runs from a git hook or a tool that set
@@ -362,17 +363,35 @@ class Git:
         out = self.run("worktree", "list", "--porcelain", "-z").stdout
         return parse_worktree_list(out)
 
-    def worktree_add(self, path: Path, branch: str, *, base: str | None) -> None:
+    def worktree_add(
+        self, path: Path, branch: str, *, base: str | None, workers: int = ALL_CORES
+    ) -> None:
         """Add a worktree: with ``base`` create ``branch`` there, else attach the existing branch."""
         if base is not None:
             # --no-track: a branch cut from origin/HEAD must not take origin/main as
             # its upstream, or a later pull/push in the worktree would target main.
             self.run(
-                "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", str(path), base,
-                config=PARALLEL_CHECKOUT,
+                "worktree",
+                "add",
+                "--quiet",
+                "--no-track",
+                "-b",
+                branch,
+                "--",
+                str(path),
+                base,
+                config=[f"checkout.workers={workers}"],
             )
         else:
-            self.run("worktree", "add", "--quiet", "--", str(path), branch, config=PARALLEL_CHECKOUT)
+            self.run(
+                "worktree",
+                "add",
+                "--quiet",
+                "--",
+                str(path),
+                branch,
+                config=[f"checkout.workers={workers}"],
+            )
 
     def worktree_remove(self, path: Path, *, force: bool) -> None:
         args = ["worktree", "remove"]
@@ -465,7 +484,9 @@ def cherry_pick_abort(git: Git) -> None:
     git.run("cherry-pick", "--abort", check=False)
 
 
-def pull(git: Git, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT) -> None:
+def pull(
+    git: Git, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT
+) -> None:
     """``git pull --rebase`` (or ``--ff-only``) ``remote branch`` in the checkout at cwd."""
     mode = "--rebase" if rebase else "--ff-only"
     git.run("pull", "--quiet", mode, "--no-autostash", remote, branch, timeout=timeout)
@@ -524,7 +545,12 @@ def ref_values(git: Git, refs: Sequence[str]) -> dict[str, str]:
 def status_with_branch(git: Git) -> tuple[StatusReport, str | None]:
     """``status`` plus the checked-out branch (None when detached), in one process."""
     out = git.run(
-        "status", "--porcelain", "-z", "-b", "--untracked-files=all", "--ignore-submodules=none",
+        "status",
+        "--porcelain",
+        "-z",
+        "-b",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
         config=["core.fsmonitor="],
     ).stdout
     header, _, rest = out.partition("\0")
@@ -540,7 +566,9 @@ def _branch_of_header(header: str) -> str | None:
     return text.split("...", 1)[0].split(" ", 1)[0] or None
 
 
-def remote_prune_refs(git: Git, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> list[str]:
+def remote_prune_refs(
+    git: Git, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT
+) -> list[str]:
     """``git remote prune``; the remote-tracking refs it dropped (``origin/<branch>``)."""
     out = git.out("remote", "prune", remote, timeout=timeout)
     return [line.split("]", 1)[1].strip() for line in out.splitlines() if "[pruned]" in line]
@@ -577,7 +605,9 @@ def restore_worktree_files(git: Git, source: str) -> None:
 RECLAIM_TIMEOUT = 600.0  # gc on a large repository takes minutes, not hours
 
 
-def remote_branch_tip(git: Git, remote: str, branch: str, *, timeout: float = FETCH_TIMEOUT) -> str | None:
+def remote_branch_tip(
+    git: Git, remote: str, branch: str, *, timeout: float = FETCH_TIMEOUT
+) -> str | None:
     """The commit ``remote`` has on ``refs/heads/<branch>`` right now (None: it has none).
 
     Asked of the remote itself, not read from ``refs/remotes/``: a branch
@@ -593,7 +623,9 @@ def remote_branch_tip(git: Git, remote: str, branch: str, *, timeout: float = FE
     return None
 
 
-def push_delete(git: Git, remote: str, branch: str, *, expect: str, timeout: float = FETCH_TIMEOUT) -> None:
+def push_delete(
+    git: Git, remote: str, branch: str, *, expect: str, timeout: float = FETCH_TIMEOUT
+) -> None:
     """Delete ``branch`` on ``remote`` only if it still points at ``expect``.
 
     The lease makes a push someone made since we looked fail the deletion
@@ -601,7 +633,12 @@ def push_delete(git: Git, remote: str, branch: str, *, expect: str, timeout: flo
     """
     ref = f"refs/heads/{branch}"
     git.run(
-        "push", "--quiet", "--no-verify", f"--force-with-lease={ref}:{expect}", remote, f":{ref}",
+        "push",
+        "--quiet",
+        "--no-verify",
+        f"--force-with-lease={ref}:{expect}",
+        remote,
+        f":{ref}",
         timeout=timeout,
     )
 

@@ -81,6 +81,7 @@ class Job:
     invoked_in: RepoLayout | None = None  # where the command runs (for reuse)
     description: str | None = None
     wait: float = state.DEFAULT_WAIT
+    checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
 
 
 class _Failed(Exception):
@@ -122,6 +123,10 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
     if len(jobs) <= 1:
         return [one(j) for j in jobs]
     from concurrent.futures import ThreadPoolExecutor
+
+    # The threads keep the cores busy; a checkout worker pool per repo on top
+    # of them only adds processes.
+    jobs = [dataclasses.replace(j, checkout_workers=1) for j in jobs]
 
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(jobs))) as pool:
         return list(pool.map(one, jobs))
@@ -371,7 +376,10 @@ class _Pipeline:
         try:
             with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
                 self.git.worktree_add(
-                    self.path, self.branch, base=None if branch_exists else self.base
+                    self.path,
+                    self.branch,
+                    base=None if branch_exists else self.base,
+                    workers=self.job.checkout_workers,
                 )
         except GitError as exc:
             raise _Failed("add-failed", f"git worktree add failed: {exc.first_line}") from None
