@@ -42,6 +42,7 @@ from router.teardown import (
     describe_dirt,
     done,
     failed,
+    forget_earlier_teardown,
     merge_proof,
     name_some,
     prune_origin,
@@ -508,6 +509,8 @@ GUARDING = {"remove", "snapshot", "branch"}
 def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | None,
               closing: list[PullRequest] | None, hub: GitHub | Unavailable,
               warnings: list[str]) -> tuple[list[StepResult], list[dict[str, object]]]:
+    if found.worktree is not None and found.topic_id is not None:
+        forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
     run = Run()
     closed: list[dict[str, object]] = []
     abandon = opts.mode is Mode.ABANDONED

@@ -559,6 +559,24 @@ def local_state_ran(common_dir: Path, topic_id: str) -> bool:
     return isinstance(info, dict) and "local-state" in info.get("done", [])
 
 
+def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
+    """Drop what an earlier teardown recorded, once the topic has a worktree again.
+
+    An id torn down and then created again keeps its record, and with it the
+    earlier teardown's steps; its new worktree shows that they describe another
+    run. (Local state runs only after the worktree is gone, so a crash-resumed
+    teardown never finds both.)
+    """
+    try:
+        record = state.read_record(common_dir, topic_id)
+    except state.RecordCorrupt:
+        return
+    if record is None or "teardown" not in record.extra:
+        return
+    extra = {k: v for k, v in record.extra.items() if k != "teardown"}
+    state.write_record(common_dir, dataclasses.replace(record, extra=extra))
+
+
 def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:
     """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
     try:

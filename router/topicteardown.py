@@ -42,6 +42,7 @@ from router.teardown import (
     done,
     failed,
     foreign_worktree,
+    forget_earlier_teardown,
     integrate_commits,
     integration,
     is_primary_clone,
@@ -239,6 +240,8 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
             target.name, target.worktree,
             tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS), problem=target.problem,
         )
+    if plan.registered:
+        forget_earlier_teardown(repo.common_dir, scope.id)
     steps: list[StepResult] = []
     held: StepResult | None = None
 

@@ -585,6 +585,26 @@ def test_a_second_run_exits_0_and_reports_everything_done(web, tmp_path, monkeyp
     assert_cleaned(web, worktree)
 
 
+def test_a_topic_created_again_after_its_cleanup_runs_its_local_state_again(web, no_gh, tmp_path):
+    write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\n')
+    git(web, "add", ".teamteardown")
+    git(web, "commit", "-q", "-m", "declare local state")
+    git(web, "push", "-q", "origin", "main")
+    new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")
+    assert cleanup(web, TOPIC).code == 0
+    res = run_cli("new", "Add rate limiting again", "--id", TOPIC, "--json", cwd=web)
+    assert res.code == 0, res.out + res.err
+    worktree = Path(res.json["home"]["worktree"])
+    commit(worktree, "limits_v2.py", "LIMIT = 20\n", "raise the limit")
+    git(worktree, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
+    merge_on_origin(web, TOPIC, how="merge")
+    second = cleanup(web, TOPIC)
+    assert second.code == 0, second.out + second.err
+    assert (tmp_path / "ran.log").read_text() == "ran\nran\n"
+    assert_cleaned(web, worktree)
+
+
 def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh, tmp_path):
     write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\nexit 4\n')
     git(web, "add", ".teamteardown")

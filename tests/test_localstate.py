@@ -230,3 +230,20 @@ def test_a_teamteardown_integrated_from_the_branch_never_runs(workspace, tmp_pat
     assert git(home, "show", "main:.teamteardown") == f"touch {marker}"  # it was integrated
     assert res.json["local_state"][0]["commands"] == []
     assert not marker.exists()
+
+
+def test_a_topic_created_again_after_its_teardown_runs_its_local_state_again(home_repo, tmp_path):
+    log = tmp_path / "ran.log"
+    declare(home_repo, f"echo ran >> {log}\n")
+    topic = new_topic(home_repo)
+    assert teardown(topic).code == 0
+    assert log.read_text() == "ran\n"
+    again = new_topic(home_repo, topic.id)  # the same id, a new worktree
+    assert again.worktrees["home"].is_dir()
+    res = teardown(again)
+    assert res.code == 0, res.out
+    assert [c["outcome"] for c in res.json["local_state"][0]["commands"]] == ["ok"]
+    assert log.read_text() == "ran\nran\n"
+    assert not again.worktrees["home"].exists()
+    third = teardown(again)
+    assert third.code == 0 and log.read_text() == "ran\nran\n"
