@@ -166,8 +166,16 @@ def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) 
 
 
 def claimed_names(common_dir: Path) -> set[str]:
-    """Worktree folder names that a creation has claimed and not finished, per the repo's records."""
-    names = set()
+    """Worktree folder names that a creation has claimed and not finished, per the repo's records.
+
+    Also every topic whose lock another live process holds in this repo: a
+    creation holds it from before its claim until after its record, and a
+    topic id created again keeps the finished steps of its earlier record.
+    """
+    names = {
+        owner.name for owner in state.lock_owners(common_dir)
+        if owner.pid != os.getpid() and not owner.stale
+    }
     for topic_id in state.list_records(common_dir):
         try:
             record = state.read_record(common_dir, topic_id)

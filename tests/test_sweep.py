@@ -203,3 +203,31 @@ def test_a_symlinked_worktrees_folder_is_not_swept_where_it_points(home_repo, tm
     assert data["kept"] == [{"path": str(leftovers(home_repo)), "reason": "symlink", "files": []}]
     assert (shared / "worktrees" / "someone-elses" / "tmp" / "state.json").exists()
     assert (shared / "worktrees" / "empty").is_dir()
+
+
+def test_a_directory_whose_topic_lock_another_process_holds_is_kept(home_repo):
+    """A topic id created again: its record's steps are the earlier run's, but the creation holds its lock."""
+    import sys
+    import textwrap
+
+    claim = leftovers(home_repo) / CLAIM_ID
+    claim.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from pathlib import Path
+            from router import state
+            with state.held_lock(Path({str(home_repo / '.git')!r}), {CLAIM_ID!r}):
+                print("held", flush=True)
+                sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        data = sweep(home_repo)
+        assert data["kept"] == [{"path": str(claim), "reason": "claimed", "files": []}]
+        assert claim.is_dir()
+    finally:
+        holder.communicate("", timeout=30)
+    assert sweep(home_repo)["swept"] == [str(claim)]  # once the lock is released it is residue
