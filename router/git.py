@@ -496,10 +496,6 @@ def rebase_abort(git: Git) -> None:
     git.run("rebase", "--abort", check=False)
 
 
-def remote_prune(git: Git, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> None:
-    git.run("remote", "prune", remote, timeout=timeout)
-
-
 def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     """Commits reachable from ``tip`` and from no branch, tag or remote ref but ``except_branch``."""
     args = ["rev-list", "--count", tip, "--not"]

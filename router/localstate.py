@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -320,7 +320,6 @@ class LocalStateJob:
     worktree: Path | None
     temp_paths: tuple[str, ...] | None = None  # None: this repo records none (not home)
     timeout: float = DEFAULT_LINE_TIMEOUT
-    extra_notes: tuple[str, ...] = field(default=())
     declaration: Declaration | None = None  # read earlier (teardown: before it integrates); else now
 
 
@@ -342,4 +341,4 @@ def run_local_state(job: LocalStateJob, *, echo: Echo | None = None, dry_run: bo
             temps = remove_temp_paths(job.temp_paths, dry_run=dry_run)
         else:
             notes.append("no temp paths recorded")
-    return LocalStateReport(job.repo, decl, tuple(commands), tuple(temps), (*job.extra_notes, *notes))
+    return LocalStateReport(job.repo, decl, tuple(commands), tuple(temps), tuple(notes))

@@ -221,10 +221,6 @@ def is_residue_file(rel: str) -> bool:
     return any(len(parts) > len(f) and parts[: len(f)] == f for f in RESIDUE_FOLDERS)
 
 
-def live_paths(git: Git) -> set[str]:
-    return {os.path.realpath(e.path) for e in git.worktree_list()}
-
-
 def _subdirs(base: Path) -> list[Path]:
     try:
         with os.scandir(base) as it:

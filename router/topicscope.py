@@ -36,7 +36,6 @@ class RepoTarget:
     record: state.TopicRecord | None = None
     is_home: bool = False
     problem: str = ""
-    record_corrupt: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +208,7 @@ def _secondary(
         record = state.read_record(repo.common_dir, topic_id)
     except state.RecordCorrupt as exc:
         warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
-        return RepoTarget(name, repo.primary, branch, worktree, repo, None, record_corrupt=True)
+        return RepoTarget(name, repo.primary, branch, worktree, repo, None)
     if record is not None:
         branch = record.branch or branch
         worktree = Path(record.worktree) if record.worktree else worktree

@@ -214,7 +214,6 @@ class RepoReport:
     steps: tuple[StepResult, ...]
     sweep: SweepResult | None = None
     local_state: LocalStateReport | None = None
-    problem: str = ""
 
     @property
     def ok(self) -> bool:
@@ -238,7 +237,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     if repo is None:
         return RepoReport(
             target.name, target.worktree,
-            tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS), problem=target.problem,
+            tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
         )
     if plan.registered:
         forget_earlier_teardown(repo.common_dir, scope.id)
