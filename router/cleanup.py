@@ -38,13 +38,14 @@ from router.teardown import (
     Outcome,
     Proof,
     StepResult,
+    copies_note,
     delete_branch,
     describe_dirt,
     done,
     failed,
     forget_earlier_teardown,
+    included_copies,
     merge_proof,
-    name_some,
     prune_origin,
     refused,
     remove_plan_dir,
@@ -278,10 +279,7 @@ def _record(repo: Repo, topic_id: str | None) -> tuple[state.TopicRecord | None,
 
 
 def _included(record: state.TopicRecord | None, worktree: WorktreeEntry | None) -> tuple[str, ...]:
-    listed = record.extra.get("included") if record else None
-    if worktree is None or not isinstance(listed, list):
-        return ()
-    return tuple(str(p) for p in listed if isinstance(p, str) and os.path.lexists(Path(worktree.path) / p))
+    return included_copies(record, Path(worktree.path) if worktree else None)
 
 
 def _temp_paths(
@@ -571,20 +569,9 @@ def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> S
 
 def _copied_note(repo: Repo, found: Survey) -> str:
     """Names the .worktreeinclude copies a removal deletes, and which of them were edited."""
-    if not found.included:
+    if found.worktree_path is None:
         return ""
-    edited = [p for p in found.included if _differs(repo.primary / p, found.worktree_path / p)]  # type: ignore[operator]
-    note = f"it held copies placed by .worktreeinclude: {name_some(found.included)}"
-    if edited:
-        note += f" (edited since copied, not kept: {name_some(edited)})"
-    return note
-
-
-def _differs(original: Path, copy: Path) -> bool:
-    try:
-        return original.read_bytes() != copy.read_bytes()
-    except OSError:
-        return True
+    return copies_note(repo.primary, found.worktree_path, found.included)
 
 
 def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:

@@ -298,6 +298,32 @@ def remove_worktree(
     return done(name, f"removed {path}{kept}"), snap
 
 
+def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:
+    """The files a ``.worktreeinclude`` copy placed in ``worktree`` (per its record) that are still there."""
+    listed = record.extra.get("included") if record else None
+    if worktree is None or not isinstance(listed, list):
+        return ()
+    return tuple(str(p) for p in listed if isinstance(p, str) and os.path.lexists(worktree / p))
+
+
+def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> str:
+    """Names the ``.worktreeinclude`` copies a removal deletes (git ignores them), and the edited ones."""
+    if not included:
+        return ""
+    edited = [p for p in included if _differs(primary / p, worktree / p)]
+    note = f"it held copies placed by .worktreeinclude: {name_some(included)}"
+    if edited:
+        note += f" (edited since copied, not kept: {name_some(edited)})"
+    return note
+
+
+def _differs(original: Path, copy: Path) -> bool:
+    try:
+        return original.read_bytes() != copy.read_bytes()
+    except OSError:
+        return True
+
+
 def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> str:
     """Why the worktree at ``path`` is not this branch's to remove (empty when it is).
 

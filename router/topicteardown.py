@@ -38,11 +38,13 @@ from router.teardown import (
     Outcome,
     StepResult,
     busy_reason,
+    copies_note,
     delete_branch,
     done,
     failed,
     foreign_worktree,
     forget_earlier_teardown,
+    included_copies,
     integrate_commits,
     integration,
     is_primary_clone,
@@ -98,6 +100,7 @@ class RepoPlan:
     tracking: bool = False  # refs/remotes/origin/<branch> exists
     foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
     declaration: Declaration | None = None  # .teamteardown as the default branch had it before teardown
+    copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -142,7 +145,9 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     plan = RepoPlan(
         target, default, worktree, on_primary, entry is not None, tuple(entries), status, tip, found,
         has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, foreign,
-        read_declaration(repo.git, default), notes=tuple(notes),
+        read_declaration(repo.git, default),
+        copies_note(repo.primary, worktree, included_copies(target.record, worktree)) if entry else "",  # type: ignore[arg-type]
+        notes=tuple(notes),
     )
     return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
 
@@ -263,9 +268,9 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     swept: list[SweepResult] = []
     local: list[LocalStateReport] = []
     run("integrate", lambda: _integrate_step(repo, target, plan, opts), guarded=False)
-    run("remove", lambda: remove_worktree(
+    run("remove", lambda: _with_copies(remove_worktree(
         repo, plan.worktree, target.branch, force=opts.force, entries=list(plan.entries)
-    )[0], guarded=True)
+    )[0], plan), guarded=True)
     run("branch", lambda: _branch_step(
         repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
     ), guarded=True)
@@ -301,6 +306,12 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     )
     _record_teardown(repo, target, scope, report)
     return report
+
+
+def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
+    if result.outcome is not Outcome.DONE or not plan.copies:
+        return result
+    return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
 
 
 def _integrate_step(repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options) -> StepResult:
@@ -636,7 +647,7 @@ def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
     if not plan.registered:
         return skipped("remove", f"{plan.worktree} is not a registered worktree")
     snap = " after writing a snapshot" if opts.force and plan.status.dirty else ""
-    return done("remove", f"would remove {plan.worktree}{snap}")
+    return _with_copies(done("remove", f"would remove {plan.worktree}{snap}"), plan)
 
 
 def _preview_branch(plan: RepoPlan) -> StepResult:

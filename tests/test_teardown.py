@@ -416,6 +416,25 @@ def test_a_plan_dir_reached_through_a_symlinked_docs_dir_is_kept(home_repo, tmp_
     assert not topic.worktrees["home"].exists()  # the rest of the teardown ran
 
 
+def test_the_removal_names_worktreeinclude_copies_and_which_were_edited(home_repo):
+    write(home_repo / ".gitignore", ".env\n.env.local\n")
+    write(home_repo / ".worktreeinclude", ".env\n.env.local\n")
+    git(home_repo, "add", ".gitignore", ".worktreeinclude")
+    git(home_repo, "commit", "-q", "-m", "copy the env files into worktrees")
+    git(home_repo, "push", "-q", "origin", "main")
+    write(home_repo / ".env", "TOKEN=original\n")
+    write(home_repo / ".env.local", "DEBUG=1\n")
+    topic = new_topic(home_repo)
+    write(topic.worktrees["home"] / ".env", "TOKEN=edited-in-the-worktree\n")
+    plan = teardown(topic, "--dry-run")
+    assert "copies placed by .worktreeinclude: .env, .env.local" in steps_of(plan.json, "home")["remove"]["detail"]
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    detail = steps_of(res.json, "home")["remove"]["detail"]
+    assert "copies placed by .worktreeinclude: .env, .env.local (edited since copied, not kept: .env)" in detail
+    assert (home_repo / ".env").read_text() == "TOKEN=original\n"
+
+
 def test_sibling_plan_dirs_of_other_topics_are_left_alone(home_repo):
     topic = new_topic(home_repo)
     mine = home_repo / "docs" / "plans" / topic.id
