@@ -68,6 +68,7 @@ class SweepResult:
     kept: tuple[Kept, ...] = ()
     live: int = 0  # live worktrees left alone
     failed: tuple[tuple[Path, str], ...] = ()  # residue that could not be deleted
+    dry_run: bool = False  # ``swept`` then lists what would be swept
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -85,6 +86,7 @@ class SweepResult:
             "kept": [k.to_json() for k in self.kept],
             "failed": [{"path": str(p), "error": e} for p, e in self.failed],
             "live": self.live,
+            "dry_run": self.dry_run,
         }
 
 
@@ -141,7 +143,7 @@ def sweep(
     errors = [None] * len(residue) if dry_run else _remove_all(residue)
     swept = tuple(p for p, e in zip(residue, errors, strict=True) if e is None)
     failed = tuple((p, e) for p, e in zip(residue, errors, strict=True) if e is not None)
-    return SweepResult(root, swept, tuple(kept), n_live, failed)
+    return SweepResult(root, swept, tuple(kept), n_live, failed, dry_run)
 
 
 def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) -> list[Path]:

@@ -513,6 +513,7 @@ class LocalStateResult:
     id: str
     reports: tuple[LocalStateReport, ...]
     warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -524,6 +525,7 @@ class LocalStateResult:
             "commands": [c.to_json() for r in self.reports for c in r.commands],
             "temp_paths": [t.to_json() for r in self.reports for t in r.temp_paths],
             "repos": [r.to_json() for r in self.reports],
+            "dry_run": self.dry_run,
         }
 
 
@@ -534,6 +536,7 @@ def local_state_for_topic(
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     wait: float = state.DEFAULT_WAIT,
     echo: Echo | None = None,
+    dry_run: bool = False,
 ) -> LocalStateResult:
     """DESIGN §12 alone: every repo's ``.teamteardown`` and the topic's recorded temp paths."""
     scope = resolve_topic(cwd, target)
@@ -548,8 +551,8 @@ def local_state_for_topic(
                 t.name, t.repo.git, t.repo.primary, default_branch(t.repo.git), t.branch, worktree,
                 temp_paths=scope.temp_paths if t.is_home else None, timeout=line_timeout,
             )
-            reports.append(run_local_state(job, echo=echo))
-    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings))
+            reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
+    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run)
 
 
 @dataclass(frozen=True, slots=True)

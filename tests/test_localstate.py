@@ -247,3 +247,18 @@ def test_a_topic_created_again_after_its_teardown_runs_its_local_state_again(hom
     assert not again.worktrees["home"].exists()
     third = teardown(again)
     assert third.code == 0 and log.read_text() == "ran\nran\n"
+
+
+def test_local_state_dry_run_runs_no_line_and_removes_no_temp_path(topic, tmp_path):
+    marker = tmp_path / "ran"
+    declare(topic.home, f"touch {marker}\n")
+    scratch = write(Path(os.environ["TMPDIR"]) / "scratch" / "x", "x\n")
+    record_temps(topic, str(scratch.parent))
+    res = local_state(topic, "--dry-run")
+    assert res.code == 0, res.out + res.err
+    assert res.json["dry_run"] is True and res.json["commands"] == []
+    assert f"would run: touch {marker}" in res.json["repos"][0]["notes"]
+    assert not marker.exists() and scratch.exists()
+    text = run_cli("local-state", topic.id, "--dry-run", cwd=topic.home)
+    assert f"temp path {scratch.parent}: would be removed" in text.out
+    assert not marker.exists() and scratch.exists()

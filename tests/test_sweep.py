@@ -231,3 +231,15 @@ def test_a_directory_whose_topic_lock_another_process_holds_is_kept(home_repo):
     finally:
         holder.communicate("", timeout=30)
     assert sweep(home_repo)["swept"] == [str(claim)]  # once the lock is released it is residue
+
+
+def test_dry_run_names_what_would_be_swept_and_removes_nothing(home_repo):
+    residue = write(leftovers(home_repo) / "gone-topic" / "tmp" / "lsp.log", "log\n")
+    res = run_cli("sweep", "--dry-run", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["dry_run"] is True
+    assert res.json["swept"] == [str(leftovers(home_repo) / "gone-topic")]
+    assert residue.read_text() == "log\n"
+    text = run_cli("sweep", "--dry-run", cwd=home_repo)
+    assert text.out.strip() == f"would sweep: {leftovers(home_repo) / 'gone-topic'}"
+    assert residue.exists()

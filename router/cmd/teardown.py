@@ -85,16 +85,19 @@ def _file_lines(files, limit: int = 20) -> list[str]:
     return shown
 
 
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
+
+
 @app.command("sweep")
-def sweep_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def sweep_cmd(ctx: typer.Context, dry_run: DryRun = False, as_json: JsonFlag = False) -> None:
     """Remove residue under .claude/worktrees/ that git no longer knows; keep and list the rest."""
     from router.sweep import sweep_repo
 
-    emit("sweep", as_json, lambda: sweep_repo(cwd_of(ctx)), _sweep_text)
+    emit("sweep", as_json, lambda: sweep_repo(cwd_of(ctx), dry_run=dry_run), _sweep_text)
 
 
 def _sweep_text(result) -> str:
-    lines = [f"swept: {p}" for p in result.swept]
+    lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     for kept in result.kept:
         lines.append(f"kept ({kept.reason}): {kept.path}")
         lines += _file_lines(kept.files)
@@ -109,6 +112,7 @@ def local_state_cmd(
     ctx: typer.Context,
     target: TargetArg,
     line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    dry_run: DryRun = False,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
@@ -119,7 +123,8 @@ def local_state_cmd(
         "local-state",
         as_json,
         lambda: local_state_for_topic(
-            cwd_of(ctx), target, line_timeout=line_timeout, wait=wait, echo=_echo(as_json)
+            cwd_of(ctx), target, line_timeout=line_timeout, wait=wait, echo=_echo(as_json),
+            dry_run=dry_run,
         ),
         _local_text,
     )
@@ -129,7 +134,7 @@ def _local_text(result) -> str:
     lines = []
     for report in result.reports:
         lines.append(f"{report.repo}: {report.summary()}")
-        lines += _temp_lines(report.temp_paths, indent="  ")
+        lines += _temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
     return "\n".join(lines)
 
 
