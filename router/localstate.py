@@ -231,8 +231,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 def read_temp_paths(plan_dir: Path) -> list[str]:
     """The plan dir's recorded temp paths (read them before the plan dir goes)."""
     try:
-        text = (plan_dir / TEMP_PATHS).read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
+        # surrogateescape: a path that is not UTF-8 is still the bytes of a real path.
+        text = (plan_dir / TEMP_PATHS).read_text(encoding="utf-8", errors="surrogateescape")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return []
     seen: dict[str, None] = {}
     for line in text.splitlines():

@@ -262,3 +262,14 @@ def test_local_state_dry_run_runs_no_line_and_removes_no_temp_path(topic, tmp_pa
     text = run_cli("local-state", topic.id, "--dry-run", cwd=topic.home)
     assert f"temp path {scratch.parent}: would be removed" in text.out
     assert not marker.exists() and scratch.exists()
+
+
+def test_a_temp_path_that_is_not_utf8_is_handled_not_a_traceback(topic):
+    tmp = os.fsencode(os.environ["TMPDIR"])
+    raw = tmp + b"/cache-\xff\xfe"
+    os.mkdir(raw)
+    (topic.plan_dir / "temp-paths").write_bytes(raw + b"\n")
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    assert [t["outcome"] for t in res.json["local_state"][0]["temp_paths"]] == ["removed"]
+    assert not os.path.lexists(raw)
