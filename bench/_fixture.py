@@ -57,6 +57,9 @@ def make_repo(parent: Path, name: str, files: int, size: int = 8192) -> Path:
 
 
 def timed(fn: Callable[..., object], *args: object, **kwargs: object) -> float:
+    # Flush what earlier (untimed) steps wrote or deleted, so neither side pays
+    # for the other's disk writeback or discards.
+    os.sync()
     start = time.perf_counter()
     fn(*args, **kwargs)
     return time.perf_counter() - start
