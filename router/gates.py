@@ -75,6 +75,11 @@ def record_temp(cwd: Path, target: str, value: str, *, wait: float = state.DEFAU
         raise BadInput(
             "invalid-value", f"{value!r} is not an absolute path; record the full path of the temp dir"
         )
+    if os.path.normpath(value) != value.rstrip("/") or "//" in value:
+        # Teardown refuses such a path anyway ("$TMPDIR/." is the temp dir itself).
+        raise BadInput(
+            "invalid-value", f"{value!r} is not a normalized path; record it without '.', '..' or '//'"
+        )
     repo, plan = _existing_plan(cwd, target)
     path = plan.path / a.TEMP_PATHS
     with state.held_lock(repo.common_dir, plan.id, wait=wait):

@@ -30,6 +30,7 @@ from router.localstate import (
     read_declaration,
     run_local_state,
 )
+from router.progress import Progress
 from router.snapshot import Restored, RestoreStatus, restore_repo
 from router.sweep import Kept, SweepResult, sweep
 from router.teardown import (
@@ -425,12 +426,25 @@ def teardown(
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         _refuse_if_blocked(scope, plans, warnings)
         _remember_scope(scope)
-        reports = _parallel(lambda p: teardown_repo(p, scope, opts), plans)
+        progress = Progress(len(plans), label="teardown")
+
+        def run_one(p):
+            report = teardown_repo(p, scope, opts)
+            progress.step(report.name, _summary(report))
+            return report
+
+        reports = _parallel(run_one, plans)
     warnings += [
         f"{r.name}: the default branch was not updated: {s.detail}"
         for r in reports for s in r.steps if s.name == "update-default" and s.stopped
     ]
     return TeardownResult(scope.id, tuple(reports), warnings=warnings)
+
+
+def _summary(report) -> str:
+    """``refused`` / ``failed`` / ``done`` for a progress line: the worst step outcome."""
+    outcomes = {str(s.outcome) for s in report.steps}
+    return next((o for o in ("refused", "failed") if o in outcomes), "done")
 
 
 def _parallel(fn: Callable, items) -> list:

@@ -127,3 +127,11 @@ def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_re
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("value", ["/tmp/.", "/tmp/run/../etc", "/tmp//run", "/"])
+def test_a_temp_path_that_is_not_normalized_is_refused_and_nothing_written(home_repo, value):
+    plan = new_topic(home_repo)
+    res = record(home_repo, "temp", plan.name, value)
+    assert res.code == 2 and res.json["error"]["code"] == "invalid-value"
+    assert not (plan / "temp-paths").exists()
