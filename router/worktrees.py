@@ -452,13 +452,16 @@ class _Pipeline:
 
     def _load_record(self) -> state.TopicRecord | None:
         try:
-            return state.read_record(self.repo.common_dir, self.job.topic.id)
+            record = state.read_record(self.repo.common_dir, self.job.topic.id)
         except state.RecordCorrupt as exc:
             self.warnings.append(
                 f"{exc.path}: {exc.reason}; not trusted (a new record sets it aside as "
                 f"{exc.path.name}{state.CORRUPT_MARK}<n>, never deletes it)"
             )
             return None
+        # An id torn down and now created again is a new run: the old record's
+        # steps, base and branch ownership describe the worktree that is gone.
+        return None if _torn_down(record) else record
 
     def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
         record = self.record or state.TopicRecord(
@@ -531,6 +534,11 @@ class _Background:
 
 def _refused(job: Job, code: str, message: str) -> RepoReport:
     return RepoReport(job.name, job.repo.primary, None, None, Status.REFUSED, code, message)
+
+
+def _torn_down(record: state.TopicRecord | None) -> bool:
+    info = record.extra.get("teardown") if record is not None else None
+    return isinstance(info, dict) and info.get("complete") is True
 
 
 def _symlink_in(path: Path, root: Path) -> bool:

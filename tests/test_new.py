@@ -353,3 +353,17 @@ def test_an_unwritable_state_dir_is_one_line_io_error_not_a_traceback(home_repo)
     assert res.code == 1
     assert res.json["error"]["code"] in {"io-error", "setup-failed"}
     assert "Traceback" not in res.err
+
+
+def test_an_id_created_again_after_its_teardown_starts_a_fresh_record(home_repo):
+    import json
+
+    first = run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo)
+    assert first.code == 0
+    assert run_cli("teardown", ID, "--json", cwd=home_repo).code == 0
+    again = run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo)
+    assert again.code == 0 and again.json["home"]["status"] == "created"
+    record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
+    assert "teardown" not in record["extra"]
+    assert record["steps"] == ["inspect", "base", "claim", "add", "verify", "setup", "record"]
+    assert record["branch_created"] is True
