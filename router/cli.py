@@ -90,6 +90,16 @@ def _root(
 # -- output -----------------------------------------------------------------------
 
 
+def line_echo(as_json: bool) -> Callable[[str], None]:
+    """Where a ``.teamteardown`` line is announced: stderr under --json, else stdout."""
+    stream_name = "stderr" if as_json else "stdout"
+
+    def echo(message: str) -> None:
+        print(message, file=getattr(sys, stream_name), flush=True)
+
+    return echo
+
+
 def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 

@@ -7,19 +7,8 @@ from typing import Annotated
 
 import typer
 
-from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
-
-DEFAULT_LINE_TIMEOUT = 120.0
-
-
-def _echo(as_json: bool):
-    """Where a .teamteardown line is announced: stderr under --json, else stdout."""
-    stream_name = "stderr" if as_json else "stdout"
-
-    def echo(message: str) -> None:
-        print(message, file=getattr(sys, stream_name), flush=True)
-
-    return echo
+from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit, line_echo
+from router.localstate import DEFAULT_LINE_TIMEOUT
 
 
 def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> bool | None:
@@ -80,7 +69,7 @@ def pr_cleanup_cmd(
         lambda: pr_cleanup(
             cwd, target, abandon=abandon, delete_remote=delete_remote, reclaim=reclaim,
             confirmed=_confirm(target, abandon, yes, dry_run), dry_run=dry_run, wait=wait,
-            line_timeout=line_timeout, echo=_echo(as_json),
+            line_timeout=line_timeout, echo=line_echo(as_json),
         ),
         _text,
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
-from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit, line_echo
+from router.localstate import DEFAULT_LINE_TIMEOUT
 
 TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 LineTimeout = Annotated[
@@ -17,18 +17,6 @@ LineTimeout = Annotated[
         help="Seconds each .teamteardown line may run before its process group is killed.",
     ),
 ]
-DEFAULT_LINE_TIMEOUT = 120.0
-
-
-def _echo(as_json: bool):
-    """Where a .teamteardown line is announced: stderr under --json, else stdout."""
-    stream_name = "stderr" if as_json else "stdout"
-
-    def echo(message: str) -> None:
-        stream = getattr(sys, stream_name)
-        print(message, file=stream, flush=True)
-
-    return echo
 
 
 @app.command("teardown")
@@ -55,7 +43,7 @@ def teardown_cmd(
         as_json,
         lambda: teardown(
             cwd_of(ctx), target, integrate=integrate, force=force, dry_run=dry_run, wait=wait,
-            line_timeout=line_timeout, echo=_echo(as_json),
+            line_timeout=line_timeout, echo=line_echo(as_json),
         ),
         _teardown_text,
     )
@@ -123,7 +111,7 @@ def local_state_cmd(
         "local-state",
         as_json,
         lambda: local_state_for_topic(
-            cwd_of(ctx), target, line_timeout=line_timeout, wait=wait, echo=_echo(as_json),
+            cwd_of(ctx), target, line_timeout=line_timeout, wait=wait, echo=line_echo(as_json),
             dry_run=dry_run,
         ),
         _local_text,
