@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -38,6 +38,7 @@ from router.teardown import (
     Outcome,
     Proof,
     StepResult,
+    StepRun,
     copies_note,
     delete_branch,
     describe_dirt,
@@ -476,32 +477,9 @@ class Options:
     echo: Echo | None = None
 
 
-@dataclass(slots=True)
-class Run:
-    """The steps as they happen; a stopped destructive step holds back the ones it guards."""
-
-    steps: list[StepResult] = field(default_factory=list)
-    held: StepResult | None = None
-
-    def step(self, name: str, action: Callable[[], StepResult], *, guarded: bool = True) -> StepResult:
-        if guarded and self.held is not None:
-            result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
-        else:
-            try:
-                result = action()
-            except GitError as exc:  # an unexpected git failure is this step's, not a traceback
-                result = failed(name, f"git failed: {exc.first_line}")
-            except OSError as exc:
-                result = failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-        self.steps.append(result)
-        if self.held is None and result.stopped and name in GUARDING:
-            self.held = result
-        return result
-
-
 # A PR that gh failed to close does not hold the git part back: deleting the
 # branch on origin closes it on GitHub's side anyway, and the failure is reported.
-GUARDING = {"remove", "snapshot", "branch"}
+GUARDING = frozenset({"remove", "snapshot", "branch"})
 
 
 def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | None,
@@ -509,7 +487,7 @@ def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | Non
               warnings: list[str]) -> tuple[list[StepResult], list[dict[str, object]]]:
     if found.worktree is not None and found.topic_id is not None:
         forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
-    run = Run()
+    run = StepRun(GUARDING)
     closed: list[dict[str, object]] = []
     abandon = opts.mode is Mode.ABANDONED
     if abandon:

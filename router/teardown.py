@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -620,3 +621,34 @@ def name_some(items) -> str:
     items = [str(i) for i in items]
     more = f" and {len(items) - NAMED} more" if len(items) > NAMED else ""
     return ", ".join(items[:NAMED]) + more
+
+
+@dataclass(slots=True)
+class StepRun:
+    """Steps as they happen: a stopped guarding step holds back the guarded ones after it.
+
+    An unexpected git or filesystem failure becomes that step's ``failed``
+    outcome, never a traceback.
+    """
+
+    guarding: frozenset[str]
+    crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
+    steps: list[StepResult] = field(default_factory=list)
+    held: StepResult | None = None
+
+    def step(self, name: str, action: Callable[[], StepResult], *, guarded: bool = True) -> StepResult:
+        if self.crash_seam:
+            state.crash_point(name)
+        if guarded and self.held is not None:
+            result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
+        else:
+            try:
+                result = action()
+            except GitError as exc:
+                result = failed(name, f"git failed: {exc.first_line}")
+            except OSError as exc:
+                result = failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        self.steps.append(result)
+        if self.held is None and result.stopped and name in self.guarding:
+            self.held = result
+        return result

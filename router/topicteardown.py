@@ -38,6 +38,7 @@ from router.teardown import (
     Integration,
     Outcome,
     StepResult,
+    StepRun,
     busy_reason,
     copies_note,
     delete_branch,
@@ -247,25 +248,9 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         )
     if plan.registered:
         forget_earlier_teardown(repo.common_dir, scope.id)
-    steps: list[StepResult] = []
-    held: StepResult | None = None
-
-    def run(step: str, action: Callable[[], StepResult], *, guarded: bool) -> None:
-        nonlocal held
-        state.crash_point(step)
-        if guarded and held is not None:
-            result = skipped(step, f"not done: {held.name} {held.outcome}")
-        else:
-            try:
-                result = action()
-            except GitError as exc:  # an unexpected git failure is this step's, not a traceback
-                result = failed(step, f"git failed: {exc.first_line}")
-            except OSError as exc:
-                result = failed(step, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-        steps.append(result)
-        if held is None and result.stopped and step in {"integrate", "remove", "branch"}:
-            held = result
-
+    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True)
+    run = runner.step
+    steps = runner.steps
     swept: list[SweepResult] = []
     local: list[LocalStateReport] = []
     run("integrate", lambda: _integrate_step(repo, target, plan, opts), guarded=False)
