@@ -22,24 +22,9 @@ from _fixture import ENV, cleanup, sh, team_router, timed, verdict, workdir
 LEFTOVERS = 1000
 
 # Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
-SEED_LOOP = r"""
-root="$(git -C <repo-path> rev-parse --show-toplevel)"
-live="$(git -C "$root" worktree list --porcelain | sed -n 's/^worktree //p')"
-for dir in "$root"/.claude/worktrees/*; do
-  [ -d "$dir" ] || continue
-  printf '%s\n' "$live" | grep -qxF "$dir" && continue
-  if [ -e "$dir/.git" ]; then
-    echo "kept (still a checkout): $dir"; continue
-  fi
-  extra="$(find "$dir" -type f \
-    -not -path "$dir/tmp/*" -not -path "$dir/.omc/*" -not -path "$dir/docs/plans/*")"
-  if [ -n "$extra" ]; then
-    printf 'kept (holds unexpected files): %s\n%s\n' "$dir" "$extra"
-  else
-    rm -rf "$dir" && echo "swept: $dir"
-  fi
-done
-"""
+SEED_LOOP = (Path(__file__).resolve().parent.parent / "tests" / "seed_sweep_loop.sh").read_text(
+    encoding="utf-8"
+)
 
 
 def write(path: Path, text: str) -> None:

@@ -186,33 +186,26 @@ class Git:
 
     def layout(self) -> RepoLayout:
         """Top level, git dir and common git dir of the checkout at cwd (absolute)."""
-        lines = self.out(
-            "rev-parse",
-            "--path-format=absolute",
-            "--show-toplevel",
-            "--git-dir",
-            "--git-common-dir",
-        ).splitlines()
-        if len(lines) != 3:
-            raise GitError(["git", "rev-parse"], 128, "not a work tree")
-        top, gdir, common = (Path(os.path.realpath(x)) for x in lines)
-        return RepoLayout(top, gdir, common)
+        return self._layout(with_head=False)[0]
 
     def checkout_state(self) -> tuple[RepoLayout, str | None]:
         """Layout and checked-out branch in one process (``None`` when detached)."""
+        return self._layout(with_head=True)
+
+    def _layout(self, *, with_head: bool) -> tuple[RepoLayout, str | None]:
+        head_args = ("--symbolic-full-name", "HEAD") if with_head else ()
         lines = self.out(
             "rev-parse",
             "--path-format=absolute",
             "--show-toplevel",
             "--git-dir",
             "--git-common-dir",
-            "--symbolic-full-name",
-            "HEAD",
+            *head_args,
         ).splitlines()
-        if len(lines) != 4:
+        if len(lines) != (4 if with_head else 3):
             raise GitError(["git", "rev-parse"], 128, "not a work tree")
         top, gdir, common = (Path(os.path.realpath(x)) for x in lines[:3])
-        head = lines[3].strip()
+        head = lines[3].strip() if with_head else ""
         branch = head.removeprefix("refs/heads/") if head.startswith("refs/heads/") else None
         return RepoLayout(top, gdir, common), branch
 
