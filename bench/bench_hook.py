@@ -43,7 +43,17 @@ def build_topics(root: Path, *, topics: int, worktrees: int) -> tuple[Path, Path
         checkout = home
         if i < worktrees:
             checkout = home / ".claude" / "worktrees" / topic_id
-            sh("git", "worktree", "add", "-q", "-b", topic_id, str(checkout), "origin/main", cwd=home)
+            sh(
+                "git",
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                topic_id,
+                str(checkout),
+                "origin/main",
+                cwd=home,
+            )
         plan = checkout / "docs" / "plans" / topic_id
         _write_artifacts(plan, topic_id, count=1 + i % len(ARTIFACTS))
         stamp = base + (10 * topics if i == 0 else i)

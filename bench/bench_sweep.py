@@ -60,7 +60,10 @@ def build(repo: Path) -> None:
 def shell_loop(repo: Path) -> set[str]:
     out = subprocess.run(
         ["sh", "-c", SEED_LOOP.replace("<repo-path>", f"'{repo}'")],
-        env=ENV, capture_output=True, text=True, check=True,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return {Path(ln.split(": ", 1)[1]).name for ln in out.splitlines() if ln.startswith("kept")}
 
@@ -92,7 +95,9 @@ def main() -> int:
             print("the two trees differ after the sweep")
             return 1
         print(f"seed shell loop on {LEFTOVERS} leftovers: {base * 1000:.0f} ms")
-        print(f"team-router sweep: {mine * 1000:.0f} ms (kept {len(kept['ours'])}, same as the loop)")
+        print(
+            f"team-router sweep: {mine * 1000:.0f} ms (kept {len(kept['ours'])}, same as the loop)"
+        )
         return verdict("sweep / shell loop", mine / base, 0.2)
     finally:
         cleanup(root)

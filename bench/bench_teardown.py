@@ -100,13 +100,18 @@ def sequential(repos: list[Path]) -> None:
         git(repo, "worktree", "list", "--porcelain")
         subprocess.run(
             ["git", "-C", str(repo), "show", "origin/main:.teamteardown"],
-            env=FIXED, capture_output=True, check=False,
+            env=FIXED,
+            capture_output=True,
+            check=False,
         )
 
 
 def ours(cli: list[str], home: Path) -> None:
     proc = subprocess.run(
-        [*cli, "-C", str(home), "teardown", TOPIC, "--json"], env=FIXED, capture_output=True, text=True
+        [*cli, "-C", str(home), "teardown", TOPIC, "--json"],
+        env=FIXED,
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0:
         raise SystemExit(f"teardown failed: {proc.stdout}{proc.stderr}")

@@ -28,7 +28,11 @@ REVIEW_VERDICTS = ("PASS", "FAIL")
 
 TASK, QUESTIONS, PRD, REPOS = "task.md", "questions.md", "prd.md", "repos.md"
 RESEARCH, DESIGN, STRUCTURE, PLAN, PR = (
-    "research.md", "design.md", "structure.md", "plan.md", "pr.md",
+    "research.md",
+    "design.md",
+    "structure.md",
+    "plan.md",
+    "pr.md",
 )
 PHASE_FILES = (TASK, QUESTIONS, PRD, REPOS, RESEARCH, DESIGN, STRUCTURE, PLAN, PR)
 TEMP_PATHS = "temp-paths"
@@ -284,7 +288,7 @@ def _verdicts(
         if match is None:
             continue
         path = os.path.join(plan_dir, name)
-        verdict = normalize_verdict(values.get("verdict"))
+        verdict: str | None = normalize_verdict(values.get("verdict"))
         if verdict not in allowed:
             warnings.append(
                 f"{path}: verdict {values.get('verdict')!r} is not one of "

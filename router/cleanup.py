@@ -166,7 +166,8 @@ def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unav
         current = Git(cwd).current_branch()
         if current is None:
             raise BadInput(
-                "invalid-branch", f"{cwd} is on a detached HEAD; name the branch or the PR to clean up"
+                "invalid-branch",
+                f"{cwd} is on a detached HEAD; name the branch or the PR to clean up",
             )
         return Target(validate_branch(repo.git, current, what="the checked-out branch"))
     if PR_NUMBER_RE.fullmatch(target):
@@ -174,12 +175,18 @@ def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unav
     if target.startswith("https://"):
         parsed = github.parse_pr_url(target)
         if parsed is None:
-            raise BadInput("invalid-target", f"{target!r} is not a PR URL (https://HOST/OWNER/NAME/pull/N)")
+            raise BadInput(
+                "invalid-target", f"{target!r} is not a PR URL (https://HOST/OWNER/NAME/pull/N)"
+            )
         if isinstance(hub, GitHub) and not parsed.slug.same(hub.slug):
-            raise BadInput("invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {hub.slug.arg}")
+            raise BadInput(
+                "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {hub.slug.arg}"
+            )
         origin = github.parse_remote_url(repo.git.remote_url("origin"))
         if origin is not None and not parsed.slug.same(origin):
-            raise BadInput("invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}")
+            raise BadInput(
+                "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}"
+            )
         return _from_pr(repo, parsed.number, hub)
     return Target(validate_branch(repo.git, target, what="branch"))
 
@@ -187,12 +194,15 @@ def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unav
 def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> Target:
     if isinstance(hub, Unavailable):
         raise Refusal(
-            "gh-unavailable", f"PR #{number} names no branch without gh ({hub}); name the branch instead"
+            "gh-unavailable",
+            f"PR #{number} names no branch without gh ({hub}); name the branch instead",
         )
     try:
         found = hub.view(number)
     except GhFailed as exc:
-        raise Refusal("gh-unavailable", f"cannot read PR #{number}: {exc}; name the branch instead") from None
+        raise Refusal(
+            "gh-unavailable", f"cannot read PR #{number}: {exc}; name the branch instead"
+        ) from None
     branch = validate_branch(repo.git, found.head_ref, what=f"PR #{number}'s head branch")
     if not found.same_repo(hub.slug):
         raise Refusal(
@@ -232,7 +242,9 @@ class Survey:
         return Path(self.worktree.path) if self.worktree else None
 
     def anything_left(self, repo: Repo) -> bool:
-        plan = self.topic_id is not None and os.path.lexists(repo.primary / PLANS_DIR / self.topic_id)
+        plan = self.topic_id is not None and os.path.lexists(
+            repo.primary / PLANS_DIR / self.topic_id
+        )
         return bool(self.tip or self.worktree or self.remote_tip or plan)
 
 
@@ -250,14 +262,29 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
     entries = repo.git.worktree_list()
     _refuse_checked_out_in_primary(repo, branch, entries)
     worktree = next((e for e in entries[1:] if e.branch == branch), None)
-    status = Git(Path(worktree.path)).status() if worktree and os.path.isdir(worktree.path) else StatusReport()
+    status = (
+        Git(Path(worktree.path)).status()
+        if worktree and os.path.isdir(worktree.path)
+        else StatusReport()
+    )
     topic_id = branch if ID_RE.fullmatch(branch) else None
     record, notes = _record(repo, topic_id)
-    remote_tip, remote_error = _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
+    remote_tip, remote_error = (
+        _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
+    )
     return Survey(
-        branch, default, tip, worktree, status, topic_id, record,
-        _included(record, worktree), _temp_paths(repo, topic_id, record, worktree),
-        remote_tip, remote_error, tuple(notes),
+        branch,
+        default,
+        tip,
+        worktree,
+        status,
+        topic_id,
+        record,
+        _included(record, worktree),
+        _temp_paths(repo, topic_id, record, worktree),
+        remote_tip,
+        remote_error,
+        tuple(notes),
     )
 
 
@@ -284,7 +311,10 @@ def _included(record: state.TopicRecord | None, worktree: WorktreeEntry | None) 
 
 
 def _temp_paths(
-    repo: Repo, topic_id: str | None, record: state.TopicRecord | None, worktree: WorktreeEntry | None
+    repo: Repo,
+    topic_id: str | None,
+    record: state.TopicRecord | None,
+    worktree: WorktreeEntry | None,
 ) -> tuple[str, ...] | None:
     """The topic's recorded temp paths (home repo only), read before the plan dir goes."""
     if topic_id is None or (record is not None and record.repo != "home"):
@@ -311,7 +341,10 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
     """A dirty primary clone always refuses; a dirty worktree refuses unless abandoning (snapshot)."""
     status = repo.git.status()
     if status.dirty:
-        raise Refusal("dirty-worktree", f"the primary clone {repo.primary} {_dirt(status)}; nothing was touched")
+        raise Refusal(
+            "dirty-worktree",
+            f"the primary clone {repo.primary} {_dirt(status)}; nothing was touched",
+        )
     if found.status.dirty and mode is Mode.MERGED:
         raise Refusal(
             "dirty-worktree",
@@ -332,7 +365,8 @@ def refuse_if_held(repo: Repo, found: Survey) -> None:
     if others:
         who = ", ".join(describe(h) for h in others)
         raise Refusal(
-            "held", f"{found.topic_id} is held by {who}; `team-router release {found.topic_id}` first"
+            "held",
+            f"{found.topic_id} is held by {who}; `team-router release {found.topic_id}` first",
         )
 
 
@@ -371,14 +405,24 @@ class Evidence:
         }
 
 
-def prove_merged(repo: Repo, found: Survey, hub: GitHub | Unavailable, named: PullRequest | None) -> Evidence:
+def prove_merged(
+    repo: Repo, found: Survey, hub: GitHub | Unavailable, named: PullRequest | None
+) -> Evidence:
     """Content proof on origin/<default>, checked against the same-repo PR when gh answers."""
     target = found.default.remote_ref or f"refs/remotes/origin/{found.default.name}"
     subject = found.tip or found.remote_tip
     if subject is None:
-        return Evidence(None, None, target, GhVerdict.NOT_ASKED, detail=f"{found.branch} is gone here and on origin")
+        return Evidence(
+            None,
+            None,
+            target,
+            GhVerdict.NOT_ASKED,
+            detail=f"{found.branch} is gone here and on origin",
+        )
     if found.default.remote_ref is None:
-        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {found.default.name}")
+        return Evidence(
+            subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {found.default.name}"
+        )
     content = merge_proof(repo.git, subject, found.default.remote_ref)
     verdict, pr, why = _ask_gh(repo, found, hub, named, subject, found.default.remote_ref)
     if content is None and verdict is GhVerdict.AGREED and pr is not None:
@@ -391,7 +435,12 @@ def prove_merged(repo: Repo, found: Survey, hub: GitHub | Unavailable, named: Pu
 
 
 def _ask_gh(
-    repo: Repo, found: Survey, hub: GitHub | Unavailable, named: PullRequest | None, tip: str, target: str
+    repo: Repo,
+    found: Survey,
+    hub: GitHub | Unavailable,
+    named: PullRequest | None,
+    tip: str,
+    target: str,
 ) -> tuple[GhVerdict, PullRequest | None, str]:
     if isinstance(hub, Unavailable):
         return GhVerdict.UNAVAILABLE, None, f"{hub}: the content proof alone decides"
@@ -403,15 +452,25 @@ def _ask_gh(
     forks = [p for p in prs if not p.same_repo(hub.slug)]
     ignored = f" (fork PR(s) {', '.join(f'#{p.number}' for p in forks)} ignored)" if forks else ""
     if not ours:
-        return GhVerdict.NO_PR, None, f"gh knows no PR from this repo's {found.branch}{ignored}: the content proof alone decides"
+        return (
+            GhVerdict.NO_PR,
+            None,
+            f"gh knows no PR from this repo's {found.branch}{ignored}: the content proof alone decides",
+        )
     for p in ours:
         if p.merged and p.head_oid == tip and _merged_into(repo.git, p.merge_commit, target):
             return GhVerdict.AGREED, p, f"gh agrees: PR #{p.number} merged this head{ignored}"
-    return GhVerdict.DISAGREED, ours[0], f"gh disagrees: {_why_not(repo.git, ours, tip, target)}{ignored}"
+    return (
+        GhVerdict.DISAGREED,
+        ours[0],
+        f"gh disagrees: {_why_not(repo.git, ours, tip, target)}{ignored}",
+    )
 
 
 def _merged_into(git: Git, merge_commit: str | None, target: str) -> bool:
-    return bool(merge_commit) and git.rev_parse(merge_commit) is not None and git.is_ancestor(merge_commit, target)  # type: ignore[arg-type]
+    if not merge_commit:
+        return False
+    return git.rev_parse(merge_commit) is not None and git.is_ancestor(merge_commit, target)
 
 
 def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
@@ -420,7 +479,9 @@ def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
         if not p.merged:
             reasons.append(f"PR #{p.number} is {p.state.lower()}")
         elif p.head_oid != tip:
-            reasons.append(f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}")
+            reasons.append(
+                f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}"
+            )
         else:
             reasons.append(f"PR #{p.number}'s merge commit is not on {short_ref(target)}")
     return "; ".join(reasons)
@@ -433,15 +494,24 @@ def refuse_unmerged(found: Survey, evidence: Evidence, warnings: list[str]) -> N
         "not-merged",
         f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
         "nothing was deleted (if the work is abandoned, run with --abandon)",
-        details={"branch": found.branch, "mode": str(Mode.MERGED), "proof": evidence.to_json(),
-                 "steps": [], "dry_run": False, "prs": [], "warnings": warnings},
+        details={
+            "branch": found.branch,
+            "mode": str(Mode.MERGED),
+            "proof": evidence.to_json(),
+            "steps": [],
+            "dry_run": False,
+            "prs": [],
+            "warnings": warnings,
+        },
     )
 
 
 # -- abandoned: the PRs to close ------------------------------------------------------------------
 
 
-def prs_to_close(repo: Repo, branch: Branch, hub: GitHub, named: PullRequest | None) -> list[PullRequest]:
+def prs_to_close(
+    repo: Repo, branch: Branch, hub: GitHub, named: PullRequest | None
+) -> list[PullRequest]:
     """The open same-repo PR(s) of ``branch`` and every open PR stacked on it, children first."""
     order: list[PullRequest] = []
     seen: set[int] = set()
@@ -453,7 +523,9 @@ def prs_to_close(repo: Repo, branch: Branch, hub: GitHub, named: PullRequest | N
             seen.add(child.number)
             # Only a same-repo head can carry further PRs of this repo on it.
             if child.same_repo(hub.slug) and depth < MAX_STACK:
-                head = validate_branch(repo.git, child.head_ref, what=f"stacked PR #{child.number}'s head")
+                head = validate_branch(
+                    repo.git, child.head_ref, what=f"stacked PR #{child.number}'s head"
+                )
                 children(head, depth + 1)
             order.append(child)
 
@@ -482,9 +554,15 @@ class Options:
 GUARDING = frozenset({"remove", "snapshot", "branch"})
 
 
-def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | None,
-              closing: list[PullRequest] | None, hub: GitHub | Unavailable,
-              warnings: list[str]) -> tuple[list[StepResult], list[dict[str, object]]]:
+def run_steps(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    evidence: Evidence | None,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+    warnings: list[str],
+) -> tuple[list[StepResult], list[dict[str, object]]]:
     if found.worktree is not None and found.topic_id is not None:
         forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
     run = StepRun(GUARDING)
@@ -493,11 +571,20 @@ def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | Non
     if abandon:
         run.step("close-prs", lambda: _close_prs(hub, closing, closed, warnings), guarded=False)
     run.step("remove", lambda: _remove(repo, found, force=abandon, warnings=warnings))
-    run.step("verify-gone", lambda: verify_gone(repo, found.worktree_path) if found.worktree else done(
-        "verify-gone", "no worktree to re-check"))
+    run.step(
+        "verify-gone",
+        lambda: (
+            verify_gone(repo, found.worktree_path)
+            if found.worktree
+            else done("verify-gone", "no worktree to re-check")
+        ),
+    )
     if not abandon:
-        run.step("update-default", lambda: update_default(repo, found.default, rebase=False, fetched=True),
-                 guarded=False)
+        run.step(
+            "update-default",
+            lambda: update_default(repo, found.default, rebase=False, fetched=True),
+            guarded=False,
+        )
     else:
         run.step("snapshot", lambda: _snapshot_branch(repo, found))
     run.step("branch", lambda: _delete_local(repo, found, force=abandon, evidence=evidence))
@@ -505,14 +592,24 @@ def run_steps(repo: Repo, found: Survey, opts: Options, evidence: Evidence | Non
     remote_gone = _remote_gone(found, gone)
     run.step("prune", lambda: _prune(repo, found.branch, remote_gone))
     run.step("reclaim", lambda: _reclaim(repo, opts))
-    run.step("plan-dir", lambda: remove_plan_dir(repo, found.topic_id) if found.topic_id
-             else skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir"))
+    run.step(
+        "plan-dir",
+        lambda: (
+            remove_plan_dir(repo, found.topic_id)
+            if found.topic_id
+            else skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
+        ),
+    )
     run.step("local-state", lambda: _local_state(repo, found, opts))
     return run.steps, closed
 
 
-def _close_prs(hub: GitHub | Unavailable, closing: list[PullRequest] | None,
-               closed: list[dict[str, object]], warnings: list[str]) -> StepResult:
+def _close_prs(
+    hub: GitHub | Unavailable,
+    closing: list[PullRequest] | None,
+    closed: list[dict[str, object]],
+    warnings: list[str],
+) -> StepResult:
     if isinstance(hub, Unavailable) or closing is None:
         why = str(hub) if isinstance(hub, Unavailable) else "gh failed while listing the PRs"
         warnings.append(f"{why}: no PR was closed; close it on GitHub by hand")
@@ -523,10 +620,14 @@ def _close_prs(hub: GitHub | Unavailable, closing: list[PullRequest] | None,
     for p in closing:
         try:
             hub.close(p.number)
-            closed.append({"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"})
+            closed.append(
+                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"}
+            )
         except GhFailed as exc:
             bad.append(f"#{p.number} ({exc.reason})")
-            closed.append({"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"})
+            closed.append(
+                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
+            )
     names = ", ".join(f"#{p.number}" for p in closing)
     if bad:
         return failed("close-prs", f"closing {names}: could not close {'; '.join(bad)}")
@@ -568,7 +669,9 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
     return done("snapshot", f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
 
 
-def _delete_local(repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None) -> StepResult:
+def _delete_local(
+    repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
+) -> StepResult:
     if found.branch not in repo.git.local_branches():
         return done("branch", f"{found.branch} is already gone")
     if evidence is not None and evidence.content is not None and evidence.at_merge_commit:
@@ -581,7 +684,11 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
     """teardown's check knows only the default branch's tip; this proof holds at the PR's merge."""
     now = repo.git.rev_parse(f"refs/heads/{found.branch}")
     if now != evidence.subject:
-        return refused("branch", "not-merged", f"{found.branch} moved to {(now or '')[:12]} after the proof; kept")
+        return refused(
+            "branch",
+            "not-merged",
+            f"{found.branch} moved to {(now or '')[:12]} after the proof; kept",
+        )
     try:
         repo.git.branch_delete(found.branch)
     except GitError as exc:
@@ -589,22 +696,29 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
     return done("branch", f"deleted {found.branch} ({evidence.content.detail})")  # type: ignore[union-attr]
 
 
-def _delete_remote(repo: Repo, found: Survey, opts: Options, evidence: Evidence | None) -> StepResult:
+def _delete_remote(
+    repo: Repo, found: Survey, opts: Options, evidence: Evidence | None
+) -> StepResult:
     name = "remote-branch"
     if not found.remote_known:
         return skipped(name, f"origin could not be asked ({found.remote_error}): not touched")
     if found.remote_tip is None:
         return done(name, f"origin has no {found.branch}: already gone")
     if not (opts.delete_remote or opts.mode is Mode.ABANDONED):
-        return skipped(name, f"origin still has {found.branch} ({found.remote_tip[:12]}); "
-                             "pass --delete-remote to delete it")
+        return skipped(
+            name,
+            f"origin still has {found.branch} ({found.remote_tip[:12]}); "
+            "pass --delete-remote to delete it",
+        )
     problem = _remote_loss(repo, found, opts.mode, evidence)
     if problem:
         return refused(name, "unintegrated-commits", f"origin's {found.branch} is kept: {problem}")
     try:
         g.push_delete(repo.git, "origin", found.branch, expect=found.remote_tip)
     except GitError as exc:
-        return failed(name, f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept")
+        return failed(
+            name, f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept"
+        )
     return done(name, f"deleted {found.branch} on origin (was {found.remote_tip[:12]})")
 
 
@@ -652,7 +766,9 @@ def _prune(repo: Repo, branch: str, remote_gone: bool | None) -> StepResult:
 
 def _reclaim(repo: Repo, opts: Options) -> StepResult:
     if not opts.reclaim:
-        return skipped("reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)")
+        return skipped(
+            "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
+        )
     try:
         g.reflog_expire_unreachable(repo.git)
         g.gc_prune_now(repo.git)
@@ -673,13 +789,25 @@ def _local_state(repo: Repo, found: Survey, opts: Options) -> StepResult:
     if found.record is None and not found.anything_left(repo):
         return done("local-state", f"nothing of {found.branch} was left: already cleaned up")
     job = LocalStateJob(
-        repo.primary.name, repo.git, repo.primary, found.default, found.branch, found.worktree_path,
-        temp_paths=found.temp_paths, timeout=opts.line_timeout,
+        repo.primary.name,
+        repo.git,
+        repo.primary,
+        found.default,
+        found.branch,
+        found.worktree_path,
+        temp_paths=found.temp_paths,
+        timeout=opts.line_timeout,
     )
     result, _ = local_state_step(job, echo=opts.echo)
     if found.topic_id is not None and found.record is not None:
         # At once, failed lines or not: a rerun must not run them a second time.
-        mark_done(repo.common_dir, found.topic_id, "local-state", repo_name=found.record.repo, branch=found.branch)
+        mark_done(
+            repo.common_dir,
+            found.topic_id,
+            "local-state",
+            repo_name=found.record.repo,
+            branch=found.branch,
+        )
     if result.outcome is Outcome.SKIPPED:
         return done("local-state", result.detail)
     return result
@@ -698,47 +826,84 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
     previous = record.extra.get("teardown")
     before = list(previous.get("done", [])) if isinstance(previous, dict) else []
     finished = {s.name for s in steps if s.outcome is Outcome.DONE and s.name in TEARDOWN_STEPS}
-    names = sorted(set(before) | finished, key=lambda s: TEARDOWN_STEPS.index(s) if s in TEARDOWN_STEPS else 99)
+    names = sorted(
+        set(before) | finished, key=lambda s: TEARDOWN_STEPS.index(s) if s in TEARDOWN_STEPS else 99
+    )
     ok = not any(s.stopped for s in steps)
-    extra = {**record.extra, "teardown": {"done": names, "complete": ok}, "pr_cleanup": {"mode": str(mode)}}
+    extra = {
+        **record.extra,
+        "teardown": {"done": names, "complete": ok},
+        "pr_cleanup": {"mode": str(mode)},
+    }
     state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
 
 
 # -- dry run ------------------------------------------------------------------------------------------
 
 
-def preview(repo: Repo, found: Survey, opts: Options, closing: list[PullRequest] | None,
-            hub: GitHub | Unavailable) -> list[StepResult]:
+def preview(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> list[StepResult]:
     """What the steps would do; reads only."""
     abandon = opts.mode is Mode.ABANDONED
     steps = []
     if abandon:
         if isinstance(hub, Unavailable) or closing is None:
-            steps.append(skipped("close-prs", f"{hub if isinstance(hub, Unavailable) else 'gh failed'}: "
-                                              "no PR would be closed"))
+            steps.append(
+                skipped(
+                    "close-prs",
+                    f"{hub if isinstance(hub, Unavailable) else 'gh failed'}: "
+                    "no PR would be closed",
+                )
+            )
         else:
             names = ", ".join(f"#{p.number}" for p in closing) or "none open"
             steps.append(done("close-prs", f"would close {names}"))
     wt = found.worktree_path
     how = "force-remove (after a snapshot)" if abandon else "remove"
     copied = _copied_note(repo, found)
-    steps.append(done("remove", f"would {how} {wt}" + (f"; {copied}" if copied else "")) if wt
-                 else done("remove", "no worktree: already gone"))
+    steps.append(
+        done("remove", f"would {how} {wt}" + (f"; {copied}" if copied else ""))
+        if wt
+        else done("remove", "no worktree: already gone")
+    )
     if not abandon:
         steps.append(done("update-default", f"would fast-forward {found.default.name} (--ff-only)"))
     else:
-        steps.append(done("snapshot", f"would keep {found.branch}'s tip in a snapshot ref") if found.tip
-                     else done("snapshot", "nothing to keep"))
-    steps.append(done("branch", f"would delete {found.branch}") if found.tip
-                 else done("branch", f"{found.branch} is already gone"))
+        steps.append(
+            done("snapshot", f"would keep {found.branch}'s tip in a snapshot ref")
+            if found.tip
+            else done("snapshot", "nothing to keep")
+        )
+    steps.append(
+        done("branch", f"would delete {found.branch}")
+        if found.tip
+        else done("branch", f"{found.branch} is already gone")
+    )
     remote = opts.delete_remote or abandon
-    steps.append(done("remote-branch", f"would check origin's {found.branch} and "
-                                       + ("delete it if nothing would be lost" if remote else "keep it")))
-    steps.append(done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch"))
-    steps.append(done("reclaim", "would expire unreachable reflogs and gc --prune=now") if opts.reclaim
-                 else skipped("reclaim", "not asked"))
+    steps.append(
+        done(
+            "remote-branch",
+            f"would check origin's {found.branch} and "
+            + ("delete it if nothing would be lost" if remote else "keep it"),
+        )
+    )
+    steps.append(
+        done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
+    )
+    steps.append(
+        done("reclaim", "would expire unreachable reflogs and gc --prune=now")
+        if opts.reclaim
+        else skipped("reclaim", "not asked")
+    )
     steps.append(_preview_plan_dir(repo, found))
-    steps.append(done("local-state", "would run .teamteardown from the default branch and remove temp paths"))
+    steps.append(
+        done("local-state", "would run .teamteardown from the default branch and remove temp paths")
+    )
     return steps
 
 
@@ -813,12 +978,16 @@ def pr_cleanup(
             found = _prepare(repo, chosen.branch, mode, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
         if not found.anything_left(repo):
-            warnings.append(f"nothing named {found.branch} is left here or on origin: already cleaned "
-                            "up (or a mistyped name)")
+            warnings.append(
+                f"nothing named {found.branch} is left here or on origin: already cleaned "
+                "up (or a mistyped name)"
+            )
         steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
         remember(repo, found, steps, mode)
     _warn_about(steps, found, warnings)
-    return CleanupResult(chosen.branch, mode, evidence, tuple(steps), tuple(closed), warnings=warnings)
+    return CleanupResult(
+        chosen.branch, mode, evidence, tuple(steps), tuple(closed), warnings=warnings
+    )
 
 
 @contextlib.contextmanager
@@ -860,7 +1029,9 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
     if repo.git.has_remote("origin"):
         error = repo.git.fetch("origin")
         if error is not None:
-            warnings.append(f"git fetch origin failed ({error.first_line}); using what was fetched before")
+            warnings.append(
+                f"git fetch origin failed ({error.first_line}); using what was fetched before"
+            )
     found = survey(repo, branch, ask_remote=True)
     warnings.extend(found.notes)
     warnings.extend(_other_repos(found))
@@ -872,15 +1043,27 @@ def _other_repos(found: Survey) -> list[str]:
     record = found.record
     if record is None or record.repo != "home":
         return []
-    names = [e.name for e in record.repos if e.name != "home" and e.worktree and os.path.isdir(e.worktree)]
+    names = [
+        e.name
+        for e in record.repos
+        if e.name != "home" and e.worktree and os.path.isdir(e.worktree)
+    ]
     if not names:
         return []
-    return [f"{found.topic_id} also has worktrees in {', '.join(names)}: run pr-cleanup in each after "
-            f"its PR merges, or `team-router teardown {found.topic_id}`; they were not touched"]
+    return [
+        f"{found.topic_id} also has worktrees in {', '.join(names)}: run pr-cleanup in each after "
+        f"its PR merges, or `team-router teardown {found.topic_id}`; they were not touched"
+    ]
 
 
-def _decide(repo: Repo, found: Survey, chosen: Target, hub: GitHub | Unavailable, mode: Mode,
-            warnings: list[str]) -> tuple[Evidence | None, list[PullRequest] | None]:
+def _decide(
+    repo: Repo,
+    found: Survey,
+    chosen: Target,
+    hub: GitHub | Unavailable,
+    mode: Mode,
+    warnings: list[str],
+) -> tuple[Evidence | None, list[PullRequest] | None]:
     if mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
         if evidence.gh is GhVerdict.UNAVAILABLE:
@@ -902,8 +1085,9 @@ def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> 
             warnings.append(f"{found.default.name} was not updated: {s.detail}")
 
 
-def _dry_run(repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailable,
-             warnings: list[str]) -> CleanupResult:
+def _dry_run(
+    repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailable, warnings: list[str]
+) -> CleanupResult:
     found = survey(repo, chosen.branch, ask_remote=False)
     warnings.extend(found.notes)
     warnings.append("dry run: origin was not fetched; the proof uses what was fetched before")
@@ -918,4 +1102,6 @@ def _dry_run(repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailabl
         except GhFailed as exc:
             warnings.append(f"listing the PRs to close failed ({exc})")
     steps = preview(repo, found, opts, closing, hub)
-    return CleanupResult(chosen.branch, opts.mode, evidence, tuple(steps), dry_run=True, warnings=warnings)
+    return CleanupResult(
+        chosen.branch, opts.mode, evidence, tuple(steps), dry_run=True, warnings=warnings
+    )

@@ -130,9 +130,9 @@ def emit(
     code = int(getattr(result, "exit_code", 0) or 0)
     if as_json:
         payload = {"ok": code == 0, "command": command, **result.to_json(), "warnings": warnings}
-        error = getattr(result, "error", None)
-        if error is not None:
-            payload["error"] = error
+        failure = getattr(result, "error", None)
+        if failure is not None:
+            payload["error"] = failure
         print(json.dumps(payload, indent=2, default=str))
     else:
         for message in warnings:

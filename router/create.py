@@ -61,8 +61,13 @@ def new_topic(
             if topic_id is None and _taken_by_another_run(repo, topic, description):
                 continue
             job = Job(
-                "home", repo, topic, is_home=True, invoked_in=repo.checkout,
-                description=description, wait=wait,
+                "home",
+                repo,
+                topic,
+                is_home=True,
+                invoked_in=repo.checkout,
+                description=description,
+                wait=wait,
             )
             report = ensure(job)
             root = report.worktree or repo.primary
@@ -70,7 +75,9 @@ def new_topic(
             _make_plan_dir(plan_dir, report.warnings)
             _remember_home(repo, topic, plan_dir, [report], description=description)
         return NewResult(topic, plan_dir, report)
-    raise Refusal("locked", "other runs of `new` keep taking the ids this one chooses; run it again")
+    raise Refusal(
+        "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
+    )
 
 
 def _make_plan_dir(plan_dir: Path, warnings: tuple[str, ...]) -> None:
@@ -90,9 +97,7 @@ def _choose_topic(
 ) -> Topic:
     if topic_id is not None:
         if ticket is not None or date is not None:
-            raise BadInput(
-                "usage", "--id is used verbatim: drop --ticket and --date, or drop --id"
-            )
+            raise BadInput("usage", "--id is used verbatim: drop --ticket and --date, or drop --id")
         return _validated(repo, topic_id)
     if not description.strip():
         raise BadInput("invalid-id", "the description is empty; say in a few words what to build")

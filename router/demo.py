@@ -69,13 +69,21 @@ REPOS = (
     FixtureRepo(
         "web",
         "the billing UI",
-        (("src/billing.js", "export function billingPage(customer) {\n  return `<h1>${customer.name}</h1>`;\n}\n"),),
+        (
+            (
+                "src/billing.js",
+                "export function billingPage(customer) {\n  return `<h1>${customer.name}</h1>`;\n}\n",
+            ),
+        ),
     ),
     FixtureRepo(
         "api",
         "the customer endpoints",
         (
-            ("app/customers.py", 'def customer(customer_id):\n    return {"id": customer_id, "name": "Ada"}\n'),
+            (
+                "app/customers.py",
+                'def customer(customer_id):\n    return {"id": customer_id, "name": "Ada"}\n',
+            ),
             (".gitignore", ".cache/\n"),
             (".teamteardown", TEAMTEARDOWN),
         ),
@@ -159,7 +167,9 @@ def run_demo(*, base: Path | None, keep: bool, say: Callable[[str], None]) -> De
         with _demo_env():
             demo.run()
     except DemoFailed as exc:
-        exc.details.update({"dir": str(root), "kept": keep, "steps": [s.to_json() for s in demo.steps]})
+        exc.details.update(
+            {"dir": str(root), "kept": keep, "steps": [s.to_json() for s in demo.steps]}
+        )
         demo.cleanup(keep=keep)
         raise
     except BaseException:
@@ -174,7 +184,9 @@ def _make_root(base: Path | None) -> Path:
         if base.exists() and not base.is_dir():
             raise BadInput("demo-dir", f"--dir {base} is not a directory")
         base.mkdir(parents=True, exist_ok=True)
-    return Path(os.path.realpath(tempfile.mkdtemp(prefix="team-router-demo-", dir=base or temp_base())))
+    return Path(
+        os.path.realpath(tempfile.mkdtemp(prefix="team-router-demo-", dir=base or temp_base()))
+    )
 
 
 def temp_base() -> str:
@@ -259,7 +271,9 @@ class _Demo:
         self._phase("DESIGN", "design.md has no review yet")
         self._review_design()
         self._phase(
-            "STRUCTURE", "the design is approved; repos.md lists repos without worktrees", command="next"
+            "STRUCTURE",
+            "the design is approved; repos.md lists repos without worktrees",
+            command="next",
         )
         self._worktrees()
         self._plan()
@@ -396,7 +410,9 @@ class _Demo:
         title = f"Where does the run stand? (expect {expected})"
         payload, record = self._cli(title, "web", [command, self.topic_id])
         if payload.get("resume_at") != expected:
-            raise self._fail(title, f"{command} says {payload.get('resume_at')}, expected {expected}")
+            raise self._fail(
+                title, f"{command} says {payload.get('resume_at')}, expected {expected}"
+            )
         step = f", step {payload['step']}" if payload.get("step") else ""
         lines = [f"resume at {payload['resume_at']}{step}: {why}"]
         if command == "next":
@@ -433,8 +449,10 @@ class _Demo:
         ]
         self._step(
             "QUESTION: the questioner writes the intent and neutral questions",
-            [f"wrote {', '.join(written)} in the artifact directory",
-             "repos.md lists api and shared-types besides web: this is a multi-repo topic"],
+            [
+                f"wrote {', '.join(written)} in the artifact directory",
+                "repos.md lists api and shared-types besides web: this is a multi-repo topic",
+            ],
         )
 
     def _repos_md(self) -> str:
@@ -447,11 +465,19 @@ class _Demo:
 
     def _research(self) -> None:
         findings = [
-            {"question": "Where is the billing page rendered?", "answer": "web `src/billing.js:1`."},
-            {"question": "What does the customer endpoint return?", "answer": "id and name (api `app/customers.py:2`)."},
+            {
+                "question": "Where is the billing page rendered?",
+                "answer": "web `src/billing.js:1`.",
+            },
+            {
+                "question": "What does the customer endpoint return?",
+                "answer": "id and name (api `app/customers.py:2`).",
+            },
         ]
         name = self._artifact("research.md", findings=findings)
-        self._step("RESEARCH: researchers answer questions.md (they never see task.md)", [f"wrote {name}"])
+        self._step(
+            "RESEARCH: researchers answer questions.md (they never see task.md)", [f"wrote {name}"]
+        )
 
     def _design(self) -> None:
         name = self._artifact(
@@ -464,7 +490,10 @@ class _Demo:
                 {"name": "web", "change": "render `Plan: <name>`"},
             ],
         )
-        self._step("DESIGN: the design author drafts the design", [f"wrote {name} (revision 0, the first draft)"])
+        self._step(
+            "DESIGN: the design author drafts the design",
+            [f"wrote {name} (revision 0, the first draft)"],
+        )
 
     def _review_design(self) -> None:
         title = "DESIGN: the reviewer's verdict becomes a durable record"
@@ -490,7 +519,11 @@ class _Demo:
             self._artifact(
                 "structure.md",
                 slices=[
-                    {"name": "the API returns the plan", "repo": "api", "files": ["app/customers.py"]},
+                    {
+                        "name": "the API returns the plan",
+                        "repo": "api",
+                        "files": ["app/customers.py"],
+                    },
                     {"name": "the page shows it", "repo": "web", "files": ["src/billing.js"]},
                 ],
             ),
@@ -502,7 +535,9 @@ class _Demo:
                 ],
             ),
         ]
-        self._step("STRUCTURE and PLAN: the planners slice the work", [f"wrote {', '.join(written)}"])
+        self._step(
+            "STRUCTURE and PLAN: the planners slice the work", [f"wrote {', '.join(written)}"]
+        )
 
     def _implement(self) -> None:
         lines = []
@@ -521,7 +556,9 @@ class _Demo:
         lines = []
         for repo in payload.get("local_state", []):
             for command in repo.get("commands", []):
-                lines.append(f"{self._name(repo)} .teamteardown: {command['line']}  -> {command['outcome']}")
+                lines.append(
+                    f"{self._name(repo)} .teamteardown: {command['line']}  -> {command['outcome']}"
+                )
             for temp in repo.get("temp_paths", []):
                 lines.append(f"temp path {temp['path']}  -> {temp['outcome']}")
         return lines
@@ -565,8 +602,13 @@ class _Demo:
         missing = [name for name, path in self.worktrees.items() if not path.is_dir()]
         if missing or not dirty.is_file():
             raise self._fail(title, f"the refusal removed something: {missing or [DIRTY_FILE]}")
-        kept = [n for n in self.worktrees if gitmod.Git(self.workspace / n).ok(
-            "show-ref", "--verify", "--quiet", f"refs/heads/{self.branch}")]
+        kept = [
+            n
+            for n in self.worktrees
+            if gitmod.Git(self.workspace / n).ok(
+                "show-ref", "--verify", "--quiet", f"refs/heads/{self.branch}"
+            )
+        ]
         record(
             [
                 f"left {self.show(dirty)} uncommitted",
@@ -598,9 +640,13 @@ class _Demo:
                 gitmod.Git(self.workspace / change.repo), DEFAULT_BRANCH, limit=1
             )
             lines.append(f"{change.repo} {DEFAULT_BRANCH} now ends with: {subject}")
-        left = [r.name for r in REPOS if gitmod.Git(self.workspace / r.name).branch_exists(self.branch)]
+        left = [
+            r.name for r in REPOS if gitmod.Git(self.workspace / r.name).branch_exists(self.branch)
+        ]
         if left or self.plan_dir.exists():
-            raise self._fail(title, f"left behind: branches in {left}, plan dir {self.plan_dir.exists()}")
+            raise self._fail(
+                title, f"left behind: branches in {left}, plan dir {self.plan_dir.exists()}"
+            )
         lines.append("no worktree, branch or plan dir of the topic is left")
         record(lines)
 

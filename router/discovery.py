@@ -229,10 +229,14 @@ def locate_fast(cwd: str) -> FastHome | None:
     _top, git_dir = found
     common = _common_dir(git_dir)
     primary = os.path.dirname(common)
-    if os.path.basename(common) != ".git" or os.path.realpath(os.path.join(primary, ".git")) != common:
+    if (
+        os.path.basename(common) != ".git"
+        or os.path.realpath(os.path.join(primary, ".git")) != common
+    ):
         raise Unsure(f"{common} is not the .git directory of a primary clone")
     _refuse_unusual_config(common)
-    roots, branches = [primary], set()
+    roots: list[str] = [primary]
+    branches: set[str] = set()
     _add_branch(branches, os.path.join(common, "HEAD"))
     for admin in _worktree_admin_dirs(common):
         gitfile = _read_line(os.path.join(admin, "gitdir"))

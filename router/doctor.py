@@ -27,7 +27,9 @@ from router.workspace import WORKTREES_DIR, Repo, check_containment, open_repo
 
 _LIST_SHOWN = 5
 _PASSES = 3
-_SECTION_LINE = re.compile(r"^\s*[-*+]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(?P<path>\S.*?)\s*$")
+_SECTION_LINE = re.compile(
+    r"^\s*[-*+]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(?P<path>\S.*?)\s*$"
+)
 
 
 class Kind(StrEnum):
@@ -217,7 +219,9 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
             )
             found.append(_Problem(_with(finding, detail)))
         elif entry.locked:
-            detail = f"its directory is gone but it is locked ({entry.lock_reason or 'no reason'}); "
+            detail = (
+                f"its directory is gone but it is locked ({entry.lock_reason or 'no reason'}); "
+            )
             detail += "run `git worktree unlock` first if it is really gone"
             found.append(_Problem(_with(finding, detail)))
         else:
@@ -266,7 +270,9 @@ def _unknown_dirs(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
             detail += "; run `team-router sweep` (it removes only residue) or move it away"
             found.append(_Problem(_with(finding, detail)))
         else:
-            found.append(_Problem(_with(finding, "empty directory git does not know"), _rmdir(child)))
+            found.append(
+                _Problem(_with(finding, "empty directory git does not know"), _rmdir(child))
+            )
     return found
 
 
@@ -380,7 +386,9 @@ def _drop_record(repo: Repo, record: state.TopicRecord) -> Fix:
             raise _NotSafe(
                 f"kept: branch {record.branch} still exists; run `team-router teardown {record.id}`"
             )
-        if any(r.worktree and os.path.lexists(r.worktree) for r in record.repos if r.name != "home"):
+        if any(
+            r.worktree and os.path.lexists(r.worktree) for r in record.repos if r.name != "home"
+        ):
             raise _NotSafe(
                 f"kept: other repos of the topic still have worktrees; run `team-router teardown {record.id}`"
             )
@@ -417,7 +425,9 @@ def _holders(repo: Repo) -> list[_Problem]:
         for item in holders.read_all(repo.common_dir, topic_id):
             if item.holder is None:
                 detail = f"holder file {item.problem}; not trusted, not deleted"
-                found.append(_Problem(_finding(repo, Kind.HOLDER_CORRUPT, item.path, detail, topic_id)))
+                found.append(
+                    _Problem(_finding(repo, Kind.HOLDER_CORRUPT, item.path, detail, topic_id))
+                )
             elif not holders.is_live(item.holder):
                 detail = f"{holders.describe(item.holder)} is gone"
                 finding = _finding(repo, Kind.STALE_HOLDER, item.path, detail, topic_id)
@@ -466,12 +476,16 @@ def _section_disagreements(home: Repo, topic_id: str, path: Path) -> list[str]:
     problems = []
     for name, where in listed.items():
         if name not in actual:
-            problems.append(f"lists {name!r}, which is not a repo of this topic that passed containment")
+            problems.append(
+                f"lists {name!r}, which is not a repo of this topic that passed containment"
+            )
         elif os.path.realpath(where) not in actual[name].all:
             problems.append(f"{name}: lists {where}, but git has no checkout of it there")
     for name, place in actual.items():
         if place.worktrees and name not in listed:
-            problems.append(f"{name} has a worktree ({place.worktrees[0]}) the section does not list")
+            problems.append(
+                f"{name} has a worktree ({place.worktrees[0]}) the section does not list"
+            )
     return [f"{p}; run `team-router worktrees {topic_id}` to rewrite it" for p in problems]
 
 
@@ -491,7 +505,7 @@ def _section_lines(parsed) -> dict[str, str]:
     start, end = parsed.worktrees_span
     lines = parsed.text.splitlines()
     body = lines[start + 1 : None if end < 0 else end]
-    listed = {}
+    listed: dict[str, str] = {}
     for line in body:
         match = _SECTION_LINE.match(line)
         if match:
@@ -562,7 +576,9 @@ def _guarded(problem: _Problem, repos: list[Repo], held: set[tuple[str, str]]) -
         return problem
 
     def later() -> str:
-        raise _NotSafe("appeared while doctor was repairing; run `team-router doctor --repair` again")
+        raise _NotSafe(
+            "appeared while doctor was repairing; run `team-router doctor --repair` again"
+        )
 
     return dataclasses.replace(problem, fix=later)
 

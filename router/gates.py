@@ -41,7 +41,12 @@ class RecordResult:
 
 
 def record_verdict(
-    cwd: Path, target: str, value: str, *, body_file: Path | None = None, wait: float = state.DEFAULT_WAIT
+    cwd: Path,
+    target: str,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
 ) -> RecordResult:
     """Write ``design-review-<n>.md`` (n = highest + 1) with the design review's verdict."""
     verdict = _one_of(value, a.DESIGN_VERDICTS, "design review verdict")
@@ -49,14 +54,21 @@ def record_verdict(
 
 
 def record_review(
-    cwd: Path, target: str, value: str, *, body_file: Path | None = None, wait: float = state.DEFAULT_WAIT
+    cwd: Path,
+    target: str,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
 ) -> RecordResult:
     """Write ``review-<n>.md`` (n = highest + 1): the implement phase's aggregate gate."""
     verdict = _one_of(value, a.REVIEW_VERDICTS, "review verdict")
     return _write_round("review", cwd, target, verdict, body_file, wait)
 
 
-def record_pr(cwd: Path, target: str, url: str, *, wait: float = state.DEFAULT_WAIT) -> RecordResult:
+def record_pr(
+    cwd: Path, target: str, url: str, *, wait: float = state.DEFAULT_WAIT
+) -> RecordResult:
     """Write ``pr.md``: the PR was opened (SHIPPED from now on)."""
     if not _URL_RE.fullmatch(url):
         raise BadInput(
@@ -69,16 +81,20 @@ def record_pr(cwd: Path, target: str, url: str, *, wait: float = state.DEFAULT_W
     return RecordResult("pr", path, url)
 
 
-def record_temp(cwd: Path, target: str, value: str, *, wait: float = state.DEFAULT_WAIT) -> RecordResult:
+def record_temp(
+    cwd: Path, target: str, value: str, *, wait: float = state.DEFAULT_WAIT
+) -> RecordResult:
     """Append an absolute temporary path to ``temp-paths`` (teardown removes it, §12)."""
     if not os.path.isabs(value) or any(ch in value for ch in "\n\r\0"):
         raise BadInput(
-            "invalid-value", f"{value!r} is not an absolute path; record the full path of the temp dir"
+            "invalid-value",
+            f"{value!r} is not an absolute path; record the full path of the temp dir",
         )
     if os.path.normpath(value) != value.rstrip("/") or "//" in value:
         # Teardown refuses such a path anyway ("$TMPDIR/." is the temp dir itself).
         raise BadInput(
-            "invalid-value", f"{value!r} is not a normalized path; record it without '.', '..' or '//'"
+            "invalid-value",
+            f"{value!r} is not a normalized path; record it without '.', '..' or '//'",
         )
     repo, plan = _existing_plan(cwd, target)
     path = plan.path / a.TEMP_PATHS
@@ -106,8 +122,10 @@ def _write_round(
 ) -> RecordResult:
     body = _body(body_file)
     repo, plan = _existing_plan(cwd, target)
-    template, prefix = ("design-review.md.j2", "design-review") if kind == "verdict" else (
-        "review.md.j2", "review"
+    template, prefix = (
+        ("design-review.md.j2", "design-review")
+        if kind == "verdict"
+        else ("review.md.j2", "review")
     )
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         inv = a.inventory(str(plan.path), plan.id)
@@ -126,7 +144,9 @@ def _body(body_file: Path | None) -> str:
         return body_file.read_text(encoding="utf-8").strip("\n")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise BadInput("invalid-value", f"--body-file {body_file}: cannot be read ({why})") from None
+        raise BadInput(
+            "invalid-value", f"--body-file {body_file}: cannot be read ({why})"
+        ) from None
 
 
 def _existing_plan(cwd: Path, target: str) -> tuple[Repo, PlanDir]:

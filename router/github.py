@@ -223,7 +223,9 @@ class GitHub:
             raise GhFailed(f"gh {' '.join(args[:2])} did not answer JSON") from None
 
     def view(self, number: int) -> PullRequest:
-        data = self._json("pr", "view", str(number), f"--repo={self.slug.arg}", f"--json={PR_FIELDS}")
+        data = self._json(
+            "pr", "view", str(number), f"--repo={self.slug.arg}", f"--json={PR_FIELDS}"
+        )
         return parse_pr(data)
 
     def list_by_head(self, branch: str, *, state: str = "all") -> list[PullRequest]:
@@ -236,8 +238,13 @@ class GitHub:
 
     def _list(self, selector: str, state: str) -> list[PullRequest]:
         data = self._json(
-            "pr", "list", f"--repo={self.slug.arg}", selector, f"--state={state}",
-            f"--limit={LIST_LIMIT}", f"--json={PR_FIELDS}",
+            "pr",
+            "list",
+            f"--repo={self.slug.arg}",
+            selector,
+            f"--state={state}",
+            f"--limit={LIST_LIMIT}",
+            f"--json={PR_FIELDS}",
         )
         if not isinstance(data, list):
             raise GhFailed("gh pr list did not answer a JSON list")
@@ -260,13 +267,25 @@ def parse_pr(data: Any) -> PullRequest:
         raise GhFailed("gh answered a PR without a valid number")
     if state not in {"OPEN", "CLOSED", "MERGED"}:
         raise GhFailed(f"gh answered PR #{number} with an unknown state")
-    if not all(isinstance(v, str) for v in (head_ref, head_oid, base_ref, url)):
+    if not (
+        isinstance(head_ref, str)
+        and isinstance(head_oid, str)
+        and isinstance(base_ref, str)
+        and isinstance(url, str)
+    ):
         raise GhFailed(f"gh answered PR #{number} without its head and base")
     if not isinstance(cross, bool):
         raise GhFailed(f"gh answered PR #{number} without isCrossRepository")
     return PullRequest(
-        number, state, head_ref, head_oid.lower(), base_ref, _merge_oid(data.get("mergeCommit")),
-        cross, _owner_login(data.get("headRepositoryOwner")), url,
+        number,
+        state,
+        head_ref,
+        head_oid.lower(),
+        base_ref,
+        _merge_oid(data.get("mergeCommit")),
+        cross,
+        _owner_login(data.get("headRepositoryOwner")),
+        url,
     )
 
 
@@ -280,7 +299,9 @@ def _owner_login(value: Any) -> str | None:
     return login if isinstance(login, str) and login else None
 
 
-def connect(remote_url: str | None, *, cwd: Path, timeout: float = GH_TIMEOUT) -> GitHub | Unavailable:
+def connect(
+    remote_url: str | None, *, cwd: Path, timeout: float = GH_TIMEOUT
+) -> GitHub | Unavailable:
     """gh bound to the repo origin names, or why it cannot be asked.
 
     ``gh auth status`` must succeed for the repo's host: an unauthenticated gh

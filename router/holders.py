@@ -271,9 +271,7 @@ def with_suppressed_unlink(path: str) -> None:
         return
 
 
-def live_holders(
-    common_dir: Path, topic_id: str, excluding_pid: int | None = None
-) -> list[Holder]:
+def live_holders(common_dir: Path, topic_id: str, excluding_pid: int | None = None) -> list[Holder]:
     """The topic's live holders (stale ones are dropped on the way), minus ``excluding_pid``."""
     live: list[Holder] = []
     for item in read_all(common_dir, topic_id):
@@ -359,7 +357,9 @@ def hold(cwd: Path, target: str | None, *, pid: int | None, session: str | None)
     if session is not None and not valid_session(session):
         raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
     if not process_alive(who):
-        raise BadInput("no-such-process", f"process {who} is not running; pass the pid of a live session")
+        raise BadInput(
+            "no-such-process", f"process {who} is not running; pass the pid of a live session"
+        )
     holder = make_holder(who, session)
     register(common_dir, topic_id, holder)
     live = live_holders(common_dir, topic_id)
@@ -399,8 +399,9 @@ def _topic_for(cwd: Path, target: str | None) -> tuple[Path, str, Path]:
         if not target or not ID_RE.fullmatch(target):
             raise
         repo = open_repo(cwd)
-        if not state.record_path(repo.common_dir, target).exists() and not holders_dir(
-            repo.common_dir, target
-        ).is_dir():
+        if (
+            not state.record_path(repo.common_dir, target).exists()
+            and not holders_dir(repo.common_dir, target).is_dir()
+        ):
             raise
         return repo.common_dir, target, repo.primary

@@ -226,7 +226,11 @@ def templates_dir() -> str:
     """router.render.share_dir("templates"), without importing typing along with it."""
     package = os.path.dirname(os.path.abspath(__file__))
     installed = os.path.join(package, "_share", "templates")
-    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), "templates")
+    return (
+        installed
+        if os.path.isdir(installed)
+        else os.path.join(os.path.dirname(package), "templates")
+    )
 
 
 def notice(plan: PlanDir, resume: Resume) -> str:

@@ -20,7 +20,9 @@ TICKET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-[0-9]+$")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
-STOP_WORDS = frozenset(["a", "an", "and", "at", "for", "in", "is", "it", "me", "my", "of", "on", "the", "to", "with"])
+STOP_WORDS = frozenset(
+    ["a", "an", "and", "at", "for", "in", "is", "it", "me", "my", "of", "on", "the", "to", "with"]
+)
 MAX_WORDS = 6
 MAX_SLUG = 40
 MAX_NAME = 100

@@ -51,7 +51,11 @@ class CommandResult:
 
     @property
     def label(self) -> str:
-        return f"failed (exit {self.exit})" if self.outcome is LineOutcome.FAILED else str(self.outcome)
+        return (
+            f"failed (exit {self.exit})"
+            if self.outcome is LineOutcome.FAILED
+            else str(self.outcome)
+        )
 
     def to_json(self) -> dict[str, object]:
         return {"repo": self.repo, "line": self.line, "outcome": self.label, "exit": self.exit}
@@ -146,9 +150,7 @@ def read_declaration(git: Git, default: DefaultBranch | None) -> Declaration:
 
 def parse_declaration(text: str) -> tuple[str, ...]:
     """The lines to run: ``#`` at column 0 and blank lines are skipped, the rest verbatim."""
-    return tuple(
-        line for line in text.splitlines() if line.strip() and not line.startswith("#")
-    )
+    return tuple(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
 # -- running lines ------------------------------------------------------------------
@@ -321,10 +323,14 @@ class LocalStateJob:
     worktree: Path | None
     temp_paths: tuple[str, ...] | None = None  # None: this repo records none (not home)
     timeout: float = DEFAULT_LINE_TIMEOUT
-    declaration: Declaration | None = None  # read earlier (teardown: before it integrates); else now
+    declaration: Declaration | None = (
+        None  # read earlier (teardown: before it integrates); else now
+    )
 
 
-def run_local_state(job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False) -> LocalStateReport:
+def run_local_state(
+    job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False
+) -> LocalStateReport:
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
     decl = job.declaration or read_declaration(job.git, job.default)
     commands: list[CommandResult] = []
@@ -333,8 +339,13 @@ def run_local_state(job: LocalStateJob, *, echo: Echo | None = None, dry_run: bo
     else:
         notes = []
         commands = run_lines(
-            decl.lines, root=job.root, branch=job.branch, worktree=job.worktree,
-            timeout=job.timeout, echo=echo, repo=job.repo,
+            decl.lines,
+            root=job.root,
+            branch=job.branch,
+            worktree=job.worktree,
+            timeout=job.timeout,
+            echo=echo,
+            repo=job.repo,
         )
     temps: list[TempResult] = []
     if job.temp_paths is not None:

@@ -29,7 +29,9 @@ ROUND_CAP = 5  # review rounds before a loop halts for a person to decide
 PASSING_DESIGN = ("APPROVE", "COMMENT")
 
 Resume = namedtuple("Resume", "resume_at step halted completed")
-Resume.__doc__ = """Where to resume: phase (or SHIPPED), step (str | None), halted, completed phases."""
+Resume.__doc__ = (
+    """Where to resume: phase (or SHIPPED), step (str | None), halted, completed phases."""
+)
 
 
 def infer(
@@ -159,7 +161,9 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
     for line in worktree_lines(text) if text else ():
         if line.name != "home":
             known = found.get(line.name)
-            found[line.name] = TopicRepo(line.name, known.path if known else None, line.path, plan.id)
+            found[line.name] = TopicRepo(
+                line.name, known.path if known else None, line.path, plan.id
+            )
     return list(found.values())
 
 

@@ -131,27 +131,38 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
     again = _already_restored(record, snap)
     if again is not None:
         return Restored(
-            name, RestoreStatus.EXISTING, f"already restored to {again}", snap.commit,
-            _restored_field(record, "branch"), again,
+            name,
+            RestoreStatus.EXISTING,
+            f"already restored to {again}",
+            snap.commit,
+            _restored_field(record, "branch"),
+            again,
         )
     try:
         target = _free_branch(repo, branch)
         path = repo.worktree_path(target)
         if os.path.lexists(path):
-            raise Refusal("path-taken", f"{path} already exists; move it away and run restore again")
+            raise Refusal(
+                "path-taken", f"{path} already exists; move it away and run restore again"
+            )
         repo.git.worktree_add(path, target, base=snap.parent)
         g.restore_worktree_files(Git(path), snap.commit)
     except GitError as exc:
-        return Restored(name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit)
+        return Restored(
+            name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
+        )
     except Refusal as exc:
         return Restored(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
     _remember(repo, record, topic_id, name, branch, target, path, snap)
     note = "" if target == branch else f" ({branch} is taken)"
     return Restored(
-        name, RestoreStatus.RESTORED,
+        name,
+        RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
         f"as working-tree changes; {snap.ref} is kept",
-        snap.commit, target, path,
+        snap.commit,
+        target,
+        path,
     )
 
 

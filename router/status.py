@@ -19,7 +19,12 @@ class RepoState:
     ahead: int | None  # commits since the merge-base with the default branch; None: unknown
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "worktree": self.worktree, "dirty": self.dirty, "ahead": self.ahead}
+        return {
+            "name": self.name,
+            "worktree": self.worktree,
+            "dirty": self.dirty,
+            "ahead": self.ahead,
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,9 @@ def sweep(
     None and there is residue.
     """
     base = root / WORKTREES_DIR
-    if os.path.lexists(base) and os.path.realpath(base) != os.path.join(os.path.realpath(root), WORKTREES_DIR):
+    if os.path.lexists(base) and os.path.realpath(base) != os.path.join(
+        os.path.realpath(root), WORKTREES_DIR
+    ):
         # A symlinked .claude/ or worktrees/ points somewhere else on the machine
         # (creation refuses one too): nothing behind it is ours to judge or delete.
         return SweepResult(root, kept=(Kept(base, Verdict.SYMLINK),))
@@ -175,7 +177,8 @@ def claimed_names(common_dir: Path) -> set[str]:
     topic id created again keeps the finished steps of its earlier record.
     """
     names = {
-        owner.name for owner in state.lock_owners(common_dir)
+        owner.name
+        for owner in state.lock_owners(common_dir)
         if owner.pid != os.getpid() and not owner.stale
     }
     for topic_id in state.list_records(common_dir):
@@ -199,7 +202,9 @@ def _remove_all(paths: list[Path]) -> list[str | None]:
         return list(pool.map(_remove, paths))
 
 
-def classify(path: Path, live: set[str], *, real: str | None = None) -> tuple[Verdict, tuple[str, ...]]:
+def classify(
+    path: Path, live: set[str], *, real: str | None = None
+) -> tuple[Verdict, tuple[str, ...]]:
     """What the sweep would do with ``path``, and the files that make it keep it.
 
     ``real`` is the path's realpath when the caller already knows it.

@@ -67,7 +67,11 @@ class StepResult:
         return self.outcome in {Outcome.REFUSED, Outcome.FAILED}
 
     def to_json(self) -> dict[str, object]:
-        data: dict[str, object] = {"name": self.name, "outcome": str(self.outcome), "detail": self.detail}
+        data: dict[str, object] = {
+            "name": self.name,
+            "outcome": str(self.outcome),
+            "detail": self.detail,
+        }
         if self.code:
             data["code"] = self.code
         return data
@@ -222,7 +226,8 @@ def integrate_commits(
         return skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
     if not apply:
         return refused(
-            name, "unintegrated-commits",
+            name,
+            "unintegrated-commits",
             f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
             f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
         )
@@ -237,7 +242,8 @@ def integrate_commits(
         stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
         g.cherry_pick_abort(repo.git)
         return refused(
-            name, "conflict",
+            name,
+            "conflict",
             f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
             f"aborted, {default.name} is unchanged",
         )
@@ -252,7 +258,12 @@ def integrate_commits(
 
 
 def remove_worktree(
-    repo: Repo, path: Path | None, branch: str, *, force: bool, entries: list[WorktreeEntry] | None = None
+    repo: Repo,
+    path: Path | None,
+    branch: str,
+    *,
+    force: bool,
+    entries: list[WorktreeEntry] | None = None,
 ) -> tuple[StepResult, Snapshot | None]:
     """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
 
@@ -282,7 +293,9 @@ def remove_worktree(
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
-            return blocker or failed(name, f"git worktree remove {path} failed: {exc.first_line}"), None
+            return blocker or failed(
+                name, f"git worktree remove {path} failed: {exc.first_line}"
+            ), None
         return done(name, f"removed {path}"), None
     status = Git(path).status() if exists else StatusReport()
     snap = None
@@ -335,7 +348,9 @@ def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) 
     """
     if entry.branch == branch:
         return ""
-    if entry.branch is None and os.path.realpath(path) == os.path.realpath(repo.worktree_path(branch)):
+    if entry.branch is None and os.path.realpath(path) == os.path.realpath(
+        repo.worktree_path(branch)
+    ):
         return ""
     on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
     return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
@@ -344,10 +359,13 @@ def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:
     if entry.locked:
         why = f" ({entry.lock_reason})" if entry.lock_reason else ""
-        return refused("remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force")
+        return refused(
+            "remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force"
+        )
     if status.dirty:
         return refused(
-            "remove", "dirty-worktree",
+            "remove",
+            "dirty-worktree",
             f"{path} has {describe_dirt(status)}; commit them, or pass --force to snapshot and remove",
         )
     return None
@@ -402,12 +420,15 @@ def delete_branch(
         why = found.proof.detail if found.proof else f"every patch is on {default.name}"  # type: ignore[union-attr]
     elif not force:
         return refused(
-            name, "unintegrated-commits",
+            name,
+            "unintegrated-commits",
             f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
         ), None
     else:
         snap = read_snapshot(repo.git, branch)
-        if not covers(repo.git, snap, tip) and g.unique_commits(repo.git, tip, except_branch=branch):
+        if not covers(repo.git, snap, tip) and g.unique_commits(
+            repo.git, tip, except_branch=branch
+        ):
             try:
                 snap = snapshot_branch(repo, branch, tip)
             except SnapshotFailed as exc:
@@ -418,7 +439,9 @@ def delete_branch(
     except GitError as exc:
         # git refuses to delete a branch some worktree has checked out: keep it.
         if "checked out" in exc.stderr or "used by worktree" in exc.stderr:
-            return skipped(name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"), snap
+            return skipped(
+                name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"
+            ), snap
         return failed(name, f"git branch -D {branch} failed: {exc.first_line}"), snap
     return done(name, f"deleted {branch} ({why})"), snap
 
@@ -443,7 +466,9 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
     verdict, files = classify(path, {os.path.realpath(e.path) for e in entries})
     if verdict is not Verdict.RESIDUE:
         return refused(
-            name, "residue-kept", f"{path} came back ({verdict}: {name_some(files)}): kept for you to look at"
+            name,
+            "residue-kept",
+            f"{path} came back ({verdict}: {name_some(files)}): kept for you to look at",
         )
     try:
         shutil.rmtree(path)
@@ -486,11 +511,14 @@ def update_default(
         if rebase:
             g.rebase_abort(repo.git)
         return failed(
-            name, f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
+            name,
+            f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
             f"{default.name} left as it was",
         )
     how = "rebased onto" if rebase else "fast-forwarded to"
-    return done(name, f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}")
+    return done(
+        name, f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
+    )
 
 
 def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> str:
@@ -534,7 +562,11 @@ def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> Step
         return refused(name, "plan-dir-kept", f"{path} is reached through a symlink: kept")
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:
-        return refused(name, "plan-dir-kept", f"git ls-files {rel} failed, so it is not known to be untracked: kept")
+        return refused(
+            name,
+            "plan-dir-kept",
+            f"git ls-files {rel} failed, so it is not known to be untracked: kept",
+        )
     if tracked:
         return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
     if dry_run:
@@ -561,14 +593,18 @@ def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
     if result.swept:
         parts.append(f"swept {len(result.swept)}: {name_some(str(p) for p in result.swept)}")
     if result.kept:
-        parts.append(f"kept {len(result.kept)} (see kept): {name_some(str(k.path) for k in result.kept)}")
+        parts.append(
+            f"kept {len(result.kept)} (see kept): {name_some(str(k.path) for k in result.kept)}"
+        )
     return done("sweep", "; ".join(parts)), result
 
 
 # -- step 8: local-state ------------------------------------------------------------
 
 
-def local_state_step(job: LocalStateJob, *, echo: Echo | None = None) -> tuple[StepResult, LocalStateReport]:
+def local_state_step(
+    job: LocalStateJob, *, echo: Echo | None = None
+) -> tuple[StepResult, LocalStateReport]:
     report = run_local_state(job, echo=echo)
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
@@ -614,7 +650,9 @@ def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, bra
     info = record.extra.get("teardown")
     info = dict(info) if isinstance(info, dict) else {"done": [], "complete": False}
     info["done"] = sorted(set(info.get("done", [])) | {step}, key=STEPS.index)
-    state.write_record(common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info}))
+    state.write_record(
+        common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info})
+    )
 
 
 def name_some(items) -> str:
@@ -636,7 +674,9 @@ class StepRun:
     steps: list[StepResult] = field(default_factory=list)
     held: StepResult | None = None
 
-    def step(self, name: str, action: Callable[[], StepResult], *, guarded: bool = True) -> StepResult:
+    def step(
+        self, name: str, action: Callable[[], StepResult], *, guarded: bool = True
+    ) -> StepResult:
         if self.crash_seam:
             state.crash_point(name)
         if guarded and self.held is not None:

@@ -92,8 +92,14 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
         )
     repos = _targets(home, topic_id, record, None, warnings)
     return TopicScope(
-        topic_id, record.branch or branch_for(topic_id), home, None, record, repos,
-        tuple(_recorded_temps(record)), tuple(warnings),
+        topic_id,
+        record.branch or branch_for(topic_id),
+        home,
+        None,
+        record,
+        repos,
+        tuple(_recorded_temps(record)),
+        tuple(warnings),
     )
 
 
@@ -146,8 +152,12 @@ def _targets(
     jobs = []
     for name, path in order[1:]:
         recorded = entries.get(name)
-        worktree = listed.get(name) or (Path(recorded.worktree) if recorded and recorded.worktree else None)
-        jobs.append((name, path or Path(recorded.path), worktree))
+        worktree = listed.get(name) or (
+            Path(recorded.worktree) if recorded and recorded.worktree else None
+        )
+        where = path or (Path(recorded.path) if recorded else None)
+        if where is not None:
+            jobs.append((name, where, worktree))
     before = _listed_before(home, [path for _, path, _ in jobs])
     secondaries = _parallel(
         lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], home, before[n], warnings),
@@ -193,11 +203,13 @@ def _secondary(
     seen: set[Path],
     warnings: list[str],
 ) -> RepoTarget:
-    branch = branch_for(topic_id)
+    branch: str = branch_for(topic_id)
     verdict = check_containment(path, home.primary, seen)
     if not verdict.ok:
         warnings.append(f"{name}: {verdict.detail}; nothing done there")
-        return RepoTarget(name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}")
+        return RepoTarget(
+            name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}"
+        )
     real = Path(os.path.realpath(path))
     try:
         repo = open_repo(real)

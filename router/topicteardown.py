@@ -69,9 +69,7 @@ from router.topicscope import RepoTarget, TopicScope, resolve_topic
 from router.workspace import DefaultBranch, Repo, default_branch, find_worktree
 
 MAX_PARALLEL = 8
-LOCAL_STATE_RAN = (
-    "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
-)
+LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
 
 
 # -- plan -------------------------------------------------------------------------
@@ -101,7 +99,9 @@ class RepoPlan:
     reachable: bool = True  # origin answered the plan's fetch (or there is none)
     tracking: bool = False  # refs/remotes/origin/<branch> exists
     foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
-    declaration: Declaration | None = None  # .teamteardown as the default branch had it before teardown
+    declaration: Declaration | None = (
+        None  # .teamteardown as the default branch had it before teardown
+    )
     copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
@@ -116,7 +116,9 @@ def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         return _plan_repo(target, opts)
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else str(exc)
-        blocker = refused("integrate", "git-failed", f"{target.name}: checking the repo failed: {what}")
+        blocker = refused(
+            "integrate", "git-failed", f"{target.name}: checking the repo failed: {what}"
+        )
         return RepoPlan(target, blockers=(blocker,))
 
 
@@ -130,9 +132,13 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         error = repo.git.fetch("origin")
         if error is not None:
             reachable = False
-            notes.append(f"{target.name}: fetch from origin failed ({error.first_line}); using what is known")
+            notes.append(
+                f"{target.name}: fetch from origin failed ({error.first_line}); using what is known"
+            )
     default = default_branch(repo.git)
-    refs = g.ref_values(repo.git, [f"refs/heads/{target.branch}", f"refs/remotes/origin/{target.branch}"])
+    refs = g.ref_values(
+        repo.git, [f"refs/heads/{target.branch}", f"refs/remotes/origin/{target.branch}"]
+    )
     entries = repo.git.worktree_list()
     worktree = target.worktree or _listed_worktree(entries, target.branch)
     on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
@@ -145,10 +151,23 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
-        target, default, worktree, on_primary, entry is not None, tuple(entries), status, tip, found,
-        has_origin, reachable, f"refs/remotes/origin/{target.branch}" in refs, foreign,
+        target,
+        default,
+        worktree,
+        on_primary,
+        entry is not None,
+        tuple(entries),
+        status,
+        tip,
+        found,
+        has_origin,
+        reachable,
+        f"refs/remotes/origin/{target.branch}" in refs,
+        foreign,
         read_declaration(repo.git, default),
-        copies_note(repo.primary, worktree, included_copies(target.record, worktree)) if entry else "",  # type: ignore[arg-type]
+        copies_note(repo.primary, worktree, included_copies(target.record, worktree))
+        if entry and worktree
+        else "",
         notes=tuple(notes),
     )
     return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
@@ -171,19 +190,30 @@ def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -
             found.append(blocker)
         found += _detached_loss(repo, plan, entry)
     if plan.tip is not None and plan.default is None and not opts.force:
-        found.append(refused("integrate", "no-default-branch", f"{repo.primary}: cannot tell the default branch"))
+        found.append(
+            refused(
+                "integrate", "no-default-branch", f"{repo.primary}: cannot tell the default branch"
+            )
+        )
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
     if missing and opts.integrate:
         status, current = primary_state(repo)
         busy = busy_reason(status, current, plan.default)  # type: ignore[arg-type]
         if busy:
-            found.append(refused("integrate", "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}"))
+            found.append(
+                refused(
+                    "integrate", "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}"
+                )
+            )
     elif missing and not opts.force:
-        found.append(refused(
-            "integrate", "unintegrated-commits",
-            f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
-            f"{name_some(c[:12] for c in missing)}; pass --integrate, or --force to snapshot them",
-        ))
+        found.append(
+            refused(
+                "integrate",
+                "unintegrated-commits",
+                f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
+                f"{name_some(c[:12] for c in missing)}; pass --integrate, or --force to snapshot them",
+            )
+        )
     return found
 
 
@@ -194,11 +224,14 @@ def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[Ste
     lost = g.unique_commits(repo.git, entry.head, except_branch=None)
     if not lost:
         return []
-    return [refused(
-        "remove", "unintegrated-commits",
-        f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
-        "put them on a branch, or pass --force to snapshot them",
-    )]
+    return [
+        refused(
+            "remove",
+            "unintegrated-commits",
+            f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
+            "put them on a branch, or pass --force to snapshot them",
+        )
+    ]
 
 
 def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
@@ -243,7 +276,8 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     repo = target.repo
     if repo is None:
         return RepoReport(
-            target.name, target.worktree,
+            target.name,
+            target.worktree,
             tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
         )
     if plan.registered:
@@ -254,18 +288,40 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     swept: list[SweepResult] = []
     local: list[LocalStateReport] = []
     run("integrate", lambda: _integrate_step(repo, target, plan, opts), guarded=False)
-    run("remove", lambda: _with_copies(remove_worktree(
-        repo, plan.worktree, target.branch, force=opts.force, entries=list(plan.entries)
-    )[0], plan), guarded=True)
-    run("branch", lambda: _branch_step(
-        repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
-    ), guarded=True)
+    run(
+        "remove",
+        lambda: _with_copies(
+            remove_worktree(
+                repo, plan.worktree, target.branch, force=opts.force, entries=list(plan.entries)
+            )[0],
+            plan,
+        ),
+        guarded=True,
+    )
+    run(
+        "branch",
+        lambda: _branch_step(
+            repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
+        ),
+        guarded=True,
+    )
     run("verify-gone", lambda: verify_gone(repo, plan.worktree), guarded=True)
-    run("update-default", lambda: _with_prune(
-        update_default(repo, plan.default, fetched=True, has_origin=plan.has_origin), repo, plan
-    ), guarded=False)
-    run("plan-dir", lambda: remove_plan_dir(repo, scope.id) if target.is_home
-        else skipped("plan-dir", "home repo only"), guarded=True)
+    run(
+        "update-default",
+        lambda: _with_prune(
+            update_default(repo, plan.default, fetched=True, has_origin=plan.has_origin), repo, plan
+        ),
+        guarded=False,
+    )
+    run(
+        "plan-dir",
+        lambda: (
+            remove_plan_dir(repo, scope.id)
+            if target.is_home
+            else skipped("plan-dir", "home repo only")
+        ),
+        guarded=True,
+    )
 
     def do_sweep() -> StepResult:
         result, report = sweep_step(repo)
@@ -283,12 +339,18 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         # Recorded at once, failed lines or not: a rerun (or a run killed after
         # this point) must not run the lines again. This run reports the
         # failure; `team-router local-state` is how to run them again on purpose.
-        mark_done(repo.common_dir, scope.id, "local-state", repo_name=target.name, branch=target.branch)
+        mark_done(
+            repo.common_dir, scope.id, "local-state", repo_name=target.name, branch=target.branch
+        )
         return result
 
     run("local-state", do_local, guarded=True)
     report = RepoReport(
-        target.name, plan.worktree, tuple(steps), swept[0] if swept else None, local[0] if local else None
+        target.name,
+        plan.worktree,
+        tuple(steps),
+        swept[0] if swept else None,
+        local[0] if local else None,
     )
     _record_teardown(repo, target, scope, report)
     return report
@@ -307,7 +369,9 @@ def _integrate_step(repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Option
     result = integrate_commits(repo, target.branch, plan.default, apply=opts.integrate, known=known)
     if opts.force and result.code == "unintegrated-commits":
         # --force without --integrate: the commits are snapshotted, not applied.
-        return skipped("integrate", result.detail.split(";")[0] + "; --force: they go into a snapshot ref")
+        return skipped(
+            "integrate", result.detail.split(";")[0] + "; --force: they go into a snapshot ref"
+        )
     return result
 
 
@@ -319,11 +383,19 @@ def _branch_step(
     return delete_branch(repo, target.branch, plan.default, force=opts.force, known=known)[0]
 
 
-def _local_job(repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options) -> LocalStateJob:
+def _local_job(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options
+) -> LocalStateJob:
     worktree = None if plan.on_primary or plan.foreign else plan.worktree
     return LocalStateJob(
-        target.name, repo.git, repo.primary, plan.default, target.branch, worktree,
-        temp_paths=scope.temp_paths if target.is_home else None, timeout=opts.line_timeout,
+        target.name,
+        repo.git,
+        repo.primary,
+        plan.default,
+        target.branch,
+        worktree,
+        temp_paths=scope.temp_paths if target.is_home else None,
+        timeout=opts.line_timeout,
         declaration=plan.declaration,
     )
 
@@ -337,10 +409,19 @@ def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: 
     record = record or state.TopicRecord(id=scope.id, repo=target.name, branch=target.branch)
     previous = record.extra.get("teardown")
     done_before = list(previous.get("done", [])) if isinstance(previous, dict) else []
-    finished = [s.name for s in report.steps if s.outcome is Outcome.DONE or (
-        s.outcome is Outcome.SKIPPED and not s.detail.startswith("not done"))]
-    info = {"done": sorted(set(done_before) | set(finished), key=STEPS.index), "complete": report.ok}
-    state.write_record(repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info}))
+    finished = [
+        s.name
+        for s in report.steps
+        if s.outcome is Outcome.DONE
+        or (s.outcome is Outcome.SKIPPED and not s.detail.startswith("not done"))
+    ]
+    info = {
+        "done": sorted(set(done_before) | set(finished), key=STEPS.index),
+        "complete": report.ok,
+    }
+    state.write_record(
+        repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info})
+    )
 
 
 # -- the whole teardown ----------------------------------------------------------------
@@ -421,7 +502,9 @@ def teardown(
         reports = _parallel(run_one, plans)
     warnings += [
         f"{r.name}: the default branch was not updated: {s.detail}"
-        for r in reports for s in r.steps if s.name == "update-default" and s.stopped
+        for r in reports
+        for s in r.steps
+        if s.name == "update-default" and s.stopped
     ]
     return TeardownResult(scope.id, tuple(reports), warnings=warnings)
 
@@ -482,7 +565,9 @@ def _refuse_if_blocked(scope: TopicScope, plans: list[RepoPlan], warnings: list[
 
 def _refused_report(plan: RepoPlan) -> RepoReport:
     by_step = {b.name: b for b in plan.blockers}
-    why = "teardown refused" + (f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)")
+    why = "teardown refused" + (
+        f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
+    )
     steps = tuple(by_step.get(s) or skipped(s, f"not done: {why}") for s in STEPS)
     return RepoReport(plan.target.name, plan.worktree, steps)
 
@@ -497,7 +582,9 @@ def _remember_scope(scope: TopicScope) -> None:
     known = {r.name: r for r in record.repos}
     for t in scope.repos:
         if t.repo is not None and t.name not in known:
-            known[t.name] = state.RepoEntry(t.name, str(t.path), str(t.worktree) if t.worktree else None)
+            known[t.name] = state.RepoEntry(
+                t.name, str(t.path), str(t.worktree) if t.worktree else None
+            )
     extra = {**record.extra, "temp_paths": list(scope.temp_paths)}
     state.write_record(
         scope.home.common_dir, dataclasses.replace(record, repos=tuple(known.values()), extra=extra)
@@ -544,11 +631,21 @@ def local_state_for_topic(
         for t in scope.repos:
             if t.repo is None:
                 continue
-            worktree = t.worktree if t.worktree and not is_primary_clone(
-                t.repo, t.worktree, t.repo.git.worktree_list()) else None
+            worktree = (
+                t.worktree
+                if t.worktree
+                and not is_primary_clone(t.repo, t.worktree, t.repo.git.worktree_list())
+                else None
+            )
             job = LocalStateJob(
-                t.name, t.repo.git, t.repo.primary, default_branch(t.repo.git), t.branch, worktree,
-                temp_paths=scope.temp_paths if t.is_home else None, timeout=line_timeout,
+                t.name,
+                t.repo.git,
+                t.repo.primary,
+                default_branch(t.repo.git),
+                t.branch,
+                worktree,
+                temp_paths=scope.temp_paths if t.is_home else None,
+                timeout=line_timeout,
             )
             reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
     return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run)
@@ -576,7 +673,8 @@ def restore_topic(
     chosen = scope.only(repo)
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         results = tuple(
-            restore_repo(t.name, t.repo, scope.id, t.branch) if t.repo is not None
+            restore_repo(t.name, t.repo, scope.id, t.branch)
+            if t.repo is not None
             else Restored(t.name, RestoreStatus.SKIPPED, f"repo not usable: {t.problem}")
             for t in chosen
         )
@@ -598,8 +696,12 @@ def preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport
     try:
         return _preview_repo(plan, scope, opts)
     except GitError as exc:
-        steps = tuple(failed(s, f"git failed: {exc.first_line}") if s == STEPS[0]
-                      else skipped(s, "not planned") for s in STEPS)
+        steps = tuple(
+            failed(s, f"git failed: {exc.first_line}")
+            if s == STEPS[0]
+            else skipped(s, "not planned")
+            for s in STEPS
+        )
         return RepoReport(plan.target.name, plan.worktree, steps)
 
 
@@ -609,18 +711,24 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         return teardown_repo(plan, scope, opts)  # every step is a "skipped", nothing runs
     if plan.blockers:
         return _refused_report(plan)
-    sweep_report = sweep(repo.primary, repo.git.worktree_list(), common_dir=repo.common_dir, dry_run=True)
+    sweep_report = sweep(
+        repo.primary, repo.git.worktree_list(), common_dir=repo.common_dir, dry_run=True
+    )
     local = run_local_state(_local_job(repo, target, plan, scope, opts), dry_run=True)
     steps = (
         _preview_integrate(plan, opts),
         _preview_remove(plan, opts),
         _preview_branch(plan),
-        skipped("verify-gone", "no worktree recorded") if plan.worktree is None or plan.on_primary
+        skipped("verify-gone", "no worktree recorded")
+        if plan.worktree is None or plan.on_primary
         else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
         _preview_update(repo, plan),
-        remove_plan_dir(repo, scope.id, dry_run=True) if target.is_home else skipped("plan-dir", "home repo only"),
-        skipped("sweep", "no residue") if sweep_report.no_residue else done(
-            "sweep", f"would sweep {len(sweep_report.swept)}, keep {len(sweep_report.kept)}"),
+        remove_plan_dir(repo, scope.id, dry_run=True)
+        if target.is_home
+        else skipped("plan-dir", "home repo only"),
+        skipped("sweep", "no residue")
+        if sweep_report.no_residue
+        else done("sweep", f"would sweep {len(sweep_report.swept)}, keep {len(sweep_report.kept)}"),
         done("local-state", "would run: " + local.summary()),
     )
     return RepoReport(target.name, plan.worktree, steps, sweep_report, local)
@@ -635,8 +743,13 @@ def _preview_integrate(plan: RepoPlan, opts: Options) -> StepResult:
     if not found.missing:
         return skipped("integrate", "nothing to integrate: every patch is on the default branch")
     if opts.integrate:
-        return done("integrate", f"would cherry-pick {len(found.missing)} commit(s) onto the default branch")
-    return skipped("integrate", f"--force: {len(found.missing)} unintegrated commit(s) would go into a snapshot")
+        return done(
+            "integrate", f"would cherry-pick {len(found.missing)} commit(s) onto the default branch"
+        )
+    return skipped(
+        "integrate",
+        f"--force: {len(found.missing)} unintegrated commit(s) would go into a snapshot",
+    )
 
 
 def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
@@ -656,7 +769,9 @@ def _preview_branch(plan: RepoPlan) -> StepResult:
     if plan.tip is None:
         return skipped("branch", f"{plan.target.branch} is already gone")
     if plan.on_primary:
-        return skipped("branch", f"{plan.target.branch} stays while the primary clone holds the work")
+        return skipped(
+            "branch", f"{plan.target.branch} stays while the primary clone holds the work"
+        )
     return done("branch", f"would delete {plan.target.branch}")
 
 

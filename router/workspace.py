@@ -85,7 +85,11 @@ def default_branch(git: Git) -> DefaultBranch | None:
     found = next((ref for ref in order if ref in refs), None)
     if found is None:
         configured = git.config_get("init.defaultBranch")
-        found = f"refs/heads/{configured}" if configured and f"refs/heads/{configured}" in refs else None
+        found = (
+            f"refs/heads/{configured}"
+            if configured and f"refs/heads/{configured}" in refs
+            else None
+        )
     if found is None:
         return None
     name = found.removeprefix("refs/remotes/origin/").removeprefix("refs/heads/")

@@ -25,7 +25,7 @@ from gitutil import commit, git, make_repo
 
 OWNER = "acme"
 
-FAKE_GH = r'''#!__PYTHON__
+FAKE_GH = r"""#!__PYTHON__
 import json, sys, time
 
 STATE = __STATE__
@@ -121,7 +121,7 @@ def main():
 
 
 main()
-'''
+"""
 
 
 @dataclass

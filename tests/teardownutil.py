@@ -31,12 +31,16 @@ def new_topic(home: Path, topic_id: str = TOPIC_ID) -> Topic:
     return Topic(topic_id, home, Path(data["plan_dir"]), {"home": home}, {"home": worktree})
 
 
-def multi_topic(workspace: Path, names: tuple[str, ...] = ("api",), topic_id: str = TOPIC_ID) -> Topic:
+def multi_topic(
+    workspace: Path, names: tuple[str, ...] = ("api",), topic_id: str = TOPIC_ID
+) -> Topic:
     """A home repo ``web`` and sibling repos ``names``, each with origin and a worktree."""
     home = make_repo(workspace, "web")
     topic = new_topic(home, topic_id)
     secondaries = {n: make_repo(workspace, n) for n in names}
-    items = "\n".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items())
+    items = "\n".join(
+        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
+    )
     write(
         topic.plan_dir / "repos.md",
         f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {home}\n\n## Additional repos\n\n{items}\n",

@@ -83,7 +83,12 @@ def world(repo: Path) -> dict[str, object]:
             continue
         if path.is_file():
             files[str(rel)] = path.read_bytes()
-    return {"refs": refs(repo), "worktrees": worktree_paths(repo), "files": files, "status": status(repo)}
+    return {
+        "refs": refs(repo),
+        "worktrees": worktree_paths(repo),
+        "files": files,
+        "status": status(repo),
+    }
 
 
 def remote_heads(repo: Path) -> list[str]:
@@ -116,12 +121,24 @@ def test_a_merge_commit_is_proven_by_ancestry_and_gh_agrees(web, tmp_path, monke
     assert data["ok"] and data["command"] == "pr-cleanup"
     assert (data["branch"], data["mode"]) == (TOPIC, "merged")
     assert data["proof"] == {
-        "content": "ancestor", "target": "refs/remotes/origin/main", "gh": "agreed", "pr": 12,
-        "commit": head, "merged": True, "detail": data["proof"]["detail"],
+        "content": "ancestor",
+        "target": "refs/remotes/origin/main",
+        "gh": "agreed",
+        "pr": 12,
+        "commit": head,
+        "merged": True,
+        "detail": data["proof"]["detail"],
     }
     assert list(steps(data)) == [
-        "remove", "verify-gone", "update-default", "branch", "remote-branch", "prune", "reclaim",
-        "plan-dir", "local-state",
+        "remove",
+        "verify-gone",
+        "update-default",
+        "branch",
+        "remote-branch",
+        "prune",
+        "reclaim",
+        "plan-dir",
+        "local-state",
     ]
     assert_cleaned(web, worktree)
     # The default branch was fast-forwarded to the merge.
@@ -158,7 +175,9 @@ def test_a_rebase_merge_is_proven_by_patches(web, tmp_path, monkeypatch):
     assert_cleaned(web, worktree)
 
 
-def test_a_squash_later_overwritten_on_main_is_proven_at_the_prs_merge_commit(web, tmp_path, monkeypatch):
+def test_a_squash_later_overwritten_on_main_is_proven_at_the_prs_merge_commit(
+    web, tmp_path, monkeypatch
+):
     worktree = new_topic(web)
     head = tip(web)
     squash = merge_on_origin(web, TOPIC, how="squash")
@@ -316,7 +335,9 @@ def test_a_pr_url_names_the_branch_and_must_be_this_repos(web, tmp_path, monkeyp
 # -- names ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["MAIN", "main", "Master", "develop", "DEVELOP", "release/1.2", "Release/2"])
+@pytest.mark.parametrize(
+    "name", ["MAIN", "main", "Master", "develop", "DEVELOP", "release/1.2", "Release/2"]
+)
 def test_protected_names_are_refused(web, no_gh, name):
     git(web, "branch", "develop")
     git(web, "branch", "release/1.2")
@@ -450,9 +471,19 @@ def test_it_runs_from_inside_the_worktree_it_removes(web, tmp_path, monkeypatch)
     merge = merge_on_origin(web, TOPIC, how="squash")
     install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from router.entry import main; sys.exit(main())",
-         "pr-cleanup", "--json"],
-        cwd=worktree, capture_output=True, text=True, check=False, env=dict(os.environ), timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from router.entry import main; sys.exit(main())",
+            "pr-cleanup",
+            "--json",
+        ],
+        cwd=worktree,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ),
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
@@ -619,7 +650,10 @@ def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh,
     second = cleanup(web, TOPIC)
     assert second.code == 0, second.out + second.err
     assert steps(second.json)["local-state"]["outcome"] == "done"
-    assert f"`team-router local-state {TOPIC}` runs it again" in steps(second.json)["local-state"]["detail"]
+    assert (
+        f"`team-router local-state {TOPIC}` runs it again"
+        in steps(second.json)["local-state"]["detail"]
+    )
     assert (tmp_path / "ran.log").read_text() == "ran\n"  # not run a second time
 
 
@@ -683,9 +717,20 @@ def test_abandon_without_gh_still_does_the_git_part_and_warns(web, no_gh):
     assert_cleaned(web, worktree)
     assert TOPIC not in remote_heads(web)
     assert git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}^{{commit}}") in {
-        head, git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}")}
-    assert git(web, "merge-base", "--is-ancestor", head, f"refs/team-router/snapshots/{TOPIC}",
-               check=False) == ""
+        head,
+        git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}"),
+    }
+    assert (
+        git(
+            web,
+            "merge-base",
+            "--is-ancestor",
+            head,
+            f"refs/team-router/snapshots/{TOPIC}",
+            check=False,
+        )
+        == ""
+    )
 
 
 def test_abandon_without_yes_on_a_non_terminal_refuses_and_never_prompts(web, no_gh):
@@ -727,8 +772,9 @@ def test_a_pr_gh_cannot_close_is_reported_and_the_git_part_still_runs(web, tmp_p
     assert res.code == 1
     close = steps(res.json)["close-prs"]
     assert close["outcome"] == "failed" and "#20" in close["detail"]
-    assert res.json["prs"] == [{"number": 20, "head": TOPIC, "url": res.json["prs"][0]["url"],
-                                "outcome": "failed"}]
+    assert res.json["prs"] == [
+        {"number": 20, "head": TOPIC, "url": res.json["prs"][0]["url"], "outcome": "failed"}
+    ]
     assert_cleaned(web, worktree)
     assert TOPIC not in remote_heads(web)
 

@@ -104,7 +104,10 @@ def test_a_crash_leaves_a_stale_lock_owner_that_doctor_reports_and_repairs(home_
     assert ("record-incomplete", str(state.record_path(home_repo / ".git", ID))) in findings
     repaired = run_cli("doctor", "--repair", "--json", cwd=home_repo).json["findings"]
     assert {"kind": "stale-lock", "path": str(owner), "repaired": True} == {
-        k: v for f in repaired if f["kind"] == "stale-lock" for k, v in f.items()
+        k: v
+        for f in repaired
+        if f["kind"] == "stale-lock"
+        for k, v in f.items()
         if k in {"kind", "path", "repaired"}
     }
     assert not owner.exists()
@@ -117,7 +120,13 @@ def test_a_crash_leaves_a_stale_lock_owner_that_doctor_reports_and_repairs(home_
 # -- teardown ----------------------------------------------------------------------
 
 TEARDOWN_STEPS = (
-    "integrate", "remove", "branch", "verify-gone", "update-default", "plan-dir", "sweep",
+    "integrate",
+    "remove",
+    "branch",
+    "verify-gone",
+    "update-default",
+    "plan-dir",
+    "sweep",
     "local-state",
 )
 

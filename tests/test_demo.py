@@ -57,7 +57,9 @@ def test_demo_shows_a_refused_teardown_that_removed_nothing(newcomer: Path) -> N
     assert [s["exit"] for s in teardowns] == [1, 0]
 
 
-def test_demo_keep_leaves_the_repos_with_the_work_integrated(newcomer: Path, tmp_path: Path) -> None:
+def test_demo_keep_leaves_the_repos_with_the_work_integrated(
+    newcomer: Path, tmp_path: Path
+) -> None:
     base = tmp_path / "demo-here"
     result = run_cli("demo", "--dir", str(base), "--keep", "--json")
     assert result.code == 0, result.out + result.err

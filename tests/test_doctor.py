@@ -50,7 +50,11 @@ def test_doctor_without_repair_changes_nothing(topic):
     (topic / ".claude/worktrees/leftover").mkdir()
     before = (tree(topic), git(topic, "worktree", "list", "--porcelain"), branches(topic))
     findings = _doctor(topic)
-    assert {f["kind"] for f in findings} == {"registration-dir-gone", "unknown-dir", "record-dir-gone"}
+    assert {f["kind"] for f in findings} == {
+        "registration-dir-gone",
+        "unknown-dir",
+        "record-dir-gone",
+    }
     assert not any(f["repaired"] for f in findings)
     assert (tree(topic), git(topic, "worktree", "list", "--porcelain"), branches(topic)) == before
 
@@ -211,7 +215,10 @@ def test_a_repos_md_that_does_not_parse_is_reported_by_doctor(topic, workspace):
 def test_a_reused_feature_worktree_in_the_worktrees_section_is_no_finding(home_repo, workspace):
     feature = workspace / "feature-wt"
     git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
-    assert run_cli("new", "Add thing", "--id", ID, "--json", cwd=feature).json["home"]["status"] == "reused"
+    assert (
+        run_cli("new", "Add thing", "--id", ID, "--json", cwd=feature).json["home"]["status"]
+        == "reused"
+    )
     api = make_repo(workspace, "api")
     repos_md = write(
         feature / "docs/plans" / ID / "repos.md",

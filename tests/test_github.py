@@ -90,7 +90,9 @@ def test_unauthenticated_gh_is_unavailable(tmp_path: Path, monkeypatch: pytest.M
     assert fake.calls() == [["auth", "status", "--hostname=github.com"]]
 
 
-def test_a_non_github_origin_never_reaches_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_non_github_origin_never_reaches_gh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = install_fake_gh(tmp_path, monkeypatch)
     hub = github.connect("/srv/git/web.git", cwd=tmp_path)
     assert isinstance(hub, Unavailable)
@@ -101,13 +103,22 @@ def test_every_pr_call_names_the_repo_and_asks_for_fields_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = install_fake_gh(
-        tmp_path, monkeypatch,
-        prs=(pr(7, "topic", OID, merge_commit=MERGE), pr(8, "child", OID, state="OPEN", base="topic")),
+        tmp_path,
+        monkeypatch,
+        prs=(
+            pr(7, "topic", OID, merge_commit=MERGE),
+            pr(8, "child", OID, state="OPEN", base="topic"),
+        ),
     )
     hub = github.connect(URL, cwd=tmp_path)
     assert isinstance(hub, GitHub)
     seven = hub.view(7)
-    assert (seven.number, seven.state, seven.head_ref, seven.head_oid) == (7, "MERGED", "topic", OID)
+    assert (seven.number, seven.state, seven.head_ref, seven.head_oid) == (
+        7,
+        "MERGED",
+        "topic",
+        OID,
+    )
     assert seven.merge_commit == MERGE and seven.merged and seven.same_repo(hub.slug)
     assert [p.number for p in hub.list_by_head("topic")] == [7]
     assert [p.number for p in hub.list_by_base("topic")] == [8]
@@ -127,7 +138,9 @@ def test_a_fork_pr_is_not_same_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (fork,) = hub.list_by_head("topic")
     assert fork.cross_repo and not fork.same_repo(hub.slug)
     # Even a PR that claims not to be cross-repo is not ours when its head owner differs.
-    spoofed = github.parse_pr({**pr(9, "topic", OID, fork_owner="mallory"), "isCrossRepository": False})
+    spoofed = github.parse_pr(
+        {**pr(9, "topic", OID, fork_owner="mallory"), "isCrossRepository": False}
+    )
     assert not spoofed.same_repo(hub.slug)
 
 

@@ -43,7 +43,9 @@ def _files(repo: Path) -> list[Path]:
 
 
 def test_hold_records_pid_start_time_and_session(topic, sleeper):
-    res = run_cli("hold", ID, "--pid", str(sleeper.pid), "--session", "abc-123", "--json", cwd=topic)
+    res = run_cli(
+        "hold", ID, "--pid", str(sleeper.pid), "--session", "abc-123", "--json", cwd=topic
+    )
     assert res.code == 0, res.err + res.out
     [written] = res.json["holders"]
     stat = Path(f"/proc/{sleeper.pid}/stat").read_text()
@@ -174,7 +176,10 @@ def test_hold_by_default_names_the_calling_session_past_a_sh_c_wrapper(topic):
 def test_hold_by_default_from_an_interactive_like_parent_names_that_parent(topic):
     exe = Path(sys.executable).with_name("team-router")
     proc = subprocess.run(
-        [str(exe), "-C", str(topic), "hold", ID, "--json"], capture_output=True, text=True, check=False
+        [str(exe), "-C", str(topic), "hold", ID, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["holders"][0]["pid"] == os.getpid()
@@ -228,9 +233,12 @@ def test_teardown_refuses_while_another_live_holder_exists_and_removes_nothing(t
     assert res.json["error"]["code"] == "held"
     assert f"process {sleeper.pid}" in res.json["error"]["message"]
     assert worktree.is_dir() and (worktree / "docs/plans" / ID).is_dir()
-    assert ID in subprocess.run(
-        ["git", "-C", str(topic), "branch", "--list", ID], capture_output=True, text=True
-    ).stdout
+    assert (
+        ID
+        in subprocess.run(
+            ["git", "-C", str(topic), "branch", "--list", ID], capture_output=True, text=True
+        ).stdout
+    )
 
 
 def test_teardown_force_overrides_a_live_holder_and_says_so(topic, sleeper):
@@ -278,8 +286,12 @@ def test_the_session_start_hook_registers_the_host_session_as_a_holder(topic):
     """Run exactly the hooks.json command through sh, as the host does; we are the host."""
     payload = json.dumps({"cwd": str(topic), "session_id": "0f3c-session"})
     proc = subprocess.run(
-        ["sh", "-c", HOOK_COMMAND], input=payload, capture_output=True, text=True,
-        env=_hook_env(), check=False,
+        ["sh", "-c", HOOK_COMMAND],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=_hook_env(),
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"Id: {ID}" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -291,7 +303,8 @@ def test_the_session_start_hook_registers_the_host_session_as_a_holder(topic):
 def test_a_session_registered_by_the_hook_in_another_host_blocks_teardown(topic):
     host = subprocess.Popen(
         [
-            sys.executable, "-c",
+            sys.executable,
+            "-c",
             "import subprocess, sys, time\n"
             "subprocess.run(['sh', '-c', sys.argv[1]], input=sys.argv[2], text=True,"
             " capture_output=True)\n"
@@ -300,7 +313,9 @@ def test_a_session_registered_by_the_hook_in_another_host_blocks_teardown(topic)
             HOOK_COMMAND,
             json.dumps({"cwd": str(topic), "session_id": "other-host-session"}),
         ],
-        stdout=subprocess.PIPE, text=True, env=_hook_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_hook_env(),
     )
     try:
         assert host.stdout.readline().strip() == "registered"
@@ -320,8 +335,12 @@ def test_a_session_registered_by_the_hook_in_another_host_blocks_teardown(topic)
 def test_the_hook_ignores_a_session_id_outside_the_allowlist(topic):
     payload = json.dumps({"cwd": str(topic), "session_id": "../../etc/passwd"})
     proc = subprocess.run(
-        ["sh", "-c", HOOK_COMMAND], input=payload, capture_output=True, text=True,
-        env=_hook_env(), check=False,
+        ["sh", "-c", HOOK_COMMAND],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=_hook_env(),
+        check=False,
     )
     assert proc.returncode == 0
     [holder] = holders.live_holders(_common(topic), ID)

@@ -25,8 +25,12 @@ def entry_point() -> list[str]:
 def hook(cwd: Path, stdin: str | bytes | None, **kw) -> subprocess.CompletedProcess:
     """The installed entry point, run as the host runs it."""
     return subprocess.run(
-        [*entry_point(), "hook", "session-start"], cwd=cwd, input=stdin, capture_output=True,
-        timeout=30, **kw,
+        [*entry_point(), "hook", "session-start"],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=30,
+        **kw,
     )
 
 
@@ -141,8 +145,11 @@ def test_a_terminal_stdin_does_not_block(home_repo, topic):
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.run(
-            [*entry_point(), "hook", "session-start"], cwd=home_repo, stdin=terminal,
-            capture_output=True, timeout=20,
+            [*entry_point(), "hook", "session-start"],
+            cwd=home_repo,
+            stdin=terminal,
+            capture_output=True,
+            timeout=20,
         )
     finally:
         os.close(controller)
@@ -152,8 +159,11 @@ def test_a_terminal_stdin_does_not_block(home_repo, topic):
 
 def test_a_stdin_left_open_after_its_json_does_not_block(home_repo, topic):
     proc = subprocess.Popen(
-        [*entry_point(), "hook", "session-start"], cwd=home_repo, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [*entry_point(), "hook", "session-start"],
+        cwd=home_repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         proc.stdin.write(json.dumps({"cwd": str(home_repo)}).encode())
@@ -171,8 +181,11 @@ def test_a_stdin_left_open_after_its_json_does_not_block(home_repo, topic):
 def test_the_hook_imports_neither_typer_nor_jinja2_nor_yaml(home_repo, topic):
     code = "from router.entry import main; raise SystemExit(main(['hook', 'session-start']))"
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code], cwd=home_repo, input=b"{}",
-        capture_output=True, timeout=30,
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=home_repo,
+        input=b"{}",
+        capture_output=True,
+        timeout=30,
     )
     assert proc.returncode == 0
     assert f"Id: {topic.name}".encode() in proc.stdout

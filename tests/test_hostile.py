@@ -83,12 +83,31 @@ def arena(tmp_path: Path, workspace: Path, home_repo: Path):
 def _paths(a) -> list[str]:
     ws, home, api = a["ws"], a["home"], a["api"]
     return [
-        str(home), str(api), str(ws / "link-api"), str(ws / "link-out"), str(ws / "link-root"),
-        str(ws / "plain-dir"), str(ws / "missing"), str(api / ".git"), str(api / "sub"),
-        str(ws / "api" / ".." / "api"), str(ws / ".." / "outside" / "stranger"),
-        f"{ws}/../../..", "/", "/etc", "/tmp", "relative/path", "~/x", f"{api}\n", f"{api} ",
-        f"`{api}`", f"{ws}/$(touch pwned)", f"{ws}/;touch pwned", f"{ws}/\u202eipa",
-        str(home / ".claude/worktrees" / ID), str(a["tmp"] / "outside"),
+        str(home),
+        str(api),
+        str(ws / "link-api"),
+        str(ws / "link-out"),
+        str(ws / "link-root"),
+        str(ws / "plain-dir"),
+        str(ws / "missing"),
+        str(api / ".git"),
+        str(api / "sub"),
+        str(ws / "api" / ".." / "api"),
+        str(ws / ".." / "outside" / "stranger"),
+        f"{ws}/../../..",
+        "/",
+        "/etc",
+        "/tmp",
+        "relative/path",
+        "~/x",
+        f"{api}\n",
+        f"{api} ",
+        f"`{api}`",
+        f"{ws}/$(touch pwned)",
+        f"{ws}/;touch pwned",
+        f"{ws}/\u202eipa",
+        str(home / ".claude/worktrees" / ID),
+        str(a["tmp"] / "outside"),
     ]
 
 
@@ -96,20 +115,35 @@ def _structured(a, *, unique: bool):
     slug = st.from_regex(r"[a-z0-9][a-z0-9-]{0,12}", fullmatch=True)
     names = st.one_of(
         st.sampled_from(["api", "api", "web", "home", "API", "a b", "../x", "x" * 200]),
-        slug, slug, st.sampled_from(NASTY_TEXT),
+        slug,
+        slug,
+        st.sampled_from(NASTY_TEXT),
     )
     absolute = st.sampled_from([p for p in _paths(a) if p.startswith("/")])
     path = st.one_of(absolute, absolute, absolute, st.sampled_from(_paths(a) + NASTY_TEXT))
     item = st.tuples(names, path, st.booleans())
-    frontmatter = st.sampled_from([
-        "", "---\ntopic: add-thing\nphase: repos\n---\n", "---\n: : :\n[\n---\n", "---\nunclosed\n",
-        "---\n---\n", "\ufeff---\ntopic: x\n---\n",
-    ])
-    worktrees = st.sampled_from([
-        "", "## Worktrees\n- home: /nowhere\n", "## Worktrees\n", "## Worktrees\n- api: $(x)\n## Worktrees\n",
-    ])
+    frontmatter = st.sampled_from(
+        [
+            "",
+            "---\ntopic: add-thing\nphase: repos\n---\n",
+            "---\n: : :\n[\n---\n",
+            "---\nunclosed\n",
+            "---\n---\n",
+            "\ufeff---\ntopic: x\n---\n",
+        ]
+    )
+    worktrees = st.sampled_from(
+        [
+            "",
+            "## Worktrees\n- home: /nowhere\n",
+            "## Worktrees\n",
+            "## Worktrees\n- api: $(x)\n## Worktrees\n",
+        ]
+    )
     home = str(a["home"])
-    home_path = st.sampled_from([home, home, home, f"{a['ws']}/web/", str(a["api"]), "/", "relative", ""])
+    home_path = st.sampled_from(
+        [home, home, home, f"{a['ws']}/web/", str(a["api"]), "/", "relative", ""]
+    )
 
     def build(fm, home, items, wt, newline):
         lines = [fm, "# Repos\n\n## Home repo\n", f"- **name:** web\n- **path:** {home}\n\n"]
@@ -144,7 +178,9 @@ def _repos_md(a):
         _structured(a, unique=True),
         _structured(a, unique=True),
         _many_items(a),
-        st.sampled_from([b"x" * 300_000, b"## Home repo\n- path: " + b"a" * 100_000, b"\x00" * 1000]),
+        st.sampled_from(
+            [b"x" * 300_000, b"## Home repo\n- path: " + b"a" * 100_000, b"\x00" * 1000]
+        ),
     )
 
 
@@ -216,9 +252,13 @@ def test_new_survives_any_id_description_ticket_and_date(arena):
     @SETTINGS
     @given(
         description=text,
-        topic_id=st.none() | text | st.from_regex(r"2026-05-0[1-9]-[a-z0-9-]{1,20}", fullmatch=True),
+        topic_id=st.none()
+        | text
+        | st.from_regex(r"2026-05-0[1-9]-[a-z0-9-]{1,20}", fullmatch=True),
         ticket=st.none() | text | st.from_regex(r"[A-Z]{1,4}-[0-9]{1,5}", fullmatch=True),
-        date=st.none() | text | st.sampled_from(["2026-02-30", "2026-13-01", "0000-00-00", "2026-05-01"]),
+        date=st.none()
+        | text
+        | st.sampled_from(["2026-02-30", "2026-13-01", "0000-00-00", "2026-05-01"]),
     )
     def run(description, topic_id, ticket, date) -> None:
         args = ["new", "--json"]

@@ -21,9 +21,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # No build isolation: the build backend (hatchling) is already installed,
     # and a test must not need the network.
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-         "--quiet", "-w", str(out)],
-        capture_output=True, text=True, check=False, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     (built,) = out.glob("team_router-*.whl")
@@ -35,9 +48,22 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel installed into its own directory (the dependencies come from this venv)."""
     target = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-         "--target", str(target), str(wheel)],
-        capture_output=True, text=True, check=False, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-compile",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     return target
@@ -63,14 +89,24 @@ def _run_installed(installed: Path, *args: str, cwd: Path) -> subprocess.Complet
     code = "import sys; from router.entry import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
 
 
 def test_installed_team_router_runs_the_demo_end_to_end(
     installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+    for name in (
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    ):
         monkeypatch.delenv(name, raising=False)
     proc = _run_installed(installed, "demo", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -80,18 +116,33 @@ def test_installed_team_router_runs_the_demo_end_to_end(
     assert not Path(payload["dir"]).exists()
 
 
-def test_installed_copy_finds_its_templates_inside_the_package(installed: Path, tmp_path: Path) -> None:
+def test_installed_copy_finds_its_templates_inside_the_package(
+    installed: Path, tmp_path: Path
+) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(installed)
     proc = subprocess.run(
-        [sys.executable, "-c",
-         "import router.render as r, router.setup as s; print(r.share_dir('templates')); "
-         "print(s.plugin_commands()[0])"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "import router.render as r, router.setup as s; print(r.share_dir('templates')); "
+            "print(s.plugin_commands()[0])",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     templates, add = proc.stdout.splitlines()
     assert Path(templates) == installed / "router" / "_share" / "templates"
     assert add == f"claude plugin marketplace add {installed / 'router' / '_share'}"
     share = installed / "router" / "_share"
-    assert json.loads((share / ".claude-plugin" / "marketplace.json").read_text())["plugins"][0]["source"] == "./"
+    assert (
+        json.loads((share / ".claude-plugin" / "marketplace.json").read_text())["plugins"][0][
+            "source"
+        ]
+        == "./"
+    )

@@ -26,14 +26,23 @@ def topic(home_repo):
 
 def test_lines_from_the_default_branch_run_from_the_primary_root_with_the_team_env(topic, tmp_path):
     out = tmp_path / "env.txt"
-    declare(topic.home, f'# a comment\n\necho "$PWD|$TEAM_REPO_ROOT|$TEAM_BRANCH|$TEAM_WORKTREE" > {out}\n')
+    declare(
+        topic.home,
+        f'# a comment\n\necho "$PWD|$TEAM_REPO_ROOT|$TEAM_BRANCH|$TEAM_WORKTREE" > {out}\n',
+    )
     res = local_state(topic)
     assert res.code == 0, res.out + res.err
     assert res.json["commands"] == [
-        {"repo": "home", "line": f'echo "$PWD|$TEAM_REPO_ROOT|$TEAM_BRANCH|$TEAM_WORKTREE" > {out}',
-         "outcome": "ok", "exit": 0}
+        {
+            "repo": "home",
+            "line": f'echo "$PWD|$TEAM_REPO_ROOT|$TEAM_BRANCH|$TEAM_WORKTREE" > {out}',
+            "outcome": "ok",
+            "exit": 0,
+        }
     ]
-    assert out.read_text() == f"{topic.home}|{topic.home}|{topic.branch}|{topic.worktrees['home']}\n"
+    assert (
+        out.read_text() == f"{topic.home}|{topic.home}|{topic.branch}|{topic.worktrees['home']}\n"
+    )
     assert "$ echo" in res.err  # the line is printed (on stderr under --json) before it runs
 
 
@@ -84,7 +93,10 @@ def test_a_failing_line_does_not_stop_the_next(topic, tmp_path):
     declare(topic.home, f"exit 3\ntouch {tmp_path / 'after'}\n")
     res = local_state(topic)
     assert res.code == 1
-    assert [(c["outcome"], c["exit"]) for c in res.json["commands"]] == [("failed (exit 3)", 3), ("ok", 0)]
+    assert [(c["outcome"], c["exit"]) for c in res.json["commands"]] == [
+        ("failed (exit 3)", 3),
+        ("ok", 0),
+    ]
     assert (tmp_path / "after").exists()
 
 
@@ -130,8 +142,13 @@ def test_recorded_temp_paths_under_tmpdir_are_removed_and_others_refused(topic, 
     os.symlink(target, tmp / "link")
     os.symlink(target, tmp / "linkdir")
     record_temps(
-        topic, f"{inside}/", str(tmp / "gone"), str(outside), str(tmp / "link"),
-        str(tmp / "linkdir" / "keep"), f"{tmp}/a/../../not-temp",
+        topic,
+        f"{inside}/",
+        str(tmp / "gone"),
+        str(outside),
+        str(tmp / "link"),
+        str(tmp / "linkdir" / "keep"),
+        f"{tmp}/a/../../not-temp",
     )
     res = local_state(topic)
     outcomes = {t["path"]: (t["outcome"], t.get("check", "")) for t in res.json["temp_paths"]}
@@ -164,7 +181,9 @@ def test_nothing_declared_is_said(topic):
     assert "no temp paths recorded" in res.out
 
 
-def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_declaration(home_repo, tmp_path):
+def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_declaration(
+    home_repo, tmp_path
+):
     topic = new_topic(home_repo)
     declare(home_repo, f'echo "$TEAM_WORKTREE" > {tmp_path / "wt.txt"}\n')
     scratch = Path(os.environ["TMPDIR"]) / "topic-scratch"
@@ -189,7 +208,10 @@ def test_a_failed_line_runs_once_and_a_second_teardown_exits_0(home_repo, tmp_pa
     assert first.code == 1, first.out
     step = next(s for s in first.json["repos"][0]["steps"] if s["name"] == "local-state")
     assert step["outcome"] == "failed"
-    assert [c["outcome"] for c in first.json["local_state"][0]["commands"]] == ["ok", "failed (exit 3)"]
+    assert [c["outcome"] for c in first.json["local_state"][0]["commands"]] == [
+        "ok",
+        "failed (exit 3)",
+    ]
     again = teardown(topic)
     assert again.code == 0, again.out
     step = next(s for s in again.json["repos"][0]["steps"] if s["name"] == "local-state")

@@ -71,7 +71,9 @@ def test_six_different_topics_created_at_once_all_succeed(home_repo):
     assert status(home_repo) == ""
 
 
-def test_two_worktrees_runs_of_one_multi_repo_topic_give_each_repo_one_worktree(workspace, home_repo):
+def test_two_worktrees_runs_of_one_multi_repo_topic_give_each_repo_one_worktree(
+    workspace, home_repo
+):
     api = make_repo(workspace, "api")
     res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
     plan = res.json["plan_dir"]
@@ -159,7 +161,6 @@ def test_a_held_repo_lock_makes_new_refuse_locked_and_leaves_nothing_behind(home
     assert again.code == 0 and again.json["home"]["status"] == "created"
 
 
-
 def test_worktrees_gives_up_on_a_held_repo_lock_after_its_own_wait(home_repo):
     assert run("new", "Add thing", "--id", ID, "--json", cwd=home_repo).code == 0
     started = time.monotonic()
@@ -169,6 +170,7 @@ def test_worktrees_gives_up_on_a_held_repo_lock_after_its_own_wait(home_repo):
     assert (res.code, res.json["error"]["code"]) == (1, "locked")
     assert (home_repo / ".claude/worktrees" / ID / "docs/plans" / ID).is_dir()
     assert len(worktree_paths(home_repo)) == 2
+
 
 # -- every mutating command holds the topic's lock --------------------------------------
 

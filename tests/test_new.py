@@ -290,7 +290,10 @@ def test_the_same_new_run_from_the_main_clone_finds_the_reused_worktree(home_rep
 
 def test_a_fallback_leaves_no_half_done_creation_for_doctor(home_repo):
     blocker = write(home_repo / ".claude" / "worktrees" / ID / "precious.txt", "keep me\n")
-    assert run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo).json["home"]["status"] == "fallback"
+    assert (
+        run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo).json["home"]["status"]
+        == "fallback"
+    )
     record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
     assert "claim" not in record["steps"]
     assert record["branch_created"] is False  # the rollback deleted it

@@ -59,9 +59,17 @@ def test_implement_brief_lists_the_checkouts_and_the_review_record(home_repo):
         ({"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}}, "STRUCTURE"),
         ({"structure.md": {}}, "PLAN"),
         ({"plan.md": {}}, "IMPLEMENT"),
-        ({"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 6)}}, "IMPLEMENT"),
-        ({"design.md": {}, **{f"design-review-{n}.md": {"verdict": "REQUEST CHANGES"}
-                              for n in range(1, 6)}}, "DESIGN"),
+        (
+            {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 6)}},
+            "IMPLEMENT",
+        ),
+        (
+            {
+                "design.md": {},
+                **{f"design-review-{n}.md": {"verdict": "REQUEST CHANGES"} for n in range(1, 6)},
+            },
+            "DESIGN",
+        ),
         ({"pr.md": {"url": "https://x.test/pull/1"}}, "SHIPPED"),
     ],
 )

@@ -18,47 +18,96 @@ TOPIC_ID = "2026-05-01-add-rate-limiting"
 # (files to write: name -> extra frontmatter), commits?, missing worktrees, expected
 # (resume_at, step, halted). One entry per row of the table, plus the boundaries.
 ROWS = {
-    "pr.md ships": ({"plan.md": {}, "pr.md": {"url": "https://x/pr/1"}}, True, [], ("SHIPPED", "teardown", False)),
+    "pr.md ships": (
+        {"plan.md": {}, "pr.md": {"url": "https://x/pr/1"}},
+        True,
+        [],
+        ("SHIPPED", "teardown", False),
+    ),
     "PASS with commits opens the PR": (
-        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}}, True, [], ("PR", None, False)),
+        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}},
+        True,
+        [],
+        ("PR", None, False),
+    ),
     "PASS without commits is not shipped work": (
-        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}}, False, [], ("IMPLEMENT", "tests", False)),
+        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}},
+        False,
+        [],
+        ("IMPLEMENT", "tests", False),
+    ),
     "fifth FAIL halts": (
-        {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 6)}}, True, [],
-        ("IMPLEMENT", None, True)),
+        {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 6)}},
+        True,
+        [],
+        ("IMPLEMENT", None, True),
+    ),
     "fourth FAIL goes back to review": (
-        {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 5)}}, True, [],
-        ("IMPLEMENT", "review", False)),
+        {"plan.md": {}, **{f"review-{n}.md": {"verdict": "FAIL"} for n in range(1, 5)}},
+        True,
+        [],
+        ("IMPLEMENT", "review", False),
+    ),
     "plan and commits: slices": ({"plan.md": {}}, True, [], ("IMPLEMENT", "slices", False)),
     "plan without commits: tests": ({"plan.md": {}}, False, [], ("IMPLEMENT", "tests", False)),
     "structure: plan": ({"structure.md": {}, "design.md": {}}, False, [], ("PLAN", None, False)),
     "approved design: structure": (
-        {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}}, False, [],
-        ("STRUCTURE", None, False)),
+        {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}},
+        False,
+        [],
+        ("STRUCTURE", None, False),
+    ),
     "commented design: structure": (
-        {"design.md": {}, "design-review-1.md": {"verdict": "COMMENT"}}, False, [],
-        ("STRUCTURE", None, False)),
+        {"design.md": {}, "design-review-1.md": {"verdict": "COMMENT"}},
+        False,
+        [],
+        ("STRUCTURE", None, False),
+    ),
     "approved design, repos without worktree": (
-        {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}}, False, ["api"],
-        ("STRUCTURE", "worktrees", False)),
+        {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}},
+        False,
+        ["api"],
+        ("STRUCTURE", "worktrees", False),
+    ),
     "fifth REQUEST CHANGES halts": (
-        {"design.md": {"revision": 4},
-         **{f"design-review-{n}.md": {"verdict": "REQUEST CHANGES"} for n in range(1, 6)}},
-        False, [], ("DESIGN", None, True)),
+        {
+            "design.md": {"revision": 4},
+            **{f"design-review-{n}.md": {"verdict": "REQUEST CHANGES"} for n in range(1, 6)},
+        },
+        False,
+        [],
+        ("DESIGN", None, True),
+    ),
     "REQUEST CHANGES not yet answered: redraft": (
-        {"design.md": {"revision": 1}, "design-review-1.md": {"verdict": "APPROVE"},
-         "design-review-2.md": {"verdict": "REQUEST CHANGES"}}, False, [],
-        ("DESIGN", "redraft", False)),
+        {
+            "design.md": {"revision": 1},
+            "design-review-1.md": {"verdict": "APPROVE"},
+            "design-review-2.md": {"verdict": "REQUEST CHANGES"},
+        },
+        False,
+        [],
+        ("DESIGN", "redraft", False),
+    ),
     "REQUEST CHANGES answered by the revision: review": (
         {"design.md": {"revision": 2}, "design-review-2.md": {"verdict": "REQUEST CHANGES"}},
-        False, [], ("DESIGN", "review", False)),
+        False,
+        [],
+        ("DESIGN", "review", False),
+    ),
     "first draft after REQUEST CHANGES: redraft": (
-        {"design.md": {}, "design-review-1.md": {"verdict": "REQUEST CHANGES"}}, False, [],
-        ("DESIGN", "redraft", False)),
+        {"design.md": {}, "design-review-1.md": {"verdict": "REQUEST CHANGES"}},
+        False,
+        [],
+        ("DESIGN", "redraft", False),
+    ),
     "design without review: review": ({"design.md": {}}, False, [], ("DESIGN", "review", False)),
     "research: draft": ({"research.md": {}, "task.md": {}}, False, [], ("DESIGN", "draft", False)),
     "task and questions: research": (
-        {"task.md": {}, "questions.md": {}}, False, [], ("RESEARCH", None, False)),
+        {"task.md": {}, "questions.md": {}},
+        False,
+        [],
+        ("RESEARCH", None, False),
+    ),
     "task alone: question": ({"task.md": {}}, False, [], ("QUESTION", None, False)),
     "empty plan dir: question": ({}, False, [], ("QUESTION", None, False)),
 }
@@ -96,12 +145,19 @@ def test_a_worktree_without_a_plan_dir_resumes_at_question(tmp_path):
 def test_completed_lists_every_phase_whose_evidence_is_present(tmp_path):
     names = ["task.md", "questions.md", "research.md", "design.md", "structure.md", "plan.md"]
     files = {n: {} for n in names} | {
-        "design-review-1.md": {"verdict": "APPROVE"}, "review-1.md": {"verdict": "PASS"},
+        "design-review-1.md": {"verdict": "APPROVE"},
+        "review-1.md": {"verdict": "PASS"},
     }
     resume = infer(_inventory(tmp_path, files), has_commits=lambda: True, missing_worktrees=list)
     assert resume.resume_at == "PR"
     assert resume.completed == (
-        "WORKTREE", "QUESTION", "RESEARCH", "DESIGN", "STRUCTURE", "PLAN", "IMPLEMENT",
+        "WORKTREE",
+        "QUESTION",
+        "RESEARCH",
+        "DESIGN",
+        "STRUCTURE",
+        "PLAN",
+        "IMPLEMENT",
     )
 
 
@@ -116,10 +172,14 @@ def test_without_steps_the_signals_the_answer_does_not_need_are_never_asked(tmp_
 
 
 def test_an_unreadable_verdict_is_warned_about_and_not_counted(tmp_path):
-    inv = _inventory(tmp_path, {
-        "design.md": {}, "design-review-1.md": {"verdict": "APPROVE"},
-        "design-review-2.md": {"verdict": "MAYBE"},
-    })
+    inv = _inventory(
+        tmp_path,
+        {
+            "design.md": {},
+            "design-review-1.md": {"verdict": "APPROVE"},
+            "design-review-2.md": {"verdict": "MAYBE"},
+        },
+    )
     resume = infer(inv, has_commits=lambda: False, missing_worktrees=list)
     assert resume.resume_at == "STRUCTURE"
     assert any("design-review-2.md" in w and "MAYBE" in w for w in inv.warnings)
@@ -133,7 +193,9 @@ def test_a_frontmatter_that_does_not_parse_is_a_warning_naming_the_file(tmp_path
     inv = artifacts.inventory(str(plan), TOPIC_ID)
     assert inv.has("task.md", "questions.md")
     assert any(w.startswith(str(plan / "task.md")) and "YAML" in w for w in inv.warnings)
-    assert any(w.startswith(str(plan / "questions.md")) and "never closed" in w for w in inv.warnings)
+    assert any(
+        w.startswith(str(plan / "questions.md")) and "never closed" in w for w in inv.warnings
+    )
 
 
 def test_a_topic_that_disagrees_with_the_id_is_a_warning_naming_the_file(tmp_path):
@@ -155,9 +217,28 @@ _scalars = st.one_of(
     st.from_regex(r"[a-z][a-z0-9 -]{0,20}[a-z0-9]", fullmatch=True),
     st.from_regex(r"[0-9]{1,4}", fullmatch=True),
     st.from_regex(r"20[0-9]{2}-[01][0-9]-[0-3][0-9]", fullmatch=True),
-    st.sampled_from(["null", "~", "", "yes", "Off", "REQUEST CHANGES", "https://x.test/a/pull/3",
-                     '"quoted # not a comment"', "'single'", "[a, b]", "a: b", "-1", "1.5",
-                     "value # comment", "*alias", "{x: 1}", ">", "0x1f"]),
+    st.sampled_from(
+        [
+            "null",
+            "~",
+            "",
+            "yes",
+            "Off",
+            "REQUEST CHANGES",
+            "https://x.test/a/pull/3",
+            '"quoted # not a comment"',
+            "'single'",
+            "[a, b]",
+            "a: b",
+            "-1",
+            "1.5",
+            "value # comment",
+            "*alias",
+            "{x: 1}",
+            ">",
+            "0x1f",
+        ]
+    ),
 )
 
 
@@ -169,7 +250,9 @@ _keys = st.one_of(
 @settings(deadline=None)
 @given(st.dictionaries(_keys, _scalars, max_size=6))
 def test_the_flat_scanner_reads_exactly_what_yaml_reads(fields):
-    text = "---\n" + "".join(f"{k}: {v}\n".replace(": \n", ":\n") for k, v in fields.items()) + "---\n"
+    text = (
+        "---\n" + "".join(f"{k}: {v}\n".replace(": \n", ":\n") for k, v in fields.items()) + "---\n"
+    )
     fast = artifacts.parse_frontmatter(text)
     slow = frontmatter.split(text)
     if slow.error:

@@ -24,7 +24,9 @@ def _load(path: Path) -> dict:
 
 
 def _pyproject_version() -> str:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "version"
+    ]
 
 
 def _session_start_command() -> str:
@@ -99,8 +101,13 @@ def _run_hook(path_dirs: list[Path], cwd: Path) -> subprocess.CompletedProcess[s
     env["PATH"] = os.pathsep.join(str(p) for p in path_dirs)
     return subprocess.run(
         ["/bin/sh", "-c", _session_start_command()],
-        cwd=cwd, env=env, input='{"cwd": "/", "session_id": "s1"}',
-        capture_output=True, text=True, check=False, timeout=30,
+        cwd=cwd,
+        env=env,
+        input='{"cwd": "/", "session_id": "s1"}',
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
     )
 
 

@@ -32,7 +32,9 @@ def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo
     fm = artifacts.read_frontmatter(str(plan / "design-review-1.md"))
     assert fm.error is None
     assert {k: fm.fields[k] for k in ("topic", "phase", "verdict")} == {
-        "topic": "add-rate-limiting", "phase": "design-review", "verdict": "REQUEST CHANGES",
+        "topic": "add-rate-limiting",
+        "phase": "design-review",
+        "verdict": "REQUEST CHANGES",
     }
     assert "date" in fm.fields
 
@@ -60,8 +62,16 @@ def test_reviews_are_numbered_and_keep_the_body_file(home_repo, tmp_path):
 
 @pytest.mark.parametrize(
     ("kind", "value"),
-    [("verdict", "LGTM"), ("verdict", "PASS"), ("review", "APPROVE"), ("review", "passed"),
-     ("pr", "not a url"), ("pr", "https://x/y z"), ("temp", "relative/dir"), ("temp", "tmp")],
+    [
+        ("verdict", "LGTM"),
+        ("verdict", "PASS"),
+        ("review", "APPROVE"),
+        ("review", "passed"),
+        ("pr", "not a url"),
+        ("pr", "https://x/y z"),
+        ("temp", "relative/dir"),
+        ("temp", "tmp"),
+    ],
 )
 def test_a_value_outside_its_set_is_exit_2_and_writes_nothing(home_repo, kind, value):
     plan = new_topic(home_repo)
@@ -74,7 +84,9 @@ def test_a_value_outside_its_set_is_exit_2_and_writes_nothing(home_repo, kind, v
 
 def test_an_unreadable_body_file_writes_nothing(home_repo, tmp_path):
     plan = new_topic(home_repo)
-    res = record(home_repo, "verdict", plan.name, "APPROVE", "--body-file", str(tmp_path / "nope.md"))
+    res = record(
+        home_repo, "verdict", plan.name, "APPROVE", "--body-file", str(tmp_path / "nope.md")
+    )
     assert (res.code, res.json["error"]["code"]) == (2, "invalid-value")
     assert listing(plan) == []
 
@@ -109,12 +121,17 @@ def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_re
     plan = new_topic(home_repo)
     common = Path(git(home_repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from router import state\n"
-         "with state.held_lock(Path(sys.argv[1]), sys.argv[2], wait=5):\n"
-         "    print('held', flush=True); time.sleep(30)\n",
-         str(common), plan.name],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from router import state\n"
+            "with state.held_lock(Path(sys.argv[1]), sys.argv[2], wait=5):\n"
+            "    print('held', flush=True); time.sleep(30)\n",
+            str(common),
+            plan.name,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -218,5 +218,8 @@ def test_the_checker_rejects_unknown_commands_options_and_arguments() -> None:
     assert "needs 1 argument" in _check(_tokens("team-router new --json"), root)
     assert "takes 1 argument" in _check(_tokens("team-router worktrees a b"), root)
     assert _tokens("team-router new x --json | jq .id  # comment") == [
-        "team-router", "new", "x", "--json",
+        "team-router",
+        "new",
+        "x",
+        "--json",
     ]

@@ -28,7 +28,10 @@ def test_force_writes_a_snapshot_that_restore_brings_back(home_repo):
     sha = make_work(wt)
     res = teardown(topic, "--force")
     assert res.code == 0, res.out
-    assert "snapshot" in next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")["detail"]
+    assert (
+        "snapshot"
+        in next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")["detail"]
+    )
     ref = snapshot_ref(topic.branch)
     assert git(home_repo, "rev-parse", f"{ref}^1") == sha
     assert not wt.exists() and topic.branch not in branches(home_repo)

@@ -64,9 +64,17 @@ def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatc
 
 def test_a_record_round_trips_every_field(tmp_path):
     record = state.TopicRecord(
-        id=ID, repo="home", branch=ID, worktree="/w", base_commit="abc", branch_created=True,
-        description="d", plan_dir="/p", steps=("inspect", "claim"),
-        repos=(state.RepoEntry("api", "/api", "/api/w"),), extra={"included": [".env"]},
+        id=ID,
+        repo="home",
+        branch=ID,
+        worktree="/w",
+        base_commit="abc",
+        branch_created=True,
+        description="d",
+        plan_dir="/p",
+        steps=("inspect", "claim"),
+        repos=(state.RepoEntry("api", "/api", "/api/w"),),
+        extra={"included": [".env"]},
     )
     state.write_record(tmp_path, record)
     assert state.read_record(tmp_path, ID) == record

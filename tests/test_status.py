@@ -74,4 +74,3 @@ def test_a_current_directory_that_was_deleted_is_one_line_not_a_traceback(tmp_pa
     res = run_cli("status")
     assert res.code == 1 and res.out == ""
     assert res.err.count("\n") == 1 and "[not-a-repo]" in res.err
-

@@ -63,7 +63,11 @@ def test_a_file_outside_the_allowed_folders_is_kept_and_listed(home_repo):
     data = sweep(home_repo)
     assert data["swept"] == []
     assert data["kept"] == [
-        {"path": str(leftovers(home_repo) / "t"), "reason": "unexpected-files", "files": ["notes/idea.md"]}
+        {
+            "path": str(leftovers(home_repo) / "t"),
+            "reason": "unexpected-files",
+            "files": ["notes/idea.md"],
+        }
     ]
     assert (leftovers(home_repo) / "t" / "notes" / "idea.md").read_text() == "precious\n"
 
@@ -122,10 +126,14 @@ def test_sweep_keeps_exactly_what_the_seed_shell_loop_keeps(workspace):
         ["sh", "-c", seed_loop(theirs)], capture_output=True, text=True, check=True
     )
     shell_kept = {
-        Path(line.split(": ", 1)[1]).name for line in proc.stdout.splitlines() if line.startswith("kept")
+        Path(line.split(": ", 1)[1]).name
+        for line in proc.stdout.splitlines()
+        if line.startswith("kept")
     }
     shell_swept = {
-        Path(line.split(": ", 1)[1]).name for line in proc.stdout.splitlines() if line.startswith("swept")
+        Path(line.split(": ", 1)[1]).name
+        for line in proc.stdout.splitlines()
+        if line.startswith("swept")
     }
     assert {Path(k["path"]).name for k in data["kept"]} == shell_kept
     assert {Path(p).name for p in data["swept"]} == shell_swept
@@ -196,15 +204,21 @@ def test_a_directory_whose_topic_lock_another_process_holds_is_kept(home_repo):
     claim = leftovers(home_repo) / CLAIM_ID
     claim.mkdir(parents=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
             from router import state
-            with state.held_lock(Path({str(home_repo / '.git')!r}), {CLAIM_ID!r}):
+            with state.held_lock(Path({str(home_repo / ".git")!r}), {CLAIM_ID!r}):
                 print("held", flush=True)
                 sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -43,8 +43,14 @@ def test_a_clean_multi_repo_topic_is_torn_down_in_every_repo(workspace):
     for name, repo in topic.repos.items():
         steps = steps_of(data, name)
         assert list(steps) == [
-            "integrate", "remove", "branch", "verify-gone",
-            "update-default", "plan-dir", "sweep", "local-state",
+            "integrate",
+            "remove",
+            "branch",
+            "verify-gone",
+            "update-default",
+            "plan-dir",
+            "sweep",
+            "local-state",
         ]
         assert steps["remove"]["outcome"] == "done"
         assert steps["branch"]["outcome"] == "done"
@@ -178,7 +184,14 @@ def test_a_commit_pushed_to_its_own_branch_on_origin_but_not_merged_still_refuse
 
 def test_a_locked_worktree_refuses_locked_worktree(workspace):
     topic = multi_topic(workspace)
-    git(topic.repos["api"], "worktree", "lock", "--reason", "on a USB disk", str(topic.worktrees["api"]))
+    git(
+        topic.repos["api"],
+        "worktree",
+        "lock",
+        "--reason",
+        "on a USB disk",
+        str(topic.worktrees["api"]),
+    )
     before = {n: snapshot_of(r) for n, r in topic.repos.items()}
     res = teardown(topic)
     assert res.code == 1
@@ -228,7 +241,10 @@ def test_integrate_cherry_picks_the_commits_onto_the_primary_default_branch(work
     assert res.code == 0, res.out
     api = topic.repos["api"]
     assert steps_of(res.json, "api")["integrate"]["outcome"] == "done"
-    assert git(api, "log", "--format=%s", "-2", "main").splitlines() == ["api: second", "api: first"]
+    assert git(api, "log", "--format=%s", "-2", "main").splitlines() == [
+        "api: second",
+        "api: first",
+    ]
     assert (api / "a.py").read_text() == "a = 1\n" and (api / "b.py").read_text() == "b = 2\n"
     assert git(api, "rev-parse", "main") != first  # a new commit with the same patch
     assert status(api) == "" and not api_wt.exists()
@@ -276,7 +292,10 @@ def test_a_rerun_after_integrate_does_not_cherry_pick_twice(home_repo):
     exe = str(Path(sys.executable).with_name("team-router"))
     proc = subprocess.run(
         [exe, "-C", str(home_repo), "teardown", topic.id, "--integrate", "--json"],
-        env={**os.environ, env_crash: "remove"}, capture_output=True, text=True, check=False,
+        env={**os.environ, env_crash: "remove"},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 137
     assert git(home_repo, "log", "--format=%s", "-1", "main") == "work"
@@ -427,11 +446,17 @@ def test_the_removal_names_worktreeinclude_copies_and_which_were_edited(home_rep
     topic = new_topic(home_repo)
     write(topic.worktrees["home"] / ".env", "TOKEN=edited-in-the-worktree\n")
     plan = teardown(topic, "--dry-run")
-    assert "copies placed by .worktreeinclude: .env, .env.local" in steps_of(plan.json, "home")["remove"]["detail"]
+    assert (
+        "copies placed by .worktreeinclude: .env, .env.local"
+        in steps_of(plan.json, "home")["remove"]["detail"]
+    )
     res = teardown(topic)
     assert res.code == 0, res.out
     detail = steps_of(res.json, "home")["remove"]["detail"]
-    assert "copies placed by .worktreeinclude: .env, .env.local (edited since copied, not kept: .env)" in detail
+    assert (
+        "copies placed by .worktreeinclude: .env, .env.local (edited since copied, not kept: .env)"
+        in detail
+    )
     assert (home_repo / ".env").read_text() == "TOKEN=original\n"
 
 
@@ -466,8 +491,16 @@ def test_text_output_names_every_step(home_repo):
     topic = new_topic(home_repo)
     res = run_cli("teardown", topic.id, cwd=home_repo)
     assert res.code == 0, res.err
-    for step in ("integrate", "remove", "branch", "verify-gone", "update-default", "plan-dir",
-                 "sweep", "local-state"):
+    for step in (
+        "integrate",
+        "remove",
+        "branch",
+        "verify-gone",
+        "update-default",
+        "plan-dir",
+        "sweep",
+        "local-state",
+    ):
         assert f"  {step} " in res.out
     assert "no residue found" in res.out
 

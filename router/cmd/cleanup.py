@@ -38,7 +38,9 @@ def pr_cleanup_cmd(
     ] = None,
     abandon: Annotated[
         bool,
-        typer.Option("--abandon", help="The work is abandoned: close the PR(s), delete without a merge."),
+        typer.Option(
+            "--abandon", help="The work is abandoned: close the PR(s), delete without a merge."
+        ),
     ] = False,
     delete_remote: Annotated[
         bool, typer.Option("--delete-remote", help="Also delete the branch on origin.")
@@ -51,10 +53,14 @@ def pr_cleanup_cmd(
         ),
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --abandon without a prompt.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
     line_timeout: Annotated[
         float,
-        typer.Option("--line-timeout", min=0.1, metavar="S", help="Seconds per .teamteardown line."),
+        typer.Option(
+            "--line-timeout", min=0.1, metavar="S", help="Seconds per .teamteardown line."
+        ),
     ] = DEFAULT_LINE_TIMEOUT,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -67,9 +73,16 @@ def pr_cleanup_cmd(
         "pr-cleanup",
         as_json,
         lambda: pr_cleanup(
-            cwd, target, abandon=abandon, delete_remote=delete_remote, reclaim=reclaim,
-            confirmed=_confirm(target, abandon, yes, dry_run), dry_run=dry_run, wait=wait,
-            line_timeout=line_timeout, echo=line_echo(as_json),
+            cwd,
+            target,
+            abandon=abandon,
+            delete_remote=delete_remote,
+            reclaim=reclaim,
+            confirmed=_confirm(target, abandon, yes, dry_run),
+            dry_run=dry_run,
+            wait=wait,
+            line_timeout=line_timeout,
+            echo=line_echo(as_json),
         ),
         _text,
     )

@@ -36,7 +36,8 @@ def _phase_text(report) -> str:
     step = f", step {resume.step}" if resume.step else ""
     lines = [
         f"Topic {report.id}",
-        f"Resume at: {resume.resume_at}{step}" + ("  (HALTED: a person must decide)" if resume.halted else ""),
+        f"Resume at: {resume.resume_at}{step}"
+        + ("  (HALTED: a person must decide)" if resume.halted else ""),
         f"Done: {', '.join(resume.completed) or 'nothing yet'}",
         f"Artifact directory: {report.plan_dir}",
     ]
@@ -146,7 +147,9 @@ def record_pr_cmd(
 def record_temp_cmd(
     ctx: typer.Context,
     target: RequiredTarget,
-    path: Annotated[str, typer.Argument(metavar="PATH", help="Absolute path of a temp file or dir.")],
+    path: Annotated[
+        str, typer.Argument(metavar="PATH", help="Absolute path of a temp file or dir.")
+    ],
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:

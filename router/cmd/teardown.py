@@ -13,7 +13,9 @@ TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or pl
 LineTimeout = Annotated[
     float,
     typer.Option(
-        "--line-timeout", min=0.1, metavar="S",
+        "--line-timeout",
+        min=0.1,
+        metavar="S",
         help="Seconds each .teamteardown line may run before its process group is killed.",
     ),
 ]
@@ -24,13 +26,20 @@ def teardown_cmd(
     ctx: typer.Context,
     target: TargetArg,
     integrate: Annotated[
-        bool, typer.Option("--integrate", help="Cherry-pick unintegrated commits onto the default branch.")
+        bool,
+        typer.Option(
+            "--integrate", help="Cherry-pick unintegrated commits onto the default branch."
+        ),
     ] = False,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Remove work that exists nowhere else, after writing a snapshot ref."),
+        typer.Option(
+            "--force", help="Remove work that exists nowhere else, after writing a snapshot ref."
+        ),
     ] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
     line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -42,8 +51,14 @@ def teardown_cmd(
         "teardown",
         as_json,
         lambda: teardown(
-            cwd_of(ctx), target, integrate=integrate, force=force, dry_run=dry_run, wait=wait,
-            line_timeout=line_timeout, echo=line_echo(as_json),
+            cwd_of(ctx),
+            target,
+            integrate=integrate,
+            force=force,
+            dry_run=dry_run,
+            wait=wait,
+            line_timeout=line_timeout,
+            echo=line_echo(as_json),
         ),
         _teardown_text,
     )
@@ -111,7 +126,11 @@ def local_state_cmd(
         "local-state",
         as_json,
         lambda: local_state_for_topic(
-            cwd_of(ctx), target, line_timeout=line_timeout, wait=wait, echo=line_echo(as_json),
+            cwd_of(ctx),
+            target,
+            line_timeout=line_timeout,
+            wait=wait,
+            echo=line_echo(as_json),
             dry_run=dry_run,
         ),
         _local_text,
@@ -147,7 +166,12 @@ def restore_cmd(
     """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""
     from router.topicteardown import restore_topic
 
-    emit("restore", as_json, lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait), _restore_text)
+    emit(
+        "restore",
+        as_json,
+        lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait),
+        _restore_text,
+    )
 
 
 def _restore_text(result) -> str:
