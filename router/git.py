@@ -140,7 +140,10 @@ class Git:
         config: Iterable[str] = (),
     ) -> Result:
         """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
-        argv = ["git", "-C", str(self.cwd)]
+        # core.fsmonitor names a command git runs whenever it reads an index
+        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
+        # work in are someone else's, and their config must not run code through us.
+        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
         for item in config:
             argv += ["-c", item]
         argv += list(args)
@@ -401,8 +404,8 @@ class Git:
     def status(self) -> StatusReport:
         """Tracked changes and untracked files, reported separately.
 
-        core.fsmonitor is disabled: another checkout's fsmonitor daemon may be
-        stale or absent, and status must reflect the disk.
+        core.fsmonitor is disabled (in :meth:`Git.run`): another checkout's
+        fsmonitor daemon may be stale or absent, and status must reflect the disk.
         """
         out = self.run(
             "status",
@@ -410,7 +413,6 @@ class Git:
             "-z",
             "--untracked-files=all",
             "--ignore-submodules=none",
-            config=["core.fsmonitor="],
         ).stdout
         return parse_status(out)
 
@@ -509,7 +511,7 @@ def snapshot_tree(worktree: Git, index_file: Path) -> str:
     """
     env = {"GIT_INDEX_FILE": str(index_file)}
     worktree.run("read-tree", "HEAD", env=env)
-    worktree.run("add", "--all", "--", ":/", env=env, config=["core.fsmonitor="])
+    worktree.run("add", "--all", "--", ":/", env=env)
     return worktree.out("write-tree", env=env)
 
 
@@ -540,7 +542,6 @@ def status_with_branch(git: Git) -> tuple[StatusReport, str | None]:
         "-b",
         "--untracked-files=all",
         "--ignore-submodules=none",
-        config=["core.fsmonitor="],
     ).stdout
     header, _, rest = out.partition("\0")
     return parse_status(rest), _branch_of_header(header)

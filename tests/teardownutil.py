@@ -32,12 +32,19 @@ def new_topic(home: Path, topic_id: str = TOPIC_ID) -> Topic:
 
 
 def multi_topic(
-    workspace: Path, names: tuple[str, ...] = ("api",), topic_id: str = TOPIC_ID
+    workspace: Path,
+    names: tuple[str, ...] = ("api",),
+    topic_id: str = TOPIC_ID,
+    *,
+    config: dict[str, str] | None = None,
 ) -> Topic:
-    """A home repo ``web`` and sibling repos ``names``, each with origin and a worktree."""
-    home = make_repo(workspace, "web")
+    """A home repo ``web`` and sibling repos ``names``, each with origin and a worktree.
+
+    ``config`` is set in each repo's own config before team-router first touches it.
+    """
+    home = configure(make_repo(workspace, "web"), config)
     topic = new_topic(home, topic_id)
-    secondaries = {n: make_repo(workspace, n) for n in names}
+    secondaries = {n: configure(make_repo(workspace, n), config) for n in names}
     items = "\n".join(
         f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
     )
@@ -51,6 +58,12 @@ def multi_topic(
         topic.repos[repo["name"]] = Path(repo["path"])
         topic.worktrees[repo["name"]] = Path(repo["worktree"])
     return topic
+
+
+def configure(repo: Path, config: dict[str, str] | None) -> Path:
+    for key, value in (config or {}).items():
+        git(repo, "config", key, value)
+    return repo
 
 
 def teardown(topic: Topic, *flags: str, cwd: Path | None = None):

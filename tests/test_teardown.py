@@ -7,6 +7,7 @@ import pytest
 from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
 from teardownutil import (
     commit_on_origin,
+    configure,
     merge_on_origin,
     multi_topic,
     new_topic,
@@ -589,3 +590,24 @@ def test_a_git_failure_while_planning_refuses_without_a_traceback(workspace):
     assert "Traceback" not in res.err
     assert topic.worktrees["home"].exists() and topic.branch in branches(topic.repos["home"])
     assert broken.read_text() == "gitdir: /nowhere/at/all\n"
+
+
+def test_no_command_runs_a_repos_core_fsmonitor(workspace, tmp_path):
+    # core.fsmonitor is a command git runs whenever it reads the index (fetch
+    # and pull included): someone else's checkout must not run code through us.
+    marker = tmp_path / "fsmonitor-ran"
+    hook = write(tmp_path / "fsmonitor.sh", f'#!/bin/sh\necho "$@" >> {marker}\nexit 1\n')
+    hook.chmod(0o755)
+    topic = multi_topic(workspace, config={"core.fsmonitor": str(hook)})
+    assert not marker.exists(), "new or worktrees ran core.fsmonitor"
+    commit(topic.worktrees["api"], "api.txt", "api\n", "api change")
+    push_branch(topic.worktrees["api"], topic.branch)
+    merge_on_origin(topic.repos["api"], topic.branch)
+    marker.unlink(missing_ok=True)  # the test's own git ran it; team-router must not
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    assert not marker.exists(), "teardown ran core.fsmonitor"
+    assert git(topic.repos["api"], "log", "-1", "--format=%s", "main") == f"Merge {topic.branch}"
+    configure(topic.home, {"core.fsmonitor": str(hook)})
+    status(topic.home)  # the hook is live: plain git runs it
+    assert marker.exists()
