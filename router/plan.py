@@ -13,6 +13,9 @@ from router.errors import BadInput
 from router.ids import SLUG_RE
 
 REPOS_MD = "repos.md"
+# A list of repos is a few KiB; parsing 50 MB took 90 s and 2 GB while the
+# topic lock was held, so anything past this is refused before it is read.
+MAX_REPOS_MD = 1024 * 1024
 HOME = "home"
 
 _FIELD_RE = re.compile(
@@ -48,9 +51,20 @@ def _error(line: int, message: str) -> BadInput:
 def read_repos_md(path: Path) -> ReposFile:
     """Parse ``repos.md``; every problem is exit 2 ``repos-md`` naming its line."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # Bounded as well as stat'ed: a file that grows (or a device behind
+            # the name) must not be read past the limit either.
+            raw = fh.read(MAX_REPOS_MD + 1) if size <= MAX_REPOS_MD else b""
     except OSError as exc:
         raise BadInput("repos-md", f"{path}: cannot be read ({exc.strerror})") from None
+    if size > MAX_REPOS_MD or len(raw) > MAX_REPOS_MD:
+        what = f"{size} bytes" if size > MAX_REPOS_MD else f"more than {MAX_REPOS_MD} bytes"
+        raise BadInput(
+            "repos-md",
+            f"{path} is {what}; a repos.md may have at most {MAX_REPOS_MD} bytes "
+            "(1 MiB): it lists repos, not data — cut it down",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -164,6 +164,23 @@ def test_malformed_repos_md_is_exit_2_naming_the_line(home_repo, topic, body, li
     assert (topic / "repos.md").read_bytes() == before
 
 
+def test_a_repos_md_over_1_mib_is_refused_naming_its_size_before_it_is_parsed(
+    workspace, home_repo, topic
+):
+    api = make_repo(workspace, "api")
+    # Valid in every other way: only its size is wrong.
+    text = repos_md(home_repo, ("api", str(api))) + "filler line\n" * 100_000
+    write(topic / "repos.md", text)
+    size = (topic / "repos.md").stat().st_size
+    assert size > 1024 * 1024
+    res = worktrees(topic)
+    assert res.code == 2, res.out
+    assert res.json["error"]["code"] == "repos-md"
+    assert f"{size} bytes" in res.json["error"]["message"]
+    assert worktree_paths(api) == [str(api)]
+    assert (topic / "repos.md").stat().st_size == size
+
+
 def test_a_home_path_that_is_not_this_repo_is_refused(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
     write(topic / "repos.md", repos_md(api))
