@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shutil
 import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,6 +29,10 @@ DECLARATION = ".teamteardown"
 TEMP_PATHS = "temp-paths"  # in the plan dir, one absolute path per line
 DEFAULT_LINE_TIMEOUT = 120.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
+# Seconds to keep relaying a line's output after its shell exited: enough for
+# what is already in the pipe, never a wait on a child that still holds it.
+DRAIN_GRACE = 0.5
+POLL_INTERVAL = 0.05  # seconds between looks at the shell while its pipes stay open
 
 Echo = Callable[[str], None]
 
@@ -187,11 +194,15 @@ def run_lines(
 def run_line(
     line: str, *, cwd: Path, env: dict[str, str], timeout: float, repo: str = ""
 ) -> CommandResult:
-    """One line in its own process group, stdin from /dev/null, output to our stderr.
+    """One line in its own process group, stdin from /dev/null, output relayed to our stderr.
 
     Its own session, so a timeout kills every process the line started, not
     only the shell; stdin from /dev/null, so a line that reads stdin cannot
     swallow anything; output to stderr, so ``--json`` keeps stdout clean.
+    Output goes through pipes we own rather than our own stdout/stderr: a
+    child the line leaves behind (``cmd &``, ``setsid cmd &``) would otherwise
+    keep our caller's pipes open, and a caller reading them to EOF (an agent
+    host) would wait for that child long after team-router exited.
     """
     try:
         proc = subprocess.Popen(
@@ -199,19 +210,83 @@ def run_line(
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=2,
-            stderr=2,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError:
         return CommandResult(line, LineOutcome.FAILED, 127, repo)
+    output = _Output(proc)
     try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        code = output.relay_until_exit(time.monotonic() + timeout)
+        if code is None:
+            _kill_group(proc)
+        output.drain(time.monotonic() + DRAIN_GRACE)
+    finally:
+        output.close()
+    if code is None:
         return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
     outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
     return CommandResult(line, outcome, code, repo)
+
+
+class _Output:
+    """A line's stdout and stderr pipes, copied to our stderr as they arrive."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pipes = [p for p in (proc.stdout, proc.stderr) if p is not None]
+        self.selector = selectors.DefaultSelector()
+        for pipe in self.pipes:
+            self.selector.register(pipe.fileno(), selectors.EVENT_READ)
+
+    def relay_until_exit(self, deadline: float) -> int | None:
+        """Relay until the line's shell exits: its exit code, or None at ``deadline``."""
+        # While the pipes are open, poll the shell between reads: a child that
+        # holds them must not hide the shell's exit. Once both reached EOF,
+        # nothing is left to relay and a plain wait is enough.
+        while self.selector.get_map():
+            if self.proc.poll() is not None:
+                return self.proc.returncode
+            if time.monotonic() >= deadline:
+                return None
+            self._pump(min(POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
+        try:
+            return self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def drain(self, deadline: float) -> None:
+        """What is still buffered or still being written, until EOF or ``deadline``."""
+        while self.selector.get_map() and time.monotonic() < deadline:
+            self._pump(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        # Closing our read ends is what lets go of the line: a child still
+        # holding the write ends gets EPIPE if it writes again, and nobody waits.
+        self.selector.close()
+        for pipe in self.pipes:
+            pipe.close()
+
+    def _pump(self, timeout: float) -> None:
+        for key, _ in self.selector.select(timeout):
+            data = os.read(key.fd, 65536)
+            if data:
+                _emit(data)
+            else:
+                self.selector.unregister(key.fd)
+
+
+def _emit(data: bytes) -> None:
+    """Write a line's output to our stderr; a closed stderr must not stop the line."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+        buffer = getattr(sys.stderr, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+            buffer.flush()
+        else:
+            sys.stderr.write(data.decode("utf-8", "replace"))
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
+from durabilityutil import spawn
 from gitutil import commit, git, run_cli, write
 from teardownutil import new_topic, teardown
 
@@ -114,6 +118,31 @@ def test_a_hanging_line_times_out_and_its_process_group_is_killed(topic, tmp_pat
         time.sleep(0.05)
     assert not _alive(pid)
     assert (tmp_path / "next").exists()
+
+
+def test_a_line_that_leaves_a_child_does_not_hold_the_callers_pipes(topic, tmp_path):
+    # An agent host reads team-router's stdout and stderr to EOF: a background
+    # child (or a setsid one the timeout's group kill never reaches) that kept
+    # the inherited pipes would hold the host until the child ends.
+    pids = [tmp_path / "bg.pid", tmp_path / "setsid.pid"]
+    declare(
+        topic.home,
+        f"echo before; sleep 30 & echo $! > {pids[0]}\n"
+        f"setsid sleep 30 & echo $! > {pids[1]}; echo after >&2\n",
+    )
+    proc = spawn("local-state", topic.id, "--json", cwd=topic.home)
+    try:
+        started = time.monotonic()
+        out, err = proc.communicate(timeout=60)  # reads both pipes to EOF
+        elapsed = time.monotonic() - started
+    finally:
+        for pidfile in pids:
+            with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    assert elapsed < 15, f"the caller's pipes stayed open {elapsed:.1f}s"
+    assert proc.returncode == 0, out + err
+    assert [c["outcome"] for c in json.loads(out)["commands"]] == ["ok", "ok"]
+    assert "before" in err and "after" in err  # the lines' output still reaches the caller
 
 
 def _alive(pid: int) -> bool:
