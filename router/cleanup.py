@@ -797,6 +797,7 @@ def _local_state(repo: Repo, found: Survey, opts: Options) -> StepResult:
         found.worktree_path,
         temp_paths=found.temp_paths,
         timeout=opts.line_timeout,
+        protected=(repo.primary, repo.common_dir, *filter(None, [found.worktree_path])),
     )
     result, _ = local_state_step(job, echo=opts.echo)
     if found.topic_id is not None and found.record is not None:

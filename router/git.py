@@ -17,6 +17,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
@@ -639,6 +640,66 @@ def reflog_expire_unreachable(git: Git) -> None:
 
 def gc_prune_now(git: Git) -> None:
     git.run("gc", "--quiet", "--prune=now", timeout=RECLAIM_TIMEOUT)
+
+
+# -- local state: whether a path belongs to a repository ---------------------------
+
+
+class GitPlace(StrEnum):
+    """Where a directory lies, as git itself sees it."""
+
+    OUTSIDE = "outside"
+    WORK_TREE = "git-work-tree"
+    GIT_DIR = "git-dir"
+    UNKNOWN = "git-unknown"  # git found something but would not say (dubious ownership ...)
+
+
+def git_place(directory: Path) -> GitPlace:
+    """Whether ``directory`` lies inside a git work tree or git dir of any repository."""
+    # No ceiling and across file systems: a temp dir mounted inside a checkout
+    # is still inside it, whatever the caller's environment says about discovery.
+    env = {"GIT_CEILING_DIRECTORIES": "", "GIT_DISCOVERY_ACROSS_FILESYSTEM": "1"}
+    res = Git(directory, env).run(
+        "rev-parse", "--is-inside-work-tree", "--is-inside-git-dir", check=False
+    )
+    if not res.ok:
+        # Only "not a git repository" means outside: any other failure means git
+        # found a repository it would not open, which is no proof of absence.
+        return GitPlace.OUTSIDE if "not a git repository" in res.stderr else GitPlace.UNKNOWN
+    answers = res.stdout.split()
+    if answers == ["true", "false"]:
+        return GitPlace.WORK_TREE
+    if answers == ["false", "true"]:
+        return GitPlace.GIT_DIR
+    return GitPlace.UNKNOWN
+
+
+def repository_below(directory: Path) -> Path | None:
+    """The first ``.git`` entry or bare git dir found below ``directory`` (symlinks not followed).
+
+    Raises OSError when a directory cannot be read: what is in it is unknown.
+    """
+    pending = [directory]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.name == ".git":
+                    return Path(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    if _looks_like_git_dir(entry.path):
+                        return Path(entry.path)
+                    pending.append(Path(entry.path))
+    return None
+
+
+def _looks_like_git_dir(path: str) -> bool:
+    # git's own test (setup.c is_git_directory): HEAD, objects/ and refs/. A
+    # bare repository or a separated git dir has no ".git" entry to find.
+    return (
+        os.path.isfile(os.path.join(path, "HEAD"))
+        and os.path.isdir(os.path.join(path, "objects"))
+        and os.path.isdir(os.path.join(path, "refs"))
+    )
 
 
 def parse_worktree_list(out: str) -> list[WorktreeEntry]:

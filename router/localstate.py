@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from router.git import Git, first_blob
+from router.git import Git, GitPlace, first_blob, git_place, repository_below
 from router.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
@@ -73,11 +73,14 @@ class TempResult:
     path: str
     outcome: TempOutcome
     check: str = ""  # the check that refused it
+    detail: str = ""  # what it found: the repository, the .git entry
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"path": self.path, "outcome": str(self.outcome)}
         if self.check:
             data["check"] = self.check
+        if self.detail:
+            data["detail"] = self.detail
         return data
 
 
@@ -354,22 +357,55 @@ def check_temp_path(path: str, root: str) -> str:
     return ""
 
 
-def remove_temp_paths(paths: Iterable[str], *, dry_run: bool = False) -> list[TempResult]:
+def remove_temp_paths(
+    paths: Iterable[str], *, dry_run: bool = False, protected: Iterable[Path] = ()
+) -> list[TempResult]:
+    """Remove each recorded path that passes every check; ``protected``: the topic's repos."""
     root = temp_root()
-    results = []
-    for path in paths:
-        check = check_temp_path(path, root)
-        if check:
-            results.append(TempResult(path, TempOutcome.REFUSED, check))
-        elif not os.path.lexists(path.rstrip("/")):
-            results.append(TempResult(path, TempOutcome.MISSING))
-        else:
-            error = None if dry_run else _remove(Path(path.rstrip("/")))
-            if error:
-                results.append(TempResult(path, TempOutcome.REFUSED, error))
-            else:
-                results.append(TempResult(path, TempOutcome.REMOVED))
-    return results
+    guarded = tuple(os.path.realpath(p) for p in protected)
+    return [_remove_temp_path(path, root, guarded, dry_run=dry_run) for path in paths]
+
+
+def _remove_temp_path(
+    path: str, root: str, guarded: tuple[str, ...], *, dry_run: bool
+) -> TempResult:
+    check = check_temp_path(path, root)
+    if check:
+        return TempResult(path, TempOutcome.REFUSED, check)
+    clean = path.rstrip("/")
+    if not os.path.lexists(clean):
+        return TempResult(path, TempOutcome.MISSING)
+    in_git = check_not_git(clean, guarded)
+    if in_git is not None:
+        return TempResult(path, TempOutcome.REFUSED, *in_git)
+    error = None if dry_run else _remove(Path(clean))
+    if error:
+        return TempResult(path, TempOutcome.REFUSED, error)
+    return TempResult(path, TempOutcome.REMOVED)
+
+
+def check_not_git(path: str, guarded: tuple[str, ...]) -> tuple[str, str] | None:
+    """(check, what it found) when ``path`` is, holds or lies in a repository; else None.
+
+    A recorded temp path is text anyone could write: with the workspace under
+    the temp dir it can name a primary clone, a sibling repo or a worktree,
+    and rmtree would take its .git, stash and branches with it.
+    """
+    real = os.path.realpath(path)
+    for repo in guarded:
+        if real == repo or repo.startswith(real + "/") or real.startswith(repo + "/"):
+            return "topic-repo", repo
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    place = git_place(Path(directory))
+    if place is not GitPlace.OUTSIDE:
+        return str(place), directory
+    if directory != path:
+        return None  # a file outside every repository holds nothing
+    try:
+        found = repository_below(Path(path))
+    except OSError as exc:
+        return "git-unknown", f"cannot read {exc.filename}: {exc.strerror}"
+    return ("contains-git", str(found)) if found is not None else None
 
 
 def _remove(path: Path) -> str | None:
@@ -401,6 +437,9 @@ class LocalStateJob:
     declaration: Declaration | None = (
         None  # read earlier (teardown: before it integrates); else now
     )
+    # The topic's primary clones, worktrees and git dirs: never removed as temp
+    # paths, whether git still recognises them or not.
+    protected: tuple[Path, ...] = ()
 
 
 def run_local_state(
@@ -425,7 +464,7 @@ def run_local_state(
     temps: list[TempResult] = []
     if job.temp_paths is not None:
         if job.temp_paths:
-            temps = remove_temp_paths(job.temp_paths, dry_run=dry_run)
+            temps = remove_temp_paths(job.temp_paths, dry_run=dry_run, protected=job.protected)
         else:
             notes.append("no temp paths recorded")
     return LocalStateReport(job.repo, decl, tuple(commands), tuple(temps), tuple(notes))

@@ -49,6 +49,15 @@ class TopicScope:
     temp_paths: tuple[str, ...]
     warnings: tuple[str, ...] = ()
 
+    def repo_paths(self) -> tuple[Path, ...]:
+        """Every primary clone, worktree and git dir the topic names (never a temp path)."""
+        paths = [self.home.primary, self.home.common_dir]
+        for t in self.repos:
+            paths += [t.path, *([t.worktree] if t.worktree else [])]
+            if t.repo is not None:
+                paths += [t.repo.primary, t.repo.common_dir]
+        return tuple(dict.fromkeys(paths))
+
     def only(self, name: str | None) -> tuple[RepoTarget, ...]:
         if name is None:
             return self.repos

@@ -397,6 +397,7 @@ def _local_job(
         temp_paths=scope.temp_paths if target.is_home else None,
         timeout=opts.line_timeout,
         declaration=plan.declaration,
+        protected=scope.repo_paths(),
     )
 
 
@@ -646,6 +647,7 @@ def local_state_for_topic(
                 worktree,
                 temp_paths=scope.temp_paths if t.is_home else None,
                 timeout=line_timeout,
+                protected=scope.repo_paths(),
             )
             reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
     return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from durabilityutil import spawn
-from gitutil import commit, git, run_cli, write
-from teardownutil import new_topic, teardown
+from gitutil import branches, commit, git, make_repo, run_cli, write
+from teardownutil import multi_topic, new_topic, teardown
 
 
 def declare(repo: Path, text: str) -> None:
@@ -192,6 +192,71 @@ def test_recorded_temp_paths_under_tmpdir_are_removed_and_others_refused(topic, 
     assert not inside.exists()
     assert (outside / "keep").exists() and (target / "keep").exists()
     assert res.code == 1  # a refusal is loud
+
+
+@pytest.mark.parametrize("command", ["local-state", "teardown"])
+def test_a_temp_path_naming_a_repository_is_refused_and_nothing_is_lost(
+    workspace, tmp_path, monkeypatch, command
+):
+    # The workspace under $TMPDIR, as in CI and agent sandboxes: every recorded
+    # path passes the old checks (under the temp dir, no "..", no symlink).
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    topic = multi_topic(workspace, ("api",))
+    home = topic.home
+    write(home / "README.md", "stashed work\n")
+    git(home, "stash", "-q")
+    git(home, "branch", "keep-me")
+    other = make_repo(workspace, "other")
+    write(other / "build" / "out.o", "x\n")
+    write(other / "notes.txt", "mine\n")
+    other_wt = tmp_path / "elsewhere" / "other-wt"
+    git(other, "worktree", "add", "-q", "-b", "side", str(other_wt))
+    nested = make_repo(tmp_path / "holder" / "deep", "clone", origin=False)
+    scratch = write(tmp_path / "scratch" / "cache.bin", "x\n").parent
+    origins = tmp_path / "origins"
+    expected = {
+        str(home): "topic-repo",
+        f"{home}/": "topic-repo",
+        str(workspace): "topic-repo",
+        str(home / ".git"): "topic-repo",
+        str(home / ".git" / "refs"): "topic-repo",
+        str(topic.worktrees["api"]): "topic-repo",
+        str(other): "git-work-tree",
+        str(other / ".git"): "git-dir",
+        str(other / "build"): "git-work-tree",
+        str(other / "notes.txt"): "git-work-tree",
+        str(other_wt): "git-work-tree",
+        str(origins): "contains-git",
+        str(origins / "web.git"): "git-dir",
+        str(tmp_path / "holder"): "contains-git",
+    }
+    record_temps(topic, *expected, str(scratch))
+    if command == "teardown":
+        res = teardown(topic)
+        temps = res.json["local_state"][0]["temp_paths"]
+    else:
+        res = local_state(topic)
+        temps = res.json["temp_paths"]
+    assert res.code == 1, res.out + res.err  # a refusal is loud
+    outcomes = {t["path"]: (t["outcome"], t.get("check")) for t in temps}
+    want = {p: ("refused", check) for p, check in expected.items()}
+    if command == "teardown":  # teardown removed the topic's worktrees first, as it should
+        want[str(topic.worktrees["api"])] = ("missing", None)
+    assert outcomes == {**want, str(scratch): ("removed", None)}
+    assert next(t for t in temps if t["path"] == str(tmp_path / "holder"))["detail"] == str(
+        nested / ".git"
+    )
+    assert not scratch.exists()
+    # Nothing of any repository was lost.
+    assert git(home, "stash", "list") and "keep-me" in branches(home)
+    assert git(home, "rev-parse", "--verify", "origin/main")
+    assert git(topic.repos["api"], "rev-parse", "--verify", "main")
+    assert (other / "build" / "out.o").exists() and (other / "notes.txt").read_text() == "mine\n"
+    assert git(other_wt, "rev-parse", "--abbrev-ref", "HEAD") == "side"
+    assert git(origins / "web.git", "rev-parse", "--verify", "main")
+    assert git(nested, "rev-parse", "--verify", "main")
+    if command == "local-state":
+        assert topic.worktrees["api"].is_dir() and topic.worktrees["home"].is_dir()
 
 
 def test_tmpdir_with_a_trailing_slash_still_counts(topic, monkeypatch):

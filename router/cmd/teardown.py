@@ -147,10 +147,13 @@ def _local_text(result) -> str:
 
 def _temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
     would = "would be " if dry_run else ""
-    return [
-        f"{indent}temp path {t.path}: {would}{t.outcome}{f' ({t.check})' if t.check else ''}"
-        for t in temp_paths
-    ]
+    return [f"{indent}temp path {t.path}: {would}{t.outcome}{_why(t)}" for t in temp_paths]
+
+
+def _why(temp) -> str:
+    if not temp.check:
+        return ""
+    return f" ({temp.check}: {temp.detail})" if temp.detail else f" ({temp.check})"
 
 
 @app.command("restore")
