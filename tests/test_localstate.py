@@ -231,6 +231,8 @@ def test_a_temp_path_naming_a_repository_is_refused_and_nothing_is_lost(
         str(tmp_path / "holder"): "contains-git",
     }
     record_temps(topic, *expected, str(scratch))
+    # A caller's discovery limit must not hide the repository a path lies in.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(other))
     if command == "teardown":
         res = teardown(topic)
         temps = res.json["local_state"][0]["temp_paths"]
@@ -247,6 +249,7 @@ def test_a_temp_path_naming_a_repository_is_refused_and_nothing_is_lost(
         nested / ".git"
     )
     assert not scratch.exists()
+    monkeypatch.delenv("GIT_CEILING_DIRECTORIES")
     # Nothing of any repository was lost.
     assert git(home, "stash", "list") and "keep-me" in branches(home)
     assert git(home, "rev-parse", "--verify", "origin/main")
