@@ -180,6 +180,7 @@ class _Pipeline:
         self.warnings: list[str] = []
         self.created = Created()
         self.base: str | None = None
+        self.excluded = False  # our info/exclude lines are known to be there
         self.record = self._load_record()
 
     def run(self) -> RepoReport:
@@ -477,8 +478,11 @@ class _Pipeline:
         )
 
     def _exclude(self) -> None:
+        if self.excluded:
+            return
         with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
             ensure_excludes(self.repo.common_dir)
+        self.excluded = True
 
     def _setup(self, worktree: Path) -> list[str]:
         self._exclude()  # a reused or existing worktree may predate the lines
