@@ -44,7 +44,9 @@ from router.teardown import (
     describe_dirt,
     done,
     failed,
+    first_error,
     forget_earlier_teardown,
+    git_failed,
     included_copies,
     merge_proof,
     prune_origin,
@@ -692,7 +694,7 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
     try:
         repo.git.branch_delete(found.branch)
     except GitError as exc:
-        return failed("branch", f"git branch -D {found.branch} failed: {exc.first_line}")
+        return git_failed("branch", f"git branch -D {found.branch} failed", exc)
     return done("branch", f"deleted {found.branch} ({evidence.content.detail})")  # type: ignore[union-attr]
 
 
@@ -717,7 +719,9 @@ def _delete_remote(
         g.push_delete(repo.git, "origin", found.branch, expect=found.remote_tip)
     except GitError as exc:
         return failed(
-            name, f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept"
+            name,
+            f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept",
+            exc.code,
         )
     return done(name, f"deleted {found.branch} on origin (was {found.remote_tip[:12]})")
 
@@ -773,7 +777,7 @@ def _reclaim(repo: Repo, opts: Options) -> StepResult:
         g.reflog_expire_unreachable(repo.git)
         g.gc_prune_now(repo.git)
     except GitError as exc:
-        return failed("reclaim", f"reclaiming space failed ({exc.first_line})")
+        return failed("reclaim", f"reclaiming space failed ({exc.first_line})", exc.code)
     return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
 
 
@@ -933,6 +937,12 @@ class CleanupResult:
         # a failure of the cleanup: it is the user's to resolve, never ours.
         return 1 if any(s.stopped and s.name != "update-default" for s in self.steps) else 0
 
+    @property
+    def error(self) -> dict[str, str] | None:
+        if not self.exit_code:
+            return None
+        return first_error([("", [s for s in self.steps if s.name != "update-default"])])
+
     def to_json(self) -> dict[str, object]:
         return {
             "branch": self.branch,
@@ -998,7 +1008,7 @@ def _git_failure_refuses(branch: str) -> Iterator[None]:
         yield
     except GitError as exc:
         raise Refusal(
-            "git-failed", f"checking {branch} failed ({exc.first_line}); nothing was touched"
+            exc.code, f"checking {branch} failed ({exc.first_line}); nothing was touched"
         ) from None
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from router import state
 from router.discovery import PlanDir, resolve
 from router.errors import BadInput, Refusal
+from router.git import GitError
 from router.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plan import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.workspace import PLANS_DIR, Repo, check_containment, open_repo
@@ -271,14 +272,24 @@ def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
     if not failed:
         return
     by_name = {j.name: j for j in jobs}
+    kept = []
     for report in result.repos:
         if report.status is Status.CREATED and report.name in by_name:
-            rollback(report, by_name[report.name])
-    names = ", ".join(f"{r.name} ({r.reason})" for r in failed)
+            try:
+                rollback(report, by_name[report.name])
+            except (GitError, OSError) as exc:
+                # One repo that cannot be rolled back must not keep the others' worktrees.
+                kept.append(f"{report.name}: {report.worktree} was kept ({exc})")
+    names = "; ".join(f"{r.name} ({r.reason}: {r.message})" for r in failed)
+    rolled = (
+        "every worktree this run created was rolled back"
+        if not kept
+        else "the other worktrees this run created were rolled back, but " + "; ".join(kept)
+    )
     # The report shows each repo as this run found it (a rolled-back one as created).
     raise Refusal(
         "strict-failed",
-        f"--strict: {names} got no worktree; every worktree this run created was rolled back",
+        f"--strict: {names} got no worktree; {rolled}",
         details={**result.to_json(), "warnings": result.warnings},
     )
 

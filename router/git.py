@@ -14,6 +14,7 @@ overhead ``new`` may add to a bare ``git worktree add`` (DESIGN §15).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,14 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+GIT_LOCKED = "git-locked"  # the error code of a git lock file in the way
+GIT_FAILED = "git-failed"
+
+# lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
+# refs/heads/<b>.lock alike; a killed git leaves the file behind.
+_LOCK_IN_THE_WAY = re.compile(r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists")
+
+
 class GitError(Exception):
     """git exited non-zero (or could not run); carries argv, exit code and stderr."""
 
@@ -63,10 +72,44 @@ class GitError(Exception):
         super().__init__(f"{' '.join(self.argv)} exited {returncode}: {self.stderr}")
 
     @property
+    def lock_file(self) -> Path | None:
+        """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
+        found = _LOCK_IN_THE_WAY.search(self.stderr)
+        return Path(found["path"]) if found else None
+
+    @property
+    def code(self) -> str:
+        """The error code a refusal caused by this failure carries."""
+        return GIT_LOCKED if self.lock_file is not None else GIT_FAILED
+
+    @property
     def first_line(self) -> str:
-        """The first line of git's complaint, for one-line user messages."""
+        """The first line of git's complaint, for one-line user messages.
+
+        A lock file in the way is named with the fix instead: git's own text
+        ends in a paragraph that a one-line message would cut off.
+        """
+        lock = self.lock_file
+        if lock is not None:
+            return lock_message(lock, self.repo)
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
         return lines[0] if lines else f"git exited {self.returncode}"
+
+    @property
+    def repo(self) -> Path | None:
+        """The directory git ran in (``git -C <dir>``)."""
+        argv = self.argv
+        return Path(argv[2]) if len(argv) > 2 and argv[1] == "-C" else None
+
+
+def lock_message(lock: Path, repo: Path | None) -> str:
+    """What a git lock file in the way means, and the one safe fix."""
+    where = repo or lock.parent
+    return (
+        f"git found its lock file {lock} in the way: another git command is running in "
+        f"{where}, or one was killed and left it behind; if no git command is running in "
+        f"{where}, remove {lock}, then run this again"
+    )
 
 
 class GitMissing(GitError):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -91,6 +91,27 @@ def refused(name: str, code: str, detail: str) -> StepResult:
 
 def failed(name: str, detail: str, code: str = "") -> StepResult:
     return StepResult(name, Outcome.FAILED, detail, code)
+
+
+def git_failed(name: str, what: str, exc: GitError) -> StepResult:
+    """A step git could not do; a git lock file in the way is named with its fix (``git-locked``)."""
+    return failed(name, f"{what}: {exc.first_line}", exc.code)
+
+
+STEP_FAILED = "step-failed"  # the envelope's code for a failed step that carries none
+
+
+def first_error(reports: Iterable[tuple[str, Iterable[StepResult]]]) -> dict[str, str] | None:
+    """The envelope's ``error`` for a run whose steps stopped: the first stopped step's."""
+    for where, steps in reports:
+        for step in steps:
+            if step.stopped:
+                prefix = f"{where}: " if where else ""
+                return {
+                    "code": step.code or STEP_FAILED,
+                    "message": f"{prefix}{step.name} {step.outcome}: {step.detail}",
+                }
+    return None
 
 
 # -- merge proof ----------------------------------------------------------------
@@ -241,6 +262,13 @@ def integrate_commits(
     except GitError as exc:
         stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
         g.cherry_pick_abort(repo.git)
+        if exc.lock_file is not None:
+            return refused(
+                name,
+                exc.code,
+                f"cherry-pick onto {default.name} stopped: {exc.first_line}; aborted, "
+                f"{default.name} is unchanged",
+            )
         return refused(
             name,
             "conflict",
@@ -293,9 +321,7 @@ def remove_worktree(
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
-            return blocker or failed(
-                name, f"git worktree remove {path} failed: {exc.first_line}"
-            ), None
+            return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
         return done(name, f"removed {path}"), None
     status = Git(path).status() if exists else StatusReport()
     snap = None
@@ -307,7 +333,7 @@ def remove_worktree(
     try:
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
-        return failed(name, f"git worktree remove {path} failed: {exc.first_line}"), snap
+        return git_failed(name, f"git worktree remove {path} failed", exc), snap
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     return done(name, f"removed {path}{kept}"), snap
 
@@ -442,7 +468,7 @@ def delete_branch(
             return skipped(
                 name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"
             ), snap
-        return failed(name, f"git branch -D {branch} failed: {exc.first_line}"), snap
+        return git_failed(name, f"git branch -D {branch} failed", exc), snap
     return done(name, f"deleted {branch} ({why})"), snap
 
 
@@ -514,6 +540,7 @@ def update_default(
             name,
             f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
             f"{default.name} left as it was",
+            exc.code,
         )
     how = "rebased onto" if rebase else "fast-forwarded to"
     return done(
@@ -685,7 +712,7 @@ class StepRun:
             try:
                 result = action()
             except GitError as exc:
-                result = failed(name, f"git failed: {exc.first_line}")
+                result = git_failed(name, "git failed", exc)
             except OSError as exc:
                 result = failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         self.steps.append(result)

@@ -44,6 +44,7 @@ from router.teardown import (
     delete_branch,
     done,
     failed,
+    first_error,
     foreign_worktree,
     forget_earlier_teardown,
     included_copies,
@@ -116,9 +117,8 @@ def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         return _plan_repo(target, opts)
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else str(exc)
-        blocker = refused(
-            "integrate", "git-failed", f"{target.name}: checking the repo failed: {what}"
-        )
+        code = exc.code if isinstance(exc, GitError) else "git-failed"
+        blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
         return RepoPlan(target, blockers=(blocker,))
 
 
@@ -438,6 +438,14 @@ class TeardownResult:
     @property
     def exit_code(self) -> int:
         return 0 if all(r.ok for r in self.repos) else 1
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        if not self.exit_code:
+            return None
+        return first_error(
+            (r.name, [s for s in r.steps if s.name != "update-default"]) for r in self.repos
+        )
 
     @property
     def swept(self) -> list[Path]:

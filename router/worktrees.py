@@ -109,6 +109,14 @@ def ensure(job: Job) -> RepoReport:
         if job.is_home:
             raise
         return _refused(job, exc.code, exc.message)
+    except (GitError, OSError) as exc:
+        # Whatever the pipeline did not turn into a fallback itself: one repo's
+        # failure must never escape as a traceback, nor stop --strict from
+        # rolling back the other repos.
+        refusal = _failure(job, exc)
+        if job.is_home:
+            raise refusal from None
+        return _refused(job, refusal.code, refusal.message)
 
 
 def ensure_all(jobs: list[Job]) -> list[RepoReport]:
@@ -172,6 +180,7 @@ class _Pipeline:
         self.warnings: list[str] = []
         self.created = Created()
         self.base: str | None = None
+        self.excluded = False  # our info/exclude lines are known to be there
         self.record = self._load_record()
 
     def run(self) -> RepoReport:
@@ -199,14 +208,23 @@ class _Pipeline:
         try:
             self._create(entries)
         except _Failed as exc:
-            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
-            self._forget_claim()
+            self._roll_back()
             return self._fallback(exc.code, exc.message)
+        except OSError as exc:
+            # A state directory we cannot write, a full disk: the repo is
+            # refused (io-error), never used unrecorded; --strict sees it.
+            self._roll_back()
+            raise _failure(self.job, exc) from None
         except RouterError:
-            # A refusal mid-way (the repo lock timed out): leave nothing behind.
-            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            # A refusal mid-way (the repo lock timed out, a git lock file in
+            # the way): leave nothing behind.
+            self._roll_back()
             raise
         return self._finish(self.path, self.branch, Status.CREATED)
+
+    def _roll_back(self) -> None:
+        _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+        self._forget_claim()
 
     # inspect ------------------------------------------------------------------
 
@@ -268,6 +286,11 @@ class _Pipeline:
         return path if (path / ".git").is_file() else None
 
     def _create(self, entries: list[WorktreeEntry]) -> None:
+        # Before anything appears in the primary clone (a worktree under
+        # .claude/worktrees/, or on a fallback the plan dir under docs/plans/):
+        # a run killed after `add` must not leave `?? .claude/` there, where it
+        # would block every other topic's integrate and pr-cleanup.
+        self._exclude()
         holder = worktree_with_branch(entries, self.branch)
         if holder is not None:
             raise _Failed(
@@ -382,9 +405,31 @@ class _Pipeline:
                     workers=self.job.checkout_workers,
                 )
         except GitError as exc:
+            self._note_partial_add(branch_existed=branch_exists)
+            if exc.lock_file is not None:
+                # Not a fallback: the cause is a stale lock the user removes in
+                # one command, after which a rerun gives the repo its worktree.
+                raise Refusal(exc.code, f"{self.job.name}: {exc.first_line}") from None
             raise _Failed("add-failed", f"git worktree add failed: {exc.first_line}") from None
         self.created = dataclasses.replace(
             self.created, registration=True, branch=not branch_exists
+        )
+
+    def _note_partial_add(self, *, branch_existed: bool) -> None:
+        """What a failed ``git worktree add`` still made is this run's to roll back.
+
+        git runs the post-checkout hook after it registered the worktree and
+        created the branch, and exits with the hook's status (a hook left by a
+        missing git-lfs or husky exits 1): without this the registration and
+        the branch outlive the rollback, and a rerun refuses branch-checked-out.
+        """
+        try:
+            registered = find_worktree(self.git.worktree_list(), self.path) is not None
+        except GitError:
+            registered = True  # unknown: removing a registration that is not there is a no-op
+        made_branch = not branch_existed and self.git.branch_exists(self.branch)
+        self.created = dataclasses.replace(
+            self.created, registration=registered, branch=made_branch
         )
 
     def _verify(self) -> None:
@@ -432,9 +477,15 @@ class _Pipeline:
             created=self.created,
         )
 
-    def _setup(self, worktree: Path) -> list[str]:
+    def _exclude(self) -> None:
+        if self.excluded:
+            return
         with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
             ensure_excludes(self.repo.common_dir)
+        self.excluded = True
+
+    def _setup(self, worktree: Path) -> list[str]:
+        self._exclude()  # a reused or existing worktree may predate the lines
         included = (
             copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
         )
@@ -533,7 +584,21 @@ class _Background:
 
 
 def _refused(job: Job, code: str, message: str) -> RepoReport:
-    return RepoReport(job.name, job.repo.primary, None, None, Status.REFUSED, code, message)
+    # The JSON lists only the reason's code: the warning carries what to do about it.
+    warning = f"{job.name} got no worktree ({code}): {message}"
+    return RepoReport(
+        job.name, job.repo.primary, None, None, Status.REFUSED, code, message, warnings=(warning,)
+    )
+
+
+def _failure(job: Job, exc: GitError | OSError) -> Refusal:
+    """A git or filesystem failure as a refusal: its code and a message naming the fix."""
+    if isinstance(exc, GitError):
+        return Refusal(exc.code, f"{job.name}: {exc.first_line}")
+    where = f" ({exc.filename})" if exc.filename else ""
+    return Refusal(
+        "io-error", f"{job.name}: {exc.strerror or exc}{where}; check space and permissions"
+    )
 
 
 def _torn_down(record: state.TopicRecord | None) -> bool:

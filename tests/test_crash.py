@@ -95,6 +95,30 @@ def test_worktrees_killed_before_each_step_is_finished_by_running_it_again(
     assert repos_md.read_text() == text
 
 
+@pytest.mark.parametrize("step", ("verify", "setup", "record"))
+def test_new_killed_after_add_leaves_the_primary_clone_clean(home_repo, step):
+    # A `?? .claude/` in the primary clone would block every other topic's
+    # teardown --integrate and pr-cleanup until someone finished this one.
+    crashed = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo, crash_at=step)
+    assert crashed.code == CRASHED, crashed.err
+    assert (home_repo / ".claude/worktrees" / ID / ".git").is_file()  # git had added it
+    assert status(home_repo) == ""
+
+
+def test_worktrees_killed_after_add_leaves_every_primary_clone_clean(workspace, home_repo):
+    api = make_repo(workspace, "api")
+    made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    write(
+        Path(made.json["plan_dir"]) / "repos.md",
+        f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {home_repo}\n\n"
+        f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
+    )
+    crashed = run("worktrees", ID, "--json", cwd=home_repo, crash_at="verify")
+    assert crashed.code == CRASHED, crashed.err
+    assert (api / ".claude/worktrees" / ID / ".git").is_file()
+    assert status(api) == ""
+
+
 def test_a_crash_leaves_a_stale_lock_owner_that_doctor_reports_and_repairs(home_repo):
     crashed = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo, crash_at="add")
     assert crashed.code == CRASHED

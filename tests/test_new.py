@@ -370,3 +370,19 @@ def test_an_id_created_again_after_its_teardown_starts_a_fresh_record(home_repo)
     assert "teardown" not in record["extra"]
     assert record["steps"] == ["inspect", "base", "claim", "add", "verify", "setup", "record"]
     assert record["branch_created"] is True
+
+
+def test_a_failing_post_checkout_hook_leaves_no_registration_or_branch_behind(home_repo):
+    hook = write(home_repo / ".git" / "hooks" / "post-checkout", "#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    res = new(home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["home"]["status"] == "fallback"
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"]
+    assert status(home_repo) == ""
+    hook.write_text("#!/bin/sh\nexit 0\n")  # the hook fixed
+    again = new(home_repo)
+    assert again.code == 0, again.out + again.err
+    assert (again.json["id"], again.json["home"]["status"]) == (ID, "created")
+    assert branches(home_repo) == [ID, "main"]

@@ -282,3 +282,87 @@ def test_secondary_without_origin_warns_and_uses_its_local_default(workspace, ho
     res = worktrees(topic)
     assert res.json["repos"][1]["status"] == "created"
     assert any(w.startswith("api: no origin") for w in res.json["warnings"])
+
+
+def _break_state_dir(repo: Path) -> Path:
+    """A file where the records folder goes: writing the record fails with a real OSError.
+
+    (The tests run as root, for whom a chmod blocks nothing.)
+    """
+    topics = write(repo / ".git" / "team-router" / "topics", "a file in the way\n")
+    return topics
+
+
+def test_strict_rolls_back_every_repo_when_one_fails_with_an_io_error(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    types = make_repo(workspace, "types")
+    broken = _break_state_dir(types)
+    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)))
+    write(topic / "repos.md", original)
+    res = worktrees(topic, "--strict")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "strict-failed"
+    assert "types (io-error" in res.json["error"]["message"]
+    assert "Traceback" not in res.err
+    for repo in (api, types):
+        assert worktree_paths(repo) == [str(repo)] and branches(repo) == ["main"]
+        assert not (repo / ".claude" / "worktrees" / ID).exists()
+        assert status(repo) == ""
+    assert broken.read_text() == "a file in the way\n"
+    assert (topic / "repos.md").read_text() == original
+
+
+def test_an_io_error_in_one_secondary_refuses_it_and_the_rest_keep_their_worktrees(
+    workspace, home_repo, topic
+):
+    api = make_repo(workspace, "api")
+    types = make_repo(workspace, "types")
+    _break_state_dir(types)
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api)), ("types", str(types))))
+    res = worktrees(topic)
+    assert res.code == 0, res.out + res.err
+    got = {r["name"]: r for r in res.json["repos"]}
+    assert (got["types"]["status"], got["types"]["reason"]) == ("refused", "io-error")
+    assert got["api"]["status"] == "created"
+    assert worktree_paths(types) == [str(types)] and branches(types) == ["main"]
+    assert (api / ".claude" / "worktrees" / ID / ".git").is_file()
+
+
+def _failing_post_checkout(repo: Path) -> Path:
+    """What a missing git-lfs (or husky) leaves behind: a post-checkout hook that exits 1."""
+    hook = write(
+        repo / ".git" / "hooks" / "post-checkout",
+        "#!/bin/sh\necho 'git-lfs was not found on your path' >&2\nexit 1\n",
+    )
+    hook.chmod(0o755)
+    return hook
+
+
+def test_a_failing_post_checkout_hook_is_rolled_back_whole_and_a_rerun_after_the_fix_creates(
+    workspace, home_repo, topic
+):
+    api = make_repo(workspace, "api")
+    hook = _failing_post_checkout(api)
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
+    res = worktrees(topic)
+    assert res.code == 0, res.out + res.err
+    got = {r["name"]: r for r in res.json["repos"]}
+    assert (got["api"]["status"], got["api"]["reason"]) == ("fallback", "add-failed")
+    assert any("git-lfs was not found" in w for w in res.json["warnings"])
+    # git had registered the worktree and created the branch before the hook ran.
+    assert worktree_paths(api) == [str(api)]
+    assert branches(api) == ["main"]
+    assert not (api / ".claude" / "worktrees" / ID).exists()
+    assert not (api / ".git" / "worktrees").exists() or not any(
+        (api / ".git" / "worktrees").iterdir()
+    )
+    assert status(api) == ""
+
+    hook.unlink()  # git-lfs installed
+    again = worktrees(topic)
+    assert again.code == 0, again.out + again.err
+    got = {r["name"]: r for r in again.json["repos"]}
+    assert got["api"]["status"] == "created", got["api"]
+    wt = api / ".claude" / "worktrees" / ID
+    assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
+    assert f"- api: {wt}\n" in (topic / "repos.md").read_text()
