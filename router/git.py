@@ -564,6 +564,11 @@ def gitlinks(git: Git, paths: Sequence[str]) -> set[str]:
     return found
 
 
+def absolute_git_dir(git: Git) -> Path:
+    """The git dir git uses at cwd (cwd itself when cwd is a git dir)."""
+    return Path(os.path.realpath(git.out("rev-parse", "--absolute-git-dir")))
+
+
 def commits_on_no_remote(git: Git) -> int:
     """Commits any ref, HEAD or stash of the repository reaches that no remote-tracking ref does."""
     return int(git.out("rev-list", "--count", "--all", "--not", "--remotes", "--") or 0)

@@ -367,24 +367,24 @@ def nested_blocker(path: Path, nested: tuple[NestedRepo, ...]) -> StepResult | N
     return refused(
         "remove",
         "nested-work",
-        f"{path} holds repositories with work that exists nowhere else, which removing the "
-        f"worktree would delete and --force cannot snapshot: "
-        + "; ".join(_nested_loss(n) for n in holding)
-        + "; in each, push its commits and commit and push (or discard) its changes, "
-        "or move it out of the worktree, then run teardown again",
+        f"{path} holds other repositories whose work exists nowhere else; removing the worktree "
+        "would delete it and --force cannot snapshot it: "
+        + ", ".join(_nested_loss(n) for n in holding)
+        + ". Push those commits, commit and push (or discard) those changes, or move the "
+        "repository out of the worktree; then run teardown again",
     )
 
 
 def _nested_loss(repo: NestedRepo) -> str:
-    what = f"{repo.kind} {repo.rel}"
+    """``submodule lib (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
     if repo.problem:
-        return f"{what}: {repo.problem}"
+        return f"{repo.kind} {repo.rel} ({repo.problem})"
     parts = (
         [f"{repo.unpushed} commit(s) on none of its remote-tracking refs"] if repo.unpushed else []
     )
     if repo.status.dirty:
         parts.append(describe_dirt(repo.status))
-    return f"{what}: " + ", ".join(parts)
+    return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
 
 
 def gone_with(nested: tuple[NestedRepo, ...]) -> str:

@@ -62,6 +62,27 @@ def test_force_refuses_a_submodule_with_unpushed_commits_and_dirt_keeping_all_of
     assert sub_topic.branch in branches(sub_topic.home)
 
 
+def test_teardown_refuses_a_deinitialised_submodule_whose_git_dir_holds_unpushed_commits(
+    sub_topic,
+):
+    wt = sub_topic.worktrees["home"]
+    sha = commit(wt / "lib", "lib.py", "v = 1\n", "committed, then the submodule deinitialised")
+    git(wt, "commit", "-q", "-am", "bump lib")
+    git(wt, "submodule", "deinit", "-q", "--", "lib")  # keeps the git dir, commits and all
+    assert not (wt / "lib" / ".git").exists() and status(wt) == ""
+    module = Path(
+        git(sub_topic.home, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    ).resolve()
+    module = module / "worktrees" / wt.name / "modules" / "lib"
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        assert f"submodule git dir {module} (1 commit(s)" in res.json["error"]["message"]
+    assert git(module, "cat-file", "-t", sha) == "commit" and wt.is_dir()
+
+
 def test_teardown_removes_a_worktree_whose_submodule_holds_nothing_unpushed(sub_topic):
     wt = sub_topic.worktrees["home"]
     assert (wt / "lib" / ".git").exists()
