@@ -656,6 +656,18 @@ def first_blob(git: Git, specs: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
+def moved_gitlinks(git: Git, old: str, new: str) -> dict[str, str]:
+    """Submodule paths whose recorded commit differs from ``old`` to ``new``: path -> new commit."""
+    out = git.out("diff-tree", "-r", "-z", "--no-renames", old, new, "--")
+    fields = out.split("\0")
+    moved = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.split()
+        if len(parts) == 5 and parts[1] == "160000":
+            moved[path] = parts[3]
+    return moved
+
+
 def restore_worktree_files(git: Git, source: str) -> None:
     """Make the working tree match ``source`` without touching the index.
 

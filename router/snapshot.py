@@ -28,6 +28,7 @@ from router.workspace import Repo
 
 SNAPSHOT_PREFIX = g.SNAPSHOT_PREFIX
 MAX_RESTORED = 100
+NAMED = 5  # submodules named in a restore note
 
 
 def snapshot_ref(branch: str) -> str:
@@ -188,12 +189,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
     _remember(repo, record, topic_id, name, branch, target, path, snap)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
-    # Teardown removes submodules only when their commits are on their remotes.
-    subs = (
-        "; its submodules are not initialised: run `git submodule update --init` there"
-        if (path / ".gitmodules").exists()
-        else ""
-    )
+    subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
     return Restored(
         name,
         RestoreStatus.RESTORED,
@@ -203,6 +199,22 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
         target,
         path,
     )
+
+
+def _submodule_note(repo: Repo, snap: Snapshot) -> str:
+    """How to bring the submodules back: teardown removed them only with their commits on their remotes.
+
+    A submodule checked out at another commit than the one staged is named
+    with that commit: ``submodule update`` alone would check out the staged one.
+    """
+    note = "; its submodules are not initialised: run `git submodule update --init` there"
+    try:
+        moved = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
+    except GitError:
+        return note
+    for sub, commit in sorted(moved.items())[:NAMED]:
+        note += f", then `git -C {sub} checkout {commit[:12]}` (where it was)"
+    return note
 
 
 def _free_branch(repo: Repo, branch: str) -> str:

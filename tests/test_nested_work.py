@@ -99,6 +99,8 @@ def test_force_with_a_clean_submodule_snapshots_and_restore_says_how_to_bring_it
 ):
     home, wt = sub_topic.home, sub_topic.worktrees["home"]
     recorded = git(wt, "rev-parse", "HEAD:lib")
+    moved = commit(wt / "lib", "lib.py", "v = 1\n", "pushed, the gitlink not committed")
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")
     write(wt / "draft.txt", "draft\n")
     res = teardown(sub_topic, "--force")
     assert res.code == 0, res.out
@@ -108,10 +110,13 @@ def test_force_with_a_clean_submodule_snapshots_and_restore_says_how_to_bring_it
     assert res.code == 0, res.out
     restored = res.json["repos"][0]
     assert "git submodule update --init" in restored["detail"], restored
+    assert f"git -C lib checkout {moved[:12]}" in restored["detail"], restored
     path = Path(restored["worktree"])
     assert (path / "draft.txt").read_text() == "draft\n"
     git(path, "submodule", "update", "-q", "--init")
     assert git(path / "lib", "rev-parse", "HEAD") == recorded
+    git(path / "lib", "checkout", "-q", moved[:12])
+    assert sorted(status(path).split("\n")) == ["?? draft.txt", "M lib"]
 
 
 def test_integrate_with_a_pushed_submodule_bump_finishes_and_leaves_the_primary_clean(sub_topic):
