@@ -64,6 +64,16 @@ def survey(worktree: Path) -> tuple[NestedRepo, ...]:
     return tuple(repos)
 
 
+def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
+    """The nested clones no other checkout contains (git takes no pathspec beyond a repository)."""
+    checkouts = [r.rel for r in repos if r.kind is not NestedKind.MODULE]
+    return tuple(
+        r.rel
+        for r in repos
+        if r.kind is NestedKind.CLONE and not any(r.rel.startswith(f"{c}/") for c in checkouts)
+    )
+
+
 def _fail(exc: OSError) -> None:
     raise exc
 

@@ -24,7 +24,7 @@ from router import git as g
 from router import state
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import Echo, LocalStateJob, LocalStateReport, run_local_state
-from router.nested import NestedKind, NestedRepo, survey
+from router.nested import NestedRepo, outer_clones, survey
 from router.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -330,9 +330,8 @@ def remove_worktree(
     status = Git(path).status() if exists else StatusReport()
     snap = None
     if exists and _holds_work(repo, path, branch, status):
-        clones = tuple(n.rel for n in nested if n.kind is NestedKind.CLONE)
         try:
-            snap = snapshot_worktree(repo, path, branch, exclude=clones)
+            snap = snapshot_worktree(repo, path, branch, exclude=outer_clones(nested))
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:

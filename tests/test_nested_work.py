@@ -199,6 +199,22 @@ def test_force_removes_an_empty_nested_repository(home_repo, workspace):
     assert git(home_repo, "show", f"{snapshot_ref(topic.branch)}:draft.txt") == "draft"
 
 
+def test_force_snapshots_around_an_ignored_empty_repository_inside_a_submodule(
+    sub_topic, workspace
+):
+    wt = sub_topic.worktrees["home"]
+    exclude = Path(
+        git(wt / "lib", "rev-parse", "--path-format=absolute", "--git-path", "info/exclude")
+    )
+    write(exclude, "vendor/\n")
+    git(workspace, "init", "-q", str(wt / "lib" / "vendor" / "x"))
+    write(wt / "draft.txt", "draft\n")
+    res = teardown(sub_topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    assert git(sub_topic.home, "show", f"{snapshot_ref(sub_topic.branch)}:draft.txt") == "draft"
+
+
 # -- the index -------------------------------------------------------------------------
 
 
