@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from gitutil import branches, commit, git, make_repo, run_cli, status, write
-from teardownutil import Topic, new_topic, teardown
+from teardownutil import Topic, multi_topic, new_topic, teardown
 
 from router.snapshot import snapshot_ref
 
@@ -168,6 +168,24 @@ def test_force_refuses_a_nested_clone_with_unpushed_commits(sub_topic, workspace
     assert "nested repository vendor/tool" in res.json["error"]["message"]
     assert git(clone, "rev-parse", "HEAD") == sha and (clone / "tool.py").read_text() == "t\n"
     assert git(sub_topic.home, "for-each-ref", "refs/team-router/") == ""
+
+
+def test_a_nested_clone_with_work_in_one_repo_stops_the_whole_forced_teardown(workspace):
+    topic = multi_topic(workspace, ("api",))
+    clone = topic.worktrees["api"] / "tools" / "gen"
+    git(workspace, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "gen.py", "g\n", "a repository that exists only here")
+    write(topic.worktrees["home"] / "draft.txt", "draft\n")
+    before = {name: refs_of(path) for name, path in topic.repos.items()}
+
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work"
+    assert "api: " in res.json["error"]["message"]
+    assert {name: refs_of(path) for name, path in topic.repos.items()} == before
+    assert all(wt.is_dir() for wt in topic.worktrees.values())
+    assert (topic.worktrees["home"] / "draft.txt").read_text() == "draft\n"
+    assert git(clone, "rev-parse", "HEAD") == sha
 
 
 def test_teardown_refuses_a_nested_clone_under_an_ignored_directory(home_repo, workspace):
