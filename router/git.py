@@ -433,11 +433,12 @@ class Git:
                 config=[f"checkout.workers={workers}"],
             )
 
-    def worktree_remove(self, path: Path, *, force: bool) -> None:
+    def worktree_remove(self, path: Path, *, force: bool, keep_locked: bool = False) -> None:
+        """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``."""
         args = ["worktree", "remove"]
         if force:
             # Twice: a locked worktree needs -f -f (callers decide about locks first).
-            args += ["--force", "--force"]
+            args += ["--force"] if keep_locked else ["--force", "--force"]
         self.run(*args, "--", str(path))
 
     def branch_delete(self, branch: str) -> None:
@@ -547,20 +548,95 @@ def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     return int(git.out(*args) or 0)
 
 
-def snapshot_tree(worktree: Git, index_file: Path) -> str:
+def snapshot_tree(worktree: Git, index_file: Path, *, exclude: Sequence[str] = ()) -> str:
     """Tree of the worktree's files (untracked included, ignored not) via a private index.
 
     GIT_INDEX_FILE points at a throw-away file, so the worktree's own index
-    (what the user staged) is neither read nor changed.
+    (what the user staged) is neither read nor changed. ``exclude`` names
+    top-level-relative directories left out (git cannot add a repository
+    with no commit, and a nested clone would only become a gitlink).
     """
     env = {"GIT_INDEX_FILE": str(index_file)}
     worktree.run("read-tree", "HEAD", env=env)
-    worktree.run("add", "--all", "--", ":/", env=env)
+    skip = [f":(exclude,top,literal){path}" for path in exclude]
+    worktree.run("add", "--all", "--", ":/", *skip, env=env)
     return worktree.out("write-tree", env=env)
 
 
-def commit_tree(git: Git, tree: str, parent: str, message: str) -> str:
-    return git.out("commit-tree", tree, "-p", parent, "-m", message)
+def index_tree(worktree: Git) -> str:
+    """Tree of what is staged in the worktree's own index (as ``git stash`` records it).
+
+    Fails (GitError) while the index has unmerged paths: there is no one tree
+    to record until the merge is finished or aborted.
+    """
+    return worktree.out("write-tree")
+
+
+def read_index(worktree: Git, tree_ish: str) -> None:
+    """Make the worktree's index ``tree_ish`` without touching its files."""
+    worktree.run("read-tree", f"{tree_ish}^{{tree}}")
+    # read-tree leaves no stat data: refresh it so unchanged files do not look
+    # modified to the next command (exit 1 just means some files differ).
+    worktree.run("update-index", "-q", "--refresh", check=False)
+
+
+def commit_tree(
+    git: Git, tree: str, parent: str, message: str, *, second_parent: str | None = None
+) -> str:
+    parents = ["-p", parent] + (["-p", second_parent] if second_parent else [])
+    return git.out("commit-tree", tree, *parents, "-m", message)
+
+
+# -- repositories inside a worktree: submodules and nested clones ----------------
+
+# git 2.39 refuses `worktree remove` without --force for a worktree holding an
+# initialised submodule, whatever its state (builtin/worktree.c).
+SUBMODULES_REFUSAL = "working trees containing submodules cannot be moved or removed"
+SUBMODULE_TIMEOUT = 120.0  # `submodule update` may have to fetch the new commit
+
+
+def gitlinks(git: Git, paths: Sequence[str]) -> set[str]:
+    """Which of ``paths`` (top-level relative) are gitlinks (submodules) in the index."""
+    if not paths:
+        return set()
+    out = git.run(
+        "ls-files", "-z", "--stage", "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"}
+    ).stdout
+    found = set()
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if meta.startswith("160000 "):
+            found.add(path)
+    return found
+
+
+def absolute_git_dir(git: Git) -> Path:
+    """The git dir git uses at cwd (cwd itself when cwd is a git dir)."""
+    return Path(os.path.realpath(git.out("rev-parse", "--absolute-git-dir")))
+
+
+def commits_on_no_remote(git: Git) -> int:
+    """Commits any ref, HEAD or stash of the repository reaches that no remote-tracking ref does."""
+    return int(git.out("rev-list", "--count", "--all", "--not", "--remotes", "--") or 0)
+
+
+def submodule_update(git: Git, paths: Sequence[str]) -> None:
+    """Check out the recorded commit in the initialised submodules at ``paths``.
+
+    ``--checkout`` whatever ``submodule.<name>.update`` says: the caller has
+    just moved the gitlink and wants the submodule where the superproject
+    records it, never a merge, rebase or custom command.
+    """
+    git.run(
+        "submodule",
+        "update",
+        "--checkout",
+        "--recursive",
+        "--",
+        *paths,
+        timeout=SUBMODULE_TIMEOUT,
+        env={"GIT_LITERAL_PATHSPECS": "1"},
+    )
 
 
 def update_ref(git: Git, ref: str, new: str, *, message: str) -> None:
@@ -623,6 +699,18 @@ def first_blob(git: Git, specs: Sequence[str]) -> tuple[str, str] | None:
             if fields[1] == b"blob":
                 return spec, body.decode("utf-8", "surrogateescape")
     return None
+
+
+def moved_gitlinks(git: Git, old: str, new: str) -> dict[str, str]:
+    """Submodule paths whose recorded commit differs from ``old`` to ``new``: path -> new commit."""
+    out = git.out("diff-tree", "-r", "-z", "--no-renames", old, new, "--")
+    fields = out.split("\0")
+    moved = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.split()
+        if len(parts) == 5 and parts[1] == "160000":
+            moved[path] = parts[3]
+    return moved
 
 
 def restore_worktree_files(git: Git, source: str) -> None:

@@ -1,10 +1,14 @@
 """Snapshots to hidden refs before a forced removal, and ``restore`` (DESIGN §9).
 
 A snapshot is one commit on ``refs/team-router/snapshots/<branch>``: its
-parent is the worktree's HEAD (so commits that exist nowhere else stay
+first parent is the worktree's HEAD (so commits that exist nowhere else stay
 reachable) and its tree is the worktree's files, untracked included, ignored
-excluded. ``restore`` checks the parent out again and lays the snapshot's
-files over it as uncommitted edits, so the user finds the work as it was.
+excluded. As in ``git stash``, its second parent is a commit of the index
+(parent HEAD), so partially staged content survives too. ``restore`` checks
+the first parent out again, lays the snapshot's files over it as uncommitted
+edits and puts the index back, so the user finds the work as it was. A
+snapshot without a second parent (a branch's, or one written before the
+index was kept) restores with nothing staged.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from router.workspace import Repo
 
 SNAPSHOT_PREFIX = g.SNAPSHOT_PREFIX
 MAX_RESTORED = 100
+NAMED = 5  # submodules named in a restore note
 
 
 def snapshot_ref(branch: str) -> str:
@@ -35,6 +40,7 @@ class Snapshot:
     ref: str
     commit: str
     parent: str
+    index: str | None = None  # the commit whose tree is the index, when it was kept
 
 
 class SnapshotFailed(Refusal):
@@ -44,14 +50,22 @@ class SnapshotFailed(Refusal):
         super().__init__("snapshot-failed", message)
 
 
-def snapshot_worktree(repo: Repo, worktree: Path, branch: str) -> Snapshot:
-    """Write the worktree's HEAD plus every non-ignored file to the branch's snapshot ref."""
+def snapshot_worktree(
+    repo: Repo, worktree: Path, branch: str, *, exclude: tuple[str, ...] = ()
+) -> Snapshot:
+    """Write the worktree's HEAD, its index and every non-ignored file to the branch's snapshot ref.
+
+    ``exclude``: directories (relative) left out of the files' tree.
+    """
     wt = Git(worktree)
     try:
         head = wt.out("rev-parse", "--verify", "HEAD")
+        staged = _index_commit(repo.git, wt, head, worktree)
         with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
-            tree = g.snapshot_tree(wt, Path(tmp) / "index")
-        return _commit(repo.git, tree, head, branch, f"snapshot of worktree {worktree}")
+            tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude)
+        return _commit(
+            repo.git, tree, head, branch, f"snapshot of worktree {worktree}", index=staged
+        )
     except GitError as exc:
         raise SnapshotFailed(f"snapshot of {worktree} failed: {exc.first_line}") from None
     except OSError as exc:
@@ -69,11 +83,28 @@ def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
         raise SnapshotFailed(f"snapshot of {branch} failed: {exc.first_line}") from None
 
 
-def _commit(git: Git, tree: str, parent: str, branch: str, what: str) -> Snapshot:
+def _index_commit(git: Git, wt: Git, head: str, worktree: Path) -> str:
+    """A commit (parent HEAD) of what is staged, like the index commit of ``git stash``."""
+    try:
+        tree = g.index_tree(wt)
+    except GitError as exc:
+        if "unmerged" in exc.stderr:
+            raise SnapshotFailed(
+                f"snapshot of {worktree} failed: its index has unmerged paths (a merge, "
+                "rebase or cherry-pick is in progress there); finish or abort it, then run "
+                "teardown again"
+            ) from None
+        raise
+    return g.commit_tree(git, tree, head, f"team-router index of worktree {worktree}")
+
+
+def _commit(
+    git: Git, tree: str, parent: str, branch: str, what: str, *, index: str | None = None
+) -> Snapshot:
     ref = snapshot_ref(branch)
-    commit = g.commit_tree(git, tree, parent, f"team-router {what}")
+    commit = g.commit_tree(git, tree, parent, f"team-router {what}", second_parent=index)
     g.update_ref(git, ref, commit, message=f"team-router {what}")
-    return Snapshot(ref, commit, parent)
+    return Snapshot(ref, commit, parent, index)
 
 
 def read_snapshot(git: Git, branch: str) -> Snapshot | None:
@@ -82,7 +113,7 @@ def read_snapshot(git: Git, branch: str) -> Snapshot | None:
     if commit is None:
         return None
     parent = git.rev_parse(f"{commit}^1")
-    return Snapshot(ref, commit, parent) if parent else None
+    return Snapshot(ref, commit, parent, git.rev_parse(f"{commit}^2")) if parent else None
 
 
 def covers(git: Git, snapshot: Snapshot | None, tip: str | None) -> bool:
@@ -147,6 +178,8 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
             )
         repo.git.worktree_add(path, target, base=snap.parent)
         g.restore_worktree_files(Git(path), snap.commit)
+        if snap.index is not None:
+            g.read_index(Git(path), snap.index)
     except GitError as exc:
         return Restored(
             name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
@@ -155,15 +188,33 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
         return Restored(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
     _remember(repo, record, topic_id, name, branch, target, path, snap)
     note = "" if target == branch else f" ({branch} is taken)"
+    staged = ", what was staged is staged again" if snap.index is not None else ""
+    subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
     return Restored(
         name,
         RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
-        f"as working-tree changes; {snap.ref} is kept",
+        f"as working-tree changes{staged}; {snap.ref} is kept{subs}",
         snap.commit,
         target,
         path,
     )
+
+
+def _submodule_note(repo: Repo, snap: Snapshot) -> str:
+    """How to bring the submodules back: teardown removed them only with their commits on their remotes.
+
+    A submodule checked out at another commit than the one staged is named
+    with that commit: ``submodule update`` alone would check out the staged one.
+    """
+    note = "; its submodules are not initialised: run `git submodule update --init` there"
+    try:
+        moved = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
+    except GitError:
+        return note
+    for sub, commit in sorted(moved.items())[:NAMED]:
+        note += f", then `git -C {sub} checkout {commit[:12]}` (where it was)"
+    return note
 
 
 def _free_branch(repo: Repo, branch: str) -> str:

@@ -24,6 +24,7 @@ from router import git as g
 from router import state
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import Echo, LocalStateJob, LocalStateReport, run_local_state
+from router.nested import NestedRepo, outer_clones, survey
 from router.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -278,8 +279,28 @@ def integrate_commits(
     return done(
         name,
         f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
-        f"(not pushed: push {default.name} when you are ready)",
+        f"(not pushed: push {default.name} when you are ready){_follow_submodules(repo)}",
     )
+
+
+def _follow_submodules(repo: Repo) -> str:
+    """Check out moved gitlinks in the primary's initialised submodules; a note when that fails.
+
+    The primary was clean before the cherry-pick, so what shows changed now
+    is a submodule whose recorded commit the picked commits moved: git does
+    not follow it, and without this the primary would be left dirty.
+    """
+    status, _ = primary_state(repo)
+    if not status.tracked:
+        return ""
+    try:
+        g.submodule_update(repo.git, status.tracked)
+    except GitError as exc:
+        return (
+            f"; git submodule update failed ({exc.first_line}), so {name_some(status.tracked)} "
+            f"show as changed in {repo.primary}: run `git submodule update` there"
+        )
+    return f"; submodule(s) {name_some(status.tracked)} checked out at their new commit"
 
 
 # -- step 2: remove -----------------------------------------------------------
@@ -295,9 +316,11 @@ def remove_worktree(
 ) -> tuple[StepResult, Snapshot | None]:
     """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
 
-    Without ``force`` git's own check is the guard: ``git worktree remove``
-    refuses a worktree with changed or untracked files, and only then is the
-    status read, to name them.
+    A repository inside it (a submodule, a nested clone) holding work refuses
+    whatever ``force`` says: the snapshot cannot keep it. Without ``force``
+    git's own check is the guard: ``git worktree remove`` refuses a worktree
+    with changed or untracked files, and only then is the status read, to
+    name them.
     """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
@@ -313,6 +336,11 @@ def remove_worktree(
     if other:
         return skipped(name, other), None
     exists = os.path.isdir(path)
+    nested = survey(path) if exists else ()
+    blocker = nested_blocker(path, nested)
+    if blocker is not None:
+        return blocker, None
+    gone = gone_with(nested)
     if not force:
         if entry.locked:
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
@@ -320,14 +348,16 @@ def remove_worktree(
             # A registration whose directory is gone holds nothing: --force drops it.
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
+            if exists and g.SUBMODULES_REFUSAL in exc.stderr:
+                return _remove_with_submodules(repo, path, entry, gone), None
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
             return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
-        return done(name, f"removed {path}"), None
+        return done(name, f"removed {path}{gone}"), None
     status = Git(path).status() if exists else StatusReport()
     snap = None
     if exists and _holds_work(repo, path, branch, status):
         try:
-            snap = snapshot_worktree(repo, path, branch)
+            snap = snapshot_worktree(repo, path, branch, exclude=outer_clones(nested))
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:
@@ -335,7 +365,58 @@ def remove_worktree(
     except GitError as exc:
         return git_failed(name, f"git worktree remove {path} failed", exc), snap
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
-    return done(name, f"removed {path}{kept}"), snap
+    return done(name, f"removed {path}{kept}{gone}"), snap
+
+
+def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: str) -> StepResult:
+    """git removes a worktree holding submodules only with --force: our checks stand in for its own.
+
+    Its own check is the status read here (submodules included), and every
+    repository inside was just found to hold nothing that exists only there.
+    """
+    blocker = worktree_blocker(path, entry, Git(path).status())
+    if blocker is not None:
+        return blocker
+    try:
+        repo.git.worktree_remove(path, force=True, keep_locked=True)
+    except GitError as exc:
+        return failed("remove", f"git worktree remove --force {path} failed: {exc.first_line}")
+    return done("remove", f"removed {path}{gone}")
+
+
+def nested_blocker(path: Path, nested: tuple[NestedRepo, ...]) -> StepResult | None:
+    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own."""
+    holding = [n for n in nested if n.holds_work]
+    if not holding:
+        return None
+    return refused(
+        "remove",
+        "nested-work",
+        f"{path} holds other repositories whose work exists nowhere else; removing the worktree "
+        "would delete it and --force cannot snapshot it: "
+        + ", ".join(_nested_loss(n) for n in holding)
+        + ". Push those commits, commit and push (or discard) those changes, or move the "
+        "repository out of the worktree; then run teardown again",
+    )
+
+
+def _nested_loss(repo: NestedRepo) -> str:
+    """``submodule lib (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
+    if repo.problem:
+        return f"{repo.kind} {repo.rel} ({repo.problem})"
+    parts = (
+        [f"{repo.unpushed} commit(s) on none of its remote-tracking refs"] if repo.unpushed else []
+    )
+    if repo.status.dirty:
+        parts.append(describe_dirt(repo.status))
+    return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
+
+
+def gone_with(nested: tuple[NestedRepo, ...]) -> str:
+    if not nested:
+        return ""
+    names = name_some(f"{n.kind} {n.rel}" for n in nested)
+    return f"; the repositories inside, holding nothing unpushed, go with it: {names}"
 
 
 def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from router.localstate import (
     read_declaration,
     run_local_state,
 )
+from router.nested import NestedRepo, survey
 from router.progress import Progress
 from router.snapshot import Restored, RestoreStatus, restore_repo
 from router.sweep import Kept, SweepResult, sweep
@@ -47,6 +48,7 @@ from router.teardown import (
     first_error,
     foreign_worktree,
     forget_earlier_teardown,
+    gone_with,
     included_copies,
     integrate_commits,
     integration,
@@ -55,6 +57,7 @@ from router.teardown import (
     local_state_step,
     mark_done,
     name_some,
+    nested_blocker,
     primary_state,
     prune_origin,
     refused,
@@ -104,6 +107,7 @@ class RepoPlan:
         None  # .teamteardown as the default branch had it before teardown
     )
     copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
+    nested: tuple[NestedRepo, ...] = ()  # repositories inside the worktree (submodules, clones)
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -147,7 +151,9 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     if foreign:
         notes.append(f"{target.name}: {foreign}")
         entry = None
-    status = Git(worktree).status() if entry and os.path.isdir(worktree) else StatusReport()  # type: ignore[arg-type]
+    there = entry is not None and os.path.isdir(worktree)  # type: ignore[arg-type]
+    status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
+    nested = survey(worktree) if there else ()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
@@ -168,6 +174,7 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         copies_note(repo.primary, worktree, included_copies(target.record, worktree))
         if entry and worktree
         else "",
+        nested,
         notes=tuple(notes),
     )
     return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
@@ -184,6 +191,10 @@ def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -
     repo = plan.target.repo
     assert repo is not None
     found = []
+    if entry is not None:
+        # --force or not: a snapshot cannot keep another repository's work.
+        nested = nested_blocker(plan.worktree, plan.nested)  # type: ignore[arg-type]
+        found += [nested] if nested else []
     if entry is not None and not opts.force:
         blocker = worktree_blocker(plan.worktree, entry, plan.status)  # type: ignore[arg-type]
         if blocker is not None:
@@ -772,7 +783,8 @@ def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
     if not plan.registered:
         return skipped("remove", f"{plan.worktree} is not a registered worktree")
     snap = " after writing a snapshot" if opts.force and plan.status.dirty else ""
-    return _with_copies(done("remove", f"would remove {plan.worktree}{snap}"), plan)
+    gone = gone_with(plan.nested)
+    return _with_copies(done("remove", f"would remove {plan.worktree}{snap}{gone}"), plan)
 
 
 def _preview_branch(plan: RepoPlan) -> StepResult:

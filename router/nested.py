@@ -1,0 +1,144 @@
+"""Repositories inside a worktree — initialised submodules, nested clones — and their work (DESIGN §9).
+
+Removing a worktree deletes every repository inside it: a nested clone's
+``.git`` directory, and in a linked worktree a submodule's git dir as well
+(git keeps it under ``<common>/worktrees/<name>/modules/``). A snapshot of
+the worktree records such a repository only as a gitlink, so its work is
+judged on its own: uncommitted changes, untracked files, and commits that no
+remote-tracking ref of its own reaches. Any of those makes teardown refuse,
+``--force`` or not, naming the repository; one that holds none goes with the
+worktree (its commits are on its remote).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router.git import Git, GitError, StatusReport
+
+
+class NestedKind(StrEnum):
+    SUBMODULE = "submodule"
+    CLONE = "nested repository"
+    MODULE = "submodule git dir"  # kept by the worktree's git dir, not checked out
+
+
+@dataclass(frozen=True, slots=True)
+class NestedRepo:
+    # Where it is: relative to the worktree; for a submodule git dir, its absolute path.
+    rel: str
+    kind: NestedKind
+    status: StatusReport = field(default_factory=StatusReport)
+    unpushed: int = 0  # commits no remote-tracking ref of its own reaches
+    problem: str = ""  # why it could not be inspected (then it counts as holding work)
+    git_dir: Path | None = None
+
+    @property
+    def holds_work(self) -> bool:
+        return bool(self.problem) or self.status.dirty or self.unpushed > 0
+
+
+def survey(worktree: Path) -> tuple[NestedRepo, ...]:
+    """Every repository removing ``worktree`` would delete, with what it would lose.
+
+    Those are the checkouts below it and the submodule git dirs its own git
+    dir keeps (``modules/``), checked out or not: a submodule that was
+    deinitialised or ``git rm``-ed leaves its git dir, commits and all, there.
+    Raises OSError when a directory cannot be read: a repository there could
+    not be ruled out.
+    """
+    found = find_repositories(worktree)
+    submodules = g.gitlinks(Git(worktree), found)
+    repos = [
+        _inspect(worktree, rel, NestedKind.SUBMODULE if rel in submodules else NestedKind.CLONE)
+        for rel in found
+    ]
+    seen = {r.git_dir for r in repos if r.git_dir is not None}
+    modules = Git(worktree).layout().git_dir / "modules"
+    if os.path.isdir(modules):
+        repos += [_inspect_git_dir(d) for d in module_git_dirs(modules) if d.resolve() not in seen]
+    return tuple(repos)
+
+
+def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
+    """The nested clones no other checkout contains (git takes no pathspec beyond a repository)."""
+    checkouts = [r.rel for r in repos if r.kind is not NestedKind.MODULE]
+    return tuple(
+        r.rel
+        for r in repos
+        if r.kind is NestedKind.CLONE and not any(r.rel.startswith(f"{c}/") for c in checkouts)
+    )
+
+
+def _fail(exc: OSError) -> None:
+    raise exc
+
+
+def find_repositories(worktree: Path) -> list[str]:
+    """Directories below ``worktree`` with a ``.git`` entry, relative, outermost first.
+
+    The whole tree is walked, ignored directories included: ``git status``
+    shows a nested clone only as ``?? dir/`` and one under an ignored
+    directory not at all, yet removing the worktree deletes both.
+    """
+    found = []
+    for dirpath, dirnames, filenames in os.walk(worktree, onerror=_fail):
+        here = Path(dirpath)
+        has_git = ".git" in dirnames or ".git" in filenames
+        if ".git" in dirnames:
+            dirnames.remove(".git")  # a git dir holds objects, not checkouts
+        if has_git and here != worktree:
+            found.append(here.relative_to(worktree).as_posix())
+        dirnames.sort()
+    return found
+
+
+def module_git_dirs(modules: Path) -> list[Path]:
+    """The git dirs under a ``modules/`` directory (a name with ``/`` nests; so do their own)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(modules, onerror=_fail):
+        if "HEAD" in filenames and "objects" in dirnames:
+            found.append(Path(dirpath))
+            # Inside a git dir only its own modules/ can hold more git dirs.
+            dirnames[:] = ["modules"] if "modules" in dirnames else []
+        else:
+            dirnames.sort()
+    return found
+
+
+def _inspect(worktree: Path, rel: str, kind: NestedKind) -> NestedRepo:
+    path = worktree / rel
+    git = Git(path)
+    try:
+        # A .git git cannot use makes git look further up and answer for the
+        # worktree itself: only an answer about this very directory counts.
+        layout = git.try_layout()
+        if layout is None or layout.toplevel != Path(os.path.realpath(path)):
+            return NestedRepo(rel, kind, problem="git does not recognise it as a repository")
+        return NestedRepo(
+            rel, kind, git.status(), g.commits_on_no_remote(git), git_dir=layout.git_dir
+        )
+    except GitError as exc:
+        return NestedRepo(rel, kind, problem=f"git could not inspect it ({exc.first_line})")
+
+
+def _inspect_git_dir(git_dir: Path) -> NestedRepo:
+    """A submodule git dir nothing checks out: only its commits can be lost (it has no files)."""
+    where = str(git_dir)
+    git = Git(git_dir)
+    try:
+        if g.absolute_git_dir(git) != git_dir.resolve():
+            return NestedRepo(
+                where, NestedKind.MODULE, problem="git does not recognise it as a repository"
+            )
+        return NestedRepo(
+            where, NestedKind.MODULE, unpushed=g.commits_on_no_remote(git), git_dir=git_dir
+        )
+    except GitError as exc:
+        return NestedRepo(
+            where, NestedKind.MODULE, problem=f"git could not inspect it ({exc.first_line})"
+        )

@@ -1,0 +1,301 @@
+"""Work in another repository inside a worktree, and the index, are never lost by teardown (DESIGN §9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitutil import branches, commit, git, make_repo, run_cli, status, write
+from teardownutil import Topic, multi_topic, new_topic, teardown
+
+from router.snapshot import snapshot_ref
+
+
+@pytest.fixture
+def sub_topic(workspace: Path) -> Topic:
+    """Home repo ``web`` with submodule ``lib`` (its own bare origin), initialised in the topic's worktree."""
+    # `submodule add/update` clone through the file transport, which git
+    # (since 2.38.1) allows only on request; the test's own HOME is the place.
+    git(workspace, "config", "--global", "protocol.file.allow", "always")
+    lib = make_repo(workspace, "lib")
+    home = make_repo(workspace, "web")
+    git(home, "submodule", "add", "-q", git(lib, "remote", "get-url", "origin"), "lib")
+    git(home, "commit", "-q", "-m", "add lib as a submodule")
+    git(home, "push", "-q", "origin", "main")
+    topic = new_topic(home)
+    git(topic.worktrees["home"], "submodule", "update", "-q", "--init")
+    return topic
+
+
+def refs_of(repo: Path) -> str:
+    return git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def error_code(res) -> str:
+    return res.json["error"]["code"]
+
+
+# -- submodules (items: --force and the submodule's own commits and dirt) ---------------
+
+
+def test_force_refuses_a_submodule_with_unpushed_commits_and_dirt_keeping_all_of_it(sub_topic):
+    wt = sub_topic.worktrees["home"]
+    sub = wt / "lib"
+    sha = commit(sub, "lib.py", "v = 1\n", "only in the worktree's submodule")
+    write(sub / "lib.py", "v = 2  # not committed\n")
+    write(sub / "notes.txt", "untracked\n")
+    home_refs = refs_of(sub_topic.home)
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "submodule lib" in message and "1 commit(s)" in message, message
+        assert "notes.txt" in message and "lib.py" in message, message
+
+    assert wt.is_dir() and git(sub, "cat-file", "-t", sha) == "commit"
+    assert git(sub, "rev-parse", "HEAD") == sha
+    assert (sub / "lib.py").read_text() == "v = 2  # not committed\n"
+    assert (sub / "notes.txt").read_text() == "untracked\n"
+    assert refs_of(sub_topic.home) == home_refs  # no branch deleted, no snapshot written
+    assert sub_topic.branch in branches(sub_topic.home)
+
+
+def test_teardown_refuses_a_deinitialised_submodule_whose_git_dir_holds_unpushed_commits(
+    sub_topic,
+):
+    wt = sub_topic.worktrees["home"]
+    sha = commit(wt / "lib", "lib.py", "v = 1\n", "committed, then the submodule deinitialised")
+    git(wt, "commit", "-q", "-am", "bump lib")
+    git(wt, "submodule", "deinit", "-q", "--", "lib")  # keeps the git dir, commits and all
+    assert not (wt / "lib" / ".git").exists() and status(wt) == ""
+    module = Path(
+        git(sub_topic.home, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    ).resolve()
+    module = module / "worktrees" / wt.name / "modules" / "lib"
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        assert f"submodule git dir {module} (1 commit(s)" in res.json["error"]["message"]
+    assert git(module, "cat-file", "-t", sha) == "commit" and wt.is_dir()
+
+
+def test_teardown_removes_a_worktree_whose_submodule_holds_nothing_unpushed(sub_topic):
+    wt = sub_topic.worktrees["home"]
+    assert (wt / "lib" / ".git").exists()
+    res = teardown(sub_topic)
+    assert res.code == 0, res.out
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["outcome"] == "done" and "submodule lib" in remove["detail"], remove
+    assert not wt.exists() and sub_topic.branch not in branches(sub_topic.home)
+    assert teardown(sub_topic).code == 0
+
+
+def test_force_with_a_clean_submodule_snapshots_and_restore_says_how_to_bring_it_back(
+    sub_topic,
+):
+    home, wt = sub_topic.home, sub_topic.worktrees["home"]
+    recorded = git(wt, "rev-parse", "HEAD:lib")
+    moved = commit(wt / "lib", "lib.py", "v = 1\n", "pushed, the gitlink not committed")
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")
+    write(wt / "draft.txt", "draft\n")
+    res = teardown(sub_topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+
+    res = run_cli("restore", sub_topic.id, "--json", cwd=home)
+    assert res.code == 0, res.out
+    restored = res.json["repos"][0]
+    assert "git submodule update --init" in restored["detail"], restored
+    assert f"git -C lib checkout {moved[:12]}" in restored["detail"], restored
+    path = Path(restored["worktree"])
+    assert (path / "draft.txt").read_text() == "draft\n"
+    git(path, "submodule", "update", "-q", "--init")
+    assert git(path / "lib", "rev-parse", "HEAD") == recorded
+    git(path / "lib", "checkout", "-q", moved[:12])
+    assert sorted(status(path).split("\n")) == ["?? draft.txt", "M lib"]
+
+
+def test_integrate_with_a_pushed_submodule_bump_finishes_and_leaves_the_primary_clean(sub_topic):
+    home, wt = sub_topic.home, sub_topic.worktrees["home"]
+    sub_sha = commit(wt / "lib", "lib.py", "v = 1\n", "lib change")
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")
+    git(wt, "commit", "-q", "-am", "bump lib")
+
+    res = teardown(sub_topic, "--integrate")
+    assert res.code == 0, res.out
+    assert not wt.exists() and sub_topic.branch not in branches(home)
+    assert git(home, "log", "-1", "--format=%s", "main") == "bump lib"
+    assert git(home, "rev-parse", "main:lib") == sub_sha
+    assert status(home) == ""  # the primary's submodule follows the picked gitlink
+    assert git(home / "lib", "rev-parse", "HEAD") == sub_sha
+    again = teardown(sub_topic, "--integrate")
+    assert again.code == 0, again.out
+
+
+def test_integrate_refuses_before_picking_a_bump_to_a_submodule_commit_that_is_nowhere_else(
+    sub_topic,
+):
+    home, wt = sub_topic.home, sub_topic.worktrees["home"]
+    sub_sha = commit(wt / "lib", "lib.py", "v = 1\n", "lib change, not pushed")
+    git(wt, "commit", "-q", "-am", "bump lib")
+    main_before = git(home, "rev-parse", "main")
+
+    res = teardown(sub_topic, "--integrate")
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work", res.out
+    assert git(home, "rev-parse", "main") == main_before  # nothing integrated
+    assert status(home) == ""
+    assert git(wt / "lib", "cat-file", "-t", sub_sha) == "commit"
+    assert sub_topic.branch in branches(home) and wt.is_dir()
+
+
+# -- nested clones ---------------------------------------------------------------------
+
+
+def test_force_refuses_a_nested_clone_with_unpushed_commits(sub_topic, workspace):
+    wt = sub_topic.worktrees["home"]
+    clone = wt / "vendor" / "tool"
+    git(workspace, "clone", "-q", str(workspace.parent / "origins" / "lib.git"), str(clone))
+    sha = commit(clone, "tool.py", "t\n", "only in the nested clone")
+
+    res = teardown(sub_topic, "--force")
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work"
+    assert "nested repository vendor/tool" in res.json["error"]["message"]
+    assert git(clone, "rev-parse", "HEAD") == sha and (clone / "tool.py").read_text() == "t\n"
+    assert git(sub_topic.home, "for-each-ref", "refs/team-router/") == ""
+
+
+def test_a_nested_clone_with_work_in_one_repo_stops_the_whole_forced_teardown(workspace):
+    topic = multi_topic(workspace, ("api",))
+    clone = topic.worktrees["api"] / "tools" / "gen"
+    git(workspace, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "gen.py", "g\n", "a repository that exists only here")
+    write(topic.worktrees["home"] / "draft.txt", "draft\n")
+    before = {name: refs_of(path) for name, path in topic.repos.items()}
+
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work"
+    assert "api: " in res.json["error"]["message"]
+    assert {name: refs_of(path) for name, path in topic.repos.items()} == before
+    assert all(wt.is_dir() for wt in topic.worktrees.values())
+    assert (topic.worktrees["home"] / "draft.txt").read_text() == "draft\n"
+    assert git(clone, "rev-parse", "HEAD") == sha
+
+
+def test_teardown_refuses_a_nested_clone_under_an_ignored_directory(home_repo, workspace):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / ".gitignore", "scratch/\n")
+    commit(wt, ".gitignore", "scratch/\n", "ignore scratch")
+    git(wt, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    clone = wt / "scratch" / "experiment"
+    git(workspace, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "idea.py", "idea\n", "a local-only repository")
+    assert status(wt) == ""  # git status does not show it at all
+
+    res = teardown(topic)
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work"
+    assert "nested repository scratch/experiment" in res.json["error"]["message"]
+    assert git(clone, "rev-parse", "HEAD") == sha
+
+
+def test_force_removes_an_empty_nested_repository(home_repo, workspace):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(workspace, "init", "-q", str(wt / "empty"))  # no commit, no file: nothing to lose
+    write(wt / "draft.txt", "draft\n")
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    assert git(home_repo, "show", f"{snapshot_ref(topic.branch)}:draft.txt") == "draft"
+
+
+def test_force_snapshots_around_an_ignored_empty_repository_inside_a_submodule(
+    sub_topic, workspace
+):
+    wt = sub_topic.worktrees["home"]
+    exclude = Path(
+        git(wt / "lib", "rev-parse", "--path-format=absolute", "--git-path", "info/exclude")
+    )
+    write(exclude, "vendor/\n")
+    git(workspace, "init", "-q", str(wt / "lib" / "vendor" / "x"))
+    write(wt / "draft.txt", "draft\n")
+    res = teardown(sub_topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    assert git(sub_topic.home, "show", f"{snapshot_ref(sub_topic.branch)}:draft.txt") == "draft"
+
+
+# -- the index -------------------------------------------------------------------------
+
+
+def test_force_and_restore_keep_partially_staged_content(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "app.py", "a = 1\nb = 1\n", "app")
+    write(wt / "app.py", "a = 2\nb = 1\n")
+    git(wt, "add", "--", "app.py")  # staged: a = 2
+    write(wt / "app.py", "a = 2\nb = 2\n")  # on top, not staged: b = 2
+    write(wt / "new.py", "staged then edited\n")
+    git(wt, "add", "--", "new.py")
+    write(wt / "new.py", "staged then edited, twice\n")
+    write(wt / "loose.txt", "untracked\n")
+    before = (git(wt, "diff", "--cached"), git(wt, "diff"), status(wt))
+
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    ref = snapshot_ref(topic.branch)
+    assert git(home_repo, "show", f"{ref}^2:app.py") == "a = 2\nb = 1"
+
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    path = Path(res.json["repos"][0]["worktree"])
+    assert (git(path, "diff", "--cached"), git(path, "diff"), status(path)) == before
+
+
+def test_restore_still_brings_back_a_snapshot_without_an_index(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    head = commit(wt, "app.py", "a = 1\n", "app")
+    write(wt / "app.py", "a = 2\n")
+    git(wt, "add", "--", "app.py")
+    tree = git(wt, "write-tree")
+    # The one-parent form earlier versions wrote: HEAD plus the files, no index.
+    old = git(home_repo, "commit-tree", tree, "-p", head, "-m", "team-router snapshot")
+    git(home_repo, "update-ref", snapshot_ref(topic.branch), old)
+    git(home_repo, "worktree", "remove", "--force", str(wt))
+    git(home_repo, "branch", "-D", topic.branch)
+
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert (wt / "app.py").read_text() == "a = 2\n"
+    assert git(wt, "rev-parse", "HEAD") == head
+    assert status(wt) == "M app.py" and git(wt, "diff", "--cached") == ""
+
+
+def test_force_refuses_a_worktree_whose_index_has_unmerged_paths(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "app.py", "a = 1\n", "app")
+    git(wt, "switch", "-q", "-c", "side", "HEAD~1")
+    commit(wt, "app.py", "a = 3\n", "side")
+    git(wt, "switch", "-q", topic.branch)
+    commit(wt, "app.py", "a = 2\n", "main line")
+    assert git(wt, "merge", "side", check=False) is not None
+    conflicted = (wt / "app.py").read_text()
+    assert "<<<<<<<" in conflicted
+
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["code"] == "snapshot-failed" and "unmerged" in remove["detail"], remove
+    assert wt.is_dir() and (wt / "app.py").read_text() == conflicted
+    assert topic.branch in branches(home_repo)
