@@ -502,11 +502,10 @@ class _Places:
 
 
 def _section_lines(parsed) -> dict[str, str]:
-    start, end = parsed.worktrees_span
-    lines = parsed.text.splitlines()
-    body = lines[start + 1 : None if end < 0 else end]
+    from router.plan import worktrees_section_lines
+
     listed: dict[str, str] = {}
-    for line in body:
+    for line in worktrees_section_lines(parsed):
         match = _SECTION_LINE.match(line)
         if match:
             listed.setdefault(match["name"], match["path"].strip("`"))

@@ -17,7 +17,7 @@ from router.discovery import resolve
 from router.errors import BadInput, RouterError
 from router.ids import ID_RE, branch_for
 from router.localstate import read_temp_paths
-from router.plan import REPOS_MD, ReposFile, read_repos_md
+from router.plan import REPOS_MD, ReposFile, read_repos_md, worktrees_section_lines
 from router.workspace import Repo, check_containment, open_repo
 
 HOME = "home"
@@ -123,12 +123,8 @@ def _repos_md(plan_dir: Path) -> ReposFile | None:
 
 def worktree_lines(parsed: ReposFile) -> dict[str, Path]:
     """``name -> path`` from the ``## Worktrees`` section of ``repos.md``."""
-    if parsed.worktrees_span is None:
-        return {}
-    lines = parsed.text.splitlines()
-    start, end = parsed.worktrees_span
     found: dict[str, Path] = {}
-    for line in lines[start : len(lines) if end < 0 else end]:
+    for line in worktrees_section_lines(parsed):
         match = _WORKTREE_LINE.match(line)
         if match:
             found.setdefault(match["name"], Path(match["path"]))
