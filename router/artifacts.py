@@ -13,6 +13,8 @@ import os
 import re
 from collections import namedtuple
 
+from router.mdlines import split_lines
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -73,11 +75,13 @@ class _NotFlat(Exception):
 
 def parse_frontmatter(text: str) -> Frontmatter:
     """The frontmatter of ``text``; never raises (a problem is ``error``)."""
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip("\r") != _FENCE:
+    # The same cut as router.frontmatter (which this falls back to): both must
+    # agree on where the block ends.
+    lines = split_lines(text, keepends=False)
+    if not lines or lines[0] != _FENCE:
         return Frontmatter({}, None, False)
     for end in range(1, len(lines)):
-        if lines[end].rstrip("\r") == _FENCE:
+        if lines[end] == _FENCE:
             break
     else:
         return Frontmatter({}, "line 1: frontmatter opened with --- is never closed", True)
@@ -89,8 +93,7 @@ def parse_frontmatter(text: str) -> Frontmatter:
 
 def _scan(lines: list[str]) -> dict[str, str | None]:
     fields: dict[str, str | None] = {}
-    for raw in lines:
-        line = raw.rstrip("\r")
+    for line in lines:
         if not line.strip() or line.startswith("#"):
             continue
         match = _KEY_LINE.match(line)

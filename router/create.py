@@ -13,7 +13,7 @@ from router.errors import BadInput, Refusal
 from router.git import GitError
 from router.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plan import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
-from router.workspace import PLANS_DIR, Repo, check_containment, open_repo
+from router.workspace import PLANS_DIR, Repo, contain_all, open_repo
 from router.worktrees import Job, RepoReport, Status, ensure, ensure_all, refused, rollback
 
 
@@ -235,19 +235,15 @@ def _secondary_jobs(
     _check_home_path(home, home_spec)
     jobs: list[Job] = []
     refusals: dict[str, RepoReport] = {}
-    seen: set[Path] = set()
-    for spec in parsed.secondaries:
-        verdict = check_containment(spec.path, home.primary, seen)
-        if not verdict.ok:
+    verdicts = contain_all([spec.path for spec in parsed.secondaries], home)
+    for spec, verdict in zip(parsed.secondaries, verdicts, strict=True):
+        if verdict.repo is None:
             refusals[spec.name] = refused(spec.name, spec.path, verdict.reason, verdict.detail)
             continue
-        seen.add(verdict.realpath)  # type: ignore[arg-type]
-        try:
-            repo = open_repo(verdict.realpath)  # type: ignore[arg-type]
-        except Refusal as exc:
-            refusals[spec.name] = refused(spec.name, spec.path, exc.code, exc.message)
-            continue
-        jobs.append(Job(spec.name, repo, topic, wait=wait))
+        # The listed checkout is where the command meets that repo: a linked
+        # worktree there is reused in place, or refused on the default branch (§7).
+        repo = verdict.repo
+        jobs.append(Job(spec.name, repo, topic, invoked_in=repo.checkout, wait=wait))
     return jobs, refusals
 
 

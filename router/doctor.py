@@ -20,10 +20,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import holders, state
-from router.errors import BadInput, Refusal
+from router.errors import BadInput
 from router.git import GitError, WorktreeEntry, unique_commits
 from router.ids import ID_RE
-from router.workspace import WORKTREES_DIR, Repo, check_containment, open_repo
+from router.workspace import WORKTREES_DIR, Repo, contain_all, open_repo
 
 _LIST_SHOWN = 5
 _PASSES = 3
@@ -142,23 +142,19 @@ def _repos_to_check(home: Repo) -> tuple[list[Repo], list[str]]:
     """The home repo plus every secondary its home records name (contained ones only)."""
     repos = [home]
     warnings: list[str] = []
-    seen: set[Path] = set()
-    for record in _records(home):
-        if record.repo != "home":
-            continue
-        for entry in record.repos:
-            if entry.name == "home":
-                continue
-            verdict = check_containment(Path(entry.path), home.primary, seen)
-            if not verdict.ok:
-                if verdict.reason != "duplicate":
-                    warnings.append(f"{record.id}: {entry.name} not checked: {verdict.detail}")
-                continue
-            seen.add(verdict.realpath)  # type: ignore[arg-type]
-            try:
-                repos.append(open_repo(verdict.realpath))  # type: ignore[arg-type]
-            except Refusal as exc:
-                warnings.append(f"{record.id}: {entry.name} not checked: {exc.message}")
+    listed = [
+        (record.id, entry)
+        for record in _records(home)
+        if record.repo == "home"
+        for entry in record.repos
+        if entry.name != "home"
+    ]
+    verdicts = contain_all([Path(entry.path) for _, entry in listed], home)
+    for (topic_id, entry), verdict in zip(listed, verdicts, strict=True):
+        if verdict.repo is not None:
+            repos.append(verdict.repo)
+        elif verdict.reason != "duplicate":  # another topic's record names the same repo
+            warnings.append(f"{topic_id}: {entry.name} not checked: {verdict.detail}")
     return repos, warnings
 
 
@@ -502,11 +498,10 @@ class _Places:
 
 
 def _section_lines(parsed) -> dict[str, str]:
-    start, end = parsed.worktrees_span
-    lines = parsed.text.splitlines()
-    body = lines[start + 1 : None if end < 0 else end]
+    from router.plan import worktrees_section_lines
+
     listed: dict[str, str] = {}
-    for line in body:
+    for line in worktrees_section_lines(parsed):
         match = _SECTION_LINE.match(line)
         if match:
             listed.setdefault(match["name"], match["path"].strip("`"))
@@ -519,14 +514,10 @@ def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:
 
     branch = branch_for(topic_id)
     repos: dict[str, Repo] = {"home": home}
-    seen: set[Path] = set()
-    for spec in parsed.secondaries:
-        verdict = check_containment(spec.path, home.primary, seen)
-        if not verdict.ok:
-            continue
-        seen.add(verdict.realpath)  # type: ignore[arg-type]
-        with contextlib.suppress(Refusal):
-            repos[spec.name] = open_repo(verdict.realpath)  # type: ignore[arg-type]
+    verdicts = contain_all([spec.path for spec in parsed.secondaries], home)
+    for spec, verdict in zip(parsed.secondaries, verdicts, strict=True):
+        if verdict.repo is not None:
+            repos[spec.name] = verdict.repo
     actual = {}
     for name, repo in repos.items():
         try:

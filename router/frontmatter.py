@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from router.mdlines import split_lines, strip_end
+
 FENCE = "---"
 
 
@@ -19,11 +21,12 @@ class Frontmatter:
 
 def split(text: str) -> Frontmatter:
     """Split ``text`` into its frontmatter mapping and body; errors are data, not exceptions."""
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n") != FENCE:
+    # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
+    lines = split_lines(text)
+    if not lines or strip_end(lines[0]) != FENCE:
         return Frontmatter(body=text)
     for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n") == FENCE:
+        if strip_end(lines[i]) == FENCE:
             raw = "".join(lines[1:i])
             body = "".join(lines[i + 1 :])
             data, error = _load_yaml(raw)

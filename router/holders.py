@@ -250,6 +250,8 @@ def _read_one(path: Path) -> HolderFile:
         return HolderFile(path, Holder.from_json(json.loads(path.read_text(encoding="utf-8"))))
     except (OSError, ValueError, TypeError) as exc:
         return HolderFile(path, None, f"does not parse ({exc})")
+    except RecursionError:  # json recurses once per nesting level
+        return HolderFile(path, None, "does not parse (nested too deeply)")
 
 
 def topics_with_holders(common_dir: Path) -> list[str]:

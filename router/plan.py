@@ -11,6 +11,7 @@ from pathlib import Path
 from router import frontmatter
 from router.errors import BadInput
 from router.ids import SLUG_RE
+from router.mdlines import is_blank, split_lines
 
 REPOS_MD = "repos.md"
 # A list of repos is a few KiB; parsing 50 MB took 90 s and 2 GB while the
@@ -120,7 +121,8 @@ def _sections(body: str, offset: int) -> dict[str, list[_Item]]:
             depth -= 1
         elif tok.type == "inline" and depth >= 1 and tok.map:
             start = tok.map[0] + offset + 1
-            current[-1].extend((start + n, ln) for n, ln in enumerate(tok.content.splitlines()))
+            # markdown-it joins an inline's source lines with "\n" and nothing else.
+            current[-1].extend((start + n, ln) for n, ln in enumerate(tok.content.split("\n")))
     return sections
 
 
@@ -209,12 +211,10 @@ def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> st
     section = render("worktrees_section.md.j2", entries=entries)
     if newline != "\n":
         section = section.replace("\n", newline)
-    lines = text.splitlines(keepends=True)
     if parsed.worktrees_span is None:
-        prefix = text if not text or text.endswith(("\n", "\r")) else text + newline
-        if prefix and prefix.splitlines()[-1].strip():
-            prefix += newline
-        return prefix + section
+        return _checked_append(text, _appended(text, section, newline))
+    # The span is in markdown-it's line numbers: cut the text exactly as it does.
+    lines = split_lines(text)
     start, end = parsed.worktrees_span
     end = len(lines) if end < 0 else end
     old = lines[start:end]
@@ -228,9 +228,38 @@ def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> st
     )
 
 
+def _appended(text: str, section: str, newline: str) -> str:
+    # A "\n" right after a lone "\r" would fuse with it into one "\r\n" (and
+    # turn the file's line endings into CRLF for the next run): follow the "\r".
+    sep = "\r" if text.endswith("\r") and newline == "\n" else newline
+    prefix = text if not text or text.endswith(("\n", "\r")) else text + sep
+    lines = split_lines(prefix)
+    if lines and not is_blank(lines[-1]):
+        prefix += sep
+    return prefix + section
+
+
+def _checked_append(text: str, result: str) -> str:
+    """``result`` if a rerun finds the appended section; else refuse rather than append twice.
+
+    A file that ends inside a code fence or an HTML block swallows any heading
+    after it, so every run would append another copy.
+    """
+    fm = frontmatter.split(result)
+    if _worktrees_span(fm.body, fm.body_line - 1) is None:
+        last = len(split_lines(text))
+        raise BadInput(
+            "repos-md",
+            f"repos.md line {last}: the file ends inside a block (a code fence or an HTML "
+            "block) that would swallow an appended ## Worktrees section; close that block, "
+            "then run this again",
+        )
+    return result
+
+
 def _rstrip_blank(lines: list[str]) -> list[str]:
     out = list(lines)
-    while out and not out[-1].strip():
+    while out and is_blank(out[-1]):
         out.pop()
     return out
 
@@ -247,14 +276,22 @@ def worktree_lines(text: str) -> list[WorktreeLine]:
     two agree on where it starts and ends; lines that are not items are skipped.
     """
     fm = frontmatter.split(text)
-    span = _worktrees_span(fm.body, fm.body_line - 1)
-    if span is None:
-        return []
-    lines = text.splitlines()
-    start, end = span
     found = []
-    for line in lines[start + 1 : len(lines) if end < 0 else end]:
+    for line in _section_body(text, _worktrees_span(fm.body, fm.body_line - 1)):
         match = _WORKTREE_ITEM.match(line)
         if match and os.path.isabs(match["path"]):
             found.append(WorktreeLine(match["name"], match["path"]))
     return found
+
+
+def worktrees_section_lines(parsed: ReposFile) -> list[str]:
+    """The lines under the ``## Worktrees`` heading, without their line endings."""
+    return _section_body(parsed.text, parsed.worktrees_span)
+
+
+def _section_body(text: str, span: tuple[int, int] | None) -> list[str]:
+    if span is None:
+        return []
+    lines = split_lines(text, keepends=False)
+    start, end = span
+    return lines[start + 1 : len(lines) if end < 0 else end]

@@ -153,15 +153,25 @@ def read_record(common_dir: Path, topic_id: str) -> TopicRecord | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordCorrupt(path, f"cannot be read ({exc})") from exc
     try:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        record = TopicRecord.from_json(data)
+        record = _parse_record(text)
     except (ValueError, TypeError) as exc:
         raise RecordCorrupt(path, f"does not parse ({exc})") from exc
     if record.id != topic_id:
         raise RecordCorrupt(path, f"names topic {record.id!r}, not {topic_id!r}")
     return record
+
+
+def _parse_record(text: str) -> TopicRecord:
+    """A record from its file's text; ValueError/TypeError for anything that is not one."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        # json recurses once per nesting level: a hostile or broken file must
+        # read as corrupt, not end the command with a traceback.
+        raise ValueError("nested too deeply to be a record") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return TopicRecord.from_json(data)
 
 
 def write_record(common_dir: Path, record: TopicRecord) -> Path | None:
@@ -180,8 +190,7 @@ CORRUPT_MARK = ".corrupt-"
 
 def _set_aside_if_corrupt(path: Path) -> Path | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and TopicRecord.from_json(data).id == path.stem:
+        if _parse_record(path.read_text(encoding="utf-8")).id == path.stem:
             return None
     except FileNotFoundError:
         return None

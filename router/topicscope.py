@@ -7,7 +7,6 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +16,8 @@ from router.discovery import resolve
 from router.errors import BadInput, RouterError
 from router.ids import ID_RE, branch_for
 from router.localstate import read_temp_paths
-from router.plan import REPOS_MD, ReposFile, read_repos_md
-from router.workspace import Repo, check_containment, open_repo
+from router.plan import REPOS_MD, ReposFile, read_repos_md, worktrees_section_lines
+from router.workspace import Containment, Repo, contain_all, open_repo
 
 HOME = "home"
 _WORKTREE_LINE = re.compile(r"^\s*[-*+]\s+(?P<name>[a-z0-9][a-z0-9-]*):\s+(?P<path>/.*?)\s*$")
@@ -132,12 +131,8 @@ def _repos_md(plan_dir: Path) -> ReposFile | None:
 
 def worktree_lines(parsed: ReposFile) -> dict[str, Path]:
     """``name -> path`` from the ``## Worktrees`` section of ``repos.md``."""
-    if parsed.worktrees_span is None:
-        return {}
-    lines = parsed.text.splitlines()
-    start, end = parsed.worktrees_span
     found: dict[str, Path] = {}
-    for line in lines[start : len(lines) if end < 0 else end]:
+    for line in worktrees_section_lines(parsed):
         match = _WORKTREE_LINE.match(line)
         if match:
             found.setdefault(match["name"], Path(match["path"]))
@@ -167,22 +162,12 @@ def _targets(
         where = path or (Path(recorded.path) if recorded else None)
         if where is not None:
             jobs.append((name, where, worktree))
-    before = _listed_before(home, [path for _, path, _ in jobs])
+    verdicts = contain_all([path for _, path, _ in jobs], home)
     secondaries = _parallel(
-        lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], home, before[n], warnings),
+        lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),
         list(range(len(jobs))),
     )
     return (_home_target(home, topic_id, record, listed, entries), *secondaries)
-
-
-def _listed_before(home: Repo, paths: list[Path]) -> list[set[Path]]:
-    """For each path, the repos listed before it (containment refuses a repo listed twice)."""
-    seen: set[Path] = {home.primary}
-    before = []
-    for path in paths:
-        before.append(set(seen))
-        seen.add(Path(os.path.realpath(path)))
-    return before
 
 
 def _parallel(fn, items: list) -> list:
@@ -208,23 +193,18 @@ def _secondary(
     path: Path,
     topic_id: str,
     worktree: Path | None,
-    home: Repo,
-    seen: set[Path],
+    verdict: Containment,
     warnings: list[str],
 ) -> RepoTarget:
     branch: str = branch_for(topic_id)
-    verdict = check_containment(path, home.primary, seen)
-    if not verdict.ok:
+    repo = verdict.repo
+    if repo is None:
+        # A duplicate is the same repository as an earlier entry: acting on it
+        # again would integrate the same commits into the same primary twice.
         warnings.append(f"{name}: {verdict.detail}; nothing done there")
         return RepoTarget(
             name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}"
         )
-    real = Path(os.path.realpath(path))
-    try:
-        repo = open_repo(real)
-    except RouterError as exc:
-        warnings.append(f"{name}: {exc.message}; nothing done there")
-        return RepoTarget(name, path, branch, worktree, problem=exc.message)
     try:
         record = state.read_record(repo.common_dir, topic_id)
     except state.RecordCorrupt as exc:

@@ -155,25 +155,88 @@ class Containment:
     reason: str = ""  # containment | not-a-repo | missing | duplicate
     detail: str = ""
     realpath: Path | None = None
+    # The repository behind the listed checkout (set when ``ok``). Its
+    # ``checkout`` is the listed one: a linked worktree there is reused in place
+    # (or refused on the default branch) by the creation pipeline, as §7 treats
+    # the command's own checkout.
+    repo: Repo | None = None
 
 
-def check_containment(path: Path, home_primary: Path, seen: set[Path]) -> Containment:
-    """DESIGN §6: a secondary must be a sibling of the home repo and a repo top level."""
+def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
+    """DESIGN §6 for a topic's secondaries, in ``repos.md`` order.
+
+    A repository is accepted once: a later entry whose common git dir is the
+    home repo's or an earlier entry's is a ``duplicate``, whatever its path.
+    """
+    probes = _parallel(lambda p: _probe(p, home), paths)
+    seen = {home.common_dir}
+    verdicts = []
+    for verdict in probes:
+        if verdict.ok:
+            verdict = _once(verdict, home, seen)
+        if verdict.repo is not None:
+            seen.add(verdict.repo.common_dir)
+        verdicts.append(verdict)
+    return verdicts
+
+
+def _probe(path: Path, home: Repo) -> Containment:
+    """The checks one path needs alone: it exists, beside home, a top level, its repo a sibling."""
     if not path.exists():
         return Containment(False, "missing", f"{path} does not exist")
     real = Path(os.path.realpath(path))
-    if real.parent != home_primary.parent:
+    siblings = home.primary.parent
+    if real.parent != siblings:
         return Containment(
             False,
             "containment",
-            f"{path} resolves to {real}, which is not beside the home repo in {home_primary.parent}",
+            f"{path} resolves to {real}, which is not beside the home repo in {siblings}",
         )
-    if real == home_primary:
+    if real == home.primary:
         return Containment(False, "duplicate", f"{path} is the home repo itself")
-    if real in seen:
-        return Containment(False, "duplicate", f"{path} is listed twice")
-    top = Git(real).toplevel()
-    if top != real:
-        where = f"its top level is {top}" if top else "it is not a git work tree"
+    layout = Git(real).try_layout()
+    if layout is None or layout.toplevel != real:
+        where = f"its top level is {layout.toplevel}" if layout else "it is not a git work tree"
         return Containment(False, "not-a-repo", f"{path}: {where}")
-    return Containment(True, realpath=real)
+    try:
+        primary = primary_root(layout)
+    except GitError:
+        return Containment(False, "not-a-repo", f"{path}: git cannot name its primary clone")
+    repo = Repo(primary=primary, common_dir=layout.common_dir, checkout=layout)
+    if repo.primary.parent != siblings and layout.common_dir != home.common_dir:
+        # A linked worktree beside home of a repo kept elsewhere: creating a
+        # worktree or branch would happen in that repo, outside the sibling set.
+        return Containment(
+            False,
+            "containment",
+            f"{path} is a linked worktree of {repo.primary}, which is not beside the home repo "
+            f"in {siblings}; list a sibling clone instead",
+        )
+    return Containment(True, realpath=real, repo=repo)
+
+
+def _once(verdict: Containment, home: Repo, seen: set[Path]) -> Containment:
+    repo = verdict.repo
+    assert repo is not None and verdict.realpath is not None
+    if repo.common_dir == home.common_dir:
+        return Containment(
+            False,
+            "duplicate",
+            f"{verdict.realpath} is a linked worktree of the home repo ({home.primary})",
+        )
+    if repo.common_dir in seen:
+        return Containment(
+            False,
+            "duplicate",
+            f"{verdict.realpath} is the repository {repo.primary}, already listed",
+        )
+    return verdict
+
+
+def _parallel(fn, items: list) -> list:
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))

@@ -103,13 +103,14 @@ def test_live_holders_can_exclude_one_pid(topic, sleeper):
     assert len(holders.live_holders(_common(topic), ID)) == 2
 
 
-def test_a_holder_file_that_does_not_parse_is_kept_and_not_trusted(topic):
+@pytest.mark.parametrize("junk", ["{nope", "[" * 100_000 + "]" * 100_000], ids=["broken", "deep"])
+def test_a_holder_file_that_does_not_parse_is_kept_and_not_trusted(topic, junk):
     folder = holders.holders_dir(_common(topic), ID)
     folder.mkdir(parents=True)
     bad = folder / "1-x-y.json"
-    bad.write_text("{nope", encoding="utf-8")
+    bad.write_text(junk, encoding="utf-8")
     assert holders.live_holders(_common(topic), ID) == []
-    assert bad.read_text(encoding="utf-8") == "{nope"
+    assert bad.read_text(encoding="utf-8") == junk
     res = run_cli("doctor", "--repair", "--json", cwd=topic)
     kinds = {(f["kind"], f["path"], f["repaired"]) for f in res.json["findings"]}
     assert ("holder-corrupt", str(bad), False) in kinds

@@ -187,3 +187,39 @@ def test_records_survive_the_worktree_that_wrote_them(home_repo):
     inside = state.read_record(_common(home_repo), ID)
     assert json.loads(state.record_path(_common(home_repo), ID).read_text())["id"] == ID
     assert inside.worktree == str(worktree)
+
+
+DEEP_RECORD = "[" * 100_000 + "]" * 100_000  # json recurses once per level
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("status",), ("doctor",), ("new", "Add thing", "--id", ID), ("teardown", ID)],
+    ids=["status", "doctor", "new", "teardown"],
+)
+def test_a_deeply_nested_record_is_reported_as_corrupt_not_a_traceback(home_repo, command):
+    assert run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo).code == 0
+    path = state.record_path(_common(home_repo), ID)
+    path.write_text(DEEP_RECORD, encoding="utf-8")
+    res = run_cli(*command, "--json", cwd=home_repo)
+    assert "Traceback" not in res.err and "RecursionError" not in res.err + res.out
+    data = res.json
+    named = [*data["warnings"], *(f["path"] for f in data.get("findings", []))]
+    if not data["ok"]:
+        named.append(data["error"]["message"])
+    assert any(str(path) in line for line in named), data
+    # Reported, never deleted: the bytes stay (or are set aside whole by a fresh record).
+    kept = [path, *state.corrupt_records(_common(home_repo))]
+    assert DEEP_RECORD in [p.read_text(encoding="utf-8") for p in kept if p.exists()]
+    if command[0] != "teardown":  # teardown may remove the worktree: it holds no work
+        assert str(home_repo / ".claude/worktrees" / ID) in worktree_paths(home_repo)
+
+
+def test_read_record_turns_a_too_deep_record_into_record_corrupt(tmp_path):
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_text(DEEP_RECORD, encoding="utf-8")
+    with pytest.raises(state.RecordCorrupt, match="nested too deeply"):
+        state.read_record(tmp_path, ID)
+    assert state.write_record(tmp_path, state.TopicRecord(id=ID, repo="home", branch=ID))
+    assert [p.read_text() for p in state.corrupt_records(tmp_path)] == [DEEP_RECORD]

@@ -88,6 +88,27 @@ def test_write_back_preserves_every_other_byte_and_stays_single_on_rerun(
     assert (topic / "repos.md").read_text() == first
 
 
+@pytest.mark.parametrize("char", list("\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e"))
+def test_a_line_separator_before_the_section_costs_no_line_and_doctor_reads_it(
+    workspace, home_repo, topic, char
+):
+    # str.splitlines breaks on these; markdown-it, whose line numbers find the section, does not.
+    api = make_repo(workspace, "api")
+    stale = "## Worktrees\n- home: /old/path\n\n## After\ntrailing text\n"
+    original = repos_md(home_repo, ("api", str(api)), worktrees=stale).replace(
+        "Keep   this", f"Keep{char * 6}this"
+    )
+    write(topic / "repos.md", original)
+    assert worktrees(topic).code == 0
+    head, _, _ = original.partition("## Worktrees")
+    assert (topic / "repos.md").read_text() == (
+        f"{head}## Worktrees\n- home: {home_repo}/.claude/worktrees/{ID}\n"
+        f"- api: {api}/.claude/worktrees/{ID}\n\n## After\ntrailing text\n"
+    )
+    doctor = run_cli("doctor", "--json", cwd=home_repo).json
+    assert [f for f in doctor["findings"] if f["kind"] == "worktrees-section"] == []
+
+
 def test_crlf_repos_md_keeps_its_line_endings(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
     write(topic / "repos.md", "")

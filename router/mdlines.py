@@ -1,0 +1,37 @@
+"""Lines of a markdown artifact, cut exactly where markdown-it (CommonMark) cuts them.
+
+``str.splitlines`` is not that: it also breaks on VT, FF, FS, GS, RS, NEL,
+U+2028 and U+2029, which CommonMark keeps inside a line. Line numbers from
+markdown-it's source map index these lines, and nothing else, so every reader
+that pairs them with the file's text splits it here. Kept import-light (only
+``re``): the recovery hook reads frontmatter through it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CommonMark's line endings (markdown-it normalizes exactly these to "\n").
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str, *, keepends: bool = True) -> list[str]:
+    """``text`` cut after each ``\\r\\n``, ``\\r`` or ``\\n``; ``"".join`` gives it back."""
+    lines = []
+    start = 0
+    for match in _BREAK.finditer(text):
+        lines.append(text[start : match.end() if keepends else match.start()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def strip_end(line: str) -> str:
+    """A line from :func:`split_lines` without its line ending."""
+    return line.rstrip("\r\n")
+
+
+def is_blank(line: str) -> bool:
+    """Blank as CommonMark means it: only spaces and tabs (a form feed is text)."""
+    return not line.strip(" \t\r\n")

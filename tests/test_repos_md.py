@@ -1,0 +1,141 @@
+"""repos.md write-back and frontmatter: lines are cut where markdown-it cuts them, no elsewhere.
+
+``str.splitlines`` also breaks on VT, FF, FS, GS, RS, NEL, U+2028 and U+2029;
+markdown-it (CommonMark) breaks only on ``\\r\\n``, ``\\r`` and ``\\n``. Every
+line number markdown-it gives must index the same line of the file, or the
+``## Worktrees`` write-back replaces the wrong lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from router import frontmatter, topicscope
+from router.artifacts import parse_frontmatter
+from router.errors import BadInput
+from router.plan import WorktreeLine, parse_repos_md, with_worktrees_section, worktree_lines
+
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+)
+# Line breaks to str.splitlines but not to CommonMark, and CommonMark's own.
+BREAKERS = "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\r\n"
+MARKDOWN = "#-*+>= \t:/`~<[]!1a"
+TEXT = st.text(
+    alphabet=st.one_of(st.sampled_from(BREAKERS + MARKDOWN), st.characters()), max_size=120
+)
+
+HEAD = (
+    "---\ntopic: t\ndate: 2026-05-01\nphase: repos\n---\n\n# Repos: t\n\n"
+    "## Home repo\n- **name:** web\n- **path:** /ws/web\n\n## Notes\n"
+)
+OLD_SECTION = "## Worktrees\n- home: /old/web\n- gone: /old/gone\n"
+ENTRIES = [WorktreeLine("home", "/ws/web/.claude/worktrees/b"), WorktreeLine("api", "/ws/api/w")]
+NEW_SECTION = "## Worktrees\n- home: /ws/web/.claude/worktrees/b\n- api: /ws/api/w\n"
+
+
+def _inert(text: str) -> str:
+    """``text`` with nothing that could swallow the blocks after it (fences, HTML blocks)."""
+    return "".join(c for c in text if c not in "`~<")
+
+
+def _ours(text: str) -> bool:
+    """Would ``text`` itself hold a section the test places elsewhere?"""
+    folded = text.lower()
+    return any(word in folded for word in ("orktrees", "ome repo", "dditional"))
+
+
+@SETTINGS
+@given(before=TEXT, after=TEXT)
+def test_the_write_back_keeps_every_byte_outside_the_section_and_a_rerun_changes_nothing(
+    before, after
+):
+    before = _inert(before)
+    assume(not _ours(before) and not _ours(after))
+    prefix = HEAD + before + "\n\n"
+    suffix = "\n## After\n" + after
+    out = with_worktrees_section(parse_repos_md(prefix + OLD_SECTION + suffix), ENTRIES)
+    assert out.startswith(prefix)
+    assert out.endswith(suffix)
+    section = out[len(prefix) : len(out) - len(suffix)]
+    assert section.replace("\r\n", "\n") == NEW_SECTION
+    assert with_worktrees_section(parse_repos_md(out), ENTRIES) == out
+    _every_reader_finds(out, ENTRIES)
+
+
+def _every_reader_finds(text: str, entries: list[WorktreeLine]) -> None:
+    assert worktree_lines(text) == entries
+    assert topicscope.worktree_lines(parse_repos_md(text)) == {
+        e.name: Path(e.path) for e in entries
+    }
+
+
+@SETTINGS
+@given(before=TEXT)
+def test_an_appended_section_keeps_the_file_as_its_prefix_and_a_rerun_changes_nothing(before):
+    assume(not _ours(before))
+    text = HEAD + before
+    try:
+        out = with_worktrees_section(parse_repos_md(text), ENTRIES)
+    except BadInput as exc:
+        # The file ends inside a block (a code fence, an HTML block) that would
+        # swallow any heading appended after it: refused, never appended twice.
+        assert exc.code == "repos-md" and "## Worktrees" in exc.message
+        return
+    assert out.startswith(text)
+    assert with_worktrees_section(parse_repos_md(out), ENTRIES) == out
+    _every_reader_finds(out, ENTRIES)
+
+
+@pytest.mark.parametrize("char", list("\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e"))
+def test_a_line_holding_a_unicode_line_separator_keeps_the_lines_after_the_section(char):
+    text = HEAD + f"a note{char}with a separator\n\n" + OLD_SECTION + "\n## After\nkeep me\n"
+    out = with_worktrees_section(parse_repos_md(text), ENTRIES)
+    assert out == HEAD + f"a note{char}with a separator\n\n" + NEW_SECTION + "\n## After\nkeep me\n"
+
+
+def test_a_lone_carriage_return_is_a_line_break_as_markdown_it_sees_it():
+    text = HEAD + "old mac line\rnext\n\n" + OLD_SECTION + "\n## After\nkeep me\n"
+    out = with_worktrees_section(parse_repos_md(text), ENTRIES)
+    assert out == HEAD + "old mac line\rnext\n\n" + NEW_SECTION + "\n## After\nkeep me\n"
+
+
+@pytest.mark.parametrize("char", list("\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e"))
+def test_the_frontmatter_ends_on_the_line_markdown_it_counts(char):
+    text = f"---\ntopic: t\nnote: 'a{char}b'\n---\nbody\n"
+    parsed = frontmatter.split(text)
+    assert (parsed.body, parsed.body_line) == ("body\n", 5)
+
+
+def test_a_fence_line_ended_by_a_separator_is_not_a_fence_for_either_reader():
+    text = "---\ntopic: t\n---\u2028\nbody\n"
+    assert frontmatter.split(text).error is not None
+    assert parse_frontmatter(text).error is not None
+
+
+def test_both_frontmatter_readers_take_a_lone_carriage_return_as_a_line_break():
+    text = "---\rtopic: t\r---\rbody\r"
+    assert frontmatter.split(text).data == {"topic": "t"}
+    assert parse_frontmatter(text).fields == {"topic": "t"}
+
+
+def test_the_section_readers_find_its_lines_after_many_separators():
+    separators = "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e" * 2
+    text = HEAD + f"note{separators}end\n\n" + NEW_SECTION + "\n## After\n"
+    _every_reader_finds(text, ENTRIES)
+
+
+@pytest.mark.parametrize("tail", ["```\ncode\n", "<!-- a comment never closed\n", "~~~"])
+def test_a_file_ending_inside_a_block_is_refused_rather_than_appended_on_every_run(tail):
+    text = HEAD + tail
+    with pytest.raises(BadInput) as info:
+        with_worktrees_section(parse_repos_md(text), ENTRIES)
+    assert info.value.code == "repos-md"
+    assert "close that block" in info.value.message
