@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -186,6 +187,27 @@ def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
     return g.status_with_branch(repo.git)
 
 
+def primary_busy(repo: Repo, default: DefaultBranch) -> str:
+    """Why the primary clone cannot take a cherry-pick now, with the command that clears it ("" when it can)."""
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        return (
+            f"a {operation} is in progress there that team-router did not start; finish it, "
+            f"or undo it with `git -C {repo.primary} {operation} --abort`"
+        )
+    status, current = primary_state(repo)
+    busy = busy_reason(status, current, default)
+    if not busy:
+        return ""
+    if status.dirty:
+        return (
+            f"{busy}; commit or stash them (`git -C {repo.primary} stash push --include-untracked`)"
+        )
+    if current != default.name and default.local_ref is not None:
+        return f"{busy}; switch back with `git -C {repo.primary} switch {default.name}`"
+    return busy
+
+
 def busy_reason(status: StatusReport, current: str | None, default: DefaultBranch) -> str:
     if status.dirty:
         return f"it has uncommitted changes ({name_some(status.tracked + status.untracked)})"
@@ -206,8 +228,12 @@ def integrate_commits(
     *,
     apply: bool,
     known: tuple[str, Integration] | None = None,
+    topic: TopicRef | None = None,
 ) -> StepResult:
     """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
+
+    With ``topic``, the topic's record in this repo marks the pick while it
+    runs, so :func:`resume_integration` can undo one a kill interrupted.
 
     ``known`` is a (tip, integration) judgement made moments ago (the plan's);
     without it the branch is judged afresh, which is what makes a rerun after
@@ -231,27 +257,193 @@ def integrate_commits(
             f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
             f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
         )
-    status, current = primary_state(repo)
-    busy = busy_reason(status, current, default)
+    busy = primary_busy(repo, default)
     if busy:
         return refused(name, "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}")
+    unknown = g.committer_unknown(repo.git)
+    if unknown is not None:
+        return no_identity(repo, unknown)
+    # Marked before the first pick: a kill mid-pick leaves the primary busy, and
+    # only this mark lets the rerun tell its own half-done pick from the user's.
+    pick = Picking(branch, default.name, repo.git.out("rev-parse", "HEAD"), found.missing)
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, pick.to_json(), branch=branch)
     # git cherry lists oldest first, the order the commits must be applied in.
     try:
         g.cherry_pick(repo.git, found.missing)
     except GitError as exc:
         stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
         g.cherry_pick_abort(repo.git)
+        if topic is not None:
+            set_mark(repo, topic, INTEGRATING, None, branch=branch)
+        if g.is_identity_error(exc):
+            return no_identity(repo, exc)
         return refused(
             name,
             "conflict",
             f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
             f"aborted, {default.name} is unchanged",
         )
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, None, branch=branch)
     return done(
         name,
         f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
         f"(not pushed: push {default.name} when you are ready)",
     )
+
+
+def no_identity(repo: Repo, exc: GitError) -> StepResult:
+    return refused(
+        "integrate",
+        "no-identity",
+        f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
+        "so nothing was cherry-picked; set one with "
+        f'`git -C {repo.primary} config user.name "Your Name"` and '
+        f"`git -C {repo.primary} config user.email you@example.com` (or `git config --global ...`), "
+        "then run teardown again",
+    )
+
+
+# -- interrupted steps: what the record says this tool was in the middle of -------
+
+INTEGRATING = "integrating"  # record key: a cherry-pick onto the default branch is running
+REMOVING = "removing"  # record key: `git worktree remove` of a proven-safe worktree is running
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRef:
+    """The topic whose record (in each repo's common git dir) marks that repo's teardown."""
+
+    id: str
+    repo_name: str  # the repo's name in the topic, for a record made afresh
+
+
+@dataclass(frozen=True, slots=True)
+class Picking:
+    """A cherry-pick this tool started: onto ``target`` at ``tip``, the ``commits`` of ``branch``."""
+
+    branch: str
+    target: str
+    tip: str
+    commits: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "branch": self.branch,
+            "target": self.target,
+            "tip": self.tip,
+            "commits": list(self.commits),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Picking | None:
+        """The mark as written, or None for anything else (a hand edit is not trusted)."""
+        if not isinstance(data, dict):
+            return None
+        commits = data.get("commits")
+        shas = [data.get("tip"), *(commits if isinstance(commits, list) else [None])]
+        if not all(isinstance(s, str) and _SHA.match(s) for s in shas):
+            return None
+        if not all(isinstance(data.get(k), str) for k in ("branch", "target")):
+            return None
+        return cls(data["branch"], data["target"], data["tip"], tuple(commits))  # type: ignore[arg-type]
+
+
+def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
+    try:
+        record = state.read_record(common_dir, topic_id)
+    except state.RecordCorrupt:
+        return None
+    return record.extra.get(key) if record else None
+
+
+def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: str) -> None:
+    """Write (``value``) or clear (None) one mark of the topic's record, atomically."""
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return  # reported elsewhere; never overwritten (a rerun then refuses, naming the fix)
+    if record is None and value is None:
+        return
+    record = record or state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
+    extra = {k: v for k, v in record.extra.items() if k != key}
+    if value is not None:
+        extra[key] = value
+    if extra != record.extra:
+        state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
+
+
+def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
+    """Undo what a killed cherry-pick of ours left in the primary clone; None when there is none.
+
+    Only a state the record's mark proves ours is touched: git's own
+    ``cherry-pick --abort`` for a pick it still tracks, and ``reset --hard``
+    only when every changed path holds content from the picked commits or
+    HEAD (nothing else can be lost). Anything else is left for the busy
+    check, which refuses and names the command that clears it.
+    """
+    pick = Picking.from_json(read_mark(repo.common_dir, topic.id, INTEGRATING))
+    if pick is None:
+        return None
+    undone = []
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
+            return None
+        g.cherry_pick_abort(repo.git)
+        if g.operation_in_progress(repo.common_dir) is not None:
+            return None
+        undone.append("aborted its cherry-pick")
+    status, current = primary_state(repo)
+    if current != pick.target:
+        return None
+    if status.dirty:
+        foreign = list(status.untracked) + _foreign_changes(repo, pick, status.tracked)
+        if foreign:
+            return refused(
+                "integrate",
+                "primary-busy",
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
+                f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
+                "teardown again",
+            )
+        g.reset_hard(repo.git, "HEAD")
+        undone.append(f"dropped its half-applied changes ({name_some(status.tracked)})")
+    set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    what = "; ".join(undone) or "nothing was left half-done"
+    return done(
+        "integrate",
+        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
+        f"{what}; its commits are judged again",
+    )
+
+
+def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
+    """The stopped cherry-pick is the one the mark names (its commit, its starting point)."""
+    head = g.cherry_pick_head(repo.git)
+    start = g.sequencer_start(repo.common_dir)
+    if head is None and start is None:
+        return False
+    return (head is None or head in pick.commits) and (start is None or start == pick.tip)
+
+
+def _foreign_changes(repo: Repo, pick: Picking, paths: tuple[str, ...]) -> list[str]:
+    """Changed paths whose index or file content is in none of the picked commits nor HEAD."""
+    ours: dict[str, set[str]] = {p: set() for p in paths}
+    for rev in (*pick.commits, "HEAD"):
+        for path, blob in g.tree_blobs(repo.git, rev, paths).items():
+            ours[path].add(blob)
+    staged = g.index_blobs(repo.git, paths)
+    on_disk = g.worktree_blobs(repo.git, paths)
+    # A deleted path (in the index or on disk) loses nothing: HEAD still has its content.
+    return [
+        p
+        for p in paths
+        if not staged.get(p, set()) <= ours[p] or on_disk.get(p, "") not in ours[p] | {""}
+    ]
 
 
 # -- step 2: remove -----------------------------------------------------------

@@ -25,8 +25,10 @@ from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
     Echo,
+    LineOutcome,
     LocalStateJob,
     LocalStateReport,
+    TempOutcome,
     read_declaration,
     run_local_state,
 )
@@ -39,6 +41,7 @@ from router.teardown import (
     Outcome,
     StepResult,
     StepRun,
+    TopicRef,
     busy_reason,
     copies_note,
     delete_branch,
@@ -54,11 +57,14 @@ from router.teardown import (
     local_state_step,
     mark_done,
     name_some,
+    no_identity,
+    primary_busy,
     primary_state,
     prune_origin,
     refused,
     remove_plan_dir,
     remove_worktree,
+    resume_integration,
     skipped,
     sweep_step,
     update_default,
@@ -107,13 +113,15 @@ class RepoPlan:
     notes: tuple[str, ...] = ()
 
 
-def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
+def plan_repo(target: RepoTarget, opts: Options, topic_id: str = "") -> RepoPlan:
     """Everything teardown needs to know about one repo, and what would stop it.
 
     A git command failing here is a refusal for the whole teardown, never a guess.
+    With ``topic_id`` (a real run), a cherry-pick of ours that a kill left
+    half-done is undone first, so the plan judges the default branch as it is.
     """
     try:
-        return _plan_repo(target, opts)
+        return _plan_repo(target, opts, topic_id)
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else str(exc)
         blocker = refused(
@@ -122,11 +130,20 @@ def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         return RepoPlan(target, blockers=(blocker,))
 
 
-def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
+def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
     repo = target.repo
     if repo is None:
         return RepoPlan(target)
     reachable, notes = True, []
+    resumed = (
+        resume_integration(repo, TopicRef(topic_id, target.name), target.branch)
+        if topic_id and not opts.dry_run
+        else None
+    )
+    if resumed is not None and resumed.stopped:
+        return RepoPlan(target, blockers=(resumed,))
+    if resumed is not None:
+        notes.append(f"{target.name}: {resumed.detail}")
     has_origin = repo.git.has_remote("origin")
     if not opts.dry_run and has_origin:
         error = repo.git.fetch("origin")
@@ -197,14 +214,16 @@ def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -
         )
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
     if missing and opts.integrate:
-        status, current = primary_state(repo)
-        busy = busy_reason(status, current, plan.default)  # type: ignore[arg-type]
+        busy = primary_busy(repo, plan.default)  # type: ignore[arg-type]
+        unknown = g.committer_unknown(repo.git)
         if busy:
             found.append(
                 refused(
                     "integrate", "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}"
                 )
             )
+        elif unknown is not None:
+            found.append(no_identity(repo, unknown))
     elif missing and not opts.force:
         found.append(
             refused(
@@ -287,7 +306,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     steps = runner.steps
     swept: list[SweepResult] = []
     local: list[LocalStateReport] = []
-    run("integrate", lambda: _integrate_step(repo, target, plan, opts), guarded=False)
+    run("integrate", lambda: _integrate_step(repo, target, plan, opts, scope.id), guarded=False)
     run(
         "remove",
         lambda: _with_copies(
@@ -362,11 +381,20 @@ def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
     return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
 
 
-def _integrate_step(repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options) -> StepResult:
+def _integrate_step(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, topic_id: str
+) -> StepResult:
     if plan.tip is None:
         return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
     known = (plan.tip, plan.found) if plan.found else None
-    result = integrate_commits(repo, target.branch, plan.default, apply=opts.integrate, known=known)
+    result = integrate_commits(
+        repo,
+        target.branch,
+        plan.default,
+        apply=opts.integrate,
+        known=known,
+        topic=TopicRef(topic_id, target.name),
+    )
     if opts.force and result.code == "unintegrated-commits":
         # --force without --integrate: the commits are snapshotted, not applied.
         return skipped(
@@ -439,6 +467,26 @@ class TeardownResult:
         return 0 if all(r.ok for r in self.repos) else 1
 
     @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the first step that stopped, and how many others did (§13)."""
+        stopped = [
+            (r.name, s)
+            for r in self.repos
+            for s in r.steps
+            if s.stopped and s.name != "update-default"
+        ]
+        if self.exit_code == 0 or not stopped:
+            return None
+        name, step = stopped[0]
+        more = (
+            f" (and {len(stopped) - 1} more stopped step(s): see repos)" if len(stopped) > 1 else ""
+        )
+        return {
+            "code": step.code or f"step-{step.outcome}",
+            "message": f"{name}: {step.name} {step.outcome}: {step.detail}{more}",
+        }
+
+    @property
     def swept(self) -> list[Path]:
         return [p for r in self.repos if r.sweep for p in r.sweep.swept]
 
@@ -488,7 +536,9 @@ def teardown(
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
-        plans = _with_holders(scope, _parallel(lambda t: plan_repo(t, opts), scope.repos), opts)
+        plans = _with_holders(
+            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         _refuse_if_blocked(scope, plans, warnings)
         _remember_scope(scope)
@@ -604,6 +654,24 @@ class LocalStateResult:
     @property
     def exit_code(self) -> int:
         return 0 if all(r.ok for r in self.reports) else 1
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
+        if self.exit_code == 0:
+            return None
+        bad = [
+            f"{r.repo}: `{c.line}` {c.label}"
+            for r in self.reports
+            for c in r.commands
+            if c.outcome is not LineOutcome.OK
+        ] + [
+            f"{r.repo}: temp path {t.path} {t.outcome} ({t.check})"
+            for r in self.reports
+            for t in r.temp_paths
+            if t.outcome is TempOutcome.REFUSED
+        ]
+        return {"code": "local-state-failed", "message": "; ".join(bad)}
 
     def to_json(self) -> dict[str, object]:
         return {
