@@ -16,6 +16,7 @@ import dataclasses
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -456,12 +457,15 @@ def remove_worktree(
     *,
     force: bool,
     entries: list[WorktreeEntry] | None = None,
+    topic: TopicRef | None = None,
 ) -> tuple[StepResult, Snapshot | None]:
     """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
 
     Without ``force`` git's own check is the guard: ``git worktree remove``
     refuses a worktree with changed or untracked files, and only then is the
-    status read, to name them.
+    status read, to name them. With ``topic``, the record marks the removal
+    once the worktree is proven clean (or snapshotted), so a rerun after a kill
+    finishes a half-deleted worktree instead of reading its deletions as work.
     """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
@@ -470,6 +474,10 @@ def remove_worktree(
     if is_primary_clone(repo, path, entries):
         return skipped(name, f"{path} is the primary clone: never removed"), None
     entry = find_worktree(entries, path)
+    started = removal_started(repo, topic, path) if topic is not None else None
+    if topic is not None and started is not None:
+        registered = entry is not None
+        return finish_removal(repo, path, started, topic, branch, registered=registered), None
     if entry is None:
         there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
         return skipped(name, f"{path} is not a registered worktree: {there}"), None
@@ -480,14 +488,20 @@ def remove_worktree(
     if not force:
         if entry.locked:
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
+        status = Git(path).status() if exists and topic is not None else StatusReport()
+        if status.dirty:
+            return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
         try:
+            _mark_removal(repo, topic, path, branch)
             # A registration whose directory is gone holds nothing: --force drops it.
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
+            _unmark_removal(repo, topic, branch)
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
             return blocker or failed(
                 name, f"git worktree remove {path} failed: {exc.first_line}"
             ), None
+        _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}"), None
     status = Git(path).status() if exists else StatusReport()
     snap = None
@@ -497,11 +511,77 @@ def remove_worktree(
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:
+        _mark_removal(repo, topic, path, branch)
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
+        _unmark_removal(repo, topic, branch)
         return failed(name, f"git worktree remove {path} failed: {exc.first_line}"), snap
+    _unmark_removal(repo, topic, branch)
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     return done(name, f"removed {path}{kept}"), snap
+
+
+def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> None:
+    # Written only after the worktree was proven clean or snapshotted: from here
+    # on, whatever git has not deleted yet is known to be safe to delete.
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, {"path": str(path), "at": time.time()}, branch=branch)
+
+
+def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, None, branch=branch)
+
+
+def removal_started(repo: Repo, topic: TopicRef, path: Path) -> float | None:
+    """When a removal of ``path`` that this tool started (and a kill interrupted) was marked."""
+    mark = read_mark(repo.common_dir, topic.id, REMOVING)
+    if not isinstance(mark, dict):
+        return None
+    marked, at = mark.get("path"), mark.get("at")
+    if not isinstance(marked, str) or os.path.realpath(marked) != os.path.realpath(path):
+        return None
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+
+
+def written_since(path: Path, since: float) -> list[str]:
+    """Files under ``path`` changed after ``since``: someone wrote them after the removal began."""
+    found = []
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            try:
+                if os.lstat(full).st_mtime > since:
+                    found.append(os.path.relpath(full, path))
+            except FileNotFoundError:
+                continue
+    return sorted(found)
+
+
+def finish_removal(
+    repo: Repo, path: Path, since: float, topic: TopicRef, branch: str, *, registered: bool
+) -> StepResult:
+    """Finish a removal a kill interrupted: what is left was proven safe before it began.
+
+    Its deletions are the removal's own, never work to commit; only a file
+    written after it began is work, and then the remains are kept.
+    """
+    name = "remove"
+    newer = written_since(path, since) if os.path.isdir(path) else []
+    if newer:
+        return refused(
+            name,
+            "removal-interrupted",
+            f"removing {path} was interrupted, and {name_some(newer)} were written there since: "
+            f"kept; move them out of {path}, then run teardown again to finish the removal",
+        )
+    if os.path.lexists(path):
+        shutil.rmtree(path)
+    if registered:
+        # The directory is gone now, and git drops the registration of a missing one.
+        repo.git.worktree_remove(path, force=True)
+    set_mark(repo, topic, REMOVING, None, branch=branch)
+    return done(name, f"removed {path} (finished a removal that was interrupted)")
 
 
 def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ from router.teardown import (
     primary_state,
     prune_origin,
     refused,
+    removal_started,
     remove_plan_dir,
     remove_worktree,
     resume_integration,
@@ -135,9 +136,10 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
     if repo is None:
         return RepoPlan(target)
     reachable, notes = True, []
+    topic = TopicRef(topic_id, target.name) if topic_id else None
     resumed = (
-        resume_integration(repo, TopicRef(topic_id, target.name), target.branch)
-        if topic_id and not opts.dry_run
+        resume_integration(repo, topic, target.branch)
+        if topic is not None and not opts.dry_run
         else None
     )
     if resumed is not None and resumed.stopped:
@@ -164,7 +166,13 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
     if foreign:
         notes.append(f"{target.name}: {foreign}")
         entry = None
-    status = Git(worktree).status() if entry and os.path.isdir(worktree) else StatusReport()  # type: ignore[arg-type]
+    # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
+    removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
+    status = (
+        Git(worktree).status()  # type: ignore[arg-type]
+        if entry and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
+        else StatusReport()
+    )
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
@@ -187,7 +195,8 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
         else "",
         notes=tuple(notes),
     )
-    return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
+    blockers = _plan_blockers(plan, None if removing else entry, opts)
+    return dataclasses.replace(plan, blockers=tuple(blockers))
 
 
 def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
@@ -311,7 +320,12 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         "remove",
         lambda: _with_copies(
             remove_worktree(
-                repo, plan.worktree, target.branch, force=opts.force, entries=list(plan.entries)
+                repo,
+                plan.worktree,
+                target.branch,
+                force=opts.force,
+                entries=list(plan.entries),
+                topic=TopicRef(scope.id, target.name),
             )[0],
             plan,
         ),
@@ -520,7 +534,9 @@ def teardown(
     scope = resolve_topic(cwd, target)
     opts = Options(integrate, force, dry_run, line_timeout, echo)
     if dry_run:
-        plans = _with_holders(scope, _parallel(lambda t: plan_repo(t, opts), scope.repos), opts)
+        plans = _with_holders(
+            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
         else:

@@ -74,25 +74,27 @@ def run(
     return finish(spawn(*args, cwd=cwd, crash_at=crash_at, env=env, new_group=new_group))
 
 
-def git_killer(bin_dir: Path, when: str, then: str = "") -> dict[str, str]:
+def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -> dict[str, str]:
     """Environment whose ``git`` is killed mid-command, as a kill -9 or a power cut would.
 
     The ``git`` first on PATH runs the real git; when its arguments contain
     ``when`` it then runs the shell text ``then`` (the real git is
     ``$REAL_GIT``, the arguments ``"$@"``) and SIGKILLs its whole process
     group: the ``team-router`` that called it, started with ``new_group=True``
-    (never without: the group would be the test's own).
+    (never without: the group would be the test's own). With ``real=False``
+    the real git does not run there (``then`` stands in for a git killed
+    before it finished).
     """
-    real = shutil.which("git")
-    assert real is not None
+    real_git = shutil.which("git")
+    assert real_git is not None
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "git"
     script.write_text(
         "#!/bin/sh\n"
-        f"REAL_GIT='{real}'\n"
+        f"REAL_GIT='{real_git}'\n"
         f'case " $* " in *"{when}"*) ;; *) exec "$REAL_GIT" "$@" ;; esac\n'
-        '"$REAL_GIT" "$@"\n'
-        f"{then}\n"
+        + ('"$REAL_GIT" "$@"\n' if real else "")
+        + f"{then}\n"
         "kill -KILL 0\n"
     )
     script.chmod(0o755)

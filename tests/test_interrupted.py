@@ -7,11 +7,13 @@ interrupts are a real SIGINT sent to the process.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import pytest
 from durabilityutil import KILLED, git_killer, run
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
-from teardownutil import new_topic, snapshot_of, teardown
+from teardownutil import new_topic, snapshot_of, steps_of, teardown
 
 from router import state
 
@@ -153,3 +155,78 @@ def test_integrate_without_a_git_identity_is_refused_no_identity_naming_the_fix(
     assert "user.name" in error["message"] and "user.email" in error["message"]
     assert snapshot_of(web) == before
     assert topic.worktrees["home"].exists()
+
+
+# -- item: a kill during `git worktree remove` ----------------------------------------------
+
+
+def _half_removed(topic, tmp_path: Path, *flags: str, git_file: bool = False):
+    """Teardown killed inside ``git worktree remove`` after it deleted part of the tree.
+
+    git deletes the tree file by file (the .git file among them, in directory
+    order) and the registration last; the stand-in deletes README.md (and the
+    .git file when asked) and leaves the rest.
+    """
+    gone = '"$wt/README.md"' + (' "$wt/.git"' if git_file else "")
+    env = git_killer(
+        tmp_path / "killer-bin", "worktree remove", f"for wt; do :; done; rm -f {gone}", real=False
+    )
+    return run("teardown", topic.id, "--json", *flags, cwd=topic.home, env=env, new_group=True)
+
+
+@pytest.mark.parametrize("git_file", [False, True], ids=["git-file-left", "git-file-gone"])
+def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
+    home_repo, tmp_path, git_file
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path, git_file=git_file)
+    assert killed.code == KILLED, killed.err
+    assert wt.is_dir() and not (wt / "README.md").exists()
+    assert str(wt) in worktree_paths(home_repo)
+
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    remove = steps_of(again.json, "home")["remove"]
+    assert remove["outcome"] == "done" and "interrupted" in remove["detail"]
+    assert "commit" not in again.out
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert not wt.exists() and branches(home_repo) == ["main"]
+    assert status(home_repo) == ""
+    record = state.read_record(home_repo / ".git", topic.id)
+    assert record is not None and "removing" not in record.extra
+
+
+def test_a_forced_removal_killed_half_way_keeps_its_snapshot_and_is_finished(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "draft.txt", "uncommitted work\n")
+    killed = _half_removed(topic, tmp_path, "--force", git_file=True)
+    assert killed.code == KILLED, killed.err
+    again = teardown(topic, "--force")
+    assert again.code == 0, again.out + again.err
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    snapshot = f"refs/team-router/snapshots/{topic.branch}"
+    assert git(home_repo, "show", f"{snapshot}:draft.txt") == "uncommitted work"
+
+
+def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    time.sleep(0.05)  # the file below is written after the removal began
+    write(wt / "notes.txt", "written after the kill\n")
+    before = snapshot_of(home_repo)
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "removal-interrupted"
+    assert "notes.txt" in res.json["error"]["message"]
+    assert "commit" not in res.json["error"]["message"]
+    assert (wt / "notes.txt").read_text() == "written after the kill\n"
+    assert snapshot_of(home_repo) == before
+    # Once the file is moved out, the rerun finishes the removal.
+    (wt / "notes.txt").rename(tmp_path / "notes.txt")
+    again = teardown(topic)
+    assert again.code == 0, again.out
+    assert not wt.exists()
