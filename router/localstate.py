@@ -14,6 +14,8 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -34,6 +36,7 @@ class LineOutcome(StrEnum):
     OK = "ok"
     FAILED = "failed"
     TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"  # Ctrl-C: its process group was killed
 
 
 class TempOutcome(StrEnum):
@@ -92,9 +95,15 @@ class LocalStateReport:
     notes: tuple[str, ...] = ()
 
     @property
+    def interrupted(self) -> bool:
+        return any(n.startswith("interrupted:") for n in self.notes)
+
+    @property
     def ok(self) -> bool:
-        return all(c.outcome is LineOutcome.OK for c in self.commands) and all(
-            t.outcome is not TempOutcome.REFUSED for t in self.temp_paths
+        return (
+            not self.interrupted
+            and all(c.outcome is LineOutcome.OK for c in self.commands)
+            and all(t.outcome is not TempOutcome.REFUSED for t in self.temp_paths)
         )
 
     def summary(self) -> str:
@@ -165,8 +174,13 @@ def run_lines(
     timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
     repo: str = "",
+    stop: threading.Event | None = None,
 ) -> list[CommandResult]:
-    """Run each line with ``sh -c`` from ``root``; a failure never stops the next line."""
+    """Run each line with ``sh -c`` from ``root``; a failure never stops the next line.
+
+    ``stop`` (set by Ctrl-C) does: no line starts after it is set, and the
+    running one's process group is killed.
+    """
     env = {
         **os.environ,
         "TEAM_REPO_ROOT": str(root),
@@ -175,9 +189,11 @@ def run_lines(
     }
     results = []
     for line in lines:
+        if stop is not None and stop.is_set():
+            break
         if echo is not None:
             echo(f"{f'[{repo}] ' if repo else ''}$ {line}")
-        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo)
+        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo, stop=stop)
         if echo is not None:
             echo(f"{f'[{repo}] ' if repo else ''}  -> {result.label}")
         results.append(result)
@@ -185,7 +201,13 @@ def run_lines(
 
 
 def run_line(
-    line: str, *, cwd: Path, env: dict[str, str], timeout: float, repo: str = ""
+    line: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    repo: str = "",
+    stop: threading.Event | None = None,
 ) -> CommandResult:
     """One line in its own process group, stdin from /dev/null, output to our stderr.
 
@@ -206,12 +228,34 @@ def run_line(
     except OSError:
         return CommandResult(line, LineOutcome.FAILED, 127, repo)
     try:
-        code = proc.wait(timeout=timeout)
+        code = _wait(proc, timeout, stop)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
+    if code is None:
+        _kill_group(proc)
+        return CommandResult(line, LineOutcome.INTERRUPTED, None, repo)
     outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
     return CommandResult(line, outcome, code, repo)
+
+
+STOP_POLL = 0.1  # seconds between looks at the stop flag while a line runs
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], timeout: float, stop: threading.Event | None
+) -> int | None:
+    """The line's exit code; None once ``stop`` is set; TimeoutExpired after ``timeout``."""
+    if stop is None:
+        return proc.wait(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while not stop.is_set():
+        try:
+            return proc.wait(timeout=min(STOP_POLL, max(deadline - time.monotonic(), 0)))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+    return None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -329,7 +373,11 @@ class LocalStateJob:
 
 
 def run_local_state(
-    job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False
+    job: LocalStateJob,
+    *,
+    echo: Echo | None = None,
+    dry_run: bool = False,
+    stop: threading.Event | None = None,
 ) -> LocalStateReport:
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
     decl = job.declaration or read_declaration(job.git, job.default)
@@ -346,9 +394,14 @@ def run_local_state(
             timeout=job.timeout,
             echo=echo,
             repo=job.repo,
+            stop=stop,
         )
     temps: list[TempResult] = []
-    if job.temp_paths is not None:
+    if stop is not None and stop.is_set():
+        finished = sum(c.outcome is not LineOutcome.INTERRUPTED for c in commands)
+        left = len(decl.lines) - finished
+        notes.append(f"interrupted: {left} line(s) not run to the end; temp paths not removed")
+    elif job.temp_paths is not None:
         if job.temp_paths:
             temps = remove_temp_paths(job.temp_paths, dry_run=dry_run)
         else:

@@ -16,6 +16,7 @@ import dataclasses
 import os
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ STEPS = (
     "local-state",
 )
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
+# A step's detail when Ctrl-C stopped it ("not done" keeps it out of the record's done steps).
+INTERRUPTED_STEP = "not done: interrupted (Ctrl-C)"
 
 
 class Outcome(StrEnum):
@@ -875,9 +878,12 @@ def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
 
 
 def local_state_step(
-    job: LocalStateJob, *, echo: Echo | None = None
+    job: LocalStateJob, *, echo: Echo | None = None, stop: threading.Event | None = None
 ) -> tuple[StepResult, LocalStateReport]:
-    report = run_local_state(job, echo=echo)
+    report = run_local_state(job, echo=echo, stop=stop)
+    if report.interrupted:
+        # "not done": the record does not count it, so a rerun runs the step again.
+        return skipped("local-state", f"{INTERRUPTED_STEP}: {report.summary()}"), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
         outcome = Outcome.SKIPPED
@@ -943,15 +949,22 @@ class StepRun:
 
     guarding: frozenset[str]
     crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
+    stop: threading.Event | None = None  # set by Ctrl-C: no step starts after it
     steps: list[StepResult] = field(default_factory=list)
     held: StepResult | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
 
     def step(
         self, name: str, action: Callable[[], StepResult], *, guarded: bool = True
     ) -> StepResult:
         if self.crash_seam:
             state.crash_point(name)
-        if guarded and self.held is not None:
+        if self.stop is not None and self.stop.is_set():
+            result = skipped(name, f"{INTERRUPTED_STEP}: a rerun does it")
+        elif guarded and self.held is not None:
             result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
         else:
             try:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
 from router import state
-from router.errors import Refusal
+from router.errors import Interrupted, Refusal
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
@@ -36,6 +37,7 @@ from router.progress import Progress
 from router.snapshot import Restored, RestoreStatus, restore_repo
 from router.sweep import Kept, SweepResult, sweep
 from router.teardown import (
+    INTERRUPTED_STEP,
     STEPS,
     Integration,
     Outcome,
@@ -89,6 +91,7 @@ class Options:
     dry_run: bool = False
     line_timeout: float = DEFAULT_LINE_TIMEOUT
     echo: Echo | None = None
+    stop: threading.Event | None = None  # set by Ctrl-C: every repo stops at a step boundary
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +293,10 @@ class RepoReport:
         # would make every later teardown of the torn-down topic exit 1.
         return not any(s.stopped and s.name != "update-default" for s in self.steps)
 
+    @property
+    def interrupted(self) -> bool:
+        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
+
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
@@ -310,7 +317,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         )
     if plan.registered:
         forget_earlier_teardown(repo.common_dir, scope.id)
-    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True)
+    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True, stop=opts.stop)
     run = runner.step
     steps = runner.steps
     swept: list[SweepResult] = []
@@ -367,8 +374,10 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         if local_state_ran(repo.common_dir, scope.id):
             return skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id))
         job = _local_job(repo, target, plan, scope, opts)
-        result, report = local_state_step(job, echo=opts.echo)
+        result, report = local_state_step(job, echo=opts.echo, stop=opts.stop)
         local.append(report)
+        if report.interrupted:
+            return result  # not recorded: the rerun runs the step again
         # Recorded at once, failed lines or not: a rerun (or a run killed after
         # this point) must not run the lines again. This run reports the
         # failure; `team-router local-state` is how to run them again on purpose.
@@ -459,7 +468,7 @@ def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: 
     ]
     info = {
         "done": sorted(set(done_before) | set(finished), key=STEPS.index),
-        "complete": report.ok,
+        "complete": report.ok and not report.interrupted,
     }
     state.write_record(
         repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info})
@@ -477,7 +486,13 @@ class TeardownResult:
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def interrupted(self) -> bool:
+        return any(r.interrupted for r in self.repos)
+
+    @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return Interrupted.exit_code
         return 0 if all(r.ok for r in self.repos) else 1
 
     @property
@@ -489,6 +504,16 @@ class TeardownResult:
             for s in r.steps
             if s.stopped and s.name != "update-default"
         ]
+        if self.interrupted:
+            where = "; ".join(
+                f"{r.name} before {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
+                for r in self.repos
+                if r.interrupted
+            )
+            return {
+                "code": "interrupted",
+                "message": f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
+            }
         if self.exit_code == 0 or not stopped:
             return None
         name, step = stopped[0]
@@ -529,10 +554,15 @@ def teardown(
     wait: float = state.DEFAULT_WAIT,
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
+    stop: threading.Event | None = None,
 ) -> TeardownResult:
-    """Plan every repo of the topic, refuse if any would lose work, then tear each down."""
+    """Plan every repo of the topic, refuse if any would lose work, then tear each down.
+
+    ``stop`` (set by Ctrl-C) ends the run at step boundaries: no step and no
+    ``.teamteardown`` line starts after it, in any repo.
+    """
     scope = resolve_topic(cwd, target)
-    opts = Options(integrate, force, dry_run, line_timeout, echo)
+    opts = Options(integrate, force, dry_run, line_timeout, echo, stop)
     if dry_run:
         plans = _with_holders(
             scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
@@ -557,6 +587,12 @@ def teardown(
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         _refuse_if_blocked(scope, plans, warnings)
+        if stop is not None and stop.is_set():
+            raise Interrupted(
+                f"teardown of {scope.id} interrupted (Ctrl-C) before anything was removed; "
+                "run the same command again",
+                details={"id": scope.id, "warnings": warnings},
+            )
         _remember_scope(scope)
         progress = Progress(len(plans), label="teardown")
 
@@ -666,14 +702,23 @@ class LocalStateResult:
     reports: tuple[LocalStateReport, ...]
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
+    interrupted: bool = False  # Ctrl-C: no line started after it
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return Interrupted.exit_code
         return 0 if all(r.ok for r in self.reports) else 1
 
     @property
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
+        if self.interrupted:
+            return {
+                "code": "interrupted",
+                "message": "interrupted (Ctrl-C): the lines after it did not run; "
+                "run the same command again",
+            }
         if self.exit_code == 0:
             return None
         bad = [
@@ -707,12 +752,15 @@ def local_state_for_topic(
     wait: float = state.DEFAULT_WAIT,
     echo: Echo | None = None,
     dry_run: bool = False,
+    stop: threading.Event | None = None,
 ) -> LocalStateResult:
     """DESIGN §12 alone: every repo's ``.teamteardown`` and the topic's recorded temp paths."""
     scope = resolve_topic(cwd, target)
     reports = []
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         for t in scope.repos:
+            if stop is not None and stop.is_set():
+                break
             if t.repo is None:
                 continue
             worktree = (
@@ -731,8 +779,9 @@ def local_state_for_topic(
                 temp_paths=scope.temp_paths if t.is_home else None,
                 timeout=line_timeout,
             )
-            reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
-    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run)
+            reports.append(run_local_state(job, echo=echo, dry_run=dry_run, stop=stop))
+    interrupted = stop is not None and stop.is_set()
+    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run, interrupted)
 
 
 @dataclass(frozen=True, slots=True)

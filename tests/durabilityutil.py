@@ -74,16 +74,11 @@ def run(
     return finish(spawn(*args, cwd=cwd, crash_at=crash_at, env=env, new_group=new_group))
 
 
-def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -> dict[str, str]:
-    """Environment whose ``git`` is killed mid-command, as a kill -9 or a power cut would.
+def git_wrapper(bin_dir: Path, when: str, body: str) -> dict[str, str]:
+    """Environment whose ``git`` (first on PATH) runs the shell text ``body`` when its arguments contain ``when``.
 
-    The ``git`` first on PATH runs the real git; when its arguments contain
-    ``when`` it then runs the shell text ``then`` (the real git is
-    ``$REAL_GIT``, the arguments ``"$@"``) and SIGKILLs its whole process
-    group: the ``team-router`` that called it, started with ``new_group=True``
-    (never without: the group would be the test's own). With ``real=False``
-    the real git does not run there (``then`` stands in for a git killed
-    before it finished).
+    Any other git command runs the real git. In ``body`` the real git is
+    ``$REAL_GIT`` and its arguments ``"$@"``.
     """
     real_git = shutil.which("git")
     assert real_git is not None
@@ -93,12 +88,31 @@ def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -
         "#!/bin/sh\n"
         f"REAL_GIT='{real_git}'\n"
         f'case " $* " in *"{when}"*) ;; *) exec "$REAL_GIT" "$@" ;; esac\n'
-        + ('"$REAL_GIT" "$@"\n' if real else "")
-        + f"{then}\n"
-        "kill -KILL 0\n"
+        f"{body}\n"
     )
     script.chmod(0o755)
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -> dict[str, str]:
+    """Environment whose ``git`` is killed mid-command, as a kill -9 or a power cut would.
+
+    When its arguments contain ``when``, the ``git`` first on PATH runs the
+    real git, then the shell text ``then``, and SIGKILLs its whole process
+    group: the ``team-router`` that called it, started with ``new_group=True``
+    (never without: the group would be the test's own). With ``real=False``
+    the real git does not run there (``then`` stands in for a git killed
+    before it finished).
+    """
+    run_real = '"$REAL_GIT" "$@"\n' if real else ""
+    return git_wrapper(bin_dir, when, f"{run_real}{then}\nkill -KILL 0")
+
+
+def slow_git(bin_dir: Path, when: str, started: Path, seconds: float = 30) -> dict[str, str]:
+    """Environment whose ``git`` touches ``started`` and sleeps ``seconds`` before running a ``when`` command."""
+    return git_wrapper(
+        bin_dir, when, f'touch \'{started}\'\nsleep {seconds}\nexec "$REAL_GIT" "$@"'
+    )
 
 
 def run_all(commands: list[tuple[str, ...]], *, cwd: Path) -> list[Proc]:

@@ -7,13 +7,15 @@ interrupts are a real SIGINT sent to the process.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, git_killer, run
+from durabilityutil import KILLED, finish, git_killer, run, slow_git, spawn
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
-from teardownutil import new_topic, snapshot_of, steps_of, teardown
+from teardownutil import multi_topic, new_topic, snapshot_of, steps_of, teardown
 
 from router import state
 
@@ -230,3 +232,83 @@ def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo
     again = teardown(topic)
     assert again.code == 0, again.out
     assert not wt.exists()
+
+
+# -- item: Ctrl-C (a real SIGINT to the process group, as a terminal sends it) ---------------
+
+
+def _wait_for(*paths: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        assert time.monotonic() < deadline, f"never appeared: {[str(p) for p in paths]}"
+        time.sleep(0.05)
+
+
+def _ctrl_c(proc) -> None:
+    os.killpg(proc.pid, signal.SIGINT)
+
+
+def test_ctrl_c_stops_every_repo_at_a_step_boundary_prints_json_and_exits_130(workspace, tmp_path):
+    topic = multi_topic(workspace, ("api",))
+    fast = tmp_path / "fast"
+    for name, repo in topic.repos.items():
+        slow = f"touch {tmp_path / name}-1; sleep 30"
+        text = f"if [ ! -e {fast} ]; then {slow}; fi\ntouch {tmp_path / name}-2\n"
+        commit(repo, ".teamteardown", text, "declare teardown")
+        git(repo, "push", "-q", "origin", "main")
+    proc = spawn("teardown", topic.id, "--json", cwd=topic.home, new_group=True)
+    _wait_for(tmp_path / "home-1", tmp_path / "api-1")  # both repos are in their slow line
+    started = time.monotonic()
+    _ctrl_c(proc)
+    done = finish(proc, timeout=60)
+    assert time.monotonic() - started < 15  # not the 30 s the lines would take
+    assert done.code == 130, done.err
+    data = done.json  # exactly one JSON object on stdout
+    assert data["ok"] is False and data["error"]["code"] == "interrupted"
+    for name in ("home", "api"):
+        local = steps_of(data, name)["local-state"]
+        assert local["outcome"] == "skipped" and "interrupted" in local["detail"]
+        assert not (tmp_path / f"{name}-2").exists()  # no line started after Ctrl-C
+    # The steps before it finished; the rerun resumes at local-state and completes.
+    for repo in topic.repos.values():
+        assert worktree_paths(repo) == [str(repo)] and branches(repo) == ["main"]
+    fast.touch()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert (tmp_path / "home-2").exists() and (tmp_path / "api-2").exists()
+
+
+def test_ctrl_c_during_the_plan_removes_nothing_and_still_prints_json(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    started = tmp_path / "fetch-started"
+    env = slow_git(tmp_path / "slow-bin", "fetch", started)
+    before = snapshot_of(home_repo)
+    proc = spawn("teardown", topic.id, "--json", cwd=home_repo, env=env, new_group=True)
+    _wait_for(started)
+    _ctrl_c(proc)
+    done = finish(proc, timeout=60)
+    assert done.code == 130, done.err
+    assert done.json["ok"] is False and done.json["error"]["code"] == "interrupted"
+    assert snapshot_of(home_repo) == before
+    assert topic.worktrees["home"].is_dir()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert not topic.worktrees["home"].exists()
+
+
+def test_ctrl_c_during_local_state_kills_the_running_line_and_starts_no_other(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    first = tmp_path / "first"
+    text = f"touch {first}; sleep 30; touch {first}-finished\ntouch {tmp_path / 'second'}\n"
+    commit(home_repo, ".teamteardown", text, "declare teardown")
+    git(home_repo, "push", "-q", "origin", "main")
+    proc = spawn("local-state", topic.id, "--json", cwd=home_repo, new_group=True)
+    _wait_for(first)
+    _ctrl_c(proc)
+    done = finish(proc, timeout=60)
+    assert done.code == 130, done.err
+    assert done.json["ok"] is False and done.json["error"]["code"] == "interrupted"
+    assert [c["outcome"] for c in done.json["commands"]] == ["interrupted"]
+    assert not (tmp_path / "second").exists()
+    time.sleep(0.5)
+    assert not (tmp_path / "first-finished").exists()  # the line's process group was killed
