@@ -53,6 +53,7 @@ from router.teardown import (
     remove_worktree,
     short_ref,
     skipped,
+    stopped_error,
     update_default,
     verify_gone,
 )
@@ -931,6 +932,11 @@ class CleanupResult:
         # A default branch that cannot fast-forward is reported (a warning), not
         # a failure of the cleanup: it is the user's to resolve, never ours.
         return 1 if any(s.stopped and s.name != "update-default" for s in self.steps) else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the first step that stopped (§13)."""
+        return stopped_error(("", s) for s in self.steps) if self.exit_code else None
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -18,7 +18,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -80,6 +80,22 @@ class StepResult:
         if self.code:
             data["code"] = self.code
         return data
+
+
+def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | None:
+    """DESIGN §13's ``error`` for steps (``(where, step)``) that stopped: the first one, and how many more.
+
+    A default branch left as it was (``update-default``) is a warning, never the error.
+    """
+    stopped = [(where, s) for where, s in steps if s.stopped and s.name != "update-default"]
+    if not stopped:
+        return None
+    where, step = stopped[0]
+    more = f" (and {len(stopped) - 1} more stopped step(s))" if len(stopped) > 1 else ""
+    return {
+        "code": step.code or f"step-{step.outcome}",
+        "message": f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
+    }
 
 
 def done(name: str, detail: str) -> StepResult:
@@ -379,6 +395,11 @@ def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: st
         state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
 
 
+def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
+    """The cherry-pick of ours the record marks as running (one a kill interrupted)."""
+    return Picking.from_json(read_mark(repo.common_dir, topic.id, INTEGRATING))
+
+
 def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
     """Undo what a killed cherry-pick of ours left in the primary clone; None when there is none.
 
@@ -388,7 +409,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     HEAD (nothing else can be lost). Anything else is left for the busy
     check, which refuses and names the command that clears it.
     """
-    pick = Picking.from_json(read_mark(repo.common_dir, topic.id, INTEGRATING))
+    pick = pending_pick(repo, topic)
     if pick is None:
         return None
     undone = []

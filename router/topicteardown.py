@@ -60,6 +60,7 @@ from router.teardown import (
     mark_done,
     name_some,
     no_identity,
+    pending_pick,
     primary_busy,
     primary_state,
     prune_origin,
@@ -69,6 +70,7 @@ from router.teardown import (
     remove_worktree,
     resume_integration,
     skipped,
+    stopped_error,
     sweep_step,
     update_default,
     verify_gone,
@@ -113,6 +115,7 @@ class RepoPlan:
         None  # .teamteardown as the default branch had it before teardown
     )
     copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
+    resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -145,6 +148,13 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
         if topic is not None and not opts.dry_run
         else None
     )
+    # A dry run changes nothing, so an interrupted pick of ours is still there: said, not refused.
+    resuming = opts.dry_run and topic is not None and pending_pick(repo, topic) is not None
+    if resuming:
+        notes.append(
+            f"{target.name}: a cherry-pick team-router started in {repo.primary} was interrupted; "
+            "the real run undoes it first (when it can prove the changes are its own)"
+        )
     if resumed is not None and resumed.stopped:
         return RepoPlan(target, blockers=(resumed,))
     if resumed is not None:
@@ -198,6 +208,7 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
         else "",
         notes=tuple(notes),
     )
+    plan = dataclasses.replace(plan, resuming=resuming)
     blockers = _plan_blockers(plan, None if removing else entry, opts)
     return dataclasses.replace(plan, blockers=tuple(blockers))
 
@@ -226,7 +237,8 @@ def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -
         )
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
     if missing and opts.integrate:
-        busy = primary_busy(repo, plan.default)  # type: ignore[arg-type]
+        # A dry run with an interrupted pick of ours: the real run undoes it first.
+        busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
         unknown = g.committer_unknown(repo.git)
         if busy:
             found.append(
@@ -497,13 +509,7 @@ class TeardownResult:
 
     @property
     def error(self) -> dict[str, str] | None:
-        """What made ``ok`` false: the first step that stopped, and how many others did (§13)."""
-        stopped = [
-            (r.name, s)
-            for r in self.repos
-            for s in r.steps
-            if s.stopped and s.name != "update-default"
-        ]
+        """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
         if self.interrupted:
             where = "; ".join(
                 f"{r.name} before {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
@@ -514,16 +520,9 @@ class TeardownResult:
                 "code": "interrupted",
                 "message": f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
             }
-        if self.exit_code == 0 or not stopped:
+        if self.exit_code == 0:
             return None
-        name, step = stopped[0]
-        more = (
-            f" (and {len(stopped) - 1} more stopped step(s): see repos)" if len(stopped) > 1 else ""
-        )
-        return {
-            "code": step.code or f"step-{step.outcome}",
-            "message": f"{name}: {step.name} {step.outcome}: {step.detail}{more}",
-        }
+        return stopped_error((r.name, s) for r in self.repos for s in r.steps)
 
     @property
     def swept(self) -> list[Path]:
@@ -793,6 +792,17 @@ class RestoreResult:
     @property
     def exit_code(self) -> int:
         return 1 if any(r.status is RestoreStatus.REFUSED for r in self.repos) else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the repos whose restore was refused (§13)."""
+        bad = [r for r in self.repos if r.status is RestoreStatus.REFUSED]
+        if not bad:
+            return None
+        return {
+            "code": "restore-refused",
+            "message": "; ".join(f"{r.name}: {r.detail}" for r in bad),
+        }
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "repos": [r.to_json() for r in self.repos]}

@@ -51,6 +51,10 @@ def test_a_kill_mid_pick_leaving_staged_changes_is_undone_and_finished_by_the_re
     assert killed.code == KILLED, killed.err
     assert git(home_repo, "diff", "--cached", "--name-only") == "b.py"
     assert _integrating_mark(home_repo, topic.id) is not None
+    preview = teardown(topic, "--integrate", "--dry-run")  # says so, changes nothing
+    assert preview.code == 0, preview.out
+    assert any("undoes it first" in w for w in preview.json["warnings"])
+    assert git(home_repo, "diff", "--cached", "--name-only") == "b.py"
 
     again = teardown(topic, "--integrate")
     assert again.code == 0, again.out + again.err
