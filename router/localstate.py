@@ -93,10 +93,7 @@ class LocalStateReport:
     commands: tuple[CommandResult, ...] = ()
     temp_paths: tuple[TempResult, ...] = ()
     notes: tuple[str, ...] = ()
-
-    @property
-    def interrupted(self) -> bool:
-        return any(n.startswith("interrupted:") for n in self.notes)
+    interrupted: bool = False  # Ctrl-C: lines after it did not run, temp paths were not removed
 
     @property
     def ok(self) -> bool:
@@ -128,6 +125,7 @@ class LocalStateReport:
             "commands": [c.to_json() for c in self.commands],
             "temp_paths": [t.to_json() for t in self.temp_paths],
             "notes": list(self.notes),
+            "interrupted": self.interrupted,
         }
 
 
@@ -397,7 +395,8 @@ def run_local_state(
             stop=stop,
         )
     temps: list[TempResult] = []
-    if stop is not None and stop.is_set():
+    interrupted = stop is not None and stop.is_set()
+    if interrupted:
         finished = sum(c.outcome is not LineOutcome.INTERRUPTED for c in commands)
         left = len(decl.lines) - finished
         notes.append(f"interrupted: {left} line(s) not run to the end; temp paths not removed")
@@ -406,4 +405,6 @@ def run_local_state(
             temps = remove_temp_paths(job.temp_paths, dry_run=dry_run)
         else:
             notes.append("no temp paths recorded")
-    return LocalStateReport(job.repo, decl, tuple(commands), tuple(temps), tuple(notes))
+    return LocalStateReport(
+        job.repo, decl, tuple(commands), tuple(temps), tuple(notes), interrupted
+    )

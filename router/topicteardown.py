@@ -512,7 +512,7 @@ class TeardownResult:
         """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
         if self.interrupted:
             where = "; ".join(
-                f"{r.name} before {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
+                f"{r.name} at {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
                 for r in self.repos
                 if r.interrupted
             )
