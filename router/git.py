@@ -566,6 +566,11 @@ def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:
     return dict(zip(present, git.out("hash-object", "--", *present).split(), strict=True))
 
 
+def cherry_pick_quit(git: Git) -> None:
+    """Forget a stopped cherry-pick (sequencer and CHERRY_PICK_HEAD), keeping HEAD, index and files."""
+    git.run("cherry-pick", "--quit", check=False)
+
+
 def pull(
     git: Git, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT
 ) -> None:

@@ -418,9 +418,15 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
             return None
         g.cherry_pick_abort(repo.git)
+        undone.append("aborted its cherry-pick")
+        if g.operation_in_progress(repo.common_dir) is not None:
+            # A kill right after a pick's commit, before git noted it: --abort
+            # will not rewind past it ("you seem to have moved HEAD") and keeps
+            # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
+            g.cherry_pick_quit(repo.git)
+            undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
         if g.operation_in_progress(repo.common_dir) is not None:
             return None
-        undone.append("aborted its cherry-pick")
     status, current = primary_state(repo)
     if current != pick.target:
         return None

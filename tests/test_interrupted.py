@@ -69,6 +69,29 @@ def test_a_kill_mid_pick_leaving_staged_changes_is_undone_and_finished_by_the_re
     assert _integrating_mark(home_repo, topic.id) is None
 
 
+def test_a_kill_between_two_picks_is_aborted_and_finished_by_the_rerun(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    commit(wt, "b.py", "b = 2\n", "second")
+    tip = git(home_repo, "rev-parse", "main")
+    # git runs post-commit after each pick of a sequence: killed right after the first one.
+    hook = write(home_repo / ".git/hooks/post-commit", "#!/bin/sh\nkill -KILL 0\n")
+    hook.chmod(0o755)
+    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
+    assert killed.code == KILLED, killed.err
+    hook.unlink()
+    assert (home_repo / ".git/sequencer").is_dir()
+    assert git(home_repo, "log", "--format=%s", "-1", "main") == "first"
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", f"{tip}..main").splitlines()
+    assert subjects == ["second", "first"]  # each once, in order
+    assert status(home_repo) == "" and not (home_repo / ".git/sequencer").exists()
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+
+
 def test_a_kill_while_a_pick_is_stopped_is_aborted_by_the_rerun_which_then_reports_the_conflict(
     home_repo, tmp_path
 ):
