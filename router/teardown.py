@@ -292,6 +292,14 @@ def integrate_commits(
     try:
         g.cherry_pick(repo.git, found.missing)
     except GitError as exc:
+        if exc.returncode < 0:
+            # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
+            # mark describes: it stays, and the rerun undoes the pick with its proofs.
+            return failed(
+                name,
+                f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
+                f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
+            )
         stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
         g.cherry_pick_abort(repo.git)
         if topic is not None:
@@ -526,6 +534,8 @@ def remove_worktree(
             # A registration whose directory is gone holds nothing: --force drops it.
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
+            if exc.returncode < 0:
+                return removal_interrupted(path, exc), None
             _unmark_removal(repo, topic, branch)
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
             return blocker or failed(
@@ -544,11 +554,23 @@ def remove_worktree(
         _mark_removal(repo, topic, path, branch)
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
+        if exc.returncode < 0:
+            return removal_interrupted(path, exc), snap
         _unmark_removal(repo, topic, branch)
         return failed(name, f"git worktree remove {path} failed: {exc.first_line}"), snap
     _unmark_removal(repo, topic, branch)
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     return done(name, f"removed {path}{kept}"), snap
+
+
+def removal_interrupted(path: Path, exc: GitError) -> StepResult:
+    # git was killed mid-removal (Ctrl-C reaches it too): the mark stays, so the
+    # rerun finishes the half-deleted worktree instead of reading it as work.
+    return failed(
+        "remove",
+        f"git worktree remove {path} was interrupted ({exc.first_line}); "
+        "run the same command again to finish the removal",
+    )
 
 
 def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, finish, git_killer, run, slow_git, spawn
+from durabilityutil import KILLED, finish, git_killer, git_wrapper, run, slow_git, spawn
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
 from teardownutil import multi_topic, new_topic, snapshot_of, steps_of, teardown
 
@@ -339,3 +339,39 @@ def test_ctrl_c_during_local_state_kills_the_running_line_and_starts_no_other(ho
     assert not (tmp_path / "second").exists()
     time.sleep(0.5)
     assert not (tmp_path / "first-finished").exists()  # the line's process group was killed
+
+
+# A terminal's Ctrl-C reaches git as well: the git process dies mid-step, and the
+# mark the step wrote must survive it so the rerun can finish the job.
+HALF_PICKED = '"$REAL_GIT" "$@"; "$REAL_GIT" -C "$2" reset -q --soft HEAD~1'
+HALF_REMOVED = 'for wt; do :; done; rm -f "$wt/README.md" "$wt/.git"'
+
+
+@pytest.mark.parametrize(
+    ("when", "then", "flags"),
+    [(PICK, HALF_PICKED, ("--integrate",)), ("worktree remove", HALF_REMOVED, ())],
+    ids=["cherry-pick", "worktree-remove"],
+)
+def test_ctrl_c_killing_git_mid_step_keeps_the_mark_and_the_rerun_finishes(
+    home_repo, tmp_path, when, then, flags
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    if flags:
+        commit(wt, "a.py", "a = 1\n", "first")
+    started = tmp_path / "git-started"
+    env = git_wrapper(tmp_path / "bin", when, f"{then}\ntouch '{started}'\nsleep 30")
+    proc = spawn("teardown", topic.id, "--json", *flags, cwd=home_repo, env=env, new_group=True)
+    _wait_for(started)
+    _ctrl_c(proc)  # git (the sleeping wrapper) dies of it too
+    done = finish(proc, timeout=60)
+    assert done.code == 130, done.out + done.err
+    assert done.json["error"]["code"] == "interrupted"
+    assert wt.is_dir()  # half done, nothing more
+    again = teardown(topic, *flags)
+    assert again.code == 0, again.out + again.err
+    assert "commit them" not in again.out
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    assert status(home_repo) == ""
+    if flags:
+        assert git(home_repo, "log", "--format=%s", "main").splitlines().count("first") == 1
