@@ -532,11 +532,15 @@ def is_identity_error(exc: GitError) -> bool:
     )
 
 
+# Paths from status are file names, never patterns: a file named "*.py" is that file.
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
 def index_blobs(git: Git, paths: Sequence[str]) -> dict[str, set[str]]:
     """``path -> blobs`` the index holds for ``paths`` (every stage of a conflicted one)."""
     if not paths:
         return {}
-    out = git.out("ls-files", "--stage", "-z", "--", *paths)
+    out = git.out("ls-files", "--stage", "-z", "--", *paths, env=_LITERAL)
     found: dict[str, set[str]] = {}
     for entry in out.split("\0"):
         meta, _, path = entry.partition("\t")
@@ -549,7 +553,7 @@ def tree_blobs(git: Git, rev: str, paths: Sequence[str]) -> dict[str, str]:
     """``path -> blob`` for those of ``paths`` that ``rev`` has."""
     if not paths:
         return {}
-    out = git.out("ls-tree", "-r", "-z", rev, "--", *paths)
+    out = git.out("ls-tree", "-r", "-z", rev, "--", *paths, env=_LITERAL)
     found = {}
     for entry in out.split("\0"):
         meta, _, path = entry.partition("\t")
