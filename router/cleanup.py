@@ -44,7 +44,6 @@ from router.teardown import (
     describe_dirt,
     done,
     failed,
-    first_error,
     forget_earlier_teardown,
     git_failed,
     included_copies,
@@ -55,6 +54,7 @@ from router.teardown import (
     remove_worktree,
     short_ref,
     skipped,
+    stopped_error,
     update_default,
     verify_gone,
 )
@@ -939,9 +939,8 @@ class CleanupResult:
 
     @property
     def error(self) -> dict[str, str] | None:
-        if not self.exit_code:
-            return None
-        return first_error([("", [s for s in self.steps if s.name != "update-default"])])
+        """What made ``ok`` false: the first step that stopped (§13)."""
+        return stopped_error(("", s) for s in self.steps) if self.exit_code else None
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -7,10 +7,13 @@ register themselves on :data:`app` and import their core lazily, so
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +22,7 @@ import typer
 from typer.exceptions import TyperException
 
 from router import __version__
-from router.errors import BadInput, Refusal, RouterError
+from router.errors import BadInput, Interrupted, Refusal, RouterError
 
 app = typer.Typer(
     name="team-router",
@@ -98,6 +101,37 @@ def line_echo(as_json: bool) -> Callable[[str], None]:
         print(message, file=getattr(sys, stream_name), flush=True)
 
     return echo
+
+
+@contextlib.contextmanager
+def stop_on_interrupt() -> Iterator[threading.Event]:
+    """A flag Ctrl-C sets instead of raising, so multi-repo work stops at step boundaries and reports.
+
+    A KeyboardInterrupt raised in the main thread reaches neither the worker
+    threads nor the `.teamteardown` lines (their own sessions): they would run
+    on, and the result would never be printed. A second Ctrl-C raises as usual.
+    """
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(
+            "team-router: interrupted: stopping at the next step boundary "
+            "(Ctrl-C again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def warn(message: str) -> None:
@@ -186,8 +220,9 @@ def run(args: list[str]) -> int:
         _fail(_command_name(args), "--json" in args, exc)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("team-router: interrupted", file=sys.stderr)
-        return 130
+        error = Interrupted("interrupted (Ctrl-C); run the same command again to finish")
+        _fail(_command_name(args), "--json" in args, error)
+        return error.exit_code
     return result if isinstance(result, int) else 0
 
 

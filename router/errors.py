@@ -24,6 +24,15 @@ class Refusal(RouterError):
     exit_code = 1
 
 
+class Interrupted(RouterError):
+    """Stopped by Ctrl-C (SIGINT) at a step boundary; running the command again resumes (exit 130)."""
+
+    exit_code = 130
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__("interrupted", message, details=details)
+
+
 class BadInput(RouterError):
     """Bad input: usage, invalid id or branch, malformed repos.md (exit 2)."""
 

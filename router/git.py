@@ -524,6 +524,104 @@ def cherry_pick_abort(git: Git) -> None:
     git.run("cherry-pick", "--abort", check=False)
 
 
+# What a stopped git operation leaves in the git dir, and the command that undoes it.
+_IN_PROGRESS = (
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("sequencer", "cherry-pick"),  # a multi-commit pick between two commits
+    ("REVERT_HEAD", "revert"),
+    ("MERGE_HEAD", "merge"),
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+)
+
+
+def operation_in_progress(git_dir: Path) -> str | None:
+    """``cherry-pick``, ``revert``, ``merge`` or ``rebase`` when one is stopped in ``git_dir``."""
+    for name, operation in _IN_PROGRESS:
+        if os.path.lexists(git_dir / name):
+            if operation == "rebase" and (git_dir / name / "applying").exists():
+                return "am"
+            return operation
+    return None
+
+
+def sequencer_start(git_dir: Path) -> str | None:
+    """Where a stopped multi-commit cherry-pick started (``sequencer/head``), if one is."""
+    try:
+        return (git_dir / "sequencer" / "head").read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def reset_hard(git: Git, commit: str) -> None:
+    git.run("reset", "--quiet", "--hard", commit)
+
+
+def committer_unknown(git: Git) -> GitError | None:
+    """git's complaint when it cannot name a committer (no ``user.name``/``user.email``), else None.
+
+    A cherry-pick needs a committer; asking first means a missing identity is
+    reported as what it is, before anything is applied.
+    """
+    try:
+        git.run("var", "GIT_COMMITTER_IDENT")
+    except GitError as exc:
+        return exc
+    return None
+
+
+def is_identity_error(exc: GitError) -> bool:
+    text = exc.stderr.lower()
+    return (
+        "identity unknown" in text
+        or "please tell me who you are" in text
+        or ("unable to auto-detect email" in text)
+    )
+
+
+# Paths from status are file names, never patterns: a file named "*.py" is that file.
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+def index_blobs(git: Git, paths: Sequence[str]) -> dict[str, set[str]]:
+    """``path -> blobs`` the index holds for ``paths`` (every stage of a conflicted one)."""
+    if not paths:
+        return {}
+    out = git.out("ls-files", "--stage", "-z", "--", *paths, env=_LITERAL)
+    found: dict[str, set[str]] = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            found.setdefault(path, set()).add(meta.split()[1])
+    return found
+
+
+def tree_blobs(git: Git, rev: str, paths: Sequence[str]) -> dict[str, str]:
+    """``path -> blob`` for those of ``paths`` that ``rev`` has."""
+    if not paths:
+        return {}
+    out = git.out("ls-tree", "-r", "-z", rev, "--", *paths, env=_LITERAL)
+    found = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            found[path] = meta.split()[2]
+    return found
+
+
+def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:
+    """``path -> blob`` the files at ``paths`` would be stored as (missing files left out)."""
+    present = [p for p in paths if os.path.isfile(git.cwd / p)]
+    if not present:
+        return {}
+    return dict(zip(present, git.out("hash-object", "--", *present).split(), strict=True))
+
+
+def cherry_pick_quit(git: Git) -> None:
+    """Forget a stopped cherry-pick (sequencer and CHERRY_PICK_HEAD), keeping HEAD, index and files."""
+    git.run("cherry-pick", "--quit", check=False)
+
+
 def pull(
     git: Git, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT
 ) -> None:

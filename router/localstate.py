@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class LineOutcome(StrEnum):
     OK = "ok"
     FAILED = "failed"
     TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"  # Ctrl-C: its process group was killed
 
 
 class TempOutcome(StrEnum):
@@ -100,11 +102,14 @@ class LocalStateReport:
     commands: tuple[CommandResult, ...] = ()
     temp_paths: tuple[TempResult, ...] = ()
     notes: tuple[str, ...] = ()
+    interrupted: bool = False  # Ctrl-C: lines after it did not run, temp paths were not removed
 
     @property
     def ok(self) -> bool:
-        return all(c.outcome is LineOutcome.OK for c in self.commands) and all(
-            t.outcome is not TempOutcome.REFUSED for t in self.temp_paths
+        return (
+            not self.interrupted
+            and all(c.outcome is LineOutcome.OK for c in self.commands)
+            and all(t.outcome is not TempOutcome.REFUSED for t in self.temp_paths)
         )
 
     def summary(self) -> str:
@@ -129,6 +134,7 @@ class LocalStateReport:
             "commands": [c.to_json() for c in self.commands],
             "temp_paths": [t.to_json() for t in self.temp_paths],
             "notes": list(self.notes),
+            "interrupted": self.interrupted,
         }
 
 
@@ -175,8 +181,13 @@ def run_lines(
     timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
     repo: str = "",
+    stop: threading.Event | None = None,
 ) -> list[CommandResult]:
-    """Run each line with ``sh -c`` from ``root``; a failure never stops the next line."""
+    """Run each line with ``sh -c`` from ``root``; a failure never stops the next line.
+
+    ``stop`` (set by Ctrl-C) does: no line starts after it is set, and the
+    running one's process group is killed.
+    """
     env = {
         **os.environ,
         "TEAM_REPO_ROOT": str(root),
@@ -185,9 +196,11 @@ def run_lines(
     }
     results = []
     for line in lines:
+        if stop is not None and stop.is_set():
+            break
         if echo is not None:
             echo(f"{f'[{repo}] ' if repo else ''}$ {line}")
-        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo)
+        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo, stop=stop)
         if echo is not None:
             echo(f"{f'[{repo}] ' if repo else ''}  -> {result.label}")
         results.append(result)
@@ -195,7 +208,13 @@ def run_lines(
 
 
 def run_line(
-    line: str, *, cwd: Path, env: dict[str, str], timeout: float, repo: str = ""
+    line: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    repo: str = "",
+    stop: threading.Event | None = None,
 ) -> CommandResult:
     """One line in its own process group, stdin from /dev/null, output relayed to our stderr.
 
@@ -221,12 +240,14 @@ def run_line(
         return CommandResult(line, LineOutcome.FAILED, 127, repo)
     output = _Output(proc)
     try:
-        code = output.relay_until_exit(time.monotonic() + timeout)
+        code = output.relay_until_exit(time.monotonic() + timeout, stop)
         if code is None:
             _kill_group(proc)
         output.drain(time.monotonic() + DRAIN_GRACE)
     finally:
         output.close()
+    if code is None and stop is not None and stop.is_set():
+        return CommandResult(line, LineOutcome.INTERRUPTED, None, repo)
     if code is None:
         return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
     outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
@@ -243,21 +264,22 @@ class _Output:
         for pipe in self.pipes:
             self.selector.register(pipe.fileno(), selectors.EVENT_READ)
 
-    def relay_until_exit(self, deadline: float) -> int | None:
-        """Relay until the line's shell exits: its exit code, or None at ``deadline``."""
+    def relay_until_exit(self, deadline: float, stop: threading.Event | None) -> int | None:
+        """Relay until the line's shell exits: its exit code, or None at ``deadline`` or ``stop``."""
         # While the pipes are open, poll the shell between reads: a child that
         # holds them must not hide the shell's exit. Once both reached EOF,
-        # nothing is left to relay and a plain wait is enough.
-        while self.selector.get_map():
+        # nothing is left to relay and waiting in short steps is enough.
+        while True:
             if self.proc.poll() is not None:
                 return self.proc.returncode
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                 return None
-            self._pump(min(POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
-        try:
-            return self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            return None
+            step = min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))
+            if self.selector.get_map():
+                self._pump(step)
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=step)
 
     def drain(self, deadline: float) -> None:
         """What is still buffered or still being written, until EOF or ``deadline``."""
@@ -443,7 +465,11 @@ class LocalStateJob:
 
 
 def run_local_state(
-    job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False
+    job: LocalStateJob,
+    *,
+    echo: Echo | None = None,
+    dry_run: bool = False,
+    stop: threading.Event | None = None,
 ) -> LocalStateReport:
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
     decl = job.declaration or read_declaration(job.git, job.default)
@@ -460,11 +486,19 @@ def run_local_state(
             timeout=job.timeout,
             echo=echo,
             repo=job.repo,
+            stop=stop,
         )
     temps: list[TempResult] = []
-    if job.temp_paths is not None:
+    interrupted = stop is not None and stop.is_set()
+    if interrupted:
+        finished = sum(c.outcome is not LineOutcome.INTERRUPTED for c in commands)
+        left = len(decl.lines) - finished
+        notes.append(f"interrupted: {left} line(s) not run to the end; temp paths not removed")
+    elif job.temp_paths is not None:
         if job.temp_paths:
             temps = remove_temp_paths(job.temp_paths, dry_run=dry_run, protected=job.protected)
         else:
             notes.append("no temp paths recorded")
-    return LocalStateReport(job.repo, decl, tuple(commands), tuple(temps), tuple(notes))
+    return LocalStateReport(
+        job.repo, decl, tuple(commands), tuple(temps), tuple(notes), interrupted
+    )

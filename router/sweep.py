@@ -76,6 +76,14 @@ class SweepResult:
         return 1 if self.failed else 0
 
     @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: residue that could not be removed (§13)."""
+        if not self.failed:
+            return None
+        paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
+        return {"code": "sweep-failed", "message": f"could not remove residue: {paths}"}
+
+    @property
     def no_residue(self) -> bool:
         return not (self.swept or self.kept or self.failed)
 

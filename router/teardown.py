@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -47,6 +50,8 @@ STEPS = (
     "local-state",
 )
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
+# A step's detail when Ctrl-C stopped it ("not done" keeps it out of the record's done steps).
+INTERRUPTED_STEP = "not done: interrupted (Ctrl-C)"
 
 
 class Outcome(StrEnum):
@@ -78,6 +83,22 @@ class StepResult:
         return data
 
 
+def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | None:
+    """DESIGN §13's ``error`` for steps (``(where, step)``) that stopped: the first one, and how many more.
+
+    A default branch left as it was (``update-default``) is a warning, never the error.
+    """
+    stopped = [(where, s) for where, s in steps if s.stopped and s.name != "update-default"]
+    if not stopped:
+        return None
+    where, step = stopped[0]
+    more = f" (and {len(stopped) - 1} more stopped step(s))" if len(stopped) > 1 else ""
+    return {
+        "code": step.code or f"step-{step.outcome}",
+        "message": f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
+    }
+
+
 def done(name: str, detail: str) -> StepResult:
     return StepResult(name, Outcome.DONE, detail)
 
@@ -97,22 +118,6 @@ def failed(name: str, detail: str, code: str = "") -> StepResult:
 def git_failed(name: str, what: str, exc: GitError) -> StepResult:
     """A step git could not do; a git lock file in the way is named with its fix (``git-locked``)."""
     return failed(name, f"{what}: {exc.first_line}", exc.code)
-
-
-STEP_FAILED = "step-failed"  # the envelope's code for a failed step that carries none
-
-
-def first_error(reports: Iterable[tuple[str, Iterable[StepResult]]]) -> dict[str, str] | None:
-    """The envelope's ``error`` for a run whose steps stopped: the first stopped step's."""
-    for where, steps in reports:
-        for step in steps:
-            if step.stopped:
-                prefix = f"{where}: " if where else ""
-                return {
-                    "code": step.code or STEP_FAILED,
-                    "message": f"{prefix}{step.name} {step.outcome}: {step.detail}",
-                }
-    return None
 
 
 # -- merge proof ----------------------------------------------------------------
@@ -208,6 +213,27 @@ def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
     return g.status_with_branch(repo.git)
 
 
+def primary_busy(repo: Repo, default: DefaultBranch) -> str:
+    """Why the primary clone cannot take a cherry-pick now, with the command that clears it ("" when it can)."""
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        return (
+            f"a {operation} is in progress there that team-router did not start; finish it, "
+            f"or undo it with `git -C {repo.primary} {operation} --abort`"
+        )
+    status, current = primary_state(repo)
+    busy = busy_reason(status, current, default)
+    if not busy:
+        return ""
+    if status.dirty:
+        return (
+            f"{busy}; commit or stash them (`git -C {repo.primary} stash push --include-untracked`)"
+        )
+    if current != default.name and default.local_ref is not None:
+        return f"{busy}; switch back with `git -C {repo.primary} switch {default.name}`"
+    return busy
+
+
 def busy_reason(status: StatusReport, current: str | None, default: DefaultBranch) -> str:
     if status.dirty:
         return f"it has uncommitted changes ({name_some(status.tracked + status.untracked)})"
@@ -228,8 +254,12 @@ def integrate_commits(
     *,
     apply: bool,
     known: tuple[str, Integration] | None = None,
+    topic: TopicRef | None = None,
 ) -> StepResult:
     """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
+
+    With ``topic``, the topic's record in this repo marks the pick while it
+    runs, so :func:`resume_integration` can undo one a kill interrupted.
 
     ``known`` is a (tip, integration) judgement made moments ago (the plan's);
     without it the branch is judged afresh, which is what makes a rerun after
@@ -253,16 +283,35 @@ def integrate_commits(
             f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
             f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
         )
-    status, current = primary_state(repo)
-    busy = busy_reason(status, current, default)
+    busy = primary_busy(repo, default)
     if busy:
         return refused(name, "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}")
+    unknown = g.committer_unknown(repo.git)
+    if unknown is not None:
+        return no_identity(repo, unknown)
+    # Marked before the first pick: a kill mid-pick leaves the primary busy, and
+    # only this mark lets the rerun tell its own half-done pick from the user's.
+    pick = Picking(branch, default.name, repo.git.out("rev-parse", "HEAD"), found.missing)
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, pick.to_json(), branch=branch)
     # git cherry lists oldest first, the order the commits must be applied in.
     try:
         g.cherry_pick(repo.git, found.missing)
     except GitError as exc:
+        if exc.returncode < 0:
+            # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
+            # mark describes: it stays, and the rerun undoes the pick with its proofs.
+            return failed(
+                name,
+                f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
+                f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
+            )
         stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
         g.cherry_pick_abort(repo.git)
+        if topic is not None:
+            set_mark(repo, topic, INTEGRATING, None, branch=branch)
+        if g.is_identity_error(exc):
+            return no_identity(repo, exc)
         if exc.lock_file is not None:
             return refused(
                 name,
@@ -276,6 +325,8 @@ def integrate_commits(
             f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
             f"aborted, {default.name} is unchanged",
         )
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, None, branch=branch)
     return done(
         name,
         f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
@@ -303,6 +354,170 @@ def _follow_submodules(repo: Repo) -> str:
     return f"; submodule(s) {name_some(status.tracked)} checked out at their new commit"
 
 
+def no_identity(repo: Repo, exc: GitError) -> StepResult:
+    return refused(
+        "integrate",
+        "no-identity",
+        f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
+        "so nothing was cherry-picked; set one with "
+        f'`git -C {repo.primary} config user.name "Your Name"` and '
+        f"`git -C {repo.primary} config user.email you@example.com` (or `git config --global ...`), "
+        "then run teardown again",
+    )
+
+
+# -- interrupted steps: what the record says this tool was in the middle of -------
+
+INTEGRATING = "integrating"  # record key: a cherry-pick onto the default branch is running
+REMOVING = "removing"  # record key: `git worktree remove` of a proven-safe worktree is running
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRef:
+    """The topic whose record (in each repo's common git dir) marks that repo's teardown."""
+
+    id: str
+    repo_name: str  # the repo's name in the topic, for a record made afresh
+
+
+@dataclass(frozen=True, slots=True)
+class Picking:
+    """A cherry-pick this tool started: onto ``target`` at ``tip``, the ``commits`` of ``branch``."""
+
+    branch: str
+    target: str
+    tip: str
+    commits: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "branch": self.branch,
+            "target": self.target,
+            "tip": self.tip,
+            "commits": list(self.commits),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Picking | None:
+        """The mark as written, or None for anything else (a hand edit is not trusted)."""
+        if not isinstance(data, dict):
+            return None
+        commits = data.get("commits")
+        shas = [data.get("tip"), *(commits if isinstance(commits, list) else [None])]
+        if not all(isinstance(s, str) and _SHA.match(s) for s in shas):
+            return None
+        if not all(isinstance(data.get(k), str) for k in ("branch", "target")):
+            return None
+        return cls(data["branch"], data["target"], data["tip"], tuple(commits))  # type: ignore[arg-type]
+
+
+def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
+    try:
+        record = state.read_record(common_dir, topic_id)
+    except state.RecordCorrupt:
+        return None
+    return record.extra.get(key) if record else None
+
+
+def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: str) -> None:
+    """Write (``value``) or clear (None) one mark of the topic's record, atomically."""
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return  # reported elsewhere; never overwritten (a rerun then refuses, naming the fix)
+    if record is None and value is None:
+        return
+    record = record or state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
+    extra = {k: v for k, v in record.extra.items() if k != key}
+    if value is not None:
+        extra[key] = value
+    if extra != record.extra:
+        state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
+
+
+def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
+    """The cherry-pick of ours the record marks as running (one a kill interrupted)."""
+    return Picking.from_json(read_mark(repo.common_dir, topic.id, INTEGRATING))
+
+
+def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
+    """Undo what a killed cherry-pick of ours left in the primary clone; None when there is none.
+
+    Only a state the record's mark proves ours is touched: git's own
+    ``cherry-pick --abort`` for a pick it still tracks, and ``reset --hard``
+    only when every changed path holds content from the picked commits or
+    HEAD (nothing else can be lost). Anything else is left for the busy
+    check, which refuses and names the command that clears it.
+    """
+    pick = pending_pick(repo, topic)
+    if pick is None:
+        return None
+    undone = []
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
+            return None
+        g.cherry_pick_abort(repo.git)
+        undone.append("aborted its cherry-pick")
+        if g.operation_in_progress(repo.common_dir) is not None:
+            # A kill right after a pick's commit, before git noted it: --abort
+            # will not rewind past it ("you seem to have moved HEAD") and keeps
+            # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
+            g.cherry_pick_quit(repo.git)
+            undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
+        if g.operation_in_progress(repo.common_dir) is not None:
+            return None
+    status, current = primary_state(repo)
+    if current != pick.target:
+        return None
+    if status.dirty:
+        foreign = list(status.untracked) + _foreign_changes(repo, pick, status.tracked)
+        if foreign:
+            return refused(
+                "integrate",
+                "primary-busy",
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
+                f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
+                "teardown again",
+            )
+        g.reset_hard(repo.git, "HEAD")
+        undone.append(f"dropped its half-applied changes ({name_some(status.tracked)})")
+    set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    what = "; ".join(undone) or "nothing was left half-done"
+    return done(
+        "integrate",
+        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
+        f"{what}; its commits are judged again",
+    )
+
+
+def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
+    """The stopped cherry-pick is the one the mark names (its commit, its starting point)."""
+    head = g.cherry_pick_head(repo.git)
+    start = g.sequencer_start(repo.common_dir)
+    if head is None and start is None:
+        return False
+    return (head is None or head in pick.commits) and (start is None or start == pick.tip)
+
+
+def _foreign_changes(repo: Repo, pick: Picking, paths: tuple[str, ...]) -> list[str]:
+    """Changed paths whose index or file content is in none of the picked commits nor HEAD."""
+    ours: dict[str, set[str]] = {p: set() for p in paths}
+    for rev in (*pick.commits, "HEAD"):
+        for path, blob in g.tree_blobs(repo.git, rev, paths).items():
+            ours[path].add(blob)
+    staged = g.index_blobs(repo.git, paths)
+    on_disk = g.worktree_blobs(repo.git, paths)
+    # A deleted path (in the index or on disk) loses nothing: HEAD still has its content.
+    return [
+        p
+        for p in paths
+        if not staged.get(p, set()) <= ours[p] or on_disk.get(p, "") not in ours[p] | {""}
+    ]
+
+
 # -- step 2: remove -----------------------------------------------------------
 
 
@@ -313,6 +528,7 @@ def remove_worktree(
     *,
     force: bool,
     entries: list[WorktreeEntry] | None = None,
+    topic: TopicRef | None = None,
 ) -> tuple[StepResult, Snapshot | None]:
     """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
 
@@ -320,7 +536,9 @@ def remove_worktree(
     whatever ``force`` says: the snapshot cannot keep it. Without ``force``
     git's own check is the guard: ``git worktree remove`` refuses a worktree
     with changed or untracked files, and only then is the status read, to
-    name them.
+    name them. With ``topic``, the record marks the removal once the worktree
+    is proven clean (or snapshotted), so a rerun after a kill finishes a
+    half-deleted worktree instead of reading its deletions as work.
     """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
@@ -329,6 +547,10 @@ def remove_worktree(
     if is_primary_clone(repo, path, entries):
         return skipped(name, f"{path} is the primary clone: never removed"), None
     entry = find_worktree(entries, path)
+    started = removal_started(repo, topic, path) if topic is not None else None
+    if topic is not None and started is not None:
+        registered = entry is not None
+        return finish_removal(repo, path, started, topic, branch, registered=registered), None
     if entry is None:
         there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
         return skipped(name, f"{path} is not a registered worktree: {there}"), None
@@ -344,14 +566,25 @@ def remove_worktree(
     if not force:
         if entry.locked:
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
+        status = Git(path).status() if exists and topic is not None else StatusReport()
+        if status.dirty:
+            return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
         try:
+            _mark_removal(repo, topic, path, branch)
             # A registration whose directory is gone holds nothing: --force drops it.
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
+            if exc.returncode < 0:
+                return removal_interrupted(path, exc), None
             if exists and g.SUBMODULES_REFUSAL in exc.stderr:
-                return _remove_with_submodules(repo, path, entry, gone), None
+                result = _remove_with_submodules(repo, path, entry, gone)
+                if result.outcome is Outcome.DONE:
+                    _unmark_removal(repo, topic, branch)
+                return result, None
+            _unmark_removal(repo, topic, branch)
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
             return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
+        _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}{gone}"), None
     status = Git(path).status() if exists else StatusReport()
     snap = None
@@ -361,9 +594,14 @@ def remove_worktree(
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:
+        _mark_removal(repo, topic, path, branch)
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
+        if exc.returncode < 0:
+            return removal_interrupted(path, exc), snap
+        _unmark_removal(repo, topic, branch)
         return git_failed(name, f"git worktree remove {path} failed", exc), snap
+    _unmark_removal(repo, topic, branch)
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     return done(name, f"removed {path}{kept}{gone}"), snap
 
@@ -417,6 +655,79 @@ def gone_with(nested: tuple[NestedRepo, ...]) -> str:
         return ""
     names = name_some(f"{n.kind} {n.rel}" for n in nested)
     return f"; the repositories inside, holding nothing unpushed, go with it: {names}"
+
+
+def removal_interrupted(path: Path, exc: GitError) -> StepResult:
+    # git was killed mid-removal (Ctrl-C reaches it too): the mark stays, so the
+    # rerun finishes the half-deleted worktree instead of reading it as work.
+    return failed(
+        "remove",
+        f"git worktree remove {path} was interrupted ({exc.first_line}); "
+        "run the same command again to finish the removal",
+    )
+
+
+def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> None:
+    # Written only after the worktree was proven clean or snapshotted: from here
+    # on, whatever git has not deleted yet is known to be safe to delete.
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, {"path": str(path), "at": time.time()}, branch=branch)
+
+
+def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, None, branch=branch)
+
+
+def removal_started(repo: Repo, topic: TopicRef, path: Path) -> float | None:
+    """When a removal of ``path`` that this tool started (and a kill interrupted) was marked."""
+    mark = read_mark(repo.common_dir, topic.id, REMOVING)
+    if not isinstance(mark, dict):
+        return None
+    marked, at = mark.get("path"), mark.get("at")
+    if not isinstance(marked, str) or os.path.realpath(marked) != os.path.realpath(path):
+        return None
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+
+
+def written_since(path: Path, since: float) -> list[str]:
+    """Files under ``path`` changed after ``since``: someone wrote them after the removal began."""
+    found = []
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            try:
+                if os.lstat(full).st_mtime > since:
+                    found.append(os.path.relpath(full, path))
+            except FileNotFoundError:
+                continue
+    return sorted(found)
+
+
+def finish_removal(
+    repo: Repo, path: Path, since: float, topic: TopicRef, branch: str, *, registered: bool
+) -> StepResult:
+    """Finish a removal a kill interrupted: what is left was proven safe before it began.
+
+    Its deletions are the removal's own, never work to commit; only a file
+    written after it began is work, and then the remains are kept.
+    """
+    name = "remove"
+    newer = written_since(path, since) if os.path.isdir(path) else []
+    if newer:
+        return refused(
+            name,
+            "removal-interrupted",
+            f"removing {path} was interrupted, and {name_some(newer)} were written there since: "
+            f"kept; move them out of {path}, then run teardown again to finish the removal",
+        )
+    if os.path.lexists(path):
+        shutil.rmtree(path)
+    if registered:
+        # The directory is gone now, and git drops the registration of a missing one.
+        repo.git.worktree_remove(path, force=True)
+    set_mark(repo, topic, REMOVING, None, branch=branch)
+    return done(name, f"removed {path} (finished a removal that was interrupted)")
 
 
 def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:
@@ -711,9 +1022,12 @@ def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
 
 
 def local_state_step(
-    job: LocalStateJob, *, echo: Echo | None = None
+    job: LocalStateJob, *, echo: Echo | None = None, stop: threading.Event | None = None
 ) -> tuple[StepResult, LocalStateReport]:
-    report = run_local_state(job, echo=echo)
+    report = run_local_state(job, echo=echo, stop=stop)
+    if report.interrupted:
+        # "not done": the record does not count it, so a rerun runs the step again.
+        return skipped("local-state", f"{INTERRUPTED_STEP}: {report.summary()}"), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
         outcome = Outcome.SKIPPED
@@ -779,15 +1093,22 @@ class StepRun:
 
     guarding: frozenset[str]
     crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
+    stop: threading.Event | None = None  # set by Ctrl-C: no step starts after it
     steps: list[StepResult] = field(default_factory=list)
     held: StepResult | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
 
     def step(
         self, name: str, action: Callable[[], StepResult], *, guarded: bool = True
     ) -> StepResult:
         if self.crash_seam:
             state.crash_point(name)
-        if guarded and self.held is not None:
+        if self.stop is not None and self.stop.is_set():
+            result = skipped(name, f"{INTERRUPTED_STEP}: a rerun does it")
+        elif guarded and self.held is not None:
             result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
         else:
             try:

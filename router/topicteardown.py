@@ -13,20 +13,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
 from router import state
-from router.errors import Refusal
+from router.errors import Interrupted, Refusal
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
     Echo,
+    LineOutcome,
     LocalStateJob,
     LocalStateReport,
+    TempOutcome,
     read_declaration,
     run_local_state,
 )
@@ -35,17 +38,18 @@ from router.progress import Progress
 from router.snapshot import Restored, RestoreStatus, restore_repo
 from router.sweep import Kept, SweepResult, sweep
 from router.teardown import (
+    INTERRUPTED_STEP,
     STEPS,
     Integration,
     Outcome,
     StepResult,
     StepRun,
+    TopicRef,
     busy_reason,
     copies_note,
     delete_branch,
     done,
     failed,
-    first_error,
     foreign_worktree,
     forget_earlier_teardown,
     gone_with,
@@ -58,12 +62,18 @@ from router.teardown import (
     mark_done,
     name_some,
     nested_blocker,
+    no_identity,
+    pending_pick,
+    primary_busy,
     primary_state,
     prune_origin,
     refused,
+    removal_started,
     remove_plan_dir,
     remove_worktree,
+    resume_integration,
     skipped,
+    stopped_error,
     sweep_step,
     update_default,
     verify_gone,
@@ -86,6 +96,7 @@ class Options:
     dry_run: bool = False
     line_timeout: float = DEFAULT_LINE_TIMEOUT
     echo: Echo | None = None
+    stop: threading.Event | None = None  # set by Ctrl-C: every repo stops at a step boundary
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,17 +119,20 @@ class RepoPlan:
     )
     copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
     nested: tuple[NestedRepo, ...] = ()  # repositories inside the worktree (submodules, clones)
+    resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
 
-def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
+def plan_repo(target: RepoTarget, opts: Options, topic_id: str = "") -> RepoPlan:
     """Everything teardown needs to know about one repo, and what would stop it.
 
     A git command failing here is a refusal for the whole teardown, never a guess.
+    With ``topic_id`` (a real run), a cherry-pick of ours that a kill left
+    half-done is undone first, so the plan judges the default branch as it is.
     """
     try:
-        return _plan_repo(target, opts)
+        return _plan_repo(target, opts, topic_id)
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else str(exc)
         code = exc.code if isinstance(exc, GitError) else "git-failed"
@@ -126,11 +140,28 @@ def plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         return RepoPlan(target, blockers=(blocker,))
 
 
-def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
+def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
     repo = target.repo
     if repo is None:
         return RepoPlan(target)
     reachable, notes = True, []
+    topic = TopicRef(topic_id, target.name) if topic_id else None
+    resumed = (
+        resume_integration(repo, topic, target.branch)
+        if topic is not None and not opts.dry_run
+        else None
+    )
+    # A dry run changes nothing, so an interrupted pick of ours is still there: said, not refused.
+    resuming = opts.dry_run and topic is not None and pending_pick(repo, topic) is not None
+    if resuming:
+        notes.append(
+            f"{target.name}: a cherry-pick team-router started in {repo.primary} was interrupted; "
+            "the real run undoes it first (when it can prove the changes are its own)"
+        )
+    if resumed is not None and resumed.stopped:
+        return RepoPlan(target, blockers=(resumed,))
+    if resumed is not None:
+        notes.append(f"{target.name}: {resumed.detail}")
     has_origin = repo.git.has_remote("origin")
     if not opts.dry_run and has_origin:
         error = repo.git.fetch("origin")
@@ -151,7 +182,9 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
     if foreign:
         notes.append(f"{target.name}: {foreign}")
         entry = None
-    there = entry is not None and os.path.isdir(worktree)  # type: ignore[arg-type]
+    # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
+    removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
+    there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
     status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
     nested = survey(worktree) if there else ()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
@@ -177,7 +210,9 @@ def _plan_repo(target: RepoTarget, opts: Options) -> RepoPlan:
         nested,
         notes=tuple(notes),
     )
-    return dataclasses.replace(plan, blockers=tuple(_plan_blockers(plan, entry, opts)))
+    plan = dataclasses.replace(plan, resuming=resuming)
+    blockers = _plan_blockers(plan, None if removing else entry, opts)
+    return dataclasses.replace(plan, blockers=tuple(blockers))
 
 
 def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
@@ -208,14 +243,17 @@ def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -
         )
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
     if missing and opts.integrate:
-        status, current = primary_state(repo)
-        busy = busy_reason(status, current, plan.default)  # type: ignore[arg-type]
+        # A dry run with an interrupted pick of ours: the real run undoes it first.
+        busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
+        unknown = g.committer_unknown(repo.git)
         if busy:
             found.append(
                 refused(
                     "integrate", "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}"
                 )
             )
+        elif unknown is not None:
+            found.append(no_identity(repo, unknown))
     elif missing and not opts.force:
         found.append(
             refused(
@@ -273,6 +311,10 @@ class RepoReport:
         # would make every later teardown of the torn-down topic exit 1.
         return not any(s.stopped and s.name != "update-default" for s in self.steps)
 
+    @property
+    def interrupted(self) -> bool:
+        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
+
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
@@ -293,17 +335,22 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         )
     if plan.registered:
         forget_earlier_teardown(repo.common_dir, scope.id)
-    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True)
+    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True, stop=opts.stop)
     run = runner.step
     steps = runner.steps
     swept: list[SweepResult] = []
     local: list[LocalStateReport] = []
-    run("integrate", lambda: _integrate_step(repo, target, plan, opts), guarded=False)
+    run("integrate", lambda: _integrate_step(repo, target, plan, opts, scope.id), guarded=False)
     run(
         "remove",
         lambda: _with_copies(
             remove_worktree(
-                repo, plan.worktree, target.branch, force=opts.force, entries=list(plan.entries)
+                repo,
+                plan.worktree,
+                target.branch,
+                force=opts.force,
+                entries=list(plan.entries),
+                topic=TopicRef(scope.id, target.name),
             )[0],
             plan,
         ),
@@ -345,8 +392,10 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         if local_state_ran(repo.common_dir, scope.id):
             return skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id))
         job = _local_job(repo, target, plan, scope, opts)
-        result, report = local_state_step(job, echo=opts.echo)
+        result, report = local_state_step(job, echo=opts.echo, stop=opts.stop)
         local.append(report)
+        if report.interrupted:
+            return result  # not recorded: the rerun runs the step again
         # Recorded at once, failed lines or not: a rerun (or a run killed after
         # this point) must not run the lines again. This run reports the
         # failure; `team-router local-state` is how to run them again on purpose.
@@ -373,11 +422,20 @@ def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
     return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
 
 
-def _integrate_step(repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options) -> StepResult:
+def _integrate_step(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, topic_id: str
+) -> StepResult:
     if plan.tip is None:
         return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
     known = (plan.tip, plan.found) if plan.found else None
-    result = integrate_commits(repo, target.branch, plan.default, apply=opts.integrate, known=known)
+    result = integrate_commits(
+        repo,
+        target.branch,
+        plan.default,
+        apply=opts.integrate,
+        known=known,
+        topic=TopicRef(topic_id, target.name),
+    )
     if opts.force and result.code == "unintegrated-commits":
         # --force without --integrate: the commits are snapshotted, not applied.
         return skipped(
@@ -429,7 +487,7 @@ def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: 
     ]
     info = {
         "done": sorted(set(done_before) | set(finished), key=STEPS.index),
-        "complete": report.ok,
+        "complete": report.ok and not report.interrupted,
     }
     state.write_record(
         repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info})
@@ -447,16 +505,31 @@ class TeardownResult:
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def interrupted(self) -> bool:
+        return any(r.interrupted for r in self.repos)
+
+    @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return Interrupted.exit_code
         return 0 if all(r.ok for r in self.repos) else 1
 
     @property
     def error(self) -> dict[str, str] | None:
-        if not self.exit_code:
+        """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
+        if self.interrupted:
+            where = "; ".join(
+                f"{r.name} at {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
+                for r in self.repos
+                if r.interrupted
+            )
+            return {
+                "code": "interrupted",
+                "message": f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
+            }
+        if self.exit_code == 0:
             return None
-        return first_error(
-            (r.name, [s for s in r.steps if s.name != "update-default"]) for r in self.repos
-        )
+        return stopped_error((r.name, s) for r in self.repos for s in r.steps)
 
     @property
     def swept(self) -> list[Path]:
@@ -487,12 +560,19 @@ def teardown(
     wait: float = state.DEFAULT_WAIT,
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
+    stop: threading.Event | None = None,
 ) -> TeardownResult:
-    """Plan every repo of the topic, refuse if any would lose work, then tear each down."""
+    """Plan every repo of the topic, refuse if any would lose work, then tear each down.
+
+    ``stop`` (set by Ctrl-C) ends the run at step boundaries: no step and no
+    ``.teamteardown`` line starts after it, in any repo.
+    """
     scope = resolve_topic(cwd, target)
-    opts = Options(integrate, force, dry_run, line_timeout, echo)
+    opts = Options(integrate, force, dry_run, line_timeout, echo, stop)
     if dry_run:
-        plans = _with_holders(scope, _parallel(lambda t: plan_repo(t, opts), scope.repos), opts)
+        plans = _with_holders(
+            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
         else:
@@ -508,9 +588,17 @@ def teardown(
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
-        plans = _with_holders(scope, _parallel(lambda t: plan_repo(t, opts), scope.repos), opts)
+        plans = _with_holders(
+            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         _refuse_if_blocked(scope, plans, warnings)
+        if stop is not None and stop.is_set():
+            raise Interrupted(
+                f"teardown of {scope.id} interrupted (Ctrl-C) before anything was removed; "
+                "run the same command again",
+                details={"id": scope.id, "warnings": warnings},
+            )
         _remember_scope(scope)
         progress = Progress(len(plans), label="teardown")
 
@@ -620,10 +708,37 @@ class LocalStateResult:
     reports: tuple[LocalStateReport, ...]
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
+    interrupted: bool = False  # Ctrl-C: no line started after it
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return Interrupted.exit_code
         return 0 if all(r.ok for r in self.reports) else 1
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
+        if self.interrupted:
+            return {
+                "code": "interrupted",
+                "message": "interrupted (Ctrl-C): the lines after it did not run; "
+                "run the same command again",
+            }
+        if self.exit_code == 0:
+            return None
+        bad = [
+            f"{r.repo}: `{c.line}` {c.label}"
+            for r in self.reports
+            for c in r.commands
+            if c.outcome is not LineOutcome.OK
+        ] + [
+            f"{r.repo}: temp path {t.path} {t.outcome} ({t.check})"
+            for r in self.reports
+            for t in r.temp_paths
+            if t.outcome is TempOutcome.REFUSED
+        ]
+        return {"code": "local-state-failed", "message": "; ".join(bad)}
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -643,12 +758,15 @@ def local_state_for_topic(
     wait: float = state.DEFAULT_WAIT,
     echo: Echo | None = None,
     dry_run: bool = False,
+    stop: threading.Event | None = None,
 ) -> LocalStateResult:
     """DESIGN §12 alone: every repo's ``.teamteardown`` and the topic's recorded temp paths."""
     scope = resolve_topic(cwd, target)
     reports = []
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         for t in scope.repos:
+            if stop is not None and stop.is_set():
+                break
             if t.repo is None:
                 continue
             worktree = (
@@ -668,8 +786,9 @@ def local_state_for_topic(
                 timeout=line_timeout,
                 protected=scope.repo_paths(),
             )
-            reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
-    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run)
+            reports.append(run_local_state(job, echo=echo, dry_run=dry_run, stop=stop))
+    interrupted = stop is not None and stop.is_set()
+    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run, interrupted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -681,6 +800,17 @@ class RestoreResult:
     @property
     def exit_code(self) -> int:
         return 1 if any(r.status is RestoreStatus.REFUSED for r in self.repos) else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the repos whose restore was refused (§13)."""
+        bad = [r for r in self.repos if r.status is RestoreStatus.REFUSED]
+        if not bad:
+            return None
+        return {
+            "code": "restore-refused",
+            "message": "; ".join(f"{r.name}: {r.detail}" for r in bad),
+        }
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "repos": [r.to_json() for r in self.repos]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 EXE = Path(sys.executable).with_name("team-router")
-CRASHED = 137
+CRASHED = 137  # the crash seam's exit code
+KILLED = -9  # Popen's return code for a process SIGKILLed (git_killer)
 
 
 @dataclass
@@ -30,19 +32,30 @@ def argv(*args: str, cwd: Path) -> list[str]:
     return [*exe, "-C", str(cwd), *args]
 
 
-def spawn(*args: str, cwd: Path, crash_at: str | None = None) -> subprocess.Popen[str]:
-    """Start ``team-router -C cwd args`` (the test's hermetic environment is inherited)."""
-    env = dict(os.environ)
-    env.pop("TEAM_ROUTER_CRASH_AT", None)
+def spawn(
+    *args: str,
+    cwd: Path,
+    crash_at: str | None = None,
+    env: dict[str, str] | None = None,
+    new_group: bool = False,
+) -> subprocess.Popen[str]:
+    """Start ``team-router -C cwd args`` (the test's hermetic environment is inherited).
+
+    ``env`` adds to that environment; ``new_group`` starts it as the leader of
+    its own process group, which a :func:`git_killer` kills or a test signals.
+    """
+    full = {**os.environ, **(env or {})}
+    full.pop("TEAM_ROUTER_CRASH_AT", None)
     if crash_at is not None:
-        env["TEAM_ROUTER_CRASH_AT"] = crash_at
+        full["TEAM_ROUTER_CRASH_AT"] = crash_at
     return subprocess.Popen(
         argv(*args, cwd=cwd),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
-        env=env,
+        env=full,
+        start_new_session=new_group,
     )
 
 
@@ -51,8 +64,55 @@ def finish(proc: subprocess.Popen[str], timeout: float = 120) -> Proc:
     return Proc(proc.returncode, out, err)
 
 
-def run(*args: str, cwd: Path, crash_at: str | None = None) -> Proc:
-    return finish(spawn(*args, cwd=cwd, crash_at=crash_at))
+def run(
+    *args: str,
+    cwd: Path,
+    crash_at: str | None = None,
+    env: dict[str, str] | None = None,
+    new_group: bool = False,
+) -> Proc:
+    return finish(spawn(*args, cwd=cwd, crash_at=crash_at, env=env, new_group=new_group))
+
+
+def git_wrapper(bin_dir: Path, when: str, body: str) -> dict[str, str]:
+    """Environment whose ``git`` (first on PATH) runs the shell text ``body`` when its arguments contain ``when``.
+
+    Any other git command runs the real git. In ``body`` the real git is
+    ``$REAL_GIT`` and its arguments ``"$@"``.
+    """
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"REAL_GIT='{real_git}'\n"
+        f'case " $* " in *"{when}"*) ;; *) exec "$REAL_GIT" "$@" ;; esac\n'
+        f"{body}\n"
+    )
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -> dict[str, str]:
+    """Environment whose ``git`` is killed mid-command, as a kill -9 or a power cut would.
+
+    When its arguments contain ``when``, the ``git`` first on PATH runs the
+    real git, then the shell text ``then``, and SIGKILLs its whole process
+    group: the ``team-router`` that called it, started with ``new_group=True``
+    (never without: the group would be the test's own). With ``real=False``
+    the real git does not run there (``then`` stands in for a git killed
+    before it finished).
+    """
+    run_real = '"$REAL_GIT" "$@"\n' if real else ""
+    return git_wrapper(bin_dir, when, f"{run_real}{then}\nkill -KILL 0")
+
+
+def slow_git(bin_dir: Path, when: str, started: Path, seconds: float = 30) -> dict[str, str]:
+    """Environment whose ``git`` touches ``started`` and sleeps ``seconds`` before running a ``when`` command."""
+    return git_wrapper(
+        bin_dir, when, f'touch \'{started}\'\nsleep {seconds}\nexec "$REAL_GIT" "$@"'
+    )
 
 
 def run_all(commands: list[tuple[str, ...]], *, cwd: Path) -> list[Proc]:

@@ -70,6 +70,12 @@ def teardown(topic: Topic, *flags: str, cwd: Path | None = None):
     return run_cli("teardown", topic.id, "--json", *flags, cwd=cwd or topic.home)
 
 
+def steps_of(data: dict, name: str) -> dict[str, dict]:
+    """``step name -> step`` of repo ``name`` in a teardown's JSON."""
+    repo = next(r for r in data["repos"] if r["name"] == name)
+    return {s["name"]: s for s in repo["steps"]}
+
+
 def push_branch(worktree: Path, branch: str) -> None:
     git(worktree, "push", "-q", "origin", f"{branch}:{branch}")
 

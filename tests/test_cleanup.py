@@ -646,6 +646,8 @@ def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh,
     first = cleanup(web, TOPIC)
     assert first.code == 1, first.out + first.err
     assert steps(first.json)["local-state"]["outcome"] == "failed"
+    assert first.json["error"]["code"] == "step-failed"  # ok: false always names its error
+    assert first.json["error"]["message"].startswith("local-state failed: ")
     assert_cleaned(web, worktree)
     second = cleanup(web, TOPIC)
     assert second.code == 0, second.out + second.err

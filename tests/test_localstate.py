@@ -392,3 +392,15 @@ def test_a_temp_path_that_is_not_utf8_is_handled_not_a_traceback(topic):
     assert res.code == 0, res.out + res.err
     assert [t["outcome"] for t in res.json["local_state"][0]["temp_paths"]] == ["removed"]
     assert not os.path.lexists(raw)
+
+
+def test_a_failed_step_or_line_gives_ok_false_an_error_code_and_message(topic, tmp_path):
+    declare(topic.home, f"exit 3\ntouch {tmp_path / 'after'}\n")
+    res = local_state(topic)
+    assert res.code == 1 and res.json["ok"] is False
+    assert res.json["error"]["code"] == "local-state-failed"
+    assert "`exit 3` failed (exit 3)" in res.json["error"]["message"]
+    torn = teardown(topic)
+    assert torn.code == 1 and torn.json["ok"] is False
+    assert torn.json["error"]["code"] == "step-failed"
+    assert torn.json["error"]["message"].startswith("home: local-state failed: ")

@@ -144,3 +144,16 @@ def test_force_writes_no_snapshot_when_nothing_would_be_lost(home_repo):
     topic = new_topic(home_repo)
     assert teardown(topic, "--force").code == 0
     assert git(home_repo, "for-each-ref", "refs/team-router/") == ""
+
+
+def test_a_refused_restore_names_its_error(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "draft.txt", "draft\n")
+    assert teardown(topic, "--force").code == 0
+    write(wt / "in-the-way.txt", "someone else's\n")  # the worktree's path is taken
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 1 and res.json["ok"] is False
+    assert res.json["error"]["code"] == "restore-refused"
+    assert "path-taken" in res.json["error"]["message"]
+    assert (wt / "in-the-way.txt").read_text() == "someone else's\n"

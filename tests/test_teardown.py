@@ -13,13 +13,9 @@ from teardownutil import (
     new_topic,
     push_branch,
     snapshot_of,
+    steps_of,
     teardown,
 )
-
-
-def steps_of(data: dict, name: str) -> dict[str, dict]:
-    repo = next(r for r in data["repos"] if r["name"] == name)
-    return {s["name"]: s for s in repo["steps"]}
 
 
 def record(repo: Path, topic_id: str) -> dict:

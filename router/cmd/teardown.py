@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit, line_echo
+from router.cli import (
+    DEFAULT_WAIT,
+    JsonFlag,
+    WaitOption,
+    app,
+    cwd_of,
+    emit,
+    line_echo,
+    stop_on_interrupt,
+)
 from router.localstate import DEFAULT_LINE_TIMEOUT
 
 TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
@@ -47,21 +56,23 @@ def teardown_cmd(
     """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
     from router.topicteardown import teardown
 
-    emit(
-        "teardown",
-        as_json,
-        lambda: teardown(
-            cwd_of(ctx),
-            target,
-            integrate=integrate,
-            force=force,
-            dry_run=dry_run,
-            wait=wait,
-            line_timeout=line_timeout,
-            echo=line_echo(as_json),
-        ),
-        _teardown_text,
-    )
+    with stop_on_interrupt() as stop:
+        emit(
+            "teardown",
+            as_json,
+            lambda: teardown(
+                cwd_of(ctx),
+                target,
+                integrate=integrate,
+                force=force,
+                dry_run=dry_run,
+                wait=wait,
+                line_timeout=line_timeout,
+                echo=line_echo(as_json),
+                stop=stop,
+            ),
+            _teardown_text,
+        )
 
 
 def _teardown_text(result) -> str:
@@ -78,6 +89,8 @@ def _teardown_text(result) -> str:
         lines += _file_lines(kept.files)
     if not result.swept and not result.kept:
         lines.append("no residue found")
+    if result.error is not None:
+        lines.append(f"{result.error['message']} [{result.error['code']}]")
     return "\n".join(lines)
 
 
@@ -122,19 +135,21 @@ def local_state_cmd(
     """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
     from router.topicteardown import local_state_for_topic
 
-    emit(
-        "local-state",
-        as_json,
-        lambda: local_state_for_topic(
-            cwd_of(ctx),
-            target,
-            line_timeout=line_timeout,
-            wait=wait,
-            echo=line_echo(as_json),
-            dry_run=dry_run,
-        ),
-        _local_text,
-    )
+    with stop_on_interrupt() as stop:
+        emit(
+            "local-state",
+            as_json,
+            lambda: local_state_for_topic(
+                cwd_of(ctx),
+                target,
+                line_timeout=line_timeout,
+                wait=wait,
+                echo=line_echo(as_json),
+                dry_run=dry_run,
+                stop=stop,
+            ),
+            _local_text,
+        )
 
 
 def _local_text(result) -> str:
@@ -142,6 +157,8 @@ def _local_text(result) -> str:
     for report in result.reports:
         lines.append(f"{report.repo}: {report.summary()}")
         lines += _temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
+    if result.interrupted:
+        lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)
 
 

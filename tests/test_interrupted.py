@@ -1,0 +1,377 @@
+"""Killed or interrupted mid-step: the rerun recognises what it left and finishes it; nothing is lost.
+
+Kills are real (a ``git`` first on PATH that SIGKILLs the calling
+``team-router`` right after the real git ran, see ``durabilityutil.git_killer``);
+interrupts are a real SIGINT sent to the process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from durabilityutil import KILLED, finish, git_killer, git_wrapper, run, slow_git, spawn
+from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
+from teardownutil import multi_topic, new_topic, snapshot_of, steps_of, teardown
+
+from router import state
+
+PICK = "cherry-pick --no-edit"  # the integrate step's cherry-pick (not the rerun's --abort)
+
+
+def _teardown_killed_in(topic, tmp_path: Path, when: str, then: str = ""):
+    env = git_killer(tmp_path / "killer-bin", when, then)
+    return run(
+        "teardown", topic.id, "--integrate", "--json", cwd=topic.home, env=env, new_group=True
+    )
+
+
+def _integrating_mark(repo: Path, topic_id: str) -> object:
+    record = state.read_record(repo / ".git", topic_id)
+    return record.extra.get("integrating") if record else None
+
+
+# -- item: a kill during integration's cherry-pick ----------------------------------
+
+
+def test_a_kill_mid_pick_leaving_staged_changes_is_undone_and_finished_by_the_rerun(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    commit(wt, "b.py", "b = 2\n", "second")
+    # The pick ran, then the kill came between writing the last commit's index and committing it.
+    killed = _teardown_killed_in(
+        topic, tmp_path, PICK, '"$REAL_GIT" -C "$2" reset -q --soft HEAD~1'
+    )
+    assert killed.code == KILLED, killed.err
+    assert git(home_repo, "diff", "--cached", "--name-only") == "b.py"
+    assert _integrating_mark(home_repo, topic.id) is not None
+    preview = teardown(topic, "--integrate", "--dry-run")  # says so, changes nothing
+    assert preview.code == 0, preview.out
+    assert any("undoes it first" in w for w in preview.json["warnings"])
+    assert git(home_repo, "diff", "--cached", "--name-only") == "b.py"
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    assert any("interrupted" in w for w in again.json["warnings"])
+    subjects = git(home_repo, "log", "--format=%s", "main").splitlines()
+    assert subjects[:2] == ["second", "first"]
+    assert subjects.count("first") == subjects.count("second") == 1
+    assert status(home_repo) == ""
+    assert (home_repo / "a.py").read_text() == "a = 1\n"
+    assert (home_repo / "b.py").read_text() == "b = 2\n"
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
+def test_a_kill_between_two_picks_is_aborted_and_finished_by_the_rerun(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    commit(wt, "b.py", "b = 2\n", "second")
+    tip = git(home_repo, "rev-parse", "main")
+    # git runs post-commit after each pick of a sequence: killed right after the first one.
+    hook = write(home_repo / ".git/hooks/post-commit", "#!/bin/sh\nkill -KILL 0\n")
+    hook.chmod(0o755)
+    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
+    assert killed.code == KILLED, killed.err
+    hook.unlink()
+    assert (home_repo / ".git/sequencer").is_dir()
+    assert git(home_repo, "log", "--format=%s", "-1", "main") == "first"
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", f"{tip}..main").splitlines()
+    assert subjects == ["second", "first"]  # each once, in order
+    assert status(home_repo) == "" and not (home_repo / ".git/sequencer").exists()
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+
+
+def test_a_kill_while_a_pick_is_stopped_is_aborted_by_the_rerun_which_then_reports_the_conflict(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "other.py", "fine\n", "applies cleanly")
+    bad = commit(wt, "README.md", "# from the branch\n", "conflicts")
+    commit(home_repo, "README.md", "# from main\n", "main moved on")
+    main_before = git(home_repo, "rev-parse", "main")
+    # The real pick stops on the conflict (CHERRY_PICK_HEAD, sequencer/), then the kill.
+    killed = _teardown_killed_in(topic, tmp_path, PICK)
+    assert killed.code == KILLED, killed.err
+    assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    assert (home_repo / ".git/sequencer").is_dir()
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 1, again.out + again.err
+    assert again.json["error"]["code"] == "conflict", again.json["error"]
+    assert bad[:12] in again.json["error"]["message"]
+    assert git(home_repo, "rev-parse", "main") == main_before  # the first pick was undone too
+    assert status(home_repo) == ""
+    assert not (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    assert wt.exists() and git(home_repo, "rev-parse", topic.branch) == bad  # nothing lost
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
+def test_a_cherry_pick_the_router_did_not_start_is_refused_naming_the_command_that_clears_it(
+    home_repo,
+):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    theirs = git(home_repo, "rev-parse", "main")
+    commit(home_repo, "README.md", "# mine\n", "mine")
+    git(home_repo, "switch", "-q", "-c", "side", theirs)
+    side = commit(home_repo, "README.md", "# side\n", "side")
+    git(home_repo, "switch", "-q", "main")
+    git(home_repo, "cherry-pick", side, check=False)  # the user's own pick, stopped on a conflict
+    assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    before = snapshot_of(home_repo)
+    res = teardown(topic, "--integrate")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "primary-busy"
+    assert f"git -C {home_repo} cherry-pick --abort" in res.json["error"]["message"]
+    assert snapshot_of(home_repo) == before  # the user's pick, its conflict and the worktree stay
+    assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    assert topic.worktrees["home"].exists()
+
+
+def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    killed = _teardown_killed_in(
+        topic, tmp_path, PICK, '"$REAL_GIT" -C "$2" reset -q --soft HEAD~1'
+    )
+    assert killed.code == KILLED, killed.err
+    write(home_repo / "README.md", "# edited by hand after the kill\n")
+    res = teardown(topic, "--integrate")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "primary-busy"
+    message = res.json["error"]["message"]
+    assert "README.md" in message and "stash" in message
+    assert (home_repo / "README.md").read_text() == "# edited by hand after the kill\n"
+    assert git(home_repo, "diff", "--cached", "--name-only") == "a.py"  # nothing reset
+    assert wt.exists() and branches(home_repo) == sorted(["main", topic.branch])
+    # Once the user saves the edit, the rerun finishes the job.
+    git(home_repo, "stash", "push", "-q", "--", "README.md")
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out
+    assert git(home_repo, "log", "--format=%s", "main").splitlines().count("first") == 1
+    assert git(home_repo, "stash", "list") != ""
+
+
+def test_integrate_without_a_git_identity_is_refused_no_identity_naming_the_fix(
+    workspace, monkeypatch
+):
+    web = make_repo(workspace, "web")
+    topic = new_topic(web)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    for name in ("NAME", "EMAIL"):
+        monkeypatch.delenv(f"GIT_COMMITTER_{name}")
+        monkeypatch.delenv(f"GIT_AUTHOR_{name}")
+    # No identity anywhere, and git may not guess one from the host name.
+    git(web, "config", "--global", "user.useConfigOnly", "true")
+    before = snapshot_of(web)
+    res = teardown(topic, "--integrate")
+    assert res.code == 1
+    error = res.json["error"]
+    assert error["code"] == "no-identity", error
+    assert "user.name" in error["message"] and "user.email" in error["message"]
+    assert snapshot_of(web) == before
+    assert topic.worktrees["home"].exists()
+
+
+# -- item: a kill during `git worktree remove` ----------------------------------------------
+
+
+def _half_removed(topic, tmp_path: Path, *flags: str, git_file: bool = False):
+    """Teardown killed inside ``git worktree remove`` after it deleted part of the tree.
+
+    git deletes the tree file by file (the .git file among them, in directory
+    order) and the registration last; the stand-in deletes README.md (and the
+    .git file when asked) and leaves the rest.
+    """
+    gone = '"$wt/README.md"' + (' "$wt/.git"' if git_file else "")
+    env = git_killer(
+        tmp_path / "killer-bin", "worktree remove", f"for wt; do :; done; rm -f {gone}", real=False
+    )
+    return run("teardown", topic.id, "--json", *flags, cwd=topic.home, env=env, new_group=True)
+
+
+@pytest.mark.parametrize("git_file", [False, True], ids=["git-file-left", "git-file-gone"])
+def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
+    home_repo, tmp_path, git_file
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path, git_file=git_file)
+    assert killed.code == KILLED, killed.err
+    assert wt.is_dir() and not (wt / "README.md").exists()
+    assert str(wt) in worktree_paths(home_repo)
+
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    remove = steps_of(again.json, "home")["remove"]
+    assert remove["outcome"] == "done" and "interrupted" in remove["detail"]
+    assert "commit" not in again.out
+    assert worktree_paths(home_repo) == [str(home_repo)]
+    assert not wt.exists() and branches(home_repo) == ["main"]
+    assert status(home_repo) == ""
+    record = state.read_record(home_repo / ".git", topic.id)
+    assert record is not None and "removing" not in record.extra
+
+
+def test_a_forced_removal_killed_half_way_keeps_its_snapshot_and_is_finished(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "draft.txt", "uncommitted work\n")
+    killed = _half_removed(topic, tmp_path, "--force", git_file=True)
+    assert killed.code == KILLED, killed.err
+    again = teardown(topic, "--force")
+    assert again.code == 0, again.out + again.err
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    snapshot = f"refs/team-router/snapshots/{topic.branch}"
+    assert git(home_repo, "show", f"{snapshot}:draft.txt") == "uncommitted work"
+
+
+def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    time.sleep(0.05)  # the file below is written after the removal began
+    write(wt / "notes.txt", "written after the kill\n")
+    before = snapshot_of(home_repo)
+    res = teardown(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "removal-interrupted"
+    assert "notes.txt" in res.json["error"]["message"]
+    assert "commit" not in res.json["error"]["message"]
+    assert (wt / "notes.txt").read_text() == "written after the kill\n"
+    assert snapshot_of(home_repo) == before
+    # Once the file is moved out, the rerun finishes the removal.
+    (wt / "notes.txt").rename(tmp_path / "notes.txt")
+    again = teardown(topic)
+    assert again.code == 0, again.out
+    assert not wt.exists()
+
+
+# -- item: Ctrl-C (a real SIGINT to the process group, as a terminal sends it) ---------------
+
+
+def _wait_for(*paths: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        assert time.monotonic() < deadline, f"never appeared: {[str(p) for p in paths]}"
+        time.sleep(0.05)
+
+
+def _ctrl_c(proc) -> None:
+    os.killpg(proc.pid, signal.SIGINT)
+
+
+def test_ctrl_c_stops_every_repo_at_a_step_boundary_prints_json_and_exits_130(workspace, tmp_path):
+    topic = multi_topic(workspace, ("api",))
+    fast = tmp_path / "fast"
+    for name, repo in topic.repos.items():
+        slow = f"touch {tmp_path / name}-1; sleep 30"
+        text = f"if [ ! -e {fast} ]; then {slow}; fi\ntouch {tmp_path / name}-2\n"
+        commit(repo, ".teamteardown", text, "declare teardown")
+        git(repo, "push", "-q", "origin", "main")
+    proc = spawn("teardown", topic.id, "--json", cwd=topic.home, new_group=True)
+    _wait_for(tmp_path / "home-1", tmp_path / "api-1")  # both repos are in their slow line
+    started = time.monotonic()
+    _ctrl_c(proc)
+    done = finish(proc, timeout=60)
+    assert time.monotonic() - started < 15  # not the 30 s the lines would take
+    assert done.code == 130, done.err
+    data = done.json  # exactly one JSON object on stdout
+    assert data["ok"] is False and data["error"]["code"] == "interrupted"
+    for name in ("home", "api"):
+        local = steps_of(data, name)["local-state"]
+        assert local["outcome"] == "skipped" and "interrupted" in local["detail"]
+        assert not (tmp_path / f"{name}-2").exists()  # no line started after Ctrl-C
+    # The steps before it finished; the rerun resumes at local-state and completes.
+    for repo in topic.repos.values():
+        assert worktree_paths(repo) == [str(repo)] and branches(repo) == ["main"]
+    fast.touch()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert (tmp_path / "home-2").exists() and (tmp_path / "api-2").exists()
+
+
+def test_ctrl_c_during_the_plan_removes_nothing_and_still_prints_json(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    started = tmp_path / "fetch-started"
+    env = slow_git(tmp_path / "slow-bin", "fetch", started)
+    before = snapshot_of(home_repo)
+    proc = spawn("teardown", topic.id, "--json", cwd=home_repo, env=env, new_group=True)
+    _wait_for(started)
+    _ctrl_c(proc)
+    done = finish(proc, timeout=60)
+    assert done.code == 130, done.err
+    assert done.json["ok"] is False and done.json["error"]["code"] == "interrupted"
+    assert snapshot_of(home_repo) == before
+    assert topic.worktrees["home"].is_dir()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert not topic.worktrees["home"].exists()
+
+
+def test_ctrl_c_during_local_state_kills_the_running_line_and_starts_no_other(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    first = tmp_path / "first"
+    text = f"touch {first}; sleep 30; touch {first}-finished\ntouch {tmp_path / 'second'}\n"
+    commit(home_repo, ".teamteardown", text, "declare teardown")
+    git(home_repo, "push", "-q", "origin", "main")
+    proc = spawn("local-state", topic.id, "--json", cwd=home_repo, new_group=True)
+    _wait_for(first)
+    _ctrl_c(proc)
+    done = finish(proc, timeout=60)
+    assert done.code == 130, done.err
+    assert done.json["ok"] is False and done.json["error"]["code"] == "interrupted"
+    assert [c["outcome"] for c in done.json["commands"]] == ["interrupted"]
+    assert not (tmp_path / "second").exists()
+    time.sleep(0.5)
+    assert not (tmp_path / "first-finished").exists()  # the line's process group was killed
+
+
+# A terminal's Ctrl-C reaches git as well: the git process dies mid-step, and the
+# mark the step wrote must survive it so the rerun can finish the job.
+HALF_PICKED = '"$REAL_GIT" "$@"; "$REAL_GIT" -C "$2" reset -q --soft HEAD~1'
+HALF_REMOVED = 'for wt; do :; done; rm -f "$wt/README.md" "$wt/.git"'
+
+
+@pytest.mark.parametrize(
+    ("when", "then", "flags"),
+    [(PICK, HALF_PICKED, ("--integrate",)), ("worktree remove", HALF_REMOVED, ())],
+    ids=["cherry-pick", "worktree-remove"],
+)
+def test_ctrl_c_killing_git_mid_step_keeps_the_mark_and_the_rerun_finishes(
+    home_repo, tmp_path, when, then, flags
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    if flags:
+        commit(wt, "a.py", "a = 1\n", "first")
+    started = tmp_path / "git-started"
+    env = git_wrapper(tmp_path / "bin", when, f"{then}\ntouch '{started}'\nsleep 30")
+    proc = spawn("teardown", topic.id, "--json", *flags, cwd=home_repo, env=env, new_group=True)
+    _wait_for(started)
+    _ctrl_c(proc)  # git (the sleeping wrapper) dies of it too
+    done = finish(proc, timeout=60)
+    assert done.code == 130, done.out + done.err
+    assert done.json["error"]["code"] == "interrupted"
+    assert wt.is_dir()  # half done, nothing more
+    again = teardown(topic, *flags)
+    assert again.code == 0, again.out + again.err
+    assert "commit them" not in again.out
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    assert status(home_repo) == ""
+    if flags:
+        assert git(home_repo, "log", "--format=%s", "main").splitlines().count("first") == 1
