@@ -30,8 +30,14 @@ def argv(*args: str, cwd: Path) -> list[str]:
     return [*exe, "-C", str(cwd), *args]
 
 
-def spawn(*args: str, cwd: Path, crash_at: str | None = None) -> subprocess.Popen[str]:
-    """Start ``team-router -C cwd args`` (the test's hermetic environment is inherited)."""
+def spawn(
+    *args: str, cwd: Path, crash_at: str | None = None, new_session: bool = False
+) -> subprocess.Popen[str]:
+    """Start ``team-router -C cwd args`` (the test's hermetic environment is inherited).
+
+    ``new_session``: in a process group of its own, as a shell job is, so a signal
+    can reach the command and every git it started.
+    """
     env = dict(os.environ)
     env.pop("TEAM_ROUTER_CRASH_AT", None)
     if crash_at is not None:
@@ -43,6 +49,7 @@ def spawn(*args: str, cwd: Path, crash_at: str | None = None) -> subprocess.Pope
         stdin=subprocess.DEVNULL,
         text=True,
         env=env,
+        start_new_session=new_session,
     )
 
 

@@ -38,19 +38,24 @@ def multi_topic(
     home = make_repo(workspace, "web")
     topic = new_topic(home, topic_id)
     secondaries = {n: make_repo(workspace, n) for n in names}
-    items = "\n".join(
-        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
-    )
-    write(
-        topic.plan_dir / "repos.md",
-        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {home}\n\n## Additional repos\n\n{items}\n",
-    )
+    write_repos_md(topic, secondaries)
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
     assert res.code == 0, res.out + res.err
     for repo in res.json["repos"]:
         topic.repos[repo["name"]] = Path(repo["path"])
         topic.worktrees[repo["name"]] = Path(repo["worktree"])
     return topic
+
+
+def write_repos_md(topic: Topic, secondaries: dict[str, Path]) -> Path:
+    """The topic's repos.md (DESIGN §6): home ``web`` and ``secondaries`` (name -> primary)."""
+    items = "\n".join(
+        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
+    )
+    return write(
+        topic.plan_dir / "repos.md",
+        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {topic.home}\n\n## Additional repos\n\n{items}\n",
+    )
 
 
 def teardown(topic: Topic, *flags: str, cwd: Path | None = None):
