@@ -86,6 +86,10 @@ FIX = re.compile(
 )
 
 
+# A traceback frame of the console entry point's main(): the router was running.
+ENTRY_FRAME = re.compile(r'router[/\\]entry\.py", line \d+, in main\b')
+
+
 class KillKind(StrEnum):
     PROCESS = "sigkill-process"  # the router dies; git it started runs on
     GROUP = "sigkill-group"  # the router and every git it started die at once
@@ -125,6 +129,7 @@ class Kill:
     phase: str  # what ran at that moment ("git cherry-pick", "python", "finished")
     code: int | None  # the killed process's exit status (negative: the signal's number)
     stderr: str = ""  # the last lines it wrote there
+    problem: str = ""  # how it took a SIGINT, when that broke the contract
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,13 +258,9 @@ def _killed(trial: Trial, args: tuple[str, ...], cwd: Path, rng: random.Random, 
     kind = rng.choice(list(KillKind))
     kill = kill_at(args, cwd, kind, rng.uniform(0.0, LATE), pace)
     trial.kills.append(kill)
-    if kill.fired and kind is KillKind.INTERRUPT and kill.code != 130:
-        trial.violations.append(
-            Violation(
-                "interrupt-exit",
-                f"{args[0]} interrupted in {kill.phase} exited {kill.code}: {kill.stderr}",
-            )
-        )
+    if kill.problem:
+        detail = f"{args[0]} interrupted in {kill.phase}: {kill.problem}: {kill.stderr}"
+        trial.violations.append(Violation("interrupt-exit", detail))
 
 
 # -- the fixture ----------------------------------------------------------------------
@@ -379,9 +380,40 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
     finally:
         drain(proc.pid)
     said = " | ".join(err.strip().splitlines()[-3:])
-    return Kill(
-        args[0], kind, round(fraction, 3), round(delay, 3), fired, phase, proc.returncode, said
+    problem = (
+        interrupt_problem(proc.returncode, err) if fired and kind is KillKind.INTERRUPT else ""
     )
+    return Kill(
+        args[0],
+        kind,
+        round(fraction, 3),
+        round(delay, 3),
+        fired,
+        phase,
+        proc.returncode,
+        said,
+        problem,
+    )
+
+
+def interrupt_problem(code: int, err: str) -> str:
+    """What is wrong with how a command took Ctrl-C ("" when nothing is).
+
+    The contract: exit 130, no traceback. Outside the router's entry point Python
+    itself decides: before the interpreter has installed its handler, or after it
+    restored the default one on the way out, SIGINT just ends the process (-2,
+    silently); during Python's own start-up (``site``, the console script's
+    imports) it prints a traceback that does not pass through ``main()``. Neither
+    is the router's to handle; a KeyboardInterrupt that escapes ``main()`` is.
+    """
+    traceback = "Traceback" in err
+    if traceback and ENTRY_FRAME.search(err):
+        return f"exit {code} with a traceback"
+    if code in {0, 130} and not traceback:
+        return ""
+    if code == -signal.SIGINT or (traceback and code == 1):
+        return ""
+    return f"exit {code}" + (" with a traceback" if traceback else "")
 
 
 def _let_sigint_through() -> None:
