@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -44,6 +44,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--teardown-window", type=float, default=None, help="seconds (default: learnt)"
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=None, help="start no trial after this many minutes"
     )
     parser.add_argument("--out", type=Path, default=None, help="write every trial as JSON lines")
     parser.add_argument("--keep", action="store_true", help="keep the failed trials' directories")
@@ -79,13 +82,23 @@ def main(argv: list[str] | None = None) -> int:
     pace = f"windows {fixed}" if fixed else "windows learnt from the runs"
     print(f"{len(seeds)} trial(s), seed {args.seed}, {pace}, in {root}", flush=True)
     start = time.monotonic()
+    deadline = start + args.minutes * 60 if args.minutes else None
     trials: list[killtrials.Trial] = []
     out = args.out.open("w", encoding="utf-8") if args.out else None
     try:
         with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            jobs = [pool.submit(_one, s, root, fixed, args.keep) for s in seeds]
-            for job in jobs:
-                trial = job.result()
+            todo = list(seeds)
+            running: list[Future[killtrials.Trial]] = []
+            while todo or running:
+                while todo and len(running) < max(1, args.jobs):
+                    if deadline is not None and time.monotonic() > deadline:
+                        print(f"time is up: {len(todo)} trial(s) not run", flush=True)
+                        todo = []
+                        break
+                    running.append(pool.submit(_one, todo.pop(0), root, fixed, args.keep))
+                if not running:
+                    break
+                trial = running.pop(0).result()
                 trials.append(trial)
                 print(("ok   " if trial.ok else "FAIL ") + trial.describe(), flush=True)
                 if out:

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from durabilityutil import finish, spawn
+from durabilityutil import spawn
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
 from teardownutil import new_topic, write_repos_md
 
@@ -59,7 +59,8 @@ TOPIC = "2026-05-01-kill-trial"
 HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
 SECONDARIES = ("api", "auth", "billing", "search", "shared")
 DRAIN_TIMEOUT = 60.0  # seconds a killed command's leftover git processes get to exit
-RUN_TIMEOUT = 300.0
+RUN_TIMEOUT = 300.0  # seconds a run gets before it counts as hung
+INTERRUPT_TIMEOUT = 60.0  # seconds a command gets to stop after SIGINT
 
 # The moment to kill at: a seeded fraction (0 to LATE) of the command's usual run
 # time, so most kills land inside it and some after it finished (a kill that never
@@ -138,6 +139,7 @@ class Rerun:
     code: int
     error: str = ""  # the JSON error's code
     message: str = ""
+    hung: bool = False  # killed after RUN_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,14 +343,19 @@ def patch_id(repo: Path, sha: str) -> str:
 def run(args: tuple[str, ...], cwd: Path, pace: Pace) -> tuple[Rerun, dict[str, object] | None]:
     """Run a command to completion; what it said, and its JSON (None if it printed none)."""
     start = time.monotonic()
-    done = finish(spawn(*args, cwd=cwd), timeout=RUN_TIMEOUT)
+    proc = spawn(*args, cwd=cwd, new_session=True)
+    out, err, hung = _settle(proc, RUN_TIMEOUT)
     pace.observe(args[0], time.monotonic() - start)
-    payload = _json(done.out)
+    if hung:
+        return Rerun(args[0], proc.returncode, "", "", hung=True), None
+    payload = _json(out)
     error = payload.get("error") if payload else None
     error = error if isinstance(error, dict) else {}
-    rerun = Rerun(args[0], done.code, str(error.get("code", "")), str(error.get("message", "")))
-    if "Traceback" in done.err:
-        payload = {"traceback": done.err.strip().splitlines()[-1], **(payload or {})}
+    rerun = Rerun(
+        args[0], proc.returncode, str(error.get("code", "")), str(error.get("message", ""))
+    )
+    if "Traceback" in err:
+        payload = {"traceback": err.strip().splitlines()[-1], **(payload or {})}
     return rerun, payload
 
 
@@ -364,7 +371,9 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
     proc = spawn(*args, cwd=cwd, new_session=True)
     phase = "finished"
     try:
-        proc.wait(timeout=delay)
+        # communicate, not wait: the pipes are drained meanwhile, so a command that
+        # writes a lot is never mistaken for one still running.
+        proc.communicate(timeout=delay)
         pace.observe(args[0], time.monotonic() - start)
         fired = False
     except subprocess.TimeoutExpired:
@@ -375,14 +384,13 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL if kind is KillKind.GROUP else signal.SIGINT)
         fired = True
-    try:
-        err = finish(proc, timeout=RUN_TIMEOUT).err
-    finally:
-        drain(proc.pid)
+    _, err, hung = _settle(proc, INTERRUPT_TIMEOUT if fired else RUN_TIMEOUT)
     said = " | ".join(err.strip().splitlines()[-3:])
-    problem = (
-        interrupt_problem(proc.returncode, err) if fired and kind is KillKind.INTERRUPT else ""
-    )
+    problem = ""
+    if hung:
+        problem = f"still running {INTERRUPT_TIMEOUT:.0f}s after the signal"
+    elif fired and kind is KillKind.INTERRUPT:
+        problem = interrupt_problem(proc.returncode, err)
     return Kill(
         args[0],
         kind,
@@ -394,6 +402,24 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
         said,
         problem,
     )
+
+
+def _settle(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str, bool]:
+    """Wait for the command and all it started; SIGKILL the group after ``timeout``.
+
+    Returns its stdout, its stderr and whether it had to be killed (it hung).
+    """
+    hung = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        hung = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    finally:
+        drain(proc.pid)
+    return out or "", err or "", hung
 
 
 def interrupt_problem(code: int, err: str) -> str:
@@ -483,6 +509,8 @@ def _json(out: str) -> dict[str, object] | None:
 def rerun_problems(rerun: Rerun, payload: dict[str, object] | None) -> list[Violation]:
     """The rerun finished (exit 0) or refused with a JSON error naming the fix."""
     what = f"{rerun.command} rerun exited {rerun.code}"
+    if rerun.hung:
+        return [Violation("hang", f"{rerun.command} rerun still running after {RUN_TIMEOUT:.0f}s")]
     if payload is not None and "traceback" in payload:
         return [Violation("traceback", f"{what}: {payload['traceback']}")]
     if payload is None:
@@ -558,6 +586,9 @@ def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violati
     """
     found: list[Violation] = []
     for name, worktree in worktrees.items():
+        if not worktree.is_dir():
+            found.append(Violation("worktree-broken", f"{name}: {worktree} is not on disk"))
+            continue
         head = git(worktree, "symbolic-ref", "-q", "HEAD", check=False)
         problems = [] if head == f"refs/heads/{TOPIC}" else [f"HEAD is {head or 'detached'}"]
         dirt = status(worktree) if not problems else ""
