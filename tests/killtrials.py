@@ -125,7 +125,8 @@ class Kill:
     command: str
     kind: KillKind
     fraction: float  # of the window: the seeded part of the moment
-    delay: float  # seconds after the start: fraction x the window then
+    window: float  # seconds: the command's usual run time as learnt then (see Pace)
+    delay: float  # seconds after the start: fraction x window
     fired: bool  # False: the command had finished before the delay
     phase: str  # what ran at that moment ("git cherry-pick", "python", "finished")
     code: int | None  # the killed process's exit status (negative: the signal's number)
@@ -174,7 +175,14 @@ class Trial:
         reruns = ", ".join(f"{r.command} -> {r.code} {r.error}".rstrip() for r in self.reruns)
         lines = [f"seed {self.seed} (mode {self.mode}): {kills}; reruns: {reruns}"]
         lines += [f"  {v.kind}: {v.detail}" for v in self.violations]
+        if self.violations:
+            lines.append(f"  again: {self.again()}")
         return "\n".join(lines)
+
+    def again(self) -> str:
+        """The command that runs this trial again, its kills at the same moments."""
+        windows = "".join(f" --{k.command}-window {k.window}" for k in self.kills)
+        return f"python bench/kill_trials.py --only-seed {self.seed}{windows}"
 
 
 @dataclass
@@ -365,7 +373,8 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
     Returns once the command and every process it started have exited, so the
     rerun starts on a settled disk (as a user's rerun, seconds later, would).
     """
-    delay = fraction * pace.window(args[0])
+    window = pace.window(args[0])
+    delay = fraction * window
     _let_sigint_through()
     start = time.monotonic()
     proc = spawn(*args, cwd=cwd, new_session=True)
@@ -384,17 +393,18 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL if kind is KillKind.GROUP else signal.SIGINT)
         fired = True
-    _, err, hung = _settle(proc, INTERRUPT_TIMEOUT if fired else RUN_TIMEOUT)
+    out, err, hung = _settle(proc, INTERRUPT_TIMEOUT if fired else RUN_TIMEOUT)
     said = " | ".join(err.strip().splitlines()[-3:])
     problem = ""
     if hung:
         problem = f"still running {INTERRUPT_TIMEOUT:.0f}s after the signal"
     elif fired and kind is KillKind.INTERRUPT:
-        problem = interrupt_problem(proc.returncode, err)
+        problem = interrupt_problem(proc.returncode, err, answered=_json(out) is not None)
     return Kill(
         args[0],
         kind,
         round(fraction, 3),
+        round(window, 3),
         round(delay, 3),
         fired,
         phase,
@@ -422,20 +432,23 @@ def _settle(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str, bool
     return out or "", err or "", hung
 
 
-def interrupt_problem(code: int, err: str) -> str:
+def interrupt_problem(code: int, err: str, *, answered: bool) -> str:
     """What is wrong with how a command took Ctrl-C ("" when nothing is).
 
-    The contract: exit 130, no traceback. Outside the router's entry point Python
-    itself decides: before the interpreter has installed its handler, or after it
-    restored the default one on the way out, SIGINT just ends the process (-2,
-    silently); during Python's own start-up (``site``, the console script's
-    imports) it prints a traceback that does not pass through ``main()``. Neither
-    is the router's to handle; a KeyboardInterrupt that escapes ``main()`` is.
+    The contract: exit 130, no traceback. But a command that ``answered`` (printed
+    its JSON) was not stopped: the signal came after its last Python instruction,
+    or ended a git child whose failure the answer reports; its exit code is the
+    answer's. And outside the router's entry point Python itself decides: before
+    the interpreter has installed its handler, or after it restored the default
+    one on the way out, SIGINT just ends the process (-2, silently); during
+    Python's own start-up (``site``, the console script's imports) it prints a
+    traceback that does not pass through ``main()``. Neither is the router's to
+    handle; a KeyboardInterrupt that escapes ``main()`` is.
     """
     traceback = "Traceback" in err
     if traceback and ENTRY_FRAME.search(err):
         return f"exit {code} with a traceback"
-    if code in {0, 130} and not traceback:
+    if (code == 130 or answered) and not traceback:
         return ""
     if code == -signal.SIGINT or (traceback and code == 1):
         return ""
