@@ -28,7 +28,8 @@ After each rerun the invariants are checked, exactly:
 - the rerun exits 0 having finished (every repo has its worktree; every worktree
   and branch is gone after a teardown), or exits non-zero with a JSON ``error``
   whose message names a fix; no traceback either way;
-- a SIGINT'd run exits 130 without a traceback.
+- a SIGINT'd run that had not yet printed its answer exits 130; no
+  KeyboardInterrupt ever escapes the entry point's ``main()`` as a traceback.
 
 This module is imported by ``tests/test_kill_random.py`` (a few trials, fixed seed)
 and ``bench/kill_trials.py`` (a long run). It runs git itself only to build the
@@ -337,7 +338,7 @@ def _staged(name: str, worktree: Path, rel: str) -> Work:
 
 
 def _file(name: str, worktree: Path, rel: str) -> Work:
-    return Work(name, WorkKind.FILE, git(worktree, "hash-object", "--", rel), rel)
+    return Work(name, WorkKind.FILE, git(worktree, "hash-object", "--no-filters", "--", rel), rel)
 
 
 def patch_id(repo: Path, sha: str) -> str:
@@ -715,7 +716,10 @@ def summary(trials: list[Trial]) -> str:
         for v in t.violations:
             kinds.setdefault(v.kind, []).append(t.seed)
     for kind, seeds in sorted(kinds.items()):
-        lines.append(f"violation {kind}: {len(seeds)} trial(s), seeds {sorted(set(seeds))[:10]}")
+        once = sorted(set(seeds))
+        lines.append(
+            f"violation {kind}: {len(seeds)} time(s) in {len(once)} trial(s), seeds {once[:10]}"
+        )
     lines += [t.describe() for t in trials if not t.ok]
     return "\n".join(lines)
 
