@@ -81,11 +81,13 @@ BUSY_MARKERS = (
 )
 
 # A message "names a fix" when it shows a command (in backquotes) or a flag to
-# pass, or tells the user what to do with one of these verbs.
+# pass, or tells the user what to do with one of these verbs (looked for outside
+# the paths it names: a path such as /var/run/... says nothing about a fix).
 FIX = re.compile(
     r"`[^`]+`|(?<![\w-])--[a-z][a-z-]+|\b(?:run|rerun|commit them|commit or|discard|stash|"
     r"switch|pass|wait|release|resolve|abort|restore|push|move|install|cd)\b"
 )
+PATH = re.compile(r"[^\s`]*/[^\s`]*")
 
 
 # A traceback frame of the console entry point's main(): the router was running.
@@ -534,9 +536,13 @@ def rerun_problems(rerun: Rerun, payload: dict[str, object] | None) -> list[Viol
     if not rerun.error or not rerun.message:
         steps = _stopped_steps(payload)
         return [Violation("no-error", f"{what} with no error in its JSON; stopped steps: {steps}")]
-    if not FIX.search(rerun.message):
+    if not names_a_fix(rerun.message):
         return [Violation("no-fix", f"{what}, [{rerun.error}] names no fix: {rerun.message}")]
     return []
+
+
+def names_a_fix(message: str) -> bool:
+    return FIX.search(PATH.sub(" ", message)) is not None
 
 
 def _stopped_steps(payload: dict[str, object]) -> str:
