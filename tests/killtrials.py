@@ -194,8 +194,8 @@ class Pace:
 
     Machines, and their load, differ several-fold: a fixed window in seconds would
     either mostly miss the command or only ever hit its start. The window is the
-    longest of the last few complete runs seen (never over 3x the default), or
-    ``fixed`` seconds.
+    longest of the last few complete runs seen (never over 3x the default; the
+    first ones come from a calibration run), or ``fixed`` seconds.
     """
 
     fixed: dict[str, float] = field(default_factory=dict)
@@ -209,6 +209,18 @@ class Pace:
 
     def observe(self, command: str, seconds: float) -> None:
         self.recent[command] = [*self.recent.get(command, [])[-4:], seconds]
+
+    def calibrate(self, root: Path) -> None:
+        """Time one whole, unkilled topic on a scratch fixture, unless already known."""
+        if all(c in self.fixed or c in self.recent for c in DEFAULT_WINDOWS):
+            return
+        ws = build(root)
+        done, payload = run(("worktrees", TOPIC, "--json"), ws.home, self)
+        if done.code != 0:
+            raise AssertionError(f"calibration: worktrees exited {done.code}: {payload}")
+        for name, worktree in finished_worktrees(payload).items():
+            commit(worktree, f"src/{name}-calibration.txt", f"{name}\n")
+        run(("teardown", TOPIC, "--integrate", "--json"), ws.home, self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +239,10 @@ class Workspace:
 def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     """One trial under ``root`` (an empty directory); the caller's environment must be hermetic."""
     pace = pace or Pace()
+    pace.calibrate(root / "calibration")
     rng = random.Random(seed)
     trial = Trial(seed)
-    ws = build(root)
+    ws = build(root / "trial")
 
     args = ("worktrees", TOPIC, "--json")
     _killed(trial, args, ws.home, rng, pace)

@@ -13,17 +13,18 @@ again (the instant the signal lands varies with the machine's speed).
 from __future__ import annotations
 
 import pytest
-from killtrials import Mode, run_trial, trial_seeds
+from killtrials import Mode, Pace, run_trial, trial_seeds
 
 # Chosen so that these trials kill both commands with every kind of signal and
 # tear down in every mode (clean, --force over dirt, refused dirt).
 SEED = 302
 TRIALS = 4
+PACE = Pace()  # calibrated by the first trial a test process runs, shared by the others
 
 
 @pytest.mark.parametrize("seed", trial_seeds(SEED, TRIALS))
 def test_a_randomly_killed_topic_loses_nothing_and_its_reruns_finish_or_name_a_fix(tmp_path, seed):
-    trial = run_trial(seed, tmp_path / "trial")
+    trial = run_trial(seed, tmp_path, PACE)
     assert trial.ok, trial.describe()
     assert [k.command for k in trial.kills] == ["worktrees", "teardown"]
     assert trial.mode in set(Mode)
