@@ -46,6 +46,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--teardown-window", type=float, default=None, help="seconds (default: learnt)"
     )
     parser.add_argument(
+        "--when",
+        action="append",
+        default=[],
+        metavar="COMMAND=SUBCOMMAND",
+        help="kill COMMAND once it runs this git subcommand, e.g. 'teardown=git worktree remove'",
+    )
+    parser.add_argument(
         "--minutes", type=float, default=None, help="start no trial after this many minutes"
     )
     parser.add_argument("--out", type=Path, default=None, help="write every trial as JSON lines")
@@ -56,9 +63,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 PACE = killtrials.Pace()  # one per worker process: it learns how long the commands run here
 
 
-def _one(seed: int, root: str, fixed: dict[str, float], keep: bool) -> killtrials.Trial:
+def _one(
+    seed: int, root: str, fixed: dict[str, float], when: dict[str, str], keep: bool
+) -> killtrials.Trial:
     """One trial in its own directory (and, with --jobs, its own process)."""
-    PACE.fixed = fixed
+    PACE.fixed, PACE.when = fixed, when
     base = Path(root) / f"trial-{seed}"
     for name in LEAKY_ENV:
         os.environ.pop(name, None)
@@ -77,9 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     windows = {"worktrees": args.worktrees_window, "teardown": args.teardown_window}
     fixed = {command: seconds for command, seconds in windows.items() if seconds is not None}
+    when = dict(item.split("=", 1) for item in args.when)
+    if not set(when) <= set(windows):
+        raise SystemExit(f"--when: COMMAND is one of {', '.join(windows)}")
     seeds = args.only_seed or killtrials.trial_seeds(args.seed, args.trials)
     root = tempfile.mkdtemp(prefix="team-router-kill-")
     pace = f"windows {fixed}" if fixed else "windows learnt from the runs"
+    pace += f", killed when running {when}" if when else ""
     print(f"{len(seeds)} trial(s), seed {args.seed}, {pace}, in {root}", flush=True)
     start = time.monotonic()
     deadline = start + args.minutes * 60 if args.minutes else None
@@ -95,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"time is up: {len(todo)} trial(s) not run", flush=True)
                         todo = []
                         break
-                    running.append(pool.submit(_one, todo.pop(0), root, fixed, args.keep))
+                    running.append(pool.submit(_one, todo.pop(0), root, fixed, when, args.keep))
                 if not running:
                     break
                 trial = running.pop(0).result()

@@ -68,6 +68,7 @@ INTERRUPT_TIMEOUT = 60.0  # seconds a command gets to stop after SIGINT
 # fired leaves a plain second run, also worth a check). See Pace.
 DEFAULT_WINDOWS = {"worktrees": 1.2, "teardown": 1.6}
 LATE = 1.1
+WHEN_SPAN = 0.015  # seconds after the awaited git subcommand starts (see Pace.when)
 
 # State a command leaves in a git dir when it stops half-way.
 BUSY_MARKERS = (
@@ -129,9 +130,10 @@ class Kill:
     kind: KillKind
     fraction: float  # of the window: the seeded part of the moment
     window: float  # seconds: the command's usual run time as learnt then (see Pace)
-    delay: float  # seconds after the start: fraction x window
+    delay: float  # seconds after the start: fraction x window (when fired: measured)
     fired: bool  # False: the command had finished before the delay
     phase: str  # what ran at that moment ("git cherry-pick", "python", "finished")
+    when: str  # the git subcommand the kill waited for (Pace.when), or ""
     code: int | None  # the killed process's exit status (negative: the signal's number)
     stderr: str = ""  # the last lines it wrote there
     problem: str = ""  # how it took a SIGINT, when that broke the contract
@@ -169,12 +171,7 @@ class Trial:
         return asdict(self)
 
     def describe(self) -> str:
-        kills = ", ".join(
-            f"{k.command}: {k.kind} at {k.delay:.2f}s ({k.fraction:.2f} of a run) in {k.phase}"
-            if k.fired
-            else f"{k.command}: finished before {k.delay:.2f}s ({k.fraction:.2f} of a run)"
-            for k in self.kills
-        )
+        kills = ", ".join(map(describe_kill, self.kills))
         reruns = ", ".join(f"{r.command} -> {r.code} {r.error}".rstrip() for r in self.reruns)
         lines = [f"seed {self.seed} (mode {self.mode}): {kills}; reruns: {reruns}"]
         lines += [f"  {v.kind}: {v.detail}" for v in self.violations]
@@ -184,8 +181,22 @@ class Trial:
 
     def again(self) -> str:
         """The command that runs this trial again, its kills at the same moments."""
-        windows = "".join(f" --{k.command}-window {k.window}" for k in self.kills)
+        windows = "".join(
+            f" --when '{k.command}={k.when}'" if k.when else f" --{k.command}-window {k.window}"
+            for k in self.kills
+        )
         return f"python bench/kill_trials.py --only-seed {self.seed}{windows}"
+
+
+def describe_kill(k: Kill) -> str:
+    if k.when:
+        aim = f"{k.fraction * WHEN_SPAN * 1000:.0f} ms after {k.when} started"
+        moment = f"{aim}, at {k.delay:.2f}s" if k.fired else f"{k.when} never ran or {aim} ended it"
+    else:
+        moment = f"at {k.delay:.2f}s ({k.fraction:.2f} of a run)"
+    if not k.fired:
+        return f"{k.command}: finished before the kill ({moment})"
+    return f"{k.command}: {k.kind} {moment} in {k.phase}"
 
 
 @dataclass
@@ -200,6 +211,9 @@ class Pace:
 
     fixed: dict[str, float] = field(default_factory=dict)
     recent: dict[str, list[float]] = field(default_factory=dict)
+    # command -> a git subcommand: kill once the command runs it (plus the seeded
+    # fraction of WHEN_SPAN), not at a fraction of a run; to aim at one phase.
+    when: dict[str, str] = field(default_factory=dict)
 
     def window(self, command: str) -> float:
         if command in self.fixed:
@@ -390,25 +404,25 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
     rerun starts on a settled disk (as a user's rerun, seconds later, would).
     """
     window = pace.window(args[0])
-    delay = fraction * window
+    when = pace.when.get(args[0])
     _let_sigint_through()
     start = time.monotonic()
     proc = spawn(*args, cwd=cwd, new_session=True)
     phase = "finished"
-    try:
-        # communicate, not wait: the pipes are drained meanwhile, so a command that
-        # writes a lot is never mistaken for one still running.
-        proc.communicate(timeout=delay)
+    if when is not None:
+        fired = _await_child(proc, when) and not _ended(proc, fraction * WHEN_SPAN)
+    else:
+        fired = not _ended(proc, fraction * window)
+    delay = time.monotonic() - start if fired else fraction * window
+    if not fired and when is None:
         pace.observe(args[0], time.monotonic() - start)
-        fired = False
-    except subprocess.TimeoutExpired:
+    if fired:
         phase = running_phase(proc.pid)
         if kind is KillKind.PROCESS:
             proc.send_signal(signal.SIGKILL)
         else:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL if kind is KillKind.GROUP else signal.SIGINT)
-        fired = True
     out, err, hung = _settle(proc, INTERRUPT_TIMEOUT if fired else RUN_TIMEOUT)
     said = " | ".join(err.strip().splitlines()[-3:])
     problem = ""
@@ -424,10 +438,33 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
         round(delay, 3),
         fired,
         phase,
+        when or "",
         proc.returncode,
         said,
         problem,
     )
+
+
+def _ended(proc: subprocess.Popen[str], seconds: float) -> bool:
+    """Whether the command ends within ``seconds`` (its pipes drained meanwhile, so
+    one that writes a lot is never mistaken for one still running)."""
+    try:
+        proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _await_child(proc: subprocess.Popen[str], subcommand: str) -> bool:
+    """Wait until the command runs ``subcommand`` (say "git worktree remove"); False
+    if it ends first. Polled every millisecond: a git command lasts several."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        for _, ppid, argv in group_members(proc.pid):
+            if ppid == proc.pid and _subcommand(argv) == subcommand:
+                return True
+        time.sleep(0.001)
+    return False
 
 
 def _settle(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str, bool]:
