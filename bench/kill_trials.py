@@ -8,9 +8,15 @@ primary clone is clean and idle, and that every rerun finished or refused
 naming a fix (tests/killtrials.py says exactly what is checked).
 
 Prints one line per trial, then a summary: trials, kills by kind and by the
-phase they landed in, the reruns' outcomes, and every failure with the seed that
-reproduces it (``--only-seed SEED``). Exits 1 on any violation. Not part of the
-test run; ``tests/test_kill_random.py`` runs a few trials of the same harness.
+phase they landed in, the reruns' outcomes, and every failure with the command
+that runs it again (``--only-seed SEED`` with the kill windows it had). Exits 1
+on any violation. Not part of the test run; ``tests/test_kill_random.py`` runs a
+few trials of the same harness.
+
+A kill lands at a seeded fraction of the command's usual run time, learnt on this
+machine; ``--when 'teardown=git worktree remove'`` aims it at one git step instead
+(a few milliseconds after that step starts), which reproduces a timing-dependent
+failure far more reliably. ``--minutes`` stops starting trials after a time budget.
 """
 
 from __future__ import annotations
