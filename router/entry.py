@@ -17,9 +17,16 @@ def main(argv: list[str] | None = None) -> int:
         from router.hook import session_start
 
         return session_start()
-    from router.cli import run
+    try:
+        from router.cli import run
 
-    return run(args)
+        return run(args)
+    except KeyboardInterrupt:
+        # Ctrl-C while the CLI is still loading (its modules, the commands'
+        # registration), before the app's own handler is in place: an
+        # interrupt is exit 130, never a traceback.
+        print("team-router: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

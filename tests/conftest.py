@@ -9,49 +9,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gitutil import make_repo
-
-_LEAKY = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_COUNT",
-    "TEAM_ROUTER_CRASH_AT",
-)
+from gitutil import LEAKY_ENV, hermetic_env, make_repo
 
 
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    template = tmp_path / "git-template"
-    template.mkdir()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    for name in _LEAKY:
+    for name in LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "Test Author",
-        "GIT_AUTHOR_EMAIL": "author@example.com",
-        "GIT_COMMITTER_NAME": "Test Committer",
-        "GIT_COMMITTER_EMAIL": "committer@example.com",
-        "GIT_AUTHOR_DATE": "2026-05-01T12:00:00+00:00",
-        "GIT_COMMITTER_DATE": "2026-05-01T12:00:00+00:00",
-        "GIT_TEMPLATE_DIR": str(template),
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_EDITOR": "false",
-        "TMPDIR": str(tmp),
-        "NO_COLOR": "1",
-    }
-    for key, value in env.items():
+    for key, value in hermetic_env(tmp_path).items():
         monkeypatch.setenv(key, value)
     return tmp_path
 

@@ -11,10 +11,47 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Variables that would point git (or the crash seam) at something outside the test.
+LEAKY_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_COUNT",
+    "TEAM_ROUTER_CRASH_AT",
+)
 
-def git(cwd: Path, *args: str, check: bool = True) -> str:
+
+def hermetic_env(root: Path) -> dict[str, str]:
+    """Own HOME, no system config, fixed identity and dates, all under ``root`` (made here)."""
+    home, template, tmp = root / "home", root / "git-template", root / "tmp"
+    for path in (home, template, tmp):
+        path.mkdir(parents=True, exist_ok=True)
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Test Author",
+        "GIT_AUTHOR_EMAIL": "author@example.com",
+        "GIT_COMMITTER_NAME": "Test Committer",
+        "GIT_COMMITTER_EMAIL": "committer@example.com",
+        "GIT_AUTHOR_DATE": "2026-05-01T12:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2026-05-01T12:00:00+00:00",
+        "GIT_TEMPLATE_DIR": str(template),
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_EDITOR": "false",
+        "TMPDIR": str(tmp),
+        "NO_COLOR": "1",
+    }
+
+
+def git(cwd: Path, *args: str, check: bool = True, input: str | None = None) -> str:
     proc = subprocess.run(
-        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=False
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=False, input=input
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr}")

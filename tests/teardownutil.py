@@ -45,13 +45,7 @@ def multi_topic(
     home = configure(make_repo(workspace, "web"), config)
     topic = new_topic(home, topic_id)
     secondaries = {n: configure(make_repo(workspace, n), config) for n in names}
-    items = "\n".join(
-        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
-    )
-    write(
-        topic.plan_dir / "repos.md",
-        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {home}\n\n## Additional repos\n\n{items}\n",
-    )
+    write_repos_md(topic, secondaries)
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
     assert res.code == 0, res.out + res.err
     for repo in res.json["repos"]:
@@ -64,6 +58,17 @@ def configure(repo: Path, config: dict[str, str] | None) -> Path:
     for key, value in (config or {}).items():
         git(repo, "config", key, value)
     return repo
+
+
+def write_repos_md(topic: Topic, secondaries: dict[str, Path]) -> Path:
+    """The topic's repos.md (DESIGN §6): home ``web`` and ``secondaries`` (name -> primary)."""
+    items = "\n".join(
+        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
+    )
+    return write(
+        topic.plan_dir / "repos.md",
+        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {topic.home}\n\n## Additional repos\n\n{items}\n",
+    )
 
 
 def teardown(topic: Topic, *flags: str, cwd: Path | None = None):

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from gitutil import run_cli
+import os
+import signal
+import subprocess
+
+from durabilityutil import argv
+from gitutil import run_cli, write
 
 
 def test_usage_errors_name_the_command_to_ask_for_help():
@@ -40,3 +45,27 @@ def test_help_names_every_argument_and_option_value():
         for text in expected:
             assert text in res.out, (args, text)
         assert "<int range>" not in res.out and "entry point" not in res.out
+
+
+def test_ctrl_c_while_the_cli_is_still_loading_exits_130_without_a_traceback(tmp_path, home_repo):
+    # A real SIGINT at the one moment main() cannot yet hand it to the app: while
+    # it imports the CLI. A stand-in ``typer`` first on PYTHONPATH sends it to its
+    # own process on import (and never finishes importing).
+    shim = write(
+        tmp_path / "shim" / "typer.py",
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n",
+    )
+    env = {**os.environ, "PYTHONPATH": str(shim.parent)}
+    proc = subprocess.run(
+        argv("status", "--json", cwd=home_repo),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        # Whatever this runner inherited: an ignored SIGINT stays ignored across exec.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "team-router: interrupted"

@@ -1,0 +1,137 @@
+"""Randomized kill trials, the long run: ``python bench/kill_trials.py --trials 200 --seed N``.
+
+Each trial builds six repos with local bare origins, kills ``team-router
+worktrees`` and then ``team-router teardown --integrate`` at a random moment
+(SIGKILL to the process or its group, or SIGINT to its group), reruns each, and
+checks that no commit, uncommitted file or staged blob was lost, that every
+primary clone is clean and idle, and that every rerun finished or refused
+naming a fix (tests/killtrials.py says exactly what is checked).
+
+Prints one line per trial, then a summary: trials, kills by kind and by the
+phase they landed in, the reruns' outcomes, and every failure with the command
+that runs it again (``--only-seed SEED`` with the kill windows it had). Exits 1
+on any violation. Not part of the test run; ``tests/test_kill_random.py`` runs a
+few trials of the same harness.
+
+A kill lands at a seeded fraction of the command's usual run time, learnt on this
+machine; ``--when 'teardown=git worktree remove'`` aims it at one git step instead
+(a few milliseconds after that step starts), which reproduces a timing-dependent
+failure far more reliably. ``--minutes`` stops starting trials after a time budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import killtrials
+from gitutil import LEAKY_ENV, hermetic_env
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--only-seed", type=int, action="append", default=[], help="run just this trial seed"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="trials run at once (default 1)")
+    parser.add_argument(
+        "--worktrees-window", type=float, default=None, help="seconds (default: learnt)"
+    )
+    parser.add_argument(
+        "--teardown-window", type=float, default=None, help="seconds (default: learnt)"
+    )
+    parser.add_argument(
+        "--when",
+        action="append",
+        default=[],
+        metavar="COMMAND=SUBCOMMAND",
+        help="kill COMMAND once it runs this git subcommand, e.g. 'teardown=git worktree remove'",
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=None, help="start no trial after this many minutes"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write every trial as JSON lines")
+    parser.add_argument("--keep", action="store_true", help="keep the failed trials' directories")
+    return parser.parse_args(argv)
+
+
+PACE = killtrials.Pace()  # one per worker process: it learns how long the commands run here
+
+
+def _one(
+    seed: int, root: str, fixed: dict[str, float], when: dict[str, str], keep: bool
+) -> killtrials.Trial:
+    """One trial in its own directory (and, with --jobs, its own process)."""
+    PACE.fixed, PACE.when = fixed, when
+    base = Path(root) / f"trial-{seed}"
+    for name in LEAKY_ENV:
+        os.environ.pop(name, None)
+    os.environ.update(hermetic_env(base / "env"))
+    try:
+        trial = killtrials.run_trial(seed, base / "run", PACE)
+    except Exception as exc:  # the harness itself: report it with the seed, keep going
+        error = killtrials.Violation("harness-error", f"{type(exc).__name__}: {exc}")
+        trial = killtrials.Trial(seed, violations=[error])
+    if trial.ok or not keep:
+        shutil.rmtree(base, ignore_errors=True)
+    return trial
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    windows = {"worktrees": args.worktrees_window, "teardown": args.teardown_window}
+    fixed = {command: seconds for command, seconds in windows.items() if seconds is not None}
+    when = dict(item.split("=", 1) for item in args.when)
+    if not set(when) <= set(windows):
+        raise SystemExit(f"--when: COMMAND is one of {', '.join(windows)}")
+    seeds = args.only_seed or killtrials.trial_seeds(args.seed, args.trials)
+    root = tempfile.mkdtemp(prefix="team-router-kill-")
+    pace = f"windows {fixed}" if fixed else "windows learnt from the runs"
+    pace += f", killed when running {when}" if when else ""
+    print(f"{len(seeds)} trial(s), seed {args.seed}, {pace}, in {root}", flush=True)
+    start = time.monotonic()
+    deadline = start + args.minutes * 60 if args.minutes else None
+    trials: list[killtrials.Trial] = []
+    out = args.out.open("w", encoding="utf-8") if args.out else None
+    try:
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            todo = list(seeds)
+            running: list[Future[killtrials.Trial]] = []
+            while todo or running:
+                while todo and len(running) < max(1, args.jobs):
+                    if deadline is not None and time.monotonic() > deadline:
+                        print(f"time is up: {len(todo)} trial(s) not run", flush=True)
+                        todo = []
+                        break
+                    running.append(pool.submit(_one, todo.pop(0), root, fixed, when, args.keep))
+                if not running:
+                    break
+                trial = running.pop(0).result()
+                trials.append(trial)
+                print(("ok   " if trial.ok else "FAIL ") + trial.describe(), flush=True)
+                if out:
+                    out.write(json.dumps(trial.to_json()) + "\n")
+                    out.flush()
+    finally:
+        if out:
+            out.close()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"\n{killtrials.summary(trials)}")
+    print(f"wall: {time.monotonic() - start:.0f}s")
+    return 0 if all(t.ok for t in trials) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
