@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import unicodedata
-from urllib.parse import urlsplit
 from dataclasses import dataclass
 from typing import NewType
 
@@ -100,6 +99,8 @@ def split_request(description: str) -> Request:
 
 
 def _ticket_of_url(url: str) -> str | None:
+    from urllib.parse import urlsplit  # lazy: the recovery hook imports this module
+
     parts = [p for p in urlsplit(url).path.split("/") if p]
     for part in parts:
         if _KEY_SEGMENT_RE.fullmatch(part):
