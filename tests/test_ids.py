@@ -53,9 +53,7 @@ def test_slugify_follows_the_design_rules(description, slug):
         ("Add ENG-1234 support", "2026-12-02-add-eng-1234-support"),
     ],
 )
-def test_a_ticket_key_or_issue_url_leading_the_request_becomes_the_prefix(
-    request_text, topic_id
-):
+def test_a_ticket_key_or_issue_url_leading_the_request_becomes_the_prefix(request_text, topic_id):
     assert derive_id(request_text, today=dt.date(2026, 12, 2)) == topic_id
     assert parse_id(topic_id).id == topic_id
 
