@@ -100,7 +100,7 @@ def _allow_agent(repo: Repo) -> str:
     from router.state import write_atomic
 
     write_atomic(path, json.dumps(settings, indent=2) + "\n")
-    return f"{LOCAL_SETTINGS}: allows {PERMISSION_RULE} (personal, excluded from git status)"
+    return f"{LOCAL_SETTINGS}: allows {PERMISSION_RULE} (personal; info/exclude keeps it out of git status)"
 
 
 def _read_settings(path: Path) -> dict[str, Any]:
