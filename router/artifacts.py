@@ -180,7 +180,8 @@ Verdict.__doc__ = """A gate record: round ``n``, its verdict (None when unreadab
 
 _InventoryBase = namedtuple(
     "_InventoryBase",
-    "plan_dir exists files design_revision design_reviews reviews pr_url warnings",
+    "plan_dir exists files design_revision design_reviews reviews pr_url warnings pr_local",
+    defaults=(False,),
 )
 
 
@@ -189,7 +190,8 @@ class Inventory(_InventoryBase):
 
     ``files`` is a frozenset of the phase file names present; ``design_reviews``
     and ``reviews`` are tuples of :data:`Verdict` in round order, including
-    records whose verdict could not be read (``verdict`` None).
+    records whose verdict could not be read (``verdict`` None). ``pr_url`` is the PR
+    ``pr.md`` records; ``pr_local`` says the work was finished without one.
     """
 
     __slots__ = ()
@@ -245,6 +247,7 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
         _verdicts(plan_dir, fields, REVIEW_RE, REVIEW_VERDICTS, warnings),
         (fields.get(PR) or {}).get("url"),
         tuple(warnings),
+        (fields.get(PR) or {}).get("local") == "true",
     )
 
 

@@ -22,7 +22,7 @@ import typer
 from typer.exceptions import TyperException
 
 from router import __version__
-from router.errors import BadInput, Interrupted, Refusal, RouterError
+from router.errors import BadInput, Interrupted, Refusal, RouterError, error_json
 
 app = typer.Typer(
     name="team-router",
@@ -184,7 +184,7 @@ def _fail(command: str, as_json: bool, exc: RouterError) -> None:
             "command": command,
             **exc.details,
             "warnings": list(exc.details.get("warnings", [])),
-            "error": {"code": exc.code, "message": exc.message},
+            "error": error_json(exc.code, exc.message),
         }
         print(json.dumps(payload, indent=2, default=str))
     else:

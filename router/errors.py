@@ -37,3 +37,76 @@ class BadInput(RouterError):
     """Bad input: usage, invalid id or branch, malformed repos.md (exit 2)."""
 
     exit_code = 2
+
+
+# Every error code a command can report: as ``error.code`` of the JSON envelope, as a
+# step's ``code`` (teardown, pr-cleanup), or as a repo's ``reason`` (worktrees). Skills
+# and briefs may name only these (tests/test_agents.py checks both directions).
+CODES = frozenset(
+    {
+        # bad input (exit 2)
+        "usage",
+        "invalid-id",
+        "invalid-branch",
+        "invalid-target",
+        "invalid-value",
+        "invalid-session",
+        "repos-md",
+        "no-plan-dir",
+        "no-topic",
+        "no-repo",
+        "no-such-process",
+        "demo-dir",
+        # refused or failed (exit 1)
+        "not-a-repo",
+        "no-root-commit",
+        "no-default-branch",
+        "default-branch-worktree",
+        "path-taken",
+        "branch-checked-out",
+        "strict-failed",
+        "setup-failed",
+        "add-failed",
+        "verify-failed",
+        "dirty-worktree",
+        "locked-worktree",
+        "unintegrated-commits",
+        "conflict",
+        "primary-busy",
+        "residue-kept",
+        "plan-dir-kept",
+        "protected-branch",
+        "not-merged",
+        "fork-pr",
+        "gh-unavailable",
+        "confirmation-required",
+        "not-confirmed",
+        "locked",
+        "held",
+        "no-snapshot",
+        "snapshot-failed",
+        "git-failed",
+        "io-error",
+        "demo-failed",
+        "git-locked",
+        "nested-work",
+        "no-identity",
+        "removal-interrupted",
+        "step-failed",
+        "step-refused",
+        "local-state-failed",
+        "sweep-failed",
+        "restore-refused",
+        # Ctrl-C (exit 130)
+        "interrupted",
+        # a secondary repo refused by the containment check (worktrees `reason`)
+        "containment",
+        "missing",
+        "duplicate",
+    }
+)
+
+
+def error_json(code: str, message: str) -> dict[str, str]:
+    """The envelope's ``error`` object (DESIGN §13): every ``ok: false`` result carries one."""
+    return {"code": code, "message": message}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,14 +31,19 @@ class RecordResult:
     value: str
     existing: bool = False  # the record already said exactly this (temp paths)
     warnings: tuple[str, ...] = ()
+    tips: tuple[KeptTip, ...] = ()  # record pr --local: every repo's branch tip
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "kind": self.kind,
             "path": str(self.path),
             "value": self.value,
             "existing": self.existing,
         }
+        if self.kind == "pr":
+            data["local"] = self.value == "local"
+            data["repos"] = [t.to_json() for t in self.tips]
+        return data
 
 
 def record_verdict(
@@ -67,18 +73,84 @@ def record_review(
 
 
 def record_pr(
-    cwd: Path, target: str, url: str, *, wait: float = state.DEFAULT_WAIT
+    cwd: Path,
+    target: str,
+    url: str | None,
+    *,
+    local: bool = False,
+    wait: float = state.DEFAULT_WAIT,
 ) -> RecordResult:
-    """Write ``pr.md``: the PR was opened (SHIPPED from now on)."""
-    if not _URL_RE.fullmatch(url):
+    """Write ``pr.md``: the PR was opened, or (``local``) the work is kept on its branches.
+
+    Either way the run is SHIPPED from now on. A later call replaces the record, so a run
+    finished locally is finished with a PR by recording its URL then.
+    """
+    if local == (url is not None):
+        raise BadInput(
+            "usage", "record pr takes a PR URL or --local (the work kept without a PR), not both"
+        )
+    if url is not None and not _URL_RE.fullmatch(url):
         raise BadInput(
             "invalid-value", f"{url!r} is not a PR URL; pass the http(s) URL `gh pr create` printed"
         )
     repo, plan = _existing_plan(cwd, target)
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         path = plan.path / a.PR
-        state.write_atomic(path, _render("pr.md.j2", plan, url=url))
-    return RecordResult("pr", path, url)
+        if url is not None:
+            state.write_atomic(path, _render("pr.md.j2", plan, url=url))
+            return RecordResult("pr", path, url)
+        warnings: list[str] = []
+        tips = kept_tips(repo, plan, warnings)
+        branch = tips[0].branch if tips else plan.id
+        text = _render("pr.md.j2", plan, url=None, branch=branch, tips=tips)
+        state.write_atomic(path, text)
+    return RecordResult("pr", path, "local", tips=tuple(tips), warnings=tuple(warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class KeptTip:
+    """Where a repo's topic work stands when the run is finished without a PR."""
+
+    name: str
+    checkout: str | None  # the worktree (or the repo) holding the branch; None: not found
+    branch: str
+    tip: str | None  # None: the branch is gone in that repo
+    ahead: int | None  # commits since the merge-base with the default branch; None: unknown
+    pushed: bool  # origin's tracking ref (as of the last push or fetch) holds the tip
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "checkout": self.checkout,
+            "branch": self.branch,
+            "tip": self.tip,
+            "ahead": self.ahead,
+            "pushed": self.pushed,
+        }
+
+
+def kept_tips(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[KeptTip]:
+    """Every repo's branch tip, pushed or not; no fetch, so it works offline."""
+    from router.git import Git
+    from router.phases import commits_ahead, location, topic_repos
+
+    tips = []
+    for topic_repo in topic_repos(repo, plan, warnings):
+        where, rev = location(topic_repo)
+        git = Git(Path(where)) if where else None
+        tip = git.rev_parse(rev) if git else None
+        tracking = f"refs/remotes/origin/{topic_repo.branch}"
+        pushed = bool(git and tip and git.rev_parse(tracking) and git.is_ancestor(tip, tracking))
+        if tip is None:
+            warnings.append(f"{topic_repo.name}: no {topic_repo.branch} branch found; no tip kept")
+        tips.append(
+            KeptTip(
+                topic_repo.name, where, topic_repo.branch, tip, commits_ahead(topic_repo), pushed
+            )
+        )
+    if not any(t.ahead for t in tips):
+        warnings.append(f"no repo has commits on {plan.id}: the record keeps no work")
+    return tips
 
 
 def record_temp(
@@ -140,6 +212,9 @@ def _write_round(
 def _body(body_file: Path | None) -> str:
     if body_file is None:
         return ""
+    if str(body_file) == "-":
+        # A reviewer's findings piped in: no scratch file to write and clean up.
+        return sys.stdin.read().strip("\n")
     try:
         return body_file.read_text(encoding="utf-8").strip("\n")
     except (OSError, UnicodeDecodeError) as exc:

@@ -53,9 +53,6 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-GIT_LOCKED = "git-locked"  # the error code of a git lock file in the way
-GIT_FAILED = "git-failed"
-
 # lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
 _LOCK_IN_THE_WAY = re.compile(r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists")
@@ -80,7 +77,7 @@ class GitError(Exception):
     @property
     def code(self) -> str:
         """The error code a refusal caused by this failure carries."""
-        return GIT_LOCKED if self.lock_file is not None else GIT_FAILED
+        return "git-locked" if self.lock_file is not None else "git-failed"
 
     @property
     def first_line(self) -> str:

@@ -19,6 +19,15 @@ ID_RE = re.compile(
 TICKET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-[0-9]+$")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# A ticket key leading a request ("ENG-1234 add ...", "[ENG-1234] ...", "ENG-1234: ...").
+# Uppercase only: "covid-19 dashboard" is a description, not a ticket.
+_LEADING_KEY_RE = re.compile(r"^[\[(]?(?P<key>[A-Z][A-Z0-9_]*-[0-9]+)[\])]?(?:[\s:,;]+|$)")
+_LEADING_URL_RE = re.compile(r"^<?(?P<url>https?://[^\s<>]+?)>?(?:[\s:,;]+|$)")
+_KEY_SEGMENT_RE = re.compile(r"^[A-Z][A-Z0-9_]*-[0-9]+$")
+# GitHub, Gitea and Forgejo: /<owner>/<repo>/issues/<n> (or pull/<n>).
+_ISSUE_KINDS = frozenset({"issues", "pull", "pulls"})
+# GitLab: /<group>/<project>/-/issues/<n> (or merge_requests/<n>, work_items/<n>).
+_GITLAB_KINDS = frozenset({"issues", "merge_requests", "work_items"})
 
 STOP_WORDS = frozenset(
     ["a", "an", "and", "at", "for", "in", "is", "it", "me", "my", "of", "on", "the", "to", "with"]
@@ -61,6 +70,60 @@ def slugify(description: str) -> str:
     while len(kept) > 1 and kept[-1] in STOP_WORDS:
         kept.pop()
     return "-".join(kept)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request split into the ticket it starts with (if any) and the words that follow."""
+
+    ticket: str | None
+    words: str
+
+
+def split_request(description: str) -> Request:
+    """Find a ticket key or an issue URL at the start of a request, without any network call.
+
+    ``ENG-1234 add rate limit`` -> ``ENG-1234``; ``https://github.com/org/api/issues/12`` ->
+    ``api-12`` (the repo name, ``_`` for what a ticket prefix cannot hold); a Jira or Linear
+    URL naming a key (``/browse/ENG-12``) -> that key. An unrecognised leading URL is dropped
+    from the words, so it never becomes the slug.
+    """
+    text = description.strip()
+    key = _LEADING_KEY_RE.match(text)
+    if key:
+        return Request(key["key"], text[key.end() :])
+    url = _LEADING_URL_RE.match(text)
+    if url:
+        return Request(_ticket_of_url(url["url"]), text[url.end() :])
+    return Request(None, description)
+
+
+def _ticket_of_url(url: str) -> str | None:
+    from urllib.parse import urlsplit  # lazy: the recovery hook imports this module
+
+    parts = [p for p in urlsplit(url).path.split("/") if p]
+    for part in parts:
+        if _KEY_SEGMENT_RE.fullmatch(part):
+            return part
+    for i in range(1, len(parts) - 1):
+        project, kind, number = parts[i - 1], parts[i], parts[i + 1]
+        if project == "-" and i >= 2:
+            project = parts[i - 2]
+            if kind not in _GITLAB_KINDS:
+                continue
+        elif kind not in _ISSUE_KINDS:
+            continue
+        if number.isdigit():
+            return _ticket_prefix(project, number)
+    return None
+
+
+def _ticket_prefix(project: str, number: str) -> str:
+    # A ticket prefix is [A-Za-z][A-Za-z0-9_]*: "team-router" becomes "team_router", and
+    # a name that cannot start one ("9lives") gives the neutral "issue".
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", project).strip("_")
+    ticket = f"{name}-{int(number)}"
+    return ticket if TICKET_RE.fullmatch(ticket) else f"issue-{int(number)}"
 
 
 def portable_name_problem(name: str) -> str | None:
@@ -112,7 +175,18 @@ def derive_id(
     date: str | None = None,
     today: _dt.date | None = None,
 ) -> str:
-    """``<ticket>-<slug>`` or ``<date>-<slug>`` for a description (not yet validated as a whole)."""
+    """``<ticket>-<slug>`` or ``<date>-<slug>`` for a description (not yet validated as a whole).
+
+    Without ``ticket`` and ``date``, a ticket key or issue URL leading the description is
+    the ticket (:func:`split_request`).
+    """
+    request = split_request(description)
+    if ticket is None and date is None:
+        ticket = request.ticket
+    if ticket is not None and ticket == request.ticket:
+        description = request.words  # the key is the prefix; it is not repeated in the slug
+    elif request.ticket is None and request.words != description:
+        description = request.words  # an unrecognised URL never becomes the slug
     slug = slugify(description)
     if ticket is not None:
         if not TICKET_RE.fullmatch(ticket):

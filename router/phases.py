@@ -280,8 +280,12 @@ def phase_report(cwd: Path, target: str | None) -> PhaseReport:
     return PhaseReport(plan.id, plan.path, resume, warnings)
 
 
-class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief expects")):
-    """What ``team-router next`` prints: the phase plus its brief and expected artifacts."""
+class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief expects request")):
+    """What ``team-router next`` prints: the phase plus its brief and expected artifacts.
+
+    ``request`` is the user's request as ``new`` kept it, at QUESTION only (else None): the
+    questioner is the one helper that reads it, so later phases do not carry it around.
+    """
 
     __slots__ = ()
 
@@ -290,6 +294,7 @@ class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief exp
             **PhaseReport(self.id, self.plan_dir, self.resume, self.warnings).to_json(),
             "brief": self.brief,
             "expects": [str(p) for p in self.expects],
+            "request": self.request,
         }
 
 
@@ -303,6 +308,7 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
     repo, plan = resolve(cwd, target)
     resume, inv, warnings = assess(repo, plan)
     expects = expected_artifacts(resume, inv, plan)
+    request = kept_request(repo, plan, warnings) if resume.resume_at == QUESTION else None
     brief = render(
         f"briefs/{resume.resume_at.lower()}.md.j2",
         id=plan.id,
@@ -319,8 +325,32 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
         repos=topic_repos(repo, plan, warnings),
         missing=missing_worktrees(plan, warnings) if resume.resume_at == STRUCTURE else [],
         expects=[str(p) for p in expects],
+        request=request,
+        ticket=ticket_of(plan.id),
     )
-    return NextReport(plan.id, plan.path, resume, warnings, brief, expects)
+    return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request)
+
+
+def kept_request(repo: Repo, plan: PlanDir, warnings: list[str]) -> str | None:
+    """The description ``new`` kept in the topic's record, or None (no record, or unreadable)."""
+    from router import state
+
+    try:
+        record = state.read_record(repo.common_dir, plan.id)
+    except state.RecordCorrupt as exc:
+        warnings.append(f"{exc.path}: {exc.reason}; the request it kept is not shown")
+        return None
+    return record.description if record is not None else None
+
+
+def ticket_of(topic_id: str) -> str | None:
+    """The ticket prefix of a ticket-prefixed id (``ENG-12-x`` -> ``ENG-12``); None for a date."""
+    from router.ids import DATE_RE, ID_RE
+
+    match = ID_RE.fullmatch(topic_id)
+    if match is None or DATE_RE.fullmatch(match["prefix"]):
+        return None
+    return match["prefix"]
 
 
 def expected_artifacts(resume: Resume, inv: a.Inventory, plan: PlanDir) -> list[Path]:

@@ -7,12 +7,17 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from router.errors import Refusal
 from router.render import render, share_dir
 from router.workspace import Repo, ensure_excludes, open_repo
 
 PLUGIN_NAME = "team-router"
+# The Claude Code permission rule that lets the agent run every team-router command
+# without a prompt (the CLI never deletes work without a flag the skills do not pass).
+PERMISSION_RULE = "Bash(team-router:*)"
+LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,14 +32,23 @@ class InitResult:
             "repo": str(self.repo),
             "actions": self.actions,
             "plugin_commands": self.plugin_commands,
+            "permission_rule": PERMISSION_RULE,
+            "settings_file": str(self.repo / LOCAL_SETTINGS),
         }
 
 
-def init_repo(cwd: Path) -> InitResult:
-    """Add the exclude lines and example files that are missing; never overwrite one."""
+def init_repo(cwd: Path, *, allow_agent: bool = False) -> InitResult:
+    """Add the exclude lines and example files that are missing; never overwrite one.
+
+    ``allow_agent`` also adds the permission rule to the repo's personal Claude Code
+    settings (``.claude/settings.local.json``, kept out of ``git status`` by info/exclude).
+    """
     repo = open_repo(cwd)
     try:
-        return InitResult(repo.primary, _prepare(repo), plugin_commands())
+        actions = _prepare(repo)
+        if allow_agent:
+            actions.append(_allow_agent(repo))
+        return InitResult(repo.primary, actions, plugin_commands())
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise Refusal(
@@ -57,6 +71,50 @@ def _prepare(repo: Repo) -> list[str]:
         _write_example(repo.primary / ".teamteardown.example", example.read_text(encoding="utf-8"))
     )
     return actions
+
+
+def _allow_agent(repo: Repo) -> str:
+    path = repo.primary / LOCAL_SETTINGS
+    if repo.git.ls_files(str(LOCAL_SETTINGS)):
+        raise Refusal(
+            "setup-failed",
+            f"{path} is tracked by git; add {PERMISSION_RULE!r} to its permissions.allow "
+            "yourself (init leaves tracked files alone)",
+        )
+    if os.path.islink(path) or os.path.islink(path.parent):
+        raise Refusal(
+            "setup-failed", f"{path} is reached through a symlink; add the rule there yourself"
+        )
+    settings = _read_settings(path)
+    allow = settings.setdefault("permissions", {}).setdefault("allow", [])
+    if not isinstance(allow, list):
+        raise Refusal(
+            "setup-failed", f"{path}: permissions.allow is not a list; fix it, then rerun"
+        )
+    ensure_excludes(
+        repo.common_dir, (f"/{LOCAL_SETTINGS}",), why="personal agent settings stay local"
+    )
+    if PERMISSION_RULE in allow:
+        return f"{LOCAL_SETTINGS}: already allows {PERMISSION_RULE}"
+    allow.append(PERMISSION_RULE)
+    from router.state import write_atomic
+
+    write_atomic(path, json.dumps(settings, indent=2) + "\n")
+    return f"{LOCAL_SETTINGS}: allows {PERMISSION_RULE} (personal; info/exclude keeps it out of git status)"
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (ValueError, UnicodeDecodeError):
+        raise Refusal(
+            "setup-failed", f"{path} is not valid JSON; fix it, then rerun (nothing was written)"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("permissions", {}), dict):
+        raise Refusal("setup-failed", f"{path} is not a settings object; fix it, then rerun")
+    return data
 
 
 def plugin_commands() -> list[str]:

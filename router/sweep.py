@@ -33,6 +33,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import state
+from router.errors import error_json
 from router.git import Git, WorktreeEntry
 from router.workspace import WORKTREES_DIR
 
@@ -81,7 +82,7 @@ class SweepResult:
         if not self.failed:
             return None
         paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
-        return {"code": "sweep-failed", "message": f"could not remove residue: {paths}"}
+        return error_json("sweep-failed", f"could not remove residue: {paths}")
 
     @property
     def no_residue(self) -> bool:

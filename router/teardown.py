@@ -25,6 +25,7 @@ from pathlib import Path
 
 from router import git as g
 from router import state
+from router.errors import error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import Echo, LocalStateJob, LocalStateReport, run_local_state
 from router.nested import NestedRepo, outer_clones, survey
@@ -93,10 +94,10 @@ def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | N
         return None
     where, step = stopped[0]
     more = f" (and {len(stopped) - 1} more stopped step(s))" if len(stopped) > 1 else ""
-    return {
-        "code": step.code or f"step-{step.outcome}",
-        "message": f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
-    }
+    return error_json(
+        step.code or ("step-refused" if step.outcome is Outcome.REFUSED else "step-failed"),
+        f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
+    )
 
 
 def done(name: str, detail: str) -> StepResult:

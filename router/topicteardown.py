@@ -20,7 +20,7 @@ from pathlib import Path
 
 from router import git as g
 from router import state
-from router.errors import Interrupted, Refusal
+from router.errors import Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
@@ -523,10 +523,10 @@ class TeardownResult:
                 for r in self.repos
                 if r.interrupted
             )
-            return {
-                "code": "interrupted",
-                "message": f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
-            }
+            return error_json(
+                "interrupted",
+                f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
+            )
         if self.exit_code == 0:
             return None
         return stopped_error((r.name, s) for r in self.repos for s in r.steps)
@@ -720,11 +720,10 @@ class LocalStateResult:
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
         if self.interrupted:
-            return {
-                "code": "interrupted",
-                "message": "interrupted (Ctrl-C): the lines after it did not run; "
-                "run the same command again",
-            }
+            return error_json(
+                "interrupted",
+                "interrupted (Ctrl-C): the lines after it did not run; run the same command again",
+            )
         if self.exit_code == 0:
             return None
         bad = [
@@ -738,7 +737,7 @@ class LocalStateResult:
             for t in r.temp_paths
             if t.outcome is TempOutcome.REFUSED
         ]
-        return {"code": "local-state-failed", "message": "; ".join(bad)}
+        return error_json("local-state-failed", "; ".join(bad))
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -807,10 +806,7 @@ class RestoreResult:
         bad = [r for r in self.repos if r.status is RestoreStatus.REFUSED]
         if not bad:
             return None
-        return {
-            "code": "restore-refused",
-            "message": "; ".join(f"{r.name}: {r.detail}" for r in bad),
-        }
+        return error_json("restore-refused", "; ".join(f"{r.name}: {r.detail}" for r in bad))
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "repos": [r.to_json() for r in self.repos]}

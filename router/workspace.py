@@ -112,20 +112,25 @@ def require_default_branch(git: Git) -> DefaultBranch:
     return found
 
 
-def ensure_excludes(common_dir: Path) -> bool:
-    """Add our two ignore lines to ``info/exclude`` once; True when the file changed."""
+def ensure_excludes(
+    common_dir: Path,
+    lines: tuple[str, ...] = EXCLUDE_LINES,
+    *,
+    why: str = "worktrees and plan dirs never show in git status",
+) -> bool:
+    """Add ignore lines (by default our two) to ``info/exclude`` once; True when it changed."""
     path = common_dir / "info" / "exclude"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
     present = set(text.splitlines())
-    missing = [line for line in EXCLUDE_LINES if line not in present]
+    missing = [line for line in lines if line not in present]
     if not missing:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = "" if not text or text.endswith("\n") else "\n"
-    addition = prefix + "# team-router: worktrees and plan dirs never show in git status\n"
+    addition = prefix + f"# team-router: {why}\n"
     with path.open("a", encoding="utf-8") as fh:
         fh.write(addition + "".join(f"{line}\n" for line in missing))
     return True

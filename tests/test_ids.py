@@ -32,6 +32,38 @@ def test_slugify_follows_the_design_rules(description, slug):
     assert slugify(description) == slug
 
 
+@pytest.mark.parametrize(
+    ("request_text", "topic_id"),
+    [
+        ("ENG-1234 add rate limit", "ENG-1234-add-rate-limit"),
+        ("ENG-1234: add rate limit", "ENG-1234-add-rate-limit"),
+        ("[ENG-1234] add rate limit", "ENG-1234-add-rate-limit"),
+        ("ENG-1234", "ENG-1234-topic"),
+        ("https://github.com/org/api/issues/123 add rate limit", "api-123-add-rate-limit"),
+        ("https://github.com/org/team-router/pull/7 fix the hook", "team_router-7-fix-the-hook"),
+        ("<https://github.com/org/api/issues/123>", "api-123-topic"),
+        ("https://github.com/org/9lives/issues/3 x", "issue-3-x"),
+        ("https://gitlab.com/grp/sub/web/-/issues/12 add x", "web-12-add-x"),
+        ("https://acme.atlassian.net/browse/ENG-12 add x", "ENG-12-add-x"),
+        ("https://linear.app/acme/issue/ENG-123/add-x", "ENG-123-topic"),
+        # An unknown URL is no ticket, and never the slug.
+        ("https://example.com/notes add x", "2026-12-02-add-x"),
+        # Lowercase words with a number are a description, not a ticket.
+        ("covid-19 dashboard", "2026-12-02-covid-19-dashboard"),
+        ("Add ENG-1234 support", "2026-12-02-add-eng-1234-support"),
+    ],
+)
+def test_a_ticket_key_or_issue_url_leading_the_request_becomes_the_prefix(request_text, topic_id):
+    assert derive_id(request_text, today=dt.date(2026, 12, 2)) == topic_id
+    assert parse_id(topic_id).id == topic_id
+
+
+def test_an_explicit_ticket_or_date_wins_over_the_request():
+    assert derive_id("ENG-1 add x", ticket="ENG-1") == "ENG-1-add-x"
+    assert derive_id("ENG-1 add x", ticket="OPS-2") == "OPS-2-eng-1-add-x"
+    assert derive_id("ENG-1 add x", date="2026-05-01") == "2026-05-01-eng-1-add-x"
+
+
 def test_derive_id_uses_ticket_date_or_today():
     assert derive_id("Add X", ticket="ENG-1234") == "ENG-1234-add-x"
     assert derive_id("Add X", date="2026-05-01") == "2026-05-01-add-x"

@@ -69,10 +69,12 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def test_wheel_carries_skills_templates_plugin_and_teardown_example(wheel: Path) -> None:
+def test_wheel_carries_skills_agents_templates_plugin_and_teardown_example(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for skill in SKILLS:
         assert f"router/_share/skills/{skill}/SKILL.md" in names
+    for agent in ROOT.joinpath("agents").glob("*.md"):
+        assert f"router/_share/agents/{agent.name}" in names
     for template in ROOT.joinpath("templates").rglob("*.j2"):
         assert f"router/_share/templates/{template.relative_to(ROOT / 'templates')}" in names
     assert "router/_share/.teamteardown.example" in names

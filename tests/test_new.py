@@ -86,6 +86,15 @@ def test_ticket_prefix(home_repo):
     assert res.json["id"] == "ENG-1234-add-x"
 
 
+def test_a_request_led_by_an_issue_url_gets_the_ticket_prefix_and_keeps_its_words(home_repo):
+    request = "https://github.com/org/web/issues/42 add rate limit"
+    res = run_cli("new", request, "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    assert res.json["id"] == "web-42-add-rate-limit"
+    again = run_cli("next", "web-42-add-rate-limit", "--json", cwd=home_repo)
+    assert again.json["request"] == request
+
+
 def test_explicit_id_is_used_verbatim_and_rerun_is_existing(home_repo):
     res = run_cli("new", "ignored words", "--id", "ENG-7-custom", "--json", cwd=home_repo)
     assert res.json["id"] == "ENG-7-custom"

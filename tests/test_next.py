@@ -26,6 +26,21 @@ def test_question_brief_names_the_files_their_frontmatter_and_the_gate(home_repo
     assert f"team-router next {plan.name} --json" in brief
 
 
+def test_next_at_question_gives_back_the_request_new_kept_and_only_there(home_repo):
+    request = "Add rate limiting: 100 req/min per key, 429 with Retry-After"
+    plan = new_topic(home_repo, request)
+    data = next_of(home_repo, plan.name)
+    assert (data["resume_at"], data["request"]) == ("QUESTION", request)
+    assert request in data["brief"]
+    text = run_cli("next", plan.name, cwd=home_repo).out
+    assert f"Request: {request}" in text
+    artifact(plan, "task.md")
+    artifact(plan, "questions.md")
+    data = next_of(home_repo, plan.name)
+    assert (data["resume_at"], data["request"]) == ("RESEARCH", None)
+    assert request not in data["brief"]
+
+
 def test_design_review_brief_gives_the_record_command_and_the_round(home_repo):
     plan = new_topic(home_repo)
     for name in ("task.md", "questions.md", "research.md", "design.md"):

@@ -52,6 +52,7 @@ def test_plugin_relies_on_the_default_component_locations_that_exist() -> None:
     manifest = _load(PLUGIN)
     assert "hooks" not in manifest
     assert (ROOT / "skills").is_dir() and any((ROOT / "skills").glob("*/SKILL.md"))
+    assert (ROOT / "agents").is_dir() and any((ROOT / "agents").glob("*.md"))
     assert HOOKS.is_file()
     for key in ("commands", "agents", "skills"):
         for path in _as_list(manifest.get(key)):

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import git, run_cli, write
-from phaseutil import new_topic
+from gitutil import commit, git, make_repo, run_cli, write
+from phaseutil import new_topic, repos_md
 
-from router import artifacts
+from router import artifacts, frontmatter
 
 
 def record(cwd: Path, *args: str):
@@ -106,6 +106,76 @@ def test_pr_records_its_url_and_ships_the_topic(home_repo):
     assert (fm.fields["phase"], fm.fields["url"]) == ("pr", url)
     phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
     assert (phase["resume_at"], phase["step"]) == ("SHIPPED", "teardown")
+
+
+def test_a_body_file_dash_reads_the_findings_from_stdin(home_repo):
+    plan = new_topic(home_repo)
+    res = run_cli(
+        "record",
+        "verdict",
+        plan.name,
+        "REQUEST CHANGES",
+        "--body-file",
+        "-",
+        "--json",
+        cwd=home_repo,
+        stdin="- the design never says what a 429 carries\n",
+    )
+    assert res.code == 0, res.err + res.out
+    assert "- the design never says what a 429 carries" in (plan / "design-review-1.md").read_text()
+
+
+def test_pr_local_records_every_repos_tip_pushed_or_not_and_ships_without_gh(home_repo, workspace):
+    api = make_repo(workspace, "api")
+    plan = new_topic(home_repo)
+    write(plan / "repos.md", repos_md(home_repo, ("api", api)))
+    assert run_cli("worktrees", plan.name, "--json", cwd=home_repo).code == 0
+    home_wt, api_wt = plan.parents[2], api / ".claude" / "worktrees" / plan.name
+    home_tip = commit(home_wt, "a.py", "a = 1\n", "home slice")
+    git(home_wt, "push", "-q", "-u", "origin", "HEAD")
+    api_tip = commit(api_wt, "b.py", "b = 1\n", "api slice")
+
+    res = record(home_repo, "pr", plan.name, "--local")
+    assert res.code == 0, res.err + res.out
+    assert (res.json["value"], res.json["local"]) == ("local", True)
+    tips = {r["name"]: r for r in res.json["repos"]}
+    assert tips["home"] == {
+        "name": "home",
+        "checkout": str(home_wt),
+        "branch": plan.name,
+        "tip": home_tip,
+        "ahead": 1,
+        "pushed": True,
+    }
+    assert (tips["api"]["tip"], tips["api"]["ahead"], tips["api"]["pushed"]) == (api_tip, 1, False)
+    fm = frontmatter.read_file(plan / "pr.md")
+    assert (fm.data["phase"], fm.data["local"], fm.data["branch"]) == ("pr", True, plan.name)
+    assert {r["name"]: r["tip"] for r in fm.data["repos"]} == {"home": home_tip, "api": api_tip}
+    # The work is where it was: nothing was pushed, moved or removed.
+    assert git(api_wt, "rev-parse", "HEAD") == api_tip and home_wt.is_dir()
+    nxt = run_cli("next", plan.name, "--json", cwd=home_repo).json
+    assert nxt["resume_at"] == "SHIPPED"
+    assert f"team-router record pr {plan.name} <pr-url> --json" in nxt["brief"]
+    assert f"team-router teardown {plan.name} --integrate --json" in nxt["brief"]
+
+
+def test_a_pr_url_recorded_after_a_local_finish_replaces_it(home_repo):
+    plan = new_topic(home_repo)
+    commit(plan.parents[2], "a.py", "a = 1\n", "slice")
+    assert record(home_repo, "pr", plan.name, "--local").code == 0
+    url = "https://github.com/acme/web/pull/7"
+    assert record(home_repo, "pr", plan.name, url).code == 0
+    fm = artifacts.read_frontmatter(str(plan / "pr.md"))
+    assert (fm.fields["url"], fm.fields.get("local")) == (url, None)
+    assert url in run_cli("next", plan.name, "--json", cwd=home_repo).json["brief"]
+
+
+@pytest.mark.parametrize("args", [(), ("https://github.com/acme/web/pull/7", "--local")])
+def test_pr_needs_exactly_one_of_a_url_and_local_and_writes_nothing(home_repo, args):
+    plan = new_topic(home_repo)
+    res = record(home_repo, "pr", plan.name, *args)
+    assert (res.code, res.json["error"]["code"]) == (2, "usage")
+    assert listing(plan) == []
 
 
 def test_temp_paths_are_appended_once(home_repo, tmp_path):

@@ -52,7 +52,12 @@ def test_skill_frontmatter_follows_the_rules(name: str) -> None:
     assert isinstance(description, str) and 0 < len(description) <= 1024
     assert re.search(r"\bUse\b|\bLoad it\b", description), "the description must say when to use it"
     assert data["user-invocable"] is EXPECTED[name]
-    assert set(data) <= {"name", "description", "user-invocable"}
+    assert set(data) <= {"name", "description", "user-invocable", "argument-hint"}
+    # The client shows the hint after the slash command: every command the user types has one.
+    if EXPECTED[name]:
+        assert isinstance(data.get("argument-hint"), str) and data["argument-hint"].strip()
+    else:
+        assert "argument-hint" not in data
 
 
 # -- every team-router line in a code block is a real command ----------------------

@@ -100,16 +100,36 @@ def _worktrees_text(result) -> str:
 
 
 @app.command("init")
-def init_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def init_cmd(
+    ctx: typer.Context,
+    allow_agent: Annotated[
+        bool,
+        typer.Option(
+            "--allow-agent",
+            help="Let Claude Code run team-router without a prompt: add Bash(team-router:*) "
+            "to .claude/settings.local.json (kept out of git status).",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
     """Prepare this repo: info/exclude lines, example .worktreeinclude and .teamteardown.example."""
     from router.setup import init_repo
 
-    emit("init", as_json, lambda: init_repo(cwd_of(ctx)), _init_text)
+    emit("init", as_json, lambda: init_repo(cwd_of(ctx), allow_agent=allow_agent), _init_text)
 
 
 def _init_text(result) -> str:
+    from router.setup import LOCAL_SETTINGS, PERMISSION_RULE
+
     lines = [f"Prepared {result.repo}:"]
     lines += [f"  {item}" for item in result.actions]
     lines += ["", "Install the Claude Code plugin:"]
     lines += [f"  {cmd}" for cmd in result.plugin_commands]
+    if not any(item.startswith(str(LOCAL_SETTINGS)) for item in result.actions):
+        lines += [
+            "",
+            f"Let the agent run team-router without a prompt ({PERMISSION_RULE}):",
+            "  team-router init --allow-agent",
+            f'  or, for claude -p: --allowedTools "{PERMISSION_RULE}"',
+        ]
     return "\n".join(lines)

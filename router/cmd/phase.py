@@ -19,7 +19,9 @@ Target = Annotated[
 RequiredTarget = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 BodyFile = Annotated[
     Path | None,
-    typer.Option("--body-file", metavar="F", help="Markdown to keep as the record's body."),
+    typer.Option(
+        "--body-file", metavar="F", help="Markdown to keep as the record's body ('-': stdin)."
+    ),
 ]
 
 
@@ -54,7 +56,8 @@ def next_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fals
 
 def _next_text(report) -> str:
     expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
-    return f"{_phase_text(report)}\nExpects:{expects}\n\n{report.brief.rstrip()}"
+    request = f"\nRequest: {report.request}" if report.request is not None else ""
+    return f"{_phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"
 
 
 @app.command("status")
@@ -78,7 +81,12 @@ app.add_typer(record_app, name="record")
 def _record_text(result) -> str:
     if result.existing:
         return f"{result.path} already lists {result.value}"
-    return f"Recorded {result.kind} {result.value}: {result.path}"
+    lines = [f"Recorded {result.kind} {result.value}: {result.path}"]
+    for tip in result.tips:
+        state = "pushed" if tip.pushed else "not pushed"
+        at = tip.tip[:12] if tip.tip else "no branch"
+        lines.append(f"  {tip.name}: {tip.branch} at {at}, {tip.ahead} commit(s), {state}")
+    return "\n".join(lines)
 
 
 @record_app.command("verdict")
@@ -133,14 +141,30 @@ def record_review_cmd(
 def record_pr_cmd(
     ctx: typer.Context,
     target: RequiredTarget,
-    url: Annotated[str, typer.Argument(metavar="URL", help="The PR's http(s) URL.")],
+    url: Annotated[
+        str | None,
+        typer.Argument(metavar="[URL]", help="The PR's http(s) URL (or pass --local)."),
+    ] = None,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="No PR: record every repo's branch tip, pushed or not (the run is finished).",
+        ),
+    ] = False,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
-    """Record the opened PR's URL as pr.md (the run is SHIPPED from then on)."""
+    """Record the opened PR's URL as pr.md, or with --local the branch tips of work kept
+    without a PR (the run is SHIPPED from then on)."""
     from router.gates import record_pr
 
-    emit("record", as_json, lambda: record_pr(cwd_of(ctx), target, url, wait=wait), _record_text)
+    emit(
+        "record",
+        as_json,
+        lambda: record_pr(cwd_of(ctx), target, url, local=local, wait=wait),
+        _record_text,
+    )
 
 
 @record_app.command("temp")
