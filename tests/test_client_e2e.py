@@ -1,0 +1,234 @@
+"""End to end through the real Claude Code client: the plugin loaded with --plugin-dir,
+a scripted model on 127.0.0.1, and real git and team-router underneath.
+
+The stand-in model only decides which tool calls to make; everything asserted here is
+what the client itself did: what it put in the requests it sent to the model, which tool
+calls it ran, refused or could not resolve.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from clientutil import (
+    ROOT,
+    Block,
+    ClientMissing,
+    ClientRun,
+    Request,
+    StandIn,
+    ensure_client,
+    result_text,
+    run_client,
+    run_plain,
+    text,
+    tool,
+)
+from gitutil import run_cli, status
+
+# Agents are named in skills and briefs by the qualified name the client resolves
+# (`team-router:<name>`: a plugin's agent is "not found" under its bare name).
+QUALIFIED = re.compile(r"`team-router:([a-z][a-z0-9-]*)`")
+SUBAGENT = "E2E-SUBAGENT"
+
+
+@pytest.fixture(scope="session")
+def claude() -> Path:
+    # Never a skip: CI installs the client before the tests (.ci/run), and a test run
+    # without it must say so by failing.
+    try:
+        return ensure_client()
+    except ClientMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def home(hermetic: Path) -> Path:
+    return hermetic / "home"
+
+
+def named_agents() -> set[str]:
+    """Every agent the skills and the phase briefs tell the orchestrator to dispatch."""
+    skills = {p.name for p in (ROOT / "skills").iterdir() if p.is_dir()}
+    sources = [*(ROOT / "skills").rglob("*.md"), *(ROOT / "templates" / "briefs").glob("*.j2")]
+    names = {m for p in sources for m in QUALIFIED.findall(p.read_text(encoding="utf-8"))}
+    return names - skills
+
+
+def agent_prompt(name: str) -> str:
+    """The first line of the prompt of the agent file whose frontmatter names ``name``."""
+    for path in sorted((ROOT / "agents").glob("*.md")):
+        _, front, body = path.read_text(encoding="utf-8").split("---", 2)
+        if yaml.safe_load(front).get("name") == name:
+            return next(line for line in body.splitlines() if line.strip()).strip()
+    raise AssertionError(f"no agents/*.md has `name: {name}`")
+
+
+def by_results(*turns: list[Block]) -> Callable[[Request], list[Block]]:
+    """The main conversation's nth answer once it has seen n tool results; subagents
+    (their prompt carries SUBAGENT) answer at once."""
+
+    def script(request: Request) -> list[Block]:
+        if SUBAGENT in request.first_user_text():
+            return [text("subagent done")]
+        seen = len(request.tool_results())
+        return turns[seen] if seen < len(turns) else [text("done")]
+
+    return script
+
+
+def results_by_tool(standin: StandIn) -> dict[str, str]:
+    """tool_use id -> the tool_result text the client sent back, over the conversation."""
+    out: dict[str, str] = {}
+    for request in standin.conversation():
+        for block in request.tool_results():
+            out[block["tool_use_id"]] = result_text(block)
+    return out
+
+
+def calls(run: ClientRun, name: str) -> list[Block]:
+    """The tool_use blocks named ``name`` the client reports it received, in order."""
+    return [
+        block
+        for event in run.events
+        if event.get("type") == "assistant" and event.get("parent_tool_use_id") is None
+        for block in event["message"]["content"]
+        if block.get("type") == "tool_use" and block.get("name") == name
+    ]
+
+
+def assert_clean_run(run: ClientRun, standin: StandIn) -> None:
+    assert not standin.errors, standin.errors
+    assert run.code == 0, run.stderr[-2000:]
+    assert run.result().get("subtype") == "success", run.result()
+
+
+def test_the_client_validates_the_plugin_and_lists_its_skills_hook_and_agents(
+    claude: Path, home: Path
+) -> None:
+    manifest = ".claude-plugin/plugin.json"
+    proc = run_plain(
+        claude, "plugin", "validate", "--strict", "--json", manifest, cwd=ROOT, home=home
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    report = json.loads(proc.stdout)
+    provides = report["provides"]
+    skills = {f"team-router:{p.parent.name}" for p in (ROOT / "skills").glob("*/SKILL.md")}
+    assert set(provides["skills"]) == skills
+    assert [h["event"] for h in provides["hooks"]] == ["SessionStart"]
+    agents = named_agents()
+    assert agents, "no skill or brief names an agent as `team-router:<name>`"
+    assert {f"team-router:{a}" for a in agents} <= set(provides["agents"])
+
+
+@pytest.mark.parametrize("where", ["worktree", "primary"])
+def test_the_session_start_notice_reaches_the_model_in_the_first_request(
+    claude: Path, home: Path, home_repo: Path, where: str
+) -> None:
+    made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    topic = made.json["id"]
+    cwd = Path(made.json["home"]["worktree"]) if where == "worktree" else home_repo
+    with StandIn(by_results([text("noted")])) as standin:
+        run = run_client(claude, standin, "hello", cwd=cwd, home=home)
+    assert_clean_run(run, standin)
+    first = standin.conversation()[0]
+    assert f"Phase: QUESTION | Id: {topic}" in first.messages_text
+    assert made.json["plan_dir"] in first.messages_text
+
+
+def test_slash_team_loads_the_team_skill_with_the_request(
+    claude: Path, home: Path, home_repo: Path
+) -> None:
+    request = "add rate limiting to the login endpoint"
+    with StandIn(by_results([text("on it")])) as standin:
+        run = run_client(claude, standin, f"/team {request}", cwd=home_repo, home=home)
+    assert_clean_run(run, standin)
+    first = standin.conversation()[0].messages_text
+    skill = (ROOT / "skills" / "team" / "SKILL.md").read_text(encoding="utf-8")
+    body = skill.split("---", 2)[2].strip()
+    heading = body.splitlines()[0]
+    assert json.dumps(heading)[1:-1] in first, "the /team skill's body is not in the request"
+    assert request in first
+
+
+def test_the_skill_tool_loads_the_team_skill_for_the_model(
+    claude: Path, home: Path, home_repo: Path
+) -> None:
+    with StandIn(
+        by_results([tool("Skill", skill="team-router:team", args="add rate limiting")])
+    ) as standin:
+        run = run_client(claude, standin, "please run the team pipeline", cwd=home_repo, home=home)
+    assert_clean_run(run, standin)
+    (call,) = calls(run, "Skill")
+    answered = results_by_tool(standin)[call["id"]]
+    assert "not found" not in answered.lower() and "unknown skill" not in answered.lower()
+    after = standin.conversation()[-1].messages_text
+    assert "the orchestrator loop" in after
+
+
+def test_team_router_bash_calls_run_without_a_prompt_and_their_json_reaches_the_model(
+    claude: Path, home: Path, home_repo: Path
+) -> None:
+    made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    with StandIn(
+        by_results(
+            [
+                tool("Bash", command="team-router status --json", description="List topics"),
+                tool("Bash", command="touch made-by-the-model", description="Create a file"),
+            ]
+        )
+    ) as standin:
+        run = run_client(claude, standin, "where are we?", cwd=home_repo, home=home)
+    assert_clean_run(run, standin)
+    allowed, denied = calls(run, "Bash")
+    answers = results_by_tool(standin)
+    payload = json.loads(answers[allowed["id"]])
+    assert payload["ok"] is True and payload["command"] == "status"
+    assert [t["id"] for t in payload["topics"]] == [made.json["id"]]
+    # The permission check is live: a command the rule does not cover was refused, so
+    # the team-router call ran because of the rule, not because nothing asks.
+    assert "needs approval" in answers[denied["id"]], answers[denied["id"]]
+    assert not (home_repo / "made-by-the-model").exists()
+
+
+def test_the_agent_tool_accepts_every_agent_the_skills_and_briefs_name(
+    claude: Path, home: Path, home_repo: Path
+) -> None:
+    agents = sorted(named_agents())
+    assert agents, "no skill or brief names an agent as `team-router:<name>`"
+    dispatch = [
+        tool(
+            "Agent",
+            subagent_type=f"team-router:{name}",
+            description=f"Run the {name}",
+            prompt=f"{SUBAGENT}: reply 'done' and stop.",
+            run_in_background=False,
+        )
+        for name in agents
+    ]
+    with StandIn(by_results(dispatch)) as standin:
+        run = run_client(claude, standin, "dispatch the team", cwd=home_repo, home=home)
+    assert_clean_run(run, standin)
+    answers = results_by_tool(standin)
+    refused = {
+        call["input"]["subagent_type"]: answers.get(call["id"], "(no result)")
+        for call in calls(run, "Agent")
+        if "not found" in answers.get(call["id"], "(no result)")
+    }
+    assert not refused
+    assert len(calls(run, "Agent")) == len(agents)
+    # Each ran as our agent: its own request to the model carried the agent's prompt.
+    subagents = [r.system_text for r in standin.conversation() if SUBAGENT in r.first_user_text()]
+    for name in agents:
+        prompt = agent_prompt(name)
+        assert any(prompt in system for system in subagents), (
+            f"{name}'s prompt never reached the model"
+        )
+    assert status(home_repo) == ""
