@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -181,6 +181,53 @@ def _plain(content: Any) -> str:
     return ""
 
 
+Turns = Generator[list[Block], list[str], None]
+
+
+class Conversation:
+    """A script written as a generator: it yields each turn's blocks and is sent the
+    texts of the tool results that turn got back, in the order of its tool calls.
+
+    The client re-sends the whole conversation on every request, so the turn a request
+    asks for is the number of assistant messages in it; a repeated request (a retry)
+    gets the answer it got before.
+    """
+
+    def __init__(self, turns: Turns) -> None:
+        self._turns = turns
+        self._answers: list[list[Block]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Request) -> list[Block]:
+        messages = request.body.get("messages", [])
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        with self._lock:
+            if turn < len(self._answers):
+                return self._answers[turn]
+            try:
+                blocks = (
+                    next(self._turns) if turn == 0 else self._turns.send(_last_results(messages))
+                )
+            except StopIteration:
+                blocks = [text("done")]
+            self._answers.append(blocks)
+            return blocks
+
+
+def _last_results(messages: list[dict[str, Any]]) -> list[str]:
+    got = {
+        b["tool_use_id"]: result_text(b)
+        for m in messages
+        if m.get("role") == "user" and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    }
+    asked = [m for m in messages if m.get("role") == "assistant" and isinstance(m["content"], list)]
+    if not asked:
+        return []
+    return [got.get(b["id"], "") for b in asked[-1]["content"] if b.get("type") == "tool_use"]
+
+
 # The script answers each request that carries tools (the conversation, or a subagent's);
 # requests without tools (titles, summaries) get a plain text answer.
 Script = Callable[[Request], list[Block]]
@@ -218,9 +265,12 @@ class StandIn:
         with self._lock:
             return [r for r in self.requests if r.has_tools and r.path.startswith("/v1/messages")]
 
-    def answer(self, request: Request) -> tuple[list[Block], str]:
+    def record(self, request: Request) -> None:
         with self._lock:
             self.requests.append(request)
+
+    def answer(self, request: Request) -> tuple[list[Block], str]:
+        self.record(request)
         if not request.has_tools:
             return [text("ok")], "end_turn"
         try:
@@ -266,7 +316,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 body = {}
             path = self.path
             if not path.startswith("/v1/messages") or "count_tokens" in path:
-                standin.requests.append(Request(path, body))
+                standin.record(Request(path, body))
                 self._json({"input_tokens": 1})
                 return
             blocks, stop = standin.answer(Request(path, body))

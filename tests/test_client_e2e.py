@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,8 +22,10 @@ from clientutil import (
     Block,
     ClientMissing,
     ClientRun,
+    Conversation,
     Request,
     StandIn,
+    Turns,
     ensure_client,
     result_text,
     run_client,
@@ -29,7 +33,7 @@ from clientutil import (
     text,
     tool,
 )
-from gitutil import run_cli, status
+from gitutil import branches, git, make_repo, run_cli, status, worktree_paths
 
 # Agents are named in skills and briefs by the qualified name the client resolves
 # (`team-router:<name>`: a plugin's agent is "not found" under its bare name).
@@ -69,15 +73,23 @@ def agent_prompt(name: str) -> str:
     raise AssertionError(f"no agents/*.md has `name: {name}`")
 
 
-def by_results(*turns: list[Block]) -> Callable[[Request], list[Block]]:
-    """The main conversation's nth answer once it has seen n tool results; subagents
-    (their prompt carries SUBAGENT) answer at once."""
+def scripted(*turns: list[Block]) -> Callable[[Request], list[Block]]:
+    """The main conversation answers ``turns`` in order, then "done"."""
+
+    def play() -> Turns:
+        for turn in turns:
+            _results = yield turn  # (a tuple has no send(): no `yield from` here)
+
+    return with_subagents(Conversation(play()))
+
+
+def with_subagents(main: Callable[[Request], list[Block]]) -> Callable[[Request], list[Block]]:
+    """Subagents (their prompt carries SUBAGENT) answer at once; the rest is ``main``'s."""
 
     def script(request: Request) -> list[Block]:
         if SUBAGENT in request.first_user_text():
             return [text("subagent done")]
-        seen = len(request.tool_results())
-        return turns[seen] if seen < len(turns) else [text("done")]
+        return main(request)
 
     return script
 
@@ -134,7 +146,7 @@ def test_the_session_start_notice_reaches_the_model_in_the_first_request(
     assert made.code == 0, made.out
     topic = made.json["id"]
     cwd = Path(made.json["home"]["worktree"]) if where == "worktree" else home_repo
-    with StandIn(by_results([text("noted")])) as standin:
+    with StandIn(scripted([text("noted")])) as standin:
         run = run_client(claude, standin, "hello", cwd=cwd, home=home)
     assert_clean_run(run, standin)
     first = standin.conversation()[0]
@@ -146,7 +158,7 @@ def test_slash_team_loads_the_team_skill_with_the_request(
     claude: Path, home: Path, home_repo: Path
 ) -> None:
     request = "add rate limiting to the login endpoint"
-    with StandIn(by_results([text("on it")])) as standin:
+    with StandIn(scripted([text("on it")])) as standin:
         run = run_client(claude, standin, f"/team {request}", cwd=home_repo, home=home)
     assert_clean_run(run, standin)
     first = standin.conversation()[0].messages_text
@@ -161,7 +173,7 @@ def test_the_skill_tool_loads_the_team_skill_for_the_model(
     claude: Path, home: Path, home_repo: Path
 ) -> None:
     with StandIn(
-        by_results([tool("Skill", skill="team-router:team", args="add rate limiting")])
+        scripted([tool("Skill", skill="team-router:team", args="add rate limiting")])
     ) as standin:
         run = run_client(claude, standin, "please run the team pipeline", cwd=home_repo, home=home)
     assert_clean_run(run, standin)
@@ -178,7 +190,7 @@ def test_team_router_bash_calls_run_without_a_prompt_and_their_json_reaches_the_
     made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)
     assert made.code == 0, made.out
     with StandIn(
-        by_results(
+        scripted(
             [
                 tool("Bash", command="team-router status --json", description="List topics"),
                 tool("Bash", command="touch made-by-the-model", description="Create a file"),
@@ -213,7 +225,7 @@ def test_the_agent_tool_accepts_every_agent_the_skills_and_briefs_name(
         )
         for name in agents
     ]
-    with StandIn(by_results(dispatch)) as standin:
+    with StandIn(scripted(dispatch)) as standin:
         run = run_client(claude, standin, "dispatch the team", cwd=home_repo, home=home)
     assert_clean_run(run, standin)
     answers = results_by_tool(standin)
@@ -232,3 +244,154 @@ def test_the_agent_tool_accepts_every_agent_the_skills_and_briefs_name(
             f"{name}'s prompt never reached the model"
         )
     assert status(home_repo) == ""
+
+
+# -- a scripted walk of every phase -----------------------------------------------------
+
+WALK_TOOLS = "Bash(team-router:*) Bash(git:*) Write"
+MAX_PHASES = 20
+GATES = {
+    ("DESIGN", "review"): "record verdict {id} APPROVE",
+    ("IMPLEMENT", "slices"): "record review {id} PASS",
+    ("PR", None): "record pr {id} https://example.invalid/org/web/pull/1",
+}
+
+
+@dataclass
+class Walk:
+    """The orchestrator's side, played by the script: it follows what `team-router next`
+    answers, dispatches the agents each brief names, writes what the phase `expects`,
+    commits at IMPLEMENT, records each gate, and tears the topic down once SHIPPED."""
+
+    description: str
+    api: Path
+    phases: list[tuple[str, str | None]] = field(default_factory=list)
+    dispatched: dict[str, list[str]] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)
+
+    def turns(self) -> Turns:
+        (out,) = yield [bash(f'team-router new "{self.description}" --json')]
+        started = self.answers["new"] = json.loads(out)
+        topic_id = started["id"]
+        ask = bash(f"team-router next {topic_id} --json")
+        (out,) = yield [ask]
+        for _ in range(MAX_PHASES):
+            payload = json.loads(out)
+            where = (payload["resume_at"], payload["step"])
+            self.phases.append(where)
+            if where[0] == "SHIPPED":
+                break
+            # One turn per phase: tools that change something run one after the other in
+            # the order asked, so `next` at the end sees the phase's work done.
+            if where == ("STRUCTURE", "worktrees"):
+                steps = [bash(f"team-router worktrees {topic_id} --json")]
+            else:
+                steps = self.phase_work(payload, started)
+            *done, out = yield [*steps, ask]
+            if where == ("STRUCTURE", "worktrees"):
+                self.answers["worktrees"] = json.loads(done[0])
+            elif where in GATES:
+                assert json.loads(done[-1])["ok"], done[-1]
+        (out,) = yield [bash(f"team-router teardown {topic_id} --integrate --json")]
+        self.answers["teardown"] = json.loads(out)
+        yield [text("The topic is shipped and torn down.")]
+
+    def phase_work(self, payload: dict[str, Any], started: dict[str, Any]) -> list[Block]:
+        where = (payload["resume_at"], payload["step"])
+        agents = sorted(set(QUALIFIED.findall(payload["brief"])))
+        self.dispatched[":".join(filter(None, where))] = agents
+        steps = [dispatch(name, payload["resume_at"]) for name in agents]
+        steps += [
+            tool("Write", file_path=p, content=body) for p, body in self.artifacts(payload, started)
+        ]
+        if where[0] == "IMPLEMENT":
+            steps += self.commits(payload, where[1] or "slice")
+        gate = GATES.get(where)
+        if gate:
+            steps.append(bash(f"team-router {gate.format(id=payload['id'])} --json"))
+        return steps
+
+    def artifacts(self, payload: dict[str, Any], started: dict[str, Any]) -> list[tuple[str, str]]:
+        if payload["resume_at"] in {"IMPLEMENT", "PR"} or payload["step"] == "review":
+            return []  # commits and router-written gate records, not artifacts
+        writes = [(p, frontmatter(Path(p).stem, started)) for p in payload["expects"]]
+        if payload["resume_at"] == "QUESTION":
+            plan = Path(payload["plan_dir"])
+            writes.append((str(plan / "repos.md"), repos_md(started, self.api)))
+        return writes
+
+    def commits(self, payload: dict[str, Any], step: str) -> list[Block]:
+        worktrees = [Path(w["worktree"]) for w in self.answers["worktrees"]["repos"]]
+        targets = worktrees[:1] if step == "tests" else worktrees
+        name, message = f"{step}.txt", f"{step} of {payload['id']}"
+        writes = [tool("Write", file_path=str(w / name), content=f"{step}\n") for w in targets]
+        return writes + [
+            bash(f'git -C {w} add -- {name} && git -C {w} commit -q -m "{message}"')
+            for w in targets
+        ]
+
+
+def bash(command: str) -> Block:
+    return tool("Bash", command=command, description="Run the team-router step")
+
+
+def dispatch(name: str, phase: str) -> Block:
+    return tool(
+        "Agent",
+        subagent_type=f"team-router:{name}",
+        description=f"{phase}: {name}",
+        prompt=f"{SUBAGENT}: the {phase} phase; reply 'done' and stop.",
+        run_in_background=False,
+    )
+
+
+def frontmatter(stem: str, started: dict[str, Any]) -> str:
+    extra = {"task": ["ticketId: null"], "design": ["revision: 0"]}.get(stem, [])
+    lines = [f"topic: {started['topic']}", f"date: {started['id'][:10]}", f"phase: {stem}", *extra]
+    return "---\n" + "\n".join(lines) + f"\n---\n\n# {stem}\n"
+
+
+def repos_md(started: dict[str, Any], api: Path) -> str:
+    return (
+        frontmatter("repos", started).rsplit("#", 1)[0]
+        + f"## Home repo\n- **name:** web\n- **path:** {started['home']['repo']}\n"
+        + "- **role:** the UI\n\n"
+        + f"## Additional repos\n- **name:** api\n  **path:** {api}\n  **role:** the API\n"
+    )
+
+
+def test_a_scripted_run_walks_every_phase_to_shipped_and_tears_down_clean(
+    claude: Path, home: Path, home_repo: Path, workspace: Path
+) -> None:
+    api = make_repo(workspace, "api")
+    walk = Walk("add rate limiting", api)
+    with StandIn(with_subagents(Conversation(walk.turns()))) as standin:
+        run = run_client(
+            claude,
+            standin,
+            "/team add rate limiting",
+            cwd=home_repo,
+            home=home,
+            allowed_tools=WALK_TOOLS,
+            timeout=60,
+        )
+    assert_clean_run(run, standin)
+    phases = [phase for phase, _ in walk.phases]
+    assert phases[-1] == "SHIPPED", walk.phases
+    order = ["QUESTION", "RESEARCH", "DESIGN", "STRUCTURE", "PLAN", "IMPLEMENT", "PR", "SHIPPED"]
+    assert sorted(set(phases), key=order.index) == order
+    assert phases == sorted(phases, key=order.index), "the run went back a phase"
+    # Every phase with work for a helper named one (PR is the orchestrator's own), and
+    # the client ran each of them.
+    idle = [where for where, agents in walk.dispatched.items() if not agents and where != "PR"]
+    assert not idle, walk.dispatched
+    answers = results_by_tool(standin)
+    assert not [a for a in answers.values() if "not found" in a or "needs approval" in a]
+    teardown = walk.answers["teardown"]
+    assert teardown["ok"], teardown
+    for repo in (home_repo, api):
+        assert status(repo) == ""
+        assert worktree_paths(repo) == [str(repo)]
+        assert walk.answers["new"]["branch"] not in branches(repo)
+    subjects = git(home_repo, "log", "--format=%s", "main")
+    assert f"slices of {walk.answers['new']['id']}" in subjects
