@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "@anthropic-ai/claude-code"
 # package.json pins the exact version; package-lock.json pins every tarball's integrity.
 PIN_DIR = ROOT / "tests" / "e2e"
-# Inside the venv: ignored by git, made by the README's setup and by .ci/run, and gone
-# with the environment it belongs to.
-INSTALL_DIR = ROOT / ".venv" / "claude"
+# Outside the checkout: a marketplace install from a local directory copies the whole
+# directory, and the client is ~400 MB. One copy per pinned version, shared by every
+# checkout and worktree. Read once at import, before any test points HOME elsewhere.
+CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 INSTALL_COMMAND = f"{sys.executable} tests/clientutil.py install"
 NPM_TIMEOUT = 600
 
@@ -52,6 +53,9 @@ class ClientMissing(RuntimeError):
 def pinned_version() -> str:
     manifest = json.loads((PIN_DIR / "package.json").read_text(encoding="utf-8"))
     return str(manifest["dependencies"][PACKAGE])
+
+
+INSTALL_DIR = CACHE_HOME / "team-router" / f"claude-code-{pinned_version()}"
 
 
 def _native_binary() -> Path | None:

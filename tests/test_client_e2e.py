@@ -373,7 +373,7 @@ def test_a_scripted_run_walks_every_phase_to_shipped_and_tears_down_clean(
             cwd=home_repo,
             home=home,
             allowed_tools=WALK_TOOLS,
-            timeout=60,
+            timeout=150,  # ~25 s on an idle machine; generous for a loaded one
         )
     assert_clean_run(run, standin)
     phases = [phase for phase, _ in walk.phases]
