@@ -48,7 +48,8 @@ def claude() -> Path:
     try:
         return ensure_client()
     except ClientMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
 
 
 @pytest.fixture
