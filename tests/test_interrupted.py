@@ -410,8 +410,12 @@ _HALF_STATES = {
     # git writes the files one by one and the index last
     "some-files-written": '"$REAL_GIT" -C "$wt" cat-file blob HEAD:src/app.py >/dev/null\n'
     'mkdir -p "$wt/src" && "$REAL_GIT" -C "$wt" cat-file blob HEAD:src/app.py > "$wt/src/app.py"',
-    # killed before git pointed HEAD at the branch (it writes a null id first)
-    "head-unset": 'echo 0000000000000000000000000000000000000000 > "$admin/HEAD"',
+    # killed before git pointed HEAD at the branch (it writes a null id first),
+    # with the ref lock of that update left behind
+    "head-unset": 'echo 0000000000000000000000000000000000000000 > "$admin/HEAD"\n'
+    'touch "$admin/HEAD.lock"',
+    # killed while writing the .git file: git cannot even remove that worktree
+    "git-file-empty": 'rm -f "$admin/HEAD" "$admin/commondir"\n: > "$wt/.git"',
 }
 
 
