@@ -63,6 +63,7 @@ CODES = frozenset(
         "no-default-branch",
         "default-branch-worktree",
         "path-taken",
+        "half-made-worktree",
         "branch-checked-out",
         "strict-failed",
         "setup-failed",

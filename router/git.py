@@ -53,6 +53,10 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+# The reason `git worktree add` locks a worktree with while it creates it
+# (LC_ALL=C); git removes the lock when the checkout is done, so a kill leaves it.
+ADD_IN_PROGRESS = "initializing"
+
 # lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
 _LOCK_IN_THE_WAY = re.compile(r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists")
@@ -430,6 +434,14 @@ class Git:
                 config=[f"checkout.workers={workers}"],
             )
 
+    def index_file(self) -> Path | None:
+        """The index file of the checkout at cwd (it may not exist); None when git does not answer."""
+        try:
+            out = self.out("rev-parse", "--path-format=absolute", "--git-path", "index")
+        except GitError:
+            return None
+        return Path(out) if out else None
+
     def worktree_remove(self, path: Path, *, force: bool, keep_locked: bool = False) -> None:
         """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``."""
         args = ["worktree", "remove"]
@@ -604,6 +616,30 @@ def tree_blobs(git: Git, rev: str, paths: Sequence[str]) -> dict[str, str]:
         if path:
             found[path] = meta.split()[2]
     return found
+
+
+def tree_files(git: Git, rev: str) -> dict[str, str]:
+    """``path -> blob`` for every file of ``rev``'s tree (gitlinks left out)."""
+    out = git.out("ls-tree", "-r", "-z", "--full-tree", rev)
+    found = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        fields = meta.split()
+        if path and len(fields) == 3 and fields[1] == "blob":
+            found[path] = fields[2]
+    return found
+
+
+HASH_BATCH = 500  # files per hash-object, well below any argv limit
+
+
+def file_blobs(git: Git, files: Sequence[Path]) -> list[str]:
+    """The blob each file's bytes would be stored as, as they are on disk (no filters)."""
+    blobs: list[str] = []
+    for start in range(0, len(files), HASH_BATCH):
+        batch = [str(f) for f in files[start : start + HASH_BATCH]]
+        blobs += git.out("hash-object", "--no-filters", "--", *batch).split()
+    return blobs
 
 
 def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:

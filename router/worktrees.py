@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router import git as g
 from router import state
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
@@ -199,6 +200,8 @@ class _Pipeline:
         if reuse is not None:
             return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
         entries = self.git.worktree_list()
+        if self._undo_half_made(entries):
+            entries = self.git.worktree_list()
         existing = self._existing(entries)
         if existing is not None:
             return self._finish(self.path, self.branch, Status.EXISTING)
@@ -269,6 +272,104 @@ class _Pipeline:
             and (self.path / ".git").is_file()
         )
 
+    # half-made worktrees (a kill during `git worktree add`) -----------------------
+
+    def _undo_half_made(self, entries: list[WorktreeEntry]) -> bool:
+        """Roll back the worktree a killed ``git worktree add`` of ours left half-made.
+
+        git registers the worktree (locked, reason "initializing"), points its
+        HEAD at the branch, then checks the files out and unlocks it: killed in
+        between, it leaves a checkout with no files or no index, where
+        ``git status`` shows every file deleted and a commit would delete them
+        all. Reusing that as ``existing`` would hand the agent that checkout.
+        Only a creation this tool's record shows still under way, holding no
+        file but what git's checkout wrote, is removed (and made again by the
+        caller); anything else is refused with the fix. True when rolled back.
+        """
+        entry = find_worktree(entries, self.path)
+        if entry is None or not self.path.is_dir() or _symlink_in(self.path, self.repo.primary):
+            return False
+        why = self._half_made(entry)
+        if why is None:
+            return False
+        tip = self.git.rev_parse(f"refs/heads/{self.branch}")
+        problem = self._not_ours(tip) or self._work_in_half_made(tip)
+        if problem is not None:
+            raise Refusal(
+                "half-made-worktree",
+                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
+                f"({why}) and {problem}; copy out anything you need from it, then run "
+                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
+                "and run this again",
+            )
+        # Only git's partial checkout is in it: the directory first (git cannot
+        # remove a worktree whose .git file it cannot read), then the registration.
+        shutil.rmtree(self.path)
+        self.git.worktree_remove(self.path, force=True)
+        record = self.record
+        if record is not None and record.branch_created and tip == record.base_commit:
+            # Cut by the killed run and never moved: made again at a fresh base.
+            self.git.branch_delete(self.branch)
+        self.warnings.append(
+            f"{self.job.name}: removed the half-made worktree a killed run left at {self.path} "
+            f"({why}) and created it again"
+        )
+        return True
+
+    def _half_made(self, entry: WorktreeEntry) -> str | None:
+        """Why git's registration at our path is not a finished checkout, or None."""
+        if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
+            return f"git left it locked ({g.ADD_IN_PROGRESS})"
+        if entry.head is None or not entry.head.strip("0"):
+            return "it has no HEAD"
+        index = Git(self.path).index_file()
+        if index is None:
+            return "git does not recognise it as a checkout"
+        if not index.exists() and g.tree_files(self.git, entry.head):
+            return "its files were never checked out (no index)"
+        return None
+
+    def _not_ours(self, tip: str | None) -> str | None:
+        """Why the record does not prove this tool's unfinished creation made it, or None."""
+        record = self.record
+        if (
+            record is None
+            or record.branch != self.branch
+            or "claim" not in record.steps
+            or "record" in record.steps
+        ):
+            return "this topic's record does not show a creation by team-router still under way"
+        if record.branch_created and record.base_commit and tip not in {None, record.base_commit}:
+            return f"branch {self.branch!r} has commits since it was created"
+        return None
+
+    def _work_in_half_made(self, tip: str | None) -> str | None:
+        """Which files in it are not git's own checkout of ``tip`` (anything else is work)."""
+        expected = g.tree_files(self.git, tip) if tip else {}
+        odd: list[str] = []
+        checked: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.path):
+            here = Path(dirpath)
+            for name in list(dirnames):
+                if (here / name).is_symlink() or (here == self.path and name == ".git"):
+                    odd.append((here / name).relative_to(self.path).as_posix())
+                    dirnames.remove(name)
+            for name in filenames:
+                full = here / name
+                rel = full.relative_to(self.path).as_posix()
+                if rel == ".git" and full.is_file() and not full.is_symlink():
+                    continue  # git's pointer to its admin dir
+                if full.is_symlink() or not full.is_file() or rel not in expected:
+                    odd.append(rel)
+                else:
+                    checked.append(rel)
+        blobs = g.file_blobs(self.git, [self.path / rel for rel in checked])
+        odd += [rel for rel, blob in zip(checked, blobs, strict=True) if blob != expected[rel]]
+        if not odd:
+            return None
+        shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
+        return f"it holds files that are not its branch's ({shown})"
+
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.
 
@@ -307,7 +408,10 @@ class _Pipeline:
         state.crash_point("claim")
         # Recorded before the mkdir: a run killed right after it finds its own
         # empty claim on the rerun instead of a "taken" path (and a new id).
-        self._save(steps=("inspect", "base", "claim"), branch_created=not branch_exists)
+        # The base is recorded too: a rerun after a kill during `add` deletes
+        # the branch it cut only while the branch is still at that base.
+        based = {"base_commit": self.base} if self.base is not None else {}
+        self._save(steps=("inspect", "base", "claim"), branch_created=not branch_exists, **based)
         self._claim()
         state.crash_point("add")
         self._add(branch_exists)
@@ -335,6 +439,10 @@ class _Pipeline:
         except FileExistsError:
             if not self._our_empty_claim():
                 raise _Failed("path-taken", self._blocker_message()) from None
+            # The killed run's claim is this run's now: a rollback (which also
+            # forgets the claim) must not leave an empty directory that a rerun
+            # would refuse as taken.
+            self.created = dataclasses.replace(self.created, directory=True)
         except OSError as exc:
             raise _Failed("path-taken", f"cannot create {self.path}: {exc.strerror}") from None
         else:

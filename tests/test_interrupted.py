@@ -13,9 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, finish, git_killer, git_wrapper, run, slow_git, spawn
+from durabilityutil import KILLED, finish, git_killer, git_wrapper, run, slow_git, spawn, tree
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
-from teardownutil import multi_topic, new_topic, snapshot_of, steps_of, teardown
+from teardownutil import (
+    multi_topic,
+    new_topic,
+    snapshot_of,
+    steps_of,
+    teardown,
+    write_repos_md,
+)
 
 from router import state
 
@@ -375,3 +382,166 @@ def test_ctrl_c_killing_git_mid_step_keeps_the_mark_and_the_rerun_finishes(
     assert status(home_repo) == ""
     if flags:
         assert git(home_repo, "log", "--format=%s", "main").splitlines().count("first") == 1
+
+
+# -- item: a kill inside `git worktree add` ---------------------------------------------
+
+NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
+NEW_ID = "2026-05-01-add-thing"
+
+# What a `git worktree add` killed before its checkout finished leaves: git
+# registered the worktree (locked "initializing"), created the branch and
+# pointed HEAD at it, but wrote no index and no (or only some) files. The
+# stand-in runs the real add with --no-checkout, then writes git's lock back.
+_HALF_ADD = r"""
+for a; do
+  shift
+  [ "$prev" = "--" ] && [ -z "$wt" ] && wt="$a"
+  prev="$a"
+  if [ "$a" = add ]; then set -- "$@" add --no-checkout; else set -- "$@" "$a"; fi
+done
+"$REAL_GIT" "$@" || exit 1
+admin=$(sed -n 's/^gitdir: //p' "$wt/.git")
+echo initializing > "$admin/locked"
+"""
+
+_HALF_STATES = {
+    "unpopulated": "",
+    # git writes the files one by one and the index last
+    "some-files-written": '"$REAL_GIT" -C "$wt" cat-file blob HEAD:src/app.py >/dev/null\n'
+    'mkdir -p "$wt/src" && "$REAL_GIT" -C "$wt" cat-file blob HEAD:src/app.py > "$wt/src/app.py"',
+    # killed before git pointed HEAD at the branch (it writes a null id first),
+    # with the ref lock of that update left behind
+    "head-unset": 'echo 0000000000000000000000000000000000000000 > "$admin/HEAD"\n'
+    'touch "$admin/HEAD.lock"',
+    # killed while writing the .git file: git cannot even remove that worktree
+    "git-file-empty": 'rm -f "$admin/HEAD" "$admin/commondir"\n: > "$wt/.git"',
+}
+
+
+def _kill_inside_add(repo: Path, tmp_path: Path, then: str = "", *args: str):
+    env = git_killer(tmp_path / "killer-bin", "worktree add", _HALF_ADD + then, real=False)
+    return run(*(args or NEW), cwd=repo, env=env, new_group=True)
+
+
+def _with_two_files(repo: Path) -> Path:
+    commit(repo, "src/app.py", "app = 1\n", "app")
+    git(repo, "push", "-q", "origin", "main")
+    return repo
+
+
+@pytest.mark.parametrize("left", list(_HALF_STATES))
+def test_a_worktree_add_killed_before_its_checkout_is_made_again_never_reused_half_made(
+    home_repo, tmp_path, left
+):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_inside_add(home_repo, tmp_path, _HALF_STATES[left])
+    assert killed.code == KILLED, killed.err
+    assert "locked initializing" in git(home_repo, "worktree", "list", "--porcelain")
+    assert not (wt / "README.md").exists()
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created"  # never "existing" for a half-made one
+    assert any("half-made" in w for w in again.json["warnings"])
+    assert status(wt) == ""  # every file checked out, none "deleted"
+    assert (wt / "README.md").read_text() == "# web\n"
+    assert (wt / "src/app.py").read_text() == "app = 1\n"
+    listing = git(home_repo, "worktree", "list", "--porcelain")
+    assert "locked" not in listing and worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert branches(home_repo) == [NEW_ID, "main"]
+    assert git(home_repo, "rev-parse", NEW_ID) == git(home_repo, "rev-parse", "origin/main")
+    record = state.read_record(home_repo / ".git", NEW_ID)
+    assert record is not None and "record" in record.steps and record.branch_created
+    assert run(*NEW, cwd=home_repo).json["home"]["status"] == "existing"
+
+
+def test_a_worktree_add_killed_for_a_secondary_repo_is_made_again_by_the_worktrees_rerun(
+    workspace, tmp_path
+):
+    topic = new_topic(make_repo(workspace, "web"))
+    api = make_repo(workspace, "api")
+    write_repos_md(topic, {"api": api})
+    args = ("worktrees", str(topic.plan_dir), "--json")
+    killed = _kill_inside_add(topic.home, tmp_path, "", *args)
+    assert killed.code == KILLED, killed.err
+    wt = api / ".claude/worktrees" / topic.id
+    assert "locked initializing" in git(api, "worktree", "list", "--porcelain")
+
+    again = run(*args, cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    (report,) = [r for r in again.json["repos"] if r["name"] == "api"]
+    assert report["status"] == "created" and report["worktree"] == str(wt)
+    assert status(wt) == "" and (wt / "README.md").read_text() == "# api\n"
+    assert "locked" not in git(api, "worktree", "list", "--porcelain")
+
+
+_WORK = {
+    "untracked-file": 'echo "my notes" > "$wt/notes.txt"',
+    "changed-file": 'mkdir -p "$wt/src" && echo "app = 2" > "$wt/src/app.py"',
+    # the commit a half-made worktree makes: it deletes every file of the branch
+    "commit": '"$REAL_GIT" -C "$wt" -c user.name=u -c user.email=u@e commit -qm gone',
+}
+
+
+@pytest.mark.parametrize("work", list(_WORK))
+def test_a_half_made_worktree_holding_work_is_refused_and_kept_as_it_is(home_repo, tmp_path, work):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_inside_add(home_repo, tmp_path, _WORK[work])
+    assert killed.code == KILLED, killed.err
+    before = {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()}
+    tip = git(home_repo, "rev-parse", NEW_ID)
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 1, again.out + again.err
+    error = again.json["error"]
+    assert error["code"] == "half-made-worktree"
+    assert f"worktree remove --force --force {wt}" in error["message"]
+    assert {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()} == before
+    assert git(home_repo, "rev-parse", NEW_ID) == tip  # the branch (and any commit) kept
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert "locked initializing" in git(home_repo, "worktree", "list", "--porcelain")
+
+
+def test_a_half_made_worktree_the_record_does_not_show_under_way_is_refused(home_repo, tmp_path):
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_inside_add(home_repo, tmp_path)
+    assert killed.code == KILLED, killed.err
+    state.delete_record(home_repo / ".git", NEW_ID)  # made by hand, as far as anyone knows
+
+    again = run("new", "Add thing", "--id", NEW_ID, "--json", cwd=home_repo)
+    assert again.code == 1, again.out + again.err
+    assert again.json["error"]["code"] == "half-made-worktree"
+    assert "record" in again.json["error"]["message"]
+    assert wt.is_dir() and worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert branches(home_repo) == [NEW_ID, "main"]
+
+
+def test_a_branch_lock_left_by_a_killed_add_is_refused_then_the_rerun_creates(home_repo, tmp_path):
+    lock = home_repo / ".git/refs/heads" / f"{NEW_ID}.lock"
+    # git was killed while creating the branch: its ref lock stays behind.
+    killed = _kill_inside_add_without_git(home_repo, tmp_path, f"touch '{lock}'")
+    assert killed.code == KILLED, killed.err
+
+    refused = run(*NEW, cwd=home_repo)
+    assert refused.code == 1, refused.out + refused.err
+    assert refused.json["error"]["code"] == "git-locked"
+    assert str(lock) in refused.json["error"]["message"]
+    assert "remove" in refused.json["error"]["message"]
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+    # The killed run's empty claim went with the refusal: no stray directory
+    # for the rerun to take as another run's (and give the topic a new id).
+    assert not (home_repo / ".claude/worktrees" / NEW_ID).exists()
+
+    lock.unlink()
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["id"] == NEW_ID and again.json["home"]["status"] == "created"
+    assert status(home_repo / ".claude/worktrees" / NEW_ID) == ""
+
+
+def _kill_inside_add_without_git(repo: Path, tmp_path: Path, then: str):
+    env = git_killer(tmp_path / "killer-bin", "worktree add", then, real=False)
+    return run(*NEW, cwd=repo, env=env, new_group=True)
