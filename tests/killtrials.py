@@ -260,9 +260,7 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
 
     args = ("worktrees", TOPIC, "--json")
     _killed(trial, args, ws.home, rng, pace)
-    rerun, payload = run(args, ws.home, pace)
-    trial.reruns.append(rerun)
-    trial.violations += rerun_problems(rerun, payload)
+    rerun, payload = rerun_as_told(trial, args, ws.home, pace)
     worktrees = finished_worktrees(payload) if rerun.code == 0 else {}
     if rerun.code == 0 and set(worktrees) != set(ws.primaries):
         trial.violations.append(
@@ -280,9 +278,7 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     if trial.mode is Mode.FORCE or (trial.mode is Mode.CLEAN and rng.random() < 0.2):
         args += ("--force",)
     _killed(trial, args, ws.home, rng, pace)
-    rerun, payload = run(args, ws.home, pace)
-    trial.reruns.append(rerun)
-    trial.violations += rerun_problems(rerun, payload)
+    rerun, payload = rerun_as_told(trial, args, ws.home, pace)
     if trial.mode is Mode.REFUSE and rerun.code == 0:
         trial.violations.append(
             Violation("dirty-not-refused", "teardown without --force removed dirty worktrees")
@@ -292,6 +288,41 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     trial.violations += primary_problems(ws)
     trial.violations += lost_work(ws, worktrees, trial.work)
     return trial
+
+
+def rerun_as_told(
+    trial: Trial, args: tuple[str, ...], cwd: Path, pace: Pace
+) -> tuple[Rerun, dict[str, object] | None]:
+    """Run the command again, and again after doing what it said, as a user would.
+
+    A git lock file a killed git left behind is refused (``git-locked``) with
+    the fix "if no git command is running, remove <lock>": no git runs here
+    (:func:`kill_at` waited for every one), so the fix is applied and the
+    command run again. Each run must finish or refuse naming its fix.
+    """
+    for _ in range(MAX_FIXES):
+        rerun, payload = run(args, cwd, pace)
+        trial.reruns.append(rerun)
+        trial.violations += rerun_problems(rerun, payload)
+        named = named_locks(payload)
+        if not named:
+            return rerun, payload
+        for lock in named:
+            lock.unlink()
+    return rerun, payload
+
+
+MAX_FIXES = 4  # reruns after removing the git lock files a refusal named
+_LOCK_PATH = re.compile(r"(/[^\s'\"`]+\.lock)\b")
+
+
+def named_locks(payload: dict[str, object] | None) -> list[Path]:
+    """The git lock files a ``git-locked`` refusal (of the command or one repo) names."""
+    text = json.dumps(payload) if payload else ""
+    if "git-locked" not in text:
+        return []
+    found = {Path(m) for m in _LOCK_PATH.findall(text)}
+    return sorted(p for p in found if p.is_file() and "team-router" not in p.parts)
 
 
 def _killed(trial: Trial, args: tuple[str, ...], cwd: Path, rng: random.Random, pace: Pace):
