@@ -199,6 +199,7 @@ class _Pipeline:
         reuse = self._inspect()
         if reuse is not None:
             return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
+        self._undo_torn_registration()
         entries = self.git.worktree_list()
         if self._undo_half_made(entries):
             entries = self.git.worktree_list()
@@ -315,6 +316,35 @@ class _Pipeline:
             f"({why}) and created it again"
         )
         return True
+
+    def _undo_torn_registration(self) -> None:
+        """Drop the registration a ``git worktree add`` killed while writing it left unreadable.
+
+        git writes the registration's files one by one; killed between opening
+        ``commondir`` and writing it, it leaves that file empty, and from then on
+        every ``git worktree`` command in the repo fails ("failed to read
+        commondir"), so git itself cannot be asked to undo it. Only ours is
+        touched: git still marks it "initializing", it names our path (or
+        nothing yet), the record shows our creation under way, and our path
+        holds nothing but its ``.git`` file. The caller then creates it again.
+        """
+        admin = self.repo.common_dir / "worktrees" / self.path.name
+        if _first_line(admin / "locked") != g.ADD_IN_PROGRESS or _first_line(admin / "commondir"):
+            return
+        if _first_line(admin / "gitdir") not in {"", str(self.path / ".git")}:
+            return
+        if self._not_ours(None) is not None:
+            return
+        left = sorted(p.name for p in self.path.iterdir()) if self.path.is_dir() else []
+        if left not in ([], [".git"]) or (self.path / ".git").is_dir():
+            return
+        shutil.rmtree(admin)
+        if self.path.is_dir():
+            shutil.rmtree(self.path)
+        self.warnings.append(
+            f"{self.job.name}: removed the registration a killed `git worktree add` left "
+            f"unreadable at {admin} (for {self.path}) and created the worktree again"
+        )
 
     def _half_made(self, entry: WorktreeEntry) -> str | None:
         """Why git's registration at our path is not a finished checkout, or None."""
@@ -712,6 +742,15 @@ def _failure(job: Job, exc: GitError | OSError) -> Refusal:
 def _torn_down(record: state.TopicRecord | None) -> bool:
     info = record.extra.get("teardown") if record is not None else None
     return isinstance(info, dict) and info.get("complete") is True
+
+
+def _first_line(path: Path) -> str:
+    """The first line of one of git's small administrative files; "" when absent or empty."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.readline().strip()
+    except OSError:
+        return ""
 
 
 def _symlink_in(path: Path, root: Path) -> bool:

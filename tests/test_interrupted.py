@@ -7,6 +7,7 @@ interrupts are a real SIGINT sent to the process.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -545,3 +546,40 @@ def test_a_branch_lock_left_by_a_killed_add_is_refused_then_the_rerun_creates(ho
 def _kill_inside_add_without_git(repo: Path, tmp_path: Path, then: str):
     env = git_killer(tmp_path / "killer-bin", "worktree add", then, real=False)
     return run(*NEW, cwd=repo, env=env, new_group=True)
+
+
+def test_a_registration_left_unreadable_by_a_killed_add_is_dropped_and_the_rerun_creates(
+    home_repo, tmp_path
+):
+    # Killed between opening commondir and writing it: the file is empty, and
+    # every `git worktree` command in the repo fails until it is dealt with.
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_inside_add(home_repo, tmp_path, ': > "$admin/commondir"')
+    assert killed.code == KILLED, killed.err
+    broken = git(home_repo, "worktree", "list", check=False)
+    assert broken == ""  # git itself cannot list the worktrees now
+    stash = commit(home_repo, "notes.txt", "kept\n", "unrelated work on main")
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created"
+    assert any("unreadable" in w for w in again.json["warnings"])
+    assert status(wt) == "" and (wt / "README.md").read_text() == "# web\n"
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert "locked" not in git(home_repo, "worktree", "list", "--porcelain")
+    assert git(home_repo, "rev-parse", "main") == stash  # nothing of the primary was touched
+    assert status(home_repo) == ""
+
+
+def test_an_unreadable_registration_the_record_does_not_show_under_way_is_left_alone(
+    home_repo, tmp_path
+):
+    killed = _kill_inside_add(home_repo, tmp_path, ': > "$admin/commondir"')
+    assert killed.code == KILLED, killed.err
+    admin = home_repo / ".git/worktrees" / NEW_ID
+    record = state.read_record(home_repo / ".git", NEW_ID)
+    assert record is not None
+    state.write_record(home_repo / ".git", dataclasses.replace(record, steps=("inspect",)))
+    again = run(*NEW, cwd=home_repo)
+    assert again.code != 0 and again.json["error"]["message"]
+    assert (admin / "locked").read_text().strip() == "initializing"  # not ours to drop: kept
