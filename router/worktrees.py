@@ -342,7 +342,7 @@ class _Pipeline:
         if self.path.is_dir():
             shutil.rmtree(self.path)
         self.warnings.append(
-            f"{self.job.name}: removed the registration a killed `git worktree add` left "
+            f"{self.job.name}: removed the half-made registration a killed `git worktree add` left "
             f"unreadable at {admin} (for {self.path}) and created the worktree again"
         )
 
