@@ -57,6 +57,21 @@ def _base_env() -> dict[str, str]:
 # (LC_ALL=C); git removes the lock when the checkout is done, so a kill leaves it.
 ADD_IN_PROGRESS = "initializing"
 
+
+def left_locks(common_dir: Path) -> list[Path]:
+    """git lock files in a repo's git dir: each one a git that is running now, or one killed.
+
+    Looked for where git's ref, index and worktree commands put them (the git
+    dir itself, ``refs/``, each ``worktrees/<name>/``), not in ``objects/``
+    (large, and its ``maintenance.lock`` only makes auto-maintenance skip).
+    """
+    found = sorted(common_dir.glob("*.lock")) + sorted(common_dir.glob("worktrees/*/*.lock"))
+    refs = common_dir / "refs"
+    if refs.is_dir():
+        found += sorted(refs.rglob("*.lock"))
+    return found
+
+
 # lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
 _LOCK_IN_THE_WAY = re.compile(r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists")

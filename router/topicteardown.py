@@ -614,7 +614,25 @@ def teardown(
         for s in r.steps
         if s.name == "update-default" and s.stopped
     ]
+    warnings += _left_locks(plans)
     return TeardownResult(scope.id, tuple(reports), warnings=warnings)
+
+
+def _left_locks(plans: list[RepoPlan]) -> list[str]:
+    """Name git lock files still in a repo after the teardown, with the fix.
+
+    A git killed mid-command (a Ctrl-C, a kill of the whole run) leaves its
+    lock behind, and every later git command that needs it fails. team-router
+    never removes one (it cannot tell a killed git from a running one), so it
+    says where they are.
+    """
+    return [
+        f"{p.target.name}: {lock} is a git lock file; if no git command is running in "
+        f"{p.target.repo.primary}, remove it (a killed git left it behind)"
+        for p in plans
+        if p.target.repo is not None
+        for lock in g.left_locks(p.target.repo.common_dir)
+    ]
 
 
 def _summary(report) -> str:

@@ -317,10 +317,8 @@ _LOCK_PATH = re.compile(r"(/[^\s'\"`]+\.lock)\b")
 
 
 def named_locks(payload: dict[str, object] | None) -> list[Path]:
-    """The git lock files a ``git-locked`` refusal (of the command or one repo) names."""
+    """The git lock files the command named (a ``git-locked`` refusal, a warning), with their fix."""
     text = json.dumps(payload) if payload else ""
-    if "git-locked" not in text:
-        return []
     found = {Path(m) for m in _LOCK_PATH.findall(text)}
     return sorted(p for p in found if p.is_file() and "team-router" not in p.parts)
 

@@ -174,3 +174,19 @@ def test_pr_cleanup_with_a_packed_refs_lock_fails_git_locked_and_keeps_the_branc
     again = run_cli("pr-cleanup", ID, "--json", cwd=web)
     assert again.code == 0, again.out + again.err
     assert ID not in branches(web)
+
+
+def test_a_teardown_that_finishes_names_a_git_lock_left_in_the_repo_with_the_fix(home_repo):
+    # A lock no step needs (a killed `git branch` elsewhere left it): the
+    # teardown finishes, and says where the lock is and how to clear it.
+    topic = new_topic(home_repo, ID)
+    commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "add limits")
+    lock = left_by_a_kill(home_repo / ".git" / "refs" / "heads" / "elsewhere.lock")
+
+    res = teardown(topic, "--integrate")
+    assert res.code == 0, res.out + res.err
+    named = [w for w in res.json["warnings"] if str(lock) in w]
+    assert len(named) == 1
+    assert "if no git command is running" in named[0] and "remove it" in named[0]
+    assert lock.exists()  # never removed by team-router
+    assert status(home_repo) == "" and branches(home_repo) == ["main"]
