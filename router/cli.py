@@ -23,6 +23,7 @@ from typer.exceptions import TyperException
 
 from router import __version__
 from router.errors import BadInput, Interrupted, Refusal, RouterError, error_json
+from router.git import GitError
 
 app = typer.Typer(
     name="team-router",
@@ -223,7 +224,19 @@ def run(args: list[str]) -> int:
         error = Interrupted("interrupted (Ctrl-C); run the same command again to finish")
         _fail(_command_name(args), "--json" in args, error)
         return error.exit_code
+    except GitError as exc:
+        # A git no step expected to fail: one line, never a traceback. Killed by
+        # SIGINT, it is the Ctrl-C that reached the whole process group.
+        failure = _git_error(exc)
+        _fail(_command_name(args), "--json" in args, failure)
+        return failure.exit_code
     return result if isinstance(result, int) else 0
+
+
+def _git_error(exc: GitError) -> RouterError:
+    if exc.returncode == -signal.SIGINT:
+        return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
+    return Refusal(exc.code, f"`{' '.join(exc.argv)}` failed: {exc.first_line}")
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:

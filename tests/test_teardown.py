@@ -607,3 +607,19 @@ def test_no_command_runs_a_repos_core_fsmonitor(workspace, tmp_path):
     configure(topic.home, {"core.fsmonitor": str(hook)})
     status(topic.home)  # the hook is live: plain git runs it
     assert marker.exists()
+
+
+def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_json(
+    home_repo, tmp_path, monkeypatch
+):
+    # The Ctrl-C reached only git (it runs in team-router's process group): the
+    # command still ends with one JSON object and exit 130, never a traceback.
+    from durabilityutil import git_wrapper
+
+    topic = new_topic(home_repo, "2026-05-01-add-thing")
+    env = git_wrapper(tmp_path / "bin", "worktree list", "kill -INT $$")
+    monkeypatch.setenv("PATH", env["PATH"])
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 130, res.out + res.err
+    assert res.json["ok"] is False and res.json["error"]["code"] == "interrupted"
+    assert topic.worktrees["home"].is_dir()  # nothing was removed
