@@ -22,8 +22,7 @@ import typer
 from typer.exceptions import TyperException
 
 from router import __version__
-from router.errors import BadInput, Interrupted, Refusal, RouterError, error_json
-from router.git import GitError
+from router.errors import BadInput, Interrupted, Refusal, RouterError, ToolFailed, error_json
 
 app = typer.Typer(
     name="team-router",
@@ -224,7 +223,7 @@ def run(args: list[str]) -> int:
         error = Interrupted("interrupted (Ctrl-C); run the same command again to finish")
         _fail(_command_name(args), "--json" in args, error)
         return error.exit_code
-    except GitError as exc:
+    except ToolFailed as exc:
         # A git no step expected to fail: one line, never a traceback. Killed by
         # SIGINT, it is the Ctrl-C that reached the whole process group.
         failure = _git_error(exc)
@@ -233,10 +232,14 @@ def run(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-def _git_error(exc: GitError) -> RouterError:
+def _git_error(exc: ToolFailed) -> RouterError:
     if exc.returncode == -signal.SIGINT:
         return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
-    return Refusal(exc.code, f"`{' '.join(exc.argv)}` failed: {exc.first_line}")
+    return Refusal(
+        exc.code,
+        f"{exc.first_line}; run the same command again, and if it fails the same way, "
+        "`git status` in that repo shows what needs repair",
+    )
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:

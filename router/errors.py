@@ -42,6 +42,25 @@ class BadInput(RouterError):
 # Every error code a command can report: as ``error.code`` of the JSON envelope, as a
 # step's ``code`` (teardown, pr-cleanup), or as a repo's ``reason`` (worktrees). Skills
 # and briefs may name only these (tests/test_agents.py checks both directions).
+class ToolFailed(Exception):
+    """An outside program (git) failed where no step expected it.
+
+    The CLI turns it into one error line (``code``, ``first_line``) without
+    knowing which program it was; killed by SIGINT (``returncode`` -2), it was
+    the Ctrl-C that reached the whole process group.
+    """
+
+    returncode: int
+
+    @property
+    def code(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def first_line(self) -> str:
+        raise NotImplementedError
+
+
 CODES = frozenset(
     {
         # bad input (exit 2)

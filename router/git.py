@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router.errors import ToolFailed
+
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
 # git >= 2.32 parallel checkout: 0 is one worker per core. The checkout is
 # most of the cost of creating a worktree; callers that already create several
@@ -74,10 +76,15 @@ def left_locks(common_dir: Path) -> list[Path]:
 
 # lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
-_LOCK_IN_THE_WAY = re.compile(r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists")
+# packed-refs is rewritten through ``packed-refs.new``, which a killed git leaves
+# the same way ("unable to create file <path>: File exists", unquoted).
+_LOCK_IN_THE_WAY = re.compile(
+    r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists"
+    r"|unable to create file (?P<new>[^\n]+?/packed-refs\.new): File exists"
+)
 
 
-class GitError(Exception):
+class GitError(ToolFailed):
     """git exited non-zero (or could not run); carries argv, exit code and stderr."""
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str, stdout: str = "") -> None:
@@ -91,7 +98,7 @@ class GitError(Exception):
     def lock_file(self) -> Path | None:
         """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
         found = _LOCK_IN_THE_WAY.search(self.stderr)
-        return Path(found["path"]) if found else None
+        return Path(found["path"] or found["new"]) if found else None
 
     @property
     def code(self) -> str:

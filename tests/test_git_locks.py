@@ -190,3 +190,23 @@ def test_a_teardown_that_finishes_names_a_git_lock_left_in_the_repo_with_the_fix
     assert "if no git command is running" in named[0] and "remove it" in named[0]
     assert lock.exists()  # never removed by team-router
     assert status(home_repo) == "" and branches(home_repo) == ["main"]
+
+
+def test_a_packed_refs_new_left_by_a_kill_is_named_with_the_fix(home_repo):
+    # git rewrites packed-refs through packed-refs.new; a kill leaves that file,
+    # and deleting a packed branch then fails with "unable to create file".
+    topic = new_topic(home_repo, ID)
+    git(home_repo, "pack-refs", "--all")
+    git(home_repo, "worktree", "remove", str(topic.worktrees["home"]))
+    left = left_by_a_kill(home_repo / ".git" / "packed-refs.new")
+
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "git-locked"
+    assert_names_the_lock_and_the_fix(res.json["error"]["message"], left, home_repo)
+    assert ID in branches(home_repo)  # kept
+
+    left.unlink()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert ID not in branches(home_repo)
