@@ -391,3 +391,16 @@ def test_the_registered_create_command_prints_the_path_alone(home_repo, tmp_path
     proc = run_registered("WorktreeCreate", dirs, tmp_path, payload)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"{home_repo / '.claude' / 'worktrees' / 'ENG-1-x'}\n"
+
+
+def test_remove_never_acts_on_the_repo_the_hook_happens_to_run_in(workspace, monkeypatch):
+    # The worktree is gone and the host named no project: the process's own
+    # directory is some other repository, whose residue is not the host's to sweep.
+    bystander = make_repo(workspace, "bystander")
+    junk = write(bystander / ".claude" / "worktrees" / "junk" / "tmp" / "x.log", "residue\n")
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.chdir(bystander)
+    gone = workspace / "web" / ".claude" / "worktrees" / "ENG-1-gone"
+    res = remove(gone)
+    assert (res.code, res.out) == (0, "") and "not-ours" in res.err
+    assert junk.read_text() == "residue\n"
