@@ -16,17 +16,19 @@ by the init event and callable.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
-from clientutil import Block, StandIn, result_text, run_client
+from clientutil import Block, Request, StandIn, result_text, run_client, text
 from gitutil import branches, git, run_cli, status, worktree_paths
 from teardownutil import commit_on_origin
-from test_client_e2e import claude, home, scripted  # noqa: F401 (fixtures)
+from test_client_e2e import SUBAGENT, claude, home, scripted  # noqa: F401 (fixtures)
 
 from router import state
 
 TOOLS = "Bash EnterWorktree ExitWorktree"
 TIMEOUT = 40
+TODAY = dt.date.today().isoformat()
 
 
 def call(tool_name: str, /, **tool_input: object) -> Block:
@@ -157,3 +159,36 @@ def test_the_pinned_client_also_routes_claude_worktree_through_the_plugin_hook(
     assert run.code == 0, run.stderr[-2000:]
     assert sorted(branches(home_repo)) == ["ENG-7-native", "main"]
     assert state.list_records(home_repo / ".git") == ["ENG-7-native"]
+
+
+def test_a_worktree_isolated_subagent_works_in_a_router_worktree(
+    claude: Path,  # noqa: F811
+    home: Path,  # noqa: F811
+    home_repo: Path,
+) -> None:
+    def script(request: Request) -> list[Block]:
+        answered = sum(1 for m in request.body.get("messages", []) if m["role"] == "assistant")
+        if SUBAGENT in request.first_user_text():
+            return [call("Bash", command="pwd")] if answered == 0 else [text("subagent done")]
+        if answered == 0:
+            agent = {"description": "isolated", "prompt": f"{SUBAGENT} look around"}
+            agent |= {"subagent_type": "general-purpose", "isolation": "worktree"}
+            return [call("Agent", **agent, run_in_background=False)]
+        return [text("done")]
+
+    with StandIn(script) as standin:
+        run = run_client(
+            claude, standin, "go", cwd=home_repo, home=home, allowed_tools="Bash Agent"
+        )
+    assert run.code == 0, run.stderr[-2000:]
+    (topic_id,) = state.list_records(home_repo / ".git")
+    # The client names it agent-<agent id>: free text, so <date>-agent-<id>.
+    assert topic_id.startswith(TODAY) and "-agent-" in topic_id
+    worktree = home_repo / ".claude" / "worktrees" / topic_id
+    assert str(worktree) in results(standin)  # the subagent's pwd
+    # The pinned client keeps the worktree of a finished subagent (no WorktreeRemove);
+    # it is a topic like any other, and teardown takes it apart.
+    assert worktree.is_dir()
+    res = run_cli("teardown", topic_id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not worktree.exists() and topic_id not in branches(home_repo)
