@@ -20,7 +20,7 @@ from typing import Any
 from router import state
 from router.create import NewResult, new_topic
 from router.errors import BadInput, Refusal, RouterError
-from router.ids import ID_RE
+from router.ids import parse_id
 from router.snapshot import SNAPSHOT_PREFIX
 from router.teardown import torn_down
 from router.workspace import Repo, open_repo
@@ -52,10 +52,19 @@ def worktree_create(
         raise BadInput("usage", "the host sent no worktree name (`name`); nothing was created")
     cwd = _session_dir(payload, environ)
     repo = open_repo(cwd)
-    if ID_RE.fullmatch(name):
+    if _is_topic_id(name):
         return new_topic(cwd, name, topic_id=name, wait=wait, isolated=True)
     earlier = _topic_named(repo, name)
     return new_topic(cwd, name, topic_id=earlier, wait=wait, isolated=True)
+
+
+def _is_topic_id(name: str) -> bool:
+    """A valid id is used as is; one that only looks like an id (2026-13-45-x) is free text."""
+    try:
+        parse_id(name)
+    except BadInput:
+        return False
+    return True
 
 
 def _topic_named(repo: Repo, name: str) -> str | None:

@@ -11,7 +11,9 @@ ExitWorktree with ``action: remove`` runs WorktreeRemove -- for a worktree a hoo
 only with ``discard_changes: true`` (the client cannot verify its state), which it does
 not pass on. EnterWorktree (input ``name``: "/"-separated segments of letters, digits,
 ``.``, ``_``, ``-``) is a deferred tool: not in the first request's tool list, but listed
-by the init event and callable.
+by the init event and callable. The plugin's WorktreeCreate runs for ``--worktree`` at
+start-up too (client 2.1.197 did not). A worktree-isolated subagent's worktree is named
+``agent-<agent id>`` and kept when the subagent finishes (no WorktreeRemove).
 """
 
 from __future__ import annotations

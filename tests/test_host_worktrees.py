@@ -86,6 +86,11 @@ def test_a_free_text_name_becomes_a_topic_by_the_slug_rules(home_repo):
     # Claude Code's generated names and subagent names are free text too.
     agent = made(create(home_repo, "agent-a1b2c3d4"))
     assert agent.name == f"{TODAY}-agent-a1b2c3d4"
+    nested = made(create(home_repo, "feature/login"))  # the client allows "/" segments
+    assert nested.name == f"{TODAY}-feature-login"
+    # Shaped like an id but not one (no 13th month): free text, never a refusal.
+    odd = made(create(home_repo, "2026-13-45-odd"))
+    assert odd.name == f"{TODAY}-2026-13-45-odd"
 
 
 def test_the_same_name_again_returns_the_same_path(home_repo):
