@@ -22,8 +22,8 @@ from router.create import NewResult, new_topic
 from router.errors import BadInput, Refusal, RouterError
 from router.ids import parse_id
 from router.snapshot import SNAPSHOT_PREFIX
-from router.teardown import torn_down
-from router.workspace import Repo, open_repo
+from router.teardown import name_some, torn_down
+from router.workspace import PLANS_DIR, Repo, open_repo
 
 # Field names the host has used for each value; the first non-empty one wins (§14).
 NAME_KEYS = ("name", "worktree_name", "worktreeName")
@@ -172,6 +172,14 @@ def _tear_down(
                 f"the topic spans several repos ({names}); run `team-router teardown {topic_id}` "
                 "to tear them down together"
             )
+        artifacts = _artifacts_in(path / PLANS_DIR / topic_id)
+        if artifacts:
+            # git ignores the plan dir (info/exclude), so neither the dirty check nor a
+            # snapshot would see these files: removing the worktree would lose them.
+            return kept(
+                f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
+                f"{topic_id}` when the run is finished"
+            )
         done = teardown(repo.primary, topic_id, force=discard, wait=wait, echo=echo)
     except RouterError as exc:
         # The refusal names what holds work; the worktree stays as it is.
@@ -183,14 +191,13 @@ def _tear_down(
     warnings = list(done.warnings)
     if done.exit_code != 0:
         error = done.error or {"message": "a step did not finish", "code": "failed"}
-        return dataclasses.replace(
-            kept(
-                f"{error['message']} [{error['code']}]; `team-router teardown {topic_id}` "
-                "finishes it",
-                warnings,
-            ),
-            swept=swept,
+        rest = (
+            f"{error['message']} [{error['code']}]; `team-router teardown {topic_id}` finishes it"
         )
+        if os.path.lexists(path):
+            return dataclasses.replace(kept(rest, warnings), swept=swept)
+        detail = f"worktree removed, but {rest}"
+        return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
     snapshots = [s.detail for r in done.repos for s in r.steps if SNAPSHOT_PREFIX in s.detail]
     if snapshots:
         detail = (
@@ -200,6 +207,13 @@ def _tear_down(
         return RemoveResult(path, Removal.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
     return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+
+
+def _artifacts_in(plan_dir: Path) -> list[str]:
+    """The files a run wrote into the worktree's plan dir (relative paths), sorted."""
+    if not plan_dir.is_dir() or plan_dir.is_symlink():
+        return []
+    return sorted(str(p.relative_to(plan_dir)) for p in plan_dir.rglob("*") if not p.is_dir())
 
 
 def _swept(repo: Repo, result: RemoveResult) -> RemoveResult:

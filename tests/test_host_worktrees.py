@@ -241,6 +241,17 @@ def test_removing_a_worktree_that_holds_work_keeps_all_of_it(home_repo):
     assert path.is_dir() and "ENG-7-native" in branches(home_repo)
 
 
+def test_a_worktree_whose_plan_dir_holds_artifacts_is_kept_even_with_discard(home_repo):
+    # git ignores the plan dir: no dirty check and no snapshot would see these files.
+    path = made(create(home_repo, "ENG-7-native"))
+    task = write(path / "docs" / "plans" / "ENG-7-native" / "task.md", "# the request\n")
+    assert status(path) == ""
+    for extra in ({}, {"discard_changes": True}):
+        res = remove(path, **extra)
+        assert res.code == 0 and "kept" in res.err and "task.md" in res.err, res.err
+        assert task.read_text() == "# the request\n" and "ENG-7-native" in branches(home_repo)
+
+
 def test_a_discard_intent_snapshots_before_removing(home_repo):
     path = made(create(home_repo, "ENG-7-native"))
     write(path / "notes.txt", "untracked work\n")
