@@ -51,8 +51,15 @@ def new_topic(
     topic_id: str | None = None,
     date: str | None = None,
     wait: float = state.DEFAULT_WAIT,
+    isolated: bool = False,
 ) -> NewResult:
-    """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir."""
+    """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
+
+    ``isolated`` (the host's own worktrees, :mod:`router.hostworktrees`): a worktree of
+    its own or nothing. The checkout the command runs in is never reused, and a
+    fallback to the main tree is a refusal (``isolation-failed``) that leaves no plan
+    dir and no record behind: the host asked for isolation and cannot fall back itself.
+    """
     repo = open_repo(cwd)
     for _ in range(MAX_SUFFIX):
         topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
@@ -66,11 +73,13 @@ def new_topic(
                 repo,
                 topic,
                 is_home=True,
-                invoked_in=repo.checkout,
+                invoked_in=None if isolated else repo.checkout,
                 description=description,
                 wait=wait,
             )
             report = ensure(job)
+            if isolated:
+                _require_worktree(report)
             root = report.worktree or repo.primary
             plan_dir = root / PLANS_DIR / topic.id
             _make_plan_dir(plan_dir, report.warnings)
@@ -78,6 +87,16 @@ def new_topic(
         return NewResult(topic, plan_dir, report)
     raise Refusal(
         "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
+    )
+
+
+def _require_worktree(report: RepoReport) -> None:
+    if report.status in {Status.CREATED, Status.EXISTING}:
+        return
+    raise Refusal(
+        "isolation-failed",
+        f"no worktree was made in {report.path} ({report.reason}: {report.message}); "
+        "fix that, then try again",
     )
 
 

@@ -1045,6 +1045,12 @@ def local_state_ran(common_dir: Path, topic_id: str) -> bool:
     return isinstance(info, dict) and "local-state" in info.get("done", [])
 
 
+def torn_down(record: state.TopicRecord | None) -> bool:
+    """The record says a teardown of the topic finished (every step, every repo it ran in)."""
+    info = record.extra.get("teardown") if record is not None else None
+    return isinstance(info, dict) and info.get("complete") is True
+
+
 def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
     """Drop what an earlier teardown recorded, once the topic has a worktree again.
 

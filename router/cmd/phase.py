@@ -198,3 +198,56 @@ def hook_session_start_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> Non
     from router.hook import session_start
 
     raise typer.Exit(session_start(str(cwd_of(ctx))))
+
+
+@hook_app.command("worktree-create")
+def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = DEFAULT_WAIT) -> None:
+    """WorktreeCreate: read the host's JSON on stdin (name, cwd); make or find that worktree
+    through the creation pipeline and print its absolute path, the only line on stdout. No
+    worktree: exit 1 (or 2 for a bad payload) with one line on stderr, and the host stops.
+    Without cwd in the payload: CLAUDE_PROJECT_DIR, then -C."""
+    import os
+    import sys
+
+    from router.hook import read_payload
+    from router.hostworktrees import worktree_create
+
+    def work():
+        environ = {"CLAUDE_PROJECT_DIR": str(cwd_of(ctx)), **os.environ}
+        return worktree_create(read_payload(sys.stdin), environ, wait=wait)
+
+    # Hook protocol, not --json: stdout carries the path alone; warnings and
+    # failures go to stderr (emit's text mode does exactly that).
+    emit("hook", False, work, lambda result: str(result.home.worktree))
+
+
+@hook_app.command("worktree-remove")
+def hook_worktree_remove_cmd(wait: WaitOption = DEFAULT_WAIT) -> None:
+    """WorktreeRemove: read the host's JSON on stdin (worktree_path); remove that worktree and
+    its branch when that loses nothing, else keep it; sweep residue; say what happened on
+    stderr. Always exits 0 (the host cannot be refused)."""
+    import os
+    import sys
+
+    from router.errors import RouterError, ToolFailed
+    from router.hook import read_payload
+    from router.hostworktrees import worktree_remove
+
+    def echo(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    # Only what the host says locates the repo (never this process's directory):
+    # a removal must not act on whatever repository the hook happened to start in.
+    environ = dict(os.environ)
+    try:
+        result = worktree_remove(read_payload(sys.stdin), environ, wait=wait, echo=echo)
+    except RouterError as exc:
+        echo(f"team-router: {exc.message} [{exc.code}]")
+    except (OSError, ToolFailed) as exc:
+        # Whatever went wrong, nothing was removed past a step that proved it safe.
+        echo(f"team-router: worktree-remove stopped ({exc}); what is left was kept")
+    else:
+        for message in result.warnings:
+            echo(f"warning: {message}")
+        echo(result.line())
+    raise typer.Exit(0)
