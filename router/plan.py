@@ -204,11 +204,11 @@ class WorktreeLine:
 
 def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> str:
     """``repos.md`` with its ``## Worktrees`` section replaced or appended; all else byte-equal."""
-    from router.render import render
-
     text = parsed.text
     newline = "\r\n" if "\r\n" in text else "\n"
-    section = render("worktrees_section.md.j2", entries=entries)
+    # Plain formatting, not a template: importing jinja2 cost more than the
+    # rest of the write-back, and these lines are what worktree_lines() reads.
+    section = "## Worktrees\n" + "".join(f"- {e.name}: {e.path}\n" for e in entries)
     if newline != "\n":
         section = section.replace("\n", newline)
     if parsed.worktrees_span is None:
