@@ -48,7 +48,11 @@ WaitOption = Annotated[
         help="Seconds to wait for another run holding the topic's lock.",
     ),
 ]
+# The cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT), kept
+# here so that registering the commands imports no core module (and no git
+# boundary) for --help; a test keeps them equal.
 DEFAULT_WAIT = 30.0
+DEFAULT_LINE_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, slots=True)
