@@ -1,4 +1,4 @@
-"""The early path: ``phase``, ``next --json`` and ``status --json`` answered without typer.
+"""The early path: ``phase``, ``next --json``, ``status --json`` and ``--help`` without typer.
 
 Agents ask these at every phase of a run, and importing typer alone costs
 more than the answer (DESIGN §15). The console entry point sends an argument
@@ -19,6 +19,8 @@ from router.output import emit_result, guarded
 
 # command -> (most positional arguments, whether --json is required)
 _SHAPES = {"phase": (1, False), "next": (1, True), "status": (0, True)}
+HELP_FILE = Path(__file__).with_name("help.txt")
+_HELP_COLUMNS = 80  # from here on the app wraps its help to 78 columns
 
 
 def early_command(args: list[str]) -> tuple[str, str | None, bool] | None:
@@ -31,6 +33,26 @@ def early_command(args: list[str]) -> tuple[str, str | None, bool] | None:
     if flags not in ([], ["--json"]) or len(positional) > most or (needs_json and not flags):
         return None
     return args[0], positional[0] if positional else None, bool(flags)
+
+
+def stored_help(args: list[str]) -> str | None:
+    """``team-router --help`` as the typer app prints it, or None to let the app print it.
+
+    The app's help is the same text on every terminal of 80 columns or more (it
+    wraps to 78), and piped output counts as 80: that text is kept in
+    ``help.txt`` (a test keeps it equal to the app's). A narrower terminal
+    gets the app's own wrapping.
+    """
+    if args not in (["--help"], ["-h"]):
+        return None
+    import shutil
+
+    if shutil.get_terminal_size().columns < _HELP_COLUMNS:
+        return None
+    try:
+        return HELP_FILE.read_text(encoding="utf-8")
+    except OSError:
+        return None  # an install without it: the app prints its help
 
 
 def run_early(command: str, target: str | None, as_json: bool) -> int:

@@ -19,8 +19,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return session_start()
     try:
-        from router.early import early_command, run_early
+        from router.early import early_command, run_early, stored_help
 
+        help_text = stored_help(args)
+        if help_text is not None:
+            sys.stdout.write(help_text)
+            return 0
         early = early_command(args)
         if early is not None:
             # phase, next --json and status --json: the same answer without typer.

@@ -83,7 +83,7 @@ def test_help_registers_every_command_without_importing_a_core_module():
     import sys
 
     code = (
-        "import sys\nfrom router.entry import main\ncode = main(['--help'])\n"
+        "import sys\nfrom router.cli import run\ncode = run(['--help'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('router.')))\nraise SystemExit(code)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

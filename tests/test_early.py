@@ -6,6 +6,7 @@ typer app's answer to the same arguments, for successes and for errors.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from phaseutil import artifact, new_topic
 
-from router.early import early_command
+from router.early import HELP_FILE, early_command, stored_help
 
 HEAVY = {"typer", "click", "jinja2", "rich", "filelock"}
 
@@ -163,3 +164,39 @@ def test_help_is_typers_help(home_repo):
     assert proc.returncode == 0
     assert "Usage: team-router phase" in proc.stdout
     assert "typer" in _imported(proc.stderr)
+
+
+def _help(via: str, columns: int, *, importtime: bool = False) -> subprocess.CompletedProcess[str]:
+    call = (
+        "from router.entry import main as go"
+        if via == "entry"
+        else "from router.cli import run as go"
+    )
+    flags = ["-X", "importtime"] if importtime else []
+    return subprocess.run(
+        [sys.executable, *flags, "-c", f"{call}; raise SystemExit(go(['--help']))"],
+        env={**os.environ, "COLUMNS": str(columns)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_stored_help_is_the_apps_help(columns):
+    app = _help("typer", columns)
+    assert app.returncode == 0
+    assert app.stdout == HELP_FILE.read_text(encoding="utf-8"), (
+        "router/help.txt differs from the app's --help: regenerate it with "
+        "COLUMNS=80 python -c \"from router.cli import run; run(['--help'])\" > router/help.txt"
+    )
+    ours = _help("entry", columns, importtime=True)
+    assert (ours.returncode, ours.stdout) == (0, app.stdout)
+    assert not _imported(ours.stderr) & HEAVY
+
+
+def test_a_narrow_terminal_gets_the_apps_own_wrapping():
+    app, ours = _help("typer", 60), _help("entry", 60)
+    assert (ours.returncode, ours.stdout) == (0, app.stdout)
+    assert ours.stdout != HELP_FILE.read_text(encoding="utf-8")
+    assert stored_help(["--help", "--json"]) is None
