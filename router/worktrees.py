@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -84,6 +85,8 @@ class Job:
     description: str | None = None
     wait: float = state.DEFAULT_WAIT
     checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
+    # The fetch from origin, when ensure_all started it ahead of the job's turn.
+    fetch: _Background | None = field(default=None, compare=False, repr=False)
 
 
 class _Failed(Exception):
@@ -141,8 +144,13 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
     from concurrent.futures import ThreadPoolExecutor, wait
 
     # The threads keep the cores busy; a checkout worker pool per repo on top
-    # of them only adds processes.
-    jobs = [dataclasses.replace(j, checkout_workers=1) for j in jobs]
+    # of them only adds processes. The fetches wait on the network, not on a
+    # core: they all start now (a few at a time), ahead of their job's turn.
+    gate = threading.BoundedSemaphore(MAX_PARALLEL)
+    jobs = [
+        dataclasses.replace(j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)))
+        for j in jobs
+    ]
     with ThreadPoolExecutor(max_workers=worker_limit(len(jobs))) as pool:
         futures = [pool.submit(one, job) for job in jobs]
         wait(futures)
@@ -160,6 +168,14 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
     if kept and isinstance(failed, RouterError):
         failed.details["warnings"] = [*failed.details.get("warnings", []), *kept]
     raise failed
+
+
+def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError | None]:
+    def fetch() -> GitError | None:
+        with gate:
+            return git.fetch("origin")
+
+    return fetch
 
 
 def worker_limit(jobs: int) -> int:
@@ -224,7 +240,7 @@ class _Pipeline:
         # The fetch (the slowest step but the checkout) runs while the local
         # checks do; it is best-effort and idempotent, so starting it early
         # cannot do harm even when the worktree turns out to exist already.
-        self.prefetch = _Background(lambda: self.git.fetch("origin"))
+        self.prefetch = self.job.fetch or _Background(lambda: self.git.fetch("origin"))
         try:
             return self._run()
         finally:
@@ -761,8 +777,6 @@ class _Background:
     """Run one call in a thread; ``result()`` waits for it (and is safe to call twice)."""
 
     def __init__(self, fn: Callable[[], GitError | None]) -> None:
-        import threading
-
         self._value: GitError | None = None
         self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
         self._thread.start()
