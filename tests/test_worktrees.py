@@ -429,7 +429,9 @@ def test_a_secondary_costs_six_git_processes(tmp_path, workspace, home_repo, top
     assert len(calls) <= 6, "\n".join(calls)
 
 
-def test_the_write_back_imports_no_template_engine(workspace, home_repo, topic):
+def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yaml(
+    workspace, home_repo, topic
+):
     import subprocess
     import sys
 
@@ -438,7 +440,8 @@ def test_the_write_back_imports_no_template_engine(workspace, home_repo, topic):
     args = ["-C", str(topic), "worktrees"]
     code = (
         f"import sys\nfrom router.entry import main\ncode = main({args!r})\n"
-        "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\nraise SystemExit(code)"
+        "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
+        "assert 'yaml' not in sys.modules, 'yaml was imported'\nraise SystemExit(code)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
