@@ -308,6 +308,29 @@ class Git:
         )
         return res.stdout.strip() or None if res.ok else None
 
+    def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
+        """What :meth:`rev_parse` answers for each of ``revs``, from one process for all.
+
+        ``cat-file --batch-check`` resolves each line as ``rev-parse --verify``
+        does and answers "<rev> missing" for one that does not resolve, where a
+        single ``rev-parse`` with several revisions stops at the first such one.
+        """
+        if not revs:
+            return {}
+        if any("\n" in rev for rev in revs):
+            return {rev: self.rev_parse(rev) for rev in revs}  # one per line: never split one
+        lines = "".join(f"{rev}^{{commit}}\n" for rev in revs)
+        out = self.run(
+            "cat-file", "--batch-check=%(objectname) %(objecttype)", input=lines
+        ).stdout.splitlines()
+        if len(out) != len(revs):
+            raise GitError(["git", "cat-file"], 128, "unexpected --batch-check answer")
+        found: dict[str, str | None] = {}
+        for rev, line in zip(revs, out, strict=True):
+            sha, _, kind = line.partition(" ")
+            found[rev] = sha if kind == "commit" else None
+        return found
+
     def symbolic_target(self, ref: str) -> str | None:
         res = self.run("symbolic-ref", "-q", ref, check=False)
         return res.stdout.strip() or None if res.ok else None

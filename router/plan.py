@@ -75,7 +75,7 @@ def read_repos_md(path: Path) -> ReposFile:
 
 
 def parse_repos_md(text: str) -> ReposFile:
-    fm = frontmatter.split(text)
+    fm = frontmatter.split(text, need_data=False)
     if fm.error:
         raise BadInput("repos-md", f"repos.md {fm.error}")
     sections = _sections(fm.body, fm.body_line - 1)
@@ -204,11 +204,11 @@ class WorktreeLine:
 
 def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> str:
     """``repos.md`` with its ``## Worktrees`` section replaced or appended; all else byte-equal."""
-    from router.render import render
-
     text = parsed.text
     newline = "\r\n" if "\r\n" in text else "\n"
-    section = render("worktrees_section.md.j2", entries=entries)
+    # Plain formatting, not a template: importing jinja2 cost more than the
+    # rest of the write-back, and these lines are what worktree_lines() reads.
+    section = "## Worktrees\n" + "".join(f"- {e.name}: {e.path}\n" for e in entries)
     if newline != "\n":
         section = section.replace("\n", newline)
     if parsed.worktrees_span is None:
@@ -245,7 +245,7 @@ def _checked_append(text: str, result: str) -> str:
     A file that ends inside a code fence or an HTML block swallows any heading
     after it, so every run would append another copy.
     """
-    fm = frontmatter.split(result)
+    fm = frontmatter.split(result, need_data=False)
     if _worktrees_span(fm.body, fm.body_line - 1) is None:
         last = len(split_lines(text))
         raise BadInput(
@@ -275,7 +275,7 @@ def worktree_lines(text: str) -> list[WorktreeLine]:
     The section is found with the same token walk the write-back uses, so the
     two agree on where it starts and ends; lines that are not items are skipped.
     """
-    fm = frontmatter.split(text)
+    fm = frontmatter.split(text, need_data=False)
     found = []
     for line in _section_body(text, _worktrees_span(fm.body, fm.body_line - 1)):
         match = _WORKTREE_ITEM.match(line)

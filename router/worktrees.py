@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -28,6 +29,7 @@ from router.workspace import (
 
 REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
 MAX_PARALLEL = 8
+_ORIGIN_HEAD = "refs/remotes/origin/HEAD"
 
 
 class Status(StrEnum):
@@ -83,6 +85,8 @@ class Job:
     description: str | None = None
     wait: float = state.DEFAULT_WAIT
     checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
+    # The fetch from origin, when ensure_all started it ahead of the job's turn.
+    fetch: _Background | None = field(default=None, compare=False, repr=False)
 
 
 class _Failed(Exception):
@@ -121,7 +125,13 @@ def ensure(job: Job) -> RepoReport:
 
 
 def ensure_all(jobs: list[Job]) -> list[RepoReport]:
-    """Run several jobs in parallel (a thread each, bounded); reports in the jobs' order."""
+    """Run several jobs at once (threads, as many as fit the cores); reports in the jobs' order.
+
+    A job that raises (only a home job does: its refusal is the command's)
+    lets the others finish, then what they created is rolled back and the
+    error raised: the same end state as when the home repo ran, and refused,
+    before them.
+    """
     progress = Progress(len(jobs), label="worktree")
 
     def one(job: Job) -> RepoReport:
@@ -131,14 +141,55 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
 
     if len(jobs) <= 1:
         return [one(j) for j in jobs]
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     # The threads keep the cores busy; a checkout worker pool per repo on top
-    # of them only adds processes.
-    jobs = [dataclasses.replace(j, checkout_workers=1) for j in jobs]
+    # of them only adds processes. The fetches wait on the network, not on a
+    # core: they all start now (a few at a time), ahead of their job's turn.
+    gate = threading.BoundedSemaphore(MAX_PARALLEL)
+    jobs = [
+        dataclasses.replace(j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)))
+        for j in jobs
+    ]
+    with ThreadPoolExecutor(max_workers=worker_limit(len(jobs))) as pool:
+        futures = [pool.submit(one, job) for job in jobs]
+        wait(futures)
+    failed = next((f.exception() for f in futures if f.exception() is not None), None)
+    if failed is None:
+        return [f.result() for f in futures]
+    kept = []
+    for future, job in zip(futures, jobs, strict=True):
+        report = future.result() if future.exception() is None else None
+        if report is not None and report.status is Status.CREATED:
+            try:
+                rollback(report, job)
+            except (GitError, OSError) as exc:
+                kept.append(f"{report.name}: {report.worktree} was kept ({exc})")
+    if kept and isinstance(failed, RouterError):
+        failed.details["warnings"] = [*failed.details.get("warnings", []), *kept]
+    raise failed
 
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(jobs))) as pool:
-        return list(pool.map(one, jobs))
+
+def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError | None]:
+    def fetch() -> GitError | None:
+        with gate:
+            return git.fetch("origin")
+
+    return fetch
+
+
+def worker_limit(jobs: int) -> int:
+    """Threads for ``jobs`` repos: one per core this process may use, at least two.
+
+    Each repo's steps are git processes, mostly CPU (checkout, fetch from a
+    local origin): more threads than cores only make them take turns, while
+    two still overlap one repo's waiting (network, disk) with another's work.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs, MAX_PARALLEL, max(2, cores)))
 
 
 def rollback(report: RepoReport, job: Job) -> None:
@@ -183,19 +234,37 @@ class _Pipeline:
         self.base: str | None = None
         self.excluded = False  # our info/exclude lines are known to be there
         self.record = self._load_record()
+        self.commits: dict[str, str | None] = {}  # see _look_up
 
     def run(self) -> RepoReport:
         # The fetch (the slowest step but the checkout) runs while the local
         # checks do; it is best-effort and idempotent, so starting it early
         # cannot do harm even when the worktree turns out to exist already.
-        self.prefetch = _Background(lambda: self.git.fetch("origin"))
+        self.prefetch = self.job.fetch or _Background(lambda: self.git.fetch("origin"))
         try:
             return self._run()
         finally:
             self.prefetch.result()
 
+    def _look_up(self) -> None:
+        """HEAD, the topic's branch and origin/HEAD: one git process, once the fetch is done.
+
+        Read after the fetch because the fetch moves origin/HEAD's branch; the
+        local checks it used to overlap with cost less than the processes saved.
+        The topic lock keeps the branch as read here until ``add`` (the one step
+        in between that deletes it, ``_undo_half_made``, updates this too).
+        """
+        self.prefetch.result()
+        refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD)
+        self.commits = self.git.commits(refs)
+
+    @property
+    def _branch_ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
     def _run(self) -> RepoReport:
         state.crash_point("inspect")
+        self._look_up()
         reuse = self._inspect()
         if reuse is not None:
             return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
@@ -233,7 +302,7 @@ class _Pipeline:
     # inspect ------------------------------------------------------------------
 
     def _inspect(self) -> RepoLayout | None:
-        if self.git.head() is None:
+        if self.commits["HEAD"] is None:
             raise Refusal(
                 "no-root-commit",
                 f"{self.job.name} ({self.repo.primary}) has no commit yet; make a first commit, "
@@ -293,7 +362,7 @@ class _Pipeline:
         why = self._half_made(entry)
         if why is None:
             return False
-        tip = self.git.rev_parse(f"refs/heads/{self.branch}")
+        tip = self.commits[self._branch_ref]
         problem = self._not_ours(tip) or self._work_in_half_made(tip)
         if problem is not None:
             raise Refusal(
@@ -311,6 +380,7 @@ class _Pipeline:
         if record is not None and record.branch_created and tip == record.base_commit:
             # Cut by the killed run and never moved: made again at a fresh base.
             self.git.branch_delete(self.branch)
+            self.commits[self._branch_ref] = None
         self.warnings.append(
             f"{self.job.name}: removed the half-made worktree a killed run left at {self.path} "
             f"({why}) and created it again"
@@ -432,7 +502,7 @@ class _Pipeline:
         registered = find_worktree(entries, self.path)
         if registered is not None:
             raise _Failed("path-taken", self._taken_message(registered))
-        branch_exists = self.git.branch_exists(self.branch)
+        branch_exists = self.commits[self._branch_ref] is not None
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
         state.crash_point("claim")
@@ -511,7 +581,7 @@ class _Pipeline:
         has_origin = err is None or self.git.has_remote("origin")
         if err is not None and has_origin:
             self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
-        head = self.git.rev_parse("refs/remotes/origin/HEAD") if has_origin else None
+        head = self.commits[_ORIGIN_HEAD] if has_origin else None
         if head is not None:
             return head
         why = (
@@ -707,8 +777,6 @@ class _Background:
     """Run one call in a thread; ``result()`` waits for it (and is safe to call twice)."""
 
     def __init__(self, fn: Callable[[], GitError | None]) -> None:
-        import threading
-
         self._value: GitError | None = None
         self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
         self._thread.start()

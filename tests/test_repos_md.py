@@ -139,3 +139,28 @@ def test_a_file_ending_inside_a_block_is_refused_rather_than_appended_on_every_r
         with_worktrees_section(parse_repos_md(text), ENTRIES)
     assert info.value.code == "repos-md"
     assert "close that block" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "topic: x\ndate: 2026-05-01\nphase: repos\n",
+        "",
+        "# a comment\n",
+        "topic: 'quoted'\n",
+        "date: 2026-02-30\n",
+        "topic: [a, b]\n",
+        "topic: a: b\n",
+        "no: 1\n",
+        'topic: "open\n',
+        "- a list\n",
+        "topic:\n  nested: 1\n",
+        "topic: x\r\ndate: 2026-05-01\r\n",
+        "\ttopic: x\n",
+    ],
+)
+def test_a_frontmatter_judged_without_yaml_is_judged_as_yaml_judges_it(block):
+    text = f"---\n{block}---\n\n## Home repo\n"
+    light, full = frontmatter.split(text, need_data=False), frontmatter.split(text)
+    assert (light.error is None) == (full.error is None)
+    assert (light.body, light.body_line) == (full.body, full.body_line)

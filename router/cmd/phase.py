@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.early import next_text, phase_text
 
 Target = Annotated[
     str | None,
@@ -30,20 +31,7 @@ def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fal
     """Where an interrupted run resumes: the first phase whose evidence is missing."""
     from router.phases import phase_report
 
-    emit("phase", as_json, lambda: phase_report(cwd_of(ctx), target), _phase_text)
-
-
-def _phase_text(report) -> str:
-    resume = report.resume
-    step = f", step {resume.step}" if resume.step else ""
-    lines = [
-        f"Topic {report.id}",
-        f"Resume at: {resume.resume_at}{step}"
-        + ("  (HALTED: a person must decide)" if resume.halted else ""),
-        f"Done: {', '.join(resume.completed) or 'nothing yet'}",
-        f"Artifact directory: {report.plan_dir}",
-    ]
-    return "\n".join(lines)
+    emit("phase", as_json, lambda: phase_report(cwd_of(ctx), target), phase_text)
 
 
 @app.command("next")
@@ -51,13 +39,7 @@ def next_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fals
     """The phase to run next, with its brief: what to produce, where, and which gate decides."""
     from router.phases import next_report
 
-    emit("next", as_json, lambda: next_report(cwd_of(ctx), target), _next_text)
-
-
-def _next_text(report) -> str:
-    expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
-    request = f"\nRequest: {report.request}" if report.request is not None else ""
-    return f"{_phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"
+    emit("next", as_json, lambda: next_report(cwd_of(ctx), target), next_text)
 
 
 @app.command("status")
