@@ -549,10 +549,17 @@ def cherry_pick_head(git: Git) -> str | None:
     return git.rev_parse("CHERRY_PICK_HEAD")
 
 
-def cherry_pick_abort(git: Git) -> None:
-    # --abort puts HEAD back where the whole sequence started, so a conflict on
-    # the third commit does not leave the first two on the target branch.
-    git.run("cherry-pick", "--abort", check=False)
+def cherry_pick_abort(git: Git) -> GitError | None:
+    """``git cherry-pick --abort``: None when it ran, else why not (a lock file in the way ...).
+
+    --abort puts HEAD back where the whole sequence started, so a conflict on
+    the third commit does not leave the first two on the target branch.
+    """
+    try:
+        git.run("cherry-pick", "--abort")
+    except GitError as exc:
+        return exc
+    return None
 
 
 # What a stopped git operation leaves in the git dir, and the command that undoes it.

@@ -173,6 +173,41 @@ def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(hom
     assert git(home_repo, "stash", "list") != ""
 
 
+def test_a_kill_leaving_an_index_lock_and_a_sequencer_is_undone_once_the_lock_is_removed(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    tip = commit(wt, "b.py", "b = 2\n", "second")
+    main_before = git(home_repo, "rev-parse", "main")
+    lock = home_repo / ".git/index.lock"
+    # Killed while the pick held the index lock: git had written sequencer/ and
+    # applied nothing yet (a git that meets the lock leaves exactly this).
+    env = git_killer(tmp_path / "bin", PICK, f'touch \'{lock}\'\n"$REAL_GIT" "$@"', real=False)
+    killed = run("teardown", topic.id, "--integrate", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert lock.exists() and (home_repo / ".git/sequencer").is_dir()
+
+    for _ in range(2):  # refused as often as it is run while the lock stays
+        locked = teardown(topic, "--integrate")
+        assert locked.code == 1, locked.out + locked.err
+        assert locked.json["error"]["code"] == "git-locked", locked.json["error"]
+        assert f"remove {lock}" in locked.json["error"]["message"]
+        assert _integrating_mark(home_repo, topic.id) is not None  # kept: our pick is not undone
+        assert git(home_repo, "rev-parse", "main") == main_before
+        assert wt.exists() and git(home_repo, "rev-parse", topic.branch) == tip
+
+    lock.unlink()  # the fix the refusal names
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", f"{main_before}..main").splitlines()
+    assert subjects == ["second", "first"]  # each once, in order
+    assert status(home_repo) == "" and not (home_repo / ".git/sequencer").exists()
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
 def test_integrate_without_a_git_identity_is_refused_no_identity_naming_the_fix(
     workspace, monkeypatch
 ):
