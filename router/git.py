@@ -207,13 +207,7 @@ class Git:
         config: Iterable[str] = (),
     ) -> Result:
         """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
-        # core.fsmonitor names a command git runs whenever it reads an index
-        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
-        # work in are someone else's, and their config must not run code through us.
-        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
-        for item in config:
-            argv += ["-c", item]
-        argv += list(args)
+        argv = self._argv(args, config)
         full_env = _base_env()
         full_env.update(self.env)
         if env:
@@ -239,6 +233,32 @@ class Git:
         if check and not result.ok:
             raise GitError(argv, proc.returncode, proc.stderr, proc.stdout)
         return result
+
+    def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
+        # core.fsmonitor names a command git runs whenever it reads an index
+        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
+        # work in are someone else's, and their config must not run code through us.
+        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
+        for item in config:
+            argv += ["-c", item]
+        return argv + list(args)
+
+    def blob(self, sha: str) -> bytes:
+        """The exact bytes of blob ``sha`` (text mode would turn its CRLFs into LFs)."""
+        argv = self._argv(["cat-file", "blob", sha])
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                env={**_base_env(), **self.env},
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
+        if proc.returncode != 0:
+            raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        return proc.stdout
 
     def out(self, *args: str, **kw: object) -> str:
         """stdout of a successful command, trailing newline stripped."""

@@ -155,6 +155,40 @@ def process_alive(pid: int) -> bool:
     return not (fields and fields[0] in {"Z", "X"})
 
 
+def processes_using(paths: list[str]) -> list[int] | None:
+    """Processes whose working directory or an open file lies in one of ``paths`` (real paths).
+
+    Read from ``/proc`` (Linux); None where there is none, since nothing then
+    shows that no process uses them. Another user's process, whose entries
+    cannot be read, is not seen.
+    """
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    roots = [p.rstrip(os.sep) for p in paths]
+
+    def inside(target: str) -> bool:
+        return any(target == r or target.startswith(r + os.sep) for r in roots)
+
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            links = [f"/proc/{name}/cwd"]
+            links += [f"/proc/{name}/fd/{fd}" for fd in os.listdir(f"/proc/{name}/fd")]
+        except OSError:
+            continue  # gone, or not ours to read
+        for link in links:
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if inside(target.removesuffix(" (deleted)")):
+                found.append(int(name))
+                break
+    return sorted(found)
+
+
 def this_host() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 

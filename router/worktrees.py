@@ -12,7 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import state
+from router import holders, state
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.ids import Topic
@@ -303,8 +303,21 @@ class _Pipeline:
                 f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
                 "and run this again",
             )
+        busy = self._in_use()
+        if busy is not None:
+            raise Refusal(
+                "half-made-worktree",
+                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
+                f"({why}), and {busy}; wait until no git command runs there, then run this again",
+            )
         # Only git's partial checkout is in it: the directory first (git cannot
         # remove a worktree whose .git file it cannot read), then the registration.
+        # That takes git's own lock files in the registration with it (the
+        # checkout's index.lock, left by the kill). team-router never removes a
+        # git lock a user may need, and this is none: it lies inside a
+        # registration our record shows we were creating, of a worktree holding
+        # nothing but git's checkout, that no process has open (_in_use), and
+        # it goes with the whole registration; a lock can only guard that.
         shutil.rmtree(self.path)
         self.git.worktree_remove(self.path, force=True)
         record = self.record
@@ -316,6 +329,32 @@ class _Pipeline:
             f"({why}) and created it again"
         )
         return True
+
+    def _in_use(self) -> str | None:
+        """Why a process may still be making the half-made worktree (a git the kill missed), or None.
+
+        A kill of team-router alone leaves its `git worktree add` running: its
+        checkout holds the registration's index.lock open and writes files
+        under our path. Where no process list can be read, a lock file left
+        in the registration is taken to be in use.
+        """
+        admin = self._registration()
+        locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
+        users = holders.processes_using(
+            [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
+        )
+        if users:
+            return f"process(es) {', '.join(map(str, users))} still use it"
+        if users is None and locks:
+            return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
+        return None
+
+    def _registration(self) -> Path:
+        """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
+        pointer = _first_line(self.path / ".git").removeprefix("gitdir: ")
+        if pointer:
+            return Path(os.path.realpath(pointer))
+        return self.repo.common_dir / "worktrees" / self.path.name
 
     def _undo_torn_registration(self) -> None:
         """Drop the registration a ``git worktree add`` killed while writing it left unreadable.
@@ -394,11 +433,28 @@ class _Pipeline:
                 else:
                     checked.append(rel)
         blobs = g.file_blobs(self.git, [self.path / rel for rel in checked])
-        odd += [rel for rel, blob in zip(checked, blobs, strict=True) if blob != expected[rel]]
+        odd += [
+            rel
+            for rel, blob in zip(checked, blobs, strict=True)
+            if blob != expected[rel] and not self._cut_short(rel, expected[rel])
+        ]
         if not odd:
             return None
         shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
         return f"it holds files that are not its branch's ({shown})"
+
+    def _cut_short(self, rel: str, blob: str) -> bool:
+        """The file holds the start of ``blob``'s bytes: git was killed while it wrote it.
+
+        git writes each file front to back, so the one a kill interrupts holds
+        a prefix of its content; every byte of it is in the commit, and
+        removing it loses nothing.
+        """
+        try:
+            written = (self.path / rel).read_bytes()
+        except OSError:
+            return False
+        return self.git.blob(blob).startswith(written)
 
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.

@@ -7,9 +7,11 @@ interrupts are a real SIGINT sent to the process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -511,6 +513,79 @@ def test_a_worktree_add_killed_for_a_secondary_repo_is_made_again_by_the_worktre
     assert report["status"] == "created" and report["worktree"] == str(wt)
     assert status(wt) == "" and (wt / "README.md").read_text() == "# api\n"
     assert "locked" not in git(api, "worktree", "list", "--porcelain")
+
+
+# Killed mid-checkout (what a real kill leaves): README.md written whole,
+# src/app.py cut short while git wrote it, the checkout's index.lock left in
+# the registration.
+_MID_CHECKOUT = (
+    '"$REAL_GIT" -C "$wt" cat-file blob HEAD:README.md > "$wt/README.md"\n'
+    'mkdir -p "$wt/src"\n'
+    '"$REAL_GIT" -C "$wt" cat-file blob HEAD:src/app.py | head -c 4 > "$wt/src/app.py"\n'
+    'touch "$admin/index.lock"'
+)
+
+
+def test_a_worktree_add_killed_mid_checkout_of_a_secondary_is_rolled_back_and_made_again(
+    workspace, tmp_path
+):
+    topic = new_topic(make_repo(workspace, "web"))
+    api = _with_two_files(make_repo(workspace, "api"))
+    write_repos_md(topic, {"api": api})
+    args = ("worktrees", str(topic.plan_dir), "--json")
+    killed = _kill_inside_add(topic.home, tmp_path, _MID_CHECKOUT, *args)
+    assert killed.code == KILLED, killed.err
+    wt = api / ".claude/worktrees" / topic.id
+    lock = api / ".git/worktrees" / topic.id / "index.lock"
+    assert lock.exists() and (wt / "src/app.py").read_text() == "app "
+
+    again = run(*args, cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    (report,) = [r for r in again.json["repos"] if r["name"] == "api"]
+    assert report["status"] == "created" and report["worktree"] == str(wt)
+    assert any("half-made" in w for w in again.json["warnings"])
+    assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
+    assert (wt / "README.md").read_text() == "# api\n"
+    assert "locked" not in git(api, "worktree", "list", "--porcelain")
+    assert not list((api / ".git/worktrees").glob("*/*.lock"))
+
+
+def test_a_half_made_worktree_a_live_process_still_uses_is_refused_and_kept(home_repo, tmp_path):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    written = _HALF_STATES["some-files-written"] + '\ntouch "$admin/index.lock"'
+    killed = _kill_inside_add(home_repo, tmp_path, written)
+    assert killed.code == KILLED, killed.err
+    lock = home_repo / ".git/worktrees" / NEW_ID / "index.lock"
+    # A git the kill missed, still checking out: it holds the index lock open.
+    checkout = subprocess.Popen(["sh", "-c", 'exec 3<"$0"; exec sleep 60', str(lock)])
+    try:
+        _wait_for_open(checkout.pid, lock)
+        before = {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()}
+        refused = run(*NEW, cwd=home_repo)
+        assert refused.code == 1, refused.out + refused.err
+        assert refused.json["error"]["code"] == "half-made-worktree"
+        assert str(checkout.pid) in refused.json["error"]["message"]
+        assert {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()} == before
+        assert lock.exists() and worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    finally:
+        checkout.kill()
+        checkout.wait()
+    again = run(*NEW, cwd=home_repo)  # the git is gone: the rerun makes the worktree again
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created"
+    assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
+
+
+def _wait_for_open(pid: int, path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    fds = Path(f"/proc/{pid}/fd")
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) == str(path) for fd in fds.iterdir()):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} never opened {path}")
 
 
 _WORK = {
