@@ -74,6 +74,21 @@ def left_locks(common_dir: Path) -> list[Path]:
     return found
 
 
+def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
+    """One warning for each git lock file left in repo ``name`` (:func:`left_locks`), with the fix.
+
+    A git killed mid-command (a Ctrl-C, a kill of the whole run) leaves its
+    lock behind, and every later git command that needs it fails. team-router
+    never removes one (it cannot tell a killed git from a running one), so it
+    says where they are.
+    """
+    return [
+        f"{name}: {lock} is a git lock file; if no git command is running in "
+        f"{primary}, remove it (a killed git left it behind)"
+        for lock in left_locks(common_dir)
+    ]
+
+
 # lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
 # packed-refs is rewritten through ``packed-refs.new``, which a killed git leaves

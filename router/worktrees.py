@@ -190,9 +190,14 @@ class _Pipeline:
         # cannot do harm even when the worktree turns out to exist already.
         self.prefetch = _Background(lambda: self.git.fetch("origin"))
         try:
-            return self._run()
+            report = self._run()
         finally:
             self.prefetch.result()
+        # Looked for once our own git commands here are done (the fetch too):
+        # a lock a killed git left, which this run did not need, still blocks
+        # the next git command that does (a commit, teardown's cherry-pick).
+        locks = g.left_lock_warnings(self.job.name, self.repo.primary, self.repo.common_dir)
+        return dataclasses.replace(report, warnings=(*report.warnings, *locks))
 
     def _run(self) -> RepoReport:
         state.crash_point("inspect")
