@@ -659,8 +659,13 @@ def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: 
     return done("remove", f"removed {path}{gone}")
 
 
-def nested_blocker(path: Path, nested: tuple[NestedRepo, ...]) -> StepResult | None:
-    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own."""
+def nested_blocker(
+    path: Path, nested: tuple[NestedRepo, ...], *, again: str = "teardown"
+) -> StepResult | None:
+    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own.
+
+    ``again`` is the command the message says to run again.
+    """
     holding = [n for n in nested if n.holds_work]
     if not holding:
         return None
@@ -671,7 +676,7 @@ def nested_blocker(path: Path, nested: tuple[NestedRepo, ...]) -> StepResult | N
         "would delete it and --force cannot snapshot it: "
         + ", ".join(_nested_loss(n) for n in holding)
         + ". Push those commits, commit and push (or discard) those changes, or move the "
-        "repository out of the worktree; then run teardown again",
+        f"repository out of the worktree; then run {again} again",
     )
 
 
