@@ -397,7 +397,7 @@ def no_identity(repo: Repo, exc: GitError) -> StepResult:
 # -- interrupted steps: what the record says this tool was in the middle of -------
 
 INTEGRATING = "integrating"  # record key: a cherry-pick onto the default branch is running
-REMOVING = "removing"  # record key: `git worktree remove` of a proven-safe worktree is running
+REMOVING = state.REMOVING  # record key: `git worktree remove` of a proven-safe worktree is running
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 

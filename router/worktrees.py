@@ -726,6 +726,11 @@ class _Pipeline:
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
         if included is not None:
             record = dataclasses.replace(record, extra={**record.extra, "included": included})
+        if "claim" in steps and state.REMOVING in record.extra:
+            # A removal of this path a kill interrupted: the worktree made here now is
+            # another one, whose files are work again, never the remains of that removal.
+            extra = {k: v for k, v in record.extra.items() if k != state.REMOVING}
+            record = dataclasses.replace(record, extra=extra)
         for step in steps:
             record = record.with_step(step)
         state.write_record(self.repo.common_dir, record)

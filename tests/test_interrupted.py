@@ -306,6 +306,36 @@ def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo
     assert not wt.exists()
 
 
+def test_a_removal_mark_left_by_a_kill_does_not_outlive_the_worktree_made_again_there(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    # The removal is finished by hand; later the same topic is made again, at the same path.
+    git(home_repo, "worktree", "remove", "--force", str(wt))
+    assert run("new", "Add rate limiting", "--id", topic.id, "--json", cwd=home_repo).code == 0
+    assert status(wt) == "" and (wt / "README.md").exists()
+    # Work whose files carry an old time (copied with cp -p, unpacked from an archive).
+    write(wt / "notes.txt", "my notes\n")
+    old = time.time() - 24 * 3600
+    for rel in tree(wt):
+        os.utime(wt / rel, (old, old), follow_symlinks=False)
+
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "dirty-worktree", res.json["error"]
+    assert (wt / "notes.txt").read_text() == "my notes\n"
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    (wt / "notes.txt").unlink()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    remove = steps_of(again.json, "home")["remove"]
+    assert remove["outcome"] == "done" and "interrupted" not in remove["detail"], remove
+    assert not wt.exists()
+
+
 # -- item: Ctrl-C (a real SIGINT to the process group, as a terminal sends it) ---------------
 
 
