@@ -80,12 +80,18 @@ def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
     A git killed mid-command (a Ctrl-C, a kill of the whole run) leaves its
     lock behind, and every later git command that needs it fails. team-router
     never removes one (it cannot tell a killed git from a running one), so it
-    says where they are.
+    says where they are. A lock a live process holds open is a git at work
+    (another topic's checkout, say), never named: removing it would break that git.
     """
+    from router.holders import processes_using
+
+    locks = left_locks(common_dir)
+    held = (processes_using([os.path.realpath(lock) for lock in locks]) or {}) if locks else {}
     return [
         f"{name}: {lock} is a git lock file; if no git command is running in "
         f"{primary}, remove it (a killed git left it behind)"
-        for lock in left_locks(common_dir)
+        for lock in locks
+        if os.path.realpath(lock) not in held
     ]
 
 

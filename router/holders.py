@@ -155,8 +155,9 @@ def process_alive(pid: int) -> bool:
     return not (fields and fields[0] in {"Z", "X"})
 
 
-def processes_using(paths: list[str]) -> list[int] | None:
-    """Processes whose working directory or an open file lies in one of ``paths`` (real paths).
+def processes_using(paths: list[str]) -> dict[str, list[int]] | None:
+    """``path -> pids`` for each of ``paths`` (real paths) some process uses: its working
+    directory or an open file lies there. Paths no process uses are left out.
 
     Read from ``/proc`` (Linux); None where there is none, since nothing then
     shows that no process uses them. Another user's process, whose entries
@@ -165,11 +166,7 @@ def processes_using(paths: list[str]) -> list[int] | None:
     if not os.path.isdir("/proc/self/fd"):
         return None
     roots = [p.rstrip(os.sep) for p in paths]
-
-    def inside(target: str) -> bool:
-        return any(target == r or target.startswith(r + os.sep) for r in roots)
-
-    found = []
+    found: dict[str, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
             continue
@@ -178,15 +175,16 @@ def processes_using(paths: list[str]) -> list[int] | None:
             links += [f"/proc/{name}/fd/{fd}" for fd in os.listdir(f"/proc/{name}/fd")]
         except OSError:
             continue  # gone, or not ours to read
+        used: set[str] = set()
         for link in links:
             try:
-                target = os.readlink(link)
+                target = os.readlink(link).removesuffix(" (deleted)")
             except OSError:
                 continue
-            if inside(target.removesuffix(" (deleted)")):
-                found.append(int(name))
-                break
-    return sorted(found)
+            used.update(r for r in roots if target == r or target.startswith(r + os.sep))
+        for root in used:
+            found.setdefault(root, []).append(int(name))
+    return found
 
 
 def this_host() -> str:

@@ -349,7 +349,8 @@ class _Pipeline:
             [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
         )
         if users:
-            return f"process(es) {', '.join(map(str, users))} still use it"
+            pids = sorted({pid for found in users.values() for pid in found})
+            return f"process(es) {', '.join(map(str, pids))} still use it"
         if users is None and locks:
             return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
         return None

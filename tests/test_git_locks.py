@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from durabilityutil import hold_open
 from ghutil import hide_gh, make_github_repo, merge_on_origin
 from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 from teardownutil import new_topic, teardown, write_repos_md
@@ -205,6 +206,23 @@ def test_new_names_a_git_lock_it_does_not_need_with_the_fix(home_repo):
     assert res.code == 0, res.out + res.err
     assert res.json["home"]["status"] == "created"
     _named_once_with_the_fix(res.json["warnings"], lock, home_repo)
+
+
+def test_a_git_lock_a_live_process_holds_is_not_named_a_left_one_is(home_repo):
+    left = left_by_a_kill(home_repo / ".git" / "refs" / "heads" / "elsewhere.lock")
+    live = left_by_a_kill(home_repo / ".git" / "packed-refs.lock")  # a git at work holds it
+    holder = hold_open(live)
+    try:
+        res = run_cli("new", "Add rate limiting", "--id", ID, "--json", cwd=home_repo)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert res.code == 0, res.out + res.err
+    _named_once_with_the_fix(res.json["warnings"], left, home_repo)
+    assert not [
+        w for w in res.json["warnings"] if str(live) in w
+    ]  # removing it would break that git
+    assert live.exists()
 
 
 def test_worktrees_names_a_git_lock_left_in_a_secondary_with_the_fix(workspace):

@@ -7,16 +7,24 @@ interrupts are a real SIGINT sent to the process.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, finish, git_killer, git_wrapper, run, slow_git, spawn, tree
+from durabilityutil import (
+    KILLED,
+    finish,
+    git_killer,
+    git_wrapper,
+    hold_open,
+    run,
+    slow_git,
+    spawn,
+    tree,
+)
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
 from teardownutil import (
     multi_topic,
@@ -588,9 +596,8 @@ def test_a_half_made_worktree_a_live_process_still_uses_is_refused_and_kept(home
     assert killed.code == KILLED, killed.err
     lock = home_repo / ".git/worktrees" / NEW_ID / "index.lock"
     # A git the kill missed, still checking out: it holds the index lock open.
-    checkout = subprocess.Popen(["sh", "-c", 'exec 3<"$0"; exec sleep 60', str(lock)])
+    checkout = hold_open(lock)
     try:
-        _wait_for_open(checkout.pid, lock)
         before = {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()}
         refused = run(*NEW, cwd=home_repo)
         assert refused.code == 1, refused.out + refused.err
@@ -605,17 +612,6 @@ def test_a_half_made_worktree_a_live_process_still_uses_is_refused_and_kept(home
     assert again.code == 0, again.out + again.err
     assert again.json["home"]["status"] == "created"
     assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
-
-
-def _wait_for_open(pid: int, path: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    fds = Path(f"/proc/{pid}/fd")
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            if any(os.readlink(fd) == str(path) for fd in fds.iterdir()):
-                return
-        time.sleep(0.01)
-    raise AssertionError(f"{pid} never opened {path}")
 
 
 _WORK = {
