@@ -206,6 +206,7 @@ class _Pipeline:
             return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
         self._undo_torn_registration()
         entries = self.git.worktree_list()
+        self._refuse_half_removed()
         if self._undo_half_made(entries):
             entries = self.git.worktree_list()
         existing = self._existing(entries)
@@ -334,6 +335,27 @@ class _Pipeline:
             f"({why}) and created it again"
         )
         return True
+
+    def _refuse_half_removed(self) -> None:
+        """Never hand back a worktree a killed teardown (or pr-cleanup) was removing.
+
+        What git had not deleted yet is still there, and its deletions show as
+        changes: an agent would work in it, and a commit would put the
+        deletions on the branch. The teardown that marked the removal finishes it.
+        """
+        mark = self.record.extra.get(state.REMOVING) if self.record else None
+        marked = mark.get("path") if isinstance(mark, dict) else None
+        if not isinstance(marked, str) or not os.path.lexists(self.path):
+            return  # nothing left at the path: the mark goes when the path is claimed again
+        if os.path.realpath(marked) != os.path.realpath(self.path):
+            return
+        topic = self.job.topic.id
+        raise Refusal(
+            "removal-interrupted",
+            f"{self.job.name}: {self.path} is a worktree a teardown (or pr-cleanup) of {topic} "
+            f"was removing when it was killed; run `team-router teardown {topic}` to finish "
+            "the removal, then run this again",
+        )
 
     def _in_use(self) -> str | None:
         """Why a process may still be making the half-made worktree (a git the kill missed), or None.

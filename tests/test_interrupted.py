@@ -314,6 +314,26 @@ def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo
     assert not wt.exists()
 
 
+def test_new_never_hands_back_a_worktree_a_killed_teardown_was_removing(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    before = snapshot_of(home_repo)
+    again = ("new", "Add rate limiting", "--id", topic.id, "--json")
+
+    res = run(*again, cwd=home_repo)  # its deletions would be committed as work
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "removal-interrupted"
+    assert f"team-router teardown {topic.id}" in res.json["error"]["message"]
+    assert snapshot_of(home_repo) == before and not (wt / "README.md").exists()
+    assert teardown(topic).code == 0  # the fix it names
+    made = run(*again, cwd=home_repo)
+    assert made.code == 0, made.out + made.err
+    assert made.json["home"]["status"] == "created"
+    assert status(wt) == "" and (wt / "README.md").exists()
+
+
 def test_a_removal_mark_left_by_a_kill_does_not_outlive_the_worktree_made_again_there(
     home_repo, tmp_path
 ):
