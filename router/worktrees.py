@@ -314,7 +314,9 @@ class _Pipeline:
             raise Refusal(
                 "half-made-worktree",
                 f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
-                f"({why}), and {busy}; wait until no git command runs there, then run this again",
+                f"({why}), and {busy}; wait until no git command runs there, then run this "
+                "again (if none does, run "
+                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` first)",
             )
         # Only git's partial checkout is in it: the directory first (git cannot
         # remove a worktree whose .git file it cannot read), then the registration.
