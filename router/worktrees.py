@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import state
+from router import holders, state
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.ids import Topic
@@ -242,9 +242,14 @@ class _Pipeline:
         # cannot do harm even when the worktree turns out to exist already.
         self.prefetch = self.job.fetch or _Background(lambda: self.git.fetch("origin"))
         try:
-            return self._run()
+            report = self._run()
         finally:
             self.prefetch.result()
+        # Looked for once our own git commands here are done (the fetch too):
+        # a lock a killed git left, which this run did not need, still blocks
+        # the next git command that does (a commit, teardown's cherry-pick).
+        locks = g.left_lock_warnings(self.job.name, self.repo.primary, self.repo.common_dir)
+        return dataclasses.replace(report, warnings=(*report.warnings, *locks))
 
     def _look_up(self) -> None:
         """HEAD, the topic's branch and origin/HEAD: one git process, once the fetch is done.
@@ -270,6 +275,7 @@ class _Pipeline:
             return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
         self._undo_torn_registration()
         entries = self.git.worktree_list()
+        self._refuse_half_removed()
         if self._undo_half_made(entries):
             entries = self.git.worktree_list()
         existing = self._existing(entries)
@@ -372,8 +378,23 @@ class _Pipeline:
                 f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
                 "and run this again",
             )
+        busy = self._in_use()
+        if busy is not None:
+            raise Refusal(
+                "half-made-worktree",
+                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
+                f"({why}), and {busy}; wait until no git command runs there, then run this "
+                "again (if none does, run "
+                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` first)",
+            )
         # Only git's partial checkout is in it: the directory first (git cannot
         # remove a worktree whose .git file it cannot read), then the registration.
+        # That takes git's own lock files in the registration with it (the
+        # checkout's index.lock, left by the kill). team-router never removes a
+        # git lock a user may need, and this is none: it lies inside a
+        # registration our record shows we were creating, of a worktree holding
+        # nothing but git's checkout, that no process has open (_in_use), and
+        # it goes with the whole registration; a lock can only guard that.
         shutil.rmtree(self.path)
         self.git.worktree_remove(self.path, force=True)
         record = self.record
@@ -386,6 +407,54 @@ class _Pipeline:
             f"({why}) and created it again"
         )
         return True
+
+    def _refuse_half_removed(self) -> None:
+        """Never hand back a worktree a killed teardown (or pr-cleanup) was removing.
+
+        What git had not deleted yet is still there, and its deletions show as
+        changes: an agent would work in it, and a commit would put the
+        deletions on the branch. The teardown that marked the removal finishes it.
+        """
+        mark = self.record.extra.get(state.REMOVING) if self.record else None
+        marked = mark.get("path") if isinstance(mark, dict) else None
+        if not isinstance(marked, str) or not os.path.lexists(self.path):
+            return  # nothing left at the path: the mark goes when the path is claimed again
+        if os.path.realpath(marked) != os.path.realpath(self.path):
+            return
+        topic = self.job.topic.id
+        raise Refusal(
+            "removal-interrupted",
+            f"{self.job.name}: {self.path} is a worktree a teardown (or pr-cleanup) of {topic} "
+            f"was removing when it was killed; run `team-router teardown {topic}` to finish "
+            "the removal, then run this again",
+        )
+
+    def _in_use(self) -> str | None:
+        """Why a process may still be making the half-made worktree (a git the kill missed), or None.
+
+        A kill of team-router alone leaves its `git worktree add` running: its
+        checkout holds the registration's index.lock open and writes files
+        under our path. Where no process list can be read, a lock file left
+        in the registration is taken to be in use.
+        """
+        admin = self._registration()
+        locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
+        users = holders.processes_using(
+            [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
+        )
+        if users:
+            pids = sorted({pid for found in users.values() for pid in found})
+            return f"process(es) {', '.join(map(str, pids))} still use it"
+        if users is None and locks:
+            return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
+        return None
+
+    def _registration(self) -> Path:
+        """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
+        pointer = _first_line(self.path / ".git").removeprefix("gitdir: ")
+        if pointer:
+            return Path(os.path.realpath(pointer))
+        return self.repo.common_dir / "worktrees" / self.path.name
 
     def _undo_torn_registration(self) -> None:
         """Drop the registration a ``git worktree add`` killed while writing it left unreadable.
@@ -464,11 +533,28 @@ class _Pipeline:
                 else:
                     checked.append(rel)
         blobs = g.file_blobs(self.git, [self.path / rel for rel in checked])
-        odd += [rel for rel, blob in zip(checked, blobs, strict=True) if blob != expected[rel]]
+        odd += [
+            rel
+            for rel, blob in zip(checked, blobs, strict=True)
+            if blob != expected[rel] and not self._cut_short(rel, expected[rel])
+        ]
         if not odd:
             return None
         shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
         return f"it holds files that are not its branch's ({shown})"
+
+    def _cut_short(self, rel: str, blob: str) -> bool:
+        """The file holds the start of ``blob``'s bytes: git was killed while it wrote it.
+
+        git writes each file front to back, so the one a kill interrupts holds
+        a prefix of its content; every byte of it is in the commit, and
+        removing it loses nothing.
+        """
+        try:
+            written = (self.path / rel).read_bytes()
+        except OSError:
+            return False
+        return self.git.blob(blob).startswith(written)
 
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.
@@ -735,6 +821,11 @@ class _Pipeline:
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
         if included is not None:
             record = dataclasses.replace(record, extra={**record.extra, "included": included})
+        if "claim" in steps and state.REMOVING in record.extra:
+            # A removal of this path a kill interrupted: the worktree made here now is
+            # another one, whose files are work again, never the remains of that removal.
+            extra = {k: v for k, v in record.extra.items() if k != state.REMOVING}
+            record = dataclasses.replace(record, extra=extra)
         for step in steps:
             record = record.with_step(step)
         state.write_record(self.repo.common_dir, record)
