@@ -234,14 +234,13 @@ class Git:
         if env:
             full_env.update(env)
         try:
+            # Bytes, decoded here: text mode would also translate newlines, turning a
+            # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
             proc = subprocess.run(
                 argv,
                 capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="surrogateescape",
                 timeout=timeout,
-                input=input,
+                input=None if input is None else input.encode("utf-8", "surrogateescape"),
                 stdin=None if input is not None else subprocess.DEVNULL,
                 env=full_env,
                 check=False,
@@ -250,9 +249,11 @@ class Git:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
         except subprocess.TimeoutExpired as exc:
             raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
-        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        stdout = proc.stdout.decode("utf-8", "surrogateescape")
+        stderr = proc.stderr.decode("utf-8", "surrogateescape")
+        result = Result(proc.returncode, stdout, stderr)
         if check and not result.ok:
-            raise GitError(argv, proc.returncode, proc.stderr, proc.stdout)
+            raise GitError(argv, proc.returncode, stderr, stdout)
         return result
 
     def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
