@@ -31,7 +31,8 @@ class NewResult:
         return {
             "id": self.topic.id,
             "topic": self.topic.topic,
-            "branch": self.topic.branch,
+            # The branch really checked out: a reused worktree keeps its own.
+            "branch": self.home.branch or self.topic.branch,
             "plan_dir": str(self.plan_dir),
             "home": {
                 "name": self.home.name,

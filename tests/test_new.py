@@ -149,6 +149,35 @@ def test_run_inside_a_linked_worktree_on_a_feature_branch_reuses_it(home_repo, w
     assert len(worktree_paths(home_repo)) == 2
 
 
+def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    res = new(wt)
+    assert res.code == 0, res.err
+    assert res.json == {
+        "ok": True,
+        "command": "new",
+        "id": ID,
+        "topic": "add-rate-limiting-middleware-to-all",
+        "branch": "feature-x",
+        "plan_dir": str(wt / "docs" / "plans" / ID),
+        "home": {
+            "name": "home",
+            "repo": str(home_repo),
+            "worktree": str(wt),
+            "status": "reused",
+            "base": git(home_repo, "rev-parse", "main"),
+        },
+        "warnings": [],
+    }
+    record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
+    assert (record["branch"], record["worktree"], record["branch_created"]) == (
+        "feature-x",
+        str(wt),
+        False,
+    )
+
+
 def test_run_inside_a_linked_worktree_on_the_default_branch_refuses(home_repo, workspace):
     git(home_repo, "switch", "-q", "-c", "dev")
     wt = workspace / "main-wt"
