@@ -20,7 +20,7 @@ from pathlib import Path
 
 from router import git as g
 from router import state
-from router.errors import Interrupted, Refusal, error_json
+from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
@@ -35,7 +35,8 @@ from router.localstate import (
 )
 from router.nested import NestedRepo, survey
 from router.progress import Progress
-from router.snapshot import Restored, RestoreStatus, restore_repo
+from router.ids import ID_RE, branch_for
+from router.snapshot import Restored, RestoreStatus, read_snapshot, restore_repo
 from router.sweep import Kept, SweepResult, sweep
 from router.teardown import (
     INTERRUPTED_STEP,
@@ -80,7 +81,7 @@ from router.teardown import (
     worktree_blocker,
 )
 from router.topicscope import RepoTarget, TopicScope, resolve_topic
-from router.workspace import DefaultBranch, Repo, default_branch, find_worktree
+from router.workspace import DefaultBranch, Repo, default_branch, find_worktree, open_repo
 
 MAX_PARALLEL = 8
 LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
@@ -834,7 +835,14 @@ def restore_topic(
     cwd: Path, target: str, *, repo: str | None = None, wait: float = state.DEFAULT_WAIT
 ) -> RestoreResult:
     """Recreate each repo's worktree (or one, with ``repo``) from its snapshot ref."""
-    scope = resolve_topic(cwd, target)
+    try:
+        scope = resolve_topic(cwd, target)
+    except BadInput as exc:
+        if exc.code != "no-plan-dir":
+            raise
+        # Not the topic's home (a secondary repo, or a home whose record is
+        # gone): the snapshot this repo holds is enough to restore it here.
+        scope = _snapshot_scope(cwd, target, exc)
     chosen = scope.only(repo)
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         results = tuple(
@@ -851,6 +859,24 @@ def restore_topic(
             details={"id": scope.id, "repos": [r.to_json() for r in results]},
         )
     return RestoreResult(scope.id, results, list(scope.warnings))
+
+
+def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
+    """The repo at ``cwd`` alone, when it holds a snapshot of the topic's branch."""
+    topic_id = Path(target).name
+    if not ID_RE.fullmatch(topic_id):
+        raise original
+    here = open_repo(cwd)
+    try:
+        record = state.read_record(here.common_dir, topic_id)
+    except state.RecordCorrupt:
+        record = None
+    branch = record.branch if record is not None else branch_for(topic_id)
+    if read_snapshot(here.git, branch) is None:
+        raise original
+    name = record.repo if record is not None else here.primary.name
+    only = RepoTarget(name, here.primary, branch, None, here, record)
+    return TopicScope(topic_id, branch, here, None, None, (only,), ())
 
 
 # -- dry run ---------------------------------------------------------------------------
