@@ -489,19 +489,24 @@ def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
     return "; ".join(reasons)
 
 
-def refuse_unmerged(found: Survey, evidence: Evidence, warnings: list[str]) -> None:
+def refuse_unmerged(
+    found: Survey, evidence: Evidence, warnings: list[str], *, dry_run: bool = False
+) -> None:
     if evidence.merged or evidence.subject is None:
         return
+    # A missing proof is not a reason to abandon: the merge may not have
+    # reached origin yet, or the branch moved after it. Never suggest --abandon.
     raise Refusal(
         "not-merged",
         f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
-        "nothing was deleted (if the work is abandoned, run with --abandon)",
+        f"nothing was deleted (merge its PR first; if it is merged, check that "
+        f"origin/{found.default.name} has every commit of {found.branch}, then run this again)",
         details={
             "branch": found.branch,
             "mode": str(Mode.MERGED),
             "proof": evidence.to_json(),
             "steps": [],
-            "dry_run": False,
+            "dry_run": dry_run,
             "prs": [],
             "warnings": warnings,
         },
@@ -989,8 +994,7 @@ def pr_cleanup(
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
         if not found.anything_left(repo):
             warnings.append(
-                f"nothing named {found.branch} is left here or on origin: already cleaned "
-                "up (or a mistyped name)"
+                f"nothing named {found.branch} is left here or on origin: already cleaned up"
             )
         steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
         remember(repo, found, steps, mode)
@@ -1036,16 +1040,50 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
     refuse_if_held(repo, local)
+    _fetch(repo, warnings)
+    found = survey(repo, branch, ask_remote=True)
+    refuse_unknown(repo, found, mode)
+    warnings.extend(found.notes)
+    warnings.extend(_other_repos(found))
+    return found
+
+
+def _fetch(repo: Repo, warnings: list[str]) -> None:
     if repo.git.has_remote("origin"):
         error = repo.git.fetch("origin")
         if error is not None:
             warnings.append(
                 f"git fetch origin failed ({error.first_line}); using what was fetched before"
             )
-    found = survey(repo, branch, ask_remote=True)
-    warnings.extend(found.notes)
-    warnings.extend(_other_repos(found))
-    return found
+
+
+def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
+    """A name nothing carries, here or on origin, and no record of a cleanup: a typo, refused.
+
+    A rerun after a finished cleanup is told apart by the topic's record (it
+    stays, marked torn down), so it still exits 0 and reports every step done.
+    """
+    if found.anything_left(repo) or _cleaned_before(found.record):
+        return
+    where = f" or on origin ({found.remote_error})" if found.remote_error else " or on origin"
+    raise Refusal(
+        "unknown-branch",
+        f"no branch, worktree or plan dir named {found.branch} exists in {repo.primary}{where}, "
+        "and no record shows an earlier cleanup of it: check the name (`git branch -a`); "
+        "nothing was touched",
+        details={
+            "branch": found.branch,
+            "mode": str(mode),
+            "proof": None,
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+        },
+    )
+
+
+def _cleaned_before(record: state.TopicRecord | None) -> bool:
+    return record is not None and ("teardown" in record.extra or "pr_cleanup" in record.extra)
 
 
 def _other_repos(found: Survey) -> list[str]:
@@ -1098,14 +1136,17 @@ def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> 
 def _dry_run(
     repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailable, warnings: list[str]
 ) -> CleanupResult:
-    found = survey(repo, chosen.branch, ask_remote=False)
+    # The dry run fetches like the real run (a fetch changes no local branch or
+    # worktree): without it a merge made a minute ago would read as not merged.
+    _fetch(repo, warnings)
+    found = survey(repo, chosen.branch, ask_remote=True)
     warnings.extend(found.notes)
-    warnings.append("dry run: origin was not fetched; the proof uses what was fetched before")
+    refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
-        refuse_unmerged(found, evidence, warnings)
+        refuse_unmerged(found, evidence, warnings, dry_run=True)
     elif isinstance(hub, GitHub):
         try:
             closing = prs_to_close(repo, found.branch, hub, chosen.pr)

@@ -22,6 +22,7 @@ from router import git as g
 from router import state
 from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.ids import ID_RE, branch_for
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
@@ -35,7 +36,6 @@ from router.localstate import (
 )
 from router.nested import NestedRepo, survey
 from router.progress import Progress
-from router.ids import ID_RE, branch_for
 from router.snapshot import Restored, RestoreStatus, read_snapshot, restore_repo
 from router.sweep import Kept, SweepResult, sweep
 from router.teardown import (

@@ -410,11 +410,13 @@ def test_a_branch_is_deleted_only_when_its_name_matches_byte_for_byte(web, no_gh
     worktree = new_topic(web)
     merge_on_origin(web, TOPIC, how="merge")
     upper = TOPIC.upper()
+    before = world(web)
     res = cleanup(web, upper)
-    # No branch of that exact name: nothing of the real branch is touched.
-    assert res.code == 0, res.out + res.err
+    # No branch of that exact name: refused, and nothing of the real branch is touched.
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "unknown-branch"
+    assert world(web) == before
     assert worktree.is_dir() and TOPIC in branches(web)
-    assert steps(res.json)["branch"]["detail"].endswith("already gone")
 
 
 # -- dirty -----------------------------------------------------------------------------------
@@ -826,8 +828,8 @@ def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
     assert lock_name(TOPIC) == TOPIC  # the same lock teardown takes for the topic
     before = world(web)
     res = cleanup(web, name)
-    assert res.code == 0, res.out + res.err
-    assert any("already cleaned up" in w for w in res.json["warnings"])
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "unknown-branch"
     assert world(web) == before
 
 
@@ -841,3 +843,55 @@ def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
     assert remove["outcome"] == "refused" and "an editor session" in remove["detail"]
     assert steps(res.json)["branch"]["outcome"] == "skipped"
     assert worktree.is_dir() and TOPIC in branches(web)
+
+
+# -- answers a user sees --------------------------------------------------------------------------
+
+
+def test_a_branch_that_exists_nowhere_is_refused_not_reported_cleaned(web, no_gh):
+    new_topic(web)
+    before = world(web)
+    res = cleanup(web, "no-such-branch")
+    assert res.code == 1, res.out + res.err
+    assert res.json == {
+        "ok": False,
+        "command": "pr-cleanup",
+        "branch": "no-such-branch",
+        "mode": "merged",
+        "proof": None,
+        "steps": [],
+        "dry_run": False,
+        "prs": [],
+        "warnings": [],
+        "error": {
+            "code": "unknown-branch",
+            "message": f"no branch, worktree or plan dir named no-such-branch exists in {web} or "
+            "on origin, and no record shows an earlier cleanup of it: check the name "
+            "(`git branch -a`); nothing was touched",
+        },
+    }
+    assert world(web) == before
+
+
+def test_a_dry_run_fetches_and_sees_a_merge_made_since_the_last_fetch(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")  # origin merged it; nothing fetched here yet
+    before = world(web)
+    res = cleanup(web, TOPIC, "--dry-run")
+    assert res.code == 0, res.out + res.err
+    assert res.json["dry_run"] is True and res.json["proof"]["merged"] is True
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_a_refused_dry_run_says_dry_run_and_never_suggests_abandoning(web, no_gh):
+    worktree = new_topic(web)
+    before = world(web)
+    res = cleanup(web, TOPIC, "--dry-run")
+    assert res.code == 1
+    data = res.json
+    assert (data["error"]["code"], data["dry_run"]) == ("not-merged", True)
+    assert "abandon" not in data["error"]["message"]
+    assert world(web) == before and worktree.is_dir()
+    real = cleanup(web, TOPIC)
+    assert real.json["error"]["code"] == "not-merged"
+    assert "abandon" not in real.json["error"]["message"]

@@ -623,3 +623,18 @@ def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_js
     assert res.code == 130, res.out + res.err
     assert res.json["ok"] is False and res.json["error"]["code"] == "interrupted"
     assert topic.worktrees["home"].is_dir()  # nothing was removed
+
+
+def test_teardown_of_a_word_that_is_not_an_id_is_invalid_id(home_repo):
+    res = run_cli("teardown", "not_an_id", "--json", cwd=home_repo)
+    assert res.code == 2
+    assert res.json == {
+        "ok": False,
+        "command": "teardown",
+        "warnings": [],
+        "error": {
+            "code": "invalid-id",
+            "message": "'not_an_id' is not a topic id: use <TICKET-123>-<slug> or "
+            "<YYYY-MM-DD>-<slug>, slug in lowercase letters, digits and '-'",
+        },
+    }
