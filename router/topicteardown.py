@@ -504,6 +504,9 @@ class TeardownResult:
     repos: tuple[RepoReport, ...]
     dry_run: bool = False
     warnings: list[str] = field(default_factory=list)
+    # Set when the plan refused the whole teardown: nothing was removed, and
+    # ``repos`` is the plan, every blocker of every repo in it.
+    refusal: dict[str, str] | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -513,11 +516,13 @@ class TeardownResult:
     def exit_code(self) -> int:
         if self.interrupted:
             return Interrupted.exit_code
-        return 0 if all(r.ok for r in self.repos) else 1
+        return 0 if self.refusal is None and all(r.ok for r in self.repos) else 1
 
     @property
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
+        if self.refusal is not None:
+            return self.refusal
         if self.interrupted:
             where = "; ".join(
                 f"{r.name} at {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
@@ -593,7 +598,9 @@ def teardown(
             scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
-        _refuse_if_blocked(scope, plans, warnings)
+        refusal = _refusal(scope, plans, warnings)
+        if refusal is not None:
+            return refusal
         if stop is not None and stop.is_set():
             raise Interrupted(
                 f"teardown of {scope.id} interrupted (Ctrl-C) before anything was removed; "
@@ -668,30 +675,35 @@ def _with_holders(scope: TopicScope, plans: list[RepoPlan], opts: Options) -> li
     return [home, *plans[1:]]
 
 
-def _refuse_if_blocked(scope: TopicScope, plans: list[RepoPlan], warnings: list[str]) -> None:
+def _refusal(
+    scope: TopicScope, plans: list[RepoPlan], warnings: list[str]
+) -> TeardownResult | None:
+    """The whole teardown refused, as the plan: every repo's steps with every blocker in place.
+
+    The error's code is the first blocker's; the plan names all of them, so one
+    rerun after fixing them all is enough.
+    """
     blocked = [(p, b) for p in plans for b in p.blockers]
     if not blocked:
-        return
+        return None
     first = blocked[0][1]
     lines = "; ".join(f"{p.target.name}: {b.detail}" for p, b in blocked)
-    reports = [_refused_report(p) for p in plans]
-    raise Refusal(
-        first.code,
+    error = error_json(
+        first.code or "step-refused",
         f"teardown of {scope.id} refused, nothing was removed in any repo: {lines}",
-        details={
-            "id": scope.id,
-            "dry_run": False,
-            "repos": [r.to_json() for r in reports],
-            "swept": [],
-            "kept": [],
-            "local_state": [],
-            "warnings": warnings,
-        },
     )
+    reports = tuple(_refused_report(p) for p in plans)
+    return TeardownResult(scope.id, reports, warnings=warnings, refusal=error)
 
 
 def _refused_report(plan: RepoPlan) -> RepoReport:
-    by_step = {b.name: b for b in plan.blockers}
+    by_step: dict[str, StepResult] = {}
+    for b in plan.blockers:
+        # Two blockers of one step (a dirty worktree and a nested clone) are both named.
+        seen = by_step.get(b.name)
+        by_step[b.name] = (
+            b if seen is None else dataclasses.replace(seen, detail=f"{seen.detail}; {b.detail}")
+        )
     why = "teardown refused" + (
         f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
     )

@@ -17,6 +17,8 @@ from teardownutil import (
     teardown,
 )
 
+from router.teardown import STEPS
+
 
 def record(repo: Path, topic_id: str) -> dict:
     return json.loads((repo / ".git" / "team-router" / "topics" / f"{topic_id}.json").read_text())
@@ -638,3 +640,87 @@ def test_teardown_of_a_word_that_is_not_an_id_is_invalid_id(home_repo):
             "<YYYY-MM-DD>-<slug>, slug in lowercase letters, digits and '-'",
         },
     }
+
+
+def _refused_plan(blocker: dict[str, str]) -> list[dict[str, str]]:
+    code = blocker["code"]
+    return [
+        blocker
+        if name == blocker["name"]
+        else {
+            "name": name,
+            "outcome": "skipped",
+            "detail": f"not done: teardown refused ({code} here)",
+        }
+        for name in STEPS
+    ]
+
+
+def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(workspace):
+    topic = multi_topic(workspace, ("api",))
+    home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]
+    write(home_wt / "draft.txt", "draft\n")
+    sha = commit(api_wt, "api.py", "x = 1\n", "api work")
+    before = {n: snapshot_of(p) for n, p in topic.repos.items()}
+    res = run_cli("teardown", topic.id, cwd=topic.home)
+    assert res.code == 1
+    lines = res.out.splitlines()
+    dirty = (
+        f"{home_wt} has 1 untracked file(s): draft.txt; commit them, or pass --force to "
+        "snapshot and remove"
+    )
+    unintegrated = (
+        f"1 commit(s) of {topic.branch} are on no target branch: {sha[:12]}; pass --integrate, "
+        "or --force to snapshot them"
+    )
+    assert lines[0] == f"Refused (nothing was removed in any repo); the plan of {topic.id}"
+    assert f"home  {home_wt}" in lines and f"api  {api_wt}" in lines
+    assert f"  {'remove':<15} {'refused':<8} {dirty}" in lines
+    assert f"  {'integrate':<15} {'refused':<8} {unintegrated}" in lines
+    assert lines[-1].endswith(
+        "2 refused step(s) above; fix each, then run it again [dirty-worktree]"
+    )
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1
+    assert res.json == {
+        "ok": False,
+        "command": "teardown",
+        "id": topic.id,
+        "dry_run": False,
+        "repos": [
+            {
+                "name": "home",
+                "worktree": str(home_wt),
+                "steps": _refused_plan(
+                    {
+                        "name": "remove",
+                        "outcome": "refused",
+                        "detail": dirty,
+                        "code": "dirty-worktree",
+                    }
+                ),
+            },
+            {
+                "name": "api",
+                "worktree": str(api_wt),
+                "steps": _refused_plan(
+                    {
+                        "name": "integrate",
+                        "outcome": "refused",
+                        "detail": unintegrated,
+                        "code": "unintegrated-commits",
+                    }
+                ),
+            },
+        ],
+        "swept": [],
+        "kept": [],
+        "local_state": [],
+        "warnings": [],
+        "error": {
+            "code": "dirty-worktree",
+            "message": f"teardown of {topic.id} refused, nothing was removed in any repo: "
+            f"home: {dirty}; api: {unintegrated}",
+        },
+    }
+    assert {n: snapshot_of(p) for n, p in topic.repos.items()} == before
