@@ -101,8 +101,6 @@ def _choose_topic(
         if ticket is not None or date is not None:
             raise BadInput("usage", "--id is used verbatim: drop --ticket and --date, or drop --id")
         return _validated(repo, topic_id)
-    if not description.strip():
-        raise BadInput("invalid-id", "the description is empty; say in a few words what to build")
     base = derive_id(description, ticket=ticket, date=date)
     for n in range(1, MAX_SUFFIX + 1):
         topic = _validated(repo, with_suffix(base, n))

@@ -126,9 +126,15 @@ def test_an_invalid_id_is_exit_2_and_creates_nothing(home_repo, args):
     assert not (home_repo / "pwned").exists()
 
 
-def test_an_empty_description_is_invalid(home_repo):
-    res = run_cli("new", "   ", "--json", cwd=home_repo)
-    assert res.code == 2 and res.json["error"]["code"] == "invalid-id"
+@pytest.mark.parametrize("description", ["", "   ", "!!!"])
+def test_an_empty_slug_is_topic(home_repo, description):
+    res = run_cli("new", description, "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert (res.json["id"], res.json["topic"], res.json["home"]["status"]) == (
+        "2026-05-01-topic",
+        "topic",
+        "created",
+    )
 
 
 def test_text_output_names_the_artifact_directory(home_repo):
