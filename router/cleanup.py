@@ -142,7 +142,7 @@ def primary_clone(cwd: Path) -> Repo:
         and layout.common_dir == repo.common_dir
         and first is not None
         and not first.bare
-        and Path(os.path.realpath(first.path)) == repo.primary  # first of `worktree list`
+        and _names_primary(Path(os.path.realpath(first.path)), repo)  # first of `worktree list`
     )
     if not ok:
         raise Refusal(
@@ -151,6 +151,12 @@ def primary_clone(cwd: Path) -> Repo:
             "top level disagree); nothing was touched",
         )
     return repo
+
+
+def _names_primary(listed: Path, repo: Repo) -> bool:
+    # In a clone made with --separate-git-dir (and no core.worktree), git lists
+    # the main worktree under its git dir's path: that entry is still ours.
+    return listed == repo.primary or listed == repo.common_dir
 
 
 # -- the target ---------------------------------------------------------------------------

@@ -895,3 +895,23 @@ def test_a_refused_dry_run_says_dry_run_and_never_suggests_abandoning(web, no_gh
     real = cleanup(web, TOPIC)
     assert real.json["error"]["code"] == "not-merged"
     assert "abandon" not in real.json["error"]["message"]
+
+
+def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, workspace):
+    clone = workspace / "separated"
+    git(
+        workspace,
+        "clone",
+        "-q",
+        "--separate-git-dir",
+        str(workspace / "separated.git"),
+        str(bare_origin(web)),
+        str(clone),
+    )
+    git(clone, "remote", "set-head", "origin", "main")
+    worktree = new_topic(clone)
+    merge_on_origin(clone, TOPIC, how="merge")
+    res = cleanup(clone, TOPIC)
+    assert res.code == 0, res.out + res.err
+    assert not worktree.exists() and TOPIC not in branches(clone)
+    assert status(clone) == ""
