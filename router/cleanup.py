@@ -519,6 +519,33 @@ def refuse_unmerged(
     )
 
 
+def refuse_content_only(
+    found: Survey, evidence: Evidence, *, yes: bool, dry_run: bool = False
+) -> None:
+    """gh works and knows no merged PR from this repository: the content proof alone needs --yes.
+
+    Without gh the content proof decides (gh's silence is no answer), but a gh
+    that answers "no PR of ours" (none, or only a fork's) is a witness that
+    did not see the merge: the user confirms what the content shows (§11).
+    """
+    if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
+        return
+    raise Refusal(
+        "no-merged-pr",
+        f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
+        "the content proof alone does not license deleting it: check that the work is merged, "
+        "then run again with --yes; nothing was deleted",
+        details={
+            "branch": found.branch,
+            "mode": str(Mode.MERGED),
+            "proof": evidence.to_json(),
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+        },
+    )
+
+
 # -- abandoned: the PRs to close ------------------------------------------------------------------
 
 
@@ -972,6 +999,7 @@ def pr_cleanup(
     delete_remote: bool = False,
     reclaim: bool = False,
     confirmed: bool | None = False,
+    yes: bool = False,
     dry_run: bool = False,
     wait: float = state.DEFAULT_WAIT,
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
@@ -981,6 +1009,8 @@ def pr_cleanup(
 
     ``confirmed`` is True for ``--yes`` or a confirmed prompt, False for a
     declined prompt, None when no prompt could be shown (stdin not a terminal).
+    ``yes`` (``--yes``) also lets a content proof stand alone where gh works
+    but knows no merged PR from this repository.
     """
     mode = Mode.ABANDONED if abandon else Mode.MERGED
     opts = Options(mode, delete_remote, reclaim, dry_run, line_timeout, echo)
@@ -993,11 +1023,11 @@ def pr_cleanup(
     warnings: list[str] = []
     if dry_run:
         with _git_failure_refuses(chosen.branch):
-            return _dry_run(repo, chosen, opts, hub, warnings)
+            return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
     with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
         with _git_failure_refuses(chosen.branch):
             found = _prepare(repo, chosen.branch, mode, warnings)
-            evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
+            evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
                 f"nothing named {found.branch} is left here or on origin: already cleaned up"
@@ -1117,12 +1147,15 @@ def _decide(
     hub: GitHub | Unavailable,
     mode: Mode,
     warnings: list[str],
+    *,
+    yes: bool = False,
 ) -> tuple[Evidence | None, list[PullRequest] | None]:
     if mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
         if evidence.gh is GhVerdict.UNAVAILABLE:
             warnings.append(f"merge proof from content alone: {evidence.detail}")
         refuse_unmerged(found, evidence, warnings)
+        refuse_content_only(found, evidence, yes=yes)
         return evidence, None
     if isinstance(hub, Unavailable):
         return None, None
@@ -1140,7 +1173,13 @@ def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> 
 
 
 def _dry_run(
-    repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailable, warnings: list[str]
+    repo: Repo,
+    chosen: Target,
+    opts: Options,
+    hub: GitHub | Unavailable,
+    warnings: list[str],
+    *,
+    yes: bool,
 ) -> CleanupResult:
     # The dry run fetches like the real run (a fetch changes no local branch or
     # worktree): without it a merge made a minute ago would read as not merged.
@@ -1153,6 +1192,7 @@ def _dry_run(
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
         refuse_unmerged(found, evidence, warnings, dry_run=True)
+        refuse_content_only(found, evidence, yes=yes, dry_run=True)
     elif isinstance(hub, GitHub):
         try:
             closing = prs_to_close(repo, found.branch, hub, chosen.pr)

@@ -250,12 +250,30 @@ def test_a_fork_pr_with_the_same_head_never_licenses_a_deletion(web, tmp_path, m
     assert world(web) == before and worktree.is_dir()
 
 
-def test_with_only_a_fork_pr_the_content_proof_decides(web, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fork", [True, False], ids=["only-a-fork-pr", "no-pr"])
+def test_gh_knowing_no_merged_pr_of_ours_needs_yes_for_the_content_proof(
+    web, tmp_path, monkeypatch, fork
+):
     worktree = new_topic(web)
     head = tip(web)
     merge_on_origin(web, TOPIC, how="merge")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(30, TOPIC, head, fork_owner="mallory"),))
-    res = cleanup(web, TOPIC)
+    prs = (pr(30, TOPIC, head, fork_owner="mallory"),) if fork else ()
+    install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    git(web, "fetch", "-q", "origin")
+    before = world(web)
+    for dry in ([], ["--dry-run"]):
+        res = cleanup(web, TOPIC, *dry)
+        assert res.code == 1, res.out + res.err
+        data = res.json
+        assert (data["error"]["code"], data["dry_run"], data["steps"]) == (
+            "no-merged-pr",
+            bool(dry),
+            [],
+        )
+        assert "run again with --yes" in data["error"]["message"]
+        assert (data["proof"]["content"], data["proof"]["gh"]) == ("ancestor", "no-pr")
+        assert world(web) == before and worktree.is_dir()
+    res = cleanup(web, TOPIC, "--yes")
     assert res.code == 0, res.out + res.err
     proof = res.json["proof"]
     assert (proof["content"], proof["gh"], proof["pr"]) == ("ancestor", "no-pr", None)
