@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
 from teardownutil import (
+    TOPIC_ID,
     commit_on_origin,
     configure,
     merge_on_origin,
@@ -724,3 +725,51 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
         },
     }
     assert {n: snapshot_of(p) for n, p in topic.repos.items()} == before
+
+
+def test_a_reused_checkout_and_branch_are_kept_unless_remove_reused(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    res = run_cli("new", "Add rate limiting", "--id", TOPIC_ID, "--json", cwd=wt)
+    assert res.json["home"]["status"] == "reused"
+    sha = commit(wt, "mine.py", "x = 1\n", "the user's own work")
+    write(wt / "draft.txt", "uncommitted\n")
+    plan_text = run_cli("teardown", TOPIC_ID, "--dry-run", cwd=home_repo).out.splitlines()
+    kept_wt = (
+        f"kept {wt}: team-router did not create this checkout (`new` reused it); "
+        "pass --remove-reused to remove it"
+    )
+    kept_branch = (
+        "kept feature-x: team-router did not create this branch; pass --remove-reused to delete it"
+    )
+    assert f"  {'remove':<15} {'skipped':<8} {kept_wt}" in plan_text
+    assert f"  {'branch':<15} {'skipped':<8} {kept_branch}" in plan_text
+    res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    got = steps_of(res.json, "home")
+    assert {
+        n: (got[n]["outcome"], got[n]["detail"]) for n in ("remove", "branch", "verify-gone")
+    } == {
+        "remove": ("skipped", kept_wt),
+        "branch": ("skipped", kept_branch),
+        "verify-gone": ("skipped", "the worktree is kept"),
+    }
+    assert (
+        str(wt) in worktree_paths(home_repo) and (wt / "draft.txt").read_text() == "uncommitted\n"
+    )
+    assert git(home_repo, "rev-parse", "feature-x") == sha
+    assert "--remove-reused" in run_cli("teardown", "--help").out
+
+
+def test_remove_reused_removes_the_reused_checkout_with_the_usual_guards(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    assert run_cli("new", "Add rate limiting", "--id", TOPIC_ID, cwd=wt).code == 0
+    write(wt / "draft.txt", "uncommitted\n")
+    res = run_cli("teardown", TOPIC_ID, "--remove-reused", "--json", cwd=home_repo)
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
+    assert (wt / "draft.txt").is_file()
+    (wt / "draft.txt").unlink()
+    res = run_cli("teardown", TOPIC_ID, "--remove-reused", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not wt.exists() and "feature-x" not in branches(home_repo)

@@ -49,6 +49,14 @@ def teardown_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
     ] = False,
+    remove_reused: Annotated[
+        bool,
+        typer.Option(
+            "--remove-reused",
+            help="Also remove a checkout and delete a branch team-router did not create "
+            "(`new` reused them); without it they are kept.",
+        ),
+    ] = False,
     line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -66,6 +74,7 @@ def teardown_cmd(
                 integrate=integrate,
                 force=force,
                 dry_run=dry_run,
+                remove_reused=remove_reused,
                 wait=wait,
                 line_timeout=line_timeout,
                 echo=line_echo(as_json),
