@@ -13,7 +13,7 @@ from router.errors import BadInput, Refusal
 from router.git import GitError
 from router.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plan import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
-from router.workspace import PLANS_DIR, Repo, contain_all, open_repo
+from router.workspace import PLANS_DIR, Repo, contain_all, default_branch, open_repo
 from router.worktrees import Job, RepoReport, Status, ensure, ensure_all, refused, rollback
 
 
@@ -192,10 +192,12 @@ def setup_worktrees(
     """Create or reuse every repo's worktree for a topic and record them in ``repos.md``."""
     home_repo, plan = resolve(cwd, target)
     topic = parse_id(plan.id)
-    repos_md = plan.path / REPOS_MD
-    parsed = read_repos_md(repos_md) if repos_md.is_file() else None
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
         home = _home_report(home_repo, plan, topic, wait)
+        if home.status is Status.CREATED:
+            plan = _move_plan_dir(plan, home)
+        repos_md = plan.path / REPOS_MD
+        parsed = read_repos_md(repos_md) if repos_md.is_file() else None
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
         created = dict(zip((j.name for j in jobs), ensure_all(jobs), strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
@@ -208,9 +210,24 @@ def setup_worktrees(
 
 
 def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoReport:
-    """The home repo's worktree is the one that holds the plan dir; never a second one."""
+    """The home repo's worktree is the one that holds the plan dir; never a second one.
+
+    A plan dir in the main tree means the home repo fell back at `new`. Once
+    the cause is fixed, a rerun creates the worktree and moves the plan dir
+    into it — but only when the main tree holds no other work that would be
+    stranded there (changes outside the plan dir, commits not on origin):
+    then it stays in place and says what to do first.
+    """
     holder = open_repo(plan.path).checkout
-    if not holder.is_linked_worktree:
+    if holder.is_linked_worktree:
+        return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait))
+    stranded = _work_in_main_tree(repo, plan)
+    if stranded:
+        why = (
+            f"the plan dir lives in the main tree (the home worktree fell back at `new`), which "
+            f"also holds {stranded}; a worktree would strand that work there, so home stays in "
+            "the main tree (commit or move that work, then run this again for a worktree)"
+        )
         return RepoReport(
             "home",
             repo.primary,
@@ -218,9 +235,49 @@ def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoRe
             None,
             Status.FALLBACK,
             "in-place",
-            "the plan dir lives in the main tree (the home worktree fell back at `new`)",
+            why,
+            warnings=(f"home: {why}",),
         )
-    return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait))
+    return ensure(Job("home", repo, topic, is_home=True, wait=wait))
+
+
+def _work_in_main_tree(repo: Repo, plan: PlanDir) -> str:
+    """What in the main tree, besides the untracked plan dir, may be this topic's work ("" if none)."""
+    inside = f"{PLANS_DIR}/{plan.id}/"
+    status = repo.git.status()
+    others = [p for p in status.untracked if not p.startswith(inside)]
+    if status.tracked or others:
+        shown = ", ".join([*status.tracked, *others][:5])
+        return f"uncommitted changes ({shown})"
+    if repo.git.rev_parse("HEAD") and _ahead_of_origin(repo):
+        return "commits that are not on origin"
+    return ""
+
+
+def _ahead_of_origin(repo: Repo) -> bool:
+    found = default_branch(repo.git)
+    target = found.best_ref if found is not None else None
+    if target is None or repo.git.rev_parse(target) is None:
+        return False  # nothing to compare with: no origin, no default branch
+    return repo.git.count_commits(f"{target}..HEAD") > 0
+
+
+def _move_plan_dir(plan: PlanDir, home: RepoReport) -> PlanDir:
+    """Move a fallen-back topic's plan dir from the main tree into its new home worktree."""
+    old = plan.path
+    if home.worktree is None or home.worktree in old.parents:
+        return plan
+    new = home.worktree / PLANS_DIR / plan.id
+    if new.is_dir() and not any(new.iterdir()):
+        new.rmdir()  # the empty one the pipeline's setup made
+    new.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(old, new)
+    for parent in (old.parent, old.parent.parent):  # docs/plans, docs: only when now empty
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+    return plan._replace(dir=str(new), checkout=str(home.worktree))
 
 
 def _order(parsed: object) -> list[str]:
