@@ -629,6 +629,8 @@ def run_steps(
         run.step("snapshot", lambda: _snapshot_branch(repo, found))
     run.step("branch", lambda: _delete_local(repo, found, force=abandon, evidence=evidence))
     gone = run.step("remote-branch", lambda: _delete_remote(repo, found, opts, evidence))
+    if abandon:
+        run.step("stack", lambda: _abandon_stack(repo, found, opts, closing, hub))
     remote_gone = _remote_gone(found, gone)
     run.step("prune", lambda: _prune(repo, found.branch, remote_gone))
     run.step("reclaim", lambda: _reclaim(repo, opts))
@@ -762,6 +764,82 @@ def _delete_remote(
             exc.code,
         )
     return done(name, f"deleted {found.branch} on origin (was {found.remote_tip[:12]})")
+
+
+def _stacked_heads(
+    found: Survey, closing: list[PullRequest] | None, hub: GitHub | Unavailable
+) -> list[Branch] | None:
+    """The branches of the PRs stacked on this one (this repo's heads only), children first."""
+    if isinstance(hub, Unavailable) or closing is None:
+        return None
+    heads = [p.head_ref for p in closing if p.same_repo(hub.slug) and p.head_ref != found.branch]
+    return [Branch(h) for h in dict.fromkeys(heads)]  # validated by prs_to_close
+
+
+def _abandon_stack(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> StepResult:
+    """Abandoning a stack deletes every branch of the chain, with the same snapshot rule (§11)."""
+    heads = _stacked_heads(found, closing, hub)
+    if heads is None:
+        return skipped("stack", "gh could not list the stacked PRs: no other branch was deleted")
+    if not heads:
+        return done("stack", "no branch is stacked on this one")
+    deleted, gone, kept = [], [], []
+    for head in heads:
+        why = _abandon_branch(repo, head, found.default, opts)
+        if why == GONE:
+            gone.append(head)
+        elif why:
+            kept.append(f"{head} ({why})")
+        else:
+            deleted.append(head)
+    names = ", ".join(deleted) or "none"
+    if gone:
+        names += f" ({', '.join(gone)} already gone)"
+    if kept:
+        return refused(
+            "stack",
+            "stack-kept",
+            f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
+        )
+    return done(
+        "stack",
+        f"deleted {names} here and on origin (each tip kept in its snapshot ref)",
+    )
+
+
+GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
+
+
+def _abandon_branch(repo: Repo, branch: Branch, default: DefaultBranch, opts: Options) -> str:
+    """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
+    reason = protected_reason(branch, default)
+    if reason is not None:
+        return f"protected: {reason}"
+    try:
+        child = survey(repo, branch, ask_remote=True)
+    except Refusal as exc:
+        return exc.message
+    if child.tip is None and child.remote_tip is None and child.worktree is None:
+        return GONE
+    if child.worktree is not None:
+        return (
+            f"checked out in {child.worktree.path}; run `team-router pr-cleanup {branch} "
+            "--abandon` there"
+        )
+    for step in (
+        _snapshot_branch(repo, child),
+        _delete_local(repo, child, force=True, evidence=None),
+        _delete_remote(repo, child, opts, None),
+    ):
+        if step.stopped:
+            return step.detail
+    return ""
 
 
 def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> str:
@@ -935,6 +1013,18 @@ def preview(
             + ("delete it if nothing would be lost" if remote else "keep it"),
         )
     )
+    if abandon:
+        heads = _stacked_heads(found, closing, hub)
+        steps.append(
+            skipped("stack", "gh could not list the stacked PRs: no other branch would be deleted")
+            if heads is None
+            else done(
+                "stack",
+                f"would snapshot and delete {', '.join(heads)} here and on origin"
+                if heads
+                else "no branch is stacked on this one",
+            )
+        )
     steps.append(
         done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
     )

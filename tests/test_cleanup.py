@@ -933,3 +933,42 @@ def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, work
     assert res.code == 0, res.out + res.err
     assert not worktree.exists() and TOPIC not in branches(clone)
     assert status(clone) == ""
+
+
+def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
+    web, tmp_path, monkeypatch
+):
+    worktree = new_topic(web)
+    head = tip(web)
+    git(web, "branch", "child", TOPIC)
+    child = commit(worktree, "child.py", "c = 1\n", "child work")  # on the topic's worktree...
+    git(web, "branch", "-f", "child", child)
+    git(worktree, "reset", "-q", "--hard", head)  # ...then moved to the child branch only
+    git(web, "branch", "grandchild", "child")
+    git(web, "push", "-q", "origin", "child:child", "grandchild:grandchild")
+    git(web, "fetch", "-q", "origin")
+    prs = (
+        pr(20, TOPIC, head, state="OPEN"),
+        pr(21, "child", child, state="OPEN", base=TOPIC),
+        pr(22, "grandchild", child, state="OPEN", base="child"),
+    )
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    dry = cleanup(web, TOPIC, "--abandon", "--dry-run")
+    assert steps(dry.json)["stack"] == {
+        "name": "stack",
+        "outcome": "done",
+        "detail": "would snapshot and delete grandchild, child here and on origin",
+    }
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["stack"] == {
+        "name": "stack",
+        "outcome": "done",
+        "detail": "deleted grandchild, child here and on origin (each tip kept in its snapshot ref)",
+    }
+    assert sorted(fake.closed()) == [20, 21, 22]
+    assert branches(web) == ["main"]
+    assert remote_heads(web) == ["main"]
+    for name in ("child", "grandchild"):
+        assert git(web, "rev-parse", f"refs/team-router/snapshots/{name}^1") == child
+    assert_cleaned(web, worktree)
