@@ -71,15 +71,35 @@ def new_topic(
                 description=description,
                 wait=wait,
             )
-            report = ensure(job)
-            root = report.worktree or repo.primary
-            plan_dir = root / PLANS_DIR / topic.id
+            fallen = _fallen_back_plan(repo, topic)
+            if fallen is not None:
+                # A rerun after a fallback: the same rule as `worktrees` (the
+                # plan dir moves into the new worktree, or everything stays).
+                report = _home_report(repo, fallen, topic, wait)
+                plan_dir = (
+                    _move_plan_dir(fallen, report) if report.status is Status.CREATED else fallen
+                ).path
+            else:
+                report = ensure(job)
+                plan_dir = (report.worktree or repo.primary) / PLANS_DIR / topic.id
             _make_plan_dir(plan_dir, report.warnings)
             _remember_home(repo, topic, plan_dir, [report], description=description)
         return NewResult(topic, plan_dir, report)
     raise Refusal(
         "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
     )
+
+
+def _fallen_back_plan(repo: Repo, topic: Topic) -> PlanDir | None:
+    """This topic's plan dir in the main tree, where an earlier `new` that fell back made it."""
+    in_main = repo.primary / PLANS_DIR / topic.id
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return None
+    if record is None or record.plan_dir != str(in_main) or not in_main.is_dir():
+        return None
+    return PlanDir(topic.id, str(in_main), str(repo.primary))
 
 
 def _make_plan_dir(plan_dir: Path, warnings: tuple[str, ...]) -> None:

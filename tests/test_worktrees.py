@@ -477,3 +477,14 @@ def test_a_fallen_back_main_tree_holding_other_work_stays_in_place(home_repo):
     assert (plan / "task.md").is_file() and (home_repo / "src" / "limits.py").is_file()
     assert not (home_repo / ".claude" / "worktrees" / FALLBACK_ID).exists()
     assert worktree_paths(home_repo) == [str(home_repo)]
+
+
+def test_new_run_again_after_the_fix_also_moves_the_plan_dir_into_the_worktree(home_repo):
+    _fallen_back(home_repo)
+    res = run_cli("new", "Add rate limiting", "--id", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    wt = home_repo / ".claude" / "worktrees" / FALLBACK_ID
+    moved = wt / "docs" / "plans" / FALLBACK_ID
+    assert (res.json["home"]["status"], res.json["plan_dir"]) == ("created", str(moved))
+    assert (moved / "task.md").read_text() == "# Task\n"
+    assert status(home_repo) == "" and not (home_repo / "docs").exists()
