@@ -146,7 +146,7 @@ def primary_clone(cwd: Path) -> Repo:
         and layout.common_dir == repo.common_dir
         and first is not None
         and not first.bare
-        and Path(os.path.realpath(first.path)) == repo.primary  # first of `worktree list`
+        and _names_primary(Path(os.path.realpath(first.path)), repo)  # first of `worktree list`
     )
     if not ok:
         raise Refusal(
@@ -155,6 +155,12 @@ def primary_clone(cwd: Path) -> Repo:
             "top level disagree); nothing was touched",
         )
     return repo
+
+
+def _names_primary(listed: Path, repo: Repo) -> bool:
+    # In a clone made with --separate-git-dir (and no core.worktree), git lists
+    # the main worktree under its git dir's path: that entry is still ours.
+    return listed == repo.primary or listed == repo.common_dir
 
 
 # -- the target ---------------------------------------------------------------------------
@@ -522,21 +528,53 @@ def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
     return "; ".join(reasons)
 
 
-def refuse_unmerged(found: Survey, evidence: Evidence, warnings: list[str]) -> None:
+def refuse_unmerged(
+    found: Survey, evidence: Evidence, warnings: list[str], *, dry_run: bool = False
+) -> None:
     if evidence.merged or evidence.subject is None:
         return
+    # A missing proof is not a reason to abandon: the merge may not have
+    # reached origin yet, or the branch moved after it. Never suggest --abandon.
     raise Refusal(
         "not-merged",
         f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
-        "nothing was deleted (if the work is abandoned, run with --abandon)",
+        f"nothing was deleted (merge its PR first; if it is merged, check that "
+        f"origin/{found.default.name} has every commit of {found.branch}, then run this again)",
         details={
             "branch": found.branch,
             "mode": str(Mode.MERGED),
             "proof": evidence.to_json(),
             "steps": [],
-            "dry_run": False,
+            "dry_run": dry_run,
             "prs": [],
             "warnings": warnings,
+        },
+    )
+
+
+def refuse_content_only(
+    found: Survey, evidence: Evidence, *, yes: bool, dry_run: bool = False
+) -> None:
+    """gh works and knows no merged PR from this repository: the content proof alone needs --yes.
+
+    Without gh the content proof decides (gh's silence is no answer), but a gh
+    that answers "no PR of ours" (none, or only a fork's) is a witness that
+    did not see the merge: the user confirms what the content shows (§11).
+    """
+    if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
+        return
+    raise Refusal(
+        "no-merged-pr",
+        f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
+        "the content proof alone does not license deleting it: check that the work is merged, "
+        "then run again with --yes; nothing was deleted",
+        details={
+            "branch": found.branch,
+            "mode": str(Mode.MERGED),
+            "proof": evidence.to_json(),
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
         },
     )
 
@@ -624,6 +662,8 @@ def run_steps(
         run.step("snapshot", lambda: _snapshot_branch(repo, found))
     run.step("branch", lambda: _delete_local(repo, found, force=abandon, evidence=evidence))
     gone = run.step("remote-branch", lambda: _delete_remote(repo, found, opts, evidence))
+    if abandon:
+        run.step("stack", lambda: _abandon_stack(repo, found, opts, closing, hub))
     remote_gone = _remote_gone(found, gone)
     run.step("prune", lambda: _prune(repo, found.branch, remote_gone))
     run.step("reclaim", lambda: _reclaim(repo, opts))
@@ -758,6 +798,82 @@ def _delete_remote(
             exc.code,
         )
     return done(name, f"deleted {found.branch} on origin (was {found.remote_tip[:12]})")
+
+
+def _stacked_heads(
+    found: Survey, closing: list[PullRequest] | None, hub: GitHub | Unavailable
+) -> list[Branch] | None:
+    """The branches of the PRs stacked on this one (this repo's heads only), children first."""
+    if isinstance(hub, Unavailable) or closing is None:
+        return None
+    heads = [p.head_ref for p in closing if p.same_repo(hub.slug) and p.head_ref != found.branch]
+    return [Branch(h) for h in dict.fromkeys(heads)]  # validated by prs_to_close
+
+
+def _abandon_stack(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> StepResult:
+    """Abandoning a stack deletes every branch of the chain, with the same snapshot rule (§11)."""
+    heads = _stacked_heads(found, closing, hub)
+    if heads is None:
+        return skipped("stack", "gh could not list the stacked PRs: no other branch was deleted")
+    if not heads:
+        return done("stack", "no branch is stacked on this one")
+    deleted, gone, kept = [], [], []
+    for head in heads:
+        why = _abandon_branch(repo, head, found.default, opts)
+        if why == GONE:
+            gone.append(head)
+        elif why:
+            kept.append(f"{head} ({why})")
+        else:
+            deleted.append(head)
+    names = ", ".join(deleted) or "none"
+    if gone:
+        names += f" ({', '.join(gone)} already gone)"
+    if kept:
+        return refused(
+            "stack",
+            "stack-kept",
+            f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
+        )
+    return done(
+        "stack",
+        f"deleted {names} here and on origin (each tip kept in its snapshot ref)",
+    )
+
+
+GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
+
+
+def _abandon_branch(repo: Repo, branch: Branch, default: DefaultBranch, opts: Options) -> str:
+    """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
+    reason = protected_reason(branch, default)
+    if reason is not None:
+        return f"protected: {reason}"
+    try:
+        child = survey(repo, branch, ask_remote=True)
+    except Refusal as exc:
+        return exc.message
+    if child.tip is None and child.remote_tip is None and child.worktree is None:
+        return GONE
+    if child.worktree is not None:
+        return (
+            f"checked out in {child.worktree.path}; run `team-router pr-cleanup {branch} "
+            "--abandon` there"
+        )
+    for step in (
+        _snapshot_branch(repo, child),
+        _delete_local(repo, child, force=True, evidence=None),
+        _delete_remote(repo, child, opts, None),
+    ):
+        if step.stopped:
+            return step.detail
+    return ""
 
 
 def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> str:
@@ -931,6 +1047,18 @@ def preview(
             + ("delete it if nothing would be lost" if remote else "keep it"),
         )
     )
+    if abandon:
+        heads = _stacked_heads(found, closing, hub)
+        steps.append(
+            skipped("stack", "gh could not list the stacked PRs: no other branch would be deleted")
+            if heads is None
+            else done(
+                "stack",
+                f"would snapshot and delete {', '.join(heads)} here and on origin"
+                if heads
+                else "no branch is stacked on this one",
+            )
+        )
     steps.append(
         done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
     )
@@ -995,6 +1123,7 @@ def pr_cleanup(
     delete_remote: bool = False,
     reclaim: bool = False,
     confirmed: bool | None = False,
+    yes: bool = False,
     dry_run: bool = False,
     wait: float = state.DEFAULT_WAIT,
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
@@ -1004,6 +1133,8 @@ def pr_cleanup(
 
     ``confirmed`` is True for ``--yes`` or a confirmed prompt, False for a
     declined prompt, None when no prompt could be shown (stdin not a terminal).
+    ``yes`` (``--yes``) also lets a content proof stand alone where gh works
+    but knows no merged PR from this repository.
     """
     mode = Mode.ABANDONED if abandon else Mode.MERGED
     opts = Options(mode, delete_remote, reclaim, dry_run, line_timeout, echo)
@@ -1016,15 +1147,14 @@ def pr_cleanup(
     warnings: list[str] = []
     if dry_run:
         with _git_failure_refuses(chosen.branch):
-            return _dry_run(repo, chosen, opts, hub, warnings)
+            return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
     with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
         with _git_failure_refuses(chosen.branch):
             found = _prepare(repo, chosen.branch, mode, warnings)
-            evidence, closing = _decide(repo, found, chosen, hub, mode, warnings)
+            evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
-                f"nothing named {found.branch} is left here or on origin: already cleaned "
-                "up (or a mistyped name)"
+                f"nothing named {found.branch} is left here or on origin: already cleaned up"
             )
         steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
         remember(repo, found, steps, mode)
@@ -1071,16 +1201,50 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
     refuse_if_held(repo, local)
+    _fetch(repo, warnings)
+    found = survey(repo, branch, ask_remote=True)
+    refuse_unknown(repo, found, mode)
+    warnings.extend(found.notes)
+    warnings.extend(_other_repos(found))
+    return found
+
+
+def _fetch(repo: Repo, warnings: list[str]) -> None:
     if repo.git.has_remote("origin"):
         error = repo.git.fetch("origin")
         if error is not None:
             warnings.append(
                 f"git fetch origin failed ({error.first_line}); using what was fetched before"
             )
-    found = survey(repo, branch, ask_remote=True)
-    warnings.extend(found.notes)
-    warnings.extend(_other_repos(found))
-    return found
+
+
+def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
+    """A name nothing carries, here or on origin, and no record of a cleanup: a typo, refused.
+
+    A rerun after a finished cleanup is told apart by the topic's record (it
+    stays, marked torn down), so it still exits 0 and reports every step done.
+    """
+    if found.anything_left(repo) or _cleaned_before(found.record):
+        return
+    where = f" or on origin ({found.remote_error})" if found.remote_error else " or on origin"
+    raise Refusal(
+        "unknown-branch",
+        f"no branch, worktree or plan dir named {found.branch} exists in {repo.primary}{where}, "
+        "and no record shows an earlier cleanup of it: check the name (`git branch -a`); "
+        "nothing was touched",
+        details={
+            "branch": found.branch,
+            "mode": str(mode),
+            "proof": None,
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+        },
+    )
+
+
+def _cleaned_before(record: state.TopicRecord | None) -> bool:
+    return record is not None and ("teardown" in record.extra or "pr_cleanup" in record.extra)
 
 
 def _other_repos(found: Survey) -> list[str]:
@@ -1108,12 +1272,15 @@ def _decide(
     hub: GitHub | Unavailable,
     mode: Mode,
     warnings: list[str],
+    *,
+    yes: bool = False,
 ) -> tuple[Evidence | None, list[PullRequest] | None]:
     if mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
         if evidence.gh is GhVerdict.UNAVAILABLE:
             warnings.append(f"merge proof from content alone: {evidence.detail}")
         refuse_unmerged(found, evidence, warnings)
+        refuse_content_only(found, evidence, yes=yes)
         return evidence, None
     if isinstance(hub, Unavailable):
         return None, None
@@ -1131,17 +1298,27 @@ def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> 
 
 
 def _dry_run(
-    repo: Repo, chosen: Target, opts: Options, hub: GitHub | Unavailable, warnings: list[str]
+    repo: Repo,
+    chosen: Target,
+    opts: Options,
+    hub: GitHub | Unavailable,
+    warnings: list[str],
+    *,
+    yes: bool,
 ) -> CleanupResult:
-    found = survey(repo, chosen.branch, ask_remote=False)
+    # The dry run fetches like the real run (a fetch changes no local branch or
+    # worktree): without it a merge made a minute ago would read as not merged.
+    _fetch(repo, warnings)
+    found = survey(repo, chosen.branch, ask_remote=True)
     warnings.extend(found.notes)
-    warnings.append("dry run: origin was not fetched; the proof uses what was fetched before")
+    refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
     refuse_nested(found)
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
-        refuse_unmerged(found, evidence, warnings)
+        refuse_unmerged(found, evidence, warnings, dry_run=True)
+        refuse_content_only(found, evidence, yes=yes, dry_run=True)
     elif isinstance(hub, GitHub):
         try:
             closing = prs_to_close(repo, found.branch, hub, chosen.pr)

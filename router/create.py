@@ -13,7 +13,7 @@ from router.errors import BadInput, Refusal
 from router.git import GitError, RepoLayout
 from router.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plan import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
-from router.workspace import PLANS_DIR, Repo, contain_all, open_repo
+from router.workspace import PLANS_DIR, Repo, contain_all, default_branch, open_repo
 from router.worktrees import Job, RepoReport, Status, ensure, ensure_all, refused, rollback
 
 
@@ -31,7 +31,8 @@ class NewResult:
         return {
             "id": self.topic.id,
             "topic": self.topic.topic,
-            "branch": self.topic.branch,
+            # The branch really checked out: a reused worktree keeps its own.
+            "branch": self.home.branch or self.topic.branch,
             "plan_dir": str(self.plan_dir),
             "home": {
                 "name": self.home.name,
@@ -77,11 +78,19 @@ def new_topic(
                 description=description,
                 wait=wait,
             )
-            report = ensure(job)
+            fallen = _fallen_back_plan(repo, topic)
+            if fallen is not None:
+                # A rerun after a fallback: the same rule as `worktrees` (the
+                # plan dir moves into the new worktree, or everything stays).
+                report = _home_report(repo, fallen, topic, wait)
+                plan_dir = (
+                    _move_plan_dir(fallen, report) if report.status is Status.CREATED else fallen
+                ).path
+            else:
+                report = ensure(job)
+                plan_dir = (report.worktree or repo.primary) / PLANS_DIR / topic.id
             if isolated:
                 _require_worktree(report)
-            root = report.worktree or repo.primary
-            plan_dir = root / PLANS_DIR / topic.id
             _make_plan_dir(plan_dir, report.warnings)
             _remember_home(repo, topic, plan_dir, [report], description=description)
         return NewResult(topic, plan_dir, report)
@@ -98,6 +107,18 @@ def _require_worktree(report: RepoReport) -> None:
         f"no worktree was made in {report.path} ({report.reason}: {report.message}); "
         "fix that, then try again",
     )
+
+
+def _fallen_back_plan(repo: Repo, topic: Topic) -> PlanDir | None:
+    """This topic's plan dir in the main tree, where an earlier `new` that fell back made it."""
+    in_main = repo.primary / PLANS_DIR / topic.id
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return None
+    if record is None or record.plan_dir != str(in_main) or not in_main.is_dir():
+        return None
+    return PlanDir(topic.id, str(in_main), str(repo.primary))
 
 
 def _make_plan_dir(plan_dir: Path, warnings: tuple[str, ...]) -> None:
@@ -119,8 +140,6 @@ def _choose_topic(
         if ticket is not None or date is not None:
             raise BadInput("usage", "--id is used verbatim: drop --ticket and --date, or drop --id")
         return _validated(repo, topic_id)
-    if not description.strip():
-        raise BadInput("invalid-id", "the description is empty; say in a few words what to build")
     base = derive_id(description, ticket=ticket, date=date)
     for n in range(1, MAX_SUFFIX + 1):
         topic = _validated(repo, with_suffix(base, n))
@@ -212,16 +231,19 @@ def setup_worktrees(
     """Create or reuse every repo's worktree for a topic and record them in ``repos.md``."""
     home_repo, plan = resolve(cwd, target)
     topic = parse_id(plan.id)
-    repos_md = plan.path / REPOS_MD
-    parsed = read_repos_md(repos_md) if repos_md.is_file() else None
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
+        repos_md = plan.path / REPOS_MD
+        parsed = read_repos_md(repos_md) if repos_md.is_file() else None
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
-        home_job, home = _home_job(home_repo, plan, topic, wait)
+        home_job = _home_job(home_repo, plan, topic, wait)
         # The home repo's step runs alongside the others; its refusal still
         # leaves every repo as it was (ensure_all rolls theirs back).
-        ran = ensure_all(([home_job] if home_job else []) + jobs)
-        if home_job is not None:
-            home, ran = ran[0], ran[1:]
+        if isinstance(home_job, Job):
+            home, *ran = ensure_all([home_job, *jobs])
+        else:
+            home, ran = home_job, ensure_all(jobs)
+        if home.status is Status.CREATED:
+            plan = _move_plan_dir(plan, home)
         created = dict(zip((j.name for j in jobs), ran, strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
         mode = "multi" if parsed else "single"
@@ -232,26 +254,43 @@ def setup_worktrees(
     return WorktreesResult(topic, plan.path, mode, reports, updated)
 
 
-def _home_job(
-    repo: Repo, plan: PlanDir, topic: Topic, wait: float
-) -> tuple[Job | None, RepoReport]:
-    """The home repo's job, or (no job) its report when the plan dir lives in the main tree.
+def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | RepoReport:
+    """The home repo's job, or its report when no job may run.
 
-    The home repo's worktree is the one that holds the plan dir; never a second one.
+    The home repo's worktree is the one that holds the plan dir; never a second
+    one. A plan dir in the main tree means the home repo fell back at `new`.
+    Once the cause is fixed, a rerun creates the worktree and the plan dir moves
+    into it — but only when the main tree holds no other work that would be
+    stranded there (changes outside the plan dir, commits not on origin): then
+    it stays in place and says what to do first.
     """
     holder = _holder(repo, plan)
-    fallback = RepoReport(
-        "home",
-        repo.primary,
-        repo.primary,
-        None,
-        Status.FALLBACK,
-        "in-place",
-        "the plan dir lives in the main tree (the home worktree fell back at `new`)",
-    )
-    if not holder.is_linked_worktree:
-        return None, fallback
-    return Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait), fallback
+    if holder.is_linked_worktree:
+        return Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait)
+    stranded = _work_in_main_tree(repo, plan)
+    if stranded:
+        why = (
+            f"the plan dir lives in the main tree (the home worktree fell back at `new`), which "
+            f"also holds {stranded}; a worktree would strand that work there, so home stays in "
+            "the main tree (commit or move that work, then run this again for a worktree)"
+        )
+        return RepoReport(
+            "home",
+            repo.primary,
+            repo.primary,
+            None,
+            Status.FALLBACK,
+            "in-place",
+            why,
+            warnings=(f"home: {why}",),
+        )
+    return Job("home", repo, topic, is_home=True, wait=wait)
+
+
+def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoReport:
+    """The home repo's report when it runs on its own (`new` after a fallback)."""
+    job = _home_job(repo, plan, topic, wait)
+    return ensure(job) if isinstance(job, Job) else job
 
 
 def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
@@ -268,6 +307,45 @@ def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
         if not any(os.path.lexists(d / ".git") for d in between):
             return here
     return open_repo(plan.path).checkout
+
+
+def _work_in_main_tree(repo: Repo, plan: PlanDir) -> str:
+    """What in the main tree, besides the untracked plan dir, may be this topic's work ("" if none)."""
+    inside = f"{PLANS_DIR}/{plan.id}/"
+    status = repo.git.status()
+    others = [p for p in status.untracked if not p.startswith(inside)]
+    if status.tracked or others:
+        shown = ", ".join([*status.tracked, *others][:5])
+        return f"uncommitted changes ({shown})"
+    if repo.git.rev_parse("HEAD") and _ahead_of_origin(repo):
+        return "commits that are not on origin"
+    return ""
+
+
+def _ahead_of_origin(repo: Repo) -> bool:
+    found = default_branch(repo.git)
+    target = found.best_ref if found is not None else None
+    if target is None or repo.git.rev_parse(target) is None:
+        return False  # nothing to compare with: no origin, no default branch
+    return repo.git.count_commits(f"{target}..HEAD") > 0
+
+
+def _move_plan_dir(plan: PlanDir, home: RepoReport) -> PlanDir:
+    """Move a fallen-back topic's plan dir from the main tree into its new home worktree."""
+    old = plan.path
+    if home.worktree is None or home.worktree in old.parents:
+        return plan
+    new = home.worktree / PLANS_DIR / plan.id
+    if new.is_dir() and not any(new.iterdir()):
+        new.rmdir()  # the empty one the pipeline's setup made
+    new.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(old, new)
+    for parent in (old.parent, old.parent.parent):  # docs/plans, docs: only when now empty
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+    return plan._replace(dir=str(new), checkout=str(home.worktree))
 
 
 def _order(parsed: object) -> list[str]:

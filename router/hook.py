@@ -121,11 +121,19 @@ def _complete_json(data: bytes) -> bool:
 
 
 def _cwd_of(payload: dict[str, Any], default: str | None = None) -> str | None:
-    """The session's directory: the host's ``cwd``, else ours; None when it does not exist."""
+    """The session's directory: the host's ``cwd``, else ``-C``, else ``CLAUDE_PROJECT_DIR``, else ours.
+
+    None when it does not exist.
+    """
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         if default is not None:
             return default
+        # The host sets it for every hook it runs: the project the session is
+        # in, whatever directory the hook process was started in.
+        project = os.environ.get("CLAUDE_PROJECT_DIR", "")
+        if project and "\0" not in project and os.path.isabs(project) and os.path.isdir(project):
+            return project
         try:
             return os.getcwd()
         except OSError:

@@ -201,8 +201,34 @@ def derive_id(
 
 
 def with_suffix(topic_id: str, n: int) -> str:
-    """The n-th collision candidate: the id itself for n == 1, else ``<id>-<n>``."""
-    return topic_id if n == 1 else f"{topic_id}-{n}"
+    """The n-th collision candidate: the id itself for n == 1, else ``<id>-<n>``.
+
+    The suffix counts in the slug's 40 characters (§4): a long slug is cut on
+    a word boundary to make room for it, as :func:`slugify` cuts a long one.
+    """
+    if n == 1:
+        return topic_id
+    suffix = f"-{n}"
+    match = ID_RE.fullmatch(topic_id)
+    if match is None:
+        return f"{topic_id}{suffix}"
+    slug = _cut_slug(match["topic"], MAX_SLUG - len(suffix))
+    return f"{match['prefix']}-{slug}{suffix}"
+
+
+def _cut_slug(slug: str, limit: int) -> str:
+    if len(slug) <= limit:
+        return slug
+    kept: list[str] = []
+    for word in slug.split("-"):
+        if len("-".join([*kept, word])) > limit:
+            break
+        kept.append(word)
+    if not kept:
+        return slug[:limit].rstrip("-")
+    while len(kept) > 1 and kept[-1] in STOP_WORDS:
+        kept.pop()
+    return "-".join(kept)
 
 
 def _check_date(value: str, *, what: str) -> None:

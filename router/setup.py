@@ -37,15 +37,19 @@ class InitResult:
         }
 
 
-def init_repo(cwd: Path, *, allow_agent: bool = False) -> InitResult:
-    """Add the exclude lines and example files that are missing; never overwrite one.
+def init_repo(cwd: Path, *, allow_agent: bool = False, write_examples: bool = False) -> InitResult:
+    """Add the exclude lines; offer the example files without touching the work tree.
 
+    The examples go under the common git dir, where no ``git status`` sees
+    them: an untracked file in the main tree would make the teardown it
+    prepares refuse (§3.1). ``write_examples`` writes them into the repo
+    instead (never overwriting one), for the user to review and commit.
     ``allow_agent`` also adds the permission rule to the repo's personal Claude Code
     settings (``.claude/settings.local.json``, kept out of ``git status`` by info/exclude).
     """
     repo = open_repo(cwd)
     try:
-        actions = _prepare(repo)
+        actions = _prepare(repo, write_examples=write_examples)
         if allow_agent:
             actions.append(_allow_agent(repo))
         return InitResult(repo.primary, actions, plugin_commands())
@@ -58,19 +62,39 @@ def init_repo(cwd: Path, *, allow_agent: bool = False) -> InitResult:
         ) from None
 
 
-def _prepare(repo: Repo) -> list[str]:
+EXAMPLES_DIR = "examples"  # under the common git dir's team-router/
+
+
+def examples_dir(repo: Repo) -> Path:
+    from router.state import state_root
+
+    return state_root(repo.common_dir) / EXAMPLES_DIR
+
+
+def _prepare(repo: Repo, *, write_examples: bool) -> list[str]:
     actions = [
         "info/exclude: added /.claude/worktrees/ and /docs/plans/"
         if ensure_excludes(repo.common_dir)
         else "info/exclude: already lists /.claude/worktrees/ and /docs/plans/"
     ]
-    for name, template in ((".worktreeinclude", "worktreeinclude.j2"),):
-        actions.append(_write_example(repo.primary / name, render(template)))
-    example = share_dir("templates").parent / ".teamteardown.example"
-    actions.append(
-        _write_example(repo.primary / ".teamteardown.example", example.read_text(encoding="utf-8"))
+    teardown = share_dir("templates").parent / ".teamteardown.example"
+    examples = {
+        ".worktreeinclude": render("worktreeinclude.j2"),
+        ".teamteardown.example": teardown.read_text(encoding="utf-8"),
+    }
+    if write_examples:
+        return actions + [_write_example(repo.primary / n, t) for n, t in examples.items()]
+    where = examples_dir(repo)
+    from router.state import write_atomic
+
+    for name, text in examples.items():
+        write_atomic(where / name, text)  # ours alone: refreshed on every run
+    offered = (
+        f"examples: {where / '.worktreeinclude'} and {where / '.teamteardown.example'} "
+        "(outside the work tree, so it stays clean; to use one, copy it into the repo as "
+        ".worktreeinclude or .teamteardown and commit it to the default branch)"
     )
-    return actions
+    return [*actions, offered]
 
 
 def _allow_agent(repo: Repo) -> str:
@@ -141,7 +165,10 @@ def _write_example(path: Path, text: str) -> str:
         return f"{path.name}: exists, left as it is"
     with open(path, "x", encoding="utf-8") as fh:
         fh.write(text)
-    return f"{path.name}: written (review it, then commit it to the default branch)"
+    return (
+        f"{path.name}: written (review it, then commit it to the default branch: until then the "
+        "main tree is not clean, and teardown refuses)"
+    )
 
 
 # -- the host's worktree hooks in the user's Claude Code settings ----------------------

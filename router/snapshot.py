@@ -261,5 +261,8 @@ def _remember(
     record = record or state.TopicRecord(id=topic_id, repo=name, branch=branch)
     extra = {k: v for k, v in record.extra.items() if k != "teardown"}
     extra["restored"] = {"snapshot": snap.commit, "branch": target, "worktree": str(path)}
-    record = dataclasses.replace(record, worktree=str(path), branch=target, extra=extra)
+    # restore cut the branch it checked out (a free name): teardown may delete it.
+    record = dataclasses.replace(
+        record, worktree=str(path), branch=target, branch_created=True, extra=extra
+    )
     state.write_record(repo.common_dir, record)

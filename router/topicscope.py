@@ -14,7 +14,7 @@ from pathlib import Path
 from router import state
 from router.discovery import resolve
 from router.errors import BadInput, RouterError
-from router.ids import ID_RE, branch_for
+from router.ids import ID_RE, branch_for, parse_id
 from router.localstate import read_temp_paths
 from router.plan import REPOS_MD, ReposFile, read_repos_md, worktrees_section_lines
 from router.workspace import Containment, Repo, contain_all, open_repo
@@ -88,6 +88,8 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
 def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
     topic_id = Path(target).name if not ID_RE.fullmatch(target) else target
     if not ID_RE.fullmatch(topic_id):
+        if _meant_as_id(cwd, target):
+            parse_id(target)  # raises invalid-id, naming the rule the id breaks
         raise original
     home = open_repo(cwd)
     warnings: list[str] = []
@@ -109,6 +111,11 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
         tuple(_recorded_temps(record)),
         tuple(warnings),
     )
+
+
+def _meant_as_id(cwd: Path, target: str) -> bool:
+    """A bare word that names no file: an id with a typo, not a plan dir path."""
+    return "/" not in target and target not in {".", ".."} and not (cwd / target).exists()
 
 
 def _home_record(home: Repo, topic_id: str, warnings: list[str]) -> state.TopicRecord | None:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from router import git as g
 from router import state
-from router.errors import Interrupted, Refusal, error_json
+from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.ids import ID_RE, branch_for
 from router.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
@@ -35,7 +36,7 @@ from router.localstate import (
 )
 from router.nested import NestedRepo, survey
 from router.progress import Progress
-from router.snapshot import Restored, RestoreStatus, restore_repo
+from router.snapshot import Restored, RestoreStatus, read_snapshot, restore_repo
 from router.sweep import Kept, SweepResult, sweep
 from router.teardown import (
     INTERRUPTED_STEP,
@@ -80,7 +81,14 @@ from router.teardown import (
     worktree_blocker,
 )
 from router.topicscope import RepoTarget, TopicScope, resolve_topic
-from router.workspace import DefaultBranch, Repo, default_branch, find_worktree
+from router.workspace import (
+    WORKTREES_DIR,
+    DefaultBranch,
+    Repo,
+    default_branch,
+    find_worktree,
+    open_repo,
+)
 
 MAX_PARALLEL = 8
 LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
@@ -97,6 +105,7 @@ class Options:
     line_timeout: float = DEFAULT_LINE_TIMEOUT
     echo: Echo | None = None
     stop: threading.Event | None = None  # set by Ctrl-C: every repo stops at a step boundary
+    remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +129,10 @@ class RepoPlan:
     copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
     nested: tuple[NestedRepo, ...] = ()  # repositories inside the worktree (submodules, clones)
     resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
+    # Why the worktree / the branch stays: team-router did not create it (`new`
+    # reused the user's own checkout or branch); "" when it is ours to remove.
+    kept_worktree: str = ""
+    kept_branch: str = ""
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -210,9 +223,45 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
         nested,
         notes=tuple(notes),
     )
-    plan = dataclasses.replace(plan, resuming=resuming)
-    blockers = _plan_blockers(plan, None if removing else entry, opts)
+    plan = dataclasses.replace(
+        plan,
+        resuming=resuming,
+        kept_worktree=_kept_worktree(repo, worktree, entry, opts),
+        kept_branch=_kept_branch(target, tip, opts),
+    )
+    # A kept worktree is not removed: its dirt and nested clones lose nothing.
+    kept = removing or bool(plan.kept_worktree)
+    blockers = _plan_blockers(plan, None if kept else entry, opts)
     return dataclasses.replace(plan, blockers=tuple(blockers))
+
+
+REUSED_FLAG = "--remove-reused"
+
+
+def _kept_worktree(
+    repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: Options
+) -> str:
+    """Why a linked worktree outside ``.claude/worktrees/`` stays: `new` reused it, never made it."""
+    if opts.remove_reused or worktree is None or entry is None:
+        return ""
+    ours = repo.primary / WORKTREES_DIR
+    if Path(os.path.realpath(worktree)).parent == Path(os.path.realpath(ours)):
+        return ""
+    return (
+        f"kept {worktree}: team-router did not create this checkout (`new` reused it); "
+        f"pass {REUSED_FLAG} to remove it"
+    )
+
+
+def _kept_branch(target: RepoTarget, tip: str | None, opts: Options) -> str:
+    """Why the branch stays: the record says team-router did not create it."""
+    record = target.record
+    if opts.remove_reused or tip is None or record is None or record.branch_created:
+        return ""
+    return (
+        f"kept {target.branch}: team-router did not create this branch; "
+        f"pass {REUSED_FLAG} to delete it"
+    )
 
 
 def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
@@ -254,7 +303,8 @@ def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -
             )
         elif unknown is not None:
             found.append(no_identity(repo, unknown))
-    elif missing and not opts.force:
+    elif missing and not opts.force and not plan.kept_branch:
+        # A kept branch keeps its commits: nothing to refuse.
         found.append(
             refused(
                 "integrate",
@@ -343,27 +393,43 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     run("integrate", lambda: _integrate_step(repo, target, plan, opts, scope.id), guarded=False)
     run(
         "remove",
-        lambda: _with_copies(
-            remove_worktree(
-                repo,
-                plan.worktree,
-                target.branch,
-                force=opts.force,
-                entries=list(plan.entries),
-                topic=TopicRef(scope.id, target.name),
-            )[0],
-            plan,
+        lambda: (
+            skipped("remove", plan.kept_worktree)
+            if plan.kept_worktree
+            else _with_copies(
+                remove_worktree(
+                    repo,
+                    plan.worktree,
+                    target.branch,
+                    force=opts.force,
+                    entries=list(plan.entries),
+                    topic=TopicRef(scope.id, target.name),
+                )[0],
+                plan,
+            )
         ),
         guarded=True,
     )
     run(
         "branch",
-        lambda: _branch_step(
-            repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
+        lambda: (
+            skipped("branch", plan.kept_branch)
+            if plan.kept_branch
+            else _branch_step(
+                repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
+            )
         ),
         guarded=True,
     )
-    run("verify-gone", lambda: verify_gone(repo, plan.worktree), guarded=True)
+    run(
+        "verify-gone",
+        lambda: (
+            skipped("verify-gone", "the worktree is kept")
+            if plan.kept_worktree
+            else verify_gone(repo, plan.worktree)
+        ),
+        guarded=True,
+    )
     run(
         "update-default",
         lambda: _with_prune(
@@ -427,6 +493,8 @@ def _integrate_step(
 ) -> StepResult:
     if plan.tip is None:
         return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
+    if plan.kept_branch and not opts.integrate:
+        return _kept_integrate(plan)
     known = (plan.tip, plan.found) if plan.found else None
     result = integrate_commits(
         repo,
@@ -455,7 +523,7 @@ def _branch_step(
 def _local_job(
     repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options
 ) -> LocalStateJob:
-    worktree = None if plan.on_primary or plan.foreign else plan.worktree
+    worktree = None if plan.on_primary or plan.foreign or plan.kept_worktree else plan.worktree
     return LocalStateJob(
         target.name,
         repo.git,
@@ -503,6 +571,9 @@ class TeardownResult:
     repos: tuple[RepoReport, ...]
     dry_run: bool = False
     warnings: list[str] = field(default_factory=list)
+    # Set when the plan refused the whole teardown: nothing was removed, and
+    # ``repos`` is the plan, every blocker of every repo in it.
+    refusal: dict[str, str] | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -512,11 +583,13 @@ class TeardownResult:
     def exit_code(self) -> int:
         if self.interrupted:
             return Interrupted.exit_code
-        return 0 if all(r.ok for r in self.repos) else 1
+        return 0 if self.refusal is None and all(r.ok for r in self.repos) else 1
 
     @property
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
+        if self.refusal is not None:
+            return self.refusal
         if self.interrupted:
             where = "; ".join(
                 f"{r.name} at {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
@@ -561,6 +634,7 @@ def teardown(
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
     stop: threading.Event | None = None,
+    remove_reused: bool = False,
 ) -> TeardownResult:
     """Plan every repo of the topic, refuse if any would lose work, then tear each down.
 
@@ -568,7 +642,7 @@ def teardown(
     ``.teamteardown`` line starts after it, in any repo.
     """
     scope = resolve_topic(cwd, target)
-    opts = Options(integrate, force, dry_run, line_timeout, echo, stop)
+    opts = Options(integrate, force, dry_run, line_timeout, echo, stop, remove_reused)
     if dry_run:
         plans = _with_holders(
             scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
@@ -592,7 +666,9 @@ def teardown(
             scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
-        _refuse_if_blocked(scope, plans, warnings)
+        refusal = _refusal(scope, plans, warnings)
+        if refusal is not None:
+            return refusal
         if stop is not None and stop.is_set():
             raise Interrupted(
                 f"teardown of {scope.id} interrupted (Ctrl-C) before anything was removed; "
@@ -662,30 +738,35 @@ def _with_holders(scope: TopicScope, plans: list[RepoPlan], opts: Options) -> li
     return [home, *plans[1:]]
 
 
-def _refuse_if_blocked(scope: TopicScope, plans: list[RepoPlan], warnings: list[str]) -> None:
+def _refusal(
+    scope: TopicScope, plans: list[RepoPlan], warnings: list[str]
+) -> TeardownResult | None:
+    """The whole teardown refused, as the plan: every repo's steps with every blocker in place.
+
+    The error's code is the first blocker's; the plan names all of them, so one
+    rerun after fixing them all is enough.
+    """
     blocked = [(p, b) for p in plans for b in p.blockers]
     if not blocked:
-        return
+        return None
     first = blocked[0][1]
     lines = "; ".join(f"{p.target.name}: {b.detail}" for p, b in blocked)
-    reports = [_refused_report(p) for p in plans]
-    raise Refusal(
-        first.code,
+    error = error_json(
+        first.code or "step-refused",
         f"teardown of {scope.id} refused, nothing was removed in any repo: {lines}",
-        details={
-            "id": scope.id,
-            "dry_run": False,
-            "repos": [r.to_json() for r in reports],
-            "swept": [],
-            "kept": [],
-            "local_state": [],
-            "warnings": warnings,
-        },
     )
+    reports = tuple(_refused_report(p) for p in plans)
+    return TeardownResult(scope.id, reports, warnings=warnings, refusal=error)
 
 
 def _refused_report(plan: RepoPlan) -> RepoReport:
-    by_step = {b.name: b for b in plan.blockers}
+    by_step: dict[str, StepResult] = {}
+    for b in plan.blockers:
+        # Two blockers of one step (a dirty worktree and a nested clone) are both named.
+        seen = by_step.get(b.name)
+        by_step[b.name] = (
+            b if seen is None else dataclasses.replace(seen, detail=f"{seen.detail}; {b.detail}")
+        )
     why = "teardown refused" + (
         f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
     )
@@ -829,7 +910,14 @@ def restore_topic(
     cwd: Path, target: str, *, repo: str | None = None, wait: float = state.DEFAULT_WAIT
 ) -> RestoreResult:
     """Recreate each repo's worktree (or one, with ``repo``) from its snapshot ref."""
-    scope = resolve_topic(cwd, target)
+    try:
+        scope = resolve_topic(cwd, target)
+    except BadInput as exc:
+        if exc.code != "no-plan-dir":
+            raise
+        # Not the topic's home (a secondary repo, or a home whose record is
+        # gone): the snapshot this repo holds is enough to restore it here.
+        scope = _snapshot_scope(cwd, target, exc)
     chosen = scope.only(repo)
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         results = tuple(
@@ -846,6 +934,24 @@ def restore_topic(
             details={"id": scope.id, "repos": [r.to_json() for r in results]},
         )
     return RestoreResult(scope.id, results, list(scope.warnings))
+
+
+def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
+    """The repo at ``cwd`` alone, when it holds a snapshot of the topic's branch."""
+    topic_id = Path(target).name
+    if not ID_RE.fullmatch(topic_id):
+        raise original
+    here = open_repo(cwd)
+    try:
+        record = state.read_record(here.common_dir, topic_id)
+    except state.RecordCorrupt:
+        record = None
+    branch = record.branch if record is not None else branch_for(topic_id)
+    if read_snapshot(here.git, branch) is None:
+        raise original
+    name = record.repo if record is not None else here.primary.name
+    only = RepoTarget(name, here.primary, branch, None, here, record)
+    return TopicScope(topic_id, branch, here, None, None, (only,), ())
 
 
 # -- dry run ---------------------------------------------------------------------------
@@ -881,6 +987,8 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         _preview_branch(plan),
         skipped("verify-gone", "no worktree recorded")
         if plan.worktree is None or plan.on_primary
+        else skipped("verify-gone", "the worktree is kept")
+        if plan.kept_worktree
         else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
         _preview_update(repo, plan),
         remove_plan_dir(repo, scope.id, dry_run=True)
@@ -894,10 +1002,22 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
     return RepoReport(target.name, plan.worktree, steps, sweep_report, local)
 
 
+def _kept_integrate(plan: RepoPlan) -> StepResult:
+    missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
+    return skipped(
+        "integrate",
+        f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
+        if missing
+        else f"nothing to integrate: {plan.target.branch} is kept",
+    )
+
+
 def _preview_integrate(plan: RepoPlan, opts: Options) -> StepResult:
     found = plan.found
     if plan.tip is None or found is None:
         return skipped("integrate", f"branch {plan.target.branch} is gone: nothing to integrate")
+    if plan.kept_branch and not opts.integrate and found.missing:
+        return _kept_integrate(plan)
     if found.proof is not None:
         return skipped("integrate", f"nothing to integrate: merged ({found.proof.detail})")
     if not found.missing:
@@ -919,6 +1039,8 @@ def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
         return skipped("remove", f"{plan.worktree} is the primary clone: never removed")
     if plan.foreign:
         return skipped("remove", plan.foreign)
+    if plan.kept_worktree:
+        return skipped("remove", plan.kept_worktree)
     if not plan.registered:
         return skipped("remove", f"{plan.worktree} is not a registered worktree")
     snap = " after writing a snapshot" if opts.force and plan.status.dirty else ""
@@ -933,6 +1055,8 @@ def _preview_branch(plan: RepoPlan) -> StepResult:
         return skipped(
             "branch", f"{plan.target.branch} stays while the primary clone holds the work"
         )
+    if plan.kept_branch:
+        return skipped("branch", plan.kept_branch)
     return done("branch", f"would delete {plan.target.branch}")
 
 

@@ -616,7 +616,15 @@ class _Pipeline:
         # Checked before the mkdir (a symlinked .claude/ must not get a
         # worktrees/ directory made wherever it points) and after it (a race).
         self._refuse_symlinked_parent()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            # A file where .claude/ or .claude/worktrees/ goes: the repo falls
+            # back (and a rerun, once it is moved, creates the worktree).
+            raise _Failed(
+                "path-taken",
+                f"cannot create {self.path.parent} ({exc.strerror}): a file is in the way; move it",
+            ) from None
         self._refuse_symlinked_parent()
         try:
             # git worktree add exits 128 both for a taken path and a bad ref, so

@@ -23,6 +23,7 @@ LEAKY_ENV = (
     "GIT_CONFIG_GLOBAL",
     "GIT_CONFIG_COUNT",
     "TEAM_ROUTER_CRASH_AT",
+    "CLAUDE_PROJECT_DIR",  # the hook would look there instead of the test's directory
 )
 
 

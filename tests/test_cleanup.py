@@ -252,12 +252,30 @@ def test_a_fork_pr_with_the_same_head_never_licenses_a_deletion(web, tmp_path, m
     assert world(web) == before and worktree.is_dir()
 
 
-def test_with_only_a_fork_pr_the_content_proof_decides(web, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fork", [True, False], ids=["only-a-fork-pr", "no-pr"])
+def test_gh_knowing_no_merged_pr_of_ours_needs_yes_for_the_content_proof(
+    web, tmp_path, monkeypatch, fork
+):
     worktree = new_topic(web)
     head = tip(web)
     merge_on_origin(web, TOPIC, how="merge")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(30, TOPIC, head, fork_owner="mallory"),))
-    res = cleanup(web, TOPIC)
+    prs = (pr(30, TOPIC, head, fork_owner="mallory"),) if fork else ()
+    install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    git(web, "fetch", "-q", "origin")
+    before = world(web)
+    for dry in ([], ["--dry-run"]):
+        res = cleanup(web, TOPIC, *dry)
+        assert res.code == 1, res.out + res.err
+        data = res.json
+        assert (data["error"]["code"], data["dry_run"], data["steps"]) == (
+            "no-merged-pr",
+            bool(dry),
+            [],
+        )
+        assert "run again with --yes" in data["error"]["message"]
+        assert (data["proof"]["content"], data["proof"]["gh"]) == ("ancestor", "no-pr")
+        assert world(web) == before and worktree.is_dir()
+    res = cleanup(web, TOPIC, "--yes")
     assert res.code == 0, res.out + res.err
     proof = res.json["proof"]
     assert (proof["content"], proof["gh"], proof["pr"]) == ("ancestor", "no-pr", None)
@@ -412,11 +430,13 @@ def test_a_branch_is_deleted_only_when_its_name_matches_byte_for_byte(web, no_gh
     worktree = new_topic(web)
     merge_on_origin(web, TOPIC, how="merge")
     upper = TOPIC.upper()
+    before = world(web)
     res = cleanup(web, upper)
-    # No branch of that exact name: nothing of the real branch is touched.
-    assert res.code == 0, res.out + res.err
+    # No branch of that exact name: refused, and nothing of the real branch is touched.
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "unknown-branch"
+    assert world(web) == before
     assert worktree.is_dir() and TOPIC in branches(web)
-    assert steps(res.json)["branch"]["detail"].endswith("already gone")
 
 
 # -- dirty -----------------------------------------------------------------------------------
@@ -828,8 +848,8 @@ def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
     assert lock_name(TOPIC) == TOPIC  # the same lock teardown takes for the topic
     before = world(web)
     res = cleanup(web, name)
-    assert res.code == 0, res.out + res.err
-    assert any("already cleaned up" in w for w in res.json["warnings"])
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "unknown-branch"
     assert world(web) == before
 
 
@@ -846,6 +866,114 @@ def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
 
 
 # -- kills, nested repositories, a topic made again ------------------------------------------
+
+
+def test_a_branch_that_exists_nowhere_is_refused_not_reported_cleaned(web, no_gh):
+    new_topic(web)
+    before = world(web)
+    res = cleanup(web, "no-such-branch")
+    assert res.code == 1, res.out + res.err
+    assert res.json == {
+        "ok": False,
+        "command": "pr-cleanup",
+        "branch": "no-such-branch",
+        "mode": "merged",
+        "proof": None,
+        "steps": [],
+        "dry_run": False,
+        "prs": [],
+        "warnings": [],
+        "error": {
+            "code": "unknown-branch",
+            "message": f"no branch, worktree or plan dir named no-such-branch exists in {web} or "
+            "on origin, and no record shows an earlier cleanup of it: check the name "
+            "(`git branch -a`); nothing was touched",
+        },
+    }
+    assert world(web) == before
+
+
+def test_a_dry_run_fetches_and_sees_a_merge_made_since_the_last_fetch(web, no_gh):
+    worktree = new_topic(web)
+    merge_on_origin(web, TOPIC, how="merge")  # origin merged it; nothing fetched here yet
+    before = world(web)
+    res = cleanup(web, TOPIC, "--dry-run")
+    assert res.code == 0, res.out + res.err
+    assert res.json["dry_run"] is True and res.json["proof"]["merged"] is True
+    assert world(web) == before and worktree.is_dir()
+
+
+def test_a_refused_dry_run_says_dry_run_and_never_suggests_abandoning(web, no_gh):
+    worktree = new_topic(web)
+    before = world(web)
+    res = cleanup(web, TOPIC, "--dry-run")
+    assert res.code == 1
+    data = res.json
+    assert (data["error"]["code"], data["dry_run"]) == ("not-merged", True)
+    assert "abandon" not in data["error"]["message"]
+    assert world(web) == before and worktree.is_dir()
+    real = cleanup(web, TOPIC)
+    assert real.json["error"]["code"] == "not-merged"
+    assert "abandon" not in real.json["error"]["message"]
+
+
+def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, workspace):
+    clone = workspace / "separated"
+    git(
+        workspace,
+        "clone",
+        "-q",
+        "--separate-git-dir",
+        str(workspace / "separated.git"),
+        str(bare_origin(web)),
+        str(clone),
+    )
+    git(clone, "remote", "set-head", "origin", "main")
+    worktree = new_topic(clone)
+    merge_on_origin(clone, TOPIC, how="merge")
+    res = cleanup(clone, TOPIC)
+    assert res.code == 0, res.out + res.err
+    assert not worktree.exists() and TOPIC not in branches(clone)
+    assert status(clone) == ""
+
+
+def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
+    web, tmp_path, monkeypatch
+):
+    worktree = new_topic(web)
+    head = tip(web)
+    git(web, "branch", "child", TOPIC)
+    child = commit(worktree, "child.py", "c = 1\n", "child work")  # on the topic's worktree...
+    git(web, "branch", "-f", "child", child)
+    git(worktree, "reset", "-q", "--hard", head)  # ...then moved to the child branch only
+    git(web, "branch", "grandchild", "child")
+    git(web, "push", "-q", "origin", "child:child", "grandchild:grandchild")
+    git(web, "fetch", "-q", "origin")
+    prs = (
+        pr(20, TOPIC, head, state="OPEN"),
+        pr(21, "child", child, state="OPEN", base=TOPIC),
+        pr(22, "grandchild", child, state="OPEN", base="child"),
+    )
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    dry = cleanup(web, TOPIC, "--abandon", "--dry-run")
+    assert steps(dry.json)["stack"] == {
+        "name": "stack",
+        "outcome": "done",
+        "detail": "would snapshot and delete grandchild, child here and on origin",
+    }
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["stack"] == {
+        "name": "stack",
+        "outcome": "done",
+        "detail": "deleted grandchild, child here and on origin (each tip kept in its snapshot ref)",
+    }
+    assert sorted(fake.closed()) == [20, 21, 22]
+    assert branches(web) == ["main"]
+    assert remote_heads(web) == ["main"]
+    for name in ("child", "grandchild"):
+        assert git(web, "rev-parse", f"refs/team-router/snapshots/{name}^1") == child
+    assert_cleaned(web, worktree)
 
 
 def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(

@@ -212,3 +212,17 @@ def test_minus_c_names_the_session_directory_when_the_host_sends_no_cwd(
     assert res.code == 0
     text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
     assert f"Artifact directory: {topic}" in text.splitlines()
+
+
+def test_without_a_cwd_in_the_payload_claude_project_dir_names_the_project(
+    home_repo, topic, tmp_path
+):
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(home_repo)}
+    for stdin in (b"{}", b""):
+        # Started outside any repository, as a host may start its hooks.
+        text = context_of(hook(tmp_path, stdin, env=env))
+        assert f"Phase: RESEARCH | Id: {topic.name}" in text.splitlines()
+        assert f"Artifact directory: {topic}" in text.splitlines()
+    # The payload's own cwd still wins over the variable.
+    payload = json.dumps({"cwd": str(tmp_path)}).encode()
+    assert_silent(hook(tmp_path, payload, env=env))

@@ -315,7 +315,7 @@ def test_pr_cleanup_survives_any_target(arena):
         res = run_cli(*args, cwd=a["home"])
         _check_envelope(res, "pr-cleanup")
         # No branch here is merged and no abandon was confirmed: nothing may change
-        # (a name that matches nothing is "already cleaned up", exit 0).
+        # (a name that matches nothing is refused, unknown-branch).
         assert (_snapshot(a), snapshot_of(a["home"]), snapshot_of(a["api"])) == before
 
     run()

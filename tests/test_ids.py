@@ -130,6 +130,19 @@ def test_bad_ticket_and_date_are_invalid_ids():
             derive_id("x", **kwargs)
 
 
+def test_a_collision_suffix_counts_in_the_slugs_40_characters():
+    base = derive_id("Add rate limiting middleware everywhere now", date="2026-05-01")
+    assert base == "2026-05-01-add-rate-limiting-middleware-everywhere"  # slug: 39 characters
+    assert with_suffix(base, 2) == "2026-05-01-add-rate-limiting-middleware-2"
+    short = "2026-05-01-add-rate-limiting-middleware-to-all"  # 35: room for the suffix
+    assert with_suffix(short, 2) == short + "-2"
+    long = "2026-05-01-" + "a" * 40
+    assert with_suffix(long, 100) == "2026-05-01-" + "a" * 36 + "-100"  # one word: hard-cut
+    for n in (2, 10, 100):
+        slug = parse_id(with_suffix(derive_id("x " * 3 + "y" * 30, date="2026-05-01"), n)).topic
+        assert len(slug) <= 40
+
+
 def test_with_suffix_counts_from_two():
     assert with_suffix("2026-05-01-x", 1) == "2026-05-01-x"
     assert with_suffix("2026-05-01-x", 2) == "2026-05-01-x-2"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from gitutil import git, run_cli, write
@@ -12,14 +13,14 @@ from gitutil import git, run_cli, write
 
 def test_init_adds_what_is_missing_once_and_keeps_an_existing_file(home_repo):
     write(home_repo / ".worktreeinclude", "mine\n")
-    res = run_cli("init", "--json", cwd=home_repo)
+    res = run_cli("init", "--write-examples", "--json", cwd=home_repo)
     assert res.code == 0, res.err
     exclude = (home_repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert exclude.count("/.claude/worktrees/") == 1 and exclude.count("/docs/plans/") == 1
     assert (home_repo / ".worktreeinclude").read_text() == "mine\n"
     assert (home_repo / ".teamteardown.example").is_file()
     before = (home_repo / ".teamteardown.example").read_text()
-    again = run_cli("init", "--json", cwd=home_repo)
+    again = run_cli("init", "--write-examples", "--json", cwd=home_repo)
     assert again.code == 0
     assert all("left as it is" in a or "already" in a for a in again.json["actions"])
     assert (home_repo / ".git" / "info" / "exclude").read_text().splitlines() == exclude
@@ -29,7 +30,7 @@ def test_init_adds_what_is_missing_once_and_keeps_an_existing_file(home_repo):
 def test_init_never_writes_through_a_dangling_symlink(home_repo, tmp_path):
     outside = tmp_path / "outside.txt"
     os.symlink(outside, home_repo / ".worktreeinclude")
-    res = run_cli("init", "--json", cwd=home_repo)
+    res = run_cli("init", "--write-examples", "--json", cwd=home_repo)
     assert res.code == 0, res.err
     assert not outside.exists()
     assert os.readlink(home_repo / ".worktreeinclude") == str(outside)
@@ -86,3 +87,40 @@ def test_allow_agent_refuses_a_settings_file_it_cannot_safely_edit_and_changes_n
     res = run_cli("init", "--allow-agent", "--json", cwd=home_repo)
     assert (res.code, res.json["error"]["code"]) == (1, "setup-failed")
     assert settings.read_text() == text
+
+
+def test_init_offers_the_examples_outside_the_work_tree(home_repo):
+    res = run_cli("init", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    examples = home_repo / ".git" / "team-router" / "examples"
+    assert res.json["actions"] == [
+        "info/exclude: added /.claude/worktrees/ and /docs/plans/",
+        f"examples: {examples / '.worktreeinclude'} and {examples / '.teamteardown.example'} "
+        "(outside the work tree, so it stays clean; to use one, copy it into the repo as "
+        ".worktreeinclude or .teamteardown and commit it to the default branch)",
+    ]
+    assert (examples / ".worktreeinclude").is_file() and (
+        examples / ".teamteardown.example"
+    ).is_file()
+    assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_the_readme_by_hand_flow_ends_clean_after_init(home_repo):
+    """README: init, new, next, worktrees, status, teardown --integrate --dry-run, then for real."""
+    from teardownutil import commit
+
+    assert run_cli("init", cwd=home_repo).code == 0
+    res = run_cli("new", "Billing page shows the plan", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    topic, worktree = res.json["id"], Path(res.json["home"]["worktree"])
+    for args in (("next", topic), ("worktrees", topic), ("status",)):
+        assert run_cli(*args, "--json", cwd=home_repo).code == 0, args
+    sha = commit(worktree, "billing.py", "PLAN = 'pro'\n", "show the plan")
+    dry = run_cli("teardown", topic, "--integrate", "--dry-run", "--json", cwd=home_repo)
+    assert dry.code == 0, dry.out
+    res = run_cli("teardown", topic, "--integrate", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not worktree.exists()
+    assert git(home_repo, "log", "-1", "--format=%s", "main") == "show the plan"
+    git(home_repo, "merge-base", "--is-ancestor", sha, "main")  # raises unless main has it
+    assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""

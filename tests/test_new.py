@@ -126,9 +126,15 @@ def test_an_invalid_id_is_exit_2_and_creates_nothing(home_repo, args):
     assert not (home_repo / "pwned").exists()
 
 
-def test_an_empty_description_is_invalid(home_repo):
-    res = run_cli("new", "   ", "--json", cwd=home_repo)
-    assert res.code == 2 and res.json["error"]["code"] == "invalid-id"
+@pytest.mark.parametrize("description", ["", "   ", "!!!"])
+def test_an_empty_slug_is_topic(home_repo, description):
+    res = run_cli("new", description, "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert (res.json["id"], res.json["topic"], res.json["home"]["status"]) == (
+        "2026-05-01-topic",
+        "topic",
+        "created",
+    )
 
 
 def test_text_output_names_the_artifact_directory(home_repo):
@@ -147,6 +153,35 @@ def test_run_inside_a_linked_worktree_on_a_feature_branch_reuses_it(home_repo, w
     assert res.json["plan_dir"] == str(wt / "docs" / "plans" / ID)
     assert branches(home_repo) == ["feature", "main"]  # no new branch
     assert len(worktree_paths(home_repo)) == 2
+
+
+def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    res = new(wt)
+    assert res.code == 0, res.err
+    assert res.json == {
+        "ok": True,
+        "command": "new",
+        "id": ID,
+        "topic": "add-rate-limiting-middleware-to-all",
+        "branch": "feature-x",
+        "plan_dir": str(wt / "docs" / "plans" / ID),
+        "home": {
+            "name": "home",
+            "repo": str(home_repo),
+            "worktree": str(wt),
+            "status": "reused",
+            "base": git(home_repo, "rev-parse", "main"),
+        },
+        "warnings": [],
+    }
+    record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
+    assert (record["branch"], record["worktree"], record["branch_created"]) == (
+        "feature-x",
+        str(wt),
+        False,
+    )
 
 
 def test_run_inside_a_linked_worktree_on_the_default_branch_refuses(home_repo, workspace):

@@ -86,6 +86,28 @@ def test_restore_one_repo_of_a_multi_repo_topic(workspace):
     assert not topic.worktrees["types"].exists()
 
 
+def test_restore_works_in_the_secondary_repo_that_holds_the_snapshot(workspace):
+    topic = multi_topic(workspace, ("api",))
+    write(topic.worktrees["api"] / "draft.txt", "api draft\n")
+    assert teardown(topic, "--force").code == 0
+    api = topic.repos["api"]
+    res = run_cli("restore", topic.id, "--json", cwd=api)
+    assert res.code == 0, res.out
+    snap = git(api, "rev-parse", snapshot_ref(topic.branch))
+    assert res.json["repos"] == [
+        {
+            "name": "api",
+            "status": "restored",
+            "detail": res.json["repos"][0]["detail"],
+            "snapshot": snap,
+            "branch": topic.branch,
+            "worktree": str(topic.worktrees["api"]),
+        }
+    ]
+    assert (topic.worktrees["api"] / "draft.txt").read_text() == "api draft\n"
+    assert not (topic.worktrees["home"]).exists()  # the home repo is not touched from here
+
+
 def test_restore_without_a_snapshot_refuses(home_repo):
     topic = new_topic(home_repo)
     assert teardown(topic).code == 0

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
 from teardownutil import (
+    TOPIC_ID,
     commit_on_origin,
     configure,
     merge_on_origin,
@@ -16,6 +17,8 @@ from teardownutil import (
     steps_of,
     teardown,
 )
+
+from router.teardown import STEPS
 
 
 def record(repo: Path, topic_id: str) -> dict:
@@ -623,3 +626,150 @@ def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_js
     assert res.code == 130, res.out + res.err
     assert res.json["ok"] is False and res.json["error"]["code"] == "interrupted"
     assert topic.worktrees["home"].is_dir()  # nothing was removed
+
+
+def test_teardown_of_a_word_that_is_not_an_id_is_invalid_id(home_repo):
+    res = run_cli("teardown", "not_an_id", "--json", cwd=home_repo)
+    assert res.code == 2
+    assert res.json == {
+        "ok": False,
+        "command": "teardown",
+        "warnings": [],
+        "error": {
+            "code": "invalid-id",
+            "message": "'not_an_id' is not a topic id: use <TICKET-123>-<slug> or "
+            "<YYYY-MM-DD>-<slug>, slug in lowercase letters, digits and '-'",
+        },
+    }
+
+
+def _refused_plan(blocker: dict[str, str]) -> list[dict[str, str]]:
+    code = blocker["code"]
+    return [
+        blocker
+        if name == blocker["name"]
+        else {
+            "name": name,
+            "outcome": "skipped",
+            "detail": f"not done: teardown refused ({code} here)",
+        }
+        for name in STEPS
+    ]
+
+
+def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(workspace):
+    topic = multi_topic(workspace, ("api",))
+    home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]
+    write(home_wt / "draft.txt", "draft\n")
+    sha = commit(api_wt, "api.py", "x = 1\n", "api work")
+    before = {n: snapshot_of(p) for n, p in topic.repos.items()}
+    res = run_cli("teardown", topic.id, cwd=topic.home)
+    assert res.code == 1
+    lines = res.out.splitlines()
+    dirty = (
+        f"{home_wt} has 1 untracked file(s): draft.txt; commit them, or pass --force to "
+        "snapshot and remove"
+    )
+    unintegrated = (
+        f"1 commit(s) of {topic.branch} are on no target branch: {sha[:12]}; pass --integrate, "
+        "or --force to snapshot them"
+    )
+    assert lines[0] == f"Refused (nothing was removed in any repo); the plan of {topic.id}"
+    assert f"home  {home_wt}" in lines and f"api  {api_wt}" in lines
+    assert f"  {'remove':<15} {'refused':<8} {dirty}" in lines
+    assert f"  {'integrate':<15} {'refused':<8} {unintegrated}" in lines
+    assert lines[-1].endswith(
+        "2 refused step(s) above; fix each, then run it again [dirty-worktree]"
+    )
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1
+    assert res.json == {
+        "ok": False,
+        "command": "teardown",
+        "id": topic.id,
+        "dry_run": False,
+        "repos": [
+            {
+                "name": "home",
+                "worktree": str(home_wt),
+                "steps": _refused_plan(
+                    {
+                        "name": "remove",
+                        "outcome": "refused",
+                        "detail": dirty,
+                        "code": "dirty-worktree",
+                    }
+                ),
+            },
+            {
+                "name": "api",
+                "worktree": str(api_wt),
+                "steps": _refused_plan(
+                    {
+                        "name": "integrate",
+                        "outcome": "refused",
+                        "detail": unintegrated,
+                        "code": "unintegrated-commits",
+                    }
+                ),
+            },
+        ],
+        "swept": [],
+        "kept": [],
+        "local_state": [],
+        "warnings": [],
+        "error": {
+            "code": "dirty-worktree",
+            "message": f"teardown of {topic.id} refused, nothing was removed in any repo: "
+            f"home: {dirty}; api: {unintegrated}",
+        },
+    }
+    assert {n: snapshot_of(p) for n, p in topic.repos.items()} == before
+
+
+def test_a_reused_checkout_and_branch_are_kept_unless_remove_reused(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    res = run_cli("new", "Add rate limiting", "--id", TOPIC_ID, "--json", cwd=wt)
+    assert res.json["home"]["status"] == "reused"
+    sha = commit(wt, "mine.py", "x = 1\n", "the user's own work")
+    write(wt / "draft.txt", "uncommitted\n")
+    plan_text = run_cli("teardown", TOPIC_ID, "--dry-run", cwd=home_repo).out.splitlines()
+    kept_wt = (
+        f"kept {wt}: team-router did not create this checkout (`new` reused it); "
+        "pass --remove-reused to remove it"
+    )
+    kept_branch = (
+        "kept feature-x: team-router did not create this branch; pass --remove-reused to delete it"
+    )
+    assert f"  {'remove':<15} {'skipped':<8} {kept_wt}" in plan_text
+    assert f"  {'branch':<15} {'skipped':<8} {kept_branch}" in plan_text
+    res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    got = steps_of(res.json, "home")
+    assert {
+        n: (got[n]["outcome"], got[n]["detail"]) for n in ("remove", "branch", "verify-gone")
+    } == {
+        "remove": ("skipped", kept_wt),
+        "branch": ("skipped", kept_branch),
+        "verify-gone": ("skipped", "the worktree is kept"),
+    }
+    assert (
+        str(wt) in worktree_paths(home_repo) and (wt / "draft.txt").read_text() == "uncommitted\n"
+    )
+    assert git(home_repo, "rev-parse", "feature-x") == sha
+    assert "--remove-reused" in run_cli("teardown", "--help").out
+
+
+def test_remove_reused_removes_the_reused_checkout_with_the_usual_guards(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    assert run_cli("new", "Add rate limiting", "--id", TOPIC_ID, cwd=wt).code == 0
+    write(wt / "draft.txt", "uncommitted\n")
+    res = run_cli("teardown", TOPIC_ID, "--remove-reused", "--json", cwd=home_repo)
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
+    assert (wt / "draft.txt").is_file()
+    (wt / "draft.txt").unlink()
+    res = run_cli("teardown", TOPIC_ID, "--remove-reused", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not wt.exists() and "feature-x" not in branches(home_repo)

@@ -389,6 +389,104 @@ def test_a_failing_post_checkout_hook_is_rolled_back_whole_and_a_rerun_after_the
     assert f"- api: {wt}\n" in (topic / "repos.md").read_text()
 
 
+def _fallen_back(home_repo: Path) -> Path:
+    write(home_repo / ".claude", "a file where the directory goes\n")
+    res = run_cli("new", "Add rate limiting", "--id", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    blocker = home_repo / ".claude" / "worktrees"
+    assert res.json == {
+        "ok": True,
+        "command": "new",
+        "id": FALLBACK_ID,
+        "topic": "add-rate-limiting",
+        "branch": FALLBACK_ID,
+        "plan_dir": str(home_repo / "docs" / "plans" / FALLBACK_ID),
+        "home": {
+            "name": "home",
+            "repo": str(home_repo),
+            "worktree": str(home_repo),
+            "status": "fallback",
+            "base": None,
+        },
+        "warnings": [
+            f"Worktree creation failed in home (path-taken: cannot create {blocker} (Not a "
+            "directory): a file is in the way; move it). Falling back to main tree for that repo."
+        ],
+    }
+    plan = home_repo / "docs" / "plans" / FALLBACK_ID
+    write(plan / "task.md", "# Task\n")
+    (home_repo / ".claude").unlink()  # the cause, fixed
+    return plan
+
+
+FALLBACK_ID = "2026-05-01-add-rate-limiting"
+
+
+def test_after_the_cause_of_a_fallback_is_fixed_a_rerun_creates_the_worktree(home_repo):
+    _fallen_back(home_repo)
+    res = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    wt = home_repo / ".claude" / "worktrees" / FALLBACK_ID
+    moved = wt / "docs" / "plans" / FALLBACK_ID
+    assert res.json == {
+        "ok": True,
+        "command": "worktrees",
+        "id": FALLBACK_ID,
+        "mode": "single",
+        "plan_dir": str(moved),
+        "repos": [
+            {
+                "name": "home",
+                "path": str(home_repo),
+                "worktree": str(wt),
+                "branch": FALLBACK_ID,
+                "status": "created",
+                "reason": None,
+            }
+        ],
+        "repos_md_updated": False,
+        "warnings": [],
+    }
+    assert (moved / "task.md").read_text() == "# Task\n"  # the plan dir moved, not lost
+    assert status(home_repo) == "" and not (home_repo / "docs").exists()
+    phase = run_cli("phase", FALLBACK_ID, "--json", cwd=home_repo).json
+    assert (phase["plan_dir"], phase["resume_at"]) == (str(moved), "QUESTION")
+
+
+def test_a_fallen_back_main_tree_holding_other_work_stays_in_place(home_repo):
+    plan = _fallen_back(home_repo)
+    write(home_repo / "src" / "limits.py", "LIMIT = 10\n")  # work done in the main tree
+    res = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    home = res.json["repos"][0]
+    assert (home["status"], home["reason"], home["worktree"]) == (
+        "fallback",
+        "in-place",
+        str(home_repo),
+    )
+    assert res.json["plan_dir"] == str(plan)
+    assert res.json["warnings"] == [
+        "home: the plan dir lives in the main tree (the home worktree fell back at `new`), which "
+        "also holds uncommitted changes (src/limits.py); a worktree would strand that work "
+        "there, so home stays in the main tree (commit or move that work, then run this again "
+        "for a worktree)"
+    ]
+    assert (plan / "task.md").is_file() and (home_repo / "src" / "limits.py").is_file()
+    assert not (home_repo / ".claude" / "worktrees" / FALLBACK_ID).exists()
+    assert worktree_paths(home_repo) == [str(home_repo)]
+
+
+def test_new_run_again_after_the_fix_also_moves_the_plan_dir_into_the_worktree(home_repo):
+    _fallen_back(home_repo)
+    res = run_cli("new", "Add rate limiting", "--id", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    wt = home_repo / ".claude" / "worktrees" / FALLBACK_ID
+    moved = wt / "docs" / "plans" / FALLBACK_ID
+    assert (res.json["home"]["status"], res.json["plan_dir"]) == ("created", str(moved))
+    assert (moved / "task.md").read_text() == "# Task\n"
+    assert status(home_repo) == "" and not (home_repo / "docs").exists()
+
+
 def test_a_refused_home_leaves_every_secondary_as_it_was(workspace, home_repo, topic):
     # The home repo's step runs alongside the others: its refusal must still
     # leave no secondary worktree, branch or record behind.

@@ -60,7 +60,14 @@ def pr_cleanup_cmd(
             help="After the prune: expire unreachable reflog entries and gc --prune=now (repo-wide).",
         ),
     ] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm --abandon without a prompt.")] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="Confirm --abandon without a prompt; or let the content proof alone stand "
+            "when gh knows no merged PR from this repository.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
     ] = False,
@@ -87,6 +94,7 @@ def pr_cleanup_cmd(
             delete_remote=delete_remote,
             reclaim=reclaim,
             confirmed=_confirm(target, abandon, yes, dry_run),
+            yes=yes,
             dry_run=dry_run,
             wait=wait,
             line_timeout=line_timeout,

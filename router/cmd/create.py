@@ -110,12 +110,25 @@ def init_cmd(
             "to .claude/settings.local.json (kept out of git status).",
         ),
     ] = False,
+    write_examples: Annotated[
+        bool,
+        typer.Option(
+            "--write-examples",
+            help="Write .worktreeinclude and .teamteardown.example into the repo (commit them); "
+            "by default they go under the git dir and the work tree stays clean.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Prepare this repo: info/exclude lines, example .worktreeinclude and .teamteardown.example."""
+    """Prepare this repo: info/exclude lines; example .worktreeinclude and .teamteardown.example."""
     from router.setup import init_repo
 
-    emit("init", as_json, lambda: init_repo(cwd_of(ctx), allow_agent=allow_agent), _init_text)
+    emit(
+        "init",
+        as_json,
+        lambda: init_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
+        _init_text,
+    )
 
 
 def _init_text(result) -> str:

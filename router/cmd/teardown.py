@@ -49,6 +49,14 @@ def teardown_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
     ] = False,
+    remove_reused: Annotated[
+        bool,
+        typer.Option(
+            "--remove-reused",
+            help="Also remove a checkout and delete a branch team-router did not create "
+            "(`new` reused them); without it they are kept.",
+        ),
+    ] = False,
     line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
     wait: WaitOption = DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -66,6 +74,7 @@ def teardown_cmd(
                 integrate=integrate,
                 force=force,
                 dry_run=dry_run,
+                remove_reused=remove_reused,
                 wait=wait,
                 line_timeout=line_timeout,
                 echo=line_echo(as_json),
@@ -76,7 +85,10 @@ def teardown_cmd(
 
 
 def _teardown_text(result) -> str:
-    head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
+    if result.refusal is not None:
+        head = "Refused (nothing was removed in any repo); the plan"
+    else:
+        head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
     lines = [f"{head} of {result.id}"]
     for repo in result.repos:
         lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
@@ -87,6 +99,13 @@ def _teardown_text(result) -> str:
     for kept in result.kept:
         lines.append(f"kept ({kept.reason}): {kept.path}")
         lines += _file_lines(kept.files)
+    if result.refusal is not None:
+        blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
+        lines.append(
+            f"teardown of {result.id} refused: {len(blockers)} refused step(s) above; fix each, "
+            f"then run it again [{result.refusal['code']}]"
+        )
+        return "\n".join(lines)
     if not result.swept and not result.kept:
         lines.append("no residue found")
     if result.error is not None:
