@@ -161,10 +161,9 @@ def _repos_to_check(home: Repo) -> tuple[list[Repo], list[str]]:
 def _records(repo: Repo) -> list[state.TopicRecord]:
     found = []
     for topic_id in state.list_records(repo.common_dir):
-        with contextlib.suppress(state.RecordCorrupt):
-            record = state.read_record(repo.common_dir, topic_id)
-            if record is not None:
-                found.append(record)
+        record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: its own check
+        if record is not None:
+            found.append(record)
     return found
 
 
@@ -346,18 +345,13 @@ def _record_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]
     return found
 
 
-def _torn_down(record: state.TopicRecord) -> bool:
-    # Teardown keeps the record, marked complete, so a second teardown still
-    # knows the topic and exits 0: that is a tombstone, not an inconsistency.
-    info = record.extra.get("teardown")
-    return isinstance(info, dict) and info.get("complete") is True
-
-
 def _record_checks(repo: Repo, record: state.TopicRecord, path: Path) -> list[_Problem]:
-    if _torn_down(record):
+    if record.torn_down:
+        # Teardown keeps the record, marked complete, so a second teardown still
+        # knows the topic and exits 0: that is a tombstone, not an inconsistency.
         return []
     if record.worktree is None:
-        if "claim" in record.steps and "record" not in record.steps:
+        if record.creating:
             detail = (
                 f"creation stopped after {record.steps[-1]!r}; run the same `team-router new` or "
                 "`team-router worktrees` again to finish it"
@@ -532,10 +526,7 @@ def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:
 
 
 def _recorded_branch(repo: Repo, topic_id: str) -> str | None:
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt:
-        return None  # reported as record-corrupt by its own check
+    record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: its own check
     return record.branch if record is not None else None
 
 

@@ -146,11 +146,7 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
 
     home_worktree = plan.checkout if os.path.realpath(plan.checkout) != str(repo.primary) else None
     branch = plan.id
-    try:
-        record = state.read_record(repo.common_dir, plan.id)
-    except state.RecordCorrupt as exc:
-        warnings.append(f"{exc.path}: {exc.reason}; the record is not trusted")
-        record = None
+    record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
     if record is not None:
         branch = record.branch or branch
     found = {"home": TopicRepo("home", str(repo.primary), home_worktree, branch)}
@@ -236,15 +232,22 @@ def worktree_exists(repo: Repo, plan: PlanDir) -> bool:
     return root != str(repo.primary) and os.path.isdir(root)
 
 
-def assess(repo: Repo, plan: PlanDir) -> tuple[Resume, a.Inventory, list[str]]:
-    """Inventory plus inference for one topic; every problem is a warning, never a crash."""
+def assess(
+    repo: Repo, plan: PlanDir, repos: list[TopicRepo] | None = None
+) -> tuple[Resume, a.Inventory, list[str]]:
+    """Inventory plus inference for one topic; every problem is a warning, never a crash.
+
+    ``repos``: the topic's repos when the caller has them already (computed
+    twice, their warnings would be printed twice).
+    """
     inv = a.inventory(plan.dir, plan.id)
     warnings = list(inv.warnings)
-    repos: list[TopicRepo] = []
+    found: list[TopicRepo] = [] if repos is None else list(repos)
 
     def commits() -> bool:
-        repos.extend(topic_repos(repo, plan, warnings))
-        return any_commits(repos)
+        if repos is None and not found:
+            found.extend(topic_repos(repo, plan, warnings))
+        return any_commits(found)
 
     resume = infer(
         inv,
@@ -306,9 +309,12 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
     from router.render import render
 
     repo, plan = resolve(cwd, target)
-    resume, inv, warnings = assess(repo, plan)
+    repo_warnings: list[str] = []
+    repos = topic_repos(repo, plan, repo_warnings)
+    resume, inv, warnings = assess(repo, plan, repos)
+    warnings += repo_warnings
     expects = expected_artifacts(resume, inv, plan)
-    request = kept_request(repo, plan, warnings) if resume.resume_at == QUESTION else None
+    request = kept_request(repo, plan) if resume.resume_at == QUESTION else None
     brief = render(
         f"briefs/{resume.resume_at.lower()}.md.j2",
         id=plan.id,
@@ -322,7 +328,7 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
         inv=inv,
         design_round=a.next_round(inv.design_reviews),
         review_round=a.next_round(inv.reviews),
-        repos=topic_repos(repo, plan, warnings),
+        repos=repos,
         missing=missing_worktrees(plan, warnings) if resume.resume_at == STRUCTURE else [],
         expects=[str(p) for p in expects],
         request=request,
@@ -331,15 +337,12 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
     return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request)
 
 
-def kept_request(repo: Repo, plan: PlanDir, warnings: list[str]) -> str | None:
+def kept_request(repo: Repo, plan: PlanDir) -> str | None:
     """The description ``new`` kept in the topic's record, or None (no record, or unreadable)."""
     from router import state
 
-    try:
-        record = state.read_record(repo.common_dir, plan.id)
-    except state.RecordCorrupt as exc:
-        warnings.append(f"{exc.path}: {exc.reason}; the request it kept is not shown")
-        return None
+    # A corrupt record is already named by topic_repos' warning: not a second time.
+    record = state.read_record_or_none(repo.common_dir, plan.id)
     return record.description if record is not None else None
 
 

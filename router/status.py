@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import phases
-from router.discovery import by_id, candidates
+from router.discovery import by_id, candidates, home_repo
 from router.git import Git, GitError
 from router.workspace import open_repo
 
@@ -57,13 +57,14 @@ class StatusResult:
 
 def topics_status(cwd: Path) -> StatusResult:
     """Every topic with a plan dir in the home repo (primary clone or any worktree)."""
-    repo = open_repo(cwd)
+    repo = home_repo(open_repo(cwd))
     warnings: list[str] = []
     topics = []
     for topic_id, plan in sorted(by_id(candidates(repo)).items()):
-        resume, _inv, found = phases.assess(repo, plan)
-        warnings += found
-        repos = phases.topic_repos(repo, plan, warnings)
+        repo_warnings: list[str] = []
+        repos = phases.topic_repos(repo, plan, repo_warnings)
+        resume, _inv, found = phases.assess(repo, plan, repos)
+        warnings += found + repo_warnings
         topics.append(TopicState(topic_id, plan.path, resume, tuple(_repo_state(r) for r in repos)))
     return StatusResult(repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)))
 

@@ -112,16 +112,11 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
 
 
 def _home_record(home: Repo, topic_id: str, warnings: list[str]) -> state.TopicRecord | None:
-    try:
-        return state.read_record(home.common_dir, topic_id)
-    except state.RecordCorrupt as exc:
-        warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
-        return None
+    return state.read_record_or_none(home.common_dir, topic_id, warnings)
 
 
 def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
-    value = record.extra.get("temp_paths") if record else None
-    return [str(p) for p in value] if isinstance(value, list) else []
+    return list(record.temp_paths) if record else []
 
 
 def _repos_md(plan_dir: Path) -> ReposFile | None:
@@ -205,11 +200,7 @@ def _secondary(
         return RepoTarget(
             name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}"
         )
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt as exc:
-        warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
-        return RepoTarget(name, repo.primary, branch, worktree, repo, None)
+    record = state.read_record_or_none(repo.common_dir, topic_id, warnings)
     if record is not None:
         branch = record.branch or branch
         worktree = Path(record.worktree) if record.worktree else worktree
