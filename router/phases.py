@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from router.discovery import PlanDir
-    from router.workspace import Repo
+    from router.workspace import DefaultBranch, Repo
 
 WORKTREE, QUESTION, RESEARCH, DESIGN = "WORKTREE", "QUESTION", "RESEARCH", "DESIGN"
 STRUCTURE, PLAN, IMPLEMENT, PR = "STRUCTURE", "PLAN", "IMPLEMENT", "PR"
@@ -144,7 +144,8 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
     from router import state
     from router.plan import worktree_lines
 
-    home_worktree = plan.checkout if os.path.realpath(plan.checkout) != str(repo.primary) else None
+    # plan.checkout is a realpath already (discovery resolves every root once).
+    home_worktree = plan.checkout if plan.checkout != str(repo.primary) else None
     branch = plan.id
     record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
     if record is not None:
@@ -180,8 +181,58 @@ def location(topic_repo: TopicRepo) -> tuple[str | None, str]:
     return None, ""
 
 
-def commits_ahead(topic_repo: TopicRepo) -> int | None:
-    """Commits of the topic's work since its merge-base with the default branch; None: unknown."""
+class RepoRefs:
+    """Each repo's branch tips and default branch, read once per command (one for-each-ref).
+
+    ``status`` asks for every topic of a repo: without this it started about
+    3.5 git processes per topic, worktree or not (1,752 for 500 topics).
+    Refs are shared by every worktree of a repo, so a repo is keyed by its
+    primary clone.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[DefaultBranch | None, dict[str, str]]] = {}
+        self._ahead: dict[tuple[str, str], int | None] = {}
+
+    def of(self, primary: str) -> tuple[DefaultBranch | None, dict[str, str]]:
+        """(default branch, ref -> commit) of the repo whose primary clone is ``primary``."""
+        from pathlib import Path
+
+        from router.git import Git
+        from router.workspace import default_branch
+
+        if primary in self._known:
+            return self._known[primary]
+        key = os.path.realpath(primary)
+        if key not in self._known:
+            git = Git(Path(key))
+            tips = git.ref_tips("refs/remotes/origin/", "refs/heads/")
+            default = default_branch(git, {name: symref for name, (_sha, symref) in tips.items()})
+            self._known[key] = (default, {name: sha for name, (sha, _s) in tips.items()})
+        self._known[primary] = self._known[key]
+        return self._known[key]
+
+    def ahead(self, where: str, rev: str, count: Callable[[], int | None]) -> int | None:
+        """Commits ahead of ``rev`` in ``where``, counted once per command."""
+        if (where, rev) not in self._ahead:
+            self._ahead[(where, rev)] = count()
+        return self._ahead[(where, rev)]
+
+
+def commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> int | None:
+    """Commits of the topic's work since its merge-base with the default branch; None: unknown.
+
+    With ``refs`` (the repo's refs read once for the command) a topic without a
+    worktree costs no git process unless its branch exists and has moved, and
+    no count is asked of git twice.
+    """
+    if refs is None:
+        return _commits_ahead(topic_repo, None)
+    where, rev = location(topic_repo)
+    return refs.ahead(where or "", rev, lambda: _commits_ahead(topic_repo, refs))
+
+
+def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
     from pathlib import Path
 
     from router.git import Git, GitError
@@ -192,7 +243,14 @@ def commits_ahead(topic_repo: TopicRepo) -> int | None:
         return None
     git = Git(Path(where))
     try:
-        default = default_branch(git)
+        if refs is not None and topic_repo.path and os.path.isdir(topic_repo.path):
+            default, tips = refs.of(topic_repo.path)
+            if rev != "HEAD" and default is not None:
+                tip = tips.get(rev)
+                if tip is None or tip == tips.get(default.best_ref):
+                    return 0  # no branch, or one still at the default tip: nothing of its own
+        else:
+            default = default_branch(git)
         if default is None:
             return None
         counted = git.run("rev-list", "--count", f"{default.best_ref}..{rev}", "--", check=False)
@@ -205,9 +263,9 @@ def commits_ahead(topic_repo: TopicRepo) -> int | None:
         return None
 
 
-def any_commits(repos: list[TopicRepo]) -> bool:
+def any_commits(repos: list[TopicRepo], refs: RepoRefs | None = None) -> bool:
     """The IMPLEMENT signal: >= 1 commit since the merge-base, in any repo of the topic."""
-    return any((commits_ahead(r) or 0) > 0 for r in repos)
+    return any((commits_ahead(r, refs) or 0) > 0 for r in repos)
 
 
 def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
@@ -228,12 +286,15 @@ def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
 
 
 def worktree_exists(repo: Repo, plan: PlanDir) -> bool:
-    root = os.path.realpath(plan.checkout)
-    return root != str(repo.primary) and os.path.isdir(root)
+    # plan.checkout is a realpath already (discovery resolves every root once).
+    return plan.checkout != str(repo.primary) and os.path.isdir(plan.checkout)
 
 
 def assess(
-    repo: Repo, plan: PlanDir, repos: list[TopicRepo] | None = None
+    repo: Repo,
+    plan: PlanDir,
+    repos: list[TopicRepo] | None = None,
+    refs: RepoRefs | None = None,
 ) -> tuple[Resume, a.Inventory, list[str]]:
     """Inventory plus inference for one topic; every problem is a warning, never a crash.
 
@@ -247,7 +308,7 @@ def assess(
     def commits() -> bool:
         if repos is None and not found:
             found.extend(topic_repos(repo, plan, warnings))
-        return any_commits(found)
+        return any_commits(found, refs)
 
     resume = infer(
         inv,

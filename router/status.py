@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,20 +61,32 @@ def topics_status(cwd: Path) -> StatusResult:
     """Every topic with a plan dir in the home repo (primary clone or any worktree)."""
     repo = home_repo(open_repo(cwd))
     warnings: list[str] = []
+    refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
+    plans = sorted(by_id(candidates(repo)).items())
+    repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
+    flat = [r for repos in repos_of for r in repos]
+    for r in flat:
+        if r.path and os.path.isdir(r.path):
+            refs.of(r.path)  # read once, before the workers share it
+    # git answers only for the topics that have a worktree (or a moved branch);
+    # those few questions run side by side.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        states = dict(
+            zip(map(id, flat), pool.map(lambda r: _repo_state(r, refs), flat), strict=True)
+        )
     topics = []
-    for topic_id, plan in sorted(by_id(candidates(repo)).items()):
-        repo_warnings: list[str] = []
-        repos = phases.topic_repos(repo, plan, repo_warnings)
-        resume, _inv, found = phases.assess(repo, plan, repos)
-        warnings += found + repo_warnings
-        topics.append(TopicState(topic_id, plan.path, resume, tuple(_repo_state(r) for r in repos)))
+    for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
+        resume, _inv, found = phases.assess(repo, plan, repos, refs)
+        warnings += found
+        topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
     return StatusResult(repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)))
 
 
-def _repo_state(topic_repo: phases.TopicRepo) -> RepoState:
+def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
     where, rev = phases.location(topic_repo)
     worktree = where if rev == "HEAD" else None
-    return RepoState(topic_repo.name, worktree, _dirty(worktree), phases.commits_ahead(topic_repo))
+    ahead = phases.commits_ahead(topic_repo, refs)
+    return RepoState(topic_repo.name, worktree, _dirty(worktree), ahead)
 
 
 def _dirty(worktree: str | None) -> bool | None:
