@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -27,9 +26,6 @@ from router.workspace import WORKTREES_DIR, Repo, contain_all, open_repo
 
 _LIST_SHOWN = 5
 _PASSES = 3
-_SECTION_LINE = re.compile(
-    r"^\s*[-*+]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(?P<path>\S.*?)\s*$"
-)
 
 
 class Kind(StrEnum):
@@ -492,14 +488,9 @@ class _Places:
 
 
 def _section_lines(parsed) -> dict[str, str]:
-    from router.plan import worktrees_section_lines
+    from router.plan import worktree_lines
 
-    listed: dict[str, str] = {}
-    for line in worktrees_section_lines(parsed):
-        match = _SECTION_LINE.match(line)
-        if match:
-            listed.setdefault(match["name"], match["path"].strip("`"))
-    return listed
+    return {line.name: line.path for line in worktree_lines(parsed)}
 
 
 def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:

@@ -156,7 +156,7 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
             found[entry.name] = TopicRepo(entry.name, entry.path, entry.worktree, plan.id)
     text = _read_text(plan.path / a.REPOS)
     for line in worktree_lines(text) if text else ():
-        if line.name != "home":
+        if line.name != "home" and line.placed is not None:
             known = found.get(line.name)
             found[line.name] = TopicRepo(
                 line.name, known.path if known else None, line.path, plan.id
@@ -281,7 +281,7 @@ def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
     except RouterError as exc:
         warnings.append(f"{path}: {exc.message}")
         return []
-    placed = {ln.name for ln in worktree_lines(parsed.text) if os.path.exists(ln.path)}
+    placed = {ln.name for ln in worktree_lines(parsed) if ln.placed and ln.placed.exists()}
     return [s.name for s in parsed.secondaries if s.name not in placed]
 
 

@@ -7,7 +7,6 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +15,10 @@ from router.discovery import resolve
 from router.errors import BadInput, RouterError
 from router.ids import ID_RE, branch_for
 from router.localstate import read_temp_paths
-from router.plan import REPOS_MD, ReposFile, read_repos_md, worktrees_section_lines
+from router.plan import REPOS_MD, ReposFile, read_repos_md, worktree_lines
 from router.workspace import Containment, Repo, contain_all, open_repo
 
 HOME = "home"
-_WORKTREE_LINE = re.compile(r"^\s*[-*+]\s+(?P<name>[a-z0-9][a-z0-9-]*):\s+(?P<path>/.*?)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,16 +122,6 @@ def _repos_md(plan_dir: Path) -> ReposFile | None:
     return read_repos_md(path) if path.is_file() else None
 
 
-def worktree_lines(parsed: ReposFile) -> dict[str, Path]:
-    """``name -> path`` from the ``## Worktrees`` section of ``repos.md``."""
-    found: dict[str, Path] = {}
-    for line in worktrees_section_lines(parsed):
-        match = _WORKTREE_LINE.match(line)
-        if match:
-            found.setdefault(match["name"], Path(match["path"]))
-    return found
-
-
 def _targets(
     home: Repo,
     topic_id: str,
@@ -142,7 +130,7 @@ def _targets(
     warnings: list[str],
 ) -> tuple[RepoTarget, ...]:
     """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
-    listed = worktree_lines(parsed) if parsed else {}
+    listed = {ln.name: ln.placed for ln in (worktree_lines(parsed) if parsed else ()) if ln.placed}
     entries = {e.name: e for e in record.repos} if record else {}
     order: list[tuple[str, Path | None]] = [(HOME, home.primary)]
     if parsed:
