@@ -140,28 +140,25 @@ the checkout that carries the topic's work (str | None), and its branch."""
 
 
 def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRepo]:
-    """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names."""
+    """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names
+    (:func:`router.topicmodel.repo_places` decides, for every command alike)."""
     from router import state
     from router.plan import worktree_lines
+    from router.topicmodel import repo_places
 
     # plan.checkout is a realpath already (discovery resolves every root once).
     home_worktree = plan.checkout if plan.checkout != str(repo.primary) else None
-    branch = plan.id
     record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
-    if record is not None:
-        branch = record.branch or branch
-    found = {"home": TopicRepo("home", str(repo.primary), home_worktree, branch)}
-    for entry in record.repos if record is not None else ():
-        if entry.name != "home":
-            found[entry.name] = TopicRepo(entry.name, entry.path, entry.worktree, plan.id)
     text = _read_text(plan.path / a.REPOS)
-    for line in worktree_lines(text) if text else ():
-        if line.name != "home" and line.placed is not None:
-            known = found.get(line.name)
-            found[line.name] = TopicRepo(
-                line.name, known.path if known else None, line.path, plan.id
-            )
-    return list(found.values())
+    places = repo_places(
+        repo.primary, home_worktree, record, (), worktree_lines(text) if text else ()
+    )
+    # The home's branch is the one its record names (a reused checkout keeps its own).
+    home_branch = (record.branch if record is not None else None) or plan.id
+    return [
+        TopicRepo(p.name, p.primary, p.worktree, home_branch if p.is_home else plan.id)
+        for p in places
+    ]
 
 
 def _read_text(path: Path) -> str | None:

@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import state
-from router.discovery import resolve
+from router.discovery import home_repo, resolve
 from router.errors import BadInput, RouterError
 from router.ids import ID_RE, branch_for
 from router.localstate import read_temp_paths
 from router.plan import REPOS_MD, ReposFile, read_repos_md, worktree_lines
+from router.topicmodel import HOME, repo_places
 from router.workspace import Containment, Repo, contain_all, open_repo
-
-HOME = "home"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +86,8 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
     topic_id = Path(target).name if not ID_RE.fullmatch(target) else target
     if not ID_RE.fullmatch(topic_id):
         raise original
-    home = open_repo(cwd)
+    # From a secondary repo its record names the home, where the home record is.
+    home = home_repo(open_repo(cwd), topic_id)
     warnings: list[str] = []
     record = _home_record(home, topic_id, warnings)
     if record is None or record.repo != HOME:
@@ -130,21 +130,16 @@ def _targets(
     warnings: list[str],
 ) -> tuple[RepoTarget, ...]:
     """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
-    listed = {ln.name: ln.placed for ln in (worktree_lines(parsed) if parsed else ()) if ln.placed}
+    lines = worktree_lines(parsed) if parsed else []
+    listed = {ln.name: ln.placed for ln in lines if ln.placed}
     entries = {e.name: e for e in record.repos} if record else {}
-    order: list[tuple[str, Path | None]] = [(HOME, home.primary)]
-    if parsed:
-        order += [(s.name, s.path) for s in parsed.secondaries]
-    order += [(n, Path(e.path)) for n, e in entries.items() if n not in {o[0] for o in order}]
-    jobs = []
-    for name, path in order[1:]:
-        recorded = entries.get(name)
-        worktree = listed.get(name) or (
-            Path(recorded.worktree) if recorded and recorded.worktree else None
-        )
-        where = path or (Path(recorded.path) if recorded else None)
-        if where is not None:
-            jobs.append((name, where, worktree))
+    in_repos_md = [(s.name, s.path) for s in parsed.secondaries] if parsed else []
+    places = repo_places(home.primary, None, record, in_repos_md, lines)
+    jobs = [
+        (p.name, Path(p.primary), Path(p.worktree) if p.worktree else None)
+        for p in places[1:]
+        if p.primary is not None  # only the section names it: no repo to act on
+    ]
     verdicts = contain_all([path for _, path, _ in jobs], home)
     secondaries = _parallel(
         lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),

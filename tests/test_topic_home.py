@@ -101,3 +101,15 @@ def test_a_secondary_with_a_home_that_is_gone_answers_for_itself(topic, tmp_path
     got = run_cli("phase", "--json", cwd=topic.repos["api"])
     assert got.code != 0 or got.json["plan_dir"] != str(topic.plan_dir)
     assert "Traceback" not in got.err
+
+
+@pytest.mark.parametrize("plan_dir_gone", [False, True])
+def test_teardown_from_a_secondary_plans_the_whole_topic_as_the_home_does(topic, plan_dir_gone):
+    if plan_dir_gone:
+        # After the plan dir is gone only the home record knows the topic's repos.
+        subprocess.run(["rm", "-rf", str(topic.plan_dir)], check=True)
+    home = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.home)
+    assert home.code == 0, home.out + home.err
+    assert [r["name"] for r in home.json["repos"]] == ["home", "api"]
+    got = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.repos["api"])
+    assert (got.code, got.json) == (0, home.json)
