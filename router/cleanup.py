@@ -1032,20 +1032,19 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
             )
     found = survey(repo, branch, ask_remote=True)
     warnings.extend(found.notes)
-    warnings.extend(_other_repos(found))
+    warnings.extend(_other_repos(repo, found))
     return found
 
 
-def _other_repos(found: Survey) -> list[str]:
+def _other_repos(repo: Repo, found: Survey) -> list[str]:
     """pr-cleanup works in one repo; a multi-repo topic's other worktrees are named, not touched."""
+    from router.topicmodel import repo_places
+
     record = found.record
     if record is None or record.repo != "home":
         return []
-    names = [
-        e.name
-        for e in record.repos
-        if e.name != "home" and e.worktree and os.path.isdir(e.worktree)
-    ]
+    places = repo_places(repo.primary, None, record)[1:]
+    names = [p.name for p in places if p.worktree and os.path.isdir(p.worktree)]
     if not names:
         return []
     return [

@@ -22,6 +22,7 @@ from router import holders, state
 from router.errors import BadInput
 from router.git import GitError, WorktreeEntry, unique_commits
 from router.ids import ID_RE
+from router.topicmodel import repo_places
 from router.workspace import WORKTREES_DIR, Repo, contain_all, open_repo
 
 _LIST_SHOWN = 5
@@ -139,18 +140,18 @@ def _repos_to_check(home: Repo) -> tuple[list[Repo], list[str]]:
     repos = [home]
     warnings: list[str] = []
     listed = [
-        (record.id, entry)
+        (record.id, place.name, Path(place.primary))
         for record in _records(home)
         if record.repo == "home"
-        for entry in record.repos
-        if entry.name != "home"
+        for place in repo_places(home.primary, None, record)[1:]
+        if place.primary is not None
     ]
-    verdicts = contain_all([Path(entry.path) for _, entry in listed], home)
-    for (topic_id, entry), verdict in zip(listed, verdicts, strict=True):
+    verdicts = contain_all([path for _, _, path in listed], home)
+    for (topic_id, name, _path), verdict in zip(listed, verdicts, strict=True):
         if verdict.repo is not None:
             repos.append(verdict.repo)
         elif verdict.reason != "duplicate":  # another topic's record names the same repo
-            warnings.append(f"{topic_id}: {entry.name} not checked: {verdict.detail}")
+            warnings.append(f"{topic_id}: {name} not checked: {verdict.detail}")
     return repos, warnings
 
 
