@@ -168,6 +168,8 @@ def home_repo(repo: Repo, target: str | None = None) -> Repo:
     """
     from pathlib import Path
 
+    if target is None and _answers_here(repo):
+        return repo
     homes, exact = home_paths(str(repo.common_dir), str(repo.checkout.toplevel), target)
     if not homes or (not exact and candidates(repo)):
         return repo
@@ -175,6 +177,16 @@ def home_repo(repo: Repo, target: str | None = None) -> Repo:
     if not opened:
         return repo
     return max(opened, key=lambda r: (newest(candidates(r)) or PlanDir("", "", "", -1.0)).mtime)
+
+
+def _answers_here(repo: Repo) -> bool:
+    """The checkout holds plan dirs of its own: a home answers for itself, and no record
+    needs reading (a home with 500 topics pays one listdir for this, on every `phase`)."""
+    try:
+        names = os.listdir(os.path.join(repo.checkout.toplevel, PLANS_DIR))
+    except OSError:
+        return False
+    return any(ID_RE.fullmatch(n) for n in names)
 
 
 def home_paths(common_dir: str, toplevel: str, target: str | None) -> tuple[list[str], bool]:
@@ -186,9 +198,10 @@ def home_paths(common_dir: str, toplevel: str, target: str | None) -> tuple[list
     """
     from router.state import secondary_homes
 
-    homes = secondary_homes(common_dir)
     if target is not None:
+        homes = secondary_homes(common_dir, only=target)
         return ([homes[target][0]], True) if target in homes else ([], False)
+    homes = secondary_homes(common_dir)
     here = os.path.realpath(toplevel)
     for home, worktree in homes.values():
         if worktree and os.path.realpath(worktree) == here:

@@ -439,18 +439,21 @@ def _record_lock(common_dir: Path, topic_id: str, wait: float) -> Iterator[None]
         lock.release()
 
 
-def secondary_homes(common_dir: str | os.PathLike[str]) -> dict[str, tuple[str, str | None]]:
+def secondary_homes(
+    common_dir: str | os.PathLike[str], only: str | None = None
+) -> dict[str, tuple[str, str | None]]:
     """Topic id -> (home primary clone, this repo's worktree) for each topic this repo is a
-    secondary of (its record names the home).
+    secondary of (its record names the home); ``only``: that topic's record alone.
 
     Read straight from the files, without the lock: the session-start hook asks
     this from a secondary repo. Unreadable records are skipped (doctor reports them).
     """
     folder = os.path.join(common_dir, STATE_DIR, "topics")
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        names = [f"{only}.json"] if only else sorted(os.listdir(folder))
     except OSError:
         return {}
+    names = [n for n in names if n.endswith(".json")]
     found: dict[str, tuple[str, str | None]] = {}
     for name in names:
         topic_id = name[: -len(".json")]
