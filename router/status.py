@@ -65,15 +65,18 @@ def topics_status(cwd: Path) -> StatusResult:
     plans = sorted(by_id(candidates(repo)).items())
     repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
     flat = [r for repos in repos_of for r in repos]
-    for r in flat:
-        if r.path and os.path.isdir(r.path):
-            refs.of(r.path)  # read once, before the workers share it
-    # git answers only for the topics that have a worktree (or a moved branch);
-    # those few questions run side by side.
+    for path in dict.fromkeys(r.path for r in flat if r.path):
+        if os.path.isdir(path):
+            refs.of(path)  # read once, before the workers share it
+    # git answers for the topics that have a worktree (or a moved branch): those
+    # few questions run side by side; the refs answer for every other topic.
+    in_worktrees = [r for r in flat if phases.location(r)[1] == "HEAD"]
     with ThreadPoolExecutor(max_workers=8) as pool:
-        states = dict(
-            zip(map(id, flat), pool.map(lambda r: _repo_state(r, refs), flat), strict=True)
-        )
+        asked = pool.map(lambda r: _repo_state(r, refs), in_worktrees)
+        states = dict(zip(map(id, in_worktrees), asked, strict=True))
+    for r in flat:
+        if id(r) not in states:
+            states[id(r)] = _repo_state(r, refs)
     topics = []
     for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
         resume, _inv, found = phases.assess(repo, plan, repos, refs)
