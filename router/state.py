@@ -55,7 +55,8 @@ def write_atomic(path: Path, text: str) -> None:
 # -- records ------------------------------------------------------------------
 
 # 1: the untyped ``extra`` object (temp_paths, teardown, restored, included,
-#    integrating, removing, pr_cleanup); 2: named fields, ``home`` on secondaries.
+#    integrating, removing, pr_cleanup, host_removal); 2: named fields, ``home``
+#    on secondaries.
 SCHEMA = 2
 
 
@@ -148,6 +149,16 @@ class Removal:
 
 
 @dataclass(frozen=True, slots=True)
+class HostRemoval:
+    """What the host's last removal of the topic's worktree (``hook worktree-remove``) did:
+    the host cannot show our output, so doctor and people read it here."""
+
+    worktree: str
+    outcome: str  # removed | kept | snapshotted
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TopicRecord:
     id: str
     repo: str  # the repo's name in the topic ("home" for the home repo)
@@ -175,9 +186,9 @@ class TopicRecord:
     restored: Restored | None = None
     integrating: Picking | None = None
     removing: Removal | None = None
-    pr_cleanup_mode: str | None = (
-        None  # how the last pr-cleanup ended the branch (merged/abandoned)
-    )
+    # How the last pr-cleanup ended the branch (merged or abandoned).
+    pr_cleanup_mode: str | None = None
+    host_removal: HostRemoval | None = None
     schema: int = SCHEMA
 
     @property
@@ -214,7 +225,7 @@ class TopicRecord:
         """A record from its JSON (any schema); ValueError/TypeError when a field has the wrong shape."""
         data = _upgrade(data)
         repos = tuple(RepoEntry(**r) for r in data.get("repos", []))
-        nested = {"repos", "teardown", "restored", "integrating", "removing"}
+        nested = {"repos", "teardown", "restored", "integrating", "removing", "host_removal"}
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in nested}
         for key in ("steps", "included", "temp_paths"):
             if not isinstance(known.get(key, []), list):
@@ -227,6 +238,11 @@ class TopicRecord:
             restored=Restored(**data["restored"]) if data.get("restored") is not None else None,
             integrating=_picking_of(data.get("integrating")),
             removing=Removal(**data["removing"]) if data.get("removing") is not None else None,
+            host_removal=(
+                HostRemoval(**data["host_removal"])
+                if data.get("host_removal") is not None
+                else None
+            ),
         )
         _check_shape(record)
         return record
@@ -266,6 +282,16 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
         at = removing.get("at")
         valid_at = isinstance(at, int | float) and not isinstance(at, bool)
         out["removing"] = {"path": removing["path"], "at": float(at) if valid_at else 0.0}  # type: ignore[arg-type]
+    host = extra.get("host_removal")
+    if isinstance(host, dict) and all(
+        isinstance(host.get(k), str) for k in ("worktree", "outcome")
+    ):
+        detail = host.get("detail")
+        out["host_removal"] = {
+            "worktree": host["worktree"],
+            "outcome": host["outcome"],
+            "detail": detail if isinstance(detail, str) else "",
+        }
     mode = extra.get("pr_cleanup")
     if isinstance(mode, dict) and isinstance(mode.get("mode"), str):
         out["pr_cleanup_mode"] = mode["mode"]
@@ -315,6 +341,10 @@ def _check_shape(record: TopicRecord) -> None:
         isinstance(v, str) for v in astuple(record.restored)
     ):
         raise ValueError("restored must name a snapshot, a branch and a worktree")
+    if record.host_removal is not None and not all(
+        isinstance(v, str) for v in astuple(record.host_removal)
+    ):
+        raise ValueError("host_removal must name a worktree, an outcome and a detail")
     if record.removing is not None and not (
         isinstance(record.removing.path, str) and isinstance(record.removing.at, int | float)
     ):

@@ -82,6 +82,7 @@ def test_a_record_round_trips_every_field(tmp_path):
         integrating=state.Picking(ID, "main", "b" * 40, ("c" * 40,)),
         removing=state.Removal("/w", 1.5),
         pr_cleanup_mode="merged",
+        host_removal=state.HostRemoval("/w", "removed"),
     )
     state.write_record(tmp_path, record)
     assert state.read_record(tmp_path, ID) == record
@@ -253,6 +254,7 @@ OLD_RECORD = {
         "integrating": {"branch": ID, "target": "main", "tip": "b" * 40, "commits": ["c" * 40]},
         "removing": {"path": "/w", "at": 1.5},
         "pr_cleanup": {"mode": "merged"},
+        "host_removal": {"worktree": "/w", "outcome": "kept", "detail": "holds work"},
     },
 }
 
@@ -280,6 +282,7 @@ def test_a_schema_1_record_with_extra_reads_as_named_fields(tmp_path):
         integrating=state.Picking(ID, "main", "b" * 40, ("c" * 40,)),
         removing=state.Removal("/w", 1.5),
         pr_cleanup_mode="merged",
+        host_removal=state.HostRemoval("/w", "kept", "holds work"),
         schema=state.SCHEMA,
     )
 
@@ -313,6 +316,7 @@ NEW_BAD = [
     {"schema": 2, "integrating": {"branch": ID, "target": "main", "tip": "no", "commits": []}},
     {"schema": 2, "restored": {"snapshot": 1, "branch": "b", "worktree": "/w"}},
     {"schema": 2, "included": ".env"},
+    {"schema": 2, "host_removal": {"worktree": "/w", "outcome": 3}},
     {"schema": 99},
     {"extra": []},
 ]
