@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -11,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 ENV = {
     **os.environ,
@@ -56,17 +58,49 @@ def make_repo(parent: Path, name: str, files: int, size: int = 8192) -> Path:
     return repo
 
 
-def timed(fn: Callable[..., object], *args: object, **kwargs: object) -> float:
+class Timing(NamedTuple):
+    """One timed run: wall seconds, and the CPU seconds (user + system) of the processes it ran.
+
+    On a shared machine the wall time depends on what else runs; the CPU time
+    of the run's own processes (``RUSAGE_CHILDREN``: every child waited for,
+    with the descendants they waited for) is the steadier figure.
+    """
+
+    wall: float
+    cpu: float
+
+    def __str__(self) -> str:
+        return f"{self.wall * 1000:.0f} ms wall, {self.cpu * 1000:.0f} ms CPU"
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(fn: Callable[..., object], *args: object, **kwargs: object) -> Timing:
     # Flush what earlier (untimed) steps wrote or deleted, so neither side pays
     # for the other's disk writeback or discards.
     os.sync()
+    cpu = children_cpu()
     start = time.perf_counter()
     fn(*args, **kwargs)
-    return time.perf_counter() - start
+    return Timing(time.perf_counter() - start, children_cpu() - cpu)
 
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def median_timing(values: list[Timing]) -> Timing:
+    """Wall and CPU medians, each taken on its own."""
+    return Timing(median([v.wall for v in values]), median([v.cpu for v in values]))
+
+
+def load() -> str:
+    """The machine's load, printed with every figure (the lead re-measures on another)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 def workdir() -> Path:
@@ -80,5 +114,6 @@ def cleanup(path: Path) -> None:
 def verdict(label: str, ratio: float, target: float) -> int:
     """Print the figure as the last line; non-zero exit on a miss."""
     ok = ratio <= target
+    print(load())
     print(f"{label}: {ratio:.2f}x (target <= {target}x) {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

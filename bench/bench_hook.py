@@ -19,7 +19,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _fixture import ENV, cleanup, make_repo, median, sh, team_router, workdir
+from _fixture import (
+    ENV,
+    Timing,
+    children_cpu,
+    cleanup,
+    load,
+    make_repo,
+    median_timing,
+    sh,
+    team_router,
+    workdir,
+)
 
 TARGET_MS = 60.0
 ARTIFACTS = ("task.md", "questions.md", "research.md", "design.md", "structure.md", "plan.md")
@@ -97,22 +108,23 @@ def compile_package() -> None:
     sh(sys.executable, "-m", "compileall", "-q", str(Path(router.__file__).parent))
 
 
-def run_timed(argv: list[str], *, cwd: Path, stdin: str, runs: int) -> tuple[float, str]:
-    """Median wall ms of ``argv`` over ``runs`` (after one warm-up), and the last stdout."""
+def run_timed(argv: list[str], *, cwd: Path, stdin: str, runs: int) -> tuple[Timing, str]:
+    """Median wall and CPU time of ``argv`` over ``runs`` (after one warm-up), and the last stdout."""
     times = []
     out = ""
     for n in range(runs + 1):
+        cpu = children_cpu()
         start = time.perf_counter()
         proc = subprocess.run(
             argv, cwd=cwd, env=ENV, input=stdin, capture_output=True, text=True, check=False
         )
-        elapsed = (time.perf_counter() - start) * 1000
+        elapsed = Timing(time.perf_counter() - start, children_cpu() - cpu)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
         out = proc.stdout
         if n:
             times.append(elapsed)
-    return median(times), out
+    return median_timing(times), out
 
 
 def main() -> int:
@@ -124,7 +136,7 @@ def main() -> int:
         compile_package()
         _home, worktree, topic_id = build_topics(root, topics=50, worktrees=10)
         stdin = json.dumps({"cwd": str(worktree), "session_id": "bench", "source": "startup"})
-        ms, out = run_timed(
+        timing, out = run_timed(
             [*team_router(), "hook", "session-start"], cwd=worktree, stdin=stdin, runs=args.runs
         )
         context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
@@ -133,8 +145,10 @@ def main() -> int:
             raise SystemExit(f"unexpected notice: {context!r}")
     finally:
         cleanup(root)
+    ms = timing.wall * 1000
     ok = ms <= TARGET_MS
     print(f"hook session-start, 50 topics x 10 worktrees, median of {args.runs} runs")
+    print(f"{load()}; CPU {timing.cpu * 1000:.1f} ms")
     print(f"recovery hook: {ms:.1f} ms (target <= {TARGET_MS:.0f} ms) {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import sys
 
-from _fixture import cleanup, make_repo, median, sh, team_router, timed, verdict, workdir
+from _fixture import (
+    cleanup,
+    make_repo,
+    median,
+    median_timing,
+    sh,
+    team_router,
+    timed,
+    verdict,
+    workdir,
+)
 
 RUNS = 9
 
@@ -35,9 +45,12 @@ def main() -> int:
                     cwd=repo,
                 )
                 sh("git", "branch", "-D", branch, cwd=repo)
-        b, o = median(bare) * 1000, median(ours) * 1000
-        print(f"git worktree add -b: median {b:.0f} ms; team-router new: median {o:.0f} ms")
-        return verdict("new / git worktree add -b", o / b, 1.25)
+        print(f"git worktree add -b: median {median_timing(bare)}")
+        print(f"team-router new: median {median_timing(ours)}")
+        cpu = median([o.cpu / b.cpu for o, b in zip(ours, bare, strict=True)])
+        print(f"CPU new / git worktree add -b: {cpu:.2f}x")
+        wall = median([o.wall / b.wall for o, b in zip(ours, bare, strict=True)])
+        return verdict("new / git worktree add -b", wall, 1.25)
     finally:
         cleanup(root)
 

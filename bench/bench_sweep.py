@@ -94,11 +94,10 @@ def main() -> int:
         if left != sorted(os.listdir(b / ".claude" / "worktrees")):
             print("the two trees differ after the sweep")
             return 1
-        print(f"seed shell loop on {LEFTOVERS} leftovers: {base * 1000:.0f} ms")
-        print(
-            f"team-router sweep: {mine * 1000:.0f} ms (kept {len(kept['ours'])}, same as the loop)"
-        )
-        return verdict("sweep / shell loop", mine / base, 0.2)
+        print(f"seed shell loop on {LEFTOVERS} leftovers: {base}")
+        print(f"team-router sweep: {mine} (kept {len(kept['ours'])}, same as the loop)")
+        print(f"CPU sweep / shell loop: {mine.cpu / base.cpu:.2f}x")
+        return verdict("sweep / shell loop", mine.wall / base.wall, 0.2)
     finally:
         cleanup(root)
 

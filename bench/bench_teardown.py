@@ -27,7 +27,18 @@ import sys
 import time
 from pathlib import Path
 
-from _fixture import ENV, cleanup, make_repo, median, sh, team_router, timed, verdict, workdir
+from _fixture import (
+    ENV,
+    cleanup,
+    make_repo,
+    median,
+    median_timing,
+    sh,
+    team_router,
+    timed,
+    verdict,
+    workdir,
+)
 
 REPOS = 8
 FILES = 2000
@@ -147,12 +158,13 @@ def main() -> int:
                 if not gone(repos):
                     print(f"{who}: the topic is not gone")
                     return 1
-        b, o = median(base) * 1000, median(mine) * 1000
-        print(f"sequential teardown commands x{REPOS}: median {b:.0f} ms")
-        print(f"team-router teardown: median {o:.0f} ms")
+        print(f"sequential teardown commands x{REPOS}: median {median_timing(base)}")
+        print(f"team-router teardown: median {median_timing(mine)}")
+        cpu = median([m.cpu / s.cpu for m, s in zip(mine, base, strict=True)])
+        print(f"CPU teardown / sequential: {cpu:.2f}x")
         # Each run's pair is timed back to back on the same machine state; the
         # median of those ratios is steadier than a ratio of medians on a shared host.
-        ratios = [m / s for m, s in zip(mine, base, strict=True)]
+        ratios = [m.wall / s.wall for m, s in zip(mine, base, strict=True)]
         print("per-run ratios: " + ", ".join(f"{r:.2f}" for r in ratios))
         return verdict("teardown / sequential", median(ratios), 0.7)
     finally:

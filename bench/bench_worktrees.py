@@ -6,16 +6,32 @@ origin, and a topic whose repos.md lists the 7 secondaries. The baseline runs
 each of the 7 secondaries in turn; ``team-router worktrees`` does the same work
 (plus its checks, records and the repos.md write-back, and the home worktree's
 check: it exists already, made untimed by ``new`` as at the STRUCTURE phase).
-Target: <= 0.7x.
+Each run times the two back to back (alternating which goes first) and the
+verdict is the median of those paired ratios; wall and CPU time are printed
+for both. Target: <= 0.7x.
+
+    python bench/bench_worktrees.py [--repos N] [--runs N]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
-from _fixture import cleanup, make_repo, median, sh, team_router, timed, verdict, workdir
+from _fixture import (
+    Timing,
+    cleanup,
+    make_repo,
+    median,
+    median_timing,
+    sh,
+    team_router,
+    timed,
+    verdict,
+    workdir,
+)
 
 REPOS = 8
 RUNS = 3
@@ -53,26 +69,41 @@ def start_topic(cli: list[str], home: Path, topic: str, spec: Path) -> Path:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repos", type=int, default=REPOS, help="repos, the home one included")
+    parser.add_argument("--runs", type=int, default=RUNS)
+    args = parser.parse_args()
     root = workdir()
     try:
         ws = root / "ws"
-        repos = [make_repo(ws, f"repo{i}", files=2000) for i in range(REPOS)]
+        repos = [make_repo(ws, f"repo{i}", files=2000) for i in range(args.repos)]
         cli = team_router()
-        base, ours = [], []
-        for run in range(RUNS):
-            branch = f"seq-{run}"
-            base.append(timed(sequential, repos[1:], branch))
-            remove(repos[1:], branch)
+        base: list[Timing] = []
+        ours: list[Timing] = []
+        for run in range(args.runs):
             topic = f"BENCH-{run}-multi"
             spec = root / f"repos-{run}.md"
             spec.write_text(repos_md(repos[0], repos[1:]))
             plan = start_topic(cli, repos[0], topic, spec)
-            ours.append(timed(sh, *cli, "-C", str(plan), "worktrees", "--json"))
+            branch = f"seq-{run}"
+            # Each run's pair back to back, alternating who goes first, so
+            # neither always runs on the warmer (or the busier) machine.
+            pair = [("base", branch), ("ours", topic)]
+            for who, name in pair if run % 2 == 0 else pair[::-1]:
+                if who == "base":
+                    base.append(timed(sequential, repos[1:], name))
+                    remove(repos[1:], name)
+                else:
+                    ours.append(timed(sh, *cli, "-C", str(plan), "worktrees", "--json"))
             remove(repos, topic)
-        b, o = median(base) * 1000, median(ours) * 1000
-        print(f"sequential fetch + worktree add in {REPOS - 1} repos: median {b:.0f} ms")
-        print(f"team-router worktrees ({REPOS - 1} created, home existing): median {o:.0f} ms")
-        return verdict("worktrees / sequential", o / b, 0.7)
+        n = args.repos - 1
+        print(f"sequential fetch + worktree add in {n} repos: median {median_timing(base)}")
+        print(f"team-router worktrees ({n} created, home existing): median {median_timing(ours)}")
+        cpu = median([o.cpu / b.cpu for o, b in zip(ours, base, strict=True)])
+        ratios = [o.wall / b.wall for o, b in zip(ours, base, strict=True)]
+        print("per-run wall ratios: " + ", ".join(f"{r:.2f}" for r in ratios))
+        print(f"CPU worktrees / sequential: {cpu:.2f}x")
+        return verdict("worktrees / sequential", median(ratios), 0.7)
     finally:
         cleanup(root)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import killtrials
+from _fixture import children_cpu, load
 from gitutil import LEAKY_ENV, hermetic_env
 
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     pace = f"windows {fixed}" if fixed else "windows learnt from the runs"
     pace += f", killed when running {when}" if when else ""
     print(f"{len(seeds)} trial(s), seed {args.seed}, {pace}, in {root}", flush=True)
-    start = time.monotonic()
+    start, cpu = time.monotonic(), children_cpu()
     deadline = start + args.minutes * 60 if args.minutes else None
     trials: list[killtrials.Trial] = []
     out = args.out.open("w", encoding="utf-8") if args.out else None
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print(f"\n{killtrials.summary(trials)}")
-    print(f"wall: {time.monotonic() - start:.0f}s")
+    print(f"wall: {time.monotonic() - start:.0f}s, CPU: {children_cpu() - cpu:.0f}s; {load()}")
     return 0 if all(t.ok for t in trials) else 1
 
 

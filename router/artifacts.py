@@ -91,6 +91,14 @@ def parse_frontmatter(text: str) -> Frontmatter:
         return _by_yaml(text)
 
 
+def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
+    """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
+    try:
+        return _scan(lines)
+    except _NotFlat:
+        return None
+
+
 def _scan(lines: list[str]) -> dict[str, str | None]:
     fields: dict[str, str | None] = {}
     for line in lines:

@@ -31,6 +31,7 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.ids import ID_RE, Branch, branch_for
 from router.localstate import DEFAULT_LINE_TIMEOUT, Echo, LocalStateJob, read_temp_paths
+from router.nested import survey as survey_nested
 from router.teardown import (
     STEPS as TEARDOWN_STEPS,
 )
@@ -39,6 +40,7 @@ from router.teardown import (
     Proof,
     StepResult,
     StepRun,
+    TopicRef,
     copies_note,
     delete_branch,
     describe_dirt,
@@ -48,8 +50,10 @@ from router.teardown import (
     git_failed,
     included_copies,
     merge_proof,
+    nested_blocker,
     prune_origin,
     refused,
+    removal_started,
     remove_plan_dir,
     remove_worktree,
     short_ref,
@@ -234,6 +238,7 @@ class Survey:
     remote_tip: str | None = None
     remote_error: str = ""  # origin could not be asked
     notes: tuple[str, ...] = ()
+    removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
 
     @property
     def remote_known(self) -> bool:
@@ -264,13 +269,19 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
     entries = repo.git.worktree_list()
     _refuse_checked_out_in_primary(repo, branch, entries)
     worktree = next((e for e in entries[1:] if e.branch == branch), None)
-    status = (
-        Git(Path(worktree.path)).status()
-        if worktree and os.path.isdir(worktree.path)
-        else StatusReport()
-    )
     topic_id = branch if ID_RE.fullmatch(branch) else None
     record, notes = _record(repo, topic_id)
+    topic = topic_ref(topic_id, record)
+    # What git has not deleted yet of a removal the record marks is no one's work:
+    # the remove step finishes it (never "commit them": that would commit deletions).
+    removing = bool(
+        worktree and topic and removal_started(repo, topic, Path(worktree.path)) is not None
+    )
+    status = (
+        Git(Path(worktree.path)).status()
+        if worktree and os.path.isdir(worktree.path) and not removing
+        else StatusReport()
+    )
     remote_tip, remote_error = (
         _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
     )
@@ -287,7 +298,15 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
         remote_tip,
         remote_error,
         tuple(notes),
+        removing,
     )
+
+
+def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRef | None:
+    """The topic whose record marks a removal in progress: only one team-router made (it has a record)."""
+    if topic_id is None or record is None:
+        return None
+    return TopicRef(topic_id, record.repo)
 
 
 def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[WorktreeEntry]) -> None:
@@ -349,6 +368,20 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
             "dirty-worktree",
             f"{found.worktree_path} {_dirt(found.status)}; commit or discard them, nothing was touched",
         )
+
+
+def refuse_nested(found: Survey) -> None:
+    """A repository inside the worktree holding work of its own refuses before any step, as in teardown's plan.
+
+    The remove step checks again, but by then an abandon has closed the PRs
+    and the default branch may have moved: the plan refuses first.
+    """
+    path = found.worktree_path
+    if path is None or found.removing or not os.path.isdir(path):
+        return
+    blocker = nested_blocker(path, survey_nested(path), again="pr-cleanup")
+    if blocker is not None:
+        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
 
 
 def _dirt(status: StatusReport) -> str:
@@ -639,7 +672,8 @@ def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> S
     copied = _copied_note(repo, found)
     if copied and force:
         warnings.append(f"removing {found.worktree_path}: {copied}")
-    result, _ = remove_worktree(repo, found.worktree_path, found.branch, force=force)
+    topic = topic_ref(found.topic_id, found.record)
+    result, _ = remove_worktree(repo, found.worktree_path, found.branch, force=force, topic=topic)
     if result.outcome is Outcome.DONE and copied:
         return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
     return result
@@ -1023,6 +1057,7 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
+    refuse_nested(local)
     refuse_if_held(repo, local)
     if repo.git.has_remote("origin"):
         error = repo.git.fetch("origin")
@@ -1089,6 +1124,7 @@ def _dry_run(
     warnings.extend(found.notes)
     warnings.append("dry run: origin was not fetched; the proof uses what was fetched before")
     refuse_dirty(repo, found, opts.mode)
+    refuse_nested(found)
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)

@@ -8,8 +8,6 @@ register themselves on :data:`app` and import their core lazily, so
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import signal
 import sys
 import threading
@@ -21,8 +19,9 @@ from typing import Annotated, Any
 import typer
 from typer.exceptions import TyperException
 
-from router import __version__
-from router.errors import BadInput, Interrupted, Refusal, RouterError, ToolFailed, error_json
+from router import __version__, output
+from router.early import start_dir
+from router.errors import BadInput, RouterError
 
 app = typer.Typer(
     name="team-router",
@@ -49,7 +48,11 @@ WaitOption = Annotated[
         help="Seconds to wait for another run holding the topic's lock.",
     ),
 ]
+# The cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT), kept
+# here so that registering the commands imports no core module (and no git
+# boundary) for --help; a test keeps them equal.
 DEFAULT_WAIT = 30.0
+DEFAULT_LINE_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +84,7 @@ def _root(
 ) -> None:
     if directory is not None and not directory.is_dir():
         raise BadInput("usage", f"-C {directory}: no such directory; pass an existing directory")
-    try:
-        base = Path.cwd() if directory is None else directory
-    except OSError:
-        raise Refusal(
-            "not-a-repo", "the current directory no longer exists; cd to a repository or pass -C"
-        ) from None
-    ctx.obj = Ctx(cwd=Path(os.path.abspath(base)))
+    ctx.obj = Ctx(cwd=start_dir(directory))
 
 
 # -- output -----------------------------------------------------------------------
@@ -134,61 +131,14 @@ def stop_on_interrupt() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, previous)
 
 
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
 def emit(
     command: str,
     as_json: bool,
     work: Callable[[], Any],
     text: Callable[[Any], str],
 ) -> None:
-    """Run ``work``; print its result as text or one JSON envelope; exit with the right code.
-
-    ``work`` returns an object with ``to_json()``, ``warnings`` and optionally
-    ``exit_code``; a RouterError becomes ``ok: false`` with its code.
-    """
-    try:
-        result = work()
-    except RouterError as exc:
-        _fail(command, as_json, exc)
-        raise typer.Exit(exc.exit_code) from None
-    except OSError as exc:
-        # A full disk or a permission problem: one line naming the path, no traceback.
-        where = f" ({exc.filename})" if exc.filename else ""
-        error = Refusal("io-error", f"{exc.strerror or exc}{where}; check space and permissions")
-        _fail(command, as_json, error)
-        raise typer.Exit(error.exit_code) from None
-    warnings = list(getattr(result, "warnings", []) or [])
-    code = int(getattr(result, "exit_code", 0) or 0)
-    if as_json:
-        payload = {"ok": code == 0, "command": command, **result.to_json(), "warnings": warnings}
-        failure = getattr(result, "error", None)
-        if failure is not None:
-            payload["error"] = failure
-        print(json.dumps(payload, indent=2, default=str))
-    else:
-        for message in warnings:
-            warn(message)
-        rendered = text(result)
-        if rendered:
-            print(rendered)
-    raise typer.Exit(code)
-
-
-def _fail(command: str, as_json: bool, exc: RouterError) -> None:
-    if as_json:
-        payload = {
-            "ok": False,
-            "command": command,
-            **exc.details,
-            "warnings": list(exc.details.get("warnings", [])),
-            "error": error_json(exc.code, exc.message),
-        }
-        print(json.dumps(payload, indent=2, default=str))
-    else:
-        print(f"team-router: {exc.message} [{exc.code}]", file=sys.stderr)
+    """Run ``work`` and print its envelope (:func:`router.output.emit_result`); exit with its code."""
+    raise typer.Exit(output.emit_result(command, as_json, work, text))
 
 
 # -- running -----------------------------------------------------------------------
@@ -210,36 +160,17 @@ def _register(command: str = "") -> None:
 def run(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit code (usage errors included)."""
     _register(_command_name(args))
-    try:
-        result = app(args=args, prog_name="team-router", standalone_mode=False)
-    except typer.Exit as exc:
-        return exc.exit_code
-    except TyperException as exc:
-        return _usage_error(args, exc)
-    except RouterError as exc:
-        _fail(_command_name(args), "--json" in args, exc)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        error = Interrupted("interrupted (Ctrl-C); run the same command again to finish")
-        _fail(_command_name(args), "--json" in args, error)
-        return error.exit_code
-    except ToolFailed as exc:
-        # A git no step expected to fail: one line, never a traceback. Killed by
-        # SIGINT, it is the Ctrl-C that reached the whole process group.
-        failure = _git_error(exc)
-        _fail(_command_name(args), "--json" in args, failure)
-        return failure.exit_code
-    return result if isinstance(result, int) else 0
 
+    def run_app() -> int:
+        try:
+            result = app(args=args, prog_name="team-router", standalone_mode=False)
+        except typer.Exit as exc:
+            return exc.exit_code
+        except TyperException as exc:
+            return _usage_error(args, exc)
+        return result if isinstance(result, int) else 0
 
-def _git_error(exc: ToolFailed) -> RouterError:
-    if exc.returncode == -signal.SIGINT:
-        return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
-    return Refusal(
-        exc.code,
-        f"{exc.first_line}; run the same command again, and if it fails the same way, "
-        "`git status` in that repo shows what needs repair",
-    )
+    return output.guarded(_command_name(args), "--json" in args, run_app)
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:
@@ -252,7 +183,7 @@ def _usage_error(args: list[str], exc: TyperException) -> int:
     if "--json" in args:
         error = RouterError("usage", f"{message.rstrip('.')}; see `{path} --help`")
         error.exit_code = code
-        _fail(_command_name(args), True, error)
+        output.fail(_command_name(args), True, error)
     elif only_help:
         print(exc.format_message(), file=sys.stderr)
     else:

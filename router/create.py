@@ -10,7 +10,7 @@ from pathlib import Path
 from router import state
 from router.discovery import PlanDir, resolve
 from router.errors import BadInput, Refusal
-from router.git import GitError
+from router.git import GitError, RepoLayout
 from router.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plan import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.workspace import PLANS_DIR, Repo, contain_all, open_repo
@@ -51,8 +51,15 @@ def new_topic(
     topic_id: str | None = None,
     date: str | None = None,
     wait: float = state.DEFAULT_WAIT,
+    isolated: bool = False,
 ) -> NewResult:
-    """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir."""
+    """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
+
+    ``isolated`` (the host's own worktrees, :mod:`router.hostworktrees`): a worktree of
+    its own or nothing. The checkout the command runs in is never reused, and a
+    fallback to the main tree is a refusal (``isolation-failed``) that leaves no plan
+    dir and no record behind: the host asked for isolation and cannot fall back itself.
+    """
     repo = open_repo(cwd)
     for _ in range(MAX_SUFFIX):
         topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
@@ -66,11 +73,13 @@ def new_topic(
                 repo,
                 topic,
                 is_home=True,
-                invoked_in=repo.checkout,
+                invoked_in=None if isolated else repo.checkout,
                 description=description,
                 wait=wait,
             )
             report = ensure(job)
+            if isolated:
+                _require_worktree(report)
             root = report.worktree or repo.primary
             plan_dir = root / PLANS_DIR / topic.id
             _make_plan_dir(plan_dir, report.warnings)
@@ -78,6 +87,16 @@ def new_topic(
         return NewResult(topic, plan_dir, report)
     raise Refusal(
         "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
+    )
+
+
+def _require_worktree(report: RepoReport) -> None:
+    if report.status in {Status.CREATED, Status.EXISTING}:
+        return
+    raise Refusal(
+        "isolation-failed",
+        f"no worktree was made in {report.path} ({report.reason}: {report.message}); "
+        "fix that, then try again",
     )
 
 
@@ -199,9 +218,14 @@ def setup_worktrees(
     repos_md = plan.path / REPOS_MD
     parsed = read_repos_md(repos_md) if repos_md.is_file() else None
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
-        home = _home_report(home_repo, plan, topic, wait)
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
-        created = dict(zip((j.name for j in jobs), ensure_all(jobs), strict=True))
+        home_job, home = _home_job(home_repo, plan, topic, wait)
+        # The home repo's step runs alongside the others; its refusal still
+        # leaves every repo as it was (ensure_all rolls theirs back).
+        ran = ensure_all(([home_job] if home_job else []) + jobs)
+        if home_job is not None:
+            home, ran = ran[0], ran[1:]
+        created = dict(zip((j.name for j in jobs), ran, strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
         mode = "multi" if parsed else "single"
         if strict:
@@ -211,20 +235,42 @@ def setup_worktrees(
     return WorktreesResult(topic, plan.path, mode, reports, updated)
 
 
-def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoReport:
-    """The home repo's worktree is the one that holds the plan dir; never a second one."""
-    holder = open_repo(plan.path).checkout
+def _home_job(
+    repo: Repo, plan: PlanDir, topic: Topic, wait: float
+) -> tuple[Job | None, RepoReport]:
+    """The home repo's job, or (no job) its report when the plan dir lives in the main tree.
+
+    The home repo's worktree is the one that holds the plan dir; never a second one.
+    """
+    holder = _holder(repo, plan)
+    fallback = RepoReport(
+        "home",
+        repo.primary,
+        repo.primary,
+        None,
+        Status.FALLBACK,
+        "in-place",
+        "the plan dir lives in the main tree (the home worktree fell back at `new`)",
+    )
     if not holder.is_linked_worktree:
-        return RepoReport(
-            "home",
-            repo.primary,
-            repo.primary,
-            None,
-            Status.FALLBACK,
-            "in-place",
-            "the plan dir lives in the main tree (the home worktree fell back at `new`)",
-        )
-    return ensure(Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait))
+        return None, fallback
+    return Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait), fallback
+
+
+def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
+    """The checkout that holds the plan dir: the one the command runs in when that is it.
+
+    git finds a directory's checkout by the nearest ``.git`` above it: with none
+    between the plan dir and the command's checkout, asking git again answers
+    the same, so one process is saved.
+    """
+    here = repo.checkout
+    path = Path(os.path.realpath(plan.path))
+    if path.is_dir() and path.is_relative_to(here.toplevel):
+        between = [path, *path.parents][: len(path.relative_to(here.toplevel).parts)]
+        if not any(os.path.lexists(d / ".git") for d in between):
+            return here
+    return open_repo(plan.path).checkout
 
 
 def _order(parsed: object) -> list[str]:

@@ -1,7 +1,8 @@
-"""The console entry point: the recovery hook's fast path, then the typer app.
+"""The console entry point: the early paths, then the typer app.
 
-The session-start hook runs at the start of every agent session, so it must
-not pay for importing typer (or anything else the full CLI needs).
+The session-start hook runs at the start of every agent session, and agents
+ask ``phase``, ``next`` and ``status`` at every phase of a run: none of them
+pays for importing typer (or anything else the full CLI needs).
 """
 
 from __future__ import annotations
@@ -18,12 +19,22 @@ def main(argv: list[str] | None = None) -> int:
 
         return session_start()
     try:
+        from router.early import early_command, run_early, stored_help
+
+        help_text = stored_help(args)
+        if help_text is not None:
+            sys.stdout.write(help_text)
+            return 0
+        early = early_command(args)
+        if early is not None:
+            # phase, next --json and status --json: the same answer without typer.
+            return run_early(*early)
         from router.cli import run
 
         return run(args)
     except KeyboardInterrupt:
         # Ctrl-C while the CLI is still loading (its modules, the commands'
-        # registration), before the app's own handler is in place: an
+        # registration), before a handler is in place: an
         # interrupt is exit 130, never a traceback.
         print("team-router: interrupted", file=sys.stderr)
         return 130

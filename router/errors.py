@@ -85,6 +85,7 @@ CODES = frozenset(
         "half-made-worktree",
         "branch-checked-out",
         "strict-failed",
+        "isolation-failed",
         "setup-failed",
         "add-failed",
         "verify-failed",

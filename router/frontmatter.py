@@ -19,8 +19,13 @@ class Frontmatter:
     present: bool = False
 
 
-def split(text: str) -> Frontmatter:
-    """Split ``text`` into its frontmatter mapping and body; errors are data, not exceptions."""
+def split(text: str, *, need_data: bool = True) -> Frontmatter:
+    """Split ``text`` into its frontmatter mapping and body; errors are data, not exceptions.
+
+    Without ``need_data`` (a caller that wants the body and whether the block
+    is valid), ``data`` is empty and a block of flat ``key: scalar`` lines is
+    judged without importing YAML (~25 ms).
+    """
     # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
     lines = split_lines(text)
     if not lines or strip_end(lines[0]) != FENCE:
@@ -29,11 +34,19 @@ def split(text: str) -> Frontmatter:
         if strip_end(lines[i]) == FENCE:
             raw = "".join(lines[1:i])
             body = "".join(lines[i + 1 :])
+            if not need_data and _flat(raw):
+                return Frontmatter({}, body, i + 2, None, present=True)
             data, error = _load_yaml(raw)
             return Frontmatter(data or {}, body, i + 2, error, present=True)
     return Frontmatter(
         body=text, error="line 1: frontmatter opened with --- is never closed", present=True
     )
+
+
+def _flat(raw: str) -> bool:
+    from router.artifacts import flat_fields  # the scanner that knows what YAML accepts
+
+    return flat_fields(split_lines(raw, keepends=False)) is not None
 
 
 def _load_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -74,6 +74,27 @@ def left_locks(common_dir: Path) -> list[Path]:
     return found
 
 
+def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
+    """One warning for each git lock file left in repo ``name`` (:func:`left_locks`), with the fix.
+
+    A git killed mid-command (a Ctrl-C, a kill of the whole run) leaves its
+    lock behind, and every later git command that needs it fails. team-router
+    never removes one (it cannot tell a killed git from a running one), so it
+    says where they are. A lock a live process holds open is a git at work
+    (another topic's checkout, say), never named: removing it would break that git.
+    """
+    from router.holders import processes_using
+
+    locks = left_locks(common_dir)
+    held = (processes_using([os.path.realpath(lock) for lock in locks]) or {}) if locks else {}
+    return [
+        f"{name}: {lock} is a git lock file; if no git command is running in "
+        f"{primary}, remove it (a killed git left it behind)"
+        for lock in locks
+        if os.path.realpath(lock) not in held
+    ]
+
+
 # lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
 # packed-refs is rewritten through ``packed-refs.new``, which a killed git leaves
@@ -207,26 +228,19 @@ class Git:
         config: Iterable[str] = (),
     ) -> Result:
         """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
-        # core.fsmonitor names a command git runs whenever it reads an index
-        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
-        # work in are someone else's, and their config must not run code through us.
-        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
-        for item in config:
-            argv += ["-c", item]
-        argv += list(args)
+        argv = self._argv(args, config)
         full_env = _base_env()
         full_env.update(self.env)
         if env:
             full_env.update(env)
         try:
+            # Bytes, decoded here: text mode would also translate newlines, turning a
+            # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
             proc = subprocess.run(
                 argv,
                 capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="surrogateescape",
                 timeout=timeout,
-                input=input,
+                input=None if input is None else input.encode("utf-8", "surrogateescape"),
                 stdin=None if input is not None else subprocess.DEVNULL,
                 env=full_env,
                 check=False,
@@ -235,10 +249,38 @@ class Git:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
         except subprocess.TimeoutExpired as exc:
             raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
-        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        stdout = proc.stdout.decode("utf-8", "surrogateescape")
+        stderr = proc.stderr.decode("utf-8", "surrogateescape")
+        result = Result(proc.returncode, stdout, stderr)
         if check and not result.ok:
-            raise GitError(argv, proc.returncode, proc.stderr, proc.stdout)
+            raise GitError(argv, proc.returncode, stderr, stdout)
         return result
+
+    def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
+        # core.fsmonitor names a command git runs whenever it reads an index
+        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
+        # work in are someone else's, and their config must not run code through us.
+        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
+        for item in config:
+            argv += ["-c", item]
+        return argv + list(args)
+
+    def blob(self, sha: str) -> bytes:
+        """The exact bytes of blob ``sha`` (text mode would turn its CRLFs into LFs)."""
+        argv = self._argv(["cat-file", "blob", sha])
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                env={**_base_env(), **self.env},
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
+        if proc.returncode != 0:
+            raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        return proc.stdout
 
     def out(self, *args: str, **kw: object) -> str:
         """stdout of a successful command, trailing newline stripped."""
@@ -307,6 +349,29 @@ class Git:
             "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
         )
         return res.stdout.strip() or None if res.ok else None
+
+    def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
+        """What :meth:`rev_parse` answers for each of ``revs``, from one process for all.
+
+        ``cat-file --batch-check`` resolves each line as ``rev-parse --verify``
+        does and answers "<rev> missing" for one that does not resolve, where a
+        single ``rev-parse`` with several revisions stops at the first such one.
+        """
+        if not revs:
+            return {}
+        if any("\n" in rev for rev in revs):
+            return {rev: self.rev_parse(rev) for rev in revs}  # one per line: never split one
+        lines = "".join(f"{rev}^{{commit}}\n" for rev in revs)
+        out = self.run(
+            "cat-file", "--batch-check=%(objectname) %(objecttype)", input=lines
+        ).stdout.splitlines()
+        if len(out) != len(revs):
+            raise GitError(["git", "cat-file"], 128, "unexpected --batch-check answer")
+        found: dict[str, str | None] = {}
+        for rev, line in zip(revs, out, strict=True):
+            sha, _, kind = line.partition(" ")
+            found[rev] = sha if kind == "commit" else None
+        return found
 
     def symbolic_target(self, ref: str) -> str | None:
         res = self.run("symbolic-ref", "-q", ref, check=False)
@@ -561,10 +626,17 @@ def cherry_pick_head(git: Git) -> str | None:
     return git.rev_parse("CHERRY_PICK_HEAD")
 
 
-def cherry_pick_abort(git: Git) -> None:
-    # --abort puts HEAD back where the whole sequence started, so a conflict on
-    # the third commit does not leave the first two on the target branch.
-    git.run("cherry-pick", "--abort", check=False)
+def cherry_pick_abort(git: Git) -> GitError | None:
+    """``git cherry-pick --abort``: None when it ran, else why not (a lock file in the way ...).
+
+    --abort puts HEAD back where the whole sequence started, so a conflict on
+    the third commit does not leave the first two on the target branch.
+    """
+    try:
+        git.run("cherry-pick", "--abort")
+    except GitError as exc:
+        return exc
+    return None
 
 
 # What a stopped git operation leaves in the git dir, and the command that undoes it.

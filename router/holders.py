@@ -155,6 +155,38 @@ def process_alive(pid: int) -> bool:
     return not (fields and fields[0] in {"Z", "X"})
 
 
+def processes_using(paths: list[str]) -> dict[str, list[int]] | None:
+    """``path -> pids`` for each of ``paths`` (real paths) some process uses: its working
+    directory or an open file lies there. Paths no process uses are left out.
+
+    Read from ``/proc`` (Linux); None where there is none, since nothing then
+    shows that no process uses them. Another user's process, whose entries
+    cannot be read, is not seen.
+    """
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    roots = [p.rstrip(os.sep) for p in paths]
+    found: dict[str, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            links = [f"/proc/{name}/cwd"]
+            links += [f"/proc/{name}/fd/{fd}" for fd in os.listdir(f"/proc/{name}/fd")]
+        except OSError:
+            continue  # gone, or not ours to read
+        used: set[str] = set()
+        for link in links:
+            try:
+                target = os.readlink(link).removesuffix(" (deleted)")
+            except OSError:
+                continue
+            used.update(r for r in roots if target == r or target.startswith(r + os.sep))
+        for root in used:
+            found.setdefault(root, []).append(int(name))
+    return found
+
+
 def this_host() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 

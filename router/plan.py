@@ -75,7 +75,7 @@ def read_repos_md(path: Path) -> ReposFile:
 
 
 def parse_repos_md(text: str) -> ReposFile:
-    fm = frontmatter.split(text)
+    fm = frontmatter.split(text, need_data=False)
     if fm.error:
         raise BadInput("repos-md", f"repos.md {fm.error}")
     sections = _sections(fm.body, fm.body_line - 1)
@@ -209,11 +209,11 @@ class WorktreeLine:
 
 def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> str:
     """``repos.md`` with its ``## Worktrees`` section replaced or appended; all else byte-equal."""
-    from router.render import render
-
     text = parsed.text
     newline = "\r\n" if "\r\n" in text else "\n"
-    section = render("worktrees_section.md.j2", entries=entries)
+    # Plain formatting, not a template: importing jinja2 cost more than the
+    # rest of the write-back, and these lines are what worktree_lines() reads.
+    section = "## Worktrees\n" + "".join(f"- {e.name}: {e.path}\n" for e in entries)
     if newline != "\n":
         section = section.replace("\n", newline)
     if parsed.worktrees_span is None:
@@ -250,7 +250,7 @@ def _checked_append(text: str, result: str) -> str:
     A file that ends inside a code fence or an HTML block swallows any heading
     after it, so every run would append another copy.
     """
-    fm = frontmatter.split(result)
+    fm = frontmatter.split(result, need_data=False)
     if _worktrees_span(fm.body, fm.body_line - 1) is None:
         last = len(split_lines(text))
         raise BadInput(
@@ -285,7 +285,7 @@ def worktree_lines(source: str | ReposFile) -> list[WorktreeLine]:
     one places nothing (see :attr:`WorktreeLine.placed`), and doctor names it.
     """
     if isinstance(source, str):
-        fm = frontmatter.split(source)
+        fm = frontmatter.split(source, need_data=False)
         lines = _section_body(source, _worktrees_span(fm.body, fm.body_line - 1))
     else:
         lines = worktrees_section_lines(source)

@@ -21,6 +21,9 @@ from router.errors import Refusal
 STATE_DIR = "team-router"
 DEFAULT_WAIT = 30.0
 CRASH_ENV = "TEAM_ROUTER_CRASH_AT"
+# Record key: teardown (or pr-cleanup) is removing the worktree at this path; a kill may
+# have left it half-deleted, and what is left there is not work (router.teardown).
+REMOVING = "removing"
 
 
 def state_root(common_dir: Path) -> Path:

@@ -307,7 +307,17 @@ def integrate_commits(
                 f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
             )
         stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
-        g.cherry_pick_abort(repo.git)
+        not_undone = _abort_pick(repo, pick)
+        if not_undone is not None:
+            # The mark stays: until the pick is undone, only it tells the rerun
+            # that the stopped cherry-pick in the primary is ours to undo.
+            return refused(
+                name,
+                not_undone.code if not_undone.lock_file else exc.code,
+                f"cherry-pick onto {default.name} in {repo.primary} stopped ({exc.first_line}) "
+                f"and could not be undone yet ({not_undone.first_line}); "
+                "run teardown again once that is fixed: it undoes the half-done pick first",
+            )
         if topic is not None:
             set_mark(repo, topic, INTEGRATING, None, branch=branch)
         if g.is_identity_error(exc):
@@ -331,6 +341,23 @@ def integrate_commits(
         name,
         f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
         f"(not pushed: push {default.name} when you are ready){_follow_submodules(repo)}",
+    )
+
+
+def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
+    """Undo a stopped pick of ours; None once the primary is back at its start with no pick in it.
+
+    Judged by the state git leaves, not by ``--abort``'s exit code: a pick
+    that stopped before it began leaves nothing to abort, and one that meets
+    a lock file leaves ``sequencer/`` that only a later ``--abort`` can undo.
+    """
+    error = g.cherry_pick_abort(repo.git)
+    if g.operation_in_progress(repo.common_dir) is None and repo.git.head() == pick.tip:
+        return None
+    return error or GitError(
+        ["git", "-C", str(repo.primary), "cherry-pick", "--abort"],
+        1,
+        f"{repo.primary} is not back at {pick.tip[:12]} with no cherry-pick in progress",
     )
 
 
@@ -369,7 +396,9 @@ def no_identity(repo: Repo, exc: GitError) -> StepResult:
 # -- interrupted steps: what the record says this tool was in the middle of -------
 
 INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
-REMOVING = "removing"  # record field: `git worktree remove` of a proven-safe worktree is running
+REMOVING = (
+    state.REMOVING
+)  # record field: `git worktree remove` of a proven-safe worktree is running
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +458,16 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     if operation is not None:
         if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
             return None
-        g.cherry_pick_abort(repo.git)
+        error = g.cherry_pick_abort(repo.git)
+        if error is not None and error.lock_file is not None:
+            # Neither --abort nor --quit: the mark stays, and once the lock is
+            # gone the rerun's --abort puts the default branch back where it was.
+            return refused(
+                "integrate",
+                error.code,
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                f"interrupted, and undoing it stopped: {error.first_line}",
+            )
         undone.append("aborted its cherry-pick")
         if g.operation_in_progress(repo.common_dir) is not None:
             # A kill right after a pick's commit, before git noted it: --abort
@@ -593,8 +631,13 @@ def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: 
     return done("remove", f"removed {path}{gone}")
 
 
-def nested_blocker(path: Path, nested: tuple[NestedRepo, ...]) -> StepResult | None:
-    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own."""
+def nested_blocker(
+    path: Path, nested: tuple[NestedRepo, ...], *, again: str = "teardown"
+) -> StepResult | None:
+    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own.
+
+    ``again`` is the command the message says to run again.
+    """
     holding = [n for n in nested if n.holds_work]
     if not holding:
         return None
@@ -605,7 +648,7 @@ def nested_blocker(path: Path, nested: tuple[NestedRepo, ...]) -> StepResult | N
         "would delete it and --force cannot snapshot it: "
         + ", ".join(_nested_loss(n) for n in holding)
         + ". Push those commits, commit and push (or discard) those changes, or move the "
-        "repository out of the worktree; then run teardown again",
+        f"repository out of the worktree; then run {again} again",
     )
 
 
@@ -1008,6 +1051,11 @@ def local_state_ran(common_dir: Path, topic_id: str) -> bool:
     record = state.read_record_or_none(common_dir, topic_id)
     mark = record.teardown if record else None
     return mark is not None and "local-state" in mark.done
+
+
+def torn_down(record: state.TopicRecord | None) -> bool:
+    """The record says a teardown of the topic finished (every step, every repo it ran in)."""
+    return record is not None and record.torn_down
 
 
 def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:

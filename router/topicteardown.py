@@ -620,19 +620,14 @@ def teardown(
 
 
 def _left_locks(plans: list[RepoPlan]) -> list[str]:
-    """Name git lock files still in a repo after the teardown, with the fix.
-
-    A git killed mid-command (a Ctrl-C, a kill of the whole run) leaves its
-    lock behind, and every later git command that needs it fails. team-router
-    never removes one (it cannot tell a killed git from a running one), so it
-    says where they are.
-    """
+    """Name git lock files still in a repo after the teardown, with the fix."""
     return [
-        f"{p.target.name}: {lock} is a git lock file; if no git command is running in "
-        f"{p.target.repo.primary}, remove it (a killed git left it behind)"
+        warning
         for p in plans
         if p.target.repo is not None
-        for lock in g.left_locks(p.target.repo.common_dir)
+        for warning in g.left_lock_warnings(
+            p.target.name, p.target.repo.primary, p.target.repo.common_dir
+        )
     ]
 
 

@@ -6,13 +6,14 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import state
+from router import holders, state
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.ids import Topic
@@ -28,6 +29,7 @@ from router.workspace import (
 
 REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
 MAX_PARALLEL = 8
+_ORIGIN_HEAD = "refs/remotes/origin/HEAD"
 
 
 class Status(StrEnum):
@@ -86,6 +88,8 @@ class Job:
     # A secondary's home primary clone: its record keeps it, so every command run
     # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
     home: Path | None = None
+    # The fetch from origin, when ensure_all started it ahead of the job's turn.
+    fetch: _Background | None = field(default=None, compare=False, repr=False)
 
 
 class _Failed(Exception):
@@ -124,7 +128,13 @@ def ensure(job: Job) -> RepoReport:
 
 
 def ensure_all(jobs: list[Job]) -> list[RepoReport]:
-    """Run several jobs in parallel (a thread each, bounded); reports in the jobs' order."""
+    """Run several jobs at once (threads, as many as fit the cores); reports in the jobs' order.
+
+    A job that raises (only a home job does: its refusal is the command's)
+    lets the others finish, then what they created is rolled back and the
+    error raised: the same end state as when the home repo ran, and refused,
+    before them.
+    """
     progress = Progress(len(jobs), label="worktree")
 
     def one(job: Job) -> RepoReport:
@@ -134,14 +144,55 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
 
     if len(jobs) <= 1:
         return [one(j) for j in jobs]
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     # The threads keep the cores busy; a checkout worker pool per repo on top
-    # of them only adds processes.
-    jobs = [dataclasses.replace(j, checkout_workers=1) for j in jobs]
+    # of them only adds processes. The fetches wait on the network, not on a
+    # core: they all start now (a few at a time), ahead of their job's turn.
+    gate = threading.BoundedSemaphore(MAX_PARALLEL)
+    jobs = [
+        dataclasses.replace(j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)))
+        for j in jobs
+    ]
+    with ThreadPoolExecutor(max_workers=worker_limit(len(jobs))) as pool:
+        futures = [pool.submit(one, job) for job in jobs]
+        wait(futures)
+    failed = next((f.exception() for f in futures if f.exception() is not None), None)
+    if failed is None:
+        return [f.result() for f in futures]
+    kept = []
+    for future, job in zip(futures, jobs, strict=True):
+        report = future.result() if future.exception() is None else None
+        if report is not None and report.status is Status.CREATED:
+            try:
+                rollback(report, job)
+            except (GitError, OSError) as exc:
+                kept.append(f"{report.name}: {report.worktree} was kept ({exc})")
+    if kept and isinstance(failed, RouterError):
+        failed.details["warnings"] = [*failed.details.get("warnings", []), *kept]
+    raise failed
 
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(jobs))) as pool:
-        return list(pool.map(one, jobs))
+
+def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError | None]:
+    def fetch() -> GitError | None:
+        with gate:
+            return git.fetch("origin")
+
+    return fetch
+
+
+def worker_limit(jobs: int) -> int:
+    """Threads for ``jobs`` repos: one per core this process may use, at least two.
+
+    Each repo's steps are git processes, mostly CPU (checkout, fetch from a
+    local origin): more threads than cores only make them take turns, while
+    two still overlap one repo's waiting (network, disk) with another's work.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs, MAX_PARALLEL, max(2, cores)))
 
 
 def rollback(report: RepoReport, job: Job) -> None:
@@ -188,24 +239,48 @@ class _Pipeline:
         self.base: str | None = None
         self.excluded = False  # our info/exclude lines are known to be there
         self.record = self._load_record()
+        self.commits: dict[str, str | None] = {}  # see _look_up
 
     def run(self) -> RepoReport:
         # The fetch (the slowest step but the checkout) runs while the local
         # checks do; it is best-effort and idempotent, so starting it early
         # cannot do harm even when the worktree turns out to exist already.
-        self.prefetch = _Background(lambda: self.git.fetch("origin"))
+        self.prefetch = self.job.fetch or _Background(lambda: self.git.fetch("origin"))
         try:
-            return self._run()
+            report = self._run()
         finally:
             self.prefetch.result()
+        # Looked for once our own git commands here are done (the fetch too):
+        # a lock a killed git left, which this run did not need, still blocks
+        # the next git command that does (a commit, teardown's cherry-pick).
+        locks = g.left_lock_warnings(self.job.name, self.repo.primary, self.repo.common_dir)
+        return dataclasses.replace(report, warnings=(*report.warnings, *locks))
+
+    def _look_up(self) -> None:
+        """HEAD, the topic's branch and origin/HEAD: one git process, once the fetch is done.
+
+        Read after the fetch because the fetch moves origin/HEAD's branch; the
+        local checks it used to overlap with cost less than the processes saved.
+        The topic lock keeps the branch as read here until ``add`` (the one step
+        in between that deletes it, ``_undo_half_made``, updates this too).
+        """
+        self.prefetch.result()
+        refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD)
+        self.commits = self.git.commits(refs)
+
+    @property
+    def _branch_ref(self) -> str:
+        return f"refs/heads/{self.branch}"
 
     def _run(self) -> RepoReport:
         state.crash_point("inspect")
+        self._look_up()
         reuse = self._inspect()
         if reuse is not None:
             return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
         self._undo_torn_registration()
         entries = self.git.worktree_list()
+        self._refuse_half_removed()
         if self._undo_half_made(entries):
             entries = self.git.worktree_list()
         existing = self._existing(entries)
@@ -238,7 +313,7 @@ class _Pipeline:
     # inspect ------------------------------------------------------------------
 
     def _inspect(self) -> RepoLayout | None:
-        if self.git.head() is None:
+        if self.commits["HEAD"] is None:
             raise Refusal(
                 "no-root-commit",
                 f"{self.job.name} ({self.repo.primary}) has no commit yet; make a first commit, "
@@ -298,7 +373,7 @@ class _Pipeline:
         why = self._half_made(entry)
         if why is None:
             return False
-        tip = self.git.rev_parse(f"refs/heads/{self.branch}")
+        tip = self.commits[self._branch_ref]
         problem = self._not_ours(tip) or self._work_in_half_made(tip)
         if problem is not None:
             raise Refusal(
@@ -308,19 +383,83 @@ class _Pipeline:
                 f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
                 "and run this again",
             )
+        busy = self._in_use()
+        if busy is not None:
+            raise Refusal(
+                "half-made-worktree",
+                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
+                f"({why}), and {busy}; wait until no git command runs there, then run this "
+                "again (if none does, run "
+                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` first)",
+            )
         # Only git's partial checkout is in it: the directory first (git cannot
         # remove a worktree whose .git file it cannot read), then the registration.
+        # That takes git's own lock files in the registration with it (the
+        # checkout's index.lock, left by the kill). team-router never removes a
+        # git lock a user may need, and this is none: it lies inside a
+        # registration our record shows we were creating, of a worktree holding
+        # nothing but git's checkout, that no process has open (_in_use), and
+        # it goes with the whole registration; a lock can only guard that.
         shutil.rmtree(self.path)
         self.git.worktree_remove(self.path, force=True)
         record = self.record
         if record is not None and record.branch_created and tip == record.base_commit:
             # Cut by the killed run and never moved: made again at a fresh base.
             self.git.branch_delete(self.branch)
+            self.commits[self._branch_ref] = None
         self.warnings.append(
             f"{self.job.name}: removed the half-made worktree a killed run left at {self.path} "
             f"({why}) and created it again"
         )
         return True
+
+    def _refuse_half_removed(self) -> None:
+        """Never hand back a worktree a killed teardown (or pr-cleanup) was removing.
+
+        What git had not deleted yet is still there, and its deletions show as
+        changes: an agent would work in it, and a commit would put the
+        deletions on the branch. The teardown that marked the removal finishes it.
+        """
+        mark = self.record.removing if self.record else None
+        marked = mark.path if mark is not None else None
+        if marked is None or not os.path.lexists(self.path):
+            return  # nothing left at the path: the mark goes when the path is claimed again
+        if os.path.realpath(marked) != os.path.realpath(self.path):
+            return
+        topic = self.job.topic.id
+        raise Refusal(
+            "removal-interrupted",
+            f"{self.job.name}: {self.path} is a worktree a teardown (or pr-cleanup) of {topic} "
+            f"was removing when it was killed; run `team-router teardown {topic}` to finish "
+            "the removal, then run this again",
+        )
+
+    def _in_use(self) -> str | None:
+        """Why a process may still be making the half-made worktree (a git the kill missed), or None.
+
+        A kill of team-router alone leaves its `git worktree add` running: its
+        checkout holds the registration's index.lock open and writes files
+        under our path. Where no process list can be read, a lock file left
+        in the registration is taken to be in use.
+        """
+        admin = self._registration()
+        locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
+        users = holders.processes_using(
+            [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
+        )
+        if users:
+            pids = sorted({pid for found in users.values() for pid in found})
+            return f"process(es) {', '.join(map(str, pids))} still use it"
+        if users is None and locks:
+            return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
+        return None
+
+    def _registration(self) -> Path:
+        """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
+        pointer = _first_line(self.path / ".git").removeprefix("gitdir: ")
+        if pointer:
+            return Path(os.path.realpath(pointer))
+        return self.repo.common_dir / "worktrees" / self.path.name
 
     def _undo_torn_registration(self) -> None:
         """Drop the registration a ``git worktree add`` killed while writing it left unreadable.
@@ -394,11 +533,28 @@ class _Pipeline:
                 else:
                     checked.append(rel)
         blobs = g.file_blobs(self.git, [self.path / rel for rel in checked])
-        odd += [rel for rel, blob in zip(checked, blobs, strict=True) if blob != expected[rel]]
+        odd += [
+            rel
+            for rel, blob in zip(checked, blobs, strict=True)
+            if blob != expected[rel] and not self._cut_short(rel, expected[rel])
+        ]
         if not odd:
             return None
         shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
         return f"it holds files that are not its branch's ({shown})"
+
+    def _cut_short(self, rel: str, blob: str) -> bool:
+        """The file holds the start of ``blob``'s bytes: git was killed while it wrote it.
+
+        git writes each file front to back, so the one a kill interrupts holds
+        a prefix of its content; every byte of it is in the commit, and
+        removing it loses nothing.
+        """
+        try:
+            written = (self.path / rel).read_bytes()
+        except OSError:
+            return False
+        return self.git.blob(blob).startswith(written)
 
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.
@@ -432,7 +588,7 @@ class _Pipeline:
         registered = find_worktree(entries, self.path)
         if registered is not None:
             raise _Failed("path-taken", self._taken_message(registered))
-        branch_exists = self.git.branch_exists(self.branch)
+        branch_exists = self.commits[self._branch_ref] is not None
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
         state.crash_point("claim")
@@ -511,7 +667,7 @@ class _Pipeline:
         has_origin = err is None or self.git.has_remote("origin")
         if err is not None and has_origin:
             self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
-        head = self.git.rev_parse("refs/remotes/origin/HEAD") if has_origin else None
+        head = self.commits[_ORIGIN_HEAD] if has_origin else None
         if head is not None:
             return head
         why = (
@@ -666,6 +822,10 @@ class _Pipeline:
         if self.job.home is not None:
             fields["home"] = str(self.job.home)
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
+        if "claim" in steps and record.removing is not None:
+            # A removal of this path a kill interrupted: the worktree made here now is
+            # another one, whose files are work again, never the remains of that removal.
+            record = dataclasses.replace(record, removing=None)
         for step in steps:
             record = record.with_step(step)
         # This run's view of the record replaces the file: a corrupt one is set
@@ -716,8 +876,6 @@ class _Background:
     """Run one call in a thread; ``result()`` waits for it (and is safe to call twice)."""
 
     def __init__(self, fn: Callable[[], GitError | None]) -> None:
-        import threading
-
         self._value: GitError | None = None
         self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
         self._thread.start()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,22 @@ def tree(root: Path) -> set[str]:
         for name in dirnames + filenames:
             found.add(os.path.relpath(os.path.join(dirpath, name), root))
     return found
+
+
+def wait_until_open(pid: int, path: Path, timeout: float = 30) -> None:
+    """Wait until process ``pid`` has ``path`` open (Linux /proc), as a git holding its lock does."""
+    deadline = time.monotonic() + timeout
+    fds = Path(f"/proc/{pid}/fd")
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) == str(path) for fd in fds.iterdir()):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} never opened {path}")
+
+
+def hold_open(path: Path) -> subprocess.Popen[bytes]:
+    """A live process holding ``path`` open (as a running git holds its lock file); kill it when done."""
+    proc = subprocess.Popen(["sh", "-c", 'exec 3<"$0"; exec sleep 60', str(path)])
+    wait_until_open(proc.pid, path)
+    return proc

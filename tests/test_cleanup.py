@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from durabilityutil import KILLED, git_killer
+from durabilityutil import run as run_killable
 from ghutil import (
     bare_origin,
     commit_on_origin,
@@ -841,3 +843,73 @@ def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
     assert remove["outcome"] == "refused" and "an editor session" in remove["detail"]
     assert steps(res.json)["branch"]["outcome"] == "skipped"
     assert worktree.is_dir() and TOPIC in branches(web)
+
+
+# -- kills, nested repositories, a topic made again ------------------------------------------
+
+
+def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
+    web, tmp_path, monkeypatch
+):
+    worktree = new_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    # Killed inside `git worktree remove` after it deleted part of the tree.
+    env = git_killer(
+        tmp_path / "killer-bin",
+        "worktree remove",
+        'for wt; do :; done; rm -f "$wt/limits.py"',
+        real=False,
+    )
+    killed = run_killable("pr-cleanup", TOPIC, "--json", cwd=web, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert worktree.is_dir() and not (worktree / "limits.py").exists()
+
+    again = cleanup(web, TOPIC)
+    assert again.code == 0, again.out + again.err
+    remove = steps(again.json)["remove"]
+    assert remove["outcome"] == "done" and "interrupted" in remove["detail"], remove
+    assert "commit or discard" not in again.out and "commit them" not in again.out
+    assert_cleaned(web, worktree)
+    assert git(web, "rev-parse", "main") == merge
+    record = state.read_record(web / ".git", TOPIC)
+    assert record is not None and record.removing is None
+
+
+def test_abandon_refuses_a_nested_clone_holding_unpushed_work_before_closing_any_pr(
+    web, workspace, tmp_path, monkeypatch
+):
+    worktree = new_topic(web)
+    commit(worktree, ".gitignore", "scratch/\n", "ignore scratch")
+    clone = worktree / "scratch" / "experiment"
+    git(workspace, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "idea.py", "idea\n", "a local-only repository")
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    before = world(web)
+
+    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "nested-work"
+    assert "nested repository scratch/experiment" in res.json["error"]["message"]
+    assert fake.closed() == []  # refused before anything was done
+    assert world(web) == before and git(clone, "rev-parse", "HEAD") == sha
+    assert TOPIC in remote_heads(web)
+
+
+def test_merged_cleanup_refuses_a_nested_clone_holding_unpushed_work_touching_nothing(web, no_gh):
+    worktree = new_topic(web)
+    commit(worktree, ".gitignore", "scratch/\n", "ignore scratch")
+    git(worktree, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
+    merge_on_origin(web, TOPIC, how="merge")
+    clone = worktree / "scratch" / "experiment"
+    git(worktree, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "idea.py", "idea\n", "a local-only repository")
+    main_before = git(web, "rev-parse", "main")
+
+    res = cleanup(web, TOPIC)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "nested-work"
+    assert git(web, "rev-parse", "main") == main_before  # not even the default branch moved
+    assert worktree.is_dir() and TOPIC in branches(web)
+    assert git(clone, "rev-parse", "HEAD") == sha

@@ -140,7 +140,11 @@ def test_the_client_validates_the_plugin_and_lists_its_skills_hook_and_agents(
     provides = report["provides"]
     skills = {f"team-router:{p.parent.name}" for p in (ROOT / "skills").glob("*/SKILL.md")}
     assert set(provides["skills"]) == skills
-    assert [h["event"] for h in provides["hooks"]] == ["SessionStart"]
+    assert [h["event"] for h in provides["hooks"]] == [
+        "SessionStart",
+        "WorktreeCreate",
+        "WorktreeRemove",
+    ]
     agents = named_agents()
     assert agents, "no skill or brief names an agent as `team-router:<name>`"
     assert {f"team-router:{a}" for a in agents} <= set(provides["agents"])

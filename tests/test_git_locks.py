@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from durabilityutil import hold_open
 from ghutil import hide_gh, make_github_repo, merge_on_origin
 from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
-from teardownutil import new_topic, teardown
+from teardownutil import new_topic, teardown, write_repos_md
 
 ID = "2026-05-01-add-rate-limiting"
 
@@ -190,6 +191,50 @@ def test_a_teardown_that_finishes_names_a_git_lock_left_in_the_repo_with_the_fix
     assert "if no git command is running" in named[0] and "remove it" in named[0]
     assert lock.exists()  # never removed by team-router
     assert status(home_repo) == "" and branches(home_repo) == ["main"]
+
+
+def _named_once_with_the_fix(warnings: list[str], lock: Path, repo: Path) -> None:
+    named = [w for w in warnings if str(lock) in w]
+    assert len(named) == 1, warnings
+    assert f"if no git command is running in {repo}, remove it" in named[0]
+    assert lock.exists()  # never removed by team-router
+
+
+def test_new_names_a_git_lock_it_does_not_need_with_the_fix(home_repo):
+    lock = left_by_a_kill(home_repo / ".git" / "refs" / "heads" / "elsewhere.lock")
+    res = run_cli("new", "Add rate limiting", "--id", ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["home"]["status"] == "created"
+    _named_once_with_the_fix(res.json["warnings"], lock, home_repo)
+
+
+def test_a_git_lock_a_live_process_holds_is_not_named_a_left_one_is(home_repo):
+    left = left_by_a_kill(home_repo / ".git" / "refs" / "heads" / "elsewhere.lock")
+    live = left_by_a_kill(home_repo / ".git" / "packed-refs.lock")  # a git at work holds it
+    holder = hold_open(live)
+    try:
+        res = run_cli("new", "Add rate limiting", "--id", ID, "--json", cwd=home_repo)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert res.code == 0, res.out + res.err
+    _named_once_with_the_fix(res.json["warnings"], left, home_repo)
+    assert not [
+        w for w in res.json["warnings"] if str(live) in w
+    ]  # removing it would break that git
+    assert live.exists()
+
+
+def test_worktrees_names_a_git_lock_left_in_a_secondary_with_the_fix(workspace):
+    topic = new_topic(make_repo(workspace, "web"), ID)
+    api = make_repo(workspace, "api")
+    lock = left_by_a_kill(api / ".git" / "index.lock")  # `git worktree add` does not need it
+    write_repos_md(topic, {"api": api})
+    res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    assert [r["status"] for r in res.json["repos"]] == ["existing", "created"]
+    _named_once_with_the_fix(res.json["warnings"], lock, api)
+    assert not [w for w in res.json["warnings"] if "web: " in w and ".lock" in w]
 
 
 def test_a_packed_refs_new_left_by_a_kill_is_named_with_the_fix(home_repo):

@@ -14,7 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, finish, git_killer, git_wrapper, run, slow_git, spawn, tree
+from durabilityutil import (
+    KILLED,
+    finish,
+    git_killer,
+    git_wrapper,
+    hold_open,
+    run,
+    slow_git,
+    spawn,
+    tree,
+)
 from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
 from teardownutil import (
     multi_topic,
@@ -173,6 +183,41 @@ def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(hom
     assert git(home_repo, "stash", "list") != ""
 
 
+def test_a_kill_leaving_an_index_lock_and_a_sequencer_is_undone_once_the_lock_is_removed(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    tip = commit(wt, "b.py", "b = 2\n", "second")
+    main_before = git(home_repo, "rev-parse", "main")
+    lock = home_repo / ".git/index.lock"
+    # Killed while the pick held the index lock: git had written sequencer/ and
+    # applied nothing yet (a git that meets the lock leaves exactly this).
+    env = git_killer(tmp_path / "bin", PICK, f'touch \'{lock}\'\n"$REAL_GIT" "$@"', real=False)
+    killed = run("teardown", topic.id, "--integrate", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert lock.exists() and (home_repo / ".git/sequencer").is_dir()
+
+    for _ in range(2):  # refused as often as it is run while the lock stays
+        locked = teardown(topic, "--integrate")
+        assert locked.code == 1, locked.out + locked.err
+        assert locked.json["error"]["code"] == "git-locked", locked.json["error"]
+        assert f"remove {lock}" in locked.json["error"]["message"]
+        assert _integrating_mark(home_repo, topic.id) is not None  # kept: our pick is not undone
+        assert git(home_repo, "rev-parse", "main") == main_before
+        assert wt.exists() and git(home_repo, "rev-parse", topic.branch) == tip
+
+    lock.unlink()  # the fix the refusal names
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", f"{main_before}..main").splitlines()
+    assert subjects == ["second", "first"]  # each once, in order
+    assert status(home_repo) == "" and not (home_repo / ".git/sequencer").exists()
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
 def test_integrate_without_a_git_identity_is_refused_no_identity_naming_the_fix(
     workspace, monkeypatch
 ):
@@ -266,6 +311,56 @@ def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo
     (wt / "notes.txt").rename(tmp_path / "notes.txt")
     again = teardown(topic)
     assert again.code == 0, again.out
+    assert not wt.exists()
+
+
+def test_new_never_hands_back_a_worktree_a_killed_teardown_was_removing(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    before = snapshot_of(home_repo)
+    again = ("new", "Add rate limiting", "--id", topic.id, "--json")
+
+    res = run(*again, cwd=home_repo)  # its deletions would be committed as work
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "removal-interrupted"
+    assert f"team-router teardown {topic.id}" in res.json["error"]["message"]
+    assert snapshot_of(home_repo) == before and not (wt / "README.md").exists()
+    assert teardown(topic).code == 0  # the fix it names
+    made = run(*again, cwd=home_repo)
+    assert made.code == 0, made.out + made.err
+    assert made.json["home"]["status"] == "created"
+    assert status(wt) == "" and (wt / "README.md").exists()
+
+
+def test_a_removal_mark_left_by_a_kill_does_not_outlive_the_worktree_made_again_there(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    # The removal is finished by hand; later the same topic is made again, at the same path.
+    git(home_repo, "worktree", "remove", "--force", str(wt))
+    assert run("new", "Add rate limiting", "--id", topic.id, "--json", cwd=home_repo).code == 0
+    assert status(wt) == "" and (wt / "README.md").exists()
+    # Work whose files carry an old time (copied with cp -p, unpacked from an archive).
+    write(wt / "notes.txt", "my notes\n")
+    old = time.time() - 24 * 3600
+    for rel in tree(wt):
+        os.utime(wt / rel, (old, old), follow_symlinks=False)
+
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "dirty-worktree", res.json["error"]
+    assert (wt / "notes.txt").read_text() == "my notes\n"
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    (wt / "notes.txt").unlink()
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    remove = steps_of(again.json, "home")["remove"]
+    assert remove["outcome"] == "done" and "interrupted" not in remove["detail"], remove
     assert not wt.exists()
 
 
@@ -476,6 +571,67 @@ def test_a_worktree_add_killed_for_a_secondary_repo_is_made_again_by_the_worktre
     assert report["status"] == "created" and report["worktree"] == str(wt)
     assert status(wt) == "" and (wt / "README.md").read_text() == "# api\n"
     assert "locked" not in git(api, "worktree", "list", "--porcelain")
+
+
+# Killed mid-checkout (what a real kill leaves): README.md written whole,
+# src/app.py cut short while git wrote it, the checkout's index.lock left in
+# the registration.
+_MID_CHECKOUT = (
+    '"$REAL_GIT" -C "$wt" cat-file blob HEAD:README.md > "$wt/README.md"\n'
+    'mkdir -p "$wt/src"\n'
+    '"$REAL_GIT" -C "$wt" cat-file blob HEAD:src/app.py | head -c 4 > "$wt/src/app.py"\n'
+    'touch "$admin/index.lock"'
+)
+
+
+def test_a_worktree_add_killed_mid_checkout_of_a_secondary_is_rolled_back_and_made_again(
+    workspace, tmp_path
+):
+    topic = new_topic(make_repo(workspace, "web"))
+    api = _with_two_files(make_repo(workspace, "api"))
+    write_repos_md(topic, {"api": api})
+    args = ("worktrees", str(topic.plan_dir), "--json")
+    killed = _kill_inside_add(topic.home, tmp_path, _MID_CHECKOUT, *args)
+    assert killed.code == KILLED, killed.err
+    wt = api / ".claude/worktrees" / topic.id
+    lock = api / ".git/worktrees" / topic.id / "index.lock"
+    assert lock.exists() and (wt / "src/app.py").read_text() == "app "
+
+    again = run(*args, cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    (report,) = [r for r in again.json["repos"] if r["name"] == "api"]
+    assert report["status"] == "created" and report["worktree"] == str(wt)
+    assert any("half-made" in w for w in again.json["warnings"])
+    assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
+    assert (wt / "README.md").read_text() == "# api\n"
+    assert "locked" not in git(api, "worktree", "list", "--porcelain")
+    assert not list((api / ".git/worktrees").glob("*/*.lock"))
+
+
+def test_a_half_made_worktree_a_live_process_still_uses_is_refused_and_kept(home_repo, tmp_path):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    written = _HALF_STATES["some-files-written"] + '\ntouch "$admin/index.lock"'
+    killed = _kill_inside_add(home_repo, tmp_path, written)
+    assert killed.code == KILLED, killed.err
+    lock = home_repo / ".git/worktrees" / NEW_ID / "index.lock"
+    # A git the kill missed, still checking out: it holds the index lock open.
+    checkout = hold_open(lock)
+    try:
+        before = {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()}
+        refused = run(*NEW, cwd=home_repo)
+        assert refused.code == 1, refused.out + refused.err
+        assert refused.json["error"]["code"] == "half-made-worktree"
+        assert str(checkout.pid) in refused.json["error"]["message"]
+        assert {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()} == before
+        assert lock.exists() and worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    finally:
+        checkout.kill()
+        checkout.wait()
+    again = run(*NEW, cwd=home_repo)  # the git is gone: the rerun makes the worktree again
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created"
+    assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
 
 
 _WORK = {

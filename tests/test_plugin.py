@@ -93,7 +93,8 @@ def test_init_prints_the_install_lines_this_marketplace_answers_to(home_repo: Pa
 
 def test_hooks_register_session_start_on_the_recovery_hook() -> None:
     hooks = _load(HOOKS)["hooks"]
-    assert list(hooks) == ["SessionStart"]
+    # The worktree hooks: tests/test_host_worktrees.py checks their commands.
+    assert list(hooks) == ["SessionStart", "WorktreeCreate", "WorktreeRemove"]
     assert "team-router hook session-start" in _session_start_command()
 
 

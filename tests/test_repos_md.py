@@ -181,3 +181,28 @@ def _opened(root: Path):
 
     git(root, "init", "-q", "-b", "main")
     return open_repo(root)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "topic: x\ndate: 2026-05-01\nphase: repos\n",
+        "",
+        "# a comment\n",
+        "topic: 'quoted'\n",
+        "date: 2026-02-30\n",
+        "topic: [a, b]\n",
+        "topic: a: b\n",
+        "no: 1\n",
+        'topic: "open\n',
+        "- a list\n",
+        "topic:\n  nested: 1\n",
+        "topic: x\r\ndate: 2026-05-01\r\n",
+        "\ttopic: x\n",
+    ],
+)
+def test_a_frontmatter_judged_without_yaml_is_judged_as_yaml_judges_it(block):
+    text = f"---\n{block}---\n\n## Home repo\n"
+    light, full = frontmatter.split(text, need_data=False), frontmatter.split(text)
+    assert (light.error is None) == (full.error is None)
+    assert (light.body, light.body_line) == (full.body, full.body_line)

@@ -387,3 +387,62 @@ def test_a_failing_post_checkout_hook_is_rolled_back_whole_and_a_rerun_after_the
     wt = api / ".claude" / "worktrees" / ID
     assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
     assert f"- api: {wt}\n" in (topic / "repos.md").read_text()
+
+
+def test_a_refused_home_leaves_every_secondary_as_it_was(workspace, home_repo, topic):
+    # The home repo's step runs alongside the others: its refusal must still
+    # leave no secondary worktree, branch or record behind.
+    api = make_repo(workspace, "api")
+    types = make_repo(workspace, "types")
+    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)))
+    write(topic / "repos.md", original)
+    home_wt = home_repo / ".claude" / "worktrees" / ID
+    git(home_wt, "checkout", "-q", "--detach")
+    res = worktrees(topic)
+    assert res.code == 1
+    assert res.json["error"]["code"] == "default-branch-worktree"
+    for repo in (api, types):
+        assert worktree_paths(repo) == [str(repo)] and branches(repo) == ["main"]
+        assert not (repo / ".claude" / "worktrees" / ID).exists()
+        assert run_cli("doctor", "--json", cwd=repo).json["findings"] == []
+    assert (topic / "repos.md").read_text() == original
+    # The fix the refusal names, then a rerun gives every repo its worktree.
+    git(home_wt, "checkout", "-q", ID)
+    res = worktrees(topic)
+    assert res.code == 0, res.err
+    assert [r["status"] for r in res.json["repos"]] == ["existing", "created", "created"]
+
+
+def test_a_secondary_costs_six_git_processes(tmp_path, workspace, home_repo, topic):
+    # Where the location, fetch, worktree list, add and verify each need their
+    # own process, HEAD, the topic's branch and origin/HEAD are one lookup.
+    from durabilityutil import git_wrapper, run
+
+    api = make_repo(workspace, "api")
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
+    log = tmp_path / "git.log"
+    env = git_wrapper(tmp_path / "bin", "", f'echo "$*" >> \'{log}\'\nexec "$REAL_GIT" "$@"')
+    proc = run("worktrees", "--json", cwd=topic, env=env)
+    assert proc.code == 0, proc.err
+    assert [r["status"] for r in proc.json["repos"]] == ["existing", "created"]
+    calls = [line for line in log.read_text().splitlines() if f"-C {api}" in line]
+    assert len(calls) <= 6, "\n".join(calls)
+
+
+def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yaml(
+    workspace, home_repo, topic
+):
+    import subprocess
+    import sys
+
+    api = make_repo(workspace, "api")
+    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
+    args = ["-C", str(topic), "worktrees"]
+    code = (
+        f"import sys\nfrom router.entry import main\ncode = main({args!r})\n"
+        "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
+        "assert 'yaml' not in sys.modules, 'yaml was imported'\nraise SystemExit(code)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "repos.md ## Worktrees updated" in proc.stdout

@@ -20,6 +20,7 @@ OWNER = {
     "status": "phase",
     "record": "phase",
     "hook": "phase",
+    "install-hooks": "create",
     "teardown": "teardown",
     "sweep": "teardown",
     "local-state": "teardown",

@@ -7,8 +7,16 @@ from typing import Annotated
 
 import typer
 
-from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit, line_echo
-from router.localstate import DEFAULT_LINE_TIMEOUT
+from router.cli import (
+    DEFAULT_LINE_TIMEOUT,
+    DEFAULT_WAIT,
+    JsonFlag,
+    WaitOption,
+    app,
+    cwd_of,
+    emit,
+    line_echo,
+)
 
 
 def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> bool | None:

@@ -133,3 +133,38 @@ def _init_text(result) -> str:
             f'  or, for claude -p: --allowedTools "{PERMISSION_RULE}"',
         ]
     return "\n".join(lines)
+
+
+@app.command("install-hooks")
+def install_hooks_cmd(
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove exactly the hooks this command adds.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the change to the settings; write nothing.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Route Claude Code's own worktrees (claude --worktree, EnterWorktree, isolated agents)
+    through team-router: add its WorktreeCreate and WorktreeRemove hooks to your user settings
+    (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json), leaving every other key."""
+    from router.setup import install_hooks
+
+    emit(
+        "install-hooks",
+        as_json,
+        lambda: install_hooks(uninstall=uninstall, dry_run=dry_run),
+        _install_hooks_text,
+    )
+
+
+def _install_hooks_text(result) -> str:
+    lines = [f"{result.settings_file}:"]
+    lines += [f"  {item}" for item in result.actions]
+    if result.diff:
+        lines += ["", result.diff.rstrip("\n")]
+    if result.dry_run:
+        lines.append("dry run: nothing was written" if result.changed else "dry run: no change")
+    elif not result.changed:
+        lines.append("no change")
+    return "\n".join(lines)

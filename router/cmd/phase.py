@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from router.cli import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.early import next_text, phase_text
 
 Target = Annotated[
     str | None,
@@ -30,20 +31,7 @@ def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fal
     """Where an interrupted run resumes: the first phase whose evidence is missing."""
     from router.phases import phase_report
 
-    emit("phase", as_json, lambda: phase_report(cwd_of(ctx), target), _phase_text)
-
-
-def _phase_text(report) -> str:
-    resume = report.resume
-    step = f", step {resume.step}" if resume.step else ""
-    lines = [
-        f"Topic {report.id}",
-        f"Resume at: {resume.resume_at}{step}"
-        + ("  (HALTED: a person must decide)" if resume.halted else ""),
-        f"Done: {', '.join(resume.completed) or 'nothing yet'}",
-        f"Artifact directory: {report.plan_dir}",
-    ]
-    return "\n".join(lines)
+    emit("phase", as_json, lambda: phase_report(cwd_of(ctx), target), phase_text)
 
 
 @app.command("next")
@@ -51,13 +39,7 @@ def next_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fals
     """The phase to run next, with its brief: what to produce, where, and which gate decides."""
     from router.phases import next_report
 
-    emit("next", as_json, lambda: next_report(cwd_of(ctx), target), _next_text)
-
-
-def _next_text(report) -> str:
-    expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
-    request = f"\nRequest: {report.request}" if report.request is not None else ""
-    return f"{_phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"
+    emit("next", as_json, lambda: next_report(cwd_of(ctx), target), next_text)
 
 
 @app.command("status")
@@ -198,3 +180,56 @@ def hook_session_start_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> Non
     from router.hook import session_start
 
     raise typer.Exit(session_start(str(cwd_of(ctx))))
+
+
+@hook_app.command("worktree-create")
+def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = DEFAULT_WAIT) -> None:
+    """WorktreeCreate: read the host's JSON on stdin (name, cwd); make or find that worktree
+    through the creation pipeline and print its absolute path, the only line on stdout. No
+    worktree: exit 1 (or 2 for a bad payload) with one line on stderr, and the host stops.
+    Without cwd in the payload: CLAUDE_PROJECT_DIR, then -C."""
+    import os
+    import sys
+
+    from router.hook import read_payload
+    from router.hostworktrees import worktree_create
+
+    def work():
+        environ = {"CLAUDE_PROJECT_DIR": str(cwd_of(ctx)), **os.environ}
+        return worktree_create(read_payload(sys.stdin), environ, wait=wait)
+
+    # Hook protocol, not --json: stdout carries the path alone; warnings and
+    # failures go to stderr (emit's text mode does exactly that).
+    emit("hook", False, work, lambda result: str(result.home.worktree))
+
+
+@hook_app.command("worktree-remove")
+def hook_worktree_remove_cmd(wait: WaitOption = DEFAULT_WAIT) -> None:
+    """WorktreeRemove: read the host's JSON on stdin (worktree_path); remove that worktree and
+    its branch when that loses nothing, else keep it; sweep residue; say what happened on
+    stderr. Always exits 0 (the host cannot be refused)."""
+    import os
+    import sys
+
+    from router.errors import RouterError, ToolFailed
+    from router.hook import read_payload
+    from router.hostworktrees import worktree_remove
+
+    def echo(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    # Only what the host says locates the repo (never this process's directory):
+    # a removal must not act on whatever repository the hook happened to start in.
+    environ = dict(os.environ)
+    try:
+        result = worktree_remove(read_payload(sys.stdin), environ, wait=wait, echo=echo)
+    except RouterError as exc:
+        echo(f"team-router: {exc.message} [{exc.code}]")
+    except (OSError, ToolFailed) as exc:
+        # Whatever went wrong, nothing was removed past a step that proved it safe.
+        echo(f"team-router: worktree-remove stopped ({exc}); what is left was kept")
+    else:
+        for message in result.warnings:
+            echo(f"warning: {message}")
+        echo(result.line())
+    raise typer.Exit(0)

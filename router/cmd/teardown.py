@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from router.cli import (
+    DEFAULT_LINE_TIMEOUT,
     DEFAULT_WAIT,
     JsonFlag,
     WaitOption,
@@ -16,7 +17,6 @@ from router.cli import (
     line_echo,
     stop_on_interrupt,
 )
-from router.localstate import DEFAULT_LINE_TIMEOUT
 
 TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 LineTimeout = Annotated[

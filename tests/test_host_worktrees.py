@@ -1,0 +1,422 @@
+"""The host's own worktrees through the router: ``hook worktree-create`` / ``worktree-remove``.
+
+Real git with a local bare origin; the payloads are the ones the pinned client sends
+(tests/test_client_worktrees.py drives the client itself).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from teardownutil import commit_on_origin, merge_on_origin, push_branch, snapshot_of
+
+from router import state
+
+TODAY = dt.date.today().isoformat()
+
+
+def create(repo: Path | None, name: str | None, **extra: object):
+    payload: dict[str, object] = {"session_id": "s-1", "hook_event_name": "WorktreeCreate"}
+    if repo is not None:
+        payload["cwd"] = str(repo)
+    if name is not None:
+        payload["name"] = name
+    payload.update(extra)
+    return run_cli("hook", "worktree-create", stdin=json.dumps(payload))
+
+
+def remove(path: Path, **extra: object):
+    payload = {
+        "session_id": "s-1",
+        "hook_event_name": "WorktreeRemove",
+        "cwd": str(path),
+        "worktree_path": str(path),
+        **extra,
+    }
+    return run_cli("hook", "worktree-remove", stdin=json.dumps(payload))
+
+
+def made(res) -> Path:
+    """The path on stdout: exactly one line, nothing else."""
+    assert res.code == 0, res.err
+    assert res.out.endswith("\n") and res.out.count("\n") == 1, repr(res.out)
+    path = Path(res.out.rstrip("\n"))
+    assert path.is_absolute() and path.is_dir()
+    return path
+
+
+def record(repo: Path, topic_id: str) -> state.TopicRecord:
+    found = state.read_record(repo / ".git", topic_id)
+    assert found is not None
+    return found
+
+
+# -- create -----------------------------------------------------------------------------
+
+
+def test_a_topic_id_name_is_the_id_and_the_base_is_the_fetched_origin_default(home_repo):
+    ahead = commit_on_origin(home_repo, "news.txt", "origin moved on\n")
+    stale = git(home_repo, "rev-parse", "main")
+    res = create(home_repo, "ENG-7-native")
+    path = made(res)
+    assert path == home_repo / ".claude" / "worktrees" / "ENG-7-native"
+    assert git(path, "symbolic-ref", "--short", "HEAD") == "ENG-7-native"
+    # Based on origin's default after the fetch, not the stale local main.
+    assert git(path, "rev-parse", "HEAD") == ahead != stale
+    rec = record(home_repo, "ENG-7-native")
+    assert rec.worktree == str(path) and rec.base_commit == ahead and rec.branch_created
+    assert "record" in rec.steps
+    assert (path / "docs" / "plans" / "ENG-7-native").is_dir()
+    assert status(home_repo) == ""  # the main tree stays clean
+
+
+def test_a_free_text_name_becomes_a_topic_by_the_slug_rules(home_repo):
+    path = made(create(home_repo, "Fix the Login bug!"))
+    assert path.name == f"{TODAY}-fix-the-login-bug"
+    assert record(home_repo, path.name).description == "Fix the Login bug!"
+    keyed = made(create(home_repo, "ENG-12 add rate limiting"))
+    assert keyed.name == "ENG-12-add-rate-limiting"
+    # Claude Code's generated names and subagent names are free text too.
+    agent = made(create(home_repo, "agent-a1b2c3d4"))
+    assert agent.name == f"{TODAY}-agent-a1b2c3d4"
+    nested = made(create(home_repo, "feature/login"))  # the client allows "/" segments
+    assert nested.name == f"{TODAY}-feature-login"
+    # Shaped like an id but not one (no 13th month): free text, never a refusal.
+    odd = made(create(home_repo, "2026-13-45-odd"))
+    assert odd.name == f"{TODAY}-2026-13-45-odd"
+
+
+def test_the_same_name_again_returns_the_same_path(home_repo):
+    first = made(create(home_repo, "ENG-7-native"))
+    write(first / "work.txt", "in progress\n")
+    again = made(create(home_repo, "ENG-7-native"))
+    assert again == first and (first / "work.txt").read_text() == "in progress\n"
+    loose = made(create(home_repo, "refactor the parser"))
+    assert made(create(home_repo, "refactor the parser")) == loose
+    assert sorted(worktree_paths(home_repo)[1:]) == sorted([str(first), str(loose)])
+
+
+def test_a_name_made_on_another_day_comes_back_to_that_days_topic(home_repo):
+    res = run_cli("new", "tidy the docs", "--date", "2026-01-05", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    earlier = Path(res.json["home"]["worktree"])
+    assert made(create(home_repo, "tidy the docs")) == earlier
+
+
+def test_without_cwd_the_project_dir_is_the_repo(home_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(home_repo))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = made(create(None, "ENG-8-no-cwd"))
+    assert path == home_repo / ".claude" / "worktrees" / "ENG-8-no-cwd"
+
+
+def test_warnings_go_to_stderr_and_stdout_keeps_the_path_alone(workspace):
+    lonely = make_repo(workspace, "lonely", origin=False)
+    res = create(lonely, "ENG-9-no-origin")
+    path = made(res)
+    assert path == lonely / ".claude" / "worktrees" / "ENG-9-no-origin"
+    assert "origin" in res.err  # the no-origin warning, on stderr
+
+
+def test_a_fallback_is_a_failure_with_one_line_and_nothing_left(home_repo):
+    # A file where the worktree must go: the pipeline would fall back to the main tree.
+    blocker = write(home_repo / ".claude" / "worktrees" / "ENG-7-native", "not a worktree\n")
+    before = snapshot_of(home_repo)
+    res = create(home_repo, "ENG-7-native")
+    assert res.code == 1
+    assert res.out == ""
+    assert len(res.err.strip().splitlines()) == 1, res.err
+    assert "[isolation-failed]" in res.err and "ENG-7-native" in res.err
+    assert blocker.read_text() == "not a worktree\n"
+    assert snapshot_of(home_repo) == before  # no branch, no plan dir, no registration
+    assert state.read_record(home_repo / ".git", "ENG-7-native") is None
+
+
+def test_a_repo_without_a_commit_fails_with_one_line(workspace):
+    empty = make_repo(workspace, "empty", origin=False, commit_first=False)
+    res = create(empty, "ENG-1-first")
+    assert (res.code, res.out) == (1, "")
+    assert res.err.strip().splitlines() == [res.err.strip()] and "[no-root-commit]" in res.err
+
+
+def test_a_payload_without_a_name_or_repo_fails_with_exit_2(home_repo, tmp_path, monkeypatch):
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    res = create(home_repo, None)
+    assert (res.code, res.out) == (2, "") and "[usage]" in res.err
+    res = run_cli("hook", "worktree-create", stdin="not json")
+    assert (res.code, res.out) == (2, "")
+    res = create(tmp_path, "ENG-1-x")  # not a repository
+    assert (res.code, res.out) == (1, "") and "[not-a-repo]" in res.err
+
+
+def test_from_a_linked_worktree_a_new_worktree_is_made_not_the_current_one_reused(home_repo):
+    first = made(create(home_repo, "ENG-1-first"))
+    second = made(create(first, "ENG-2-second"))
+    assert second == home_repo / ".claude" / "worktrees" / "ENG-2-second"
+    assert git(second, "symbolic-ref", "--short", "HEAD") == "ENG-2-second"
+
+
+def test_the_topic_shows_in_status_and_gets_the_session_start_notice(home_repo):
+    path = made(create(home_repo, "ENG-7-native"))
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert res.code == 0
+    (topic,) = res.json["topics"]
+    assert topic["id"] == "ENG-7-native" and topic["repos"][0]["worktree"] == str(path)
+    hook = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(path)}))
+    context = json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
+    assert "Id: ENG-7-native" in context
+
+
+def test_teardown_takes_a_hook_made_topic_apart_like_any_other(home_repo):
+    path = made(create(home_repo, "ENG-7-native"))
+    commit(path, "feature.txt", "feature\n", "feature")
+    push_branch(path, "ENG-7-native")
+    merge_on_origin(home_repo, "ENG-7-native")
+    res = run_cli("teardown", "ENG-7-native", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not path.exists() and "ENG-7-native" not in branches(home_repo)
+
+
+# -- remove -----------------------------------------------------------------------------
+
+
+def assert_gone(repo: Path, path: Path, branch: str) -> None:
+    assert not path.exists()
+    assert str(path) not in worktree_paths(repo)
+    assert branch not in branches(repo)
+    assert not (repo / ".git" / "worktrees" / path.name).exists()
+    assert list((repo / ".claude" / "worktrees").iterdir()) == []  # no residue
+
+
+def test_removing_a_never_committed_worktree_leaves_nothing(home_repo):
+    path = made(create(home_repo, "ENG-7-native"))
+    res = remove(path)
+    assert (res.code, res.out) == (0, "")
+    assert "removed" in res.err
+    assert_gone(home_repo, path, "ENG-7-native")
+    rec = record(home_repo, "ENG-7-native")
+    assert rec.teardown.complete is True
+    assert rec.host_removal.outcome == "removed"
+    assert status(home_repo) == ""
+
+
+def test_removing_a_merged_worktree_leaves_nothing(home_repo):
+    path = made(create(home_repo, "review the api"))
+    commit(path, "api.txt", "api\n", "api")
+    push_branch(path, path.name)
+    merge_on_origin(home_repo, path.name)
+    write(home_repo / ".claude" / "worktrees" / "old-agent" / "tmp" / "x.log", "residue\n")
+    res = remove(path)
+    assert res.code == 0, res.err
+    assert_gone(home_repo, path, path.name)
+
+
+def test_removing_a_worktree_that_holds_work_keeps_all_of_it(home_repo):
+    path = made(create(home_repo, "ENG-7-native"))
+    sha = commit(path, "feature.txt", "committed, not pushed\n", "feature")
+    write(path / "README.md", "edited, not committed\n")
+    write(path / "notes.txt", "untracked\n")
+    res = remove(path)
+    assert (res.code, res.out) == (0, "")
+    assert "kept" in res.err and "dirty-worktree" in res.err
+    assert (path / "README.md").read_text() == "edited, not committed\n"
+    assert (path / "notes.txt").read_text() == "untracked\n"
+    assert git(path, "rev-parse", "HEAD") == sha
+    assert "ENG-7-native" in branches(home_repo) and str(path) in worktree_paths(home_repo)
+    assert record(home_repo, "ENG-7-native").host_removal.outcome == "kept"
+    # Committed but unmerged work alone is kept too.
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "more")
+    res = remove(path)
+    assert res.code == 0 and "unintegrated-commits" in res.err
+    assert path.is_dir() and "ENG-7-native" in branches(home_repo)
+
+
+def test_a_worktree_whose_plan_dir_holds_artifacts_is_kept_even_with_discard(home_repo):
+    # git ignores the plan dir: no dirty check and no snapshot would see these files.
+    path = made(create(home_repo, "ENG-7-native"))
+    task = write(path / "docs" / "plans" / "ENG-7-native" / "task.md", "# the request\n")
+    assert status(path) == ""
+    for extra in ({}, {"discard_changes": True}):
+        res = remove(path, **extra)
+        assert res.code == 0 and "kept" in res.err and "task.md" in res.err, res.err
+        assert task.read_text() == "# the request\n" and "ENG-7-native" in branches(home_repo)
+
+
+def test_a_discard_intent_snapshots_before_removing(home_repo):
+    path = made(create(home_repo, "ENG-7-native"))
+    write(path / "notes.txt", "untracked work\n")
+    res = remove(path, discard_changes=True)
+    assert res.code == 0, res.err
+    assert "snapshot" in res.err
+    assert not path.exists()
+    ref = "refs/team-router/snapshots/ENG-7-native"
+    assert git(home_repo, "show", f"{ref}:notes.txt") == "untracked work"
+    assert record(home_repo, "ENG-7-native").host_removal.outcome == "snapshotted"
+
+
+def test_a_worktree_team_router_did_not_make_is_left_alone(home_repo):
+    other = home_repo / ".claude" / "worktrees" / "theirs"
+    git(home_repo, "worktree", "add", "-q", "-b", "theirs", str(other))
+    res = remove(other)
+    assert res.code == 0 and "not-ours" in res.err
+    assert other.is_dir() and "theirs" in branches(home_repo)
+
+
+def test_remove_never_fails_the_host(home_repo, tmp_path, monkeypatch):
+    for stdin in ("", "[]", "not json", json.dumps({"worktree_path": "relative/path"})):
+        res = run_cli("hook", "worktree-remove", stdin=stdin)
+        assert (res.code, res.out) == (0, ""), stdin
+    res = remove(tmp_path / "gone")
+    assert res.code == 0
+    path = made(create(home_repo, "ENG-7-native"))
+    assert remove(path).code == 0
+    # Gone now: the host's project dir is how the repo is found.
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(home_repo))
+    again = remove(path)  # the host may ask twice (plugin and settings hooks)
+    assert again.code == 0 and "already torn down" in again.err
+
+
+# -- registration -------------------------------------------------------------------------
+
+
+def settings_file() -> Path:
+    return Path(os.environ["HOME"]) / ".claude" / "settings.json"
+
+
+def test_install_hooks_merges_into_the_user_settings_and_uninstall_takes_exactly_them_out():
+    from router.setup import WORKTREE_HOOKS
+
+    original = {
+        "model": "opus",
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo bye"}]}]},
+    }
+    write(settings_file(), json.dumps(original))
+    dry = run_cli("install-hooks", "--dry-run", "--json")
+    assert dry.code == 0 and dry.json["changed"] and '+    "WorktreeCreate"' in dry.json["diff"]
+    assert json.loads(settings_file().read_text()) == original  # a dry run writes nothing
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 0 and res.json["changed"]
+    installed = json.loads(settings_file().read_text())
+    assert {k: v for k, v in installed.items() if k != "hooks"} == {
+        k: v for k, v in original.items() if k != "hooks"
+    }
+    assert installed["hooks"]["Stop"] == original["hooks"]["Stop"]
+    for event, (command, _timeout) in WORKTREE_HOOKS.items():
+        (group,) = installed["hooks"][event]
+        assert group["hooks"][0]["command"] == command
+    again = run_cli("install-hooks", "--json")
+    assert again.code == 0 and not again.json["changed"]
+    assert json.loads(settings_file().read_text()) == installed
+    out = run_cli("install-hooks", "--uninstall", "--json")
+    assert out.code == 0 and out.json["changed"]
+    assert json.loads(settings_file().read_text()) == original
+    assert not run_cli("install-hooks", "--uninstall", "--json").json["changed"]
+
+
+def test_install_hooks_honours_claude_config_dir_and_writes_through_a_symlink(
+    tmp_path, monkeypatch
+):
+    config = tmp_path / "config"
+    dotfiles = write(tmp_path / "dotfiles" / "claude-settings.json", '{"theme": "dark"}\n')
+    config.mkdir()
+    (config / "settings.json").symlink_to(dotfiles)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 0 and res.json["settings_file"] == str(config / "settings.json")
+    assert (config / "settings.json").is_symlink()
+    data = json.loads(dotfiles.read_text())
+    assert data["theme"] == "dark" and "WorktreeRemove" in data["hooks"]
+    assert not settings_file().exists()
+
+
+def test_install_hooks_creates_the_file_and_refuses_what_it_cannot_merge():
+    res = run_cli("install-hooks")
+    assert res.code == 0 and "WorktreeCreate: added" in res.out
+    assert set(json.loads(settings_file().read_text())) == {"hooks"}
+    assert run_cli("install-hooks", "--uninstall").code == 0
+    assert json.loads(settings_file().read_text()) == {}
+    for broken in ('{"hooks": ', '{"hooks": []}', '{"hooks": {"WorktreeCreate": {}}}'):
+        write(settings_file(), broken)
+        res = run_cli("install-hooks", "--json")
+        assert res.code == 1 and res.json["error"]["code"] == "setup-failed", broken
+        assert settings_file().read_text() == broken  # nothing was written
+
+
+def test_install_hooks_never_writes_a_tracked_settings_file(home_repo, monkeypatch):
+    tracked = write(home_repo / ".claude" / "settings.json", '{"model": "team"}\n')
+    git(home_repo, "add", ".claude/settings.json")
+    git(home_repo, "commit", "-q", "-m", "team settings")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home_repo / ".claude"))
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 1 and res.json["error"]["code"] == "setup-failed"
+    assert tracked.read_text() == '{"model": "team"}\n' and status(home_repo) == ""
+
+
+@pytest.mark.parametrize("event", ["WorktreeCreate", "WorktreeRemove"])
+def test_the_plugin_registers_the_same_hook_commands(event):
+    from router.setup import WORKTREE_HOOKS
+
+    hooks = json.loads((Path(__file__).parent.parent / "hooks" / "hooks.json").read_text())
+    (group,) = hooks["hooks"][event]
+    assert group["hooks"][0]["command"] == WORKTREE_HOOKS[event][0]
+
+
+def run_registered(event: str, path_dirs: list[Path], cwd: Path, stdin: str):
+    from router.setup import WORKTREE_HOOKS
+
+    env = {**os.environ, "PATH": os.pathsep.join(str(p) for p in path_dirs)}
+    return subprocess.run(
+        ["/bin/sh", "-c", WORKTREE_HOOKS[event][0]],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_without_team_router_create_fails_closed_and_remove_fails_open(tmp_path, home_repo):
+    bare = tmp_path / "bin-without-team-router"
+    bare.mkdir()
+    payload = json.dumps({"cwd": str(home_repo), "name": "ENG-1-x"})
+    proc = run_registered("WorktreeCreate", [bare], tmp_path, payload)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "team-router is not on PATH" in proc.stderr
+    proc = run_registered("WorktreeRemove", [bare], tmp_path, payload)
+    assert (proc.returncode, proc.stdout) == (0, "")
+
+
+def test_the_registered_create_command_prints_the_path_alone(home_repo, tmp_path):
+    venv_bin = Path(sys.executable).parent
+    payload = json.dumps({"cwd": str(home_repo), "name": "ENG-1-x"})
+    dirs = [venv_bin, Path("/usr/bin"), Path("/bin")]
+    proc = run_registered("WorktreeCreate", dirs, tmp_path, payload)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{home_repo / '.claude' / 'worktrees' / 'ENG-1-x'}\n"
+
+
+def test_remove_never_acts_on_the_repo_the_hook_happens_to_run_in(workspace, monkeypatch):
+    # The worktree is gone and the host named no project: the process's own
+    # directory is some other repository, whose residue is not the host's to sweep.
+    bystander = make_repo(workspace, "bystander")
+    junk = write(bystander / ".claude" / "worktrees" / "junk" / "tmp" / "x.log", "residue\n")
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.chdir(bystander)
+    gone = workspace / "web" / ".claude" / "worktrees" / "ENG-1-gone"
+    res = remove(gone)
+    assert (res.code, res.out) == (0, "") and "not-ours" in res.err
+    assert junk.read_text() == "residue\n"
