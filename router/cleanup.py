@@ -327,10 +327,8 @@ def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[Worktr
 def _record(repo: Repo, topic_id: str | None) -> tuple[state.TopicRecord | None, list[str]]:
     if topic_id is None:
         return None, []
-    try:
-        return state.read_record(repo.common_dir, topic_id), []
-    except state.RecordCorrupt as exc:
-        return None, [f"{exc.path}: {exc.reason}; it is left as it is and not trusted"]
+    warnings: list[str] = []
+    return state.read_record_or_none(repo.common_dir, topic_id, warnings), warnings
 
 
 def _included(record: state.TopicRecord | None, worktree: WorktreeEntry | None) -> tuple[str, ...]:
@@ -351,8 +349,7 @@ def _temp_paths(
         found = read_temp_paths(root / PLANS_DIR / topic_id)
         if found:
             return tuple(found)
-    value = record.extra.get("temp_paths") if record else None
-    return tuple(str(p) for p in value) if isinstance(value, list) else ()
+    return record.temp_paths if record else ()
 
 
 def _remote(repo: Repo, branch: str) -> tuple[str | None, str]:
@@ -972,25 +969,16 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
     """Mark the topic's record as teardown does, so a rerun (of either command) skips what is done."""
     if found.topic_id is None or found.record is None:
         return
-    try:
-        record = state.read_record(repo.common_dir, found.topic_id)
-    except state.RecordCorrupt:
-        return
-    if record is None:
-        return
-    previous = record.extra.get("teardown")
-    before = list(previous.get("done", [])) if isinstance(previous, dict) else []
     finished = {s.name for s in steps if s.outcome is Outcome.DONE and s.name in TEARDOWN_STEPS}
-    names = sorted(
-        set(before) | finished, key=lambda s: TEARDOWN_STEPS.index(s) if s in TEARDOWN_STEPS else 99
-    )
     ok = not any(s.stopped for s in steps)
-    extra = {
-        **record.extra,
-        "teardown": {"done": names, "complete": ok},
-        "pr_cleanup": {"mode": str(mode)},
-    }
-    state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = (record.teardown or state.TeardownMark()).with_done(
+            finished, TEARDOWN_STEPS, complete=ok
+        )
+        return dataclasses.replace(record, teardown=mark, pr_cleanup_mode=str(mode))
+
+    state.update_record(repo.common_dir, found.topic_id, change)
 
 
 # -- dry run ------------------------------------------------------------------------------------------
@@ -1205,7 +1193,7 @@ def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Sur
     found = survey(repo, branch, ask_remote=True)
     refuse_unknown(repo, found, mode)
     warnings.extend(found.notes)
-    warnings.extend(_other_repos(found))
+    warnings.extend(_other_repos(repo, found))
     return found
 
 
@@ -1244,19 +1232,20 @@ def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = Fal
 
 
 def _cleaned_before(record: state.TopicRecord | None) -> bool:
-    return record is not None and ("teardown" in record.extra or "pr_cleanup" in record.extra)
+    return record is not None and (
+        record.teardown is not None or record.pr_cleanup_mode is not None
+    )
 
 
-def _other_repos(found: Survey) -> list[str]:
+def _other_repos(repo: Repo, found: Survey) -> list[str]:
     """pr-cleanup works in one repo; a multi-repo topic's other worktrees are named, not touched."""
+    from router.topicmodel import repo_places
+
     record = found.record
     if record is None or record.repo != "home":
         return []
-    names = [
-        e.name
-        for e in record.repos
-        if e.name != "home" and e.worktree and os.path.isdir(e.worktree)
-    ]
+    places = repo_places(repo.primary, None, record)[1:]
+    names = [p.name for p in places if p.worktree and os.path.isdir(p.worktree)]
     if not names:
         return []
     return [

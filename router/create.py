@@ -162,7 +162,7 @@ def _taken_by_another_run(repo: Repo, topic: Topic, description: str) -> bool:
     try:
         record = state.read_record(repo.common_dir, topic.id)
     except state.RecordCorrupt:
-        return True  # unreadable: never reuse it blindly
+        return True  # unreadable: never reuse it blindly (the one caller that must know)
     if record is not None:
         return record.description != description
     return (
@@ -181,23 +181,26 @@ def _remember_home(
     description: str | None = None,
 ) -> None:
     """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
-    try:
-        record = state.read_record(repo.common_dir, topic.id)
-    except state.RecordCorrupt:
-        return
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        known = {r.name: r for r in record.repos}
+        for report in reports:
+            if report.status is not Status.REFUSED:
+                known[report.name] = state.RepoEntry(
+                    report.name, str(report.path), str(report.worktree) if report.worktree else None
+                )
+        return dataclasses.replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()))
+
     # The description too, even when the home repo fell back before its own
     # record was written: a rerun of the same `new` must find its id again.
-    record = record or state.TopicRecord(
-        id=topic.id, repo="home", branch=topic.branch, description=description
+    state.update_record(
+        repo.common_dir,
+        topic.id,
+        change,
+        new=lambda: state.TopicRecord(
+            id=topic.id, repo="home", branch=topic.branch, description=description
+        ),
     )
-    known = {r.name: r for r in record.repos}
-    for report in reports:
-        if report.status is not Status.REFUSED:
-            known[report.name] = state.RepoEntry(
-                report.name, str(report.path), str(report.worktree) if report.worktree else None
-            )
-    record = dataclasses.replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()))
-    state.write_record(repo.common_dir, record)
 
 
 # -- worktrees ------------------------------------------------------------------
@@ -367,7 +370,9 @@ def _secondary_jobs(
         # The listed checkout is where the command meets that repo: a linked
         # worktree there is reused in place, or refused on the default branch (§7).
         repo = verdict.repo
-        jobs.append(Job(spec.name, repo, topic, invoked_in=repo.checkout, wait=wait))
+        jobs.append(
+            Job(spec.name, repo, topic, invoked_in=repo.checkout, wait=wait, home=home.primary)
+        )
     return jobs, refusals
 
 

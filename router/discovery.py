@@ -134,7 +134,7 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
 
     if target and _looks_like_path(target):
         return _by_path(cwd, target)
-    repo = open_repo(cwd)
+    repo = home_repo(open_repo(cwd), target)
     entries = repo.git.worktree_list()
     found = candidates(repo, entries)
     if target:
@@ -156,6 +156,67 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
             "no-topic", f"no topic to resume in {repo.primary}; start one with `team-router new`"
         )
     return repo, best
+
+
+def home_repo(repo: Repo, target: str | None = None) -> Repo:
+    """The home repo of the topic asked about from ``repo``; ``repo`` itself when it is the home.
+
+    A secondary repo's record names its topic's home (DESIGN §8): from its
+    primary clone or its worktree every command answers as the home does. With
+    no ``target``: the topic whose worktree this checkout is, else (when this
+    repo holds no plan dir of its own) the home with the newest plan dir.
+    """
+    from pathlib import Path
+
+    if target is None and _answers_here(repo):
+        return repo
+    homes, exact = home_paths(str(repo.common_dir), str(repo.checkout.toplevel), target)
+    if not homes or (not exact and candidates(repo)):
+        return repo
+    opened = [r for r in (_open_quietly(Path(h)) for h in homes) if r is not None]
+    if not opened:
+        return repo
+    return max(opened, key=lambda r: (newest(candidates(r)) or PlanDir("", "", "", -1.0)).mtime)
+
+
+def _answers_here(repo: Repo) -> bool:
+    """The checkout holds plan dirs of its own: a home answers for itself, and no record
+    needs reading (a home with 500 topics pays one listdir for this, on every `phase`)."""
+    try:
+        names = os.listdir(os.path.join(repo.checkout.toplevel, PLANS_DIR))
+    except OSError:
+        return False
+    return any(ID_RE.fullmatch(n) for n in names)
+
+
+def home_paths(common_dir: str, toplevel: str, target: str | None) -> tuple[list[str], bool]:
+    """Home primaries of the topics this repo is a secondary of, as its records name them,
+    and whether they answer for one topic exactly.
+
+    Named ``target``: its home alone (exact). Otherwise the home of the topic
+    whose worktree is ``toplevel`` (exact), when there is one, else every home.
+    """
+    from router.state import secondary_homes
+
+    if target is not None:
+        homes = secondary_homes(common_dir, only=target)
+        return ([homes[target][0]], True) if target in homes else ([], False)
+    homes = secondary_homes(common_dir)
+    here = os.path.realpath(toplevel)
+    for home, worktree in homes.values():
+        if worktree and os.path.realpath(worktree) == here:
+            return [home], True
+    return sorted({home for home, _ in homes.values()}), False
+
+
+def _open_quietly(path: Path) -> Repo | None:
+    from router.errors import RouterError
+    from router.workspace import open_repo
+
+    try:
+        return open_repo(path)
+    except RouterError:
+        return None  # the home is gone or moved: answer for this repo, as before
 
 
 def _worktree_only(repo: Repo, entries: list[WorktreeEntry], topic_id: str) -> PlanDir | None:
@@ -205,9 +266,10 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
 
 # -- the hook's fast path: git's administrative files ---------------------------------
 
-FastHome = namedtuple("FastHome", "primary common_dir roots branches")
+FastHome = namedtuple("FastHome", "primary common_dir roots branches top", defaults=("",))
 FastHome.__doc__ = """The home repo as its git files describe it: primary root, common dir,
-every checkout root (primary first) and the branches checked out in them."""
+every checkout root (primary first), the branches checked out in them, and the
+root of the checkout that holds ``cwd``."""
 
 
 class Unsure(Exception):
@@ -226,7 +288,7 @@ def locate_fast(cwd: str) -> FastHome | None:
     found = _find_git_dir(os.path.realpath(cwd))
     if found is None:
         return None
-    _top, git_dir = found
+    top, git_dir = found
     common = _common_dir(git_dir)
     primary = os.path.dirname(common)
     if (
@@ -243,7 +305,7 @@ def locate_fast(cwd: str) -> FastHome | None:
         if gitfile:
             roots.append(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
             _add_branch(branches, os.path.join(admin, "HEAD"))
-    return FastHome(primary, common, roots, branches)
+    return FastHome(primary, common, roots, branches, top)
 
 
 def _find_git_dir(start: str) -> tuple[str, str] | None:

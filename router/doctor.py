@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -23,13 +22,11 @@ from router import holders, state
 from router.errors import BadInput
 from router.git import GitError, WorktreeEntry, unique_commits
 from router.ids import ID_RE
+from router.topicmodel import repo_places
 from router.workspace import WORKTREES_DIR, Repo, contain_all, open_repo
 
 _LIST_SHOWN = 5
 _PASSES = 3
-_SECTION_LINE = re.compile(
-    r"^\s*[-*+]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(?P<path>\S.*?)\s*$"
-)
 
 
 class Kind(StrEnum):
@@ -143,28 +140,27 @@ def _repos_to_check(home: Repo) -> tuple[list[Repo], list[str]]:
     repos = [home]
     warnings: list[str] = []
     listed = [
-        (record.id, entry)
+        (record.id, place.name, Path(place.primary))
         for record in _records(home)
         if record.repo == "home"
-        for entry in record.repos
-        if entry.name != "home"
+        for place in repo_places(home.primary, None, record)[1:]
+        if place.primary is not None
     ]
-    verdicts = contain_all([Path(entry.path) for _, entry in listed], home)
-    for (topic_id, entry), verdict in zip(listed, verdicts, strict=True):
+    verdicts = contain_all([path for _, _, path in listed], home)
+    for (topic_id, name, _path), verdict in zip(listed, verdicts, strict=True):
         if verdict.repo is not None:
             repos.append(verdict.repo)
         elif verdict.reason != "duplicate":  # another topic's record names the same repo
-            warnings.append(f"{topic_id}: {entry.name} not checked: {verdict.detail}")
+            warnings.append(f"{topic_id}: {name} not checked: {verdict.detail}")
     return repos, warnings
 
 
 def _records(repo: Repo) -> list[state.TopicRecord]:
     found = []
     for topic_id in state.list_records(repo.common_dir):
-        with contextlib.suppress(state.RecordCorrupt):
-            record = state.read_record(repo.common_dir, topic_id)
-            if record is not None:
-                found.append(record)
+        record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: its own check
+        if record is not None:
+            found.append(record)
     return found
 
 
@@ -346,18 +342,13 @@ def _record_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]
     return found
 
 
-def _torn_down(record: state.TopicRecord) -> bool:
-    # Teardown keeps the record, marked complete, so a second teardown still
-    # knows the topic and exits 0: that is a tombstone, not an inconsistency.
-    info = record.extra.get("teardown")
-    return isinstance(info, dict) and info.get("complete") is True
-
-
 def _record_checks(repo: Repo, record: state.TopicRecord, path: Path) -> list[_Problem]:
-    if _torn_down(record):
+    if record.torn_down:
+        # Teardown keeps the record, marked complete, so a second teardown still
+        # knows the topic and exits 0: that is a tombstone, not an inconsistency.
         return []
     if record.worktree is None:
-        if "claim" in record.steps and "record" not in record.steps:
+        if record.creating:
             detail = (
                 f"creation stopped after {record.steps[-1]!r}; run the same `team-router new` or "
                 "`team-router worktrees` again to finish it"
@@ -498,14 +489,9 @@ class _Places:
 
 
 def _section_lines(parsed) -> dict[str, str]:
-    from router.plan import worktrees_section_lines
+    from router.plan import worktree_lines
 
-    listed: dict[str, str] = {}
-    for line in worktrees_section_lines(parsed):
-        match = _SECTION_LINE.match(line)
-        if match:
-            listed.setdefault(match["name"], match["path"].strip("`"))
-    return listed
+    return {line.name: line.path for line in worktree_lines(parsed)}
 
 
 def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:
@@ -532,10 +518,7 @@ def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:
 
 
 def _recorded_branch(repo: Repo, topic_id: str) -> str | None:
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt:
-        return None  # reported as record-corrupt by its own check
+    record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: its own check
     return record.branch if record is not None else None
 
 

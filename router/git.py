@@ -393,6 +393,18 @@ class Git:
             refs[name] = target
         return refs
 
+    def ref_tips(self, *prefixes: str) -> dict[str, tuple[str, str]]:
+        """Every ref under ``prefixes`` -> (its commit, its symref target or ""), in one process."""
+        out = self.out(
+            "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)", "--", *prefixes
+        )
+        tips = {}
+        for line in out.splitlines():
+            name, _, rest = line.partition("\0")
+            sha, _, target = rest.partition("\0")
+            tips[name] = (sha, target)
+        return tips
+
     def branch_exists(self, branch: str) -> bool:
         return self.ok("show-ref", "--verify", "--quiet", "--", f"refs/heads/{branch}")
 

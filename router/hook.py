@@ -170,8 +170,46 @@ def locate(cwd: str) -> tuple[str, str, PlanDir] | None:
         return _locate_with_git(cwd)
     if home is None:
         return None
-    plan = newest(scan(home.roots, home.branches))
+    found = scan(home.roots, home.branches)
+    plan = newest(found)
+    if _maybe_secondary(home, found):
+        redirected = _locate_home(home)
+        if redirected is not None:
+            return redirected
     return (home.primary, home.common_dir, plan) if plan is not None else None
+
+
+def _maybe_secondary(home, found: list[PlanDir]) -> bool:
+    """No plan dir here, or a linked worktree that holds none: a secondary repo's checkout?
+
+    Only then are the records read (a home's own worktree holds its plan dir,
+    so the usual session start pays nothing for this).
+    """
+    top = os.path.realpath(home.top)
+    if not found:
+        return True
+    return top != home.primary and not any(p.checkout == top for p in found)
+
+
+def _locate_home(here) -> tuple[str, str, PlanDir] | None:
+    """The home's answer, when this repo is a secondary of a topic whose record names it."""
+    from router.discovery import Unsure, home_paths, locate_fast, newest, scan
+
+    homes, exact = home_paths(here.common_dir, here.top, None)
+    if not exact and scan(here.roots, here.branches):
+        return None  # this repo has plan dirs of its own: it is a home itself
+    answers = []
+    for path in homes:
+        try:
+            home = locate_fast(path)
+        except Unsure:
+            answers.append(_locate_with_git(path))
+            continue
+        plan = newest(scan(home.roots, home.branches)) if home is not None else None
+        if home is not None and plan is not None:
+            answers.append((home.primary, home.common_dir, plan))
+    found = [a for a in answers if a is not None]
+    return max(found, key=lambda a: (a[2].mtime, a[2].id)) if found else None
 
 
 def _locate_with_git(cwd: str) -> tuple[str, str, PlanDir] | None:

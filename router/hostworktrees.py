@@ -32,7 +32,6 @@ PATH_KEYS = ("worktree_path", "worktreePath", "path")
 # does (ExitWorktree's ``discard_changes``) gets a snapshot before the removal.
 DISCARD_KEYS = ("discard_changes", "discardChanges", "discard")
 PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
-REMOVAL_KEY = "host_removal"  # in the topic's home record: what the last removal did
 
 
 # -- create ---------------------------------------------------------------------------
@@ -235,16 +234,15 @@ def _remember(repo: Repo, result: RemoveResult) -> None:
     """What the host's removal did, in the topic's home record (doctor and people read it)."""
     if result.topic_id is None:
         return
+    removal = state.HostRemoval(str(result.path), str(result.outcome), result.detail)
     try:
-        with state.held_lock(repo.common_dir, result.topic_id, wait=1):
-            record = state.read_record(repo.common_dir, result.topic_id)
-            if record is None:
-                return
-            info = {"worktree": str(result.path), "outcome": str(result.outcome)}
-            info["detail"] = result.detail
-            extra = {**record.extra, REMOVAL_KEY: info}
-            state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
-    except (RouterError, state.RecordCorrupt, OSError):
+        state.update_record(
+            repo.common_dir,
+            result.topic_id,
+            lambda record: dataclasses.replace(record, host_removal=removal),
+            wait=1,
+        )
+    except (RouterError, OSError):
         return  # the outcome is still on stderr; a record we cannot write must not fail the host
 
 

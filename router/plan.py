@@ -201,6 +201,11 @@ class WorktreeLine:
     name: str
     path: str
 
+    @property
+    def placed(self) -> Path | None:
+        """The worktree this line places, when its path is absolute (relative to nothing else)."""
+        return Path(self.path) if os.path.isabs(self.path) else None
+
 
 def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> str:
     """``repos.md`` with its ``## Worktrees`` section replaced or appended; all else byte-equal."""
@@ -266,22 +271,30 @@ def _rstrip_blank(lines: list[str]) -> list[str]:
 
 # -- reading the ## Worktrees section (phase inference, status) --------------------
 
-_WORKTREE_ITEM = re.compile(r"^\s*[-*+]\s+(?P<name>[a-z0-9][a-z0-9-]*)\s*:\s+(?P<path>\S.*?)\s*$")
+_WORKTREE_ITEM = re.compile(
+    r"^\s*[-*+]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(?P<path>\S.*?)\s*$"
+)
 
 
-def worktree_lines(text: str) -> list[WorktreeLine]:
-    """The ``- <name>: <path>`` lines of ``## Worktrees`` (the section the write-back owns).
+def worktree_lines(source: str | ReposFile) -> list[WorktreeLine]:
+    """The one reader of ``## Worktrees``: every ``- <name>: <path>`` item, the first per name.
 
     The section is found with the same token walk the write-back uses, so the
-    two agree on where it starts and ends; lines that are not items are skipped.
+    two agree on where it starts and ends; lines that are not items are
+    skipped. Paths are as written (a code span's backticks dropped): a relative
+    one places nothing (see :attr:`WorktreeLine.placed`), and doctor names it.
     """
-    fm = frontmatter.split(text, need_data=False)
-    found = []
-    for line in _section_body(text, _worktrees_span(fm.body, fm.body_line - 1)):
+    if isinstance(source, str):
+        fm = frontmatter.split(source, need_data=False)
+        lines = _section_body(source, _worktrees_span(fm.body, fm.body_line - 1))
+    else:
+        lines = worktrees_section_lines(source)
+    found: dict[str, WorktreeLine] = {}
+    for line in lines:
         match = _WORKTREE_ITEM.match(line)
-        if match and os.path.isabs(match["path"]):
-            found.append(WorktreeLine(match["name"], match["path"]))
-    return found
+        if match and match["name"] not in found:
+            found[match["name"]] = WorktreeLine(match["name"], match["path"].strip("`"))
+    return list(found.values())
 
 
 def worktrees_section_lines(parsed: ReposFile) -> list[str]:

@@ -230,15 +230,12 @@ def _free_branch(repo: Repo, branch: str) -> str:
 
 
 def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
-    try:
-        return state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt:
-        return None
+    return state.read_record_or_none(repo.common_dir, topic_id)
 
 
 def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:
-    info = record.extra.get("restored") if record else None
-    return info.get(key) if isinstance(info, dict) else None
+    restored = record.restored if record else None
+    return getattr(restored, key) if restored else None
 
 
 def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path | None:
@@ -258,11 +255,24 @@ def _remember(
     path: Path,
     snap: Snapshot,
 ) -> None:
-    record = record or state.TopicRecord(id=topic_id, repo=name, branch=branch)
-    extra = {k: v for k, v in record.extra.items() if k != "teardown"}
-    extra["restored"] = {"snapshot": snap.commit, "branch": target, "worktree": str(path)}
-    # restore cut the branch it checked out (a free name): teardown may delete it.
-    record = dataclasses.replace(
-        record, worktree=str(path), branch=target, branch_created=True, extra=extra
+    restored = state.Restored(snap.commit, target, str(path))
+
+    def change(r: state.TopicRecord) -> state.TopicRecord:
+        # The restored worktree is a new run: an earlier teardown's steps describe another.
+        # restore cut the branch it checked out (a free name): teardown may delete it.
+        return dataclasses.replace(
+            r,
+            worktree=str(path),
+            branch=target,
+            branch_created=True,
+            teardown=None,
+            restored=restored,
+        )
+
+    state.update_record(
+        repo.common_dir,
+        topic_id,
+        change,
+        new=lambda: record or state.TopicRecord(id=topic_id, repo=name, branch=branch),
+        replace_corrupt=True,  # as before: a corrupt record is set aside, never lost
     )
-    state.write_record(repo.common_dir, record)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from router import phases
-from router.discovery import by_id, candidates
+from router.discovery import by_id, candidates, home_repo
 from router.git import Git, GitError
 from router.workspace import open_repo
 
@@ -57,21 +59,37 @@ class StatusResult:
 
 def topics_status(cwd: Path) -> StatusResult:
     """Every topic with a plan dir in the home repo (primary clone or any worktree)."""
-    repo = open_repo(cwd)
+    repo = home_repo(open_repo(cwd))
     warnings: list[str] = []
+    refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
+    plans = sorted(by_id(candidates(repo)).items())
+    repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
+    flat = [r for repos in repos_of for r in repos]
+    for path in dict.fromkeys(r.path for r in flat if r.path):
+        if os.path.isdir(path):
+            refs.of(path)  # read once, before the workers share it
+    # git answers for the topics that have a worktree (or a moved branch): those
+    # few questions run side by side; the refs answer for every other topic.
+    in_worktrees = [r for r in flat if phases.location(r)[1] == "HEAD"]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        asked = pool.map(lambda r: _repo_state(r, refs), in_worktrees)
+        states = dict(zip(map(id, in_worktrees), asked, strict=True))
+    for r in flat:
+        if id(r) not in states:
+            states[id(r)] = _repo_state(r, refs)
     topics = []
-    for topic_id, plan in sorted(by_id(candidates(repo)).items()):
-        resume, _inv, found = phases.assess(repo, plan)
+    for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
+        resume, _inv, found = phases.assess(repo, plan, repos, refs)
         warnings += found
-        repos = phases.topic_repos(repo, plan, warnings)
-        topics.append(TopicState(topic_id, plan.path, resume, tuple(_repo_state(r) for r in repos)))
+        topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
     return StatusResult(repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)))
 
 
-def _repo_state(topic_repo: phases.TopicRepo) -> RepoState:
+def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
     where, rev = phases.location(topic_repo)
     worktree = where if rev == "HEAD" else None
-    return RepoState(topic_repo.name, worktree, _dirty(worktree), phases.commits_ahead(topic_repo))
+    ahead = phases.commits_ahead(topic_repo, refs)
+    return RepoState(topic_repo.name, worktree, _dirty(worktree), ahead)
 
 
 def _dirty(worktree: str | None) -> bool | None:

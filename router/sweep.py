@@ -191,11 +191,8 @@ def claimed_names(common_dir: Path) -> set[str]:
         if owner.pid != os.getpid() and not owner.stale
     }
     for topic_id in state.list_records(common_dir):
-        try:
-            record = state.read_record(common_dir, topic_id)
-        except state.RecordCorrupt:
-            continue  # reported by doctor; not trusted
-        if record is not None and "claim" in record.steps and "record" not in record.steps:
+        record = state.read_record_or_none(common_dir, topic_id)  # corrupt: doctor reports it
+        if record is not None and record.creating:
             names.add(record.branch)
     return names
 

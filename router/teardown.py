@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import threading
 import time
@@ -294,7 +293,7 @@ def integrate_commits(
     # only this mark lets the rerun tell its own half-done pick from the user's.
     pick = Picking(branch, default.name, repo.git.out("rev-parse", "HEAD"), found.missing)
     if topic is not None:
-        set_mark(repo, topic, INTEGRATING, pick.to_json(), branch=branch)
+        set_mark(repo, topic, INTEGRATING, pick, branch=branch)
     # git cherry lists oldest first, the order the commits must be applied in.
     try:
         g.cherry_pick(repo.git, found.missing)
@@ -396,9 +395,10 @@ def no_identity(repo: Repo, exc: GitError) -> StepResult:
 
 # -- interrupted steps: what the record says this tool was in the middle of -------
 
-INTEGRATING = "integrating"  # record key: a cherry-pick onto the default branch is running
-REMOVING = state.REMOVING  # record key: `git worktree remove` of a proven-safe worktree is running
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
+REMOVING = (
+    state.REMOVING
+)  # record field: `git worktree remove` of a proven-safe worktree is running
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,64 +409,36 @@ class TopicRef:
     repo_name: str  # the repo's name in the topic, for a record made afresh
 
 
-@dataclass(frozen=True, slots=True)
-class Picking:
-    """A cherry-pick this tool started: onto ``target`` at ``tip``, the ``commits`` of ``branch``."""
-
-    branch: str
-    target: str
-    tip: str
-    commits: tuple[str, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "branch": self.branch,
-            "target": self.target,
-            "tip": self.tip,
-            "commits": list(self.commits),
-        }
-
-    @classmethod
-    def from_json(cls, data: object) -> Picking | None:
-        """The mark as written, or None for anything else (a hand edit is not trusted)."""
-        if not isinstance(data, dict):
-            return None
-        commits = data.get("commits")
-        shas = [data.get("tip"), *(commits if isinstance(commits, list) else [None])]
-        if not all(isinstance(s, str) and _SHA.match(s) for s in shas):
-            return None
-        if not all(isinstance(data.get(k), str) for k in ("branch", "target")):
-            return None
-        return cls(data["branch"], data["target"], data["tip"], tuple(commits))  # type: ignore[arg-type]
+Picking = state.Picking  # the record's integrating mark
 
 
 def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
-    try:
-        record = state.read_record(common_dir, topic_id)
-    except state.RecordCorrupt:
-        return None
-    return record.extra.get(key) if record else None
+    record = state.read_record_or_none(common_dir, topic_id)
+    return getattr(record, key) if record else None
 
 
 def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: str) -> None:
-    """Write (``value``) or clear (None) one mark of the topic's record, atomically."""
-    try:
-        record = state.read_record(repo.common_dir, topic.id)
-    except state.RecordCorrupt:
-        return  # reported elsewhere; never overwritten (a rerun then refuses, naming the fix)
-    if record is None and value is None:
-        return
-    record = record or state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
-    extra = {k: v for k, v in record.extra.items() if k != key}
-    if value is not None:
-        extra[key] = value
-    if extra != record.extra:
-        state.write_record(repo.common_dir, dataclasses.replace(record, extra=extra))
+    """Write (``value``) or clear (None) one mark of the topic's record, atomically.
+
+    A corrupt record is reported elsewhere and never overwritten (a rerun then
+    refuses, naming the fix).
+    """
+
+    def new() -> state.TopicRecord:
+        return state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
+
+    state.update_record(
+        repo.common_dir,
+        topic.id,
+        lambda r: dataclasses.replace(r, **{key: value}),  # type: ignore[arg-type]
+        new=new if value is not None else None,
+    )
 
 
 def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
     """The cherry-pick of ours the record marks as running (one a kill interrupted)."""
-    return Picking.from_json(read_mark(repo.common_dir, topic.id, INTEGRATING))
+    mark = read_mark(repo.common_dir, topic.id, INTEGRATING)
+    return mark if isinstance(mark, Picking) else None
 
 
 def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
@@ -713,7 +685,7 @@ def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -
     # Written only after the worktree was proven clean or snapshotted: from here
     # on, whatever git has not deleted yet is known to be safe to delete.
     if topic is not None:
-        set_mark(repo, topic, REMOVING, {"path": str(path), "at": time.time()}, branch=branch)
+        set_mark(repo, topic, REMOVING, state.Removal(str(path), time.time()), branch=branch)
 
 
 def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
@@ -724,12 +696,11 @@ def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
 def removal_started(repo: Repo, topic: TopicRef, path: Path) -> float | None:
     """When a removal of ``path`` that this tool started (and a kill interrupted) was marked."""
     mark = read_mark(repo.common_dir, topic.id, REMOVING)
-    if not isinstance(mark, dict):
+    if not isinstance(mark, state.Removal):
         return None
-    marked, at = mark.get("path"), mark.get("at")
-    if not isinstance(marked, str) or os.path.realpath(marked) != os.path.realpath(path):
+    if os.path.realpath(mark.path) != os.path.realpath(path):
         return None
-    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+    return mark.at or None
 
 
 def written_since(path: Path, since: float) -> list[str]:
@@ -774,10 +745,9 @@ def finish_removal(
 
 def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:
     """The files a ``.worktreeinclude`` copy placed in ``worktree`` (per its record) that are still there."""
-    listed = record.extra.get("included") if record else None
-    if worktree is None or not isinstance(listed, list):
+    if worktree is None or record is None:
         return ()
-    return tuple(str(p) for p in listed if isinstance(p, str) and os.path.lexists(worktree / p))
+    return tuple(p for p in record.included if os.path.lexists(worktree / p))
 
 
 def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> str:
@@ -1078,18 +1048,14 @@ def local_state_step(
 
 def local_state_ran(common_dir: Path, topic_id: str) -> bool:
     """The topic's record says its local state already ran (read now: another run may just have)."""
-    try:
-        record = state.read_record(common_dir, topic_id)
-    except state.RecordCorrupt:
-        return False
-    info = record.extra.get("teardown") if record else None
-    return isinstance(info, dict) and "local-state" in info.get("done", [])
+    record = state.read_record_or_none(common_dir, topic_id)
+    mark = record.teardown if record else None
+    return mark is not None and "local-state" in mark.done
 
 
 def torn_down(record: state.TopicRecord | None) -> bool:
     """The record says a teardown of the topic finished (every step, every repo it ran in)."""
-    info = record.extra.get("teardown") if record is not None else None
-    return isinstance(info, dict) and info.get("complete") is True
+    return record is not None and record.torn_down
 
 
 def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
@@ -1100,28 +1066,25 @@ def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
     run. (Local state runs only after the worktree is gone, so a crash-resumed
     teardown never finds both.)
     """
-    try:
-        record = state.read_record(common_dir, topic_id)
-    except state.RecordCorrupt:
+    record = state.read_record_or_none(common_dir, topic_id)
+    if record is None or record.teardown is None:
         return
-    if record is None or "teardown" not in record.extra:
-        return
-    extra = {k: v for k, v in record.extra.items() if k != "teardown"}
-    state.write_record(common_dir, dataclasses.replace(record, extra=extra))
+    state.update_record(common_dir, topic_id, lambda r: dataclasses.replace(r, teardown=None))
 
 
 def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:
     """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
-    try:
-        record = state.read_record(common_dir, topic_id)
-    except state.RecordCorrupt:
-        return  # reported elsewhere; never overwritten
-    record = record or state.TopicRecord(id=topic_id, repo=repo_name, branch=branch)
-    info = record.extra.get("teardown")
-    info = dict(info) if isinstance(info, dict) else {"done": [], "complete": False}
-    info["done"] = sorted(set(info.get("done", [])) | {step}, key=STEPS.index)
-    state.write_record(
-        common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info})
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = record.teardown or state.TeardownMark()
+        done = mark.with_done([step], STEPS, complete=mark.complete)
+        return dataclasses.replace(record, teardown=done)
+
+    state.update_record(
+        common_dir,
+        topic_id,
+        change,
+        new=lambda: state.TopicRecord(id=topic_id, repo=repo_name, branch=branch),
     )
 
 

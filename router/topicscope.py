@@ -7,20 +7,17 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from router import state
-from router.discovery import resolve
+from router.discovery import home_repo, resolve
 from router.errors import BadInput, RouterError
 from router.ids import ID_RE, branch_for, parse_id
 from router.localstate import read_temp_paths
-from router.plan import REPOS_MD, ReposFile, read_repos_md, worktrees_section_lines
+from router.plan import REPOS_MD, ReposFile, read_repos_md, worktree_lines
+from router.topicmodel import HOME, repo_places
 from router.workspace import Containment, Repo, contain_all, open_repo
-
-HOME = "home"
-_WORKTREE_LINE = re.compile(r"^\s*[-*+]\s+(?P<name>[a-z0-9][a-z0-9-]*):\s+(?P<path>/.*?)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +88,8 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
         if _meant_as_id(cwd, target):
             parse_id(target)  # raises invalid-id, naming the rule the id breaks
         raise original
-    home = open_repo(cwd)
+    # From a secondary repo its record names the home, where the home record is.
+    home = home_repo(open_repo(cwd), topic_id)
     warnings: list[str] = []
     record = _home_record(home, topic_id, warnings)
     if record is None or record.repo != HOME:
@@ -119,31 +117,16 @@ def _meant_as_id(cwd: Path, target: str) -> bool:
 
 
 def _home_record(home: Repo, topic_id: str, warnings: list[str]) -> state.TopicRecord | None:
-    try:
-        return state.read_record(home.common_dir, topic_id)
-    except state.RecordCorrupt as exc:
-        warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
-        return None
+    return state.read_record_or_none(home.common_dir, topic_id, warnings)
 
 
 def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
-    value = record.extra.get("temp_paths") if record else None
-    return [str(p) for p in value] if isinstance(value, list) else []
+    return list(record.temp_paths) if record else []
 
 
 def _repos_md(plan_dir: Path) -> ReposFile | None:
     path = plan_dir / REPOS_MD
     return read_repos_md(path) if path.is_file() else None
-
-
-def worktree_lines(parsed: ReposFile) -> dict[str, Path]:
-    """``name -> path`` from the ``## Worktrees`` section of ``repos.md``."""
-    found: dict[str, Path] = {}
-    for line in worktrees_section_lines(parsed):
-        match = _WORKTREE_LINE.match(line)
-        if match:
-            found.setdefault(match["name"], Path(match["path"]))
-    return found
 
 
 def _targets(
@@ -154,21 +137,16 @@ def _targets(
     warnings: list[str],
 ) -> tuple[RepoTarget, ...]:
     """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
-    listed = worktree_lines(parsed) if parsed else {}
+    lines = worktree_lines(parsed) if parsed else []
+    listed = {ln.name: ln.placed for ln in lines if ln.placed}
     entries = {e.name: e for e in record.repos} if record else {}
-    order: list[tuple[str, Path | None]] = [(HOME, home.primary)]
-    if parsed:
-        order += [(s.name, s.path) for s in parsed.secondaries]
-    order += [(n, Path(e.path)) for n, e in entries.items() if n not in {o[0] for o in order}]
-    jobs = []
-    for name, path in order[1:]:
-        recorded = entries.get(name)
-        worktree = listed.get(name) or (
-            Path(recorded.worktree) if recorded and recorded.worktree else None
-        )
-        where = path or (Path(recorded.path) if recorded else None)
-        if where is not None:
-            jobs.append((name, where, worktree))
+    in_repos_md = [(s.name, s.path) for s in parsed.secondaries] if parsed else []
+    places = repo_places(home.primary, None, record, in_repos_md, lines)
+    jobs = [
+        (p.name, Path(p.primary), Path(p.worktree) if p.worktree else None)
+        for p in places[1:]
+        if p.primary is not None  # only the section names it: no repo to act on
+    ]
     verdicts = contain_all([path for _, path, _ in jobs], home)
     secondaries = _parallel(
         lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),
@@ -212,11 +190,7 @@ def _secondary(
         return RepoTarget(
             name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}"
         )
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt as exc:
-        warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
-        return RepoTarget(name, repo.primary, branch, worktree, repo, None)
+    record = state.read_record_or_none(repo.common_dir, topic_id, warnings)
     if record is not None:
         branch = record.branch or branch
         worktree = Path(record.worktree) if record.worktree else worktree

@@ -540,25 +540,26 @@ def _local_job(
 
 def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: RepoReport) -> None:
     """Keep the record, marked torn down, so a second run knows the topic and exits 0."""
-    try:
-        record = state.read_record(repo.common_dir, scope.id)
-    except state.RecordCorrupt:
-        return  # reported at resolution; never overwritten
-    record = record or state.TopicRecord(id=scope.id, repo=target.name, branch=target.branch)
-    previous = record.extra.get("teardown")
-    done_before = list(previous.get("done", [])) if isinstance(previous, dict) else []
     finished = [
         s.name
         for s in report.steps
         if s.outcome is Outcome.DONE
         or (s.outcome is Outcome.SKIPPED and not s.detail.startswith("not done"))
     ]
-    info = {
-        "done": sorted(set(done_before) | set(finished), key=STEPS.index),
-        "complete": report.ok and not report.interrupted,
-    }
-    state.write_record(
-        repo.common_dir, dataclasses.replace(record, extra={**record.extra, "teardown": info})
+    complete = report.ok and not report.interrupted
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = (record.teardown or state.TeardownMark()).with_done(
+            finished, STEPS, complete=complete
+        )
+        return dataclasses.replace(record, teardown=mark)
+
+    # A corrupt record was reported at resolution; it is never overwritten.
+    state.update_record(
+        repo.common_dir,
+        scope.id,
+        change,
+        new=lambda: state.TopicRecord(id=scope.id, repo=target.name, branch=target.branch),
     )
 
 
@@ -776,20 +777,23 @@ def _refused_report(plan: RepoPlan) -> RepoReport:
 
 def _remember_scope(scope: TopicScope) -> None:
     """Before anything is removed: the repo list and temp paths go into the home record."""
-    try:
-        record = state.read_record(scope.home.common_dir, scope.id)
-    except state.RecordCorrupt:
-        return
-    record = record or state.TopicRecord(id=scope.id, repo="home", branch=scope.branch)
-    known = {r.name: r for r in record.repos}
-    for t in scope.repos:
-        if t.repo is not None and t.name not in known:
-            known[t.name] = state.RepoEntry(
-                t.name, str(t.path), str(t.worktree) if t.worktree else None
-            )
-    extra = {**record.extra, "temp_paths": list(scope.temp_paths)}
-    state.write_record(
-        scope.home.common_dir, dataclasses.replace(record, repos=tuple(known.values()), extra=extra)
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        known = {r.name: r for r in record.repos}
+        for t in scope.repos:
+            if t.repo is not None and t.name not in known:
+                known[t.name] = state.RepoEntry(
+                    t.name, str(t.path), str(t.worktree) if t.worktree else None
+                )
+        return dataclasses.replace(
+            record, repos=tuple(known.values()), temp_paths=tuple(scope.temp_paths)
+        )
+
+    state.update_record(
+        scope.home.common_dir,
+        scope.id,
+        change,
+        new=lambda: state.TopicRecord(id=scope.id, repo="home", branch=scope.branch),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,11 +73,16 @@ def primary_root(layout: RepoLayout) -> Path:
     return Path(os.path.realpath(entries[0].path))
 
 
-def default_branch(git: Git) -> DefaultBranch | None:
-    """DESIGN §2: origin/HEAD's target, origin/main, origin/master, main, master, init.defaultBranch."""
+def default_branch(git: Git, refs: Mapping[str, str] | None = None) -> DefaultBranch | None:
+    """DESIGN §2: origin/HEAD's target, origin/main, origin/master, main, master, init.defaultBranch.
+
+    ``refs``: the repo's refs under ``refs/remotes/origin/`` and ``refs/heads/``
+    (name -> symref target), when the caller read them already.
+    """
     # One for-each-ref answers everything but the last resort: this runs in
     # nearly every command, for every repo of a topic.
-    refs = git.refs_under("refs/remotes/origin/", "refs/heads/")
+    if refs is None:
+        refs = git.refs_under("refs/remotes/origin/", "refs/heads/")
     target = refs.get("refs/remotes/origin/HEAD", "")
     remote = ["main", "master"]
     if target.startswith("refs/remotes/origin/"):

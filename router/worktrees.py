@@ -85,6 +85,9 @@ class Job:
     description: str | None = None
     wait: float = state.DEFAULT_WAIT
     checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
+    # A secondary's home primary clone: its record keeps it, so every command run
+    # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
+    home: Path | None = None
     # The fetch from origin, when ensure_all started it ahead of the job's turn.
     fetch: _Background | None = field(default=None, compare=False, repr=False)
 
@@ -202,17 +205,19 @@ def rollback(report: RepoReport, job: Job) -> None:
 
 def _forget_creation(repo: Repo, topic_id: str) -> None:
     """After a rollback the repo's record names no worktree and no creation under way."""
-    try:
-        record = state.read_record(repo.common_dir, topic_id)
-    except state.RecordCorrupt:
-        return  # not ours to rewrite: doctor reports it
+    record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: doctor reports it
     if record is None:
         return
-    if not repo.git.branch_exists(record.branch):
-        state.delete_record(repo.common_dir, topic_id)  # it describes nothing any more
-        return
-    record = dataclasses.replace(record, worktree=None, base_commit=None, steps=("inspect",))
-    state.write_record(repo.common_dir, record)
+    gone = not repo.git.branch_exists(record.branch)  # then it describes nothing any more
+
+    def change(r: state.TopicRecord) -> state.TopicRecord | None:
+        return (
+            None
+            if gone
+            else dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+        )
+
+    state.update_record(repo.common_dir, topic_id, change)
 
 
 def refused(name: str, path: Path, reason: str, message: str) -> RepoReport:
@@ -415,9 +420,9 @@ class _Pipeline:
         changes: an agent would work in it, and a commit would put the
         deletions on the branch. The teardown that marked the removal finishes it.
         """
-        mark = self.record.extra.get(state.REMOVING) if self.record else None
-        marked = mark.get("path") if isinstance(mark, dict) else None
-        if not isinstance(marked, str) or not os.path.lexists(self.path):
+        mark = self.record.removing if self.record else None
+        marked = mark.path if mark is not None else None
+        if marked is None or not os.path.lexists(self.path):
             return  # nothing left at the path: the mark goes when the path is claimed again
         if os.path.realpath(marked) != os.path.realpath(self.path):
             return
@@ -501,12 +506,7 @@ class _Pipeline:
     def _not_ours(self, tip: str | None) -> str | None:
         """Why the record does not prove this tool's unfinished creation made it, or None."""
         record = self.record
-        if (
-            record is None
-            or record.branch != self.branch
-            or "claim" not in record.steps
-            or "record" in record.steps
-        ):
+        if record is None or record.branch != self.branch or not record.creating:
             return "this topic's record does not show a creation by team-router still under way"
         if record.branch_created and record.base_commit and tip not in {None, record.base_commit}:
             return f"branch {self.branch!r} has commits since it was created"
@@ -793,7 +793,7 @@ class _Pipeline:
         )
         if self.job.is_home:
             (worktree / "docs" / "plans" / self.job.topic.id).mkdir(parents=True, exist_ok=True)
-        previous = list(self.record.extra.get("included", [])) if self.record else []
+        previous = list(self.record.included) if self.record else []
         return sorted(set(previous) | set(included))
 
     def _base_commit(self, worktree: Path) -> str | None:
@@ -814,7 +814,7 @@ class _Pipeline:
             return None
         # An id torn down and now created again is a new run: the old record's
         # steps, base and branch ownership describe the worktree that is gone.
-        return None if _torn_down(record) else record
+        return None if record is not None and record.torn_down else record
 
     def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
         record = self.record or state.TopicRecord(
@@ -823,20 +823,28 @@ class _Pipeline:
             branch=self.branch,
             description=self.job.description,
         )
-        included = fields.pop("included", None)
         if "branch_created" in fields and record.branch_created:
             fields.pop("branch_created")  # a resumed run must not forget it made the branch
+        if "included" in fields:
+            fields["included"] = tuple(fields["included"])  # type: ignore[arg-type]
+        if self.job.home is not None:
+            fields["home"] = str(self.job.home)
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
-        if included is not None:
-            record = dataclasses.replace(record, extra={**record.extra, "included": included})
-        if "claim" in steps and state.REMOVING in record.extra:
+        if "claim" in steps and record.removing is not None:
             # A removal of this path a kill interrupted: the worktree made here now is
             # another one, whose files are work again, never the remains of that removal.
-            extra = {k: v for k, v in record.extra.items() if k != state.REMOVING}
-            record = dataclasses.replace(record, extra=extra)
+            record = dataclasses.replace(record, removing=None)
         for step in steps:
             record = record.with_step(step)
-        state.write_record(self.repo.common_dir, record)
+        # This run's view of the record replaces the file: a corrupt one is set
+        # aside (never lost), as _load_record warned.
+        state.update_record(
+            self.repo.common_dir,
+            self.job.topic.id,
+            lambda _: record,
+            new=lambda: record,
+            replace_corrupt=True,
+        )
         self.record = record
 
     def _forget_claim(self) -> None:
@@ -847,7 +855,7 @@ class _Pipeline:
         the rollback deleted is no longer one this tool created.
         """
         record = self.record
-        if record is None or "claim" not in record.steps or "record" in record.steps:
+        if record is None or not record.creating:
             return
         with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
             _forget_creation(self.repo, self.job.topic.id)
@@ -904,11 +912,6 @@ def _failure(job: Job, exc: GitError | OSError) -> Refusal:
     return Refusal(
         "io-error", f"{job.name}: {exc.strerror or exc}{where}; check space and permissions"
     )
-
-
-def _torn_down(record: state.TopicRecord | None) -> bool:
-    info = record.extra.get("teardown") if record is not None else None
-    return isinstance(info, dict) and info.get("complete") is True
 
 
 def _first_line(path: Path) -> str:

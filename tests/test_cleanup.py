@@ -1002,7 +1002,7 @@ def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
     assert_cleaned(web, worktree)
     assert git(web, "rev-parse", "main") == merge
     record = state.read_record(web / ".git", TOPIC)
-    assert record is not None and "removing" not in record.extra
+    assert record is not None and record.removing is None
 
 
 def test_abandon_refuses_a_nested_clone_holding_unpushed_work_before_closing_any_pr(

@@ -111,7 +111,7 @@ def test_enter_and_exit_worktree_through_the_plugin_hooks_leave_nothing(
     assert worktree_paths(home_repo) == [str(home_repo)]
     assert list((home_repo / ".claude" / "worktrees").iterdir()) == []
     record = state.read_record(home_repo / ".git", topic_id[0])
-    assert record is not None and record.extra["host_removal"]["outcome"] == "removed"
+    assert record is not None and record.host_removal.outcome == "removed"
     assert status(home_repo) == ""
 
 
@@ -135,7 +135,7 @@ def test_exit_worktree_removing_a_dirty_worktree_loses_nothing(
     assert (worktree / "notes.txt").read_text() == "unsaved work\n"
     assert "ENG-9-dirty" in branches(home_repo) and str(worktree) in worktree_paths(home_repo)
     record = state.read_record(home_repo / ".git", "ENG-9-dirty")
-    assert record is not None and record.extra["host_removal"]["outcome"] == "kept"
+    assert record is not None and record.host_removal.outcome == "kept"
     assert status(home_repo) == ""
 
 

@@ -204,8 +204,8 @@ def test_removing_a_never_committed_worktree_leaves_nothing(home_repo):
     assert "removed" in res.err
     assert_gone(home_repo, path, "ENG-7-native")
     rec = record(home_repo, "ENG-7-native")
-    assert rec.extra["teardown"]["complete"] is True
-    assert rec.extra["host_removal"]["outcome"] == "removed"
+    assert rec.teardown.complete is True
+    assert rec.host_removal.outcome == "removed"
     assert status(home_repo) == ""
 
 
@@ -232,7 +232,7 @@ def test_removing_a_worktree_that_holds_work_keeps_all_of_it(home_repo):
     assert (path / "notes.txt").read_text() == "untracked\n"
     assert git(path, "rev-parse", "HEAD") == sha
     assert "ENG-7-native" in branches(home_repo) and str(path) in worktree_paths(home_repo)
-    assert record(home_repo, "ENG-7-native").extra["host_removal"]["outcome"] == "kept"
+    assert record(home_repo, "ENG-7-native").host_removal.outcome == "kept"
     # Committed but unmerged work alone is kept too.
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "more")
@@ -261,7 +261,7 @@ def test_a_discard_intent_snapshots_before_removing(home_repo):
     assert not path.exists()
     ref = "refs/team-router/snapshots/ENG-7-native"
     assert git(home_repo, "show", f"{ref}:notes.txt") == "untracked work"
-    assert record(home_repo, "ENG-7-native").extra["host_removal"]["outcome"] == "snapshotted"
+    assert record(home_repo, "ENG-7-native").host_removal.outcome == "snapshotted"
 
 
 def test_a_worktree_team_router_did_not_make_is_left_alone(home_repo):

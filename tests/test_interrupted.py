@@ -49,7 +49,7 @@ def _teardown_killed_in(topic, tmp_path: Path, when: str, then: str = ""):
 
 def _integrating_mark(repo: Path, topic_id: str) -> object:
     record = state.read_record(repo / ".git", topic_id)
-    return record.extra.get("integrating") if record else None
+    return record.integrating if record else None
 
 
 # -- item: a kill during integration's cherry-pick ----------------------------------
@@ -276,7 +276,7 @@ def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
     assert not wt.exists() and branches(home_repo) == ["main"]
     assert status(home_repo) == ""
     record = state.read_record(home_repo / ".git", topic.id)
-    assert record is not None and "removing" not in record.extra
+    assert record is not None and record.removing is None
 
 
 def test_a_forced_removal_killed_half_way_keeps_its_snapshot_and_is_finished(home_repo, tmp_path):

@@ -411,7 +411,7 @@ def test_an_id_created_again_after_its_teardown_starts_a_fresh_record(home_repo)
     again = run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo)
     assert again.code == 0 and again.json["home"]["status"] == "created"
     record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
-    assert "teardown" not in record["extra"]
+    assert record["teardown"] is None and "extra" not in record
     assert record["steps"] == ["inspect", "base", "claim", "add", "verify", "setup", "record"]
     assert record["branch_created"] is True
 

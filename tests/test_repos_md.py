@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from router import frontmatter, topicscope
+from router import frontmatter
 from router.artifacts import parse_frontmatter
 from router.errors import BadInput
 from router.plan import WorktreeLine, parse_repos_md, with_worktrees_section, worktree_lines
@@ -71,10 +71,9 @@ def test_the_write_back_keeps_every_byte_outside_the_section_and_a_rerun_changes
 
 
 def _every_reader_finds(text: str, entries: list[WorktreeLine]) -> None:
+    # One reader: from the text (phase inference) or the parsed file (teardown, doctor).
     assert worktree_lines(text) == entries
-    assert topicscope.worktree_lines(parse_repos_md(text)) == {
-        e.name: Path(e.path) for e in entries
-    }
+    assert worktree_lines(parse_repos_md(text)) == entries
 
 
 @SETTINGS
@@ -139,6 +138,49 @@ def test_a_file_ending_inside_a_block_is_refused_rather_than_appended_on_every_r
         with_worktrees_section(parse_repos_md(text), ENTRIES)
     assert info.value.code == "repos-md"
     assert "close that block" in info.value.message
+
+
+FIVE_LINES = """## Worktrees
+- api: /ws/api/.claude/worktrees/t
+- Billing: /ws/billing/.claude/worktrees/t
+- web :/ws/web/.claude/worktrees/t
+- docs: `/ws/docs/.claude/worktrees/t`
+- cli: relative/path
+"""
+
+
+def test_every_command_reads_the_same_entries_from_one_worktrees_section(tmp_path):
+    # Three parsers used to find 2, 1 and 5 entries here (phase inference, teardown, doctor).
+    from router import doctor, phases
+    from router.discovery import PlanDir
+
+    text = HEAD + "\n" + FIVE_LINES
+    expected = [
+        WorktreeLine("api", "/ws/api/.claude/worktrees/t"),
+        WorktreeLine("Billing", "/ws/billing/.claude/worktrees/t"),
+        WorktreeLine("web", "/ws/web/.claude/worktrees/t"),
+        WorktreeLine("docs", "/ws/docs/.claude/worktrees/t"),
+        WorktreeLine("cli", "relative/path"),
+    ]
+    _every_reader_finds(text, expected)
+    assert doctor._section_lines(parse_repos_md(text)) == {e.name: e.path for e in expected}
+    plan = tmp_path / "docs" / "plans" / "2026-05-01-t"
+    plan.mkdir(parents=True)
+    (plan / "repos.md").write_text(text)
+    repo = _opened(tmp_path)
+    found = phases.topic_repos(repo, PlanDir(plan.name, str(plan), str(tmp_path)), [])
+    assert {r.name: r.worktree for r in found if r.name != "home"} == {
+        e.name: e.path for e in expected if e.placed is not None
+    }
+
+
+def _opened(root: Path):
+    from gitutil import git
+
+    from router.workspace import open_repo
+
+    git(root, "init", "-q", "-b", "main")
+    return open_repo(root)
 
 
 @pytest.mark.parametrize(

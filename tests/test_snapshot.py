@@ -94,18 +94,28 @@ def test_restore_works_in_the_secondary_repo_that_holds_the_snapshot(workspace):
     res = run_cli("restore", topic.id, "--json", cwd=api)
     assert res.code == 0, res.out
     snap = git(api, "rev-parse", snapshot_ref(topic.branch))
+    # The secondary's record names its home, so the answer is the whole topic's, as
+    # from the home repo: the home held nothing to snapshot, the api repo comes back.
     assert res.json["repos"] == [
+        {
+            "name": "home",
+            "status": "skipped",
+            "detail": f"no snapshot at {snapshot_ref(topic.branch)}",
+            "snapshot": None,
+            "branch": None,
+            "worktree": None,
+        },
         {
             "name": "api",
             "status": "restored",
-            "detail": res.json["repos"][0]["detail"],
+            "detail": res.json["repos"][1]["detail"],
             "snapshot": snap,
             "branch": topic.branch,
             "worktree": str(topic.worktrees["api"]),
-        }
+        },
     ]
     assert (topic.worktrees["api"] / "draft.txt").read_text() == "api draft\n"
-    assert not (topic.worktrees["home"]).exists()  # the home repo is not touched from here
+    assert not (topic.worktrees["home"]).exists()  # nothing to restore there
 
 
 def test_restore_without_a_snapshot_refuses(home_repo):

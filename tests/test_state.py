@@ -74,7 +74,15 @@ def test_a_record_round_trips_every_field(tmp_path):
         plan_dir="/p",
         steps=("inspect", "claim"),
         repos=(state.RepoEntry("api", "/api", "/api/w"),),
-        extra={"included": [".env"]},
+        home="/home-repo",
+        included=(".env",),
+        temp_paths=("/tmp/x",),
+        teardown=state.TeardownMark(("integrate", "remove"), False),
+        restored=state.Restored("a" * 40, f"{ID}-restored", "/w2"),
+        integrating=state.Picking(ID, "main", "b" * 40, ("c" * 40,)),
+        removing=state.Removal("/w", 1.5),
+        pr_cleanup_mode="merged",
+        host_removal=state.HostRemoval("/w", "removed"),
     )
     state.write_record(tmp_path, record)
     assert state.read_record(tmp_path, ID) == record
@@ -223,3 +231,146 @@ def test_read_record_turns_a_too_deep_record_into_record_corrupt(tmp_path):
         state.read_record(tmp_path, ID)
     assert state.write_record(tmp_path, state.TopicRecord(id=ID, repo="home", branch=ID))
     assert [p.read_text() for p in state.corrupt_records(tmp_path)] == [DEEP_RECORD]
+
+
+# -- schema 1 (the untyped ``extra`` object) is read and upgraded ---------------------
+
+OLD_RECORD = {
+    "id": ID,
+    "repo": "home",
+    "branch": ID,
+    "worktree": "/w",
+    "base_commit": "abc",
+    "branch_created": True,
+    "description": "d",
+    "plan_dir": "/p",
+    "steps": ["inspect", "base", "claim", "add", "verify", "setup", "record"],
+    "repos": [{"name": "api", "path": "/api", "worktree": "/api/w"}],
+    "extra": {
+        "included": [".env", 3],
+        "temp_paths": ["/tmp/x"],
+        "teardown": {"done": ["integrate"], "complete": False},
+        "restored": {"snapshot": "a" * 40, "branch": f"{ID}-restored", "worktree": "/w2"},
+        "integrating": {"branch": ID, "target": "main", "tip": "b" * 40, "commits": ["c" * 40]},
+        "removing": {"path": "/w", "at": 1.5},
+        "pr_cleanup": {"mode": "merged"},
+        "host_removal": {"worktree": "/w", "outcome": "kept", "detail": "holds work"},
+    },
+}
+
+
+def test_a_schema_1_record_with_extra_reads_as_named_fields(tmp_path):
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(OLD_RECORD), encoding="utf-8")
+    record = state.read_record(tmp_path, ID)
+    assert record == state.TopicRecord(
+        id=ID,
+        repo="home",
+        branch=ID,
+        worktree="/w",
+        base_commit="abc",
+        branch_created=True,
+        description="d",
+        plan_dir="/p",
+        steps=tuple(OLD_RECORD["steps"]),
+        repos=(state.RepoEntry("api", "/api", "/api/w"),),
+        included=(".env",),  # schema 1 ignored a non-string entry; so does the upgrade
+        temp_paths=("/tmp/x",),
+        teardown=state.TeardownMark(("integrate",), False),
+        restored=state.Restored("a" * 40, f"{ID}-restored", "/w2"),
+        integrating=state.Picking(ID, "main", "b" * 40, ("c" * 40,)),
+        removing=state.Removal("/w", 1.5),
+        pr_cleanup_mode="merged",
+        host_removal=state.HostRemoval("/w", "kept", "holds work"),
+        schema=state.SCHEMA,
+    )
+
+
+def test_the_first_update_writes_an_old_record_back_in_the_new_schema(tmp_path):
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(OLD_RECORD), encoding="utf-8")
+    state.update_record(tmp_path, ID, lambda r: r.with_step("extra-step"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert "extra" not in data and data["schema"] == state.SCHEMA
+    assert data["teardown"] == {"done": ["integrate"], "complete": False}
+    assert data["included"] == [".env"] and data["temp_paths"] == ["/tmp/x"]
+    assert data["steps"][-1] == "extra-step"
+    assert state.corrupt_records(tmp_path) == []
+
+
+def test_an_old_record_with_malformed_marks_keeps_what_it_can(tmp_path):
+    # Schema 1 readers ignored a mark of the wrong shape: the upgrade drops it, not the record.
+    old = {**OLD_RECORD, "extra": {"teardown": "yes", "integrating": {"tip": "x"}, "removing": 4}}
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(old), encoding="utf-8")
+    record = state.read_record(tmp_path, ID)
+    assert record is not None and record.branch == ID
+    assert (record.teardown, record.integrating, record.removing) == (None, None, None)
+
+
+NEW_BAD = [
+    {"schema": 2, "teardown": {"done": "integrate"}},
+    {"schema": 2, "integrating": {"branch": ID, "target": "main", "tip": "no", "commits": []}},
+    {"schema": 2, "restored": {"snapshot": 1, "branch": "b", "worktree": "/w"}},
+    {"schema": 2, "included": ".env"},
+    {"schema": 2, "host_removal": {"worktree": "/w", "outcome": 3}},
+    {"schema": 99},
+    {"extra": []},
+]
+
+
+@pytest.mark.parametrize("fields", NEW_BAD)
+def test_a_record_whose_typed_fields_have_the_wrong_shape_is_corrupt(tmp_path, fields):
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    raw = json.dumps({"id": ID, "repo": "home", "branch": ID, **fields})
+    path.write_text(raw, encoding="utf-8")
+    with pytest.raises(state.RecordCorrupt):
+        state.read_record(tmp_path, ID)
+    assert path.read_text(encoding="utf-8") == raw
+
+
+def test_update_record_leaves_a_corrupt_record_alone_unless_told_to_replace_it(tmp_path):
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_text("{junk", encoding="utf-8")
+    fresh = state.TopicRecord(id=ID, repo="home", branch=ID)
+    assert state.update_record(tmp_path, ID, lambda r: r, new=lambda: fresh) is None
+    assert path.read_text(encoding="utf-8") == "{junk"
+    written = state.update_record(
+        tmp_path, ID, lambda r: r, new=lambda: fresh, replace_corrupt=True
+    )
+    assert written == fresh and state.read_record(tmp_path, ID) == fresh
+    assert [p.read_text() for p in state.corrupt_records(tmp_path)] == ["{junk"]
+
+
+def test_update_record_writes_nothing_for_an_absent_record_without_new(tmp_path):
+    assert state.update_record(tmp_path, ID, lambda r: r.with_step("x")) is None
+    assert state.list_records(tmp_path) == []
+
+
+def test_concurrent_updates_lose_no_change(tmp_path):
+    import threading
+
+    state.write_record(tmp_path, state.TopicRecord(id=ID, repo="home", branch=ID))
+    names = [f"s{n}" for n in range(20)]
+    threads = [
+        threading.Thread(
+            target=state.update_record, args=(tmp_path, ID, lambda r, n=n: r.with_step(n))
+        )
+        for n in names
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(state.read_record(tmp_path, ID).steps) == sorted(names)
+
+
+def test_merging_done_steps_keeps_the_earlier_ones_in_step_order():
+    mark = state.TeardownMark(("remove",), False)
+    merged = mark.with_done(["integrate", "remove", "odd"], ("integrate", "remove"), complete=True)
+    assert merged == state.TeardownMark(("integrate", "remove", "odd"), True)

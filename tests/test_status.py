@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitutil import commit, make_repo, run_cli, write
+from durabilityutil import git_wrapper, run
+from gitutil import commit, git, make_repo, run_cli, write
 from phaseutil import artifact, new_topic, repos_md
 
 
@@ -74,3 +75,48 @@ def test_a_current_directory_that_was_deleted_is_one_line_not_a_traceback(tmp_pa
     res = run_cli("status")
     assert res.code == 1 and res.out == ""
     assert res.err.count("\n") == 1 and "[not-a-repo]" in res.err
+
+
+# -- cost: git answers for the topics with a worktree, not for every topic ------------
+
+
+def _in_place_topics(repo: Path, first: int, count: int) -> None:
+    """``count`` topics whose plan dir is in the primary clone (no worktree, no branch)."""
+    for n in range(first, first + count):
+        artifact(repo / "docs" / "plans" / f"2026-05-01-topic-number-{n}", "task.md")
+
+
+def _git_calls(repo: Path, tmp_path: Path, name: str) -> tuple[int, dict]:
+    log = tmp_path / f"{name}.log"
+    env = git_wrapper(
+        tmp_path / f"bin-{name}", "", f'echo "$*" >> \'{log}\'\nexec "$REAL_GIT" "$@"'
+    )
+    res = run("status", "--json", cwd=repo, env=env)
+    assert res.code == 0, res.err
+    return len(log.read_text().splitlines()), res.json
+
+
+def test_status_starts_no_git_process_per_topic_without_a_worktree(home_repo, tmp_path):
+    new_topic(home_repo, "add rate limiting")  # one topic with a worktree
+    _in_place_topics(home_repo, 0, 5)
+    few, first = _git_calls(home_repo, tmp_path, "few")
+    _in_place_topics(home_repo, 5, 25)
+    many, second = _git_calls(home_repo, tmp_path, "many")
+    assert (len(first["topics"]), len(second["topics"])) == (6, 31)
+    assert many == few, (few, many)
+
+
+def test_status_counts_commits_of_a_branch_without_a_worktree(home_repo):
+    moved, still = "2026-05-01-moved-branch", "2026-05-01-still-branch"
+    for topic_id in (moved, still):
+        git(home_repo, "branch", topic_id)
+        artifact(home_repo / "docs" / "plans" / topic_id, "task.md")
+    git(home_repo, "checkout", "-q", moved)
+    commit(home_repo, "src/a.py", "a = 1\n", "one")
+    commit(home_repo, "src/b.py", "b = 1\n", "two")
+    git(home_repo, "checkout", "-q", "main")
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    repos = {t["id"]: t["repos"] for t in res.json["topics"]}
+    assert repos[moved] == [{"name": "home", "worktree": None, "dirty": None, "ahead": 2}]
+    assert repos[still] == [{"name": "home", "worktree": None, "dirty": None, "ahead": 0}]

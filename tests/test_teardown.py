@@ -58,7 +58,7 @@ def test_a_clean_multi_repo_topic_is_torn_down_in_every_repo(workspace):
         assert worktree_paths(repo) == [str(repo)]
         assert topic.branch not in branches(repo)
         assert status(repo) == ""
-        assert record(repo, topic.id)["extra"]["teardown"]["complete"] is True
+        assert record(repo, topic.id)["teardown"]["complete"] is True
     assert data["swept"] == [] and data["kept"] == []
     assert [s["name"] for s in data["local_state"]] == ["home", "api", "types"]
 
@@ -355,7 +355,7 @@ def test_a_default_branch_that_cannot_rebase_is_a_warning_and_reruns_exit_0(home
         assert any("the default branch was not updated" in w for w in res.json["warnings"])
         assert git(home_repo, "rev-parse", "main") == local and status(home_repo) == ""
     assert not topic.worktrees["home"].exists()
-    assert record(home_repo, topic.id)["extra"]["teardown"]["complete"] is True
+    assert record(home_repo, topic.id)["teardown"]["complete"] is True
 
 
 # -- the primary clone and the plan dir ----------------------------------------------------------

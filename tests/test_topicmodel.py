@@ -1,0 +1,69 @@
+"""The repos of a topic, decided once for every command (router/topicmodel.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gitutil import run_cli
+from teardownutil import multi_topic
+
+from router import state
+from router.plan import WorktreeLine
+from router.topicmodel import Ownership, RepoPlace, Via, ownership, repo_places
+
+ID = "2026-05-01-add-thing"
+
+
+def test_home_then_repos_md_order_then_record_only_then_section_only():
+    record = state.TopicRecord(
+        id=ID,
+        repo="home",
+        branch=ID,
+        repos=(
+            state.RepoEntry("home", "/ws/web", "/ws/web/w"),
+            state.RepoEntry("db", "/ws/db", "/ws/db/w-recorded"),
+            state.RepoEntry("api", "/ws/api-recorded", "/ws/api/w-recorded"),
+        ),
+    )
+    lines = [
+        WorktreeLine("cli", "/ws/cli/w"),
+        WorktreeLine("api", "/ws/api/w"),
+        WorktreeLine("x", "rel"),
+    ]
+    places = repo_places("/ws/web", "/ws/web/w", record, [("api", "/ws/api")], lines)
+    assert places == [
+        RepoPlace("home", "/ws/web", "/ws/web/w"),
+        RepoPlace("api", "/ws/api", "/ws/api/w"),  # repos.md's primary, the section's worktree
+        RepoPlace("db", "/ws/db", "/ws/db/w-recorded"),  # only the record knows it
+        RepoPlace("cli", None, "/ws/cli/w"),  # only the section names it
+    ]
+
+
+@pytest.mark.parametrize(
+    ("steps", "worktree", "expected"),
+    [
+        (("inspect", "claim", "add", "record"), "/ws/api/w", Ownership(Via.CREATED, True, True)),
+        (("inspect", "reuse", "record"), "/ws/api/w", Ownership(Via.REUSED, False, True)),
+        (("inspect", "claim", "add", "record"), "/ws/api", Ownership(Via.FALLBACK, False, True)),
+        (("inspect",), None, Ownership(Via.FALLBACK, False, True)),
+    ],
+)
+def test_ownership_comes_from_the_repos_own_record(steps, worktree, expected):
+    record = state.TopicRecord(
+        id=ID, repo="api", branch=ID, worktree=worktree, steps=steps, branch_created=True
+    )
+    assert ownership(record, "/ws/api") == expected
+    assert ownership(None, "/ws/api") == Ownership(Via.UNKNOWN, False, False)
+
+
+def test_phase_status_and_teardown_list_the_same_repos_in_the_same_order(workspace):
+    topic = multi_topic(workspace, ("api", "db"))
+    status = run_cli("status", "--json", cwd=topic.home)
+    listed = [r["name"] for r in status.json["topics"][0]["repos"]]
+    dry = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.home)
+    assert dry.code == 0, dry.out + dry.err
+    assert listed == [r["name"] for r in dry.json["repos"]] == ["home", "api", "db"]
+    worktrees = {r["name"]: r["worktree"] for r in status.json["topics"][0]["repos"]}
+    assert worktrees == {n: str(p) for n, p in topic.worktrees.items()}
+    assert all(Path(p).is_dir() for p in worktrees.values())
