@@ -24,7 +24,7 @@ from typing import Any
 
 from router import git as gitmod
 from router.errors import BadInput, Refusal
-from router.render import render
+from router.plandir.templates import render
 
 DESCRIPTION = "Billing page shows the plan"
 DIRTY_FILE = "draft-notes.txt"
@@ -216,7 +216,7 @@ def invoke(argv: list[str]) -> tuple[int, str, str]:
 
     stdin is empty (not a terminal), so no command can wait for an answer.
     """
-    from router.cli import run
+    from router.cli.app import run
 
     out, err = io.StringIO(), io.StringIO()
     with (
@@ -652,7 +652,7 @@ class _Demo:
 
 
 def _topic_of(topic_id: str) -> str:
-    from router.ids import parse_id
+    from router.topic.ids import parse_id
 
     return parse_id(topic_id).topic
 

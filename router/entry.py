@@ -15,11 +15,11 @@ def main(argv: list[str] | None = None) -> int:
     if args[:2] == ["hook", "session-start"] and not any(
         a.startswith("-") and a != "--json" for a in args[2:]
     ):
-        from router.hook import session_start
+        from router.host.sessionstart import session_start
 
         return session_start()
     try:
-        from router.early import early_command, run_early, stored_help
+        from router.cli.early import early_command, run_early, stored_help
 
         help_text = stored_help(args)
         if help_text is not None:
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         if early is not None:
             # phase, next --json and status --json: the same answer without typer.
             return run_early(*early)
-        from router.cli import run
+        from router.cli.app import run
 
         return run(args)
     except KeyboardInterrupt:

@@ -52,7 +52,7 @@ def test_only_github_py_starts_gh():
 
 
 def test_the_cli_layer_runs_no_git():
-    for path in [ROUTER / "cli.py", *(ROUTER / "cmd").glob("*.py")]:
+    for path in (ROUTER / "cli").glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = {
             alias.name
@@ -66,8 +66,8 @@ def test_the_cli_layer_runs_no_git():
 def test_the_command_owner_map_matches_what_the_modules_register():
     import typer
 
-    from router import cli
-    from router.cmd import MODULES, OWNER
+    from router.cli import app as cli
+    from router.cli.commands import MODULES, OWNER
 
     cli._register()
     group = typer.main.get_command(cli.app)
@@ -76,6 +76,6 @@ def test_the_command_owner_map_matches_what_the_modules_register():
     import importlib
 
     for name, module in OWNER.items():
-        mod = importlib.import_module(f"router.cmd.{module}")
+        mod = importlib.import_module(f"router.cli.{module}")
         source = Path(mod.__file__).read_text(encoding="utf-8")
-        assert f'"{name}"' in source, f"{name} is not registered by router/cmd/{module}.py"
+        assert f'"{name}"' in source, f"{name} is not registered by router/cli/{module}.py"

@@ -23,7 +23,7 @@ from ghutil import (
 )
 from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
 
-from router import state
+from router.topic import state
 
 TOPIC = "2026-05-01-add-rate-limiting"
 
@@ -841,7 +841,7 @@ def test_a_multi_repo_topics_other_worktrees_are_named_and_left_alone(workspace,
 
 
 def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
-    from router.cleanup import MAX_LOCK_NAME, lock_name
+    from router.teardown.prcleanup import MAX_LOCK_NAME, lock_name
 
     name = "x" * 400
     assert len(lock_name(name)) <= MAX_LOCK_NAME and lock_name(name) != lock_name(name + "y")

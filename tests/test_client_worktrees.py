@@ -26,7 +26,7 @@ from gitutil import branches, git, run_cli, status, worktree_paths
 from teardownutil import commit_on_origin
 from test_client_e2e import SUBAGENT, claude, home, scripted  # noqa: F401 (fixtures)
 
-from router import state
+from router.topic import state
 
 TOOLS = "Bash EnterWorktree ExitWorktree"
 TIMEOUT = 40

@@ -9,7 +9,7 @@ import pytest
 from durabilityutil import CRASHED, run
 from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
-from router import state
+from router.topic import state
 
 ID = "2026-05-01-add-thing"
 CREATION_STEPS = ("inspect", "base", "claim", "add", "verify", "setup", "record")

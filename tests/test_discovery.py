@@ -9,8 +9,8 @@ import pytest
 from gitutil import git, make_repo, run_cli, write
 from phaseutil import artifact, new_topic, touch
 
-from router import discovery
-from router.workspace import open_repo
+from router.topic import discovery
+from router.topic.workspace import open_repo
 
 
 def phase_id(cwd: Path, *args: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from durabilityutil import tree
 from gitutil import branches, commit, git, make_repo, run_cli, worktree_paths, write
 
-from router import state
+from router.topic import state
 
 ID = "2026-05-01-add-thing"
 

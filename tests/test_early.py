@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from phaseutil import artifact, new_topic
 
-from router.early import HELP_FILE, early_command, stored_help
+from router.cli.early import HELP_FILE, early_command, stored_help
 
 HEAVY = {"typer", "click", "jinja2", "rich", "filelock"}
 
@@ -32,7 +32,7 @@ def _run(args: list[str], cwd: Path, *, via: str, importtime: bool = False):
     call = (
         "from router.entry import main as go"
         if via == "entry"
-        else "from router.cli import run as go"
+        else "from router.cli.app import run as go"
     )
     code = f"{call}; raise SystemExit(go({args!r}))"
     flags = ["-X", "importtime"] if importtime else []
@@ -112,7 +112,7 @@ def test_a_vanished_current_directory_is_typers_not_a_repo(home_repo, tmp_path):
         call = (
             "from router.entry import main as go"
             if via == "entry"
-            else "from router.cli import run as go"
+            else "from router.cli.app import run as go"
         )
         script = (
             f"import os; os.rmdir({str(gone)!r}); {call}; raise SystemExit(go(['phase', '--json']))"
@@ -170,7 +170,7 @@ def _help(via: str, columns: int, *, importtime: bool = False) -> subprocess.Com
     call = (
         "from router.entry import main as go"
         if via == "entry"
-        else "from router.cli import run as go"
+        else "from router.cli.app import run as go"
     )
     flags = ["-X", "importtime"] if importtime else []
     return subprocess.run(
@@ -187,8 +187,8 @@ def test_the_stored_help_is_the_apps_help(columns):
     app = _help("typer", columns)
     assert app.returncode == 0
     assert app.stdout == HELP_FILE.read_text(encoding="utf-8"), (
-        "router/help.txt differs from the app's --help: regenerate it with "
-        "COLUMNS=80 python -c \"from router.cli import run; run(['--help'])\" > router/help.txt"
+        "router/cli/help.txt differs from the app's --help: regenerate it with "
+        "COLUMNS=80 python -c \"from router.cli.app import run; run(['--help'])\" > router/cli/help.txt"
     )
     ours = _help("entry", columns, importtime=True)
     assert (ours.returncode, ours.stdout) == (0, app.stdout)

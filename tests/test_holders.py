@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from gitutil import run_cli
 
-from router import holders
+from router.topic import holders
 
 ID = "2026-05-01-add-thing"
 
@@ -215,7 +215,7 @@ def test_stale_holders_are_reported_by_doctor_and_dropped_by_repair(topic, sleep
 
 def test_the_holders_module_imports_nothing_heavy():
     code = (
-        "import sys, router.holders; "
+        "import sys, router.topic.holders; "
         "print(sorted(m for m in ('typer', 'jinja2', 'filelock', 'markdown_it', 'dataclasses',"
         " 'pathlib', 'tempfile', 'hashlib') if m in sys.modules))"
     )

@@ -14,7 +14,7 @@ import pytest
 from gitutil import git, make_repo, run_cli
 from phaseutil import artifact, new_topic
 
-import router.hook
+import router.host.sessionstart
 
 
 def entry_point() -> list[str]:
@@ -129,7 +129,7 @@ def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, topic, monkeyp
     def explode(cwd):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(router.hook, "locate", explode)
+    monkeypatch.setattr(router.host.sessionstart, "locate", explode)
     res = run_cli("hook", "session-start", cwd=home_repo, stdin=json.dumps({"cwd": str(home_repo)}))
     assert (res.code, res.out, res.err) == (0, "", "")
 

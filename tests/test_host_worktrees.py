@@ -17,7 +17,7 @@ import pytest
 from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 from teardownutil import commit_on_origin, merge_on_origin, push_branch, snapshot_of
 
-from router import state
+from router.topic import state
 
 TODAY = dt.date.today().isoformat()
 
@@ -294,7 +294,7 @@ def settings_file() -> Path:
 
 
 def test_install_hooks_merges_into_the_user_settings_and_uninstall_takes_exactly_them_out():
-    from router.setup import WORKTREE_HOOKS
+    from router.host.settings import WORKTREE_HOOKS
 
     original = {
         "model": "opus",
@@ -365,7 +365,7 @@ def test_install_hooks_never_writes_a_tracked_settings_file(home_repo, monkeypat
 
 @pytest.mark.parametrize("event", ["WorktreeCreate", "WorktreeRemove"])
 def test_the_plugin_registers_the_same_hook_commands(event):
-    from router.setup import WORKTREE_HOOKS
+    from router.host.settings import WORKTREE_HOOKS
 
     hooks = json.loads((Path(__file__).parent.parent / "hooks" / "hooks.json").read_text())
     (group,) = hooks["hooks"][event]
@@ -373,7 +373,7 @@ def test_the_plugin_registers_the_same_hook_commands(event):
 
 
 def run_registered(event: str, path_dirs: list[Path], cwd: Path, stdin: str):
-    from router.setup import WORKTREE_HOOKS
+    from router.host.settings import WORKTREE_HOOKS
 
     env = {**os.environ, "PATH": os.pathsep.join(str(p) for p in path_dirs)}
     return subprocess.run(

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from router.errors import BadInput
-from router.ids import derive_id, parse_id, portable_name_problem, slugify, with_suffix
+from router.topic.ids import derive_id, parse_id, portable_name_problem, slugify, with_suffix
 
 
 @pytest.mark.parametrize(

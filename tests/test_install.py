@@ -127,7 +127,7 @@ def test_installed_copy_finds_its_templates_inside_the_package(
         [
             sys.executable,
             "-c",
-            "import router.render as r, router.setup as s; print(r.share_dir('templates')); "
+            "import router.plandir.templates as r, router.create.initrepo as s; print(r.share_dir('templates')); "
             "print(s.plugin_commands()[0])",
         ],
         cwd=tmp_path,

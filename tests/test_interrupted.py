@@ -35,7 +35,7 @@ from teardownutil import (
     write_repos_md,
 )
 
-from router import state
+from router.topic import state
 
 PICK = "cherry-pick --no-edit"  # the integrate step's cherry-pick (not the rerun's --abort)
 

@@ -12,8 +12,8 @@ import pytest
 from durabilityutil import run, run_all
 from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
-from router import state
-from router.worktrees import REPO_LOCK
+from router.create.pipeline import REPO_LOCK
+from router.topic import state
 
 ID = "2026-05-01-add-thing"
 

@@ -8,7 +8,7 @@ import pytest
 from gitutil import branches, commit, git, make_repo, run_cli, status, write
 from teardownutil import Topic, multi_topic, new_topic, teardown
 
-from router.snapshot import snapshot_ref
+from router.teardown.snapshot import snapshot_ref
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from phaseutil import artifact, new_topic, repos_md
 
-from router import artifacts, frontmatter, ids
-from router.phases import infer
+from router.phase.infer import infer
+from router.plandir import artifacts, frontmatter
+from router.topic import ids
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
 

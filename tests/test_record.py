@@ -11,7 +11,7 @@ import pytest
 from gitutil import commit, git, make_repo, run_cli, write
 from phaseutil import new_topic, repos_md
 
-from router import artifacts, frontmatter
+from router.plandir import artifacts, frontmatter
 
 
 def record(cwd: Path, *args: str):
@@ -194,7 +194,7 @@ def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_re
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from router import state\n"
+            "import sys, time; from pathlib import Path; from router.topic import state\n"
             "with state.held_lock(Path(sys.argv[1]), sys.argv[2], wait=5):\n"
             "    print('held', flush=True); time.sleep(30)\n",
             str(common),

@@ -14,10 +14,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from router import frontmatter
-from router.artifacts import parse_frontmatter
 from router.errors import BadInput
-from router.plan import WorktreeLine, parse_repos_md, with_worktrees_section, worktree_lines
+from router.plandir import frontmatter
+from router.plandir.artifacts import parse_frontmatter
+from router.plandir.reposmd import (
+    WorktreeLine,
+    parse_repos_md,
+    with_worktrees_section,
+    worktree_lines,
+)
 
 SETTINGS = settings(
     max_examples=300,
@@ -151,8 +156,9 @@ FIVE_LINES = """## Worktrees
 
 def test_every_command_reads_the_same_entries_from_one_worktrees_section(tmp_path):
     # Three parsers used to find 2, 1 and 5 entries here (phase inference, teardown, doctor).
-    from router import doctor, phases
-    from router.discovery import PlanDir
+    from router.phase import infer as phases
+    from router.topic import doctor
+    from router.topic.discovery import PlanDir
 
     text = HEAD + "\n" + FIVE_LINES
     expected = [
@@ -177,7 +183,7 @@ def test_every_command_reads_the_same_entries_from_one_worktrees_section(tmp_pat
 def _opened(root: Path):
     from gitutil import git
 
-    from router.workspace import open_repo
+    from router.topic.workspace import open_repo
 
     git(root, "init", "-q", "-b", "main")
     return open_repo(root)

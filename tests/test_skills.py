@@ -115,7 +115,7 @@ Command = typer.core.TyperCommand | typer.core.TyperGroup
 
 
 def _app() -> Command:
-    from router import cli
+    from router.cli import app as cli
 
     cli._register()
     return typer.main.get_command(cli.app)

@@ -5,8 +5,8 @@ from pathlib import Path
 from gitutil import branches, commit, git, run_cli, status, write
 from teardownutil import multi_topic, new_topic, teardown
 
-from router.snapshot import snapshot_ref, snapshot_worktree
-from router.workspace import open_repo
+from router.teardown.snapshot import snapshot_ref, snapshot_worktree
+from router.topic.workspace import open_repo
 
 
 def make_work(wt: Path) -> str:

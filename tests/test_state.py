@@ -8,7 +8,7 @@ import os
 import pytest
 from gitutil import git, run_cli, worktree_paths
 
-from router import state
+from router.topic import state
 
 ID = "2026-05-01-add-thing"
 

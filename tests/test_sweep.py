@@ -210,7 +210,7 @@ def test_a_directory_whose_topic_lock_another_process_holds_is_kept(home_repo):
             textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from router import state
+            from router.topic import state
             with state.held_lock(Path({str(home_repo / ".git")!r}), {CLAIM_ID!r}):
                 print("held", flush=True)
                 sys.stdin.read()

@@ -12,7 +12,7 @@ from phaseutil import artifact
 from teardownutil import multi_topic
 from test_hook import context_of, hook
 
-from router import state
+from router.topic import state
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The repos of a topic, decided once for every command (router/topicmodel.py)."""
+"""The repos of a topic, decided once for every command (router/topic/model.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from gitutil import run_cli
 from teardownutil import multi_topic
 
-from router import state
-from router.plan import WorktreeLine
-from router.topicmodel import Ownership, RepoPlace, Via, ownership, repo_places
+from router.plandir.reposmd import WorktreeLine
+from router.topic import state
+from router.topic.model import Ownership, RepoPlace, Via, ownership, repo_places
 
 ID = "2026-05-01-add-thing"
 

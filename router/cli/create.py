@@ -1,0 +1,183 @@
+"""``new``, ``worktrees`` and ``init``: setting a topic up."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from router.cli.app import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+
+
+@app.command("new")
+def new_cmd(
+    ctx: typer.Context,
+    description: Annotated[
+        str, typer.Argument(metavar="DESCRIPTION", help="What the topic builds, in a few words.")
+    ],
+    ticket: Annotated[
+        str | None,
+        typer.Option("--ticket", metavar="T", help="Ticket id: the id becomes <T>-<slug>."),
+    ] = None,
+    topic_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="Use ID verbatim (validated).")
+    ] = None,
+    date: Annotated[
+        str | None,
+        typer.Option("--date", metavar="D", help="Date prefix YYYY-MM-DD instead of today."),
+    ] = None,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """WORKTREE phase: derive the topic id, create the home worktree and the plan dir."""
+    from router.create.topic import new_topic
+
+    emit(
+        "new",
+        as_json,
+        lambda: new_topic(
+            cwd_of(ctx), description, ticket=ticket, topic_id=topic_id, date=date, wait=wait
+        ),
+        _new_text,
+    )
+
+
+def _new_text(result) -> str:
+    home = result.home
+    base = f" from {home.base[:12]}" if home.base else ""
+    where = home.worktree or home.path
+    lines = [
+        f"Topic {result.topic.id} (branch {result.topic.branch})",
+        f"home: {home.status} {where}{base}",
+        f"Artifact directory: {result.plan_dir}",
+    ]
+    if home.reason:
+        lines.insert(2, f"  reason: {home.reason}: {home.message}")
+    return "\n".join(lines)
+
+
+@app.command("worktrees")
+def worktrees_cmd(
+    ctx: typer.Context,
+    plan_dir: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[PLAN_DIR]", help="Plan dir or topic id; default: the newest topic."
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Any refusal or fallback rolls back this run's worktrees and exits 1."
+        ),
+    ] = False,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create or reuse every repo's worktree for a topic; write the ## Worktrees section."""
+    from router.create.topic import setup_worktrees
+
+    emit(
+        "worktrees",
+        as_json,
+        lambda: setup_worktrees(cwd_of(ctx), plan_dir, strict=strict, wait=wait),
+        _worktrees_text,
+    )
+
+
+def _worktrees_text(result) -> str:
+    lines = [f"Topic {result.topic.id} ({result.mode}-repo)"]
+    width = max(len(r.name) for r in result.repos)
+    for r in result.repos:
+        where = r.worktree or r.path
+        why = f"  [{r.reason}: {r.message}]" if r.reason else ""
+        lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
+    if result.mode == "multi":
+        lines.append(
+            "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")
+        )
+    return "\n".join(lines)
+
+
+@app.command("init")
+def init_cmd(
+    ctx: typer.Context,
+    allow_agent: Annotated[
+        bool,
+        typer.Option(
+            "--allow-agent",
+            help="Let Claude Code run team-router without a prompt: add Bash(team-router:*) "
+            "to .claude/settings.local.json (kept out of git status).",
+        ),
+    ] = False,
+    write_examples: Annotated[
+        bool,
+        typer.Option(
+            "--write-examples",
+            help="Write .worktreeinclude and .teamteardown.example into the repo (commit them); "
+            "by default they go under the git dir and the work tree stays clean.",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Prepare this repo: info/exclude lines; example .worktreeinclude and .teamteardown.example."""
+    from router.create.initrepo import init_repo
+
+    emit(
+        "init",
+        as_json,
+        lambda: init_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
+        _init_text,
+    )
+
+
+def _init_text(result) -> str:
+    from router.create.initrepo import LOCAL_SETTINGS, PERMISSION_RULE
+
+    lines = [f"Prepared {result.repo}:"]
+    lines += [f"  {item}" for item in result.actions]
+    lines += ["", "Install the Claude Code plugin:"]
+    lines += [f"  {cmd}" for cmd in result.plugin_commands]
+    if not any(item.startswith(str(LOCAL_SETTINGS)) for item in result.actions):
+        lines += [
+            "",
+            f"Let the agent run team-router without a prompt ({PERMISSION_RULE}):",
+            "  team-router init --allow-agent",
+            f'  or, for claude -p: --allowedTools "{PERMISSION_RULE}"',
+        ]
+    return "\n".join(lines)
+
+
+@app.command("install-hooks")
+def install_hooks_cmd(
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove exactly the hooks this command adds.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the change to the settings; write nothing.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Route Claude Code's own worktrees (claude --worktree, EnterWorktree, isolated agents)
+    through team-router: add its WorktreeCreate and WorktreeRemove hooks to your user settings
+    (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json), leaving every other key."""
+    from router.host.settings import install_hooks
+
+    emit(
+        "install-hooks",
+        as_json,
+        lambda: install_hooks(uninstall=uninstall, dry_run=dry_run),
+        _install_hooks_text,
+    )
+
+
+def _install_hooks_text(result) -> str:
+    lines = [f"{result.settings_file}:"]
+    lines += [f"  {item}" for item in result.actions]
+    if result.diff:
+        lines += ["", result.diff.rstrip("\n")]
+    if result.dry_run:
+        lines.append("dry run: nothing was written" if result.changed else "dry run: no change")
+    elif not result.changed:
+        lines.append("no change")
+    return "\n".join(lines)

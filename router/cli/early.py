@@ -1,0 +1,108 @@
+"""The early path: ``phase``, ``next --json``, ``status --json`` and ``--help`` without typer.
+
+Agents ask these at every phase of a run, and importing typer alone costs
+more than the answer (DESIGN §15). The console entry point sends an argument
+list here only when typer would read it the same way (:func:`early_command`);
+anything else (``--help``, ``-C``, a second target, an unknown option) goes to
+the typer app. Both print through :mod:`router.cli.output`, so the bytes and the
+exit code are the same whichever path answered.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from router.cli.output import emit_result, guarded
+from router.errors import Refusal
+
+# command -> (most positional arguments, whether --json is required)
+_SHAPES = {"phase": (1, False), "next": (1, True), "status": (0, True)}
+HELP_FILE = Path(__file__).with_name("help.txt")
+_HELP_COLUMNS = 80  # from here on the app wraps its help to 78 columns
+
+
+def early_command(args: list[str]) -> tuple[str, str | None, bool] | None:
+    """``(command, target, as_json)`` when the early path may answer ``args``, else None."""
+    if not args or args[0] not in _SHAPES:
+        return None
+    most, needs_json = _SHAPES[args[0]]
+    flags = [a for a in args[1:] if a.startswith("-")]
+    positional = [a for a in args[1:] if not a.startswith("-")]
+    if flags not in ([], ["--json"]) or len(positional) > most or (needs_json and not flags):
+        return None
+    return args[0], positional[0] if positional else None, bool(flags)
+
+
+def stored_help(args: list[str]) -> str | None:
+    """``team-router --help`` as the typer app prints it, or None to let the app print it.
+
+    The app's help is the same text on every terminal of 80 columns or more (it
+    wraps to 78), and piped output counts as 80: that text is kept in
+    ``help.txt`` (a test keeps it equal to the app's). A narrower terminal
+    gets the app's own wrapping.
+    """
+    if args not in (["--help"], ["-h"]):
+        return None
+    import shutil
+
+    if shutil.get_terminal_size().columns < _HELP_COLUMNS:
+        return None
+    try:
+        return HELP_FILE.read_text(encoding="utf-8")
+    except OSError:
+        return None  # an install without it: the app prints its help
+
+
+def run_early(command: str, target: str | None, as_json: bool) -> int:
+    """Answer one command the way the typer app would: same output, same exit code."""
+
+    def run() -> int:
+        cwd = start_dir(None)
+        if command == "phase":
+            from router.phase.infer import phase_report
+
+            return emit_result(command, as_json, lambda: phase_report(cwd, target), phase_text)
+        if command == "next":
+            from router.phase.infer import next_report
+
+            return emit_result(command, as_json, lambda: next_report(cwd, target), next_text)
+        from router.phase.status import render_table, topics_status
+
+        return emit_result(command, as_json, lambda: topics_status(cwd), render_table)
+
+    return guarded(command, as_json, run)
+
+
+def start_dir(directory: Path | None) -> Path:
+    """The directory a command runs in: ``-C``'s, else the current one (absolute)."""
+    try:
+        base = Path.cwd() if directory is None else directory
+    except OSError:
+        raise Refusal(
+            "not-a-repo", "the current directory no longer exists; cd to a repository or pass -C"
+        ) from None
+    return Path(os.path.abspath(base))
+
+
+# -- text -------------------------------------------------------------------------
+
+
+def phase_text(report: Any) -> str:
+    resume = report.resume
+    step = f", step {resume.step}" if resume.step else ""
+    lines = [
+        f"Topic {report.id}",
+        f"Resume at: {resume.resume_at}{step}"
+        + ("  (HALTED: a person must decide)" if resume.halted else ""),
+        f"Done: {', '.join(resume.completed) or 'nothing yet'}",
+        f"Artifact directory: {report.plan_dir}",
+    ]
+    return "\n".join(lines)
+
+
+def next_text(report: Any) -> str:
+    expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
+    request = f"\nRequest: {report.request}" if report.request is not None else ""
+    return f"{phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"

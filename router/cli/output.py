@@ -1,0 +1,102 @@
+"""The result envelope: text or one JSON object, and the exit code (no typer).
+
+Both the typer app (``router.cli.app``) and the console entry point's early path
+(``router.cli.early``) print through here, so a command answers the same bytes
+and exit code whichever of them ran it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from router.errors import Interrupted, Refusal, RouterError, ToolFailed, error_json
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def emit_result(
+    command: str,
+    as_json: bool,
+    work: Callable[[], Any],
+    text: Callable[[Any], str],
+) -> int:
+    """Run ``work``; print its result as text or one JSON envelope; return the exit code.
+
+    ``work`` returns an object with ``to_json()``, ``warnings`` and optionally
+    ``exit_code``; a RouterError becomes ``ok: false`` with its code.
+    """
+    try:
+        result = work()
+    except RouterError as exc:
+        fail(command, as_json, exc)
+        return exc.exit_code
+    except OSError as exc:
+        # A full disk or a permission problem: one line naming the path, no traceback.
+        where = f" ({exc.filename})" if exc.filename else ""
+        error = Refusal("io-error", f"{exc.strerror or exc}{where}; check space and permissions")
+        fail(command, as_json, error)
+        return error.exit_code
+    warnings = list(getattr(result, "warnings", []) or [])
+    code = int(getattr(result, "exit_code", 0) or 0)
+    if as_json:
+        payload = {"ok": code == 0, "command": command, **result.to_json(), "warnings": warnings}
+        failure = getattr(result, "error", None)
+        if failure is not None:
+            payload["error"] = failure
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        for message in warnings:
+            warn(message)
+        rendered = text(result)
+        if rendered:
+            print(rendered)
+    return code
+
+
+def fail(command: str, as_json: bool, exc: RouterError) -> None:
+    if as_json:
+        payload = {
+            "ok": False,
+            "command": command,
+            **exc.details,
+            "warnings": list(exc.details.get("warnings", [])),
+            "error": error_json(exc.code, exc.message),
+        }
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        print(f"team-router: {exc.message} [{exc.code}]", file=sys.stderr)
+
+
+def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
+    """``run()``'s exit code; an expected failure that escaped it as one error, never a traceback."""
+    try:
+        return run()
+    except RouterError as exc:
+        fail(command, as_json, exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        error = Interrupted("interrupted (Ctrl-C); run the same command again to finish")
+        fail(command, as_json, error)
+        return error.exit_code
+    except ToolFailed as exc:
+        # A git no step expected to fail: one line, never a traceback. Killed by
+        # SIGINT, it is the Ctrl-C that reached the whole process group.
+        failure = git_error(exc)
+        fail(command, as_json, failure)
+        return failure.exit_code
+
+
+def git_error(exc: ToolFailed) -> RouterError:
+    if exc.returncode == -signal.SIGINT:
+        return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
+    return Refusal(
+        exc.code,
+        f"{exc.first_line}; run the same command again, and if it fails the same way, "
+        "`git status` in that repo shows what needs repair",
+    )

@@ -1,0 +1,217 @@
+"""``teardown``, ``sweep``, ``local-state`` and ``restore``: taking a topic apart without losing work."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from router.cli.app import (
+    DEFAULT_LINE_TIMEOUT,
+    DEFAULT_WAIT,
+    JsonFlag,
+    WaitOption,
+    app,
+    cwd_of,
+    emit,
+    line_echo,
+    stop_on_interrupt,
+)
+
+TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
+LineTimeout = Annotated[
+    float,
+    typer.Option(
+        "--line-timeout",
+        min=0.1,
+        metavar="S",
+        help="Seconds each .teamteardown line may run before its process group is killed.",
+    ),
+]
+
+
+@app.command("teardown")
+def teardown_cmd(
+    ctx: typer.Context,
+    target: TargetArg,
+    integrate: Annotated[
+        bool,
+        typer.Option(
+            "--integrate", help="Cherry-pick unintegrated commits onto the default branch."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Remove work that exists nowhere else, after writing a snapshot ref."
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
+    remove_reused: Annotated[
+        bool,
+        typer.Option(
+            "--remove-reused",
+            help="Also remove a checkout and delete a branch team-router did not create "
+            "(`new` reused them); without it they are kept.",
+        ),
+    ] = False,
+    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
+    from router.teardown.topic import teardown
+
+    with stop_on_interrupt() as stop:
+        emit(
+            "teardown",
+            as_json,
+            lambda: teardown(
+                cwd_of(ctx),
+                target,
+                integrate=integrate,
+                force=force,
+                dry_run=dry_run,
+                remove_reused=remove_reused,
+                wait=wait,
+                line_timeout=line_timeout,
+                echo=line_echo(as_json),
+                stop=stop,
+            ),
+            _teardown_text,
+        )
+
+
+def _teardown_text(result) -> str:
+    if result.refusal is not None:
+        head = "Refused (nothing was removed in any repo); the plan"
+    else:
+        head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
+    lines = [f"{head} of {result.id}"]
+    for repo in result.repos:
+        lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
+        lines += [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in repo.steps]
+        if repo.local_state is not None:
+            lines += _temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
+    lines += [f"swept: {p}" for p in result.swept]
+    for kept in result.kept:
+        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines += _file_lines(kept.files)
+    if result.refusal is not None:
+        blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
+        lines.append(
+            f"teardown of {result.id} refused: {len(blockers)} refused step(s) above; fix each, "
+            f"then run it again [{result.refusal['code']}]"
+        )
+        return "\n".join(lines)
+    if not result.swept and not result.kept:
+        lines.append("no residue found")
+    if result.error is not None:
+        lines.append(f"{result.error['message']} [{result.error['code']}]")
+    return "\n".join(lines)
+
+
+def _file_lines(files, limit: int = 20) -> list[str]:
+    shown = [f"    {f}" for f in files[:limit]]
+    if len(files) > limit:
+        shown.append(f"    ... and {len(files) - limit} more (--json lists them all)")
+    return shown
+
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
+
+
+@app.command("sweep")
+def sweep_cmd(ctx: typer.Context, dry_run: DryRun = False, as_json: JsonFlag = False) -> None:
+    """Remove residue under .claude/worktrees/ that git no longer knows; keep and list the rest."""
+    from router.teardown.sweep import sweep_repo
+
+    emit("sweep", as_json, lambda: sweep_repo(cwd_of(ctx), dry_run=dry_run), _sweep_text)
+
+
+def _sweep_text(result) -> str:
+    lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
+    for kept in result.kept:
+        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines += _file_lines(kept.files)
+    lines += [f"could not remove {p}: {error}" for p, error in result.failed]
+    if result.no_residue:
+        lines.append(f"no residue under {result.root}/.claude/worktrees")
+    return "\n".join(lines)
+
+
+@app.command("local-state")
+def local_state_cmd(
+    ctx: typer.Context,
+    target: TargetArg,
+    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    dry_run: DryRun = False,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
+    from router.teardown.topic import local_state_for_topic
+
+    with stop_on_interrupt() as stop:
+        emit(
+            "local-state",
+            as_json,
+            lambda: local_state_for_topic(
+                cwd_of(ctx),
+                target,
+                line_timeout=line_timeout,
+                wait=wait,
+                echo=line_echo(as_json),
+                dry_run=dry_run,
+                stop=stop,
+            ),
+            _local_text,
+        )
+
+
+def _local_text(result) -> str:
+    lines = []
+    for report in result.reports:
+        lines.append(f"{report.repo}: {report.summary()}")
+        lines += _temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
+    if result.interrupted:
+        lines.append(f"{result.error['message']} [interrupted]")
+    return "\n".join(lines)
+
+
+def _temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
+    would = "would be " if dry_run else ""
+    return [f"{indent}temp path {t.path}: {would}{t.outcome}{_why(t)}" for t in temp_paths]
+
+
+def _why(temp) -> str:
+    if not temp.check:
+        return ""
+    return f" ({temp.check}: {temp.detail})" if temp.detail else f" ({temp.check})"
+
+
+@app.command("restore")
+def restore_cmd(
+    ctx: typer.Context,
+    target: TargetArg,
+    repo: Annotated[
+        str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
+    ] = None,
+    wait: WaitOption = DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""
+    from router.teardown.topic import restore_topic
+
+    emit(
+        "restore",
+        as_json,
+        lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait),
+        _restore_text,
+    )
+
+
+def _restore_text(result) -> str:
+    return "\n".join(f"{r.name}: {r.status}: {r.detail}" for r in result.repos)

@@ -1,0 +1,157 @@
+"""``init``: prepare a repository for team-router."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from router.errors import Refusal
+from router.host.settings import read_settings
+from router.plandir.templates import render, share_dir
+from router.topic.workspace import Repo, ensure_excludes, open_repo
+
+PLUGIN_NAME = "team-router"
+# The Claude Code permission rule that lets the agent run every team-router command
+# without a prompt (the CLI never deletes work without a flag the skills do not pass).
+PERMISSION_RULE = "Bash(team-router:*)"
+LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    repo: Path
+    actions: list[str]
+    plugin_commands: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "repo": str(self.repo),
+            "actions": self.actions,
+            "plugin_commands": self.plugin_commands,
+            "permission_rule": PERMISSION_RULE,
+            "settings_file": str(self.repo / LOCAL_SETTINGS),
+        }
+
+
+def init_repo(cwd: Path, *, allow_agent: bool = False, write_examples: bool = False) -> InitResult:
+    """Add the exclude lines; offer the example files without touching the work tree.
+
+    The examples go under the common git dir, where no ``git status`` sees
+    them: an untracked file in the main tree would make the teardown it
+    prepares refuse (§3.1). ``write_examples`` writes them into the repo
+    instead (never overwriting one), for the user to review and commit.
+    ``allow_agent`` also adds the permission rule to the repo's personal Claude Code
+    settings (``.claude/settings.local.json``, kept out of ``git status`` by info/exclude).
+    """
+    repo = open_repo(cwd)
+    try:
+        actions = _prepare(repo, write_examples=write_examples)
+        if allow_agent:
+            actions.append(_allow_agent(repo))
+        return InitResult(repo.primary, actions, plugin_commands())
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise Refusal(
+            "setup-failed",
+            f"init: {where}{exc.strerror or exc}; fix that path (permissions, a file in the way) "
+            "and rerun",
+        ) from None
+
+
+EXAMPLES_DIR = "examples"  # under the common git dir's team-router/
+
+
+def examples_dir(repo: Repo) -> Path:
+    from router.topic.state import state_root
+
+    return state_root(repo.common_dir) / EXAMPLES_DIR
+
+
+def _prepare(repo: Repo, *, write_examples: bool) -> list[str]:
+    actions = [
+        "info/exclude: added /.claude/worktrees/ and /docs/plans/"
+        if ensure_excludes(repo.common_dir)
+        else "info/exclude: already lists /.claude/worktrees/ and /docs/plans/"
+    ]
+    teardown = share_dir("templates").parent / ".teamteardown.example"
+    examples = {
+        ".worktreeinclude": render("worktreeinclude.j2"),
+        ".teamteardown.example": teardown.read_text(encoding="utf-8"),
+    }
+    if write_examples:
+        return actions + [_write_example(repo.primary / n, t) for n, t in examples.items()]
+    where = examples_dir(repo)
+    from router.topic.state import write_atomic
+
+    for name, text in examples.items():
+        write_atomic(where / name, text)  # ours alone: refreshed on every run
+    offered = (
+        f"examples: {where / '.worktreeinclude'} and {where / '.teamteardown.example'} "
+        "(outside the work tree, so it stays clean; to use one, copy it into the repo as "
+        ".worktreeinclude or .teamteardown and commit it to the default branch)"
+    )
+    return [*actions, offered]
+
+
+def _allow_agent(repo: Repo) -> str:
+    path = repo.primary / LOCAL_SETTINGS
+    if repo.git.ls_files(str(LOCAL_SETTINGS)):
+        raise Refusal(
+            "setup-failed",
+            f"{path} is tracked by git; add {PERMISSION_RULE!r} to its permissions.allow "
+            "yourself (init leaves tracked files alone)",
+        )
+    if os.path.islink(path) or os.path.islink(path.parent):
+        raise Refusal(
+            "setup-failed", f"{path} is reached through a symlink; add the rule there yourself"
+        )
+    settings = read_settings(path)
+    allow = settings.setdefault("permissions", {}).setdefault("allow", [])
+    if not isinstance(allow, list):
+        raise Refusal(
+            "setup-failed", f"{path}: permissions.allow is not a list; fix it, then rerun"
+        )
+    ensure_excludes(
+        repo.common_dir, (f"/{LOCAL_SETTINGS}",), why="personal agent settings stay local"
+    )
+    if PERMISSION_RULE in allow:
+        return f"{LOCAL_SETTINGS}: already allows {PERMISSION_RULE}"
+    allow.append(PERMISSION_RULE)
+    from router.topic.state import write_atomic
+
+    write_atomic(path, json.dumps(settings, indent=2) + "\n")
+    return f"{LOCAL_SETTINGS}: allows {PERMISSION_RULE} (personal; info/exclude keeps it out of git status)"
+
+
+def plugin_commands() -> list[str]:
+    """The two lines that install the Claude Code plugin from this installation.
+
+    The checkout (or the wheel's ``_share`` copy) is itself the marketplace:
+    ``.claude-plugin/marketplace.json`` lists the plugin with source ``./``.
+    """
+    root = share_dir("skills").parent
+    market, plugin = PLUGIN_NAME, PLUGIN_NAME
+    manifest = root / ".claude-plugin" / "marketplace.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError):
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        market, plugin = data["name"], data["plugins"][0]["name"]
+    return [
+        f"claude plugin marketplace add {root}",
+        f"claude plugin install {plugin}@{market}",
+    ]
+
+
+def _write_example(path: Path, text: str) -> str:
+    # lexists: a dangling symlink in the repo must not make init write where it points.
+    if os.path.lexists(path):
+        return f"{path.name}: exists, left as it is"
+    with open(path, "x", encoding="utf-8") as fh:
+        fh.write(text)
+    return (
+        f"{path.name}: written (review it, then commit it to the default branch: until then the "
+        "main tree is not clean, and teardown refuses)"
+    )

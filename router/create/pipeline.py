@@ -1,0 +1,949 @@
+"""The worktree creation pipeline (DESIGN §7): inspect, base, claim, add, verify, setup, record."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router.create.include import copy_included
+from router.errors import Refusal, RouterError
+from router.git import Git, GitError, RepoLayout, WorktreeEntry
+from router.progress import Progress
+from router.topic import holders, state
+from router.topic.ids import Topic
+from router.topic.workspace import (
+    Repo,
+    default_branch,
+    ensure_excludes,
+    find_worktree,
+    worktree_with_branch,
+)
+
+REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
+MAX_PARALLEL = 8
+_ORIGIN_HEAD = "refs/remotes/origin/HEAD"
+
+
+class Status(StrEnum):
+    CREATED = "created"
+    EXISTING = "existing"
+    REUSED = "reused"
+    FALLBACK = "fallback"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """What this run made, so a rollback removes exactly that and nothing else."""
+
+    directory: bool = False
+    registration: bool = False
+    branch: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RepoReport:
+    name: str
+    path: Path  # the repo's primary root (or the path repos.md gave, when refused)
+    worktree: Path | None
+    branch: str | None
+    status: Status
+    reason: str = ""
+    message: str = ""
+    base: str | None = None
+    warnings: tuple[str, ...] = ()
+    created: Created = field(default_factory=Created)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "worktree": str(self.worktree) if self.worktree else None,
+            "branch": self.branch,
+            "status": str(self.status),
+            "reason": self.reason or None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One repo to give a worktree for one topic."""
+
+    name: str
+    repo: Repo
+    topic: Topic
+    is_home: bool = False
+    invoked_in: RepoLayout | None = None  # where the command runs (for reuse)
+    description: str | None = None
+    wait: float = state.DEFAULT_WAIT
+    checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
+    # A secondary's home primary clone: its record keeps it, so every command run
+    # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
+    home: Path | None = None
+    # The fetch from origin, when ensure_all started it ahead of the job's turn.
+    fetch: _Background | None = field(default=None, compare=False, repr=False)
+
+
+class _Failed(Exception):
+    """A step failed after something may have been created: roll back, then fall back."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- public entry points -------------------------------------------------------
+
+
+def ensure(job: Job) -> RepoReport:
+    """Give ``job.repo`` its worktree for the topic; never raises for a creation failure.
+
+    Refusals that make the repo unusable (``no-root-commit``,
+    ``default-branch-worktree``) raise for the home repo and are reported as
+    ``refused`` for a secondary.
+    """
+    try:
+        return _Pipeline(job).run()
+    except Refusal as exc:
+        if job.is_home:
+            raise
+        return _refused(job, exc.code, exc.message)
+    except (GitError, OSError) as exc:
+        # Whatever the pipeline did not turn into a fallback itself: one repo's
+        # failure must never escape as a traceback, nor stop --strict from
+        # rolling back the other repos.
+        refusal = _failure(job, exc)
+        if job.is_home:
+            raise refusal from None
+        return _refused(job, refusal.code, refusal.message)
+
+
+def ensure_all(jobs: list[Job]) -> list[RepoReport]:
+    """Run several jobs at once (threads, as many as fit the cores); reports in the jobs' order.
+
+    A job that raises (only a home job does: its refusal is the command's)
+    lets the others finish, then what they created is rolled back and the
+    error raised: the same end state as when the home repo ran, and refused,
+    before them.
+    """
+    progress = Progress(len(jobs), label="worktree")
+
+    def one(job: Job) -> RepoReport:
+        report = ensure(job)
+        progress.step(job.name, str(report.status))
+        return report
+
+    if len(jobs) <= 1:
+        return [one(j) for j in jobs]
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    # The threads keep the cores busy; a checkout worker pool per repo on top
+    # of them only adds processes. The fetches wait on the network, not on a
+    # core: they all start now (a few at a time), ahead of their job's turn.
+    gate = threading.BoundedSemaphore(MAX_PARALLEL)
+    jobs = [
+        dataclasses.replace(j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)))
+        for j in jobs
+    ]
+    with ThreadPoolExecutor(max_workers=worker_limit(len(jobs))) as pool:
+        futures = [pool.submit(one, job) for job in jobs]
+        wait(futures)
+    failed = next((f.exception() for f in futures if f.exception() is not None), None)
+    if failed is None:
+        return [f.result() for f in futures]
+    kept = []
+    for future, job in zip(futures, jobs, strict=True):
+        report = future.result() if future.exception() is None else None
+        if report is not None and report.status is Status.CREATED:
+            try:
+                rollback(report, job)
+            except (GitError, OSError) as exc:
+                kept.append(f"{report.name}: {report.worktree} was kept ({exc})")
+    if kept and isinstance(failed, RouterError):
+        failed.details["warnings"] = [*failed.details.get("warnings", []), *kept]
+    raise failed
+
+
+def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError | None]:
+    def fetch() -> GitError | None:
+        with gate:
+            return git.fetch("origin")
+
+    return fetch
+
+
+def worker_limit(jobs: int) -> int:
+    """Threads for ``jobs`` repos: one per core this process may use, at least two.
+
+    Each repo's steps are git processes, mostly CPU (checkout, fetch from a
+    local origin): more threads than cores only make them take turns, while
+    two still overlap one repo's waiting (network, disk) with another's work.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs, MAX_PARALLEL, max(2, cores)))
+
+
+def rollback(report: RepoReport, job: Job) -> None:
+    """Undo what the run that produced ``report`` created (for ``--strict``)."""
+    if report.worktree is None:
+        return
+    _undo(job.repo, report.worktree, report.branch or "", report.created, base=report.base)
+    _forget_creation(job.repo, job.topic.id)
+
+
+def _forget_creation(repo: Repo, topic_id: str) -> None:
+    """After a rollback the repo's record names no worktree and no creation under way."""
+    record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: doctor reports it
+    if record is None:
+        return
+    gone = not repo.git.branch_exists(record.branch)  # then it describes nothing any more
+
+    def change(r: state.TopicRecord) -> state.TopicRecord | None:
+        return (
+            None
+            if gone
+            else dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+        )
+
+    state.update_record(repo.common_dir, topic_id, change)
+
+
+def refused(name: str, path: Path, reason: str, message: str) -> RepoReport:
+    return RepoReport(name, path, None, None, Status.REFUSED, reason, message)
+
+
+# -- the pipeline --------------------------------------------------------------
+
+
+class _Pipeline:
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.repo = job.repo
+        self.git = job.repo.git
+        self.branch = job.topic.branch
+        self.path = job.repo.worktree_path(self.branch)
+        self.warnings: list[str] = []
+        self.created = Created()
+        self.base: str | None = None
+        self.excluded = False  # our info/exclude lines are known to be there
+        self.record = self._load_record()
+        self.commits: dict[str, str | None] = {}  # see _look_up
+
+    def run(self) -> RepoReport:
+        # The fetch (the slowest step but the checkout) runs while the local
+        # checks do; it is best-effort and idempotent, so starting it early
+        # cannot do harm even when the worktree turns out to exist already.
+        self.prefetch = self.job.fetch or _Background(lambda: self.git.fetch("origin"))
+        try:
+            report = self._run()
+        finally:
+            self.prefetch.result()
+        # Looked for once our own git commands here are done (the fetch too):
+        # a lock a killed git left, which this run did not need, still blocks
+        # the next git command that does (a commit, teardown's cherry-pick).
+        locks = g.left_lock_warnings(self.job.name, self.repo.primary, self.repo.common_dir)
+        return dataclasses.replace(report, warnings=(*report.warnings, *locks))
+
+    def _look_up(self) -> None:
+        """HEAD, the topic's branch and origin/HEAD: one git process, once the fetch is done.
+
+        Read after the fetch because the fetch moves origin/HEAD's branch; the
+        local checks it used to overlap with cost less than the processes saved.
+        The topic lock keeps the branch as read here until ``add`` (the one step
+        in between that deletes it, ``_undo_half_made``, updates this too).
+        """
+        self.prefetch.result()
+        refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD)
+        self.commits = self.git.commits(refs)
+
+    @property
+    def _branch_ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    def _run(self) -> RepoReport:
+        state.crash_point("inspect")
+        self._look_up()
+        reuse = self._inspect()
+        if reuse is not None:
+            return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
+        self._undo_torn_registration()
+        entries = self.git.worktree_list()
+        self._refuse_half_removed()
+        if self._undo_half_made(entries):
+            entries = self.git.worktree_list()
+        existing = self._existing(entries)
+        if existing is not None:
+            return self._finish(self.path, self.branch, Status.EXISTING)
+        recorded = self._recorded_elsewhere(entries)
+        if recorded is not None:
+            return self._finish(recorded, self.record.branch, Status.EXISTING)  # type: ignore[union-attr]
+        try:
+            self._create(entries)
+        except _Failed as exc:
+            self._roll_back()
+            return self._fallback(exc.code, exc.message)
+        except OSError as exc:
+            # A state directory we cannot write, a full disk: the repo is
+            # refused (io-error), never used unrecorded; --strict sees it.
+            self._roll_back()
+            raise _failure(self.job, exc) from None
+        except RouterError:
+            # A refusal mid-way (the repo lock timed out, a git lock file in
+            # the way): leave nothing behind.
+            self._roll_back()
+            raise
+        return self._finish(self.path, self.branch, Status.CREATED)
+
+    def _roll_back(self) -> None:
+        _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+        self._forget_claim()
+
+    # inspect ------------------------------------------------------------------
+
+    def _inspect(self) -> RepoLayout | None:
+        if self.commits["HEAD"] is None:
+            raise Refusal(
+                "no-root-commit",
+                f"{self.job.name} ({self.repo.primary}) has no commit yet; make a first commit, "
+                "then run this again",
+            )
+        here = self.job.invoked_in
+        if here is None or not here.is_linked_worktree or here.common_dir != self.repo.common_dir:
+            return None
+        current = Git(here.toplevel).current_branch()
+        default = default_branch(self.git)
+        if current is None or (default is not None and current == default.name):
+            what = "a detached HEAD" if current is None else f"the default branch {current!r}"
+            raise Refusal(
+                "default-branch-worktree",
+                f"this worktree ({here.toplevel}) is on {what}; never implement there: switch it "
+                "to a feature branch, or run from the main clone",
+            )
+        if Path(here.toplevel) == Path(os.path.realpath(self.path)):
+            return None  # it *is* this topic's worktree: report it as existing
+        return here
+
+    def _reused_branch(self, layout: RepoLayout) -> str | None:
+        return Git(layout.toplevel).current_branch()
+
+    # claim / existing -----------------------------------------------------------
+
+    def _existing(self, entries: list[WorktreeEntry]) -> WorktreeEntry | None:
+        entry = find_worktree(entries, self.path)
+        if entry is None or not self.path.exists():
+            return None
+        return entry if self._valid_existing(entry) else None
+
+    def _valid_existing(self, entry: WorktreeEntry) -> bool:
+        return (
+            entry.branch == self.branch
+            and not _symlink_in(self.path, self.repo.primary)
+            and (self.path / ".git").is_file()
+        )
+
+    # half-made worktrees (a kill during `git worktree add`) -----------------------
+
+    def _undo_half_made(self, entries: list[WorktreeEntry]) -> bool:
+        """Roll back the worktree a killed ``git worktree add`` of ours left half-made.
+
+        git registers the worktree (locked, reason "initializing"), points its
+        HEAD at the branch, then checks the files out and unlocks it: killed in
+        between, it leaves a checkout with no files or no index, where
+        ``git status`` shows every file deleted and a commit would delete them
+        all. Reusing that as ``existing`` would hand the agent that checkout.
+        Only a creation this tool's record shows still under way, holding no
+        file but what git's checkout wrote, is removed (and made again by the
+        caller); anything else is refused with the fix. True when rolled back.
+        """
+        entry = find_worktree(entries, self.path)
+        if entry is None or not self.path.is_dir() or _symlink_in(self.path, self.repo.primary):
+            return False
+        why = self._half_made(entry)
+        if why is None:
+            return False
+        tip = self.commits[self._branch_ref]
+        problem = self._not_ours(tip) or self._work_in_half_made(tip)
+        if problem is not None:
+            raise Refusal(
+                "half-made-worktree",
+                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
+                f"({why}) and {problem}; copy out anything you need from it, then run "
+                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
+                "and run this again",
+            )
+        busy = self._in_use()
+        if busy is not None:
+            raise Refusal(
+                "half-made-worktree",
+                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
+                f"({why}), and {busy}; wait until no git command runs there, then run this "
+                "again (if none does, run "
+                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` first)",
+            )
+        # Only git's partial checkout is in it: the directory first (git cannot
+        # remove a worktree whose .git file it cannot read), then the registration.
+        # That takes git's own lock files in the registration with it (the
+        # checkout's index.lock, left by the kill). team-router never removes a
+        # git lock a user may need, and this is none: it lies inside a
+        # registration our record shows we were creating, of a worktree holding
+        # nothing but git's checkout, that no process has open (_in_use), and
+        # it goes with the whole registration; a lock can only guard that.
+        shutil.rmtree(self.path)
+        self.git.worktree_remove(self.path, force=True)
+        record = self.record
+        if record is not None and record.branch_created and tip == record.base_commit:
+            # Cut by the killed run and never moved: made again at a fresh base.
+            self.git.branch_delete(self.branch)
+            self.commits[self._branch_ref] = None
+        self.warnings.append(
+            f"{self.job.name}: removed the half-made worktree a killed run left at {self.path} "
+            f"({why}) and created it again"
+        )
+        return True
+
+    def _refuse_half_removed(self) -> None:
+        """Never hand back a worktree a killed teardown (or pr-cleanup) was removing.
+
+        What git had not deleted yet is still there, and its deletions show as
+        changes: an agent would work in it, and a commit would put the
+        deletions on the branch. The teardown that marked the removal finishes it.
+        """
+        mark = self.record.removing if self.record else None
+        marked = mark.path if mark is not None else None
+        if marked is None or not os.path.lexists(self.path):
+            return  # nothing left at the path: the mark goes when the path is claimed again
+        if os.path.realpath(marked) != os.path.realpath(self.path):
+            return
+        topic = self.job.topic.id
+        raise Refusal(
+            "removal-interrupted",
+            f"{self.job.name}: {self.path} is a worktree a teardown (or pr-cleanup) of {topic} "
+            f"was removing when it was killed; run `team-router teardown {topic}` to finish "
+            "the removal, then run this again",
+        )
+
+    def _in_use(self) -> str | None:
+        """Why a process may still be making the half-made worktree (a git the kill missed), or None.
+
+        A kill of team-router alone leaves its `git worktree add` running: its
+        checkout holds the registration's index.lock open and writes files
+        under our path. Where no process list can be read, a lock file left
+        in the registration is taken to be in use.
+        """
+        admin = self._registration()
+        locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
+        users = holders.processes_using(
+            [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
+        )
+        if users:
+            pids = sorted({pid for found in users.values() for pid in found})
+            return f"process(es) {', '.join(map(str, pids))} still use it"
+        if users is None and locks:
+            return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
+        return None
+
+    def _registration(self) -> Path:
+        """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
+        pointer = _first_line(self.path / ".git").removeprefix("gitdir: ")
+        if pointer:
+            return Path(os.path.realpath(pointer))
+        return self.repo.common_dir / "worktrees" / self.path.name
+
+    def _undo_torn_registration(self) -> None:
+        """Drop the registration a ``git worktree add`` killed while writing it left unreadable.
+
+        git writes the registration's files one by one; killed between opening
+        ``commondir`` and writing it, it leaves that file empty, and from then on
+        every ``git worktree`` command in the repo fails ("failed to read
+        commondir"), so git itself cannot be asked to undo it. Only ours is
+        touched: git still marks it "initializing", it names our path (or
+        nothing yet), the record shows our creation under way, and our path
+        holds nothing but its ``.git`` file. The caller then creates it again.
+        """
+        admin = self.repo.common_dir / "worktrees" / self.path.name
+        if _first_line(admin / "locked") != g.ADD_IN_PROGRESS or _first_line(admin / "commondir"):
+            return
+        if _first_line(admin / "gitdir") not in {"", str(self.path / ".git")}:
+            return
+        if self._not_ours(None) is not None:
+            return
+        left = sorted(p.name for p in self.path.iterdir()) if self.path.is_dir() else []
+        if left not in ([], [".git"]) or (self.path / ".git").is_dir():
+            return
+        shutil.rmtree(admin)
+        if self.path.is_dir():
+            shutil.rmtree(self.path)
+        self.warnings.append(
+            f"{self.job.name}: removed the half-made registration a killed `git worktree add` left "
+            f"unreadable at {admin} (for {self.path}) and created the worktree again"
+        )
+
+    def _half_made(self, entry: WorktreeEntry) -> str | None:
+        """Why git's registration at our path is not a finished checkout, or None."""
+        if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
+            return f"git left it locked ({g.ADD_IN_PROGRESS})"
+        if entry.head is None or not entry.head.strip("0"):
+            return "it has no HEAD"
+        index = Git(self.path).index_file()
+        if index is None:
+            return "git does not recognise it as a checkout"
+        if not index.exists() and g.tree_files(self.git, entry.head):
+            return "its files were never checked out (no index)"
+        return None
+
+    def _not_ours(self, tip: str | None) -> str | None:
+        """Why the record does not prove this tool's unfinished creation made it, or None."""
+        record = self.record
+        if record is None or record.branch != self.branch or not record.creating:
+            return "this topic's record does not show a creation by team-router still under way"
+        if record.branch_created and record.base_commit and tip not in {None, record.base_commit}:
+            return f"branch {self.branch!r} has commits since it was created"
+        return None
+
+    def _work_in_half_made(self, tip: str | None) -> str | None:
+        """Which files in it are not git's own checkout of ``tip`` (anything else is work)."""
+        expected = g.tree_files(self.git, tip) if tip else {}
+        odd: list[str] = []
+        checked: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.path):
+            here = Path(dirpath)
+            for name in list(dirnames):
+                if (here / name).is_symlink() or (here == self.path and name == ".git"):
+                    odd.append((here / name).relative_to(self.path).as_posix())
+                    dirnames.remove(name)
+            for name in filenames:
+                full = here / name
+                rel = full.relative_to(self.path).as_posix()
+                if rel == ".git" and full.is_file() and not full.is_symlink():
+                    continue  # git's pointer to its admin dir
+                if full.is_symlink() or not full.is_file() or rel not in expected:
+                    odd.append(rel)
+                else:
+                    checked.append(rel)
+        blobs = g.file_blobs(self.git, [self.path / rel for rel in checked])
+        odd += [
+            rel
+            for rel, blob in zip(checked, blobs, strict=True)
+            if blob != expected[rel] and not self._cut_short(rel, expected[rel])
+        ]
+        if not odd:
+            return None
+        shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
+        return f"it holds files that are not its branch's ({shown})"
+
+    def _cut_short(self, rel: str, blob: str) -> bool:
+        """The file holds the start of ``blob``'s bytes: git was killed while it wrote it.
+
+        git writes each file front to back, so the one a kill interrupts holds
+        a prefix of its content; every byte of it is in the commit, and
+        removing it loses nothing.
+        """
+        try:
+            written = (self.path / rel).read_bytes()
+        except OSError:
+            return False
+        return self.git.blob(blob).startswith(written)
+
+    def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
+        """The checkout an earlier run reused for the topic, while git still has it there.
+
+        Without this, the same ``new`` run again from another directory would
+        give the topic a second worktree (and a second plan dir).
+        """
+        if self.record is None or not self.record.worktree:
+            return None
+        path = Path(self.record.worktree)
+        if os.path.realpath(path) in {str(self.repo.primary), os.path.realpath(self.path)}:
+            return None
+        entry = find_worktree(entries, path)
+        if entry is None or entry.branch is None or entry.branch != self.record.branch:
+            return None
+        return path if (path / ".git").is_file() else None
+
+    def _create(self, entries: list[WorktreeEntry]) -> None:
+        # Before anything appears in the primary clone (a worktree under
+        # .claude/worktrees/, or on a fallback the plan dir under docs/plans/):
+        # a run killed after `add` must not leave `?? .claude/` there, where it
+        # would block every other topic's integrate and pr-cleanup.
+        self._exclude()
+        holder = worktree_with_branch(entries, self.branch)
+        if holder is not None:
+            raise _Failed(
+                "branch-checked-out",
+                f"branch {self.branch!r} is checked out in {holder.path}; finish or remove that "
+                "worktree first",
+            )
+        registered = find_worktree(entries, self.path)
+        if registered is not None:
+            raise _Failed("path-taken", self._taken_message(registered))
+        branch_exists = self.commits[self._branch_ref] is not None
+        state.crash_point("base")
+        self.base = None if branch_exists else self._resolve_base()
+        state.crash_point("claim")
+        # Recorded before the mkdir: a run killed right after it finds its own
+        # empty claim on the rerun instead of a "taken" path (and a new id).
+        # The base is recorded too: a rerun after a kill during `add` deletes
+        # the branch it cut only while the branch is still at that base.
+        based = {"base_commit": self.base} if self.base is not None else {}
+        self._save(steps=("inspect", "base", "claim"), branch_created=not branch_exists, **based)
+        self._claim()
+        state.crash_point("add")
+        self._add(branch_exists)
+        state.crash_point("verify")
+        self._verify()
+
+    def _taken_message(self, entry: WorktreeEntry) -> str:
+        if not entry.path.exists():
+            return (
+                f"{self.path} is registered as a worktree but its directory is gone; run "
+                "`team-router doctor --repair`"
+            )
+        return f"{self.path} is already a worktree on {entry.branch or 'a detached HEAD'}"
+
+    def _claim(self) -> None:
+        # Checked before the mkdir (a symlinked .claude/ must not get a
+        # worktrees/ directory made wherever it points) and after it (a race).
+        self._refuse_symlinked_parent()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            # A file where .claude/ or .claude/worktrees/ goes: the repo falls
+            # back (and a rerun, once it is moved, creates the worktree).
+            raise _Failed(
+                "path-taken",
+                f"cannot create {self.path.parent} ({exc.strerror}): a file is in the way; move it",
+            ) from None
+        self._refuse_symlinked_parent()
+        try:
+            # git worktree add exits 128 both for a taken path and a bad ref, so
+            # a taken path must be detected (atomically) before git runs.
+            self.path.mkdir()
+        except FileExistsError:
+            if not self._our_empty_claim():
+                raise _Failed("path-taken", self._blocker_message()) from None
+            # The killed run's claim is this run's now: a rollback (which also
+            # forgets the claim) must not leave an empty directory that a rerun
+            # would refuse as taken.
+            self.created = dataclasses.replace(self.created, directory=True)
+        except OSError as exc:
+            raise _Failed("path-taken", f"cannot create {self.path}: {exc.strerror}") from None
+        else:
+            self.created = dataclasses.replace(self.created, directory=True)
+
+    def _refuse_symlinked_parent(self) -> None:
+        if _symlink_in(self.path.parent, self.repo.primary):
+            raise _Failed("path-taken", f"{self.path.parent} goes through a symlink")
+
+    def _our_empty_claim(self) -> bool:
+        """An empty directory our own earlier run claimed and then died on (crash resume)."""
+        return (
+            self.record is not None
+            and "claim" in self.record.steps
+            and self.path.is_dir()
+            and not self.path.is_symlink()
+            and not any(self.path.iterdir())
+        )
+
+    def _blocker_message(self) -> str:
+        kind = (
+            "a symlink"
+            if self.path.is_symlink()
+            else "a file"
+            if self.path.is_file()
+            else "a directory"
+        )
+        return (
+            f"{self.path} already exists ({kind} that is not this topic's worktree); move it away"
+        )
+
+    # base ---------------------------------------------------------------------
+
+    def _resolve_base(self) -> str:
+        err = self.prefetch.result()
+        has_origin = err is None or self.git.has_remote("origin")
+        if err is not None and has_origin:
+            self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
+        head = self.commits[_ORIGIN_HEAD] if has_origin else None
+        if head is not None:
+            return head
+        why = (
+            "origin has no HEAD (run `git remote set-head origin --auto`)"
+            if has_origin
+            else "no origin"
+        )
+        found = default_branch(self.git)
+        local = found.local_ref if found else None
+        commit = self.git.rev_parse(local) if local else None
+        if commit is None and found is not None:
+            commit = self.git.rev_parse(found.best_ref)
+        if commit is None:
+            raise _Failed(
+                "no-default-branch", f"{self.job.name}: {why} and no local default branch"
+            )
+        self.warnings.append(f"{self.job.name}: {why}; branching from local {found.name}")  # type: ignore[union-attr]
+        return commit
+
+    # add / verify ---------------------------------------------------------------
+
+    def _add(self, branch_exists: bool) -> None:
+        try:
+            with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
+                self.git.worktree_add(
+                    self.path,
+                    self.branch,
+                    base=None if branch_exists else self.base,
+                    workers=self.job.checkout_workers,
+                )
+        except GitError as exc:
+            self._note_partial_add(branch_existed=branch_exists)
+            if exc.lock_file is not None:
+                # Not a fallback: the cause is a stale lock the user removes in
+                # one command, after which a rerun gives the repo its worktree.
+                raise Refusal(exc.code, f"{self.job.name}: {exc.first_line}") from None
+            raise _Failed("add-failed", f"git worktree add failed: {exc.first_line}") from None
+        self.created = dataclasses.replace(
+            self.created, registration=True, branch=not branch_exists
+        )
+
+    def _note_partial_add(self, *, branch_existed: bool) -> None:
+        """What a failed ``git worktree add`` still made is this run's to roll back.
+
+        git runs the post-checkout hook after it registered the worktree and
+        created the branch, and exits with the hook's status (a hook left by a
+        missing git-lfs or husky exits 1): without this the registration and
+        the branch outlive the rollback, and a rerun refuses branch-checked-out.
+        """
+        try:
+            registered = find_worktree(self.git.worktree_list(), self.path) is not None
+        except GitError:
+            registered = True  # unknown: removing a registration that is not there is a no-op
+        made_branch = not branch_existed and self.git.branch_exists(self.branch)
+        self.created = dataclasses.replace(
+            self.created, registration=registered, branch=made_branch
+        )
+
+    def _verify(self) -> None:
+        try:
+            layout, branch = Git(self.path).checkout_state()
+        except GitError as exc:
+            raise _Failed(
+                "verify-failed", f"new worktree does not answer: {exc.first_line}"
+            ) from None
+        expected = Path(os.path.realpath(self.path))
+        if layout.toplevel != expected or layout.common_dir != self.repo.common_dir:
+            raise _Failed("verify-failed", f"{self.path} is not a worktree of {self.repo.primary}")
+        if branch != self.branch:
+            raise _Failed("verify-failed", f"{self.path} is on {branch!r}, not {self.branch!r}")
+
+    # setup / record ---------------------------------------------------------------
+
+    def _finish(self, worktree: Path, branch: str | None, status: Status) -> RepoReport:
+        try:
+            state.crash_point("setup")
+            included = self._setup(worktree)
+            state.crash_point("record")
+            self._save(
+                steps=("add", "verify", "setup", "record"),
+                worktree=str(worktree),
+                base_commit=self._base_commit(worktree),
+                included=included,
+                branch=branch or self.branch,
+            )
+        except (OSError, GitError) as exc:
+            if status is not Status.CREATED:
+                raise Refusal("setup-failed", f"{self.job.name}: setup failed: {exc}") from None
+            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            self._forget_claim()
+            return self._fallback("setup-failed", f"setting up {worktree} failed: {exc}")
+        return RepoReport(
+            self.job.name,
+            self.repo.primary,
+            worktree,
+            branch,
+            status,
+            # An existing worktree reports the base its record kept from creation.
+            base=self.base or (self.record.base_commit if self.record else None),
+            warnings=tuple(self.warnings),
+            created=self.created,
+        )
+
+    def _exclude(self) -> None:
+        if self.excluded:
+            return
+        with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
+            ensure_excludes(self.repo.common_dir)
+        self.excluded = True
+
+    def _setup(self, worktree: Path) -> list[str]:
+        self._exclude()  # a reused or existing worktree may predate the lines
+        included = (
+            copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
+        )
+        if self.job.is_home:
+            (worktree / "docs" / "plans" / self.job.topic.id).mkdir(parents=True, exist_ok=True)
+        previous = list(self.record.included) if self.record else []
+        return sorted(set(previous) | set(included))
+
+    def _base_commit(self, worktree: Path) -> str | None:
+        if self.record is not None and self.record.base_commit:
+            return self.record.base_commit
+        if self.base is not None and worktree == self.path:
+            return self.base  # a branch this run cut: its worktree's HEAD is the base
+        return Git(worktree).head()
+
+    def _load_record(self) -> state.TopicRecord | None:
+        try:
+            record = state.read_record(self.repo.common_dir, self.job.topic.id)
+        except state.RecordCorrupt as exc:
+            self.warnings.append(
+                f"{exc.path}: {exc.reason}; not trusted (a new record sets it aside as "
+                f"{exc.path.name}{state.CORRUPT_MARK}<n>, never deletes it)"
+            )
+            return None
+        # An id torn down and now created again is a new run: the old record's
+        # steps, base and branch ownership describe the worktree that is gone.
+        return None if record is not None and record.torn_down else record
+
+    def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
+        record = self.record or state.TopicRecord(
+            id=self.job.topic.id,
+            repo=self.job.name,
+            branch=self.branch,
+            description=self.job.description,
+        )
+        if "branch_created" in fields and record.branch_created:
+            fields.pop("branch_created")  # a resumed run must not forget it made the branch
+        if "included" in fields:
+            fields["included"] = tuple(fields["included"])  # type: ignore[arg-type]
+        if self.job.home is not None:
+            fields["home"] = str(self.job.home)
+        record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
+        if "claim" in steps and record.removing is not None:
+            # A removal of this path a kill interrupted: the worktree made here now is
+            # another one, whose files are work again, never the remains of that removal.
+            record = dataclasses.replace(record, removing=None)
+        for step in steps:
+            record = record.with_step(step)
+        # This run's view of the record replaces the file: a corrupt one is set
+        # aside (never lost), as _load_record warned.
+        state.update_record(
+            self.repo.common_dir,
+            self.job.topic.id,
+            lambda _: record,
+            new=lambda: record,
+            replace_corrupt=True,
+        )
+        self.record = record
+
+    def _forget_claim(self) -> None:
+        """After a rollback the record must not describe a creation still under way.
+
+        The claim is recorded before the mkdir (for crash resumes); a run that
+        fell back finished, so ``doctor`` must not ask for a rerun, and a branch
+        the rollback deleted is no longer one this tool created.
+        """
+        record = self.record
+        if record is None or not record.creating:
+            return
+        with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
+            _forget_creation(self.repo, self.job.topic.id)
+        self.record = None
+
+    # outcomes -------------------------------------------------------------------
+
+    def _fallback(self, code: str, message: str) -> RepoReport:
+        warning = (
+            f"Worktree creation failed in {self.job.name} ({code}: {message}). "
+            "Falling back to main tree for that repo."
+        )
+        return RepoReport(
+            self.job.name,
+            self.repo.primary,
+            self.repo.primary,
+            None,
+            Status.FALLBACK,
+            code,
+            message,
+            warnings=(*self.warnings, warning),
+        )
+
+
+class _Background:
+    """Run one call in a thread; ``result()`` waits for it (and is safe to call twice)."""
+
+    def __init__(self, fn: Callable[[], GitError | None]) -> None:
+        self._value: GitError | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], GitError | None]) -> None:
+        self._value = fn()
+
+    def result(self) -> GitError | None:
+        self._thread.join()
+        return self._value
+
+
+def _refused(job: Job, code: str, message: str) -> RepoReport:
+    # The JSON lists only the reason's code: the warning carries what to do about it.
+    warning = f"{job.name} got no worktree ({code}): {message}"
+    return RepoReport(
+        job.name, job.repo.primary, None, None, Status.REFUSED, code, message, warnings=(warning,)
+    )
+
+
+def _failure(job: Job, exc: GitError | OSError) -> Refusal:
+    """A git or filesystem failure as a refusal: its code and a message naming the fix."""
+    if isinstance(exc, GitError):
+        return Refusal(exc.code, f"{job.name}: {exc.first_line}")
+    where = f" ({exc.filename})" if exc.filename else ""
+    return Refusal(
+        "io-error", f"{job.name}: {exc.strerror or exc}{where}; check space and permissions"
+    )
+
+
+def _first_line(path: Path) -> str:
+    """The first line of one of git's small administrative files; "" when absent or empty."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.readline().strip()
+    except OSError:
+        return ""
+
+
+def _symlink_in(path: Path, root: Path) -> bool:
+    """True when any component of ``path`` below ``root`` is a symlink."""
+    current = path
+    while current != root and current != current.parent:
+        if current.is_symlink():
+            return True
+        current = current.parent
+    return False
+
+
+def _undo(repo: Repo, path: Path, branch: str, created: Created, *, base: str | None) -> None:
+    """Remove exactly what one run created: registration, directory, an unused new branch."""
+    git = repo.git
+    if created.registration:
+        with contextlib.suppress(GitError):
+            git.worktree_remove(path, force=True)
+    if created.directory and path.exists() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    if created.branch and branch:
+        tip = git.rev_parse(f"refs/heads/{branch}")
+        # Only a branch with no new commits goes: anything beyond its base is work.
+        if tip is not None and (base is None or tip == base):
+            with contextlib.suppress(GitError):
+                git.branch_delete(branch)

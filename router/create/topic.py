@@ -1,0 +1,432 @@
+"""``new`` and ``worktrees``: a topic's id, its home worktree, and every repo's worktree."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.create.pipeline import Job, RepoReport, Status, ensure, ensure_all, refused, rollback
+from router.errors import BadInput, Refusal
+from router.git import GitError, RepoLayout
+from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
+from router.topic import state
+from router.topic.discovery import PlanDir, resolve
+from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
+from router.topic.workspace import PLANS_DIR, Repo, contain_all, default_branch, open_repo
+
+
+@dataclass(frozen=True, slots=True)
+class NewResult:
+    topic: Topic
+    plan_dir: Path
+    home: RepoReport
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.home.warnings)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.topic.id,
+            "topic": self.topic.topic,
+            # The branch really checked out: a reused worktree keeps its own.
+            "branch": self.home.branch or self.topic.branch,
+            "plan_dir": str(self.plan_dir),
+            "home": {
+                "name": self.home.name,
+                "repo": str(self.home.path),
+                "worktree": str(self.home.worktree) if self.home.worktree else None,
+                "status": str(self.home.status),
+                "base": self.home.base,
+            },
+        }
+
+
+def new_topic(
+    cwd: Path,
+    description: str,
+    *,
+    ticket: str | None = None,
+    topic_id: str | None = None,
+    date: str | None = None,
+    wait: float = state.DEFAULT_WAIT,
+    isolated: bool = False,
+) -> NewResult:
+    """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
+
+    ``isolated`` (the host's own worktrees, :mod:`router.host.worktrees`): a worktree of
+    its own or nothing. The checkout the command runs in is never reused, and a
+    fallback to the main tree is a refusal (``isolation-failed``) that leaves no plan
+    dir and no record behind: the host asked for isolation and cannot fall back itself.
+    """
+    repo = open_repo(cwd)
+    for _ in range(MAX_SUFFIX):
+        topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
+        with state.held_lock(repo.common_dir, topic.id, wait=wait):
+            # The id was chosen before the lock: a concurrent `new` with another
+            # description may have taken it meanwhile. Choose again then.
+            if topic_id is None and _taken_by_another_run(repo, topic, description):
+                continue
+            job = Job(
+                "home",
+                repo,
+                topic,
+                is_home=True,
+                invoked_in=None if isolated else repo.checkout,
+                description=description,
+                wait=wait,
+            )
+            fallen = _fallen_back_plan(repo, topic)
+            if fallen is not None:
+                # A rerun after a fallback: the same rule as `worktrees` (the
+                # plan dir moves into the new worktree, or everything stays).
+                report = _home_report(repo, fallen, topic, wait)
+                plan_dir = (
+                    _move_plan_dir(fallen, report) if report.status is Status.CREATED else fallen
+                ).path
+            else:
+                report = ensure(job)
+                plan_dir = (report.worktree or repo.primary) / PLANS_DIR / topic.id
+            if isolated:
+                _require_worktree(report)
+            _make_plan_dir(plan_dir, report.warnings)
+            _remember_home(repo, topic, plan_dir, [report], description=description)
+        return NewResult(topic, plan_dir, report)
+    raise Refusal(
+        "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
+    )
+
+
+def _require_worktree(report: RepoReport) -> None:
+    if report.status in {Status.CREATED, Status.EXISTING}:
+        return
+    raise Refusal(
+        "isolation-failed",
+        f"no worktree was made in {report.path} ({report.reason}: {report.message}); "
+        "fix that, then try again",
+    )
+
+
+def _fallen_back_plan(repo: Repo, topic: Topic) -> PlanDir | None:
+    """This topic's plan dir in the main tree, where an earlier `new` that fell back made it."""
+    in_main = repo.primary / PLANS_DIR / topic.id
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return None
+    if record is None or record.plan_dir != str(in_main) or not in_main.is_dir():
+        return None
+    return PlanDir(topic.id, str(in_main), str(repo.primary))
+
+
+def _make_plan_dir(plan_dir: Path, warnings: tuple[str, ...]) -> None:
+    try:
+        plan_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Refusal(
+            "setup-failed",
+            f"cannot create the plan dir {plan_dir} ({exc.strerror}); a file is probably in the "
+            "way of docs/plans/: move it, then rerun",
+            details={"warnings": list(warnings)},
+        ) from None
+
+
+def _choose_topic(
+    repo: Repo, description: str, *, ticket: str | None, topic_id: str | None, date: str | None
+) -> Topic:
+    if topic_id is not None:
+        if ticket is not None or date is not None:
+            raise BadInput("usage", "--id is used verbatim: drop --ticket and --date, or drop --id")
+        return _validated(repo, topic_id)
+    base = derive_id(description, ticket=ticket, date=date)
+    for n in range(1, MAX_SUFFIX + 1):
+        topic = _validated(repo, with_suffix(base, n))
+        if not _taken_by_another_run(repo, topic, description):
+            return topic
+    raise Refusal(
+        "path-taken", f"{base} and its suffixes -2 ... -{MAX_SUFFIX} are all taken; pass --id"
+    )
+
+
+def _validated(repo: Repo, value: str) -> Topic:
+    topic = parse_id(value)
+    if not repo.git.check_ref_format_branch(topic.branch):
+        raise BadInput("invalid-id", f"{topic.branch!r} is not a valid git branch name")
+    return topic
+
+
+def _taken_by_another_run(repo: Repo, topic: Topic, description: str) -> bool:
+    """True when the id's branch, worktree or plan dir belongs to a different ``new``."""
+    try:
+        record = state.read_record(repo.common_dir, topic.id)
+    except state.RecordCorrupt:
+        return True  # unreadable: never reuse it blindly (the one caller that must know)
+    if record is not None:
+        return record.description != description
+    return (
+        repo.git.branch_exists(topic.branch)
+        or os.path.lexists(repo.worktree_path(topic.branch))
+        or os.path.lexists(repo.primary / PLANS_DIR / topic.id)
+    )
+
+
+def _remember_home(
+    repo: Repo,
+    topic: Topic,
+    plan_dir: Path,
+    reports: list[RepoReport],
+    *,
+    description: str | None = None,
+) -> None:
+    """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        known = {r.name: r for r in record.repos}
+        for report in reports:
+            if report.status is not Status.REFUSED:
+                known[report.name] = state.RepoEntry(
+                    report.name, str(report.path), str(report.worktree) if report.worktree else None
+                )
+        return dataclasses.replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()))
+
+    # The description too, even when the home repo fell back before its own
+    # record was written: a rerun of the same `new` must find its id again.
+    state.update_record(
+        repo.common_dir,
+        topic.id,
+        change,
+        new=lambda: state.TopicRecord(
+            id=topic.id, repo="home", branch=topic.branch, description=description
+        ),
+    )
+
+
+# -- worktrees ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreesResult:
+    topic: Topic
+    plan_dir: Path
+    mode: str
+    repos: list[RepoReport]
+    repos_md_updated: bool
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for r in self.repos for w in r.warnings]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.topic.id,
+            "mode": self.mode,
+            "plan_dir": str(self.plan_dir),
+            "repos": [r.to_json() for r in self.repos],
+            "repos_md_updated": self.repos_md_updated,
+        }
+
+
+def setup_worktrees(
+    cwd: Path, target: str | None, *, strict: bool = False, wait: float = state.DEFAULT_WAIT
+) -> WorktreesResult:
+    """Create or reuse every repo's worktree for a topic and record them in ``repos.md``."""
+    home_repo, plan = resolve(cwd, target)
+    topic = parse_id(plan.id)
+    with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
+        repos_md = plan.path / REPOS_MD
+        parsed = read_repos_md(repos_md) if repos_md.is_file() else None
+        jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
+        home_job = _home_job(home_repo, plan, topic, wait)
+        # The home repo's step runs alongside the others; its refusal still
+        # leaves every repo as it was (ensure_all rolls theirs back).
+        if isinstance(home_job, Job):
+            home, *ran = ensure_all([home_job, *jobs])
+        else:
+            home, ran = home_job, ensure_all(jobs)
+        if home.status is Status.CREATED:
+            plan = _move_plan_dir(plan, home)
+        created = dict(zip((j.name for j in jobs), ran, strict=True))
+        reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
+        mode = "multi" if parsed else "single"
+        if strict:
+            _enforce_strict(WorktreesResult(topic, plan.path, mode, reports, False), jobs)
+        updated = _write_back(repos_md, parsed, reports) if parsed else False
+        _remember_home(home_repo, topic, plan.path, reports)
+    return WorktreesResult(topic, plan.path, mode, reports, updated)
+
+
+def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | RepoReport:
+    """The home repo's job, or its report when no job may run.
+
+    The home repo's worktree is the one that holds the plan dir; never a second
+    one. A plan dir in the main tree means the home repo fell back at `new`.
+    Once the cause is fixed, a rerun creates the worktree and the plan dir moves
+    into it — but only when the main tree holds no other work that would be
+    stranded there (changes outside the plan dir, commits not on origin): then
+    it stays in place and says what to do first.
+    """
+    holder = _holder(repo, plan)
+    if holder.is_linked_worktree:
+        return Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait)
+    stranded = _work_in_main_tree(repo, plan)
+    if stranded:
+        why = (
+            f"the plan dir lives in the main tree (the home worktree fell back at `new`), which "
+            f"also holds {stranded}; a worktree would strand that work there, so home stays in "
+            "the main tree (commit or move that work, then run this again for a worktree)"
+        )
+        return RepoReport(
+            "home",
+            repo.primary,
+            repo.primary,
+            None,
+            Status.FALLBACK,
+            "in-place",
+            why,
+            warnings=(f"home: {why}",),
+        )
+    return Job("home", repo, topic, is_home=True, wait=wait)
+
+
+def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoReport:
+    """The home repo's report when it runs on its own (`new` after a fallback)."""
+    job = _home_job(repo, plan, topic, wait)
+    return ensure(job) if isinstance(job, Job) else job
+
+
+def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
+    """The checkout that holds the plan dir: the one the command runs in when that is it.
+
+    git finds a directory's checkout by the nearest ``.git`` above it: with none
+    between the plan dir and the command's checkout, asking git again answers
+    the same, so one process is saved.
+    """
+    here = repo.checkout
+    path = Path(os.path.realpath(plan.path))
+    if path.is_dir() and path.is_relative_to(here.toplevel):
+        between = [path, *path.parents][: len(path.relative_to(here.toplevel).parts)]
+        if not any(os.path.lexists(d / ".git") for d in between):
+            return here
+    return open_repo(plan.path).checkout
+
+
+def _work_in_main_tree(repo: Repo, plan: PlanDir) -> str:
+    """What in the main tree, besides the untracked plan dir, may be this topic's work ("" if none)."""
+    inside = f"{PLANS_DIR}/{plan.id}/"
+    status = repo.git.status()
+    others = [p for p in status.untracked if not p.startswith(inside)]
+    if status.tracked or others:
+        shown = ", ".join([*status.tracked, *others][:5])
+        return f"uncommitted changes ({shown})"
+    if repo.git.rev_parse("HEAD") and _ahead_of_origin(repo):
+        return "commits that are not on origin"
+    return ""
+
+
+def _ahead_of_origin(repo: Repo) -> bool:
+    found = default_branch(repo.git)
+    target = found.best_ref if found is not None else None
+    if target is None or repo.git.rev_parse(target) is None:
+        return False  # nothing to compare with: no origin, no default branch
+    return repo.git.count_commits(f"{target}..HEAD") > 0
+
+
+def _move_plan_dir(plan: PlanDir, home: RepoReport) -> PlanDir:
+    """Move a fallen-back topic's plan dir from the main tree into its new home worktree."""
+    old = plan.path
+    if home.worktree is None or home.worktree in old.parents:
+        return plan
+    new = home.worktree / PLANS_DIR / plan.id
+    if new.is_dir() and not any(new.iterdir()):
+        new.rmdir()  # the empty one the pipeline's setup made
+    new.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(old, new)
+    for parent in (old.parent, old.parent.parent):  # docs/plans, docs: only when now empty
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+    return plan._replace(dir=str(new), checkout=str(home.worktree))
+
+
+def _order(parsed: object) -> list[str]:
+    return [s.name for s in parsed.secondaries] if parsed else []  # type: ignore[attr-defined]
+
+
+def _secondary_jobs(
+    home: Repo, parsed, topic: Topic, wait: float
+) -> tuple[list[Job], dict[str, RepoReport]]:
+    home_spec = parsed.home
+    _check_home_path(home, home_spec)
+    jobs: list[Job] = []
+    refusals: dict[str, RepoReport] = {}
+    verdicts = contain_all([spec.path for spec in parsed.secondaries], home)
+    for spec, verdict in zip(parsed.secondaries, verdicts, strict=True):
+        if verdict.repo is None:
+            refusals[spec.name] = refused(spec.name, spec.path, verdict.reason, verdict.detail)
+            continue
+        # The listed checkout is where the command meets that repo: a linked
+        # worktree there is reused in place, or refused on the default branch (§7).
+        repo = verdict.repo
+        jobs.append(
+            Job(spec.name, repo, topic, invoked_in=repo.checkout, wait=wait, home=home.primary)
+        )
+    return jobs, refusals
+
+
+def _check_home_path(home: Repo, spec) -> None:
+    real = Path(os.path.realpath(spec.path))
+    if real == home.primary:
+        return
+    try:
+        same = spec.path.exists() and open_repo(spec.path).common_dir == home.common_dir
+    except Refusal:
+        same = False
+    if not same:
+        raise BadInput(
+            "repos-md",
+            f"repos.md line {spec.path_line}: home path {spec.path} is not this repo ({home.primary}); "
+            "fix the **path:** of the home repo",
+        )
+
+
+def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
+    failed = [r for r in result.repos if r.status in {Status.FALLBACK, Status.REFUSED}]
+    if not failed:
+        return
+    by_name = {j.name: j for j in jobs}
+    kept = []
+    for report in result.repos:
+        if report.status is Status.CREATED and report.name in by_name:
+            try:
+                rollback(report, by_name[report.name])
+            except (GitError, OSError) as exc:
+                # One repo that cannot be rolled back must not keep the others' worktrees.
+                kept.append(f"{report.name}: {report.worktree} was kept ({exc})")
+    names = "; ".join(f"{r.name} ({r.reason}: {r.message})" for r in failed)
+    rolled = (
+        "every worktree this run created was rolled back"
+        if not kept
+        else "the other worktrees this run created were rolled back, but " + "; ".join(kept)
+    )
+    # The report shows each repo as this run found it (a rolled-back one as created).
+    raise Refusal(
+        "strict-failed",
+        f"--strict: {names} got no worktree; {rolled}",
+        details={**result.to_json(), "warnings": result.warnings},
+    )
+
+
+def _write_back(path: Path, parsed, reports: list[RepoReport]) -> bool:
+    lines = [
+        WorktreeLine(r.name, str(r.worktree))
+        for r in reports
+        if r.status is not Status.REFUSED and r.worktree is not None
+    ]
+    text = with_worktrees_section(parsed, lines)
+    if text == parsed.text:
+        return False
+    state.write_atomic(path, text)
+    return True

@@ -1,0 +1,292 @@
+"""The SessionStart recovery hook (DESIGN §14): tell a new session where a run stands.
+
+It runs at the start of every agent session, so it must be fast and must never
+get in the way: it imports only the standard library's ``json``/``os``/``sys``/
+``select`` and the light modules of the phase area (typer, jinja2 and yaml stay
+out; git's module only when the answer depends on commits), prints one JSON
+object or nothing, and always exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from router.phase.infer import Resume
+    from router.topic.discovery import PlanDir
+
+NOTICE_TEMPLATE = "recovery_notice.txt"
+STDIN_LIMIT = 1 << 20  # the host sends a few hundred bytes; never buffer more than this
+STDIN_IDLE = 0.25  # seconds without data before a stdin that stays open is given up on
+
+
+def session_start(cwd: str | None = None) -> int:
+    """``team-router hook session-start``: the recovery notice on stdout, or nothing; exit 0.
+
+    ``cwd`` (``-C``) stands in for the process's directory when the host sends none.
+    """
+    try:
+        _session_start(cwd)
+    except BaseException:
+        # Whatever went wrong, a session start must not fail or print a
+        # traceback into the host: the hook is advice, never a gate.
+        return 0
+    return 0
+
+
+def _session_start(default_cwd: str | None) -> None:
+    payload = read_payload(sys.stdin)
+    cwd = _cwd_of(payload, default_cwd)
+    if cwd is None or not _git_on_path():
+        return
+    found = locate(cwd)
+    if found is None:
+        return
+    primary, common_dir, plan = found
+    resume = resume_point(primary, plan)
+    # A holder that cannot be written must not cost the session its notice.
+    with contextlib.suppress(Exception):
+        register_session(common_dir, plan.id, _session_id(payload))
+    context = notice(plan, resume)
+    out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+# -- input ----------------------------------------------------------------------
+
+
+def read_payload(stream: IO[str] | None) -> dict[str, Any]:
+    """The host's JSON object from stdin; {} for anything missing, empty or unparseable."""
+    raw = _read_stream(stream)
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_stream(stream: IO[str] | None) -> str:
+    if stream is None:
+        return ""
+    try:
+        if stream.isatty():
+            return ""  # a person at a terminal sends nothing: never wait for them
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        # No file descriptor (an in-memory stream): it cannot block.
+        try:
+            return stream.read(STDIN_LIMIT)
+        except (AttributeError, OSError, ValueError):
+            return ""
+    return _read_fd(fd).decode("utf-8", errors="replace")
+
+
+def _read_fd(fd: int) -> bytes:
+    """Read until EOF, a complete JSON document, the size limit, or STDIN_IDLE of silence.
+
+    A host that writes its JSON and keeps stdin open must not stall the session.
+    """
+    import select  # a C module: costs nothing measurable
+
+    data = b""
+    while len(data) < STDIN_LIMIT:
+        try:
+            ready, _, _ = select.select([fd], [], [], STDIN_IDLE)
+        except (OSError, ValueError):
+            ready = [fd]  # select cannot watch this kind of file: plain reads end at EOF
+        if not ready:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+        if _complete_json(data):
+            break
+    return data
+
+
+def _complete_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _cwd_of(payload: dict[str, Any], default: str | None = None) -> str | None:
+    """The session's directory: the host's ``cwd``, else ``-C``, else ``CLAUDE_PROJECT_DIR``, else ours.
+
+    None when it does not exist.
+    """
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        if default is not None:
+            return default
+        # The host sets it for every hook it runs: the project the session is
+        # in, whatever directory the hook process was started in.
+        project = os.environ.get("CLAUDE_PROJECT_DIR", "")
+        if project and "\0" not in project and os.path.isabs(project) and os.path.isdir(project):
+            return project
+        try:
+            return os.getcwd()
+        except OSError:
+            return None
+    if "\0" in cwd or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        return None
+    return cwd
+
+
+def _session_id(payload: dict[str, Any]) -> str | None:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) and value else None
+
+
+def _git_on_path() -> bool:
+    """Is there a git to ask? (No git: no repo as far as the pipeline can tell; stay silent.)"""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
+
+
+# -- discovery and inference ------------------------------------------------------
+
+
+def locate(cwd: str) -> tuple[str, str, PlanDir] | None:
+    """(home primary root, common git dir, newest plan dir) for ``cwd``; None: nothing to say."""
+    from router.topic.discovery import Unsure, locate_fast, newest, scan
+
+    try:
+        home = locate_fast(cwd)
+    except Unsure:
+        return _locate_with_git(cwd)
+    if home is None:
+        return None
+    found = scan(home.roots, home.branches)
+    plan = newest(found)
+    if _maybe_secondary(home, found):
+        redirected = _locate_home(home)
+        if redirected is not None:
+            return redirected
+    return (home.primary, home.common_dir, plan) if plan is not None else None
+
+
+def _maybe_secondary(home, found: list[PlanDir]) -> bool:
+    """No plan dir here, or a linked worktree that holds none: a secondary repo's checkout?
+
+    Only then are the records read (a home's own worktree holds its plan dir,
+    so the usual session start pays nothing for this).
+    """
+    top = os.path.realpath(home.top)
+    if not found:
+        return True
+    return top != home.primary and not any(p.checkout == top for p in found)
+
+
+def _locate_home(here) -> tuple[str, str, PlanDir] | None:
+    """The home's answer, when this repo is a secondary of a topic whose record names it."""
+    from router.topic.discovery import Unsure, home_paths, locate_fast, newest, scan
+
+    homes, exact = home_paths(here.common_dir, here.top, None)
+    if not exact and scan(here.roots, here.branches):
+        return None  # this repo has plan dirs of its own: it is a home itself
+    answers = []
+    for path in homes:
+        try:
+            home = locate_fast(path)
+        except Unsure:
+            answers.append(_locate_with_git(path))
+            continue
+        plan = newest(scan(home.roots, home.branches)) if home is not None else None
+        if home is not None and plan is not None:
+            answers.append((home.primary, home.common_dir, plan))
+    found = [a for a in answers if a is not None]
+    return max(found, key=lambda a: (a[2].mtime, a[2].id)) if found else None
+
+
+def _locate_with_git(cwd: str) -> tuple[str, str, PlanDir] | None:
+    """An unusual layout (separate git dir, core.worktree, ...): the CLI's discovery decides."""
+    from pathlib import Path
+
+    from router.errors import RouterError
+    from router.topic.discovery import resolve
+
+    try:
+        repo, plan = resolve(Path(cwd), None)
+    except RouterError:
+        return None
+    return str(repo.primary), str(repo.common_dir), plan
+
+
+def resume_point(primary: str, plan: PlanDir) -> Resume:
+    """``resume_at`` and ``halted`` by the phase table; git only when commits decide."""
+    from router.phase.infer import infer
+    from router.plandir.artifacts import inventory
+
+    inv = inventory(plan.dir, plan.id)
+    return infer(
+        inv,
+        has_commits=lambda: _has_commits(primary, plan),
+        missing_worktrees=tuple,
+        worktree_exists=os.path.realpath(plan.checkout) != os.path.realpath(primary),
+        with_step=False,
+    )
+
+
+def _has_commits(primary: str, plan: PlanDir) -> bool:
+    from pathlib import Path
+
+    from router.phase.infer import any_commits, topic_repos
+    from router.topic.workspace import open_repo
+
+    return any_commits(topic_repos(open_repo(Path(primary)), plan, []))
+
+
+# -- output ---------------------------------------------------------------------------
+
+
+def register_session(common_dir: str, topic_id: str, session_id: str | None) -> None:
+    """The one place where the host's session becomes a holder of the topic (DESIGN §10).
+
+    The holder is the host process (our parent, past the ``sh -c`` that runs
+    the hook), so teardown keeps the topic while that session lives.
+    """
+    from router.topic import holders
+
+    pid = holders.session_pid()
+    if pid <= 1:
+        return  # orphaned (the host is already gone): nothing to hold for
+    session = session_id if session_id and holders.valid_session(session_id) else None
+    holders.register(common_dir, topic_id, holders.make_holder(pid, session))
+
+
+def templates_dir() -> str:
+    """The templates directory, without importing pathlib or typing along with it."""
+    from router.share import share_path
+
+    return share_path("templates")
+
+
+def notice(plan: PlanDir, resume: Resume) -> str:
+    """The recovery notice (templates/recovery_notice.txt, filled with str.format)."""
+    from router.phase.infer import ROUND_CAP
+
+    with open(os.path.join(templates_dir(), NOTICE_TEMPLATE), encoding="utf-8") as fh:
+        template = fh.read()
+    halted = (
+        f"The review loop halted after {ROUND_CAP} rounds without a passing verdict: "
+        "ask the user how to proceed before resuming.\n"
+        if resume.halted
+        else ""
+    )
+    return template.format(
+        resume_at=resume.resume_at, id=plan.id, plan_dir=plan.dir, halted_note=halted
+    ).rstrip("\n")

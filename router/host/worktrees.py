@@ -1,0 +1,300 @@
+"""The host's own worktrees through the router (DESIGN §14): WorktreeCreate and WorktreeRemove.
+
+Claude Code makes a worktree for ``claude --worktree NAME``, the EnterWorktree tool
+and worktree-isolated subagents; with these hooks registered it asks team-router
+instead. Creation is ``new`` for that name (the §7 pipeline, one owner); removal is
+``teardown`` for that topic (the §9 rules, one owner), except that the host cannot be
+told "no": whatever would lose work is kept, said on stderr, and recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from router.create.topic import NewResult, new_topic
+from router.errors import BadInput, Refusal, RouterError
+from router.teardown.snapshot import SNAPSHOT_PREFIX
+from router.teardown.steps import name_some, torn_down
+from router.topic import state
+from router.topic.ids import parse_id
+from router.topic.workspace import PLANS_DIR, Repo, open_repo
+
+# Field names the host has used for each value; the first non-empty one wins (§14).
+NAME_KEYS = ("name", "worktree_name", "worktreeName")
+PATH_KEYS = ("worktree_path", "worktreePath", "path")
+# The pinned client (2.1.332) sends no discard intent with WorktreeRemove; a host that
+# does (ExitWorktree's ``discard_changes``) gets a snapshot before the removal.
+DISCARD_KEYS = ("discard_changes", "discardChanges", "discard")
+PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
+
+
+# -- create ---------------------------------------------------------------------------
+
+
+def worktree_create(
+    payload: Mapping[str, Any], environ: Mapping[str, str], *, wait: float = state.DEFAULT_WAIT
+) -> NewResult:
+    """The worktree for the host's ``name``: made by the §7 pipeline, or found again.
+
+    A name that is a valid topic id is the id; any other name is a description, and
+    the id comes from the slug rules (§4) — or from the record of an earlier run for
+    the same name, so the same name always comes back to the same worktree.
+    """
+    name = _text(payload, NAME_KEYS)
+    if name is None:
+        raise BadInput("usage", "the host sent no worktree name (`name`); nothing was created")
+    cwd = _session_dir(payload, environ)
+    repo = open_repo(cwd)
+    if _is_topic_id(name):
+        return new_topic(cwd, name, topic_id=name, wait=wait, isolated=True)
+    earlier = _topic_named(repo, name)
+    return new_topic(cwd, name, topic_id=earlier, wait=wait, isolated=True)
+
+
+def _is_topic_id(name: str) -> bool:
+    """A valid id is used as is; one that only looks like an id (2026-13-45-x) is free text."""
+    try:
+        parse_id(name)
+    except BadInput:
+        return False
+    return True
+
+
+def _topic_named(repo: Repo, name: str) -> str | None:
+    """The id of the live topic an earlier create made for ``name`` (another day's date too)."""
+    for topic_id in state.list_records(repo.common_dir):
+        try:
+            record = state.read_record(repo.common_dir, topic_id)
+        except state.RecordCorrupt:
+            continue
+        if record is None or record.description != name or torn_down(record):
+            continue
+        if record.worktree and os.path.isdir(record.worktree):
+            return record.id
+    return None
+
+
+# -- remove ---------------------------------------------------------------------------
+
+
+class Removal(StrEnum):
+    REMOVED = "removed"  # worktree and branch gone (work integrated, or never committed)
+    SNAPSHOTTED = "snapshotted"  # gone after a snapshot ref kept its work (discard intent)
+    KEPT = "kept"  # it holds work (or is not ours alone): left as it is
+    NOT_OURS = "not-ours"  # no team-router topic has this worktree: left to its owner
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveResult:
+    path: Path
+    outcome: Removal
+    detail: str
+    topic_id: str | None = None
+    swept: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "worktree": str(self.path),
+            "id": self.topic_id,
+            "outcome": str(self.outcome),
+            "detail": self.detail,
+            "swept": list(self.swept),
+        }
+
+    def line(self) -> str:
+        topic = f" ({self.topic_id})" if self.topic_id else ""
+        return f"team-router: worktree {self.path}{topic} {self.outcome}: {self.detail}"
+
+
+Echo = Callable[[str], None]
+
+
+def worktree_remove(
+    payload: Mapping[str, Any],
+    environ: Mapping[str, str],
+    *,
+    wait: float = state.DEFAULT_WAIT,
+    echo: Echo | None = None,
+) -> RemoveResult:
+    """Apply teardown's rules to the one worktree the host is done with; never lose work.
+
+    Raises only for a payload that names no worktree; every other outcome, keeping
+    included, is a result (the host cannot be refused).
+    """
+    raw = _text(payload, PATH_KEYS) or _text(payload, ("cwd",))
+    if raw is None or not os.path.isabs(raw):
+        raise BadInput("usage", "the host sent no absolute `worktree_path`; nothing was removed")
+    path = Path(os.path.normpath(raw))
+    discard = any(payload.get(k) is True for k in DISCARD_KEYS)
+    repo = _repo_of(path, payload, environ)
+    if repo is None:
+        return RemoveResult(path, Removal.NOT_OURS, "no git repository knows it; left as it is")
+    found = _topic_at(repo, path)
+    if found is None:
+        detail = (
+            "no team-router topic has this worktree; left as it is "
+            f"(`git -C {repo.primary} worktree remove {path}` removes it when it holds nothing)"
+        )
+        return _swept(repo, RemoveResult(path, Removal.NOT_OURS, detail))
+    topic_id, finished = found
+    if finished:
+        detail = "its topic was already torn down"
+        return _swept(repo, RemoveResult(path, Removal.REMOVED, detail, topic_id))
+    result = _tear_down(repo, topic_id, path, discard=discard, wait=wait, echo=echo)
+    if result.outcome is Removal.KEPT:
+        result = _swept(repo, result)  # teardown refused before its sweep step
+    _remember(repo, result)
+    return result
+
+
+def _tear_down(
+    repo: Repo, topic_id: str, path: Path, *, discard: bool, wait: float, echo: Echo | None
+) -> RemoveResult:
+    from router.teardown.topic import teardown
+    from router.topic.scope import resolve_topic
+
+    def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
+        return RemoveResult(path, Removal.KEPT, detail, topic_id, warnings=warnings or [])
+
+    try:
+        scope = resolve_topic(repo.primary, topic_id)
+        if len(scope.repos) > 1:
+            names = ", ".join(t.name for t in scope.repos)
+            return kept(
+                f"the topic spans several repos ({names}); run `team-router teardown {topic_id}` "
+                "to tear them down together"
+            )
+        artifacts = _artifacts_in(path / PLANS_DIR / topic_id)
+        if artifacts:
+            # git ignores the plan dir (info/exclude), so neither the dirty check nor a
+            # snapshot would see these files: removing the worktree would lose them.
+            return kept(
+                f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
+                f"{topic_id}` when the run is finished"
+            )
+        done = teardown(repo.primary, topic_id, force=discard, wait=wait, echo=echo)
+    except RouterError as exc:
+        # The refusal names what holds work; the worktree stays as it is.
+        return kept(
+            f"{exc.message} [{exc.code}]; it stays: `team-router teardown {topic_id}` once the "
+            "work is merged, or with --force to snapshot and remove it"
+        )
+    swept = tuple(str(p) for p in done.swept)
+    warnings = list(done.warnings)
+    if done.exit_code != 0:
+        error = done.error or {"message": "a step did not finish", "code": "failed"}
+        rest = (
+            f"{error['message']} [{error['code']}]; `team-router teardown {topic_id}` finishes it"
+        )
+        if os.path.lexists(path):
+            return dataclasses.replace(kept(rest, warnings), swept=swept)
+        detail = f"worktree removed, but {rest}"
+        return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+    snapshots = [s.detail for r in done.repos for s in r.steps if SNAPSHOT_PREFIX in s.detail]
+    if snapshots:
+        detail = (
+            f"removed after a snapshot ({'; '.join(snapshots)}); "
+            f"`team-router restore {topic_id}` brings the work back"
+        )
+        return RemoveResult(path, Removal.SNAPSHOTTED, detail, topic_id, swept, warnings)
+    detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
+    return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+
+
+def _artifacts_in(plan_dir: Path) -> list[str]:
+    """The files a run wrote into the worktree's plan dir (relative paths), sorted."""
+    if not plan_dir.is_dir() or plan_dir.is_symlink():
+        return []
+    return sorted(str(p.relative_to(plan_dir)) for p in plan_dir.rglob("*") if not p.is_dir())
+
+
+def _swept(repo: Repo, result: RemoveResult) -> RemoveResult:
+    """Residue under ``.claude/worktrees/`` goes whatever happened to the worktree (§9 step 7)."""
+    from router.teardown.sweep import sweep_repo
+
+    try:
+        swept = sweep_repo(repo.primary)
+    except (RouterError, OSError) as exc:
+        return dataclasses.replace(result, detail=f"{result.detail}; residue not swept ({exc})")
+    return dataclasses.replace(
+        result,
+        swept=(*result.swept, *(str(p) for p in swept.swept)),
+        warnings=[*result.warnings, *swept.warnings],
+    )
+
+
+def _remember(repo: Repo, result: RemoveResult) -> None:
+    """What the host's removal did, in the topic's home record (doctor and people read it)."""
+    if result.topic_id is None:
+        return
+    removal = state.HostRemoval(str(result.path), str(result.outcome), result.detail)
+    try:
+        state.update_record(
+            repo.common_dir,
+            result.topic_id,
+            lambda record: dataclasses.replace(record, host_removal=removal),
+            wait=1,
+        )
+    except (RouterError, OSError):
+        return  # the outcome is still on stderr; a record we cannot write must not fail the host
+
+
+# -- payload --------------------------------------------------------------------------
+
+
+def _text(payload: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip() and "\0" not in value:
+            return value.strip()
+    return None
+
+
+def _session_dir(payload: Mapping[str, Any], environ: Mapping[str, str]) -> Path:
+    """The main clone the host runs in: the payload's ``cwd``, else ``CLAUDE_PROJECT_DIR``."""
+    for value in (payload.get("cwd"), environ.get(PROJECT_DIR_ENV)):
+        if isinstance(value, str) and os.path.isabs(value) and os.path.isdir(value):
+            return Path(value)
+    raise BadInput(
+        "usage",
+        f"the host sent no existing `cwd` and {PROJECT_DIR_ENV} is not set to a directory; "
+        "nothing was created",
+    )
+
+
+def _repo_of(path: Path, payload: Mapping[str, Any], environ: Mapping[str, str]) -> Repo | None:
+    """The repo of the worktree: from the worktree itself, or (when it is gone) the project."""
+    candidates = [path, payload.get("cwd"), environ.get(PROJECT_DIR_ENV)]
+    for value in candidates:
+        if isinstance(value, (str, Path)) and os.path.isdir(value):
+            try:
+                return open_repo(Path(value))
+            except Refusal:
+                continue
+    return None
+
+
+def _topic_at(repo: Repo, path: Path) -> tuple[str, bool] | None:
+    """(id, torn down) of the topic whose record names ``path`` as its worktree; a live one first."""
+    wanted = os.path.realpath(path)
+    finished = None
+    for topic_id in state.list_records(repo.common_dir):
+        try:
+            record = state.read_record(repo.common_dir, topic_id)
+        except state.RecordCorrupt:
+            continue
+        if record is None or not record.worktree:
+            continue
+        if os.path.realpath(record.worktree) != wanted:
+            continue
+        if not torn_down(record):
+            return record.id, False
+        finished = (record.id, True)
+    return finished

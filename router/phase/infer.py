@@ -1,0 +1,436 @@
+"""The phase table and phase inference: where an interrupted run resumes (DESIGN §8).
+
+Pure over an :class:`~router.plandir.artifacts.Inventory` and two lazy signals (commits
+on the topic branch, repos still without a worktree), so the recovery hook can
+ask for ``resume_at`` alone without paying for git or ``repos.md`` parsing
+where the answer does not depend on them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+from router.plandir import artifacts as a
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+    from router.topic.discovery import PlanDir
+    from router.topic.workspace import DefaultBranch, Repo
+
+WORKTREE, QUESTION, RESEARCH, DESIGN = "WORKTREE", "QUESTION", "RESEARCH", "DESIGN"
+STRUCTURE, PLAN, IMPLEMENT, PR = "STRUCTURE", "PLAN", "IMPLEMENT", "PR"
+SHIPPED = "SHIPPED"
+PHASES = (WORKTREE, QUESTION, RESEARCH, DESIGN, STRUCTURE, PLAN, IMPLEMENT, PR)
+ROUND_CAP = 5  # review rounds before a loop halts for a person to decide
+PASSING_DESIGN = ("APPROVE", "COMMENT")
+
+Resume = namedtuple("Resume", "resume_at step halted completed")
+Resume.__doc__ = (
+    """Where to resume: phase (or SHIPPED), step (str | None), halted, completed phases."""
+)
+
+
+def infer(
+    inv: a.Inventory,
+    *,
+    has_commits: Callable[[], bool],
+    missing_worktrees: Callable[[], Sequence[str]],
+    worktree_exists: bool = False,
+    with_step: bool = True,
+) -> Resume:
+    """The first phase whose evidence is missing; the table of DESIGN §8, first match wins.
+
+    ``with_step=False`` answers ``resume_at``/``halted`` only and never calls a
+    signal the answer does not need (``completed`` is then empty).
+    """
+    commits = _once(has_commits)
+    at, step, halted = _first_match(inv, commits, missing_worktrees, worktree_exists, with_step)
+    done = _completed(inv, commits, worktree_exists) if with_step else ()
+    return Resume(at, step, halted, done)
+
+
+def _first_match(
+    inv: a.Inventory,
+    commits: Callable[[], bool],
+    missing: Callable[[], Sequence[str]],
+    worktree_exists: bool,
+    with_step: bool,
+) -> tuple[str, str | None, bool]:
+    review = inv.latest_review
+    if inv.has(a.PR):
+        return SHIPPED, "teardown", False
+    if review is not None and review.verdict == "PASS" and commits():
+        return PR, None, False
+    if review is not None and review.verdict == "FAIL" and review.n >= ROUND_CAP:
+        return IMPLEMENT, None, True
+    if inv.has(a.PLAN):
+        if not with_step:
+            return IMPLEMENT, None, False  # both plan rows resume at IMPLEMENT
+        if commits():
+            return IMPLEMENT, "review" if inv.reviews else "slices", False
+        return IMPLEMENT, "tests", False
+    if inv.has(a.STRUCTURE):
+        return PLAN, None, False
+    if inv.has(a.DESIGN):
+        return _design_loop(inv, missing, with_step)
+    if inv.has(a.RESEARCH):
+        return DESIGN, "draft", False
+    if inv.has(a.TASK, a.QUESTIONS):
+        return RESEARCH, None, False
+    if inv.exists or worktree_exists:
+        return QUESTION, None, False
+    return WORKTREE, None, False
+
+
+def _design_loop(
+    inv: a.Inventory, missing: Callable[[], Sequence[str]], with_step: bool
+) -> tuple[str, str | None, bool]:
+    """design.md exists: the latest verdict decides between structure, redraft and review."""
+    latest = inv.latest_design_review
+    if latest is None:
+        return DESIGN, "review", False
+    if latest.verdict in PASSING_DESIGN:
+        return STRUCTURE, "worktrees" if with_step and missing() else None, False
+    if latest.n >= ROUND_CAP:
+        return DESIGN, None, True
+    # ``revision`` counts the review rounds a draft answers: a draft that has not
+    # yet answered round n (revision < n) must be redrafted before review n + 1.
+    return DESIGN, "redraft" if (inv.design_revision or 0) < latest.n else "review", False
+
+
+def _completed(
+    inv: a.Inventory, commits: Callable[[], bool], worktree_exists: bool
+) -> tuple[str, ...]:
+    design = inv.latest_design_review
+    review = inv.latest_review
+    evidence = {
+        WORKTREE: inv.exists or worktree_exists,
+        QUESTION: inv.has(a.TASK, a.QUESTIONS),
+        RESEARCH: inv.has(a.RESEARCH),
+        DESIGN: inv.has(a.DESIGN) and design is not None and design.verdict in PASSING_DESIGN,
+        STRUCTURE: inv.has(a.STRUCTURE),
+        PLAN: inv.has(a.PLAN),
+        IMPLEMENT: review is not None and review.verdict == "PASS" and commits(),
+        PR: inv.has(a.PR),
+    }
+    return tuple(p for p in PHASES if evidence[p])
+
+
+def _once(signal: Callable[[], bool]) -> Callable[[], bool]:
+    """Ask a signal (git, possibly in several repos) at most once per inference."""
+    memo: list[bool] = []
+
+    def ask() -> bool:
+        if not memo:
+            memo.append(bool(signal()))
+        return memo[0]
+
+    return ask
+
+
+# -- the git-backed signals and the command cores (imports are lazy: see above) --------
+
+TopicRepo = namedtuple("TopicRepo", "name path worktree branch")
+TopicRepo.__doc__ = """One repo of a topic: name, primary root (str | None when unknown),
+the checkout that carries the topic's work (str | None), and its branch."""
+
+
+def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRepo]:
+    """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names
+    (:func:`router.topic.model.repo_places` decides, for every command alike)."""
+    from router.plandir.reposmd import worktree_lines
+    from router.topic import state
+    from router.topic.model import repo_places
+
+    # plan.checkout is a realpath already (discovery resolves every root once).
+    home_worktree = plan.checkout if plan.checkout != str(repo.primary) else None
+    record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
+    text = _read_text(plan.path / a.REPOS)
+    places = repo_places(
+        repo.primary, home_worktree, record, (), worktree_lines(text) if text else ()
+    )
+    # The home's branch is the one its record names (a reused checkout keeps its own).
+    home_branch = (record.branch if record is not None else None) or plan.id
+    return [
+        TopicRepo(p.name, p.primary, p.worktree, home_branch if p.is_home else plan.id)
+        for p in places
+    ]
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def location(topic_repo: TopicRepo) -> tuple[str | None, str]:
+    """Where to ask git about a repo's topic work, and which revision: its worktree's HEAD,
+    or the topic branch in the repo when the worktree is gone."""
+    if topic_repo.worktree and os.path.isdir(topic_repo.worktree):
+        return topic_repo.worktree, "HEAD"
+    if topic_repo.path and os.path.isdir(topic_repo.path):
+        return topic_repo.path, f"refs/heads/{topic_repo.branch}"
+    return None, ""
+
+
+class RepoRefs:
+    """Each repo's branch tips and default branch, read once per command (one for-each-ref).
+
+    ``status`` asks for every topic of a repo: without this it started about
+    3.5 git processes per topic, worktree or not (1,752 for 500 topics).
+    Refs are shared by every worktree of a repo, so a repo is keyed by its
+    primary clone.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[DefaultBranch | None, dict[str, str]]] = {}
+        self._ahead: dict[tuple[str, str], int | None] = {}
+
+    def of(self, primary: str) -> tuple[DefaultBranch | None, dict[str, str]]:
+        """(default branch, ref -> commit) of the repo whose primary clone is ``primary``."""
+        from pathlib import Path
+
+        from router.git import Git
+        from router.topic.workspace import default_branch
+
+        if primary in self._known:
+            return self._known[primary]
+        key = os.path.realpath(primary)
+        if key not in self._known:
+            git = Git(Path(key))
+            tips = git.ref_tips("refs/remotes/origin/", "refs/heads/")
+            default = default_branch(git, {name: symref for name, (_sha, symref) in tips.items()})
+            self._known[key] = (default, {name: sha for name, (sha, _s) in tips.items()})
+        self._known[primary] = self._known[key]
+        return self._known[key]
+
+    def ahead(self, where: str, rev: str, count: Callable[[], int | None]) -> int | None:
+        """Commits ahead of ``rev`` in ``where``, counted once per command."""
+        if (where, rev) not in self._ahead:
+            self._ahead[(where, rev)] = count()
+        return self._ahead[(where, rev)]
+
+
+def commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> int | None:
+    """Commits of the topic's work since its merge-base with the default branch; None: unknown.
+
+    With ``refs`` (the repo's refs read once for the command) a topic without a
+    worktree costs no git process unless its branch exists and has moved, and
+    no count is asked of git twice.
+    """
+    if refs is None:
+        return _commits_ahead(topic_repo, None)
+    where, rev = location(topic_repo)
+    return refs.ahead(where or "", rev, lambda: _commits_ahead(topic_repo, refs))
+
+
+def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
+    from pathlib import Path
+
+    from router.git import Git, GitError
+    from router.topic.workspace import default_branch
+
+    where, rev = location(topic_repo)
+    if where is None:
+        return None
+    git = Git(Path(where))
+    try:
+        if refs is not None and topic_repo.path and os.path.isdir(topic_repo.path):
+            default, tips = refs.of(topic_repo.path)
+            if rev != "HEAD" and default is not None:
+                tip = tips.get(rev)
+                if tip is None or tip == tips.get(default.best_ref):
+                    return 0  # no branch, or one still at the default tip: nothing of its own
+        else:
+            default = default_branch(git)
+        if default is None:
+            return None
+        counted = git.run("rev-list", "--count", f"{default.best_ref}..{rev}", "--", check=False)
+        if counted.ok:
+            return int(counted.stdout.strip() or 0)
+        if rev != "HEAD" and git.rev_parse(rev) is None:
+            return 0  # the branch does not exist in that repo: no commits
+        return None
+    except GitError:
+        return None
+
+
+def any_commits(repos: list[TopicRepo], refs: RepoRefs | None = None) -> bool:
+    """The IMPLEMENT signal: >= 1 commit since the merge-base, in any repo of the topic."""
+    return any((commits_ahead(r, refs) or 0) > 0 for r in repos)
+
+
+def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
+    """Repos that repos.md lists but its ``## Worktrees`` section does not (yet) place."""
+    from router.errors import RouterError
+    from router.plandir.reposmd import read_repos_md, worktree_lines
+
+    path = plan.path / a.REPOS
+    if not path.is_file():
+        return []
+    try:
+        parsed = read_repos_md(path)
+    except RouterError as exc:
+        warnings.append(f"{path}: {exc.message}")
+        return []
+    placed = {ln.name for ln in worktree_lines(parsed) if ln.placed and ln.placed.exists()}
+    return [s.name for s in parsed.secondaries if s.name not in placed]
+
+
+def worktree_exists(repo: Repo, plan: PlanDir) -> bool:
+    # plan.checkout is a realpath already (discovery resolves every root once).
+    return plan.checkout != str(repo.primary) and os.path.isdir(plan.checkout)
+
+
+def assess(
+    repo: Repo,
+    plan: PlanDir,
+    repos: list[TopicRepo] | None = None,
+    refs: RepoRefs | None = None,
+) -> tuple[Resume, a.Inventory, list[str]]:
+    """Inventory plus inference for one topic; every problem is a warning, never a crash.
+
+    ``repos``: the topic's repos when the caller has them already (computed
+    twice, their warnings would be printed twice).
+    """
+    inv = a.inventory(plan.dir, plan.id)
+    warnings = list(inv.warnings)
+    found: list[TopicRepo] = [] if repos is None else list(repos)
+
+    def commits() -> bool:
+        if repos is None and not found:
+            found.extend(topic_repos(repo, plan, warnings))
+        return any_commits(found, refs)
+
+    resume = infer(
+        inv,
+        has_commits=commits,
+        missing_worktrees=lambda: missing_worktrees(plan, warnings),
+        worktree_exists=worktree_exists(repo, plan),
+    )
+    return resume, inv, warnings
+
+
+class PhaseReport(namedtuple("PhaseReport", "id plan_dir resume warnings")):
+    """What ``team-router phase`` prints."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "plan_dir": str(self.plan_dir),
+            "resume_at": self.resume.resume_at,
+            "step": self.resume.step,
+            "halted": self.resume.halted,
+            "completed": list(self.resume.completed),
+        }
+
+
+def phase_report(cwd: Path, target: str | None) -> PhaseReport:
+    """``team-router phase [TARGET]``: where the topic's run resumes."""
+    from router.topic.discovery import resolve
+
+    repo, plan = resolve(cwd, target)
+    resume, _inv, warnings = assess(repo, plan)
+    return PhaseReport(plan.id, plan.path, resume, warnings)
+
+
+class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief expects request")):
+    """What ``team-router next`` prints: the phase plus its brief and expected artifacts.
+
+    ``request`` is the user's request as ``new`` kept it, at QUESTION only (else None): the
+    questioner is the one helper that reads it, so later phases do not carry it around.
+    """
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **PhaseReport(self.id, self.plan_dir, self.resume, self.warnings).to_json(),
+            "brief": self.brief,
+            "expects": [str(p) for p in self.expects],
+            "request": self.request,
+        }
+
+
+def next_report(cwd: Path, target: str | None) -> NextReport:
+    """``team-router next [TARGET]``: the phase to run, what it must produce, and where."""
+    import datetime
+
+    from router.plandir.templates import render
+    from router.topic.discovery import resolve
+
+    repo, plan = resolve(cwd, target)
+    repo_warnings: list[str] = []
+    repos = topic_repos(repo, plan, repo_warnings)
+    resume, inv, warnings = assess(repo, plan, repos)
+    warnings += repo_warnings
+    expects = expected_artifacts(resume, inv, plan)
+    request = kept_request(repo, plan) if resume.resume_at == QUESTION else None
+    brief = render(
+        f"briefs/{resume.resume_at.lower()}.md.j2",
+        id=plan.id,
+        topic=a.topic_of(plan.id) or plan.id,
+        date=datetime.date.today().isoformat(),
+        plan_dir=str(plan.path),
+        step=resume.step,
+        halted=resume.halted,
+        cap=ROUND_CAP,
+        files={name: inv.path(name) for name in (*a.PHASE_FILES, a.TEMP_PATHS)},
+        inv=inv,
+        design_round=a.next_round(inv.design_reviews),
+        review_round=a.next_round(inv.reviews),
+        repos=repos,
+        missing=missing_worktrees(plan, warnings) if resume.resume_at == STRUCTURE else [],
+        expects=[str(p) for p in expects],
+        request=request,
+        ticket=ticket_of(plan.id),
+    )
+    return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request)
+
+
+def kept_request(repo: Repo, plan: PlanDir) -> str | None:
+    """The description ``new`` kept in the topic's record, or None (no record, or unreadable)."""
+    from router.topic import state
+
+    # A corrupt record is already named by topic_repos' warning: not a second time.
+    record = state.read_record_or_none(repo.common_dir, plan.id)
+    return record.description if record is not None else None
+
+
+def ticket_of(topic_id: str) -> str | None:
+    """The ticket prefix of a ticket-prefixed id (``ENG-12-x`` -> ``ENG-12``); None for a date."""
+    from router.topic.ids import DATE_RE, ID_RE
+
+    match = ID_RE.fullmatch(topic_id)
+    if match is None or DATE_RE.fullmatch(match["prefix"]):
+        return None
+    return match["prefix"]
+
+
+def expected_artifacts(resume: Resume, inv: a.Inventory, plan: PlanDir) -> list[Path]:
+    """The files whose appearance proves the current phase (or step) done."""
+    at, step = resume.resume_at, resume.step
+    if resume.halted or at == SHIPPED:
+        return []
+    if at == DESIGN:
+        if step == "review":
+            return [plan.path / f"design-review-{a.next_round(inv.design_reviews)}.md"]
+        return [plan.path / a.DESIGN]
+    if at == IMPLEMENT:
+        return [plan.path / f"review-{a.next_round(inv.reviews)}.md"]
+    names = {
+        WORKTREE: [],
+        QUESTION: [a.TASK, a.QUESTIONS],
+        RESEARCH: [a.RESEARCH],
+        STRUCTURE: [a.STRUCTURE],
+        PLAN: [a.PLAN],
+        PR: [a.PR],
+    }[at]
+    return [plan.path / n for n in names] if names else [plan.path]

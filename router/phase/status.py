@@ -1,0 +1,121 @@
+"""``team-router status``: every topic of the home repo, where it resumes, each repo's state."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.git import Git, GitError
+from router.phase import infer as phases
+from router.topic.discovery import by_id, candidates, home_repo
+from router.topic.workspace import open_repo
+
+
+@dataclass(frozen=True, slots=True)
+class RepoState:
+    name: str
+    worktree: str | None  # the checkout carrying the topic's work; None when it has none
+    dirty: bool | None  # None: no checkout to ask, or git could not tell
+    ahead: int | None  # commits since the merge-base with the default branch; None: unknown
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "worktree": self.worktree,
+            "dirty": self.dirty,
+            "ahead": self.ahead,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TopicState:
+    id: str
+    plan_dir: Path
+    resume: phases.Resume
+    repos: tuple[RepoState, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "plan_dir": str(self.plan_dir),
+            "resume_at": self.resume.resume_at,
+            "step": self.resume.step,
+            "halted": self.resume.halted,
+            "repos": [r.to_json() for r in self.repos],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StatusResult:
+    home: Path
+    topics: tuple[TopicState, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"home": str(self.home), "topics": [t.to_json() for t in self.topics]}
+
+
+def topics_status(cwd: Path) -> StatusResult:
+    """Every topic with a plan dir in the home repo (primary clone or any worktree)."""
+    repo = home_repo(open_repo(cwd))
+    warnings: list[str] = []
+    refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
+    plans = sorted(by_id(candidates(repo)).items())
+    repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
+    flat = [r for repos in repos_of for r in repos]
+    for path in dict.fromkeys(r.path for r in flat if r.path):
+        if os.path.isdir(path):
+            refs.of(path)  # read once, before the workers share it
+    # git answers for the topics that have a worktree (or a moved branch): those
+    # few questions run side by side; the refs answer for every other topic.
+    in_worktrees = [r for r in flat if phases.location(r)[1] == "HEAD"]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        asked = pool.map(lambda r: _repo_state(r, refs), in_worktrees)
+        states = dict(zip(map(id, in_worktrees), asked, strict=True))
+    for r in flat:
+        if id(r) not in states:
+            states[id(r)] = _repo_state(r, refs)
+    topics = []
+    for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
+        resume, _inv, found = phases.assess(repo, plan, repos, refs)
+        warnings += found
+        topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
+    return StatusResult(repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)))
+
+
+def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
+    where, rev = phases.location(topic_repo)
+    worktree = where if rev == "HEAD" else None
+    ahead = phases.commits_ahead(topic_repo, refs)
+    return RepoState(topic_repo.name, worktree, _dirty(worktree), ahead)
+
+
+def _dirty(worktree: str | None) -> bool | None:
+    if worktree is None:
+        return None
+    try:
+        return Git(Path(worktree)).status().dirty
+    except GitError:
+        return None
+
+
+def render_table(result: StatusResult) -> str:
+    """The people's view: one block per topic, one row per repo."""
+    if not result.topics:
+        return f"No topics in {result.home}; start one with `team-router new`."
+    lines = []
+    for topic in result.topics:
+        step = f" ({topic.resume.step})" if topic.resume.step else ""
+        halted = " HALTED" if topic.resume.halted else ""
+        lines.append(f"{topic.id}  resume at {topic.resume.resume_at}{step}{halted}")
+        lines.append(f"  plan dir  {topic.plan_dir}")
+        width = max(len(r.name) for r in topic.repos)
+        for r in topic.repos:
+            dirty = {True: "dirty", False: "clean", None: "-"}[r.dirty]
+            ahead = "?" if r.ahead is None else str(r.ahead)
+            lines.append(
+                f"  {r.name:<{width}}  {dirty:<5}  {ahead:>3} ahead  {r.worktree or '(no worktree)'}"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,323 @@
+"""The files of an artifact directory: their frontmatter, the topic check, the inventory (§5).
+
+This module sits on the recovery hook's path (DESIGN §14, §15), so it stays
+light: record types are namedtuples rather than dataclasses (importing
+``dataclasses`` costs ~15 ms, a quarter of the hook's budget), and YAML is
+parsed by :mod:`router.plandir.frontmatter` only for a frontmatter the flat scanner
+below does not fully understand.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import namedtuple
+
+from router.plandir.mdlines import split_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+# The id grammar of router.topic.ids.ID_RE, repeated because importing router.topic.ids
+# pulls in dataclasses; tests/test_phases.py asserts the two stay identical.
+ID_RE = re.compile(
+    r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"
+)
+
+DESIGN_VERDICTS = ("APPROVE", "REQUEST CHANGES", "COMMENT")
+REVIEW_VERDICTS = ("PASS", "FAIL")
+
+TASK, QUESTIONS, PRD, REPOS = "task.md", "questions.md", "prd.md", "repos.md"
+RESEARCH, DESIGN, STRUCTURE, PLAN, PR = (
+    "research.md",
+    "design.md",
+    "structure.md",
+    "plan.md",
+    "pr.md",
+)
+PHASE_FILES = (TASK, QUESTIONS, PRD, REPOS, RESEARCH, DESIGN, STRUCTURE, PLAN, PR)
+TEMP_PATHS = "temp-paths"
+DESIGN_REVIEW_RE = re.compile(r"^design-review-([0-9]+)\.md$")
+REVIEW_RE = re.compile(r"^review-([0-9]+)\.md$")
+
+
+def topic_of(topic_id: str) -> str | None:
+    """The id minus its ticket or date prefix (``parse_id(id).topic``); None for a non-id."""
+    match = ID_RE.fullmatch(topic_id)
+    return match["topic"] if match else None
+
+
+# -- frontmatter ----------------------------------------------------------------
+
+Frontmatter = namedtuple("Frontmatter", "fields error present")
+Frontmatter.__doc__ = """Top-level scalar fields as text (``fields``: dict[str, str | None]),
+why the block could not be read (``error``), and whether a block was there (``present``)."""
+
+_FENCE = "---"
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*):(?:[ \t]+(.*?))?[ \t]*$")
+_DOUBLE = re.compile(r'^"([^"\\]*)"(?:[ \t]+#.*)?$')
+_SINGLE = re.compile(r"^'([^']*)'(?:[ \t]+#.*)?$")
+_COMMENT = re.compile(r"[ \t]+#.*$")
+_NULLS = frozenset(("~", "null", "Null", "NULL"))
+_TRUE = frozenset(["yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
+_FALSE = frozenset(["no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])
+_INT = re.compile(r"^(?:0|[1-9][0-9]*)$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+# A plain scalar starting with one of these is something YAML reads its own way
+# (a sequence, flow collection, alias, tag, block scalar, number, ...).
+_INDICATORS = frozenset("-?:,[]{}#&*!|>%@`=+.0123456789")
+
+
+class _NotFlat(Exception):
+    """The block holds more than flat ``key: scalar`` lines: let YAML decide."""
+
+
+def parse_frontmatter(text: str) -> Frontmatter:
+    """The frontmatter of ``text``; never raises (a problem is ``error``)."""
+    # The same cut as router.plandir.frontmatter (which this falls back to): both must
+    # agree on where the block ends.
+    lines = split_lines(text, keepends=False)
+    if not lines or lines[0] != _FENCE:
+        return Frontmatter({}, None, False)
+    for end in range(1, len(lines)):
+        if lines[end] == _FENCE:
+            break
+    else:
+        return Frontmatter({}, "line 1: frontmatter opened with --- is never closed", True)
+    try:
+        return Frontmatter(_scan(lines[1:end]), None, True)
+    except _NotFlat:
+        return _by_yaml(text)
+
+
+def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
+    """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
+    try:
+        return _scan(lines)
+    except _NotFlat:
+        return None
+
+
+def _scan(lines: list[str]) -> dict[str, str | None]:
+    fields: dict[str, str | None] = {}
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _KEY_LINE.match(line)
+        if match is None or match[1] in _TRUE or match[1] in _FALSE or match[1] in _NULLS:
+            raise _NotFlat  # YAML reads ``no:`` as the key False: let it
+        fields[match[1]] = _scalar(match[2] or "")
+    return fields
+
+
+def _scalar(value: str) -> str | None:
+    if value[:1] in {'"', "'"}:
+        quoted = (_DOUBLE if value[0] == '"' else _SINGLE).match(value)
+        if quoted is None:
+            raise _NotFlat
+        return quoted[1]
+    value = _COMMENT.sub("", value)
+    if not value or value in _NULLS:
+        return None
+    if value in _TRUE or value in _FALSE:
+        return "true" if value in _TRUE else "false"
+    if _INT.match(value) or (_DATE.match(value) and _valid_date(value)):
+        return value
+    if value[0] in _INDICATORS or ": " in value or value.endswith(":") or "\t" in value:
+        raise _NotFlat
+    return value
+
+
+def _valid_date(value: str) -> bool:
+    """Is ``YYYY-MM-DD`` a calendar date (YAML would fail on one that is not)?
+
+    Checked by hand: importing datetime costs ~2 ms of the hook's budget.
+    """
+    year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
+    if year < 1 or not 1 <= month <= 12:
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+    return 1 <= day <= days
+
+
+def _by_yaml(text: str) -> Frontmatter:
+    from router.plandir import frontmatter  # the one YAML reader; costs ~25 ms to import
+
+    parsed = frontmatter.split(text)
+    if parsed.error:
+        return Frontmatter({}, parsed.error, True)
+    fields = {k: _as_text(v) for k, v in parsed.data.items() if _is_scalar(v)}
+    return Frontmatter(fields, None, True)
+
+
+def _is_scalar(value: object) -> bool:
+    return not isinstance(value, (list, dict, set, tuple))
+
+
+def _as_text(value: object) -> str | None:
+    """YAML's typed scalar as the scanner would give it (text; None for null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()  # type: ignore[attr-defined]
+    return str(value)
+
+
+def read_frontmatter(path: str) -> Frontmatter:
+    """The frontmatter of a file on disk; an unreadable file is an error, not an exception."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        return Frontmatter({}, f"cannot be read ({exc.strerror})", False)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Frontmatter({}, "is not UTF-8 text", False)
+    return parse_frontmatter(text)
+
+
+# -- inventory ------------------------------------------------------------------
+
+Verdict = namedtuple("Verdict", "n verdict path")
+Verdict.__doc__ = """A gate record: round ``n``, its verdict (None when unreadable), its path."""
+
+_InventoryBase = namedtuple(
+    "_InventoryBase",
+    "plan_dir exists files design_revision design_reviews reviews pr_url warnings pr_local",
+    defaults=(False,),
+)
+
+
+class Inventory(_InventoryBase):
+    """What a plan dir holds: phase files, the design revision, gate records, warnings.
+
+    ``files`` is a frozenset of the phase file names present; ``design_reviews``
+    and ``reviews`` are tuples of :data:`Verdict` in round order, including
+    records whose verdict could not be read (``verdict`` None). ``pr_url`` is the PR
+    ``pr.md`` records; ``pr_local`` says the work was finished without one.
+    """
+
+    __slots__ = ()
+
+    def has(self, *names: str) -> bool:
+        return all(n in self.files for n in names)
+
+    @property
+    def latest_design_review(self) -> Verdict | None:
+        return _latest(self.design_reviews)
+
+    @property
+    def latest_review(self) -> Verdict | None:
+        return _latest(self.reviews)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.plan_dir, name)
+
+
+def _latest(records: tuple[Verdict, ...]) -> Verdict | None:
+    """The highest round whose verdict could be read (an unreadable one is warned about)."""
+    readable = [r for r in records if r.verdict is not None]
+    return readable[-1] if readable else None
+
+
+def next_round(records: Iterable[Verdict]) -> int:
+    """n for the next record: highest existing round + 1 (unreadable ones count too)."""
+    return max((r.n for r in records), default=0) + 1
+
+
+def inventory(plan_dir: str, topic_id: str) -> Inventory:
+    """Read every phase file and gate record of ``plan_dir``; problems become warnings."""
+    plan_dir = str(plan_dir)
+    try:
+        names = os.listdir(plan_dir)
+    except OSError:
+        return Inventory(plan_dir, False, frozenset(), None, (), (), None, ())
+    warnings: list[str] = []
+    topic = topic_of(topic_id)
+    fields: dict[str, dict[str, str | None]] = {}
+    for name in sorted(names):
+        if name in PHASE_FILES or DESIGN_REVIEW_RE.match(name) or REVIEW_RE.match(name):
+            path = os.path.join(plan_dir, name)
+            if os.path.isfile(path):
+                fields[name] = _checked(path, topic, warnings)
+    files = frozenset(n for n in fields if n in PHASE_FILES)
+    return Inventory(
+        plan_dir,
+        True,
+        files,
+        _revision(fields.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings),
+        _verdicts(plan_dir, fields, DESIGN_REVIEW_RE, DESIGN_VERDICTS, warnings),
+        _verdicts(plan_dir, fields, REVIEW_RE, REVIEW_VERDICTS, warnings),
+        (fields.get(PR) or {}).get("url"),
+        tuple(warnings),
+        (fields.get(PR) or {}).get("local") == "true",
+    )
+
+
+def _checked(path: str, topic: str | None, warnings: list[str]) -> dict[str, str | None]:
+    fm = read_frontmatter(path)
+    if fm.error:
+        warnings.append(f"{path}: {fm.error}; its frontmatter is ignored")
+        return {}
+    found = fm.fields.get("topic")
+    if fm.present and found is not None and topic is not None and found != topic:
+        warnings.append(
+            f"{path}: frontmatter topic {found!r} disagrees with the directory's topic {topic!r}"
+        )
+    return fm.fields
+
+
+def _revision(fields: dict[str, str | None] | None, path: str, warnings: list[str]) -> int | None:
+    if fields is None:
+        return None
+    raw = fields.get("revision")
+    if raw is None:
+        return 0  # the first draft answers no review round
+    if _INT.match(raw):
+        return int(raw)
+    warnings.append(f"{path}: revision {raw!r} is not a whole number; read as 0")
+    return 0
+
+
+def normalize_verdict(value: str | None) -> str:
+    """``request  changes`` -> ``REQUEST CHANGES``: case and spacing do not matter."""
+    return " ".join((value or "").upper().replace("_", " ").split())
+
+
+def _verdicts(
+    plan_dir: str,
+    fields: dict[str, dict[str, str | None]],
+    pattern: re.Pattern[str],
+    allowed: tuple[str, ...],
+    warnings: list[str],
+) -> tuple[Verdict, ...]:
+    found = []
+    for name, values in fields.items():
+        match = pattern.match(name)
+        if match is None:
+            continue
+        path = os.path.join(plan_dir, name)
+        verdict: str | None = normalize_verdict(values.get("verdict"))
+        if verdict not in allowed:
+            warnings.append(
+                f"{path}: verdict {values.get('verdict')!r} is not one of "
+                f"{', '.join(allowed)}; this round is not counted as decided"
+            )
+            verdict = None
+        found.append(Verdict(int(match[1]), verdict, path))
+    return tuple(sorted(found, key=lambda v: (v.n, v.path)))
+
+
+def newest_mtime(plan_dir: str) -> float | None:
+    """The newest mtime of the files directly in ``plan_dir``; None when it holds none."""
+    try:
+        with os.scandir(plan_dir) as it:
+            times = [e.stat().st_mtime for e in it if e.is_file()]
+    except OSError:
+        return None
+    return max(times) if times else None

@@ -1,0 +1,252 @@
+"""``team-router record``: the gate records of a run (DESIGN §5).
+
+Each writer validates its value before it touches anything (a value outside
+its set is exit 2 ``invalid-value`` and nothing is written), then holds the
+topic's lock while it numbers and writes the record, so two reviewers
+recording at once get rounds n and n + 1, never the same file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.errors import BadInput
+from router.plandir import artifacts as a
+from router.topic import state
+from router.topic.discovery import PlanDir, resolve
+from router.topic.workspace import Repo
+
+_URL_RE = re.compile(r"^https?://[^\s\"'<>\\`]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordResult:
+    kind: str  # verdict | review | pr | temp
+    path: Path
+    value: str
+    existing: bool = False  # the record already said exactly this (temp paths)
+    warnings: tuple[str, ...] = ()
+    tips: tuple[KeptTip, ...] = ()  # record pr --local: every repo's branch tip
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "kind": self.kind,
+            "path": str(self.path),
+            "value": self.value,
+            "existing": self.existing,
+        }
+        if self.kind == "pr":
+            data["local"] = self.value == "local"
+            data["repos"] = [t.to_json() for t in self.tips]
+        return data
+
+
+def record_verdict(
+    cwd: Path,
+    target: str,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
+) -> RecordResult:
+    """Write ``design-review-<n>.md`` (n = highest + 1) with the design review's verdict."""
+    verdict = _one_of(value, a.DESIGN_VERDICTS, "design review verdict")
+    return _write_round("verdict", cwd, target, verdict, body_file, wait)
+
+
+def record_review(
+    cwd: Path,
+    target: str,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
+) -> RecordResult:
+    """Write ``review-<n>.md`` (n = highest + 1): the implement phase's aggregate gate."""
+    verdict = _one_of(value, a.REVIEW_VERDICTS, "review verdict")
+    return _write_round("review", cwd, target, verdict, body_file, wait)
+
+
+def record_pr(
+    cwd: Path,
+    target: str,
+    url: str | None,
+    *,
+    local: bool = False,
+    wait: float = state.DEFAULT_WAIT,
+) -> RecordResult:
+    """Write ``pr.md``: the PR was opened, or (``local``) the work is kept on its branches.
+
+    Either way the run is SHIPPED from now on. A later call replaces the record, so a run
+    finished locally is finished with a PR by recording its URL then.
+    """
+    if local == (url is not None):
+        raise BadInput(
+            "usage", "record pr takes a PR URL or --local (the work kept without a PR), not both"
+        )
+    if url is not None and not _URL_RE.fullmatch(url):
+        raise BadInput(
+            "invalid-value", f"{url!r} is not a PR URL; pass the http(s) URL `gh pr create` printed"
+        )
+    repo, plan = _existing_plan(cwd, target)
+    with state.held_lock(repo.common_dir, plan.id, wait=wait):
+        path = plan.path / a.PR
+        if url is not None:
+            state.write_atomic(path, _render("pr.md.j2", plan, url=url))
+            return RecordResult("pr", path, url)
+        warnings: list[str] = []
+        tips = kept_tips(repo, plan, warnings)
+        branch = tips[0].branch if tips else plan.id
+        text = _render("pr.md.j2", plan, url=None, branch=branch, tips=tips)
+        state.write_atomic(path, text)
+    return RecordResult("pr", path, "local", tips=tuple(tips), warnings=tuple(warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class KeptTip:
+    """Where a repo's topic work stands when the run is finished without a PR."""
+
+    name: str
+    checkout: str | None  # the worktree (or the repo) holding the branch; None: not found
+    branch: str
+    tip: str | None  # None: the branch is gone in that repo
+    ahead: int | None  # commits since the merge-base with the default branch; None: unknown
+    pushed: bool  # origin's tracking ref (as of the last push or fetch) holds the tip
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "checkout": self.checkout,
+            "branch": self.branch,
+            "tip": self.tip,
+            "ahead": self.ahead,
+            "pushed": self.pushed,
+        }
+
+
+def kept_tips(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[KeptTip]:
+    """Every repo's branch tip, pushed or not; no fetch, so it works offline."""
+    from router.git import Git
+    from router.phase.infer import commits_ahead, location, topic_repos
+
+    tips = []
+    for topic_repo in topic_repos(repo, plan, warnings):
+        where, rev = location(topic_repo)
+        git = Git(Path(where)) if where else None
+        tip = git.rev_parse(rev) if git else None
+        tracking = f"refs/remotes/origin/{topic_repo.branch}"
+        pushed = bool(git and tip and git.rev_parse(tracking) and git.is_ancestor(tip, tracking))
+        if tip is None:
+            warnings.append(f"{topic_repo.name}: no {topic_repo.branch} branch found; no tip kept")
+        tips.append(
+            KeptTip(
+                topic_repo.name, where, topic_repo.branch, tip, commits_ahead(topic_repo), pushed
+            )
+        )
+    if not any(t.ahead for t in tips):
+        warnings.append(f"no repo has commits on {plan.id}: the record keeps no work")
+    return tips
+
+
+def record_temp(
+    cwd: Path, target: str, value: str, *, wait: float = state.DEFAULT_WAIT
+) -> RecordResult:
+    """Append an absolute temporary path to ``temp-paths`` (teardown removes it, §12)."""
+    if not os.path.isabs(value) or any(ch in value for ch in "\n\r\0"):
+        raise BadInput(
+            "invalid-value",
+            f"{value!r} is not an absolute path; record the full path of the temp dir",
+        )
+    if os.path.normpath(value) != value.rstrip("/") or "//" in value:
+        # Teardown refuses such a path anyway ("$TMPDIR/." is the temp dir itself).
+        raise BadInput(
+            "invalid-value",
+            f"{value!r} is not a normalized path; record it without '.', '..' or '//'",
+        )
+    repo, plan = _existing_plan(cwd, target)
+    path = plan.path / a.TEMP_PATHS
+    with state.held_lock(repo.common_dir, plan.id, wait=wait):
+        lines = _lines(path)
+        if value in lines:
+            return RecordResult("temp", path, value, existing=True)
+        state.write_atomic(path, "".join(f"{line}\n" for line in [*lines, value]))
+    return RecordResult("temp", path, value)
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
+    verdict = a.normalize_verdict(value)
+    if verdict not in allowed:
+        choices = " | ".join(f'"{v}"' if " " in v else v for v in allowed)
+        raise BadInput("invalid-value", f"{value!r} is not a {what}; use one of {choices}")
+    return verdict
+
+
+def _write_round(
+    kind: str, cwd: Path, target: str, verdict: str, body_file: Path | None, wait: float
+) -> RecordResult:
+    body = _body(body_file)
+    repo, plan = _existing_plan(cwd, target)
+    template, prefix = (
+        ("design-review.md.j2", "design-review")
+        if kind == "verdict"
+        else ("review.md.j2", "review")
+    )
+    with state.held_lock(repo.common_dir, plan.id, wait=wait):
+        inv = a.inventory(str(plan.path), plan.id)
+        n = a.next_round(inv.design_reviews if kind == "verdict" else inv.reviews)
+        path = plan.path / f"{prefix}-{n}.md"
+        if os.path.lexists(path):  # numbered from a listing taken under the lock: cannot happen
+            raise BadInput("invalid-value", f"{path} already exists; nothing was written")
+        state.write_atomic(path, _render(template, plan, verdict=verdict, n=n, body=body))
+    return RecordResult(kind, path, verdict)
+
+
+def _body(body_file: Path | None) -> str:
+    if body_file is None:
+        return ""
+    if str(body_file) == "-":
+        # A reviewer's findings piped in: no scratch file to write and clean up.
+        return sys.stdin.read().strip("\n")
+    try:
+        return body_file.read_text(encoding="utf-8").strip("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise BadInput(
+            "invalid-value", f"--body-file {body_file}: cannot be read ({why})"
+        ) from None
+
+
+def _existing_plan(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
+    repo, plan = resolve(cwd, target)
+    if not plan.path.is_dir():
+        raise BadInput(
+            "no-plan-dir", f"{plan.path} does not exist; a record needs the topic's plan dir"
+        )
+    return repo, plan
+
+
+def _render(template: str, plan: PlanDir, **context: object) -> str:
+    from router.plandir.templates import render
+
+    return render(
+        f"artifacts/{template}",
+        topic=a.topic_of(plan.id) or plan.id,
+        id=plan.id,
+        date=_dt.date.today().isoformat(),
+        **context,
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except FileNotFoundError:
+        return []

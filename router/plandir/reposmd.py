@@ -1,0 +1,310 @@
+"""The artifact directory: locating plan dirs and reading/writing ``repos.md`` (DESIGN §5, §6)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.errors import BadInput
+from router.plandir import frontmatter
+from router.plandir.mdlines import is_blank, split_lines
+from router.topic.ids import SLUG_RE
+
+REPOS_MD = "repos.md"
+# A list of repos is a few KiB; parsing 50 MB took 90 s and 2 GB while the
+# topic lock was held, so anything past this is refused before it is read.
+MAX_REPOS_MD = 1024 * 1024
+HOME = "home"
+
+_FIELD_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?\s*(?P<key>name|path|role)\s*"
+    r"(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s*(?P<value>.*?)\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoSpec:
+    """One repo listed in ``repos.md``."""
+
+    name: str
+    path: Path
+    role: str
+    line: int  # 1-based line of the item in repos.md
+    path_line: int = 0  # 1-based line of its **path:** field
+
+
+@dataclass(frozen=True, slots=True)
+class ReposFile:
+    home: RepoSpec
+    secondaries: tuple[RepoSpec, ...]
+    text: str
+    worktrees_span: tuple[int, int] | None  # 0-based [start, end) lines of "## Worktrees"
+
+
+def _error(line: int, message: str) -> BadInput:
+    return BadInput("repos-md", f"repos.md line {line}: {message}")
+
+
+def read_repos_md(path: Path) -> ReposFile:
+    """Parse ``repos.md``; every problem is exit 2 ``repos-md`` naming its line."""
+    try:
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # Bounded as well as stat'ed: a file that grows (or a device behind
+            # the name) must not be read past the limit either.
+            raw = fh.read(MAX_REPOS_MD + 1) if size <= MAX_REPOS_MD else b""
+    except OSError as exc:
+        raise BadInput("repos-md", f"{path}: cannot be read ({exc.strerror})") from None
+    if size > MAX_REPOS_MD or len(raw) > MAX_REPOS_MD:
+        what = f"{size} bytes" if size > MAX_REPOS_MD else f"more than {MAX_REPOS_MD} bytes"
+        raise BadInput(
+            "repos-md",
+            f"{path} is {what}; a repos.md may have at most {MAX_REPOS_MD} bytes "
+            "(1 MiB): it lists repos, not data — cut it down",
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise _error(line, "is not UTF-8 text; save the file as UTF-8") from None
+    return parse_repos_md(text)
+
+
+def parse_repos_md(text: str) -> ReposFile:
+    fm = frontmatter.split(text, need_data=False)
+    if fm.error:
+        raise BadInput("repos-md", f"repos.md {fm.error}")
+    sections = _sections(fm.body, fm.body_line - 1)
+    home_items = sections.get("home repo")
+    if not home_items:
+        raise _error(1, "no '## Home repo' section with the home repo's name and path")
+    home = _home_spec(home_items)
+    secondaries = tuple(_item_spec(item) for item in sections.get("additional repos", []))
+    _check_names(home, secondaries)
+    return ReposFile(home, secondaries, text, _worktrees_span(fm.body, fm.body_line - 1))
+
+
+# -- token walk ---------------------------------------------------------------
+
+_Item = list[tuple[int, str]]  # (1-based line, text) of every inline line in one list item
+
+
+def _tokens(body: str) -> list:
+    from markdown_it import MarkdownIt  # lazy: ~65 ms, only for repos.md
+
+    return MarkdownIt("commonmark").parse(body)
+
+
+def _sections(body: str, offset: int) -> dict[str, list[_Item]]:
+    """Level-2 sections by lowercased title, each a list of top-level list items."""
+    sections: dict[str, list[_Item]] = {}
+    current: list[_Item] | None = None
+    depth = 0
+    tokens = _tokens(body)
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open":
+            title = tokens[i + 1].content.strip().lower() if i + 1 < len(tokens) else ""
+            current = sections.setdefault(title, []) if tok.tag == "h2" else current
+            if tok.tag == "h1":
+                current = None
+        elif current is None:
+            continue
+        elif tok.type == "list_item_open":
+            depth += 1
+            if depth == 1:
+                current.append([])
+        elif tok.type == "list_item_close":
+            depth -= 1
+        elif tok.type == "inline" and depth >= 1 and tok.map:
+            start = tok.map[0] + offset + 1
+            # markdown-it joins an inline's source lines with "\n" and nothing else.
+            current[-1].extend((start + n, ln) for n, ln in enumerate(tok.content.split("\n")))
+    return sections
+
+
+def _worktrees_span(body: str, offset: int) -> tuple[int, int] | None:
+    tokens = _tokens(body)
+    headings = [
+        (tok.map[0] + offset, tok.tag, tokens[i + 1].content.strip().lower())
+        for i, tok in enumerate(tokens)
+        if tok.type == "heading_open" and tok.map
+    ]
+    for n, (line, tag, title) in enumerate(headings):
+        if tag == "h2" and title == "worktrees":
+            end = next((ln for ln, t, _ in headings[n + 1 :] if t in {"h1", "h2"}), None)
+            return line, end if end is not None else -1
+    return None
+
+
+def _fields(item: _Item) -> dict[str, tuple[int, str]]:
+    found: dict[str, tuple[int, str]] = {}
+    for line, text in item:
+        match = _FIELD_RE.match(text)
+        if match:
+            value = match["value"].strip().strip("`").strip()
+            found.setdefault(match["key"].lower(), (line, value))
+    return found
+
+
+def _home_spec(items: list[_Item]) -> RepoSpec:
+    merged: _Item = [entry for item in items for entry in item]
+    fields = _fields(merged)
+    first = merged[0][0] if merged else 1
+    name = fields.get("name", (first, HOME))[1] or HOME
+    return _spec(name, fields, first)
+
+
+def _item_spec(item: _Item) -> RepoSpec:
+    first = item[0][0] if item else 1
+    fields = _fields(item)
+    if "name" not in fields or not fields["name"][1]:
+        raise _error(first, "an additional repo has no **name:**")
+    return _spec(fields["name"][1], fields, first)
+
+
+def _spec(name: str, fields: dict[str, tuple[int, str]], first: int) -> RepoSpec:
+    if "path" not in fields or not fields["path"][1]:
+        raise _error(first, f"repo {name!r} has no **path:**")
+    line, raw_path = fields["path"]
+    if not os.path.isabs(raw_path):
+        raise _error(line, f"path {raw_path!r} of {name!r} is not absolute; write the full path")
+    if "\0" in raw_path:
+        raise _error(line, f"path of {name!r} contains a NUL byte")
+    role = fields.get("role", (first, ""))[1]
+    return RepoSpec(name, Path(raw_path), role, first, line)
+
+
+def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
+    seen = {home.name: home.line}
+    for spec in secondaries:
+        if not SLUG_RE.fullmatch(spec.name):
+            raise _error(
+                spec.line,
+                f"name {spec.name!r} is not a slug; use lowercase letters, digits and '-'",
+            )
+        if spec.name == HOME:
+            raise _error(spec.line, "the name 'home' is reserved for the home repo")
+        if spec.name in seen:
+            raise _error(spec.line, f"name {spec.name!r} is already used on line {seen[spec.name]}")
+        seen[spec.name] = spec.line
+
+
+# -- write-back ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeLine:
+    name: str
+    path: str
+
+    @property
+    def placed(self) -> Path | None:
+        """The worktree this line places, when its path is absolute (relative to nothing else)."""
+        return Path(self.path) if os.path.isabs(self.path) else None
+
+
+def with_worktrees_section(parsed: ReposFile, entries: list[WorktreeLine]) -> str:
+    """``repos.md`` with its ``## Worktrees`` section replaced or appended; all else byte-equal."""
+    text = parsed.text
+    newline = "\r\n" if "\r\n" in text else "\n"
+    # Plain formatting, not a template: importing jinja2 cost more than the
+    # rest of the write-back, and these lines are what worktree_lines() reads.
+    section = "## Worktrees\n" + "".join(f"- {e.name}: {e.path}\n" for e in entries)
+    if newline != "\n":
+        section = section.replace("\n", newline)
+    if parsed.worktrees_span is None:
+        return _checked_append(text, _appended(text, section, newline))
+    # The span is in markdown-it's line numbers: cut the text exactly as it does.
+    lines = split_lines(text)
+    start, end = parsed.worktrees_span
+    end = len(lines) if end < 0 else end
+    old = lines[start:end]
+    # Keep the blank lines that separated the old section from what follows.
+    trailing = len(old) - len(_rstrip_blank(old))
+    return (
+        "".join(lines[:start])
+        + section
+        + "".join(old[len(old) - trailing :])
+        + "".join(lines[end:])
+    )
+
+
+def _appended(text: str, section: str, newline: str) -> str:
+    # A "\n" right after a lone "\r" would fuse with it into one "\r\n" (and
+    # turn the file's line endings into CRLF for the next run): follow the "\r".
+    sep = "\r" if text.endswith("\r") and newline == "\n" else newline
+    prefix = text if not text or text.endswith(("\n", "\r")) else text + sep
+    lines = split_lines(prefix)
+    if lines and not is_blank(lines[-1]):
+        prefix += sep
+    return prefix + section
+
+
+def _checked_append(text: str, result: str) -> str:
+    """``result`` if a rerun finds the appended section; else refuse rather than append twice.
+
+    A file that ends inside a code fence or an HTML block swallows any heading
+    after it, so every run would append another copy.
+    """
+    fm = frontmatter.split(result, need_data=False)
+    if _worktrees_span(fm.body, fm.body_line - 1) is None:
+        last = len(split_lines(text))
+        raise BadInput(
+            "repos-md",
+            f"repos.md line {last}: the file ends inside a block (a code fence or an HTML "
+            "block) that would swallow an appended ## Worktrees section; close that block, "
+            "then run this again",
+        )
+    return result
+
+
+def _rstrip_blank(lines: list[str]) -> list[str]:
+    out = list(lines)
+    while out and is_blank(out[-1]):
+        out.pop()
+    return out
+
+
+# -- reading the ## Worktrees section (phase inference, status) --------------------
+
+_WORKTREE_ITEM = re.compile(
+    r"^\s*[-*+]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(?P<path>\S.*?)\s*$"
+)
+
+
+def worktree_lines(source: str | ReposFile) -> list[WorktreeLine]:
+    """The one reader of ``## Worktrees``: every ``- <name>: <path>`` item, the first per name.
+
+    The section is found with the same token walk the write-back uses, so the
+    two agree on where it starts and ends; lines that are not items are
+    skipped. Paths are as written (a code span's backticks dropped): a relative
+    one places nothing (see :attr:`WorktreeLine.placed`), and doctor names it.
+    """
+    if isinstance(source, str):
+        fm = frontmatter.split(source, need_data=False)
+        lines = _section_body(source, _worktrees_span(fm.body, fm.body_line - 1))
+    else:
+        lines = worktrees_section_lines(source)
+    found: dict[str, WorktreeLine] = {}
+    for line in lines:
+        match = _WORKTREE_ITEM.match(line)
+        if match and match["name"] not in found:
+            found[match["name"]] = WorktreeLine(match["name"], match["path"].strip("`"))
+    return list(found.values())
+
+
+def worktrees_section_lines(parsed: ReposFile) -> list[str]:
+    """The lines under the ``## Worktrees`` heading, without their line endings."""
+    return _section_body(parsed.text, parsed.worktrees_span)
+
+
+def _section_body(text: str, span: tuple[int, int] | None) -> list[str]:
+    if span is None:
+        return []
+    lines = split_lines(text, keepends=False)
+    start, end = span
+    return lines[start + 1 : len(lines) if end < 0 else end]

@@ -1,0 +1,1320 @@
+"""pr-cleanup (DESIGN §11): after a merge, or on an explicit abandon, take one branch apart.
+
+Everything is decided before anything is touched: the primary clone is
+confirmed by git (the command often runs inside the worktree it removes, so
+every later git call is anchored at the primary clone and the process's cwd is
+never used again), every branch name from outside is validated, protected
+names are refused, dirty checkouts are refused, and in merged mode the merge is
+proven from content — with gh as a second witness that must agree when it can
+be asked, and whose silence is never an answer.
+
+The steps reuse teardown's (:mod:`router.teardown.steps`): ``remove_worktree``,
+``verify_gone``, ``update_default`` (``--ff-only`` here), ``delete_branch``,
+``remove_plan_dir``, ``local_state_step`` and ``merge_proof``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router import github
+from router.errors import BadInput, Refusal
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.github import GhFailed, GitHub, PullRequest, Unavailable
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Echo, LocalStateJob, read_temp_paths
+from router.teardown.nested import survey as survey_nested
+from router.teardown.steps import (
+    STEPS as TEARDOWN_STEPS,
+)
+from router.teardown.steps import (
+    Outcome,
+    Proof,
+    StepResult,
+    StepRun,
+    TopicRef,
+    copies_note,
+    delete_branch,
+    describe_dirt,
+    done,
+    failed,
+    forget_earlier_teardown,
+    git_failed,
+    included_copies,
+    merge_proof,
+    nested_blocker,
+    prune_origin,
+    refused,
+    removal_started,
+    remove_plan_dir,
+    remove_worktree,
+    short_ref,
+    skipped,
+    stopped_error,
+    update_default,
+    verify_gone,
+)
+from router.topic import state
+from router.topic.ids import ID_RE, Branch, branch_for
+from router.topic.workspace import PLANS_DIR, DefaultBranch, Repo, default_branch, open_repo
+
+BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
+PR_NUMBER_RE = re.compile(r"[0-9]{1,10}")
+PROTECTED = ("main", "master", "develop")
+PROTECTED_PREFIX = "release/"
+MAX_LOCK_NAME = 100  # a topic id is at most this long; a longer branch name is hashed
+MAX_STACK = 20  # stacked PRs deeper than this are not followed (and a cycle is not looped)
+
+
+class Mode(StrEnum):
+    MERGED = "merged"
+    ABANDONED = "abandoned"
+
+
+class GhVerdict(StrEnum):
+    AGREED = "agreed"  # a same-repo merged PR with this head commit, merged into the default
+    DISAGREED = "disagreed"  # a same-repo PR exists and says otherwise: not merged
+    NO_PR = "no-pr"  # gh works and knows no same-repo PR for this branch
+    UNAVAILABLE = "unavailable"  # gh missing, unauthenticated or failing: no answer either way
+    NOT_ASKED = "not-asked"  # nothing left to prove
+
+
+# -- names ---------------------------------------------------------------------------
+
+
+def branch_problem(name: str) -> str | None:
+    """Why ``name`` fails the allowlist (before git ever sees it), or None."""
+    if not BRANCH_RE.fullmatch(name):
+        return "only letters, digits and . _ / - are allowed"
+    if name.startswith("-"):
+        return "it starts with '-'"
+    if ".." in name:
+        return "it contains '..'"
+    return None
+
+
+def validate_branch(git: Git, name: str, *, what: str) -> Branch:
+    """An externally sourced branch name, allowlisted then checked by git; else ``invalid-branch``."""
+    problem = branch_problem(name)
+    if problem is None and not git.check_ref_format_branch(name):
+        problem = "git check-ref-format --branch rejects it"
+    if problem is not None:
+        raise BadInput("invalid-branch", f"{what} {name!r} is not a usable branch name: {problem}")
+    return Branch(name)
+
+
+def protected_reason(branch: str, default: DefaultBranch | None) -> str | None:
+    """Why ``branch`` is never deleted (compared case-insensitively), or None."""
+    low = branch.lower()
+    if default is not None and low == default.name.lower():
+        return f"it is the default branch ({default.name})"
+    if low in PROTECTED:
+        return f"{'/'.join(PROTECTED)} are protected names"
+    if low.startswith(PROTECTED_PREFIX):
+        return "release/* branches are protected"
+    return None
+
+
+def refuse_protected(branch: str, default: DefaultBranch | None) -> None:
+    reason = protected_reason(branch, default)
+    if reason is not None:
+        raise Refusal("protected-branch", f"{branch} is protected and is never deleted: {reason}")
+
+
+# -- the primary clone ------------------------------------------------------------------
+
+
+def primary_clone(cwd: Path) -> Repo:
+    """The repo of ``cwd`` with its primary clone confirmed three ways by git."""
+    repo = open_repo(cwd)
+    layout = repo.git.try_layout()
+    try:
+        entries = repo.git.worktree_list()
+    except GitError:
+        entries = []
+    first = entries[0] if entries else None
+    ok = (
+        layout is not None
+        and not layout.is_linked_worktree  # git dir == common dir
+        and layout.toplevel == repo.primary  # --show-toplevel
+        and layout.common_dir == repo.common_dir
+        and first is not None
+        and not first.bare
+        and _names_primary(Path(os.path.realpath(first.path)), repo)  # first of `worktree list`
+    )
+    if not ok:
+        raise Refusal(
+            "not-a-repo",
+            f"cannot confirm the primary clone of the repo at {cwd} (git dir, worktree list and "
+            "top level disagree); nothing was touched",
+        )
+    return repo
+
+
+def _names_primary(listed: Path, repo: Repo) -> bool:
+    # In a clone made with --separate-git-dir (and no core.worktree), git lists
+    # the main worktree under its git dir's path: that entry is still ours.
+    return listed == repo.primary or listed == repo.common_dir
+
+
+# -- the target ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    branch: Branch
+    pr: PullRequest | None = None  # the PR the user named (number or URL)
+
+
+def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unavailable) -> Target:
+    """PR number, PR URL, branch, or the branch checked out at ``cwd``; validated."""
+    if target is None:
+        current = Git(cwd).current_branch()
+        if current is None:
+            raise BadInput(
+                "invalid-branch",
+                f"{cwd} is on a detached HEAD; name the branch or the PR to clean up",
+            )
+        return Target(validate_branch(repo.git, current, what="the checked-out branch"))
+    if PR_NUMBER_RE.fullmatch(target):
+        return _from_pr(repo, int(target), hub)
+    if target.startswith("https://"):
+        parsed = github.parse_pr_url(target)
+        if parsed is None:
+            raise BadInput(
+                "invalid-target", f"{target!r} is not a PR URL (https://HOST/OWNER/NAME/pull/N)"
+            )
+        if isinstance(hub, GitHub) and not parsed.slug.same(hub.slug):
+            raise BadInput(
+                "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {hub.slug.arg}"
+            )
+        origin = github.parse_remote_url(repo.git.remote_url("origin"))
+        if origin is not None and not parsed.slug.same(origin):
+            raise BadInput(
+                "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}"
+            )
+        return _from_pr(repo, parsed.number, hub)
+    return Target(validate_branch(repo.git, target, what="branch"))
+
+
+def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> Target:
+    if isinstance(hub, Unavailable):
+        raise Refusal(
+            "gh-unavailable",
+            f"PR #{number} names no branch without gh ({hub}); name the branch instead",
+        )
+    try:
+        found = hub.view(number)
+    except GhFailed as exc:
+        raise Refusal(
+            "gh-unavailable", f"cannot read PR #{number}: {exc}; name the branch instead"
+        ) from None
+    branch = validate_branch(repo.git, found.head_ref, what=f"PR #{number}'s head branch")
+    if not found.same_repo(hub.slug):
+        raise Refusal(
+            "fork-pr",
+            f"PR #{number} comes from a fork ({found.head_owner or 'another repository'}): its head "
+            f"{branch} is not this repo's branch, and a fork's PR never licenses a deletion",
+        )
+    return Target(branch, found)
+
+
+# -- what is there ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """Everything about the branch, read before anything is touched."""
+
+    branch: Branch
+    default: DefaultBranch
+    tip: str | None  # refs/heads/<branch>, exact name
+    worktree: WorktreeEntry | None  # the linked worktree that has the branch checked out
+    status: StatusReport
+    topic_id: str | None
+    record: state.TopicRecord | None
+    included: tuple[str, ...]  # files a .worktreeinclude copy placed in the worktree
+    temp_paths: tuple[str, ...] | None
+    remote_tip: str | None = None
+    remote_error: str = ""  # origin could not be asked
+    notes: tuple[str, ...] = ()
+    removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
+
+    @property
+    def remote_known(self) -> bool:
+        return not self.remote_error
+
+    @property
+    def worktree_path(self) -> Path | None:
+        return Path(self.worktree.path) if self.worktree else None
+
+    def anything_left(self, repo: Repo) -> bool:
+        plan = self.topic_id is not None and os.path.lexists(
+            repo.primary / PLANS_DIR / self.topic_id
+        )
+        return bool(self.tip or self.worktree or self.remote_tip or plan)
+
+
+def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
+    default = default_branch(repo.git)
+    if default is None:
+        raise Refusal(
+            "no-default-branch",
+            f"cannot tell the default branch of {repo.primary}; run `git remote set-head origin --auto`",
+        )
+    refuse_protected(branch, default)
+    # -D and every later step only for a branch whose name matches byte for byte.
+    exact = branch in repo.git.local_branches()
+    tip = repo.git.rev_parse(f"refs/heads/{branch}") if exact else None
+    entries = repo.git.worktree_list()
+    _refuse_checked_out_in_primary(repo, branch, entries)
+    worktree = next((e for e in entries[1:] if e.branch == branch), None)
+    topic_id = branch if ID_RE.fullmatch(branch) else None
+    record, notes = _record(repo, topic_id)
+    topic = topic_ref(topic_id, record)
+    # What git has not deleted yet of a removal the record marks is no one's work:
+    # the remove step finishes it (never "commit them": that would commit deletions).
+    removing = bool(
+        worktree and topic and removal_started(repo, topic, Path(worktree.path)) is not None
+    )
+    status = (
+        Git(Path(worktree.path)).status()
+        if worktree and os.path.isdir(worktree.path) and not removing
+        else StatusReport()
+    )
+    remote_tip, remote_error = (
+        _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
+    )
+    return Survey(
+        branch,
+        default,
+        tip,
+        worktree,
+        status,
+        topic_id,
+        record,
+        _included(record, worktree),
+        _temp_paths(repo, topic_id, record, worktree),
+        remote_tip,
+        remote_error,
+        tuple(notes),
+        removing,
+    )
+
+
+def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRef | None:
+    """The topic whose record marks a removal in progress: only one team-router made (it has a record)."""
+    if topic_id is None or record is None:
+        return None
+    return TopicRef(topic_id, record.repo)
+
+
+def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[WorktreeEntry]) -> None:
+    if entries and entries[0].branch == branch:
+        raise Refusal(
+            "branch-checked-out",
+            f"{branch} is checked out in the primary clone {repo.primary}; switch it to the default "
+            "branch first (the primary clone is never removed)",
+        )
+
+
+def _record(repo: Repo, topic_id: str | None) -> tuple[state.TopicRecord | None, list[str]]:
+    if topic_id is None:
+        return None, []
+    warnings: list[str] = []
+    return state.read_record_or_none(repo.common_dir, topic_id, warnings), warnings
+
+
+def _included(record: state.TopicRecord | None, worktree: WorktreeEntry | None) -> tuple[str, ...]:
+    return included_copies(record, Path(worktree.path) if worktree else None)
+
+
+def _temp_paths(
+    repo: Repo,
+    topic_id: str | None,
+    record: state.TopicRecord | None,
+    worktree: WorktreeEntry | None,
+) -> tuple[str, ...] | None:
+    """The topic's recorded temp paths (home repo only), read before the plan dir goes."""
+    if topic_id is None or (record is not None and record.repo != "home"):
+        return None
+    roots = [Path(worktree.path)] if worktree else []
+    for root in [*roots, repo.primary]:
+        found = read_temp_paths(root / PLANS_DIR / topic_id)
+        if found:
+            return tuple(found)
+    return record.temp_paths if record else ()
+
+
+def _remote(repo: Repo, branch: str) -> tuple[str | None, str]:
+    if not repo.git.has_remote("origin"):
+        return None, "no origin"
+    try:
+        return g.remote_branch_tip(repo.git, "origin", branch), ""
+    except GitError as exc:
+        return None, exc.first_line
+
+
+def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
+    """A dirty primary clone always refuses; a dirty worktree refuses unless abandoning (snapshot)."""
+    status = repo.git.status()
+    if status.dirty:
+        raise Refusal(
+            "dirty-worktree",
+            f"the primary clone {repo.primary} {_dirt(status)}; nothing was touched",
+        )
+    if found.status.dirty and mode is Mode.MERGED:
+        raise Refusal(
+            "dirty-worktree",
+            f"{found.worktree_path} {_dirt(found.status)}; commit or discard them, nothing was touched",
+        )
+
+
+def refuse_nested(found: Survey) -> None:
+    """A repository inside the worktree holding work of its own refuses before any step, as in teardown's plan.
+
+    The remove step checks again, but by then an abandon has closed the PRs
+    and the default branch may have moved: the plan refuses first.
+    """
+    path = found.worktree_path
+    if path is None or found.removing or not os.path.isdir(path):
+        return
+    blocker = nested_blocker(path, survey_nested(path), again="pr-cleanup")
+    if blocker is not None:
+        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
+
+
+def _dirt(status: StatusReport) -> str:
+    return "has " + describe_dirt(status)
+
+
+def refuse_if_held(repo: Repo, found: Survey) -> None:
+    if found.topic_id is None:
+        return
+    from router.topic.holders import describe, other_holders
+
+    others = other_holders(repo.common_dir, found.topic_id)
+    if others:
+        who = ", ".join(describe(h) for h in others)
+        raise Refusal(
+            "held",
+            f"{found.topic_id} is held by {who}; `team-router release {found.topic_id}` first",
+        )
+
+
+# -- merge proof --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Why the branch counts as merged (or not): the content proof and what gh said."""
+
+    subject: str | None  # the commit proven (the local tip, else origin's tip)
+    content: Proof | None
+    target: str  # the ref the content proof was sought on
+    gh: GhVerdict
+    pr: int | None = None
+    detail: str = ""
+
+    @property
+    def merged(self) -> bool:
+        return self.content is not None and self.gh is not GhVerdict.DISAGREED
+
+    @property
+    def at_merge_commit(self) -> bool:
+        """The content proof holds at the PR's merge commit rather than at origin/<default>."""
+        return self.content is not None and self.content.target != self.target
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "content": str(self.content.kind) if self.content else None,
+            "target": self.content.target if self.content else self.target,
+            "gh": str(self.gh),
+            "pr": self.pr,
+            "commit": self.subject,
+            "merged": self.merged,
+            "detail": self.detail,
+        }
+
+
+def prove_merged(
+    repo: Repo, found: Survey, hub: GitHub | Unavailable, named: PullRequest | None
+) -> Evidence:
+    """Content proof on origin/<default>, checked against the same-repo PR when gh answers."""
+    target = found.default.remote_ref or f"refs/remotes/origin/{found.default.name}"
+    subject = found.tip or found.remote_tip
+    if subject is None:
+        return Evidence(
+            None,
+            None,
+            target,
+            GhVerdict.NOT_ASKED,
+            detail=f"{found.branch} is gone here and on origin",
+        )
+    if found.default.remote_ref is None:
+        return Evidence(
+            subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {found.default.name}"
+        )
+    content = merge_proof(repo.git, subject, found.default.remote_ref)
+    verdict, pr, why = _ask_gh(repo, found, hub, named, subject, found.default.remote_ref)
+    if content is None and verdict is GhVerdict.AGREED and pr is not None:
+        # A squash merge followed by other changes to the same lines defeats the
+        # squash proof on today's tip; the PR's own merge commit still shows it.
+        merge = pr.merge_commit if pr.merge_commit and repo.git.rev_parse(pr.merge_commit) else None
+        content = merge_proof(repo.git, subject, merge) if merge else None
+    held = content.detail if content else f"no content proof on {short_ref(target)}"
+    return Evidence(subject, content, target, verdict, pr.number if pr else None, f"{held}; {why}")
+
+
+def _ask_gh(
+    repo: Repo,
+    found: Survey,
+    hub: GitHub | Unavailable,
+    named: PullRequest | None,
+    tip: str,
+    target: str,
+) -> tuple[GhVerdict, PullRequest | None, str]:
+    if isinstance(hub, Unavailable):
+        return GhVerdict.UNAVAILABLE, None, f"{hub}: the content proof alone decides"
+    try:
+        prs = [named] if named is not None else hub.list_by_head(found.branch)
+    except GhFailed as exc:
+        return GhVerdict.UNAVAILABLE, None, f"{exc}: the content proof alone decides"
+    ours = [p for p in prs if p.same_repo(hub.slug) and p.head_ref == found.branch]
+    forks = [p for p in prs if not p.same_repo(hub.slug)]
+    ignored = f" (fork PR(s) {', '.join(f'#{p.number}' for p in forks)} ignored)" if forks else ""
+    if not ours:
+        return (
+            GhVerdict.NO_PR,
+            None,
+            f"gh knows no PR from this repo's {found.branch}{ignored}: the content proof alone decides",
+        )
+    for p in ours:
+        if p.merged and p.head_oid == tip and _merged_into(repo.git, p.merge_commit, target):
+            return GhVerdict.AGREED, p, f"gh agrees: PR #{p.number} merged this head{ignored}"
+    return (
+        GhVerdict.DISAGREED,
+        ours[0],
+        f"gh disagrees: {_why_not(repo.git, ours, tip, target)}{ignored}",
+    )
+
+
+def _merged_into(git: Git, merge_commit: str | None, target: str) -> bool:
+    if not merge_commit:
+        return False
+    return git.rev_parse(merge_commit) is not None and git.is_ancestor(merge_commit, target)
+
+
+def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
+    reasons = []
+    for p in prs:
+        if not p.merged:
+            reasons.append(f"PR #{p.number} is {p.state.lower()}")
+        elif p.head_oid != tip:
+            reasons.append(
+                f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}"
+            )
+        else:
+            reasons.append(f"PR #{p.number}'s merge commit is not on {short_ref(target)}")
+    return "; ".join(reasons)
+
+
+def refuse_unmerged(
+    found: Survey, evidence: Evidence, warnings: list[str], *, dry_run: bool = False
+) -> None:
+    if evidence.merged or evidence.subject is None:
+        return
+    # A missing proof is not a reason to abandon: the merge may not have
+    # reached origin yet, or the branch moved after it. Never suggest --abandon.
+    raise Refusal(
+        "not-merged",
+        f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
+        f"nothing was deleted (merge its PR first; if it is merged, check that "
+        f"origin/{found.default.name} has every commit of {found.branch}, then run this again)",
+        details={
+            "branch": found.branch,
+            "mode": str(Mode.MERGED),
+            "proof": evidence.to_json(),
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+            "warnings": warnings,
+        },
+    )
+
+
+def refuse_content_only(
+    found: Survey, evidence: Evidence, *, yes: bool, dry_run: bool = False
+) -> None:
+    """gh works and knows no merged PR from this repository: the content proof alone needs --yes.
+
+    Without gh the content proof decides (gh's silence is no answer), but a gh
+    that answers "no PR of ours" (none, or only a fork's) is a witness that
+    did not see the merge: the user confirms what the content shows (§11).
+    """
+    if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
+        return
+    raise Refusal(
+        "no-merged-pr",
+        f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
+        "the content proof alone does not license deleting it: check that the work is merged, "
+        "then run again with --yes; nothing was deleted",
+        details={
+            "branch": found.branch,
+            "mode": str(Mode.MERGED),
+            "proof": evidence.to_json(),
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+        },
+    )
+
+
+# -- abandoned: the PRs to close ------------------------------------------------------------------
+
+
+def prs_to_close(
+    repo: Repo, branch: Branch, hub: GitHub, named: PullRequest | None
+) -> list[PullRequest]:
+    """The open same-repo PR(s) of ``branch`` and every open PR stacked on it, children first."""
+    order: list[PullRequest] = []
+    seen: set[int] = set()
+
+    def children(base: str, depth: int) -> None:
+        for child in hub.list_by_base(base, state="open"):
+            if child.number in seen:
+                continue
+            seen.add(child.number)
+            # Only a same-repo head can carry further PRs of this repo on it.
+            if child.same_repo(hub.slug) and depth < MAX_STACK:
+                head = validate_branch(
+                    repo.git, child.head_ref, what=f"stacked PR #{child.number}'s head"
+                )
+                children(head, depth + 1)
+            order.append(child)
+
+    own = [named] if named is not None else hub.list_by_head(branch, state="open")
+    own = [p for p in own if p.open and p.same_repo(hub.slug) and p.head_ref == branch]
+    seen.update(p.number for p in own)
+    children(branch, 0)
+    return order + own
+
+
+# -- the steps -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    mode: Mode
+    delete_remote: bool
+    reclaim: bool
+    dry_run: bool
+    line_timeout: float = DEFAULT_LINE_TIMEOUT
+    echo: Echo | None = None
+
+
+# A PR that gh failed to close does not hold the git part back: deleting the
+# branch on origin closes it on GitHub's side anyway, and the failure is reported.
+GUARDING = frozenset({"remove", "snapshot", "branch"})
+
+
+def run_steps(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    evidence: Evidence | None,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+    warnings: list[str],
+) -> tuple[list[StepResult], list[dict[str, object]]]:
+    if found.worktree is not None and found.topic_id is not None:
+        forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
+    run = StepRun(GUARDING)
+    closed: list[dict[str, object]] = []
+    abandon = opts.mode is Mode.ABANDONED
+    if abandon:
+        run.step("close-prs", lambda: _close_prs(hub, closing, closed, warnings), guarded=False)
+    run.step("remove", lambda: _remove(repo, found, force=abandon, warnings=warnings))
+    run.step(
+        "verify-gone",
+        lambda: (
+            verify_gone(repo, found.worktree_path)
+            if found.worktree
+            else done("verify-gone", "no worktree to re-check")
+        ),
+    )
+    if not abandon:
+        run.step(
+            "update-default",
+            lambda: update_default(repo, found.default, rebase=False, fetched=True),
+            guarded=False,
+        )
+    else:
+        run.step("snapshot", lambda: _snapshot_branch(repo, found))
+    run.step("branch", lambda: _delete_local(repo, found, force=abandon, evidence=evidence))
+    gone = run.step("remote-branch", lambda: _delete_remote(repo, found, opts, evidence))
+    if abandon:
+        run.step("stack", lambda: _abandon_stack(repo, found, opts, closing, hub))
+    remote_gone = _remote_gone(found, gone)
+    run.step("prune", lambda: _prune(repo, found.branch, remote_gone))
+    run.step("reclaim", lambda: _reclaim(repo, opts))
+    run.step(
+        "plan-dir",
+        lambda: (
+            remove_plan_dir(repo, found.topic_id)
+            if found.topic_id
+            else skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
+        ),
+    )
+    run.step("local-state", lambda: _local_state(repo, found, opts))
+    return run.steps, closed
+
+
+def _close_prs(
+    hub: GitHub | Unavailable,
+    closing: list[PullRequest] | None,
+    closed: list[dict[str, object]],
+    warnings: list[str],
+) -> StepResult:
+    if isinstance(hub, Unavailable) or closing is None:
+        why = str(hub) if isinstance(hub, Unavailable) else "gh failed while listing the PRs"
+        warnings.append(f"{why}: no PR was closed; close it on GitHub by hand")
+        return skipped("close-prs", f"{why}: no PR was closed")
+    if not closing:
+        return done("close-prs", "no open PR for this branch (already closed, or none)")
+    bad = []
+    for p in closing:
+        try:
+            hub.close(p.number)
+            closed.append(
+                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"}
+            )
+        except GhFailed as exc:
+            bad.append(f"#{p.number} ({exc.reason})")
+            closed.append(
+                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
+            )
+    names = ", ".join(f"#{p.number}" for p in closing)
+    if bad:
+        return failed("close-prs", f"closing {names}: could not close {'; '.join(bad)}")
+    return done("close-prs", f"closed {names} (children before parents)")
+
+
+def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> StepResult:
+    if found.worktree is None:
+        return done("remove", f"no worktree has {found.branch} checked out: already gone")
+    copied = _copied_note(repo, found)
+    if copied and force:
+        warnings.append(f"removing {found.worktree_path}: {copied}")
+    topic = topic_ref(found.topic_id, found.record)
+    result, _ = remove_worktree(repo, found.worktree_path, found.branch, force=force, topic=topic)
+    if result.outcome is Outcome.DONE and copied:
+        return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
+    return result
+
+
+def _copied_note(repo: Repo, found: Survey) -> str:
+    """Names the .worktreeinclude copies a removal deletes, and which of them were edited."""
+    if found.worktree_path is None:
+        return ""
+    return copies_note(repo.primary, found.worktree_path, found.included)
+
+
+def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
+    """Abandoned commits stay recoverable: the tip goes to the snapshot ref unless one covers it."""
+    from router.teardown.snapshot import SnapshotFailed, covers, read_snapshot, snapshot_branch
+
+    tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.tip else None
+    if tip is None:
+        return done("snapshot", f"{found.branch} is already gone: nothing to keep")
+    snap = read_snapshot(repo.git, found.branch)
+    if not covers(repo.git, snap, tip):
+        try:
+            snap = snapshot_branch(repo, found.branch, tip)
+        except SnapshotFailed as exc:
+            return refused("snapshot", exc.code, f"{exc.message}; {found.branch} is kept")
+    return done("snapshot", f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
+
+
+def _delete_local(
+    repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
+) -> StepResult:
+    if found.branch not in repo.git.local_branches():
+        return done("branch", f"{found.branch} is already gone")
+    if evidence is not None and evidence.content is not None and evidence.at_merge_commit:
+        return _delete_proven_at_merge_commit(repo, found, evidence)
+    result, _ = delete_branch(repo, found.branch, found.default, force=force)
+    return result
+
+
+def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence) -> StepResult:
+    """teardown's check knows only the default branch's tip; this proof holds at the PR's merge."""
+    now = repo.git.rev_parse(f"refs/heads/{found.branch}")
+    if now != evidence.subject:
+        return refused(
+            "branch",
+            "not-merged",
+            f"{found.branch} moved to {(now or '')[:12]} after the proof; kept",
+        )
+    try:
+        repo.git.branch_delete(found.branch)
+    except GitError as exc:
+        return git_failed("branch", f"git branch -D {found.branch} failed", exc)
+    return done("branch", f"deleted {found.branch} ({evidence.content.detail})")  # type: ignore[union-attr]
+
+
+def _delete_remote(
+    repo: Repo, found: Survey, opts: Options, evidence: Evidence | None
+) -> StepResult:
+    name = "remote-branch"
+    if not found.remote_known:
+        return skipped(name, f"origin could not be asked ({found.remote_error}): not touched")
+    if found.remote_tip is None:
+        return done(name, f"origin has no {found.branch}: already gone")
+    if not (opts.delete_remote or opts.mode is Mode.ABANDONED):
+        return skipped(
+            name,
+            f"origin still has {found.branch} ({found.remote_tip[:12]}); "
+            "pass --delete-remote to delete it",
+        )
+    problem = _remote_loss(repo, found, opts.mode, evidence)
+    if problem:
+        return refused(name, "unintegrated-commits", f"origin's {found.branch} is kept: {problem}")
+    try:
+        g.push_delete(repo.git, "origin", found.branch, expect=found.remote_tip)
+    except GitError as exc:
+        return failed(
+            name,
+            f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept",
+            exc.code,
+        )
+    return done(name, f"deleted {found.branch} on origin (was {found.remote_tip[:12]})")
+
+
+def _stacked_heads(
+    found: Survey, closing: list[PullRequest] | None, hub: GitHub | Unavailable
+) -> list[Branch] | None:
+    """The branches of the PRs stacked on this one (this repo's heads only), children first."""
+    if isinstance(hub, Unavailable) or closing is None:
+        return None
+    heads = [p.head_ref for p in closing if p.same_repo(hub.slug) and p.head_ref != found.branch]
+    return [Branch(h) for h in dict.fromkeys(heads)]  # validated by prs_to_close
+
+
+def _abandon_stack(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> StepResult:
+    """Abandoning a stack deletes every branch of the chain, with the same snapshot rule (§11)."""
+    heads = _stacked_heads(found, closing, hub)
+    if heads is None:
+        return skipped("stack", "gh could not list the stacked PRs: no other branch was deleted")
+    if not heads:
+        return done("stack", "no branch is stacked on this one")
+    deleted, gone, kept = [], [], []
+    for head in heads:
+        why = _abandon_branch(repo, head, found.default, opts)
+        if why == GONE:
+            gone.append(head)
+        elif why:
+            kept.append(f"{head} ({why})")
+        else:
+            deleted.append(head)
+    names = ", ".join(deleted) or "none"
+    if gone:
+        names += f" ({', '.join(gone)} already gone)"
+    if kept:
+        return refused(
+            "stack",
+            "stack-kept",
+            f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
+        )
+    return done(
+        "stack",
+        f"deleted {names} here and on origin (each tip kept in its snapshot ref)",
+    )
+
+
+GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
+
+
+def _abandon_branch(repo: Repo, branch: Branch, default: DefaultBranch, opts: Options) -> str:
+    """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
+    reason = protected_reason(branch, default)
+    if reason is not None:
+        return f"protected: {reason}"
+    try:
+        child = survey(repo, branch, ask_remote=True)
+    except Refusal as exc:
+        return exc.message
+    if child.tip is None and child.remote_tip is None and child.worktree is None:
+        return GONE
+    if child.worktree is not None:
+        return (
+            f"checked out in {child.worktree.path}; run `team-router pr-cleanup {branch} "
+            "--abandon` there"
+        )
+    for step in (
+        _snapshot_branch(repo, child),
+        _delete_local(repo, child, force=True, evidence=None),
+        _delete_remote(repo, child, opts, None),
+    ):
+        if step.stopped:
+            return step.detail
+    return ""
+
+
+def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> str:
+    """What deleting origin's branch would lose, or empty when nothing."""
+    tip = found.remote_tip or ""
+    if repo.git.rev_parse(tip) is None:
+        return f"it is at {tip[:12]}, which this clone has not fetched"
+    if mode is Mode.MERGED:
+        if evidence is not None and evidence.merged and tip == evidence.subject:
+            return ""
+        if merge_proof(repo.git, tip, found.default.best_ref) is None:
+            return f"it is at {tip[:12]}, which is not proven merged"
+        return ""
+    from router.teardown.snapshot import read_snapshot
+
+    snap = read_snapshot(repo.git, found.branch)
+    keepers = [c for c in (found.tip, snap.commit if snap else None) if c]
+    if any(tip == c or repo.git.is_ancestor(tip, c) for c in keepers):
+        return ""
+    return f"it is at {tip[:12]}, with commits this clone's {found.branch} and its snapshot lack"
+
+
+def _remote_gone(found: Survey, result: StepResult) -> bool | None:
+    if not found.remote_known:
+        return None
+    if found.remote_tip is None:
+        return True
+    return result.outcome is Outcome.DONE
+
+
+def _prune(repo: Repo, branch: str, remote_gone: bool | None) -> StepResult:
+    """teardown's ``prune_origin``, once origin (asked directly) has no such branch."""
+    name = "prune"
+    tracking = f"refs/remotes/origin/{branch}"
+    if remote_gone is None:
+        return skipped(name, "origin could not be asked: not pruned")
+    if not remote_gone:
+        return skipped(name, f"origin still has {branch}: {tracking} stays")
+    note = prune_origin(repo, branch)
+    if repo.git.existing_refs([tracking]):
+        return failed(name, f"{note}; {tracking} stays and keeps the branch's commits reachable")
+    return done(name, note)
+
+
+def _reclaim(repo: Repo, opts: Options) -> StepResult:
+    if not opts.reclaim:
+        return skipped(
+            "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
+        )
+    try:
+        g.reflog_expire_unreachable(repo.git)
+        g.gc_prune_now(repo.git)
+    except GitError as exc:
+        return failed("reclaim", f"reclaiming space failed ({exc.first_line})", exc.code)
+    return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
+
+
+def _local_state(repo: Repo, found: Survey, opts: Options) -> StepResult:
+    from router.teardown.steps import local_state_ran, local_state_step, mark_done
+
+    if found.topic_id is not None and local_state_ran(repo.common_dir, found.topic_id):
+        return done(
+            "local-state",
+            "already ran in an earlier teardown or cleanup of this topic "
+            f"(`team-router local-state {found.topic_id}` runs it again)",
+        )
+    if found.record is None and not found.anything_left(repo):
+        return done("local-state", f"nothing of {found.branch} was left: already cleaned up")
+    job = LocalStateJob(
+        repo.primary.name,
+        repo.git,
+        repo.primary,
+        found.default,
+        found.branch,
+        found.worktree_path,
+        temp_paths=found.temp_paths,
+        timeout=opts.line_timeout,
+        protected=(repo.primary, repo.common_dir, *filter(None, [found.worktree_path])),
+    )
+    result, _ = local_state_step(job, echo=opts.echo)
+    if found.topic_id is not None and found.record is not None:
+        # At once, failed lines or not: a rerun must not run them a second time.
+        mark_done(
+            repo.common_dir,
+            found.topic_id,
+            "local-state",
+            repo_name=found.record.repo,
+            branch=found.branch,
+        )
+    if result.outcome is Outcome.SKIPPED:
+        return done("local-state", result.detail)
+    return result
+
+
+def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> None:
+    """Mark the topic's record as teardown does, so a rerun (of either command) skips what is done."""
+    if found.topic_id is None or found.record is None:
+        return
+    finished = {s.name for s in steps if s.outcome is Outcome.DONE and s.name in TEARDOWN_STEPS}
+    ok = not any(s.stopped for s in steps)
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = (record.teardown or state.TeardownMark()).with_done(
+            finished, TEARDOWN_STEPS, complete=ok
+        )
+        return dataclasses.replace(record, teardown=mark, pr_cleanup_mode=str(mode))
+
+    state.update_record(repo.common_dir, found.topic_id, change)
+
+
+# -- dry run ------------------------------------------------------------------------------------------
+
+
+def preview(
+    repo: Repo,
+    found: Survey,
+    opts: Options,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> list[StepResult]:
+    """What the steps would do; reads only."""
+    abandon = opts.mode is Mode.ABANDONED
+    steps = []
+    if abandon:
+        if isinstance(hub, Unavailable) or closing is None:
+            steps.append(
+                skipped(
+                    "close-prs",
+                    f"{hub if isinstance(hub, Unavailable) else 'gh failed'}: "
+                    "no PR would be closed",
+                )
+            )
+        else:
+            names = ", ".join(f"#{p.number}" for p in closing) or "none open"
+            steps.append(done("close-prs", f"would close {names}"))
+    wt = found.worktree_path
+    how = "force-remove (after a snapshot)" if abandon else "remove"
+    copied = _copied_note(repo, found)
+    steps.append(
+        done("remove", f"would {how} {wt}" + (f"; {copied}" if copied else ""))
+        if wt
+        else done("remove", "no worktree: already gone")
+    )
+    if not abandon:
+        steps.append(done("update-default", f"would fast-forward {found.default.name} (--ff-only)"))
+    else:
+        steps.append(
+            done("snapshot", f"would keep {found.branch}'s tip in a snapshot ref")
+            if found.tip
+            else done("snapshot", "nothing to keep")
+        )
+    steps.append(
+        done("branch", f"would delete {found.branch}")
+        if found.tip
+        else done("branch", f"{found.branch} is already gone")
+    )
+    remote = opts.delete_remote or abandon
+    steps.append(
+        done(
+            "remote-branch",
+            f"would check origin's {found.branch} and "
+            + ("delete it if nothing would be lost" if remote else "keep it"),
+        )
+    )
+    if abandon:
+        heads = _stacked_heads(found, closing, hub)
+        steps.append(
+            skipped("stack", "gh could not list the stacked PRs: no other branch would be deleted")
+            if heads is None
+            else done(
+                "stack",
+                f"would snapshot and delete {', '.join(heads)} here and on origin"
+                if heads
+                else "no branch is stacked on this one",
+            )
+        )
+    steps.append(
+        done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
+    )
+    steps.append(
+        done("reclaim", "would expire unreachable reflogs and gc --prune=now")
+        if opts.reclaim
+        else skipped("reclaim", "not asked")
+    )
+    steps.append(_preview_plan_dir(repo, found))
+    steps.append(
+        done("local-state", "would run .teamteardown from the default branch and remove temp paths")
+    )
+    return steps
+
+
+def _preview_plan_dir(repo: Repo, found: Survey) -> StepResult:
+    if found.topic_id is None:
+        return skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
+    return remove_plan_dir(repo, found.topic_id, dry_run=True)
+
+
+# -- the command --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupResult:
+    branch: str
+    mode: Mode
+    evidence: Evidence | None
+    steps: tuple[StepResult, ...]
+    prs: tuple[dict[str, object], ...] = ()
+    dry_run: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        # A default branch that cannot fast-forward is reported (a warning), not
+        # a failure of the cleanup: it is the user's to resolve, never ours.
+        return 1 if any(s.stopped and s.name != "update-default" for s in self.steps) else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the first step that stopped (§13)."""
+        return stopped_error(("", s) for s in self.steps) if self.exit_code else None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "branch": self.branch,
+            "mode": str(self.mode),
+            "proof": self.evidence.to_json() if self.evidence else None,
+            "steps": [s.to_json() for s in self.steps],
+            "prs": list(self.prs),
+            "dry_run": self.dry_run,
+        }
+
+
+def pr_cleanup(
+    cwd: Path,
+    target: str | None,
+    *,
+    abandon: bool = False,
+    delete_remote: bool = False,
+    reclaim: bool = False,
+    confirmed: bool | None = False,
+    yes: bool = False,
+    dry_run: bool = False,
+    wait: float = state.DEFAULT_WAIT,
+    line_timeout: float = DEFAULT_LINE_TIMEOUT,
+    echo: Echo | None = None,
+) -> CleanupResult:
+    """Clean up one branch after its merge (or, with ``abandon``, without one).
+
+    ``confirmed`` is True for ``--yes`` or a confirmed prompt, False for a
+    declined prompt, None when no prompt could be shown (stdin not a terminal).
+    ``yes`` (``--yes``) also lets a content proof stand alone where gh works
+    but knows no merged PR from this repository.
+    """
+    mode = Mode.ABANDONED if abandon else Mode.MERGED
+    opts = Options(mode, delete_remote, reclaim, dry_run, line_timeout, echo)
+    repo = primary_clone(cwd)
+    hub = github.connect(repo.git.remote_url("origin"), cwd=repo.primary)
+    chosen = resolve_target(repo, cwd, target, hub)
+    refuse_protected(chosen.branch, default_branch(repo.git))
+    if abandon and not dry_run and not confirmed:
+        _refuse_unconfirmed(chosen.branch, confirmed)
+    warnings: list[str] = []
+    if dry_run:
+        with _git_failure_refuses(chosen.branch):
+            return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
+    with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
+        with _git_failure_refuses(chosen.branch):
+            found = _prepare(repo, chosen.branch, mode, warnings)
+            evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
+        if not found.anything_left(repo):
+            warnings.append(
+                f"nothing named {found.branch} is left here or on origin: already cleaned up"
+            )
+        steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
+        remember(repo, found, steps, mode)
+    _warn_about(steps, found, warnings)
+    return CleanupResult(
+        chosen.branch, mode, evidence, tuple(steps), tuple(closed), warnings=warnings
+    )
+
+
+@contextlib.contextmanager
+def _git_failure_refuses(branch: str) -> Iterator[None]:
+    """A git command failing while the branch is surveyed or judged refuses; nothing is guessed."""
+    try:
+        yield
+    except GitError as exc:
+        raise Refusal(
+            exc.code, f"checking {branch} failed ({exc.first_line}); nothing was touched"
+        ) from None
+
+
+def lock_name(branch: str) -> str:
+    """The topic lock's name: the topic id (= its branch), bounded to a file name's length."""
+    name = branch_for(branch)
+    if len(name) <= MAX_LOCK_NAME:
+        return name
+    import hashlib
+
+    return f"{name[:64]}-{hashlib.sha256(branch.encode()).hexdigest()[:16]}"
+
+
+def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
+    if confirmed is None:
+        raise Refusal(
+            "confirmation-required",
+            f"--abandon deletes {branch} and its worktree without a merge; stdin is not a terminal, "
+            "so nothing is asked: pass --yes to confirm",
+        )
+    raise Refusal("not-confirmed", f"abandoning {branch} was not confirmed; nothing was touched")
+
+
+def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Survey:
+    """Refusals that need only the local state, then the fetch, then the survey for the steps."""
+    local = survey(repo, branch, ask_remote=False)
+    refuse_dirty(repo, local, mode)
+    refuse_nested(local)
+    refuse_if_held(repo, local)
+    _fetch(repo, warnings)
+    found = survey(repo, branch, ask_remote=True)
+    refuse_unknown(repo, found, mode)
+    warnings.extend(found.notes)
+    warnings.extend(_other_repos(repo, found))
+    return found
+
+
+def _fetch(repo: Repo, warnings: list[str]) -> None:
+    if repo.git.has_remote("origin"):
+        error = repo.git.fetch("origin")
+        if error is not None:
+            warnings.append(
+                f"git fetch origin failed ({error.first_line}); using what was fetched before"
+            )
+
+
+def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
+    """A name nothing carries, here or on origin, and no record of a cleanup: a typo, refused.
+
+    A rerun after a finished cleanup is told apart by the topic's record (it
+    stays, marked torn down), so it still exits 0 and reports every step done.
+    """
+    if found.anything_left(repo) or _cleaned_before(found.record):
+        return
+    where = f" or on origin ({found.remote_error})" if found.remote_error else " or on origin"
+    raise Refusal(
+        "unknown-branch",
+        f"no branch, worktree or plan dir named {found.branch} exists in {repo.primary}{where}, "
+        "and no record shows an earlier cleanup of it: check the name (`git branch -a`); "
+        "nothing was touched",
+        details={
+            "branch": found.branch,
+            "mode": str(mode),
+            "proof": None,
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+        },
+    )
+
+
+def _cleaned_before(record: state.TopicRecord | None) -> bool:
+    return record is not None and (
+        record.teardown is not None or record.pr_cleanup_mode is not None
+    )
+
+
+def _other_repos(repo: Repo, found: Survey) -> list[str]:
+    """pr-cleanup works in one repo; a multi-repo topic's other worktrees are named, not touched."""
+    from router.topic.model import repo_places
+
+    record = found.record
+    if record is None or record.repo != "home":
+        return []
+    places = repo_places(repo.primary, None, record)[1:]
+    names = [p.name for p in places if p.worktree and os.path.isdir(p.worktree)]
+    if not names:
+        return []
+    return [
+        f"{found.topic_id} also has worktrees in {', '.join(names)}: run pr-cleanup in each after "
+        f"its PR merges, or `team-router teardown {found.topic_id}`; they were not touched"
+    ]
+
+
+def _decide(
+    repo: Repo,
+    found: Survey,
+    chosen: Target,
+    hub: GitHub | Unavailable,
+    mode: Mode,
+    warnings: list[str],
+    *,
+    yes: bool = False,
+) -> tuple[Evidence | None, list[PullRequest] | None]:
+    if mode is Mode.MERGED:
+        evidence = prove_merged(repo, found, hub, chosen.pr)
+        if evidence.gh is GhVerdict.UNAVAILABLE:
+            warnings.append(f"merge proof from content alone: {evidence.detail}")
+        refuse_unmerged(found, evidence, warnings)
+        refuse_content_only(found, evidence, yes=yes)
+        return evidence, None
+    if isinstance(hub, Unavailable):
+        return None, None
+    try:
+        return None, prs_to_close(repo, found.branch, hub, chosen.pr)
+    except GhFailed as exc:
+        warnings.append(f"listing the PRs to close failed ({exc})")
+        return None, None
+
+
+def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> None:
+    for s in steps:
+        if s.name == "update-default" and s.stopped:
+            warnings.append(f"{found.default.name} was not updated: {s.detail}")
+
+
+def _dry_run(
+    repo: Repo,
+    chosen: Target,
+    opts: Options,
+    hub: GitHub | Unavailable,
+    warnings: list[str],
+    *,
+    yes: bool,
+) -> CleanupResult:
+    # The dry run fetches like the real run (a fetch changes no local branch or
+    # worktree): without it a merge made a minute ago would read as not merged.
+    _fetch(repo, warnings)
+    found = survey(repo, chosen.branch, ask_remote=True)
+    warnings.extend(found.notes)
+    refuse_unknown(repo, found, opts.mode, dry_run=True)
+    refuse_dirty(repo, found, opts.mode)
+    refuse_nested(found)
+    evidence, closing = None, None
+    if opts.mode is Mode.MERGED:
+        evidence = prove_merged(repo, found, hub, chosen.pr)
+        refuse_unmerged(found, evidence, warnings, dry_run=True)
+        refuse_content_only(found, evidence, yes=yes, dry_run=True)
+    elif isinstance(hub, GitHub):
+        try:
+            closing = prs_to_close(repo, found.branch, hub, chosen.pr)
+        except GhFailed as exc:
+            warnings.append(f"listing the PRs to close failed ({exc})")
+    steps = preview(repo, found, opts, closing, hub)
+    return CleanupResult(
+        chosen.branch, opts.mode, evidence, tuple(steps), dry_run=True, warnings=warnings
+    )

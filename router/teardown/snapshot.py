@@ -1,0 +1,278 @@
+"""Snapshots to hidden refs before a forced removal, and ``restore`` (DESIGN §9).
+
+A snapshot is one commit on ``refs/team-router/snapshots/<branch>``: its
+first parent is the worktree's HEAD (so commits that exist nowhere else stay
+reachable) and its tree is the worktree's files, untracked included, ignored
+excluded. As in ``git stash``, its second parent is a commit of the index
+(parent HEAD), so partially staged content survives too. ``restore`` checks
+the first parent out again, lays the snapshot's files over it as uncommitted
+edits and puts the index back, so the user finds the work as it was. A
+snapshot without a second parent (a branch's, or one written before the
+index was kept) restores with nothing staged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router.errors import Refusal
+from router.git import Git, GitError
+from router.topic import state
+from router.topic.workspace import Repo
+
+SNAPSHOT_PREFIX = g.SNAPSHOT_PREFIX
+MAX_RESTORED = 100
+NAMED = 5  # submodules named in a restore note
+
+
+def snapshot_ref(branch: str) -> str:
+    return f"{SNAPSHOT_PREFIX}{branch}"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    ref: str
+    commit: str
+    parent: str
+    index: str | None = None  # the commit whose tree is the index, when it was kept
+
+
+class SnapshotFailed(Refusal):
+    """The snapshot could not be written: the worktree must stay."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("snapshot-failed", message)
+
+
+def snapshot_worktree(
+    repo: Repo, worktree: Path, branch: str, *, exclude: tuple[str, ...] = ()
+) -> Snapshot:
+    """Write the worktree's HEAD, its index and every non-ignored file to the branch's snapshot ref.
+
+    ``exclude``: directories (relative) left out of the files' tree.
+    """
+    wt = Git(worktree)
+    try:
+        head = wt.out("rev-parse", "--verify", "HEAD")
+        staged = _index_commit(repo.git, wt, head, worktree)
+        with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
+            tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude)
+        return _commit(
+            repo.git, tree, head, branch, f"snapshot of worktree {worktree}", index=staged
+        )
+    except GitError as exc:
+        raise SnapshotFailed(f"snapshot of {worktree} failed: {exc.first_line}") from None
+    except OSError as exc:
+        raise SnapshotFailed(f"snapshot of {worktree} failed: {exc}") from None
+
+
+def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
+    """Keep a branch's commits reachable when its branch goes and no worktree holds it."""
+    tree = repo.git.tree_of(tip)
+    if tree is None:
+        raise SnapshotFailed(f"cannot read the tree of {branch} ({tip[:12]})")
+    try:
+        return _commit(repo.git, tree, tip, branch, f"snapshot of branch {branch}")
+    except GitError as exc:
+        raise SnapshotFailed(f"snapshot of {branch} failed: {exc.first_line}") from None
+
+
+def _index_commit(git: Git, wt: Git, head: str, worktree: Path) -> str:
+    """A commit (parent HEAD) of what is staged, like the index commit of ``git stash``."""
+    try:
+        tree = g.index_tree(wt)
+    except GitError as exc:
+        if "unmerged" in exc.stderr:
+            raise SnapshotFailed(
+                f"snapshot of {worktree} failed: its index has unmerged paths (a merge, "
+                "rebase or cherry-pick is in progress there); finish or abort it, then run "
+                "teardown again"
+            ) from None
+        raise
+    return g.commit_tree(git, tree, head, f"team-router index of worktree {worktree}")
+
+
+def _commit(
+    git: Git, tree: str, parent: str, branch: str, what: str, *, index: str | None = None
+) -> Snapshot:
+    ref = snapshot_ref(branch)
+    commit = g.commit_tree(git, tree, parent, f"team-router {what}", second_parent=index)
+    g.update_ref(git, ref, commit, message=f"team-router {what}")
+    return Snapshot(ref, commit, parent, index)
+
+
+def read_snapshot(git: Git, branch: str) -> Snapshot | None:
+    ref = snapshot_ref(branch)
+    commit = git.rev_parse(ref)
+    if commit is None:
+        return None
+    parent = git.rev_parse(f"{commit}^1")
+    return Snapshot(ref, commit, parent, git.rev_parse(f"{commit}^2")) if parent else None
+
+
+def covers(git: Git, snapshot: Snapshot | None, tip: str | None) -> bool:
+    """True when the snapshot keeps ``tip`` (and so every commit below it) reachable."""
+    if snapshot is None or tip is None:
+        return False
+    return tip == snapshot.parent or git.is_ancestor(tip, snapshot.commit)
+
+
+# -- restore --------------------------------------------------------------------
+
+
+class RestoreStatus(StrEnum):
+    RESTORED = "restored"
+    EXISTING = "existing"  # this snapshot was restored before and its worktree is there
+    SKIPPED = "skipped"  # no snapshot for this repo
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    name: str
+    status: RestoreStatus
+    detail: str
+    snapshot: str | None = None
+    branch: str | None = None
+    worktree: Path | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "status": str(self.status),
+            "detail": self.detail,
+            "snapshot": self.snapshot,
+            "branch": self.branch,
+            "worktree": str(self.worktree) if self.worktree else None,
+        }
+
+
+def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
+    """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot."""
+    snap = read_snapshot(repo.git, branch)
+    if snap is None:
+        return Restored(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
+    record = _read_record(repo, topic_id)
+    again = _already_restored(record, snap)
+    if again is not None:
+        return Restored(
+            name,
+            RestoreStatus.EXISTING,
+            f"already restored to {again}",
+            snap.commit,
+            _restored_field(record, "branch"),
+            again,
+        )
+    try:
+        target = _free_branch(repo, branch)
+        path = repo.worktree_path(target)
+        if os.path.lexists(path):
+            raise Refusal(
+                "path-taken", f"{path} already exists; move it away and run restore again"
+            )
+        repo.git.worktree_add(path, target, base=snap.parent)
+        g.restore_worktree_files(Git(path), snap.commit)
+        if snap.index is not None:
+            g.read_index(Git(path), snap.index)
+    except GitError as exc:
+        return Restored(
+            name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
+        )
+    except Refusal as exc:
+        return Restored(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
+    _remember(repo, record, topic_id, name, branch, target, path, snap)
+    note = "" if target == branch else f" ({branch} is taken)"
+    staged = ", what was staged is staged again" if snap.index is not None else ""
+    subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
+    return Restored(
+        name,
+        RestoreStatus.RESTORED,
+        f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
+        f"as working-tree changes{staged}; {snap.ref} is kept{subs}",
+        snap.commit,
+        target,
+        path,
+    )
+
+
+def _submodule_note(repo: Repo, snap: Snapshot) -> str:
+    """How to bring the submodules back: teardown removed them only with their commits on their remotes.
+
+    A submodule checked out at another commit than the one staged is named
+    with that commit: ``submodule update`` alone would check out the staged one.
+    """
+    note = "; its submodules are not initialised: run `git submodule update --init` there"
+    try:
+        moved = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
+    except GitError:
+        return note
+    for sub, commit in sorted(moved.items())[:NAMED]:
+        note += f", then `git -C {sub} checkout {commit[:12]}` (where it was)"
+    return note
+
+
+def _free_branch(repo: Repo, branch: str) -> str:
+    if not repo.git.branch_exists(branch):
+        return branch
+    for n in range(1, MAX_RESTORED + 1):
+        candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
+        if not repo.git.branch_exists(candidate) and not os.path.lexists(
+            repo.worktree_path(candidate)
+        ):
+            return candidate
+    raise Refusal("path-taken", f"{branch}-restored ... -{MAX_RESTORED} are all taken")
+
+
+def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
+    return state.read_record_or_none(repo.common_dir, topic_id)
+
+
+def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:
+    restored = record.restored if record else None
+    return getattr(restored, key) if restored else None
+
+
+def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path | None:
+    if _restored_field(record, "snapshot") != snap.commit:
+        return None
+    where = _restored_field(record, "worktree")
+    return Path(where) if where and (Path(where) / ".git").exists() else None
+
+
+def _remember(
+    repo: Repo,
+    record: state.TopicRecord | None,
+    topic_id: str,
+    name: str,
+    branch: str,
+    target: str,
+    path: Path,
+    snap: Snapshot,
+) -> None:
+    restored = state.Restored(snap.commit, target, str(path))
+
+    def change(r: state.TopicRecord) -> state.TopicRecord:
+        # The restored worktree is a new run: an earlier teardown's steps describe another.
+        # restore cut the branch it checked out (a free name): teardown may delete it.
+        return dataclasses.replace(
+            r,
+            worktree=str(path),
+            branch=target,
+            branch_created=True,
+            teardown=None,
+            restored=restored,
+        )
+
+    state.update_record(
+        repo.common_dir,
+        topic_id,
+        change,
+        new=lambda: record or state.TopicRecord(id=topic_id, repo=name, branch=branch),
+        replace_corrupt=True,  # as before: a corrupt record is set aside, never lost
+    )

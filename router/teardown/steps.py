@@ -1,0 +1,1134 @@
+"""The eight teardown steps (DESIGN §9) and the merge proof, each callable on its own.
+
+:func:`integrate_commits`, :func:`remove_worktree`, :func:`delete_branch`,
+:func:`verify_gone`, :func:`update_default` (with :func:`prune_origin`),
+:func:`remove_plan_dir`, :func:`sweep_step` and :func:`local_state_step`
+each return a :class:`StepResult` (outcome ``done``, ``skipped``,
+``refused`` or ``failed`` and a detail) and check the world again before
+they act, so running one twice, or after a crash, finishes the job instead of
+repeating it. :mod:`router.teardown.topic` runs them over every repo of a
+topic (plan first, then act); ``pr-cleanup`` reuses them for one branch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router.errors import error_json
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.teardown.localstate import Echo, LocalStateJob, LocalStateReport, run_local_state
+from router.teardown.nested import NestedRepo, outer_clones, survey
+from router.teardown.snapshot import (
+    Snapshot,
+    SnapshotFailed,
+    covers,
+    read_snapshot,
+    snapshot_branch,
+    snapshot_worktree,
+)
+from router.teardown.sweep import SweepResult, Verdict, classify, sweep
+from router.topic import state
+from router.topic.workspace import PLANS_DIR, WORKTREES_DIR, DefaultBranch, Repo, find_worktree
+
+STEPS = (
+    "integrate",
+    "remove",
+    "branch",
+    "verify-gone",
+    "update-default",
+    "plan-dir",
+    "sweep",
+    "local-state",
+)
+NAMED = 5  # how many paths or commits a one-line detail names before "..."
+# A step's detail when Ctrl-C stopped it ("not done" keeps it out of the record's done steps).
+INTERRUPTED_STEP = "not done: interrupted (Ctrl-C)"
+
+
+class Outcome(StrEnum):
+    DONE = "done"
+    SKIPPED = "skipped"
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    name: str
+    outcome: Outcome
+    detail: str
+    code: str = ""  # the refusal's error code (dirty-worktree, conflict, ...)
+
+    @property
+    def stopped(self) -> bool:
+        return self.outcome in {Outcome.REFUSED, Outcome.FAILED}
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "name": self.name,
+            "outcome": str(self.outcome),
+            "detail": self.detail,
+        }
+        if self.code:
+            data["code"] = self.code
+        return data
+
+
+def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | None:
+    """DESIGN §13's ``error`` for steps (``(where, step)``) that stopped: the first one, and how many more.
+
+    A default branch left as it was (``update-default``) is a warning, never the error.
+    """
+    stopped = [(where, s) for where, s in steps if s.stopped and s.name != "update-default"]
+    if not stopped:
+        return None
+    where, step = stopped[0]
+    more = f" (and {len(stopped) - 1} more stopped step(s))" if len(stopped) > 1 else ""
+    return error_json(
+        step.code or ("step-refused" if step.outcome is Outcome.REFUSED else "step-failed"),
+        f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
+    )
+
+
+def done(name: str, detail: str) -> StepResult:
+    return StepResult(name, Outcome.DONE, detail)
+
+
+def skipped(name: str, detail: str) -> StepResult:
+    return StepResult(name, Outcome.SKIPPED, detail)
+
+
+def refused(name: str, code: str, detail: str) -> StepResult:
+    return StepResult(name, Outcome.REFUSED, detail, code)
+
+
+def failed(name: str, detail: str, code: str = "") -> StepResult:
+    return StepResult(name, Outcome.FAILED, detail, code)
+
+
+def git_failed(name: str, what: str, exc: GitError) -> StepResult:
+    """A step git could not do; a git lock file in the way is named with its fix (``git-locked``)."""
+    return failed(name, f"{what}: {exc.first_line}", exc.code)
+
+
+# -- merge proof ----------------------------------------------------------------
+
+
+class ProofKind(StrEnum):
+    ANCESTOR = "ancestor"  # the branch tip is an ancestor of the target
+    PATCHES = "patches"  # every commit's patch is on the target (git cherry)
+    SQUASH = "squash"  # merging the branch into the target changes nothing
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    kind: ProofKind
+    target: str  # the ref the proof holds against
+
+    @property
+    def detail(self) -> str:
+        what = {
+            ProofKind.ANCESTOR: "its tip is an ancestor of",
+            ProofKind.PATCHES: "every patch is on",
+            ProofKind.SQUASH: "its squashed change is already on",
+        }[self.kind]
+        return f"{what} {short_ref(self.target)}"
+
+
+def merge_proof(git: Git, branch: str, target: str) -> Proof | None:
+    """Proof that every change of ``branch`` is already on ``target``, or None.
+
+    Three proofs, cheapest first: ancestry (a merge commit or fast-forward),
+    patch identity (a rebase or cherry-pick), and for a squash merge the
+    tree ``git merge-tree --write-tree target branch`` yields being the
+    target's own tree.
+    """
+    if git.is_ancestor(branch, target):
+        return Proof(ProofKind.ANCESTOR, target)
+    try:
+        entries = git.cherry(target, branch)
+    except GitError:
+        entries = []
+    if entries and all(e.present for e in entries):
+        return Proof(ProofKind.PATCHES, target)
+    target_tree = git.tree_of(target)
+    if target_tree is not None and git.merge_tree(target, branch) == target_tree:
+        return Proof(ProofKind.SQUASH, target)
+    return None
+
+
+def short_ref(ref: str) -> str:
+    return ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+
+
+@dataclass(frozen=True, slots=True)
+class Integration:
+    """Where a branch's work stands against the repo's default branch."""
+
+    proof: Proof | None
+    missing: tuple[str, ...]  # commits whose patches the default branch lacks
+
+    @property
+    def integrated(self) -> bool:
+        return self.proof is not None or not self.missing
+
+
+def integration(git: Git, tip: str, default: DefaultBranch) -> Integration:
+    """Merged on origin or on the local default branch, else the commits still missing."""
+    targets = [ref for ref in (default.remote_ref, default.local_ref) if ref]
+    for ref in targets:
+        proof = merge_proof(git, tip, ref)
+        if proof is not None:
+            return Integration(proof, ())
+    upstream = default.local_ref or default.remote_ref or default.best_ref
+    missing = tuple(e.sha for e in git.cherry(upstream, tip) if not e.present)
+    return Integration(None, missing)
+
+
+# -- the primary clone --------------------------------------------------------
+
+
+def is_primary_clone(repo: Repo, path: Path, entries: list[WorktreeEntry]) -> bool:
+    """Decided by git: the first ``worktree list`` entry, or a checkout whose git dir is the common dir."""
+    real = os.path.realpath(path)
+    if real == str(repo.primary) or (entries and real == os.path.realpath(entries[0].path)):
+        return True
+    if any(real == os.path.realpath(e.path) for e in entries[1:]):
+        return False  # git lists it as a linked worktree
+    layout = Git(Path(real)).try_layout() if os.path.isdir(real) else None
+    return layout is not None and layout.toplevel == Path(real) and not layout.is_linked_worktree
+
+
+def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
+    """The primary clone's status and checked-out branch (one git process)."""
+    return g.status_with_branch(repo.git)
+
+
+def primary_busy(repo: Repo, default: DefaultBranch) -> str:
+    """Why the primary clone cannot take a cherry-pick now, with the command that clears it ("" when it can)."""
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        return (
+            f"a {operation} is in progress there that team-router did not start; finish it, "
+            f"or undo it with `git -C {repo.primary} {operation} --abort`"
+        )
+    status, current = primary_state(repo)
+    busy = busy_reason(status, current, default)
+    if not busy:
+        return ""
+    if status.dirty:
+        return (
+            f"{busy}; commit or stash them (`git -C {repo.primary} stash push --include-untracked`)"
+        )
+    if current != default.name and default.local_ref is not None:
+        return f"{busy}; switch back with `git -C {repo.primary} switch {default.name}`"
+    return busy
+
+
+def busy_reason(status: StatusReport, current: str | None, default: DefaultBranch) -> str:
+    if status.dirty:
+        return f"it has uncommitted changes ({name_some(status.tracked + status.untracked)})"
+    if current != default.name:
+        return f"it is on {current or 'a detached HEAD'}, not {default.name}"
+    if default.local_ref is None:
+        return f"it has no local {default.name}"
+    return ""
+
+
+# -- step 1: integrate ----------------------------------------------------------
+
+
+def integrate_commits(
+    repo: Repo,
+    branch: str,
+    default: DefaultBranch | None,
+    *,
+    apply: bool,
+    known: tuple[str, Integration] | None = None,
+    topic: TopicRef | None = None,
+) -> StepResult:
+    """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
+
+    With ``topic``, the topic's record in this repo marks the pick while it
+    runs, so :func:`resume_integration` can undo one a kill interrupted.
+
+    ``known`` is a (tip, integration) judgement made moments ago (the plan's);
+    without it the branch is judged afresh, which is what makes a rerun after
+    a crash safe: commits already picked show as present and are not picked again.
+    """
+    name = "integrate"
+    tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None:
+        return skipped(name, f"branch {branch} is gone: nothing to integrate")
+    if default is None:
+        return refused(name, "no-default-branch", f"{repo.primary}: the default branch is unknown")
+    found = known[1] if known else integration(repo.git, tip, default)
+    if found.proof is not None:
+        return skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
+    if not found.missing:
+        return skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
+    if not apply:
+        return refused(
+            name,
+            "unintegrated-commits",
+            f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
+            f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
+        )
+    busy = primary_busy(repo, default)
+    if busy:
+        return refused(name, "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}")
+    unknown = g.committer_unknown(repo.git)
+    if unknown is not None:
+        return no_identity(repo, unknown)
+    # Marked before the first pick: a kill mid-pick leaves the primary busy, and
+    # only this mark lets the rerun tell its own half-done pick from the user's.
+    pick = Picking(branch, default.name, repo.git.out("rev-parse", "HEAD"), found.missing)
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, pick, branch=branch)
+    # git cherry lists oldest first, the order the commits must be applied in.
+    try:
+        g.cherry_pick(repo.git, found.missing)
+    except GitError as exc:
+        if exc.returncode < 0:
+            # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
+            # mark describes: it stays, and the rerun undoes the pick with its proofs.
+            return failed(
+                name,
+                f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
+                f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
+            )
+        stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
+        not_undone = _abort_pick(repo, pick)
+        if not_undone is not None:
+            # The mark stays: until the pick is undone, only it tells the rerun
+            # that the stopped cherry-pick in the primary is ours to undo.
+            return refused(
+                name,
+                not_undone.code if not_undone.lock_file else exc.code,
+                f"cherry-pick onto {default.name} in {repo.primary} stopped ({exc.first_line}) "
+                f"and could not be undone yet ({not_undone.first_line}); "
+                "run teardown again once that is fixed: it undoes the half-done pick first",
+            )
+        if topic is not None:
+            set_mark(repo, topic, INTEGRATING, None, branch=branch)
+        if g.is_identity_error(exc):
+            return no_identity(repo, exc)
+        if exc.lock_file is not None:
+            return refused(
+                name,
+                exc.code,
+                f"cherry-pick onto {default.name} stopped: {exc.first_line}; aborted, "
+                f"{default.name} is unchanged",
+            )
+        return refused(
+            name,
+            "conflict",
+            f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
+            f"aborted, {default.name} is unchanged",
+        )
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    return done(
+        name,
+        f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
+        f"(not pushed: push {default.name} when you are ready){_follow_submodules(repo)}",
+    )
+
+
+def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
+    """Undo a stopped pick of ours; None once the primary is back at its start with no pick in it.
+
+    Judged by the state git leaves, not by ``--abort``'s exit code: a pick
+    that stopped before it began leaves nothing to abort, and one that meets
+    a lock file leaves ``sequencer/`` that only a later ``--abort`` can undo.
+    """
+    error = g.cherry_pick_abort(repo.git)
+    if g.operation_in_progress(repo.common_dir) is None and repo.git.head() == pick.tip:
+        return None
+    return error or GitError(
+        ["git", "-C", str(repo.primary), "cherry-pick", "--abort"],
+        1,
+        f"{repo.primary} is not back at {pick.tip[:12]} with no cherry-pick in progress",
+    )
+
+
+def _follow_submodules(repo: Repo) -> str:
+    """Check out moved gitlinks in the primary's initialised submodules; a note when that fails.
+
+    The primary was clean before the cherry-pick, so what shows changed now
+    is a submodule whose recorded commit the picked commits moved: git does
+    not follow it, and without this the primary would be left dirty.
+    """
+    status, _ = primary_state(repo)
+    if not status.tracked:
+        return ""
+    try:
+        g.submodule_update(repo.git, status.tracked)
+    except GitError as exc:
+        return (
+            f"; git submodule update failed ({exc.first_line}), so {name_some(status.tracked)} "
+            f"show as changed in {repo.primary}: run `git submodule update` there"
+        )
+    return f"; submodule(s) {name_some(status.tracked)} checked out at their new commit"
+
+
+def no_identity(repo: Repo, exc: GitError) -> StepResult:
+    return refused(
+        "integrate",
+        "no-identity",
+        f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
+        "so nothing was cherry-picked; set one with "
+        f'`git -C {repo.primary} config user.name "Your Name"` and '
+        f"`git -C {repo.primary} config user.email you@example.com` (or `git config --global ...`), "
+        "then run teardown again",
+    )
+
+
+# -- interrupted steps: what the record says this tool was in the middle of -------
+
+INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
+REMOVING = (
+    state.REMOVING
+)  # record field: `git worktree remove` of a proven-safe worktree is running
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRef:
+    """The topic whose record (in each repo's common git dir) marks that repo's teardown."""
+
+    id: str
+    repo_name: str  # the repo's name in the topic, for a record made afresh
+
+
+Picking = state.Picking  # the record's integrating mark
+
+
+def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
+    record = state.read_record_or_none(common_dir, topic_id)
+    return getattr(record, key) if record else None
+
+
+def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: str) -> None:
+    """Write (``value``) or clear (None) one mark of the topic's record, atomically.
+
+    A corrupt record is reported elsewhere and never overwritten (a rerun then
+    refuses, naming the fix).
+    """
+
+    def new() -> state.TopicRecord:
+        return state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
+
+    state.update_record(
+        repo.common_dir,
+        topic.id,
+        lambda r: dataclasses.replace(r, **{key: value}),  # type: ignore[arg-type]
+        new=new if value is not None else None,
+    )
+
+
+def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
+    """The cherry-pick of ours the record marks as running (one a kill interrupted)."""
+    mark = read_mark(repo.common_dir, topic.id, INTEGRATING)
+    return mark if isinstance(mark, Picking) else None
+
+
+def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
+    """Undo what a killed cherry-pick of ours left in the primary clone; None when there is none.
+
+    Only a state the record's mark proves ours is touched: git's own
+    ``cherry-pick --abort`` for a pick it still tracks, and ``reset --hard``
+    only when every changed path holds content from the picked commits or
+    HEAD (nothing else can be lost). Anything else is left for the busy
+    check, which refuses and names the command that clears it.
+    """
+    pick = pending_pick(repo, topic)
+    if pick is None:
+        return None
+    undone = []
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
+            return None
+        error = g.cherry_pick_abort(repo.git)
+        if error is not None and error.lock_file is not None:
+            # Neither --abort nor --quit: the mark stays, and once the lock is
+            # gone the rerun's --abort puts the default branch back where it was.
+            return refused(
+                "integrate",
+                error.code,
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                f"interrupted, and undoing it stopped: {error.first_line}",
+            )
+        undone.append("aborted its cherry-pick")
+        if g.operation_in_progress(repo.common_dir) is not None:
+            # A kill right after a pick's commit, before git noted it: --abort
+            # will not rewind past it ("you seem to have moved HEAD") and keeps
+            # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
+            g.cherry_pick_quit(repo.git)
+            undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
+        if g.operation_in_progress(repo.common_dir) is not None:
+            return None
+    status, current = primary_state(repo)
+    if current != pick.target:
+        return None
+    if status.dirty:
+        foreign = list(status.untracked) + _foreign_changes(repo, pick, status.tracked)
+        if foreign:
+            return refused(
+                "integrate",
+                "primary-busy",
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
+                f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
+                "teardown again",
+            )
+        g.reset_hard(repo.git, "HEAD")
+        undone.append(f"dropped its half-applied changes ({name_some(status.tracked)})")
+    set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    what = "; ".join(undone) or "nothing was left half-done"
+    return done(
+        "integrate",
+        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
+        f"{what}; its commits are judged again",
+    )
+
+
+def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
+    """The stopped cherry-pick is the one the mark names (its commit, its starting point)."""
+    head = g.cherry_pick_head(repo.git)
+    start = g.sequencer_start(repo.common_dir)
+    if head is None and start is None:
+        return False
+    return (head is None or head in pick.commits) and (start is None or start == pick.tip)
+
+
+def _foreign_changes(repo: Repo, pick: Picking, paths: tuple[str, ...]) -> list[str]:
+    """Changed paths whose index or file content is in none of the picked commits nor HEAD."""
+    ours: dict[str, set[str]] = {p: set() for p in paths}
+    for rev in (*pick.commits, "HEAD"):
+        for path, blob in g.tree_blobs(repo.git, rev, paths).items():
+            ours[path].add(blob)
+    staged = g.index_blobs(repo.git, paths)
+    on_disk = g.worktree_blobs(repo.git, paths)
+    # A deleted path (in the index or on disk) loses nothing: HEAD still has its content.
+    return [
+        p
+        for p in paths
+        if not staged.get(p, set()) <= ours[p] or on_disk.get(p, "") not in ours[p] | {""}
+    ]
+
+
+# -- step 2: remove -----------------------------------------------------------
+
+
+def remove_worktree(
+    repo: Repo,
+    path: Path | None,
+    branch: str,
+    *,
+    force: bool,
+    entries: list[WorktreeEntry] | None = None,
+    topic: TopicRef | None = None,
+) -> tuple[StepResult, Snapshot | None]:
+    """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
+
+    A repository inside it (a submodule, a nested clone) holding work refuses
+    whatever ``force`` says: the snapshot cannot keep it. Without ``force``
+    git's own check is the guard: ``git worktree remove`` refuses a worktree
+    with changed or untracked files, and only then is the status read, to
+    name them. With ``topic``, the record marks the removal once the worktree
+    is proven clean (or snapshotted), so a rerun after a kill finishes a
+    half-deleted worktree instead of reading its deletions as work.
+    """
+    name = "remove"
+    entries = entries if entries is not None else repo.git.worktree_list()
+    if path is None:
+        return skipped(name, "no worktree recorded"), None
+    if is_primary_clone(repo, path, entries):
+        return skipped(name, f"{path} is the primary clone: never removed"), None
+    entry = find_worktree(entries, path)
+    started = removal_started(repo, topic, path) if topic is not None else None
+    if topic is not None and started is not None:
+        registered = entry is not None
+        return finish_removal(repo, path, started, topic, branch, registered=registered), None
+    if entry is None:
+        there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
+        return skipped(name, f"{path} is not a registered worktree: {there}"), None
+    other = foreign_worktree(repo, path, branch, entry)
+    if other:
+        return skipped(name, other), None
+    exists = os.path.isdir(path)
+    nested = survey(path) if exists else ()
+    blocker = nested_blocker(path, nested)
+    if blocker is not None:
+        return blocker, None
+    gone = gone_with(nested)
+    if not force:
+        if entry.locked:
+            return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
+        status = Git(path).status() if exists and topic is not None else StatusReport()
+        if status.dirty:
+            return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
+        try:
+            _mark_removal(repo, topic, path, branch)
+            # A registration whose directory is gone holds nothing: --force drops it.
+            repo.git.worktree_remove(path, force=not exists)
+        except GitError as exc:
+            if exc.returncode < 0:
+                return removal_interrupted(path, exc), None
+            if exists and g.SUBMODULES_REFUSAL in exc.stderr:
+                result = _remove_with_submodules(repo, path, entry, gone)
+                if result.outcome is Outcome.DONE:
+                    _unmark_removal(repo, topic, branch)
+                return result, None
+            _unmark_removal(repo, topic, branch)
+            blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
+            return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
+        _unmark_removal(repo, topic, branch)
+        return done(name, f"removed {path}{gone}"), None
+    status = Git(path).status() if exists else StatusReport()
+    snap = None
+    if exists and _holds_work(repo, path, branch, status):
+        try:
+            snap = snapshot_worktree(repo, path, branch, exclude=outer_clones(nested))
+        except SnapshotFailed as exc:
+            return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
+    try:
+        _mark_removal(repo, topic, path, branch)
+        repo.git.worktree_remove(path, force=True)
+    except GitError as exc:
+        if exc.returncode < 0:
+            return removal_interrupted(path, exc), snap
+        _unmark_removal(repo, topic, branch)
+        return git_failed(name, f"git worktree remove {path} failed", exc), snap
+    _unmark_removal(repo, topic, branch)
+    kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
+    return done(name, f"removed {path}{kept}{gone}"), snap
+
+
+def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: str) -> StepResult:
+    """git removes a worktree holding submodules only with --force: our checks stand in for its own.
+
+    Its own check is the status read here (submodules included), and every
+    repository inside was just found to hold nothing that exists only there.
+    """
+    blocker = worktree_blocker(path, entry, Git(path).status())
+    if blocker is not None:
+        return blocker
+    try:
+        repo.git.worktree_remove(path, force=True, keep_locked=True)
+    except GitError as exc:
+        return failed("remove", f"git worktree remove --force {path} failed: {exc.first_line}")
+    return done("remove", f"removed {path}{gone}")
+
+
+def nested_blocker(
+    path: Path, nested: tuple[NestedRepo, ...], *, again: str = "teardown"
+) -> StepResult | None:
+    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own.
+
+    ``again`` is the command the message says to run again.
+    """
+    holding = [n for n in nested if n.holds_work]
+    if not holding:
+        return None
+    return refused(
+        "remove",
+        "nested-work",
+        f"{path} holds other repositories whose work exists nowhere else; removing the worktree "
+        "would delete it and --force cannot snapshot it: "
+        + ", ".join(_nested_loss(n) for n in holding)
+        + ". Push those commits, commit and push (or discard) those changes, or move the "
+        f"repository out of the worktree; then run {again} again",
+    )
+
+
+def _nested_loss(repo: NestedRepo) -> str:
+    """``submodule lib (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
+    if repo.problem:
+        return f"{repo.kind} {repo.rel} ({repo.problem})"
+    parts = (
+        [f"{repo.unpushed} commit(s) on none of its remote-tracking refs"] if repo.unpushed else []
+    )
+    if repo.status.dirty:
+        parts.append(describe_dirt(repo.status))
+    return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
+
+
+def gone_with(nested: tuple[NestedRepo, ...]) -> str:
+    if not nested:
+        return ""
+    names = name_some(f"{n.kind} {n.rel}" for n in nested)
+    return f"; the repositories inside, holding nothing unpushed, go with it: {names}"
+
+
+def removal_interrupted(path: Path, exc: GitError) -> StepResult:
+    # git was killed mid-removal (Ctrl-C reaches it too): the mark stays, so the
+    # rerun finishes the half-deleted worktree instead of reading it as work.
+    return failed(
+        "remove",
+        f"git worktree remove {path} was interrupted ({exc.first_line}); "
+        "run the same command again to finish the removal",
+    )
+
+
+def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> None:
+    # Written only after the worktree was proven clean or snapshotted: from here
+    # on, whatever git has not deleted yet is known to be safe to delete.
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, state.Removal(str(path), time.time()), branch=branch)
+
+
+def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, None, branch=branch)
+
+
+def removal_started(repo: Repo, topic: TopicRef, path: Path) -> float | None:
+    """When a removal of ``path`` that this tool started (and a kill interrupted) was marked."""
+    mark = read_mark(repo.common_dir, topic.id, REMOVING)
+    if not isinstance(mark, state.Removal):
+        return None
+    if os.path.realpath(mark.path) != os.path.realpath(path):
+        return None
+    return mark.at or None
+
+
+def written_since(path: Path, since: float) -> list[str]:
+    """Files under ``path`` changed after ``since``: someone wrote them after the removal began."""
+    found = []
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            try:
+                if os.lstat(full).st_mtime > since:
+                    found.append(os.path.relpath(full, path))
+            except FileNotFoundError:
+                continue
+    return sorted(found)
+
+
+def finish_removal(
+    repo: Repo, path: Path, since: float, topic: TopicRef, branch: str, *, registered: bool
+) -> StepResult:
+    """Finish a removal a kill interrupted: what is left was proven safe before it began.
+
+    Its deletions are the removal's own, never work to commit; only a file
+    written after it began is work, and then the remains are kept.
+    """
+    name = "remove"
+    newer = written_since(path, since) if os.path.isdir(path) else []
+    if newer:
+        return refused(
+            name,
+            "removal-interrupted",
+            f"removing {path} was interrupted, and {name_some(newer)} were written there since: "
+            f"kept; move them out of {path}, then run teardown again to finish the removal",
+        )
+    if os.path.lexists(path):
+        shutil.rmtree(path)
+    if registered:
+        # The directory is gone now, and git drops the registration of a missing one.
+        repo.git.worktree_remove(path, force=True)
+    set_mark(repo, topic, REMOVING, None, branch=branch)
+    return done(name, f"removed {path} (finished a removal that was interrupted)")
+
+
+def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:
+    """The files a ``.worktreeinclude`` copy placed in ``worktree`` (per its record) that are still there."""
+    if worktree is None or record is None:
+        return ()
+    return tuple(p for p in record.included if os.path.lexists(worktree / p))
+
+
+def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> str:
+    """Names the ``.worktreeinclude`` copies a removal deletes (git ignores them), and the edited ones."""
+    if not included:
+        return ""
+    edited = [p for p in included if _differs(primary / p, worktree / p)]
+    note = f"it held copies placed by .worktreeinclude: {name_some(included)}"
+    if edited:
+        note += f" (edited since copied, not kept: {name_some(edited)})"
+    return note
+
+
+def _differs(original: Path, copy: Path) -> bool:
+    try:
+        return original.read_bytes() != copy.read_bytes()
+    except OSError:
+        return True
+
+
+def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> str:
+    """Why the worktree at ``path`` is not this branch's to remove (empty when it is).
+
+    The path comes from a record or from ``repos.md`` (written by a model); git
+    decides whose worktree it is: one on another branch belongs to other work
+    (with its own plan dir and ignored files), and a detached one counts only
+    at this branch's own worktree path.
+    """
+    if entry.branch == branch:
+        return ""
+    if entry.branch is None and os.path.realpath(path) == os.path.realpath(
+        repo.worktree_path(branch)
+    ):
+        return ""
+    on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
+    return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
+
+
+def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:
+    if entry.locked:
+        why = f" ({entry.lock_reason})" if entry.lock_reason else ""
+        return refused(
+            "remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force"
+        )
+    if status.dirty:
+        return refused(
+            "remove",
+            "dirty-worktree",
+            f"{path} has {describe_dirt(status)}; commit them, or pass --force to snapshot and remove",
+        )
+    return None
+
+
+def describe_dirt(status: StatusReport) -> str:
+    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
+    parts = []
+    if status.tracked:
+        parts.append(f"{len(status.tracked)} changed tracked file(s): {name_some(status.tracked)}")
+    if status.untracked:
+        parts.append(f"{len(status.untracked)} untracked file(s): {name_some(status.untracked)}")
+    return "; ".join(parts)
+
+
+def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bool:
+    """Anything a forced removal would lose: edits, untracked files, commits on no other ref."""
+    if status.dirty:
+        return True
+    head = Git(path).head()
+    if head is None:
+        return False
+    return g.unique_commits(repo.git, head, except_branch=branch) > 0
+
+
+# -- step 3: branch -----------------------------------------------------------
+
+
+def delete_branch(
+    repo: Repo,
+    branch: str,
+    default: DefaultBranch | None,
+    *,
+    force: bool,
+    known: tuple[str, Integration] | None = None,
+) -> tuple[StepResult, Snapshot | None]:
+    """Delete the branch when its work is integrated or proven merged, or snapshotted under force.
+
+    ``known`` is an earlier (tip, integration) judgement, reused only while
+    the branch still points at that tip.
+    """
+    name = "branch"
+    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None:
+        return skipped(name, f"{branch} is already gone"), None
+    if known is not None and known[0] == tip:
+        found = known[1]
+    else:
+        found = integration(repo.git, tip, default) if default else Integration(None, (tip,))
+    snap = None
+    if found.integrated:
+        why = found.proof.detail if found.proof else f"every patch is on {default.name}"  # type: ignore[union-attr]
+    elif not force:
+        return refused(
+            name,
+            "unintegrated-commits",
+            f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
+        ), None
+    else:
+        snap = read_snapshot(repo.git, branch)
+        if not covers(repo.git, snap, tip) and g.unique_commits(
+            repo.git, tip, except_branch=branch
+        ):
+            try:
+                snap = snapshot_branch(repo, branch, tip)
+            except SnapshotFailed as exc:
+                return refused(name, exc.code, f"{exc.message}; {branch} is kept"), None
+        why = f"--force; its commits stay reachable from {snap.ref}" if snap else "--force"
+    try:
+        repo.git.branch_delete(branch)
+    except GitError as exc:
+        # git refuses to delete a branch some worktree has checked out: keep it.
+        if "checked out" in exc.stderr or "used by worktree" in exc.stderr:
+            return skipped(
+                name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"
+            ), snap
+        return git_failed(name, f"git branch -D {branch} failed", exc), snap
+    return done(name, f"deleted {branch} ({why})"), snap
+
+
+# -- step 4: verify-gone ---------------------------------------------------------
+
+
+def verify_gone(repo: Repo, path: Path | None) -> StepResult:
+    """Re-check a removed path; a late writer's recreation goes only if it is residue."""
+    name = "verify-gone"
+    if path is None:
+        return skipped(name, "no worktree recorded")
+    if not os.path.lexists(path):
+        return done(name, f"{path} is gone")
+    entries = repo.git.worktree_list()
+    if is_primary_clone(repo, path, entries):
+        return skipped(name, f"{path} is the primary clone: never removed")
+    if find_worktree(entries, path) is not None:
+        return skipped(name, f"{path} is still a registered worktree")
+    if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
+        return refused(name, "residue-kept", f"{path} came back outside {WORKTREES_DIR}: kept")
+    verdict, files = classify(path, {os.path.realpath(e.path) for e in entries})
+    if verdict is not Verdict.RESIDUE:
+        return refused(
+            name,
+            "residue-kept",
+            f"{path} came back ({verdict}: {name_some(files)}): kept for you to look at",
+        )
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        return failed(name, f"{path} came back and could not be removed: {exc.strerror}")
+    return done(name, f"{path} came back (a late writer) holding only residue: removed")
+
+
+# -- step 5: update-default -------------------------------------------------------
+
+
+def update_default(
+    repo: Repo,
+    default: DefaultBranch | None,
+    *,
+    rebase: bool = True,
+    fetched: bool = False,
+    has_origin: bool | None = None,
+) -> StepResult:
+    """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
+
+    Otherwise fetch only (unless ``fetched``) and say why. Never a merge
+    commit; a pull that stops is aborted so the primary clone is left clean.
+    """
+    name = "update-default"
+    if default is None:
+        return skipped(name, "the default branch is unknown: nothing to update")
+    if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
+        return skipped(name, "no origin: nothing to update")
+    status, current = primary_state(repo)
+    busy = busy_reason(status, current, default)
+    if busy:
+        error = None if fetched else repo.git.fetch("origin")
+        how = f"fetch failed ({error.first_line})" if error else "fetched only"
+        return skipped(name, f"{how}: the primary clone was not updated because {busy}")
+    mode = "--rebase" if rebase else "--ff-only"
+    try:
+        g.pull(repo.git, "origin", default.name, rebase=rebase)
+    except GitError as exc:
+        if rebase:
+            g.rebase_abort(repo.git)
+        return failed(
+            name,
+            f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
+            f"{default.name} left as it was",
+            exc.code,
+        )
+    how = "rebased onto" if rebase else "fast-forwarded to"
+    return done(
+        name, f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
+    )
+
+
+def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> str:
+    """``git remote prune origin`` when origin no longer has ``branch``; a note saying what happened.
+
+    A merge that deleted the branch on origin leaves ``refs/remotes/origin/<branch>``
+    behind, and it keeps every commit of the branch reachable. ``remote prune``
+    drops only refs whose branch origin no longer has, so running it while that
+    ref exists is safe, and whether it dropped the ref tells if origin still has
+    the branch. ``tracking`` says whether that ref exists, when already known.
+    """
+    ref = f"refs/remotes/origin/{branch}"
+    if tracking is None:
+        tracking = bool(repo.git.existing_refs([ref]))
+    if not tracking:
+        return f"no origin/{branch} ref: nothing to prune"
+    try:
+        pruned = g.remote_prune_refs(repo.git, "origin")
+    except GitError as exc:
+        return f"git remote prune origin failed ({exc.first_line})"
+    if f"origin/{branch}" in pruned:
+        return f"origin no longer has {branch}: pruned origin/{branch}"
+    return f"origin still has {branch}: not pruned"
+
+
+# -- step 6: plan-dir -------------------------------------------------------------
+
+
+def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> StepResult:
+    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
+    name = "plan-dir"
+    rel = PLANS_DIR / topic_id
+    path = repo.primary / rel
+    if not os.path.lexists(path):
+        return skipped(name, f"no {rel}/ in the primary clone")
+    if path.is_symlink() or not path.is_dir():
+        return refused(name, "plan-dir-kept", f"{path} is not a plain directory: kept")
+    if os.path.realpath(path) != os.path.join(os.path.realpath(repo.primary), rel):
+        # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
+        # what lies behind it is somewhere else on the machine, never ours to delete.
+        return refused(name, "plan-dir-kept", f"{path} is reached through a symlink: kept")
+    tracked = repo.git.ls_files(rel.as_posix() + "/")
+    if tracked is None:
+        return refused(
+            name,
+            "plan-dir-kept",
+            f"git ls-files {rel} failed, so it is not known to be untracked: kept",
+        )
+    if tracked:
+        return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
+    if dry_run:
+        return done(name, f"would remove {path} (untracked)")
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        return failed(name, f"removing {path} failed: {exc.strerror}")
+    return done(name, f"removed {path} (untracked)")
+
+
+# -- step 7: sweep ----------------------------------------------------------------
+
+
+def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
+    result = sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir)
+    where = repo.primary / WORKTREES_DIR
+    if result.failed:
+        paths = name_some(str(p) for p, _ in result.failed)
+        return failed("sweep", f"could not remove residue: {paths}"), result
+    if result.no_residue:
+        return skipped("sweep", f"no residue under {where}"), result
+    parts = []
+    if result.swept:
+        parts.append(f"swept {len(result.swept)}: {name_some(str(p) for p in result.swept)}")
+    if result.kept:
+        parts.append(
+            f"kept {len(result.kept)} (see kept): {name_some(str(k.path) for k in result.kept)}"
+        )
+    return done("sweep", "; ".join(parts)), result
+
+
+# -- step 8: local-state ------------------------------------------------------------
+
+
+def local_state_step(
+    job: LocalStateJob, *, echo: Echo | None = None, stop: threading.Event | None = None
+) -> tuple[StepResult, LocalStateReport]:
+    report = run_local_state(job, echo=echo, stop=stop)
+    if report.interrupted:
+        # "not done": the record does not count it, so a rerun runs the step again.
+        return skipped("local-state", f"{INTERRUPTED_STEP}: {report.summary()}"), report
+    outcome = Outcome.DONE if report.ok else Outcome.FAILED
+    if report.declaration.source is None and not report.temp_paths:
+        outcome = Outcome.SKIPPED
+    return StepResult("local-state", outcome, report.summary()), report
+
+
+def local_state_ran(common_dir: Path, topic_id: str) -> bool:
+    """The topic's record says its local state already ran (read now: another run may just have)."""
+    record = state.read_record_or_none(common_dir, topic_id)
+    mark = record.teardown if record else None
+    return mark is not None and "local-state" in mark.done
+
+
+def torn_down(record: state.TopicRecord | None) -> bool:
+    """The record says a teardown of the topic finished (every step, every repo it ran in)."""
+    return record is not None and record.torn_down
+
+
+def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
+    """Drop what an earlier teardown recorded, once the topic has a worktree again.
+
+    An id torn down and then created again keeps its record, and with it the
+    earlier teardown's steps; its new worktree shows that they describe another
+    run. (Local state runs only after the worktree is gone, so a crash-resumed
+    teardown never finds both.)
+    """
+    record = state.read_record_or_none(common_dir, topic_id)
+    if record is None or record.teardown is None:
+        return
+    state.update_record(common_dir, topic_id, lambda r: dataclasses.replace(r, teardown=None))
+
+
+def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:
+    """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = record.teardown or state.TeardownMark()
+        done = mark.with_done([step], STEPS, complete=mark.complete)
+        return dataclasses.replace(record, teardown=done)
+
+    state.update_record(
+        common_dir,
+        topic_id,
+        change,
+        new=lambda: state.TopicRecord(id=topic_id, repo=repo_name, branch=branch),
+    )
+
+
+def name_some(items) -> str:
+    items = [str(i) for i in items]
+    more = f" and {len(items) - NAMED} more" if len(items) > NAMED else ""
+    return ", ".join(items[:NAMED]) + more
+
+
+@dataclass(slots=True)
+class StepRun:
+    """Steps as they happen: a stopped guarding step holds back the guarded ones after it.
+
+    An unexpected git or filesystem failure becomes that step's ``failed``
+    outcome, never a traceback.
+    """
+
+    guarding: frozenset[str]
+    crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
+    stop: threading.Event | None = None  # set by Ctrl-C: no step starts after it
+    steps: list[StepResult] = field(default_factory=list)
+    held: StepResult | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
+
+    def step(
+        self, name: str, action: Callable[[], StepResult], *, guarded: bool = True
+    ) -> StepResult:
+        if self.crash_seam:
+            state.crash_point(name)
+        if self.stop is not None and self.stop.is_set():
+            result = skipped(name, f"{INTERRUPTED_STEP}: a rerun does it")
+        elif guarded and self.held is not None:
+            result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
+        else:
+            try:
+                result = action()
+            except GitError as exc:
+                result = git_failed(name, "git failed", exc)
+            except OSError as exc:
+                result = failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        self.steps.append(result)
+        if self.held is None and result.stopped and name in self.guarding:
+            self.held = result
+        return result

@@ -1,0 +1,273 @@
+"""The residue sweep (DESIGN §9 step 7): leftovers under ``<root>/.claude/worktrees/``.
+
+A process still anchored to a removed worktree's path (an editor's language
+server, a hook writing per-session state) can ``mkdir -p`` it back seconds or
+hours after the removal. Such a directory is deleted only when it is pure
+regenerable residue: no ``.git`` entry, and every file in it under ``tmp/``,
+``.omc/`` or ``docs/plans/``. Everything else is kept and reported with the
+files it holds; a directory ``git worktree list`` knows is never touched.
+
+An empty directory is also what a concurrent ``new`` or ``worktrees`` has just
+claimed with ``mkdir`` and not yet handed to ``git worktree add``. The claim
+is recorded before the ``mkdir`` and the record is finished only after the
+add, so a directory whose record in the repo's common dir says "claimed, not
+finished" is kept (``claimed``). The records are read after the directories
+were judged, and each candidate's ``.git`` is looked at once more after that:
+a creation that finished in between has its ``.git`` by then.
+
+This keeps what the shell loop of seed 002 keeps, with four deliberate
+differences, all on the careful side: a symlink, a fifo or any other
+non-directory entry counts as a file (the loop's ``find -type f`` overlooks
+them); an entry that is itself a symlink is kept, not unlinked; dot-named
+directories are examined too (the loop's ``*`` glob skips them); and a
+claimed directory (above) is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from router.errors import error_json
+from router.git import Git, WorktreeEntry
+from router.topic import state
+from router.topic.workspace import WORKTREES_DIR
+
+REMOVE_THREADS = 4
+# Relative folders whose contents are regenerable; each entry is a tuple of
+# path components a file must lie strictly below.
+RESIDUE_FOLDERS: tuple[tuple[str, ...], ...] = (("tmp",), (".omc",), ("docs", "plans"))
+
+
+class Verdict(StrEnum):
+    RESIDUE = "residue"  # may be deleted
+    LIVE = "live"  # git worktree list knows it
+    CHECKOUT = "checkout"  # holds a .git entry
+    UNEXPECTED = "unexpected-files"  # holds files outside the residue folders
+    SYMLINK = "symlink"  # the entry itself is a link
+    CLAIMED = "claimed"  # a creation under way claimed it (its record says so)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    path: Path
+    reason: Verdict
+    files: tuple[str, ...] = ()  # relative to ``path``
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": str(self.path), "reason": str(self.reason), "files": list(self.files)}
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    root: Path
+    swept: tuple[Path, ...] = ()
+    kept: tuple[Kept, ...] = ()
+    live: int = 0  # live worktrees left alone
+    failed: tuple[tuple[Path, str], ...] = ()  # residue that could not be deleted
+    dry_run: bool = False  # ``swept`` then lists what would be swept
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: residue that could not be removed (§13)."""
+        if not self.failed:
+            return None
+        paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
+        return error_json("sweep-failed", f"could not remove residue: {paths}")
+
+    @property
+    def no_residue(self) -> bool:
+        return not (self.swept or self.kept or self.failed)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "root": str(self.root),
+            "swept": [str(p) for p in self.swept],
+            "kept": [k.to_json() for k in self.kept],
+            "failed": [{"path": str(p), "error": e} for p, e in self.failed],
+            "live": self.live,
+            "dry_run": self.dry_run,
+        }
+
+
+def sweep_repo(cwd: Path, *, dry_run: bool = False) -> SweepResult:
+    """Sweep the repo whose checkout holds ``cwd`` (its primary root's worktrees folder)."""
+    from router.topic.workspace import open_repo
+
+    repo = open_repo(cwd)
+    return sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir, dry_run=dry_run)
+
+
+def sweep(
+    root: Path,
+    entries: Iterable[WorktreeEntry] | None,
+    *,
+    git: Git | None = None,
+    common_dir: Path | None = None,
+    dry_run: bool = False,
+) -> SweepResult:
+    """Delete residue under ``root/.claude/worktrees``; keep and name everything else.
+
+    ``entries`` is git's worktree list; when None it is asked for only if
+    there is a directory to judge (an empty folder needs no git at all).
+    ``common_dir`` (where the creation records are) is asked of git when
+    None and there is residue.
+    """
+    base = root / WORKTREES_DIR
+    if os.path.lexists(base) and os.path.realpath(base) != os.path.join(
+        os.path.realpath(root), WORKTREES_DIR
+    ):
+        # A symlinked .claude/ or worktrees/ points somewhere else on the machine
+        # (creation refuses one too): nothing behind it is ours to judge or delete.
+        return SweepResult(root, kept=(Kept(base, Verdict.SYMLINK),))
+    subdirs = _subdirs(base)
+    if not subdirs:
+        return SweepResult(root)
+    if entries is None:
+        entries = (git or Git(root)).worktree_list()
+    live = {os.path.realpath(e.path) for e in entries}
+    residue: list[Path] = []
+    kept: list[Kept] = []
+    n_live = 0
+    # One realpath for the folder, not one per entry: an entry that is not a
+    # symlink resolves to the folder's realpath plus its own name.
+    base_real = os.path.realpath(base)
+    for path in subdirs:
+        verdict, files = classify(path, live, real=os.path.join(base_real, path.name))
+        if verdict is Verdict.LIVE:
+            n_live += 1
+        elif verdict is Verdict.RESIDUE:
+            residue.append(path)
+        else:
+            kept.append(Kept(path, verdict, files))
+    if residue:
+        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
+    errors = [None] * len(residue) if dry_run else _remove_all(residue)
+    swept = tuple(p for p, e in zip(residue, errors, strict=True) if e is None)
+    failed = tuple((p, e) for p, e in zip(residue, errors, strict=True) if e is not None)
+    return SweepResult(root, swept, tuple(kept), n_live, failed, dry_run)
+
+
+def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) -> list[Path]:
+    """The residue no creation under way has claimed; the rest goes to ``kept``.
+
+    Runs after the directories were judged, in this order (records, then
+    ``.git``), so that a creation racing the sweep is seen at one stage or the
+    other: its record is "claimed" from before its ``mkdir`` until after its
+    ``git worktree add`` wrote ``.git``.
+    """
+    claimed = claimed_names(common_dir)
+    free = []
+    for path in residue:
+        if path.name in claimed:
+            kept.append(Kept(path, Verdict.CLAIMED))
+        elif os.path.lexists(path / ".git"):
+            kept.append(Kept(path, Verdict.CHECKOUT, _files_under(path)))
+        else:
+            free.append(path)
+    kept.sort(key=lambda k: k.path)
+    return free
+
+
+def claimed_names(common_dir: Path) -> set[str]:
+    """Worktree folder names that a creation has claimed and not finished, per the repo's records.
+
+    Also every topic whose lock another live process holds in this repo: a
+    creation holds it from before its claim until after its record, and a
+    topic id created again keeps the finished steps of its earlier record.
+    """
+    names = {
+        owner.name
+        for owner in state.lock_owners(common_dir)
+        if owner.pid != os.getpid() and not owner.stale
+    }
+    for topic_id in state.list_records(common_dir):
+        record = state.read_record_or_none(common_dir, topic_id)  # corrupt: doctor reports it
+        if record is not None and record.creating:
+            names.add(record.branch)
+    return names
+
+
+def _remove_all(paths: list[Path]) -> list[str | None]:
+    """Remove directories in parallel: deleting is bound by the disk's latency, not the CPU
+    (on a filesystem mounted with ``discard`` each rmdir waits for the device)."""
+    if len(paths) < 4:
+        return [_remove(p) for p in paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=REMOVE_THREADS) as pool:
+        return list(pool.map(_remove, paths))
+
+
+def classify(
+    path: Path, live: set[str], *, real: str | None = None
+) -> tuple[Verdict, tuple[str, ...]]:
+    """What the sweep would do with ``path``, and the files that make it keep it.
+
+    ``real`` is the path's realpath when the caller already knows it.
+    """
+    if path.is_symlink():
+        return Verdict.SYMLINK, ()
+    if (real or os.path.realpath(path)) in live:
+        return Verdict.LIVE, ()
+    files = _files_under(path)
+    if os.path.lexists(path / ".git"):
+        return Verdict.CHECKOUT, files
+    unexpected = tuple(f for f in files if not is_residue_file(f))
+    if unexpected:
+        return Verdict.UNEXPECTED, unexpected
+    return Verdict.RESIDUE, ()
+
+
+def is_residue_file(rel: str) -> bool:
+    """True when the relative path lies strictly below one of the residue folders."""
+    parts = tuple(rel.split("/"))
+    return any(len(parts) > len(f) and parts[: len(f)] == f for f in RESIDUE_FOLDERS)
+
+
+def _subdirs(base: Path) -> list[Path]:
+    try:
+        with os.scandir(base) as it:
+            found = [Path(e.path) for e in it if e.is_dir(follow_symlinks=True)]
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def _files_under(path: Path) -> tuple[str, ...]:
+    """Every non-directory entry below ``path`` (relative, sorted); links are not followed."""
+    found: list[str] = []
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    else:
+                        found.append(os.path.relpath(entry.path, path))
+        except OSError as exc:
+            # An unreadable folder may hold anything: report it as a file so the
+            # directory is kept rather than deleted on a guess.
+            found.append(f"{os.path.relpath(current, path)}/ (unreadable: {exc.strerror})")
+    return tuple(sorted(found))
+
+
+def _remove(path: Path) -> str | None:
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{exc.strerror}: {exc.filename}"
+    return None

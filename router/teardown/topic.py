@@ -1,0 +1,1074 @@
+"""Teardown of a whole topic (DESIGN §9): plan every repo first, then run the eight steps.
+
+The plan step only reads (and fetches): if any repo would lose work — a dirty
+or locked worktree, commits whose patches are on no target, a live holder —
+the whole teardown is refused and nothing is removed anywhere, unless
+``--force``, in which case a snapshot ref is written before anything that
+holds work goes. Then every repo runs the steps of :mod:`router.teardown.steps`,
+repos in parallel, reported in ``repos.md`` order. ``local-state`` and
+``restore`` over a topic live here too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from router import git as g
+from router.errors import BadInput, Interrupted, Refusal, error_json
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.progress import Progress
+from router.teardown.localstate import (
+    DEFAULT_LINE_TIMEOUT,
+    Declaration,
+    Echo,
+    LineOutcome,
+    LocalStateJob,
+    LocalStateReport,
+    TempOutcome,
+    read_declaration,
+    run_local_state,
+)
+from router.teardown.nested import NestedRepo, survey
+from router.teardown.snapshot import Restored, RestoreStatus, read_snapshot, restore_repo
+from router.teardown.steps import (
+    INTERRUPTED_STEP,
+    STEPS,
+    Integration,
+    Outcome,
+    StepResult,
+    StepRun,
+    TopicRef,
+    busy_reason,
+    copies_note,
+    delete_branch,
+    done,
+    failed,
+    foreign_worktree,
+    forget_earlier_teardown,
+    gone_with,
+    included_copies,
+    integrate_commits,
+    integration,
+    is_primary_clone,
+    local_state_ran,
+    local_state_step,
+    mark_done,
+    name_some,
+    nested_blocker,
+    no_identity,
+    pending_pick,
+    primary_busy,
+    primary_state,
+    prune_origin,
+    refused,
+    removal_started,
+    remove_plan_dir,
+    remove_worktree,
+    resume_integration,
+    skipped,
+    stopped_error,
+    sweep_step,
+    update_default,
+    verify_gone,
+    worktree_blocker,
+)
+from router.teardown.sweep import Kept, SweepResult, sweep
+from router.topic import state
+from router.topic.ids import ID_RE, branch_for
+from router.topic.scope import RepoTarget, TopicScope, resolve_topic
+from router.topic.workspace import (
+    WORKTREES_DIR,
+    DefaultBranch,
+    Repo,
+    default_branch,
+    find_worktree,
+    open_repo,
+)
+
+MAX_PARALLEL = 8
+LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
+
+
+# -- plan -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    integrate: bool = False
+    force: bool = False
+    dry_run: bool = False
+    line_timeout: float = DEFAULT_LINE_TIMEOUT
+    echo: Echo | None = None
+    stop: threading.Event | None = None  # set by Ctrl-C: every repo stops at a step boundary
+    remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
+
+
+@dataclass(frozen=True, slots=True)
+class RepoPlan:
+    target: RepoTarget
+    default: DefaultBranch | None = None
+    worktree: Path | None = None
+    on_primary: bool = False
+    registered: bool = False
+    entries: tuple[WorktreeEntry, ...] = ()
+    status: StatusReport = field(default_factory=StatusReport)
+    tip: str | None = None
+    found: Integration | None = None
+    has_origin: bool = False
+    reachable: bool = True  # origin answered the plan's fetch (or there is none)
+    tracking: bool = False  # refs/remotes/origin/<branch> exists
+    foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
+    declaration: Declaration | None = (
+        None  # .teamteardown as the default branch had it before teardown
+    )
+    copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
+    nested: tuple[NestedRepo, ...] = ()  # repositories inside the worktree (submodules, clones)
+    resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
+    # Why the worktree / the branch stays: team-router did not create it (`new`
+    # reused the user's own checkout or branch); "" when it is ours to remove.
+    kept_worktree: str = ""
+    kept_branch: str = ""
+    blockers: tuple[StepResult, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def plan_repo(target: RepoTarget, opts: Options, topic_id: str = "") -> RepoPlan:
+    """Everything teardown needs to know about one repo, and what would stop it.
+
+    A git command failing here is a refusal for the whole teardown, never a guess.
+    With ``topic_id`` (a real run), a cherry-pick of ours that a kill left
+    half-done is undone first, so the plan judges the default branch as it is.
+    """
+    try:
+        return _plan_repo(target, opts, topic_id)
+    except (GitError, OSError) as exc:
+        what = exc.first_line if isinstance(exc, GitError) else str(exc)
+        code = exc.code if isinstance(exc, GitError) else "git-failed"
+        blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
+        return RepoPlan(target, blockers=(blocker,))
+
+
+def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
+    repo = target.repo
+    if repo is None:
+        return RepoPlan(target)
+    reachable, notes = True, []
+    topic = TopicRef(topic_id, target.name) if topic_id else None
+    resumed = (
+        resume_integration(repo, topic, target.branch)
+        if topic is not None and not opts.dry_run
+        else None
+    )
+    # A dry run changes nothing, so an interrupted pick of ours is still there: said, not refused.
+    resuming = opts.dry_run and topic is not None and pending_pick(repo, topic) is not None
+    if resuming:
+        notes.append(
+            f"{target.name}: a cherry-pick team-router started in {repo.primary} was interrupted; "
+            "the real run undoes it first (when it can prove the changes are its own)"
+        )
+    if resumed is not None and resumed.stopped:
+        return RepoPlan(target, blockers=(resumed,))
+    if resumed is not None:
+        notes.append(f"{target.name}: {resumed.detail}")
+    has_origin = repo.git.has_remote("origin")
+    if not opts.dry_run and has_origin:
+        error = repo.git.fetch("origin")
+        if error is not None:
+            reachable = False
+            notes.append(
+                f"{target.name}: fetch from origin failed ({error.first_line}); using what is known"
+            )
+    default = default_branch(repo.git)
+    refs = g.ref_values(
+        repo.git, [f"refs/heads/{target.branch}", f"refs/remotes/origin/{target.branch}"]
+    )
+    entries = repo.git.worktree_list()
+    worktree = target.worktree or _listed_worktree(entries, target.branch)
+    on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
+    entry = find_worktree(entries, worktree) if worktree and not on_primary else None
+    foreign = foreign_worktree(repo, worktree, target.branch, entry) if entry else ""  # type: ignore[arg-type]
+    if foreign:
+        notes.append(f"{target.name}: {foreign}")
+        entry = None
+    # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
+    removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
+    there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
+    status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
+    nested = survey(worktree) if there else ()  # type: ignore[arg-type]
+    tip = refs.get(f"refs/heads/{target.branch}")
+    found = integration(repo.git, tip, default) if tip and default else None
+    plan = RepoPlan(
+        target,
+        default,
+        worktree,
+        on_primary,
+        entry is not None,
+        tuple(entries),
+        status,
+        tip,
+        found,
+        has_origin,
+        reachable,
+        f"refs/remotes/origin/{target.branch}" in refs,
+        foreign,
+        read_declaration(repo.git, default),
+        copies_note(repo.primary, worktree, included_copies(target.record, worktree))
+        if entry and worktree
+        else "",
+        nested,
+        notes=tuple(notes),
+    )
+    plan = dataclasses.replace(
+        plan,
+        resuming=resuming,
+        kept_worktree=_kept_worktree(repo, worktree, entry, opts),
+        kept_branch=_kept_branch(target, tip, opts),
+    )
+    # A kept worktree is not removed: its dirt and nested clones lose nothing.
+    kept = removing or bool(plan.kept_worktree)
+    blockers = _plan_blockers(plan, None if kept else entry, opts)
+    return dataclasses.replace(plan, blockers=tuple(blockers))
+
+
+REUSED_FLAG = "--remove-reused"
+
+
+def _kept_worktree(
+    repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: Options
+) -> str:
+    """Why a linked worktree outside ``.claude/worktrees/`` stays: `new` reused it, never made it."""
+    if opts.remove_reused or worktree is None or entry is None:
+        return ""
+    ours = repo.primary / WORKTREES_DIR
+    if Path(os.path.realpath(worktree)).parent == Path(os.path.realpath(ours)):
+        return ""
+    return (
+        f"kept {worktree}: team-router did not create this checkout (`new` reused it); "
+        f"pass {REUSED_FLAG} to remove it"
+    )
+
+
+def _kept_branch(target: RepoTarget, tip: str | None, opts: Options) -> str:
+    """Why the branch stays: the record says team-router did not create it."""
+    record = target.record
+    if opts.remove_reused or tip is None or record is None or record.branch_created:
+        return ""
+    return (
+        f"kept {target.branch}: team-router did not create this branch; "
+        f"pass {REUSED_FLAG} to delete it"
+    )
+
+
+def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
+    for entry in entries[1:]:
+        if entry.branch == branch:
+            return Path(entry.path)
+    return None
+
+
+def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -> list[StepResult]:
+    repo = plan.target.repo
+    assert repo is not None
+    found = []
+    if entry is not None:
+        # --force or not: a snapshot cannot keep another repository's work.
+        nested = nested_blocker(plan.worktree, plan.nested)  # type: ignore[arg-type]
+        found += [nested] if nested else []
+    if entry is not None and not opts.force:
+        blocker = worktree_blocker(plan.worktree, entry, plan.status)  # type: ignore[arg-type]
+        if blocker is not None:
+            found.append(blocker)
+        found += _detached_loss(repo, plan, entry)
+    if plan.tip is not None and plan.default is None and not opts.force:
+        found.append(
+            refused(
+                "integrate", "no-default-branch", f"{repo.primary}: cannot tell the default branch"
+            )
+        )
+    missing = plan.found.missing if plan.found and not plan.found.integrated else ()
+    if missing and opts.integrate:
+        # A dry run with an interrupted pick of ours: the real run undoes it first.
+        busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
+        unknown = g.committer_unknown(repo.git)
+        if busy:
+            found.append(
+                refused(
+                    "integrate", "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}"
+                )
+            )
+        elif unknown is not None:
+            found.append(no_identity(repo, unknown))
+    elif missing and not opts.force and not plan.kept_branch:
+        # A kept branch keeps its commits: nothing to refuse.
+        found.append(
+            refused(
+                "integrate",
+                "unintegrated-commits",
+                f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
+                f"{name_some(c[:12] for c in missing)}; pass --integrate, or --force to snapshot them",
+            )
+        )
+    return found
+
+
+def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[StepResult]:
+    """A worktree on a detached HEAD with commits no ref holds would lose them on removal."""
+    if entry.branch is not None or entry.head is None:
+        return []
+    lost = g.unique_commits(repo.git, entry.head, except_branch=None)
+    if not lost:
+        return []
+    return [
+        refused(
+            "remove",
+            "unintegrated-commits",
+            f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
+            "put them on a branch, or pass --force to snapshot them",
+        )
+    ]
+
+
+def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
+    if not plan.has_origin or plan.default is None:
+        return result
+    if not plan.reachable:
+        note = "origin was not reachable: not pruned"
+    else:
+        note = prune_origin(repo, plan.target.branch, tracking=plan.tracking)
+    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
+
+
+# -- act ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RepoReport:
+    name: str
+    worktree: Path | None
+    steps: tuple[StepResult, ...]
+    sweep: SweepResult | None = None
+    local_state: LocalStateReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        # A default branch that cannot be rebased is reported (a warning), not a
+        # failure of the teardown: it is the user's to resolve, and counting it
+        # would make every later teardown of the torn-down topic exit 1.
+        return not any(s.stopped and s.name != "update-default" for s in self.steps)
+
+    @property
+    def interrupted(self) -> bool:
+        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "worktree": str(self.worktree) if self.worktree else None,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
+    """The eight steps in one repo; an earlier refusal keeps everything it guards."""
+    target = plan.target
+    repo = target.repo
+    if repo is None:
+        return RepoReport(
+            target.name,
+            target.worktree,
+            tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
+        )
+    if plan.registered:
+        forget_earlier_teardown(repo.common_dir, scope.id)
+    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True, stop=opts.stop)
+    run = runner.step
+    steps = runner.steps
+    swept: list[SweepResult] = []
+    local: list[LocalStateReport] = []
+    run("integrate", lambda: _integrate_step(repo, target, plan, opts, scope.id), guarded=False)
+    run(
+        "remove",
+        lambda: (
+            skipped("remove", plan.kept_worktree)
+            if plan.kept_worktree
+            else _with_copies(
+                remove_worktree(
+                    repo,
+                    plan.worktree,
+                    target.branch,
+                    force=opts.force,
+                    entries=list(plan.entries),
+                    topic=TopicRef(scope.id, target.name),
+                )[0],
+                plan,
+            )
+        ),
+        guarded=True,
+    )
+    run(
+        "branch",
+        lambda: (
+            skipped("branch", plan.kept_branch)
+            if plan.kept_branch
+            else _branch_step(
+                repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
+            )
+        ),
+        guarded=True,
+    )
+    run(
+        "verify-gone",
+        lambda: (
+            skipped("verify-gone", "the worktree is kept")
+            if plan.kept_worktree
+            else verify_gone(repo, plan.worktree)
+        ),
+        guarded=True,
+    )
+    run(
+        "update-default",
+        lambda: _with_prune(
+            update_default(repo, plan.default, fetched=True, has_origin=plan.has_origin), repo, plan
+        ),
+        guarded=False,
+    )
+    run(
+        "plan-dir",
+        lambda: (
+            remove_plan_dir(repo, scope.id)
+            if target.is_home
+            else skipped("plan-dir", "home repo only")
+        ),
+        guarded=True,
+    )
+
+    def do_sweep() -> StepResult:
+        result, report = sweep_step(repo)
+        swept.append(report)
+        return result
+
+    run("sweep", do_sweep, guarded=False)
+
+    def do_local() -> StepResult:
+        if local_state_ran(repo.common_dir, scope.id):
+            return skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id))
+        job = _local_job(repo, target, plan, scope, opts)
+        result, report = local_state_step(job, echo=opts.echo, stop=opts.stop)
+        local.append(report)
+        if report.interrupted:
+            return result  # not recorded: the rerun runs the step again
+        # Recorded at once, failed lines or not: a rerun (or a run killed after
+        # this point) must not run the lines again. This run reports the
+        # failure; `team-router local-state` is how to run them again on purpose.
+        mark_done(
+            repo.common_dir, scope.id, "local-state", repo_name=target.name, branch=target.branch
+        )
+        return result
+
+    run("local-state", do_local, guarded=True)
+    report = RepoReport(
+        target.name,
+        plan.worktree,
+        tuple(steps),
+        swept[0] if swept else None,
+        local[0] if local else None,
+    )
+    _record_teardown(repo, target, scope, report)
+    return report
+
+
+def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
+    if result.outcome is not Outcome.DONE or not plan.copies:
+        return result
+    return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
+
+
+def _integrate_step(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, topic_id: str
+) -> StepResult:
+    if plan.tip is None:
+        return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
+    if plan.kept_branch and not opts.integrate:
+        return _kept_integrate(plan)
+    known = (plan.tip, plan.found) if plan.found else None
+    result = integrate_commits(
+        repo,
+        target.branch,
+        plan.default,
+        apply=opts.integrate,
+        known=known,
+        topic=TopicRef(topic_id, target.name),
+    )
+    if opts.force and result.code == "unintegrated-commits":
+        # --force without --integrate: the commits are snapshotted, not applied.
+        return skipped(
+            "integrate", result.detail.split(";")[0] + "; --force: they go into a snapshot ref"
+        )
+    return result
+
+
+def _branch_step(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, integrated_now: bool
+) -> StepResult:
+    # The plan's judgement holds unless the integrate step just moved the default branch.
+    known = (plan.tip, plan.found) if plan.tip and plan.found and not integrated_now else None
+    return delete_branch(repo, target.branch, plan.default, force=opts.force, known=known)[0]
+
+
+def _local_job(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options
+) -> LocalStateJob:
+    worktree = None if plan.on_primary or plan.foreign or plan.kept_worktree else plan.worktree
+    return LocalStateJob(
+        target.name,
+        repo.git,
+        repo.primary,
+        plan.default,
+        target.branch,
+        worktree,
+        temp_paths=scope.temp_paths if target.is_home else None,
+        timeout=opts.line_timeout,
+        declaration=plan.declaration,
+        protected=scope.repo_paths(),
+    )
+
+
+def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: RepoReport) -> None:
+    """Keep the record, marked torn down, so a second run knows the topic and exits 0."""
+    finished = [
+        s.name
+        for s in report.steps
+        if s.outcome is Outcome.DONE
+        or (s.outcome is Outcome.SKIPPED and not s.detail.startswith("not done"))
+    ]
+    complete = report.ok and not report.interrupted
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = (record.teardown or state.TeardownMark()).with_done(
+            finished, STEPS, complete=complete
+        )
+        return dataclasses.replace(record, teardown=mark)
+
+    # A corrupt record was reported at resolution; it is never overwritten.
+    state.update_record(
+        repo.common_dir,
+        scope.id,
+        change,
+        new=lambda: state.TopicRecord(id=scope.id, repo=target.name, branch=target.branch),
+    )
+
+
+# -- the whole teardown ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TeardownResult:
+    id: str
+    repos: tuple[RepoReport, ...]
+    dry_run: bool = False
+    warnings: list[str] = field(default_factory=list)
+    # Set when the plan refused the whole teardown: nothing was removed, and
+    # ``repos`` is the plan, every blocker of every repo in it.
+    refusal: dict[str, str] | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.interrupted for r in self.repos)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return Interrupted.exit_code
+        return 0 if self.refusal is None and all(r.ok for r in self.repos) else 1
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
+        if self.refusal is not None:
+            return self.refusal
+        if self.interrupted:
+            where = "; ".join(
+                f"{r.name} at {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
+                for r in self.repos
+                if r.interrupted
+            )
+            return error_json(
+                "interrupted",
+                f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
+            )
+        if self.exit_code == 0:
+            return None
+        return stopped_error((r.name, s) for r in self.repos for s in r.steps)
+
+    @property
+    def swept(self) -> list[Path]:
+        return [p for r in self.repos if r.sweep for p in r.sweep.swept]
+
+    @property
+    def kept(self) -> list[Kept]:
+        return [k for r in self.repos if r.sweep for k in r.sweep.kept]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "dry_run": self.dry_run,
+            "repos": [r.to_json() for r in self.repos],
+            "swept": [str(p) for p in self.swept],
+            "kept": [k.to_json() for k in self.kept],
+            "local_state": [r.local_state.to_json() for r in self.repos if r.local_state],
+        }
+
+
+def teardown(
+    cwd: Path,
+    target: str,
+    *,
+    integrate: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+    wait: float = state.DEFAULT_WAIT,
+    line_timeout: float = DEFAULT_LINE_TIMEOUT,
+    echo: Echo | None = None,
+    stop: threading.Event | None = None,
+    remove_reused: bool = False,
+) -> TeardownResult:
+    """Plan every repo of the topic, refuse if any would lose work, then tear each down.
+
+    ``stop`` (set by Ctrl-C) ends the run at step boundaries: no step and no
+    ``.teamteardown`` line starts after it, in any repo.
+    """
+    scope = resolve_topic(cwd, target)
+    opts = Options(integrate, force, dry_run, line_timeout, echo, stop, remove_reused)
+    if dry_run:
+        plans = _with_holders(
+            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        )
+        if any(p.blockers for p in plans):
+            reports = [_refused_report(p) for p in plans]
+        else:
+            reports = _parallel(lambda p: preview_repo(p, scope, opts), plans)
+        warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
+        if any(p.has_origin for p in plans):
+            # The real run fetches first; a dry run changes nothing, not even origin's refs.
+            warnings.append(
+                "dry run: origin was not fetched, so the plan uses what was fetched before "
+                "(a merge made since is not seen: `git fetch origin` first for an up-to-date plan)"
+            )
+        return TeardownResult(scope.id, tuple(reports), dry_run=True, warnings=warnings)
+    # Every step checks the world again before it acts, so what another run did
+    # while this one waited for the lock is found, not redone.
+    with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+        plans = _with_holders(
+            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        )
+        warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
+        refusal = _refusal(scope, plans, warnings)
+        if refusal is not None:
+            return refusal
+        if stop is not None and stop.is_set():
+            raise Interrupted(
+                f"teardown of {scope.id} interrupted (Ctrl-C) before anything was removed; "
+                "run the same command again",
+                details={"id": scope.id, "warnings": warnings},
+            )
+        _remember_scope(scope)
+        progress = Progress(len(plans), label="teardown")
+
+        def run_one(p):
+            report = teardown_repo(p, scope, opts)
+            progress.step(report.name, _summary(report))
+            return report
+
+        reports = _parallel(run_one, plans)
+    warnings += [
+        f"{r.name}: the default branch was not updated: {s.detail}"
+        for r in reports
+        for s in r.steps
+        if s.name == "update-default" and s.stopped
+    ]
+    warnings += _left_locks(plans)
+    return TeardownResult(scope.id, tuple(reports), warnings=warnings)
+
+
+def _left_locks(plans: list[RepoPlan]) -> list[str]:
+    """Name git lock files still in a repo after the teardown, with the fix."""
+    return [
+        warning
+        for p in plans
+        if p.target.repo is not None
+        for warning in g.left_lock_warnings(
+            p.target.name, p.target.repo.primary, p.target.repo.common_dir
+        )
+    ]
+
+
+def _summary(report) -> str:
+    """``refused`` / ``failed`` / ``done`` for a progress line: the worst step outcome."""
+    outcomes = {str(s.outcome) for s in report.steps}
+    return next((o for o in ("refused", "failed") if o in outcomes), "done")
+
+
+def _parallel(fn: Callable, items) -> list:
+    items = list(items)
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _with_holders(scope: TopicScope, plans: list[RepoPlan], opts: Options) -> list[RepoPlan]:
+    """Another live session holding the topic stops the teardown (unless ``--force``)."""
+    from router.topic.holders import describe, other_holders
+
+    others = other_holders(scope.home.common_dir, scope.id)
+    if not others or not plans:
+        return plans
+    who = ", ".join(describe(h) for h in others)
+    if opts.force:
+        note = f"--force: tearing {scope.id} down although {who} still holds it"
+        return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
+    blocker = refused("remove", "held", f"{scope.id} is held by {who}; release it or pass --force")
+    home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
+    return [home, *plans[1:]]
+
+
+def _refusal(
+    scope: TopicScope, plans: list[RepoPlan], warnings: list[str]
+) -> TeardownResult | None:
+    """The whole teardown refused, as the plan: every repo's steps with every blocker in place.
+
+    The error's code is the first blocker's; the plan names all of them, so one
+    rerun after fixing them all is enough.
+    """
+    blocked = [(p, b) for p in plans for b in p.blockers]
+    if not blocked:
+        return None
+    first = blocked[0][1]
+    lines = "; ".join(f"{p.target.name}: {b.detail}" for p, b in blocked)
+    error = error_json(
+        first.code or "step-refused",
+        f"teardown of {scope.id} refused, nothing was removed in any repo: {lines}",
+    )
+    reports = tuple(_refused_report(p) for p in plans)
+    return TeardownResult(scope.id, reports, warnings=warnings, refusal=error)
+
+
+def _refused_report(plan: RepoPlan) -> RepoReport:
+    by_step: dict[str, StepResult] = {}
+    for b in plan.blockers:
+        # Two blockers of one step (a dirty worktree and a nested clone) are both named.
+        seen = by_step.get(b.name)
+        by_step[b.name] = (
+            b if seen is None else dataclasses.replace(seen, detail=f"{seen.detail}; {b.detail}")
+        )
+    why = "teardown refused" + (
+        f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
+    )
+    steps = tuple(by_step.get(s) or skipped(s, f"not done: {why}") for s in STEPS)
+    return RepoReport(plan.target.name, plan.worktree, steps)
+
+
+def _remember_scope(scope: TopicScope) -> None:
+    """Before anything is removed: the repo list and temp paths go into the home record."""
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        known = {r.name: r for r in record.repos}
+        for t in scope.repos:
+            if t.repo is not None and t.name not in known:
+                known[t.name] = state.RepoEntry(
+                    t.name, str(t.path), str(t.worktree) if t.worktree else None
+                )
+        return dataclasses.replace(
+            record, repos=tuple(known.values()), temp_paths=tuple(scope.temp_paths)
+        )
+
+    state.update_record(
+        scope.home.common_dir,
+        scope.id,
+        change,
+        new=lambda: state.TopicRecord(id=scope.id, repo="home", branch=scope.branch),
+    )
+
+
+# -- local-state and restore on their own ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LocalStateResult:
+    id: str
+    reports: tuple[LocalStateReport, ...]
+    warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    interrupted: bool = False  # Ctrl-C: no line started after it
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return Interrupted.exit_code
+        return 0 if all(r.ok for r in self.reports) else 1
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
+        if self.interrupted:
+            return error_json(
+                "interrupted",
+                "interrupted (Ctrl-C): the lines after it did not run; run the same command again",
+            )
+        if self.exit_code == 0:
+            return None
+        bad = [
+            f"{r.repo}: `{c.line}` {c.label}"
+            for r in self.reports
+            for c in r.commands
+            if c.outcome is not LineOutcome.OK
+        ] + [
+            f"{r.repo}: temp path {t.path} {t.outcome} ({t.check})"
+            for r in self.reports
+            for t in r.temp_paths
+            if t.outcome is TempOutcome.REFUSED
+        ]
+        return error_json("local-state-failed", "; ".join(bad))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "commands": [c.to_json() for r in self.reports for c in r.commands],
+            "temp_paths": [t.to_json() for r in self.reports for t in r.temp_paths],
+            "repos": [r.to_json() for r in self.reports],
+            "dry_run": self.dry_run,
+        }
+
+
+def local_state_for_topic(
+    cwd: Path,
+    target: str,
+    *,
+    line_timeout: float = DEFAULT_LINE_TIMEOUT,
+    wait: float = state.DEFAULT_WAIT,
+    echo: Echo | None = None,
+    dry_run: bool = False,
+    stop: threading.Event | None = None,
+) -> LocalStateResult:
+    """DESIGN §12 alone: every repo's ``.teamteardown`` and the topic's recorded temp paths."""
+    scope = resolve_topic(cwd, target)
+    reports = []
+    with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+        for t in scope.repos:
+            if stop is not None and stop.is_set():
+                break
+            if t.repo is None:
+                continue
+            worktree = (
+                t.worktree
+                if t.worktree
+                and not is_primary_clone(t.repo, t.worktree, t.repo.git.worktree_list())
+                else None
+            )
+            job = LocalStateJob(
+                t.name,
+                t.repo.git,
+                t.repo.primary,
+                default_branch(t.repo.git),
+                t.branch,
+                worktree,
+                temp_paths=scope.temp_paths if t.is_home else None,
+                timeout=line_timeout,
+                protected=scope.repo_paths(),
+            )
+            reports.append(run_local_state(job, echo=echo, dry_run=dry_run, stop=stop))
+    interrupted = stop is not None and stop.is_set()
+    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run, interrupted)
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    id: str
+    repos: tuple[Restored, ...]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.status is RestoreStatus.REFUSED for r in self.repos) else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the repos whose restore was refused (§13)."""
+        bad = [r for r in self.repos if r.status is RestoreStatus.REFUSED]
+        if not bad:
+            return None
+        return error_json("restore-refused", "; ".join(f"{r.name}: {r.detail}" for r in bad))
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "repos": [r.to_json() for r in self.repos]}
+
+
+def restore_topic(
+    cwd: Path, target: str, *, repo: str | None = None, wait: float = state.DEFAULT_WAIT
+) -> RestoreResult:
+    """Recreate each repo's worktree (or one, with ``repo``) from its snapshot ref."""
+    try:
+        scope = resolve_topic(cwd, target)
+    except BadInput as exc:
+        if exc.code != "no-plan-dir":
+            raise
+        # Not the topic's home (a secondary repo, or a home whose record is
+        # gone): the snapshot this repo holds is enough to restore it here.
+        scope = _snapshot_scope(cwd, target, exc)
+    chosen = scope.only(repo)
+    with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+        results = tuple(
+            restore_repo(t.name, t.repo, scope.id, t.branch)
+            if t.repo is not None
+            else Restored(t.name, RestoreStatus.SKIPPED, f"repo not usable: {t.problem}")
+            for t in chosen
+        )
+    if all(r.status is RestoreStatus.SKIPPED for r in results):
+        raise Refusal(
+            "no-snapshot",
+            f"no snapshot to restore for {scope.id}: "
+            + "; ".join(f"{r.name}: {r.detail}" for r in results),
+            details={"id": scope.id, "repos": [r.to_json() for r in results]},
+        )
+    return RestoreResult(scope.id, results, list(scope.warnings))
+
+
+def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
+    """The repo at ``cwd`` alone, when it holds a snapshot of the topic's branch."""
+    topic_id = Path(target).name
+    if not ID_RE.fullmatch(topic_id):
+        raise original
+    here = open_repo(cwd)
+    try:
+        record = state.read_record(here.common_dir, topic_id)
+    except state.RecordCorrupt:
+        record = None
+    branch = record.branch if record is not None else branch_for(topic_id)
+    if read_snapshot(here.git, branch) is None:
+        raise original
+    name = record.repo if record is not None else here.primary.name
+    only = RepoTarget(name, here.primary, branch, None, here, record)
+    return TopicScope(topic_id, branch, here, None, None, (only,), ())
+
+
+# -- dry run ---------------------------------------------------------------------------
+
+
+def preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
+    """What the eight steps would do in one repo; reads only, changes nothing."""
+    try:
+        return _preview_repo(plan, scope, opts)
+    except GitError as exc:
+        steps = tuple(
+            failed(s, f"git failed: {exc.first_line}")
+            if s == STEPS[0]
+            else skipped(s, "not planned")
+            for s in STEPS
+        )
+        return RepoReport(plan.target.name, plan.worktree, steps)
+
+
+def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
+    target, repo = plan.target, plan.target.repo
+    if repo is None:
+        return teardown_repo(plan, scope, opts)  # every step is a "skipped", nothing runs
+    if plan.blockers:
+        return _refused_report(plan)
+    sweep_report = sweep(
+        repo.primary, repo.git.worktree_list(), common_dir=repo.common_dir, dry_run=True
+    )
+    local = run_local_state(_local_job(repo, target, plan, scope, opts), dry_run=True)
+    steps = (
+        _preview_integrate(plan, opts),
+        _preview_remove(plan, opts),
+        _preview_branch(plan),
+        skipped("verify-gone", "no worktree recorded")
+        if plan.worktree is None or plan.on_primary
+        else skipped("verify-gone", "the worktree is kept")
+        if plan.kept_worktree
+        else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
+        _preview_update(repo, plan),
+        remove_plan_dir(repo, scope.id, dry_run=True)
+        if target.is_home
+        else skipped("plan-dir", "home repo only"),
+        skipped("sweep", "no residue")
+        if sweep_report.no_residue
+        else done("sweep", f"would sweep {len(sweep_report.swept)}, keep {len(sweep_report.kept)}"),
+        done("local-state", "would run: " + local.summary()),
+    )
+    return RepoReport(target.name, plan.worktree, steps, sweep_report, local)
+
+
+def _kept_integrate(plan: RepoPlan) -> StepResult:
+    missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
+    return skipped(
+        "integrate",
+        f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
+        if missing
+        else f"nothing to integrate: {plan.target.branch} is kept",
+    )
+
+
+def _preview_integrate(plan: RepoPlan, opts: Options) -> StepResult:
+    found = plan.found
+    if plan.tip is None or found is None:
+        return skipped("integrate", f"branch {plan.target.branch} is gone: nothing to integrate")
+    if plan.kept_branch and not opts.integrate and found.missing:
+        return _kept_integrate(plan)
+    if found.proof is not None:
+        return skipped("integrate", f"nothing to integrate: merged ({found.proof.detail})")
+    if not found.missing:
+        return skipped("integrate", "nothing to integrate: every patch is on the default branch")
+    if opts.integrate:
+        return done(
+            "integrate", f"would cherry-pick {len(found.missing)} commit(s) onto the default branch"
+        )
+    return skipped(
+        "integrate",
+        f"--force: {len(found.missing)} unintegrated commit(s) would go into a snapshot",
+    )
+
+
+def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
+    if plan.worktree is None:
+        return skipped("remove", "no worktree recorded")
+    if plan.on_primary:
+        return skipped("remove", f"{plan.worktree} is the primary clone: never removed")
+    if plan.foreign:
+        return skipped("remove", plan.foreign)
+    if plan.kept_worktree:
+        return skipped("remove", plan.kept_worktree)
+    if not plan.registered:
+        return skipped("remove", f"{plan.worktree} is not a registered worktree")
+    snap = " after writing a snapshot" if opts.force and plan.status.dirty else ""
+    gone = gone_with(plan.nested)
+    return _with_copies(done("remove", f"would remove {plan.worktree}{snap}{gone}"), plan)
+
+
+def _preview_branch(plan: RepoPlan) -> StepResult:
+    if plan.tip is None:
+        return skipped("branch", f"{plan.target.branch} is already gone")
+    if plan.on_primary:
+        return skipped(
+            "branch", f"{plan.target.branch} stays while the primary clone holds the work"
+        )
+    if plan.kept_branch:
+        return skipped("branch", plan.kept_branch)
+    return done("branch", f"would delete {plan.target.branch}")
+
+
+def _preview_update(repo: Repo, plan: RepoPlan) -> StepResult:
+    if plan.default is None or not repo.git.has_remote("origin"):
+        return skipped("update-default", "no origin or no default branch: nothing to update")
+    status, current = primary_state(repo)
+    busy = busy_reason(status, current, plan.default)
+    if busy:
+        return skipped("update-default", f"would fetch only: {busy}")
+    return done("update-default", f"would run git pull --rebase origin {plan.default.name}")

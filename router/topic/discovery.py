@@ -1,0 +1,365 @@
+"""Finding a topic's artifact directory: by id, by path, or the newest one (DESIGN §8).
+
+Candidates are the id-named directories under ``docs/plans/`` of the home
+primary clone and of every worktree of the home repo. Recency is the newest
+mtime of a candidate's files; an empty directory counts only when a worktree
+for its id exists (then the directory's own mtime). Newest wins; a tie goes to
+the greater id.
+
+The recovery hook runs this on every session start, so the module imports
+nothing heavy at the top; :func:`locate_fast` answers the hook's question from
+git's own administrative files (see gitrepository-layout(5)) and says when it is
+unsure, so the caller can ask git instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+from router.plandir.artifacts import ID_RE, newest_mtime
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from router.git import WorktreeEntry
+    from router.topic.workspace import Repo
+
+# router.topic.workspace.PLANS_DIR (importing it would import router.git and dataclasses).
+PLANS_DIR = os.path.join("docs", "plans")
+
+
+class PlanDir(namedtuple("PlanDir", "id dir checkout mtime", defaults=(0.0,))):
+    """A topic's artifact directory: its id, its path, the checkout that holds it, its recency.
+
+    The fields are strings (``dir``, ``checkout``) so the recovery hook never
+    imports pathlib (~6 ms); ``path`` and ``root`` give them as Paths.
+    """
+
+    __slots__ = ()
+
+    @property
+    def path(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.dir)
+
+    @property
+    def root(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.checkout)
+
+
+def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[PlanDir]:
+    """Every plan dir of the home repo: its primary clone and each of its worktrees."""
+    entries = entries if entries is not None else repo.git.worktree_list()
+    roots = [repo.primary] + [e.path for e in entries if not e.bare]
+    return scan(roots, {e.branch for e in entries if e.branch})
+
+
+def scan(roots: Iterable[Path | str], worktree_branches: set[str]) -> list[PlanDir]:
+    """The plan dirs under ``docs/plans/`` of each checkout root (each root once).
+
+    The first root is the primary clone; every other one is a linked worktree.
+    """
+    seen: set[str] = set()
+    found: list[PlanDir] = []
+    for root in roots:
+        key = os.path.realpath(root)
+        if key not in seen:
+            in_worktree = bool(seen)
+            seen.add(key)
+            found += _plan_dirs_under(key, worktree_branches, in_worktree=in_worktree)
+    return found
+
+
+def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: bool) -> list[PlanDir]:
+    base = os.path.join(root, PLANS_DIR)
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if not ID_RE.fullmatch(name):
+            continue
+        path = os.path.join(base, name)
+        # An id never holds "/", so its branch (router.topic.ids.branch_for) is the id itself.
+        # A plan dir inside a linked worktree has its worktree whatever that
+        # checkout's branch: `new` run in a feature worktree reuses it (§7).
+        mtime = _recency(path, has_worktree=in_worktree or name in worktree_branches)
+        if mtime is not None:
+            found.append(PlanDir(name, path, root, mtime))
+    return found
+
+
+def _recency(path: str, *, has_worktree: bool) -> float | None:
+    """Newest artifact mtime; an empty dir counts only when its worktree exists."""
+    newest_file = newest_mtime(path)
+    if newest_file is not None:
+        return newest_file
+    if not has_worktree or not os.path.isdir(path):
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def newest(found: Iterable[PlanDir]) -> PlanDir | None:
+    """Newest wins; a tie goes to the greater id."""
+    return max(found, key=lambda c: (c.mtime, c.id), default=None)
+
+
+def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
+    """One plan dir per id (the newest, when a primary clone and a worktree both hold one)."""
+    best: dict[str, PlanDir] = {}
+    for plan in found:
+        kept = best.get(plan.id)
+        if kept is None or (plan.mtime, plan.dir) > (kept.mtime, kept.dir):
+            best[plan.id] = plan
+    return best
+
+
+# -- resolving a target (the CLI's path: asks git) ----------------------------------
+
+
+def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
+    """The home repo and plan dir named by ``target`` (id or path), or the newest one."""
+    from router.errors import BadInput
+    from router.topic.workspace import open_repo
+
+    if target and _looks_like_path(target):
+        return _by_path(cwd, target)
+    repo = home_repo(open_repo(cwd), target)
+    entries = repo.git.worktree_list()
+    found = candidates(repo, entries)
+    if target:
+        plan = (
+            newest(c for c in found if c.id == target)
+            or _worktree_only(repo, entries, target)
+            or _in_place(repo, target)
+        )
+        if plan is None:
+            raise BadInput(
+                "no-plan-dir",
+                f"no plan dir for {target!r} in {repo.primary} or its worktrees; "
+                "check the id with `team-router status`",
+            )
+        return repo, plan
+    best = newest(found)
+    if best is None:
+        raise BadInput(
+            "no-topic", f"no topic to resume in {repo.primary}; start one with `team-router new`"
+        )
+    return repo, best
+
+
+def home_repo(repo: Repo, target: str | None = None) -> Repo:
+    """The home repo of the topic asked about from ``repo``; ``repo`` itself when it is the home.
+
+    A secondary repo's record names its topic's home (DESIGN §8): from its
+    primary clone or its worktree every command answers as the home does. With
+    no ``target``: the topic whose worktree this checkout is, else (when this
+    repo holds no plan dir of its own) the home with the newest plan dir.
+    """
+    from pathlib import Path
+
+    if target is None and _answers_here(repo):
+        return repo
+    homes, exact = home_paths(str(repo.common_dir), str(repo.checkout.toplevel), target)
+    if not homes or (not exact and candidates(repo)):
+        return repo
+    opened = [r for r in (_open_quietly(Path(h)) for h in homes) if r is not None]
+    if not opened:
+        return repo
+    return max(opened, key=lambda r: (newest(candidates(r)) or PlanDir("", "", "", -1.0)).mtime)
+
+
+def _answers_here(repo: Repo) -> bool:
+    """The checkout holds plan dirs of its own: a home answers for itself, and no record
+    needs reading (a home with 500 topics pays one listdir for this, on every `phase`)."""
+    try:
+        names = os.listdir(os.path.join(repo.checkout.toplevel, PLANS_DIR))
+    except OSError:
+        return False
+    return any(ID_RE.fullmatch(n) for n in names)
+
+
+def home_paths(common_dir: str, toplevel: str, target: str | None) -> tuple[list[str], bool]:
+    """Home primaries of the topics this repo is a secondary of, as its records name them,
+    and whether they answer for one topic exactly.
+
+    Named ``target``: its home alone (exact). Otherwise the home of the topic
+    whose worktree is ``toplevel`` (exact), when there is one, else every home.
+    """
+    from router.topic.state import secondary_homes
+
+    if target is not None:
+        homes = secondary_homes(common_dir, only=target)
+        return ([homes[target][0]], True) if target in homes else ([], False)
+    homes = secondary_homes(common_dir)
+    here = os.path.realpath(toplevel)
+    for home, worktree in homes.values():
+        if worktree and os.path.realpath(worktree) == here:
+            return [home], True
+    return sorted({home for home, _ in homes.values()}), False
+
+
+def _open_quietly(path: Path) -> Repo | None:
+    from router.errors import RouterError
+    from router.topic.workspace import open_repo
+
+    try:
+        return open_repo(path)
+    except RouterError:
+        return None  # the home is gone or moved: answer for this repo, as before
+
+
+def _worktree_only(repo: Repo, entries: list[WorktreeEntry], topic_id: str) -> PlanDir | None:
+    """A topic whose worktree exists but whose plan dir does not (yet, or any more)."""
+    for entry in entries:
+        root = os.path.realpath(entry.path)
+        if entry.branch == topic_id and root != str(repo.primary):
+            return PlanDir(topic_id, os.path.join(root, PLANS_DIR, topic_id), root, 0.0)
+    return None
+
+
+def _in_place(repo: Repo, topic_id: str) -> PlanDir | None:
+    """A named topic's plan dir in the primary clone that holds no file yet.
+
+    A `new` whose home worktree fell back creates it there (DESIGN §2); the
+    recency rule leaves it out of discovery, but named by its id it is found.
+    """
+    path = os.path.join(repo.primary, PLANS_DIR, topic_id)
+    try:
+        mtime = os.stat(path).st_mtime if os.path.isdir(path) else None
+    except OSError:
+        mtime = None
+    return PlanDir(topic_id, path, str(repo.primary), mtime) if mtime is not None else None
+
+
+def _looks_like_path(target: str) -> bool:
+    return "/" in target or target in {".", ".."} or not ID_RE.fullmatch(target)
+
+
+def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
+    from pathlib import Path
+
+    from router.errors import BadInput
+    from router.topic.workspace import open_repo
+
+    path = Path(os.path.realpath(cwd / target))
+    if not path.is_dir() or not ID_RE.fullmatch(path.name) or path.parent.name != "plans":
+        raise BadInput(
+            "no-plan-dir",
+            f"{target} is not a plan dir (expected an existing docs/plans/<id>/ directory)",
+        )
+    repo = open_repo(path)
+    root = path.parent.parent.parent
+    mtime = _recency(str(path), has_worktree=True) or 0.0
+    return repo, PlanDir(path.name, str(path), str(root), mtime)
+
+
+# -- the hook's fast path: git's administrative files ---------------------------------
+
+FastHome = namedtuple("FastHome", "primary common_dir roots branches top", defaults=("",))
+FastHome.__doc__ = """The home repo as its git files describe it: primary root, common dir,
+every checkout root (primary first), the branches checked out in them, and the
+root of the checkout that holds ``cwd``."""
+
+
+class Unsure(Exception):
+    """The on-disk layout is not the plain one this reader trusts: ask git instead."""
+
+
+def locate_fast(cwd: str) -> FastHome | None:
+    """The repo around ``cwd`` from git's files; None when there is none; Unsure otherwise.
+
+    Running git costs nothing here, importing the module that runs it costs
+    ~45 ms (dataclasses, subprocess, pathlib), most of the hook's budget. Only
+    the standard layout is read (a ``.git`` directory in the primary clone,
+    ``gitdir:`` files in worktrees, ``commondir``, ``worktrees/<n>/gitdir``);
+    anything else raises :class:`Unsure`.
+    """
+    found = _find_git_dir(os.path.realpath(cwd))
+    if found is None:
+        return None
+    top, git_dir = found
+    common = _common_dir(git_dir)
+    primary = os.path.dirname(common)
+    if (
+        os.path.basename(common) != ".git"
+        or os.path.realpath(os.path.join(primary, ".git")) != common
+    ):
+        raise Unsure(f"{common} is not the .git directory of a primary clone")
+    _refuse_unusual_config(common)
+    roots: list[str] = [primary]
+    branches: set[str] = set()
+    _add_branch(branches, os.path.join(common, "HEAD"))
+    for admin in _worktree_admin_dirs(common):
+        gitfile = _read_line(os.path.join(admin, "gitdir"))
+        if gitfile:
+            roots.append(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
+            _add_branch(branches, os.path.join(admin, "HEAD"))
+    return FastHome(primary, common, roots, branches, top)
+
+
+def _find_git_dir(start: str) -> tuple[str, str] | None:
+    here = start
+    while True:
+        dotgit = os.path.join(here, ".git")
+        if os.path.isdir(dotgit):
+            if os.path.isfile(os.path.join(dotgit, "HEAD")):
+                return here, os.path.realpath(dotgit)
+        elif os.path.isfile(dotgit):
+            line = _read_line(dotgit)
+            if not line.startswith("gitdir: "):
+                raise Unsure(f"{dotgit} is not a gitdir file")
+            return here, os.path.realpath(os.path.join(here, line[len("gitdir: ") :]))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _common_dir(git_dir: str) -> str:
+    pointer = _read_line(os.path.join(git_dir, "commondir"))
+    return os.path.realpath(os.path.join(git_dir, pointer)) if pointer else git_dir
+
+
+def _refuse_unusual_config(common: str) -> None:
+    try:
+        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read().lower()
+    except OSError:
+        raise Unsure(f"{common}/config cannot be read") from None
+    # core.worktree moves the primary's work tree; worktreeConfig lets each
+    # worktree set it; a bare repo has no primary work tree at all.
+    if "worktree" in text or "bare = true" in text:
+        raise Unsure(f"{common}/config sets the work tree layout")
+
+
+def _worktree_admin_dirs(common: str) -> list[str]:
+    base = os.path.join(common, "worktrees")
+    try:
+        return [os.path.join(base, n) for n in sorted(os.listdir(base))]
+    except OSError:
+        return []
+
+
+def _add_branch(branches: set[str], head_file: str) -> None:
+    head = _read_line(head_file)
+    if head.startswith("ref: refs/heads/"):
+        branches.add(head[len("ref: refs/heads/") :])
+
+
+def _read_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return fh.readline().strip()
+    except OSError:
+        return ""

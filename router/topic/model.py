@@ -1,0 +1,106 @@
+"""The repos of a topic, decided in one place: which repos, where each one's work is.
+
+Three sources name them: the home record (which outlives the plan dir), the
+plan dir's ``repos.md`` (its repo list and its ``## Worktrees`` section), and
+each repo's own record (how its worktree got there, what this tool created).
+Phase inference, ``status``, the session-start hook and teardown all read the
+list from :func:`repo_places`, so they agree on the repos and their order.
+
+No git runs here, and only the standard library is imported at the top: the
+session-start hook reaches this when the phase depends on commits.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from router.plandir.reposmd import WorktreeLine
+    from router.topic.state import TopicRecord
+
+HOME = "home"
+
+
+class Via(StrEnum):
+    """How a repo's checkout for the topic got there, as its own record tells."""
+
+    CREATED = "created"  # this tool added the worktree
+    REUSED = "reused"  # an existing linked worktree on the topic branch was taken as it is
+    FALLBACK = "fallback"  # no worktree: the work happens in the primary clone
+    UNKNOWN = "unknown"  # no record in that repo (never created there, or unreadable)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoPlace:
+    """One repo of a topic: its name, its primary clone and the checkout carrying its work.
+
+    ``primary`` is None when only the ``## Worktrees`` section names the repo;
+    ``worktree`` is None when nothing places the topic's work outside the primary.
+    """
+
+    name: str
+    primary: str | None
+    worktree: str | None
+
+    @property
+    def is_home(self) -> bool:
+        return self.name == HOME
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """What the repo's own record says this tool made for the topic (teardown removes only that)."""
+
+    via: Via
+    worktree_created: bool
+    branch_created: bool
+
+
+def ownership(record: TopicRecord | None, primary: str | Path | None) -> Ownership:
+    """How the repo's checkout got there and what this tool created, from its record."""
+    if record is None:
+        return Ownership(Via.UNKNOWN, False, False)
+    created = "add" in record.steps  # the creation step that runs `git worktree add`
+    in_primary = record.worktree is None or (
+        primary is not None and os.path.realpath(record.worktree) == os.path.realpath(primary)
+    )
+    via = Via.FALLBACK if in_primary else Via.CREATED if created else Via.REUSED
+    return Ownership(via, created and not in_primary, record.branch_created)
+
+
+def repo_places(
+    home_primary: str | Path,
+    home_worktree: str | Path | None,
+    record: TopicRecord | None,
+    secondaries: Iterable[tuple[str, str | Path]] = (),
+    lines: Iterable[WorktreeLine] = (),
+) -> list[RepoPlace]:
+    """Every repo of the topic: home, then ``repos.md``'s secondaries in order, then any
+    only the home record knows, then any only the ``## Worktrees`` section names.
+
+    ``record`` is the home record; ``secondaries`` the ``(name, primary)`` pairs of
+    ``repos.md``; ``lines`` its ``## Worktrees`` entries. A repo's worktree is the
+    one the section places, else the one the home record remembers.
+    """
+    entries = {e.name: e for e in record.repos} if record is not None else {}
+    placed = {ln.name: str(ln.placed) for ln in lines if ln.placed is not None}
+    order: dict[str, str | None] = {}
+    for name, listed in secondaries:
+        order.setdefault(name, str(listed))
+    for name, entry in entries.items():
+        order.setdefault(name, entry.path)
+    for name in placed:
+        order.setdefault(name, None)
+    order.pop(HOME, None)
+    found = [RepoPlace(HOME, str(home_primary), str(home_worktree) if home_worktree else None)]
+    for name, primary in order.items():
+        recorded = entries.get(name)
+        worktree = placed.get(name) or (recorded.worktree if recorded else None)
+        found.append(RepoPlace(name, primary, worktree))
+    return found

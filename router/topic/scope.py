@@ -1,0 +1,197 @@
+"""Every repo of a topic, for commands that act on all of them (teardown, restore, local-state).
+
+The plan dir's ``repos.md`` names the repos while the plan dir exists; the
+home record (in the home repo's common git dir) keeps the same list so a
+second run, after teardown removed the plan dir, still knows every repo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.errors import BadInput, RouterError
+from router.plandir.reposmd import REPOS_MD, ReposFile, read_repos_md, worktree_lines
+from router.teardown.localstate import read_temp_paths
+from router.topic import state
+from router.topic.discovery import home_repo, resolve
+from router.topic.ids import ID_RE, branch_for, parse_id
+from router.topic.model import HOME, repo_places
+from router.topic.workspace import Containment, Repo, contain_all, open_repo
+
+
+@dataclass(frozen=True, slots=True)
+class RepoTarget:
+    """One repo of the topic, with what its own record says about the topic."""
+
+    name: str
+    path: Path  # the repo's primary root (as listed, when it cannot be opened)
+    branch: str
+    worktree: Path | None  # recorded worktree; never trusted to be a linked one
+    repo: Repo | None = None  # None when ``problem`` says why it cannot be used
+    record: state.TopicRecord | None = None
+    is_home: bool = False
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicScope:
+    id: str
+    branch: str
+    home: Repo
+    plan_dir: Path | None  # None when it is gone (resolved from the home record)
+    home_record: state.TopicRecord | None
+    repos: tuple[RepoTarget, ...]
+    temp_paths: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+    def repo_paths(self) -> tuple[Path, ...]:
+        """Every primary clone, worktree and git dir the topic names (never a temp path)."""
+        paths = [self.home.primary, self.home.common_dir]
+        for t in self.repos:
+            paths += [t.path, *([t.worktree] if t.worktree else [])]
+            if t.repo is not None:
+                paths += [t.repo.primary, t.repo.common_dir]
+        return tuple(dict.fromkeys(paths))
+
+    def only(self, name: str | None) -> tuple[RepoTarget, ...]:
+        if name is None:
+            return self.repos
+        picked = tuple(r for r in self.repos if r.name == name)
+        if not picked:
+            names = ", ".join(r.name for r in self.repos)
+            raise BadInput("no-repo", f"{self.id} has no repo named {name!r} (it has: {names})")
+        return picked
+
+
+def resolve_topic(cwd: Path, target: str) -> TopicScope:
+    """The topic named by ``target`` (id or plan dir), its plan dir if any, and every repo."""
+    try:
+        home, plan = resolve(cwd, target)
+    except BadInput as exc:
+        if exc.code != "no-plan-dir":
+            raise
+        return _from_record(cwd, target, exc)
+    warnings: list[str] = []
+    record = _home_record(home, plan.id, warnings)
+    parsed = _repos_md(plan.path)
+    repos = _targets(home, plan.id, record, parsed, warnings)
+    temps = read_temp_paths(plan.path) or _recorded_temps(record)
+    return TopicScope(
+        plan.id, branch_for(plan.id), home, plan.path, record, repos, tuple(temps), tuple(warnings)
+    )
+
+
+def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
+    topic_id = Path(target).name if not ID_RE.fullmatch(target) else target
+    if not ID_RE.fullmatch(topic_id):
+        if _meant_as_id(cwd, target):
+            parse_id(target)  # raises invalid-id, naming the rule the id breaks
+        raise original
+    # From a secondary repo its record names the home, where the home record is.
+    home = home_repo(open_repo(cwd), topic_id)
+    warnings: list[str] = []
+    record = _home_record(home, topic_id, warnings)
+    if record is None or record.repo != HOME:
+        raise BadInput(
+            "no-plan-dir",
+            f"no plan dir and no home record for {topic_id!r} in {home.primary}; run this from "
+            "the topic's home repo, or check the id with `team-router status`",
+        )
+    repos = _targets(home, topic_id, record, None, warnings)
+    return TopicScope(
+        topic_id,
+        record.branch or branch_for(topic_id),
+        home,
+        None,
+        record,
+        repos,
+        tuple(_recorded_temps(record)),
+        tuple(warnings),
+    )
+
+
+def _meant_as_id(cwd: Path, target: str) -> bool:
+    """A bare word that names no file: an id with a typo, not a plan dir path."""
+    return "/" not in target and target not in {".", ".."} and not (cwd / target).exists()
+
+
+def _home_record(home: Repo, topic_id: str, warnings: list[str]) -> state.TopicRecord | None:
+    return state.read_record_or_none(home.common_dir, topic_id, warnings)
+
+
+def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
+    return list(record.temp_paths) if record else []
+
+
+def _repos_md(plan_dir: Path) -> ReposFile | None:
+    path = plan_dir / REPOS_MD
+    return read_repos_md(path) if path.is_file() else None
+
+
+def _targets(
+    home: Repo,
+    topic_id: str,
+    record: state.TopicRecord | None,
+    parsed: ReposFile | None,
+    warnings: list[str],
+) -> tuple[RepoTarget, ...]:
+    """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
+    lines = worktree_lines(parsed) if parsed else []
+    listed = {ln.name: ln.placed for ln in lines if ln.placed}
+    entries = {e.name: e for e in record.repos} if record else {}
+    in_repos_md = [(s.name, s.path) for s in parsed.secondaries] if parsed else []
+    places = repo_places(home.primary, None, record, in_repos_md, lines)
+    jobs = [
+        (p.name, Path(p.primary), Path(p.worktree) if p.worktree else None)
+        for p in places[1:]
+        if p.primary is not None  # only the section names it: no repo to act on
+    ]
+    verdicts = contain_all([path for _, path, _ in jobs], home)
+    secondaries = _parallel(
+        lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),
+        list(range(len(jobs))),
+    )
+    return (_home_target(home, topic_id, record, listed, entries), *secondaries)
+
+
+def _parallel(fn, items: list) -> list:
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _home_target(home, topic_id, record, listed, entries) -> RepoTarget:
+    worktree = record.worktree if record else None
+    if worktree is None and HOME in entries and entries[HOME].worktree:
+        worktree = entries[HOME].worktree
+    path = Path(worktree) if worktree else listed.get(HOME)
+    branch = record.branch if record and record.branch else branch_for(topic_id)
+    return RepoTarget(HOME, home.primary, branch, path, home, record, is_home=True)
+
+
+def _secondary(
+    name: str,
+    path: Path,
+    topic_id: str,
+    worktree: Path | None,
+    verdict: Containment,
+    warnings: list[str],
+) -> RepoTarget:
+    branch: str = branch_for(topic_id)
+    repo = verdict.repo
+    if repo is None:
+        # A duplicate is the same repository as an earlier entry: acting on it
+        # again would integrate the same commits into the same primary twice.
+        warnings.append(f"{name}: {verdict.detail}; nothing done there")
+        return RepoTarget(
+            name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}"
+        )
+    record = state.read_record_or_none(repo.common_dir, topic_id, warnings)
+    if record is not None:
+        branch = record.branch or branch
+        worktree = Path(record.worktree) if record.worktree else worktree
+    return RepoTarget(name, repo.primary, branch, worktree, repo, record)

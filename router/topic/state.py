@@ -1,0 +1,666 @@
+"""Durable per-repo records, cross-process locks and the crash seam (DESIGN §10).
+
+Everything lives in the repo's *common* git dir under ``team-router/``: it is
+never tracked, and every worktree of the repo sees the same state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, astuple, dataclass
+from pathlib import Path
+from typing import Any
+
+from router.errors import Refusal
+
+STATE_DIR = "team-router"
+DEFAULT_WAIT = 30.0
+CRASH_ENV = "TEAM_ROUTER_CRASH_AT"
+# Record key: teardown (or pr-cleanup) is removing the worktree at this path; a kill may
+# have left it half-deleted, and what is left there is not work (router.teardown.steps).
+REMOVING = "removing"
+
+
+def state_root(common_dir: Path) -> Path:
+    return common_dir / STATE_DIR
+
+
+def crash_point(step: str) -> None:
+    """Exit at once before ``step`` when the test seam asks for it."""
+    if os.environ.get(CRASH_ENV) == step:
+        os._exit(137)
+
+
+# -- atomic files -------------------------------------------------------------
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+# -- records ------------------------------------------------------------------
+
+# 1: the untyped ``extra`` object (temp_paths, teardown, restored, included,
+#    integrating, removing, pr_cleanup, host_removal); 2: named fields, ``home``
+#    on secondaries.
+SCHEMA = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RepoEntry:
+    """One repo of a topic, as the home record remembers it for teardown."""
+
+    name: str
+    path: str
+    worktree: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TeardownMark:
+    """The teardown steps done in this repo; ``complete`` once a run finished them all.
+
+    A complete mark is a tombstone: a second teardown still knows the topic and
+    exits 0, and ``new`` with the same id starts a new run instead of resuming.
+    """
+
+    done: tuple[str, ...] = ()
+    complete: bool = False
+
+    def with_done(
+        self, steps: Iterable[str], order: Sequence[str], *, complete: bool
+    ) -> TeardownMark:
+        """The one merge of done steps: earlier runs' and these, in ``order`` (unknown last)."""
+        rank = {name: n for n, name in enumerate(order)}
+        merged = sorted(set(self.done) | set(steps), key=lambda s: (rank.get(s, len(rank)), s))
+        return TeardownMark(tuple(merged), complete)
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What ``restore`` made from a snapshot, so a rerun answers the same without a second copy."""
+
+    snapshot: str
+    branch: str
+    worktree: str
+
+
+@dataclass(frozen=True, slots=True)
+class Picking:
+    """A cherry-pick this tool started: onto ``target`` at ``tip``, the ``commits`` of ``branch``.
+
+    Written before the first pick: a kill mid-pick leaves the primary busy, and
+    only this mark lets the rerun tell its own half-done pick from the user's.
+    """
+
+    branch: str
+    target: str
+    tip: str
+    commits: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "branch": self.branch,
+            "target": self.target,
+            "tip": self.tip,
+            "commits": list(self.commits),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Picking | None:
+        """The mark as written, or None for anything else (a hand edit is not trusted)."""
+        if not isinstance(data, dict):
+            return None
+        commits = data.get("commits")
+        shas = [data.get("tip"), *(commits if isinstance(commits, list) else [None])]
+        if not all(isinstance(s, str) and _SHA.match(s) for s in shas):
+            return None
+        if not all(isinstance(data.get(k), str) for k in ("branch", "target")):
+            return None
+        return cls(data["branch"], data["target"], data["tip"], tuple(commits))  # type: ignore[arg-type]
+
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """A ``git worktree remove`` of a proven-safe worktree, marked while it runs.
+
+    Written only after the worktree was proven clean or snapshotted; a rerun
+    after a kill finishes it, unless files were written there after ``at``.
+    """
+
+    path: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class HostRemoval:
+    """What the host's last removal of the topic's worktree (``hook worktree-remove``) did:
+    the host cannot show our output, so doctor and people read it here."""
+
+    worktree: str
+    outcome: str  # removed | kept | snapshotted
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    id: str
+    repo: str  # the repo's name in the topic ("home" for the home repo)
+    branch: str
+    worktree: str | None = None
+    base_commit: str | None = None
+    # True only when this tool cut the branch: teardown never deletes one it did not.
+    branch_created: bool = False
+    description: str | None = None  # the request `new` was given; a rerun finds its id by it
+    plan_dir: str | None = None
+    # Creation steps done (inspect, base, claim, ..., record): a crash resumes after the last.
+    steps: tuple[str, ...] = ()
+    # Home record only: every repo of the topic, so teardown still knows them
+    # after the plan dir (and its repos.md) is gone.
+    repos: tuple[RepoEntry, ...] = ()
+    # Secondary records only: the home repo's primary clone, so every command
+    # run from this repo (or its worktree) answers for the topic as the home does.
+    home: str | None = None
+    # Files a .worktreeinclude copy placed in the worktree: removal names them
+    # (git ignores them, so they would otherwise vanish unmentioned).
+    included: tuple[str, ...] = ()
+    # Home record only: the plan's temp paths, kept before the plan dir goes.
+    temp_paths: tuple[str, ...] = ()
+    teardown: TeardownMark | None = None
+    restored: Restored | None = None
+    integrating: Picking | None = None
+    removing: Removal | None = None
+    # How the last pr-cleanup ended the branch (merged or abandoned).
+    pr_cleanup_mode: str | None = None
+    host_removal: HostRemoval | None = None
+    schema: int = SCHEMA
+
+    @property
+    def creating(self) -> bool:
+        """A creation is under way: claimed (the path may exist) but not yet recorded done."""
+        return "claim" in self.steps and "record" not in self.steps
+
+    @property
+    def torn_down(self) -> bool:
+        return self.teardown is not None and self.teardown.complete
+
+    def with_step(self, step: str) -> TopicRecord:
+        if step in self.steps:
+            return self
+        return _replace(self, steps=(*self.steps, step))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["steps"] = list(self.steps)
+        data["repos"] = [asdict(r) for r in self.repos]
+        data["included"] = list(self.included)
+        data["temp_paths"] = list(self.temp_paths)
+        if self.teardown is not None:
+            data["teardown"] = {
+                "done": list(self.teardown.done),
+                "complete": self.teardown.complete,
+            }
+        if self.integrating is not None:
+            data["integrating"] = self.integrating.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TopicRecord:
+        """A record from its JSON (any schema); ValueError/TypeError when a field has the wrong shape."""
+        data = _upgrade(data)
+        repos = tuple(RepoEntry(**r) for r in data.get("repos", []))
+        nested = {"repos", "teardown", "restored", "integrating", "removing", "host_removal"}
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in nested}
+        for key in ("steps", "included", "temp_paths"):
+            if not isinstance(known.get(key, []), list):
+                raise ValueError(f"{key} must be a list")
+            known[key] = tuple(known.get(key, ()))
+        record = cls(
+            **known,
+            repos=repos,
+            teardown=_teardown_of(data.get("teardown")),
+            restored=Restored(**data["restored"]) if data.get("restored") is not None else None,
+            integrating=_picking_of(data.get("integrating")),
+            removing=Removal(**data["removing"]) if data.get("removing") is not None else None,
+            host_removal=(
+                HostRemoval(**data["host_removal"])
+                if data.get("host_removal") is not None
+                else None
+            ),
+        )
+        _check_shape(record)
+        return record
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier schema in today's shape (written back by the next update).
+
+    Schema 1 kept its marks in ``extra``, read leniently: a value of the wrong
+    shape was ignored there, so it is dropped here rather than failing the record.
+    """
+    if data.get("schema", 1) >= SCHEMA:
+        return data
+    extra = data.get("extra", {})
+    if not isinstance(extra, dict):
+        raise ValueError("extra must be an object")
+    out = {k: v for k, v in data.items() if k != "extra"}
+    out["schema"] = SCHEMA
+    included, temps = extra.get("included"), extra.get("temp_paths")
+    out["included"] = (
+        [p for p in included if isinstance(p, str)] if isinstance(included, list) else []
+    )
+    out["temp_paths"] = [str(p) for p in temps] if isinstance(temps, list) else []
+    info = extra.get("teardown")
+    if isinstance(info, dict) and isinstance(info.get("done", []), list):
+        done = [s for s in info.get("done", []) if isinstance(s, str)]
+        out["teardown"] = {"done": done, "complete": info.get("complete") is True}
+    restored = extra.get("restored")
+    if isinstance(restored, dict) and all(
+        isinstance(restored.get(k), str) for k in ("snapshot", "branch", "worktree")
+    ):
+        out["restored"] = {k: restored[k] for k in ("snapshot", "branch", "worktree")}
+    if Picking.from_json(extra.get("integrating")) is not None:
+        out["integrating"] = extra["integrating"]
+    removing = extra.get("removing")
+    if isinstance(removing, dict) and isinstance(removing.get("path"), str):
+        at = removing.get("at")
+        valid_at = isinstance(at, int | float) and not isinstance(at, bool)
+        out["removing"] = {"path": removing["path"], "at": float(at) if valid_at else 0.0}  # type: ignore[arg-type]
+    host = extra.get("host_removal")
+    if isinstance(host, dict) and all(
+        isinstance(host.get(k), str) for k in ("worktree", "outcome")
+    ):
+        detail = host.get("detail")
+        out["host_removal"] = {
+            "worktree": host["worktree"],
+            "outcome": host["outcome"],
+            "detail": detail if isinstance(detail, str) else "",
+        }
+    mode = extra.get("pr_cleanup")
+    if isinstance(mode, dict) and isinstance(mode.get("mode"), str):
+        out["pr_cleanup_mode"] = mode["mode"]
+    return out
+
+
+def _teardown_of(value: object) -> TeardownMark | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("done", []), list):
+        raise ValueError("teardown must be an object with a list of done steps")
+    return TeardownMark(tuple(value.get("done", [])), value.get("complete", False))
+
+
+def _picking_of(value: object) -> Picking | None:
+    if value is None:
+        return None
+    pick = Picking.from_json(value)
+    if pick is None:
+        raise ValueError("integrating must name a branch, a target and commit ids")
+    return pick
+
+
+_TEXT_FIELDS = ("worktree", "base_commit", "description", "plan_dir", "home", "pr_cleanup_mode")
+
+
+def _check_shape(record: TopicRecord) -> None:
+    # A record steers deletions (its branch, its worktree): a hand-edited or
+    # half-understood one must fail here rather than be half trusted later.
+    if not all(isinstance(v, str) and v for v in (record.id, record.repo, record.branch)):
+        raise ValueError("id, repo and branch must be non-empty strings")
+    if any(not isinstance(getattr(record, k), str | None) for k in _TEXT_FIELDS):
+        raise ValueError(f"{', '.join(_TEXT_FIELDS)} must be strings or null")
+    if not isinstance(record.branch_created, bool):
+        raise ValueError("branch_created must be true or false")
+    if not isinstance(record.schema, int) or record.schema > SCHEMA:
+        raise ValueError(f"schema {record.schema!r} is not one this version reads (<= {SCHEMA})")
+    for key in ("steps", "included", "temp_paths"):
+        if not all(isinstance(s, str) for s in getattr(record, key)):
+            raise ValueError(f"{key} must be a list of strings")
+    mark = record.teardown
+    if mark is not None and (
+        not all(isinstance(s, str) for s in mark.done) or not isinstance(mark.complete, bool)
+    ):
+        raise ValueError("teardown.done must be strings and teardown.complete true or false")
+    if record.restored is not None and not all(
+        isinstance(v, str) for v in astuple(record.restored)
+    ):
+        raise ValueError("restored must name a snapshot, a branch and a worktree")
+    if record.host_removal is not None and not all(
+        isinstance(v, str) for v in astuple(record.host_removal)
+    ):
+        raise ValueError("host_removal must name a worktree, an outcome and a detail")
+    if record.removing is not None and not (
+        isinstance(record.removing.path, str) and isinstance(record.removing.at, int | float)
+    ):
+        raise ValueError("removing must name a path and a time")
+    for entry in record.repos:
+        if not (isinstance(entry.name, str) and isinstance(entry.path, str)):
+            raise ValueError("every repos entry needs a string name and path")
+        if not isinstance(entry.worktree, str | None):
+            raise ValueError("a repos entry's worktree must be a string or null")
+
+
+def _replace(record: TopicRecord, **changes: Any) -> TopicRecord:
+    import dataclasses
+
+    return dataclasses.replace(record, **changes)
+
+
+class RecordCorrupt(Exception):
+    """A record exists but does not parse: report it, never trust or delete it."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def record_path(common_dir: Path, topic_id: str) -> Path:
+    return state_root(common_dir) / "topics" / f"{topic_id}.json"
+
+
+def read_record(common_dir: Path, topic_id: str) -> TopicRecord | None:
+    """The topic's record in this repo; None when absent; RecordCorrupt when unreadable."""
+    path = record_path(common_dir, topic_id)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordCorrupt(path, f"cannot be read ({exc})") from exc
+    try:
+        record = _parse_record(text)
+    except (ValueError, TypeError) as exc:
+        raise RecordCorrupt(path, f"does not parse ({exc})") from exc
+    if record.id != topic_id:
+        raise RecordCorrupt(path, f"names topic {record.id!r}, not {topic_id!r}")
+    return record
+
+
+def read_record_or_none(
+    common_dir: Path, topic_id: str, warnings: list[str] | None = None
+) -> TopicRecord | None:
+    """The record, or None when absent or corrupt: the one policy for a corrupt record.
+
+    A corrupt record is never trusted, rewritten or deleted here; the caller
+    gets a warning naming it (doctor reports it as record-corrupt).
+    """
+    try:
+        return read_record(common_dir, topic_id)
+    except RecordCorrupt as exc:
+        if warnings is not None:
+            warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
+        return None
+
+
+def update_record(
+    common_dir: Path,
+    topic_id: str,
+    change: Callable[[TopicRecord], TopicRecord | None],
+    *,
+    new: Callable[[], TopicRecord] | None = None,
+    replace_corrupt: bool = False,
+    wait: float = DEFAULT_WAIT,
+) -> TopicRecord | None:
+    """The one writer of a record: read it, apply ``change``, write the result, under its lock.
+
+    An absent record starts from ``new()`` (none: nothing is written). A corrupt
+    one is left alone unless ``replace_corrupt`` (then it is set aside as
+    ``<id>.json.corrupt-<n>``, never lost). ``change`` returning None deletes the
+    record. Returns the record as written (None: not written, or deleted).
+    """
+    with _record_lock(common_dir, topic_id, wait):
+        try:
+            record = read_record(common_dir, topic_id)
+        except RecordCorrupt:
+            if not replace_corrupt:
+                return None
+            record = None
+        if record is None:
+            if new is None:
+                return None
+            record = new()
+        changed = change(record)
+        if changed is None:
+            delete_record(common_dir, topic_id)
+            return None
+        if changed.schema != SCHEMA:
+            changed = _replace(changed, schema=SCHEMA)
+        write_record(common_dir, changed)
+        return changed
+
+
+@contextlib.contextmanager
+def _record_lock(common_dir: Path, topic_id: str, wait: float) -> Iterator[None]:
+    # Two processes (or a repo's worker threads) updating one record must not
+    # lose each other's change between the read and the atomic replace. No
+    # owner file: the lock is held for milliseconds and never across git.
+    from filelock import FileLock, Timeout  # lazy: costs ~20 ms to import
+
+    path = state_root(common_dir) / "locks" / f"record-{topic_id}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path), timeout=max(wait, 0.0))
+    try:
+        lock.acquire()
+    except Timeout:
+        raise Refusal(
+            "locked",
+            f"the record of {topic_id} in {common_dir} stays locked; run the command again",
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def secondary_homes(
+    common_dir: str | os.PathLike[str], only: str | None = None
+) -> dict[str, tuple[str, str | None]]:
+    """Topic id -> (home primary clone, this repo's worktree) for each topic this repo is a
+    secondary of (its record names the home); ``only``: that topic's record alone.
+
+    Read straight from the files, without the lock: the session-start hook asks
+    this from a secondary repo. Unreadable records are skipped (doctor reports them).
+    """
+    folder = os.path.join(common_dir, STATE_DIR, "topics")
+    try:
+        names = [f"{only}.json"] if only else sorted(os.listdir(folder))
+    except OSError:
+        return {}
+    names = [n for n in names if n.endswith(".json")]
+    found: dict[str, tuple[str, str | None]] = {}
+    for name in names:
+        topic_id = name[: -len(".json")]
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                text = fh.read()
+            # Written with sorted keys and indent 2: a home record is skipped unparsed
+            # (a home repo with 500 topics reads them all on every `phase`).
+            if '"repo": "home"' in text or '"home": ' not in text:
+                continue
+            data = json.loads(text)
+        except (OSError, ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict) or data.get("id") != topic_id:
+            continue
+        home, worktree = data.get("home"), data.get("worktree")
+        if data.get("repo") != "home" and isinstance(home, str) and home:
+            found[topic_id] = (home, worktree if isinstance(worktree, str) else None)
+    return found
+
+
+def _parse_record(text: str) -> TopicRecord:
+    """A record from its file's text; ValueError/TypeError for anything that is not one."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        # json recurses once per nesting level: a hostile or broken file must
+        # read as corrupt, not end the command with a traceback.
+        raise ValueError("nested too deeply to be a record") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return TopicRecord.from_json(data)
+
+
+def write_record(common_dir: Path, record: TopicRecord) -> Path | None:
+    """Write ``record`` atomically; a corrupt file in its place is first set aside, never lost.
+
+    Returns where a corrupt predecessor was kept (``<id>.json.corrupt-<n>``), or None.
+    """
+    path = record_path(common_dir, record.id)
+    kept = _set_aside_if_corrupt(path)
+    write_atomic(path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+    return kept
+
+
+CORRUPT_MARK = ".corrupt-"
+
+
+def _set_aside_if_corrupt(path: Path) -> Path | None:
+    try:
+        if _parse_record(path.read_text(encoding="utf-8")).id == path.stem:
+            return None
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):
+        pass
+    for n in range(1, 1000):
+        aside = path.with_name(f"{path.name}{CORRUPT_MARK}{n}")
+        if not os.path.lexists(aside):
+            # A rename, not a copy: the bytes the user may need stay exactly as they were.
+            os.replace(path, aside)
+            return aside
+    raise RecordCorrupt(path, "does not parse, and 999 earlier corrupt copies are in the way")
+
+
+def corrupt_records(common_dir: Path) -> list[Path]:
+    """Corrupt records set aside by :func:`write_record` (kept for the user to inspect)."""
+    folder = state_root(common_dir) / "topics"
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob(f"*.json{CORRUPT_MARK}*"))
+
+
+def delete_record(common_dir: Path, topic_id: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        record_path(common_dir, topic_id).unlink()
+
+
+def list_records(common_dir: Path) -> list[str]:
+    """Ids that have a record file in this repo."""
+    folder = state_root(common_dir) / "topics"
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json"))
+
+
+# -- locks --------------------------------------------------------------------
+
+
+def lock_path(common_dir: Path, name: str) -> Path:
+    return state_root(common_dir) / "locks" / f"{name}.lock"
+
+
+def _owner_path(lock: Path) -> Path:
+    return lock.with_suffix(".pid")
+
+
+@contextlib.contextmanager
+def held_lock(common_dir: Path, name: str, *, wait: float = DEFAULT_WAIT) -> Iterator[None]:
+    """Hold ``locks/<name>.lock``; after ``wait`` seconds refuse ``locked`` naming the holder."""
+    from filelock import FileLock, Timeout  # lazy: costs ~20 ms to import
+
+    path = lock_path(common_dir, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path), timeout=max(wait, 0.0))
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = _read_owner(path)
+        who = f"process {holder}" if holder else "another process"
+        raise Refusal(
+            "locked",
+            f"{name} is locked by {who}; wait for it to finish or pass a longer --wait",
+        ) from None
+    try:
+        with contextlib.suppress(OSError):
+            _owner_path(path).write_text(_owner_text(), encoding="utf-8")
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            _owner_path(path).unlink()
+        lock.release()
+
+
+def _owner_text() -> str:
+    # pid and start time: a crash leaves this file behind (the kernel drops the
+    # lock itself), and doctor tells a stale owner from a live one by both.
+    from router.topic.holders import process_start_time
+
+    return f"{os.getpid()} {process_start_time(os.getpid()) or '-'}\n"
+
+
+def _read_owner(lock: Path) -> str | None:
+    owner = read_owner(lock)
+    return str(owner.pid) if owner else None
+
+
+@dataclass(frozen=True, slots=True)
+class LockOwner:
+    """What a lock's owner file says: who held (or holds) ``locks/<name>.lock``."""
+
+    name: str
+    path: Path  # the owner file, ``locks/<name>.pid``
+    pid: int
+    start_time: str | None
+
+    @property
+    def stale(self) -> bool:
+        """True when the process that wrote the file is gone (or its pid was reused)."""
+        from router.topic.holders import Holder, is_live
+
+        return not is_live(Holder(self.pid, self.start_time))
+
+
+def read_owner(lock: Path) -> LockOwner | None:
+    path = _owner_path(lock)
+    try:
+        words = path.read_text(encoding="utf-8").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not words or not words[0].isdigit():
+        return None
+    start = words[1] if len(words) > 1 and words[1] != "-" else None
+    return LockOwner(lock.stem, path, int(words[0]), start)
+
+
+def lock_owners(common_dir: Path) -> list[LockOwner]:
+    """Every owner file under ``locks/`` (held locks and ones a crash left behind)."""
+    folder = state_root(common_dir) / "locks"
+    if not folder.is_dir():
+        return []
+    found = []
+    for pid_file in sorted(folder.glob("*.pid")):
+        owner = read_owner(pid_file.with_suffix(".lock"))
+        if owner is not None:
+            found.append(owner)
+    return found
