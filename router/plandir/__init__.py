@@ -1,1 +1,3 @@
-"""plandir."""
+"""The artifact directory ``docs/plans/<id>/``: frontmatter, the artifact inventory,
+``repos.md`` (its one ``## Worktrees`` reader and writer), the gate records, the templates.
+"""
