@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
@@ -42,6 +41,8 @@ def crash_point(step: str) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` so a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # lazy: ~5 ms (shutil, random), and the read-only commands never write
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
