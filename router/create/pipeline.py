@@ -16,6 +16,7 @@ from router import git as g
 from router.create.include import copy_included
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
+from router.parallel import MAX_PARALLEL
 from router.progress import Progress
 from router.topic import holders, state
 from router.topic.ids import Topic
@@ -28,7 +29,6 @@ from router.topic.workspace import (
 )
 
 REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
-MAX_PARALLEL = 8
 _ORIGIN_HEAD = "refs/remotes/origin/HEAD"
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
 from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.parallel import parallel_map
 from router.progress import Progress
 from router.teardown.localstate import (
     DEFAULT_LINE_TIMEOUT,
@@ -90,7 +90,6 @@ from router.topic.workspace import (
     open_repo,
 )
 
-MAX_PARALLEL = 8
 LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
 
 
@@ -646,12 +645,12 @@ def teardown(
     opts = Options(integrate, force, dry_run, line_timeout, echo, stop, remove_reused)
     if dry_run:
         plans = _with_holders(
-            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
         else:
-            reports = _parallel(lambda p: preview_repo(p, scope, opts), plans)
+            reports = parallel_map(lambda p: preview_repo(p, scope, opts), plans)
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         if any(p.has_origin for p in plans):
             # The real run fetches first; a dry run changes nothing, not even origin's refs.
@@ -664,7 +663,7 @@ def teardown(
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         plans = _with_holders(
-            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         refusal = _refusal(scope, plans, warnings)
@@ -684,7 +683,7 @@ def teardown(
             progress.step(report.name, _summary(report))
             return report
 
-        reports = _parallel(run_one, plans)
+        reports = parallel_map(run_one, plans)
     warnings += [
         f"{r.name}: the default branch was not updated: {s.detail}"
         for r in reports
@@ -711,16 +710,6 @@ def _summary(report) -> str:
     """``refused`` / ``failed`` / ``done`` for a progress line: the worst step outcome."""
     outcomes = {str(s.outcome) for s in report.steps}
     return next((o for o in ("refused", "failed") if o in outcomes), "done")
-
-
-def _parallel(fn: Callable, items) -> list:
-    items = list(items)
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(items))) as pool:
-        return list(pool.map(fn, items))
 
 
 def _with_holders(scope: TopicScope, plans: list[RepoPlan], opts: Options) -> list[RepoPlan]:
