@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
 
 TargetArg = Annotated[
     str | None,
@@ -75,7 +75,7 @@ def doctor_cmd(
         bool,
         typer.Option("--repair", help="Fix what is safe to fix, only for paths team-router owns."),
     ] = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Report records, worktrees, branches, locks and holders that disagree with git."""

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
 from router.cli.early import next_text, phase_text
 
 Target = Annotated[
@@ -83,7 +83,7 @@ def record_verdict_cmd(
         ),
     ],
     body_file: BodyFile = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the design review's verdict as design-review-<n>.md (n = highest + 1)."""
@@ -105,7 +105,7 @@ def record_review_cmd(
         str, typer.Argument(metavar="VERDICT", help="PASS or FAIL (case does not matter).")
     ],
     body_file: BodyFile = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the implementation review's aggregate verdict as review-<n>.md."""
@@ -134,7 +134,7 @@ def record_pr_cmd(
             help="No PR: record every repo's branch tip, pushed or not (the run is finished).",
         ),
     ] = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the opened PR's URL as pr.md, or with --local the branch tips of work kept
@@ -156,7 +156,7 @@ def record_temp_cmd(
     path: Annotated[
         str, typer.Argument(metavar="PATH", help="Absolute path of a temp file or dir.")
     ],
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Append an absolute temporary path to temp-paths, for teardown to remove."""
@@ -183,7 +183,7 @@ def hook_session_start_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> Non
 
 
 @hook_app.command("worktree-create")
-def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = DEFAULT_WAIT) -> None:
+def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     """WorktreeCreate: read the host's JSON on stdin (name, cwd); make or find that worktree
     through the creation pipeline and print its absolute path, the only line on stdout. No
     worktree: exit 1 (or 2 for a bad payload) with one line on stderr, and the host stops.
@@ -204,7 +204,7 @@ def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = DEFAULT_WAIT
 
 
 @hook_app.command("worktree-remove")
-def hook_worktree_remove_cmd(wait: WaitOption = DEFAULT_WAIT) -> None:
+def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     """WorktreeRemove: read the host's JSON on stdin (worktree_path); remove that worktree and
     its branch when that loses nothing, else keep it; sweep residue; say what happened on
     stderr. Always exits 0 (the host cannot be refused)."""

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
-    DEFAULT_LINE_TIMEOUT,
-    DEFAULT_WAIT,
+    CLI_DEFAULT_LINE_TIMEOUT,
+    CLI_DEFAULT_WAIT,
     JsonFlag,
     WaitOption,
     app,
@@ -57,8 +57,8 @@ def teardown_cmd(
             "(`new` reused them); without it they are kept.",
         ),
     ] = False,
-    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
-    wait: WaitOption = DEFAULT_WAIT,
+    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
@@ -146,9 +146,9 @@ def _sweep_text(result) -> str:
 def local_state_cmd(
     ctx: typer.Context,
     target: TargetArg,
-    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
     dry_run: DryRun = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
@@ -199,7 +199,7 @@ def restore_cmd(
     repo: Annotated[
         str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
     ] = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""

@@ -12,9 +12,9 @@ from router.errors import BadInput, Refusal
 from router.git import GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
-from router.topic.discovery import PlanDir, resolve
+from router.topic.discovery import PLANS_DIR, PlanDir, resolve
 from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
-from router.topic.workspace import PLANS_DIR, Repo, contain_all, default_branch, open_repo
+from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
 
 @dataclass(frozen=True, slots=True)

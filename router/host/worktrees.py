@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -19,11 +19,13 @@ from typing import Any
 
 from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, Refusal, RouterError
-from router.teardown.snapshot import SNAPSHOT_PREFIX
+from router.git import SNAPSHOT_PREFIX
+from router.progress import Echo
 from router.teardown.steps import name_some, torn_down
 from router.topic import state
+from router.topic.discovery import PLANS_DIR
 from router.topic.ids import parse_id
-from router.topic.workspace import PLANS_DIR, Repo, open_repo
+from router.topic.workspace import Repo, open_repo
 
 # Field names the host has used for each value; the first non-empty one wins (§14).
 NAME_KEYS = ("name", "worktree_name", "worktreeName")
@@ -111,9 +113,6 @@ class RemoveResult:
     def line(self) -> str:
         topic = f" ({self.topic_id})" if self.topic_id else ""
         return f"team-router: worktree {self.path}{topic} {self.outcome}: {self.detail}"
-
-
-Echo = Callable[[str], None]
 
 
 def worktree_remove(

@@ -18,24 +18,23 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from router.git import Git, GitPlace, first_blob, git_place, repository_below
+from router.plandir.artifacts import TEMP_PATHS
+from router.progress import Echo
 from router.topic.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
-TEMP_PATHS = "temp-paths"  # in the plan dir, one absolute path per line
 DEFAULT_LINE_TIMEOUT = 120.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
 # Seconds to keep relaying a line's output after its shell exited: enough for
 # what is already in the pipe, never a wait on a child that still holds it.
 DRAIN_GRACE = 0.5
 POLL_INTERVAL = 0.05  # seconds between looks at the shell while its pipes stay open
-
-Echo = Callable[[str], None]
 
 
 class LineOutcome(StrEnum):

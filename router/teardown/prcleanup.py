@@ -29,7 +29,8 @@ from router import github
 from router.errors import BadInput, Refusal
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
-from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Echo, LocalStateJob, read_temp_paths
+from router.progress import Echo
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob, read_temp_paths
 from router.teardown.nested import survey as survey_nested
 from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
@@ -62,8 +63,9 @@ from router.teardown.steps import (
     verify_gone,
 )
 from router.topic import state
+from router.topic.discovery import PLANS_DIR
 from router.topic.ids import ID_RE, Branch, branch_for
-from router.topic.workspace import PLANS_DIR, DefaultBranch, Repo, default_branch, open_repo
+from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
 BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
 PR_NUMBER_RE = re.compile(r"[0-9]{1,10}")

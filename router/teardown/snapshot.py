@@ -26,13 +26,12 @@ from router.git import Git, GitError
 from router.topic import state
 from router.topic.workspace import Repo
 
-SNAPSHOT_PREFIX = g.SNAPSHOT_PREFIX
 MAX_RESTORED = 100
 NAMED = 5  # submodules named in a restore note
 
 
 def snapshot_ref(branch: str) -> str:
-    return f"{SNAPSHOT_PREFIX}{branch}"
+    return f"{g.SNAPSHOT_PREFIX}{branch}"
 
 
 @dataclass(frozen=True, slots=True)

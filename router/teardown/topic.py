@@ -21,11 +21,10 @@ from router import git as g
 from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.parallel import parallel_map
-from router.progress import Progress
+from router.progress import Echo, Progress
 from router.teardown.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
-    Echo,
     LineOutcome,
     LocalStateJob,
     LocalStateReport,

@@ -33,7 +33,7 @@ _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _MAX_HOPS = 8
 
 
-STATE_DIR = "team-router"  # as router.topic.state.STATE_DIR (not imported: it loads dataclasses)
+STATE_DIR = "team-router"  # this tool's folder in a common git dir: topic records and holders
 
 
 class Holder(namedtuple("Holder", "pid start_time session host since", defaults=(None, None, 0.0))):

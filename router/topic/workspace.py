@@ -12,7 +12,6 @@ from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
 from router.parallel import parallel_map
 
 WORKTREES_DIR = Path(".claude") / "worktrees"
-PLANS_DIR = Path("docs") / "plans"
 EXCLUDE_LINES = ("/.claude/worktrees/", "/docs/plans/")
 
 
