@@ -40,6 +40,12 @@ app = typer.Typer(
 JsonFlag = Annotated[
     bool, typer.Option("--json", help="Print exactly one JSON object on stdout, nothing else.")
 ]
+# The topic a command acts on: optional (the newest topic by default) or required.
+TargetArg = Annotated[
+    str | None,
+    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
+]
+RequiredTargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 WaitOption = Annotated[
     float,
     typer.Option(

@@ -121,12 +121,12 @@ def init_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Prepare this repo: info/exclude lines; example .worktreeinclude and .teamteardown.example."""
-    from router.create.initrepo import init_repo
+    from router.create.initrepo import prepare_repo
 
     emit(
         "init",
         as_json,
-        lambda: init_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
+        lambda: prepare_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
         _init_text,
     )
 

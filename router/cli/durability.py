@@ -6,12 +6,8 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, TargetArg, WaitOption, app, cwd_of, emit
 
-TargetArg = Annotated[
-    str | None,
-    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
-]
 PidOption = Annotated[
     int | None,
     typer.Option(

@@ -10,14 +10,18 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import (
+    CLI_DEFAULT_WAIT,
+    JsonFlag,
+    RequiredTargetArg,
+    TargetArg,
+    WaitOption,
+    app,
+    cwd_of,
+    emit,
+)
 from router.cli.early import next_text, phase_text
 
-Target = Annotated[
-    str | None,
-    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
-]
-RequiredTarget = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 BodyFile = Annotated[
     Path | None,
     typer.Option(
@@ -27,7 +31,7 @@ BodyFile = Annotated[
 
 
 @app.command("phase")
-def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = False) -> None:
+def phase_cmd(ctx: typer.Context, target: TargetArg = None, as_json: JsonFlag = False) -> None:
     """Where an interrupted run resumes: the first phase whose evidence is missing."""
     from router.phase.infer import phase_report
 
@@ -35,7 +39,7 @@ def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fal
 
 
 @app.command("next")
-def next_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = False) -> None:
+def next_cmd(ctx: typer.Context, target: TargetArg = None, as_json: JsonFlag = False) -> None:
     """The phase to run next, with its brief: what to produce, where, and which gate decides."""
     from router.phase.infer import next_report
 
@@ -74,7 +78,7 @@ def _record_text(result) -> str:
 @record_app.command("verdict")
 def record_verdict_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     value: Annotated[
         str,
         typer.Argument(
@@ -100,7 +104,7 @@ def record_verdict_cmd(
 @record_app.command("review")
 def record_review_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     value: Annotated[
         str, typer.Argument(metavar="VERDICT", help="PASS or FAIL (case does not matter).")
     ],
@@ -122,7 +126,7 @@ def record_review_cmd(
 @record_app.command("pr")
 def record_pr_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     url: Annotated[
         str | None,
         typer.Argument(metavar="[URL]", help="The PR's http(s) URL (or pass --local)."),
@@ -152,7 +156,7 @@ def record_pr_cmd(
 @record_app.command("temp")
 def record_temp_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     path: Annotated[
         str, typer.Argument(metavar="PATH", help="Absolute path of a temp file or dir.")
     ],

@@ -10,6 +10,7 @@ from router.cli.app import (
     CLI_DEFAULT_LINE_TIMEOUT,
     CLI_DEFAULT_WAIT,
     JsonFlag,
+    RequiredTargetArg,
     WaitOption,
     app,
     cwd_of,
@@ -18,7 +19,6 @@ from router.cli.app import (
     stop_on_interrupt,
 )
 
-TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 LineTimeout = Annotated[
     float,
     typer.Option(
@@ -33,7 +33,7 @@ LineTimeout = Annotated[
 @app.command("teardown")
 def teardown_cmd(
     ctx: typer.Context,
-    target: TargetArg,
+    target: RequiredTargetArg,
     integrate: Annotated[
         bool,
         typer.Option(
@@ -145,7 +145,7 @@ def _sweep_text(result) -> str:
 @app.command("local-state")
 def local_state_cmd(
     ctx: typer.Context,
-    target: TargetArg,
+    target: RequiredTargetArg,
     line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
     dry_run: DryRun = False,
     wait: WaitOption = CLI_DEFAULT_WAIT,
@@ -195,7 +195,7 @@ def _why(temp) -> str:
 @app.command("restore")
 def restore_cmd(
     ctx: typer.Context,
-    target: TargetArg,
+    target: RequiredTargetArg,
     repo: Annotated[
         str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
     ] = None,

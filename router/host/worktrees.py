@@ -85,7 +85,7 @@ def _topic_named(repo: Repo, name: str) -> str | None:
 # -- remove ---------------------------------------------------------------------------
 
 
-class Removal(StrEnum):
+class RemoveOutcome(StrEnum):
     REMOVED = "removed"  # worktree and branch gone (work integrated, or never committed)
     SNAPSHOTTED = "snapshotted"  # gone after a snapshot ref kept its work (discard intent)
     KEPT = "kept"  # it holds work (or is not ours alone): left as it is
@@ -95,7 +95,7 @@ class Removal(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RemoveResult:
     path: Path
-    outcome: Removal
+    outcome: RemoveOutcome
     detail: str
     topic_id: str | None = None
     swept: tuple[str, ...] = ()
@@ -134,20 +134,22 @@ def worktree_remove(
     discard = any(payload.get(k) is True for k in DISCARD_KEYS)
     repo = _repo_of(path, payload, environ)
     if repo is None:
-        return RemoveResult(path, Removal.NOT_OURS, "no git repository knows it; left as it is")
+        return RemoveResult(
+            path, RemoveOutcome.NOT_OURS, "no git repository knows it; left as it is"
+        )
     found = _topic_at(repo, path)
     if found is None:
         detail = (
             "no team-router topic has this worktree; left as it is "
             f"(`git -C {repo.primary} worktree remove {path}` removes it when it holds nothing)"
         )
-        return _swept(repo, RemoveResult(path, Removal.NOT_OURS, detail))
+        return _swept(repo, RemoveResult(path, RemoveOutcome.NOT_OURS, detail))
     topic_id, finished = found
     if finished:
         detail = "its topic was already torn down"
-        return _swept(repo, RemoveResult(path, Removal.REMOVED, detail, topic_id))
+        return _swept(repo, RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id))
     result = _tear_down(repo, topic_id, path, discard=discard, wait=wait, echo=echo)
-    if result.outcome is Removal.KEPT:
+    if result.outcome is RemoveOutcome.KEPT:
         result = _swept(repo, result)  # teardown refused before its sweep step
     _remember(repo, result)
     return result
@@ -160,7 +162,7 @@ def _tear_down(
     from router.topic.scope import resolve_topic
 
     def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
-        return RemoveResult(path, Removal.KEPT, detail, topic_id, warnings=warnings or [])
+        return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id, warnings=warnings or [])
 
     try:
         scope = resolve_topic(repo.primary, topic_id)
@@ -195,16 +197,16 @@ def _tear_down(
         if os.path.lexists(path):
             return dataclasses.replace(kept(rest, warnings), swept=swept)
         detail = f"worktree removed, but {rest}"
-        return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+        return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
     snapshots = [s.detail for r in done.repos for s in r.steps if SNAPSHOT_PREFIX in s.detail]
     if snapshots:
         detail = (
             f"removed after a snapshot ({'; '.join(snapshots)}); "
             f"`team-router restore {topic_id}` brings the work back"
         )
-        return RemoveResult(path, Removal.SNAPSHOTTED, detail, topic_id, swept, warnings)
+        return RemoveResult(path, RemoveOutcome.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
-    return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+    return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
 
 
 def _artifacts_in(plan_dir: Path) -> list[str]:

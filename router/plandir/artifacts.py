@@ -51,8 +51,8 @@ def topic_of(topic_id: str) -> str | None:
 
 # -- frontmatter ----------------------------------------------------------------
 
-Frontmatter = namedtuple("Frontmatter", "fields error present")
-Frontmatter.__doc__ = """Top-level scalar fields as text (``fields``: dict[str, str | None]),
+FrontmatterFields = namedtuple("FrontmatterFields", "fields error present")
+FrontmatterFields.__doc__ = """Top-level scalar fields as text (``fields``: dict[str, str | None]),
 why the block could not be read (``error``), and whether a block was there (``present``)."""
 
 _FENCE = "---"
@@ -74,20 +74,20 @@ class _NotFlat(Exception):
     """The block holds more than flat ``key: scalar`` lines: let YAML decide."""
 
 
-def parse_frontmatter(text: str) -> Frontmatter:
+def parse_frontmatter(text: str) -> FrontmatterFields:
     """The frontmatter of ``text``; never raises (a problem is ``error``)."""
     # The same cut as router.plandir.frontmatter (which this falls back to): both must
     # agree on where the block ends.
     lines = split_lines(text, keepends=False)
     if not lines or lines[0] != _FENCE:
-        return Frontmatter({}, None, False)
+        return FrontmatterFields({}, None, False)
     for end in range(1, len(lines)):
         if lines[end] == _FENCE:
             break
     else:
-        return Frontmatter({}, "line 1: frontmatter opened with --- is never closed", True)
+        return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
     try:
-        return Frontmatter(_scan(lines[1:end]), None, True)
+        return FrontmatterFields(_scan(lines[1:end]), None, True)
     except _NotFlat:
         return _by_yaml(text)
 
@@ -143,14 +143,14 @@ def _valid_date(value: str) -> bool:
     return 1 <= day <= days
 
 
-def _by_yaml(text: str) -> Frontmatter:
+def _by_yaml(text: str) -> FrontmatterFields:
     from router.plandir import frontmatter  # the one YAML reader; costs ~25 ms to import
 
     parsed = frontmatter.split(text)
     if parsed.error:
-        return Frontmatter({}, parsed.error, True)
+        return FrontmatterFields({}, parsed.error, True)
     fields = {k: _as_text(v) for k, v in parsed.data.items() if _is_scalar(v)}
-    return Frontmatter(fields, None, True)
+    return FrontmatterFields(fields, None, True)
 
 
 def _is_scalar(value: object) -> bool:
@@ -168,17 +168,17 @@ def _as_text(value: object) -> str | None:
     return str(value)
 
 
-def read_frontmatter(path: str) -> Frontmatter:
+def read_frontmatter(path: str) -> FrontmatterFields:
     """The frontmatter of a file on disk; an unreadable file is an error, not an exception."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
-        return Frontmatter({}, f"cannot be read ({exc.strerror})", False)
+        return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return Frontmatter({}, "is not UTF-8 text", False)
+        return FrontmatterFields({}, "is not UTF-8 text", False)
     return parse_frontmatter(text)
 
 

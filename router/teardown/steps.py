@@ -27,7 +27,7 @@ from router.errors import error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.progress import Echo
 from router.teardown.localstate import LocalStateJob, LocalStateReport, run_local_state
-from router.teardown.nested import NestedRepo, outer_clones, survey
+from router.teardown.nested import NestedRepo, outer_clones, survey_nested
 from router.teardown.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -36,7 +36,7 @@ from router.teardown.snapshot import (
     snapshot_branch,
     snapshot_worktree,
 )
-from router.teardown.sweep import SweepResult, Verdict, classify, sweep
+from router.teardown.sweep import SweepResult, SweepVerdict, classify, sweep
 from router.topic import state
 from router.topic.discovery import PLANS_DIR
 from router.topic.state import REMOVING, Picking
@@ -564,7 +564,7 @@ def remove_worktree(
     if other:
         return skipped(name, other), None
     exists = os.path.isdir(path)
-    nested = survey(path) if exists else ()
+    nested = survey_nested(path) if exists else ()
     blocker = nested_blocker(path, nested)
     if blocker is not None:
         return blocker, None
@@ -891,7 +891,7 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
     if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
         return refused(name, "residue-kept", f"{path} came back outside {WORKTREES_DIR}: kept")
     verdict, files = classify(path, {os.path.realpath(e.path) for e in entries})
-    if verdict is not Verdict.RESIDUE:
+    if verdict is not SweepVerdict.RESIDUE:
         return refused(
             name,
             "residue-kept",
