@@ -48,7 +48,7 @@ def worktree_create(
     the id comes from the slug rules (§4) — or from the record of an earlier run for
     the same name, so the same name always comes back to the same worktree.
     """
-    name = _text(payload, NAME_KEYS)
+    name = _first_text(payload, NAME_KEYS)
     if name is None:
         raise BadInput("usage", "the host sent no worktree name (`name`); nothing was created")
     cwd = _session_dir(payload, environ)
@@ -127,7 +127,7 @@ def worktree_remove(
     Raises only for a payload that names no worktree; every other outcome, keeping
     included, is a result (the host cannot be refused).
     """
-    raw = _text(payload, PATH_KEYS) or _text(payload, ("cwd",))
+    raw = _first_text(payload, PATH_KEYS) or _first_text(payload, ("cwd",))
     if raw is None or not os.path.isabs(raw):
         raise BadInput("usage", "the host sent no absolute `worktree_path`; nothing was removed")
     path = Path(os.path.normpath(raw))
@@ -151,7 +151,7 @@ def worktree_remove(
     result = _tear_down(repo, topic_id, path, discard=discard, wait=wait, echo=echo)
     if result.outcome is RemoveOutcome.KEPT:
         result = _swept(repo, result)  # teardown refused before its sweep step
-    _remember(repo, result)
+    _record_host_removal(repo, result)
     return result
 
 
@@ -231,7 +231,7 @@ def _swept(repo: Repo, result: RemoveResult) -> RemoveResult:
     )
 
 
-def _remember(repo: Repo, result: RemoveResult) -> None:
+def _record_host_removal(repo: Repo, result: RemoveResult) -> None:
     """What the host's removal did, in the topic's home record (doctor and people read it)."""
     if result.topic_id is None:
         return
@@ -250,7 +250,7 @@ def _remember(repo: Repo, result: RemoveResult) -> None:
 # -- payload --------------------------------------------------------------------------
 
 
-def _text(payload: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+def _first_text(payload: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = payload.get(key)
         if isinstance(value, str) and value.strip() and "\0" not in value:

@@ -87,7 +87,7 @@ def parse_frontmatter(text: str) -> FrontmatterFields:
     else:
         return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
     try:
-        return FrontmatterFields(_scan(lines[1:end]), None, True)
+        return FrontmatterFields(_flat_fields(lines[1:end]), None, True)
     except _NotFlat:
         return _by_yaml(text)
 
@@ -95,12 +95,12 @@ def parse_frontmatter(text: str) -> FrontmatterFields:
 def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
     """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
     try:
-        return _scan(lines)
+        return _flat_fields(lines)
     except _NotFlat:
         return None
 
 
-def _scan(lines: list[str]) -> dict[str, str | None]:
+def _flat_fields(lines: list[str]) -> dict[str, str | None]:
     fields: dict[str, str | None] = {}
     for line in lines:
         if not line.strip() or line.startswith("#"):

@@ -399,7 +399,7 @@ def _remove_temp_path(
     in_git = check_not_git(clean, guarded)
     if in_git is not None:
         return TempResult(path, TempOutcome.REFUSED, *in_git)
-    error = None if dry_run else _remove(Path(clean))
+    error = None if dry_run else _delete(Path(clean))
     if error:
         return TempResult(path, TempOutcome.REFUSED, error)
     return TempResult(path, TempOutcome.REMOVED)
@@ -429,7 +429,7 @@ def check_not_git(path: str, guarded: tuple[str, ...]) -> tuple[str, str] | None
     return ("contains-git", str(found)) if found is not None else None
 
 
-def _remove(path: Path) -> str | None:
+def _delete(path: Path) -> str | None:
     try:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)

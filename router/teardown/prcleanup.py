@@ -1145,7 +1145,7 @@ def pr_cleanup(
             return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
     with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
         with _git_failure_refuses(chosen.branch):
-            found = _prepare(repo, chosen.branch, mode, warnings)
+            found = _checked_survey(repo, chosen.branch, mode, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
@@ -1190,7 +1190,7 @@ def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
     raise Refusal("not-confirmed", f"abandoning {branch} was not confirmed; nothing was touched")
 
 
-def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Survey:
+def _checked_survey(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Survey:
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)

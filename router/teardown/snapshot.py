@@ -185,7 +185,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> RestoredR
         )
     except Refusal as exc:
         return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
-    _remember(repo, record, topic_id, name, branch, target, path, snap)
+    _record_restore(repo, record, topic_id, name, branch, target, path, snap)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
     subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
@@ -244,7 +244,7 @@ def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path 
     return Path(where) if where and (Path(where) / ".git").exists() else None
 
 
-def _remember(
+def _record_restore(
     repo: Repo,
     record: state.TopicRecord | None,
     topic_id: str,

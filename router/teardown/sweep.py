@@ -201,11 +201,11 @@ def _remove_all(paths: list[Path]) -> list[str | None]:
     """Remove directories in parallel: deleting is bound by the disk's latency, not the CPU
     (on a filesystem mounted with ``discard`` each rmdir waits for the device)."""
     if len(paths) < 4:
-        return [_remove(p) for p in paths]
+        return [_remove_tree(p) for p in paths]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=REMOVE_THREADS) as pool:
-        return list(pool.map(_remove, paths))
+        return list(pool.map(_remove_tree, paths))
 
 
 def classify(
@@ -263,7 +263,7 @@ def _files_under(path: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _remove(path: Path) -> str | None:
+def _remove_tree(path: Path) -> str | None:
     try:
         shutil.rmtree(path)
     except FileNotFoundError:

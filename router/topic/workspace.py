@@ -184,7 +184,7 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
     verdicts = []
     for verdict in probes:
         if verdict.ok:
-            verdict = _once(verdict, home, seen)
+            verdict = _unless_duplicate(verdict, home, seen)
         if verdict.repo is not None:
             seen.add(verdict.repo.common_dir)
         verdicts.append(verdict)
@@ -226,7 +226,7 @@ def _probe(path: Path, home: Repo) -> Containment:
     return Containment(True, realpath=real, repo=repo)
 
 
-def _once(verdict: Containment, home: Repo, seen: set[Path]) -> Containment:
+def _unless_duplicate(verdict: Containment, home: Repo, seen: set[Path]) -> Containment:
     repo = verdict.repo
     assert repo is not None and verdict.realpath is not None
     if repo.common_dir == home.common_dir:
