@@ -32,7 +32,7 @@ def hold_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Register a session as a holder of the topic: teardown keeps it while the session lives."""
-    from router.topic.holders import hold
+    from router.topic.hold import hold
 
     emit("hold", as_json, lambda: hold(cwd_of(ctx), target, pid=pid, session=session), _hold_text)
 
@@ -46,7 +46,7 @@ def release_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Drop a session's holder of the topic (matching --pid and/or --session)."""
-    from router.topic.holders import release_topic
+    from router.topic.hold import release_topic
 
     emit(
         "release",
