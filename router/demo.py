@@ -25,6 +25,7 @@ from typing import Any
 from router import git as gitmod
 from router.errors import BadInput, Refusal
 from router.plandir.templates import render
+from router.topic.ids import parse_id
 
 DESCRIPTION = "Billing page shows the plan"
 DIRTY_FILE = "draft-notes.txt"
@@ -423,7 +424,7 @@ class _Demo:
 
     def _artifact(self, name: str, **context: Any) -> str:
         text = render(
-            f"artifacts/{name}.j2", topic=_topic_of(self.topic_id), date=self.date, **context
+            f"artifacts/{name}.j2", topic=parse_id(self.topic_id).topic, date=self.date, **context
         )
         _write(self.plan_dir / name, text)
         return name
@@ -649,12 +650,6 @@ class _Demo:
             )
         lines.append("no worktree, branch or plan dir of the topic is left")
         record(lines)
-
-
-def _topic_of(topic_id: str) -> str:
-    from router.topic.ids import parse_id
-
-    return parse_id(topic_id).topic
 
 
 def _write(path: Path, text: str) -> None:

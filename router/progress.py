@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
+
+# Where a command's line-by-line output goes (a local-state line's output, a hook's notes).
+Echo = Callable[[str], None]
 
 
 class Progress:

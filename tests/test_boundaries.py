@@ -79,3 +79,90 @@ def test_the_command_owner_map_matches_what_the_modules_register():
         mod = importlib.import_module(f"router.cli.{module}")
         source = Path(mod.__file__).read_text(encoding="utf-8")
         assert f'"{name}"' in source, f"{name} is not registered by router/cli/{module}.py"
+
+
+# -- one meaning per name, and no import cycle ----------------------------------------
+
+# ``TYPE_CHECKING = False`` is Python's own idiom (mypy and ruff read it by name) for the
+# hook's light modules, which must not import ``typing``: one meaning, not a project name.
+SHARED_IDIOMS = {"TYPE_CHECKING"}
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("__")}
+
+
+def names_defined_twice(root: Path) -> dict[str, list[str]]:
+    owners: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for name in _top_level_names(path):
+            owners.setdefault(name, []).append(str(path.relative_to(root.parent)))
+    return {n: o for n, o in sorted(owners.items()) if len(o) > 1 and n not in SHARED_IDIOMS}
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module an import in ``path`` names, at any depth, except under ``if TYPE_CHECKING``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            node.body = []  # never runs
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            named += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return named
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Groups of router modules that import each other (directly or round a loop)."""
+    modules = {_module_name(p, root): p for p in root.rglob("*.py")}
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {m: set() for m in modules}
+    for m, path in modules.items():
+        for name in _imports(path):
+            target = owner(name)
+            if target and target != m and not m.startswith(target + "."):  # a package's __init__
+                graph[m].add(target)
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reachable = {m: reach(m) for m in graph}
+    cycles = {frozenset({m} | {o for o in reachable[m] if m in reachable[o]}) for m in graph}
+    return sorted(sorted(c) for c in cycles if len(c) > 1)
+
+
+def test_every_top_level_name_has_one_owner():
+    # A name defined in two modules either means two things (rename one) or is a
+    # copy (import it from its owner); test-guarded copies carry their own names.
+    assert names_defined_twice(ROUTER) == {}
+
+
+def test_no_two_router_modules_import_each_other():
+    # Function-local imports count: a loop of lazy imports is still a tangle to read.
+    assert import_cycles(ROUTER) == []

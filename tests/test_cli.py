@@ -76,8 +76,8 @@ def test_the_clis_defaults_are_the_cores():
     from router.teardown import localstate
     from router.topic import state
 
-    assert cli.DEFAULT_WAIT == state.DEFAULT_WAIT
-    assert cli.DEFAULT_LINE_TIMEOUT == localstate.DEFAULT_LINE_TIMEOUT
+    assert cli.CLI_DEFAULT_WAIT == state.DEFAULT_WAIT
+    assert cli.CLI_DEFAULT_LINE_TIMEOUT == localstate.DEFAULT_LINE_TIMEOUT
 
 
 def test_help_registers_every_command_without_importing_a_core_module():

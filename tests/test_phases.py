@@ -210,7 +210,7 @@ def test_a_topic_that_disagrees_with_the_id_is_a_warning_naming_the_file(tmp_pat
 
 
 def test_the_light_id_grammar_is_the_one_of_router_ids():
-    assert artifacts.ID_RE.pattern == ids.ID_RE.pattern
+    assert artifacts.LIGHT_ID_RE.pattern == ids.ID_RE.pattern
     assert artifacts.topic_of(TOPIC_ID) == ids.parse_id(TOPIC_ID).topic
 
 

@@ -40,6 +40,12 @@ app = typer.Typer(
 JsonFlag = Annotated[
     bool, typer.Option("--json", help="Print exactly one JSON object on stdout, nothing else.")
 ]
+# The topic a command acts on: optional (the newest topic by default) or required.
+TargetArg = Annotated[
+    str | None,
+    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
+]
+RequiredTargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 WaitOption = Annotated[
     float,
     typer.Option(
@@ -49,11 +55,12 @@ WaitOption = Annotated[
         help="Seconds to wait for another run holding the topic's lock.",
     ),
 ]
-# The cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT), kept
-# here so that registering the commands imports no core module (and no git
-# boundary) for --help; a test keeps them equal.
-DEFAULT_WAIT = 30.0
-DEFAULT_LINE_TIMEOUT = 120.0
+# Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
+# named apart from them on purpose: registering the commands must import no core
+# module (and no git boundary) for --help, so the CLI cannot import the owners.
+# tests/test_cli.py::test_the_clis_defaults_are_the_cores keeps them equal.
+CLI_DEFAULT_WAIT = 30.0
+CLI_DEFAULT_LINE_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
-    DEFAULT_LINE_TIMEOUT,
-    DEFAULT_WAIT,
+    CLI_DEFAULT_LINE_TIMEOUT,
+    CLI_DEFAULT_WAIT,
     JsonFlag,
     WaitOption,
     app,
@@ -76,8 +76,8 @@ def pr_cleanup_cmd(
         typer.Option(
             "--line-timeout", min=0.1, metavar="S", help="Seconds per .teamteardown line."
         ),
-    ] = DEFAULT_LINE_TIMEOUT,
-    wait: WaitOption = DEFAULT_WAIT,
+    ] = CLI_DEFAULT_LINE_TIMEOUT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """After a merge: prove it, then remove the worktree, branches, plan dir and local state."""

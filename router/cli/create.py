@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
 
 
 @app.command("new")
@@ -26,7 +26,7 @@ def new_cmd(
         str | None,
         typer.Option("--date", metavar="D", help="Date prefix YYYY-MM-DD instead of today."),
     ] = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """WORKTREE phase: derive the topic id, create the home worktree and the plan dir."""
@@ -71,7 +71,7 @@ def worktrees_cmd(
             "--strict", help="Any refusal or fallback rolls back this run's worktrees and exits 1."
         ),
     ] = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Create or reuse every repo's worktree for a topic; write the ## Worktrees section."""
@@ -121,12 +121,12 @@ def init_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Prepare this repo: info/exclude lines; example .worktreeinclude and .teamteardown.example."""
-    from router.create.initrepo import init_repo
+    from router.create.initrepo import prepare_repo
 
     emit(
         "init",
         as_json,
-        lambda: init_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
+        lambda: prepare_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
         _init_text,
     )
 

@@ -6,12 +6,8 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, TargetArg, WaitOption, app, cwd_of, emit
 
-TargetArg = Annotated[
-    str | None,
-    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
-]
 PidOption = Annotated[
     int | None,
     typer.Option(
@@ -36,7 +32,7 @@ def hold_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Register a session as a holder of the topic: teardown keeps it while the session lives."""
-    from router.topic.holders import hold
+    from router.topic.hold import hold
 
     emit("hold", as_json, lambda: hold(cwd_of(ctx), target, pid=pid, session=session), _hold_text)
 
@@ -50,7 +46,7 @@ def release_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Drop a session's holder of the topic (matching --pid and/or --session)."""
-    from router.topic.holders import release_topic
+    from router.topic.hold import release_topic
 
     emit(
         "release",
@@ -75,7 +71,7 @@ def doctor_cmd(
         bool,
         typer.Option("--repair", help="Fix what is safe to fix, only for paths team-router owns."),
     ] = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Report records, worktrees, branches, locks and holders that disagree with git."""

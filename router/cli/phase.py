@@ -10,14 +10,18 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import (
+    CLI_DEFAULT_WAIT,
+    JsonFlag,
+    RequiredTargetArg,
+    TargetArg,
+    WaitOption,
+    app,
+    cwd_of,
+    emit,
+)
 from router.cli.early import next_text, phase_text
 
-Target = Annotated[
-    str | None,
-    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
-]
-RequiredTarget = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 BodyFile = Annotated[
     Path | None,
     typer.Option(
@@ -27,7 +31,7 @@ BodyFile = Annotated[
 
 
 @app.command("phase")
-def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = False) -> None:
+def phase_cmd(ctx: typer.Context, target: TargetArg = None, as_json: JsonFlag = False) -> None:
     """Where an interrupted run resumes: the first phase whose evidence is missing."""
     from router.phase.infer import phase_report
 
@@ -35,7 +39,7 @@ def phase_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = Fal
 
 
 @app.command("next")
-def next_cmd(ctx: typer.Context, target: Target = None, as_json: JsonFlag = False) -> None:
+def next_cmd(ctx: typer.Context, target: TargetArg = None, as_json: JsonFlag = False) -> None:
     """The phase to run next, with its brief: what to produce, where, and which gate decides."""
     from router.phase.infer import next_report
 
@@ -74,7 +78,7 @@ def _record_text(result) -> str:
 @record_app.command("verdict")
 def record_verdict_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     value: Annotated[
         str,
         typer.Argument(
@@ -83,7 +87,7 @@ def record_verdict_cmd(
         ),
     ],
     body_file: BodyFile = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the design review's verdict as design-review-<n>.md (n = highest + 1)."""
@@ -100,12 +104,12 @@ def record_verdict_cmd(
 @record_app.command("review")
 def record_review_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     value: Annotated[
         str, typer.Argument(metavar="VERDICT", help="PASS or FAIL (case does not matter).")
     ],
     body_file: BodyFile = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the implementation review's aggregate verdict as review-<n>.md."""
@@ -122,7 +126,7 @@ def record_review_cmd(
 @record_app.command("pr")
 def record_pr_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     url: Annotated[
         str | None,
         typer.Argument(metavar="[URL]", help="The PR's http(s) URL (or pass --local)."),
@@ -134,7 +138,7 @@ def record_pr_cmd(
             help="No PR: record every repo's branch tip, pushed or not (the run is finished).",
         ),
     ] = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the opened PR's URL as pr.md, or with --local the branch tips of work kept
@@ -152,11 +156,11 @@ def record_pr_cmd(
 @record_app.command("temp")
 def record_temp_cmd(
     ctx: typer.Context,
-    target: RequiredTarget,
+    target: RequiredTargetArg,
     path: Annotated[
         str, typer.Argument(metavar="PATH", help="Absolute path of a temp file or dir.")
     ],
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Append an absolute temporary path to temp-paths, for teardown to remove."""
@@ -183,7 +187,7 @@ def hook_session_start_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> Non
 
 
 @hook_app.command("worktree-create")
-def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = DEFAULT_WAIT) -> None:
+def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     """WorktreeCreate: read the host's JSON on stdin (name, cwd); make or find that worktree
     through the creation pipeline and print its absolute path, the only line on stdout. No
     worktree: exit 1 (or 2 for a bad payload) with one line on stderr, and the host stops.
@@ -204,7 +208,7 @@ def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = DEFAULT_WAIT
 
 
 @hook_app.command("worktree-remove")
-def hook_worktree_remove_cmd(wait: WaitOption = DEFAULT_WAIT) -> None:
+def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     """WorktreeRemove: read the host's JSON on stdin (worktree_path); remove that worktree and
     its branch when that loses nothing, else keep it; sweep residue; say what happened on
     stderr. Always exits 0 (the host cannot be refused)."""

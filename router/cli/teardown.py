@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
-    DEFAULT_LINE_TIMEOUT,
-    DEFAULT_WAIT,
+    CLI_DEFAULT_LINE_TIMEOUT,
+    CLI_DEFAULT_WAIT,
     JsonFlag,
+    RequiredTargetArg,
     WaitOption,
     app,
     cwd_of,
@@ -18,7 +19,6 @@ from router.cli.app import (
     stop_on_interrupt,
 )
 
-TargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 LineTimeout = Annotated[
     float,
     typer.Option(
@@ -33,7 +33,7 @@ LineTimeout = Annotated[
 @app.command("teardown")
 def teardown_cmd(
     ctx: typer.Context,
-    target: TargetArg,
+    target: RequiredTargetArg,
     integrate: Annotated[
         bool,
         typer.Option(
@@ -57,8 +57,8 @@ def teardown_cmd(
             "(`new` reused them); without it they are kept.",
         ),
     ] = False,
-    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
-    wait: WaitOption = DEFAULT_WAIT,
+    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
@@ -145,10 +145,10 @@ def _sweep_text(result) -> str:
 @app.command("local-state")
 def local_state_cmd(
     ctx: typer.Context,
-    target: TargetArg,
-    line_timeout: LineTimeout = DEFAULT_LINE_TIMEOUT,
+    target: RequiredTargetArg,
+    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
     dry_run: DryRun = False,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
@@ -195,11 +195,11 @@ def _why(temp) -> str:
 @app.command("restore")
 def restore_cmd(
     ctx: typer.Context,
-    target: TargetArg,
+    target: RequiredTargetArg,
     repo: Annotated[
         str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
     ] = None,
-    wait: WaitOption = DEFAULT_WAIT,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""

@@ -37,7 +37,9 @@ class InitResult:
         }
 
 
-def init_repo(cwd: Path, *, allow_agent: bool = False, write_examples: bool = False) -> InitResult:
+def prepare_repo(
+    cwd: Path, *, allow_agent: bool = False, write_examples: bool = False
+) -> InitResult:
     """Add the exclude lines; offer the example files without touching the work tree.
 
     The examples go under the common git dir, where no ``git status`` sees

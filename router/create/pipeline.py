@@ -16,6 +16,7 @@ from router import git as g
 from router.create.include import copy_included
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
+from router.parallel import MAX_PARALLEL
 from router.progress import Progress
 from router.topic import holders, state
 from router.topic.ids import Topic
@@ -28,7 +29,6 @@ from router.topic.workspace import (
 )
 
 REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
-MAX_PARALLEL = 8
 _ORIGIN_HEAD = "refs/remotes/origin/HEAD"
 
 
@@ -50,7 +50,7 @@ class Created:
 
 
 @dataclass(frozen=True, slots=True)
-class RepoReport:
+class CreateReport:
     name: str
     path: Path  # the repo's primary root (or the path repos.md gave, when refused)
     worktree: Path | None
@@ -104,7 +104,7 @@ class _Failed(Exception):
 # -- public entry points -------------------------------------------------------
 
 
-def ensure(job: Job) -> RepoReport:
+def ensure(job: Job) -> CreateReport:
     """Give ``job.repo`` its worktree for the topic; never raises for a creation failure.
 
     Refusals that make the repo unusable (``no-root-commit``,
@@ -127,7 +127,7 @@ def ensure(job: Job) -> RepoReport:
         return _refused(job, refusal.code, refusal.message)
 
 
-def ensure_all(jobs: list[Job]) -> list[RepoReport]:
+def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     """Run several jobs at once (threads, as many as fit the cores); reports in the jobs' order.
 
     A job that raises (only a home job does: its refusal is the command's)
@@ -137,7 +137,7 @@ def ensure_all(jobs: list[Job]) -> list[RepoReport]:
     """
     progress = Progress(len(jobs), label="worktree")
 
-    def one(job: Job) -> RepoReport:
+    def one(job: Job) -> CreateReport:
         report = ensure(job)
         progress.step(job.name, str(report.status))
         return report
@@ -195,7 +195,7 @@ def worker_limit(jobs: int) -> int:
     return max(1, min(jobs, MAX_PARALLEL, max(2, cores)))
 
 
-def rollback(report: RepoReport, job: Job) -> None:
+def rollback(report: CreateReport, job: Job) -> None:
     """Undo what the run that produced ``report`` created (for ``--strict``)."""
     if report.worktree is None:
         return
@@ -220,8 +220,8 @@ def _forget_creation(repo: Repo, topic_id: str) -> None:
     state.update_record(repo.common_dir, topic_id, change)
 
 
-def refused(name: str, path: Path, reason: str, message: str) -> RepoReport:
-    return RepoReport(name, path, None, None, Status.REFUSED, reason, message)
+def refused_report(name: str, path: Path, reason: str, message: str) -> CreateReport:
+    return CreateReport(name, path, None, None, Status.REFUSED, reason, message)
 
 
 # -- the pipeline --------------------------------------------------------------
@@ -241,7 +241,7 @@ class _Pipeline:
         self.record = self._load_record()
         self.commits: dict[str, str | None] = {}  # see _look_up
 
-    def run(self) -> RepoReport:
+    def run(self) -> CreateReport:
         # The fetch (the slowest step but the checkout) runs while the local
         # checks do; it is best-effort and idempotent, so starting it early
         # cannot do harm even when the worktree turns out to exist already.
@@ -272,7 +272,7 @@ class _Pipeline:
     def _branch_ref(self) -> str:
         return f"refs/heads/{self.branch}"
 
-    def _run(self) -> RepoReport:
+    def _run(self) -> CreateReport:
         state.crash_point("inspect")
         self._look_up()
         reuse = self._inspect()
@@ -749,7 +749,7 @@ class _Pipeline:
 
     # setup / record ---------------------------------------------------------------
 
-    def _finish(self, worktree: Path, branch: str | None, status: Status) -> RepoReport:
+    def _finish(self, worktree: Path, branch: str | None, status: Status) -> CreateReport:
         try:
             state.crash_point("setup")
             included = self._setup(worktree)
@@ -767,7 +767,7 @@ class _Pipeline:
             _undo(self.repo, self.path, self.branch, self.created, base=self.base)
             self._forget_claim()
             return self._fallback("setup-failed", f"setting up {worktree} failed: {exc}")
-        return RepoReport(
+        return CreateReport(
             self.job.name,
             self.repo.primary,
             worktree,
@@ -863,12 +863,12 @@ class _Pipeline:
 
     # outcomes -------------------------------------------------------------------
 
-    def _fallback(self, code: str, message: str) -> RepoReport:
+    def _fallback(self, code: str, message: str) -> CreateReport:
         warning = (
             f"Worktree creation failed in {self.job.name} ({code}: {message}). "
             "Falling back to main tree for that repo."
         )
-        return RepoReport(
+        return CreateReport(
             self.job.name,
             self.repo.primary,
             self.repo.primary,
@@ -896,10 +896,10 @@ class _Background:
         return self._value
 
 
-def _refused(job: Job, code: str, message: str) -> RepoReport:
+def _refused(job: Job, code: str, message: str) -> CreateReport:
     # The JSON lists only the reason's code: the warning carries what to do about it.
     warning = f"{job.name} got no worktree ({code}): {message}"
-    return RepoReport(
+    return CreateReport(
         job.name, job.repo.primary, None, None, Status.REFUSED, code, message, warnings=(warning,)
     )
 

@@ -7,21 +7,29 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.create.pipeline import Job, RepoReport, Status, ensure, ensure_all, refused, rollback
+from router.create.pipeline import (
+    CreateReport,
+    Job,
+    Status,
+    ensure,
+    ensure_all,
+    refused_report,
+    rollback,
+)
 from router.errors import BadInput, Refusal
 from router.git import GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
-from router.topic.discovery import PlanDir, resolve
+from router.topic.discovery import PLANS_DIR, PlanDir, resolve
 from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
-from router.topic.workspace import PLANS_DIR, Repo, contain_all, default_branch, open_repo
+from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
 
 @dataclass(frozen=True, slots=True)
 class NewResult:
     topic: Topic
     plan_dir: Path
-    home: RepoReport
+    home: CreateReport
 
     @property
     def warnings(self) -> list[str]:
@@ -99,7 +107,7 @@ def new_topic(
     )
 
 
-def _require_worktree(report: RepoReport) -> None:
+def _require_worktree(report: CreateReport) -> None:
     if report.status in {Status.CREATED, Status.EXISTING}:
         return
     raise Refusal(
@@ -176,7 +184,7 @@ def _remember_home(
     repo: Repo,
     topic: Topic,
     plan_dir: Path,
-    reports: list[RepoReport],
+    reports: list[CreateReport],
     *,
     description: str | None = None,
 ) -> None:
@@ -211,7 +219,7 @@ class WorktreesResult:
     topic: Topic
     plan_dir: Path
     mode: str
-    repos: list[RepoReport]
+    repos: list[CreateReport]
     repos_md_updated: bool
 
     @property
@@ -257,7 +265,7 @@ def setup_worktrees(
     return WorktreesResult(topic, plan.path, mode, reports, updated)
 
 
-def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | RepoReport:
+def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | CreateReport:
     """The home repo's job, or its report when no job may run.
 
     The home repo's worktree is the one that holds the plan dir; never a second
@@ -277,7 +285,7 @@ def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | Rep
             f"also holds {stranded}; a worktree would strand that work there, so home stays in "
             "the main tree (commit or move that work, then run this again for a worktree)"
         )
-        return RepoReport(
+        return CreateReport(
             "home",
             repo.primary,
             repo.primary,
@@ -290,7 +298,7 @@ def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | Rep
     return Job("home", repo, topic, is_home=True, wait=wait)
 
 
-def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> RepoReport:
+def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> CreateReport:
     """The home repo's report when it runs on its own (`new` after a fallback)."""
     job = _home_job(repo, plan, topic, wait)
     return ensure(job) if isinstance(job, Job) else job
@@ -333,7 +341,7 @@ def _ahead_of_origin(repo: Repo) -> bool:
     return repo.git.count_commits(f"{target}..HEAD") > 0
 
 
-def _move_plan_dir(plan: PlanDir, home: RepoReport) -> PlanDir:
+def _move_plan_dir(plan: PlanDir, home: CreateReport) -> PlanDir:
     """Move a fallen-back topic's plan dir from the main tree into its new home worktree."""
     old = plan.path
     if home.worktree is None or home.worktree in old.parents:
@@ -357,15 +365,17 @@ def _order(parsed: object) -> list[str]:
 
 def _secondary_jobs(
     home: Repo, parsed, topic: Topic, wait: float
-) -> tuple[list[Job], dict[str, RepoReport]]:
+) -> tuple[list[Job], dict[str, CreateReport]]:
     home_spec = parsed.home
     _check_home_path(home, home_spec)
     jobs: list[Job] = []
-    refusals: dict[str, RepoReport] = {}
+    refusals: dict[str, CreateReport] = {}
     verdicts = contain_all([spec.path for spec in parsed.secondaries], home)
     for spec, verdict in zip(parsed.secondaries, verdicts, strict=True):
         if verdict.repo is None:
-            refusals[spec.name] = refused(spec.name, spec.path, verdict.reason, verdict.detail)
+            refusals[spec.name] = refused_report(
+                spec.name, spec.path, verdict.reason, verdict.detail
+            )
             continue
         # The listed checkout is where the command meets that repo: a linked
         # worktree there is reused in place, or refused on the default branch (§7).
@@ -419,7 +429,7 @@ def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
     )
 
 
-def _write_back(path: Path, parsed, reports: list[RepoReport]) -> bool:
+def _write_back(path: Path, parsed, reports: list[CreateReport]) -> bool:
     lines = [
         WorktreeLine(r.name, str(r.worktree))
         for r in reports

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -19,11 +19,13 @@ from typing import Any
 
 from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, Refusal, RouterError
-from router.teardown.snapshot import SNAPSHOT_PREFIX
+from router.git import SNAPSHOT_PREFIX
+from router.progress import Echo
 from router.teardown.steps import name_some, torn_down
 from router.topic import state
+from router.topic.discovery import PLANS_DIR
 from router.topic.ids import parse_id
-from router.topic.workspace import PLANS_DIR, Repo, open_repo
+from router.topic.workspace import Repo, open_repo
 
 # Field names the host has used for each value; the first non-empty one wins (§14).
 NAME_KEYS = ("name", "worktree_name", "worktreeName")
@@ -46,7 +48,7 @@ def worktree_create(
     the id comes from the slug rules (§4) — or from the record of an earlier run for
     the same name, so the same name always comes back to the same worktree.
     """
-    name = _text(payload, NAME_KEYS)
+    name = _first_text(payload, NAME_KEYS)
     if name is None:
         raise BadInput("usage", "the host sent no worktree name (`name`); nothing was created")
     cwd = _session_dir(payload, environ)
@@ -83,7 +85,7 @@ def _topic_named(repo: Repo, name: str) -> str | None:
 # -- remove ---------------------------------------------------------------------------
 
 
-class Removal(StrEnum):
+class RemoveOutcome(StrEnum):
     REMOVED = "removed"  # worktree and branch gone (work integrated, or never committed)
     SNAPSHOTTED = "snapshotted"  # gone after a snapshot ref kept its work (discard intent)
     KEPT = "kept"  # it holds work (or is not ours alone): left as it is
@@ -93,7 +95,7 @@ class Removal(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RemoveResult:
     path: Path
-    outcome: Removal
+    outcome: RemoveOutcome
     detail: str
     topic_id: str | None = None
     swept: tuple[str, ...] = ()
@@ -113,9 +115,6 @@ class RemoveResult:
         return f"team-router: worktree {self.path}{topic} {self.outcome}: {self.detail}"
 
 
-Echo = Callable[[str], None]
-
-
 def worktree_remove(
     payload: Mapping[str, Any],
     environ: Mapping[str, str],
@@ -128,29 +127,31 @@ def worktree_remove(
     Raises only for a payload that names no worktree; every other outcome, keeping
     included, is a result (the host cannot be refused).
     """
-    raw = _text(payload, PATH_KEYS) or _text(payload, ("cwd",))
+    raw = _first_text(payload, PATH_KEYS) or _first_text(payload, ("cwd",))
     if raw is None or not os.path.isabs(raw):
         raise BadInput("usage", "the host sent no absolute `worktree_path`; nothing was removed")
     path = Path(os.path.normpath(raw))
     discard = any(payload.get(k) is True for k in DISCARD_KEYS)
     repo = _repo_of(path, payload, environ)
     if repo is None:
-        return RemoveResult(path, Removal.NOT_OURS, "no git repository knows it; left as it is")
+        return RemoveResult(
+            path, RemoveOutcome.NOT_OURS, "no git repository knows it; left as it is"
+        )
     found = _topic_at(repo, path)
     if found is None:
         detail = (
             "no team-router topic has this worktree; left as it is "
             f"(`git -C {repo.primary} worktree remove {path}` removes it when it holds nothing)"
         )
-        return _swept(repo, RemoveResult(path, Removal.NOT_OURS, detail))
+        return _swept(repo, RemoveResult(path, RemoveOutcome.NOT_OURS, detail))
     topic_id, finished = found
     if finished:
         detail = "its topic was already torn down"
-        return _swept(repo, RemoveResult(path, Removal.REMOVED, detail, topic_id))
+        return _swept(repo, RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id))
     result = _tear_down(repo, topic_id, path, discard=discard, wait=wait, echo=echo)
-    if result.outcome is Removal.KEPT:
+    if result.outcome is RemoveOutcome.KEPT:
         result = _swept(repo, result)  # teardown refused before its sweep step
-    _remember(repo, result)
+    _record_host_removal(repo, result)
     return result
 
 
@@ -161,7 +162,7 @@ def _tear_down(
     from router.topic.scope import resolve_topic
 
     def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
-        return RemoveResult(path, Removal.KEPT, detail, topic_id, warnings=warnings or [])
+        return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id, warnings=warnings or [])
 
     try:
         scope = resolve_topic(repo.primary, topic_id)
@@ -196,16 +197,16 @@ def _tear_down(
         if os.path.lexists(path):
             return dataclasses.replace(kept(rest, warnings), swept=swept)
         detail = f"worktree removed, but {rest}"
-        return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+        return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
     snapshots = [s.detail for r in done.repos for s in r.steps if SNAPSHOT_PREFIX in s.detail]
     if snapshots:
         detail = (
             f"removed after a snapshot ({'; '.join(snapshots)}); "
             f"`team-router restore {topic_id}` brings the work back"
         )
-        return RemoveResult(path, Removal.SNAPSHOTTED, detail, topic_id, swept, warnings)
+        return RemoveResult(path, RemoveOutcome.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
-    return RemoveResult(path, Removal.REMOVED, detail, topic_id, swept, warnings)
+    return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
 
 
 def _artifacts_in(plan_dir: Path) -> list[str]:
@@ -230,7 +231,7 @@ def _swept(repo: Repo, result: RemoveResult) -> RemoveResult:
     )
 
 
-def _remember(repo: Repo, result: RemoveResult) -> None:
+def _record_host_removal(repo: Repo, result: RemoveResult) -> None:
     """What the host's removal did, in the topic's home record (doctor and people read it)."""
     if result.topic_id is None:
         return
@@ -249,7 +250,7 @@ def _remember(repo: Repo, result: RemoveResult) -> None:
 # -- payload --------------------------------------------------------------------------
 
 
-def _text(payload: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+def _first_text(payload: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = payload.get(key)
         if isinstance(value, str) and value.strip() and "\0" not in value:

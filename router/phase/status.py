@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from router.git import Git, GitError
+from router.parallel import parallel_map
 from router.phase import infer as phases
 from router.topic.discovery import by_id, candidates, home_repo
 from router.topic.workspace import open_repo
@@ -71,9 +71,8 @@ def topics_status(cwd: Path) -> StatusResult:
     # git answers for the topics that have a worktree (or a moved branch): those
     # few questions run side by side; the refs answer for every other topic.
     in_worktrees = [r for r in flat if phases.location(r)[1] == "HEAD"]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        asked = pool.map(lambda r: _repo_state(r, refs), in_worktrees)
-        states = dict(zip(map(id, in_worktrees), asked, strict=True))
+    asked = parallel_map(lambda r: _repo_state(r, refs), in_worktrees)
+    states = dict(zip(map(id, in_worktrees), asked, strict=True))
     for r in flat:
         if id(r) not in states:
             states[id(r)] = _repo_state(r, refs)

@@ -13,15 +13,17 @@ import os
 import re
 from collections import namedtuple
 
+from router.plandir.flatfields import INT_RE, flat_fields
 from router.plandir.mdlines import split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-# The id grammar of router.topic.ids.ID_RE, repeated because importing router.topic.ids
-# pulls in dataclasses; tests/test_phases.py asserts the two stay identical.
-ID_RE = re.compile(
+# The id grammar of router.topic.ids.ID_RE, copied (under its own name) for the
+# hook's light path: importing router.topic.ids costs ~8 ms (datetime, unicodedata).
+# tests/test_phases.py::test_the_light_id_grammar_is_the_one_of_router_ids keeps them equal.
+LIGHT_ID_RE = re.compile(
     r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"
 )
 
@@ -44,112 +46,43 @@ REVIEW_RE = re.compile(r"^review-([0-9]+)\.md$")
 
 def topic_of(topic_id: str) -> str | None:
     """The id minus its ticket or date prefix (``parse_id(id).topic``); None for a non-id."""
-    match = ID_RE.fullmatch(topic_id)
+    match = LIGHT_ID_RE.fullmatch(topic_id)
     return match["topic"] if match else None
 
 
 # -- frontmatter ----------------------------------------------------------------
 
-Frontmatter = namedtuple("Frontmatter", "fields error present")
-Frontmatter.__doc__ = """Top-level scalar fields as text (``fields``: dict[str, str | None]),
+FrontmatterFields = namedtuple("FrontmatterFields", "fields error present")
+FrontmatterFields.__doc__ = """Top-level scalar fields as text (``fields``: dict[str, str | None]),
 why the block could not be read (``error``), and whether a block was there (``present``)."""
 
 _FENCE = "---"
-_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*):(?:[ \t]+(.*?))?[ \t]*$")
-_DOUBLE = re.compile(r'^"([^"\\]*)"(?:[ \t]+#.*)?$')
-_SINGLE = re.compile(r"^'([^']*)'(?:[ \t]+#.*)?$")
-_COMMENT = re.compile(r"[ \t]+#.*$")
-_NULLS = frozenset(("~", "null", "Null", "NULL"))
-_TRUE = frozenset(["yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
-_FALSE = frozenset(["no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])
-_INT = re.compile(r"^(?:0|[1-9][0-9]*)$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-# A plain scalar starting with one of these is something YAML reads its own way
-# (a sequence, flow collection, alias, tag, block scalar, number, ...).
-_INDICATORS = frozenset("-?:,[]{}#&*!|>%@`=+.0123456789")
 
 
-class _NotFlat(Exception):
-    """The block holds more than flat ``key: scalar`` lines: let YAML decide."""
-
-
-def parse_frontmatter(text: str) -> Frontmatter:
+def parse_frontmatter(text: str) -> FrontmatterFields:
     """The frontmatter of ``text``; never raises (a problem is ``error``)."""
     # The same cut as router.plandir.frontmatter (which this falls back to): both must
     # agree on where the block ends.
     lines = split_lines(text, keepends=False)
     if not lines or lines[0] != _FENCE:
-        return Frontmatter({}, None, False)
+        return FrontmatterFields({}, None, False)
     for end in range(1, len(lines)):
         if lines[end] == _FENCE:
             break
     else:
-        return Frontmatter({}, "line 1: frontmatter opened with --- is never closed", True)
-    try:
-        return Frontmatter(_scan(lines[1:end]), None, True)
-    except _NotFlat:
-        return _by_yaml(text)
+        return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
+    fields = flat_fields(lines[1:end])
+    return _by_yaml(text) if fields is None else FrontmatterFields(fields, None, True)
 
 
-def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
-    """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
-    try:
-        return _scan(lines)
-    except _NotFlat:
-        return None
-
-
-def _scan(lines: list[str]) -> dict[str, str | None]:
-    fields: dict[str, str | None] = {}
-    for line in lines:
-        if not line.strip() or line.startswith("#"):
-            continue
-        match = _KEY_LINE.match(line)
-        if match is None or match[1] in _TRUE or match[1] in _FALSE or match[1] in _NULLS:
-            raise _NotFlat  # YAML reads ``no:`` as the key False: let it
-        fields[match[1]] = _scalar(match[2] or "")
-    return fields
-
-
-def _scalar(value: str) -> str | None:
-    if value[:1] in {'"', "'"}:
-        quoted = (_DOUBLE if value[0] == '"' else _SINGLE).match(value)
-        if quoted is None:
-            raise _NotFlat
-        return quoted[1]
-    value = _COMMENT.sub("", value)
-    if not value or value in _NULLS:
-        return None
-    if value in _TRUE or value in _FALSE:
-        return "true" if value in _TRUE else "false"
-    if _INT.match(value) or (_DATE.match(value) and _valid_date(value)):
-        return value
-    if value[0] in _INDICATORS or ": " in value or value.endswith(":") or "\t" in value:
-        raise _NotFlat
-    return value
-
-
-def _valid_date(value: str) -> bool:
-    """Is ``YYYY-MM-DD`` a calendar date (YAML would fail on one that is not)?
-
-    Checked by hand: importing datetime costs ~2 ms of the hook's budget.
-    """
-    year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
-    if year < 1 or not 1 <= month <= 12:
-        return False
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
-    return 1 <= day <= days
-
-
-def _by_yaml(text: str) -> Frontmatter:
+def _by_yaml(text: str) -> FrontmatterFields:
     from router.plandir import frontmatter  # the one YAML reader; costs ~25 ms to import
 
     parsed = frontmatter.split(text)
     if parsed.error:
-        return Frontmatter({}, parsed.error, True)
+        return FrontmatterFields({}, parsed.error, True)
     fields = {k: _as_text(v) for k, v in parsed.data.items() if _is_scalar(v)}
-    return Frontmatter(fields, None, True)
+    return FrontmatterFields(fields, None, True)
 
 
 def _is_scalar(value: object) -> bool:
@@ -167,17 +100,17 @@ def _as_text(value: object) -> str | None:
     return str(value)
 
 
-def read_frontmatter(path: str) -> Frontmatter:
+def read_frontmatter(path: str) -> FrontmatterFields:
     """The frontmatter of a file on disk; an unreadable file is an error, not an exception."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
-        return Frontmatter({}, f"cannot be read ({exc.strerror})", False)
+        return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return Frontmatter({}, "is not UTF-8 text", False)
+        return FrontmatterFields({}, "is not UTF-8 text", False)
     return parse_frontmatter(text)
 
 
@@ -278,7 +211,7 @@ def _revision(fields: dict[str, str | None] | None, path: str, warnings: list[st
     raw = fields.get("revision")
     if raw is None:
         return 0  # the first draft answers no review round
-    if _INT.match(raw):
+    if INT_RE.match(raw):
         return int(raw)
     warnings.append(f"{path}: revision {raw!r} is not a whole number; read as 0")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from router.plandir.flatfields import flat_fields  # the scanner that knows what YAML accepts
 from router.plandir.mdlines import split_lines, strip_end
 
 FENCE = "---"
@@ -44,8 +45,6 @@ def split(text: str, *, need_data: bool = True) -> Frontmatter:
 
 
 def _flat(raw: str) -> bool:
-    from router.plandir.artifacts import flat_fields  # the scanner that knows what YAML accepts
-
     return flat_fields(split_lines(raw, keepends=False)) is not None
 
 

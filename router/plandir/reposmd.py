@@ -12,12 +12,12 @@ from router.errors import BadInput
 from router.plandir import frontmatter
 from router.plandir.mdlines import is_blank, split_lines
 from router.topic.ids import SLUG_RE
+from router.topic.model import HOME
 
 REPOS_MD = "repos.md"
 # A list of repos is a few KiB; parsing 50 MB took 90 s and 2 GB while the
 # topic lock was held, so anything past this is refused before it is read.
 MAX_REPOS_MD = 1024 * 1024
-HOME = "home"
 
 _FIELD_RE = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?\s*(?P<key>name|path|role)\s*"

@@ -18,24 +18,23 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from router.git import Git, GitPlace, first_blob, git_place, repository_below
+from router.plandir.artifacts import TEMP_PATHS
+from router.progress import Echo
 from router.topic.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
-TEMP_PATHS = "temp-paths"  # in the plan dir, one absolute path per line
 DEFAULT_LINE_TIMEOUT = 120.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
 # Seconds to keep relaying a line's output after its shell exited: enough for
 # what is already in the pipe, never a wait on a child that still holds it.
 DRAIN_GRACE = 0.5
 POLL_INTERVAL = 0.05  # seconds between looks at the shell while its pipes stay open
-
-Echo = Callable[[str], None]
 
 
 class LineOutcome(StrEnum):
@@ -400,7 +399,7 @@ def _remove_temp_path(
     in_git = check_not_git(clean, guarded)
     if in_git is not None:
         return TempResult(path, TempOutcome.REFUSED, *in_git)
-    error = None if dry_run else _remove(Path(clean))
+    error = None if dry_run else _delete(Path(clean))
     if error:
         return TempResult(path, TempOutcome.REFUSED, error)
     return TempResult(path, TempOutcome.REMOVED)
@@ -430,7 +429,7 @@ def check_not_git(path: str, guarded: tuple[str, ...]) -> tuple[str, str] | None
     return ("contains-git", str(found)) if found is not None else None
 
 
-def _remove(path: Path) -> str | None:
+def _delete(path: Path) -> str | None:
     try:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)

@@ -42,7 +42,7 @@ class NestedRepo:
         return bool(self.problem) or self.status.dirty or self.unpushed > 0
 
 
-def survey(worktree: Path) -> tuple[NestedRepo, ...]:
+def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     """Every repository removing ``worktree`` would delete, with what it would lose.
 
     Those are the checkouts below it and the submodule git dirs its own git

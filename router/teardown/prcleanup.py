@@ -29,8 +29,9 @@ from router import github
 from router.errors import BadInput, Refusal
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
-from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Echo, LocalStateJob, read_temp_paths
-from router.teardown.nested import survey as survey_nested
+from router.progress import Echo
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob, read_temp_paths
+from router.teardown.nested import survey_nested
 from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
 )
@@ -62,8 +63,9 @@ from router.teardown.steps import (
     verify_gone,
 )
 from router.topic import state
+from router.topic.discovery import PLANS_DIR
 from router.topic.ids import ID_RE, Branch, branch_for
-from router.topic.workspace import PLANS_DIR, DefaultBranch, Repo, default_branch, open_repo
+from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
 BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
 PR_NUMBER_RE = re.compile(r"[0-9]{1,10}")
@@ -168,12 +170,14 @@ def _names_primary(listed: Path, repo: Repo) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class CleanupTarget:
     branch: Branch
     pr: PullRequest | None = None  # the PR the user named (number or URL)
 
 
-def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unavailable) -> Target:
+def resolve_target(
+    repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unavailable
+) -> CleanupTarget:
     """PR number, PR URL, branch, or the branch checked out at ``cwd``; validated."""
     if target is None:
         current = Git(cwd).current_branch()
@@ -182,7 +186,7 @@ def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unav
                 "invalid-branch",
                 f"{cwd} is on a detached HEAD; name the branch or the PR to clean up",
             )
-        return Target(validate_branch(repo.git, current, what="the checked-out branch"))
+        return CleanupTarget(validate_branch(repo.git, current, what="the checked-out branch"))
     if PR_NUMBER_RE.fullmatch(target):
         return _from_pr(repo, int(target), hub)
     if target.startswith("https://"):
@@ -201,10 +205,10 @@ def resolve_target(repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unav
                 "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}"
             )
         return _from_pr(repo, parsed.number, hub)
-    return Target(validate_branch(repo.git, target, what="branch"))
+    return CleanupTarget(validate_branch(repo.git, target, what="branch"))
 
 
-def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> Target:
+def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> CleanupTarget:
     if isinstance(hub, Unavailable):
         raise Refusal(
             "gh-unavailable",
@@ -223,7 +227,7 @@ def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> Target:
             f"PR #{number} comes from a fork ({found.head_owner or 'another repository'}): its head "
             f"{branch} is not this repo's branch, and a fork's PR never licenses a deletion",
         )
-    return Target(branch, found)
+    return CleanupTarget(branch, found)
 
 
 # -- what is there ----------------------------------------------------------------------------
@@ -611,7 +615,7 @@ def prs_to_close(
 
 
 @dataclass(frozen=True, slots=True)
-class Options:
+class CleanupOptions:
     mode: Mode
     delete_remote: bool
     reclaim: bool
@@ -628,7 +632,7 @@ GUARDING = frozenset({"remove", "snapshot", "branch"})
 def run_steps(
     repo: Repo,
     found: Survey,
-    opts: Options,
+    opts: CleanupOptions,
     evidence: Evidence | None,
     closing: list[PullRequest] | None,
     hub: GitHub | Unavailable,
@@ -771,7 +775,7 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
 
 
 def _delete_remote(
-    repo: Repo, found: Survey, opts: Options, evidence: Evidence | None
+    repo: Repo, found: Survey, opts: CleanupOptions, evidence: Evidence | None
 ) -> StepResult:
     name = "remote-branch"
     if not found.remote_known:
@@ -811,7 +815,7 @@ def _stacked_heads(
 def _abandon_stack(
     repo: Repo,
     found: Survey,
-    opts: Options,
+    opts: CleanupOptions,
     closing: list[PullRequest] | None,
     hub: GitHub | Unavailable,
 ) -> StepResult:
@@ -848,7 +852,9 @@ def _abandon_stack(
 GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
 
 
-def _abandon_branch(repo: Repo, branch: Branch, default: DefaultBranch, opts: Options) -> str:
+def _abandon_branch(
+    repo: Repo, branch: Branch, default: DefaultBranch, opts: CleanupOptions
+) -> str:
     """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
     reason = protected_reason(branch, default)
     if reason is not None:
@@ -916,7 +922,7 @@ def _prune(repo: Repo, branch: str, remote_gone: bool | None) -> StepResult:
     return done(name, note)
 
 
-def _reclaim(repo: Repo, opts: Options) -> StepResult:
+def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
     if not opts.reclaim:
         return skipped(
             "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
@@ -929,7 +935,7 @@ def _reclaim(repo: Repo, opts: Options) -> StepResult:
     return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
 
 
-def _local_state(repo: Repo, found: Survey, opts: Options) -> StepResult:
+def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
     from router.teardown.steps import local_state_ran, local_state_step, mark_done
 
     if found.topic_id is not None and local_state_ran(repo.common_dir, found.topic_id):
@@ -988,7 +994,7 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
 def preview(
     repo: Repo,
     found: Survey,
-    opts: Options,
+    opts: CleanupOptions,
     closing: list[PullRequest] | None,
     hub: GitHub | Unavailable,
 ) -> list[StepResult]:
@@ -1126,7 +1132,7 @@ def pr_cleanup(
     but knows no merged PR from this repository.
     """
     mode = Mode.ABANDONED if abandon else Mode.MERGED
-    opts = Options(mode, delete_remote, reclaim, dry_run, line_timeout, echo)
+    opts = CleanupOptions(mode, delete_remote, reclaim, dry_run, line_timeout, echo)
     repo = primary_clone(cwd)
     hub = github.connect(repo.git.remote_url("origin"), cwd=repo.primary)
     chosen = resolve_target(repo, cwd, target, hub)
@@ -1139,7 +1145,7 @@ def pr_cleanup(
             return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
     with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
         with _git_failure_refuses(chosen.branch):
-            found = _prepare(repo, chosen.branch, mode, warnings)
+            found = _checked_survey(repo, chosen.branch, mode, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
@@ -1184,7 +1190,7 @@ def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
     raise Refusal("not-confirmed", f"abandoning {branch} was not confirmed; nothing was touched")
 
 
-def _prepare(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Survey:
+def _checked_survey(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Survey:
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
@@ -1258,7 +1264,7 @@ def _other_repos(repo: Repo, found: Survey) -> list[str]:
 def _decide(
     repo: Repo,
     found: Survey,
-    chosen: Target,
+    chosen: CleanupTarget,
     hub: GitHub | Unavailable,
     mode: Mode,
     warnings: list[str],
@@ -1289,8 +1295,8 @@ def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> 
 
 def _dry_run(
     repo: Repo,
-    chosen: Target,
-    opts: Options,
+    chosen: CleanupTarget,
+    opts: CleanupOptions,
     hub: GitHub | Unavailable,
     warnings: list[str],
     *,

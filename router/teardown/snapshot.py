@@ -26,13 +26,12 @@ from router.git import Git, GitError
 from router.topic import state
 from router.topic.workspace import Repo
 
-SNAPSHOT_PREFIX = g.SNAPSHOT_PREFIX
 MAX_RESTORED = 100
-NAMED = 5  # submodules named in a restore note
+NAMED_SUBMODULES = 5  # submodules named in a restore note
 
 
 def snapshot_ref(branch: str) -> str:
-    return f"{SNAPSHOT_PREFIX}{branch}"
+    return f"{g.SNAPSHOT_PREFIX}{branch}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +133,7 @@ class RestoreStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Restored:
+class RestoredRepo:
     name: str
     status: RestoreStatus
     detail: str
@@ -153,15 +152,15 @@ class Restored:
         }
 
 
-def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
+def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> RestoredRepo:
     """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot."""
     snap = read_snapshot(repo.git, branch)
     if snap is None:
-        return Restored(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
+        return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
     record = _read_record(repo, topic_id)
     again = _already_restored(record, snap)
     if again is not None:
-        return Restored(
+        return RestoredRepo(
             name,
             RestoreStatus.EXISTING,
             f"already restored to {again}",
@@ -181,16 +180,16 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> Restored:
         if snap.index is not None:
             g.read_index(Git(path), snap.index)
     except GitError as exc:
-        return Restored(
+        return RestoredRepo(
             name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
         )
     except Refusal as exc:
-        return Restored(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
-    _remember(repo, record, topic_id, name, branch, target, path, snap)
+        return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
+    _record_restore(repo, record, topic_id, name, branch, target, path, snap)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
     subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
-    return Restored(
+    return RestoredRepo(
         name,
         RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
@@ -212,7 +211,7 @@ def _submodule_note(repo: Repo, snap: Snapshot) -> str:
         moved = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
     except GitError:
         return note
-    for sub, commit in sorted(moved.items())[:NAMED]:
+    for sub, commit in sorted(moved.items())[:NAMED_SUBMODULES]:
         note += f", then `git -C {sub} checkout {commit[:12]}` (where it was)"
     return note
 
@@ -245,7 +244,7 @@ def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path 
     return Path(where) if where and (Path(where) / ".git").exists() else None
 
 
-def _remember(
+def _record_restore(
     repo: Repo,
     record: state.TopicRecord | None,
     topic_id: str,

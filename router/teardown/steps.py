@@ -25,8 +25,9 @@ from pathlib import Path
 from router import git as g
 from router.errors import error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
-from router.teardown.localstate import Echo, LocalStateJob, LocalStateReport, run_local_state
-from router.teardown.nested import NestedRepo, outer_clones, survey
+from router.progress import Echo
+from router.teardown.localstate import LocalStateJob, LocalStateReport, run_local_state
+from router.teardown.nested import NestedRepo, outer_clones, survey_nested
 from router.teardown.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -35,9 +36,11 @@ from router.teardown.snapshot import (
     snapshot_branch,
     snapshot_worktree,
 )
-from router.teardown.sweep import SweepResult, Verdict, classify, sweep
+from router.teardown.sweep import SweepResult, SweepVerdict, classify, sweep
 from router.topic import state
-from router.topic.workspace import PLANS_DIR, WORKTREES_DIR, DefaultBranch, Repo, find_worktree
+from router.topic.discovery import PLANS_DIR
+from router.topic.state import REMOVING, Picking
+from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, find_worktree
 
 STEPS = (
     "integrate",
@@ -396,9 +399,6 @@ def no_identity(repo: Repo, exc: GitError) -> StepResult:
 # -- interrupted steps: what the record says this tool was in the middle of -------
 
 INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
-REMOVING = (
-    state.REMOVING
-)  # record field: `git worktree remove` of a proven-safe worktree is running
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,9 +407,6 @@ class TopicRef:
 
     id: str
     repo_name: str  # the repo's name in the topic, for a record made afresh
-
-
-Picking = state.Picking  # the record's integrating mark
 
 
 def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
@@ -567,7 +564,7 @@ def remove_worktree(
     if other:
         return skipped(name, other), None
     exists = os.path.isdir(path)
-    nested = survey(path) if exists else ()
+    nested = survey_nested(path) if exists else ()
     blocker = nested_blocker(path, nested)
     if blocker is not None:
         return blocker, None
@@ -894,7 +891,7 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
     if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
         return refused(name, "residue-kept", f"{path} came back outside {WORKTREES_DIR}: kept")
     verdict, files = classify(path, {os.path.realpath(e.path) for e in entries})
-    if verdict is not Verdict.RESIDUE:
+    if verdict is not SweepVerdict.RESIDUE:
         return refused(
             name,
             "residue-kept",
@@ -981,7 +978,7 @@ def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> st
 def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> StepResult:
     """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
     name = "plan-dir"
-    rel = PLANS_DIR / topic_id
+    rel = Path(PLANS_DIR, topic_id)
     path = repo.primary / rel
     if not os.path.lexists(path):
         return skipped(name, f"no {rel}/ in the primary clone")

@@ -43,7 +43,7 @@ REMOVE_THREADS = 4
 RESIDUE_FOLDERS: tuple[tuple[str, ...], ...] = (("tmp",), (".omc",), ("docs", "plans"))
 
 
-class Verdict(StrEnum):
+class SweepVerdict(StrEnum):
     RESIDUE = "residue"  # may be deleted
     LIVE = "live"  # git worktree list knows it
     CHECKOUT = "checkout"  # holds a .git entry
@@ -55,7 +55,7 @@ class Verdict(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Kept:
     path: Path
-    reason: Verdict
+    reason: SweepVerdict
     files: tuple[str, ...] = ()  # relative to ``path``
 
     def to_json(self) -> dict[str, object]:
@@ -128,7 +128,7 @@ def sweep(
     ):
         # A symlinked .claude/ or worktrees/ points somewhere else on the machine
         # (creation refuses one too): nothing behind it is ours to judge or delete.
-        return SweepResult(root, kept=(Kept(base, Verdict.SYMLINK),))
+        return SweepResult(root, kept=(Kept(base, SweepVerdict.SYMLINK),))
     subdirs = _subdirs(base)
     if not subdirs:
         return SweepResult(root)
@@ -143,9 +143,9 @@ def sweep(
     base_real = os.path.realpath(base)
     for path in subdirs:
         verdict, files = classify(path, live, real=os.path.join(base_real, path.name))
-        if verdict is Verdict.LIVE:
+        if verdict is SweepVerdict.LIVE:
             n_live += 1
-        elif verdict is Verdict.RESIDUE:
+        elif verdict is SweepVerdict.RESIDUE:
             residue.append(path)
         else:
             kept.append(Kept(path, verdict, files))
@@ -169,9 +169,9 @@ def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) 
     free = []
     for path in residue:
         if path.name in claimed:
-            kept.append(Kept(path, Verdict.CLAIMED))
+            kept.append(Kept(path, SweepVerdict.CLAIMED))
         elif os.path.lexists(path / ".git"):
-            kept.append(Kept(path, Verdict.CHECKOUT, _files_under(path)))
+            kept.append(Kept(path, SweepVerdict.CHECKOUT, _files_under(path)))
         else:
             free.append(path)
     kept.sort(key=lambda k: k.path)
@@ -201,31 +201,31 @@ def _remove_all(paths: list[Path]) -> list[str | None]:
     """Remove directories in parallel: deleting is bound by the disk's latency, not the CPU
     (on a filesystem mounted with ``discard`` each rmdir waits for the device)."""
     if len(paths) < 4:
-        return [_remove(p) for p in paths]
+        return [_remove_tree(p) for p in paths]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=REMOVE_THREADS) as pool:
-        return list(pool.map(_remove, paths))
+        return list(pool.map(_remove_tree, paths))
 
 
 def classify(
     path: Path, live: set[str], *, real: str | None = None
-) -> tuple[Verdict, tuple[str, ...]]:
+) -> tuple[SweepVerdict, tuple[str, ...]]:
     """What the sweep would do with ``path``, and the files that make it keep it.
 
     ``real`` is the path's realpath when the caller already knows it.
     """
     if path.is_symlink():
-        return Verdict.SYMLINK, ()
+        return SweepVerdict.SYMLINK, ()
     if (real or os.path.realpath(path)) in live:
-        return Verdict.LIVE, ()
+        return SweepVerdict.LIVE, ()
     files = _files_under(path)
     if os.path.lexists(path / ".git"):
-        return Verdict.CHECKOUT, files
+        return SweepVerdict.CHECKOUT, files
     unexpected = tuple(f for f in files if not is_residue_file(f))
     if unexpected:
-        return Verdict.UNEXPECTED, unexpected
-    return Verdict.RESIDUE, ()
+        return SweepVerdict.UNEXPECTED, unexpected
+    return SweepVerdict.RESIDUE, ()
 
 
 def is_residue_file(rel: str) -> bool:
@@ -263,7 +263,7 @@ def _files_under(path: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _remove(path: Path) -> str | None:
+def _remove_tree(path: Path) -> str | None:
     try:
         shutil.rmtree(path)
     except FileNotFoundError:

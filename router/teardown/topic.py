@@ -14,18 +14,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
 from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
-from router.progress import Progress
+from router.parallel import parallel_map
+from router.progress import Echo, Progress
 from router.teardown.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
-    Echo,
     LineOutcome,
     LocalStateJob,
     LocalStateReport,
@@ -33,8 +32,8 @@ from router.teardown.localstate import (
     read_declaration,
     run_local_state,
 )
-from router.teardown.nested import NestedRepo, survey
-from router.teardown.snapshot import Restored, RestoreStatus, read_snapshot, restore_repo
+from router.teardown.nested import NestedRepo, survey_nested
+from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
 from router.teardown.steps import (
     INTERRUPTED_STEP,
     STEPS,
@@ -90,7 +89,6 @@ from router.topic.workspace import (
     open_repo,
 )
 
-MAX_PARALLEL = 8
 LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
 
 
@@ -98,7 +96,7 @@ LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-route
 
 
 @dataclass(frozen=True, slots=True)
-class Options:
+class TeardownOptions:
     integrate: bool = False
     force: bool = False
     dry_run: bool = False
@@ -137,7 +135,7 @@ class RepoPlan:
     notes: tuple[str, ...] = ()
 
 
-def plan_repo(target: RepoTarget, opts: Options, topic_id: str = "") -> RepoPlan:
+def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> RepoPlan:
     """Everything teardown needs to know about one repo, and what would stop it.
 
     A git command failing here is a refusal for the whole teardown, never a guess.
@@ -153,7 +151,7 @@ def plan_repo(target: RepoTarget, opts: Options, topic_id: str = "") -> RepoPlan
         return RepoPlan(target, blockers=(blocker,))
 
 
-def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
+def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> RepoPlan:
     repo = target.repo
     if repo is None:
         return RepoPlan(target)
@@ -199,7 +197,7 @@ def _plan_repo(target: RepoTarget, opts: Options, topic_id: str) -> RepoPlan:
     removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
     status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
-    nested = survey(worktree) if there else ()  # type: ignore[arg-type]
+    nested = survey_nested(worktree) if there else ()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default) if tip and default else None
     plan = RepoPlan(
@@ -239,7 +237,7 @@ REUSED_FLAG = "--remove-reused"
 
 
 def _kept_worktree(
-    repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: Options
+    repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: TeardownOptions
 ) -> str:
     """Why a linked worktree outside ``.claude/worktrees/`` stays: `new` reused it, never made it."""
     if opts.remove_reused or worktree is None or entry is None:
@@ -253,7 +251,7 @@ def _kept_worktree(
     )
 
 
-def _kept_branch(target: RepoTarget, tip: str | None, opts: Options) -> str:
+def _kept_branch(target: RepoTarget, tip: str | None, opts: TeardownOptions) -> str:
     """Why the branch stays: the record says team-router did not create it."""
     record = target.record
     if opts.remove_reused or tip is None or record is None or record.branch_created:
@@ -271,7 +269,9 @@ def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
     return None
 
 
-def _plan_blockers(plan: RepoPlan, entry: WorktreeEntry | None, opts: Options) -> list[StepResult]:
+def _plan_blockers(
+    plan: RepoPlan, entry: WorktreeEntry | None, opts: TeardownOptions
+) -> list[StepResult]:
     repo = plan.target.repo
     assert repo is not None
     found = []
@@ -347,7 +347,7 @@ def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
 
 
 @dataclass(frozen=True, slots=True)
-class RepoReport:
+class TeardownReport:
     name: str
     worktree: Path | None
     steps: tuple[StepResult, ...]
@@ -373,12 +373,12 @@ class RepoReport:
         }
 
 
-def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
+def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
     """The eight steps in one repo; an earlier refusal keeps everything it guards."""
     target = plan.target
     repo = target.repo
     if repo is None:
-        return RepoReport(
+        return TeardownReport(
             target.name,
             target.worktree,
             tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
@@ -471,7 +471,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         return result
 
     run("local-state", do_local, guarded=True)
-    report = RepoReport(
+    report = TeardownReport(
         target.name,
         plan.worktree,
         tuple(steps),
@@ -489,7 +489,7 @@ def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
 
 
 def _integrate_step(
-    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, topic_id: str
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: TeardownOptions, topic_id: str
 ) -> StepResult:
     if plan.tip is None:
         return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
@@ -513,7 +513,7 @@ def _integrate_step(
 
 
 def _branch_step(
-    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: Options, integrated_now: bool
+    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: TeardownOptions, integrated_now: bool
 ) -> StepResult:
     # The plan's judgement holds unless the integrate step just moved the default branch.
     known = (plan.tip, plan.found) if plan.tip and plan.found and not integrated_now else None
@@ -521,7 +521,7 @@ def _branch_step(
 
 
 def _local_job(
-    repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: Options
+    repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: TeardownOptions
 ) -> LocalStateJob:
     worktree = None if plan.on_primary or plan.foreign or plan.kept_worktree else plan.worktree
     return LocalStateJob(
@@ -538,7 +538,9 @@ def _local_job(
     )
 
 
-def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: RepoReport) -> None:
+def _record_teardown(
+    repo: Repo, target: RepoTarget, scope: TopicScope, report: TeardownReport
+) -> None:
     """Keep the record, marked torn down, so a second run knows the topic and exits 0."""
     finished = [
         s.name
@@ -569,7 +571,7 @@ def _record_teardown(repo: Repo, target: RepoTarget, scope: TopicScope, report: 
 @dataclass(frozen=True, slots=True)
 class TeardownResult:
     id: str
-    repos: tuple[RepoReport, ...]
+    repos: tuple[TeardownReport, ...]
     dry_run: bool = False
     warnings: list[str] = field(default_factory=list)
     # Set when the plan refused the whole teardown: nothing was removed, and
@@ -643,15 +645,15 @@ def teardown(
     ``.teamteardown`` line starts after it, in any repo.
     """
     scope = resolve_topic(cwd, target)
-    opts = Options(integrate, force, dry_run, line_timeout, echo, stop, remove_reused)
+    opts = TeardownOptions(integrate, force, dry_run, line_timeout, echo, stop, remove_reused)
     if dry_run:
         plans = _with_holders(
-            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
         else:
-            reports = _parallel(lambda p: preview_repo(p, scope, opts), plans)
+            reports = parallel_map(lambda p: preview_repo(p, scope, opts), plans)
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         if any(p.has_origin for p in plans):
             # The real run fetches first; a dry run changes nothing, not even origin's refs.
@@ -664,7 +666,7 @@ def teardown(
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         plans = _with_holders(
-            scope, _parallel(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         refusal = _refusal(scope, plans, warnings)
@@ -684,7 +686,7 @@ def teardown(
             progress.step(report.name, _summary(report))
             return report
 
-        reports = _parallel(run_one, plans)
+        reports = parallel_map(run_one, plans)
     warnings += [
         f"{r.name}: the default branch was not updated: {s.detail}"
         for r in reports
@@ -713,17 +715,9 @@ def _summary(report) -> str:
     return next((o for o in ("refused", "failed") if o in outcomes), "done")
 
 
-def _parallel(fn: Callable, items) -> list:
-    items = list(items)
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(items))) as pool:
-        return list(pool.map(fn, items))
-
-
-def _with_holders(scope: TopicScope, plans: list[RepoPlan], opts: Options) -> list[RepoPlan]:
+def _with_holders(
+    scope: TopicScope, plans: list[RepoPlan], opts: TeardownOptions
+) -> list[RepoPlan]:
     """Another live session holding the topic stops the teardown (unless ``--force``)."""
     from router.topic.holders import describe, other_holders
 
@@ -760,7 +754,7 @@ def _refusal(
     return TeardownResult(scope.id, reports, warnings=warnings, refusal=error)
 
 
-def _refused_report(plan: RepoPlan) -> RepoReport:
+def _refused_report(plan: RepoPlan) -> TeardownReport:
     by_step: dict[str, StepResult] = {}
     for b in plan.blockers:
         # Two blockers of one step (a dirty worktree and a nested clone) are both named.
@@ -772,7 +766,7 @@ def _refused_report(plan: RepoPlan) -> RepoReport:
         f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
     )
     steps = tuple(by_step.get(s) or skipped(s, f"not done: {why}") for s in STEPS)
-    return RepoReport(plan.target.name, plan.worktree, steps)
+    return TeardownReport(plan.target.name, plan.worktree, steps)
 
 
 def _remember_scope(scope: TopicScope) -> None:
@@ -891,7 +885,7 @@ def local_state_for_topic(
 @dataclass(frozen=True, slots=True)
 class RestoreResult:
     id: str
-    repos: tuple[Restored, ...]
+    repos: tuple[RestoredRepo, ...]
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -927,7 +921,7 @@ def restore_topic(
         results = tuple(
             restore_repo(t.name, t.repo, scope.id, t.branch)
             if t.repo is not None
-            else Restored(t.name, RestoreStatus.SKIPPED, f"repo not usable: {t.problem}")
+            else RestoredRepo(t.name, RestoreStatus.SKIPPED, f"repo not usable: {t.problem}")
             for t in chosen
         )
     if all(r.status is RestoreStatus.SKIPPED for r in results):
@@ -961,7 +955,7 @@ def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
 # -- dry run ---------------------------------------------------------------------------
 
 
-def preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
+def preview_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
     """What the eight steps would do in one repo; reads only, changes nothing."""
     try:
         return _preview_repo(plan, scope, opts)
@@ -972,10 +966,10 @@ def preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport
             else skipped(s, "not planned")
             for s in STEPS
         )
-        return RepoReport(plan.target.name, plan.worktree, steps)
+        return TeardownReport(plan.target.name, plan.worktree, steps)
 
 
-def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoReport:
+def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
     target, repo = plan.target, plan.target.repo
     if repo is None:
         return teardown_repo(plan, scope, opts)  # every step is a "skipped", nothing runs
@@ -1003,7 +997,7 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: Options) -> RepoRepor
         else done("sweep", f"would sweep {len(sweep_report.swept)}, keep {len(sweep_report.kept)}"),
         done("local-state", "would run: " + local.summary()),
     )
-    return RepoReport(target.name, plan.worktree, steps, sweep_report, local)
+    return TeardownReport(target.name, plan.worktree, steps, sweep_report, local)
 
 
 def _kept_integrate(plan: RepoPlan) -> StepResult:
@@ -1016,7 +1010,7 @@ def _kept_integrate(plan: RepoPlan) -> StepResult:
     )
 
 
-def _preview_integrate(plan: RepoPlan, opts: Options) -> StepResult:
+def _preview_integrate(plan: RepoPlan, opts: TeardownOptions) -> StepResult:
     found = plan.found
     if plan.tip is None or found is None:
         return skipped("integrate", f"branch {plan.target.branch} is gone: nothing to integrate")
@@ -1036,7 +1030,7 @@ def _preview_integrate(plan: RepoPlan, opts: Options) -> StepResult:
     )
 
 
-def _preview_remove(plan: RepoPlan, opts: Options) -> StepResult:
+def _preview_remove(plan: RepoPlan, opts: TeardownOptions) -> StepResult:
     if plan.worktree is None:
         return skipped("remove", "no worktree recorded")
     if plan.on_primary:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from router.plandir.artifacts import ID_RE, newest_mtime
+from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from router.git import WorktreeEntry
     from router.topic.workspace import Repo
 
-# router.topic.workspace.PLANS_DIR (importing it would import router.git and dataclasses).
+# Where plan dirs live, relative to a checkout's top level (a str: os.path is lighter than pathlib).
 PLANS_DIR = os.path.join("docs", "plans")
 
 
@@ -84,7 +84,7 @@ def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: boo
         return []
     found = []
     for name in names:
-        if not ID_RE.fullmatch(name):
+        if not LIGHT_ID_RE.fullmatch(name):
             continue
         path = os.path.join(base, name)
         # An id never holds "/", so its branch (router.topic.ids.branch_for) is the id itself.
@@ -186,7 +186,7 @@ def _answers_here(repo: Repo) -> bool:
         names = os.listdir(os.path.join(repo.checkout.toplevel, PLANS_DIR))
     except OSError:
         return False
-    return any(ID_RE.fullmatch(n) for n in names)
+    return any(LIGHT_ID_RE.fullmatch(n) for n in names)
 
 
 def home_paths(common_dir: str, toplevel: str, target: str | None) -> tuple[list[str], bool]:
@@ -243,7 +243,7 @@ def _in_place(repo: Repo, topic_id: str) -> PlanDir | None:
 
 
 def _looks_like_path(target: str) -> bool:
-    return "/" in target or target in {".", ".."} or not ID_RE.fullmatch(target)
+    return "/" in target or target in {".", ".."} or not LIGHT_ID_RE.fullmatch(target)
 
 
 def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
@@ -253,7 +253,7 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     from router.topic.workspace import open_repo
 
     path = Path(os.path.realpath(cwd / target))
-    if not path.is_dir() or not ID_RE.fullmatch(path.name) or path.parent.name != "plans":
+    if not path.is_dir() or not LIGHT_ID_RE.fullmatch(path.name) or path.parent.name != "plans":
         raise BadInput(
             "no-plan-dir",
             f"{target} is not a plan dir (expected an existing docs/plans/<id>/ directory)",

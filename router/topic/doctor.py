@@ -185,7 +185,7 @@ def _finding(repo: Repo, kind: Kind, path: Path | str, detail: str, topic: str |
     return Finding(kind, str(path), detail, repo.primary, topic)
 
 
-def _topic_of(name: str) -> str | None:
+def _as_topic_id(name: str) -> str | None:
     # A worktree directory and its branch are named after the id (ids hold no "/").
     return name if ID_RE.fullmatch(name) else None
 
@@ -202,7 +202,7 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
     for entry in entries[1:]:
         if entry.bare or os.path.lexists(entry.path):
             continue
-        topic = _topic_of(entry.path.name)
+        topic = _as_topic_id(entry.path.name)
         finding = _finding(repo, Kind.REGISTRATION_DIR_GONE, entry.path, "", topic)
         if not _ours(repo, entry.path):
             detail = (
@@ -250,7 +250,7 @@ def _unknown_dirs(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
     for child in children:
         if not child.is_symlink() and os.path.realpath(child) in known:
             continue
-        topic = _topic_of(child.name)
+        topic = _as_topic_id(child.name)
         finding = _finding(repo, Kind.UNKNOWN_DIR, child, "", topic)
         if child.is_symlink() or not child.is_dir():
             what = "a symlink" if child.is_symlink() else "a file"
@@ -336,7 +336,7 @@ def _record_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]
             continue
         found += _record_checks(repo, record, path)
     for aside in state.corrupt_records(repo.common_dir):
-        topic = _topic_of(aside.name.partition(".json")[0])
+        topic = _as_topic_id(aside.name.partition(".json")[0])
         detail = "a record that did not parse, set aside when a new one was written; inspect it, then delete it by hand"
         found.append(_Problem(_finding(repo, Kind.RECORD_CORRUPT, aside, detail, topic)))
     return found
@@ -391,7 +391,7 @@ def _locks(repo: Repo) -> list[_Problem]:
         if not owner.stale:
             continue
         detail = f"owner file of process {owner.pid}, which is gone (a crashed run)"
-        finding = _finding(repo, Kind.STALE_LOCK, owner.path, detail, _topic_of(owner.name))
+        finding = _finding(repo, Kind.STALE_LOCK, owner.path, detail, _as_topic_id(owner.name))
         found.append(_Problem(finding, _drop_owner(owner), lock=owner.name))
     return found
 

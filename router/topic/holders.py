@@ -33,7 +33,7 @@ _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _MAX_HOPS = 8
 
 
-STATE_DIR = "team-router"  # as router.topic.state.STATE_DIR (not imported: it loads dataclasses)
+STATE_DIR = "team-router"  # this tool's folder in a common git dir: topic records and holders
 
 
 class Holder(namedtuple("Holder", "pid start_time session host since", defaults=(None, None, 0.0))):
@@ -350,92 +350,3 @@ def release(
 def describe(holder: Holder) -> str:
     who = f"process {holder.pid}"
     return f"{who} (session {holder.session})" if holder.session else who
-
-
-# -- hold / release (the commands' core) ------------------------------------------
-
-
-class HoldResult:
-    """What ``hold``/``release`` did: the holders written or dropped, and who holds it now."""
-
-    __slots__ = ("action", "holders", "id", "live", "repo", "warnings")
-
-    def __init__(
-        self,
-        topic_id: str,
-        repo: Path,
-        action: str,  # "held" | "released"
-        holders: tuple[Holder, ...],
-        live: tuple[Holder, ...],
-        warnings: tuple[str, ...] = (),
-    ) -> None:
-        self.id, self.repo, self.action = topic_id, repo, action
-        self.holders, self.live, self.warnings = holders, live, list(warnings)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "repo": str(self.repo),
-            "action": self.action,
-            "holders": [h.to_json() for h in self.holders],
-            "live": [h.to_json() for h in self.live],
-        }
-
-
-def hold(cwd: Path, target: str | None, *, pid: int | None, session: str | None) -> HoldResult:
-    """Register a holder for the topic: ``pid`` (default: the calling session) and ``session``."""
-    from router.errors import BadInput
-
-    common_dir, topic_id, repo = _topic_for(cwd, target)
-    who = session_pid() if pid is None else pid
-    if session is not None and not valid_session(session):
-        raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
-    if not process_alive(who):
-        raise BadInput(
-            "no-such-process", f"process {who} is not running; pass the pid of a live session"
-        )
-    holder = make_holder(who, session)
-    register(common_dir, topic_id, holder)
-    live = live_holders(common_dir, topic_id)
-    return HoldResult(topic_id, repo, "held", (holder,), tuple(live))
-
-
-def release_topic(
-    cwd: Path, target: str | None, *, pid: int | None, session: str | None
-) -> HoldResult:
-    """Drop the holders of ``pid`` and/or ``session`` (default: the calling session's pid)."""
-    from router.errors import BadInput
-
-    common_dir, topic_id, repo = _topic_for(cwd, target)
-    if session is not None and not valid_session(session):
-        raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
-    who = session_pid() if pid is None and session is None else pid
-    dropped = release(common_dir, topic_id, pid=who, session=session)
-    warnings = () if dropped else (f"no holder of {topic_id} matched; nothing released",)
-    live = live_holders(common_dir, topic_id)
-    return HoldResult(topic_id, repo, "released", tuple(dropped), tuple(live), warnings)
-
-
-def _topic_for(cwd: Path, target: str | None) -> tuple[Path, str, Path]:
-    """(common dir of the home repo, topic id, home primary root) for a target."""
-    from router.errors import BadInput
-    from router.topic import state
-    from router.topic.discovery import resolve
-    from router.topic.ids import ID_RE
-    from router.topic.workspace import open_repo
-
-    try:
-        repo, plan = resolve(cwd, target)
-        return repo.common_dir, plan.id, repo.primary
-    except BadInput:
-        # After teardown the plan dir is gone but a record may remain: an id
-        # still names the topic then.
-        if not target or not ID_RE.fullmatch(target):
-            raise
-        repo = open_repo(cwd)
-        if (
-            not state.record_path(repo.common_dir, target).exists()
-            and not holders_dir(repo.common_dir, target).is_dir()
-        ):
-            raise
-        return repo.common_dir, target, repo.primary

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import BadInput, RouterError
+from router.parallel import parallel_map
 from router.plandir.reposmd import REPOS_MD, ReposFile, read_repos_md, worktree_lines
 from router.teardown.localstate import read_temp_paths
 from router.topic import state
@@ -148,20 +149,11 @@ def _targets(
         if p.primary is not None  # only the section names it: no repo to act on
     ]
     verdicts = contain_all([path for _, path, _ in jobs], home)
-    secondaries = _parallel(
+    secondaries = parallel_map(
         lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),
         list(range(len(jobs))),
     )
     return (_home_target(home, topic_id, record, listed, entries), *secondaries)
-
-
-def _parallel(fn, items: list) -> list:
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
-        return list(pool.map(fn, items))
 
 
 def _home_target(home, topic_id, record, listed, entries) -> RepoTarget:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from router.errors import Refusal
+from router.topic.holders import STATE_DIR
 
-STATE_DIR = "team-router"
 DEFAULT_WAIT = 30.0
 CRASH_ENV = "TEAM_ROUTER_CRASH_AT"
 # Record key: teardown (or pr-cleanup) is removing the worktree at this path; a kill may

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from router.errors import Refusal
 from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
+from router.parallel import parallel_map
 
 WORKTREES_DIR = Path(".claude") / "worktrees"
-PLANS_DIR = Path("docs") / "plans"
 EXCLUDE_LINES = ("/.claude/worktrees/", "/docs/plans/")
 
 
@@ -179,12 +179,12 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
     A repository is accepted once: a later entry whose common git dir is the
     home repo's or an earlier entry's is a ``duplicate``, whatever its path.
     """
-    probes = _parallel(lambda p: _probe(p, home), paths)
+    probes = parallel_map(lambda p: _probe(p, home), paths)
     seen = {home.common_dir}
     verdicts = []
     for verdict in probes:
         if verdict.ok:
-            verdict = _once(verdict, home, seen)
+            verdict = _unless_duplicate(verdict, home, seen)
         if verdict.repo is not None:
             seen.add(verdict.repo.common_dir)
         verdicts.append(verdict)
@@ -226,7 +226,7 @@ def _probe(path: Path, home: Repo) -> Containment:
     return Containment(True, realpath=real, repo=repo)
 
 
-def _once(verdict: Containment, home: Repo, seen: set[Path]) -> Containment:
+def _unless_duplicate(verdict: Containment, home: Repo, seen: set[Path]) -> Containment:
     repo = verdict.repo
     assert repo is not None and verdict.realpath is not None
     if repo.common_dir == home.common_dir:
@@ -242,12 +242,3 @@ def _once(verdict: Containment, home: Repo, seen: set[Path]) -> Containment:
             f"{verdict.realpath} is the repository {repo.primary}, already listed",
         )
     return verdict
-
-
-def _parallel(fn, items: list) -> list:
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
-        return list(pool.map(fn, items))

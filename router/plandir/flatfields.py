@@ -1,0 +1,78 @@
+"""Flat frontmatter: ``key: scalar`` lines read without YAML, exactly as YAML would read them.
+
+The light reader of router.plandir.artifacts (on the hook's path) and the YAML
+reader of router.plandir.frontmatter both ask this scanner whether a block is
+flat; anything it is not sure of is left to YAML.
+"""
+
+from __future__ import annotations
+
+import re
+
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*):(?:[ \t]+(.*?))?[ \t]*$")
+_DOUBLE = re.compile(r'^"([^"\\]*)"(?:[ \t]+#.*)?$')
+_SINGLE = re.compile(r"^'([^']*)'(?:[ \t]+#.*)?$")
+_COMMENT = re.compile(r"[ \t]+#.*$")
+_NULLS = frozenset(("~", "null", "Null", "NULL"))
+_TRUE = frozenset(["yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
+_FALSE = frozenset(["no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])
+INT_RE = re.compile(r"^(?:0|[1-9][0-9]*)$")  # a whole number as YAML reads one (also a revision)
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+# A plain scalar starting with one of these is something YAML reads its own way
+# (a sequence, flow collection, alias, tag, block scalar, number, ...).
+_INDICATORS = frozenset("-?:,[]{}#&*!|>%@`=+.0123456789")
+
+
+class _NotFlat(Exception):
+    """The block holds more than flat ``key: scalar`` lines: let YAML decide."""
+
+
+def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
+    """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
+    try:
+        return _flat_fields(lines)
+    except _NotFlat:
+        return None
+
+
+def _flat_fields(lines: list[str]) -> dict[str, str | None]:
+    fields: dict[str, str | None] = {}
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _KEY_LINE.match(line)
+        if match is None or match[1] in _TRUE or match[1] in _FALSE or match[1] in _NULLS:
+            raise _NotFlat  # YAML reads ``no:`` as the key False: let it
+        fields[match[1]] = _scalar(match[2] or "")
+    return fields
+
+
+def _scalar(value: str) -> str | None:
+    if value[:1] in {'"', "'"}:
+        quoted = (_DOUBLE if value[0] == '"' else _SINGLE).match(value)
+        if quoted is None:
+            raise _NotFlat
+        return quoted[1]
+    value = _COMMENT.sub("", value)
+    if not value or value in _NULLS:
+        return None
+    if value in _TRUE or value in _FALSE:
+        return "true" if value in _TRUE else "false"
+    if INT_RE.match(value) or (_DATE.match(value) and _valid_date(value)):
+        return value
+    if value[0] in _INDICATORS or ": " in value or value.endswith(":") or "\t" in value:
+        raise _NotFlat
+    return value
+
+
+def _valid_date(value: str) -> bool:
+    """Is ``YYYY-MM-DD`` a calendar date (YAML would fail on one that is not)?
+
+    Checked by hand: importing datetime costs ~2 ms of the hook's budget.
+    """
+    year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
+    if year < 1 or not 1 <= month <= 12:
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+    return 1 <= day <= days
