@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gitutil import LEAKY_ENV, hermetic_env, make_repo
+from helpers.repos import LEAKY_ENV, hermetic_env, make_repo
 
 
 @pytest.fixture(autouse=True)

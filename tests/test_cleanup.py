@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, git_killer
-from durabilityutil import run as run_killable
-from ghutil import (
+from helpers.fakegh import (
     bare_origin,
     commit_on_origin,
     hide_gh,
@@ -21,7 +19,9 @@ from ghutil import (
     merge_on_origin,
     pr,
 )
-from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.faults import KILLED, git_killer
+from helpers.faults import run as run_killable
+from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 
 from router.topic import state
 
@@ -826,7 +826,7 @@ def test_abandon_on_a_terminal_asks_first(web, no_gh, monkeypatch, answer, code)
 
 
 def test_a_multi_repo_topics_other_worktrees_are_named_and_left_alone(workspace, no_gh):
-    from teardownutil import multi_topic
+    from helpers.topics import multi_topic
 
     topic = multi_topic(workspace, ("api",), topic_id=TOPIC)
     home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]

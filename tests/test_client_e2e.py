@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clientutil import (
+from helpers.client import (
     ROOT,
     Block,
     ClientMissing,
@@ -33,7 +33,7 @@ from clientutil import (
     text,
     tool,
 )
-from gitutil import branches, git, make_repo, run_cli, status, worktree_paths
+from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths
 
 # Agents are named in skills and briefs by the qualified name the client resolves
 # (`team-router:<name>`: a plugin's agent is "not found" under its bare name).

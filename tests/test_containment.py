@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitutil import branches, commit, git, make_repo, run_cli, worktree_paths, write
-from teardownutil import TOPIC_ID, new_topic, teardown
+from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
+from helpers.topics import TOPIC_ID, new_topic, teardown
 
 ID = TOPIC_ID
 WT = Path(".claude") / "worktrees" / ID

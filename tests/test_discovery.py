@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import git, make_repo, run_cli, write
-from phaseutil import artifact, new_topic, touch
+from helpers.plans import artifact, new_topic, touch
+from helpers.repos import git, make_repo, run_cli, write
 
 from router.topic import discovery
 from router.topic.workspace import open_repo

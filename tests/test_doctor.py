@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from durabilityutil import tree
-from gitutil import branches, commit, git, make_repo, run_cli, worktree_paths, write
+from helpers.faults import tree
+from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
 
 from router.topic import state
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from phaseutil import artifact, new_topic
+from helpers.plans import artifact, new_topic
 
 from router.cli.early import HELP_FILE, early_command, stored_help
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from durabilityutil import hold_open
-from ghutil import hide_gh, make_github_repo, merge_on_origin
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
-from teardownutil import new_topic, teardown, write_repos_md
+from helpers.fakegh import hide_gh, make_github_repo, merge_on_origin
+from helpers.faults import hold_open
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.topics import new_topic, teardown, write_repos_md
 
 ID = "2026-05-01-add-rate-limiting"
 

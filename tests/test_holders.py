@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import run_cli
+from helpers.repos import run_cli
 
 from router.topic import holders
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import git, make_repo, run_cli
-from phaseutil import artifact, new_topic
+from helpers.plans import artifact, new_topic
+from helpers.repos import git, make_repo, run_cli
 
 import router.host.sessionstart
 

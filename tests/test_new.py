@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 ID = "2026-05-01-add-rate-limiting-middleware-to-all"
 DESC = "Add rate limiting middleware to all API endpoints"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitutil import commit, run_cli
-from phaseutil import artifact, new_topic
+from helpers.plans import artifact, new_topic
+from helpers.repos import commit, run_cli
 
 
 def next_of(cwd: Path, *args: str) -> dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitutil import commit, make_repo, run_cli, write
+from helpers.plans import artifact, new_topic, repos_md
+from helpers.repos import commit, make_repo, run_cli, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from phaseutil import artifact, new_topic, repos_md
 
 from router.phase.infer import infer
 from router.plandir import artifacts, frontmatter

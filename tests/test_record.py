@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import commit, git, make_repo, run_cli, write
-from phaseutil import new_topic, repos_md
+from helpers.plans import new_topic, repos_md
+from helpers.repos import commit, git, make_repo, run_cli, write
 
 from router.plandir import artifacts, frontmatter
 

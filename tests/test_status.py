@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from durabilityutil import git_wrapper, run
-from gitutil import commit, git, make_repo, run_cli, write
-from phaseutil import artifact, new_topic, repos_md
+from helpers.faults import git_wrapper, run
+from helpers.plans import artifact, new_topic, repos_md
+from helpers.repos import commit, git, make_repo, run_cli, write
 
 
 def test_two_topics_in_two_repos(home_repo, workspace):

@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
-from teardownutil import (
+from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.topics import (
     TOPIC_ID,
     commit_on_origin,
     configure,
@@ -395,7 +395,7 @@ def test_a_tracked_plan_dir_in_the_primary_clone_is_kept(home_repo):
 
 
 def test_a_repos_md_line_naming_another_topics_worktree_never_removes_it(workspace):
-    from gitutil import make_repo
+    from helpers.repos import make_repo
 
     topic = new_topic(make_repo(workspace, "web"))
     api = make_repo(workspace, "api")
@@ -617,7 +617,7 @@ def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_js
 ):
     # The Ctrl-C reached only git (it runs in team-router's process group): the
     # command still ends with one JSON object and exit 130, never a traceback.
-    from durabilityutil import git_wrapper
+    from helpers.faults import git_wrapper
 
     topic = new_topic(home_repo, "2026-05-01-add-thing")
     env = git_wrapper(tmp_path / "bin", "worktree list", "kill -INT $$")

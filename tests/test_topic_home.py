@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitutil import run_cli
-from phaseutil import artifact
-from teardownutil import multi_topic
+from helpers.plans import artifact
+from helpers.repos import run_cli
+from helpers.topics import multi_topic
 from test_hook import context_of, hook
 
 from router.topic import state

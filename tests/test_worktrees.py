@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
 
 ID = "2026-05-01-multi-thing"
 
@@ -514,7 +514,7 @@ def test_a_refused_home_leaves_every_secondary_as_it_was(workspace, home_repo, t
 def test_a_secondary_costs_six_git_processes(tmp_path, workspace, home_repo, topic):
     # Where the location, fetch, worktree list, add and verify each need their
     # own process, HEAD, the topic's branch and origin/HEAD are one lookup.
-    from durabilityutil import git_wrapper, run
+    from helpers.faults import git_wrapper, run
 
     api = make_repo(workspace, "api")
     write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))

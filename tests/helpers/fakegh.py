@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitutil import commit, git, make_repo
+
+from helpers.repos import commit, git, make_repo
 
 OWNER = "acme"
 

@@ -5,7 +5,7 @@ The model is the only fake. The client binary, the plugin (loaded from this chec
 with ``--plugin-dir``), git and team-router are real: what a test asserts is what the
 client really sent to the model and what it really did with the model's tool calls.
 
-``python tests/clientutil.py install`` installs the pinned client (``.ci/run`` does this
+``python tests/helpers/client.py install`` installs the pinned client (``.ci/run`` does this
 before the tests, so registry trouble shows up as an install failure, not a test one);
 the test fixture calls the same installer, which is a no-op once the pinned version is
 in place, so a plain ``pytest`` from a fresh checkout works too.
@@ -29,7 +29,7 @@ from typing import Any
 
 from filelock import FileLock
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "@anthropic-ai/claude-code"
 # package.json pins the exact version; package-lock.json pins every tarball's integrity.
 PIN_DIR = ROOT / "tests" / "e2e"
@@ -37,7 +37,7 @@ PIN_DIR = ROOT / "tests" / "e2e"
 # directory, and the client is ~400 MB. One copy per pinned version, shared by every
 # checkout and worktree. Read once at import, before any test points HOME elsewhere.
 CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-INSTALL_COMMAND = f"{sys.executable} tests/clientutil.py install"
+INSTALL_COMMAND = f"{sys.executable} tests/helpers/client.py install"
 NPM_TIMEOUT = 600
 
 Block = dict[str, Any]

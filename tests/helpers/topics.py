@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitutil import commit, git, make_repo, run_cli, write
+from helpers.repos import commit, git, make_repo, run_cli, write
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
 

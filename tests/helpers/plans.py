@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gitutil import run_cli, write
+from helpers.repos import run_cli, write
 
 
 def new_topic(repo: Path, description: str = "add rate limiting", date: str = "2026-05-01") -> Path:

@@ -52,9 +52,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from durabilityutil import spawn
-from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
-from teardownutil import new_topic, write_repos_md
+from helpers.faults import spawn
+from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
+from helpers.topics import new_topic, write_repos_md
 
 TOPIC = "2026-05-01-kill-trial"
 HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
