@@ -10,17 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.fakegh import (
-    bare_origin,
-    commit_on_origin,
-    hide_gh,
-    install_fake_gh,
-    make_github_repo,
-    merge_on_origin,
-    pr,
-)
+from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.faults import KILLED, git_killer
 from helpers.faults import run as run_killable
+from helpers.origin import bare_origin, commit_on_origin, merge_on_origin
 from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 
 from router.topic import state

@@ -22,8 +22,8 @@ import datetime as dt
 from pathlib import Path
 
 from helpers.client import Block, Request, StandIn, result_text, run_client, text
+from helpers.origin import commit_on_origin
 from helpers.repos import branches, git, run_cli, status, worktree_paths
-from helpers.topics import commit_on_origin
 from test_client_e2e import SUBAGENT, claude, home, scripted  # noqa: F401 (fixtures)
 
 from router.topic import state

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from helpers.fakegh import hide_gh, make_github_repo, merge_on_origin
+from helpers.fakegh import hide_gh, make_github_repo
 from helpers.faults import hold_open
+from helpers.origin import merge_on_origin
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 from helpers.topics import new_topic, teardown, write_repos_md
 

@@ -4,15 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.origin import commit_on_origin, merge_on_origin, push_branch
 from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import (
     TOPIC_ID,
-    commit_on_origin,
     configure,
-    merge_on_origin,
     multi_topic,
     new_topic,
-    push_branch,
     snapshot_of,
     steps_of,
     teardown,
@@ -309,18 +307,22 @@ def test_a_rerun_after_integrate_does_not_cherry_pick_twice(home_repo):
 # -- merged on origin ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("squash", [False, True], ids=["merge-commit", "squash"])
-def test_a_branch_merged_on_origin_is_torn_down_and_main_fast_forwarded(home_repo, squash):
+@pytest.mark.parametrize("how", ["merge", "squash"], ids=["merge-commit", "squash"])
+def test_a_branch_merged_on_origin_is_torn_down_and_main_fast_forwarded(home_repo, how):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
     commit(wt, "one.py", "one\n", "first")
     commit(wt, "two.py", "two\n", "second")
     push_branch(wt, topic.branch)
-    merged = merge_on_origin(home_repo, topic.branch, squash=squash)
+    merged = merge_on_origin(home_repo, topic.branch, how=how)
     res = teardown(topic)
     assert res.code == 0, res.out
     steps = steps_of(res.json, "home")
-    proof = "squashed change is already on origin/main" if squash else "ancestor of origin/main"
+    proof = (
+        "squashed change is already on origin/main"
+        if how == "squash"
+        else "ancestor of origin/main"
+    )
     assert proof in steps["integrate"]["detail"]
     assert steps["branch"]["outcome"] == "done"
     assert git(home_repo, "rev-parse", "main") == merged
@@ -606,7 +608,10 @@ def test_no_command_runs_a_repos_core_fsmonitor(workspace, tmp_path):
     res = teardown(topic)
     assert res.code == 0, res.out + res.err
     assert not marker.exists(), "teardown ran core.fsmonitor"
-    assert git(topic.repos["api"], "log", "-1", "--format=%s", "main") == f"Merge {topic.branch}"
+    assert (
+        git(topic.repos["api"], "log", "-1", "--format=%s", "main")
+        == f"Merge pull request from {topic.branch}"
+    )
     configure(topic.home, {"core.fsmonitor": str(hook)})
     status(topic.home)  # the hook is live: plain git runs it
     assert marker.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.repos import git, make_repo, run_cli, write
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
 
@@ -79,39 +79,6 @@ def steps_of(data: dict, name: str) -> dict[str, dict]:
     """``step name -> step`` of repo ``name`` in a teardown's JSON."""
     repo = next(r for r in data["repos"] if r["name"] == name)
     return {s["name"]: s for s in repo["steps"]}
-
-
-def push_branch(worktree: Path, branch: str) -> None:
-    git(worktree, "push", "-q", "origin", f"{branch}:{branch}")
-
-
-def merge_on_origin(repo: Path, branch: str, *, squash: bool = False, delete: bool = True) -> str:
-    """Merge ``branch`` into origin's main through a scratch clone, as a PR merge would."""
-    origin = git(repo, "remote", "get-url", "origin")
-    scratch = repo.parent.parent / "scratch" / f"{repo.name}-{branch}"
-    git(repo.parent, "clone", "-q", origin, str(scratch))
-    git(scratch, "fetch", "-q", "origin", f"{branch}:refs/remotes/origin/{branch}")
-    if squash:
-        git(scratch, "merge", "-q", "--squash", f"origin/{branch}")
-        git(scratch, "commit", "-q", "-m", f"Squash {branch}")
-    else:
-        git(scratch, "merge", "-q", "--no-ff", "-m", f"Merge {branch}", f"origin/{branch}")
-    git(scratch, "push", "-q", "origin", "main")
-    if delete:
-        git(scratch, "push", "-q", "origin", "--delete", branch)
-    return git(scratch, "rev-parse", "HEAD")
-
-
-def commit_on_origin(repo: Path, rel: str, text: str) -> str:
-    """Someone else's commit on origin's main (so the local main falls behind)."""
-    origin = git(repo, "remote", "get-url", "origin")
-    scratch = repo.parent.parent / "scratch" / f"{repo.name}-other"
-    if not scratch.exists():
-        git(repo.parent, "clone", "-q", origin, str(scratch))
-    git(scratch, "pull", "-q", "--rebase", "origin", "main")
-    sha = commit(scratch, rel, text, f"other change {rel}")
-    git(scratch, "push", "-q", "origin", "main")
-    return sha
 
 
 def snapshot_of(repo: Path) -> dict[str, str]:
