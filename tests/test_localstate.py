@@ -23,11 +23,6 @@ def local_state(topic, *flags: str):
     return run_cli("local-state", topic.id, "--json", *flags, cwd=topic.home)
 
 
-@pytest.fixture
-def topic(home_repo):
-    return new_topic(home_repo)
-
-
 def test_lines_from_the_default_branch_run_from_the_primary_root_with_the_team_env(topic, tmp_path):
     out = tmp_path / "env.txt"
     declare(

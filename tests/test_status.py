@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.faults import git_wrapper, run
-from helpers.plans import artifact, new_topic, repos_md
+from helpers.plans import artifact, repos_md
 from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.topics import new_topic
 
 
 def test_two_topics_in_two_repos(home_repo, workspace):
     api = make_repo(workspace, "api")
-    multi = new_topic(home_repo, "add rate limiting")
-    single = new_topic(home_repo, "fix the footer")
+    multi = new_topic(home_repo, "add rate limiting").plan_dir
+    single = new_topic(home_repo, "fix the footer").plan_dir
     write(multi / "repos.md", repos_md(home_repo, ("api", api)))
     res = run_cli("worktrees", str(multi), "--json", cwd=home_repo)
     assert res.code == 0, res.err + res.out
@@ -40,7 +41,7 @@ def test_two_topics_in_two_repos(home_repo, workspace):
 
 
 def test_status_text_is_a_table_for_people(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = run_cli("status", cwd=home_repo)
     assert res.code == 0
     assert res.out.splitlines() == [
@@ -51,7 +52,7 @@ def test_status_text_is_a_table_for_people(home_repo):
 
 
 def test_status_reports_a_broken_frontmatter_and_carries_on(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     write(plan / "task.md", "---\ntopic: : :\n---\n")
     res = run_cli("status", "--json", cwd=home_repo)
     assert res.code == 0

@@ -29,10 +29,10 @@ from typing import Any
 
 from filelock import FileLock
 
-ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "@anthropic-ai/claude-code"
 # package.json pins the exact version; package-lock.json pins every tarball's integrity.
-PIN_DIR = ROOT / "tests" / "e2e"
+PIN_DIR = PROJECT_ROOT / "tests" / "e2e"
 # Outside the checkout: a marketplace install from a local directory copies the whole
 # directory, and the client is ~400 MB. One copy per pinned version, shared by every
 # checkout and worktree. Read once at import, before any test points HOME elsewhere.
@@ -426,7 +426,7 @@ def run_client(
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
     )
     argv = [str(binary), "-p", prompt, "--output-format", "stream-json", "--verbose"]
-    argv += ["--plugin-dir", str(ROOT), "--allowedTools", allowed_tools, *extra]
+    argv += ["--plugin-dir", str(PROJECT_ROOT), "--allowedTools", allowed_tools, *extra]
     proc = subprocess.Popen(
         argv,
         cwd=cwd,

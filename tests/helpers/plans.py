@@ -5,14 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from helpers.repos import run_cli, write
-
-
-def new_topic(repo: Path, description: str = "add rate limiting", date: str = "2026-05-01") -> Path:
-    """A topic made the way users make one; returns its plan dir (inside the home worktree)."""
-    res = run_cli("new", description, "--date", date, "--json", cwd=repo)
-    assert res.code == 0, res.err + res.out
-    return Path(res.json["plan_dir"])
+from helpers.repos import write
 
 
 def topic_of(plan: Path) -> str:
@@ -31,10 +24,24 @@ def touch(path: Path, stamp: float) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def repos_md(home: Path, *secondaries: tuple[str, Path]) -> str:
-    extra = "".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** part\n" for n, p in secondaries)
+def repos_md(
+    home: Path,
+    *secondaries: tuple[str, Path | str],
+    topic: str = "add-rate-limiting",
+    date: str = "2026-05-01",
+    role: str = "part",
+    notes: str = "",
+) -> str:
+    """A repos.md (DESIGN §6): home repo ``web`` at ``home``, one item per ``(name, path)``.
+
+    ``notes`` follows the repo list verbatim (other sections, a ``## Worktrees``).
+    """
+    extra = "".join(
+        f"- **name:** {n}\n  **path:** {p}\n  **role:** {role}\n" for n, p in secondaries
+    )
     return (
-        "---\ntopic: add-rate-limiting\ndate: 2026-05-01\nphase: repos\n---\n\n"
+        f"---\ntopic: {topic}\ndate: {date}\nphase: repos\n---\n\n"
+        f"# Repos: {topic}\n\n"
         f"## Home repo\n- **name:** web\n- **path:** {home}\n- **role:** the UI\n\n"
-        f"## Additional repos\n{extra}"
+        f"## Additional repos\n{extra}\n{notes}"
     )

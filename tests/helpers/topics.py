@@ -23,12 +23,24 @@ class Topic:
         return self.id
 
 
-def new_topic(home: Path, topic_id: str = TOPIC_ID) -> Topic:
-    res = run_cli("new", "Add rate limiting", "--id", topic_id, "--json", cwd=home)
+def new_topic(
+    repo: Path,
+    description: str = "add rate limiting",
+    *,
+    topic_id: str | None = None,
+    date: str = "2026-05-01",
+) -> Topic:
+    """A topic made the way users make one (``team-router new`` in ``repo``).
+
+    Its id is ``date`` plus the slug of ``description`` (``TOPIC_ID`` by
+    default), or exactly ``topic_id`` when given (``new --id``).
+    """
+    chosen = ("--id", topic_id) if topic_id is not None else ("--date", date)
+    res = run_cli("new", description, *chosen, "--json", cwd=repo)
     assert res.code == 0, res.out + res.err
     data = res.json
     worktree = Path(data["home"]["worktree"])
-    return Topic(topic_id, home, Path(data["plan_dir"]), {"home": home}, {"home": worktree})
+    return Topic(data["id"], repo, Path(data["plan_dir"]), {"home": repo}, {"home": worktree})
 
 
 def multi_topic(
@@ -43,7 +55,7 @@ def multi_topic(
     ``config`` is set in each repo's own config before team-router first touches it.
     """
     home = configure(make_repo(workspace, "web"), config)
-    topic = new_topic(home, topic_id)
+    topic = new_topic(home, topic_id=topic_id)
     secondaries = {n: configure(make_repo(workspace, n), config) for n in names}
     write_repos_md(topic, secondaries)
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
