@@ -277,8 +277,17 @@ def test_a_commit_on_the_topic_branch_in_the_home_worktree_moves_plan_to_slices(
     artifact(plan, "plan.md")
     assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("IMPLEMENT", "tests")
     commit(plan.parent.parent.parent, "src/a.py", "x = 1\n", "first slice")
-    data = _phase(home_repo)
-    assert (data["resume_at"], data["step"], data["halted"]) == ("IMPLEMENT", "slices", False)
+    assert _phase(home_repo) == {
+        "ok": True,
+        "command": "phase",
+        "id": TOPIC_ID,
+        "plan_dir": str(plan),
+        "resume_at": "IMPLEMENT",
+        "step": "slices",
+        "halted": False,
+        "completed": ["WORKTREE", "PLAN"],
+        "warnings": [],
+    }
 
 
 def test_a_commit_in_a_secondary_repo_alone_counts(home_repo, workspace):

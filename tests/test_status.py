@@ -26,18 +26,45 @@ def test_two_topics_in_two_repos(home_repo, workspace):
 
     res = run_cli("status", "--json", cwd=home_repo)
     assert res.code == 0, res.err + res.out
-    topics = {t["id"]: t for t in res.json["topics"]}
-    assert list(topics) == sorted([multi.name, single.name])
-    assert topics[multi.name]["plan_dir"] == str(multi)
-    assert topics[multi.name]["resume_at"] == "IMPLEMENT"
-    assert topics[multi.name]["repos"] == [
-        {"name": "home", "worktree": str(multi.parent.parent.parent), "dirty": False, "ahead": 2},
-        {"name": "api", "worktree": api_worktree, "dirty": True, "ahead": 0},
-    ]
-    assert topics[single.name]["resume_at"] == "QUESTION"
-    assert topics[single.name]["repos"] == [
-        {"name": "home", "worktree": str(single.parent.parent.parent), "dirty": False, "ahead": 0},
-    ]
+    assert res.json == {
+        "ok": True,
+        "command": "status",
+        "home": str(home_repo),
+        "topics": [
+            {
+                "id": multi.name,
+                "plan_dir": str(multi),
+                "resume_at": "IMPLEMENT",
+                "step": "slices",
+                "halted": False,
+                "repos": [
+                    {
+                        "name": "home",
+                        "worktree": str(multi.parent.parent.parent),
+                        "dirty": False,
+                        "ahead": 2,
+                    },
+                    {"name": "api", "worktree": api_worktree, "dirty": True, "ahead": 0},
+                ],
+            },
+            {
+                "id": single.name,
+                "plan_dir": str(single),
+                "resume_at": "QUESTION",
+                "step": None,
+                "halted": False,
+                "repos": [
+                    {
+                        "name": "home",
+                        "worktree": str(single.parent.parent.parent),
+                        "dirty": False,
+                        "ahead": 0,
+                    },
+                ],
+            },
+        ],
+        "warnings": [],
+    }
 
 
 def test_status_text_is_a_table_for_people(home_repo):

@@ -97,10 +97,79 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
     before = {n: snapshot_of(r) for n, r in topic.repos.items()}
     res = teardown(topic, "--dry-run", "--force", "--integrate")
     assert res.code == 0, res.out
-    assert res.json["dry_run"] is True
-    api = steps_of(res.json, "api")
-    assert api["integrate"]["detail"].startswith("would cherry-pick 1 commit")
-    assert steps_of(res.json, "home")["remove"]["detail"].endswith("after writing a snapshot")
+    home_wt, api_wt, branch = topic.worktrees["home"], topic.worktrees["api"], topic.branch
+    undeclared = "no .teamteardown on main — nothing declared"
+
+    def plan(wt: Path, integrate: tuple[str, str], remove: str, plan_dir: str, local: str):
+        return [
+            {"name": "integrate", "outcome": integrate[0], "detail": integrate[1]},
+            {"name": "remove", "outcome": "done", "detail": f"would remove {wt}{remove}"},
+            {"name": "branch", "outcome": "done", "detail": f"would delete {branch}"},
+            {
+                "name": "verify-gone",
+                "outcome": "done",
+                "detail": f"would re-check that {wt} is gone",
+            },
+            {
+                "name": "update-default",
+                "outcome": "done",
+                "detail": "would run git pull --rebase origin main",
+            },
+            {"name": "plan-dir", "outcome": "skipped", "detail": plan_dir},
+            {"name": "sweep", "outcome": "skipped", "detail": "no residue"},
+            {"name": "local-state", "outcome": "done", "detail": f"would run: {local}"},
+        ]
+
+    def local_state(name: str, notes: list[str]) -> dict:
+        return {
+            "name": name,
+            "source": None,
+            "declared": False,
+            "note": undeclared,
+            "commands": [],
+            "temp_paths": [],
+            "notes": notes,
+            "interrupted": False,
+        }
+
+    merged = "nothing to integrate: merged (its tip is an ancestor of origin/main)"
+    assert res.json == {
+        "ok": True,
+        "command": "teardown",
+        "id": topic.id,
+        "dry_run": True,
+        "repos": [
+            {
+                "name": "home",
+                "worktree": str(home_wt),
+                "steps": plan(
+                    home_wt,
+                    ("skipped", merged),
+                    " after writing a snapshot",
+                    f"no docs/plans/{topic.id}/ in the primary clone",
+                    f"{undeclared}; no temp paths recorded",
+                ),
+            },
+            {
+                "name": "api",
+                "worktree": str(api_wt),
+                "steps": plan(
+                    api_wt,
+                    ("done", "would cherry-pick 1 commit(s) onto the default branch"),
+                    "",
+                    "home repo only",
+                    undeclared,
+                ),
+            },
+        ],
+        "swept": [],
+        "kept": [],
+        "local_state": [local_state("home", ["no temp paths recorded"]), local_state("api", [])],
+        "warnings": [
+            "dry run: origin was not fetched, so the plan uses what was fetched before (a merge"
+            " made since is not seen: `git fetch origin` first for an up-to-date plan)"
+        ],
+    }
     assert_untouched(topic, before)
 
 
