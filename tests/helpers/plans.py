@@ -27,21 +27,25 @@ def touch(path: Path, stamp: float) -> None:
 def repos_md(
     home: Path,
     *secondaries: tuple[str, Path | str],
-    topic: str = "add-rate-limiting",
+    topic: str | None = "add-rate-limiting",
     date: str = "2026-05-01",
     role: str = "part",
     notes: str = "",
 ) -> str:
     """A repos.md (DESIGN §6): home repo ``web`` at ``home``, one item per ``(name, path)``.
 
+    With ``topic`` None it has no frontmatter (as a hand-written one may not);
     ``notes`` follows the repo list verbatim (other sections, a ``## Worktrees``).
     """
     extra = "".join(
         f"- **name:** {n}\n  **path:** {p}\n  **role:** {role}\n" for n, p in secondaries
     )
+    head = (
+        f"---\ntopic: {topic}\ndate: {date}\nphase: repos\n---\n\n# Repos: {topic}\n\n"
+        if topic is not None
+        else "# Repos\n\n"
+    )
     return (
-        f"---\ntopic: {topic}\ndate: {date}\nphase: repos\n---\n\n"
-        f"# Repos: {topic}\n\n"
-        f"## Home repo\n- **name:** web\n- **path:** {home}\n- **role:** the UI\n\n"
+        f"{head}## Home repo\n- **name:** web\n- **path:** {home}\n- **role:** the UI\n\n"
         f"## Additional repos\n{extra}\n{notes}"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.plans import repos_md
 from helpers.repos import git, make_repo, run_cli, write
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
@@ -73,14 +74,9 @@ def configure(repo: Path, config: dict[str, str] | None) -> Path:
 
 
 def write_repos_md(topic: Topic, secondaries: dict[str, Path]) -> Path:
-    """The topic's repos.md (DESIGN §6): home ``web`` and ``secondaries`` (name -> primary)."""
-    items = "\n".join(
-        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
-    )
-    return write(
-        topic.plan_dir / "repos.md",
-        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {topic.home}\n\n## Additional repos\n\n{items}\n",
-    )
+    """The topic's repos.md: home ``web`` and ``secondaries`` (name -> primary), no frontmatter."""
+    text = repos_md(topic.home, *secondaries.items(), topic=None, role="service")
+    return write(topic.plan_dir / "repos.md", text)
 
 
 def teardown(topic: Topic, *flags: str, cwd: Path | None = None):
