@@ -1,4 +1,8 @@
-"""Hermetic git for every test: own HOME, no system config, fixed identity and dates."""
+"""Hermetic git for every test: own HOME, no system config, fixed identity and dates.
+
+Named fixtures: ``workspace``, ``home_repo``, ``topic`` (a ``Topic``), ``questioned_topic``,
+``questioned_multi_topic``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Topics to tear down: single- and multi-repo, built through ``new`` and ``worktrees``."""
+"""Topics made as users make them (``new``, then ``worktrees`` for several repos), and their teardown."""
 
 from __future__ import annotations
 
