@@ -5,7 +5,7 @@ worktrees`` and then ``team-router teardown --integrate`` at a random moment
 (SIGKILL to the process or its group, or SIGINT to its group), reruns each, and
 checks that no commit, uncommitted file or staged blob was lost, that every
 primary clone is clean and idle, and that every rerun finished or refused
-naming a fix (tests/killtrials.py says exactly what is checked).
+naming a fix (tests/helpers/killtrials.py says exactly what is checked).
 
 Prints one line per trial, then a summary: trials, kills by kind and by the
 phase they landed in, the reruns' outcomes, and every failure with the command
@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import killtrials
 from _fixture import children_cpu, load
-from gitutil import LEAKY_ENV, hermetic_env
+from helpers import killtrials
+from helpers.repos import LEAKY_ENV, hermetic_env
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:

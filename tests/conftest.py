@@ -1,4 +1,8 @@
-"""Hermetic git for every test: own HOME, no system config, fixed identity and dates."""
+"""Hermetic git for every test: own HOME, no system config, fixed identity and dates.
+
+Named fixtures: ``workspace``, ``home_repo``, ``topic`` (a ``Topic``), ``questioned_topic``,
+``questioned_multi_topic``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gitutil import LEAKY_ENV, hermetic_env, make_repo
+from helpers.plans import artifact
+from helpers.repos import LEAKY_ENV, hermetic_env, make_repo
+from helpers.topics import Topic, multi_topic, new_topic
 
 
 @pytest.fixture(autouse=True)
@@ -32,3 +38,27 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def home_repo(workspace: Path) -> Path:
     return make_repo(workspace, "web")
+
+
+@pytest.fixture
+def topic(home_repo: Path) -> Topic:
+    """A topic made by ``new`` in ``home_repo``: id ``TOPIC_ID``, its worktree, an empty plan dir."""
+    return new_topic(home_repo)
+
+
+def _questioned(made: Topic) -> Topic:
+    artifact(made.plan_dir, "task.md")
+    artifact(made.plan_dir, "questions.md")
+    return made
+
+
+@pytest.fixture
+def questioned_topic(topic: Topic) -> Topic:
+    """``topic`` with task.md and questions.md written in its plan dir."""
+    return _questioned(topic)
+
+
+@pytest.fixture
+def questioned_multi_topic(workspace: Path) -> Topic:
+    """Home repo ``web`` and secondary ``api``, each with a worktree; task.md and questions.md written."""
+    return _questioned(multi_topic(workspace, ("api",)))

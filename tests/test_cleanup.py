@@ -10,23 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from durabilityutil import KILLED, git_killer
-from durabilityutil import run as run_killable
-from ghutil import (
-    bare_origin,
-    commit_on_origin,
-    hide_gh,
-    install_fake_gh,
-    make_github_repo,
-    merge_on_origin,
-    pr,
-)
-from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
+from helpers.faults import KILLED, git_killer
+from helpers.faults import run as run_killable
+from helpers.origin import bare_origin, commit_on_origin, merge_on_origin
+from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.topics import TOPIC_ID, new_topic
 
 from router.topic import state
-
-TOPIC = "2026-05-01-add-rate-limiting"
-
 
 # -- helpers ---------------------------------------------------------------------------
 
@@ -41,16 +32,14 @@ def no_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return hide_gh(tmp_path, monkeypatch)
 
 
-def new_topic(repo: Path, topic_id: str = TOPIC, *, push: bool = True) -> Path:
-    """A topic made by `team-router new`, two commits on its branch, pushed to origin.
+def pushed_topic(repo: Path, topic_id: str = TOPIC_ID, *, push: bool = True) -> Path:
+    """A topic made by `team-router new`, two commits on its branch, pushed to origin; its worktree.
 
     Two, so that a squash merge is patch-identical to neither and only the
     squash proof can see it.
     """
-    res = run_cli("new", "Add rate limiting", "--id", topic_id, "--json", cwd=repo)
-    assert res.code == 0, res.out + res.err
-    worktree = Path(res.json["home"]["worktree"])
-    name = "limits" if topic_id == TOPIC else topic_id
+    worktree = new_topic(repo, "Add rate limiting", topic_id=topic_id).worktrees["home"]
+    name = "limits" if topic_id == TOPIC_ID else topic_id
     commit(worktree, f"{name}.py", "LIMIT = 10\n", f"add {name}")
     commit(worktree, f"test_{name}.py", "assert True\n", f"test {name}")
     if push:
@@ -58,7 +47,7 @@ def new_topic(repo: Path, topic_id: str = TOPIC, *, push: bool = True) -> Path:
     return worktree
 
 
-def tip(repo: Path, branch: str = TOPIC) -> str:
+def tip(repo: Path, branch: str = TOPIC_ID) -> str:
     return git(repo, "rev-parse", f"refs/heads/{branch}")
 
 
@@ -102,7 +91,7 @@ def has_ref(repo: Path, ref: str) -> bool:
     return git(repo, "rev-parse", "-q", "--verify", ref, check=False) != ""
 
 
-def assert_cleaned(repo: Path, worktree: Path, branch: str = TOPIC) -> None:
+def assert_cleaned(repo: Path, worktree: Path, branch: str = TOPIC_ID) -> None:
     assert not worktree.exists()
     assert worktree_paths(repo) == [str(repo)]
     assert branch not in branches(repo)
@@ -113,15 +102,15 @@ def assert_cleaned(repo: Path, worktree: Path, branch: str = TOPIC) -> None:
 
 
 def test_a_merge_commit_is_proven_by_ancestry_and_gh_agrees(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="merge")
-    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     res = cleanup(web, "12")
     assert res.code == 0, res.out + res.err
     data = res.json
     assert data["ok"] and data["command"] == "pr-cleanup"
-    assert (data["branch"], data["mode"]) == (TOPIC, "merged")
+    assert (data["branch"], data["mode"]) == (TOPIC_ID, "merged")
     assert data["proof"] == {
         "content": "ancestor",
         "target": "refs/remotes/origin/main",
@@ -153,9 +142,9 @@ def test_a_merge_commit_is_proven_by_ancestry_and_gh_agrees(web, tmp_path, monke
 
 
 def test_a_squash_merge_is_proven_by_content_without_gh(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="squash")
-    res = cleanup(web, TOPIC)
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     proof = res.json["proof"]
     assert (proof["content"], proof["gh"], proof["merged"]) == ("squash", "unavailable", True)
@@ -165,12 +154,12 @@ def test_a_squash_merge_is_proven_by_content_without_gh(web, no_gh):
 
 
 def test_a_rebase_merge_is_proven_by_patches(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merged = merge_on_origin(web, TOPIC, how="rebase")
+    merged = merge_on_origin(web, TOPIC_ID, how="rebase")
     assert merged != head  # replayed: a new commit with the same patch
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(5, TOPIC, head, merge_commit=merged),))
-    res = cleanup(web, TOPIC)
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(5, TOPIC_ID, head, merge_commit=merged),))
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     proof = res.json["proof"]
     assert (proof["content"], proof["gh"], proof["pr"]) == ("patches", "agreed", 5)
@@ -180,13 +169,13 @@ def test_a_rebase_merge_is_proven_by_patches(web, tmp_path, monkeypatch):
 def test_a_squash_later_overwritten_on_main_is_proven_at_the_prs_merge_commit(
     web, tmp_path, monkeypatch
 ):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    squash = merge_on_origin(web, TOPIC, how="squash")
+    squash = merge_on_origin(web, TOPIC_ID, how="squash")
     # Someone changes the same line afterwards: the squash no longer shows on today's main.
     commit_on_origin(web, "limits.py", "LIMIT = 20\n")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(6, TOPIC, head, merge_commit=squash),))
-    res = cleanup(web, TOPIC)
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(6, TOPIC_ID, head, merge_commit=squash),))
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     proof = res.json["proof"]
     assert (proof["content"], proof["target"], proof["gh"]) == ("squash", squash, "agreed")
@@ -197,26 +186,26 @@ def test_a_squash_later_overwritten_on_main_is_proven_at_the_prs_merge_commit(
 
 
 def test_an_unmerged_branch_is_refused_and_nothing_is_deleted(web, no_gh):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     before = world(web)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1
     data = res.json
     assert data["error"]["code"] == "not-merged"
     assert data["proof"]["merged"] is False and data["proof"]["content"] is None
     assert data["steps"] == []
     assert world(web) == before
-    assert worktree.is_dir() and TOPIC in branches(web) and TOPIC in remote_heads(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web) and TOPIC_ID in remote_heads(web)
 
 
 def test_a_merged_branch_with_an_extra_local_commit_is_not_merged(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="merge")
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
     extra = commit(worktree, "more.py", "x = 1\n", "a follow-up never pushed")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     before = world(web)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1
     data = res.json
     assert data["error"]["code"] == "not-merged"
@@ -226,21 +215,21 @@ def test_a_merged_branch_with_an_extra_local_commit_is_not_merged(web, tmp_path,
 
 
 def test_a_merged_branch_with_an_extra_commit_is_not_merged_without_gh_either(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="squash")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
     commit(worktree, "more.py", "x = 1\n", "a follow-up never pushed")
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1 and res.json["error"]["code"] == "not-merged"
-    assert worktree.is_dir() and TOPIC in branches(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web)
 
 
 def test_a_fork_pr_with_the_same_head_never_licenses_a_deletion(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    fork = pr(30, TOPIC, head, merge_commit="c" * 40, fork_owner="mallory")
+    fork = pr(30, TOPIC_ID, head, merge_commit="c" * 40, fork_owner="mallory")
     install_fake_gh(tmp_path, monkeypatch, prs=(fork,))
     before = world(web)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1
     data = res.json
     assert data["error"]["code"] == "not-merged"
@@ -256,15 +245,15 @@ def test_a_fork_pr_with_the_same_head_never_licenses_a_deletion(web, tmp_path, m
 def test_gh_knowing_no_merged_pr_of_ours_needs_yes_for_the_content_proof(
     web, tmp_path, monkeypatch, fork
 ):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge_on_origin(web, TOPIC, how="merge")
-    prs = (pr(30, TOPIC, head, fork_owner="mallory"),) if fork else ()
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    prs = (pr(30, TOPIC_ID, head, fork_owner="mallory"),) if fork else ()
     install_fake_gh(tmp_path, monkeypatch, prs=prs)
     git(web, "fetch", "-q", "origin")
     before = world(web)
     for dry in ([], ["--dry-run"]):
-        res = cleanup(web, TOPIC, *dry)
+        res = cleanup(web, TOPIC_ID, *dry)
         assert res.code == 1, res.out + res.err
         data = res.json
         assert (data["error"]["code"], data["dry_run"], data["steps"]) == (
@@ -275,7 +264,7 @@ def test_gh_knowing_no_merged_pr_of_ours_needs_yes_for_the_content_proof(
         assert "run again with --yes" in data["error"]["message"]
         assert (data["proof"]["content"], data["proof"]["gh"]) == ("ancestor", "no-pr")
         assert world(web) == before and worktree.is_dir()
-    res = cleanup(web, TOPIC, "--yes")
+    res = cleanup(web, TOPIC_ID, "--yes")
     assert res.code == 0, res.out + res.err
     proof = res.json["proof"]
     assert (proof["content"], proof["gh"], proof["pr"]) == ("ancestor", "no-pr", None)
@@ -283,12 +272,12 @@ def test_gh_knowing_no_merged_pr_of_ours_needs_yes_for_the_content_proof(
 
 
 def test_an_open_pr_disagrees_with_a_content_proof(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge_on_origin(web, TOPIC, how="squash", delete=False)
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(8, TOPIC, head, state="OPEN"),))
+    merge_on_origin(web, TOPIC_ID, how="squash", delete=False)
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(8, TOPIC_ID, head, state="OPEN"),))
     before = world(web)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1
     data = res.json
     assert data["error"]["code"] == "not-merged"
@@ -298,10 +287,10 @@ def test_an_open_pr_disagrees_with_a_content_proof(web, tmp_path, monkeypatch):
 
 
 def test_an_unauthenticated_gh_leaves_the_content_proof_to_decide(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     fake = install_fake_gh(tmp_path, monkeypatch, authenticated=False)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     assert res.json["proof"]["gh"] == "unavailable"
     assert "not authenticated" in res.json["proof"]["detail"]
@@ -310,9 +299,9 @@ def test_an_unauthenticated_gh_leaves_the_content_proof_to_decide(web, tmp_path,
 
 
 def test_an_unauthenticated_gh_is_not_read_as_not_merged(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     install_fake_gh(tmp_path, monkeypatch, authenticated=False)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     # Not merged because the content says so, and the report says gh could not be asked.
     assert res.code == 1 and res.json["error"]["code"] == "not-merged"
     assert res.json["proof"]["gh"] == "unavailable"
@@ -320,29 +309,29 @@ def test_an_unauthenticated_gh_is_not_read_as_not_merged(web, tmp_path, monkeypa
 
 
 def test_a_failing_gh_is_neither_merged_nor_not_merged(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="squash")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
     fake = install_fake_gh(tmp_path, monkeypatch)
     fake.update(fail=True)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     assert res.json["proof"]["gh"] == "unavailable" and "502" in res.json["proof"]["detail"]
     assert_cleaned(web, worktree)
 
 
 def test_a_pr_number_needs_gh(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     res = cleanup(web, "12")
     assert res.code == 1 and res.json["error"]["code"] == "gh-unavailable"
-    assert worktree.is_dir() and TOPIC in branches(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web)
 
 
 def test_a_pr_url_names_the_branch_and_must_be_this_repos(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="merge")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     other = cleanup(web, "https://github.com/acme/other/pull/12")
     assert other.code == 2 and other.json["error"]["code"] == "invalid-target"
     assert worktree.is_dir()
@@ -404,7 +393,7 @@ UNSAFE = [
 @pytest.mark.parametrize("name", UNSAFE)
 def test_unsafe_names_are_refused_with_no_side_effect(web, tmp_path, monkeypatch, name):
     fake = install_fake_gh(tmp_path, monkeypatch)
-    new_topic(web)
+    pushed_topic(web)
     before = world(web)
     # After "--" so that a name like "-D" reaches the command as the TARGET.
     res = run_cli("pr-cleanup", "--json", "--", name, cwd=web)
@@ -418,7 +407,7 @@ def test_unsafe_names_are_refused_with_no_side_effect(web, tmp_path, monkeypatch
 @pytest.mark.parametrize("head", ["$(touch x)", "-D", "a..b", "a b"])
 def test_an_unsafe_pr_head_is_refused_before_git_sees_it(web, tmp_path, monkeypatch, head):
     install_fake_gh(tmp_path, monkeypatch, prs=(pr(13, head, "a" * 40),))
-    new_topic(web)
+    pushed_topic(web)
     before = world(web)
     res = cleanup(web, "13")
     assert res.code == 2 and res.json["error"]["code"] == "invalid-branch"
@@ -427,27 +416,27 @@ def test_an_unsafe_pr_head_is_refused_before_git_sees_it(web, tmp_path, monkeypa
 
 
 def test_a_branch_is_deleted_only_when_its_name_matches_byte_for_byte(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
-    upper = TOPIC.upper()
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    upper = TOPIC_ID.upper()
     before = world(web)
     res = cleanup(web, upper)
     # No branch of that exact name: refused, and nothing of the real branch is touched.
     assert res.code == 1, res.out + res.err
     assert res.json["error"]["code"] == "unknown-branch"
     assert world(web) == before
-    assert worktree.is_dir() and TOPIC in branches(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web)
 
 
 # -- dirty -----------------------------------------------------------------------------------
 
 
 def test_a_dirty_primary_clone_refuses(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     write(web / "notes.txt", "mine\n")
     before = world(web)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
     assert "notes.txt" in res.json["error"]["message"]
     assert world(web) == before
@@ -456,42 +445,42 @@ def test_a_dirty_primary_clone_refuses(web, no_gh):
 
 @pytest.mark.parametrize("change", ["tracked", "untracked"])
 def test_a_dirty_topic_worktree_refuses(web, no_gh, change):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     if change == "tracked":
         write(worktree / "limits.py", "LIMIT = 99\n")
     else:
         write(worktree / "scratch.txt", "wip\n")
     before = world(web)
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
     assert world(web) == before and worktree.is_dir()
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_worktree_git_cannot_read_refuses_git_failed_not_a_traceback(web, no_gh, dry_run):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     write(worktree / "wip.txt", "not committed\n")
     write(worktree / ".git", "gitdir: /nowhere\n")  # a broken link: its status cannot be read
     before = world(web)
-    res = cleanup(web, TOPIC, *(["--dry-run"] if dry_run else []))
+    res = cleanup(web, TOPIC_ID, *(["--dry-run"] if dry_run else []))
     assert res.code == 1, res.out + res.err
     assert res.json["error"]["code"] == "git-failed"
     assert "Traceback" not in res.err
     assert world(web) == before
     assert (worktree / "wip.txt").read_text() == "not committed\n"
-    assert TOPIC in branches(web)
+    assert TOPIC_ID in branches(web)
 
 
 # -- where it runs, remote refs ------------------------------------------------------------------
 
 
 def test_it_runs_from_inside_the_worktree_it_removes(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="squash")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    merge = merge_on_origin(web, TOPIC_ID, how="squash")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     proc = subprocess.run(
         [
             sys.executable,
@@ -509,67 +498,67 @@ def test_it_runs_from_inside_the_worktree_it_removes(web, tmp_path, monkeypatch)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
-    assert data["branch"] == TOPIC and data["proof"]["gh"] == "agreed"
+    assert data["branch"] == TOPIC_ID and data["proof"]["gh"] == "agreed"
     assert_cleaned(web, worktree)
 
 
 def test_a_stale_tracking_ref_is_pruned_after_a_merge_deleted_the_branch(web, no_gh):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     git(worktree, "fetch", "-q", "origin")
-    assert has_ref(web, f"refs/remotes/origin/{TOPIC}")
-    merge_on_origin(web, TOPIC, how="squash", delete=True)
-    res = cleanup(web, TOPIC)
+    assert has_ref(web, f"refs/remotes/origin/{TOPIC_ID}")
+    merge_on_origin(web, TOPIC_ID, how="squash", delete=True)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     prune = steps(res.json)["prune"]
-    assert prune["outcome"] == "done" and f"pruned origin/{TOPIC}" in prune["detail"]
-    assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    assert prune["outcome"] == "done" and f"pruned origin/{TOPIC_ID}" in prune["detail"]
+    assert not has_ref(web, f"refs/remotes/origin/{TOPIC_ID}")
     assert steps(res.json)["remote-branch"]["detail"].endswith("already gone")
 
 
 def test_the_remote_branch_stays_unless_asked_and_goes_with_delete_remote(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge", delete=False)
-    res = cleanup(web, TOPIC)
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge", delete=False)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     remote = steps(res.json)["remote-branch"]
     assert remote["outcome"] == "skipped" and "--delete-remote" in remote["detail"]
     assert steps(res.json)["prune"]["outcome"] == "skipped"
-    assert TOPIC in remote_heads(web) and has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    assert TOPIC_ID in remote_heads(web) and has_ref(web, f"refs/remotes/origin/{TOPIC_ID}")
     assert_cleaned(web, worktree)
     # The second run, asked to: the local branch is gone, origin's tip is proven and deleted.
-    res = cleanup(web, TOPIC, "--delete-remote")
+    res = cleanup(web, TOPIC_ID, "--delete-remote")
     assert res.code == 0, res.out + res.err
     assert steps(res.json)["remote-branch"]["outcome"] == "done"
-    assert TOPIC not in remote_heads(web)
-    assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    assert TOPIC_ID not in remote_heads(web)
+    assert not has_ref(web, f"refs/remotes/origin/{TOPIC_ID}")
 
 
 def test_delete_remote_keeps_a_remote_branch_with_commits_that_are_not_merged(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge", delete=False)
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge", delete=False)
     # Someone pushes a follow-up to the PR branch after the merge.
     other = web.parent.parent / "scratch" / "follow-up"
     git(web.parent, "clone", "-q", str(bare_origin(web)), str(other))
-    git(other, "checkout", "-q", TOPIC)
+    git(other, "checkout", "-q", TOPIC_ID)
     commit(other, "late.py", "late = True\n", "late follow-up")
-    git(other, "push", "-q", "origin", TOPIC)
-    res = cleanup(web, TOPIC, "--delete-remote")
+    git(other, "push", "-q", "origin", TOPIC_ID)
+    res = cleanup(web, TOPIC_ID, "--delete-remote")
     assert res.code == 1
     remote = steps(res.json)["remote-branch"]
     assert remote["outcome"] == "refused" and "not proven merged" in remote["detail"]
-    assert TOPIC in remote_heads(web)
+    assert TOPIC_ID in remote_heads(web)
     assert not worktree.exists()  # the local part, proven, still went
 
 
 def test_reclaim_expires_and_gcs_only_on_the_flag(web, no_gh):
-    new_topic(web)
+    pushed_topic(web)
     orphan = tip(web)
-    merge_on_origin(web, TOPIC, how="squash")
-    res = cleanup(web, TOPIC)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0 and steps(res.json)["reclaim"]["outcome"] == "skipped"
     assert git(web, "cat-file", "-t", orphan) == "commit"  # still in the object store
     other = "2026-05-02-second-topic"
-    new_topic(web, other)
+    pushed_topic(web, other)
     merge_on_origin(web, other, how="squash")
     res = cleanup(web, other, "--reclaim")
     assert res.code == 0, res.out + res.err
@@ -578,10 +567,10 @@ def test_reclaim_expires_and_gcs_only_on_the_flag(web, no_gh):
 
 
 def test_a_diverged_default_branch_is_reported_never_resolved(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     local = commit(web, "local.txt", "local\n", "a local commit on main")
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     update = steps(res.json)["update-default"]
     assert update["outcome"] == "failed" and "--ff-only" in update["detail"]
@@ -591,25 +580,25 @@ def test_a_diverged_default_branch_is_reported_never_resolved(web, no_gh):
 
 
 def test_the_topic_lock_is_held(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
-    with state.held_lock(web / ".git", TOPIC, wait=0):
-        res = cleanup(web, TOPIC, "--wait", "0")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    with state.held_lock(web / ".git", TOPIC_ID, wait=0):
+        res = cleanup(web, TOPIC_ID, "--wait", "0")
     assert res.code == 1 and res.json["error"]["code"] == "locked"
-    assert worktree.is_dir() and TOPIC in branches(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web)
 
 
 # -- dry run and reruns --------------------------------------------------------------------------
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="merge")
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
     git(web, "fetch", "-q", "origin")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     before = world(web)
-    res = cleanup(web, TOPIC, "--dry-run", "--delete-remote", "--reclaim")
+    res = cleanup(web, TOPIC_ID, "--dry-run", "--delete-remote", "--reclaim")
     assert res.code == 0, res.out + res.err
     data = res.json
     assert data["dry_run"] is True and data["proof"]["merged"] is True
@@ -622,10 +611,10 @@ def test_a_second_run_exits_0_and_reports_everything_done(web, tmp_path, monkeyp
     git(web, "add", ".teamteardown")
     git(web, "commit", "-q", "-m", "declare local state")
     git(web, "push", "-q", "origin", "main")
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="merge")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     first = cleanup(web, "12")
     assert first.code == 0, first.out + first.err
     assert steps(first.json)["local-state"]["outcome"] == "done"
@@ -643,16 +632,16 @@ def test_a_topic_created_again_after_its_cleanup_runs_its_local_state_again(web,
     git(web, "add", ".teamteardown")
     git(web, "commit", "-q", "-m", "declare local state")
     git(web, "push", "-q", "origin", "main")
-    new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
-    assert cleanup(web, TOPIC).code == 0
-    res = run_cli("new", "Add rate limiting again", "--id", TOPIC, "--json", cwd=web)
+    pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    assert cleanup(web, TOPIC_ID).code == 0
+    res = run_cli("new", "Add rate limiting again", "--id", TOPIC_ID, "--json", cwd=web)
     assert res.code == 0, res.out + res.err
     worktree = Path(res.json["home"]["worktree"])
     commit(worktree, "limits_v2.py", "LIMIT = 20\n", "raise the limit")
-    git(worktree, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
-    merge_on_origin(web, TOPIC, how="merge")
-    second = cleanup(web, TOPIC)
+    git(worktree, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    second = cleanup(web, TOPIC_ID)
     assert second.code == 0, second.out + second.err
     assert (tmp_path / "ran.log").read_text() == "ran\nran\n"
     assert_cleaned(web, worktree)
@@ -663,19 +652,19 @@ def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh,
     git(web, "add", ".teamteardown")
     git(web, "commit", "-q", "-m", "declare local state")
     git(web, "push", "-q", "origin", "main")
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="squash")
-    first = cleanup(web, TOPIC)
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    first = cleanup(web, TOPIC_ID)
     assert first.code == 1, first.out + first.err
     assert steps(first.json)["local-state"]["outcome"] == "failed"
     assert first.json["error"]["code"] == "step-failed"  # ok: false always names its error
     assert first.json["error"]["message"].startswith("local-state failed: ")
     assert_cleaned(web, worktree)
-    second = cleanup(web, TOPIC)
+    second = cleanup(web, TOPIC_ID)
     assert second.code == 0, second.out + second.err
     assert steps(second.json)["local-state"]["outcome"] == "done"
     assert (
-        f"`team-router local-state {TOPIC}` runs it again"
+        f"`team-router local-state {TOPIC_ID}` runs it again"
         in steps(second.json)["local-state"]["detail"]
     )
     assert (tmp_path / "ran.log").read_text() == "ran\n"  # not run a second time
@@ -696,19 +685,19 @@ def include_env(repo: Path) -> None:
 
 def test_abandon_closes_the_stack_children_first_and_removes_everything(web, tmp_path, monkeypatch):
     include_env(web)
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     assert (worktree / ".env").is_file()
     write(worktree / "wip.py", "half done\n")  # uncommitted work: snapshotted, not lost
     head = tip(web)
     prs = (
-        pr(20, TOPIC, head, state="OPEN"),
-        pr(21, "child", "b" * 40, state="OPEN", base=TOPIC),
+        pr(20, TOPIC_ID, head, state="OPEN"),
+        pr(21, "child", "b" * 40, state="OPEN", base=TOPIC_ID),
         pr(22, "grandchild", "c" * 40, state="OPEN", base="child"),
-        pr(23, "fork-child", "d" * 40, state="OPEN", base=TOPIC, fork_owner="mallory"),
-        pr(24, TOPIC, "e" * 40, state="OPEN", fork_owner="mallory"),  # a fork's same-named head
+        pr(23, "fork-child", "d" * 40, state="OPEN", base=TOPIC_ID, fork_owner="mallory"),
+        pr(24, TOPIC_ID, "e" * 40, state="OPEN", fork_owner="mallory"),  # a fork's same-named head
     )
     fake = install_fake_gh(tmp_path, monkeypatch, prs=prs)
-    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
     assert res.code == 0, res.out + res.err
     data = res.json
     assert data["mode"] == "abandoned" and data["proof"] is None
@@ -721,28 +710,28 @@ def test_abandon_closes_the_stack_children_first_and_removes_everything(web, tmp
     assert ".env" in remove["detail"] and "worktreeinclude" in remove["detail"]
     assert any(".env" in w for w in data["warnings"])
     assert_cleaned(web, worktree)
-    assert TOPIC not in remote_heads(web)
-    assert not has_ref(web, f"refs/remotes/origin/{TOPIC}")
+    assert TOPIC_ID not in remote_heads(web)
+    assert not has_ref(web, f"refs/remotes/origin/{TOPIC_ID}")
     # The abandoned work is recoverable from the snapshot ref.
-    snap = f"refs/team-router/snapshots/{TOPIC}"
+    snap = f"refs/team-router/snapshots/{TOPIC_ID}"
     assert git(web, "show", f"{snap}:wip.py") == "half done"
     assert git(web, "rev-parse", f"{snap}^1") == head
     assert (web / ".env").read_text() == "SECRET=1\n"  # the original stays
 
 
 def test_abandon_without_gh_still_does_the_git_part_and_warns(web, no_gh):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
     assert res.code == 0, res.out + res.err
     data = res.json
     assert steps(data)["close-prs"]["outcome"] == "skipped"
     assert any("no PR was closed" in w for w in data["warnings"])
     assert_cleaned(web, worktree)
-    assert TOPIC not in remote_heads(web)
-    assert git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}^{{commit}}") in {
+    assert TOPIC_ID not in remote_heads(web)
+    assert git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC_ID}^{{commit}}") in {
         head,
-        git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC}"),
+        git(web, "rev-parse", f"refs/team-router/snapshots/{TOPIC_ID}"),
     }
     assert (
         git(
@@ -750,7 +739,7 @@ def test_abandon_without_gh_still_does_the_git_part_and_warns(web, no_gh):
             "merge-base",
             "--is-ancestor",
             head,
-            f"refs/team-router/snapshots/{TOPIC}",
+            f"refs/team-router/snapshots/{TOPIC_ID}",
             check=False,
         )
         == ""
@@ -758,9 +747,9 @@ def test_abandon_without_gh_still_does_the_git_part_and_warns(web, no_gh):
 
 
 def test_abandon_without_yes_on_a_non_terminal_refuses_and_never_prompts(web, no_gh):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     before = world(web)
-    res = cleanup(web, TOPIC, "--abandon", stdin="y\n")
+    res = cleanup(web, TOPIC_ID, "--abandon", stdin="y\n")
     assert res.code == 1
     assert res.json["error"]["code"] == "confirmation-required"
     assert "--yes" in res.json["error"]["message"]
@@ -768,20 +757,20 @@ def test_abandon_without_yes_on_a_non_terminal_refuses_and_never_prompts(web, no
 
 
 def test_abandon_dry_run_needs_no_yes_and_changes_nothing(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    worktree = pushed_topic(web)
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC_ID, tip(web), state="OPEN"),))
     before = world(web)
-    res = cleanup(web, TOPIC, "--abandon", "--dry-run")
+    res = cleanup(web, TOPIC_ID, "--abandon", "--dry-run")
     assert res.code == 0, res.out + res.err
     assert steps(res.json)["close-prs"]["detail"] == "would close #20"
     assert world(web) == before and worktree.is_dir()
 
 
 def test_a_second_abandon_exits_0(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
-    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
-    assert cleanup(web, TOPIC, "--abandon", "--yes").code == 0
-    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    worktree = pushed_topic(web)
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC_ID, tip(web), state="OPEN"),))
+    assert cleanup(web, TOPIC_ID, "--abandon", "--yes").code == 0
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
     assert res.code == 0, res.out + res.err
     assert steps(res.json)["close-prs"]["detail"].startswith("no open PR")
     assert fake.closed() == [20]
@@ -789,18 +778,18 @@ def test_a_second_abandon_exits_0(web, tmp_path, monkeypatch):
 
 
 def test_a_pr_gh_cannot_close_is_reported_and_the_git_part_still_runs(web, tmp_path, monkeypatch):
-    worktree = new_topic(web)
-    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    worktree = pushed_topic(web)
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC_ID, tip(web), state="OPEN"),))
     fake.update(close_fails=[20])
-    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
     assert res.code == 1
     close = steps(res.json)["close-prs"]
     assert close["outcome"] == "failed" and "#20" in close["detail"]
     assert res.json["prs"] == [
-        {"number": 20, "head": TOPIC, "url": res.json["prs"][0]["url"], "outcome": "failed"}
+        {"number": 20, "head": TOPIC_ID, "url": res.json["prs"][0]["url"], "outcome": "failed"}
     ]
     assert_cleaned(web, worktree)
-    assert TOPIC not in remote_heads(web)
+    assert TOPIC_ID not in remote_heads(web)
 
 
 class _Terminal(io.StringIO):
@@ -810,14 +799,14 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize(("answer", "code"), [("n\n", 1), ("y\n", 0)])
 def test_abandon_on_a_terminal_asks_first(web, no_gh, monkeypatch, answer, code):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     monkeypatch.setattr(sys, "stdin", _Terminal(answer))
-    res = run_cli("pr-cleanup", TOPIC, "--abandon", "--json", cwd=web)
+    res = run_cli("pr-cleanup", TOPIC_ID, "--abandon", "--json", cwd=web)
     assert res.code == code, res.out + res.err
     assert "Abandon" in res.err  # the question goes to stderr; stdout stays one JSON object
     if code == 1:
         assert res.json["error"]["code"] == "not-confirmed"
-        assert worktree.is_dir() and TOPIC in branches(web)
+        assert worktree.is_dir() and TOPIC_ID in branches(web)
     else:
         assert_cleaned(web, worktree)
 
@@ -826,18 +815,18 @@ def test_abandon_on_a_terminal_asks_first(web, no_gh, monkeypatch, answer, code)
 
 
 def test_a_multi_repo_topics_other_worktrees_are_named_and_left_alone(workspace, no_gh):
-    from teardownutil import multi_topic
+    from helpers.topics import multi_topic
 
-    topic = multi_topic(workspace, ("api",), topic_id=TOPIC)
+    topic = multi_topic(workspace, ("api",), topic_id=TOPIC_ID)
     home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]
     commit(home_wt, "limits.py", "LIMIT = 10\n", "add rate limits")
-    git(home_wt, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
-    merge_on_origin(topic.home, TOPIC, how="merge")
-    res = cleanup(topic.home, TOPIC)
+    git(home_wt, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")
+    merge_on_origin(topic.home, TOPIC_ID, how="merge")
+    res = cleanup(topic.home, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     assert any("also has worktrees in api" in w for w in res.json["warnings"])
     assert not home_wt.exists()
-    assert api_wt.is_dir() and TOPIC in branches(topic.repos["api"])
+    assert api_wt.is_dir() and TOPIC_ID in branches(topic.repos["api"])
 
 
 def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
@@ -845,7 +834,7 @@ def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
 
     name = "x" * 400
     assert len(lock_name(name)) <= MAX_LOCK_NAME and lock_name(name) != lock_name(name + "y")
-    assert lock_name(TOPIC) == TOPIC  # the same lock teardown takes for the topic
+    assert lock_name(TOPIC_ID) == TOPIC_ID  # the same lock teardown takes for the topic
     before = world(web)
     res = cleanup(web, name)
     assert res.code == 1, res.out + res.err
@@ -854,22 +843,22 @@ def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
 
 
 def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
     git(web, "worktree", "lock", "--reason", "an editor session", str(worktree))
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1
     remove = steps(res.json)["remove"]
     assert remove["outcome"] == "refused" and "an editor session" in remove["detail"]
     assert steps(res.json)["branch"]["outcome"] == "skipped"
-    assert worktree.is_dir() and TOPIC in branches(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web)
 
 
 # -- kills, nested repositories, a topic made again ------------------------------------------
 
 
 def test_a_branch_that_exists_nowhere_is_refused_not_reported_cleaned(web, no_gh):
-    new_topic(web)
+    pushed_topic(web)
     before = world(web)
     res = cleanup(web, "no-such-branch")
     assert res.code == 1, res.out + res.err
@@ -894,25 +883,25 @@ def test_a_branch_that_exists_nowhere_is_refused_not_reported_cleaned(web, no_gh
 
 
 def test_a_dry_run_fetches_and_sees_a_merge_made_since_the_last_fetch(web, no_gh):
-    worktree = new_topic(web)
-    merge_on_origin(web, TOPIC, how="merge")  # origin merged it; nothing fetched here yet
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")  # origin merged it; nothing fetched here yet
     before = world(web)
-    res = cleanup(web, TOPIC, "--dry-run")
+    res = cleanup(web, TOPIC_ID, "--dry-run")
     assert res.code == 0, res.out + res.err
     assert res.json["dry_run"] is True and res.json["proof"]["merged"] is True
     assert world(web) == before and worktree.is_dir()
 
 
 def test_a_refused_dry_run_says_dry_run_and_never_suggests_abandoning(web, no_gh):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     before = world(web)
-    res = cleanup(web, TOPIC, "--dry-run")
+    res = cleanup(web, TOPIC_ID, "--dry-run")
     assert res.code == 1
     data = res.json
     assert (data["error"]["code"], data["dry_run"]) == ("not-merged", True)
     assert "abandon" not in data["error"]["message"]
     assert world(web) == before and worktree.is_dir()
-    real = cleanup(web, TOPIC)
+    real = cleanup(web, TOPIC_ID)
     assert real.json["error"]["code"] == "not-merged"
     assert "abandon" not in real.json["error"]["message"]
 
@@ -929,20 +918,20 @@ def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, work
         str(clone),
     )
     git(clone, "remote", "set-head", "origin", "main")
-    worktree = new_topic(clone)
-    merge_on_origin(clone, TOPIC, how="merge")
-    res = cleanup(clone, TOPIC)
+    worktree = pushed_topic(clone)
+    merge_on_origin(clone, TOPIC_ID, how="merge")
+    res = cleanup(clone, TOPIC_ID)
     assert res.code == 0, res.out + res.err
-    assert not worktree.exists() and TOPIC not in branches(clone)
+    assert not worktree.exists() and TOPIC_ID not in branches(clone)
     assert status(clone) == ""
 
 
 def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
     web, tmp_path, monkeypatch
 ):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    git(web, "branch", "child", TOPIC)
+    git(web, "branch", "child", TOPIC_ID)
     child = commit(worktree, "child.py", "c = 1\n", "child work")  # on the topic's worktree...
     git(web, "branch", "-f", "child", child)
     git(worktree, "reset", "-q", "--hard", head)  # ...then moved to the child branch only
@@ -950,18 +939,18 @@ def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
     git(web, "push", "-q", "origin", "child:child", "grandchild:grandchild")
     git(web, "fetch", "-q", "origin")
     prs = (
-        pr(20, TOPIC, head, state="OPEN"),
-        pr(21, "child", child, state="OPEN", base=TOPIC),
+        pr(20, TOPIC_ID, head, state="OPEN"),
+        pr(21, "child", child, state="OPEN", base=TOPIC_ID),
         pr(22, "grandchild", child, state="OPEN", base="child"),
     )
     fake = install_fake_gh(tmp_path, monkeypatch, prs=prs)
-    dry = cleanup(web, TOPIC, "--abandon", "--dry-run")
+    dry = cleanup(web, TOPIC_ID, "--abandon", "--dry-run")
     assert steps(dry.json)["stack"] == {
         "name": "stack",
         "outcome": "done",
         "detail": "would snapshot and delete grandchild, child here and on origin",
     }
-    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
     assert res.code == 0, res.out + res.err
     assert steps(res.json)["stack"] == {
         "name": "stack",
@@ -979,10 +968,10 @@ def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
 def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
     web, tmp_path, monkeypatch
 ):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     head = tip(web)
-    merge = merge_on_origin(web, TOPIC, how="merge")
-    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC, head, merge_commit=merge),))
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, head, merge_commit=merge),))
     # Killed inside `git worktree remove` after it deleted part of the tree.
     env = git_killer(
         tmp_path / "killer-bin",
@@ -990,54 +979,54 @@ def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
         'for wt; do :; done; rm -f "$wt/limits.py"',
         real=False,
     )
-    killed = run_killable("pr-cleanup", TOPIC, "--json", cwd=web, env=env, new_group=True)
+    killed = run_killable("pr-cleanup", TOPIC_ID, "--json", cwd=web, env=env, new_group=True)
     assert killed.code == KILLED, killed.err
     assert worktree.is_dir() and not (worktree / "limits.py").exists()
 
-    again = cleanup(web, TOPIC)
+    again = cleanup(web, TOPIC_ID)
     assert again.code == 0, again.out + again.err
     remove = steps(again.json)["remove"]
     assert remove["outcome"] == "done" and "interrupted" in remove["detail"], remove
     assert "commit or discard" not in again.out and "commit them" not in again.out
     assert_cleaned(web, worktree)
     assert git(web, "rev-parse", "main") == merge
-    record = state.read_record(web / ".git", TOPIC)
+    record = state.read_record(web / ".git", TOPIC_ID)
     assert record is not None and record.removing is None
 
 
 def test_abandon_refuses_a_nested_clone_holding_unpushed_work_before_closing_any_pr(
     web, workspace, tmp_path, monkeypatch
 ):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     commit(worktree, ".gitignore", "scratch/\n", "ignore scratch")
     clone = worktree / "scratch" / "experiment"
     git(workspace, "init", "-q", "-b", "main", str(clone))
     sha = commit(clone, "idea.py", "idea\n", "a local-only repository")
-    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC, tip(web), state="OPEN"),))
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC_ID, tip(web), state="OPEN"),))
     before = world(web)
 
-    res = cleanup(web, TOPIC, "--abandon", "--yes")
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
     assert res.code == 1, res.out + res.err
     assert res.json["error"]["code"] == "nested-work"
     assert "nested repository scratch/experiment" in res.json["error"]["message"]
     assert fake.closed() == []  # refused before anything was done
     assert world(web) == before and git(clone, "rev-parse", "HEAD") == sha
-    assert TOPIC in remote_heads(web)
+    assert TOPIC_ID in remote_heads(web)
 
 
 def test_merged_cleanup_refuses_a_nested_clone_holding_unpushed_work_touching_nothing(web, no_gh):
-    worktree = new_topic(web)
+    worktree = pushed_topic(web)
     commit(worktree, ".gitignore", "scratch/\n", "ignore scratch")
-    git(worktree, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
-    merge_on_origin(web, TOPIC, how="merge")
+    git(worktree, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")
+    merge_on_origin(web, TOPIC_ID, how="merge")
     clone = worktree / "scratch" / "experiment"
     git(worktree, "init", "-q", "-b", "main", str(clone))
     sha = commit(clone, "idea.py", "idea\n", "a local-only repository")
     main_before = git(web, "rev-parse", "main")
 
-    res = cleanup(web, TOPIC)
+    res = cleanup(web, TOPIC_ID)
     assert res.code == 1, res.out + res.err
     assert res.json["error"]["code"] == "nested-work"
     assert git(web, "rev-parse", "main") == main_before  # not even the default branch moved
-    assert worktree.is_dir() and TOPIC in branches(web)
+    assert worktree.is_dir() and TOPIC_ID in branches(web)
     assert git(clone, "rev-parse", "HEAD") == sha

@@ -6,8 +6,8 @@ import os
 import signal
 import subprocess
 
-from durabilityutil import argv
-from gitutil import run_cli, write
+from helpers.faults import argv
+from helpers.repos import run_cli, write
 
 
 def test_usage_errors_name_the_command_to_ask_for_help():

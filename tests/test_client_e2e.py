@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
-from clientutil import (
-    ROOT,
+from helpers.client import (
+    PROJECT_ROOT,
     Block,
     ClientMissing,
     ClientRun,
@@ -33,7 +33,8 @@ from clientutil import (
     text,
     tool,
 )
-from gitutil import branches, git, make_repo, run_cli, status, worktree_paths
+from helpers.plans import repos_md
+from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths
 
 # Agents are named in skills and briefs by the qualified name the client resolves
 # (`team-router:<name>`: a plugin's agent is "not found" under its bare name).
@@ -59,22 +60,25 @@ def home(hermetic: Path) -> Path:
 
 def named_agents() -> set[str]:
     """Every agent the skills and the phase briefs tell the orchestrator to dispatch."""
-    skills = {p.name for p in (ROOT / "skills").iterdir() if p.is_dir()}
-    sources = [*(ROOT / "skills").rglob("*.md"), *(ROOT / "templates" / "briefs").glob("*.j2")]
+    skills = {p.name for p in (PROJECT_ROOT / "skills").iterdir() if p.is_dir()}
+    sources = [
+        *(PROJECT_ROOT / "skills").rglob("*.md"),
+        *(PROJECT_ROOT / "templates" / "briefs").glob("*.j2"),
+    ]
     names = {m for p in sources for m in QUALIFIED.findall(p.read_text(encoding="utf-8"))}
     return names - skills
 
 
 def team_skill_heading() -> str:
     """The first line of the team skill's body, as it appears inside a JSON request."""
-    skill = (ROOT / "skills" / "team" / "SKILL.md").read_text(encoding="utf-8")
+    skill = (PROJECT_ROOT / "skills" / "team" / "SKILL.md").read_text(encoding="utf-8")
     heading = skill.split("---", 2)[2].strip().splitlines()[0]
     return json.dumps(heading)[1:-1]
 
 
 def agent_prompt(name: str) -> str:
     """The first line of the prompt of the agent file whose frontmatter names ``name``."""
-    for path in sorted((ROOT / "agents").glob("*.md")):
+    for path in sorted((PROJECT_ROOT / "agents").glob("*.md")):
         _, front, body = path.read_text(encoding="utf-8").split("---", 2)
         if yaml.safe_load(front).get("name") == name:
             return next(line for line in body.splitlines() if line.strip()).strip()
@@ -133,12 +137,12 @@ def test_the_client_validates_the_plugin_and_lists_its_skills_hook_and_agents(
 ) -> None:
     manifest = ".claude-plugin/plugin.json"
     proc = run_plain(
-        claude, "plugin", "validate", "--strict", "--json", manifest, cwd=ROOT, home=home
+        claude, "plugin", "validate", "--strict", "--json", manifest, cwd=PROJECT_ROOT, home=home
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     report = json.loads(proc.stdout)
     provides = report["provides"]
-    skills = {f"team-router:{p.parent.name}" for p in (ROOT / "skills").glob("*/SKILL.md")}
+    skills = {f"team-router:{p.parent.name}" for p in (PROJECT_ROOT / "skills").glob("*/SKILL.md")}
     assert set(provides["skills"]) == skills
     assert [h["event"] for h in provides["hooks"]] == [
         "SessionStart",
@@ -326,7 +330,18 @@ class Walk:
         writes = [(p, frontmatter(Path(p).stem, started)) for p in payload["expects"]]
         if payload["resume_at"] == "QUESTION":
             plan = Path(payload["plan_dir"])
-            writes.append((str(plan / "repos.md"), repos_md(started, self.api)))
+            writes.append(
+                (
+                    str(plan / "repos.md"),
+                    repos_md(
+                        Path(started["home"]["repo"]),
+                        ("api", self.api),
+                        topic=started["topic"],
+                        date=started["id"][:10],
+                        role="the API",
+                    ),
+                )
+            )
         return writes
 
     def commits(self, payload: dict[str, Any], step: str) -> list[Block]:
@@ -358,15 +373,6 @@ def frontmatter(stem: str, started: dict[str, Any]) -> str:
     extra = {"task": ["ticketId: null"], "design": ["revision: 0"]}.get(stem, [])
     lines = [f"topic: {started['topic']}", f"date: {started['id'][:10]}", f"phase: {stem}", *extra]
     return "---\n" + "\n".join(lines) + f"\n---\n\n# {stem}\n"
-
-
-def repos_md(started: dict[str, Any], api: Path) -> str:
-    return (
-        frontmatter("repos", started).rsplit("#", 1)[0]
-        + f"## Home repo\n- **name:** web\n- **path:** {started['home']['repo']}\n"
-        + "- **role:** the UI\n\n"
-        + f"## Additional repos\n- **name:** api\n  **path:** {api}\n  **role:** the API\n"
-    )
 
 
 def test_a_scripted_run_walks_every_phase_to_shipped_and_tears_down_clean(

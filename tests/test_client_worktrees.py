@@ -21,9 +21,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from clientutil import Block, Request, StandIn, result_text, run_client, text
-from gitutil import branches, git, run_cli, status, worktree_paths
-from teardownutil import commit_on_origin
+from helpers.client import Block, Request, StandIn, result_text, run_client, text
+from helpers.origin import commit_on_origin
+from helpers.repos import branches, git, run_cli, status, worktree_paths
 from test_client_e2e import SUBAGENT, claude, home, scripted  # noqa: F401 (fixtures)
 
 from router.topic import state
@@ -34,7 +34,7 @@ TODAY = dt.date.today().isoformat()
 
 
 def call(tool_name: str, /, **tool_input: object) -> Block:
-    # clientutil.tool() takes the tool's name as its own first argument, and
+    # helpers.client.tool() takes the tool's name as its own first argument, and
     # EnterWorktree's input is called `name` too.
     return {"type": "tool_use", "name": tool_name, "input": tool_input}
 

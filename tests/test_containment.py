@@ -10,24 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitutil import branches, commit, git, make_repo, run_cli, worktree_paths, write
-from teardownutil import TOPIC_ID, new_topic, teardown
+from helpers.plans import repos_md
+from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
+from helpers.topics import TOPIC_ID, new_topic, teardown
 
 ID = TOPIC_ID
 WT = Path(".claude") / "worktrees" / ID
 
 
-def _repos_md(home: Path, *items: tuple[str, Path]) -> str:
-    extra = "\n".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** part" for n, p in items)
-    return (
-        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {home}\n\n"
-        f"## Additional repos\n\n{extra}\n"
-    )
-
-
 def _worktrees(home: Path, *items: tuple[str, Path]):
     topic = new_topic(home)
-    write(topic.plan_dir / "repos.md", _repos_md(home, *items))
+    write(topic.plan_dir / "repos.md", repos_md(home, *items, topic=None))
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
     assert res.code == 0, res.out + res.err
     return topic, {r["name"]: r for r in res.json["repos"]}
@@ -53,7 +46,7 @@ def test_a_linked_worktree_of_the_home_repo_is_a_duplicate_and_nothing_is_made_t
     commit(alias, "work.txt", "keep\n", "work in the alias")
     topic = new_topic(home)
     before = _state(home)
-    write(topic.plan_dir / "repos.md", _repos_md(home, ("alias", alias)))
+    write(topic.plan_dir / "repos.md", repos_md(home, ("alias", alias), topic=None))
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
     assert res.code == 0, res.out + res.err
     [report] = [r for r in res.json["repos"] if r["name"] == "alias"]

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from durabilityutil import CRASHED, run
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.faults import CRASHED, run
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 from router.topic import state
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import git, run_cli
+from helpers.repos import git, run_cli
 
 IDENTITY = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
 

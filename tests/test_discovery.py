@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import git, make_repo, run_cli, write
-from phaseutil import artifact, new_topic, touch
+from helpers.plans import artifact, touch
+from helpers.repos import git, make_repo, run_cli, write
+from helpers.topics import new_topic
 
 from router.topic import discovery
 from router.topic.workspace import open_repo
@@ -20,8 +21,8 @@ def phase_id(cwd: Path, *args: str) -> str:
 
 
 def test_the_newest_artifact_wins_across_worktrees(home_repo):
-    older = new_topic(home_repo, "older topic")
-    newer = new_topic(home_repo, "newer topic")
+    older = new_topic(home_repo, "older topic").plan_dir
+    newer = new_topic(home_repo, "newer topic").plan_dir
     touch(artifact(older, "task.md"), 2_000_000_000)
     touch(artifact(newer, "task.md"), 1_900_000_000)
     assert phase_id(home_repo) == older.name
@@ -30,8 +31,8 @@ def test_the_newest_artifact_wins_across_worktrees(home_repo):
 
 
 def test_a_tie_goes_to_the_greater_id(home_repo):
-    a = new_topic(home_repo, "alpha", date="2026-05-01")
-    b = new_topic(home_repo, "alpha", date="2026-05-02")
+    a = new_topic(home_repo, "alpha", date="2026-05-01").plan_dir
+    b = new_topic(home_repo, "alpha", date="2026-05-02").plan_dir
     touch(artifact(a, "task.md"), 2_000_000_000)
     touch(artifact(b, "task.md"), 2_000_000_000)
     assert phase_id(home_repo) == b.name
@@ -41,7 +42,7 @@ def test_plan_dirs_of_the_primary_clone_are_candidates(home_repo):
     plan = home_repo / "docs" / "plans" / "ENG-7-in-place-run"
     plan.mkdir(parents=True)
     touch(artifact(plan, "task.md"), 2_000_000_000)
-    touch(artifact(new_topic(home_repo), "task.md"), 1_000_000_000)
+    touch(artifact(new_topic(home_repo).plan_dir, "task.md"), 1_000_000_000)
     assert phase_id(home_repo) == "ENG-7-in-place-run"
 
 
@@ -49,7 +50,7 @@ def test_an_empty_dir_counts_only_when_its_worktree_exists(home_repo):
     stray = home_repo / "docs" / "plans" / "2026-05-03-stray-dir"
     stray.mkdir(parents=True)
     touch(stray, 2_100_000_000)
-    plan = new_topic(home_repo)  # empty plan dir in its worktree
+    plan = new_topic(home_repo).plan_dir  # empty plan dir in its worktree
     touch(plan, 2_000_000_000)
     assert phase_id(home_repo) == plan.name
     names = {c.id for c in discovery.candidates(open_repo(home_repo))}
@@ -57,8 +58,8 @@ def test_an_empty_dir_counts_only_when_its_worktree_exists(home_repo):
 
 
 def test_discovery_works_from_inside_a_worktree_and_its_subdirectories(home_repo):
-    first = new_topic(home_repo, "first one")
-    second = new_topic(home_repo, "second one")
+    first = new_topic(home_repo, "first one").plan_dir
+    second = new_topic(home_repo, "second one").plan_dir
     touch(artifact(first, "task.md"), 2_000_000_000)
     touch(artifact(second, "task.md"), 1_000_000_000)
     inside = second.parent.parent.parent / "src" / "deep"
@@ -69,12 +70,12 @@ def test_discovery_works_from_inside_a_worktree_and_its_subdirectories(home_repo
 
 
 def test_a_target_may_be_the_plan_dir_path(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     assert phase_id(home_repo, str(plan)) == plan.name
 
 
 def test_a_worktree_whose_plan_dir_is_gone_resumes_at_question(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     plan.rmdir()
     res = run_cli("phase", plan.name, "--json", cwd=home_repo)
     assert res.code == 0, res.err
@@ -121,9 +122,9 @@ def test_the_fast_reader_hands_an_unusual_layout_to_git(workspace):
 def test_an_empty_plan_dir_in_a_reused_feature_worktree_is_found(home_repo, workspace):
     feature = workspace / "feature-wt"
     git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
-    older = new_topic(home_repo, "older topic")
+    older = new_topic(home_repo, "older topic").plan_dir
     touch(artifact(older, "task.md"), 1_000_000_000)
-    plan = new_topic(feature, "reuse this checkout")  # empty plan dir, branch "feature"
+    plan = new_topic(feature, "reuse this checkout").plan_dir  # empty plan dir, branch "feature"
     assert plan.parent.parent.parent == feature
     assert phase_id(home_repo) == plan.name
     assert phase_id(home_repo, plan.name) == plan.name

@@ -6,24 +6,15 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-from durabilityutil import tree
-from gitutil import branches, commit, git, make_repo, run_cli, worktree_paths, write
+from helpers.faults import tree
+from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
+from helpers.topics import TOPIC_ID
 
 from router.topic import state
 
-ID = "2026-05-01-add-thing"
-
-
-@pytest.fixture
-def topic(home_repo: Path) -> Path:
-    res = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
-    assert res.code == 0, res.err
-    return home_repo
-
 
 def _worktree(repo: Path) -> Path:
-    return repo / ".claude/worktrees" / ID
+    return repo / ".claude/worktrees" / TOPIC_ID
 
 
 def _doctor(repo: Path, *flags: str) -> list[dict]:
@@ -37,85 +28,93 @@ def _kinds(findings: list[dict]) -> list[tuple[str, str, bool]]:
 
 
 def test_a_healthy_topic_has_no_findings(topic):
-    res = run_cli("doctor", "--json", cwd=topic)
+    res = run_cli("doctor", "--json", cwd=topic.home)
     assert res.code == 0
     assert res.json["findings"] == []
-    assert res.json["repos"] == [str(topic)]
-    text = run_cli("doctor", cwd=topic)
-    assert text.out.strip() == f"No problems found in {topic}."
+    assert res.json["repos"] == [str(topic.home)]
+    text = run_cli("doctor", cwd=topic.home)
+    assert text.out.strip() == f"No problems found in {topic.home}."
 
 
 def test_doctor_without_repair_changes_nothing(topic):
-    shutil.rmtree(_worktree(topic))
-    (topic / ".claude/worktrees/leftover").mkdir()
-    before = (tree(topic), git(topic, "worktree", "list", "--porcelain"), branches(topic))
-    findings = _doctor(topic)
+    shutil.rmtree(_worktree(topic.home))
+    (topic.home / ".claude/worktrees/leftover").mkdir()
+    before = (
+        tree(topic.home),
+        git(topic.home, "worktree", "list", "--porcelain"),
+        branches(topic.home),
+    )
+    findings = _doctor(topic.home)
     assert {f["kind"] for f in findings} == {
         "registration-dir-gone",
         "unknown-dir",
         "record-dir-gone",
     }
     assert not any(f["repaired"] for f in findings)
-    assert (tree(topic), git(topic, "worktree", "list", "--porcelain"), branches(topic)) == before
+    assert (
+        tree(topic.home),
+        git(topic.home, "worktree", "list", "--porcelain"),
+        branches(topic.home),
+    ) == before
 
 
 def test_repair_unregisters_our_vanished_worktree_and_then_its_empty_branch_and_record(topic):
-    shutil.rmtree(_worktree(topic))
-    findings = _doctor(topic, "--repair")
-    record = state.record_path(topic / ".git", ID)
+    shutil.rmtree(_worktree(topic.home))
+    findings = _doctor(topic.home, "--repair")
+    record = state.record_path(topic.home / ".git", TOPIC_ID)
     assert _kinds(findings) == [
-        ("registration-dir-gone", str(_worktree(topic)), True),
-        ("orphan-branch", f"refs/heads/{ID}", True),
+        ("registration-dir-gone", str(_worktree(topic.home)), True),
+        ("orphan-branch", f"refs/heads/{TOPIC_ID}", True),
         ("record-dir-gone", str(record), True),
     ]
-    assert worktree_paths(topic) == [str(topic)]
-    assert branches(topic) == ["main"]
+    assert worktree_paths(topic.home) == [str(topic.home)]
+    assert branches(topic.home) == ["main"]
     assert not record.exists()
-    assert _doctor(topic) == []
+    assert _doctor(topic.home) == []
 
 
 def test_repair_keeps_a_branch_that_holds_commits_found_nowhere_else(topic):
-    sha = commit(_worktree(topic), "work.py", "w = 1\n", "unpushed work")
-    shutil.rmtree(_worktree(topic))
-    findings = _doctor(topic, "--repair")
+    sha = commit(_worktree(topic.home), "work.py", "w = 1\n", "unpushed work")
+    shutil.rmtree(_worktree(topic.home))
+    findings = _doctor(topic.home, "--repair")
     by_kind = {f["kind"]: f for f in findings}
     assert by_kind["registration-dir-gone"]["repaired"] is True
     assert by_kind["orphan-branch"]["repaired"] is False
     assert "1 commit(s) exist on no other branch" in by_kind["orphan-branch"]["detail"]
     assert by_kind["record-dir-gone"]["repaired"] is False
-    assert git(topic, "rev-parse", ID) == sha  # the work is still there
-    assert state.read_record(topic / ".git", ID) is not None
+    assert git(topic.home, "rev-parse", TOPIC_ID) == sha  # the work is still there
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
 
 
 def test_repair_never_unregisters_another_tools_worktree(topic, workspace):
     elsewhere = workspace / "elsewhere"
-    git(topic, "worktree", "add", "-q", "-b", "theirs", str(elsewhere))
+    git(topic.home, "worktree", "add", "-q", "-b", "theirs", str(elsewhere))
     shutil.rmtree(elsewhere)
-    findings = _doctor(topic, "--repair")
+    findings = _doctor(topic.home, "--repair")
     [theirs] = [f for f in findings if f["path"] == str(elsewhere)]
     assert (theirs["kind"], theirs["repaired"]) == ("registration-dir-gone", False)
     assert "left for the tool that made it" in theirs["detail"]
     # Still registered: no bare `git worktree prune` ran.
-    assert str(elsewhere) in worktree_paths(topic)
-    assert "theirs" in branches(topic)
+    assert str(elsewhere) in worktree_paths(topic.home)
+    assert "theirs" in branches(topic.home)
 
 
 def test_repair_keeps_a_locked_registration(topic):
-    git(topic, "worktree", "lock", "--reason", "on a usb disk", str(_worktree(topic)))
-    shutil.rmtree(_worktree(topic))
-    findings = _doctor(topic, "--repair")
+    git(topic.home, "worktree", "lock", "--reason", "on a usb disk", str(_worktree(topic.home)))
+    shutil.rmtree(_worktree(topic.home))
+    findings = _doctor(topic.home, "--repair")
     [entry] = [f for f in findings if f["kind"] == "registration-dir-gone"]
     assert entry["repaired"] is False
     assert "on a usb disk" in entry["detail"]
-    assert str(_worktree(topic)) in worktree_paths(topic)
+    assert str(_worktree(topic.home)) in worktree_paths(topic.home)
 
 
 def test_repair_removes_only_empty_unknown_directories(topic):
-    root = topic / ".claude/worktrees"
+    root = topic.home / ".claude/worktrees"
     (root / "empty").mkdir()
     write(root / "busy" / "notes.txt", "keep me\n")
-    os.symlink(topic, root / "link")
-    findings = {f["path"]: f for f in _doctor(topic, "--repair")}
+    os.symlink(topic.home, root / "link")
+    findings = {f["path"]: f for f in _doctor(topic.home, "--repair")}
     assert findings[str(root / "empty")]["repaired"] is True
     assert findings[str(root / "busy")]["repaired"] is False
     assert "notes.txt" in findings[str(root / "busy")]["detail"]
@@ -123,33 +122,33 @@ def test_repair_removes_only_empty_unknown_directories(topic):
     assert not (root / "empty").exists()
     assert (root / "busy" / "notes.txt").read_text() == "keep me\n"
     assert (root / "link").is_symlink()
-    assert _worktree(topic).is_dir()  # the live worktree is never touched
+    assert _worktree(topic.home).is_dir()  # the live worktree is never touched
 
 
 def test_a_branch_the_tool_did_not_create_is_never_reported_or_deleted(home_repo):
-    git(home_repo, "branch", ID)
-    assert run_cli("new", "x", "--id", ID, cwd=home_repo).code == 0
+    git(home_repo, "branch", TOPIC_ID)
+    assert run_cli("new", "x", "--id", TOPIC_ID, cwd=home_repo).code == 0
     git(home_repo, "worktree", "remove", str(_worktree(home_repo)))
     findings = _doctor(home_repo, "--repair")
     assert "orphan-branch" not in {f["kind"] for f in findings}
-    assert ID in branches(home_repo)
+    assert TOPIC_ID in branches(home_repo)
 
 
 def test_repair_waits_for_the_topic_lock_and_refuses_locked_without_repairing(topic):
-    shutil.rmtree(_worktree(topic))
-    with state.held_lock(topic / ".git", ID):
-        res = run_cli("doctor", "--repair", "--wait", "0.3", "--json", cwd=topic)
+    shutil.rmtree(_worktree(topic.home))
+    with state.held_lock(topic.home / ".git", TOPIC_ID):
+        res = run_cli("doctor", "--repair", "--wait", "0.3", "--json", cwd=topic.home)
     assert res.code == 1
     assert res.json["error"]["code"] == "locked"
     assert str(os.getpid()) in res.json["error"]["message"]
     # Plan, then act: nothing was repaired before the lock was refused.
-    assert str(_worktree(topic)) in worktree_paths(topic)
-    assert ID in branches(topic)
+    assert str(_worktree(topic.home)) in worktree_paths(topic.home)
+    assert TOPIC_ID in branches(topic.home)
 
 
 def test_a_plain_report_does_not_need_the_lock(topic):
-    with state.held_lock(topic / ".git", ID):
-        res = run_cli("doctor", "--wait", "0.1", "--json", cwd=topic)
+    with state.held_lock(topic.home / ".git", TOPIC_ID):
+        res = run_cli("doctor", "--wait", "0.1", "--json", cwd=topic.home)
     assert res.code == 0
     assert res.json["findings"] == []
 
@@ -159,22 +158,22 @@ def test_a_plain_report_does_not_need_the_lock(topic):
 
 def _multi(workspace: Path, home: Path) -> tuple[Path, Path]:
     api = make_repo(workspace, "api")
-    plan = _worktree(home) / "docs/plans" / ID
+    plan = _worktree(home) / "docs/plans" / TOPIC_ID
     repos_md = write(
         plan / "repos.md",
         f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {home}\n\n"
         f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
     )
-    res = run_cli("worktrees", ID, "--json", cwd=home)
+    res = run_cli("worktrees", TOPIC_ID, "--json", cwd=home)
     assert res.code == 0, res.err
     return api, repos_md
 
 
 def test_doctor_checks_the_secondaries_the_home_record_names(topic, workspace):
-    api, _ = _multi(workspace, topic)
+    api, _ = _multi(workspace, topic.home)
     shutil.rmtree(_worktree(api))
-    res = run_cli("doctor", "--repair", "--json", cwd=topic)
-    assert res.json["repos"] == [str(topic), str(api)]
+    res = run_cli("doctor", "--repair", "--json", cwd=topic.home)
+    assert res.json["repos"] == [str(topic.home), str(api)]
     found = [f for f in res.json["findings"] if f["repo"] == str(api)]
     assert ("registration-dir-gone", str(_worktree(api)), True) in _kinds(found)
     assert worktree_paths(api) == [str(api)]
@@ -182,16 +181,16 @@ def test_doctor_checks_the_secondaries_the_home_record_names(topic, workspace):
 
 
 def test_a_worktrees_section_that_agrees_with_git_is_no_finding(topic, workspace):
-    _multi(workspace, topic)
-    assert _doctor(topic) == []
+    _multi(workspace, topic.home)
+    assert _doctor(topic.home) == []
 
 
 def test_a_worktrees_section_that_disagrees_with_git_is_reported_not_rewritten(topic, workspace):
-    api, repos_md = _multi(workspace, topic)
+    api, repos_md = _multi(workspace, topic.home)
     text = repos_md.read_text()
     wrong = text.replace(f"- api: {_worktree(api)}", f"- api: {workspace / 'nowhere'}")
     repos_md.write_text(wrong)
-    findings = [f for f in _doctor(topic, "--repair") if f["kind"] == "worktrees-section"]
+    findings = [f for f in _doctor(topic.home, "--repair") if f["kind"] == "worktrees-section"]
     assert len(findings) == 1
     assert findings[0]["path"] == str(repos_md)
     assert "api: lists" in findings[0]["detail"] and findings[0]["repaired"] is False
@@ -199,16 +198,16 @@ def test_a_worktrees_section_that_disagrees_with_git_is_reported_not_rewritten(t
 
 
 def test_a_worktrees_section_missing_a_repo_with_a_worktree_is_reported(topic, workspace):
-    api, repos_md = _multi(workspace, topic)
+    api, repos_md = _multi(workspace, topic.home)
     repos_md.write_text(repos_md.read_text().replace(f"- api: {_worktree(api)}\n", ""))
-    [finding] = [f for f in _doctor(topic) if f["kind"] == "worktrees-section"]
+    [finding] = [f for f in _doctor(topic.home) if f["kind"] == "worktrees-section"]
     assert "api has a worktree" in finding["detail"]
 
 
 def test_a_repos_md_that_does_not_parse_is_reported_by_doctor(topic, workspace):
-    _, repos_md = _multi(workspace, topic)
+    _, repos_md = _multi(workspace, topic.home)
     repos_md.write_bytes(b"\xff\xfe not text")
-    [finding] = [f for f in _doctor(topic) if f["kind"] == "worktrees-section"]
+    [finding] = [f for f in _doctor(topic.home) if f["kind"] == "worktrees-section"]
     assert "cannot be checked" in finding["detail"]
 
 
@@ -216,15 +215,15 @@ def test_a_reused_feature_worktree_in_the_worktrees_section_is_no_finding(home_r
     feature = workspace / "feature-wt"
     git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
     assert (
-        run_cli("new", "Add thing", "--id", ID, "--json", cwd=feature).json["home"]["status"]
+        run_cli("new", "Add thing", "--id", TOPIC_ID, "--json", cwd=feature).json["home"]["status"]
         == "reused"
     )
     api = make_repo(workspace, "api")
     repos_md = write(
-        feature / "docs/plans" / ID / "repos.md",
+        feature / "docs/plans" / TOPIC_ID / "repos.md",
         f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {home_repo}\n\n"
         f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
     )
-    assert run_cli("worktrees", ID, "--json", cwd=home_repo).code == 0
+    assert run_cli("worktrees", TOPIC_ID, "--json", cwd=home_repo).code == 0
     assert f"- home: {feature}\n" in repos_md.read_text()
     assert _doctor(home_repo) == []

@@ -12,19 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from phaseutil import artifact, new_topic
 
 from router.cli.early import HELP_FILE, early_command, stored_help
 
 HEAVY = {"typer", "click", "jinja2", "rich", "filelock"}
-
-
-@pytest.fixture
-def topic(home_repo: Path) -> Path:
-    plan = new_topic(home_repo)
-    artifact(plan, "task.md")
-    artifact(plan, "questions.md")
-    return plan
 
 
 def _run(args: list[str], cwd: Path, *, via: str, importtime: bool = False):
@@ -78,18 +69,21 @@ def _same_answer(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]
         ["status", "--json"],
     ],
 )
-def test_a_success_is_answered_exactly_as_typer_answers_it(home_repo, topic, args):
-    args = [{"TOPIC": topic.name, "PLAN": str(topic)}.get(a, a) for a in args]
+def test_a_success_is_answered_exactly_as_typer_answers_it(home_repo, questioned_topic, args):
+    args = [
+        {"TOPIC": questioned_topic.id, "PLAN": str(questioned_topic.plan_dir)}.get(a, a)
+        for a in args
+    ]
     proc = _same_answer(args, home_repo)
     assert proc.returncode == 0
-    assert topic.name in proc.stdout
+    assert questioned_topic.id in proc.stdout
 
 
 @pytest.mark.parametrize(
     "args",
     [["phase", "no-such-topic", "--json"], ["phase", "no-such-topic"], ["next", "nope", "--json"]],
 )
-def test_an_unknown_topic_is_refused_exactly_as_typer_refuses_it(home_repo, topic, args):
+def test_an_unknown_topic_is_refused_exactly_as_typer_refuses_it(home_repo, questioned_topic, args):
     proc = _same_answer(args, home_repo)
     assert proc.returncode != 0
     assert proc.stdout.count('"ok": false') == ("--json" in args)
@@ -128,7 +122,7 @@ def test_a_vanished_current_directory_is_typers_not_a_repo(home_repo, tmp_path):
 @pytest.mark.parametrize(
     "args", [["phase", "--json"], ["phase"], ["status", "--json"], ["next", "--json"]]
 )
-def test_the_early_path_imports_no_typer(home_repo, topic, args):
+def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
     proc = _run(args, home_repo, via="entry", importtime=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     imported = _imported(proc.stderr)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitutil import commit, make_repo
+from helpers.repos import commit, make_repo
 
 from router.git import Git, first_blob
 

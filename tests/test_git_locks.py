@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from durabilityutil import hold_open
-from ghutil import hide_gh, make_github_repo, merge_on_origin
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
-from teardownutil import new_topic, teardown, write_repos_md
+from helpers.fakegh import hide_gh, make_github_repo
+from helpers.faults import hold_open
+from helpers.origin import merge_on_origin
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.topics import new_topic, teardown, write_repos_md
 
 ID = "2026-05-01-add-rate-limiting"
 
@@ -64,7 +65,7 @@ def test_a_branch_lock_refuses_new_naming_the_lock_and_a_rerun_after_the_fix_cre
 def test_a_branch_lock_in_a_secondary_refuses_that_repo_and_strict_rolls_back_the_rest(
     workspace, home_repo
 ):
-    topic = new_topic(home_repo, ID)
+    topic = new_topic(home_repo, topic_id=ID)
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "types")
     repos_md = write(
@@ -104,7 +105,7 @@ def test_a_branch_lock_in_a_secondary_refuses_that_repo_and_strict_rolls_back_th
 
 
 def test_an_index_lock_in_the_primary_refuses_integrate_naming_it_and_loses_nothing(home_repo):
-    topic = new_topic(home_repo, ID)
+    topic = new_topic(home_repo, topic_id=ID)
     worktree = topic.worktrees["home"]
     sha = commit(worktree, "limits.py", "LIMIT = 10\n", "add limits")
     main_before = git(home_repo, "rev-parse", "main")
@@ -135,7 +136,7 @@ def test_an_index_lock_in_the_primary_refuses_integrate_naming_it_and_loses_noth
 
 
 def test_a_packed_refs_lock_keeps_the_branch_and_names_the_lock_in_the_error(home_repo):
-    topic = new_topic(home_repo, ID)  # never committed to: teardown deletes the branch
+    topic = new_topic(home_repo, topic_id=ID)  # never committed to: teardown deletes the branch
     lock = left_by_a_kill(home_repo / ".git" / "packed-refs.lock")
 
     res = teardown(topic)
@@ -180,7 +181,7 @@ def test_pr_cleanup_with_a_packed_refs_lock_fails_git_locked_and_keeps_the_branc
 def test_a_teardown_that_finishes_names_a_git_lock_left_in_the_repo_with_the_fix(home_repo):
     # A lock no step needs (a killed `git branch` elsewhere left it): the
     # teardown finishes, and says where the lock is and how to clear it.
-    topic = new_topic(home_repo, ID)
+    topic = new_topic(home_repo, topic_id=ID)
     commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "add limits")
     lock = left_by_a_kill(home_repo / ".git" / "refs" / "heads" / "elsewhere.lock")
 
@@ -226,7 +227,7 @@ def test_a_git_lock_a_live_process_holds_is_not_named_a_left_one_is(home_repo):
 
 
 def test_worktrees_names_a_git_lock_left_in_a_secondary_with_the_fix(workspace):
-    topic = new_topic(make_repo(workspace, "web"), ID)
+    topic = new_topic(make_repo(workspace, "web"), topic_id=ID)
     api = make_repo(workspace, "api")
     lock = left_by_a_kill(api / ".git" / "index.lock")  # `git worktree add` does not need it
     write_repos_md(topic, {"api": api})
@@ -240,7 +241,7 @@ def test_worktrees_names_a_git_lock_left_in_a_secondary_with_the_fix(workspace):
 def test_a_packed_refs_new_left_by_a_kill_is_named_with_the_fix(home_repo):
     # git rewrites packed-refs through packed-refs.new; a kill leaves that file,
     # and deleting a packed branch then fails with "unable to create file".
-    topic = new_topic(home_repo, ID)
+    topic = new_topic(home_repo, topic_id=ID)
     git(home_repo, "pack-refs", "--all")
     git(home_repo, "worktree", "remove", str(topic.worktrees["home"]))
     left = left_by_a_kill(home_repo / ".git" / "packed-refs.new")

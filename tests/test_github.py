@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ghutil import OWNER, hide_gh, install_fake_gh, pr
+from helpers.fakegh import OWNER, hide_gh, install_fake_gh, pr
 
 from router import github
 from router.github import GhFailed, GitHub, RepoSlug, Unavailable

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import git, make_repo, run_cli
-from phaseutil import artifact, new_topic
+from helpers.plans import artifact
+from helpers.repos import git, make_repo, run_cli
+from helpers.topics import new_topic
 
 import router.host.sessionstart
 
@@ -49,40 +50,34 @@ def assert_silent(proc: subprocess.CompletedProcess) -> None:
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
 
 
-@pytest.fixture
-def topic(home_repo: Path) -> Path:
-    plan = new_topic(home_repo)
-    artifact(plan, "task.md")
-    artifact(plan, "questions.md")
-    return plan
-
-
-def test_from_the_home_repo_the_notice_names_phase_id_and_artifact_directory(home_repo, topic):
+def test_from_the_home_repo_the_notice_names_phase_id_and_artifact_directory(
+    home_repo, questioned_topic
+):
     payload = json.dumps({"cwd": str(home_repo), "session_id": "abc-123", "source": "startup"})
     text = context_of(hook(home_repo, payload.encode()))
     lines = text.splitlines()
-    assert f"Phase: RESEARCH | Id: {topic.name}" in lines
-    assert f"Artifact directory: {topic}" in lines
+    assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in lines
+    assert f"Artifact directory: {questioned_topic.plan_dir}" in lines
     assert "/team" in text
 
 
-def test_from_inside_the_worktree_the_notice_is_the_same(home_repo, topic, tmp_path):
-    inside = topic.parent.parent.parent / "src"
+def test_from_inside_the_worktree_the_notice_is_the_same(home_repo, questioned_topic, tmp_path):
+    inside = questioned_topic.plan_dir.parent.parent.parent / "src"
     inside.mkdir()
     payload = json.dumps({"cwd": str(inside)}).encode()
     text = context_of(hook(tmp_path, payload))
-    assert f"Phase: RESEARCH | Id: {topic.name}" in text.splitlines()
-    assert f"Artifact directory: {topic}" in text.splitlines()
+    assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in text.splitlines()
+    assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
 
 
-def test_without_a_cwd_in_the_payload_the_process_directory_is_used(home_repo, topic):
+def test_without_a_cwd_in_the_payload_the_process_directory_is_used(home_repo, questioned_topic):
     for stdin in (b"{}", b"", b"not json at all {", b"[1, 2]", b'{"cwd": 7}'):
         text = context_of(hook(home_repo, stdin))
-        assert f"Phase: RESEARCH | Id: {topic.name}" in text.splitlines()
+        assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in text.splitlines()
 
 
 def test_a_halted_run_says_so(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     artifact(plan, "plan.md")
     for n in range(1, 6):
         artifact(plan, f"review-{n}.md", verdict="FAIL")
@@ -100,7 +95,7 @@ def test_outside_any_repo_it_is_silent_whatever_stdin_holds(tmp_path, stdin):
     assert_silent(hook(tmp_path, stdin))
 
 
-def test_a_cwd_that_does_not_exist_is_silent(home_repo, topic, tmp_path):
+def test_a_cwd_that_does_not_exist_is_silent(home_repo, questioned_topic, tmp_path):
     payload = json.dumps({"cwd": str(tmp_path / "gone" / "away")}).encode()
     assert_silent(hook(home_repo, payload))
 
@@ -109,7 +104,7 @@ def test_a_repo_without_topics_is_silent(home_repo):
     assert_silent(hook(home_repo, json.dumps({"cwd": str(home_repo)}).encode()))
 
 
-def test_no_git_on_path_is_silent(home_repo, topic, tmp_path):
+def test_no_git_on_path_is_silent(home_repo, questioned_topic, tmp_path):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     env = {**os.environ, "PATH": str(empty)}
@@ -125,7 +120,7 @@ def test_an_unusual_layout_still_gets_its_notice_through_git(workspace):
     assert "Phase: QUESTION | Id: 2026-05-01-odd-layout" in text.splitlines()
 
 
-def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, topic, monkeypatch):
+def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, questioned_topic, monkeypatch):
     def explode(cwd):
         raise RuntimeError("unexpected")
 
@@ -134,14 +129,14 @@ def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, topic, monkeyp
     assert (res.code, res.out, res.err) == (0, "", "")
 
 
-def test_in_process_the_payload_is_read_from_an_in_memory_stdin(home_repo, topic):
+def test_in_process_the_payload_is_read_from_an_in_memory_stdin(home_repo, questioned_topic):
     res = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
     assert res.code == 0
     text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
-    assert f"Artifact directory: {topic}" in text.splitlines()
+    assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
 
 
-def test_a_terminal_stdin_does_not_block(home_repo, topic):
+def test_a_terminal_stdin_does_not_block(home_repo, questioned_topic):
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.run(
@@ -154,10 +149,10 @@ def test_a_terminal_stdin_does_not_block(home_repo, topic):
     finally:
         os.close(controller)
         os.close(terminal)
-    assert f"Id: {topic.name}" in context_of(proc)
+    assert f"Id: {questioned_topic.id}" in context_of(proc)
 
 
-def test_a_stdin_left_open_after_its_json_does_not_block(home_repo, topic):
+def test_a_stdin_left_open_after_its_json_does_not_block(home_repo, questioned_topic):
     proc = subprocess.Popen(
         [*entry_point(), "hook", "session-start"],
         cwd=home_repo,
@@ -175,10 +170,12 @@ def test_a_stdin_left_open_after_its_json_does_not_block(home_repo, topic):
     finally:
         proc.stdin.close()
         proc.kill()
-    assert f"Id: {topic.name}" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert (
+        f"Id: {questioned_topic.id}" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    )
 
 
-def test_the_hook_imports_neither_typer_nor_jinja2_nor_yaml(home_repo, topic):
+def test_the_hook_imports_neither_typer_nor_jinja2_nor_yaml(home_repo, questioned_topic):
     code = "from router.entry import main; raise SystemExit(main(['hook', 'session-start']))"
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code],
@@ -188,7 +185,7 @@ def test_the_hook_imports_neither_typer_nor_jinja2_nor_yaml(home_repo, topic):
         timeout=30,
     )
     assert proc.returncode == 0
-    assert f"Id: {topic.name}".encode() in proc.stdout
+    assert f"Id: {questioned_topic.id}".encode() in proc.stdout
     imported = {
         line.split("|")[-1].strip().split(".")[0]
         for line in proc.stderr.decode().splitlines()
@@ -205,24 +202,26 @@ def test_hook_help_goes_through_the_cli():
 
 
 def test_minus_c_names_the_session_directory_when_the_host_sends_no_cwd(
-    home_repo, topic, tmp_path, monkeypatch
+    home_repo, questioned_topic, tmp_path, monkeypatch
 ):
-    monkeypatch.chdir(tmp_path)  # not a repository: only -C can lead to the topic
+    monkeypatch.chdir(
+        tmp_path
+    )  # not a repository: only -C can lead to the questioned_topic.plan_dir
     res = run_cli("hook", "session-start", cwd=home_repo, stdin="{}")
     assert res.code == 0
     text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
-    assert f"Artifact directory: {topic}" in text.splitlines()
+    assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
 
 
 def test_without_a_cwd_in_the_payload_claude_project_dir_names_the_project(
-    home_repo, topic, tmp_path
+    home_repo, questioned_topic, tmp_path
 ):
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(home_repo)}
     for stdin in (b"{}", b""):
         # Started outside any repository, as a host may start its hooks.
         text = context_of(hook(tmp_path, stdin, env=env))
-        assert f"Phase: RESEARCH | Id: {topic.name}" in text.splitlines()
-        assert f"Artifact directory: {topic}" in text.splitlines()
+        assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in text.splitlines()
+        assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
     # The payload's own cwd still wins over the variable.
     payload = json.dumps({"cwd": str(tmp_path)}).encode()
     assert_silent(hook(tmp_path, payload, env=env))

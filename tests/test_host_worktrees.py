@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
-from teardownutil import commit_on_origin, merge_on_origin, push_branch, snapshot_of
+from helpers.origin import commit_on_origin, merge_on_origin, push_branch
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.topics import snapshot_of
 
 from router.topic import state
 

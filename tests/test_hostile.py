@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from durabilityutil import tree
-from gitutil import commit, make_repo, run_cli
+from helpers.faults import tree
+from helpers.repos import commit, make_repo, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -293,7 +293,7 @@ def test_a_plan_dir_symlinked_out_of_the_repo_is_not_followed_out(arena):
 
 def test_pr_cleanup_survives_any_target(arena):
     """Branch names, PR numbers and URLs from outside are data: validated, never run."""
-    from teardownutil import snapshot_of
+    from helpers.topics import snapshot_of
 
     a = arena
     # The topic's branch holds work, so no target here is merged.

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gitutil import git, run_cli, write
+from helpers.repos import commit, git, run_cli, write
 
 
 def test_init_adds_what_is_missing_once_and_keeps_an_existing_file(home_repo):
@@ -107,8 +107,6 @@ def test_init_offers_the_examples_outside_the_work_tree(home_repo):
 
 def test_the_readme_by_hand_flow_ends_clean_after_init(home_repo):
     """README: init, new, next, worktrees, status, teardown --integrate --dry-run, then for real."""
-    from teardownutil import commit
-
     assert run_cli("init", cwd=home_repo).code == 0
     res = run_cli("new", "Billing page shows the plan", "--json", cwd=home_repo)
     assert res.code == 0, res.out + res.err

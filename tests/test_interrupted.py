@@ -1,7 +1,7 @@
 """Killed or interrupted mid-step: the rerun recognises what it left and finishes it; nothing is lost.
 
 Kills are real (a ``git`` first on PATH that SIGKILLs the calling
-``team-router`` right after the real git ran, see ``durabilityutil.git_killer``);
+``team-router`` right after the real git ran, see ``helpers.faults.git_killer``);
 interrupts are a real SIGINT sent to the process.
 """
 
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import (
+from helpers.faults import (
     KILLED,
     finish,
     git_killer,
@@ -25,8 +25,8 @@ from durabilityutil import (
     spawn,
     tree,
 )
-from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
-from teardownutil import (
+from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
+from helpers.topics import (
     multi_topic,
     new_topic,
     snapshot_of,

@@ -1,6 +1,6 @@
 """Killed at a random moment, ``worktrees`` and ``teardown --integrate`` lose nothing (6 repos).
 
-A few trials of tests/killtrials.py with a fixed seed (the long run is
+A few trials of tests/helpers/killtrials.py with a fixed seed (the long run is
 ``bench/kill_trials.py``). Each trial kills both commands with a real signal —
 SIGKILL to the process, SIGKILL to its process group, or SIGINT to the group —
 after a seeded random delay, reruns them, and checks that every commit, every
@@ -14,7 +14,7 @@ had; the instant a signal lands still varies with the machine's load, and
 from __future__ import annotations
 
 import pytest
-from killtrials import Mode, Pace, run_trial, trial_seeds
+from helpers.killtrials import Mode, Pace, run_trial, trial_seeds
 
 # Chosen so that these trials kill both commands with every kind of signal and
 # tear down in every mode (clean, --force over dirt, refused dirt).

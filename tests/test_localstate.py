@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import spawn
-from gitutil import branches, commit, git, make_repo, run_cli, write
-from teardownutil import multi_topic, new_topic, teardown
+from helpers.faults import spawn
+from helpers.repos import branches, commit, git, make_repo, run_cli, write
+from helpers.topics import multi_topic, new_topic, teardown
 
 
 def declare(repo: Path, text: str) -> None:
@@ -21,11 +21,6 @@ def declare(repo: Path, text: str) -> None:
 
 def local_state(topic, *flags: str):
     return run_cli("local-state", topic.id, "--json", *flags, cwd=topic.home)
-
-
-@pytest.fixture
-def topic(home_repo):
-    return new_topic(home_repo)
 
 
 def test_lines_from_the_default_branch_run_from_the_primary_root_with_the_team_env(topic, tmp_path):
@@ -338,7 +333,7 @@ def test_a_dot_path_naming_the_temp_dir_itself_is_refused_never_removed(topic):
 
 @pytest.mark.parametrize("origin", [True, False])
 def test_a_teamteardown_integrated_from_the_branch_never_runs(workspace, tmp_path, origin):
-    from gitutil import make_repo
+    from helpers.repos import make_repo
 
     home = make_repo(workspace, "web", origin=origin)
     topic = new_topic(home)

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from durabilityutil import run, run_all
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.faults import run, run_all
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 from router.create.pipeline import REPO_LOCK
 from router.topic import state
@@ -194,7 +194,7 @@ MUTATING = {
 def test_each_mutating_command_refuses_locked_while_another_process_holds_the_topic(
     home_repo, tmp_path, name
 ):
-    from teardownutil import snapshot_of
+    from helpers.topics import snapshot_of
 
     made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
     assert made.code == 0

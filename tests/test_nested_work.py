@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitutil import branches, commit, git, make_repo, run_cli, status, write
-from teardownutil import Topic, multi_topic, new_topic, teardown
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, write
+from helpers.topics import Topic, multi_topic, new_topic, teardown
 
 from router.teardown.snapshot import snapshot_ref
 

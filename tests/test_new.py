@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 ID = "2026-05-01-add-rate-limiting-middleware-to-all"
 DESC = "Add rate limiting middleware to all API endpoints"
@@ -20,27 +20,28 @@ def test_new_creates_the_home_worktree_from_origin_head_and_leaves_the_main_tree
     assert res.code == 0, res.err + res.out
     data = res.json
     wt = home_repo / ".claude" / "worktrees" / ID
-    assert data["ok"] is True and data["command"] == "new"
-    assert (data["id"], data["topic"], data["branch"]) == (
-        ID,
-        "add-rate-limiting-middleware-to-all",
-        ID,
-    )
-    assert data["home"] == {
-        "name": "home",
-        "repo": str(home_repo),
-        "worktree": str(wt),
-        "status": "created",
-        "base": git(home_repo, "rev-parse", "origin/HEAD"),
+    assert data == {
+        "ok": True,
+        "command": "new",
+        "id": ID,
+        "topic": "add-rate-limiting-middleware-to-all",
+        "branch": ID,
+        "plan_dir": str(wt / "docs" / "plans" / ID),
+        "home": {
+            "name": "home",
+            "repo": str(home_repo),
+            "worktree": str(wt),
+            "status": "created",
+            "base": git(home_repo, "rev-parse", "origin/HEAD"),
+        },
+        "warnings": [],
     }
-    assert data["plan_dir"] == str(wt / "docs" / "plans" / ID)
     assert Path(data["plan_dir"]).is_dir()
     assert str(wt) in worktree_paths(home_repo)
     assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
     # No upstream: a pull or push in the worktree must not target main.
     assert git(wt, "config", "--get", f"branch.{ID}.merge", check=False) == ""
     assert status(home_repo) == ""
-    assert data["warnings"] == []
 
 
 def test_new_branches_from_origin_head_not_from_the_local_checkout(home_repo):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitutil import commit, run_cli
-from phaseutil import artifact, new_topic
+from helpers.plans import artifact
+from helpers.repos import commit, run_cli
+from helpers.topics import new_topic
 
 
 def next_of(cwd: Path, *args: str) -> dict:
@@ -16,7 +17,7 @@ def next_of(cwd: Path, *args: str) -> dict:
 
 
 def test_question_brief_names_the_files_their_frontmatter_and_the_gate(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     data = next_of(home_repo)
     assert (data["id"], data["resume_at"], data["plan_dir"]) == (plan.name, "QUESTION", str(plan))
     assert data["expects"] == [str(plan / "task.md"), str(plan / "questions.md")]
@@ -28,7 +29,7 @@ def test_question_brief_names_the_files_their_frontmatter_and_the_gate(home_repo
 
 def test_next_at_question_gives_back_the_request_new_kept_and_only_there(home_repo):
     request = "Add rate limiting: 100 req/min per key, 429 with Retry-After"
-    plan = new_topic(home_repo, request)
+    plan = new_topic(home_repo, request).plan_dir
     data = next_of(home_repo, plan.name)
     assert (data["resume_at"], data["request"]) == ("QUESTION", request)
     assert request in data["brief"]
@@ -42,7 +43,7 @@ def test_next_at_question_gives_back_the_request_new_kept_and_only_there(home_re
 
 
 def test_design_review_brief_gives_the_record_command_and_the_round(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     for name in ("task.md", "questions.md", "research.md", "design.md"):
         artifact(plan, name)
     data = next_of(home_repo, plan.name)
@@ -56,7 +57,7 @@ def test_design_review_brief_gives_the_record_command_and_the_round(home_repo):
 
 
 def test_implement_brief_lists_the_checkouts_and_the_review_record(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     artifact(plan, "plan.md")
     commit(plan.parent.parent.parent, "a.py", "a = 1\n", "slice")
     data = next_of(home_repo)
@@ -89,7 +90,7 @@ def test_implement_brief_lists_the_checkouts_and_the_review_record(home_repo):
     ],
 )
 def test_every_phase_has_a_brief_that_renders(home_repo, files, resume_at):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     for name, fields in files.items():
         artifact(plan, name, **fields)
     data = next_of(home_repo)
@@ -101,7 +102,7 @@ def test_every_phase_has_a_brief_that_renders(home_repo, files, resume_at):
 
 
 def test_pr_brief_after_a_passing_review(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     artifact(plan, "plan.md")
     commit(plan.parent.parent.parent, "a.py", "a = 1\n", "slice")
     assert run_cli("record", "review", plan.name, "PASS", cwd=home_repo).code == 0
@@ -111,7 +112,7 @@ def test_pr_brief_after_a_passing_review(home_repo):
 
 
 def test_next_text_shows_the_phase_then_the_brief(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = run_cli("next", cwd=home_repo)
     assert res.code == 0
     assert res.out.startswith(f"Topic {plan.name}\nResume at: QUESTION\n")
@@ -121,7 +122,7 @@ def test_next_text_shows_the_phase_then_the_brief(home_repo):
 def test_the_halted_design_brief_gives_a_command_that_runs_as_written(home_repo):
     import shlex
 
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     for name in ("task.md", "questions.md", "research.md"):
         artifact(plan, name)
     for n in range(1, 6):

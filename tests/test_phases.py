@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitutil import commit, make_repo, run_cli, write
+from helpers.plans import artifact, repos_md
+from helpers.repos import commit, make_repo, run_cli, write
+from helpers.topics import TOPIC_ID, new_topic
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from phaseutil import artifact, new_topic, repos_md
 
 from router.phase.infer import infer
 from router.plandir import artifacts, frontmatter
 from router.topic import ids
-
-TOPIC_ID = "2026-05-01-add-rate-limiting"
 
 # (files to write: name -> extra frontmatter), commits?, missing worktrees, expected
 # (resume_at, step, halted). One entry per row of the table, plus the boundaries.
@@ -274,17 +273,26 @@ def _phase(cwd: Path, *args: str) -> dict:
 
 
 def test_a_commit_on_the_topic_branch_in_the_home_worktree_moves_plan_to_slices(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     artifact(plan, "plan.md")
     assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("IMPLEMENT", "tests")
     commit(plan.parent.parent.parent, "src/a.py", "x = 1\n", "first slice")
-    data = _phase(home_repo)
-    assert (data["resume_at"], data["step"], data["halted"]) == ("IMPLEMENT", "slices", False)
+    assert _phase(home_repo) == {
+        "ok": True,
+        "command": "phase",
+        "id": TOPIC_ID,
+        "plan_dir": str(plan),
+        "resume_at": "IMPLEMENT",
+        "step": "slices",
+        "halted": False,
+        "completed": ["WORKTREE", "PLAN"],
+        "warnings": [],
+    }
 
 
 def test_a_commit_in_a_secondary_repo_alone_counts(home_repo, workspace):
     api = make_repo(workspace, "api")
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     write(plan / "repos.md", repos_md(home_repo, ("api", api)))
     res = run_cli("worktrees", str(plan), "--json", cwd=home_repo)
     assert res.code == 0, res.err + res.out
@@ -297,7 +305,7 @@ def test_a_commit_in_a_secondary_repo_alone_counts(home_repo, workspace):
 
 def test_structure_asks_for_worktrees_while_repos_md_lists_a_repo_without_one(home_repo, workspace):
     api = make_repo(workspace, "api")
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     artifact(plan, "design.md")
     artifact(plan, "design-review-1.md", verdict="APPROVE")
     write(plan / "repos.md", repos_md(home_repo, ("api", api)))
@@ -307,7 +315,7 @@ def test_structure_asks_for_worktrees_while_repos_md_lists_a_repo_without_one(ho
 
 
 def test_phase_text_is_readable(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     artifact(plan, "task.md")
     artifact(plan, "questions.md")
     res = run_cli("phase", cwd=home_repo)

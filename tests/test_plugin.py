@@ -79,7 +79,7 @@ def test_marketplace_lists_this_checkout_as_the_plugin() -> None:
 
 
 def test_init_prints_the_install_lines_this_marketplace_answers_to(home_repo: Path) -> None:
-    from gitutil import run_cli
+    from helpers.repos import run_cli
 
     result = run_cli("init", "--json", cwd=home_repo)
     assert result.code == 0, result.err

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import commit, git, make_repo, run_cli, write
-from phaseutil import new_topic, repos_md
+from helpers.plans import repos_md
+from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.topics import new_topic
 
 from router.plandir import artifacts, frontmatter
 
@@ -23,7 +24,7 @@ def listing(plan: Path) -> list[str]:
 
 
 def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     for value in ("REQUEST CHANGES", "COMMENT", "APPROVE"):
         res = record(home_repo, "verdict", plan.name, value)
         assert res.code == 0, res.err + res.out
@@ -40,7 +41,7 @@ def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo
 
 
 def test_numbering_continues_after_a_gap_and_after_an_unreadable_record(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     write(plan / "design-review-4.md", "not even frontmatter\n")
     res = record(home_repo, "verdict", plan.name, "APPROVE")
     assert res.json["path"] == str(plan / "design-review-5.md")
@@ -48,7 +49,7 @@ def test_numbering_continues_after_a_gap_and_after_an_unreadable_record(home_rep
 
 
 def test_reviews_are_numbered_and_keep_the_body_file(home_repo, tmp_path):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     body = write(tmp_path / "findings.md", "- the retry loop never ends\n")
     assert record(home_repo, "review", plan.name, "FAIL", "--body-file", str(body)).code == 0
     res = record(home_repo, "review", str(plan), "PASS")
@@ -74,7 +75,7 @@ def test_reviews_are_numbered_and_keep_the_body_file(home_repo, tmp_path):
     ],
 )
 def test_a_value_outside_its_set_is_exit_2_and_writes_nothing(home_repo, kind, value):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     before = listing(plan)
     res = record(home_repo, kind, plan.name, value)
     assert res.code == 2
@@ -83,7 +84,7 @@ def test_a_value_outside_its_set_is_exit_2_and_writes_nothing(home_repo, kind, v
 
 
 def test_an_unreadable_body_file_writes_nothing(home_repo, tmp_path):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = record(
         home_repo, "verdict", plan.name, "APPROVE", "--body-file", str(tmp_path / "nope.md")
     )
@@ -98,7 +99,7 @@ def test_an_unknown_target_is_no_plan_dir(home_repo):
 
 
 def test_pr_records_its_url_and_ships_the_topic(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     url = "https://github.com/acme/web/pull/42"
     res = record(home_repo, "pr", plan.name, url)
     assert res.code == 0
@@ -109,7 +110,7 @@ def test_pr_records_its_url_and_ships_the_topic(home_repo):
 
 
 def test_a_body_file_dash_reads_the_findings_from_stdin(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = run_cli(
         "record",
         "verdict",
@@ -127,7 +128,7 @@ def test_a_body_file_dash_reads_the_findings_from_stdin(home_repo):
 
 def test_pr_local_records_every_repos_tip_pushed_or_not_and_ships_without_gh(home_repo, workspace):
     api = make_repo(workspace, "api")
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     write(plan / "repos.md", repos_md(home_repo, ("api", api)))
     assert run_cli("worktrees", plan.name, "--json", cwd=home_repo).code == 0
     home_wt, api_wt = plan.parents[2], api / ".claude" / "worktrees" / plan.name
@@ -160,7 +161,7 @@ def test_pr_local_records_every_repos_tip_pushed_or_not_and_ships_without_gh(hom
 
 
 def test_a_pr_url_recorded_after_a_local_finish_replaces_it(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     commit(plan.parents[2], "a.py", "a = 1\n", "slice")
     assert record(home_repo, "pr", plan.name, "--local").code == 0
     url = "https://github.com/acme/web/pull/7"
@@ -172,14 +173,14 @@ def test_a_pr_url_recorded_after_a_local_finish_replaces_it(home_repo):
 
 @pytest.mark.parametrize("args", [(), ("https://github.com/acme/web/pull/7", "--local")])
 def test_pr_needs_exactly_one_of_a_url_and_local_and_writes_nothing(home_repo, args):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = record(home_repo, "pr", plan.name, *args)
     assert (res.code, res.json["error"]["code"]) == (2, "usage")
     assert listing(plan) == []
 
 
 def test_temp_paths_are_appended_once(home_repo, tmp_path):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     for path in ("/tmp/a-run", "/tmp/b-run", "/tmp/a-run"):
         res = record(home_repo, "temp", plan.name, path)
         assert res.code == 0
@@ -188,7 +189,7 @@ def test_temp_paths_are_appended_once(home_repo, tmp_path):
 
 
 def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     common = Path(git(home_repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
     holder = subprocess.Popen(
         [
@@ -218,7 +219,7 @@ def test_record_waits_for_the_topic_lock_then_refuses_and_writes_nothing(home_re
 
 @pytest.mark.parametrize("value", ["/tmp/.", "/tmp/run/../etc", "/tmp//run", "/"])
 def test_a_temp_path_that_is_not_normalized_is_refused_and_nothing_written(home_repo, value):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = record(home_repo, "temp", plan.name, value)
     assert res.code == 2 and res.json["error"]["code"] == "invalid-value"
     assert not (plan / "temp-paths").exists()

@@ -181,7 +181,7 @@ def test_every_command_reads_the_same_entries_from_one_worktrees_section(tmp_pat
 
 
 def _opened(root: Path):
-    from gitutil import git
+    from helpers.repos import git
 
     from router.topic.workspace import open_repo
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitutil import branches, commit, git, run_cli, status, write
-from teardownutil import multi_topic, new_topic, teardown
+from helpers.repos import branches, commit, git, run_cli, status, write
+from helpers.topics import multi_topic, new_topic, teardown
 
 from router.teardown.snapshot import snapshot_ref, snapshot_worktree
 from router.topic.workspace import open_repo

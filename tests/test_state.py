@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from gitutil import git, run_cli, worktree_paths
+from helpers.repos import git, run_cli, worktree_paths
 
 from router.topic import state
 

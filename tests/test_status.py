@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from durabilityutil import git_wrapper, run
-from gitutil import commit, git, make_repo, run_cli, write
-from phaseutil import artifact, new_topic, repos_md
+from helpers.faults import git_wrapper, run
+from helpers.plans import artifact, repos_md
+from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.topics import new_topic
 
 
 def test_two_topics_in_two_repos(home_repo, workspace):
     api = make_repo(workspace, "api")
-    multi = new_topic(home_repo, "add rate limiting")
-    single = new_topic(home_repo, "fix the footer")
+    multi = new_topic(home_repo, "add rate limiting").plan_dir
+    single = new_topic(home_repo, "fix the footer").plan_dir
     write(multi / "repos.md", repos_md(home_repo, ("api", api)))
     res = run_cli("worktrees", str(multi), "--json", cwd=home_repo)
     assert res.code == 0, res.err + res.out
@@ -25,22 +26,49 @@ def test_two_topics_in_two_repos(home_repo, workspace):
 
     res = run_cli("status", "--json", cwd=home_repo)
     assert res.code == 0, res.err + res.out
-    topics = {t["id"]: t for t in res.json["topics"]}
-    assert list(topics) == sorted([multi.name, single.name])
-    assert topics[multi.name]["plan_dir"] == str(multi)
-    assert topics[multi.name]["resume_at"] == "IMPLEMENT"
-    assert topics[multi.name]["repos"] == [
-        {"name": "home", "worktree": str(multi.parent.parent.parent), "dirty": False, "ahead": 2},
-        {"name": "api", "worktree": api_worktree, "dirty": True, "ahead": 0},
-    ]
-    assert topics[single.name]["resume_at"] == "QUESTION"
-    assert topics[single.name]["repos"] == [
-        {"name": "home", "worktree": str(single.parent.parent.parent), "dirty": False, "ahead": 0},
-    ]
+    assert res.json == {
+        "ok": True,
+        "command": "status",
+        "home": str(home_repo),
+        "topics": [
+            {
+                "id": multi.name,
+                "plan_dir": str(multi),
+                "resume_at": "IMPLEMENT",
+                "step": "slices",
+                "halted": False,
+                "repos": [
+                    {
+                        "name": "home",
+                        "worktree": str(multi.parent.parent.parent),
+                        "dirty": False,
+                        "ahead": 2,
+                    },
+                    {"name": "api", "worktree": api_worktree, "dirty": True, "ahead": 0},
+                ],
+            },
+            {
+                "id": single.name,
+                "plan_dir": str(single),
+                "resume_at": "QUESTION",
+                "step": None,
+                "halted": False,
+                "repos": [
+                    {
+                        "name": "home",
+                        "worktree": str(single.parent.parent.parent),
+                        "dirty": False,
+                        "ahead": 0,
+                    },
+                ],
+            },
+        ],
+        "warnings": [],
+    }
 
 
 def test_status_text_is_a_table_for_people(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     res = run_cli("status", cwd=home_repo)
     assert res.code == 0
     assert res.out.splitlines() == [
@@ -51,7 +79,7 @@ def test_status_text_is_a_table_for_people(home_repo):
 
 
 def test_status_reports_a_broken_frontmatter_and_carries_on(home_repo):
-    plan = new_topic(home_repo)
+    plan = new_topic(home_repo).plan_dir
     write(plan / "task.md", "---\ntopic: : :\n---\n")
     res = run_cli("status", "--json", cwd=home_repo)
     assert res.code == 0

@@ -4,7 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitutil import git, make_repo, run_cli, write
+from helpers.repos import git, make_repo, run_cli, write
 
 # Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
 SEED_LOOP = Path(__file__).with_name("seed_sweep_loop.sh").read_text(encoding="utf-8")
@@ -148,7 +148,7 @@ CLAIM_ID = "2026-05-01-claimed-topic"
 
 def _claim_without_add(repo: Path) -> Path:
     """A `new` stopped between its claim (mkdir) and `git worktree add`: what a concurrent sweep sees."""
-    from durabilityutil import CRASHED, run
+    from helpers.faults import CRASHED, run
 
     crashed = run("new", "Claimed topic", "--id", CLAIM_ID, "--json", cwd=repo, crash_at="add")
     assert crashed.code == CRASHED, crashed.err
@@ -173,7 +173,7 @@ def test_a_directory_a_creation_under_way_has_claimed_is_kept(home_repo):
 
 
 def test_teardown_of_another_topic_keeps_a_claimed_directory(home_repo):
-    from teardownutil import new_topic, teardown
+    from helpers.topics import new_topic, teardown
 
     topic = new_topic(home_repo)
     claim = _claim_without_add(home_repo)

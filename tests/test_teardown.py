@@ -4,15 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
-from gitutil import branches, commit, git, run_cli, status, worktree_paths, write
-from teardownutil import (
+from helpers.origin import commit_on_origin, merge_on_origin, push_branch
+from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.topics import (
     TOPIC_ID,
-    commit_on_origin,
     configure,
-    merge_on_origin,
     multi_topic,
     new_topic,
-    push_branch,
     snapshot_of,
     steps_of,
     teardown,
@@ -99,10 +97,79 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
     before = {n: snapshot_of(r) for n, r in topic.repos.items()}
     res = teardown(topic, "--dry-run", "--force", "--integrate")
     assert res.code == 0, res.out
-    assert res.json["dry_run"] is True
-    api = steps_of(res.json, "api")
-    assert api["integrate"]["detail"].startswith("would cherry-pick 1 commit")
-    assert steps_of(res.json, "home")["remove"]["detail"].endswith("after writing a snapshot")
+    home_wt, api_wt, branch = topic.worktrees["home"], topic.worktrees["api"], topic.branch
+    undeclared = "no .teamteardown on main — nothing declared"
+
+    def plan(wt: Path, integrate: tuple[str, str], remove: str, plan_dir: str, local: str):
+        return [
+            {"name": "integrate", "outcome": integrate[0], "detail": integrate[1]},
+            {"name": "remove", "outcome": "done", "detail": f"would remove {wt}{remove}"},
+            {"name": "branch", "outcome": "done", "detail": f"would delete {branch}"},
+            {
+                "name": "verify-gone",
+                "outcome": "done",
+                "detail": f"would re-check that {wt} is gone",
+            },
+            {
+                "name": "update-default",
+                "outcome": "done",
+                "detail": "would run git pull --rebase origin main",
+            },
+            {"name": "plan-dir", "outcome": "skipped", "detail": plan_dir},
+            {"name": "sweep", "outcome": "skipped", "detail": "no residue"},
+            {"name": "local-state", "outcome": "done", "detail": f"would run: {local}"},
+        ]
+
+    def local_state(name: str, notes: list[str]) -> dict:
+        return {
+            "name": name,
+            "source": None,
+            "declared": False,
+            "note": undeclared,
+            "commands": [],
+            "temp_paths": [],
+            "notes": notes,
+            "interrupted": False,
+        }
+
+    merged = "nothing to integrate: merged (its tip is an ancestor of origin/main)"
+    assert res.json == {
+        "ok": True,
+        "command": "teardown",
+        "id": topic.id,
+        "dry_run": True,
+        "repos": [
+            {
+                "name": "home",
+                "worktree": str(home_wt),
+                "steps": plan(
+                    home_wt,
+                    ("skipped", merged),
+                    " after writing a snapshot",
+                    f"no docs/plans/{topic.id}/ in the primary clone",
+                    f"{undeclared}; no temp paths recorded",
+                ),
+            },
+            {
+                "name": "api",
+                "worktree": str(api_wt),
+                "steps": plan(
+                    api_wt,
+                    ("done", "would cherry-pick 1 commit(s) onto the default branch"),
+                    "",
+                    "home repo only",
+                    undeclared,
+                ),
+            },
+        ],
+        "swept": [],
+        "kept": [],
+        "local_state": [local_state("home", ["no temp paths recorded"]), local_state("api", [])],
+        "warnings": [
+            "dry run: origin was not fetched, so the plan uses what was fetched before (a merge"
+            " made since is not seen: `git fetch origin` first for an up-to-date plan)"
+        ],
+    }
     assert_untouched(topic, before)
 
 
@@ -309,18 +376,22 @@ def test_a_rerun_after_integrate_does_not_cherry_pick_twice(home_repo):
 # -- merged on origin ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("squash", [False, True], ids=["merge-commit", "squash"])
-def test_a_branch_merged_on_origin_is_torn_down_and_main_fast_forwarded(home_repo, squash):
+@pytest.mark.parametrize("how", ["merge", "squash"], ids=["merge-commit", "squash"])
+def test_a_branch_merged_on_origin_is_torn_down_and_main_fast_forwarded(home_repo, how):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
     commit(wt, "one.py", "one\n", "first")
     commit(wt, "two.py", "two\n", "second")
     push_branch(wt, topic.branch)
-    merged = merge_on_origin(home_repo, topic.branch, squash=squash)
+    merged = merge_on_origin(home_repo, topic.branch, how=how)
     res = teardown(topic)
     assert res.code == 0, res.out
     steps = steps_of(res.json, "home")
-    proof = "squashed change is already on origin/main" if squash else "ancestor of origin/main"
+    proof = (
+        "squashed change is already on origin/main"
+        if how == "squash"
+        else "ancestor of origin/main"
+    )
     assert proof in steps["integrate"]["detail"]
     assert steps["branch"]["outcome"] == "done"
     assert git(home_repo, "rev-parse", "main") == merged
@@ -395,7 +466,7 @@ def test_a_tracked_plan_dir_in_the_primary_clone_is_kept(home_repo):
 
 
 def test_a_repos_md_line_naming_another_topics_worktree_never_removes_it(workspace):
-    from gitutil import make_repo
+    from helpers.repos import make_repo
 
     topic = new_topic(make_repo(workspace, "web"))
     api = make_repo(workspace, "api")
@@ -606,7 +677,10 @@ def test_no_command_runs_a_repos_core_fsmonitor(workspace, tmp_path):
     res = teardown(topic)
     assert res.code == 0, res.out + res.err
     assert not marker.exists(), "teardown ran core.fsmonitor"
-    assert git(topic.repos["api"], "log", "-1", "--format=%s", "main") == f"Merge {topic.branch}"
+    assert (
+        git(topic.repos["api"], "log", "-1", "--format=%s", "main")
+        == f"Merge pull request from {topic.branch}"
+    )
     configure(topic.home, {"core.fsmonitor": str(hook)})
     status(topic.home)  # the hook is live: plain git runs it
     assert marker.exists()
@@ -617,7 +691,7 @@ def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_js
 ):
     # The Ctrl-C reached only git (it runs in team-router's process group): the
     # command still ends with one JSON object and exit 130, never a traceback.
-    from durabilityutil import git_wrapper
+    from helpers.faults import git_wrapper
 
     topic = new_topic(home_repo, "2026-05-01-add-thing")
     env = git_wrapper(tmp_path / "bin", "worktree list", "kill -INT $$")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitutil import run_cli
-from teardownutil import multi_topic
+from helpers.repos import run_cli
+from helpers.topics import multi_topic
 
 from router.plandir.reposmd import WorktreeLine
 from router.topic import state

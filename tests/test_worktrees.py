@@ -4,27 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
-from gitutil import branches, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.plans import repos_md
+from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.topics import TOPIC_ID
 
-ID = "2026-05-01-multi-thing"
-
-
-def repos_md(home: Path, *items: tuple[str, str], worktrees: str = "") -> str:
-    extra = "".join(f"- **name:** {n}\n  **path:** {p}\n  **role:** part\n" for n, p in items)
-    return (
-        "---\ntopic: multi-thing\ndate: 2026-05-01\nphase: repos\n---\n\n"
-        "# Repos: multi-thing\n\n"
-        f"## Home repo\n- **name:** web\n- **path:** {home}\n- **role:** the UI\n\n"
-        f"## Additional repos\n{extra}\n"
-        "## Notes\nKeep   this   text *exactly*.\n" + worktrees
-    )
-
-
-@pytest.fixture
-def topic(home_repo: Path) -> Path:
-    res = run_cli("new", "multi thing", "--date", "2026-05-01", "--json", cwd=home_repo)
-    assert res.code == 0, res.err
-    return Path(res.json["plan_dir"])
+NOTES = "## Notes\nKeep   this   text *exactly*.\n"
 
 
 def worktrees(plan: Path, *args: str):
@@ -32,7 +16,7 @@ def worktrees(plan: Path, *args: str):
 
 
 def test_single_mode_reports_the_home_worktree(topic):
-    res = worktrees(topic)
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.err
     assert res.json["mode"] == "single"
     assert [r["status"] for r in res.json["repos"]] == ["existing"]
@@ -44,8 +28,11 @@ def test_multi_repo_creates_a_worktree_per_sibling_and_writes_the_section(
 ):
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "shared-types")
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api)), ("shared-types", str(types))))
-    res = worktrees(topic)
+    write(
+        topic.plan_dir / "repos.md",
+        repos_md(home_repo, ("api", str(api)), ("shared-types", str(types)), notes=NOTES),
+    )
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.err
     repos = res.json["repos"]
     assert [(r["name"], r["status"]) for r in repos] == [
@@ -54,17 +41,17 @@ def test_multi_repo_creates_a_worktree_per_sibling_and_writes_the_section(
         ("shared-types", "created"),
     ]
     for repo, r in ((api, repos[1]), (types, repos[2])):
-        wt = repo / ".claude" / "worktrees" / ID
-        assert r["worktree"] == str(wt) and r["branch"] == ID
-        assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
+        wt = repo / ".claude" / "worktrees" / TOPIC_ID
+        assert r["worktree"] == str(wt) and r["branch"] == TOPIC_ID
+        assert git(wt, "symbolic-ref", "--short", "HEAD") == TOPIC_ID
         assert git(wt, "rev-parse", "HEAD") == git(repo, "rev-parse", "origin/HEAD")
         assert status(repo) == ""
-    text = (topic / "repos.md").read_text()
+    text = (topic.plan_dir / "repos.md").read_text()
     assert text.endswith(
         "## Worktrees\n"
-        f"- home: {home_repo}/.claude/worktrees/{ID}\n"
-        f"- api: {api}/.claude/worktrees/{ID}\n"
-        f"- shared-types: {types}/.claude/worktrees/{ID}\n"
+        f"- home: {home_repo}/.claude/worktrees/{TOPIC_ID}\n"
+        f"- api: {api}/.claude/worktrees/{TOPIC_ID}\n"
+        f"- shared-types: {types}/.claude/worktrees/{TOPIC_ID}\n"
     )
     assert res.json["repos_md_updated"] is True
     assert status(home_repo) == ""
@@ -75,17 +62,17 @@ def test_write_back_preserves_every_other_byte_and_stays_single_on_rerun(
 ):
     api = make_repo(workspace, "api")
     stale = "## Worktrees\n- home: /old/path\n- gone: /old/gone\n\n## After\ntrailing text\n"
-    original = repos_md(home_repo, ("api", str(api)), worktrees=stale)
-    write(topic / "repos.md", original)
-    assert worktrees(topic).code == 0
-    first = (topic / "repos.md").read_text()
+    original = repos_md(home_repo, ("api", str(api)), notes=NOTES + stale)
+    write(topic.plan_dir / "repos.md", original)
+    assert worktrees(topic.plan_dir).code == 0
+    first = (topic.plan_dir / "repos.md").read_text()
     head, _, _ = original.partition("## Worktrees")
     assert first.startswith(head)
     assert first.endswith("\n\n## After\ntrailing text\n")
     assert first.count("## Worktrees") == 1
-    again = worktrees(topic)
+    again = worktrees(topic.plan_dir)
     assert again.json["repos_md_updated"] is False
-    assert (topic / "repos.md").read_text() == first
+    assert (topic.plan_dir / "repos.md").read_text() == first
 
 
 @pytest.mark.parametrize("char", list("\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e"))
@@ -95,15 +82,15 @@ def test_a_line_separator_before_the_section_costs_no_line_and_doctor_reads_it(
     # str.splitlines breaks on these; markdown-it, whose line numbers find the section, does not.
     api = make_repo(workspace, "api")
     stale = "## Worktrees\n- home: /old/path\n\n## After\ntrailing text\n"
-    original = repos_md(home_repo, ("api", str(api)), worktrees=stale).replace(
+    original = repos_md(home_repo, ("api", str(api)), notes=NOTES + stale).replace(
         "Keep   this", f"Keep{char * 6}this"
     )
-    write(topic / "repos.md", original)
-    assert worktrees(topic).code == 0
+    write(topic.plan_dir / "repos.md", original)
+    assert worktrees(topic.plan_dir).code == 0
     head, _, _ = original.partition("## Worktrees")
-    assert (topic / "repos.md").read_text() == (
-        f"{head}## Worktrees\n- home: {home_repo}/.claude/worktrees/{ID}\n"
-        f"- api: {api}/.claude/worktrees/{ID}\n\n## After\ntrailing text\n"
+    assert (topic.plan_dir / "repos.md").read_text() == (
+        f"{head}## Worktrees\n- home: {home_repo}/.claude/worktrees/{TOPIC_ID}\n"
+        f"- api: {api}/.claude/worktrees/{TOPIC_ID}\n\n## After\ntrailing text\n"
     )
     doctor = run_cli("doctor", "--json", cwd=home_repo).json
     assert [f for f in doctor["findings"] if f["kind"] == "worktrees-section"] == []
@@ -111,12 +98,12 @@ def test_a_line_separator_before_the_section_costs_no_line_and_doctor_reads_it(
 
 def test_crlf_repos_md_keeps_its_line_endings(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
-    write(topic / "repos.md", "")
-    (topic / "repos.md").write_bytes(
-        repos_md(home_repo, ("api", str(api))).replace("\n", "\r\n").encode()
+    write(topic.plan_dir / "repos.md", "")
+    (topic.plan_dir / "repos.md").write_bytes(
+        repos_md(home_repo, ("api", str(api)), notes=NOTES).replace("\n", "\r\n").encode()
     )
-    assert worktrees(topic).code == 0
-    data = (topic / "repos.md").read_bytes()
+    assert worktrees(topic.plan_dir).code == 0
+    data = (topic.plan_dir / "repos.md").read_bytes()
     assert b"\n" not in data.replace(b"\r\n", b"")
     assert b"## Worktrees\r\n- home: " in data
 
@@ -139,8 +126,8 @@ def test_containment_refuses_each_bad_repo_with_its_reason_and_the_rest_proceed(
         ("again", str(api)),
         ("self", str(home_repo)),
     ]
-    write(topic / "repos.md", repos_md(home_repo, *items))
-    res = worktrees(topic)
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, *items, notes=NOTES))
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.err
     got = {r["name"]: (r["status"], r["reason"]) for r in res.json["repos"]}
     assert got == {
@@ -155,7 +142,7 @@ def test_containment_refuses_each_bad_repo_with_its_reason_and_the_rest_proceed(
     }
     assert worktree_paths(outside) == [str(outside)]
     assert not (outside / ".claude").exists() and not (plain / ".claude").exists()
-    section = (topic / "repos.md").read_text().split("## Worktrees")[1]
+    section = (topic.plan_dir / "repos.md").read_text().split("## Worktrees")[1]
     assert "- api:" in section and "far" not in section and "ghost" not in section
 
 
@@ -174,15 +161,17 @@ def test_containment_refuses_each_bad_repo_with_its_reason_and_the_rest_proceed(
     ],
 )
 def test_malformed_repos_md_is_exit_2_naming_the_line(home_repo, topic, body, line, words):
-    text = repos_md(home_repo).replace("## Additional repos\n", "## Additional repos\n" + body)
-    write(topic / "repos.md", text)
-    before = (topic / "repos.md").read_bytes()
-    res = worktrees(topic)
+    text = repos_md(home_repo, notes=NOTES).replace(
+        "## Additional repos\n", "## Additional repos\n" + body
+    )
+    write(topic.plan_dir / "repos.md", text)
+    before = (topic.plan_dir / "repos.md").read_bytes()
+    res = worktrees(topic.plan_dir)
     assert res.code == 2
     err = res.json["error"]
     assert err["code"] == "repos-md"
     assert f"line {line}:" in err["message"] and words in err["message"]
-    assert (topic / "repos.md").read_bytes() == before
+    assert (topic.plan_dir / "repos.md").read_bytes() == before
 
 
 def test_a_repos_md_over_1_mib_is_refused_naming_its_size_before_it_is_parsed(
@@ -190,41 +179,43 @@ def test_a_repos_md_over_1_mib_is_refused_naming_its_size_before_it_is_parsed(
 ):
     api = make_repo(workspace, "api")
     # Valid in every other way: only its size is wrong.
-    text = repos_md(home_repo, ("api", str(api))) + "filler line\n" * 100_000
-    write(topic / "repos.md", text)
-    size = (topic / "repos.md").stat().st_size
+    text = repos_md(home_repo, ("api", str(api)), notes=NOTES) + "filler line\n" * 100_000
+    write(topic.plan_dir / "repos.md", text)
+    size = (topic.plan_dir / "repos.md").stat().st_size
     assert size > 1024 * 1024
-    res = worktrees(topic)
+    res = worktrees(topic.plan_dir)
     assert res.code == 2, res.out
     assert res.json["error"]["code"] == "repos-md"
     assert f"{size} bytes" in res.json["error"]["message"]
     assert worktree_paths(api) == [str(api)]
-    assert (topic / "repos.md").stat().st_size == size
+    assert (topic.plan_dir / "repos.md").stat().st_size == size
 
 
 def test_a_home_path_that_is_not_this_repo_is_refused(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
-    write(topic / "repos.md", repos_md(api))
-    res = worktrees(topic)
+    write(topic.plan_dir / "repos.md", repos_md(api, notes=NOTES))
+    res = worktrees(topic.plan_dir)
     assert res.code == 2 and res.json["error"]["code"] == "repos-md"
     assert "line 11:" in res.json["error"]["message"]
     assert worktree_paths(api) == [str(api)]
 
 
 def test_unparseable_frontmatter_is_a_repos_md_error(home_repo, topic):
-    write(topic / "repos.md", "---\ntopic: [unclosed\n---\n\n## Home repo\n- **path:** /x\n")
-    res = worktrees(topic)
+    write(
+        topic.plan_dir / "repos.md", "---\ntopic: [unclosed\n---\n\n## Home repo\n- **path:** /x\n"
+    )
+    res = worktrees(topic.plan_dir)
     assert res.code == 2 and res.json["error"]["code"] == "repos-md"
     assert "line" in res.json["error"]["message"]
 
 
 def test_name_and_path_without_bold_are_accepted(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
-    text = repos_md(home_repo).replace(
+    text = repos_md(home_repo, notes=NOTES).replace(
         "## Additional repos\n", f"## Additional repos\n- name: api\n  path: `{api}`\n"
     )
-    write(topic / "repos.md", text)
-    res = worktrees(topic)
+    write(topic.plan_dir / "repos.md", text)
+    res = worktrees(topic.plan_dir)
     assert [(r["name"], r["status"]) for r in res.json["repos"]] == [
         ("home", "existing"),
         ("api", "created"),
@@ -236,9 +227,12 @@ def test_a_blocked_path_in_one_secondary_falls_back_and_the_rest_are_fine(
 ):
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "types")
-    blocker = write(api / ".claude" / "worktrees" / ID, "a file in the way\n")
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api)), ("types", str(types))))
-    res = worktrees(topic)
+    blocker = write(api / ".claude" / "worktrees" / TOPIC_ID, "a file in the way\n")
+    write(
+        topic.plan_dir / "repos.md",
+        repos_md(home_repo, ("api", str(api)), ("types", str(types)), notes=NOTES),
+    )
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.err
     got = {r["name"]: r for r in res.json["repos"]}
     assert got["api"]["status"] == "fallback" and got["api"]["reason"] == "path-taken"
@@ -247,47 +241,51 @@ def test_a_blocked_path_in_one_secondary_falls_back_and_the_rest_are_fine(
     assert any("Falling back to main tree" in w and "api" in w for w in res.json["warnings"])
     assert blocker.read_text() == "a file in the way\n"
     assert branches(api) == ["main"]
-    assert f"- api: {api}\n" in (topic / "repos.md").read_text()
+    assert f"- api: {api}\n" in (topic.plan_dir / "repos.md").read_text()
 
 
 def test_strict_rolls_back_everything_this_run_created(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "types")
-    blocker = write(api / ".claude" / "worktrees" / ID, "a file in the way\n")
-    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)))
-    write(topic / "repos.md", original)
-    res = worktrees(topic, "--strict")
+    blocker = write(api / ".claude" / "worktrees" / TOPIC_ID, "a file in the way\n")
+    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)), notes=NOTES)
+    write(topic.plan_dir / "repos.md", original)
+    res = worktrees(topic.plan_dir, "--strict")
     assert res.code == 1
     assert res.json["error"]["code"] == "strict-failed"
     assert "api" in res.json["error"]["message"]
     # The refusal still carries the command's own keys (README, JSON contract).
-    assert (res.json["id"], res.json["mode"], res.json["plan_dir"]) == (ID, "multi", str(topic))
+    assert (res.json["id"], res.json["mode"], res.json["plan_dir"]) == (
+        TOPIC_ID,
+        "multi",
+        str(topic.plan_dir),
+    )
     assert res.json["repos_md_updated"] is False
     assert [r["name"] for r in res.json["repos"]] == ["home", "api", "types"]
     assert any("Falling back to main tree" in w for w in res.json["warnings"])
     assert blocker.read_text() == "a file in the way\n"
     assert worktree_paths(types) == [str(types)] and branches(types) == ["main"]
-    assert not (types / ".claude" / "worktrees" / ID).exists()
+    assert not (types / ".claude" / "worktrees" / TOPIC_ID).exists()
     assert run_cli("doctor", "--json", cwd=types).json["findings"] == []  # no stale record
     assert branches(api) == ["main"]
     # The home worktree predates this run and stays; repos.md is not rewritten.
-    assert Path(home_repo / ".claude" / "worktrees" / ID).is_dir()
-    assert (topic / "repos.md").read_text() == original
+    assert Path(home_repo / ".claude" / "worktrees" / TOPIC_ID).is_dir()
+    assert (topic.plan_dir / "repos.md").read_text() == original
 
 
 def test_strict_passes_when_everything_gets_a_worktree(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
-    res = worktrees(topic, "--strict")
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, ("api", str(api)), notes=NOTES))
+    res = worktrees(topic.plan_dir, "--strict")
     assert res.code == 0
     assert [r["status"] for r in res.json["repos"]] == ["existing", "created"]
 
 
 def test_worktrees_finds_the_topic_from_inside_the_home_worktree_without_a_target(home_repo, topic):
-    wt = home_repo / ".claude" / "worktrees" / ID
+    wt = home_repo / ".claude" / "worktrees" / TOPIC_ID
     res = run_cli("worktrees", "--json", cwd=wt)
     assert res.code == 0, res.err
-    assert res.json["id"] == ID
+    assert res.json["id"] == TOPIC_ID
 
 
 def test_an_unknown_plan_dir_is_exit_2(home_repo, topic):
@@ -299,8 +297,8 @@ def test_an_unknown_plan_dir_is_exit_2(home_repo, topic):
 
 def test_secondary_without_origin_warns_and_uses_its_local_default(workspace, home_repo, topic):
     api = make_repo(workspace, "api", origin=False)
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
-    res = worktrees(topic)
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, ("api", str(api)), notes=NOTES))
+    res = worktrees(topic.plan_dir)
     assert res.json["repos"][1]["status"] == "created"
     assert any(w.startswith("api: no origin") for w in res.json["warnings"])
 
@@ -318,19 +316,19 @@ def test_strict_rolls_back_every_repo_when_one_fails_with_an_io_error(workspace,
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "types")
     broken = _break_state_dir(types)
-    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)))
-    write(topic / "repos.md", original)
-    res = worktrees(topic, "--strict")
+    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)), notes=NOTES)
+    write(topic.plan_dir / "repos.md", original)
+    res = worktrees(topic.plan_dir, "--strict")
     assert res.code == 1, res.out + res.err
     assert res.json["error"]["code"] == "strict-failed"
     assert "types (io-error" in res.json["error"]["message"]
     assert "Traceback" not in res.err
     for repo in (api, types):
         assert worktree_paths(repo) == [str(repo)] and branches(repo) == ["main"]
-        assert not (repo / ".claude" / "worktrees" / ID).exists()
+        assert not (repo / ".claude" / "worktrees" / TOPIC_ID).exists()
         assert status(repo) == ""
     assert broken.read_text() == "a file in the way\n"
-    assert (topic / "repos.md").read_text() == original
+    assert (topic.plan_dir / "repos.md").read_text() == original
 
 
 def test_an_io_error_in_one_secondary_refuses_it_and_the_rest_keep_their_worktrees(
@@ -339,14 +337,17 @@ def test_an_io_error_in_one_secondary_refuses_it_and_the_rest_keep_their_worktre
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "types")
     _break_state_dir(types)
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api)), ("types", str(types))))
-    res = worktrees(topic)
+    write(
+        topic.plan_dir / "repos.md",
+        repos_md(home_repo, ("api", str(api)), ("types", str(types)), notes=NOTES),
+    )
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.out + res.err
     got = {r["name"]: r for r in res.json["repos"]}
     assert (got["types"]["status"], got["types"]["reason"]) == ("refused", "io-error")
     assert got["api"]["status"] == "created"
     assert worktree_paths(types) == [str(types)] and branches(types) == ["main"]
-    assert (api / ".claude" / "worktrees" / ID / ".git").is_file()
+    assert (api / ".claude" / "worktrees" / TOPIC_ID / ".git").is_file()
 
 
 def _failing_post_checkout(repo: Path) -> Path:
@@ -364,8 +365,8 @@ def test_a_failing_post_checkout_hook_is_rolled_back_whole_and_a_rerun_after_the
 ):
     api = make_repo(workspace, "api")
     hook = _failing_post_checkout(api)
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
-    res = worktrees(topic)
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, ("api", str(api)), notes=NOTES))
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.out + res.err
     got = {r["name"]: r for r in res.json["repos"]}
     assert (got["api"]["status"], got["api"]["reason"]) == ("fallback", "add-failed")
@@ -373,20 +374,20 @@ def test_a_failing_post_checkout_hook_is_rolled_back_whole_and_a_rerun_after_the
     # git had registered the worktree and created the branch before the hook ran.
     assert worktree_paths(api) == [str(api)]
     assert branches(api) == ["main"]
-    assert not (api / ".claude" / "worktrees" / ID).exists()
+    assert not (api / ".claude" / "worktrees" / TOPIC_ID).exists()
     assert not (api / ".git" / "worktrees").exists() or not any(
         (api / ".git" / "worktrees").iterdir()
     )
     assert status(api) == ""
 
     hook.unlink()  # git-lfs installed
-    again = worktrees(topic)
+    again = worktrees(topic.plan_dir)
     assert again.code == 0, again.out + again.err
     got = {r["name"]: r for r in again.json["repos"]}
     assert got["api"]["status"] == "created", got["api"]
-    wt = api / ".claude" / "worktrees" / ID
-    assert git(wt, "symbolic-ref", "--short", "HEAD") == ID
-    assert f"- api: {wt}\n" in (topic / "repos.md").read_text()
+    wt = api / ".claude" / "worktrees" / TOPIC_ID
+    assert git(wt, "symbolic-ref", "--short", "HEAD") == TOPIC_ID
+    assert f"- api: {wt}\n" in (topic.plan_dir / "repos.md").read_text()
 
 
 def _fallen_back(home_repo: Path) -> Path:
@@ -492,21 +493,21 @@ def test_a_refused_home_leaves_every_secondary_as_it_was(workspace, home_repo, t
     # leave no secondary worktree, branch or record behind.
     api = make_repo(workspace, "api")
     types = make_repo(workspace, "types")
-    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)))
-    write(topic / "repos.md", original)
-    home_wt = home_repo / ".claude" / "worktrees" / ID
+    original = repos_md(home_repo, ("api", str(api)), ("types", str(types)), notes=NOTES)
+    write(topic.plan_dir / "repos.md", original)
+    home_wt = home_repo / ".claude" / "worktrees" / TOPIC_ID
     git(home_wt, "checkout", "-q", "--detach")
-    res = worktrees(topic)
+    res = worktrees(topic.plan_dir)
     assert res.code == 1
     assert res.json["error"]["code"] == "default-branch-worktree"
     for repo in (api, types):
         assert worktree_paths(repo) == [str(repo)] and branches(repo) == ["main"]
-        assert not (repo / ".claude" / "worktrees" / ID).exists()
+        assert not (repo / ".claude" / "worktrees" / TOPIC_ID).exists()
         assert run_cli("doctor", "--json", cwd=repo).json["findings"] == []
-    assert (topic / "repos.md").read_text() == original
+    assert (topic.plan_dir / "repos.md").read_text() == original
     # The fix the refusal names, then a rerun gives every repo its worktree.
-    git(home_wt, "checkout", "-q", ID)
-    res = worktrees(topic)
+    git(home_wt, "checkout", "-q", TOPIC_ID)
+    res = worktrees(topic.plan_dir)
     assert res.code == 0, res.err
     assert [r["status"] for r in res.json["repos"]] == ["existing", "created", "created"]
 
@@ -514,13 +515,13 @@ def test_a_refused_home_leaves_every_secondary_as_it_was(workspace, home_repo, t
 def test_a_secondary_costs_six_git_processes(tmp_path, workspace, home_repo, topic):
     # Where the location, fetch, worktree list, add and verify each need their
     # own process, HEAD, the topic's branch and origin/HEAD are one lookup.
-    from durabilityutil import git_wrapper, run
+    from helpers.faults import git_wrapper, run
 
     api = make_repo(workspace, "api")
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, ("api", str(api)), notes=NOTES))
     log = tmp_path / "git.log"
     env = git_wrapper(tmp_path / "bin", "", f'echo "$*" >> \'{log}\'\nexec "$REAL_GIT" "$@"')
-    proc = run("worktrees", "--json", cwd=topic, env=env)
+    proc = run("worktrees", "--json", cwd=topic.plan_dir, env=env)
     assert proc.code == 0, proc.err
     assert [r["status"] for r in proc.json["repos"]] == ["existing", "created"]
     calls = [line for line in log.read_text().splitlines() if f"-C {api}" in line]
@@ -534,8 +535,8 @@ def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yam
     import sys
 
     api = make_repo(workspace, "api")
-    write(topic / "repos.md", repos_md(home_repo, ("api", str(api))))
-    args = ["-C", str(topic), "worktrees"]
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, ("api", str(api)), notes=NOTES))
+    args = ["-C", str(topic.plan_dir), "worktrees"]
     code = (
         f"import sys\nfrom router.entry import main\ncode = main({args!r})\n"
         "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"

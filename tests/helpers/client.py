@@ -5,7 +5,7 @@ The model is the only fake. The client binary, the plugin (loaded from this chec
 with ``--plugin-dir``), git and team-router are real: what a test asserts is what the
 client really sent to the model and what it really did with the model's tool calls.
 
-``python tests/clientutil.py install`` installs the pinned client (``.ci/run`` does this
+``python tests/helpers/client.py install`` installs the pinned client (``.ci/run`` does this
 before the tests, so registry trouble shows up as an install failure, not a test one);
 the test fixture calls the same installer, which is a no-op once the pinned version is
 in place, so a plain ``pytest`` from a fresh checkout works too.
@@ -29,15 +29,15 @@ from typing import Any
 
 from filelock import FileLock
 
-ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "@anthropic-ai/claude-code"
 # package.json pins the exact version; package-lock.json pins every tarball's integrity.
-PIN_DIR = ROOT / "tests" / "e2e"
+PIN_DIR = PROJECT_ROOT / "tests" / "e2e"
 # Outside the checkout: a marketplace install from a local directory copies the whole
 # directory, and the client is ~400 MB. One copy per pinned version, shared by every
 # checkout and worktree. Read once at import, before any test points HOME elsewhere.
 CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-INSTALL_COMMAND = f"{sys.executable} tests/clientutil.py install"
+INSTALL_COMMAND = f"{sys.executable} tests/helpers/client.py install"
 NPM_TIMEOUT = 600
 
 Block = dict[str, Any]
@@ -426,7 +426,7 @@ def run_client(
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
     )
     argv = [str(binary), "-p", prompt, "--output-format", "stream-json", "--verbose"]
-    argv += ["--plugin-dir", str(ROOT), "--allowedTools", allowed_tools, *extra]
+    argv += ["--plugin-dir", str(PROJECT_ROOT), "--allowedTools", allowed_tools, *extra]
     proc = subprocess.Popen(
         argv,
         cwd=cwd,

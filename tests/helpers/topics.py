@@ -1,11 +1,12 @@
-"""Topics to tear down: single- and multi-repo, built through ``new`` and ``worktrees``."""
+"""Topics made as users make them (``new``, then ``worktrees`` for several repos), and their teardown."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitutil import commit, git, make_repo, run_cli, write
+from helpers.plans import repos_md
+from helpers.repos import git, make_repo, run_cli, write
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
 
@@ -23,12 +24,24 @@ class Topic:
         return self.id
 
 
-def new_topic(home: Path, topic_id: str = TOPIC_ID) -> Topic:
-    res = run_cli("new", "Add rate limiting", "--id", topic_id, "--json", cwd=home)
+def new_topic(
+    repo: Path,
+    description: str = "add rate limiting",
+    *,
+    topic_id: str | None = None,
+    date: str = "2026-05-01",
+) -> Topic:
+    """A topic made the way users make one (``team-router new`` in ``repo``).
+
+    Its id is ``date`` plus the slug of ``description`` (``TOPIC_ID`` by
+    default), or exactly ``topic_id`` when given (``new --id``).
+    """
+    chosen = ("--id", topic_id) if topic_id is not None else ("--date", date)
+    res = run_cli("new", description, *chosen, "--json", cwd=repo)
     assert res.code == 0, res.out + res.err
     data = res.json
     worktree = Path(data["home"]["worktree"])
-    return Topic(topic_id, home, Path(data["plan_dir"]), {"home": home}, {"home": worktree})
+    return Topic(data["id"], repo, Path(data["plan_dir"]), {"home": repo}, {"home": worktree})
 
 
 def multi_topic(
@@ -43,7 +56,7 @@ def multi_topic(
     ``config`` is set in each repo's own config before team-router first touches it.
     """
     home = configure(make_repo(workspace, "web"), config)
-    topic = new_topic(home, topic_id)
+    topic = new_topic(home, topic_id=topic_id)
     secondaries = {n: configure(make_repo(workspace, n), config) for n in names}
     write_repos_md(topic, secondaries)
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
@@ -61,14 +74,9 @@ def configure(repo: Path, config: dict[str, str] | None) -> Path:
 
 
 def write_repos_md(topic: Topic, secondaries: dict[str, Path]) -> Path:
-    """The topic's repos.md (DESIGN §6): home ``web`` and ``secondaries`` (name -> primary)."""
-    items = "\n".join(
-        f"- **name:** {n}\n  **path:** {p}\n  **role:** service" for n, p in secondaries.items()
-    )
-    return write(
-        topic.plan_dir / "repos.md",
-        f"# Repos\n\n## Home repo\n\n- **name:** web\n- **path:** {topic.home}\n\n## Additional repos\n\n{items}\n",
-    )
+    """The topic's repos.md: home ``web`` and ``secondaries`` (name -> primary), no frontmatter."""
+    text = repos_md(topic.home, *secondaries.items(), topic=None, role="service")
+    return write(topic.plan_dir / "repos.md", text)
 
 
 def teardown(topic: Topic, *flags: str, cwd: Path | None = None):
@@ -79,39 +87,6 @@ def steps_of(data: dict, name: str) -> dict[str, dict]:
     """``step name -> step`` of repo ``name`` in a teardown's JSON."""
     repo = next(r for r in data["repos"] if r["name"] == name)
     return {s["name"]: s for s in repo["steps"]}
-
-
-def push_branch(worktree: Path, branch: str) -> None:
-    git(worktree, "push", "-q", "origin", f"{branch}:{branch}")
-
-
-def merge_on_origin(repo: Path, branch: str, *, squash: bool = False, delete: bool = True) -> str:
-    """Merge ``branch`` into origin's main through a scratch clone, as a PR merge would."""
-    origin = git(repo, "remote", "get-url", "origin")
-    scratch = repo.parent.parent / "scratch" / f"{repo.name}-{branch}"
-    git(repo.parent, "clone", "-q", origin, str(scratch))
-    git(scratch, "fetch", "-q", "origin", f"{branch}:refs/remotes/origin/{branch}")
-    if squash:
-        git(scratch, "merge", "-q", "--squash", f"origin/{branch}")
-        git(scratch, "commit", "-q", "-m", f"Squash {branch}")
-    else:
-        git(scratch, "merge", "-q", "--no-ff", "-m", f"Merge {branch}", f"origin/{branch}")
-    git(scratch, "push", "-q", "origin", "main")
-    if delete:
-        git(scratch, "push", "-q", "origin", "--delete", branch)
-    return git(scratch, "rev-parse", "HEAD")
-
-
-def commit_on_origin(repo: Path, rel: str, text: str) -> str:
-    """Someone else's commit on origin's main (so the local main falls behind)."""
-    origin = git(repo, "remote", "get-url", "origin")
-    scratch = repo.parent.parent / "scratch" / f"{repo.name}-other"
-    if not scratch.exists():
-        git(repo.parent, "clone", "-q", origin, str(scratch))
-    git(scratch, "pull", "-q", "--rebase", "origin", "main")
-    sha = commit(scratch, rel, text, f"other change {rel}")
-    git(scratch, "push", "-q", "origin", "main")
-    return sha
 
 
 def snapshot_of(repo: Path) -> dict[str, str]:

@@ -52,9 +52,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from durabilityutil import spawn
-from gitutil import branches, commit, git, make_repo, status, worktree_paths, write
-from teardownutil import new_topic, write_repos_md
+from helpers.faults import spawn
+from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
+from helpers.topics import new_topic, write_repos_md
 
 TOPIC = "2026-05-01-kill-trial"
 HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
@@ -229,12 +229,12 @@ class Pace:
         if all(c in self.fixed or c in self.recent for c in DEFAULT_WINDOWS):
             return
         ws = build(root)
-        done, payload = run(("worktrees", TOPIC, "--json"), ws.home, self)
+        done, payload = run_paced(("worktrees", TOPIC, "--json"), ws.home, self)
         if done.code != 0:
             raise AssertionError(f"calibration: worktrees exited {done.code}: {payload}")
         for name, worktree in finished_worktrees(payload).items():
             commit(worktree, f"src/{name}-calibration.txt", f"{name}\n")
-        run(("teardown", TOPIC, "--integrate", "--json"), ws.home, self)
+        run_paced(("teardown", TOPIC, "--integrate", "--json"), ws.home, self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +271,7 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     if set(worktrees) != set(ws.primaries) or not trial.ok:
         return trial  # no worktree to work in: what there is to check was checked
 
-    trial.work = make_work(rng, worktrees)
+    trial.work = random_work(rng, worktrees)
     dirty = any(w.kind is not WorkKind.COMMIT for w in trial.work)
     trial.mode = rng.choice((Mode.FORCE, Mode.REFUSE)) if dirty else Mode.CLEAN
     args = ("teardown", TOPIC, "--integrate", "--json")
@@ -301,7 +301,7 @@ def rerun_as_told(
     command run again. Each run must finish or refuse naming its fix.
     """
     for _ in range(MAX_FIXES):
-        rerun, payload = run(args, cwd, pace)
+        rerun, payload = run_paced(args, cwd, pace)
         trial.reruns.append(rerun)
         trial.violations += rerun_problems(rerun, payload)
         named = named_locks(payload)
@@ -339,13 +339,13 @@ def build(root: Path) -> Workspace:
     """Home ``web`` and the secondaries under ``root/ws``, origins in ``root/origins``."""
     parent = root / "ws"
     home = make_repo(parent, "web")
-    topic = new_topic(home, TOPIC)
+    topic = new_topic(home, topic_id=TOPIC)
     secondaries = {name: make_repo(parent, name) for name in SECONDARIES}
     write_repos_md(topic, secondaries)
     return Workspace({HOME: home, **secondaries}, topic.plan_dir)
 
 
-def make_work(rng: random.Random, worktrees: dict[str, Path]) -> list[Work]:
+def random_work(rng: random.Random, worktrees: dict[str, Path]) -> list[Work]:
     """Commits and (in some trials) dirt in the worktrees; every piece by its object id.
 
     Contents carry a per-trial token so a blob can only be reachable because the
@@ -407,7 +407,9 @@ def patch_id(repo: Path, sha: str) -> str:
 # -- running and killing --------------------------------------------------------------
 
 
-def run(args: tuple[str, ...], cwd: Path, pace: Pace) -> tuple[Rerun, dict[str, object] | None]:
+def run_paced(
+    args: tuple[str, ...], cwd: Path, pace: Pace
+) -> tuple[Rerun, dict[str, object] | None]:
     """Run a command to completion; what it said, and its JSON (None if it printed none)."""
     start = time.monotonic()
     proc = spawn(*args, cwd=cwd, new_group=True)

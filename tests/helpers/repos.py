@@ -107,6 +107,8 @@ def branches(repo: Path) -> list[str]:
 
 @dataclass
 class CliResult:
+    """What a team-router run left: exit code, stdout, stderr (in-process or a real process)."""
+
     code: int
     out: str
     err: str

@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from helpers.repos import CliResult
 
 EXE = Path(sys.executable).with_name("team-router")
 CRASHED = 137  # the crash seam's exit code
 KILLED = -9  # Popen's return code for a process SIGKILLed (git_killer)
-
-
-@dataclass
-class Proc:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> dict[str, Any]:
-        return json.loads(self.out)
 
 
 def argv(*args: str, cwd: Path) -> list[str]:
@@ -61,9 +49,9 @@ def spawn(
     )
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 120) -> Proc:
+def finish(proc: subprocess.Popen[str], timeout: float = 120) -> CliResult:
     out, err = proc.communicate(timeout=timeout)
-    return Proc(proc.returncode, out, err)
+    return CliResult(proc.returncode, out, err)
 
 
 def run(
@@ -72,7 +60,7 @@ def run(
     crash_at: str | None = None,
     env: dict[str, str] | None = None,
     new_group: bool = False,
-) -> Proc:
+) -> CliResult:
     return finish(spawn(*args, cwd=cwd, crash_at=crash_at, env=env, new_group=new_group))
 
 
@@ -117,7 +105,7 @@ def slow_git(bin_dir: Path, when: str, started: Path, seconds: float = 30) -> di
     )
 
 
-def run_all(commands: list[tuple[str, ...]], *, cwd: Path) -> list[Proc]:
+def run_all(commands: list[tuple[str, ...]], *, cwd: Path) -> list[CliResult]:
     """Start every command at once, then collect them in order."""
     procs = [spawn(*c, cwd=cwd) for c in commands]
     return [finish(p) for p in procs]
