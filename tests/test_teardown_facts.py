@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 from durabilityutil import git_wrapper, run
-from gitutil import commit, git, status
-from teardownutil import multi_topic
+from gitutil import branches, commit, git, status
+from teardownutil import multi_topic, new_topic, steps_of
 
 # Per repo: remote, fetch, for-each-ref, worktree list, the worktree's status,
 # cherry + merge-tree (one target when origin's and the local default branch
@@ -52,3 +52,40 @@ def _command(words: list[str]) -> str:
         elif not word.startswith("-"):
             return word
     return "?"
+
+
+# What another process can change between the plan and the act is read again
+# right before the step that acts on it, once: these prove those re-checks stay.
+
+
+def test_a_primary_edited_between_the_plan_and_the_pick_is_refused_and_kept(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    main_before = git(home_repo, "rev-parse", "main")
+    # `git var` is the plan's last question before the act: the edit lands after the plan read the primary.
+    edit = f"printf '# edited during the teardown\\n' > '{home_repo}/README.md'"
+    env = git_wrapper(tmp_path / "bin", " var ", f'{edit}\nexec "$REAL_GIT" "$@"')
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert proc.code == 1, proc.out + proc.err
+    steps = steps_of(proc.json, "home")
+    assert steps["integrate"]["code"] == "primary-busy", steps["integrate"]
+    assert "README.md" in steps["integrate"]["detail"]
+    # Nothing it guards went: the edit, main, the worktree and the branch stay.
+    assert (home_repo / "README.md").read_text() == "# edited during the teardown\n"
+    assert git(home_repo, "rev-parse", "main") == main_before
+    assert topic.worktrees["home"].exists() and topic.branch in branches(home_repo)
+
+
+def test_a_primary_edited_right_after_the_pick_keeps_the_edit(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    edit = "printf '# edited after the pick\\n' > \"$2/README.md\""
+    env = git_wrapper(
+        tmp_path / "bin", " cherry-pick ", f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc'
+    )
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert proc.code == 0, proc.out + proc.err
+    assert git(home_repo, "log", "-1", "--format=%s", "main") == "work"
+    # The default branch is not updated over the edit (git's own refusal), and the edit stays.
+    assert steps_of(proc.json, "home")["update-default"]["outcome"] in {"skipped", "failed"}
+    assert (home_repo / "README.md").read_text() == "# edited after the pick\n"
