@@ -904,6 +904,97 @@ def status_with_branch(git: Git) -> tuple[StatusReport, str | None]:
     return parse_status(rest), _branch_of_header(header)
 
 
+@dataclass(frozen=True, slots=True)
+class PrimaryState:
+    """A checkout's dirt, branch and HEAD commit, from one ``status`` (porcelain v2)."""
+
+    status: StatusReport
+    branch: str | None  # None when detached
+    head: str | None  # None on an unborn branch
+
+
+def checkout_state(git: Git) -> PrimaryState:
+    """``status`` with the branch and the HEAD commit, in one process (porcelain v2 headers)."""
+    out = git.run(
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    ).stdout
+    return parse_status_v2(out)
+
+
+def parse_status_v2(out: str) -> PrimaryState:
+    tracked: list[str] = []
+    untracked: list[str] = []
+    branch: str | None = None
+    head: str | None = None
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        kind = entry[:2]
+        if entry.startswith("# branch.oid "):
+            oid = entry.removeprefix("# branch.oid ")
+            head = None if oid == "(initial)" else oid
+        elif entry.startswith("# branch.head "):
+            name = entry.removeprefix("# branch.head ")
+            branch = None if name == "(detached)" else name
+        elif kind == "? ":
+            untracked.append(entry[2:])
+        elif kind == "1 ":
+            tracked.append(entry.split(" ", 8)[8])
+        elif kind == "2 ":
+            tracked.append(entry.split(" ", 9)[9])
+            i += 1  # a rename/copy carries its source path in the next field
+        elif kind == "u ":
+            tracked.append(entry.split(" ", 10)[10])
+    return PrimaryState(StatusReport(tuple(tracked), tuple(untracked)), branch, head)
+
+
+@dataclass(frozen=True, slots=True)
+class RefTip:
+    commit: str
+    tree: str  # the commit's tree ("" when the ref names no commit)
+    symref: str  # the symref's target, "" for a plain ref
+
+
+def ref_tips_with_trees(git: Git, *prefixes: str) -> dict[str, RefTip]:
+    """Every ref under ``prefixes`` -> its commit, tree and symref target, in one process."""
+    out = git.out(
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)",
+        "--",
+        *prefixes,
+    )
+    tips = {}
+    for line in out.splitlines():
+        name, sha, tree, target = [*line.split("\0"), "", "", ""][:4]
+        tips[name] = RefTip(sha, tree, target)
+    return tips
+
+
+def checkout_git_dir(path: Path) -> Path | None:
+    """The git dir of the checkout at ``path`` as its ``.git`` names it, read without running git.
+
+    None when ``.git`` is neither a directory nor a ``gitdir:`` file (the
+    caller then asks git).
+    """
+    dotgit = path / ".git"
+    if dotgit.is_dir() and not dotgit.is_symlink():
+        return dotgit
+    try:
+        text = dotgit.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    return Path(os.path.realpath(path / text.removeprefix("gitdir: ").strip()))
+
+
 def _branch_of_header(header: str) -> str | None:
     # "## main...origin/main [ahead 1]", "## No commits yet on main", "## HEAD (no branch)"
     text = header.removeprefix("## ")

@@ -58,7 +58,9 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
         for rel in found
     ]
     seen = {r.git_dir for r in repos if r.git_dir is not None}
-    modules = Git(worktree).layout().git_dir / "modules"
+    # The worktree's own .git names its git dir; git is asked only when it does not.
+    git_dir = g.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
+    modules = git_dir / "modules"
     if os.path.isdir(modules):
         repos += [_inspect_git_dir(d) for d in module_git_dirs(modules) if d.resolve() not in seen]
     return tuple(repos)

@@ -17,14 +17,14 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
 from router.errors import error_json
-from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.progress import Echo
 from router.teardown.localstate import LocalStateJob, LocalStateReport, run_local_state
 from router.teardown.nested import NestedRepo, outer_clones, survey_nested
@@ -150,23 +150,37 @@ class Proof:
 def merge_proof(git: Git, branch: str, target: str) -> Proof | None:
     """Proof that every change of ``branch`` is already on ``target``, or None.
 
-    Three proofs, cheapest first: ancestry (a merge commit or fast-forward),
-    patch identity (a rebase or cherry-pick), and for a squash merge the
-    tree ``git merge-tree --write-tree target branch`` yields being the
-    target's own tree.
+    Three proofs: ancestry (a merge commit or fast-forward), patch identity
+    (a rebase or cherry-pick), and for a squash merge the tree
+    ``git merge-tree --write-tree target branch`` yields being the target's
+    own tree.
     """
-    if git.is_ancestor(branch, target):
-        return Proof(ProofKind.ANCESTOR, target)
+    return _judge(git, branch, target)[0]
+
+
+def _judge(
+    git: Git, branch: str, target: str, target_tree: str | None = None
+) -> tuple[Proof | None, list[CherryEntry] | None]:
+    """The merge proof and the ``git cherry target branch`` answer it read (None when cherry failed).
+
+    ``git cherry`` goes first: it lists the non-merge commits of ``branch``
+    that ``target`` does not reach, so a non-empty answer already rules out
+    ancestry, and the answer is the one the integrate step picks from. An
+    empty one may still hide a merge commit (cherry skips merges): only then
+    is ancestry asked. ``target_tree``: the target's tree, when already read.
+    """
     try:
-        entries = git.cherry(target, branch)
+        entries: list[CherryEntry] | None = git.cherry(target, branch)
     except GitError:
-        entries = []
+        entries = None
+    if not entries and git.is_ancestor(branch, target):
+        return Proof(ProofKind.ANCESTOR, target), entries
     if entries and all(e.present for e in entries):
-        return Proof(ProofKind.PATCHES, target)
-    target_tree = git.tree_of(target)
-    if target_tree is not None and git.merge_tree(target, branch) == target_tree:
-        return Proof(ProofKind.SQUASH, target)
-    return None
+        return Proof(ProofKind.PATCHES, target), entries
+    tree = target_tree or git.tree_of(target)
+    if tree is not None and git.merge_tree(target, branch) == tree:
+        return Proof(ProofKind.SQUASH, target), entries
+    return None, entries
 
 
 def short_ref(ref: str) -> str:
@@ -185,15 +199,34 @@ class Integration:
         return self.proof is not None or not self.missing
 
 
-def integration(git: Git, tip: str, default: DefaultBranch) -> Integration:
-    """Merged on origin or on the local default branch, else the commits still missing."""
+def integration(
+    git: Git, tip: str, default: DefaultBranch, refs: Mapping[str, g.RefTip] | None = None
+) -> Integration:
+    """Merged on origin or on the local default branch, else the commits still missing.
+
+    ``refs``: the repo's refs with their commits and trees, when the caller
+    read them already. Then a target at the same commit as one already judged
+    (origin's and the local default branch, right after a fetch) is not judged
+    again, and the local target's ``git cherry`` answer is the missing list.
+    """
+    refs = refs or {}
     targets = [ref for ref in (default.remote_ref, default.local_ref) if ref]
+    judged: dict[str, list[CherryEntry] | None] = {}  # target commit (or ref) -> its cherry
     for ref in targets:
-        proof = merge_proof(git, tip, ref)
+        known = refs.get(ref)
+        key = known.commit if known else ref
+        if key in judged:
+            continue  # same commit as a target judged above: same answer
+        proof, entries = _judge(git, tip, ref, known.tree if known else None)
         if proof is not None:
             return Integration(proof, ())
+        judged[key] = entries
     upstream = default.local_ref or default.remote_ref or default.best_ref
-    missing = tuple(e.sha for e in git.cherry(upstream, tip) if not e.present)
+    known = refs.get(upstream)
+    entries = judged.get(known.commit if known else upstream)
+    if entries is None:
+        entries = git.cherry(upstream, tip)  # never judged, or its cherry failed: ask (and raise)
+    missing = tuple(e.sha for e in entries if not e.present)
     return Integration(None, missing)
 
 
@@ -216,15 +249,20 @@ def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
     return g.status_with_branch(repo.git)
 
 
-def primary_busy(repo: Repo, default: DefaultBranch) -> str:
-    """Why the primary clone cannot take a cherry-pick now, with the command that clears it ("" when it can)."""
+def primary_busy(
+    repo: Repo, default: DefaultBranch, now: tuple[StatusReport, str | None] | None = None
+) -> str:
+    """Why the primary clone cannot take a cherry-pick now, with the command that clears it ("" when it can).
+
+    ``now``: the primary's status and branch, when the caller just read them.
+    """
     operation = g.operation_in_progress(repo.common_dir)
     if operation is not None:
         return (
             f"a {operation} is in progress there that team-router did not start; finish it, "
             f"or undo it with `git -C {repo.primary} {operation} --abort`"
         )
-    status, current = primary_state(repo)
+    status, current = now if now is not None else primary_state(repo)
     busy = busy_reason(status, current, default)
     if not busy:
         return ""
@@ -258,6 +296,7 @@ def integrate_commits(
     apply: bool,
     known: tuple[str, Integration] | None = None,
     topic: TopicRef | None = None,
+    committer_known: bool = False,
 ) -> StepResult:
     """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
 
@@ -267,6 +306,8 @@ def integrate_commits(
     ``known`` is a (tip, integration) judgement made moments ago (the plan's);
     without it the branch is judged afresh, which is what makes a rerun after
     a crash safe: commits already picked show as present and are not picked again.
+    ``committer_known``: ``git var`` named a committer earlier in this command
+    (the plan asks once per repo; the pick reports a missing one anyway).
     """
     name = "integrate"
     tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
@@ -286,15 +327,20 @@ def integrate_commits(
             f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
             f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
         )
-    busy = primary_busy(repo, default)
+    # The one re-check of the primary in the act, right before the pick changes
+    # it: the plan read it too, but the user may have edited or switched it since.
+    # The same status names HEAD, the commit an abort must come back to.
+    now = g.checkout_state(repo.git)
+    busy = primary_busy(repo, default, (now.status, now.branch))
     if busy:
         return refused(name, "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}")
-    unknown = g.committer_unknown(repo.git)
+    unknown = None if committer_known else g.committer_unknown(repo.git)
     if unknown is not None:
         return no_identity(repo, unknown)
     # Marked before the first pick: a kill mid-pick leaves the primary busy, and
     # only this mark lets the rerun tell its own half-done pick from the user's.
-    pick = Picking(branch, default.name, repo.git.out("rev-parse", "HEAD"), found.missing)
+    head = now.head or repo.git.out("rev-parse", "HEAD")
+    pick = Picking(branch, default.name, head, found.missing)
     if topic is not None:
         set_mark(repo, topic, INTEGRATING, pick, branch=branch)
     # git cherry lists oldest first, the order the commits must be applied in.
@@ -369,8 +415,11 @@ def _follow_submodules(repo: Repo) -> str:
 
     The primary was clean before the cherry-pick, so what shows changed now
     is a submodule whose recorded commit the picked commits moved: git does
-    not follow it, and without this the primary would be left dirty.
+    not follow it, and without this the primary would be left dirty. Without
+    a ``.gitmodules`` there is no submodule git could update: nothing to read.
     """
+    if not os.path.lexists(repo.primary / ".gitmodules"):
+        return ""
     status, _ = primary_state(repo)
     if not status.tracked:
         return ""
@@ -914,18 +963,21 @@ def update_default(
     rebase: bool = True,
     fetched: bool = False,
     has_origin: bool | None = None,
+    known: tuple[StatusReport, str | None] | None = None,
 ) -> StepResult:
     """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
 
     Otherwise fetch only (unless ``fetched``) and say why. Never a merge
     commit; a pull that stops is aborted so the primary clone is left clean.
+    ``known``: the primary's status and branch as this command's own last
+    change left them (a cherry-pick onto the default branch), not read again.
     """
     name = "update-default"
     if default is None:
         return skipped(name, "the default branch is unknown: nothing to update")
     if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
         return skipped(name, "no origin: nothing to update")
-    status, current = primary_state(repo)
+    status, current = known if known is not None else primary_state(repo)
     busy = busy_reason(status, current, default)
     if busy:
         error = None if fetched else repo.git.fetch("origin")

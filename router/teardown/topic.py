@@ -131,6 +131,7 @@ class RepoPlan:
     # reused the user's own checkout or branch); "" when it is ours to remove.
     kept_worktree: str = ""
     kept_branch: str = ""
+    committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -181,10 +182,11 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
             notes.append(
                 f"{target.name}: fetch from origin failed ({error.first_line}); using what is known"
             )
-    default = default_branch(repo.git)
-    refs = g.ref_values(
-        repo.git, [f"refs/heads/{target.branch}", f"refs/remotes/origin/{target.branch}"]
-    )
+    # One for-each-ref, after the fetch, answers the default branch, the topic
+    # branch's tip and tracking ref, and the targets' trees for the merge proof.
+    tips = g.ref_tips_with_trees(repo.git, "refs/remotes/origin/", "refs/heads/")
+    default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
+    refs = {name: t.commit for name, t in tips.items()}
     entries = repo.git.worktree_list()
     worktree = target.worktree or _listed_worktree(entries, target.branch)
     on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
@@ -199,7 +201,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
     nested = survey_nested(worktree) if there else ()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
-    found = integration(repo.git, tip, default) if tip and default else None
+    found = integration(repo.git, tip, default, tips) if tip and default else None
     plan = RepoPlan(
         target,
         default,
@@ -230,7 +232,9 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # A kept worktree is not removed: its dirt and nested clones lose nothing.
     kept = removing or bool(plan.kept_worktree)
     blockers = _plan_blockers(plan, None if kept else entry, opts)
-    return dataclasses.replace(plan, blockers=tuple(blockers))
+    # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
+    committer = _picks(plan, opts) and not plan.resuming and not blockers
+    return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
 
 
 REUSED_FLAG = "--remove-reused"
@@ -291,7 +295,7 @@ def _plan_blockers(
             )
         )
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
-    if missing and opts.integrate:
+    if _picks(plan, opts):
         # A dry run with an interrupted pick of ours: the real run undoes it first.
         busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
         unknown = g.committer_unknown(repo.git)
@@ -314,6 +318,11 @@ def _plan_blockers(
             )
         )
     return found
+
+
+def _picks(plan: RepoPlan, opts: TeardownOptions) -> bool:
+    """The act will cherry-pick: ``--integrate`` and commits the default branch lacks."""
+    return opts.integrate and bool(plan.found and not plan.found.integrated and plan.found.missing)
 
 
 def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[StepResult]:
@@ -433,7 +442,15 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
     run(
         "update-default",
         lambda: _with_prune(
-            update_default(repo, plan.default, fetched=True, has_origin=plan.has_origin), repo, plan
+            update_default(
+                repo,
+                plan.default,
+                fetched=True,
+                has_origin=plan.has_origin,
+                known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
+            ),
+            repo,
+            plan,
         ),
         guarded=False,
     )
@@ -503,6 +520,7 @@ def _integrate_step(
         apply=opts.integrate,
         known=known,
         topic=TopicRef(topic_id, target.name),
+        committer_known=plan.committer_known,
     )
     if opts.force and result.code == "unintegrated-commits":
         # --force without --integrate: the commits are snapshotted, not applied.
@@ -515,9 +533,30 @@ def _integrate_step(
 def _branch_step(
     repo: Repo, target: RepoTarget, plan: RepoPlan, opts: TeardownOptions, integrated_now: bool
 ) -> StepResult:
-    # The plan's judgement holds unless the integrate step just moved the default branch.
-    known = (plan.tip, plan.found) if plan.tip and plan.found and not integrated_now else None
+    # The plan's judgement holds, and after our own pick we know the new one:
+    # every missing commit of the plan's tip is now on the default branch. Either
+    # is used only while the branch still points at the plan's tip (delete_branch
+    # reads the tip again: another process may have moved the branch since).
+    found = Integration(None, ()) if integrated_now else plan.found
+    known = (plan.tip, found) if plan.tip and found else None
     return delete_branch(repo, target.branch, plan.default, force=opts.force, known=known)[0]
+
+
+def _after_pick(
+    repo: Repo, plan: RepoPlan, *, picked: bool
+) -> tuple[StatusReport, str | None] | None:
+    """The primary as our cherry-pick left it (clean, on the default branch); None: read it.
+
+    The pick began on a clean primary on the default branch (re-checked right
+    before it) and succeeded, so that is still its state as far as this
+    command changed it. A change by someone else since is git's to refuse:
+    ``pull --rebase --no-autostash`` will not run over uncommitted changes,
+    and no git command overwrites untracked files. With a ``.gitmodules`` the
+    pick may have moved submodules, so the primary is read again.
+    """
+    if not picked or plan.default is None or os.path.lexists(repo.primary / ".gitmodules"):
+        return None
+    return StatusReport(), plan.default.name
 
 
 def _local_job(
