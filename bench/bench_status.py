@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -24,24 +22,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _fixture import ENV, cleanup, team_router, workdir
 from bench_hook import build_topics, compile_package
+from helpers.faults import git_logger, git_verbs
 
 TARGET_MS = 500.0
 
 
 def git_counter(root: Path) -> tuple[dict[str, str], Path]:
     """An environment whose PATH starts with a ``git`` that logs each call, and the log."""
-    real = shutil.which("git")
-    assert real is not None, "git is not on PATH"
-    bindir = root / "counting-bin"
-    bindir.mkdir()
     log = root / "git-calls.log"
-    wrapper = bindir / "git"
-    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    wrapper.chmod(0o755)
-    return {**ENV, "PATH": f"{bindir}{os.pathsep}{ENV.get('PATH', '')}"}, log
+    return {**ENV, **git_logger(root / "counting-bin", log)}, log
 
 
 def run_once(argv: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
@@ -55,19 +48,6 @@ def run_once(argv: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[float,
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     return wall, cpu, proc.stdout
-
-
-def _verb(words: list[str]) -> str:
-    """The git command of one logged call (past ``-c key=value`` and ``-C dir``)."""
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in ("-c", "-C"):
-            skip = True
-        elif not word.startswith("-"):
-            return word
-    return "?"
 
 
 def main() -> int:
@@ -93,21 +73,17 @@ def main() -> int:
             walls.append(wall)
             cpus.append(cpu)
             if n == 0:
-                calls = log.read_text().splitlines()
+                by_verb = git_verbs(log)
         data = json.loads(out)
         if len(data["topics"]) != args.topics:
             raise SystemExit(f"status listed {len(data['topics'])} topics, not {args.topics}")
     finally:
         cleanup(root)
     wall, cpu = statistics.median(walls), statistics.median(cpus)
-    by_verb: dict[str, int] = {}
-    for call in calls:
-        verb = _verb(call.split())
-        by_verb[verb] = by_verb.get(verb, 0) + 1
     ok = wall <= TARGET_MS
     print(f"status --json, {args.topics} topics ({args.worktrees} in worktrees), {args.runs} runs")
     print(
-        f"git processes per run: {len(calls)} ({', '.join(f'{k} {v}' for k, v in sorted(by_verb.items()))})"
+        f"git processes per run: {sum(by_verb.values())} ({', '.join(f'{k} {v}' for k, v in sorted(by_verb.items()))})"
     )
     print(f"median CPU (command + children): {cpu:.0f} ms")
     print(f"status: {wall:.0f} ms wall (target <= {TARGET_MS:.0f} ms) {'PASS' if ok else 'FAIL'}")

@@ -17,12 +17,15 @@ import argparse
 import json
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _fixture import cleanup, make_repo, sh, team_router, workdir
-from bench_status import _verb, git_counter, run_once
+from bench_status import git_counter, run_once
+from helpers.faults import git_verbs
 
 TARGET = 40
 TOPIC = "BENCH-3-integrate"
@@ -54,7 +57,7 @@ def main() -> int:
     parser.add_argument("--show", action="store_true", help="print every git call")
     args = parser.parse_args()
     counts, walls, cpus = [], [], []
-    calls: list[str] = []
+    by_verb: Counter[str] = Counter()
     for _ in range(args.runs):
         root = workdir()
         try:
@@ -66,18 +69,14 @@ def main() -> int:
             data = json.loads(out)
             if not data.get("ok", True) or len(data["repos"]) != 3:
                 raise SystemExit(f"unexpected teardown answer: {out[:400]}")
-            calls = log.read_text().splitlines()
             if args.show:
-                print("\n".join(calls))
-            counts.append(len(calls))
+                print(log.read_text(), end="")
+            by_verb = git_verbs(log)
+            counts.append(sum(by_verb.values()))
             walls.append(wall)
             cpus.append(cpu)
         finally:
             cleanup(root)
-    by_verb: dict[str, int] = {}
-    for call in calls:
-        verb = _verb(call.split())
-        by_verb[verb] = by_verb.get(verb, 0) + 1
     count = max(counts)
     ok = count <= TARGET
     print(f"teardown --integrate, 3 repos, {args.runs} runs (fresh fixture each)")

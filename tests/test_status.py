@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.faults import git_wrapper, run
+from helpers.faults import git_logger, git_verbs, run
 from helpers.plans import artifact, repos_md
 from helpers.repos import commit, git, make_repo, run_cli, write
 from helpers.topics import new_topic
@@ -116,12 +116,10 @@ def _in_place_topics(repo: Path, first: int, count: int) -> None:
 
 def _git_calls(repo: Path, tmp_path: Path, name: str) -> tuple[int, dict]:
     log = tmp_path / f"{name}.log"
-    env = git_wrapper(
-        tmp_path / f"bin-{name}", "", f'echo "$*" >> \'{log}\'\nexec "$REAL_GIT" "$@"'
-    )
+    env = git_logger(tmp_path / f"bin-{name}", log)
     res = run("status", "--json", cwd=repo, env=env)
     assert res.code == 0, res.err
-    return len(log.read_text().splitlines()), res.json
+    return sum(git_verbs(log).values()), res.json
 
 
 def test_status_starts_no_git_process_per_topic_without_a_worktree(home_repo, tmp_path):

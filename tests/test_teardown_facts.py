@@ -6,9 +6,7 @@ A count is deterministic, unlike a time: a change that reads a fact again
 
 from __future__ import annotations
 
-from collections import Counter
-
-from helpers.faults import git_wrapper, run
+from helpers.faults import git_logger, git_verbs, git_wrapper, run
 from helpers.repos import branches, commit, git, status
 from helpers.topics import multi_topic, new_topic, steps_of
 
@@ -26,7 +24,7 @@ def test_a_three_repo_integrating_teardown_starts_at_most_55_git_processes(tmp_p
     for name, worktree in topic.worktrees.items():
         commit(worktree, f"{name}-feature.txt", "work\n", f"feature in {name}")
     log = tmp_path / "git.log"
-    env = git_wrapper(tmp_path / "bin", "", f'echo "$*" >> \'{log}\'\nexec "$REAL_GIT" "$@"')
+    env = git_logger(tmp_path / "bin", log)
     proc = run("teardown", topic.id, "--integrate", "--json", cwd=topic.home, env=env)
     assert proc.code == 0, proc.out + proc.err
     # The work is on each default branch and nothing is left behind.
@@ -34,24 +32,12 @@ def test_a_three_repo_integrating_teardown_starts_at_most_55_git_processes(tmp_p
         assert f"feature in {name}" in git(repo, "log", "-1", "--format=%s", "main")
         assert status(repo) == ""
         assert not topic.worktrees[name].exists()
-    calls = log.read_text().splitlines()
-    by_command = Counter(_command(c.split()) for c in calls)
-    assert len(calls) <= MAX_GIT_PROCESSES, f"{len(calls)} git processes: {dict(by_command)}"
+    by_command = git_verbs(log)
+    total = sum(by_command.values())
+    assert total <= MAX_GIT_PROCESSES, f"{total} git processes: {dict(by_command)}"
     # Decided once per repo: the committer, the merge proof, the refs.
     assert by_command["var"] <= 3 and by_command["merge-base"] == 0
     assert by_command["cherry"] <= 3 and by_command["for-each-ref"] <= 3
-
-
-def _command(words: list[str]) -> str:
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in ("-c", "-C"):
-            skip = True
-        elif not word.startswith("-"):
-            return word
-    return "?"
 
 
 # What another process can change between the plan and the act is read again

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from helpers.repos import CliResult
@@ -82,6 +83,28 @@ def git_wrapper(bin_dir: Path, when: str, body: str) -> dict[str, str]:
     )
     script.chmod(0o755)
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def git_logger(bin_dir: Path, log: Path) -> dict[str, str]:
+    """Environment whose ``git`` (first on PATH) appends each call's arguments to ``log``, then runs git."""
+    return git_wrapper(bin_dir, "", f'echo "$*" >> \'{log}\'\nexec "$REAL_GIT" "$@"')
+
+
+def git_verbs(log: Path) -> Counter[str]:
+    """How many git processes ``git_logger`` saw, per git command (past ``-c k=v`` and ``-C dir``)."""
+    return Counter(_verb(line.split()) for line in log.read_text().splitlines())
+
+
+def _verb(words: list[str]) -> str:
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("-c", "-C"):
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return "?"
 
 
 def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -> dict[str, str]:
