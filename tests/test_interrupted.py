@@ -158,6 +158,31 @@ def test_a_cherry_pick_the_router_did_not_start_is_refused_naming_the_command_th
     assert topic.worktrees["home"].exists()
 
 
+def test_a_sequence_left_without_cherry_pick_head_names_quit_which_keeps_its_commits(home_repo):
+    # A multi-commit pick stopped on a conflict that was then committed by hand:
+    # `sequencer/` stays, CHERRY_PICK_HEAD does not. --abort would rewind those
+    # commits off the branch; the message also names --quit, which keeps them.
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    theirs = git(home_repo, "rev-parse", "main")
+    commit(home_repo, "README.md", "# mine\n", "mine")
+    git(home_repo, "switch", "-q", "-c", "side", theirs)
+    first = commit(home_repo, "README.md", "# side\n", "side")
+    second = commit(home_repo, "side.txt", "side\n", "side two")
+    git(home_repo, "switch", "-q", "main")
+    git(home_repo, "cherry-pick", first, second, check=False)  # stops on the first
+    git(home_repo, "commit", "-qam", "resolved by hand")
+    assert (home_repo / ".git/sequencer").is_dir()
+    assert not (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    before = snapshot_of(home_repo)
+    res = teardown(topic, "--integrate")
+    assert (res.code, res.json["error"]["code"]) == (1, "primary-busy")
+    message = res.json["error"]["message"]
+    assert f"git -C {home_repo} cherry-pick --quit" in message
+    assert f"git -C {home_repo} cherry-pick --continue" in message
+    assert snapshot_of(home_repo) == before
+
+
 def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(home_repo, tmp_path):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]

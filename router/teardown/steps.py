@@ -258,9 +258,8 @@ def primary_busy(
     """
     operation = g.operation_in_progress(repo.common_dir)
     if operation is not None:
-        return (
-            f"a {operation} is in progress there that team-router did not start; finish it, "
-            f"or undo it with `git -C {repo.primary} {operation} --abort`"
+        return f"a {operation} is in progress there that team-router did not start; " + (
+            _sequence_ways_out(repo, operation)
         )
     status, current = now if now is not None else primary_state(repo)
     busy = busy_reason(status, current, default)
@@ -391,6 +390,22 @@ def integrate_commits(
         f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
         f"(not pushed: push {default.name} when you are ready){_follow_submodules(repo)}",
     )
+
+
+def _sequence_ways_out(repo: Repo, operation: str) -> str:
+    """The commands that end a stopped ``operation``, the one that keeps its commits included.
+
+    A cherry-pick or revert sequence can be left without its ``*_HEAD`` (a
+    conflict committed by hand, or a git killed as it finished): ``--abort``
+    then rewinds every commit the sequence made, ``--quit`` keeps them.
+    """
+    cmd = f"git -C {repo.primary} {operation}"
+    if operation in {"cherry-pick", "revert"}:
+        return (
+            f"finish it (`{cmd} --continue`), end it keeping the commits it made "
+            f"(`{cmd} --quit`), or undo it (`{cmd} --abort`)"
+        )
+    return f"finish it, or undo it with `{cmd} --abort`"
 
 
 def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
