@@ -63,11 +63,12 @@ ADD_IN_PROGRESS = "initializing"
 def left_locks(common_dir: Path) -> list[Path]:
     """git lock files in a repo's git dir: each one a git that is running now, or one killed.
 
-    Looked for where git's ref, index and worktree commands put them (the git
-    dir itself, ``refs/``, each ``worktrees/<name>/``), not in ``objects/``
+    Looked for where git's ref, index, worktree and cherry-pick commands put them
+    (the git dir itself, ``refs/``, each ``worktrees/<name>/``, ``sequencer/``), not in ``objects/``
     (large, and its ``maintenance.lock`` only makes auto-maintenance skip).
     """
     found = sorted(common_dir.glob("*.lock")) + sorted(common_dir.glob("worktrees/*/*.lock"))
+    found += sorted(common_dir.glob("sequencer/*.lock"))
     refs = common_dir / "refs"
     if refs.is_dir():
         found += sorted(refs.rglob("*.lock"))
@@ -666,6 +667,18 @@ def sequencer_start(git_dir: Path) -> str | None:
         return (git_dir / "sequencer" / "head").read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
+
+
+def sequencer_unstarted(git_dir: Path) -> bool:
+    """``sequencer/`` exists without its ``head``: a cherry-pick killed as it began, before it
+    wrote where it starts (it holds ``sequencer/head.lock`` then) and before any pick."""
+    seq = git_dir / "sequencer"
+    return seq.is_dir() and not (seq / "head").exists()
+
+
+def sequencer_locks(git_dir: Path) -> list[Path]:
+    """Lock files git took inside ``sequencer/`` (``head.lock`` and kin)."""
+    return sorted((git_dir / "sequencer").glob("*.lock"))
 
 
 def reset_hard(git: Git, commit: str) -> None:

@@ -208,6 +208,68 @@ def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(hom
     assert git(home_repo, "stash", "list") != ""
 
 
+def test_a_pick_killed_as_it_began_is_ended_by_the_rerun_and_made_once(home_repo, tmp_path):
+    # git makes sequencer/ and takes sequencer/head.lock before it picks anything:
+    # a kill right there leaves both, no CHERRY_PICK_HEAD, and HEAD where it was.
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    commit(wt, "b.py", "b = 2\n", "second")
+    main_before = git(home_repo, "rev-parse", "main")
+    seq = home_repo / ".git/sequencer"
+    env = git_killer(
+        tmp_path / "bin",
+        PICK,
+        f"mkdir -p '{seq}' && touch '{seq}/head.lock'\n\"$REAL_GIT\" \"$@\"",
+        real=False,
+    )
+    killed = run("teardown", topic.id, "--integrate", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert (seq / "head.lock").exists() and not (seq / "head").exists()
+    assert git(home_repo, "rev-parse", "main") == main_before
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    assert "cherry-picked 2 commit(s)" in steps_of(again.json, "home")["integrate"]["detail"]
+    subjects = git(home_repo, "log", "--format=%s", f"{main_before}..main").splitlines()
+    assert subjects == ["second", "first"]  # each once, in order
+    assert not seq.exists() and status(home_repo) == ""
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
+def test_a_pick_whose_git_still_holds_its_sequencer_lock_is_left_to_it(home_repo, tmp_path):
+    # Only team-router was killed: the git it started may still be working the
+    # sequence; ending it under that git would race it. Refused while it holds the lock.
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "a.py", "a = 1\n", "first")
+    commit(topic.worktrees["home"], "b.py", "b = 2\n", "second")
+    main_before = git(home_repo, "rev-parse", "main")
+    seq = home_repo / ".git/sequencer"
+    env = git_killer(
+        tmp_path / "bin",
+        PICK,
+        f"mkdir -p '{seq}' && touch '{seq}/head.lock'\n\"$REAL_GIT\" \"$@\"",
+        real=False,
+    )
+    killed = run("teardown", topic.id, "--integrate", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    holder = hold_open(seq / "head.lock")
+    try:
+        res = teardown(topic, "--integrate")
+        assert res.code == 1, res.out + res.err
+        assert res.json["error"]["code"] == "git-locked", res.out
+        assert "head.lock" in res.json["error"]["message"]
+        assert (seq / "head.lock").exists() and _integrating_mark(home_repo, topic.id) is not None
+        assert git(home_repo, "rev-parse", "main") == main_before
+    finally:
+        holder.kill()
+        holder.wait()
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", f"{main_before}..main").splitlines()
+    assert subjects == ["second", "first"]  # each once, in order
+
+
 def test_a_kill_leaving_an_index_lock_and_a_sequencer_is_undone_once_the_lock_is_removed(
     home_repo, tmp_path
 ):

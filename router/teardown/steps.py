@@ -519,6 +519,9 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     if operation is not None:
         if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
             return None
+        running = _pick_still_running(repo)
+        if running is not None:
+            return running
         error = g.cherry_pick_abort(repo.git)
         if error is not None and error.lock_file is not None:
             # Neither --abort nor --quit: the mark stays, and once the lock is
@@ -563,12 +566,37 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     )
 
 
+def _pick_still_running(repo: Repo) -> StepResult | None:
+    """A refusal while a live process holds a lock inside ``sequencer/``: that git is still at work.
+
+    Only this command was killed, not its git: ending the pick now would pull
+    the sequence out from under it. A lock no process holds is a killed git's,
+    and ``--abort``/``--quit`` remove it with the rest of ``sequencer/``.
+    """
+    from router.topic.holders import processes_using
+
+    locks = [os.path.realpath(lock) for lock in g.sequencer_locks(repo.common_dir)]
+    held = processes_using(locks) if locks else {}
+    if held is None and locks:
+        held = {lock: [] for lock in locks}  # no /proc: nothing shows the lock is free
+    if not held:
+        return None
+    return refused(
+        "integrate",
+        "git-locked",
+        f"{repo.primary}: a git still holds {name_some(sorted(held))}; wait for it to finish "
+        "(if no git command is running there, remove the lock), then run teardown again",
+    )
+
+
 def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
     """The stopped cherry-pick is the one the mark names (its commit, its starting point)."""
     head = g.cherry_pick_head(repo.git)
     start = g.sequencer_start(repo.common_dir)
     if head is None and start is None:
-        return False
+        # Killed as it began: git made sequencer/ and picked nothing, so HEAD is
+        # still where the mark says the pick started.
+        return g.sequencer_unstarted(repo.common_dir) and repo.git.head() == pick.tip
     return (head is None or head in pick.commits) and (start is None or start == pick.tip)
 
 
