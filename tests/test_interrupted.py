@@ -27,6 +27,7 @@ from helpers.faults import (
 )
 from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
 from helpers.topics import (
+    Topic,
     multi_topic,
     new_topic,
     snapshot_of,
@@ -208,13 +209,11 @@ def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(hom
     assert git(home_repo, "stash", "list") != ""
 
 
-def test_a_pick_killed_as_it_began_is_ended_by_the_rerun_and_made_once(home_repo, tmp_path):
-    # git makes sequencer/ and takes sequencer/head.lock before it picks anything:
-    # a kill right there leaves both, no CHERRY_PICK_HEAD, and HEAD where it was.
+def _pick_killed_as_it_began(home_repo: Path, tmp_path: Path) -> tuple[Topic, Path, str]:
+    """A two-commit topic whose teardown was killed as git began its pick: (topic, sequencer dir, main before)."""
     topic = new_topic(home_repo)
-    wt = topic.worktrees["home"]
-    commit(wt, "a.py", "a = 1\n", "first")
-    commit(wt, "b.py", "b = 2\n", "second")
+    commit(topic.worktrees["home"], "a.py", "a = 1\n", "first")
+    commit(topic.worktrees["home"], "b.py", "b = 2\n", "second")
     main_before = git(home_repo, "rev-parse", "main")
     seq = home_repo / ".git/sequencer"
     env = git_killer(
@@ -225,6 +224,13 @@ def test_a_pick_killed_as_it_began_is_ended_by_the_rerun_and_made_once(home_repo
     )
     killed = run("teardown", topic.id, "--integrate", cwd=home_repo, env=env, new_group=True)
     assert killed.code == KILLED, killed.err
+    return topic, seq, main_before
+
+
+def test_a_pick_killed_as_it_began_is_ended_by_the_rerun_and_made_once(home_repo, tmp_path):
+    # git makes sequencer/ and takes sequencer/head.lock before it picks anything:
+    # a kill right there leaves both, no CHERRY_PICK_HEAD, and HEAD where it was.
+    topic, seq, main_before = _pick_killed_as_it_began(home_repo, tmp_path)
     assert (seq / "head.lock").exists() and not (seq / "head").exists()
     assert git(home_repo, "rev-parse", "main") == main_before
 
@@ -240,19 +246,7 @@ def test_a_pick_killed_as_it_began_is_ended_by_the_rerun_and_made_once(home_repo
 def test_a_pick_whose_git_still_holds_its_sequencer_lock_is_left_to_it(home_repo, tmp_path):
     # Only team-router was killed: the git it started may still be working the
     # sequence; ending it under that git would race it. Refused while it holds the lock.
-    topic = new_topic(home_repo)
-    commit(topic.worktrees["home"], "a.py", "a = 1\n", "first")
-    commit(topic.worktrees["home"], "b.py", "b = 2\n", "second")
-    main_before = git(home_repo, "rev-parse", "main")
-    seq = home_repo / ".git/sequencer"
-    env = git_killer(
-        tmp_path / "bin",
-        PICK,
-        f"mkdir -p '{seq}' && touch '{seq}/head.lock'\n\"$REAL_GIT\" \"$@\"",
-        real=False,
-    )
-    killed = run("teardown", topic.id, "--integrate", cwd=home_repo, env=env, new_group=True)
-    assert killed.code == KILLED, killed.err
+    topic, seq, main_before = _pick_killed_as_it_began(home_repo, tmp_path)
     holder = hold_open(seq / "head.lock")
     try:
         res = teardown(topic, "--integrate")
