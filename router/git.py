@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router import gitfiles
 from router.errors import ToolFailed
 
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
@@ -328,6 +329,22 @@ class Git:
         except GitError:
             return None
 
+    def checkout_layout(self) -> RepoLayout | None:
+        """The layout of the checkout whose top level is cwd; None when cwd is not one.
+
+        Read from the checkout's files when they show the plain layout (one
+        process fewer per repo of a topic), else git's own answer.
+        """
+        plain = gitfiles.plain_layout(str(self.cwd))
+        if plain is not None:
+            return RepoLayout(*(Path(p) for p in plain))
+        layout = self.try_layout()
+        return (
+            layout
+            if layout is not None and layout.toplevel == Path(os.path.realpath(self.cwd))
+            else None
+        )
+
     def toplevel(self) -> Path | None:
         res = self.run("rev-parse", "--show-toplevel", check=False)
         return Path(os.path.realpath(res.stdout.strip())) if res.ok and res.stdout.strip() else None
@@ -553,6 +570,24 @@ class Git:
     def branch_delete(self, branch: str) -> None:
         self.run("branch", "-D", "--", branch)
 
+    def branch_delete_at(self, branch: str, tip: str) -> bool:
+        """Delete ``branch`` only while it points at ``tip`` (git checks and deletes atomically).
+
+        False when the branch has moved (or is gone): nothing was deleted. The
+        caller checks first that no checkout has the branch (``git branch -D``
+        would refuse) and drops its ``branch.<name>`` config section.
+        """
+        try:
+            self.run("update-ref", "-d", f"refs/heads/{branch}", tip)
+        except GitError as exc:
+            if "but expected" in exc.stderr or "unable to resolve reference" in exc.stderr:
+                return False
+            raise
+        return True
+
+    def remove_config_section(self, section: str) -> None:
+        self.run("config", "--remove-section", "--", section)
+
     # -- working tree state ---------------------------------------------------
 
     def status(self) -> StatusReport:
@@ -685,12 +720,65 @@ def reset_hard(git: Git, commit: str) -> None:
     git.run("reset", "--quiet", "--hard", commit)
 
 
-def committer_unknown(git: Git) -> GitError | None:
+@dataclass(frozen=True, slots=True)
+class ConfigView:
+    """Every config value git sees in a repository (all scopes and includes), from one process.
+
+    Keys as ``git config -l`` prints them: section and name lower-cased, a
+    subsection as written (``remote.origin.url``, ``branch.Topic.merge``).
+    """
+
+    values: Mapping[str, tuple[str, ...]]
+
+    def get(self, key: str) -> str | None:
+        found = self.values.get(key)
+        return found[-1] if found else None  # the last one wins, as for `git config --get`
+
+    def has_section(self, section: str) -> bool:
+        prefix = f"{section}."
+        return any(key.startswith(prefix) for key in self.values)
+
+    def has_remote(self, name: str) -> bool:
+        return self.has_section(f"remote.{name}")
+
+    def names_committer(self, env: Mapping[str, str]) -> bool:
+        """git's strict committer check surely passes: a name and an e-mail were given.
+
+        False means "ask git" (``git var``), never "there is none": git may
+        still find an identity elsewhere (the password database, the host name).
+        """
+        # A variable set to "" still wins over config (and then fails git's check).
+        name = env.get("GIT_COMMITTER_NAME")
+        name = name if name is not None else self.get("committer.name") or self.get("user.name")
+        email = env.get("GIT_COMMITTER_EMAIL")
+        email = (
+            email
+            if email is not None
+            else self.get("committer.email") or self.get("user.email") or env.get("EMAIL")
+        )
+        # git refuses a name made only of "crud" (ident.c): blanks and ,:;<>"\'
+        return bool(email) and any(c > " " and c not in ",:;<>\"\\'" for c in name or "")
+
+
+def config_view(git: Git) -> ConfigView:
+    """``git config -l -z``: every value, for the questions a command asks of one repo."""
+    values: dict[str, list[str]] = {}
+    for item in git.run("config", "-l", "-z").stdout.split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            values.setdefault(key, []).append(value)
+    return ConfigView({k: tuple(v) for k, v in values.items()})
+
+
+def committer_unknown(git: Git, config: ConfigView | None = None) -> GitError | None:
     """git's complaint when it cannot name a committer (no ``user.name``/``user.email``), else None.
 
     A cherry-pick needs a committer; asking first means a missing identity is
-    reported as what it is, before anything is applied.
+    reported as what it is, before anything is applied. A ``config`` that
+    names one answers without a process.
     """
+    if config is not None and config.names_committer({**_base_env(), **git.env}):
+        return None
     try:
         git.run("var", "GIT_COMMITTER_IDENT")
     except GitError as exc:
@@ -988,24 +1076,6 @@ def ref_tips_with_trees(git: Git, *prefixes: str) -> dict[str, RefTip]:
         name, sha, tree, target = [*line.split("\0"), "", "", ""][:4]
         tips[name] = RefTip(sha, tree, target)
     return tips
-
-
-def checkout_git_dir(path: Path) -> Path | None:
-    """The git dir of the checkout at ``path`` as its ``.git`` names it, read without running git.
-
-    None when ``.git`` is neither a directory nor a ``gitdir:`` file (the
-    caller then asks git).
-    """
-    dotgit = path / ".git"
-    if dotgit.is_dir() and not dotgit.is_symlink():
-        return dotgit
-    try:
-        text = dotgit.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not text.startswith("gitdir: "):
-        return None
-    return Path(os.path.realpath(path / text.removeprefix("gitdir: ").strip()))
 
 
 def _branch_of_header(header: str) -> str | None:

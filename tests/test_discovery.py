@@ -10,6 +10,7 @@ from helpers.plans import artifact, touch
 from helpers.repos import git, make_repo, run_cli, write
 from helpers.topics import new_topic
 
+from router import gitfiles
 from router.topic import discovery
 from router.topic.workspace import open_repo
 
@@ -115,7 +116,7 @@ def test_the_fast_reader_agrees_with_git(home_repo, workspace):
 def test_the_fast_reader_hands_an_unusual_layout_to_git(workspace):
     repo = make_repo(workspace, "sep", origin=False)
     git(repo, "config", "core.worktree", str(repo))
-    with pytest.raises(discovery.Unsure):
+    with pytest.raises(gitfiles.Unsure):
         discovery.locate_fast(str(repo))
 
 

@@ -395,6 +395,24 @@ def test_a_file_written_into_a_half_removed_worktree_is_kept_and_named(home_repo
     assert not wt.exists()
 
 
+def test_a_file_moved_into_a_half_removed_worktree_with_an_old_time_is_kept(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    # Work made yesterday, moved in after the kill: its modification time is
+    # older than the removal, only its change time tells the move.
+    draft = write(tmp_path / "draft.txt", "yesterday's work\n")
+    day_ago = time.time() - 86400
+    os.utime(draft, (day_ago, day_ago))
+    draft.rename(wt / "draft.txt")
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "removal-interrupted"
+    assert "draft.txt" in res.json["error"]["message"]
+    assert (wt / "draft.txt").read_text() == "yesterday's work\n"
+
+
 def test_new_never_hands_back_a_worktree_a_killed_teardown_was_removing(home_repo, tmp_path):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]

@@ -7,19 +7,22 @@ A count is deterministic, unlike a time: a change that reads a fact again
 from __future__ import annotations
 
 from helpers.faults import git_logger, git_verbs, git_wrapper, run
+from helpers.origin import commit_on_origin
 from helpers.repos import branches, commit, git, status
 from helpers.topics import multi_topic, new_topic, steps_of
 
-# Per repo: remote, fetch, for-each-ref, worktree list, the worktree's status,
-# cherry + merge-tree (one target when origin's and the local default branch
-# are one commit), the .teamteardown read, the primary's status and `git var`
-# in the plan; the primary's status right before the pick, the pick, the
-# worktree's status right before its removal, the removal, the branch's tip
-# right before `branch -D`, and the pull. Plus resolving the topic (4).
-MAX_GIT_PROCESSES = 55
+# Per repo: the config (origin, the committer, the branch's section), fetch,
+# for-each-ref, worktree list (the home's was read while resolving), the
+# worktree's status, cherry + merge-tree (one target when origin's and the
+# local default branch are one commit), the .teamteardown read and the
+# primary's status in the plan; the primary's status right before the pick,
+# the pick, the removal (git's own check stands for the worktree's status),
+# and the branch's deletion at the judged tip. No pull: the default branch
+# was at origin's tip as this command fetched it. Plus opening the home (1).
+MAX_GIT_PROCESSES = 40
 
 
-def test_a_three_repo_integrating_teardown_starts_at_most_55_git_processes(tmp_path, workspace):
+def test_a_three_repo_integrating_teardown_starts_at_most_40_git_processes(tmp_path, workspace):
     topic = multi_topic(workspace, ("api", "db"))
     for name, worktree in topic.worktrees.items():
         commit(worktree, f"{name}-feature.txt", "work\n", f"feature in {name}")
@@ -32,11 +35,12 @@ def test_a_three_repo_integrating_teardown_starts_at_most_55_git_processes(tmp_p
         assert f"feature in {name}" in git(repo, "log", "-1", "--format=%s", "main")
         assert status(repo) == ""
         assert not topic.worktrees[name].exists()
+        assert topic.branch not in branches(repo)
     by_command = git_verbs(log)
     total = sum(by_command.values())
     assert total <= MAX_GIT_PROCESSES, f"{total} git processes: {dict(by_command)}"
-    # Decided once per repo: the committer, the merge proof, the refs.
-    assert by_command["var"] <= 3 and by_command["merge-base"] == 0
+    # Decided once per repo: the config, the merge proof, the refs.
+    assert by_command["config"] <= 3 and by_command["merge-base"] == 0
     assert by_command["cherry"] <= 3 and by_command["for-each-ref"] <= 3
 
 
@@ -48,9 +52,11 @@ def test_a_primary_edited_between_the_plan_and_the_pick_is_refused_and_kept(home
     topic = new_topic(home_repo)
     commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
     main_before = git(home_repo, "rev-parse", "main")
-    # `git var` is the plan's last question before the act: the edit lands after the plan read the primary.
+    # The edit lands right after the plan read the primary (its status with -b).
     edit = f"printf '# edited during the teardown\\n' > '{home_repo}/README.md'"
-    env = git_wrapper(tmp_path / "bin", " var ", f'{edit}\nexec "$REAL_GIT" "$@"')
+    env = git_wrapper(
+        tmp_path / "bin", " status --porcelain -z -b ", f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc'
+    )
     proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
     assert proc.code == 1, proc.out + proc.err
     steps = steps_of(proc.json, "home")
@@ -65,6 +71,8 @@ def test_a_primary_edited_between_the_plan_and_the_pick_is_refused_and_kept(home
 def test_a_primary_edited_right_after_the_pick_keeps_the_edit(home_repo, tmp_path):
     topic = new_topic(home_repo)
     commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    # Origin moved on: main is behind once fetched, so the pull has work to do.
+    commit_on_origin(home_repo, "UPSTREAM.md", "upstream\n")
     edit = "printf '# edited after the pick\\n' > \"$2/README.md\""
     env = git_wrapper(
         tmp_path / "bin", " cherry-pick ", f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc'
@@ -75,3 +83,96 @@ def test_a_primary_edited_right_after_the_pick_keeps_the_edit(home_repo, tmp_pat
     # The default branch is not updated over the edit (git's own refusal), and the edit stays.
     assert steps_of(proc.json, "home")["update-default"]["outcome"] in {"skipped", "failed"}
     assert (home_repo / "README.md").read_text() == "# edited after the pick\n"
+
+
+def test_a_file_added_to_the_worktree_after_the_plan_is_refused_by_git_and_kept(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "f.py", "f = 1\n", "work")
+    # The file lands right after the plan read the worktree's status: the act
+    # does not read it again, git's own check in `worktree remove` refuses.
+    late = wt / "late.txt"
+    edit = f"printf 'written during the teardown\\n' > '{late}'"
+    env = git_wrapper(
+        tmp_path / "bin",
+        f" {wt} -c core.fsmonitor= status ",
+        f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc',
+    )
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert proc.code == 1, proc.out + proc.err
+    steps = steps_of(proc.json, "home")
+    assert steps["remove"]["code"] == "dirty-worktree", steps["remove"]
+    assert "late.txt" in steps["remove"]["detail"]
+    # The pick happened (the work is on main); the file, the worktree and the branch stay.
+    assert git(home_repo, "log", "-1", "--format=%s", "main") == "work"
+    assert late.read_text() == "written during the teardown\n"
+    assert wt.is_dir() and topic.branch in branches(home_repo)
+
+
+def test_a_commit_on_the_branch_right_before_its_deletion_keeps_the_branch(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    # Another process commits onto the branch as the deletion starts: git
+    # deletes only at the judged tip, so the branch and its new commit stay.
+    branch_ref = f"refs/heads/{topic.branch}"
+    once = tmp_path / "moved"
+    g = f'"$REAL_GIT" -C "{home_repo}"'
+    index = tmp_path / "late.index"
+    move = (
+        f'if [ ! -e "{once}" ]; then touch "{once}"; '
+        f"tip=$({g} rev-parse {branch_ref}); "
+        f'blob=$(echo "late work" | {g} hash-object -w --stdin); '
+        f'GIT_INDEX_FILE="{index}" {g} read-tree "$tip"; '
+        f'GIT_INDEX_FILE="{index}" {g} update-index --add --cacheinfo "100644,$blob,late.txt"; '
+        f'tree=$(GIT_INDEX_FILE="{index}" {g} write-tree); '
+        f'new=$({g} commit-tree -p "$tip" -m "late work" "$tree"); '
+        f'{g} update-ref {branch_ref} "$new"; fi\n'
+        'exec "$REAL_GIT" "$@"'
+    )
+    bin_dir = tmp_path / "bin"
+    env = git_wrapper(bin_dir, f" {topic.branch}", move)
+    # Only the deletion (by either command git offers for it) moves the branch.
+    script = (
+        (bin_dir / "git")
+        .read_text()
+        .replace(
+            f'*"{" " + topic.branch}"*) ;;',
+            f'*" update-ref -d {branch_ref} "*|*" branch -D -- {topic.branch} "*) ;;',
+        )
+    )
+    (bin_dir / "git").write_text(script)
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert once.exists(), "the deletion never ran"
+    assert proc.code == 1, proc.out + proc.err
+    assert steps_of(proc.json, "home")["branch"]["code"] == "unintegrated-commits"
+    assert git(home_repo, "log", "-1", "--format=%s", topic.branch) == "late work"
+
+
+def test_the_deletion_drops_the_branch_config_section_as_branch_d_does(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "f.py", "f = 1\n", "work")
+    git(wt, "push", "-q", "-u", "origin", topic.branch)
+    assert git(home_repo, "config", "--get", f"branch.{topic.branch}.remote") == "origin"
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo)
+    assert proc.code == 0, proc.out + proc.err
+    assert topic.branch not in branches(home_repo)
+    left = git(home_repo, "config", "--get-regexp", f"^branch\\.{topic.branch}\\.", check=False)
+    assert left == ""
+
+
+def test_an_empty_committer_name_in_the_environment_is_refused_before_the_pick(
+    home_repo, monkeypatch
+):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(home_repo, "config", "user.name", "Config Name")  # config names one; the variable wins
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "")
+    main_before = git(home_repo, "rev-parse", "main")
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo)
+    assert proc.code == 1, proc.out + proc.err
+    assert proc.json["error"]["code"] == "no-identity", proc.json["error"]
+    assert git(home_repo, "rev-parse", "main") == main_before
+    assert status(home_repo) == "" and topic.worktrees["home"].exists()

@@ -162,7 +162,8 @@ def _git_on_path() -> bool:
 
 def locate(cwd: str) -> tuple[str, str, PlanDir] | None:
     """(home primary root, common git dir, newest plan dir) for ``cwd``; None: nothing to say."""
-    from router.topic.discovery import Unsure, locate_fast, newest, scan
+    from router.gitfiles import Unsure
+    from router.topic.discovery import locate_fast, newest, scan
 
     try:
         home = locate_fast(cwd)
@@ -193,7 +194,8 @@ def _maybe_secondary(home, found: list[PlanDir]) -> bool:
 
 def _locate_home(here) -> tuple[str, str, PlanDir] | None:
     """The home's answer, when this repo is a secondary of a topic whose record names it."""
-    from router.topic.discovery import Unsure, home_paths, locate_fast, newest, scan
+    from router.gitfiles import Unsure
+    from router.topic.discovery import home_paths, locate_fast, newest, scan
 
     homes, exact = home_paths(here.common_dir, here.top, None)
     if not exact and scan(here.roots, here.branches):

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router import gitfiles
 from router.git import Git, GitError, StatusReport
 
 
@@ -59,7 +60,7 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     ]
     seen = {r.git_dir for r in repos if r.git_dir is not None}
     # The worktree's own .git names its git dir; git is asked only when it does not.
-    git_dir = g.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
+    git_dir = gitfiles.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
     modules = git_dir / "modules"
     if os.path.isdir(modules):
         repos += [_inspect_git_dir(d) for d in module_git_dirs(modules) if d.resolve() not in seen]

@@ -23,6 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router import gitfiles
 from router.errors import error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.progress import Echo
@@ -627,6 +628,7 @@ def remove_worktree(
     force: bool,
     entries: list[WorktreeEntry] | None = None,
     topic: TopicRef | None = None,
+    clean_since: float | None = None,
 ) -> tuple[StepResult, Snapshot | None]:
     """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
 
@@ -637,6 +639,9 @@ def remove_worktree(
     name them. With ``topic``, the record marks the removal once the worktree
     is proven clean (or snapshotted), so a rerun after a kill finishes a
     half-deleted worktree instead of reading its deletions as work.
+    ``clean_since``: this command's status showed the worktree clean when it
+    began at that time (see :func:`proof_time`); git's own check covers the
+    moments since, and the mark dates from then.
     """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
@@ -664,11 +669,14 @@ def remove_worktree(
     if not force:
         if entry.locked:
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
-        status = Git(path).status() if exists and topic is not None else StatusReport()
-        if status.dirty:
-            return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
+        since = clean_since
+        if since is None and exists and topic is not None:
+            since = proof_time()
+            status = Git(path).status()
+            if status.dirty:
+                return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
         try:
-            _mark_removal(repo, topic, path, branch)
+            _mark_removal(repo, topic, path, branch, since)
             # A registration whose directory is gone holds nothing: --force drops it.
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
@@ -684,6 +692,7 @@ def remove_worktree(
             return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
         _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}{gone}"), None
+    since = proof_time()
     status = Git(path).status() if exists else StatusReport()
     snap = None
     if exists and _holds_work(repo, path, branch, status):
@@ -692,7 +701,7 @@ def remove_worktree(
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:
-        _mark_removal(repo, topic, path, branch)
+        _mark_removal(repo, topic, path, branch, since)
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
         if exc.returncode < 0:
@@ -770,11 +779,26 @@ def removal_interrupted(path: Path, exc: GitError) -> StepResult:
     )
 
 
-def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> None:
-    # Written only after the worktree was proven clean or snapshotted: from here
-    # on, whatever git has not deleted yet is known to be safe to delete.
+# The kernel stamps files from a coarse clock that may lag time.time() by a
+# tick (1-10 ms): a proof's time is taken this much earlier, so a file written
+# right after the proof began never looks older than it.
+CLOCK_SLACK = 0.1
+
+
+def proof_time() -> float:
+    """The time to date a proof from, taken before the status read that makes it."""
+    return time.time() - CLOCK_SLACK
+
+
+def _mark_removal(
+    repo: Repo, topic: TopicRef | None, path: Path, branch: str, since: float | None
+) -> None:
+    # Written only after the worktree was proven clean or snapshotted: from
+    # ``since`` (when that proof began) on, whatever git has not deleted yet is
+    # known to be safe to delete, and anything written later is someone's work.
     if topic is not None:
-        set_mark(repo, topic, REMOVING, state.Removal(str(path), time.time()), branch=branch)
+        at = since if since is not None else proof_time()
+        set_mark(repo, topic, REMOVING, state.Removal(str(path), at), branch=branch)
 
 
 def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
@@ -793,13 +817,19 @@ def removal_started(repo: Repo, topic: TopicRef, path: Path) -> float | None:
 
 
 def written_since(path: Path, since: float) -> list[str]:
-    """Files under ``path`` changed after ``since``: someone wrote them after the removal began."""
+    """Files under ``path`` changed after ``since``: someone wrote them after the removal began.
+
+    The change time counts too: a file moved in keeps its old modification
+    time (``mv``, ``cp -p``, an unpacked archive), but the kernel stamps the
+    move, and nothing can set that stamp back.
+    """
     found = []
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
             full = os.path.join(dirpath, name)
             try:
-                if os.lstat(full).st_mtime > since:
+                info = os.lstat(full)
+                if max(info.st_mtime, info.st_ctime) > since:
                     found.append(os.path.relpath(full, path))
             except FileNotFoundError:
                 continue
@@ -920,13 +950,19 @@ def delete_branch(
     *,
     force: bool,
     known: tuple[str, Integration] | None = None,
+    config: g.ConfigView | None = None,
 ) -> tuple[StepResult, Snapshot | None]:
     """Delete the branch when its work is integrated or proven merged, or snapshotted under force.
 
     ``known`` is an earlier (tip, integration) judgement, reused only while
-    the branch still points at that tip.
+    the branch still points at that tip; ``config`` the repo's config as read
+    with it (for the ``branch.<name>`` section the deletion drops).
     """
     name = "branch"
+    if known is not None and config is not None and default is not None:
+        judged = _delete_judged(repo, branch, default, known, config)
+        if judged is not None:
+            return judged, None
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
         return skipped(name, f"{branch} is already gone"), None
@@ -963,6 +999,38 @@ def delete_branch(
             ), snap
         return git_failed(name, f"git branch -D {branch} failed", exc), snap
     return done(name, f"deleted {branch} ({why})"), snap
+
+
+def _delete_judged(
+    repo: Repo,
+    branch: str,
+    default: DefaultBranch,
+    known: tuple[str, Integration],
+    config: g.ConfigView,
+) -> StepResult | None:
+    """Delete an integrated branch in one process, only while it is still at the judged tip.
+
+    What ``git branch -D`` does, with the tip check made by git in the same
+    step as the deletion (``update-ref -d <ref> <tip>``): a commit made on the
+    branch since it was judged keeps it. None when this cannot decide (the
+    branch moved, or some checkout may have it): the caller judges afresh.
+    """
+    tip, found = known
+    if not found.integrated:
+        return None
+    checked_out = gitfiles.checked_out_branches(str(repo.common_dir))
+    if checked_out is None or branch in checked_out:
+        return None  # git branch -D decides, and refuses a checked-out branch
+    if not repo.git.branch_delete_at(branch, tip):
+        return None
+    why = found.proof.detail if found.proof else f"every patch is on {default.name}"
+    left = ""
+    if config.has_section(f"branch.{branch}"):
+        try:
+            repo.git.remove_config_section(f"branch.{branch}")
+        except GitError as exc:
+            left = f"; its config section branch.{branch} stays ({exc.first_line})"
+    return done("branch", f"deleted {branch} ({why}){left}")
 
 
 # -- step 4: verify-gone ---------------------------------------------------------
@@ -1007,6 +1075,7 @@ def update_default(
     fetched: bool = False,
     has_origin: bool | None = None,
     known: tuple[StatusReport, str | None] | None = None,
+    at_origin: bool = False,
 ) -> StepResult:
     """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
 
@@ -1014,12 +1083,21 @@ def update_default(
     commit; a pull that stops is aborted so the primary clone is left clean.
     ``known``: the primary's status and branch as this command's own last
     change left them (a cherry-pick onto the default branch), not read again.
+    ``at_origin``: this command fetched moments ago and the local default
+    branch was then at origin's tip, so a pull has nothing to bring (our own
+    picks, if any, already sit on that tip).
     """
     name = "update-default"
     if default is None:
         return skipped(name, "the default branch is unknown: nothing to update")
     if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
         return skipped(name, "no origin: nothing to update")
+    if at_origin:
+        return done(
+            name,
+            f"{default.name} already holds origin/{default.name} as this command fetched it: "
+            "nothing to pull",
+        )
     status, current = known if known is not None else primary_state(repo)
     busy = busy_reason(status, current, default)
     if busy:

@@ -63,6 +63,7 @@ from router.teardown.steps import (
     pending_pick,
     primary_busy,
     primary_state,
+    proof_time,
     prune_origin,
     refused,
     removal_started,
@@ -132,6 +133,15 @@ class RepoPlan:
     kept_worktree: str = ""
     kept_branch: str = ""
     committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
+    config: g.ConfigView | None = (
+        None  # the repo's config, read once (origin, committer, branch section)
+    )
+    # When the plan's status of the worktree began: it showed nothing to lose
+    # then, so a removal marked from this time keeps anything written later.
+    status_at: float | None = None
+    # The local default branch was at origin's tip as this command fetched it:
+    # after the pick, or with none, there is nothing for a pull to bring.
+    default_at_origin: bool = False
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -174,7 +184,8 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         return RepoPlan(target, blockers=(resumed,))
     if resumed is not None:
         notes.append(f"{target.name}: {resumed.detail}")
-    has_origin = repo.git.has_remote("origin")
+    config = g.config_view(repo.git)
+    has_origin = config.has_remote("origin")
     if not opts.dry_run and has_origin:
         error = repo.git.fetch("origin")
         if error is not None:
@@ -187,7 +198,8 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     tips = g.ref_tips_with_trees(repo.git, "refs/remotes/origin/", "refs/heads/")
     default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
     refs = {name: t.commit for name, t in tips.items()}
-    entries = repo.git.worktree_list()
+    # The home's worktree list was read while resolving the topic, moments ago.
+    entries = list(target.entries) if target.entries is not None else repo.git.worktree_list()
     worktree = target.worktree or _listed_worktree(entries, target.branch)
     on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
     entry = find_worktree(entries, worktree) if worktree and not on_primary else None
@@ -198,6 +210,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
     removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
+    status_at = proof_time() if there else None
     status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
     nested = survey_nested(worktree) if there else ()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
@@ -225,6 +238,9 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     )
     plan = dataclasses.replace(
         plan,
+        config=config,
+        status_at=status_at,
+        default_at_origin=reachable and _at_origin(default, refs),
         resuming=resuming,
         kept_worktree=_kept_worktree(repo, worktree, entry, opts),
         kept_branch=_kept_branch(target, tip, opts),
@@ -235,6 +251,13 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
+
+
+def _at_origin(default: DefaultBranch | None, refs: dict[str, str]) -> bool:
+    """The local default branch is at origin's tip (both known, same commit)."""
+    if default is None or default.remote_ref is None or default.local_ref is None:
+        return False
+    return refs.get(default.local_ref) == refs.get(default.remote_ref)
 
 
 REUSED_FLAG = "--remove-reused"
@@ -298,7 +321,7 @@ def _plan_blockers(
     if _picks(plan, opts):
         # A dry run with an interrupted pick of ours: the real run undoes it first.
         busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
-        unknown = g.committer_unknown(repo.git)
+        unknown = g.committer_unknown(repo.git, plan.config)
         if busy:
             found.append(
                 refused(
@@ -413,6 +436,9 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
                     force=opts.force,
                     entries=list(plan.entries),
                     topic=TopicRef(scope.id, target.name),
+                    clean_since=plan.status_at
+                    if plan.status_at and not plan.status.dirty
+                    else None,
                 )[0],
                 plan,
             )
@@ -448,6 +474,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
                 fetched=True,
                 has_origin=plan.has_origin,
                 known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
+                at_origin=plan.default_at_origin,
             ),
             repo,
             plan,
@@ -539,7 +566,9 @@ def _branch_step(
     # reads the tip again: another process may have moved the branch since).
     found = Integration(None, ()) if integrated_now else plan.found
     known = (plan.tip, found) if plan.tip and found else None
-    return delete_branch(repo, target.branch, plan.default, force=opts.force, known=known)[0]
+    return delete_branch(
+        repo, target.branch, plan.default, force=opts.force, known=known, config=plan.config
+    )[0]
 
 
 def _after_pick(

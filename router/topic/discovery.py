@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+from router import gitfiles
 from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
 
 TYPE_CHECKING = False
@@ -129,11 +130,19 @@ def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
 
 def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     """The home repo and plan dir named by ``target`` (id or path), or the newest one."""
+    repo, plan, _entries = resolve_listed(cwd, target)
+    return repo, plan
+
+
+def resolve_listed(
+    cwd: Path, target: str | None
+) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
+    """:func:`resolve`, with the home's worktree list when it was read on the way (else None)."""
     from router.errors import BadInput
     from router.topic.workspace import open_repo
 
     if target and _looks_like_path(target):
-        return _by_path(cwd, target)
+        return (*_by_path(cwd, target), None)
     repo = home_repo(open_repo(cwd), target)
     entries = repo.git.worktree_list()
     found = candidates(repo, entries)
@@ -149,13 +158,13 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
                 f"no plan dir for {target!r} in {repo.primary} or its worktrees; "
                 "check the id with `team-router status`",
             )
-        return repo, plan
+        return repo, plan, tuple(entries)
     best = newest(found)
     if best is None:
         raise BadInput(
             "no-topic", f"no topic to resume in {repo.primary}; start one with `team-router new`"
         )
-    return repo, best
+    return repo, best, tuple(entries)
 
 
 def home_repo(repo: Repo, target: str | None = None) -> Repo:
@@ -272,10 +281,6 @@ every checkout root (primary first), the branches checked out in them, and the
 root of the checkout that holds ``cwd``."""
 
 
-class Unsure(Exception):
-    """The on-disk layout is not the plain one this reader trusts: ask git instead."""
-
-
 def locate_fast(cwd: str) -> FastHome | None:
     """The repo around ``cwd`` from git's files; None when there is none; Unsure otherwise.
 
@@ -285,81 +290,30 @@ def locate_fast(cwd: str) -> FastHome | None:
     ``gitdir:`` files in worktrees, ``commondir``, ``worktrees/<n>/gitdir``);
     anything else raises :class:`Unsure`.
     """
-    found = _find_git_dir(os.path.realpath(cwd))
+    found = gitfiles.find_git_dir(os.path.realpath(cwd))
     if found is None:
         return None
     top, git_dir = found
-    common = _common_dir(git_dir)
+    common = gitfiles.common_dir(git_dir)
     primary = os.path.dirname(common)
     if (
         os.path.basename(common) != ".git"
         or os.path.realpath(os.path.join(primary, ".git")) != common
     ):
-        raise Unsure(f"{common} is not the .git directory of a primary clone")
-    _refuse_unusual_config(common)
+        raise gitfiles.Unsure(f"{common} is not the .git directory of a primary clone")
+    gitfiles.refuse_unusual_config(common)
     roots: list[str] = [primary]
     branches: set[str] = set()
     _add_branch(branches, os.path.join(common, "HEAD"))
-    for admin in _worktree_admin_dirs(common):
-        gitfile = _read_line(os.path.join(admin, "gitdir"))
+    for admin in gitfiles.worktree_admin_dirs(common):
+        gitfile = gitfiles.read_line(os.path.join(admin, "gitdir"))
         if gitfile:
             roots.append(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
             _add_branch(branches, os.path.join(admin, "HEAD"))
     return FastHome(primary, common, roots, branches, top)
 
 
-def _find_git_dir(start: str) -> tuple[str, str] | None:
-    here = start
-    while True:
-        dotgit = os.path.join(here, ".git")
-        if os.path.isdir(dotgit):
-            if os.path.isfile(os.path.join(dotgit, "HEAD")):
-                return here, os.path.realpath(dotgit)
-        elif os.path.isfile(dotgit):
-            line = _read_line(dotgit)
-            if not line.startswith("gitdir: "):
-                raise Unsure(f"{dotgit} is not a gitdir file")
-            return here, os.path.realpath(os.path.join(here, line[len("gitdir: ") :]))
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-
-
-def _common_dir(git_dir: str) -> str:
-    pointer = _read_line(os.path.join(git_dir, "commondir"))
-    return os.path.realpath(os.path.join(git_dir, pointer)) if pointer else git_dir
-
-
-def _refuse_unusual_config(common: str) -> None:
-    try:
-        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
-            text = fh.read().lower()
-    except OSError:
-        raise Unsure(f"{common}/config cannot be read") from None
-    # core.worktree moves the primary's work tree; worktreeConfig lets each
-    # worktree set it; a bare repo has no primary work tree at all.
-    if "worktree" in text or "bare = true" in text:
-        raise Unsure(f"{common}/config sets the work tree layout")
-
-
-def _worktree_admin_dirs(common: str) -> list[str]:
-    base = os.path.join(common, "worktrees")
-    try:
-        return [os.path.join(base, n) for n in sorted(os.listdir(base))]
-    except OSError:
-        return []
-
-
 def _add_branch(branches: set[str], head_file: str) -> None:
-    head = _read_line(head_file)
-    if head.startswith("ref: refs/heads/"):
-        branches.add(head[len("ref: refs/heads/") :])
-
-
-def _read_line(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            return fh.readline().strip()
-    except OSError:
-        return ""
+    branch = gitfiles.head_branch(head_file)
+    if branch is not None:
+        branches.add(branch)

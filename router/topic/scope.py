@@ -7,15 +7,17 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import BadInput, RouterError
+from router.git import WorktreeEntry
 from router.parallel import parallel_map
 from router.plandir.reposmd import REPOS_MD, ReposFile, read_repos_md, worktree_lines
 from router.teardown.localstate import read_temp_paths
 from router.topic import state
-from router.topic.discovery import home_repo, resolve
+from router.topic.discovery import home_repo, resolve_listed
 from router.topic.ids import ID_RE, branch_for, parse_id
 from router.topic.model import HOME, repo_places
 from router.topic.workspace import Containment, Repo, contain_all, open_repo
@@ -33,6 +35,9 @@ class RepoTarget:
     record: state.TopicRecord | None = None
     is_home: bool = False
     problem: str = ""
+    # The repo's worktree list as this command read it while resolving (the
+    # home's, when a plan dir was found); None: not read yet.
+    entries: tuple[WorktreeEntry, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +73,7 @@ class TopicScope:
 def resolve_topic(cwd: Path, target: str) -> TopicScope:
     """The topic named by ``target`` (id or plan dir), its plan dir if any, and every repo."""
     try:
-        home, plan = resolve(cwd, target)
+        home, plan, entries = resolve_listed(cwd, target)
     except BadInput as exc:
         if exc.code != "no-plan-dir":
             raise
@@ -76,7 +81,7 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
     warnings: list[str] = []
     record = _home_record(home, plan.id, warnings)
     parsed = _repos_md(plan.path)
-    repos = _targets(home, plan.id, record, parsed, warnings)
+    repos = _targets(home, plan.id, record, parsed, warnings, entries)
     temps = read_temp_paths(plan.path) or _recorded_temps(record)
     return TopicScope(
         plan.id, branch_for(plan.id), home, plan.path, record, repos, tuple(temps), tuple(warnings)
@@ -136,6 +141,7 @@ def _targets(
     record: state.TopicRecord | None,
     parsed: ReposFile | None,
     warnings: list[str],
+    home_entries: tuple[WorktreeEntry, ...] | None = None,
 ) -> tuple[RepoTarget, ...]:
     """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
     lines = worktree_lines(parsed) if parsed else []
@@ -153,7 +159,8 @@ def _targets(
         lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),
         list(range(len(jobs))),
     )
-    return (_home_target(home, topic_id, record, listed, entries), *secondaries)
+    home_target = _home_target(home, topic_id, record, listed, entries)
+    return (dataclasses.replace(home_target, entries=home_entries), *secondaries)
 
 
 def _home_target(home, topic_id, record, listed, entries) -> RepoTarget:

@@ -205,9 +205,10 @@ def _probe(path: Path, home: Repo) -> Containment:
         )
     if real == home.primary:
         return Containment(False, "duplicate", f"{path} is the home repo itself")
-    layout = Git(real).try_layout()
-    if layout is None or layout.toplevel != real:
-        where = f"its top level is {layout.toplevel}" if layout else "it is not a git work tree"
+    layout = Git(real).checkout_layout()
+    if layout is None:
+        top = Git(real).toplevel()
+        where = f"its top level is {top}" if top else "it is not a git work tree"
         return Containment(False, "not-a-repo", f"{path}: {where}")
     try:
         primary = primary_root(layout)
