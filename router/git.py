@@ -345,6 +345,18 @@ class Git:
             else None
         )
 
+    def top_checkout_state(self) -> tuple[RepoLayout, str | None]:
+        """:meth:`checkout_state` of the checkout whose top level is cwd, from its files when plain.
+
+        Raises GitError when git, asked because the layout is not the plain
+        one, finds no checkout there.
+        """
+        plain = gitfiles.plain_layout(str(self.cwd))
+        if plain is None:
+            return self.checkout_state()
+        layout = RepoLayout(*(Path(p) for p in plain))
+        return layout, gitfiles.head_branch(os.path.join(plain[1], "HEAD"))
+
     def toplevel(self) -> Path | None:
         res = self.run("rev-parse", "--show-toplevel", check=False)
         return Path(os.path.realpath(res.stdout.strip())) if res.ok and res.stdout.strip() else None
@@ -847,6 +859,23 @@ def file_blobs(git: Git, files: Sequence[Path]) -> list[str]:
         batch = [str(f) for f in files[start : start + HASH_BATCH]]
         blobs += git.out("hash-object", "--no-filters", "--", *batch).split()
     return blobs
+
+
+def is_cut_short(git: Git, file: Path, blob: str) -> bool:
+    """``file`` holds the start of ``blob``'s bytes: a git killed while writing it left it so.
+
+    git writes each file front to back, so the one a kill interrupts holds a
+    prefix of its content; every byte of it is in the blob, and removing it
+    loses nothing.
+    """
+    try:
+        written = file.read_bytes()
+    except OSError:
+        return False
+    try:
+        return git.blob(blob).startswith(written)
+    except GitError:
+        return False
 
 
 def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:

@@ -184,6 +184,47 @@ def test_a_sequence_left_without_cherry_pick_head_names_quit_which_keeps_its_com
     assert snapshot_of(home_repo) == before
 
 
+@pytest.mark.parametrize("cut", [False, True], ids=["whole", "cut-short"])
+def test_a_new_file_a_killed_pick_wrote_but_never_staged_is_undone_by_the_rerun(
+    home_repo, tmp_path, cut
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "src/new.py", "x = 1\n" * 50, "adds a file")
+    # git writes the new file, then the index: the kill came in between (and,
+    # cut short, while it was still writing the file).
+    then = '"$REAL_GIT" -C "$2" reset -q --mixed HEAD~1'
+    if cut:
+        then += '\ntruncate -s 7 "$2/src/new.py"'
+    killed = _teardown_killed_in(topic, tmp_path, PICK, then)
+    assert killed.code == KILLED, killed.err
+    assert git(home_repo, "status", "--porcelain") == "?? src/"
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    assert any("src/new.py" in w for w in again.json["warnings"])
+    assert git(home_repo, "log", "--format=%s", "main").splitlines().count("adds a file") == 1
+    assert (home_repo / "src/new.py").read_text() == "x = 1\n" * 50
+    assert status(home_repo) == "" and branches(home_repo) == ["main"]
+
+
+def test_an_untracked_file_that_is_not_the_picks_is_kept_and_refused(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "src/new.py", "x = 1\n", "adds a file")
+    killed = _teardown_killed_in(
+        topic, tmp_path, PICK, '"$REAL_GIT" -C "$2" reset -q --mixed HEAD~1'
+    )
+    assert killed.code == KILLED, killed.err
+    write(home_repo / "src/new.py", "my own x\n")  # the same path, the user's content
+    res = teardown(topic, "--integrate")
+    assert res.code == 1
+    assert res.json["error"]["code"] == "primary-busy"
+    assert "src/new.py" in res.json["error"]["message"]
+    assert (home_repo / "src/new.py").read_text() == "my own x\n"
+    assert topic.branch in branches(home_repo)
+
+
 def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(home_repo, tmp_path):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
@@ -838,3 +879,33 @@ def test_an_unreadable_registration_the_record_does_not_show_under_way_is_left_a
     again = run(*NEW, cwd=home_repo)
     assert again.code != 0 and again.json["error"]["message"]
     assert (admin / "locked").read_text().strip() == "initializing"  # not ours to drop: kept
+
+
+def test_a_pick_that_fails_after_writing_a_file_keeps_its_mark_and_the_rerun_undoes_it(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "src/new.py", "x = 1\n", "adds a file")
+    main_before = git(home_repo, "rev-parse", "main")
+    # git writes the file, then fails to write the index (a lock, a full disk):
+    # nothing is left for `cherry-pick --abort`, but the file is there.
+    once = tmp_path / "failed-once"
+    fail = (
+        f'if [ -e "{once}" ]; then exec "$REAL_GIT" "$@"; fi\ntouch "{once}"\n'
+        '"$REAL_GIT" "$@" >/dev/null 2>&1\n'
+        '"$REAL_GIT" -C "$2" reset -q --mixed HEAD~1\n'
+        'rm -f "$2/.git/CHERRY_PICK_HEAD"\n'
+        'echo "fatal: unable to write new index file" >&2\nexit 128'
+    )
+    env = git_wrapper(tmp_path / "bin", f" {PICK} ", fail)
+    first = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert first.code == 1, first.out + first.err
+    assert "src/new.py" in first.json["error"]["message"], first.json["error"]
+    assert git(home_repo, "rev-parse", "main") == main_before
+    assert _integrating_mark(home_repo, topic.id) is not None  # the rerun may undo it
+    assert (home_repo / "src/new.py").exists()
+
+    again = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert again.code == 0, again.out + again.err
+    assert git(home_repo, "log", "--format=%s", "main").splitlines().count("adds a file") == 1
+    assert status(home_repo) == "" and branches(home_repo) == ["main"]

@@ -229,3 +229,22 @@ def _state_files(repo: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.suffix != ".pid" and p.name != f"{ID}.lock"
     }
+
+
+def test_two_threads_of_one_process_exclude_each_other_on_a_record_lock(tmp_path):
+    # A repo's worker threads update records concurrently: each acquire is its own holder.
+    path = tmp_path / "record.lock"
+    first = state.acquire(path, 0)
+    try:
+        with pytest.raises(state.LockBusy):
+            state.acquire(path, 0.1)
+        got: list[int] = []
+        waiter = threading.Thread(target=lambda: got.append(state.acquire(path, 5)))
+        waiter.start()
+        time.sleep(0.2)
+        assert got == []  # still waiting for the first holder
+    finally:
+        os.close(first)
+    waiter.join(5)
+    assert len(got) == 1
+    os.close(got[0])

@@ -8,6 +8,9 @@ from helpers.plans import repos_md
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
 from helpers.topics import TOPIC_ID
 
+from router import git as g
+from router.create.pipeline import Lanes
+
 NOTES = "## Notes\nKeep   this   text *exactly*.\n"
 
 
@@ -545,3 +548,10 @@ def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yam
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "repos.md ## Worktrees updated" in proc.stdout
+
+
+def test_only_the_last_checkout_to_start_gets_every_core():
+    lanes = Lanes(3)
+    # A name counts once (the job's end counts too, for a job that made no checkout).
+    assert [lanes.arrive("api"), lanes.arrive("api"), lanes.arrive("home")] == [1, 1, 1]
+    assert lanes.arrive("db") == g.ALL_CORES

@@ -90,6 +90,8 @@ class Job:
     home: Path | None = None
     # The fetch from origin, when ensure_all started it ahead of the job's turn.
     fetch: _Background | None = field(default=None, compare=False, repr=False)
+    # Shared by the jobs of one ensure_all: tells the last checkout it may use every core.
+    lanes: Lanes | None = field(default=None, compare=False, repr=False)
 
 
 class _Failed(Exception):
@@ -138,7 +140,11 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     progress = Progress(len(jobs), label="worktree")
 
     def one(job: Job) -> CreateReport:
-        report = ensure(job)
+        try:
+            report = ensure(job)
+        finally:
+            if job.lanes is not None:
+                job.lanes.arrive(job.name)  # a job that made no checkout holds no lane either
         progress.step(job.name, str(report.status))
         return report
 
@@ -150,8 +156,11 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     # of them only adds processes. The fetches wait on the network, not on a
     # core: they all start now (a few at a time), ahead of their job's turn.
     gate = threading.BoundedSemaphore(MAX_PARALLEL)
+    lanes = Lanes(len(jobs))
     jobs = [
-        dataclasses.replace(j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)))
+        dataclasses.replace(
+            j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)), lanes=lanes
+        )
         for j in jobs
     ]
     with ThreadPoolExecutor(max_workers=worker_limit(len(jobs))) as pool:
@@ -173,6 +182,30 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     raise failed
 
 
+class Lanes:
+    """Which checkout may use every core: one that starts when no other job is left to start.
+
+    Each job's thread runs one checkout at a time with one process, which
+    keeps the cores busy while jobs are queued. The last checkout to start
+    has no queued job behind it, and the threads that finish meanwhile leave
+    their cores idle: git's parallel checkout lets that one use them
+    (2,000 files on two cores: 135 ms alone, 103 ms with two workers).
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self._left = jobs
+        self._arrived: set[str] = set()
+        self._lock = threading.Lock()
+
+    def arrive(self, name: str) -> int:
+        """Count ``name`` as started (once); the ``checkout.workers`` it may use."""
+        with self._lock:
+            if name not in self._arrived:
+                self._arrived.add(name)
+                self._left -= 1
+            return g.ALL_CORES if self._left == 0 else 1
+
+
 def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError | None]:
     def fetch() -> GitError | None:
         with gate:
@@ -182,17 +215,19 @@ def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError 
 
 
 def worker_limit(jobs: int) -> int:
-    """Threads for ``jobs`` repos: one per core this process may use, at least two.
+    """Threads for ``jobs`` repos: one per core this process may use, plus one.
 
-    Each repo's steps are git processes, mostly CPU (checkout, fetch from a
-    local origin): more threads than cores only make them take turns, while
-    two still overlap one repo's waiting (network, disk) with another's work.
+    Each repo's checkout is one git process, mostly CPU. Between checkouts a
+    thread runs a few short steps (its checks, git's answers to them, the
+    record): the extra thread runs those while the others' checkouts keep the
+    cores busy (7 repos of 2,000 files on two cores: 0.70x the sequential run
+    with three threads, 0.80x with two).
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(jobs, MAX_PARALLEL, max(2, cores)))
+    return max(1, min(jobs, MAX_PARALLEL, cores + 1))
 
 
 def rollback(report: CreateReport, job: Job) -> None:
@@ -536,25 +571,13 @@ class _Pipeline:
         odd += [
             rel
             for rel, blob in zip(checked, blobs, strict=True)
-            if blob != expected[rel] and not self._cut_short(rel, expected[rel])
+            if blob != expected[rel]
+            and not g.is_cut_short(self.git, self.path / rel, expected[rel])
         ]
         if not odd:
             return None
         shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
         return f"it holds files that are not its branch's ({shown})"
-
-    def _cut_short(self, rel: str, blob: str) -> bool:
-        """The file holds the start of ``blob``'s bytes: git was killed while it wrote it.
-
-        git writes each file front to back, so the one a kill interrupts holds
-        a prefix of its content; every byte of it is in the commit, and
-        removing it loses nothing.
-        """
-        try:
-            written = (self.path / rel).read_bytes()
-        except OSError:
-            return False
-        return self.git.blob(blob).startswith(written)
 
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.
@@ -704,7 +727,11 @@ class _Pipeline:
                     self.path,
                     self.branch,
                     base=None if branch_exists else self.base,
-                    workers=self.job.checkout_workers,
+                    workers=(
+                        self.job.lanes.arrive(self.job.name)
+                        if self.job.lanes is not None
+                        else self.job.checkout_workers
+                    ),
                 )
         except GitError as exc:
             self._note_partial_add(branch_existed=branch_exists)
@@ -736,7 +763,8 @@ class _Pipeline:
 
     def _verify(self) -> None:
         try:
-            layout, branch = Git(self.path).checkout_state()
+            # git's own files, as git itself would read them: the plain layout needs no process.
+            layout, branch = Git(self.path).top_checkout_state()
         except GitError as exc:
             raise _Failed(
                 "verify-failed", f"new worktree does not answer: {exc.first_line}"

@@ -78,14 +78,15 @@ def parse_repos_md(text: str) -> ReposFile:
     fm = frontmatter.split(text, need_data=False)
     if fm.error:
         raise BadInput("repos-md", f"repos.md {fm.error}")
-    sections = _sections(fm.body, fm.body_line - 1)
+    tokens = _tokens(fm.body)  # one parse answers both the sections and the Worktrees span
+    sections = _sections(tokens, fm.body_line - 1)
     home_items = sections.get("home repo")
     if not home_items:
         raise _error(1, "no '## Home repo' section with the home repo's name and path")
     home = _home_spec(home_items)
     secondaries = tuple(_item_spec(item) for item in sections.get("additional repos", []))
     _check_names(home, secondaries)
-    return ReposFile(home, secondaries, text, _worktrees_span(fm.body, fm.body_line - 1))
+    return ReposFile(home, secondaries, text, _span_in(tokens, fm.body_line - 1))
 
 
 # -- token walk ---------------------------------------------------------------
@@ -99,12 +100,11 @@ def _tokens(body: str) -> list:
     return MarkdownIt("commonmark").parse(body)
 
 
-def _sections(body: str, offset: int) -> dict[str, list[_Item]]:
+def _sections(tokens: list, offset: int) -> dict[str, list[_Item]]:
     """Level-2 sections by lowercased title, each a list of top-level list items."""
     sections: dict[str, list[_Item]] = {}
     current: list[_Item] | None = None
     depth = 0
-    tokens = _tokens(body)
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open":
             title = tokens[i + 1].content.strip().lower() if i + 1 < len(tokens) else ""
@@ -127,7 +127,10 @@ def _sections(body: str, offset: int) -> dict[str, list[_Item]]:
 
 
 def _worktrees_span(body: str, offset: int) -> tuple[int, int] | None:
-    tokens = _tokens(body)
+    return _span_in(_tokens(body), offset)
+
+
+def _span_in(tokens: list, offset: int) -> tuple[int, int] | None:
     headings = [
         (tok.map[0] + offset, tok.tag, tokens[i + 1].content.strip().lower())
         for i, tok in enumerate(tokens)

@@ -418,7 +418,21 @@ def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
     """
     error = g.cherry_pick_abort(repo.git)
     if g.operation_in_progress(repo.common_dir) is None and repo.git.head() == pick.tip:
-        return None
+        # The pick began on a clean primary: any change now is what it left
+        # (a file written before git stopped, with nothing for --abort to
+        # undo). Not undone then: the mark stays, and the rerun sorts those
+        # changes out, as after a kill.
+        left, _ = primary_state(repo)
+        if not left.dirty:
+            return None
+        if error is not None and error.lock_file is not None:
+            return error  # the lock is what to fix first: it names it
+        return GitError(
+            ["git", "-C", str(repo.primary), "cherry-pick", "--abort"],
+            1,
+            f"the stopped cherry-pick left changes in {repo.primary} "
+            f"({name_some([*left.tracked, *left.untracked])})",
+        )
     return error or GitError(
         ["git", "-C", str(repo.primary), "cherry-pick", "--abort"],
         1,
@@ -546,7 +560,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     if current != pick.target:
         return None
     if status.dirty:
-        foreign = list(status.untracked) + _foreign_changes(repo, pick, status.tracked)
+        foreign, residue = _sort_changes(repo, pick, status)
         if foreign:
             return refused(
                 "integrate",
@@ -557,7 +571,10 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
                 "teardown again",
             )
         g.reset_hard(repo.git, "HEAD")
-        undone.append(f"dropped its half-applied changes ({name_some(status.tracked)})")
+        _remove_residue(repo.primary, residue)
+        undone.append(
+            f"dropped its half-applied changes ({name_some([*status.tracked, *residue])})"
+        )
     set_mark(repo, topic, INTEGRATING, None, branch=branch)
     what = "; ".join(undone) or "nothing was left half-done"
     return done(
@@ -601,20 +618,52 @@ def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
     return (head is None or head in pick.commits) and (start is None or start == pick.tip)
 
 
-def _foreign_changes(repo: Repo, pick: Picking, paths: tuple[str, ...]) -> list[str]:
-    """Changed paths whose index or file content is in none of the picked commits nor HEAD."""
+def _sort_changes(repo: Repo, pick: Picking, status: StatusReport) -> tuple[list[str], list[str]]:
+    """The changed paths that are not the killed pick's own, and the untracked files that are.
+
+    A tracked path is the pick's when its index and file content come from
+    the picked commits or HEAD (a deleted one loses nothing: HEAD has it). An
+    untracked file is the pick's when its bytes are the blob a picked commit
+    has at that path: git writes a new file before it updates the index, so
+    a kill in between leaves it untracked. Either may be cut short, when the
+    kill came while git wrote it (its bytes the start of such a blob).
+    """
+    paths = [*status.tracked, *status.untracked]
     ours: dict[str, set[str]] = {p: set() for p in paths}
-    for rev in (*pick.commits, "HEAD"):
+    for rev in pick.commits:
         for path, blob in g.tree_blobs(repo.git, rev, paths).items():
             ours[path].add(blob)
-    staged = g.index_blobs(repo.git, paths)
+    picked = {p: set(blobs) for p, blobs in ours.items()}
+    for path, blob in g.tree_blobs(repo.git, "HEAD", list(status.tracked)).items():
+        ours[path].add(blob)
+    staged = g.index_blobs(repo.git, list(status.tracked))
     on_disk = g.worktree_blobs(repo.git, paths)
-    # A deleted path (in the index or on disk) loses nothing: HEAD still has its content.
-    return [
+
+    def written_by_pick(path: str, allowed: set[str]) -> bool:
+        blob = on_disk.get(path, "")
+        return blob in allowed or any(
+            g.is_cut_short(repo.git, repo.primary / path, b) for b in allowed
+        )
+
+    foreign = [
         p
-        for p in paths
-        if not staged.get(p, set()) <= ours[p] or on_disk.get(p, "") not in ours[p] | {""}
+        for p in status.tracked
+        if not staged.get(p, set()) <= ours[p] or (p in on_disk and not written_by_pick(p, ours[p]))
     ]
+    residue = [p for p in status.untracked if picked[p] and written_by_pick(p, picked[p])]
+    foreign += [p for p in status.untracked if p not in residue]
+    return foreign, residue
+
+
+def _remove_residue(primary: Path, residue: list[str]) -> None:
+    """Delete the untracked files a killed pick wrote, and the directories it left empty."""
+    for rel in residue:
+        path = primary / rel
+        path.unlink(missing_ok=True)
+        parent = path.parent
+        while parent != primary and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
 
 
 # -- step 2: remove -----------------------------------------------------------
