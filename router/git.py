@@ -49,6 +49,10 @@ _LEAKY_VARS = (
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS}
     env["GIT_TERMINAL_PROMPT"] = "0"
+    # Reads never take a lock they can do without (status refreshing the
+    # index): a read killed at any instant leaves no index.lock behind, and
+    # never collides with the user's own git in that checkout.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"
     # An ssh password prompt would hang a fetch exactly like a credential prompt.
@@ -101,9 +105,12 @@ def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
 # refs/heads/<b>.lock alike; a killed git leaves the file behind.
 # packed-refs is rewritten through ``packed-refs.new``, which a killed git leaves
 # the same way ("unable to create file <path>: File exists", unquoted).
+# The sequencer (cherry-pick, revert) names the file it could not lock, not the
+# lock: "could not lock '.git/MERGE_MSG': File exists" is MERGE_MSG.lock.
 _LOCK_IN_THE_WAY = re.compile(
     r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists"
     r"|unable to create file (?P<new>[^\n]+?/packed-refs\.new): File exists"
+    r"|could not lock '(?P<locked>[^\n']+)': File exists"
 )
 
 
@@ -121,7 +128,12 @@ class GitError(ToolFailed):
     def lock_file(self) -> Path | None:
         """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
         found = _LOCK_IN_THE_WAY.search(self.stderr)
-        return Path(found["path"] or found["new"]) if found else None
+        if found is None:
+            return None
+        lock = Path(found["path"] or found["new"] or f"{found['locked']}.lock")
+        # git names some relative to where it ran (-C), which the message must not depend on.
+        repo = self.repo
+        return lock if lock.is_absolute() or repo is None else repo / lock
 
     @property
     def code(self) -> str:

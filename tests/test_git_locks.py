@@ -104,6 +104,43 @@ def test_a_branch_lock_in_a_secondary_refuses_that_repo_and_strict_rolls_back_th
 # -- teardown and pr-cleanup ----------------------------------------------------------------
 
 
+def test_a_merge_msg_lock_refuses_integrate_naming_it_and_the_rerun_finishes(home_repo):
+    # A pick killed while writing its message leaves MERGE_MSG.lock; the next
+    # pick stages its changes, then stops on it ("could not lock '.git/MERGE_MSG'").
+    topic = new_topic(home_repo, topic_id=ID)
+    sha = commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "add limits")
+    main_before = git(home_repo, "rev-parse", "main")
+    lock = left_by_a_kill(home_repo / ".git" / "MERGE_MSG.lock")
+
+    res = teardown(topic, "--integrate")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "git-locked"
+    assert_names_the_lock_and_the_fix(res.json["error"]["message"], lock, home_repo)
+    assert git(home_repo, "rev-parse", "main") == main_before
+    assert git(home_repo, "rev-parse", ID) == sha
+
+    lock.unlink()
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    assert git(home_repo, "log", "--format=%s", "main").splitlines().count("add limits") == 1
+    assert status(home_repo) == "" and branches(home_repo) == ["main"]
+
+
+def test_reading_a_worktrees_status_never_rewrites_its_index(home_repo):
+    # git status refreshes the index under index.lock unless told not to: a
+    # read killed then would leave that lock, and it would collide with the
+    # user's own git in the worktree.
+    topic = new_topic(home_repo, topic_id=ID)
+    worktree = topic.worktrees["home"]
+    readme = worktree / "README.md"
+    os.utime(readme, (readme.stat().st_atime, readme.stat().st_mtime + 5))  # stale stat data
+    index = Path(git(worktree, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+    before = index.stat().st_mtime_ns
+    res = teardown(topic, "--dry-run")
+    assert res.code == 0, res.out + res.err
+    assert index.stat().st_mtime_ns == before
+
+
 def test_an_index_lock_in_the_primary_refuses_integrate_naming_it_and_loses_nothing(home_repo):
     topic = new_topic(home_repo, topic_id=ID)
     worktree = topic.worktrees["home"]
