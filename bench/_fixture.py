@@ -32,7 +32,15 @@ def sh(*args: str, cwd: Path | None = None) -> str:
 
 
 def team_router() -> list[str]:
-    """The installed entry point next to this interpreter, as a user runs it."""
+    """The installed entry point next to this interpreter, as a user runs it.
+
+    The package's bytecode is written first, as ``pip install`` does: a
+    shell with PYTHONDONTWRITEBYTECODE set would otherwise compile every
+    changed module again on every run, and time that.
+    """
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "router"), quiet=1)
     exe = Path(sys.executable).with_name("team-router")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "router.entry"]
 
@@ -103,8 +111,42 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="team-router-bench-"))
+TMPFS = Path("/dev/shm")
+
+
+def workdir(*, tmpfs: bool = False) -> Path:
+    """A fresh directory for one benchmark's fixture: the system's temp dir, or memory.
+
+    On tmpfs no disk is written: what is measured is the processes' own work.
+    A virtual disk's speed can drift several times over as files come and go
+    (on one ext4 with ``discard`` the same 7 sequential ``git worktree add``
+    went from 2 s to 12 s of CPU over five rounds), which swamps the
+    difference between the two sides.
+    """
+    if tmpfs and not TMPFS.is_dir():
+        raise SystemExit(f"--tmpfs: {TMPFS} is not there on this machine")
+    return Path(tempfile.mkdtemp(prefix="team-router-bench-", dir=TMPFS if tmpfs else None))
+
+
+class Hogs:
+    """``n`` processes spinning on a core while the figures are taken: a machine with other work.
+
+    The load a shared machine happens to have comes and goes; these are the
+    same in every run, on both sides.
+    """
+
+    def __init__(self, n: int) -> None:
+        spin = "while True: pass"
+        self.procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n)]
+
+    def __enter__(self) -> Hogs:
+        time.sleep(0.2 if self.procs else 0)  # let them get going
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
 
 
 def cleanup(path: Path) -> None:

@@ -10,7 +10,11 @@ Each run times the two back to back (alternating which goes first) and the
 verdict is the median of those paired ratios; wall and CPU time are printed
 for both. Target: <= 0.7x.
 
-    python bench/bench_worktrees.py [--repos N] [--runs N]
+``--tmpfs`` builds the fixture in memory (no disk: the processes' own work);
+``--hogs N`` keeps N processes spinning on the cores meanwhile (a loaded
+machine, the same in every run).
+
+    python bench/bench_worktrees.py [--repos N] [--runs N] [--tmpfs] [--hogs N]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 from pathlib import Path
 
 from _fixture import (
+    Hogs,
     Timing,
     cleanup,
     make_repo,
@@ -72,31 +77,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=int, default=REPOS, help="repos, the home one included")
     parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--tmpfs", action="store_true", help="build the fixture in /dev/shm")
+    parser.add_argument("--hogs", type=int, default=0, help="CPU-bound processes meanwhile")
     args = parser.parse_args()
-    root = workdir()
+    root = workdir(tmpfs=args.tmpfs)
     try:
         ws = root / "ws"
         repos = [make_repo(ws, f"repo{i}", files=2000) for i in range(args.repos)]
         cli = team_router()
         base: list[Timing] = []
         ours: list[Timing] = []
-        for run in range(args.runs):
-            topic = f"BENCH-{run}-multi"
-            spec = root / f"repos-{run}.md"
-            spec.write_text(repos_md(repos[0], repos[1:]))
-            plan = start_topic(cli, repos[0], topic, spec)
-            branch = f"seq-{run}"
-            # Each run's pair back to back, alternating who goes first, so
-            # neither always runs on the warmer (or the busier) machine.
-            pair = [("base", branch), ("ours", topic)]
-            for who, name in pair if run % 2 == 0 else pair[::-1]:
-                if who == "base":
-                    base.append(timed(sequential, repos[1:], name))
-                    remove(repos[1:], name)
-                else:
-                    ours.append(timed(sh, *cli, "-C", str(plan), "worktrees", "--json"))
-            remove(repos, topic)
+        with Hogs(args.hogs):
+            measure(args, repos, cli, root, base, ours)
         n = args.repos - 1
+        where = "tmpfs" if args.tmpfs else "the temp dir's disk"
+        print(f"fixture on {where}, {args.hogs} CPU hog(s) running")
         print(f"sequential fetch + worktree add in {n} repos: median {median_timing(base)}")
         print(f"team-router worktrees ({n} created, home existing): median {median_timing(ours)}")
         cpu = median([o.cpu / b.cpu for o, b in zip(ours, base, strict=True)])
@@ -106,6 +101,35 @@ def main() -> int:
         return verdict("worktrees / sequential", median(ratios), 0.7)
     finally:
         cleanup(root)
+
+
+def measure(
+    args: argparse.Namespace,
+    repos: list[Path],
+    cli: list[str],
+    root: Path,
+    base: list[Timing],
+    ours: list[Timing],
+) -> None:
+    """Each run's pair back to back, alternating who goes first."""
+    for run in range(args.runs):
+        topic = f"BENCH-{run}-multi"
+        spec = root / f"repos-{run}.md"
+        spec.write_text(repos_md(repos[0], repos[1:]))
+        start_topic(cli, repos[0], topic, spec)
+        branch = f"seq-{run}"
+        # Neither side always runs on the warmer (or the busier) machine. The
+        # command runs in the home repo with the id, as the team skill runs it.
+        pair = [("base", branch), ("ours", topic)]
+        for who, name in pair if run % 2 == 0 else pair[::-1]:
+            if who == "base":
+                base.append(timed(sequential, repos[1:], name))
+                remove(repos[1:], name)
+            else:
+                ours.append(timed(sh, *cli, "worktrees", topic, "--json", cwd=repos[0]))
+                remove(repos[1:], topic)
+            # Each side starts from the same tree: no worktrees but the home's.
+        remove(repos[:1], topic)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def test_ctrl_c_while_the_cli_is_still_loading_exits_130_without_a_traceback(tmp
 
 
 def test_the_clis_defaults_are_the_cores():
-    from router.cli import app as cli
+    from router.cli import early as cli
     from router.teardown import localstate
     from router.topic import state
 

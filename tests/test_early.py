@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.repos import make_repo
+from helpers.topics import new_topic, write_repos_md
 
 from router.cli.early import HELP_FILE, early_command, stored_help
 
@@ -120,7 +122,8 @@ def test_a_vanished_current_directory_is_typers_not_a_repo(home_repo, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "args", [["phase", "--json"], ["phase"], ["status", "--json"], ["next", "--json"]]
+    "args",
+    [["phase", "--json"], ["phase"], ["status", "--json"], ["next", "--json"], ["worktrees"]],
 )
 def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
     proc = _run(args, home_repo, via="entry", importtime=True)
@@ -146,6 +149,10 @@ def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
         ["status", "x", "--json"],
         ["record", "--json"],
         ["--version"],
+        ["worktrees", "--strict"],
+        ["worktrees", "--wait", "5"],
+        ["worktrees", "a", "b"],
+        ["-C", ".", "worktrees"],
         [],
     ],
 )
@@ -194,3 +201,27 @@ def test_a_narrow_terminal_gets_the_apps_own_wrapping():
     assert (ours.returncode, ours.stdout) == (0, app.stdout)
     assert ours.stdout != HELP_FILE.read_text(encoding="utf-8")
     assert stored_help(["--help", "--json"]) is None
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_worktrees_creates_exactly_as_typer_creates(tmp_path, as_json):
+    # It creates: each path answers on its own copy of the same two-repo topic.
+    answers = []
+    for via in ("entry", "typer"):
+        ws = tmp_path / via / "ws"
+        home = make_repo(ws, "web")
+        topic = new_topic(home)
+        write_repos_md(topic, {"api": make_repo(ws, "api")})
+        args = ["worktrees", topic.id] + (["--json"] if as_json else [])
+        proc = _run(args, home, via=via)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        root = str(tmp_path / via)
+        answers.append(
+            (
+                proc.stdout.replace(root, "ROOT"),
+                # Progress lines come in the order the repos finish.
+                sorted(proc.stderr.replace(root, "ROOT").splitlines()),
+            )
+        )
+    assert answers[0] == answers[1]
+    assert "created" in answers[0][0]

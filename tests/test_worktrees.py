@@ -4,9 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers.faults import git_logger, git_verbs, run
+from helpers.origin import commit_on_origin
 from helpers.plans import repos_md
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
-from helpers.topics import TOPIC_ID
+from helpers.topics import TOPIC_ID, multi_topic, write_repos_md
 
 from router import git as g
 from router.create.pipeline import Lanes
@@ -555,3 +557,25 @@ def test_only_the_last_checkout_to_start_gets_every_core():
     # A name counts once (the job's end counts too, for a job that made no checkout).
     assert [lanes.arrive("api"), lanes.arrive("api"), lanes.arrive("home")] == [1, 1, 1]
     assert lanes.arrive("db") == g.ALL_CORES
+
+
+def test_a_rerun_with_every_worktree_made_fetches_nothing_and_a_new_repo_still_fetches(
+    workspace, tmp_path
+):
+    topic = multi_topic(workspace, ("api",))
+    log = tmp_path / "git.log"
+    env = git_logger(tmp_path / "bin", log)
+    again = run("worktrees", topic.id, "--json", cwd=topic.home, env=env)
+    assert again.code == 0, again.out + again.err
+    assert {r["status"] for r in again.json["repos"]} == {"existing"}
+    assert git_verbs(log)["fetch"] == 0
+    # A repo added to repos.md later is cut from origin as it is now: fetched first.
+    db = make_repo(workspace, "db")
+    newer = commit_on_origin(db, "NEWER.md", "on origin only\n")
+    write_repos_md(topic, {"api": topic.repos["api"], "db": db})
+    log.unlink()
+    grown = run("worktrees", topic.id, "--json", cwd=topic.home, env=env)
+    assert grown.code == 0, grown.out + grown.err
+    fetched = [line for line in log.read_text().splitlines() if " fetch " in f" {line} "]
+    assert len(fetched) == 1 and str(db) in fetched[0], fetched
+    assert git(db, "rev-parse", topic.branch) == newer

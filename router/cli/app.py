@@ -55,12 +55,6 @@ WaitOption = Annotated[
         help="Seconds to wait for another run holding the topic's lock.",
     ),
 ]
-# Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
-# named apart from them on purpose: registering the commands must import no core
-# module (and no git boundary) for --help, so the CLI cannot import the owners.
-# tests/test_cli.py::test_the_clis_defaults_are_the_cores keeps them equal.
-CLI_DEFAULT_WAIT = 30.0
-CLI_DEFAULT_LINE_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,6 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
-    CLI_DEFAULT_LINE_TIMEOUT,
-    CLI_DEFAULT_WAIT,
     JsonFlag,
     WaitOption,
     app,
@@ -17,6 +15,7 @@ from router.cli.app import (
     emit,
     line_echo,
 )
+from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
 
 
 def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> bool | None:

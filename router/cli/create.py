@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.app import JsonFlag, WaitOption, app, cwd_of, emit
+from router.cli.early import CLI_DEFAULT_WAIT, worktrees_text
 
 
 @app.command("new")
@@ -81,22 +82,8 @@ def worktrees_cmd(
         "worktrees",
         as_json,
         lambda: setup_worktrees(cwd_of(ctx), plan_dir, strict=strict, wait=wait),
-        _worktrees_text,
+        worktrees_text,
     )
-
-
-def _worktrees_text(result) -> str:
-    lines = [f"Topic {result.topic.id} ({result.mode}-repo)"]
-    width = max(len(r.name) for r in result.repos)
-    for r in result.repos:
-        where = r.worktree or r.path
-        why = f"  [{r.reason}: {r.message}]" if r.reason else ""
-        lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
-    if result.mode == "multi":
-        lines.append(
-            "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")
-        )
-    return "\n".join(lines)
 
 
 @app.command("init")

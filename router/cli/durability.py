@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import CLI_DEFAULT_WAIT, JsonFlag, TargetArg, WaitOption, app, cwd_of, emit
+from router.cli.app import JsonFlag, TargetArg, WaitOption, app, cwd_of, emit
+from router.cli.early import CLI_DEFAULT_WAIT
 
 PidOption = Annotated[
     int | None,

@@ -1,7 +1,9 @@
-"""The early path: ``phase``, ``next --json``, ``status --json`` and ``--help`` without typer.
+"""The early path: ``phase``, ``next --json``, ``status --json``, ``worktrees`` and ``--help``
+without typer.
 
 Agents ask these at every phase of a run, and importing typer alone costs
-more than the answer (DESIGN §15). The console entry point sends an argument
+more than the answer (DESIGN §15); ``worktrees`` runs across every repo of a
+topic, where typer's start-up is time all of them wait for. The console entry point sends an argument
 list here only when typer would read it the same way (:func:`early_command`);
 anything else (``--help``, ``-C``, a second target, an unknown option) goes to
 the typer app. Both print through :mod:`router.cli.output`, so the bytes and the
@@ -18,7 +20,13 @@ from router.cli.output import emit_result, guarded
 from router.errors import Refusal
 
 # command -> (most positional arguments, whether --json is required)
-_SHAPES = {"phase": (1, False), "next": (1, True), "status": (0, True)}
+_SHAPES = {"phase": (1, False), "next": (1, True), "status": (0, True), "worktrees": (1, False)}
+# Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
+# named apart from them on purpose: registering the commands must import no core
+# module (and no git boundary) for --help, so the CLI cannot import the owners.
+# tests/test_cli.py::test_the_clis_defaults_are_the_cores keeps them equal.
+CLI_DEFAULT_WAIT = 30.0
+CLI_DEFAULT_LINE_TIMEOUT = 120.0
 HELP_FILE = Path(__file__).with_name("help.txt")
 _HELP_COLUMNS = 80  # from here on the app wraps its help to 78 columns
 
@@ -68,6 +76,15 @@ def run_early(command: str, target: str | None, as_json: bool) -> int:
             from router.phase.infer import next_report
 
             return emit_result(command, as_json, lambda: next_report(cwd, target), next_text)
+        if command == "worktrees":
+            from router.create.topic import setup_worktrees
+
+            return emit_result(
+                command,
+                as_json,
+                lambda: setup_worktrees(cwd, target, wait=CLI_DEFAULT_WAIT),
+                worktrees_text,
+            )
         from router.phase.status import render_table, topics_status
 
         return emit_result(command, as_json, lambda: topics_status(cwd), render_table)
@@ -106,3 +123,17 @@ def next_text(report: Any) -> str:
     expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
     request = f"\nRequest: {report.request}" if report.request is not None else ""
     return f"{phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"
+
+
+def worktrees_text(result: Any) -> str:
+    lines = [f"Topic {result.topic.id} ({result.mode}-repo)"]
+    width = max(len(r.name) for r in result.repos)
+    for r in result.repos:
+        where = r.worktree or r.path
+        why = f"  [{r.reason}: {r.message}]" if r.reason else ""
+        lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
+    if result.mode == "multi":
+        lines.append(
+            "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")
+        )
+    return "\n".join(lines)

@@ -11,7 +11,6 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
-    CLI_DEFAULT_WAIT,
     JsonFlag,
     RequiredTargetArg,
     TargetArg,
@@ -20,7 +19,7 @@ from router.cli.app import (
     cwd_of,
     emit,
 )
-from router.cli.early import next_text, phase_text
+from router.cli.early import CLI_DEFAULT_WAIT, next_text, phase_text
 
 BodyFile = Annotated[
     Path | None,

@@ -7,8 +7,6 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
-    CLI_DEFAULT_LINE_TIMEOUT,
-    CLI_DEFAULT_WAIT,
     JsonFlag,
     RequiredTargetArg,
     WaitOption,
@@ -18,6 +16,7 @@ from router.cli.app import (
     line_echo,
     stop_on_interrupt,
 )
+from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
 
 LineTimeout = Annotated[
     float,

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router import gitfiles
 from router.create.include import copy_included
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
@@ -159,7 +160,10 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     lanes = Lanes(len(jobs))
     jobs = [
         dataclasses.replace(
-            j, checkout_workers=1, fetch=_Background(_gated(gate, j.repo.git)), lanes=lanes
+            j,
+            checkout_workers=1,
+            fetch=None if _looks_made(j) else _Background(_gated(gate, j.repo.git)),
+            lanes=lanes,
         )
         for j in jobs
     ]
@@ -280,11 +284,16 @@ class _Pipeline:
         # The fetch (the slowest step but the checkout) runs while the local
         # checks do; it is best-effort and idempotent, so starting it early
         # cannot do harm even when the worktree turns out to exist already.
-        self.prefetch = self.job.fetch or _Background(lambda: self.git.fetch("origin"))
+        # A worktree that looks made already (its checkout on the topic branch)
+        # most likely needs no fetch at all: it waits until a creation needs it.
+        self.prefetch = self.job.fetch or _Background(
+            lambda: self.git.fetch("origin"), start=not _looks_made(self.job)
+        )
         try:
             report = self._run()
         finally:
-            self.prefetch.result()
+            if self.prefetch.started:
+                self.prefetch.result()
         # Looked for once our own git commands here are done (the fetch too):
         # a lock a killed git left, which this run did not need, still blocks
         # the next git command that does (a commit, teardown's cherry-pick).
@@ -299,7 +308,8 @@ class _Pipeline:
         The topic lock keeps the branch as read here until ``add`` (the one step
         in between that deletes it, ``_undo_half_made``, updates this too).
         """
-        self.prefetch.result()
+        if self.prefetch.started:
+            self.prefetch.result()
         refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD)
         self.commits = self.git.commits(refs)
 
@@ -694,6 +704,10 @@ class _Pipeline:
     # base ---------------------------------------------------------------------
 
     def _resolve_base(self) -> str:
+        if not self.prefetch.started:
+            # Deferred while the worktree looked made; a creation needs origin as it is now.
+            self.prefetch.result()
+            self._look_up()
         err = self.prefetch.result()
         has_origin = err is None or self.git.has_remote("origin")
         if err is not None and has_origin:
@@ -909,19 +923,41 @@ class _Pipeline:
 
 
 class _Background:
-    """Run one call in a thread; ``result()`` waits for it (and is safe to call twice)."""
+    """Run one call in a thread; ``result()`` waits for it (and is safe to call twice).
 
-    def __init__(self, fn: Callable[[], GitError | None]) -> None:
+    Not ``start``-ed, it runs only when ``result()`` is first asked for, inline.
+    """
+
+    def __init__(self, fn: Callable[[], GitError | None], *, start: bool = True) -> None:
         self._value: GitError | None = None
         self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self._thread.start()
+        self.started = start
+        if start:
+            self._thread.start()
 
     def _run(self, fn: Callable[[], GitError | None]) -> None:
         self._value = fn()
 
     def result(self) -> GitError | None:
-        self._thread.join()
+        if not self.started:
+            self.started = True
+            self._thread.run()  # here, now: no thread was started to join
+        elif self._thread.ident is not None:
+            self._thread.join()
         return self._value
+
+
+def _looks_made(job: Job) -> bool:
+    """The job's worktree is there on the topic branch, as its files tell (no git, no proof).
+
+    Only decides whether to fetch ahead: the pipeline still checks the
+    worktree with git, and fetches first if it turns out to create one.
+    """
+    path = job.repo.worktree_path(job.topic.branch)
+    git_dir = gitfiles.checkout_git_dir(path)
+    if git_dir is None:
+        return False
+    return gitfiles.head_branch(str(git_dir / "HEAD")) == job.topic.branch
 
 
 def _refused(job: Job, code: str, message: str) -> CreateReport:
