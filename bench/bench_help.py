@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _fixture import load, team_router
-from bench_hook import compile_package, run_timed
+from _fixture import compile_package, load, team_router
+from bench_hook import run_timed
 
 TARGET_MS = 80.0
 

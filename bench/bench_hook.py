@@ -24,6 +24,7 @@ from _fixture import (
     Timing,
     children_cpu,
     cleanup,
+    compile_package,
     load,
     make_repo,
     median_timing,
@@ -95,17 +96,6 @@ def _write_artifacts(plan: Path, topic_id: str, *, count: int) -> None:
         (plan / "design-review-1.md").write_text(
             f"---\ntopic: {topic}\ndate: 2026-05-01\nphase: design-review\nverdict: APPROVE\n---\n"
         )
-
-
-def compile_package() -> None:
-    """Bytecode for the package, as an installed wheel has it.
-
-    With PYTHONDONTWRITEBYTECODE set (common in sandboxes), an editable
-    checkout would otherwise recompile every module on every run.
-    """
-    import router
-
-    sh(sys.executable, "-m", "compileall", "-q", str(Path(router.__file__).parent))
 
 
 def run_timed(argv: list[str], *, cwd: Path, stdin: str, runs: int) -> tuple[Timing, str]:

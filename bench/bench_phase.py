@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _fixture import cleanup, load, team_router, workdir
-from bench_hook import build_topics, compile_package, run_timed
+from _fixture import cleanup, compile_package, load, team_router, workdir
+from bench_hook import build_topics, run_timed
 
 TARGET_MS = 120.0
 

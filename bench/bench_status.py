@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _fixture import ENV, cleanup, team_router, workdir
-from bench_hook import build_topics, compile_package
+from _fixture import ENV, cleanup, compile_package, team_router, workdir
+from bench_hook import build_topics
 from helpers.faults import git_logger, git_verbs
 
 TARGET_MS = 500.0

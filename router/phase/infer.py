@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from router.plandir.reposmd import WorktreeLine
     from router.topic.discovery import PlanDir
     from router.topic.workspace import DefaultBranch, Repo
 
@@ -142,7 +143,6 @@ the checkout that carries the topic's work (str | None), and its branch."""
 def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRepo]:
     """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names
     (:func:`router.topic.model.repo_places` decides, for every command alike)."""
-    from router.plandir.reposmd import worktree_lines
     from router.topic import state
     from router.topic.model import repo_places
 
@@ -150,9 +150,13 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
     home_worktree = plan.checkout if plan.checkout != str(repo.primary) else None
     record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
     text = _read_text(plan.path / a.REPOS)
-    places = repo_places(
-        repo.primary, home_worktree, record, (), worktree_lines(text) if text else ()
-    )
+    lines: tuple[WorktreeLine, ...] = ()
+    if text:
+        # Only a multi-repo topic pays for the repos.md reader (~10 ms to import).
+        from router.plandir.reposmd import worktree_lines
+
+        lines = tuple(worktree_lines(text))
+    places = repo_places(repo.primary, home_worktree, record, (), lines)
     # The home's branch is the one its record names (a reused checkout keeps its own).
     home_branch = (record.branch if record is not None else None) or plan.id
     return [
