@@ -15,7 +15,8 @@ list``, the primary clone's clean-and-on-main check (``status``,
 ``ls-files`` (home), the sweep's ``worktree list`` and ``git show
 origin/main:.teamteardown``. team-router runs at least those (plus its merge
 proof, records and lock) from its installed entry point, the repos in
-parallel after the plan. Target: <= 0.7x.
+parallel after the plan. Target: <= 0.7x. ``--tmpfs`` builds the fixtures in
+memory (see ``_fixture.workdir``).
 """
 
 from __future__ import annotations
@@ -141,7 +142,12 @@ def gone(repos: list[Path]) -> bool:
 
 
 def main() -> int:
-    root = workdir()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tmpfs", action="store_true", help="build the fixtures in /dev/shm")
+    args = parser.parse_args()
+    root = workdir(tmpfs=args.tmpfs)
     cli = team_router()
     try:
         base, mine = [], []

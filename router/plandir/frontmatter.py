@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from router.plandir.flatfields import flat_fields  # the scanner that knows what YAML accepts
 from router.plandir.mdlines import split_lines, strip_end
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any  # annotations only: importing typing costs ~3 ms
 
 FENCE = "---"
 
