@@ -6,12 +6,19 @@ import datetime as _dt
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import NewType
 
 from router.errors import BadInput
 
-TopicId = NewType("TopicId", str)
-Branch = NewType("Branch", str)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NewType
+
+    TopicId = NewType("TopicId", str)
+    Branch = NewType("Branch", str)
+else:
+    # At run time a NewType is the identity on str: str itself does the same
+    # without importing typing (~3 ms on every command that creates).
+    TopicId = Branch = str
 
 ID_RE = re.compile(
     r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"
