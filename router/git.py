@@ -576,7 +576,14 @@ class Git:
             )
 
     def index_file(self) -> Path | None:
-        """The index file of the checkout at cwd (it may not exist); None when git does not answer."""
+        """The index file of the checkout at cwd (it may not exist); None when git does not answer.
+
+        For a checkout top level in the plain layout, its git dir's ``index``
+        (read from its files, as git would); otherwise git is asked.
+        """
+        plain = gitfiles.plain_layout(str(self.cwd))
+        if plain is not None:
+            return Path(plain[1]) / "index"
         try:
             out = self.out("rev-parse", "--path-format=absolute", "--git-path", "index")
         except GitError:

@@ -8,7 +8,7 @@ from helpers.faults import git_logger, git_verbs, run
 from helpers.origin import commit_on_origin
 from helpers.plans import repos_md
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
-from helpers.topics import TOPIC_ID, multi_topic, write_repos_md
+from helpers.topics import TOPIC_ID, multi_topic, new_topic, write_repos_md
 
 from router import git as g
 from router.create.pipeline import Lanes
@@ -579,3 +579,20 @@ def test_a_rerun_with_every_worktree_made_fetches_nothing_and_a_new_repo_still_f
     fetched = [line for line in log.read_text().splitlines() if " fetch " in f" {line} "]
     assert len(fetched) == 1 and str(db) in fetched[0], fetched
     assert git(db, "rev-parse", topic.branch) == newer
+
+
+def test_a_created_secondary_costs_four_git_processes(workspace, tmp_path):
+    # Per repo it creates: fetch, one cat-file for HEAD, the branch and
+    # origin/HEAD, worktree list, worktree add. The home worktree, made by
+    # `new`, costs its cat-file and worktree list; resolving, two more.
+    home = make_repo(workspace, "web")
+    topic = new_topic(home)
+    names = ("api", "db", "auth")
+    write_repos_md(topic, {n: make_repo(workspace, n) for n in names})
+    log = tmp_path / "git.log"
+    res = run("worktrees", topic.id, "--json", cwd=home, env=git_logger(tmp_path / "bin", log))
+    assert res.code == 0, res.out + res.err
+    assert [r["status"] for r in res.json["repos"]] == ["existing", "created", "created", "created"]
+    verbs = git_verbs(log)
+    assert verbs["fetch"] == len(names)
+    assert sum(verbs.values()) <= 4 + 4 * len(names), dict(verbs)

@@ -367,7 +367,13 @@ class _Pipeline:
         here = self.job.invoked_in
         if here is None or not here.is_linked_worktree or here.common_dir != self.repo.common_dir:
             return None
-        current = Git(here.toplevel).current_branch()
+        # Its HEAD file names the branch (git's own answer only when it does not).
+        current = (
+            gitfiles.head_branch(str(here.git_dir / "HEAD")) or Git(here.toplevel).current_branch()
+        )
+        ours = Path(here.toplevel) == Path(os.path.realpath(self.path))
+        if ours and current == self.branch:
+            return None  # it *is* this topic's worktree, on its branch: reported as existing
         default = default_branch(self.git)
         if current is None or (default is not None and current == default.name):
             what = "a detached HEAD" if current is None else f"the default branch {current!r}"
@@ -376,8 +382,8 @@ class _Pipeline:
                 f"this worktree ({here.toplevel}) is on {what}; never implement there: switch it "
                 "to a feature branch, or run from the main clone",
             )
-        if Path(here.toplevel) == Path(os.path.realpath(self.path)):
-            return None  # it *is* this topic's worktree: report it as existing
+        if ours:
+            return None  # this topic's worktree on another branch: `_existing` judges it
         return here
 
     def _reused_branch(self, layout: RepoLayout) -> str | None:

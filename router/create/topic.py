@@ -17,7 +17,7 @@ from router.create.pipeline import (
     rollback,
 )
 from router.errors import BadInput, Refusal
-from router.git import GitError, RepoLayout
+from router.git import Git, GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.discovery import PLANS_DIR, PlanDir, resolve
@@ -317,7 +317,11 @@ def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
         between = [path, *path.parents][: len(path.relative_to(here.toplevel).parts)]
         if not any(os.path.lexists(d / ".git") for d in between):
             return here
-    return open_repo(plan.path).checkout
+    # The nearest .git above is that checkout's top level: read from its files
+    # when the layout is the plain one, else git is asked from the plan dir.
+    top = next((d for d in [path, *path.parents] if os.path.lexists(d / ".git")), None)
+    layout = Git(top).checkout_layout() if top is not None and path.is_dir() else None
+    return layout or open_repo(plan.path).checkout
 
 
 def _work_in_main_tree(repo: Repo, plan: PlanDir) -> str:
