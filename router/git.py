@@ -591,12 +591,17 @@ class Git:
         return Path(out) if out else None
 
     def worktree_remove(self, path: Path, *, force: bool, keep_locked: bool = False) -> None:
-        """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``."""
+        """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``.
+
+        Without ``force`` git's own check refuses a worktree with changes: its
+        internal ``git status`` must list untracked files whatever the user's
+        ``status.showUntrackedFiles`` says (with ``no`` it would remove them).
+        """
         args = ["worktree", "remove"]
         if force:
             # Twice: a locked worktree needs -f -f (callers decide about locks first).
             args += ["--force"] if keep_locked else ["--force", "--force"]
-        self.run(*args, "--", str(path))
+        self.run(*args, "--", str(path), config=["status.showUntrackedFiles=all"])
 
     def branch_delete(self, branch: str) -> None:
         self.run("branch", "-D", "--", branch)
@@ -765,9 +770,18 @@ class ConfigView:
         found = self.values.get(key)
         return found[-1] if found else None  # the last one wins, as for `git config --get`
 
+    def is_true(self, key: str) -> bool:
+        """git's reading of a boolean: a bare key, true/yes/on, or a non-zero number."""
+        value = self.get(key)
+        if value is None:
+            return False
+        value = value.strip().lower()
+        return value in {"", "true", "yes", "on"} or (value.isdigit() and int(value) != 0)
+
     def has_section(self, section: str) -> bool:
+        """A key of exactly ``section`` (``branch.a`` is not ``branch.a.b``'s subsection)."""
         prefix = f"{section}."
-        return any(key.startswith(prefix) for key in self.values)
+        return any(key.startswith(prefix) and "." not in key[len(prefix) :] for key in self.values)
 
     def has_remote(self, name: str) -> bool:
         return self.has_section(f"remote.{name}")
@@ -779,6 +793,8 @@ class ConfigView:
         still find an identity elsewhere (the password database, the host name).
         """
         # A variable set to "" still wins over config (and then fails git's check).
+        if self.is_true("user.useconfigonly"):
+            return False  # git then ignores EMAIL and the host name: let it judge
         name = env.get("GIT_COMMITTER_NAME")
         name = name if name is not None else self.get("committer.name") or self.get("user.name")
         email = env.get("GIT_COMMITTER_EMAIL")

@@ -14,6 +14,7 @@ Only the standard library is imported: the session-start hook reads these.
 from __future__ import annotations
 
 import os
+import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,6 +78,15 @@ def common_dir(git_dir: str) -> str:
     return os.path.realpath(os.path.join(git_dir, pointer)) if pointer else git_dir
 
 
+# A key or section that may move the work tree or the refs (matched as keys:
+# a remote URL or a branch name may hold the same words).
+_MOVES_THE_TREE = re.compile(
+    r"^\s*(?:\[\s*include|(?:worktree|worktreeconfig|refstorage)\s*+(?:=|$))", re.MULTILINE
+)
+# ``bare`` set to anything but false (``bare``, ``bare = true``, ``bare=1`` ...).
+_BARE = re.compile(r"^\s*bare\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))", re.MULTILINE)
+
+
 def refuse_unusual_config(common: str) -> None:
     """Raise :class:`Unsure` when the repository's config may move its work tree."""
     try:
@@ -85,9 +95,10 @@ def refuse_unusual_config(common: str) -> None:
     except OSError:
         raise Unsure(f"{common}/config cannot be read") from None
     # core.worktree moves the primary's work tree; worktreeConfig lets each
-    # worktree set it; a bare repo has no primary work tree at all; a reftable
-    # repository keeps no branch in its HEAD files.
-    if "worktree" in text or "bare = true" in text or "refstorage" in text:
+    # worktree set it; an included file may set either; a bare repo has no
+    # primary work tree at all; a reftable repository keeps no branch in its
+    # HEAD files.
+    if _MOVES_THE_TREE.search(text) or _BARE.search(text):
         raise Unsure(f"{common}/config sets the work tree or ref layout")
 
 
@@ -108,22 +119,29 @@ def head_branch(head_file: str) -> str | None:
     return None
 
 
+# A rebase or bisect detaches HEAD while it works on a branch: git still
+# counts that branch as checked out there (``git branch -D`` refuses it).
+_BUSY_WITH_A_BRANCH = ("rebase-merge", "rebase-apply", "BISECT_START")
+
+
 def checked_out_branches(common: str) -> set[str] | None:
     """Every branch some checkout of the repository has (its primary's and each worktree's).
 
-    None when unsure (an unusual layout, a HEAD that cannot be read): the
-    caller then lets git decide, as ``git branch -D`` does by refusing.
+    None when unsure (an unusual layout, a HEAD that cannot be read, a
+    rebase or bisect under way): the caller then lets git decide, as
+    ``git branch -D`` does by refusing.
     """
     try:
         refuse_unusual_config(common)
     except Unsure:
         return None
     branches: set[str] = set()
-    for head in [os.path.join(common, "HEAD")] + [
-        os.path.join(admin, "HEAD") for admin in worktree_admin_dirs(common)
-    ]:
+    for git_dir in [common, *worktree_admin_dirs(common)]:
+        head = os.path.join(git_dir, "HEAD")
         text = read_line(head)
         if not text or os.path.islink(head) or text == _REFTABLE_HEAD:
+            return None
+        if any(os.path.lexists(os.path.join(git_dir, n)) for n in _BUSY_WITH_A_BRANCH):
             return None
         branch = head_branch(head)
         if branch is not None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from helpers.repos import commit, make_repo
+import os
 
-from router.git import Git, first_blob
+from helpers.repos import commit, git, make_repo
+
+from router.git import Git, committer_unknown, config_view, first_blob
 
 
 def test_a_crlf_blob_read_with_others_in_one_batch_is_exactly_its_bytes(tmp_path):
@@ -21,3 +23,25 @@ def test_a_carriage_return_in_a_path_survives_a_z_listing(tmp_path):
     (repo / "a\rb.txt").write_text("x\n")
     out = Git(repo).out("ls-files", "-z", "--others")
     assert out.split("\0")[0] == "a\rb.txt"
+
+
+def test_config_names_no_committer_when_git_may_use_config_only(tmp_path, monkeypatch):
+    # user.useConfigOnly: git ignores EMAIL (and the host), so only git can tell.
+    repo = make_repo(tmp_path, "r")
+    git(repo, "config", "user.useConfigOnly", "true")
+    git(repo, "config", "user.name", "Someone")
+    for name in ("GIT_COMMITTER_EMAIL", "GIT_AUTHOR_EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EMAIL", "me@example.com")
+    config = config_view(Git(repo))
+    assert config.get("user.email") is None
+    assert not config.names_committer(dict(os.environ))
+    assert committer_unknown(Git(repo), config) is not None  # git's own answer
+
+
+def test_a_config_section_is_a_branch_s_own_not_a_longer_names(tmp_path):
+    repo = make_repo(tmp_path, "r")
+    git(repo, "config", "branch.feature.x.remote", "origin")
+    config = config_view(Git(repo))
+    assert config.has_section("branch.feature.x")
+    assert not config.has_section("branch.feature")

@@ -208,6 +208,24 @@ def test_a_new_file_a_killed_pick_wrote_but_never_staged_is_undone_by_the_rerun(
     assert status(home_repo) == "" and branches(home_repo) == ["main"]
 
 
+def test_a_file_cut_down_by_hand_after_the_killed_pick_is_kept_and_refused(home_repo, tmp_path):
+    # Its bytes are the start of HEAD's: an edit (lines deleted), not a write git was killed in.
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "a.py", "a = 1\n", "first")
+    killed = _teardown_killed_in(
+        topic, tmp_path, PICK, '"$REAL_GIT" -C "$2" reset -q --soft HEAD~1'
+    )
+    assert killed.code == KILLED, killed.err
+    readme = home_repo / "README.md"
+    kept = readme.read_text()[:3]
+    readme.write_text(kept)
+    res = teardown(topic, "--integrate")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "primary-busy"
+    assert "README.md" in res.json["error"]["message"]
+    assert readme.read_text() == kept
+
+
 def test_an_untracked_file_that_is_not_the_picks_is_kept_and_refused(home_repo, tmp_path):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]

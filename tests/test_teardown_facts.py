@@ -176,3 +176,26 @@ def test_an_empty_committer_name_in_the_environment_is_refused_before_the_pick(
     assert proc.json["error"]["code"] == "no-identity", proc.json["error"]
     assert git(home_repo, "rev-parse", "main") == main_before
     assert status(home_repo) == "" and topic.worktrees["home"].exists()
+
+
+def test_a_file_added_after_the_plan_is_kept_whatever_status_show_untracked_files_says(
+    home_repo, tmp_path
+):
+    # git's own check before `worktree remove` is a `git status`: with the
+    # user's status.showUntrackedFiles=no it would not see the new file.
+    git(home_repo, "config", "status.showUntrackedFiles", "no")
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "f.py", "f = 1\n", "work")
+    late = wt / "late.txt"
+    edit = f"printf 'written during the teardown\\n' > '{late}'"
+    env = git_wrapper(
+        tmp_path / "bin",
+        f" {wt} -c core.fsmonitor= status ",
+        f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc',
+    )
+    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
+    assert proc.code == 1, proc.out + proc.err
+    assert steps_of(proc.json, "home")["remove"]["code"] == "dirty-worktree"
+    assert late.read_text() == "written during the teardown\n"
+    assert wt.is_dir() and topic.branch in branches(home_repo)

@@ -621,12 +621,14 @@ def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
 def _sort_changes(repo: Repo, pick: Picking, status: StatusReport) -> tuple[list[str], list[str]]:
     """The changed paths that are not the killed pick's own, and the untracked files that are.
 
-    A tracked path is the pick's when its index and file content come from
-    the picked commits or HEAD (a deleted one loses nothing: HEAD has it). An
-    untracked file is the pick's when its bytes are the blob a picked commit
-    has at that path: git writes a new file before it updates the index, so
-    a kill in between leaves it untracked. Either may be cut short, when the
-    kill came while git wrote it (its bytes the start of such a blob).
+    A tracked path is the pick's when its index and file content are exactly
+    those of the picked commits or HEAD (a deleted one loses nothing: HEAD
+    has it); anything else may be an edit made since, and ``reset --hard``
+    would lose it. An untracked file is the pick's when its bytes are the
+    blob a picked commit has at that path, or the start of it: git writes a
+    new file before it updates the index, so a kill in between (or in the
+    middle of the write) leaves it untracked, and every byte of it is in the
+    picked commit.
     """
     paths = [*status.tracked, *status.untracked]
     ours: dict[str, set[str]] = {p: set() for p in paths}
@@ -638,19 +640,19 @@ def _sort_changes(repo: Repo, pick: Picking, status: StatusReport) -> tuple[list
         ours[path].add(blob)
     staged = g.index_blobs(repo.git, list(status.tracked))
     on_disk = g.worktree_blobs(repo.git, paths)
-
-    def written_by_pick(path: str, allowed: set[str]) -> bool:
-        blob = on_disk.get(path, "")
-        return blob in allowed or any(
-            g.is_cut_short(repo.git, repo.primary / path, b) for b in allowed
-        )
-
     foreign = [
         p
         for p in status.tracked
-        if not staged.get(p, set()) <= ours[p] or (p in on_disk and not written_by_pick(p, ours[p]))
+        if not staged.get(p, set()) <= ours[p] or (p in on_disk and on_disk[p] not in ours[p])
     ]
-    residue = [p for p in status.untracked if picked[p] and written_by_pick(p, picked[p])]
+
+    def picked_bytes(path: str) -> bool:
+        blobs = picked[path]
+        return on_disk.get(path, "") in blobs or any(
+            g.is_cut_short(repo.git, repo.primary / path, b) for b in blobs
+        )
+
+    residue = [p for p in status.untracked if picked[p] and picked_bytes(p)]
     foreign += [p for p in status.untracked if p not in residue]
     return foreign, residue
 
@@ -1078,7 +1080,9 @@ def _delete_judged(
         try:
             repo.git.remove_config_section(f"branch.{branch}")
         except GitError as exc:
-            left = f"; its config section branch.{branch} stays ({exc.first_line})"
+            # Set only in a global file: `git branch -D` leaves that one too.
+            if "no such section" not in exc.stderr:
+                left = f"; its config section branch.{branch} stays ({exc.first_line})"
     return done("branch", f"deleted {branch} ({why}){left}")
 
 
