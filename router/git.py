@@ -747,6 +747,16 @@ def sequencer_unstarted(git_dir: Path) -> bool:
     return seq.is_dir() and not (seq / "head").exists()
 
 
+def sequencer_empty(git_dir: Path) -> bool:
+    """``sequencer/`` exists and holds nothing: git made it and was killed before it wrote
+    anything, or was killed removing it as the sequence ended. Nothing in it can be lost."""
+    seq = git_dir / "sequencer"
+    try:
+        return seq.is_dir() and not any(seq.iterdir())
+    except OSError:
+        return False
+
+
 def sequencer_locks(git_dir: Path) -> list[Path]:
     """Lock files git took inside ``sequencer/`` (``head.lock`` and kin)."""
     return sorted((git_dir / "sequencer").glob("*.lock"))

@@ -286,6 +286,26 @@ def _pick_killed_as_it_began(home_repo: Path, tmp_path: Path) -> tuple[Topic, Pa
     return topic, seq, main_before
 
 
+def test_a_pick_killed_removing_its_emptied_sequencer_is_ended_and_its_commits_kept(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first")
+    commit(wt, "b.py", "b = 2\n", "second")
+    # Both commits made, then the kill while git removed sequencer/: only the empty directory is left.
+    killed = _teardown_killed_in(topic, tmp_path, PICK, 'mkdir -p "$2/.git/sequencer"')
+    assert killed.code == KILLED, killed.err
+    assert (home_repo / ".git/sequencer").is_dir()
+
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", "main").splitlines()
+    assert subjects[:2] == ["second", "first"] and subjects.count("first") == 1
+    assert not (home_repo / ".git/sequencer").exists() and status(home_repo) == ""
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
 def test_a_pick_killed_as_it_began_is_ended_by_the_rerun_and_made_once(home_repo, tmp_path):
     # git makes sequencer/ and takes sequencer/head.lock before it picks anything:
     # a kill right there leaves both, no CHERRY_PICK_HEAD, and HEAD where it was.

@@ -612,6 +612,10 @@ def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
     head = g.cherry_pick_head(repo.git)
     start = g.sequencer_start(repo.common_dir)
     if head is None and start is None:
+        if g.sequencer_empty(repo.common_dir):
+            # Killed removing its sequencer/ as the sequence ended (or before it
+            # wrote anything there): --quit ends it, keeping what was picked.
+            return True
         # Killed as it began: git made sequencer/ and picked nothing, so HEAD is
         # still where the mark says the pick started.
         return g.sequencer_unstarted(repo.common_dir) and repo.git.head() == pick.tip
