@@ -7,7 +7,7 @@ a different process (the start time differs); stale holders are dropped when
 read. A file that does not parse is reported and kept, never trusted.
 
 This module sits on the session-start hook's path: it imports nothing heavy
-at import time (no typer, jinja2 or filelock, and not even dataclasses,
+at import time (no typer, jinja2 or locks, and not even dataclasses,
 hashlib or tempfile, which the hook's other modules do without).
 """
 
