@@ -6,7 +6,8 @@ A count is deterministic, unlike a time: a change that reads a fact again
 
 from __future__ import annotations
 
-from helpers.faults import git_logger, git_verbs, git_wrapper, run
+import pytest
+from helpers.faults import git_logger, git_then, git_verbs, git_wrapper, run
 from helpers.origin import commit_on_origin
 from helpers.repos import branches, commit, git, status
 from helpers.topics import multi_topic, new_topic, steps_of
@@ -54,9 +55,7 @@ def test_a_primary_edited_between_the_plan_and_the_pick_is_refused_and_kept(home
     main_before = git(home_repo, "rev-parse", "main")
     # The edit lands right after the plan read the primary (its status with -b).
     edit = f"printf '# edited during the teardown\\n' > '{home_repo}/README.md'"
-    env = git_wrapper(
-        tmp_path / "bin", " status --porcelain -z -b ", f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc'
-    )
+    env = git_then(tmp_path / "bin", " status --porcelain -z -b ", edit)
     proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
     assert proc.code == 1, proc.out + proc.err
     steps = steps_of(proc.json, "home")
@@ -74,9 +73,7 @@ def test_a_primary_edited_right_after_the_pick_keeps_the_edit(home_repo, tmp_pat
     # Origin moved on: main is behind once fetched, so the pull has work to do.
     commit_on_origin(home_repo, "UPSTREAM.md", "upstream\n")
     edit = "printf '# edited after the pick\\n' > \"$2/README.md\""
-    env = git_wrapper(
-        tmp_path / "bin", " cherry-pick ", f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc'
-    )
+    env = git_then(tmp_path / "bin", " cherry-pick ", edit)
     proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
     assert proc.code == 0, proc.out + proc.err
     assert git(home_repo, "log", "-1", "--format=%s", "main") == "work"
@@ -85,9 +82,14 @@ def test_a_primary_edited_right_after_the_pick_keeps_the_edit(home_repo, tmp_pat
     assert (home_repo / "README.md").read_text() == "# edited after the pick\n"
 
 
+@pytest.mark.parametrize("show_untracked", [None, "no"], ids=["default", "showUntrackedFiles-no"])
 def test_a_file_added_to_the_worktree_after_the_plan_is_refused_by_git_and_kept(
-    home_repo, tmp_path
+    home_repo, tmp_path, show_untracked
 ):
+    # git's own check before `worktree remove` is a `git status`: it must see
+    # the new file even where the user's status.showUntrackedFiles=no hides it.
+    if show_untracked is not None:
+        git(home_repo, "config", "status.showUntrackedFiles", show_untracked)
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
     commit(wt, "f.py", "f = 1\n", "work")
@@ -95,11 +97,7 @@ def test_a_file_added_to_the_worktree_after_the_plan_is_refused_by_git_and_kept(
     # does not read it again, git's own check in `worktree remove` refuses.
     late = wt / "late.txt"
     edit = f"printf 'written during the teardown\\n' > '{late}'"
-    env = git_wrapper(
-        tmp_path / "bin",
-        f" {wt} -c core.fsmonitor= status ",
-        f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc',
-    )
+    env = git_then(tmp_path / "bin", f" {wt} -c core.fsmonitor= status ", edit)
     proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
     assert proc.code == 1, proc.out + proc.err
     steps = steps_of(proc.json, "home")
@@ -176,26 +174,3 @@ def test_an_empty_committer_name_in_the_environment_is_refused_before_the_pick(
     assert proc.json["error"]["code"] == "no-identity", proc.json["error"]
     assert git(home_repo, "rev-parse", "main") == main_before
     assert status(home_repo) == "" and topic.worktrees["home"].exists()
-
-
-def test_a_file_added_after_the_plan_is_kept_whatever_status_show_untracked_files_says(
-    home_repo, tmp_path
-):
-    # git's own check before `worktree remove` is a `git status`: with the
-    # user's status.showUntrackedFiles=no it would not see the new file.
-    git(home_repo, "config", "status.showUntrackedFiles", "no")
-    topic = new_topic(home_repo)
-    wt = topic.worktrees["home"]
-    commit(wt, "f.py", "f = 1\n", "work")
-    late = wt / "late.txt"
-    edit = f"printf 'written during the teardown\\n' > '{late}'"
-    env = git_wrapper(
-        tmp_path / "bin",
-        f" {wt} -c core.fsmonitor= status ",
-        f'"$REAL_GIT" "$@"\nrc=$?\n{edit}\nexit $rc',
-    )
-    proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
-    assert proc.code == 1, proc.out + proc.err
-    assert steps_of(proc.json, "home")["remove"]["code"] == "dirty-worktree"
-    assert late.read_text() == "written during the teardown\n"
-    assert wt.is_dir() and topic.branch in branches(home_repo)

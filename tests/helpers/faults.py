@@ -121,6 +121,15 @@ def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -
     return git_wrapper(bin_dir, when, f"{run_real}{then}\nkill -KILL 0")
 
 
+def git_then(bin_dir: Path, when: str, then: str) -> dict[str, str]:
+    """Environment whose ``git`` runs the shell text ``then`` right after a ``when`` command.
+
+    The real git runs first and its exit code is kept: ``then`` is another
+    program acting at exactly that moment (an edit, a commit, a new file).
+    """
+    return git_wrapper(bin_dir, when, f'"$REAL_GIT" "$@"\nrc=$?\n{then}\nexit $rc')
+
+
 def slow_git(bin_dir: Path, when: str, started: Path, seconds: float = 30) -> dict[str, str]:
     """Environment whose ``git`` touches ``started`` and sleeps ``seconds`` before running a ``when`` command."""
     return git_wrapper(
