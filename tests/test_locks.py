@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.faults import run, run_all
+from helpers.faults import argv, git_then, run, run_all
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 from router.create.pipeline import REPO_LOCK
@@ -248,3 +248,22 @@ def test_two_threads_of_one_process_exclude_each_other_on_a_record_lock(tmp_path
     waiter.join(5)
     assert len(got) == 1
     os.close(got[0])
+
+
+def test_a_run_that_finishes_while_another_chooses_the_id_leaves_it_the_same_id(
+    home_repo, tmp_path
+):
+    # The second run looks for the id's record (none yet), then for its branch
+    # and path: the first run finishes in between. It made them, so the id
+    # is still this description's, never "taken" (which chose ...-2).
+    args = ("new", "Add thing", "--date", "2026-05-01", "--json")
+    once = tmp_path / "once"
+    other = " ".join(f"'{a}'" for a in argv(*args, cwd=home_repo))
+    then = f"[ -e '{once}' ] || {{ touch '{once}'; {other} > '{tmp_path}/other.json'; }}"
+    env = git_then(tmp_path / "bin", f" show-ref --verify --quiet -- refs/heads/{ID} ", then)
+    proc = run(*args, cwd=home_repo, env=env)
+    assert proc.code == 0, proc.err
+    assert proc.json["id"] == ID and proc.json["home"]["status"] == "existing"
+    assert (tmp_path / "other.json").read_text() and once.exists()
+    assert branches(home_repo) == [ID, "main"]
+    assert len(worktree_paths(home_repo)) == 2

@@ -171,13 +171,24 @@ def _taken_by_another_run(repo: Repo, topic: Topic, description: str) -> bool:
         record = state.read_record(repo.common_dir, topic.id)
     except state.RecordCorrupt:
         return True  # unreadable: never reuse it blindly (the one caller that must know)
-    if record is not None:
-        return record.description != description
-    return (
-        repo.git.branch_exists(topic.branch)
-        or os.path.lexists(repo.worktree_path(topic.branch))
-        or os.path.lexists(repo.primary / PLANS_DIR / topic.id)
-    )
+    if record is None:
+        occupied = (
+            repo.git.branch_exists(topic.branch)
+            or os.path.lexists(repo.worktree_path(topic.branch))
+            or os.path.lexists(repo.primary / PLANS_DIR / topic.id)
+        )
+        if not occupied:
+            return False
+        # A run writes its record before it makes the branch or a path: one that
+        # made them while these were looked at has a record now (read outside
+        # the topic lock, the id would go to ...-2 for a run of this very `new`).
+        try:
+            record = state.read_record(repo.common_dir, topic.id)
+        except state.RecordCorrupt:
+            return True
+        if record is None:
+            return True
+    return record.description != description
 
 
 def _remember_home(
