@@ -212,3 +212,15 @@ def test_a_frontmatter_judged_without_yaml_is_judged_as_yaml_judges_it(block):
     light, full = frontmatter.split(text, need_data=False), frontmatter.split(text)
     assert (light.error is None) == (full.error is None)
     assert (light.body, light.body_line) == (full.body, full.body_line)
+
+
+def test_a_heading_inside_a_list_item_starts_no_section():
+    # It switched the section mid-item (an IndexError, the command's internal error).
+    text = (
+        "## Home repo\n- **name:** web\n  **path:** /w/web\n"
+        "- note\n  ## Additional repos\n  **name:** api\n  **path:** /w/api\n"
+    )
+    parsed = parse_repos_md(text)
+    assert (parsed.home.name, str(parsed.home.path)) == ("web", "/w/web")
+    assert parsed.secondaries == ()
+    assert parsed.worktrees_span is None

@@ -11,6 +11,7 @@ from pathlib import Path
 from router.errors import BadInput
 from router.plandir import frontmatter
 from router.plandir.mdlines import is_blank, split_lines
+from router.plandir.outline import Heading, Outline, outline
 from router.topic.ids import SLUG_RE
 from router.topic.model import HOME
 
@@ -78,67 +79,50 @@ def parse_repos_md(text: str) -> ReposFile:
     fm = frontmatter.split(text, need_data=False)
     if fm.error:
         raise BadInput("repos-md", f"repos.md {fm.error}")
-    tokens = _tokens(fm.body)  # one parse answers both the sections and the Worktrees span
-    sections = _sections(tokens, fm.body_line - 1)
+    found = outline(fm.body)  # one read answers both the sections and the Worktrees span
+    sections = _sections(found, fm.body_line - 1)
     home_items = sections.get("home repo")
     if not home_items:
         raise _error(1, "no '## Home repo' section with the home repo's name and path")
     home = _home_spec(home_items)
     secondaries = tuple(_item_spec(item) for item in sections.get("additional repos", []))
     _check_names(home, secondaries)
-    return ReposFile(home, secondaries, text, _span_in(tokens, fm.body_line - 1))
+    return ReposFile(home, secondaries, text, _span_in(found, fm.body_line - 1))
 
 
-# -- token walk ---------------------------------------------------------------
+# -- sections -------------------------------------------------------------------
 
-_Item = list[tuple[int, str]]  # (1-based line, text) of every inline line in one list item
-
-
-def _tokens(body: str) -> list:
-    from markdown_it import MarkdownIt  # lazy: ~65 ms, only for repos.md
-
-    return MarkdownIt("commonmark").parse(body)
+_Item = list[tuple[int, str]]  # (1-based line, text) of every line of text in one list item
 
 
-def _sections(tokens: list, offset: int) -> dict[str, list[_Item]]:
-    """Level-2 sections by lowercased title, each a list of top-level list items."""
+def _sections(found: Outline, offset: int) -> dict[str, list[_Item]]:
+    """Level-2 sections by lowercased title, each a list of its top-level list items."""
     sections: dict[str, list[_Item]] = {}
     current: list[_Item] | None = None
-    depth = 0
-    for i, tok in enumerate(tokens):
-        if tok.type == "heading_open":
-            title = tokens[i + 1].content.strip().lower() if i + 1 < len(tokens) else ""
-            current = sections.setdefault(title, []) if tok.tag == "h2" else current
-            if tok.tag == "h1":
+    for part in found:
+        if isinstance(part, Heading):
+            if part.level == 2:
+                current = sections.setdefault(part.title.lower(), [])
+            elif part.level == 1:
                 current = None
-        elif current is None:
-            continue
-        elif tok.type == "list_item_open":
-            depth += 1
-            if depth == 1:
-                current.append([])
-        elif tok.type == "list_item_close":
-            depth -= 1
-        elif tok.type == "inline" and depth >= 1 and tok.map:
-            start = tok.map[0] + offset + 1
-            # markdown-it joins an inline's source lines with "\n" and nothing else.
-            current[-1].extend((start + n, ln) for n, ln in enumerate(tok.content.split("\n")))
+        elif current is not None:
+            current.append([(offset + line + 1, text) for line, text in part.lines])
     return sections
 
 
 def _worktrees_span(body: str, offset: int) -> tuple[int, int] | None:
-    return _span_in(_tokens(body), offset)
+    return _span_in(outline(body), offset)
 
 
-def _span_in(tokens: list, offset: int) -> tuple[int, int] | None:
+def _span_in(found: Outline, offset: int) -> tuple[int, int] | None:
     headings = [
-        (tok.map[0] + offset, tok.tag, tokens[i + 1].content.strip().lower())
-        for i, tok in enumerate(tokens)
-        if tok.type == "heading_open" and tok.map
+        (part.line + offset, part.level, part.title.lower())
+        for part in found
+        if isinstance(part, Heading)
     ]
-    for n, (line, tag, title) in enumerate(headings):
-        if tag == "h2" and title == "worktrees":
-            end = next((ln for ln, t, _ in headings[n + 1 :] if t in {"h1", "h2"}), None)
+    for n, (line, level, title) in enumerate(headings):
+        if level == 2 and title == "worktrees":
+            end = next((ln for ln, lv, _ in headings[n + 1 :] if lv <= 2), None)
             return line, end if end is not None else -1
     return None
 

@@ -1,0 +1,220 @@
+"""A markdown body's outline: its section headings and its top-level list items, with lines.
+
+``repos.md`` is read through this (DESIGN §6): its sections are the headings
+outside list items, its repos the items of their lists. CommonMark decides
+what is a heading or an item (a fence, an HTML block or an indented code
+block hides one), and markdown-it is its reader here. Importing and running
+it is most of a ``worktrees`` command's start-up, though (~30 ms, before any
+repo is fetched), and the lists agents write use a small part of
+CommonMark. So a line reader answers first for the files it can read with
+certainty: ATX headings at the margin, bullet items, their continuation
+lines, paragraphs. Any line that might be anything else (a fence, a quote,
+HTML, a tab, an ordered item, an underline) hands the whole file to
+markdown-it. ``tests/test_outline.py`` holds the two to the same outline on
+generated files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from router.plandir.mdlines import is_blank, split_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any  # annotations only: importing typing costs ~3 ms
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A heading outside any list item: 0-based line in the body, level 1-6, its text."""
+
+    line: int
+    level: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A top-level list item: the (0-based line, text) of every line of text in it.
+
+    Nested items' lines are its lines too. The text is the line's own, without
+    its indentation or list marker (a line reader may leave spaces that
+    markdown-it trims: readers strip it).
+    """
+
+    lines: tuple[tuple[int, str], ...]
+
+
+Outline = list[Heading | Item]
+
+_ATX = re.compile(r"#{1,6}(?: +(?P<title>.*))?")
+# A bullet marker with the content's offset (1-4 spaces; 5 or more open an indented code block).
+_BULLET = re.compile(r"[-*+]( {1,4})(?=[^ ])")
+_ORDERED = re.compile(r"\d{1,9}[.)]")
+# Tabs (CommonMark expands them to columns), NUL (markdown-it replaces it) and
+# the spaces markdown-it trims from a paragraph's ends that are not " ".
+_ODD = re.compile(r"[^\S ]|[\ufeff\0]")
+
+
+def outline(body: str) -> Outline:
+    """The headings and top-level list items of ``body``, as CommonMark reads them."""
+    found = _read_simple(split_lines(body, keepends=False))
+    return found if found is not None else _read_commonmark(body)
+
+
+# -- the line reader ------------------------------------------------------------
+
+
+class _Unsure(Exception):
+    """A line this reader cannot place with certainty: markdown-it reads the file."""
+
+
+def _read_simple(lines: list[str]) -> Outline | None:
+    """The outline of a file of plain headings, bullet lists and paragraphs; None for others."""
+    try:
+        return _Reader().read(lines)
+    except _Unsure:
+        return None
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.out: Outline = []
+        self.item: list[tuple[int, str]] | None = None  # the open top-level item's lines
+        self.offsets: list[int] = []  # content columns of the open items, outermost first
+        self.blank_before = False  # a blank line since the last line of text
+
+    def read(self, lines: list[str]) -> Outline:
+        for n, line in enumerate(lines):
+            if _ODD.search(line):
+                raise _Unsure
+            if is_blank(line):
+                self.blank_before = True
+                continue
+            self._line(n, line)
+            self.blank_before = False
+        self._close()
+        return self.out
+
+    def _line(self, n: int, line: str) -> None:
+        text = line.lstrip(" ")
+        indent = len(line) - len(text)
+        _refuse_breaks(text)
+        if self.item is not None:
+            if indent >= self.offsets[0]:
+                self._inside(n, text, indent)
+                return
+            if not self.blank_before:
+                if not _starts(text):
+                    self.item.append((n, text))  # a lazy continuation of the open paragraph
+                    return
+                if indent > 0:
+                    raise _Unsure  # a block indented 1-3 spaces: maybe a sibling item
+        self._close()
+        if indent == 0:
+            self._top(n, text)
+        elif indent < 4:
+            _refuse_starts(text)  # a block with 1-3 spaces: markdown-it places it
+        # 4 or more spaces outside an item: an indented code block or a paragraph's
+        # continuation, neither a heading nor an item.
+
+    def _top(self, n: int, text: str) -> None:
+        bullet = _BULLET.match(text)
+        if bullet is not None:
+            self.item = [(n, _content(text[bullet.end() :]))]
+            self.offsets = [bullet.end()]
+            return
+        if text.startswith("#"):
+            heading = _ATX.fullmatch(text)
+            title = (heading["title"] or "") if heading else ""
+            if heading is None or title.rstrip(" ").endswith("#"):
+                raise _Unsure  # not a heading, or one with a closing sequence
+            self.out.append(Heading(n, len(text) - len(text.lstrip("#")), title.strip()))
+            return
+        _refuse_starts(text)  # else a paragraph's line, outside any item
+
+    def _inside(self, n: int, text: str, indent: int) -> None:
+        """A line indented into the open item: text, or a nested item's first line."""
+        assert self.item is not None
+        # The innermost open item the line is indented into holds it.
+        depth = max(d for d, offset in enumerate(self.offsets) if indent >= offset)
+        relative = indent - self.offsets[depth]
+        if relative >= 4:
+            if self.blank_before:
+                raise _Unsure  # an indented code block
+            self.item.append((n, text))  # a paragraph's continuation, whatever it looks like
+            return
+        bullet = _BULLET.match(text)
+        if bullet is not None:
+            self.offsets[depth + 1 :] = [indent + bullet.end()]
+            self.item.append((n, _content(text[bullet.end() :])))
+            return
+        _refuse_starts(text)
+        if self.blank_before:
+            del self.offsets[depth + 1 :]  # a new paragraph closes the items nested deeper
+        self.item.append((n, text))
+
+    def _close(self) -> None:
+        if self.item is not None:
+            self.out.append(Item(tuple(self.item)))
+        self.item = None
+        self.offsets = []
+
+
+def _content(text: str) -> str:
+    """An item's first line after its marker: text that starts no other block."""
+    _refuse_starts(text)
+    return text
+
+
+def _refuse_breaks(text: str) -> None:
+    """A thematic break or a setext underline (only ``-=*_`` and spaces) needs markdown-it."""
+    if not text.strip("-=*_ "):
+        raise _Unsure
+
+
+def _starts(text: str) -> bool:
+    """True when ``text`` (a line without its indentation) may start a block other than text."""
+    return (
+        text.startswith(("#", ">", "<", "[", "```", "~~~"))
+        or (text[:1] in "-*+" and text[1:2] in ("", " "))  # a bullet marker
+        or _ORDERED.match(text) is not None
+    )
+
+
+def _refuse_starts(text: str) -> None:
+    if _starts(text):
+        raise _Unsure
+
+
+# -- markdown-it ------------------------------------------------------------------
+
+
+def _read_commonmark(body: str) -> Outline:
+    from markdown_it import MarkdownIt  # lazy: ~30 ms, only for files the line reader leaves
+
+    return _from_tokens(MarkdownIt("commonmark").parse(body))
+
+
+def _from_tokens(tokens: list[Any]) -> Outline:
+    out: Outline = []
+    item: list[tuple[int, str]] = []
+    depth = 0
+    for i, tok in enumerate(tokens):
+        if tok.type == "list_item_open":
+            depth += 1
+        elif tok.type == "list_item_close":
+            depth -= 1
+            if depth == 0:
+                out.append(Item(tuple(item)))
+                item = []
+        elif tok.type == "heading_open" and depth == 0 and tok.map:
+            title = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
+            out.append(Heading(tok.map[0], int(tok.tag[1:]), title))
+        elif tok.type == "inline" and depth >= 1 and tok.map:
+            # markdown-it joins an inline's source lines with "\n" and nothing else.
+            start = tok.map[0]
+            item.extend((start + n, ln) for n, ln in enumerate(tok.content.split("\n")))
+    return out
