@@ -553,7 +553,7 @@ def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yam
 
 
 def test_only_the_last_checkout_to_start_gets_every_core():
-    lanes = Lanes(3)
+    lanes = Lanes(3, 2)
     # A name counts once (the job's end counts too, for a job that made no checkout).
     assert [lanes.arrive("api"), lanes.arrive("api"), lanes.arrive("home")] == [1, 1, 1]
     assert lanes.arrive("db") == g.ALL_CORES

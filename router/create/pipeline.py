@@ -7,7 +7,7 @@ import dataclasses
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -153,11 +153,12 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
         return [one(j) for j in jobs]
     from concurrent.futures import ThreadPoolExecutor, wait
 
-    # The threads keep the cores busy; a checkout worker pool per repo on top
-    # of them only adds processes. The fetches wait on the network, not on a
-    # core: they all start now (a few at a time), ahead of their job's turn.
+    # Every job's checks run at once (they mostly wait on git); only the
+    # checkouts, which keep a core busy each, take turns (Lanes). The fetches
+    # wait on the network, not on a core: they all start now, ahead of their
+    # job's turn.
     gate = threading.BoundedSemaphore(MAX_PARALLEL)
-    lanes = Lanes(len(jobs))
+    lanes = Lanes(len(jobs), checkout_slots())
     jobs = [
         dataclasses.replace(
             j,
@@ -167,7 +168,7 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
         )
         for j in jobs
     ]
-    with ThreadPoolExecutor(max_workers=worker_limit(len(jobs))) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(jobs), MAX_PARALLEL)) as pool:
         futures = [pool.submit(one, job) for job in jobs]
         wait(futures)
     failed = next((f.exception() for f in futures if f.exception() is not None), None)
@@ -187,19 +188,28 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
 
 
 class Lanes:
-    """Which checkout may use every core: one that starts when no other job is left to start.
+    """The checkouts of one ``ensure_all``: one per core at a time, and the last uses every core.
 
-    Each job's thread runs one checkout at a time with one process, which
-    keeps the cores busy while jobs are queued. The last checkout to start
-    has no queued job behind it, and the threads that finish meanwhile leave
-    their cores idle: git's parallel checkout lets that one use them
-    (2,000 files on two cores: 135 ms alone, 103 ms with two workers).
+    Each checkout is one git process, mostly CPU: more at once than there
+    are cores only slows them all. A job's other steps (its checks, git's
+    answers to them, its record) run outside the gate, so the next checkout
+    starts the moment one ends. The last checkout to start has no job
+    behind it, and the cores the others leave idle meanwhile are its: git's
+    parallel checkout lets it use them (2,000 files on two cores: 135 ms
+    alone, 103 ms with two workers).
     """
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, slots: int) -> None:
         self._left = jobs
         self._arrived: set[str] = set()
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(slots)
+
+    @contextlib.contextmanager
+    def checkout(self, name: str) -> Iterator[int]:
+        """Hold a checkout slot for ``name``; yields the ``checkout.workers`` it may use."""
+        with self._slots:
+            yield self.arrive(name)
 
     def arrive(self, name: str) -> int:
         """Count ``name`` as started (once); the ``checkout.workers`` it may use."""
@@ -218,20 +228,13 @@ def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError 
     return fetch
 
 
-def worker_limit(jobs: int) -> int:
-    """Threads for ``jobs`` repos: one per core this process may use, plus one.
-
-    Each repo's checkout is one git process, mostly CPU. Between checkouts a
-    thread runs a few short steps (its checks, git's answers to them, the
-    record): the extra thread runs those while the others' checkouts keep the
-    cores busy (7 repos of 2,000 files on two cores: 0.70x the sequential run
-    with three threads, 0.80x with two).
-    """
+def checkout_slots() -> int:
+    """Checkouts at once: one per core this process may use."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(jobs, MAX_PARALLEL, cores + 1))
+    return max(1, cores)
 
 
 def rollback(report: CreateReport, job: Job) -> None:
@@ -742,16 +745,21 @@ class _Pipeline:
 
     def _add(self, branch_exists: bool) -> None:
         try:
-            with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
+            lanes = self.job.lanes
+            turn = (
+                lanes.checkout(self.job.name)
+                if lanes is not None
+                else contextlib.nullcontext(self.job.checkout_workers)
+            )
+            with (
+                turn as workers,
+                state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait),
+            ):
                 self.git.worktree_add(
                     self.path,
                     self.branch,
                     base=None if branch_exists else self.base,
-                    workers=(
-                        self.job.lanes.arrive(self.job.name)
-                        if self.job.lanes is not None
-                        else self.job.checkout_workers
-                    ),
+                    workers=workers,
                 )
         except GitError as exc:
             self._note_partial_add(branch_existed=branch_exists)
