@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -183,6 +184,64 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+
+class Running:
+    """A git process started by :meth:`Git.start`; :meth:`wait` collects it (once, then remembered).
+
+    Its timeout counts from the start. Output is collected at the end: the
+    commands started this way (a quiet fetch) print a few lines at most.
+    """
+
+    def __init__(
+        self, argv: list[str], proc: subprocess.Popen[bytes] | None, timeout: float | None
+    ):
+        self._argv = argv
+        self._proc = proc
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._timeout = timeout
+        self._outcome: Result | GitError | None = None
+
+    def wait(self) -> Result:
+        """The finished command's result; raises GitError as :meth:`Git.run` does."""
+        if self._outcome is None:
+            self._outcome = self._collect()
+        if isinstance(self._outcome, GitError):
+            raise self._outcome
+        return self._outcome
+
+    def error(self) -> GitError | None:
+        """None when the command succeeded, else its error (never raised)."""
+        try:
+            self.wait()
+        except GitError as exc:
+            return exc
+        return None
+
+    def _collect(self) -> Result | GitError:
+        proc = self._proc
+        if proc is None:
+            return GitMissing(self._argv, 127, "git is not installed or not on PATH")
+        left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+        try:
+            out, err = proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            # Killed and reaped, its pipes closed unread: a child it started (a
+            # transport, a hook) may hold them open long after it is gone.
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            return GitError(self._argv, 124, f"timed out after {self._timeout:.0f}s")
+        result = Result(
+            proc.returncode,
+            out.decode("utf-8", "surrogateescape"),
+            err.decode("utf-8", "surrogateescape"),
+        )
+        if not result.ok:
+            return GitError(self._argv, proc.returncode, result.stderr, result.stdout)
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,13 +589,28 @@ class Git:
 
     def fetch(self, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> GitError | None:
         """Best-effort ``git fetch --quiet remote``: None on success, else the error."""
+        return self.start_fetch(remote, timeout=timeout).error()
+
+    def start_fetch(self, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT) -> Running:
+        """:meth:`fetch`, started: the process runs while the caller goes on."""
+        # No auto-maintenance: a background gc is the user's git's business,
+        # not a cost to add to every worktree we create.
+        return self.start("fetch", "--quiet", "--no-auto-maintenance", remote, timeout=timeout)
+
+    def start(self, *args: str, timeout: float | None = None) -> Running:
+        """Start ``git -C cwd args`` and return at once; :meth:`Running.wait` ends it."""
+        argv = self._argv(args)
         try:
-            # No auto-maintenance: a background gc is the user's git's business,
-            # not a cost to add to every worktree we create.
-            self.run("fetch", "--quiet", "--no-auto-maintenance", remote, timeout=timeout)
-        except GitError as exc:
-            return exc
-        return None
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**_base_env(), **self.env},
+            )
+        except FileNotFoundError:
+            return Running(argv, None, timeout)
+        return Running(argv, proc, timeout)
 
     # -- worktrees ------------------------------------------------------------
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 
+from helpers.faults import slow_git
 from helpers.repos import commit, git, make_repo
 
 from router.git import Git, committer_unknown, config_view, first_blob
@@ -45,3 +47,26 @@ def test_a_config_section_is_a_branch_s_own_not_a_longer_names(tmp_path):
     config = config_view(Git(repo))
     assert config.has_section("branch.feature.x")
     assert not config.has_section("branch.feature")
+
+
+def test_a_started_fetch_that_hangs_is_ended_at_its_timeout(tmp_path, monkeypatch):
+    # A fetch started ahead runs while its job goes on; its timeout counts from
+    # the start, and collecting it then ends the process with the error.
+    repo = make_repo(tmp_path, "r")
+    started = tmp_path / "started"
+    for key, value in slow_git(tmp_path / "bin", " fetch ", started, seconds=4).items():
+        monkeypatch.setenv(key, value)
+    began = time.monotonic()
+    running = Git(repo).start_fetch("origin", timeout=1)
+    error = running.error()
+    assert time.monotonic() - began < 4  # ended, not waited for (the git sleeps 4 s)
+    assert started.exists()
+    assert error is not None and error.returncode == 124 and "timed out after 1s" in str(error)
+    assert running.error() is error  # collected once, then remembered
+
+
+def test_a_started_fetch_reports_git_s_own_failure(tmp_path):
+    repo = make_repo(tmp_path, "r")
+    error = Git(repo).start_fetch("nowhere").error()
+    assert error is not None and error.returncode == 128 and "nowhere" in error.stderr
+    assert Git(repo).start_fetch("origin").error() is None

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -19,7 +19,7 @@ from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.parallel import MAX_PARALLEL
 from router.progress import Progress
-from router.topic import holders, state
+from router.topic import state
 from router.topic.ids import Topic
 from router.topic.workspace import (
     Repo,
@@ -90,7 +90,7 @@ class Job:
     # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
     home: Path | None = None
     # The fetch from origin, when ensure_all started it ahead of the job's turn.
-    fetch: _Background | None = field(default=None, compare=False, repr=False)
+    fetch: _Fetch | None = field(default=None, compare=False, repr=False)
     # Shared by the jobs of one ensure_all: tells the last checkout it may use every core.
     lanes: Lanes | None = field(default=None, compare=False, repr=False)
 
@@ -151,23 +151,22 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
 
     if len(jobs) <= 1:
         return [one(j) for j in jobs]
-    from concurrent.futures import ThreadPoolExecutor, wait
-
     # Every job's checks run at once (they mostly wait on git); only the
     # checkouts, which keep a core busy each, take turns (Lanes). The fetches
-    # wait on the network, not on a core: they all start now, ahead of their
-    # job's turn.
-    gate = threading.BoundedSemaphore(MAX_PARALLEL)
+    # wait on the network, not on a core: they start now, a process each,
+    # ahead of their job's turn (beyond MAX_PARALLEL, a job fetches in its turn).
     lanes = Lanes(len(jobs), checkout_slots())
     jobs = [
         dataclasses.replace(
             j,
             checkout_workers=1,
-            fetch=None if _looks_made(j) else _Background(_gated(gate, j.repo.git)),
+            fetch=None if n >= MAX_PARALLEL or _looks_made(j) else _Fetch(j.repo.git),
             lanes=lanes,
         )
-        for j in jobs
+        for n, j in enumerate(jobs)
     ]
+    from concurrent.futures import ThreadPoolExecutor, wait  # lazy: ~6 ms, the fetches go first
+
     with ThreadPoolExecutor(max_workers=min(len(jobs), MAX_PARALLEL)) as pool:
         futures = [pool.submit(one, job) for job in jobs]
         wait(futures)
@@ -218,14 +217,6 @@ class Lanes:
                 self._arrived.add(name)
                 self._left -= 1
             return g.ALL_CORES if self._left == 0 else 1
-
-
-def _gated(gate: threading.BoundedSemaphore, git: Git) -> Callable[[], GitError | None]:
-    def fetch() -> GitError | None:
-        with gate:
-            return git.fetch("origin")
-
-    return fetch
 
 
 def checkout_slots() -> int:
@@ -289,9 +280,7 @@ class _Pipeline:
         # cannot do harm even when the worktree turns out to exist already.
         # A worktree that looks made already (its checkout on the topic branch)
         # most likely needs no fetch at all: it waits until a creation needs it.
-        self.prefetch = self.job.fetch or _Background(
-            lambda: self.git.fetch("origin"), start=not _looks_made(self.job)
-        )
+        self.prefetch = self.job.fetch or _Fetch(self.git, start=not _looks_made(self.job))
         try:
             report = self._run()
         finally:
@@ -498,6 +487,8 @@ class _Pipeline:
         """
         admin = self._registration()
         locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
+        from router.topic import holders  # lazy: only a half-made worktree needs a process list
+
         users = holders.processes_using(
             [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
         )
@@ -936,29 +927,25 @@ class _Pipeline:
         )
 
 
-class _Background:
-    """Run one call in a thread; ``result()`` waits for it (and is safe to call twice).
+class _Fetch:
+    """A job's fetch from origin: a git process started ahead, or one deferred until asked for.
 
-    Not ``start``-ed, it runs only when ``result()`` is first asked for, inline.
+    ``result()`` waits for it, and is safe to call twice. Deferred, it runs
+    when ``result()`` is first asked for, inline.
     """
 
-    def __init__(self, fn: Callable[[], GitError | None], *, start: bool = True) -> None:
-        self._value: GitError | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self.started = start
-        if start:
-            self._thread.start()
+    def __init__(self, git: Git, *, start: bool = True) -> None:
+        self._git = git
+        self._running = git.start_fetch("origin") if start else None
 
-    def _run(self, fn: Callable[[], GitError | None]) -> None:
-        self._value = fn()
+    @property
+    def started(self) -> bool:
+        return self._running is not None
 
     def result(self) -> GitError | None:
-        if not self.started:
-            self.started = True
-            self._thread.run()  # here, now: no thread was started to join
-        elif self._thread.ident is not None:
-            self._thread.join()
-        return self._value
+        if self._running is None:
+            self._running = self._git.start_fetch("origin")
+        return self._running.error()
 
 
 def _looks_made(job: Job) -> bool:

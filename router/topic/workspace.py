@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from router import gitfiles
 from router.errors import Refusal
 from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
 from router.parallel import parallel_map
@@ -179,7 +180,12 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
     A repository is accepted once: a later entry whose common git dir is the
     home repo's or an earlier entry's is a ``duplicate``, whatever its path.
     """
-    probes = parallel_map(lambda p: _probe(p, home), paths)
+    # A checkout in the plain layout is probed from its files in a fraction of
+    # a millisecond, less than starting a thread: threads only where git is asked.
+    if all(gitfiles.plain_layout(str(p)) is not None for p in paths):
+        probes = [_probe(p, home) for p in paths]
+    else:
+        probes = parallel_map(lambda p: _probe(p, home), paths)
     seen = {home.common_dir}
     verdicts = []
     for verdict in probes:
