@@ -10,9 +10,6 @@ from helpers.plans import repos_md
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
 from helpers.topics import TOPIC_ID, multi_topic, new_topic, write_repos_md
 
-from router import git as g
-from router.create.pipeline import Lanes
-
 NOTES = "## Notes\nKeep   this   text *exactly*.\n"
 
 
@@ -552,11 +549,25 @@ def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yam
     assert "repos.md ## Worktrees updated" in proc.stdout
 
 
-def test_only_the_last_checkout_to_start_gets_every_core():
-    lanes = Lanes(3, 2)
-    # A name counts once (the job's end counts too, for a job that made no checkout).
-    assert [lanes.arrive("api"), lanes.arrive("api"), lanes.arrive("home")] == [1, 1, 1]
-    assert lanes.arrive("db") == g.ALL_CORES
+def test_the_checkouts_of_several_repos_run_one_process_each_and_one_alone_uses_every_core(
+    workspace, tmp_path
+):
+    # Several at once keep the cores busy themselves: a worker pool each on
+    # top would only add processes. A single checkout (`new`) uses them all.
+    home = make_repo(workspace, "web")
+    log = tmp_path / "git.log"
+    env = git_logger(tmp_path / "bin", log)
+    made = run("new", "x", "--id", TOPIC_ID, "--json", cwd=home, env=env)
+    assert made.code == 0, made.out + made.err
+    adds = [line for line in log.read_text().splitlines() if " worktree add " in line]
+    assert len(adds) == 1 and "checkout.workers=0" in adds[0], adds
+    topic = new_topic(home)
+    write_repos_md(topic, {n: make_repo(workspace, n) for n in ("api", "db")})
+    log.unlink()
+    res = run("worktrees", topic.id, "--json", cwd=home, env=env)
+    assert res.code == 0, res.out + res.err
+    adds = [line for line in log.read_text().splitlines() if " worktree add " in line]
+    assert len(adds) == 2 and all("checkout.workers=1" in a for a in adds), adds
 
 
 def test_a_rerun_with_every_worktree_made_fetches_nothing_and_a_new_repo_still_fetches(
