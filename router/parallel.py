@@ -2,10 +2,13 @@
 
 git processes for different repos do not share locks, so they run side by side;
 the bound keeps a topic with many repos from starting a process per repo at once.
+A few threads pulling from one list do it: ``concurrent.futures`` would bring
+``logging``, ``traceback`` and ``textwrap`` along (~10 ms), before any repo.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 
 TYPE_CHECKING = False
@@ -22,12 +25,65 @@ MAX_PARALLEL = 8  # repos worked on at once
 def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     """``[fn(i) for i in items]``, in order, at most ``MAX_PARALLEL`` at a time.
 
-    One item (or none) runs inline: no thread for the common single-repo topic.
+    Every item runs even when one raises; then the first error (in the items'
+    order) is raised. One item (or none) runs inline: no thread for the common
+    single-repo topic.
     """
-    items = list(items)
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    from concurrent.futures import ThreadPoolExecutor  # lazy: only when there is work to share
+    outcomes = parallel_outcomes(fn, items)
+    failed = next((o for o in outcomes if isinstance(o, _Raised)), None)
+    if failed is not None:
+        raise failed.error
+    return outcomes  # type: ignore[return-value]
 
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(items))) as pool:
-        return list(pool.map(fn, items))
+
+def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Raised]:
+    """Each item's result, or what it raised (as ``_Raised``), in order; all of them run."""
+    items = list(items)
+    outcomes: list[R | _Raised] = [_Raised(_NOT_RUN)] * len(items)
+    pending = iter(range(len(items)))
+    taking = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with taking:
+                n = next(pending, None)
+            if n is None:
+                return
+            try:
+                outcomes[n] = fn(items[n])
+            except BaseException as exc:  # kept for the caller, raised there
+                outcomes[n] = _Raised(exc)
+
+    if len(items) <= 1:
+        work()
+        return outcomes
+    threads = [threading.Thread(target=work) for _ in range(min(MAX_PARALLEL, len(items)))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        # Ctrl-C: the steps under way finish (their gits got the signal too)
+        # before the interrupt goes on, as nothing is left half-written.
+        for thread in threads:
+            thread.join()
+        raise
+    return outcomes
+
+
+class _Raised:
+    """What one item raised (an item's own result is never one of these)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_NOT_RUN = RuntimeError("not run")
+
+
+def raised(outcome: object) -> BaseException | None:
+    """The error a :func:`parallel_outcomes` outcome holds, or None for a result."""
+    return outcome.error if isinstance(outcome, _Raised) else None

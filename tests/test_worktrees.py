@@ -530,9 +530,12 @@ def test_a_secondary_costs_six_git_processes(tmp_path, workspace, home_repo, top
     assert len(calls) <= 6, "\n".join(calls)
 
 
-def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yaml(
+def test_worktrees_imports_no_template_engine_markdown_parser_thread_pool_or_yaml(
     workspace, home_repo, topic
 ):
+    # Each costs more than the work it would do here: jinja2 for the write-back,
+    # markdown-it for a plain repos.md, concurrent.futures (logging, traceback,
+    # textwrap) for the threads, yaml for a flat frontmatter.
     import subprocess
     import sys
 
@@ -541,8 +544,9 @@ def test_the_write_back_imports_no_template_engine_and_a_flat_frontmatter_no_yam
     args = ["-C", str(topic.plan_dir), "worktrees"]
     code = (
         f"import sys\nfrom router.entry import main\ncode = main({args!r})\n"
-        "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
-        "assert 'yaml' not in sys.modules, 'yaml was imported'\nraise SystemExit(code)"
+        "for name in ('jinja2', 'yaml', 'markdown_it', 'concurrent.futures', 'tempfile'):\n"
+        "    assert name not in sys.modules, f'{name} was imported'\n"
+        "raise SystemExit(code)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

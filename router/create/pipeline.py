@@ -15,7 +15,7 @@ from router import gitfiles
 from router.create.include import copy_included
 from router.errors import Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
-from router.parallel import MAX_PARALLEL
+from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state
 from router.topic.ids import Topic
@@ -127,7 +127,7 @@ def ensure(job: Job) -> CreateReport:
 
 
 def ensure_all(jobs: list[Job]) -> list[CreateReport]:
-    """Run several jobs at once (threads, as many as fit the cores); reports in the jobs' order.
+    """Run several jobs at once (a thread each, up to MAX_PARALLEL); reports in the jobs' order.
 
     A job that raises (only a home job does: its refusal is the command's)
     lets the others finish, then what they created is rolled back and the
@@ -160,17 +160,13 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
         )
         for n, j in enumerate(jobs)
     ]
-    from concurrent.futures import ThreadPoolExecutor, wait  # lazy: ~6 ms, the fetches go first
-
-    with ThreadPoolExecutor(max_workers=min(len(jobs), MAX_PARALLEL)) as pool:
-        futures = [pool.submit(one, job) for job in jobs]
-        wait(futures)
-    failed = next((f.exception() for f in futures if f.exception() is not None), None)
+    outcomes = parallel_outcomes(one, jobs)
+    failed = next((e for e in map(raised, outcomes) if e is not None), None)
     if failed is None:
-        return [f.result() for f in futures]
+        return outcomes  # type: ignore[return-value]
     kept = []
-    for future, job in zip(futures, jobs, strict=True):
-        report = future.result() if future.exception() is None else None
+    for outcome, job in zip(outcomes, jobs, strict=True):
+        report = outcome if isinstance(outcome, CreateReport) else None
         if report is not None and report.status is Status.CREATED:
             try:
                 rollback(report, job)

@@ -44,9 +44,7 @@ def crash_point(step: str) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` so a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # lazy: ~5 ms (shutil, random), and the read-only commands never write
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _new_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -57,6 +55,20 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _new_temp(path: Path) -> tuple[int, str]:
+    """A new file beside ``path`` (``.<name>.<random>.tmp``), open for writing, made by us alone.
+
+    ``tempfile.mkstemp`` does the same, but importing it (``shutil``,
+    ``random``) costs more than the write.
+    """
+    while True:
+        tmp = str(path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp"))
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), tmp
+        except FileExistsError:
+            continue
 
 
 # -- records ------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""router.parallel: every item runs, results in order, errors kept until all are done."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from router.parallel import MAX_PARALLEL, parallel_map, parallel_outcomes, raised
+
+
+def test_results_come_in_the_items_order_whatever_finishes_first():
+    gates = [threading.Event() for _ in range(4)]
+
+    def work(n: int) -> int:
+        if n < 3:
+            gates[n + 1].wait(10)  # each waits for the next one to start
+        gates[n].set()
+        return n * 10
+
+    assert parallel_map(work, range(4)) == [0, 10, 20, 30]
+
+
+def test_an_item_that_raises_lets_the_others_run_and_the_first_error_in_order_is_raised():
+    ran: list[int] = []
+
+    def work(n: int) -> int:
+        ran.append(n)
+        if n in (1, 3):
+            raise ValueError(f"item {n}")
+        return n
+
+    with pytest.raises(ValueError, match="item 1"):
+        parallel_map(work, range(5))
+    assert sorted(ran) == [0, 1, 2, 3, 4]
+    outcomes = parallel_outcomes(work, range(5))
+    assert [raised(o) is not None for o in outcomes] == [False, True, False, True, False]
+    assert [o for o in outcomes if raised(o) is None] == [0, 2, 4]
+
+
+def test_no_more_than_max_parallel_run_at_once_and_one_item_runs_inline():
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def work(_: int) -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        threading.Event().wait(0.02)
+        with lock:
+            running -= 1
+
+    parallel_map(work, range(MAX_PARALLEL * 2))
+    assert 1 < most <= MAX_PARALLEL
+    assert parallel_map(lambda _: threading.current_thread(), [0]) == [threading.main_thread()]
