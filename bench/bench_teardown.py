@@ -129,11 +129,23 @@ def ours(cli: list[str], home: Path) -> None:
         raise SystemExit(f"teardown failed: {proc.stdout}{proc.stderr}")
 
 
-def settle() -> None:
-    """Write the fixture to disk first: a real teardown removes files that were written hours
-    ago, and deleting files still in the page cache would cost neither side anything."""
+def settle(repos: list[Path]) -> None:
+    """Age the fixture as hours of use would: on disk, and every index newer than its files.
+
+    A real teardown removes files written hours ago: deleting files still in
+    the page cache would cost neither side anything. And since then some git
+    (a status, a commit) has rewritten each index: a file written in the same
+    second as its index is "racily clean" and every git that reads it hashes
+    it again, until an index is written later. That is the state right after
+    the fixture is built, not the one a teardown meets, so once a second has
+    passed every checkout's index is refreshed, as the user's git would.
+    """
     os.sync()
-    time.sleep(1.0)
+    time.sleep(1.1)
+    for repo in repos:
+        for checkout in (repo, repo / ".claude" / "worktrees" / TOPIC):
+            git(checkout, "update-index", "-q", "--refresh")
+    os.sync()
 
 
 def gone(repos: list[Path]) -> bool:
@@ -153,7 +165,7 @@ def main() -> int:
         base, mine = [], []
         for run in range(RUNS):
             theirs, mine_repos = build(root / f"base-{run}", cli), build(root / f"ours-{run}", cli)
-            settle()
+            settle([*theirs, *mine_repos])
             # Alternate who goes first, so neither always runs on the warmer machine.
             order = [("base", theirs), ("ours", mine_repos)]
             for who, repos in order if run % 2 == 0 else order[::-1]:

@@ -299,3 +299,19 @@ def test_force_refuses_a_worktree_whose_index_has_unmerged_paths(home_repo):
     assert remove["code"] == "snapshot-failed" and "unmerged" in remove["detail"], remove
     assert wt.is_dir() and (wt / "app.py").read_text() == conflicted
     assert topic.branch in branches(home_repo)
+
+
+def test_the_walk_finds_every_git_entry_outermost_first_and_follows_no_link(tmp_path):
+    from router.teardown.nested import find_repositories
+
+    root = tmp_path / "wt"
+    (root / ".git").parent.mkdir()
+    (root / ".git").write_text("gitdir: elsewhere\n")  # the worktree's own: not a nested repo
+    for rel in ("b/.git", "a/deep/x/.git", "a/.git/objects/inner/.git"):
+        (root / rel).mkdir(parents=True)
+    (root / "c").mkdir()
+    (root / "c" / ".git").write_text("gitdir: ../x\n")  # a gitfile counts
+    (root / "d").mkdir()
+    (root / "d" / ".git").symlink_to(tmp_path / "missing")  # so does a link, even broken
+    (root / "e").symlink_to(root / "a")  # a link to a directory is not entered
+    assert find_repositories(root) == ["a", "a/deep/x", "b", "c", "d"]
