@@ -1,7 +1,10 @@
 """``team-router new`` vs a bare ``git worktree add -b`` on a 2,000-file repo (target <= 1.25x).
 
 Both sides create a worktree for a fresh branch in the same repo, alternating,
-and every worktree is removed (untimed) before the next run.
+and every worktree is removed (untimed) before the next run. ``--tmpfs`` builds
+the fixture in memory (see ``_fixture.workdir``).
+
+    python bench/bench_new.py [--tmpfs]
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ RUNS = 9
 
 
 def main() -> int:
-    root = workdir()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tmpfs", action="store_true", help="build the fixture in /dev/shm")
+    root = workdir(tmpfs=parser.parse_args().tmpfs)
     try:
         repo = make_repo(root / "ws", "app", files=2000, size=8192)
         cli = team_router()
