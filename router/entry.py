@@ -27,8 +27,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         early = early_command(args)
         if early is not None:
-            # phase, next --json and status --json: the same answer without typer.
-            return run_early(*early)
+            # phase, next --json, status --json, worktrees: the same answer without typer.
+            return run_early(early)
         from router.cli.app import run
 
         return run(args)

@@ -69,13 +69,23 @@ def _same_answer(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]
         ["next", "--json"],
         ["next", "TOPIC", "--json"],
         ["status", "--json"],
+        ["-C", "PLAN", "phase", "--json"],
+        ["-C", "HOME", "next", "TOPIC", "--json"],
+        ["-C", "HOME", "worktrees", "TOPIC", "--strict", "--json"],
     ],
 )
-def test_a_success_is_answered_exactly_as_typer_answers_it(home_repo, questioned_topic, args):
-    args = [
-        {"TOPIC": questioned_topic.id, "PLAN": str(questioned_topic.plan_dir)}.get(a, a)
-        for a in args
-    ]
+def test_a_success_is_answered_exactly_as_typer_answers_it(
+    home_repo, questioned_topic, args, tmp_path
+):
+    places = {
+        "TOPIC": questioned_topic.id,
+        "PLAN": str(questioned_topic.plan_dir),
+        "HOME": str(home_repo),
+    }
+    args = [places.get(a, a) for a in args]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home_repo = elsewhere if "-C" in args else home_repo  # -C, not the cwd, names the repo
     proc = _same_answer(args, home_repo)
     assert proc.returncode == 0
     assert questioned_topic.id in proc.stdout
@@ -123,7 +133,14 @@ def test_a_vanished_current_directory_is_typers_not_a_repo(home_repo, tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [["phase", "--json"], ["phase"], ["status", "--json"], ["next", "--json"], ["worktrees"]],
+    [
+        ["phase", "--json"],
+        ["phase"],
+        ["status", "--json"],
+        ["next", "--json"],
+        ["worktrees"],
+        ["-C", ".", "worktrees", "--strict"],
+    ],
 )
 def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
     proc = _run(args, home_repo, via="entry", importtime=True)
@@ -144,7 +161,10 @@ def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
     [
         ["phase", "--help"],
         ["phase", "-h"],
-        ["-C", ".", "phase"],
+        ["-C", "/no/such/dir", "phase"],
+        ["-C", "--json", "phase"],
+        ["-C"],
+        ["phase", "-C", "."],
         ["phase", "a", "b"],
         ["phase", "--json", "--json"],
         ["next"],
@@ -153,10 +173,10 @@ def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
         ["status", "x", "--json"],
         ["record", "--json"],
         ["--version"],
-        ["worktrees", "--strict"],
+        ["phase", "--strict"],
+        ["worktrees", "--strict", "--strict"],
         ["worktrees", "--wait", "5"],
         ["worktrees", "a", "b"],
-        ["-C", ".", "worktrees"],
         [],
     ],
 )

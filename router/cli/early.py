@@ -4,15 +4,17 @@ without typer.
 Agents ask these at every phase of a run, and importing typer alone costs
 more than the answer (DESIGN §15); ``worktrees`` runs across every repo of a
 topic, where typer's start-up is time all of them wait for. The console entry point sends an argument
-list here only when typer would read it the same way (:func:`early_command`);
-anything else (``--help``, ``-C``, a second target, an unknown option) goes to
-the typer app. Both print through :mod:`router.cli.output`, so the bytes and the
+list here only when typer would read it the same way (:func:`early_command`):
+``-C`` with an existing directory first, one target at most, ``--json``, and
+``worktrees --strict``. Anything else (``--help``, a second target, another
+option) goes to the typer app. Both print through :mod:`router.cli.output`, so the bytes and the
 exit code are the same whichever path answered.
 """
 
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 from pathlib import Path
 
 from router.cli.output import emit_result, guarded
@@ -22,8 +24,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
-# command -> (most positional arguments, whether --json is required)
-_SHAPES = {"phase": (1, False), "next": (1, True), "status": (0, True), "worktrees": (1, False)}
+# command -> (most positional arguments, whether --json is required, other flags it takes)
+_SHAPES = {
+    "phase": (1, False, ()),
+    "next": (1, True, ()),
+    "status": (0, True, ()),
+    "worktrees": (1, False, ("--strict",)),
+}
 # Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
 # named apart from them on purpose: registering the commands must import no core
 # module (and no git boundary) for --help, so the CLI cannot import the owners.
@@ -34,16 +41,40 @@ HELP_FILE = Path(__file__).with_name("help.txt")
 _HELP_COLUMNS = 80  # from here on the app wraps its help to 78 columns
 
 
-def early_command(args: list[str]) -> tuple[str, str | None, bool] | None:
-    """``(command, target, as_json)`` when the early path may answer ``args``, else None."""
+# One command the early path answers, as the typer app would have read it: -C's
+# directory, and the command's flags but --json (a namedtuple: a dataclass
+# would import dataclasses on --help's path, typing.NamedTuple typing).
+EarlyCall = namedtuple(
+    "EarlyCall", ["command", "target", "as_json", "directory", "flags"], defaults=(None, ())
+)
+
+
+def early_command(args: list[str]) -> EarlyCall | None:
+    """What to run when the early path may answer ``args``, else None (the typer app answers).
+
+    ``-C DIR`` may come first, naming an existing directory (anything else
+    about it is the app's to report).
+    """
+    directory = None
+    if args[:1] == ["-C"] and len(args) > 1 and not args[1].startswith("-"):
+        if not os.path.isdir(args[1]):
+            return None
+        directory, args = Path(args[1]), args[2:]
     if not args or args[0] not in _SHAPES:
         return None
-    most, needs_json = _SHAPES[args[0]]
+    most, needs_json, others = _SHAPES[args[0]]
     flags = [a for a in args[1:] if a.startswith("-")]
     positional = [a for a in args[1:] if not a.startswith("-")]
-    if flags not in ([], ["--json"]) or len(positional) > most or (needs_json and not flags):
+    given = set(flags)
+    if (
+        len(given) != len(flags)
+        or not given <= {"--json", *others}
+        or len(positional) > most
+        or (needs_json and "--json" not in given)
+    ):
         return None
-    return args[0], positional[0] if positional else None, bool(flags)
+    target = positional[0] if positional else None
+    return EarlyCall(args[0], target, "--json" in given, directory, tuple(given - {"--json"}))
 
 
 def stored_help(args: list[str]) -> str | None:
@@ -66,11 +97,12 @@ def stored_help(args: list[str]) -> str | None:
         return None  # an install without it: the app prints its help
 
 
-def run_early(command: str, target: str | None, as_json: bool) -> int:
+def run_early(call: EarlyCall) -> int:
     """Answer one command the way the typer app would: same output, same exit code."""
+    command, target, as_json = call.command, call.target, call.as_json
 
     def run() -> int:
-        cwd = start_dir(None)
+        cwd = start_dir(call.directory)
         if command == "phase":
             from router.phase.infer import phase_report
 
@@ -82,10 +114,11 @@ def run_early(command: str, target: str | None, as_json: bool) -> int:
         if command == "worktrees":
             from router.create.topic import setup_worktrees
 
+            strict = "--strict" in call.flags
             return emit_result(
                 command,
                 as_json,
-                lambda: setup_worktrees(cwd, target, wait=CLI_DEFAULT_WAIT),
+                lambda: setup_worktrees(cwd, target, strict=strict, wait=CLI_DEFAULT_WAIT),
                 worktrees_text,
             )
         from router.phase.status import render_table, topics_status
