@@ -249,3 +249,48 @@ def test_worktrees_creates_exactly_as_typer_creates(tmp_path, as_json):
         )
     assert answers[0] == answers[1]
     assert "created" in answers[0][0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["teardown", "TOPIC", "--dry-run", "--json"],
+        ["teardown", "TOPIC", "--dry-run", "--integrate"],
+        ["teardown", "2026-01-01-nothing", "--json"],
+        ["teardown", "not an id"],
+        ["-C", "HOME", "teardown", "2026-01-01-nothing"],
+    ],
+)
+def test_a_teardown_that_changes_nothing_is_answered_exactly_as_typer_answers_it(
+    home_repo, questioned_topic, args
+):
+    args = [{"TOPIC": questioned_topic.id, "HOME": str(home_repo)}.get(a, a) for a in args]
+    proc = _same_answer(args, home_repo)
+    assert (proc.returncode == 0) == ("--dry-run" in args), proc.stdout + proc.stderr
+    imported = _imported(_run(args, home_repo, via="entry", importtime=True).stderr)
+    assert "router" in imported and not imported & HEAVY
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_teardown_tears_down_exactly_as_typer_does(tmp_path, as_json):
+    # It removes: each path answers on its own copy of the same two-repo topic.
+    answers = []
+    for via in ("entry", "typer"):
+        ws = tmp_path / via / "ws"
+        home = make_repo(ws, "web")
+        topic = new_topic(home)
+        write_repos_md(topic, {"api": make_repo(ws, "api")})
+        made = _run(["worktrees", topic.id, "--json"], home, via="entry")
+        assert made.returncode == 0, made.stdout + made.stderr
+        args = ["-C", str(home), "teardown", topic.id, "--remove-reused"]
+        proc = _run(args + (["--json"] if as_json else []), tmp_path, via=via)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not topic.worktrees["home"].exists()
+        root = str(tmp_path / via)
+        answers.append(
+            (
+                proc.stdout.replace(root, "ROOT"),
+                sorted(proc.stderr.replace(root, "ROOT").splitlines()),
+            )
+        )
+    assert answers[0] == answers[1]

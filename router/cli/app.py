@@ -7,11 +7,8 @@ register themselves on :data:`app` and import their core lazily, so
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -90,47 +87,6 @@ def _root(
 
 
 # -- output -----------------------------------------------------------------------
-
-
-def line_echo(as_json: bool) -> Callable[[str], None]:
-    """Where a ``.teamteardown`` line is announced: stderr under --json, else stdout."""
-    stream_name = "stderr" if as_json else "stdout"
-
-    def echo(message: str) -> None:
-        print(message, file=getattr(sys, stream_name), flush=True)
-
-    return echo
-
-
-@contextlib.contextmanager
-def stop_on_interrupt() -> Iterator[threading.Event]:
-    """A flag Ctrl-C sets instead of raising, so multi-repo work stops at step boundaries and reports.
-
-    A KeyboardInterrupt raised in the main thread reaches neither the worker
-    threads nor the `.teamteardown` lines (their own sessions): they would run
-    on, and the result would never be printed. A second Ctrl-C raises as usual.
-    """
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def interrupted(_signum: int, _frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        print(
-            "team-router: interrupted: stopping at the next step boundary "
-            "(Ctrl-C again to stop at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    previous = signal.signal(signal.SIGINT, interrupted)
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def emit(

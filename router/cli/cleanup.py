@@ -13,9 +13,9 @@ from router.cli.app import (
     app,
     cwd_of,
     emit,
-    line_echo,
 )
 from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
+from router.cli.output import line_echo
 
 
 def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> bool | None:

@@ -1,14 +1,16 @@
-"""The early path: ``phase``, ``next --json``, ``status --json``, ``worktrees`` and ``--help``
-without typer.
+"""The early path: ``phase``, ``next --json``, ``status --json``, ``worktrees``, ``teardown``
+and ``--help`` without typer.
 
 Agents ask these at every phase of a run, and importing typer alone costs
-more than the answer (DESIGN §15); ``worktrees`` runs across every repo of a
-topic, where typer's start-up is time all of them wait for. The console entry point sends an argument
-list here only when typer would read it the same way (:func:`early_command`):
-``-C`` with an existing directory first, one target at most, ``--json``, and
-``worktrees --strict``. Anything else (``--help``, a second target, another
-option) goes to the typer app. Both print through :mod:`router.cli.output`, so the bytes and the
-exit code are the same whichever path answered.
+more than the answer (DESIGN §15); ``worktrees`` and ``teardown`` run across
+every repo of a topic, where typer's start-up is time all of them wait for.
+The console entry point sends an argument list here only when typer would
+read it the same way (:func:`early_command`): ``-C`` with an existing
+directory first, one target at most, ``--json``, ``worktrees --strict``, and
+``teardown <target>`` with its flags that take no value. Anything else
+(``--help``, a second target, another option) goes to the typer app. Both
+print through :mod:`router.cli.output`, so the bytes and the exit code are
+the same whichever path answered.
 """
 
 from __future__ import annotations
@@ -17,19 +19,21 @@ import os
 from collections import namedtuple
 from pathlib import Path
 
-from router.cli.output import emit_result, guarded
+from router.cli.output import emit_result, guarded, line_echo, stop_on_interrupt
 from router.errors import Refusal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
-# command -> (most positional arguments, whether --json is required, other flags it takes)
+# command -> (least and most positional arguments, whether --json is required,
+# the other flags it takes)
 _SHAPES = {
-    "phase": (1, False, ()),
-    "next": (1, True, ()),
-    "status": (0, True, ()),
-    "worktrees": (1, False, ("--strict",)),
+    "phase": (0, 1, False, ()),
+    "next": (0, 1, True, ()),
+    "status": (0, 0, True, ()),
+    "worktrees": (0, 1, False, ("--strict",)),
+    "teardown": (1, 1, False, ("--integrate", "--force", "--dry-run", "--remove-reused")),
 }
 # Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
 # named apart from them on purpose: registering the commands must import no core
@@ -62,14 +66,14 @@ def early_command(args: list[str]) -> EarlyCall | None:
         directory, args = Path(args[1]), args[2:]
     if not args or args[0] not in _SHAPES:
         return None
-    most, needs_json, others = _SHAPES[args[0]]
+    least, most, needs_json, others = _SHAPES[args[0]]
     flags = [a for a in args[1:] if a.startswith("-")]
     positional = [a for a in args[1:] if not a.startswith("-")]
     given = set(flags)
     if (
         len(given) != len(flags)
         or not given <= {"--json", *others}
-        or len(positional) > most
+        or not least <= len(positional) <= most
         or (needs_json and "--json" not in given)
     ):
         return None
@@ -121,11 +125,36 @@ def run_early(call: EarlyCall) -> int:
                 lambda: setup_worktrees(cwd, target, strict=strict, wait=CLI_DEFAULT_WAIT),
                 worktrees_text,
             )
+        if command == "teardown":
+            return _teardown(call, cwd)
         from router.phase.status import render_table, topics_status
 
         return emit_result(command, as_json, lambda: topics_status(cwd), render_table)
 
     return guarded(command, as_json, run)
+
+
+def _teardown(call: Any, cwd: Path) -> int:
+    from router.teardown.topic import teardown
+
+    with stop_on_interrupt() as stop:
+        return emit_result(
+            "teardown",
+            call.as_json,
+            lambda: teardown(
+                cwd,
+                call.target,
+                integrate="--integrate" in call.flags,
+                force="--force" in call.flags,
+                dry_run="--dry-run" in call.flags,
+                remove_reused="--remove-reused" in call.flags,
+                wait=CLI_DEFAULT_WAIT,
+                line_timeout=CLI_DEFAULT_LINE_TIMEOUT,
+                echo=line_echo(call.as_json),
+                stop=stop,
+            ),
+            teardown_text,
+        )
 
 
 def start_dir(directory: Path | None) -> Path:
@@ -173,3 +202,50 @@ def worktrees_text(result: Any) -> str:
             "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")
         )
     return "\n".join(lines)
+
+
+def teardown_text(result) -> str:
+    if result.refusal is not None:
+        head = "Refused (nothing was removed in any repo); the plan"
+    else:
+        head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
+    lines = [f"{head} of {result.id}"]
+    for repo in result.repos:
+        lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
+        lines += [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in repo.steps]
+        if repo.local_state is not None:
+            lines += temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
+    lines += [f"swept: {p}" for p in result.swept]
+    for kept in result.kept:
+        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines += file_lines(kept.files)
+    if result.refusal is not None:
+        blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
+        lines.append(
+            f"teardown of {result.id} refused: {len(blockers)} refused step(s) above; fix each, "
+            f"then run it again [{result.refusal['code']}]"
+        )
+        return "\n".join(lines)
+    if not result.swept and not result.kept:
+        lines.append("no residue found")
+    if result.error is not None:
+        lines.append(f"{result.error['message']} [{result.error['code']}]")
+    return "\n".join(lines)
+
+
+def file_lines(files, limit: int = 20) -> list[str]:
+    shown = [f"    {f}" for f in files[:limit]]
+    if len(files) > limit:
+        shown.append(f"    ... and {len(files) - limit} more (--json lists them all)")
+    return shown
+
+
+def temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
+    would = "would be " if dry_run else ""
+    return [f"{indent}temp path {t.path}: {would}{t.outcome}{_why(t)}" for t in temp_paths]
+
+
+def _why(temp) -> str:
+    if not temp.check:
+        return ""
+    return f" ({temp.check}: {temp.detail})" if temp.detail else f" ({temp.check})"

@@ -13,10 +13,15 @@ from router.cli.app import (
     app,
     cwd_of,
     emit,
-    line_echo,
-    stop_on_interrupt,
 )
-from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
+from router.cli.early import (
+    CLI_DEFAULT_LINE_TIMEOUT,
+    CLI_DEFAULT_WAIT,
+    file_lines,
+    teardown_text,
+    temp_lines,
+)
+from router.cli.output import line_echo, stop_on_interrupt
 
 LineTimeout = Annotated[
     float,
@@ -79,44 +84,8 @@ def teardown_cmd(
                 echo=line_echo(as_json),
                 stop=stop,
             ),
-            _teardown_text,
+            teardown_text,
         )
-
-
-def _teardown_text(result) -> str:
-    if result.refusal is not None:
-        head = "Refused (nothing was removed in any repo); the plan"
-    else:
-        head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
-    lines = [f"{head} of {result.id}"]
-    for repo in result.repos:
-        lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
-        lines += [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in repo.steps]
-        if repo.local_state is not None:
-            lines += _temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
-    lines += [f"swept: {p}" for p in result.swept]
-    for kept in result.kept:
-        lines.append(f"kept ({kept.reason}): {kept.path}")
-        lines += _file_lines(kept.files)
-    if result.refusal is not None:
-        blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
-        lines.append(
-            f"teardown of {result.id} refused: {len(blockers)} refused step(s) above; fix each, "
-            f"then run it again [{result.refusal['code']}]"
-        )
-        return "\n".join(lines)
-    if not result.swept and not result.kept:
-        lines.append("no residue found")
-    if result.error is not None:
-        lines.append(f"{result.error['message']} [{result.error['code']}]")
-    return "\n".join(lines)
-
-
-def _file_lines(files, limit: int = 20) -> list[str]:
-    shown = [f"    {f}" for f in files[:limit]]
-    if len(files) > limit:
-        shown.append(f"    ... and {len(files) - limit} more (--json lists them all)")
-    return shown
 
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
@@ -134,7 +103,7 @@ def _sweep_text(result) -> str:
     lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     for kept in result.kept:
         lines.append(f"kept ({kept.reason}): {kept.path}")
-        lines += _file_lines(kept.files)
+        lines += file_lines(kept.files)
     lines += [f"could not remove {p}: {error}" for p, error in result.failed]
     if result.no_residue:
         lines.append(f"no residue under {result.root}/.claude/worktrees")
@@ -174,21 +143,10 @@ def _local_text(result) -> str:
     lines = []
     for report in result.reports:
         lines.append(f"{report.repo}: {report.summary()}")
-        lines += _temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
+        lines += temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
     if result.interrupted:
         lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)
-
-
-def _temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
-    would = "would be " if dry_run else ""
-    return [f"{indent}temp path {t.path}: {would}{t.outcome}{_why(t)}" for t in temp_paths]
-
-
-def _why(temp) -> str:
-    if not temp.check:
-        return ""
-    return f" ({temp.check}: {temp.detail})" if temp.detail else f" ({temp.check})"
 
 
 @app.command("restore")
