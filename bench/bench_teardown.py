@@ -2,9 +2,10 @@
 
 Fixture (built afresh for every timed run, identically): 8 sibling repos of
 FILES files, each with a local bare origin and a worktree of one topic (made by
-``team-router new`` and ``worktrees``), one commit on the topic branch in each,
-pushed and merged on origin with a merge commit, the branch deleted on origin:
-the usual state after the pull requests are merged.
+``team-router new`` and ``worktrees``), one commit on the topic branch in each
+but the last, pushed and merged on origin with a merge commit, the branch
+deleted on origin: the usual state after the pull requests are merged, one repo
+left untouched (see ``settle``).
 
 The baseline is a Python loop that runs, repo after repo, the git commands
 seed 002's teardown steps name for this state: fetch, the dirty check
@@ -42,6 +43,7 @@ from _fixture import (
 )
 
 REPOS = 8
+UNTOUCHED = 1  # the last repos: a worktree the topic never changed (no commit, no git since)
 FILES = 2000
 RUNS = 5
 TOPIC = "BENCH-1-teardown"
@@ -75,7 +77,7 @@ def build(root: Path, cli: list[str]) -> list[Path]:
     plan = Path(json.loads(out)["plan_dir"])
     (plan / "repos.md").write_text(repos_md(repos[0], repos[1:]))
     sh(*cli, "-C", str(plan), "worktrees", "--json")
-    for repo in repos:
+    for repo in repos[:-UNTOUCHED]:
         wt = repo / ".claude" / "worktrees" / TOPIC
         (wt / "feature.txt").write_text(f"feature for {repo.name}\n")
         git(wt, "add", "feature.txt")
@@ -129,22 +131,25 @@ def ours(cli: list[str], home: Path) -> None:
         raise SystemExit(f"teardown failed: {proc.stdout}{proc.stderr}")
 
 
-def settle(repos: list[Path]) -> None:
-    """Age the fixture as hours of use would: on disk, and every index newer than its files.
+def settle(*sides: list[Path]) -> None:
+    """Age the fixture as hours of use would: on disk, and each used index newer than its files.
 
     A real teardown removes files written hours ago: deleting files still in
-    the page cache would cost neither side anything. And since then some git
-    (a status, a commit) has rewritten each index: a file written in the same
-    second as its index is "racily clean" and every git that reads it hashes
-    it again, until an index is written later. That is the state right after
-    the fixture is built, not the one a teardown meets, so once a second has
-    passed every checkout's index is refreshed, as the user's git would.
+    the page cache would cost neither side anything. A file written in the
+    same second as its index is "racily clean": every git that reads it
+    hashes it again until some git rewrites that index later. Right after the
+    fixture is built every checkout is in that state; a teardown meets it only
+    in a worktree no git touched since it was made. So a second later the
+    primary clones and the worktrees with a commit get their index refreshed,
+    as the user's git would have, and the untouched worktrees keep theirs.
     """
     os.sync()
     time.sleep(1.1)
-    for repo in repos:
-        for checkout in (repo, repo / ".claude" / "worktrees" / TOPIC):
-            git(checkout, "update-index", "-q", "--refresh")
+    for repos in sides:
+        for repo in repos:
+            git(repo, "update-index", "-q", "--refresh")
+        for repo in repos[:-UNTOUCHED]:
+            git(repo / ".claude" / "worktrees" / TOPIC, "update-index", "-q", "--refresh")
     os.sync()
 
 
@@ -165,7 +170,7 @@ def main() -> int:
         base, mine = [], []
         for run in range(RUNS):
             theirs, mine_repos = build(root / f"base-{run}", cli), build(root / f"ours-{run}", cli)
-            settle([*theirs, *mine_repos])
+            settle(theirs, mine_repos)
             # Alternate who goes first, so neither always runs on the warmer machine.
             order = [("base", theirs), ("ours", mine_repos)]
             for who, repos in order if run % 2 == 0 else order[::-1]:

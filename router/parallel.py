@@ -42,9 +42,10 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
     outcomes: list[R | _Raised] = [_Raised(_NOT_RUN)] * len(items)
     pending = iter(range(len(items)))
     taking = threading.Lock()
+    interrupted = threading.Event()
 
     def work() -> None:
-        while True:
+        while not interrupted.is_set():
             with taking:
                 n = next(pending, None)
             if n is None:
@@ -64,8 +65,10 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
         for thread in threads:
             thread.join()
     except BaseException:
-        # Ctrl-C: the steps under way finish (their gits got the signal too)
-        # before the interrupt goes on, as nothing is left half-written.
+        # Ctrl-C: no item starts any more; those under way finish (their gits
+        # got the signal too) before the interrupt goes on, so nothing is left
+        # half-written.
+        interrupted.set()
         for thread in threads:
             thread.join()
         raise

@@ -75,6 +75,9 @@ HANDED_OVER = [
     "- # heading in an item",
     "-     code in an item",
     "1. ordered",
+    "+ ---",  # a thematic break in the item, not its text
+    "- a\n  + ***",
+    "- a\n  -    b\n      ## c",  # short of b's content: markdown-it reads code here
 ]
 # Files the reader must answer, the same as markdown-it.
 ANSWERED = [
@@ -150,3 +153,17 @@ def test_a_heading_inside_a_list_item_is_no_section() -> None:
         "Additional repos",
         "**name:** b",
     ]
+
+
+def test_a_list_nested_deeper_than_markdown_it_reads_is_handed_over_and_read_alike():
+    # markdown-it's preset stopped at 10 nested lists and dropped the rest of
+    # the file: the sections after it existed for one reader and not the other.
+    nested = "".join("  " * i + "- x\n" for i in range(12))
+    text = f"## Notes\n{nested}## Additional repos\n- **name:** api\n"
+    tabbed = text.replace("## Notes\n", "## Notes\n\tx\n")
+    assert ol._read_simple(ol.split_lines(tabbed, keepends=False)) is None
+    for body in (text, tabbed):
+        titles = [p.title for p in outline(body) if isinstance(p, Heading)]
+        assert titles == ["Notes", "Additional repos"]
+    deepest = "".join("  " * i + "- x\n" for i in range(ol._MAX_DEPTH + 1))
+    assert ol._read_simple(ol.split_lines(deepest, keepends=False)) is None

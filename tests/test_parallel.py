@@ -55,3 +55,31 @@ def test_no_more_than_max_parallel_run_at_once_and_one_item_runs_inline():
     parallel_map(work, range(MAX_PARALLEL * 2))
     assert 1 < most <= MAX_PARALLEL
     assert parallel_map(lambda _: threading.current_thread(), [0]) == [threading.main_thread()]
+
+
+def test_ctrl_c_starts_no_more_items_and_waits_for_those_under_way(tmp_path):
+    # A real SIGINT to a process mapping 20 half-second items, 8 at a time.
+    import subprocess
+    import sys
+
+    log = tmp_path / "started"
+    code = (
+        "import os, signal, threading, time\n"
+        "from router.parallel import parallel_map\n"
+        f"log = open({str(log)!r}, 'a', buffering=1)\n"
+        "def item(n):\n"
+        "    log.write(f'{n}\\n')\n"
+        "    time.sleep(0.5)\n"
+        "    log.write(f'done {n}\\n')\n"
+        "threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    parallel_map(item, range(20))\n"
+        "except KeyboardInterrupt:\n"
+        "    raise SystemExit(130)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130, proc.stderr
+    lines = log.read_text().splitlines()
+    started = [line for line in lines if not line.startswith("done")]
+    assert len(started) == MAX_PARALLEL  # the first eight, and no more
+    assert len(lines) == 2 * MAX_PARALLEL  # each of them finished

@@ -56,6 +56,11 @@ _ORDERED = re.compile(r"\d{1,9}[.)]")
 # Tabs (CommonMark expands them to columns), NUL (markdown-it replaces it) and
 # the spaces markdown-it trims from a paragraph's ends that are not " ".
 _ODD = re.compile(r"[^\S ]|[\ufeff\0]")
+# markdown-it's nesting limit, and the line reader's list depth (each list level
+# nests twice: the list and its item): past it both leave the file to markdown-it,
+# which stops reading there (it recurses per level).
+_MAX_NESTING = 100
+_MAX_DEPTH = _MAX_NESTING // 2 - 1
 
 
 def outline(body: str) -> Outline:
@@ -142,12 +147,16 @@ class _Reader:
         depth = max(d for d, offset in enumerate(self.offsets) if indent >= offset)
         relative = indent - self.offsets[depth]
         if relative >= 4:
-            if self.blank_before:
-                raise _Unsure  # an indented code block
+            if self.blank_before or (depth < len(self.offsets) - 1 and _starts(text)):
+                # An indented code block; or, short of an inner item's content, a
+                # line markdown-it reads as one where CommonMark reads text.
+                raise _Unsure
             self.item.append((n, text))  # a paragraph's continuation, whatever it looks like
             return
         bullet = _BULLET.match(text)
         if bullet is not None:
+            if depth + 2 > _MAX_DEPTH:
+                raise _Unsure
             self.offsets[depth + 1 :] = [indent + bullet.end()]
             self.item.append((n, _content(text[bullet.end() :])))
             return
@@ -165,6 +174,7 @@ class _Reader:
 
 def _content(text: str) -> str:
     """An item's first line after its marker: text that starts no other block."""
+    _refuse_breaks(text)  # "+ ---": a thematic break in the item, not its text
     _refuse_starts(text)
     return text
 
@@ -195,7 +205,10 @@ def _refuse_starts(text: str) -> None:
 def _read_commonmark(body: str) -> Outline:
     from markdown_it import MarkdownIt  # lazy: ~30 ms, only for files the line reader leaves
 
-    return _from_tokens(MarkdownIt("commonmark").parse(body))
+    # The preset stops reading at 20 levels of nesting (10 of nested lists) and
+    # drops the rest of the file silently: a repos.md nested that deep would
+    # lose its later sections here but not in the line reader.
+    return _from_tokens(MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).parse(body))
 
 
 def _from_tokens(tokens: list[Any]) -> Outline:
