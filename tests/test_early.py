@@ -140,6 +140,7 @@ def test_a_vanished_current_directory_is_typers_not_a_repo(home_repo, tmp_path):
         ["next", "--json"],
         ["worktrees"],
         ["-C", ".", "worktrees", "--strict"],
+        ["new", "Another thing", "--json"],
     ],
 )
 def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
@@ -177,6 +178,14 @@ def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
         ["worktrees", "--strict", "--strict"],
         ["worktrees", "--wait", "5"],
         ["worktrees", "a", "b"],
+        ["new"],
+        ["new", "x", "--id"],
+        ["new", "x", "--id", "-y"],
+        ["new", "x", "--id=a"],
+        ["new", "x", "--id", "a", "--id", "b"],
+        ["new", "x", "--wait", "3"],
+        ["new", "x", "y"],
+        ["teardown"],
         [],
     ],
 )
@@ -294,3 +303,32 @@ def test_teardown_tears_down_exactly_as_typer_does(tmp_path, as_json):
             )
         )
     assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize(
+    ("extra", "ok"),
+    [
+        (["--json"], True),
+        ([], True),
+        (["--ticket", "ENG-12", "--json"], True),
+        (["--id", "2026-05-01-add-thing", "--json"], True),
+        (["--date", "2026-05-01"], True),
+        (["--id", "not an id", "--json"], False),
+        (["--id", "2026-05-01-x", "--ticket", "ENG-1", "--json"], False),
+        (["--date", "2026-02-30", "--json"], False),
+    ],
+)
+def test_new_answers_exactly_as_typer_does(tmp_path, extra, ok):
+    # It creates: each path answers on its own copy of the same repo.
+    answers = []
+    for via in ("entry", "typer"):
+        home = make_repo(tmp_path / via / "ws", "web")
+        args = ["-C", str(home), "new", "Add thing", *extra]
+        assert early_command(args) is not None
+        proc = _run(args, tmp_path, via=via)
+        root = str(tmp_path / via)
+        answers.append(
+            (proc.returncode, proc.stdout.replace(root, "ROOT"), proc.stderr.replace(root, "ROOT"))
+        )
+    assert answers[0] == answers[1]
+    assert (answers[0][0] == 0) == ok, answers[0]

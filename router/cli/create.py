@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from router.cli.app import JsonFlag, WaitOption, app, cwd_of, emit
-from router.cli.early import CLI_DEFAULT_WAIT, worktrees_text
+from router.cli.early import CLI_DEFAULT_WAIT, new_text, worktrees_text
 
 
 @app.command("new")
@@ -39,22 +39,8 @@ def new_cmd(
         lambda: new_topic(
             cwd_of(ctx), description, ticket=ticket, topic_id=topic_id, date=date, wait=wait
         ),
-        _new_text,
+        new_text,
     )
-
-
-def _new_text(result) -> str:
-    home = result.home
-    base = f" from {home.base[:12]}" if home.base else ""
-    where = home.worktree or home.path
-    lines = [
-        f"Topic {result.topic.id} (branch {result.topic.branch})",
-        f"home: {home.status} {where}{base}",
-        f"Artifact directory: {result.plan_dir}",
-    ]
-    if home.reason:
-        lines.insert(2, f"  reason: {home.reason}: {home.message}")
-    return "\n".join(lines)
 
 
 @app.command("worktrees")

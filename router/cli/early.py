@@ -1,13 +1,14 @@
-"""The early path: ``phase``, ``next --json``, ``status --json``, ``worktrees``, ``teardown``
-and ``--help`` without typer.
+"""The early path: ``phase``, ``next --json``, ``status --json``, ``new``, ``worktrees``,
+``teardown`` and ``--help`` without typer.
 
 Agents ask these at every phase of a run, and importing typer alone costs
 more than the answer (DESIGN §15); ``worktrees`` and ``teardown`` run across
 every repo of a topic, where typer's start-up is time all of them wait for.
 The console entry point sends an argument list here only when typer would
 read it the same way (:func:`early_command`): ``-C`` with an existing
-directory first, one target at most, ``--json``, ``worktrees --strict``, and
-``teardown <target>`` with its flags that take no value. Anything else
+directory first, one target at most, ``--json``, ``new``'s ``--id``,
+``--ticket`` and ``--date``, ``worktrees --strict``, and ``teardown <target>``
+with its flags that take no value. Anything else
 (``--help``, a second target, another option) goes to the typer app. Both
 print through :mod:`router.cli.output`, so the bytes and the exit code are
 the same whichever path answered.
@@ -27,13 +28,14 @@ if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
 # command -> (least and most positional arguments, whether --json is required,
-# the other flags it takes)
+# the other flags it takes, the options it takes that take a value)
 _SHAPES = {
-    "phase": (0, 1, False, ()),
-    "next": (0, 1, True, ()),
-    "status": (0, 0, True, ()),
-    "worktrees": (0, 1, False, ("--strict",)),
-    "teardown": (1, 1, False, ("--integrate", "--force", "--dry-run", "--remove-reused")),
+    "phase": (0, 1, False, (), ()),
+    "next": (0, 1, True, (), ()),
+    "status": (0, 0, True, (), ()),
+    "new": (1, 1, False, (), ("--id", "--ticket", "--date")),
+    "worktrees": (0, 1, False, ("--strict",), ()),
+    "teardown": (1, 1, False, ("--integrate", "--force", "--dry-run", "--remove-reused"), ()),
 }
 # Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
 # named apart from them on purpose: registering the commands must import no core
@@ -49,7 +51,9 @@ _HELP_COLUMNS = 80  # from here on the app wraps its help to 78 columns
 # directory, and the command's flags but --json (a namedtuple: a dataclass
 # would import dataclasses on --help's path, typing.NamedTuple typing).
 EarlyCall = namedtuple(
-    "EarlyCall", ["command", "target", "as_json", "directory", "flags"], defaults=(None, ())
+    "EarlyCall",
+    ["command", "target", "as_json", "directory", "flags", "values"],
+    defaults=(None, (), ()),
 )
 
 
@@ -57,7 +61,8 @@ def early_command(args: list[str]) -> EarlyCall | None:
     """What to run when the early path may answer ``args``, else None (the typer app answers).
 
     ``-C DIR`` may come first, naming an existing directory (anything else
-    about it is the app's to report).
+    about it is the app's to report). An option's value is the next argument,
+    given once and not starting with ``-`` (``--id=X`` and the like are the app's).
     """
     directory = None
     if args[:1] == ["-C"] and len(args) > 1 and not args[1].startswith("-"):
@@ -66,9 +71,21 @@ def early_command(args: list[str]) -> EarlyCall | None:
         directory, args = Path(args[1]), args[2:]
     if not args or args[0] not in _SHAPES:
         return None
-    least, most, needs_json, others = _SHAPES[args[0]]
-    flags = [a for a in args[1:] if a.startswith("-")]
-    positional = [a for a in args[1:] if not a.startswith("-")]
+    least, most, needs_json, others, valued = _SHAPES[args[0]]
+    flags: list[str] = []
+    values: dict[str, str] = {}
+    positional: list[str] = []
+    rest = args[1:]
+    while rest:
+        arg, rest = rest[0], rest[1:]
+        if arg in valued:
+            if arg in values or not rest or rest[0].startswith("-"):
+                return None
+            values[arg], rest = rest[0], rest[1:]
+        elif arg.startswith("-"):
+            flags.append(arg)
+        else:
+            positional.append(arg)
     given = set(flags)
     if (
         len(given) != len(flags)
@@ -78,7 +95,14 @@ def early_command(args: list[str]) -> EarlyCall | None:
     ):
         return None
     target = positional[0] if positional else None
-    return EarlyCall(args[0], target, "--json" in given, directory, tuple(given - {"--json"}))
+    return EarlyCall(
+        args[0],
+        target,
+        "--json" in given,
+        directory,
+        tuple(given - {"--json"}),
+        tuple(values.items()),
+    )
 
 
 def stored_help(args: list[str]) -> str | None:
@@ -115,6 +139,23 @@ def run_early(call: EarlyCall) -> int:
             from router.phase.infer import next_report
 
             return emit_result(command, as_json, lambda: next_report(cwd, target), next_text)
+        if command == "new":
+            from router.create.topic import new_topic
+
+            options = dict(call.values)
+            return emit_result(
+                command,
+                as_json,
+                lambda: new_topic(
+                    cwd,
+                    target,  # new takes exactly one
+                    ticket=options.get("--ticket"),
+                    topic_id=options.get("--id"),
+                    date=options.get("--date"),
+                    wait=CLI_DEFAULT_WAIT,
+                ),
+                new_text,
+            )
         if command == "worktrees":
             from router.create.topic import setup_worktrees
 
@@ -188,6 +229,20 @@ def next_text(report: Any) -> str:
     expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
     request = f"\nRequest: {report.request}" if report.request is not None else ""
     return f"{phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"
+
+
+def new_text(result) -> str:
+    home = result.home
+    base = f" from {home.base[:12]}" if home.base else ""
+    where = home.worktree or home.path
+    lines = [
+        f"Topic {result.topic.id} (branch {result.topic.branch})",
+        f"home: {home.status} {where}{base}",
+        f"Artifact directory: {result.plan_dir}",
+    ]
+    if home.reason:
+        lines.insert(2, f"  reason: {home.reason}: {home.message}")
+    return "\n".join(lines)
 
 
 def worktrees_text(result: Any) -> str:
