@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.repos import make_repo
-from helpers.topics import new_topic, write_repos_md
+from helpers.topics import Topic, new_topic, write_repos_md
 
 from router.cli.early import HELP_FILE, early_command, stored_help
 
@@ -236,28 +236,36 @@ def test_a_narrow_terminal_gets_the_apps_own_wrapping():
     assert stored_help(["--help", "--json"]) is None
 
 
+def _two_repo_topic(ws: Path) -> tuple[Path, Topic]:
+    home = make_repo(ws, "web")
+    topic = new_topic(home)
+    write_repos_md(topic, {"api": make_repo(ws, "api")})
+    return home, topic
+
+
+def _answer(proc: subprocess.CompletedProcess[str], root: Path) -> tuple[int, str, list[str]]:
+    """Exit code, stdout and stderr's lines with ``root`` masked (progress lines come
+    in the order the repos finish)."""
+    mask = str(root)
+    return (
+        proc.returncode,
+        proc.stdout.replace(mask, "ROOT"),
+        sorted(proc.stderr.replace(mask, "ROOT").splitlines()),
+    )
+
+
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
 def test_worktrees_creates_exactly_as_typer_creates(tmp_path, as_json):
     # It creates: each path answers on its own copy of the same two-repo topic.
     answers = []
     for via in ("entry", "typer"):
-        ws = tmp_path / via / "ws"
-        home = make_repo(ws, "web")
-        topic = new_topic(home)
-        write_repos_md(topic, {"api": make_repo(ws, "api")})
+        home, topic = _two_repo_topic(tmp_path / via / "ws")
         args = ["worktrees", topic.id] + (["--json"] if as_json else [])
         proc = _run(args, home, via=via)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        root = str(tmp_path / via)
-        answers.append(
-            (
-                proc.stdout.replace(root, "ROOT"),
-                # Progress lines come in the order the repos finish.
-                sorted(proc.stderr.replace(root, "ROOT").splitlines()),
-            )
-        )
+        answers.append(_answer(proc, tmp_path / via))
     assert answers[0] == answers[1]
-    assert "created" in answers[0][0]
+    assert "created" in answers[0][1]
 
 
 @pytest.mark.parametrize(
@@ -285,23 +293,14 @@ def test_teardown_tears_down_exactly_as_typer_does(tmp_path, as_json):
     # It removes: each path answers on its own copy of the same two-repo topic.
     answers = []
     for via in ("entry", "typer"):
-        ws = tmp_path / via / "ws"
-        home = make_repo(ws, "web")
-        topic = new_topic(home)
-        write_repos_md(topic, {"api": make_repo(ws, "api")})
+        home, topic = _two_repo_topic(tmp_path / via / "ws")
         made = _run(["worktrees", topic.id, "--json"], home, via="entry")
         assert made.returncode == 0, made.stdout + made.stderr
         args = ["-C", str(home), "teardown", topic.id, "--remove-reused"]
         proc = _run(args + (["--json"] if as_json else []), tmp_path, via=via)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not topic.worktrees["home"].exists()
-        root = str(tmp_path / via)
-        answers.append(
-            (
-                proc.stdout.replace(root, "ROOT"),
-                sorted(proc.stderr.replace(root, "ROOT").splitlines()),
-            )
-        )
+        answers.append(_answer(proc, tmp_path / via))
     assert answers[0] == answers[1]
 
 
@@ -325,10 +324,6 @@ def test_new_answers_exactly_as_typer_does(tmp_path, extra, ok):
         home = make_repo(tmp_path / via / "ws", "web")
         args = ["-C", str(home), "new", "Add thing", *extra]
         assert early_command(args) is not None
-        proc = _run(args, tmp_path, via=via)
-        root = str(tmp_path / via)
-        answers.append(
-            (proc.returncode, proc.stdout.replace(root, "ROOT"), proc.stderr.replace(root, "ROOT"))
-        )
+        answers.append(_answer(_run(args, tmp_path, via=via), tmp_path / via))
     assert answers[0] == answers[1]
     assert (answers[0][0] == 0) == ok, answers[0]
