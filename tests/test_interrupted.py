@@ -48,6 +48,16 @@ def _teardown_killed_in(topic, tmp_path: Path, when: str, then: str = ""):
     )
 
 
+def _refused_primary_busy(topic, *named: str) -> str:
+    """Rerun the teardown: refused ``primary-busy``, naming each of ``named``; its message."""
+    res = teardown(topic, "--integrate")
+    assert (res.code, res.json["error"]["code"]) == (1, "primary-busy"), res.out + res.err
+    message = res.json["error"]["message"]
+    for name in named:
+        assert name in message
+    return message
+
+
 def _integrating_mark(repo: Path, topic_id: str) -> object:
     record = state.read_record(repo / ".git", topic_id)
     return record.integrating if record else None
@@ -150,10 +160,7 @@ def test_a_cherry_pick_the_router_did_not_start_is_refused_naming_the_command_th
     git(home_repo, "cherry-pick", side, check=False)  # the user's own pick, stopped on a conflict
     assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
     before = snapshot_of(home_repo)
-    res = teardown(topic, "--integrate")
-    assert res.code == 1
-    assert res.json["error"]["code"] == "primary-busy"
-    assert f"git -C {home_repo} cherry-pick --abort" in res.json["error"]["message"]
+    _refused_primary_busy(topic, f"git -C {home_repo} cherry-pick --abort")
     assert snapshot_of(home_repo) == before  # the user's pick, its conflict and the worktree stay
     assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
     assert topic.worktrees["home"].exists()
@@ -176,11 +183,11 @@ def test_a_sequence_left_without_cherry_pick_head_names_quit_which_keeps_its_com
     assert (home_repo / ".git/sequencer").is_dir()
     assert not (home_repo / ".git/CHERRY_PICK_HEAD").exists()
     before = snapshot_of(home_repo)
-    res = teardown(topic, "--integrate")
-    assert (res.code, res.json["error"]["code"]) == (1, "primary-busy")
-    message = res.json["error"]["message"]
-    assert f"git -C {home_repo} cherry-pick --quit" in message
-    assert f"git -C {home_repo} cherry-pick --continue" in message
+    _refused_primary_busy(
+        topic,
+        f"git -C {home_repo} cherry-pick --quit",
+        f"git -C {home_repo} cherry-pick --continue",
+    )
     assert snapshot_of(home_repo) == before
 
 
@@ -219,10 +226,7 @@ def test_a_file_cut_down_by_hand_after_the_killed_pick_is_kept_and_refused(home_
     readme = home_repo / "README.md"
     kept = readme.read_text()[:3]
     readme.write_text(kept)
-    res = teardown(topic, "--integrate")
-    assert res.code == 1, res.out + res.err
-    assert res.json["error"]["code"] == "primary-busy"
-    assert "README.md" in res.json["error"]["message"]
+    _refused_primary_busy(topic, "README.md")
     assert readme.read_text() == kept
 
 
@@ -235,10 +239,7 @@ def test_an_untracked_file_that_is_not_the_picks_is_kept_and_refused(home_repo, 
     )
     assert killed.code == KILLED, killed.err
     write(home_repo / "src/new.py", "my own x\n")  # the same path, the user's content
-    res = teardown(topic, "--integrate")
-    assert res.code == 1
-    assert res.json["error"]["code"] == "primary-busy"
-    assert "src/new.py" in res.json["error"]["message"]
+    _refused_primary_busy(topic, "src/new.py")
     assert (home_repo / "src/new.py").read_text() == "my own x\n"
     assert topic.branch in branches(home_repo)
 
@@ -252,11 +253,7 @@ def test_changes_made_after_the_killed_pick_are_kept_and_refused_naming_them(hom
     )
     assert killed.code == KILLED, killed.err
     write(home_repo / "README.md", "# edited by hand after the kill\n")
-    res = teardown(topic, "--integrate")
-    assert res.code == 1
-    assert res.json["error"]["code"] == "primary-busy"
-    message = res.json["error"]["message"]
-    assert "README.md" in message and "stash" in message
+    _refused_primary_busy(topic, "README.md", "stash")
     assert (home_repo / "README.md").read_text() == "# edited by hand after the kill\n"
     assert git(home_repo, "diff", "--cached", "--name-only") == "a.py"  # nothing reset
     assert wt.exists() and branches(home_repo) == sorted(["main", topic.branch])

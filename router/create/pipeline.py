@@ -450,7 +450,7 @@ class _Pipeline:
 
     def _registration(self) -> Path:
         """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
-        pointer = _first_line(self.path / ".git").removeprefix("gitdir: ")
+        pointer = gitfiles.read_line(str(self.path / ".git")).removeprefix("gitdir: ")
         if pointer:
             return Path(os.path.realpath(pointer))
         return self.repo.common_dir / "worktrees" / self.path.name
@@ -467,9 +467,11 @@ class _Pipeline:
         holds nothing but its ``.git`` file. The caller then creates it again.
         """
         admin = self.repo.common_dir / "worktrees" / self.path.name
-        if _first_line(admin / "locked") != g.ADD_IN_PROGRESS or _first_line(admin / "commondir"):
+        if gitfiles.read_line(str(admin / "locked")) != g.ADD_IN_PROGRESS or gitfiles.read_line(
+            str(admin / "commondir")
+        ):
             return
-        if _first_line(admin / "gitdir") not in {"", str(self.path / ".git")}:
+        if gitfiles.read_line(str(admin / "gitdir")) not in {"", str(self.path / ".git")}:
             return
         if self._not_ours(None) is not None:
             return
@@ -917,15 +919,6 @@ def _failure(job: Job, exc: GitError | OSError) -> Refusal:
     return Refusal(
         "io-error", f"{job.name}: {exc.strerror or exc}{where}; check space and permissions"
     )
-
-
-def _first_line(path: Path) -> str:
-    """The first line of one of git's small administrative files; "" when absent or empty."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.readline().strip()
-    except OSError:
-        return ""
 
 
 def _symlink_in(path: Path, root: Path) -> bool:
