@@ -1,8 +1,9 @@
 """The console entry point: the early paths, then the typer app.
 
 The session-start hook runs at the start of every agent session, and agents
-ask ``phase``, ``next`` and ``status`` at every phase of a run: none of them
-pays for importing typer (or anything else the full CLI needs).
+run ``phase``, ``next``, ``status``, ``new``, ``worktrees`` and ``teardown``
+in every pipeline: none of them pays for importing typer (or anything else
+the full CLI needs) in the forms :func:`router.cli.early.early_command` takes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         early = early_command(args)
         if early is not None:
-            # phase, next --json, status --json, worktrees: the same answer without typer.
+            # The commands agents run at every phase: the same answer without typer.
             return run_early(early)
         from router.cli.app import run
 

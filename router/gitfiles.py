@@ -63,13 +63,19 @@ def checkout_git_dir(path: Path) -> Path | None:
     """
     from pathlib import Path
 
-    dotgit = os.path.join(path, ".git")
+    found = _named_git_dir(str(path))
+    return Path(found) if found is not None else None
+
+
+def _named_git_dir(top: str) -> str | None:
+    """``top/.git`` when it is a directory, else the one its ``gitdir:`` line names (real path)."""
+    dotgit = os.path.join(top, ".git")
     if os.path.isdir(dotgit) and not os.path.islink(dotgit):
-        return Path(dotgit)
+        return dotgit
     line = read_line(dotgit) if os.path.isfile(dotgit) else ""
     if not line.startswith("gitdir: "):
         return None
-    return Path(os.path.realpath(os.path.join(path, line[len("gitdir: ") :])))
+    return os.path.realpath(os.path.join(top, line[len("gitdir: ") :]))
 
 
 def common_dir(git_dir: str) -> str:
@@ -157,17 +163,8 @@ def plain_layout(path: str) -> tuple[str, str, str] | None:
     config that does not move the work tree. The caller then asks git.
     """
     top = os.path.realpath(path)
-    dotgit = os.path.join(top, ".git")
-    if os.path.isdir(dotgit) and not os.path.islink(dotgit):
-        git_dir = dotgit
-    elif os.path.isfile(dotgit):
-        line = read_line(dotgit)
-        if not line.startswith("gitdir: "):
-            return None
-        git_dir = os.path.realpath(os.path.join(top, line[len("gitdir: ") :]))
-    else:
-        return None
-    if not os.path.isfile(os.path.join(git_dir, "HEAD")):
+    git_dir = _named_git_dir(top)
+    if git_dir is None or not os.path.isfile(os.path.join(git_dir, "HEAD")):
         return None
     common = common_dir(git_dir)
     if not all(os.path.isdir(os.path.join(common, d)) for d in ("objects", "refs")):

@@ -133,9 +133,8 @@ class RepoPlan:
     kept_worktree: str = ""
     kept_branch: str = ""
     committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
-    config: g.ConfigView | None = (
-        None  # the repo's config, read once (origin, committer, branch section)
-    )
+    # The repo's config, read once (origin, committer, the branch's section).
+    config: g.ConfigView | None = None
     # When the plan's status of the worktree began: it showed nothing to lose
     # then, so a removal marked from this time keeps anything written later.
     status_at: float | None = None

@@ -7,7 +7,6 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,17 +158,18 @@ def _targets(
         lambda n: _secondary(*jobs[n][:2], topic_id, jobs[n][2], verdicts[n], warnings),
         list(range(len(jobs))),
     )
-    home_target = _home_target(home, topic_id, record, listed, entries)
-    return (dataclasses.replace(home_target, entries=home_entries), *secondaries)
+    return (_home_target(home, topic_id, record, listed, entries, home_entries), *secondaries)
 
 
-def _home_target(home, topic_id, record, listed, entries) -> RepoTarget:
+def _home_target(home, topic_id, record, listed, entries, worktree_list=None) -> RepoTarget:
     worktree = record.worktree if record else None
     if worktree is None and HOME in entries and entries[HOME].worktree:
         worktree = entries[HOME].worktree
     path = Path(worktree) if worktree else listed.get(HOME)
     branch = record.branch if record and record.branch else branch_for(topic_id)
-    return RepoTarget(HOME, home.primary, branch, path, home, record, is_home=True)
+    return RepoTarget(
+        HOME, home.primary, branch, path, home, record, is_home=True, entries=worktree_list
+    )
 
 
 def _secondary(
