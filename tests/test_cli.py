@@ -96,3 +96,60 @@ def test_help_registers_every_command_without_importing_a_core_module():
     # The CLI package (the app, its command modules, the envelope) only: no core module.
     core = {m for m in loaded if m != "router.cli" and not m.startswith("router.cli.")}
     assert core <= {"router.entry", "router.errors"}
+
+
+# -- the console script's exit ----------------------------------------------------
+
+# A stand-in for `main` (printing a large answer, exit code 3), then the console
+# script's `run()`. An object whose finaliser writes "TEARDOWN" shows whether the
+# interpreter's teardown ran.
+_EXIT_SCRIPT = """
+import sys
+import router.entry as entry
+
+class Witness:
+    def __del__(self):
+        sys.stderr.write("TEARDOWN")
+
+witness = Witness()
+{setup}
+entry.main = lambda: (print("x" * 300_000), 3)[1]
+sys.exit(entry.run())
+"""
+
+
+def _console_run(setup: str = "") -> subprocess.CompletedProcess:
+    import sys
+
+    code = _EXIT_SCRIPT.format(setup=setup)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_the_console_script_ends_after_flushing_without_the_interpreters_teardown():
+    proc = _console_run()
+    assert proc.returncode == 3
+    assert proc.stdout == "x" * 300_000 + "\n"  # every byte delivered first
+    assert "TEARDOWN" not in proc.stderr
+
+
+def test_an_exit_handler_or_a_running_thread_gets_the_usual_exit(tmp_path):
+    handler = tmp_path / "handler"
+    thread = tmp_path / "thread"
+    for setup, witness in (
+        (f"import atexit; atexit.register(lambda: open({str(handler)!r}, 'w').close())", handler),
+        (
+            "import threading, time\n"
+            "def late():\n"
+            "    time.sleep(0.3)\n"
+            f"    open({str(thread)!r}, 'w').close()\n"
+            "threading.Thread(target=late).start()",
+            thread,
+        ),
+    ):
+        proc = _console_run(setup)
+        assert proc.returncode == 3
+        assert proc.stdout == "x" * 300_000 + "\n"
+        assert witness.exists()  # the handler ran; the thread was waited for
+        assert "TEARDOWN" in proc.stderr
