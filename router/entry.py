@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def run() -> int:
+def console() -> int:
     """The console script: :func:`main`, then the process ends without the interpreter's teardown.
 
     At exit the interpreter frees every object it made, module by module: ~15 ms
@@ -75,4 +75,4 @@ def _nothing_left_to_run() -> bool:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(run())
+    sys.exit(console())

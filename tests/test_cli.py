@@ -101,7 +101,7 @@ def test_help_registers_every_command_without_importing_a_core_module():
 # -- the console script's exit ----------------------------------------------------
 
 # A stand-in for `main` (printing a large answer, exit code 3), then the console
-# script's `run()`. An object whose finaliser writes "TEARDOWN" shows whether the
+# script's `console()`. An object whose finaliser writes "TEARDOWN" shows whether the
 # interpreter's teardown ran.
 _EXIT_SCRIPT = """
 import sys
@@ -114,7 +114,7 @@ class Witness:
 witness = Witness()
 {setup}
 entry.main = lambda: (print("x" * 300_000), 3)[1]
-sys.exit(entry.run())
+sys.exit(entry.console())
 """
 
 
