@@ -62,6 +62,11 @@ class ToolFailed(Exception):
     def first_line(self) -> str:
         raise NotImplementedError
 
+    @property
+    def by_ctrl_c(self) -> bool:
+        """Killed by SIGINT: the Ctrl-C that reached the process group, not a failure of its own."""
+        return self.returncode == -2  # SIGINT is 2 on every POSIX system
+
 
 CODES = frozenset(
     {

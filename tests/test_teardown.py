@@ -694,7 +694,7 @@ def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_js
     from helpers.faults import git_wrapper
 
     topic = new_topic(home_repo, "2026-05-01-add-thing")
-    env = git_wrapper(tmp_path / "bin", "worktree list", "kill -INT $$")
+    env = git_wrapper(tmp_path / "bin", "for-each-ref", "kill -INT $$")
     monkeypatch.setenv("PATH", env["PATH"])
     res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
     assert res.code == 130, res.out + res.err

@@ -98,7 +98,7 @@ def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
 
 
 def git_error(exc: ToolFailed) -> RouterError:
-    if exc.returncode == -signal.SIGINT:
+    if exc.by_ctrl_c:
         return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
     return Refusal(
         exc.code,

@@ -155,6 +155,8 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
     try:
         return _plan_repo(target, opts, topic_id)
     except (GitError, OSError) as exc:
+        if isinstance(exc, GitError) and exc.by_ctrl_c:
+            raise  # a Ctrl-C, not a fact about the repo: the command stops (exit 130)
         what = exc.first_line if isinstance(exc, GitError) else str(exc)
         code = exc.code if isinstance(exc, GitError) else "git-failed"
         blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
