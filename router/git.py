@@ -454,12 +454,23 @@ class Git:
     def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
         """What :meth:`rev_parse` answers for each of ``revs``, from one process for all.
 
+        Full names of branches and remote-tracking refs, and ``HEAD``, are read
+        from git's files when the checkout at cwd is in the plain layout
+        (:func:`gitfiles.read_ref`).
+
         ``cat-file --batch-check`` resolves each line as ``rev-parse --verify``
         does and answers "<rev> missing" for one that does not resolve, where a
         single ``rev-parse`` with several revisions stops at the first such one.
         """
         if not revs:
             return {}
+        plain = self._plain_layout() if all(map(gitfiles.readable_ref, revs)) else None
+        if plain is not None:
+            # Branches, remote-tracking refs and HEAD: from git's files, no process.
+            try:
+                return {rev: gitfiles.read_ref(plain[2], plain[1], rev)[0] for rev in revs}
+            except gitfiles.Unsure:
+                pass
         if any("\n" in rev for rev in revs):
             return {rev: self.rev_parse(rev) for rev in revs}  # one per line: never split one
         lines = "".join(f"{rev}^{{commit}}\n" for rev in revs)
@@ -615,9 +626,35 @@ class Git:
     # -- worktrees ------------------------------------------------------------
 
     def worktree_list(self) -> list[WorktreeEntry]:
-        """``git worktree list --porcelain -z``; the first entry is the main worktree."""
+        """``git worktree list --porcelain -z``; the first entry is the main worktree.
+
+        For a checkout top level in the plain layout, the same list read from
+        git's files (:func:`gitfiles.listed_worktrees`); otherwise git is asked.
+        """
+        plain = self._plain_layout()
+        if plain is not None:
+            try:
+                listed = gitfiles.listed_worktrees(plain[2])
+            except gitfiles.Unsure:
+                pass
+            else:
+                return [
+                    WorktreeEntry(
+                        Path(path),
+                        head,
+                        branch,
+                        locked=reason is not None,
+                        lock_reason=reason or "",
+                        prunable=prunable,
+                    )
+                    for path, head, branch, reason, prunable in listed
+                ]
         out = self.run("worktree", "list", "--porcelain", "-z").stdout
         return parse_worktree_list(out)
+
+    def _plain_layout(self) -> tuple[str, str, str] | None:
+        """:func:`gitfiles.plain_layout` of cwd, when git here would read the files it reads."""
+        return None if self.env else gitfiles.plain_layout(str(self.cwd))
 
     def worktree_add(
         self, path: Path, branch: str, *, base: str | None, workers: int = ALL_CORES

@@ -3,10 +3,11 @@
 Starting a git process costs 2-5 ms and importing :mod:`router.git` ~45 ms,
 so a few facts are read from the files git keeps: where a checkout's git dir
 is, which branch each checkout has, whether a repository's config moves its
-work tree. Only the plain layout is trusted (a ``.git`` directory in the
-primary clone, ``gitdir:`` files in linked worktrees, ``commondir``,
-``worktrees/<n>/gitdir``, loose ``HEAD`` files); anything else is
-:class:`Unsure` or ``None``, and the caller asks git instead.
+work tree, what a branch or ``HEAD`` points at, which worktrees git lists.
+Only the plain layout is trusted (a ``.git`` directory in the primary clone,
+``gitdir:`` files in linked worktrees, ``commondir``, ``worktrees/<n>/gitdir``,
+loose ``HEAD`` files, loose refs and a small ``packed-refs``); anything else
+is :class:`Unsure` or ``None``, and the caller asks git instead.
 
 Only the standard library is imported: the session-start hook reads these.
 """
@@ -91,10 +92,12 @@ _MOVES_THE_TREE = re.compile(
 )
 # ``bare`` set to anything but false (``bare``, ``bare = true``, ``bare=1`` ...).
 _BARE = re.compile(r"^\s*bare\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))", re.MULTILINE)
+# ``ignorecase`` set to anything but false: git then orders paths without case.
+_IGNORECASE = re.compile(r"^\s*ignorecase\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))", re.MULTILINE)
 
 
-def refuse_unusual_config(common: str) -> None:
-    """Raise :class:`Unsure` when the repository's config may move its work tree."""
+def refuse_unusual_config(common: str) -> str:
+    """The repository's config, lowercased; :class:`Unsure` when it may move its work tree."""
     try:
         with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
             text = fh.read().lower()
@@ -106,6 +109,7 @@ def refuse_unusual_config(common: str) -> None:
     # HEAD files.
     if _MOVES_THE_TREE.search(text) or _BARE.search(text):
         raise Unsure(f"{common}/config sets the work tree or ref layout")
+    return text
 
 
 def worktree_admin_dirs(common: str) -> list[str]:
@@ -174,3 +178,181 @@ def plain_layout(path: str) -> tuple[str, str, str] | None:
     except Unsure:
         return None
     return top, os.path.realpath(git_dir), os.path.realpath(common)
+
+
+# -- refs ------------------------------------------------------------------------
+
+# git follows at most this many symbolic refs (SYMREF_MAXDEPTH).
+_SYMREF_DEPTH = 5
+# A larger packed-refs is git's to search: it maps the file and bisects it,
+# where this reader would scan every line.
+_PACKED_REFS_MAX = 256 * 1024
+_HEX = frozenset("0123456789abcdef")
+NO_COMMIT = "0" * 40  # what ``git worktree list`` shows as the HEAD of an unborn branch
+# What git's check_refname_format refuses in a ref name (a control character or
+# space, ~^:?*[ or a backslash, "..", "@{", an empty component, one starting with "." or
+# ending in ".lock", a trailing "." or "/").
+_NOT_A_REF_NAME = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)|[./]$")
+
+
+def readable_ref(ref: str) -> bool:
+    """Whether :func:`read_ref` reads ``ref`` (else it is git's to resolve)."""
+    if ref == "HEAD":
+        return True
+    return ref.startswith(("refs/heads/", "refs/remotes/")) and not _NOT_A_REF_NAME.search(ref)
+
+
+def read_ref(common: str, git_dir: str, ref: str) -> tuple[str | None, str]:
+    """``ref``'s commit and the ref it ends at through symbolic refs, as git's files backend reads them.
+
+    ``HEAD`` is the checkout's (in ``git_dir``); branches and remote-tracking
+    refs are shared (in ``common``): a loose file, else a ``packed-refs`` line.
+    The commit is None when the ref it ends at does not exist (an unborn
+    branch). git writes only commits to branches and ``HEAD``, and fetches
+    only branches into remote-tracking refs, so the id is the commit
+    ``<ref>^{commit}`` names (whether the object is there is not checked).
+
+    Raises :class:`Unsure` for anything git might read another way: another
+    kind of ref, a symlink, content that is not a SHA-1 or a ``ref:`` line, a
+    chain deeper than git follows, a ``packed-refs`` too large to scan.
+    """
+    packed: dict[str, str] | None = None
+    for _ in range(_SYMREF_DEPTH + 1):
+        if not readable_ref(ref):
+            raise Unsure(f"{ref} is not a branch, a remote-tracking ref or HEAD")
+        loose = _loose_ref(os.path.join(git_dir if ref == "HEAD" else common, ref))
+        if loose is None:
+            if ref == "HEAD":
+                raise Unsure(f"{git_dir} has no HEAD file")
+            packed = _packed_refs(common) if packed is None else packed
+            return packed.get(ref), ref
+        if not loose.startswith("ref:"):
+            return loose, ref
+        ref = loose[len("ref:") :].strip()
+    raise Unsure(f"{ref}: more symbolic refs in a row than git follows")
+
+
+def _loose_ref(path: str) -> str | None:
+    """A loose ref's content: a commit id or a ``ref:`` line; None when there is no such file."""
+    try:
+        if os.path.islink(path):
+            raise Unsure(f"{path} is a symlink")
+        with open(path, "rb") as fh:
+            raw = fh.read(4096)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None  # git looks in packed-refs then
+    except OSError:
+        raise Unsure(f"{path} cannot be read") from None
+    text = raw.decode("utf-8", "surrogateescape").rstrip()
+    if text.startswith("ref:") or _is_commit_id(text):
+        return text
+    raise Unsure(f"{path} holds neither a commit id nor a ref: line")
+
+
+def _packed_refs(common: str) -> dict[str, str]:
+    """``packed-refs`` as ``ref -> commit``; empty when there is no such file."""
+    path = os.path.join(common, "packed-refs")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_PACKED_REFS_MAX + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        raise Unsure(f"{path} cannot be read") from None
+    if len(raw) > _PACKED_REFS_MAX:
+        raise Unsure(f"{path} is large")
+    refs: dict[str, str] = {}
+    lines = raw.decode("utf-8", "surrogateescape").split("\n")
+    if lines.pop() != "":
+        raise Unsure(f"{path} ends in the middle of a line")
+    for n, line in enumerate(lines):
+        if (n == 0 and line.startswith("# pack-refs with:")) or (
+            line.startswith("^") and _is_commit_id(line[1:])
+        ):
+            continue  # the header; a peeled tag
+        oid, _, name = line.partition(" ")
+        if not _is_commit_id(oid) or not name:
+            raise Unsure(f"{path} has a line git would not read")
+        refs[name] = oid
+    return refs
+
+
+def _is_commit_id(text: str) -> bool:
+    # SHA-1 only: a SHA-256 repository is git's to read.
+    return len(text) == 40 and _HEX.issuperset(text)
+
+
+# -- the worktree list -------------------------------------------------------------
+
+# One worktree as ``git worktree list --porcelain`` shows it: its path, HEAD
+# (NO_COMMIT on an unborn branch), branch (None when detached), lock reason
+# (None when not locked; "" for a lock without one) and whether it is prunable.
+Listed = tuple[str, str, str | None, str | None, bool]
+
+
+def listed_worktrees(common: str) -> list[Listed]:
+    """What ``git worktree list`` lists for the repository whose common git dir is ``common``.
+
+    The primary clone first, then each linked worktree in the order git shows
+    them (by path). Raises :class:`Unsure` unless the layout is the plain one
+    and every registration reads as git would read it; ``common`` must be a
+    real path, as :func:`plain_layout` gives it.
+    """
+    if os.path.basename(common) != ".git":
+        raise Unsure(f"{common} is not a primary clone's .git")
+    if _IGNORECASE.search(refuse_unusual_config(common)):
+        raise Unsure(f"{common}/config sets core.ignorecase: git orders the list its own way")
+    primary = _listed(common, common, os.path.dirname(common))
+    linked = []
+    for admin in worktree_admin_dirs(common):
+        dotgit = _registered_dotgit(admin, common)
+        if dotgit is not None:
+            linked.append(_listed(common, admin, dotgit.removesuffix("/.git"), dotgit))
+    linked.sort(key=lambda entry: os.fsencode(entry[0]))
+    return [primary, *linked]
+
+
+def _registered_dotgit(admin: str, common: str) -> str | None:
+    """The worktree's ``.git`` that ``admin/gitdir`` names; None when git skips the entry."""
+    if os.path.islink(admin) or not os.path.isdir(admin):
+        raise Unsure(f"{admin} is not a directory")
+    try:
+        with open(os.path.join(admin, "gitdir"), "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        raise Unsure(f"{admin}/gitdir cannot be read") from None
+    text = raw.decode("utf-8", "surrogateescape")
+    path = text[:-1] if text.endswith("\n") else text
+    # git trims trailing whitespace here and only newlines when it judges the
+    # entry prunable: a path those two readings differ on is git's to list.
+    if not path or path != path.rstrip() or "\n" in path or not os.path.isabs(path):
+        raise Unsure(f"{admin}/gitdir is not one absolute path")
+    # Without its commondir git cannot read the worktree's refs and stops.
+    pointer = read_line(os.path.join(admin, "commondir"))
+    if not pointer or os.path.realpath(os.path.join(admin, pointer)) != common:
+        raise Unsure(f"{admin}/commondir does not name {common}")
+    return path
+
+
+def _listed(common: str, git_dir: str, path: str, dotgit: str | None = None) -> Listed:
+    """One entry: ``dotgit`` is the ``.git`` a linked worktree's ``gitdir`` names (None: the primary)."""
+    commit, ref = read_ref(common, git_dir, "HEAD")
+    if ref != "HEAD" and (not ref.startswith("refs/heads/") or f"ref: {ref}" == _REFTABLE_HEAD):
+        raise Unsure(f"{git_dir}/HEAD names {ref}, not a branch")
+    branch = ref.removeprefix("refs/heads/") if ref != "HEAD" else None
+    reason = _lock_reason(git_dir) if dotgit is not None else None
+    # git's "prunable": a registration, not locked, whose checkout is gone.
+    prunable = dotgit is not None and reason is None and not os.path.exists(dotgit)
+    return path, commit or NO_COMMIT, branch, reason, prunable
+
+
+def _lock_reason(admin: str) -> str | None:
+    try:
+        with open(os.path.join(admin, "locked"), "rb") as fh:
+            return fh.read().decode("utf-8", "surrogateescape").strip()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        raise Unsure(f"{admin}/locked cannot be read") from None
