@@ -406,9 +406,9 @@ class Git:
         Read from the checkout's files when they show the plain layout (one
         process fewer per repo of a topic), else git's own answer.
         """
-        plain = gitfiles.plain_layout(str(self.cwd))
+        plain = self.files_layout()
         if plain is not None:
-            return RepoLayout(*(Path(p) for p in plain))
+            return plain
         layout = self.try_layout()
         return (
             layout
@@ -422,11 +422,15 @@ class Git:
         Raises GitError when git, asked because the layout is not the plain
         one, finds no checkout there.
         """
-        plain = gitfiles.plain_layout(str(self.cwd))
-        if plain is None:
+        layout = self.files_layout()
+        if layout is None:
             return self.checkout_state()
-        layout = RepoLayout(*(Path(p) for p in plain))
-        return layout, gitfiles.head_branch(os.path.join(plain[1], "HEAD"))
+        return layout, gitfiles.head_branch(os.path.join(layout.git_dir, "HEAD"))
+
+    def files_layout(self) -> RepoLayout | None:
+        """The layout of the checkout whose top level is cwd, from its files; None unless plain."""
+        plain = self._plain_layout()
+        return RepoLayout(*(Path(p) for p in plain)) if plain is not None else None
 
     def toplevel(self) -> Path | None:
         res = self.run("rev-parse", "--show-toplevel", check=False)
@@ -692,9 +696,9 @@ class Git:
         For a checkout top level in the plain layout, its git dir's ``index``
         (read from its files, as git would); otherwise git is asked.
         """
-        plain = gitfiles.plain_layout(str(self.cwd))
+        plain = self.files_layout()
         if plain is not None:
-            return Path(plain[1]) / "index"
+            return plain.git_dir / "index"
         try:
             out = self.out("rev-parse", "--path-format=absolute", "--git-path", "index")
         except GitError:

@@ -134,7 +134,11 @@ def refuse_protected(branch: str, default: DefaultBranch | None) -> None:
 
 
 def primary_clone(cwd: Path) -> Repo:
-    """The repo of ``cwd`` with its primary clone confirmed three ways by git."""
+    """The repo of ``cwd`` with its primary clone confirmed three ways.
+
+    git's own top level and git dir (``rev-parse``), and the first entry of the
+    worktree list, must all name the clone ``open_repo`` found.
+    """
     repo = open_repo(cwd)
     layout = repo.git.try_layout()
     try:

@@ -50,7 +50,8 @@ def open_repo(path: Path) -> Repo:
         raise Refusal("not-a-repo", f"{path} does not exist")
     git = Git(path)
     try:
-        layout = git.layout()
+        # ``-C <repo>``, the usual case: the top level's files say it, no process.
+        layout = git.files_layout() or git.layout()
     except GitMissing:
         raise Refusal("not-a-repo", "git is not installed or not on PATH; install git") from None
     except GitError:

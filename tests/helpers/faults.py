@@ -92,6 +92,8 @@ def git_logger(bin_dir: Path, log: Path) -> dict[str, str]:
 
 def git_verbs(log: Path) -> Counter[str]:
     """How many git processes ``git_logger`` saw, per git command (past ``-c k=v`` and ``-C dir``)."""
+    if not log.exists():
+        return Counter()  # no git ran at all
     return Counter(_verb(line.split()) for line in log.read_text().splitlines())
 
 
