@@ -177,6 +177,8 @@ class GitMissing(GitError):
 
 @dataclass(frozen=True, slots=True)
 class Result:
+    """A finished git command: exit code and decoded output."""
+
     returncode: int
     stdout: str
     stderr: str
@@ -246,6 +248,8 @@ class Running:
 
 @dataclass(frozen=True, slots=True)
 class WorktreeEntry:
+    """One entry of ``git worktree list --porcelain`` (or the same read from git's files)."""
+
     path: Path
     head: str | None  # None for a worktree on an unborn branch
     branch: str | None  # short name; None when detached
@@ -257,6 +261,8 @@ class WorktreeEntry:
 
 @dataclass(frozen=True, slots=True)
 class RepoLayout:
+    """Where a checkout's top level, git dir and common git dir are (real paths)."""
+
     toplevel: Path
     git_dir: Path
     common_dir: Path
@@ -268,6 +274,8 @@ class RepoLayout:
 
 @dataclass(frozen=True, slots=True)
 class StatusReport:
+    """``git status --porcelain``: tracked paths with changes, then untracked ones."""
+
     tracked: tuple[str, ...] = ()
     untracked: tuple[str, ...] = ()
 
@@ -278,6 +286,8 @@ class StatusReport:
 
 @dataclass(frozen=True, slots=True)
 class CherryEntry:
+    """One line of ``git cherry``: a commit and whether upstream has its patch."""
+
     sha: str
     present: bool  # True when an equivalent patch is already upstream ("-")
 
@@ -1247,6 +1257,8 @@ def parse_status_v2(out: str) -> PrimaryState:
 
 @dataclass(frozen=True, slots=True)
 class RefTip:
+    """Where one ref points: its commit, that commit's tree, and its symref target."""
+
     commit: str
     tree: str  # the commit's tree ("" when the ref names no commit)
     symref: str  # the symref's target, "" for a plain ref

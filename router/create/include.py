@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from router.git import Git
@@ -42,6 +41,8 @@ def copy_included(primary: Path, dest: Path) -> list[str]:
         if src.is_symlink():
             os.symlink(os.readlink(src), target)
         elif src.is_file():
+            import shutil  # lazy: only a repo with a .worktreeinclude copies anything
+
             shutil.copy2(src, target)
         else:
             continue

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -50,6 +49,8 @@ class Created:
 
 @dataclass(frozen=True, slots=True)
 class CreateReport:
+    """One repo's outcome of worktree creation, as ``new`` and ``worktrees`` report it."""
+
     name: str
     path: Path  # the repo's primary root (or the path repos.md gave, when refused)
     worktree: Path | None
@@ -392,6 +393,8 @@ class _Pipeline:
         # registration our record shows we were creating, of a worktree holding
         # nothing but git's checkout, that no process has open (_in_use), and
         # it goes with the whole registration; a lock can only guard that.
+        import shutil  # lazy, like every undo's: a run that creates pays ~3 ms for it
+
         shutil.rmtree(self.path)
         self.git.worktree_remove(self.path, force=True)
         record = self.record
@@ -478,6 +481,8 @@ class _Pipeline:
         left = sorted(p.name for p in self.path.iterdir()) if self.path.is_dir() else []
         if left not in ([], [".git"]) or (self.path / ".git").is_dir():
             return
+        import shutil
+
         shutil.rmtree(admin)
         if self.path.is_dir():
             shutil.rmtree(self.path)
@@ -938,6 +943,8 @@ def _undo(repo: Repo, path: Path, branch: str, created: Created, *, base: str | 
         with contextlib.suppress(GitError):
             git.worktree_remove(path, force=True)
     if created.directory and path.exists() and not path.is_symlink():
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
     if created.branch and branch:
         tip = git.rev_parse(f"refs/heads/{branch}")

@@ -27,6 +27,8 @@ from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
 @dataclass(frozen=True, slots=True)
 class NewResult:
+    """What ``new`` made: the topic, its plan dir and the home repo's report."""
+
     topic: Topic
     plan_dir: Path
     home: CreateReport
@@ -227,6 +229,8 @@ def _remember_home(
 
 @dataclass(frozen=True, slots=True)
 class WorktreesResult:
+    """What ``worktrees`` did: every repo's report and whether repos.md was updated."""
+
     topic: Topic
     plan_dir: Path
     mode: str

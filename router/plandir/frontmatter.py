@@ -16,6 +16,8 @@ FENCE = "---"
 
 @dataclass(frozen=True, slots=True)
 class Frontmatter:
+    """A markdown file split into its YAML frontmatter (parsed) and its body."""
+
     data: dict[str, Any] = field(default_factory=dict)
     body: str = ""
     body_line: int = 1  # 1-based line of the body's first line in the file

@@ -40,6 +40,8 @@ class RepoSpec:
 
 @dataclass(frozen=True, slots=True)
 class ReposFile:
+    """``repos.md`` read: the home repo, the secondaries, and where its Worktrees section is."""
+
     home: RepoSpec
     secondaries: tuple[RepoSpec, ...]
     text: str
@@ -185,6 +187,8 @@ def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class WorktreeLine:
+    """One line of repos.md's ``## Worktrees`` section: a repo's name and worktree path."""
+
     name: str
     path: str
 

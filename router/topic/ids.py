@@ -54,6 +54,8 @@ _RESERVED = (
 
 @dataclass(frozen=True, slots=True)
 class Topic:
+    """A topic id with the parts derived from it: the topic name and its branch."""
+
     id: TopicId
     topic: str  # the id minus its ticket or date prefix
     branch: Branch

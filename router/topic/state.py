@@ -179,6 +179,8 @@ class HostRemoval:
 
 @dataclass(frozen=True, slots=True)
 class TopicRecord:
+    """What one repo remembers of a topic (``<common>/team-router/topics/<id>.json``)."""
+
     id: str
     repo: str  # the repo's name in the topic ("home" for the home repo)
     branch: str

@@ -35,6 +35,8 @@ class Repo:
 
 @dataclass(frozen=True, slots=True)
 class DefaultBranch:
+    """A repo's default branch, and which of origin's and the local ref exist."""
+
     name: str
     remote_ref: str | None  # "refs/remotes/origin/<name>" when origin has it
     local_ref: str | None  # "refs/heads/<name>" when it exists locally
@@ -164,6 +166,8 @@ def worktree_with_branch(entries: list[WorktreeEntry], branch: str) -> WorktreeE
 
 @dataclass(frozen=True, slots=True)
 class Containment:
+    """Whether a path repos.md lists is a repository the topic may use, and why not."""
+
     ok: bool
     reason: str = ""  # containment | not-a-repo | missing | duplicate
     detail: str = ""
