@@ -152,6 +152,25 @@ def test_a_failed_snapshot_keeps_the_worktree(home_repo):
     assert topic.branch in branches(home_repo)
 
 
+def test_a_lock_a_killed_snapshot_left_is_git_locked_naming_it_and_the_rerun_finishes(home_repo):
+    # A teardown killed during the snapshot's update-ref leaves git's lock on the
+    # snapshot ref: the rerun names it (git-locked), as for any git lock in the way.
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "precious.txt", "only copy\n")
+    lock = home_repo / ".git" / snapshot_ref(topic.branch)
+    write(lock.with_name(lock.name + ".lock"), "")
+    res = teardown(topic, "--force")
+    assert res.code == 1
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["outcome"] == "refused" and remove["code"] == "git-locked", remove
+    assert f"remove {lock}.lock" in remove["detail"]
+    assert (wt / "precious.txt").read_text() == "only copy\n"
+    lock.with_name(lock.name + ".lock").unlink()  # what the message says to do
+    assert teardown(topic, "--force").code == 0
+    assert git(home_repo, "show", f"{snapshot_ref(topic.branch)}:precious.txt") == "only copy"
+
+
 def test_force_snapshots_a_branch_with_unpushed_commits_and_no_worktree(home_repo):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]

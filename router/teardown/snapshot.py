@@ -43,10 +43,15 @@ class Snapshot:
 
 
 class SnapshotFailed(Refusal):
-    """The snapshot could not be written: the worktree must stay."""
+    """The snapshot could not be written: the worktree must stay.
 
-    def __init__(self, message: str) -> None:
-        super().__init__("snapshot-failed", message)
+    A git lock file in the way (a killed ``update-ref`` leaves one on the
+    snapshot ref) is ``git-locked``, as everywhere: the message names the
+    lock and the one safe fix.
+    """
+
+    def __init__(self, message: str, *, locked: bool = False) -> None:
+        super().__init__("git-locked" if locked else "snapshot-failed", message)
 
 
 def snapshot_worktree(
@@ -66,7 +71,9 @@ def snapshot_worktree(
             repo.git, tree, head, branch, f"snapshot of worktree {worktree}", index=staged
         )
     except GitError as exc:
-        raise SnapshotFailed(f"snapshot of {worktree} failed: {exc.first_line}") from None
+        raise SnapshotFailed(
+            f"snapshot of {worktree} failed: {exc.first_line}", locked=exc.lock_file is not None
+        ) from None
     except OSError as exc:
         raise SnapshotFailed(f"snapshot of {worktree} failed: {exc}") from None
 
@@ -79,7 +86,9 @@ def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
     try:
         return _commit(repo.git, tree, tip, branch, f"snapshot of branch {branch}")
     except GitError as exc:
-        raise SnapshotFailed(f"snapshot of {branch} failed: {exc.first_line}") from None
+        raise SnapshotFailed(
+            f"snapshot of {branch} failed: {exc.first_line}", locked=exc.lock_file is not None
+        ) from None
 
 
 def _index_commit(git: Git, wt: Git, head: str, worktree: Path) -> str:
