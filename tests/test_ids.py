@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from router.errors import BadInput
 from router.topic.ids import derive_id, parse_id, portable_name_problem, slugify, with_suffix
@@ -146,3 +149,24 @@ def test_a_collision_suffix_counts_in_the_slugs_40_characters():
 def test_with_suffix_counts_from_two():
     assert with_suffix("2026-05-01-x", 1) == "2026-05-01-x"
     assert with_suffix("2026-05-01-x", 2) == "2026-05-01-x-2"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    prefix=st.one_of(
+        st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}-[0-9]{1,5}", fullmatch=True),
+        st.dates().map(lambda d: d.isoformat()),
+    ),
+    slug=st.from_regex(r"[a-z0-9][a-z0-9-]{0,30}", fullmatch=True),
+)
+def test_every_id_parse_id_accepts_is_a_branch_name_git_accepts(prefix, slug):
+    # `new` relies on this instead of running `git check-ref-format` per id.
+    value = f"{prefix}-{slug}"
+    try:
+        topic = parse_id(value)
+    except BadInput:
+        return  # too long, or otherwise refused: never a branch
+    proc = subprocess.run(
+        ["git", "check-ref-format", "--branch", topic.branch], capture_output=True, check=False
+    )
+    assert proc.returncode == 0, (topic.branch, proc.stderr)
