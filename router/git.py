@@ -829,11 +829,20 @@ def cherry_pick_abort(git: Git) -> GitError | None:
     --abort puts HEAD back where the whole sequence started, so a conflict on
     the third commit does not leave the first two on the target branch.
     """
-    try:
-        git.run("cherry-pick", "--abort")
-    except GitError as exc:
-        return exc
-    return None
+    return _end_pick(git, "--abort")
+
+
+def _end_pick(git: Git, how: str) -> GitError | None:
+    """``git cherry-pick <how>``: None when it ran, else its failure or the lock it met.
+
+    git deletes CHERRY_PICK_HEAD under ``CHERRY_PICK_HEAD.lock`` and
+    ``packed-refs.lock``; when a killed git left one of them, --abort and
+    --quit print the error but exit 0 with the pick still in progress. That
+    complaint is returned too (exit code 0), so the caller can name the lock.
+    """
+    result = git.run("cherry-pick", how, check=False)
+    error = GitError(git._argv(["cherry-pick", how]), result.returncode, result.stderr)
+    return error if not result.ok or error.lock_file is not None else None
 
 
 # What a stopped git operation leaves in the git dir, and the command that undoes it.
@@ -1056,9 +1065,13 @@ def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:
     return dict(zip(present, git.out("hash-object", "--", *present).split(), strict=True))
 
 
-def cherry_pick_quit(git: Git) -> None:
-    """Forget a stopped cherry-pick (sequencer and CHERRY_PICK_HEAD), keeping HEAD, index and files."""
-    git.run("cherry-pick", "--quit", check=False)
+def cherry_pick_quit(git: Git) -> GitError | None:
+    """Forget a stopped cherry-pick (sequencer and CHERRY_PICK_HEAD), keeping HEAD, index and files.
+
+    None when it ran, else why not (as for :func:`cherry_pick_abort`, a lock
+    file in its way is reported although git exits 0).
+    """
+    return _end_pick(git, "--quit")
 
 
 def pull(

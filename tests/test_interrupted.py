@@ -375,6 +375,51 @@ def test_a_kill_leaving_an_index_lock_and_a_sequencer_is_undone_once_the_lock_is
     assert _integrating_mark(home_repo, topic.id) is None
 
 
+@pytest.mark.parametrize("lock_name", ["CHERRY_PICK_HEAD.lock", "packed-refs.lock"])
+@pytest.mark.parametrize("picks", [1, 2], ids=["one-commit", "sequence"])
+def test_a_kill_deleting_cherry_pick_head_names_the_lock_it_left_then_the_rerun_finishes(
+    home_repo, picks, lock_name
+):
+    # Found by the kill trials. Right after each pick's commit git deletes
+    # CHERRY_PICK_HEAD, holding CHERRY_PICK_HEAD.lock and packed-refs.lock: a
+    # kill (or a Ctrl-C) there leaves the commit made, CHERRY_PICK_HEAD, and the
+    # lock. `cherry-pick --abort` and `--quit` then exit 0 without ending the
+    # pick: the pick is ours (the mark says so), and the lock is what to fix.
+    topic = new_topic(home_repo)
+    made = [f"pick {i}" for i in range(picks)]
+    for i, subject in enumerate(made):
+        commit(topic.worktrees["home"], f"f{i}.py", f"f = {i}\n", subject)
+    main_before = git(home_repo, "rev-parse", "main")
+    lock = home_repo / ".git" / lock_name
+    # post-commit runs just before git deletes CHERRY_PICK_HEAD: the kill lands there.
+    hook = write(home_repo / ".git/hooks/post-commit", f"#!/bin/sh\ntouch '{lock}'\nkill -KILL 0\n")
+    hook.chmod(0o755)
+    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
+    assert killed.code == KILLED, killed.err
+    hook.unlink()
+    assert lock.exists() and (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    assert git(home_repo, "log", "--format=%s", "-1", "main") == "pick 0"
+
+    for _ in range(2):  # refused as often as it is run while the lock stays
+        locked = teardown(topic, "--integrate")
+        assert locked.code == 1, locked.out + locked.err
+        assert locked.json["error"]["code"] == "git-locked", locked.json["error"]
+        assert f"remove {lock}" in locked.json["error"]["message"]
+        assert _integrating_mark(home_repo, topic.id) is not None  # still ours to end
+        assert topic.worktrees["home"].exists() and topic.branch in branches(home_repo)
+
+    lock.unlink()  # the fix the refusal names
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    subjects = git(home_repo, "log", "--format=%s", f"{main_before}..main").splitlines()
+    assert subjects == made[::-1]  # each once, in order
+    assert status(home_repo) == ""
+    assert not (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    assert not (home_repo / ".git/sequencer").exists()
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+    assert _integrating_mark(home_repo, topic.id) is None
+
+
 def test_integrate_without_a_git_identity_is_refused_no_identity_naming_the_fix(
     workspace, monkeypatch
 ):

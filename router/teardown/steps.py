@@ -537,22 +537,21 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         running = _pick_still_running(repo)
         if running is not None:
             return running
-        error = g.cherry_pick_abort(repo.git)
-        if error is not None and error.lock_file is not None:
+        locked = _stopped_by_lock(repo, g.cherry_pick_abort(repo.git))
+        if locked is not None:
             # Neither --abort nor --quit: the mark stays, and once the lock is
             # gone the rerun's --abort puts the default branch back where it was.
-            return refused(
-                "integrate",
-                error.code,
-                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
-                f"interrupted, and undoing it stopped: {error.first_line}",
-            )
+            return _pick_locked(repo, pick, "undoing", locked)
         undone.append("aborted its cherry-pick")
         if g.operation_in_progress(repo.common_dir) is not None:
             # A kill right after a pick's commit, before git noted it: --abort
             # will not rewind past it ("you seem to have moved HEAD") and keeps
             # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
-            g.cherry_pick_quit(repo.git)
+            locked = _stopped_by_lock(repo, g.cherry_pick_quit(repo.git))
+            if locked is not None:
+                # The same kill may leave the lock git deletes CHERRY_PICK_HEAD
+                # under: the pick is still ours (the mark stays), the lock is in the way.
+                return _pick_locked(repo, pick, "ending", locked)
             undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
         if g.operation_in_progress(repo.common_dir) is not None:
             return None
@@ -581,6 +580,31 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         "integrate",
         f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
         f"{what}; its commits are judged again",
+    )
+
+
+def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:
+    """``error`` when git met a lock file ending the pick: it gave up, or went on and left the pick.
+
+    The second is how --abort and --quit take a lock on CHERRY_PICK_HEAD: they
+    exit 0 without deleting it, so only the state they leave tells. A lock
+    that kept nothing of the pick (say ``ORIG_HEAD.lock``) stops nothing here:
+    the run goes on, and its warnings name the lock.
+    """
+    if error is None or error.lock_file is None:
+        return None
+    if error.returncode != 0 or g.operation_in_progress(repo.common_dir) is not None:
+        return error
+    return None
+
+
+def _pick_locked(repo: Repo, pick: Picking, doing: str, error: GitError) -> StepResult:
+    """The refusal naming the lock that stopped git ``doing`` (undoing, ending) our killed pick."""
+    return refused(
+        "integrate",
+        error.code,
+        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+        f"interrupted, and {doing} it stopped: {error.first_line}",
     )
 
 
