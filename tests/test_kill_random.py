@@ -14,7 +14,7 @@ had; the instant a signal lands still varies with the machine's load, and
 from __future__ import annotations
 
 import pytest
-from helpers.killtrials import Mode, Pace, run_trial, trial_seeds
+from helpers.killtrials import Mode, Pace, named_locks, run_trial, trial_seeds
 
 # Chosen so that these trials kill both commands with every kind of signal and
 # tear down in every mode (clean, --force over dirt, refused dirt).
@@ -30,3 +30,18 @@ def test_a_randomly_killed_topic_loses_nothing_and_its_reruns_finish_or_name_a_f
     # Both commands were run and killed (or outlived the kill), and a teardown mode chosen.
     assert [k.command for k in trial.kills] == ["worktrees", "teardown"], trial.describe()
     assert trial.mode in set(Mode)
+
+
+def test_a_named_git_lock_under_refs_team_router_is_removed_but_not_the_routers_own_lock(tmp_path):
+    # A killed snapshot leaves refs/team-router/snapshots/<branch>.lock: git's
+    # lock, refused git-locked with "remove <it>", which a user follows. The
+    # files in .git/team-router/locks/ are team-router's own (never git's).
+    git_dir = tmp_path / "repo/.git"
+    index = git_dir / "index.lock"
+    snapshot_ref = git_dir / "refs/team-router/snapshots/topic.lock"
+    own = git_dir / "team-router/locks/topic.lock"
+    for lock in (index, snapshot_ref, own):
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.touch()
+    message = f"remove {index}; remove {snapshot_ref}; {own} is held"
+    assert named_locks({"error": {"message": message}}) == sorted([index, snapshot_ref])

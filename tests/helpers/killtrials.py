@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import random
@@ -320,7 +321,16 @@ def named_locks(payload: dict[str, object] | None) -> list[Path]:
     """The git lock files the command named (a ``git-locked`` refusal, a warning), with their fix."""
     text = json.dumps(payload) if payload else ""
     found = {Path(m) for m in _LOCK_PATH.findall(text)}
-    return sorted(p for p in found if p.is_file() and "team-router" not in p.parts)
+    return sorted(p for p in found if p.is_file() and not _routers_own(p))
+
+
+def _routers_own(lock: Path) -> bool:
+    """A lock in team-router's own state dir (``.git/team-router/``): its file lock, not git's.
+
+    Only there: ``refs/team-router/snapshots/<branch>.lock`` is git's ref lock,
+    one a killed snapshot leaves and the refusal tells the user to remove.
+    """
+    return (".git", "team-router") in itertools.pairwise(lock.parts)
 
 
 def _killed(trial: Trial, args: tuple[str, ...], cwd: Path, rng: random.Random, pace: Pace):
