@@ -466,12 +466,11 @@ class Git:
         return res.stdout.strip() or None if res.ok else None
 
     def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
-        """What :meth:`rev_parse` answers for each of ``revs``, from one process for all.
+        """What :meth:`rev_parse` answers for each of ``revs``: from git's files, or one process.
 
         Full names of branches and remote-tracking refs, and ``HEAD``, are read
         from git's files when the checkout at cwd is in the plain layout
-        (:func:`gitfiles.read_ref`).
-
+        (:func:`gitfiles.read_ref`). Anything else is one git process for all:
         ``cat-file --batch-check`` resolves each line as ``rev-parse --verify``
         does and answers "<rev> missing" for one that does not resolve, where a
         single ``rev-parse`` with several revisions stops at the first such one.
