@@ -414,6 +414,26 @@ def test_update_default_fetches_only_when_the_primary_clone_is_dirty(home_repo):
     assert (home_repo / "local-notes.txt").read_text() == "mine\n"
 
 
+def test_update_default_leaves_the_users_stopped_cherry_pick_alone(home_repo):
+    # The user's cherry-pick stopped with nothing to commit: the primary clone
+    # looks clean and on main, but `git pull --rebase` would drop CHERRY_PICK_HEAD
+    # and the rest of the sequence.
+    topic = new_topic(home_repo)
+    git(home_repo, "switch", "-q", "-c", "side")
+    picked = commit(home_repo, "side.txt", "side\n", "on side")
+    git(home_repo, "switch", "-q", "main")
+    commit(home_repo, "side.txt", "side\n", "the same change on main")
+    git(home_repo, "cherry-pick", picked, check=False)  # stops: the pick is now empty
+    assert (home_repo / ".git" / "CHERRY_PICK_HEAD").exists() and status(home_repo) == ""
+    commit_on_origin(home_repo, "elsewhere.py", "x\n")
+    before = git(home_repo, "rev-parse", "main")
+    res = teardown(topic)
+    step = steps_of(res.json, "home")["update-default"]
+    assert step["outcome"] == "skipped" and "cherry-pick is in progress" in step["detail"], step
+    assert git(home_repo, "rev-parse", "main") == before
+    assert (home_repo / ".git" / "CHERRY_PICK_HEAD").read_text().strip() == picked
+
+
 def test_a_default_branch_that_cannot_rebase_is_a_warning_and_reruns_exit_0(home_repo):
     topic = new_topic(home_repo)
     commit_on_origin(home_repo, "README.md", "# web, changed on origin\n")

@@ -1180,7 +1180,11 @@ def update_default(
             "nothing to pull",
         )
     status, current = known if known is not None else primary_state(repo)
-    busy = busy_reason(status, current, default)
+    # A stopped cherry-pick (or revert) with nothing left to commit looks clean,
+    # but `git pull --rebase` would drop its state and the rest of its sequence.
+    operation = g.operation_in_progress(repo.common_dir)
+    busy = f"a {operation} is in progress there" if operation else ""
+    busy = busy or busy_reason(status, current, default)
     if busy:
         error = None if fetched else repo.git.fetch("origin")
         how = f"fetch failed ({error.first_line})" if error else "fetched only"
