@@ -420,6 +420,38 @@ def test_a_kill_deleting_cherry_pick_head_names_the_lock_it_left_then_the_rerun_
     assert _integrating_mark(home_repo, topic.id) is None
 
 
+def test_our_pick_that_abort_and_quit_leave_in_progress_is_refused_as_ours_naming_the_fix(
+    home_repo, tmp_path
+):
+    # Killed right after the pick's commit (CHERRY_PICK_HEAD still there), and a
+    # git whose --abort and --quit end nothing: the record's mark proves the pick
+    # ours, so the refusal says so and names the command that ends it, never
+    # "a cherry-pick team-router did not start".
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "pick 0")
+    hook = write(home_repo / ".git/hooks/post-commit", "#!/bin/sh\nkill -KILL 0\n")
+    hook.chmod(0o755)
+    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
+    assert killed.code == KILLED, killed.err
+    hook.unlink()
+    assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
+    picked = git(home_repo, "rev-parse", "main")
+    stuck = git_wrapper(tmp_path / "bin", "cherry-pick --", "exit 0")
+    res = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=stuck)
+    assert res.code == 1, res.out + res.err
+    error = res.json["error"]
+    assert error["code"] == "primary-busy", error
+    assert "did not start" not in error["message"]
+    assert f"git -C {home_repo} cherry-pick --quit" in error["message"], error
+    assert _integrating_mark(home_repo, topic.id) is not None  # still ours to end
+    assert git(home_repo, "rev-parse", "main") == picked  # its commit is kept
+    git(home_repo, "cherry-pick", "--quit")  # the fix the refusal names
+    again = teardown(topic, "--integrate")
+    assert again.code == 0, again.out + again.err
+    assert git(home_repo, "log", "--format=%s", "-1", "main") == "pick 0"
+    assert status(home_repo) == "" and _integrating_mark(home_repo, topic.id) is None
+
+
 def test_integrate_without_a_git_identity_is_refused_no_identity_naming_the_fix(
     workspace, monkeypatch
 ):

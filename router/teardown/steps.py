@@ -554,7 +554,17 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
                 return _pick_locked(repo, pick, "ending", locked)
             undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
         if g.operation_in_progress(repo.common_dir) is not None:
-            return None
+            # Still there, with no lock named: never carried past (a teardown
+            # with nothing left to pick would finish and leave it in the
+            # primary), nor called someone else's. The mark stays.
+            return refused(
+                "integrate",
+                "primary-busy",
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
+                f"`git -C {repo.primary} cherry-pick --quit` (it keeps the commits already "
+                "picked), then run teardown again",
+            )
     status, current = primary_state(repo)
     if current != pick.target:
         return None
