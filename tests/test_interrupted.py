@@ -98,6 +98,18 @@ def test_a_kill_mid_pick_leaving_staged_changes_is_undone_and_finished_by_the_re
     assert _integrating_mark(home_repo, topic.id) is None
 
 
+def _teardown_killed_after_a_picks_commit(repo: Path, topic: Topic, then: str = "") -> None:
+    """``teardown --integrate`` killed with its git by a post-commit hook: right after a pick's commit.
+
+    ``then``: shell run in the hook first (git still holds its locks there).
+    """
+    hook = write(repo / ".git/hooks/post-commit", f"#!/bin/sh\n{then}\nkill -KILL 0\n")
+    hook.chmod(0o755)
+    killed = run("teardown", topic.id, "--integrate", "--json", cwd=repo, new_group=True)
+    assert killed.code == KILLED, killed.err
+    hook.unlink()
+
+
 def test_a_kill_between_two_picks_is_aborted_and_finished_by_the_rerun(home_repo):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
@@ -105,11 +117,7 @@ def test_a_kill_between_two_picks_is_aborted_and_finished_by_the_rerun(home_repo
     commit(wt, "b.py", "b = 2\n", "second")
     tip = git(home_repo, "rev-parse", "main")
     # git runs post-commit after each pick of a sequence: killed right after the first one.
-    hook = write(home_repo / ".git/hooks/post-commit", "#!/bin/sh\nkill -KILL 0\n")
-    hook.chmod(0o755)
-    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
-    assert killed.code == KILLED, killed.err
-    hook.unlink()
+    _teardown_killed_after_a_picks_commit(home_repo, topic)
     assert (home_repo / ".git/sequencer").is_dir()
     assert git(home_repo, "log", "--format=%s", "-1", "main") == "first"
 
@@ -392,11 +400,7 @@ def test_a_kill_deleting_cherry_pick_head_names_the_lock_it_left_then_the_rerun_
     main_before = git(home_repo, "rev-parse", "main")
     lock = home_repo / ".git" / lock_name
     # post-commit runs just before git deletes CHERRY_PICK_HEAD: the kill lands there.
-    hook = write(home_repo / ".git/hooks/post-commit", f"#!/bin/sh\ntouch '{lock}'\nkill -KILL 0\n")
-    hook.chmod(0o755)
-    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
-    assert killed.code == KILLED, killed.err
-    hook.unlink()
+    _teardown_killed_after_a_picks_commit(home_repo, topic, then=f"touch '{lock}'")
     assert lock.exists() and (home_repo / ".git/CHERRY_PICK_HEAD").exists()
     assert git(home_repo, "log", "--format=%s", "-1", "main") == "pick 0"
 
@@ -429,11 +433,7 @@ def test_our_pick_that_abort_and_quit_leave_in_progress_is_refused_as_ours_namin
     # "a cherry-pick team-router did not start".
     topic = new_topic(home_repo)
     commit(topic.worktrees["home"], "f.py", "f = 1\n", "pick 0")
-    hook = write(home_repo / ".git/hooks/post-commit", "#!/bin/sh\nkill -KILL 0\n")
-    hook.chmod(0o755)
-    killed = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, new_group=True)
-    assert killed.code == KILLED, killed.err
-    hook.unlink()
+    _teardown_killed_after_a_picks_commit(home_repo, topic)
     assert (home_repo / ".git/CHERRY_PICK_HEAD").exists()
     picked = git(home_repo, "rev-parse", "main")
     stuck = git_wrapper(tmp_path / "bin", "cherry-pick --", "exit 0")
