@@ -93,7 +93,9 @@ _MOVES_THE_TREE = re.compile(
 # ``bare`` set to anything but false (``bare``, ``bare = true``, ``bare=1`` ...).
 _BARE = re.compile(r"^\s*bare\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))", re.MULTILINE)
 # ``ignorecase`` set to anything but false: git then orders paths without case.
-_IGNORECASE = re.compile(r"^\s*ignorecase\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))", re.MULTILINE)
+# Patterns only the refs and worktree-list readers use stay strings, compiled
+# (and cached by ``re``) on first use: the session-start hook imports this module.
+_IGNORECASE = r"(?m)^\s*ignorecase\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))"
 
 
 def refuse_unusual_config(common: str) -> str:
@@ -192,14 +194,14 @@ NO_COMMIT = "0" * 40  # what ``git worktree list`` shows as the HEAD of an unbor
 # What git's check_refname_format refuses in a ref name (a control character or
 # space, ~^:?*[ or a backslash, "..", "@{", an empty component, one starting with "." or
 # ending in ".lock", a trailing "." or "/").
-_NOT_A_REF_NAME = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)|[./]$")
+_NOT_A_REF_NAME = r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)|[./]$"
 
 
 def readable_ref(ref: str) -> bool:
     """Whether :func:`read_ref` reads ``ref`` (else it is git's to resolve)."""
     if ref == "HEAD":
         return True
-    return ref.startswith(("refs/heads/", "refs/remotes/")) and not _NOT_A_REF_NAME.search(ref)
+    return ref.startswith(("refs/heads/", "refs/remotes/")) and not re.search(_NOT_A_REF_NAME, ref)
 
 
 def read_ref(common: str, git_dir: str, ref: str) -> tuple[str | None, str]:
@@ -300,7 +302,7 @@ def listed_worktrees(common: str) -> list[Listed]:
     """
     if os.path.basename(common) != ".git":
         raise Unsure(f"{common} is not a primary clone's .git")
-    if _IGNORECASE.search(refuse_unusual_config(common)):
+    if re.search(_IGNORECASE, refuse_unusual_config(common)):
         raise Unsure(f"{common}/config sets core.ignorecase: git orders the list its own way")
     primary = _listed(common, common, os.path.dirname(common))
     linked = []
