@@ -63,6 +63,14 @@ class ToolFailed(Exception):
         raise NotImplementedError
 
     @property
+    def fix(self) -> str:
+        """What the user does about it: run again (a transient failure), unless the program says otherwise."""
+        return (
+            "run the same command again, and if it fails the same way, `git status` in that "
+            "repo shows what needs repair"
+        )
+
+    @property
     def by_ctrl_c(self) -> bool:
         """Killed by SIGINT: the Ctrl-C that reached the process group, not a failure of its own."""
         return self.returncode == -2  # SIGINT is 2 on every POSIX system

@@ -172,7 +172,19 @@ def lock_message(lock: Path, repo: Path | None) -> str:
 
 
 class GitMissing(GitError):
-    """The git executable is not installed or not on PATH."""
+    """The git executable is not installed or not on PATH.
+
+    Refused as ``open_repo`` refuses it (``not-a-repo``, "install git"), wherever
+    the first git of a command runs: a plain layout is read from its files.
+    """
+
+    @property
+    def code(self) -> str:
+        return "not-a-repo"
+
+    @property
+    def fix(self) -> str:
+        return "install git"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 
 from helpers.faults import argv
 from helpers.repos import run_cli, write
+from helpers.topics import new_topic
 
 
 def test_usage_errors_name_the_command_to_ask_for_help():
@@ -153,3 +155,36 @@ def test_an_exit_handler_or_a_running_thread_gets_the_usual_exit(tmp_path):
         assert proc.stdout == "x" * 300_000 + "\n"
         assert witness.exists()  # the handler ran; the thread was waited for
         assert "TEARDOWN" in proc.stderr
+
+
+def test_a_missing_git_is_refused_naming_the_install_not_a_rerun(home_repo, tmp_path):
+    # The repo's layout is read from its files, so the first git to run may be
+    # deep in a command: wherever it turns out git is missing, that is what it says.
+    import shutil
+    import sys
+
+    topic = new_topic(home_repo)  # made while git was there
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir)}
+    assert shutil.which("git", path=env["PATH"]) is None
+
+    def refused(*args: str) -> dict:
+        proc = subprocess.run(
+            [sys.executable, "-m", "router.entry", "-C", str(home_repo), *args, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        error = json.loads(proc.stdout)["error"]
+        assert error["code"] == "not-a-repo", (args, error)
+        assert "git is not installed or not on PATH" in error["message"], (args, error)
+        assert "run the same command again" not in error["message"]
+        return error
+
+    assert refused("new", "x y")["message"].endswith("; install git")
+    refused("teardown", topic.id)
+    assert topic.worktrees["home"].is_dir()  # nothing was removed

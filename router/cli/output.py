@@ -100,11 +100,7 @@ def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
 def git_error(exc: ToolFailed) -> RouterError:
     if exc.by_ctrl_c:
         return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
-    return Refusal(
-        exc.code,
-        f"{exc.first_line}; run the same command again, and if it fails the same way, "
-        "`git status` in that repo shows what needs repair",
-    )
+    return Refusal(exc.code, f"{exc.first_line}; {exc.fix}")
 
 
 # -- long-running commands -------------------------------------------------------
