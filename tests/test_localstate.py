@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.faults import spawn
+from helpers.faults import git_wrapper, spawn
 from helpers.repos import branches, commit, git, make_repo, run_cli, write
 from helpers.topics import multi_topic, new_topic, teardown
 
@@ -399,3 +399,24 @@ def test_a_failed_step_or_line_gives_ok_false_an_error_code_and_message(topic, t
     assert torn.code == 1 and torn.json["ok"] is False
     assert torn.json["error"]["code"] == "step-failed"
     assert torn.json["error"]["message"].startswith("home: local-state failed: ")
+
+
+def test_local_state_waits_for_every_repos_worktree_to_be_gone(workspace, tmp_path, monkeypatch):
+    # The home repo finishes its git steps first: the api repo's `git worktree
+    # remove` takes a second longer (the real removal, late). The home's local
+    # state must still see the topic as the teardown leaves it.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the workspace is under it, as in CI
+    topic = multi_topic(workspace, ("api",))
+    api_worktree = topic.worktrees["api"]
+    seen = tmp_path / "seen.txt"
+    declare(topic.home, f"test -e {api_worktree} && echo present > {seen} || echo gone > {seen}\n")
+    record_temps(topic, str(api_worktree))
+    slow = 'case "$*" in *"/api/"*) sleep 1 ;; esac\nexec "$REAL_GIT" "$@"'
+    monkeypatch.setenv("PATH", git_wrapper(tmp_path / "bin", "worktree remove", slow)["PATH"])
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    home_state = res.json["local_state"][0]
+    assert home_state["temp_paths"] == [{"path": str(api_worktree), "outcome": "missing"}]
+    assert seen.read_text() == "gone\n"
+    assert not api_worktree.exists()
+    assert git(topic.repos["api"], "rev-parse", "--verify", "main")  # and nothing else went

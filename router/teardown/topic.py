@@ -408,6 +408,22 @@ class TeardownReport:
 
 def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
     """The eight steps in one repo; an earlier refusal keeps everything it guards."""
+    begun = git_steps(plan, scope, opts)
+    return begun if isinstance(begun, TeardownReport) else local_state_last(begun, scope, opts)
+
+
+@dataclass(slots=True)
+class RepoRun:
+    """One repo's teardown between its seven git steps and its local state (steps accrue)."""
+
+    plan: RepoPlan
+    repo: Repo
+    runner: StepRun
+    sweep: SweepResult | None = None
+
+
+def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoRun | TeardownReport:
+    """Steps 1-7 in one repo: a report at once when the repo cannot be used at all."""
     target = plan.target
     repo = target.repo
     if repo is None:
@@ -421,8 +437,7 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
     runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True, stop=opts.stop)
     run = runner.step
     steps = runner.steps
-    swept: list[SweepResult] = []
-    local: list[LocalStateReport] = []
+    begun = RepoRun(plan, repo, runner)
     run("integrate", lambda: _integrate_step(repo, target, plan, opts, scope.id), guarded=False)
     run(
         "remove",
@@ -493,11 +508,22 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
     )
 
     def do_sweep() -> StepResult:
-        result, report = sweep_step(repo)
-        swept.append(report)
+        result, begun.sweep = sweep_step(repo)
         return result
 
     run("sweep", do_sweep, guarded=False)
+    return begun
+
+
+def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
+    """Step 8 in one repo, run once every repo of the topic is past step 7, then the record.
+
+    A ``.teamteardown`` line and the temp-path checks then see the topic as the
+    teardown leaves it, not another repo's worktree still half there.
+    """
+    plan, repo = begun.plan, begun.repo
+    target = plan.target
+    local: list[LocalStateReport] = []
 
     def do_local() -> StepResult:
         if local_state_ran(repo.common_dir, scope.id):
@@ -515,12 +541,12 @@ def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
         )
         return result
 
-    run("local-state", do_local, guarded=True)
+    begun.runner.step("local-state", do_local, guarded=True)
     report = TeardownReport(
         target.name,
         plan.worktree,
-        tuple(steps),
-        swept[0] if swept else None,
+        tuple(begun.runner.steps),
+        begun.sweep,
         local[0] if local else None,
     )
     _record_teardown(repo, target, scope, report)
@@ -750,12 +776,17 @@ def teardown(
         _remember_scope(scope)
         progress = Progress(len(plans), label="teardown")
 
-        def run_one(p):
-            report = teardown_repo(p, scope, opts)
+        def finish(begun: RepoRun | TeardownReport) -> TeardownReport:
+            report = (
+                begun if isinstance(begun, TeardownReport) else local_state_last(begun, scope, opts)
+            )
             progress.step(report.name, _summary(report))
             return report
 
-        reports = parallel_map(run_one, plans)
+        # Local state waits for every repo's git steps: its lines and its temp-path
+        # checks see every worktree of the topic gone, whichever repo finished first.
+        begun = parallel_map(lambda p: git_steps(p, scope, opts), plans)
+        reports = parallel_map(finish, begun)
     warnings += [
         f"{r.name}: the default branch was not updated: {s.detail}"
         for r in reports
