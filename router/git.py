@@ -1109,18 +1109,29 @@ def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     return int(git.out(*args) or 0)
 
 
-def snapshot_tree(worktree: Git, index_file: Path, *, exclude: Sequence[str] = ()) -> str:
+def snapshot_tree(
+    worktree: Git,
+    index_file: Path,
+    *,
+    exclude: Sequence[str] = (),
+    ignored: Sequence[str] = (),
+) -> str:
     """Tree of the worktree's files (untracked included, ignored not) via a private index.
 
     GIT_INDEX_FILE points at a throw-away file, so the worktree's own index
     (what the user staged) is neither read nor changed. ``exclude`` names
     top-level-relative directories left out (git cannot add a repository
     with no commit, and a nested clone would only become a gitlink).
+    ``ignored`` names ignored files that are work all the same (added with
+    ``--force``): files only team-router's own info/exclude line hides.
     """
     env = {"GIT_INDEX_FILE": str(index_file)}
     worktree.run("read-tree", "HEAD", env=env)
     skip = [f":(exclude,top,literal){path}" for path in exclude]
     worktree.run("add", "--all", "--", ":/", *skip, env=env)
+    if ignored:
+        extra = [f":(top,literal){path}" for path in ignored]
+        worktree.run("add", "--force", "--", *extra, env=env)
     return worktree.out("write-tree", env=env)
 
 

@@ -55,18 +55,24 @@ class SnapshotFailed(Refusal):
 
 
 def snapshot_worktree(
-    repo: Repo, worktree: Path, branch: str, *, exclude: tuple[str, ...] = ()
+    repo: Repo,
+    worktree: Path,
+    branch: str,
+    *,
+    exclude: tuple[str, ...] = (),
+    ignored: tuple[str, ...] = (),
 ) -> Snapshot:
     """Write the worktree's HEAD, its index and every non-ignored file to the branch's snapshot ref.
 
-    ``exclude``: directories (relative) left out of the files' tree.
+    ``exclude``: directories (relative) left out of the files' tree; ``ignored``:
+    ignored files (relative) put in all the same.
     """
     wt = Git(worktree)
     try:
         head = wt.out("rev-parse", "--verify", "HEAD")
         staged = _index_commit(repo.git, wt, head, worktree)
         with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
-            tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude)
+            tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude, ignored=ignored)
         return _commit(
             repo.git, tree, head, branch, f"snapshot of worktree {worktree}", index=staged
         )

@@ -755,13 +755,18 @@ def remove_worktree(
     if blocker is not None:
         return blocker, None
     gone = gone_with(nested)
+    topic_id = topic.id if topic is not None else None
     if not force:
         if entry.locked:
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
         since = clean_since
-        if since is None and exists and topic is not None:
+        if since is None and exists:
+            # git's own check below does not see what our info/exclude line hides.
             since = proof_time()
-            status = Git(path).status()
+            status = with_hidden(
+                Git(path).status() if topic is not None else StatusReport(),
+                hidden_work(path, topic_id),
+            )
             if status.dirty:
                 return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
         try:
@@ -782,11 +787,14 @@ def remove_worktree(
         _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}{gone}"), None
     since = proof_time()
-    status = Git(path).status() if exists else StatusReport()
+    hidden = hidden_work(path, topic_id) if exists else ()
+    status = with_hidden(Git(path).status(), hidden) if exists else StatusReport()
     snap = None
     if exists and _holds_work(repo, path, branch, status):
         try:
-            snap = snapshot_worktree(repo, path, branch, exclude=outer_clones(nested))
+            snap = snapshot_worktree(
+                repo, path, branch, exclude=outer_clones(nested), ignored=hidden
+            )
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
     try:
@@ -992,6 +1000,57 @@ def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) 
         return ""
     on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
     return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
+
+
+def hidden_work(worktree: Path, topic_id: str | None) -> tuple[str, ...]:
+    """Untracked files under ``docs/plans/`` that only an exclude file (ours) hides, sorted.
+
+    ``new`` adds ``/docs/plans/`` to the repo's ``info/exclude`` so a plan dir
+    stays out of ``git status``; that line hides every other untracked file
+    under ``docs/plans/`` of every worktree too, and neither git's dirty check
+    nor ``add --all`` sees them. They are the user's work all the same (a
+    ``.gitignore`` that ignores one still counts). The topic's own plan dir
+    (``docs/plans/<topic_id>/``) is not counted: it is the run's, its own
+    rules apply. Nothing is listed behind a symlinked ``docs/`` or
+    ``docs/plans/`` (removing the worktree deletes the link, not its target);
+    a nested repository is left to :mod:`router.teardown.nested`. Raises
+    GitError when git cannot list them: nothing is assumed.
+    """
+    for part in (worktree / "docs", worktree / PLANS_DIR):
+        if os.path.islink(part) or not os.path.isdir(part):
+            return ()
+    if topic_id and os.listdir(worktree / PLANS_DIR) in ([], [topic_id]):
+        return ()  # the plan dir alone (the usual case): no git to ask
+    out = (
+        Git(worktree)
+        .run(
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-per-directory=.gitignore",
+            "--",
+            f"{PLANS_DIR}/",
+        )
+        .stdout
+    )
+    own = f"{PLANS_DIR}/{topic_id}" if topic_id else None
+    return tuple(
+        sorted(
+            p
+            for p in out.split("\0")
+            if p
+            and not p.endswith("/")
+            and (own is None or (p != own and not p.startswith(f"{own}/")))
+        )
+    )
+
+
+def with_hidden(status: StatusReport, hidden: tuple[str, ...]) -> StatusReport:
+    """``status`` with the hidden untracked files of :func:`hidden_work` counted as untracked."""
+    if not hidden:
+        return status
+    extra = tuple(p for p in hidden if p not in status.untracked)
+    return dataclasses.replace(status, untracked=(*status.untracked, *extra))
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:

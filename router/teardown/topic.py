@@ -50,6 +50,7 @@ from router.teardown.steps import (
     foreign_worktree,
     forget_earlier_teardown,
     gone_with,
+    hidden_work,
     included_copies,
     integrate_commits,
     integration,
@@ -75,6 +76,7 @@ from router.teardown.steps import (
     sweep_step,
     update_default,
     verify_gone,
+    with_hidden,
     worktree_blocker,
 )
 from router.teardown.sweep import Kept, SweepResult, sweep
@@ -212,7 +214,11 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
     status_at = proof_time() if there else None
-    status = Git(worktree).status() if there else StatusReport()  # type: ignore[arg-type]
+    status = (
+        with_hidden(Git(worktree).status(), hidden_work(worktree, topic_id or None))  # type: ignore[arg-type]
+        if there
+        else StatusReport()
+    )
     nested = survey_nested(worktree) if there else ()  # type: ignore[arg-type]
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default, tips) if tip and default else None

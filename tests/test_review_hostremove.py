@@ -1,0 +1,87 @@
+"""Review of ``hook worktree-remove`` and ``restore``: work that must not be lost, outcomes that must be true.
+
+Real git in temp dirs, the CLI in-process (as tests/test_host_worktrees.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers.repos import git, run_cli, status, write
+
+from router.topic import state
+
+
+def create(repo: Path, name: str) -> Path:
+    payload = {
+        "session_id": "s-1",
+        "hook_event_name": "WorktreeCreate",
+        "cwd": str(repo),
+        "name": name,
+    }
+    res = run_cli("hook", "worktree-create", stdin=json.dumps(payload))
+    assert res.code == 0, res.err
+    return Path(res.out.strip())
+
+
+def remove(path: Path, **extra: object):
+    payload = {
+        "session_id": "s-1",
+        "hook_event_name": "WorktreeRemove",
+        "cwd": str(path),
+        "worktree_path": str(path),
+        **extra,
+    }
+    return run_cli("hook", "worktree-remove", stdin=json.dumps(payload))
+
+
+def host_outcome(repo: Path, topic_id: str) -> str:
+    record = state.read_record(repo / ".git", topic_id)
+    assert record is not None and record.host_removal is not None
+    return record.host_removal.outcome
+
+
+# -- files under docs/plans/ that only team-router's info/exclude line hides ----------------
+
+
+def test_hook_keeps_a_file_under_docs_plans_outside_the_topics_plan_dir(home_repo):
+    # `new` puts /docs/plans/ in info/exclude: git status no longer shows this file,
+    # and `git worktree remove` deleted it without a word.
+    path = create(home_repo, "ENG-12-x")
+    roadmap = write(path / "docs" / "plans" / "roadmap.md", "my roadmap, not committed yet\n")
+    assert status(path) == ""  # hidden by our exclude line, not by the user
+    res = remove(path)
+    assert res.code == 0 and "kept" in res.err and "docs/plans/roadmap.md" in res.err, res.err
+    assert roadmap.read_text() == "my roadmap, not committed yet\n"
+    assert host_outcome(home_repo, "ENG-12-x") == "kept"
+
+
+def test_hook_keeps_a_new_file_in_a_tracked_docs_plans(home_repo):
+    write(home_repo / "docs" / "plans" / "README.md", "plans live here\n")
+    git(home_repo, "add", "docs")
+    git(home_repo, "commit", "-q", "-m", "plans")
+    git(home_repo, "push", "-q", "origin", "main")
+    path = create(home_repo, "ENG-13-x")
+    design = write(path / "docs" / "plans" / "2026-01-01-old" / "design.md", "to commit\n")
+    res = remove(path)
+    assert res.code == 0 and "kept" in res.err, res.err
+    assert design.read_text() == "to commit\n"
+
+
+def test_teardown_refuses_hidden_docs_plans_files_and_force_snapshots_them_for_restore(topic):
+    wt = topic.worktrees["home"]
+    roadmap = write(wt / "docs" / "plans" / "roadmap.md", "mine\n")
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree", res.out
+    assert "docs/plans/roadmap.md" in res.json["error"]["message"]
+    assert roadmap.read_text() == "mine\n"
+    res = run_cli("teardown", topic.id, "--json", "--force", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    assert not wt.exists()
+    ref = f"refs/team-router/snapshots/{topic.branch}"
+    assert git(topic.home, "show", f"{ref}:docs/plans/roadmap.md") == "mine"
+    res = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    back = Path(res.json["repos"][0]["worktree"])
+    assert (back / "docs" / "plans" / "roadmap.md").read_text() == "mine\n"
