@@ -6,11 +6,13 @@ Real git in temp dirs, the CLI in-process (as tests/test_host_worktrees.py).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from helpers.repos import git, run_cli, status, write
+from helpers.repos import branches, commit, git, run_cli, status, write
 
-from router.topic import state
+from router.topic import holders, state
 
 
 def create(repo: Path, name: str) -> Path:
@@ -85,3 +87,48 @@ def test_teardown_refuses_hidden_docs_plans_files_and_force_snapshots_them_for_r
     assert res.code == 0, res.out + res.err
     back = Path(res.json["repos"][0]["worktree"])
     assert (back / "docs" / "plans" / "roadmap.md").read_text() == "mine\n"
+
+
+# -- a discard intent is not a licence to take what another session holds or a lock keeps ---
+
+
+def test_a_discard_intent_keeps_a_worktree_another_live_session_holds(home_repo):
+    # README: "one that another live session holds ... is kept". --force (what discard
+    # maps to) would tear it down from under that session.
+    path = create(home_repo, "ENG-14-x")
+    wip = write(path / "wip.txt", "the other session's work\n")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        other = holders.make_holder(sleeper.pid, session="s-2")
+        holders.register(home_repo / ".git", "ENG-14-x", other)
+        res = remove(path, discard_changes=True)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert res.code == 0 and "kept" in res.err and "held" in res.err, res.err
+    assert wip.read_text() == "the other session's work\n"
+    assert host_outcome(home_repo, "ENG-14-x") == "kept"
+
+
+def test_a_discard_intent_keeps_a_locked_worktree(home_repo):
+    path = create(home_repo, "ENG-15-x")
+    git(home_repo, "worktree", "lock", "--reason", "keep me", str(path))
+    res = remove(path, discard_changes=True)
+    assert res.code == 0 and "kept" in res.err and "keep me" in res.err, res.err
+    assert path.is_dir() and "ENG-15-x" in branches(home_repo)
+
+
+# -- the outcome recorded is what happened ---------------------------------------------------
+
+
+def test_a_worktree_switched_to_another_branch_is_reported_kept_not_removed(home_repo):
+    # An agent made its own branch in the host's worktree: teardown keeps the worktree
+    # (it is on another branch), so the hook must not say, nor record, "removed".
+    path = create(home_repo, "ENG-16-x")
+    git(path, "switch", "-q", "-c", "fix-typo")
+    sha = commit(path, "typo.txt", "fixed\n", "fix typo")
+    res = remove(path)
+    assert res.code == 0, res.err
+    assert path.is_dir() and git(path, "rev-parse", "fix-typo") == sha
+    assert " kept: " in res.err and "fix-typo" in res.err, res.err
+    assert host_outcome(home_repo, "ENG-16-x") == "kept"

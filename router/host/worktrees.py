@@ -180,6 +180,14 @@ def _tear_down(
                 f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
                 f"{topic_id}` when the run is finished"
             )
+        guarded = _guarded(scope.home, topic_id, path) if discard else ""
+        if guarded:
+            # A discard intent is --force for the work in this worktree, not for a lock
+            # or another live session: those keep it, as they do without the intent.
+            return kept(
+                f"{guarded}; it stays: `team-router teardown {topic_id} --force` snapshots and "
+                "removes it once that is what you want"
+            )
         done = teardown(repo.primary, topic_id, force=discard, wait=wait, echo=echo)
     except RouterError as exc:
         # The refusal names what holds work; the worktree stays as it is.
@@ -198,6 +206,13 @@ def _tear_down(
             return dataclasses.replace(kept(rest, warnings), swept=swept)
         detail = f"worktree removed, but {rest}"
         return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
+    if os.path.isdir(path):
+        # Teardown left the worktree (on another branch, say): it is kept, whatever else went.
+        why = next(
+            (s.detail for r in done.repos for s in r.steps if s.name == "remove"),
+            "teardown did not remove it",
+        )
+        return dataclasses.replace(kept(why, warnings), swept=swept)
     snapshots = [s.detail for r in done.repos for s in r.steps if SNAPSHOT_PREFIX in s.detail]
     if snapshots:
         detail = (
@@ -207,6 +222,21 @@ def _tear_down(
         return RemoveResult(path, RemoveOutcome.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
     return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
+
+
+def _guarded(home: Repo, topic_id: str, path: Path) -> str:
+    """Why even a discard must keep the worktree: a lock on it, or another live holder ("": none)."""
+    from router.topic.holders import describe, other_holders
+    from router.topic.workspace import find_worktree
+
+    entry = find_worktree(home.git.worktree_list(), path)
+    if entry is not None and entry.locked:
+        why = f" ({entry.lock_reason})" if entry.lock_reason else ""
+        return f"it is locked{why} [locked-worktree]"
+    others = other_holders(home.common_dir, topic_id)
+    if others:
+        return f"{topic_id} is held by {', '.join(describe(h) for h in others)} [held]"
+    return ""
 
 
 def _artifacts_in(plan_dir: Path) -> list[str]:
