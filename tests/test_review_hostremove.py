@@ -132,3 +132,22 @@ def test_a_worktree_switched_to_another_branch_is_reported_kept_not_removed(home
     assert path.is_dir() and git(path, "rev-parse", "fix-typo") == sha
     assert " kept: " in res.err and "fix-typo" in res.err, res.err
     assert host_outcome(home_repo, "ENG-16-x") == "kept"
+
+
+# -- restore ----------------------------------------------------------------------------------
+
+
+def test_restore_run_twice_after_the_branch_name_was_taken_reports_existing(topic):
+    # README: a rerun is `existing`. The first restore moved the topic to
+    # <branch>-restored, whose snapshot ref does not exist: the rerun said no-snapshot, exit 1.
+    write(topic.worktrees["home"] / "draft.txt", "draft\n")
+    assert run_cli("teardown", topic.id, "--force", cwd=topic.home).code == 0
+    git(topic.home, "branch", topic.branch, "main")
+    first = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert first.code == 0, first.out
+    back = Path(first.json["repos"][0]["worktree"])
+    again = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert again.code == 0, again.out
+    assert again.json["repos"][0]["status"] == "existing"
+    assert again.json["repos"][0]["worktree"] == str(back)
+    assert (back / "draft.txt").read_text() == "draft\n"

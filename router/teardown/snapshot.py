@@ -170,9 +170,21 @@ class RestoredRepo:
 def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> RestoredRepo:
     """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot."""
     snap = read_snapshot(repo.git, branch)
-    if snap is None:
-        return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
     record = _read_record(repo, topic_id)
+    if snap is None:
+        # An earlier restore that found the branch name taken moved the topic to
+        # ``<branch>-restored``: its snapshot is under the old name, and it is here.
+        there = _restored_on(record, branch)
+        if there is not None:
+            return RestoredRepo(
+                name,
+                RestoreStatus.EXISTING,
+                f"already restored to {there}",
+                _restored_field(record, "snapshot"),
+                branch,
+                there,
+            )
+        return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
     again = _already_restored(record, snap)
     if again is not None:
         return RestoredRepo(
@@ -250,6 +262,14 @@ def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
 def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:
     restored = record.restored if record else None
     return getattr(restored, key) if restored else None
+
+
+def _restored_on(record: state.TopicRecord | None, branch: str) -> Path | None:
+    """The worktree a restore made on ``branch``, while it is still there."""
+    if _restored_field(record, "branch") != branch:
+        return None
+    where = _restored_field(record, "worktree")
+    return Path(where) if where and (Path(where) / ".git").exists() else None
 
 
 def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path | None:
