@@ -151,3 +151,21 @@ def test_restore_run_twice_after_the_branch_name_was_taken_reports_existing(topi
     assert again.json["repos"][0]["status"] == "existing"
     assert again.json["repos"][0]["worktree"] == str(back)
     assert (back / "draft.txt").read_text() == "draft\n"
+
+
+def test_a_snapshot_keeps_the_edits_of_an_ignored_file_staged_with_add_force(topic):
+    # The snapshot's files come from `add --all` over HEAD's tree, which skips an
+    # ignored path HEAD lacks: the staged version survived (index commit), the
+    # later edit was lost, and the restored worktree had no file on disk (`AD`).
+    wt = topic.worktrees["home"]
+    write(wt / ".gitignore", "*.env\n")
+    write(wt / "local.env", "v1 staged\n")
+    git(wt, "add", "-f", "local.env")
+    write(wt / "local.env", "v2 edited after staging\n")
+    assert run_cli("teardown", topic.id, "--force", cwd=topic.home).code == 0
+    res = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0, res.out
+    back = Path(res.json["repos"][0]["worktree"])
+    assert (back / "local.env").read_text() == "v2 edited after staging\n"
+    assert git(back, "show", ":local.env") == "v1 staged"
+    assert "AM local.env" in status(back).splitlines()

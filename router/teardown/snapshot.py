@@ -71,8 +71,9 @@ def snapshot_worktree(
     try:
         head = wt.out("rev-parse", "--verify", "HEAD")
         staged = _index_commit(repo.git, wt, head, worktree)
+        forced = (*ignored, *_staged_new(wt, worktree, exclude))
         with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
-            tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude, ignored=ignored)
+            tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude, ignored=forced)
         return _commit(
             repo.git, tree, head, branch, f"snapshot of worktree {worktree}", index=staged
         )
@@ -95,6 +96,24 @@ def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
         raise SnapshotFailed(
             f"snapshot of {branch} failed: {exc.first_line}", locked=exc.lock_file is not None
         ) from None
+
+
+def _staged_new(wt: Git, worktree: Path, exclude: tuple[str, ...]) -> tuple[str, ...]:
+    """Files staged as new that are on disk: ``add --all`` skips one that is ignored (``add -f``).
+
+    The throw-away index starts from HEAD, which lacks them, so without this the
+    snapshot would keep only the staged version and lose the file's later edits.
+    """
+    out = wt.run(
+        "diff", "--cached", "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD", "--"
+    ).stdout
+    return tuple(
+        p
+        for p in out.split("\0")
+        if p
+        and os.path.isfile(worktree / p)
+        and not any(p == d or p.startswith(f"{d}/") for d in exclude)
+    )
 
 
 def _index_commit(git: Git, wt: Git, head: str, worktree: Path) -> str:
