@@ -1412,12 +1412,25 @@ def push_delete(
     )
 
 
+# refs/stash's reflog is the stash list itself (stash@{1} is an entry no newer
+# stash reaches): an explicit --expire-unreachable would apply to it too and drop
+# every stash but the newest (all of them once older than gc.reflogExpire).
+# The expiry is therefore given as config, with refs/stash set to never.
+KEEP_STASHES = ("gc.refs/stash.reflogExpire=never", "gc.refs/stash.reflogExpireUnreachable=never")
+
+
 def reflog_expire_unreachable(git: Git) -> None:
-    git.run("reflog", "expire", "--expire-unreachable=now", "--all", timeout=RECLAIM_TIMEOUT)
+    git.run(
+        "reflog",
+        "expire",
+        "--all",
+        timeout=RECLAIM_TIMEOUT,
+        config=("gc.reflogExpireUnreachable=now", *KEEP_STASHES),
+    )
 
 
 def gc_prune_now(git: Git) -> None:
-    git.run("gc", "--quiet", "--prune=now", timeout=RECLAIM_TIMEOUT)
+    git.run("gc", "--quiet", "--prune=now", timeout=RECLAIM_TIMEOUT, config=KEEP_STASHES)
 
 
 # -- local state: whether a path belongs to a repository ---------------------------

@@ -1,0 +1,57 @@
+"""Review: pr-cleanup, sweep and doctor --repair in situations that could lose work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers.fakegh import hide_gh, make_github_repo
+from helpers.origin import merge_on_origin
+from helpers.repos import commit, git, run_cli, write
+from helpers.topics import TOPIC_ID, new_topic
+
+
+@pytest.fixture
+def web(workspace: Path) -> Path:
+    return make_github_repo(workspace, "web")
+
+
+@pytest.fixture
+def no_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return hide_gh(tmp_path, monkeypatch)
+
+
+def pushed_topic(repo: Path, topic_id: str = TOPIC_ID) -> Path:
+    worktree = new_topic(repo, "Add rate limiting", topic_id=topic_id).worktrees["home"]
+    commit(worktree, "limits.py", "LIMIT = 10\n", "add limits")
+    commit(worktree, "test_limits.py", "assert True\n", "test limits")
+    git(worktree, "push", "-q", "origin", f"{topic_id}:{topic_id}")
+    return worktree
+
+
+def cleanup(repo: Path, *args: str, cwd: Path | None = None):
+    return run_cli("pr-cleanup", *args, "--json", cwd=cwd or repo)
+
+
+def steps(data: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in data["steps"]}
+
+
+# -- pr-cleanup --reclaim ------------------------------------------------------------------
+
+
+def test_reclaim_keeps_every_stash_entry(web, no_gh):
+    """--reclaim expires unreachable reflog entries; refs/stash's older entries are stashes, not log."""
+    pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    write(web / "README.md", "first stashed edit\n")
+    git(web, "stash", "push", "-q", "-m", "first")
+    write(web / "README.md", "second stashed edit\n")
+    git(web, "stash", "push", "-q", "-m", "second")
+    before = git(web, "stash", "list", "--format=%H %gs").splitlines()
+    assert len(before) == 2
+    res = cleanup(web, TOPIC_ID, "--reclaim")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["reclaim"]["outcome"] == "done"
+    assert git(web, "stash", "list", "--format=%H %gs").splitlines() == before
+    assert "first stashed edit" in git(web, "stash", "show", "-p", "stash@{1}")
