@@ -55,3 +55,23 @@ def test_reclaim_keeps_every_stash_entry(web, no_gh):
     assert steps(res.json)["reclaim"]["outcome"] == "done"
     assert git(web, "stash", "list", "--format=%H %gs").splitlines() == before
     assert "first stashed edit" in git(web, "stash", "show", "-p", "stash@{1}")
+
+
+# -- sweep -----------------------------------------------------------------------------------
+
+
+def leftovers(repo: Path) -> Path:
+    return repo / ".claude" / "worktrees"
+
+
+def test_sweep_keeps_a_nested_clone_under_tmp(home_repo):
+    """A repository someone made under tmp/ holds commits that exist nowhere else: not residue."""
+    clone = leftovers(home_repo) / "gone-topic" / "tmp" / "scratch-lib"
+    clone.mkdir(parents=True)
+    git(clone, "init", "-q")
+    commit(clone, "patch.py", "fix = True\n", "a local fix, never pushed")
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["swept"] == []
+    assert [k["reason"] for k in res.json["kept"]] == ["checkout"]
+    assert git(clone, "log", "--format=%s") == "a local fix, never pushed"

@@ -15,12 +15,14 @@ finished" is kept (``claimed``). The records are read after the directories
 were judged, and each candidate's ``.git`` is looked at once more after that:
 a creation that finished in between has its ``.git`` by then.
 
-This keeps what the shell loop of seed 002 keeps, with four deliberate
+This keeps what the shell loop of seed 002 keeps, with five deliberate
 differences, all on the careful side: a symlink, a fifo or any other
 non-directory entry counts as a file (the loop's ``find -type f`` overlooks
 them); an entry that is itself a symlink is kept, not unlinked; dot-named
 directories are examined too (the loop's ``*`` glob skips them); and a
-claimed directory (above) is kept.
+claimed directory (above) is kept; and a ``.git`` entry at any depth (a
+clone someone made under ``tmp/``) keeps the directory as a checkout, as
+one at its top does.
 """
 
 from __future__ import annotations
@@ -220,12 +222,17 @@ def classify(
     if (real or os.path.realpath(path)) in live:
         return SweepVerdict.LIVE, ()
     files = _files_under(path)
-    if os.path.lexists(path / ".git"):
+    if os.path.lexists(path / ".git") or any(_in_repository(f) for f in files):
         return SweepVerdict.CHECKOUT, files
     unexpected = tuple(f for f in files if not is_residue_file(f))
     if unexpected:
         return SweepVerdict.UNEXPECTED, unexpected
     return SweepVerdict.RESIDUE, ()
+
+
+def _in_repository(rel: str) -> bool:
+    """True for a ``.git`` entry at any depth: a clone made under ``tmp/`` holds commits of its own."""
+    return ".git" in rel.split("/")
 
 
 def is_residue_file(rel: str) -> bool:
