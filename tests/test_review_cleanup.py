@@ -75,3 +75,22 @@ def test_sweep_keeps_a_nested_clone_under_tmp(home_repo):
     assert res.json["swept"] == []
     assert [k["reason"] for k in res.json["kept"]] == ["checkout"]
     assert git(clone, "log", "--format=%s") == "a local fix, never pushed"
+
+
+def test_sweep_keeps_a_file_written_after_the_directory_was_judged(home_repo, monkeypatch):
+    """A writer adds work between the sweep's judgement and its removal: the work stays."""
+    import router.teardown.sweep as sweep_module
+
+    residue = leftovers(home_repo) / "gone-topic"
+    write(residue / "tmp" / "lsp.log", "log\n")
+    judged = sweep_module.claimed_names
+
+    def then_a_writer(common_dir):
+        write(residue / "src" / "draft.py", "written just now\n")
+        return judged(common_dir)
+
+    monkeypatch.setattr(sweep_module, "claimed_names", then_a_writer)
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert (residue / "src" / "draft.py").read_text() == "written just now\n"
+    assert res.json["swept"] == []
+    assert [(k["path"], k["files"]) for k in res.json["kept"]] == [(str(residue), ["src/draft.py"])]

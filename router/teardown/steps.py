@@ -37,7 +37,14 @@ from router.teardown.snapshot import (
     snapshot_branch,
     snapshot_worktree,
 )
-from router.teardown.sweep import SweepResult, SweepVerdict, classify, sweep
+from router.teardown.sweep import (
+    Kept,
+    SweepResult,
+    SweepVerdict,
+    classify,
+    remove_residue,
+    sweep,
+)
 from router.topic import state
 from router.topic.discovery import PLANS_DIR
 from router.topic.state import REMOVING, Picking
@@ -1207,10 +1214,15 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
             "residue-kept",
             f"{path} came back ({verdict}: {name_some(files)}): kept for you to look at",
         )
-    try:
-        shutil.rmtree(path)
-    except OSError as exc:
-        return failed(name, f"{path} came back and could not be removed: {exc.strerror}")
+    outcome = remove_residue(path)  # judged again once moved aside: a writer may be at it
+    if isinstance(outcome, Kept):
+        return refused(
+            name,
+            "residue-kept",
+            f"{path} came back ({outcome.reason}: {name_some(outcome.files)}): kept for you to look at",
+        )
+    if outcome is not None:
+        return failed(name, f"{path} came back and could not be removed: {outcome}")
     return done(name, f"{path} came back (a late writer) holding only residue: removed")
 
 

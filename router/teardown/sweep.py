@@ -153,9 +153,12 @@ def sweep(
             kept.append(Kept(path, verdict, files))
     if residue:
         residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
-    errors = [None] * len(residue) if dry_run else _remove_all(residue)
-    swept = tuple(p for p, e in zip(residue, errors, strict=True) if e is None)
-    failed = tuple((p, e) for p, e in zip(residue, errors, strict=True) if e is not None)
+    outcomes: list[str | Kept | None] = [None] * len(residue) if dry_run else _remove_all(residue)
+    swept = tuple(p for p, e in zip(residue, outcomes, strict=True) if e is None)
+    failed = tuple((p, e) for p, e in zip(residue, outcomes, strict=True) if isinstance(e, str))
+    late = [e for e in outcomes if isinstance(e, Kept)]
+    if late:
+        kept = sorted([*kept, *late], key=lambda k: k.path)
     return SweepResult(root, swept, tuple(kept), n_live, failed, dry_run)
 
 
@@ -199,15 +202,15 @@ def claimed_names(common_dir: Path) -> set[str]:
     return names
 
 
-def _remove_all(paths: list[Path]) -> list[str | None]:
+def _remove_all(paths: list[Path]) -> list[str | Kept | None]:
     """Remove directories in parallel: deleting is bound by the disk's latency, not the CPU
     (on a filesystem mounted with ``discard`` each rmdir waits for the device)."""
     if len(paths) < 4:
-        return [_remove_tree(p) for p in paths]
+        return [remove_residue(p) for p in paths]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=REMOVE_THREADS) as pool:
-        return list(pool.map(_remove_tree, paths))
+        return list(pool.map(remove_residue, paths))
 
 
 def classify(
@@ -270,9 +273,36 @@ def _files_under(path: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _remove_tree(path: Path) -> str | None:
+SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again
+
+
+def remove_residue(path: Path) -> str | Kept | None:
+    """Move ``path`` aside, judge it again, then delete it: None, the error, or why it was kept.
+
+    A writer may have added work since the directory was judged. Once it is
+    moved aside, a writer going by the path makes a new directory (the next
+    sweep judges that one), and what the moved one holds is judged again:
+    anything but residue is moved back and kept.
+    """
+    aside = path.with_name(f"{SWEEPING}{os.getpid()}-{path.name}"[:255])
     try:
-        shutil.rmtree(path)
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{exc.strerror}: {exc.filename}"
+    files = _files_under(aside)
+    unexpected = tuple(f for f in files if not is_residue_file(f) or _in_repository(f))
+    if unexpected:
+        try:
+            os.rename(aside, path)
+        except OSError as exc:
+            return f"written to while swept, kept at {aside} ({exc.strerror})"
+        if any(_in_repository(f) for f in files):
+            return Kept(path, SweepVerdict.CHECKOUT, files)
+        return Kept(path, SweepVerdict.UNEXPECTED, unexpected)
+    try:
+        shutil.rmtree(aside)
     except FileNotFoundError:
         return None
     except OSError as exc:
