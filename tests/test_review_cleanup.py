@@ -94,3 +94,25 @@ def test_sweep_keeps_a_file_written_after_the_directory_was_judged(home_repo, mo
     assert (residue / "src" / "draft.py").read_text() == "written just now\n"
     assert res.json["swept"] == []
     assert [(k["path"], k["files"]) for k in res.json["kept"]] == [(str(residue), ["src/draft.py"])]
+
+
+# -- doctor --repair -------------------------------------------------------------------------
+
+
+def test_repair_keeps_a_vanished_registration_whose_detached_head_holds_the_only_commit(
+    home_repo,
+):
+    """The registration's HEAD is the one ref to a commit made on a detached HEAD: it stays."""
+    path = leftovers(home_repo) / "scratch"
+    git(home_repo, "worktree", "add", "-q", "--detach", str(path))
+    sha = commit(path, "idea.py", "idea = 1\n", "committed on a detached HEAD")
+    import shutil
+
+    shutil.rmtree(path)
+    res = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    finding = next(f for f in res.json["findings"] if f["kind"] == "registration-dir-gone")
+    assert finding["repaired"] is False
+    assert str(path) in git(home_repo, "worktree", "list", "--porcelain")
+    # Still reachable from a ref or a worktree's HEAD: what git gc keeps.
+    assert sha not in git(home_repo, "fsck", "--unreachable", "--no-reflogs")

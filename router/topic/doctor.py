@@ -216,10 +216,27 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
             )
             detail += "run `git worktree unlock` first if it is really gone"
             found.append(_Problem(_with(finding, detail)))
+        elif unique := _detached_work(repo, entry):
+            # Its HEAD is the only ref to those commits: unregistering it would
+            # leave them to the next gc (teardown refuses the same detached HEAD).
+            head = (entry.head or "")[:12]
+            detail = (
+                f"its directory is gone, but its detached HEAD {head} holds {unique} commit(s) "
+                f"on no branch, tag or remote; kept: `git branch <name> {head}` keeps them, "
+                "then run doctor --repair again"
+            )
+            found.append(_Problem(_with(finding, detail)))
         else:
             detail = "registered worktree whose directory is gone"
             found.append(_Problem(_with(finding, detail), _unregister(repo, entry.path)))
     return found
+
+
+def _detached_work(repo: Repo, entry: WorktreeEntry) -> int:
+    """Commits only a detached registration's HEAD reaches (0 on a branch or an unborn HEAD)."""
+    if entry.branch is not None or entry.head is None:
+        return 0
+    return unique_commits(repo.git, entry.head, except_branch=None)
 
 
 def _with(finding: Finding, detail: str) -> Finding:
