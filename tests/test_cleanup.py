@@ -1030,3 +1030,20 @@ def test_merged_cleanup_refuses_a_nested_clone_holding_unpushed_work_touching_no
     assert git(web, "rev-parse", "main") == main_before  # not even the default branch moved
     assert worktree.is_dir() and TOPIC_ID in branches(web)
     assert git(clone, "rev-parse", "HEAD") == sha
+
+
+def test_reclaim_keeps_every_stash_entry(web, no_gh):
+    """--reclaim expires unreachable reflog entries; refs/stash's older entries are stashes, not log."""
+    pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    write(web / "README.md", "first stashed edit\n")
+    git(web, "stash", "push", "-q", "-m", "first")
+    write(web / "README.md", "second stashed edit\n")
+    git(web, "stash", "push", "-q", "-m", "second")
+    before = git(web, "stash", "list", "--format=%H %gs").splitlines()
+    assert len(before) == 2
+    res = cleanup(web, TOPIC_ID, "--reclaim")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["reclaim"]["outcome"] == "done"
+    assert git(web, "stash", "list", "--format=%H %gs").splitlines() == before
+    assert "first stashed edit" in git(web, "stash", "show", "-p", "stash@{1}")

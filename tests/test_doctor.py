@@ -227,3 +227,20 @@ def test_a_reused_feature_worktree_in_the_worktrees_section_is_no_finding(home_r
     assert run_cli("worktrees", TOPIC_ID, "--json", cwd=home_repo).code == 0
     assert f"- home: {feature}\n" in repos_md.read_text()
     assert _doctor(home_repo) == []
+
+
+def test_repair_keeps_a_vanished_registration_whose_detached_head_holds_the_only_commit(
+    home_repo,
+):
+    """The registration's HEAD is the one ref to a commit made on a detached HEAD: it stays."""
+    path = home_repo / ".claude" / "worktrees" / "scratch"
+    git(home_repo, "worktree", "add", "-q", "--detach", str(path))
+    sha = commit(path, "idea.py", "idea = 1\n", "committed on a detached HEAD")
+    shutil.rmtree(path)
+    res = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    finding = next(f for f in res.json["findings"] if f["kind"] == "registration-dir-gone")
+    assert finding["repaired"] is False
+    assert str(path) in git(home_repo, "worktree", "list", "--porcelain")
+    # Still reachable from a ref or a worktree's HEAD: what git gc keeps.
+    assert sha not in git(home_repo, "fsck", "--unreachable", "--no-reflogs")

@@ -18,7 +18,7 @@ from helpers.origin import commit_on_origin, merge_on_origin, push_branch
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 from helpers.topics import snapshot_of
 
-from router.topic import state
+from router.topic import holders, state
 
 TODAY = dt.date.today().isoformat()
 
@@ -421,3 +421,75 @@ def test_remove_never_acts_on_the_repo_the_hook_happens_to_run_in(workspace, mon
     res = remove(gone)
     assert (res.code, res.out) == (0, "") and "not-ours" in res.err
     assert junk.read_text() == "residue\n"
+
+
+# -- files under docs/plans/ that only team-router's info/exclude line hides ----------------
+
+
+def test_hook_keeps_a_file_under_docs_plans_outside_the_topics_plan_dir(home_repo):
+    # `new` puts /docs/plans/ in info/exclude: git status no longer shows this file,
+    # and `git worktree remove` deleted it without a word.
+    path = made(create(home_repo, "ENG-12-x"))
+    roadmap = write(path / "docs" / "plans" / "roadmap.md", "my roadmap, not committed yet\n")
+    assert status(path) == ""  # hidden by our exclude line, not by the user
+    res = remove(path)
+    assert res.code == 0 and "kept" in res.err and "docs/plans/roadmap.md" in res.err, res.err
+    assert roadmap.read_text() == "my roadmap, not committed yet\n"
+    assert record(home_repo, "ENG-12-x").host_removal.outcome == "kept"
+
+
+def test_hook_keeps_a_new_file_in_a_tracked_docs_plans(home_repo):
+    write(home_repo / "docs" / "plans" / "README.md", "plans live here\n")
+    git(home_repo, "add", "docs")
+    git(home_repo, "commit", "-q", "-m", "plans")
+    git(home_repo, "push", "-q", "origin", "main")
+    path = made(create(home_repo, "ENG-13-x"))
+    design = write(path / "docs" / "plans" / "2026-01-01-old" / "design.md", "to commit\n")
+    res = remove(path)
+    assert res.code == 0 and "kept" in res.err, res.err
+    assert design.read_text() == "to commit\n"
+
+
+# -- a discard intent is not a licence to take what another session holds or a lock keeps ---
+
+
+def test_a_discard_intent_keeps_a_worktree_another_live_session_holds(home_repo):
+    # README: "one that another live session holds ... is kept". --force (what discard
+    # maps to) would tear it down from under that session.
+    path = made(create(home_repo, "ENG-14-x"))
+    wip = write(path / "wip.txt", "the other session's work\n")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        other = holders.make_holder(sleeper.pid, session="s-2")
+        holders.register(home_repo / ".git", "ENG-14-x", other)
+        res = remove(path, discard_changes=True)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert res.code == 0 and "kept" in res.err and "held" in res.err, res.err
+    assert wip.read_text() == "the other session's work\n"
+    assert record(home_repo, "ENG-14-x").host_removal.outcome == "kept"
+
+
+def test_a_discard_intent_keeps_a_locked_worktree(home_repo):
+    path = made(create(home_repo, "ENG-15-x"))
+    git(home_repo, "worktree", "lock", "--reason", "keep me", str(path))
+    res = remove(path, discard_changes=True)
+    assert res.code == 0 and "kept" in res.err and "keep me" in res.err, res.err
+    assert path.is_dir() and "ENG-15-x" in branches(home_repo)
+
+
+# -- the outcome recorded is what happened ---------------------------------------------------
+
+
+def test_a_worktree_switched_to_another_branch_is_reported_kept_not_removed(home_repo):
+    # An agent made its own branch in the host's worktree: teardown keeps the worktree
+    # (it is on another branch), so the hook must not say, nor record, "removed".
+    path = made(create(home_repo, "ENG-16-x"))
+    git(path, "switch", "-q", "-c", "fix-typo")
+    sha = commit(path, "typo.txt", "fixed\n", "fix typo")
+    res = remove(path)
+    assert res.code == 0, res.err
+    assert path.is_dir() and git(path, "rev-parse", "fix-typo") == sha
+    assert " kept: " in res.err and "fix-typo" in res.err, res.err
+    assert record(home_repo, "ENG-16-x").host_removal.outcome == "kept"

@@ -208,3 +208,58 @@ def test_a_refused_restore_names_its_error(home_repo):
     assert res.json["error"]["code"] == "restore-refused"
     assert "path-taken" in res.json["error"]["message"]
     assert (wt / "in-the-way.txt").read_text() == "someone else's\n"
+
+
+# -- work the snapshot and restore must keep ----------------------------------------------
+
+
+def test_teardown_refuses_hidden_docs_plans_files_and_force_snapshots_them_for_restore(topic):
+    wt = topic.worktrees["home"]
+    roadmap = write(wt / "docs" / "plans" / "roadmap.md", "mine\n")
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree", res.out
+    assert "docs/plans/roadmap.md" in res.json["error"]["message"]
+    assert roadmap.read_text() == "mine\n"
+    res = run_cli("teardown", topic.id, "--json", "--force", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    assert not wt.exists()
+    ref = f"refs/team-router/snapshots/{topic.branch}"
+    assert git(topic.home, "show", f"{ref}:docs/plans/roadmap.md") == "mine"
+    res = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    back = Path(res.json["repos"][0]["worktree"])
+    assert (back / "docs" / "plans" / "roadmap.md").read_text() == "mine\n"
+
+
+def test_restore_run_twice_after_the_branch_name_was_taken_reports_existing(topic):
+    # README: a rerun is `existing`. The first restore moved the topic to
+    # <branch>-restored, whose snapshot ref does not exist: the rerun said no-snapshot, exit 1.
+    write(topic.worktrees["home"] / "draft.txt", "draft\n")
+    assert run_cli("teardown", topic.id, "--force", cwd=topic.home).code == 0
+    git(topic.home, "branch", topic.branch, "main")
+    first = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert first.code == 0, first.out
+    back = Path(first.json["repos"][0]["worktree"])
+    again = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert again.code == 0, again.out
+    assert again.json["repos"][0]["status"] == "existing"
+    assert again.json["repos"][0]["worktree"] == str(back)
+    assert (back / "draft.txt").read_text() == "draft\n"
+
+
+def test_a_snapshot_keeps_the_edits_of_an_ignored_file_staged_with_add_force(topic):
+    # The snapshot's files come from `add --all` over HEAD's tree, which skips an
+    # ignored path HEAD lacks: the staged version survived (index commit), the
+    # later edit was lost, and the restored worktree had no file on disk (`AD`).
+    wt = topic.worktrees["home"]
+    write(wt / ".gitignore", "*.env\n")
+    write(wt / "local.env", "v1 staged\n")
+    git(wt, "add", "-f", "local.env")
+    write(wt / "local.env", "v2 edited after staging\n")
+    assert run_cli("teardown", topic.id, "--force", cwd=topic.home).code == 0
+    res = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0, res.out
+    back = Path(res.json["repos"][0]["worktree"])
+    assert (back / "local.env").read_text() == "v2 edited after staging\n"
+    assert git(back, "show", ":local.env") == "v1 staged"
+    assert "AM local.env" in status(back).splitlines()

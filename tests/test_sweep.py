@@ -4,7 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers.repos import git, make_repo, run_cli, write
+from helpers.repos import commit, git, make_repo, run_cli, write
 
 # Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
 SEED_LOOP = Path(__file__).with_name("seed_sweep_loop.sh").read_text(encoding="utf-8")
@@ -240,3 +240,35 @@ def test_dry_run_names_what_would_be_swept_and_removes_nothing(home_repo):
     text = run_cli("sweep", "--dry-run", cwd=home_repo)
     assert text.out.strip() == f"would sweep: {leftovers(home_repo) / 'gone-topic'}"
     assert residue.exists()
+
+
+def test_sweep_keeps_a_nested_clone_under_tmp(home_repo):
+    """A repository someone made under tmp/ holds commits that exist nowhere else: not residue."""
+    clone = leftovers(home_repo) / "gone-topic" / "tmp" / "scratch-lib"
+    clone.mkdir(parents=True)
+    git(clone, "init", "-q")
+    commit(clone, "patch.py", "fix = True\n", "a local fix, never pushed")
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["swept"] == []
+    assert [k["reason"] for k in res.json["kept"]] == ["checkout"]
+    assert git(clone, "log", "--format=%s") == "a local fix, never pushed"
+
+
+def test_sweep_keeps_a_file_written_after_the_directory_was_judged(home_repo, monkeypatch):
+    """A writer adds work between the sweep's judgement and its removal: the work stays."""
+    import router.teardown.sweep as sweep_module
+
+    residue = leftovers(home_repo) / "gone-topic"
+    write(residue / "tmp" / "lsp.log", "log\n")
+    judged = sweep_module.claimed_names
+
+    def then_a_writer(common_dir):
+        write(residue / "src" / "draft.py", "written just now\n")
+        return judged(common_dir)
+
+    monkeypatch.setattr(sweep_module, "claimed_names", then_a_writer)
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert (residue / "src" / "draft.py").read_text() == "written just now\n"
+    assert res.json["swept"] == []
+    assert [(k["path"], k["files"]) for k in res.json["kept"]] == [(str(residue), ["src/draft.py"])]

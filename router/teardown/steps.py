@@ -1015,8 +1015,9 @@ def hidden_work(worktree: Path, topic_id: str | None) -> tuple[str, ...]:
     ``new`` adds ``/docs/plans/`` to the repo's ``info/exclude`` so a plan dir
     stays out of ``git status``; that line hides every other untracked file
     under ``docs/plans/`` of every worktree too, and neither git's dirty check
-    nor ``add --all`` sees them. They are the user's work all the same (a
-    ``.gitignore`` that ignores one still counts). The topic's own plan dir
+    nor ``add --all`` sees them. They are the user's work all the same; one
+    a ``.gitignore`` ignores is not (ignored files are never work to teardown,
+    as in git's own check). The topic's own plan dir
     (``docs/plans/<topic_id>/``) is not counted: it is the run's, its own
     rules apply. Nothing is listed behind a symlinked ``docs/`` or
     ``docs/plans/`` (removing the worktree deletes the link, not its target);
