@@ -219,6 +219,7 @@ def test_teardown_refuses_hidden_docs_plans_files_and_force_snapshots_them_for_r
     res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
     assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree", res.out
     assert "docs/plans/roadmap.md" in res.json["error"]["message"]
+    assert "`git add -f` those under docs/plans/" in res.json["error"]["message"]
     assert roadmap.read_text() == "mine\n"
     res = run_cli("teardown", topic.id, "--json", "--force", cwd=topic.home)
     assert res.code == 0, res.out + res.err

@@ -1068,10 +1068,14 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
             "remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force"
         )
     if status.dirty:
+        hidden = any(p.startswith(f"{PLANS_DIR}/") for p in status.untracked)
+        # git status does not list them (our info/exclude line): a plain `git add` skips them.
+        add = f" (`git add -f` those under {PLANS_DIR}/)" if hidden else ""
         return refused(
             "remove",
             "dirty-worktree",
-            f"{path} has {describe_dirt(status)}; commit them, or pass --force to snapshot and remove",
+            f"{path} has {describe_dirt(status)}; commit them{add}, or pass --force to snapshot "
+            "and remove",
         )
     return None
 
