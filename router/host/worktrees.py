@@ -180,15 +180,9 @@ def _tear_down(
                 f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
                 f"{topic_id}` when the run is finished"
             )
-        guarded = _guarded(scope.home, topic_id, path) if discard else ""
-        if guarded:
-            # A discard intent is --force for the work in this worktree, not for a lock
-            # or another live session: those keep it, as they do without the intent.
-            return kept(
-                f"{guarded}; it stays: `team-router teardown {topic_id} --force` snapshots and "
-                "removes it once that is what you want"
-            )
-        done = teardown(repo.primary, topic_id, force=discard, wait=wait, echo=echo)
+        # A discard intent is --force for the work in this worktree, not for a lock or
+        # another live session: those keep it, as they do without the intent.
+        done = teardown(repo.primary, topic_id, force=discard, keep_held=True, wait=wait, echo=echo)
     except RouterError as exc:
         # The refusal names what holds work; the worktree stays as it is.
         return kept(
@@ -222,21 +216,6 @@ def _tear_down(
         return RemoveResult(path, RemoveOutcome.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
     return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
-
-
-def _guarded(home: Repo, topic_id: str, path: Path) -> str:
-    """Why even a discard must keep the worktree: a lock on it, or another live holder ("": none)."""
-    from router.topic.holders import describe, other_holders
-    from router.topic.workspace import find_worktree
-
-    entry = find_worktree(home.git.worktree_list(), path)
-    if entry is not None and entry.locked:
-        why = f" ({entry.lock_reason})" if entry.lock_reason else ""
-        return f"it is locked{why} [locked-worktree]"
-    others = other_holders(home.common_dir, topic_id)
-    if others:
-        return f"{topic_id} is held by {', '.join(describe(h) for h in others)} [held]"
-    return ""
 
 
 def _artifacts_in(plan_dir: Path) -> list[str]:

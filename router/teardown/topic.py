@@ -107,6 +107,9 @@ class TeardownOptions:
     echo: Echo | None = None
     stop: threading.Event | None = None  # set by Ctrl-C: every repo stops at a step boundary
     remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
+    # --force for the work in the worktree only: a lock or another live holder still
+    # keeps it (the host's discard intent, which cannot be asked "are you sure?").
+    keep_held: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +321,8 @@ def _plan_blockers(
         if blocker is not None:
             found.append(blocker)
         found += _detached_loss(repo, plan, entry)
+    elif entry is not None and opts.keep_held and entry.locked:
+        found.append(worktree_blocker(plan.worktree, entry, StatusReport()))  # type: ignore[arg-type]
     if plan.tip is not None and plan.default is None and not opts.force:
         found.append(
             refused(
@@ -739,6 +744,7 @@ def teardown(
     echo: Echo | None = None,
     stop: threading.Event | None = None,
     remove_reused: bool = False,
+    keep_held: bool = False,
 ) -> TeardownResult:
     """Plan every repo of the topic, refuse if any would lose work, then tear each down.
 
@@ -746,7 +752,9 @@ def teardown(
     ``.teamteardown`` line starts after it, in any repo.
     """
     scope = resolve_topic(cwd, target)
-    opts = TeardownOptions(integrate, force, dry_run, line_timeout, echo, stop, remove_reused)
+    opts = TeardownOptions(
+        integrate, force, dry_run, line_timeout, echo, stop, remove_reused, keep_held
+    )
     if dry_run:
         plans = _with_holders(
             scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
@@ -831,7 +839,7 @@ def _with_holders(
     if not others or not plans:
         return plans
     who = ", ".join(describe(h) for h in others)
-    if opts.force:
+    if opts.force and not opts.keep_held:
         note = f"--force: tearing {scope.id} down although {who} still holds it"
         return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
     blocker = refused("remove", "held", f"{scope.id} is held by {who}; release it or pass --force")
