@@ -17,7 +17,7 @@ from helpers.origin import bare_origin, commit_on_origin, merge_on_origin
 from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import TOPIC_ID, new_topic
 
-from router.topic import state
+from router.topic import holders, state
 
 # -- helpers ---------------------------------------------------------------------------
 
@@ -1047,3 +1047,31 @@ def test_reclaim_keeps_every_stash_entry(web, no_gh):
     assert steps(res.json)["reclaim"]["outcome"] == "done"
     assert git(web, "stash", "list", "--format=%H %gs").splitlines() == before
     assert "first stashed edit" in git(web, "stash", "show", "-p", "stash@{1}")
+
+
+def test_reclaim_waits_while_another_session_works_in_the_repo(web, no_gh):
+    # gc --prune=now deletes unreachable objects at once, also those another
+    # session's `git commit` has written and not yet put on a branch.
+    pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    other = new_topic(web, "Another feature", topic_id="2026-05-02-another").worktrees["home"]
+    write(other / "draft.py", "half done\n")
+    loose = git(other, "hash-object", "-w", "draft.py")  # written, on no branch yet
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        holder = holders.make_holder(sleeper.pid, session="s-2")
+        holders.register(web / ".git", "2026-05-02-another", holder)
+        res = cleanup(web, TOPIC_ID, "--reclaim")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert res.code == 1, res.out + res.err
+    reclaim = steps(res.json)["reclaim"]
+    assert reclaim["outcome"] == "refused" and "session s-2" in reclaim["detail"], reclaim
+    assert git(web, "cat-file", "-t", loose) == "blob"  # nothing was pruned
+    assert steps(res.json)["branch"]["outcome"] == "done"  # the rest of the cleanup ran
+    # The session ended (its holder is stale): the rerun reclaims.
+    res = cleanup(web, TOPIC_ID, "--reclaim")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["reclaim"]["outcome"] == "done"
+    assert git(web, "cat-file", "-t", loose, check=False) == ""

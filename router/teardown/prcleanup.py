@@ -931,12 +931,33 @@ def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
         return skipped(
             "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
         )
+    working = _working_elsewhere(repo)
+    if working:
+        return refused(
+            "reclaim",
+            "held",
+            f"{working} works in this repository, and `git gc --prune=now` could delete the "
+            "objects it is writing (a commit under way); nothing was expired: run this again "
+            "with --reclaim once it is done",
+        )
     try:
         g.reflog_expire_unreachable(repo.git)
         g.gc_prune_now(repo.git)
     except GitError as exc:
         return failed("reclaim", f"reclaiming space failed ({exc.first_line})", exc.code)
     return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
+
+
+def _working_elsewhere(repo: Repo) -> str:
+    """The other live sessions holding any topic of this repository, named ("": none)."""
+    from router.topic.holders import describe, other_holders, topics_with_holders
+
+    found = {
+        describe(holder)
+        for topic_id in topics_with_holders(repo.common_dir)
+        for holder in other_holders(repo.common_dir, topic_id)
+    }
+    return ", ".join(sorted(found))
 
 
 def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
