@@ -611,3 +611,48 @@ def test_a_created_secondary_costs_two_git_processes(workspace, tmp_path):
     verbs = git_verbs(log)
     assert verbs["fetch"] == len(names)
     assert verbs == {"fetch": len(names), "worktree": len(names)}, dict(verbs)
+
+
+@pytest.mark.parametrize("step", ("setup", "record"))
+def test_a_rerun_killed_after_it_made_the_worktree_still_moves_the_fallen_back_plan_dir(
+    home_repo, step
+):
+    _fallen_back(home_repo)
+    crashed = run("worktrees", FALLBACK_ID, "--json", cwd=home_repo, crash_at=step)
+    assert crashed.code == 137, crashed.err
+    again = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    moved = home_repo / ".claude" / "worktrees" / FALLBACK_ID / "docs" / "plans" / FALLBACK_ID
+    assert again.json["plan_dir"] == str(moved)
+    assert (moved / "task.md").read_text() == "# Task\n"
+    assert status(home_repo) == "" and not (home_repo / "docs").exists()
+
+
+def test_new_run_again_after_a_kill_that_made_the_worktree_still_moves_the_plan_dir(home_repo):
+    _fallen_back(home_repo)
+    args = ("new", "Add rate limiting", "--id", FALLBACK_ID, "--json")
+    assert run(*args, cwd=home_repo, crash_at="record").code == 137
+    again = run_cli(*args, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    moved = home_repo / ".claude" / "worktrees" / FALLBACK_ID / "docs" / "plans" / FALLBACK_ID
+    assert (again.json["home"]["status"], again.json["plan_dir"]) == ("existing", str(moved))
+    assert (moved / "task.md").read_text() == "# Task\n"
+    assert status(home_repo) == "" and not (home_repo / "docs").exists()
+
+
+def test_a_fallen_back_plan_dir_never_replaces_one_the_branch_already_holds(home_repo):
+    plan = _fallen_back(home_repo)
+    wt = home_repo / ".claude" / "worktrees" / FALLBACK_ID
+    side = home_repo.parent / "side"
+    git(home_repo, "worktree", "add", "-q", "-b", FALLBACK_ID, str(side), "main")
+    write(side / "docs" / "plans" / FALLBACK_ID / "notes.md", "committed notes\n")
+    git(side, "add", "-f", "docs")
+    git(side, "commit", "-q", "-m", "plan notes")
+    git(home_repo, "worktree", "remove", str(side))
+    res = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["repos"][0]["status"] == "created"
+    assert res.json["plan_dir"] == str(plan)
+    assert "holds files too" in res.json["warnings"][-1]
+    assert (plan / "task.md").read_text() == "# Task\n"
+    assert (wt / "docs" / "plans" / FALLBACK_ID / "notes.md").read_text() == "committed notes\n"

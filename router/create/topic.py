@@ -93,9 +93,8 @@ def new_topic(
                 # A rerun after a fallback: the same rule as `worktrees` (the
                 # plan dir moves into the new worktree, or everything stays).
                 report = _home_report(repo, fallen, topic, wait)
-                plan_dir = (
-                    _move_plan_dir(fallen, report) if report.status is Status.CREATED else fallen
-                ).path
+                moved, report = _move_plan_dir(fallen, report)
+                plan_dir = moved.path
             else:
                 report = ensure(job)
                 plan_dir = (report.worktree or repo.primary) / PLANS_DIR / topic.id
@@ -254,6 +253,10 @@ def setup_worktrees(
     home_repo, plan = resolve(cwd, target)
     topic = parse_id(plan.id)
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
+        # A run killed between making the worktree and moving the plan dir into
+        # it left an empty plan dir there, which discovery may find first: the
+        # main tree's, which the record names, is the topic's until it moves.
+        plan = _fallen_back_plan(home_repo, topic) or plan
         repos_md = plan.path / REPOS_MD
         parsed = read_repos_md(repos_md) if repos_md.is_file() else None
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
@@ -264,8 +267,7 @@ def setup_worktrees(
             home, *ran = ensure_all([home_job, *jobs])
         else:
             home, ran = home_job, ensure_all(jobs)
-        if home.status is Status.CREATED:
-            plan = _move_plan_dir(plan, home)
+        plan, home = _move_plan_dir(plan, home)
         created = dict(zip((j.name for j in jobs), ran, strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
         mode = "multi" if parsed else "single"
@@ -356,14 +358,27 @@ def _ahead_of_origin(repo: Repo) -> bool:
     return repo.git.count_commits(f"{target}..HEAD") > 0
 
 
-def _move_plan_dir(plan: PlanDir, home: CreateReport) -> PlanDir:
-    """Move a fallen-back topic's plan dir from the main tree into its new home worktree."""
+def _move_plan_dir(plan: PlanDir, home: CreateReport) -> tuple[PlanDir, CreateReport]:
+    """Move a fallen-back topic's plan dir from the main tree into its home worktree.
+
+    Also when the worktree already existed: a run killed after making it, before
+    the move, leaves the move to the rerun. A plan dir there that holds files
+    is never written over: both stay, and a warning names them.
+    """
     old = plan.path
+    if home.status not in {Status.CREATED, Status.EXISTING}:
+        return plan, home
     if home.worktree is None or home.worktree in old.parents:
-        return plan
+        return plan, home
     new = home.worktree / PLANS_DIR / plan.id
-    if new.is_dir() and not any(new.iterdir()):
+    if new.is_dir() and not new.is_symlink() and not any(new.iterdir()):
         new.rmdir()  # the empty one the pipeline's setup made
+    if os.path.lexists(new):
+        warning = (
+            f"home: the plan dir stays in the main tree ({old}): {new} holds files too; "
+            f"merge the two by hand into {new}, delete {old}, then run this again"
+        )
+        return plan, dataclasses.replace(home, warnings=(*home.warnings, warning))
     new.parent.mkdir(parents=True, exist_ok=True)
     os.rename(old, new)
     for parent in (old.parent, old.parent.parent):  # docs/plans, docs: only when now empty
@@ -371,7 +386,7 @@ def _move_plan_dir(plan: PlanDir, home: CreateReport) -> PlanDir:
             parent.rmdir()
         except OSError:
             break
-    return plan._replace(dir=str(new), checkout=str(home.worktree))
+    return plan._replace(dir=str(new), checkout=str(home.worktree)), home
 
 
 def _order(parsed: object) -> list[str]:
