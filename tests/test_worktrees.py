@@ -656,3 +656,22 @@ def test_a_fallen_back_plan_dir_never_replaces_one_the_branch_already_holds(home
     assert "holds files too" in res.json["warnings"][-1]
     assert (plan / "task.md").read_text() == "# Task\n"
     assert (wt / "docs" / "plans" / FALLBACK_ID / "notes.md").read_text() == "committed notes\n"
+
+
+def test_a_fallen_back_topic_whose_worktrees_rerun_fails_again_keeps_its_request(home_repo):
+    # new falls back (a post-checkout hook git-lfs left), `worktrees` tries again
+    # before the fix and falls back too: the same `new`, once fixed, is still
+    # this topic (not a `-2` beside the plan dir left in the main tree).
+    hook = _failing_post_checkout(home_repo)
+    args = ("new", "Add rate limiting", "--date", "2026-05-01", "--json")
+    assert run_cli(*args, cwd=home_repo).json["home"]["status"] == "fallback"
+    write(home_repo / "docs" / "plans" / FALLBACK_ID / "task.md", "# Task\n")
+    again = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+    assert again.json["repos"][0]["status"] == "fallback"
+    hook.unlink()
+    res = run_cli(*args, cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    moved = home_repo / ".claude" / "worktrees" / FALLBACK_ID / "docs" / "plans" / FALLBACK_ID
+    assert (res.json["id"], res.json["home"]["status"]) == (FALLBACK_ID, "created")
+    assert res.json["plan_dir"] == str(moved)
+    assert (moved / "task.md").read_text() == "# Task\n"

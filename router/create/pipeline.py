@@ -191,13 +191,18 @@ def _forget_creation(repo: Repo, topic_id: str) -> None:
     record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: doctor reports it
     if record is None:
         return
-    gone = not repo.git.branch_exists(record.branch)  # then it describes nothing any more
+    gone = not repo.git.branch_exists(record.branch)  # then its creation describes nothing
 
     def change(r: state.TopicRecord) -> state.TopicRecord | None:
-        return (
-            None
-            if gone
-            else dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+        if not gone:
+            return dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+        if r.plan_dir is None and not r.repos and not r.temp_paths:
+            return None  # only this creation's: nothing of it is left
+        # The home record of a topic that exists already, its plan dir in the
+        # main tree (a fallback): its request, plan dir, repos and temp paths still
+        # matter; a rerun of the same `new` finds its id by the request, not a `-2`.
+        return dataclasses.replace(
+            r, worktree=None, base_commit=None, branch_created=False, steps=()
         )
 
     state.update_record(repo.common_dir, topic_id, change)
