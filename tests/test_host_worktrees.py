@@ -493,3 +493,19 @@ def test_a_worktree_switched_to_another_branch_is_reported_kept_not_removed(home
     assert path.is_dir() and git(path, "rev-parse", "fix-typo") == sha
     assert " kept: " in res.err and "fix-typo" in res.err, res.err
     assert record(home_repo, "ENG-16-x").host_removal.outcome == "kept"
+
+
+def test_a_name_whose_topic_reused_the_users_checkout_is_refused_not_handed_to_the_host(
+    home_repo,
+):
+    feat = home_repo.parent / "feat"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(feat), "main")
+    write(feat / "wip.txt", "the user's work in progress\n")
+    made_by_new = run_cli("new", "fix login", "--json", cwd=feat)
+    assert made_by_new.json["home"]["status"] == "reused"
+    for name in ("fix login", made_by_new.json["id"]):
+        res = create(home_repo, name)
+        assert (res.code, res.out) == (1, ""), res.out
+        assert "[isolation-failed]" in res.err and str(feat) in res.err
+    assert worktree_paths(home_repo) == [str(home_repo), str(feat)]
+    assert (feat / "wip.txt").read_text() == "the user's work in progress\n"

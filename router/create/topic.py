@@ -99,7 +99,7 @@ def new_topic(
                 report = ensure(job)
                 plan_dir = (report.worktree or repo.primary) / PLANS_DIR / topic.id
             if isolated:
-                _require_worktree(report)
+                _require_worktree(report, repo.worktree_path(topic.branch))
             _make_plan_dir(plan_dir, report.warnings)
             _remember_home(repo, topic, plan_dir, [report], description=description)
         return NewResult(topic, plan_dir, report)
@@ -108,9 +108,18 @@ def new_topic(
     )
 
 
-def _require_worktree(report: CreateReport) -> None:
-    if report.status in {Status.CREATED, Status.EXISTING}:
+def _require_worktree(report: CreateReport, own: Path) -> None:
+    if report.status in {Status.CREATED, Status.EXISTING} and report.worktree == own:
         return
+    if report.status is Status.EXISTING:
+        # The topic works in a checkout an earlier `new` reused (the user's own
+        # linked worktree, on their branch): handing it to the host as its
+        # isolated worktree would put the session in the user's work.
+        raise Refusal(
+            "isolation-failed",
+            f"the topic works in {report.worktree}, a checkout team-router reused rather than "
+            f"made; work there directly, or name another worktree",
+        )
     raise Refusal(
         "isolation-failed",
         f"no worktree was made in {report.path} ({report.reason}: {report.message}); "
