@@ -265,7 +265,9 @@ def setup_worktrees(
         # A run killed between making the worktree and moving the plan dir into
         # it left an empty plan dir there, which discovery may find first: the
         # main tree's, which the record names, is the topic's until it moves.
-        plan = _fallen_back_plan(home_repo, topic) or plan
+        fallen = _fallen_back_plan(home_repo, topic)
+        if fallen is not None and _empty_dir(plan.path):
+            plan = fallen
         repos_md = plan.path / REPOS_MD
         parsed = read_repos_md(repos_md) if repos_md.is_file() else None
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
@@ -285,6 +287,13 @@ def setup_worktrees(
         updated = _write_back(repos_md, parsed, reports) if parsed else False
         _remember_home(home_repo, topic, plan.path, reports)
     return WorktreesResult(topic, plan.path, mode, reports, updated)
+
+
+def _empty_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+    except OSError:
+        return False
 
 
 def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | CreateReport:
