@@ -431,3 +431,30 @@ def test_a_failing_post_checkout_hook_leaves_no_registration_or_branch_behind(ho
     assert again.code == 0, again.out + again.err
     assert (again.json["id"], again.json["home"]["status"]) == (ID, "created")
     assert branches(home_repo) == [ID, "main"]
+
+
+def test_a_branch_of_that_name_on_origin_only_is_named_with_the_way_to_take_it(
+    home_repo, workspace
+):
+    # Started on another machine and pushed: the new local branch is cut from
+    # origin/HEAD as always, and the warning names origin's work and the fix.
+    other = workspace.parent / "other-clone"
+    git(workspace, "clone", "-q", str(workspace.parent / "origins" / "web.git"), str(other))
+    git(other, "switch", "-q", "-c", ID)
+    theirs = commit(other, "started.txt", "begun elsewhere\n")
+    git(other, "push", "-q", "origin", ID)
+    res = new(home_repo)
+    assert res.code == 0, res.err
+    wt = home_repo / ".claude" / "worktrees" / ID
+    assert git(wt, "rev-parse", "HEAD") == git(home_repo, "rev-parse", "origin/main")
+    warning = next(w for w in res.json["warnings"] if f"origin already has a branch {ID}" in w)
+    assert f"git -C {wt} merge --ff-only origin/{ID}" in warning and theirs[:12] in warning
+    git(wt, "merge", "-q", "--ff-only", f"origin/{ID}")  # the named fix takes it
+    assert (wt / "started.txt").read_text() == "begun elsewhere\n"
+
+
+def test_a_merged_branch_of_that_name_on_origin_is_not_named(home_repo):
+    git(home_repo, "push", "-q", "origin", f"main:{ID}")  # all of it in origin/HEAD
+    res = new(home_repo)
+    assert res.code == 0, res.err
+    assert not [w for w in res.json["warnings"] if "origin already has" in w]

@@ -257,12 +257,16 @@ class _Pipeline:
         """
         if self.prefetch.started:
             self.prefetch.result()
-        refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD)
+        refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD, self._origin_branch_ref)
         self.commits = self.git.commits(refs)
 
     @property
     def _branch_ref(self) -> str:
         return f"refs/heads/{self.branch}"
+
+    @property
+    def _origin_branch_ref(self) -> str:
+        return f"refs/remotes/origin/{self.branch}"
 
     def _run(self) -> CreateReport:
         state.crash_point("inspect")
@@ -675,6 +679,7 @@ class _Pipeline:
             self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
         head = self.commits[_ORIGIN_HEAD] if has_origin else None
         if head is not None:
+            self._name_origins_branch(head)
             return head
         why = (
             "origin has no HEAD (run `git remote set-head origin --auto`)"
@@ -692,6 +697,22 @@ class _Pipeline:
             )
         self.warnings.append(f"{self.job.name}: {why}; branching from local {found.name}")  # type: ignore[union-attr]
         return commit
+
+    def _name_origins_branch(self, base: str) -> None:
+        """Warn when origin has a branch of this name (pushed from elsewhere) the new one is not.
+
+        The local branch is cut from origin/HEAD as always; a push from it would
+        be rejected (or, forced, would drop origin's commits), so the way to
+        take origin's work is named.
+        """
+        theirs = self.commits.get(self._origin_branch_ref)
+        if theirs is None or theirs == base or self.git.is_ancestor(theirs, base):
+            return  # none, or all of it is in origin/HEAD already (merged)
+        self.warnings.append(
+            f"{self.job.name}: origin already has a branch {self.branch} ({theirs[:12]}), "
+            f"and the new one starts from origin/HEAD instead; to continue that work, run "
+            f"`git -C {self.path} merge --ff-only origin/{self.branch}` before committing"
+        )
 
     # add / verify ---------------------------------------------------------------
 
