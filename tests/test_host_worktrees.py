@@ -509,3 +509,19 @@ def test_a_name_whose_topic_reused_the_users_checkout_is_refused_not_handed_to_t
         assert "[isolation-failed]" in res.err and str(feat) in res.err
     assert worktree_paths(home_repo) == [str(home_repo), str(feat)]
     assert (feat / "wip.txt").read_text() == "the user's work in progress\n"
+
+
+def test_a_checkout_left_after_its_topic_was_torn_down_is_reported_kept_not_removed(home_repo):
+    # The user's own linked worktree, reused by `new`: teardown keeps it. A
+    # removal asked for after that must not say "removed" while it is there.
+    feat = home_repo.parent / "feat"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(feat), "main")
+    made_by_new = run_cli("new", "fix login", "--json", cwd=feat)
+    assert made_by_new.json["home"]["status"] == "reused"
+    topic_id = made_by_new.json["id"]
+    assert run_cli("teardown", topic_id, cwd=home_repo).code == 0
+    assert feat.is_dir()
+    res = remove(feat, discard_changes=True)
+    assert res.code == 0, res.err
+    assert f"{feat} ({topic_id}) kept:" in res.err, res.err
+    assert feat.is_dir() and "feature-x" in branches(home_repo)

@@ -146,6 +146,10 @@ def worktree_remove(
         return _swept(repo, RemoveResult(path, RemoveOutcome.NOT_OURS, detail))
     topic_id, finished = found
     if finished:
+        if os.path.isdir(path):
+            # Teardown kept it (a checkout `new` reused, say): it is not gone.
+            detail = "its topic was already torn down, and teardown kept this checkout"
+            return _swept(repo, RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id))
         detail = "its topic was already torn down"
         return _swept(repo, RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id))
     result = _tear_down(repo, topic_id, path, discard=discard, wait=wait, echo=echo)
