@@ -1483,6 +1483,26 @@ def repository_below(directory: Path) -> Path | None:
     return None
 
 
+def repository_above(directory: Path) -> Path | None:
+    """The nearest ``.git`` entry or git dir at or above ``directory``, without asking git.
+
+    Finds what git itself no longer opens: a worktree whose repository was
+    moved (its ``.git`` file points at nothing) or a clone whose ``.git`` lost
+    its ``HEAD``. Git answers "not a git repository" there, yet the files are
+    someone's work.
+    """
+    current = os.path.realpath(directory)
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")):
+            return Path(current, ".git")
+        if _looks_like_git_dir(current):
+            return Path(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
 def _looks_like_git_dir(path: str) -> bool:
     # git's own test (setup.c is_git_directory): HEAD, objects/ and refs/. A
     # bare repository or a separated git dir has no ".git" entry to find.

@@ -420,3 +420,24 @@ def test_local_state_waits_for_every_repos_worktree_to_be_gone(workspace, tmp_pa
     assert seen.read_text() == "gone\n"
     assert not api_worktree.exists()
     assert git(topic.repos["api"], "rev-parse", "--verify", "main")  # and nothing else went
+
+
+def test_a_temp_path_inside_a_work_tree_git_cannot_open_is_refused(topic, tmp_path):
+    # A worktree whose repository was moved (its .git file points at nothing)
+    # and a clone whose .git lost its HEAD: git answers "not a git repository"
+    # for both, yet the files in them are someone's work.
+    tmp = Path(os.environ["TMPDIR"])
+    other = make_repo(tmp_path / "src", "other", origin=False)
+    moved_wt = tmp / "moved-wt"
+    git(other, "worktree", "add", "-q", "-b", "side", str(moved_wt))
+    notes = write(moved_wt / "src" / "notes.txt", "uncommitted work\n")
+    other.rename(tmp_path / "src" / "other-moved")
+    damaged = make_repo(tmp, "damaged", origin=False)
+    (damaged / ".git" / "HEAD").unlink()
+    draft = write(damaged / "docs" / "draft.md", "mine\n")
+    paths = [str(moved_wt / "src"), str(notes), str(damaged / "docs"), str(draft)]
+    record_temps(topic, *paths)
+    res = local_state(topic)
+    assert res.code == 1, res.out + res.err
+    assert [t["outcome"] for t in res.json["temp_paths"]] == ["refused"] * 4, res.json
+    assert notes.read_text() == "uncommitted work\n" and draft.read_text() == "mine\n"

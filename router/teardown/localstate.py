@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from router.git import Git, GitPlace, first_blob, git_place, repository_below
+from router.git import (
+    Git,
+    GitPlace,
+    first_blob,
+    git_place,
+    repository_above,
+    repository_below,
+)
 from router.plandir.artifacts import TEMP_PATHS
 from router.progress import Echo
 from router.topic.workspace import DefaultBranch
@@ -420,6 +427,10 @@ def check_not_git(path: str, guarded: tuple[str, ...]) -> tuple[str, str] | None
     place = git_place(Path(directory))
     if place is not GitPlace.OUTSIDE:
         return str(place), directory
+    # Git opens neither: a .git it cannot follow above is still a repository's work tree.
+    broken = repository_above(Path(directory))
+    if broken is not None:
+        return str(GitPlace.UNKNOWN), str(broken)
     if directory != path:
         return None  # a file outside every repository holds nothing
     try:
