@@ -441,3 +441,22 @@ def test_a_temp_path_inside_a_work_tree_git_cannot_open_is_refused(topic, tmp_pa
     assert res.code == 1, res.out + res.err
     assert [t["outcome"] for t in res.json["temp_paths"]] == ["refused"] * 4, res.json
     assert notes.read_text() == "uncommitted work\n" and draft.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("sep", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
+def test_a_recorded_path_holding_a_line_separator_other_than_newline_stays_one_path(topic, sep):
+    # str.splitlines() also breaks at these: "$TMPDIR/work<sep>junk" read back
+    # as two lines would remove "$TMPDIR/work", which nobody recorded.
+    tmp = Path(os.environ["TMPDIR"])
+    unrecorded = write(tmp / "work" / "keep.txt", "not a temp path\n")
+    odd = write(tmp / f"work{sep}junk" / "x", "x\n").parent
+    assert run_cli("record", "temp", topic.id, str(odd), cwd=topic.home).code == 0
+    assert run_cli("record", "temp", topic.id, str(tmp / "other"), cwd=topic.home).code == 0
+    again = run_cli("record", "temp", topic.id, str(odd), "--json", cwd=topic.home)
+    assert again.json["existing"] is True
+    res = local_state(topic)
+    assert res.json["temp_paths"] == [
+        {"path": str(odd), "outcome": "removed"},
+        {"path": str(tmp / "other"), "outcome": "missing"},
+    ], res.json
+    assert unrecorded.read_text() == "not a temp path\n" and not odd.exists()

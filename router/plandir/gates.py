@@ -246,7 +246,11 @@ def _render(template: str, plan: PlanDir, **context: object) -> str:
 
 
 def _lines(path: Path) -> list[str]:
+    # Split at "\n" alone, as teardown reads the file: splitlines() would also
+    # break a path at \x0c, \x1c or \u2028, and rewriting the file would then
+    # record its first part as a path of its own.
     try:
-        return [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
     except FileNotFoundError:
         return []
+    return [ln.removesuffix("\r") for ln in text.split("\n") if ln.strip()]
