@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -223,3 +224,15 @@ def test_a_temp_path_that_is_not_normalized_is_refused_and_nothing_written(home_
     res = record(home_repo, "temp", plan.name, value)
     assert res.code == 2 and res.json["error"]["code"] == "invalid-value"
     assert not (plan / "temp-paths").exists()
+
+
+def test_a_temp_path_that_is_not_utf8_is_recorded_as_its_bytes(home_repo):
+    # Teardown removes such a path (its bytes, read back with surrogateescape):
+    # recording it must not end in a traceback.
+    plan = new_topic(home_repo).plan_dir
+    raw = b"/tmp/cache-\xff\xfe"
+    for value in (raw, b"/tmp/b-run", raw):
+        res = record(home_repo, "temp", plan.name, os.fsdecode(value))
+        assert res.code == 0, res.out + res.err
+    assert (plan / "temp-paths").read_bytes() == raw + b"\n/tmp/b-run\n"
+    assert res.json["existing"] is True

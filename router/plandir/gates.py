@@ -174,7 +174,8 @@ def record_temp(
         lines = _lines(path)
         if value in lines:
             return RecordResult("temp", path, value, existing=True)
-        state.write_atomic(path, "".join(f"{line}\n" for line in [*lines, value]))
+        text = "".join(f"{line}\n" for line in [*lines, value])
+        state.write_atomic(path, text, errors="surrogateescape")  # a path need not be UTF-8
     return RecordResult("temp", path, value)
 
 

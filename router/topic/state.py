@@ -41,12 +41,15 @@ def crash_point(step: str) -> None:
 # -- atomic files -------------------------------------------------------------
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so a reader sees the old file or the new one, never half of one."""
+def write_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
+    """Write ``text`` so a reader sees the old file or the new one, never half of one.
+
+    ``errors="surrogateescape"`` writes a path that is not UTF-8 as its own bytes.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _new_temp(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
