@@ -460,3 +460,19 @@ def test_a_recorded_path_holding_a_line_separator_other_than_newline_stays_one_p
         {"path": str(tmp / "other"), "outcome": "missing"},
     ], res.json
     assert unrecorded.read_text() == "not a temp path\n" and not odd.exists()
+
+
+def test_a_tmpdir_that_is_a_link_to_the_root_is_unusable_like_tmpdir_slash(
+    topic, tmp_path, monkeypatch
+):
+    root_link = tmp_path / "tmp-is-root"
+    os.symlink("/", root_link)
+    monkeypatch.setenv("TMPDIR", str(root_link))
+    keep = write(tmp_path / "documents" / "thesis.tex", "mine\n")
+    recorded = f"{root_link}{keep.parent}"  # "$TMPDIR/..." naming a directory of the user
+    record_temps(topic, recorded)
+    res = local_state(topic)
+    assert res.json["temp_paths"] == [
+        {"path": recorded, "outcome": "refused", "check": "tmpdir-unusable"}
+    ]
+    assert res.code == 1 and keep.read_text() == "mine\n"

@@ -372,7 +372,8 @@ def check_temp_path(path: str, root: str) -> str:
         # must be written plainly to be judged, never normalized into another one.
         return "not-normalized"
     root = os.path.normpath(root)
-    if root == "/" or not os.path.isabs(root):
+    if root == "/" or not os.path.isabs(root) or os.path.realpath(root) == "/":
+        # A TMPDIR that is, or links to, the root would put every path under it.
         return "tmpdir-unusable"
     if not clean.startswith(root + "/"):
         return "outside-tmpdir"
