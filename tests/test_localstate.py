@@ -476,3 +476,31 @@ def test_a_tmpdir_that_is_a_link_to_the_root_is_unusable_like_tmpdir_slash(
         {"path": recorded, "outcome": "refused", "check": "tmpdir-unusable"}
     ]
     assert res.code == 1 and keep.read_text() == "mine\n"
+
+
+def test_a_directory_swapped_for_a_link_after_the_checks_is_not_followed(
+    topic, tmp_path, monkeypatch
+):
+    # Between the checks and the removal, another user of the shared temp dir
+    # turns a directory of the recorded path into a link to someone's files.
+    from router.teardown import localstate
+
+    tmp = Path(os.environ["TMPDIR"])
+    write(tmp / "shared" / "build" / "out.o", "x\n")
+    victim = write(tmp_path / "home-docs" / "build" / "thesis.tex", "mine\n")
+    real_check = localstate.check_not_git
+
+    def check_then_swap(path, guarded):
+        found = real_check(path, guarded)
+        (tmp / "shared").rename(tmp / "shared-moved")
+        os.symlink(victim.parent.parent, tmp / "shared")
+        return found
+
+    monkeypatch.setattr(localstate, "check_not_git", check_then_swap)
+    record_temps(topic, str(tmp / "shared" / "build"))
+    res = local_state(topic)
+    assert victim.read_text() == "mine\n"
+    assert res.json["temp_paths"] == [
+        {"path": str(tmp / "shared" / "build"), "outcome": "refused", "check": "symlink"}
+    ]
+    assert res.code == 1

@@ -14,6 +14,7 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -411,7 +412,7 @@ def _remove_temp_path(
     in_git = check_not_git(clean, guarded)
     if in_git is not None:
         return TempResult(path, TempOutcome.REFUSED, *in_git)
-    error = None if dry_run else _delete(Path(clean))
+    error = None if dry_run else _delete(clean, root)
     if error:
         return TempResult(path, TempOutcome.REFUSED, error)
     return TempResult(path, TempOutcome.REMOVED)
@@ -445,16 +446,38 @@ def check_not_git(path: str, guarded: tuple[str, ...]) -> tuple[str, str] | None
     return ("contains-git", str(found)) if found is not None else None
 
 
-def _delete(path: Path) -> str | None:
+def _delete(path: str, root: str) -> str | None:
+    """Remove ``path`` (checked: below ``root``, no link in it) without following a link.
+
+    Each directory below the temp root is opened with O_NOFOLLOW from the one
+    above it and the last entry removed relative to that: a directory swapped
+    for a link after the checks (the temp dir is shared) makes the removal
+    fail, never reach where the link points.
+    """
+    parts = path[len(os.path.normpath(root)) + 1 :].split("/")
+    flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+    fds: list[int] = []
     try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
+        fds.append(os.open(os.path.normpath(root), flags))
+        for part in parts[:-1]:
+            fds.append(os.open(part, flags | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        name = parts[-1]
+        mode = os.stat(name, dir_fd=fds[-1], follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode):
+            return "symlink"
+        if stat.S_ISDIR(mode):
+            shutil.rmtree(name, dir_fd=fds[-1])  # refuses a link put in its place meanwhile
         else:
-            path.unlink()
+            os.unlink(name, dir_fd=fds[-1])
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if check_temp_path(path, root) == "symlink":
+            return "symlink"  # a component became a link after the checks
         return f"remove-failed: {exc.strerror}"
+    finally:
+        for fd in fds:
+            os.close(fd)
     return None
 
 
