@@ -458,3 +458,28 @@ def test_a_merged_branch_of_that_name_on_origin_is_not_named(home_repo):
     res = new(home_repo)
     assert res.code == 0, res.err
     assert not [w for w in res.json["warnings"] if "origin already has" in w]
+
+
+def test_worktreeinclude_skips_a_file_whose_directory_is_a_file_in_the_checkout(home_repo):
+    # The primary is on an older branch where config/ is a directory holding
+    # the ignored config/.env; on main (the new worktree's base) config is a
+    # file. The checkout wins, as for a file at the target itself: the copy is
+    # skipped, the worktree is still made.
+    write(home_repo / ".gitignore", ".env\n")
+    write(home_repo / ".worktreeinclude", ".env\n")
+    write(home_repo / "config", "tracked file on main\n")
+    git(home_repo, "add", ".gitignore", ".worktreeinclude", "config")
+    git(home_repo, "commit", "-q", "-m", "config is a file")
+    git(home_repo, "push", "-q", "origin", "main")
+    git(home_repo, "checkout", "-q", "-b", "older")
+    git(home_repo, "rm", "-q", "config")
+    git(home_repo, "commit", "-q", "-m", "config becomes a directory")
+    write(home_repo / "config" / ".env", "TOKEN=1\n")
+    write(home_repo / ".env", "TOP=1\n")
+    res = new(home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["home"]["status"] == "created", res.json
+    wt = Path(res.json["home"]["worktree"])
+    assert (wt / "config").read_text() == "tracked file on main\n"
+    assert (wt / ".env").read_text() == "TOP=1\n"
+    assert (home_repo / "config" / ".env").read_text() == "TOKEN=1\n"

@@ -34,8 +34,9 @@ def copy_included(primary: Path, dest: Path) -> list[str]:
         if os.path.lexists(target) or not os.path.lexists(src):
             continue
         # A tracked symlinked directory in the checkout could point outside it:
-        # never create or write anything through one.
-        if _through_symlink(dest, Path(rel).parent):
+        # never create or write anything through one. A tracked file where the
+        # primary has a directory wins, as a file at the target itself does.
+        if _unwritable_parent(dest, Path(rel).parent):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink():
@@ -50,8 +51,8 @@ def copy_included(primary: Path, dest: Path) -> list[str]:
     return copied
 
 
-def _through_symlink(root: Path, rel_dir: Path) -> bool:
-    """True when some existing component of ``root/rel_dir`` is a symlink."""
+def _unwritable_parent(root: Path, rel_dir: Path) -> bool:
+    """True when some existing component of ``root/rel_dir`` is a symlink or not a directory."""
     current = root
     for part in rel_dir.parts:
         current = current / part
@@ -59,4 +60,6 @@ def _through_symlink(root: Path, rel_dir: Path) -> bool:
             return True
         if not current.exists():
             return False
+        if not current.is_dir():
+            return True
     return False
