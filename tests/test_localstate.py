@@ -504,3 +504,28 @@ def test_a_directory_swapped_for_a_link_after_the_checks_is_not_followed(
         {"path": str(tmp / "shared" / "build"), "outcome": "refused", "check": "symlink"}
     ]
     assert res.code == 1
+
+
+@pytest.mark.parametrize("step", ["remove", "local-state"])
+def test_a_teamteardown_integrated_from_the_branch_never_runs_on_the_rerun_after_a_crash(
+    workspace, tmp_path, step
+):
+    # No origin: the declaration comes from the local main, which --integrate
+    # has moved by the time a killed teardown is run again.
+    from helpers.faults import CRASHED, run
+
+    home = make_repo(workspace, "web", origin=False)
+    topic = new_topic(home)
+    marker = tmp_path / "pwned"
+    commit(topic.worktrees["home"], ".teamteardown", f"touch {marker}\n", "declare from the branch")
+    args = ("teardown", topic.id, "--integrate", "--json")
+    crashed = run(*args, cwd=home, crash_at=step)
+    assert crashed.code == CRASHED, crashed.out + crashed.err
+    assert git(home, "show", "main:.teamteardown") == f"touch {marker}"  # integrated
+    again = run(*args, cwd=home)
+    assert again.code == 0, again.out + again.err
+    assert not marker.exists()
+    # Nor when asked for by hand afterwards: main holds the branch's copy now.
+    explicit = run_cli("local-state", topic.id, "--json", cwd=home)
+    assert explicit.code == 0, explicit.out + explicit.err
+    assert explicit.json["commands"] == [] and not marker.exists()

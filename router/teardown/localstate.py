@@ -148,16 +148,23 @@ class LocalStateReport:
 # -- the declaration --------------------------------------------------------------
 
 
-def read_declaration(git: Git, default: DefaultBranch | None) -> Declaration:
+def read_declaration(
+    git: Git, default: DefaultBranch | None, pinned: str | None = None
+) -> Declaration:
     """``.teamteardown`` from origin/<default>, else (origin has no such branch) the local one.
 
     Never the local default branch while origin has one: ``teardown --integrate``
     cherry-picks the finished branch onto the local default branch, and a
     ``.teamteardown`` among those commits must not run by being cleaned up.
+    ``pinned``: the default branch commit an integrating teardown read it from
+    (the topic's record keeps it); once the picks are in, the branch itself no
+    longer names a safe source, so it is read there.
     """
     if default is None:
         return Declaration(None, (), "no default branch known — nothing declared")
-    if default.remote_ref is not None:
+    if pinned is not None:
+        sources = {f"{pinned}:{DECLARATION}": f"{default.name} at {pinned[:12]}"}
+    elif default.remote_ref is not None:
         sources = {f"{default.remote_ref}:{DECLARATION}": f"origin/{default.name}"}
     elif default.local_ref is not None:
         sources = {f"{default.local_ref}:{DECLARATION}": default.name}
@@ -165,7 +172,8 @@ def read_declaration(git: Git, default: DefaultBranch | None) -> Declaration:
         sources = {}
     found = first_blob(git, list(sources))
     if found is None:
-        return Declaration(None, (), f"no {DECLARATION} on {default.name} — nothing declared")
+        where = f"{default.name} at {pinned[:12]}" if pinned else default.name
+        return Declaration(None, (), f"no {DECLARATION} on {where} — nothing declared")
     label = sources[found[0]]
     lines = parse_declaration(found[1])
     return Declaration(label, lines, f"{DECLARATION} on {label}: {len(lines)} line(s)")
@@ -500,6 +508,7 @@ class LocalStateJob:
     # The topic's primary clones, worktrees and git dirs: never removed as temp
     # paths, whether git still recognises them or not.
     protected: tuple[Path, ...] = ()
+    declared_at: str | None = None  # the record's pin (see read_declaration)
 
 
 def run_local_state(
@@ -510,7 +519,7 @@ def run_local_state(
     stop: threading.Event | None = None,
 ) -> LocalStateReport:
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
-    decl = job.declaration or read_declaration(job.git, job.default)
+    decl = job.declaration or read_declaration(job.git, job.default, job.declared_at)
     commands: list[CommandResult] = []
     if dry_run:
         notes = [f"would run: {line}" for line in decl.lines]

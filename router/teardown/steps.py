@@ -349,6 +349,11 @@ def integrate_commits(
     head = now.head or repo.git.out("rev-parse", "HEAD")
     pick = Picking(branch, default.name, head, found.missing)
     if topic is not None:
+        # .teamteardown is read from the default branch as it is before the
+        # picks: a rerun after a kill, or `local-state`, must not find the
+        # branch's own copy there and run it.
+        pin = repo.git.rev_parse(default.remote_ref or head)
+        set_mark(repo, topic, DECLARED_AT, pin, branch=branch)
         set_mark(repo, topic, INTEGRATING, pick, branch=branch)
     # git cherry lists oldest first, the order the commits must be applied in.
     try:
@@ -485,6 +490,7 @@ def no_identity(repo: Repo, exc: GitError) -> StepResult:
 # -- interrupted steps: what the record says this tool was in the middle of -------
 
 INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
+DECLARED_AT = "declared_at"  # record field: where .teamteardown is read once picks began
 
 
 @dataclass(frozen=True, slots=True)

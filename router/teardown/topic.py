@@ -239,7 +239,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         reachable,
         f"refs/remotes/origin/{target.branch}" in refs,
         foreign,
-        read_declaration(repo.git, default),
+        read_declaration(repo.git, default, target.record.declared_at if target.record else None),
         copies_note(repo.primary, worktree, included_copies(target.record, worktree))
         if entry and worktree
         else "",
@@ -990,6 +990,7 @@ def local_state_for_topic(
                 temp_paths=scope.temp_paths if t.is_home else None,
                 timeout=line_timeout,
                 protected=scope.repo_paths(),
+                declared_at=t.record.declared_at if t.record else None,
             )
             reports.append(run_local_state(job, echo=echo, dry_run=dry_run, stop=stop))
     interrupted = stop is not None and stop.is_set()

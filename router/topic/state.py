@@ -206,6 +206,10 @@ class TopicRecord:
     included: tuple[str, ...] = ()
     # Home record only: the plan's temp paths, kept before the plan dir goes.
     temp_paths: tuple[str, ...] = ()
+    # The default branch commit .teamteardown was read from when teardown
+    # --integrate began picking: the picks may bring the branch's own
+    # .teamteardown onto it, so every later run reads it at this commit.
+    declared_at: str | None = None
     teardown: TeardownMark | None = None
     restored: Restored | None = None
     integrating: Picking | None = None
@@ -339,7 +343,15 @@ def _picking_of(value: object) -> Picking | None:
     return pick
 
 
-_TEXT_FIELDS = ("worktree", "base_commit", "description", "plan_dir", "home", "pr_cleanup_mode")
+_TEXT_FIELDS = (
+    "worktree",
+    "base_commit",
+    "description",
+    "plan_dir",
+    "home",
+    "pr_cleanup_mode",
+    "declared_at",
+)
 
 
 def _check_shape(record: TopicRecord) -> None:
@@ -351,6 +363,9 @@ def _check_shape(record: TopicRecord) -> None:
         raise ValueError(f"{', '.join(_TEXT_FIELDS)} must be strings or null")
     if not isinstance(record.branch_created, bool):
         raise ValueError("branch_created must be true or false")
+    if record.declared_at is not None and not _SHA.match(record.declared_at):
+        # It names the commit whose .teamteardown runs: a branch name would not do.
+        raise ValueError("declared_at must be a commit id")
     if not isinstance(record.schema, int) or record.schema > SCHEMA:
         raise ValueError(f"schema {record.schema!r} is not one this version reads (<= {SCHEMA})")
     for key in ("steps", "included", "temp_paths"):
