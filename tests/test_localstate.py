@@ -529,3 +529,19 @@ def test_a_teamteardown_integrated_from_the_branch_never_runs_on_the_rerun_after
     explicit = run_cli("local-state", topic.id, "--json", cwd=home)
     assert explicit.code == 0, explicit.out + explicit.err
     assert explicit.json["commands"] == [] and not marker.exists()
+
+
+def test_a_topic_created_again_reads_the_declaration_as_origin_has_it_now(home_repo, tmp_path):
+    # The first teardown --integrate pinned .teamteardown at origin/main as it
+    # was; the topic made again later runs the declaration origin has since.
+    log = tmp_path / "ran.log"
+    declare(home_repo, f"echo first >> {log}\n")
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "feature.txt", "work\n", "the topic's work")
+    assert teardown(topic, "--integrate").code == 0
+    assert log.read_text() == "first\n"
+    declare(home_repo, f"echo second >> {log}\n")
+    again = new_topic(home_repo, topic.id)  # the same id, a new worktree
+    res = teardown(again)
+    assert res.code == 0, res.out + res.err
+    assert log.read_text() == "first\nsecond\n"

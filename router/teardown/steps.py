@@ -352,7 +352,8 @@ def integrate_commits(
         # .teamteardown is read from the default branch as it is before the
         # picks: a rerun after a kill, or `local-state`, must not find the
         # branch's own copy there and run it.
-        pin = repo.git.rev_parse(default.remote_ref or head)
+        remote = default.remote_ref
+        pin = (repo.git.commits((remote,))[remote] if remote else None) or head
         set_mark(repo, topic, DECLARED_AT, pin, branch=branch)
         set_mark(repo, topic, INTEGRATING, pick, branch=branch)
     # git cherry lists oldest first, the order the commits must be applied in.
