@@ -326,3 +326,23 @@ def test_phase_text_is_readable(home_repo):
         "Done: WORKTREE, QUESTION",
         f"Artifact directory: {plan}",
     ]
+
+
+@pytest.mark.parametrize("reader", ["light", "yaml"])
+def test_a_byte_order_mark_before_the_frontmatter_is_read_past(tmp_path, reader):
+    # Editors on Windows save UTF-8 with a BOM: the redraft answering round 1 must
+    # read as revision 1 (review next), not as a draft without frontmatter (redraft again).
+    plan = tmp_path / "docs" / "plans" / TOPIC_ID
+    extra = "notes: [a, b]\n" if reader == "yaml" else ""  # a list makes the YAML reader decide
+    fields = f"topic: add-rate-limiting\nphase: design\nrevision: 1\n{extra}"
+    (plan).mkdir(parents=True)
+    (plan / "design.md").write_bytes(b"\xef\xbb\xbf" + f"---\r\n{fields}---\r\n# D\r\n".encode())
+    artifact(plan, "design-review-1.md", verdict="REQUEST CHANGES")
+    (plan / "design-review-2.md").write_bytes(
+        b"\xef\xbb\xbf---\ntopic: add-rate-limiting\nverdict: APPROVE\n---\n"
+    )
+    inv = artifacts.inventory(str(plan), TOPIC_ID)
+    assert inv.design_revision == 1
+    assert [v.verdict for v in inv.design_reviews] == ["REQUEST CHANGES", "APPROVE"]
+    assert inv.warnings == ()
+    assert frontmatter.split((plan / "design.md").read_text(encoding="utf-8")).data["revision"] == 1

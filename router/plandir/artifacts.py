@@ -57,6 +57,7 @@ FrontmatterFields.__doc__ = """Top-level scalar fields as text (``fields``: dict
 why the block could not be read (``error``), and whether a block was there (``present``)."""
 
 _FENCE = "---"
+BOM = "\ufeff"  # editors on Windows start UTF-8 files with it; YAML and markdown skip it
 
 
 def parse_frontmatter(text: str) -> FrontmatterFields:
@@ -64,7 +65,7 @@ def parse_frontmatter(text: str) -> FrontmatterFields:
     # The same cut as router.plandir.frontmatter (which this falls back to): both must
     # agree on where the block ends.
     lines = split_lines(text, keepends=False)
-    if not lines or lines[0] != _FENCE:
+    if not lines or lines[0].removeprefix(BOM) != _FENCE:
         return FrontmatterFields({}, None, False)
     for end in range(1, len(lines)):
         if lines[end] == _FENCE:

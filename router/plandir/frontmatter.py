@@ -34,7 +34,7 @@ def split(text: str, *, need_data: bool = True) -> Frontmatter:
     """
     # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
     lines = split_lines(text)
-    if not lines or strip_end(lines[0]) != FENCE:
+    if not lines or strip_end(lines[0]).removeprefix("\ufeff") != FENCE:  # a BOM may lead
         return Frontmatter(body=text)
     for i in range(1, len(lines)):
         if strip_end(lines[i]) == FENCE:
