@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from helpers.faults import git_logger, git_verbs, run
-from helpers.plans import artifact, repos_md
+from helpers.plans import artifact, repos_md, touch
 from helpers.repos import commit, git, make_repo, run_cli, write
 from helpers.topics import new_topic
 
@@ -146,3 +147,31 @@ def test_status_counts_commits_of_a_branch_without_a_worktree(home_repo):
     repos = {t["id"]: t["repos"] for t in res.json["topics"]}
     assert repos[moved] == [{"name": "home", "worktree": None, "dirty": None, "ahead": 2}]
     assert repos[still] == [{"name": "home", "worktree": None, "dirty": None, "ahead": 0}]
+
+
+def test_a_plan_dir_in_the_primary_clone_and_in_a_worktree_is_read_where_phase_reads_it(
+    home_repo, workspace
+):
+    # Both copies' files carry the same mtimes (copied with `cp -p` while merging them by
+    # hand, as `new` asks when both hold files): status must pick the copy phase picks.
+    topic_id = "ENG-9-merge-by-hand"
+    feature = workspace / "zz-feature"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
+    in_primary = home_repo / "docs" / "plans" / topic_id
+    in_feature = feature / "docs" / "plans" / topic_id
+    for name in ("task.md", "questions.md"):
+        touch(artifact(in_primary, name), 2_000_000_000)
+    touch(artifact(in_feature, "task.md"), 2_000_000_000)
+    phase = run_cli("phase", topic_id, "--json", cwd=home_repo)
+    status = run_cli("status", "--json", cwd=home_repo)
+    assert phase.code == status.code == 0, phase.err + status.err
+    (listed,) = status.json["topics"]
+    assert (listed["plan_dir"], listed["resume_at"]) == (
+        phase.json["plan_dir"],
+        phase.json["resume_at"],
+    )
+    hook = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
+    assert (
+        f"Artifact directory: {phase.json['plan_dir']}"
+        in json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
+    )

@@ -116,11 +116,15 @@ def newest(found: Iterable[PlanDir]) -> PlanDir | None:
 
 
 def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
-    """One plan dir per id (the newest, when a primary clone and a worktree both hold one)."""
+    """One plan dir per id (the newest, when a primary clone and a worktree both hold one).
+
+    A tie keeps the first found (the primary clone's), as :func:`newest` does for
+    ``phase`` and the hook: every command reads the same copy.
+    """
     best: dict[str, PlanDir] = {}
     for plan in found:
         kept = best.get(plan.id)
-        if kept is None or (plan.mtime, plan.dir) > (kept.mtime, kept.dir):
+        if kept is None or plan.mtime > kept.mtime:
             best[plan.id] = plan
     return best
 
