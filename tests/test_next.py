@@ -137,3 +137,29 @@ def test_the_halted_design_brief_gives_a_command_that_runs_as_written(home_repo)
     assert res.code == 0, res.err + res.out
     assert (plan / "design-review-6.md").is_file()
     assert next_of(home_repo, plan.name)["resume_at"] == "STRUCTURE"
+
+
+def test_a_worktree_removed_by_hand_is_made_again_under_the_same_id(home_repo):
+    import shlex
+    import shutil
+
+    from helpers.repos import git
+
+    made = new_topic(home_repo)
+    worktree = made.worktrees["home"]
+    commit(worktree, "a.py", "a = 1\n", "slice")
+    shutil.rmtree(worktree)  # by hand: git still lists it, prunable
+    data = next_of(home_repo, made.id)
+    assert data["resume_at"] == "WORKTREE"
+    commands = [ln.strip() for ln in data["brief"].splitlines() if ln.startswith("    team-router")]
+    # `new` without --id would start another topic (today's date), away from the branch.
+    assert all("new " not in c or f"--id {made.id}" in c for c in commands), commands
+    for command in commands:
+        args = shlex.split(command)[1:]
+        if args[0] == "new":
+            args[1:2] = ["add rate limiting"]
+        res = run_cli(*args, cwd=home_repo)
+        assert res.code == 0, (command, res.out, res.err)
+    data = next_of(home_repo, made.id)
+    assert (data["resume_at"], data["plan_dir"]) == ("QUESTION", str(made.plan_dir))
+    assert git(worktree, "log", "-1", "--format=%s") == "slice"  # the branch's work is back
