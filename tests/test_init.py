@@ -122,3 +122,20 @@ def test_the_readme_by_hand_flow_ends_clean_after_init(home_repo):
     assert git(home_repo, "log", "-1", "--format=%s", "main") == "show the plan"
     git(home_repo, "merge-base", "--is-ancestor", sha, "main")  # raises unless main has it
     assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_an_exclude_file_that_is_not_utf8_keeps_its_bytes_and_gets_the_lines(home_repo):
+    exclude = home_repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_bytes(b"# caf\xe9 (latin-1)\r\n*.log")
+    res = run_cli("init", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    data = exclude.read_bytes()
+    assert data.startswith(b"# caf\xe9 (latin-1)\r\n*.log\n")
+    assert data.splitlines().count(b"/docs/plans/") == 1
+    assert (
+        run_cli("init", "--json", cwd=home_repo)
+        .json["actions"][0]
+        .startswith("info/exclude: already")
+    )
+    assert exclude.read_bytes() == data

@@ -131,15 +131,15 @@ def ensure_excludes(
     """Add ignore lines (by default our two) to ``info/exclude`` once; True when it changed."""
     path = common_dir / "info" / "exclude"
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()  # git reads bytes: a line in another encoding is the user's
     except FileNotFoundError:
-        text = ""
-    present = set(text.splitlines())
-    missing = [line for line in lines if line not in present]
+        data = b""
+    present = {line.rstrip(b"\r") for line in data.split(b"\n")}
+    missing = [line for line in lines if line.encode() not in present]
     if not missing:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = "" if not text or text.endswith("\n") else "\n"
+    prefix = "" if not data or data.endswith(b"\n") else "\n"
     addition = prefix + f"# team-router: {why}\n"
     with path.open("a", encoding="utf-8") as fh:
         fh.write(addition + "".join(f"{line}\n" for line in missing))
