@@ -7,6 +7,7 @@ Real git with a local bare origin; the payloads are the ones the pinned client s
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import os
 import subprocess
@@ -304,7 +305,7 @@ def test_install_hooks_merges_into_the_user_settings_and_uninstall_takes_exactly
     }
     write(settings_file(), json.dumps(original))
     dry = run_cli("install-hooks", "--dry-run", "--json")
-    assert dry.code == 0 and dry.json["changed"] and '+    "WorktreeCreate"' in dry.json["diff"]
+    assert dry.code == 0 and dry.json["changed"] and '"WorktreeCreate"' in dry.json["diff"]
     assert json.loads(settings_file().read_text()) == original  # a dry run writes nothing
     res = run_cli("install-hooks", "--json")
     assert res.code == 0 and res.json["changed"]
@@ -362,6 +363,56 @@ def test_install_hooks_never_writes_a_tracked_settings_file(home_repo, monkeypat
     res = run_cli("install-hooks", "--json")
     assert res.code == 1 and res.json["error"]["code"] == "setup-failed"
     assert tracked.read_text() == '{"model": "team"}\n' and status(home_repo) == ""
+
+
+USERS_OWN_SETTINGS = {
+    "crlf, four spaces, unicode, number literals": (
+        '{\r\n    "model": "ópus — 日本",\r\n    "ratio": 1.10,\r\n    "big": 1E5,\r\n'
+        '    "hooks": {\r\n        "Stop": [{"hooks": [{"type": "command", "command": "bye"}]}]'
+        "\r\n    }\r\n}\r\n"
+    ),
+    "a byte order mark, tabs, no final newline": '\ufeff{\n\t"theme": "dark",\n\t"z": [1,2]\n}',
+    "one line": '{"a":1,"hooks":{"Stop":[]},"b":"\\u00e9"}',
+    "an empty object": "{}\n",
+}
+
+
+@pytest.mark.parametrize("text", USERS_OWN_SETTINGS.values(), ids=USERS_OWN_SETTINGS.keys())
+def test_install_hooks_changes_only_its_own_keys_byte_for_byte_and_the_diff_says_so(text):
+    path = settings_file()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(text.encode())
+    dry = run_cli("install-hooks", "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 0 and res.json["diff"] == dry.json["diff"], res.err
+    after = path.read_bytes().decode()
+    # The diff shown is the file's real change: lines added, at most one gaining a comma.
+    real = difflib.unified_diff(
+        text.splitlines(keepends=True), after.splitlines(keepends=True), str(path), str(path)
+    )
+    assert dry.json["diff"] == "".join(real)
+    removed = [line for line in dry.json["diff"].splitlines() if line.startswith("-")]
+    assert len(removed) <= 2  # the --- header, and at most the line that gains a comma
+    assert "ópus — 日本" in after or "ópus" not in text
+    data = json.loads(after.removeprefix("\ufeff"))
+    assert {"WorktreeCreate", "WorktreeRemove"} <= set(data["hooks"])
+    assert ("\r\n" in after) == ("\r\n" in text)
+    assert run_cli("install-hooks", "--uninstall", "--json").code == 0
+    assert path.read_bytes() == text.encode()  # install, then uninstall: the very same bytes
+
+
+def test_install_hooks_keeps_the_file_mode_and_refuses_a_read_only_file():
+    path = write(settings_file(), '{"theme": "dark"}\n')
+    path.chmod(0o644)
+    assert run_cli("install-hooks", "--json").code == 0
+    assert path.stat().st_mode & 0o777 == 0o644
+    text = path.read_text()
+    path.chmod(0o444)
+    res = run_cli("install-hooks", "--uninstall", "--json")
+    assert (res.code, res.json["error"]["code"]) == (1, "setup-failed"), res.out
+    assert "read-only" in res.json["error"]["message"]
+    assert path.read_text() == text and path.stat().st_mode & 0o777 == 0o444
 
 
 @pytest.mark.parametrize("event", ["WorktreeCreate", "WorktreeRemove"])

@@ -139,3 +139,20 @@ def test_an_exclude_file_that_is_not_utf8_keeps_its_bytes_and_gets_the_lines(hom
         .startswith("info/exclude: already")
     )
     assert exclude.read_bytes() == data
+
+
+def test_allow_agent_changes_only_the_allow_list_and_keeps_the_file_mode(home_repo):
+    settings = home_repo / ".claude" / "settings.local.json"
+    text = (
+        '{\r\n    "model": "ópus — 日本",\r\n    "permissions": {\r\n'
+        '        "allow": ["Bash(ls:*)"],\r\n        "deny": []\r\n    },\r\n    "n": 1.10\r\n}\r\n'
+    )
+    write(settings, "")
+    settings.write_bytes(text.encode())
+    settings.chmod(0o644)
+    res = run_cli("init", "--allow-agent", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    assert settings.read_bytes().decode() == text.replace(
+        '["Bash(ls:*)"]', '["Bash(ls:*)", "Bash(team-router:*)"]'
+    )
+    assert settings.stat().st_mode & 0o777 == 0o644

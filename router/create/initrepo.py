@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import Refusal
-from router.host.settings import read_settings
+from router.host.settings import edited_settings, load_settings, write_settings
 from router.plandir.templates import render, share_dir
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 
@@ -111,7 +111,8 @@ def _allow_agent(repo: Repo) -> str:
         raise Refusal(
             "setup-failed", f"{path} is reached through a symlink; add the rule there yourself"
         )
-    settings = read_settings(path)
+    text, before = load_settings(path)
+    settings = json.loads(json.dumps(before))  # a deep copy, for the edit to compare with
     allow = settings.setdefault("permissions", {}).setdefault("allow", [])
     if not isinstance(allow, list):
         raise Refusal(
@@ -123,9 +124,7 @@ def _allow_agent(repo: Repo) -> str:
     if PERMISSION_RULE in allow:
         return f"{LOCAL_SETTINGS}: already allows {PERMISSION_RULE}"
     allow.append(PERMISSION_RULE)
-    from router.topic.state import write_atomic
-
-    write_atomic(path, json.dumps(settings, indent=2) + "\n")
+    write_settings(path, edited_settings(text, before, settings))
     return f"{LOCAL_SETTINGS}: allows {PERMISSION_RULE} (personal; info/exclude keeps it out of git status)"
 
 

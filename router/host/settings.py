@@ -1,14 +1,17 @@
 """Claude Code settings files: read one safely, and the host's worktree hooks in the user's.
 
-``init --allow-agent`` writes a project's ``.claude/settings.local.json`` through
-:func:`read_settings`; ``install-hooks`` merges the WorktreeCreate/WorktreeRemove
-hooks into the user's settings and takes exactly them out again.
+``init --allow-agent`` edits a project's ``.claude/settings.local.json`` and
+``install-hooks`` the user's settings through :func:`load_settings`,
+:func:`edited_settings` and :func:`write_settings`: only the changed members are
+rewritten, atomically, keeping the file's mode. ``install-hooks`` merges the
+WorktreeCreate/WorktreeRemove hooks in and takes exactly them out again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,18 +19,149 @@ from typing import Any
 from router.errors import Refusal
 
 
-def read_settings(path: Path) -> dict[str, Any]:
+def load_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text exactly as it is (None when there is none) and the settings in it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text.removeprefix(BOM))
     except FileNotFoundError:
-        return {}
+        return None, {}
     except (ValueError, UnicodeDecodeError):
         raise Refusal(
             "setup-failed", f"{path} is not valid JSON; fix it, then rerun (nothing was written)"
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("permissions", {}), dict):
         raise Refusal("setup-failed", f"{path} is not a settings object; fix it, then rerun")
-    return data
+    return text, data
+
+
+BOM = "\ufeff"
+
+
+def edited_settings(text: str | None, before: dict[str, Any], after: dict[str, Any]) -> str:
+    """``text`` (holding ``before``) changed to hold ``after``, every other byte kept.
+
+    Only the members whose value changed are rewritten, in the file's own
+    indentation and line endings; the rest (key order, spacing, unicode, number
+    spellings, a byte order mark) stays as the user wrote it.
+    """
+    if text is None:
+        return json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    bom = BOM if text.startswith(BOM) else ""
+    body = text.removeprefix(bom)
+    start = len(body) - len(body.lstrip())
+    end = json.JSONDecoder().raw_decode(body, start)[1]
+    style = _Style.of(body)
+    edited = _edit_object(body[start:end], before, after, "", style)
+    result = bom + body[:start] + edited + body[end:]
+    try:
+        same = json.loads(result.removeprefix(bom)) == after
+    except ValueError:
+        same = False
+    if same:
+        return result
+    return bom + json.dumps(after, indent=style.unit or 2, ensure_ascii=False) + style.newline
+
+
+@dataclass(frozen=True, slots=True)
+class _Style:
+    unit: str | None  # one level of indentation; None: the file is on one line
+    newline: str
+
+    @classmethod
+    def of(cls, text: str) -> _Style:
+        newline = "\r\n" if "\r\n" in text else "\n"
+        for line in text.splitlines():
+            stripped = line.lstrip(" \t")
+            if stripped.startswith('"') and stripped != line:
+                return cls(line[: len(line) - len(stripped)], newline)
+        return cls(None, newline)
+
+    def dump(self, value: Any, indent: str | None) -> str:
+        """``value`` as JSON for a member whose line starts with ``indent`` (None: inline)."""
+        if self.unit is None or indent is None:
+            return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, indent=self.unit, ensure_ascii=False).replace(
+            "\n", self.newline + indent
+        )
+
+
+def _edit_object(
+    text: str, old: dict[str, Any], new: dict[str, Any], indent: str, style: _Style
+) -> str:
+    """The object ``text`` (JSON for ``old``) with the members that differ in ``new`` rewritten."""
+    members = _members(text)
+    kept = [key for key in members if key in new]
+    if not kept:  # nothing of the old object stays: write the new one whole
+        return style.dump(new, indent)
+    order = list(members)
+    first = members[kept[0]][0]
+    edits: list[tuple[int, int, str]] = []
+    if members[order[0]][0] < first:  # those before the first kept member, up to it
+        edits.append((members[order[0]][0], first, ""))
+    for n, key in enumerate(order):
+        if key not in new and members[key][0] > first:  # with the comma before it
+            edits.append((members[order[n - 1]][2], members[key][2], ""))
+    for key in kept:
+        if old[key] == new[key]:
+            continue
+        key_start, value_start, value_end = members[key]
+        own = _line_indent(text, key_start)
+        if isinstance(old[key], dict) and isinstance(new[key], dict):
+            inner = own if own is not None else indent
+            value = _edit_object(text[value_start:value_end], old[key], new[key], inner, style)
+        else:  # a value the user kept on one line stays on one line
+            value = style.dump(new[key], own if "\n" in text[value_start:value_end] else None)
+        edits.append((value_start, value_end, value))
+    added = [key for key in new if key not in members]
+    if added:
+        last_end = members[kept[-1]][2]
+        own = _line_indent(text, members[kept[-1]][0])
+        sep = "," + (style.newline + own if own is not None and style.unit is not None else " ")
+        inserted = "".join(
+            f"{sep}{json.dumps(key, ensure_ascii=False)}: {style.dump(new[key], own)}"
+            for key in added
+        )
+        edits.append((last_end, last_end, inserted))
+    out, pos = [], 0
+    for begin, stop, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
+        out += [text[pos:begin], replacement]
+        pos = stop
+    return "".join(out) + text[pos:]
+
+
+def _members(text: str) -> dict[str, tuple[int, int, int]]:
+    """Each member of the JSON object ``text``: key -> (key start, value start, value end).
+
+    A key given twice maps to its last occurrence, the one a JSON reader keeps.
+    """
+    decoder = json.JSONDecoder()
+    found: dict[str, tuple[int, int, int]] = {}
+    i = _skip_space(text, 1)
+    while text[i] != "}":
+        key_start = i
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        value_start = _skip_space(text, _skip_space(text, i) + 1)  # past the colon
+        i = decoder.raw_decode(text, value_start)[1]
+        found.pop(key, None)
+        found[key] = (key_start, value_start, i)
+        i = _skip_space(text, i)
+        if text[i] == ",":
+            i = _skip_space(text, i + 1)
+    return found
+
+
+def _skip_space(text: str, i: int) -> int:
+    while text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _line_indent(text: str, at: int) -> str | None:
+    """The whitespace before ``at`` on its line, when nothing else is; else None (inline)."""
+    line_start = text.rfind("\n", 0, at) + 1
+    lead = text[line_start:at]
+    return lead if line_start > 0 and not lead.strip(" \t") else None
 
 
 # -- the host's worktree hooks in the user's Claude Code settings ----------------------
@@ -97,28 +231,42 @@ def install_hooks(*, uninstall: bool = False, dry_run: bool = False) -> HooksRes
     path = user_settings_path()
     target = Path(os.path.realpath(path))
     _refuse_if_tracked(path, target)
-    before = read_settings(target)
+    old_text, before = load_settings(target)
     if not isinstance(before.get("hooks", {}), dict):
         raise Refusal("setup-failed", f"{path}: `hooks` is not an object; fix it, then rerun")
     after = json.loads(json.dumps(before))  # a deep copy, compared with the original below
     actions = (_remove_hooks if uninstall else _add_hooks)(after)
     changed = after != before
-    old_text = _settings_text(before) if target.exists() else ""
-    new_text = _settings_text(after)
-    diff = _diff(path, old_text, new_text) if changed else ""
+    new_text = edited_settings(old_text, before, after) if changed else old_text or ""
+    diff = _diff(path, old_text or "", new_text) if changed else ""
     if changed and not dry_run:
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            from router.topic.state import write_atomic
-
-            write_atomic(target, new_text)
-        except OSError as exc:
-            raise Refusal(
-                "setup-failed",
-                f"cannot write {path} ({exc.strerror or exc}); fix its permissions, then rerun "
-                "(nothing was written)",
-            ) from None
+        write_settings(target, new_text, shown=path)
     return HooksResult(path, not uninstall, changed, dry_run, diff, actions)
+
+
+def write_settings(target: Path, text: str, *, shown: Path | None = None) -> None:
+    """Replace the settings file ``target`` atomically, keeping its mode; never a read-only one."""
+    from router.topic.state import write_atomic
+
+    shown = shown or target
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not mode & 0o222:
+        raise Refusal(
+            "setup-failed",
+            f"{shown} is read-only; make it writable (chmod u+w), then rerun (nothing was written)",
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, text, mode=mode)
+    except OSError as exc:
+        raise Refusal(
+            "setup-failed",
+            f"cannot write {shown} ({exc.strerror or exc}); fix its permissions, then rerun "
+            "(nothing was written)",
+        ) from None
 
 
 def _refuse_if_tracked(path: Path, target: Path) -> None:
@@ -200,10 +348,6 @@ def _is_ours(hook: Any, event: str) -> bool:
     """One of ours, whatever version wrote it: its command runs our hook for ``event``."""
     command = hook.get("command") if isinstance(hook, dict) else None
     return isinstance(command, str) and HOOK_SUBCOMMANDS[event] in command
-
-
-def _settings_text(settings: dict[str, Any]) -> str:
-    return json.dumps(settings, indent=2) + "\n"
 
 
 def _diff(path: Path, old: str, new: str) -> str:

@@ -41,17 +41,20 @@ def crash_point(step: str) -> None:
 # -- atomic files -------------------------------------------------------------
 
 
-def write_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
+def write_atomic(path: Path, text: str, *, errors: str = "strict", mode: int | None = None) -> None:
     """Write ``text`` so a reader sees the old file or the new one, never half of one.
 
     ``errors="surrogateescape"`` writes a path that is not UTF-8 as its own bytes.
+    ``mode``: the new file's permission bits (default 0600).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _new_temp(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors, newline="") as fh:
             fh.write(text)
             fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
