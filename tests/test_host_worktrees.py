@@ -415,6 +415,27 @@ def test_install_hooks_keeps_the_file_mode_and_refuses_a_read_only_file():
     assert path.read_text() == text and path.stat().st_mode & 0o777 == 0o444
 
 
+def test_install_hooks_warns_of_another_tools_create_hook_and_uninstall_keeps_it():
+    theirs = {"type": "command", "command": "wt claude hook-worktree-create"}
+    mine_edited = {"type": "command", "command": "/opt/bin/team-router hook worktree-create -C ."}
+    original = {
+        "hooks": {
+            "WorktreeCreate": [{"hooks": [theirs, mine_edited]}, {"hooks": [mine_edited]}],
+            "WorktreeRemove": [{"matcher": "", "hooks": [{"type": "command", "command": "x"}]}],
+        }
+    }
+    write(settings_file(), json.dumps(original, indent=2) + "\n")
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 0, res.err
+    assert res.json["warnings"] and "wt claude hook-worktree-create" in res.json["warnings"][0]
+    assert "WorktreeCreate: already runs team-router" in res.json["actions"]
+    res = run_cli("install-hooks", "--uninstall", "--json")
+    assert res.code == 0
+    data = json.loads(settings_file().read_text())
+    assert data["hooks"]["WorktreeCreate"] == [{"hooks": [theirs]}]
+    assert data["hooks"]["WorktreeRemove"] == original["hooks"]["WorktreeRemove"]
+
+
 @pytest.mark.parametrize("event", ["WorktreeCreate", "WorktreeRemove"])
 def test_the_plugin_registers_the_same_hook_commands(event):
     from router.host.settings import WORKTREE_HOOKS

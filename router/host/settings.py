@@ -236,12 +236,30 @@ def install_hooks(*, uninstall: bool = False, dry_run: bool = False) -> HooksRes
         raise Refusal("setup-failed", f"{path}: `hooks` is not an object; fix it, then rerun")
     after = json.loads(json.dumps(before))  # a deep copy, compared with the original below
     actions = (_remove_hooks if uninstall else _add_hooks)(after)
+    warnings = [] if uninstall else _other_create_hooks(after)
     changed = after != before
     new_text = edited_settings(old_text, before, after) if changed else old_text or ""
     diff = _diff(path, old_text or "", new_text) if changed else ""
     if changed and not dry_run:
         write_settings(target, new_text, shown=path)
-    return HooksResult(path, not uninstall, changed, dry_run, diff, actions)
+    return HooksResult(path, not uninstall, changed, dry_run, diff, actions, warnings)
+
+
+def _other_create_hooks(settings: dict[str, Any]) -> list[str]:
+    """Another tool's WorktreeCreate hook beside ours: two would each make the worktree."""
+    groups = settings.get("hooks", {}).get("WorktreeCreate", [])
+    others = [
+        hook.get("command") if isinstance(hook, dict) else hook
+        for group in groups
+        if isinstance(group, dict)
+        for hook in _hooks_of(group)
+        if not _is_ours(hook, "WorktreeCreate")
+    ]
+    return [
+        f"hooks.WorktreeCreate also runs {other!r}: the host takes one path from its create "
+        "hooks, so keep only one of them (take the other out of the settings)"
+        for other in others
+    ]
 
 
 def write_settings(target: Path, text: str, *, shown: Path | None = None) -> None:
