@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from router.errors import Refusal
+from router.plandir.mdlines import BOM
 
 
 def load_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
@@ -33,9 +34,6 @@ def load_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     if not isinstance(data, dict) or not isinstance(data.get("permissions", {}), dict):
         raise Refusal("setup-failed", f"{path} is not a settings object; fix it, then rerun")
     return text, data
-
-
-BOM = "\ufeff"
 
 
 def edited_settings(text: str | None, before: dict[str, Any], after: dict[str, Any]) -> str:

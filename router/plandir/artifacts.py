@@ -14,7 +14,7 @@ import re
 from collections import namedtuple
 
 from router.plandir.flatfields import INT_RE, flat_fields
-from router.plandir.mdlines import split_lines
+from router.plandir.mdlines import BOM, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +57,6 @@ FrontmatterFields.__doc__ = """Top-level scalar fields as text (``fields``: dict
 why the block could not be read (``error``), and whether a block was there (``present``)."""
 
 _FENCE = "---"
-BOM = "\ufeff"  # editors on Windows start UTF-8 files with it; YAML and markdown skip it
 
 
 def parse_frontmatter(text: str) -> FrontmatterFields:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from router.plandir.flatfields import flat_fields  # the scanner that knows what YAML accepts
-from router.plandir.mdlines import split_lines, strip_end
+from router.plandir.mdlines import BOM, split_lines, strip_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def split(text: str, *, need_data: bool = True) -> Frontmatter:
     """
     # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
     lines = split_lines(text)
-    if not lines or strip_end(lines[0]).removeprefix("\ufeff") != FENCE:  # a BOM may lead
+    if not lines or strip_end(lines[0]).removeprefix(BOM) != FENCE:
         return Frontmatter(body=text)
     for i in range(1, len(lines)):
         if strip_end(lines[i]) == FENCE:

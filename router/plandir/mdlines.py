@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import re
 
+# A UTF-8 byte order mark: editors on Windows start files with it; YAML, markdown-it
+# and JSON readers that allow it skip it, and so do ours.
+BOM = "\ufeff"
+
 # CommonMark's line endings (markdown-it normalizes exactly these to "\n").
 _BREAK = re.compile(r"\r\n|\r|\n")
 
