@@ -1075,3 +1075,31 @@ def test_reclaim_waits_while_another_session_works_in_the_repo(web, no_gh):
     assert res.code == 0, res.out + res.err
     assert steps(res.json)["reclaim"]["outcome"] == "done"
     assert git(web, "cat-file", "-t", loose, check=False) == ""
+
+
+def test_restore_brings_back_a_stacked_branch_abandon_deleted_with_its_unpushed_commit(
+    web, tmp_path, monkeypatch
+):
+    pushed_topic(web)
+    head = tip(web)
+    git(web, "branch", "feature/child", TOPIC_ID)
+    git(web, "push", "-q", "origin", "feature/child:feature/child")
+    elsewhere = web.parent / "child-checkout"
+    git(web, "worktree", "add", "-q", str(elsewhere), "feature/child")
+    unpushed = commit(elsewhere, "child.py", "c = 1\n", "child work never pushed")
+    git(web, "worktree", "remove", str(elsewhere))
+    prs = (
+        pr(20, TOPIC_ID, head, state="OPEN"),
+        pr(21, "feature/child", head, state="OPEN", base=TOPIC_ID),
+    )
+    install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    assert cleanup(web, TOPIC_ID, "--abandon", "--yes").code == 0
+    assert "feature/child" not in branches(web)
+
+    res = run_cli("restore", "feature/child", "--json", cwd=web)
+    assert res.code == 0, res.out + res.err
+    [restored] = res.json["repos"]
+    assert (restored["status"], restored["branch"]) == ("restored", "feature/child")
+    assert git(web, "rev-parse", "refs/heads/feature/child") == unpushed
+    assert (Path(restored["worktree"]) / "child.py").read_text() == "c = 1\n"
+    assert status(Path(restored["worktree"])) == ""

@@ -186,10 +186,14 @@ class RestoredRepo:
         }
 
 
-def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> RestoredRepo:
-    """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot."""
+def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> RestoredRepo:
+    """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot.
+
+    ``topic_id`` None: a branch that is no topic (one ``pr-cleanup --abandon``
+    deleted, a stacked one included): no record is read or written.
+    """
     snap = read_snapshot(repo.git, branch)
-    record = _read_record(repo, topic_id)
+    record = _read_record(repo, topic_id) if topic_id is not None else None
     if snap is None:
         # An earlier restore that found the branch name taken moved the topic to
         # ``<branch>-restored``: its snapshot is under the old name, and it is here.
@@ -231,7 +235,8 @@ def restore_repo(name: str, repo: Repo, topic_id: str, branch: str) -> RestoredR
         )
     except Refusal as exc:
         return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
-    _record_restore(repo, record, topic_id, name, branch, target, path, snap)
+    if topic_id is not None:
+        _record_restore(repo, record, topic_id, name, branch, target, path, snap)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
     subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""

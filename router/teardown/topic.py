@@ -1023,6 +1023,10 @@ def restore_topic(
     cwd: Path, target: str, *, repo: str | None = None, wait: float = state.DEFAULT_WAIT
 ) -> RestoreResult:
     """Recreate each repo's worktree (or one, with ``repo``) from its snapshot ref."""
+    if not ID_RE.fullmatch(Path(target).name):
+        branch_restore = _restore_branch(cwd, target, wait=wait)
+        if branch_restore is not None:
+            return branch_restore
     try:
         scope = resolve_topic(cwd, target)
     except BadInput as exc:
@@ -1047,6 +1051,20 @@ def restore_topic(
             details={"id": scope.id, "repos": [r.to_json() for r in results]},
         )
     return RestoreResult(scope.id, results, list(scope.warnings))
+
+
+def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | None:
+    """A branch that is no topic, whose snapshot the repo at ``cwd`` holds (``pr-cleanup --abandon``)."""
+    from router.teardown.prcleanup import branch_problem, lock_name
+
+    if branch_problem(branch) is not None:
+        return None
+    here = open_repo(cwd)
+    if read_snapshot(here.git, branch) is None:
+        return None
+    with state.held_lock(here.common_dir, lock_name(branch), wait=wait):
+        result = restore_repo(here.primary.name, here, None, branch)
+    return RestoreResult(branch, (result,))
 
 
 def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
