@@ -136,6 +136,25 @@ def head_branch(head_file: str) -> str | None:
 _BUSY_WITH_A_BRANCH = ("rebase-merge", "rebase-apply", "BISECT_START")
 
 
+def busy_with_branch(common: str, branch: str) -> str | None:
+    """The checkout (its top level) whose rebase or bisect under way works on ``branch``, if any.
+
+    git lists such a worktree as detached, yet ``git branch -D`` refuses the
+    branch and the checkout holds the half-done work.
+    """
+    for git_dir in [common, *worktree_admin_dirs(common)]:
+        names = [
+            read_line(os.path.join(git_dir, "rebase-merge", "head-name")),
+            read_line(os.path.join(git_dir, "rebase-apply", "head-name")),
+            "refs/heads/" + read_line(os.path.join(git_dir, "BISECT_START")),
+        ]
+        if f"refs/heads/{branch}" in names:
+            if git_dir == common:
+                return os.path.dirname(common.rstrip("/"))
+            return os.path.dirname(read_line(os.path.join(git_dir, "gitdir")))
+    return None
+
+
 def checked_out_branches(common: str) -> set[str] | None:
     """Every branch some checkout of the repository has (its primary's and each worktree's).
 

@@ -1105,16 +1105,25 @@ def test_restore_brings_back_a_stacked_branch_abandon_deleted_with_its_unpushed_
     assert status(Path(restored["worktree"])) == ""
 
 
-@pytest.mark.xfail(strict=True, reason="a worktree rebasing the branch is not seen: reported gone")
-def test_abandon_of_a_branch_being_rebased_in_its_worktree_is_refused_not_reported_gone(
-    web, tmp_path, monkeypatch
+@pytest.mark.parametrize("mode", ["--abandon", "merged"])
+def test_a_branch_being_rebased_in_its_worktree_is_refused_not_reported_gone(
+    mode, web, tmp_path, monkeypatch
 ):
     worktree = pushed_topic(web)
+    if mode == "merged":
+        merge_on_origin(web, TOPIC_ID, how="squash")
     commit_on_origin(web, "limits.py", "LIMIT = 99\n")
     git(worktree, "fetch", "-q", "origin")
     git(worktree, "rebase", "origin/main", check=False)  # stops on a conflict: detached HEAD
+    assert (worktree / ".git").is_file() and "rebase" in git(worktree, "status")
     install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC_ID, tip(web), state="OPEN"),))
-    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
+    before = git(worktree, "status", "--porcelain")
+    res = cleanup(web, TOPIC_ID, *(["--abandon", "--yes"] if mode != "merged" else []))
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "branch-checked-out"
+    assert f"{worktree} is rebasing or bisecting {TOPIC_ID}" in res.json["error"]["message"]
+    # Nothing was removed: the worktree with its stopped rebase, the branch, origin's branch.
     assert worktree.is_dir() and TOPIC_ID in branches(web)
-    assert "already gone" not in steps(res.json)["remove"]["detail"]
-    assert res.code == 1
+    assert git(worktree, "status", "--porcelain") == before
+    if mode != "merged":  # (the merge deleted it on origin)
+        assert git(web, "ls-remote", "origin", f"refs/heads/{TOPIC_ID}")
