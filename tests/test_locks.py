@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.faults import argv, git_then, run, run_all
+from helpers.faults import argv, finish, git_then, git_wrapper, run, run_all, spawn, wait_until_open
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 
 from router.create.pipeline import REPO_LOCK
@@ -220,6 +220,42 @@ def test_doctor_repair_refuses_locked_while_another_process_holds_the_topic(home
     assert res.code == 1
     assert res.json["error"]["code"] == "locked"
     assert str(home_repo / ".claude/worktrees" / ID) in worktree_paths(home_repo)
+
+
+def _gated_git(bin_dir: Path, when: str) -> tuple[dict[str, str], Path, Path]:
+    """A ``git`` that touches ``started`` before a ``when`` command, then waits for ``go``."""
+    started, go = bin_dir / "started", bin_dir / "go"
+    body = (
+        f"touch '{started}'\nwhile [ ! -e '{go}' ]; do sleep 0.02; done\nexec \"$REAL_GIT\" \"$@\""
+    )
+    return git_wrapper(bin_dir, when, body), started, go
+
+
+def _wait_for(path: Path, proc) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None, finish(proc)
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def test_a_teardown_that_waited_for_another_teardown_of_the_topic_finds_it_done(
+    home_repo, tmp_path
+):
+    """The second run resolved the topic before the lock; under it, it sees what the first did."""
+    made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    worktree = Path(made.json["home"]["worktree"])
+    env, started, go = _gated_git(tmp_path / "bin", "worktree remove")
+    first = spawn("teardown", ID, "--json", cwd=home_repo, env=env)
+    _wait_for(started, first)
+    second = spawn("teardown", ID, "--json", cwd=home_repo)
+    wait_until_open(second.pid, state.lock_path(_common(home_repo), ID))  # waiting for it
+    go.touch()
+    one, two = finish(first), finish(second)
+    assert one.code == 0, one.out + one.err
+    assert two.code == 0, two.out + two.err
+    assert not worktree.exists()
+    assert branches(home_repo) == ["main"]
 
 
 def _state_files(repo: Path) -> dict[str, bytes]:

@@ -774,6 +774,9 @@ def teardown(
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+        # The scope (records, worktree lists) was read before the lock: another
+        # run may have torn the topic down or added a repo while this one waited.
+        scope = resolve_topic(cwd, target)
         plans = _with_holders(
             scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
