@@ -135,6 +135,19 @@ def test_a_second_process_waits_for_the_lock_and_then_proceeds(home_repo):
     assert time.monotonic() - started >= 0.5
 
 
+def test_a_wait_that_is_not_a_number_gives_up_at_once_instead_of_waiting_forever(home_repo):
+    with state.held_lock(_common(home_repo), ID):
+        proc = spawn("new", "Add thing", "--id", ID, "--wait", "nan", "--json", cwd=home_repo)
+        try:
+            res = finish(proc, timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "locked"
+
+
 def test_a_killed_run_leaves_no_lock_that_blocks_the_next_one(home_repo):
     crashed = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo, crash_at="add")
     assert crashed.code == 137

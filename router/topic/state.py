@@ -529,7 +529,8 @@ def acquire(path: Path, wait: float) -> int:
     import time
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    deadline = time.monotonic() + max(wait, 0.0)
+    # ``wait > 0`` is False for NaN too, which would otherwise never be reached.
+    deadline = time.monotonic() + (wait if wait > 0 else 0.0)
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
