@@ -597,3 +597,28 @@ def test_a_checkout_left_after_its_topic_was_torn_down_is_reported_kept_not_remo
     assert res.code == 0, res.err
     assert f"{feat} ({topic_id}) kept:" in res.err, res.err
     assert feat.is_dir() and "feature-x" in branches(home_repo)
+
+
+def test_a_plan_artifact_written_while_remove_waits_for_the_topic_lock_is_kept(home_repo):
+    """The plan dir is looked at under the lock: what a session wrote while it waited counts."""
+    from helpers.faults import wait_until_open
+
+    path = made(create(home_repo, "ENG-7-native"))
+    payload = {"session_id": "s-1", "cwd": str(path), "worktree_path": str(path)}
+    with state.held_lock(home_repo / ".git", "ENG-7-native"):  # another command of the topic
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "router.entry", "hook", "worktree-remove"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        proc.stdin.write(json.dumps(payload))
+        proc.stdin.close()
+        wait_until_open(proc.pid, state.lock_path(home_repo / ".git", "ENG-7-native"))
+        task = write(path / "docs" / "plans" / "ENG-7-native" / "task.md", "# the request\n")
+    proc.wait(timeout=120)
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    assert "kept" in err and "task.md" in err, err
+    assert task.read_text() == "# the request\n" and "ENG-7-native" in branches(home_repo)

@@ -27,6 +27,10 @@ from router.topic.discovery import PLANS_DIR
 from router.topic.ids import parse_id
 from router.topic.workspace import Repo, open_repo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.topic.scope import TopicScope
+
 # Field names the host has used for each value; the first non-empty one wins (§14).
 NAME_KEYS = ("name", "worktree_name", "worktreeName")
 PATH_KEYS = ("worktree_path", "worktreePath", "path")
@@ -159,20 +163,22 @@ def worktree_remove(
     return result
 
 
+class _Keep(Exception):
+    """Why the host's worktree stays, found under the topic lock."""
+
+
 def _tear_down(
     repo: Repo, topic_id: str, path: Path, *, discard: bool, wait: float, echo: Echo | None
 ) -> RemoveResult:
     from router.teardown.topic import teardown
-    from router.topic.scope import resolve_topic
 
     def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
         return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id, warnings=warnings or [])
 
-    try:
-        scope = resolve_topic(repo.primary, topic_id)
+    def keep_reason(scope: TopicScope) -> str | None:
         if len(scope.repos) > 1:
             names = ", ".join(t.name for t in scope.repos)
-            return kept(
+            return (
                 f"the topic spans several repos ({names}); run `team-router teardown {topic_id}` "
                 "to tear them down together"
             )
@@ -180,13 +186,33 @@ def _tear_down(
         if artifacts:
             # git ignores the plan dir (info/exclude), so neither the dirty check nor a
             # snapshot would see these files: removing the worktree would lose them.
-            return kept(
+            return (
                 f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
                 f"{topic_id}` when the run is finished"
             )
+        return None
+
+    def recheck(scope: TopicScope) -> None:
+        # Under the topic lock, on the topic as resolved there: a session may have
+        # written to the plan dir (or `worktrees` added a repo) while this waited.
+        why = keep_reason(scope)
+        if why is not None:
+            raise _Keep(why)
+
+    try:
         # A discard intent is --force for the work in this worktree, not for a lock or
         # another live session: those keep it, as they do without the intent.
-        done = teardown(repo.primary, topic_id, force=discard, keep_held=True, wait=wait, echo=echo)
+        done = teardown(
+            repo.primary,
+            topic_id,
+            force=discard,
+            keep_held=True,
+            wait=wait,
+            echo=echo,
+            check=recheck,
+        )
+    except _Keep as exc:
+        return kept(str(exc))
     except RouterError as exc:
         # The refusal names what holds work; the worktree stays as it is.
         return kept(

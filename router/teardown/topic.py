@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -745,11 +746,14 @@ def teardown(
     stop: threading.Event | None = None,
     remove_reused: bool = False,
     keep_held: bool = False,
+    check: Callable[[TopicScope], None] | None = None,
 ) -> TeardownResult:
     """Plan every repo of the topic, refuse if any would lose work, then tear each down.
 
     ``stop`` (set by Ctrl-C) ends the run at step boundaries: no step and no
-    ``.teamteardown`` line starts after it, in any repo.
+    ``.teamteardown`` line starts after it, in any repo. ``check`` is called with
+    the topic as resolved under its lock, before anything is planned; it raises
+    to stop the teardown there.
     """
     scope = resolve_topic(cwd, target)
     opts = TeardownOptions(
@@ -777,6 +781,8 @@ def teardown(
         # The scope (records, worktree lists) was read before the lock: another
         # run may have torn the topic down or added a repo while this one waited.
         scope = resolve_topic(cwd, target)
+        if check is not None:
+            check(scope)
         plans = _with_holders(
             scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
         )
