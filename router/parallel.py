@@ -59,9 +59,13 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
         work()
         return outcomes
     threads = [threading.Thread(target=work) for _ in range(min(MAX_PARALLEL, len(items)))]
-    for thread in threads:
-        thread.start()
+    started: list[threading.Thread] = []
     try:
+        # Started inside the try: a Ctrl-C while the threads are being started
+        # (the first items already under way) must stop the rest as well.
+        for thread in threads:
+            started.append(thread)
+            thread.start()
         for thread in threads:
             thread.join()
     except BaseException:
@@ -69,8 +73,11 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
         # got the signal too) before the interrupt goes on, so nothing is left
         # half-written.
         interrupted.set()
-        for thread in threads:
-            thread.join()
+        for thread in started:
+            try:
+                thread.join()
+            except RuntimeError:  # one whose start() the Ctrl-C cut short
+                continue
         raise
     return outcomes
 

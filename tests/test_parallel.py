@@ -58,7 +58,9 @@ def test_no_more_than_max_parallel_run_at_once_and_one_item_runs_inline():
 
 
 def test_ctrl_c_starts_no_more_items_and_waits_for_those_under_way(tmp_path):
-    # A real SIGINT to a process mapping 20 half-second items, 8 at a time.
+    # A real SIGINT to a process mapping 20 half-second items, 8 at a time, sent
+    # once the eighth has started (a timer could fire after the map on a loaded
+    # machine, and then nothing is interrupted).
     import subprocess
     import sys
 
@@ -69,9 +71,10 @@ def test_ctrl_c_starts_no_more_items_and_waits_for_those_under_way(tmp_path):
         f"log = open({str(log)!r}, 'a', buffering=1)\n"
         "def item(n):\n"
         "    log.write(f'{n}\\n')\n"
+        "    if n == 7:  # the eighth item taken: every thread has one under way\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
         "    time.sleep(0.5)\n"
         "    log.write(f'done {n}\\n')\n"
-        "threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"
         "    parallel_map(item, range(20))\n"
         "except KeyboardInterrupt:\n"
