@@ -67,6 +67,9 @@ def test_ctrl_c_starts_no_more_items_and_waits_for_those_under_way(tmp_path):
     log = tmp_path / "started"
     code = (
         "import os, signal, threading, time\n"
+        # Ctrl-C's own handler, whatever was inherited: a job started with `&`
+        # by a non-interactive shell (a CI runner's) has SIGINT ignored.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from router.parallel import parallel_map\n"
         f"log = open({str(log)!r}, 'a', buffering=1)\n"
         "def item(n):\n"
