@@ -199,25 +199,11 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         # ``<branch>-restored``: its snapshot is under the old name, and it is here.
         there = _restored_on(record, branch)
         if there is not None:
-            return RestoredRepo(
-                name,
-                RestoreStatus.EXISTING,
-                f"already restored to {there}",
-                _restored_field(record, "snapshot"),
-                branch,
-                there,
-            )
+            return _existing(name, there, _restored_field(record, "snapshot"), branch)
         return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
     again = _already_restored(record, snap)
     if again is not None:
-        return RestoredRepo(
-            name,
-            RestoreStatus.EXISTING,
-            f"already restored to {again}",
-            snap.commit,
-            _restored_field(record, "branch"),
-            again,
-        )
+        return _existing(name, again, snap.commit, _restored_field(record, "branch"))
     try:
         target = _free_branch(repo, branch)
         path = repo.worktree_path(target)
@@ -286,6 +272,13 @@ def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
 def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:
     restored = record.restored if record else None
     return getattr(restored, key) if restored else None
+
+
+def _existing(name: str, where: Path, snapshot: str | None, branch: str | None) -> RestoredRepo:
+    """An earlier restore's worktree, still there: this run changes nothing."""
+    return RestoredRepo(
+        name, RestoreStatus.EXISTING, f"already restored to {where}", snapshot, branch, where
+    )
 
 
 def _restored_on(record: state.TopicRecord | None, branch: str) -> Path | None:
