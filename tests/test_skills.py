@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -228,3 +229,62 @@ def test_the_checker_rejects_unknown_commands_options_and_arguments() -> None:
         "x",
         "--json",
     ]
+
+
+# -- the briefs `next` prints and the plugin's hooks run the same CLI ----------------
+
+BRIEFS = ROOT / "templates" / "briefs"
+JINJA_RE = re.compile(r"\{\{.*?\}\}|\{[a-z_]+\}")  # {{ id }} in a brief, {id} in the notice
+INDENTED_RE = re.compile(r"^ {4,}(team-router\s.*)$")
+INLINE_RE = re.compile(r"`(team-router\s[^`]*)`")
+
+
+def _brief_and_hook_lines() -> list[Shown]:
+    """Every command line a brief (indented block or inline code), the recovery notice or a
+    hook command runs; template fields become placeholders."""
+    found: list[Shown] = []
+    for path in [*sorted(BRIEFS.glob("*.j2")), ROOT / "templates" / "recovery_notice.txt"]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            texts = [m.group(1) for m in (INDENTED_RE.match(line),) if m]
+            texts += INLINE_RE.findall(line)
+            for text in texts:
+                found.append(
+                    Shown(str(path.relative_to(ROOT)), number, JINJA_RE.sub("<field>", text))
+                )
+    hooks = json.loads((ROOT / "hooks" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
+    for event, entries in hooks.items():
+        for entry in entries:
+            for hook in entry["hooks"]:
+                for part in re.split(r"&&|\|\||;", hook["command"]):
+                    if part.strip().startswith("team-router "):
+                        found.append(Shown(f"hooks.json {event}", 0, part.strip()))
+    return found
+
+
+def test_every_team_router_line_of_a_brief_or_hook_is_a_real_command() -> None:
+    root = _app()
+    shown = _brief_and_hook_lines()
+    assert len(shown) > 20
+    problems = [
+        f"{s.source}:{s.line}: `{s.text}`: {problem}"
+        for s in shown
+        if (problem := _check(_tokens(s.text), root))
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_worktree_brief_carries_the_request_new_kept(home_repo: Path) -> None:
+    # A session resuming at WORKTREE has no copy of the request but the topic record, and
+    # the brief's first command (`doctor --repair`) deletes that record.
+    import shutil
+
+    from helpers.repos import run_cli
+    from helpers.topics import new_topic
+
+    request = "Add rate limiting: 100 req/min per key"
+    made = new_topic(home_repo, request)
+    shutil.rmtree(made.worktrees["home"])
+    res = run_cli("next", made.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.err + res.out
+    assert (res.json["resume_at"], res.json["request"]) == ("WORKTREE", request)
+    assert f"> {request}" in res.json["brief"]

@@ -349,7 +349,9 @@ class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief exp
     """What ``team-router next`` prints: the phase plus its brief and expected artifacts.
 
     ``request`` is the user's request as ``new`` kept it, at QUESTION only (else None): the
-    questioner is the one helper that reads it, so later phases do not carry it around.
+    questioner is the one helper that reads it, so later phases do not carry it around. At
+    WORKTREE too (a home worktree removed by hand): making it again is ``new`` with that request,
+    and a resumed session has no other copy (``doctor --repair`` then drops the record).
     """
 
     __slots__ = ()
@@ -376,7 +378,7 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
     resume, inv, warnings = assess(repo, plan, repos)
     warnings += repo_warnings
     expects = expected_artifacts(resume, inv, plan)
-    request = kept_request(repo, plan) if resume.resume_at == QUESTION else None
+    request = kept_request(repo, plan) if resume.resume_at in (WORKTREE, QUESTION) else None
     brief = render(
         f"briefs/{resume.resume_at.lower()}.md.j2",
         id=plan.id,
