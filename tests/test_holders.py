@@ -155,6 +155,14 @@ def test_hold_of_a_dead_pid_is_bad_input_and_writes_nothing(topic, sleeper):
     assert _files(topic.home) == []
 
 
+@pytest.mark.parametrize("pid", ["99999999999999999999", "4294967296"])
+def test_hold_of_a_pid_past_the_c_range_is_bad_input_not_a_traceback(topic, pid):
+    res = run_cli("hold", TOPIC_ID, "--pid", pid, "--json", cwd=topic.home)
+    assert res.code == 2, res.err
+    assert res.json["error"]["code"] == "no-such-process"
+    assert _files(topic.home) == []
+
+
 @pytest.mark.parametrize("session", ["", "a b", "../x", "x" * 129, "s;rm -rf /"])
 def test_hold_refuses_a_session_id_outside_the_allowlist(topic, session):
     res = run_cli("hold", TOPIC_ID, "--session", session, "--json", cwd=topic.home)

@@ -84,6 +84,17 @@ def test_teardown_takes_the_plan_dir_path_as_target(home_repo):
     assert not topic.worktrees["home"].exists()
 
 
+@pytest.mark.parametrize("command", [("teardown",), ("local-state",), ("restore",)])
+def test_an_empty_target_is_bad_input_and_never_the_newest_topic(home_repo, command):
+    # `team-router teardown "$ID"` with ID unset: the empty string named no topic
+    # and discovery's newest one was taken apart.
+    topic = new_topic(home_repo)
+    res = run_cli(*command, "", "--json", cwd=home_repo)
+    assert res.code == 2, res.out
+    assert res.json["error"]["code"] == "invalid-id"
+    assert topic.worktrees["home"].is_dir() and topic.plan_dir.is_dir()
+
+
 def test_an_unknown_id_is_bad_input(home_repo):
     res = run_cli("teardown", "2026-05-01-never-made", "--json", cwd=home_repo)
     assert res.code == 2

@@ -145,6 +145,10 @@ def resolve_listed(
     from router.errors import BadInput
     from router.topic.workspace import open_repo
 
+    if target == "":
+        # An empty target (an unset "$ID" in a script) names no topic: it must not
+        # fall through to discovery's newest topic, which teardown would take apart.
+        raise BadInput("invalid-id", "the target is empty; pass a topic id or a plan dir path")
     if target and _looks_like_path(target):
         return (*_by_path(cwd, target), None)
     repo = home_repo(open_repo(cwd), target)

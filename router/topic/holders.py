@@ -148,8 +148,8 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass  # another user's process: it exists
-    except OSError:
-        return False
+    except (OSError, OverflowError):
+        return False  # OverflowError: a pid past the C range (`hold --pid 10**20`) names no process
     fields = _stat_fields(pid)
     # A zombie has exited; only its exit status waits to be collected.
     return not (fields and fields[0] in {"Z", "X"})
