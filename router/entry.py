@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
 
         help_text = stored_help(args)
         if help_text is not None:
-            sys.stdout.write(help_text)
+            from router.cli.output import write_out
+
+            write_out(help_text, end="")
             return 0
         early = early_command(args)
         if early is not None:
@@ -57,8 +59,9 @@ def console() -> int:
     if not _nothing_left_to_run():
         return code
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: that fd was closed at start (`>&-`)
+                stream.flush()
     except (OSError, ValueError):
         return code  # the usual exit reports it (a closed pipe: exit 120)
     os._exit(code)

@@ -157,6 +157,39 @@ def test_an_exit_handler_or_a_running_thread_gets_the_usual_exit(tmp_path):
         assert "TEARDOWN" in proc.stderr
 
 
+def test_a_closed_stdout_is_no_traceback_and_keeps_the_exit_code(home_repo):
+    # `team-router status --json >&-`: Python starts with no sys.stdout at all.
+    topic = new_topic(home_repo)
+    for args in (("status", "--json"), ("next", topic.id, "--json"), ("--help",)):
+        proc = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *argv(*args, cwd=home_repo)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(home_repo):
+    # `team-router next ID --json | head -c 1`: the rest of the answer is dropped
+    # quietly and the command keeps its own exit code.
+    topic = new_topic(home_repo)
+    for args in (("next", topic.id, "--json"), ("status", "--json"), ("phase", "--json")):
+        proc = subprocess.Popen(
+            argv(*args, cwd=home_repo),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # no reader left: the first write gets EPIPE
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, (args, err)
+        assert "Traceback" not in err and "Exception ignored" not in err, (args, err)
+
+
 def test_a_missing_git_is_refused_naming_the_install_not_a_rerun(home_repo, tmp_path):
     # The repo's layout is read from its files, so the first git to run may be
     # deep in a command: wherever it turns out git is missing, that is what it says.

@@ -33,7 +33,9 @@ def demo_cmd(
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    from router.cli.output import write_out
+
+    write_out(line)
 
 
 def _quiet(line: str) -> None:

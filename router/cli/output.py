@@ -21,6 +21,35 @@ if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
 
+def write_out(text: str, end: str = "\n") -> None:
+    """``text`` and ``end`` on stdout, flushed; a reader gone or no stdout at all is not an error.
+
+    ``team-router next --json | head -c 1`` closes the pipe mid-answer: the rest
+    is dropped (stdout then points at /dev/null, so the exit's own flush does not
+    fail either) and the command keeps its exit code. With fd 1 closed
+    (``>&-``) Python has no ``sys.stdout``: there is nowhere to write.
+    """
+    out = sys.stdout
+    if out is None:
+        return
+    try:
+        out.write(text + end)
+        out.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
@@ -54,13 +83,13 @@ def emit_result(
         failure = getattr(result, "error", None)
         if failure is not None:
             payload["error"] = failure
-        print(json.dumps(payload, indent=2, default=str))
+        write_out(json.dumps(payload, indent=2, default=str))
     else:
         for message in warnings:
             warn(message)
         rendered = text(result)
         if rendered:
-            print(rendered)
+            write_out(rendered)
     return code
 
 
@@ -73,7 +102,7 @@ def fail(command: str, as_json: bool, exc: RouterError) -> None:
             "warnings": list(exc.details.get("warnings", [])),
             "error": error_json(exc.code, exc.message),
         }
-        print(json.dumps(payload, indent=2, default=str))
+        write_out(json.dumps(payload, indent=2, default=str))
     else:
         print(f"team-router: {exc.message} [{exc.code}]", file=sys.stderr)
 
