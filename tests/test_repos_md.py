@@ -224,3 +224,20 @@ def test_a_heading_inside_a_list_item_starts_no_section():
     assert (parsed.home.name, str(parsed.home.path)) == ("web", "/w/web")
     assert parsed.secondaries == ()
     assert parsed.worktrees_span is None
+
+
+@pytest.mark.parametrize(
+    "nested",
+    [
+        # Repos grouped under a bullet: only the first was read, the rest skipped silently.
+        "- Backend:\n  - **name:** api\n    **path:** /w/api\n"
+        "  - **name:** worker\n    **path:** /w/worker\n",
+        "- **name:** api\n  **path:** /w/api\n  - **name:** worker\n    **path:** /w/worker\n",
+    ],
+)
+def test_a_repo_nested_in_another_item_is_an_error_not_skipped(nested):
+    text = "## Home repo\n- **name:** web\n- **path:** /w/web\n\n## Additional repos\n" + nested
+    with pytest.raises(BadInput) as info:
+        parse_repos_md(text)
+    assert info.value.code == "repos-md"
+    assert "second **name:**" in info.value.message and "line 6" in info.value.message

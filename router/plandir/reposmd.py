@@ -129,13 +129,25 @@ def _span_in(found: Outline, offset: int) -> tuple[int, int] | None:
     return None
 
 
-def _fields(item: _Item) -> dict[str, tuple[int, str]]:
+def _fields(item: _Item, *, once: bool = False) -> dict[str, tuple[int, str]]:
+    """The item's fields, the first of each key; ``once``: a repeated name or path is an error.
+
+    A nested list under one item (repos grouped under a bullet) would otherwise
+    read as one repo, and every repo after the first would be skipped silently.
+    """
     found: dict[str, tuple[int, str]] = {}
     for line, text in item:
         match = _FIELD_RE.match(text)
         if match:
+            key = match["key"].lower()
+            if once and key in found and key in ("name", "path"):
+                raise _error(
+                    line,
+                    f"a second **{key}:** in the item of line {item[0][0]}; "
+                    "list each additional repo as its own top-level item",
+                )
             value = match["value"].strip().strip("`").strip()
-            found.setdefault(match["key"].lower(), (line, value))
+            found.setdefault(key, (line, value))
     return found
 
 
@@ -149,7 +161,7 @@ def _home_spec(items: list[_Item]) -> RepoSpec:
 
 def _item_spec(item: _Item) -> RepoSpec:
     first = item[0][0] if item else 1
-    fields = _fields(item)
+    fields = _fields(item, once=True)
     if "name" not in fields or not fields["name"][1]:
         raise _error(first, "an additional repo has no **name:**")
     return _spec(fields["name"][1], fields, first)
