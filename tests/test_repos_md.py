@@ -241,3 +241,18 @@ def test_a_repo_nested_in_another_item_is_an_error_not_skipped(nested):
         parse_repos_md(text)
     assert info.value.code == "repos-md"
     assert "second **name:**" in info.value.message and "line 6" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "heading",
+    ["## Additional repos:", "## Additional repositories", "## **Additional repos**", "# Repos"],
+)
+def test_a_repo_listed_under_a_section_that_is_not_read_is_an_error_not_skipped(heading):
+    text = (
+        "## Home repo\n- **name:** web\n- **path:** /w/web\n\n"
+        f"{heading}\n- **name:** api\n  **path:** /w/api\n"
+    )
+    with pytest.raises(BadInput) as info:
+        parse_repos_md(text)
+    assert info.value.code == "repos-md"
+    assert "line 6:" in info.value.message and "not read" in info.value.message

@@ -88,6 +88,7 @@ def parse_repos_md(text: str) -> ReposFile:
         raise _error(1, "no '## Home repo' section with the home repo's name and path")
     home = _home_spec(home_items)
     secondaries = tuple(_item_spec(item) for item in sections.get("additional repos", []))
+    _check_unread(sections)
     _check_names(home, secondaries)
     return ReposFile(home, secondaries, text, _span_in(found, fm.body_line - 1))
 
@@ -95,19 +96,24 @@ def parse_repos_md(text: str) -> ReposFile:
 # -- sections -------------------------------------------------------------------
 
 _Item = list[tuple[int, str]]  # (1-based line, text) of every line of text in one list item
+_READ = ("home repo", "additional repos", "worktrees")
+_UNREAD = ""  # the items outside any level-2 section (before one, or after a level-1 heading)
 
 
 def _sections(found: Outline, offset: int) -> dict[str, list[_Item]]:
-    """Level-2 sections by lowercased title, each a list of its top-level list items."""
+    """Level-2 sections by lowercased title, each a list of its top-level list items.
+
+    Items outside any level-2 section (before one, or after a level-1 heading) are under ``""``.
+    """
     sections: dict[str, list[_Item]] = {}
-    current: list[_Item] | None = None
+    current = sections.setdefault(_UNREAD, [])
     for part in found:
         if isinstance(part, Heading):
             if part.level == 2:
                 current = sections.setdefault(part.title.lower(), [])
             elif part.level == 1:
-                current = None
-        elif current is not None:
+                current = sections[_UNREAD]
+        else:
             current.append([(offset + line + 1, text) for line, text in part.lines])
     return sections
 
@@ -177,6 +183,22 @@ def _spec(name: str, fields: dict[str, tuple[int, str]], first: int) -> RepoSpec
         raise _error(line, f"path of {name!r} contains a NUL byte")
     role = fields.get("role", (first, ""))[1]
     return RepoSpec(name, Path(raw_path), role, first, line)
+
+
+def _check_unread(sections: dict[str, list[_Item]]) -> None:
+    """A repo (an item with a name and a path) outside the sections read is an error, not skipped."""
+    for title, items in sections.items():
+        if title in _READ:
+            continue
+        for item in items:
+            fields = _fields(item)
+            if "name" in fields and "path" in fields:
+                where = f"under '## {title}'" if title != _UNREAD else "outside any ## section"
+                raise _error(
+                    item[0][0],
+                    f"repo {fields['name'][1]!r} is listed {where}, which is not read; "
+                    "list additional repos under '## Additional repos'",
+                )
 
 
 def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
