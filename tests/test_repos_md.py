@@ -256,3 +256,17 @@ def test_a_repo_listed_under_a_section_that_is_not_read_is_an_error_not_skipped(
         parse_repos_md(text)
     assert info.value.code == "repos-md"
     assert "line 6:" in info.value.message and "not read" in info.value.message
+
+
+def test_a_byte_order_mark_before_the_home_heading_is_skipped_as_before_frontmatter():
+    # Without frontmatter the BOM stayed on the first heading, which then was no heading:
+    # "no '## Home repo' section" for a file that has one.
+    text = (
+        "\ufeff## Home repo\n- **name:** web\n- **path:** /w/web\n\n"
+        "## Additional repos\n- **name:** api\n  **path:** /w/api\n"
+    )
+    parsed = parse_repos_md(text)
+    assert (parsed.home.name, [s.name for s in parsed.secondaries]) == ("web", ["api"])
+    out = with_worktrees_section(parsed, ENTRIES)
+    assert out == text + "\n" + NEW_SECTION
+    assert with_worktrees_section(parse_repos_md(out), ENTRIES) == out

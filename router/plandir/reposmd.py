@@ -10,7 +10,7 @@ from pathlib import Path
 
 from router.errors import BadInput
 from router.plandir import frontmatter
-from router.plandir.mdlines import is_blank, split_lines
+from router.plandir.mdlines import BOM, is_blank, split_lines
 from router.plandir.outline import Heading, Outline, outline
 from router.topic.ids import SLUG_RE
 from router.topic.model import HOME
@@ -81,7 +81,9 @@ def parse_repos_md(text: str) -> ReposFile:
     fm = frontmatter.split(text, need_data=False)
     if fm.error:
         raise BadInput("repos-md", f"repos.md {fm.error}")
-    found = outline(fm.body)  # one read answers both the sections and the Worktrees span
+    # A BOM with no frontmatter after it is still on the first line: it would hide that
+    # heading (frontmatter.split skips one only before a frontmatter fence).
+    found = outline(fm.body.removeprefix(BOM))  # one read: the sections and the Worktrees span
     sections = _sections(found, fm.body_line - 1)
     home_items = sections.get("home repo")
     if not home_items:
@@ -119,7 +121,7 @@ def _sections(found: Outline, offset: int) -> dict[str, list[_Item]]:
 
 
 def _worktrees_span(body: str, offset: int) -> tuple[int, int] | None:
-    return _span_in(outline(body), offset)
+    return _span_in(outline(body.removeprefix(BOM)), offset)
 
 
 def _span_in(found: Outline, offset: int) -> tuple[int, int] | None:
