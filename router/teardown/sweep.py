@@ -224,6 +224,11 @@ def classify(
         return SweepVerdict.SYMLINK, ()
     if (real or os.path.realpath(path)) in live:
         return SweepVerdict.LIVE, ()
+    return _judge(path)
+
+
+def _judge(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
+    """The verdict on what a directory holds: a checkout, files beside residue, or residue."""
     files = _files_under(path)
     if os.path.lexists(path / ".git") or any(_in_repository(f) for f in files):
         return SweepVerdict.CHECKOUT, files
@@ -291,16 +296,13 @@ def remove_residue(path: Path) -> str | Kept | None:
         return None
     except OSError as exc:
         return f"{exc.strerror}: {exc.filename}"
-    files = _files_under(aside)
-    unexpected = tuple(f for f in files if not is_residue_file(f) or _in_repository(f))
-    if unexpected:
+    verdict, files = _judge(aside)  # the rule classify applied, once more
+    if verdict is not SweepVerdict.RESIDUE:
         try:
             os.rename(aside, path)
         except OSError as exc:
             return f"written to while swept, kept at {aside} ({exc.strerror})"
-        if any(_in_repository(f) for f in files):
-            return Kept(path, SweepVerdict.CHECKOUT, files)
-        return Kept(path, SweepVerdict.UNEXPECTED, unexpected)
+        return Kept(path, verdict, files)
     try:
         shutil.rmtree(aside)
     except FileNotFoundError:
