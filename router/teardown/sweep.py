@@ -224,10 +224,10 @@ def classify(
         return SweepVerdict.SYMLINK, ()
     if (real or os.path.realpath(path)) in live:
         return SweepVerdict.LIVE, ()
-    return _judge(path)
+    return _verdict_on(path)
 
 
-def _judge(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
+def _verdict_on(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
     """The verdict on what a directory holds: a checkout, files beside residue, or residue."""
     files = _files_under(path)
     if os.path.lexists(path / ".git") or any(_in_repository(f) for f in files):
@@ -296,7 +296,7 @@ def remove_residue(path: Path) -> str | Kept | None:
         return None
     except OSError as exc:
         return f"{exc.strerror}: {exc.filename}"
-    verdict, files = _judge(aside)  # the rule classify applied, once more
+    verdict, files = _verdict_on(aside)  # the rule classify applied, once more
     if verdict is not SweepVerdict.RESIDUE:
         try:
             os.rename(aside, path)
