@@ -254,3 +254,22 @@ def newest_mtime(plan_dir: str) -> float | None:
     except OSError:
         return None
     return max(times) if times else None
+
+
+def read_temp_paths(plan_dir: str | os.PathLike[str]) -> list[str]:
+    """The plan dir's recorded temp paths, each once (teardown reads them before the plan dir goes)."""
+    try:
+        # surrogateescape: a path that is not UTF-8 is still the bytes of a real path.
+        with open(os.path.join(plan_dir, TEMP_PATHS), "rb") as fh:
+            raw = fh.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return []
+    text = raw.decode("utf-8", "surrogateescape")
+    seen: dict[str, None] = {}
+    # One path a line, split at "\n" alone: splitlines() and universal newlines
+    # also break at "\r", "\x0c", "\x1c", "\u2028" ..., all legal in a file name,
+    # and would name the part before it, a path nobody recorded.
+    for line in text.split("\n"):
+        if line.strip():
+            seen.setdefault(line.rstrip("\r"), None)
+    return list(seen)

@@ -171,7 +171,7 @@ def record_temp(
     repo, plan = _existing_plan(cwd, target)
     path = plan.path / a.TEMP_PATHS
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
-        lines = _lines(path)
+        lines = a.read_temp_paths(plan.path)
         if value in lines:
             return RecordResult("temp", path, value, existing=True)
         text = "".join(f"{line}\n" for line in [*lines, value])
@@ -244,14 +244,3 @@ def _render(template: str, plan: PlanDir, **context: object) -> str:
         date=_dt.date.today().isoformat(),
         **context,
     )
-
-
-def _lines(path: Path) -> list[str]:
-    # Split at "\n" alone, as teardown reads the file: splitlines() would also
-    # break a path at \x0c, \x1c or \u2028, and rewriting the file would then
-    # record its first part as a path of its own.
-    try:
-        text = path.read_bytes().decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        return []
-    return [ln.removesuffix("\r") for ln in text.split("\n") if ln.strip()]

@@ -32,7 +32,6 @@ from router.git import (
     repository_above,
     repository_below,
 )
-from router.plandir.artifacts import TEMP_PATHS
 from router.progress import Echo
 from router.topic.workspace import DefaultBranch
 
@@ -343,24 +342,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 # -- temp paths --------------------------------------------------------------------
-
-
-def read_temp_paths(plan_dir: Path) -> list[str]:
-    """The plan dir's recorded temp paths (read them before the plan dir goes)."""
-    try:
-        # surrogateescape: a path that is not UTF-8 is still the bytes of a real path.
-        raw = (plan_dir / TEMP_PATHS).read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return []
-    text = raw.decode("utf-8", "surrogateescape")
-    seen: dict[str, None] = {}
-    # One path a line, split at "\n" alone: splitlines() and universal newlines
-    # also break at "\r", "\x0c", "\x1c", "\u2028" ..., all legal in a file name,
-    # and would name the part before it, a path nobody recorded.
-    for line in text.split("\n"):
-        if line.strip():
-            seen.setdefault(line.rstrip("\r"), None)
-    return list(seen)
 
 
 def temp_root() -> str:

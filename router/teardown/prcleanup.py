@@ -29,8 +29,9 @@ from router import gitfiles, github
 from router.errors import BadInput, Refusal
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
+from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
-from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob, read_temp_paths
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
 from router.teardown.nested import survey_nested
 from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,

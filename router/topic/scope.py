@@ -13,8 +13,8 @@ from pathlib import Path
 from router.errors import BadInput, RouterError
 from router.git import WorktreeEntry
 from router.parallel import parallel_map
+from router.plandir.artifacts import read_temp_paths
 from router.plandir.reposmd import REPOS_MD, ReposFile, read_repos_md, worktree_lines
-from router.teardown.localstate import read_temp_paths
 from router.topic import state
 from router.topic.discovery import home_repo, resolve_listed
 from router.topic.ids import ID_RE, branch_for, parse_id
