@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.faults import git_wrapper
 from helpers.repos import branches, commit, git, run_cli, status, write
-from helpers.topics import multi_topic, new_topic, teardown
+from helpers.topics import multi_topic, new_topic, steps_of, teardown
 
 from router.teardown.snapshot import snapshot_ref, snapshot_worktree
 from router.topic.workspace import open_repo
@@ -264,3 +265,23 @@ def test_a_snapshot_keeps_the_edits_of_an_ignored_file_staged_with_add_force(top
     assert (back / "local.env").read_text() == "v2 edited after staging\n"
     assert git(back, "show", ":local.env") == "v1 staged"
     assert "AM local.env" in status(back).splitlines()
+
+
+def test_a_file_under_docs_plans_written_after_the_plan_is_kept(workspace, tmp_path, monkeypatch):
+    # The home repo's plan saw its worktree clean; while the api repo's plan is still
+    # running (its `git status` held a second), a file lands in the home worktree's
+    # docs/plans/, which git's own removal check cannot see (our info/exclude line).
+    topic = multi_topic(workspace, ("api",))
+    wt = topic.worktrees["home"]
+    late = wt / "docs" / "plans" / "late.md"
+    slow = (
+        'case "$*" in *"/api/.claude/worktrees/"*)\n'
+        f"  sleep 1; mkdir -p '{late.parent}'; echo 'written late' > '{late}' ;;\n"
+        'esac\nexec "$REAL_GIT" "$@"'
+    )
+    monkeypatch.setenv("PATH", git_wrapper(tmp_path / "bin", "status", slow)["PATH"])
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1, res.out
+    home_remove = steps_of(res.json, "home")["remove"]
+    assert home_remove["outcome"] == "refused" and "docs/plans/late.md" in home_remove["detail"]
+    assert late.read_text() == "written late\n" and wt.is_dir()

@@ -783,6 +783,12 @@ def remove_worktree(
             )
             if status.dirty:
                 return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
+        elif exists:
+            # The plan's status saw it clean; git's own check below covers the moments
+            # since, except what our info/exclude line hides from it.
+            late = with_hidden(StatusReport(), hidden_work(path, topic_id))
+            if late.dirty:
+                return worktree_blocker(path, entry, late), None  # type: ignore[return-value]
         try:
             _mark_removal(repo, topic, path, branch, since)
             # A registration whose directory is gone holds nothing: --force drops it.
