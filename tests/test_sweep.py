@@ -4,6 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from helpers.faults import CRASHED, run
 from helpers.repos import commit, git, make_repo, run_cli, write
 
 # Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
@@ -272,3 +273,56 @@ def test_sweep_keeps_a_file_written_after_the_directory_was_judged(home_repo, mo
     assert (residue / "src" / "draft.py").read_text() == "written just now\n"
     assert res.json["swept"] == []
     assert [(k["path"], k["files"]) for k in res.json["kept"]] == [(str(residue), ["src/draft.py"])]
+
+
+def _killed_mid_sweep(repo: Path) -> Path:
+    """A sweep killed right after moving ``gone-topic`` aside; the aside directory."""
+    write(leftovers(repo) / "gone-topic" / "tmp" / "lsp.log", "log\n")
+    crashed = run("sweep", "--json", cwd=repo, crash_at="sweep-aside")
+    assert crashed.code == CRASHED, crashed.err
+    (aside,) = leftovers(repo).iterdir()
+    assert aside.name.startswith(".team-router-sweeping-") and aside.name.endswith("-gone-topic")
+    return aside
+
+
+def test_a_directory_a_killed_sweep_left_aside_is_swept_under_its_own_name(home_repo):
+    _killed_mid_sweep(home_repo)
+    data = sweep(home_repo)
+    assert data["swept"] == [str(leftovers(home_repo) / "gone-topic")]
+    assert list(leftovers(home_repo).iterdir()) == []
+
+
+def test_a_dry_run_leaves_a_killed_sweeps_directory_where_it_is(home_repo):
+    aside = _killed_mid_sweep(home_repo)
+    res = run_cli("sweep", "--dry-run", "--json", cwd=home_repo)
+    assert res.json["swept"] == [str(aside)]
+    assert (aside / "tmp" / "lsp.log").read_text() == "log\n"
+
+
+def test_work_in_a_directory_a_killed_sweep_left_aside_is_kept_under_its_own_name(home_repo):
+    """Work written before the move, then the kill: kept where its writer put it, and listed."""
+    aside = _killed_mid_sweep(home_repo)
+    write(aside / "src" / "draft.py", "written before the move\n")
+    data = sweep(home_repo)
+    gone_topic = leftovers(home_repo) / "gone-topic"
+    assert data["swept"] == []
+    assert [(k["path"], k["reason"], k["files"]) for k in data["kept"]] == [
+        (str(gone_topic), "unexpected-files", ["src/draft.py"])
+    ]
+    assert (gone_topic / "src" / "draft.py").read_text() == "written before the move\n"
+    assert not aside.exists()
+
+
+def test_a_directory_a_running_sweep_moved_aside_is_left_to_it(home_repo):
+    """Another sweep, still running, is judging it: not ours to delete or rename."""
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        aside = leftovers(home_repo) / f".team-router-sweeping-{sleeper.pid}-gone-topic"
+        write(aside / "tmp" / "lsp.log", "log\n")
+        data = sweep(home_repo)
+        assert data["swept"] == []
+        assert [(k["path"], k["reason"]) for k in data["kept"]] == [(str(aside), "claimed")]
+        assert (aside / "tmp" / "lsp.log").read_text() == "log\n"
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -27,6 +27,7 @@ one at its top does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterable
@@ -131,14 +132,15 @@ def sweep(
         # A symlinked .claude/ or worktrees/ points somewhere else on the machine
         # (creation refuses one too): nothing behind it is ours to judge or delete.
         return SweepResult(root, kept=(Kept(base, SweepVerdict.SYMLINK),))
-    subdirs = _subdirs(base)
-    if not subdirs:
+    held_aside = _take_back_aside(base, rename=not dry_run)
+    subdirs = [d for d in _subdirs(base) if d not in held_aside]
+    if not subdirs and not held_aside:
         return SweepResult(root)
     if entries is None:
-        entries = (git or Git(root)).worktree_list()
+        entries = (git or Git(root)).worktree_list() if subdirs else []
     live = {os.path.realpath(e.path) for e in entries}
     residue: list[Path] = []
-    kept: list[Kept] = []
+    kept: list[Kept] = [Kept(path, SweepVerdict.CLAIMED) for path in held_aside]
     n_live = 0
     # One realpath for the folder, not one per entry: an entry that is not a
     # symlink resolves to the folder's realpath plus its own name.
@@ -281,6 +283,36 @@ def _files_under(path: Path) -> tuple[str, ...]:
 SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again
 
 
+def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
+    """Give a directory a killed sweep left moved aside its name back; the ones a live sweep holds.
+
+    A sweep killed between moving a directory aside and deleting it (or
+    moving it back) leaves it as ``.team-router-sweeping-<pid>-<name>``: work
+    a writer added meanwhile would be kept and listed under a name nobody
+    looks for. So the directory gets its own name back when that name is
+    free (and was not cut short), and is judged as what it was. One whose
+    sweep is still running is that sweep's: returned, to be kept untouched.
+    A dry run (``rename`` false) changes no name.
+    """
+    from router.topic.holders import process_alive
+
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(SWEEPING)]
+    except OSError:
+        return []
+    held = []
+    for name in names:
+        pid, _, original = name[len(SWEEPING) :].partition("-")
+        if not pid.isdigit() or not original:
+            continue  # not a name remove_residue makes: judged as any other directory
+        if int(pid) != os.getpid() and process_alive(int(pid)):
+            held.append(base / name)
+        elif rename and len(name) < 255 and not os.path.lexists(base / original):
+            with contextlib.suppress(OSError):  # left under its aside name, judged there
+                os.rename(base / name, base / original)
+    return held
+
+
 def remove_residue(path: Path) -> str | Kept | None:
     """Move ``path`` aside, judge it again, then delete it: None, the error, or why it was kept.
 
@@ -296,6 +328,7 @@ def remove_residue(path: Path) -> str | Kept | None:
         return None
     except OSError as exc:
         return f"{exc.strerror}: {exc.filename}"
+    state.crash_point("sweep-aside")
     verdict, files = _verdict_on(aside)  # the rule classify applied, once more
     if verdict is not SweepVerdict.RESIDUE:
         try:
