@@ -259,7 +259,7 @@ def test_the_flat_scanner_reads_exactly_what_yaml_reads(fields):
         assert fast.error
         return
     assert fast.error is None
-    expected = {k: artifacts._as_text(v) for k, v in slow.data.items() if artifacts._is_scalar(v)}
+    expected = {k: artifacts._as_text(v) for k, v in slow.data.items()}
     assert fast.fields == expected
 
 
@@ -346,3 +346,71 @@ def test_a_byte_order_mark_before_the_frontmatter_is_read_past(tmp_path, reader)
     assert [v.verdict for v in inv.design_reviews] == ["REQUEST CHANGES", "APPROVE"]
     assert inv.warnings == ()
     assert frontmatter.split((plan / "design.md").read_text(encoding="utf-8")).data["revision"] == 1
+
+
+@pytest.mark.parametrize("value", ["[1]", "{n: 1}", "", "1.5", "one", "-1"])
+def test_a_revision_that_is_not_a_whole_number_is_a_warning_naming_the_file_and_field(
+    tmp_path, value
+):
+    # `revision: [1]` was dropped with the other lists: read as no revision (the
+    # first draft), redraft again, and no word of why.
+    inv = _inventory(
+        tmp_path,
+        {"design.md": {"revision": value}, "design-review-1.md": {"verdict": "REQUEST CHANGES"}},
+    )
+    resume = infer(inv, has_commits=lambda: False, missing_worktrees=list)
+    assert (resume.resume_at, resume.step, inv.design_revision) == ("DESIGN", "redraft", 0)
+    shown = f"{value!r}" if value else "empty"
+    assert inv.warnings == (
+        f"{inv.path('design.md')}: frontmatter field revision is {shown}, not a whole number "
+        "(write `revision: N`, N the review round this draft answers); read as 0",
+    )
+
+
+def test_a_list_where_a_verdict_or_topic_belongs_is_named_in_the_warning(tmp_path):
+    inv = _inventory(
+        tmp_path,
+        {
+            "design.md": {"topic": "[add-rate-limiting]"},
+            "design-review-1.md": {"verdict": "[APPROVE]"},
+        },
+    )
+    assert inv.latest_design_review is None
+    assert any("design.md: frontmatter topic '[add-rate-limiting]'" in w for w in inv.warnings)
+    assert any("design-review-1.md: verdict '[APPROVE]'" in w for w in inv.warnings)
+
+
+FENCES = {
+    "opening": ("--- ", "---"),
+    "closing": ("---", "--- "),
+    "tab and CRLF": ("---\t", "--- \t"),
+}
+
+
+@pytest.mark.parametrize("reader", ["light", "yaml"])
+@pytest.mark.parametrize("fences", list(FENCES), ids=list(FENCES))
+def test_a_fence_with_trailing_whitespace_is_a_fence(tmp_path, reader, fences):
+    # An invisible space after `---` made the whole frontmatter body text (revision
+    # unread: redraft again, silently) or left it "never closed".
+    opening, closing = FENCES[fences]
+    end = "\r\n" if fences == "tab and CRLF" else "\n"
+    extra = ["notes: [a, b]"] if reader == "yaml" else []  # a list makes the YAML reader decide
+    fields = ["topic: add-rate-limiting", "phase: design", "revision: 1", *extra]
+    text = end.join([opening, *fields, closing, "# D", "", "---", "a break, not a fence", ""])
+    plan = tmp_path / "docs" / "plans" / TOPIC_ID
+    plan.mkdir(parents=True)
+    (plan / "design.md").write_bytes(text.encode())
+    artifact(plan, "design-review-1.md", verdict="REQUEST CHANGES")
+    inv = artifacts.inventory(str(plan), TOPIC_ID)
+    assert (inv.design_revision, inv.warnings) == (1, ())
+    parsed = frontmatter.split(text)
+    assert (parsed.data["revision"], parsed.body_line) == (1, len(fields) + 3)
+    assert infer(inv, has_commits=lambda: False, missing_worktrees=list).step == "review"
+
+
+def test_phase_reads_a_design_whose_fence_has_a_trailing_space(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    write(plan / "design.md", "--- \ntopic: add-rate-limiting\nrevision: 1\n--- \n# D\n")
+    artifact(plan, "design-review-1.md", verdict="REQUEST CHANGES")
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["step"], data["warnings"]) == ("DESIGN", "review", [])

@@ -14,7 +14,7 @@ import re
 from collections import namedtuple
 
 from router.plandir.flatfields import INT_RE, flat_fields
-from router.plandir.mdlines import BOM, split_lines
+from router.plandir.mdlines import BOM, is_fence, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,10 +53,9 @@ def topic_of(topic_id: str) -> str | None:
 # -- frontmatter ----------------------------------------------------------------
 
 FrontmatterFields = namedtuple("FrontmatterFields", "fields error present")
-FrontmatterFields.__doc__ = """Top-level scalar fields as text (``fields``: dict[str, str | None]),
-why the block could not be read (``error``), and whether a block was there (``present``)."""
-
-_FENCE = "---"
+FrontmatterFields.__doc__ = """Top-level fields as text (``fields``: dict[str, str | None], a list or
+mapping in YAML's flow style), why the block could not be read (``error``), and
+whether a block was there (``present``)."""
 
 
 def parse_frontmatter(text: str) -> FrontmatterFields:
@@ -64,10 +63,10 @@ def parse_frontmatter(text: str) -> FrontmatterFields:
     # The same cut as router.plandir.frontmatter (which this falls back to): both must
     # agree on where the block ends.
     lines = split_lines(text, keepends=False)
-    if not lines or lines[0].removeprefix(BOM) != _FENCE:
+    if not lines or not is_fence(lines[0].removeprefix(BOM)):
         return FrontmatterFields({}, None, False)
     for end in range(1, len(lines)):
-        if lines[end] == _FENCE:
+        if is_fence(lines[end]):
             break
     else:
         return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
@@ -81,23 +80,36 @@ def _by_yaml(text: str) -> FrontmatterFields:
     parsed = frontmatter.split(text)
     if parsed.error:
         return FrontmatterFields({}, parsed.error, True)
-    fields = {k: _as_text(v) for k, v in parsed.data.items() if _is_scalar(v)}
+    fields = {k: _as_text(v) for k, v in parsed.data.items()}
     return FrontmatterFields(fields, None, True)
 
 
-def _is_scalar(value: object) -> bool:
-    return not isinstance(value, (list, dict, set, tuple))
-
-
 def _as_text(value: object) -> str | None:
-    """YAML's typed scalar as the scanner would give it (text; None for null)."""
+    """YAML's typed scalar as the scanner would give it (text; None for null).
+
+    A list or mapping is kept as YAML's flow text (``[1]``), not dropped: dropped,
+    ``revision: [1]`` read as no revision at all (the first draft), silently. That
+    text (``[1]``, ``{a: 1}``) never passes for a revision, a verdict or a topic.
+    """
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, dict, set, tuple)):
+        return _flow(value)
     if hasattr(value, "isoformat"):
         return value.isoformat()  # type: ignore[attr-defined]
     return str(value)
+
+
+_FLOW_MAX = 60  # a warning quotes the text: a long list is cut, its brackets show what it was
+
+
+def _flow(value: object) -> str:
+    import yaml  # already imported: only the YAML reader gives lists and mappings
+
+    text = " ".join(yaml.safe_dump(value, default_flow_style=True, width=1 << 30).split())
+    return text if len(text) <= _FLOW_MAX else text[: _FLOW_MAX - 1] + "…"
 
 
 def read_frontmatter(path: str) -> FrontmatterFields:
@@ -208,12 +220,19 @@ def _checked(path: str, topic: str | None, warnings: list[str]) -> dict[str, str
 def _revision(fields: dict[str, str | None] | None, path: str, warnings: list[str]) -> int | None:
     if fields is None:
         return None
-    raw = fields.get("revision")
-    if raw is None:
+    if "revision" not in fields:
         return 0  # the first draft answers no review round
-    if INT_RE.match(raw):
+    raw = fields["revision"]
+    if raw is not None and INT_RE.match(raw):
         return int(raw)
-    warnings.append(f"{path}: revision {raw!r} is not a whole number; read as 0")
+    # Read as 0 (redraft), the safe side: an unread round is redrafted once more,
+    # never sent back to review unanswered. Said, not silent: an empty or
+    # misspelt revision is a draft that meant to answer a round.
+    shown = "empty" if raw is None else repr(raw)
+    warnings.append(
+        f"{path}: frontmatter field revision is {shown}, not a whole number "
+        "(write `revision: N`, N the review round this draft answers); read as 0"
+    )
     return 0
 
 

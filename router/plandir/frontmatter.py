@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from router.plandir.flatfields import flat_fields  # the scanner that knows what YAML accepts
-from router.plandir.mdlines import BOM, split_lines, strip_end
+from router.plandir.mdlines import BOM, is_fence, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
-
-FENCE = "---"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +32,10 @@ def split(text: str, *, need_data: bool = True) -> Frontmatter:
     """
     # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
     lines = split_lines(text)
-    if not lines or strip_end(lines[0]).removeprefix(BOM) != FENCE:
+    if not lines or not is_fence(lines[0].removeprefix(BOM)):
         return Frontmatter(body=text)
     for i in range(1, len(lines)):
-        if strip_end(lines[i]) == FENCE:
+        if is_fence(lines[i]):
             raw = "".join(lines[1:i])
             body = "".join(lines[i + 1 :])
             if not need_data and _flat(raw):

@@ -31,6 +31,16 @@ def split_lines(text: str, *, keepends: bool = True) -> list[str]:
     return lines
 
 
+def is_fence(line: str) -> bool:
+    """A frontmatter fence: ``---`` alone on its line, trailing spaces and tabs allowed.
+
+    Trailing whitespace is invisible in an editor; Jekyll, Hugo and
+    python-frontmatter all take such a line as the fence, so a careful user does
+    too (read as no fence, a whole frontmatter was silently taken for body text).
+    """
+    return line.rstrip("\r\n").rstrip(" \t") == "---"
+
+
 def strip_end(line: str) -> str:
     """A line from :func:`split_lines` without its line ending."""
     return line.rstrip("\r\n")
