@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from router.plandir import outline as ol
-from router.plandir.outline import Heading, Item, outline
+from router.plandir.outline import Heading, Item, Text, outline
 
 # Lines of the shapes agents write (most of a file), and lines that need
 # CommonMark's rules (a few): the reader must answer the first and hand over
@@ -41,13 +41,12 @@ body = st.builds(
 )
 
 
-def _comparable(parts: list[Heading | Item]) -> list[object]:
+def _comparable(parts: list[Heading | Item | Text]) -> list[object]:
     # markdown-it trims the spaces around a paragraph and keeps those past the
     # block's indentation inside it; the reader keeps a line's own: every
     # reader of an item's lines strips them.
     return [
-        p if isinstance(p, Heading) else [(n, text.strip(" ")) for n, text in p.lines]
-        for p in parts
+        [(n, text.strip(" ")) for n, text in p.lines] if isinstance(p, Item) else p for p in parts
     ]
 
 
@@ -78,6 +77,7 @@ HANDED_OVER = [
     "+ ---",  # a thematic break in the item, not its text
     "- a\n  + ***",
     "- a\n  -    b\n      ## c",  # short of b's content: markdown-it reads code here
+    "## A\n\n    code\n\n    still code",  # an indented code block: one block, not two
 ]
 # Files the reader must answer, the same as markdown-it.
 ANSWERED = [
@@ -87,6 +87,7 @@ ANSWERED = [
     "- a\n  - b\nlazy",
     "- a\n\n- b\n\nc",
     "## Home repo\n- **name:** x\n    **path:** /p\n## Worktrees\n- x: /y",
+    "## A\ntext\n  more\n    more\n\n   para\n- item\nlazy\n\nafter\n# B\nx",  # paragraphs
 ]
 
 
@@ -167,3 +168,14 @@ def test_a_list_nested_deeper_than_markdown_it_reads_is_handed_over_and_read_ali
         assert titles == ["Notes", "Additional repos"]
     deepest = "".join("  " * i + "- x\n" for i in range(ol._MAX_DEPTH + 1))
     assert ol._read_simple(ol.split_lines(deepest, keepends=False)) is None
+
+
+def test_text_outside_items_is_named_by_its_first_line_and_comments_and_breaks_are_not() -> None:
+    text = "## A\n| a | b |\n|---|---|\n\n- i\n\n<!-- c -->\n\n***\n\n<div>\n\n> q\ntext\n"
+    assert outline(text) == [
+        Heading(0, 2, "A"),
+        Text(1),
+        Item(((4, "i"),)),
+        Text(10),
+        Text(12),
+    ]

@@ -214,16 +214,18 @@ def test_a_frontmatter_judged_without_yaml_is_judged_as_yaml_judges_it(block):
     assert (light.body, light.body_line) == (full.body, full.body_line)
 
 
-def test_a_heading_inside_a_list_item_starts_no_section():
-    # It switched the section mid-item (an IndexError, the command's internal error).
+def test_a_heading_inside_a_list_item_starts_no_section_and_its_repo_is_refused_not_dropped():
+    # It switched the section mid-item (an IndexError, the command's internal error);
+    # then the item stayed in the home section, where its repo was skipped silently.
     text = (
         "## Home repo\n- **name:** web\n  **path:** /w/web\n"
         "- note\n  ## Additional repos\n  **name:** api\n  **path:** /w/api\n"
     )
-    parsed = parse_repos_md(text)
-    assert (parsed.home.name, str(parsed.home.path)) == ("web", "/w/web")
-    assert parsed.secondaries == ()
-    assert parsed.worktrees_span is None
+    with pytest.raises(BadInput) as info:
+        parse_repos_md(text)
+    assert info.value.code == "repos-md"
+    assert info.value.message.startswith("repos.md line 6: a second **name:** under '## Home repo'")
+    assert "'## Additional repos'" in info.value.message
 
 
 @pytest.mark.parametrize(
@@ -270,3 +272,70 @@ def test_a_byte_order_mark_before_the_home_heading_is_skipped_as_before_frontmat
     out = with_worktrees_section(parsed, ENTRIES)
     assert out == text + "\n" + NEW_SECTION
     assert with_worktrees_section(parse_repos_md(out), ENTRIES) == out
+
+
+@pytest.mark.parametrize(
+    ("heading", "fix"),
+    [
+        ("### Additional repos", "## Additional repos"),
+        ("# Additional repos", "## Additional repos"),
+        ("Additional Repos\n================", "## Additional Repos"),  # a setext level 1
+        ("#### Worktrees", "## Worktrees"),
+        ("### home repo", "## home repo"),
+    ],
+)
+def test_a_section_heading_at_another_level_is_refused_naming_the_level_2_heading(heading, fix):
+    # "### Additional repos" under "## Home repo" merged its repos into the home
+    # section, where only the home repo's fields are read: the repo was dropped.
+    text = (
+        "## Home repo\n- **name:** web\n- **path:** /w/web\n\n"
+        f"{heading}\n- **name:** api\n  **path:** /w/api\n"
+    )
+    with pytest.raises(BadInput) as info:
+        parse_repos_md(text)
+    assert info.value.code == "repos-md"
+    assert info.value.message.startswith("repos.md line 5:")
+    assert f"make it a level-2 heading '{fix}'" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("section", "line"),
+    [
+        ("## Home repo\nweb /w/web\n", 2),  # the home repo as a plain line
+        ("## Home repo\n- **name:** web\n- **path:** /w/web\n\napi /w/api\n", 5),
+        ("## Home repo\n- **name:** web\n- **path:** /w/web\n\n## Additional repos\napi\n", 6),
+        (
+            "## Home repo\n- **name:** web\n- **path:** /w/web\n## Additional repos\n```\napi\n```\n",
+            5,
+        ),
+        (
+            "## Home repo\n- **name:** web\n- **path:** /w/web\n## Additional repos\n> api /w/api\n",
+            5,
+        ),
+    ],
+)
+def test_text_in_a_repo_section_that_is_not_a_list_item_is_refused_naming_its_line(section, line):
+    with pytest.raises(BadInput) as info:
+        parse_repos_md(section)
+    assert info.value.code == "repos-md"
+    assert info.value.message.startswith(f"repos.md line {line}: text under '## ")
+    assert "not a list item" in info.value.message and "**name:**" in info.value.message
+
+
+def test_a_second_repo_in_the_home_section_is_refused_not_skipped():
+    text = (
+        "## Home repo\n- **name:** web\n  **path:** /w/web\n- **name:** api\n  **path:** /w/api\n"
+    )
+    with pytest.raises(BadInput) as info:
+        parse_repos_md(text)
+    assert info.value.message.startswith("repos.md line 4: a second **name:** under '## Home repo'")
+
+
+def test_comments_breaks_and_notes_elsewhere_are_not_repos_and_are_read_past():
+    text = (
+        "---\ntopic: t\n---\n\n# Repos: t\n\nSome prose.\n\n## Home repo\n<!-- the UI -->\n"
+        "- **name:** web\n- **path:** /w/web\n\n## Additional repos\n<!-- none yet -->\n\n***\n\n"
+        "## Notes\nA note with /a/path.\n\n| a | b |\n"
+    )
+    parsed = parse_repos_md(text)
+    assert (parsed.home.name, parsed.secondaries) == ("web", ())

@@ -211,6 +211,66 @@ def test_unparseable_frontmatter_is_a_repos_md_error(home_repo, topic):
     assert "line" in res.json["error"]["message"]
 
 
+# An additional repo written so that it was not read: `worktrees` made fewer
+# worktrees than repos.md listed and said nothing. (text, line named, fix named)
+UNREAD_REPOS = {
+    "a level-3 heading under the home section": (
+        "{home}\n### Additional repos\n- **name:** api\n  **path:** {api}\n",
+        13,
+        "make it a level-2 heading '## Additional repos'",
+    ),
+    "a plain line": (
+        "{home}\n## Additional repos\napi {api}\n",
+        14,
+        "`- **name:** api` with `  **path:** /abs/path/api`",
+    ),
+    "a table": (
+        "{home}\n## Additional repos\n| name | path |\n|---|---|\n| api | {api} |\n",
+        14,
+        "`- **name:** api` with `  **path:** /abs/path/api`",
+    ),
+    "a table row after a listed repo": (
+        "{home}\n## Additional repos\n- **name:** db\n  **path:** {db}\n\n| api | {api} |\n",
+        17,
+        "`- **name:** api` with `  **path:** /abs/path/api`",
+    ),
+    "a bullet without the fields": (
+        "{home}\n## Additional repos\n- api: {api}\n",
+        14,
+        "`- **name:** api` with `  **path:** /abs/path/api`",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(UNREAD_REPOS), ids=list(UNREAD_REPOS))
+def test_a_repo_the_parser_cannot_read_is_refused_not_skipped(workspace, home_repo, topic, shape):
+    api, db = make_repo(workspace, "api"), make_repo(workspace, "db")
+    template, line, fix = UNREAD_REPOS[shape]
+    head = repos_md(home_repo).split("## Additional repos")[0].rstrip("\n")
+    text = template.format(home=head, api=api, db=db)
+    write(topic.plan_dir / "repos.md", text)
+    res = worktrees(topic.plan_dir)
+    assert res.code == 2 and res.json["error"]["code"] == "repos-md", res.out
+    assert res.json["error"]["message"].startswith(f"repos.md line {line}:")
+    assert fix in res.json["error"]["message"]
+    # Refused before any repo was touched: no worktree, no branch, repos.md as written.
+    assert worktree_paths(api) == [str(api)] and worktree_paths(db) == [str(db)]
+    assert branches(api) == ["main"] and branches(db) == ["main"]
+    assert (topic.plan_dir / "repos.md").read_text(encoding="utf-8") == text
+
+
+def test_notes_beside_the_repo_sections_are_read_as_before(workspace, home_repo, topic):
+    api = make_repo(workspace, "api")
+    extra = (
+        "\n<!-- api owns the endpoints -->\n\n---\n\n## Notes\nOne paragraph.\n\n"
+        "| a | table |\n\n### Details\ntext\n"
+    )
+    write(topic.plan_dir / "repos.md", repos_md(home_repo, ("api", str(api)), notes=extra))
+    res = worktrees(topic.plan_dir)
+    assert res.code == 0, res.out + res.err
+    assert [r["name"] for r in res.json["repos"]] == ["home", "api"]
+
+
 def test_name_and_path_without_bold_are_accepted(workspace, home_repo, topic):
     api = make_repo(workspace, "api")
     text = repos_md(home_repo, notes=NOTES).replace(

@@ -1,7 +1,8 @@
-"""A markdown body's outline: its section headings and its top-level list items, with lines.
+"""A markdown body's outline: its section headings, top-level list items and other text, with lines.
 
 ``repos.md`` is read through this (DESIGN §6): its sections are the headings
-outside list items, its repos the items of their lists. CommonMark decides
+outside list items, its repos the items of their lists, and any other block of
+text in a repo section (a plain line, a table) is named, not skipped. CommonMark decides
 what is a heading or an item (a fence, an HTML block or an indented code
 block hides one), and markdown-it is its reader here. Importing and running
 it is most of a ``worktrees`` command's start-up, though (~30 ms, before any
@@ -47,7 +48,18 @@ class Item:
     lines: tuple[tuple[int, str], ...]
 
 
-Outline = list[Heading | Item]
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A block of text outside any list item: a paragraph (a table is one to CommonMark),
+    a code block, a quote, HTML other than a comment. Its first 0-based line in the body.
+
+    Thematic breaks and HTML comments are not text: they show nothing a reader could take for a repo.
+    """
+
+    line: int
+
+
+Outline = list[Heading | Item | Text]
 
 _ATX = re.compile(r"#{1,6}(?: +(?P<title>.*))?")
 # A bullet marker with the content's offset (1-4 spaces; 5 or more open an indented code block).
@@ -90,6 +102,7 @@ class _Reader:
         self.item: list[tuple[int, str]] | None = None  # the open top-level item's lines
         self.offsets: list[int] = []  # content columns of the open items, outermost first
         self.blank_before = False  # a blank line since the last line of text
+        self.para = False  # the last line of text was a paragraph's, outside any item
 
     def read(self, lines: list[str]) -> Outline:
         for n, line in enumerate(lines):
@@ -107,6 +120,8 @@ class _Reader:
         text = line.lstrip(" ")
         indent = len(line) - len(text)
         _refuse_breaks(text)
+        # Does this line continue a paragraph outside any item (one Text, not a new one)?
+        para, self.para = self.para and not self.blank_before, False
         if self.item is not None:
             if indent >= self.offsets[0]:
                 self._inside(n, text, indent)
@@ -119,13 +134,16 @@ class _Reader:
                     raise _Unsure  # a block indented 1-3 spaces: maybe a sibling item
         self._close()
         if indent == 0:
-            self._top(n, text)
+            self._top(n, text, para)
         elif indent < 4:
             _refuse_starts(text)  # a block with 1-3 spaces: markdown-it places it
-        # 4 or more spaces outside an item: an indented code block or a paragraph's
-        # continuation, neither a heading nor an item.
+            self._text(n, para)
+        elif para:
+            self.para = True  # 4 or more spaces: a paragraph's continuation
+        else:
+            raise _Unsure  # an indented code block, which blank lines do not end
 
-    def _top(self, n: int, text: str) -> None:
+    def _top(self, n: int, text: str, para: bool) -> None:
         bullet = _BULLET.match(text)
         if bullet is not None:
             self.item = [(n, _content(text[bullet.end() :]))]
@@ -139,6 +157,13 @@ class _Reader:
             self.out.append(Heading(n, len(text) - len(text.lstrip("#")), title.strip()))
             return
         _refuse_starts(text)  # else a paragraph's line, outside any item
+        self._text(n, para)
+
+    def _text(self, n: int, para: bool) -> None:
+        """A paragraph's line outside any item: the first line of a paragraph starts a Text."""
+        if not para:
+            self.out.append(Text(n))
+        self.para = True
 
     def _inside(self, n: int, text: str, indent: int) -> None:
         """A line indented into the open item: text, or a nested item's first line."""
@@ -211,12 +236,17 @@ def _read_commonmark(body: str) -> Outline:
     return _from_tokens(MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).parse(body))
 
 
+_TEXT_TOKENS = frozenset(("paragraph_open", "code_block", "fence", "blockquote_open", "html_block"))
+
+
 def _from_tokens(tokens: list[Any]) -> Outline:
     out: Outline = []
     item: list[tuple[int, str]] = []
     depth = 0
     for i, tok in enumerate(tokens):
-        if tok.type == "list_item_open":
+        if tok.level == 0 and tok.type in _TEXT_TOKENS and tok.map and not _comment(tok):
+            out.append(Text(tok.map[0]))
+        elif tok.type == "list_item_open":
             depth += 1
         elif tok.type == "list_item_close":
             depth -= 1
@@ -231,3 +261,9 @@ def _from_tokens(tokens: list[Any]) -> Outline:
             start = tok.map[0]
             item.extend((start + n, ln) for n, ln in enumerate(tok.content.split("\n")))
     return out
+
+
+def _comment(tok: Any) -> bool:
+    """An HTML block that is one comment and nothing else."""
+    content = tok.content.strip() if tok.type == "html_block" else ""
+    return content.startswith("<!--") and content.endswith("-->") and "-->" not in content[4:-3]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import BadInput
 from router.plandir import frontmatter
 from router.plandir.mdlines import BOM, is_blank, split_lines
-from router.plandir.outline import Heading, Outline, outline
+from router.plandir.outline import Heading, Outline, Text, outline
 from router.topic.ids import SLUG_RE
 from router.topic.model import HOME
 
@@ -85,39 +85,95 @@ def parse_repos_md(text: str) -> ReposFile:
     # heading (frontmatter.split skips one only before a frontmatter fence).
     found = outline(fm.body.removeprefix(BOM))  # one read: the sections and the Worktrees span
     sections = _sections(found, fm.body_line - 1)
-    home_items = sections.get("home repo")
-    if not home_items:
+    _check_text(sections)
+    home = sections.get(_HOME)
+    if home is None or not home.items:
         raise _error(1, "no '## Home repo' section with the home repo's name and path")
-    home = _home_spec(home_items)
-    secondaries = tuple(_item_spec(item) for item in sections.get("additional repos", []))
+    home_spec = _home_spec(home.items)
+    secondaries = tuple(_item_spec(item) for item in _items(sections, _ADDITIONAL))
     _check_unread(sections)
-    _check_names(home, secondaries)
-    return ReposFile(home, secondaries, text, _span_in(found, fm.body_line - 1))
+    _check_names(home_spec, secondaries)
+    return ReposFile(home_spec, secondaries, text, _span_in(found, fm.body_line - 1))
 
 
 # -- sections -------------------------------------------------------------------
 
 _Item = list[tuple[int, str]]  # (1-based line, text) of every line of text in one list item
-_READ = ("home repo", "additional repos", "worktrees")
+_HOME, _ADDITIONAL = "home repo", "additional repos"
+_READ = (_HOME, _ADDITIONAL, "worktrees")
 _UNREAD = ""  # the items outside any level-2 section (before one, or after a level-1 heading)
+# The entry formats, shown wherever a repo section holds something that is not one.
+_ENTRY = "`- **name:** api` with `  **path:** /abs/path/api` on the next line"
+_HOME_ENTRY = "`- **name:** web` and `- **path:** /abs/path/web`"
 
 
-def _sections(found: Outline, offset: int) -> dict[str, list[_Item]]:
-    """Level-2 sections by lowercased title, each a list of its top-level list items.
+@dataclass(frozen=True, slots=True)
+class _Section:
+    """One level-2 section (all of those with its title): its list items and its other text."""
 
-    Items outside any level-2 section (before one, or after a level-1 heading) are under ``""``.
+    title: str  # as first written
+    items: list[_Item] = field(default_factory=list)
+    texts: list[int] = field(default_factory=list)  # 1-based first lines of its blocks of text
+
+
+def _sections(found: Outline, offset: int) -> dict[str, _Section]:
+    """Level-2 sections by lowercased title.
+
+    What lies outside any level-2 section (before one, or after a level-1 heading) is under ``""``.
     """
-    sections: dict[str, list[_Item]] = {}
-    current = sections.setdefault(_UNREAD, [])
+    sections: dict[str, _Section] = {}
+    current = sections.setdefault(_UNREAD, _Section(""))
     for part in found:
         if isinstance(part, Heading):
+            _check_level(part, offset)
             if part.level == 2:
-                current = sections.setdefault(part.title.lower(), [])
+                current = sections.setdefault(part.title.lower(), _Section(part.title))
             elif part.level == 1:
                 current = sections[_UNREAD]
+        elif isinstance(part, Text):
+            current.texts.append(offset + part.line + 1)
         else:
-            current.append([(offset + line + 1, text) for line, text in part.lines])
+            current.items.append([(offset + line + 1, text) for line, text in part.lines])
     return sections
+
+
+def _items(sections: dict[str, _Section], title: str) -> list[_Item]:
+    found = sections.get(title)
+    return found.items if found is not None else []
+
+
+def _check_level(heading: Heading, offset: int) -> None:
+    """A section read from repos.md, written at another level, is an error.
+
+    Only a level-2 heading starts one: a ``### Additional repos`` under
+    ``## Home repo`` merged its repos into the home section, where they were
+    never read.
+    """
+    if heading.level != 2 and heading.title.lower() in _READ:
+        raise _error(
+            offset + heading.line + 1,
+            f"the heading {heading.title!r} is level {heading.level}, and only a level-2 "
+            "heading starts a section of repos.md (its lines would be read as part of "
+            f"another section); make it a level-2 heading '## {heading.title}'",
+        )
+
+
+def _check_text(sections: dict[str, _Section]) -> None:
+    """Text in a repo section that is not a list item is an error: only items are read.
+
+    A repo written as a plain line (``api /abs/path/api``) or a table row read as
+    no repo at all, and ``worktrees`` made fewer worktrees than were listed.
+    """
+    for key, example in ((_HOME, _HOME_ENTRY), (_ADDITIONAL, _ENTRY)):
+        section = sections.get(key)
+        if section is not None and section.texts:
+            raise _error(
+                section.texts[0],
+                f"text under '## {section.title}' that is not a list item is not read "
+                "(a repo written as a plain line or a table row would be skipped); "
+                f"write each repo as a list item, {example}, and move any notes "
+                "under a heading of their own such as '## Notes'",
+            )
 
 
 def _worktrees_span(body: str, offset: int) -> tuple[int, int] | None:
@@ -137,30 +193,45 @@ def _span_in(found: Outline, offset: int) -> tuple[int, int] | None:
     return None
 
 
-def _fields(item: _Item, *, once: bool = False) -> dict[str, tuple[int, str]]:
-    """The item's fields, the first of each key; ``once``: a repeated name or path is an error.
-
-    A nested list under one item (repos grouped under a bullet) would otherwise
-    read as one repo, and every repo after the first would be skipped silently.
-    """
+def _fields(item: _Item) -> dict[str, tuple[int, str]]:
+    """The item's fields, the first of each key."""
     found: dict[str, tuple[int, str]] = {}
     for line, text in item:
         match = _FIELD_RE.match(text)
         if match:
-            key = match["key"].lower()
-            if once and key in found and key in ("name", "path"):
-                raise _error(
-                    line,
-                    f"a second **{key}:** in the item of line {item[0][0]}; "
-                    "list each additional repo as its own top-level item",
-                )
             value = match["value"].strip().strip("`").strip()
-            found.setdefault(key, (line, value))
+            found.setdefault(match["key"].lower(), (line, value))
     return found
+
+
+def _second(item: _Item) -> tuple[int, str, int] | None:
+    """The first repeated name or path: its line, its key and the line of the first one.
+
+    Only the first of each is read: a second one is a second repo that would be
+    skipped silently (a nested list of repos; a repo written in the home section).
+    """
+    seen: dict[str, int] = {}
+    for line, text in item:
+        match = _FIELD_RE.match(text)
+        key = match["key"].lower() if match else ""
+        if key in ("name", "path"):
+            if key in seen:
+                return line, key, seen[key]
+            seen[key] = line
+    return None
 
 
 def _home_spec(items: list[_Item]) -> RepoSpec:
     merged: _Item = [entry for item in items for entry in item]
+    second = _second(merged)
+    if second is not None:
+        line, key, before = second
+        raise _error(
+            line,
+            f"a second **{key}:** under '## Home repo' (the first is on line {before}); "
+            "that section names the home repo only: list additional repos under "
+            "'## Additional repos'",
+        )
     fields = _fields(merged)
     first = merged[0][0] if merged else 1
     name = fields.get("name", (first, HOME))[1] or HOME
@@ -169,9 +240,16 @@ def _home_spec(items: list[_Item]) -> RepoSpec:
 
 def _item_spec(item: _Item) -> RepoSpec:
     first = item[0][0] if item else 1
-    fields = _fields(item, once=True)
+    second = _second(item)
+    if second is not None:
+        raise _error(
+            second[0],
+            f"a second **{second[1]}:** in the item of line {first}; "
+            "list each additional repo as its own top-level item",
+        )
+    fields = _fields(item)
     if "name" not in fields or not fields["name"][1]:
-        raise _error(first, "an additional repo has no **name:**")
+        raise _error(first, f"an additional repo has no **name:**; write each as {_ENTRY}")
     return _spec(fields["name"][1], fields, first)
 
 
@@ -187,12 +265,12 @@ def _spec(name: str, fields: dict[str, tuple[int, str]], first: int) -> RepoSpec
     return RepoSpec(name, Path(raw_path), role, first, line)
 
 
-def _check_unread(sections: dict[str, list[_Item]]) -> None:
+def _check_unread(sections: dict[str, _Section]) -> None:
     """A repo (an item with a name and a path) outside the sections read is an error, not skipped."""
-    for title, items in sections.items():
+    for title, section in sections.items():
         if title in _READ:
             continue
-        for item in items:
+        for item in section.items:
             fields = _fields(item)
             if "name" in fields and "path" in fields:
                 where = f"under '## {title}'" if title != _UNREAD else "outside any ## section"
