@@ -153,8 +153,8 @@ def _check_level(heading: Heading, offset: int) -> None:
         raise _error(
             offset + heading.line + 1,
             f"the heading {heading.title!r} is level {heading.level}, and only a level-2 "
-            "heading starts a section of repos.md (its lines would be read as part of "
-            f"another section); make it a level-2 heading '## {heading.title}'",
+            "heading starts a section of repos.md (its repos would be read as part of "
+            f"another section, or not at all); make it a level-2 heading '## {heading.title}'",
         )
 
 
