@@ -158,6 +158,27 @@ def test_a_killed_run_leaves_no_lock_that_blocks_the_next_one(home_repo):
     assert state.read_owner(state.lock_path(_common(home_repo), ID)) is None
 
 
+def test_a_locked_refusal_never_names_the_dead_pid_a_killed_run_left_behind(home_repo):
+    crashed = run("new", "Add thing", "--id", ID, "--json", cwd=home_repo, crash_at="add")
+    assert crashed.code == 137
+    lock = state.lock_path(_common(home_repo), ID)
+    dead = state.read_owner(lock)
+    assert dead is not None and dead.stale
+    # The next run has the lock but has not written its own owner file yet.
+    fd = state.acquire(lock, 0)
+    try:
+        res = run("new", "Add thing", "--id", ID, "--wait", "0.2", "--json", cwd=home_repo)
+    finally:
+        os.close(fd)
+    assert (res.code, res.json["error"]["code"]) == (1, "locked"), res.out + res.err
+    message = res.json["error"]["message"]
+    assert str(dead.pid) not in message
+    assert message == (
+        f"{ID} is locked by another team-router run; wait for it to finish or pass a longer --wait"
+    )
+    assert worktree_paths(home_repo) == [str(home_repo)]  # the crashed run made no worktree
+
+
 def test_a_held_repo_lock_makes_new_refuse_locked_and_leaves_nothing_behind(home_repo):
     """The per-repo critical section (``git worktree add``) is serialized across topics too."""
     with state.held_lock(_common(home_repo), REPO_LOCK):

@@ -665,11 +665,10 @@ def held_lock(common_dir: Path, name: str, *, wait: float = DEFAULT_WAIT) -> Ite
     try:
         fd = acquire(path, wait)
     except LockBusy:
-        holder = _read_owner(path)
-        who = f"process {holder}" if holder else "another process"
         raise Refusal(
             "locked",
-            f"{name} is locked by {who}; wait for it to finish or pass a longer --wait",
+            f"{name} is locked by {_holder_named(path)}; wait for it to finish or pass a "
+            "longer --wait",
         ) from None
     try:
         with contextlib.suppress(OSError):
@@ -689,9 +688,17 @@ def _owner_text() -> str:
     return f"{os.getpid()} {process_start_time(os.getpid()) or '-'}\n"
 
 
-def _read_owner(lock: Path) -> str | None:
+def _holder_named(lock: Path) -> str:
+    """Who holds ``lock``, as a refusal names it: a pid only while that process lives.
+
+    A killed run leaves its owner file behind, and the run holding the lock now
+    writes its own only after it has the lock: until then the file names a
+    dead process, which is nobody to wait for.
+    """
     owner = read_owner(lock)
-    return str(owner.pid) if owner else None
+    if owner is None or owner.stale:
+        return "another team-router run"
+    return f"process {owner.pid}"
 
 
 @dataclass(frozen=True, slots=True)
