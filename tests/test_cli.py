@@ -7,8 +7,9 @@ import os
 import signal
 import subprocess
 
+import pytest
 from helpers.faults import argv
-from helpers.repos import run_cli, write
+from helpers.repos import run_cli, status, write
 from helpers.topics import new_topic
 
 
@@ -221,3 +222,75 @@ def test_a_missing_git_is_refused_naming_the_install_not_a_rerun(home_repo, tmp_
     assert refused("new", "x y")["message"].endswith("; install git")
     refused("teardown", topic.id)
     assert topic.worktrees["home"].is_dir()  # nothing was removed
+
+
+BEFORE = "(before the command team-router takes only -C DIR, --version and --help)"
+
+
+def test_a_commands_option_before_the_command_says_it_goes_after_the_command():
+    res = run_cli("--json", "status")
+    assert (res.code, res.json["error"]["code"]) == (2, "usage")
+    assert res.json["error"]["message"] == (
+        "--json is an option of `status`, so it goes after the command: "
+        f"`team-router status --json` {BEFORE}; see `team-router --help`"
+    )
+    res = run_cli("--json", "record", "verdict", "T-1", "APPROVE")
+    assert res.code == 2 and res.json["error"]["message"].startswith(
+        "--json is an option of `record verdict`, so it goes after the command: "
+        "`team-router record verdict T-1 APPROVE --json` "
+    )
+    res = run_cli("--json")
+    assert res.code == 2 and res.json["error"]["message"] == (
+        f"--json goes after the command: `team-router COMMAND --json` {BEFORE}; "
+        "see `team-router --help`"
+    )
+
+
+def test_an_option_and_its_value_before_the_command_are_shown_after_it_in_text_mode(tmp_path):
+    res = run_cli("-C", str(tmp_path), "--wait", "5", "teardown", "T-1", "--dry-run")
+    assert (res.code, res.out) == (2, "")
+    assert res.err.splitlines() == [
+        "team-router: --wait is an option of `teardown`, so it goes after the command: "
+        f"`team-router -C {tmp_path} teardown T-1 --dry-run --wait 5` {BEFORE}",
+        "Try 'team-router --help' for help.",
+    ]
+    res = run_cli("--bogus", "status")
+    assert res.code == 2
+    assert res.err.splitlines()[0] == (
+        "team-router: No such option: --bogus; before the command team-router takes only "
+        "-C DIR, --version and --help"
+    )
+
+
+def test_minus_c_after_the_command_says_it_goes_before_the_command(tmp_path):
+    res = run_cli("status", "-C", str(tmp_path), "--json")
+    assert (res.code, res.json["error"]["code"]) == (2, "usage")
+    assert res.json["error"]["message"] == (
+        f"-C goes before the command: `team-router -C {tmp_path} status --json`; "
+        "see `team-router status --help`"
+    )
+
+
+EMPTY_PATHS = {
+    "-C": ("-C", "", "status", "--json"),
+    "demo --dir": ("demo", "--dir", "", "--json"),
+    "record --body-file": ("record", "verdict", "{id}", "APPROVE", "--body-file", "", "--json"),
+}
+
+
+@pytest.mark.parametrize("args", EMPTY_PATHS.values(), ids=EMPTY_PATHS.keys())
+def test_an_empty_path_is_a_usage_error_never_the_current_directory(
+    topic, home_repo, monkeypatch, args
+):
+    monkeypatch.chdir(home_repo)
+    plans = sorted(p.name for p in topic.plan_dir.iterdir())
+    listing = sorted(os.listdir(home_repo))
+    res = run_cli(*(a.format(id=topic.id) for a in args))
+    assert (res.code, res.json["error"]["code"]) == (2, "usage"), res.out + res.err
+    option = args[args.index("") - 1]
+    assert res.json["error"]["message"].startswith(
+        f"Invalid value for '{option}': the path is empty; pass a path (`.` is the current "
+        "directory) or leave the option out"
+    )
+    assert status(home_repo) == "" and sorted(os.listdir(home_repo)) == listing
+    assert sorted(p.name for p in topic.plan_dir.iterdir()) == plans

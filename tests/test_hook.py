@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.plans import artifact
-from helpers.repos import git, make_repo, run_cli
+from helpers.repos import git, make_repo, run_cli, write
 from helpers.topics import new_topic
 
 import router.host.sessionstart
@@ -225,3 +225,50 @@ def test_without_a_cwd_in_the_payload_claude_project_dir_names_the_project(
     # The payload's own cwd still wins over the variable.
     payload = json.dumps({"cwd": str(tmp_path)}).encode()
     assert_silent(hook(tmp_path, payload, env=env))
+
+
+SESSION_START_MISUSES = {
+    "-C names a file": (["-C", "{file}"], []),
+    "-C names nothing": (["-C", "{missing}"], []),
+    "-C is empty": (["-C", ""], []),
+    "--json before the command": (["--json"], []),
+    "an option it does not know": ([], ["--from-a-newer-version"]),
+    "-C after the command": ([], ["-C", "{home}"]),
+}
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), SESSION_START_MISUSES.values(), ids=SESSION_START_MISUSES.keys()
+)
+def test_a_session_start_that_cannot_work_prints_nothing_and_exits_0(
+    home_repo, questioned_topic, tmp_path, before, after
+):
+    names = {
+        "file": str(write(tmp_path / "a-file", "not a directory\n")),
+        "missing": str(tmp_path / "missing"),
+        "home": str(home_repo),
+    }
+    args = [a.format(**names) for a in (*before, "hook", "session-start", *after)]
+    payload = json.dumps({"cwd": str(home_repo)}).encode()
+    proc = subprocess.run(
+        [*entry_point(), *args], cwd=home_repo, input=payload, capture_output=True, timeout=30
+    )
+    assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
+    (note,) = proc.stderr.decode().splitlines()
+    assert note.startswith("team-router: hook session-start: ") and note.endswith("; no notice")
+    assert "Traceback" not in note
+
+
+def test_worktree_create_with_a_bad_minus_c_still_fails_so_the_host_stops(home_repo, tmp_path):
+    # Unlike session-start, a create hook that cannot make the worktree must fail loudly.
+    payload = json.dumps({"cwd": str(home_repo), "name": "probe"}).encode()
+    proc = subprocess.run(
+        [*entry_point(), "-C", str(tmp_path / "missing"), "hook", "worktree-create"],
+        cwd=home_repo,
+        input=payload,
+        capture_output=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"[usage]" in proc.stderr
+    assert git(home_repo, "worktree", "list", "--porcelain").count("worktree ") == 1

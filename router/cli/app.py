@@ -54,6 +54,19 @@ WaitOption = Annotated[
 ]
 
 
+def path_value(raw: str) -> Path:
+    """A path option's value; an empty one is a usage error, never the current directory.
+
+    ``Path("")`` is ``Path(".")``: without this check ``-C ""`` or ``--dir ""`` (an
+    unset shell variable) would quietly act on wherever the command was started.
+    """
+    if not raw:
+        raise typer.BadParameter(
+            "the path is empty; pass a path (`.` is the current directory) or leave the option out"
+        )
+    return Path(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class Ctx:
     cwd: Path
@@ -74,7 +87,8 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     directory: Annotated[
-        Path | None, typer.Option("-C", metavar="PATH", help="Run as if started in PATH.")
+        Path | None,
+        typer.Option("-C", metavar="PATH", parser=path_value, help="Run as if started in PATH."),
     ] = None,
     version: Annotated[
         bool,
@@ -118,17 +132,44 @@ def _register(command: str = "") -> None:
 def run(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit code (usage errors included)."""
     _register(_command_name(args))
+    words = _words(args)
+    if any(words[n : n + 2] == ["hook", "session-start"] for n in range(len(words))):
+        return _hook_session_start(args)
+    return output.guarded(_command_name(args), "--json" in args, lambda: _run_app(args))
 
-    def run_app() -> int:
-        try:
-            result = app(args=args, prog_name="team-router", standalone_mode=False)
-        except typer.Exit as exc:
-            return exc.exit_code
-        except TyperException as exc:
-            return _usage_error(args, exc)
-        return result if isinstance(result, int) else 0
 
-    return output.guarded(_command_name(args), "--json" in args, run_app)
+def _run_app(args: list[str]) -> int:
+    try:
+        result = app(args=args, prog_name="team-router", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except TyperException as exc:
+        return _usage_error(args, exc)
+    return result if isinstance(result, int) else 0
+
+
+def _hook_session_start(args: list[str]) -> int:
+    """``hook session-start`` the entry point left to the app (``-C``, an unknown option): exit 0.
+
+    The hook is on the path of every session start and is advice, never a gate
+    (DESIGN §14): a ``-C`` that names no directory or an option it does not
+    know leaves stdout empty and says why in one line on stderr.
+    """
+    try:
+        app(args=args, prog_name="team-router", standalone_mode=False)
+    except typer.Exit:
+        pass  # --help, or the hook itself (which always exits 0)
+    except TyperException as exc:
+        _hook_note(_usage_message(args, exc))
+    except RouterError as exc:
+        _hook_note(f"{exc.message} [{exc.code}]")
+    except (Exception, KeyboardInterrupt) as exc:
+        _hook_note(f"stopped ({exc.__class__.__name__})")
+    return 0
+
+
+def _hook_note(message: str) -> None:
+    print(f"team-router: hook session-start: {message}; no notice", file=sys.stderr)
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:
@@ -137,7 +178,7 @@ def _usage_error(args: list[str], exc: TyperException) -> int:
     path = ctx.command_path if ctx is not None else "team-router"
     # A group run without its subcommand "fails" with the group's help as message.
     only_help = type(exc).__name__ == "NoArgsIsHelpError"
-    message = f"{path} needs a command" if only_help else exc.format_message()
+    message = f"{path} needs a command" if only_help else _usage_message(args, exc)
     if "--json" in args:
         error = RouterError("usage", f"{message.rstrip('.')}; see `{path} --help`")
         error.exit_code = code
@@ -150,15 +191,112 @@ def _usage_error(args: list[str], exc: TyperException) -> int:
     return code
 
 
-def _command_name(args: list[str]) -> str:
+# What team-router itself takes before the command; every other option is a command's.
+BEFORE_THE_COMMAND = "before the command team-router takes only -C DIR, --version and --help"
+
+
+def _usage_message(args: list[str], exc: TyperException) -> str:
+    """click's message, or, for an option on the wrong side of the command, where it goes."""
+    ctx = getattr(exc, "ctx", None)
+    option = getattr(exc, "option_name", "")
+    # By name: typer carries its own copy of click, whose module path is private.
+    if type(exc).__name__ != "NoSuchOption" or ctx is None:
+        return exc.format_message()
+    if ctx.parent is None:
+        return _before_the_command(args, option, ctx) or (
+            f"No such option: {option}; {BEFORE_THE_COMMAND}"
+        )
+    if option == "-C":
+        return _after_the_command(args) or exc.format_message()
+    return exc.format_message()
+
+
+def _before_the_command(args: list[str], option: str, ctx: Any) -> str | None:
+    """``--json status``: the same line with the command's own options after the command."""
+    commands = ctx.command.list_commands(ctx)
+    at = next((n for n, a in enumerate(args) if a in commands and args[n - 1 : n] != ["-C"]), None)
+    if at is None:
+        if not any(option in _options_of(ctx, name) for name in commands):
+            return None
+        return f"{option} goes after the command: `team-router COMMAND {option}` ({BEFORE_THE_COMMAND})"
+    if option not in _options_of(ctx, args[at]):
+        return None
+    kept: list[str] = []
+    moved: list[str] = []
+    head = args[:at]
+    while head:
+        arg, head = head[0], head[1:]
+        if arg == "-C" and head:
+            kept += [arg, head[0]]
+            head = head[1:]
+        elif arg in ("--version", "--help", "-h"):
+            kept.append(arg)
+        else:
+            moved.append(arg)  # with its value, if it takes one: the next word
+    rest = args[at:]
+    end = rest.index("--") if "--" in rest else len(rest)
+    fixed = ["team-router", *kept, *rest[:end], *moved, *rest[end:]]
+    return (
+        f"{option} is an option of `{_command_path(ctx, rest)}`, so it goes after the command: "
+        f"`{_shell_line(fixed)}` ({BEFORE_THE_COMMAND})"
+    )
+
+
+def _command_path(ctx: Any, words: list[str]) -> str:
+    """``status``, or a group's ``hook session-start`` (its second word, when it names one)."""
+    command = ctx.command.get_command(ctx, words[0])
+    sub = _words(words[1:])[:1]
+    if hasattr(command, "list_commands") and sub and sub[0] in command.list_commands(ctx):
+        return f"{words[0]} {sub[0]}"
+    return words[0]
+
+
+def _options_of(ctx: Any, name: str) -> set[str]:
+    """Every option the command ``name`` takes, its subcommands' included."""
+    command = ctx.command.get_command(ctx, name)
+    found: set[str] = set()
+    pending = [command] if command is not None else []
+    while pending:
+        current = pending.pop()
+        for param in current.params:
+            if param.param_type_name == "option":
+                found.update(param.opts + param.secondary_opts)
+        if hasattr(current, "list_commands"):  # a group: hook, record
+            pending += [current.get_command(ctx, sub) for sub in current.list_commands(ctx)]
+    return found
+
+
+def _after_the_command(args: list[str]) -> str | None:
+    """``status -C DIR``: -C belongs to team-router itself, before the command."""
+    words = _words(args)
+    start = args.index(words[0]) if words else len(args)
+    at = args.index("-C", start) if "-C" in args[start:] else -1
+    if at < 0 or at + 1 >= len(args):
+        return None
+    fixed = ["team-router", "-C", args[at + 1], *args[:at], *args[at + 2 :]]
+    return f"-C goes before the command: `{_shell_line(fixed)}`"
+
+
+def _shell_line(words: list[str]) -> str:
+    import shlex
+
+    return shlex.join(words)
+
+
+def _words(args: list[str]) -> list[str]:
+    """The positional words of ``args`` (the command path first), -C's value left out."""
+    words: list[str] = []
     skip = False
     for arg in args:
         if skip:
             skip = False
-            continue
-        if arg == "-C":
+        elif arg == "-C":
             skip = True
-            continue
-        if not arg.startswith("-"):
-            return arg
-    return ""
+        elif not arg.startswith("-"):
+            words.append(arg)
+    return words
+
+
+def _command_name(args: list[str]) -> str:
+    words = _words(args)
+    return words[0] if words else ""

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from router.cli.app import JsonFlag, app, cwd_of, emit
+from router.cli.app import JsonFlag, app, cwd_of, emit, path_value
 
 
 @app.command("demo")
@@ -16,7 +16,10 @@ def demo_cmd(
     directory: Annotated[
         Path | None,
         typer.Option(
-            "--dir", metavar="D", help="Build the demo repos under D instead of the temp dir."
+            "--dir",
+            metavar="D",
+            parser=path_value,
+            help="Build the demo repos under D instead of the temp dir.",
         ),
     ] = None,
     keep: Annotated[

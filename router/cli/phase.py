@@ -18,13 +18,17 @@ from router.cli.app import (
     app,
     cwd_of,
     emit,
+    path_value,
 )
 from router.cli.early import CLI_DEFAULT_WAIT, next_text, phase_text
 
 BodyFile = Annotated[
     Path | None,
     typer.Option(
-        "--body-file", metavar="F", help="Markdown to keep as the record's body ('-': stdin)."
+        "--body-file",
+        metavar="F",
+        parser=path_value,
+        help="Markdown to keep as the record's body ('-': stdin).",
     ),
 ]
 
