@@ -622,3 +622,60 @@ def test_a_plan_artifact_written_while_remove_waits_for_the_topic_lock_is_kept(h
     assert proc.returncode == 0, err
     assert "kept" in err and "task.md" in err, err
     assert task.read_text() == "# the request\n" and "ENG-7-native" in branches(home_repo)
+
+
+def test_install_hooks_refuses_a_hard_linked_settings_file_and_both_names_keep_it(tmp_path):
+    text = '{"theme": "dark"}\n'
+    other = write(tmp_path / "dotfiles" / "claude-settings.json", text)
+    settings_file().parent.mkdir(parents=True)
+    os.link(other, settings_file())
+    for args in (("--dry-run",), ()):
+        res = run_cli("install-hooks", *args, "--json")
+        assert (res.code, res.json["error"]["code"]) == (1, "setup-failed"), res.out
+        assert res.json["error"]["message"] == (
+            f"{settings_file()} has 2 hard links, and writing it would cut this name off from "
+            "the others (they would keep the old settings); keep one name and make the others "
+            "symlinks to it (ln -sf), then rerun (nothing was written)"
+        )
+    assert settings_file().read_text() == other.read_text() == text
+    assert os.path.samefile(settings_file(), other)
+    # The fix the message names: one file, the other name a symlink to it.
+    settings_file().unlink()
+    settings_file().symlink_to(other)
+    assert run_cli("install-hooks", "--json").code == 0
+    assert "WorktreeCreate" in json.loads(other.read_text())["hooks"]
+
+
+@pytest.mark.parametrize("dangling", ["the file", "its directory"])
+def test_install_hooks_never_creates_the_directories_a_dangling_symlink_names(tmp_path, dangling):
+    gone = tmp_path / "unmounted" / "dotfiles" / "claude"
+    if dangling == "the file":
+        settings_file().parent.mkdir(parents=True)
+        settings_file().symlink_to(gone / "settings.json")
+        link = settings_file()
+        expected = gone / "settings.json"
+    else:
+        settings_file().parent.symlink_to(gone, target_is_directory=True)
+        link = settings_file().parent
+        expected = gone
+    for args in (("--dry-run",), ()):
+        res = run_cli("install-hooks", *args, "--json")
+        assert (res.code, res.json["error"]["code"]) == (1, "setup-failed"), res.out
+        assert res.json["error"]["message"] == (
+            f"{link} is a symlink to {expected}, which does not exist, and {gone} is no "
+            "directory to write settings.json in; create it (mkdir -p) or remove the symlink, "
+            "then rerun (nothing was written)"
+        )
+    assert not (tmp_path / "unmounted").exists()
+    assert os.readlink(link) == str(expected)
+
+
+def test_install_hooks_writes_through_a_dangling_symlink_into_a_directory_that_exists(tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    settings_file().parent.mkdir(parents=True)
+    settings_file().symlink_to(dotfiles / "claude-settings.json")
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 0, res.out
+    assert settings_file().is_symlink()
+    assert "WorktreeRemove" in json.loads((dotfiles / "claude-settings.json").read_text())["hooks"]

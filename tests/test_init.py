@@ -156,3 +156,20 @@ def test_allow_agent_changes_only_the_allow_list_and_keeps_the_file_mode(home_re
         '["Bash(ls:*)"]', '["Bash(ls:*)", "Bash(team-router:*)"]'
     )
     assert settings.stat().st_mode & 0o777 == 0o644
+
+
+def test_allow_agent_refuses_a_hard_linked_settings_file_and_both_names_keep_it(
+    home_repo, tmp_path
+):
+    text = '{"permissions": {"allow": []}}\n'
+    shared = write(tmp_path / "shared-settings.json", text)
+    settings = home_repo / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    os.link(shared, settings)
+    exclude = home_repo / ".git" / "info" / "exclude"
+    res = run_cli("init", "--allow-agent", "--json", cwd=home_repo)
+    assert (res.code, res.json["error"]["code"]) == (1, "setup-failed"), res.out
+    assert f"{settings} has 2 hard links" in res.json["error"]["message"]
+    assert settings.read_text() == shared.read_text() == text
+    assert os.path.samefile(settings, shared)
+    assert b"settings.local.json" not in exclude.read_bytes()

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import Refusal
-from router.host.settings import edited_settings, load_settings, write_settings
+from router.host.settings import (
+    edited_settings,
+    load_settings,
+    refuse_unsafe_replace,
+    write_settings,
+)
 from router.plandir.templates import render, share_dir
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 
@@ -111,6 +116,7 @@ def _allow_agent(repo: Repo) -> str:
         raise Refusal(
             "setup-failed", f"{path} is reached through a symlink; add the rule there yourself"
         )
+    refuse_unsafe_replace(path, path)  # before info/exclude changes: a refusal writes nothing
     text, before = load_settings(path)
     settings = json.loads(json.dumps(before))  # a deep copy, for the edit to compare with
     allow = settings.setdefault("permissions", {}).setdefault("allow", [])

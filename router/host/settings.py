@@ -229,6 +229,7 @@ def install_hooks(*, uninstall: bool = False, dry_run: bool = False) -> HooksRes
     path = user_settings_path()
     target = Path(os.path.realpath(path))
     _refuse_if_tracked(path, target)
+    refuse_unsafe_replace(path, target)  # a dry run says so too: the real run would refuse
     old_text, before = load_settings(target)
     if not isinstance(before.get("hooks", {}), dict):
         raise Refusal("setup-failed", f"{path}: `hooks` is not an object; fix it, then rerun")
@@ -265,6 +266,7 @@ def write_settings(target: Path, text: str, *, shown: Path | None = None) -> Non
     from router.topic.state import write_atomic
 
     shown = shown or target
+    refuse_unsafe_replace(shown, target)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
@@ -283,6 +285,48 @@ def write_settings(target: Path, text: str, *, shown: Path | None = None) -> Non
             f"cannot write {shown} ({exc.strerror or exc}); fix its permissions, then rerun "
             "(nothing was written)",
         ) from None
+
+
+def refuse_unsafe_replace(path: Path, target: Path) -> None:
+    """Refuse when replacing ``target`` (``path`` with its symlinks followed) would misplace settings.
+
+    A hard-linked file would lose its link: the atomic replace gives ``path`` a
+    new inode and every other name keeps the old settings. A symlink whose
+    target is missing is written through only into a directory that exists:
+    creating the directories it names would put the settings wherever a stale
+    link points.
+    """
+    try:
+        links = target.stat().st_nlink
+    except FileNotFoundError:
+        links = 0
+    if links > 1:
+        raise Refusal(
+            "setup-failed",
+            f"{path} has {links} hard links, and writing it would cut this name off from the "
+            "others (they would keep the old settings); keep one name and make the others "
+            "symlinks to it (ln -sf), then rerun (nothing was written)",
+        )
+    link = _dangling_link(path)
+    if links == 0 and link is not None and not target.parent.is_dir():
+        raise Refusal(
+            "setup-failed",
+            f"{link} is a symlink to {os.path.realpath(link)}, which does not exist, and "
+            f"{target.parent} is no directory to write {target.name} in; create it "
+            "(mkdir -p) or remove the symlink, then rerun (nothing was written)",
+        )
+
+
+def _dangling_link(path: Path) -> Path | None:
+    """The symlink on the way to ``path`` that leads nowhere, if the way ends at one.
+
+    The nearest of ``path`` and its parents that is there at all decides: a
+    missing ``~/.claude`` under a symlinked home is an ordinary first install.
+    """
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            return candidate if not candidate.exists() else None
+    return None
 
 
 def _refuse_if_tracked(path: Path, target: Path) -> None:
