@@ -288,6 +288,27 @@ def test_remove_never_fails_the_host(home_repo, tmp_path, monkeypatch):
     assert again.code == 0 and "already torn down" in again.err
 
 
+@pytest.mark.parametrize(
+    "before",
+    [["-C", "{missing}"], ["-C", ""], ["--json"]],
+    ids=["-C missing", "-C empty", "--json"],
+)
+def test_remove_with_arguments_it_cannot_use_exits_0_and_removes_nothing(
+    home_repo, tmp_path, before
+):
+    path = made(create(home_repo, "ENG-7-native"))
+    write(path / "notes.txt", "untracked\n")
+    args = [a.format(missing=tmp_path / "missing") for a in before]
+    payload = {"cwd": str(path), "worktree_path": str(path)}
+    res = run_cli(*args, "hook", "worktree-remove", stdin=json.dumps(payload))
+    assert (res.code, res.out) == (0, ""), res.err
+    (note,) = res.err.splitlines()
+    assert note.startswith("team-router: hook worktree-remove: ")
+    assert note.endswith("; nothing was removed")
+    assert (path / "notes.txt").read_text() == "untracked\n"
+    assert str(path) in worktree_paths(home_repo) and "ENG-7-native" in branches(home_repo)
+
+
 # -- registration -------------------------------------------------------------------------
 
 

@@ -133,8 +133,9 @@ def run(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit code (usage errors included)."""
     _register(_command_name(args))
     words = _words(args)
-    if any(words[n : n + 2] == ["hook", "session-start"] for n in range(len(words))):
-        return _hook_session_start(args)
+    for hook, outcome in _NEVER_BLOCKING_HOOKS.items():
+        if any(words[n : n + 2] == ["hook", hook] for n in range(len(words))):
+            return _never_blocking_hook(args, hook, outcome)
     return output.guarded(_command_name(args), "--json" in args, lambda: _run_app(args))
 
 
@@ -148,28 +149,37 @@ def _run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-def _hook_session_start(args: list[str]) -> int:
-    """``hook session-start`` the entry point left to the app (``-C``, an unknown option): exit 0.
+# The hooks that advise or clean up and can never stop the host (DESIGN §14), with
+# what a failure to run them means: whatever their arguments, they exit 0.
+_NEVER_BLOCKING_HOOKS = {
+    "session-start": "no notice",
+    "worktree-remove": "nothing was removed",
+}
 
-    The hook is on the path of every session start and is advice, never a gate
-    (DESIGN §14): a ``-C`` that names no directory or an option it does not
-    know leaves stdout empty and says why in one line on stderr.
+
+def _never_blocking_hook(args: list[str], hook: str, outcome: str) -> int:
+    """``hook session-start`` / ``hook worktree-remove`` the entry point left to the app: exit 0.
+
+    Both are on the host's path and neither may stop it (``session-start`` is
+    advice, ``worktree-remove`` cannot be refused): a ``-C`` that names no
+    directory or an option they do not know leaves stdout empty and says why
+    in one line on stderr.
     """
+
+    def note(message: str) -> None:
+        print(f"team-router: hook {hook}: {message}; {outcome}", file=sys.stderr)
+
     try:
         app(args=args, prog_name="team-router", standalone_mode=False)
     except typer.Exit:
         pass  # --help, or the hook itself (which always exits 0)
     except TyperException as exc:
-        _hook_note(_usage_message(args, exc))
+        note(_usage_message(args, exc))
     except RouterError as exc:
-        _hook_note(f"{exc.message} [{exc.code}]")
+        note(f"{exc.message} [{exc.code}]")
     except (Exception, KeyboardInterrupt) as exc:
-        _hook_note(f"stopped ({exc.__class__.__name__})")
+        note(f"stopped ({exc.__class__.__name__})")
     return 0
-
-
-def _hook_note(message: str) -> None:
-    print(f"team-router: hook session-start: {message}; no notice", file=sys.stderr)
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:
