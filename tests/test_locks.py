@@ -337,3 +337,35 @@ def test_a_run_that_finishes_while_another_chooses_the_id_leaves_it_the_same_id(
     assert (tmp_path / "other.json").read_text() and once.exists()
     assert branches(home_repo) == [ID, "main"]
     assert len(worktree_paths(home_repo)) == 2
+
+
+def test_a_busy_record_lock_refuses_in_the_shape_of_a_busy_topic_lock(tmp_path):
+    """One "take this lock or refuse": the same code and message shape for both locks."""
+    from router.errors import Refusal
+
+    record = state.TopicRecord(id=ID, repo="home", branch=ID)
+    state.write_record(tmp_path, record)
+    before = state.record_path(tmp_path, ID).read_bytes()
+    lock = state.lock_path(tmp_path, f"record-{ID}")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    held = state.acquire(lock, 0)
+    try:
+        with pytest.raises(Refusal) as on_record:
+            state.update_record(tmp_path, ID, lambda r: r.with_step("x"), wait=0.1)
+    finally:
+        os.close(held)
+    with (
+        state.held_lock(tmp_path, ID),
+        pytest.raises(Refusal) as on_topic,
+        state.held_lock(tmp_path, ID, wait=0.1),
+    ):
+        pass
+    assert (on_record.value.code, on_topic.value.code) == ("locked", "locked")
+    assert on_record.value.message == (
+        f"the record of {ID} in {tmp_path} is locked by another process; "
+        "wait for it to finish or pass a longer --wait"
+    )
+    assert on_topic.value.message == (
+        f"{ID} is locked by process {os.getpid()}; wait for it to finish or pass a longer --wait"
+    )
+    assert state.record_path(tmp_path, ID).read_bytes() == before  # nothing written

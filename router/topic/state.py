@@ -488,24 +488,16 @@ def update_record(
         return changed
 
 
-@contextlib.contextmanager
-def _record_lock(common_dir: Path, topic_id: str, wait: float) -> Iterator[None]:
+def _record_lock(
+    common_dir: Path, topic_id: str, wait: float
+) -> contextlib.AbstractContextManager[None]:
     # Two processes (or a repo's worker threads) updating one record must not
     # lose each other's change between the read and the atomic replace. No
-    # owner file: the lock is held for milliseconds and never across git.
-    path = state_root(common_dir) / "locks" / f"record-{topic_id}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = acquire(path, wait)
-    except LockBusy:
-        raise Refusal(
-            "locked",
-            f"the record of {topic_id} in {common_dir} stays locked; run the command again",
-        ) from None
-    try:
-        yield
-    finally:
-        os.close(fd)  # closing the only descriptor releases the lock
+    # owner file: the lock is held for milliseconds and never across git; one
+    # left by a kill would be a stale-lock finding whose repair (doctor holds
+    # that lock) then waits on itself when it writes the record.
+    path = lock_path(common_dir, f"record-{topic_id}")
+    return take_lock(path, f"the record of {topic_id} in {common_dir}", wait=wait, owner=False)
 
 
 class LockBusy(Exception):
@@ -657,26 +649,38 @@ def _owner_path(lock: Path) -> Path:
     return lock.with_suffix(".pid")
 
 
-@contextlib.contextmanager
-def held_lock(common_dir: Path, name: str, *, wait: float = DEFAULT_WAIT) -> Iterator[None]:
+def held_lock(
+    common_dir: Path, name: str, *, wait: float = DEFAULT_WAIT
+) -> contextlib.AbstractContextManager[None]:
     """Hold ``locks/<name>.lock``; after ``wait`` seconds refuse ``locked`` naming the holder."""
-    path = lock_path(common_dir, name)
+    return take_lock(lock_path(common_dir, name), name, wait=wait, owner=True)
+
+
+@contextlib.contextmanager
+def take_lock(path: Path, label: str, *, wait: float, owner: bool) -> Iterator[None]:
+    """Hold the lock at ``path``, or after ``wait`` seconds refuse ``locked`` naming its holder.
+
+    The one "take this lock or refuse" of every lock here. ``owner``: write the
+    owner file (pid and start time) that a refusal and doctor read.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = acquire(path, wait)
     except LockBusy:
         raise Refusal(
             "locked",
-            f"{name} is locked by {_holder_named(path)}; wait for it to finish or pass a "
+            f"{label} is locked by {_holder_named(path)}; wait for it to finish or pass a "
             "longer --wait",
         ) from None
     try:
-        with contextlib.suppress(OSError):
-            _owner_path(path).write_text(_owner_text(), encoding="utf-8")
+        if owner:
+            with contextlib.suppress(OSError):
+                _owner_path(path).write_text(_owner_text(), encoding="utf-8")
         yield
     finally:
-        with contextlib.suppress(OSError):
-            _owner_path(path).unlink()
+        if owner:
+            with contextlib.suppress(OSError):
+                _owner_path(path).unlink()
         os.close(fd)
 
 
