@@ -864,11 +864,14 @@ _IN_PROGRESS = (
     ("MERGE_HEAD", "merge"),
     ("rebase-merge", "rebase"),
     ("rebase-apply", "rebase"),
+    # A bisect can start with HEAD still on the branch (no revisions yet, or
+    # --no-checkout): a pull or a pick there would move it under the bisect.
+    ("BISECT_START", "bisect"),
 )
 
 
 def operation_in_progress(git_dir: Path) -> str | None:
-    """``cherry-pick``, ``revert``, ``merge`` or ``rebase`` when one is stopped in ``git_dir``."""
+    """``cherry-pick``, ``revert``, ``merge``, ``rebase`` or ``bisect`` when one is stopped in ``git_dir``."""
     for name, operation in _IN_PROGRESS:
         if os.path.lexists(git_dir / name):
             if operation == "rebase" and (git_dir / name / "applying").exists():

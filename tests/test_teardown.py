@@ -445,6 +445,56 @@ def test_update_default_leaves_the_users_stopped_cherry_pick_alone(home_repo):
     assert (home_repo / ".git" / "CHERRY_PICK_HEAD").read_text().strip() == picked
 
 
+def test_a_dry_run_says_the_users_stopped_cherry_pick_keeps_main_from_being_pulled(home_repo):
+    # The plan answers as the run does: the run fetches only, so the preview may
+    # not promise a pull.
+    topic = new_topic(home_repo)
+    git(home_repo, "switch", "-q", "-c", "side")
+    picked = commit(home_repo, "side.txt", "side\n", "on side")
+    git(home_repo, "switch", "-q", "main")
+    commit(home_repo, "side.txt", "side\n", "the same change on main")
+    git(home_repo, "cherry-pick", picked, check=False)  # stops: the pick is now empty
+    res = teardown(topic, "--dry-run")
+    step = steps_of(res.json, "home")["update-default"]
+    assert step == {
+        "name": "update-default",
+        "outcome": "skipped",
+        "detail": "would fetch only: a cherry-pick is in progress there",
+    }, step
+    assert (home_repo / ".git" / "CHERRY_PICK_HEAD").read_text().strip() == picked
+
+
+def _bisecting_on_main(repo: Path) -> str:
+    """A bisect started with no revisions yet: HEAD is still main, and the tree is clean."""
+    git(repo, "bisect", "start")
+    assert status(repo) == "" and git(repo, "branch", "--show-current") == "main"
+    return git(repo, "rev-parse", "main")
+
+
+def test_update_default_leaves_main_alone_while_the_user_bisects_in_the_primary(home_repo):
+    topic = new_topic(home_repo)
+    commit_on_origin(home_repo, "elsewhere.py", "x\n")
+    before = _bisecting_on_main(home_repo)
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    step = steps_of(res.json, "home")["update-default"]
+    assert step["outcome"] == "skipped" and "a bisect is in progress" in step["detail"], step
+    assert git(home_repo, "rev-parse", "main") == before
+    assert (home_repo / ".git" / "BISECT_START").exists()
+
+
+def test_integrate_refuses_primary_busy_while_the_user_bisects_naming_bisect_reset(home_repo):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    _bisecting_on_main(home_repo)
+    before = {"home": snapshot_of(home_repo)}
+    res = teardown(topic, "--integrate")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "primary-busy"
+    assert f"`git -C {home_repo} bisect reset`" in res.json["error"]["message"]
+    assert_untouched(topic, before)
+
+
 def test_a_default_branch_that_cannot_rebase_is_a_warning_and_reruns_exit_0(home_repo):
     topic = new_topic(home_repo)
     commit_on_origin(home_repo, "README.md", "# web, changed on origin\n")

@@ -264,22 +264,31 @@ def primary_busy(
 
     ``now``: the primary's status and branch, when the caller just read them.
     """
+    busy, fix = why_primary_busy(repo, default, now)
+    return f"{busy}; {fix}" if fix else busy
+
+
+def why_primary_busy(
+    repo: Repo, default: DefaultBranch, now: tuple[StatusReport, str | None] | None = None
+) -> tuple[str, str]:
+    """The one answer to "may the primary's default branch move now": (why not, the fix).
+
+    A stopped operation comes first: a cherry-pick with nothing left to commit
+    looks clean and on the branch, yet a pull or a pick would drop its state.
+    """
     operation = g.operation_in_progress(repo.common_dir)
     if operation is not None:
-        return f"a {operation} is in progress there that team-router did not start; " + (
-            _sequence_ways_out(repo, operation)
-        )
+        return f"a {operation} is in progress there", _sequence_ways_out(repo, operation)
     status, current = now if now is not None else primary_state(repo)
     busy = busy_reason(status, current, default)
-    if not busy:
-        return ""
-    if status.dirty:
+    if busy and status.dirty:
         return (
-            f"{busy}; commit or stash them (`git -C {repo.primary} stash push --include-untracked`)"
+            busy,
+            f"commit or stash them (`git -C {repo.primary} stash push --include-untracked`)",
         )
-    if current != default.name and default.local_ref is not None:
-        return f"{busy}; switch back with `git -C {repo.primary} switch {default.name}`"
-    return busy
+    if busy and current != default.name and default.local_ref is not None:
+        return busy, f"switch back with `git -C {repo.primary} switch {default.name}`"
+    return busy, ""
 
 
 def busy_reason(status: StatusReport, current: str | None, default: DefaultBranch) -> str:
@@ -414,6 +423,8 @@ def _sequence_ways_out(repo: Repo, operation: str) -> str:
     then rewinds every commit the sequence made, ``--quit`` keeps them.
     """
     cmd = f"git -C {repo.primary} {operation}"
+    if operation == "bisect":
+        return f"end it with `{cmd} reset`"
     if operation in {"cherry-pick", "revert"}:
         return (
             f"finish it (`{cmd} --continue`), end it keeping the commits it made "
@@ -1278,12 +1289,7 @@ def update_default(
             f"{default.name} already holds origin/{default.name} as this command fetched it: "
             "nothing to pull",
         )
-    status, current = known if known is not None else primary_state(repo)
-    # A stopped cherry-pick (or revert) with nothing left to commit looks clean,
-    # but `git pull --rebase` would drop its state and the rest of its sequence.
-    operation = g.operation_in_progress(repo.common_dir)
-    busy = f"a {operation} is in progress there" if operation else ""
-    busy = busy or busy_reason(status, current, default)
+    busy, _ = why_primary_busy(repo, default, known)
     if busy:
         error = None if fetched else repo.git.fetch("origin")
         how = f"fetch failed ({error.first_line})" if error else "fetched only"

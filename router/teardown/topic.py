@@ -43,7 +43,6 @@ from router.teardown.steps import (
     StepResult,
     StepRun,
     TopicRef,
-    busy_reason,
     copies_note,
     delete_branch,
     done,
@@ -64,7 +63,6 @@ from router.teardown.steps import (
     no_identity,
     pending_pick,
     primary_busy,
-    primary_state,
     proof_time,
     prune_origin,
     refused,
@@ -77,6 +75,7 @@ from router.teardown.steps import (
     sweep_step,
     update_default,
     verify_gone,
+    why_primary_busy,
     with_hidden,
     worktree_blocker,
 )
@@ -1203,8 +1202,7 @@ def _preview_branch(plan: RepoPlan) -> StepResult:
 def _preview_update(repo: Repo, plan: RepoPlan) -> StepResult:
     if plan.default is None or not repo.git.has_remote("origin"):
         return skipped("update-default", "no origin or no default branch: nothing to update")
-    status, current = primary_state(repo)
-    busy = busy_reason(status, current, plan.default)
+    busy, _ = why_primary_busy(repo, plan.default)
     if busy:
         return skipped("update-default", f"would fetch only: {busy}")
     return done("update-default", f"would run git pull --rebase origin {plan.default.name}")
