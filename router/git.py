@@ -194,10 +194,16 @@ class Result:
     returncode: int
     stdout: str
     stderr: str
+    argv: tuple[str, ...] = ()  # the command as it ran
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+    def as_error(self) -> GitError:
+        """The GitError ``check`` raises for this command; built on exit 0 too, since some
+        complaints (a lock file in the way of ``cherry-pick --abort``) come with exit 0."""
+        return GitError(self.argv, self.returncode, self.stderr, self.stdout)
 
 
 class Running:
@@ -252,10 +258,9 @@ class Running:
             proc.returncode,
             out.decode("utf-8", "surrogateescape"),
             err.decode("utf-8", "surrogateescape"),
+            tuple(self._argv),
         )
-        if not result.ok:
-            return GitError(self._argv, proc.returncode, result.stderr, result.stdout)
-        return result
+        return result if result.ok else result.as_error()
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,9 +351,9 @@ class Git:
             raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
         stdout = proc.stdout.decode("utf-8", "surrogateescape")
         stderr = proc.stderr.decode("utf-8", "surrogateescape")
-        result = Result(proc.returncode, stdout, stderr)
+        result = Result(proc.returncode, stdout, stderr, tuple(argv))
         if check and not result.ok:
-            raise GitError(argv, proc.returncode, stderr, stdout)
+            raise result.as_error()
         return result
 
     def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
@@ -852,7 +857,7 @@ def _end_pick(git: Git, how: str) -> GitError | None:
     complaint is returned too (exit code 0), so the caller can name the lock.
     """
     result = git.run("cherry-pick", how, check=False)
-    error = GitError(git._argv(["cherry-pick", how]), result.returncode, result.stderr)
+    error = result.as_error()
     return error if not result.ok or error.lock_file is not None else None
 
 

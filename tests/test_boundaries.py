@@ -166,3 +166,28 @@ def test_every_top_level_name_has_one_owner():
 def test_no_two_router_modules_import_each_other():
     # Function-local imports count: a loop of lazy imports is still a tangle to read.
     assert import_cycles(ROUTER) == []
+
+
+def _private_members(tree: ast.Module, class_name: str) -> set[str]:
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
+    return {
+        n.name
+        for n in cls.body
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("_") and not n.name.endswith("__")
+    }
+
+
+def test_nothing_outside_the_git_class_reaches_into_its_private_members():
+    # Git's public methods are the boundary's surface: a caller needing what a
+    # private one gives (say, the argv of a failed command) gets a public way.
+    private = _private_members(ast.parse((ROUTER / "git.py").read_text(encoding="utf-8")), "Git")
+    reached = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+            ):
+                reached.append(f"{path.relative_to(ROUTER)}:{node.lineno} {ast.unparse(node)}")
+    assert reached == []
