@@ -494,6 +494,18 @@ class Git:
         """
         if not revs:
             return {}
+        # Read from the files, a ref naming an object the repository lacks (a
+        # corrupt repo: git writes a ref only after its object) is answered as
+        # that id, where ``rev-parse --verify`` answers None. Left unchecked on
+        # purpose, as no caller can lose work by it; each errs towards "it
+        # exists". Creation keeps such a branch (branch_created stays False, so
+        # teardown never deletes it) and refuses a half-made worktree whose
+        # branch left its base; its id then reaches git (worktree add, ls-tree,
+        # merge-base), which fails on the missing object. A branch deleted at
+        # its recorded base loses only the ref (the record keeps the id). A
+        # .teamteardown pin at such an id finds no file, so no line runs, as
+        # reading that ref unpinned would. A new caller that deletes on
+        # "absent", or proves a merge from this answer, must ask git instead.
         plain = self._plain_layout() if all(map(gitfiles.readable_ref, revs)) else None
         if plain is not None:
             # Branches, remote-tracking refs and HEAD: from git's files, no process.
