@@ -735,3 +735,24 @@ def test_a_fallen_back_topic_whose_worktrees_rerun_fails_again_keeps_its_request
     assert (res.json["id"], res.json["home"]["status"]) == (FALLBACK_ID, "created")
     assert res.json["plan_dir"] == str(moved)
     assert (moved / "task.md").read_text() == "# Task\n"
+
+
+@pytest.mark.parametrize("ahead", [8, 1])
+def test_a_job_whose_worktree_looks_made_reads_its_files_once(workspace, monkeypatch, ahead):
+    # ``ahead``: how many jobs may fetch ahead of their turn (1: api comes after them).
+    from router.create import pipeline
+
+    topic = multi_topic(workspace, ("api",))
+    looked: list[str] = []
+    real = pipeline._looks_made
+
+    def counted(job: pipeline.Job) -> bool:
+        looked.append(job.name)
+        return real(job)
+
+    monkeypatch.setattr(pipeline, "_looks_made", counted)
+    monkeypatch.setattr(pipeline, "MAX_PARALLEL", ahead)
+    res = worktrees(topic.plan_dir)
+    assert res.code == 0, res.out + res.err
+    assert [r["status"] for r in res.json["repos"]] == ["existing", "existing"]
+    assert sorted(looked) == ["api", "home"]

@@ -88,7 +88,7 @@ class Job:
     # A secondary's home primary clone: its record keeps it, so every command run
     # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
     home: Path | None = None
-    # The fetch from origin, when ensure_all started it ahead of the job's turn.
+    # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's turn.
     fetch: _Fetch | None = field(default=None, compare=False, repr=False)
 
 
@@ -153,11 +153,13 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     # worker pool per repo on top only adds processes. The fetches wait on the
     # network, not on a core: they start now, a process each, ahead of their
     # job's checks (beyond MAX_PARALLEL, a job fetches when its turn comes).
+    # One whose worktree looks made gets its fetch deferred here, so its turn
+    # does not read its files again to decide the same.
     jobs = [
         dataclasses.replace(
             j,
             checkout_workers=1,
-            fetch=None if n >= MAX_PARALLEL or _looks_made(j) else _Fetch(j.repo.git),
+            fetch=_Fetch(j.repo.git, start=not _looks_made(j)) if n < MAX_PARALLEL else None,
         )
         for n, j in enumerate(jobs)
     ]
@@ -235,7 +237,10 @@ class _Pipeline:
         # cannot do harm even when the worktree turns out to exist already.
         # A worktree that looks made already (its checkout on the topic branch)
         # most likely needs no fetch at all: it waits until a creation needs it.
-        self.prefetch = self.job.fetch or _Fetch(self.git, start=not _looks_made(self.job))
+        fetch = self.job.fetch
+        self.prefetch = (
+            fetch if fetch is not None else _Fetch(self.git, start=not _looks_made(self.job))
+        )
         try:
             report = self._run()
         finally:
