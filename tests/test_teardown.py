@@ -425,17 +425,23 @@ def test_update_default_fetches_only_when_the_primary_clone_is_dirty(home_repo):
     assert (home_repo / "local-notes.txt").read_text() == "mine\n"
 
 
+def _empty_pick_stopped_on_main(repo: Path) -> str:
+    """The user's cherry-pick, stopped with nothing to commit: clean, on main, yet in progress."""
+    git(repo, "switch", "-q", "-c", "side")
+    picked = commit(repo, "side.txt", "side\n", "on side")
+    git(repo, "switch", "-q", "main")
+    commit(repo, "side.txt", "side\n", "the same change on main")
+    git(repo, "cherry-pick", picked, check=False)  # stops: the pick is now empty
+    assert (repo / ".git" / "CHERRY_PICK_HEAD").exists() and status(repo) == ""
+    return picked
+
+
 def test_update_default_leaves_the_users_stopped_cherry_pick_alone(home_repo):
     # The user's cherry-pick stopped with nothing to commit: the primary clone
     # looks clean and on main, but `git pull --rebase` would drop CHERRY_PICK_HEAD
     # and the rest of the sequence.
     topic = new_topic(home_repo)
-    git(home_repo, "switch", "-q", "-c", "side")
-    picked = commit(home_repo, "side.txt", "side\n", "on side")
-    git(home_repo, "switch", "-q", "main")
-    commit(home_repo, "side.txt", "side\n", "the same change on main")
-    git(home_repo, "cherry-pick", picked, check=False)  # stops: the pick is now empty
-    assert (home_repo / ".git" / "CHERRY_PICK_HEAD").exists() and status(home_repo) == ""
+    picked = _empty_pick_stopped_on_main(home_repo)
     commit_on_origin(home_repo, "elsewhere.py", "x\n")
     before = git(home_repo, "rev-parse", "main")
     res = teardown(topic)
@@ -449,11 +455,7 @@ def test_a_dry_run_says_the_users_stopped_cherry_pick_keeps_main_from_being_pull
     # The plan answers as the run does: the run fetches only, so the preview may
     # not promise a pull.
     topic = new_topic(home_repo)
-    git(home_repo, "switch", "-q", "-c", "side")
-    picked = commit(home_repo, "side.txt", "side\n", "on side")
-    git(home_repo, "switch", "-q", "main")
-    commit(home_repo, "side.txt", "side\n", "the same change on main")
-    git(home_repo, "cherry-pick", picked, check=False)  # stops: the pick is now empty
+    picked = _empty_pick_stopped_on_main(home_repo)
     res = teardown(topic, "--dry-run")
     step = steps_of(res.json, "home")["update-default"]
     assert step == {
