@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.fakegh import hide_gh
 from helpers.faults import git_wrapper
 from helpers.repos import branches, commit, git, run_cli, status, write
 from helpers.topics import multi_topic, new_topic, steps_of, teardown
@@ -209,6 +210,80 @@ def test_a_refused_restore_names_its_error(home_repo):
     assert res.json["error"]["code"] == "restore-refused"
     assert "path-taken" in res.json["error"]["message"]
     assert (wt / "in-the-way.txt").read_text() == "someone else's\n"
+
+
+# -- a branch that is no topic (pr-cleanup --abandon deleted it) ----------------------------
+
+
+def abandoned_branch(repo: Path, tmp_path: Path, monkeypatch, branch: str = "feature/x") -> str:
+    """``branch`` with an unpushed commit and an uncommitted edit, abandoned by pr-cleanup; its tip."""
+    wt = repo.parent / "x-checkout"
+    git(repo, "worktree", "add", "-q", "-b", branch, str(wt), "main")
+    sha = commit(wt, "x.py", "x = 1\n", "x work never pushed")
+    write(wt / "x.py", "x = 2  # edited, not committed\n")
+    with monkeypatch.context() as m:
+        hide_gh(tmp_path, m)  # no gh: the git part of the abandon runs alone
+        res = run_cli("pr-cleanup", branch, "--abandon", "--yes", "--json", cwd=repo)
+    assert res.code == 0, res.out + res.err
+    assert branch not in branches(repo) and not wt.exists()
+    return sha
+
+
+def test_restoring_a_branch_twice_reports_existing_and_makes_no_second_copy(
+    home_repo, tmp_path, monkeypatch
+):
+    # No record is kept for a branch that is no topic: the rerun saw the branch
+    # name taken and checked the snapshot out again on feature/x-restored.
+    sha = abandoned_branch(home_repo, tmp_path, monkeypatch)
+    first = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert first.code == 0, first.out + first.err
+    back = Path(first.json["repos"][0]["worktree"])
+    write(back / "x.py", "x = 3  # the user went on working\n")
+    again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"], repo["worktree"]) == (
+        "existing",
+        "feature/x",
+        str(back),
+    )
+    assert branches(home_repo) == ["feature/x", "main"]
+    assert git(home_repo, "rev-parse", "refs/heads/feature/x") == sha
+    assert (back / "x.py").read_text() == "x = 3  # the user went on working\n"
+
+
+def test_restoring_a_branch_worked_on_since_and_checked_out_nowhere_moves_nothing(
+    home_repo, tmp_path, monkeypatch
+):
+    abandoned_branch(home_repo, tmp_path, monkeypatch)
+    back = Path(
+        run_cli("restore", "feature/x", "--json", cwd=home_repo).json["repos"][0]["worktree"]
+    )
+    later = commit(back, "x.py", "x = 4\n", "work after the restore")
+    git(home_repo, "worktree", "remove", str(back))
+    again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"], repo["worktree"]) == ("existing", "feature/x", None)
+    assert f"git worktree add {back} feature/x" in repo["detail"]
+    assert branches(home_repo) == ["feature/x", "main"] and not back.exists()
+    assert git(home_repo, "rev-parse", "refs/heads/feature/x") == later
+
+
+def test_restoring_a_branch_whose_name_holds_other_work_takes_another_name_once(
+    home_repo, tmp_path, monkeypatch
+):
+    abandoned_branch(home_repo, tmp_path, monkeypatch)
+    git(home_repo, "branch", "feature/x", "main")  # someone else's work under that name
+    main = git(home_repo, "rev-parse", "main")
+    for status_ in ("restored", "existing"):
+        res = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+        assert res.code == 0, res.out + res.err
+        [repo] = res.json["repos"]
+        assert (repo["status"], repo["branch"]) == (status_, "feature/x-restored")
+    assert (Path(repo["worktree"]) / "x.py").read_text() == "x = 2  # edited, not committed\n"
+    assert branches(home_repo) == ["feature/x", "feature/x-restored", "main"]
+    assert git(home_repo, "rev-parse", "refs/heads/feature/x") == main
 
 
 # -- work the snapshot and restore must keep ----------------------------------------------

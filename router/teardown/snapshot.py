@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
@@ -205,13 +206,18 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     if again is not None:
         return _existing(name, again, snap.commit, _restored_field(record, "branch"))
     try:
-        target = _free_branch(repo, branch)
+        # No record says so (a branch that is no topic has none): git's own state
+        # tells whether an earlier run already brought this snapshot back.
+        earlier = _earlier_restore(name, repo, snap, branch)
+        if earlier is not None:
+            return earlier
+        target, base = _free_branch(repo, branch, snap)
         path = repo.worktree_path(target)
         if os.path.lexists(path):
             raise Refusal(
                 "path-taken", f"{path} already exists; move it away and run restore again"
             )
-        repo.git.worktree_add(path, target, base=snap.parent)
+        repo.git.worktree_add(path, target, base=base)
         g.restore_worktree_files(Git(path), snap.commit)
         if snap.index is not None:
             g.read_index(Git(path), snap.index)
@@ -222,7 +228,8 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     except Refusal as exc:
         return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
     if topic_id is not None:
-        _record_restore(repo, record, topic_id, name, branch, target, path, snap)
+        created = base is not None
+        _record_restore(repo, record, topic_id, name, branch, target, path, snap, created=created)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
     subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
@@ -253,15 +260,59 @@ def _submodule_note(repo: Repo, snap: Snapshot) -> str:
     return note
 
 
-def _free_branch(repo: Repo, branch: str) -> str:
-    if not repo.git.branch_exists(branch):
-        return branch
+def _restored_names(branch: str) -> re.Pattern[str]:
+    """The names a restore of ``branch`` checks out: itself, or ``-restored[-N]`` when taken."""
+    return re.compile(re.escape(branch) + r"(-restored(-[0-9]+)?)?")
+
+
+def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> RestoredRepo | None:
+    """The worktree an earlier restore of ``snap`` left, when git shows one; else None.
+
+    A worktree on ``branch`` (or a ``-restored`` name) whose HEAD is the
+    snapshot's commit or contains it is that restore, whatever was committed
+    since. ``branch`` holding the commit with more on top and checked out
+    nowhere was restored and worked on: laying the snapshot's files over the
+    newer commits would undo them, so nothing is done and the way back is named.
+    """
+    names = _restored_names(branch)
+    listed = sorted(repo.git.worktree_list(), key=lambda e: e.branch != branch)
+    for entry in listed:
+        if entry.branch is None or entry.head is None or not names.fullmatch(entry.branch):
+            continue
+        if entry.head == snap.parent or repo.git.is_ancestor(snap.parent, entry.head):
+            return _existing(name, entry.path, snap.commit, entry.branch)
+    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None or tip == snap.parent or not repo.git.is_ancestor(snap.parent, tip):
+        return None
+    return RestoredRepo(
+        name,
+        RestoreStatus.EXISTING,
+        f"{branch} already holds the snapshot's commit {snap.parent[:12]} and commits made "
+        f"since, and no worktree has it checked out: `git worktree add "
+        f"{repo.worktree_path(branch)} {branch}` checks it out; {snap.ref} is kept",
+        snap.commit,
+        branch,
+    )
+
+
+def _free_branch(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, str | None]:
+    """The branch to check out and the base to cut it from (None: check the existing one out).
+
+    ``branch`` at the snapshot's commit, checked out nowhere, is the snapshot's
+    own branch: it is checked out again. Holding anything else, it is another
+    piece of work and the restore takes a ``-restored`` name, never moving it.
+    """
+    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None:
+        return branch, snap.parent
+    if tip == snap.parent:
+        return branch, None
     for n in range(1, MAX_RESTORED + 1):
         candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
         if not repo.git.branch_exists(candidate) and not os.path.lexists(
             repo.worktree_path(candidate)
         ):
-            return candidate
+            return candidate, snap.parent
     raise Refusal("path-taken", f"{branch}-restored ... -{MAX_RESTORED} are all taken")
 
 
@@ -305,17 +356,20 @@ def _record_restore(
     target: str,
     path: Path,
     snap: Snapshot,
+    *,
+    created: bool,
 ) -> None:
     restored = state.Restored(snap.commit, target, str(path))
 
     def change(r: state.TopicRecord) -> state.TopicRecord:
         # The restored worktree is a new run: an earlier teardown's steps describe another.
         # restore cut the branch it checked out (a free name): teardown may delete it.
+        # One it found at the snapshot's commit and checked out keeps what the record said.
         return dataclasses.replace(
             r,
             worktree=str(path),
             branch=target,
-            branch_created=True,
+            branch_created=created or r.branch_created,
             teardown=None,
             restored=restored,
         )
