@@ -185,6 +185,51 @@ def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(hom
     )
 
 
+def switched_topic(home_repo: Path, *switch: str) -> Path:
+    """A topic made by ``new``, a task.md in its plan dir, its worktree then switched with ``switch``."""
+    first = new(home_repo)
+    assert first.code == 0, first.err
+    wt = Path(first.json["home"]["worktree"])
+    write(wt / "docs" / "plans" / ID / "task.md", "the task\n")
+    git(wt, "switch", "-q", *switch)
+    return wt
+
+
+@pytest.mark.parametrize("where", ["main clone", "worktree"])
+def test_a_rerun_after_the_topic_worktree_switched_branch_reports_it_and_keeps_one_plan_dir(
+    home_repo, where
+):
+    # The rerun took the switched worktree for someone else's path: it fell back
+    # and made a second, empty plan dir in the main tree.
+    wt = switched_topic(home_repo, "-c", "other")
+    res = new(wt if where == "worktree" else home_repo)
+    assert res.code == 0, res.err
+    assert (res.json["home"]["status"], res.json["branch"]) == ("existing", "other")
+    assert res.json["home"]["worktree"] == str(wt)
+    assert res.json["plan_dir"] == str(wt / "docs" / "plans" / ID)
+    [warning] = res.json["warnings"]
+    assert f"on branch 'other', not '{ID}'" in warning
+    assert f"`git -C {wt} switch {ID}`" in warning
+    assert not (home_repo / "docs").exists() and status(home_repo) == ""
+    assert (wt / "docs" / "plans" / ID / "task.md").read_text() == "the task\n"
+    assert git(wt, "branch", "--show-current") == "other"
+    record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
+    assert (record["branch"], record["worktree"]) == (ID, str(wt))  # teardown judges the topic's
+    phase = run_cli("phase", ID, "--json", cwd=home_repo)
+    assert phase.json["plan_dir"] == res.json["plan_dir"]
+
+
+def test_a_rerun_after_the_topic_worktree_was_detached_refuses_naming_the_switch(home_repo):
+    wt = switched_topic(home_repo, "--detach")
+    res = new(home_repo)
+    assert res.code == 1, res.out
+    assert res.json["error"]["code"] == "default-branch-worktree"
+    assert f"`git -C {wt} switch {ID}`" in res.json["error"]["message"]
+    assert not (home_repo / "docs").exists() and status(home_repo) == ""
+    assert (wt / "docs" / "plans" / ID / "task.md").read_text() == "the task\n"
+    assert branches(home_repo) == [ID, "main"] and len(worktree_paths(home_repo)) == 2
+
+
 def test_run_inside_a_linked_worktree_on_the_default_branch_refuses(home_repo, workspace):
     git(home_repo, "switch", "-q", "-c", "dev")
     wt = workspace / "main-wt"

@@ -756,3 +756,25 @@ def test_a_job_whose_worktree_looks_made_reads_its_files_once(workspace, monkeyp
     assert res.code == 0, res.out + res.err
     assert [r["status"] for r in res.json["repos"]] == ["existing", "existing"]
     assert sorted(looked) == ["api", "home"]
+
+
+def test_a_rerun_after_each_worktree_switched_branch_keeps_them_and_the_worktrees_section(
+    workspace,
+):
+    # The rerun took each switched worktree for someone else's path: every repo
+    # fell back, and the ## Worktrees section was rewritten to the main trees.
+    topic = multi_topic(workspace, ("api",))
+    section = (topic.plan_dir / "repos.md").read_text()
+    for name, wt in topic.worktrees.items():
+        git(wt, "switch", "-q", "-c", f"{name}-spike")
+    res = worktrees(topic.plan_dir)
+    assert res.code == 0, res.err
+    assert [(r["name"], r["status"], r["branch"], r["worktree"]) for r in res.json["repos"]] == [
+        (name, "existing", f"{name}-spike", str(wt)) for name, wt in topic.worktrees.items()
+    ]
+    assert res.json["plan_dir"] == str(topic.plan_dir)
+    assert res.json["repos_md_updated"] is False
+    assert (topic.plan_dir / "repos.md").read_text() == section
+    for name, wt in topic.worktrees.items():
+        assert f"`git -C {wt} switch {topic.branch}`" in "\n".join(res.json["warnings"])
+        assert status(topic.repos[name]) == "" and not (topic.repos[name] / "docs").exists()

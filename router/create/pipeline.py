@@ -287,6 +287,9 @@ class _Pipeline:
         existing = self._existing(entries)
         if existing is not None:
             return self._finish(self.path, self.branch, Status.EXISTING)
+        switched = self._switched_away(entries)
+        if switched is not None:
+            return self._finish(switched, self._checked_out(switched), Status.EXISTING)
         recorded = self._recorded_elsewhere(entries)
         if recorded is not None:
             return self._finish(recorded, self.record.branch, Status.EXISTING)  # type: ignore[union-attr]
@@ -359,6 +362,47 @@ class _Pipeline:
             and not _symlink_in(self.path, self.repo.primary)
             and (self.path / ".git").is_file()
         )
+
+    def _switched_away(self, entries: list[WorktreeEntry]) -> Path | None:
+        """This topic's own worktree, switched to another branch since it was made; else None.
+
+        An agent may run ``git switch -c`` in it: it is still the topic's worktree
+        (our record names it, git has it at our path) and holds the plan dir, so a
+        rerun answers with it, never a fallback and a second, empty plan dir.
+        """
+        entry = find_worktree(entries, self.path)
+        record = self.record
+        if entry is None or entry.branch == self.branch or record is None or not record.worktree:
+            return None
+        if os.path.realpath(record.worktree) != os.path.realpath(self.path):
+            return None
+        if _symlink_in(self.path, self.repo.primary) or not (self.path / ".git").is_file():
+            return None
+        return self.path
+
+    def _checked_out(self, worktree: Path) -> str:
+        """The branch a switched-away worktree is on, refusing one where no work belongs.
+
+        The default branch and a detached HEAD are refused as ``_inspect`` refuses
+        them for the checkout the command runs in; another branch is reported as
+        the branch the work goes on, with a warning naming the way back.
+        """
+        current = Git(worktree).current_branch()
+        default = default_branch(self.git)
+        if current is None or (default is not None and current == default.name):
+            what = "a detached HEAD" if current is None else f"the default branch {current!r}"
+            raise Refusal(
+                "default-branch-worktree",
+                f"{self.job.name}: this topic's worktree {worktree} is on {what}, not on "
+                f"{self.branch!r}; finish what runs there (a rebase, a bisect), then run "
+                f"`git -C {worktree} switch {self.branch}` and run this again",
+            )
+        self.warnings.append(
+            f"{self.job.name}: this topic's worktree {worktree} is on branch {current!r}, not "
+            f"{self.branch!r} (switched since it was made); the work goes on there; "
+            f"`git -C {worktree} switch {self.branch}` goes back to the topic's branch"
+        )
+        return current
 
     # half-made worktrees (a kill during `git worktree add`) -----------------------
 
@@ -779,12 +823,15 @@ class _Pipeline:
             state.crash_point("setup")
             included = self._setup(worktree)
             state.crash_point("record")
+            # A switched-away worktree (_switched_away) keeps the topic's branch in
+            # the record: teardown and pr-cleanup judge that branch, not the other.
+            switched = status is Status.EXISTING and worktree == self.path
             self._save(
                 steps=("add", "verify", "setup", "record"),
                 worktree=str(worktree),
                 base_commit=self._base_commit(worktree),
                 included=included,
-                branch=branch or self.branch,
+                branch=self.branch if switched else branch or self.branch,
             )
         except (OSError, GitError) as exc:
             if status is not Status.CREATED:
