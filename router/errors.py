@@ -111,6 +111,7 @@ CODES = frozenset(
         "primary-busy",
         "residue-kept",
         "plan-dir-kept",
+        "plan-dir-symlink",
         "protected-branch",
         "not-merged",
         "no-merged-pr",

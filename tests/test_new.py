@@ -411,6 +411,58 @@ def test_a_tracked_file_where_docs_plans_goes_is_one_line_setup_failed(home_repo
     assert "record-incomplete" not in [f["kind"] for f in doctor.json["findings"]]
 
 
+def tracked_link(repo: Path, link: str, target: str | Path) -> None:
+    """``link`` committed as a symlink to ``target`` and pushed: every checkout of main has it."""
+    (repo / link).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, repo / link)
+    git(repo, "add", "--", link)
+    git(repo, "commit", "-q", "-m", f"{link} lives elsewhere")
+    git(repo, "push", "-q", "origin", "main")
+
+
+def assert_nothing_made(home_repo: Path, elsewhere: Path) -> None:
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["keep.md"]
+    assert worktree_paths(home_repo) == [str(home_repo)] and branches(home_repo) == ["main"]
+    assert not (home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").exists()
+    assert status(home_repo) == ""
+
+
+@pytest.mark.parametrize(
+    ("link", "target"), [("docs", "../elsewhere"), ("docs", "ABS"), ("docs/plans", "ABS")]
+)
+def test_a_tracked_symlinked_docs_dir_refuses_and_nothing_is_written_where_it_points(
+    home_repo, workspace, link, target
+):
+    # The plan dir went wherever the link pointed: through the worktree's link,
+    # or (a relative one dangling there) through the main tree's on the fallback.
+    elsewhere = workspace / "elsewhere"
+    write(elsewhere / "keep.md", "not this repo's\n")
+    tracked_link(home_repo, link, elsewhere if target == "ABS" else target)
+    res = new(home_repo)
+    assert (res.code, res.json["error"]["code"]) == (1, "plan-dir-symlink"), res.out
+    message = res.json["error"]["message"]
+    assert f"{home_repo / link} is a symlink" in message and f"replace the link `{link}`" in message
+    assert any("Falling back to main tree" in w for w in res.json["warnings"])
+    assert_nothing_made(home_repo, elsewhere)
+
+
+def test_a_fallback_into_a_main_tree_whose_docs_is_a_symlink_writes_nothing_through_it(
+    home_repo, workspace
+):
+    elsewhere = workspace / "elsewhere"
+    write(elsewhere / "keep.md", "not this repo's\n")
+    os.symlink("../elsewhere", home_repo / "docs")
+    git(home_repo, "add", "docs")
+    git(home_repo, "commit", "-q", "-m", "docs lives elsewhere (not pushed: the worktree lacks it)")
+    blocker = write(home_repo / ".claude" / "worktrees" / ID / "precious.txt", "keep me\n")
+    res = run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo)
+    assert (res.code, res.json["error"]["code"]) == (1, "plan-dir-symlink"), res.out
+    assert any("(path-taken:" in w for w in res.json["warnings"])
+    assert blocker.read_text() == "keep me\n"
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["keep.md"]
+    assert not (home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").exists()
+
+
 def test_a_symlinked_claude_dir_falls_back_and_nothing_is_made_where_it_points(home_repo, tmp_path):
     shared = tmp_path / "shared-claude"
     shared.mkdir()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -587,6 +588,40 @@ def test_a_plan_dir_reached_through_a_symlinked_docs_dir_is_kept(home_repo, tmp_
     assert "through a symlink" in step["detail"]
     assert kept.read_text() == "# not this repo's\n"
     assert not topic.worktrees["home"].exists()  # the rest of the teardown ran
+
+
+def test_teardown_never_deletes_through_tracked_docs_symlinks_in_the_worktree_or_main_tree(
+    home_repo, workspace
+):
+    # `docs` committed as a link to a directory outside the repository, on the
+    # topic's branch (the worktree) and on main (the primary clone): teardown
+    # --force snapshots and removes the worktree and its plan-dir step looks
+    # under docs/plans/<id> of the primary; what the links point at stays.
+    topic = new_topic(home_repo)
+    elsewhere = workspace / "elsewhere"
+    theirs = {
+        elsewhere / "readme.md": "shared docs\n",
+        elsewhere / "plans" / topic.id / "design.md": "# another repo's design\n",
+        elsewhere / "plans" / "notes.md": "notes\n",
+    }
+    for path, text in theirs.items():
+        write(path, text)
+    wt = topic.worktrees["home"]
+    for checkout, target in ((wt, elsewhere), (home_repo, Path("../elsewhere"))):
+        shutil.rmtree(checkout / "docs", ignore_errors=True)  # the worktree's empty plan dir
+        (checkout / "docs").symlink_to(target)
+        git(checkout, "add", "docs")
+        git(checkout, "commit", "-q", "-m", "docs live in a shared directory")
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out  # the plan-dir step refused; everything else ran
+    steps = steps_of(res.json, "home")
+    assert steps["remove"]["outcome"] == "done", steps["remove"]
+    assert (steps["plan-dir"]["outcome"], steps["plan-dir"]["code"]) == ("refused", "plan-dir-kept")
+    assert "through a symlink" in steps["plan-dir"]["detail"]
+    assert not wt.exists() and topic.branch not in branches(home_repo)
+    for path, text in theirs.items():
+        assert path.read_text() == text
+    assert len(list(elsewhere.rglob("*"))) == 5  # the three files, plans/ and plans/<id>/
 
 
 def test_the_removal_names_worktreeinclude_copies_and_which_were_edited(home_repo):

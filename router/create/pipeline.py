@@ -17,6 +17,7 @@ from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state
+from router.topic.discovery import PlanDirSymlink, create_plan_dir
 from router.topic.ids import Topic
 from router.topic.workspace import (
     Repo,
@@ -833,6 +834,14 @@ class _Pipeline:
                 included=included,
                 branch=self.branch if switched else branch or self.branch,
             )
+        except PlanDirSymlink as exc:
+            if status is not Status.CREATED:
+                raise
+            # The new worktree is fine but its plan dir cannot be made: the main
+            # tree takes the topic (DESIGN §7), where the same check runs again.
+            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+            self._forget_claim()
+            return self._fallback(exc.code, exc.message)
         except (OSError, GitError) as exc:
             if status is not Status.CREATED:
                 raise Refusal("setup-failed", f"{self.job.name}: setup failed: {exc}") from None
@@ -864,7 +873,7 @@ class _Pipeline:
             copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
         )
         if self.job.is_home:
-            (worktree / "docs" / "plans" / self.job.topic.id).mkdir(parents=True, exist_ok=True)
+            create_plan_dir(worktree, self.job.topic.id)
         previous = list(self.record.included) if self.record else []
         return sorted(set(previous) | set(included))
 

@@ -20,7 +20,7 @@ from router.errors import BadInput, Refusal
 from router.git import Git, GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
-from router.topic.discovery import PLANS_DIR, PlanDir, resolve
+from router.topic.discovery import PLANS_DIR, PlanDir, PlanDirSymlink, create_plan_dir, resolve
 from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
@@ -94,13 +94,13 @@ def new_topic(
                 # plan dir moves into the new worktree, or everything stays).
                 report = _home_report(repo, fallen, topic, wait)
                 moved, report = _move_plan_dir(fallen, report)
-                plan_dir = moved.path
+                checkout = moved.root
             else:
                 report = ensure(job)
-                plan_dir = (report.worktree or repo.primary) / PLANS_DIR / topic.id
+                checkout = report.worktree or repo.primary
             if isolated:
                 _require_worktree(report, repo.worktree_path(topic.branch))
-            _make_plan_dir(plan_dir, report.warnings)
+            plan_dir = _make_plan_dir(checkout, topic.id, report.warnings)
             _remember_home(repo, topic, plan_dir, [report], description=description)
         return NewResult(topic, plan_dir, report)
     raise Refusal(
@@ -139,14 +139,17 @@ def _fallen_back_plan(repo: Repo, topic: Topic) -> PlanDir | None:
     return PlanDir(topic.id, str(in_main), str(repo.primary))
 
 
-def _make_plan_dir(plan_dir: Path, warnings: tuple[str, ...]) -> None:
+def _make_plan_dir(checkout: Path, topic_id: str, warnings: tuple[str, ...]) -> Path:
     try:
-        plan_dir.mkdir(parents=True, exist_ok=True)
+        return create_plan_dir(checkout, topic_id)
+    except PlanDirSymlink as exc:
+        exc.details["warnings"] = list(warnings)
+        raise
     except OSError as exc:
         raise Refusal(
             "setup-failed",
-            f"cannot create the plan dir {plan_dir} ({exc.strerror}); a file is probably in the "
-            "way of docs/plans/: move it, then rerun",
+            f"cannot create the plan dir {checkout / PLANS_DIR / topic_id} ({exc.strerror}); a "
+            "file is probably in the way of docs/plans/: move it, then rerun",
             details={"warnings": list(warnings)},
         ) from None
 

@@ -14,10 +14,13 @@ unsure, so the caller can ask git instead.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections import namedtuple
 
 from router import gitfiles
+from router.errors import Refusal
 from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
 
 TYPE_CHECKING = False
@@ -30,6 +33,43 @@ if TYPE_CHECKING:
 
 # Where plan dirs live, relative to a checkout's top level (a str: os.path is lighter than pathlib).
 PLANS_DIR = os.path.join("docs", "plans")
+
+
+def create_plan_dir(checkout: Path, topic_id: str) -> Path:
+    """Make ``<checkout>/docs/plans/<id>/`` a level at a time, never through a symlink.
+
+    A ``docs`` or ``docs/plans`` that is a symlink (tracked, so every checkout
+    has it) would put the plan dir wherever it points, outside the repository
+    perhaps: beyond our info/exclude line and beyond teardown's reach (it
+    never removes through a link). :class:`PlanDirSymlink` is raised before
+    anything is made through it; OSError when a file is in the way.
+    """
+    path = checkout
+    for part in ("docs", "plans", topic_id):
+        path = path / part
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        # Checked after the mkdir: a link it met (even a dangling one) made it
+        # fail, and a link put in place of the directory it made is seen too.
+        if os.path.islink(path):
+            raise PlanDirSymlink(checkout, path)
+    if not os.path.isdir(path):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    return path
+
+
+class PlanDirSymlink(Refusal):
+    """A checkout's ``docs`` or ``docs/plans`` (or the plan dir) is a symlink: refused (exit 1)."""
+
+    def __init__(self, checkout: Path, link: Path) -> None:
+        rel = os.path.relpath(link, checkout)
+        super().__init__(
+            "plan-dir-symlink",
+            f"{link} is a symlink (to {os.readlink(link)}): the plan dir would be written "
+            f"wherever it points, so none is made there; team-router keeps plan dirs in a real "
+            f"{PLANS_DIR}/ directory of the repository: replace the link `{rel}` with a "
+            "directory (`git rm` it and commit when it is tracked), then run this again",
+        )
 
 
 class PlanDir(namedtuple("PlanDir", "id dir checkout mtime", defaults=(0.0,))):
