@@ -270,6 +270,29 @@ def test_restoring_a_branch_worked_on_since_and_checked_out_nowhere_moves_nothin
     assert git(home_repo, "rev-parse", "refs/heads/feature/x") == later
 
 
+def test_restoring_a_branch_left_at_the_snapshots_commit_checks_that_branch_out_again(
+    home_repo, tmp_path, monkeypatch
+):
+    # The restored worktree was removed (its edits with it): the branch is the
+    # snapshot's own, so the rerun brings the edits back on it, not on a copy.
+    sha = abandoned_branch(home_repo, tmp_path, monkeypatch)
+    back = Path(
+        run_cli("restore", "feature/x", "--json", cwd=home_repo).json["repos"][0]["worktree"]
+    )
+    git(home_repo, "worktree", "remove", "--force", str(back))
+    again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"], repo["worktree"]) == (
+        "restored",
+        "feature/x",
+        str(back),
+    )
+    assert (back / "x.py").read_text() == "x = 2  # edited, not committed\n"
+    assert branches(home_repo) == ["feature/x", "main"]
+    assert git(home_repo, "rev-parse", "refs/heads/feature/x") == sha
+
+
 def test_restoring_a_branch_whose_name_holds_other_work_takes_another_name_once(
     home_repo, tmp_path, monkeypatch
 ):

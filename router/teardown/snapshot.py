@@ -279,6 +279,8 @@ def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> Rest
     for entry in listed:
         if entry.branch is None or entry.head is None or not names.fullmatch(entry.branch):
             continue
+        if entry.prunable or not (entry.path / ".git").exists():
+            continue  # a registration whose directory is gone holds no restored work
         if entry.head == snap.parent or repo.git.is_ancestor(snap.parent, entry.head):
             return _existing(name, entry.path, snap.commit, entry.branch)
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
