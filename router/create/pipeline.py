@@ -334,9 +334,8 @@ class _Pipeline:
         ours = Path(here.toplevel) == Path(os.path.realpath(self.path))
         if ours and current == self.branch:
             return None  # it *is* this topic's worktree, on its branch: reported as existing
-        default = default_branch(self.git)
-        if current is None or (default is not None and current == default.name):
-            what = "a detached HEAD" if current is None else f"the default branch {current!r}"
+        what = self._no_work_on(current)
+        if what is not None:
             raise Refusal(
                 "default-branch-worktree",
                 f"this worktree ({here.toplevel}) is on {what}; never implement there: switch it "
@@ -345,6 +344,13 @@ class _Pipeline:
         if ours:
             return None  # this topic's worktree on another branch: `_existing` judges it
         return here
+
+    def _no_work_on(self, current: str | None) -> str | None:
+        """What ``current`` is when no topic's work belongs there (detached, default), else None."""
+        if current is None:
+            return "a detached HEAD"
+        default = default_branch(self.git)
+        return f"the default branch {current!r}" if default and current == default.name else None
 
     def _reused_branch(self, layout: RepoLayout) -> str | None:
         return Git(layout.toplevel).current_branch()
@@ -358,11 +364,11 @@ class _Pipeline:
         return entry if self._valid_existing(entry) else None
 
     def _valid_existing(self, entry: WorktreeEntry) -> bool:
-        return (
-            entry.branch == self.branch
-            and not _symlink_in(self.path, self.repo.primary)
-            and (self.path / ".git").is_file()
-        )
+        return entry.branch == self.branch and self._plain_checkout()
+
+    def _plain_checkout(self) -> bool:
+        """Our path is a linked checkout reached through no symlink (``.git`` a file)."""
+        return not _symlink_in(self.path, self.repo.primary) and (self.path / ".git").is_file()
 
     def _switched_away(self, entries: list[WorktreeEntry]) -> Path | None:
         """This topic's own worktree, switched to another branch since it was made; else None.
@@ -377,9 +383,7 @@ class _Pipeline:
             return None
         if os.path.realpath(record.worktree) != os.path.realpath(self.path):
             return None
-        if _symlink_in(self.path, self.repo.primary) or not (self.path / ".git").is_file():
-            return None
-        return self.path
+        return self.path if self._plain_checkout() else None
 
     def _checked_out(self, worktree: Path) -> str:
         """The branch a switched-away worktree is on, refusing one where no work belongs.
@@ -389,9 +393,8 @@ class _Pipeline:
         the branch the work goes on, with a warning naming the way back.
         """
         current = Git(worktree).current_branch()
-        default = default_branch(self.git)
-        if current is None or (default is not None and current == default.name):
-            what = "a detached HEAD" if current is None else f"the default branch {current!r}"
+        what = self._no_work_on(current)
+        if current is None or what is not None:
             raise Refusal(
                 "default-branch-worktree",
                 f"{self.job.name}: this topic's worktree {worktree} is on {what}, not on "
