@@ -364,3 +364,30 @@ def test_the_hook_ignores_a_session_id_outside_the_allowlist(topic):
     assert [p.parent for p in _files(topic.home)] == [
         holders.holders_dir(_common(topic.home), TOPIC_ID)
     ]
+
+
+def test_pr_cleanup_in_a_secondary_refuses_while_another_session_holds_the_topic(
+    workspace, sleeper
+):
+    """``hold`` writes the holder at the topic's home, wherever it runs: pr-cleanup in the
+    secondary must look there too, or it takes apart the worktree that session works in."""
+    from helpers.repos import branches, git
+    from helpers.topics import merged_in_secondary, snapshot_of
+
+    topic = merged_in_secondary(workspace)
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    held = run_cli("hold", TOPIC_ID, "--pid", str(sleeper.pid), "--session", "s-9", cwd=api_wt)
+    assert held.code == 0, held.out + held.err
+    assert [h.pid for h in holders.live_holders(_common(topic.home), TOPIC_ID)] == [sleeper.pid]
+    before = snapshot_of(api), snapshot_of(api_wt), git(api, "ls-remote", "origin")
+    res = run_cli("pr-cleanup", TOPIC_ID, "--delete-remote", "--json", cwd=api)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "held"
+    assert f"process {sleeper.pid} (session s-9)" in res.json["error"]["message"]
+    assert (snapshot_of(api), snapshot_of(api_wt), git(api, "ls-remote", "origin")) == before
+    # The session ended: its holder is stale, and the same command cleans up.
+    sleeper.kill()
+    sleeper.wait()
+    res = run_cli("pr-cleanup", TOPIC_ID, "--json", cwd=api)
+    assert res.code == 0, res.out + res.err
+    assert not api_wt.exists() and TOPIC_ID not in branches(api)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.faults import argv, finish, git_then, git_wrapper, run, run_all, spawn, wait_until_open
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.topics import merged_in_secondary
 
 from router.create.pipeline import REPO_LOCK
 from router.topic import state
@@ -372,3 +373,75 @@ def test_a_busy_record_lock_refuses_in_the_shape_of_a_busy_topic_lock(tmp_path):
     assert re.fullmatch(shape, topic_rest), on_topic.value.message
     assert f"process {os.getpid()}" in topic_rest
     assert state.record_path(tmp_path, ID).read_bytes() == before  # nothing written
+
+
+# -- a secondary repo's commands take the lock at the topic's home ------------------------
+
+
+def _everything(topic) -> tuple[object, ...]:
+    from helpers.topics import snapshot_of
+
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    return (
+        snapshot_of(topic.home),
+        snapshot_of(topic.worktrees["home"]),
+        snapshot_of(api),
+        snapshot_of(api_wt),
+        git(api, "ls-remote", "origin"),
+        _state_files(topic.home),
+        _state_files(api),
+    )
+
+
+FROM_A_SECONDARY = {
+    "worktrees": ("worktrees", ID),
+    "teardown": ("teardown", ID),
+    "teardown --integrate --force": ("teardown", ID, "--integrate", "--force"),
+    "restore": ("restore", ID),
+    "local-state": ("local-state", ID),
+    "record verdict": ("record", "verdict", ID, "APPROVE"),
+    "record pr": ("record", "pr", ID, "https://github.com/acme/web/pull/7"),
+    "record temp": ("record", "temp", ID, "{tmp}/scratch"),
+    "pr-cleanup": ("pr-cleanup", ID, "--delete-remote"),
+    "pr-cleanup --abandon": ("pr-cleanup", ID, "--abandon", "--yes"),
+}
+
+
+@pytest.mark.parametrize("where", ["secondary primary", "secondary worktree"])
+@pytest.mark.parametrize("name", sorted(FROM_A_SECONDARY))
+def test_a_command_run_in_a_secondary_waits_for_the_topic_lock_at_the_home(
+    workspace, tmp_path, name, where
+):
+    topic = merged_in_secondary(workspace, ID)
+    cwd = topic.repos["api"] if where == "secondary primary" else topic.worktrees["api"]
+    args = [a.format(tmp=tmp_path / "tmp") for a in FROM_A_SECONDARY[name]]
+    before = _everything(topic)
+    with state.held_lock(_common(topic.home), ID):
+        res = run_cli(*args, "--wait", "0.3", "--json", cwd=cwd)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "locked", res.json
+    assert f"process {os.getpid()}" in res.json["error"]["message"]
+    assert _everything(topic) == before
+
+
+def test_pr_cleanup_in_a_secondary_refuses_locked_while_a_process_holds_the_topic_at_home(
+    workspace,
+):
+    """A real pr-cleanup process in the secondary, while this process holds the home's lock
+    (as a teardown or record run from the home does): it waits, gives up, changes nothing."""
+    topic = merged_in_secondary(workspace, ID)
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    before = _everything(topic)
+    with state.held_lock(_common(topic.home), ID):
+        in_primary = run("pr-cleanup", ID, "--wait", "0.5", "--json", cwd=api)
+        in_worktree = run("pr-cleanup", "--wait", "0.5", "--json", cwd=api_wt)
+    for res in (in_primary, in_worktree):
+        assert res.code == 1, res.out + res.err
+        assert res.json["error"]["code"] == "locked"
+        assert f"locked by process {os.getpid()}" in res.json["error"]["message"]
+        assert "Traceback" not in res.err
+    assert _everything(topic) == before
+    # The home's run is over: the same command now cleans the secondary up.
+    done = run("pr-cleanup", ID, "--json", cwd=api)
+    assert done.code == 0, done.out + done.err
+    assert not api_wt.exists() and ID not in branches(api)

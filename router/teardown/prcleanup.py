@@ -64,7 +64,7 @@ from router.teardown.steps import (
     verify_gone,
 )
 from router.topic import state
-from router.topic.discovery import PLANS_DIR
+from router.topic.discovery import PLANS_DIR, home_repo
 from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
@@ -412,12 +412,14 @@ def _dirt(status: StatusReport) -> str:
     return "has " + describe_dirt(status)
 
 
-def refuse_if_held(repo: Repo, found: Survey) -> None:
+def refuse_if_held(home: Repo, found: Survey) -> None:
+    """Another live session holds the topic: its holders are at the topic's ``home``
+    (``hold`` and the session-start hook write them there from any repo of the topic)."""
     if found.topic_id is None:
         return
     from router.topic.holders import describe, other_holders
 
-    others = other_holders(repo.common_dir, found.topic_id)
+    others = other_holders(home.common_dir, found.topic_id)
     if others:
         who = ", ".join(describe(h) for h in others)
         raise Refusal(
@@ -1177,9 +1179,10 @@ def pr_cleanup(
     if dry_run:
         with _git_failure_refuses(chosen.branch):
             return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
-    with state.held_lock(repo.common_dir, lock_name(chosen.branch), wait=wait):
+    home = topic_home(repo, chosen.branch)
+    with state.held_lock(home.common_dir, lock_name(chosen.branch), wait=wait):
         with _git_failure_refuses(chosen.branch):
-            found = _checked_survey(repo, chosen.branch, mode, warnings)
+            found = _checked_survey(repo, home, chosen.branch, mode, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
@@ -1204,6 +1207,17 @@ def _git_failure_refuses(branch: str) -> Iterator[None]:
         ) from None
 
 
+def topic_home(repo: Repo, branch: Branch) -> Repo:
+    """The repo whose common dir holds the topic's lock and holders: the topic's home.
+
+    Run in a secondary repo, pr-cleanup acts there alone, but teardown, record
+    and worktrees take the topic's lock at the home (the secondary's record
+    names it, DESIGN §8/§10): a copy of the lock in the secondary would let both
+    run at once on the same worktree. A branch that names no topic is this repo's.
+    """
+    return home_repo(repo, branch) if ID_RE.fullmatch(branch) else repo
+
+
 def lock_name(branch: str) -> str:
     """The topic lock's name: the topic id (= its branch), bounded to a file name's length."""
     name = branch_for(branch)
@@ -1224,12 +1238,14 @@ def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
     raise Refusal("not-confirmed", f"abandoning {branch} was not confirmed; nothing was touched")
 
 
-def _checked_survey(repo: Repo, branch: Branch, mode: Mode, warnings: list[str]) -> Survey:
+def _checked_survey(
+    repo: Repo, home: Repo, branch: Branch, mode: Mode, warnings: list[str]
+) -> Survey:
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
-    refuse_if_held(repo, local)
+    refuse_if_held(home, local)
     _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True)
     refuse_unknown(repo, found, mode)

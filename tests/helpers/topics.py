@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.origin import merge_on_origin
 from helpers.plans import repos_md
-from helpers.repos import git, make_repo, run_cli, write
+from helpers.repos import commit, git, make_repo, run_cli, write
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
 
@@ -64,6 +65,17 @@ def multi_topic(
     for repo in res.json["repos"]:
         topic.repos[repo["name"]] = Path(repo["path"])
         topic.worktrees[repo["name"]] = Path(repo["worktree"])
+    return topic
+
+
+def merged_in_secondary(workspace: Path, topic_id: str = TOPIC_ID) -> Topic:
+    """:func:`multi_topic` (home ``web``, secondary ``api``) with a commit on api's branch,
+    pushed and merged on api's origin: pr-cleanup and teardown would take api's part apart."""
+    topic = multi_topic(workspace, ("api",), topic_id=topic_id)
+    api_wt = topic.worktrees["api"]
+    commit(api_wt, "api.py", "a = 1\n", "api work")
+    git(api_wt, "push", "-q", "origin", f"{topic_id}:{topic_id}")
+    merge_on_origin(topic.repos["api"], topic_id, how="merge")
     return topic
 
 
