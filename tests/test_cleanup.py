@@ -1077,6 +1077,73 @@ def test_reclaim_waits_while_another_session_works_in_the_repo(web, no_gh):
     assert git(web, "cat-file", "-t", loose, check=False) == ""
 
 
+@pytest.mark.parametrize("where", ["linked worktree", "primary clone"])
+def test_reclaim_waits_while_a_process_without_a_holder_works_in_a_checkout(web, no_gh, where):
+    # A user's shell, or an agent that never registered, committing in a
+    # checkout of the repo: `gc --prune=now` would delete the objects its
+    # `git commit` has written and not yet put on a branch. No holder names it.
+    pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="squash")
+    other = new_topic(web, "Another feature", topic_id="2026-05-02-another").worktrees["home"]
+    write(other / "src/draft.py", "half done\n")
+    loose = git(other, "hash-object", "-w", "src/draft.py")  # written, on no branch yet
+    inside = other / "src" if where == "linked worktree" else web
+    shell = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=inside)
+    try:
+        name = Path(f"/proc/{shell.pid}/comm").read_text().strip()
+        assert holders.topics_with_holders(web / ".git") == []
+        dry = cleanup(web, TOPIC_ID, "--reclaim", "--dry-run")
+        res = cleanup(web, TOPIC_ID, "--reclaim")
+    finally:
+        shell.kill()
+        shell.wait()
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "held"
+    reclaim = steps(res.json)["reclaim"]
+    assert reclaim["outcome"] == "refused", reclaim
+    checkout = other if where == "linked worktree" else web
+    assert f"process {shell.pid} ({name}) in {os.path.realpath(checkout)}" in reclaim["detail"]
+    assert "would be refused" in steps(dry.json)["reclaim"]["detail"], dry.json
+    assert git(web, "cat-file", "-t", loose) == "blob"  # nothing was pruned
+    assert steps(res.json)["branch"]["outcome"] == "done"  # the rest of the cleanup ran
+    # The process is gone: the rerun reclaims.
+    res = cleanup(web, TOPIC_ID, "--reclaim")
+    assert res.code == 0, res.out + res.err
+    assert steps(res.json)["reclaim"]["outcome"] == "done"
+    assert git(web, "cat-file", "-t", loose, check=False) == ""
+
+
+def test_reclaim_in_a_secondary_waits_for_a_session_holding_another_topic_at_its_home(
+    workspace, no_gh
+):
+    # The holder of a topic that spans this repo is written at the topic's home.
+    from helpers.topics import merged_in_secondary, write_repos_md
+
+    topic = merged_in_secondary(workspace)
+    api = topic.repos["api"]
+    second = new_topic(topic.home, "Another feature", topic_id="2026-05-02-another")
+    write_repos_md(second, {"api": api})
+    made = run_cli("worktrees", second.id, "--json", cwd=topic.home)
+    assert made.code == 0, made.out + made.err
+    other = api / ".claude/worktrees" / second.id
+    write(other / "draft.py", "half done\n")
+    loose = git(other, "hash-object", "-w", "draft.py")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = run_cli("hold", second.id, "--pid", str(sleeper.pid), "--session", "s-3", cwd=other)
+        assert held.code == 0, held.out + held.err
+        assert holders.topics_with_holders(api / ".git") == []  # none in the secondary itself
+        res = cleanup(api, TOPIC_ID, "--reclaim")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert res.code == 1, res.out + res.err
+    reclaim = steps(res.json)["reclaim"]
+    assert reclaim["outcome"] == "refused" and "session s-3" in reclaim["detail"], reclaim
+    assert git(api, "cat-file", "-t", loose) == "blob"  # nothing was pruned
+    assert not topic.worktrees["api"].exists()  # the rest of the cleanup ran
+
+
 def test_restore_brings_back_a_stacked_branch_abandon_deleted_with_its_unpushed_commit(
     web, tmp_path, monkeypatch
 ):

@@ -942,14 +942,14 @@ def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
         return skipped(
             "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
         )
-    working = _working_elsewhere(repo)
+    working = working_elsewhere(repo)
     if working:
         return refused(
             "reclaim",
             "held",
-            f"{working} works in this repository, and `git gc --prune=now` could delete the "
-            "objects it is writing (a commit under way); nothing was expired: run this again "
-            "with --reclaim once it is done",
+            f"{working}; `git gc --prune=now` could delete the objects a git there is writing "
+            "(a commit under way, on no branch yet), so nothing was expired: run this again with "
+            "--reclaim once they are done",
         )
     try:
         g.reflog_expire_unreachable(repo.git)
@@ -959,16 +959,51 @@ def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
     return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
 
 
-def _working_elsewhere(repo: Repo) -> str:
-    """The other live sessions holding any topic of this repository, named ("": none)."""
+def working_elsewhere(repo: Repo) -> str:
+    """Who else may be writing into this repository's object store, named ("": no one).
+
+    Another live session holding one of its topics, and any process but this
+    one and its callers whose working directory or open file lies in one of its
+    checkouts or its git dir: a shell running `git commit`, an agent that never
+    registered. Holders alone would miss those.
+    """
+    found = [*_other_sessions(repo), *_other_processes(repo)]
+    return "; ".join(found)
+
+
+def _other_sessions(repo: Repo) -> list[str]:
     from router.topic.holders import describe, other_holders, topics_with_holders
 
+    held = [(repo.common_dir, topic_id) for topic_id in topics_with_holders(repo.common_dir)]
+    # A topic this repo is a secondary of keeps its holders at its home (DESIGN §10).
+    for topic_id in state.secondary_homes(repo.common_dir):
+        home = home_repo(repo, topic_id)
+        if home.common_dir != repo.common_dir:
+            held.append((home.common_dir, topic_id))
     found = {
         describe(holder)
-        for topic_id in topics_with_holders(repo.common_dir)
-        for holder in other_holders(repo.common_dir, topic_id)
+        for common_dir, topic_id in held
+        for holder in other_holders(common_dir, topic_id)
     }
-    return ", ".join(sorted(found))
+    return [f"{who} holds a topic of this repository" for who in sorted(found)]
+
+
+def _other_processes(repo: Repo) -> list[str]:
+    from router.topic.holders import ancestors, process_name, processes_using
+
+    places = [os.path.realpath(e.path) for e in repo.git.worktree_list() if not e.bare]
+    places.append(os.path.realpath(repo.common_dir))
+    users = processes_using(list(dict.fromkeys(places)), excluding=ancestors())
+    if users is None:
+        return [
+            "this system has no /proc, so nothing shows that no other process works in "
+            f"{repo.primary}"
+        ]
+    return [
+        f"process {pid} ({process_name(pid)}) in {place}"
+        for place, pids in sorted(users.items())
+        for pid in sorted(pids)
+    ]
 
 
 def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
@@ -1093,16 +1128,21 @@ def preview(
     steps.append(
         done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
     )
-    steps.append(
-        done("reclaim", "would expire unreachable reflogs and gc --prune=now")
-        if opts.reclaim
-        else skipped("reclaim", "not asked")
-    )
+    steps.append(_preview_reclaim(repo, opts))
     steps.append(_preview_plan_dir(repo, found))
     steps.append(
         done("local-state", "would run .teamteardown from the default branch and remove temp paths")
     )
     return steps
+
+
+def _preview_reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
+    if not opts.reclaim:
+        return skipped("reclaim", "not asked")
+    working = working_elsewhere(repo)
+    if working:
+        return skipped("reclaim", f"would be refused as things stand: {working}")
+    return done("reclaim", "would expire unreachable reflogs and gc --prune=now")
 
 
 def _preview_plan_dir(repo: Repo, found: Survey) -> StepResult:

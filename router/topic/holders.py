@@ -155,9 +155,12 @@ def process_alive(pid: int) -> bool:
     return not (fields and fields[0] in {"Z", "X"})
 
 
-def processes_using(paths: list[str]) -> dict[str, list[int]] | None:
+def processes_using(
+    paths: list[str], *, excluding: set[int] | frozenset[int] = frozenset()
+) -> dict[str, list[int]] | None:
     """``path -> pids`` for each of ``paths`` (real paths) some process uses: its working
-    directory or an open file lies there. Paths no process uses are left out.
+    directory or an open file lies there. Paths no process uses are left out, and so are
+    this process and ``excluding`` (say, the :func:`ancestors` that started it).
 
     Read from ``/proc`` (Linux); None where there is none, since nothing then
     shows that no process uses them. Another user's process, whose entries
@@ -168,7 +171,7 @@ def processes_using(paths: list[str]) -> dict[str, list[int]] | None:
     roots = [p.rstrip(os.sep) for p in paths]
     found: dict[str, list[int]] = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+        if not name.isdigit() or int(name) == os.getpid() or int(name) in excluding:
             continue
         try:
             links = [f"/proc/{name}/cwd"]
@@ -185,6 +188,16 @@ def processes_using(paths: list[str]) -> dict[str, list[int]] | None:
         for root in used:
             found.setdefault(root, []).append(int(name))
     return found
+
+
+def process_name(pid: int) -> str:
+    """The command name of ``pid`` (``/proc/<pid>/comm``), so a user can tell which one it is;
+    "?" when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as fh:
+            return fh.read().decode("utf-8", "replace").strip() or "?"
+    except OSError:
+        return "?"
 
 
 def this_host() -> str:
