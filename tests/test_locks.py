@@ -445,3 +445,19 @@ def test_pr_cleanup_in_a_secondary_refuses_locked_while_a_process_holds_the_topi
     done = run("pr-cleanup", ID, "--json", cwd=api)
     assert done.code == 0, done.out + done.err
     assert not api_wt.exists() and ID not in branches(api)
+
+
+def test_doctor_repair_in_a_secondary_waits_for_the_topic_lock_at_the_home(workspace):
+    from helpers.topics import multi_topic
+
+    topic = multi_topic(workspace, ("api",), topic_id=ID)
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    shutil.rmtree(api_wt)  # a repairable finding of the topic, in the secondary
+    before = worktree_paths(api), branches(api), _state_files(api)
+    with state.held_lock(_common(topic.home), ID):
+        res = run_cli("doctor", "--repair", "--wait", "0.3", "--json", cwd=api)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "locked"
+    assert f"process {os.getpid()}" in res.json["error"]["message"]
+    assert (worktree_paths(api), branches(api), _state_files(api)) == before
+    assert str(api_wt) in worktree_paths(api)

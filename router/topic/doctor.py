@@ -574,6 +574,13 @@ def _guarded(problem: _Problem, repos: list[Repo], held: set[tuple[str, str]]) -
     return dataclasses.replace(problem, fix=later)
 
 
+def _topic_home(repo: Repo, name: str) -> Repo:
+    """The home of the topic ``name`` as seen from ``repo`` (``repo`` itself for a home)."""
+    from router.topic.discovery import home_repo
+
+    return home_repo(repo, name) if ID_RE.fullmatch(name) else repo
+
+
 def _repair_order(problems: list[_Problem]) -> list[_Problem]:
     return sorted(problems, key=lambda p: _ORDER.get(p.finding.kind, 9))
 
@@ -607,6 +614,7 @@ def _repair_locks(
 
     wanted: set[tuple[str, str]] = set()
     by_dir = {str(r.common_dir): r.common_dir for r in repos}
+    homes: dict[str, Path] = {}  # topic homes outside ``repos``: their topic lock only
     for problem in problems:
         name = problem.lock_name
         if problem.fix is None or name is None or name == REPO_LOCK:
@@ -615,9 +623,14 @@ def _repair_locks(
         wanted.add((str(repo.common_dir), name))
         if problem.finding.kind is not Kind.STALE_LOCK:
             wanted.add((str(home.common_dir), name))
+            # Run in a secondary, ``home`` is that repo; teardown and the other
+            # commands lock the topic where the secondary's record names its home.
+            topic_home = _topic_home(repo, name)
+            homes[str(topic_home.common_dir)] = topic_home.common_dir
+            wanted.add((str(topic_home.common_dir), name))
     with contextlib.ExitStack() as stack:
         for common, name in sorted(wanted):
-            stack.enter_context(state.held_lock(by_dir[common], name, wait=wait))
+            stack.enter_context(state.held_lock({**homes, **by_dir}[common], name, wait=wait))
         for common in sorted(by_dir):
             stack.enter_context(state.held_lock(by_dir[common], REPO_LOCK, wait=wait))
         yield wanted
