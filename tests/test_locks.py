@@ -461,3 +461,29 @@ def test_doctor_repair_in_a_secondary_waits_for_the_topic_lock_at_the_home(works
     assert f"process {os.getpid()}" in res.json["error"]["message"]
     assert (worktree_paths(api), branches(api), _state_files(api)) == before
     assert str(api_wt) in worktree_paths(api)
+
+
+def test_restore_in_a_secondary_waits_for_the_home_lock_even_when_the_home_record_is_unreadable(
+    workspace,
+):
+    from helpers.topics import multi_topic
+
+    topic = multi_topic(workspace, ("api",), topic_id=ID)
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    write(api_wt / "draft.txt", "not committed\n")
+    gone = run_cli("teardown", ID, "--force", "--json", cwd=topic.home)
+    assert gone.code == 0, gone.out + gone.err
+    assert not api_wt.exists()
+    # The home record no longer says which repos the topic had: restore falls back to
+    # the snapshot the secondary holds, and must still lock the topic at its home.
+    (_common(topic.home) / "team-router/topics" / f"{ID}.json").write_text("{ not json")
+    before = worktree_paths(api), branches(api)
+    with state.held_lock(_common(topic.home), ID):
+        res = run_cli("restore", ID, "--wait", "0.3", "--json", cwd=api)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "locked"
+    assert (worktree_paths(api), branches(api)) == before
+    again = run_cli("restore", ID, "--json", cwd=api)
+    assert again.code == 0, again.out + again.err
+    [restored] = again.json["repos"]
+    assert (Path(restored["worktree"]) / "draft.txt").read_text() == "not committed\n"

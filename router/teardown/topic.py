@@ -81,6 +81,7 @@ from router.teardown.steps import (
 )
 from router.teardown.sweep import Kept, SweepResult, sweep
 from router.topic import state
+from router.topic.discovery import home_repo
 from router.topic.ids import ID_RE, branch_for
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.workspace import (
@@ -1090,7 +1091,10 @@ def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
         raise original
     name = record.repo if record is not None else here.primary.name
     only = RepoTarget(name, here.primary, branch, None, here, record)
-    return TopicScope(topic_id, branch, here, None, None, (only,), ())
+    # Only this repo is restored, but the topic's lock is at its home wherever
+    # that is (this repo's record names it): every other command takes it there.
+    home = home_repo(here, topic_id)
+    return TopicScope(topic_id, branch, home, None, None, (only,), ())
 
 
 # -- dry run ---------------------------------------------------------------------------
