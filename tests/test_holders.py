@@ -391,3 +391,33 @@ def test_pr_cleanup_in_a_secondary_refuses_while_another_session_holds_the_topic
     res = run_cli("pr-cleanup", TOPIC_ID, "--json", cwd=api)
     assert res.code == 0, res.out + res.err
     assert not api_wt.exists() and TOPIC_ID not in branches(api)
+
+
+def test_hold_in_a_secondary_after_the_plan_dir_is_gone_writes_the_holder_at_the_home(
+    workspace, sleeper
+):
+    """Restored after a teardown (no plan dir any more), the topic is still held at its home:
+    teardown reads its holders there, whichever repo the session runs ``hold`` in."""
+    from helpers.repos import write
+    from helpers.topics import multi_topic
+
+    topic = multi_topic(workspace, ("api",))
+    api_wt = topic.worktrees["api"]
+    write(api_wt / "draft.txt", "not committed\n")
+    assert run_cli("teardown", TOPIC_ID, "--force", cwd=topic.home).code == 0
+    restored = run_cli("restore", TOPIC_ID, "--json", cwd=topic.home)
+    assert restored.code == 0, restored.out + restored.err
+    [back] = [r for r in restored.json["repos"] if r["name"] == "api"]
+    back_wt = Path(back["worktree"])
+    assert (back_wt / "draft.txt").read_text() == "not committed\n"
+    held = run_cli("hold", TOPIC_ID, "--pid", str(sleeper.pid), "--json", cwd=back_wt)
+    assert held.code == 0, held.out + held.err
+    assert held.json["repo"] == str(topic.home)
+    assert [h.pid for h in holders.live_holders(_common(topic.home), TOPIC_ID)] == [sleeper.pid]
+    res = run_cli("teardown", TOPIC_ID, "--json", cwd=topic.home)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "held"
+    assert f"process {sleeper.pid}" in res.json["error"]["message"]
+    assert (back_wt / "draft.txt").read_text() == "not committed\n"
+    res = run_cli("release", TOPIC_ID, "--pid", str(sleeper.pid), "--json", cwd=back_wt)
+    assert res.code == 0 and holders.live_holders(_common(topic.home), TOPIC_ID) == []

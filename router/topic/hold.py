@@ -11,7 +11,7 @@ from pathlib import Path
 
 from router.errors import BadInput
 from router.topic import state
-from router.topic.discovery import resolve
+from router.topic.discovery import home_repo, resolve
 from router.topic.holders import (
     Holder,
     holders_dir,
@@ -94,7 +94,9 @@ def _topic_for(cwd: Path, target: str | None) -> tuple[Path, str, Path]:
         # still names the topic then.
         if not target or not ID_RE.fullmatch(target):
             raise
-        repo = open_repo(cwd)
+        # The topic's home, as from a secondary its record names it: teardown and
+        # pr-cleanup read the holders there, wherever they run.
+        repo = home_repo(open_repo(cwd), target)
         if (
             not state.record_path(repo.common_dir, target).exists()
             and not holders_dir(repo.common_dir, target).is_dir()
