@@ -487,3 +487,25 @@ def test_restore_in_a_secondary_waits_for_the_home_lock_even_when_the_home_recor
     assert again.code == 0, again.out + again.err
     [restored] = again.json["repos"]
     assert (Path(restored["worktree"]) / "draft.txt").read_text() == "not committed\n"
+
+
+def test_new_with_the_id_of_a_topic_this_repo_is_a_secondary_of_answers_at_the_home(workspace):
+    """``new --id`` in a secondary names a topic whose home is elsewhere: it takes the lock
+    there and answers as the home does, never making the secondary a second home."""
+    from helpers.topics import multi_topic, snapshot_of
+
+    topic = multi_topic(workspace, ("api",), topic_id=ID)
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    record = (_common(api) / "team-router/topics" / f"{ID}.json").read_bytes()
+    before = snapshot_of(api), snapshot_of(api_wt)
+    with state.held_lock(_common(topic.home), ID):
+        res = run_cli("new", "Add thing", "--id", ID, "--wait", "0.3", "--json", cwd=api_wt)
+    assert (res.code, res.json["error"]["code"]) == (1, "locked"), res.out + res.err
+    assert (snapshot_of(api), snapshot_of(api_wt)) == before
+    res = run_cli("new", "Add thing", "--id", ID, "--json", cwd=api_wt)
+    assert res.code == 0, res.out + res.err
+    assert res.json["home"]["repo"] == str(topic.home)
+    assert res.json["home"]["status"] == "existing"
+    assert res.json["plan_dir"] == str(topic.plan_dir)
+    assert not (api_wt / "docs/plans" / ID).exists()
+    assert (_common(api) / "team-router/topics" / f"{ID}.json").read_bytes() == record

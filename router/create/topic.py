@@ -21,6 +21,7 @@ from router.git import Git, GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.discovery import PLANS_DIR, PlanDir, PlanDirSymlink, create_plan_dir, resolve
+from router.topic.discovery import home_repo as home_of
 from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
@@ -72,6 +73,11 @@ def new_topic(
     dir and no record behind: the host asked for isolation and cannot fall back itself.
     """
     repo = open_repo(cwd)
+    if topic_id is not None and not isolated:
+        # An id this repo is a secondary of names a topic whose home is elsewhere (its
+        # record says where): take its lock there and answer as the home does, never
+        # make this repo a second home of it. The host's own worktree stays here.
+        repo = home_of(repo, topic_id)
     for _ in range(MAX_SUFFIX):
         topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
         with state.held_lock(repo.common_dir, topic.id, wait=wait):
