@@ -1194,3 +1194,33 @@ def test_a_branch_being_rebased_in_its_worktree_is_refused_not_reported_gone(
     assert git(worktree, "status", "--porcelain") == before
     if mode != "merged":  # (the merge deleted it on origin)
         assert git(web, "ls-remote", "origin", f"refs/heads/{TOPIC_ID}")
+
+
+def test_a_reused_checkouts_branch_is_cleaned_up_under_its_topics_lock_and_holders(
+    web, no_gh, workspace
+):
+    # `new` run in the user's own linked worktree reuses it: the topic's branch is
+    # the user's (feature-x), not the topic id, and teardown locks the topic's id.
+    checkout = workspace / "feature-wt"
+    git(web, "worktree", "add", "-q", "-b", "feature-x", str(checkout))
+    made = run_cli("new", "Add rate limiting", "--id", TOPIC_ID, "--json", cwd=checkout)
+    assert made.code == 0 and made.json["home"]["status"] == "reused", made.out + made.err
+    commit(checkout, "limits.py", "LIMIT = 10\n", "add limits")
+    git(checkout, "push", "-q", "origin", "feature-x:feature-x")
+    merge_on_origin(web, "feature-x", how="merge")
+    before = world(web), world(checkout)
+    with state.held_lock(web / ".git", TOPIC_ID, wait=0):
+        res = cleanup(web, "feature-x", "--wait", "0")
+    assert res.code == 1 and res.json["error"]["code"] == "locked", res.out + res.err
+    assert (world(web), world(checkout)) == before
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        held = run_cli("hold", TOPIC_ID, "--pid", str(sleeper.pid), "--session", "s-4", cwd=web)
+        assert held.code == 0, held.out + held.err
+        res = cleanup(web, "feature-x")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert res.code == 1 and res.json["error"]["code"] == "held", res.out + res.err
+    assert "session s-4" in res.json["error"]["message"]
+    assert (world(web), world(checkout)) == before

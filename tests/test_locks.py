@@ -509,3 +509,25 @@ def test_new_with_the_id_of_a_topic_this_repo_is_a_secondary_of_answers_at_the_h
     assert res.json["plan_dir"] == str(topic.plan_dir)
     assert not (api_wt / "docs/plans" / ID).exists()
     assert (_common(api) / "team-router/topics" / f"{ID}.json").read_bytes() == record
+
+
+def test_restore_of_a_reused_checkouts_branch_takes_its_topics_lock(home_repo, workspace):
+    # `new` reused the user's linked worktree on feature-x; teardown --force kept its dirt
+    # in feature-x's snapshot. Restoring it by branch name is restoring that topic.
+    checkout = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(checkout))
+    assert run_cli("new", "Add thing", "--id", ID, cwd=checkout).code == 0
+    write(checkout / "draft.txt", "not committed\n")
+    gone = run_cli("teardown", ID, "--force", "--remove-reused", "--json", cwd=home_repo)
+    assert gone.code == 0, gone.out + gone.err
+    assert not checkout.exists()
+    before = worktree_paths(home_repo), branches(home_repo)
+    with state.held_lock(_common(home_repo), ID):
+        res = run_cli("restore", "feature-x", "--wait", "0.3", "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "locked"
+    assert (worktree_paths(home_repo), branches(home_repo)) == before
+    again = run_cli("restore", "feature-x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [restored] = again.json["repos"]
+    assert (Path(restored["worktree"]) / "draft.txt").read_text() == "not committed\n"

@@ -412,19 +412,19 @@ def _dirt(status: StatusReport) -> str:
     return "has " + describe_dirt(status)
 
 
-def refuse_if_held(home: Repo, found: Survey) -> None:
-    """Another live session holds the topic: its holders are at the topic's ``home``
+def refuse_if_held(topic: TopicLock) -> None:
+    """Another live session holds the topic: its holders are at the topic's home
     (``hold`` and the session-start hook write them there from any repo of the topic)."""
-    if found.topic_id is None:
+    if topic.topic_id is None:
         return
     from router.topic.holders import describe, other_holders
 
-    others = other_holders(home.common_dir, found.topic_id)
+    others = other_holders(topic.home.common_dir, topic.topic_id)
     if others:
         who = ", ".join(describe(h) for h in others)
         raise Refusal(
             "held",
-            f"{found.topic_id} is held by {who}; `team-router release {found.topic_id}` first",
+            f"{topic.topic_id} is held by {who}; `team-router release {topic.topic_id}` first",
         )
 
 
@@ -1219,10 +1219,10 @@ def pr_cleanup(
     if dry_run:
         with _git_failure_refuses(chosen.branch):
             return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
-    home = topic_home(repo, chosen.branch)
-    with state.held_lock(home.common_dir, lock_name(chosen.branch), wait=wait):
+    topic = topic_lock(repo, chosen.branch)
+    with state.held_lock(topic.home.common_dir, topic.name, wait=wait):
         with _git_failure_refuses(chosen.branch):
-            found = _checked_survey(repo, home, chosen.branch, mode, warnings)
+            found = _checked_survey(repo, topic, chosen.branch, mode, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
@@ -1247,15 +1247,29 @@ def _git_failure_refuses(branch: str) -> Iterator[None]:
         ) from None
 
 
-def topic_home(repo: Repo, branch: Branch) -> Repo:
-    """The repo whose common dir holds the topic's lock and holders: the topic's home.
+@dataclass(frozen=True, slots=True)
+class TopicLock:
+    """The lock pr-cleanup holds and the holders it heeds: the topic's own, at its home."""
+
+    home: Repo  # the repo whose common dir holds the topic's lock and holders
+    name: str  # the topic id, or the branch's own lock name when it is no topic's
+    topic_id: str | None
+
+
+def topic_lock(repo: Repo, branch: Branch) -> TopicLock:
+    """The lock of the topic ``branch`` belongs to, where every other command takes it.
 
     Run in a secondary repo, pr-cleanup acts there alone, but teardown, record
     and worktrees take the topic's lock at the home (the secondary's record
     names it, DESIGN §8/§10): a copy of the lock in the secondary would let both
-    run at once on the same worktree. A branch that names no topic is this repo's.
+    run at once on the same worktree. The topic is the branch's id, or the one
+    whose record names the branch (``new`` reused a checkout on the user's own
+    branch). A branch that is no topic's is locked under its own name, here.
     """
-    return home_repo(repo, branch) if ID_RE.fullmatch(branch) else repo
+    topic_id = branch if ID_RE.fullmatch(branch) else state.topic_of_branch(repo.common_dir, branch)
+    if topic_id is None:
+        return TopicLock(repo, lock_name(branch), None)
+    return TopicLock(home_repo(repo, topic_id), topic_id, topic_id)
 
 
 def lock_name(branch: str) -> str:
@@ -1279,13 +1293,13 @@ def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
 
 
 def _checked_survey(
-    repo: Repo, home: Repo, branch: Branch, mode: Mode, warnings: list[str]
+    repo: Repo, topic: TopicLock, branch: Branch, mode: Mode, warnings: list[str]
 ) -> Survey:
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
-    refuse_if_held(home, local)
+    refuse_if_held(topic)
     _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True)
     refuse_unknown(repo, found, mode)

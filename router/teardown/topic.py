@@ -82,7 +82,7 @@ from router.teardown.steps import (
 from router.teardown.sweep import Kept, SweepResult, sweep
 from router.topic import state
 from router.topic.discovery import home_repo
-from router.topic.ids import ID_RE, branch_for
+from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.workspace import (
     WORKTREES_DIR,
@@ -1064,14 +1064,16 @@ def restore_topic(
 
 def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | None:
     """A branch that is no topic, whose snapshot the repo at ``cwd`` holds (``pr-cleanup --abandon``)."""
-    from router.teardown.prcleanup import branch_problem, lock_name
+    from router.teardown.prcleanup import branch_problem, topic_lock
 
     if branch_problem(branch) is not None:
         return None
     here = open_repo(cwd)
     if read_snapshot(here.git, branch) is None:
         return None
-    with state.held_lock(here.common_dir, lock_name(branch), wait=wait):
+    # The branch may be a topic's (one `new` reused): then its topic's lock, at its home.
+    lock = topic_lock(here, Branch(branch))
+    with state.held_lock(lock.home.common_dir, lock.name, wait=wait):
         result = restore_repo(here.primary.name, here, None, branch)
     return RestoreResult(branch, (result,))
 

@@ -630,6 +630,20 @@ def delete_record(common_dir: Path, topic_id: str) -> None:
         record_path(common_dir, topic_id).unlink()
 
 
+def topic_of_branch(common_dir: Path, branch: str) -> str | None:
+    """The topic whose record in this repo names ``branch`` as its branch (one not torn
+    down first), or None. A topic's branch is its id unless ``new`` reused a checkout on
+    the user's own branch; unreadable records are skipped (doctor reports them)."""
+    found = [
+        record
+        for topic_id in list_records(common_dir)
+        if (record := read_record_or_none(common_dir, topic_id)) is not None
+        and record.branch == branch
+    ]
+    found.sort(key=lambda r: (r.torn_down, r.id))
+    return found[0].id if found else None
+
+
 def list_records(common_dir: Path) -> list[str]:
     """Ids that have a record file in this repo."""
     folder = state_root(common_dir) / "topics"
