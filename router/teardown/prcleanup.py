@@ -942,7 +942,7 @@ def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
         return skipped(
             "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
         )
-    working = working_elsewhere(repo)
+    working = _working_elsewhere(repo)
     if working:
         return refused(
             "reclaim",
@@ -959,7 +959,7 @@ def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
     return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
 
 
-def working_elsewhere(repo: Repo) -> str:
+def _working_elsewhere(repo: Repo) -> str:
     """Who else may be writing into this repository's object store, named ("": no one).
 
     Another live session holding one of its topics, and any process but this
@@ -1139,7 +1139,7 @@ def preview(
 def _preview_reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
     if not opts.reclaim:
         return skipped("reclaim", "not asked")
-    working = working_elsewhere(repo)
+    working = _working_elsewhere(repo)
     if working:
         return skipped("reclaim", f"would be refused as things stand: {working}")
     return done("reclaim", "would expire unreachable reflogs and gc --prune=now")
