@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,78 @@ def test_errors_codes_is_the_one_list_of_what_the_cli_reports() -> None:
     found = _codes_in_source()
     assert set(found) - CODES == set(), "add these codes to router/errors.py CODES"
     assert CODES - set(found) == set(), "CODES lists codes nothing reports"
+
+
+# -- the README's Troubleshooting table ------------------------------------------------
+
+README = ROOT / "README.md"
+# Codes the README names outside the table: a secondary's containment `reason`, listed
+# in the `worktrees` section.
+NAMED_ELSEWHERE = frozenset({"containment", "missing", "duplicate"})
+# How each raising call ends the command: BadInput is exit 2; a creation step's failure
+# (`_Failed`, `_fallback`) or a containment refusal is a repo's `reason`, the command
+# still exiting 0; everything else (refusals, failed or refused steps) is exit 1.
+_EXIT_OF_CALL = {"BadInput": "2", "_Failed": "0", "_fallback": "0", "Containment": "0"}
+# Not visible at the raising call: typer's usage errors keep click's exit 2, Ctrl-C is 130.
+_EXIT_OF_CODE = {"usage": "2", "interrupted": "130"}
+
+
+def _troubleshooting_rows() -> dict[str, str]:
+    """Each code of the README's Troubleshooting table and its exit column."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| `") or len(cells) < 2:
+            continue
+        for code in re.findall(r"`([^`]+)`", cells[0]):
+            rows[code] = cells[1]
+    return rows
+
+
+def _exits_in_source() -> dict[str, set[str]]:
+    """Per code, the exit codes its raising calls give (see _EXIT_OF_CALL)."""
+    exits: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "router").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            func = getattr(node, "func", None)
+            name = getattr(func, "id", None) or getattr(func, "attr", "")
+            for code in _code_of(node):
+                exits.setdefault(code, set()).add(_EXIT_OF_CODE.get(code) or _exit_of(name))
+    return exits
+
+
+def _exit_of(call: str) -> str:
+    return _EXIT_OF_CALL.get(call, "1")
+
+
+def test_the_troubleshooting_table_lists_exactly_the_codes_the_cli_reports() -> None:
+    listed = set(_troubleshooting_rows())
+    assert listed - CODES == set(), "the README names codes nothing reports"
+    assert CODES - NAMED_ELSEWHERE - listed == set(), "add these codes to the README's table"
+    readme = README.read_text(encoding="utf-8")
+    assert all(f"`{code}`" in readme for code in NAMED_ELSEWHERE)
+
+
+def test_the_troubleshooting_table_gives_each_code_its_exit_code() -> None:
+    rows, exits = _troubleshooting_rows(), _exits_in_source()
+    wrong = {}
+    for code, column in rows.items():
+        # A code raised as a refusal somewhere exits 1 there, even if it is also a reason.
+        raised = exits[code] - {"0"} or exits[code]
+        if set(re.findall(r"\d+", column)) != raised:
+            wrong[code] = (column, sorted(raised))
+    assert not wrong, "README exit column vs the code: {code: (README, code)}"
+
+
+def test_the_table_checks_catch_a_missing_code_and_a_wrong_exit(monkeypatch) -> None:
+    rows = dict(_troubleshooting_rows())
+    assert rows["invalid-id"] == "2" and rows["locked"] == "1" and rows["interrupted"] == "130"
+    del rows["no-snapshot"]
+    rows["invalid-value"] = "1"
+    monkeypatch.setattr(sys.modules[__name__], "_troubleshooting_rows", lambda: rows)
+    with pytest.raises(AssertionError, match="add these codes"):
+        test_the_troubleshooting_table_lists_exactly_the_codes_the_cli_reports()
+    with pytest.raises(AssertionError, match="invalid-value"):
+        test_the_troubleshooting_table_gives_each_code_its_exit_code()
