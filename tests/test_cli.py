@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from helpers.faults import argv
@@ -294,3 +296,90 @@ def test_an_empty_path_is_a_usage_error_never_the_current_directory(
     )
     assert status(home_repo) == "" and sorted(os.listdir(home_repo)) == listing
     assert sorted(p.name for p in topic.plan_dir.iterdir()) == plans
+
+
+# -- the README's JSON contract table holds to what each command prints ------------
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+ENVELOPE = {"ok", "command", "warnings", "error"}
+_KEY = re.compile(r"[a-z_]+")
+
+
+def _contract() -> dict[str, set[str]]:
+    """Per command of the README's JSON contract table, the top-level keys it names."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## JSON contract\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| `") or len(cells) != 2:
+            continue
+        for command in re.findall(r"`([^`]+)`", cells[0]):
+            rows[command] = _top_level_keys(cells[1])
+    return rows
+
+
+def _top_level_keys(cell: str) -> set[str]:
+    """The backticked keys outside any [..], {..} or (..): the object's own keys."""
+    keys, depth = set(), 0
+    for part in re.split(r"(`[^`]*`|[\[\]{}()])", cell):
+        if part in ("[", "{", "("):
+            depth += 1
+        elif part in ("]", "}", ")"):
+            depth -= 1
+        elif depth == 0 and part.startswith("`") and _KEY.fullmatch(part.strip("`")):
+            keys.add(part.strip("`"))
+    return keys
+
+
+def _printed_keys(topic, other_topic) -> dict[str, set[str]]:
+    """Each command's top-level keys beyond the envelope, over the runs that exercise them."""
+    home, tid = topic.repos["home"], topic.id
+    write(topic.worktrees["home"] / "notes.txt", "work in progress\n")
+    runs = {
+        "new": [("new", "another", "--date", "2026-05-01")],
+        "worktrees": [("worktrees", tid)],
+        "phase": [("phase", tid)],
+        "next": [("next", tid)],
+        "status": [("status",)],
+        "record": [("record", "temp", tid, "/tmp/x"), ("record", "pr", other_topic, "--local")],
+        "sweep": [("sweep", "--dry-run")],
+        "local-state": [("local-state", tid, "--dry-run")],
+        "doctor": [("doctor",)],
+        "hold": [("hold", tid)],
+        "release": [("release", tid)],
+        "init": [("init",)],
+        "install-hooks": [("install-hooks", "--dry-run")],
+        "pr-cleanup": [("pr-cleanup", other_topic, "--abandon", "--yes", "--dry-run")],
+        # a dirty worktree: --force snapshots it, and restore brings it back
+        "teardown": [("teardown", tid, "--dry-run"), ("teardown", tid, "--force")],
+        "restore": [("restore", tid)],
+    }
+    printed: dict[str, set[str]] = {}
+    for command, invocations in runs.items():
+        for args in invocations:
+            res = run_cli(*args, "--json", cwd=home)
+            assert res.code in (0, 1), (args, res.out, res.err)
+            printed.setdefault(command, set()).update(set(res.json) - ENVELOPE)
+    return printed
+
+
+def test_the_readme_json_contract_names_every_key_each_command_prints(topic) -> None:
+    other = new_topic(topic.repos["home"], "other work").id
+    contract, printed = _contract(), _printed_keys(topic, other)
+    assert set(contract) - {"demo"} == set(printed)  # test_demo runs the demo
+    wrong = {
+        command: {
+            "undocumented": keys - contract[command],
+            "never printed": contract[command] - keys,
+        }
+        for command, keys in printed.items()
+        if keys != contract[command]
+    }
+    assert not wrong
+
+
+def test_the_contract_reader_takes_only_an_objects_own_keys() -> None:
+    cell = "`id`, `mode` (`single`/`multi`), `repos`: [{`name`, `steps`: [{`code`}]}], `home`: {`base`}"
+    assert _top_level_keys(cell) == {"id", "mode", "repos", "home"}
+    assert _contract()["phase"] == {"id", "plan_dir", "resume_at", "step", "halted", "completed"}
