@@ -443,6 +443,22 @@ def test_a_dirty_primary_clone_refuses(web, no_gh):
     assert worktree.is_dir() and (web / "notes.txt").read_text() == "mine\n"
 
 
+@pytest.mark.parametrize("target", [TOPIC_ID, "main"])
+def test_a_dry_run_refused_before_its_plan_still_says_dry_run(web, no_gh, target):
+    # README: a dry run's JSON says "dry_run": true, refusals included -- also the
+    # refusals raised before there is a plan to show (a dirty primary, a protected branch).
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    write(web / "notes.txt", "mine\n")
+    before = world(web)
+    res = cleanup(web, target, "--dry-run")
+    code = "dirty-worktree" if target == TOPIC_ID else "protected-branch"
+    assert res.code == 1 and res.json["error"]["code"] == code, res.out + res.err
+    assert res.json["dry_run"] is True
+    assert world(web) == before and worktree.is_dir()
+    assert (web / "notes.txt").read_text() == "mine\n"
+
+
 @pytest.mark.parametrize("change", ["tracked", "untracked"])
 def test_a_dirty_topic_worktree_refuses(web, no_gh, change):
     worktree = pushed_topic(web)

@@ -16,6 +16,7 @@ from router.cli.app import (
 )
 from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
 from router.cli.output import line_echo
+from router.errors import RouterError
 
 
 def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> bool | None:
@@ -80,27 +81,33 @@ def pr_cleanup_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """After a merge: prove it, then remove the worktree, branches, plan dir and local state."""
-    from router.teardown.prcleanup import pr_cleanup
+    from router.teardown.prcleanup import CleanupResult, pr_cleanup
 
     cwd = cwd_of(ctx)
-    emit(
-        "pr-cleanup",
-        as_json,
-        lambda: pr_cleanup(
-            cwd,
-            target,
-            abandon=abandon,
-            delete_remote=delete_remote,
-            reclaim=reclaim,
-            confirmed=_confirm(target, abandon, yes, dry_run),
-            yes=yes,
-            dry_run=dry_run,
-            wait=wait,
-            line_timeout=line_timeout,
-            echo=line_echo(as_json),
-        ),
-        _text,
-    )
+
+    def run() -> CleanupResult:
+        try:
+            return pr_cleanup(
+                cwd,
+                target,
+                abandon=abandon,
+                delete_remote=delete_remote,
+                reclaim=reclaim,
+                confirmed=_confirm(target, abandon, yes, dry_run),
+                yes=yes,
+                dry_run=dry_run,
+                wait=wait,
+                line_timeout=line_timeout,
+                echo=line_echo(as_json),
+            )
+        except RouterError as exc:
+            # A refusal raised before the plan exists (a dirty primary, a protected
+            # branch) still tells a caller it answered a dry run, as the plan's do.
+            if dry_run:
+                exc.details.setdefault("dry_run", True)
+            raise
+
+    emit("pr-cleanup", as_json, run, _text)
 
 
 def _text(result) -> str:
