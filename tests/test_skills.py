@@ -288,3 +288,73 @@ def test_the_worktree_brief_carries_the_request_new_kept(home_repo: Path) -> Non
     assert res.code == 0, res.err + res.out
     assert (res.json["resume_at"], res.json["request"]) == ("WORKTREE", request)
     assert f"> {request}" in res.json["brief"]
+
+
+# -- the README's prose: inline commands, and the tests and files it cites ---------
+
+README = ROOT / "README.md"
+# The Usage section shows these as wrong (an option on the wrong side of the command).
+SHOWN_WRONG = frozenset({"team-router --json status", "team-router status -C ../web"})
+CITED_PATH_RE = re.compile(
+    r"`((?:tests|bench|router|templates|skills|hooks|agents|\.ci)/[^`<>*\s]*)`"
+)
+
+
+def _inline_commands() -> list[Shown]:
+    """Every `team-router ...` in the README's running text (a line break inside counts as a space)."""
+    text = README.read_text(encoding="utf-8")
+    return [
+        Shown("README.md", text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split()))
+        for m in re.finditer(r"`(team-router(?:\s[^`]*)?)`", text)
+    ]
+
+
+def _synopsis_words(text: str) -> list[str]:
+    """A synopsis as one command line: every optional part, the first of each a|b."""
+    plain = re.sub(r"(\S+?)\|\S+", r"\1", text.replace("[", " ").replace("]", " "))
+    return _tokens(plain)
+
+
+def _about_arguments(problem: str) -> bool:
+    # Running text names a command without its arguments (`team-router teardown`) or with a
+    # placeholder for the subcommand (`team-router record <kind> --help`): options and
+    # command names are what it can get wrong.
+    return any(word in problem for word in (" needs ", " takes ", "'PLACEHOLDER'"))
+
+
+def test_every_inline_team_router_command_of_the_readme_has_real_commands_and_options() -> None:
+    root = _app()
+    shown = _inline_commands()
+    assert len(shown) > 30
+    problems = []
+    for s in shown:
+        problem = _check(_synopsis_words(s.text), root)
+        if s.text in SHOWN_WRONG and problem is None:
+            problems.append(f"README.md:{s.line}: `{s.text}` is shown as wrong but runs")
+        elif s.text not in SHOWN_WRONG and problem and not _about_arguments(problem):
+            problems.append(f"README.md:{s.line}: `{s.text}`: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_inline_check_reads_synopses_and_still_catches_a_wrong_option() -> None:
+    root = _app()
+    synopsis = "team-router record verdict|review TARGET VALUE [--body-file F] [--wait N]"
+    assert _check(_synopsis_words(synopsis), root) is None
+    assert "unknown option --bogus" in _check(_synopsis_words("team-router sweep [--bogus]"), root)
+    assert not _about_arguments(_check(_synopsis_words("team-router frobnicate"), root))
+
+
+def test_every_test_and_file_the_readme_cites_exists() -> None:
+    text = README.read_text(encoding="utf-8")
+    cited = set(re.findall(r"`(test_[a-z0-9_]+)`", text))
+    assert len(cited) > 50
+    defined = {
+        name
+        for path in (ROOT / "tests").glob("test_*.py")
+        for name in re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.M)
+    }
+    assert cited - defined == set(), "the README cites tests that do not exist"
+    paths = set(CITED_PATH_RE.findall(text))
+    assert len(paths) > 10
+    # router/_share is made when the wheel is built (pyproject.toml's force-include).
+    assert {p for p in paths if not (ROOT / p).exists()} == {"router/_share"}
