@@ -358,3 +358,16 @@ def test_every_test_and_file_the_readme_cites_exists() -> None:
     assert len(paths) > 10
     # router/_share is made when the wheel is built (pyproject.toml's force-include).
     assert {p for p in paths if not (ROOT / p).exists()} == {"router/_share"}
+
+
+def test_ci_runs_the_two_commands_the_readme_gives_a_fresh_machine() -> None:
+    # README "Two commands on a fresh machine": the install and test command, which
+    # .ci/run runs as written (its other lines are the format, lint and type checks).
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Two commands on a fresh machine\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)\n```", section, re.S)
+    assert len(blocks) == 2
+    venv, install, tests = blocks[1].split(" && ")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert venv in ci and install in ci
+    assert ci[-1] == tests == ".venv/bin/python -m pytest -n 2"
