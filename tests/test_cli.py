@@ -43,6 +43,8 @@ def test_help_names_every_argument_and_option_value():
         ("record", "review"): ["PASS or FAIL"],
         ("record", "pr"): ["http(s) URL"],
         ("hook", "session-start"): ["Always exits", "0."],
+        # README: `restore BRANCH` also takes a branch `pr-cleanup --abandon` snapshotted
+        ("restore",): ["--abandon"],
     }
     for args, expected in cases.items():
         res = run_cli(*args, "--help")

@@ -152,7 +152,14 @@ def _local_text(result) -> str:
 @app.command("restore")
 def restore_cmd(
     ctx: typer.Context,
-    target: RequiredTargetArg,
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="TARGET",
+            help="Topic id or plan dir, or a branch that is no topic (one pr-cleanup --abandon "
+            "snapshotted).",
+        ),
+    ],
     repo: Annotated[
         str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
     ] = None,
