@@ -379,6 +379,10 @@ def test_pr_cleanup_in_a_secondary_refuses_while_another_session_holds_the_topic
     held = run_cli("hold", TOPIC_ID, "--pid", str(sleeper.pid), "--session", "s-9", cwd=api_wt)
     assert held.code == 0, held.out + held.err
     assert [h.pid for h in holders.live_holders(_common(topic.home), TOPIC_ID)] == [sleeper.pid]
+    # The dry run plans what the real run does: it says the same refusal (its fetch
+    # moves origin's refs, nothing else).
+    res = run_cli("pr-cleanup", TOPIC_ID, "--delete-remote", "--dry-run", "--json", cwd=api)
+    assert (res.code, res.json["error"]["code"], res.json["dry_run"]) == (1, "held", True)
     before = snapshot_of(api), snapshot_of(api_wt), git(api, "ls-remote", "origin")
     res = run_cli("pr-cleanup", TOPIC_ID, "--delete-remote", "--json", cwd=api)
     assert res.code == 1, res.out + res.err

@@ -1414,6 +1414,7 @@ def _dry_run(
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
     refuse_nested(found)
+    refuse_if_held(topic_lock(repo, chosen.branch))  # as the real run will: plan what it does
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)
