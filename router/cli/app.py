@@ -25,7 +25,8 @@ app = typer.Typer(
     name="team-router",
     help=(
         "Isolated git worktrees, durable records and lossless teardown for multi-repo "
-        "coding-agent pipelines. Every command takes --json."
+        "coding-agent pipelines. Every command takes --json (the worktree hooks speak the "
+        "host's protocol instead)."
     ),
     no_args_is_help=True,
     add_completion=False,
