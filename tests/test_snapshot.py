@@ -3,7 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.fakegh import hide_gh
-from helpers.faults import git_wrapper
+from helpers.faults import KILLED, git_killer, git_wrapper
+from helpers.faults import run as run_killable
 from helpers.repos import branches, commit, git, run_cli, status, write
 from helpers.topics import multi_topic, new_topic, steps_of, teardown
 
@@ -383,3 +384,40 @@ def test_a_file_under_docs_plans_written_after_the_plan_is_kept(workspace, tmp_p
     home_remove = steps_of(res.json, "home")["remove"]
     assert home_remove["outcome"] == "refused" and "docs/plans/late.md" in home_remove["detail"]
     assert late.read_text() == "written late\n" and wt.is_dir()
+
+
+def test_restoring_a_branch_the_user_checked_out_elsewhere_brings_the_edits_back(
+    home_repo, tmp_path, monkeypatch
+):
+    # The user's own checkout of the branch, at the snapshot's commit, is not a
+    # restore: none of the snapshot's edits are in it.
+    sha = abandoned_branch(home_repo, tmp_path, monkeypatch)
+    mine = home_repo.parent / "mine"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature/x", str(mine), sha)
+    res = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    [repo] = res.json["repos"]
+    assert repo["status"] == "restored", repo
+    back = Path(repo["worktree"])
+    assert back != mine and (back / "x.py").read_text() == "x = 2  # edited, not committed\n"
+    assert status(mine) == "" and git(home_repo, "rev-parse", "refs/heads/feature/x") == sha
+
+
+def test_a_restore_killed_before_laying_the_files_over_is_not_taken_for_done(
+    home_repo, tmp_path, monkeypatch
+):
+    # Killed right after `git worktree add`: the branch is checked out at its
+    # path, clean, at the snapshot's commit. That is no earlier restore.
+    abandoned_branch(home_repo, tmp_path, monkeypatch)
+    env = git_killer(tmp_path / "killer-bin", "restore --source", real=False)
+    killed = run_killable("restore", "feature/x", "--json", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert repo["status"] == "restored", repo
+    back = Path(repo["worktree"])
+    assert (back / "x.py").read_text() == "x = 2  # edited, not committed\n", repo
+    third = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert third.json["repos"][0]["status"] == "existing", third.out
+    assert third.json["repos"][0]["worktree"] == str(back)

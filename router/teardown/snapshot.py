@@ -268,11 +268,12 @@ def _restored_names(branch: str) -> re.Pattern[str]:
 def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> RestoredRepo | None:
     """The worktree an earlier restore of ``snap`` left, when git shows one; else None.
 
-    A worktree on ``branch`` (or a ``-restored`` name) whose HEAD is the
-    snapshot's commit or contains it is that restore, whatever was committed
-    since. ``branch`` holding the commit with more on top and checked out
-    nowhere was restored and worked on: laying the snapshot's files over the
-    newer commits would undo them, so nothing is done and the way back is named.
+    A worktree on ``branch`` (or a ``-restored`` name), at the path a restore
+    gives it, whose HEAD is the snapshot's commit or contains it is that
+    restore, whatever was committed since. ``branch`` holding the commit with
+    more on top and checked out nowhere was restored and worked on: laying the
+    snapshot's files over the newer commits would undo them, so nothing is
+    done and the way back is named.
     """
     names = _restored_names(branch)
     listed = sorted(repo.git.worktree_list(), key=lambda e: e.branch != branch)
@@ -281,6 +282,8 @@ def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> Rest
             continue
         if entry.prunable or not (entry.path / ".git").exists():
             continue  # a registration whose directory is gone holds no restored work
+        if not _restore_made(repo, entry, snap):
+            continue
         if entry.head == snap.parent or repo.git.is_ancestor(snap.parent, entry.head):
             return _existing(name, entry.path, snap.commit, entry.branch)
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
@@ -297,17 +300,45 @@ def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> Rest
     )
 
 
+def _restore_made(repo: Repo, entry: g.WorktreeEntry, snap: Snapshot) -> bool:
+    """Whether ``entry`` may be a restore's worktree: one ``git`` shows holding the snapshot's work.
+
+    A restore checks its branch out at ``worktree_path(branch)``: the branch
+    checked out anywhere else (the primary, the user's own checkout) is the
+    user's, with none of the snapshot's edits. At our path, a clean checkout
+    of the snapshot's commit while the snapshot holds changes is one a
+    restore killed before it laid the files over left: answering "already
+    restored" there would hide the edits.
+    """
+    if os.path.realpath(entry.path) != os.path.realpath(repo.worktree_path(entry.branch or "")):
+        return False
+    if entry.head != snap.parent or not _holds_changes(repo.git, snap):
+        return True
+    return Git(entry.path).status().dirty
+
+
+def _holds_changes(git: Git, snap: Snapshot) -> bool:
+    """The snapshot's files or its index differ from its commit: a restore lays something over."""
+    parent = git.tree_of(snap.parent)
+    files = git.tree_of(snap.commit)
+    staged = git.tree_of(snap.index) if snap.index is not None else parent
+    return files != parent or staged != parent
+
+
 def _free_branch(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, str | None]:
     """The branch to check out and the base to cut it from (None: check the existing one out).
 
     ``branch`` at the snapshot's commit, checked out nowhere, is the snapshot's
-    own branch: it is checked out again. Holding anything else, it is another
-    piece of work and the restore takes a ``-restored`` name, never moving it.
+    own branch: it is checked out again. Holding anything else, or checked out
+    somewhere (the user's own checkout of it, one a killed restore left clean),
+    it is another piece of work and the restore takes a ``-restored`` name,
+    never moving it.
     """
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
         return branch, snap.parent
-    if tip == snap.parent:
+    used = {e.branch for e in repo.git.worktree_list() if not e.prunable}
+    if tip == snap.parent and branch not in used:
         return branch, None
     for n in range(1, MAX_RESTORED + 1):
         candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
