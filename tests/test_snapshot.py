@@ -421,3 +421,20 @@ def test_a_restore_killed_before_laying_the_files_over_is_not_taken_for_done(
     third = run_cli("restore", "feature/x", "--json", cwd=home_repo)
     assert third.json["repos"][0]["status"] == "existing", third.out
     assert third.json["repos"][0]["worktree"] == str(back)
+
+
+def test_restoring_a_branch_the_user_works_on_elsewhere_moves_nothing_and_brings_the_edits_back(
+    home_repo, tmp_path, monkeypatch
+):
+    # The branch came back (from origin, say) and the user committed on it in
+    # their own checkout: nothing shows the snapshot's edits were ever restored.
+    sha = abandoned_branch(home_repo, tmp_path, monkeypatch)
+    mine = home_repo.parent / "mine"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature/x", str(mine), sha)
+    later = commit(mine, "y.py", "y = 1\n", "the user's own work")
+    res = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    [repo] = res.json["repos"]
+    assert (repo["status"], repo["branch"]) == ("restored", "feature/x-restored"), repo
+    assert (Path(repo["worktree"]) / "x.py").read_text() == "x = 2  # edited, not committed\n"
+    assert git(home_repo, "rev-parse", "refs/heads/feature/x") == later and status(mine) == ""

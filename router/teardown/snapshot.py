@@ -289,6 +289,8 @@ def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> Rest
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None or tip == snap.parent or not repo.git.is_ancestor(snap.parent, tip):
         return None
+    if branch in _branches_in_use(listed):
+        return None  # the user's own checkout of it: the edits go on a -restored name
     return RestoredRepo(
         name,
         RestoreStatus.EXISTING,
@@ -325,6 +327,11 @@ def _holds_changes(git: Git, snap: Snapshot) -> bool:
     return files != parent or staged != parent
 
 
+def _branches_in_use(entries: list[g.WorktreeEntry]) -> set[str | None]:
+    """The branches checked out in a worktree whose directory is there (git refuses them)."""
+    return {e.branch for e in entries if not e.prunable}
+
+
 def _free_branch(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, str | None]:
     """The branch to check out and the base to cut it from (None: check the existing one out).
 
@@ -337,8 +344,7 @@ def _free_branch(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, str | No
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
         return branch, snap.parent
-    used = {e.branch for e in repo.git.worktree_list() if not e.prunable}
-    if tip == snap.parent and branch not in used:
+    if tip == snap.parent and branch not in _branches_in_use(repo.git.worktree_list()):
         return branch, None
     for n in range(1, MAX_RESTORED + 1):
         candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
