@@ -133,10 +133,14 @@ def _register(command: str = "") -> None:
 def run(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit code (usage errors included)."""
     _register(_command_name(args))
-    words = _words(args)
-    for hook, outcome in _NEVER_BLOCKING_HOOKS.items():
-        if any(words[n : n + 2] == ["hook", hook] for n in range(len(words))):
-            return _never_blocking_hook(args, hook, outcome)
+    # The command's own first two words, never two words further on: `new hook
+    # session-start` (a description left unquoted) is a usage error, not a hook.
+    hook, outcome = next(
+        ((h, o) for h, o in _NEVER_BLOCKING_HOOKS.items() if _words(args)[:2] == ["hook", h]),
+        ("", ""),
+    )
+    if hook:
+        return _never_blocking_hook(args, hook, outcome)
     return output.guarded(_command_name(args), "--json" in args, lambda: _run_app(args))
 
 
