@@ -438,3 +438,24 @@ def test_restoring_a_branch_the_user_works_on_elsewhere_moves_nothing_and_brings
     assert (repo["status"], repo["branch"]) == ("restored", "feature/x-restored"), repo
     assert (Path(repo["worktree"]) / "x.py").read_text() == "x = 2  # edited, not committed\n"
     assert git(home_repo, "rev-parse", "refs/heads/feature/x") == later and status(mine) == ""
+
+
+def test_a_topic_made_again_on_top_of_its_snapshots_commit_is_no_restore_of_it(home_repo):
+    # The topic's commit reached main (its PR merged), its uncommitted edits were
+    # torn down with --force. The topic made again starts from main, so its new
+    # worktree holds the snapshot's commit: the edits were never brought back.
+    topic = new_topic(home_repo, topic_id="2026-05-01-add-rate-limiting")
+    wt = topic.worktrees["home"]
+    sha = make_work(wt)
+    git(wt, "push", "-q", "origin", "HEAD:main")
+    git(home_repo, "pull", "-q", "--ff-only", "origin", "main")
+    assert teardown(topic, "--force").code == 0
+    again = new_topic(home_repo, topic_id=topic.id)
+    commit(again.worktrees["home"], "more.py", "m = 1\n", "the new run's work")
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    [repo] = res.json["repos"]
+    assert repo["status"] == "restored", repo
+    back = Path(repo["worktree"])
+    assert back != again.worktrees["home"] and git(back, "rev-parse", "HEAD") == sha
+    assert (back / "lib.py").read_text() == "v = 2  # edited, not committed\n"

@@ -207,8 +207,10 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         return _existing(name, again, snap.commit, _restored_field(record, "branch"))
     try:
         # No record says so (a branch that is no topic has none): git's own state
-        # tells whether an earlier run already brought this snapshot back.
-        earlier = _earlier_restore(name, repo, snap, branch)
+        # tells whether an earlier run already brought this snapshot back. A
+        # topic's record does (above): its branch made again from a main that
+        # holds the snapshot's commit is a new run, never a restore of it.
+        earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
         if earlier is not None:
             return earlier
         target, base = _free_branch(repo, branch, snap)
