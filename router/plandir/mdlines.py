@@ -41,11 +41,6 @@ def is_fence(line: str) -> bool:
     return line.rstrip("\r\n").rstrip(" \t") == "---"
 
 
-def strip_end(line: str) -> str:
-    """A line from :func:`split_lines` without its line ending."""
-    return line.rstrip("\r\n")
-
-
 def is_blank(line: str) -> bool:
     """Blank as CommonMark means it: only spaces and tabs (a form feed is text)."""
     return not line.strip(" \t\r\n")
