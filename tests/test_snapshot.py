@@ -459,3 +459,29 @@ def test_a_topic_made_again_on_top_of_its_snapshots_commit_is_no_restore_of_it(h
     back = Path(repo["worktree"])
     assert back != again.worktrees["home"] and git(back, "rev-parse", "HEAD") == sha
     assert (back / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+
+
+def test_a_branch_moved_while_restore_checks_it_out_gets_no_snapshot_laid_over_it(
+    home_repo, tmp_path, monkeypatch
+):
+    # Between restore's look at the branch (at the snapshot's commit) and its
+    # checkout, another program points it at other work. Laid over that, the
+    # snapshot's files would read as edits undoing it.
+    sha = abandoned_branch(home_repo, tmp_path, monkeypatch)
+    back = Path(
+        run_cli("restore", "feature/x", "--json", cwd=home_repo).json["repos"][0]["worktree"]
+    )
+    git(home_repo, "worktree", "remove", "--force", str(back))
+    other = commit(home_repo, "other.py", "o = 1\n", "other work on main")
+    git(home_repo, "reset", "-q", "--hard", "HEAD~1")
+    move = f'"$REAL_GIT" -C "{home_repo}" update-ref refs/heads/feature/x {other}'
+    env = git_wrapper(tmp_path / "mover-bin", "worktree add", f'{move}\nexec "$REAL_GIT" "$@"')
+    monkeypatch.setenv("PATH", env["PATH"])
+    res = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    [repo] = res.json["repos"]
+    assert (repo["status"], repo["branch"]) == ("restored", "feature/x-restored"), repo
+    restored = Path(repo["worktree"])
+    assert git(restored, "rev-parse", "HEAD") == sha
+    assert (restored / "x.py").read_text() == "x = 2  # edited, not committed\n"
+    assert git(home_repo, "rev-parse", "refs/heads/feature/x") == other and not back.exists()

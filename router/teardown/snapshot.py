@@ -213,13 +213,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
         if earlier is not None:
             return earlier
-        target, base = _free_branch(repo, branch, snap)
-        path = repo.worktree_path(target)
-        if os.path.lexists(path):
-            raise Refusal(
-                "path-taken", f"{path} already exists; move it away and run restore again"
-            )
-        repo.git.worktree_add(path, target, base=base)
+        target, path, created = _check_out(repo, branch, snap)
         g.restore_worktree_files(Git(path), snap.commit)
         if snap.index is not None:
             g.read_index(Git(path), snap.index)
@@ -230,7 +224,6 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     except Refusal as exc:
         return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
     if topic_id is not None:
-        created = base is not None
         _record_restore(repo, record, topic_id, name, branch, target, path, snap, created=created)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
@@ -327,6 +320,29 @@ def _holds_changes(git: Git, snap: Snapshot) -> bool:
     files = git.tree_of(snap.commit)
     staged = git.tree_of(snap.index) if snap.index is not None else parent
     return files != parent or staged != parent
+
+
+def _check_out(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool]:
+    """A worktree at the snapshot's commit: (its branch, its path, whether restore cut the branch).
+
+    The snapshot's own branch is checked out only while it still is at the
+    snapshot's commit once checked out: moved meanwhile, it holds other work,
+    which the snapshot's files laid over it would read as undone. That fresh
+    checkout goes again (git refuses to remove one with changes) and a
+    ``-restored`` name is cut at the snapshot's commit instead.
+    """
+    for _ in range(2):
+        target, base = _free_branch(repo, branch, snap)
+        path = repo.worktree_path(target)
+        if os.path.lexists(path):
+            raise Refusal(
+                "path-taken", f"{path} already exists; move it away and run restore again"
+            )
+        repo.git.worktree_add(path, target, base=base)
+        if base is not None or Git(path).head() == snap.parent:
+            return target, path, base is not None
+        repo.git.worktree_remove(path, force=False)
+    raise Refusal("path-taken", f"{branch} moved twice while restore checked it out; run it again")
 
 
 def _branches_in_use(entries: list[g.WorktreeEntry]) -> set[str | None]:
