@@ -275,6 +275,15 @@ def test_minus_c_after_the_command_says_it_goes_before_the_command(tmp_path):
     )
 
 
+def test_words_that_name_a_hook_after_another_command_do_not_make_it_a_hook(tmp_path):
+    # An unquoted description: `new` refuses the extra word (exit 2, the JSON
+    # envelope), it does not become a hook that always exits 0 saying nothing.
+    for hook in ("session-start", "worktree-remove"):
+        res = run_cli("new", "hook", hook, "--json", cwd=tmp_path)
+        assert (res.code, res.json["error"]["code"]) == (2, "usage"), res.out + res.err
+        assert "unexpected extra argument" in res.json["error"]["message"]
+
+
 EMPTY_PATHS = {
     "-C": ("-C", "", "status", "--json"),
     "demo --dir": ("demo", "--dir", "", "--json"),
@@ -385,12 +394,3 @@ def test_the_contract_reader_takes_only_an_objects_own_keys() -> None:
     cell = "`id`, `mode` (`single`/`multi`), `repos`: [{`name`, `steps`: [{`code`}]}], `home`: {`base`}"
     assert _top_level_keys(cell) == {"id", "mode", "repos", "home"}
     assert _contract()["phase"] == {"id", "plan_dir", "resume_at", "step", "halted", "completed"}
-
-
-def test_words_that_name_a_hook_after_another_command_do_not_make_it_a_hook(tmp_path):
-    # An unquoted description: `new` refuses the extra word (exit 2, the JSON
-    # envelope), it does not become a hook that always exits 0 saying nothing.
-    for hook in ("session-start", "worktree-remove"):
-        res = run_cli("new", "hook", hook, "--json", cwd=tmp_path)
-        assert (res.code, res.json["error"]["code"]) == (2, "usage"), res.out + res.err
-        assert "unexpected extra argument" in res.json["error"]["message"]
