@@ -4,6 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers.faults import CRASHED, run
 from helpers.repos import commit, git, make_repo, run_cli, write
 
@@ -326,3 +327,42 @@ def test_a_directory_a_running_sweep_moved_aside_is_left_to_it(home_repo):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_work_moved_back_never_replaces_an_empty_claim_made_meanwhile(home_repo, monkeypatch):
+    """While residue is judged aside, a writer adds work to it and a creation claims the name
+    with an empty directory: the move back must not replace that claim (its rollback would
+    then delete the work as its own); the work stays aside, named."""
+    import router.teardown.sweep as sweep_module
+
+    residue = leftovers(home_repo) / "gone-topic"
+    write(residue / "tmp" / "lsp.log", "log\n")
+    judge = sweep_module._verdict_on
+
+    def meanwhile(path: Path):
+        if path.name.startswith(sweep_module.SWEEPING):
+            write(path / "src" / "draft.py", "written just now\n")
+            residue.mkdir()  # a creation's claim: empty until its git worktree add
+        return judge(path)
+
+    monkeypatch.setattr(sweep_module, "_verdict_on", meanwhile)
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    assert res.json["swept"] == []
+    assert residue.is_dir() and list(residue.iterdir()) == []  # the claim, as it was made
+    (aside,) = [p for p in leftovers(home_repo).iterdir() if p != residue]
+    assert (aside / "src" / "draft.py").read_text() == "written just now\n"
+    [(failed_path, why)] = [(f["path"], f["error"]) for f in res.json["failed"]]
+    assert failed_path == str(residue) and str(aside) in why
+
+
+def test_rename_noreplace_refuses_an_empty_directory_in_the_way(tmp_path):
+    from router.teardown.sweep import rename_noreplace
+
+    write(tmp_path / "src" / "work.txt", "work\n")
+    (tmp_path / "claim").mkdir()
+    with pytest.raises(FileExistsError):
+        rename_noreplace(tmp_path / "src", tmp_path / "claim")
+    assert list((tmp_path / "claim").iterdir()) == []
+    rename_noreplace(tmp_path / "src", tmp_path / "free")
+    assert (tmp_path / "free" / "work.txt").read_text() == "work\n"

@@ -28,6 +28,7 @@ one at its top does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from collections.abc import Iterable
@@ -307,10 +308,36 @@ def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
             continue  # not a name remove_residue makes: judged as any other directory
         if int(pid) != os.getpid() and process_alive(int(pid)):
             held.append(base / name)
-        elif rename and len(name) < 255 and not os.path.lexists(base / original):
+        elif rename and len(name) < 255:
             with contextlib.suppress(OSError):  # left under its aside name, judged there
-                os.rename(base / name, base / original)
+                rename_noreplace(base / name, base / original)
     return held
+
+
+def rename_noreplace(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``, or raise ``FileExistsError`` when ``dst`` exists.
+
+    ``os.rename`` silently replaces an empty directory: a creation that made
+    its empty claim at ``dst`` an instant before would then find our directory
+    there, its ``git worktree add`` would fail, and its rollback would delete
+    what it took for its own claim. ``renameat2(RENAME_NOREPLACE)`` makes the
+    check and the rename one step; where the kernel or filesystem lacks it,
+    the check comes just before the rename.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        at_fdcwd, noreplace = -100, 1
+        if renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), noreplace) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL):
+            raise OSError(err, os.strerror(err), str(src), None, str(dst))
+    if os.path.lexists(dst):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
+    os.rename(src, dst)
 
 
 def remove_residue(path: Path) -> str | Kept | None:
@@ -332,7 +359,7 @@ def remove_residue(path: Path) -> str | Kept | None:
     verdict, files = _verdict_on(aside)  # the rule classify applied, once more
     if verdict is not SweepVerdict.RESIDUE:
         try:
-            os.rename(aside, path)
+            rename_noreplace(aside, path)
         except OSError as exc:
             return f"written to while swept, kept at {aside} ({exc.strerror})"
         return Kept(path, verdict, files)
