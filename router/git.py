@@ -1207,9 +1207,54 @@ def absolute_git_dir(git: Git) -> Path:
     return Path(os.path.realpath(git.out("rev-parse", "--absolute-git-dir")))
 
 
-def commits_on_no_remote(git: Git) -> int:
-    """Commits any ref, HEAD or stash of the repository reaches that no remote-tracking ref does."""
-    return int(git.out("rev-list", "--count", "--all", "--not", "--remotes", "--") or 0)
+def commits_on_no_remote(git: Git, *, gone: Sequence[str] | None = None) -> int:
+    """Commits any ref, HEAD or reflog entry reaches that no live remote's tracking refs do.
+
+    Reflogs count: a commit left behind by leaving a detached HEAD, by an
+    amend or a reset, or an older stash entry (``stash@{1}`` lives only in
+    the stash's reflog) exists only there, and deleting the repository
+    deletes it. A remote whose URL is a local path that is gone holds
+    nothing any more: its tracking refs are then the only record
+    (``gone``: those remotes, when the caller already asked :func:`gone_remotes`).
+    """
+    gone = gone_remotes(git) if gone is None else gone
+    # An --exclude before --remotes matches the name below refs/remotes/.
+    skip = [f"--exclude={name}/*" for name in gone]
+    out = git.out("rev-list", "--count", "--all", "--reflog", "--not", *skip, "--remotes", "--")
+    return int(out or 0)
+
+
+def commits_only_head_reaches(git: Git) -> int:
+    """Commits the checkout's HEAD reaches that no ref does (work on a detached HEAD)."""
+    # --glob=* is every ref under refs/ and, unlike --all, no HEAD.
+    # --ignore-missing: an unborn HEAD reaches nothing.
+    out = git.out("rev-list", "--count", "--ignore-missing", "HEAD", "--not", "--glob=*", "--")
+    return int(out or 0)
+
+
+def gone_remotes(git: Git) -> list[str]:
+    """Remotes whose URL is a local path where nothing exists (``file://`` or a plain path)."""
+    config = config_view(git)
+    gone = []
+    for key, urls in config.values.items():
+        name = key.removeprefix("remote.").removesuffix(".url")
+        if not (key.startswith("remote.") and key.endswith(".url")) or not name:
+            continue
+        paths = [local_path(url) for url in urls]
+        if paths and all(p is not None and not (git.cwd / p).exists() for p in paths):
+            gone.append(name)
+    return gone
+
+
+def local_path(url: str) -> str | None:
+    """The path a remote URL names on this machine; None for a network (or scp-like) URL."""
+    if url.startswith("file://"):
+        return url.removeprefix("file://")
+    if "://" in url:
+        return None
+    # git reads `host:path` as ssh unless a slash comes before the first colon.
+    head = url.split("/", 1)[0]
+    return None if ":" in head else url
 
 
 def submodule_update(git: Git, paths: Sequence[str]) -> None:

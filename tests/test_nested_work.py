@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+from helpers.origin import merge_on_origin
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, write
 from helpers.topics import Topic, multi_topic, new_topic, teardown
 
@@ -315,3 +317,176 @@ def test_the_walk_finds_every_git_entry_outermost_first_and_follows_no_link(tmp_
     (root / "d" / ".git").symlink_to(tmp_path / "missing")  # so does a link, even broken
     (root / "e").symlink_to(root / "a")  # a link to a directory is not entered
     assert find_repositories(root) == ["a", "a/deep/x", "b", "c", "d"]
+
+
+# -- commits only a reflog or a vanished remote keeps --------------------------------------
+
+
+def test_teardown_refuses_a_submodule_commit_only_its_reflog_still_reaches(sub_topic):
+    wt = sub_topic.worktrees["home"]
+    sub = wt / "lib"
+    sha = commit(sub, "lib.py", "v = 1\n", "made on the submodule's detached HEAD")
+    git(sub, "checkout", "-q", "main")  # left behind: on no branch, only in HEAD's reflog
+    assert status(wt) == "" and git(sub, "branch", "--contains", sha) == ""
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "submodule lib (1 commit(s)" in message and "--reflog" in message, message
+    assert wt.is_dir() and git(sub, "cat-file", "-t", sha) == "commit"
+    assert sub_topic.branch in branches(sub_topic.home)
+
+
+def test_teardown_refuses_a_submodule_whose_commits_only_a_deleted_local_origin_held(
+    sub_topic,
+):
+    wt = sub_topic.worktrees["home"]
+    sub = wt / "lib"
+    git(sub, "switch", "-q", "-c", "feature")
+    sha = commit(sub, "lib.py", "v = 1\n", "pushed to an origin that is then deleted")
+    git(sub, "push", "-q", "origin", "feature")
+    git(sub, "switch", "-q", "--detach", "HEAD~1")  # the gitlink's commit: nothing to snapshot
+    shutil.rmtree(git(sub, "remote", "get-url", "origin"))
+    assert status(wt) == "" and git(sub_topic.home, "cat-file", "-t", sha, check=False) == ""
+
+    res = teardown(sub_topic)
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work", res.out
+    message = res.json["error"]["message"]
+    assert "submodule lib (" in message, message
+    assert "remote origin points at a path that no longer exists" in message, message
+    assert wt.is_dir() and git(sub, "cat-file", "-t", sha) == "commit"
+
+
+# -- bare repositories and checkouts of other repositories ------------------------------
+
+
+def local_only_bare(workspace: Path, where: Path) -> str:
+    """A bare repository at ``where`` whose two commits exist nowhere else; the newer one."""
+    source = make_repo(workspace, "scratch-src", origin=False)
+    sha = commit(source, "tool.py", "t\n", "a commit made only here")
+    git(workspace, "clone", "-q", "--bare", str(source), str(where))
+    shutil.rmtree(source)
+    return sha
+
+
+def test_teardown_refuses_a_bare_repository_under_an_ignored_directory(workspace):
+    home = make_repo(workspace, "web")
+    commit(home, ".gitignore", "vendor/\n", "ignore vendor")
+    git(home, "push", "-q", "origin", "main")
+    topic = new_topic(home)
+    wt = topic.worktrees["home"]
+    sha = local_only_bare(workspace, wt / "vendor" / "cache.git")
+    assert status(wt) == ""  # git status does not show it at all
+
+    for flags in (("--force",), ()):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "nested bare repository vendor/cache.git (2 commit(s)" in message, message
+    assert git(wt / "vendor" / "cache.git", "cat-file", "-t", sha) == "commit"
+    assert git(home, "for-each-ref", "refs/team-router/") == ""
+
+
+def test_force_refuses_a_bare_repository_a_snapshot_could_not_bring_back(home_repo, workspace):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    sha = local_only_bare(
+        workspace, wt / "cache.git"
+    )  # untracked: the snapshot would take its files
+
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    assert error_code(res) == "nested-work", res.out
+    assert "nested bare repository cache.git" in res.json["error"]["message"]
+    assert git(wt / "cache.git", "cat-file", "-t", sha) == "commit"
+    assert git(home_repo, "for-each-ref", "refs/team-router/") == ""
+
+
+def test_a_bare_repository_committed_as_files_is_not_judged_as_one(home_repo, workspace):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    local_only_bare(workspace, wt / "fixtures" / "repo.git")
+    git(wt, "add", "--", "fixtures")
+    git(wt, "commit", "-q", "-m", "a test fixture: its files are in the branch")
+    git(wt, "push", "-q", "origin", f"{topic.branch}:main")
+
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert not wt.exists()
+
+
+def test_teardown_removes_a_clean_checkout_of_another_repository_which_keeps_its_commits(
+    home_repo, workspace
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    other = make_repo(workspace, "other", origin=False)
+    git(other, "worktree", "add", "-q", "-b", "feature", str(wt / "ext"))
+    sha = commit(wt / "ext", "x.py", "x\n", "on other's branch, in other's object store")
+
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    assert git(other, "rev-parse", "feature") == sha
+
+
+def test_teardown_refuses_dirt_and_detached_commits_in_a_checkout_of_another_repository(
+    home_repo, workspace
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    other = make_repo(workspace, "other", origin=False)
+    git(other, "worktree", "add", "-q", "--detach", str(wt / "ext"))
+    sha = commit(wt / "ext", "x.py", "x\n", "on a detached HEAD: gone once git prunes it")
+
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    assert "nested repository ext (1 commit(s)" in res.json["error"]["message"]
+    git(wt / "ext", "switch", "-q", "-c", "kept")
+    write(wt / "ext" / "draft.txt", "draft\n")
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    assert "nested repository ext (1 untracked file(s): draft.txt)" in res.json["error"]["message"]
+    assert (wt / "ext" / "draft.txt").read_text() == "draft\n"
+    assert git(other, "rev-parse", "kept") == sha
+
+
+# -- the primary's submodules follow the default branch ---------------------------------
+
+
+def merged_submodule_bump(topic: Topic) -> str:
+    """A submodule commit, pushed; the topic's gitlink bump to it merged on origin; that commit."""
+    wt = topic.worktrees["home"]
+    sub_sha = commit(wt / "lib", "lib.py", "v = 1\n", "lib change")
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")
+    git(wt, "commit", "-q", "-am", "bump lib")
+    git(wt, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    merge_on_origin(topic.home, topic.branch)
+    return sub_sha
+
+
+def test_teardown_pulling_a_merged_submodule_bump_leaves_the_primary_clean(sub_topic):
+    home = sub_topic.home
+    sub_sha = merged_submodule_bump(sub_topic)
+
+    res = teardown(sub_topic)
+    assert res.code == 0, res.out
+    assert git(home, "rev-parse", "main:lib") == sub_sha
+    assert status(home) == ""
+    assert git(home / "lib", "rev-parse", "HEAD") == sub_sha
+
+
+def test_pr_cleanup_pulling_a_merged_submodule_bump_leaves_the_primary_clean(sub_topic):
+    home = sub_topic.home
+    sub_sha = merged_submodule_bump(sub_topic)
+
+    res = run_cli("pr-cleanup", sub_topic.branch, "--yes", "--json", cwd=home)
+    assert res.code == 0, res.out
+    assert not sub_topic.worktrees["home"].exists()
+    assert git(home, "rev-parse", "main:lib") == sub_sha
+    assert status(home) == ""
+    assert git(home / "lib", "rev-parse", "HEAD") == sub_sha

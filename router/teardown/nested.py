@@ -1,13 +1,17 @@
 """Repositories inside a worktree — initialised submodules, nested clones — and their work (DESIGN §9).
 
 Removing a worktree deletes every repository inside it: a nested clone's
-``.git`` directory, and in a linked worktree a submodule's git dir as well
-(git keeps it under ``<common>/worktrees/<name>/modules/``). A snapshot of
-the worktree records such a repository only as a gitlink, so its work is
-judged on its own: uncommitted changes, untracked files, and commits that no
-remote-tracking ref of its own reaches. Any of those makes teardown refuse,
-``--force`` or not, naming the repository; one that holds none goes with the
-worktree (its commits are on its remote).
+``.git`` directory, a bare repository, and in a linked worktree a
+submodule's git dir as well (git keeps it under
+``<common>/worktrees/<name>/modules/``). A snapshot of the worktree records
+such a repository only as a gitlink, so its work is judged on its own:
+uncommitted changes, untracked files, and commits that no remote-tracking
+ref of its own reaches (reflog entries included; a remote whose local path
+is gone reaches nothing). Any of those makes teardown refuse, ``--force`` or
+not, naming the repository; one that holds none goes with the worktree (its
+commits are on its remote). A checkout whose repository lives outside the
+worktree (a linked worktree of another repository) loses only its files and
+the commits its HEAD alone reaches.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class NestedKind(StrEnum):
     SUBMODULE = "submodule"
     CLONE = "nested repository"
     MODULE = "submodule git dir"  # kept by the worktree's git dir, not checked out
+    BARE = "nested bare repository"  # a git dir with no checkout (``git clone --bare``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +39,10 @@ class NestedRepo:
     rel: str
     kind: NestedKind
     status: StatusReport = field(default_factory=StatusReport)
-    unpushed: int = 0  # commits no remote-tracking ref of its own reaches
+    unpushed: int = 0  # commits (reflogs included) no live remote-tracking ref of its own reaches
     problem: str = ""  # why it could not be inspected (then it counts as holding work)
     git_dir: Path | None = None
+    gone: tuple[str, ...] = ()  # its remotes whose local path is gone: they keep nothing
 
     @property
     def holds_work(self) -> bool:
@@ -52,28 +58,52 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     Raises OSError when a directory cannot be read: a repository there could
     not be ruled out.
     """
-    found = find_repositories(worktree)
+    # The worktree's own .git names its git dir; git is asked only when it does not.
+    git_dir = gitfiles.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
+    doomed = (Path(os.path.realpath(worktree)), Path(os.path.realpath(git_dir)))
+    found, bare = repositories_below(worktree)
     submodules = g.gitlinks(Git(worktree), found)
     repos = [
-        _inspect(worktree, rel, NestedKind.SUBMODULE if rel in submodules else NestedKind.CLONE)
+        _inspect(
+            worktree,
+            rel,
+            NestedKind.SUBMODULE if rel in submodules else NestedKind.CLONE,
+            doomed=doomed,
+        )
         for rel in found
     ]
     seen = {r.git_dir for r in repos if r.git_dir is not None}
-    # The worktree's own .git names its git dir; git is asked only when it does not.
-    git_dir = gitfiles.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
+    loose = untracked_bare(worktree, found, bare)
+    repos += [
+        _inspect_git_dir(worktree / rel, NestedKind.BARE, rel)
+        for rel in loose
+        if (worktree / rel).resolve() not in seen
+    ]
+    seen |= {r.git_dir for r in repos if r.git_dir is not None}
     modules = git_dir / "modules"
     if os.path.isdir(modules):
-        repos += [_inspect_git_dir(d) for d in module_git_dirs(modules) if d.resolve() not in seen]
+        repos += [
+            _inspect_git_dir(d, NestedKind.MODULE, str(d))
+            for d in module_git_dirs(modules)
+            if d.resolve() not in seen
+        ]
     return tuple(repos)
 
 
 def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
-    """The nested clones no other checkout contains (git takes no pathspec beyond a repository)."""
-    checkouts = [r.rel for r in repos if r.kind is not NestedKind.MODULE]
+    """The nested clones and bare repositories no other checkout contains, to leave out of a snapshot.
+
+    git takes no pathspec beyond a repository, and a snapshot keeps a clone
+    only as a gitlink; a bare repository's files would come back without the
+    empty ``refs/`` git needs to see a repository there. Those reaching here
+    hold nothing unpushed: they go with the worktree.
+    """
+    checkouts = [r.rel for r in repos if r.kind in (NestedKind.SUBMODULE, NestedKind.CLONE)]
     return tuple(
         r.rel
         for r in repos
-        if r.kind is NestedKind.CLONE and not any(r.rel.startswith(f"{c}/") for c in checkouts)
+        if r.kind in (NestedKind.CLONE, NestedKind.BARE)
+        and not any(r.rel.startswith(f"{c}/") for c in checkouts)
     )
 
 
@@ -82,7 +112,16 @@ def _fail(exc: OSError) -> None:
 
 
 def find_repositories(worktree: Path) -> list[str]:
-    """Directories below ``worktree`` with a ``.git`` entry, relative, outermost first.
+    """Directories below ``worktree`` with a ``.git`` entry, relative, outermost first."""
+    return repositories_below(worktree)[0]
+
+
+def repositories_below(worktree: Path) -> tuple[list[str], list[str]]:
+    """The checkouts below ``worktree`` (a ``.git`` entry) and the bare repositories, relative.
+
+    A bare repository (``HEAD``, ``objects/`` and ``refs/`` with no ``.git``)
+    is as much a repository as a clone, and one in an ignored directory
+    is not even in ``git status``: removing the worktree deletes its commits.
 
     The whole tree is walked, ignored directories included: ``git status``
     shows a nested clone only as ``?? dir/`` and one under an ignored
@@ -94,23 +133,44 @@ def find_repositories(worktree: Path) -> list[str]:
     lists this never reads. An unreadable directory raises OSError: a
     repository there could not be ruled out.
     """
-    found = []
+    found: list[str] = []
+    bare: list[str] = []
     pending = [(str(worktree), "")]  # (path, relative path), a stack: outermost first
     while pending:
         path, rel = pending.pop()
         subdirs = []
-        has_git = False
+        has_git = has_head = False
         with os.scandir(path) as entries:
             for entry in entries:
                 if entry.name == ".git":
                     has_git = True  # a directory, a file or a link: git finds it there
                 elif _is_real_dir(entry):
                     subdirs.append(entry.name)
+                elif entry.name == "HEAD":
+                    has_head = True
+        if rel and not has_git and has_head and {"objects", "refs"} <= set(subdirs):
+            bare.append(rel)  # a git dir: like a checkout's .git, not entered
+            continue
         if has_git and rel:
             found.append(rel)
         subdirs.sort(reverse=True)  # popped in name order
         pending += [(f"{path}/{name}", f"{rel}/{name}" if rel else name) for name in subdirs]
-    return found
+    return found, bare
+
+
+def untracked_bare(worktree: Path, checkouts: list[str], bare: list[str]) -> list[str]:
+    """Those of ``bare`` whose files no checkout tracks: a committed fixture comes back with its branch."""
+    loose = []
+    for rel in bare:
+        owner = max((c for c in checkouts if rel.startswith(f"{c}/")), key=len, default="")
+        inner = rel[len(owner) + 1 :] if owner else rel
+        try:
+            tracked = g.index_blobs(Git(worktree / owner if owner else worktree), [f"{inner}/HEAD"])
+        except GitError:
+            tracked = {}  # the checkout around it could not answer: judge the repository itself
+        if not tracked:
+            loose.append(rel)
+    return loose
 
 
 def _is_real_dir(entry: os.DirEntry[str]) -> bool:
@@ -133,7 +193,8 @@ def module_git_dirs(modules: Path) -> list[Path]:
     return found
 
 
-def _inspect(worktree: Path, rel: str, kind: NestedKind) -> NestedRepo:
+def _inspect(worktree: Path, rel: str, kind: NestedKind, *, doomed: tuple[Path, ...]) -> NestedRepo:
+    """A checkout below the worktree; ``doomed``: the directories removing the worktree deletes."""
     path = worktree / rel
     git = Git(path)
     try:
@@ -142,26 +203,28 @@ def _inspect(worktree: Path, rel: str, kind: NestedKind) -> NestedRepo:
         layout = git.try_layout()
         if layout is None or layout.toplevel != Path(os.path.realpath(path)):
             return NestedRepo(rel, kind, problem="git does not recognise it as a repository")
-        return NestedRepo(
-            rel, kind, git.status(), g.commits_on_no_remote(git), git_dir=layout.git_dir
-        )
+        if not any(layout.common_dir.is_relative_to(d) for d in doomed):
+            # Its repository lives elsewhere (a linked worktree of another
+            # repository, a clone made with --separate-git-dir) and keeps its
+            # commits; only the files and the commits its HEAD alone reaches
+            # (dropped when git prunes the missing checkout) go.
+            unpushed = g.commits_only_head_reaches(git)
+            return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir)
+        gone = tuple(g.gone_remotes(git))
+        unpushed = g.commits_on_no_remote(git, gone=gone)
+        return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir, gone=gone)
     except GitError as exc:
         return NestedRepo(rel, kind, problem=f"git could not inspect it ({exc.first_line})")
 
 
-def _inspect_git_dir(git_dir: Path) -> NestedRepo:
-    """A submodule git dir nothing checks out: only its commits can be lost (it has no files)."""
-    where = str(git_dir)
+def _inspect_git_dir(git_dir: Path, kind: NestedKind, where: str) -> NestedRepo:
+    """A git dir nothing checks out (a submodule's, a bare repository): only its commits can be lost."""
     git = Git(git_dir)
     try:
         if g.absolute_git_dir(git) != git_dir.resolve():
-            return NestedRepo(
-                where, NestedKind.MODULE, problem="git does not recognise it as a repository"
-            )
-        return NestedRepo(
-            where, NestedKind.MODULE, unpushed=g.commits_on_no_remote(git), git_dir=git_dir
-        )
+            return NestedRepo(where, kind, problem="git does not recognise it as a repository")
+        gone = tuple(g.gone_remotes(git))
+        unpushed = g.commits_on_no_remote(git, gone=gone)
+        return NestedRepo(where, kind, unpushed=unpushed, git_dir=git_dir.resolve(), gone=gone)
     except GitError as exc:
-        return NestedRepo(
-            where, NestedKind.MODULE, problem=f"git could not inspect it ({exc.first_line})"
-        )
+        return NestedRepo(where, kind, problem=f"git could not inspect it ({exc.first_line})")

@@ -467,8 +467,8 @@ def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
 def _follow_submodules(repo: Repo) -> str:
     """Check out moved gitlinks in the primary's initialised submodules; a note when that fails.
 
-    The primary was clean before the cherry-pick, so what shows changed now
-    is a submodule whose recorded commit the picked commits moved: git does
+    The primary was clean before the cherry-pick (or the pull), so what shows
+    changed now is a submodule whose recorded commit those commits moved: git does
     not follow it, and without this the primary would be left dirty. Without
     a ``.gitmodules`` there is no submodule git could update: nothing to read.
     """
@@ -873,8 +873,9 @@ def nested_blocker(
         f"{path} holds other repositories whose work exists nowhere else; removing the worktree "
         "would delete it and --force cannot snapshot it: "
         + ", ".join(_nested_loss(n) for n in holding)
-        + ". Push those commits, commit and push (or discard) those changes, or move the "
-        f"repository out of the worktree; then run {again} again",
+        + ". Push those commits (`git log --oneline --all --reflog --not --remotes` there "
+        "lists them, reflog-only ones included), commit and push (or discard) those changes, "
+        f"or move the repository out of the worktree; then run {again} again",
     )
 
 
@@ -885,6 +886,9 @@ def _nested_loss(repo: NestedRepo) -> str:
     parts = (
         [f"{repo.unpushed} commit(s) on none of its remote-tracking refs"] if repo.unpushed else []
     )
+    if repo.unpushed and repo.gone:
+        # Its tracking refs still name the commits, but the remote they copy is gone.
+        parts.append(f"remote {', '.join(repo.gone)} points at a path that no longer exists")
     if repo.status.dirty:
         parts.append(describe_dirt(repo.status))
     return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
@@ -1307,8 +1311,12 @@ def update_default(
             exc.code,
         )
     how = "rebased onto" if rebase else "fast-forwarded to"
+    # The primary was clean before the pull: a gitlink the pulled commits moved
+    # would otherwise leave its submodule behind and the primary dirty.
     return done(
-        name, f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
+        name,
+        f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
+        f"{_follow_submodules(repo)}",
     )
 
 
