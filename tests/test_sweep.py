@@ -257,6 +257,19 @@ def test_sweep_keeps_a_nested_clone_under_tmp(home_repo):
     assert git(clone, "log", "--format=%s") == "a local fix, never pushed"
 
 
+def test_sweep_keeps_a_bare_repository_under_tmp(home_repo, workspace):
+    """A bare clone has no .git entry, yet its commits may exist nowhere else: not residue."""
+    source = make_repo(workspace, "scratch-src", origin=False)
+    sha = commit(source, "patch.py", "fix = True\n", "a local fix, never pushed")
+    bare = leftovers(home_repo) / "gone-topic" / "tmp" / "mirror.git"
+    git(workspace, "clone", "-q", "--bare", str(source), str(bare))
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["swept"] == []
+    assert [k["reason"] for k in res.json["kept"]] == ["checkout"]
+    assert git(bare, "cat-file", "-t", sha) == "commit"
+
+
 def test_sweep_keeps_a_file_written_after_the_directory_was_judged(home_repo, monkeypatch):
     """A writer adds work between the sweep's judgement and its removal: the work stays."""
     import router.teardown.sweep as sweep_module

@@ -21,8 +21,8 @@ non-directory entry counts as a file (the loop's ``find -type f`` overlooks
 them); an entry that is itself a symlink is kept, not unlinked; dot-named
 directories are examined too (the loop's ``*`` glob skips them); and a
 claimed directory (above) is kept; and a ``.git`` entry at any depth (a
-clone someone made under ``tmp/``) keeps the directory as a checkout, as
-one at its top does.
+clone someone made under ``tmp/``), or a bare repository's ``HEAD`` and
+objects, keeps the directory as a checkout, as one at its top does.
 """
 
 from __future__ import annotations
@@ -233,7 +233,11 @@ def classify(
 def _verdict_on(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
     """The verdict on what a directory holds: a checkout, files beside residue, or residue."""
     files = _files_under(path)
-    if os.path.lexists(path / ".git") or any(_in_repository(f) for f in files):
+    if (
+        os.path.lexists(path / ".git")
+        or any(_in_repository(f) for f in files)
+        or _holds_bare_repository(files)
+    ):
         return SweepVerdict.CHECKOUT, files
     unexpected = tuple(f for f in files if not is_residue_file(f))
     if unexpected:
@@ -244,6 +248,16 @@ def _verdict_on(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
 def _in_repository(rel: str) -> bool:
     """True for a ``.git`` entry at any depth: a clone made under ``tmp/`` holds commits of its own."""
     return ".git" in rel.split("/")
+
+
+def _holds_bare_repository(files: tuple[str, ...]) -> bool:
+    """True when a directory among ``files`` has a ``HEAD`` and objects: a bare repository.
+
+    It has no ``.git`` entry, yet its commits (``git clone --bare`` under
+    ``tmp/``) exist nowhere else; one with no object has none to lose.
+    """
+    heads = [f.removesuffix("HEAD") for f in files if f == "HEAD" or f.endswith("/HEAD")]
+    return any(f.startswith(f"{d}objects/") for d in heads for f in files)
 
 
 def is_residue_file(rel: str) -> bool:
