@@ -1415,7 +1415,10 @@ def first_blob(git: Git, specs: Sequence[str]) -> tuple[str, str] | None:
 
 def moved_gitlinks(git: Git, old: str, new: str) -> dict[str, str]:
     """Submodule paths whose recorded commit differs from ``old`` to ``new``: path -> new commit."""
-    out = git.out("diff-tree", "-r", "-z", "--no-renames", old, new, "--")
+    # A .gitmodules `ignore = all` hides a moved gitlink from diff-tree too.
+    out = git.out(
+        "diff-tree", "-r", "-z", "--no-renames", "--ignore-submodules=none", old, new, "--"
+    )
     fields = out.split("\0")
     moved = {}
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):

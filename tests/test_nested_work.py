@@ -121,6 +121,20 @@ def test_force_with_a_clean_submodule_snapshots_and_restore_says_how_to_bring_it
     assert sorted(status(path).split("\n")) == ["?? draft.txt", "M lib"]
 
 
+def test_restore_names_where_a_submodule_was_even_when_its_changes_are_ignored(sub_topic):
+    home, wt = sub_topic.home, sub_topic.worktrees["home"]
+    git(home, "config", "submodule.lib.ignore", "all")  # as `ignore = all` in .gitmodules
+    moved = commit(wt / "lib", "lib.py", "v = 1\n", "pushed, the gitlink not committed")
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")
+    write(wt / "draft.txt", "draft\n")
+    assert teardown(sub_topic, "--force").code == 0
+
+    res = run_cli("restore", sub_topic.id, "--json", cwd=home)
+    assert res.code == 0, res.out
+    restored = res.json["repos"][0]
+    assert f"git -C lib checkout {moved[:12]}" in restored["detail"], restored
+
+
 def test_integrate_with_a_pushed_submodule_bump_finishes_and_leaves_the_primary_clean(sub_topic):
     home, wt = sub_topic.home, sub_topic.worktrees["home"]
     sub_sha = commit(wt / "lib", "lib.py", "v = 1\n", "lib change")
