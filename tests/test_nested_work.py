@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers.origin import merge_on_origin
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, write
-from helpers.topics import Topic, multi_topic, new_topic, teardown
+from helpers.topics import TOPIC_ID, Topic, multi_topic, new_topic, teardown
 
 from router.teardown.snapshot import snapshot_ref
 
@@ -504,3 +504,30 @@ def test_pr_cleanup_pulling_a_merged_submodule_bump_leaves_the_primary_clean(sub
     assert git(home, "rev-parse", "main:lib") == sub_sha
     assert status(home) == ""
     assert git(home / "lib", "rev-parse", "HEAD") == sub_sha
+
+
+# -- a plan dir in the primary clone -----------------------------------------------------
+
+
+def test_teardown_keeps_an_in_place_plan_dir_holding_a_repository_with_unpushed_commits(
+    home_repo, workspace
+):
+    write(home_repo / ".claude" / "worktrees" / TOPIC_ID / "blocker.txt", "a taken path\n")
+    res = run_cli("new", "x", "--id", TOPIC_ID, "--json", cwd=home_repo)
+    assert res.json["home"]["status"] == "fallback", res.out  # the plan dir is in the primary
+    plan_dir = Path(res.json["plan_dir"])
+    clone = plan_dir / "research" / "scratch"
+    git(workspace, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "probe.py", "p\n", "a repository that exists only here")
+
+    res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
+    assert res.code == 1, res.out
+    step = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "plan-dir")
+    assert step["outcome"] == "refused" and step["code"] == "nested-work", step
+    assert "nested repository research/scratch (1 commit(s)" in step["detail"], step
+    assert git(clone, "cat-file", "-t", sha) == "commit"
+
+    shutil.move(str(clone), str(workspace / "scratch"))  # the fix the message names
+    res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not plan_dir.exists()

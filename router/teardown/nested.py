@@ -90,6 +90,23 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     return tuple(repos)
 
 
+def survey_directory(directory: Path) -> tuple[NestedRepo, ...]:
+    """Every repository below a directory no checkout tracks (an in-place plan dir), as deleting it would find them.
+
+    Raises OSError when a directory cannot be read, as :func:`survey_nested`.
+    """
+    doomed = (Path(os.path.realpath(directory)),)
+    found, bare = repositories_below(directory)
+    repos = [_inspect(directory, rel, NestedKind.CLONE, doomed=doomed) for rel in found]
+    seen = {r.git_dir for r in repos if r.git_dir is not None}
+    repos += [
+        _inspect_git_dir(directory / rel, NestedKind.BARE, rel)
+        for rel in bare
+        if (directory / rel).resolve() not in seen
+    ]
+    return tuple(repos)
+
+
 def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
     """The nested clones and bare repositories no other checkout contains, to leave out of a snapshot.
 

@@ -28,7 +28,7 @@ from router.errors import error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.progress import Echo
 from router.teardown.localstate import LocalStateJob, LocalStateReport, run_local_state
-from router.teardown.nested import NestedRepo, outer_clones, survey_nested
+from router.teardown.nested import NestedRepo, outer_clones, survey_directory, survey_nested
 from router.teardown.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -858,24 +858,30 @@ def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: 
 
 
 def nested_blocker(
-    path: Path, nested: tuple[NestedRepo, ...], *, again: str = "teardown"
+    path: Path,
+    nested: tuple[NestedRepo, ...],
+    *,
+    again: str = "teardown",
+    step: str = "remove",
+    what: str = "the worktree",
 ) -> StepResult | None:
     """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own.
 
-    ``again`` is the command the message says to run again.
+    ``again`` is the command the message says to run again; ``step`` the
+    step that refuses, and ``what`` the directory it would have removed.
     """
     holding = [n for n in nested if n.holds_work]
     if not holding:
         return None
     return refused(
-        "remove",
+        step,
         "nested-work",
-        f"{path} holds other repositories whose work exists nowhere else; removing the worktree "
+        f"{path} holds other repositories whose work exists nowhere else; removing {what} "
         "would delete it and --force cannot snapshot it: "
         + ", ".join(_nested_loss(n) for n in holding)
         + ". Push those commits (`git log --oneline --all --reflog --not --remotes` there "
         "lists them, reflog-only ones included), commit and push (or discard) those changes, "
-        f"or move the repository out of the worktree; then run {again} again",
+        f"or move the repository out of {what}; then run {again} again",
     )
 
 
@@ -1368,6 +1374,15 @@ def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> Step
         )
     if tracked:
         return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
+    # A plan dir in the primary clone (the run fell back to it) is no worktree:
+    # no earlier step looked for a repository someone cloned into it.
+    try:
+        nested = survey_directory(path)
+    except OSError as exc:
+        return refused(name, "plan-dir-kept", f"cannot read {exc.filename} in {path}: kept")
+    blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
+    if blocker is not None:
+        return dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
     if dry_run:
         return done(name, f"would remove {path} (untracked)")
     try:
