@@ -123,6 +123,21 @@ def worktree_admin_dirs(common: str) -> list[str]:
         return []
 
 
+def registration_of(common: str, worktree: str) -> str | None:
+    """The admin dir (``<common>/worktrees/<name>``) whose ``gitdir`` names ``worktree``'s ``.git``.
+
+    Found by its ``gitdir`` file, not by name: git suffixes the name when
+    another worktree took it. Works when the checkout itself is gone.
+    """
+    dotgit = os.path.join(os.path.realpath(worktree), ".git")
+    plain = os.path.join(os.path.abspath(worktree), ".git")
+    for admin in worktree_admin_dirs(common):
+        named = read_line(os.path.join(admin, "gitdir"))
+        if named and (named == plain or os.path.realpath(named) == dotgit):
+            return admin
+    return None
+
+
 def head_branch(head_file: str) -> str | None:
     """The branch a ``HEAD`` file names; None when detached or unreadable."""
     head = read_line(head_file)

@@ -531,3 +531,72 @@ def test_teardown_keeps_an_in_place_plan_dir_holding_a_repository_with_unpushed_
     res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
     assert res.code == 0, res.out
     assert not plan_dir.exists()
+
+
+# -- a worktree directory deleted by hand: its registration keeps the submodules' git dirs --
+
+
+def module_dir(topic: Topic) -> Path:
+    """Where git keeps the git dir of the topic worktree's submodule ``lib``."""
+    common = git(topic.home, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    return Path(common).resolve() / "worktrees" / topic.worktrees["home"].name / "modules" / "lib"
+
+
+def module_has(module: Path, sha: str) -> bool:
+    # The module's core.worktree names the deleted checkout: git must be told where it works.
+    out = git(module, f"--git-dir={module}", f"--work-tree={module}", "cat-file", "-t", sha)
+    return out == "commit"
+
+
+def unpushed_then_deleted(topic: Topic) -> str:
+    """A submodule commit on no remote, left on a branch; then the worktree deleted with rm -rf."""
+    wt = topic.worktrees["home"]
+    git(wt / "lib", "switch", "-q", "-c", "local-fix")
+    sha = commit(wt / "lib", "lib.py", "v = 1\n", "only in this worktree's submodule")
+    git(wt / "lib", "switch", "-q", "--detach", "HEAD~1")  # the recorded commit: wt is clean
+    shutil.rmtree(wt)
+    return sha
+
+
+def test_teardown_refuses_to_unregister_a_deleted_worktree_whose_submodule_git_dir_holds_commits(
+    sub_topic,
+):
+    sha = unpushed_then_deleted(sub_topic)
+    module = module_dir(sub_topic)
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        assert f"submodule git dir {module} (1 commit(s)" in res.json["error"]["message"]
+    assert module_has(module, sha)
+    assert sub_topic.branch in branches(sub_topic.home)
+
+    res = run_cli(
+        "pr-cleanup", sub_topic.branch, "--abandon", "--yes", "--json", cwd=sub_topic.home
+    )
+    assert res.code == 1 and error_code(res) == "nested-work", res.out
+    assert module_has(module, sha)
+
+
+def test_doctor_repair_keeps_the_registration_of_a_deleted_worktree_whose_submodule_holds_commits(
+    sub_topic,
+):
+    sha = unpushed_then_deleted(sub_topic)
+    module = module_dir(sub_topic)
+
+    res = run_cli("doctor", "--repair", "--json", cwd=sub_topic.home)
+    finding = next(f for f in res.json["findings"] if f["kind"] == "registration-dir-gone")
+    assert not finding["repaired"] and "1 commit(s)" in finding["detail"], finding
+    assert module_has(module, sha)
+
+
+def test_teardown_unregisters_a_deleted_worktree_whose_submodule_git_dir_holds_nothing(sub_topic):
+    wt = sub_topic.worktrees["home"]
+    shutil.rmtree(wt)
+    module = module_dir(sub_topic)
+    assert module.is_dir()
+
+    res = teardown(sub_topic)
+    assert res.code == 0, res.out
+    assert not module.exists() and sub_topic.branch not in branches(sub_topic.home)

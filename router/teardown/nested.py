@@ -80,14 +80,28 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
         if (worktree / rel).resolve() not in seen
     ]
     seen |= {r.git_dir for r in repos if r.git_dir is not None}
+    return (*repos, *_modules_of(git_dir, seen))
+
+
+def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
+    """The submodule git dirs the registration of a worktree whose directory is gone still keeps.
+
+    Deleting the directory by hand leaves ``<common>/worktrees/<name>/modules/``
+    behind, commits and all; unregistering the worktree deletes it.
+    """
+    admin = gitfiles.registration_of(str(common_dir), str(worktree))
+    return _modules_of(Path(admin), set()) if admin is not None else ()
+
+
+def _modules_of(git_dir: Path, seen: set[Path]) -> tuple[NestedRepo, ...]:
     modules = git_dir / "modules"
-    if os.path.isdir(modules):
-        repos += [
-            _inspect_git_dir(d, NestedKind.MODULE, str(d))
-            for d in module_git_dirs(modules)
-            if d.resolve() not in seen
-        ]
-    return tuple(repos)
+    if not os.path.isdir(modules):
+        return ()
+    return tuple(
+        _inspect_git_dir(d, NestedKind.MODULE, str(d))
+        for d in module_git_dirs(modules)
+        if d.resolve() not in seen
+    )
 
 
 def survey_directory(directory: Path) -> tuple[NestedRepo, ...]:
@@ -236,7 +250,10 @@ def _inspect(worktree: Path, rel: str, kind: NestedKind, *, doomed: tuple[Path, 
 
 def _inspect_git_dir(git_dir: Path, kind: NestedKind, where: str) -> NestedRepo:
     """A git dir nothing checks out (a submodule's, a bare repository): only its commits can be lost."""
-    git = Git(git_dir)
+    # A submodule's git dir names its checkout (core.worktree), and git stops
+    # when that is gone (deleted by hand): its commits are read all the same.
+    where_git = str(git_dir)
+    git = Git(git_dir, {"GIT_DIR": where_git, "GIT_WORK_TREE": where_git})
     try:
         if g.absolute_git_dir(git) != git_dir.resolve():
             return NestedRepo(where, kind, problem="git does not recognise it as a repository")

@@ -32,7 +32,7 @@ from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
-from router.teardown.nested import survey_nested
+from router.teardown.nested import survey_nested, survey_registration
 from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
 )
@@ -394,16 +394,20 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
         )
 
 
-def refuse_nested(found: Survey) -> None:
+def refuse_nested(repo: Repo, found: Survey) -> None:
     """A repository inside the worktree holding work of its own refuses before any step, as in teardown's plan.
 
     The remove step checks again, but by then an abandon has closed the PRs
     and the default branch may have moved: the plan refuses first.
     """
     path = found.worktree_path
-    if path is None or found.removing or not os.path.isdir(path):
+    if path is None or found.removing:
         return
-    blocker = nested_blocker(path, survey_nested(path), again="pr-cleanup")
+    # A directory deleted by hand leaves its submodules' git dirs in the registration.
+    nested = (
+        survey_nested(path) if os.path.isdir(path) else survey_registration(repo.common_dir, path)
+    )
+    blocker = nested_blocker(path, nested, again="pr-cleanup")
     if blocker is not None:
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
 
@@ -1298,7 +1302,7 @@ def _checked_survey(
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
-    refuse_nested(local)
+    refuse_nested(repo, local)
     refuse_if_held(topic)
     _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True)
@@ -1413,7 +1417,7 @@ def _dry_run(
     warnings.extend(found.notes)
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
-    refuse_nested(found)
+    refuse_nested(repo, found)
     refuse_if_held(topic_lock(repo, chosen.branch))  # as the real run will: plan what it does
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:

@@ -28,7 +28,14 @@ from router.errors import error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.progress import Echo
 from router.teardown.localstate import LocalStateJob, LocalStateReport, run_local_state
-from router.teardown.nested import NestedRepo, outer_clones, survey_directory, survey_nested
+from router.teardown.nested import (
+    NestedKind,
+    NestedRepo,
+    outer_clones,
+    survey_directory,
+    survey_nested,
+    survey_registration,
+)
 from router.teardown.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -775,7 +782,8 @@ def remove_worktree(
     if other:
         return skipped(name, other), None
     exists = os.path.isdir(path)
-    nested = survey_nested(path) if exists else ()
+    # A directory deleted by hand leaves its submodules' git dirs in the registration.
+    nested = survey_nested(path) if exists else survey_registration(repo.common_dir, path)
     blocker = nested_blocker(path, nested)
     if blocker is not None:
         return blocker, None
@@ -878,14 +886,14 @@ def nested_blocker(
         "nested-work",
         f"{path} holds other repositories whose work exists nowhere else; removing {what} "
         "would delete it and --force cannot snapshot it: "
-        + ", ".join(_nested_loss(n) for n in holding)
+        + ", ".join(nested_loss(n) for n in holding)
         + ". Push those commits (`git log --oneline --all --reflog --not --remotes` there "
         "lists them, reflog-only ones included), commit and push (or discard) those changes, "
         f"or move the repository out of {what}; then run {again} again",
     )
 
 
-def _nested_loss(repo: NestedRepo) -> str:
+def nested_loss(repo: NestedRepo) -> str:
     """``submodule lib (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
     if repo.problem:
         return f"{repo.kind} {repo.rel} ({repo.problem})"
@@ -897,6 +905,9 @@ def _nested_loss(repo: NestedRepo) -> str:
         parts.append(f"remote {', '.join(repo.gone)} points at a path that no longer exists")
     if repo.status.dirty:
         parts.append(describe_dirt(repo.status))
+    if repo.kind is NestedKind.MODULE:
+        # Its config names a checkout that may be gone, and git then stops unless told.
+        parts.append(f"git reads it as `git --git-dir={repo.rel} --work-tree={repo.rel}`")
     return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
 
 

@@ -33,7 +33,7 @@ from router.teardown.localstate import (
     read_declaration,
     run_local_state,
 )
-from router.teardown.nested import NestedRepo, survey_nested
+from router.teardown.nested import NestedRepo, survey_nested, survey_registration
 from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
 from router.teardown.steps import (
     INTERRUPTED_STEP,
@@ -223,7 +223,13 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         if there
         else StatusReport()
     )
-    nested = survey_nested(worktree) if there else ()  # type: ignore[arg-type]
+    nested = (
+        survey_nested(worktree)  # type: ignore[arg-type]
+        if there
+        else survey_registration(repo.common_dir, worktree)  # type: ignore[arg-type]
+        if entry is not None and not removing
+        else ()
+    )
     tip = refs.get(f"refs/heads/{target.branch}")
     found = integration(repo.git, tip, default, tips) if tip and default else None
     plan = RepoPlan(

@@ -226,10 +226,28 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
                 "then run doctor --repair again"
             )
             found.append(_Problem(_with(finding, detail)))
+        elif held := _module_work(repo, entry.path):
+            # Unregistering deletes the registration, and the submodule git dirs in it.
+            detail = f"its directory is gone, but its registration keeps {held}; kept"
+            found.append(_Problem(_with(finding, detail)))
         else:
             detail = "registered worktree whose directory is gone"
             found.append(_Problem(_with(finding, detail), _unregister(repo, entry.path)))
     return found
+
+
+def _module_work(repo: Repo, path: Path) -> str:
+    """What the submodule git dirs a gone worktree's registration keeps hold ("" when nothing)."""
+    from router.teardown.nested import survey_registration
+    from router.teardown.steps import nested_loss
+
+    holding = [n for n in survey_registration(repo.common_dir, path) if n.holds_work]
+    if not holding:
+        return ""
+    return (
+        ", ".join(nested_loss(n) for n in holding)
+        + ": push those commits (or drop them), then run doctor --repair again"
+    )
 
 
 def _detached_work(repo: Repo, entry: WorktreeEntry) -> int:
