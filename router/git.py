@@ -1202,6 +1202,16 @@ def gitlinks(git: Git, paths: Sequence[str]) -> set[str]:
     return found
 
 
+def gitlink_paths(git: Git) -> list[str]:
+    """Every gitlink (submodule) path in the index, top-level relative, initialised or not."""
+    out = git.run("ls-files", "-z", "--stage").stdout
+    return [
+        path
+        for meta, _, path in (entry.partition("\t") for entry in out.split("\0"))
+        if meta.startswith("160000 ")
+    ]
+
+
 def absolute_git_dir(git: Git) -> Path:
     """The git dir git uses at cwd (cwd itself when cwd is a git dir)."""
     return Path(os.path.realpath(git.out("rev-parse", "--absolute-git-dir")))

@@ -96,6 +96,27 @@ def test_teardown_removes_a_worktree_whose_submodule_holds_nothing_unpushed(sub_
     assert teardown(sub_topic).code == 0
 
 
+def test_teardown_refuses_files_in_an_uninitialised_submodules_directory_git_does_not_see(
+    sub_topic,
+):
+    wt = sub_topic.worktrees["home"]
+    git(wt, "submodule", "deinit", "-q", "--all")  # lib/ stays, empty, a gitlink's directory
+    write(wt / "lib" / "notes" / "plan.txt", "copied in by hand\n")
+    assert status(wt) == ""  # git does not look inside it
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "uninitialised submodule lib (1 untracked file(s): notes/plan.txt" in message
+    assert (wt / "lib" / "notes" / "plan.txt").read_text() == "copied in by hand\n"
+    assert git(sub_topic.home, "for-each-ref", "refs/team-router/") == ""
+
+    shutil.rmtree(wt / "lib" / "notes")  # the fix the message names: moved out
+    assert teardown(sub_topic).code == 0
+
+
 def test_force_with_a_clean_submodule_snapshots_and_restore_says_how_to_bring_it_back(
     sub_topic,
 ):

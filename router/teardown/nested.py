@@ -31,6 +31,7 @@ class NestedKind(StrEnum):
     CLONE = "nested repository"
     MODULE = "submodule git dir"  # kept by the worktree's git dir, not checked out
     BARE = "nested bare repository"  # a git dir with no checkout (``git clone --bare``)
+    UNINITIALISED = "uninitialised submodule"  # its directory holds files git does not see
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,40 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
         if (worktree / rel).resolve() not in seen
     ]
     seen |= {r.git_dir for r in repos if r.git_dir is not None}
+    if os.path.lexists(worktree / ".gitmodules"):
+        repos += _uninitialised(worktree, g.gitlink_paths(Git(worktree)), found)
     return (*repos, *_modules_of(git_dir, seen))
+
+
+def _uninitialised(worktree: Path, gitlinks: list[str], checkouts: list[str]) -> list[NestedRepo]:
+    """Uninitialised submodules whose directory holds files: ``git status`` lists none of them.
+
+    git does not look inside a gitlink's directory with no repository in it,
+    so neither its dirty check nor a snapshot's ``add --all`` sees a file put
+    there, and removing the worktree deletes it.
+    """
+    found = []
+    for rel in gitlinks:
+        path = worktree / rel
+        if rel in checkouts or path.is_symlink() or not path.is_dir():
+            continue
+        files = _files_below(path)
+        if files:
+            found.append(NestedRepo(rel, NestedKind.UNINITIALISED, StatusReport((), files)))
+    return found
+
+
+def _files_below(path: Path) -> tuple[str, ...]:
+    """Every non-directory entry below ``path``, relative to it (links not followed)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(path, onerror=_fail):
+        found += [os.path.relpath(os.path.join(dirpath, n), path) for n in filenames]
+        found += [  # a link to a directory is an entry of its own, never entered
+            os.path.relpath(os.path.join(dirpath, n), path)
+            for n in dirnames
+            if os.path.islink(os.path.join(dirpath, n))
+        ]
+    return tuple(sorted(found))
 
 
 def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:

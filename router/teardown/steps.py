@@ -905,6 +905,8 @@ def nested_loss(repo: NestedRepo) -> str:
         parts.append(f"remote {', '.join(repo.gone)} points at a path that no longer exists")
     if repo.status.dirty:
         parts.append(describe_dirt(repo.status))
+    if repo.kind is NestedKind.UNINITIALISED:
+        parts.append("git does not see files there: move them out of the worktree")
     if repo.kind is NestedKind.MODULE:
         # Its config names a checkout that may be gone, and git then stops unless told.
         parts.append(f"git reads it as `git --git-dir={repo.rel} --work-tree={repo.rel}`")
