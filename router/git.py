@@ -1212,6 +1212,10 @@ def gitlink_paths(git: Git) -> list[str]:
     ]
 
 
+def commit_message(git: Git, commit: str) -> str:
+    return git.run("log", "-1", "--format=%B", commit, "--").stdout
+
+
 def absolute_git_dir(git: Git) -> Path:
     """The git dir git uses at cwd (cwd itself when cwd is a git dir)."""
     return Path(os.path.realpath(git.out("rev-parse", "--absolute-git-dir")))

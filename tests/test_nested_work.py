@@ -243,6 +243,32 @@ def test_teardown_refuses_a_nested_clone_under_an_ignored_directory(home_repo, w
     assert git(clone, "rev-parse", "HEAD") == sha
 
 
+def test_restore_names_where_a_nested_clone_that_went_with_the_worktree_came_from(
+    home_repo, workspace
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    origin = git(home_repo, "remote", "get-url", "origin")
+    clone = wt / "vendor" / "tool"
+    git(workspace, "clone", "-q", origin, str(clone))
+    pushed = commit(clone, "tool.py", "t\n", "pushed: nothing exists only here")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/tool-fix")
+    write(wt / "draft.txt", "draft\n")
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    detail = res.json["repos"][0]["detail"]
+    how = f"git clone {origin} vendor/tool && git -C vendor/tool checkout {pushed[:12]}"
+    assert f"`{how}`" in detail, detail
+    path = Path(res.json["repos"][0]["worktree"])
+    git(path, "clone", "-q", origin, "vendor/tool")
+    git(path / "vendor" / "tool", "checkout", "-q", pushed[:12])
+    assert (path / "vendor" / "tool" / "tool.py").read_text() == "t\n"
+
+
 def test_force_removes_an_empty_nested_repository(home_repo, workspace):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]

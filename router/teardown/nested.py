@@ -172,6 +172,32 @@ def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Departed:
+    """A repository that goes with the worktree (nothing unpushed): where to get it back."""
+
+    rel: str
+    url: str  # its origin ("" when it has none)
+    head: str  # the commit it had checked out ("" when unknown)
+    bare: bool = False
+
+
+def departed(
+    worktree: Path, repos: tuple[NestedRepo, ...], rels: tuple[str, ...]
+) -> tuple[Departed, ...]:
+    """Origin and HEAD of the repositories at ``rels``, for the snapshot that leaves them out."""
+    kinds = {r.rel: r.kind for r in repos}
+    found = []
+    for rel in rels:
+        git = Git(worktree / rel)
+        try:
+            url, head = git.remote_url("origin") or "", git.head() or ""
+        except GitError:
+            url, head = "", ""
+        found.append(Departed(rel, url, head, kinds.get(rel) is NestedKind.BARE))
+    return tuple(found)
+
+
 def _fail(exc: OSError) -> None:
     raise exc
 

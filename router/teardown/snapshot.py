@@ -14,6 +14,7 @@ index was kept) restores with nothing staged.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import tempfile
@@ -24,11 +25,14 @@ from pathlib import Path
 from router import git as g
 from router.errors import Refusal
 from router.git import Git, GitError
+from router.teardown.nested import Departed
 from router.topic import state
 from router.topic.workspace import Repo
 
 MAX_RESTORED = 100
 NAMED_SUBMODULES = 5  # submodules named in a restore note
+# A line of the snapshot's message per repository the snapshot left out.
+DEPARTED_KEY = "Nested-Repository: "
 
 
 def snapshot_ref(branch: str) -> str:
@@ -62,11 +66,14 @@ def snapshot_worktree(
     *,
     exclude: tuple[str, ...] = (),
     ignored: tuple[str, ...] = (),
+    departed: tuple[Departed, ...] = (),
 ) -> Snapshot:
     """Write the worktree's HEAD, its index and every non-ignored file to the branch's snapshot ref.
 
     ``exclude``: directories (relative) left out of the files' tree; ``ignored``:
-    ignored files (relative) put in all the same.
+    ignored files (relative) put in all the same; ``departed``: the
+    repositories left out, named in the message so ``restore`` can say where
+    to get them back.
     """
     wt = Git(worktree)
     try:
@@ -75,9 +82,10 @@ def snapshot_worktree(
         forced = (*ignored, *_staged_new(wt, worktree, exclude))
         with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
             tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude, ignored=forced)
-        return _commit(
-            repo.git, tree, head, branch, f"snapshot of worktree {worktree}", index=staged
+        what = f"snapshot of worktree {worktree}" + "".join(
+            f"\n{DEPARTED_KEY}{json.dumps([d.rel, d.url, d.head, d.bare])}" for d in departed
         )
+        return _commit(repo.git, tree, head, branch, what, index=staged)
     except GitError as exc:
         raise SnapshotFailed(
             f"snapshot of {worktree} failed: {exc.first_line}", locked=exc.lock_file is not None
@@ -137,7 +145,7 @@ def _commit(
 ) -> Snapshot:
     ref = snapshot_ref(branch)
     commit = g.commit_tree(git, tree, parent, f"team-router {what}", second_parent=index)
-    g.update_ref(git, ref, commit, message=f"team-router {what}")
+    g.update_ref(git, ref, commit, message=f"team-router {what.splitlines()[0]}")
     return Snapshot(ref, commit, parent, index)
 
 
@@ -232,7 +240,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         name,
         RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
-        f"as working-tree changes{staged}; {snap.ref} is kept{subs}",
+        f"as working-tree changes{staged}; {snap.ref} is kept{subs}{_departed_note(repo, snap)}",
         snap.commit,
         target,
         path,
@@ -437,4 +445,33 @@ def _record_restore(
         change,
         new=lambda: record or state.TopicRecord(id=topic_id, repo=name, branch=branch),
         replace_corrupt=True,  # as before: a corrupt record is set aside, never lost
+    )
+
+
+def _departed_note(repo: Repo, snap: Snapshot) -> str:
+    """How to bring back the repositories that went with the worktree (their commits were on their remotes)."""
+    try:
+        message = g.commit_message(repo.git, snap.commit)
+    except GitError:
+        return ""
+    steps = []
+    for line in message.splitlines():
+        if not line.startswith(DEPARTED_KEY):
+            continue
+        try:
+            rel, url, head, bare = json.loads(line.removeprefix(DEPARTED_KEY))
+        except (ValueError, TypeError):
+            continue
+        at = f" at {head[:12]}" if head else ""
+        if not url:
+            steps.append(f"{rel} (it had no origin){at}")
+            continue
+        clone = "git clone --bare" if bare else "git clone"
+        checkout = f" && git -C {rel} checkout {head[:12]}" if head and not bare else ""
+        steps.append(f"`{clone} {url} {rel}{checkout}`")
+    if not steps:
+        return ""
+    return (
+        "; the repositories inside went with the worktree (their commits were on their "
+        f"remotes): {', '.join(steps)}"
     )

@@ -31,6 +31,7 @@ from router.teardown.localstate import LocalStateJob, LocalStateReport, run_loca
 from router.teardown.nested import (
     NestedKind,
     NestedRepo,
+    departed,
     outer_clones,
     survey_directory,
     survey_nested,
@@ -831,8 +832,14 @@ def remove_worktree(
     snap = None
     if exists and _holds_work(repo, path, branch, status):
         try:
+            outer = outer_clones(nested)
             snap = snapshot_worktree(
-                repo, path, branch, exclude=outer_clones(nested), ignored=hidden
+                repo,
+                path,
+                branch,
+                exclude=outer,
+                ignored=hidden,
+                departed=departed(path, nested, outer),
             )
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
