@@ -400,6 +400,24 @@ def test_teardown_refuses_a_submodule_commit_only_its_reflog_still_reaches(sub_t
     assert sub_topic.branch in branches(sub_topic.home)
 
 
+def test_an_amended_submodule_commit_refuses_until_the_reflog_expiry_the_message_names(sub_topic):
+    wt = sub_topic.worktrees["home"]
+    sub = wt / "lib"
+    git(sub, "switch", "-q", "main")
+    commit(sub, "lib.py", "v = 1\n", "first wording")
+    git(sub, "commit", "-q", "--amend", "-m", "second wording")  # the first: reflog only
+    git(sub, "push", "-q", "origin", "main")
+    git(sub, "switch", "-q", "--detach", "HEAD~1")  # back at the recorded commit: wt is clean
+
+    res = teardown(sub_topic)
+    assert res.code == 1 and error_code(res) == "nested-work", res.out
+    expire = "git reflog expire --expire-unreachable=now --all"
+    assert expire in res.json["error"]["message"]
+    git(sub, *expire.split()[1:])
+    res = teardown(sub_topic)
+    assert res.code == 0, res.out
+
+
 def test_teardown_refuses_a_submodule_whose_commits_only_a_deleted_local_origin_held(
     sub_topic,
 ):
