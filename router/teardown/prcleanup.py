@@ -255,6 +255,7 @@ class Survey:
     remote_error: str = ""  # origin could not be asked
     notes: tuple[str, ...] = ()
     removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
+    common_dir: Path | None = None  # the repository's, where a worktree's registration is
 
     @property
     def remote_known(self) -> bool:
@@ -315,6 +316,7 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
         remote_error,
         tuple(notes),
         removing,
+        repo.common_dir,
     )
 
 
@@ -394,7 +396,7 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
         )
 
 
-def refuse_nested(repo: Repo, found: Survey) -> None:
+def refuse_nested(found: Survey) -> None:
     """A repository inside the worktree holding work of its own refuses before any step, as in teardown's plan.
 
     The remove step checks again, but by then an abandon has closed the PRs
@@ -404,9 +406,11 @@ def refuse_nested(repo: Repo, found: Survey) -> None:
     if path is None or found.removing:
         return
     # A directory deleted by hand leaves its submodules' git dirs in the registration.
-    nested = (
-        survey_nested(path) if os.path.isdir(path) else survey_registration(repo.common_dir, path)
-    )
+    if os.path.isdir(path):
+        nested = survey_nested(path)
+    else:
+        common = found.common_dir
+        nested = survey_registration(common, path) if common is not None else ()
     blocker = nested_blocker(path, nested, again="pr-cleanup")
     if blocker is not None:
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
@@ -1302,7 +1306,7 @@ def _checked_survey(
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
-    refuse_nested(repo, local)
+    refuse_nested(local)
     refuse_if_held(topic)
     _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True)
@@ -1417,7 +1421,7 @@ def _dry_run(
     warnings.extend(found.notes)
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
-    refuse_nested(repo, found)
+    refuse_nested(found)
     refuse_if_held(topic_lock(repo, chosen.branch))  # as the real run will: plan what it does
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
