@@ -534,6 +534,25 @@ def test_teardown_refuses_dirt_and_detached_commits_in_a_checkout_of_another_rep
     assert git(other, "rev-parse", "kept") == sha
 
 
+def test_teardown_refuses_a_nested_clone_whose_linked_worktree_lives_outside(home_repo, workspace):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    origin = git(home_repo, "remote", "get-url", "origin")
+    clone = wt / "tools" / "gen"
+    git(workspace, "clone", "-q", origin, str(clone))
+    outside = workspace / "gen-feature"
+    git(clone, "worktree", "add", "-q", "--detach", str(outside))
+    write(outside / "staged.py", "staged in the outside checkout\n")
+    git(outside, "add", "--", "staged.py")
+
+    for flags in (("--force",), ()):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        message = res.json["error"]["message"]
+        assert f"its linked worktree(s) {outside} would lose their repository" in message
+    assert git(outside, "diff", "--cached", "--name-only") == "staged.py"
+
+
 # -- the primary's submodules follow the default branch ---------------------------------
 
 

@@ -301,11 +301,35 @@ def _inspect(worktree: Path, rel: str, kind: NestedKind, *, doomed: tuple[Path, 
             # (dropped when git prunes the missing checkout) go.
             unpushed = g.commits_only_head_reaches(git)
             return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir)
+        elsewhere = _checkouts_outside(layout.common_dir, doomed)
+        if elsewhere:
+            return NestedRepo(
+                rel,
+                kind,
+                problem=f"its linked worktree(s) {', '.join(elsewhere)} would lose their repository",
+            )
         gone = tuple(g.gone_remotes(git))
         unpushed = g.commits_on_no_remote(git, gone=gone)
         return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir, gone=gone)
     except GitError as exc:
         return NestedRepo(rel, kind, problem=f"git could not inspect it ({exc.first_line})")
+
+
+def _checkouts_outside(common_dir: Path, doomed: tuple[Path, ...]) -> list[str]:
+    """The linked worktrees of a doomed repository that live outside the doomed directories.
+
+    Their files would stay, but their HEAD, index and branches go with the
+    repository: git no longer knows them.
+    """
+    found = []
+    for admin in gitfiles.worktree_admin_dirs(str(common_dir)):
+        dotgit = gitfiles.read_line(os.path.join(admin, "gitdir"))
+        if not dotgit or not os.path.lexists(dotgit):
+            continue  # a registration whose checkout is gone holds no files
+        real = Path(os.path.realpath(dotgit))
+        if not any(real.is_relative_to(d) for d in doomed):
+            found.append(os.path.dirname(dotgit))
+    return found
 
 
 def _inspect_git_dir(git_dir: Path, kind: NestedKind, where: str) -> NestedRepo:
