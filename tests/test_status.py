@@ -175,3 +175,22 @@ def test_a_plan_dir_in_the_primary_clone_and_in_a_worktree_is_read_where_phase_r
         f"Artifact directory: {phase.json['plan_dir']}"
         in json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
     )
+
+
+def test_a_topic_that_fell_back_is_listed_before_its_first_artifact(home_repo):
+    """`new` fell back to the main tree (a stray directory at the worktree's path): its plan
+    dir there stays empty until the questioner writes, and no worktree exists. The record
+    `new` wrote says it is a topic; an empty directory with no record is still nobody's."""
+    topic_id = "2026-05-01-fell-back"
+    write(home_repo / ".claude" / "worktrees" / topic_id / "stray.txt", "not ours\n")
+    made = run_cli("new", "Fell back", "--id", topic_id, "--json", cwd=home_repo)
+    assert made.code == 0, made.out + made.err
+    assert made.json["home"]["status"] == "fallback"
+    plan_dir = home_repo / "docs" / "plans" / topic_id
+    assert made.json["plan_dir"] == str(plan_dir) and list(plan_dir.iterdir()) == []
+    (home_repo / "docs" / "plans" / "2026-05-01-nobodys").mkdir()
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert [(t["id"], t["plan_dir"]) for t in res.json["topics"]] == [(topic_id, str(plan_dir))]
+    phase = run_cli("phase", "--json", cwd=home_repo)
+    assert (phase.json["id"], phase.json["resume_at"]) == (topic_id, "QUESTION")

@@ -25,7 +25,7 @@ from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from pathlib import Path
 
     from router.git import WorktreeEntry
@@ -117,6 +117,25 @@ def scan(roots: Iterable[Path | str], worktree_branches: set[str]) -> list[PlanD
     return found
 
 
+def _recorded_here(primary: str, topic_id: str) -> bool:
+    """The primary clone's common git dir holds a record of ``topic_id``.
+
+    A topic ``new`` made and then fell back to the main tree (a path taken,
+    a shallow clone) has its plan dir there, empty until the first artifact,
+    and no worktree: its record is what says the empty directory is a topic.
+    """
+    from router.topic.holders import STATE_DIR
+
+    try:
+        found = gitfiles.find_git_dir(primary)
+    except gitfiles.Unsure:
+        return False
+    if found is None or found[0] != primary:
+        return False
+    common = gitfiles.common_dir(found[1])
+    return os.path.isfile(os.path.join(common, STATE_DIR, "topics", f"{topic_id}.json"))
+
+
 def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: bool) -> list[PlanDir]:
     base = os.path.join(root, PLANS_DIR)
     try:
@@ -131,18 +150,24 @@ def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: boo
         # An id never holds "/", so its branch (router.topic.ids.branch_for) is the id itself.
         # A plan dir inside a linked worktree has its worktree whatever that
         # checkout's branch: `new` run in a feature worktree reuses it (§7).
-        mtime = _recency(path, has_worktree=in_worktree or name in worktree_branches)
+        mtime = _recency(
+            path,
+            has_worktree=in_worktree or name in worktree_branches,
+            # Asked only of an empty dir in the primary clone: a fallen-back topic's.
+            recorded=lambda: not in_worktree and _recorded_here(root, name),  # noqa: B023
+        )
         if mtime is not None:
             found.append(PlanDir(name, path, root, mtime))
     return found
 
 
-def _recency(path: str, *, has_worktree: bool) -> float | None:
-    """Newest artifact mtime; an empty dir counts only when its worktree exists."""
+def _recency(path: str, *, has_worktree: bool, recorded: Callable[[], bool] = bool) -> float | None:
+    """Newest artifact mtime; an empty dir counts only when its worktree exists, or when
+    ``recorded()`` says the topic's record does (asked of an empty dir alone)."""
     newest_file = newest_mtime(path)
     if newest_file is not None:
         return newest_file
-    if not has_worktree or not os.path.isdir(path):
+    if not (has_worktree or recorded()) or not os.path.isdir(path):
         return None
     try:
         return os.stat(path).st_mtime
