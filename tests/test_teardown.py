@@ -965,3 +965,22 @@ def test_remove_reused_removes_the_reused_checkout_with_the_usual_guards(home_re
     res = run_cli("teardown", TOPIC_ID, "--remove-reused", "--json", cwd=home_repo)
     assert res.code == 0, res.out
     assert not wt.exists() and "feature-x" not in branches(home_repo)
+
+
+def test_the_topics_own_worktree_switched_to_another_branch_is_kept_and_the_way_back_named(
+    home_repo,
+):
+    """An agent switched the topic's worktree to a branch of its own and committed there:
+    `new` reruns take it as the topic's worktree, and teardown says so and how to finish,
+    keeping it and that branch's commit."""
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "switch", "-q", "-c", "spike")
+    sha = commit(wt, "spike.txt", "the agent's work\n", "spike")
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    step = steps_of(res.json, "home")["remove"]
+    assert step["outcome"] == "skipped"
+    assert f"{wt} is the topic's worktree, switched to spike" in step["detail"]
+    assert f"`git -C {wt} switch {topic.id}`" in step["detail"]
+    assert git(wt, "rev-parse", "HEAD") == sha and str(wt) in worktree_paths(home_repo)

@@ -1061,6 +1061,15 @@ def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) 
     ):
         return ""
     on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
+    if entry.branch and os.path.realpath(path) == os.path.realpath(repo.worktree_path(branch)):
+        # The topic's own path: an agent switched it (`new` reruns take it as the
+        # topic's). Its work is on that branch, not this one's: kept, and said how
+        # to take it apart with the topic.
+        return (
+            f"{path} is the topic's worktree, switched to {entry.branch}: kept with that "
+            f"branch's work (`git -C {path} switch {branch}`, then teardown again, removes it "
+            f"with the topic; or merge {entry.branch} first)"
+        )
     return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
 
 
