@@ -743,6 +743,23 @@ class Git:
             return None
         return Path(out) if out else None
 
+    def staged_paths(self, index: Path, head: str | None) -> list[str]:
+        """Paths where the index file ``index`` differs from commit ``head`` (None: unborn).
+
+        Reads another checkout's index without its work tree (it may be gone):
+        ``--cached`` never looks at files, and neither command writes the index.
+        A missing index file holds nothing. Raises GitError on an index git
+        cannot read.
+        """
+        if not os.path.exists(index):
+            return []
+        env = {"GIT_INDEX_FILE": str(index)}
+        if head is None:
+            out = self.out("ls-files", "-z", env=env)
+        else:
+            out = self.out("diff-index", "--cached", "--name-only", "-z", head, "--", env=env)
+        return [p for p in out.split("\0") if p]
+
     def worktree_remove(self, path: Path, *, force: bool, keep_locked: bool = False) -> None:
         """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``.
 

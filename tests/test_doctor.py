@@ -244,3 +244,40 @@ def test_repair_keeps_a_vanished_registration_whose_detached_head_holds_the_only
     assert str(path) in git(home_repo, "worktree", "list", "--porcelain")
     # Still reachable from a ref or a worktree's HEAD: what git gc keeps.
     assert sha not in git(home_repo, "fsck", "--unreachable", "--no-reflogs")
+
+
+def test_repair_keeps_a_vanished_registration_whose_index_holds_staged_content(topic):
+    """Unregistering deletes the index: a staged file would be left to the next gc."""
+    wt = _worktree(topic.home)
+    write(wt / "staged.py", "staged = 1\n")
+    git(wt, "add", "staged.py")
+    blob = git(wt, "rev-parse", ":staged.py")
+    shutil.rmtree(wt)
+    findings = _doctor(topic.home, "--repair")
+    [entry] = [f for f in findings if f["kind"] == "registration-dir-gone"]
+    assert entry["repaired"] is False
+    assert "staged" in entry["detail"]
+    assert str(wt) in worktree_paths(topic.home)
+    assert TOPIC_ID in branches(topic.home)
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+    # git gc's prune reads every registered worktree's index: the blob stays.
+    assert blob not in git(topic.home, "prune", "-n", "--expire=now")
+
+
+def test_repair_keeps_registrations_whose_parent_directory_is_missing_too(topic, workspace):
+    """.claude/worktrees is a link to a disk that is not mounted: nothing is known gone."""
+    mounted = workspace / "disk"
+    root = topic.home / ".claude/worktrees"
+    root.rename(mounted)
+    os.symlink(workspace / "unmounted", root)
+    findings = _doctor(topic.home, "--repair")
+    [entry] = [f for f in findings if f["kind"] == "registration-dir-gone"]
+    assert entry["repaired"] is False
+    assert "not mounted" in entry["detail"]
+    assert str(_worktree(topic.home)) in worktree_paths(topic.home)
+    assert TOPIC_ID in branches(topic.home)
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+    # "Mounted" again: the worktree is whole and git still knows it.
+    root.unlink()
+    mounted.rename(root)
+    assert git(_worktree(topic.home), "rev-parse", "--abbrev-ref", "HEAD") == TOPIC_ID

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router import gitfiles
 from router.errors import BadInput
 from router.git import GitError, WorktreeEntry, unique_commits
 from router.topic import holders, state
@@ -210,6 +211,16 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
                 "left for the tool that made it"
             )
             found.append(_Problem(_with(finding, detail)))
+        elif not os.path.isdir(entry.path.parent):
+            # The directory that holds it is missing too: a disk or network
+            # share that is not mounted looks just like this, and unregistering
+            # would orphan every worktree on it once it is back.
+            detail = (
+                f"its directory is gone, and so is {entry.path.parent} (a disk or share that is "
+                "not mounted?); kept: mount it, or if it is really gone run "
+                f"`git worktree remove {entry.path}`"
+            )
+            found.append(_Problem(_with(finding, detail)))
         elif entry.locked:
             detail = (
                 f"its directory is gone but it is locked ({entry.lock_reason or 'no reason'}); "
@@ -225,6 +236,11 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
                 f"on no branch, tag or remote; kept: `git branch <name> {head}` keeps them, "
                 "then run doctor --repair again"
             )
+            found.append(_Problem(_with(finding, detail)))
+        elif staged := _staged_work(repo, entry):
+            # Unregistering deletes its index, and with it the only reference
+            # to what was staged (git add without a commit).
+            detail = f"its directory is gone, but its index {staged}; kept"
             found.append(_Problem(_with(finding, detail)))
         elif held := _module_work(repo, entry.path):
             # Unregistering deletes the registration, and the submodule git dirs in it.
@@ -247,6 +263,29 @@ def _module_work(repo: Repo, path: Path) -> str:
     return (
         ", ".join(nested_loss(n) for n in holding)
         + ": push those commits (or drop them), then run doctor --repair again"
+    )
+
+
+def _staged_work(repo: Repo, entry: WorktreeEntry) -> str:
+    """What a gone worktree's index holds beyond its HEAD ("" when nothing)."""
+    admin = gitfiles.registration_of(str(repo.common_dir), str(entry.path))
+    if admin is None:
+        return ""
+    index = Path(admin) / "index"
+    try:
+        staged = repo.git.staged_paths(index, entry.head)
+    except GitError as exc:
+        return (
+            f"{index} cannot be read ({exc.first_line}), so what it stages is unknown: "
+            "inspect it, then run `git worktree remove` on the path by hand"
+        )
+    if not staged:
+        return ""
+    shown = ", ".join(staged[:_LIST_SHOWN]) + (", ..." if len(staged) > _LIST_SHOWN else "")
+    return (
+        f"stages {len(staged)} change(s) no commit holds ({shown}): recover them with "
+        f"`GIT_INDEX_FILE={index} git checkout-index -a --prefix=<dir>/`, then run "
+        "`git worktree remove` on the path by hand"
     )
 
 
