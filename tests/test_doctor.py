@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from helpers.faults import tree
+from helpers.faults import git_then, run, tree
 from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
 from helpers.topics import TOPIC_ID
 
@@ -281,3 +281,25 @@ def test_repair_keeps_registrations_whose_parent_directory_is_missing_too(topic,
     root.unlink()
     mounted.rename(root)
     assert git(_worktree(topic.home), "rev-parse", "--abbrev-ref", "HEAD") == TOPIC_ID
+
+
+def test_repair_keeps_a_branch_that_gets_a_commit_while_doctor_checks_it(topic, tmp_path):
+    """The tip doctor judged is the tip it deletes, or nothing: a racing commit keeps the branch."""
+    shutil.rmtree(_worktree(topic.home))
+    marker = tmp_path / "raced"
+    env = git_then(
+        tmp_path / "bin",
+        f"--exclude={TOPIC_ID}",  # unique_commits, judging the branch about to be deleted
+        f"[ -e '{marker}' ] || {{ touch '{marker}'; "
+        f"c=$(\"$REAL_GIT\" -C '{topic.home}' commit-tree {TOPIC_ID}^{{tree}} -p {TOPIC_ID} -m late); "
+        f'"$REAL_GIT" -C \'{topic.home}\' update-ref refs/heads/{TOPIC_ID} "$c"; '
+        f"echo \"$c\" > '{marker}'; }}",
+    )
+    res = run("doctor", "--repair", "--json", cwd=topic.home, env=env)
+    assert res.code == 0, res.out + res.err
+    late = marker.read_text().strip()
+    assert late
+    by_kind = {f["kind"]: f for f in res.json["findings"]}
+    assert by_kind["orphan-branch"]["repaired"] is False
+    assert git(topic.home, "rev-parse", TOPIC_ID) == late  # the late commit is kept
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
