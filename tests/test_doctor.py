@@ -303,3 +303,33 @@ def test_repair_keeps_a_branch_that_gets_a_commit_while_doctor_checks_it(topic, 
     assert by_kind["orphan-branch"]["repaired"] is False
     assert git(topic.home, "rev-parse", TOPIC_ID) == late  # the late commit is kept
     assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+
+
+def test_repair_keeps_the_registration_of_a_worktree_that_was_moved_not_deleted(topic):
+    """A renamed worktree directory is still that worktree: `git worktree repair` is the fix."""
+    moved = topic.home / ".claude/worktrees/renamed"
+    write(_worktree(topic.home) / "draft.py", "draft = 1\n")  # untracked work
+    _worktree(topic.home).rename(moved)
+    findings = {f["path"]: f for f in _doctor(topic.home, "--repair")}
+    gone = findings[str(_worktree(topic.home))]
+    assert (gone["kind"], gone["repaired"]) == ("registration-dir-gone", False)
+    assert f"git worktree repair {moved}" in gone["detail"]
+    there = findings[str(moved)]
+    assert (there["kind"], there["repaired"]) == ("unknown-dir", False)
+    assert f"git worktree repair {moved}" in there["detail"]
+    assert TOPIC_ID in branches(topic.home)
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+    # The fix doctor names works: git knows the checkout again, its work intact.
+    git(topic.home, "worktree", "repair", str(moved))
+    assert git(moved, "rev-parse", "--abbrev-ref", "HEAD") == TOPIC_ID
+    assert (moved / "draft.py").read_text() == "draft = 1\n"
+
+
+def test_a_copy_of_a_live_worktree_is_not_called_a_move(topic):
+    copy = topic.home / ".claude/worktrees/copy"
+    shutil.copytree(_worktree(topic.home), copy, symlinks=True)
+    findings = {f["path"]: f for f in _doctor(topic.home, "--repair")}
+    assert findings[str(copy)]["repaired"] is False
+    assert "still there (a copy?)" in findings[str(copy)]["detail"]
+    assert "worktree repair" not in findings[str(copy)]["detail"]
+    assert (copy / ".git").is_file()

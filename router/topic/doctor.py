@@ -221,6 +221,14 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
                 f"`git worktree remove {entry.path}`"
             )
             found.append(_Problem(_with(finding, detail)))
+        elif moved := _moved_to(repo, entry.path):
+            # Its checkout was renamed, not deleted: unregistering would cut
+            # that checkout (its index, its HEAD) off from the repository.
+            detail = (
+                f"its directory moved to {moved}; kept: run `git worktree repair {moved}` "
+                "(or move it back)"
+            )
+            found.append(_Problem(_with(finding, detail)))
         elif entry.locked:
             detail = (
                 f"its directory is gone but it is locked ({entry.lock_reason or 'no reason'}); "
@@ -264,6 +272,33 @@ def _module_work(repo: Repo, path: Path) -> str:
         ", ".join(nested_loss(n) for n in holding)
         + ": push those commits (or drop them), then run doctor --repair again"
     )
+
+
+def _moved_to(repo: Repo, path: Path) -> Path | None:
+    """A directory beside ``path`` whose ``.git`` names ``path``'s registration: it was renamed."""
+    admin = gitfiles.registration_of(str(repo.common_dir), str(path))
+    if admin is None:
+        return None
+    try:
+        siblings = sorted(path.parent.iterdir())
+    except OSError:
+        return None
+    for sibling in siblings:
+        if sibling.is_dir() and not sibling.is_symlink():
+            named = gitfiles.checkout_git_dir(sibling)
+            if named is not None and os.path.realpath(named) == os.path.realpath(admin):
+                return sibling
+    return None
+
+
+def _registered_as(repo: Repo, folder: Path) -> str | None:
+    """The registered path of the linked worktree whose ``.git`` ``folder`` holds (None: none)."""
+    named = gitfiles.checkout_git_dir(folder)
+    admins = {os.path.realpath(a) for a in gitfiles.worktree_admin_dirs(str(repo.common_dir))}
+    if named is None or os.path.realpath(named) not in admins:
+        return None
+    dotgit = gitfiles.read_line(os.path.join(named, "gitdir"))
+    return os.path.dirname(dotgit) if dotgit else None
 
 
 def _staged_work(repo: Repo, entry: WorktreeEntry) -> str:
@@ -331,7 +366,21 @@ def _unknown_dirs(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
             found.append(_Problem(_with(finding, f"{what} git does not know; left as it is")))
             continue
         files = _some_files(child)
-        if files:
+        registered = _registered_as(repo, child)
+        if registered is not None and os.path.lexists(registered):
+            # A copy: repairing would point the live worktree's registration here.
+            detail = (
+                f"its .git names the registration of the worktree at {registered}, which is "
+                "still there (a copy?); left as it is: move it away"
+            )
+            found.append(_Problem(_with(finding, detail)))
+        elif registered is not None:
+            detail = (
+                f"a worktree moved here from {registered}; run `git worktree repair {child}` "
+                "so git finds it here"
+            )
+            found.append(_Problem(_with(finding, detail)))
+        elif files:
             detail = "directory git does not know, holding " + ", ".join(files)
             detail += "; run `team-router sweep` (it removes only residue) or move it away"
             found.append(_Problem(_with(finding, detail)))
