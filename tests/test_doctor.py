@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from helpers.faults import git_then, run, tree
+from helpers.faults import CRASHED, KILLED, git_killer, git_then, run, run_all, tree
 from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
 from helpers.topics import TOPIC_ID
 
@@ -333,3 +333,45 @@ def test_a_copy_of_a_live_worktree_is_not_called_a_move(topic):
     assert "still there (a copy?)" in findings[str(copy)]["detail"]
     assert "worktree repair" not in findings[str(copy)]["detail"]
     assert (copy / ".git").is_file()
+
+
+def test_repair_killed_mid_way_is_finished_by_the_next_repair(topic, tmp_path):
+    sha = commit(_worktree(topic.home), "work.py", "w = 1\n", "unpushed work")
+    git(topic.home, "branch", "safe", sha)  # the work is on another branch too
+    shutil.rmtree(_worktree(topic.home))
+    env = git_killer(tmp_path / "bin", f"refs/heads/{TOPIC_ID}")  # the branch deletion
+    killed = run("doctor", "--repair", "--json", cwd=topic.home, env=env, new_group=True)
+    assert killed.code in (KILLED, CRASHED), killed.out + killed.err
+    again = _doctor(topic.home, "--repair")
+    assert all(f["repaired"] for f in again), again
+    assert {f["kind"] for f in again} >= {"record-dir-gone", "stale-lock"}
+    assert _doctor(topic.home) == []
+    assert git(topic.home, "rev-parse", "safe") == sha
+    assert branches(topic.home) == ["main", "safe"]
+
+
+def test_two_repairs_at_once_both_finish_and_agree(topic):
+    sha = commit(_worktree(topic.home), "work.py", "w = 1\n", "unpushed work")
+    shutil.rmtree(_worktree(topic.home))
+    first, second = run_all(
+        [("doctor", "--repair", "--json"), ("doctor", "--repair", "--json")], cwd=topic.home
+    )
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert git(topic.home, "rev-parse", TOPIC_ID) == sha  # unique work: the branch stays
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+    assert worktree_paths(topic.home) == [str(topic.home)]
+
+
+def test_repair_run_in_a_secondary_repairs_it_and_keeps_its_unique_work(topic, workspace):
+    api, _ = _multi(workspace, topic.home)
+    sha = commit(_worktree(api), "api.py", "a = 1\n", "api work")
+    shutil.rmtree(_worktree(api))
+    res = run_cli("doctor", "--repair", "--json", cwd=api)
+    assert res.code == 0, res.out + res.err
+    assert res.json["repos"] == [str(api)]
+    kinds = {f["kind"]: f for f in res.json["findings"]}
+    assert kinds["registration-dir-gone"]["repaired"] is True
+    assert kinds["orphan-branch"]["repaired"] is False
+    assert git(api, "rev-parse", TOPIC_ID) == sha
+    assert _worktree(topic.home).is_dir()  # the home's worktree is not doctor's business here
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
