@@ -375,3 +375,22 @@ def test_repair_run_in_a_secondary_repairs_it_and_keeps_its_unique_work(topic, w
     assert git(api, "rev-parse", TOPIC_ID) == sha
     assert _worktree(topic.home).is_dir()  # the home's worktree is not doctor's business here
     assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+
+
+def test_repair_keeps_the_record_of_a_teardown_stopped_after_its_snapshot(topic):
+    """The crashed teardown's rerun finishes it; doctor does not delete the record first."""
+    write(_worktree(topic.home) / "draft.py", "draft = 1\n")
+    crashed = run("teardown", TOPIC_ID, "--force", "--json", cwd=topic.home, crash_at="verify-gone")
+    assert crashed.code == CRASHED
+    assert not _worktree(topic.home).exists() and TOPIC_ID not in branches(topic.home)
+    findings = _doctor(topic.home, "--repair")
+    [record] = [f for f in findings if f["kind"] == "record-dir-gone"]
+    assert record["repaired"] is False
+    assert f"refs/team-router/snapshots/{TOPIC_ID} holds a snapshot" in record["detail"]
+    assert state.read_record(topic.home / ".git", TOPIC_ID) is not None
+    again = run_cli("teardown", TOPIC_ID, "--force", "--json", cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    assert _doctor(topic.home) == []
+    restored = run_cli("restore", TOPIC_ID, "--json", cwd=topic.home)
+    assert restored.code == 0, restored.out + restored.err
+    assert (_worktree(topic.home) / "draft.py").read_text() == "draft = 1\n"

@@ -511,6 +511,14 @@ def _drop_record(repo: Repo, record: state.TopicRecord) -> Fix:
             raise _NotSafe(
                 f"kept: branch {record.branch} still exists; run `team-router teardown {record.id}`"
             )
+        snapshot = _snapshot_of(repo, record.branch)
+        if snapshot is not None:
+            # A teardown stopped after its snapshot: the record is what names
+            # the topic's other repos for `restore`, and the rerun marks it done.
+            raise _NotSafe(
+                f"kept: {snapshot} holds a snapshot of its work; run `team-router teardown "
+                f"{record.id}` to finish the teardown, or `team-router restore {record.id}`"
+            )
         if any(
             r.worktree and os.path.lexists(r.worktree) for r in record.repos if r.name != "home"
         ):
@@ -521,6 +529,14 @@ def _drop_record(repo: Repo, record: state.TopicRecord) -> Fix:
         return "deleted the record (no worktree and no branch left)"
 
     return fix
+
+
+def _snapshot_of(repo: Repo, branch: str) -> str | None:
+    """The snapshot ref of ``branch`` when it exists (None: no snapshot)."""
+    from router.teardown.snapshot import snapshot_ref
+
+    ref = snapshot_ref(branch)
+    return ref if repo.git.rev_parse(ref) is not None else None
 
 
 def _locks(repo: Repo) -> list[_Problem]:
