@@ -394,3 +394,20 @@ def test_repair_keeps_the_record_of_a_teardown_stopped_after_its_snapshot(topic)
     restored = run_cli("restore", TOPIC_ID, "--json", cwd=topic.home)
     assert restored.code == 0, restored.out + restored.err
     assert (_worktree(topic.home) / "draft.py").read_text() == "draft = 1\n"
+
+
+def test_repair_keeps_a_branch_a_rebase_under_way_works_on(topic):
+    """git lists a rebasing worktree as detached; its branch is still checked out there."""
+    wt = _worktree(topic.home)
+    sha = commit(wt, "f.txt", "ours\n", "ours")
+    git(topic.home, "branch", "safe", sha)  # not unique: only the rebase protects the branch
+    commit(topic.home, "f.txt", "theirs\n", "theirs")
+    git(wt, "rebase", "main", check=False)  # stops on the conflict
+    assert (wt / ".git").is_file() and "(no branch" in git(wt, "branch")
+    findings = _doctor(topic.home, "--repair")
+    [orphan] = [f for f in findings if f["kind"] == "orphan-branch"]
+    assert orphan["repaired"] is False
+    assert "rebase or bisect under way" in orphan["detail"]
+    assert git(topic.home, "rev-parse", TOPIC_ID) == sha
+    git(wt, "rebase", "--abort")
+    assert git(wt, "rev-parse", "--abbrev-ref", "HEAD") == TOPIC_ID

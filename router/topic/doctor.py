@@ -439,6 +439,17 @@ def _delete_branch(repo: Repo, branch: str) -> Fix:
                 f"kept: {unique} commit(s) exist on no other branch, tag or remote; "
                 f"run `team-router teardown {branch}` or push it"
             )
+        common = str(repo.common_dir)
+        busy = gitfiles.busy_with_branch(common, branch)
+        if busy is not None:
+            raise _NotSafe(f"a rebase or bisect under way in {busy} works on it; kept")
+        checked_out = gitfiles.checked_out_branches(common)
+        if checked_out is None:
+            # Unsure who has it: `git branch -D` decides, refusing a checked-out branch.
+            repo.git.branch_delete(branch)
+            return f"deleted (its tip {tip[:12]} is on another ref)"
+        if branch in checked_out:
+            raise _NotSafe("a worktree has it checked out again; kept")
         # Deleted only while it is still at the judged tip (git checks and
         # deletes in one step): a commit made on it meanwhile keeps it.
         if not repo.git.branch_delete_at(branch, tip):
