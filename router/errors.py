@@ -137,6 +137,7 @@ CODES = frozenset(
         "local-state-failed",
         "sweep-failed",
         "restore-refused",
+        "design-not-revised",
         # Ctrl-C (exit 130)
         "interrupted",
         # a secondary repo refused by the containment check (worktrees `reason`)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.plans import repos_md
+from helpers.plans import artifact, repos_md
 from helpers.repos import commit, git, make_repo, run_cli, write
 from helpers.topics import new_topic
 
@@ -236,3 +236,24 @@ def test_a_temp_path_that_is_not_utf8_is_recorded_as_its_bytes(home_repo):
         assert res.code == 0, res.out + res.err
     assert (plan / "temp-paths").read_bytes() == raw + b"\n/tmp/b-run\n"
     assert res.json["existing"] is True
+
+
+@pytest.mark.parametrize("value", ["APPROVE", "REQUEST CHANGES", "COMMENT"])
+def test_a_verdict_before_the_redraft_it_is_owed_to_is_refused_and_nothing_written(
+    home_repo, value
+):
+    plan = new_topic(home_repo).plan_dir
+    for name in ("task.md", "questions.md", "research.md"):
+        artifact(plan, name)
+    artifact(plan, "design.md", revision=0)
+    assert record(home_repo, "verdict", plan.name, "REQUEST CHANGES").code == 0
+    before = {p.name: p.read_bytes() for p in plan.iterdir()}
+    res = record(home_repo, "verdict", plan.name, value)
+    assert (res.code, res.json["error"]["code"]) == (1, "design-not-revised")
+    assert "revision: 1" in res.json["error"]["message"]
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == before
+    phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
+    assert (phase["resume_at"], phase["step"]) == ("DESIGN", "redraft")
+    artifact(plan, "design.md", revision=1)  # the redraft answers round 1: now it is judged
+    res = record(home_repo, "verdict", plan.name, value)
+    assert res.code == 0 and res.json["path"] == str(plan / "design-review-2.md")

@@ -98,9 +98,20 @@ def _design_loop(
         return STRUCTURE, "worktrees" if with_step and missing() else None, False
     if latest.n >= ROUND_CAP:
         return DESIGN, None, True
-    # ``revision`` counts the review rounds a draft answers: a draft that has not
-    # yet answered round n (revision < n) must be redrafted before review n + 1.
-    return DESIGN, "redraft" if (inv.design_revision or 0) < latest.n else "review", False
+    return DESIGN, "redraft" if redraft_pending(inv) is not None else "review", False
+
+
+def redraft_pending(inv: a.Inventory) -> a.Verdict | None:
+    """The REQUEST CHANGES round design.md has not answered yet (None: no redraft is owed).
+
+    ``revision`` counts the review rounds a draft answers: a draft that has not
+    yet answered round n (revision < n) must be redrafted before review n + 1.
+    At the cap the loop is halted instead, and the person's decision is recorded.
+    """
+    latest = inv.latest_design_review
+    if latest is None or latest.verdict != "REQUEST CHANGES" or latest.n >= ROUND_CAP:
+        return None
+    return latest if (inv.design_revision or 0) < latest.n else None
 
 
 def _completed(

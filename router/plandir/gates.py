@@ -14,12 +14,16 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from router.errors import BadInput
+from router.errors import BadInput, Refusal
 from router.plandir import artifacts as a
 from router.topic import state
 from router.topic.discovery import PlanDir, resolve
 from router.topic.workspace import Repo
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _URL_RE = re.compile(r"^https?://[^\s\"'<>\\`]+$")
 
@@ -56,7 +60,26 @@ def record_verdict(
 ) -> RecordResult:
     """Write ``design-review-<n>.md`` (n = highest + 1) with the design review's verdict."""
     verdict = _one_of(value, a.DESIGN_VERDICTS, "design review verdict")
-    return _write_round("verdict", cwd, target, verdict, body_file, wait)
+    return _write_round("verdict", cwd, target, verdict, body_file, wait, _refuse_unrevised)
+
+
+def _refuse_unrevised(inv: a.Inventory) -> None:
+    """A verdict owed to the redraft must not judge the draft the last round rejected.
+
+    Recorded, round n + 1 would stand for a revision that was never written: an
+    APPROVE of the rejected draft moved the run on to STRUCTURE, a second REQUEST
+    CHANGES (a reviewer run twice) spent a round of the cap on nothing.
+    """
+    from router.phase.infer import redraft_pending
+
+    owed = redraft_pending(inv) if inv.has(a.DESIGN) else None
+    if owed is not None:
+        raise Refusal(
+            "design-not-revised",
+            f"{owed.path} requested changes and {inv.path(a.DESIGN)} has not answered it yet "
+            f"(revision {inv.design_revision or 0}); nothing was written. Redraft design.md "
+            f"with `revision: {owed.n}` in its frontmatter, then record this review's verdict",
+        )
 
 
 def record_review(
@@ -191,7 +214,13 @@ def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
 
 
 def _write_round(
-    kind: str, cwd: Path, target: str, verdict: str, body_file: Path | None, wait: float
+    kind: str,
+    cwd: Path,
+    target: str,
+    verdict: str,
+    body_file: Path | None,
+    wait: float,
+    check: Callable[[a.Inventory], None] | None = None,
 ) -> RecordResult:
     body = _body(body_file)
     repo, plan = _existing_plan(cwd, target)
@@ -202,6 +231,8 @@ def _write_round(
     )
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         inv = a.inventory(str(plan.path), plan.id)
+        if check is not None:
+            check(inv)  # under the lock: the files it judges cannot change before the write
         n = a.next_round(inv.design_reviews if kind == "verdict" else inv.reviews)
         path = plan.path / f"{prefix}-{n}.md"
         if os.path.lexists(path):  # numbered from a listing taken under the lock: cannot happen
