@@ -163,3 +163,18 @@ def test_a_worktree_removed_by_hand_is_made_again_under_the_same_id(home_repo):
     data = next_of(home_repo, made.id)
     assert (data["resume_at"], data["plan_dir"]) == ("QUESTION", str(made.plan_dir))
     assert git(worktree, "log", "-1", "--format=%s") == "slice"  # the branch's work is back
+
+
+@pytest.mark.parametrize("written", ["task.md", "questions.md"])
+def test_the_question_brief_keeps_what_an_interrupted_questioner_already_wrote(home_repo, written):
+    plan = new_topic(home_repo).plan_dir
+    kept = artifact(plan, written)
+    data = next_of(home_repo, plan.name)
+    assert data["resume_at"] == "QUESTION"
+    brief = data["brief"]
+    assert f"An earlier run already wrote `{kept}`" in brief
+    assert "never writes over it" in brief and "writes only the files" in brief
+    missing = "questions.md" if written == "task.md" else "task.md"
+    assert str(plan / missing) in brief
+    fresh = next_of(home_repo, new_topic(home_repo, "add caching").plan_dir.name)["brief"]
+    assert "An earlier run already wrote" not in fresh
