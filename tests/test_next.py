@@ -178,3 +178,18 @@ def test_the_question_brief_keeps_what_an_interrupted_questioner_already_wrote(h
     assert str(plan / missing) in brief
     fresh = next_of(home_repo, new_topic(home_repo, "add caching").plan_dir.name)["brief"]
     assert "An earlier run already wrote" not in fresh
+
+
+def test_a_pass_is_not_taken_for_a_newer_review_round_that_cannot_be_read(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    artifact(plan, "plan.md")
+    commit(plan.parent.parent.parent, "a.py", "a = 1\n", "slice")
+    assert run_cli("record", "review", plan.name, "PASS", cwd=home_repo).code == 0
+    assert run_cli("record", "review", plan.name, "FAIL", cwd=home_repo).code == 0
+    second = plan / "review-2.md"
+    second.write_text(second.read_text().replace("verdict: FAIL", "verdict: FAILED!"))
+    data = next_of(home_repo, plan.name)
+    assert (data["resume_at"], data["step"]) == ("IMPLEMENT", "review")
+    assert data["expects"] == [str(plan / "review-3.md")]
+    assert "Review round 2 is not decided" in data["brief"]
+    assert any(str(second) in w for w in data["warnings"])

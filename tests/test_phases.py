@@ -181,9 +181,57 @@ def test_an_unreadable_verdict_is_warned_about_and_not_counted(tmp_path):
         },
     )
     resume = infer(inv, has_commits=lambda: False, missing_worktrees=list)
-    assert resume.resume_at == "STRUCTURE"
+    # Round 2 was held after round 1's approval: what it said is unknown, so the
+    # older approval does not stand for it; the design is judged again (round 3).
+    assert (resume.resume_at, resume.step, resume.completed) == (
+        "DESIGN",
+        "review",
+        ("WORKTREE",),
+    )
     assert any("design-review-2.md" in w and "MAYBE" in w for w in inv.warnings)
     assert artifacts.next_round(inv.design_reviews) == 3
+
+
+NEWEST_ROUND_CASES = {
+    "an unreadable newest review after a PASS": (
+        {"plan.md": {}, "review-1.md": {"verdict": "PASS"}, "review-2.md": {"verdict": "OK"}},
+        ("IMPLEMENT", "review"),
+    ),
+    "a PASS and a FAIL for the same review round": (
+        {"plan.md": {}, "review-01.md": {"verdict": "FAIL"}, "review-1.md": {"verdict": "PASS"}},
+        ("IMPLEMENT", "review"),
+    ),
+    "an APPROVE and a REQUEST CHANGES for the same design round": (
+        {
+            "design.md": {"revision": 0},
+            "design-review-01.md": {"verdict": "REQUEST CHANGES"},
+            "design-review-1.md": {"verdict": "APPROVE"},
+        },
+        ("DESIGN", "review"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NEWEST_ROUND_CASES), ids=list(NEWEST_ROUND_CASES))
+def test_a_gate_passes_only_on_its_newest_round_read_in_full(tmp_path, case):
+    files, expected = NEWEST_ROUND_CASES[case]
+    inv = _inventory(tmp_path, files)
+    resume = infer(inv, has_commits=lambda: True, missing_worktrees=list)
+    assert (resume.resume_at, resume.step) == expected
+    assert "IMPLEMENT" not in resume.completed and "DESIGN" not in resume.completed
+    assert inv.warnings  # the unreadable or doubled round is named, never silent
+
+
+def test_two_files_for_one_round_are_both_named_and_agreeing_ones_still_pass(tmp_path):
+    files = {
+        "design.md": {},
+        "design-review-1.md": {"verdict": "APPROVE"},
+        "design-review-01.md": {"verdict": "COMMENT"},
+    }
+    inv = _inventory(tmp_path, files)
+    assert infer(inv, has_commits=lambda: False, missing_worktrees=list).resume_at == "STRUCTURE"
+    (warning,) = inv.warnings
+    assert "design-review-1.md" in warning and "design-review-01.md" in warning
 
 
 def test_a_frontmatter_that_does_not_parse_is_a_warning_naming_the_file(tmp_path):

@@ -28,6 +28,7 @@ SHIPPED = "SHIPPED"
 PHASES = (WORKTREE, QUESTION, RESEARCH, DESIGN, STRUCTURE, PLAN, IMPLEMENT, PR)
 ROUND_CAP = 5  # review rounds before a loop halts for a person to decide
 PASSING_DESIGN = ("APPROVE", "COMMENT")
+PASSING_REVIEW = ("PASS",)
 
 Resume = namedtuple("Resume", "resume_at step halted completed")
 Resume.__doc__ = (
@@ -64,7 +65,7 @@ def _first_match(
     review = inv.latest_review
     if inv.has(a.PR):
         return SHIPPED, "teardown", False
-    if review is not None and review.verdict == "PASS" and commits():
+    if a.passes(inv.reviews, PASSING_REVIEW) and commits():
         return PR, None, False
     if review is not None and review.verdict == "FAIL" and review.n >= ROUND_CAP:
         return IMPLEMENT, None, True
@@ -94,8 +95,10 @@ def _design_loop(
     latest = inv.latest_design_review
     if latest is None:
         return DESIGN, "review", False
-    if latest.verdict in PASSING_DESIGN:
+    if a.passes(inv.design_reviews, PASSING_DESIGN):
         return STRUCTURE, "worktrees" if with_step and missing() else None, False
+    if latest.verdict in PASSING_DESIGN:
+        return DESIGN, "review", False  # the newest round is unreadable or split: judge again
     if latest.n >= ROUND_CAP:
         return DESIGN, None, True
     return DESIGN, "redraft" if redraft_pending(inv) is not None else "review", False
@@ -117,16 +120,14 @@ def redraft_pending(inv: a.Inventory) -> a.Verdict | None:
 def _completed(
     inv: a.Inventory, commits: Callable[[], bool], worktree_exists: bool
 ) -> tuple[str, ...]:
-    design = inv.latest_design_review
-    review = inv.latest_review
     evidence = {
         WORKTREE: inv.exists or worktree_exists,
         QUESTION: inv.has(a.TASK, a.QUESTIONS),
         RESEARCH: inv.has(a.RESEARCH),
-        DESIGN: inv.has(a.DESIGN) and design is not None and design.verdict in PASSING_DESIGN,
+        DESIGN: inv.has(a.DESIGN) and a.passes(inv.design_reviews, PASSING_DESIGN),
         STRUCTURE: inv.has(a.STRUCTURE),
         PLAN: inv.has(a.PLAN),
-        IMPLEMENT: review is not None and review.verdict == "PASS" and commits(),
+        IMPLEMENT: a.passes(inv.reviews, PASSING_REVIEW) and commits(),
         PR: inv.has(a.PR),
     }
     return tuple(p for p in PHASES if evidence[p])

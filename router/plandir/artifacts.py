@@ -170,6 +170,22 @@ def _latest(records: tuple[Verdict, ...]) -> Verdict | None:
     return readable[-1] if readable else None
 
 
+def newest_round(records: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+    """Every record of the highest round (two files can number the same round: ``-1``, ``-01``)."""
+    top = max((r.n for r in records), default=None)
+    return tuple(r for r in records if r.n == top)
+
+
+def passes(records: tuple[Verdict, ...], passing: tuple[str, ...]) -> bool:
+    """The gate is passed: every record of the highest round is readable and passing.
+
+    An older passing round never stands for a newer one: a newest round that is
+    unreadable, or two records of it that disagree, leave the gate undecided.
+    """
+    newest = newest_round(records)
+    return bool(newest) and all(r.verdict in passing for r in newest)
+
+
 def next_round(records: Iterable[Verdict]) -> int:
     """n for the next record: highest existing round + 1 (unreadable ones count too)."""
     return max((r.n for r in records), default=0) + 1
@@ -262,7 +278,15 @@ def _verdicts(
             )
             verdict = None
         found.append(Verdict(int(match[1]), verdict, path))
-    return tuple(sorted(found, key=lambda v: (v.n, v.path)))
+    ordered = tuple(sorted(found, key=lambda v: (v.n, v.path)))
+    for i in range(1, len(ordered)):
+        before, after = ordered[i - 1], ordered[i]
+        if before.n == after.n:
+            warnings.append(
+                f"{after.path}: round {after.n} is also recorded by {before.path}; "
+                "keep one of them (the round passes only when both pass)"
+            )
+    return ordered
 
 
 def newest_mtime(plan_dir: str) -> float | None:
