@@ -138,6 +138,7 @@ CODES = frozenset(
         "sweep-failed",
         "restore-refused",
         "design-not-revised",
+        "pr-recorded",
         # Ctrl-C (exit 130)
         "interrupted",
         # a secondary repo refused by the containment check (worktrees `reason`)

@@ -257,3 +257,36 @@ def test_a_verdict_before_the_redraft_it_is_owed_to_is_refused_and_nothing_writt
     artifact(plan, "design.md", revision=1)  # the redraft answers round 1: now it is judged
     res = record(home_repo, "verdict", plan.name, value)
     assert res.code == 0 and res.json["path"] == str(plan / "design-review-2.md")
+
+
+@pytest.mark.parametrize(
+    "second", [("https://github.com/acme/web/pull/8",), ("--local",)], ids=["url", "local"]
+)
+def test_a_recorded_pr_url_is_never_written_over(home_repo, second):
+    plan = new_topic(home_repo).plan_dir
+    url = "https://github.com/acme/web/pull/7"
+    assert record(home_repo, "pr", plan.name, url).code == 0
+    kept = (plan / "pr.md").read_bytes()
+    res = record(home_repo, "pr", plan.name, *second)
+    assert (res.code, res.json["error"]["code"]) == (1, "pr-recorded")
+    assert url in res.json["error"]["message"] and "delete pr.md" in res.json["error"]["message"]
+    assert (plan / "pr.md").read_bytes() == kept and listing(plan) == ["pr.md"]
+
+
+def test_the_same_pr_url_twice_is_existing_and_the_record_is_untouched(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    url = "https://github.com/acme/web/pull/7"
+    assert record(home_repo, "pr", plan.name, url).code == 0
+    write(plan / "pr.md", (plan / "pr.md").read_text() + "\nFollow-up: CI was flaky.\n")
+    kept = (plan / "pr.md").read_bytes()
+    res = record(home_repo, "pr", plan.name, url)
+    assert (res.code, res.json["existing"], res.json["value"]) == (0, True, url)
+    assert (plan / "pr.md").read_bytes() == kept
+
+
+def test_a_pr_md_record_pr_did_not_write_is_never_written_over(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    mine = write(plan / "pr.md", "# PR notes\n\nThe reviewers asked for a second PR.\n")
+    res = record(home_repo, "pr", plan.name, "https://github.com/acme/web/pull/7")
+    assert (res.code, res.json["error"]["code"]) == (1, "pr-recorded")
+    assert mine.read_text() == "# PR notes\n\nThe reviewers asked for a second PR.\n"

@@ -119,6 +119,8 @@ def record_pr(
     repo, plan = _existing_plan(cwd, target)
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         path = plan.path / a.PR
+        if _kept_pr(path, url):
+            return RecordResult("pr", path, url or "local", existing=True)
         if url is not None:
             state.write_atomic(path, _render("pr.md.j2", plan, url=url))
             return RecordResult("pr", path, url)
@@ -128,6 +130,34 @@ def record_pr(
         text = _render("pr.md.j2", plan, url=None, branch=branch, tips=tips)
         state.write_atomic(path, text)
     return RecordResult("pr", path, "local", tips=tuple(tips), warnings=tuple(warnings))
+
+
+def _kept_pr(path: Path, url: str | None) -> bool:
+    """True when ``pr.md`` already records exactly ``url``; refuse to write over any other.
+
+    Replaced are only a local finish (by a URL or a fresh local finish). A recorded
+    URL is the one way pr-cleanup and the user find the PR again: a second URL or
+    ``--local`` would drop it, and a pr.md that ``record pr`` did not write is not ours.
+    """
+    if not os.path.lexists(path):
+        return False
+    fm = a.read_frontmatter(str(path))
+    fields = fm.fields if fm.error is None else {}
+    recorded = fields.get("url")
+    if fields.get("phase") != "pr" or not (recorded or fields.get("local") == "true"):
+        raise Refusal(
+            "pr-recorded",
+            f"{path} exists and is not a record `record pr` wrote (no `phase: pr` with a url "
+            "or `local: true`); nothing was written. Move it aside, then record the PR again",
+        )
+    if recorded is None or recorded == url:
+        return recorded is not None
+    replaced = f"a second URL ({url})" if url is not None else "--local"
+    raise Refusal(
+        "pr-recorded",
+        f"{path} already records the PR {recorded}; {replaced} would drop it, so nothing "
+        "was written. If that PR was closed for good, delete pr.md, then record again",
+    )
 
 
 @dataclass(frozen=True, slots=True)
