@@ -139,6 +139,7 @@ CODES = frozenset(
         "restore-refused",
         "design-not-revised",
         "pr-recorded",
+        "no-design",
         # Ctrl-C (exit 130)
         "interrupted",
         # a secondary repo refused by the containment check (worktrees `reason`)

@@ -26,10 +26,16 @@ def listing(plan: Path) -> list[str]:
 
 def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo):
     plan = new_topic(home_repo).plan_dir
+    artifact(plan, "design.md", revision=1)  # the redraft that answers round 1
     for value in ("REQUEST CHANGES", "COMMENT", "APPROVE"):
         res = record(home_repo, "verdict", plan.name, value)
         assert res.code == 0, res.err + res.out
-    assert listing(plan) == ["design-review-1.md", "design-review-2.md", "design-review-3.md"]
+    assert listing(plan) == [
+        "design-review-1.md",
+        "design-review-2.md",
+        "design-review-3.md",
+        "design.md",
+    ]
     assert res.json["path"] == str(plan / "design-review-3.md")
     fm = artifacts.read_frontmatter(str(plan / "design-review-1.md"))
     assert fm.error is None
@@ -43,6 +49,7 @@ def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo
 
 def test_numbering_continues_after_a_gap_and_after_an_unreadable_record(home_repo):
     plan = new_topic(home_repo).plan_dir
+    artifact(plan, "design.md")
     write(plan / "design-review-4.md", "not even frontmatter\n")
     res = record(home_repo, "verdict", plan.name, "APPROVE")
     assert res.json["path"] == str(plan / "design-review-5.md")
@@ -112,6 +119,7 @@ def test_pr_records_its_url_and_ships_the_topic(home_repo):
 
 def test_a_body_file_dash_reads_the_findings_from_stdin(home_repo):
     plan = new_topic(home_repo).plan_dir
+    artifact(plan, "design.md")
     res = run_cli(
         "record",
         "verdict",
@@ -290,3 +298,18 @@ def test_a_pr_md_record_pr_did_not_write_is_never_written_over(home_repo):
     res = record(home_repo, "pr", plan.name, "https://github.com/acme/web/pull/7")
     assert (res.code, res.json["error"]["code"]) == (1, "pr-recorded")
     assert mine.read_text() == "# PR notes\n\nThe reviewers asked for a second PR.\n"
+
+
+def test_a_verdict_with_no_design_to_judge_is_refused_and_nothing_written(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    for name in ("task.md", "questions.md", "research.md"):
+        artifact(plan, name)
+    before = listing(plan)
+    res = record(home_repo, "verdict", plan.name, "APPROVE")
+    assert (res.code, res.json["error"]["code"]) == (1, "no-design")
+    assert str(plan / "design.md") in res.json["error"]["message"]
+    assert listing(plan) == before
+    # Recorded, that APPROVE would have passed the first draft unread.
+    artifact(plan, "design.md")
+    phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
+    assert (phase["resume_at"], phase["step"]) == ("DESIGN", "review")

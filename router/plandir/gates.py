@@ -72,7 +72,14 @@ def _refuse_unrevised(inv: a.Inventory) -> None:
     """
     from router.phase.infer import redraft_pending
 
-    owed = redraft_pending(inv) if inv.has(a.DESIGN) else None
+    if not inv.has(a.DESIGN):
+        # A verdict with no draft to judge would pass the first draft written after it.
+        raise Refusal(
+            "no-design",
+            f"{inv.path(a.DESIGN)} does not exist, so there is no draft to judge; nothing was "
+            "written. Write the design first (`team-router next` gives the brief), then review it",
+        )
+    owed = redraft_pending(inv)
     if owed is not None:
         raise Refusal(
             "design-not-revised",
