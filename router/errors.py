@@ -140,6 +140,7 @@ CODES = frozenset(
         "design-not-revised",
         "pr-recorded",
         "no-design",
+        "no-plan",
         # Ctrl-C (exit 130)
         "interrupted",
         # a secondary repo refused by the containment check (worktrees `reason`)

@@ -58,11 +58,12 @@ def test_numbering_continues_after_a_gap_and_after_an_unreadable_record(home_rep
 
 def test_reviews_are_numbered_and_keep_the_body_file(home_repo, tmp_path):
     plan = new_topic(home_repo).plan_dir
+    artifact(plan, "plan.md")
     body = write(tmp_path / "findings.md", "- the retry loop never ends\n")
     assert record(home_repo, "review", plan.name, "FAIL", "--body-file", str(body)).code == 0
     res = record(home_repo, "review", str(plan), "PASS")
     assert res.code == 0
-    assert listing(plan) == ["review-1.md", "review-2.md"]
+    assert listing(plan) == ["plan.md", "review-1.md", "review-2.md"]
     first = (plan / "review-1.md").read_text()
     assert "verdict: FAIL" in first and "phase: review" in first
     assert "- the retry loop never ends" in first
@@ -311,5 +312,19 @@ def test_a_verdict_with_no_design_to_judge_is_refused_and_nothing_written(home_r
     assert listing(plan) == before
     # Recorded, that APPROVE would have passed the first draft unread.
     artifact(plan, "design.md")
+    phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
+    assert (phase["resume_at"], phase["step"]) == ("DESIGN", "review")
+
+
+def test_a_review_with_no_plan_to_judge_against_is_refused_and_nothing_written(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(plan, name)
+    commit(plan.parents[2], "a.py", "a = 1\n", "a commit before any plan")
+    before = listing(plan)
+    res = record(home_repo, "review", plan.name, "PASS")
+    assert (res.code, res.json["error"]["code"]) == (1, "no-plan")
+    assert listing(plan) == before
+    # Recorded, that PASS sent the run to PR past the design review, STRUCTURE and PLAN.
     phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
     assert (phase["resume_at"], phase["step"]) == ("DESIGN", "review")

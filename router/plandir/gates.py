@@ -99,7 +99,21 @@ def record_review(
 ) -> RecordResult:
     """Write ``review-<n>.md`` (n = highest + 1): the implement phase's aggregate gate."""
     verdict = _one_of(value, a.REVIEW_VERDICTS, "review verdict")
-    return _write_round("review", cwd, target, verdict, body_file, wait)
+    return _write_round("review", cwd, target, verdict, body_file, wait, _refuse_unplanned)
+
+
+def _refuse_unplanned(inv: a.Inventory) -> None:
+    """An implementation review needs the plan it judges the work against.
+
+    Recorded without one, a PASS moved the run straight to PR (the PASS row comes
+    first) past DESIGN, STRUCTURE and PLAN.
+    """
+    if not inv.has(a.PLAN):
+        raise Refusal(
+            "no-plan",
+            f"{inv.path(a.PLAN)} does not exist, so there is no implementation to review; "
+            "nothing was written. Finish the phase `team-router next` names, then review",
+        )
 
 
 def record_pr(
