@@ -222,6 +222,28 @@ def test_a_gate_passes_only_on_its_newest_round_read_in_full(tmp_path, case):
     assert inv.warnings  # the unreadable or doubled round is named, never silent
 
 
+REWRITTEN_AFTER_A_PASS = {
+    "approved, then redrafted": {
+        "design.md": {"revision": 1},
+        "design-review-1.md": {"verdict": "APPROVE"},
+    },
+    "commented, then redrafted": {
+        "design.md": {"revision": 2},
+        "design-review-1.md": {"verdict": "REQUEST CHANGES"},
+        "design-review-2.md": {"verdict": "COMMENT"},
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(REWRITTEN_AFTER_A_PASS), ids=list(REWRITTEN_AFTER_A_PASS))
+def test_a_passing_verdict_does_not_stand_for_a_draft_rewritten_after_it(tmp_path, case):
+    inv = _inventory(tmp_path, REWRITTEN_AFTER_A_PASS[case])
+    resume = infer(inv, has_commits=lambda: False, missing_worktrees=list)
+    assert (resume.resume_at, resume.step) == ("DESIGN", "review")
+    assert "DESIGN" not in resume.completed
+    assert inv.warnings == ()
+
+
 def test_two_files_for_one_round_are_both_named_and_agreeing_ones_still_pass(tmp_path):
     files = {
         "design.md": {},

@@ -95,13 +95,26 @@ def _design_loop(
     latest = inv.latest_design_review
     if latest is None:
         return DESIGN, "review", False
-    if a.passes(inv.design_reviews, PASSING_DESIGN):
+    if design_passed(inv):
         return STRUCTURE, "worktrees" if with_step and missing() else None, False
     if latest.verdict in PASSING_DESIGN:
-        return DESIGN, "review", False  # the newest round is unreadable or split: judge again
+        # The newest round is unreadable or split, or the draft was rewritten after
+        # it passed: no older verdict stands for the draft as it is, so judge it again.
+        return DESIGN, "review", False
     if latest.n >= ROUND_CAP:
         return DESIGN, None, True
     return DESIGN, "redraft" if redraft_pending(inv) is not None else "review", False
+
+
+def design_passed(inv: a.Inventory) -> bool:
+    """The newest design review round passed, and it judged the draft design.md is now.
+
+    Round n judges a draft that answers the rounds before it (revision < n); a
+    draft with ``revision`` >= n was rewritten after the verdict, which therefore
+    does not stand for it: that draft goes to review (round n + 1).
+    """
+    newest = a.newest_round(inv.design_reviews)
+    return a.passes(newest, PASSING_DESIGN) and (inv.design_revision or 0) < newest[0].n
 
 
 def redraft_pending(inv: a.Inventory) -> a.Verdict | None:
@@ -124,7 +137,7 @@ def _completed(
         WORKTREE: inv.exists or worktree_exists,
         QUESTION: inv.has(a.TASK, a.QUESTIONS),
         RESEARCH: inv.has(a.RESEARCH),
-        DESIGN: inv.has(a.DESIGN) and a.passes(inv.design_reviews, PASSING_DESIGN),
+        DESIGN: inv.has(a.DESIGN) and design_passed(inv),
         STRUCTURE: inv.has(a.STRUCTURE),
         PLAN: inv.has(a.PLAN),
         IMPLEMENT: a.passes(inv.reviews, PASSING_REVIEW) and commits(),
