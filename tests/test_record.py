@@ -328,3 +328,27 @@ def test_a_review_with_no_plan_to_judge_against_is_refused_and_nothing_written(h
     # Recorded, that PASS sent the run to PR past the design review, STRUCTURE and PLAN.
     phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
     assert (phase["resume_at"], phase["step"]) == ("DESIGN", "review")
+
+
+def test_pr_local_again_never_drops_the_tip_of_a_branch_gone_since(home_repo, workspace):
+    """api's worktree and branch were deleted after the local finish: pr.md holds the only
+    name of its commits, and recording again would have written `tip: null` over it."""
+    api = make_repo(workspace, "api")
+    plan = new_topic(home_repo).plan_dir
+    write(plan / "repos.md", repos_md(home_repo, ("api", api)))
+    assert run_cli("worktrees", plan.name, "--json", cwd=home_repo).code == 0
+    api_wt = api / ".claude" / "worktrees" / plan.name
+    api_tip = commit(api_wt, "b.py", "b = 1\n", "api slice")
+    assert record(home_repo, "pr", plan.name, "--local").code == 0
+    before = (plan / "pr.md").read_bytes()
+    git(api, "worktree", "remove", "--force", str(api_wt))
+    git(api, "branch", "-D", plan.name)
+    res = record(home_repo, "pr", plan.name, "--local")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "pr-recorded"
+    assert f"branch {plan.name} {api_tip}`" in res.json["error"]["message"]
+    assert (plan / "pr.md").read_bytes() == before
+    git(api, "branch", plan.name, api_tip)  # the fix the message names
+    again = record(home_repo, "pr", plan.name, "--local")
+    assert again.code == 0, again.out + again.err
+    assert {r["name"]: r["tip"] for r in again.json["repos"]}["api"] == api_tip

@@ -147,6 +147,7 @@ def record_pr(
             return RecordResult("pr", path, url)
         warnings: list[str] = []
         tips = kept_tips(repo, plan, warnings)
+        _refuse_dropping_tips(path, tips)
         branch = tips[0].branch if tips else plan.id
         text = _render("pr.md.j2", plan, url=None, branch=branch, tips=tips)
         state.write_atomic(path, text)
@@ -179,6 +180,35 @@ def _kept_pr(path: Path, url: str | None) -> bool:
         f"{path} already records the PR {recorded}; {replaced} would drop it, so nothing "
         "was written. If that PR was closed for good, delete pr.md, then record again",
     )
+
+
+def _refuse_dropping_tips(path: Path, tips: list[KeptTip]) -> None:
+    """A local finish recorded again must not drop a tip whose branch is gone since.
+
+    ``pr.md`` then holds the only name of those commits (a branch deleted by hand,
+    or by a cleanup in that repo): written again, its ``tip`` would read null and
+    the commits would be left to ``git gc``.
+    """
+    if not os.path.lexists(path):
+        return
+    from router.plandir import frontmatter
+
+    recorded = frontmatter.read_file(path).data.get("repos")
+    if not isinstance(recorded, list):
+        return  # a URL record, or one this cannot read: _kept_pr judged it already
+    now = {t.name: t for t in tips}
+    for old in recorded:
+        if not isinstance(old, dict) or not old.get("tip"):
+            continue
+        new = now.get(str(old.get("name")))
+        if new is not None and new.tip is None:
+            raise Refusal(
+                "pr-recorded",
+                f"{path} records {new.name}'s tip {old['tip']} on {new.branch}, a branch gone "
+                "since: recording again would drop the only name of those commits, so nothing "
+                f"was written; `git -C {new.checkout or '<that repo>'} branch {new.branch} "
+                f"{old['tip']}` brings the branch back, then record again (or keep this record)",
+            )
 
 
 @dataclass(frozen=True, slots=True)
