@@ -794,6 +794,17 @@ class Git:
     def remove_config_section(self, section: str) -> None:
         self.run("config", "--remove-section", "--", section)
 
+    def drop_branch_config(self, branch: str) -> str:
+        """Remove ``branch.<name>`` as ``git branch -D`` would; what stays, said as a suffix."""
+        try:
+            self.remove_config_section(f"branch.{branch}")
+        except GitError as exc:
+            # No section (never pushed), or one set only in a global file, which
+            # `git branch -D` leaves too.
+            if "no such section" not in exc.stderr:
+                return f"; its config section branch.{branch} stays ({exc.first_line})"
+        return ""
+
     # -- working tree state ---------------------------------------------------
 
     def status(self) -> StatusReport:

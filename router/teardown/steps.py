@@ -1248,14 +1248,8 @@ def _delete_judged(
     if not repo.git.branch_delete_at(branch, tip):
         return None
     why = found.proof.detail if found.proof else f"every patch is on {default.name}"
-    left = ""
-    if config.has_section(f"branch.{branch}"):
-        try:
-            repo.git.remove_config_section(f"branch.{branch}")
-        except GitError as exc:
-            # Set only in a global file: `git branch -D` leaves that one too.
-            if "no such section" not in exc.stderr:
-                left = f"; its config section branch.{branch} stays ({exc.first_line})"
+    # Config already read says whether there is a section: no process when there is none.
+    left = repo.git.drop_branch_config(branch) if config.has_section(f"branch.{branch}") else ""
     return done("branch", f"deleted {branch} ({why}){left}")
 
 

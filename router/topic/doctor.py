@@ -454,21 +454,10 @@ def _delete_branch(repo: Repo, branch: str) -> Fix:
         # deletes in one step): a commit made on it meanwhile keeps it.
         if not repo.git.branch_delete_at(branch, tip):
             raise _NotSafe("it moved while doctor judged it; kept: run doctor --repair again")
-        left = _drop_branch_config(repo, branch)
+        left = repo.git.drop_branch_config(branch)
         return f"deleted (its tip {tip[:12]} is on another ref){left}"
 
     return fix
-
-
-def _drop_branch_config(repo: Repo, branch: str) -> str:
-    """Remove ``branch.<name>`` as ``git branch -D`` would; what stays, said as a suffix."""
-    try:
-        repo.git.remove_config_section(f"branch.{branch}")
-    except GitError as exc:
-        # No section (never pushed), or one set only in a global file.
-        if "no such section" not in exc.stderr:
-            return f"; its config section branch.{branch} stays ({exc.first_line})"
-    return ""
 
 
 def _record_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
