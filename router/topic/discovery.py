@@ -124,7 +124,7 @@ def _recorded_here(primary: str, topic_id: str) -> bool:
     a shallow clone) has its plan dir there, empty until the first artifact,
     and no worktree: its record is what says the empty directory is a topic.
     """
-    from router.topic.holders import STATE_DIR
+    from router.topic.holders import record_file
 
     try:
         found = gitfiles.find_git_dir(primary)
@@ -132,8 +132,7 @@ def _recorded_here(primary: str, topic_id: str) -> bool:
         return False
     if found is None or found[0] != primary:
         return False
-    common = gitfiles.common_dir(found[1])
-    return os.path.isfile(os.path.join(common, STATE_DIR, "topics", f"{topic_id}.json"))
+    return os.path.isfile(record_file(gitfiles.common_dir(found[1]), topic_id))
 
 
 def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: bool) -> list[PlanDir]:

@@ -34,6 +34,13 @@ _MAX_HOPS = 8
 
 
 STATE_DIR = "team-router"  # this tool's folder in a common git dir: topic records and holders
+RECORDS_DIR = "topics"  # the records' folder in STATE_DIR
+
+
+def record_file(common_dir: str | os.PathLike[str], topic_id: str) -> str:
+    """Where the record of ``topic_id`` lives in ``common_dir``: a string, for the recovery
+    hook's path (it imports no pathlib); ``router.topic.state`` reads and writes it."""
+    return os.path.join(os.fspath(common_dir), STATE_DIR, RECORDS_DIR, f"{topic_id}.json")
 
 
 class Holder(namedtuple("Holder", "pid start_time session host since", defaults=(None, None, 0.0))):

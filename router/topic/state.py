@@ -15,7 +15,7 @@ from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
 from router.errors import Refusal
-from router.topic.holders import STATE_DIR
+from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -414,7 +414,7 @@ class RecordCorrupt(Exception):
 
 
 def record_path(common_dir: Path, topic_id: str) -> Path:
-    return state_root(common_dir) / "topics" / f"{topic_id}.json"
+    return Path(record_file(common_dir, topic_id))
 
 
 def read_record(common_dir: Path, topic_id: str) -> TopicRecord | None:
@@ -546,7 +546,7 @@ def secondary_homes(
     Read straight from the files, without the lock: the session-start hook asks
     this from a secondary repo. Unreadable records are skipped (doctor reports them).
     """
-    folder = os.path.join(common_dir, STATE_DIR, "topics")
+    folder = os.path.join(common_dir, STATE_DIR, RECORDS_DIR)
     try:
         names = [f"{only}.json"] if only else sorted(os.listdir(folder))
     except OSError:
@@ -619,7 +619,7 @@ def _set_aside_if_corrupt(path: Path) -> Path | None:
 
 def corrupt_records(common_dir: Path) -> list[Path]:
     """Corrupt records set aside by :func:`write_record` (kept for the user to inspect)."""
-    folder = state_root(common_dir) / "topics"
+    folder = state_root(common_dir) / RECORDS_DIR
     if not folder.is_dir():
         return []
     return sorted(folder.glob(f"*.json{CORRUPT_MARK}*"))
@@ -646,7 +646,7 @@ def topic_of_branch(common_dir: Path, branch: str) -> str | None:
 
 def list_records(common_dir: Path) -> list[str]:
     """Ids that have a record file in this repo."""
-    folder = state_root(common_dir) / "topics"
+    folder = state_root(common_dir) / RECORDS_DIR
     if not folder.is_dir():
         return []
     return sorted(p.stem for p in folder.glob("*.json"))
