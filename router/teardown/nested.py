@@ -64,23 +64,8 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     doomed = (Path(os.path.realpath(worktree)), Path(os.path.realpath(git_dir)))
     found, bare = repositories_below(worktree)
     submodules = g.gitlinks(Git(worktree), found)
-    repos = [
-        _inspect(
-            worktree,
-            rel,
-            NestedKind.SUBMODULE if rel in submodules else NestedKind.CLONE,
-            doomed=doomed,
-        )
-        for rel in found
-    ]
+    repos = _judged(worktree, doomed, found, untracked_bare(worktree, found, bare), submodules)
     seen = {r.git_dir for r in repos if r.git_dir is not None}
-    loose = untracked_bare(worktree, found, bare)
-    repos += [
-        _inspect_git_dir(worktree / rel, NestedKind.BARE, rel)
-        for rel in loose
-        if (worktree / rel).resolve() not in seen
-    ]
-    seen |= {r.git_dir for r in repos if r.git_dir is not None}
     if os.path.lexists(worktree / ".gitmodules"):
         repos += _uninitialised(worktree, g.gitlink_paths(Git(worktree)), found)
     return (*repos, *_modules_of(git_dir, seen))
@@ -143,16 +128,34 @@ def survey_directory(directory: Path) -> tuple[NestedRepo, ...]:
 
     Raises OSError when a directory cannot be read, as :func:`survey_nested`.
     """
-    doomed = (Path(os.path.realpath(directory)),)
     found, bare = repositories_below(directory)
-    repos = [_inspect(directory, rel, NestedKind.CLONE, doomed=doomed) for rel in found]
+    return tuple(_judged(directory, (Path(os.path.realpath(directory)),), found, bare))
+
+
+def _judged(
+    directory: Path,
+    doomed: tuple[Path, ...],
+    checkouts: list[str],
+    bare: list[str],
+    submodules: set[str] | frozenset[str] = frozenset(),
+) -> list[NestedRepo]:
+    """The checkouts below ``directory`` (submodules among them), then the bare repositories
+    none of them is the git dir of, each with what removing ``doomed`` would lose."""
+    repos = [
+        _inspect(
+            directory,
+            rel,
+            NestedKind.SUBMODULE if rel in submodules else NestedKind.CLONE,
+            doomed=doomed,
+        )
+        for rel in checkouts
+    ]
     seen = {r.git_dir for r in repos if r.git_dir is not None}
-    repos += [
+    return repos + [
         _inspect_git_dir(directory / rel, NestedKind.BARE, rel)
         for rel in bare
         if (directory / rel).resolve() not in seen
     ]
-    return tuple(repos)
 
 
 def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
