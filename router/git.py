@@ -1141,6 +1141,18 @@ def pull(
     git.run("pull", "--quiet", mode, "--no-autostash", remote, branch, timeout=timeout)
 
 
+def fast_forward(git: Git, ref: str) -> bool:
+    """``git merge --ff-only ref`` in the checkout at cwd; False when it cannot fast-forward.
+
+    What ``git pull`` runs after its fetch when the branch has nothing of its
+    own, without that second fetch: a caller that fetched moments ago already
+    holds origin's tip. A branch with commits of its own is left as it was.
+    """
+    # No auto-maintenance either, as for this tool's fetches: the user's own next git runs it.
+    merge = ("merge", "--ff-only", "--quiet", "--no-autostash", ref)
+    return git.run(*merge, check=False, config=("maintenance.auto=false",)).ok
+
+
 def rebase_abort(git: Git) -> None:
     git.run("rebase", "--abort", check=False)
 

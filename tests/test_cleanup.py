@@ -132,8 +132,9 @@ def test_a_merge_commit_is_proven_by_ancestry_and_gh_agrees(web, tmp_path, monke
         "local-state",
     ]
     assert_cleaned(web, worktree)
-    # The default branch was fast-forwarded to the merge.
+    # The default branch was fast-forwarded to the merge, from the command's own fetch.
     assert git(web, "rev-parse", "main") == merge
+    assert "as this command fetched it" in steps(data)["update-default"]["detail"]
     assert all(s["outcome"] in {"done", "skipped"} for s in data["steps"])
     # Every gh call named the repo; nothing asked for PR prose.
     for call in fake.calls():

@@ -125,7 +125,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
             {
                 "name": "update-default",
                 "outcome": "done",
-                "detail": "would run git pull --rebase origin main",
+                "detail": "main is at origin/main as last fetched: nothing to pull",
             },
             {"name": "plan-dir", "outcome": "skipped", "detail": plan_dir},
             {"name": "sweep", "outcome": "skipped", "detail": "no residue"},
@@ -197,6 +197,23 @@ def test_dry_run_says_origin_was_not_fetched(home_repo):
     res = teardown(topic)
     assert res.code == 0, res.out
     assert not any("origin was not fetched" in w for w in res.json["warnings"])
+
+
+def test_dry_run_of_a_main_behind_origin_says_how_it_would_be_brought_up(home_repo):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "add limits")
+    commit_on_origin(home_repo, "UPSTREAM.md", "upstream\n")
+    git(home_repo, "fetch", "-q", "origin")
+    before = snapshot_of(home_repo)
+    plan = teardown(topic, "--dry-run", "--integrate")
+    assert plan.code == 0, plan.out
+    assert steps_of(plan.json, "home")["update-default"] == {
+        "name": "update-default",
+        "outcome": "done",
+        "detail": "would fast-forward main to origin/main, or run git pull --rebase origin main "
+        "if main has commits of its own",
+    }
+    assert snapshot_of(home_repo) == before
 
 
 def test_dry_run_of_a_refused_teardown_says_so_and_exits_1(workspace):

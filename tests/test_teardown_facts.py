@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.faults import git_logger, git_then, git_verbs, git_wrapper, run
-from helpers.origin import commit_on_origin
+from helpers.origin import commit_on_origin, merge_on_origin
 from helpers.repos import branches, commit, git, status
 from helpers.topics import multi_topic, new_topic, steps_of
 
@@ -43,6 +43,43 @@ def test_a_three_repo_integrating_teardown_starts_at_most_40_git_processes(tmp_p
     # Decided once per repo: the config, the merge proof, the refs.
     assert by_command["config"] <= 3 and by_command["merge-base"] == 0
     assert by_command["cherry"] <= 3 and by_command["for-each-ref"] <= 3
+
+
+def test_a_merged_topic_fast_forwards_main_to_what_teardown_fetched_without_a_second_fetch(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(topic.worktrees["home"], "push", "-q", "origin", topic.branch)
+    merged = merge_on_origin(home_repo, topic.branch)
+    log = tmp_path / "git.log"
+    proc = run("teardown", topic.id, "--json", cwd=home_repo, env=git_logger(tmp_path / "bin", log))
+    assert proc.code == 0, proc.out + proc.err
+    step = steps_of(proc.json, "home")["update-default"]
+    assert step["outcome"] == "done", step
+    assert "fast-forwarded to origin/main" in step["detail"]
+    # main is origin's merge, the primary clean, and origin was fetched once, not pulled.
+    assert git(home_repo, "rev-parse", "main") == merged
+    assert status(home_repo) == ""
+    by_command = git_verbs(log)
+    assert by_command["fetch"] == 1 and by_command["pull"] == 0, dict(by_command)
+
+
+def test_a_main_with_commits_of_its_own_is_still_rebased_by_a_pull(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(topic.worktrees["home"], "push", "-q", "origin", topic.branch)
+    merged = merge_on_origin(home_repo, topic.branch)
+    mine = commit(home_repo, "LOCAL.md", "not pushed\n", "local work on main")
+    proc = run("teardown", topic.id, "--json", cwd=home_repo)
+    assert proc.code == 0, proc.out + proc.err
+    step = steps_of(proc.json, "home")["update-default"]
+    assert "git pull --rebase origin main: main rebased onto origin/main" in step["detail"]
+    # The local commit is kept, replayed on top of origin's merge.
+    assert git(home_repo, "log", "-1", "--format=%s", "main") == "local work on main"
+    assert git(home_repo, "rev-parse", "main~1") == merged
+    assert git(home_repo, "rev-parse", "main") != mine
+    assert status(home_repo) == ""
 
 
 # What another process can change between the plan and the act is read again

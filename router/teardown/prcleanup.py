@@ -256,6 +256,7 @@ class Survey:
     notes: tuple[str, ...] = ()
     removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
     common_dir: Path | None = None  # the repository's, where a worktree's registration is
+    fetched: bool = False  # this command's fetch of origin succeeded, moments before the survey
 
     @property
     def remote_known(self) -> bool:
@@ -680,7 +681,9 @@ def run_steps(
     if not abandon:
         run.step(
             "update-default",
-            lambda: update_default(repo, found.default, rebase=False, fetched=True),
+            lambda: update_default(
+                repo, found.default, rebase=False, fetched=True, fresh=found.fetched
+            ),
             guarded=False,
         )
     else:
@@ -1308,21 +1311,24 @@ def _checked_survey(
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
     refuse_if_held(topic)
-    _fetch(repo, warnings)
-    found = survey(repo, branch, ask_remote=True)
+    fetched = _fetch(repo, warnings)
+    found = dataclasses.replace(survey(repo, branch, ask_remote=True), fetched=fetched)
     refuse_unknown(repo, found, mode)
     warnings.extend(found.notes)
     warnings.extend(_other_repos(repo, found))
     return found
 
 
-def _fetch(repo: Repo, warnings: list[str]) -> None:
-    if repo.git.has_remote("origin"):
-        error = repo.git.fetch("origin")
-        if error is not None:
-            warnings.append(
-                f"git fetch origin failed ({error.first_line}); using what was fetched before"
-            )
+def _fetch(repo: Repo, warnings: list[str]) -> bool:
+    """Fetch origin; True when it answered (so its remote-tracking refs are its tips now)."""
+    if not repo.git.has_remote("origin"):
+        return False
+    error = repo.git.fetch("origin")
+    if error is not None:
+        warnings.append(
+            f"git fetch origin failed ({error.first_line}); using what was fetched before"
+        )
+    return error is None
 
 
 def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:

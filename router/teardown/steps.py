@@ -1301,6 +1301,7 @@ def update_default(
     has_origin: bool | None = None,
     known: tuple[StatusReport, str | None] | None = None,
     at_origin: bool = False,
+    fresh: bool = False,
 ) -> StepResult:
     """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
 
@@ -1311,6 +1312,10 @@ def update_default(
     ``at_origin``: this command fetched moments ago and the local default
     branch was then at origin's tip, so a pull has nothing to bring (our own
     picks, if any, already sit on that tip).
+    ``fresh``: that fetch succeeded moments ago, so ``origin/<default>`` is
+    origin's tip: a branch behind it is fast-forwarded there without a pull
+    fetching the same commits again (a branch with commits of its own is
+    still pulled).
     """
     name = "update-default"
     if default is None:
@@ -1328,6 +1333,12 @@ def update_default(
         error = None if fetched else repo.git.fetch("origin")
         how = f"fetch failed ({error.first_line})" if error else "fetched only"
         return skipped(name, f"{how}: the primary clone was not updated because {busy}")
+    if fresh and default.remote_ref and g.fast_forward(repo.git, default.remote_ref):
+        return done(
+            name,
+            f"{default.name} fast-forwarded to origin/{default.name} as this command fetched it"
+            f"{_follow_submodules(repo)}",
+        )
     mode = "--rebase" if rebase else "--ff-only"
     try:
         g.pull(repo.git, "origin", default.name, rebase=rebase)

@@ -509,6 +509,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
                 has_origin=plan.has_origin,
                 known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
                 at_origin=plan.default_at_origin,
+                fresh=plan.reachable,
             ),
             repo,
             plan,
@@ -1217,4 +1218,14 @@ def _preview_update(repo: Repo, plan: RepoPlan) -> StepResult:
     busy, _ = why_primary_busy(repo, plan.default)
     if busy:
         return skipped("update-default", f"would fetch only: {busy}")
-    return done("update-default", f"would run git pull --rebase origin {plan.default.name}")
+    name = plan.default.name
+    if plan.default_at_origin:
+        return done(
+            "update-default",
+            f"{name} is at origin/{name} as last fetched: nothing to pull",
+        )
+    return done(
+        "update-default",
+        f"would fast-forward {name} to origin/{name}, or run git pull --rebase origin {name} "
+        f"if {name} has commits of its own",
+    )
