@@ -1141,16 +1141,28 @@ def pull(
     git.run("pull", "--quiet", mode, "--no-autostash", remote, branch, timeout=timeout)
 
 
-def fast_forward(git: Git, ref: str) -> bool:
-    """``git merge --ff-only ref`` in the checkout at cwd; False when it cannot fast-forward.
+class FastForward(StrEnum):
+    """What ``git merge --ff-only`` did with a branch."""
+
+    MOVED = "moved"  # the branch was behind: it now sits on the ref
+    CURRENT = "current"  # the branch already held the ref: nothing changed
+    REFUSED = "refused"  # the branch has commits of its own (or git refused): unchanged
+
+
+def fast_forward(git: Git, ref: str) -> FastForward:
+    """``git merge --ff-only ref`` in the checkout at cwd.
 
     What ``git pull`` runs after its fetch when the branch has nothing of its
     own, without that second fetch: a caller that fetched moments ago already
-    holds origin's tip. A branch with commits of its own is left as it was.
+    holds origin's tip.
     """
     # No auto-maintenance either, as for this tool's fetches: the user's own next git runs it.
-    merge = ("merge", "--ff-only", "--quiet", "--no-autostash", ref)
-    return git.run(*merge, check=False, config=("maintenance.auto=false",)).ok
+    merge = ("merge", "--ff-only", "--no-stat", "--no-autostash", ref)
+    res = git.run(*merge, check=False, config=("maintenance.auto=false",))
+    if not res.ok:
+        return FastForward.REFUSED
+    # LC_ALL=C: git's own words for a merge that had nothing to do.
+    return FastForward.CURRENT if "Already up to date" in res.stdout else FastForward.MOVED
 
 
 def rebase_abort(git: Git) -> None:

@@ -82,6 +82,24 @@ def test_a_main_with_commits_of_its_own_is_still_rebased_by_a_pull(home_repo, tm
     assert status(home_repo) == ""
 
 
+def test_a_main_ahead_of_origin_is_left_as_it_is_without_a_pull(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(topic.worktrees["home"], "push", "-q", "origin", topic.branch)
+    merge_on_origin(home_repo, topic.branch)
+    git(home_repo, "pull", "-q", "--ff-only", "origin", "main")
+    mine = commit(home_repo, "LOCAL.md", "not pushed\n", "local work on main")
+    log = tmp_path / "git.log"
+    proc = run("teardown", topic.id, "--json", cwd=home_repo, env=git_logger(tmp_path / "bin", log))
+    assert proc.code == 0, proc.out + proc.err
+    step = steps_of(proc.json, "home")["update-default"]
+    assert step["detail"].startswith(
+        "main already holds origin/main as this command fetched it: nothing to pull"
+    ), step
+    assert git(home_repo, "rev-parse", "main") == mine
+    assert git_verbs(log)["pull"] == 0
+
+
 # What another process can change between the plan and the act is read again
 # right before the step that acts on it, once: these prove those re-checks stay.
 

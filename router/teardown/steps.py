@@ -1333,7 +1333,14 @@ def update_default(
         error = None if fetched else repo.git.fetch("origin")
         how = f"fetch failed ({error.first_line})" if error else "fetched only"
         return skipped(name, f"{how}: the primary clone was not updated because {busy}")
-    if fresh and default.remote_ref and g.fast_forward(repo.git, default.remote_ref):
+    moved = g.fast_forward(repo.git, default.remote_ref) if fresh and default.remote_ref else None
+    if moved is g.FastForward.CURRENT:
+        return done(
+            name,
+            f"{default.name} already holds origin/{default.name} as this command fetched it: "
+            "nothing to pull",
+        )
+    if moved is g.FastForward.MOVED:
         return done(
             name,
             f"{default.name} fast-forwarded to origin/{default.name} as this command fetched it"
