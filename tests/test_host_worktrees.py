@@ -700,3 +700,39 @@ def test_install_hooks_writes_through_a_dangling_symlink_into_a_directory_that_e
     assert res.code == 0, res.out
     assert settings_file().is_symlink()
     assert "WorktreeRemove" in json.loads((dotfiles / "claude-settings.json").read_text())["hooks"]
+
+
+def test_a_worktree_another_process_works_in_is_kept_and_the_hosts_own_shell_does_not_count(
+    home_repo,
+):
+    """A dev server a subagent left running there (a process that is not the host or above
+    it) would lose its directory: the worktree is kept. The host itself, and the shell it
+    runs the hook through, may sit in the worktree: they asked for the removal."""
+    from helpers.faults import argv
+
+    path = made(create(home_repo, "ENG-16-x"))
+    payload = json.dumps(
+        {"hook_event_name": "WorktreeRemove", "cwd": str(path), "worktree_path": str(path)}
+    )
+    hook = " ".join(f"'{a}'" for a in argv("hook", "worktree-remove", cwd=path))
+
+    def remove_from_inside() -> subprocess.CompletedProcess[str]:
+        # `; true`: sh stays (no exec), an ancestor of the hook with its cwd in the worktree.
+        return subprocess.run(
+            ["sh", "-c", f"{hook}; true"], cwd=path, input=payload, capture_output=True, text=True
+        )
+
+    server = subprocess.Popen(["sleep", "60"], cwd=path)
+    try:
+        kept = remove_from_inside()
+    finally:
+        server.kill()
+        server.wait()
+    assert (kept.returncode, kept.stdout) == (0, ""), kept.stderr
+    assert "kept" in kept.stderr and f"process {server.pid} (sleep)" in kept.stderr, kept.stderr
+    assert "[held]" in kept.stderr, kept.stderr
+    assert path.is_dir() and "ENG-16-x" in branches(home_repo)
+    assert record(home_repo, "ENG-16-x").host_removal.outcome == "kept"
+    gone = remove_from_inside()
+    assert gone.returncode == 0 and "removed" in gone.stderr, gone.stderr
+    assert_gone(home_repo, path, "ENG-16-x")

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.faults import argv, hold_open
 from helpers.origin import commit_on_origin, merge_on_origin, push_branch
 from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import (
@@ -1001,3 +1003,71 @@ def test_the_topics_own_worktree_switched_to_another_branch_is_kept_and_the_way_
     assert f"{wt} is the topic's worktree, switched to spike" in step["detail"]
     assert f"`git -C {wt} switch {topic.id}`" in step["detail"]
     assert git(wt, "rev-parse", "HEAD") == sha and str(wt) in worktree_paths(home_repo)
+
+
+# -- processes working in the worktree ---------------------------------------------------
+
+
+def test_a_process_working_in_the_worktree_refuses_even_with_force_and_names_it(workspace):
+    """A shell or editor whose working directory is in the worktree would lose it (and an
+    editor may write its buffers back into a deleted tree): nothing is removed anywhere,
+    --force or not, until it is closed."""
+    topic = multi_topic(workspace)
+    wt = topic.worktrees["api"]
+    (wt / "src").mkdir()
+    before = {n: snapshot_of(p) for n, p in topic.repos.items()}
+    shell = subprocess.Popen(["sleep", "60"], cwd=wt / "src")
+    try:
+        dry = teardown(topic, "--dry-run")
+        res = teardown(topic)
+        forced = teardown(topic, "--force")
+    finally:
+        shell.kill()
+        shell.wait()
+    expected = (
+        f"{wt} is in use by process {shell.pid} (sleep) (its working directory or an open file "
+        "is there): removing the worktree would pull the directory out from under it; close it "
+        "(exit the shell, quit the editor, stop the server), then run teardown again"
+    )
+    for run in (dry, res, forced):
+        assert run.code == 1, run.out
+        assert run.json["error"]["code"] == "held", run.json["error"]
+        assert expected in run.json["error"]["message"]
+        step = steps_of(run.json, "api")["remove"]
+        assert (step["outcome"], step["code"], step["detail"]) == (
+            "refused",
+            "held",
+            expected,
+        )
+    assert {n: snapshot_of(p) for n, p in topic.repos.items()} == before
+    assert wt.is_dir() and topic.worktrees["home"].is_dir()
+    # Closed: the same command finishes.
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert not wt.exists() and not topic.worktrees["home"].exists()
+
+
+def test_a_process_holding_a_file_of_the_worktree_open_refuses(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    held = hold_open(wt / "README.md")
+    try:
+        res = teardown(topic)
+    finally:
+        held.kill()
+        held.wait()
+    assert res.code == 1 and res.json["error"]["code"] == "held", res.out
+    assert f"process {held.pid} (sleep)" in res.json["error"]["message"]
+    assert wt.is_dir() and topic.branch in branches(home_repo)
+
+
+def test_teardown_started_by_a_shell_sitting_in_the_worktree_is_not_refused(workspace):
+    """The caller and the shells above it are excluded: they asked for the removal."""
+    topic = multi_topic(workspace)
+    wt = topic.worktrees["home"]
+    command = " ".join(f"'{a}'" for a in argv("teardown", topic.id, "--json", cwd=wt))
+    # `; true` keeps sh from exec'ing the command: the shell stays, an ancestor in the worktree.
+    done = subprocess.run(["sh", "-c", f"{command}; true"], cwd=wt, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["ok"] is True
+    assert not wt.exists() and not topic.worktrees["api"].exists()

@@ -1000,7 +1000,7 @@ def _other_sessions(repo: Repo) -> list[str]:
 
 
 def _other_processes(repo: Repo) -> list[str]:
-    from router.topic.holders import ancestors, process_name, processes_using
+    from router.topic.holders import ancestors, describe_process, processes_using
 
     places = [os.path.realpath(e.path) for e in repo.git.worktree_list() if not e.bare]
     places.append(os.path.realpath(repo.common_dir))
@@ -1011,7 +1011,7 @@ def _other_processes(repo: Repo) -> list[str]:
             f"{repo.primary}"
         ]
     return [
-        f"process {pid} ({process_name(pid)}) in {place}"
+        f"{describe_process(pid)} in {place}"
         for place, pids in sorted(users.items())
         for pid in sorted(pids)
     ]

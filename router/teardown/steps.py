@@ -1164,6 +1164,46 @@ def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bo
     return g.unique_commits(repo.git, head, except_branch=branch) > 0
 
 
+def worktrees_in_use(paths: Iterable[Path]) -> dict[Path, list[str]] | None:
+    """``path -> ["process 123 (vim)", ...]`` for each of ``paths`` another process works in.
+
+    Its working directory or an open file is there: git removes the tree from
+    under it, and a shell is left in a deleted directory, an editor writes its
+    buffers back into one. One scan of /proc answers every path (a teardown
+    asks once for all its repos). This process and the ones above it are left
+    out: the shell or session that asked for the removal may sit in the
+    worktree itself. None where there is no /proc to read.
+    """
+    from router.topic.holders import ancestors, describe_process, processes_using
+
+    real = {os.path.realpath(p): p for p in paths}
+    if not real:
+        return {}
+    users = processes_using(list(real), excluding=ancestors())
+    if users is None:
+        return None
+    return {real[r]: [describe_process(pid) for pid in sorted(pids)] for r, pids in users.items()}
+
+
+def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> StepResult:
+    """The removal refused while ``users`` work in the worktree: ``held``, as --reclaim says of
+    a process in a checkout. --force does not override it (it snapshots files, and no
+    snapshot keeps an editor's buffers): closing the process is the fix that loses nothing."""
+    return refused(
+        "remove",
+        "held",
+        f"{path} is in use by {', '.join(users)} (its working directory or an open file is "
+        "there): removing the worktree would pull the directory out from under it; close it "
+        f"(exit the shell, quit the editor, stop the server), then run {again} again",
+    )
+
+
+NO_PROC_NOTE = (
+    "this system has no /proc: processes working in the worktree were not looked for "
+    "(close any shell or editor there before it is removed)"
+)
+
+
 # -- step 3: branch -----------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ from router.teardown.nested import NestedRepo, survey_nested, survey_registratio
 from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
 from router.teardown.steps import (
     INTERRUPTED_STEP,
+    NO_PROC_NOTE,
     STEPS,
     Integration,
     Outcome,
@@ -51,6 +52,7 @@ from router.teardown.steps import (
     forget_earlier_teardown,
     gone_with,
     hidden_work,
+    in_use_blocker,
     included_copies,
     integrate_commits,
     integration,
@@ -78,6 +80,7 @@ from router.teardown.steps import (
     why_primary_busy,
     with_hidden,
     worktree_blocker,
+    worktrees_in_use,
 )
 from router.teardown.sweep import Kept, SweepResult, sweep
 from router.topic import state
@@ -767,8 +770,10 @@ def teardown(
         integrate, force, dry_run, line_timeout, echo, stop, remove_reused, keep_held
     )
     if dry_run:
-        plans = _with_holders(
-            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        plans = _with_users(
+            _with_holders(
+                scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+            )
         )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
@@ -790,8 +795,10 @@ def teardown(
         scope = resolve_topic(cwd, target)
         if check is not None:
             check(scope)
-        plans = _with_holders(
-            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        plans = _with_users(
+            _with_holders(
+                scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+            )
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         refusal = _refusal(scope, plans, warnings)
@@ -861,6 +868,34 @@ def _with_holders(
     blocker = refused("remove", "held", f"{scope.id} is held by {who}; release it or pass --force")
     home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]
+
+
+def _with_users(plans: list[RepoPlan]) -> list[RepoPlan]:
+    """A process working in a worktree the teardown would remove stops it, --force or not.
+
+    Asked once for every repo's worktree (one scan of /proc per command).
+    """
+    removed = {p.worktree: p for p in plans if p.worktree is not None and _removes(p)}
+    users = worktrees_in_use(removed)
+    if users is None:
+        if not removed:
+            return plans
+        return [dataclasses.replace(plans[0], notes=(*plans[0].notes, NO_PROC_NOTE)), *plans[1:]]
+    return [_in_use(p, users) for p in plans]
+
+
+def _removes(plan: RepoPlan) -> bool:
+    """The remove step would delete the plan's worktree (ours, registered, not kept)."""
+    return plan.registered and not plan.kept_worktree
+
+
+def _in_use(plan: RepoPlan, users: dict[Path, list[str]]) -> RepoPlan:
+    found = users.get(plan.worktree) if plan.worktree is not None and _removes(plan) else None
+    if plan.worktree is None or not found:
+        return plan
+    return dataclasses.replace(
+        plan, blockers=(*plan.blockers, in_use_blocker(plan.worktree, found))
+    )
 
 
 def _refusal(

@@ -207,6 +207,11 @@ def process_name(pid: int) -> str:
         return "?"
 
 
+def describe_process(pid: int) -> str:
+    """``process 123 (vim)``: how a refusal names a process the user is to close."""
+    return f"process {pid} ({process_name(pid)})"
+
+
 def this_host() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 
