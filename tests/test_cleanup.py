@@ -1241,3 +1241,42 @@ def test_a_reused_checkouts_branch_is_cleaned_up_under_its_topics_lock_and_holde
     assert res.code == 1 and res.json["error"]["code"] == "held", res.out + res.err
     assert "session s-4" in res.json["error"]["message"]
     assert (world(web), world(checkout)) == before
+
+
+def test_a_process_working_in_the_worktree_refuses_the_cleanup_touching_nothing(
+    web, tmp_path, monkeypatch
+):
+    """A shell or editor sitting in the worktree would lose its directory: pr-cleanup refuses,
+    merged or abandoned, before any step (no PR closed, no branch deleted), naming it."""
+    worktree = pushed_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC_ID, how="squash")
+    (worktree / "src").mkdir()
+    before = world(web), world(worktree)
+    prs = (
+        pr(30, TOPIC_ID, head, merge_commit=merge),
+        pr(31, "child", "b" * 40, state="OPEN", base=TOPIC_ID),  # an abandon would close it
+    )
+    fake = install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    shell = subprocess.Popen(["sleep", "60"], cwd=worktree / "src")
+    try:
+        runs = [
+            cleanup(web, TOPIC_ID, "--dry-run"),
+            cleanup(web, TOPIC_ID),
+            cleanup(web, TOPIC_ID, "--abandon", "--yes"),
+        ]
+    finally:
+        shell.kill()
+        shell.wait()
+    for res in runs:
+        assert res.code == 1, res.out + res.err
+        assert res.json["error"]["code"] == "held", res.json["error"]
+        message = res.json["error"]["message"]
+        assert f"{worktree} is in use by process {shell.pid} (sleep)" in message
+        assert "close it" in message and "then run pr-cleanup again" in message
+        assert message.endswith("nothing was touched"), message
+    assert (world(web), world(worktree)) == before
+    assert fake.closed() == []
+    res = cleanup(web, TOPIC_ID)
+    assert res.code == 0, res.out + res.err
+    assert_cleaned(web, worktree)

@@ -34,9 +34,7 @@ from router.progress import Echo
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
 from router.teardown.nested import survey_nested, survey_registration
 from router.teardown.steps import (
-    STEPS as TEARDOWN_STEPS,
-)
-from router.teardown.steps import (
+    NO_PROC_NOTE,
     Outcome,
     Proof,
     StepResult,
@@ -49,6 +47,7 @@ from router.teardown.steps import (
     failed,
     forget_earlier_teardown,
     git_failed,
+    in_use_blocker,
     included_copies,
     merge_proof,
     nested_blocker,
@@ -62,6 +61,10 @@ from router.teardown.steps import (
     stopped_error,
     update_default,
     verify_gone,
+    worktrees_in_use,
+)
+from router.teardown.steps import (
+    STEPS as TEARDOWN_STEPS,
 )
 from router.topic import state
 from router.topic.discovery import PLANS_DIR, home_repo
@@ -414,6 +417,24 @@ def refuse_nested(found: Survey) -> None:
         nested = survey_registration(common, path) if common is not None else ()
     blocker = nested_blocker(path, nested, again="pr-cleanup")
     if blocker is not None:
+        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
+
+
+def refuse_in_use(found: Survey, warnings: list[str]) -> None:
+    """Another process working in the worktree refuses before any step, merged or abandoned.
+
+    Its shell or editor would lose its directory, and --abandon's force would not
+    keep what an editor has not saved; as teardown's plan, before a PR is closed.
+    """
+    path = found.worktree_path
+    if path is None:
+        return
+    users = worktrees_in_use([path])
+    if users is None:
+        warnings.append(NO_PROC_NOTE)
+        return
+    if path in users:
+        blocker = in_use_blocker(path, users[path], again="pr-cleanup")
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
 
 
@@ -1310,6 +1331,7 @@ def _checked_survey(
     local = survey(repo, branch, ask_remote=False)
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
+    refuse_in_use(local, warnings)
     refuse_if_held(topic)
     fetched = _fetch(repo, warnings)
     found = dataclasses.replace(survey(repo, branch, ask_remote=True), fetched=fetched)
@@ -1428,6 +1450,7 @@ def _dry_run(
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
     refuse_nested(found)
+    refuse_in_use(found, warnings)
     refuse_if_held(topic_lock(repo, chosen.branch))  # as the real run will: plan what it does
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
