@@ -1280,3 +1280,69 @@ def test_a_process_working_in_the_worktree_refuses_the_cleanup_touching_nothing(
     res = cleanup(web, TOPIC_ID)
     assert res.code == 0, res.out + res.err
     assert_cleaned(web, worktree)
+
+
+def reused_checkout(web: Path, workspace: Path) -> Path:
+    """The user's own linked worktree on feature-x, which `new` reused for TOPIC_ID; its
+    commit merged on origin (feature-x is left there): the plan dir lives in it."""
+    checkout = workspace / "feature-wt"
+    git(web, "worktree", "add", "-q", "-b", "feature-x", str(checkout))
+    made = run_cli("new", "Add rate limiting", "--id", TOPIC_ID, "--json", cwd=checkout)
+    assert made.code == 0 and made.json["home"]["status"] == "reused", made.out + made.err
+    commit(checkout, "limits.py", "LIMIT = 10\n", "add limits")
+    git(checkout, "push", "-q", "origin", "feature-x:feature-x")
+    merge_on_origin(web, "feature-x", how="merge")
+    assert (checkout / "docs" / "plans" / TOPIC_ID).is_dir()
+    return checkout
+
+
+def test_a_reused_checkout_and_its_branch_are_kept_and_the_topic_marked_torn_down(
+    web, no_gh, workspace
+):
+    """As teardown does: `new` reused the user's checkout and branch, so pr-cleanup keeps
+    both (and the plan dir inside) unless --remove-reused, and marks the record torn down."""
+    checkout = reused_checkout(web, workspace)
+    sha = tip(web, "feature-x")
+    dry = cleanup(web, "feature-x", "--dry-run")
+    res = cleanup(web, "feature-x")
+    assert res.code == 0, res.out + res.err
+    kept_wt = (
+        f"kept {checkout}: team-router did not create this checkout (`new` reused it); "
+        "pass --remove-reused to remove it"
+    )
+    kept_branch = (
+        "kept feature-x: team-router did not create this branch; pass --remove-reused to delete it"
+    )
+    for data in (dry.json, res.json):
+        got = steps(data)
+        assert (got["remove"]["outcome"], got["remove"]["detail"]) == ("skipped", kept_wt), data
+        assert (got["branch"]["outcome"], got["branch"]["detail"]) == ("skipped", kept_branch)
+    verify = steps(res.json)["verify-gone"]
+    assert (verify["outcome"], verify["detail"]) == ("skipped", "the worktree is kept")
+    assert str(checkout) in worktree_paths(web) and tip(web, "feature-x") == sha
+    assert (checkout / "docs" / "plans" / TOPIC_ID).is_dir()
+    assert git(web, "rev-parse", "main") == git(web, "rev-parse", "origin/main")  # updated
+    record = state.read_record(web / ".git", TOPIC_ID)
+    assert record is not None and record.teardown is not None and record.teardown.complete
+    assert record.pr_cleanup_mode == "merged"
+    assert "--remove-reused" in run_cli("pr-cleanup", "--help").out
+    # The flag removes them, with the usual guards.
+    res = cleanup(web, "feature-x", "--remove-reused")
+    assert res.code == 0, res.out + res.err
+    assert not checkout.exists() and "feature-x" not in branches(web)
+
+
+def test_abandoning_a_reused_checkouts_branch_keeps_the_checkout_and_its_changes(
+    web, no_gh, workspace
+):
+    checkout = reused_checkout(web, workspace)
+    sha = tip(web, "feature-x")
+    write(checkout / "draft.txt", "the user's own draft\n")
+    res = cleanup(web, "feature-x", "--abandon", "--yes")
+    assert res.code == 0, res.out + res.err
+    got = steps(res.json)
+    assert (got["remove"]["outcome"], got["branch"]["outcome"]) == ("skipped", "skipped")
+    assert (checkout / "draft.txt").read_text() == "the user's own draft\n"
+    assert str(checkout) in worktree_paths(web) and tip(web, "feature-x") == sha
+    record = state.read_record(web / ".git", TOPIC_ID)
+    assert record is not None and record.torn_down and record.pr_cleanup_mode == "abandoned"

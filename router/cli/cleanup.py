@@ -71,6 +71,14 @@ def pr_cleanup_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
     ] = False,
+    remove_reused: Annotated[
+        bool,
+        typer.Option(
+            "--remove-reused",
+            help="Also remove a checkout and delete a branch team-router did not create "
+            "(`new` reused them); without it they are kept.",
+        ),
+    ] = False,
     line_timeout: Annotated[
         float,
         typer.Option(
@@ -99,6 +107,7 @@ def pr_cleanup_cmd(
                 wait=wait,
                 line_timeout=line_timeout,
                 echo=line_echo(as_json),
+                remove_reused=remove_reused,
             )
         except RouterError as exc:
             # A refusal raised before the plan exists (a dirty primary, a protected

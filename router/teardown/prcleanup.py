@@ -56,6 +56,8 @@ from router.teardown.steps import (
     removal_started,
     remove_plan_dir,
     remove_worktree,
+    reused_branch,
+    reused_checkout,
     short_ref,
     skipped,
     stopped_error,
@@ -260,6 +262,10 @@ class Survey:
     removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
     common_dir: Path | None = None  # the repository's, where a worktree's registration is
     fetched: bool = False  # this command's fetch of origin succeeded, moments before the survey
+    # Why the worktree / the branch stays, as teardown says it: `new` reused the
+    # user's own checkout or branch; "" when it is ours to remove (or --remove-reused).
+    kept_worktree: str = ""
+    kept_branch: str = ""
 
     @property
     def remote_known(self) -> bool:
@@ -276,7 +282,7 @@ class Survey:
         return bool(self.tip or self.worktree or self.remote_tip or plan)
 
 
-def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
+def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool = False) -> Survey:
     default = default_branch(repo.git)
     if default is None:
         raise Refusal(
@@ -290,17 +296,21 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
     entries = repo.git.worktree_list()
     _refuse_checked_out_in_primary(repo, branch, entries)
     worktree = next((e for e in entries[1:] if e.branch == branch), None)
-    topic_id = branch if ID_RE.fullmatch(branch) else None
+    topic_id = branch_topic(repo, branch)
     record, notes = _record(repo, topic_id)
     topic = topic_ref(topic_id, record)
+    kept_worktree, kept_branch = (
+        ("", "") if remove_reused else _reused(repo, branch, worktree, record, exact=exact)
+    )
     # What git has not deleted yet of a removal the record marks is no one's work:
     # the remove step finishes it (never "commit them": that would commit deletions).
     removing = bool(
         worktree and topic and removal_started(repo, topic, Path(worktree.path)) is not None
     )
+    # A kept checkout is not removed: its changes lose nothing, and refuse nothing.
     status = (
         Git(Path(worktree.path)).status()
-        if worktree and os.path.isdir(worktree.path) and not removing
+        if worktree and os.path.isdir(worktree.path) and not removing and not kept_worktree
         else StatusReport()
     )
     remote_tip, remote_error = (
@@ -321,7 +331,34 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool) -> Survey:
         tuple(notes),
         removing,
         repo.common_dir,
+        kept_worktree,
+        kept_branch,
     )
+
+
+def branch_topic(repo: Repo, branch: str) -> str | None:
+    """The topic ``branch`` belongs to: its id, or the one whose record names the branch
+    (``new`` reused a checkout on the user's own branch); None for no topic's branch."""
+    return branch if ID_RE.fullmatch(branch) else state.topic_of_branch(repo.common_dir, branch)
+
+
+def _reused(
+    repo: Repo,
+    branch: str,
+    worktree: WorktreeEntry | None,
+    record: state.TopicRecord | None,
+    *,
+    exact: bool,
+) -> tuple[str, str]:
+    """Why a topic's checkout and branch stay: `new` reused the user's own (teardown's rule).
+
+    Only a topic's: a branch no record names is the user's to clean up, wherever
+    its worktree is.
+    """
+    if record is None:
+        return "", ""
+    checkout = reused_checkout(repo, Path(worktree.path)) if worktree is not None else ""
+    return checkout, reused_branch(branch, record) if exact else ""
 
 
 def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRef | None:
@@ -407,7 +444,7 @@ def refuse_nested(found: Survey) -> None:
     and the default branch may have moved: the plan refuses first.
     """
     path = found.worktree_path
-    if path is None or found.removing:
+    if path is None or found.removing or found.kept_worktree:
         return
     # A directory deleted by hand leaves its submodules' git dirs in the registration.
     if os.path.isdir(path):
@@ -427,7 +464,7 @@ def refuse_in_use(found: Survey, warnings: list[str]) -> None:
     keep what an editor has not saved; as teardown's plan, before a PR is closed.
     """
     path = found.worktree_path
-    if path is None:
+    if path is None or found.kept_worktree:
         return
     users = worktrees_in_use([path])
     if users is None:
@@ -667,6 +704,7 @@ class CleanupOptions:
     dry_run: bool
     line_timeout: float = DEFAULT_LINE_TIMEOUT
     echo: Echo | None = None
+    remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
 
 
 # A PR that gh failed to close does not hold the git part back: deleting the
@@ -683,7 +721,7 @@ def run_steps(
     hub: GitHub | Unavailable,
     warnings: list[str],
 ) -> tuple[list[StepResult], list[dict[str, object]]]:
-    if found.worktree is not None and found.topic_id is not None:
+    if found.worktree is not None and found.topic_id is not None and not found.kept_worktree:
         forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
     run = StepRun(GUARDING)
     closed: list[dict[str, object]] = []
@@ -691,14 +729,7 @@ def run_steps(
     if abandon:
         run.step("close-prs", lambda: _close_prs(hub, closing, closed, warnings), guarded=False)
     run.step("remove", lambda: _remove(repo, found, force=abandon, warnings=warnings))
-    run.step(
-        "verify-gone",
-        lambda: (
-            verify_gone(repo, found.worktree_path)
-            if found.worktree
-            else done("verify-gone", "no worktree to re-check")
-        ),
-    )
+    run.step("verify-gone", lambda: _verify_gone(repo, found))
     if not abandon:
         run.step(
             "update-default",
@@ -759,6 +790,8 @@ def _close_prs(
 
 
 def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> StepResult:
+    if found.kept_worktree:
+        return skipped("remove", found.kept_worktree)
     if found.worktree is None:
         return done("remove", f"no worktree has {found.branch} checked out: already gone")
     copied = _copied_note(repo, found)
@@ -769,6 +802,14 @@ def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> S
     if result.outcome is Outcome.DONE and copied:
         return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
     return result
+
+
+def _verify_gone(repo: Repo, found: Survey) -> StepResult:
+    if found.kept_worktree:
+        return skipped("verify-gone", "the worktree is kept")
+    if found.worktree is None:
+        return done("verify-gone", "no worktree to re-check")
+    return verify_gone(repo, found.worktree_path)
 
 
 def _copied_note(repo: Repo, found: Survey) -> str:
@@ -797,6 +838,8 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
 def _delete_local(
     repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
 ) -> StepResult:
+    if found.kept_branch:
+        return skipped("branch", found.kept_branch)
     if found.branch not in repo.git.local_branches():
         return done("branch", f"{found.branch} is already gone")
     if evidence is not None and evidence.content is not None and evidence.at_merge_commit:
@@ -1055,7 +1098,7 @@ def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
         repo.primary,
         found.default,
         found.branch,
-        found.worktree_path,
+        None if found.kept_worktree else found.worktree_path,
         temp_paths=found.temp_paths,
         timeout=opts.line_timeout,
         protected=(repo.primary, repo.common_dir, *filter(None, [found.worktree_path])),
@@ -1075,11 +1118,18 @@ def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
     return result
 
 
+def _finished(step: StepResult) -> bool:
+    """Done, or skipped for good (a reused checkout or branch kept): teardown's rule."""
+    return step.outcome is Outcome.DONE or (
+        step.outcome is Outcome.SKIPPED and not step.detail.startswith("not done")
+    )
+
+
 def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> None:
     """Mark the topic's record as teardown does, so a rerun (of either command) skips what is done."""
     if found.topic_id is None or found.record is None:
         return
-    finished = {s.name for s in steps if s.outcome is Outcome.DONE and s.name in TEARDOWN_STEPS}
+    finished = {s.name for s in steps if s.name in TEARDOWN_STEPS and _finished(s)}
     ok = not any(s.stopped for s in steps)
 
     def change(record: state.TopicRecord) -> state.TopicRecord:
@@ -1120,7 +1170,9 @@ def preview(
     how = "force-remove (after a snapshot)" if abandon else "remove"
     copied = _copied_note(repo, found)
     steps.append(
-        done("remove", f"would {how} {wt}" + (f"; {copied}" if copied else ""))
+        skipped("remove", found.kept_worktree)
+        if found.kept_worktree
+        else done("remove", f"would {how} {wt}" + (f"; {copied}" if copied else ""))
         if wt
         else done("remove", "no worktree: already gone")
     )
@@ -1133,7 +1185,9 @@ def preview(
             else done("snapshot", "nothing to keep")
         )
     steps.append(
-        done("branch", f"would delete {found.branch}")
+        skipped("branch", found.kept_branch)
+        if found.kept_branch
+        else done("branch", f"would delete {found.branch}")
         if found.tip
         else done("branch", f"{found.branch} is already gone")
     )
@@ -1231,16 +1285,21 @@ def pr_cleanup(
     wait: float = state.DEFAULT_WAIT,
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
+    remove_reused: bool = False,
 ) -> CleanupResult:
     """Clean up one branch after its merge (or, with ``abandon``, without one).
 
     ``confirmed`` is True for ``--yes`` or a confirmed prompt, False for a
     declined prompt, None when no prompt could be shown (stdin not a terminal).
     ``yes`` (``--yes``) also lets a content proof stand alone where gh works
-    but knows no merged PR from this repository.
+    but knows no merged PR from this repository. ``remove_reused``
+    (``--remove-reused``) also removes a checkout and deletes a branch that
+    ``new`` reused for a topic, which are kept otherwise, as teardown keeps them.
     """
     mode = Mode.ABANDONED if abandon else Mode.MERGED
-    opts = CleanupOptions(mode, delete_remote, reclaim, dry_run, line_timeout, echo)
+    opts = CleanupOptions(
+        mode, delete_remote, reclaim, dry_run, line_timeout, echo, remove_reused=remove_reused
+    )
     repo = primary_clone(cwd)
     hub = github.connect(repo.git.remote_url("origin"), cwd=repo.primary)
     chosen = resolve_target(repo, cwd, target, hub)
@@ -1254,7 +1313,7 @@ def pr_cleanup(
     topic = topic_lock(repo, chosen.branch)
     with state.held_lock(topic.home.common_dir, topic.name, wait=wait):
         with _git_failure_refuses(chosen.branch):
-            found = _checked_survey(repo, topic, chosen.branch, mode, warnings)
+            found = _checked_survey(repo, topic, chosen.branch, opts, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
             warnings.append(
@@ -1298,7 +1357,7 @@ def topic_lock(repo: Repo, branch: Branch) -> TopicLock:
     whose record names the branch (``new`` reused a checkout on the user's own
     branch). A branch that is no topic's is locked under its own name, here.
     """
-    topic_id = branch if ID_RE.fullmatch(branch) else state.topic_of_branch(repo.common_dir, branch)
+    topic_id = branch_topic(repo, branch)
     if topic_id is None:
         return TopicLock(repo, lock_name(branch), None)
     return TopicLock(home_repo(repo, topic_id), topic_id, topic_id)
@@ -1325,16 +1384,18 @@ def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
 
 
 def _checked_survey(
-    repo: Repo, topic: TopicLock, branch: Branch, mode: Mode, warnings: list[str]
+    repo: Repo, topic: TopicLock, branch: Branch, opts: CleanupOptions, warnings: list[str]
 ) -> Survey:
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
-    local = survey(repo, branch, ask_remote=False)
+    mode, reused = opts.mode, opts.remove_reused
+    local = survey(repo, branch, ask_remote=False, remove_reused=reused)
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
     refuse_in_use(local, warnings)
     refuse_if_held(topic)
     fetched = _fetch(repo, warnings)
-    found = dataclasses.replace(survey(repo, branch, ask_remote=True), fetched=fetched)
+    found = survey(repo, branch, ask_remote=True, remove_reused=reused)
+    found = dataclasses.replace(found, fetched=fetched)
     refuse_unknown(repo, found, mode)
     warnings.extend(found.notes)
     warnings.extend(_other_repos(repo, found))
@@ -1445,7 +1506,7 @@ def _dry_run(
     # The dry run fetches like the real run (a fetch changes no local branch or
     # worktree): without it a merge made a minute ago would read as not merged.
     _fetch(repo, warnings)
-    found = survey(repo, chosen.branch, ask_remote=True)
+    found = survey(repo, chosen.branch, ask_remote=True, remove_reused=opts.remove_reused)
     warnings.extend(found.notes)
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)

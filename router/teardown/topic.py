@@ -72,6 +72,8 @@ from router.teardown.steps import (
     remove_plan_dir,
     remove_worktree,
     resume_integration,
+    reused_branch,
+    reused_checkout,
     skipped,
     stopped_error,
     sweep_step,
@@ -88,7 +90,6 @@ from router.topic.discovery import home_repo
 from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.workspace import (
-    WORKTREES_DIR,
     DefaultBranch,
     Repo,
     default_branch,
@@ -280,33 +281,20 @@ def _at_origin(default: DefaultBranch | None, refs: dict[str, str]) -> bool:
     return refs.get(default.local_ref) == refs.get(default.remote_ref)
 
 
-REUSED_FLAG = "--remove-reused"
-
-
 def _kept_worktree(
     repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: TeardownOptions
 ) -> str:
-    """Why a linked worktree outside ``.claude/worktrees/`` stays: `new` reused it, never made it."""
+    """Why a linked worktree stays: `new` reused it, never made it ("" unless --remove-reused)."""
     if opts.remove_reused or worktree is None or entry is None:
         return ""
-    ours = repo.primary / WORKTREES_DIR
-    if Path(os.path.realpath(worktree)).parent == Path(os.path.realpath(ours)):
-        return ""
-    return (
-        f"kept {worktree}: team-router did not create this checkout (`new` reused it); "
-        f"pass {REUSED_FLAG} to remove it"
-    )
+    return reused_checkout(repo, worktree)
 
 
 def _kept_branch(target: RepoTarget, tip: str | None, opts: TeardownOptions) -> str:
     """Why the branch stays: the record says team-router did not create it."""
-    record = target.record
-    if opts.remove_reused or tip is None or record is None or record.branch_created:
+    if opts.remove_reused or tip is None:
         return ""
-    return (
-        f"kept {target.branch}: team-router did not create this branch; "
-        f"pass {REUSED_FLAG} to delete it"
-    )
+    return reused_branch(target.branch, target.record)
 
 
 def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
