@@ -1346,3 +1346,21 @@ def test_abandoning_a_reused_checkouts_branch_keeps_the_checkout_and_its_changes
     assert str(checkout) in worktree_paths(web) and tip(web, "feature-x") == sha
     record = state.read_record(web / ".git", TOPIC_ID)
     assert record is not None and record.torn_down and record.pr_cleanup_mode == "abandoned"
+
+
+def test_a_rerun_keeping_a_reused_checkout_does_not_run_the_local_state_lines_again(
+    web, no_gh, workspace, tmp_path
+):
+    # The kept checkout is still there on the rerun; it is not the topic "created again".
+    write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\n')
+    git(web, "add", ".teamteardown")
+    git(web, "commit", "-q", "-m", "declare local state")
+    git(web, "push", "-q", "origin", "main")
+    reused_checkout(web, workspace)
+    for _ in range(2):
+        res = cleanup(web, "feature-x")
+        assert res.code == 0, res.out + res.err
+    assert "already ran" in steps(res.json)["local-state"]["detail"]
+    assert (tmp_path / "ran.log").read_text() == "ran\n"
+    record = state.read_record(web / ".git", TOPIC_ID)
+    assert record is not None and record.torn_down

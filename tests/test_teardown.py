@@ -1071,3 +1071,22 @@ def test_teardown_started_by_a_shell_sitting_in_the_worktree_is_not_refused(work
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["ok"] is True
     assert not wt.exists() and not topic.worktrees["api"].exists()
+
+
+def test_a_rerun_keeping_a_reused_checkout_does_not_run_the_local_state_lines_again(
+    home_repo, workspace, tmp_path
+):
+    # The kept checkout is still registered on the rerun; it is not the topic "created again".
+    write(home_repo / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\n')
+    git(home_repo, "add", ".teamteardown")
+    git(home_repo, "commit", "-q", "-m", "declare local state")
+    git(home_repo, "push", "-q", "origin", "main")
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    assert run_cli("new", "Add rate limiting", "--id", TOPIC_ID, cwd=wt).code == 0
+    for _ in range(2):
+        res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
+        assert res.code == 0, res.out + res.err
+    assert "already ran" in steps_of(res.json, "home")["local-state"]["detail"]
+    assert (tmp_path / "ran.log").read_text() == "ran\n"
+    assert wt.is_dir()

@@ -441,7 +441,10 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
             target.worktree,
             tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
         )
-    if plan.registered:
+    if plan.registered and not plan.kept_worktree:
+        # A kept checkout (one `new` reused) is still there after every teardown: it
+        # does not show the topic was created again, and forgetting would run the
+        # local-state lines once more.
         forget_earlier_teardown(repo.common_dir, scope.id)
     runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True, stop=opts.stop)
     run = runner.step
