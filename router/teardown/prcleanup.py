@@ -261,11 +261,11 @@ class Survey:
     notes: tuple[str, ...] = ()
     removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
     common_dir: Path | None = None  # the repository's, where a worktree's registration is
-    fetched: bool = False  # this command's fetch of origin succeeded, moments before the survey
     # Why the worktree / the branch stays, as teardown says it: `new` reused the
     # user's own checkout or branch; "" when it is ours to remove (or --remove-reused).
     kept_worktree: str = ""
     kept_branch: str = ""
+    fetched: bool = False  # this command's fetch of origin succeeded, moments before the survey
 
     @property
     def remote_known(self) -> bool:
