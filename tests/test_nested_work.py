@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.faults import KILLED, git_killer, git_then, run
 from helpers.origin import merge_on_origin
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, write
 from helpers.topics import TOPIC_ID, Topic, multi_topic, new_topic, teardown
@@ -684,3 +685,75 @@ def test_teardown_unregisters_a_deleted_worktree_whose_submodule_git_dir_holds_n
     res = teardown(sub_topic)
     assert res.code == 0, res.out
     assert not module.exists() and sub_topic.branch not in branches(sub_topic.home)
+
+
+# -- a kill inside `git worktree remove`: the rerun re-checks the submodules' git dirs ----
+
+
+@pytest.mark.parametrize("tree_deleted", [False, True], ids=["before-deleting", "after-deleting"])
+def test_the_rerun_after_a_kill_mid_removal_refuses_a_submodule_commit_only_its_git_dir_holds(
+    sub_topic, tmp_path, tree_deleted
+):
+    wt = sub_topic.worktrees["home"]
+    module = module_dir(sub_topic)
+    # git deletes the tree first and the registration (modules/ with it) last. The kill
+    # comes before it deleted anything (the submodule is then still used: a commit that
+    # writes no file in the worktree), or right after it deleted the tree while a
+    # commit was landing in the submodule.
+    late = f'"$REAL_GIT" -C "{wt / "lib"}" commit -q --allow-empty -m "made during the removal"'
+    then = f'{late}; rm -rf "{wt}"' if tree_deleted else ":"
+    env = git_killer(tmp_path / "killer-bin", "worktree remove", then, real=False)
+    killed = run("teardown", sub_topic.id, "--json", cwd=sub_topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    if not tree_deleted:
+        git(wt / "lib", "commit", "-q", "--allow-empty", "-m", "made after the kill")
+    assert wt.exists() is not tree_deleted and module.is_dir()
+    sha = git(module, f"--git-dir={module}", f"--work-tree={module}", "rev-parse", "HEAD")
+
+    for flags in (("--force",), ()):
+        res = teardown(sub_topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        assert "lib (1 commit(s)" in res.json["error"]["message"], res.out
+    assert module_has(module, sha)
+    assert sub_topic.branch in branches(sub_topic.home)
+
+    res = run_cli(
+        "pr-cleanup", sub_topic.branch, "--abandon", "--yes", "--json", cwd=sub_topic.home
+    )
+    assert res.code == 1 and error_code(res) == "nested-work", res.out
+    assert "nothing was touched" in res.json["error"]["message"], res.out  # before any step
+    assert module_has(module, sha)
+
+    # The fix the message names: push it from there; then the rerun finishes the removal.
+    where = (f"--git-dir={module}", f"--work-tree={module}")
+    git(module, *where, "push", "-q", "origin", f"{sha}:refs/heads/kept")
+    res = teardown(sub_topic)
+    assert res.code == 0, res.out
+    assert not wt.exists() and not module.exists()
+    assert sub_topic.branch not in branches(sub_topic.home)
+
+
+def test_the_rerun_itself_rechecks_the_submodule_git_dir_just_before_finishing_the_removal(
+    sub_topic, tmp_path
+):
+    wt = sub_topic.worktrees["home"]
+    module = module_dir(sub_topic)
+    env = git_killer(tmp_path / "killer-bin", "worktree remove", ":", real=False)
+    killed = run("teardown", sub_topic.id, "--json", cwd=sub_topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    # The rerun's plan finds nothing; a commit lands in the submodule right after it.
+    once = tmp_path / "committed"
+    late = (
+        f'[ -e "{once}" ] || {{ touch "{once}"; '
+        f'"$REAL_GIT" -C "{wt / "lib"}" commit -q --allow-empty -m "made after the plan"; }}'
+    )
+    env = git_then(tmp_path / "then-bin", "cat-file --batch", late)
+    res = run("teardown", sub_topic.id, "--json", cwd=sub_topic.home, env=env)
+    assert once.exists(), "the commit did not land between the plan and the removal"
+    assert res.code == 1, res.out
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["code"] == "nested-work" and "lib (1 commit(s)" in remove["detail"], remove
+    sha = git(module, f"--git-dir={module}", f"--work-tree={module}", "rev-parse", "HEAD")
+    assert module_has(module, sha) and (wt / "lib" / ".git").exists()
+    assert sub_topic.branch in branches(sub_topic.home)

@@ -112,6 +112,39 @@ def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, .
     return _modules_of(Path(admin), set()) if admin is not None else ()
 
 
+def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
+    """What finishing a removal a kill interrupted deletes: the repositories in what is
+    left of the worktree, and the submodule git dirs its registration still keeps.
+
+    git deletes the files first and the registration (``modules/`` with it)
+    last. A commit made in a submodule after the removal was proven safe
+    lands in that git dir, outside the worktree, where no file's date shows
+    it; the worktree's own ``.git`` may be gone, so git is not asked where
+    its git dir is (it would answer for the repository around it).
+    """
+    if not os.path.isdir(worktree):
+        return survey_registration(common_dir, worktree)
+    admin = gitfiles.registration_of(str(common_dir), str(worktree))
+    doomed = [Path(os.path.realpath(worktree))]
+    doomed += [Path(os.path.realpath(admin))] if admin is not None else []
+    found, bare = repositories_below(worktree)
+    if gitfiles.checkout_git_dir(worktree) is not None:
+        bare = untracked_bare(
+            worktree, found, bare
+        )  # else every one is judged: none is known tracked
+    submodules = {rel for rel in found if _kept_by(worktree / rel, admin)} if admin else set()
+    repos = _judged(worktree, tuple(doomed), found, bare, submodules)
+    seen = {r.git_dir for r in repos if r.git_dir is not None}
+    return (*repos, *(_modules_of(Path(admin), seen) if admin is not None else ()))
+
+
+def _kept_by(checkout: Path, admin: str) -> bool:
+    """The checkout's git dir is under the registration's ``modules/``: a submodule of the worktree."""
+    git_dir = gitfiles.checkout_git_dir(checkout)
+    modules = Path(os.path.realpath(admin)) / "modules"
+    return git_dir is not None and Path(os.path.realpath(git_dir)).is_relative_to(modules)
+
+
 def _modules_of(git_dir: Path, seen: set[Path]) -> tuple[NestedRepo, ...]:
     modules = git_dir / "modules"
     if not os.path.isdir(modules):

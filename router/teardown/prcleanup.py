@@ -32,7 +32,7 @@ from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
-from router.teardown.nested import survey_nested, survey_registration
+from router.teardown.nested import survey_nested, survey_remains
 from router.teardown.steps import (
     NO_PROC_NOTE,
     Outcome,
@@ -444,14 +444,15 @@ def refuse_nested(found: Survey) -> None:
     and the default branch may have moved: the plan refuses first.
     """
     path = found.worktree_path
-    if path is None or found.removing or found.kept_worktree:
+    if path is None or found.kept_worktree:
         return
-    # A directory deleted by hand leaves its submodules' git dirs in the registration.
-    if os.path.isdir(path):
+    common = found.common_dir
+    if os.path.isdir(path) and not found.removing:
         nested = survey_nested(path)
     else:
-        common = found.common_dir
-        nested = survey_registration(common, path) if common is not None else ()
+        # What an interrupted removal of ours would still delete; a directory deleted
+        # by hand leaves its submodules' git dirs in the registration.
+        nested = survey_remains(common, path) if common is not None else ()
     blocker = nested_blocker(path, nested, again="pr-cleanup")
     if blocker is not None:
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")

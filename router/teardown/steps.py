@@ -36,6 +36,7 @@ from router.teardown.nested import (
     survey_directory,
     survey_nested,
     survey_registration,
+    survey_remains,
 )
 from router.teardown.snapshot import (
     Snapshot,
@@ -1012,6 +1013,11 @@ def finish_removal(
             f"removing {path} was interrupted, and {name_some(newer)} were written there since: "
             f"kept; move them out of {path}, then run teardown again to finish the removal",
         )
+    # The proof was made before the kill: a submodule used since keeps its new
+    # commits in the registration's modules/, which no file date above shows.
+    blocker = nested_blocker(path, survey_remains(repo.common_dir, path))
+    if blocker is not None:
+        return blocker
     if os.path.lexists(path):
         shutil.rmtree(path)
     if registered:

@@ -33,7 +33,7 @@ from router.teardown.localstate import (
     read_declaration,
     run_local_state,
 )
-from router.teardown.nested import NestedRepo, survey_nested, survey_registration
+from router.teardown.nested import NestedRepo, survey_nested, survey_remains
 from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
 from router.teardown.steps import (
     INTERRUPTED_STEP,
@@ -230,8 +230,10 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     nested = (
         survey_nested(worktree)  # type: ignore[arg-type]
         if there
-        else survey_registration(repo.common_dir, worktree)  # type: ignore[arg-type]
-        if entry is not None and not removing
+        # What a removal of ours that a kill interrupted would still delete, or
+        # the registration of a directory deleted by hand keeps.
+        else survey_remains(repo.common_dir, worktree)  # type: ignore[arg-type]
+        if entry is not None
         else ()
     )
     tip = refs.get(f"refs/heads/{target.branch}")
@@ -269,6 +271,9 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # A kept worktree is not removed: its dirt and nested clones lose nothing.
     kept = removing or bool(plan.kept_worktree)
     blockers = _plan_blockers(plan, None if kept else entry, opts)
+    if removing:
+        # --force or not: the rerun would delete the repositories left in it.
+        blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
