@@ -757,3 +757,34 @@ def test_the_rerun_itself_rechecks_the_submodule_git_dir_just_before_finishing_t
     sha = git(module, f"--git-dir={module}", f"--work-tree={module}", "rev-parse", "HEAD")
     assert module_has(module, sha) and (wt / "lib" / ".git").exists()
     assert sub_topic.branch in branches(sub_topic.home)
+
+
+def test_teardown_refuses_a_nested_bare_repository_whose_linked_worktree_lives_outside(
+    home_repo, workspace
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    origin = git(home_repo, "remote", "get-url", "origin")
+    bare = wt / "cache" / "web.git"
+    git(workspace, "clone", "-q", "--bare", origin, str(bare))
+    # Its commits on remote-tracking refs too: nothing in it is unpushed.
+    git(bare, "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*")
+    outside = workspace / "web-review"
+    git(bare, "worktree", "add", "-q", "--detach", str(outside))
+    write(outside / "staged.py", "staged in the outside checkout\n")
+    git(outside, "add", "--", "staged.py")
+
+    for flags in (("--force",), ()):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "nested bare repository cache/web.git (its linked worktree(s)" in message, message
+        assert f"{outside} would lose their repository" in message, message
+    assert git(outside, "diff", "--cached", "--name-only") == "staged.py"
+    assert bare.is_dir() and topic.branch in branches(home_repo)
+
+    git(bare, "worktree", "remove", "--force", str(outside))  # the fix: its checkout gone
+    res = teardown(topic, "--force")  # the bare repository's files are untracked
+    assert res.code == 0, res.out
+    assert not wt.exists()

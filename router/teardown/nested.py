@@ -68,7 +68,7 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     seen = {r.git_dir for r in repos if r.git_dir is not None}
     if os.path.lexists(worktree / ".gitmodules"):
         repos += _uninitialised(worktree, g.gitlink_paths(Git(worktree)), found)
-    return (*repos, *_modules_of(git_dir, seen))
+    return (*repos, *_modules_of(git_dir, seen, doomed))
 
 
 def _uninitialised(worktree: Path, gitlinks: list[str], checkouts: list[str]) -> list[NestedRepo]:
@@ -109,7 +109,9 @@ def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, .
     behind, commits and all; unregistering the worktree deletes it.
     """
     admin = gitfiles.registration_of(str(common_dir), str(worktree))
-    return _modules_of(Path(admin), set()) if admin is not None else ()
+    if admin is None:
+        return ()
+    return _modules_of(Path(admin), set(), (Path(os.path.realpath(admin)),))
 
 
 def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
@@ -135,7 +137,7 @@ def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
     submodules = {rel for rel in found if _kept_by(worktree / rel, admin)} if admin else set()
     repos = _judged(worktree, tuple(doomed), found, bare, submodules)
     seen = {r.git_dir for r in repos if r.git_dir is not None}
-    return (*repos, *(_modules_of(Path(admin), seen) if admin is not None else ()))
+    return (*repos, *(_modules_of(Path(admin), seen, tuple(doomed)) if admin is not None else ()))
 
 
 def _kept_by(checkout: Path, admin: str) -> bool:
@@ -145,12 +147,12 @@ def _kept_by(checkout: Path, admin: str) -> bool:
     return git_dir is not None and Path(os.path.realpath(git_dir)).is_relative_to(modules)
 
 
-def _modules_of(git_dir: Path, seen: set[Path]) -> tuple[NestedRepo, ...]:
+def _modules_of(git_dir: Path, seen: set[Path], doomed: tuple[Path, ...]) -> tuple[NestedRepo, ...]:
     modules = git_dir / "modules"
     if not os.path.isdir(modules):
         return ()
     return tuple(
-        _inspect_git_dir(d, NestedKind.MODULE, str(d))
+        _inspect_git_dir(d, NestedKind.MODULE, str(d), doomed=doomed)
         for d in module_git_dirs(modules)
         if d.resolve() not in seen
     )
@@ -185,7 +187,7 @@ def _judged(
     ]
     seen = {r.git_dir for r in repos if r.git_dir is not None}
     return repos + [
-        _inspect_git_dir(directory / rel, NestedKind.BARE, rel)
+        _inspect_git_dir(directory / rel, NestedKind.BARE, rel, doomed=doomed)
         for rel in bare
         if (directory / rel).resolve() not in seen
     ]
@@ -337,18 +339,22 @@ def _inspect(worktree: Path, rel: str, kind: NestedKind, *, doomed: tuple[Path, 
             # (dropped when git prunes the missing checkout) go.
             unpushed = g.commits_only_head_reaches(git)
             return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir)
-        elsewhere = _checkouts_outside(layout.common_dir, doomed)
-        if elsewhere:
-            return NestedRepo(
-                rel,
-                kind,
-                problem=f"its linked worktree(s) {', '.join(elsewhere)} would lose their repository",
-            )
+        orphaned = _orphaned(layout.common_dir, doomed)
+        if orphaned:
+            return NestedRepo(rel, kind, problem=orphaned)
         gone = tuple(g.gone_remotes(git))
         unpushed = g.commits_on_no_remote(git, gone=gone)
         return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir, gone=gone)
     except GitError as exc:
         return NestedRepo(rel, kind, problem=f"git could not inspect it ({exc.first_line})")
+
+
+def _orphaned(common_dir: Path, doomed: tuple[Path, ...]) -> str:
+    """Why removing a doomed repository would orphan checkouts of it elsewhere ("" when none)."""
+    elsewhere = _checkouts_outside(common_dir, doomed)
+    if not elsewhere:
+        return ""
+    return f"its linked worktree(s) {', '.join(elsewhere)} would lose their repository"
 
 
 def _checkouts_outside(common_dir: Path, doomed: tuple[Path, ...]) -> list[str]:
@@ -368,8 +374,11 @@ def _checkouts_outside(common_dir: Path, doomed: tuple[Path, ...]) -> list[str]:
     return found
 
 
-def _inspect_git_dir(git_dir: Path, kind: NestedKind, where: str) -> NestedRepo:
-    """A git dir nothing checks out (a submodule's, a bare repository): only its commits can be lost."""
+def _inspect_git_dir(
+    git_dir: Path, kind: NestedKind, where: str, *, doomed: tuple[Path, ...]
+) -> NestedRepo:
+    """A git dir nothing here checks out (a submodule's, a bare repository): its commits can be
+    lost, and the linked worktrees it has outside ``doomed`` (as a nested clone's)."""
     # A submodule's git dir names its checkout (core.worktree), and git stops
     # when that is gone (deleted by hand): its commits are read all the same.
     where_git = str(git_dir)
@@ -377,6 +386,9 @@ def _inspect_git_dir(git_dir: Path, kind: NestedKind, where: str) -> NestedRepo:
     try:
         if g.absolute_git_dir(git) != git_dir.resolve():
             return NestedRepo(where, kind, problem="git does not recognise it as a repository")
+        orphaned = _orphaned(git_dir.resolve(), doomed)
+        if orphaned:
+            return NestedRepo(where, kind, problem=orphaned)
         gone = tuple(g.gone_remotes(git))
         unpushed = g.commits_on_no_remote(git, gone=gone)
         return NestedRepo(where, kind, unpushed=unpushed, git_dir=git_dir.resolve(), gone=gone)
