@@ -788,3 +788,62 @@ def test_teardown_refuses_a_nested_bare_repository_whose_linked_worktree_lives_o
     res = teardown(topic, "--force")  # the bare repository's files are untracked
     assert res.code == 0, res.out
     assert not wt.exists()
+
+
+# -- gitlinks with no .gitmodules entry (`git add` of a nested repository) ------------------
+
+
+def gitlink_without_gitmodules(topic: Topic, workspace: Path) -> Path:
+    """A nested clone ``vendor/tool`` (origin: its own bare repo), added with plain
+    ``git add`` and committed on the topic's branch: a gitlink no ``.gitmodules`` names."""
+    tool = make_repo(workspace, "tool")
+    wt = topic.worktrees["home"]
+    nested = wt / "vendor" / "tool"
+    git(workspace, "clone", "-q", git(tool, "remote", "get-url", "origin"), str(nested))
+    git(wt, "add", "--", "vendor/tool")  # git warns of an embedded repository, and adds it
+    git(wt, "commit", "-q", "-m", "vendor the tool")
+    assert git(wt, "ls-files", "--stage", "--", "vendor/tool").startswith("160000 ")
+    assert not (wt / ".gitmodules").exists()
+    return nested
+
+
+def test_teardown_refuses_unpushed_commits_and_dirt_in_a_gitlink_no_gitmodules_names(
+    home_repo, workspace
+):
+    topic = new_topic(home_repo)
+    nested = gitlink_without_gitmodules(topic, workspace)
+    sha = commit(nested, "tool.py", "t = 1\n", "only in the embedded repository")
+    write(nested / "notes.txt", "untracked in it\n")
+
+    for flags in (("--force",), ()):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "vendor/tool (1 commit(s)" in message and "notes.txt" in message, message
+    assert git(nested, "cat-file", "-t", sha) == "commit"
+    assert (nested / "notes.txt").read_text() == "untracked in it\n"
+    assert topic.branch in branches(home_repo)
+
+
+def test_teardown_refuses_files_in_the_directory_of_a_gitlink_no_gitmodules_names(
+    home_repo, workspace
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    nested = gitlink_without_gitmodules(topic, workspace)
+    git(wt, "push", "-q", "origin", f"{topic.branch}:main")  # the branch's work is integrated
+    shutil.rmtree(nested / ".git")  # its repository gone: git no longer looks inside
+    assert status(wt) == ""  # the files left there are invisible to git
+
+    for flags in (("--force",), ()):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        message = res.json["error"]["message"]
+        assert "vendor/tool (1 untracked file(s): README.md" in message, message
+    assert (nested / "README.md").read_text() == "# tool\n"
+
+    shutil.move(str(nested / "README.md"), str(workspace / "tool-README.md"))  # the fix named
+    res = teardown(topic)
+    assert res.code == 0, res.out

@@ -63,11 +63,13 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     git_dir = gitfiles.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
     doomed = (Path(os.path.realpath(worktree)), Path(os.path.realpath(git_dir)))
     found, bare = repositories_below(worktree)
-    submodules = g.gitlinks(Git(worktree), found)
+    # Every gitlink, .gitmodules or not: `git add` of a nested repository makes
+    # one that no .gitmodules names, and its directory hides files all the same.
+    gitlinks = g.gitlink_paths(Git(worktree))
+    submodules = set(found) & set(gitlinks)
     repos = _judged(worktree, doomed, found, untracked_bare(worktree, found, bare), submodules)
     seen = {r.git_dir for r in repos if r.git_dir is not None}
-    if os.path.lexists(worktree / ".gitmodules"):
-        repos += _uninitialised(worktree, g.gitlink_paths(Git(worktree)), found)
+    repos += _uninitialised(worktree, gitlinks, found)
     return (*repos, *_modules_of(git_dir, seen, doomed))
 
 
