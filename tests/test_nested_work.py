@@ -8,8 +8,25 @@ from pathlib import Path
 import pytest
 from helpers.faults import KILLED, git_killer, git_then, run
 from helpers.origin import merge_on_origin
-from helpers.repos import branches, commit, git, make_repo, run_cli, status, write
-from helpers.topics import TOPIC_ID, Topic, multi_topic, new_topic, teardown
+from helpers.repos import (
+    branches,
+    commit,
+    git,
+    make_repo,
+    run_cli,
+    status,
+    worktree_paths,
+    write,
+)
+from helpers.topics import (
+    TOPIC_ID,
+    Topic,
+    multi_topic,
+    new_topic,
+    steps_of,
+    teardown,
+    write_repos_md,
+)
 
 from router.teardown.snapshot import snapshot_ref
 
@@ -847,3 +864,33 @@ def test_teardown_refuses_files_in_the_directory_of_a_gitlink_no_gitmodules_name
     shutil.move(str(nested / "README.md"), str(workspace / "tool-README.md"))  # the fix named
     res = teardown(topic)
     assert res.code == 0, res.out
+
+
+def test_an_in_place_plan_dir_holding_unpushed_commits_refuses_before_anything_is_removed(
+    workspace,
+):
+    home = make_repo(workspace, "web")
+    write(home / ".claude" / "worktrees" / TOPIC_ID / "blocker.txt", "a taken path\n")
+    res = run_cli("new", "x", "--id", TOPIC_ID, "--json", cwd=home)
+    assert res.json["home"]["status"] == "fallback", res.out  # the plan dir is in the primary
+    topic = Topic(TOPIC_ID, home, Path(res.json["plan_dir"]), {"home": home})
+    api = make_repo(workspace, "api")
+    write_repos_md(topic, {"api": api})
+    res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=home)
+    assert res.code == 0, res.out
+    api_wt = Path(next(r["worktree"] for r in res.json["repos"] if r["name"] == "api"))
+    clone = topic.plan_dir / "research" / "scratch"
+    git(workspace, "init", "-q", "-b", "main", str(clone))
+    sha = commit(clone, "probe.py", "p\n", "a repository that exists only here")
+    before = refs_of(home), refs_of(api), worktree_paths(api)
+
+    for flags in ((), ("--force",)):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        assert error_code(res) == "nested-work", res.out
+        plan_dir = steps_of(res.json, "home")["plan-dir"]
+        assert plan_dir["outcome"] == "refused", plan_dir
+        assert "nested repository research/scratch (1 commit(s)" in plan_dir["detail"]
+    assert (refs_of(home), refs_of(api), worktree_paths(api)) == before
+    assert api_wt.is_dir() and TOPIC_ID in branches(api)
+    assert git(clone, "cat-file", "-t", sha) == "commit"

@@ -274,9 +274,18 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     if removing:
         # --force or not: the rerun would delete the repositories left in it.
         blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
+    if target.is_home and topic_id:
+        blockers += _plan_dir_blockers(repo, topic_id)
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
+
+
+def _plan_dir_blockers(repo: Repo, topic_id: str) -> list[StepResult]:
+    """A plan dir in the primary clone holding another repository's unpushed work refuses here,
+    --force or not: step 6 finds it too, but only after every worktree and branch is gone."""
+    found = remove_plan_dir(repo, topic_id, dry_run=True)
+    return [found] if found.code == "nested-work" else []
 
 
 def _at_origin(default: DefaultBranch | None, refs: dict[str, str]) -> bool:
