@@ -1286,8 +1286,40 @@ def commits_on_no_remote(git: Git, *, gone: Sequence[str] | None = None) -> int:
     gone = gone_remotes(git) if gone is None else gone
     # An --exclude before --remotes matches the name below refs/remotes/.
     skip = [f"--exclude={name}/*" for name in gone]
-    out = git.out("rev-list", "--count", "--all", "--reflog", "--not", *skip, "--remotes", "--")
-    return int(out or 0)
+    args = ["rev-list", "--count", "--all", "--reflog", "--not", *skip, "--remotes"]
+    count = int(git.out(*args, "--") or 0)
+    if not count:
+        return 0
+    # Tags have no remote-tracking refs: a commit only a tag holds is on a remote
+    # only if that remote has the tag now. Asked only when something looks unpushed.
+    held = [
+        oid for name in remote_names(git) if name not in gone for oid in _remote_tags(git, name)
+    ]
+    if not held:
+        return count
+    # On stdin, each negated: a repository may have thousands of tags. A remote's tag
+    # this repository never fetched is no object here: skipped (--ignore-missing).
+    tags = "".join(f"^{oid}\n" for oid in held)
+    return int(git.out(*args, "--ignore-missing", "--stdin", "--", input=tags) or 0)
+
+
+def remote_names(git: Git) -> list[str]:
+    """The remotes the repository's config names a URL for."""
+    return [
+        key.removeprefix("remote.").removesuffix(".url")
+        for key in config_view(git).values
+        if key.startswith("remote.") and key.endswith(".url") and key != "remote..url"
+    ]
+
+
+def _remote_tags(git: Git, remote: str) -> list[str]:
+    """The objects ``remote``'s tags point at right now, asked of it (not of fetched tags,
+    which a local-only tag of the same name is indistinguishable from); none when it cannot answer."""
+    try:
+        out = git.out("ls-remote", "--tags", "--refs", remote, timeout=FETCH_TIMEOUT)
+    except GitError:
+        return []  # not known to hold anything: its tags do not count
+    return [line.partition("\t")[0] for line in out.splitlines() if "\t" in line]
 
 
 def commits_only_head_reaches(git: Git) -> int:

@@ -894,3 +894,32 @@ def test_an_in_place_plan_dir_holding_unpushed_commits_refuses_before_anything_i
     assert (refs_of(home), refs_of(api), worktree_paths(api)) == before
     assert api_wt.is_dir() and TOPIC_ID in branches(api)
     assert git(clone, "cat-file", "-t", sha) == "commit"
+
+
+# -- a submodule commit a pushed tag holds -------------------------------------------------
+
+
+def test_a_submodule_commit_only_a_tag_holds_refuses_until_the_tag_is_on_its_remote(sub_topic):
+    wt = sub_topic.worktrees["home"]
+    sub = wt / "lib"
+    sha = commit(sub, "lib.py", "v = 1\n", "released from a detached HEAD")
+    git(sub, "tag", "-a", "-m", "release 1", "v1")  # annotated: the remote's ref names the tag
+    git(sub, "tag", "v1-light", sha)
+    git(sub, "checkout", "-q", "HEAD~1")  # the recorded commit: only the tags hold sha
+    git(sub, "reflog", "expire", "--expire-unreachable=now", "--all")
+    assert status(wt) == "" and git(sub, "branch", "--all", "--contains", sha) == ""
+
+    res = teardown(sub_topic)  # the tags exist only here
+    assert res.code == 1 and error_code(res) == "nested-work", res.out
+    assert "submodule lib (1 commit(s)" in res.json["error"]["message"], res.out
+
+    git(sub, "push", "-q", "origin", "HEAD:refs/tags/v1")  # the remote's v1 is another commit
+    res = teardown(sub_topic)
+    assert res.code == 1 and error_code(res) == "nested-work", res.out
+
+    git(sub, "push", "-q", "--force", "origin", "v1")
+    res = teardown(sub_topic)
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    origin = git(sub_topic.home / "lib", "remote", "get-url", "origin")
+    assert git(Path(origin), "rev-parse", "v1^{commit}") == sha

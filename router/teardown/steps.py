@@ -895,8 +895,9 @@ def nested_blocker(
         f"{path} holds other repositories whose work exists nowhere else; removing {what} "
         "would delete it and --force cannot snapshot it: "
         + ", ".join(nested_loss(n) for n in holding)
-        + ". Push those commits (`git log --oneline --all --reflog --not --remotes` there "
-        "lists them, reflog-only ones included; `git reflog expire --expire-unreachable=now "
+        + ". Push those commits, or a tag holding them (`git log --oneline --all --reflog "
+        "--not --remotes` there lists them, reflog-only ones included; "
+        "`git reflog expire --expire-unreachable=now "
         "--all` there drops those no branch holds), commit and push (or discard) those changes, "
         f"or move the repository out of {what}; then run {again} again",
     )
