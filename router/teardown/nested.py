@@ -133,9 +133,8 @@ def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
     doomed += [Path(os.path.realpath(admin))] if admin is not None else []
     found, bare = repositories_below(worktree)
     if gitfiles.checkout_git_dir(worktree) is not None:
-        bare = untracked_bare(
-            worktree, found, bare
-        )  # else every one is judged: none is known tracked
+        # Else its index is not at hand: every bare repository is judged, none known tracked.
+        bare = untracked_bare(worktree, found, bare)
     submodules = {rel for rel in found if _kept_by(worktree / rel, admin)} if admin else set()
     repos = _judged(worktree, tuple(doomed), found, bare, submodules)
     seen = {r.git_dir for r in repos if r.git_dir is not None}
