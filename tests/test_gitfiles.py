@@ -220,3 +220,24 @@ def test_a_plain_checkout_answers_without_running_git(tmp_path, monkeypatch):
     (stub / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{stub}{os.pathsep}{os.environ['PATH']}")
     assert (Git(repo).worktree_list(), Git(wt).commits(_REFS)) == expected
+
+
+def test_an_index_says_no_gitlink_only_when_it_surely_holds_none(tmp_path):
+    repo = make_repo(tmp_path, "r", origin=False)
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "topic", str(wt))
+    wt_git_dir = git(wt, "rev-parse", "--path-format=absolute", "--git-dir")
+    for where in (str(repo / ".git"), wt_git_dir):
+        assert not gitfiles.may_hold_gitlinks(where)  # plain files only
+    nested = make_repo(wt, "vendor", origin=False)
+    git(wt, "add", "--", "vendor")  # a gitlink, no .gitmodules
+    assert g.gitlink_paths(Git(wt)) == ["vendor"]
+    assert gitfiles.may_hold_gitlinks(wt_git_dir)
+    assert not gitfiles.may_hold_gitlinks(str(repo / ".git"))  # the primary's index has none
+    git(wt, "commit", "-q", "-m", "vendor")
+    # A split index keeps entries in a shared file: not read here, so git is asked.
+    git(wt, "rm", "-q", "--cached", "vendor")
+    git(wt, "update-index", "--split-index")
+    assert gitfiles.may_hold_gitlinks(wt_git_dir)
+    assert nested.is_dir()
+    assert not gitfiles.may_hold_gitlinks(str(tmp_path / "no-such-git-dir"))  # no index yet

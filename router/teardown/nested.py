@@ -65,7 +65,7 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     found, bare = repositories_below(worktree)
     # Every gitlink, .gitmodules or not: `git add` of a nested repository makes
     # one that no .gitmodules names, and its directory hides files all the same.
-    gitlinks = g.gitlink_paths(Git(worktree))
+    gitlinks = g.gitlink_paths(Git(worktree)) if gitfiles.may_hold_gitlinks(str(git_dir)) else []
     submodules = set(found) & set(gitlinks)
     repos = _judged(worktree, doomed, found, untracked_bare(worktree, found, bare), submodules)
     seen = {r.git_dir for r in repos if r.git_dir is not None}
