@@ -1239,21 +1239,6 @@ SUBMODULES_REFUSAL = "working trees containing submodules cannot be moved or rem
 SUBMODULE_TIMEOUT = 120.0  # `submodule update` may have to fetch the new commit
 
 
-def gitlinks(git: Git, paths: Sequence[str]) -> set[str]:
-    """Which of ``paths`` (top-level relative) are gitlinks (submodules) in the index."""
-    if not paths:
-        return set()
-    out = git.run(
-        "ls-files", "-z", "--stage", "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"}
-    ).stdout
-    found = set()
-    for entry in out.split("\0"):
-        meta, _, path = entry.partition("\t")
-        if meta.startswith("160000 "):
-            found.add(path)
-    return found
-
-
 def gitlink_paths(git: Git) -> list[str]:
     """Every gitlink (submodule) path in the index, top-level relative, initialised or not."""
     out = git.run("ls-files", "-z", "--stage").stdout
