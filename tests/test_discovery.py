@@ -148,3 +148,49 @@ def test_the_in_place_plan_dir_of_a_fallback_is_found_by_its_id(home_repo):
     assert (res.json["resume_at"], res.json["plan_dir"]) == ("QUESTION", str(plan))
     assert run_cli("record", "temp", topic_id, "/tmp/x", cwd=home_repo).code == 0
     assert (plan / "temp-paths").read_text() == "/tmp/x\n"
+
+
+def snapshot_files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("link", ["docs", "docs/plans", "docs/plans/ENG-9-old-layout"])
+def test_plan_dirs_behind_a_symlink_are_neither_read_nor_written(home_repo, workspace, link):
+    # An older version made plan dirs through a symlinked docs/; new ones never
+    # are (plan-dir-symlink), and reading or recording through one is refused the same way.
+    elsewhere = workspace / "elsewhere"
+    plan = elsewhere / "plans" / "ENG-9-old-layout"
+    artifact(plan, "task.md")
+    artifact(plan, "plan.md")
+    (home_repo / link).parent.mkdir(parents=True, exist_ok=True)
+    target = {"docs": elsewhere, "docs/plans": plan.parent}.get(link, plan)
+    os.symlink(target, home_repo / link)
+    before = snapshot_files(elsewhere)
+    fix = f"replace the link `{link}` with a directory"
+    through_link = str(home_repo / "docs" / "plans" / "ENG-9-old-layout")
+    for args in (
+        ("phase",),
+        ("phase", "ENG-9-old-layout"),
+        ("next", through_link),
+        ("record", "review", "ENG-9-old-layout", "PASS"),
+        ("record", "temp", through_link, "/tmp/x"),
+        ("worktrees", "ENG-9-old-layout"),
+    ):
+        res = run_cli(*args, "--json", cwd=home_repo)
+        assert (res.code, res.json["error"]["code"]) == (1, "plan-dir-symlink"), (args, res.out)
+        assert f"{home_repo / link} is a symlink" in res.json["error"]["message"]
+        assert fix in res.json["error"]["message"]
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert res.code == 0 and res.json["topics"] == [], res.out
+    assert any(fix in w and "ENG-9-old-layout" in w for w in res.json["warnings"])
+    assert snapshot_files(elsewhere) == before
+    assert git(home_repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_topic_beside_a_symlinked_plan_dir_is_still_found(home_repo, workspace):
+    real = new_topic(home_repo).plan_dir
+    touch(artifact(real, "task.md"), 1_000_000_000)
+    elsewhere = workspace / "elsewhere" / "ENG-9-old-layout"
+    touch(artifact(elsewhere, "task.md"), 2_000_000_000)  # newer, but behind a link
+    os.symlink(elsewhere, real.parent / elsewhere.name)
+    assert phase_id(home_repo) == real.name

@@ -9,7 +9,7 @@ from pathlib import Path
 from router.git import Git, GitError
 from router.parallel import parallel_map
 from router.phase import infer as phases
-from router.topic.discovery import by_id, candidates, home_repo
+from router.topic.discovery import by_id, candidates, hidden_plan_dirs, home_repo
 from router.topic.workspace import open_repo
 
 
@@ -62,7 +62,9 @@ def topics_status(cwd: Path) -> StatusResult:
     repo = home_repo(open_repo(cwd))
     warnings: list[str] = []
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
-    plans = sorted(by_id(candidates(repo)).items())
+    entries = repo.git.worktree_list()
+    plans = sorted(by_id(candidates(repo, entries)).items())
+    warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries)]
     repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
     flat = [r for repos in repos_of for r in repos]
     for path in dict.fromkeys(r.path for r in flat if r.path):

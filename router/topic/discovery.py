@@ -61,15 +61,45 @@ def create_plan_dir(checkout: Path, topic_id: str) -> Path:
 class PlanDirSymlink(Refusal):
     """A checkout's ``docs`` or ``docs/plans`` (or the plan dir) is a symlink: refused (exit 1)."""
 
-    def __init__(self, checkout: Path, link: Path) -> None:
+    def __init__(
+        self,
+        checkout: Path,
+        link: Path,
+        what: str = "the plan dir would be written wherever it points, so none is made there",
+    ) -> None:
         rel = os.path.relpath(link, checkout)
         super().__init__(
             "plan-dir-symlink",
-            f"{link} is a symlink (to {os.readlink(link)}): the plan dir would be written "
-            f"wherever it points, so none is made there; team-router keeps plan dirs in a real "
-            f"{PLANS_DIR}/ directory of the repository: replace the link `{rel}` with a "
-            "directory (`git rm` it and commit when it is tracked), then run this again",
+            f"{link} is a symlink (to {os.readlink(link)}): {what}; team-router keeps plan dirs "
+            f"in a real {PLANS_DIR}/ directory of the repository: replace the link `{rel}` with "
+            "a directory (`git rm` it and commit when it is tracked; move the plan dirs behind "
+            "it into the new one), then run this again",
         )
+
+
+def plan_dir_link(checkout: str, topic_id: str | None = None) -> str | None:
+    """The first of ``docs``, ``docs/plans``, ``docs/plans/<id>`` under ``checkout`` that is a link.
+
+    Older versions made the plan dir through a symlinked ``docs``; what lies
+    behind one is not the repository's (:func:`create_plan_dir` refuses to make
+    it there), so it is neither read nor written as a plan dir.
+    """
+    path = checkout
+    for part in ("docs", "plans", *([topic_id] if topic_id else [])):
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            return path
+    return None
+
+
+def refuse_linked(plan: PlanDir) -> None:
+    """Raise :class:`PlanDirSymlink` when ``plan`` is reached through a symlink."""
+    link = plan_dir_link(plan.checkout, plan.id)
+    if link is not None:
+        from pathlib import Path
+
+        what = f"the plan dir {plan.dir} behind it is neither read nor written"
+        raise PlanDirSymlink(Path(plan.checkout), Path(link), what)
 
 
 class PlanDir(namedtuple("PlanDir", "id dir checkout mtime", defaults=(0.0,))):
@@ -137,8 +167,12 @@ def _recorded_here(primary: str, topic_id: str) -> bool:
 
 def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: bool) -> list[PlanDir]:
     base = os.path.join(root, PLANS_DIR)
+    if plan_dir_link(root) is not None:
+        return []  # a symlinked docs/ or docs/plans/: nothing behind it is a plan dir here
     try:
-        names = os.listdir(base)
+        with os.scandir(base) as it:
+            # is_symlink() is free here (the listing's d_type): no stat per topic.
+            names = [e.name for e in it if not e.is_symlink()]
     except OSError:
         return []
     found = []
@@ -230,13 +264,48 @@ def resolve_listed(
                 f"no plan dir for {target!r} in {repo.primary} or its worktrees; "
                 "check the id with `team-router status`",
             )
+        refuse_linked(plan)
         return repo, plan, tuple(entries)
     best = newest(found)
     if best is None:
+        for hidden in hidden_plan_dirs(repo, entries):
+            raise hidden
         raise BadInput(
             "no-topic", f"no topic to resume in {repo.primary}; start one with `team-router new`"
         )
     return repo, best, tuple(entries)
+
+
+def hidden_plan_dirs(repo: Repo, entries: list[WorktreeEntry]) -> list[PlanDirSymlink]:
+    """Topics behind a symlinked ``docs`` or ``docs/plans`` of a checkout, one refusal each.
+
+    Those plan dirs were made by an older version; discovery leaves them out
+    (:func:`plan_dir_link`), so ``status`` names them and a ``phase`` that
+    finds nothing else says why rather than "no topic".
+    """
+    from pathlib import Path
+
+    roots = [str(repo.primary)] + [str(e.path) for e in entries if not e.bare]
+    found = []
+    for root in dict.fromkeys(roots):
+        for link, ids in _links_to_plan_dirs(root):
+            what = f"the plan dirs behind it ({', '.join(ids)}) are neither read nor written"
+            found.append(PlanDirSymlink(Path(root), Path(link), what))
+    return found
+
+
+def _links_to_plan_dirs(root: str) -> list[tuple[str, list[str]]]:
+    """Each link under ``root`` that hides plan dirs, with their ids: a symlinked ``docs`` or
+    ``docs/plans`` (every id behind it), else each id-named link in ``docs/plans``."""
+    link = plan_dir_link(root)
+    try:
+        with os.scandir(os.path.join(root, PLANS_DIR)) as it:
+            entries = [(e.name, e.is_symlink()) for e in it if LIGHT_ID_RE.fullmatch(e.name)]
+    except OSError:
+        return []
+    if link is not None:
+        return [(link, sorted(name for name, _ in entries))] if entries else []
+    return [(os.path.join(root, PLANS_DIR, name), [name]) for name, linked in entries if linked]
 
 
 def home_repo(repo: Repo, target: str | None = None) -> Repo:
@@ -333,12 +402,16 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     from router.errors import BadInput
     from router.topic.workspace import open_repo
 
-    path = Path(os.path.realpath(cwd / target))
+    given = os.path.abspath(cwd / target)
+    path = Path(os.path.realpath(given))
     if not path.is_dir() or not LIGHT_ID_RE.fullmatch(path.name) or path.parent.name != "plans":
         raise BadInput(
             "no-plan-dir",
             f"{target} is not a plan dir (expected an existing docs/plans/<id>/ directory)",
         )
+    # Judged on the path as given: realpath has already gone through the link.
+    plans = os.path.dirname(given)
+    refuse_linked(PlanDir(os.path.basename(given), given, os.path.dirname(os.path.dirname(plans))))
     repo = open_repo(path)
     root = path.parent.parent.parent
     mtime = _recency(str(path), has_worktree=True) or 0.0

@@ -16,7 +16,7 @@ from router.parallel import parallel_map
 from router.plandir.artifacts import read_temp_paths
 from router.plandir.reposmd import REPOS_MD, ReposFile, read_repos_md, worktree_lines
 from router.topic import state
-from router.topic.discovery import home_repo, resolve_listed
+from router.topic.discovery import PlanDirSymlink, home_repo, resolve_listed
 from router.topic.ids import ID_RE, branch_for, parse_id
 from router.topic.model import HOME, repo_places
 from router.topic.workspace import Containment, Repo, contain_all, open_repo
@@ -77,6 +77,10 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
         if exc.code != "no-plan-dir":
             raise
         return _from_record(cwd, target, exc)
+    except PlanDirSymlink as exc:
+        # What lies behind the link is not read (its repos.md, its temp-paths):
+        # the record alone names the repos, as after the plan dir is gone.
+        return _from_record(cwd, target, exc)
     warnings: list[str] = []
     record = _home_record(home, plan.id, warnings)
     parsed = _repos_md(plan.path)
@@ -95,9 +99,12 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
         raise original
     # From a secondary repo its record names the home, where the home record is.
     home = home_repo(open_repo(cwd), topic_id)
-    warnings: list[str] = []
+    linked = isinstance(original, PlanDirSymlink)
+    warnings: list[str] = [original.message] if linked else []
     record = _home_record(home, topic_id, warnings)
     if record is None or record.repo != HOME:
+        if linked:
+            raise original
         raise BadInput(
             "no-plan-dir",
             f"no plan dir and no home record for {topic_id!r} in {home.primary}; run this from "
