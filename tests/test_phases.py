@@ -484,3 +484,104 @@ def test_phase_reads_a_design_whose_fence_has_a_trailing_space(home_repo):
     artifact(plan, "design-review-1.md", verdict="REQUEST CHANGES")
     data = _phase(home_repo)
     assert (data["resume_at"], data["step"], data["warnings"]) == ("DESIGN", "review", [])
+
+
+# -- a gate record's verdict, as written by hand -------------------------------------
+
+
+def _gate(plan: Path, name: str, *lines: str) -> Path:
+    """A gate record whose frontmatter holds ``lines`` verbatim (a key may repeat)."""
+    head = [f"topic: {plan.name.split('-', 3)[3]}", "date: 2026-05-01", "phase: review"]
+    return write(plan / name, "---\n" + "\n".join([*head, *lines]) + "\n---\n\n# review\n")
+
+
+def _implemented(home_repo: Path) -> Path:
+    plan = new_topic(home_repo).plan_dir
+    artifact(plan, "plan.md")
+    commit(plan.parent.parent.parent, "src/a.py", "x = 1\n", "first slice")
+    return plan
+
+
+# Each order, and a frontmatter the flat scanner leaves to YAML (the list): the last key won.
+TWO_VERDICTS = {
+    "FAIL then PASS": ("verdict: FAIL", "verdict: PASS"),
+    "PASS then FAIL": ("verdict: PASS", "verdict: fail"),
+    "read by YAML": ("tags: [a, b]", "verdict: FAIL", "verdict: 'PASS'  # fixed"),
+}
+
+
+@pytest.mark.parametrize("case", list(TWO_VERDICTS), ids=list(TWO_VERDICTS))
+def test_a_review_with_two_conflicting_verdicts_is_undecided_and_named(home_repo, case):
+    plan = _implemented(home_repo)
+    review = _gate(plan, "review-1.md", *TWO_VERDICTS[case])
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["step"], data["halted"]) == ("IMPLEMENT", "review", False)
+    (warning,) = data["warnings"]
+    assert warning.startswith(f"{review}: verdict is given 2 times (")
+    assert warning.endswith("this round is not counted as decided")
+    record = run_cli("record", "review", plan.name, "PASS", "--json", cwd=home_repo)
+    assert record.code == 0 and record.json["path"] == str(plan / "review-2.md"), record.out
+    assert _phase(home_repo)["resume_at"] == "PR"
+
+
+def test_a_verdict_given_twice_alike_still_decides(home_repo):
+    plan = _implemented(home_repo)
+    _gate(plan, "review-1.md", "verdict: PASS", "verdict: pass")
+    assert _phase(home_repo)["resume_at"] == "PR"
+
+
+def test_a_design_review_with_two_conflicting_verdicts_is_judged_again(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    artifact(plan, "design.md")
+    _gate(plan, "design-review-1.md", "verdict: REQUEST CHANGES", "verdict: APPROVE")
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["step"]) == ("DESIGN", "review")
+    assert any("verdict is given 2 times" in w for w in data["warnings"])
+
+
+def test_a_draft_with_two_revisions_is_read_as_answering_none(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    write(plan / "design.md", "---\ntopic: add-rate-limiting\nrevision: 1\nrevision: 0\n---\n")
+    artifact(plan, "design-review-1.md", verdict="REQUEST CHANGES")
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["step"]) == ("DESIGN", "redraft")
+    assert any("revision is given 2 times ('1', '0')" in w for w in data["warnings"])
+
+
+# GitHub's review states, in the spellings `gh` prints and people copy.
+GITHUB_STATES = {
+    "APPROVED passes a review": ("review-1.md", "APPROVED", ("PR", None)),
+    "changes_requested fails a review": (
+        "review-1.md",
+        "changes_requested",
+        ("IMPLEMENT", "review"),
+    ),
+    "Approved approves a design": ("design-review-1.md", "Approved", ("STRUCTURE", None)),
+    "CHANGES REQUESTED asks a redraft": (
+        "design-review-1.md",
+        "CHANGES_REQUESTED",
+        ("DESIGN", "redraft"),
+    ),
+    "COMMENTED comments on a design": ("design-review-1.md", "COMMENTED", ("STRUCTURE", None)),
+}
+
+
+@pytest.mark.parametrize("case", list(GITHUB_STATES), ids=list(GITHUB_STATES))
+def test_githubs_review_states_decide_a_round(home_repo, case):
+    name, state, expected = GITHUB_STATES[case]
+    plan = _implemented(home_repo) if name == "review-1.md" else new_topic(home_repo).plan_dir
+    if name != "review-1.md":
+        artifact(plan, "design.md")
+    _gate(plan, name, f"verdict: {state}")
+    data = _phase(home_repo)
+    assert ((data["resume_at"], data["step"]), data["warnings"]) == (expected, [])
+
+
+def test_record_review_takes_githubs_state_and_writes_the_gates_word(home_repo):
+    plan = _implemented(home_repo)
+    res = run_cli("record", "review", plan.name, "approved", "--json", cwd=home_repo)
+    assert (res.code, res.json["value"]) == (0, "PASS"), res.out
+    assert "verdict: PASS" in (plan / "review-1.md").read_text()
+    res = run_cli("record", "review", plan.name, "COMMENTED", "--json", cwd=home_repo)
+    assert (res.code, res.json["error"]["code"]) == (2, "invalid-value")
+    assert not (plan / "review-2.md").exists()

@@ -13,12 +13,12 @@ import os
 import re
 from collections import namedtuple
 
-from router.plandir.flatfields import INT_RE, flat_fields
+from router.plandir.flatfields import INT_RE, flat_fields, repeated_keys
 from router.plandir.mdlines import BOM, is_fence, split_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 # The id grammar of router.topic.ids.ID_RE, copied (under its own name) for the
 # hook's light path: importing router.topic.ids costs ~8 ms (datetime, unicodedata).
@@ -52,10 +52,13 @@ def topic_of(topic_id: str) -> str | None:
 
 # -- frontmatter ----------------------------------------------------------------
 
-FrontmatterFields = namedtuple("FrontmatterFields", "fields error present")
+FrontmatterFields = namedtuple(
+    "FrontmatterFields", "fields error present repeated", defaults=(None,)
+)
 FrontmatterFields.__doc__ = """Top-level fields as text (``fields``: dict[str, str | None], a list or
-mapping in YAML's flow style), why the block could not be read (``error``), and
-whether a block was there (``present``)."""
+mapping in YAML's flow style), why the block could not be read (``error``),
+whether a block was there (``present``), and the keys given more than once with
+each value given (``repeated``; None when there are none): ``fields`` holds the last."""
 
 
 def parse_frontmatter(text: str) -> FrontmatterFields:
@@ -70,8 +73,10 @@ def parse_frontmatter(text: str) -> FrontmatterFields:
             break
     else:
         return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
-    fields = flat_fields(lines[1:end])
-    return _by_yaml(text) if fields is None else FrontmatterFields(fields, None, True)
+    block = lines[1:end]
+    fields = flat_fields(block)
+    found = _by_yaml(text) if fields is None else FrontmatterFields(fields, None, True)
+    return found._replace(repeated=repeated_keys(block) or None)
 
 
 def _by_yaml(text: str) -> FrontmatterFields:
@@ -200,44 +205,71 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
         return Inventory(plan_dir, False, frozenset(), None, (), (), None, ())
     warnings: list[str] = []
     topic = topic_of(topic_id)
-    fields: dict[str, dict[str, str | None]] = {}
+    read: dict[str, FrontmatterFields] = {}
     for name in sorted(names):
         if name in PHASE_FILES or DESIGN_REVIEW_RE.match(name) or REVIEW_RE.match(name):
             path = os.path.join(plan_dir, name)
             if os.path.isfile(path):
-                fields[name] = _checked(path, topic, warnings)
-    files = frozenset(n for n in fields if n in PHASE_FILES)
+                read[name] = _checked(path, topic, warnings)
+    files = frozenset(n for n in read if n in PHASE_FILES)
+    pr = read[PR].fields if PR in read else {}
     return Inventory(
         plan_dir,
         True,
         files,
-        _revision(fields.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings),
-        _verdicts(plan_dir, fields, DESIGN_REVIEW_RE, DESIGN_VERDICTS, warnings),
-        _verdicts(plan_dir, fields, REVIEW_RE, REVIEW_VERDICTS, warnings),
-        (fields.get(PR) or {}).get("url"),
+        _revision(read.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings),
+        _verdicts(plan_dir, read, DESIGN_REVIEW_RE, DESIGN_VERDICTS, warnings),
+        _verdicts(plan_dir, read, REVIEW_RE, REVIEW_VERDICTS, warnings),
+        pr.get("url"),
         tuple(warnings),
-        (fields.get(PR) or {}).get("local") == "true",
+        pr.get("local") == "true",
     )
 
 
-def _checked(path: str, topic: str | None, warnings: list[str]) -> dict[str, str | None]:
+def _checked(path: str, topic: str | None, warnings: list[str]) -> FrontmatterFields:
+    """The file's frontmatter; one that cannot be read is warned about and reads as empty."""
     fm = read_frontmatter(path)
     if fm.error:
         warnings.append(f"{path}: {fm.error}; its frontmatter is ignored")
-        return {}
+        return FrontmatterFields({}, fm.error, fm.present)
     found = fm.fields.get("topic")
     if fm.present and found is not None and topic is not None and found != topic:
         warnings.append(
             f"{path}: frontmatter topic {found!r} disagrees with the directory's topic {topic!r}"
         )
-    return fm.fields
+    return fm
 
 
-def _revision(fields: dict[str, str | None] | None, path: str, warnings: list[str]) -> int | None:
-    if fields is None:
+def _conflicting(
+    fm: FrontmatterFields,
+    key: str,
+    read: Callable[[str | None], object],
+    warnings: list[str],
+    *,
+    path: str,
+    then: str,
+) -> bool:
+    """``key`` is given more than once with values that ``read`` differently: warned about.
+
+    Whichever came last is not the answer (YAML would keep it silently); the
+    caller takes the safe side instead, which ``then`` tells the user.
+    """
+    given = (fm.repeated or {}).get(key, [])
+    if len({read(v) for v in given}) < 2:
+        return False
+    shown = ", ".join(repr(v) for v in given)
+    warnings.append(f"{path}: {key} is given {len(given)} times ({shown}); keep one; {then}")
+    return True
+
+
+def _revision(fm: FrontmatterFields | None, path: str, warnings: list[str]) -> int | None:
+    if fm is None:
         return None
+    fields = fm.fields
     if "revision" not in fields:
         return 0  # the first draft answers no review round
+    if _conflicting(fm, "revision", str, warnings, path=path, then="read as 0"):
+        return 0  # the safe side, as for an unreadable revision below: redraft once more
     raw = fields["revision"]
     if raw is not None and INT_RE.match(raw):
         return int(raw)
@@ -257,26 +289,49 @@ def normalize_verdict(value: str | None) -> str:
     return " ".join((value or "").upper().replace("_", " ").split())
 
 
+# GitHub's review states (``gh pr review``, the API's ``state``), read as each
+# gate's own word: ``APPROVED`` is no less a pass than ``approve`` or ``Pass``.
+_GITHUB_STATES = {
+    REVIEW_VERDICTS: {"APPROVED": "PASS", "CHANGES REQUESTED": "FAIL"},
+    DESIGN_VERDICTS: {
+        "APPROVED": "APPROVE",
+        "CHANGES REQUESTED": "REQUEST CHANGES",
+        "COMMENTED": "COMMENT",
+    },
+}
+
+
+def read_verdict(value: str | None, allowed: tuple[str, ...]) -> str | None:
+    """The gate's word for ``value`` (any case and spacing, or GitHub's state); None if none."""
+    word = normalize_verdict(value)
+    word = _GITHUB_STATES.get(allowed, {}).get(word, word)
+    return word if word in allowed else None
+
+
 def _verdicts(
     plan_dir: str,
-    fields: dict[str, dict[str, str | None]],
+    read: dict[str, FrontmatterFields],
     pattern: re.Pattern[str],
     allowed: tuple[str, ...],
     warnings: list[str],
 ) -> tuple[Verdict, ...]:
     found = []
-    for name, values in fields.items():
+    for name, fm in read.items():
         match = pattern.match(name)
         if match is None:
             continue
         path = os.path.join(plan_dir, name)
-        verdict: str | None = normalize_verdict(values.get("verdict"))
-        if verdict not in allowed:
-            warnings.append(
-                f"{path}: verdict {values.get('verdict')!r} is not one of "
-                f"{', '.join(allowed)}; this round is not counted as decided"
-            )
+        verdict = read_verdict(fm.fields.get("verdict"), allowed)
+        undecided = "this round is not counted as decided"
+        if _conflicting(
+            fm, "verdict", lambda v: read_verdict(v, allowed), warnings, path=path, then=undecided
+        ):
             verdict = None
+        elif verdict is None:
+            warnings.append(
+                f"{path}: verdict {fm.fields.get('verdict')!r} is not one of "
+                f"{', '.join(allowed)}; {undecided}"
+            )
         found.append(Verdict(int(match[1]), verdict, path))
     ordered = tuple(sorted(found, key=lambda v: (v.n, v.path)))
     for i in range(1, len(ordered)):

@@ -47,6 +47,28 @@ def _flat_fields(lines: list[str]) -> dict[str, str | None]:
     return fields
 
 
+def repeated_keys(lines: list[str]) -> dict[str, list[str | None]]:
+    """Top-level keys given more than once, with every value each was given, in order.
+
+    YAML and the scanner above both keep the last one and say nothing: a gate
+    record with two verdicts would be read as whichever came last.
+    """
+    seen: dict[str, list[str | None]] = {}
+    for line in lines:
+        match = _KEY_LINE.match(line)  # a key at column 0: top level in YAML's block style
+        if match is not None:
+            seen.setdefault(match[1], []).append(_loose_scalar(match[2] or ""))
+    return {key: values for key, values in seen.items() if len(values) > 1}
+
+
+def _loose_scalar(value: str) -> str | None:
+    """The scalar as :func:`_scalar` reads it, else the text as written (minus a comment)."""
+    try:
+        return _scalar(value)
+    except _NotFlat:
+        return _COMMENT.sub("", value) or None
+
+
 def _scalar(value: str) -> str | None:
     if value[:1] in {'"', "'"}:
         quoted = (_DOUBLE if value[0] == '"' else _SINGLE).match(value)

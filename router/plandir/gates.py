@@ -287,8 +287,8 @@ def record_temp(
 
 
 def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
-    verdict = a.normalize_verdict(value)
-    if verdict not in allowed:
+    verdict = a.read_verdict(value, allowed)
+    if verdict is None:
         choices = " | ".join(f'"{v}"' if " " in v else v for v in allowed)
         raise BadInput("invalid-value", f"{value!r} is not a {what}; use one of {choices}")
     return verdict
