@@ -585,3 +585,24 @@ def test_record_review_takes_githubs_state_and_writes_the_gates_word(home_repo):
     res = run_cli("record", "review", plan.name, "COMMENTED", "--json", cwd=home_repo)
     assert (res.code, res.json["error"]["code"]) == (2, "invalid-value")
     assert not (plan / "review-2.md").exists()
+
+
+def test_a_hand_written_review_with_no_plan_never_leads_to_pr(home_repo):
+    # `record review` refuses it (no-plan); written by hand it must not skip
+    # STRUCTURE and PLAN either, however many rounds it claims.
+    plan = new_topic(home_repo).plan_dir
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(plan, name)
+    artifact(plan, "design-review-1.md", verdict="APPROVE")
+    commit(plan.parent.parent.parent, "src/a.py", "x = 1\n", "an early slice")
+    for reviews in ({"review-1.md": "PASS"}, {f"review-{n}.md": "FAIL" for n in range(1, 6)}):
+        for name, verdict in reviews.items():
+            artifact(plan, name, verdict=verdict)
+        data = _phase(home_repo)
+        assert (data["resume_at"], data["step"], data["halted"]) == ("STRUCTURE", None, False)
+        assert "IMPLEMENT" not in data["completed"]
+        (warning,) = data["warnings"]
+        assert "a review round with no plan.md is not counted" in warning
+    artifact(plan, "plan.md")  # the plan written: the rounds count again
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["halted"]) == ("IMPLEMENT", True)

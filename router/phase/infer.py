@@ -62,10 +62,11 @@ def _first_match(
     worktree_exists: bool,
     with_step: bool,
 ) -> tuple[str, str | None, bool]:
-    review = inv.latest_review
+    reviews = implement_reviews(inv)
+    review = a.latest(reviews)
     if inv.has(a.PR):
         return SHIPPED, "teardown", False
-    if a.passes(inv.reviews, PASSING_REVIEW) and commits():
+    if a.passes(reviews, PASSING_REVIEW) and commits():
         return PR, None, False
     if review is not None and review.verdict == "FAIL" and review.n >= ROUND_CAP:
         return IMPLEMENT, None, True
@@ -86,6 +87,16 @@ def _first_match(
     if inv.exists or worktree_exists:
         return QUESTION, None, False
     return WORKTREE, None, False
+
+
+def implement_reviews(inv: a.Inventory) -> tuple[a.Verdict, ...]:
+    """The review rounds that count: none without ``plan.md``.
+
+    A review judges the work against the plan; a PASS with no plan (written by
+    hand: ``record review`` refuses it, ``no-plan``) would skip DESIGN,
+    STRUCTURE and PLAN straight to PR. :func:`assess` warns about it.
+    """
+    return inv.reviews if inv.has(a.PLAN) else ()
 
 
 def _design_loop(
@@ -140,7 +151,7 @@ def _completed(
         DESIGN: inv.has(a.DESIGN) and design_passed(inv),
         STRUCTURE: inv.has(a.STRUCTURE),
         PLAN: inv.has(a.PLAN),
-        IMPLEMENT: a.passes(inv.reviews, PASSING_REVIEW) and commits(),
+        IMPLEMENT: a.passes(implement_reviews(inv), PASSING_REVIEW) and commits(),
         PR: inv.has(a.PR),
     }
     return tuple(p for p in PHASES if evidence[p])
@@ -329,6 +340,11 @@ def assess(
     """
     inv = a.inventory(plan.dir, plan.id)
     warnings = list(inv.warnings)
+    if inv.reviews and not implement_reviews(inv):
+        warnings.append(
+            f"{inv.reviews[-1].path}: a review round with no {a.PLAN} is not counted (there is "
+            "no plan to judge the work against); finish the phase `team-router next` names"
+        )
     found: list[TopicRepo] = [] if repos is None else list(repos)
 
     def commits() -> bool:

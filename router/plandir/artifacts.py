@@ -159,17 +159,17 @@ class Inventory(_InventoryBase):
 
     @property
     def latest_design_review(self) -> Verdict | None:
-        return _latest(self.design_reviews)
+        return latest(self.design_reviews)
 
     @property
     def latest_review(self) -> Verdict | None:
-        return _latest(self.reviews)
+        return latest(self.reviews)
 
     def path(self, name: str) -> str:
         return os.path.join(self.plan_dir, name)
 
 
-def _latest(records: tuple[Verdict, ...]) -> Verdict | None:
+def latest(records: tuple[Verdict, ...]) -> Verdict | None:
     """The highest round whose verdict could be read (an unreadable one is warned about)."""
     readable = [r for r in records if r.verdict is not None]
     return readable[-1] if readable else None
