@@ -253,6 +253,10 @@ class GitHub:
     def close(self, number: int) -> None:
         self._run("pr", "close", str(number), f"--repo={self.slug.arg}")
 
+    def check_auth(self) -> None:
+        """Raise GhFailed unless gh is logged in to this repository's host."""
+        self._run("auth", "status", f"--hostname={self.slug.host}")
+
 
 def parse_pr(data: Any) -> PullRequest:
     """A PullRequest from gh's JSON; GhFailed when a field is missing or of the wrong type."""
@@ -315,7 +319,7 @@ def connect(
         return Unavailable("gh is not installed or not on PATH")
     hub = GitHub(slug, executable, cwd, timeout)
     try:
-        hub._run("auth", "status", f"--hostname={slug.host}")
+        hub.check_auth()
     except GhFailed as exc:
         return Unavailable(f"gh is not authenticated for {slug.host} ({exc.reason})")
     return hub

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROUTER = Path(__file__).resolve().parent.parent / "router"
 PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output", "execvp", "spawnlp"}
 
@@ -177,10 +179,12 @@ def _private_members(tree: ast.Module, class_name: str) -> set[str]:
     }
 
 
-def test_nothing_outside_the_git_class_reaches_into_its_private_members():
-    # Git's public methods are the boundary's surface: a caller needing what a
-    # private one gives (say, the argv of a failed command) gets a public way.
-    private = _private_members(ast.parse((ROUTER / "git.py").read_text(encoding="utf-8")), "Git")
+@pytest.mark.parametrize(("module", "class_name"), [("git.py", "Git"), ("github.py", "GitHub")])
+def test_nothing_outside_a_boundary_class_reaches_into_its_private_members(module, class_name):
+    # Git's and GitHub's public methods are the boundaries' surface: a caller needing
+    # what a private one gives (say, the argv of a failed command) gets a public way.
+    tree = ast.parse((ROUTER / module).read_text(encoding="utf-8"))
+    private = _private_members(tree, class_name)
     reached = []
     for path in _modules():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
