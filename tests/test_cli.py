@@ -266,6 +266,34 @@ def test_an_option_and_its_value_before_the_command_are_shown_after_it_in_text_m
     )
 
 
+# A flag given a value before the command: (what was typed, the suggestion, its exit code).
+FLAG_GIVEN_A_VALUE = {
+    "--json=1": (("--json=1", "status"), "status --json", 0),
+    "--json=TRUE": (("--json=TRUE", "status"), "status --json", 0),
+    "--json=0": (("--json=0", "status"), "status", 0),
+    "--dry-run=yes": (
+        ("--dry-run=yes", "teardown", "ENG-1-none"),
+        "teardown ENG-1-none --dry-run",
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FLAG_GIVEN_A_VALUE, ids=FLAG_GIVEN_A_VALUE)
+def test_a_flag_given_a_value_before_the_command_gets_a_suggestion_that_runs(home_repo, case):
+    import shlex
+
+    typed, expected, code = FLAG_GIVEN_A_VALUE[case]
+    res = run_cli(*typed, cwd=home_repo)
+    assert (res.code, res.out) == (2, ""), res.err
+    suggested = re.search(r"goes after the command: `team-router -C \S+ ([^`]*)`", res.err)
+    assert suggested and suggested[1] == expected, res.err
+    # The suggestion is itself accepted (teardown then finds no plan dir: no-plan-dir).
+    again = run_cli(*shlex.split(suggested[1]), cwd=home_repo)
+    assert again.code == code, again.err + again.out
+    assert code == 0 or again.err.endswith("[no-plan-dir]\n"), again.err
+
+
 def test_minus_c_after_the_command_says_it_goes_before_the_command(tmp_path):
     res = run_cli("status", "-C", str(tmp_path), "--json")
     assert (res.code, res.json["error"]["code"]) == (2, "usage")

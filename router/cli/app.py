@@ -234,7 +234,8 @@ def _before_the_command(args: list[str], option: str, ctx: Any) -> str | None:
         if not any(option in _options_of(ctx, name) for name in commands):
             return None
         return f"{option} goes after the command: `team-router COMMAND {option}` ({BEFORE_THE_COMMAND})"
-    if option not in _options_of(ctx, args[at]):
+    options = _options_of(ctx, args[at])
+    if option not in options:
         return None
     kept: list[str] = []
     moved: list[str] = []
@@ -247,7 +248,7 @@ def _before_the_command(args: list[str], option: str, ctx: Any) -> str | None:
         elif arg in ("--version", "--help", "-h"):
             kept.append(arg)
         else:
-            moved.append(arg)  # with its value, if it takes one: the next word
+            moved += _as_written_after(arg, options)  # its value, if it takes one: the next word
     rest = args[at:]
     end = rest.index("--") if "--" in rest else len(rest)
     fixed = ["team-router", *kept, *rest[:end], *moved, *rest[end:]]
@@ -266,16 +267,32 @@ def _command_path(ctx: Any, words: list[str]) -> str:
     return words[0]
 
 
-def _options_of(ctx: Any, name: str) -> set[str]:
-    """Every option the command ``name`` takes, its subcommands' included."""
+# How click reads a flag's value, when one is forced on it (``--json=0``): false.
+_FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off", ""})
+
+
+def _as_written_after(arg: str, options: dict[str, bool]) -> list[str]:
+    """``arg`` as it is written after the command: a flag given a value loses it.
+
+    ``--json=1`` moved as it was is refused in turn (the flag takes no value):
+    the flag alone says the same, and ``--json=0`` asked for no flag at all.
+    """
+    name, eq, value = arg.partition("=")
+    if not (eq and options.get(name)):
+        return [arg]
+    return [] if value.strip().lower() in _FALSE_WORDS else [name]
+
+
+def _options_of(ctx: Any, name: str) -> dict[str, bool]:
+    """Every option the command ``name`` takes (its subcommands' included): is it a flag?"""
     command = ctx.command.get_command(ctx, name)
-    found: set[str] = set()
+    found: dict[str, bool] = {}
     pending = [command] if command is not None else []
     while pending:
         current = pending.pop()
         for param in current.params:
             if param.param_type_name == "option":
-                found.update(param.opts + param.secondary_opts)
+                found.update(dict.fromkeys(param.opts + param.secondary_opts, param.is_flag))
         if hasattr(current, "list_commands"):  # a group: hook, record
             pending += [current.get_command(ctx, sub) for sub in current.list_commands(ctx)]
     return found
