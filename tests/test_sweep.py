@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from helpers.faults import CRASHED, run
 from helpers.repos import commit, git, make_repo, run_cli, write
+
+from router.teardown import sweep as sweep_module
 
 # Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
 SEED_LOOP = Path(__file__).with_name("seed_sweep_loop.sh").read_text(encoding="utf-8")
@@ -337,6 +340,42 @@ def test_a_directory_a_running_sweep_moved_aside_is_left_to_it(home_repo):
         assert data["swept"] == []
         assert [(k["path"], k["reason"]) for k in data["kept"]] == [(str(aside), "claimed")]
         assert (aside / "tmp" / "lsp.log").read_text() == "log\n"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_killed_sweeps_directory_is_taken_back_when_its_pid_names_another_process_now(
+    home_repo,
+):
+    """The killed sweep's pid, reused by a live unrelated process, does not keep it claimed."""
+    aside = _killed_mid_sweep(home_repo)
+    dead = re.match(r"[0-9]+", aside.name[len(sweep_module.SWEEPING) :])[0]
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        # The same name but for the pid: what the name reads as once the pid is reused.
+        reused = aside.with_name(aside.name.replace(f"-{dead}", f"-{sleeper.pid}", 1))
+        aside.rename(reused)
+        data = sweep(home_repo)
+        assert data["swept"] == [str(leftovers(home_repo) / "gone-topic")], data
+        assert list(leftovers(home_repo).iterdir()) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_an_aside_directory_named_the_older_way_is_still_read(home_repo):
+    """``<pid>-<name>`` (no start time): a gone pid gives it back, a live one keeps it."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        for pid, name in ((gone.pid, "gone-topic"), (sleeper.pid, "held-topic")):
+            write(leftovers(home_repo) / f".team-router-sweeping-{pid}-{name}" / "tmp" / "x", "\n")
+        data = sweep(home_repo)
+        held = leftovers(home_repo) / f".team-router-sweeping-{sleeper.pid}-held-topic"
+        assert data["swept"] == [str(leftovers(home_repo) / "gone-topic")]
+        assert [(k["path"], k["reason"]) for k in data["kept"]] == [(str(held), "claimed")]
     finally:
         sleeper.kill()
         sleeper.wait()

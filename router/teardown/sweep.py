@@ -35,11 +35,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from router.errors import error_json
 from router.git import Git, WorktreeEntry
 from router.topic import state
 from router.topic.workspace import WORKTREES_DIR
+
+if TYPE_CHECKING:
+    from router.topic.holders import Holder
 
 REMOVE_THREADS = 4
 # Relative folders whose contents are regenerable; each entry is a tuple of
@@ -298,6 +302,36 @@ def _files_under(path: Path) -> tuple[str, ...]:
 SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again
 
 
+def _aside_name(name: str) -> str:
+    """``.team-router-sweeping-<pid>@<start time>-<name>``: the sweep that moved it, exactly.
+
+    The pid alone named a process long after the sweep was killed and its pid
+    reused, and the directory stayed "claimed" for good. With the process's
+    start time (where /proc gives none: the pid alone, the older form) a
+    reused pid is told from the sweep, as holders are (DESIGN §10).
+    """
+    from router.topic.holders import process_start_time
+
+    start = process_start_time(os.getpid())
+    owner = f"{os.getpid()}@{start}" if start else str(os.getpid())
+    return f"{SWEEPING}{owner}-{name}"[:255]
+
+
+def _aside_owner(name: str) -> tuple[Holder, str] | None:
+    """The sweep that moved ``name`` aside (as a holder) and the directory's own name.
+
+    Both forms are read: ``<pid>@<start>-<name>`` and the older ``<pid>-<name>``
+    (no start time: whether the pid lives is all it says). None: not an aside name.
+    """
+    from router.topic.holders import Holder
+
+    owner, _, original = name[len(SWEEPING) :].partition("-")
+    pid, at, start = owner.partition("@")
+    if not pid.isdigit() or not original or (at and not start.isdigit()):
+        return None
+    return Holder(int(pid), start or None), original
+
+
 def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
     """Give a directory a killed sweep left moved aside its name back; the ones a live sweep holds.
 
@@ -309,7 +343,7 @@ def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
     sweep is still running is that sweep's: returned, to be kept untouched.
     A dry run (``rename`` false) changes no name.
     """
-    from router.topic.holders import process_alive
+    from router.topic.holders import is_live
 
     try:
         names = [n for n in os.listdir(base) if n.startswith(SWEEPING)]
@@ -317,10 +351,11 @@ def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
         return []
     held = []
     for name in names:
-        pid, _, original = name[len(SWEEPING) :].partition("-")
-        if not pid.isdigit() or not original:
+        found = _aside_owner(name)
+        if found is None:
             continue  # not a name remove_residue makes: judged as any other directory
-        if int(pid) != os.getpid() and process_alive(int(pid)):
+        sweeper, original = found
+        if sweeper.pid != os.getpid() and is_live(sweeper):
             held.append(base / name)
         elif rename and len(name) < 255:
             with contextlib.suppress(OSError):  # left under its aside name, judged there
@@ -362,7 +397,7 @@ def remove_residue(path: Path) -> str | Kept | None:
     sweep judges that one), and what the moved one holds is judged again:
     anything but residue is moved back and kept.
     """
-    aside = path.with_name(f"{SWEEPING}{os.getpid()}-{path.name}"[:255])
+    aside = path.with_name(_aside_name(path.name))
     try:
         os.rename(path, aside)
     except FileNotFoundError:
