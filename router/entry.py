@@ -13,35 +13,42 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        # Ctrl-C while the CLI is still loading (its modules, the commands'
+        # registration, the hook's imports), before a handler is in place: an
+        # interrupt is exit 130, never a traceback.
+        return _interrupted()
+
+
+def _dispatch(args: list[str]) -> int:
     if args[:2] == ["hook", "session-start"] and not any(
         a.startswith("-") and a != "--json" for a in args[2:]
     ):
         from router.host.sessionstart import session_start
 
         return session_start()
-    try:
-        from router.cli.early import early_command, run_early, stored_help
+    from router.cli.early import early_command, run_early, stored_help
 
-        help_text = stored_help(args)
-        if help_text is not None:
-            from router.cli.output import write_out
+    help_text = stored_help(args)
+    if help_text is not None:
+        from router.cli.output import write_out
 
-            write_out(help_text, end="")
-            return 0
-        early = early_command(args)
-        if early is not None:
-            # The commands agents run at every phase: the same answer without typer.
-            return run_early(early)
-        from router.cli.app import run
+        write_out(help_text, end="")
+        return 0
+    early = early_command(args)
+    if early is not None:
+        # The commands agents run at every phase: the same answer without typer.
+        return run_early(early)
+    from router.cli.app import run
 
-        return run(args)
-    except KeyboardInterrupt:
-        # Ctrl-C while the CLI is still loading (its modules, the commands'
-        # registration), before a handler is in place: an
-        # interrupt is exit 130, never a traceback.
-        print("team-router: interrupted", file=sys.stderr)
-        return 130
+    return run(args)
+
+
+def _interrupted() -> int:
+    print("team-router: interrupted", file=sys.stderr)
+    return 130
 
 
 def console() -> int:
@@ -55,16 +62,27 @@ def console() -> int:
     still running, output that cannot be flushed), the interpreter's own exit
     runs as usual.
     """
-    code = main()
-    if not _nothing_left_to_run():
-        return code
+    # The first line of ours the console script runs: a Ctrl-C from here on,
+    # before main()'s handling or after it (the flush below), is exit 130, quietly.
+    try:
+        code = main()
+        if not (_nothing_left_to_run() and _flushed()):
+            return code
+    except KeyboardInterrupt:
+        return _interrupted()
+    os._exit(code)
+
+
+def _flushed() -> bool:
+    """Every output stream flushed; False when one cannot be (the usual exit reports it:
+    a closed pipe is exit 120)."""
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:  # None: that fd was closed at start (`>&-`)
                 stream.flush()
     except (OSError, ValueError):
-        return code  # the usual exit reports it (a closed pipe: exit 120)
-    os._exit(code)
+        return False
+    return True
 
 
 def _nothing_left_to_run() -> bool:

@@ -78,6 +78,29 @@ def test_ctrl_c_while_the_cli_is_still_loading_exits_130_without_a_traceback(tmp
     assert proc.stderr.strip() == "team-router: interrupted"
 
 
+def test_ctrl_c_while_the_hook_is_still_loading_exits_130_without_a_traceback(tmp_path, home_repo):
+    # The hook's path imports the standard library's json before anything else
+    # does: a stand-in first on PYTHONPATH sends the real SIGINT at that moment.
+    shim = write(
+        tmp_path / "shim" / "json.py",
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n",
+    )
+    proc = subprocess.run(
+        # Without -C, as the host runs it (in the session's directory): the hook's own path.
+        [*argv(cwd=home_repo)[:-2], "hook", "session-start"],
+        cwd=home_repo,
+        env={**os.environ, "PYTHONPATH": str(shim.parent)},
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert (proc.returncode, proc.stdout) == (130, ""), proc.stderr
+    assert proc.stderr.strip() == "team-router: interrupted"
+
+
 def test_the_clis_defaults_are_the_cores():
     from router.cli import early as cli
     from router.teardown import localstate
