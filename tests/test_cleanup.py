@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -1364,3 +1365,22 @@ def test_a_rerun_keeping_a_reused_checkout_does_not_run_the_local_state_lines_ag
     assert (tmp_path / "ran.log").read_text() == "ran\n"
     record = state.read_record(web / ".git", TOPIC_ID)
     assert record is not None and record.torn_down
+
+
+def test_temp_paths_behind_a_symlinked_docs_dir_are_never_read(web, no_gh, workspace):
+    # docs/ committed as a link on the branch: the plan dir behind it is not this
+    # repository's (plan-dir-symlink), so the temp paths it lists are not removed.
+    worktree = pushed_topic(web, push=False)
+    elsewhere = workspace / "elsewhere"
+    scratch = write(Path(os.environ["TMPDIR"]) / "not-ours" / "x", "x\n").parent
+    write(elsewhere / "plans" / TOPIC_ID / "temp-paths", f"{scratch}\n")
+    shutil.rmtree(worktree / "docs")  # the plan dir `new` made (untracked)
+    os.symlink(elsewhere, worktree / "docs")
+    git(worktree, "add", "docs")
+    git(worktree, "commit", "-q", "-m", "docs live in a shared directory")
+    git(worktree, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    res = cleanup(web, TOPIC_ID)
+    assert not worktree.exists() and TOPIC_ID not in git(web, "branch", "--list"), res.out
+    assert (scratch / "x").read_text() == "x\n"
+    assert str(scratch) not in res.out

@@ -194,3 +194,27 @@ def test_a_topic_beside_a_symlinked_plan_dir_is_still_found(home_repo, workspace
     touch(artifact(elsewhere, "task.md"), 2_000_000_000)  # newer, but behind a link
     os.symlink(elsewhere, real.parent / elsewhere.name)
     assert phase_id(home_repo) == real.name
+
+
+def test_teardown_reads_nothing_behind_a_symlinked_docs_and_works_from_the_record(
+    home_repo, workspace
+):
+    # The worktree's docs/ made a link after the fact: the temp-paths file behind
+    # it is not read (its paths are not removed), and teardown still takes the
+    # topic's worktree and branch apart, saying why the plan dir was left alone.
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    elsewhere = workspace / "elsewhere"
+    scratch = write(Path(os.environ["TMPDIR"]) / "not-read" / "x", "x\n")
+    write(elsewhere / "plans" / topic.id / "temp-paths", f"{scratch.parent}\n")
+    os.rename(wt / "docs", workspace / "old-docs")
+    os.symlink(elsewhere, wt / "docs")
+    res = run_cli("local-state", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0 and res.json["temp_paths"] == [], res.out
+    assert any(f"{wt / 'docs'} is a symlink" in w for w in res.json["warnings"]), res.out
+    # --force: the link is an untracked file of the worktree, snapshotted first.
+    res = run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert any(f"{wt / 'docs'} is a symlink" in w for w in res.json["warnings"]), res.out
+    assert not wt.exists() and topic.branch not in git(home_repo, "branch", "--list")
+    assert scratch.exists() and (elsewhere / "plans" / topic.id / "temp-paths").exists()

@@ -69,7 +69,7 @@ from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
 )
 from router.topic import state
-from router.topic.discovery import PLANS_DIR, home_repo
+from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link
 from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
@@ -407,6 +407,8 @@ def _temp_paths(
         return None
     roots = [Path(worktree.path)] if worktree else []
     for root in [*roots, repo.primary]:
+        if plan_dir_link(str(root), topic_id) is not None:
+            continue  # behind a link it is not this repository's plan dir: nothing read there
         found = read_temp_paths(root / PLANS_DIR / topic_id)
         if found:
             return tuple(found)
