@@ -92,7 +92,7 @@ def plan_dir_link(checkout: str, topic_id: str | None = None) -> str | None:
     return None
 
 
-def refuse_linked(plan: PlanDir) -> None:
+def _refuse_linked(plan: PlanDir) -> None:
     """Raise :class:`PlanDirSymlink` when ``plan`` is reached through a symlink."""
     link = plan_dir_link(plan.checkout, plan.id)
     if link is not None:
@@ -264,7 +264,7 @@ def resolve_listed(
                 f"no plan dir for {target!r} in {repo.primary} or its worktrees; "
                 "check the id with `team-router status`",
             )
-        refuse_linked(plan)
+        _refuse_linked(plan)
         return repo, plan, tuple(entries)
     best = newest(found)
     if best is None:
@@ -411,7 +411,7 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
         )
     # Judged on the path as given: realpath has already gone through the link.
     plans = os.path.dirname(given)
-    refuse_linked(PlanDir(os.path.basename(given), given, os.path.dirname(os.path.dirname(plans))))
+    _refuse_linked(PlanDir(os.path.basename(given), given, os.path.dirname(os.path.dirname(plans))))
     repo = open_repo(path)
     root = path.parent.parent.parent
     mtime = _recency(str(path), has_worktree=True) or 0.0
