@@ -1511,6 +1511,16 @@ def moved_gitlinks(git: Git, old: str, new: str) -> dict[str, str]:
     return moved
 
 
+def changed_paths(git: Git, old: str, new: str, *, only: str = "") -> set[str]:
+    """Paths (top-level relative) that differ between trees (or commits) ``old`` and ``new``.
+
+    ``only``: git's ``--diff-filter`` letters (``A``: the paths only ``new`` has).
+    """
+    kinds = [f"--diff-filter={only}"] if only else []
+    out = git.out("diff-tree", "-r", "-z", "--no-renames", "--name-only", *kinds, old, new, "--")
+    return {p for p in out.split("\0") if p}
+
+
 def restore_worktree_files(git: Git, source: str) -> None:
     """Make the working tree match ``source`` without touching the index.
 

@@ -485,3 +485,99 @@ def test_a_branch_moved_while_restore_checks_it_out_gets_no_snapshot_laid_over_i
     assert git(restored, "rev-parse", "HEAD") == sha
     assert (restored / "x.py").read_text() == "x = 2  # edited, not committed\n"
     assert git(home_repo, "rev-parse", "refs/heads/feature/x") == other and not back.exists()
+
+
+def _staged_work(wt: Path) -> None:
+    """A staged new file edited again after staging, and a staged edit: what the index holds."""
+    write(wt / "staged.py", "s = 1  # staged\n")
+    git(wt, "add", "staged.py")
+    write(wt / "staged.py", "s = 2  # edited after staging\n")
+
+
+def _assert_staged_back(back: Path) -> None:
+    assert git(back, "show", ":staged.py") == "s = 1  # staged"
+    assert (back / "staged.py").read_text() == "s = 2  # edited after staging\n"
+    assert "AM staged.py" in status(back).splitlines()
+
+
+def test_a_topic_restore_killed_before_the_index_step_is_finished_by_the_rerun(topic, tmp_path):
+    # Killed after the files were laid over, before the index was put back: the
+    # rerun took the half-done worktree for someone else's checkout of the
+    # branch and restored a second copy on <branch>-restored.
+    wt = topic.worktrees["home"]
+    _staged_work(wt)
+    assert teardown(topic, "--force").code == 0
+    env = git_killer(tmp_path / "killer-bin", "read-tree", real=False)
+    killed = run_killable("restore", topic.id, "--json", cwd=topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    again = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"], repo["worktree"]) == (
+        "restored",
+        topic.branch,
+        str(wt),
+    ), repo
+    _assert_staged_back(wt)
+    assert branches(topic.home) == [topic.branch, "main"]
+    third = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert third.json["repos"][0]["status"] == "existing", third.out
+
+
+def test_a_branch_restore_killed_before_the_index_step_is_finished_by_the_rerun(
+    home_repo, tmp_path, monkeypatch
+):
+    # The rerun answered `existing` (its files are laid over) with nothing staged.
+    wt = home_repo.parent / "x-checkout"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature/x", str(wt), "main")
+    commit(wt, "x.py", "x = 1\n", "x work never pushed")
+    _staged_work(wt)
+    with monkeypatch.context() as m:
+        hide_gh(tmp_path, m)
+        res = run_cli("pr-cleanup", "feature/x", "--abandon", "--yes", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    env = git_killer(tmp_path / "killer-bin", "read-tree", real=False)
+    killed = run_killable("restore", "feature/x", "--json", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"]) == ("restored", "feature/x"), repo
+    back = Path(repo["worktree"])
+    _assert_staged_back(back)
+    assert branches(home_repo) == ["feature/x", "main"]
+    third = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert third.json["repos"][0]["status"] == "existing", third.out
+    assert git(back, "show", ":staged.py") == "s = 1  # staged"
+
+
+def test_an_interrupted_restore_edited_since_is_refused_and_nothing_is_changed(topic, tmp_path):
+    # Finishing would lay the snapshot's version over the edit made after the kill.
+    wt = topic.worktrees["home"]
+    _staged_work(wt)
+    assert teardown(topic, "--force").code == 0
+    env = git_killer(tmp_path / "killer-bin", "read-tree", real=False)
+    killed = run_killable("restore", topic.id, "--json", cwd=topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    write(wt / "staged.py", "s = 3  # edited after the kill\n")
+    write(wt / "brand_new.py", "n = 1\n")  # a file the restore never touches: no conflict
+    before = (status(wt), git(wt, "ls-files", "--stage"))
+    res = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "restore-refused"
+    [repo] = res.json["repos"]
+    assert repo["status"] == "refused" and "restore-interrupted" in repo["detail"], repo
+    assert "staged.py" in repo["detail"] and "brand_new.py" not in repo["detail"]
+    assert (wt / "staged.py").read_text() == "s = 3  # edited after the kill\n"
+    assert (status(wt), git(wt, "ls-files", "--stage")) == before
+    assert branches(topic.home) == [topic.branch, "main"]
+    # The named way out: drop the note, and the rerun restores a full copy beside it.
+    marker = git(wt, "rev-parse", "--path-format=absolute", "--git-path", "team-router-restoring")
+    assert marker in repo["detail"]
+    Path(marker).unlink()
+    again = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    copy = Path(again.json["repos"][0]["worktree"])
+    assert copy != wt
+    _assert_staged_back(copy)
+    assert (wt / "staged.py").read_text() == "s = 3  # edited after the kill\n"

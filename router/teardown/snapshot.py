@@ -13,6 +13,7 @@ index was kept) restores with nothing staged.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -23,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router import gitfiles
 from router.errors import Refusal
 from router.git import Git, GitError
 from router.teardown.nested import Departed
@@ -31,6 +33,7 @@ from router.topic.workspace import Repo
 
 MAX_RESTORED = 100
 NAMED_SUBMODULES = 5  # submodules named in a restore note
+NAMED_PATHS = 5  # edited paths named when an interrupted restore cannot be finished
 # A line of the snapshot's message per repository the snapshot left out.
 DEPARTED_KEY = "Nested-Repository: "
 
@@ -212,19 +215,24 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
     again = _already_restored(record, snap)
     if again is not None:
+        _drop_restoring(repo, again)  # a run killed after its record, before this
         return _existing(name, again, snap.commit, _restored_field(record, "branch"))
     try:
-        # No record says so (a branch that is no topic has none): git's own state
-        # tells whether an earlier run already brought this snapshot back. A
-        # topic's record does (above): its branch made again from a main that
-        # holds the snapshot's commit is a new run, never a restore of it.
-        earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
-        if earlier is not None:
-            return earlier
-        target, path, created = _check_out(repo, branch, snap)
-        g.restore_worktree_files(Git(path), snap.commit)
-        if snap.index is not None:
-            g.read_index(Git(path), snap.index)
+        unfinished = _unfinished_restore(repo, branch, snap)
+        if unfinished is not None:
+            target, path, created = unfinished
+            _check_resumable(repo, path, snap)
+        else:
+            # No record says so (a branch that is no topic has none): git's own state
+            # tells whether an earlier run already brought this snapshot back. A
+            # topic's record does (above): its branch made again from a main that
+            # holds the snapshot's commit is a new run, never a restore of it.
+            earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
+            if earlier is not None:
+                return earlier
+            target, path, created = _check_out(repo, branch, snap)
+            _mark_restoring(repo, path, snap, created=created)
+        _lay_over(Git(path), snap)
     except GitError as exc:
         return RestoredRepo(
             name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
@@ -233,6 +241,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
     if topic_id is not None:
         _record_restore(repo, record, topic_id, name, branch, target, path, snap, created=created)
+    _drop_restoring(repo, path)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
     subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
@@ -245,6 +254,109 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         target,
         path,
     )
+
+
+def _lay_over(wt: Git, snap: Snapshot) -> None:
+    """The snapshot's files as working-tree changes, then its index; both steps may run twice."""
+    g.restore_worktree_files(wt, snap.commit)
+    if snap.index is not None:
+        g.read_index(wt, snap.index)
+
+
+# -- a restore killed half-way ---------------------------------------------------------
+
+# Written into the restored worktree's git dir before its files are laid over,
+# dropped once the restore is recorded. A rerun after a kill in between finds
+# it and finishes that restore: without it, a worktree whose files are back but
+# whose index is not looks like a finished restore (or, to a topic's rerun, like
+# someone else's checkout of the branch). `git worktree remove` deletes it with
+# the git dir.
+RESTORING_FILE = "team-router-restoring"
+
+
+def _restoring_file(repo: Repo, path: Path) -> Path:
+    """Where the restore-under-way note of the worktree at ``path`` lives (its git dir)."""
+    admin = gitfiles.registration_of(str(repo.common_dir), str(path))
+    return Path(admin if admin is not None else g.absolute_git_dir(Git(path))) / RESTORING_FILE
+
+
+def _mark_restoring(repo: Repo, path: Path, snap: Snapshot, *, created: bool) -> None:
+    note = json.dumps({"snapshot": snap.commit, "branch_created": created})
+    state.write_atomic(_restoring_file(repo, path), note + "\n")
+
+
+def _drop_restoring(repo: Repo, path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _restoring_file(repo, path).unlink()
+
+
+def _unfinished_restore(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool] | None:
+    """(branch, path, whether restore cut the branch) of a restore of ``snap`` a kill interrupted."""
+    names = _restored_names(branch)
+    for entry in repo.git.worktree_list()[1:]:
+        if entry.branch is None or not names.fullmatch(entry.branch) or entry.prunable:
+            continue
+        if os.path.realpath(entry.path) != os.path.realpath(repo.worktree_path(entry.branch)):
+            continue
+        try:
+            note = json.loads(_restoring_file(repo, entry.path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(note, dict) and note.get("snapshot") == snap.commit:
+            return entry.branch, entry.path, note.get("branch_created") is True
+    return None
+
+
+def _check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
+    """Refuse to finish an interrupted restore in a worktree someone has worked in since.
+
+    Finishing lays the snapshot's files over again and stages its index: that
+    is safe only while every file is either still as the snapshot's commit has
+    it or already as the snapshot has it, and the index is one of those two.
+    """
+    wt = Git(path)
+    why = ""
+    if wt.head() != snap.parent:
+        why = "commits were made there since"
+    elif g.index_tree(wt) not in {repo.git.tree_of(snap.parent), _staged_tree(repo, snap)}:
+        why = "its index was changed since"
+    else:
+        edited = _edited_since(repo, wt, path, snap)
+        if edited:
+            shown = ", ".join(edited[:NAMED_PATHS]) + (", ..." if len(edited) > NAMED_PATHS else "")
+            why = f"files were edited since ({shown})"
+    if why:
+        marker = _restoring_file(repo, path)
+        index = f"; `git -C {path} read-tree {snap.index}^{{tree}}` stages" if snap.index else ""
+        raise Refusal(
+            "restore-interrupted",
+            f"a restore of {snap.ref} into {path} was interrupted and {why}; nothing was "
+            f"changed. Finish it by hand (`git -C {path} restore --source={snap.commit} "
+            f"--worktree -- <paths>` brings back the snapshot's version of those paths{index} "
+            f"what was staged), then delete {marker}; or delete {marker} and run restore again "
+            "for a fresh copy on another branch",
+        )
+
+
+def _staged_tree(repo: Repo, snap: Snapshot) -> str | None:
+    return repo.git.tree_of(snap.index if snap.index is not None else snap.parent)
+
+
+def _edited_since(repo: Repo, wt: Git, path: Path, snap: Snapshot) -> list[str]:
+    """Paths whose file is neither the snapshot commit's version nor the snapshot's own."""
+    # Ignored files the snapshot holds were laid over too: `add --all` alone skips them.
+    laid = g.changed_paths(repo.git, snap.parent, snap.commit)
+    forced = tuple(sorted(p for p in laid if os.path.isfile(path / p)))
+    with tempfile.TemporaryDirectory(prefix="team-router-restore-") as tmp:
+        files = g.snapshot_tree(wt, Path(tmp) / "index", ignored=forced)
+    neither = g.changed_paths(repo.git, snap.commit, files) & g.changed_paths(
+        repo.git, snap.parent, files
+    )
+    # A file neither has (new since) is one laying over never touches.
+    new = g.changed_paths(repo.git, snap.commit, files, only="A") & g.changed_paths(
+        repo.git, snap.parent, files, only="A"
+    )
+    return sorted(neither - new)
 
 
 def _submodule_note(repo: Repo, snap: Snapshot) -> str:
