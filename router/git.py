@@ -1181,6 +1181,30 @@ def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     return int(git.out(*args) or 0)
 
 
+def commits_no_ref_keeps(git: Git, commits: Sequence[str], *, kept: Sequence[str]) -> list[str]:
+    """Commits ``commits`` reach that no ref under refs/ reaches, nor any of ``kept``.
+
+    Fed on stdin (a repository's reflogs name thousands of commits); a commit
+    whose object is gone already reaches nothing (``--ignore-missing``).
+    """
+    lines = [*commits, *(f"^{c}" for c in kept)]
+    out = git.out(
+        "rev-list",
+        "--ignore-missing",
+        "--stdin",
+        "--not",
+        "--glob=*",
+        "--",
+        input="\n".join(lines) + "\n",
+    )
+    return out.split()
+
+
+def independent_commits(git: Git, commits: Sequence[str]) -> set[str]:
+    """Those of ``commits`` that no other of them reaches (the tips of their lines of work)."""
+    return set(git.out("merge-base", "--independent", *commits).split())
+
+
 def snapshot_tree(
     worktree: Git,
     index_file: Path,

@@ -353,6 +353,50 @@ def _is_commit_id(text: str) -> bool:
     return len(text) == 40 and _HEX.issuperset(text)
 
 
+# -- reflogs ------------------------------------------------------------------------
+
+
+def reflog_commits(path: str) -> list[str]:
+    """Every commit the reflog file ``path`` names (both sides of each entry), oldest first.
+
+    git's gc keeps both sides of every entry, so both count. A missing file
+    names nothing; anything git's files backend would not have written is
+    :class:`Unsure`.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return []
+    except OSError:
+        raise Unsure(f"{path} cannot be read") from None
+    found: list[str] = []
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
+        old, _, rest = line.partition(" ")
+        new = rest.partition(" ")[0]
+        if not (_is_commit_id(old) and _is_commit_id(new)):
+            raise Unsure(f"{path} has a line git would not write")
+        found += [c for c in (old, new) if c != NO_COMMIT]
+    return found
+
+
+def reflog_files(common: str, *, skip: str) -> list[str]:
+    """Every reflog file of the repository but the worktree registration ``skip``'s.
+
+    The shared refs' (``<common>/logs/``) and every checkout's ``HEAD``'s.
+    :class:`Unsure` unless the refs are the files backend (a reftable keeps
+    no reflog files).
+    """
+    refuse_unusual_config(common)
+    files = []
+    for root, _dirs, names in os.walk(os.path.join(common, "logs")):
+        files += [os.path.join(root, n) for n in names]
+    for admin in worktree_admin_dirs(common):
+        if os.path.realpath(admin) != os.path.realpath(skip):
+            files.append(os.path.join(admin, "logs", "HEAD"))
+    return sorted(files)
+
+
 # -- the worktree list -------------------------------------------------------------
 
 # One worktree as ``git worktree list --porcelain`` shows it: its path, HEAD

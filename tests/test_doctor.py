@@ -411,3 +411,66 @@ def test_repair_keeps_a_branch_a_rebase_under_way_works_on(topic):
     assert git(topic.home, "rev-parse", TOPIC_ID) == sha
     git(wt, "rebase", "--abort")
     assert git(wt, "rev-parse", "--abbrev-ref", "HEAD") == TOPIC_ID
+
+
+def _gone_scratch(home: Path, *, branch: str | None = None) -> tuple[Path, str]:
+    """A worktree of ours with a commit only its HEAD's reflog will keep, its directory deleted."""
+    path = home / ".claude" / "worktrees" / "scratch"
+    how = ["-b", branch] if branch else ["--detach"]
+    git(home, "worktree", "add", "-q", *how, str(path))
+    sha = commit(path, "idea.py", "idea = 1\n", "work no branch keeps")
+    if branch:
+        git(home, "update-ref", "-d", f"refs/heads/{branch}")  # `git branch -D` refuses it
+    else:
+        git(path, "checkout", "-q", "--detach", "main")  # HEAD moved on: the reflog remembers
+    shutil.rmtree(path)
+    return path, sha
+
+
+def _registration(home: Path, path: Path) -> dict:
+    [entry] = [f for f in _doctor(home, "--repair") if f["path"] == str(path)]
+    assert entry["kind"] == "registration-dir-gone"
+    return entry
+
+
+def test_repair_keeps_a_vanished_registration_whose_head_reflog_alone_holds_commits(home_repo):
+    """Unregistering deletes its HEAD's reflog, the one record of a commit HEAD has left."""
+    path, sha = _gone_scratch(home_repo)
+    entry = _registration(home_repo, path)
+    assert entry["repaired"] is False, entry
+    assert "reflog" in entry["detail"] and sha[:12] in entry["detail"], entry
+    assert "`git branch <name> <commit>`" in entry["detail"]
+    assert str(path) in worktree_paths(home_repo)
+    assert sha not in git(home_repo, "fsck", "--unreachable")  # its reflog still keeps it
+    # The fix named: the commit on a branch, the registration goes, nothing is lost.
+    git(home_repo, "branch", "kept", sha)
+    assert _registration(home_repo, path)["repaired"] is True
+    assert str(path) not in worktree_paths(home_repo)
+    assert git(home_repo, "rev-parse", "kept") == sha
+
+
+def test_repair_keeps_a_vanished_registration_whose_branch_was_deleted_under_it(home_repo):
+    """Its branch is gone, and with it the branch's reflog: HEAD's reflog is all that is left."""
+    path, sha = _gone_scratch(home_repo, branch="feature/gone")
+    entry = _registration(home_repo, path)
+    assert entry["repaired"] is False, entry
+    assert f"`git branch feature/gone {sha[:12]}`" in entry["detail"], entry
+    assert "git worktree remove" not in entry["detail"]  # the fix that would lose the commit
+    assert str(path) in worktree_paths(home_repo)
+    git(home_repo, "branch", "feature/gone", sha)
+    assert _registration(home_repo, path)["repaired"] is True
+    assert git(home_repo, "rev-parse", "feature/gone") == sha
+
+
+def test_repair_unregisters_a_vanished_worktree_whose_amended_commit_its_branch_reflog_keeps(
+    topic,
+):
+    """The commit an amend replaced is in the branch's own reflog too, which stays."""
+    wt = _worktree(topic.home)
+    commit(wt, "a.py", "a = 1\n", "first try")
+    git(wt, "commit", "-q", "--amend", "-m", "second try")
+    shutil.rmtree(wt)
+    findings = {f["kind"]: f for f in _doctor(topic.home, "--repair")}
+    assert findings["registration-dir-gone"]["repaired"] is True, findings
+    assert findings["orphan-branch"]["repaired"] is False  # the amended commit: only there
+    assert TOPIC_ID in branches(topic.home)

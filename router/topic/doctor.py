@@ -20,7 +20,13 @@ from pathlib import Path
 
 from router import gitfiles
 from router.errors import BadInput
-from router.git import GitError, WorktreeEntry, unique_commits
+from router.git import (
+    GitError,
+    WorktreeEntry,
+    commits_no_ref_keeps,
+    independent_commits,
+    unique_commits,
+)
 from router.topic import holders, state
 from router.topic.ids import ID_RE
 from router.topic.model import repo_places
@@ -245,6 +251,12 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
                 "then run doctor --repair again"
             )
             found.append(_Problem(_with(finding, detail)))
+        elif reflogged := _reflog_work(repo, entry, entries):
+            # Unregistering deletes its HEAD's reflog: commits made on a HEAD
+            # that moved away since, or on a branch deleted since, are then
+            # left to the next gc.
+            detail = f"its directory is gone, but {reflogged}; kept"
+            found.append(_Problem(_with(finding, detail)))
         elif staged := _staged_work(repo, entry):
             # Unregistering deletes its index, and with it the only reference
             # to what was staged (git add without a commit).
@@ -321,6 +333,46 @@ def _staged_work(repo: Repo, entry: WorktreeEntry) -> str:
         f"stages {len(staged)} change(s) no commit holds ({shown}): recover them with "
         f"`GIT_INDEX_FILE={index} git checkout-index -a --prefix=<dir>/`, then run "
         "`git worktree remove` on the path by hand"
+    )
+
+
+def _reflog_work(repo: Repo, entry: WorktreeEntry, entries: list[WorktreeEntry]) -> str:
+    """What only a gone registration's HEAD reflog keeps ("" when nothing), with the fix."""
+    common = str(repo.common_dir)
+    admin = gitfiles.registration_of(common, str(entry.path))
+    if admin is None:
+        return ""
+    log = os.path.join(admin, "logs", "HEAD")
+    try:
+        mine = gitfiles.reflog_commits(log)
+        others = [
+            c for f in gitfiles.reflog_files(common, skip=admin) for c in gitfiles.reflog_commits(f)
+        ]
+    except gitfiles.Unsure as exc:
+        return (
+            f"what its HEAD's reflog {log} alone keeps is unknown ({exc}): keep those commits "
+            f"on a branch (`git reflog show worktrees/{os.path.basename(admin)}/HEAD` lists "
+            "them), then run `git worktree remove` on the path by hand"
+        )
+    if not mine:
+        return ""
+    heads = [
+        e.head for e in entries if e.path != entry.path and e.head and e.head != gitfiles.NO_COMMIT
+    ]
+    reached = commits_no_ref_keeps(repo.git, mine, kept=others + heads)
+    if not reached:
+        return ""
+    unique = set(reached)
+    listed = list(dict.fromkeys(c for c in reversed(mine) if c in unique))  # newest first
+    tips = independent_commits(repo.git, listed)
+    shown = [c[:12] for c in listed if c in tips][:_LIST_SHOWN]
+    if entry.branch is not None and not repo.git.branch_exists(entry.branch):
+        fix = f"`git branch {entry.branch} {shown[0]}` brings its deleted branch back"
+    else:
+        fix = "`git branch <name> <commit>` keeps each line of work"
+    return (
+        f"its HEAD's reflog {log} is the only record of {len(reached)} commit(s) "
+        f"(newest first: {', '.join(shown)}); {fix}, then run doctor --repair again"
     )
 
 
