@@ -474,3 +474,37 @@ def test_repair_unregisters_a_vanished_worktree_whose_amended_commit_its_branch_
     assert findings["registration-dir-gone"]["repaired"] is True, findings
     assert findings["orphan-branch"]["repaired"] is False  # the amended commit: only there
     assert TOPIC_ID in branches(topic.home)
+
+
+def _keeps_the_move(home: Path, moved: Path, *, run_in: Path) -> None:
+    """doctor --repair (run in ``run_in``) keeps the registration and names `git worktree repair`."""
+    res = run_cli("doctor", "--repair", "--json", cwd=run_in)
+    assert res.code == 0, res.out + res.err
+    [gone] = [f for f in res.json["findings"] if f["kind"] == "registration-dir-gone"]
+    assert gone["repaired"] is False, gone
+    assert f"git worktree repair {moved}" in gone["detail"], gone
+    assert str(_worktree(home)) in worktree_paths(home)
+    assert TOPIC_ID in branches(home)
+    assert state.read_record(home / ".git", TOPIC_ID) is not None
+    # The fix named works: git knows the checkout again, its work intact.
+    git(home, "worktree", "repair", str(moved))
+    assert git(moved, "rev-parse", "--abbrev-ref", "HEAD") == TOPIC_ID
+    assert (moved / "draft.py").read_text() == "draft = 1\n"
+
+
+def test_repair_keeps_the_registration_of_a_worktree_moved_beside_the_primary_clone(topic):
+    # Only a rename in .claude/worktrees/ was found: this one was unregistered,
+    # its branch deleted, and the moved checkout left naming a registration gone.
+    moved = topic.home.parent / "rate-limiting-checkout"
+    write(_worktree(topic.home) / "draft.py", "draft = 1\n")
+    _worktree(topic.home).rename(moved)
+    _keeps_the_move(topic.home, moved, run_in=topic.home)
+
+
+def test_repair_run_in_a_moved_worktree_finds_it_there(topic, workspace):
+    moved = workspace / "elsewhere" / "deeper" / "checkout"
+    moved.parent.mkdir(parents=True)
+    write(_worktree(topic.home) / "draft.py", "draft = 1\n")
+    _worktree(topic.home).rename(moved)
+    write(moved / "sub" / "x.py", "x = 1\n")
+    _keeps_the_move(topic.home, moved, run_in=moved / "sub")

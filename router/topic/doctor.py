@@ -107,7 +107,7 @@ def doctor(cwd: Path, *, repair: bool = False, wait: float = state.DEFAULT_WAIT)
     """Check this repo (and the secondaries its home records name); optionally repair."""
     home = open_repo(cwd)
     repos, warnings = _repos_to_check(home)
-    problems = _scan(home, repos)
+    problems = _scan(home, repos, here=cwd)
     if not repair:
         return DoctorResult(_roots(repos), tuple(p.finding for p in problems), False, warnings)
     # Plan, then act: every lock the repairs need is taken before the first
@@ -116,19 +116,19 @@ def doctor(cwd: Path, *, repair: bool = False, wait: float = state.DEFAULT_WAIT)
         # Taking a lock rewrites its owner file, so the stale owners are the
         # ones the first scan saw; everything else is scanned again.
         stale_owners = [p for p in problems if p.finding.kind is Kind.STALE_LOCK]
-        findings = _repair_passes(home, repos, stale_owners, held)
+        findings = _repair_passes(home, repos, stale_owners, held, here=cwd)
     return DoctorResult(_roots(repos), tuple(findings), True, warnings)
 
 
 def _repair_passes(
-    home: Repo, repos: list[Repo], first: list[_Problem], held: set[tuple[str, str]]
+    home: Repo, repos: list[Repo], first: list[_Problem], held: set[tuple[str, str]], *, here: Path
 ) -> list[Finding]:
     """Repair, then look again: one repair can make the next one safe (an
     unregistered worktree frees its branch; a deleted branch frees its record)."""
     repaired: list[Finding] = []
     extra = first
     for _ in range(_PASSES):
-        problems = _repair_order(_scan(home, repos, with_locks=False) + extra)
+        problems = _repair_order(_scan(home, repos, here=here, with_locks=False) + extra)
         findings = [_apply(_guarded(p, repos, held)) for p in problems]
         extra = []
         done = [f for f in findings if f.repaired]
@@ -174,11 +174,12 @@ def _records(repo: Repo) -> list[state.TopicRecord]:
 # -- scanning ---------------------------------------------------------------------
 
 
-def _scan(home: Repo, repos: list[Repo], *, with_locks: bool = True) -> list[_Problem]:
+def _scan(home: Repo, repos: list[Repo], *, here: Path, with_locks: bool = True) -> list[_Problem]:
+    """Every problem in ``repos``; ``here``: where doctor runs (a moved checkout may be it)."""
     problems: list[_Problem] = []
     for repo in repos:
         entries = repo.git.worktree_list()
-        problems += _registrations(repo, entries)
+        problems += _registrations(repo, entries, here)
         problems += _unknown_dirs(repo, entries)
         problems += _branches(repo, entries)
         problems += _record_problems(repo, entries)
@@ -204,7 +205,7 @@ def _ours(repo: Repo, path: Path) -> bool:
     return parent == root
 
 
-def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
+def _registrations(repo: Repo, entries: list[WorktreeEntry], here: Path) -> list[_Problem]:
     found = []
     for entry in entries[1:]:
         if entry.bare or os.path.lexists(entry.path):
@@ -227,7 +228,7 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
                 f"`git worktree remove {entry.path}`"
             )
             found.append(_Problem(_with(finding, detail)))
-        elif moved := _moved_to(repo, entry.path):
+        elif moved := _moved_to(repo, entry.path, here):
             # Its checkout was renamed, not deleted: unregistering would cut
             # that checkout (its index, its HEAD) off from the repository.
             detail = (
@@ -286,21 +287,36 @@ def _module_work(repo: Repo, path: Path) -> str:
     )
 
 
-def _moved_to(repo: Repo, path: Path) -> Path | None:
-    """A directory beside ``path`` whose ``.git`` names ``path``'s registration: it was renamed."""
+def _moved_to(repo: Repo, path: Path, here: Path) -> Path | None:
+    """Where the checkout registered at ``path`` went: a directory whose ``.git`` names its registration.
+
+    Looked for only where a move is likely (the checkout doctor runs in, beside
+    ``path``, beside the primary clone), never across the disk: a checkout
+    moved elsewhere is not found, and its registration is judged as gone.
+    """
     admin = gitfiles.registration_of(str(repo.common_dir), str(path))
     if admin is None:
         return None
-    try:
-        siblings = sorted(path.parent.iterdir())
-    except OSError:
-        return None
-    for sibling in siblings:
-        if sibling.is_dir() and not sibling.is_symlink():
-            named = gitfiles.checkout_git_dir(sibling)
+    for candidate in _move_candidates(repo, path, here):
+        if candidate.is_dir() and not candidate.is_symlink():
+            named = gitfiles.checkout_git_dir(candidate)
             if named is not None and os.path.realpath(named) == os.path.realpath(admin):
-                return sibling
+                return candidate
     return None
+
+
+def _move_candidates(repo: Repo, path: Path, here: Path) -> Iterator[Path]:
+    try:
+        found = gitfiles.find_git_dir(os.path.abspath(here))
+    except gitfiles.Unsure:
+        found = None
+    if found is not None:
+        yield Path(found[0])
+    for folder in (path.parent, repo.primary.parent):
+        try:
+            yield from sorted(folder.iterdir())
+        except OSError:
+            continue
 
 
 def _registered_as(repo: Repo, folder: Path) -> str | None:
