@@ -9,6 +9,7 @@ from helpers.repos import branches, commit, git, run_cli, status, write
 from helpers.topics import multi_topic, new_topic, steps_of, teardown
 
 from router.teardown.snapshot import snapshot_ref, snapshot_worktree
+from router.topic import state
 from router.topic.workspace import open_repo
 
 
@@ -581,3 +582,39 @@ def test_an_interrupted_restore_edited_since_is_refused_and_nothing_is_changed(t
     assert copy != wt
     _assert_staged_back(copy)
     assert (wt / "staged.py").read_text() == "s = 3  # edited after the kill\n"
+
+
+def test_restoring_a_reused_topic_branch_by_name_records_it_as_restoring_the_topic_does(
+    home_repo, workspace
+):
+    # `new` reused the user's checkout on `feature`; teardown --remove-reused
+    # --force snapshotted and removed it. `restore feature` brought the worktree
+    # back but left the record saying torn down, at the old path: teardown of
+    # the topic then never saw the restored worktree again.
+    feature = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
+    made = run_cli("new", "Add thing", "--id", "2026-05-01-add-thing", "--json", cwd=feature)
+    assert made.json["home"]["status"] == "reused", made.out
+    write(feature / "draft.py", "draft = 1\n")
+    res = run_cli(
+        "teardown", "2026-05-01-add-thing", "--force", "--remove-reused", "--json", cwd=home_repo
+    )
+    assert res.code == 0 and not feature.exists(), res.out + res.err
+    res = run_cli("restore", "feature", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    [repo] = res.json["repos"]
+    back = Path(repo["worktree"])
+    assert (repo["name"], repo["status"], repo["branch"]) == ("home", "restored", "feature")
+    assert (back / "draft.py").read_text() == "draft = 1\n"
+    record = state.read_record(home_repo / ".git", "2026-05-01-add-thing")
+    assert record is not None and record.restored is not None
+    assert (record.worktree, record.branch, record.teardown) == (str(back), "feature", None)
+    assert record.restored.snapshot == repo["snapshot"]
+    again = run_cli("restore", "feature", "--json", cwd=home_repo)
+    assert again.json["repos"][0]["status"] == "existing", again.out
+    # The topic's teardown sees the restored worktree again (its edits snapshotted anew).
+    down = run_cli("teardown", "2026-05-01-add-thing", "--force", "--json", cwd=home_repo)
+    assert down.code == 0, down.out + down.err
+    assert steps_of(down.json, "home")["remove"]["outcome"] == "done", down.out
+    assert not back.exists()
+    assert git(home_repo, "show", f"{snapshot_ref('feature')}:draft.py") == "draft = 1"

@@ -1118,10 +1118,14 @@ def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | N
     here = open_repo(cwd)
     if read_snapshot(here.git, branch) is None:
         return None
-    # The branch may be a topic's (one `new` reused): then its topic's lock, at its home.
+    # The branch may be a topic's (one `new` reused): then its topic's lock, at its home,
+    # and its record is read and written as `restore <id>` does, so that status,
+    # phase and teardown find the restored worktree.
     lock = topic_lock(here, Branch(branch))
+    record = state.read_record_or_none(here.common_dir, lock.topic_id) if lock.topic_id else None
+    name = record.repo if record is not None else here.primary.name
     with state.held_lock(lock.home.common_dir, lock.name, wait=wait):
-        result = restore_repo(here.primary.name, here, None, branch)
+        result = restore_repo(name, here, lock.topic_id if record else None, branch)
     return RestoreResult(branch, (result,))
 
 
