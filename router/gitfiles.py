@@ -384,10 +384,11 @@ def reflog_files(common: str, *, skip: str) -> list[str]:
     """Every reflog file of the repository but the worktree registration ``skip``'s.
 
     The shared refs' (``<common>/logs/``) and every checkout's ``HEAD``'s.
-    :class:`Unsure` unless the refs are the files backend (a reftable keeps
-    no reflog files).
+    :class:`Unsure` for a reftable repository, which keeps no reflog files:
+    finding none there would say nothing.
     """
-    refuse_unusual_config(common)
+    if os.path.lexists(os.path.join(common, "reftable")):
+        raise Unsure(f"{common} keeps its refs in a reftable")
     files = []
     for root, _dirs, names in os.walk(os.path.join(common, "logs")):
         files += [os.path.join(root, n) for n in names]

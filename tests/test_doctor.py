@@ -508,3 +508,15 @@ def test_repair_run_in_a_moved_worktree_finds_it_there(topic, workspace):
     _worktree(topic.home).rename(moved)
     write(moved / "sub" / "x.py", "x = 1\n")
     _keeps_the_move(topic.home, moved, run_in=moved / "sub")
+
+
+def test_repair_keeps_a_vanished_registration_whose_head_reflog_it_cannot_read(home_repo):
+    """A reflog line git would not write: what only that reflog keeps is unknown, so it stays."""
+    path, sha = _gone_scratch(home_repo)
+    git(home_repo, "branch", "kept", sha)  # readable, this registration would go
+    log = home_repo / ".git" / "worktrees" / "scratch" / "logs" / "HEAD"
+    log.write_text(log.read_text() + "not a reflog line\n")
+    entry = _registration(home_repo, path)
+    assert entry["repaired"] is False, entry
+    assert "is unknown" in entry["detail"] and str(log) in entry["detail"], entry
+    assert str(path) in worktree_paths(home_repo) and log.is_file()

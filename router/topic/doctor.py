@@ -360,15 +360,14 @@ def _reflog_work(repo: Repo, entry: WorktreeEntry, entries: list[WorktreeEntry])
         return ""
     log = os.path.join(admin, "logs", "HEAD")
     try:
+        files = gitfiles.reflog_files(common, skip=admin)  # first: a reftable has no log file
         mine = gitfiles.reflog_commits(log)
-        others = [
-            c for f in gitfiles.reflog_files(common, skip=admin) for c in gitfiles.reflog_commits(f)
-        ]
+        others = [c for f in files for c in gitfiles.reflog_commits(f)] if mine else []
     except gitfiles.Unsure as exc:
         return (
             f"what its HEAD's reflog {log} alone keeps is unknown ({exc}): keep those commits "
-            f"on a branch (`git reflog show worktrees/{os.path.basename(admin)}/HEAD` lists "
-            "them), then run `git worktree remove` on the path by hand"
+            "on a branch (the second field of each of its lines names one), then run "
+            "`git worktree remove` on the path by hand"
         )
     if not mine:
         return ""
