@@ -1181,13 +1181,31 @@ def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     return int(git.out(*args) or 0)
 
 
-def commits_no_ref_keeps(git: Git, commits: Sequence[str], *, kept: Sequence[str]) -> list[str]:
-    """Commits ``commits`` reach that no ref under refs/ reaches, nor any of ``kept``.
+@dataclass(frozen=True, slots=True)
+class ReflogOnly:
+    """Commits only one worktree registration's ``HEAD`` reflog keeps (deleted with it)."""
 
-    Fed on stdin (a repository's reflogs name thousands of commits); a commit
-    whose object is gone already reaches nothing (``--ignore-missing``).
+    count: int  # every such commit
+    tips: list[str]  # the reflog's entries that hold them all, newest first
+
+
+def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]) -> ReflogOnly:
+    """What the ``HEAD`` reflog of registration ``admin`` alone keeps reachable.
+
+    Not kept elsewhere means: no ref under refs/, none of ``heads`` (the other
+    checkouts' HEADs), no other reflog (a branch's own reflog keeps what an
+    amend replaced). Raises :class:`gitfiles.Unsure` when the reflogs cannot
+    all be read from their files.
     """
-    lines = [*commits, *(f"^{c}" for c in kept)]
+    files = gitfiles.reflog_files(str(common), skip=admin)  # first: a reftable has no log file
+    mine = gitfiles.reflog_commits(os.path.join(admin, "logs", "HEAD"))
+    if not mine:
+        return ReflogOnly(0, [])
+    others = [c for f in files for c in gitfiles.reflog_commits(f)]
+    kept = [*others, *(h for h in heads if h != gitfiles.NO_COMMIT)]
+    # On stdin: a repository's reflogs name thousands of commits. A commit whose
+    # object is gone already reaches nothing (--ignore-missing).
+    lines = [*mine, *(f"^{c}" for c in kept)]
     out = git.out(
         "rev-list",
         "--ignore-missing",
@@ -1197,12 +1215,12 @@ def commits_no_ref_keeps(git: Git, commits: Sequence[str], *, kept: Sequence[str
         "--",
         input="\n".join(lines) + "\n",
     )
-    return out.split()
-
-
-def independent_commits(git: Git, commits: Sequence[str]) -> set[str]:
-    """Those of ``commits`` that no other of them reaches (the tips of their lines of work)."""
-    return set(git.out("merge-base", "--independent", *commits).split())
+    unique = set(out.split())
+    if not unique:
+        return ReflogOnly(0, [])
+    entries = list(dict.fromkeys(c for c in reversed(mine) if c in unique))  # newest first
+    tips = set(git.out("merge-base", "--independent", *entries).split())
+    return ReflogOnly(len(unique), [c for c in entries if c in tips])
 
 
 def snapshot_tree(

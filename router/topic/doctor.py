@@ -20,13 +20,7 @@ from pathlib import Path
 
 from router import gitfiles
 from router.errors import BadInput
-from router.git import (
-    GitError,
-    WorktreeEntry,
-    commits_no_ref_keeps,
-    independent_commits,
-    unique_commits,
-)
+from router.git import GitError, WorktreeEntry, head_reflog_only, unique_commits
 from router.topic import holders, state
 from router.topic.ids import ID_RE
 from router.topic.model import repo_places
@@ -354,39 +348,28 @@ def _staged_work(repo: Repo, entry: WorktreeEntry) -> str:
 
 def _reflog_work(repo: Repo, entry: WorktreeEntry, entries: list[WorktreeEntry]) -> str:
     """What only a gone registration's HEAD reflog keeps ("" when nothing), with the fix."""
-    common = str(repo.common_dir)
-    admin = gitfiles.registration_of(common, str(entry.path))
+    admin = gitfiles.registration_of(str(repo.common_dir), str(entry.path))
     if admin is None:
         return ""
     log = os.path.join(admin, "logs", "HEAD")
+    heads = [e.head for e in entries if e.path != entry.path and e.head]
     try:
-        files = gitfiles.reflog_files(common, skip=admin)  # first: a reftable has no log file
-        mine = gitfiles.reflog_commits(log)
-        others = [c for f in files for c in gitfiles.reflog_commits(f)] if mine else []
+        only = head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
     except gitfiles.Unsure as exc:
         return (
             f"what its HEAD's reflog {log} alone keeps is unknown ({exc}): keep those commits "
             "on a branch (the second field of each of its lines names one), then run "
             "`git worktree remove` on the path by hand"
         )
-    if not mine:
+    if not only.count:
         return ""
-    heads = [
-        e.head for e in entries if e.path != entry.path and e.head and e.head != gitfiles.NO_COMMIT
-    ]
-    reached = commits_no_ref_keeps(repo.git, mine, kept=others + heads)
-    if not reached:
-        return ""
-    unique = set(reached)
-    listed = list(dict.fromkeys(c for c in reversed(mine) if c in unique))  # newest first
-    tips = independent_commits(repo.git, listed)
-    shown = [c[:12] for c in listed if c in tips][:_LIST_SHOWN]
+    shown = [c[:12] for c in only.tips[:_LIST_SHOWN]]
     if entry.branch is not None and not repo.git.branch_exists(entry.branch):
         fix = f"`git branch {entry.branch} {shown[0]}` brings its deleted branch back"
     else:
         fix = "`git branch <name> <commit>` keeps each line of work"
     return (
-        f"its HEAD's reflog {log} is the only record of {len(reached)} commit(s) "
+        f"its HEAD's reflog {log} is the only record of {only.count} commit(s) "
         f"(newest first: {', '.join(shown)}); {fix}, then run doctor --repair again"
     )
 
