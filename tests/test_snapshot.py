@@ -618,3 +618,28 @@ def test_restoring_a_reused_topic_branch_by_name_records_it_as_restoring_the_top
     assert steps_of(down.json, "home")["remove"]["outcome"] == "done", down.out
     assert not back.exists()
     assert git(home_repo, "show", f"{snapshot_ref('feature')}:draft.py") == "draft = 1"
+
+
+def test_a_restore_killed_half_way_through_laying_the_files_over_is_finished_by_the_rerun(
+    topic, tmp_path
+):
+    # Killed while `git restore` wrote the files: one is the snapshot's, the
+    # other still the commit's. Neither is an edit made since, so the rerun
+    # lays the rest over and stages the index.
+    wt = topic.worktrees["home"]
+    commit(wt, "lib.py", "v = 1\n", "unpushed work")
+    write(wt / "lib.py", "v = 2  # edited\n")
+    _staged_work(wt)
+    assert teardown(topic, "--force").code == 0
+    half = f'"$REAL_GIT" -C "{wt}" show HEAD:lib.py > "{wt}/lib.py"'
+    env = git_killer(tmp_path / "killer-bin", "restore --source", half)
+    killed = run_killable("restore", topic.id, "--json", cwd=topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    assert (wt / "lib.py").read_text() == "v = 1\n"
+    again = run_cli("restore", topic.id, "--json", cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["worktree"]) == ("restored", str(wt)), repo
+    assert (wt / "lib.py").read_text() == "v = 2  # edited\n"
+    _assert_staged_back(wt)
+    assert branches(topic.home) == [topic.branch, "main"]
