@@ -520,3 +520,25 @@ def test_repair_keeps_a_vanished_registration_whose_head_reflog_it_cannot_read(h
     assert entry["repaired"] is False, entry
     assert "is unknown" in entry["detail"] and str(log) in entry["detail"], entry
     assert str(path) in worktree_paths(home_repo) and log.is_file()
+
+
+def test_doctor_reports_a_restore_a_kill_left_half_done_until_restore_finishes_it(topic, tmp_path):
+    wt = _worktree(topic.home)
+    write(wt / "staged.py", "s = 1\n")
+    git(wt, "add", "staged.py")
+    assert run_cli("teardown", TOPIC_ID, "--force", "--json", cwd=topic.home).code == 0
+    env = git_killer(tmp_path / "bin", "read-tree", real=False)  # files back, index not
+    killed = run("restore", TOPIC_ID, "--json", cwd=topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    findings = _doctor(topic.home, "--repair")  # the killed run's lock owner file: stale
+    [finding] = [f for f in findings if f["kind"] != "stale-lock"]
+    assert (finding["kind"], finding["path"], finding["repaired"]) == (
+        "restore-unfinished",
+        str(wt),
+        False,
+    )
+    assert f"`team-router restore {TOPIC_ID}`" in finding["detail"]
+    assert git(wt, "diff", "--cached", "--name-only") == ""  # doctor staged nothing
+    assert run_cli("restore", TOPIC_ID, "--json", cwd=topic.home).code == 0
+    assert git(wt, "diff", "--cached", "--name-only") == "staged.py"
+    assert _doctor(topic.home) == []

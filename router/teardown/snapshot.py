@@ -231,7 +231,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
             if earlier is not None:
                 return earlier
             target, path, created = _check_out(repo, branch, snap)
-            _mark_restoring(repo, path, snap, created=created)
+            _mark_restoring(repo, path, branch, snap, created=created)
         _lay_over(Git(path), snap)
     except GitError as exc:
         return RestoredRepo(
@@ -280,9 +280,25 @@ def _restoring_file(repo: Repo, path: Path) -> Path:
     return Path(admin if admin is not None else g.absolute_git_dir(Git(path))) / RESTORING_FILE
 
 
-def _mark_restoring(repo: Repo, path: Path, snap: Snapshot, *, created: bool) -> None:
-    note = json.dumps({"snapshot": snap.commit, "branch_created": created})
+def _mark_restoring(repo: Repo, path: Path, branch: str, snap: Snapshot, *, created: bool) -> None:
+    """Note that the restore of ``branch``'s ``snap`` is under way at ``path``."""
+    note = json.dumps({"of": branch, "snapshot": snap.commit, "branch_created": created})
     state.write_atomic(_restoring_file(repo, path), note + "\n")
+
+
+def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
+    try:
+        note = json.loads(_restoring_file(repo, path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def restore_under_way(repo: Repo, path: Path) -> str | None:
+    """The branch whose restore a kill interrupted in the worktree at ``path`` (None: none)."""
+    note = _restoring_note(repo, path)
+    of = note.get("of") if note is not None else None
+    return of if isinstance(of, str) else None
 
 
 def _drop_restoring(repo: Repo, path: Path) -> None:
@@ -298,11 +314,8 @@ def _unfinished_restore(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, P
             continue
         if os.path.realpath(entry.path) != os.path.realpath(repo.worktree_path(entry.branch)):
             continue
-        try:
-            note = json.loads(_restoring_file(repo, entry.path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(note, dict) and note.get("snapshot") == snap.commit:
+        note = _restoring_note(repo, entry.path)
+        if note is not None and note.get("snapshot") == snap.commit:
             return entry.branch, entry.path, note.get("branch_created") is True
     return None
 

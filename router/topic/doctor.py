@@ -41,6 +41,7 @@ class Kind(StrEnum):
     STALE_HOLDER = "stale-holder"
     HOLDER_CORRUPT = "holder-corrupt"
     WORKTREES_SECTION = "worktrees-section"
+    RESTORE_UNFINISHED = "restore-unfinished"
 
 
 # A repair returns what it did, or raises _NotSafe saying why it left the thing.
@@ -174,6 +175,7 @@ def _scan(home: Repo, repos: list[Repo], *, here: Path, with_locks: bool = True)
     for repo in repos:
         entries = repo.git.worktree_list()
         problems += _registrations(repo, entries, here)
+        problems += _unfinished_restores(repo, entries)
         problems += _unknown_dirs(repo, entries)
         problems += _branches(repo, entries)
         problems += _record_problems(repo, entries)
@@ -264,6 +266,26 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry], here: Path) -> list
         else:
             detail = "registered worktree whose directory is gone"
             found.append(_Problem(_with(finding, detail), _unregister(repo, entry.path)))
+    return found
+
+
+def _unfinished_restores(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
+    """Worktrees a killed ``restore`` left half-done (its files back, perhaps not its index)."""
+    from router.teardown.snapshot import restore_under_way, snapshot_ref
+
+    found = []
+    for entry in entries[1:]:
+        if entry.bare or not os.path.isdir(entry.path):
+            continue
+        of = restore_under_way(repo, entry.path)
+        if of is None:
+            continue
+        detail = (
+            f"a restore of {snapshot_ref(of)} was interrupted here: what was staged may not "
+            f"be staged again yet; run `team-router restore {of}` to finish it"
+        )
+        finding = _finding(repo, Kind.RESTORE_UNFINISHED, entry.path, detail, _as_topic_id(of))
+        found.append(_Problem(finding))
     return found
 
 
