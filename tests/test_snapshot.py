@@ -567,7 +567,7 @@ def test_an_interrupted_restore_edited_since_is_refused_and_nothing_is_changed(t
     assert res.code == 1, res.out + res.err
     assert res.json["error"]["code"] == "restore-refused"
     [repo] = res.json["repos"]
-    assert repo["status"] == "refused" and "restore-interrupted" in repo["detail"], repo
+    assert repo["status"] == "refused" and "was interrupted" in repo["detail"], repo
     assert "staged.py" in repo["detail"] and "brand_new.py" not in repo["detail"]
     assert (wt / "staged.py").read_text() == "s = 3  # edited after the kill\n"
     assert (status(wt), git(wt, "ls-files", "--stage")) == before

@@ -342,7 +342,7 @@ def _check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
         marker = _restoring_file(repo, path)
         index = f"; `git -C {path} read-tree {snap.index}^{{tree}}` stages" if snap.index else ""
         raise Refusal(
-            "restore-interrupted",
+            "restore-refused",  # the repo's reason; the command's code too (README table)
             f"a restore of {snap.ref} into {path} was interrupted and {why}; nothing was "
             f"changed. Finish it by hand (`git -C {path} restore --source={snap.commit} "
             f"--worktree -- <paths>` brings back the snapshot's version of those paths{index} "
