@@ -287,18 +287,27 @@ def _mark_restoring(repo: Repo, path: Path, branch: str, snap: Snapshot, *, crea
 
 
 def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
+    return _read_note(_restoring_file(repo, path))
+
+
+def _read_note(file: Path) -> dict[str, object] | None:
     try:
-        note = json.loads(_restoring_file(repo, path).read_text(encoding="utf-8"))
+        note = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return note if isinstance(note, dict) else None
 
 
-def restore_under_way(repo: Repo, path: Path) -> str | None:
-    """The branch whose restore a kill interrupted in the worktree at ``path`` (None: none)."""
-    note = _restoring_note(repo, path)
-    of = note.get("of") if note is not None else None
-    return of if isinstance(of, str) else None
+def restores_under_way(repo: Repo) -> list[tuple[Path, str]]:
+    """(worktree, branch restored) of each restore a kill interrupted, from the notes left."""
+    found = []
+    for admin in gitfiles.worktree_admin_dirs(str(repo.common_dir)):
+        note = _read_note(Path(admin) / RESTORING_FILE)
+        of = note.get("of") if note is not None else None
+        dotgit = gitfiles.read_line(os.path.join(admin, "gitdir"))
+        if isinstance(of, str) and dotgit:
+            found.append((Path(os.path.dirname(dotgit)), of))
+    return found
 
 
 def _drop_restoring(repo: Repo, path: Path) -> None:

@@ -175,7 +175,7 @@ def _scan(home: Repo, repos: list[Repo], *, here: Path, with_locks: bool = True)
     for repo in repos:
         entries = repo.git.worktree_list()
         problems += _registrations(repo, entries, here)
-        problems += _unfinished_restores(repo, entries)
+        problems += _unfinished_restores(repo)
         problems += _unknown_dirs(repo, entries)
         problems += _branches(repo, entries)
         problems += _record_problems(repo, entries)
@@ -269,22 +269,19 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry], here: Path) -> list
     return found
 
 
-def _unfinished_restores(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
+def _unfinished_restores(repo: Repo) -> list[_Problem]:
     """Worktrees a killed ``restore`` left half-done (its files back, perhaps not its index)."""
-    from router.teardown.snapshot import restore_under_way, snapshot_ref
+    from router.teardown.snapshot import restores_under_way, snapshot_ref
 
     found = []
-    for entry in entries[1:]:
-        if entry.bare or not os.path.isdir(entry.path):
-            continue
-        of = restore_under_way(repo, entry.path)
-        if of is None:
-            continue
+    for path, of in restores_under_way(repo):
+        if not os.path.isdir(path):
+            continue  # its registration's own finding says what to do
         detail = (
             f"a restore of {snapshot_ref(of)} was interrupted here: what was staged may not "
             f"be staged again yet; run `team-router restore {of}` to finish it"
         )
-        finding = _finding(repo, Kind.RESTORE_UNFINISHED, entry.path, detail, _as_topic_id(of))
+        finding = _finding(repo, Kind.RESTORE_UNFINISHED, path, detail, _as_topic_id(of))
         found.append(_Problem(finding))
     return found
 
