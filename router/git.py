@@ -1203,6 +1203,10 @@ def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]
         return ReflogOnly(0, [])
     others = [c for f in files for c in gitfiles.reflog_commits(f)]
     kept = [*others, *(h for h in heads if h != gitfiles.NO_COMMIT)]
+    if set(mine) <= set(kept):
+        # Every commit it names is named elsewhere too (a worktree that only ever
+        # worked on its branch: the branch's reflog has each): no git needed.
+        return ReflogOnly(0, [])
     # On stdin: a repository's reflogs name thousands of commits. A commit whose
     # object is gone already reaches nothing (--ignore-missing).
     lines = [*mine, *(f"^{c}" for c in kept)]

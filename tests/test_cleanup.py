@@ -1244,6 +1244,28 @@ def test_a_reused_checkouts_branch_is_cleaned_up_under_its_topics_lock_and_holde
     assert (world(web), world(checkout)) == before
 
 
+def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_the_cleanup(
+    web, tmp_path, monkeypatch
+):
+    """`git worktree remove` deletes the worktree's HEAD reflog: a detached experiment left
+    behind there refuses, merged or abandoned, before any step, naming the commit."""
+    worktree = pushed_topic(web)
+    head = tip(web)
+    git(worktree, "checkout", "-q", "--detach")
+    sha = commit(worktree, "experiment.py", "x = 1\n", "experiment")
+    git(worktree, "checkout", "-q", TOPIC_ID)
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(40, TOPIC_ID, head, merge_commit=merge),))
+    before = world(web), world(worktree)
+    for args in ((TOPIC_ID,), (TOPIC_ID, "--abandon", "--yes")):
+        res = cleanup(web, *args)
+        assert res.code == 1, res.out + res.err
+        assert res.json["error"]["code"] == "unintegrated-commits"
+        assert sha[:12] in res.json["error"]["message"]
+        assert (world(web), world(worktree)) == before
+        assert git(web, "cat-file", "-t", sha) == "commit"
+
+
 def test_a_process_working_in_the_worktree_refuses_the_cleanup_touching_nothing(
     web, tmp_path, monkeypatch
 ):

@@ -309,6 +309,56 @@ def test_a_detached_head_with_commits_on_no_branch_refuses(home_repo):
     assert git(wt, "rev-parse", "HEAD") == sha
 
 
+def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    # An experiment on a detached HEAD, left behind by checking the branch out again:
+    # git worktree remove would delete the only record of it (the worktree's HEAD reflog).
+    git(wt, "checkout", "-q", "--detach")
+    sha = commit(wt, "experiment.py", "x = 1\n", "experiment")
+    git(wt, "checkout", "-q", topic.branch)
+    before = {"home": snapshot_of(home_repo)}
+    for flags in ((), ("--force",)):
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out
+        step = steps_of(res.json, "home")["remove"]
+        assert step["code"] == "unintegrated-commits", step
+        assert "HEAD reflog" in step["detail"] and sha[:12] in step["detail"]
+        assert_untouched(topic, before)
+        assert wt.is_dir() and git(home_repo, "cat-file", "-t", sha) == "commit"
+    # The fix the message names: a branch keeps the commit, and the teardown goes through.
+    git(wt, "branch", "experiment", sha)
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    assert git(home_repo, "rev-parse", "experiment") == sha
+
+
+def test_dropping_the_reflog_as_the_refusal_names_lets_the_teardown_through(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "checkout", "-q", "--detach")
+    commit(wt, "experiment.py", "x = 1\n", "experiment")
+    git(wt, "checkout", "-q", topic.branch)
+    assert teardown(topic).code == 1
+    git(wt, "reflog", "expire", "--expire-unreachable=now", "HEAD")
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert not wt.exists()
+
+
+def test_what_an_amend_replaced_on_the_branch_does_not_refuse(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "f.py", "f = 1\n", "work")
+    write(wt / "f.py", "f = 2\n")
+    git(wt, "commit", "-q", "-a", "--amend", "-m", "work, amended")
+    res = teardown(topic, "--integrate")
+    assert res.code == 0, res.out
+    assert git(home_repo, "log", "-1", "--format=%s", "main") == "work, amended"
+    assert not wt.exists()
+
+
 def test_a_live_holder_refuses_the_teardown(home_repo):
     import subprocess
     import sys

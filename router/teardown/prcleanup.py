@@ -52,6 +52,7 @@ from router.teardown.steps import (
     merge_proof,
     nested_blocker,
     prune_origin,
+    reflog_blocker,
     refused,
     removal_started,
     remove_plan_dir,
@@ -456,6 +457,16 @@ def refuse_nested(found: Survey) -> None:
         # by hand leaves its submodules' git dirs in the registration.
         nested = survey_remains(common, path) if common is not None else ()
     blocker = nested_blocker(path, nested, again="pr-cleanup")
+    if blocker is not None:
+        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
+
+
+def refuse_reflog_work(repo: Repo, found: Survey) -> None:
+    """Commits only the worktree's HEAD reflog keeps refuse before any step, as in teardown's plan."""
+    path = found.worktree_path
+    if path is None or found.kept_worktree or found.removing:
+        return
+    blocker = reflog_blocker(repo, path, repo.git.worktree_list(), again="pr-cleanup")
     if blocker is not None:
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
 
@@ -1394,6 +1405,7 @@ def _checked_survey(
     local = survey(repo, branch, ask_remote=False, remove_reused=reused)
     refuse_dirty(repo, local, mode)
     refuse_nested(local)
+    refuse_reflog_work(repo, local)
     refuse_in_use(local, warnings)
     refuse_if_held(topic)
     fetched = _fetch(repo, warnings)
@@ -1514,6 +1526,7 @@ def _dry_run(
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
     refuse_nested(found)
+    refuse_reflog_work(repo, found)
     refuse_in_use(found, warnings)
     refuse_if_held(topic_lock(repo, chosen.branch))  # as the real run will: plan what it does
     evidence, closing = None, None

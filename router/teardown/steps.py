@@ -1192,6 +1192,46 @@ def worktrees_in_use(paths: Iterable[Path]) -> dict[Path, list[str]] | None:
     return {real[r]: [describe_process(pid) for pid in sorted(pids)] for r, pids in users.items()}
 
 
+def reflog_blocker(
+    repo: Repo, path: Path, entries: Iterable[WorktreeEntry], *, again: str = "teardown"
+) -> StepResult | None:
+    """Refuse (``--force`` or not) while the worktree's HEAD reflog is the only record of commits.
+
+    A commit made on a detached HEAD that was then left (checking the branch
+    out again) is reachable from that reflog alone, and ``git worktree remove``
+    deletes it with the registration. What an amend or a rebase replaced is
+    still in the branch's own reflog: that does not count. No snapshot keeps a
+    reflog, so ``--force`` does not override it; the fixes name the commits.
+    """
+    admin = gitfiles.registration_of(str(repo.common_dir), str(path))
+    if admin is None:
+        return None
+    log = os.path.join(admin, "logs", "HEAD")
+    # Its own HEAD counts as kept: a detached HEAD's commits are the detached-HEAD
+    # check's (and a --force snapshot's parent), not the reflog's.
+    heads = [e.head for e in entries if e.head]
+    try:
+        only = g.head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
+    except gitfiles.Unsure as exc:
+        return refused(
+            "remove",
+            "unintegrated-commits",
+            f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({exc}): keep those "
+            f"commits on a branch, then run {again} again",
+        )
+    if not only.count:
+        return None
+    shown = ", ".join(c[:12] for c in only.tips[:5])
+    return refused(
+        "remove",
+        "unintegrated-commits",
+        f"the HEAD reflog of {path} is the only record of {only.count} commit(s) (a detached "
+        f"HEAD's work, left behind; newest first: {shown}): `git -C {path} branch <name> "
+        f"<commit>` keeps each, or `git -C {path} reflog expire --expire-unreachable=now HEAD` "
+        f"drops them; then run {again} again",
+    )
+
+
 def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> StepResult:
     """The removal refused while ``users`` work in the worktree: ``held``, as --reclaim says of
     a process in a checkout. --force does not override it (it snapshots files, and no

@@ -67,6 +67,7 @@ from router.teardown.steps import (
     primary_busy,
     proof_time,
     prune_origin,
+    reflog_blocker,
     refused,
     removal_started,
     remove_plan_dir,
@@ -325,9 +326,11 @@ def _plan_blockers(
     assert repo is not None
     found = []
     if entry is not None:
-        # --force or not: a snapshot cannot keep another repository's work.
+        # --force or not: a snapshot cannot keep another repository's work, nor a reflog.
         nested = nested_blocker(plan.worktree, plan.nested)  # type: ignore[arg-type]
         found += [nested] if nested else []
+        reflog = reflog_blocker(repo, plan.worktree, plan.entries)  # type: ignore[arg-type]
+        found += [reflog] if reflog else []
     if entry is not None and not opts.force:
         blocker = worktree_blocker(plan.worktree, entry, plan.status)  # type: ignore[arg-type]
         if blocker is not None:
