@@ -25,6 +25,7 @@ from helpers.faults import (
     spawn,
     tree,
 )
+from helpers.origin import merge_on_origin
 from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
 from helpers.topics import (
     Topic,
@@ -1021,3 +1022,27 @@ def test_a_pick_that_fails_after_writing_a_file_keeps_its_mark_and_the_rerun_und
     assert again.code == 0, again.out + again.err
     assert git(home_repo, "log", "--format=%s", "main").splitlines().count("adds a file") == 1
     assert status(home_repo) == "" and branches(home_repo) == ["main"]
+
+
+# -- item: a kill during update-default's fast-forward -----------------------------------
+
+
+@pytest.mark.parametrize("real", [True, False], ids=["after-the-merge", "before-the-merge"])
+def test_a_kill_at_the_default_branchs_fast_forward_is_finished_by_the_rerun(
+    home_repo, tmp_path, real
+):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    sha = commit(wt, "f.py", "f = 1\n", "work")
+    git(wt, "push", "-q", "origin", topic.branch)
+    merged = merge_on_origin(home_repo, topic.branch)
+    env = git_killer(tmp_path / "bin", " merge --ff-only ", real=real)
+    killed = run("teardown", topic.id, "--json", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    res = teardown(topic)
+    assert res.code == 0, res.out + res.err
+    # main reached origin's merge (which holds the work), clean; the worktree and branch are gone.
+    assert git(home_repo, "rev-parse", "main") == merged
+    assert "main" in git(home_repo, "branch", "--contains", sha)
+    assert status(home_repo) == ""
+    assert not wt.exists() and topic.branch not in branches(home_repo)
