@@ -580,3 +580,23 @@ def test_worktreeinclude_skips_a_file_whose_directory_is_a_file_in_the_checkout(
     assert (wt / "config").read_text() == "tracked file on main\n"
     assert (wt / ".env").read_text() == "TOP=1\n"
     assert (home_repo / "config" / ".env").read_text() == "TOKEN=1\n"
+
+
+def test_new_after_its_worktree_directory_was_deleted_by_hand_names_doctor_repair(home_repo):
+    import shutil
+
+    first = run_cli("new", "Add limits", "--id", "ENG-7-limits", "--json", cwd=home_repo)
+    assert first.code == 0, first.out
+    worktree = Path(first.json["home"]["worktree"])
+    shutil.rmtree(worktree)
+    again = run_cli("new", "Add limits", "--id", "ENG-7-limits", "--json", cwd=home_repo)
+    assert again.code == 0, again.out
+    assert again.json["home"]["status"] == "fallback"
+    assert any("team-router doctor --repair" in w for w in again.json["warnings"]), again.out
+    # The fix it names works: doctor unregisters the gone worktree, and `new` makes it again.
+    repaired = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+    assert repaired.code == 0, repaired.out
+    made = run_cli("new", "Add limits", "--id", "ENG-7-limits", "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    assert made.json["home"]["worktree"] == str(worktree), made.out
+    assert worktree.is_dir() and (worktree / "docs" / "plans" / "ENG-7-limits").is_dir()

@@ -631,10 +631,19 @@ class _Pipeline:
         self._exclude()
         holder = worktree_with_branch(entries, self.branch)
         if holder is not None:
+            # A directory deleted by hand leaves git's registration behind: git still
+            # counts the branch as checked out there, and `team-router doctor --repair`
+            # is what unregisters it once nothing of it would be lost.
+            fix = (
+                "its directory is gone, but git still has it registered: `team-router doctor "
+                "--repair` unregisters it when nothing would be lost (else it names what to do "
+                "first), then run this again"
+                if not os.path.lexists(holder.path)
+                else "finish or remove that worktree first"
+            )
             raise _Failed(
                 "branch-checked-out",
-                f"branch {self.branch!r} is checked out in {holder.path}; finish or remove that "
-                "worktree first",
+                f"branch {self.branch!r} is checked out in {holder.path}; {fix}",
             )
         registered = find_worktree(entries, self.path)
         if registered is not None:
