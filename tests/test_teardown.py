@@ -1123,6 +1123,32 @@ def test_teardown_started_by_a_shell_sitting_in_the_worktree_is_not_refused(work
     assert not wt.exists() and not topic.worktrees["api"].exists()
 
 
+def test_teardown_piped_into_a_reader_sitting_in_the_worktree_is_not_refused(workspace):
+    """`team-router teardown --json | jq .` typed in the worktree: the reader of the output
+    is part of the command line that asked for the removal, not a process working there."""
+    topic = multi_topic(workspace)
+    wt = topic.worktrees["home"]
+    command = " ".join(f"'{a}'" for a in argv("teardown", topic.id, "--json", cwd=wt))
+    done = subprocess.run(
+        ["sh", "-c", f"{command} | cat; true"], cwd=wt, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["ok"] is True, done.stdout
+    assert not wt.exists() and not topic.worktrees["api"].exists()
+
+
+def test_a_server_started_by_the_same_shell_still_refuses(workspace):
+    """A process that only shares the output pipe (started with `&`) is no reader of it."""
+    topic = multi_topic(workspace)
+    wt = topic.worktrees["home"]
+    command = " ".join(f"'{a}'" for a in argv("teardown", topic.id, "--json", cwd=wt))
+    line = f'sleep 60 & server=$!; {command}; kill "$server"'
+    done = subprocess.run(["sh", "-c", line], cwd=wt, capture_output=True, text=True, timeout=60)
+    res = json.loads(done.stdout)
+    assert res["error"]["code"] == "held" and "(sleep)" in res["error"]["message"], res
+    assert wt.is_dir() and topic.worktrees["api"].is_dir()
+
+
 def test_a_rerun_keeping_a_reused_checkout_does_not_run_the_local_state_lines_again(
     home_repo, workspace, tmp_path
 ):

@@ -1078,11 +1078,11 @@ def _other_sessions(repo: Repo) -> list[str]:
 
 
 def _other_processes(repo: Repo) -> list[str]:
-    from router.topic.holders import ancestors, describe_process, processes_using
+    from router.topic.holders import describe_process, processes_using, requesters
 
     places = [os.path.realpath(e.path) for e in repo.git.worktree_list() if not e.bare]
     places.append(os.path.realpath(repo.common_dir))
-    users = processes_using(list(dict.fromkeys(places)), excluding=ancestors())
+    users = processes_using(list(dict.fromkeys(places)), excluding=requesters())
     if users is None:
         return [
             "this system has no /proc, so nothing shows that no other process works in "

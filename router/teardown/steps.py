@@ -1177,16 +1177,17 @@ def worktrees_in_use(paths: Iterable[Path]) -> dict[Path, list[str]] | None:
     Its working directory or an open file is there: git removes the tree from
     under it, and a shell is left in a deleted directory, an editor writes its
     buffers back into one. One scan of /proc answers every path (a teardown
-    asks once for all its repos). This process and the ones above it are left
-    out: the shell or session that asked for the removal may sit in the
-    worktree itself. None where there is no /proc to read.
+    asks once for all its repos). The command line that asked for the removal
+    is left out (:func:`requesters`: this process, the ones above it, the rest of
+    its pipeline): it may sit in the worktree itself. None where there is no
+    /proc to read.
     """
-    from router.topic.holders import ancestors, describe_process, processes_using
+    from router.topic.holders import describe_process, processes_using, requesters
 
     real = {os.path.realpath(p): p for p in paths}
     if not real:
         return {}
-    users = processes_using(list(real), excluding=ancestors())
+    users = processes_using(list(real), excluding=requesters())
     if users is None:
         return None
     return {real[r]: [describe_process(pid) for pid in sorted(pids)] for r, pids in users.items()}

@@ -145,6 +145,41 @@ def ancestors(pid: int | None = None) -> set[int]:
     return found
 
 
+def requesters() -> set[int]:
+    """The processes of the command line that started this one: its :func:`ancestors`, and
+    the other commands of its shell pipeline (``team-router teardown --json | jq .`` typed
+    in a worktree: jq sits there only to read what this process prints).
+
+    A pipeline's commands are joined stdout to stdin: those reading this process's
+    output (and whatever reads theirs), and those writing its input. A process that
+    merely shares its output pipe (a server started with ``&`` by the same shell) writes
+    to it and joins nothing: it is not one of them.
+    """
+    found = ancestors()
+    ends: dict[int, tuple[str | None, str | None]] = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit() and int(name) not in found:
+            ends[int(name)] = (_pipe_at(name, 0), _pipe_at(name, 1))
+    me = str(os.getpid())
+    for side, start in ((0, {_pipe_at(me, 1), _pipe_at(me, 2)}), (1, {_pipe_at(me, 0)})):
+        # side 0: readers of our output, then readers of theirs; side 1: writers of our input.
+        pipes = start - {None}
+        while pipes:
+            joined = {pid for pid, fds in ends.items() if fds[side] in pipes} - found
+            found |= joined
+            pipes = {ends[pid][1 - side] for pid in joined} - {None}
+    return found
+
+
+def _pipe_at(pid: str, fd: int) -> str | None:
+    """``pipe:[123]`` when ``fd`` of ``pid`` is a pipe, else None."""
+    try:
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith("pipe:") else None
+
+
 def process_alive(pid: int) -> bool:
     """True while ``pid`` names a running (not zombie) process."""
     if pid <= 0:
