@@ -1190,7 +1190,9 @@ class ReflogOnly:
 
 
 def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]) -> ReflogOnly:
-    """What the ``HEAD`` reflog of registration ``admin`` alone keeps reachable.
+    """What the ``HEAD`` reflog of registration ``admin`` alone keeps reachable from the
+    tips it shows left behind (:func:`gitfiles.reflog_left_behind`: what a checkout moved
+    away from, and HEAD itself; not what an amend, a rebase or a reset replaced).
 
     Not kept elsewhere means: no ref under refs/, none of ``heads`` (the other
     checkouts' HEADs), no other reflog (a branch's own reflog keeps what an
@@ -1198,13 +1200,14 @@ def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]
     all be read from their files.
     """
     files = gitfiles.reflog_files(str(common), skip=admin)  # first: a reftable has no log file
-    mine = gitfiles.reflog_commits(os.path.join(admin, "logs", "HEAD"))
+    # Its tips, not every commit it names: what an amend or a rebase replaced was let go.
+    mine = gitfiles.reflog_left_behind(os.path.join(admin, "logs", "HEAD"))
     if not mine:
         return ReflogOnly(0, [])
     others = [c for f in files for c in gitfiles.reflog_commits(f)]
     kept = [*others, *(h for h in heads if h != gitfiles.NO_COMMIT)]
     if set(mine) <= set(kept):
-        # Every commit it names is named elsewhere too (a worktree that only ever
+        # Every tip it left is named elsewhere too (a worktree that only ever
         # worked on its branch: the branch's reflog has each): no git needed.
         return ReflogOnly(0, [])
     # On stdin: a repository's reflogs name thousands of commits. A commit whose

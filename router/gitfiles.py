@@ -363,6 +363,25 @@ def reflog_commits(path: str) -> list[str]:
     names nothing; anything git's files backend would not have written is
     :class:`Unsure`.
     """
+    return [c for old, new, _ in _reflog_entries(path) for c in (old, new) if c != NO_COMMIT]
+
+
+def reflog_left_behind(path: str) -> list[str]:
+    """The tips the HEAD reflog file ``path`` shows left behind, oldest first: what each
+    checkout (``checkout``/``switch``) moved away from, and where HEAD is now.
+
+    Not what an amend, a rebase or a reset replaced: those rewrite or drop work on
+    purpose (on a branch, only the branch's reflog would keep it either), and a
+    rebase's picks on the way to its result are copies of commits kept elsewhere.
+    """
+    entries = _reflog_entries(path)
+    left = [old for old, _, why in entries if why.startswith("checkout: moving from ")]
+    tips = [*left, *(entries[-1][1:2] if entries else [])]
+    return [c for c in tips if c != NO_COMMIT]
+
+
+def _reflog_entries(path: str) -> list[tuple[str, str, str]]:
+    """``(old, new, message)`` for each line of the reflog file ``path``, oldest first."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -370,13 +389,13 @@ def reflog_commits(path: str) -> list[str]:
         return []
     except OSError:
         raise Unsure(f"{path} cannot be read") from None
-    found: list[str] = []
+    found = []
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         old, _, rest = line.partition(" ")
         new = rest.partition(" ")[0]
         if not (_is_commit_id(old) and _is_commit_id(new)):
             raise Unsure(f"{path} has a line git would not write")
-        found += [c for c in (old, new) if c != NO_COMMIT]
+        found.append((old, new, line.partition("\t")[2]))
     return found
 
 

@@ -359,6 +359,38 @@ def test_what_an_amend_replaced_on_the_branch_does_not_refuse(home_repo):
     assert not wt.exists()
 
 
+def test_what_a_squashing_rebase_made_on_the_way_does_not_refuse(home_repo):
+    """`git rebase -i --autosquash` onto a moved main makes each picked commit and then
+    the squashed one on a detached HEAD: the ones in between are only in the HEAD reflog,
+    rewrites of commits the branch's own reflog keeps. Ordinary work, not an experiment."""
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "f.py", "f = 1\n", "work")
+    write(wt / "f.py", "f = 2\n")
+    git(wt, "commit", "-q", "-a", "--fixup=HEAD")
+    commit(home_repo, "other.py", "o = 1\n", "main moved on")
+    git(wt, "-c", "sequence.editor=true", "rebase", "-q", "-i", "--autosquash", "main")
+    res = teardown(topic, "--integrate")
+    assert res.code == 0, res.out
+    assert git(home_repo, "log", "-1", "--format=%s", "main") == "work"
+    assert not wt.exists()
+
+
+def test_what_an_amend_replaced_on_a_detached_head_does_not_refuse(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "checkout", "-q", "--detach")
+    replaced = commit(wt, "f.py", "f = 1\n", "work")
+    write(wt / "f.py", "f = 2\n")
+    git(wt, "commit", "-q", "-a", "--amend", "-m", "work, amended")
+    git(wt, "branch", "kept", "HEAD")
+    res = teardown(topic)
+    assert res.code == 0, res.out
+    assert not wt.exists()
+    assert git(home_repo, "log", "-1", "--format=%s", "kept") == "work, amended"
+    assert git(home_repo, "cat-file", "-t", replaced) == "commit"
+
+
 def test_a_live_holder_refuses_the_teardown(home_repo):
     import subprocess
     import sys
