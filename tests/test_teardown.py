@@ -376,6 +376,25 @@ def test_what_a_squashing_rebase_made_on_the_way_does_not_refuse(home_repo):
     assert not wt.exists()
 
 
+def test_what_an_aborted_rebase_made_does_not_refuse_a_forced_teardown(home_repo):
+    """The picks a rebase made before a conflict stopped it are copies of the branch's own
+    commits, left on a detached HEAD by `git rebase --abort`: no work of the user's."""
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "first, picked cleanly")
+    tip = commit(wt, "f.py", "f = 1\n", "second, conflicts")
+    commit(home_repo, "f.py", "f = 2\n", "main changed f too")
+    git(wt, "rebase", "-q", "main", check=False)  # picks the first, stops at the second
+    assert Path(
+        git(wt, "rev-parse", "--path-format=absolute", "--git-path", "rebase-merge")
+    ).is_dir()
+    git(wt, "rebase", "--abort")
+    assert git(wt, "rev-parse", "HEAD") == tip
+    res = teardown(topic, "--force")
+    assert res.code == 0, res.out
+    assert not wt.exists()
+
+
 def test_what_an_amend_replaced_on_a_detached_head_does_not_refuse(home_repo):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
