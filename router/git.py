@@ -989,6 +989,15 @@ class ConfigView:
     def has_remote(self, name: str) -> bool:
         return self.has_section(f"remote.{name}")
 
+    def remote_urls(self) -> dict[str, tuple[str, ...]]:
+        """Each remote the config names a URL for, with its URLs (``remote.<name>.url``)."""
+        urls = {}
+        for key, values in self.values.items():
+            name = key.removeprefix("remote.").removesuffix(".url")
+            if key.startswith("remote.") and key.endswith(".url") and name:
+                urls[name] = values
+        return urls
+
     def names_committer(self, env: Mapping[str, str]) -> bool:
         """git's strict committer check surely passes: a name and an e-mail were given.
 
@@ -1339,11 +1348,7 @@ def commits_on_no_remote(git: Git, *, gone: Sequence[str] | None = None) -> int:
 
 def remote_names(git: Git) -> list[str]:
     """The remotes the repository's config names a URL for."""
-    return [
-        key.removeprefix("remote.").removesuffix(".url")
-        for key in config_view(git).values
-        if key.startswith("remote.") and key.endswith(".url") and key != "remote..url"
-    ]
+    return list(config_view(git).remote_urls())
 
 
 def _remote_tags(git: Git, remote: str) -> list[str]:
@@ -1366,12 +1371,8 @@ def commits_only_head_reaches(git: Git) -> int:
 
 def gone_remotes(git: Git) -> list[str]:
     """Remotes whose URL is a local path where nothing exists (``file://`` or a plain path)."""
-    config = config_view(git)
     gone = []
-    for key, urls in config.values.items():
-        name = key.removeprefix("remote.").removesuffix(".url")
-        if not (key.startswith("remote.") and key.endswith(".url")) or not name:
-            continue
+    for name, urls in config_view(git).remote_urls().items():
         paths = [local_path(url) for url in urls]
         if paths and all(p is not None and not (git.cwd / p).exists() for p in paths):
             gone.append(name)

@@ -55,7 +55,7 @@ from router.teardown.sweep import (
     sweep,
 )
 from router.topic import state
-from router.topic.discovery import PLANS_DIR
+from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.state import REMOVING, Picking
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, find_worktree
 
@@ -1514,10 +1514,11 @@ def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> Step
         return skipped(name, f"no {rel}/ in the primary clone")
     if path.is_symlink() or not path.is_dir():
         return refused(name, "plan-dir-kept", f"{path} is not a plain directory: kept")
-    if os.path.realpath(path) != os.path.join(os.path.realpath(repo.primary), rel):
+    link = plan_dir_link(str(repo.primary), topic_id)
+    if link is not None:
         # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
         # what lies behind it is somewhere else on the machine, never ours to delete.
-        return refused(name, "plan-dir-kept", f"{path} is reached through a symlink: kept")
+        return refused(name, "plan-dir-kept", f"{path} is reached through a symlink ({link}): kept")
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:
         return refused(
