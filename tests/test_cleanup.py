@@ -1266,6 +1266,26 @@ def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_the_cleanup(
         assert git(web, "cat-file", "-t", sha) == "commit"
 
 
+def test_pr_cleanup_piped_into_a_reader_sitting_in_the_worktree_is_not_refused(
+    web, tmp_path, monkeypatch
+):
+    """`team-router pr-cleanup <branch> --json | cat` typed in the worktree: the reader of the
+    output belongs to the command line that asked, not to a process working there."""
+    from helpers.faults import argv
+
+    worktree = pushed_topic(web)
+    head = tip(web)
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(41, TOPIC_ID, head, merge_commit=merge),))
+    command = " ".join(f"'{a}'" for a in argv("pr-cleanup", TOPIC_ID, "--json", cwd=worktree))
+    done = subprocess.run(
+        ["sh", "-c", f"{command} | cat; true"], cwd=worktree, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["ok"] is True, done.stdout
+    assert_cleaned(web, worktree)
+
+
 def test_a_process_working_in_the_worktree_refuses_the_cleanup_touching_nothing(
     web, tmp_path, monkeypatch
 ):
