@@ -10,6 +10,7 @@ import datetime as dt
 import difflib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -702,12 +703,13 @@ def test_install_hooks_writes_through_a_dangling_symlink_into_a_directory_that_e
     assert "WorktreeRemove" in json.loads((dotfiles / "claude-settings.json").read_text())["hooks"]
 
 
-def test_a_worktree_another_process_works_in_is_kept_and_the_hosts_own_shell_does_not_count(
+def test_a_worktree_another_process_works_in_is_kept_and_the_hosts_own_processes_do_not_count(
     home_repo,
 ):
-    """A dev server a subagent left running there (a process that is not the host or above
-    it) would lose its directory: the worktree is kept. The host itself, and the shell it
-    runs the hook through, may sit in the worktree: they asked for the removal."""
+    """A process the host did not start (a shell or editor of the user's, here one that left
+    its parent behind) would lose its directory: the worktree is kept. What the host started
+    (its MCP servers, a tool a subagent left running) is the host's own: it asked for the
+    removal, and the shell it runs the hook through may sit in the worktree too."""
     from helpers.faults import argv
 
     path = made(create(home_repo, "ENG-16-x"))
@@ -722,17 +724,29 @@ def test_a_worktree_another_process_works_in_is_kept_and_the_hosts_own_shell_doe
             ["sh", "-c", f"{hook}; true"], cwd=path, input=payload, capture_output=True, text=True
         )
 
-    server = subprocess.Popen(["sleep", "60"], cwd=path)
+    # Started by a shell that exits at once: the sleep is no longer below this test (the host).
+    started = subprocess.run(
+        ["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"],
+        cwd=path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    stranger = int(started.stdout)
     try:
         kept = remove_from_inside()
     finally:
-        server.kill()
-        server.wait()
+        os.kill(stranger, signal.SIGKILL)
     assert (kept.returncode, kept.stdout) == (0, ""), kept.stderr
-    assert "kept" in kept.stderr and f"process {server.pid} (sleep)" in kept.stderr, kept.stderr
+    assert "kept" in kept.stderr and f"process {stranger} (sleep)" in kept.stderr, kept.stderr
     assert "[held]" in kept.stderr, kept.stderr
     assert path.is_dir() and "ENG-16-x" in branches(home_repo)
     assert record(home_repo, "ENG-16-x").host_removal.outcome == "kept"
-    gone = remove_from_inside()
+    own = subprocess.Popen(["sleep", "60"], cwd=path)  # started by the host: its own
+    try:
+        gone = remove_from_inside()
+    finally:
+        own.kill()
+        own.wait()
     assert gone.returncode == 0 and "removed" in gone.stderr, gone.stderr
     assert_gone(home_repo, path, "ENG-16-x")

@@ -210,6 +210,7 @@ def _tear_down(
             wait=wait,
             echo=echo,
             check=recheck,
+            host=True,
         )
     except _Keep as exc:
         return kept(str(exc))

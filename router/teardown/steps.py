@@ -1171,7 +1171,7 @@ def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bo
     return g.unique_commits(repo.git, head, except_branch=branch) > 0
 
 
-def worktrees_in_use(paths: Iterable[Path]) -> dict[Path, list[str]] | None:
+def worktrees_in_use(paths: Iterable[Path], *, host: bool = False) -> dict[Path, list[str]] | None:
     """``path -> ["process 123 (vim)", ...]`` for each of ``paths`` another process works in.
 
     Its working directory or an open file is there: git removes the tree from
@@ -1179,15 +1179,23 @@ def worktrees_in_use(paths: Iterable[Path]) -> dict[Path, list[str]] | None:
     buffers back into one. One scan of /proc answers every path (a teardown
     asks once for all its repos). The command line that asked for the removal
     is left out (:func:`requesters`: this process, the ones above it, the rest of
-    its pipeline): it may sit in the worktree itself. None where there is no
-    /proc to read.
+    its pipeline): it may sit in the worktree itself. ``host``: the session that
+    called is a host removing a worktree it made, and every process below it is
+    its own (:func:`holders.session_processes`). None where there is no /proc to
+    read.
     """
-    from router.topic.holders import describe_process, processes_using, requesters
+    from router.topic.holders import (
+        describe_process,
+        processes_using,
+        requesters,
+        session_processes,
+    )
 
     real = {os.path.realpath(p): p for p in paths}
     if not real:
         return {}
-    users = processes_using(list(real), excluding=requesters())
+    excluding = requesters() | (session_processes() if host else set())
+    users = processes_using(list(real), excluding=excluding)
     if users is None:
         return None
     return {real[r]: [describe_process(pid) for pid in sorted(pids)] for r, pids in users.items()}

@@ -116,6 +116,10 @@ class TeardownOptions:
     # --force for the work in the worktree only: a lock or another live holder still
     # keeps it (the host's discard intent, which cannot be asked "are you sure?").
     keep_held: bool = False
+    # The host removing a worktree it made (the WorktreeRemove hook): the processes
+    # it started (its MCP servers, a subagent's tools) are its own, not someone
+    # else's work in the worktree; a process it did not start still keeps it.
+    host: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -765,6 +769,7 @@ def teardown(
     remove_reused: bool = False,
     keep_held: bool = False,
     check: Callable[[TopicScope], None] | None = None,
+    host: bool = False,
 ) -> TeardownResult:
     """Plan every repo of the topic, refuse if any would lose work, then tear each down.
 
@@ -775,13 +780,14 @@ def teardown(
     """
     scope = resolve_topic(cwd, target)
     opts = TeardownOptions(
-        integrate, force, dry_run, line_timeout, echo, stop, remove_reused, keep_held
+        integrate, force, dry_run, line_timeout, echo, stop, remove_reused, keep_held, host
     )
     if dry_run:
         plans = _with_users(
             _with_holders(
                 scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
-            )
+            ),
+            opts,
         )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
@@ -806,7 +812,8 @@ def teardown(
         plans = _with_users(
             _with_holders(
                 scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
-            )
+            ),
+            opts,
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         refusal = _refusal(scope, plans, warnings)
@@ -878,13 +885,13 @@ def _with_holders(
     return [home, *plans[1:]]
 
 
-def _with_users(plans: list[RepoPlan]) -> list[RepoPlan]:
+def _with_users(plans: list[RepoPlan], opts: TeardownOptions) -> list[RepoPlan]:
     """A process working in a worktree the teardown would remove stops it, --force or not.
 
     Asked once for every repo's worktree (one scan of /proc per command).
     """
     removed = {p.worktree: p for p in plans if p.worktree is not None and _removes(p)}
-    users = worktrees_in_use(removed)
+    users = worktrees_in_use(removed, host=opts.host)
     if users is None:
         if not removed:
             return plans

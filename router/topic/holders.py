@@ -145,6 +145,31 @@ def ancestors(pid: int | None = None) -> set[int]:
     return found
 
 
+def session_processes() -> set[int]:
+    """Every process below the calling session (:func:`session_pid`): what it started.
+
+    Empty when the session is init (nothing to tell apart there). Read from one
+    pass over ``/proc``.
+    """
+    root = session_pid()
+    if root <= 1:
+        return set()
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit():
+            parent = _parent_of(int(name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(name))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def requesters() -> set[int]:
     """The processes of the command line that started this one: its :func:`ancestors`, and
     the other commands of its shell pipeline (``team-router teardown --json | jq .`` typed
