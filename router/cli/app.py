@@ -53,6 +53,25 @@ WaitOption = Annotated[
         help="Seconds to wait for another run holding the topic's lock.",
     ),
 ]
+# The removing commands' shared options (teardown, pr-cleanup, sweep).
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
+LineTimeout = Annotated[
+    float,
+    typer.Option(
+        "--line-timeout",
+        min=0.1,
+        metavar="S",
+        help="Seconds each .teamteardown line may run before its process group is killed.",
+    ),
+]
+RemoveReused = Annotated[
+    bool,
+    typer.Option(
+        "--remove-reused",
+        help="Also remove a checkout and delete a branch team-router did not create "
+        "(`new` reused them); without it they are kept.",
+    ),
+]
 
 
 def path_value(raw: str) -> Path:

@@ -8,7 +8,10 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
+    DryRun,
     JsonFlag,
+    LineTimeout,
+    RemoveReused,
     WaitOption,
     app,
     cwd_of,
@@ -68,23 +71,9 @@ def pr_cleanup_cmd(
             "when gh knows no merged PR from this repository.",
         ),
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
-    ] = False,
-    remove_reused: Annotated[
-        bool,
-        typer.Option(
-            "--remove-reused",
-            help="Also remove a checkout and delete a branch team-router did not create "
-            "(`new` reused them); without it they are kept.",
-        ),
-    ] = False,
-    line_timeout: Annotated[
-        float,
-        typer.Option(
-            "--line-timeout", min=0.1, metavar="S", help="Seconds per .teamteardown line."
-        ),
-    ] = CLI_DEFAULT_LINE_TIMEOUT,
+    dry_run: DryRun = False,
+    remove_reused: RemoveReused = False,
+    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
     wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:

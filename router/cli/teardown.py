@@ -7,7 +7,10 @@ from typing import Annotated
 import typer
 
 from router.cli.app import (
+    DryRun,
     JsonFlag,
+    LineTimeout,
+    RemoveReused,
     RequiredTargetArg,
     WaitOption,
     app,
@@ -22,16 +25,6 @@ from router.cli.early import (
     temp_lines,
 )
 from router.cli.output import line_echo, stop_on_interrupt
-
-LineTimeout = Annotated[
-    float,
-    typer.Option(
-        "--line-timeout",
-        min=0.1,
-        metavar="S",
-        help="Seconds each .teamteardown line may run before its process group is killed.",
-    ),
-]
 
 
 @app.command("teardown")
@@ -50,17 +43,8 @@ def teardown_cmd(
             "--force", help="Remove work that exists nowhere else, after writing a snapshot ref."
         ),
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
-    ] = False,
-    remove_reused: Annotated[
-        bool,
-        typer.Option(
-            "--remove-reused",
-            help="Also remove a checkout and delete a branch team-router did not create "
-            "(`new` reused them); without it they are kept.",
-        ),
-    ] = False,
+    dry_run: DryRun = False,
+    remove_reused: RemoveReused = False,
     line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
     wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -86,9 +70,6 @@ def teardown_cmd(
             ),
             teardown_text,
         )
-
-
-DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
 
 
 @app.command("sweep")
