@@ -1194,11 +1194,14 @@ def worktrees_in_use(paths: Iterable[Path], *, host: bool = False) -> dict[Path,
     real = {os.path.realpath(p): p for p in paths}
     if not real:
         return {}
-    excluding = requesters() | (session_processes() if host else set())
-    users = processes_using(list(real), excluding=excluding)
+    users = processes_using(list(real))
     if users is None:
         return None
-    return {real[r]: [describe_process(pid) for pid in sorted(pids)] for r, pids in users.items()}
+    if not users:
+        return {}  # nobody there: the exclusions need no scan of /proc of their own
+    mine = requesters() | (session_processes() if host else set())
+    others = {r: sorted(set(pids) - mine) for r, pids in users.items()}
+    return {real[r]: [describe_process(pid) for pid in pids] for r, pids in others.items() if pids}
 
 
 def reflog_blocker(
