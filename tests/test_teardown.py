@@ -309,14 +309,19 @@ def test_a_detached_head_with_commits_on_no_branch_refuses(home_repo):
     assert git(wt, "rev-parse", "HEAD") == sha
 
 
-def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(home_repo):
-    topic = new_topic(home_repo)
+def _experiment_left_behind(topic) -> tuple[Path, str]:
+    """An experiment on a detached HEAD, left behind by checking the branch out again:
+    git worktree remove would delete the only record of it (the worktree's HEAD reflog)."""
     wt = topic.worktrees["home"]
-    # An experiment on a detached HEAD, left behind by checking the branch out again:
-    # git worktree remove would delete the only record of it (the worktree's HEAD reflog).
     git(wt, "checkout", "-q", "--detach")
     sha = commit(wt, "experiment.py", "x = 1\n", "experiment")
     git(wt, "checkout", "-q", topic.branch)
+    return wt, sha
+
+
+def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(home_repo):
+    topic = new_topic(home_repo)
+    wt, sha = _experiment_left_behind(topic)
     before = {"home": snapshot_of(home_repo)}
     for flags in ((), ("--force",)):
         res = teardown(topic, *flags)
@@ -336,10 +341,7 @@ def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(h
 
 def test_dropping_the_reflog_as_the_refusal_names_lets_the_teardown_through(home_repo):
     topic = new_topic(home_repo)
-    wt = topic.worktrees["home"]
-    git(wt, "checkout", "-q", "--detach")
-    commit(wt, "experiment.py", "x = 1\n", "experiment")
-    git(wt, "checkout", "-q", topic.branch)
+    wt, _ = _experiment_left_behind(topic)
     assert teardown(topic).code == 1
     git(wt, "reflog", "expire", "--expire-unreachable=now", "HEAD")
     res = teardown(topic)
