@@ -747,9 +747,7 @@ def run_steps(
     if not abandon:
         run.step(
             "update-default",
-            lambda: update_default(
-                repo, found.default, rebase=False, fetched=True, fresh=found.fetched
-            ),
+            lambda: update_default(repo, found.default, rebase=False, fresh=found.fetched),
             guarded=False,
         )
     else:

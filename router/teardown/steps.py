@@ -1419,7 +1419,6 @@ def update_default(
     default: DefaultBranch | None,
     *,
     rebase: bool = True,
-    fetched: bool = False,
     has_origin: bool | None = None,
     known: tuple[StatusReport, str | None] | None = None,
     at_origin: bool = False,
@@ -1427,7 +1426,7 @@ def update_default(
 ) -> StepResult:
     """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
 
-    Otherwise fetch only (unless ``fetched``) and say why. Never a merge
+    Otherwise say why it stays (the caller fetched origin already). Never a merge
     commit; a pull that stops is aborted so the primary clone is left clean.
     ``known``: the primary's status and branch as this command's own last
     change left them (a cherry-pick onto the default branch), not read again.
@@ -1452,8 +1451,7 @@ def update_default(
         )
     busy, _ = why_primary_busy(repo, default, known)
     if busy:
-        error = None if fetched else repo.git.fetch("origin")
-        how = f"fetch failed ({error.first_line})" if error else "fetched only"
+        how = "fetched only" if fresh else "origin could not be fetched"
         return skipped(name, f"{how}: the primary clone was not updated because {busy}")
     moved = g.fast_forward(repo.git, default.remote_ref) if fresh and default.remote_ref else None
     if moved is g.FastForward.CURRENT:

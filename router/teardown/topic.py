@@ -520,7 +520,6 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
             update_default(
                 repo,
                 plan.default,
-                fetched=True,
                 has_origin=plan.has_origin,
                 known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
                 at_origin=plan.default_at_origin,
