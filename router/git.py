@@ -1211,10 +1211,13 @@ def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]
     files = gitfiles.reflog_files(str(common), skip=admin)  # first: a reftable has no log file
     # Its tips, not every commit it names: what an amend or a rebase replaced was let go.
     mine = gitfiles.reflog_left_behind(os.path.join(admin, "logs", "HEAD"))
-    if not mine:
+    held = [h for h in heads if h != gitfiles.NO_COMMIT]
+    if set(mine) <= set(held):
+        # Nothing left behind but a HEAD some checkout has now (a worktree that
+        # never switched away): no reflog needs reading.
         return ReflogOnly(0, [])
     others = [c for f in files for c in gitfiles.reflog_commits(f)]
-    kept = [*others, *(h for h in heads if h != gitfiles.NO_COMMIT)]
+    kept = [*others, *held]
     if set(mine) <= set(kept):
         # Every tip it left is named elsewhere too (a worktree that only ever
         # worked on its branch: the branch's reflog has each): no git needed.
