@@ -545,3 +545,18 @@ def test_a_topic_created_again_reads_the_declaration_as_origin_has_it_now(home_r
     res = teardown(again)
     assert res.code == 0, res.out + res.err
     assert log.read_text() == "first\nsecond\n"
+
+
+def test_a_failing_line_names_its_code_in_the_human_output(topic, tmp_path):
+    declare(topic.home, f"exit 3\ntouch {tmp_path / 'after'}\n")
+    res = run_cli("local-state", topic.id, cwd=topic.home)
+    assert res.code == 1
+    assert res.out == (
+        "[home] $ exit 3\n"
+        "[home]   -> failed (exit 3)\n"
+        f"[home] $ touch {tmp_path / 'after'}\n"
+        "[home]   -> ok\n"
+        "home: .teamteardown on origin/main: 2 line(s); 1/2 lines ok; no temp paths recorded\n"
+    )
+    assert res.err == ("team-router: home: `exit 3` failed (exit 3) [local-state-failed]\n")
+    assert (tmp_path / "after").exists()

@@ -992,8 +992,12 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
     assert f"home  {home_wt}" in lines and f"api  {api_wt}" in lines
     assert f"  {'remove':<15} {'refused':<8} {dirty}" in lines
     assert f"  {'integrate':<15} {'refused':<8} {unintegrated}" in lines
-    assert lines[-1].endswith(
-        "2 refused step(s) above; fix each, then run it again [dirty-worktree]"
+    assert lines[-1] == (
+        f"teardown of {topic.id} refused: 2 refused step(s) above; fix each, then run it again"
+    )
+    assert res.err == (
+        f"team-router: teardown of {topic.id} refused, nothing was removed in any repo: "
+        f"home: {dirty}; api: {unintegrated} [dirty-worktree]\n"
     )
     res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
     assert res.code == 1

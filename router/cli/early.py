@@ -278,13 +278,11 @@ def teardown_text(result) -> str:
         blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
         lines.append(
             f"teardown of {result.id} refused: {len(blockers)} refused step(s) above; fix each, "
-            f"then run it again [{result.refusal['code']}]"
+            "then run it again"
         )
         return "\n".join(lines)
     if not result.swept and not result.kept:
         lines.append("no residue found")
-    if result.error is not None:
-        lines.append(f"{result.error['message']} [{result.error['code']}]")
     return "\n".join(lines)
 
 

@@ -90,6 +90,11 @@ def emit_result(
         rendered = text(result)
         if rendered:
             write_out(rendered)
+        failure = getattr(result, "error", None) if code else None
+        if failure is not None:
+            # The one place a result's failure is named: a command's text shows what
+            # happened, and this line gives the code, as for a refusal raised early.
+            error_line(failure["code"], failure["message"])
     return code
 
 
@@ -104,7 +109,12 @@ def fail(command: str, as_json: bool, exc: RouterError) -> None:
         }
         write_out(json.dumps(payload, indent=2, default=str))
     else:
-        print(f"team-router: {exc.message} [{exc.code}]", file=sys.stderr)
+        error_line(exc.code, exc.message)
+
+
+def error_line(code: str, message: str) -> None:
+    """A failure in human output: its message and, in brackets, its code (README, DESIGN §13)."""
+    print(f"team-router: {message} [{code}]", file=sys.stderr)
 
 
 def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:

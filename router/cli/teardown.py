@@ -125,8 +125,6 @@ def _local_text(result) -> str:
     for report in result.reports:
         lines.append(f"{report.repo}: {report.summary()}")
         lines += temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
-    if result.interrupted:
-        lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)
 
 
