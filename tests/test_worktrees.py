@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -778,3 +779,24 @@ def test_a_rerun_after_each_worktree_switched_branch_keeps_them_and_the_worktree
     for name, wt in topic.worktrees.items():
         assert f"`git -C {wt} switch {topic.branch}`" in "\n".join(res.json["warnings"])
         assert status(topic.repos[name]) == "" and not (topic.repos[name] / "docs").exists()
+
+
+def test_worktrees_of_a_topic_whose_plan_dir_is_gone_is_no_plan_dir_and_changes_nothing(
+    workspace,
+):
+    topic = multi_topic(workspace, ("api",))
+    api_wt = topic.worktrees["api"]
+    write(api_wt / "draft.txt", "api work\n")
+    shutil.rmtree(topic.plan_dir)
+    before = {n: (worktree_paths(p), branches(p)) for n, p in topic.repos.items()}
+    res = run_cli("worktrees", topic.id, cwd=topic.home)
+    assert res.code == 2
+    assert res.out == ""
+    assert res.err == (
+        f"team-router: {topic.plan_dir} does not exist; it holds the topic's repos.md, which "
+        "says which repos to set up; restore it, or `team-router new DESCRIPTION --id "
+        f"{topic.id}` makes it again (empty); then run this again [no-plan-dir]\n"
+    )
+    assert {n: (worktree_paths(p), branches(p)) for n, p in topic.repos.items()} == before
+    assert (api_wt / "draft.txt").read_text() == "api work\n"
+    assert not topic.plan_dir.exists()

@@ -20,7 +20,13 @@ from router.errors import BadInput, Refusal
 from router.git import Git, GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
-from router.topic.discovery import PLANS_DIR, PlanDir, PlanDirSymlink, create_plan_dir, resolve
+from router.topic.discovery import (
+    PLANS_DIR,
+    PlanDir,
+    PlanDirSymlink,
+    create_plan_dir,
+    resolve_existing,
+)
 from router.topic.discovery import home_repo as home_of
 from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.topic.workspace import Repo, contain_all, default_branch, open_repo
@@ -264,11 +270,21 @@ class WorktreesResult:
         }
 
 
+def _plan_dir_gone(topic_id: str) -> str:
+    # Why ``worktrees`` refuses rather than make the plan dir again: it reads the
+    # topic's repos.md there, and an empty one would answer "single repo" for a
+    # topic whose other repos have worktrees.
+    return (
+        "it holds the topic's repos.md, which says which repos to set up; restore it, or "
+        f"`team-router new DESCRIPTION --id {topic_id}` makes it again (empty); then run this again"
+    )
+
+
 def setup_worktrees(
     cwd: Path, target: str | None, *, strict: bool = False, wait: float = state.DEFAULT_WAIT
 ) -> WorktreesResult:
     """Create or reuse every repo's worktree for a topic and record them in ``repos.md``."""
-    home_repo, plan = resolve(cwd, target)
+    home_repo, plan = resolve_existing(cwd, target, needs=_plan_dir_gone)
     topic = parse_id(plan.id)
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
         # A run killed between making the worktree and moving the plan dir into

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from router.errors import BadInput, Refusal
 from router.plandir import artifacts as a
 from router.topic import state
-from router.topic.discovery import PlanDir, resolve
+from router.topic.discovery import PlanDir, resolve_existing
 from router.topic.workspace import Repo
 
 if TYPE_CHECKING:
@@ -338,12 +338,7 @@ def _body(body_file: Path | None) -> str:
 
 
 def _existing_plan(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
-    repo, plan = resolve(cwd, target)
-    if not plan.path.is_dir():
-        raise BadInput(
-            "no-plan-dir", f"{plan.path} does not exist; a record needs the topic's plan dir"
-        )
-    return repo, plan
+    return resolve_existing(cwd, target, needs=lambda _id: "a record needs the topic's plan dir")
 
 
 def _render(template: str, plan: PlanDir, **context: object) -> str:

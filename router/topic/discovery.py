@@ -236,6 +236,23 @@ def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     return repo, plan
 
 
+def resolve_existing(
+    cwd: Path, target: str | None, *, needs: Callable[[str], str]
+) -> tuple[Repo, PlanDir]:
+    """:func:`resolve` for a command that reads or writes the plan dir: gone, it is ``no-plan-dir``.
+
+    Discovery still finds a topic whose worktree exists without its plan dir
+    (``phase`` answers QUESTION for it); a command that needs the files there
+    says the directory is gone and ``needs(id)`` says why it matters and what to do.
+    """
+    from router.errors import BadInput
+
+    repo, plan = resolve(cwd, target)
+    if not os.path.isdir(plan.dir):
+        raise BadInput("no-plan-dir", f"{plan.dir} does not exist; {needs(plan.id)}")
+    return repo, plan
+
+
 def resolve_listed(
     cwd: Path, target: str | None
 ) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
