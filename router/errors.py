@@ -141,6 +141,7 @@ CODES = frozenset(
         "pr-recorded",
         "no-design",
         "no-plan",
+        "nothing-built",
         # Ctrl-C (exit 130)
         "interrupted",
         # a secondary repo refused by the containment check (worktrees `reason`)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import argv
-from helpers.repos import run_cli, status, write
+from helpers.repos import commit, run_cli, status, write
 from helpers.topics import new_topic
 
 
@@ -427,8 +427,9 @@ def _printed_keys(topic, other_topic) -> dict[str, set[str]]:
 
 
 def test_the_readme_json_contract_names_every_key_each_command_prints(topic) -> None:
-    other = new_topic(topic.repos["home"], "other work").id
-    contract, printed = _contract(), _printed_keys(topic, other)
+    other = new_topic(topic.repos["home"], "other work")
+    commit(other.worktrees["home"], "other.txt", "built\n", "other work")  # record pr needs it
+    contract, printed = _contract(), _printed_keys(topic, other.id)
     assert set(contract) - {"demo"} == set(printed)  # test_demo runs the demo
     wrong = {
         command: {

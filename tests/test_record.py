@@ -24,6 +24,11 @@ def listing(plan: Path) -> list[str]:
     return sorted(p.name for p in plan.iterdir())
 
 
+def built(plan: Path) -> str:
+    """A commit on the topic's branch in its home worktree: something to ship."""
+    return commit(plan.parents[2], "a.py", "a = 1\n", "slice")
+
+
 def test_verdicts_are_numbered_highest_plus_one_with_their_frontmatter(home_repo):
     plan = new_topic(home_repo).plan_dir
     artifact(plan, "design.md", revision=1)  # the redraft that answers round 1
@@ -109,6 +114,7 @@ def test_an_unknown_target_is_no_plan_dir(home_repo):
 
 def test_pr_records_its_url_and_ships_the_topic(home_repo):
     plan = new_topic(home_repo).plan_dir
+    built(plan)
     url = "https://github.com/acme/web/pull/42"
     res = record(home_repo, "pr", plan.name, url)
     assert res.code == 0
@@ -172,7 +178,7 @@ def test_pr_local_records_every_repos_tip_pushed_or_not_and_ships_without_gh(hom
 
 def test_a_pr_url_recorded_after_a_local_finish_replaces_it(home_repo):
     plan = new_topic(home_repo).plan_dir
-    commit(plan.parents[2], "a.py", "a = 1\n", "slice")
+    built(plan)
     assert record(home_repo, "pr", plan.name, "--local").code == 0
     url = "https://github.com/acme/web/pull/7"
     assert record(home_repo, "pr", plan.name, url).code == 0
@@ -273,6 +279,7 @@ def test_a_verdict_before_the_redraft_it_is_owed_to_is_refused_and_nothing_writt
 )
 def test_a_recorded_pr_url_is_never_written_over(home_repo, second):
     plan = new_topic(home_repo).plan_dir
+    built(plan)
     url = "https://github.com/acme/web/pull/7"
     assert record(home_repo, "pr", plan.name, url).code == 0
     kept = (plan / "pr.md").read_bytes()
@@ -284,6 +291,7 @@ def test_a_recorded_pr_url_is_never_written_over(home_repo, second):
 
 def test_the_same_pr_url_twice_is_existing_and_the_record_is_untouched(home_repo):
     plan = new_topic(home_repo).plan_dir
+    built(plan)
     url = "https://github.com/acme/web/pull/7"
     assert record(home_repo, "pr", plan.name, url).code == 0
     write(plan / "pr.md", (plan / "pr.md").read_text() + "\nFollow-up: CI was flaky.\n")
@@ -352,3 +360,30 @@ def test_pr_local_again_never_drops_the_tip_of_a_branch_gone_since(home_repo, wo
     again = record(home_repo, "pr", plan.name, "--local")
     assert again.code == 0, again.out + again.err
     assert {r["name"]: r["tip"] for r in again.json["repos"]}["api"] == api_tip
+
+
+@pytest.mark.parametrize("value", ["https://github.com/acme/web/pull/7", "--local"])
+def test_a_pr_before_anything_was_built_is_refused_and_nothing_written(home_repo, workspace, value):
+    api = make_repo(workspace, "api")
+    plan = new_topic(home_repo).plan_dir
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(plan, name)
+    write(plan / "repos.md", repos_md(home_repo, ("api", api)))
+    assert record(home_repo, "verdict", plan.name, "APPROVE").code == 0
+    assert run_cli("worktrees", plan.name, "--json", cwd=home_repo).code == 0
+    before = {p.name: p.read_bytes() for p in plan.iterdir()}
+    res = run_cli("record", "pr", plan.name, value, cwd=home_repo)
+    assert (res.code, res.out) == (1, "")
+    assert res.err == (
+        f"team-router: no repo of {plan.name} has a commit on the topic's branch since the "
+        "default branch, so there is nothing to ship; nothing was written. Finish the phase "
+        f"`team-router next {plan.name}` names and commit the work, then record the PR "
+        "[nothing-built]\n"
+    )
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == before
+    phase = run_cli("phase", plan.name, "--json", cwd=home_repo).json
+    assert phase["resume_at"] == "STRUCTURE"
+    # A commit in a secondary repo is something built: the PR is recorded.
+    commit(api / ".claude" / "worktrees" / plan.name, "b.py", "b = 1\n", "api slice")
+    assert record(home_repo, "pr", plan.name, value).code == 0
+    assert run_cli("phase", plan.name, "--json", cwd=home_repo).json["resume_at"] == "SHIPPED"

@@ -142,6 +142,8 @@ def record_pr(
         path = plan.path / a.PR
         if _kept_pr(path, url):
             return RecordResult("pr", path, url or "local", existing=True)
+        if not os.path.lexists(path):  # the run ships now; replacing a finish was judged then
+            _refuse_unbuilt(repo, plan)
         if url is not None:
             state.write_atomic(path, _render("pr.md.j2", plan, url=url))
             return RecordResult("pr", path, url)
@@ -152,6 +154,25 @@ def record_pr(
         text = _render("pr.md.j2", plan, url=None, branch=branch, tips=tips)
         state.write_atomic(path, text)
     return RecordResult("pr", path, "local", tips=tuple(tips), warnings=tuple(warnings))
+
+
+def _refuse_unbuilt(repo: Repo, plan: PlanDir) -> None:
+    """A PR needs something built: a commit on the topic's branch in some repo of it.
+
+    Recorded before that, ``pr.md`` moved a run at STRUCTURE straight to SHIPPED
+    (the first row of the phase table), and a shipped run's artifacts are no
+    longer kept from teardown.
+    """
+    from router.phase.infer import any_commits, topic_repos
+
+    if any_commits(topic_repos(repo, plan, [])):
+        return
+    raise Refusal(
+        "nothing-built",
+        f"no repo of {plan.id} has a commit on the topic's branch since the default branch, "
+        "so there is nothing to ship; nothing was written. Finish the phase `team-router "
+        f"next {plan.id}` names and commit the work, then record the PR",
+    )
 
 
 def _kept_pr(path: Path, url: str | None) -> bool:
