@@ -185,6 +185,19 @@ def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(hom
     )
 
 
+def test_text_output_of_a_reused_worktree_names_the_branch_really_checked_out(home_repo, workspace):
+    wt = workspace / "feature-wt"
+    git(home_repo, "worktree", "add", "-q", "-b", "feature-x", str(wt))
+    res = run_cli("new", DESC, "--date", "2026-05-01", cwd=wt)
+    assert (res.code, res.err) == (0, "")
+    base = git(home_repo, "rev-parse", "main")[:12]
+    assert res.out == (
+        f"Topic {ID} (branch feature-x)\n"
+        f"home: reused {wt} from {base}\n"
+        f"Artifact directory: {wt}/docs/plans/{ID}\n"
+    )
+
+
 def switched_topic(home_repo: Path, *switch: str) -> Path:
     """A topic made by ``new``, a task.md in its plan dir, its worktree then switched with ``switch``."""
     first = new(home_repo)

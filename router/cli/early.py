@@ -236,7 +236,7 @@ def new_text(result) -> str:
     base = f" from {home.base[:12]}" if home.base else ""
     where = home.worktree or home.path
     lines = [
-        f"Topic {result.topic.id} (branch {result.topic.branch})",
+        f"Topic {result.topic.id} (branch {result.branch})",
         f"home: {home.status} {where}{base}",
         f"Artifact directory: {result.plan_dir}",
     ]

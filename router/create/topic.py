@@ -44,12 +44,16 @@ class NewResult:
     def warnings(self) -> list[str]:
         return list(self.home.warnings)
 
+    @property
+    def branch(self) -> str:
+        """The branch really checked out: a reused worktree keeps its own."""
+        return self.home.branch or self.topic.branch
+
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.topic.id,
             "topic": self.topic.topic,
-            # The branch really checked out: a reused worktree keeps its own.
-            "branch": self.home.branch or self.topic.branch,
+            "branch": self.branch,
             "plan_dir": str(self.plan_dir),
             "home": {
                 "name": self.home.name,
