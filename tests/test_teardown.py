@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import argv, hold_open
+from helpers.plans import artifact
 from helpers.origin import commit_on_origin, merge_on_origin, push_branch
 from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import (
@@ -1223,3 +1224,28 @@ def test_a_rerun_keeping_a_reused_checkout_does_not_run_the_local_state_lines_ag
     assert "already ran" in steps_of(res.json, "home")["local-state"]["detail"]
     assert (tmp_path / "ran.log").read_text() == "ran\n"
     assert wt.is_dir()
+
+
+def test_a_malformed_repos_md_is_a_warning_when_the_records_know_every_repo(workspace):
+    topic = multi_topic(workspace, ("api", "types"))
+    repos_md_path = topic.plan_dir / "repos.md"
+    text = repos_md_path.read_text()
+    assert "**name:** api\n" in text
+    repos_md_path.write_text(text.replace("**name:** api\n", "**name:** API\n"))
+    artifact(topic.plan_dir, "pr.md", url="https://github.com/acme/web/pull/7")
+    dry = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.home)
+    assert dry.code == 0, dry.out
+    assert [r["name"] for r in dry.json["repos"]] == ["home", "api", "types"]
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0, res.out
+    line = text.splitlines().index("- **name:** api") + 1
+    assert res.json["warnings"] == [
+        f"repos.md line {line}: name 'API' is not a slug; use lowercase letters, digits and "
+        "'-'; the topic's records name its repos, so this went on"
+    ]
+    assert [r["name"] for r in res.json["repos"]] == ["home", "api", "types"]
+    for name, repo in topic.repos.items():
+        assert worktree_paths(repo) == [str(repo)], name
+        assert topic.id not in branches(repo), name
+        assert status(repo) == "", name
+    assert not topic.plan_dir.exists()

@@ -14,7 +14,13 @@ from router.errors import BadInput, RouterError
 from router.git import WorktreeEntry
 from router.parallel import parallel_map
 from router.plandir.artifacts import read_temp_paths
-from router.plandir.reposmd import REPOS_MD, ReposFile, read_repos_md, worktree_lines
+from router.plandir.reposmd import (
+    REPOS_MD,
+    ReposFile,
+    WorktreeLine,
+    read_repos_md,
+    worktree_lines,
+)
 from router.topic import state
 from router.topic.discovery import PlanDirSymlink, home_repo, resolve_listed
 from router.topic.ids import ID_RE, branch_for, parse_id
@@ -83,8 +89,8 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
         return _from_record(cwd, target, exc)
     warnings: list[str] = []
     record = _home_record(home, plan.id, warnings)
-    parsed = _repos_md(plan.path)
-    repos = _targets(home, plan.id, record, parsed, warnings, entries)
+    parsed, section = _repos_md(plan.path, record, warnings)
+    repos = _targets(home, plan.id, record, parsed, warnings, entries, section)
     temps = read_temp_paths(plan.path) or _recorded_temps(record)
     return TopicScope(
         plan.id, branch_for(plan.id), home, plan.path, record, repos, tuple(temps), tuple(warnings)
@@ -136,9 +142,36 @@ def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
     return list(record.temp_paths) if record else []
 
 
-def _repos_md(plan_dir: Path) -> ReposFile | None:
+def _repos_md(
+    plan_dir: Path, record: state.TopicRecord | None, warnings: list[str]
+) -> tuple[ReposFile | None, list[WorktreeLine]]:
+    """repos.md parsed, and its ``## Worktrees`` lines.
+
+    A malformed one does not stop a command acting on the topic when the home
+    record exists: the record and the ``## Worktrees`` section the router wrote
+    name every repo that has a worktree (``status`` lists them the same way), so
+    the error is a warning. Without a home record repos.md is the only list,
+    and its error stands.
+    """
     path = plan_dir / REPOS_MD
-    return read_repos_md(path) if path.is_file() else None
+    if not path.is_file():
+        return None, []
+    try:
+        parsed = read_repos_md(path)
+    except BadInput as exc:
+        if exc.code != "repos-md" or record is None:
+            raise
+        warnings.append(f"{exc.message}; the topic's records name its repos, so this went on")
+        return None, _section(path)
+    return parsed, worktree_lines(parsed)
+
+
+def _section(path: Path) -> list[WorktreeLine]:
+    """The ``## Worktrees`` lines of a repos.md that does not parse as a whole ([] if unreadable)."""
+    try:
+        return worktree_lines(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def _targets(
@@ -148,9 +181,10 @@ def _targets(
     parsed: ReposFile | None,
     warnings: list[str],
     home_entries: tuple[WorktreeEntry, ...] | None = None,
+    lines: list[WorktreeLine] | None = None,
 ) -> tuple[RepoTarget, ...]:
     """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
-    lines = worktree_lines(parsed) if parsed else []
+    lines = lines if lines is not None else worktree_lines(parsed) if parsed else []
     listed = {ln.name: ln.placed for ln in lines if ln.placed}
     entries = {e.name: e for e in record.repos} if record else {}
     in_repos_md = [(s.name, s.path) for s in parsed.secondaries] if parsed else []
