@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import argv, hold_open
-from helpers.plans import artifact
 from helpers.origin import commit_on_origin, merge_on_origin, push_branch
+from helpers.plans import artifact
 from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import (
     TOPIC_ID,
