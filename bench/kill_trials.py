@@ -1,11 +1,17 @@
 """Randomized kill trials, the long run: ``python bench/kill_trials.py --trials 200 --seed N``.
 
-Each trial builds six repos with local bare origins, kills ``team-router
-worktrees`` and then ``team-router teardown --integrate`` at a random moment
-(SIGKILL to the process or its group, or SIGINT to its group), reruns each, and
-checks that no commit, uncommitted file or staged blob was lost, that every
-primary clone is clean and idle, and that every rerun finished or refused
-naming a fix (tests/helpers/killtrials.py says exactly what is checked).
+Each trial builds six repos with local bare origins and kills, at a random
+moment, every mutating command a topic goes through: ``new``, ``worktrees``,
+then one ending (``teardown --integrate``, ``pr-cleanup`` after a merge, or
+``restore`` after a forced teardown), then ``doctor --repair``. A kill is
+SIGKILL to the process or its group, or SIGINT, SIGTERM or SIGHUP to its group.
+Each command is run again, and the trial checks that no commit, uncommitted
+file or staged blob was lost (nor a file written into a half-removed worktree
+after the kill), that every primary clone is clean and idle, and that every
+rerun finished or refused naming a fix (tests/helpers/killtrials.py says
+exactly what is checked). ``--clock`` shows each killed run and each rerun a
+clock stepped hours or a day ahead or behind (libfaketime, Debian package
+``faketime``).
 
 Prints one line per trial, then a summary: trials, kills by kind and by the
 phase they landed in, the reruns' outcomes, and every failure with the command
@@ -47,10 +53,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--jobs", type=int, default=1, help="trials run at once (default 1)")
     parser.add_argument(
-        "--worktrees-window", type=float, default=None, help="seconds (default: learnt)"
+        "--window",
+        action="append",
+        default=[],
+        metavar="COMMAND=SECONDS",
+        help="a command's usual run time, e.g. 'teardown=1.6' (default: learnt)",
     )
     parser.add_argument(
-        "--teardown-window", type=float, default=None, help="seconds (default: learnt)"
+        "--clock", action="store_true", help="step the clock at each kill and rerun (libfaketime)"
     )
     parser.add_argument(
         "--when",
@@ -71,10 +81,10 @@ PACE = killtrials.Pace()  # one per worker process: it learns how long the comma
 
 
 def _one(
-    seed: int, root: str, fixed: dict[str, float], when: dict[str, str], keep: bool
+    seed: int, root: str, fixed: dict[str, float], when: dict[str, str], clock: bool, keep: bool
 ) -> killtrials.Trial:
     """One trial in its own directory (and, with --jobs, its own process)."""
-    PACE.fixed, PACE.when = fixed, when
+    PACE.fixed, PACE.when, PACE.clock = fixed, when, clock
     base = Path(root) / f"trial-{seed}"
     for name in LEAKY_ENV:
         os.environ.pop(name, None)
@@ -91,15 +101,18 @@ def _one(
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
-    windows = {"worktrees": args.worktrees_window, "teardown": args.teardown_window}
-    fixed = {command: seconds for command, seconds in windows.items() if seconds is not None}
+    commands = killtrials.DEFAULT_WINDOWS
+    fixed = {c: float(s) for c, s in (item.split("=", 1) for item in args.window)}
     when = dict(item.split("=", 1) for item in args.when)
-    if not set(when) <= set(windows):
-        raise SystemExit(f"--when: COMMAND is one of {', '.join(windows)}")
+    if not set(when) | set(fixed) <= set(commands):
+        raise SystemExit(f"--when, --window: COMMAND is one of {', '.join(commands)}")
+    if args.clock and killtrials.clock_libraries() is None:
+        raise SystemExit("--clock needs libfaketime (apt-get install faketime) and a C compiler")
     seeds = args.only_seed or killtrials.trial_seeds(args.seed, args.trials)
     root = tempfile.mkdtemp(prefix="team-router-kill-")
     pace = f"windows {fixed}" if fixed else "windows learnt from the runs"
     pace += f", killed when running {when}" if when else ""
+    pace += ", the clock stepped at each kill and rerun" if args.clock else ""
     print(f"{len(seeds)} trial(s), seed {args.seed}, {pace}, in {root}", flush=True)
     start, cpu = time.monotonic(), children_cpu()
     deadline = start + args.minutes * 60 if args.minutes else None
@@ -115,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"time is up: {len(todo)} trial(s) not run", flush=True)
                         todo = []
                         break
-                    running.append(pool.submit(_one, todo.pop(0), root, fixed, when, args.keep))
+                    running.append(
+                        pool.submit(_one, todo.pop(0), root, fixed, when, args.clock, args.keep)
+                    )
                 if not running:
                     break
                 trial = running.pop(0).result()

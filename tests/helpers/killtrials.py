@@ -1,18 +1,30 @@
-"""Randomized kill trials over ``worktrees`` and ``teardown --integrate`` on six repos.
+"""Randomized kill trials over every mutating command of a topic on six repos.
 
 One trial, reproducible from its seed (all but the instant the signal lands):
 
 1. a home repo ``web`` and five sibling secondaries, each with a local bare
-   origin; a topic made by ``new``; a repos.md naming all six (DESIGN §6);
+   origin; ``team-router new`` killed and run again; a repos.md naming all six
+   (DESIGN §6);
 2. ``team-router worktrees`` started as a real process in a process group of its
    own, killed after a random delay with SIGKILL to the process, SIGKILL to its
-   group or SIGINT to its group (what Ctrl-C in a shell sends), then run again;
+   group, or SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed terminal) to its
+   group, then run again;
 3. work made in the worktrees: commits, an uncommitted modification, an
    untracked file, a partially staged hunk (a staged version, then the file
    changed again), every piece remembered by its object id;
-4. ``team-router teardown <id> --integrate`` killed the same way and run again:
-   with nothing dirty; or with dirt and ``--force`` (a snapshot must keep it);
-   or with dirt and no ``--force`` (the rerun must refuse).
+4. the ending, chosen by the seed, killed the same way and run again:
+   ``teardown <id> --integrate`` with nothing dirty, or with dirt and
+   ``--force`` (a snapshot must keep it), or with dirt and no ``--force`` (the
+   rerun must refuse); or ``pr-cleanup`` in one repo after every repo's branch
+   was merged on its origin; or ``restore <id>`` after a forced teardown (every
+   uncommitted file and staged blob must be back in its worktree);
+5. ``doctor --repair`` killed and run again.
+
+After a teardown's kill, a file is written into each worktree directory the kill
+left half-removed (no longer registered with git), as a program still writing
+there would: the rerun must keep it. With ``--clock`` each killed run sees a
+clock hours ahead or behind (libfaketime) and its rerun another, as after an
+NTP step or a resumed VM: no wall-clock time may decide what is deleted.
 
 After each rerun the invariants are checked, exactly:
 
@@ -28,8 +40,9 @@ After each rerun the invariants are checked, exactly:
 - the rerun exits 0 having finished (every repo has its worktree; every worktree
   and branch is gone after a teardown), or exits non-zero with a JSON ``error``
   whose message names a fix; no traceback either way;
-- a SIGINT'd run that had not yet printed its answer exits 130; no
-  KeyboardInterrupt ever escapes the entry point's ``main()`` as a traceback.
+- a run stopped by SIGINT, SIGTERM or SIGHUP that had not yet printed its
+  answer exits 130 or 128 + the signal's number; no KeyboardInterrupt ever
+  escapes the entry point's ``main()`` as a traceback.
 
 This module is imported by ``tests/test_kill_random.py`` (a few trials, fixed seed)
 and ``bench/kill_trials.py`` (a long run). It runs git itself only to build the
@@ -45,6 +58,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -54,10 +68,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from helpers.faults import spawn
+from helpers.plans import repos_md
 from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
-from helpers.topics import new_topic, write_repos_md
 
 TOPIC = "2026-05-01-kill-trial"
+DESCRIPTION = "kill trial"
 HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
 SECONDARIES = ("api", "auth", "billing", "search", "shared")
 DRAIN_TIMEOUT = 60.0  # seconds a killed command's leftover git processes get to exit
@@ -67,7 +82,14 @@ INTERRUPT_TIMEOUT = 60.0  # seconds a command gets to stop after SIGINT
 # The moment to kill at: a seeded fraction (0 to LATE) of the command's usual run
 # time, so most kills land inside it and some after it finished (a kill that never
 # fired leaves a plain second run, also worth a check). See Pace.
-DEFAULT_WINDOWS = {"worktrees": 1.2, "teardown": 1.6}
+DEFAULT_WINDOWS = {
+    "new": 0.6,
+    "worktrees": 1.2,
+    "teardown": 1.6,
+    "pr-cleanup": 1.2,
+    "restore": 1.2,
+    "doctor": 0.6,
+}
 LATE = 1.1
 WHEN_SPAN = 0.015  # seconds after the awaited git subcommand starts (see Pace.when)
 
@@ -100,6 +122,25 @@ class KillKind(StrEnum):
     PROCESS = "sigkill-process"  # the router dies; git it started runs on
     GROUP = "sigkill-group"  # the router and every git it started die at once
     INTERRUPT = "sigint-group"  # Ctrl-C: everything gets SIGINT
+    TERMINATE = "sigterm-group"  # kill, systemd, a CI runner's timeout
+    HANGUP = "sighup-group"  # the terminal was closed
+
+
+# The signal a kind sends to the whole group (PROCESS sends SIGKILL to the router alone).
+GROUP_SIGNAL = {
+    KillKind.GROUP: signal.SIGKILL,
+    KillKind.INTERRUPT: signal.SIGINT,
+    KillKind.TERMINATE: signal.SIGTERM,
+    KillKind.HANGUP: signal.SIGHUP,
+}
+
+
+class Ending(StrEnum):
+    """What the trial does with the topic once its worktrees hold work."""
+
+    TEARDOWN = "teardown"  # teardown --integrate, killed (the modes below)
+    PR_CLEANUP = "pr-cleanup"  # merged on every origin, pr-cleanup in one repo killed
+    RESTORE = "restore"  # teardown --force, then restore killed
 
 
 class Mode(StrEnum):
@@ -137,7 +178,8 @@ class Kill:
     when: str  # the git subcommand the kill waited for (Pace.when), or ""
     code: int | None  # the killed process's exit status (negative: the signal's number)
     stderr: str = ""  # the last lines it wrote there
-    problem: str = ""  # how it took a SIGINT, when that broke the contract
+    problem: str = ""  # how it took a catchable signal, when that broke the contract
+    clock: str = ""  # the killed run's clock offset (libfaketime), "" for the real clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +200,7 @@ class Violation:
 @dataclass
 class Trial:
     seed: int
+    ending: Ending | None = None
     mode: Mode | None = None
     kills: list[Kill] = field(default_factory=list)
     reruns: list[Rerun] = field(default_factory=list)
@@ -174,7 +217,7 @@ class Trial:
     def describe(self) -> str:
         kills = ", ".join(map(describe_kill, self.kills))
         reruns = ", ".join(f"{r.command} -> {r.code} {r.error}".rstrip() for r in self.reruns)
-        lines = [f"seed {self.seed} (mode {self.mode}): {kills}; reruns: {reruns}"]
+        lines = [f"seed {self.seed} ({self.ending}, mode {self.mode}): {kills}; reruns: {reruns}"]
         lines += [f"  {v.kind}: {v.detail}" for v in self.violations]
         if self.violations:
             lines.append(f"  again: {self.again()}")
@@ -183,10 +226,11 @@ class Trial:
     def again(self) -> str:
         """The command that runs this trial again, its kills at the same moments."""
         windows = "".join(
-            f" --when '{k.command}={k.when}'" if k.when else f" --{k.command}-window {k.window}"
+            f" --when '{k.command}={k.when}'" if k.when else f" --window {k.command}={k.window}"
             for k in self.kills
         )
-        return f"python bench/kill_trials.py --only-seed {self.seed}{windows}"
+        clock = " --clock" if any(k.clock for k in self.kills) else ""
+        return f"python bench/kill_trials.py --only-seed {self.seed}{windows}{clock}"
 
 
 def describe_kill(k: Kill) -> str:
@@ -195,9 +239,10 @@ def describe_kill(k: Kill) -> str:
         moment = f"{aim}, at {k.delay:.2f}s" if k.fired else f"{k.when} never ran or {aim} ended it"
     else:
         moment = f"at {k.delay:.2f}s ({k.fraction:.2f} of a run)"
+    clock = f" (clock {k.clock})" if k.clock else ""
     if not k.fired:
-        return f"{k.command}: finished before the kill ({moment})"
-    return f"{k.command}: {k.kind} {moment} in {k.phase}"
+        return f"{k.command}: finished before the kill ({moment}){clock}"
+    return f"{k.command}: {k.kind} {moment} in {k.phase}{clock}"
 
 
 @dataclass
@@ -215,6 +260,8 @@ class Pace:
     # command -> a git subcommand: kill once the command runs it (plus the seeded
     # fraction of WHEN_SPAN), not at a fraction of a run; to aim at one phase.
     when: dict[str, str] = field(default_factory=dict)
+    # Step the clock: each killed run sees a seeded offset (libfaketime), its rerun another.
+    clock: bool = False
 
     def window(self, command: str) -> float:
         if command in self.fixed:
@@ -230,11 +277,15 @@ class Pace:
         if all(c in self.fixed or c in self.recent for c in DEFAULT_WINDOWS):
             return
         ws = build(root)
+        new = ("new", DESCRIPTION, "--id", TOPIC, "--json")
+        run_paced(new, ws.home, self)
+        write_repos_md(ws.plan_dir, ws.primaries)
         done, payload = run_paced(("worktrees", TOPIC, "--json"), ws.home, self)
         if done.code != 0:
             raise AssertionError(f"calibration: worktrees exited {done.code}: {payload}")
         for name, worktree in finished_worktrees(payload).items():
             commit(worktree, f"src/{name}-calibration.txt", f"{name}\n")
+        shipped(ws.plan_dir)
         run_paced(("teardown", TOPIC, "--integrate", "--json"), ws.home, self)
 
 
@@ -259,9 +310,17 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     trial = Trial(seed)
     ws = build(root / "trial")
 
+    args: tuple[str, ...] = ("new", DESCRIPTION, "--id", TOPIC, "--json")
+    _killed(trial, args, ws.home, rng, pace)
+    rerun, _ = rerun_as_told(trial, args, ws.home, pace, rng)
+    trial.violations += primary_problems(ws)
+    if rerun.code != 0 or not trial.ok:
+        return trial
+    write_repos_md(ws.plan_dir, ws.primaries)
+
     args = ("worktrees", TOPIC, "--json")
     _killed(trial, args, ws.home, rng, pace)
-    rerun, payload = rerun_as_told(trial, args, ws.home, pace)
+    rerun, payload = rerun_as_told(trial, args, ws.home, pace, rng)
     worktrees = finished_worktrees(payload) if rerun.code == 0 else {}
     if rerun.code == 0 and set(worktrees) != set(ws.primaries):
         trial.violations.append(
@@ -272,27 +331,99 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     if set(worktrees) != set(ws.primaries) or not trial.ok:
         return trial  # no worktree to work in: what there is to check was checked
 
-    trial.work = random_work(rng, worktrees)
-    dirty = any(w.kind is not WorkKind.COMMIT for w in trial.work)
-    trial.mode = rng.choice((Mode.FORCE, Mode.REFUSE)) if dirty else Mode.CLEAN
-    args = ("teardown", TOPIC, "--integrate", "--json")
-    if trial.mode is Mode.FORCE or (trial.mode is Mode.CLEAN and rng.random() < 0.2):
-        args += ("--force",)
+    trial.ending = rng.choice(list(Ending))
+    dirt = {Ending.PR_CLEANUP: False, Ending.RESTORE: True}.get(trial.ending)
+    trial.work = random_work(rng, worktrees, dirt=dirt)
+    if trial.ending is Ending.TEARDOWN:
+        _teardown(trial, ws, worktrees, rng, pace)
+    elif trial.ending is Ending.PR_CLEANUP:
+        _pr_cleanup(trial, ws, worktrees, rng, pace)
+    else:
+        _restore(trial, ws, worktrees, rng, pace)
+    trial.violations += primary_problems(ws)
+    trial.violations += lost_work(ws, worktrees, trial.work)
+
+    args = ("doctor", "--repair", "--json")
     _killed(trial, args, ws.home, rng, pace)
-    rerun, payload = rerun_as_told(trial, args, ws.home, pace)
-    if trial.mode is Mode.REFUSE and rerun.code == 0:
-        trial.violations.append(
-            Violation("dirty-not-refused", "teardown without --force removed dirty worktrees")
-        )
-    if trial.mode is not Mode.REFUSE and rerun.code == 0:
-        trial.violations += unfinished_teardown(ws, worktrees)
+    rerun_as_told(trial, args, ws.home, pace, rng)
     trial.violations += primary_problems(ws)
     trial.violations += lost_work(ws, worktrees, trial.work)
     return trial
 
 
+def _teardown(
+    trial: Trial, ws: Workspace, worktrees: dict[str, Path], rng: random.Random, pace: Pace
+) -> None:
+    """teardown --integrate killed and run again, in the mode the work calls for."""
+    dirty = any(w.kind is not WorkKind.COMMIT for w in trial.work)
+    trial.mode = rng.choice((Mode.FORCE, Mode.REFUSE)) if dirty else Mode.CLEAN
+    shipped(ws.plan_dir)  # a shipped run: its artifacts are not what refuses
+    args = ("teardown", TOPIC, "--integrate", "--json")
+    if trial.mode is Mode.FORCE or (trial.mode is Mode.CLEAN and rng.random() < 0.2):
+        args += ("--force",)
+    _killed(trial, args, ws.home, rng, pace)
+    late = late_files(ws, worktrees, rng)
+    trial.work += late
+    rerun, _ = rerun_as_told(trial, args, ws.home, pace, rng)
+    if trial.mode is Mode.REFUSE and rerun.code == 0:
+        trial.violations.append(
+            Violation("dirty-not-refused", "teardown without --force removed dirty worktrees")
+        )
+    if trial.mode is not Mode.REFUSE and rerun.code == 0:
+        kept = {w.repo for w in late}
+        trial.violations += unfinished_teardown(ws, worktrees, keep=kept)
+
+
+def _pr_cleanup(
+    trial: Trial, ws: Workspace, worktrees: dict[str, Path], rng: random.Random, pace: Pace
+) -> None:
+    """Every repo's branch merged on its origin; pr-cleanup in each repo, one of them killed."""
+    for name, worktree in worktrees.items():
+        if not any(w.repo == name for w in trial.work):
+            sha = commit(worktree, f"src/{name}-merged.txt", f"{name} merged\n")
+            trial.work.append(Work(name, WorkKind.COMMIT, sha, patch_id=patch_id(worktree, sha)))
+        git(worktree, "push", "-q", "origin", f"{TOPIC}:{TOPIC}", f"{TOPIC}:main")
+    shipped(ws.plan_dir)
+    order = [n for n in ws.primaries if n != HOME] + [HOME]  # home last: it holds the plan dir
+    victim = rng.choice(order)
+    args = ("pr-cleanup", TOPIC, "--yes", "--json")
+    for name in order:
+        repo = ws.primaries[name]
+        if name == victim:
+            _killed(trial, args, repo, rng, pace)
+        rerun, _ = rerun_as_told(trial, args, repo, pace, rng)
+        if rerun.code == 0:
+            trial.violations += unfinished_teardown(ws, {name: worktrees[name]}, keep=set())
+
+
+def _restore(
+    trial: Trial, ws: Workspace, worktrees: dict[str, Path], rng: random.Random, pace: Pace
+) -> None:
+    """teardown --force (a snapshot of every dirty worktree), then restore killed and run again."""
+    shipped(ws.plan_dir)
+    done, payload = run_paced(("teardown", TOPIC, "--force", "--json"), ws.home, pace)
+    trial.reruns.append(done)
+    trial.violations += rerun_problems(done, payload)
+    if done.code != 0:
+        return
+    args = ("restore", TOPIC, "--json")
+    _killed(trial, args, ws.home, rng, pace)
+    rerun, payload = rerun_as_told(trial, args, ws.home, pace, rng)
+    if rerun.code == 0:
+        trial.violations += unrestored(worktrees, trial.work, payload)
+
+
+def shipped(plan_dir: Path) -> None:
+    """A ``pr.md`` (DESIGN §5): the run shipped, so its artifacts may go with its teardown."""
+    if not (plan_dir / "pr.md").exists():
+        plan_dir.joinpath("pr.md").write_text(
+            "---\ntopic: kill-trial\ndate: 2026-05-01\nphase: pr\n"
+            "url: https://example.invalid/pull/1\n---\n\n# PR\n"
+        )
+
+
 def rerun_as_told(
-    trial: Trial, args: tuple[str, ...], cwd: Path, pace: Pace
+    trial: Trial, args: tuple[str, ...], cwd: Path, pace: Pace, rng: random.Random
 ) -> tuple[Rerun, dict[str, object] | None]:
     """Run the command again, and again after doing what it said, as a user would.
 
@@ -301,8 +432,9 @@ def rerun_as_told(
     (:func:`kill_at` waited for every one), so the fix is applied and the
     command run again. Each run must finish or refuse naming its fix.
     """
+    clock = clock_offset(rng) if pace.clock else ""
     for _ in range(MAX_FIXES):
-        rerun, payload = run_paced(args, cwd, pace)
+        rerun, payload = run_paced(args, cwd, pace, clock=clock)
         trial.reruns.append(rerun)
         trial.violations += rerun_problems(rerun, payload)
         named = named_locks(payload)
@@ -335,33 +467,89 @@ def _routers_own(lock: Path) -> bool:
 
 def _killed(trial: Trial, args: tuple[str, ...], cwd: Path, rng: random.Random, pace: Pace):
     kind = rng.choice(list(KillKind))
-    kill = kill_at(args, cwd, kind, rng.uniform(0.0, LATE), pace)
+    clock = clock_offset(rng) if pace.clock else ""
+    kill = kill_at(args, cwd, kind, rng.uniform(0.0, LATE), pace, clock=clock)
     trial.kills.append(kill)
     if kill.problem:
         detail = f"{args[0]} interrupted in {kill.phase}: {kill.problem}: {kill.stderr}"
         trial.violations.append(Violation("interrupt-exit", detail))
 
 
+# Clock steps a machine sees: an NTP correction, a VM resumed after a day, a file
+# server's clock some minutes off. Each killed run and each rerun draws one.
+CLOCK_OFFSETS = ("+3h", "-3h", "+1d", "-1d", "+10m", "-10m", "")
+
+
+def clock_offset(rng: random.Random) -> str:
+    return rng.choice(CLOCK_OFFSETS)
+
+
+def clock_env(offset: str) -> dict[str, str]:
+    """Environment that shows a process (and the git it runs) a clock ``offset`` away.
+
+    libfaketime through LD_PRELOAD; the monotonic clock stays real, so timeouts
+    and waits still measure real seconds (and ``faketime_sleep.c``, preloaded
+    first, keeps Python's sleeps working in that mode).
+    """
+    if not offset:
+        return {}
+    libs = clock_libraries()
+    if libs is None:
+        raise RuntimeError("--clock needs libfaketime (Debian package faketime) and a C compiler")
+    preload = " ".join(str(lib) for lib in libs)
+    return {"LD_PRELOAD": preload, "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+def clock_libraries() -> tuple[Path, Path] | None:
+    """The sleep fix (built here once) and libfaketime, or None when either cannot be had."""
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+    found += sorted(Path("/usr/lib/faketime").glob("libfaketime.so.1"))
+    source = Path(__file__).with_name("faketime_sleep.c")
+    built = Path(os.environ.get("XDG_CACHE_HOME", "/tmp")) / "team-router-faketime-sleep.so"
+    if not found or shutil.which("cc") is None:
+        return None
+    if not built.exists():
+        tmp = built.with_name(f"{built.name}.{os.getpid()}")
+        cc = ["cc", "-shared", "-fPIC", "-O2", "-o", str(tmp), str(source)]
+        if subprocess.run(cc, capture_output=True, check=False).returncode != 0:
+            return None
+        os.replace(tmp, built)
+    return built, found[0]
+
+
 # -- the fixture ----------------------------------------------------------------------
 
 
 def build(root: Path) -> Workspace:
-    """Home ``web`` and the secondaries under ``root/ws``, origins in ``root/origins``."""
+    """Home ``web`` and the secondaries under ``root/ws``, origins in ``root/origins``.
+
+    No topic yet: the trial makes it with ``new`` (killed), then writes repos.md.
+    """
     parent = root / "ws"
     home = make_repo(parent, "web")
-    topic = new_topic(home, topic_id=TOPIC)
     secondaries = {name: make_repo(parent, name) for name in SECONDARIES}
-    write_repos_md(topic, secondaries)
-    return Workspace({HOME: home, **secondaries}, topic.plan_dir)
+    plan_dir = home / ".claude" / "worktrees" / TOPIC / "docs" / "plans" / TOPIC
+    return Workspace({HOME: home, **secondaries}, plan_dir)
 
 
-def random_work(rng: random.Random, worktrees: dict[str, Path]) -> list[Work]:
-    """Commits and (in some trials) dirt in the worktrees; every piece by its object id.
+def write_repos_md(plan_dir: Path, primaries: dict[str, Path]) -> None:
+    """The topic's repos.md naming every secondary (DESIGN §6), no frontmatter."""
+    secondaries = [(n, p) for n, p in primaries.items() if n != HOME]
+    write(
+        plan_dir / "repos.md", repos_md(primaries[HOME], *secondaries, topic=None, role="service")
+    )
 
+
+def random_work(
+    rng: random.Random, worktrees: dict[str, Path], *, dirt: bool | None = None
+) -> list[Work]:
+    """Commits and dirt in the worktrees; every piece by its object id.
+
+    ``dirt``: True, some repos get uncommitted work; False, none; None, the seed decides.
     Contents carry a per-trial token so a blob can only be reachable because the
     work was kept, never because an unrelated file happens to hold the same bytes.
     """
-    dirty_trial = rng.random() < 0.6
+    dirty_trial = rng.random() < 0.6 if dirt is None else dirt
     made: list[Work] = []
     for name, worktree in worktrees.items():
         token = f"{rng.getrandbits(48):012x}"
@@ -401,6 +589,24 @@ def _dirt(rng: random.Random, name: str, worktree: Path, token: str) -> list[Wor
     return made
 
 
+def late_files(ws: Workspace, worktrees: dict[str, Path], rng: random.Random) -> list[Work]:
+    """A file written into each worktree directory a killed removal left half-done.
+
+    Half-done: the directory is there but git no longer lists it (``git worktree
+    remove`` had dropped the registration). A program still working there writes
+    on; the rerun must keep what it wrote, whatever the clock said at the kill.
+    """
+    made: list[Work] = []
+    for name, worktree in worktrees.items():
+        listed = worktree_paths(ws.primaries[name])
+        if not worktree.is_dir() or str(worktree) in listed:
+            continue
+        rel = f"late-{rng.getrandbits(48):012x}.txt"
+        write(worktree / rel, f"written after the kill {rel}\n")
+        made.append(_file(name, worktree, rel))
+    return made
+
+
 def _staged(name: str, worktree: Path, rel: str) -> Work:
     return Work(name, WorkKind.STAGED, git(worktree, "rev-parse", f":{rel}"), rel)
 
@@ -418,11 +624,11 @@ def patch_id(repo: Path, sha: str) -> str:
 
 
 def run_paced(
-    args: tuple[str, ...], cwd: Path, pace: Pace
+    args: tuple[str, ...], cwd: Path, pace: Pace, *, clock: str = ""
 ) -> tuple[Rerun, dict[str, object] | None]:
     """Run a command to completion; what it said, and its JSON (None if it printed none)."""
     start = time.monotonic()
-    proc = spawn(*args, cwd=cwd, new_group=True)
+    proc = spawn(*args, cwd=cwd, new_group=True, env=clock_env(clock))
     out, err, hung = _settle(proc, RUN_TIMEOUT)
     pace.observe(args[0], time.monotonic() - start)
     if hung:
@@ -438,7 +644,15 @@ def run_paced(
     return rerun, payload
 
 
-def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, pace: Pace) -> Kill:
+def kill_at(
+    args: tuple[str, ...],
+    cwd: Path,
+    kind: KillKind,
+    fraction: float,
+    pace: Pace,
+    *,
+    clock: str = "",
+) -> Kill:
     """Start the command in its own process group; signal it ``fraction`` of a run later.
 
     Returns once the command and every process it started have exited, so the
@@ -448,7 +662,7 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
     when = pace.when.get(args[0])
     _let_sigint_through()
     start = time.monotonic()
-    proc = spawn(*args, cwd=cwd, new_group=True)
+    proc = spawn(*args, cwd=cwd, new_group=True, env=clock_env(clock))
     phase = "finished"
     if when is not None:
         fired = _await_child(proc, when) and not _ended(proc, fraction * WHEN_SPAN)
@@ -463,14 +677,17 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
             proc.send_signal(signal.SIGKILL)
         else:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL if kind is KillKind.GROUP else signal.SIGINT)
+                os.killpg(proc.pid, GROUP_SIGNAL[kind])
     out, err, hung = _settle(proc, INTERRUPT_TIMEOUT if fired else RUN_TIMEOUT)
     said = " | ".join(err.strip().splitlines()[-3:])
     problem = ""
+    sent = GROUP_SIGNAL.get(kind, signal.SIGKILL)
     if hung:
         problem = f"still running {INTERRUPT_TIMEOUT:.0f}s after the signal"
-    elif fired and kind is KillKind.INTERRUPT:
-        problem = interrupt_problem(proc.returncode, err, answered=_json(out) is not None)
+    elif fired and sent is not signal.SIGKILL:
+        problem = interrupt_problem(
+            proc.returncode, err, answered=_json(out) is not None, sent=sent
+        )
     return Kill(
         args[0],
         kind,
@@ -483,6 +700,7 @@ def kill_at(args: tuple[str, ...], cwd: Path, kind: KillKind, fraction: float, p
         proc.returncode,
         said,
         problem,
+        clock,
     )
 
 
@@ -526,10 +744,12 @@ def _settle(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str, bool
     return out or "", err or "", hung
 
 
-def interrupt_problem(code: int, err: str, *, answered: bool) -> str:
-    """What is wrong with how a command took Ctrl-C ("" when nothing is).
+def interrupt_problem(
+    code: int, err: str, *, answered: bool, sent: signal.Signals = signal.SIGINT
+) -> str:
+    """What is wrong with how a command took Ctrl-C, SIGTERM or SIGHUP ("" when nothing is).
 
-    The contract: exit 130, no traceback. But a command that ``answered`` (printed
+    The contract: exit 130 (or 128 + the signal's number), no traceback. But a command that ``answered`` (printed
     its JSON) was not stopped: the signal came after its last Python instruction,
     or ended a git child whose failure the answer reports; its exit code is the
     answer's. And outside the router's entry point Python itself decides: before
@@ -542,9 +762,9 @@ def interrupt_problem(code: int, err: str, *, answered: bool) -> str:
     traceback = "Traceback" in err
     if traceback and ENTRY_FRAME.search(err):
         return f"exit {code} with a traceback"
-    if (code == 130 or answered) and not traceback:
+    if (code in (130, 128 + sent) or answered) and not traceback:
         return ""
-    if code == -signal.SIGINT or (traceback and code == 1):
+    if code == -sent or (traceback and code == 1):
         return ""
     return f"exit {code}" + (" with a traceback" if traceback else "")
 
@@ -730,17 +950,47 @@ def _held(lock: Path) -> bool:
     return False
 
 
-def unfinished_teardown(ws: Workspace, worktrees: dict[str, Path]) -> list[Violation]:
-    """After a teardown that exited 0: no worktree and no topic branch is left."""
+def unfinished_teardown(
+    ws: Workspace, worktrees: dict[str, Path], *, keep: set[str]
+) -> list[Violation]:
+    """After a teardown (or pr-cleanup) that exited 0: no worktree and no topic branch is left.
+
+    A repo in ``keep`` had a file written into its half-removed worktree after the
+    kill: that directory stays (:func:`lost_work` checks the file), nothing else.
+    """
     found: list[Violation] = []
-    for name, repo in ws.primaries.items():
+    for name in worktrees:
+        repo = ws.primaries[name]
         left = [p for p in worktree_paths(repo) if p != str(repo)]
-        if worktrees[name].exists():
+        if worktrees[name].exists() and name not in keep:
             left.append(f"{worktrees[name]} on disk")
         if TOPIC in branches(repo):
             left.append(f"branch {TOPIC}")
         if left:
             found.append(Violation("teardown-unfinished", f"{name}: {', '.join(left)}"))
+    return found
+
+
+def unrestored(
+    worktrees: dict[str, Path], work: list[Work], payload: dict[str, object] | None
+) -> list[Violation]:
+    """After a restore that exited 0: every uncommitted file and staged blob is back in place."""
+    repos = payload.get("repos") if payload else None
+    where = {
+        str(r.get("name")): Path(str(r["worktree"]))
+        for r in (repos if isinstance(repos, list) else [])
+        if isinstance(r, dict) and r.get("worktree")
+    }
+    found: list[Violation] = []
+    for w in work:
+        if w.kind is WorkKind.COMMIT:
+            continue
+        worktree = where.get(w.repo, worktrees[w.repo])
+        back = (
+            _on_disk(worktree / w.path) if w.kind is WorkKind.FILE else _in_index(worktree, w.path)
+        )
+        if back != w.oid:
+            found.append(Violation(f"unrestored-{w.kind}", f"{w.repo}: {w.path} in {worktree}"))
     return found
 
 
@@ -802,8 +1052,12 @@ def summary(trials: list[Trial]) -> str:
     """Trials, kills by kind and by phase, reruns' outcomes, failures with their seeds."""
     kills = [k for t in trials for k in t.kills]
     lines = [f"trials: {len(trials)}, failed: {sum(not t.ok for t in trials)}"]
-    lines.append(f"modes: {_count(str(t.mode) for t in trials)}")
-    for command in ("worktrees", "teardown"):
+    lines.append(f"endings: {_count(str(t.ending) for t in trials)}")
+    lines.append(f"modes: {_count(str(t.mode) for t in trials if t.mode)}")
+    clocks = [k.clock for k in kills if k.fired and k.clock]
+    if clocks:
+        lines.append(f"clock offsets at the kills: {_count(clocks)}")
+    for command in DEFAULT_WINDOWS:
         mine = [k for k in kills if k.command == command]
         lines.append(
             f"{command} kills: {_count(str(k.kind) for k in mine if k.fired)}; "
