@@ -524,14 +524,30 @@ class _Demo:
                         "name": "the API returns the plan",
                         "repo": "api",
                         "files": ["app/customers.py"],
+                        "tests": "the customer endpoint returns `plan`",
                     },
-                    {"name": "the page shows it", "repo": "web", "files": ["src/billing.js"]},
+                    {
+                        "name": "the page shows it",
+                        "repo": "home",
+                        "files": ["src/billing.js"],
+                        "tests": "the billing page shows 'Plan: <name>'",
+                    },
                 ],
             ),
             self._artifact(
                 "plan.md",
-                steps=[
-                    {"repo": c.repo, "text": c.message, "test": f"{c.path} shows the plan"}
+                checks=[
+                    {"repo": "api", "test": "python -m pytest", "static": "none"},
+                    {"repo": "home", "test": "npm test", "static": "none"},
+                ],
+                slices=[
+                    {
+                        "name": c.message,
+                        "repo": "home" if c.repo == "web" else c.repo,
+                        "change": f"`{c.path}`",
+                        "test": f"{c.path} shows the plan",
+                        "run": "python -m pytest" if c.repo == "api" else "npm test",
+                    }
                     for c in CHANGES
                 ],
             ),

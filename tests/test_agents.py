@@ -48,7 +48,7 @@ MODELS = frozenset({"opus", "sonnet", "haiku", "inherit"})
 CODE_WRITERS = frozenset({"implementer", "test-architect"})
 ARTIFACT_AUTHORS = {
     "questioner": ("task.md", "questions.md"),
-    "design-author": ("design.md",),
+    "design-author": ("design.md", "repos.md"),
     "structure-planner": ("structure.md",),
     "planner": ("plan.md",),
 }
@@ -319,3 +319,178 @@ def test_the_table_checks_catch_a_missing_code_and_a_wrong_exit(monkeypatch) -> 
         test_the_troubleshooting_table_lists_exactly_the_codes_the_cli_reports()
     with pytest.raises(AssertionError, match="invalid-value"):
         test_the_troubleshooting_table_gives_each_code_its_exit_code()
+
+
+# -- the method's pieces agree with each other -----------------------------------------
+
+CODE_SPAN_RE = re.compile(r"`([^`\n]+)`")
+FENCED_RE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n(.*?)^\1", re.M | re.S)
+INDENTED_LINE_RE = re.compile(r"^ {4,}(\S.*)$", re.M)
+BARE_GIT_RE = re.compile(r"(?<![\w./-])git\s+(?!-C\s)([a-z][\w-]*)")
+GH_RE = re.compile(r"(?<![\w./-])gh\s+(pr|issue|api)\b")
+
+
+def _prompt(name: str) -> str:
+    return (AGENTS / f"{name}.md").read_text(encoding="utf-8").split("\n---\n", 1)[1]
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the ``## <heading>`` section (up to the next ``## ``)."""
+    start = text.index(f"\n## {heading}")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def _code(text: str) -> list[str]:
+    """What a document gives to run: code spans, fenced blocks' lines, indented lines."""
+    found = CODE_SPAN_RE.findall(text)
+    for _fence, body in FENCED_RE.findall(text):
+        found += body.splitlines()
+    found += INDENTED_LINE_RE.findall(FENCED_RE.sub("", text))
+    return found
+
+
+def _unanchored(commands: list[str]) -> list[str]:
+    """Commands that run git or gh in whatever directory the shell happens to be in."""
+    bad = [c for c in commands if BARE_GIT_RE.search(c)]
+    bad += [c for c in commands if GH_RE.search(c) and not re.search(r"\bcd \S+ &&|--repo", c)]
+    return bad
+
+
+def test_every_git_or_gh_command_an_agent_or_brief_gives_names_its_checkout() -> None:
+    # A helper's Bash working directory resets between calls: a bare `git commit` can
+    # land in the user's primary clone.
+    docs = [*sorted(AGENTS.glob("*.md")), *sorted(BRIEFS.glob("*.j2"))]
+    problems = {str(d.relative_to(ROOT)): _unanchored(_code(d.read_text())) for d in docs}
+    assert not {k: v for k, v in problems.items() if v}
+    for path in SKILLS.glob("*/SKILL.md"):
+        fenced = [
+            ln for _f, body in FENCED_RE.findall(path.read_text()) for ln in body.splitlines()
+        ]
+        assert not _unanchored(fenced), path
+
+
+def test_the_anchor_check_catches_a_bare_git_or_gh() -> None:
+    assert _unanchored(["git add <files>", "git -C <c> add -- x", "run `git log -L`"]) == [
+        "git add <files>",
+        "run `git log -L`",
+    ]
+    assert _unanchored(
+        ["gh pr create --head b", "cd <c> && gh pr create", "gh pr view 1 --repo o/r"]
+    ) == ["gh pr create --head b"]
+
+
+def test_who_commits_checks_the_branch_first() -> None:
+    for doc in [*AGENTS.glob("*.md"), *BRIEFS.glob("*.j2")]:
+        commands = _code(doc.read_text())
+        if any(re.search(r"git -C \S+ commit\b", c) for c in commands):
+            assert any(re.search(r"git -C \S+ branch --show-current", c) for c in commands), doc
+
+
+def test_the_test_architect_commits_nothing_so_every_slice_commit_can_be_green() -> None:
+    # The tests of every slice are written first: committed on their own, the branch would
+    # hold red commits, and the implementer's "whole suite green" could never hold.
+    architect = _prompt("test-architect")
+    assert not [c for c in _code(architect) if re.search(r"\bcommit\b", c)]
+    assert "Commit nothing" in architect
+    tests_step = (BRIEFS / "implement.md.j2").read_text().split('{% if step == "tests" %}')[1]
+    tests_step = tests_step.split("{% elif")[0]
+    assert "commits nothing" in tests_step and "commits them" not in tests_step
+    implementer = _prompt("implementer")
+    suite = next(p for p in implementer.split("\n\n") if "whole suite" in p)
+    assert "except the tests of slices not landed yet" in " ".join(suite.split())
+
+
+# The inputs an agent's prompt says it is given: each must be in the brief that dispatches it.
+INPUT_WORDS = ("slice numbers", "step numbers", "topic branch", "range")
+
+
+@pytest.mark.parametrize(("brief", "agents"), sorted(BRIEF_AGENTS.items()))
+def test_each_agent_is_given_the_inputs_its_prompt_expects(brief: str, agents: set[str]) -> None:
+    paragraphs = (BRIEFS / f"{brief}.md.j2").read_text().split("\n\n")
+    for name in agents:
+        # What the brief says where it names the agent (its dispatch, and what it gets).
+        text = " ".join(" ".join(p for p in paragraphs if f"team-router:{name}" in p).split())
+        inputs = " ".join(_section(_prompt(name), "Inputs").split())
+        expected = [w for w in INPUT_WORDS if w in inputs]
+        given = {"topic branch": "branch"}
+        missing = [w for w in expected if given.get(w, w) not in text]
+        assert not missing, f"{name} expects {missing}, which {brief}.md.j2 never gives it"
+
+
+def _commit_unit_words(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    patterns = (
+        r"one commit (?:per|each|for each) (\w+)",
+        r"\bone (\w+), one commit",
+        r"\b(step|slice|task)s? numbers\b",
+        r"\bplan (step|slice)s?\b",
+    )
+    return [w.lower() for p in patterns for w in re.findall(p, flat, re.I)]
+
+
+def test_the_unit_of_commit_has_one_name_everywhere() -> None:
+    docs = [
+        *AGENTS.glob("*.md"),
+        *BRIEFS.glob("*.j2"),
+        SKILLS / "team" / "SKILL.md",
+        SKILLS / "qrspi-workflow" / "SKILL.md",
+        *(ROOT / "templates" / "artifacts").glob("*.j2"),
+    ]
+    words = {str(d.relative_to(ROOT)): set(_commit_unit_words(d.read_text())) for d in docs}
+    allowed = {"slice", "slices"}
+    assert not {k: v - allowed for k, v in words.items() if v - allowed}
+    assert _commit_unit_words("One step, one commit. Your step numbers.") == ["step", "step"]
+
+
+def _home_name_in(text: str) -> str:
+    return re.search(r"## Home repo\s*\n- \*\*name:\*\* (\S+)", text).group(1)
+
+
+def test_the_home_repo_has_one_name_in_every_piece() -> None:
+    from router.topic.model import HOME
+
+    assert _home_name_in(_prompt("questioner")) == HOME
+    assert _home_name_in(_prompt("design-author") + (AGENTS / "questioner.md").read_text()) == HOME
+    for name in ("structure-planner", "planner"):
+        assert f"`[repo: {HOME}]`" in _prompt(name), name
+    for brief in ("plan", "structure"):
+        assert f"`{HOME}` for" in " ".join((BRIEFS / f"{brief}.md.j2").read_text().split()), brief
+
+
+def _writes_only(description: str) -> set[str]:
+    """The files a description says the agent writes (``Writes [only] a, b and c.``)."""
+    match = re.search(r"\bWrites only (.+?)(?:;|\.\s|\.$)", description) or re.search(
+        r"\bWrites (.+?)(?:;|\.\s|\.$)", description
+    )
+    assert match, description
+    return set(re.findall(r"[\w-]+\.md", match.group(1)))
+
+
+@pytest.mark.parametrize("name", sorted(ARTIFACT_AUTHORS))
+def test_what_an_author_says_it_writes_is_what_its_prompt_has_it_write(name: str) -> None:
+    described = _writes_only(_agents()[name]["description"])
+    prompt = _prompt(name)
+    told = {
+        f
+        for line in prompt.splitlines()
+        if re.search(r"\b(write|Write)\b", line)
+        for f in re.findall(r"(?:<plan_dir>/)?`?([\w-]+\.md)`?", line)
+        if not f.startswith("design-review")
+    }
+    assert told <= described, f"{name} is told to write {told - described} beyond its description"
+    assert set(ARTIFACT_AUTHORS[name]) <= described
+
+
+def test_reviewers_own_their_verdict_rule_and_no_brief_restates_it() -> None:
+    # A rule stated twice drifts: the design brief once dropped two of the reviewer's checks.
+    rule = re.compile(r"\*\*(REQUEST CHANGES|FAIL|COMMENT)\*\*\s+(when|if)\b|Verdict rule")
+    for brief in BRIEFS.glob("*.j2"):
+        assert not rule.search(brief.read_text()), brief
+    for name in ("design-reviewer", "code-reviewer"):
+        assert "## Verdict" in _prompt(name), name
+    checks = re.findall(r"^(\d)\. ", _section(_prompt("design-reviewer"), "Check"), re.M)
+    blocking = re.findall(
+        r"\d", _section(_prompt("design-reviewer"), "Verdict").split("\n- **COMMENT")[0]
+    )
+    assert set(blocking) <= set(checks) and len(checks) == 8

@@ -1426,3 +1426,45 @@ def test_temp_paths_behind_a_symlinked_docs_dir_are_never_read(web, no_gh, works
     assert not worktree.exists() and TOPIC_ID not in git(web, "branch", "--list"), res.out
     assert (scratch / "x").read_text() == "x\n"
     assert str(scratch) not in res.out
+
+
+# -- a multi-repo topic: each repo's PR as pr.md records it ----------------------------------
+
+
+def test_cleanup_of_the_topic_in_a_secondary_repo_asks_gh_about_the_pr_recorded_for_that_repo(
+    workspace, tmp_path, monkeypatch
+):
+    from helpers.topics import write_repos_md
+
+    web = make_github_repo(workspace, "web")
+    api = make_github_repo(workspace, "api")
+    topic = new_topic(web)
+    write_repos_md(topic, {"api": api})
+    made = run_cli("worktrees", TOPIC_ID, "--json", cwd=web)
+    assert made.code == 0, made.out + made.err
+    api_wt = Path(next(r["worktree"] for r in made.json["repos"] if r["name"] == "api"))
+    commit(api_wt, "api.py", "a = 1\n", "api work")
+    git(api_wt, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")
+    head = tip(api)
+    merge = merge_on_origin(api, TOPIC_ID, how="merge")
+    for repo, url in (
+        ("home", "https://github.com/acme/web/pull/3"),
+        ("api", "https://github.com/acme/api/pull/5"),
+    ):
+        res = run_cli("record", "pr", TOPIC_ID, url, "--repo", repo, "--json", cwd=web)
+        assert res.code == 0, res.out + res.err
+    # gh knows api's PR #5, and an older PR of the same head that was closed unmerged.
+    fake = install_fake_gh(
+        tmp_path,
+        monkeypatch,
+        repo="acme/api",
+        prs=(pr(5, TOPIC_ID, head, merge_commit=merge), pr(4, TOPIC_ID, head, state="CLOSED")),
+    )
+    res = cleanup(api, TOPIC_ID)
+    assert res.code == 0, res.out + res.err
+    assert (res.json["proof"]["gh"], res.json["proof"]["pr"]) == ("agreed", 5)
+    asked = [c[:3] for c in fake.calls() if c[0] == "pr"]
+    assert asked == [["pr", "view", "5"]], fake.calls()
+    assert not api_wt.exists() and TOPIC_ID not in branches(api)
+    # The home repo's worktree is another repo's share of the topic: untouched.
+    assert topic.worktrees["home"].is_dir() and TOPIC_ID in branches(web)

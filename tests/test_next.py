@@ -108,7 +108,7 @@ def test_pr_brief_after_a_passing_review(home_repo):
     assert run_cli("record", "review", plan.name, "PASS", cwd=home_repo).code == 0
     data = next_of(home_repo)
     assert (data["resume_at"], data["expects"]) == ("PR", [str(plan / "pr.md")])
-    assert f"team-router record pr {plan.name} <pr-url> --json" in data["brief"]
+    assert f"team-router record pr {plan.name} <pr-url> --repo <repo-name> --json" in data["brief"]
 
 
 def test_next_text_shows_the_phase_then_the_brief(home_repo):

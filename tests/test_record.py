@@ -172,7 +172,7 @@ def test_pr_local_records_every_repos_tip_pushed_or_not_and_ships_without_gh(hom
     assert git(api_wt, "rev-parse", "HEAD") == api_tip and home_wt.is_dir()
     nxt = run_cli("next", plan.name, "--json", cwd=home_repo).json
     assert nxt["resume_at"] == "SHIPPED"
-    assert f"team-router record pr {plan.name} <pr-url> --json" in nxt["brief"]
+    assert f"team-router record pr {plan.name} <pr-url> --repo <repo-name> --json" in nxt["brief"]
     assert f"team-router teardown {plan.name} --integrate --json" in nxt["brief"]
 
 
@@ -387,3 +387,65 @@ def test_a_pr_before_anything_was_built_is_refused_and_nothing_written(home_repo
     commit(api / ".claude" / "worktrees" / plan.name, "b.py", "b = 1\n", "api slice")
     assert record(home_repo, "pr", plan.name, value).code == 0
     assert run_cli("phase", plan.name, "--json", cwd=home_repo).json["resume_at"] == "SHIPPED"
+
+
+# -- one PR per repo ---------------------------------------------------------------------
+
+
+def test_each_repos_pr_is_recorded_under_prs_and_the_first_stays_url(workspace):
+    home = make_repo(workspace, "web")
+    api = make_repo(workspace, "api")
+    topic = new_topic(home)
+    write(topic.plan_dir / "repos.md", repos_md(home, ("api", api), topic="add-rate-limiting"))
+    commit(topic.worktrees["home"], "a.py", "a = 1\n", "slice")
+    web_url, api_url = "https://github.com/acme/web/pull/7", "https://github.com/acme/api/pull/3"
+    first = record(home, "pr", topic.id, web_url)  # no --repo: the home repo's PR
+    assert first.code == 0, first.err + first.out
+    assert first.json["prs"] == [{"repo": "home", "url": web_url}]
+    second = record(home, "pr", topic.id, api_url, "--repo", "api")
+    assert second.code == 0, second.err + second.out
+    assert (second.json["existing"], second.json["value"]) == (False, api_url)
+    assert second.json["prs"] == [{"repo": "home", "url": web_url}, {"repo": "api", "url": api_url}]
+    fm = frontmatter.read_file(topic.plan_dir / "pr.md").data
+    assert (fm["phase"], fm["url"]) == ("pr", web_url)
+    assert fm["prs"] == [{"repo": "home", "url": web_url}, {"repo": "api", "url": api_url}]
+    assert artifacts.recorded_prs(topic.plan_dir / "pr.md") == (
+        artifacts.RecordedPr("home", web_url),
+        artifacts.RecordedPr("api", api_url),
+    )
+    again = record(home, "pr", topic.id, api_url, "--repo", "api")
+    assert (again.code, again.json["existing"]) == (0, True)
+    nxt = run_cli("next", topic.id, "--json", cwd=home).json
+    assert nxt["resume_at"] == "SHIPPED"
+    assert f"team-router -C {api} pr-cleanup {api_url} --json" in nxt["brief"]
+    assert f"team-router -C {home} pr-cleanup {web_url} --json" in nxt["brief"]
+
+
+def test_a_second_url_for_one_repo_is_refused_and_changes_nothing(workspace):
+    home = make_repo(workspace, "web")
+    api = make_repo(workspace, "api")
+    topic = new_topic(home)
+    write(topic.plan_dir / "repos.md", repos_md(home, ("api", api), topic="add-rate-limiting"))
+    commit(topic.worktrees["home"], "a.py", "a = 1\n", "slice")
+    api_url = "https://github.com/acme/api/pull/3"
+    assert record(home, "pr", topic.id, api_url, "--repo", "api").code == 0
+    kept = (topic.plan_dir / "pr.md").read_bytes()
+    res = record(home, "pr", topic.id, "https://github.com/acme/api/pull/4", "--repo", "api")
+    assert (res.code, res.json["error"]["code"]) == (1, "pr-recorded")
+    assert api_url in res.json["error"]["message"]
+    assert (topic.plan_dir / "pr.md").read_bytes() == kept
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("https://github.com/acme/x/pull/1", "--repo", "nope"), "invalid-value"),
+        (("--local", "--repo", "home"), "usage"),
+    ],
+    ids=["unknown-repo", "local-with-repo"],
+)
+def test_record_pr_refuses_a_repo_the_topic_does_not_have(home_repo, args, code):
+    plan = new_topic(home_repo).plan_dir
+    res = record(home_repo, "pr", plan.name, *args)
+    assert (res.code, res.json["error"]["code"]) == (2, code)
+    assert listing(plan) == []

@@ -371,3 +371,81 @@ def test_ci_runs_the_two_commands_the_readme_gives_a_fresh_machine() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert venv in ci and install in ci
     assert ci[-1] == tests == ".venv/bin/python -m pytest -n 2"
+
+
+# -- the method's skills agree with the CLI and the agents ---------------------------------
+
+
+def _steps_the_cli_emits() -> set[str]:
+    """Every ``step`` the phase inference can answer (the second item of what it returns)."""
+    import ast
+
+    source = (ROOT / "router" / "phase" / "infer.py").read_text(encoding="utf-8")
+    steps: set[str] = set()
+
+    def words(node: ast.expr) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.IfExp):
+            return words(node.body) + words(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return [w for v in node.values for w in words(v)]
+        return []
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            elts = node.value.elts
+            if len(elts) == 3 and isinstance(elts[0], ast.Name) and elts[0].id.isupper():
+                steps.update(words(elts[1]))
+    return steps
+
+
+def _exit_codes() -> set[str]:
+    text = (ROOT / "router" / "errors.py").read_text(encoding="utf-8")
+    return {"0", *re.findall(r"^\s+exit_code = (\d+)$", text, re.M)}
+
+
+def test_the_team_skill_names_only_steps_the_cli_emits_and_every_exit_code() -> None:
+    text = (SKILLS / "team" / "SKILL.md").read_text(encoding="utf-8")
+    emitted = _steps_the_cli_emits()
+    assert {"tests", "slices", "review", "draft", "redraft", "worktrees", "teardown"} <= emitted
+    rows = [ln for ln in text.splitlines() if re.match(r"^\| `[A-Z]+` ", ln)]
+    assert len(rows) > 8
+    for row in rows:
+        named = re.findall(r"\(([^)]*)\)", row.split("|")[1])
+        for group in named:
+            assert set(re.findall(r"`([a-z-]+)`", group)) <= emitted and "`" in group, row
+    said = re.search(r"Exit codes: (.*?)\.\n\n", text, re.S).group(1)
+    assert set(re.findall(r"\b(\d+) ", said)) == _exit_codes(), said
+
+
+def test_the_qrspi_table_names_the_agent_that_writes_each_artifact() -> None:
+    from test_agents import ARTIFACT_AUTHORS
+
+    text = (SKILLS / "qrspi-workflow" / "SKILL.md").read_text(encoding="utf-8")
+    writers = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`") and cells[0].endswith(".md`"):
+            writers[cells[0].strip("`")] = cells[2]
+    for agent, files in ARTIFACT_AUTHORS.items():
+        for file in files:
+            spoken = agent.replace("-", " ")
+            assert spoken in writers[file], f"{file}: written by {writers[file]!r}, not {spoken}"
+
+
+def test_pr_cleanup_says_it_acts_on_one_repo_and_walks_every_repos_pr() -> None:
+    text = (SKILLS / "pr-cleanup" / "SKILL.md").read_text(encoding="utf-8")
+    flat = " ".join(text.split())
+    assert "It acts on **one repo**" in flat and "`prs:`" in flat
+    shown = [s.text for s in _fenced_command_lines(SKILLS / "pr-cleanup" / "SKILL.md")]
+    assert any(re.match(r"team-router -C <[^>]+> pr-cleanup <[^>]+> --json$", s) for s in shown)
+
+
+def test_every_repos_pr_is_recorded_under_its_name() -> None:
+    pr_brief = (BRIEFS / "pr.md.j2").read_text(encoding="utf-8")
+    assert re.search(
+        r"team-router record pr \{\{ id \}\} <pr-url> --repo <repo-name> --json", pr_brief
+    )
+    shown = [s.text for s in _fenced_command_lines(SKILLS / "team" / "SKILL.md")]
+    assert "team-router record pr <id> <pr-url> --repo <repo-name> --json" in shown

@@ -141,17 +141,25 @@ def record_pr_cmd(
             help="No PR: record every repo's branch tip, pushed or not (the run is finished).",
         ),
     ] = False,
+    repo_name: Annotated[
+        str | None,
+        typer.Option(
+            "--repo",
+            metavar="NAME",
+            help="The repo whose PR this is, as repos.md names it (default: home).",
+        ),
+    ] = None,
     wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
-    """Record the opened PR's URL as pr.md, or with --local the branch tips of work kept
-    without a PR (the run is SHIPPED from then on)."""
+    """Record an opened PR's URL in pr.md (one per repo: --repo), or with --local the branch
+    tips of work kept without a PR (the run is SHIPPED from then on)."""
     from router.plandir.gates import record_pr
 
     emit(
         "record",
         as_json,
-        lambda: record_pr(cwd_of(ctx), target, url, local=local, wait=wait),
+        lambda: record_pr(cwd_of(ctx), target, url, local=local, repo_name=repo_name, wait=wait),
         _record_text,
     )
 

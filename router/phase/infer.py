@@ -176,9 +176,15 @@ TopicRepo.__doc__ = """One repo of a topic: name, primary root (str | None when 
 the checkout that carries the topic's work (str | None), and its branch."""
 
 
-def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRepo]:
+def topic_repos(
+    repo: Repo, plan: PlanDir, warnings: list[str], *, listed: bool = False
+) -> list[TopicRepo]:
     """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names
-    (:func:`router.topic.model.repo_places` decides, for every command alike)."""
+    (:func:`router.topic.model.repo_places` decides, for every command alike).
+
+    ``listed``: also the repos ``repos.md`` lists that have no worktree yet (a repos.md
+    written at QUESTION), read in their own clone until their worktree is made.
+    """
     from router.topic import state
     from router.topic.model import repo_places
 
@@ -187,18 +193,34 @@ def topic_repos(repo: Repo, plan: PlanDir, warnings: list[str]) -> list[TopicRep
     record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
     text = _read_text(plan.path / a.REPOS)
     lines: tuple[WorktreeLine, ...] = ()
+    secondaries: tuple[tuple[str, str], ...] = ()
     if text:
         # Only a multi-repo topic pays for the repos.md reader (~10 ms to import).
         from router.plandir.reposmd import worktree_lines
 
         lines = tuple(worktree_lines(text))
-    places = repo_places(repo.primary, home_worktree, record, (), lines)
+        if listed:
+            secondaries = _listed_secondaries(plan.path / a.REPOS, warnings)
+    places = repo_places(repo.primary, home_worktree, record, secondaries, lines)
     # The home's branch is the one its record names (a reused checkout keeps its own).
     home_branch = (record.branch if record is not None else None) or plan.id
     return [
         TopicRepo(p.name, p.primary, p.worktree, home_branch if p.is_home else plan.id)
         for p in places
     ]
+
+
+def _listed_secondaries(path: Path, warnings: list[str]) -> tuple[tuple[str, str], ...]:
+    """(name, path) of every additional repo ``repos.md`` lists; () when it does not parse."""
+    from router.errors import RouterError
+    from router.plandir.reposmd import read_repos_md
+
+    try:
+        parsed = read_repos_md(path)
+    except RouterError as exc:
+        warnings.append(f"{path}: {exc.message}")
+        return ()
+    return tuple((s.name, str(s.path)) for s in parsed.secondaries)
 
 
 def _read_text(path: Path) -> str | None:
@@ -417,6 +439,8 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
     repo_warnings: list[str] = []
     repos = topic_repos(repo, plan, repo_warnings)
     resume, inv, warnings = assess(repo, plan, repos)
+    # The brief names every repo of repos.md, worktree or not (research reads them all).
+    shown = brief_repos(topic_repos(repo, plan, [], listed=True))
     warnings += repo_warnings
     expects = expected_artifacts(resume, inv, plan)
     request = kept_request(repo, plan) if resume.resume_at in (WORKTREE, QUESTION) else None
@@ -433,13 +457,54 @@ def next_report(cwd: Path, target: str | None) -> NextReport:
         inv=inv,
         design_round=a.next_round(inv.design_reviews),
         review_round=a.next_round(inv.reviews),
-        repos=repos,
+        repos=shown,
+        branch=shown[0].branch,
+        prs=shipped_prs(inv, shown) if resume.resume_at == SHIPPED else [],
         missing=missing_worktrees(plan, warnings) if resume.resume_at == STRUCTURE else [],
         expects=[str(p) for p in expects],
         request=request,
         ticket=ticket_of(plan.id),
     )
     return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request)
+
+
+BriefRepo = namedtuple("BriefRepo", "name path worktree branch checkout base")
+BriefRepo.__doc__ = """A repo as a brief shows it: the checkout its work happens in (its worktree,
+else its own clone) and ``base``, the ref its topic commits are counted from
+(``origin/<default>``, or the local default branch), rendered so no helper guesses it."""
+
+
+def brief_repos(repos: list[TopicRepo]) -> list[BriefRepo]:
+    """The topic's repos with the checkout to work in and the default branch to diff against."""
+    refs = RepoRefs()
+    shown = []
+    for r in repos:
+        checkout = r.worktree if r.worktree and os.path.isdir(r.worktree) else r.path
+        shown.append(BriefRepo(*r, checkout or "<not found>", _base_of(r, refs)))
+    return shown
+
+
+def _base_of(topic_repo: TopicRepo, refs: RepoRefs) -> str:
+    from router.git import GitError
+
+    if not (topic_repo.path and os.path.isdir(topic_repo.path)):
+        return "<its default branch>"
+    try:
+        default, _tips = refs.of(topic_repo.path)
+    except GitError:
+        default = None
+    if default is None:
+        return "<its default branch: team-router cannot tell it>"
+    return default.best_ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+
+
+def shipped_prs(inv: a.Inventory, repos: list[BriefRepo]) -> list[dict[str, str]]:
+    """Every PR ``pr.md`` records, with the primary clone of its repo (where pr-cleanup runs)."""
+    where = {r.name: r.path for r in repos}
+    return [
+        {"repo": pr.repo, "url": pr.url, "primary": where.get(pr.repo) or "<that repo>"}
+        for pr in a.recorded_prs(inv.path(a.PR))
+    ]
 
 
 def kept_request(repo: Repo, plan: PlanDir) -> str | None:

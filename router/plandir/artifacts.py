@@ -344,6 +344,42 @@ def _verdicts(
     return ordered
 
 
+RecordedPr = namedtuple("RecordedPr", "repo url")
+RecordedPr.__doc__ = (
+    """One repo's PR as ``pr.md`` records it (``prs:``): the repo's name in the topic."""
+)
+
+HOME_REPO = "home"  # the home repo's name in the topic (router.topic.model.HOME)
+
+
+def recorded_prs(path: str | os.PathLike[str]) -> tuple[RecordedPr, ...]:
+    """Every repo's PR ``pr.md`` records, in the order they were recorded; () for none.
+
+    ``prs:`` lists one entry per repo (``record pr ... --repo``); a ``pr.md`` with only
+    ``url:`` (written before ``prs:`` existed) records the home repo's PR. A local
+    finish, or a file that cannot be read, records none.
+    """
+    from pathlib import Path
+
+    from router.plandir import frontmatter  # YAML: prs is a list of mappings
+
+    try:
+        data = frontmatter.read_file(Path(path)).data
+    except (OSError, ValueError):
+        return ()
+    if not isinstance(data, dict) or data.get("phase") != "pr":
+        return ()
+    listed = data.get("prs")
+    if isinstance(listed, list):
+        return tuple(
+            RecordedPr(str(item["repo"]), str(item["url"]))
+            for item in listed
+            if isinstance(item, dict) and item.get("repo") and item.get("url")
+        )
+    url = data.get("url")
+    return (RecordedPr(HOME_REPO, str(url)),) if url else ()
+
+
 def newest_mtime(plan_dir: str) -> float | None:
     """The newest mtime of the files directly in ``plan_dir``; None when it holds none."""
     try:

@@ -36,6 +36,7 @@ class RecordResult:
     existing: bool = False  # the record already said exactly this (temp paths)
     warnings: tuple[str, ...] = ()
     tips: tuple[KeptTip, ...] = ()  # record pr --local: every repo's branch tip
+    prs: tuple[a.RecordedPr, ...] = ()  # record pr URL: every repo's PR recorded so far
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -47,6 +48,7 @@ class RecordResult:
         if self.kind == "pr":
             data["local"] = self.value == "local"
             data["repos"] = [t.to_json() for t in self.tips]
+            data["prs"] = [{"repo": p.repo, "url": p.url} for p in self.prs]
         return data
 
 
@@ -122,16 +124,23 @@ def record_pr(
     url: str | None,
     *,
     local: bool = False,
+    repo_name: str | None = None,
     wait: float = state.DEFAULT_WAIT,
 ) -> RecordResult:
-    """Write ``pr.md``: the PR was opened, or (``local``) the work is kept on its branches.
+    """Write ``pr.md``: a repo's PR was opened, or (``local``) the work is kept on its branches.
 
-    Either way the run is SHIPPED from now on. A later call replaces the record, so a run
-    finished locally is finished with a PR by recording its URL then.
+    Either way the run is SHIPPED from now on. Each repo's PR is an entry of ``prs:``
+    (``repo_name``, the home repo when None); the first one recorded is also ``url:``.
+    A URL replaces a local finish, so a run finished locally is finished with a PR by
+    recording its URL then.
     """
     if local == (url is not None):
         raise BadInput(
             "usage", "record pr takes a PR URL or --local (the work kept without a PR), not both"
+        )
+    if local and repo_name is not None:
+        raise BadInput(
+            "usage", "--repo names the repo of a PR URL; --local records every repo's tip"
         )
     if url is not None and not _URL_RE.fullmatch(url):
         raise BadInput(
@@ -140,13 +149,18 @@ def record_pr(
     repo, plan = _existing_plan(cwd, target)
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         path = plan.path / a.PR
-        if _kept_pr(path, url):
-            return RecordResult("pr", path, url or "local", existing=True)
-        if not os.path.lexists(path):  # the run ships now; replacing a finish was judged then
+        recorded = _recorded(path)
+        name = _topic_repo_name(repo, plan, repo_name or a.HOME_REPO) if url else None
+        if recorded is None:  # the run ships now; replacing a finish was judged then
             _refuse_unbuilt(repo, plan)
-        if url is not None:
-            state.write_atomic(path, _render("pr.md.j2", plan, url=url))
-            return RecordResult("pr", path, url)
+        if url is not None and name is not None:
+            prs = _with_pr(path, recorded, a.RecordedPr(name, url))
+            if prs is None:
+                return RecordResult("pr", path, url, existing=True, prs=recorded or ())
+            state.write_atomic(path, _render("pr.md.j2", plan, url=prs[0].url, prs=prs))
+            return RecordResult("pr", path, url, prs=prs)
+        if recorded:
+            _refuse_dropping_prs(path, recorded)
         warnings: list[str] = []
         tips = kept_tips(repo, plan, warnings)
         _refuse_dropping_tips(path, tips)
@@ -175,32 +189,68 @@ def _refuse_unbuilt(repo: Repo, plan: PlanDir) -> None:
     )
 
 
-def _kept_pr(path: Path, url: str | None) -> bool:
-    """True when ``pr.md`` already records exactly ``url``; refuse to write over any other.
+def _recorded(path: Path) -> tuple[a.RecordedPr, ...] | None:
+    """The PRs ``pr.md`` records (() for a local finish); None when there is no pr.md.
 
-    Replaced are only a local finish (by a URL or a fresh local finish). A recorded
-    URL is the one way pr-cleanup and the user find the PR again: a second URL or
-    ``--local`` would drop it, and a pr.md that ``record pr`` did not write is not ours.
+    A ``pr.md`` that ``record pr`` did not write is not ours to write over: refused.
     """
     if not os.path.lexists(path):
-        return False
+        return None
     fm = a.read_frontmatter(str(path))
     fields = fm.fields if fm.error is None else {}
-    recorded = fields.get("url")
-    if fields.get("phase") != "pr" or not (recorded or fields.get("local") == "true"):
+    if fields.get("phase") != "pr" or not (fields.get("url") or fields.get("local") == "true"):
         raise Refusal(
             "pr-recorded",
             f"{path} exists and is not a record `record pr` wrote (no `phase: pr` with a url "
             "or `local: true`); nothing was written. Move it aside, then record the PR again",
         )
-    if recorded is None or recorded == url:
-        return recorded is not None
-    replaced = f"a second URL ({url})" if url is not None else "--local"
+    return a.recorded_prs(path) if fields.get("url") else ()
+
+
+def _with_pr(
+    path: Path, recorded: tuple[a.RecordedPr, ...] | None, new: a.RecordedPr
+) -> tuple[a.RecordedPr, ...] | None:
+    """The PRs with ``new`` added; None when it is recorded already.
+
+    Each repo has one PR: a second URL for a repo would drop the first, the one way
+    pr-cleanup and the user find it again, so it is refused.
+    """
+    prs = recorded or ()
+    for old in prs:
+        if old.repo != new.repo:
+            continue
+        if old.url == new.url:
+            return None
+        raise Refusal(
+            "pr-recorded",
+            f"{path} already records {old.repo}'s PR {old.url}; a second URL ({new.url}) for "
+            f"{old.repo} would drop it, so nothing was written. If that PR was closed for "
+            f"good, delete pr.md (or only its {old.repo} entry under prs:), then record again",
+        )
+    return (*prs, new)
+
+
+def _refuse_dropping_prs(path: Path, recorded: tuple[a.RecordedPr, ...]) -> None:
+    shown = ", ".join(f"{p.repo}: {p.url}" for p in recorded)
     raise Refusal(
         "pr-recorded",
-        f"{path} already records the PR {recorded}; {replaced} would drop it, so nothing "
-        "was written. If that PR was closed for good, delete pr.md, then record again",
+        f"{path} already records the PR(s) {shown}; --local would drop them, so nothing "
+        "was written. If they were closed for good, delete pr.md, then record again",
     )
+
+
+def _topic_repo_name(repo: Repo, plan: PlanDir, name: str) -> str:
+    """``name`` when it is one of the topic's repos (home, or a repo of repos.md)."""
+    from router.phase.infer import topic_repos
+
+    names = [r.name for r in topic_repos(repo, plan, [], listed=True)]
+    if name not in names:
+        raise BadInput(
+            "invalid-value",
+            f"--repo {name!r} is not a repo of {plan.id} ({', '.join(names)}); "
+            "name the repo as repos.md and `team-router next` name it",
+        )
+    return name
 
 
 def _refuse_dropping_tips(path: Path, tips: list[KeptTip]) -> None:
@@ -216,7 +266,7 @@ def _refuse_dropping_tips(path: Path, tips: list[KeptTip]) -> None:
 
     recorded = frontmatter.read_file(path).data.get("repos")
     if not isinstance(recorded, list):
-        return  # a URL record, or one this cannot read: _kept_pr judged it already
+        return  # a URL record, or one this cannot read: _recorded judged it already
     now = {t.name: t for t in tips}
     for old in recorded:
         if not isinstance(old, dict) or not old.get("tip"):

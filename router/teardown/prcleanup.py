@@ -26,10 +26,11 @@ from pathlib import Path
 
 from router import git as g
 from router import gitfiles, github
-from router.errors import BadInput, Refusal
+from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
-from router.plandir.artifacts import read_temp_paths
+from router.plandir.artifacts import PR as PR_FILE
+from router.plandir.artifacts import read_temp_paths, recorded_prs
 from router.progress import Echo
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
 from router.teardown.nested import survey_nested, survey_remains
@@ -70,7 +71,7 @@ from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
 )
 from router.topic import state
-from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link
+from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link, resolve
 from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
@@ -197,7 +198,8 @@ def resolve_target(
                 "invalid-branch",
                 f"{cwd} is on a detached HEAD; name the branch or the PR to clean up",
             )
-        return CleanupTarget(validate_branch(repo.git, current, what="the checked-out branch"))
+        branch = validate_branch(repo.git, current, what="the checked-out branch")
+        return CleanupTarget(branch, recorded_pr(repo, branch, hub))
     if PR_NUMBER_RE.fullmatch(target):
         return _from_pr(repo, int(target), hub)
     if target.startswith("https://"):
@@ -216,7 +218,37 @@ def resolve_target(
                 "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}"
             )
         return _from_pr(repo, parsed.number, hub)
-    return CleanupTarget(validate_branch(repo.git, target, what="branch"))
+    branch = validate_branch(repo.git, target, what="branch")
+    return CleanupTarget(branch, recorded_pr(repo, branch, hub))
+
+
+def recorded_pr(repo: Repo, branch: Branch, hub: GitHub | Unavailable) -> PullRequest | None:
+    """This repo's PR of the topic, as ``pr.md`` records it (``prs:``), read through gh.
+
+    A multi-repo topic has one PR per repo: pr-cleanup of the topic's branch asks gh
+    about the PR recorded for the repo it runs in rather than searching by head name.
+    None (search by head as before) when nothing is recorded for this repo, the
+    recorded PR is another repository's or a fork's, names another head, or gh
+    cannot answer: a record never widens what the merge proof accepts.
+    """
+    topic_id = branch_topic(repo, branch)
+    if not isinstance(hub, GitHub) or topic_id is None:
+        return None
+    record = state.read_record_or_none(repo.common_dir, topic_id)
+    try:
+        _home, plan = resolve(repo.primary, topic_id)
+    except (RouterError, GitError, OSError):
+        return None  # no plan dir to read: the search by head answers as before
+    name = record.repo if record is not None else "home"
+    url = next((p.url for p in recorded_prs(plan.path / PR_FILE) if p.repo == name), None)
+    parsed = github.parse_pr_url(url) if url else None
+    if parsed is None or not parsed.slug.same(hub.slug):
+        return None
+    try:
+        found = hub.view(parsed.number)
+    except GhFailed:
+        return None
+    return found if found.same_repo(hub.slug) and found.head_ref == branch else None
 
 
 def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> CleanupTarget:
