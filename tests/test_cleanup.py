@@ -597,6 +597,51 @@ def test_a_diverged_default_branch_is_reported_never_resolved(web, no_gh):
     assert_cleaned(web, worktree)
 
 
+def test_a_diverged_default_branch_is_left_to_the_user_in_the_plan_the_record_and_a_rerun(
+    web, no_gh
+):
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    local = commit(web, "local.txt", "local\n", "a local commit on main")
+    left = (
+        f"main has 1 commit(s) of its own that origin/main lacks, so --ff-only cannot move it; "
+        f"rebase them yourself (`git -C {web} pull --rebase origin main`)"
+    )
+    dry = cleanup(web, TOPIC_ID, "--dry-run")
+    assert dry.code == 0, dry.out + dry.err
+    assert steps(dry.json)["update-default"] == {
+        "name": "update-default",
+        "outcome": "failed",
+        "detail": f"would fail and be left to you: {left}",
+    }
+    res = cleanup(web, TOPIC_ID)
+    assert res.code == 0, res.out + res.err
+    update = steps(res.json)["update-default"]
+    assert update["outcome"] == "failed" and update["detail"].endswith(f"; left to you: {left}")
+    assert_cleaned(web, worktree)
+    mark = json.loads((web / ".git" / "team-router" / "topics" / f"{TOPIC_ID}.json").read_text())
+    assert mark["teardown"] == {
+        "done": ["remove", "branch", "verify-gone", "plan-dir", "local-state"],
+        "complete": True,
+        "left": ["update-default"],
+    }
+    doctor = run_cli("doctor", "--json", cwd=web)
+    assert (doctor.code, doctor.json["findings"]) == (0, [])
+    for args in (("--dry-run",), ()):  # a rerun, and its plan, do not fail at it again
+        result = cleanup(web, TOPIC_ID, *args)
+        assert result.code == 0, result.out + result.err
+        assert steps(result.json)["update-default"] == {
+            "name": "update-default",
+            "outcome": "skipped",
+            "detail": "not done: left to you by an earlier run: main could not be "
+            f"fast-forwarded to origin/main; update it yourself (`git -C {web} pull --rebase "
+            "origin main`)",
+        }
+        assert not any("was not updated" in w for w in result.json["warnings"])
+    assert git(web, "rev-parse", "main") == local and status(web) == ""
+    assert run_cli("doctor", "--json", cwd=web).json["findings"] == []
+
+
 def test_the_topic_lock_is_held(web, no_gh):
     worktree = pushed_topic(web)
     merge_on_origin(web, TOPIC_ID, how="merge")

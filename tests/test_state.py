@@ -294,7 +294,7 @@ def test_the_first_update_writes_an_old_record_back_in_the_new_schema(tmp_path):
     state.update_record(tmp_path, ID, lambda r: r.with_step("extra-step"))
     data = json.loads(path.read_text(encoding="utf-8"))
     assert "extra" not in data and data["schema"] == state.SCHEMA
-    assert data["teardown"] == {"done": ["integrate"], "complete": False}
+    assert data["teardown"] == {"done": ["integrate"], "complete": False, "left": []}
     assert data["included"] == [".env"] and data["temp_paths"] == ["/tmp/x"]
     assert data["steps"][-1] == "extra-step"
     assert state.corrupt_records(tmp_path) == []

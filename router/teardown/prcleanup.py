@@ -50,8 +50,10 @@ from router.teardown.steps import (
     git_failed,
     in_use_blocker,
     included_copies,
+    left_earlier,
     merge_proof,
     nested_blocker,
+    preview_update_default,
     prune_origin,
     reflog_blocker,
     refused,
@@ -779,7 +781,10 @@ def run_steps(
     if not abandon:
         run.step(
             "update-default",
-            lambda: update_default(repo, found.default, rebase=False, fresh=found.fetched),
+            lambda: (
+                _left_earlier(repo, found)
+                or update_default(repo, found.default, rebase=False, fresh=found.fetched)
+            ),
             guarded=False,
         )
     else:
@@ -1169,16 +1174,31 @@ def _finished(step: StepResult) -> bool:
     )
 
 
+def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
+    name = found.default.name if found.default else "the default branch"
+    why = (
+        f"{name} could not be fast-forwarded to origin/{name}; update it yourself "
+        f"(`git -C {repo.primary} pull --rebase origin {name}`)"
+    )
+    return left_earlier(found.record, "update-default", why)
+
+
 def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> None:
-    """Mark the topic's record as teardown does, so a rerun (of either command) skips what is done."""
+    """Mark the topic's record as teardown does, so a rerun (of either command) skips what is done.
+
+    What is finished, and what was left to the user: a default branch --ff-only
+    could not move leaves the cleanup complete (doctor has nothing to report), and
+    a rerun says it is left instead of failing at it again.
+    """
     if found.topic_id is None or found.record is None:
         return
     finished = {s.name for s in steps if s.name in TEARDOWN_STEPS and _finished(s)}
-    ok = not any(s.stopped for s in steps)
+    ok = not any(s.blocks for s in steps)
+    left = [s.name for s in steps if s.left_to_user]
 
     def change(record: state.TopicRecord) -> state.TopicRecord:
         mark = (record.teardown or state.TeardownMark()).with_done(
-            finished, TEARDOWN_STEPS, complete=ok
+            finished, TEARDOWN_STEPS, complete=ok, left=left
         )
         return dataclasses.replace(record, teardown=mark, pr_cleanup_mode=str(mode))
 
@@ -1221,7 +1241,9 @@ def preview(
         else done("remove", "no worktree: already gone")
     )
     if not abandon:
-        steps.append(done("update-default", f"would fast-forward {found.default.name} (--ff-only)"))
+        steps.append(
+            _left_earlier(repo, found) or preview_update_default(repo, found.default, rebase=False)
+        )
     else:
         steps.append(
             done("snapshot", f"would keep {found.branch}'s tip in a snapshot ref")
@@ -1298,7 +1320,7 @@ class CleanupResult:
     def exit_code(self) -> int:
         # A default branch that cannot fast-forward is reported (a warning), not
         # a failure of the cleanup: it is the user's to resolve, never ours.
-        return 1 if any(s.stopped and s.name != "update-default" for s in self.steps) else 0
+        return 1 if any(s.blocks for s in self.steps) else 0
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -1535,7 +1557,7 @@ def _decide(
 
 def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> None:
     for s in steps:
-        if s.name == "update-default" and s.stopped:
+        if s.left_to_user:
             warnings.append(f"{found.default.name} was not updated: {s.detail}")
 
 

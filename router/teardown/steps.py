@@ -69,6 +69,9 @@ STEPS = (
     "sweep",
     "local-state",
 )
+# Steps whose stop is the user's to resolve, never a failure of the command: a
+# default branch that cannot move is reported and left as it was (DESIGN §9, §11).
+LEFT_TO_USER = frozenset({"update-default"})
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
 # A step's detail when Ctrl-C stopped it ("not done" keeps it out of the record's done steps).
 INTERRUPTED_STEP = "not done: interrupted (Ctrl-C)"
@@ -92,6 +95,16 @@ class StepResult:
     def stopped(self) -> bool:
         return self.outcome in {Outcome.REFUSED, Outcome.FAILED}
 
+    @property
+    def left_to_user(self) -> bool:
+        """Stopped at what the user finishes (the record keeps it as left, not as failed)."""
+        return self.stopped and self.name in LEFT_TO_USER
+
+    @property
+    def blocks(self) -> bool:
+        """Stopped, and the command failed for it (exit 1)."""
+        return self.stopped and not self.left_to_user
+
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
             "name": self.name,
@@ -106,9 +119,9 @@ class StepResult:
 def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | None:
     """DESIGN §13's ``error`` for steps (``(where, step)``) that stopped: the first one, and how many more.
 
-    A default branch left as it was (``update-default``) is a warning, never the error.
+    A step left to the user (a default branch left as it was) is a warning, never the error.
     """
-    stopped = [(where, s) for where, s in steps if s.stopped and s.name != "update-default"]
+    stopped = [(where, s) for where, s in steps if s.blocks]
     if not stopped:
         return None
     where, step = stopped[0]
@@ -1472,10 +1485,12 @@ def update_default(
     except GitError as exc:
         if rebase:
             g.rebase_abort(repo.git)
+        own = _own_commits(repo, default) if not rebase else 0
         return failed(
             name,
             f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
-            f"{default.name} left as it was",
+            f"{default.name} left as it was"
+            + (f"; left to you: {diverged(repo, default, own)}" if own else ""),
             exc.code,
         )
     how = "rebased onto" if rebase else "fast-forwarded to"
@@ -1485,6 +1500,70 @@ def update_default(
         name,
         f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
         f"{_follow_submodules(repo)}",
+    )
+
+
+def _own_commits(repo: Repo, default: DefaultBranch) -> int:
+    """Commits of the local default branch that origin's lacks (0 when either ref is missing)."""
+    if default.local_ref is None or default.remote_ref is None:
+        return 0
+    try:
+        return repo.git.count_commits(f"{default.remote_ref}..{default.local_ref}")
+    except GitError:
+        return 0
+
+
+def left_earlier(record: state.TopicRecord | None, name: str, why: str) -> StepResult | None:
+    """``name`` when an earlier run left it to the user (its record says so): not tried again.
+
+    Tried again it would fail the same way (the default branch has not moved
+    for the user yet) and report the same failure on every rerun. "not done"
+    keeps it out of the record's done steps: it stays left.
+    """
+    mark = record.teardown if record is not None else None
+    if mark is None or name not in mark.left:
+        return None
+    return skipped(name, f"not done: left to you by an earlier run: {why}")
+
+
+def preview_update_default(
+    repo: Repo, default: DefaultBranch | None, *, rebase: bool
+) -> StepResult:
+    """What :func:`update_default` will do, decided from the same facts (after this command's fetch)."""
+    name = "update-default"
+    if default is None:
+        return skipped(name, "the default branch is unknown: nothing to update")
+    if not repo.git.has_remote("origin"):
+        return skipped(name, "no origin: nothing to update")
+    busy, _ = why_primary_busy(repo, default)
+    if busy:
+        return skipped(
+            name, f"would fetch only: the primary clone would not be updated because {busy}"
+        )
+    local, remote = default.local_ref, default.remote_ref
+    mode = "--rebase" if rebase else "--ff-only"
+    if local is None or remote is None:
+        return done(name, f"would run git pull {mode} origin {default.name}")
+    if repo.git.is_ancestor(remote, local):
+        return done(name, f"{default.name} already holds origin/{default.name}: nothing to pull")
+    own = repo.git.count_commits(f"{remote}..{local}")
+    if not own:
+        return done(name, f"would fast-forward {default.name} to origin/{default.name}")
+    if rebase:
+        return done(
+            name,
+            f"would run git pull --rebase origin {default.name} ({default.name} has {own} "
+            "commit(s) of its own)",
+        )
+    return failed(name, f"would fail and be left to you: {diverged(repo, default, own)}")
+
+
+def diverged(repo: Repo, default: DefaultBranch, own: int) -> str:
+    """Why --ff-only cannot move the default branch, and what the user does about it."""
+    return (
+        f"{default.name} has {own} commit(s) of its own that origin/{default.name} lacks, so "
+        f"--ff-only cannot move it; rebase them yourself (`git -C {repo.primary} pull --rebase "
+        f"origin {default.name}`)"
     )
 
 

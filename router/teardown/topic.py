@@ -57,6 +57,7 @@ from router.teardown.steps import (
     integrate_commits,
     integration,
     is_primary_clone,
+    left_earlier,
     local_state_ran,
     local_state_step,
     mark_done,
@@ -422,7 +423,7 @@ class TeardownReport:
         # A default branch that cannot be rebased is reported (a warning), not a
         # failure of the teardown: it is the user's to resolve, and counting it
         # would make every later teardown of the torn-down topic exit 1.
-        return not any(s.stopped and s.name != "update-default" for s in self.steps)
+        return not any(s.blocks for s in self.steps)
 
     @property
     def interrupted(self) -> bool:
@@ -516,17 +517,24 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
     )
     run(
         "update-default",
-        lambda: _with_prune(
-            update_default(
+        lambda: (
+            left_earlier(
+                target.record,
+                "update-default",
+                f"the default branch could not be updated in {repo.primary}; update it yourself",
+            )
+            or _with_prune(
+                update_default(
+                    repo,
+                    plan.default,
+                    has_origin=plan.has_origin,
+                    known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
+                    at_origin=plan.default_at_origin,
+                    fresh=plan.reachable,
+                ),
                 repo,
-                plan.default,
-                has_origin=plan.has_origin,
-                known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
-                at_origin=plan.default_at_origin,
-                fresh=plan.reachable,
-            ),
-            repo,
-            plan,
+                plan,
+            )
         ),
         guarded=False,
     )
@@ -677,10 +685,11 @@ def _record_teardown(
         or (s.outcome is Outcome.SKIPPED and not s.detail.startswith("not done"))
     ]
     complete = report.ok and not report.interrupted
+    left = [s.name for s in report.steps if s.left_to_user]
 
     def change(record: state.TopicRecord) -> state.TopicRecord:
         mark = (record.teardown or state.TeardownMark()).with_done(
-            finished, STEPS, complete=complete
+            finished, STEPS, complete=complete, left=left
         )
         return dataclasses.replace(record, teardown=mark)
 
@@ -842,7 +851,7 @@ def teardown(
         f"{r.name}: the default branch was not updated: {s.detail}"
         for r in reports
         for s in r.steps
-        if s.name == "update-default" and s.stopped
+        if s.left_to_user
     ]
     warnings += _left_locks(plans)
     return TeardownResult(scope.id, tuple(reports), warnings=warnings)

@@ -104,14 +104,30 @@ class TeardownMark:
 
     done: tuple[str, ...] = ()
     complete: bool = False
+    # Steps a run stopped at that are the user's to finish, not the tool's (a
+    # default branch --ff-only cannot move): settled for ``complete``, and a
+    # rerun reports them left rather than failing at them again.
+    left: tuple[str, ...] = ()
 
     def with_done(
-        self, steps: Iterable[str], order: Sequence[str], *, complete: bool
+        self,
+        steps: Iterable[str],
+        order: Sequence[str],
+        *,
+        complete: bool,
+        left: Iterable[str] = (),
     ) -> TeardownMark:
-        """The one merge of done steps: earlier runs' and these, in ``order`` (unknown last)."""
+        """The one merge of done steps: earlier runs' and these, in ``order`` (unknown last).
+
+        A step done now is no longer left to the user.
+        """
         rank = {name: n for n, name in enumerate(order)}
-        merged = sorted(set(self.done) | set(steps), key=lambda s: (rank.get(s, len(rank)), s))
-        return TeardownMark(tuple(merged), complete)
+
+        def ordered(names: set[str]) -> tuple[str, ...]:
+            return tuple(sorted(names, key=lambda s: (rank.get(s, len(rank)), s)))
+
+        done = set(self.done) | set(steps)
+        return TeardownMark(ordered(done), complete, ordered((set(self.left) | set(left)) - done))
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +262,7 @@ class TopicRecord:
             data["teardown"] = {
                 "done": list(self.teardown.done),
                 "complete": self.teardown.complete,
+                "left": list(self.teardown.left),
             }
         if self.integrating is not None:
             data["integrating"] = self.integrating.to_json()
@@ -332,9 +349,13 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
 def _teardown_of(value: object) -> TeardownMark | None:
     if value is None:
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("done", []), list):
-        raise ValueError("teardown must be an object with a list of done steps")
-    return TeardownMark(tuple(value.get("done", [])), value.get("complete", False))
+    if not isinstance(value, dict) or not all(
+        isinstance(value.get(key, []), list) for key in ("done", "left")
+    ):
+        raise ValueError("teardown must be an object with lists of done and left steps")
+    return TeardownMark(
+        tuple(value.get("done", [])), value.get("complete", False), tuple(value.get("left", []))
+    )
 
 
 def _picking_of(value: object) -> Picking | None:
@@ -376,9 +397,12 @@ def _check_shape(record: TopicRecord) -> None:
             raise ValueError(f"{key} must be a list of strings")
     mark = record.teardown
     if mark is not None and (
-        not all(isinstance(s, str) for s in mark.done) or not isinstance(mark.complete, bool)
+        not all(isinstance(s, str) for s in (*mark.done, *mark.left))
+        or not isinstance(mark.complete, bool)
     ):
-        raise ValueError("teardown.done must be strings and teardown.complete true or false")
+        raise ValueError(
+            "teardown.done and teardown.left must be strings and teardown.complete true or false"
+        )
     if record.restored is not None and not all(
         isinstance(v, str) for v in astuple(record.restored)
     ):
