@@ -969,7 +969,8 @@ def test_a_refused_dry_run_says_dry_run_and_never_suggests_abandoning(web, no_gh
     assert "abandon" not in real.json["error"]["message"]
 
 
-def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, workspace):
+@pytest.mark.parametrize("where", ["primary", "worktree", "worktree-no-target"])
+def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, workspace, where):
     clone = workspace / "separated"
     git(
         workspace,
@@ -983,9 +984,24 @@ def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, work
     git(clone, "remote", "set-head", "origin", "main")
     worktree = pushed_topic(clone)
     merge_on_origin(clone, TOPIC_ID, how="merge")
-    res = cleanup(clone, TOPIC_ID)
+    # git lists such a clone's git dir as its main worktree; from inside the
+    # worktree the primary clone is still found, and the answer is the same.
+    target = () if where == "worktree-no-target" else (TOPIC_ID,)
+    res = cleanup(clone, *target, cwd=clone if where == "primary" else worktree)
     assert res.code == 0, res.out + res.err
+    assert [(s["name"], s["outcome"]) for s in res.json["steps"]] == [
+        ("remove", "done"),
+        ("verify-gone", "done"),
+        ("update-default", "done"),
+        ("branch", "done"),
+        ("remote-branch", "done"),
+        ("prune", "done"),
+        ("reclaim", "skipped"),
+        ("plan-dir", "skipped"),
+        ("local-state", "done"),
+    ]
     assert not worktree.exists() and TOPIC_ID not in branches(clone)
+    assert worktree_paths(clone) == [str(workspace / "separated.git")]
     assert status(clone) == ""
 
 

@@ -74,7 +74,35 @@ def primary_root(layout: RepoLayout) -> Path:
     if layout.common_dir.name == ".git":
         return layout.common_dir.parent
     entries = Git(layout.toplevel).worktree_list()
-    return Path(os.path.realpath(entries[0].path))
+    listed = Path(os.path.realpath(entries[0].path))
+    if listed != layout.common_dir:
+        return listed  # core.worktree: git knows the main working tree
+    # A clone made with --separate-git-dir: its git dir keeps no pointer to its work
+    # tree, so git lists the git dir itself as the main worktree. The checkout
+    # whose .git names the common dir is it; where to look comes from this tool.
+    found = next(
+        (p for p in _may_be_primary(layout) if gitfiles.checkout_git_dir(p) == layout.common_dir),
+        None,
+    )
+    return found or listed
+
+
+def _may_be_primary(layout: RepoLayout) -> list[Path]:
+    """Where the main checkout of ``layout``'s repo may be: above a worktree the
+    router made (``<primary>/.claude/worktrees/<name>``), and what its records name."""
+    from router.topic import state
+
+    places = []
+    above = layout.toplevel.parents
+    if len(above) > 2 and layout.toplevel.parent == above[2] / WORKTREES_DIR:
+        places.append(above[2])
+    for topic_id in state.list_records(layout.common_dir):
+        record = state.read_record_or_none(layout.common_dir, topic_id)
+        if record is not None:
+            places += [Path(r.path) for r in record.repos if r.name == "home"]
+            if record.worktree is not None:
+                places.append(Path(record.worktree).parent.parent.parent)
+    return list(dict.fromkeys(places))
 
 
 def default_branch(git: Git, refs: Mapping[str, str] | None = None) -> DefaultBranch | None:
