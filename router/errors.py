@@ -132,6 +132,7 @@ CODES = frozenset(
         "nested-work",
         "no-identity",
         "removal-interrupted",
+        "removal-blocked",
         "step-failed",
         "step-refused",
         "local-state-failed",

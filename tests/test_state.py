@@ -80,7 +80,13 @@ def test_a_record_round_trips_every_field(tmp_path):
         teardown=state.TeardownMark(("integrate", "remove"), False),
         restored=state.Restored("a" * 40, f"{ID}-restored", "/w2"),
         integrating=state.Picking(ID, "main", "b" * 40, ("c" * 40,)),
-        removing=state.Removal("/w", 1.5),
+        removing=state.Removal(
+            "/w",
+            (
+                state.Judged("a.txt", 2049, 12, 0o100644, 5, 10**18, 10**18 + 1),
+                state.Judged("dir/b:c.txt", 2049, 13, 0o120777, 3, 7, 8, "d" * 64),
+            ),
+        ),
         pr_cleanup_mode="merged",
         host_removal=state.HostRemoval("/w", "removed"),
     )
@@ -280,7 +286,8 @@ def test_a_schema_1_record_with_extra_reads_as_named_fields(tmp_path):
         teardown=state.TeardownMark(("integrate",), False),
         restored=state.Restored("a" * 40, f"{ID}-restored", "/w2"),
         integrating=state.Picking(ID, "main", "b" * 40, ("c" * 40,)),
-        removing=state.Removal("/w", 1.5),
+        # An earlier version's mark journaled no files: all left there is kept.
+        removing=state.Removal("/w"),
         pr_cleanup_mode="merged",
         host_removal=state.HostRemoval("/w", "kept", "holds work"),
         schema=state.SCHEMA,
@@ -311,12 +318,26 @@ def test_an_old_record_with_malformed_marks_keeps_what_it_can(tmp_path):
     assert (record.teardown, record.integrating, record.removing) == (None, None, None)
 
 
+def test_a_removal_mark_of_the_earlier_version_reads_as_one_that_journaled_no_files(tmp_path):
+    # It held a time that file times were compared with; nothing is decided by it now.
+    data = {"id": ID, "repo": "home", "branch": ID, "schema": 2}
+    data["removing"] = {"path": "/w", "at": 1.5}
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    record = state.read_record(tmp_path, ID)
+    assert record is not None and record.removing == state.Removal("/w", ())
+
+
 NEW_BAD = [
     {"schema": 2, "teardown": {"done": "integrate"}},
     {"schema": 2, "integrating": {"branch": ID, "target": "main", "tip": "no", "commits": []}},
     {"schema": 2, "restored": {"snapshot": 1, "branch": "b", "worktree": "/w"}},
     {"schema": 2, "included": ".env"},
     {"schema": 2, "host_removal": {"worktree": "/w", "outcome": 3}},
+    {"schema": 2, "removing": {"files": []}},
+    {"schema": 2, "removing": {"path": "/w", "files": ["1:2:3:x:5:6::a.txt"]}},
+    {"schema": 2, "removing": {"path": "/w", "files": "a.txt"}},
     {"schema": 99},
     {"extra": []},
 ]

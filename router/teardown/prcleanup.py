@@ -301,6 +301,9 @@ class Survey:
     kept_worktree: str = ""
     kept_branch: str = ""
     fetched: bool = False  # this command's fetch of origin succeeded, moments before the survey
+    # The topic's worktree a removal of ours stopped half-way in, once git had dropped its
+    # registration (it does even when it cannot delete every file): the journal finishes it.
+    unfinished: Path | None = None
 
     @property
     def remote_known(self) -> bool:
@@ -308,13 +311,13 @@ class Survey:
 
     @property
     def worktree_path(self) -> Path | None:
-        return Path(self.worktree.path) if self.worktree else None
+        return Path(self.worktree.path) if self.worktree else self.unfinished
 
     def anything_left(self, repo: Repo) -> bool:
         plan = self.topic_id is not None and os.path.lexists(
             repo.primary / PLANS_DIR / self.topic_id
         )
-        return bool(self.tip or self.worktree or self.remote_tip or plan)
+        return bool(self.tip or self.worktree_path or self.remote_tip or plan)
 
 
 def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool = False) -> Survey:
@@ -339,7 +342,8 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool 
     )
     # What git has not deleted yet of a removal the record marks is no one's work:
     # the remove step finishes it (never "commit them": that would commit deletions).
-    removing = bool(
+    unfinished = _unfinished_removal(repo, topic, record) if worktree is None else None
+    removing = unfinished is not None or bool(
         worktree and topic and removal_started(repo, topic, Path(worktree.path)) is not None
     )
     # A kept checkout is not removed: its changes lose nothing, and refuse nothing.
@@ -368,7 +372,20 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool 
         repo.common_dir,
         kept_worktree,
         kept_branch,
+        unfinished=unfinished,
     )
+
+
+def _unfinished_removal(
+    repo: Repo, topic: TopicRef | None, record: state.TopicRecord | None
+) -> Path | None:
+    """The topic's worktree, no longer registered, that a removal of ours left half-way (None: none)."""
+    if topic is None or record is None or record.worktree is None:
+        return None
+    path = Path(record.worktree)
+    if not os.path.lexists(path) or removal_started(repo, topic, path) is None:
+        return None
+    return path
 
 
 def branch_topic(repo: Repo, branch: str) -> str | None:
@@ -841,13 +858,15 @@ def _close_prs(
 def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> StepResult:
     if found.kept_worktree:
         return skipped("remove", found.kept_worktree)
-    if found.worktree is None:
+    if found.worktree_path is None:
         return done("remove", f"no worktree has {found.branch} checked out: already gone")
     copied = _copied_note(repo, found)
     if copied and force:
         warnings.append(f"removing {found.worktree_path}: {copied}")
     topic = topic_ref(found.topic_id, found.record)
-    result, _ = remove_worktree(repo, found.worktree_path, found.branch, force=force, topic=topic)
+    result, _ = remove_worktree(
+        repo, found.worktree_path, found.branch, force=force, topic=topic, again="pr-cleanup"
+    )
     if result.outcome is Outcome.DONE and copied:
         return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
     return result
@@ -856,7 +875,7 @@ def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> S
 def _verify_gone(repo: Repo, found: Survey) -> StepResult:
     if found.kept_worktree:
         return skipped("verify-gone", "the worktree is kept")
-    if found.worktree is None:
+    if found.worktree_path is None:
         return done("verify-gone", "no worktree to re-check")
     return verify_gone(repo, found.worktree_path)
 

@@ -16,7 +16,6 @@ import dataclasses
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,6 +37,7 @@ from router.teardown.nested import (
     survey_registration,
     survey_remains,
 )
+from router.teardown.removal import began, delete_judged, described, journal, unjudged, with_content
 from router.teardown.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -764,7 +764,8 @@ def remove_worktree(
     force: bool,
     entries: list[WorktreeEntry] | None = None,
     topic: TopicRef | None = None,
-    clean_since: float | None = None,
+    proven_clean: bool = False,
+    again: str = "teardown",
 ) -> tuple[StepResult, Snapshot | None]:
     """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
 
@@ -772,12 +773,13 @@ def remove_worktree(
     whatever ``force`` says: the snapshot cannot keep it. Without ``force``
     git's own check is the guard: ``git worktree remove`` refuses a worktree
     with changed or untracked files, and only then is the status read, to
-    name them. With ``topic``, the record marks the removal once the worktree
-    is proven clean (or snapshotted), so a rerun after a kill finishes a
-    half-deleted worktree instead of reading its deletions as work.
-    ``clean_since``: this command's status showed the worktree clean when it
-    began at that time (see :func:`proof_time`); git's own check covers the
-    moments since, and the mark dates from then.
+    name them. Before git deletes anything, the removal journal (with
+    ``topic``, in the record) names every file there: a rerun after a kill,
+    or after a file git could not delete, finishes the removal from it
+    instead of reading its deletions as work. ``proven_clean``: this
+    command's plan read the worktree's status and found it clean; git's own
+    check covers the moments since. ``again``: the command a message says to
+    run again.
     """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
@@ -789,7 +791,10 @@ def remove_worktree(
     started = removal_started(repo, topic, path) if topic is not None else None
     if topic is not None and started is not None:
         registered = entry is not None
-        return finish_removal(repo, path, started, topic, branch, registered=registered), None
+        finished = finish_removal(
+            repo, path, started, topic, branch, registered=registered, again=again
+        )
+        return finished, None
     if entry is None:
         there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
         return skipped(name, f"{path} is not a registered worktree: {there}"), None
@@ -799,7 +804,7 @@ def remove_worktree(
     exists = os.path.isdir(path)
     # A directory deleted by hand leaves its submodules' git dirs in the registration.
     nested = survey_nested(path) if exists else survey_registration(repo.common_dir, path)
-    blocker = nested_blocker(path, nested)
+    blocker = nested_blocker(path, nested, again=again)
     if blocker is not None:
         return blocker, None
     gone = gone_with(nested)
@@ -807,40 +812,32 @@ def remove_worktree(
     if not force:
         if entry.locked:
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
-        since = clean_since
-        if since is None and exists:
+        if exists:
             # git's own check below does not see what our info/exclude line hides.
-            since = proof_time()
             status = with_hidden(
-                Git(path).status() if topic is not None else StatusReport(),
+                Git(path).status() if topic is not None and not proven_clean else StatusReport(),
                 hidden_work(path, topic_id),
             )
             if status.dirty:
                 return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
-        elif exists:
-            # The plan's status saw it clean; git's own check below covers the moments
-            # since, except what our info/exclude line hides from it.
-            late = with_hidden(StatusReport(), hidden_work(path, topic_id))
-            if late.dirty:
-                return worktree_blocker(path, entry, late), None  # type: ignore[return-value]
+        removal = _mark_removal(repo, topic, path, branch)
         try:
-            _mark_removal(repo, topic, path, branch, since)
             # A registration whose directory is gone holds nothing: --force drops it.
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
             if exc.returncode < 0:
-                return removal_interrupted(path, exc), None
+                return removal_interrupted(path, exc, again), None
             if exists and g.SUBMODULES_REFUSAL in exc.stderr:
-                result = _remove_with_submodules(repo, path, entry, gone)
-                if result.outcome is Outcome.DONE:
-                    _unmark_removal(repo, topic, branch)
-                return result, None
+                return _remove_with_submodules(
+                    repo, path, entry, gone, removal, topic, branch, again
+                ), None
+            if _began(repo, path, removal):
+                return _finish_after(repo, path, removal, topic, branch, exc, again), None
             _unmark_removal(repo, topic, branch)
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
             return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
         _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}{gone}"), None
-    since = proof_time()
     hidden = hidden_work(path, topic_id) if exists else ()
     status = with_hidden(Git(path).status(), hidden) if exists else StatusReport()
     snap = None
@@ -857,12 +854,14 @@ def remove_worktree(
             )
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
+    removal = _mark_removal(repo, topic, path, branch)
     try:
-        _mark_removal(repo, topic, path, branch, since)
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
         if exc.returncode < 0:
-            return removal_interrupted(path, exc), snap
+            return removal_interrupted(path, exc, again), snap
+        if _began(repo, path, removal):
+            return _finish_after(repo, path, removal, topic, branch, exc, again), snap
         _unmark_removal(repo, topic, branch)
         return git_failed(name, f"git worktree remove {path} failed", exc), snap
     _unmark_removal(repo, topic, branch)
@@ -870,7 +869,16 @@ def remove_worktree(
     return done(name, f"removed {path}{kept}{gone}"), snap
 
 
-def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: str) -> StepResult:
+def _remove_with_submodules(
+    repo: Repo,
+    path: Path,
+    entry: WorktreeEntry,
+    gone: str,
+    removal: state.Removal,
+    topic: TopicRef | None,
+    branch: str,
+    again: str,
+) -> StepResult:
     """git removes a worktree holding submodules only with --force: our checks stand in for its own.
 
     Its own check is the status read here (submodules included), and every
@@ -878,11 +886,18 @@ def _remove_with_submodules(repo: Repo, path: Path, entry: WorktreeEntry, gone: 
     """
     blocker = worktree_blocker(path, entry, Git(path).status())
     if blocker is not None:
+        _unmark_removal(repo, topic, branch)
         return blocker
     try:
         repo.git.worktree_remove(path, force=True, keep_locked=True)
     except GitError as exc:
+        if exc.returncode < 0:
+            return removal_interrupted(path, exc, again)
+        if _began(repo, path, removal):
+            return _finish_after(repo, path, removal, topic, branch, exc, again)
+        _unmark_removal(repo, topic, branch)
         return failed("remove", f"git worktree remove --force {path} failed: {exc.first_line}")
+    _unmark_removal(repo, topic, branch)
     return done("remove", f"removed {path}{gone}")
 
 
@@ -943,36 +958,28 @@ def gone_with(nested: tuple[NestedRepo, ...]) -> str:
     return f"; the repositories inside, holding nothing unpushed, go with it: {names}"
 
 
-def removal_interrupted(path: Path, exc: GitError) -> StepResult:
-    # git was killed mid-removal (Ctrl-C reaches it too): the mark stays, so the
+def removal_interrupted(path: Path, exc: GitError, again: str = "teardown") -> StepResult:
+    # git was killed mid-removal (Ctrl-C reaches it too): the journal stays, so the
     # rerun finishes the half-deleted worktree instead of reading it as work.
     return failed(
         "remove",
         f"git worktree remove {path} was interrupted ({exc.first_line}); "
-        "run the same command again to finish the removal",
+        f"run {again} again to finish the removal",
     )
 
 
-# The kernel stamps files from a coarse clock that may lag time.time() by a
-# tick (1-10 ms): a proof's time is taken this much earlier, so a file written
-# right after the proof began never looks older than it.
-CLOCK_SLACK = 0.1
+def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> state.Removal:
+    """Journal every file of ``path`` before git deletes any (in the record, with ``topic``).
 
-
-def proof_time() -> float:
-    """The time to date a proof from, taken before the status read that makes it."""
-    return time.time() - CLOCK_SLACK
-
-
-def _mark_removal(
-    repo: Repo, topic: TopicRef | None, path: Path, branch: str, since: float | None
-) -> None:
-    # Written only after the worktree was proven clean or snapshotted: from
-    # ``since`` (when that proof began) on, whatever git has not deleted yet is
-    # known to be safe to delete, and anything written later is someone's work.
+    Only ever called once the worktree is proven clean or snapshotted: what
+    the journal names is known to be safe to delete, and anything not in it
+    is someone's work. Without a topic (no record) the journal lives only in
+    this process: enough to finish a removal git stopped half-way now.
+    """
+    removal = journal(path)
     if topic is not None:
-        at = since if since is not None else proof_time()
-        set_mark(repo, topic, REMOVING, state.Removal(str(path), at), branch=branch)
+        set_mark(repo, topic, REMOVING, removal, branch=branch)
+    return removal
 
 
 def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
@@ -980,64 +987,101 @@ def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
         set_mark(repo, topic, REMOVING, None, branch=branch)
 
 
-def removal_started(repo: Repo, topic: TopicRef, path: Path) -> float | None:
-    """When a removal of ``path`` that this tool started (and a kill interrupted) was marked."""
+def removal_started(repo: Repo, topic: TopicRef, path: Path) -> state.Removal | None:
+    """The journal of a removal of ``path`` this tool began and did not finish (a kill, a blocked file)."""
     mark = read_mark(repo.common_dir, topic.id, REMOVING)
     if not isinstance(mark, state.Removal):
         return None
     if os.path.realpath(mark.path) != os.path.realpath(path):
         return None
-    return mark.at or None
+    return mark
 
 
-def written_since(path: Path, since: float) -> list[str]:
-    """Files under ``path`` changed after ``since``: someone wrote them after the removal began.
+def _began(repo: Repo, path: Path, removal: state.Removal) -> bool:
+    """git failed after it began deleting: its registration is gone, or a file it judged is."""
+    if find_worktree(repo.git.worktree_list(), path) is None:
+        return True
+    return began(path, removal)
 
-    The change time counts too: a file moved in keeps its old modification
-    time (``mv``, ``cp -p``, an unpacked archive), but the kernel stamps the
-    move, and nothing can set that stamp back.
+
+def _finish_after(
+    repo: Repo,
+    path: Path,
+    removal: state.Removal,
+    topic: TopicRef | None,
+    branch: str,
+    exc: GitError,
+    again: str,
+) -> StepResult:
+    """git stopped half-way (it drops the registration even when files are left): finish now.
+
+    Deleting the rest ourselves names the file that stops it, which git's own
+    message does not (it names the worktree).
     """
-    found = []
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            try:
-                info = os.lstat(full)
-                if max(info.st_mtime, info.st_ctime) > since:
-                    found.append(os.path.relpath(full, path))
-            except FileNotFoundError:
-                continue
-    return sorted(found)
+    registered = find_worktree(repo.git.worktree_list(), path) is not None
+    result = finish_removal(
+        repo, path, removal, topic, branch, registered=registered, again=again, first=True
+    )
+    if result.outcome is Outcome.DONE:
+        return done("remove", f"removed {path} (git worktree remove stopped: {exc.first_line})")
+    return result
 
 
 def finish_removal(
-    repo: Repo, path: Path, since: float, topic: TopicRef, branch: str, *, registered: bool
+    repo: Repo,
+    path: Path,
+    removal: state.Removal,
+    topic: TopicRef | None,
+    branch: str,
+    *,
+    registered: bool,
+    again: str = "teardown",
+    first: bool = False,
 ) -> StepResult:
-    """Finish a removal a kill interrupted: what is left was proven safe before it began.
+    """Finish a removal that stopped half-way: what is left was judged safe before it began.
 
-    Its deletions are the removal's own, never work to commit; only a file
-    written after it began is work, and then the remains are kept.
+    Its deletions are the removal's own, never work to commit. A file left
+    there goes only while it is exactly one the journal names; anything
+    written, moved in or edited since keeps the remains, named. A file that
+    cannot be deleted is named with its cause; the journal stays (with the
+    content of what is left) so the rerun finishes once the cause is gone.
+    ``first``: the removal stopped in this very run (no "interrupted" to tell).
     """
     name = "remove"
-    newer = written_since(path, since) if os.path.isdir(path) else []
+    newer = unjudged(path, removal) if os.path.isdir(path) else []
     if newer:
         return refused(
             name,
             "removal-interrupted",
-            f"removing {path} was interrupted, and {name_some(newer)} were written there since: "
-            f"kept; move them out of {path}, then run teardown again to finish the removal",
+            f"removing {path} was interrupted, and {name_some(newer)} were written there since "
+            f"(they are not what the removal judged): kept; move them out of {path}, then run "
+            f"{again} again to finish the removal",
         )
-    # The proof was made before the kill: a submodule used since keeps its new
-    # commits in the registration's modules/, which no file date above shows.
-    blocker = nested_blocker(path, survey_remains(repo.common_dir, path))
+    # The journal was made before the removal began: a submodule used since keeps
+    # its new commits in the registration's modules/, which no file there shows.
+    blocker = nested_blocker(path, survey_remains(repo.common_dir, path), again=again)
     if blocker is not None:
         return blocker
-    if os.path.lexists(path):
-        shutil.rmtree(path)
+    kept, blocked = delete_judged(path, removal) if os.path.lexists(path) else ([], [])
+    if kept or blocked:
+        if topic is not None:
+            set_mark(repo, topic, REMOVING, with_content(path, removal), branch=branch)
+        what = "removing" if first else "finishing the removal of"
+        named = f"{name_some(kept)} appeared there meanwhile: kept" if kept else ""
+        stuck = f"cannot delete {described(blocked)}" if blocked else ""
+        fix = "once that is cleared," if blocked else f"move them out of {path}, then"
+        detail = (
+            f"{what} {path} stopped half-way: {'; '.join(x for x in (stuck, named) if x)}; "
+            f"the rest is deleted, and the record keeps what the removal judged; {fix} "
+            f"run {again} again to finish the removal"
+        )
+        if blocked:
+            return failed(name, detail, "removal-blocked")
+        return refused(name, "removal-interrupted", detail)
     if registered:
         # The directory is gone now, and git drops the registration of a missing one.
         repo.git.worktree_remove(path, force=True)
-    set_mark(repo, topic, REMOVING, None, branch=branch)
+    _unmark_removal(repo, topic, branch)
     return done(name, f"removed {path} (finished a removal that was interrupted)")
 
 

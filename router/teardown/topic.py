@@ -66,7 +66,6 @@ from router.teardown.steps import (
     no_identity,
     pending_pick,
     primary_busy,
-    proof_time,
     prune_origin,
     reflog_blocker,
     refused,
@@ -151,9 +150,8 @@ class RepoPlan:
     committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
     # The repo's config, read once (origin, committer, the branch's section).
     config: g.ConfigView | None = None
-    # When the plan's status of the worktree began: it showed nothing to lose
-    # then, so a removal marked from this time keeps anything written later.
-    status_at: float | None = None
+    # The plan read the worktree's status (and it is the remove step's proof when clean).
+    status_read: bool = False
     # The local default branch was at origin's tip as this command fetched it:
     # after the pick, or with none, there is nothing for a pull to bring.
     default_at_origin: bool = False
@@ -225,9 +223,9 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         notes.append(f"{target.name}: {foreign}")
         entry = None
     # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
-    removing = bool(entry and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
+    # (Registered or not: git drops the registration even when it stops half-way.)
+    removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
-    status_at = proof_time() if there else None
     status = (
         with_hidden(Git(worktree).status(), hidden_work(worktree, topic_id or None))  # type: ignore[arg-type]
         if there
@@ -239,7 +237,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         # What a removal of ours that a kill interrupted would still delete, or
         # the registration of a directory deleted by hand keeps.
         else survey_remains(repo.common_dir, worktree)  # type: ignore[arg-type]
-        if entry is not None
+        if entry is not None or removing
         else ()
     )
     tip = refs.get(f"refs/heads/{target.branch}")
@@ -268,7 +266,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     plan = dataclasses.replace(
         plan,
         config=config,
-        status_at=status_at,
+        status_read=there,
         default_at_origin=reachable and _at_origin(default, refs),
         resuming=resuming,
         kept_worktree=_kept_worktree(repo, worktree, entry, opts),
@@ -486,9 +484,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
                     force=opts.force,
                     entries=list(plan.entries),
                     topic=TopicRef(scope.id, target.name),
-                    clean_since=plan.status_at
-                    if plan.status_at and not plan.status.dirty
-                    else None,
+                    proven_clean=plan.status_read and not plan.status.dirty,
                 )[0],
                 plan,
             )

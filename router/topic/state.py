@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 DEFAULT_WAIT = 30.0
 CRASH_ENV = "TEAM_ROUTER_CRASH_AT"
-# Record key: teardown (or pr-cleanup) is removing the worktree at this path; a kill may
-# have left it half-deleted, and what is left there is not work (router.teardown.steps).
+# Record key: a removal of ours is under way at this path (the removal journal); a kill may
+# have left it half-deleted, and what is left there is not work (router.teardown.removal).
 REMOVING = "removing"
 
 
@@ -178,15 +178,64 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 @dataclass(frozen=True, slots=True)
-class Removal:
-    """A ``git worktree remove`` of a proven-safe worktree, marked while it runs.
+class Judged:
+    """One file a removal judged safe to delete, as it was then (see router.teardown.removal).
 
-    Written only after the worktree was proven clean or snapshotted; a rerun
-    after a kill finishes it, unless files were written there after ``at``.
+    Its identity (device, inode, mode, size and both kernel stamps, compared
+    for equality, never for order) and, where it was read, its content.
+    """
+
+    path: str  # relative to the directory being removed
+    dev: int
+    ino: int
+    mode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    digest: str = ""  # sha256 of its bytes (a symlink: of its target); "" when not read
+
+    def to_json(self) -> str:
+        # One string per file: a journal of a large worktree stays one line each.
+        fields = (self.dev, self.ino, self.mode, self.size, self.mtime_ns, self.ctime_ns)
+        return ":".join([*map(str, fields), self.digest, self.path])
+
+    @classmethod
+    def from_json(cls, text: object) -> Judged:
+        if not isinstance(text, str):
+            raise ValueError("a journaled file must be a string")
+        *numbers, digest, path = text.split(":", 7)
+        if len(numbers) != 6 or not path or not all(n.isdigit() for n in numbers):
+            raise ValueError(f"{text!r} is not a journaled file")
+        dev, ino, mode, size, mtime_ns, ctime_ns = map(int, numbers)
+        return cls(path, dev, ino, mode, size, mtime_ns, ctime_ns, digest)
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """A removal of ours under way: the directory, and every file in it it judged safe to delete.
+
+    Written before anything is deleted (a worktree proven clean or
+    snapshotted; a plan dir copied and verified). A rerun after a kill, or
+    after a file that could not be deleted, finishes it: what is left goes
+    only while it is exactly a file in ``files``. A mark of an earlier
+    version journaled no files: everything left there is kept.
     """
 
     path: str
-    at: float
+    files: tuple[Judged, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "files": [f.to_json() for f in self.files]}
+
+    @classmethod
+    def from_json(cls, data: object) -> Removal:
+        if not isinstance(data, dict) or not isinstance(data.get("path"), str):
+            raise ValueError("removing must name a path")
+        files = data.get("files", [])
+        if not isinstance(files, list):
+            raise ValueError("removing.files must be a list")
+        # ``at`` (a time earlier versions compared file times with) is not read.
+        return cls(data["path"], tuple(Judged.from_json(f) for f in files))
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +302,8 @@ class TopicRecord:
         return _replace(self, steps=(*self.steps, step))
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # The removal journal renders itself (one string per file), not through asdict.
+        data = asdict(_replace(self, removing=None))
         data["steps"] = list(self.steps)
         data["repos"] = [asdict(r) for r in self.repos]
         data["included"] = list(self.included)
@@ -266,6 +316,8 @@ class TopicRecord:
             }
         if self.integrating is not None:
             data["integrating"] = self.integrating.to_json()
+        if self.removing is not None:
+            data["removing"] = self.removing.to_json()
         return data
 
     @classmethod
@@ -285,7 +337,9 @@ class TopicRecord:
             teardown=_teardown_of(data.get("teardown")),
             restored=Restored(**data["restored"]) if data.get("restored") is not None else None,
             integrating=_picking_of(data.get("integrating")),
-            removing=Removal(**data["removing"]) if data.get("removing") is not None else None,
+            removing=(
+                Removal.from_json(data["removing"]) if data.get("removing") is not None else None
+            ),
             host_removal=(
                 HostRemoval(**data["host_removal"])
                 if data.get("host_removal") is not None
@@ -327,9 +381,7 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
         out["integrating"] = extra["integrating"]
     removing = extra.get("removing")
     if isinstance(removing, dict) and isinstance(removing.get("path"), str):
-        at = removing.get("at")
-        valid_at = isinstance(at, int | float) and not isinstance(at, bool)
-        out["removing"] = {"path": removing["path"], "at": float(at) if valid_at else 0.0}  # type: ignore[arg-type]
+        out["removing"] = {"path": removing["path"]}  # no files journaled: all left is kept
     host = extra.get("host_removal")
     if isinstance(host, dict) and all(
         isinstance(host.get(k), str) for k in ("worktree", "outcome")
@@ -411,10 +463,8 @@ def _check_shape(record: TopicRecord) -> None:
         isinstance(v, str) for v in astuple(record.host_removal)
     ):
         raise ValueError("host_removal must name a worktree, an outcome and a detail")
-    if record.removing is not None and not (
-        isinstance(record.removing.path, str) and isinstance(record.removing.at, int | float)
-    ):
-        raise ValueError("removing must name a path and a time")
+    if record.removing is not None and not isinstance(record.removing.path, str):
+        raise ValueError("removing must name a path")
     for entry in record.repos:
         if not (isinstance(entry.name, str) and isinstance(entry.path, str)):
             raise ValueError("every repos entry needs a string name and path")

@@ -1,0 +1,150 @@
+"""Mounts and devices: which filesystem a path is on, and which one is missing (one owner).
+
+Everything is read from the kernel's own table (``/proc/self/mountinfo``),
+``/etc/fstab`` and ``stat``; nothing here runs a program. A directory whose
+filesystem is not mounted looks, from outside, exactly like one that was
+deleted: :func:`unmounted_at` is the one rule that tells them apart, and it
+errs on "not mounted" (keeping) whenever the evidence is not clear.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MOUNTINFO = "/proc/self/mountinfo"
+FSTAB = "/etc/fstab"
+
+
+def device_of(path: str | os.PathLike[str]) -> int | None:
+    """The device number of the filesystem ``path`` (followed) is on; None when it cannot be read."""
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def same_filesystem(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """True when both exist on one filesystem, so a rename between them cannot fail with EXDEV."""
+    dev_a, dev_b = device_of(a), device_of(b)
+    return dev_a is not None and dev_a == dev_b
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    point: str
+    fstype: str
+
+
+def _unescape(field: str) -> str:
+    # The kernel writes space, tab, newline and backslash in a path as \ooo.
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mounts(table: str = MOUNTINFO) -> list[Mount]:
+    """Every mount this process sees, in the kernel's order (later ones cover earlier ones)."""
+    try:
+        with open(table, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) < 10 or "-" not in fields[6:]:
+            continue
+        dash = fields.index("-", 6)
+        found.append(Mount(_unescape(fields[4]), fields[dash + 1]))
+    return found
+
+
+def is_mount_point(path: str | os.PathLike[str]) -> bool:
+    """True when something is mounted at ``path``, a bind mount of its own filesystem included.
+
+    ``os.path.ismount`` compares devices and inodes, so a directory bound
+    over itself (same filesystem) does not look like a mount point to it.
+    """
+    real = os.path.realpath(path)
+    return any(m.point == real for m in mounts()) or os.path.ismount(path)
+
+
+def mount_point_of(path: str | os.PathLike[str]) -> str:
+    """The mount point of the filesystem holding ``path`` (its real path; "/" at worst)."""
+    real = os.path.realpath(path)
+    points = {m.point for m in mounts()}
+    for candidate in [real, *map(str, Path(real).parents)]:
+        if candidate in points:
+            return candidate
+    return "/"
+
+
+def fstab_points(table: str = FSTAB) -> set[str]:
+    """Mount points ``/etc/fstab`` names (a disk the system mounts there, mounted now or not)."""
+    try:
+        with open(table, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return set()
+    points = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 2 and not fields[0].startswith("#") and fields[1].startswith("/"):
+            points.add(os.path.normpath(_unescape(fields[1])))
+    return points
+
+
+def nearest_existing(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself, or its closest ancestor that exists."""
+    here = Path(os.path.abspath(path))
+    while not os.path.exists(here) and here != here.parent:
+        here = here.parent
+    return here
+
+
+def unmounted_at(path: str | os.PathLike[str], *, lived_on: int | None) -> Path | None:
+    """Where the filesystem that held the missing ``path`` is not mounted now; None: really gone.
+
+    ``lived_on``: the device the files of ``path`` were on, as far as anything
+    recorded it (git's index keeps it for every checked-out file); None when
+    nothing did. The rule, erring on "not mounted":
+
+    - a directory between the nearest existing ancestor and ``path`` is
+      missing too: a disk or share mounted at or above it is not there;
+    - the directory that held it is a mount point ``/etc/fstab`` names and
+      nothing is mounted there, or an automount point: not mounted;
+    - the files lived on another device than the nearest existing ancestor
+      is on now: that device is not mounted there;
+    - nothing recorded the device, and the ancestor is an empty directory:
+      an unmounted mount point looks exactly like that, so it is taken to be one.
+
+    Otherwise the directory that held ``path`` is there, on the filesystem
+    ``path`` lived on, and ``path`` is gone from it.
+    """
+    target = Path(os.path.abspath(path))
+    present = nearest_existing(target.parent)
+    if present != target.parent:
+        return present
+    names = {str(present), os.path.realpath(present)}
+    if names & fstab_points() and not os.path.ismount(present):
+        return present
+    if any(m.fstype == "autofs" and m.point in names for m in mounts()):
+        return present  # an automount point whose filesystem was not brought in
+    if lived_on is not None:
+        here = device_of(present)
+        # git keeps 32 bits of the device number: compare those.
+        return present if here is None or here & 0xFFFFFFFF != lived_on & 0xFFFFFFFF else None
+    try:
+        with os.scandir(present) as entries:
+            empty = next(entries, None) is None
+    except OSError:
+        return present
+    return present if empty else None

@@ -1,0 +1,309 @@
+"""A removal of ours is journaled file by file, so whatever stops it half-way, the rerun finishes it.
+
+The faults are real: a ``git`` first on PATH that SIGKILLs the calling
+``team-router`` mid-removal (``helpers.faults.git_killer``), ``faketime``
+running the killed command with its clock stepped, ``chattr +i`` and a
+read-only bind mount inside the worktree, ``.claude/worktrees`` on its own
+``tmpfs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from helpers.fakegh import install_fake_gh, make_github_repo, pr
+from helpers.faults import KILLED, argv, finish, git_killer
+from helpers.origin import merge_on_origin
+from helpers.repos import (
+    CliResult,
+    branches,
+    commit,
+    git,
+    run_cli,
+    status,
+    worktree_paths,
+    write,
+)
+from helpers.topics import TOPIC_ID, Topic, new_topic, snapshot_of, steps_of, teardown
+
+from router.topic import state
+
+FAKETIME = shutil.which("faketime")
+
+
+@pytest.fixture
+def web(workspace: Path) -> Path:
+    return make_github_repo(workspace, "web")
+
+
+def tip_of(repo: Path, branch: str = TOPIC_ID) -> str:
+    return git(repo, "rev-parse", f"refs/heads/{branch}")
+
+
+def _spawn_with_clock(args: list[str], *, cwd: Path, env: dict[str, str], clock: str) -> CliResult:
+    """``team-router`` run as a new process group, under ``faketime -f <clock>`` unless ``clock`` is empty."""
+    full = {**os.environ, **env}
+    full.pop("TEAM_ROUTER_CRASH_AT", None)
+    prefix = [FAKETIME, "-f", clock] if clock else []
+    proc = subprocess.Popen(
+        [*prefix, *argv(*args, cwd=cwd)],  # type: ignore[list-item]
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=full,
+        start_new_session=True,
+    )
+    return finish(proc)
+
+
+def _half_removed(topic, tmp_path: Path, *flags: str, clock: str = "") -> CliResult:
+    """Teardown killed inside ``git worktree remove`` after it deleted README.md and the .git file.
+
+    git deletes the tree file by file and the registration last; the stand-in
+    deletes two files and leaves the rest, as a kill part-way through does.
+    """
+    if clock and FAKETIME is None:
+        pytest.skip("faketime is not installed (Debian's faketime package)")
+    env = git_killer(
+        tmp_path / "killer-bin",
+        "worktree remove",
+        'for wt; do :; done; rm -f "$wt/README.md" "$wt/.git"',
+        real=False,
+    )
+    return _spawn_with_clock(
+        ["teardown", topic.id, "--json", *flags], cwd=topic.home, env=env, clock=clock
+    )
+
+
+CLOCKS = {
+    "clock-right": "",
+    # An NTP step, a resumed VM, a file server's clock: the killed run's clock was a day ahead.
+    "clock-ahead": "+1d",
+    "clock-behind": "-1d",
+}
+
+
+@pytest.mark.parametrize("clock", list(CLOCKS.values()), ids=list(CLOCKS))
+def test_a_file_written_into_a_half_removed_worktree_is_kept_whatever_the_clock_said(
+    home_repo, tmp_path, clock
+):
+    commit(home_repo, "src/app.py", "app = 1\n", "app")
+    git(home_repo, "push", "-q", "origin", "main")
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    killed = _half_removed(topic, tmp_path, clock=clock)
+    assert killed.code == KILLED, killed.err
+    assert wt.is_dir() and not (wt / "README.md").exists()
+    # Written after the kill: a new file, and an edit of one git had not deleted yet.
+    write(wt / "notes.txt", "written after the kill\n")
+    with (wt / "src/app.py").open("a") as fh:
+        fh.write("edited = True\n")
+    before = snapshot_of(home_repo)
+
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"] == {
+        "code": "removal-interrupted",
+        "message": (
+            f"home: remove refused: removing {wt} was interrupted, and notes.txt, src/app.py "
+            "were written there since (they are not what the removal judged): kept; move them "
+            f"out of {wt}, then run teardown again to finish the removal"
+        ),
+    }
+    assert (wt / "notes.txt").read_text() == "written after the kill\n"
+    assert (wt / "src/app.py").read_text() == "app = 1\nedited = True\n"
+    assert snapshot_of(home_repo) == before
+    record = state.read_record(home_repo / ".git", topic.id)
+    assert record is not None and record.removing is not None
+
+    # Once they are moved out, the rerun finishes the removal.
+    (wt / "notes.txt").rename(tmp_path / "notes.txt")
+    (wt / "src/app.py").rename(tmp_path / "app.py")
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    remove = steps_of(again.json, "home")["remove"]
+    assert remove == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"removed {wt} (finished a removal that was interrupted)",
+    }
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"] and status(home_repo) == ""
+
+
+@pytest.mark.parametrize("clock", list(CLOCKS.values()), ids=list(CLOCKS))
+def test_a_half_removed_worktree_nobody_touched_is_finished_whatever_the_clock_said(
+    home_repo, tmp_path, clock
+):
+    commit(home_repo, ".gitignore", "build/\n", "ignore build")
+    git(home_repo, "push", "-q", "origin", "main")
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(
+        wt / "build/out.o", "ignored build output\n"
+    )  # git deletes ignored files with the worktree
+    killed = _half_removed(topic, tmp_path, clock=clock)
+    assert killed.code == KILLED, killed.err
+    assert (wt / "build/out.o").exists()
+
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert steps_of(again.json, "home")["remove"]["detail"] == (
+        f"removed {wt} (finished a removal that was interrupted)"
+    )
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    record = state.read_record(home_repo / ".git", topic.id)
+    assert record is not None and record.removing is None
+
+
+# -- a file git cannot delete: the removal stops half-way, and the rerun finishes it -----------
+
+
+def _merged_topic(repo: Path) -> Path:
+    """A topic with one commit (src/limits.py) pushed and merged on origin; its worktree."""
+    worktree = new_topic(repo, "Add rate limiting", topic_id=TOPIC_ID).worktrees["home"]
+    commit(worktree, "src/limits.py", "LIMIT = 10\n", "add limits")
+    git(worktree, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")
+    merge_on_origin(repo, TOPIC_ID, how="merge")
+    return worktree
+
+
+def _mounted(path: Path) -> bool:
+    """Something is mounted at ``path`` (the kernel's table: a bind mount of the same disk too)."""
+    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+        return any(line.split(" ")[4] == str(path) for line in fh)
+
+
+def _sh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, check=False)
+
+
+@contextlib.contextmanager
+def _undeletable(worktree: Path, how: str) -> Iterator[Callable[[], None]]:
+    """``src/limits.py`` in ``worktree`` made undeletable; yields the fix that clears it.
+
+    ``immutable``: ``chattr +i`` on the file. ``read-only-mount``: ``src``
+    bind-mounted read-only over itself. Whatever the test does, the flag and
+    the mount are cleared at the end.
+    """
+    target = worktree / "src" / "limits.py"
+    src = worktree / "src"
+    if how == "immutable":
+        made = _sh("chattr", "+i", str(target))
+        if made.returncode != 0:
+            pytest.skip(f"chattr +i is not possible here: {made.stderr.strip()}")
+
+        def clear() -> None:
+            _sh("chattr", "-i", str(target))
+
+    else:
+        bound = _sh("mount", "--bind", str(src), str(src))
+        if bound.returncode != 0:
+            pytest.skip(f"a bind mount is not possible here: {bound.stderr.strip()}")
+        made = _sh("mount", "-o", "remount,bind,ro", str(src))
+        if made.returncode != 0:
+            _sh("umount", str(src))
+            pytest.skip(f"a read-only bind mount is not possible here: {made.stderr.strip()}")
+
+        def clear() -> None:
+            while _mounted(src):
+                if _sh("umount", str(src)).returncode != 0:
+                    break
+
+    try:
+        yield clear
+    finally:
+        clear()
+
+
+def _cause(worktree: Path, how: str) -> str:
+    target = worktree / "src" / "limits.py"
+    if how == "immutable":
+        return (
+            f"Operation not permitted: {target} is immutable or append-only "
+            f"(`lsattr -d {target}` shows it; `chattr -i -a {target}` clears it)"
+        )
+    return (
+        f"on a read-only filesystem mounted at {worktree / 'src'}: unmount it or mount it "
+        "read-write"
+    )
+
+
+BLOCKERS = ["immutable", "read-only-mount"]
+
+
+@pytest.mark.parametrize("how", BLOCKERS)
+def test_a_teardown_a_file_stops_half_way_names_it_and_the_rerun_finishes(web, how):
+    worktree = _merged_topic(web)
+    with _undeletable(worktree, how) as clear:
+        first = teardown(Topic(TOPIC_ID, web, worktree), "--json")
+        assert first.code == 1, first.out + first.err
+        remove = steps_of(first.json, "home")["remove"]
+        assert remove == {
+            "name": "remove",
+            "outcome": "failed",
+            "code": "removal-blocked",
+            "detail": (
+                f"removing {worktree} stopped half-way: cannot delete src/limits.py "
+                f"({_cause(worktree, how)}); the rest is deleted, and the record keeps what the "
+                "removal judged; once that is cleared, run teardown again to finish the removal"
+            ),
+        }
+        # git dropped the registration; the file that blocks is all that is left.
+        assert worktree_paths(web) == [str(web)]
+        assert sorted(p.relative_to(worktree).as_posix() for p in worktree.rglob("*")) == [
+            "src",
+            "src/limits.py",
+        ]
+        clear()
+    again = teardown(Topic(TOPIC_ID, web, worktree), "--json")
+    assert again.code == 0, again.out + again.err
+    assert steps_of(again.json, "home")["remove"] == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"removed {worktree} (finished a removal that was interrupted)",
+    }
+    assert not worktree.exists() and worktree_paths(web) == [str(web)]
+    assert branches(web) == ["main"] and status(web) == ""
+    record = state.read_record(web / ".git", TOPIC_ID)
+    assert record is not None and record.removing is None
+
+
+@pytest.mark.parametrize("how", BLOCKERS)
+def test_a_pr_cleanup_a_file_stops_half_way_names_it_and_the_rerun_finishes(
+    web, tmp_path, monkeypatch, how
+):
+    worktree = _merged_topic(web)
+    merge = git(web, "rev-parse", "origin/main")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, TOPIC_ID, tip_of(web), merge_commit=merge),))
+    with _undeletable(worktree, how) as clear:
+        first = run_cli("pr-cleanup", TOPIC_ID, "--json", cwd=web)
+        assert first.code == 1, first.out + first.err
+        remove = {s["name"]: s for s in first.json["steps"]}["remove"]
+        assert remove == {
+            "name": "remove",
+            "outcome": "failed",
+            "code": "removal-blocked",
+            "detail": (
+                f"removing {worktree} stopped half-way: cannot delete src/limits.py "
+                f"({_cause(worktree, how)}); the rest is deleted, and the record keeps what the "
+                "removal judged; once that is cleared, run pr-cleanup again to finish the removal"
+            ),
+        }
+        clear()
+    again = run_cli("pr-cleanup", TOPIC_ID, "--json", cwd=web)
+    assert again.code == 0, again.out + again.err
+    assert {s["name"]: s for s in again.json["steps"]}["remove"] == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"removed {worktree} (finished a removal that was interrupted)",
+    }
+    assert not worktree.exists() and worktree_paths(web) == [str(web)]
+    assert branches(web) == ["main"] and status(web) == ""
