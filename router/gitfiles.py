@@ -251,6 +251,79 @@ def plain_layout(path: str) -> tuple[str, str, str] | None:
     return top, os.path.realpath(git_dir), os.path.realpath(common)
 
 
+# -- the repository's formats -----------------------------------------------------
+
+_HEX = frozenset("0123456789abcdef")
+# The hex digits of an object id in each object format git knows (extensions.objectFormat).
+_ID_WIDTHS = {"sha1": 40, "sha256": 64}
+_REF_STORAGES = ("files", "reftable")
+# A section header, and what may follow it on its line (a key, a value).
+_SECTION = r"\s*\[\s*([^\]\s\"]*)\s*(?:\"[^\"]*\"\s*)?\](.*)"
+# ``key = value`` or a bare ``key``: the value without quotes or a trailing comment.
+_KEY_VALUE = r"\s*([a-z][a-z0-9-]*)\s*(?:=\s*\"?([^\"#;]*?)\"?)?\s*(?:[#;].*)?"
+
+
+class RepoFormat:
+    """How a repository names its objects and stores its refs, as its config declares.
+
+    ``id_width`` is the number of hex digits in an object id (40 for SHA-1, 64
+    for SHA-256); every id this module reads is checked against it, so one
+    repository's format decides what an id looks like everywhere. ``reftable``
+    says the refs and reflogs live in a reftable (``extensions.refStorage``),
+    where there are no ref or reflog files: this module then has no answer,
+    and git is asked.
+    """
+
+    __slots__ = ("id_width", "reftable")
+
+    def __init__(self, id_width: int, reftable: bool) -> None:
+        self.id_width = id_width
+        self.reftable = reftable
+
+    @property
+    def null_id(self) -> str:
+        """The id git writes for "no commit" (an unborn branch, a reflog's first entry)."""
+        return "0" * self.id_width
+
+    def is_id(self, text: str) -> bool:
+        return len(text) == self.id_width and _HEX.issuperset(text)
+
+
+def repo_format(common: str) -> RepoFormat:
+    """The object and ref formats of the repository whose common git dir is ``common``.
+
+    From ``extensions.objectFormat`` and ``extensions.refStorage`` in its
+    config (SHA-1 and files when unset, as git reads it). :class:`Unsure` when
+    the config cannot be read, or names a format or sets a key here in a way
+    this reader does not know: git then answers.
+    """
+    try:
+        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read().lower()
+    except OSError:
+        raise Unsure(f"{common}/config cannot be read") from None
+    found = {"objectformat": "sha1", "refstorage": "files"}
+    section = ""
+    for line in text.splitlines():
+        header = re.fullmatch(_SECTION, line)
+        if header is not None:
+            section, line = header[1], header[2]
+        if section != "extensions" or not line.strip() or line.lstrip()[0] in "#;":
+            continue
+        entry = re.fullmatch(_KEY_VALUE, line)
+        if entry is None:
+            raise Unsure(f"{common}/config has an [extensions] line not read here")
+        if entry[1] in found:
+            found[entry[1]] = (entry[2] or "").strip()
+    width = _ID_WIDTHS.get(found["objectformat"])
+    if width is None or found["refstorage"] not in _REF_STORAGES:
+        raise Unsure(f"{common}/config names a format not read here")
+    reftable = found["refstorage"] == "reftable"
+    if not reftable and os.path.lexists(os.path.join(common, "reftable")):
+        raise Unsure(f"{common} holds a reftable its config does not name")
+    return RepoFormat(width, reftable)
+
+
 # -- refs ------------------------------------------------------------------------
 
 # git follows at most this many symbolic refs (SYMREF_MAXDEPTH).
@@ -258,8 +331,6 @@ _SYMREF_DEPTH = 5
 # A larger packed-refs is git's to search: it maps the file and bisects it,
 # where this reader would scan every line.
 _PACKED_REFS_MAX = 256 * 1024
-_HEX = frozenset("0123456789abcdef")
-NO_COMMIT = "0" * 40  # what ``git worktree list`` shows as the HEAD of an unborn branch
 # What git's check_refname_format refuses in a ref name (a control character or
 # space, ~^:?*[ or a backslash, "..", "@{", an empty component, one starting with "." or
 # ending in ".lock", a trailing "." or "/").
@@ -283,27 +354,53 @@ def read_ref(common: str, git_dir: str, ref: str) -> tuple[str | None, str]:
     only branches into remote-tracking refs, so the id is the commit
     ``<ref>^{commit}`` names (whether the object is there is not checked).
 
-    Raises :class:`Unsure` for anything git might read another way: another
-    kind of ref, a symlink, content that is not a SHA-1 or a ``ref:`` line, a
-    chain deeper than git follows, a ``packed-refs`` too large to scan.
+    Raises :class:`Unsure` for anything git might read another way: a
+    reftable, another kind of ref, a symlink, content that is not an object id
+    of the repository's format or a ``ref:`` line, a chain deeper than git
+    follows, a ``packed-refs`` too large to scan.
     """
+    return _read_ref(common, git_dir, ref, _files_format(common))
+
+
+def read_refs(common: str, git_dir: str, refs: list[str]) -> dict[str, str | None]:
+    """:func:`read_ref`'s commit for each of ``refs`` (the repository's format read once)."""
+    fmt = _files_format(common)
+    return {ref: _read_ref(common, git_dir, ref, fmt)[0] for ref in refs}
+
+
+def _files_format(common: str) -> RepoFormat:
+    """:func:`repo_format`, Unsure for a reftable: its refs are in no file, and
+    finding no file would say nothing."""
+    fmt = repo_format(common)
+    if fmt.reftable:
+        raise Unsure(f"{common} keeps its refs in a reftable")
+    return fmt
+
+
+def _read_ref(common: str, git_dir: str, ref: str, fmt: RepoFormat) -> tuple[str | None, str]:
     packed: dict[str, str] | None = None
     for _ in range(_SYMREF_DEPTH + 1):
         if not readable_ref(ref):
             raise Unsure(f"{ref} is not a branch, a remote-tracking ref or HEAD")
-        loose = _loose_ref(os.path.join(git_dir if ref == "HEAD" else common, ref))
+        loose = _loose_ref(os.path.join(git_dir if ref == "HEAD" else common, ref), fmt)
         if loose is None:
             if ref == "HEAD":
                 raise Unsure(f"{git_dir} has no HEAD file")
-            packed = _packed_refs(common) if packed is None else packed
-            return packed.get(ref), ref
+            packed = _packed_refs(common, fmt) if packed is None else packed
+            return _commit(packed.get(ref)), ref
         if not loose.startswith("ref:"):
-            return loose, ref
+            return _commit(loose), ref
         ref = loose[len("ref:") :].strip()
     raise Unsure(f"{ref}: more symbolic refs in a row than git follows")
 
 
-def _loose_ref(path: str) -> str | None:
+def _commit(oid: str | None) -> str | None:
+    # The null id names no commit (git writes it while it sets HEAD up): git's
+    # ``<ref>^{commit}`` finds none, and lists an unborn branch's HEAD so.
+    return None if oid is None or is_null_id(oid) else oid
+
+
+def _loose_ref(path: str, fmt: RepoFormat) -> str | None:
     """A loose ref's content: a commit id or a ``ref:`` line; None when there is no such file."""
     try:
         if os.path.islink(path):
@@ -315,12 +412,12 @@ def _loose_ref(path: str) -> str | None:
     except OSError:
         raise Unsure(f"{path} cannot be read") from None
     text = raw.decode("utf-8", "surrogateescape").rstrip()
-    if text.startswith("ref:") or _is_commit_id(text):
+    if text.startswith("ref:") or fmt.is_id(text):
         return text
     raise Unsure(f"{path} holds neither a commit id nor a ref: line")
 
 
-def _packed_refs(common: str) -> dict[str, str]:
+def _packed_refs(common: str, fmt: RepoFormat) -> dict[str, str]:
     """``packed-refs`` as ``ref -> commit``; empty when there is no such file."""
     path = os.path.join(common, "packed-refs")
     try:
@@ -338,50 +435,59 @@ def _packed_refs(common: str) -> dict[str, str]:
         raise Unsure(f"{path} ends in the middle of a line")
     for n, line in enumerate(lines):
         if (n == 0 and line.startswith("# pack-refs with:")) or (
-            line.startswith("^") and _is_commit_id(line[1:])
+            line.startswith("^") and fmt.is_id(line[1:])
         ):
             continue  # the header; a peeled tag
         oid, _, name = line.partition(" ")
-        if not _is_commit_id(oid) or not name:
+        if not fmt.is_id(oid) or not name:
             raise Unsure(f"{path} has a line git would not read")
         refs[name] = oid
     return refs
 
 
-def _is_commit_id(text: str) -> bool:
-    # SHA-1 only: a SHA-256 repository is git's to read.
-    return len(text) == 40 and _HEX.issuperset(text)
-
-
 # -- reflogs ------------------------------------------------------------------------
 
+# One reflog entry as git writes it: (old id, new id, message). The null id
+# (all zeros: see :func:`is_null_id`) stands for "no commit" on either side.
+Entry = tuple[str, str, str]
 
-def reflog_commits(path: str) -> list[str]:
-    """Every commit the reflog file ``path`` names (both sides of each entry), oldest first.
 
-    git's gc keeps both sides of every entry, so both count. A missing file
-    names nothing; anything git's files backend would not have written is
-    :class:`Unsure`.
+def is_null_id(oid: str) -> bool:
+    """Whether ``oid`` is git's null id ("no commit"), in any object format."""
+    return not oid.strip("0")
+
+
+def reflog_commits(entries: list[Entry]) -> list[str]:
+    """Every commit the reflog ``entries`` name (both sides of each entry), oldest first.
+
+    git's gc keeps both sides of every entry, so both count.
     """
-    return [c for old, new, _ in _reflog_entries(path) for c in (old, new) if c != NO_COMMIT]
+    return [c for old, new, _ in entries for c in (old, new) if not is_null_id(c)]
 
 
-def reflog_left_behind(path: str) -> list[str]:
-    """The tips the HEAD reflog file ``path`` shows left behind, oldest first: what each
+# What git's checkout and switch write in HEAD's reflog: "... from <where HEAD was> to <where it goes>".
+CHECKOUT_MOVED = "checkout: moving from "
+
+
+def reflog_left_behind(entries: list[Entry]) -> list[str]:
+    """The tips a HEAD reflog's ``entries`` show left behind, oldest first: what each
     checkout (``checkout``/``switch``) moved away from, and where HEAD is now.
 
     Not what an amend, a rebase or a reset replaced: those rewrite or drop work on
     purpose (on a branch, only the branch's reflog would keep it either), and a
     rebase's picks on the way to its result are copies of commits kept elsewhere.
     """
-    entries = _reflog_entries(path)
-    left = [old for old, _, why in entries if why.startswith("checkout: moving from ")]
+    left = [old for old, _, why in entries if why.startswith(CHECKOUT_MOVED)]
     tips = [*left, *(entries[-1][1:2] if entries else [])]
-    return [c for c in tips if c != NO_COMMIT]
+    return [c for c in tips if not is_null_id(c)]
 
 
-def _reflog_entries(path: str) -> list[tuple[str, str, str]]:
-    """``(old, new, message)`` for each line of the reflog file ``path``, oldest first."""
+def reflog_file_entries(path: str, fmt: RepoFormat) -> list[Entry]:
+    """Each entry of the reflog file ``path``, oldest first.
+
+    A missing file names nothing; a line git's files backend would not have
+    written (an id not of the repository's format ``fmt``) is :class:`Unsure`.
+    """
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -393,7 +499,7 @@ def _reflog_entries(path: str) -> list[tuple[str, str, str]]:
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         old, _, rest = line.partition(" ")
         new = rest.partition(" ")[0]
-        if not (_is_commit_id(old) and _is_commit_id(new)):
+        if not (fmt.is_id(old) and fmt.is_id(new)):
             raise Unsure(f"{path} has a line git would not write")
         found.append((old, new, line.partition("\t")[2]))
     return found
@@ -406,8 +512,7 @@ def reflog_files(common: str, *, skip: str) -> list[str]:
     :class:`Unsure` for a reftable repository, which keeps no reflog files:
     finding none there would say nothing.
     """
-    if os.path.lexists(os.path.join(common, "reftable")):
-        raise Unsure(f"{common} keeps its refs in a reftable")
+    _files_format(common)
     files = []
     for root, _dirs, names in os.walk(os.path.join(common, "logs")):
         files += [os.path.join(root, n) for n in names]
@@ -420,9 +525,9 @@ def reflog_files(common: str, *, skip: str) -> list[str]:
 # -- the worktree list -------------------------------------------------------------
 
 # One worktree as ``git worktree list --porcelain`` shows it: its path, HEAD
-# (NO_COMMIT on an unborn branch), branch (None when detached), lock reason
+# (None on an unborn branch), branch (None when detached), lock reason
 # (None when not locked; "" for a lock without one) and whether it is prunable.
-Listed = tuple[str, str, str | None, str | None, bool]
+Listed = tuple[str, str | None, str | None, str | None, bool]
 
 
 def listed_worktrees(common: str) -> list[Listed]:
@@ -437,12 +542,13 @@ def listed_worktrees(common: str) -> list[Listed]:
         raise Unsure(f"{common} is not a primary clone's .git")
     if re.search(_IGNORECASE, refuse_unusual_config(common)):
         raise Unsure(f"{common}/config sets core.ignorecase: git orders the list its own way")
-    primary = _listed(common, common, os.path.dirname(common))
+    fmt = _files_format(common)
+    primary = _listed(fmt, common, common, os.path.dirname(common))
     linked = []
     for admin in worktree_admin_dirs(common):
         dotgit = _registered_dotgit(admin, common)
         if dotgit is not None:
-            linked.append(_listed(common, admin, dotgit.removesuffix("/.git"), dotgit))
+            linked.append(_listed(fmt, common, admin, dotgit.removesuffix("/.git"), dotgit))
     linked.sort(key=lambda entry: os.fsencode(entry[0]))
     return [primary, *linked]
 
@@ -471,16 +577,18 @@ def _registered_dotgit(admin: str, common: str) -> str | None:
     return path
 
 
-def _listed(common: str, git_dir: str, path: str, dotgit: str | None = None) -> Listed:
+def _listed(
+    fmt: RepoFormat, common: str, git_dir: str, path: str, dotgit: str | None = None
+) -> Listed:
     """One entry: ``dotgit`` is the ``.git`` a linked worktree's ``gitdir`` names (None: the primary)."""
-    commit, ref = read_ref(common, git_dir, "HEAD")
+    commit, ref = _read_ref(common, git_dir, "HEAD", fmt)
     if ref != "HEAD" and (not ref.startswith("refs/heads/") or f"ref: {ref}" == _REFTABLE_HEAD):
         raise Unsure(f"{git_dir}/HEAD names {ref}, not a branch")
     branch = ref.removeprefix("refs/heads/") if ref != "HEAD" else None
     reason = _lock_reason(git_dir) if dotgit is not None else None
     # git's "prunable": a registration, not locked, whose checkout is gone.
     prunable = dotgit is not None and reason is None and not os.path.exists(dotgit)
-    return path, commit or NO_COMMIT, branch, reason, prunable
+    return path, commit, branch, reason, prunable
 
 
 def _lock_reason(admin: str) -> str | None:

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers.plans import artifact
-from helpers.repos import LEAKY_ENV, hermetic_env, make_repo
+from helpers.repos import LEAKY_ENV, format_env, hermetic_env, make_repo
 from helpers.topics import Topic, multi_topic, new_topic
 
 
@@ -28,8 +28,22 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """The parent directory in which sibling repos live (origins live beside it)."""
+def git_format(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The format every repository of the test is made in (``helpers.repos.FORMATS``;
+    parametrize it with ``indirect=True``, and ask for it before the repositories)."""
+    fmt: str = getattr(request, "param", "sha1")
+    env = format_env(fmt)
+    if isinstance(env, str):
+        pytest.skip(env)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return fmt
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, git_format: str) -> Path:
+    """The parent directory in which sibling repos live (origins live beside it), in the
+    test's ``git_format``."""
     path = tmp_path / "ws"
     path.mkdir()
     return path

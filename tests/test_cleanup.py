@@ -15,7 +15,7 @@ from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.faults import KILLED, git_killer
 from helpers.faults import run as run_killable
 from helpers.origin import bare_origin, commit_on_origin, merge_on_origin
-from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.repos import FORMATS, branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import TOPIC_ID, new_topic
 
 from router.topic import holders, state
@@ -1305,6 +1305,7 @@ def test_a_reused_checkouts_branch_is_cleaned_up_under_its_topics_lock_and_holde
     assert (world(web), world(checkout)) == before
 
 
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_the_cleanup(
     web, tmp_path, monkeypatch
 ):

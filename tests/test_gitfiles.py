@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 
+import pytest
 from helpers.repos import commit, git, make_repo
 
 from router import git as g
@@ -97,7 +99,7 @@ def _files_agree_with_git(repo, *checkouts):
 
 def _states(tmp_path):
     """A repository taken through the states its refs and registrations can be in."""
-    repo = make_repo(tmp_path, "r")
+    repo = make_repo(tmp_path / "ws", "r")  # its origin beside ws/, not shared with other tests
     yield repo, ()
     wt = tmp_path / "wt b"
     git(repo, "worktree", "add", "-q", "-b", "topic", str(wt))
@@ -128,15 +130,63 @@ def _states(tmp_path):
     yield repo, (tmp_path / "0-moved",)
 
 
-def test_the_files_give_gits_own_refs_and_worktree_list_in_every_state(tmp_path):
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_the_files_give_gits_own_refs_and_worktree_list_in_every_state(git_format, tmp_path):
     for repo, checkouts in _states(tmp_path):
         _files_agree_with_git(repo, *checkouts)
 
 
-def test_a_primary_on_an_unborn_branch_reads_as_git_lists_it(tmp_path):
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_a_primary_on_an_unborn_branch_reads_as_git_lists_it(git_format, tmp_path):
     repo = make_repo(tmp_path, "r", origin=False, commit_first=False)
     _files_agree_with_git(repo)
-    assert Git(repo).worktree_list()[0].head == gitfiles.NO_COMMIT
+    assert Git(repo).worktree_list()[0].head is None  # git shows the null id
+
+
+@pytest.mark.parametrize("git_format", ["reftable"], indirect=True)
+def test_a_reftable_is_never_read_as_files_and_git_answers_instead(git_format, tmp_path):
+    """A reftable repository keeps its refs and reflogs in no file this module reads
+    (``refs/heads`` is a file there): every read is unsure, never "no such ref"."""
+    for repo, checkouts in _states(tmp_path):
+        common = str(repo / ".git")
+        assert gitfiles.repo_format(common).reftable
+        for cwd in (repo, *checkouts):
+            git_dir = git(cwd, "rev-parse", "--path-format=absolute", "--git-dir")
+            assert all(_unsure(gitfiles.read_ref, common, git_dir, ref) for ref in _REFS)
+            assert _unsure(gitfiles.read_refs, common, git_dir, list(_REFS))
+            assert Git(cwd).commits(_REFS) == _gits_commits(cwd)
+        assert _unsure(gitfiles.listed_worktrees, common)
+        assert _unsure(functools.partial(gitfiles.reflog_files, common, skip=""))
+        assert Git(repo).worktree_list() == _gits_list(repo)
+
+
+def test_the_object_format_and_ref_storage_are_read_from_the_extensions_section(tmp_path):
+    repo = make_repo(tmp_path, "r", origin=False)
+    common, config = str(repo / ".git"), repo / ".git" / "config"
+    plain = config.read_text()
+
+    def read(extra: str) -> tuple[int, bool] | None:
+        config.write_text(plain + extra)
+        try:
+            fmt = gitfiles.repo_format(common)
+        except gitfiles.Unsure:
+            return None
+        return fmt.id_width, fmt.reftable
+
+    assert read("") == (40, False)
+    assert read("[extensions]\n\tobjectFormat = sha256\n") == (64, False)
+    assert read('[Extensions]\n\tobjectformat = "SHA256" ; a comment\n') == (64, False)
+    assert read("[extensions] objectformat=sha1\n\trefStorage = reftable\n") == (40, True)
+    assert read("[extensions]\n\trefstorage = files\n") == (40, False)
+    # The same words as keys of another section say nothing of the repository.
+    assert read('[remote "x"]\n\tobjectformat = sha256\n\trefstorage = reftable\n') == (40, False)
+    # A format not known here, or a line not read here, is git's to read.
+    assert read("[extensions]\n\tobjectformat = sha512\n") is None
+    assert read("[extensions]\n\trefstorage = other\n") is None
+    assert read("[extensions]\n\tobjectformat = \\\n\t\tsha256\n") is None
+    config.write_text(plain)
+    (repo / ".git" / "reftable").mkdir()  # a reftable the config does not name
+    assert _unsure(gitfiles.repo_format, common)
 
 
 def _unsure(fn, *args):
@@ -209,8 +259,9 @@ def test_only_branch_remote_and_head_names_are_read_from_the_files(tmp_path):
     assert Git(repo).commits(["refs/heads/../HEAD"]) == {"refs/heads/../HEAD": None}
 
 
-def test_a_plain_checkout_answers_without_running_git(tmp_path, monkeypatch):
-    repo = make_repo(tmp_path, "r")
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_a_plain_checkout_answers_without_running_git(git_format, tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "ws", "r")
     wt = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "-b", "topic", str(wt))
     expected = (_gits_list(repo), _gits_commits(wt))

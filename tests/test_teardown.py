@@ -9,7 +9,7 @@ import pytest
 from helpers.faults import argv, hold_open
 from helpers.origin import commit_on_origin, merge_on_origin, push_branch
 from helpers.plans import artifact
-from helpers.repos import branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.repos import FORMATS, branches, commit, git, run_cli, status, worktree_paths, write
 from helpers.topics import (
     TOPIC_ID,
     configure,
@@ -320,6 +320,7 @@ def _experiment_left_behind(topic) -> tuple[Path, str]:
     return wt, sha
 
 
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(home_repo):
     topic = new_topic(home_repo)
     wt, sha = _experiment_left_behind(topic)
@@ -340,6 +341,7 @@ def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(h
     assert git(home_repo, "rev-parse", "experiment") == sha
 
 
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_dropping_the_reflog_as_the_refusal_names_lets_the_teardown_through(home_repo):
     topic = new_topic(home_repo)
     wt, _ = _experiment_left_behind(topic)
@@ -348,6 +350,46 @@ def test_dropping_the_reflog_as_the_refusal_names_lets_the_teardown_through(home
     res = teardown(topic)
     assert res.code == 0, res.out
     assert not wt.exists()
+
+
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
+def test_an_experiment_whose_commit_entry_was_expired_still_refuses(home_repo):
+    """An expiry dropped the entry that made the experiment: the checkout that left it
+    still names it (in a reftable, git prints no entry's old id: the message does)."""
+    topic = new_topic(home_repo)
+    wt, sha = _experiment_left_behind(topic)
+    git(wt, "reflog", "delete", "HEAD@{1}")  # "commit: experiment"; its successor keeps `sha`
+    assert sha not in git(wt, "log", "-g", "--format=%H", "HEAD").split()
+    res = teardown(topic)
+    assert res.code == 1, res.out
+    step = steps_of(res.json, "home")["remove"]
+    assert step["code"] == "unintegrated-commits" and sha[:12] in step["detail"], step
+    assert wt.is_dir() and git(home_repo, "cat-file", "-t", sha) == "commit"
+
+
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
+def test_a_branch_left_by_the_oldest_entry_and_deleted_since_refuses(home_repo):
+    """The one entry left is the checkout away from a branch deleted since: its old id,
+    which git prints for no entry of a reftable, is the only record of the branch's work."""
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "checkout", "-q", "-b", "side")
+    sha = commit(wt, "side.py", "side = 1\n", "work on a side branch")
+    git(wt, "checkout", "-q", topic.branch)
+    git(wt, "branch", "-q", "-D", "side")  # and with it the branch's own reflog
+    for _ in git(wt, "log", "-g", "--format=%H", "HEAD").splitlines()[1:]:
+        git(wt, "reflog", "delete", "HEAD@{1}")  # as an expiry drops the older entries
+    assert (
+        git(wt, "log", "-g", "--format=%gs", "HEAD")
+        == f"checkout: moving from side to {topic.branch}"
+    )
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out
+    step = steps_of(res.json, "home")["remove"]
+    assert step["code"] == "unintegrated-commits" and sha[:12] in step["detail"], step
+    assert wt.is_dir() and git(home_repo, "cat-file", "-t", sha) == "commit"
+    git(wt, "branch", "side", sha)  # the fix named: a branch keeps it
+    assert teardown(topic, "--force").code == 0
 
 
 def test_what_an_amend_replaced_on_the_branch_does_not_refuse(home_repo):
@@ -362,6 +404,7 @@ def test_what_an_amend_replaced_on_the_branch_does_not_refuse(home_repo):
     assert not wt.exists()
 
 
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_what_a_squashing_rebase_made_on_the_way_does_not_refuse(home_repo):
     """`git rebase -i --autosquash` onto a moved main makes each picked commit and then
     the squashed one on a detached HEAD: the ones in between are only in the HEAD reflog,
@@ -379,6 +422,7 @@ def test_what_a_squashing_rebase_made_on_the_way_does_not_refuse(home_repo):
     assert not wt.exists()
 
 
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_what_an_aborted_rebase_made_does_not_refuse_a_forced_teardown(home_repo):
     """The picks a rebase made before a conflict stopped it are copies of the branch's own
     commits, left on a detached HEAD by `git rebase --abort`: no work of the user's."""
@@ -398,6 +442,7 @@ def test_what_an_aborted_rebase_made_does_not_refuse_a_forced_teardown(home_repo
     assert not wt.exists()
 
 
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_what_an_amend_replaced_on_a_detached_head_does_not_refuse(home_repo):
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]

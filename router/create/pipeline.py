@@ -557,7 +557,7 @@ class _Pipeline:
         """Why git's registration at our path is not a finished checkout, or None."""
         if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
             return f"git left it locked ({g.ADD_IN_PROGRESS})"
-        if entry.head is None or not entry.head.strip("0"):
+        if entry.head is None:  # an unborn branch, or a HEAD git has not set up yet
             return "it has no HEAD"
         index = Git(self.path).index_file()
         if index is None:

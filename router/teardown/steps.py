@@ -1275,18 +1275,20 @@ def reflog_blocker(
     admin = gitfiles.registration_of(str(repo.common_dir), str(path))
     if admin is None:
         return None
-    log = os.path.join(admin, "logs", "HEAD")
+    log = g.head_reflog_where(repo.common_dir, admin)
     # Its own HEAD counts as kept: a detached HEAD's commits are the detached-HEAD
     # check's (and a --force snapshot's parent), not the reflog's.
     heads = [e.head for e in entries if e.head]
     try:
         only = g.head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
-    except gitfiles.Unsure as exc:
+    except (gitfiles.Unsure, GitError, g.DanglingHead) as exc:
+        why = exc.first_line if isinstance(exc, GitError) else str(exc)
+        fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
         return refused(
             "remove",
             "unintegrated-commits",
-            f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({exc}): keep those "
-            f"commits on a branch, then run {again} again",
+            f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({why}): {fix}, "
+            f"then run {again} again",
         )
     if not only.count:
         return None

@@ -20,7 +20,15 @@ from pathlib import Path
 
 from router import gitfiles
 from router.errors import BadInput
-from router.git import GitError, WorktreeEntry, head_reflog_only, unique_commits
+from router.git import (
+    DanglingHead,
+    GitError,
+    WorktreeEntry,
+    head_reflog_name,
+    head_reflog_only,
+    head_reflog_where,
+    unique_commits,
+)
 from router.topic import holders, state
 from router.topic.ids import ID_RE
 from router.topic.model import repo_places
@@ -370,15 +378,25 @@ def _reflog_work(repo: Repo, entry: WorktreeEntry, entries: list[WorktreeEntry])
     admin = gitfiles.registration_of(str(repo.common_dir), str(entry.path))
     if admin is None:
         return ""
-    log = os.path.join(admin, "logs", "HEAD")
+    log = head_reflog_where(repo.common_dir, admin)
     heads = [e.head for e in entries if e.path != entry.path and e.head]
     try:
         only = head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
-    except gitfiles.Unsure as exc:
+    except DanglingHead as exc:
         return (
-            f"what its HEAD's reflog {log} alone keeps is unknown ({exc}): keep those commits "
-            "on a branch (the second field of each of its lines names one), then run "
-            "`git worktree remove` on the path by hand"
+            f"what its HEAD's reflog {log} alone keeps is unknown ({exc}): {exc.fix}, "
+            "then run doctor --repair again"
+        )
+    except (gitfiles.Unsure, GitError) as exc:
+        why = exc.first_line if isinstance(exc, GitError) else str(exc)
+        listed = (
+            "the second field of each of its lines names one"
+            if os.path.isabs(log)
+            else f"`git log -g {head_reflog_name(admin)}` lists them"
+        )
+        return (
+            f"what its HEAD's reflog {log} alone keeps is unknown ({why}): keep those commits "
+            f"on a branch ({listed}), then run `git worktree remove` on the path by hand"
         )
     if not only.count:
         return ""

@@ -50,6 +50,43 @@ def hermetic_env(root: Path) -> dict[str, str]:
     }
 
 
+# The repository formats git writes: object ids (SHA-1, SHA-256) and where refs live (files, a
+# reftable). A test made for each runs every git of the test, the router's included, in it.
+FORMATS = ("sha1", "sha256", "reftable")
+# A directory holding a git >= 2.45, the first to write reftables.
+GIT_NEW = Path(os.environ.get("TEAM_ROUTER_TEST_GIT_NEW", "/opt/git-new/bin"))
+
+
+def format_env(fmt: str) -> dict[str, str] | str:
+    """What the environment needs for every repository made in it to have format ``fmt``
+    (``git init`` and ``git clone`` of an empty repository read it); a str: why it cannot."""
+    if fmt == "sha1":
+        return {}
+    if fmt == "sha256":
+        return {"GIT_DEFAULT_HASH": "sha256"}
+    assert fmt == "reftable", fmt
+    new = GIT_NEW / "git"
+    proc = subprocess.run([str(new), "--version"], capture_output=True, text=True, check=False)
+    version = proc.stdout.split()[-1:] if proc.returncode == 0 else []
+    if not version or tuple(int(p) for p in version[0].split(".")[:2]) < (2, 45):
+        return f"reftable repositories need git >= 2.45 in {GIT_NEW} (TEAM_ROUTER_TEST_GIT_NEW)"
+    return {
+        "PATH": f"{GIT_NEW}{os.pathsep}{os.environ['PATH']}",
+        "GIT_DEFAULT_REF_FORMAT": "reftable",
+    }
+
+
+def repo_format(repo: Path) -> str:
+    """``repo``'s format as git reports it: sha1, sha256 or reftable (a SHA-1 reftable)."""
+    objects = git(repo, "rev-parse", "--show-object-format")
+    refs = git(repo, "config", "--get", "extensions.refstorage", check=False) or "files"
+    return (
+        "reftable"
+        if refs == "reftable" and objects == "sha1"
+        else f"{objects}-{refs}".removesuffix("-files")
+    )
+
+
 def git(cwd: Path, *args: str, check: bool = True, input: str | None = None) -> str:
     proc = subprocess.run(
         ["git", "-C", str(cwd), *args], capture_output=True, text=True, check=False, input=input
