@@ -113,6 +113,11 @@ CHANGES = (
 )
 
 
+def topic_name(directory: str) -> str:
+    """A fixture repo's name in the topic, as every command reports it (the home repo: ``home``)."""
+    return "home" if directory == REPOS[0].name else directory
+
+
 # -- the trace --------------------------------------------------------------------
 
 
@@ -341,8 +346,8 @@ class _Demo:
     def _fail(self, title: str, message: str) -> DemoFailed:
         return DemoFailed("demo-failed", f"step {len(self.steps) + 1} ({title}): {message}")
 
-    def _name(self, repo: dict[str, Any]) -> str:
-        """The demo's name for a repo of a report (the home repo is reported as ``home``)."""
+    def _dir(self, repo: dict[str, Any]) -> str:
+        """The directory of a repo a report names (the home repo is reported as ``home``)."""
         return REPOS[0].name if repo["name"] == "home" else repo["name"]
 
     def brief(self, message: str) -> str:
@@ -374,6 +379,10 @@ class _Demo:
             sha = self._build_repo(repo)
             lines.append(f"{repo.name:<{width}}  {DEFAULT_BRANCH} {sha[:8]}  {repo.role}")
         lines.append(f"origins: {self.show(self.origins)}/<name>.git (local bare repositories)")
+        lines.append(
+            f"{REPOS[0].name} is the home repo: every command reports it as `home`, the others "
+            "by their repos.md names"
+        )
         self._step("Three sibling repos, each pushed to its own bare origin", lines)
 
     def _build_repo(self, repo: FixtureRepo) -> str:
@@ -506,10 +515,10 @@ class _Demo:
         payload, record = self._cli(title, "web", ["worktrees", self.topic_id])
         lines = []
         for repo in payload["repos"]:
-            name = self._name(repo)
+            name = repo["name"]
             if repo["status"] not in {"created", "existing"} or not repo["worktree"]:
                 raise self._fail(title, f"{name} is {repo['status']}: {repo.get('reason')}")
-            self.worktrees[name] = Path(repo["worktree"])
+            self.worktrees[self._dir(repo)] = Path(repo["worktree"])
             lines.append(f"{name:<12}  {repo['status']:<8}  {self.show(repo['worktree'])}")
         if payload.get("repos_md_updated"):
             lines.append("repos.md now has a ## Worktrees section naming each path")
@@ -543,7 +552,7 @@ class _Demo:
                 slices=[
                     {
                         "name": c.message,
-                        "repo": "home" if c.repo == "web" else c.repo,
+                        "repo": topic_name(c.repo),
                         "change": f"`{c.path}`",
                         "test": f"{c.path} shows the plan",
                         "run": "python -m pytest" if c.repo == "api" else "npm test",
@@ -562,19 +571,19 @@ class _Demo:
             worktree = self.worktrees[change.repo]
             _write(worktree / change.path, change.content)
             sha = gitmod.commit_all(gitmod.Git(worktree), change.message)
-            lines.append(f"{change.repo}: commit {sha[:8]} {change.message}")
+            lines.append(f"{topic_name(change.repo)}: commit {sha[:8]} {change.message}")
         dirty = [r.name for r in REPOS if gitmod.Git(self.workspace / r.name).status().dirty]
         if dirty:
             raise self._fail("IMPLEMENT", f"a primary clone changed: {', '.join(dirty)}")
         lines.append("every primary clone is still clean: all edits happened in worktrees")
-        self._step("IMPLEMENT: commits land in the api and web worktrees", lines)
+        self._step("IMPLEMENT: commits land in the worktrees of api and home", lines)
 
     def _local_state_lines(self, payload: dict[str, Any]) -> list[str]:
         lines = []
         for repo in payload.get("local_state", []):
             for command in repo.get("commands", []):
                 lines.append(
-                    f"{self._name(repo)} .teamteardown: {command['line']}  -> {command['outcome']}"
+                    f"{repo['name']} .teamteardown: {command['line']}  -> {command['outcome']}"
                 )
             for temp in repo.get("temp_paths", []):
                 lines.append(f"temp path {temp['path']}  -> {temp['outcome']}")
@@ -606,7 +615,7 @@ class _Demo:
             lines.append(f"{topic['id']}: resume at {topic.get('resume_at')}")
             for repo in topic.get("repos", []):
                 state = "dirty" if repo.get("dirty") else "clean"
-                lines.append(f"  {self._name(repo):<12}  {state}, {repo.get('ahead', 0)} ahead")
+                lines.append(f"  {repo['name']:<12}  {state}, {repo.get('ahead', 0)} ahead")
         record(lines)
 
     def _refused_teardown(self) -> None:
@@ -629,7 +638,9 @@ class _Demo:
         record(
             [
                 f"left {self.show(dirty)} uncommitted",
-                f"refused [{payload['error']['code']}]: {self.brief(payload['error']['message'])}",
+                # The command's own last line (stderr), as it prints every refusal.
+                f"team-router: {self.brief(payload['error']['message'])} "
+                f"[{payload['error']['code']}]",
                 f"nothing removed: {len(self.worktrees)} worktrees and {len(kept)} branches "
                 f"are still there, and so is {DIRTY_FILE}",
             ]
@@ -646,7 +657,7 @@ class _Demo:
         lines = [f"deleted {DIRTY_FILE} first"]
         for repo in payload.get("repos", []):
             done = [s["name"] for s in repo.get("steps", []) if s.get("outcome") == "done"]
-            lines.append(f"{self._name(repo):<12}  done: {', '.join(done) or 'nothing to do'}")
+            lines.append(f"{repo['name']:<12}  done: {', '.join(done) or 'nothing to do'}")
         lines += self._local_state_lines(payload)
         preview = self._preview_dir()
         gone = [p for p in (preview, *self.temp_paths) if not p.exists()]
@@ -656,7 +667,7 @@ class _Demo:
             (subject,) = gitmod.log_subjects(
                 gitmod.Git(self.workspace / change.repo), DEFAULT_BRANCH, limit=1
             )
-            lines.append(f"{change.repo} {DEFAULT_BRANCH} now ends with: {subject}")
+            lines.append(f"{topic_name(change.repo)} {DEFAULT_BRANCH} now ends with: {subject}")
         left = [
             r.name for r in REPOS if gitmod.Git(self.workspace / r.name).branch_exists(self.branch)
         ]

@@ -690,6 +690,21 @@ def test_a_second_run_exits_0_and_reports_everything_done(web, tmp_path, monkeyp
     assert_cleaned(web, worktree)
 
 
+def test_the_teamteardown_lines_name_the_repo_as_teardown_does(web, no_gh, tmp_path):
+    line = f'echo ran >> "{tmp_path}/ran.log"'
+    write(web / ".teamteardown", line + "\n")
+    git(web, "add", ".teamteardown")
+    git(web, "commit", "-q", "-m", "declare local state")
+    git(web, "push", "-q", "origin", "main")
+    pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    res = run_cli("pr-cleanup", TOPIC_ID, cwd=web)
+    assert res.code == 0, res.out + res.err
+    # The topic's home repo is `home` in every command's output (teardown's, status's).
+    assert f"[home] $ {line}\n[home]   -> ok\n" in res.out
+    assert "[web]" not in res.out + res.err
+
+
 def test_a_topic_created_again_after_its_cleanup_runs_its_local_state_again(web, no_gh, tmp_path):
     write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\n')
     git(web, "add", ".teamteardown")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,7 @@ def test_demo_narrates_each_step_in_text_mode(newcomer: Path) -> None:
     assert out.startswith("Demo: one topic across three repos")
     assert "1. Three sibling repos" in out
     assert "web$ team-router new " in out
-    assert "refused [dirty-worktree]" in out
+    assert "[dirty-worktree]" in out
     assert "nothing removed" in out
     assert "\nDone: " in out
     numbered = [ln for ln in out.splitlines() if ln[:1].isdigit() and ". " in ln]
@@ -98,3 +99,19 @@ def test_demo_dir_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
     assert result.code == 2
     assert result.json["error"]["code"] == "demo-dir"
     assert target.read_text() == "keep me\n"
+
+
+def _comparable(text: str) -> list[str]:
+    """Demo output with what differs from run to run (directories, dates, shas) made equal."""
+    text = re.sub(r"\S*/team-router-demo-(scratch-)?[A-Za-z0-9_]+", r"/tmp/demo-\1dir", text)
+    text = re.sub(r"\b\d{4}-\d{2}-\d{2}\b", "YYYY-MM-DD", text)
+    text = re.sub(r"\b[0-9a-f]{8}\b", "<sha>", text)
+    return text.rstrip("\n").splitlines()
+
+
+def test_the_readme_shows_what_the_demo_prints(newcomer: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("```text\n$ team-router demo\n", 1)[1].split("\n```", 1)[0]
+    result = run_cli("demo")
+    assert result.code == 0, result.out + result.err
+    assert _comparable(result.out) == _comparable(shown)

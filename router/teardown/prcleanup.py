@@ -1161,7 +1161,9 @@ def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
     if found.record is None and not found.anything_left(repo):
         return done("local-state", f"nothing of {found.branch} was left: already cleaned up")
     job = LocalStateJob(
-        repo.primary.name,
+        # The repo's name in its topic, as teardown prints it; a branch of no topic
+        # has only its directory's name.
+        found.record.repo if found.record is not None else repo.primary.name,
         repo.git,
         repo.primary,
         found.default,
