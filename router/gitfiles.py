@@ -256,6 +256,9 @@ def plain_layout(path: str) -> tuple[str, str, str] | None:
 _HEX = frozenset("0123456789abcdef")
 # The hex digits of an object id in each object format git knows (extensions.objectFormat).
 _ID_WIDTHS = {"sha1": 40, "sha256": 64}
+# An object id in any of those formats: for ids kept apart from their repository
+# (a record's, an answer from GitHub), where the repository's own width is not at hand.
+ANY_OBJECT_ID = "|".join(f"[0-9a-f]{{{width}}}" for width in sorted(_ID_WIDTHS.values()))
 _REF_STORAGES = ("files", "reftable")
 # A section header, and what may follow it on its line (a key, a value).
 _SECTION = r"\s*\[\s*([^\]\s\"]*)\s*(?:\"[^\"]*\"\s*)?\](.*)"
@@ -387,14 +390,14 @@ def _read_ref(common: str, git_dir: str, ref: str, fmt: RepoFormat) -> tuple[str
             if ref == "HEAD":
                 raise Unsure(f"{git_dir} has no HEAD file")
             packed = _packed_refs(common, fmt) if packed is None else packed
-            return _commit(packed.get(ref)), ref
+            return _no_null(packed.get(ref)), ref
         if not loose.startswith("ref:"):
-            return _commit(loose), ref
+            return _no_null(loose), ref
         ref = loose[len("ref:") :].strip()
     raise Unsure(f"{ref}: more symbolic refs in a row than git follows")
 
 
-def _commit(oid: str | None) -> str | None:
+def _no_null(oid: str | None) -> str | None:
     # The null id names no commit (git writes it while it sets HEAD up): git's
     # ``<ref>^{commit}`` finds none, and lists an unborn branch's HEAD so.
     return None if oid is None or is_null_id(oid) else oid

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from router import gitfiles
+
 GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
 PR_FIELDS = (
     "number,state,headRefName,headRefOid,baseRefName,mergeCommit,"
@@ -46,7 +48,7 @@ PR_URL_RE = re.compile(
     rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/pull/(?P<number>[0-9]{{1,10}})/?",
     re.ASCII,
 )
-_OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_OID_RE = re.compile(gitfiles.ANY_OBJECT_ID)
 
 
 @dataclass(frozen=True, slots=True)

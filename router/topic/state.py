@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
+from router import gitfiles
 from router.errors import Refusal
 from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
@@ -174,7 +175,7 @@ class Picking:
         return cls(data["branch"], data["target"], data["tip"], tuple(commits))  # type: ignore[arg-type]
 
 
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+_SHA = re.compile(f"^(?:{gitfiles.ANY_OBJECT_ID})$")
 
 
 @dataclass(frozen=True, slots=True)
