@@ -10,9 +10,64 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from typing import TextIO
 
 # Where a command's line-by-line output goes (a local-state line's output, a hook's notes).
 Echo = Callable[[str], None]
+
+# One line at a time on the terminal. Parallel repos' echo lines, the output of
+# their `.teamteardown` lines and the progress lines all end up there (stdout and
+# stderr are the same terminal): `print` writes a text and then its newline, and
+# a command's output may stop mid-line, so without this another thread's line
+# landed in between and two shared one line.
+_TERMINAL = threading.Lock()
+_LONGEST = 65536  # a partial line longer than this is relayed without waiting for its end
+
+
+def write_line(stream: TextIO, text: str) -> None:
+    """``text`` and its newline in one write, never split by another thread's line."""
+    with _TERMINAL:
+        stream.write(text + "\n")
+        stream.flush()
+
+
+class LineRelay:
+    """A child's output relayed to our stderr whole lines at a time, each with ``prefix``.
+
+    What arrives without a newline waits for the rest of its line; :meth:`end`
+    completes it, so the next line on the terminal starts on a line of its own.
+    A closed stderr never stops the child.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix.encode()
+        self.pending = b""
+
+    def feed(self, data: bytes) -> None:
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        if len(self.pending) > _LONGEST:
+            lines.append(self.pending)
+            self.pending = b""
+        if lines:
+            _write_bytes(b"".join(self.prefix + line + b"\n" for line in lines))
+
+    def end(self) -> None:
+        if self.pending:
+            _write_bytes(self.prefix + self.pending + b"\n")
+            self.pending = b""
+
+
+def _write_bytes(data: bytes) -> None:
+    import contextlib
+
+    with _TERMINAL, contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+        buffer = getattr(sys.stderr, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+            buffer.flush()
+        else:
+            sys.stderr.write(data.decode("utf-8", "replace"))
 
 
 class Progress:
@@ -31,7 +86,7 @@ class Progress:
         with self._lock:
             self.done += 1
             line = f"[{self.done}/{self.total}] {self.label} {name}: {outcome}"
-            print(_dim(line), file=sys.stderr, flush=True)
+            write_line(sys.stderr, _dim(line))
 
 
 def _interactive() -> bool:

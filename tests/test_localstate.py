@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -560,3 +561,52 @@ def test_a_failing_line_names_its_code_in_the_human_output(topic, tmp_path):
     )
     assert res.err == ("team-router: home: `exit 3` failed (exit 3) [local-state-failed]\n")
     assert (tmp_path / "after").exists()
+
+
+def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
+    """team-router run with stdout and stderr on one terminal, as a user sees it."""
+    import pty
+    import subprocess
+
+    from helpers.faults import argv
+
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        argv(*args, cwd=cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=secondary,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    os.close(secondary)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once the last writer closed the terminal
+        while data := os.read(main, 65536):
+            chunks.append(data)
+    os.close(main)
+    return proc.wait(timeout=120), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_parallel_repos_lines_and_their_output_never_share_a_terminal_line(workspace):
+    topic = multi_topic(workspace, ("api", "types"))
+    for name, repo in topic.repos.items():
+        declare(repo, "".join(f"printf '{name} wrote {n}'\n" for n in range(5)))
+    code, out = _on_a_terminal(["teardown", topic.id], topic.home)
+    assert code == 0, out
+    relayed = [line for line in out.splitlines() if "wrote" in line or "-> ok" in line]
+    echoed = re.compile(r"\[(home|api|types)\] (\$ printf '\1 wrote \d'|\1 wrote \d|  -> ok)")
+    assert [line for line in relayed if not echoed.fullmatch(line)] == []
+    progress = [line for line in out.splitlines() if re.match(r"\[\d", line)]
+    assert len(progress) == 3
+    assert all(re.fullmatch(r"\[[123]/3\] teardown (home|api|types): done", p) for p in progress)
+    for name in topic.repos:
+        mine = [line for line in relayed if line.startswith(f"[{name}] ")]
+        assert mine == [
+            text
+            for n in range(5)
+            for text in (
+                f"[{name}] $ printf '{name} wrote {n}'",
+                f"[{name}] {name} wrote {n}",
+                f"[{name}]   -> ok",
+            )
+        ]

@@ -150,7 +150,9 @@ def line_echo(as_json: bool) -> Callable[[str], None]:
     stream_name = "stderr" if as_json else "stdout"
 
     def echo(message: str) -> None:
-        print(message, file=getattr(sys, stream_name), flush=True)
+        from router.progress import write_line
+
+        write_line(getattr(sys, stream_name), message)
 
     return echo
 

@@ -16,7 +16,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -32,7 +31,7 @@ from router.git import (
     repository_above,
     repository_below,
 )
-from router.progress import Echo
+from router.progress import Echo, LineRelay
 from router.topic.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
@@ -252,7 +251,7 @@ def run_line(
         )
     except OSError:
         return CommandResult(line, LineOutcome.FAILED, 127, repo)
-    output = _Output(proc)
+    output = _Output(proc, f"[{repo}] " if repo else "")
     try:
         code = output.relay_until_exit(time.monotonic() + timeout, stop)
         if code is None:
@@ -269,12 +268,13 @@ def run_line(
 
 
 class _Output:
-    """A line's stdout and stderr pipes, copied to our stderr as they arrive."""
+    """A line's stdout and stderr pipes, copied to our stderr a whole line at a time."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], prefix: str = "") -> None:
         self.proc = proc
         self.pipes = [p for p in (proc.stdout, proc.stderr) if p is not None]
         self.selector = selectors.DefaultSelector()
+        self.relays = {p.fileno(): LineRelay(prefix) for p in self.pipes}
         for pipe in self.pipes:
             self.selector.register(pipe.fileno(), selectors.EVENT_READ)
 
@@ -306,26 +306,17 @@ class _Output:
         self.selector.close()
         for pipe in self.pipes:
             pipe.close()
+        for relay in self.relays.values():
+            relay.end()
 
     def _pump(self, timeout: float) -> None:
         for key, _ in self.selector.select(timeout):
             data = os.read(key.fd, 65536)
             if data:
-                _emit(data)
+                self.relays[key.fd].feed(data)
             else:
+                self.relays[key.fd].end()
                 self.selector.unregister(key.fd)
-
-
-def _emit(data: bytes) -> None:
-    """Write a line's output to our stderr; a closed stderr must not stop the line."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.flush()
-        buffer = getattr(sys.stderr, "buffer", None)
-        if buffer is not None:
-            buffer.write(data)
-            buffer.flush()
-        else:
-            sys.stderr.write(data.decode("utf-8", "replace"))
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
