@@ -1046,13 +1046,19 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
         f"1 commit(s) of {topic.branch} are on no target branch: {sha[:12]}; pass --integrate, "
         "or --force to snapshot them"
     )
-    assert lines[0] == f"Refused (nothing was removed in any repo); the plan of {topic.id}"
-    assert f"home  {home_wt}" in lines and f"api  {api_wt}" in lines
-    assert f"  {'remove':<15} {'refused':<8} {dirty}" in lines
-    assert f"  {'integrate':<15} {'refused':<8} {unintegrated}" in lines
-    assert lines[-1] == (
-        f"teardown of {topic.id} refused: 2 refused step(s) above; fix each, then run it again"
-    )
+    # Each repo's blockers, then one line for its steps not done (not one line each).
+    assert lines == [
+        f"Refused (nothing was removed in any repo); the plan of {topic.id}",
+        f"home  {home_wt}",
+        f"  {'remove':<15} {'refused':<8} {dirty}",
+        f"  {'the rest':<15} {'skipped':<8} not done: teardown refused (dirty-worktree here): "
+        "integrate, branch, verify-gone, update-default, plan-dir, sweep, local-state",
+        f"api  {api_wt}",
+        f"  {'integrate':<15} {'refused':<8} {unintegrated}",
+        f"  {'the rest':<15} {'skipped':<8} not done: teardown refused (unintegrated-commits "
+        "here): remove, branch, verify-gone, update-default, plan-dir, sweep, local-state",
+        f"teardown of {topic.id} refused: 2 refused step(s) above; fix each, then run it again",
+    ]
     assert res.err == (
         f"team-router: teardown of {topic.id} refused, nothing was removed in any repo: "
         f"home: {dirty}; api: {unintegrated} [dirty-worktree]\n"

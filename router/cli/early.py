@@ -267,7 +267,7 @@ def teardown_text(result) -> str:
     lines = [f"{head} of {result.id}"]
     for repo in result.repos:
         lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
-        lines += [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in repo.steps]
+        lines += _step_lines(repo.steps, refused=result.refusal is not None)
         if repo.local_state is not None:
             lines += temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
     lines += [f"swept: {p}" for p in result.swept]
@@ -284,6 +284,17 @@ def teardown_text(result) -> str:
     if not result.swept and not result.kept:
         lines.append("no residue found")
     return "\n".join(lines)
+
+
+def _step_lines(steps, *, refused: bool) -> list[str]:
+    """A repo's steps; in a refused plan, its blockers and one line for the steps not done."""
+    shown = [s for s in steps if s.stopped] if refused else list(steps)
+    lines = [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in shown]
+    waiting = [s for s in steps if s not in shown]
+    if waiting:
+        names = ", ".join(s.name for s in waiting)
+        lines.append(f"  {'the rest':<15} {'skipped':<8} {waiting[0].detail}: {names}")
+    return lines
 
 
 def file_lines(files, limit: int = 20) -> list[str]:
