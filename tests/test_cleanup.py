@@ -705,6 +705,20 @@ def test_the_teamteardown_lines_name_the_repo_as_teardown_does(web, no_gh, tmp_p
     assert "[web]" not in res.out + res.err
 
 
+def test_the_text_report_names_the_proof_and_gh_once_each(web, no_gh):
+    worktree = pushed_topic(web)
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    res = run_cli("pr-cleanup", TOPIC_ID, cwd=web)
+    assert res.code == 0, res.out + res.err
+    lines = res.out.splitlines()
+    assert lines[:2] == [
+        f"pr-cleanup of {TOPIC_ID} (merged)",
+        "proof (ancestor): its tip is an ancestor of origin/main; gh unavailable: gh is not "
+        "installed or not on PATH: the content proof alone decides",
+    ]
+    assert_cleaned(web, worktree)
+
+
 def test_a_topic_created_again_after_its_cleanup_runs_its_local_state_again(web, no_gh, tmp_path):
     write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\n')
     git(web, "add", ".teamteardown")

@@ -112,7 +112,8 @@ def _text(result) -> str:
     head = "Plan (dry run, nothing changed)" if result.dry_run else "pr-cleanup"
     lines = [f"{head} of {result.branch} ({result.mode})"]
     if result.evidence is not None:
+        # The detail says what the content proof found and what gh said, each once.
         ev = result.evidence
-        lines.append(f"proof: {ev.content.kind if ev.content else 'none'}; gh {ev.gh}; {ev.detail}")
+        lines.append(f"proof ({ev.content.kind if ev.content else 'none'}): {ev.detail}")
     lines += [f"  {s.name:<14} {s.outcome:<8} {s.detail}" for s in result.steps]
     return "\n".join(lines)
