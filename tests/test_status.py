@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers.faults import git_logger, git_verbs, run
 from helpers.plans import artifact, repos_md, touch
 from helpers.repos import commit, git, make_repo, run_cli, write
-from helpers.topics import new_topic
+from helpers.topics import multi_topic, new_topic
 
 
 def test_two_topics_in_two_repos(home_repo, workspace):
@@ -91,6 +91,22 @@ def test_status_of_a_repo_without_topics(home_repo):
     res = run_cli("status", "--json", cwd=home_repo)
     assert (res.code, res.json["topics"]) == (0, [])
     assert "No topics" in run_cli("status", cwd=home_repo).out
+
+
+def test_status_in_a_secondary_repo_without_topics_names_the_repo_it_ran_in(workspace):
+    topic = multi_topic(workspace, ("api",))
+    artifact(topic.plan_dir, "pr.md", url="https://github.com/acme/web/pull/7")
+    assert run_cli("teardown", topic.id, "--json", cwd=topic.home).code == 0
+    api, web = topic.repos["api"], topic.repos["home"]
+    res = run_cli("status", cwd=api)
+    assert (res.code, res.err) == (0, "")
+    assert res.out == (
+        f"No topics in {api} (nor in {web}, the home of the topics it was in); start one with "
+        "`team-router new`.\n"
+    )
+    assert run_cli("status", cwd=web).out == (
+        f"No topics in {web}; start one with `team-router new`.\n"
+    )
 
 
 def test_a_current_directory_that_was_deleted_is_one_line_not_a_traceback(tmp_path, monkeypatch):

@@ -52,6 +52,8 @@ class StatusResult:
     home: Path
     topics: tuple[TopicState, ...]
     warnings: tuple[str, ...] = ()
+    # The repo the command ran in: a secondary repo answers with its topics' home.
+    asked: Path | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"home": str(self.home), "topics": [t.to_json() for t in self.topics]}
@@ -59,7 +61,8 @@ class StatusResult:
 
 def topics_status(cwd: Path) -> StatusResult:
     """Every topic with a plan dir in the home repo (primary clone or any worktree)."""
-    repo = home_repo(open_repo(cwd))
+    here = open_repo(cwd)
+    repo = home_repo(here)
     warnings: list[str] = []
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     entries = repo.git.worktree_list()
@@ -83,7 +86,9 @@ def topics_status(cwd: Path) -> StatusResult:
         resume, _inv, found = phases.assess(repo, plan, repos, refs)
         warnings += found
         topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
-    return StatusResult(repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)))
+    return StatusResult(
+        repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)), asked=here.primary
+    )
 
 
 def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
@@ -105,7 +110,10 @@ def _dirty(worktree: str | None) -> bool | None:
 def render_table(result: StatusResult) -> str:
     """The people's view: one block per topic, one row per repo."""
     if not result.topics:
-        return f"No topics in {result.home}; start one with `team-router new`."
+        where = str(result.home)
+        if result.asked is not None and result.asked != result.home:
+            where = f"{result.asked} (nor in {result.home}, the home of the topics it was in)"
+        return f"No topics in {where}; start one with `team-router new`."
     lines = []
     for topic in result.topics:
         step = f" ({topic.resume.step})" if topic.resume.step else ""
