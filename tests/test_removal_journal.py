@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers.fakegh import install_fake_gh, make_github_repo, pr
-from helpers.faults import KILLED, argv, finish, git_killer
+from helpers.faults import CRASHED, KILLED, argv, finish, git_killer, run
 from helpers.origin import merge_on_origin
 from helpers.repos import (
     CliResult,
@@ -307,3 +307,109 @@ def test_a_pr_cleanup_a_file_stops_half_way_names_it_and_the_rerun_finishes(
     }
     assert not worktree.exists() and worktree_paths(web) == [str(web)]
     assert branches(web) == ["main"] and status(web) == ""
+
+
+# -- .claude/worktrees on its own filesystem: the plan dir's move copies, verifies, removes ----
+
+FALLBACK_ID = TOPIC_ID
+
+
+@contextlib.contextmanager
+def _own_filesystem(folder: Path, size: str) -> Iterator[None]:
+    """A ``tmpfs`` of ``size`` mounted at ``folder`` (made here), unmounted whatever happens."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = _sh("mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder))
+    if made.returncode != 0:
+        pytest.skip(f"a tmpfs cannot be mounted here: {made.stderr.strip()}")
+    try:
+        yield
+    finally:
+        while _mounted(folder):
+            if (
+                _sh("umount", str(folder)).returncode != 0
+                and _sh("umount", "-l", str(folder)).returncode != 0
+            ):
+                break
+
+
+def _fallen_back(home_repo: Path) -> Path:
+    """A topic whose `new` fell back to the main tree (a file was in the way of .claude); its plan dir."""
+    write(home_repo / ".claude", "a file where the directory goes\n")
+    res = run_cli("new", "Add rate limiting", "--id", FALLBACK_ID, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert res.json["home"]["status"] == "fallback"
+    plan = home_repo / "docs" / "plans" / FALLBACK_ID
+    write(plan / "task.md", "# Task\n")
+    write(plan / "notes" / "research.md", "what was found\n")
+    (home_repo / ".claude").unlink()  # the cause, fixed
+    return plan
+
+
+PLAN_FILES = {"task.md": "# Task\n", "notes/research.md": "what was found\n"}
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def _assert_moved(home_repo: Path, res: CliResult) -> None:
+    moved = home_repo / ".claude" / "worktrees" / FALLBACK_ID / "docs" / "plans" / FALLBACK_ID
+    assert res.code == 0, res.out + res.err
+    assert res.json["plan_dir"] == str(moved)
+    assert res.json["warnings"] == []
+    assert _files(moved) == PLAN_FILES
+    assert not (home_repo / "docs").exists() and status(home_repo) == ""
+    assert sorted(os.listdir(moved.parent)) == [FALLBACK_ID]  # no copy left beside it
+    record = state.read_record(home_repo / ".git", FALLBACK_ID)
+    assert record is not None and record.removing is None
+    assert record.plan_dir == str(moved)
+
+
+def test_a_fallen_back_plan_dir_moves_into_a_worktree_on_another_filesystem(home_repo):
+    _fallen_back(home_repo)
+    with _own_filesystem(home_repo / ".claude" / "worktrees", "64m"):
+        res = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+        _assert_moved(home_repo, res)
+        phase = run_cli("phase", FALLBACK_ID, "--json", cwd=home_repo).json
+        assert phase["plan_dir"] == res.json["plan_dir"]
+
+
+@pytest.mark.parametrize("step", ["plan-dir-copied", "plan-dir-placed"])
+def test_a_plan_dir_move_across_filesystems_killed_in_the_middle_is_finished_by_the_rerun(
+    home_repo, step
+):
+    plan = _fallen_back(home_repo)
+    with _own_filesystem(home_repo / ".claude" / "worktrees", "64m"):
+        killed = run("worktrees", FALLBACK_ID, "--json", cwd=home_repo, crash_at=step)
+        assert killed.code == CRASHED, killed.out + killed.err
+        assert _files(plan) == PLAN_FILES  # the original is whole until the copy is in place
+        again = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+        _assert_moved(home_repo, again)
+
+
+def test_a_plan_dir_move_the_disk_cannot_hold_keeps_it_in_place_then_the_rerun_moves_it(home_repo):
+    plan = _fallen_back(home_repo)
+    big = "x" * (3 * 1024 * 1024)
+    write(plan / "research.md", big)
+    folder = home_repo / ".claude" / "worktrees"
+    with _own_filesystem(folder, "2m"):
+        full = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+        assert full.code == 0, full.out + full.err
+        assert full.json["plan_dir"] == str(plan)
+        dst = folder / FALLBACK_ID / "docs" / "plans" / FALLBACK_ID
+        assert full.json["warnings"] == [
+            f"home: the plan dir stays in the main tree ({plan}): copying it to {dst} failed "
+            f"(No space left on device writing {dst.parent / ('.' + FALLBACK_ID + '.copying')}"
+            "/research.md); nothing was moved; run this again once that is fixed"
+        ]
+        assert _files(plan) == {**PLAN_FILES, "research.md": big}
+        assert sorted(os.listdir(dst.parent)) == []  # the partial copy is gone
+        # Space is freed: the rerun moves it.
+        assert _sh("mount", "-o", "remount,size=64m", str(folder)).returncode == 0
+        again = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
+        assert again.code == 0, again.out + again.err
+        assert again.json["plan_dir"] == str(dst) and again.json["warnings"] == []
+        assert _files(dst) == {**PLAN_FILES, "research.md": big}
+        assert not (home_repo / "docs").exists() and status(home_repo) == ""

@@ -923,7 +923,11 @@ class _Pipeline:
         if self.job.home is not None:
             fields["home"] = str(self.job.home)
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
-        if "claim" in steps and record.removing is not None:
+        if (
+            "claim" in steps
+            and record.removing is not None
+            and os.path.realpath(record.removing.path) == os.path.realpath(self.path)
+        ):
             # A removal of this path a kill interrupted: the worktree made here now is
             # another one, whose files are work again, never the remains of that removal.
             record = dataclasses.replace(record, removing=None)

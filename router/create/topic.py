@@ -29,6 +29,7 @@ from router.topic.discovery import (
 )
 from router.topic.discovery import home_repo as home_of
 from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
+from router.topic.removal import move_dir
 from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
 
@@ -109,7 +110,7 @@ def new_topic(
                 # A rerun after a fallback: the same rule as `worktrees` (the
                 # plan dir moves into the new worktree, or everything stays).
                 report = _home_report(repo, fallen, topic, wait)
-                moved, report = _move_plan_dir(fallen, report)
+                moved, report = _move_plan_dir(repo, fallen, report)
                 checkout = moved.root
             else:
                 report = ensure(job)
@@ -295,7 +296,10 @@ def setup_worktrees(
         # it left an empty plan dir there, which discovery may find first: the
         # main tree's, which the record names, is the topic's until it moves.
         fallen = _fallen_back_plan(home_repo, topic)
-        if fallen is not None and _empty_dir(plan.path):
+        if fallen is not None and (
+            _empty_dir(plan.path) or _moving(home_repo, topic.id, fallen.path) is not None
+        ):
+            # (Or a move of it into the worktree was killed after the copy was put in place.)
             plan = fallen
         repos_md = plan.path / REPOS_MD
         parsed = read_repos_md(repos_md) if repos_md.is_file() else None
@@ -307,7 +311,7 @@ def setup_worktrees(
             home, *ran = ensure_all([home_job, *jobs])
         else:
             home, ran = home_job, ensure_all(jobs)
-        plan, home = _move_plan_dir(plan, home)
+        plan, home = _move_plan_dir(home_repo, plan, home)
         created = dict(zip((j.name for j in jobs), ran, strict=True))
         reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
         mode = "multi" if parsed else "single"
@@ -405,12 +409,15 @@ def _ahead_of_origin(repo: Repo) -> bool:
     return repo.git.count_commits(f"{target}..HEAD") > 0
 
 
-def _move_plan_dir(plan: PlanDir, home: CreateReport) -> tuple[PlanDir, CreateReport]:
+def _move_plan_dir(repo: Repo, plan: PlanDir, home: CreateReport) -> tuple[PlanDir, CreateReport]:
     """Move a fallen-back topic's plan dir from the main tree into its home worktree.
 
     Also when the worktree already existed: a run killed after making it, before
     the move, leaves the move to the rerun. A plan dir there that holds files
-    is never written over: both stay, and a warning names them.
+    is never written over: both stay, and a warning names them. The worktree
+    may be on another filesystem (``.claude/worktrees`` on its own disk): the
+    move then copies, verifies, and deletes the original through the removal
+    journal, so a run killed in the middle is finished by the rerun.
     """
     old = plan.path
     if home.status not in {Status.CREATED, Status.EXISTING}:
@@ -418,22 +425,47 @@ def _move_plan_dir(plan: PlanDir, home: CreateReport) -> tuple[PlanDir, CreateRe
     if home.worktree is None or home.worktree in old.parents:
         return plan, home
     new = home.worktree / PLANS_DIR / plan.id
-    if new.is_dir() and not new.is_symlink() and not any(new.iterdir()):
-        new.rmdir()  # the empty one the pipeline's setup made
-    if os.path.lexists(new):
+    pending = _moving(repo, plan.id, old)
+    if pending is None:
+        if new.is_dir() and not new.is_symlink() and not any(new.iterdir()):
+            new.rmdir()  # the empty one the pipeline's setup made
+        if os.path.lexists(new):
+            warning = (
+                f"home: the plan dir stays in the main tree ({old}): {new} holds files too; "
+                f"merge the two by hand into {new}, delete {old}, then run this again"
+            )
+            return plan, dataclasses.replace(home, warnings=(*home.warnings, warning))
+    new.parent.mkdir(parents=True, exist_ok=True)
+
+    def mark(removal: state.Removal | None) -> None:
+        state.update_record(
+            repo.common_dir, plan.id, lambda r: dataclasses.replace(r, removing=removal)
+        )
+
+    moved = move_dir(old, new, pending=pending, mark=mark, crash=state.crash_point)
+    if not moved.done:
         warning = (
-            f"home: the plan dir stays in the main tree ({old}): {new} holds files too; "
-            f"merge the two by hand into {new}, delete {old}, then run this again"
+            f"home: the plan dir stays in the main tree ({old}): {moved.warning}; "
+            "run this again once that is fixed"
         )
         return plan, dataclasses.replace(home, warnings=(*home.warnings, warning))
-    new.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(old, new)
+    if moved.warning:
+        home = dataclasses.replace(home, warnings=(*home.warnings, f"home: {moved.warning}"))
     for parent in (old.parent, old.parent.parent):  # docs/plans, docs: only when now empty
         try:
             parent.rmdir()
         except OSError:
             break
     return plan._replace(dir=str(new), checkout=str(home.worktree)), home
+
+
+def _moving(repo: Repo, topic_id: str, old: Path) -> state.Removal | None:
+    """The removal journal of ``old`` a killed move of the plan dir left (None: no move under way)."""
+    record = state.read_record_or_none(repo.common_dir, topic_id)
+    mark = record.removing if record is not None else None
+    if mark is None or os.path.realpath(mark.path) != os.path.realpath(old):
+        return None
+    return mark
 
 
 def _order(parsed: object) -> list[str]:

@@ -37,7 +37,6 @@ from router.teardown.nested import (
     survey_registration,
     survey_remains,
 )
-from router.teardown.removal import began, delete_judged, described, journal, unjudged, with_content
 from router.teardown.snapshot import (
     Snapshot,
     SnapshotFailed,
@@ -56,6 +55,7 @@ from router.teardown.sweep import (
 )
 from router.topic import state
 from router.topic.discovery import PLANS_DIR, plan_dir_link
+from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
 from router.topic.state import REMOVING, Picking
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, find_worktree
 

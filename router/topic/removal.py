@@ -25,7 +25,9 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,3 +261,202 @@ def described(blocked: list[Blocked], limit: int = 5) -> str:
     shown = "; ".join(f"{b.path} ({b.cause})" for b in blocked[:limit])
     more = f"; and {len(blocked) - limit} more" if len(blocked) > limit else ""
     return shown + more
+
+
+# -- moving a directory across filesystems: copy, verify, then remove ----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """Where a directory move ended: ``done`` when ``dst`` holds it whole; why not, or what was kept."""
+
+    done: bool
+    warning: str = ""
+
+
+def staging_of(dst: Path) -> Path:
+    """Where a copy to ``dst`` is made before it is put in place (same filesystem as ``dst``)."""
+    return dst.with_name(f".{dst.name}.copying")
+
+
+def move_dir(
+    src: Path,
+    dst: Path,
+    *,
+    pending: Removal | None,
+    mark: Callable[[Removal | None], None],
+    crash: Callable[[str], None] = lambda step: None,
+) -> Moved:
+    """Move the directory ``src`` to ``dst``, across filesystems too, resumable after a kill.
+
+    On one filesystem it is a rename. Across two (``.claude/worktrees`` on
+    its own disk) a rename fails with EXDEV, so: copy into a staging
+    directory beside ``dst``, verify every file's content, journal ``src``
+    (``mark``, the removal journal) with the content it verified, rename the
+    copy into place, then delete ``src`` through the journal. ``pending``: a
+    journal of removing ``src`` that an earlier, killed move left; the move
+    then resumes from where it stopped. ``crash``: the test seam between stages.
+    """
+    if pending is not None and os.path.realpath(pending.path) == os.path.realpath(src):
+        return _resume(src, dst, pending, mark)
+    if os.path.lexists(dst):
+        return Moved(False, f"{dst} is in the way")
+    if mounts.same_filesystem(src, dst.parent):
+        os.rename(src, dst)
+        return Moved(True)
+    staging = staging_of(dst)
+    left = _discard_copy(staging, src)
+    if left:
+        return Moved(
+            False, f"{staging} holds files that are not a copy of {src}: {', '.join(left[:5])}"
+        )
+    try:
+        _copy_tree(src, staging)
+    except OSError as exc:
+        _discard_copy(staging, src)
+        return Moved(
+            False,
+            f"copying it to {dst} failed ({exc.strerror or exc} writing {exc.filename}); "
+            "nothing was moved",
+        )
+    source = journal(src, content=True)
+    if not _same_content(source, journal(staging, content=True)):
+        _discard_copy(staging, src)
+        return Moved(False, f"{src} changed while it was copied to {dst}; nothing was moved")
+    mark(source)
+    crash("plan-dir-copied")
+    return _resume(src, dst, source, mark, crash=crash)
+
+
+def _resume(
+    src: Path,
+    dst: Path,
+    source: Removal,
+    mark: Callable[[Removal | None], None],
+    crash: Callable[[str], None] = lambda step: None,
+) -> Moved:
+    """Put the verified copy in place (if it is not yet), then delete ``src`` through its journal."""
+    staging = staging_of(dst)
+    if os.path.isdir(staging) and _is_empty_dir(dst):
+        os.rmdir(dst)  # made empty by a rerun's setup before it resumed the move
+    if not os.path.lexists(dst):
+        if not os.path.isdir(staging) or not _same_content(source, journal(staging, content=True)):
+            # The copy is not whole: src is untouched and stays where it is.
+            mark(None)
+            _discard_copy(staging, src)
+            return Moved(False, f"the copy of {src} at {staging} was not whole; nothing was moved")
+        os.rename(staging, dst)
+    crash("plan-dir-placed")
+    missing = _not_held(dst, source)
+    if missing:
+        # The original goes only while the copy in place holds every file of it.
+        mark(None)
+        return Moved(
+            True,
+            f"{src} was copied to {dst}, but {', '.join(missing[:5])} there differ from the "
+            f"original, so {src} is kept: compare the two, then delete {src} by hand",
+        )
+    kept, blocked = delete_judged(src, source) if os.path.lexists(src) else ([], [])
+    if blocked:
+        mark(with_content(src, source))
+        return Moved(
+            True, f"{src} was copied to {dst}, but cannot be deleted: {described(blocked)}"
+        )
+    mark(None)
+    if kept:
+        return Moved(
+            True,
+            f"{src} was moved to {dst}, and {', '.join(kept[:5])} written to {src} since were kept "
+            "there: move them into the new plan dir",
+        )
+    return Moved(True)
+
+
+def _is_empty_dir(path: Path) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path) and not _holds_anything(path)
+
+
+def _not_held(dst: Path, source: Removal) -> list[str]:
+    """Files of the journal that ``dst`` does not hold with the same content (written there since is fine)."""
+    missing = []
+    for entry in source.files:
+        path = os.path.join(dst, entry.path)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            missing.append(entry.path)
+            continue
+        if (
+            stat.S_IFMT(info.st_mode) != stat.S_IFMT(entry.mode)
+            or _digest(path, info) != entry.digest
+        ):
+            missing.append(entry.path)
+    return missing
+
+
+def _same_content(a: Removal, b: Removal) -> bool:
+    """Both journals name the same files with the same content (identity aside: a copy is new)."""
+
+    def content(removal: Removal) -> dict[str, tuple[int, str]]:
+        return {f.path: (stat.S_IFMT(f.mode), f.digest) for f in removal.files}
+
+    return content(a) == content(b)
+
+
+def _discard_copy(staging: Path, src: Path) -> list[str]:
+    """Delete a (partial) copy of ``src`` at ``staging``; what is not a copy of it is kept, named."""
+    if not os.path.lexists(staging):
+        return []
+    copied = journal(staging, content=True)
+    original = {f.path: f.digest for f in journal(src, content=True).files}
+    ours = Removal(
+        str(staging),
+        tuple(
+            f
+            for f in copied.files
+            if (f.digest and original.get(f.path) == f.digest) or _cut_short(staging, src, f)
+        ),
+    )
+    kept, _blocked = delete_judged(staging, ours)
+    return kept
+
+
+def _cut_short(staging: Path, src: Path, entry: Judged) -> bool:
+    """The copy of a file a kill or a full disk stopped part-way: a prefix of the original's bytes."""
+    copy, original = staging / entry.path, src / entry.path
+    try:
+        if not stat.S_ISREG(entry.mode) or entry.size > os.path.getsize(original):
+            return False
+        with open(copy, "rb") as a, open(original, "rb") as b:
+            return a.read() == b.read(entry.size)
+    except OSError:
+        return False
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` (made here): files with their modes and times, symlinks as links.
+
+    Stops at the first error, raised with the path it was writing
+    (``shutil.copytree`` collects errors as text, losing both).
+    """
+    os.mkdir(dst)
+    for dirpath, dirs, files in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        target = os.path.normpath(os.path.join(dst, rel))
+        for name in list(dirs):
+            here = os.path.join(dirpath, name)
+            if os.path.islink(here):
+                dirs.remove(name)
+                files.append(name)
+            else:
+                os.mkdir(os.path.join(target, name))
+        for name in files:
+            here, there = os.path.join(dirpath, name), os.path.join(target, name)
+            if os.path.islink(here):
+                os.symlink(os.readlink(here), there)
+            else:
+                try:
+                    shutil.copy2(here, there)
+                except OSError as exc:
+                    exc.filename = exc.filename if exc.filename == there else there
+                    raise
