@@ -67,6 +67,7 @@ def build_topics(root: Path, *, topics: int, worktrees: int) -> tuple[Path, Path
                 cwd=home,
             )
         plan = checkout / "docs" / "plans" / topic_id
+        _write_record(home, topic_id, checkout if i < worktrees else None, plan)
         _write_artifacts(plan, topic_id, count=1 + i % len(ARTIFACTS))
         stamp = base + (10 * topics if i == 0 else i)
         for path in [*plan.iterdir(), plan]:
@@ -81,6 +82,22 @@ def build_topics(root: Path, *, topics: int, worktrees: int) -> tuple[Path, Path
             newest = (checkout, topic_id)
     assert newest is not None
     return home, newest[0], newest[1]
+
+
+def _write_record(home: Path, topic_id: str, worktree: Path | None, plan: Path) -> None:
+    """The home record `new` writes: discovery counts only the runs this machine started."""
+    record = {
+        "id": topic_id,
+        "repo": "home",
+        "branch": topic_id,
+        "worktree": str(worktree) if worktree else None,
+        "plan_dir": str(plan),
+        "steps": ["inspect", "base", "claim", "add", "verify", "setup", "record"],
+        "schema": 2,
+    }
+    path = home / ".git" / "team-router" / "topics" / f"{topic_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def _write_artifacts(plan: Path, topic_id: str, *, count: int) -> None:

@@ -405,7 +405,7 @@ def _printed_keys(topic, other_topic) -> dict[str, set[str]]:
         "next": [("next", tid)],
         "status": [("status",)],
         "record": [("record", "temp", tid, "/tmp/x"), ("record", "pr", other_topic, "--local")],
-        "sweep": [("sweep", "--dry-run")],
+        "sweep": [("sweep", "--dry-run"), ("sweep", "--host-worktrees", "--dry-run")],
         "local-state": [("local-state", tid, "--dry-run")],
         "doctor": [("doctor",)],
         "hold": [("hold", tid)],

@@ -33,8 +33,9 @@ from helpers.client import (
     text,
     tool,
 )
-from helpers.plans import repos_md
+from helpers.plans import artifact, repos_md, touch
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths
+from helpers.topics import multi_topic
 
 # Agents are named in skills and briefs by the qualified name the client resolves
 # (`team-router:<name>`: a plugin's agent is "not found" under its bare name).
@@ -168,6 +169,26 @@ def test_the_session_start_notice_reaches_the_model_in_the_first_request(
     first = standin.conversation()[0]
     assert f"Phase: QUESTION | Id: {topic}" in first.messages_text
     assert made.json["plan_dir"] in first.messages_text
+
+
+def test_a_session_in_a_topics_worktree_is_told_that_topic_not_the_newest_one(
+    claude: Path, home: Path, workspace: Path
+) -> None:
+    # Topic A at DESIGN with api as a secondary; topic B is newer (its plan dir made now).
+    older = multi_topic(workspace, ("api",), topic_id="2026-05-01-older-topic")
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(older.plan_dir, name)
+    for path in older.plan_dir.iterdir():
+        touch(path, 1_000_000_000)
+    newer = run_cli("new", "newer topic", "--date", "2026-05-02", "--json", cwd=older.home)
+    assert newer.code == 0, newer.out
+    for cwd in (older.worktrees["home"], older.worktrees["api"]):
+        with StandIn(scripted([text("noted")])) as standin:
+            run = run_client(claude, standin, "hello", cwd=cwd, home=home)
+        assert_clean_run(run, standin)
+        first = standin.conversation()[0].messages_text
+        assert f"Phase: DESIGN | Id: {older.id}" in first, cwd
+        assert newer.json["id"] not in first, cwd
 
 
 def test_slash_team_loads_the_team_skill_with_the_request(

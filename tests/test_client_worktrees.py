@@ -19,10 +19,12 @@ start-up too (client 2.1.197 did not). A worktree-isolated subagent's worktree i
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 from helpers.client import Block, Request, StandIn, result_text, run_client, text
 from helpers.origin import commit_on_origin
+from helpers.plans import artifact, touch
 from helpers.repos import branches, git, run_cli, status, worktree_paths
 from test_client_e2e import SUBAGENT, claude, home, scripted  # noqa: F401 (fixtures)
 
@@ -76,8 +78,11 @@ def test_claude_worktree_is_made_by_the_router(claude: Path, home: Path, home_re
     assert git(worktree, "symbolic-ref", "--short", "HEAD") == "ENG-7-native"
     assert git(worktree, "rev-parse", "HEAD") == ahead  # the fetched origin default
     assert "worktree-ENG-7-native" not in branches(home_repo)  # not the client's own branch
-    topics = run_cli("status", "--json", cwd=home_repo).json["topics"]
-    assert [t["id"] for t in topics] == ["ENG-7-native"]
+    listed = run_cli("status", "--json", cwd=home_repo).json
+    # A worktree the host asked for, listed apart: no /team run until an artifact is written.
+    assert listed["topics"] == [] and [h["id"] for h in listed["host_worktrees"]] == [
+        "ENG-7-native"
+    ]
     # -p mode keeps a --worktree at exit: nothing asked the router to remove it.
     assert str(worktree) in worktree_paths(home_repo)
 
@@ -194,3 +199,92 @@ def test_a_worktree_isolated_subagent_works_in_a_router_worktree(
     res = run_cli("teardown", topic_id, "--json", cwd=home_repo)
     assert res.code == 0, res.out
     assert not worktree.exists() and topic_id not in branches(home_repo)
+
+
+def a_run_at_research(home_repo: Path) -> str:
+    made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    plan = Path(made.json["plan_dir"])
+    for name in ("task.md", "questions.md"):
+        touch(artifact(plan, name), 1_000_000_000)  # older than anything the host makes
+    return str(made.json["id"])
+
+
+def test_claude_worktree_never_takes_the_notice_from_the_run(
+    claude: Path,  # noqa: F811
+    home: Path,  # noqa: F811
+    home_repo: Path,
+) -> None:
+    run_id = a_run_at_research(home_repo)
+    with StandIn(scripted([call("Bash", command="pwd")])) as standin:
+        run = run_client(
+            claude,
+            standin,
+            "work here",
+            cwd=home_repo,
+            home=home,
+            allowed_tools=TOOLS,
+            extra=("--worktree", "feat-x"),
+            timeout=TIMEOUT,
+        )
+    assert run.code == 0, run.stderr[-2000:]
+    host_id = f"{TODAY}-feat-x"
+    worktree = home_repo / ".claude" / "worktrees" / host_id
+    assert results(standin) == [str(worktree)]
+    # That session was told whose worktree it works in, and that it is no run to resume.
+    told = standin.conversation()[0].messages_text
+    assert f"the worktree of topic {host_id}" in told
+    assert "interrupted /team run" not in told and "Phase:" not in told
+
+    # Every later session in the primary clone is still told the real run.
+    with StandIn(scripted([text("noted")])) as standin:
+        later = run_client(claude, standin, "hello", cwd=home_repo, home=home, timeout=TIMEOUT)
+    assert later.code == 0, later.stderr[-2000:]
+    told = standin.conversation()[0].messages_text
+    assert f"Phase: RESEARCH | Id: {run_id}" in told and host_id not in told
+    listed = run_cli("status", "--json", cwd=home_repo).json
+    assert [t["id"] for t in listed["topics"]] == [run_id]
+    assert [(h["id"], h["idle"]) for h in listed["host_worktrees"]] == [(host_id, True)]
+
+
+def test_a_finished_isolated_subagents_worktree_is_kept_apart_and_swept(
+    claude: Path,  # noqa: F811
+    home: Path,  # noqa: F811
+    home_repo: Path,
+) -> None:
+    run_id = a_run_at_research(home_repo)
+
+    def script(request: Request) -> list[Block]:
+        answered = sum(1 for m in request.body.get("messages", []) if m["role"] == "assistant")
+        if SUBAGENT in request.first_user_text():
+            return [call("Bash", command="pwd")] if answered == 0 else [text("subagent done")]
+        if answered == 0:
+            agent = {"description": "isolated", "prompt": f"{SUBAGENT} look around"}
+            agent |= {"subagent_type": "general-purpose", "isolation": "worktree"}
+            return [call("Agent", **agent, run_in_background=False)]
+        return [text("done")]
+
+    with StandIn(script) as standin:
+        run = run_client(
+            claude, standin, "go", cwd=home_repo, home=home, allowed_tools="Bash Agent"
+        )
+    assert run.code == 0, run.stderr[-2000:]
+    (agent_id,) = [t for t in state.list_records(home_repo / ".git") if t != run_id]
+    assert "-agent-" in agent_id
+    worktree = home_repo / ".claude" / "worktrees" / agent_id
+    assert worktree.is_dir()  # the client never asked to remove it
+
+    # The next session in the primary clone is told the run, and `next` hands out its brief.
+    hook = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
+    assert f"Phase: RESEARCH | Id: {run_id}" in hook.out and agent_id not in hook.out
+    nxt = run_cli("next", "--json", cwd=home_repo)
+    assert (nxt.json["id"], nxt.json["request"]) == (run_id, None)
+    # Its session is over, so nothing holds it: the sweep does what the client did not.
+    res = run_cli("sweep", "--host-worktrees", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert [(h["id"], h["outcome"]) for h in res.json["host_worktrees"]] == [(agent_id, "removed")]
+    assert not worktree.exists() and agent_id not in branches(home_repo)
+    assert sorted(worktree_paths(home_repo)) == sorted(
+        [str(home_repo), str(home_repo / ".claude" / "worktrees" / run_id)]
+    )
+    assert status(home_repo) == ""

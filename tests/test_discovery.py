@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers.plans import artifact, touch
 from helpers.repos import git, make_repo, run_cli, write
-from helpers.topics import new_topic
+from helpers.topics import all_answer, answers, in_place, multi_topic, new_topic, notice
 
 from router import gitfiles
 from router.topic import discovery
@@ -40,8 +40,7 @@ def test_a_tie_goes_to_the_greater_id(home_repo):
 
 
 def test_plan_dirs_of_the_primary_clone_are_candidates(home_repo):
-    plan = home_repo / "docs" / "plans" / "ENG-7-in-place-run"
-    plan.mkdir(parents=True)
+    plan = in_place(home_repo, "ENG-7-in-place-run")
     touch(artifact(plan, "task.md"), 2_000_000_000)
     touch(artifact(new_topic(home_repo).plan_dir, "task.md"), 1_000_000_000)
     assert phase_id(home_repo) == "ENG-7-in-place-run"
@@ -58,16 +57,20 @@ def test_an_empty_dir_counts_only_when_its_worktree_exists(home_repo):
     assert names == {plan.name}
 
 
-def test_discovery_works_from_inside_a_worktree_and_its_subdirectories(home_repo):
+def test_from_inside_a_topics_worktree_and_its_subdirectories_the_answer_is_that_topic(
+    home_repo,
+):
     first = new_topic(home_repo, "first one").plan_dir
     second = new_topic(home_repo, "second one").plan_dir
     touch(artifact(first, "task.md"), 2_000_000_000)
     touch(artifact(second, "task.md"), 1_000_000_000)
     inside = second.parent.parent.parent / "src" / "deep"
     inside.mkdir(parents=True)
-    # From the second topic's worktree the newest topic of the home repo is still the first.
-    assert phase_id(inside) == first.name
-    assert phase_id(inside, second.name) == second.name
+    # The newest topic of the home repo is the first; a session in the second's worktree
+    # works on the second (DESIGN §8), and the primary clone still answers the newest.
+    assert phase_id(inside) == second.name
+    assert phase_id(inside, first.name) == first.name
+    assert phase_id(home_repo) == first.name
 
 
 def test_a_target_may_be_the_plan_dir_path(home_repo):
@@ -104,12 +107,8 @@ def test_the_fast_reader_agrees_with_git(home_repo, workspace):
     entries = repo.git.worktree_list()
     for cwd in (home_repo, detached, Path(entries[1].path) / "docs"):
         fast = discovery.locate_fast(str(cwd))
-        assert fast.primary == str(repo.primary)
-        assert fast.common_dir == str(repo.common_dir)
-        assert sorted(os.path.realpath(r) for r in fast.roots) == sorted(
-            os.path.realpath(e.path) for e in entries
-        )
-        assert fast.branches == {e.branch for e in entries if e.branch}
+        assert fast == discovery.repo_place(open_repo(cwd), entries)
+        assert fast.roots == [os.path.realpath(e.path) for e in entries]
     assert discovery.locate_fast(str(workspace)) is None
 
 
@@ -218,3 +217,54 @@ def test_teardown_reads_nothing_behind_a_symlinked_docs_and_works_from_the_recor
     assert any(f"{wt / 'docs'} is a symlink" in w for w in res.json["warnings"]), res.out
     assert not wt.exists() and topic.branch not in git(home_repo, "branch", "--list")
     assert scratch.exists() and (elsewhere / "plans" / topic.id / "temp-paths").exists()
+
+
+# -- only this machine's runs; from inside a topic's worktree, that topic -------------
+
+THEIR_RUN = "2026-04-01-someone-elses-run"
+
+
+def test_a_plan_dir_committed_to_the_default_branch_is_repository_content_not_a_run(workspace):
+    upstream = make_repo(workspace, "upstream")
+    theirs = upstream / "docs" / "plans" / THEIR_RUN
+    for name in ("task.md", "questions.md", "research.md", "design.md", "plan.md"):
+        artifact(theirs, name)
+    git(upstream, "add", "-f", "docs")
+    git(upstream, "commit", "-q", "-m", "keep the plans")
+    git(upstream, "push", "-q", "origin", "main")
+    clone = workspace / "clone"
+    git(workspace, "clone", "-q", git(upstream, "remote", "get-url", "origin"), str(clone))
+    for path in (clone / "docs" / "plans" / THEIR_RUN).iterdir():
+        touch(path, 2_100_000_000)  # the newest files of the repository, still not a run
+
+    none = {"hook": None, "phase": "no-topic", "next": "no-topic", "status": None}
+    assert answers(clone) == none
+    assert run_cli("status", "--json", cwd=clone).json["topics"] == []
+
+    mine = new_topic(clone, "my own work")
+    assert answers(clone) == all_answer(mine.id)
+    nxt = run_cli("next", "--json", cwd=clone)
+    assert (nxt.json["resume_at"], nxt.json["request"]) == ("QUESTION", "my own work")
+    assert [t["id"] for t in run_cli("status", "--json", cwd=clone).json["topics"]] == [mine.id]
+    # Named, it is read as asked: the user chose it.
+    assert phase_id(clone, THEIR_RUN) == THEIR_RUN
+    assert git(clone, "status", "--porcelain") == ""  # nothing of theirs was touched
+
+
+def test_a_session_in_a_topics_worktree_is_about_that_topic_not_the_newest(workspace):
+    older = multi_topic(workspace, ("api",), topic_id="2026-05-01-older-topic")
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(older.plan_dir, name)
+    for path in older.plan_dir.iterdir():
+        touch(path, 1_000_000_000)
+    newer = new_topic(older.home, "newer topic", date="2026-05-02")  # empty: its mtime is now
+    api_wt = older.worktrees["api"]
+    (api_wt / "src").mkdir()
+
+    for cwd in (older.worktrees["home"], older.plan_dir, api_wt, api_wt / "src"):
+        assert answers(cwd) == all_answer(older.id), cwd
+        assert f"Phase: DESIGN | Id: {older.id}" in notice(cwd).splitlines()
+    for cwd in (older.home, older.repos["api"], newer.worktrees["home"]):
+        assert answers(cwd) == all_answer(newer.id), cwd
+    nxt = run_cli("next", "--json", cwd=api_wt)
+    assert (nxt.json["resume_at"], nxt.json["plan_dir"]) == ("DESIGN", str(older.plan_dir))

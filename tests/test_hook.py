@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from helpers.plans import artifact
 from helpers.repos import git, make_repo, run_cli, write
-from helpers.topics import new_topic
+from helpers.topics import in_place, new_topic
 
-import router.host.sessionstart
+import router.topic.discovery
 
 
 def entry_point() -> list[str]:
@@ -86,6 +86,21 @@ def test_a_halted_run_says_so(home_repo):
     assert "halted" in text
 
 
+def test_a_shipped_run_is_not_called_interrupted_and_the_notice_says_how_to_finish(home_repo):
+    plan = new_topic(home_repo).plan_dir
+    artifact(plan, "pr.md", url="https://github.com/acme/web/pull/7")
+    assert context_of(hook(home_repo, b"")).splitlines() == [
+        "team-router: the /team run in this repository has shipped (its pr.md records the PR, "
+        "or the work kept without one); there is nothing to resume.",
+        f"Phase: SHIPPED | Id: {plan.name}",
+        f"Artifact directory: {plan}",
+        "To finish it once the PR is merged, run /pr-cleanup with the PR's number or branch "
+        "(/team-router:pr-cleanup when another plugin also answers to it), or "
+        f"`team-router teardown {plan.name}`; either keeps anything that would lose work. "
+        "Do not start the run over.",
+    ]
+
+
 @pytest.mark.parametrize(
     "stdin",
     [b"", b"garbage \x00\xff", b"{", b"null", b'{"cwd": null}', b'{"session_id": 5}'],
@@ -114,8 +129,7 @@ def test_no_git_on_path_is_silent(home_repo, questioned_topic, tmp_path):
 def test_an_unusual_layout_still_gets_its_notice_through_git(workspace):
     repo = make_repo(workspace, "odd")
     git(repo, "config", "core.worktree", str(repo))
-    plan = repo / "docs" / "plans" / "2026-05-01-odd-layout"
-    artifact(plan, "task.md")
+    artifact(in_place(repo, "2026-05-01-odd-layout"), "task.md")
     text = context_of(hook(repo, b""))
     assert "Phase: QUESTION | Id: 2026-05-01-odd-layout" in text.splitlines()
 
@@ -124,7 +138,7 @@ def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, questioned_top
     def explode(cwd):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(router.host.sessionstart, "locate", explode)
+    monkeypatch.setattr(router.topic.discovery, "locate", explode)
     res = run_cli("hook", "session-start", cwd=home_repo, stdin=json.dumps({"cwd": str(home_repo)}))
     assert (res.code, res.out, res.err) == (0, "", "")
 

@@ -168,15 +168,22 @@ def test_from_a_linked_worktree_a_new_worktree_is_made_not_the_current_one_reuse
     assert git(second, "symbolic-ref", "--short", "HEAD") == "ENG-2-second"
 
 
-def test_the_topic_shows_in_status_and_gets_the_session_start_notice(home_repo):
+def test_the_topic_shows_apart_in_status_and_its_notice_says_whose_worktree_it_is(home_repo):
     path = made(create(home_repo, "ENG-7-native"))
     res = run_cli("status", "--json", cwd=home_repo)
     assert res.code == 0
-    (topic,) = res.json["topics"]
-    assert topic["id"] == "ENG-7-native" and topic["repos"][0]["worktree"] == str(path)
+    assert (res.json["topics"], res.json["current"]) == ([], None)
+    (host,) = res.json["host_worktrees"]
+    assert (host["id"], host["worktree"], host["dirty"], host["ahead"]) == (
+        "ENG-7-native",
+        str(path),
+        False,
+        0,
+    )
     hook = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(path)}))
     context = json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
-    assert "Id: ENG-7-native" in context
+    assert "Id: ENG-7-native" in context.splitlines()
+    assert "interrupted /team run" not in context and "Phase:" not in context
 
 
 def test_teardown_takes_a_hook_made_topic_apart_like_any_other(home_repo):

@@ -240,10 +240,11 @@ INLINE_RE = re.compile(r"`(team-router\s[^`]*)`")
 
 
 def _brief_and_hook_lines() -> list[Shown]:
-    """Every command line a brief (indented block or inline code), the recovery notice or a
+    """Every command line a brief (indented block or inline code), a session-start notice or a
     hook command runs; template fields become placeholders."""
     found: list[Shown] = []
-    for path in [*sorted(BRIEFS.glob("*.j2")), ROOT / "templates" / "recovery_notice.txt"]:
+    notices = sorted((ROOT / "templates").glob("*_notice.txt"))  # recovery, shipped, host
+    for path in [*sorted(BRIEFS.glob("*.j2")), *notices]:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             texts = [m.group(1) for m in (INDENTED_RE.match(line),) if m]
             texts += INLINE_RE.findall(line)

@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers.faults import git_logger, git_verbs, run
 from helpers.plans import artifact, repos_md, touch
 from helpers.repos import commit, git, make_repo, run_cli, write
-from helpers.topics import multi_topic, new_topic
+from helpers.topics import in_place, multi_topic, new_topic
 
 
 def test_two_topics_in_two_repos(home_repo, workspace):
@@ -31,6 +31,8 @@ def test_two_topics_in_two_repos(home_repo, workspace):
         "ok": True,
         "command": "status",
         "home": str(home_repo),
+        "current": single.name,  # the newest run: what `phase` answers in the primary clone
+        "host_worktrees": [],
         "topics": [
             {
                 "id": multi.name,
@@ -73,7 +75,7 @@ def test_status_text_is_a_table_for_people(home_repo):
     res = run_cli("status", cwd=home_repo)
     assert res.code == 0
     assert res.out.splitlines() == [
-        f"{plan.name}  resume at QUESTION",
+        f"{plan.name}  resume at QUESTION  <- here",
         f"  plan dir  {plan}",
         f"  home  clean    0 ahead  {plan.parent.parent.parent}",
     ]
@@ -128,7 +130,7 @@ def test_a_current_directory_that_was_deleted_is_one_line_not_a_traceback(tmp_pa
 def _in_place_topics(repo: Path, first: int, count: int) -> None:
     """``count`` topics whose plan dir is in the primary clone (no worktree, no branch)."""
     for n in range(first, first + count):
-        artifact(repo / "docs" / "plans" / f"2026-05-01-topic-number-{n}", "task.md")
+        artifact(in_place(repo, f"2026-05-01-topic-number-{n}"), "task.md")
 
 
 def _git_calls(repo: Path, tmp_path: Path, name: str) -> tuple[int, dict]:
@@ -153,7 +155,7 @@ def test_status_counts_commits_of_a_branch_without_a_worktree(home_repo):
     moved, still = "2026-05-01-moved-branch", "2026-05-01-still-branch"
     for topic_id in (moved, still):
         git(home_repo, "branch", topic_id)
-        artifact(home_repo / "docs" / "plans" / topic_id, "task.md")
+        artifact(in_place(home_repo, topic_id), "task.md")
     git(home_repo, "checkout", "-q", moved)
     commit(home_repo, "src/a.py", "a = 1\n", "one")
     commit(home_repo, "src/b.py", "b = 1\n", "two")
@@ -173,7 +175,7 @@ def test_a_plan_dir_in_the_primary_clone_and_in_a_worktree_is_read_where_phase_r
     topic_id = "ENG-9-merge-by-hand"
     feature = workspace / "zz-feature"
     git(home_repo, "worktree", "add", "-q", "-b", "feature", str(feature))
-    in_primary = home_repo / "docs" / "plans" / topic_id
+    in_primary = in_place(home_repo, topic_id)
     in_feature = feature / "docs" / "plans" / topic_id
     for name in ("task.md", "questions.md"):
         touch(artifact(in_primary, name), 2_000_000_000)

@@ -41,7 +41,10 @@ JsonFlag = Annotated[
 # The topic a command acts on: optional (the newest topic by default) or required.
 TargetArg = Annotated[
     str | None,
-    typer.Argument(metavar="[TARGET]", help="Topic id or plan dir; default: the newest topic."),
+    typer.Argument(
+        metavar="[TARGET]",
+        help="Topic id or plan dir; default: this worktree's topic, else the newest run.",
+    ),
 ]
 RequiredTargetArg = Annotated[str, typer.Argument(metavar="TARGET", help="Topic id or plan dir.")]
 WaitOption = Annotated[

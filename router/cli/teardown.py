@@ -73,11 +73,47 @@ def teardown_cmd(
 
 
 @app.command("sweep")
-def sweep_cmd(ctx: typer.Context, dry_run: DryRun = False, as_json: JsonFlag = False) -> None:
+def sweep_cmd(
+    ctx: typer.Context,
+    host_worktrees: Annotated[
+        bool,
+        typer.Option(
+            "--host-worktrees",
+            help="First remove the worktrees Claude Code asked for (claude --worktree, "
+            "isolated subagents) that hold nothing: clean, no commits of their own, no "
+            "artifacts, no live session holding them.",
+        ),
+    ] = False,
+    dry_run: DryRun = False,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
     """Remove residue under .claude/worktrees/ that git no longer knows; keep and list the rest."""
+    if host_worktrees:
+        from router.host.worktrees import sweep_host_worktrees
+
+        emit(
+            "sweep",
+            as_json,
+            lambda: sweep_host_worktrees(
+                cwd_of(ctx), dry_run=dry_run, wait=wait, echo=line_echo(as_json)
+            ),
+            _host_sweep_text,
+        )
+        return
     from router.teardown.sweep import sweep_repo
 
     emit("sweep", as_json, lambda: sweep_repo(cwd_of(ctx), dry_run=dry_run), _sweep_text)
+
+
+def _host_sweep_text(result) -> str:
+    lines = []
+    for host in result.host_worktrees:
+        lines.append(f"{host.outcome}: {host.worktree or '(no worktree)'} ({host.id})")
+        lines.append(f"  {host.detail}")
+    if not result.host_worktrees:
+        lines.append("no worktrees Claude Code asked for")
+    return "\n".join([*lines, _sweep_text(result.residue)])
 
 
 def _sweep_text(result) -> str:

@@ -84,6 +84,8 @@ class Job:
     is_home: bool = False
     invoked_in: RepoLayout | None = None  # where the command runs (for reuse)
     description: str | None = None
+    # Who asked for the topic, kept in a new record: "host" for the host's own worktrees.
+    made_by: str | None = None
     wait: float = state.DEFAULT_WAIT
     checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
     # A secondary's home primary clone: its record keeps it, so every command run
@@ -915,6 +917,7 @@ class _Pipeline:
             repo=self.job.name,
             branch=self.branch,
             description=self.job.description,
+            made_by=self.job.made_by,
         )
         if "branch_created" in fields and record.branch_created:
             fields.pop("branch_created")  # a resumed run must not forget it made the branch

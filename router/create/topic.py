@@ -21,6 +21,7 @@ from router.git import Git, GitError, RepoLayout
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.discovery import (
+    MADE_BY_HOST,
     PLANS_DIR,
     PlanDir,
     PlanDirSymlink,
@@ -82,7 +83,10 @@ def new_topic(
     its own or nothing. The checkout the command runs in is never reused, and a
     fallback to the main tree is a refusal (``isolation-failed``) that leaves no plan
     dir and no record behind: the host asked for isolation and cannot fall back itself.
+    A topic it makes is marked ``made_by: host`` (DESIGN §8: no /team run until an
+    artifact is written); a topic that exists already stays what it is.
     """
+    made_by = MADE_BY_HOST if isolated else None
     repo = open_repo(cwd)
     if topic_id is not None and not isolated:
         # An id this repo is a secondary of names a topic whose home is elsewhere (its
@@ -103,6 +107,7 @@ def new_topic(
                 is_home=True,
                 invoked_in=None if isolated else repo.checkout,
                 description=description,
+                made_by=made_by,
                 wait=wait,
             )
             fallen = _fallen_back_plan(repo, topic)
@@ -118,7 +123,9 @@ def new_topic(
             if isolated:
                 _require_worktree(report, repo.worktree_path(topic.branch))
             plan_dir = _make_plan_dir(checkout, topic.id, report.warnings)
-            _remember_home(repo, topic, plan_dir, [report], description=description)
+            _remember_home(
+                repo, topic, plan_dir, [report], description=description, made_by=made_by
+            )
         return NewResult(topic, plan_dir, report)
     raise Refusal(
         "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
@@ -224,6 +231,7 @@ def _remember_home(
     reports: list[CreateReport],
     *,
     description: str | None = None,
+    made_by: str | None = None,
 ) -> None:
     """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
 
@@ -243,7 +251,7 @@ def _remember_home(
         topic.id,
         change,
         new=lambda: state.TopicRecord(
-            id=topic.id, repo="home", branch=topic.branch, description=description
+            id=topic.id, repo="home", branch=topic.branch, description=description, made_by=made_by
         ),
     )
 

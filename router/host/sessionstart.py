@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from router.phase.infer import Resume
     from router.topic.discovery import PlanDir
 
+# The notice for each kind of topic a session starts in (DESIGN §8): an interrupted run, a
+# run that shipped, and a worktree the host asked for (no /team run: nothing to resume).
 NOTICE_TEMPLATE = "recovery_notice.txt"
+SHIPPED_TEMPLATE = "shipped_notice.txt"
+HOST_TEMPLATE = "host_notice.txt"
 STDIN_LIMIT = 1 << 20  # the host sends a few hundred bytes; never buffer more than this
 STDIN_IDLE = 0.25  # seconds without data before a stdin that stays open is given up on
 
@@ -45,14 +49,16 @@ def _session_start(default_cwd: str | None) -> None:
     cwd = _cwd_of(payload, default_cwd)
     if cwd is None or not _git_on_path():
         return
+    from router.topic.discovery import RUN, locate
+
     found = locate(cwd)
-    if found is None:
+    if found is None or found.plan is None:
         return
-    primary, common_dir, plan = found
-    resume = resume_point(primary, plan)
+    home, plan = found
+    resume = resume_point(home.primary, plan) if plan.kind == RUN else None
     # A holder that cannot be written must not cost the session its notice.
     with contextlib.suppress(Exception):
-        register_session(common_dir, plan.id, _session_id(payload))
+        register_session(home.common_dir, plan.id, _session_id(payload))
     context = notice(plan, resume)
     out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     sys.stdout.write(json.dumps(out) + "\n")
@@ -157,75 +163,7 @@ def _git_on_path() -> bool:
     return False
 
 
-# -- discovery and inference ------------------------------------------------------
-
-
-def locate(cwd: str) -> tuple[str, str, PlanDir] | None:
-    """(home primary root, common git dir, newest plan dir) for ``cwd``; None: nothing to say."""
-    from router.gitfiles import Unsure
-    from router.topic.discovery import locate_fast, newest, scan
-
-    try:
-        home = locate_fast(cwd)
-    except Unsure:
-        return _locate_with_git(cwd)
-    if home is None:
-        return None
-    found = scan(home.roots, home.branches)
-    plan = newest(found)
-    if _maybe_secondary(home, found):
-        redirected = _locate_home(home)
-        if redirected is not None:
-            return redirected
-    return (home.primary, home.common_dir, plan) if plan is not None else None
-
-
-def _maybe_secondary(home, found: list[PlanDir]) -> bool:
-    """No plan dir here, or a linked worktree that holds none: a secondary repo's checkout?
-
-    Only then are the records read (a home's own worktree holds its plan dir,
-    so the usual session start pays nothing for this).
-    """
-    top = os.path.realpath(home.top)
-    if not found:
-        return True
-    return top != home.primary and not any(p.checkout == top for p in found)
-
-
-def _locate_home(here) -> tuple[str, str, PlanDir] | None:
-    """The home's answer, when this repo is a secondary of a topic whose record names it."""
-    from router.gitfiles import Unsure
-    from router.topic.discovery import home_paths, locate_fast, newest, scan
-
-    homes, exact = home_paths(here.common_dir, here.top, None)
-    if not exact and scan(here.roots, here.branches):
-        return None  # this repo has plan dirs of its own: it is a home itself
-    answers = []
-    for path in homes:
-        try:
-            home = locate_fast(path)
-        except Unsure:
-            answers.append(_locate_with_git(path))
-            continue
-        plan = newest(scan(home.roots, home.branches)) if home is not None else None
-        if home is not None and plan is not None:
-            answers.append((home.primary, home.common_dir, plan))
-    found = [a for a in answers if a is not None]
-    return max(found, key=lambda a: (a[2].mtime, a[2].id)) if found else None
-
-
-def _locate_with_git(cwd: str) -> tuple[str, str, PlanDir] | None:
-    """An unusual layout (separate git dir, core.worktree, ...): the CLI's discovery decides."""
-    from pathlib import Path
-
-    from router.errors import RouterError
-    from router.topic.discovery import resolve
-
-    try:
-        repo, plan = resolve(Path(cwd), None)
-    except RouterError:
-        return None
-    return str(repo.primary), str(repo.common_dir), plan
+# -- inference ------------------------------------------------------------------------
 
 
 def resume_point(primary: str, plan: PlanDir) -> Resume:
@@ -277,18 +215,30 @@ def templates_dir() -> str:
     return share_path("templates")
 
 
-def notice(plan: PlanDir, resume: Resume) -> str:
-    """The recovery notice (templates/recovery_notice.txt, filled with str.format)."""
-    from router.phase.infer import ROUND_CAP
+def notice(plan: PlanDir, resume: Resume | None) -> str:
+    """The session's notice (a template of ``templates/``, filled with str.format): where the
+    interrupted run resumes, that it shipped, or (``resume`` None) whose worktree this is."""
+    from router.phase.infer import ROUND_CAP, SHIPPED
 
-    with open(os.path.join(templates_dir(), NOTICE_TEMPLATE), encoding="utf-8") as fh:
-        template = fh.read()
+    if resume is None:
+        return _filled(HOST_TEMPLATE, id=plan.id, worktree=plan.checkout)
+    if resume.resume_at == SHIPPED:
+        return _filled(SHIPPED_TEMPLATE, id=plan.id, plan_dir=plan.dir)
     halted = (
         f"The review loop halted after {ROUND_CAP} rounds without a passing verdict: "
         "ask the user how to proceed before resuming.\n"
         if resume.halted
         else ""
     )
-    return template.format(
-        resume_at=resume.resume_at, id=plan.id, plan_dir=plan.dir, halted_note=halted
-    ).rstrip("\n")
+    return _filled(
+        NOTICE_TEMPLATE,
+        resume_at=resume.resume_at,
+        id=plan.id,
+        plan_dir=plan.dir,
+        halted_note=halted,
+    )
+
+
+def _filled(name: str, **fields: str) -> str:
+    with open(os.path.join(templates_dir(), name), encoding="utf-8") as fh:
+        return fh.read().format(**fields).rstrip("\n")

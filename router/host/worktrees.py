@@ -9,9 +9,10 @@ told "no": whatever would lose work is kept, said on stderr, and recorded.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +23,7 @@ from router.errors import BadInput, Refusal, RouterError
 from router.git import SNAPSHOT_PREFIX
 from router.progress import Echo
 from router.teardown.steps import name_some, torn_down
+from router.teardown.sweep import SweepResult
 from router.topic import state
 from router.topic.discovery import PLANS_DIR
 from router.topic.ids import parse_id
@@ -57,10 +59,22 @@ def worktree_create(
         raise BadInput("usage", "the host sent no worktree name (`name`); nothing was created")
     cwd = _session_dir(payload, environ)
     repo = open_repo(cwd)
-    if _is_topic_id(name):
-        return new_topic(cwd, name, topic_id=name, wait=wait, isolated=True)
-    earlier = _topic_named(repo, name)
-    return new_topic(cwd, name, topic_id=earlier, wait=wait, isolated=True)
+    topic_id = name if _is_topic_id(name) else _topic_named(repo, name)
+    made = new_topic(cwd, name, topic_id=topic_id, wait=wait, isolated=True)
+    _hold(repo, made.topic.id, payload)
+    return made
+
+
+def _hold(repo: Repo, topic_id: str, payload: Mapping[str, Any]) -> None:
+    """The session that asked becomes a holder of the worktree (DESIGN §10): a subagent's
+    worktree in use is never taken by `sweep --host-worktrees` (the client never removes it)."""
+    from router.host.sessionstart import register_session
+
+    session = payload.get("session_id")
+    with contextlib.suppress(OSError):  # a holder that cannot be written must not cost the worktree
+        register_session(
+            str(repo.common_dir), topic_id, session if isinstance(session, str) else None
+        )
 
 
 def _is_topic_id(name: str) -> bool:
@@ -168,8 +182,22 @@ class _Keep(Exception):
 
 
 def _tear_down(
-    repo: Repo, topic_id: str, path: Path, *, discard: bool, wait: float, echo: Echo | None
+    repo: Repo,
+    topic_id: str,
+    path: Path,
+    *,
+    discard: bool,
+    wait: float,
+    echo: Echo | None,
+    host: bool = True,
+    holds: Callable[[], tuple[str, ...]] | None = None,
 ) -> RemoveResult:
+    """Teardown with the host's policy: kept whatever would lose work, the run's artifacts,
+    a topic of several repos, and (``holds``, asked under the lock) what a sweep keeps.
+
+    ``host``: the processes the calling session started do not keep the worktree (the
+    host asks to remove one its own tools may still sit in); a user's sweep counts them.
+    """
     from router.teardown.topic import teardown
 
     def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
@@ -190,7 +218,8 @@ def _tear_down(
                 f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
                 f"{topic_id}` when the run is finished"
             )
-        return None
+        held = holds() if holds is not None else ()
+        return f"it holds {'; '.join(held)}" if held else None
 
     def recheck(scope: TopicScope) -> None:
         # Under the topic lock, on the topic as resolved there: a session may have
@@ -210,7 +239,7 @@ def _tear_down(
             wait=wait,
             echo=echo,
             check=recheck,
-            host=True,
+            host=host,
         )
     except _Keep as exc:
         return kept(str(exc))
@@ -339,3 +368,99 @@ def _topic_at(repo: Repo, path: Path) -> tuple[str, bool] | None:
             return record.id, False
         finished = (record.id, True)
     return finished
+
+
+# -- sweep --host-worktrees --------------------------------------------------------------
+
+
+class SweptOutcome(StrEnum):
+    REMOVED = "removed"  # worktree, branch and record's topic gone: it held nothing
+    WOULD_REMOVE = "would-remove"  # --dry-run: it holds nothing
+    KEPT = "kept"  # it holds something (named), or its removal was refused
+
+
+@dataclass(frozen=True, slots=True)
+class SweptWorktree:
+    id: str
+    worktree: str | None
+    outcome: SweptOutcome
+    detail: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "worktree": self.worktree,
+            "outcome": str(self.outcome),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HostSweepResult:
+    """``sweep --host-worktrees``: each host-made topic's outcome, then the residue sweep."""
+
+    host_worktrees: tuple[SweptWorktree, ...]
+    residue: SweepResult
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.residue.warnings
+
+    @property
+    def exit_code(self) -> int:
+        return self.residue.exit_code
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        return self.residue.error
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **self.residue.to_json(),
+            "host_worktrees": [h.to_json() for h in self.host_worktrees],
+        }
+
+
+def sweep_host_worktrees(
+    cwd: Path, *, dry_run: bool = False, wait: float = state.DEFAULT_WAIT, echo: Echo | None = None
+) -> HostSweepResult:
+    """Remove the worktrees the host asked for that hold nothing (DESIGN §8), as the client
+    would have; keep and name the others; then sweep residue (§9 step 7).
+
+    Each is judged again under its topic's lock right before it goes: a session that
+    took it, a file or a commit made meanwhile keeps it.
+    """
+    from router.phase.idle import host_worktrees
+    from router.teardown.sweep import sweep
+
+    repo = open_repo(cwd)
+    swept = []
+    for found in host_worktrees(repo):
+        if found.worktree is None or not found.idle:
+            detail = f"it holds {'; '.join(found.holds)}"
+            swept.append(SweptWorktree(found.id, found.worktree, SweptOutcome.KEPT, detail))
+        elif dry_run:
+            detail = "it holds nothing"
+            swept.append(SweptWorktree(found.id, found.worktree, SweptOutcome.WOULD_REMOVE, detail))
+        else:
+            result = _tear_down(
+                repo,
+                found.id,
+                Path(found.worktree),
+                discard=False,
+                wait=wait,
+                echo=echo,
+                host=False,
+                holds=_holds_now(repo, found.id, found.worktree),
+            )
+            removed = result.outcome is RemoveOutcome.REMOVED
+            outcome = SweptOutcome.REMOVED if removed else SweptOutcome.KEPT
+            swept.append(SweptWorktree(found.id, found.worktree, outcome, result.detail))
+    residue = sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir, dry_run=dry_run)
+    return HostSweepResult(tuple(swept), residue)
+
+
+def _holds_now(repo: Repo, topic_id: str, worktree: str) -> Callable[[], tuple[str, ...]]:
+    from router.phase.idle import host_worktree
+
+    return lambda: host_worktree(repo, topic_id, worktree).holds

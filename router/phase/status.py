@@ -9,7 +9,16 @@ from pathlib import Path
 from router.git import Git, GitError
 from router.parallel import parallel_map
 from router.phase import infer as phases
-from router.topic.discovery import by_id, candidates, hidden_plan_dirs, home_repo
+from router.phase.idle import HostWorktree, host_worktree
+from router.topic.discovery import (
+    RUN,
+    Records,
+    by_id,
+    discover_at,
+    hidden_plan_dirs,
+    repo_place,
+    scan,
+)
 from router.topic.workspace import open_repo
 
 
@@ -54,19 +63,35 @@ class StatusResult:
     warnings: tuple[str, ...] = ()
     # The repo the command ran in: a secondary repo answers with its topics' home.
     asked: Path | None = None
+    # The topic `phase` and `next` answer from where status ran (the hook's too): None for none.
+    current: str | None = None
+    # Worktrees the host asked for, listed apart: no /team run until an artifact is written.
+    host_worktrees: tuple[HostWorktree, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"home": str(self.home), "topics": [t.to_json() for t in self.topics]}
+        return {
+            "home": str(self.home),
+            "current": self.current,
+            "topics": [t.to_json() for t in self.topics],
+            "host_worktrees": [h.to_json() for h in self.host_worktrees],
+        }
 
 
 def topics_status(cwd: Path) -> StatusResult:
-    """Every topic with a plan dir in the home repo (primary clone or any worktree)."""
+    """Every topic of the home repo with a plan dir (primary clone or any worktree): the runs,
+    and apart from them the worktrees the host asked for; marked, the one discovery answers."""
     here = open_repo(cwd)
-    repo = home_repo(here)
+    found = discover_at(cwd)
+    repo = open_repo(Path(found.home.primary))
     warnings: list[str] = []
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     entries = repo.git.worktree_list()
-    plans = sorted(by_id(candidates(repo, entries)).items())
+    records = Records(repo.common_dir)
+    live = sorted(by_id(scan(repo_place(repo, entries).roots, records)).items())
+    plans = [(i, p) for i, p in live if records.live(i) and p.kind == RUN]
+    hosts = [
+        host_worktree(repo, i, p.checkout) for i, p in live if records.live(i) and p.kind != RUN
+    ]
     warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries)]
     repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
     flat = [r for repos in repos_of for r in repos]
@@ -83,11 +108,17 @@ def topics_status(cwd: Path) -> StatusResult:
             states[id(r)] = _repo_state(r, refs)
     topics = []
     for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
-        resume, _inv, found = phases.assess(repo, plan, repos, refs)
-        warnings += found
+        resume, _inv, more = phases.assess(repo, plan, repos, refs)
+        warnings += more
         topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
+    current = found.plan.id if found.plan is not None else None
     return StatusResult(
-        repo.primary, tuple(topics), tuple(dict.fromkeys(warnings)), asked=here.primary
+        repo.primary,
+        tuple(topics),
+        tuple(dict.fromkeys(warnings)),
+        asked=here.primary,
+        current=current,
+        host_worktrees=tuple(hosts),
     )
 
 
@@ -107,18 +138,22 @@ def _dirty(worktree: str | None) -> bool | None:
         return None
 
 
+CURRENT = "  <- here"  # the topic `phase` and `next` answer from where status ran
+
+
 def render_table(result: StatusResult) -> str:
-    """The people's view: one block per topic, one row per repo."""
+    """The people's view: one block per topic, one row per repo; the host's worktrees apart."""
+    lines = []
     if not result.topics:
         where = str(result.home)
         if result.asked is not None and result.asked != result.home:
             where = f"{result.asked} (nor in {result.home}, the home of the topics it was in)"
-        return f"No topics in {where}; start one with `team-router new`."
-    lines = []
+        lines.append(f"No topics in {where}; start one with `team-router new`.")
     for topic in result.topics:
         step = f" ({topic.resume.step})" if topic.resume.step else ""
         halted = " HALTED" if topic.resume.halted else ""
-        lines.append(f"{topic.id}  resume at {topic.resume.resume_at}{step}{halted}")
+        here = CURRENT if topic.id == result.current else ""
+        lines.append(f"{topic.id}  resume at {topic.resume.resume_at}{step}{halted}{here}")
         lines.append(f"  plan dir  {topic.plan_dir}")
         width = max(len(r.name) for r in topic.repos)
         for r in topic.repos:
@@ -127,4 +162,20 @@ def render_table(result: StatusResult) -> str:
             lines.append(
                 f"  {r.name:<{width}}  {dirty:<5}  {ahead:>3} ahead  {r.worktree or '(no worktree)'}"
             )
+    lines += _host_lines(result)
     return "\n".join(lines)
+
+
+def _host_lines(result: StatusResult) -> list[str]:
+    hosts = result.host_worktrees
+    if not hosts:
+        return []
+    lines = ["", "Worktrees Claude Code asked for (claude --worktree, isolated subagents):"]
+    for host in hosts:
+        here = CURRENT if host.id == result.current else ""
+        lines.append(f"{host.id}  {host.worktree or '(no worktree)'}{here}")
+        lines.append(f"  holds {'; '.join(host.holds) or 'nothing'}")
+    idle = sum(1 for h in hosts if h.idle)
+    if idle:
+        lines.append(f"`team-router sweep --host-worktrees` removes the {idle} that hold nothing")
+    return lines

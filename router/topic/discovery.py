@@ -1,15 +1,26 @@
-"""Finding a topic's artifact directory: by id, by path, or the newest one (DESIGN §8).
+"""Finding a topic's artifact directory: by id, by path, or by discovery (DESIGN §8).
 
-Candidates are the id-named directories under ``docs/plans/`` of the home
-primary clone and of every worktree of the home repo. Recency is the newest
-mtime of a candidate's files; an empty directory counts only when a worktree
-for its id exists (then the directory's own mtime). Newest wins; a tie goes to
-the greater id.
+Without a target, one rule answers the recovery hook, ``phase``, ``next`` and
+``status`` alike (:func:`discover`):
+
+- from inside a topic's worktree (of the home repo or of any secondary repo),
+  that topic: a session started there works on it;
+- otherwise the newest *run*. Candidates are the id-named directories under
+  ``docs/plans/`` of the home primary clone and of every worktree of the home
+  repo, but only those this machine started: a topic with a record in the
+  common git dir, not torn down. A plan dir someone committed is repository
+  content, never a run. A worktree the host asked for (``claude --worktree``,
+  an isolated subagent: ``made_by: host`` in its record) is no run until the
+  pipeline writes an artifact into its plan dir, and never displaces one.
+
+Recency is the newest mtime of a candidate's files (an ordering hint, never a
+deletion rule), else the directory's own; newest wins, a tie goes to the
+greater id.
 
 The recovery hook runs this on every session start, so the module imports
-nothing heavy at the top; :func:`locate_fast` answers the hook's question from
-git's own administrative files (see gitrepository-layout(5)) and says when it is
-unsure, so the caller can ask git instead.
+nothing heavy at the top; :func:`place_of` reads the repository from git's
+administrative files (see gitrepository-layout(5)) and asks git only when
+they are not the plain layout.
 """
 
 from __future__ import annotations
@@ -102,8 +113,17 @@ def _refuse_linked(plan: PlanDir) -> None:
         raise PlanDirSymlink(Path(plan.checkout), Path(link), what)
 
 
-class PlanDir(namedtuple("PlanDir", "id dir checkout mtime", defaults=(0.0,))):
-    """A topic's artifact directory: its id, its path, the checkout that holds it, its recency.
+# What a candidate is (``PlanDir.kind``): a /team run, or a worktree the host asked for whose
+# plan dir holds no artifact yet (DESIGN §8: no run until the pipeline writes one).
+RUN = "run"
+HOST = "host"
+# A record's ``made_by`` for a topic ``hook worktree-create`` made (router.topic.state writes it).
+MADE_BY_HOST = "host"
+
+
+class PlanDir(namedtuple("PlanDir", "id dir checkout mtime kind", defaults=(0.0, RUN))):
+    """A topic's artifact directory: its id, its path, the checkout that holds it, its recency,
+    and its kind (:data:`RUN`, or :data:`HOST`).
 
     The fields are strings (``dir``, ``checkout``) so the recovery hook never
     imports pathlib (~6 ms); ``path`` and ``root`` give them as Paths.
@@ -124,55 +144,153 @@ class PlanDir(namedtuple("PlanDir", "id dir checkout mtime", defaults=(0.0,))):
         return Path(self.checkout)
 
 
-def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[PlanDir]:
-    """Every plan dir of the home repo: its primary clone and each of its worktrees."""
-    entries = entries if entries is not None else repo.git.worktree_list()
-    roots = [repo.primary] + [e.path for e in entries if not e.bare]
-    return scan(roots, {e.branch for e in entries if e.branch})
+# -- the records: which topics are runs of this machine ------------------------------
 
 
-def scan(roots: Iterable[Path | str], worktree_branches: set[str]) -> list[PlanDir]:
-    """The plan dirs under ``docs/plans/`` of each checkout root (each root once).
+class Mark(namedtuple("Mark", "made_by finished worktree home")):
+    """What discovery reads of a topic's record: who made the topic (:data:`MADE_BY_HOST` or
+    None), whether a teardown finished it, the checkout it names as its worktree, and the home
+    repo's primary clone when it is a secondary repo's record (else None)."""
 
-    The first root is the primary clone; every other one is a linked worktree.
+    __slots__ = ()
+
+
+# A record that does not parse still says this machine started the topic; nothing
+# else in it is trusted (doctor reports it).
+_UNREADABLE = Mark(None, False, None, None)
+
+
+class Records:
+    """The topic records of one common git dir as discovery reads them: which ids have one
+    (one listdir), and each one's :class:`Mark` (read when first asked, once).
+
+    Read straight from the files, without the lock, as the hook must (router.topic.state
+    writes them). Only the few records an answer depends on are read: ``phase`` in a
+    home with 500 topics reads the newest one, not all of them.
     """
+
+    __slots__ = ("_folder", "_ids", "_marks")
+
+    def __init__(self, common_dir: str | os.PathLike[str]) -> None:
+        from router.topic.holders import RECORDS_DIR, STATE_DIR
+
+        self._folder = os.path.join(os.fspath(common_dir), STATE_DIR, RECORDS_DIR)
+        self._ids: frozenset[str] | None = None
+        self._marks: dict[str, Mark] = {}
+
+    def ids(self) -> frozenset[str]:
+        """Every id with a record here."""
+        if self._ids is None:
+            try:
+                names = os.listdir(self._folder)
+            except OSError:
+                names = []
+            self._ids = frozenset(n[: -len(".json")] for n in names if n.endswith(".json"))
+        return self._ids
+
+    def mark(self, topic_id: str) -> Mark | None:
+        """The record's mark; None when ``topic_id`` has no record here."""
+        if topic_id not in self.ids():
+            return None
+        if topic_id not in self._marks:
+            self._marks[topic_id] = _read_mark(os.path.join(self._folder, f"{topic_id}.json"))
+        return self._marks[topic_id]
+
+    def live(self, topic_id: str) -> bool:
+        """A topic this machine started and has not torn down."""
+        mark = self.mark(topic_id)
+        return mark is not None and not mark.finished
+
+    def made_by_host(self, topic_id: str) -> bool:
+        mark = self.mark(topic_id)
+        return mark is not None and mark.made_by == MADE_BY_HOST
+
+    def at(self, top: str, branch: str | None, *, every: bool) -> tuple[str, Mark] | None:
+        """The live topic whose record names the checkout ``top`` as its own: the one of the
+        branch checked out there (a topic's branch is its id), else, with ``every``, any."""
+        ids = [branch] if branch in self.ids() else []
+        if every:
+            ids += sorted(self.ids() - set(ids))
+        for topic_id in ids:
+            mark = self.mark(topic_id)
+            if mark is not None and not mark.finished and _same_path(mark.worktree, top):
+                return topic_id, mark
+        return None
+
+    def homes(self) -> list[str]:
+        """The homes of the topics this repo is a secondary of, torn down or not: a repo with
+        no topic of its own answers as their home does (every record is read)."""
+        marks = [self.mark(topic_id) for topic_id in sorted(self.ids())]
+        return sorted({m.home for m in marks if m is not None and m.home})
+
+
+def _read_mark(path: str) -> Mark:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return _UNREADABLE
+    if not isinstance(data, dict):
+        return _UNREADABLE
+    extra = data.get("extra")  # schema 1 kept the teardown mark there
+    teardown = data.get("teardown", extra.get("teardown") if isinstance(extra, dict) else None)
+    made_by, worktree, home = data.get("made_by"), data.get("worktree"), data.get("home")
+    return Mark(
+        made_by if isinstance(made_by, str) else None,
+        isinstance(teardown, dict) and teardown.get("complete") is True,
+        worktree if isinstance(worktree, str) and worktree else None,
+        home if data.get("repo") != "home" and isinstance(home, str) and home else None,
+    )
+
+
+def _same_path(path: str | None, real: str) -> bool:
+    return path is not None and os.path.realpath(path) == real
+
+
+def kind_of(records: Records, topic_id: str, *, has_artifacts: bool) -> str:
+    """:data:`HOST` for a host-made topic before its first artifact, else :data:`RUN`."""
+    if not has_artifacts and records.made_by_host(topic_id):
+        return HOST
+    return RUN
+
+
+# -- candidates ------------------------------------------------------------------------
+
+
+def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[PlanDir]:
+    """Every plan dir of this machine's topics in the home repo: its primary clone and each
+    of its worktrees (torn-down topics included: :meth:`Records.live` tells them)."""
+    entries = entries if entries is not None else repo.git.worktree_list()
+    return scan(repo_place(repo, entries).roots, Records(repo.common_dir))
+
+
+def scan(roots: Iterable[str], records: Records) -> list[PlanDir]:
+    """The plan dirs of recorded topics under ``docs/plans/`` of each checkout root (each
+    root once). A directory without a record is repository content (a plan dir someone
+    committed), never a run: it is not listed."""
     seen: set[str] = set()
     found: list[PlanDir] = []
     for root in roots:
         key = os.path.realpath(root)
         if key not in seen:
-            in_worktree = bool(seen)
             seen.add(key)
-            found += _plan_dirs_under(key, worktree_branches, in_worktree=in_worktree)
+            found += _plan_dirs_under(key, records)
     return found
 
 
-def _recorded_here(primary: str, topic_id: str) -> bool:
-    """The primary clone's common git dir holds a record of ``topic_id``.
-
-    A topic ``new`` made and then fell back to the main tree (a path taken,
-    a shallow clone) has its plan dir there, empty until the first artifact,
-    and no worktree: its record is what says the empty directory is a topic.
-    """
-    from router.topic.holders import record_file
-
-    try:
-        found = gitfiles.find_git_dir(primary)
-    except gitfiles.Unsure:
-        return False
-    if found is None or found[0] != primary:
-        return False
-    return os.path.isfile(record_file(gitfiles.common_dir(found[1]), topic_id))
-
-
-def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: bool) -> list[PlanDir]:
+def _plan_dirs_under(root: str, records: Records) -> list[PlanDir]:
     base = os.path.join(root, PLANS_DIR)
     if plan_dir_link(root) is not None:
         return []  # a symlinked docs/ or docs/plans/: nothing behind it is a plan dir here
+    recorded = records.ids()
+    if not recorded:
+        return []  # no record, no run: not even a listdir
     try:
         with os.scandir(base) as it:
             # is_symlink() is free here (the listing's d_type): no stat per topic.
-            names = [e.name for e in it if not e.is_symlink()]
+            names = [e.name for e in it if e.name in recorded and not e.is_symlink()]
     except OSError:
         return []
     found = []
@@ -180,43 +298,37 @@ def _plan_dirs_under(root: str, worktree_branches: set[str], *, in_worktree: boo
         if not LIGHT_ID_RE.fullmatch(name):
             continue
         path = os.path.join(base, name)
-        # An id never holds "/", so its branch (router.topic.ids.branch_for) is the id itself.
-        # A plan dir inside a linked worktree has its worktree whatever that
-        # checkout's branch: `new` run in a feature worktree reuses it (§7).
-        mtime = _recency(
-            path,
-            has_worktree=in_worktree or name in worktree_branches,
-            # Asked only of an empty dir in the primary clone: a fallen-back topic's.
-            recorded=lambda: not in_worktree and _recorded_here(root, name),  # noqa: B023
-        )
+        newest_file = newest_mtime(path)
+        mtime = newest_file if newest_file is not None else _dir_mtime(path)
         if mtime is not None:
-            found.append(PlanDir(name, path, root, mtime))
+            kind = kind_of(records, name, has_artifacts=newest_file is not None)
+            found.append(PlanDir(name, path, root, mtime, kind))
     return found
 
 
-def _recency(path: str, *, has_worktree: bool, recorded: Callable[[], bool] = bool) -> float | None:
-    """Newest artifact mtime; an empty dir counts only when its worktree exists, or when
-    ``recorded()`` says the topic's record does (asked of an empty dir alone)."""
-    newest_file = newest_mtime(path)
-    if newest_file is not None:
-        return newest_file
-    if not (has_worktree or recorded()) or not os.path.isdir(path):
-        return None
+def _dir_mtime(path: str) -> float | None:
     try:
-        return os.stat(path).st_mtime
+        return os.stat(path).st_mtime if os.path.isdir(path) else None
     except OSError:
         return None
 
 
-def newest(found: Iterable[PlanDir]) -> PlanDir | None:
-    """Newest wins; a tie goes to the greater id."""
-    return max(found, key=lambda c: (c.mtime, c.id), default=None)
+def newest_live(found: Iterable[PlanDir], records: Records) -> PlanDir | None:
+    """The newest plan dir of a topic not torn down, a run before a host's worktree; a tie
+    goes to the greater id.
+
+    Records are read newest first until one answers: usually one.
+    """
+    # sorted() is stable with reverse=True: of two copies of one id at one mtime the
+    # first found (the primary clone's) stays first, as with :func:`by_id`.
+    ordered = sorted(found, key=lambda c: (c.kind == RUN, c.mtime, c.id), reverse=True)
+    return next((c for c in ordered if records.live(c.id)), None)
 
 
 def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
     """One plan dir per id (the newest, when a primary clone and a worktree both hold one).
 
-    A tie keeps the first found (the primary clone's), as :func:`newest` does for
+    A tie keeps the first found (the primary clone's), as :func:`newest_live` does for
     ``phase`` and the hook: every command reads the same copy.
     """
     best: dict[str, PlanDir] = {}
@@ -227,11 +339,181 @@ def by_id(found: Iterable[PlanDir]) -> dict[str, PlanDir]:
     return best
 
 
-# -- resolving a target (the CLI's path: asks git) ----------------------------------
+# -- discovery: the one answer without a target ----------------------------------------
+
+
+class Place(namedtuple("Place", "primary common_dir worktrees top")):
+    """A repository as discovery sees it: its primary root, its common git dir, its linked
+    worktrees (``(root, branch or None)``, real paths, in git's order), and the top level
+    of the checkout the command or the session runs in."""
+
+    __slots__ = ()
+
+    @property
+    def roots(self) -> list[str]:
+        return [self.primary, *(root for root, _ in self.worktrees)]
+
+    def branch_at(self, root: str) -> str | None:
+        return next((branch for path, branch in self.worktrees if path == root), None)
+
+
+Found = namedtuple("Found", "home plan")
+Found.__doc__ = """What discovery answers: the topic's home repo (a :class:`Place`) and the
+topic's plan dir (None: no topic to resume from there)."""
+
+
+def locate(cwd: str) -> Found | None:
+    """:func:`discover` from ``cwd`` (the recovery hook's question); None outside a repository."""
+    place = place_of(cwd)
+    return discover(place) if place is not None else None
+
+
+def discover(place: Place) -> Found:
+    """The topic a session or command in ``place`` is about (DESIGN §8), and its home.
+
+    From inside a topic's worktree (a home's, or a secondary repo's: its record
+    names the home) that topic, always; otherwise the newest run of the home repo.
+    """
+    records = Records(place.common_dir)
+    found = scan(place.roots, records)
+    top = os.path.realpath(place.top)
+    linked = top != os.path.realpath(place.primary)
+    if linked:
+        own = newest_live((p for p in found if p.checkout == top), records)
+        if own is not None:
+            return Found(place, own)
+    if linked or not found:
+        # A topic's checkout without its plan dir: a secondary repo's worktree (or main
+        # tree, after a fallback), or a home worktree whose plan dir is gone. Only a repo
+        # with no plan dir of its own has every record read for it.
+        at = records.at(top, place.branch_at(top), every=not found)
+        if at is not None:
+            topic_id, mark = at
+            if mark.home is None:
+                plan_dir = os.path.join(top, PLANS_DIR, topic_id)
+                kind = kind_of(records, topic_id, has_artifacts=False)
+                return Found(place, PlanDir(topic_id, plan_dir, top, 0.0, kind))
+            away = _at_home(mark.home, topic_id)
+            if away is not None:
+                return away
+        if not found:
+            away = _newest_of(records.homes())
+            if away is not None:
+                return away
+    return Found(place, newest_live((p for p in found if p.kind == RUN), records))
+
+
+def _at_home(home: str, topic_id: str) -> Found | None:
+    """The topic as its home answers for it; None when the home is gone or moved."""
+    place = place_of(home)
+    if place is None:
+        return None
+    return Found(place, plan_named(place, topic_id, Records(place.common_dir)))
+
+
+def _newest_of(homes: list[str]) -> Found | None:
+    """The newest run of the homes whose secondary this repo is (none of its own)."""
+    answers = []
+    for home in homes:
+        place = place_of(home)
+        if place is not None:
+            records = Records(place.common_dir)
+            runs = (p for p in scan(place.roots, records) if p.kind == RUN)
+            answers.append(Found(place, newest_live(runs, records)))
+    if not answers:
+        return None
+    return max(answers, key=lambda a: (a.plan.mtime, a.plan.id) if a.plan else (-1.0, ""))
+
+
+def plan_named(place: Place, topic_id: str, records: Records | None = None) -> PlanDir | None:
+    """``topic_id``'s plan dir: its newest copy in the primary clone or a worktree, else its
+    worktree's (not made yet, or gone), else an empty one in the primary clone; None: none.
+
+    A topic named needs no record: the user chose it.
+    """
+    primary = os.path.realpath(place.primary)
+    copies = []
+    for root in dict.fromkeys(os.path.realpath(r) for r in place.roots):
+        if plan_dir_link(root, topic_id) is not None:
+            continue
+        path = os.path.join(root, PLANS_DIR, topic_id)
+        newest_file = newest_mtime(path)
+        # An empty one in the primary clone comes last: a `new` that fell back made it.
+        mtime = newest_file if newest_file is not None or root == primary else _dir_mtime(path)
+        if mtime is not None:
+            copies.append((path, root, mtime, newest_file is not None))
+    if not copies:
+        worktree = next(
+            (r for r, branch in place.worktrees if branch == topic_id and r != primary), None
+        )
+        path = os.path.join(worktree or primary, PLANS_DIR, topic_id)
+        mtime = 0.0 if worktree is not None else _dir_mtime(path)
+        if mtime is None:
+            return None
+        copies.append((path, worktree or primary, mtime, False))
+    path, root, mtime, has_artifacts = max(copies, key=lambda c: c[2])
+    kind = kind_of(records or Records(place.common_dir), topic_id, has_artifacts=has_artifacts)
+    return PlanDir(topic_id, path, root, mtime, kind)
+
+
+# -- where a repository is: git's files, else git ---------------------------------------
+
+
+def place_of(cwd: str) -> Place | None:
+    """The repository around ``cwd`` from git's files when its layout is the plain one, else
+    from git; None when there is none.
+
+    Running git costs nothing here, importing the module that runs it costs
+    ~45 ms (dataclasses, subprocess, pathlib), most of the hook's budget.
+    """
+    try:
+        return locate_fast(cwd)
+    except gitfiles.Unsure:
+        return _git_place(cwd)
+
+
+def _git_place(cwd: str) -> Place | None:
+    """An unusual layout (separate git dir, core.worktree, ...): git says where things are."""
+    from pathlib import Path
+
+    from router.errors import RouterError
+    from router.git import GitError
+    from router.topic.workspace import open_repo
+
+    try:
+        repo = open_repo(Path(cwd))
+        return repo_place(repo, repo.git.worktree_list())
+    except (RouterError, GitError):
+        return None
+
+
+def repo_place(repo: Repo, entries: Iterable[WorktreeEntry]) -> Place:
+    """:class:`Place` of a repo opened through git, and its worktree list."""
+    primary = str(repo.primary)
+    linked = []
+    for entry in entries:
+        root = os.path.realpath(entry.path)
+        if not entry.bare and root != primary:
+            linked.append((root, entry.branch))
+    return Place(primary, str(repo.common_dir), tuple(linked), str(repo.checkout.toplevel))
+
+
+def discover_at(cwd: Path) -> Found:
+    """:func:`discover` for a command run in ``cwd``; ``not-a-repo`` refused outside one."""
+    from router.topic.workspace import open_repo
+
+    place = place_of(str(cwd))
+    if place is None:
+        repo = open_repo(cwd)  # refuses, naming why; or git knows a repo the files hide
+        place = repo_place(repo, repo.git.worktree_list())
+    return discover(place)
+
+
+# -- resolving a target (the CLI's path) ----------------------------------------------
 
 
 def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
-    """The home repo and plan dir named by ``target`` (id or path), or the newest one."""
+    """The home repo and plan dir named by ``target`` (id or path), or discovery's."""
     repo, plan, _entries = resolve_listed(cwd, target)
     return repo, plan
 
@@ -257,24 +539,21 @@ def resolve_listed(
     cwd: Path, target: str | None
 ) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
     """:func:`resolve`, with the home's worktree list when it was read on the way (else None)."""
+    from pathlib import Path
+
     from router.errors import BadInput
     from router.topic.workspace import open_repo
 
     if target == "":
         # An empty target (an unset "$ID" in a script) names no topic: it must not
-        # fall through to discovery's newest topic, which teardown would take apart.
+        # fall through to discovery, whose topic teardown would take apart.
         raise BadInput("invalid-id", "the target is empty; pass a topic id or a plan dir path")
     if target and _looks_like_path(target):
         return (*_by_path(cwd, target), None)
-    repo = home_repo(open_repo(cwd), target)
-    entries = repo.git.worktree_list()
-    found = candidates(repo, entries)
     if target:
-        plan = (
-            newest(c for c in found if c.id == target)
-            or _worktree_only(repo, entries, target)
-            or _in_place(repo, target)
-        )
+        repo = home_repo(open_repo(cwd), target)
+        entries = repo.git.worktree_list()
+        plan = plan_named(repo_place(repo, entries), target)
         if plan is None:
             raise BadInput(
                 "no-plan-dir",
@@ -283,14 +562,16 @@ def resolve_listed(
             )
         _refuse_linked(plan)
         return repo, plan, tuple(entries)
-    best = newest(found)
-    if best is None:
+    found = discover_at(cwd)
+    repo = open_repo(Path(found.home.primary))
+    entries = repo.git.worktree_list()
+    if found.plan is None:
         for hidden in hidden_plan_dirs(repo, entries):
             raise hidden
         raise BadInput(
             "no-topic", f"no topic to resume in {repo.primary}; start one with `team-router new`"
         )
-    return repo, best, tuple(entries)
+    return repo, found.plan, tuple(entries)
 
 
 def hidden_plan_dirs(repo: Repo, entries: list[WorktreeEntry]) -> list[PlanDirSymlink]:
@@ -325,55 +606,15 @@ def _links_to_plan_dirs(root: str) -> list[tuple[str, list[str]]]:
     return [(os.path.join(root, PLANS_DIR, name), [name]) for name, linked in entries if linked]
 
 
-def home_repo(repo: Repo, target: str | None = None) -> Repo:
-    """The home repo of the topic asked about from ``repo``; ``repo`` itself when it is the home.
-
-    A secondary repo's record names its topic's home (DESIGN §8): from its
-    primary clone or its worktree every command answers as the home does. With
-    no ``target``: the topic whose worktree this checkout is, else (when this
-    repo holds no plan dir of its own) the home with the newest plan dir.
-    """
+def home_repo(repo: Repo, target: str) -> Repo:
+    """The home repo of topic ``target`` asked about from ``repo``: the home its record names
+    when ``repo`` is one of its secondaries (DESIGN §8), else ``repo`` itself."""
     from pathlib import Path
 
-    if target is None and _answers_here(repo):
+    mark = Records(repo.common_dir).mark(target)
+    if mark is None or mark.home is None:
         return repo
-    homes, exact = home_paths(str(repo.common_dir), str(repo.checkout.toplevel), target)
-    if not homes or (not exact and candidates(repo)):
-        return repo
-    opened = [r for r in (_open_quietly(Path(h)) for h in homes) if r is not None]
-    if not opened:
-        return repo
-    return max(opened, key=lambda r: (newest(candidates(r)) or PlanDir("", "", "", -1.0)).mtime)
-
-
-def _answers_here(repo: Repo) -> bool:
-    """The checkout holds plan dirs of its own: a home answers for itself, and no record
-    needs reading (a home with 500 topics pays one listdir for this, on every `phase`)."""
-    try:
-        names = os.listdir(os.path.join(repo.checkout.toplevel, PLANS_DIR))
-    except OSError:
-        return False
-    return any(LIGHT_ID_RE.fullmatch(n) for n in names)
-
-
-def home_paths(common_dir: str, toplevel: str, target: str | None) -> tuple[list[str], bool]:
-    """Home primaries of the topics this repo is a secondary of, as its records name them,
-    and whether they answer for one topic exactly.
-
-    Named ``target``: its home alone (exact). Otherwise the home of the topic
-    whose worktree is ``toplevel`` (exact), when there is one, else every home.
-    """
-    from router.topic.state import secondary_homes
-
-    if target is not None:
-        homes = secondary_homes(common_dir, only=target)
-        return ([homes[target][0]], True) if target in homes else ([], False)
-    homes = secondary_homes(common_dir)
-    here = os.path.realpath(toplevel)
-    for home, worktree in homes.values():
-        if worktree and os.path.realpath(worktree) == here:
-            return [home], True
-    return sorted({home for home, _ in homes.values()}), False
+    return _open_quietly(Path(mark.home)) or repo
 
 
 def _open_quietly(path: Path) -> Repo | None:
@@ -384,29 +625,6 @@ def _open_quietly(path: Path) -> Repo | None:
         return open_repo(path)
     except RouterError:
         return None  # the home is gone or moved: answer for this repo, as before
-
-
-def _worktree_only(repo: Repo, entries: list[WorktreeEntry], topic_id: str) -> PlanDir | None:
-    """A topic whose worktree exists but whose plan dir does not (yet, or any more)."""
-    for entry in entries:
-        root = os.path.realpath(entry.path)
-        if entry.branch == topic_id and root != str(repo.primary):
-            return PlanDir(topic_id, os.path.join(root, PLANS_DIR, topic_id), root, 0.0)
-    return None
-
-
-def _in_place(repo: Repo, topic_id: str) -> PlanDir | None:
-    """A named topic's plan dir in the primary clone that holds no file yet.
-
-    A `new` whose home worktree fell back creates it there (DESIGN §2); the
-    recency rule leaves it out of discovery, but named by its id it is found.
-    """
-    path = os.path.join(repo.primary, PLANS_DIR, topic_id)
-    try:
-        mtime = os.stat(path).st_mtime if os.path.isdir(path) else None
-    except OSError:
-        mtime = None
-    return PlanDir(topic_id, path, str(repo.primary), mtime) if mtime is not None else None
 
 
 def _looks_like_path(target: str) -> bool:
@@ -431,24 +649,19 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     _refuse_linked(PlanDir(os.path.basename(given), given, os.path.dirname(os.path.dirname(plans))))
     repo = open_repo(path)
     root = path.parent.parent.parent
-    mtime = _recency(str(path), has_worktree=True) or 0.0
-    return repo, PlanDir(path.name, str(path), str(root), mtime)
+    newest_file = newest_mtime(str(path))
+    mtime = newest_file if newest_file is not None else _dir_mtime(str(path)) or 0.0
+    kind = kind_of(Records(repo.common_dir), path.name, has_artifacts=newest_file is not None)
+    return repo, PlanDir(path.name, str(path), str(root), mtime, kind)
 
 
-# -- the hook's fast path: git's administrative files ---------------------------------
-
-FastHome = namedtuple("FastHome", "primary common_dir roots branches top", defaults=("",))
-FastHome.__doc__ = """The home repo as its git files describe it: primary root, common dir,
-every checkout root (primary first), the branches checked out in them, and the
-root of the checkout that holds ``cwd``."""
+# -- the fast reader: git's administrative files ---------------------------------------
 
 
-def locate_fast(cwd: str) -> FastHome | None:
+def locate_fast(cwd: str) -> Place | None:
     """The repo around ``cwd`` from git's files; None when there is none; Unsure otherwise.
 
-    Running git costs nothing here, importing the module that runs it costs
-    ~45 ms (dataclasses, subprocess, pathlib), most of the hook's budget. Only
-    the standard layout is read (a ``.git`` directory in the primary clone,
+    Only the standard layout is read (a ``.git`` directory in the primary clone,
     ``gitdir:`` files in worktrees, ``commondir``, ``worktrees/<n>/gitdir``);
     anything else raises :class:`Unsure`.
     """
@@ -464,18 +677,10 @@ def locate_fast(cwd: str) -> FastHome | None:
     ):
         raise gitfiles.Unsure(f"{common} is not the .git directory of a primary clone")
     gitfiles.refuse_unusual_config(common)
-    roots: list[str] = [primary]
-    branches: set[str] = set()
-    _add_branch(branches, os.path.join(common, "HEAD"))
+    linked = []
     for admin in gitfiles.worktree_admin_dirs(common):
         gitfile = gitfiles.read_line(os.path.join(admin, "gitdir"))
         if gitfile:
-            roots.append(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
-            _add_branch(branches, os.path.join(admin, "HEAD"))
-    return FastHome(primary, common, roots, branches, top)
-
-
-def _add_branch(branches: set[str], head_file: str) -> None:
-    branch = gitfiles.head_branch(head_file)
-    if branch is not None:
-        branches.add(branch)
+            root = os.path.realpath(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
+            linked.append((root, gitfiles.head_branch(os.path.join(admin, "HEAD"))))
+    return Place(primary, common, tuple(linked), top)

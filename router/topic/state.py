@@ -286,6 +286,9 @@ class TopicRecord:
     # How the last pr-cleanup ended the branch (merged or abandoned).
     pr_cleanup_mode: str | None = None
     host_removal: HostRemoval | None = None
+    # "host" for a topic `hook worktree-create` made (claude --worktree, EnterWorktree, an
+    # isolated subagent): no /team run until an artifact is written (router.topic.discovery).
+    made_by: str | None = None
     schema: int = SCHEMA
 
     @property
@@ -428,6 +431,7 @@ _TEXT_FIELDS = (
     "home",
     "pr_cleanup_mode",
     "declared_at",
+    "made_by",
 )
 
 

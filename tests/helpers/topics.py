@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,3 +114,42 @@ def snapshot_of(repo: Path) -> dict[str, str]:
         if path.is_file():
             files.append(f"{path.relative_to(repo)}={path.read_bytes()!r}")
     return {"refs": refs, "worktrees": worktrees, "files": "\n".join(files)}
+
+
+def in_place(repo: Path, topic_id: str) -> Path:
+    """A topic whose plan dir is in the primary clone, as a `new` that fell back leaves it:
+    the (empty) plan dir and the home record that makes it a run of this machine."""
+    from router.topic import state
+
+    plan = repo / "docs" / "plans" / topic_id
+    plan.mkdir(parents=True, exist_ok=True)
+    record = state.TopicRecord(id=topic_id, repo="home", branch=topic_id, plan_dir=str(plan))
+    state.write_record(repo / ".git", record)
+    return plan
+
+
+def notice(cwd: Path) -> str:
+    """The session-start hook's notice for a session in ``cwd`` ("" when it says nothing)."""
+    res = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(cwd)}))
+    assert (res.code, res.err) == (0, ""), res.err
+    return json.loads(res.out)["hookSpecificOutput"]["additionalContext"] if res.out else ""
+
+
+def answers(cwd: Path) -> dict[str, object]:
+    """Which topic the hook, `phase`, `next` and `status` (its ``current``) each name in
+    ``cwd``: an id, or (phase, next) the error code, or None."""
+    phase, nxt = (run_cli(c, "--json", cwd=cwd) for c in ("phase", "next"))
+    status = run_cli("status", "--json", cwd=cwd)
+    assert status.code == 0, status.out + status.err
+    ids = re.findall(r"(?:^|\| )Id: (\S+)$", notice(cwd), re.MULTILINE)
+    return {
+        "hook": ids[0] if ids else None,
+        "phase": phase.json["id"] if phase.code == 0 else phase.json["error"]["code"],
+        "next": nxt.json["id"] if nxt.code == 0 else nxt.json["error"]["code"],
+        "status": status.json["current"],
+    }
+
+
+def all_answer(topic_id: str) -> dict[str, object]:
+    """:func:`answers` when every one of them names ``topic_id``."""
+    return dict.fromkeys(("hook", "phase", "next", "status"), topic_id)

@@ -1,0 +1,108 @@
+"""What a worktree the host asked for holds, and whether it may go (DESIGN §8, §14).
+
+The pinned client never asks to remove a finished worktree-isolated subagent's worktree
+when the create hook is ours (without our hook it removes its own unchanged worktree
+itself), and ``claude -p --worktree`` keeps its worktree at exit. Each stays a worktree, a
+branch and a record. A host-made topic (``made_by: host``) with no artifact in its plan dir
+(else it is a /team run) holds nothing when its worktree is clean, its branch has no
+commits of its own and no live session holds it: ``status`` lists it apart, and
+``sweep --host-worktrees`` gives the user what the client would have done.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.git import Git, GitError
+from router.phase.infer import TopicRepo, commits_ahead
+from router.topic import holders
+from router.topic.discovery import HOST, Records, by_id, repo_place, scan
+from router.topic.workspace import Repo
+
+
+@dataclass(frozen=True, slots=True)
+class HostWorktree:
+    """One host-made topic as ``status`` shows it and ``sweep --host-worktrees`` judges it."""
+
+    id: str
+    worktree: str | None  # None: its checkout is gone
+    dirty: bool | None  # None: git could not tell
+    ahead: int | None  # commits of its own; None: unknown
+    held_by: tuple[str, ...] = ()  # every live holder, described
+
+    @property
+    def holds(self) -> tuple[str, ...]:
+        """What it still holds, each a reason to keep it; empty: nothing, it may go."""
+        reasons = []
+        if self.worktree is None:
+            reasons.append("no worktree any more (`team-router doctor` says what is left)")
+        if self.dirty is None:
+            reasons.append("a state git could not read")
+        elif self.dirty:
+            reasons.append("uncommitted or untracked files")
+        if self.ahead is None:
+            reasons.append("commits that could not be counted")
+        elif self.ahead:
+            reasons.append(f"{self.ahead} commit(s) of its own")
+        reasons += [f"a live holder, {who}" for who in self.held_by]
+        return tuple(reasons)
+
+    @property
+    def idle(self) -> bool:
+        return not self.holds
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "worktree": self.worktree,
+            "dirty": self.dirty,
+            "ahead": self.ahead,
+            "held_by": list(self.held_by),
+            "idle": self.idle,
+            "holds": list(self.holds),
+        }
+
+
+def held_by(common_dir: Path, topic_id: str) -> tuple[str, ...]:
+    """Every live holder of the topic, the asking session's own too: a worktree a session
+    may still use is never taken, whoever asks (stale holders are left for doctor)."""
+    found = holders.read_all(common_dir, topic_id)
+    return tuple(
+        holders.describe(f.holder)
+        for f in found
+        if f.holder is not None and holders.is_live(f.holder)
+    )
+
+
+def host_worktrees(repo: Repo) -> list[HostWorktree]:
+    """Every live host-made topic of ``repo`` that no artifact made a run, by id."""
+    records = Records(repo.common_dir)
+    plans = by_id(scan(repo_place(repo, repo.git.worktree_list()).roots, records))
+    return [
+        host_worktree(repo, topic_id, plan.checkout)
+        for topic_id, plan in sorted(plans.items())
+        if plan.kind == HOST and records.live(topic_id)
+    ]
+
+
+def host_worktree(repo: Repo, topic_id: str, checkout: str) -> HostWorktree:
+    """What the host's worktree ``checkout`` of ``topic_id`` holds now: its state, its
+    commits, its holders."""
+    primary = str(repo.primary)
+    worktree = checkout if checkout != primary and os.path.isdir(checkout) else None
+    # The host's worktrees are made on a branch of the topic's id (a reused checkout is refused).
+    ahead = commits_ahead(TopicRepo("home", primary, worktree, topic_id))
+    return HostWorktree(
+        topic_id, worktree, _dirty(worktree), ahead, held_by(repo.common_dir, topic_id)
+    )
+
+
+def _dirty(worktree: str | None) -> bool | None:
+    if worktree is None:
+        return None
+    try:
+        return Git(Path(worktree)).status().dirty
+    except GitError:
+        return None
