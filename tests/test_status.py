@@ -212,3 +212,24 @@ def test_a_topic_that_fell_back_is_listed_before_its_first_artifact(home_repo):
     assert [(t["id"], t["plan_dir"]) for t in res.json["topics"]] == [(topic_id, str(plan_dir))]
     phase = run_cli("phase", "--json", cwd=home_repo)
     assert (phase.json["id"], phase.json["resume_at"]) == (topic_id, "QUESTION")
+
+
+def test_a_repo_that_fell_back_is_shown_working_in_its_main_tree(workspace):
+    web, api = make_repo(workspace, "web"), make_repo(workspace, "api")
+    topic_id = "2026-05-01-fell-back"
+    for repo in (web, api):  # a stray directory at each worktree path: both fall back
+        write(repo / ".claude" / "worktrees" / topic_id / "stray.txt", "not ours\n")
+    made = run_cli("new", "Fell back", "--id", topic_id, "--json", cwd=web)
+    assert made.json["home"]["status"] == "fallback", made.out
+    plan = web / "docs" / "plans" / topic_id
+    write(plan / "repos.md", repos_md(web, ("api", api), topic="fell-back"))
+    done = run_cli("worktrees", topic_id, "--json", cwd=web)
+    assert [r["status"] for r in done.json["repos"]] == ["fallback", "fallback"], done.out
+    res = run_cli("status", cwd=web)
+    assert (res.code, res.err) == (0, "")
+    assert res.out == (
+        f"{topic_id}  resume at QUESTION  <- here\n"
+        f"  plan dir  {plan}\n"
+        f"  home  -        0 ahead  works in its main tree {web}\n"
+        f"  api   clean    0 ahead  works in its main tree {api}\n"
+    )

@@ -19,6 +19,7 @@ from router.topic.discovery import (
     repo_place,
     scan,
 )
+from router.topic.model import works_in_main_tree
 from router.topic.workspace import open_repo
 
 
@@ -28,6 +29,7 @@ class RepoState:
     worktree: str | None  # the checkout carrying the topic's work; None when it has none
     dirty: bool | None  # None: no checkout to ask, or git could not tell
     ahead: int | None  # commits since the merge-base with the default branch; None: unknown
+    main_tree: str | None = None  # the primary clone, when the repo fell back to work there
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -126,7 +128,9 @@ def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoStat
     where, rev = phases.location(topic_repo)
     worktree = where if rev == "HEAD" else None
     ahead = phases.commits_ahead(topic_repo, refs)
-    return RepoState(topic_repo.name, worktree, _dirty(worktree), ahead)
+    fell_back = works_in_main_tree(topic_repo.name, topic_repo.path, topic_repo.worktree)
+    main_tree = topic_repo.path if fell_back else None
+    return RepoState(topic_repo.name, worktree, _dirty(worktree), ahead, main_tree)
 
 
 def _dirty(worktree: str | None) -> bool | None:
@@ -159,11 +163,15 @@ def render_table(result: StatusResult) -> str:
         for r in topic.repos:
             dirty = {True: "dirty", False: "clean", None: "-"}[r.dirty]
             ahead = "?" if r.ahead is None else str(r.ahead)
-            lines.append(
-                f"  {r.name:<{width}}  {dirty:<5}  {ahead:>3} ahead  {r.worktree or '(no worktree)'}"
-            )
+            lines.append(f"  {r.name:<{width}}  {dirty:<5}  {ahead:>3} ahead  {_where(r)}")
     lines += _host_lines(result)
     return "\n".join(lines)
+
+
+def _where(repo: RepoState) -> str:
+    if repo.main_tree is not None:
+        return f"works in its main tree {repo.main_tree}"
+    return repo.worktree or "(no worktree)"
 
 
 def _host_lines(result: StatusResult) -> list[str]:

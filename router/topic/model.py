@@ -74,6 +74,17 @@ def ownership(record: TopicRecord | None, primary: str | Path | None) -> Ownersh
     return Ownership(via, created and not in_primary, record.branch_created)
 
 
+def works_in_main_tree(name: str, primary: str | None, worktree: str | None) -> bool:
+    """The repo's work for the topic happens in its primary clone (it fell back there).
+
+    A secondary that fell back is placed at its primary; the home repo that fell
+    back has no worktree at all (its plan dir is in the primary clone).
+    """
+    if worktree is None:
+        return name == HOME
+    return primary is not None and os.path.realpath(worktree) == os.path.realpath(primary)
+
+
 def repo_places(
     home_primary: str | Path,
     home_worktree: str | Path | None,
