@@ -36,10 +36,10 @@ def test_a_group_without_its_command_prints_its_help_as_is():
 
 def test_help_names_every_argument_and_option_value():
     cases = {
-        ("new",): ["Usage: team-router new [OPTIONS] {DESCRIPTION}", "--ticket T", "--id ID"],
+        ("new",): ["Usage: team-router new [OPTIONS] DESCRIPTION\n", "--ticket T", "--id ID"],
         ("hold",): ["--pid PID", "--session ID"],
         ("release",): ["--pid PID"],
-        ("record", "verdict"): ["{TARGET} {VERDICT}", '"REQUEST CHANGES"', "--body-file F"],
+        ("record", "verdict"): ["[OPTIONS] TARGET VERDICT\n", '"REQUEST CHANGES"', "--body-file F"],
         ("record", "review"): ["PASS or FAIL"],
         ("record", "pr"): ["http(s) URL"],
         ("hook", "session-start"): ["Always exits", "0."],
@@ -52,6 +52,7 @@ def test_help_names_every_argument_and_option_value():
         for text in expected:
             assert text in res.out, (args, text)
         assert "<int range>" not in res.out and "entry point" not in res.out
+        assert "{" not in res.out.splitlines()[0], res.out  # the usage line: no braces
 
 
 def test_ctrl_c_while_the_cli_is_still_loading_exits_130_without_a_traceback(tmp_path, home_repo):

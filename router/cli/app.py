@@ -14,12 +14,29 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperArgument
 from typer.exceptions import TyperException
 
 from router import __version__
 from router.cli import output
 from router.cli.early import start_dir
 from router.errors import BadInput, RouterError
+
+
+def _usage_metavar(self: TyperArgument, ctx: Any, *, usage: bool = False) -> str:
+    """A required argument as every message and document writes it: ``TARGET``, not ``{TARGET}``.
+
+    typer (0.2x) wraps a required argument's metavar in braces in usage lines;
+    an optional one keeps its ``[TARGET]``.
+    """
+    var = _typer_metavar(self, ctx, usage=usage)
+    if usage and self.required and var.startswith("{") and var.endswith("}"):
+        return var[1:-1]
+    return var
+
+
+_typer_metavar = TyperArgument.make_metavar
+TyperArgument.make_metavar = _usage_metavar  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="team-router",
