@@ -93,6 +93,7 @@ def test_a_host_worktree_never_displaces_a_run_and_its_notice_says_whose_it_is(h
             "dirty": False,
             "ahead": 0,
             "held_by": [],
+            "plan_dirs": [],
             "idle": True,
             "holds": [],
         }
@@ -135,6 +136,20 @@ def test_a_host_worktree_is_a_run_once_the_pipeline_writes_an_artifact(home_repo
         sorted([run.id, host.id]),
         [],
     )
+
+
+def test_a_run_started_in_a_host_worktree_is_its_answer_and_keeps_it_from_the_sweep(home_repo):
+    host = asked_for(home_repo, "feat-x")
+    made = run_cli("new", "add rate limiting", "--json", cwd=host.worktree)
+    assert (made.code, made.json["home"]["status"]) == (0, "reused"), made.out
+    artifact(Path(made.json["plan_dir"]), "task.md")
+    assert answers(host.worktree) == all_answer(made.json["id"])
+    (listed,) = run_cli("status", "--json", cwd=home_repo).json["host_worktrees"]
+    assert listed["holds"] == [f"docs/plans/{made.json['id']}, another topic's"]
+    res = run_cli("sweep", "--host-worktrees", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert [(h["id"], h["outcome"]) for h in res.json["host_worktrees"]] == [(host.id, "kept")]
+    assert (Path(made.json["plan_dir"]) / "task.md").is_file()
 
 
 def test_the_host_asking_for_a_runs_own_worktree_leaves_it_a_run(home_repo):

@@ -18,7 +18,7 @@ from pathlib import Path
 from router.git import Git, GitError
 from router.phase.infer import TopicRepo, commits_ahead
 from router.topic import holders
-from router.topic.discovery import HOST, Records, by_id, repo_place, scan
+from router.topic.discovery import HOST, PLANS_DIR, Records, by_id, repo_place, scan
 from router.topic.workspace import Repo
 
 
@@ -31,6 +31,8 @@ class HostWorktree:
     dirty: bool | None  # None: git could not tell
     ahead: int | None  # commits of its own; None: unknown
     held_by: tuple[str, ...] = ()  # every live holder, described
+    # What else lies under its docs/plans/: a run `new` started in it keeps its plan dir there.
+    plan_dirs: tuple[str, ...] = ()
 
     @property
     def holds(self) -> tuple[str, ...]:
@@ -47,6 +49,7 @@ class HostWorktree:
         elif self.ahead:
             reasons.append(f"{self.ahead} commit(s) of its own")
         reasons += [f"a live holder, {who}" for who in self.held_by]
+        reasons += [f"docs/plans/{name}, another topic's" for name in self.plan_dirs]
         return tuple(reasons)
 
     @property
@@ -60,6 +63,7 @@ class HostWorktree:
             "dirty": self.dirty,
             "ahead": self.ahead,
             "held_by": list(self.held_by),
+            "plan_dirs": list(self.plan_dirs),
             "idle": self.idle,
             "holds": list(self.holds),
         }
@@ -95,8 +99,27 @@ def host_worktree(repo: Repo, topic_id: str, checkout: str) -> HostWorktree:
     # The host's worktrees are made on a branch of the topic's id (a reused checkout is refused).
     ahead = commits_ahead(TopicRepo("home", primary, worktree, topic_id))
     return HostWorktree(
-        topic_id, worktree, _dirty(worktree), ahead, held_by(repo.common_dir, topic_id)
+        topic_id,
+        worktree,
+        _dirty(worktree),
+        ahead,
+        held_by(repo.common_dir, topic_id),
+        _other_plan_dirs(worktree, topic_id),
     )
+
+
+def _other_plan_dirs(worktree: str | None, topic_id: str) -> tuple[str, ...]:
+    """Entries of the worktree's ``docs/plans/`` besides its own plan dir: git ignores them
+    (info/exclude), so no clean status speaks for them."""
+    if worktree is None:
+        return ()
+    try:
+        names = os.listdir(os.path.join(worktree, PLANS_DIR))
+    except FileNotFoundError:
+        return ()
+    except OSError:
+        return ("(unreadable)",)
+    return tuple(sorted(n for n in names if n != topic_id))
 
 
 def _dirty(worktree: str | None) -> bool | None:
