@@ -27,12 +27,18 @@ class Refusal(RouterError):
 
 
 class Interrupted(RouterError):
-    """Stopped by Ctrl-C (SIGINT) at a step boundary; running the command again resumes (exit 130)."""
+    """Stopped by a signal (Ctrl-C, SIGTERM, SIGHUP); running the command again resumes.
+
+    Exit 128 + the signal's number, as a shell reports it: 130 for Ctrl-C.
+    """
 
     exit_code = 130
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, *, details: dict[str, Any] | None = None, signum: int = 2
+    ) -> None:
         super().__init__("interrupted", message, details=details)
+        self.exit_code = 128 + signum
 
 
 class BadInput(RouterError):
@@ -48,8 +54,8 @@ class ToolFailed(Exception):
     """An outside program (git) failed where no step expected it.
 
     The CLI turns it into one error line (``code``, ``first_line``) without
-    knowing which program it was; killed by SIGINT (``returncode`` -2), it was
-    the Ctrl-C that reached the whole process group.
+    knowing which program it was. One killed by a signal that stops commands
+    never gets here: :mod:`router.interrupt` stops the command instead.
     """
 
     returncode: int
@@ -69,11 +75,6 @@ class ToolFailed(Exception):
             "run the same command again, and if it fails the same way, `git status` in that "
             "repo shows what needs repair"
         )
-
-    @property
-    def by_ctrl_c(self) -> bool:
-        """Killed by SIGINT: the Ctrl-C that reached the process group, not a failure of its own."""
-        return self.returncode == -2  # SIGINT is 2 on every POSIX system
 
 
 CODES = frozenset(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from router import gitfiles
+from router import gitfiles, interrupt
 from router.errors import ToolFailed
 
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
@@ -254,6 +254,7 @@ class Running:
                 if pipe is not None:
                     pipe.close()
             return GitError(self._argv, 124, f"timed out after {self._timeout:.0f}s")
+        interrupt.check_child(proc.returncode)
         result = Result(
             proc.returncode,
             out.decode("utf-8", "surrogateescape"),
@@ -261,6 +262,19 @@ class Running:
             tuple(self._argv),
         )
         return result if result.ok else result.as_error()
+
+
+def _verified(res: Result) -> str | None:
+    """``rev-parse -q --verify``'s answer: the object, None (exit 1: it does not resolve), or raise.
+
+    Any other exit (128: not a repository, a corrupt object store) is git
+    failing to answer, never "absent".
+    """
+    if res.ok:
+        return res.stdout.strip() or None
+    if res.returncode == 1:
+        return None
+    raise res.as_error()
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +341,13 @@ class Git:
         env: Mapping[str, str] | None = None,
         config: Iterable[str] = (),
     ) -> Result:
-        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
+        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``.
+
+        Never once a signal stopped the command, and a git killed by one raises
+        (:class:`router.interrupt.Stopped`) whatever ``check`` says: a cut-short
+        answer is never an answer.
+        """
+        interrupt.check()
         argv = self._argv(args, config)
         full_env = _base_env()
         full_env.update(self.env)
@@ -349,6 +369,7 @@ class Git:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
         except subprocess.TimeoutExpired as exc:
             raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
+        interrupt.check_child(proc.returncode)
         stdout = proc.stdout.decode("utf-8", "surrogateescape")
         stderr = proc.stderr.decode("utf-8", "surrogateescape")
         result = Result(proc.returncode, stdout, stderr, tuple(argv))
@@ -367,6 +388,7 @@ class Git:
 
     def blob(self, sha: str) -> bytes:
         """The exact bytes of blob ``sha`` (text mode would turn its CRLFs into LFs)."""
+        interrupt.check()
         argv = self._argv(["cat-file", "blob", sha])
         try:
             proc = subprocess.run(
@@ -378,6 +400,7 @@ class Git:
             )
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
+        interrupt.check_child(proc.returncode)
         if proc.returncode != 0:
             raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc.stdout
@@ -476,11 +499,15 @@ class Git:
     # -- refs and commits -----------------------------------------------------
 
     def rev_parse(self, rev: str) -> str | None:
-        """The commit ``rev`` names, or None when it does not resolve."""
+        """The commit ``rev`` names, or None when it does not resolve.
+
+        Raises GitError when git could not answer (not a repository, a
+        corrupt one): a failed read is never "there is no such commit".
+        """
         res = self.run(
             "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
         )
-        return res.stdout.strip() or None if res.ok else None
+        return _verified(res)
 
     def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
         """What :meth:`rev_parse` answers for each of ``revs``: from git's files, or one process.
@@ -605,8 +632,9 @@ class Git:
         return entries
 
     def tree_of(self, rev: str) -> str | None:
+        """The tree ``rev`` names, or None when it does not resolve (raises as :meth:`rev_parse`)."""
         res = self.run("rev-parse", "-q", "--verify", f"{rev}^{{tree}}", check=False)
-        return res.stdout.strip() or None if res.ok else None
+        return _verified(res)
 
     def merge_tree(self, ours: str, theirs: str) -> str | None:
         """Tree of a clean ``merge-tree --write-tree`` merge; None on conflict or failure."""
@@ -652,6 +680,7 @@ class Git:
 
     def start(self, *args: str, timeout: float | None = None) -> Running:
         """Start ``git -C cwd args`` and return at once; :meth:`Running.wait` ends it."""
+        interrupt.check()
         argv = self._argv(args)
         try:
             proc = subprocess.Popen(
@@ -1427,11 +1456,15 @@ def read_index(worktree: Git, tree_ish: str) -> None:
     worktree.run("update-index", "-q", "--refresh", check=False)
 
 
-def commit_tree(
-    git: Git, tree: str, parent: str, message: str, *, second_parent: str | None = None
-) -> str:
-    parents = ["-p", parent] + (["-p", second_parent] if second_parent else [])
-    return git.out("commit-tree", tree, *parents, "-m", message)
+def commit_parents(git: Git, commit: str) -> list[str]:
+    """The parents of ``commit``, in order (raises GitError when git cannot say)."""
+    return git.out("rev-list", "--parents", "--max-count=1", commit, "--").split()[1:]
+
+
+def commit_tree(git: Git, tree: str, parents: Sequence[str], message: str) -> str:
+    """A new commit of ``tree`` with ``parents`` (in order), on no branch."""
+    flags = [flag for parent in parents for flag in ("-p", parent)]
+    return git.out("commit-tree", tree, *flags, "-m", message)
 
 
 # -- repositories inside a worktree: submodules and nested clones ----------------
@@ -1554,10 +1587,15 @@ def submodule_update(git: Git, paths: Sequence[str]) -> None:
     )
 
 
-def update_ref(git: Git, ref: str, new: str, *, message: str) -> None:
-    # --create-reflog: an older snapshot of the same branch stays reachable
-    # through the reflog instead of vanishing when the ref moves.
-    git.run("update-ref", "--create-reflog", "-m", message, ref, new)
+def update_ref(git: Git, ref: str, new: str, *, old: str | None, message: str) -> None:
+    """Move ``ref`` to ``new`` only while it is at ``old`` (None: only while it does not exist).
+
+    git checks the old value under the ref's lock: a ref another process moved
+    since it was read is never overwritten unseen (the command fails instead).
+    """
+    # --create-reflog: the ref's history is kept too (what a reflog can add to
+    # what the new commit already holds of the old one).
+    git.run("update-ref", "--create-reflog", "-m", message, ref, new, old or "")
 
 
 def ref_values(git: Git, refs: Sequence[str]) -> dict[str, str]:

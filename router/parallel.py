@@ -67,7 +67,7 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
             started.append(thread)
             thread.start()
         for thread in threads:
-            thread.join()
+            _join(thread)
     except BaseException:
         # Ctrl-C: no item starts any more; those under way finish (their gits
         # got the signal too) before the interrupt goes on, so nothing is left
@@ -80,6 +80,22 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
                 continue
         raise
     return outcomes
+
+
+JOIN_POLL = 0.1  # seconds: how late a signal's handler may run while the threads work
+
+
+def _join(thread: threading.Thread) -> None:
+    """Wait for ``thread`` in short steps, so that a signal's handler runs meanwhile.
+
+    Python runs handlers in the main thread only, between two of its own steps.
+    A kernel may hand a process's signal to any of its threads (macOS does), and
+    one handed to a worker does not wake a main thread blocked in one long join:
+    the handler (the stop flag of a Ctrl-C or a SIGTERM, router.interrupt) would
+    wait for every worker to finish, and so would the `.teamteardown` lines it stops.
+    """
+    while thread.is_alive():
+        thread.join(JOIN_POLL)
 
 
 class _Raised:

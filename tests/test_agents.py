@@ -256,8 +256,9 @@ NAMED_ELSEWHERE = frozenset({"containment", "missing", "duplicate"})
 # (`_Failed`, `_fallback`) or a containment refusal is a repo's `reason`, the command
 # still exiting 0; everything else (refusals, failed or refused steps) is exit 1.
 _EXIT_OF_CALL = {"BadInput": "2", "_Failed": "0", "_fallback": "0", "Containment": "0"}
-# Not visible at the raising call: typer's usage errors keep click's exit 2, Ctrl-C is 130.
-_EXIT_OF_CODE = {"usage": "2", "interrupted": "130"}
+# Not visible at the raising call: typer's usage errors keep click's exit 2; a signal is
+# 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129).
+_EXIT_OF_CODE = {"usage": {"2"}, "interrupted": {"130", "143", "129"}}
 
 
 def _troubleshooting_rows() -> dict[str, str]:
@@ -282,7 +283,7 @@ def _exits_in_source() -> dict[str, set[str]]:
             func = getattr(node, "func", None)
             name = getattr(func, "id", None) or getattr(func, "attr", "")
             for code in _code_of(node):
-                exits.setdefault(code, set()).add(_EXIT_OF_CODE.get(code) or _exit_of(name))
+                exits.setdefault(code, set()).update(_EXIT_OF_CODE.get(code) or {_exit_of(name)})
     return exits
 
 
@@ -311,7 +312,11 @@ def test_the_troubleshooting_table_gives_each_code_its_exit_code() -> None:
 
 def test_the_table_checks_catch_a_missing_code_and_a_wrong_exit(monkeypatch) -> None:
     rows = dict(_troubleshooting_rows())
-    assert rows["invalid-id"] == "2" and rows["locked"] == "1" and rows["interrupted"] == "130"
+    assert (
+        rows["invalid-id"] == "2"
+        and rows["locked"] == "1"
+        and rows["interrupted"] == "130, 143, 129"
+    )
     del rows["no-snapshot"]
     rows["invalid-value"] = "1"
     monkeypatch.setattr(sys.modules[__name__], "_troubleshooting_rows", lambda: rows)

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperArgument
 from typer.exceptions import TyperException
 
-from router import __version__
+from router import __version__, interrupt
 from router.cli import output
 from router.cli.early import start_dir
 from router.errors import BadInput, RouterError
@@ -214,7 +214,8 @@ def _never_blocking_hook(args: list[str], hook: str, outcome: str) -> int:
         print(f"team-router: hook {hook}: {message}; {outcome}", file=sys.stderr)
 
     try:
-        app(args=args, prog_name="team-router", standalone_mode=False)
+        with interrupt.handled():
+            app(args=args, prog_name="team-router", standalone_mode=False)
     except typer.Exit:
         pass  # --help, or the hook itself (which always exits 0)
     except TyperException as exc:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from router import interrupt
 from router.cli.app import (
     DryRun,
     JsonFlag,
@@ -105,7 +106,8 @@ def pr_cleanup_cmd(
                 exc.details.setdefault("dry_run", True)
             raise
 
-    emit("pr-cleanup", as_json, run, _text)
+    with interrupt.deferred():  # a signal stops it at a step boundary, and it reports
+        emit("pr-cleanup", as_json, run, _text)
 
 
 def _text(result) -> str:
@@ -116,4 +118,6 @@ def _text(result) -> str:
         ev = result.evidence
         lines.append(f"proof ({ev.content.kind if ev.content else 'none'}): {ev.detail}")
     lines += [f"  {s.name:<14} {s.outcome:<8} {s.detail}" for s in result.steps]
+    if result.interrupted:
+        lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)

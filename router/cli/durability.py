@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import typer
 
+from router import interrupt
 from router.cli.app import JsonFlag, TargetArg, WaitOption, app, cwd_of, emit
 from router.cli.early import CLI_DEFAULT_WAIT
 
@@ -78,7 +80,9 @@ def doctor_cmd(
     """Report records, worktrees, branches, locks and holders that disagree with git."""
     from router.topic.doctor import doctor
 
-    emit("doctor", as_json, lambda: doctor(cwd_of(ctx), repair=repair, wait=wait), _doctor_text)
+    # Repairs stop at the next one on a signal, and the findings say which were made.
+    with interrupt.deferred() if repair else contextlib.nullcontext():
+        emit("doctor", as_json, lambda: doctor(cwd_of(ctx), repair=repair, wait=wait), _doctor_text)
 
 
 def _doctor_text(result) -> str:
@@ -92,4 +96,6 @@ def _doctor_text(result) -> str:
         lines.append(f"      {finding.detail}")
     if not result.repair:
         lines.append("Run `team-router doctor --repair` to fix what is safe to fix.")
+    if result.interrupted:
+        lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)

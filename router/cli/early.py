@@ -20,7 +20,8 @@ import os
 from collections import namedtuple
 from pathlib import Path
 
-from router.cli.output import emit_result, guarded, line_echo, stop_on_interrupt
+from router import interrupt
+from router.cli.output import emit_result, guarded, line_echo
 from router.errors import Refusal
 
 TYPE_CHECKING = False
@@ -178,7 +179,7 @@ def run_early(call: EarlyCall) -> int:
 def _teardown(call: Any, cwd: Path) -> int:
     from router.teardown.topic import teardown
 
-    with stop_on_interrupt() as stop:
+    with interrupt.deferred():
         return emit_result(
             "teardown",
             call.as_json,
@@ -192,7 +193,6 @@ def _teardown(call: Any, cwd: Path) -> int:
                 wait=CLI_DEFAULT_WAIT,
                 line_timeout=CLI_DEFAULT_LINE_TIMEOUT,
                 echo=line_echo(call.as_json),
-                stop=stop,
             ),
             teardown_text,
         )

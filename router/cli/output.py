@@ -7,13 +7,11 @@ and exit code whichever of them ran it.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
+from router import interrupt
 from router.errors import Interrupted, Refusal, RouterError, ToolFailed, error_json
 
 TYPE_CHECKING = False
@@ -118,28 +116,34 @@ def error_line(code: str, message: str) -> None:
 
 
 def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
-    """``run()``'s exit code; an expected failure that escaped it as one error, never a traceback."""
-    try:
-        return run()
-    except RouterError as exc:
-        fail(command, as_json, exc)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        error = Interrupted("interrupted (Ctrl-C); run the same command again to finish")
-        fail(command, as_json, error)
-        return error.exit_code
-    except ToolFailed as exc:
-        # A git no step expected to fail: one line, never a traceback. Killed by
-        # SIGINT, it is the Ctrl-C that reached the whole process group.
-        failure = git_error(exc)
-        fail(command, as_json, failure)
-        return failure.exit_code
+    """``run()``'s exit code; an expected failure that escaped it as one error, never a traceback.
+
+    Ctrl-C, SIGTERM and SIGHUP are handled the one way of :mod:`router.interrupt`
+    for every command: exit 128 + the signal's number, with one error line.
+    """
+    with interrupt.handled():
+        try:
+            return run()
+        except RouterError as exc:
+            fail(command, as_json, exc)
+            return exc.exit_code
+        except KeyboardInterrupt as exc:
+            error = interrupted(interrupt.signum_of(exc))
+            fail(command, as_json, error)
+            return error.exit_code
+        except ToolFailed as exc:
+            # A git no step expected to fail: one line, never a traceback.
+            failure = Refusal(exc.code, f"{exc.first_line}; {exc.fix}")
+            fail(command, as_json, failure)
+            return failure.exit_code
 
 
-def git_error(exc: ToolFailed) -> RouterError:
-    if exc.by_ctrl_c:
-        return Interrupted("interrupted (Ctrl-C); run the same command again to finish")
-    return Refusal(exc.code, f"{exc.first_line}; {exc.fix}")
+def interrupted(signum: int) -> Interrupted:
+    """The error of a command a signal stopped before it had anything to report."""
+    return Interrupted(
+        f"interrupted ({interrupt.name(signum)}); run the same command again to finish",
+        signum=signum,
+    )
 
 
 # -- long-running commands -------------------------------------------------------
@@ -155,34 +159,3 @@ def line_echo(as_json: bool) -> Callable[[str], None]:
         write_line(getattr(sys, stream_name), message)
 
     return echo
-
-
-@contextlib.contextmanager
-def stop_on_interrupt() -> Iterator[threading.Event]:
-    """A flag Ctrl-C sets instead of raising, so multi-repo work stops at step boundaries and reports.
-
-    A KeyboardInterrupt raised in the main thread reaches neither the worker
-    threads nor the `.teamteardown` lines (their own sessions): they would run
-    on, and the result would never be printed. A second Ctrl-C raises as usual.
-    """
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def interrupted(_signum: int, _frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        print(
-            "team-router: interrupted: stopping at the next step boundary "
-            "(Ctrl-C again to stop at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    previous = signal.signal(signal.SIGINT, interrupted)
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from router import interrupt
 from router.cli.app import (
     DryRun,
     JsonFlag,
@@ -24,7 +25,7 @@ from router.cli.early import (
     teardown_text,
     temp_lines,
 )
-from router.cli.output import line_echo, stop_on_interrupt
+from router.cli.output import line_echo
 
 
 @app.command("teardown")
@@ -52,7 +53,7 @@ def teardown_cmd(
     """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
     from router.teardown.topic import teardown
 
-    with stop_on_interrupt() as stop:
+    with interrupt.deferred():
         emit(
             "teardown",
             as_json,
@@ -66,7 +67,6 @@ def teardown_cmd(
                 wait=wait,
                 line_timeout=line_timeout,
                 echo=line_echo(as_json),
-                stop=stop,
             ),
             teardown_text,
         )
@@ -139,7 +139,7 @@ def local_state_cmd(
     """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
     from router.teardown.topic import local_state_for_topic
 
-    with stop_on_interrupt() as stop:
+    with interrupt.deferred():
         emit(
             "local-state",
             as_json,
@@ -150,7 +150,6 @@ def local_state_cmd(
                 wait=wait,
                 echo=line_echo(as_json),
                 dry_run=dry_run,
-                stop=stop,
             ),
             _local_text,
         )
@@ -184,13 +183,17 @@ def restore_cmd(
     """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""
     from router.teardown.topic import restore_topic
 
-    emit(
-        "restore",
-        as_json,
-        lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait),
-        _restore_text,
-    )
+    with interrupt.deferred():
+        emit(
+            "restore",
+            as_json,
+            lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait),
+            _restore_text,
+        )
 
 
 def _restore_text(result) -> str:
-    return "\n".join(f"{r.name}: {r.status}: {r.detail}" for r in result.repos)
+    lines = [f"{r.name}: {r.status}: {r.detail}" for r in result.repos]
+    if result.interrupted:
+        lines.append(f"{result.error['message']} [interrupted]")
+    return "\n".join(lines)

@@ -16,13 +16,13 @@ import shutil
 import signal
 import stat
 import subprocess
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from router import interrupt
 from router.git import (
     Git,
     GitPlace,
@@ -47,7 +47,7 @@ class LineOutcome(StrEnum):
     OK = "ok"
     FAILED = "failed"
     TIMEOUT = "timeout"
-    INTERRUPTED = "interrupted"  # Ctrl-C: its process group was killed
+    INTERRUPTED = "interrupted"  # a signal stopped the command: its process group was killed
 
 
 class TempOutcome(StrEnum):
@@ -107,7 +107,7 @@ class LocalStateReport:
     commands: tuple[CommandResult, ...] = ()
     temp_paths: tuple[TempResult, ...] = ()
     notes: tuple[str, ...] = ()
-    interrupted: bool = False  # Ctrl-C: lines after it did not run, temp paths were not removed
+    interrupted: bool = False  # a signal: lines after it did not run, temp paths were not removed
 
     @property
     def ok(self) -> bool:
@@ -194,12 +194,11 @@ def run_lines(
     timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
     repo: str = "",
-    stop: threading.Event | None = None,
 ) -> list[CommandResult]:
     """Run each line with ``sh -c`` from ``root``; a failure never stops the next line.
 
-    ``stop`` (set by Ctrl-C) does: no line starts after it is set, and the
-    running one's process group is killed.
+    A signal that stops the command (Ctrl-C, SIGTERM, SIGHUP: :mod:`router.interrupt`)
+    does: no line starts after it, and the running one's process group is killed.
     """
     env = {
         **os.environ,
@@ -209,11 +208,11 @@ def run_lines(
     }
     results = []
     for line in lines:
-        if stop is not None and stop.is_set():
+        if interrupt.received():
             break
         if echo is not None:
             echo(f"{f'[{repo}] ' if repo else ''}$ {line}")
-        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo, stop=stop)
+        result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo)
         if echo is not None:
             echo(f"{f'[{repo}] ' if repo else ''}  -> {result.label}")
         results.append(result)
@@ -227,7 +226,6 @@ def run_line(
     env: dict[str, str],
     timeout: float,
     repo: str = "",
-    stop: threading.Event | None = None,
 ) -> CommandResult:
     """One line in its own process group, stdin from /dev/null, output relayed to our stderr.
 
@@ -253,13 +251,18 @@ def run_line(
         return CommandResult(line, LineOutcome.FAILED, 127, repo)
     output = _Output(proc, f"[{repo}] " if repo else "")
     try:
-        code = output.relay_until_exit(time.monotonic() + timeout, stop)
+        code = output.relay_until_exit(time.monotonic() + timeout)
         if code is None:
             _kill_group(proc)
         output.drain(time.monotonic() + DRAIN_GRACE)
+    except BaseException:
+        # Stopped at once (a second signal, or a command that does not defer them):
+        # the line lives in its own session, which no signal to ours reaches.
+        _kill_group(proc)
+        raise
     finally:
         output.close()
-    if code is None and stop is not None and stop.is_set():
+    if code is None and interrupt.received():
         return CommandResult(line, LineOutcome.INTERRUPTED, None, repo)
     if code is None:
         return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
@@ -278,15 +281,15 @@ class _Output:
         for pipe in self.pipes:
             self.selector.register(pipe.fileno(), selectors.EVENT_READ)
 
-    def relay_until_exit(self, deadline: float, stop: threading.Event | None) -> int | None:
-        """Relay until the line's shell exits: its exit code, or None at ``deadline`` or ``stop``."""
+    def relay_until_exit(self, deadline: float) -> int | None:
+        """Relay until the line's shell exits: its exit code, or None at ``deadline`` or a signal."""
         # While the pipes are open, poll the shell between reads: a child that
         # holds them must not hide the shell's exit. Once both reached EOF,
         # nothing is left to relay and waiting in short steps is enough.
         while True:
             if self.proc.poll() is not None:
                 return self.proc.returncode
-            if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+            if time.monotonic() >= deadline or interrupt.received():
                 return None
             step = min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))
             if self.selector.get_map():
@@ -488,7 +491,6 @@ def run_local_state(
     *,
     echo: Echo | None = None,
     dry_run: bool = False,
-    stop: threading.Event | None = None,
 ) -> LocalStateReport:
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
     decl = job.declaration or read_declaration(job.git, job.default, job.declared_at)
@@ -505,10 +507,9 @@ def run_local_state(
             timeout=job.timeout,
             echo=echo,
             repo=job.repo,
-            stop=stop,
         )
     temps: list[TempResult] = []
-    interrupted = stop is not None and stop.is_set()
+    interrupted = bool(interrupt.received())
     if interrupted:
         finished = sum(c.outcome is not LineOutcome.INTERRUPTED for c in commands)
         left = len(decl.lines) - finished

@@ -25,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles, github
+from router import gitfiles, github, interrupt
 from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
@@ -64,6 +64,7 @@ from router.teardown.steps import (
     reused_checkout,
     short_ref,
     skipped,
+    stopped_at,
     stopped_error,
     update_default,
     verify_gone,
@@ -1336,16 +1337,26 @@ class CleanupResult:
     prs: tuple[dict[str, object], ...] = ()
     dry_run: bool = False
     warnings: list[str] = field(default_factory=list)
+    stopped_by: int = 0  # the signal that stopped the command (router.interrupt), if one did
+
+    @property
+    def interrupted(self) -> bool:
+        return stopped_at(self.steps) is not None
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return interrupt.exit_code(self.stopped_by or interrupt.SIGINT)
         # A default branch that cannot fast-forward is reported (a warning), not
         # a failure of the cleanup: it is the user's to resolve, never ours.
         return 1 if any(s.blocks for s in self.steps) else 0
 
     @property
     def error(self) -> dict[str, str] | None:
-        """What made ``ok`` false: the first step that stopped (§13)."""
+        """What made ``ok`` false: a signal, or the first step that stopped (§13)."""
+        if self.interrupted:
+            where = f"stopped {self.branch} {stopped_at(self.steps)}"
+            return interrupt.interrupted_error(self.stopped_by, where)
         return stopped_error(("", s) for s in self.steps) if self.exit_code else None
 
     def to_json(self) -> dict[str, object]:
@@ -1399,7 +1410,10 @@ def pr_cleanup(
             return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
     topic = topic_lock(repo, chosen.branch)
     with state.held_lock(topic.home.common_dir, topic.name, wait=wait):
-        with _git_failure_refuses(chosen.branch):
+        with (
+            _git_failure_refuses(chosen.branch),
+            interrupt.nothing_done(f"pr-cleanup of {chosen.branch}"),
+        ):
             found = _checked_survey(repo, topic, chosen.branch, opts, warnings)
             evidence, closing = _decide(repo, found, chosen, hub, mode, warnings, yes=yes)
         if not found.anything_left(repo):
@@ -1410,7 +1424,13 @@ def pr_cleanup(
         remember(repo, found, steps, mode)
     _warn_about(steps, found, warnings)
     return CleanupResult(
-        chosen.branch, mode, evidence, tuple(steps), tuple(closed), warnings=warnings
+        chosen.branch,
+        mode,
+        evidence,
+        tuple(steps),
+        tuple(closed),
+        warnings=warnings,
+        stopped_by=interrupt.received(),
     )
 
 

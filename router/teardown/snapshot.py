@@ -9,6 +9,13 @@ the first parent out again, lays the snapshot's files over it as uncommitted
 edits and puts the index back, so the user finds the work as it was. A
 snapshot without a second parent (a branch's, or one written before the
 index was kept) restores with nothing staged.
+
+The ref only ever moves to a commit that holds what it named before: a new
+snapshot written over one already there takes the old one as its third
+parent (a branch's then gets an index parent that stages nothing, so the
+second parent stays the index), and ``update-ref`` moves the ref only while
+it still is where it was read. A snapshot ref that cannot be read stops the
+step; it is never taken for "no snapshot yet".
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ class Snapshot:
     commit: str
     parent: str
     index: str | None = None  # the commit whose tree is the index, when it was kept
+    replaced: str | None = None  # the snapshot this one was written over (its third parent)
 
 
 class SnapshotFailed(Refusal):
@@ -88,7 +96,7 @@ def snapshot_worktree(
         what = f"snapshot of worktree {worktree}" + "".join(
             f"\n{DEPARTED_KEY}{json.dumps([d.rel, d.url, d.head, d.bare])}" for d in departed
         )
-        return _commit(repo.git, tree, head, branch, what, index=staged)
+        return _write_snapshot(repo.git, tree, head, branch, what, index=staged)
     except GitError as exc:
         raise SnapshotFailed(
             f"snapshot of {worktree} failed: {exc.first_line}", locked=exc.lock_file is not None
@@ -103,7 +111,7 @@ def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
     if tree is None:
         raise SnapshotFailed(f"cannot read the tree of {branch} ({tip[:12]})")
     try:
-        return _commit(repo.git, tree, tip, branch, f"snapshot of branch {branch}")
+        return _write_snapshot(repo.git, tree, tip, branch, f"snapshot of branch {branch}")
     except GitError as exc:
         raise SnapshotFailed(
             f"snapshot of {branch} failed: {exc.first_line}", locked=exc.lock_file is not None
@@ -140,25 +148,47 @@ def _index_commit(git: Git, wt: Git, head: str, worktree: Path) -> str:
                 "teardown again"
             ) from None
         raise
-    return g.commit_tree(git, tree, head, f"team-router index of worktree {worktree}")
+    return g.commit_tree(git, tree, [head], f"team-router index of worktree {worktree}")
 
 
-def _commit(
+def _write_snapshot(
     git: Git, tree: str, parent: str, branch: str, what: str, *, index: str | None = None
 ) -> Snapshot:
+    """The snapshot commit, and the ref moved to it; one already there goes inside it.
+
+    The ref is read here, as it is now (a failed read raises): whatever it
+    names becomes the new commit's third parent, and ``update-ref`` checks
+    that it still names that, so no snapshot is ever replaced by one that
+    lacks it, whichever run wrote it.
+    """
     ref = snapshot_ref(branch)
-    commit = g.commit_tree(git, tree, parent, f"team-router {what}", second_parent=index)
-    g.update_ref(git, ref, commit, message=f"team-router {what.splitlines()[0]}")
-    return Snapshot(ref, commit, parent, index)
+    old = git.rev_parse(ref)
+    title = what.splitlines()[0]
+    if old is not None and index is None:
+        # restore reads the second parent as the index: a branch's stages nothing.
+        index = g.commit_tree(git, tree, [parent], f"team-router index of {title}")
+    parents = [parent, *filter(None, (index, old))]
+    commit = g.commit_tree(git, tree, parents, f"team-router {what}")
+    g.update_ref(git, ref, commit, old=old, message=f"team-router {title}")
+    return Snapshot(ref, commit, parent, index, old)
 
 
 def read_snapshot(git: Git, branch: str) -> Snapshot | None:
+    """The branch's snapshot, None when there is none; raises GitError when it cannot be read.
+
+    A failed read is never "no snapshot": a step that took it so would write a
+    new snapshot over the one it could not see.
+    """
     ref = snapshot_ref(branch)
     commit = git.rev_parse(ref)
     if commit is None:
         return None
-    parent = git.rev_parse(f"{commit}^1")
-    return Snapshot(ref, commit, parent, git.rev_parse(f"{commit}^2")) if parent else None
+    parents = g.commit_parents(git, commit)
+    if not parents:
+        return None  # not a snapshot's shape (made by hand): _commit keeps it all the same
+    index = parents[1] if len(parents) > 1 else None
+    replaced = parents[2] if len(parents) > 2 else None
+    return Snapshot(ref, commit, parents[0], index, replaced)
 
 
 def covers(git: Git, snapshot: Snapshot | None, tip: str | None) -> bool:
@@ -176,6 +206,7 @@ class RestoreStatus(StrEnum):
     EXISTING = "existing"  # this snapshot was restored before and its worktree is there
     SKIPPED = "skipped"  # no snapshot for this repo
     REFUSED = "refused"
+    INTERRUPTED = "interrupted"  # a signal stopped the command before or during this repo
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,14 +15,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles
+from router import gitfiles, interrupt
 from router.errors import error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.progress import Echo
@@ -73,8 +72,8 @@ STEPS = (
 # default branch that cannot move is reported and left as it was (DESIGN §9, §11).
 LEFT_TO_USER = frozenset({"update-default"})
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
-# A step's detail when Ctrl-C stopped it ("not done" keeps it out of the record's done steps).
-INTERRUPTED_STEP = "not done: interrupted (Ctrl-C)"
+# How the detail of a step a signal stopped begins ("not done" keeps it out of the record's done steps).
+INTERRUPTED_STEP = interrupt.NOT_DONE
 
 
 class Outcome(StrEnum):
@@ -130,6 +129,20 @@ def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | N
         step.code or ("step-refused" if step.outcome is Outcome.REFUSED else "step-failed"),
         f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
     )
+
+
+def stopped_at(steps: Iterable[StepResult]) -> str | None:
+    """Where a signal stopped a run of steps: ``at branch, after integrate, remove`` (None: it did not).
+
+    What is done is named, the step it stopped at (and every one after it) is left.
+    """
+    steps = list(steps)
+    at = next((n for n, s in enumerate(steps) if s.detail.startswith(INTERRUPTED_STEP)), None)
+    if at is None:
+        return None
+    finished = [s.name for s in steps[:at] if s.outcome is Outcome.DONE]
+    after = f"after {', '.join(finished)}" if finished else "before any step was done"
+    return f"at {steps[at].name}, {after}"
 
 
 def done(name: str, detail: str) -> StepResult:
@@ -1705,12 +1718,13 @@ def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
 
 
 def local_state_step(
-    job: LocalStateJob, *, echo: Echo | None = None, stop: threading.Event | None = None
+    job: LocalStateJob, *, echo: Echo | None = None
 ) -> tuple[StepResult, LocalStateReport]:
-    report = run_local_state(job, echo=echo, stop=stop)
+    report = run_local_state(job, echo=echo)
     if report.interrupted:
         # "not done": the record does not count it, so a rerun runs the step again.
-        return skipped("local-state", f"{INTERRUPTED_STEP}: {report.summary()}"), report
+        signal = interrupt.name(interrupt.received() or interrupt.SIGINT)
+        return skipped("local-state", f"{INTERRUPTED_STEP} ({signal}): {report.summary()}"), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
         outcome = Outcome.SKIPPED
@@ -1775,7 +1789,6 @@ class StepRun:
 
     guarding: frozenset[str]
     crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
-    stop: threading.Event | None = None  # set by Ctrl-C: no step starts after it
     steps: list[StepResult] = field(default_factory=list)
     held: StepResult | None = None
 
@@ -1788,18 +1801,23 @@ class StepRun:
     ) -> StepResult:
         if self.crash_seam:
             state.crash_point(name)
-        if self.stop is not None and self.stop.is_set():
-            result = skipped(name, f"{INTERRUPTED_STEP}: a rerun does it")
-        elif guarded and self.held is not None:
-            result = skipped(name, f"not done: {self.held.name} {self.held.outcome}")
-        else:
-            try:
-                result = action()
-            except GitError as exc:
-                result = git_failed(name, "git failed", exc)
-            except OSError as exc:
-                result = failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        # After a signal (router.interrupt) no step starts, and the one under way
+        # stops at its next git call: what it did is as a kill would leave it.
+        result = interrupt.unless_stopped(
+            lambda: self._attempt(name, action, guarded=guarded),
+            lambda why, started: (failed if started else skipped)(name, why),
+        )
         self.steps.append(result)
         if self.held is None and result.stopped and name in self.guarding:
             self.held = result
         return result
+
+    def _attempt(self, name: str, action: Callable[[], StepResult], *, guarded: bool) -> StepResult:
+        if guarded and self.held is not None:
+            return skipped(name, f"not done: {self.held.name} {self.held.outcome}")
+        try:
+            return action()
+        except GitError as exc:
+            return git_failed(name, "git failed", exc)
+        except OSError as exc:
+            return failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
+from router import interrupt
 from router.errors import BadInput, Interrupted, Refusal, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.parallel import parallel_map
@@ -36,7 +36,6 @@ from router.teardown.localstate import (
 from router.teardown.nested import NestedRepo, survey_nested, survey_remains
 from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
 from router.teardown.steps import (
-    INTERRUPTED_STEP,
     NO_PROC_NOTE,
     STEPS,
     Integration,
@@ -76,6 +75,7 @@ from router.teardown.steps import (
     reused_branch,
     reused_checkout,
     skipped,
+    stopped_at,
     stopped_error,
     sweep_step,
     update_default,
@@ -111,7 +111,6 @@ class TeardownOptions:
     dry_run: bool = False
     line_timeout: float = DEFAULT_LINE_TIMEOUT
     echo: Echo | None = None
-    stop: threading.Event | None = None  # set by Ctrl-C: every repo stops at a step boundary
     remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
     # --force for the work in the worktree only: a lock or another live holder still
     # keeps it (the host's discard intent, which cannot be asked "are you sure?").
@@ -169,8 +168,6 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
     try:
         return _plan_repo(target, opts, topic_id)
     except (GitError, OSError) as exc:
-        if isinstance(exc, GitError) and exc.by_ctrl_c:
-            raise  # a Ctrl-C, not a fact about the repo: the command stops (exit 130)
         what = exc.first_line if isinstance(exc, GitError) else str(exc)
         code = exc.code if isinstance(exc, GitError) else "git-failed"
         blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
@@ -425,7 +422,7 @@ class TeardownReport:
 
     @property
     def interrupted(self) -> bool:
-        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
+        return stopped_at(self.steps) is not None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -466,7 +463,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
         # does not show the topic was created again, and forgetting would run the
         # local-state lines once more.
         forget_earlier_teardown(repo.common_dir, scope.id)
-    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True, stop=opts.stop)
+    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True)
     run = runner.step
     steps = runner.steps
     begun = RepoRun(plan, repo, runner)
@@ -566,7 +563,7 @@ def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -
         if local_state_ran(repo.common_dir, scope.id):
             return skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id))
         job = _local_job(repo, target, plan, scope, opts)
-        result, report = local_state_step(job, echo=opts.echo, stop=opts.stop)
+        result, report = local_state_step(job, echo=opts.echo)
         local.append(report)
         if report.interrupted:
             return result  # not recorded: the rerun runs the step again
@@ -710,6 +707,7 @@ class TeardownResult:
     # Set when the plan refused the whole teardown: nothing was removed, and
     # ``repos`` is the plan, every blocker of every repo in it.
     refusal: dict[str, str] | None = None
+    stopped_by: int = 0  # the signal that stopped the command (router.interrupt), if one did
 
     @property
     def interrupted(self) -> bool:
@@ -718,24 +716,19 @@ class TeardownResult:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return Interrupted.exit_code
+            return interrupt.exit_code(self.stopped_by or interrupt.SIGINT)
         return 0 if self.refusal is None and all(r.ok for r in self.repos) else 1
 
     @property
     def error(self) -> dict[str, str] | None:
-        """What made ``ok`` false: Ctrl-C, or the first step that stopped and how many others did (§13)."""
+        """What made ``ok`` false: a signal, or the first step that stopped and how many others did (§13)."""
         if self.refusal is not None:
             return self.refusal
         if self.interrupted:
             where = "; ".join(
-                f"{r.name} at {next(s.name for s in r.steps if s.detail.startswith(INTERRUPTED_STEP))}"
-                for r in self.repos
-                if r.interrupted
+                f"stopped {r.name} {stopped_at(r.steps)}" for r in self.repos if r.interrupted
             )
-            return error_json(
-                "interrupted",
-                f"interrupted (Ctrl-C): stopped {where}; run the same command again to finish",
-            )
+            return interrupt.interrupted_error(self.stopped_by, where)
         if self.exit_code == 0:
             return None
         return stopped_error((r.name, s) for r in self.repos for s in r.steps)
@@ -769,7 +762,6 @@ def teardown(
     wait: float = state.DEFAULT_WAIT,
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
-    stop: threading.Event | None = None,
     remove_reused: bool = False,
     keep_held: bool = False,
     check: Callable[[TopicScope], None] | None = None,
@@ -777,14 +769,14 @@ def teardown(
 ) -> TeardownResult:
     """Plan every repo of the topic, refuse if any would lose work, then tear each down.
 
-    ``stop`` (set by Ctrl-C) ends the run at step boundaries: no step and no
-    ``.teamteardown`` line starts after it, in any repo. ``check`` is called with
+    A signal (:mod:`router.interrupt`) ends the run at step boundaries: no step and
+    no ``.teamteardown`` line starts after it, in any repo. ``check`` is called with
     the topic as resolved under its lock, before anything is planned; it raises
     to stop the teardown there.
     """
     scope = resolve_topic(cwd, target)
     opts = TeardownOptions(
-        integrate, force, dry_run, line_timeout, echo, stop, remove_reused, keep_held, host
+        integrate, force, dry_run, line_timeout, echo, remove_reused, keep_held, host
     )
     if dry_run:
         plans = _with_users(
@@ -823,11 +815,13 @@ def teardown(
         refusal = _refusal(scope, plans, warnings)
         if refusal is not None:
             return refusal
-        if stop is not None and stop.is_set():
+        signum = interrupt.received()
+        if signum:
             raise Interrupted(
-                f"teardown of {scope.id} interrupted (Ctrl-C) before anything was removed; "
-                "run the same command again",
+                f"teardown of {scope.id} interrupted ({interrupt.name(signum)}) before anything "
+                "was removed; run the same command again",
                 details={"id": scope.id, "warnings": warnings},
+                signum=signum,
             )
         _remember_scope(scope)
         progress = Progress(len(plans), label="teardown")
@@ -850,7 +844,9 @@ def teardown(
         if s.left_to_user
     ]
     warnings += _left_locks(plans)
-    return TeardownResult(scope.id, tuple(reports), warnings=warnings)
+    return TeardownResult(
+        scope.id, tuple(reports), warnings=warnings, stopped_by=interrupt.received()
+    )
 
 
 def _left_locks(plans: list[RepoPlan]) -> list[str]:
@@ -984,22 +980,19 @@ class LocalStateResult:
     reports: tuple[LocalStateReport, ...]
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
-    interrupted: bool = False  # Ctrl-C: no line started after it
+    interrupted: int = 0  # the signal that stopped it (router.interrupt): no line started after it
 
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return Interrupted.exit_code
+            return interrupt.exit_code(self.interrupted)
         return 0 if all(r.ok for r in self.reports) else 1
 
     @property
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
         if self.interrupted:
-            return error_json(
-                "interrupted",
-                "interrupted (Ctrl-C): the lines after it did not run; run the same command again",
-            )
+            return interrupt.interrupted_error(self.interrupted, "the lines after it did not run")
         if self.exit_code == 0:
             return None
         bad = [
@@ -1033,14 +1026,13 @@ def local_state_for_topic(
     wait: float = state.DEFAULT_WAIT,
     echo: Echo | None = None,
     dry_run: bool = False,
-    stop: threading.Event | None = None,
 ) -> LocalStateResult:
     """DESIGN §12 alone: every repo's ``.teamteardown`` and the topic's recorded temp paths."""
     scope = resolve_topic(cwd, target)
     reports = []
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         for t in scope.repos:
-            if stop is not None and stop.is_set():
+            if interrupt.received():
                 break
             if t.repo is None:
                 continue
@@ -1062,9 +1054,9 @@ def local_state_for_topic(
                 protected=scope.repo_paths(),
                 declared_at=t.record.declared_at if t.record else None,
             )
-            reports.append(run_local_state(job, echo=echo, dry_run=dry_run, stop=stop))
-    interrupted = stop is not None and stop.is_set()
-    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run, interrupted)
+            reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
+    signum = interrupt.received()
+    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run, signum)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1072,14 +1064,28 @@ class RestoreResult:
     id: str
     repos: tuple[RestoredRepo, ...]
     warnings: list[str] = field(default_factory=list)
+    stopped_by: int = 0  # the signal that stopped the command (router.interrupt), if one did
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.status is RestoreStatus.INTERRUPTED for r in self.repos)
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return interrupt.exit_code(self.stopped_by or interrupt.SIGINT)
         return 1 if any(r.status is RestoreStatus.REFUSED for r in self.repos) else 0
 
     @property
     def error(self) -> dict[str, str] | None:
-        """What made ``ok`` false: the repos whose restore was refused (§13)."""
+        """What made ``ok`` false: a signal, or the repos whose restore was refused (§13)."""
+        if self.interrupted:
+            stopped = next(r for r in self.repos if r.status is RestoreStatus.INTERRUPTED)
+            done = [r.name for r in self.repos if r.status is RestoreStatus.RESTORED]
+            after = f"after restoring {', '.join(done)}" if done else "before any repo was restored"
+            return interrupt.interrupted_error(
+                self.stopped_by, f"stopped at {stopped.name}, {after}"
+            )
         bad = [r for r in self.repos if r.status is RestoreStatus.REFUSED]
         if not bad:
             return None
@@ -1107,12 +1113,9 @@ def restore_topic(
         scope = _snapshot_scope(cwd, target, exc)
     chosen = scope.only(repo)
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
-        results = tuple(
-            restore_repo(t.name, t.repo, scope.id, t.branch)
-            if t.repo is not None
-            else RestoredRepo(t.name, RestoreStatus.SKIPPED, f"repo not usable: {t.problem}")
-            for t in chosen
-        )
+        results = tuple(_restore_target(t, scope.id) for t in chosen)
+    if any(r.status is RestoreStatus.INTERRUPTED for r in results):
+        return RestoreResult(scope.id, results, list(scope.warnings), interrupt.received())
     if all(r.status is RestoreStatus.SKIPPED for r in results):
         raise Refusal(
             "no-snapshot",
@@ -1139,8 +1142,32 @@ def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | N
     record = state.read_record_or_none(here.common_dir, lock.topic_id) if lock.topic_id else None
     name = record.repo if record is not None else here.primary.name
     with state.held_lock(lock.home.common_dir, lock.name, wait=wait):
-        result = restore_repo(name, here, lock.topic_id if record else None, branch)
-    return RestoreResult(branch, (result,))
+        result = _restore_unless_stopped(
+            name, lambda: restore_repo(name, here, lock.topic_id if record else None, branch)
+        )
+    return RestoreResult(branch, (result,), stopped_by=interrupt.received())
+
+
+def _restore_target(target: RepoTarget, topic_id: str) -> RestoredRepo:
+    repo = target.repo
+    if repo is None:
+        return RestoredRepo(
+            target.name, RestoreStatus.SKIPPED, f"repo not usable: {target.problem}"
+        )
+    return _restore_unless_stopped(
+        target.name, lambda: restore_repo(target.name, repo, topic_id, target.branch)
+    )
+
+
+def _restore_unless_stopped(name: str, restore: Callable[[], RestoredRepo]) -> RestoredRepo:
+    """One repo's restore, unless a signal stopped the command first or on the way.
+
+    A restore stopped part-way is left as a kill leaves it: its note in the
+    worktree's git dir tells the rerun to finish it.
+    """
+    return interrupt.unless_stopped(
+        restore, lambda why, _started: RestoredRepo(name, RestoreStatus.INTERRUPTED, why)
+    )
 
 
 def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from router import gitfiles
+from router import gitfiles, interrupt
 from router.errors import BadInput
 from router.git import (
     DanglingHead,
@@ -97,6 +97,24 @@ class DoctorResult:
     findings: tuple[Finding, ...]
     repair: bool
     warnings: list[str] = field(default_factory=list)
+    stopped_by: int = 0  # the signal that stopped the repairs (router.interrupt), if one did
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.stopped_by)
+
+    @property
+    def exit_code(self) -> int:
+        return interrupt.exit_code(self.stopped_by) if self.stopped_by else 0
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        if not self.stopped_by:
+            return None
+        repaired = sum(f.repaired for f in self.findings)
+        left = sum(not f.repaired for f in self.findings)
+        where = f"stopped after {repaired} repair(s), {left} finding(s) not repaired"
+        return interrupt.interrupted_error(self.stopped_by, where)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -120,24 +138,34 @@ def doctor(cwd: Path, *, repair: bool = False, wait: float = state.DEFAULT_WAIT)
         # ones the first scan saw; everything else is scanned again.
         stale_owners = [p for p in problems if p.finding.kind is Kind.STALE_LOCK]
         findings = _repair_passes(home, repos, stale_owners, held, here=cwd)
-    return DoctorResult(_roots(repos), tuple(findings), True, warnings)
+    stopped = interrupt.received()
+    if stopped and not findings:
+        findings = [p.finding for p in problems]  # stopped before a repair began
+    return DoctorResult(_roots(repos), tuple(findings), True, warnings, stopped_by=stopped)
 
 
 def _repair_passes(
     home: Repo, repos: list[Repo], first: list[_Problem], held: set[tuple[str, str]], *, here: Path
 ) -> list[Finding]:
     """Repair, then look again: one repair can make the next one safe (an
-    unregistered worktree frees its branch; a deleted branch frees its record)."""
+    unregistered worktree frees its branch; a deleted branch frees its record).
+
+    A signal (router.interrupt) stops them at the next repair: what was
+    repaired and what was not are reported as they are then.
+    """
     repaired: list[Finding] = []
     extra = first
     for _ in range(_PASSES):
-        problems = _repair_order(_scan(home, repos, here=here, with_locks=False) + extra)
+        try:
+            problems = _repair_order(_scan(home, repos, here=here, with_locks=False) + extra)
+        except interrupt.Stopped:
+            return repaired  # the scan was cut short: nothing more is known
         findings = [_apply(_guarded(p, repos, held)) for p in problems]
         extra = []
         done = [f for f in findings if f.repaired]
         repaired += done
-        if not done:
-            return repaired + findings
+        if not done or interrupt.received():
+            return repaired + [f for f in findings if not f.repaired]
     return repaired + [f for f in findings if not f.repaired]
 
 
@@ -812,11 +840,20 @@ def _repair_order(problems: list[_Problem]) -> list[_Problem]:
 def _apply(problem: _Problem) -> Finding:
     import dataclasses
 
-    finding = problem.finding
-    if problem.fix is None:
+    finding, fix = problem.finding, problem.fix
+    if fix is None:
         return finding
+    return interrupt.unless_stopped(
+        lambda: _repair(finding, fix),
+        lambda why, _started: dataclasses.replace(finding, detail=f"{finding.detail}; {why}"),
+    )
+
+
+def _repair(finding: Finding, fix: Fix) -> Finding:
+    import dataclasses
+
     try:
-        done = problem.fix()
+        done = fix()
     except _NotSafe as exc:
         return dataclasses.replace(finding, detail=f"{finding.detail}; {exc}")
     except (GitError, OSError) as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -47,7 +48,18 @@ def spawn(
         text=True,
         env=full,
         start_new_session=new_group,
+        preexec_fn=_signals_as_in_a_terminal,
     )
+
+
+def _signals_as_in_a_terminal() -> None:
+    """SIGINT, SIGTERM and SIGHUP at their defaults, as a command typed in a terminal has them.
+
+    A signal ignored at start stays ignored (``nohup``, a shell's background
+    job), and a runner started in the background would pass that on.
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 120) -> CliResult:
@@ -121,6 +133,29 @@ def git_killer(bin_dir: Path, when: str, then: str = "", *, real: bool = True) -
     """
     run_real = '"$REAL_GIT" "$@"\n' if real else ""
     return git_wrapper(bin_dir, when, f"{run_real}{then}\nkill -KILL 0")
+
+
+def git_signaller(
+    bin_dir: Path, when: str, signum: int, *, once: Path, only_if_ok: bool = False
+) -> dict[str, str]:
+    """Environment whose ``git`` sends ``signum`` to its process group right after a ``when`` command.
+
+    The real git runs first; then the signal goes to the whole group, as a
+    terminal's Ctrl-C or a closed terminal's SIGHUP does: the ``team-router``
+    that called it (started with ``new_group=True``, never without: the group
+    would be the test's own) and the wrapper itself, so that to its caller the
+    git died of the signal after doing its work. Only the first time (``once``
+    is the marker file); with ``only_if_ok``, only at a ``when`` command git
+    answered with exit 0.
+    """
+    name = signal.Signals(signum).name.removeprefix("SIG")
+    ok = ' && [ "$rc" = 0 ]' if only_if_ok else ""
+    return git_wrapper(
+        bin_dir,
+        when,
+        f'"$REAL_GIT" "$@"\nrc=$?\n'
+        f"if [ ! -e '{once}' ]{ok}; then : > '{once}'; kill -{name} 0; fi\nexit $rc",
+    )
 
 
 def git_then(bin_dir: Path, when: str, then: str) -> dict[str, str]:

@@ -1,0 +1,196 @@
+"""Stopping on a signal: Ctrl-C (SIGINT), SIGTERM and SIGHUP, one way for every command.
+
+Every command runs under :func:`handled`. There the first of the three
+signals raises :class:`Stopped` wherever the command is, as Ctrl-C does in any
+Python program. A command that works in steps (teardown, pr-cleanup,
+local-state, restore, doctor --repair) runs them under :func:`deferred`: the
+signal is only noted, the step under way stops at its next git call (the git
+layer calls :func:`check` before each one), no step starts after it, and the
+command reports what it did and what is left. A second signal stops it at once.
+
+The signals reach the whole process group, git included. A git they killed
+stops the command the same way (:func:`check_child`): its answer was cut
+short, and a cut-short answer is never "nothing there".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import TypeVar
+
+    R = TypeVar("R")
+
+# Their numbers are the same on every POSIX system. The git layer imports this
+# module on the session-start hook's path, which must not pay for `signal`
+# (~1.5 ms) before a handler is installed.
+SIGHUP, SIGINT, SIGTERM = 1, 2, 15
+SIGNALS = (SIGINT, SIGTERM, SIGHUP)
+
+# How the detail of a unit of work (a step, a repo's restore, a repair) a signal
+# stopped or kept from starting begins: "not done" keeps it out of what a record counts as done.
+NOT_DONE = "not done: interrupted"
+
+_received = 0  # the first of SIGNALS this command received (0: none)
+_deferring = False  # inside deferred(): a signal is noted, not raised
+
+
+class Stopped(KeyboardInterrupt):
+    """The command was stopped by signal ``signum``.
+
+    A KeyboardInterrupt, so that no ``except Exception`` (nor ``except
+    GitError``, which reads a failure as an answer) swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def name(signum: int) -> str:
+    """The signal as a user knows it: ``Ctrl-C`` for SIGINT, else its name (``SIGTERM``)."""
+    import signal
+
+    if signum == SIGINT:
+        return "Ctrl-C"
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def exit_code(signum: int) -> int:
+    """128 + the signal's number, as a shell reports a command a signal stopped (Ctrl-C: 130)."""
+    return 128 + signum
+
+
+def received() -> int:
+    """The signal that stopped this command (0: none)."""
+    return _received
+
+
+def signum_of(exc: BaseException) -> int:
+    """The signal behind an interrupt: a :class:`Stopped`'s own, SIGINT for a plain Ctrl-C."""
+    return exc.signum if isinstance(exc, Stopped) else SIGINT
+
+
+def check() -> None:
+    """Raise :class:`Stopped` once a signal stopped the command: no git starts after it."""
+    if _received:
+        raise Stopped(_received)
+
+
+def unless_stopped(work: Callable[[], R], stopped: Callable[[str, bool], R]) -> R:
+    """``work()``, or ``stopped(detail, started)`` when a signal stopped the command before or during it.
+
+    The one rule of every command that works in units (teardown's and
+    pr-cleanup's steps, restore's repos, doctor's repairs): none starts after
+    the signal (``started`` False), and the one under way stops at its next
+    git call (``started`` True: it did part of its work, as a kill would
+    leave it). ``detail`` says which, and that a rerun does or finishes it.
+    """
+    if _received:
+        return stopped(f"{NOT_DONE} ({name(_received)}): a rerun does it", False)
+    try:
+        return work()
+    except Stopped as exc:
+        why = f"{NOT_DONE} ({name(exc.signum)}): stopped part-way; a rerun finishes it"
+        return stopped(why, True)
+
+
+def check_child(returncode: int) -> None:
+    """A child killed by one of the three signals stops the command (``returncode`` is ``-signum``)."""
+    if -returncode in SIGNALS:
+        _note(-returncode)
+        raise Stopped(_received)
+
+
+def _note(signum: int) -> None:
+    global _received
+    if not _received:
+        _received = signum
+
+
+@contextlib.contextmanager
+def handled() -> Iterator[None]:
+    """Run a command with the three signals handled; outside the main thread nothing changes.
+
+    A signal the command was started with ignored stays ignored: ``nohup``
+    (SIGHUP) and a shell's background job (SIGINT) ask for exactly that.
+    """
+    import signal
+    import threading
+
+    global _received
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    _received = 0
+    for signum, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+        _received = 0
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Inside, the first signal is noted, not raised: the work stops at its next git call."""
+    global _deferring
+    before = _deferring
+    _deferring = True
+    try:
+        yield
+    finally:
+        _deferring = before
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    first = not _received
+    _note(signum)
+    if not (first and _deferring):
+        raise Stopped(signum)
+    again = "Ctrl-C again" if signum == SIGINT else "send it again"
+    # A closed terminal (SIGHUP) cannot be written to: the note is dropped, never raised.
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(
+            f"team-router: interrupted ({name(signum)}): stopping at the next step boundary "
+            f"({again} to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def interrupted_error(signum: int, where: str) -> dict[str, str]:
+    """The ``error`` of a command a signal stopped part-way: ``where`` says what is done and what is left."""
+    from router.errors import error_json
+
+    return error_json(
+        "interrupted",
+        f"interrupted ({name(signum or SIGINT)}): {where}; run the same command again to finish",
+    )
+
+
+@contextlib.contextmanager
+def nothing_done(what: str) -> Iterator[None]:
+    """A signal inside stops ``what`` before it changed anything, and the error says so."""
+    try:
+        yield
+    except Stopped as exc:
+        from router.errors import Interrupted
+
+        raise Interrupted(
+            f"{what} interrupted ({name(exc.signum)}) before anything was changed; run the "
+            "same command again",
+            signum=exc.signum,
+        ) from None
