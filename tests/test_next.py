@@ -193,3 +193,15 @@ def test_a_pass_is_not_taken_for_a_newer_review_round_that_cannot_be_read(home_r
     assert data["expects"] == [str(plan / "review-3.md")]
     assert "Review round 2 is not decided" in data["brief"]
     assert any(str(second) in w for w in data["warnings"])
+
+
+def test_a_topic_named_without_its_prefix_is_told_the_whole_id(home_repo):
+    topic = new_topic(home_repo)
+    res = run_cli("next", "add-rate-limiting", cwd=home_repo)
+    assert (res.code, res.out) == (2, "")
+    assert res.err == (
+        "team-router: add-rate-limiting is not a plan dir (expected an existing "
+        f"docs/plans/<id>/ directory); 'add-rate-limiting' is the topic of {topic.id}: pass "
+        "the whole id [no-plan-dir]\n"
+    )
+    assert run_cli("next", topic.id, "--json", cwd=home_repo).code == 0

@@ -642,7 +642,8 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     if not path.is_dir() or not LIGHT_ID_RE.fullmatch(path.name) or path.parent.name != "plans":
         raise BadInput(
             "no-plan-dir",
-            f"{target} is not a plan dir (expected an existing docs/plans/<id>/ directory)",
+            f"{target} is not a plan dir (expected an existing docs/plans/<id>/ directory)"
+            + _meant(cwd, target),
         )
     # Judged on the path as given: realpath has already gone through the link.
     plans = os.path.dirname(given)
@@ -653,6 +654,31 @@ def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     mtime = newest_file if newest_file is not None else _dir_mtime(str(path)) or 0.0
     kind = kind_of(Records(repo.common_dir), path.name, has_artifacts=newest_file is not None)
     return repo, PlanDir(path.name, str(path), str(root), mtime, kind)
+
+
+def _meant(cwd: Path, word: str) -> str:
+    """For a bare word that names a topic without its prefix: the whole ids it may mean.
+
+    ``next add-rate-limiting`` is the topic of ``2026-05-01-add-rate-limiting``: say
+    so rather than leave the user to find the prefix.
+    """
+    from router.errors import RouterError, ToolFailed
+    from router.plandir.artifacts import topic_of
+    from router.topic.workspace import open_repo
+
+    if "/" in word or not word:
+        return ""
+    try:
+        repo = home_repo(open_repo(cwd), word)
+        place = repo_place(repo, repo.git.worktree_list())
+    except (RouterError, ToolFailed):
+        return ""  # only a hint: the refusal stands without it
+    ids = sorted(
+        i for i in by_id(scan(place.roots, Records(repo.common_dir))) if topic_of(i) == word
+    )
+    if not ids:
+        return ""
+    return f"; {word!r} is the topic of {' and of '.join(ids)}: pass the whole id"
 
 
 # -- the fast reader: git's administrative files ---------------------------------------
