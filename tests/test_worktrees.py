@@ -177,6 +177,31 @@ def test_malformed_repos_md_is_exit_2_naming_the_line(home_repo, topic, body, li
     assert (topic.plan_dir / "repos.md").read_bytes() == before
 
 
+@pytest.mark.parametrize("section", ["home", "additional"])
+def test_a_repo_written_as_name_colon_path_is_refused_showing_the_format(
+    workspace, home_repo, topic, section
+):
+    api = make_repo(workspace, "api")
+    if section == "home":
+        text = f"# Repos\n\n## Home repo\n- web: {home_repo}\n"
+        expected = (
+            f"repos.md line 4: '## Home repo' names no repo ('web: {home_repo}' is neither a "
+            "**name:** nor a **path:**); write it as `- **name:** web` and "
+            "`- **path:** /abs/path/web`"
+        )
+    else:
+        text = repos_md(home_repo) + f"- api: {api}\n"
+        line = text.splitlines().index(f"- api: {api}") + 1
+        expected = (
+            f"repos.md line {line}: an additional repo ('api: {api}') has no **name:**; write "
+            "each as `- **name:** api` with `  **path:** /abs/path/api` on the next line"
+        )
+    write(topic.plan_dir / "repos.md", text)
+    res = worktrees(topic.plan_dir)
+    assert (res.code, res.json["error"]) == (2, {"code": "repos-md", "message": expected})
+    assert worktree_paths(api) == [str(api)]
+
+
 def test_a_repos_md_over_1_mib_is_refused_naming_its_size_before_it_is_parsed(
     workspace, home_repo, topic
 ):

@@ -234,8 +234,15 @@ def _home_spec(items: list[_Item]) -> RepoSpec:
         )
     fields = _fields(merged)
     first = merged[0][0] if merged else 1
+    if "name" not in fields and "path" not in fields:
+        shown = merged[0][1].strip() if merged else ""
+        raise _error(
+            first,
+            f"'## Home repo' names no repo ({shown!r} is neither a **name:** nor a **path:**); "
+            f"write it as {_HOME_ENTRY}",
+        )
     name = fields.get("name", (first, HOME))[1] or HOME
-    return _spec(name, fields, first)
+    return _spec(name, fields, first, _HOME_ENTRY)
 
 
 def _item_spec(item: _Item) -> RepoSpec:
@@ -249,13 +256,16 @@ def _item_spec(item: _Item) -> RepoSpec:
         )
     fields = _fields(item)
     if "name" not in fields or not fields["name"][1]:
-        raise _error(first, f"an additional repo has no **name:**; write each as {_ENTRY}")
-    return _spec(fields["name"][1], fields, first)
+        shown = item[0][1].strip() if item else ""
+        raise _error(
+            first, f"an additional repo ({shown!r}) has no **name:**; write each as {_ENTRY}"
+        )
+    return _spec(fields["name"][1], fields, first, _ENTRY)
 
 
-def _spec(name: str, fields: dict[str, tuple[int, str]], first: int) -> RepoSpec:
+def _spec(name: str, fields: dict[str, tuple[int, str]], first: int, example: str) -> RepoSpec:
     if "path" not in fields or not fields["path"][1]:
-        raise _error(first, f"repo {name!r} has no **path:**")
+        raise _error(first, f"repo {name!r} has no **path:**; write each as {example}")
     line, raw_path = fields["path"]
     if not os.path.isabs(raw_path):
         raise _error(line, f"path {raw_path!r} of {name!r} is not absolute; write the full path")
