@@ -1312,3 +1312,24 @@ def test_a_malformed_repos_md_is_a_warning_when_the_records_know_every_repo(work
         assert topic.id not in branches(repo), name
         assert status(repo) == "", name
     assert not topic.plan_dir.exists()
+
+
+def test_a_refusal_for_commits_already_pushed_says_they_are_safe_on_origin(home_repo):
+    topic = new_topic(home_repo)
+    sha = commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    push_branch(topic.worktrees["home"], topic.branch)
+    before = {"home": snapshot_of(home_repo)}
+    res = teardown(topic)
+    assert (res.code, res.json["error"]["code"]) == (1, "unintegrated-commits"), res.out
+    assert steps_of(res.json, "home")["integrate"]["detail"] == (
+        f"1 commit(s) of {topic.branch} are on no target branch: {sha[:12]}; they are safe on "
+        f"origin/{topic.branch} (pushed, as last fetched), so --force removes only the local "
+        "copy (after a snapshot); or pass --integrate"
+    )
+    assert_untouched(topic, before)
+    commit(topic.worktrees["home"], "g.py", "g = 1\n", "more work, not pushed")
+    res = teardown(topic)
+    assert res.code == 1
+    assert steps_of(res.json, "home")["integrate"]["detail"].endswith(
+        "pass --integrate, or --force to snapshot them"
+    )

@@ -364,10 +364,21 @@ def _plan_blockers(
                 "integrate",
                 "unintegrated-commits",
                 f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
-                f"{name_some(c[:12] for c in missing)}; pass --integrate, or --force to snapshot them",
+                f"{name_some(c[:12] for c in missing)}; {_ways_out(repo, plan)}",
             )
         )
     return found
+
+
+def _ways_out(repo: Repo, plan: RepoPlan) -> str:
+    """What to do about unintegrated commits, and whether origin's branch keeps them already."""
+    pushed = f"refs/remotes/origin/{plan.target.branch}"
+    if plan.tracking and plan.tip and repo.git.is_ancestor(plan.tip, pushed):
+        return (
+            f"they are safe on origin/{plan.target.branch} (pushed, as last fetched), so "
+            "--force removes only the local copy (after a snapshot); or pass --integrate"
+        )
+    return "pass --integrate, or --force to snapshot them"
 
 
 def _picks(plan: RepoPlan, opts: TeardownOptions) -> bool:
