@@ -134,6 +134,7 @@ CODES = frozenset(
         "no-identity",
         "removal-interrupted",
         "removal-blocked",
+        "not-mounted",
         "step-failed",
         "step-refused",
         "local-state-failed",

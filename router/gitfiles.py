@@ -173,6 +173,26 @@ def registration_of(common: str, worktree: str) -> str | None:
     return None
 
 
+def index_device(index: str) -> int | None:
+    """The device number git's index recorded for its first file: where the checkout's files were.
+
+    git stores each checked-out file's ``stat`` data in the index (32 bits of
+    ``st_dev`` among them), so the index still says which disk a checkout was
+    on when that disk is gone. None: no index, no file in it, or no device
+    recorded (a sparse index's directory entry has none).
+    """
+    try:
+        with open(index, "rb") as fh:
+            head = fh.read(32)
+    except OSError:
+        return None
+    if len(head) < 32 or head[:4] != b"DIRC" or int.from_bytes(head[8:12], "big") == 0:
+        return None
+    # Each entry starts with ctime and mtime (8 bytes each), then dev and ino.
+    device = int.from_bytes(head[28:32], "big")
+    return device or None
+
+
 def head_branch(head_file: str) -> str | None:
     """The branch a ``HEAD`` file names; None when detached or unreadable."""
     head = read_line(head_file)

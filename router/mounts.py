@@ -110,41 +110,83 @@ def nearest_existing(path: str | os.PathLike[str]) -> Path:
     return here
 
 
-def unmounted_at(path: str | os.PathLike[str], *, lived_on: int | None) -> Path | None:
-    """Where the filesystem that held the missing ``path`` is not mounted now; None: really gone.
+@dataclass(frozen=True, slots=True)
+class Unmounted:
+    """A missing directory whose filesystem is not mounted: where to mount it, and how that shows."""
+
+    point: Path  # where the filesystem that held it belongs
+    why: str  # "<point> is an empty directory where ...", "<dir> is missing", ...
+
+
+def unmounted_at(
+    path: str | os.PathLike[str], *, lived_on: int | None, guess: bool = True
+) -> Unmounted | None:
+    """Why the missing ``path`` is taken for a filesystem that is not mounted; None: really gone.
 
     ``lived_on``: the device the files of ``path`` were on, as far as anything
     recorded it (git's index keeps it for every checked-out file); None when
-    nothing did. The rule, erring on "not mounted":
+    nothing did. The rule, erring on "not mounted" (a directory kept that was
+    really gone costs a command; one taken for gone costs the work on it):
 
-    - a directory between the nearest existing ancestor and ``path`` is
-      missing too: a disk or share mounted at or above it is not there;
-    - the directory that held it is a mount point ``/etc/fstab`` names and
-      nothing is mounted there, or an automount point: not mounted;
-    - the files lived on another device than the nearest existing ancestor
-      is on now: that device is not mounted there;
-    - nothing recorded the device, and the ancestor is an empty directory:
-      an unmounted mount point looks exactly like that, so it is taken to be one.
+    - the directory that held ``path`` is missing too: a disk or share
+      mounted at or above it is not there;
+    - that directory is a mount point ``/etc/fstab`` names and nothing is
+      mounted there, or an automount point;
+    - the files lived on another device than that directory is on now:
+      their filesystem is not mounted there;
+    - nothing recorded the device (and ``guess``), and the directory is
+      empty: an unmounted mount point looks exactly like that.
 
     Otherwise the directory that held ``path`` is there, on the filesystem
     ``path`` lived on, and ``path`` is gone from it.
     """
     target = Path(os.path.abspath(path))
-    present = nearest_existing(target.parent)
-    if present != target.parent:
-        return present
-    names = {str(present), os.path.realpath(present)}
-    if names & fstab_points() and not os.path.ismount(present):
-        return present
+    holder = target.parent
+    present = nearest_existing(holder)
+    if present != holder:
+        missing = next(p for p in [holder, *holder.parents] if p.parent == present)
+        if os.path.islink(missing):
+            link = Path(os.path.join(present, os.readlink(missing)))
+            return Unmounted(link, f"{missing} links to {link}, which is missing")
+        # An empty directory above it is where a disk was most likely mounted.
+        return Unmounted(present if _is_empty(present) else missing, f"{missing} is missing")
+    names = {str(holder), os.path.realpath(holder)}
+    if names & fstab_points() and not is_mount_point(holder):
+        return Unmounted(holder, f"/etc/fstab mounts a filesystem at {holder}, and none is")
     if any(m.fstype == "autofs" and m.point in names for m in mounts()):
-        return present  # an automount point whose filesystem was not brought in
+        return Unmounted(
+            holder, f"{holder} is an automount point its filesystem was not brought to"
+        )
+    empty = _is_empty(holder)
     if lived_on is not None:
-        here = device_of(present)
+        here = device_of(holder)
         # git keeps 32 bits of the device number: compare those.
-        return present if here is None or here & 0xFFFFFFFF != lived_on & 0xFFFFFFFF else None
+        if here is not None and here & 0xFFFFFFFF == lived_on & 0xFFFFFFFF:
+            return None
+    elif not (guess and empty):
+        return None
+    shown = "an empty directory" if empty else "a directory on another disk than the worktree's"
+    return Unmounted(holder, f"{holder} is {shown} where the worktree's disk was mounted")
+
+
+def _is_empty(folder: Path) -> bool:
     try:
-        with os.scandir(present) as entries:
-            empty = next(entries, None) is None
+        with os.scandir(folder) as entries:
+            return next(entries, None) is None
     except OSError:
-        return present
-    return present if empty else None
+        return False
+
+
+def worktree_unmounted(
+    common_dir: str | os.PathLike[str], path: str | os.PathLike[str]
+) -> Unmounted | None:
+    """Why a linked worktree of the repository whose directory is missing is not gone (None: gone).
+
+    Its registration's index says which device its files were on; with no
+    registration left, only a missing parent counts (nothing else is known).
+    """
+    from router import gitfiles
+
+    admin = gitfiles.registration_of(os.fspath(common_dir), os.fspath(path))
+    lived_on = gitfiles.index_device(os.path.join(admin, "index")) if admin else None
+    return unmounted_at(path, lived_on=lived_on, guess=admin is not None)

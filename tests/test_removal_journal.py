@@ -413,3 +413,150 @@ def test_a_plan_dir_move_the_disk_cannot_hold_keeps_it_in_place_then_the_rerun_m
         assert again.json["plan_dir"] == str(dst) and again.json["warnings"] == []
         assert _files(dst) == {**PLAN_FILES, "research.md": big}
         assert not (home_repo / "docs").exists() and status(home_repo) == ""
+
+
+# -- a worktree whose disk is not mounted is not gone -------------------------------------------
+
+
+@contextlib.contextmanager
+def _disk(tmp_path: Path) -> Iterator[Path]:
+    """A small disk of its own (a ``tmpfs``), unmounted, with whatever is bound from it, at the end."""
+    disk = tmp_path / "disk"
+    with _own_filesystem(disk, "64m"):
+        try:
+            yield disk
+        finally:
+            for line in reversed(Path("/proc/self/mountinfo").read_text().splitlines()):
+                point = line.split(" ")[4]
+                if point.startswith(str(tmp_path / "ws")):
+                    _sh("umount", point)
+
+
+def _bind(disk: Path, at: Path) -> None:
+    at.mkdir(parents=True, exist_ok=True)
+    bound = _sh("mount", "--bind", str(disk), str(at))
+    assert bound.returncode == 0, bound.stderr
+
+
+def _unmount(at: Path) -> None:
+    done = _sh("umount", str(at))
+    assert done.returncode == 0, done.stderr
+
+
+def _kept_whole(home_repo: Path, wt: Path) -> None:
+    """Registration, branch and record all still there (nothing doctor could have lost)."""
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert sorted(branches(home_repo)) == sorted(["main", TOPIC_ID])
+    record = state.read_record(home_repo / ".git", TOPIC_ID)
+    assert record is not None and record.worktree == str(wt)
+
+
+@pytest.mark.parametrize(
+    "mounted_at", [".claude/worktrees", ".claude"], ids=["empty-mount-point", "parent-gone"]
+)
+def test_doctor_repair_keeps_a_worktree_whose_disk_is_not_mounted(home_repo, tmp_path, mounted_at):
+    with _disk(tmp_path) as disk:
+        point = home_repo / mounted_at
+        _bind(disk, point)
+        topic = new_topic(home_repo)
+        wt = topic.worktrees["home"]
+        write(wt / "notes.txt", "uncommitted work\n")
+        _unmount(point)  # the disk is not mounted: its mount point is an empty directory
+        assert not wt.exists() and os.listdir(point) == []
+
+        res = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+        assert res.code == 0, res.out + res.err
+        missing = home_repo / ".claude" / "worktrees"
+        held = (
+            f"{point} is an empty directory where the worktree's disk was mounted"
+            if mounted_at == ".claude/worktrees"
+            else f"{missing} is missing"
+        )
+        assert [
+            (f["kind"], f["path"], f["repaired"], f["detail"]) for f in res.json["findings"]
+        ] == [
+            (
+                "registration-dir-gone",
+                str(wt),
+                False,
+                f"its directory is not there because its filesystem is not mounted ({held}); "
+                f"kept: mount it at {point}; if it is really gone, run "
+                f"`git worktree remove {wt}`",
+            ),
+            (
+                "record-dir-gone",
+                str(state.record_path(home_repo / ".git", TOPIC_ID)),
+                False,
+                f"its worktree {wt} is not there because its filesystem is not mounted ({held}); "
+                f"kept: mount it at {point}",
+            ),
+        ]
+        _kept_whole(home_repo, wt)
+
+        _bind(disk, point)  # the disk is back: nothing was lost
+        assert (wt / "notes.txt").read_text() == "uncommitted work\n"
+        assert git(wt, "status", "--porcelain") == "?? notes.txt"
+        _kept_whole(home_repo, wt)
+        assert run_cli("doctor", "--json", cwd=home_repo).json["findings"] == []
+
+
+@pytest.mark.parametrize("flags", [(), ("--force",)], ids=["plain", "force"])
+def test_teardown_refuses_a_worktree_whose_disk_is_not_mounted_and_loses_nothing(
+    home_repo, tmp_path, flags
+):
+    with _disk(tmp_path) as disk:
+        point = home_repo / ".claude" / "worktrees"
+        _bind(disk, point)
+        topic = new_topic(home_repo)
+        wt = topic.worktrees["home"]
+        write(wt / "notes.txt", "uncommitted work\n")
+        _unmount(point)
+
+        res = teardown(topic, *flags)
+        assert res.code == 1, res.out + res.err
+        assert res.json["error"] == {
+            "code": "not-mounted",
+            "message": (
+                f"teardown of {TOPIC_ID} refused, nothing was removed in any repo: home: {wt} is "
+                "not there because its filesystem is not mounted "
+                f"({point} is an empty directory where the worktree's disk was mounted); "
+                f"kept: mount it at {point}, then run teardown again (if it is "
+                f"really gone, `git worktree remove {wt}` first)"
+            ),
+        }
+        _kept_whole(home_repo, wt)
+        _bind(disk, point)
+        assert (wt / "notes.txt").read_text() == "uncommitted work\n"
+        assert git(wt, "status", "--porcelain") == "?? notes.txt"
+
+
+def test_mount_tables_are_read_with_the_kernels_escapes(tmp_path):
+    from router import mounts
+
+    info = write(
+        tmp_path / "mountinfo",
+        "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+        "40 27 0:40 / /mnt/my\\040disk rw shared:9 - tmpfs tmpfs rw,size=1024k\n"
+        "41 27 0:41 / /home/u/.claude/worktrees rw - autofs systemd-1 rw\n",
+    )
+    assert mounts.mounts(str(info)) == [
+        mounts.Mount("/proc", "proc"),
+        mounts.Mount("/mnt/my disk", "tmpfs"),
+        mounts.Mount("/home/u/.claude/worktrees", "autofs"),
+    ]
+    fstab = write(
+        tmp_path / "fstab",
+        "# <file system> <mount point> <type>\nUUID=1 / ext4 defaults 0 1\n"
+        "/dev/sdb1 /srv/work\\040trees ext4 noauto 0 2\nproc /proc proc defaults 0 0\n",
+    )
+    assert mounts.fstab_points(str(fstab)) == {"/", "/srv/work trees", "/proc"}
+
+
+def test_the_index_names_the_device_a_checkout_was_on(home_repo, tmp_path):
+    from router import gitfiles
+
+    index = home_repo / ".git" / "index"
+    assert gitfiles.index_device(str(index)) == os.stat(home_repo / "README.md").st_dev & 0xFFFFFFFF
+    assert gitfiles.index_device(str(tmp_path / "no-index")) is None
+    git(home_repo, "read-tree", "--empty")
+    assert gitfiles.index_device(str(index)) is None  # no file in it: nothing recorded

@@ -24,6 +24,7 @@ from router import git as g
 from router import gitfiles, interrupt
 from router.errors import error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
+from router.mounts import worktree_unmounted
 from router.progress import Echo
 from router.teardown.localstate import LocalStateJob, LocalStateReport, run_local_state
 from router.teardown.nested import (
@@ -815,6 +816,9 @@ def remove_worktree(
     if other:
         return skipped(name, other), None
     exists = os.path.isdir(path)
+    unmounted = None if exists else unmounted_blocker(repo, path, again=again)
+    if unmounted is not None:
+        return unmounted, None
     # A directory deleted by hand leaves its submodules' git dirs in the registration.
     nested = survey_nested(path) if exists else survey_registration(repo.common_dir, path)
     blocker = nested_blocker(path, nested, again=again)
@@ -1200,6 +1204,25 @@ def with_hidden(status: StatusReport, hidden: tuple[str, ...]) -> StatusReport:
         return status
     extra = tuple(p for p in hidden if p not in status.untracked)
     return dataclasses.replace(status, untracked=(*status.untracked, *extra))
+
+
+def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> StepResult | None:
+    """A registered worktree whose directory is missing because its disk is not mounted: refused.
+
+    --force or not: git would drop the registration of a directory it cannot
+    see, and the checkout, with whatever work is in it, would no longer be a
+    git repository once the disk is back.
+    """
+    unmounted = worktree_unmounted(repo.common_dir, path)
+    if unmounted is None:
+        return None
+    return refused(
+        "remove",
+        "not-mounted",
+        f"{path} is not there because its filesystem is not mounted ({unmounted.why}); "
+        f"kept: mount it at {unmounted.point}, then run {again} again (if it is "
+        f"really gone, `git worktree remove {path}` first)",
+    )
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:

@@ -78,6 +78,7 @@ from router.teardown.steps import (
     stopped_at,
     stopped_error,
     sweep_step,
+    unmounted_blocker,
     update_default,
     verify_gone,
     why_primary_busy,
@@ -325,6 +326,10 @@ def _plan_blockers(
     repo = plan.target.repo
     assert repo is not None
     found = []
+    if entry is not None and not os.path.isdir(plan.worktree):  # type: ignore[arg-type]
+        # --force or not: a worktree whose disk is not mounted is not gone.
+        unmounted = unmounted_blocker(repo, plan.worktree)  # type: ignore[arg-type]
+        found += [unmounted] if unmounted else []
     if entry is not None:
         # --force or not: a snapshot cannot keep another repository's work, nor a reflog.
         nested = nested_blocker(plan.worktree, plan.nested)  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ from router.git import (
     head_reflog_where,
     unique_commits,
 )
+from router.mounts import worktree_unmounted
 from router.topic import holders, state
 from router.topic.ids import ID_RE
 from router.topic.model import repo_places
@@ -250,14 +251,14 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry], here: Path) -> list
                 "left for the tool that made it"
             )
             found.append(_Problem(_with(finding, detail)))
-        elif not os.path.isdir(entry.path.parent):
-            # The directory that holds it is missing too: a disk or network
-            # share that is not mounted looks just like this, and unregistering
-            # would orphan every worktree on it once it is back.
+        elif unmounted := worktree_unmounted(repo.common_dir, entry.path):
+            # A disk or share that is not mounted looks just like a deleted
+            # directory, and unregistering would cut every worktree on it off
+            # from the repository once it is back ("not a git repository").
             detail = (
-                f"its directory is gone, and so is {entry.path.parent} (a disk or share that is "
-                "not mounted?); kept: mount it, or if it is really gone run "
-                f"`git worktree remove {entry.path}`"
+                f"its directory is not there because its filesystem is not mounted "
+                f"({unmounted.why}); kept: mount it at {unmounted.point}; if it is really "
+                f"gone, run `git worktree remove {entry.path}`"
             )
             found.append(_Problem(_with(finding, detail)))
         elif moved := _moved_to(repo, entry.path, here):
@@ -611,6 +612,14 @@ def _record_checks(repo: Repo, record: state.TopicRecord, path: Path) -> list[_P
     worktree = Path(record.worktree)
     if os.path.realpath(worktree) == str(repo.primary) or os.path.lexists(worktree):
         return []
+    unmounted = worktree_unmounted(repo.common_dir, worktree)
+    if unmounted is not None:
+        # Not gone: its branch and record are still the topic's (teardown refuses too).
+        detail = (
+            f"its worktree {worktree} is not there because its filesystem is not mounted "
+            f"({unmounted.why}); kept: mount it at {unmounted.point}"
+        )
+        return [_Problem(_finding(repo, Kind.RECORD_DIR_GONE, path, detail, record.id))]
     detail = f"its worktree {worktree} is gone"
     finding = _finding(repo, Kind.RECORD_DIR_GONE, path, detail, record.id)
     return [_Problem(finding, _drop_record(repo, record))]
