@@ -1,9 +1,12 @@
 """The one ``gh`` boundary: every GitHub CLI process team-router starts is started here.
 
 Every call names the repository explicitly (``--repo OWNER/NAME``, derived
-from origin's URL) so gh never guesses it from the working directory, asks
-for JSON fields only (never a title or body: PR prose is data that must not
-reach a command), runs with prompts disabled, stdin closed and a timeout.
+from origin's URL or the URL the user gave) so gh never guesses it from the
+working directory, asks for JSON fields only, runs with prompts disabled,
+stdin closed and a timeout. A PR's title and body are never asked for: PR
+prose is data that must not reach a command. An issue's title and body, and
+review comments, are read only to be shown to the agent in a brief (quoted as
+data), never passed to a command.
 
 gh is an optional witness, never a requirement: a missing or unauthenticated
 gh is an :class:`Unavailable` value for the caller to report, not an
@@ -97,6 +100,75 @@ def parse_pr_url(text: str) -> PrUrl | None:
         return None
     name = match["name"].removesuffix(".git")
     return PrUrl(RepoSlug(match["host"], match["owner"], name), int(match["number"]))
+
+
+ISSUE_URL_RE = re.compile(
+    rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/issues/(?P<number>[0-9]{{1,10}})/?",
+    re.ASCII,
+)
+ISSUE_FIELDS = "number,title,body,state,url"
+MAX_PROSE = 20_000  # characters of an issue body or a comment a brief quotes
+
+
+def parse_issue_url(text: str) -> PrUrl | None:
+    """``https://HOST/OWNER/NAME/issues/N``, else None (the same shape as a PR URL's)."""
+    match = ISSUE_URL_RE.fullmatch(text)
+    if match is None:
+        return None
+    name = match["name"].removesuffix(".git")
+    return PrUrl(RepoSlug(match["host"], match["owner"], name), int(match["number"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """An issue as a brief quotes it: what the request names, read rather than guessed."""
+
+    number: int
+    title: str
+    body: str
+    state: str
+    url: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "number": self.number,
+            "title": self.title,
+            "body": self.body,
+            "state": self.state,
+            "url": self.url,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadComment:
+    author: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewThread:
+    """An unresolved review thread of a PR: where it points and what was said."""
+
+    path: str | None
+    line: int | None
+    outdated: bool
+    comments: tuple[ThreadComment, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "outdated": self.outdated,
+            "comments": [{"author": c.author, "body": c.body} for c in self.comments],
+        }
+
+
+THREADS_QUERY = (
+    "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, "
+    "name: $name) { pullRequest(number: $number) { reviewThreads(first: 100) { nodes { "
+    "isResolved isOutdated path line comments(first: 50) { nodes { author { login } body "
+    "} } } } } } }"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +331,41 @@ class GitHub:
         """Raise GhFailed unless gh is logged in to this repository's host."""
         self._run("auth", "status", f"--hostname={self.slug.host}")
 
+    def issue(self, number: int) -> Issue:
+        data = self._json(
+            "issue", "view", str(number), f"--repo={self.slug.arg}", f"--json={ISSUE_FIELDS}"
+        )
+        if not isinstance(data, dict) or not isinstance(data.get("number"), int):
+            raise GhFailed(f"gh answered issue #{number} without its number")
+        return Issue(
+            data["number"],
+            _prose(data.get("title")),
+            _prose(data.get("body")),
+            _prose(data.get("state")),
+            _prose(data.get("url")),
+        )
+
+    def review_threads(self, number: int) -> list[ReviewThread]:
+        """The PR's review threads nobody resolved yet, in the order GitHub lists them."""
+        data = self._json(
+            "api",
+            "graphql",
+            f"--hostname={self.slug.host}",
+            "-f",
+            f"query={THREADS_QUERY}",
+            "-f",
+            f"owner={self.slug.owner}",
+            "-f",
+            f"name={self.slug.name}",
+            "-F",
+            f"number={number}",
+        )
+        try:
+            nodes = data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"]
+        except (KeyError, TypeError):
+            raise GhFailed(f"gh api graphql answered no review threads of PR #{number}") from None
+        return [_thread(n) for n in nodes if isinstance(n, dict) and not n.get("isResolved")]
+
 
 def parse_pr(data: Any) -> PullRequest:
     """A PullRequest from gh's JSON; GhFailed when a field is missing or of the wrong type."""
@@ -305,6 +412,29 @@ def _owner_login(value: Any) -> str | None:
     return login if isinstance(login, str) and login else None
 
 
+def _prose(value: Any) -> str:
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= MAX_PROSE else text[:MAX_PROSE] + "\n[... cut by team-router]"
+
+
+def _thread(node: dict[str, Any]) -> ReviewThread:
+    comments = (
+        node.get("comments", {}).get("nodes", []) if isinstance(node.get("comments"), dict) else []
+    )
+    line = node.get("line")
+    path = node.get("path")
+    return ReviewThread(
+        path if isinstance(path, str) else None,
+        line if isinstance(line, int) and not isinstance(line, bool) else None,
+        node.get("isOutdated") is True,
+        tuple(
+            ThreadComment(_owner_login(c.get("author")) or "?", _prose(c.get("body")))
+            for c in comments
+            if isinstance(c, dict)
+        ),
+    )
+
+
 def connect(
     remote_url: str | None, *, cwd: Path, timeout: float = GH_TIMEOUT
 ) -> GitHub | Unavailable:
@@ -316,6 +446,11 @@ def connect(
     slug = parse_remote_url(remote_url)
     if slug is None:
         return Unavailable("origin's URL does not name a GitHub repository")
+    return connect_slug(slug, cwd=cwd, timeout=timeout)
+
+
+def connect_slug(slug: RepoSlug, *, cwd: Path, timeout: float = GH_TIMEOUT) -> GitHub | Unavailable:
+    """gh bound to ``slug`` (a repository a URL names), or why it cannot be asked."""
     executable = shutil.which("gh")
     if executable is None:
         return Unavailable("gh is not installed or not on PATH")

@@ -286,6 +286,7 @@ WALK_TOOLS = "Bash(team-router:*) Bash(git:*) Write"
 MAX_PHASES = 20
 GATES = {
     ("DESIGN", "review"): "record verdict {id} APPROVE",
+    ("IMPLEMENT", "tests"): "record tests {id} RED",
     ("IMPLEMENT", "slices"): "record review {id} PASS",
     ("PR", None): "record pr {id} https://example.invalid/org/web/pull/1",
 }

@@ -61,6 +61,12 @@ def test_implement_brief_lists_the_checkouts_and_the_review_record(home_repo):
     artifact(plan, "plan.md")
     commit(plan.parent.parent.parent, "a.py", "a = 1\n", "slice")
     data = next_of(home_repo)
+    # A commit does not pass the test-first gate: its record does.
+    assert (data["resume_at"], data["step"]) == ("IMPLEMENT", "tests")
+    assert data["expects"] == [str(plan / "tests-1.md")]
+    assert f"team-router record tests {plan.name} RED" in data["brief"]
+    assert run_cli("record", "tests", plan.name, "RED", cwd=home_repo).code == 0
+    data = next_of(home_repo)
     assert (data["resume_at"], data["step"]) == ("IMPLEMENT", "slices")
     assert data["expects"] == [str(plan / "review-1.md")]
     assert str(plan.parent.parent.parent) in data["brief"]

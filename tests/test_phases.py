@@ -48,8 +48,49 @@ ROWS = {
         [],
         ("IMPLEMENT", "review", False),
     ),
-    "plan and commits: slices": ({"plan.md": {}}, True, [], ("IMPLEMENT", "slices", False)),
+    "plan and commits but no gate record: tests": (
+        {"plan.md": {}},
+        True,
+        [],
+        ("IMPLEMENT", "tests", False),
+    ),
     "plan without commits: tests": ({"plan.md": {}}, False, [], ("IMPLEMENT", "tests", False)),
+    "a RED test-first gate: slices": (
+        {"plan.md": {}, "tests-1.md": {"verdict": "RED"}},
+        False,
+        [],
+        ("IMPLEMENT", "slices", False),
+    ),
+    "a BROKEN gate: tests again": (
+        {"plan.md": {}, "tests-1.md": {"verdict": "BROKEN"}},
+        False,
+        [],
+        ("IMPLEMENT", "tests", False),
+    ),
+    "fifth BROKEN gate halts": (
+        {"plan.md": {}, **{f"tests-{n}.md": {"verdict": "BROKEN"} for n in range(1, 6)}},
+        False,
+        [],
+        ("IMPLEMENT", None, True),
+    ),
+    "a RED gate after a BROKEN one: slices": (
+        {"plan.md": {}, "tests-1.md": {"verdict": "BROKEN"}, "tests-2.md": {"verdict": "RED"}},
+        False,
+        [],
+        ("IMPLEMENT", "slices", False),
+    ),
+    "fix track: task.md alone moves to PLAN": (
+        {"task.md": {"track": "fix"}},
+        False,
+        [],
+        ("PLAN", None, False),
+    ),
+    "full track: task.md alone stays at QUESTION": (
+        {"task.md": {}},
+        False,
+        [],
+        ("QUESTION", None, False),
+    ),
     "structure: plan": ({"structure.md": {}, "design.md": {}}, False, [], ("PLAN", None, False)),
     "approved design: structure": (
         {"design.md": {}, "design-review-1.md": {"verdict": "APPROVE"}},
@@ -342,11 +383,15 @@ def _phase(cwd: Path, *args: str) -> dict:
     return res.json
 
 
-def test_a_commit_on_the_topic_branch_in_the_home_worktree_moves_plan_to_slices(home_repo):
+def test_the_test_first_gates_record_not_a_commit_moves_plan_to_slices(home_repo):
     plan = new_topic(home_repo).plan_dir
     artifact(plan, "plan.md")
     assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("IMPLEMENT", "tests")
     commit(plan.parent.parent.parent, "src/a.py", "x = 1\n", "first slice")
+    assert (_phase(home_repo)["resume_at"], _phase(home_repo)["step"]) == ("IMPLEMENT", "tests")
+    assert run_cli("record", "tests", TOPIC_ID, "BROKEN", cwd=home_repo).code == 0
+    assert _phase(home_repo)["step"] == "tests"
+    assert run_cli("record", "tests", TOPIC_ID, "RED", cwd=home_repo).code == 0
     assert _phase(home_repo) == {
         "ok": True,
         "command": "phase",
@@ -368,9 +413,10 @@ def test_a_commit_in_a_secondary_repo_alone_counts(home_repo, workspace):
     assert res.code == 0, res.err + res.out
     api_worktree = Path(next(r["worktree"] for r in res.json["repos"] if r["name"] == "api"))
     artifact(plan, "plan.md")
-    assert _phase(home_repo)["step"] == "tests"
+    assert run_cli("record", "review", TOPIC_ID, "PASS", cwd=home_repo).code == 0
+    assert _phase(home_repo)["resume_at"] == "IMPLEMENT"  # a PASS of no work opens no PR
     commit(api_worktree, "endpoint.py", "ok\n", "api slice")
-    assert _phase(home_repo)["step"] == "slices"
+    assert _phase(home_repo)["resume_at"] == "PR"
 
 
 def test_structure_asks_for_worktrees_while_repos_md_lists_a_repo_without_one(home_repo, workspace):

@@ -449,3 +449,31 @@ def test_record_pr_refuses_a_repo_the_topic_does_not_have(home_repo, args, code)
     res = record(home_repo, "pr", plan.name, *args)
     assert (res.code, res.json["error"]["code"]) == (2, code)
     assert listing(plan) == []
+
+
+# -- the test-first gate and the verifier ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "values", "prefix"),
+    [("tests", ("BROKEN", "red"), "tests"), ("verify", ("FAIL", "pass"), "verify")],
+)
+def test_the_gate_and_the_verifier_are_numbered_records_with_their_body(
+    home_repo, tmp_path, kind, values, prefix
+):
+    plan = new_topic(home_repo).plan_dir
+    refused = record(home_repo, kind, plan.name, values[0])
+    assert (refused.code, refused.json["error"]["code"]) == (1, "no-plan")
+    assert listing(plan) == []
+    artifact(plan, "plan.md")
+    notes = write(tmp_path / "out.md", "home: `pytest -q`: 2 failed (AssertionError)\n")
+    for value in values:
+        res = record(home_repo, kind, plan.name, value, "--body-file", str(notes))
+        assert res.code == 0, res.err + res.out
+    assert listing(plan) == sorted([f"{prefix}-1.md", f"{prefix}-2.md", "plan.md"])
+    fm = frontmatter.read_file(plan / f"{prefix}-2.md")
+    assert (fm.data["phase"], fm.data["verdict"]) == (kind, values[1].upper())
+    assert "2 failed (AssertionError)" in (plan / f"{prefix}-2.md").read_text()
+    bad = record(home_repo, kind, plan.name, "MAYBE")
+    assert (bad.code, bad.json["error"]["code"]) == (2, "invalid-value")
+    assert listing(plan) == sorted([f"{prefix}-1.md", f"{prefix}-2.md", "plan.md"])

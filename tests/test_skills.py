@@ -398,6 +398,9 @@ def _steps_the_cli_emits() -> set[str]:
             elts = node.value.elts
             if len(elts) == 3 and isinstance(elts[0], ast.Name) and elts[0].id.isupper():
                 steps.update(words(elts[1]))
+    # `next --until` replaces the step where the run stops.
+    brief = (ROOT / "router" / "phase" / "brief.py").read_text(encoding="utf-8")
+    steps.update(re.findall(r"_replace\(step=\"([a-z-]+)\"\)", brief))
     return steps
 
 
@@ -410,7 +413,7 @@ def test_the_team_skill_names_only_steps_the_cli_emits_and_every_exit_code() -> 
     text = (SKILLS / "team" / "SKILL.md").read_text(encoding="utf-8")
     emitted = _steps_the_cli_emits()
     assert {"tests", "slices", "review", "draft", "redraft", "worktrees", "teardown"} <= emitted
-    rows = [ln for ln in text.splitlines() if re.match(r"^\| `[A-Z]+` ", ln)]
+    rows = [ln for ln in text.splitlines() if re.match(r"^\| (`[A-Z]+`|any) ", ln)]
     assert len(rows) > 8
     for row in rows:
         named = re.findall(r"\(([^)]*)\)", row.split("|")[1])

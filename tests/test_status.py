@@ -38,7 +38,7 @@ def test_two_topics_in_two_repos(home_repo, workspace):
                 "id": multi.name,
                 "plan_dir": str(multi),
                 "resume_at": "IMPLEMENT",
-                "step": "slices",
+                "step": "tests",  # commits, but no test-first gate recorded
                 "halted": False,
                 "repos": [
                     {

@@ -27,17 +27,30 @@ def new_cmd(
         str | None,
         typer.Option("--date", metavar="D", help="Date prefix YYYY-MM-DD instead of today."),
     ] = None,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix", help="A bug fix: QUESTION, PLAN, IMPLEMENT, PR (no research or design)."
+        ),
+    ] = False,
     wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
 ) -> None:
     """WORKTREE phase: derive the topic id, create the home worktree and the plan dir."""
     from router.create.topic import new_topic
 
+    track = "fix" if fix else None
     emit(
         "new",
         as_json,
         lambda: new_topic(
-            cwd_of(ctx), description, ticket=ticket, topic_id=topic_id, date=date, wait=wait
+            cwd_of(ctx),
+            description,
+            ticket=ticket,
+            topic_id=topic_id,
+            date=date,
+            wait=wait,
+            track=track,
         ),
         new_text,
     )

@@ -137,7 +137,7 @@ def run_early(call: EarlyCall) -> int:
 
             return emit_result(command, as_json, lambda: phase_report(cwd, target), phase_text)
         if command == "next":
-            from router.phase.infer import next_report
+            from router.phase.brief import next_report
 
             return emit_result(command, as_json, lambda: next_report(cwd, target), next_text)
         if command == "new":

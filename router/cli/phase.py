@@ -42,11 +42,23 @@ def phase_cmd(ctx: typer.Context, target: TargetArg = None, as_json: JsonFlag = 
 
 
 @app.command("next")
-def next_cmd(ctx: typer.Context, target: TargetArg = None, as_json: JsonFlag = False) -> None:
+def next_cmd(
+    ctx: typer.Context,
+    target: TargetArg = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="PHASE",
+            help="Stop once the run is past PHASE (its gate passed): step 'until'.",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """The phase to run next, with its brief: what to produce, where, and which gate decides."""
-    from router.phase.infer import next_report
+    from router.phase.brief import next_report
 
-    emit("next", as_json, lambda: next_report(cwd_of(ctx), target), next_text)
+    emit("next", as_json, lambda: next_report(cwd_of(ctx), target, until=until), next_text)
 
 
 @app.command("status")
@@ -61,7 +73,7 @@ def status_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 # -- record -------------------------------------------------------------------------
 
 record_app = typer.Typer(
-    help="Write a gate record into the topic's plan dir (verdict, review, pr, temp).",
+    help="Write a gate record into the topic's plan dir (verdict, tests, verify, review, pr, temp).",
     no_args_is_help=True,
 )
 app.add_typer(record_app, name="record")
@@ -122,6 +134,57 @@ def record_review_cmd(
         "record",
         as_json,
         lambda: record_review(cwd_of(ctx), target, value, body_file=body_file, wait=wait),
+        _record_text,
+    )
+
+
+@record_app.command("tests")
+def record_tests_cmd(
+    ctx: typer.Context,
+    target: RequiredTargetArg,
+    value: Annotated[
+        str,
+        typer.Argument(
+            metavar="VERDICT",
+            help="RED (the new tests fail by assertion, the static checks pass) or BROKEN.",
+        ),
+    ],
+    body_file: BodyFile = None,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the test-first gate the orchestrator ran as tests-<n>.md (RED moves IMPLEMENT
+    on to its slices)."""
+    from router.plandir.gates import record_tests
+
+    emit(
+        "record",
+        as_json,
+        lambda: record_tests(cwd_of(ctx), target, value, body_file=body_file, wait=wait),
+        _record_text,
+    )
+
+
+@record_app.command("verify")
+def record_verify_cmd(
+    ctx: typer.Context,
+    target: RequiredTargetArg,
+    value: Annotated[
+        str,
+        typer.Argument(metavar="VERDICT", help="PASS or FAIL: every repo's declared checks."),
+    ],
+    body_file: BodyFile = None,
+    wait: WaitOption = CLI_DEFAULT_WAIT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the verifier's result (format, lint, types, build, tests of every repo) as
+    verify-<n>.md."""
+    from router.plandir.gates import record_verify
+
+    emit(
+        "record",
+        as_json,
+        lambda: record_verify(cwd_of(ctx), target, value, body_file=body_file, wait=wait),
         _record_text,
     )
 

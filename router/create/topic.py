@@ -76,6 +76,7 @@ def new_topic(
     date: str | None = None,
     wait: float = state.DEFAULT_WAIT,
     isolated: bool = False,
+    track: str | None = None,
 ) -> NewResult:
     """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
 
@@ -124,7 +125,13 @@ def new_topic(
                 _require_worktree(report, repo.worktree_path(topic.branch))
             plan_dir = _make_plan_dir(checkout, topic.id, report.warnings)
             _remember_home(
-                repo, topic, plan_dir, [report], description=description, made_by=made_by
+                repo,
+                topic,
+                plan_dir,
+                [report],
+                description=description,
+                made_by=made_by,
+                track=track,
             )
         return NewResult(topic, plan_dir, report)
     raise Refusal(
@@ -232,6 +239,7 @@ def _remember_home(
     *,
     description: str | None = None,
     made_by: str | None = None,
+    track: str | None = None,
 ) -> None:
     """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
 
@@ -242,7 +250,10 @@ def _remember_home(
                 known[report.name] = state.RepoEntry(
                     report.name, str(report.path), str(report.worktree) if report.worktree else None
                 )
-        return dataclasses.replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()))
+        kept = track or record.track  # `new --fix` run again on its topic keeps the track
+        return dataclasses.replace(
+            record, plan_dir=str(plan_dir), repos=tuple(known.values()), track=kept
+        )
 
     # The description too, even when the home repo fell back before its own
     # record was written: a rerun of the same `new` must find its id again.
@@ -251,7 +262,12 @@ def _remember_home(
         topic.id,
         change,
         new=lambda: state.TopicRecord(
-            id=topic.id, repo="home", branch=topic.branch, description=description, made_by=made_by
+            id=topic.id,
+            repo="home",
+            branch=topic.branch,
+            description=description,
+            made_by=made_by,
+            track=track,
         ),
     )
 

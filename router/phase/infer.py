@@ -29,6 +29,7 @@ PHASES = (WORKTREE, QUESTION, RESEARCH, DESIGN, STRUCTURE, PLAN, IMPLEMENT, PR)
 ROUND_CAP = 5  # review rounds before a loop halts for a person to decide
 PASSING_DESIGN = ("APPROVE", "COMMENT")
 PASSING_REVIEW = ("PASS",)
+PASSING_TESTS = ("RED",)  # the new tests fail by assertion: the implementation has a target
 
 Resume = namedtuple("Resume", "resume_at step halted completed")
 Resume.__doc__ = (
@@ -71,11 +72,9 @@ def _first_match(
     if review is not None and review.verdict == "FAIL" and review.n >= ROUND_CAP:
         return IMPLEMENT, None, True
     if inv.has(a.PLAN):
-        if not with_step:
-            return IMPLEMENT, None, False  # both plan rows resume at IMPLEMENT
-        if commits():
-            return IMPLEMENT, "review" if inv.reviews else "slices", False
-        return IMPLEMENT, "tests", False
+        return _implement_step(inv, commits, with_step)
+    if inv.track == a.FIX_TRACK and inv.has(a.TASK):
+        return PLAN, None, False  # the fix track: no research, design or structure
     if inv.has(a.STRUCTURE):
         return PLAN, None, False
     if inv.has(a.DESIGN):
@@ -87,6 +86,30 @@ def _first_match(
     if inv.exists or worktree_exists:
         return QUESTION, None, False
     return WORKTREE, None, False
+
+
+def _implement_step(
+    inv: a.Inventory, commits: Callable[[], bool], with_step: bool
+) -> tuple[str, str | None, bool]:
+    """plan.md exists: the test-first gate's record, not any commit, moves ``tests`` on.
+
+    An implementer's commit made before the gate was recorded does not skip it: the
+    tests are proven to fail by assertion first (``record tests RED``), then the
+    slices land. A review round of committed work (a run from before the gate) goes
+    on reviewing.
+    """
+    red = a.passes(inv.tests, PASSING_TESTS)
+    gate = a.latest(inv.tests)
+    halted = not red and gate is not None and gate.verdict == "BROKEN" and gate.n >= ROUND_CAP
+    if not with_step:
+        return IMPLEMENT, None, halted and not inv.reviews
+    if inv.reviews and (red or commits()):
+        return IMPLEMENT, "review", False
+    if red:
+        return IMPLEMENT, "slices", False
+    if halted:
+        return IMPLEMENT, None, True
+    return IMPLEMENT, "tests", False
 
 
 def implement_reviews(inv: a.Inventory) -> tuple[a.Verdict, ...]:
@@ -146,7 +169,7 @@ def _completed(
 ) -> tuple[str, ...]:
     evidence = {
         WORKTREE: inv.exists or worktree_exists,
-        QUESTION: inv.has(a.TASK, a.QUESTIONS),
+        QUESTION: inv.has(a.TASK) and (inv.has(a.QUESTIONS) or inv.track == a.FIX_TRACK),
         RESEARCH: inv.has(a.RESEARCH),
         DESIGN: inv.has(a.DESIGN) and design_passed(inv),
         STRUCTURE: inv.has(a.STRUCTURE),
@@ -408,114 +431,6 @@ def phase_report(cwd: Path, target: str | None) -> PhaseReport:
     return PhaseReport(plan.id, plan.path, resume, warnings)
 
 
-class NextReport(namedtuple("NextReport", "id plan_dir resume warnings brief expects request")):
-    """What ``team-router next`` prints: the phase plus its brief and expected artifacts.
-
-    ``request`` is the user's request as ``new`` kept it, at QUESTION only (else None): the
-    questioner is the one helper that reads it, so later phases do not carry it around. At
-    WORKTREE too (a home worktree removed by hand): making it again is ``new`` with that request,
-    and a resumed session has no other copy (``doctor --repair`` then drops the record).
-    """
-
-    __slots__ = ()
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            **PhaseReport(self.id, self.plan_dir, self.resume, self.warnings).to_json(),
-            "brief": self.brief,
-            "expects": [str(p) for p in self.expects],
-            "request": self.request,
-        }
-
-
-def next_report(cwd: Path, target: str | None) -> NextReport:
-    """``team-router next [TARGET]``: the phase to run, what it must produce, and where."""
-    import datetime
-
-    from router.plandir.templates import render
-    from router.topic.discovery import resolve
-
-    repo, plan = resolve(cwd, target)
-    repo_warnings: list[str] = []
-    repos = topic_repos(repo, plan, repo_warnings)
-    resume, inv, warnings = assess(repo, plan, repos)
-    # The brief names every repo of repos.md, worktree or not (research reads them all).
-    shown = brief_repos(topic_repos(repo, plan, [], listed=True))
-    warnings += repo_warnings
-    expects = expected_artifacts(resume, inv, plan)
-    request = kept_request(repo, plan) if resume.resume_at in (WORKTREE, QUESTION) else None
-    brief = render(
-        f"briefs/{resume.resume_at.lower()}.md.j2",
-        id=plan.id,
-        topic=a.topic_of(plan.id) or plan.id,
-        date=datetime.date.today().isoformat(),
-        plan_dir=str(plan.path),
-        step=resume.step,
-        halted=resume.halted,
-        cap=ROUND_CAP,
-        files={name: inv.path(name) for name in (*a.PHASE_FILES, a.TEMP_PATHS)},
-        inv=inv,
-        design_round=a.next_round(inv.design_reviews),
-        review_round=a.next_round(inv.reviews),
-        repos=shown,
-        branch=shown[0].branch,
-        prs=shipped_prs(inv, shown) if resume.resume_at == SHIPPED else [],
-        missing=missing_worktrees(plan, warnings) if resume.resume_at == STRUCTURE else [],
-        expects=[str(p) for p in expects],
-        request=request,
-        ticket=ticket_of(plan.id),
-    )
-    return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request)
-
-
-BriefRepo = namedtuple("BriefRepo", "name path worktree branch checkout base")
-BriefRepo.__doc__ = """A repo as a brief shows it: the checkout its work happens in (its worktree,
-else its own clone) and ``base``, the ref its topic commits are counted from
-(``origin/<default>``, or the local default branch), rendered so no helper guesses it."""
-
-
-def brief_repos(repos: list[TopicRepo]) -> list[BriefRepo]:
-    """The topic's repos with the checkout to work in and the default branch to diff against."""
-    refs = RepoRefs()
-    shown = []
-    for r in repos:
-        checkout = r.worktree if r.worktree and os.path.isdir(r.worktree) else r.path
-        shown.append(BriefRepo(*r, checkout or "<not found>", _base_of(r, refs)))
-    return shown
-
-
-def _base_of(topic_repo: TopicRepo, refs: RepoRefs) -> str:
-    from router.git import GitError
-
-    if not (topic_repo.path and os.path.isdir(topic_repo.path)):
-        return "<its default branch>"
-    try:
-        default, _tips = refs.of(topic_repo.path)
-    except GitError:
-        default = None
-    if default is None:
-        return "<its default branch: team-router cannot tell it>"
-    return default.best_ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-
-
-def shipped_prs(inv: a.Inventory, repos: list[BriefRepo]) -> list[dict[str, str]]:
-    """Every PR ``pr.md`` records, with the primary clone of its repo (where pr-cleanup runs)."""
-    where = {r.name: r.path for r in repos}
-    return [
-        {"repo": pr.repo, "url": pr.url, "primary": where.get(pr.repo) or "<that repo>"}
-        for pr in a.recorded_prs(inv.path(a.PR))
-    ]
-
-
-def kept_request(repo: Repo, plan: PlanDir) -> str | None:
-    """The description ``new`` kept in the topic's record, or None (no record, or unreadable)."""
-    from router.topic import state
-
-    # A corrupt record is already named by topic_repos' warning: not a second time.
-    record = state.read_record_or_none(repo.common_dir, plan.id)
-    return record.description if record is not None else None
-
-
 def ticket_of(topic_id: str) -> str | None:
     """The ticket prefix of a ticket-prefixed id (``ENG-12-x`` -> ``ENG-12``); None for a date."""
     from router.topic.ids import DATE_RE, ID_RE
@@ -526,15 +441,21 @@ def ticket_of(topic_id: str) -> str | None:
     return match["prefix"]
 
 
-def expected_artifacts(resume: Resume, inv: a.Inventory, plan: PlanDir) -> list[Path]:
+def expected_artifacts(
+    resume: Resume, inv: a.Inventory, plan: PlanDir, *, track: str | None = None
+) -> list[Path]:
     """The files whose appearance proves the current phase (or step) done."""
     at, step = resume.resume_at, resume.step
+    if at == QUESTION and track == a.FIX_TRACK:
+        return [plan.path / a.TASK]  # the fix track asks no research questions
     if resume.halted or at == SHIPPED:
         return []
     if at == DESIGN:
         if step == "review":
             return [plan.path / f"design-review-{a.next_round(inv.design_reviews)}.md"]
         return [plan.path / a.DESIGN]
+    if at == IMPLEMENT and step == "tests":
+        return [plan.path / f"tests-{a.next_round(inv.tests)}.md"]
     if at == IMPLEMENT:
         return [plan.path / f"review-{a.next_round(inv.reviews)}.md"]
     names = {

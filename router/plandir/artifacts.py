@@ -29,6 +29,11 @@ LIGHT_ID_RE = re.compile(
 
 DESIGN_VERDICTS = ("APPROVE", "REQUEST CHANGES", "COMMENT")
 REVIEW_VERDICTS = ("PASS", "FAIL")
+# The test-first gate: RED when the new tests fail by assertion and the static checks pass;
+# BROKEN when a test errors (import, syntax), passes already, or a static check fails.
+TESTS_VERDICTS = ("RED", "BROKEN")
+VERIFY_VERDICTS = ("PASS", "FAIL")  # the verifier: every repo's declared checks
+FIX_TRACK = "fix"  # task.md's `track: fix`: QUESTION -> PLAN -> IMPLEMENT -> PR, no design
 
 TASK, QUESTIONS, PRD, REPOS = "task.md", "questions.md", "prd.md", "repos.md"
 RESEARCH, DESIGN, STRUCTURE, PLAN, PR = (
@@ -42,6 +47,9 @@ PHASE_FILES = (TASK, QUESTIONS, PRD, REPOS, RESEARCH, DESIGN, STRUCTURE, PLAN, P
 TEMP_PATHS = "temp-paths"
 DESIGN_REVIEW_RE = re.compile(r"^design-review-([0-9]+)\.md$")
 REVIEW_RE = re.compile(r"^review-([0-9]+)\.md$")
+TESTS_RE = re.compile(r"^tests-([0-9]+)\.md$")
+VERIFY_RE = re.compile(r"^verify-([0-9]+)\.md$")
+_ROUNDS = (DESIGN_REVIEW_RE, REVIEW_RE, TESTS_RE, VERIFY_RE)
 
 
 def topic_of(topic_id: str) -> str | None:
@@ -138,8 +146,9 @@ Verdict.__doc__ = """A gate record: round ``n``, its verdict (None when unreadab
 
 _InventoryBase = namedtuple(
     "_InventoryBase",
-    "plan_dir exists files design_revision design_reviews reviews pr_url warnings pr_local",
-    defaults=(False,),
+    "plan_dir exists files design_revision design_reviews reviews pr_url warnings pr_local "
+    "tests verifications track",
+    defaults=(False, (), (), None),
 )
 
 
@@ -149,7 +158,9 @@ class Inventory(_InventoryBase):
     ``files`` is a frozenset of the phase file names present; ``design_reviews``
     and ``reviews`` are tuples of :data:`Verdict` in round order, including
     records whose verdict could not be read (``verdict`` None). ``pr_url`` is the PR
-    ``pr.md`` records; ``pr_local`` says the work was finished without one.
+    ``pr.md`` records; ``pr_local`` says the work was finished without one. ``tests``
+    and ``verifications`` are the test-first gate's and the verifier's rounds;
+    ``track`` is ``task.md``'s ``track`` (``fix``: no research, design or structure).
     """
 
     __slots__ = ()
@@ -207,7 +218,7 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
     topic = topic_of(topic_id)
     read: dict[str, FrontmatterFields] = {}
     for name in sorted(names):
-        if name in PHASE_FILES or DESIGN_REVIEW_RE.match(name) or REVIEW_RE.match(name):
+        if name in PHASE_FILES or any(r.match(name) for r in _ROUNDS):
             path = os.path.join(plan_dir, name)
             if os.path.isfile(path):
                 read[name] = _checked(path, topic, warnings)
@@ -223,6 +234,9 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
         pr.get("url"),
         tuple(warnings),
         pr.get("local") == "true",
+        _verdicts(plan_dir, read, TESTS_RE, TESTS_VERDICTS, warnings),
+        _verdicts(plan_dir, read, VERIFY_RE, VERIFY_VERDICTS, warnings),
+        read[TASK].fields.get("track") if TASK in read else None,
     )
 
 

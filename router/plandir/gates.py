@@ -30,7 +30,7 @@ _URL_RE = re.compile(r"^https?://[^\s\"'<>\\`]+$")
 
 @dataclass(frozen=True, slots=True)
 class RecordResult:
-    kind: str  # verdict | review | pr | temp
+    kind: str  # verdict | review | tests | verify | pr | temp
     path: Path
     value: str
     existing: bool = False  # the record already said exactly this (temp paths)
@@ -104,16 +104,47 @@ def record_review(
     return _write_round("review", cwd, target, verdict, body_file, wait, _refuse_unplanned)
 
 
-def _refuse_unplanned(inv: a.Inventory) -> None:
-    """An implementation review needs the plan it judges the work against.
+def record_tests(
+    cwd: Path,
+    target: str,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
+) -> RecordResult:
+    """Write ``tests-<n>.md``: the test-first gate the orchestrator ran (RED or BROKEN).
 
-    Recorded without one, a PASS moved the run straight to PR (the PASS row comes
-    first) past DESIGN, STRUCTURE and PLAN.
+    RED (the new tests fail by assertion, the static checks pass) moves IMPLEMENT from
+    ``tests`` to ``slices``; no commit does.
+    """
+    verdict = _one_of(value, a.TESTS_VERDICTS, "test-first gate verdict")
+    return _write_round("tests", cwd, target, verdict, body_file, wait, _refuse_unplanned)
+
+
+def record_verify(
+    cwd: Path,
+    target: str,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
+) -> RecordResult:
+    """Write ``verify-<n>.md``: every repo's declared checks after the slices (PASS or FAIL)."""
+    verdict = _one_of(value, a.VERIFY_VERDICTS, "verifier result")
+    return _write_round("verify", cwd, target, verdict, body_file, wait, _refuse_unplanned)
+
+
+def _refuse_unplanned(inv: a.Inventory) -> None:
+    """The test-first gate, the verifier and the review judge the work against the plan.
+
+    Recorded without one, a review's PASS moved the run straight to PR (the PASS row
+    comes first) past DESIGN, STRUCTURE and PLAN.
     """
     if not inv.has(a.PLAN):
         raise Refusal(
             "no-plan",
-            f"{inv.path(a.PLAN)} does not exist, so there is no implementation to review; "
+            f"{inv.path(a.PLAN)} does not exist, so there are no slices to test, verify or "
+            "review; "
             "nothing was written. Finish the phase `team-router next` names, then review",
         )
 
@@ -365,6 +396,15 @@ def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
     return verdict
 
 
+# kind -> (the record's file prefix, its template, the rounds of it the inventory holds)
+_RECORD_ROUNDS: dict[str, tuple[str, str, Callable[[a.Inventory], tuple[a.Verdict, ...]]]] = {
+    "verdict": ("design-review", "design-review.md.j2", lambda inv: inv.design_reviews),
+    "review": ("review", "review.md.j2", lambda inv: inv.reviews),
+    "tests": ("tests", "gate.md.j2", lambda inv: inv.tests),
+    "verify": ("verify", "gate.md.j2", lambda inv: inv.verifications),
+}
+
+
 def _write_round(
     kind: str,
     cwd: Path,
@@ -376,20 +416,17 @@ def _write_round(
 ) -> RecordResult:
     body = _body(body_file)
     repo, plan = _existing_plan(cwd, target)
-    template, prefix = (
-        ("design-review.md.j2", "design-review")
-        if kind == "verdict"
-        else ("review.md.j2", "review")
-    )
+    prefix, template, rounds = _RECORD_ROUNDS[kind]
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         inv = a.inventory(str(plan.path), plan.id)
         if check is not None:
             check(inv)  # under the lock: the files it judges cannot change before the write
-        n = a.next_round(inv.design_reviews if kind == "verdict" else inv.reviews)
+        n = a.next_round(rounds(inv))
         path = plan.path / f"{prefix}-{n}.md"
         if os.path.lexists(path):  # numbered from a listing taken under the lock: cannot happen
             raise BadInput("invalid-value", f"{path} already exists; nothing was written")
-        state.write_atomic(path, _render(template, plan, verdict=verdict, n=n, body=body))
+        text = _render(template, plan, verdict=verdict, n=n, body=body, kind=kind)
+        state.write_atomic(path, text)
     return RecordResult(kind, path, verdict)
 
 

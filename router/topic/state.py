@@ -261,6 +261,8 @@ class TopicRecord:
     # True only when this tool cut the branch: teardown never deletes one it did not.
     branch_created: bool = False
     description: str | None = None  # the request `new` was given; a rerun finds its id by it
+    # `new --fix`: the short track (QUESTION -> PLAN -> IMPLEMENT -> PR) from the first brief.
+    track: str | None = None
     plan_dir: str | None = None
     # Creation steps done (inspect, base, claim, ..., record): a crash resumes after the last.
     steps: tuple[str, ...] = ()
@@ -427,6 +429,7 @@ _TEXT_FIELDS = (
     "worktree",
     "base_commit",
     "description",
+    "track",
     "plan_dir",
     "home",
     "pr_cleanup_mode",

@@ -56,8 +56,9 @@ def options(args):
             key, _, value = arg[2:].partition("=")
             found[key] = value
         elif arg.startswith("--"):
-            found[arg[2:]] = args[i + 1] if i + 1 < len(args) else ""
-            i += 1
+            flag = i + 1 >= len(args) or args[i + 1].startswith("--")  # --draft
+            found[arg[2:]] = "" if flag else args[i + 1]
+            i += 0 if flag else 1
         else:
             rest.append(arg)
         i += 1
@@ -82,10 +83,17 @@ def main():
             fail("You are not logged into any GitHub hosts. To log in, run: gh auth login")
         print("Logged in to github.com", file=sys.stderr)
         return
+    known = data.get("repos") or [data["repo"]]
+    if args[:2] == ["api", "graphql"]:
+        return review_threads(data, args[2:], known)
+    if args[:2] == ["issue", "view"]:
+        return issue_view(data, args[2:], known)
+    if args[:2] in (["pr", "create"], ["pr", "edit"]):
+        return pr_write(data, args[1], args[2:], known)
     if args[:1] != ["pr"] or len(args) < 2:
         fail(f"fake gh: unexpected call {args}", 4)
     opts, rest = options(args[2:])
-    if opts.get("repo") != data["repo"]:
+    if opts.get("repo") not in known:
         fail(f"fake gh: --repo {opts.get('repo')!r} is not {data['repo']!r}", 5)
     if data.get("fail"):
         fail("HTTP 502: Bad Gateway (https://api.github.com/graphql)")
@@ -119,6 +127,76 @@ def main():
         fail(f"no pull request #{rest[0]}")
     else:
         fail(f"fake gh: unexpected call {args}", 4)
+
+
+def review_threads(data, args, known):
+    fields, i = {}, 0
+    while i < len(args):
+        if args[i] in ("-f", "-F") and i + 1 < len(args):
+            key, _, value = args[i + 1].partition("=")
+            fields[key] = value
+            i += 2
+        else:
+            i += 1
+    repo = f"{fields.get('owner')}/{fields.get('name')}"
+    if repo not in known or "reviewThreads" not in fields.get("query", ""):
+        fail(f"fake gh: graphql for {repo!r}: {fields}", 5)
+    nodes = data.get("threads", {}).get(f"{repo}#{fields.get('number')}", [])
+    body = {"data": {"repository": {"pullRequest": {"reviewThreads": {"nodes": nodes}}}}}
+    print(json.dumps(body))
+
+
+def issue_view(data, args, known):
+    opts, rest = options(args)
+    if opts.get("repo") not in known:
+        fail(f"fake gh: --repo {opts.get('repo')!r} is not one of {known!r}", 5)
+    for issue in data.get("issues", []):
+        if issue["repo"] == opts["repo"] and str(issue["number"]) == rest[0]:
+            fields = [f for f in opts.get("json", "").split(",") if f]
+            print(json.dumps({f: issue.get(f) for f in fields}))
+            return
+    fail(f"GraphQL: Could not resolve to an issue or pull request with the number of {rest[0]}.")
+
+
+def pr_write(data, verb, args, known):
+    import os, subprocess
+
+    opts, rest = options(args)
+    body = opts.get("body-file")
+    text = open(body, encoding="utf-8").read() if body else ""
+    if verb == "edit":
+        for p in data["prs"]:
+            if p["url"] == rest[0] or str(p["number"]) == rest[0]:
+                p["body"] = text
+                save(data)
+                print(p["url"])
+                return
+        fail(f"fake gh: no PR {rest[0]}")
+    url = subprocess.run(
+        ["git", "remote", "get-url", "origin"], capture_output=True, text=True, cwd=os.getcwd()
+    ).stdout.strip()
+    repo = url.removeprefix("https://github.com/").removesuffix(".git")
+    if repo not in known:
+        fail(f"fake gh: pr create in {os.getcwd()} (origin {url!r}) is not one of {known!r}", 5)
+    number = max([p["number"] for p in data["prs"]] + [0]) + 1
+    pr = {
+        "number": number,
+        "state": "OPEN",
+        "isDraft": "draft" in opts,
+        "headRefName": opts.get("head"),
+        "headRefOid": "",
+        "baseRefName": opts.get("base", "main"),
+        "mergeCommit": None,
+        "isCrossRepository": False,
+        "headRepositoryOwner": {"login": repo.split("/")[0]},
+        "url": f"https://github.com/{repo}/pull/{number}",
+        "title": opts.get("title"),
+        "body": text,
+        "repo": repo,
+    }
+    data["prs"].append(pr)
+    save(data)
+    print(pr["url"])
 
 
 main()
@@ -157,21 +235,35 @@ class FakeGh:
 
 def install_fake_gh(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch | None,
     *,
     repo: str = f"{OWNER}/web",
     prs: tuple[dict[str, Any], ...] = (),
     authenticated: bool = True,
+    repos: tuple[str, ...] = (),
+    issues: tuple[dict[str, Any], ...] = (),
+    threads: dict[str, list[dict[str, Any]]] | None = None,
 ) -> FakeGh:
-    """Put a fake gh first on PATH; it answers from a JSON file (see :class:`FakeGh`)."""
+    """Put a fake gh first on PATH; it answers from a JSON file (see :class:`FakeGh`).
+
+    ``repos``: every repository it answers for (default: ``repo`` alone); ``issues``:
+    ``{"repo", "number", "title", "body", "state", "url"}``; ``threads``: review thread
+    nodes as GitHub's GraphQL gives them, by ``"OWNER/NAME#N"``. Without
+    ``monkeypatch`` PATH is left alone (the caller puts ``bin_dir`` on it).
+    """
     base = tmp_path / "fake-gh"
     bin_dir = base / "bin"
     bin_dir.mkdir(parents=True)
     state_path, log_path = base / "state.json", base / "calls.jsonl"
-    state_path.write_text(
-        json.dumps({"repo": repo, "authenticated": authenticated, "prs": list(prs)}),
-        encoding="utf-8",
-    )
+    state = {
+        "repo": repo,
+        "repos": list(repos) or [repo],
+        "authenticated": authenticated,
+        "prs": list(prs),
+        "issues": list(issues),
+        "threads": threads or {},
+    }
+    state_path.write_text(json.dumps(state), encoding="utf-8")
     script = (
         FAKE_GH.replace("__PYTHON__", sys.executable)
         .replace("__STATE__", repr(str(state_path)))
@@ -180,8 +272,20 @@ def install_fake_gh(
     gh = bin_dir / "gh"
     gh.write_text(script, encoding="utf-8")
     gh.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    if monkeypatch is not None:
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return FakeGh(bin_dir, state_path, log_path)
+
+
+def thread(path: str, line: int, *comments: tuple[str, str], resolved: bool = False) -> dict:
+    """One review thread node as GitHub's GraphQL answers it."""
+    return {
+        "isResolved": resolved,
+        "isOutdated": False,
+        "path": path,
+        "line": line,
+        "comments": {"nodes": [{"author": {"login": a}, "body": b} for a, b in comments]},
+    }
 
 
 def hide_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
