@@ -283,9 +283,10 @@ class _Demo:
         )
         self._worktrees()
         self._plan()
-        self._phase("IMPLEMENT", "plan.md exists, no commit yet")
+        self._phase("IMPLEMENT", "plan.md exists, the test-first gate is not recorded")
+        self._test_gate()
+        self._phase("IMPLEMENT", "the new tests fail by assertion: the slices land next")
         self._implement()
-        self._phase("IMPLEMENT", "the branch has commits")
         self._provision()
         self._status()
         self._refused_teardown()
@@ -509,6 +510,16 @@ class _Demo:
         title = "DESIGN: the reviewer's verdict becomes a durable record"
         payload, record = self._cli(title, "web", ["record", "verdict", self.topic_id, "APPROVE"])
         record([f"wrote {self.in_plan(payload.get('path'))} in the artifact directory"])
+
+    def _test_gate(self) -> None:
+        title = "IMPLEMENT: the orchestrator records the test-first gate"
+        payload, record = self._cli(title, "web", ["record", "tests", self.topic_id, "RED"])
+        record(
+            [
+                "the test architect wrote each slice's test; run, each failed by its assertion",
+                f"wrote {self.in_plan(payload.get('path'))} (RED) in the artifact directory",
+            ]
+        )
 
     def _worktrees(self) -> None:
         title = "STRUCTURE, step worktrees: every repo of repos.md gets its worktree"
