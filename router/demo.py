@@ -289,6 +289,7 @@ class _Demo:
         self._implement()
         self._provision()
         self._status()
+        self._ship()
         self._refused_teardown()
         self._teardown()
 
@@ -628,6 +629,17 @@ class _Demo:
                 state = "dirty" if repo.get("dirty") else "clean"
                 lines.append(f"  {repo['name']:<12}  {state}, {repo.get('ahead', 0)} ahead")
         record(lines)
+
+    def _ship(self) -> None:
+        # Teardown keeps the artifacts of a run that has not shipped: pr.md says it has.
+        title = "PR: the run is finished (here without a PR: the work stays on its branches)"
+        payload, record = self._cli(title, "web", ["record", "pr", self.topic_id, "--local"])
+        record(
+            [
+                f"wrote {self.in_plan(payload.get('path'))}: the topic is SHIPPED, and "
+                "teardown may now drop its artifacts"
+            ]
+        )
 
     def _refused_teardown(self) -> None:
         title = "Teardown refuses while a worktree holds uncommitted work"

@@ -108,6 +108,7 @@ CODES = frozenset(
         "dirty-worktree",
         "locked-worktree",
         "unintegrated-commits",
+        "unshipped-run",
         "conflict",
         "primary-busy",
         "residue-kept",

@@ -907,9 +907,9 @@ def test_abandon_on_a_terminal_asks_first(web, no_gh, monkeypatch, answer, code)
 
 
 def test_a_multi_repo_topics_other_worktrees_are_named_and_left_alone(workspace, no_gh):
-    from helpers.topics import multi_topic
+    from helpers.topics import multi_topic, ship
 
-    topic = multi_topic(workspace, ("api",), topic_id=TOPIC_ID)
+    topic = ship(multi_topic(workspace, ("api",), topic_id=TOPIC_ID))
     home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]
     commit(home_wt, "limits.py", "LIMIT = 10\n", "add rate limits")
     git(home_wt, "push", "-q", "origin", f"{TOPIC_ID}:{TOPIC_ID}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from helpers.plans import repos_md
 from helpers.repos import branches, commit, git, make_repo, run_cli, worktree_paths, write
-from helpers.topics import TOPIC_ID, new_topic, teardown
+from helpers.topics import TOPIC_ID, new_topic, ship, teardown
 
 ID = TOPIC_ID
 WT = Path(".claude") / "worktrees" / ID
@@ -155,7 +155,7 @@ def test_teardown_integrates_once_into_a_primary_listed_twice(workspace):
     alias = _linked(api, workspace / "api-other", "-b", "other")
     topic, _ = _worktrees(home, ("api", api), ("alias", alias))
     sha = commit(api / WT, "api.txt", "api work\n", "api work")
-    res = teardown(topic, "--integrate")
+    res = teardown(ship(topic), "--integrate")
     assert res.code == 0, res.out + res.err
     by_name = {r["name"]: r for r in res.json["repos"]}
     assert "alias" not in by_name or not any(
@@ -182,7 +182,7 @@ def test_teardown_of_a_reused_linked_worktree_integrates_its_commits_once(worksp
     topic, repos = _worktrees(home, ("api", feature))
     assert repos["api"]["status"] == "reused"
     commit(feature, "api.txt", "api work\n", "api work")
-    res = teardown(topic, "--integrate")
+    res = teardown(ship(topic), "--integrate")
     assert res.code == 0, res.out + res.err
     [api_report] = [r for r in res.json["repos"] if r["name"] == "api"]
     steps = {s["name"]: s["outcome"] for s in api_report["steps"]}

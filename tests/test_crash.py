@@ -176,6 +176,10 @@ def test_teardown_integrate_killed_before_each_step_is_finished_by_running_it_ag
     commit(api_wt, "a.py", "a = 1\n", "api: first")
     commit(api_wt, "b.py", "b = 2\n", "api: second")
     assert home_commit
+    # The run is finished here, without a PR: its pr.md says so (a run that has not shipped
+    # keeps its artifacts).
+    shipped = run_cli("record", "pr", ID, "--local", "--json", cwd=web)
+    assert shipped.code == 0, shipped.out + shipped.err
     args = ("teardown", ID, "--integrate", "--json")
     crashed = run(*args, cwd=web, crash_at=step)
     assert crashed.code == CRASHED, crashed.err + crashed.out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.repos import make_repo
-from helpers.topics import Topic, new_topic, write_repos_md
+from helpers.topics import Topic, new_topic, ship, write_repos_md
 
 from router.cli.early import HELP_FILE, early_command, stored_help
 
@@ -281,6 +281,7 @@ def test_worktrees_creates_exactly_as_typer_creates(tmp_path, as_json):
 def test_a_teardown_that_changes_nothing_is_answered_exactly_as_typer_answers_it(
     home_repo, questioned_topic, args
 ):
+    ship(questioned_topic)  # its dry run plans a teardown that goes ahead
     args = [{"TOPIC": questioned_topic.id, "HOME": str(home_repo)}.get(a, a) for a in args]
     proc = _same_answer(args, home_repo)
     assert (proc.returncode == 0) == ("--dry-run" in args), proc.stdout + proc.stderr
@@ -296,6 +297,7 @@ def test_teardown_tears_down_exactly_as_typer_does(tmp_path, as_json):
         home, topic = _two_repo_topic(tmp_path / via / "ws")
         made = _run(["worktrees", topic.id, "--json"], home, via="entry")
         assert made.returncode == 0, made.stdout + made.stderr
+        ship(topic)  # a finished run: its artifacts are not kept
         args = ["-C", str(home), "teardown", topic.id, "--remove-reused"]
         proc = _run(args + (["--json"] if as_json else []), tmp_path, via=via)
         assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -31,6 +31,7 @@ from helpers.topics import (
     Topic,
     multi_topic,
     new_topic,
+    ship,
     snapshot_of,
     steps_of,
     teardown,
@@ -632,7 +633,7 @@ def _ctrl_c(proc) -> None:
 
 
 def test_ctrl_c_stops_every_repo_at_a_step_boundary_prints_json_and_exits_130(workspace, tmp_path):
-    topic = multi_topic(workspace, ("api",))
+    topic = ship(multi_topic(workspace, ("api",)))
     fast = tmp_path / "fast"
     for name, repo in topic.repos.items():
         slow = f"touch {tmp_path / name}-1; sleep 30"

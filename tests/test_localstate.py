@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers.faults import git_wrapper, spawn
 from helpers.repos import branches, commit, git, make_repo, run_cli, write
-from helpers.topics import multi_topic, new_topic, teardown
+from helpers.topics import multi_topic, new_topic, ship, teardown
 
 
 def declare(repo: Path, text: str) -> None:
@@ -197,7 +197,7 @@ def test_a_temp_path_naming_a_repository_is_refused_and_nothing_is_lost(
     # The workspace under $TMPDIR, as in CI and agent sandboxes: every recorded
     # path passes the old checks (under the temp dir, no "..", no symlink).
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    topic = multi_topic(workspace, ("api",))
+    topic = ship(multi_topic(workspace, ("api",)))
     home = topic.home
     write(home / "README.md", "stashed work\n")
     git(home, "stash", "-q")
@@ -277,7 +277,7 @@ def test_nothing_declared_is_said(topic):
 def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_declaration(
     home_repo, tmp_path
 ):
-    topic = new_topic(home_repo)
+    topic = ship(new_topic(home_repo))
     declare(home_repo, f'echo "$TEAM_WORKTREE" > {tmp_path / "wt.txt"}\n')
     scratch = Path(os.environ["TMPDIR"]) / "topic-scratch"
     write(scratch / "x", "x\n")
@@ -292,7 +292,7 @@ def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_dec
 
 
 def test_a_failed_line_runs_once_and_a_second_teardown_exits_0(home_repo, tmp_path):
-    topic = new_topic(home_repo)
+    topic = ship(new_topic(home_repo))
     count = tmp_path / "count.txt"
     declare(home_repo, f"echo ran >> {count}\nexit 3\n")
     outside = write(tmp_path / "keep-me.txt", "x\n")
@@ -384,7 +384,7 @@ def test_a_temp_path_that_is_not_utf8_is_handled_not_a_traceback(topic):
     raw = tmp + b"/cache-\xff\xfe"
     os.mkdir(raw)
     (topic.plan_dir / "temp-paths").write_bytes(raw + b"\n")
-    res = teardown(topic)
+    res = teardown(ship(topic))
     assert res.code == 0, res.out + res.err
     assert [t["outcome"] for t in res.json["local_state"][0]["temp_paths"]] == ["removed"]
     assert not os.path.lexists(raw)
@@ -407,7 +407,7 @@ def test_local_state_waits_for_every_repos_worktree_to_be_gone(workspace, tmp_pa
     # remove` takes a second longer (the real removal, late). The home's local
     # state must still see the topic as the teardown leaves it.
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the workspace is under it, as in CI
-    topic = multi_topic(workspace, ("api",))
+    topic = ship(multi_topic(workspace, ("api",)))
     api_worktree = topic.worktrees["api"]
     seen = tmp_path / "seen.txt"
     declare(topic.home, f"test -e {api_worktree} && echo present > {seen} || echo gone > {seen}\n")
@@ -588,7 +588,7 @@ def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
 
 
 def test_parallel_repos_lines_and_their_output_never_share_a_terminal_line(workspace):
-    topic = multi_topic(workspace, ("api", "types"))
+    topic = ship(multi_topic(workspace, ("api", "types")))
     for name, repo in topic.repos.items():
         declare(repo, "".join(f"printf '{name} wrote {n}'\n" for n in range(5)))
     code, out = _on_a_terminal(["teardown", topic.id], topic.home)

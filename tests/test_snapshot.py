@@ -6,7 +6,7 @@ from helpers.fakegh import hide_gh
 from helpers.faults import KILLED, git_killer, git_wrapper
 from helpers.faults import run as run_killable
 from helpers.repos import branches, commit, git, run_cli, status, write
-from helpers.topics import multi_topic, new_topic, steps_of, teardown
+from helpers.topics import multi_topic, new_topic, ship, steps_of, teardown
 
 from router.teardown.snapshot import snapshot_ref, snapshot_worktree
 from router.topic import state
@@ -91,7 +91,7 @@ def test_restore_one_repo_of_a_multi_repo_topic(workspace):
 
 
 def test_restore_works_in_the_secondary_repo_that_holds_the_snapshot(workspace):
-    topic = multi_topic(workspace, ("api",))
+    topic = ship(multi_topic(workspace, ("api",)))  # home's artifacts are no work to keep
     write(topic.worktrees["api"] / "draft.txt", "api draft\n")
     assert teardown(topic, "--force").code == 0
     api = topic.repos["api"]
@@ -371,7 +371,7 @@ def test_a_file_under_docs_plans_written_after_the_plan_is_kept(workspace, tmp_p
     # The home repo's plan saw its worktree clean; while the api repo's plan is still
     # running (its `git status` held a second), a file lands in the home worktree's
     # docs/plans/, which git's own removal check cannot see (our info/exclude line).
-    topic = multi_topic(workspace, ("api",))
+    topic = ship(multi_topic(workspace, ("api",)))
     wt = topic.worktrees["home"]
     late = wt / "docs" / "plans" / "late.md"
     slow = (

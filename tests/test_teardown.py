@@ -15,6 +15,7 @@ from helpers.topics import (
     configure,
     multi_topic,
     new_topic,
+    ship,
     snapshot_of,
     steps_of,
     teardown,
@@ -36,7 +37,7 @@ def assert_untouched(topic, before: dict[str, dict[str, str]]) -> None:
 
 
 def test_a_clean_multi_repo_topic_is_torn_down_in_every_repo(workspace):
-    topic = multi_topic(workspace, ("api", "types"))
+    topic = ship(multi_topic(workspace, ("api", "types")))
     res = teardown(topic)
     assert res.code == 0, res.out + res.err
     data = res.json
@@ -66,7 +67,7 @@ def test_a_clean_multi_repo_topic_is_torn_down_in_every_repo(workspace):
 
 
 def test_a_second_teardown_of_a_torn_down_topic_exits_0(workspace):
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     assert teardown(topic).code == 0
     assert not topic.plan_dir.exists()
     again = teardown(topic)
@@ -147,7 +148,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
             "interrupted": False,
         }
 
-    merged = "nothing to integrate: merged (its tip is an ancestor of origin/main)"
+    # home's branch has no commit since `new` cut it: empty, which is never "merged".
+    empty = "nothing to integrate: empty (nothing on it since it was cut)"
     assert res.json == {
         "ok": True,
         "command": "teardown",
@@ -159,8 +161,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
                 "worktree": str(home_wt),
                 "steps": plan(
                     home_wt,
-                    ("skipped", merged),
-                    " after writing a snapshot",
+                    ("skipped", empty),
+                    " after writing a snapshot holding the run's artifacts repos.md",
                     f"no docs/plans/{topic.id}/ in the primary clone",
                     f"{undeclared}; no temp paths recorded",
                 ),
@@ -234,7 +236,7 @@ def test_dry_run_of_a_refused_teardown_says_so_and_exits_1(workspace):
 
 
 def test_a_dirty_tracked_change_in_one_repo_refuses_the_whole_teardown(workspace):
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     write(topic.worktrees["api"] / "README.md", "# api, edited but not committed\n")
     before = {n: snapshot_of(r) for n, r in topic.repos.items()}
     res = teardown(topic)
@@ -282,7 +284,7 @@ def test_a_commit_pushed_to_its_own_branch_on_origin_but_not_merged_still_refuse
 
 
 def test_a_locked_worktree_refuses_locked_worktree(workspace):
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     git(
         topic.repos["api"],
         "worktree",
@@ -480,7 +482,7 @@ def test_a_live_holder_refuses_the_teardown(home_repo):
 
 
 def test_integrate_cherry_picks_the_commits_onto_the_primary_default_branch(workspace):
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     api_wt = topic.worktrees["api"]
     first = commit(api_wt, "a.py", "a = 1\n", "api: first")
     commit(api_wt, "b.py", "b = 2\n", "api: second")
@@ -706,6 +708,7 @@ def test_a_record_pointing_at_the_primary_clone_never_removes_it(home_repo):
     path.write_text(json.dumps(data))
     plan = home_repo / "docs" / "plans" / topic.id
     write(plan / "design.md", "# design\n")
+    ship(topic, plan_dir=plan)
     res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
     assert res.code == 0, res.out
     steps = steps_of(res.json, "home")
@@ -743,6 +746,7 @@ def test_a_repos_md_line_naming_another_topics_worktree_never_removes_it(workspa
         f"## Additional repos\n\n- **name:** api\n  **path:** {api}\n\n"
         f"## Worktrees\n\n- home: {topic.worktrees['home']}\n- api: {wrong}\n",
     )
+    ship(topic)
     for flags in (("--dry-run",), ()):
         res = teardown(topic, *flags)
         assert res.code == 0, res.out + res.err
@@ -835,7 +839,7 @@ def test_sibling_plan_dirs_of_other_topics_are_left_alone(home_repo):
     other = home_repo / "docs" / "plans" / "2026-05-02-other-work"
     write(mine / "x.md", "x\n")
     write(other / "y.md", "y\n")
-    assert teardown(topic).code == 0
+    assert teardown(ship(topic)).code == 0
     assert not mine.exists() and (other / "y.md").exists()
 
 
@@ -940,7 +944,7 @@ def test_remove_worktree_refuses_a_dirty_worktree_and_names_its_files(home_repo)
 
 
 def test_teardown_run_from_inside_the_worktree_it_removes(workspace):
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     res = teardown(topic, cwd=topic.worktrees["home"])
     assert res.code == 0, res.out
     assert not topic.worktrees["home"].exists() and not topic.worktrees["api"].exists()
@@ -949,7 +953,7 @@ def test_teardown_run_from_inside_the_worktree_it_removes(workspace):
 
 
 def test_a_git_failure_while_planning_refuses_without_a_traceback(workspace):
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     broken = topic.worktrees["api"] / ".git"
     broken.write_text("gitdir: /nowhere/at/all\n")
     res = teardown(topic)
@@ -966,7 +970,7 @@ def test_no_command_runs_a_repos_core_fsmonitor(workspace, tmp_path):
     marker = tmp_path / "fsmonitor-ran"
     hook = write(tmp_path / "fsmonitor.sh", f'#!/bin/sh\necho "$@" >> {marker}\nexit 1\n')
     hook.chmod(0o755)
-    topic = multi_topic(workspace, config={"core.fsmonitor": str(hook)})
+    topic = ship(multi_topic(workspace, config={"core.fsmonitor": str(hook)}))
     assert not marker.exists(), "new or worktrees ran core.fsmonitor"
     commit(topic.worktrees["api"], "api.txt", "api\n", "api change")
     push_branch(topic.worktrees["api"], topic.branch)
@@ -1030,7 +1034,7 @@ def _refused_plan(blocker: dict[str, str]) -> list[dict[str, str]]:
 
 
 def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(workspace):
-    topic = multi_topic(workspace, ("api",))
+    topic = ship(multi_topic(workspace, ("api",)))
     home_wt, api_wt = topic.worktrees["home"], topic.worktrees["api"]
     write(home_wt / "draft.txt", "draft\n")
     sha = commit(api_wt, "api.py", "x = 1\n", "api work")
@@ -1183,7 +1187,7 @@ def test_a_process_working_in_the_worktree_refuses_even_with_force_and_names_it(
     """A shell or editor whose working directory is in the worktree would lose it (and an
     editor may write its buffers back into a deleted tree): nothing is removed anywhere,
     --force or not, until it is closed."""
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     wt = topic.worktrees["api"]
     (wt / "src").mkdir()
     before = {n: snapshot_of(p) for n, p in topic.repos.items()}
@@ -1234,7 +1238,7 @@ def test_a_process_holding_a_file_of_the_worktree_open_refuses(home_repo):
 
 def test_teardown_started_by_a_shell_sitting_in_the_worktree_is_not_refused(workspace):
     """The caller and the shells above it are excluded: they asked for the removal."""
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     wt = topic.worktrees["home"]
     command = " ".join(f"'{a}'" for a in argv("teardown", topic.id, "--json", cwd=wt))
     # `; true` keeps sh from exec'ing the command: the shell stays, an ancestor in the worktree.
@@ -1247,7 +1251,7 @@ def test_teardown_started_by_a_shell_sitting_in_the_worktree_is_not_refused(work
 def test_teardown_piped_into_a_reader_sitting_in_the_worktree_is_not_refused(workspace):
     """`team-router teardown --json | jq .` typed in the worktree: the reader of the output
     is part of the command line that asked for the removal, not a process working there."""
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     wt = topic.worktrees["home"]
     command = " ".join(f"'{a}'" for a in argv("teardown", topic.id, "--json", cwd=wt))
     done = subprocess.run(
@@ -1260,7 +1264,7 @@ def test_teardown_piped_into_a_reader_sitting_in_the_worktree_is_not_refused(wor
 
 def test_a_server_started_by_the_same_shell_still_refuses(workspace):
     """A process that only shares the output pipe (started with `&`) is no reader of it."""
-    topic = multi_topic(workspace)
+    topic = ship(multi_topic(workspace))
     wt = topic.worktrees["home"]
     command = " ".join(f"'{a}'" for a in argv("teardown", topic.id, "--json", cwd=wt))
     line = f'sleep 60 & server=$!; {command}; kill "$server"'

@@ -10,7 +10,7 @@ import pytest
 from helpers.faults import git_logger, git_then, git_verbs, git_wrapper, run
 from helpers.origin import commit_on_origin, merge_on_origin
 from helpers.repos import branches, commit, git, status
-from helpers.topics import multi_topic, new_topic, steps_of
+from helpers.topics import multi_topic, new_topic, ship, steps_of
 
 # Per repo: the config (origin, the committer, the branch's section), fetch,
 # for-each-ref, worktree list (the home's was read while resolving), the
@@ -24,7 +24,7 @@ MAX_GIT_PROCESSES = 40
 
 
 def test_a_three_repo_integrating_teardown_starts_at_most_40_git_processes(tmp_path, workspace):
-    topic = multi_topic(workspace, ("api", "db"))
+    topic = ship(multi_topic(workspace, ("api", "db")))
     for name, worktree in topic.worktrees.items():
         commit(worktree, f"{name}-feature.txt", "work\n", f"feature in {name}")
     log = tmp_path / "git.log"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from helpers.repos import run_cli
-from helpers.topics import multi_topic
+from helpers.topics import multi_topic, ship
 
 from router.plandir.reposmd import WorktreeLine
 from router.topic import state
@@ -58,7 +58,7 @@ def test_ownership_comes_from_the_repos_own_record(steps, worktree, expected):
 
 
 def test_phase_status_and_teardown_list_the_same_repos_in_the_same_order(workspace):
-    topic = multi_topic(workspace, ("api", "db"))
+    topic = ship(multi_topic(workspace, ("api", "db")))
     status = run_cli("status", "--json", cwd=topic.home)
     listed = [r["name"] for r in status.json["topics"][0]["repos"]]
     dry = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.home)

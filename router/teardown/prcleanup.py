@@ -45,6 +45,7 @@ from router.teardown.steps import (
     delete_branch,
     describe_dirt,
     done,
+    empty_branch,
     failed,
     forget_earlier_teardown,
     git_failed,
@@ -72,6 +73,13 @@ from router.teardown.steps import (
 )
 from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
+)
+from router.teardown.unshipped import (
+    RunArtifacts,
+    run_artifacts,
+    snapshot_note,
+    unshipped,
+    unshipped_message,
 )
 from router.topic import state
 from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link, resolve
@@ -541,6 +549,44 @@ def refuse_in_use(found: Survey, warnings: list[str]) -> None:
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
 
 
+def run_at_stake(repo: Repo, found: Survey) -> list[RunArtifacts]:
+    """The artifacts of an unshipped run this cleanup would delete: in the worktree it
+    removes, and in the primary clone when the plan-dir step would remove them there."""
+    if found.topic_id is None:
+        return []
+    checkouts = []
+    if found.worktree_path is not None and not found.kept_worktree and not found.removing:
+        checkouts.append(found.worktree_path)
+    if remove_plan_dir(repo, found.topic_id, dry_run=True).outcome is Outcome.DONE:
+        checkouts.append(repo.primary)
+    return unshipped(run_artifacts(c, found.topic_id) for c in checkouts)
+
+
+def refuse_unshipped(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
+    """A run that has not shipped keeps its artifacts: pr-cleanup is for after a merge (§9).
+
+    ``--abandon`` is the explicit request to drop the work: it snapshots them instead.
+    """
+    if mode is not Mode.MERGED:
+        return
+    dirs = run_at_stake(repo, found)
+    if not dirs:
+        return
+    why = unshipped_message(found.topic_id, dirs, command="pr-cleanup")  # type: ignore[arg-type]
+    raise Refusal(
+        "unshipped-run",
+        f"{why}; nothing was touched",
+        details={
+            "branch": found.branch,
+            "mode": str(mode),
+            "proof": None,
+            "steps": [],
+            "dry_run": dry_run,
+            "prs": [],
+        },
+    )
+
+
 def _dirt(status: StatusReport) -> str:
     return "has " + describe_dirt(status)
 
@@ -574,6 +620,7 @@ class Evidence:
     gh: GhVerdict
     pr: int | None = None
     detail: str = ""
+    empty: bool = False  # the branch has no commits of its own: there is no merge to prove
 
     @property
     def merged(self) -> bool:
@@ -615,6 +662,11 @@ def prove_merged(
             subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {found.default.name}"
         )
     content = merge_proof(repo.git, subject, found.default.remote_ref)
+    base = found.record.base_commit if found.record else None
+    if base is not None and empty_branch(repo.git, subject, base, content):
+        # Its tip is an ancestor of every later default branch: that proves no merge.
+        why = f"{found.branch} is empty (nothing on it since it was cut at {base[:12]})"
+        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, detail=why, empty=True)
     verdict, pr, why = _ask_gh(repo, found, hub, named, subject, found.default.remote_ref)
     if content is None and verdict is GhVerdict.AGREED and pr is not None:
         # A squash merge followed by other changes to the same lines defeats the
@@ -685,11 +737,19 @@ def refuse_unmerged(
         return
     # A missing proof is not a reason to abandon: the merge may not have
     # reached origin yet, or the branch moved after it. Never suggest --abandon.
+    fix = (
+        f"merge its PR first; if it is merged, check that origin/{found.default.name} has every "
+        f"commit of {found.branch}, then run this again"
+    )
+    if evidence.empty:
+        teardown = f"`team-router teardown {found.topic_id}`" if found.topic_id else "teardown"
+        fix = (
+            f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
+        )
     raise Refusal(
         "not-merged",
         f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
-        f"nothing was deleted (merge its PR first; if it is merged, check that "
-        f"origin/{found.default.name} has every commit of {found.branch}, then run this again)",
+        f"nothing was deleted ({fix})",
         details={
             "branch": found.branch,
             "mode": str(Mode.MERGED),
@@ -1254,6 +1314,9 @@ def preview(
             steps.append(done("close-prs", f"would close {names}"))
     wt = found.worktree_path
     how = "force-remove (after a snapshot)" if abandon else "remove"
+    in_worktree = [a for a in run_at_stake(repo, found) if a.checkout == wt]
+    if abandon and in_worktree:
+        how = f"force-remove (after a snapshot holding {snapshot_note(in_worktree)})"
     copied = _copied_note(repo, found)
     steps.append(
         skipped("remove", found.kept_worktree)
@@ -1497,6 +1560,7 @@ def _checked_survey(
     mode, reused = opts.mode, opts.remove_reused
     local = survey(repo, branch, ask_remote=False, remove_reused=reused)
     refuse_dirty(repo, local, mode)
+    refuse_unshipped(repo, local, mode)
     refuse_nested(local)
     refuse_reflog_work(repo, local)
     refuse_in_use(local, warnings)
@@ -1618,6 +1682,7 @@ def _dry_run(
     warnings.extend(found.notes)
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
+    refuse_unshipped(repo, found, opts.mode, dry_run=True)
     refuse_nested(found)
     refuse_reflog_work(repo, found)
     refuse_in_use(found, warnings)

@@ -264,6 +264,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
             target, path, created = _check_out(repo, branch, snap)
             _mark_restoring(repo, path, branch, snap, created=created)
         _lay_over(Git(path), snap)
+        copied, includes = _copy_includes(repo, path)
     except GitError as exc:
         return RestoredRepo(
             name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
@@ -271,7 +272,9 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     except Refusal as exc:
         return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
     if topic_id is not None:
-        _record_restore(repo, record, topic_id, name, branch, target, path, snap, created=created)
+        _record_restore(
+            repo, record, topic_id, name, branch, target, path, snap, created=created, copied=copied
+        )
     _drop_restoring(repo, path)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
@@ -280,11 +283,32 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         name,
         RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
-        f"as working-tree changes{staged}; {snap.ref} is kept{subs}{_departed_note(repo, snap)}",
+        f"as working-tree changes{staged}{includes}; {snap.ref} is kept{subs}"
+        f"{_departed_note(repo, snap)}",
         snap.commit,
         target,
         path,
     )
+
+
+def _copy_includes(repo: Repo, path: Path) -> tuple[list[str], str]:
+    """Copy the ``.worktreeinclude`` files (``.env`` and kin) again from the primary clone:
+    (what was copied, the note the report adds).
+
+    git ignores them, so no snapshot holds them: ``restore`` makes the worktree
+    as ``new`` made it. A file already there (one the snapshot brought back,
+    one a killed restore copied) is never overwritten. A copy that fails is
+    named, and the restored work stays.
+    """
+    from router.create.include import copy_included
+
+    try:
+        copied = copy_included(repo.primary, path)
+    except OSError as exc:
+        where = exc.filename or repo.primary
+        return [], f"; the .worktreeinclude files were not copied again ({exc.strerror}: {where})"
+    note = f"; copied again from {repo.primary}: {', '.join(copied)}" if copied else ""
+    return copied, note
 
 
 def _lay_over(wt: Git, snap: Snapshot) -> None:
@@ -588,6 +612,7 @@ def _record_restore(
     snap: Snapshot,
     *,
     created: bool,
+    copied: list[str],
 ) -> None:
     restored = state.Restored(snap.commit, target, str(path))
 
@@ -602,6 +627,8 @@ def _record_restore(
             branch_created=created or r.branch_created,
             teardown=None,
             restored=restored,
+            # Teardown names these copies when it deletes them, as for a new worktree's.
+            included=tuple(sorted(set(r.included) | set(copied))),
         )
 
     state.update_record(

@@ -53,6 +53,12 @@ from router.teardown.sweep import (
     remove_residue,
     sweep,
 )
+from router.teardown.unshipped import (
+    run_artifacts,
+    snapshot_note,
+    unshipped,
+    unshipped_message,
+)
 from router.topic import state
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
@@ -237,22 +243,57 @@ class Integration:
 
     proof: Proof | None
     missing: tuple[str, ...]  # commits whose patches the default branch lacks
+    # No commit since the branch was cut: nothing to integrate, and nothing was merged
+    # (a tip that is an ancestor of the target proves a merge only of commits it has).
+    empty: bool = False
 
     @property
     def integrated(self) -> bool:
         return self.proof is not None or not self.missing
 
+    def reason(self, default: str) -> str:
+        """Why the branch may go: the merge proof, every patch on ``default``, or empty."""
+        if self.empty:
+            return "empty: nothing on it since it was cut"
+        return self.proof.detail if self.proof else f"every patch is on {default}"
+
+
+EMPTY = "empty (nothing on it since it was cut)"
+
+
+def empty_branch(git: Git, tip: str, base: str | None, proof: Proof | None) -> bool:
+    """The branch holds no commit of its own: its tip is where it was cut (``base``) or below.
+
+    ``proof``: the merge proof found for ``tip``. A tip below its base is an
+    ancestor of the target too, so only with an ancestry proof is git asked.
+    Without the base (a branch no record describes) this cannot be told from a
+    fast-forward merge, and False is answered: the merge proof decides.
+    """
+    if base is None:
+        return False
+    if tip == base:
+        return True
+    return proof is not None and proof.kind is ProofKind.ANCESTOR and git.is_ancestor(tip, base)
+
 
 def integration(
-    git: Git, tip: str, default: DefaultBranch, refs: Mapping[str, g.RefTip] | None = None
+    git: Git,
+    tip: str,
+    default: DefaultBranch,
+    refs: Mapping[str, g.RefTip] | None = None,
+    *,
+    base: str | None = None,
 ) -> Integration:
-    """Merged on origin or on the local default branch, else the commits still missing.
+    """Empty, merged on origin or on the local default branch, else the commits still missing.
 
     ``refs``: the repo's refs with their commits and trees, when the caller
     read them already. Then a target at the same commit as one already judged
     (origin's and the local default branch, right after a fetch) is not judged
     again, and the local target's ``git cherry`` answer is the missing list.
+    ``base``: the commit the topic's branch was cut from (its record's).
     """
+    if empty_branch(git, tip, base, None):
+        return Integration(None, (), empty=True)
     refs = refs or {}
     targets = [ref for ref in (default.remote_ref, default.local_ref) if ref]
     judged: dict[str, list[CherryEntry] | None] = {}  # target commit (or ref) -> its cherry
@@ -263,7 +304,7 @@ def integration(
             continue  # same commit as a target judged above: same answer
         proof, entries = _judge(git, tip, ref, known.tree if known else None)
         if proof is not None:
-            return Integration(proof, ())
+            return Integration(proof, (), empty=empty_branch(git, tip, base, proof))
         judged[key] = entries
     upstream = default.local_ref or default.remote_ref or default.best_ref
     known = refs.get(upstream)
@@ -368,6 +409,8 @@ def integrate_commits(
     if default is None:
         return refused(name, "no-default-branch", f"{repo.primary}: the default branch is unknown")
     found = known[1] if known else integration(repo.git, tip, default)
+    if found.empty:
+        return skipped(name, f"nothing to integrate: {branch} is {EMPTY}")
     if found.proof is not None:
         return skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
     if not found.missing:
@@ -793,7 +836,8 @@ def remove_worktree(
     instead of reading its deletions as work. ``proven_clean``: this
     command's plan read the worktree's status and found it clean; git's own
     check covers the moments since. ``again``: the command a message says to
-    run again.
+    run again. The artifacts of a run that has not shipped (the topic's plan
+    dir, which git ignores) refuse unless ``force``, which snapshots them.
     """
     name = "remove"
     entries = entries if entries is not None else repo.git.worktree_list()
@@ -837,6 +881,11 @@ def remove_worktree(
             )
             if status.dirty:
                 return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
+        run = unshipped([run_artifacts(path, topic_id)]) if exists and topic_id else []
+        if run:
+            # The plan refused these already; this covers artifacts written since.
+            why = unshipped_message(topic_id, run, command=again)  # type: ignore[arg-type]
+            return refused(name, "unshipped-run", why), None
         removal = _mark_removal(repo, topic, path, branch)
         try:
             # A registration whose directory is gone holds nothing: --force drops it.
@@ -857,8 +906,12 @@ def remove_worktree(
         return done(name, f"removed {path}{gone}"), None
     hidden = hidden_work(path, topic_id) if exists else ()
     status = with_hidden(Git(path).status(), hidden) if exists else StatusReport()
+    # The topic's plan dir goes into every snapshot (it is the run's record, and
+    # git ignores it); the artifacts of a run that has not shipped are work themselves.
+    own = run_artifacts(path, topic_id) if exists and topic_id else None
+    unshipped_here = unshipped([own])
     snap = None
-    if exists and _holds_work(repo, path, branch, status):
+    if exists and (unshipped_here or _holds_work(repo, path, branch, status)):
         try:
             outer = outer_clones(nested)
             snap = snapshot_worktree(
@@ -866,7 +919,7 @@ def remove_worktree(
                 path,
                 branch,
                 exclude=outer,
-                ignored=hidden,
+                ignored=(*hidden, *(own.in_checkout if own else ())),
                 departed=departed(path, nested, outer),
             )
         except SnapshotFailed as exc:
@@ -883,6 +936,8 @@ def remove_worktree(
         return git_failed(name, f"git worktree remove {path} failed", exc), snap
     _unmark_removal(repo, topic, branch)
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
+    if snap and unshipped_here:
+        kept += f", {snapshot_note(unshipped_here)} included"
     return done(name, f"removed {path}{kept}{gone}"), snap
 
 
@@ -1413,7 +1468,7 @@ def delete_branch(
         found = integration(repo.git, tip, default) if default else Integration(None, (tip,))
     snap = None
     if found.integrated:
-        why = found.proof.detail if found.proof else f"every patch is on {default.name}"  # type: ignore[union-attr]
+        why = found.reason(default.name)  # type: ignore[union-attr]
     elif not force:
         return refused(
             name,
@@ -1464,7 +1519,7 @@ def _delete_judged(
         return None  # git branch -D decides, and refuses a checked-out branch
     if not repo.git.branch_delete_at(branch, tip):
         return None
-    why = found.proof.detail if found.proof else f"every patch is on {default.name}"
+    why = found.reason(default.name)
     # Config already read says whether there is a section: no process when there is none.
     left = repo.git.drop_branch_config(branch) if config.has_section(f"branch.{branch}") else ""
     return done("branch", f"deleted {branch} ({why}){left}")

@@ -183,7 +183,7 @@ def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) 
         if path.name in claimed:
             kept.append(Kept(path, SweepVerdict.CLAIMED))
         elif os.path.lexists(path / ".git"):
-            kept.append(Kept(path, SweepVerdict.CHECKOUT, _files_under(path)))
+            kept.append(Kept(path, SweepVerdict.CHECKOUT, files_under(path)))
         else:
             free.append(path)
     kept.sort(key=lambda k: k.path)
@@ -236,7 +236,7 @@ def classify(
 
 def _verdict_on(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
     """The verdict on what a directory holds: a checkout, files beside residue, or residue."""
-    files = _files_under(path)
+    files = files_under(path)
     if (
         os.path.lexists(path / ".git")
         or any(_in_repository(f) for f in files)
@@ -279,7 +279,7 @@ def _subdirs(base: Path) -> list[Path]:
     return sorted(found)
 
 
-def _files_under(path: Path) -> tuple[str, ...]:
+def files_under(path: Path) -> tuple[str, ...]:
     """Every non-directory entry below ``path`` (relative, sorted); links are not followed."""
     found: list[str] = []
     stack = [path]

@@ -36,6 +36,7 @@ from router.teardown.localstate import (
 from router.teardown.nested import NestedRepo, survey_nested, survey_remains
 from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
 from router.teardown.steps import (
+    EMPTY,
     NO_PROC_NOTE,
     STEPS,
     Integration,
@@ -87,6 +88,13 @@ from router.teardown.steps import (
     worktrees_in_use,
 )
 from router.teardown.sweep import Kept, SweepResult, sweep
+from router.teardown.unshipped import (
+    RunArtifacts,
+    run_artifacts,
+    snapshot_note,
+    unshipped,
+    unshipped_message,
+)
 from router.topic import state
 from router.topic.discovery import home_repo
 from router.topic.ids import ID_RE, Branch, branch_for
@@ -148,6 +156,8 @@ class RepoPlan:
     kept_worktree: str = ""
     kept_branch: str = ""
     committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
+    # The artifacts of a run that has not shipped that this teardown would delete (home only).
+    unshipped: tuple[RunArtifacts, ...] = ()
     # The repo's config, read once (origin, committer, the branch's section).
     config: g.ConfigView | None = None
     # The plan read the worktree's status (and it is the remove step's proof when clean).
@@ -239,7 +249,8 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         else ()
     )
     tip = refs.get(f"refs/heads/{target.branch}")
-    found = integration(repo.git, tip, default, tips) if tip and default else None
+    base = target.record.base_commit if target.record else None
+    found = integration(repo.git, tip, default, tips, base=base) if tip and default else None
     plan = RepoPlan(
         target,
         default,
@@ -277,17 +288,36 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         # --force or not: the rerun would delete the repositories left in it.
         blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
     if target.is_home and topic_id:
-        blockers += _plan_dir_blockers(repo, topic_id)
+        removed = worktree if entry is not None and not kept else None
+        found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, opts)
+        plan = dataclasses.replace(plan, unshipped=found_dirs)
+        blockers += plan_blockers
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
 
 
-def _plan_dir_blockers(repo: Repo, topic_id: str) -> list[StepResult]:
-    """A plan dir in the primary clone holding another repository's unpushed work refuses here,
-    --force or not: step 6 finds it too, but only after every worktree and branch is gone."""
+def _plan_dir_blockers(
+    repo: Repo, topic_id: str, removed: Path | None, opts: TeardownOptions
+) -> tuple[tuple[RunArtifacts, ...], list[StepResult]]:
+    """The unshipped run's artifacts this teardown would delete, and what they refuse.
+
+    A plan dir in the primary clone holding another repository's unpushed work
+    refuses, --force or not: step 6 finds it too, but only after every worktree
+    and branch is gone. The artifacts of a run that has not shipped refuse
+    unless --force (which snapshots them): in the worktree the remove step
+    deletes (``removed``), and in the primary clone when step 6 would delete them.
+    """
     found = remove_plan_dir(repo, topic_id, dry_run=True)
-    return [found] if found.code == "nested-work" else []
+    if found.code == "nested-work":
+        return (), [found]
+    checkouts = [removed] if removed is not None else []
+    checkouts += [repo.primary] if found.outcome is Outcome.DONE else []
+    dirs = unshipped(run_artifacts(c, topic_id) for c in checkouts)
+    if not dirs or opts.force:
+        return tuple(dirs), []
+    why = unshipped_message(topic_id, dirs, command="teardown")
+    return tuple(dirs), [refused("plan-dir", "unshipped-run", why)]
 
 
 def _at_origin(default: DefaultBranch | None, refs: dict[str, str]) -> bool:
@@ -1271,6 +1301,8 @@ def _preview_integrate(plan: RepoPlan, opts: TeardownOptions) -> StepResult:
         return skipped("integrate", f"branch {plan.target.branch} is gone: nothing to integrate")
     if plan.kept_branch and not opts.integrate and found.missing:
         return _kept_integrate(plan)
+    if found.empty:
+        return skipped("integrate", f"nothing to integrate: {EMPTY}")
     if found.proof is not None:
         return skipped("integrate", f"nothing to integrate: merged ({found.proof.detail})")
     if not found.missing:
@@ -1296,7 +1328,11 @@ def _preview_remove(plan: RepoPlan, opts: TeardownOptions) -> StepResult:
         return skipped("remove", plan.kept_worktree)
     if not plan.registered:
         return skipped("remove", f"{plan.worktree} is not a registered worktree")
-    snap = " after writing a snapshot" if opts.force and plan.status.dirty else ""
+    in_worktree = [a for a in plan.unshipped if a.checkout == plan.worktree]
+    snap = ""
+    if opts.force and (plan.status.dirty or in_worktree):
+        snap = " after writing a snapshot"
+        snap += f" holding {snapshot_note(in_worktree)}" if in_worktree else ""
     gone = gone_with(plan.nested)
     return _with_copies(done("remove", f"would remove {plan.worktree}{snap}{gone}"), plan)
 

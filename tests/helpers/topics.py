@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.origin import merge_on_origin
-from helpers.plans import repos_md
+from helpers.plans import artifact, repos_md
 from helpers.repos import commit, git, make_repo, run_cli, write
 
 TOPIC_ID = "2026-05-01-add-rate-limiting"
@@ -91,6 +91,15 @@ def write_repos_md(topic: Topic, secondaries: dict[str, Path]) -> Path:
     """The topic's repos.md: home ``web`` and ``secondaries`` (name -> primary), no frontmatter."""
     text = repos_md(topic.home, *secondaries.items(), topic=None, role="service")
     return write(topic.plan_dir / "repos.md", text)
+
+
+def ship(topic: Topic, *, plan_dir: Path | None = None) -> Topic:
+    """``topic`` as a finished run: its ``pr.md`` written (as ``record pr`` writes it after the
+    PR opens), so teardown may drop its artifacts. Written directly: ``record pr`` wants
+    commits, and many teardown scenarios have none. ``plan_dir``: where the run's plan dir
+    is when not in its worktree (a run in place)."""
+    artifact(plan_dir or topic.plan_dir, "pr.md", url="https://github.com/example/web/pull/1")
+    return topic
 
 
 def teardown(topic: Topic, *flags: str, cwd: Path | None = None):

@@ -1,0 +1,90 @@
+"""The run's artifacts (DESIGN §9): a run that has not shipped keeps its plan dir.
+
+A plan dir is ignored by git (``/docs/plans/`` in ``info/exclude``), so no git
+check protects it: removing the home worktree, or the in-place plan dir of a
+run that fell back, deletes ``task.md``, ``design.md`` ... without a trace.
+Until the run has shipped (its ``pr.md`` is written) those files are the run
+itself: teardown and pr-cleanup refuse ``unshipped-run`` naming them, and
+``--force`` snapshots them (``restore`` brings the run back where it was).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.plandir.artifacts import PR
+from router.teardown.sweep import files_under
+from router.topic.discovery import PLANS_DIR, plan_dir_link
+
+LISTED = 20  # artifact files a refusal names before "and N more"
+
+
+@dataclass(frozen=True, slots=True)
+class RunArtifacts:
+    """The topic's plan dir in one checkout, as a removal would delete it."""
+
+    checkout: Path
+    plan_dir: Path
+    files: tuple[str, ...]  # every file in it, relative to the plan dir, sorted
+
+    @property
+    def shipped(self) -> bool:
+        return PR in self.files
+
+    @property
+    def in_checkout(self) -> tuple[str, ...]:
+        """The files relative to the checkout's top level (what a snapshot force-adds)."""
+        rel = self.plan_dir.relative_to(self.checkout).as_posix()
+        return tuple(f"{rel}/{f}" for f in self.files)
+
+
+def run_artifacts(checkout: Path, topic_id: str) -> RunArtifacts | None:
+    """``<checkout>/docs/plans/<id>/`` and its files; None when it is not there.
+
+    Behind a symlinked ``docs``, ``docs/plans`` or plan dir there is nothing a
+    removal deletes (it deletes the link, never what it points to): None too.
+    A folder that cannot be read is listed as such, never taken for empty.
+    """
+    plan_dir = checkout / PLANS_DIR / topic_id
+    if plan_dir_link(str(checkout), topic_id) is not None or not os.path.isdir(plan_dir):
+        return None
+    return RunArtifacts(checkout, plan_dir, files_under(plan_dir))
+
+
+def unshipped(found: Iterable[RunArtifacts | None]) -> list[RunArtifacts]:
+    """The plan dirs holding artifacts of a run that has not shipped (none has ``pr.md``)."""
+    dirs = [a for a in found if a is not None]
+    if any(a.shipped for a in dirs):
+        return []
+    return [a for a in dirs if a.files]
+
+
+def unshipped_message(topic_id: str, dirs: list[RunArtifacts], *, command: str) -> str:
+    """Why ``command`` keeps the run's artifacts, naming them and both ways out."""
+    held = "; ".join(f"{a.plan_dir} holds {_name_files(a.files)}" for a in dirs)
+    force = (
+        f"`team-router teardown {topic_id} --force` snapshots them and takes the topic apart"
+        if command == "pr-cleanup"
+        else "pass --force to snapshot them before they go"
+    )
+    return (
+        f"{topic_id} has not shipped (no {PR}), and {command} would delete the run's artifacts: "
+        f"{held}; finish the run (`team-router next {topic_id}` says what is left; `team-router "
+        f"record pr {topic_id} <url>` once it has shipped), or {force} "
+        f"(`team-router restore {topic_id}` brings the run back)"
+    )
+
+
+def snapshot_note(dirs: list[RunArtifacts]) -> str:
+    """What a forced removal keeps in its snapshot: ``the run's artifacts a, b, ...``."""
+    files = [f for a in dirs for f in a.files]
+    return f"the run's artifacts {_name_files(files)}"
+
+
+def _name_files(files: Iterable[str]) -> str:
+    names = list(files)
+    more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
+    return ", ".join(names[:LISTED]) + more

@@ -1,0 +1,327 @@
+"""A run that has not shipped keeps its artifacts; --force snapshots them and restore brings the run back.
+
+Over real git: a topic made by ``new``, artifacts written into its plan dir the
+way the pipeline writes them, no commit yet.
+"""
+
+from __future__ import annotations
+
+import json
+
+from helpers.fakegh import hide_gh
+from helpers.origin import merge_on_origin
+from helpers.plans import artifact
+from helpers.repos import branches, commit, git, run_cli, worktree_paths, write
+from helpers.topics import Topic, new_topic, snapshot_of
+
+ARTIFACTS = ("task.md", "questions.md", "research.md", "design.md")
+LISTED = "design.md, questions.md, research.md, task.md"
+
+
+def unfinished(topic: Topic) -> Topic:
+    """``topic`` with the artifacts of a run stopped at DESIGN (no commit on its branch)."""
+    for name in ARTIFACTS:
+        artifact(topic.plan_dir, name)
+    return topic
+
+
+def everything(topic: Topic) -> dict[str, object]:
+    """What a refusal must leave alone: refs, worktrees, files of every checkout, the plan dir."""
+    found = snapshot_of(topic.home)
+    plan = topic.plan_dir
+    found["plan"] = (
+        {p.name: p.read_bytes() for p in sorted(plan.iterdir())} if plan.exists() else {}
+    )
+    found["worktree"] = {
+        str(p.relative_to(topic.worktrees["home"])): p.read_bytes()
+        for p in sorted(topic.worktrees["home"].rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(topic.worktrees["home"]).parts
+    }
+    return found
+
+
+def refusal(topic: Topic, command: str) -> str:
+    ways = (
+        f"`team-router teardown {topic.id} --force` snapshots them and takes the topic apart"
+        if command == "pr-cleanup"
+        else "pass --force to snapshot them before they go"
+    )
+    return (
+        f"{topic.id} has not shipped (no pr.md), and {command} would delete the run's artifacts: "
+        f"{topic.plan_dir} holds {LISTED}; finish the run (`team-router next {topic.id}` says "
+        f"what is left; `team-router record pr {topic.id} <url>` once it has shipped), or {ways} "
+        f"(`team-router restore {topic.id}` brings the run back)"
+    )
+
+
+def refused_plan(topic: Topic, head: str, tail: str) -> str:
+    """teardown's text when the plan refuses the unshipped run (every other step not done)."""
+    not_done = "not done: teardown refused (unshipped-run here)"
+    rows = [
+        ("integrate", "skipped", not_done),
+        ("remove", "skipped", not_done),
+        ("branch", "skipped", not_done),
+        ("verify-gone", "skipped", not_done),
+        ("update-default", "skipped", not_done),
+        ("plan-dir", "refused", refusal(topic, "teardown")),
+        ("sweep", "skipped", not_done),
+        ("local-state", "skipped", not_done),
+    ]
+    lines = [head, f"home  {topic.worktrees['home']}"]
+    lines += [f"  {name:<15} {outcome:<8} {detail}" for name, outcome, detail in rows]
+    return "\n".join([*lines, tail])
+
+
+# -- item: refused, nothing lost -------------------------------------------------------------------
+
+
+def test_teardown_refuses_an_unshipped_run_and_removes_nothing(home_repo):
+    topic = unfinished(new_topic(home_repo))
+    before = everything(topic)
+    res = run_cli("teardown", topic.id, cwd=home_repo)
+    assert res.code == 1
+    rest = "integrate, remove, branch, verify-gone, update-default, sweep, local-state"
+    assert res.out == (
+        f"Refused (nothing was removed in any repo); the plan of {topic.id}\n"
+        f"home  {topic.worktrees['home']}\n"
+        f"  plan-dir        refused  {refusal(topic, 'teardown')}\n"
+        f"  the rest        skipped  not done: teardown refused (unshipped-run here): {rest}\n"
+        f"teardown of {topic.id} refused: 1 refused step(s) above; fix each, then run it again\n"
+    )
+    assert res.err == (
+        f"team-router: teardown of {topic.id} refused, nothing was removed in any repo: "
+        f"home: {refusal(topic, 'teardown')} [unshipped-run]\n"
+    )
+    assert everything(topic) == before
+    assert topic.branch in branches(home_repo)
+    assert str(topic.worktrees["home"]) in worktree_paths(home_repo)
+
+
+def test_teardown_json_names_unshipped_run_and_the_files(home_repo):
+    topic = unfinished(new_topic(home_repo))
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 1
+    error = res.json["error"]
+    assert error == {
+        "code": "unshipped-run",
+        "message": f"teardown of {topic.id} refused, nothing was removed in any repo: "
+        f"home: {refusal(topic, 'teardown')}",
+    }
+    assert sorted(p.name for p in topic.plan_dir.iterdir()) == sorted(ARTIFACTS)
+
+
+def test_pr_cleanup_refuses_an_unshipped_run_and_removes_nothing(home_repo, tmp_path, monkeypatch):
+    hide_gh(tmp_path, monkeypatch)
+    topic = unfinished(new_topic(home_repo))
+    before = everything(topic)
+    res = run_cli("pr-cleanup", topic.branch, cwd=home_repo)
+    assert res.code == 1
+    assert res.out == ""
+    assert res.err == (
+        f"team-router: {refusal(topic, 'pr-cleanup')}; nothing was touched [unshipped-run]\n"
+    )
+    assert everything(topic) == before
+    assert topic.branch in branches(home_repo)
+
+
+def test_pr_cleanup_refuses_an_unshipped_run_even_when_its_commits_are_merged(
+    home_repo, tmp_path, monkeypatch
+):
+    hide_gh(tmp_path, monkeypatch)
+    topic = unfinished(new_topic(home_repo))
+    worktree = topic.worktrees["home"]
+    commit(worktree, "limits.py", "LIMIT = 10\n", "add limits")
+    git(worktree, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    merge_on_origin(home_repo, topic.branch)
+    before = everything(topic)
+    res = run_cli("pr-cleanup", topic.branch, "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"] == {
+        "code": "unshipped-run",
+        "message": f"{refusal(topic, 'pr-cleanup')}; nothing was touched",
+    }
+    assert everything(topic) == before
+
+
+def test_a_shipped_run_is_torn_down_with_its_plan_dir(home_repo):
+    topic = unfinished(new_topic(home_repo))
+    artifact(topic.plan_dir, "pr.md", url="https://example.com/pr/1")
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    assert not topic.worktrees["home"].exists()
+    assert topic.branch not in branches(home_repo)
+
+
+# -- the dry run -----------------------------------------------------------------------------------
+
+
+def test_the_dry_run_names_the_refusal_and_the_artifacts(home_repo):
+    topic = unfinished(new_topic(home_repo))
+    before = everything(topic)
+    res = run_cli("teardown", topic.id, "--dry-run", cwd=home_repo)
+    assert res.code == 1
+    head = f"Plan (dry run, nothing changed) of {topic.id}"
+    assert res.out == refused_plan(topic, head, "no residue found") + "\n"
+    assert res.err == (
+        "warning: dry run: origin was not fetched, so the plan uses what was fetched before "
+        "(a merge made since is not seen: `git fetch origin` first for an up-to-date plan)\n"
+        f"team-router: home: plan-dir refused: {refusal(topic, 'teardown')} [unshipped-run]\n"
+    )
+    assert everything(topic) == before
+
+
+def test_the_forced_dry_run_names_the_artifacts_it_would_snapshot(home_repo):
+    topic = unfinished(new_topic(home_repo))
+    before = everything(topic)
+    res = run_cli("teardown", topic.id, "--force", "--dry-run", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    steps = {s["name"]: s for s in res.json["repos"][0]["steps"]}
+    assert steps["remove"] == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"would remove {topic.worktrees['home']} after writing a snapshot holding "
+        f"the run's artifacts {LISTED}",
+    }
+    assert steps["integrate"]["detail"] == (
+        "nothing to integrate: empty (nothing on it since it was cut)"
+    )
+    assert everything(topic) == before
+
+
+# -- --force, then restore -------------------------------------------------------------------------
+
+
+def phase_json(topic: Topic) -> dict[str, object]:
+    res = run_cli("phase", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    return res.json
+
+
+def status_json(topic: Topic) -> list[dict[str, object]]:
+    res = run_cli("status", "--json", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    return res.json["topics"]
+
+
+def test_force_then_restore_brings_the_run_back_where_it_was(home_repo):
+    topic = unfinished(new_topic(home_repo))
+    worktree = topic.worktrees["home"]
+    phase, listed = phase_json(topic), status_json(topic)
+    assert phase["resume_at"] == "DESIGN"
+    res = run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    snap = git(home_repo, "rev-parse", f"refs/team-router/snapshots/{topic.branch}")
+    assert remove["detail"] == (
+        f"removed {worktree}; its work is in refs/team-router/snapshots/{topic.branch} "
+        f"({snap[:12]}), the run's artifacts {LISTED} included"
+    )
+    assert not worktree.exists()
+    restored = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert restored.code == 0, restored.out + restored.err
+    assert phase_json(topic) == phase
+    assert status_json(topic) == listed
+    for name in ARTIFACTS:
+        assert (topic.plan_dir / name).read_bytes() == artifact_bytes(topic, name)
+
+
+def artifact_bytes(topic: Topic, name: str) -> bytes:
+    scratch = topic.home.parent / "scratch-plan" / topic.id
+    return artifact(scratch, name).read_bytes()
+
+
+def test_after_restore_the_session_start_hook_names_the_topic_again(home_repo):
+    from test_hook import context_of, hook
+
+    topic = unfinished(new_topic(home_repo))
+    payload = json.dumps({"cwd": str(home_repo), "session_id": "s-1"}).encode()
+    before = context_of(hook(home_repo, payload))
+    assert run_cli("teardown", topic.id, "--force", cwd=home_repo).code == 0
+    assert run_cli("restore", topic.id, cwd=home_repo).code == 0
+    assert context_of(hook(home_repo, payload)) == before
+    assert f"Phase: DESIGN | Id: {topic.id}" in before.splitlines()
+
+
+def test_restore_copies_the_worktreeinclude_files_again(home_repo):
+    write(home_repo / ".gitignore", ".env\n")
+    write(home_repo / ".worktreeinclude", ".env\n")
+    git(home_repo, "add", ".gitignore", ".worktreeinclude")
+    git(home_repo, "commit", "-q", "-m", "declare .env")
+    git(home_repo, "push", "-q", "origin", "main")
+    write(home_repo / ".env", "TOKEN=local\n")
+    topic = unfinished(new_topic(home_repo))
+    worktree = topic.worktrees["home"]
+    assert (worktree / ".env").read_text() == "TOKEN=local\n"
+    assert run_cli("teardown", topic.id, "--force", cwd=home_repo).code == 0
+    assert not worktree.exists()
+    res = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    snap = git(home_repo, "rev-parse", f"refs/team-router/snapshots/{topic.branch}")
+    assert res.json["repos"] == [
+        {
+            "name": "home",
+            "status": "restored",
+            "detail": f"worktree {worktree} on {topic.branch}; uncommitted edits and untracked "
+            "files are back as working-tree changes, what was staged is staged again; copied "
+            f"again from {home_repo}: .env; refs/team-router/snapshots/{topic.branch} is kept",
+            "snapshot": snap,
+            "branch": topic.branch,
+            "worktree": str(worktree),
+        }
+    ]
+    assert (worktree / ".env").read_text() == "TOKEN=local\n"
+    # Teardown knows the copy again: a second teardown names it as it names a new worktree's.
+    again = run_cli("teardown", topic.id, "--force", "--dry-run", "--json", cwd=home_repo)
+    remove = next(s for s in again.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["detail"].endswith("; it held copies placed by .worktreeinclude: .env")
+
+
+# -- empty is not merged ---------------------------------------------------------------------------
+
+
+def test_an_empty_branch_is_torn_down_as_empty_never_as_merged(home_repo):
+    topic = new_topic(home_repo)  # no artifact, no commit
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    steps = {s["name"]: s for s in res.json["repos"][0]["steps"]}
+    assert steps["integrate"] == {
+        "name": "integrate",
+        "outcome": "skipped",
+        "detail": f"nothing to integrate: {topic.branch} is empty (nothing on it since it was cut)",
+    }
+    assert steps["branch"] == {
+        "name": "branch",
+        "outcome": "done",
+        "detail": f"deleted {topic.branch} (empty: nothing on it since it was cut)",
+    }
+    assert "merged" not in res.out
+
+
+def test_pr_cleanup_of_an_empty_branch_refuses_not_merged(home_repo, tmp_path, monkeypatch):
+    hide_gh(tmp_path, monkeypatch)
+    topic = new_topic(home_repo)
+    base = git(home_repo, "rev-parse", "main")
+    before = everything(topic)
+    res = run_cli("pr-cleanup", topic.branch, cwd=home_repo)
+    assert res.code == 1
+    assert res.err == (
+        f"team-router: {topic.branch} is not proven merged into origin/main: {topic.branch} is "
+        f"empty (nothing on it since it was cut at {base[:12]}); nothing was deleted "
+        "(nothing was merged, so there is nothing to clean up after: "
+        f"`team-router teardown {topic.id}` takes it apart) [not-merged]\n"
+    )
+    assert everything(topic) == before
+
+
+def test_a_branch_whose_commits_are_on_main_is_still_merged(home_repo):
+    topic = new_topic(home_repo)
+    worktree = topic.worktrees["home"]
+    commit(worktree, "limits.py", "LIMIT = 10\n", "add limits")
+    git(worktree, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    merge_on_origin(home_repo, topic.branch)
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    steps = {s["name"]: s for s in res.json["repos"][0]["steps"]}
+    assert steps["integrate"]["detail"] == (
+        f"nothing to integrate: {topic.branch} is merged (its tip is an ancestor of origin/main)"
+    )
