@@ -432,3 +432,29 @@ def test_a_scripted_run_walks_every_phase_to_shipped_and_tears_down_clean(
         assert walk.answers["new"]["branch"] not in branches(repo)
     subjects = git(home_repo, "log", "--format=%s", "main")
     assert f"slices of {walk.answers['new']['id']}" in subjects
+
+
+@pytest.mark.parametrize("grant", ["init --allow-agent", "init --allow-agent-everywhere"])
+def test_a_session_resumed_in_a_secondary_repos_worktree_runs_team_router_without_a_prompt(
+    claude: Path, home: Path, home_repo: Path, workspace: Path, grant: str
+) -> None:
+    assert run_cli(*grant.split(), cwd=home_repo).code == 0
+    made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    api = make_repo(workspace, "api")
+    plan = Path(made.json["plan_dir"])
+    (plan / "repos.md").write_text(repos_md(home_repo, ("api", api)), encoding="utf-8")
+    created = run_cli("worktrees", made.json["id"], "--json", cwd=home_repo)
+    assert created.code == 0, created.out
+    api_worktree = Path(created.json["repos"][1]["worktree"])
+    asked = tool("Bash", command="team-router next --json", description="Where are we?")
+    # Nothing on the command line allows Bash: only the settings init wrote can.
+    with StandIn(scripted([asked])) as standin:
+        run = run_client(
+            claude, standin, "resume", cwd=api_worktree, home=home, allowed_tools="Read"
+        )
+    assert_clean_run(run, standin)
+    (call,) = calls(run, "Bash")
+    payload = json.loads(results_by_tool(standin)[call["id"]])
+    assert (payload["ok"], payload["id"]) == (True, made.json["id"])
+    assert status(api) == "" and status(home_repo) == ""

@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.repos import commit, git, run_cli, write
+from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.topics import multi_topic, new_topic, write_repos_md
 
 
 def test_init_adds_what_is_missing_once_and_keeps_an_existing_file(home_repo):
@@ -69,9 +70,95 @@ def test_allow_agent_adds_the_permission_rule_keeps_other_settings_and_git_statu
 def test_init_without_the_flag_only_names_the_rule(home_repo):
     res = run_cli("init", cwd=home_repo)
     assert res.code == 0, res.err
-    assert "team-router init --allow-agent" in res.out
-    assert '--allowedTools "Bash(team-router:*)"' in res.out
+    assert res.out.endswith(
+        "\nLet the agent run team-router without a prompt (Bash(team-router:*)):\n"
+        "  team-router init --allow-agent             (this repo and those its topics reach)\n"
+        "  team-router init --allow-agent-everywhere  (your user settings: every repo)\n"
+    )
+    assert "--allowedTools" not in res.out  # the settings rule holds in `claude -p` too
     assert not (home_repo / ".claude" / "settings.local.json").exists()
+
+
+def test_allow_agent_gives_the_rule_to_every_repo_its_topics_reach(workspace):
+    topic = multi_topic(workspace, ("api",))
+    home, api = topic.repos["home"], topic.repos["api"]
+    res = run_cli("init", "--allow-agent", "--json", cwd=home)
+    assert res.code == 0, res.err
+    assert res.json["actions"][-2:] == [
+        f"{home / '.claude/settings.local.json'}: allows Bash(team-router:*) (personal; "
+        "info/exclude keeps it out of git status)",
+        f"api: {api / '.claude/settings.local.json'}: allows Bash(team-router:*) (personal; "
+        "info/exclude keeps it out of git status), as the home repo's settings do",
+    ]
+    for repo in (home, api):
+        settings = json.loads((repo / ".claude" / "settings.local.json").read_text())
+        assert settings == {"permissions": {"allow": ["Bash(team-router:*)"]}}
+        assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def worktrees_for(home: Path, workspace: Path, names: tuple[str, ...]):
+    """A topic of ``home`` reaching the new repos ``names``: (id, their paths, the warnings)."""
+    topic = new_topic(home)
+    secondaries = {n: make_repo(workspace, n) for n in names}
+    write_repos_md(topic, secondaries)
+    res = run_cli("worktrees", topic.id, "--json", cwd=home)
+    assert res.code == 0, res.out + res.err
+    return topic.id, secondaries, res.json["warnings"]
+
+
+def test_worktrees_gives_the_rule_to_a_repo_the_topic_reaches_later(workspace):
+    home = make_repo(workspace, "web")
+    assert run_cli("init", "--allow-agent", cwd=home).code == 0
+    topic_id, repos, warnings = worktrees_for(home, workspace, ("api", "types"))
+    api, types = repos["api"], repos["types"]
+    assert warnings == [
+        f"{name}: {repo / '.claude/settings.local.json'}: allows Bash(team-router:*) "
+        "(personal; info/exclude keeps it out of git status), as the home repo's settings do"
+        for name, repo in (("api", api), ("types", types))
+    ]
+    for repo in (api, types):
+        assert "Bash(team-router:*)" in (repo / ".claude" / "settings.local.json").read_text()
+        assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    again = run_cli("worktrees", topic_id, "--json", cwd=home)
+    assert (again.code, again.json["warnings"]) == (0, [])
+
+
+def test_worktrees_says_when_a_repo_the_topic_reaches_cannot_get_the_rule(workspace):
+    home = make_repo(workspace, "web")
+    assert run_cli("init", "--allow-agent", cwd=home).code == 0
+    api = workspace / "api"
+    shared = api / ".claude" / "settings.local.json"
+    topic = new_topic(home)
+    make_repo(workspace, "api")
+    write(shared, '{"permissions": {"allow": []}}\n')
+    git(api, "add", "-f", "--", ".claude/settings.local.json")
+    git(api, "commit", "-q", "-m", "shared settings")
+    git(api, "push", "-q", "origin", "main")
+    write_repos_md(topic, {"api": api})
+    res = run_cli("worktrees", topic.id, "--json", cwd=home)
+    assert res.code == 0, res.out + res.err
+    assert res.json["warnings"] == [
+        f"api: sessions there will ask before running team-router ({shared} is tracked by git; "
+        "add 'Bash(team-router:*)' to its permissions.allow yourself (init leaves tracked files "
+        "alone)); `team-router init --allow-agent-everywhere` allows it in every repo"
+    ]
+    assert shared.read_text() == '{"permissions": {"allow": []}}\n'
+
+
+def test_allow_agent_everywhere_writes_the_users_settings_only(home_repo, hermetic):
+    user = hermetic / "home" / ".claude" / "settings.json"
+    write(user, '{"theme": "dark"}\n')
+    res = run_cli("init", "--allow-agent-everywhere", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    assert res.json["actions"][-1] == (
+        f"{user}: allows Bash(team-router:*) in every repo (your user settings)"
+    )
+    assert json.loads(user.read_text()) == {
+        "theme": "dark",
+        "permissions": {"allow": ["Bash(team-router:*)"]},
+    }
+    assert not (home_repo / ".claude" / "settings.local.json").exists()
+    assert "Let the agent" not in run_cli("init", cwd=home_repo).out
 
 
 @pytest.mark.parametrize("tracked", [False, True])

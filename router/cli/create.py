@@ -93,7 +93,16 @@ def init_cmd(
         typer.Option(
             "--allow-agent",
             help="Let Claude Code run team-router without a prompt: add Bash(team-router:*) "
-            "to .claude/settings.local.json (kept out of git status).",
+            "to .claude/settings.local.json (kept out of git status), here and in every other "
+            "repo this repo's topics reach (worktrees adds it to repos they reach later).",
+        ),
+    ] = False,
+    allow_everywhere: Annotated[
+        bool,
+        typer.Option(
+            "--allow-agent-everywhere",
+            help="Add Bash(team-router:*) to your user settings (~/.claude/settings.json, or "
+            "$CLAUDE_CONFIG_DIR/settings.json) instead: every repo on this machine.",
         ),
     ] = False,
     write_examples: Annotated[
@@ -112,24 +121,30 @@ def init_cmd(
     emit(
         "init",
         as_json,
-        lambda: prepare_repo(cwd_of(ctx), allow_agent=allow_agent, write_examples=write_examples),
+        lambda: prepare_repo(
+            cwd_of(ctx),
+            allow_agent=allow_agent,
+            allow_everywhere=allow_everywhere,
+            write_examples=write_examples,
+        ),
         _init_text,
     )
 
 
 def _init_text(result) -> str:
-    from router.create.initrepo import LOCAL_SETTINGS, PERMISSION_RULE
+    from router.host.permission import PERMISSION_RULE
 
     lines = [f"Prepared {result.repo}:"]
     lines += [f"  {item}" for item in result.actions]
     lines += ["", "Install the Claude Code plugin:"]
     lines += [f"  {cmd}" for cmd in result.plugin_commands]
-    if not any(item.startswith(str(LOCAL_SETTINGS)) for item in result.actions):
+    if result.allowed_by is None:
+        # The settings rule holds in `claude -p` as in a session.
         lines += [
             "",
             f"Let the agent run team-router without a prompt ({PERMISSION_RULE}):",
-            "  team-router init --allow-agent",
-            f'  or, for claude -p: --allowedTools "{PERMISSION_RULE}"',
+            "  team-router init --allow-agent             (this repo and those its topics reach)",
+            "  team-router init --allow-agent-everywhere  (your user settings: every repo)",
         ]
     return "\n".join(lines)
 

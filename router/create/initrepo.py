@@ -9,20 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import Refusal
-from router.host.settings import (
-    edited_settings,
-    load_settings,
-    refuse_unsafe_replace,
-    write_settings,
-)
+from router.host import permission
+from router.host.permission import LOCAL_SETTINGS, PERMISSION_RULE
 from router.plandir.templates import render, share_dir
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 
 PLUGIN_NAME = "team-router"
-# The Claude Code permission rule that lets the agent run every team-router command
-# without a prompt (the CLI never deletes work without a flag the skills do not pass).
-PERMISSION_RULE = "Bash(team-router:*)"
-LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +23,7 @@ class InitResult:
     actions: list[str]
     plugin_commands: list[str]
     warnings: list[str] = field(default_factory=list)
+    allowed_by: Path | None = None  # the settings file that lets the agent run team-router
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -43,7 +36,11 @@ class InitResult:
 
 
 def prepare_repo(
-    cwd: Path, *, allow_agent: bool = False, write_examples: bool = False
+    cwd: Path,
+    *,
+    allow_agent: bool = False,
+    allow_everywhere: bool = False,
+    write_examples: bool = False,
 ) -> InitResult:
     """Add the exclude lines; offer the example files without touching the work tree.
 
@@ -52,14 +49,22 @@ def prepare_repo(
     prepares refuse (§3.1). ``write_examples`` writes them into the repo
     instead (never overwriting one), for the user to review and commit.
     ``allow_agent`` also adds the permission rule to the repo's personal Claude Code
-    settings (``.claude/settings.local.json``, kept out of ``git status`` by info/exclude).
+    settings (``.claude/settings.local.json``, kept out of ``git status`` by info/exclude),
+    and to those of every other repo its topics reach; ``allow_everywhere`` to the
+    user's own settings instead (every repo, on the user's explicit request).
     """
     repo = open_repo(cwd)
     try:
         actions = _prepare(repo, write_examples=write_examples)
-        if allow_agent:
-            actions.append(_allow_agent(repo))
-        return InitResult(repo.primary, actions, plugin_commands())
+        if allow_everywhere:
+            actions.append(permission.allow_for_user())
+        elif allow_agent:
+            actions.append(permission.allow_in_repo(repo))
+            # A session the recovery notice resumes in another repo of a topic reads
+            # that repo's settings: they get the rule too.
+            actions += permission.extend_to(repo, _topic_repos(repo))
+        allowed = permission.allowed_in(repo.primary)
+        return InitResult(repo.primary, actions, plugin_commands(), allowed_by=allowed)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise Refusal(
@@ -104,34 +109,23 @@ def _prepare(repo: Repo, *, write_examples: bool) -> list[str]:
     return [*actions, offered]
 
 
-def _allow_agent(repo: Repo) -> str:
-    path = repo.primary / LOCAL_SETTINGS
-    if repo.git.ls_files(str(LOCAL_SETTINGS)):
-        raise Refusal(
-            "setup-failed",
-            f"{path} is tracked by git; add {PERMISSION_RULE!r} to its permissions.allow "
-            "yourself (init leaves tracked files alone)",
-        )
-    if os.path.islink(path) or os.path.islink(path.parent):
-        raise Refusal(
-            "setup-failed", f"{path} is reached through a symlink; add the rule there yourself"
-        )
-    refuse_unsafe_replace(path, path)  # before info/exclude changes: a refusal writes nothing
-    text, before = load_settings(path)
-    settings = json.loads(json.dumps(before))  # a deep copy, for the edit to compare with
-    allow = settings.setdefault("permissions", {}).setdefault("allow", [])
-    if not isinstance(allow, list):
-        raise Refusal(
-            "setup-failed", f"{path}: permissions.allow is not a list; fix it, then rerun"
-        )
-    ensure_excludes(
-        repo.common_dir, (f"/{LOCAL_SETTINGS}",), why="personal agent settings stay local"
-    )
-    if PERMISSION_RULE in allow:
-        return f"{LOCAL_SETTINGS}: already allows {PERMISSION_RULE}"
-    allow.append(PERMISSION_RULE)
-    write_settings(path, edited_settings(text, before, settings))
-    return f"{LOCAL_SETTINGS}: allows {PERMISSION_RULE} (personal; info/exclude keeps it out of git status)"
+def _topic_repos(repo: Repo) -> list[tuple[str, Repo]]:
+    """The other repos this repo's topics reach (their home records name them)."""
+    from router.errors import RouterError
+    from router.topic import state
+    from router.topic.workspace import open_repo
+
+    found: dict[str, tuple[str, Repo]] = {}
+    for topic_id in state.list_records(repo.common_dir):
+        record = state.read_record_or_none(repo.common_dir, topic_id)
+        for entry in record.repos if record is not None and record.repo == "home" else ():
+            if entry.name == "home" or entry.path in found:
+                continue
+            try:
+                found[entry.path] = (entry.name, open_repo(Path(entry.path)))
+            except RouterError:
+                continue  # gone or moved: nothing to give the rule to
+    return list(found.values())
 
 
 def plugin_commands() -> list[str]:

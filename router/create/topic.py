@@ -16,8 +16,9 @@ from router.create.pipeline import (
     refused_report,
     rollback,
 )
-from router.errors import BadInput, Refusal
+from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
+from router.host import permission
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.discovery import (
@@ -284,10 +285,11 @@ class WorktreesResult:
     mode: str
     repos: list[CreateReport]
     repos_md_updated: bool
+    notes: tuple[str, ...] = ()  # the agent's permission given to (or missing in) other repos
 
     @property
     def warnings(self) -> list[str]:
-        return [w for r in self.repos for w in r.warnings]
+        return [w for r in self.repos for w in r.warnings] + list(self.notes)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -343,7 +345,21 @@ def setup_worktrees(
             _enforce_strict(WorktreesResult(topic, plan.path, mode, reports, False), jobs)
         updated = _write_back(repos_md, parsed, reports) if parsed else False
         _remember_home(home_repo, topic, plan.path, reports)
-    return WorktreesResult(topic, plan.path, mode, reports, updated)
+    notes = permission.extend_to(home_repo, _reached(reports[1:]))
+    return WorktreesResult(topic, plan.path, mode, reports, updated, tuple(notes))
+
+
+def _reached(reports: list[CreateReport]) -> list[tuple[str, Repo]]:
+    """The secondary repos a session may now be resumed in: each one not refused."""
+    reached = []
+    for report in reports:
+        if report.status is Status.REFUSED:
+            continue
+        try:
+            reached.append((report.name, open_repo(report.path)))
+        except RouterError:
+            continue  # nothing to give the rule to; its report says why
+    return reached
 
 
 def _empty_dir(path: Path) -> bool:

@@ -1,7 +1,7 @@
 """Claude Code settings files: read one safely, and the host's worktree hooks in the user's.
 
-``init --allow-agent`` edits a project's ``.claude/settings.local.json`` and
-``install-hooks`` the user's settings through :func:`load_settings`,
+``init --allow-agent`` edits a project's ``.claude/settings.local.json`` (or, with
+``--allow-agent-everywhere``, the user's settings) and ``install-hooks`` the user's settings through :func:`load_settings`,
 :func:`edited_settings` and :func:`write_settings`: only the changed members are
 rewritten, atomically, keeping the file's mode. ``install-hooks`` merges the
 WorktreeCreate/WorktreeRemove hooks in and takes exactly them out again.
@@ -228,7 +228,9 @@ def install_hooks(*, uninstall: bool = False, dry_run: bool = False) -> HooksRes
     """
     path = user_settings_path()
     target = Path(os.path.realpath(path))
-    _refuse_if_tracked(path, target)
+    refuse_if_tracked(
+        path, target, "add the hooks yourself (`team-router install-hooks --dry-run` shows them)"
+    )
     refuse_unsafe_replace(path, target)  # a dry run says so too: the real run would refuse
     old_text, before = load_settings(target)
     if not isinstance(before.get("hooks", {}), dict):
@@ -329,7 +331,7 @@ def _dangling_link(path: Path) -> Path | None:
     return None
 
 
-def _refuse_if_tracked(path: Path, target: Path) -> None:
+def refuse_if_tracked(path: Path, target: Path, fix: str) -> None:
     """A settings file some repository tracks is that repository's to change, not ours."""
     from router.git import Git, GitMissing
 
@@ -342,8 +344,7 @@ def _refuse_if_tracked(path: Path, target: Path) -> None:
     if tracked:
         raise Refusal(
             "setup-failed",
-            f"{path} is tracked by the git repository at {target.parent}; add the hooks "
-            f"yourself (`team-router install-hooks --dry-run` shows them) or point "
+            f"{path} is tracked by the git repository at {target.parent}; {fix} or point "
             f"{CONFIG_DIR_ENV} elsewhere",
         )
 
