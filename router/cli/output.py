@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 
 from router import interrupt
-from router.errors import Interrupted, Refusal, RouterError, ToolFailed, error_json
+from router.errors import Interrupted, Refusal, RouterError, ToolFailed, error_json, io_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,9 +69,8 @@ def emit_result(
         fail(command, as_json, exc)
         return exc.exit_code
     except OSError as exc:
-        # A full disk or a permission problem: one line naming the path, no traceback.
-        where = f" ({exc.filename})" if exc.filename else ""
-        error = Refusal("io-error", f"{exc.strerror or exc}{where}; check space and permissions")
+        # A full disk or a permission problem: one line naming what and where, no traceback.
+        error = io_error(exc)
         fail(command, as_json, error)
         return error.exit_code
     warnings = list(getattr(result, "warnings", []) or [])

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from router.errors import Refusal
+from router.errors import Refusal, io_operation
 from router.host import permission
 from router.host.permission import LOCAL_SETTINGS, PERMISSION_RULE
 from router.plandir.templates import render, share_dir
@@ -150,7 +150,7 @@ def _write_example(path: Path, text: str) -> str:
     # lexists: a dangling symlink in the repo must not make init write where it points.
     if os.path.lexists(path):
         return f"{path.name}: exists, left as it is"
-    with open(path, "x", encoding="utf-8") as fh:
+    with io_operation("writing", path), open(path, "x", encoding="utf-8") as fh:
         fh.write(text)
     return (
         f"{path.name}: written (review it, then commit it to the default branch: until then the "

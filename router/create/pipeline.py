@@ -12,7 +12,7 @@ from pathlib import Path
 from router import git as g
 from router import gitfiles
 from router.create.include import copy_included
-from router.errors import Refusal, RouterError
+from router.errors import Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
@@ -1026,10 +1026,7 @@ def _failure(job: Job, exc: GitError | OSError) -> Refusal:
     """A git or filesystem failure as a refusal: its code and a message naming the fix."""
     if isinstance(exc, GitError):
         return Refusal(exc.code, f"{job.name}: {exc.first_line}")
-    where = f" ({exc.filename})" if exc.filename else ""
-    return Refusal(
-        "io-error", f"{job.name}: {exc.strerror or exc}{where}; check space and permissions"
-    )
+    return io_error(exc, where=job.name)
 
 
 def _symlink_in(path: Path, root: Path) -> bool:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from router import git as g
 from router import gitfiles
-from router.errors import Refusal
+from router.errors import Refusal, describe_io
 from router.git import Git, GitError
 from router.teardown.nested import Departed
 from router.topic import state
@@ -102,7 +102,7 @@ def snapshot_worktree(
             f"snapshot of {worktree} failed: {exc.first_line}", locked=exc.lock_file is not None
         ) from None
     except OSError as exc:
-        raise SnapshotFailed(f"snapshot of {worktree} failed: {exc}") from None
+        raise SnapshotFailed(f"snapshot of {worktree} failed: {describe_io(exc)}") from None
 
 
 def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from router import git as g
 from router import gitfiles, interrupt
-from router.errors import error_json
+from router.errors import describe_io, error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.progress import Echo
@@ -1898,4 +1898,4 @@ class StepRun:
         except GitError as exc:
             return git_failed(name, "git failed", exc)
         except OSError as exc:
-            return failed(name, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+            return failed(name, describe_io(exc), "io-error")

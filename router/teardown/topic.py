@@ -19,7 +19,7 @@ from pathlib import Path
 
 from router import git as g
 from router import interrupt
-from router.errors import BadInput, Interrupted, Refusal, error_json
+from router.errors import BadInput, Interrupted, Refusal, describe_io, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.parallel import parallel_map
 from router.progress import Echo, Progress
@@ -179,8 +179,8 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
     try:
         return _plan_repo(target, opts, topic_id)
     except (GitError, OSError) as exc:
-        what = exc.first_line if isinstance(exc, GitError) else str(exc)
-        code = exc.code if isinstance(exc, GitError) else "git-failed"
+        what = exc.first_line if isinstance(exc, GitError) else describe_io(exc)
+        code = exc.code if isinstance(exc, GitError) else "io-error"
         blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
         return RepoPlan(target, blockers=(blocker,))
 

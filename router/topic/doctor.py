@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import gitfiles, interrupt
-from router.errors import BadInput
+from router.errors import BadInput, describe_io
 from router.git import (
     DanglingHead,
     GitError,
@@ -865,8 +865,11 @@ def _repair(finding: Finding, fix: Fix) -> Finding:
         done = fix()
     except _NotSafe as exc:
         return dataclasses.replace(finding, detail=f"{finding.detail}; {exc}")
-    except (GitError, OSError) as exc:
+    except GitError as exc:
         return dataclasses.replace(finding, detail=f"{finding.detail}; repair failed: {exc}")
+    except OSError as exc:
+        why = describe_io(exc)
+        return dataclasses.replace(finding, detail=f"{finding.detail}; repair failed: {why}")
     return dataclasses.replace(finding, detail=f"{finding.detail}; {done}", repaired=True)
 
 

@@ -317,12 +317,15 @@ def _write_atomic(path: str, text: str) -> None:
     holder file lost with it would have been stale anyway, and the hook that
     writes it runs at every session start.
     """
+    from router.errors import io_operation
+
     folder, name = os.path.split(path)
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.write(fd, text.encode("utf-8"))
+        with io_operation("writing", tmp):  # a full disk fails the write, naming no file
+            os.write(fd, text.encode("utf-8"))
     finally:
         os.close(fd)
     try:

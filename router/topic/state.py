@@ -15,7 +15,7 @@ from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
 from router import gitfiles
-from router.errors import Refusal
+from router.errors import Refusal, io_operation
 from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
 TYPE_CHECKING = False
@@ -46,22 +46,25 @@ def write_atomic(path: Path, text: str, *, errors: str = "strict", mode: int | N
     """Write ``text`` so a reader sees the old file or the new one, never half of one.
 
     ``errors="surrogateescape"`` writes a path that is not UTF-8 as its own bytes.
-    ``mode``: the new file's permission bits (default 0600).
+    ``mode``: the new file's permission bits (default 0600). A failure names
+    the write and ``path`` (a full disk fails the write or the fsync, whose
+    error names no file).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _new_temp(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors=errors, newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            if mode is not None:
-                os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with io_operation("writing", path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _new_temp(path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors=errors, newline="") as fh:
+                fh.write(text)
+                fh.flush()
+                if mode is not None:
+                    os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 def _new_temp(path: Path) -> tuple[int, str]:

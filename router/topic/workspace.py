@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import gitfiles
-from router.errors import Refusal
+from router.errors import Refusal, io_operation
 from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
 from router.parallel import parallel_map
 
@@ -169,7 +169,7 @@ def ensure_excludes(
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = "" if not data or data.endswith(b"\n") else "\n"
     addition = prefix + f"# team-router: {why}\n"
-    with path.open("a", encoding="utf-8") as fh:
+    with io_operation("appending to", path), path.open("a", encoding="utf-8") as fh:
         fh.write(addition + "".join(f"{line}\n" for line in missing))
     return True
 
