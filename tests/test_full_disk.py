@@ -1,35 +1,21 @@
-"""A full disk (a size-limited tmpfs): every I/O error names what was done and where; the rerun
-after space is freed finishes the job, and nothing is lost."""
+"""A full disk (a size-limited tmpfs): every I/O error names what was done and where; once space
+is freed the rerun finishes the job, and nothing is lost."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.faults import git_then, run
-from helpers.repos import branches, commit, git, make_repo, status, worktree_paths
+from helpers.faults import fill_disk, git_then, mounted_tmpfs, run
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 from helpers.topics import new_topic, teardown
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 16 MB tmpfs mounted for the test (we are root), unmounted after it whatever happens."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if made.returncode != 0:
-        pytest.skip(f"a full disk needs a tmpfs mount, and mount failed: {made.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    with mounted_tmpfs(tmp_path / "disk", "16m") as disk:
+        yield disk
 
 
 def _fill(disk: Path) -> str:
@@ -57,3 +43,38 @@ def test_a_disk_full_in_the_middle_of_integrate_names_the_write_and_its_path(sma
     assert git(home, "log", "--format=%s", "main").splitlines() == ["work", "initial"]
     assert status(home) == ""
     assert worktree_paths(home) == [str(home)] and branches(home) == ["main"]
+
+
+def _big(seed: int) -> str:
+    """About 1.4 MB of text that does not compress away (git stores it near full size)."""
+    import hashlib
+
+    return "".join(hashlib.sha256(f"{seed}-{n}".encode()).hexdigest() + "\n" for n in range(21000))
+
+
+def test_restore_cut_short_by_a_full_disk_is_finished_once_space_is_freed(small_disk):
+    home = make_repo(small_disk / "ws", "web")
+    topic = new_topic(home)
+    wt = topic.worktrees["home"]
+    work = {"one.txt": _big(1), "two.txt": _big(2), "a.py": "edited\n"}
+    for rel, text in work.items():
+        write(wt / rel, text)
+    assert teardown(topic, "--force").code == 0
+    filler = fill_disk(small_disk, leave=1 << 20)  # room for the checkout, not for the work
+
+    full = run_cli("restore", topic.id, "--json", cwd=home)
+    assert full.code == 1, full.out + full.err
+    (repo,) = full.json["repos"]
+    assert (repo["status"], repo["worktree"]) == ("refused", None)
+    assert "No space left on device" in repo["detail"] or "unable to write" in repo["detail"]
+    cut = [rel for rel in ("one.txt", "two.txt") if (wt / rel).read_text() != work[rel]]
+    assert cut  # git wrote part of the work before the disk was full
+
+    filler.unlink()
+    again = run_cli("restore", topic.id, "--json", cwd=home)
+    assert again.code == 0, again.out + again.err
+    assert again.json["repos"][0]["status"] == "restored"
+    assert again.json["repos"][0]["worktree"] == str(wt)
+    for rel, text in work.items():
+        assert (wt / rel).read_text() == text
+    assert sorted(branches(home)) == sorted(["main", topic.branch])  # no -restored copy

@@ -643,3 +643,42 @@ def test_a_restore_killed_half_way_through_laying_the_files_over_is_finished_by_
     assert (wt / "lib.py").read_text() == "v = 2  # edited\n"
     _assert_staged_back(wt)
     assert branches(topic.home) == [topic.branch, "main"]
+
+
+def test_a_topic_restore_killed_right_after_its_checkout_is_finished_in_that_worktree(
+    home_repo, tmp_path
+):
+    # Killed once `git worktree add` is done, before the restore's note is in the new
+    # worktree's git dir: a clean checkout of the snapshot's commit, on the branch.
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    sha = make_work(wt)
+    assert teardown(topic, "--force").code == 0
+    env = git_killer(tmp_path / "killer-bin", "worktree add")
+    killed = run_killable("restore", topic.id, "--json", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    assert git(wt, "rev-parse", "HEAD") == sha and status(wt) == ""
+
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"], repo["worktree"]) == ("restored", topic.branch, str(wt))
+    assert (wt / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+    assert (wt / "new" / "idea.py").read_text() == "print('untracked')\n"
+    assert git(home_repo, "worktree", "list", "--porcelain").count("worktree ") == 2
+    assert sorted(branches(home_repo)) == sorted(["main", topic.branch])  # no -restored copy
+
+
+def test_a_branch_restore_killed_right_after_its_checkout_is_finished_in_that_worktree(
+    home_repo, tmp_path, monkeypatch
+):
+    abandoned_branch(home_repo, tmp_path, monkeypatch)
+    env = git_killer(tmp_path / "killer-bin", "worktree add")
+    killed = run_killable("restore", "feature/x", "--json", cwd=home_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["branch"]) == ("restored", "feature/x"), repo
+    assert (Path(repo["worktree"]) / "x.py").read_text() == "x = 2  # edited, not committed\n"
+    assert sorted(branches(home_repo)) == ["feature/x", "main"]

@@ -339,6 +339,61 @@ def _mark_restoring(repo: Repo, path: Path, branch: str, snap: Snapshot, *, crea
     """Note that the restore of ``branch``'s ``snap`` is under way at ``path``."""
     note = json.dumps({"of": branch, "snapshot": snap.commit, "branch_created": created})
     state.write_atomic(_restoring_file(repo, path), note + "\n")
+    _drop_intent(repo, path)
+
+
+# Before the checkout there is no worktree git dir to hold the note: the restore's
+# intent is written in the repo's own state first (one file per worktree path),
+# and moved into the worktree's git dir right after the checkout. A kill in
+# between leaves a clean checkout of the snapshot's commit that only the intent
+# names as this restore's own; without it the rerun would take that checkout
+# for someone else's and restore into a second worktree on ``<branch>-restored``.
+INTENTS_DIR = "restoring"
+
+
+def _intent_file(repo: Repo, path: Path) -> Path:
+    import hashlib
+
+    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:16]
+    return state.state_root(repo.common_dir) / INTENTS_DIR / f"{key}.json"
+
+
+def _note_intent(
+    repo: Repo, path: Path, target: str, branch: str, snap: Snapshot, *, created: bool
+) -> None:
+    """Say, before ``git worktree add``, which restore the worktree at ``path`` is for."""
+    note = {
+        "of": branch,
+        "snapshot": snap.commit,
+        "branch": target,
+        "path": os.path.realpath(path),
+        "branch_created": created,
+    }
+    state.write_atomic(_intent_file(repo, path), json.dumps(note) + "\n")
+
+
+def _drop_intent(repo: Repo, path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _intent_file(repo, path).unlink()
+
+
+def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> bool | None:
+    """The worktree a restore of ``snap`` checked out and was killed before noting: its
+    ``branch_created``, once the note is written in its git dir; None when it is not one.
+
+    Only a checkout still clean at the snapshot's commit, on the branch the
+    intent named: laying the snapshot over it loses nothing.
+    """
+    intent = _read_note(_intent_file(repo, entry.path))
+    if intent is None or intent.get("snapshot") != snap.commit or intent.get("of") != branch:
+        return None
+    if intent.get("branch") != entry.branch or entry.head != snap.parent:
+        return None
+    if Git(entry.path).status().dirty:
+        return None
+    created = intent.get("branch_created") is True
+    _mark_restoring(repo, entry.path, branch, snap, created=created)
+    return created
 
 
 def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
@@ -381,6 +436,9 @@ def _unfinished_restore(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, P
         note = _restoring_note(repo, entry.path)
         if note is not None and note.get("snapshot") == snap.commit:
             return entry.branch, entry.path, note.get("branch_created") is True
+        created = _adopt(repo, entry, branch, snap) if note is None else None
+        if created is not None:
+            return entry.branch, entry.path, created
     return None
 
 
@@ -420,7 +478,8 @@ def _staged_tree(repo: Repo, snap: Snapshot) -> str | None:
 
 
 def _edited_since(repo: Repo, wt: Git, path: Path, snap: Snapshot) -> list[str]:
-    """Paths whose file is neither the snapshot commit's version nor the snapshot's own."""
+    """Paths whose file is neither the snapshot commit's version nor the snapshot's own,
+    nor one the interrupted restore was still writing (:func:`_written_part_way`)."""
     # Ignored files the snapshot holds were laid over too: `add --all` alone skips them.
     laid = g.changed_paths(repo.git, snap.parent, snap.commit)
     forced = tuple(sorted(p for p in laid if os.path.isfile(path / p)))
@@ -433,7 +492,31 @@ def _edited_since(repo: Repo, wt: Git, path: Path, snap: Snapshot) -> list[str]:
     new = g.changed_paths(repo.git, snap.commit, files, only="A") & g.changed_paths(
         repo.git, snap.parent, files, only="A"
     )
-    return sorted(neither - new)
+    return sorted(_not_written_part_way(repo, path, snap, sorted(neither - new)))
+
+
+def _not_written_part_way(repo: Repo, path: Path, snap: Snapshot, rels: list[str]) -> set[str]:
+    """Those of ``rels`` that no restore left so: each holds something of its own.
+
+    git writes each file front to back, and a full disk (or a kill) stops it
+    part-way: the file is then missing or holds the start of the version git
+    was writing (the snapshot's, or its commit's at the checkout). Every byte
+    of such a file is in that blob, so laying the snapshot over it loses
+    nothing. Decided by content alone, never by when the file was written.
+    """
+    if not rels:
+        return set()
+    blobs = [g.tree_blobs(repo.git, rev, rels) for rev in (snap.commit, snap.parent)]
+    own = set()
+    for rel in rels:
+        file = path / rel
+        if not os.path.lexists(file):
+            own.add(rel)
+        elif not file.is_symlink() and file.is_file():
+            versions = [found[rel] for found in blobs if rel in found]
+            if any(g.is_cut_short(repo.git, file, blob) for blob in versions):
+                own.add(rel)
+    return set(rels) - own
 
 
 def _submodule_note(repo: Repo, snap: Snapshot) -> str:
@@ -535,10 +618,16 @@ def _check_out(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool
             raise Refusal(
                 "path-taken", f"{path} already exists; move it away and run restore again"
             )
-        repo.git.worktree_add(path, target, base=base)
+        _note_intent(repo, path, target, branch, snap, created=base is not None)
+        try:
+            repo.git.worktree_add(path, target, base=base)
+        except GitError:
+            _drop_intent(repo, path)  # git made no worktree there (it undoes a failed add)
+            raise
         if base is not None or Git(path).head() == snap.parent:
             return target, path, base is not None
         repo.git.worktree_remove(path, force=False)
+        _drop_intent(repo, path)
     raise Refusal("path-taken", f"{branch} moved twice while restore checked it out; run it again")
 
 

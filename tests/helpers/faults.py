@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from helpers.repos import CliResult
@@ -206,3 +207,42 @@ def hold_open(path: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(["sh", "-c", 'exec 3<"$0"; exec sleep 60', str(path)])
     wait_until_open(proc.pid, path)
     return proc
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A ``tmpfs`` of ``size`` (``16m``) mounted at ``folder`` (made here): a disk that fills up.
+
+    Needs root; skips the test with the reason where mount refuses. Unmounted
+    whatever happens (lazily: a process still in it must not keep it mounted).
+    """
+    import pytest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"a full disk needs a tmpfs mount, and mount failed: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill_disk(disk: Path, *, leave: int = 0) -> Path:
+    """Fill the filesystem of ``disk`` but ``leave`` bytes with a file ``filler`` (returned)."""
+    stats = os.statvfs(disk)
+    free = stats.f_bavail * stats.f_frsize - leave
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        chunk = b"\0" * (1 << 16)
+        while free > 0:
+            try:
+                free -= out.write(chunk[: min(len(chunk), free)])
+            except OSError:
+                break
+    return filler
