@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from router.interrupt import Stopped, exit_code
+
 
 def main(argv: list[str] | None = None) -> int:
     try:
@@ -20,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
         # registration, the hook's imports), before a handler is in place: an
         # interrupt is exit 130, never a traceback.
         return _interrupted()
+    except Stopped as exc:
+        # A second signal while the command reported the first one.
+        return _interrupted(exit_code(exc.signum))
 
 
 def _dispatch(args: list[str]) -> int:
@@ -46,9 +51,9 @@ def _dispatch(args: list[str]) -> int:
     return run(args)
 
 
-def _interrupted() -> int:
+def _interrupted(code: int = 130) -> int:
     print("team-router: interrupted", file=sys.stderr)
-    return 130
+    return code
 
 
 def console() -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from router import gitfiles
+from router import gitfiles, interrupt
 
 GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
 PR_FIELDS = (
@@ -263,6 +263,9 @@ class GitHub:
     timeout: float = GH_TIMEOUT
 
     def _run(self, *args: str) -> str:
+        # As for git (router.interrupt): none starts once a signal stopped the
+        # command, and one a signal killed stops it; it is never "gh failed".
+        interrupt.check()
         argv = [self.executable, *args]
         try:
             proc = subprocess.run(
@@ -283,6 +286,7 @@ class GitHub:
             raise GhFailed(f"gh {args[0]} {args[1]} timed out after {self.timeout:.0f}s") from None
         except OSError as exc:
             raise GhFailed(f"gh could not run: {exc.strerror}") from None
+        interrupt.check_child(proc.returncode)
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
             why = lines[0].strip() if lines else f"exit {proc.returncode}"

@@ -39,11 +39,13 @@ _received = 0  # the first of SIGNALS this command received (0: none)
 _deferring = False  # inside deferred(): a signal is noted, not raised
 
 
-class Stopped(KeyboardInterrupt):
+class Stopped(BaseException):
     """The command was stopped by signal ``signum``.
 
-    A KeyboardInterrupt, so that no ``except Exception`` (nor ``except
-    GitError``, which reads a failure as an answer) swallows it.
+    A BaseException, as KeyboardInterrupt is, so that no ``except Exception``
+    (nor ``except GitError``, which reads a failure as an answer) swallows
+    it. Not a KeyboardInterrupt: typer turns one raised in a command into a
+    silent exit 130, which would hide what was done and the signal's own code.
     """
 
     def __init__(self, signum: int) -> None:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.fakegh import hide_gh
+from helpers.fakegh import hide_gh, make_github_repo
 from helpers.faults import finish, git_signaller, git_wrapper, run, spawn
 from helpers.origin import merge_on_origin
 from helpers.repos import branches, commit, git, run_cli, worktree_paths, write
@@ -356,3 +356,31 @@ def _wait_for(path: Path, timeout: float = 60) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"never appeared: {path}"
         time.sleep(0.05)
+
+
+def test_a_gh_killed_by_a_signal_stops_pr_cleanup_and_is_never_read_as_gh_unavailable(
+    workspace, tmp_path
+):
+    # Read as "gh is not available", the content proof alone would decide and the
+    # branch would go; a gh the signal killed answered nothing, and the command stops.
+    web = make_github_repo(workspace, "web")
+    topic = new_topic(web)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "work")
+    git(wt, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    merge_on_origin(web, topic.branch, how="merge")
+    gh = write(tmp_path / "gh-bin" / "gh", "#!/bin/sh\nkill -TERM $$\n")
+    gh.chmod(0o755)
+    res = run(
+        "pr-cleanup",
+        topic.branch,
+        "--json",
+        cwd=web,
+        env={"PATH": f"{gh.parent}:{os.environ['PATH']}"},
+    )
+    assert res.code == 143, res.out + res.err
+    assert res.json["error"] == {
+        "code": "interrupted",
+        "message": "interrupted (SIGTERM); run the same command again to finish",
+    }
+    assert wt.is_dir() and topic.branch in branches(web)

@@ -222,7 +222,7 @@ def _never_blocking_hook(args: list[str], hook: str, outcome: str) -> int:
         note(_usage_message(args, exc))
     except RouterError as exc:
         note(f"{exc.message} [{exc.code}]")
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt, interrupt.Stopped) as exc:
         note(f"stopped ({exc.__class__.__name__})")
     return 0
 

@@ -126,7 +126,7 @@ def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
         except RouterError as exc:
             fail(command, as_json, exc)
             return exc.exit_code
-        except KeyboardInterrupt as exc:
+        except (KeyboardInterrupt, interrupt.Stopped) as exc:
             error = interrupted(interrupt.signum_of(exc))
             fail(command, as_json, error)
             return error.exit_code
