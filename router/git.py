@@ -1439,6 +1439,30 @@ def snapshot_tree(
     return worktree.out("write-tree", env=env)
 
 
+def directory_tree(git: Git, rel: str, index_file: Path) -> str:
+    """Tree holding ``rel`` alone (a directory of the work tree), ignored files included.
+
+    Through a private index (``GIT_INDEX_FILE``), started empty: the repo's own
+    index is neither read nor changed. For a directory git ignores (a plan dir
+    under our ``info/exclude`` line), which no commit of the repo holds.
+    """
+    env = {"GIT_INDEX_FILE": str(index_file)}
+    git.run("read-tree", "--empty", env=env)
+    git.run("add", "--force", "--", f":(top,literal){rel}", env=env)
+    return git.out("write-tree", env=env)
+
+
+def write_tree_files(git: Git, tree: str, index_file: Path) -> None:
+    """Write the files of ``tree`` into the work tree, never over a file already there.
+
+    Through a private index, so the repo's own index is untouched;
+    ``checkout-index`` without ``--force`` keeps an existing file and fails.
+    """
+    env = {"GIT_INDEX_FILE": str(index_file)}
+    git.run("read-tree", tree, env=env)
+    git.run("checkout-index", "--all", env=env)
+
+
 def index_tree(worktree: Git) -> str:
     """Tree of what is staged in the worktree's own index (as ``git stash`` records it).
 

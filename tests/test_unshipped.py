@@ -12,7 +12,7 @@ from helpers.fakegh import hide_gh
 from helpers.origin import merge_on_origin
 from helpers.plans import artifact
 from helpers.repos import branches, commit, git, run_cli, worktree_paths, write
-from helpers.topics import Topic, new_topic, snapshot_of
+from helpers.topics import TOPIC_ID, Topic, new_topic, snapshot_of
 
 ARTIFACTS = ("task.md", "questions.md", "research.md", "design.md")
 LISTED = "design.md, questions.md, research.md, task.md"
@@ -325,3 +325,102 @@ def test_a_branch_whose_commits_are_on_main_is_still_merged(home_repo):
     assert steps["integrate"]["detail"] == (
         f"nothing to integrate: {topic.branch} is merged (its tip is an ancestor of origin/main)"
     )
+
+
+# -- a run in place: its plan dir in the primary clone ---------------------------------------------
+
+
+def in_place(home_repo) -> Topic:
+    """A run whose home fell back to the primary clone (its worktree path was taken)."""
+    write(home_repo / ".claude" / "worktrees" / TOPIC_ID / "precious.txt", "keep me\n")
+    res = run_cli("new", "add rate limiting", "--id", TOPIC_ID, "--json", cwd=home_repo)
+    assert res.code == 0 and res.json["home"]["status"] == "fallback", res.out
+    plan = home_repo / "docs" / "plans" / TOPIC_ID
+    assert res.json["plan_dir"] == str(plan)
+    return unfinished(Topic(TOPIC_ID, home_repo, plan, {"home": home_repo}, {}))
+
+
+def test_teardown_refuses_an_unshipped_run_in_place_and_removes_nothing(home_repo):
+    topic = in_place(home_repo)
+    before = snapshot_of(home_repo), sorted(p.name for p in topic.plan_dir.iterdir())
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"] == {
+        "code": "unshipped-run",
+        "message": f"teardown of {topic.id} refused, nothing was removed in any repo: "
+        f"home: {refusal(topic, 'teardown')}",
+    }
+    assert (snapshot_of(home_repo), sorted(p.name for p in topic.plan_dir.iterdir())) == before
+
+
+def test_pr_cleanup_refuses_an_unshipped_run_in_place(home_repo, tmp_path, monkeypatch):
+    hide_gh(tmp_path, monkeypatch)
+    topic = in_place(home_repo)
+    before = snapshot_of(home_repo)
+    res = run_cli("pr-cleanup", topic.branch, "--json", cwd=home_repo)
+    assert res.code == 1
+    assert res.json["error"] == {
+        "code": "unshipped-run",
+        "message": f"{refusal(topic, 'pr-cleanup')}; nothing was touched",
+    }
+    assert snapshot_of(home_repo) == before
+
+
+def test_force_then_restore_puts_a_plan_dir_in_place_back(home_repo):
+    topic = in_place(home_repo)
+    phase, listed = phase_json(topic), status_json(topic)
+    dry = run_cli("teardown", topic.id, "--force", "--dry-run", "--json", cwd=home_repo)
+    assert {s["name"]: s for s in dry.json["repos"][0]["steps"]}["plan-dir"] == {
+        "name": "plan-dir",
+        "outcome": "done",
+        "detail": f"would remove {topic.plan_dir} (untracked) after writing a snapshot holding "
+        f"the run's artifacts {LISTED}",
+    }
+    res = run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out
+    ref = f"refs/team-router/plan-dirs/{topic.id}"
+    snap = git(home_repo, "rev-parse", ref)
+    assert {s["name"]: s for s in res.json["repos"][0]["steps"]}["plan-dir"] == {
+        "name": "plan-dir",
+        "outcome": "done",
+        "detail": f"removed {topic.plan_dir} (untracked); the run's artifacts {LISTED} are in "
+        f"{ref} ({snap[:12]})",
+    }
+    assert not topic.plan_dir.exists()
+    restored = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert restored.code == 0, restored.out + restored.err
+    assert restored.json["repos"] == [
+        {
+            "name": "home",
+            "status": "restored",
+            "detail": f"plan dir {topic.plan_dir} is back in place, as the run left it; "
+            f"{ref} is kept",
+            "snapshot": snap,
+            "branch": None,
+            "worktree": None,
+        }
+    ]
+    assert phase_json(topic) == phase
+    assert status_json(topic) == listed
+    assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert (again.code, again.json["repos"][0]["status"]) == (0, "existing")
+
+
+def test_pr_cleanup_abandon_snapshots_a_plan_dir_in_place_and_restore_brings_it_back(
+    home_repo, tmp_path, monkeypatch
+):
+    hide_gh(tmp_path, monkeypatch)
+    topic = in_place(home_repo)
+    phase = phase_json(topic)
+    res = run_cli("pr-cleanup", topic.branch, "--abandon", "--yes", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    ref = f"refs/team-router/plan-dirs/{topic.id}"
+    snap = git(home_repo, "rev-parse", ref)
+    plan_step = next(s for s in res.json["steps"] if s["name"] == "plan-dir")
+    assert plan_step["detail"] == (
+        f"removed {topic.plan_dir} (untracked); the run's artifacts {LISTED} are in "
+        f"{ref} ({snap[:12]})"
+    )
+    assert run_cli("restore", topic.id, cwd=home_repo).code == 0
+    assert phase_json(topic) == phase

@@ -557,7 +557,7 @@ def run_at_stake(repo: Repo, found: Survey) -> list[RunArtifacts]:
     checkouts = []
     if found.worktree_path is not None and not found.kept_worktree and not found.removing:
         checkouts.append(found.worktree_path)
-    if remove_plan_dir(repo, found.topic_id, dry_run=True).outcome is Outcome.DONE:
+    if remove_plan_dir(repo, found.topic_id, dry_run=True, force=True).outcome is Outcome.DONE:
         checkouts.append(repo.primary)
     return unshipped(run_artifacts(c, found.topic_id) for c in checkouts)
 
@@ -877,7 +877,7 @@ def run_steps(
     run.step(
         "plan-dir",
         lambda: (
-            remove_plan_dir(repo, found.topic_id)
+            remove_plan_dir(repo, found.topic_id, force=abandon, again="pr-cleanup")
             if found.topic_id
             else skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
         ),
@@ -1366,7 +1366,7 @@ def preview(
         done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
     )
     steps.append(_preview_reclaim(repo, opts))
-    steps.append(_preview_plan_dir(repo, found))
+    steps.append(_preview_plan_dir(repo, found, opts.mode))
     steps.append(
         done("local-state", "would run .teamteardown from the default branch and remove temp paths")
     )
@@ -1382,10 +1382,11 @@ def _preview_reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
     return done("reclaim", "would expire unreachable reflogs and gc --prune=now")
 
 
-def _preview_plan_dir(repo: Repo, found: Survey) -> StepResult:
+def _preview_plan_dir(repo: Repo, found: Survey, mode: Mode) -> StepResult:
     if found.topic_id is None:
         return skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
-    return remove_plan_dir(repo, found.topic_id, dry_run=True)
+    abandon = mode is Mode.ABANDONED
+    return remove_plan_dir(repo, found.topic_id, dry_run=True, force=abandon, again="pr-cleanup")
 
 
 # -- the command --------------------------------------------------------------------------------------

@@ -35,7 +35,9 @@ from router import gitfiles
 from router.errors import Refusal, describe_io
 from router.git import Git, GitError
 from router.teardown.nested import Departed
+from router.teardown.sweep import files_under
 from router.topic import state
+from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
 MAX_RESTORED = 100
@@ -196,6 +198,111 @@ def covers(git: Git, snapshot: Snapshot | None, tip: str | None) -> bool:
     if snapshot is None or tip is None:
         return False
     return tip == snapshot.parent or git.is_ancestor(tip, snapshot.commit)
+
+
+# -- a plan dir in place (the run fell back to the primary clone) --------------
+
+PLAN_DIR_PREFIX = "refs/team-router/plan-dirs/"
+
+
+def plan_dir_ref(topic_id: str) -> str:
+    return f"{PLAN_DIR_PREFIX}{topic_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDirSnapshot:
+    """A commit holding only ``docs/plans/<id>/``, as the primary clone had it."""
+
+    ref: str
+    commit: str
+
+
+def snapshot_plan_dir(repo: Repo, topic_id: str) -> PlanDirSnapshot:
+    """Write the primary clone's plan dir to ``refs/team-router/plan-dirs/<id>``.
+
+    A run that fell back to the primary clone has no worktree whose snapshot
+    could carry its plan dir: it gets a ref of its own, where ``restore`` finds
+    it. The commit holds the plan dir alone (the primary's files are the
+    user's, and stay); one written before becomes its parent, and the ref
+    only moves while it is where it was read, so nothing it held is dropped.
+    """
+    rel = f"{PLANS_DIR}/{topic_id}"
+    ref = plan_dir_ref(topic_id)
+    try:
+        with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
+            tree = g.directory_tree(repo.git, rel, Path(tmp) / "index")
+        old = repo.git.rev_parse(ref)
+        what = f"team-router snapshot of plan dir {repo.primary / rel}"
+        commit = g.commit_tree(repo.git, tree, [old] if old else [], what)
+        g.update_ref(repo.git, ref, commit, old=old, message=what)
+    except GitError as exc:
+        raise SnapshotFailed(
+            f"snapshot of {repo.primary / rel} failed: {exc.first_line}",
+            locked=exc.lock_file is not None,
+        ) from None
+    except OSError as exc:
+        raise SnapshotFailed(f"snapshot of {repo.primary / rel} failed: {exc}") from None
+    return PlanDirSnapshot(ref, commit)
+
+
+def restore_plan_dir(name: str, repo: Repo, topic_id: str) -> RestoredRepo | None:
+    """Put the plan dir of a run in place back into the primary clone; None: no snapshot of it.
+
+    Never over anything: a plan dir there already is either the snapshot's
+    (``existing``) or other work (refused, named).
+    """
+    ref = plan_dir_ref(topic_id)
+    commit = repo.git.rev_parse(ref)
+    if commit is None:
+        return None
+    path = repo.primary / PLANS_DIR / topic_id
+    link = plan_dir_link(str(repo.primary), topic_id)
+    if link is not None:
+        why = f"{link} is a symlink: nothing is written through it; replace it with a directory"
+        return RestoredRepo(name, RestoreStatus.REFUSED, f"restore-refused: {why}", commit)
+    try:
+        with tempfile.TemporaryDirectory(prefix="team-router-restore-") as tmp:
+            index = Path(tmp) / "index"
+            if os.path.isdir(path) and files_under(path):
+                if g.directory_tree(repo.git, path.relative_to(repo.primary).as_posix(), index) == (
+                    repo.git.tree_of(commit)
+                ):
+                    return RestoredRepo(
+                        name, RestoreStatus.EXISTING, f"plan dir {path} is already back", commit
+                    )
+                return RestoredRepo(
+                    name,
+                    RestoreStatus.REFUSED,
+                    f"restore-refused: {path} holds other files than {ref} ({commit[:12]}); "
+                    "nothing was changed: move it aside, then run restore again",
+                    commit,
+                )
+            g.write_tree_files(repo.git, f"{commit}^{{tree}}", index)
+    except (GitError, OSError) as exc:
+        what = exc.first_line if isinstance(exc, GitError) else str(exc)
+        return RestoredRepo(name, RestoreStatus.REFUSED, f"restore failed: {what}", commit)
+    _record_plan_dir_restore(repo, topic_id)
+    return RestoredRepo(
+        name,
+        RestoreStatus.RESTORED,
+        f"plan dir {path} is back in place, as the run left it; {ref} is kept",
+        commit,
+    )
+
+
+def _record_plan_dir_restore(repo: Repo, topic_id: str) -> None:
+    """The run is back: an earlier teardown's steps describe another (as ``restore`` of a worktree)."""
+
+    def change(r: state.TopicRecord) -> state.TopicRecord:
+        return dataclasses.replace(r, teardown=None)
+
+    state.update_record(
+        repo.common_dir,
+        topic_id,
+        change,
+        new=lambda: state.TopicRecord(id=topic_id, repo="home", branch=topic_id),
+        replace_corrupt=True,
+    )
 
 
 # -- restore --------------------------------------------------------------------

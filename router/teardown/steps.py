@@ -43,6 +43,7 @@ from router.teardown.snapshot import (
     covers,
     read_snapshot,
     snapshot_branch,
+    snapshot_plan_dir,
     snapshot_worktree,
 )
 from router.teardown.sweep import (
@@ -1730,8 +1731,20 @@ def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> st
 # -- step 6: plan-dir -------------------------------------------------------------
 
 
-def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> StepResult:
-    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
+def remove_plan_dir(
+    repo: Repo,
+    topic_id: str,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    again: str = "teardown",
+) -> StepResult:
+    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked.
+
+    The artifacts of a run that has not shipped (it fell back to the primary
+    clone) refuse ``unshipped-run`` unless ``force``, which first writes them to
+    their own snapshot ref; ``again`` is the command a refusal names.
+    """
     name = "plan-dir"
     rel = Path(PLANS_DIR, topic_id)
     path = repo.primary / rel
@@ -1762,13 +1775,25 @@ def remove_plan_dir(repo: Repo, topic_id: str, *, dry_run: bool = False) -> Step
     blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
     if blocker is not None:
         return dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
+    run = unshipped([run_artifacts(repo.primary, topic_id)])
+    if run and not force:
+        return refused(name, "unshipped-run", unshipped_message(topic_id, run, command=again))
+    kept = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
     if dry_run:
-        return done(name, f"would remove {path} (untracked)")
+        return done(name, f"would remove {path} (untracked){kept}")
+    snap = None
+    if run:
+        try:
+            snap = snapshot_plan_dir(repo, topic_id)
+        except SnapshotFailed as exc:
+            return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
     try:
         shutil.rmtree(path)
     except OSError as exc:
         return failed(name, f"removing {path} failed: {exc.strerror}")
-    return done(name, f"removed {path} (untracked)")
+    if snap is not None:
+        kept = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
+    return done(name, f"removed {path} (untracked){kept}")
 
 
 # -- step 7: sweep ----------------------------------------------------------------

@@ -34,7 +34,13 @@ from router.teardown.localstate import (
     run_local_state,
 )
 from router.teardown.nested import NestedRepo, survey_nested, survey_remains
-from router.teardown.snapshot import RestoredRepo, RestoreStatus, read_snapshot, restore_repo
+from router.teardown.snapshot import (
+    RestoredRepo,
+    RestoreStatus,
+    read_snapshot,
+    restore_plan_dir,
+    restore_repo,
+)
 from router.teardown.steps import (
     EMPTY,
     NO_PROC_NOTE,
@@ -308,7 +314,7 @@ def _plan_dir_blockers(
     unless --force (which snapshots them): in the worktree the remove step
     deletes (``removed``), and in the primary clone when step 6 would delete them.
     """
-    found = remove_plan_dir(repo, topic_id, dry_run=True)
+    found = remove_plan_dir(repo, topic_id, dry_run=True, force=True)  # would it go at all?
     if found.code == "nested-work":
         return (), [found]
     checkouts = [removed] if removed is not None else []
@@ -580,7 +586,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
     run(
         "plan-dir",
         lambda: (
-            remove_plan_dir(repo, scope.id)
+            remove_plan_dir(repo, scope.id, force=opts.force)
             if target.is_home
             else skipped("plan-dir", "home repo only")
         ),
@@ -1200,8 +1206,25 @@ def _restore_target(target: RepoTarget, topic_id: str) -> RestoredRepo:
         return RestoredRepo(
             target.name, RestoreStatus.SKIPPED, f"repo not usable: {target.problem}"
         )
-    return _restore_unless_stopped(
+    restored = _restore_unless_stopped(
         target.name, lambda: restore_repo(target.name, repo, topic_id, target.branch)
+    )
+    if not target.is_home or restored.status is RestoreStatus.INTERRUPTED:
+        return restored
+    # A run that fell back to the primary clone kept its plan dir there: its snapshot
+    # has a ref of its own (teardown --force wrote it), and it goes back in place.
+    in_place = restore_plan_dir(target.name, repo, topic_id)
+    return restored if in_place is None else _with_plan_dir(restored, in_place)
+
+
+def _with_plan_dir(worktree: RestoredRepo, plan_dir: RestoredRepo) -> RestoredRepo:
+    """One repo's answer for its worktree's snapshot and its in-place plan dir's."""
+    if worktree.status is RestoreStatus.SKIPPED:
+        return plan_dir
+    order = (RestoreStatus.REFUSED, RestoreStatus.RESTORED, RestoreStatus.EXISTING)
+    status = next(s for s in order if s in {worktree.status, plan_dir.status})
+    return dataclasses.replace(
+        worktree, status=status, detail=f"{worktree.detail}; {plan_dir.detail}"
     )
 
 
@@ -1274,7 +1297,7 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
         if plan.kept_worktree
         else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
         _preview_update(repo, plan),
-        remove_plan_dir(repo, scope.id, dry_run=True)
+        remove_plan_dir(repo, scope.id, dry_run=True, force=opts.force)
         if target.is_home
         else skipped("plan-dir", "home repo only"),
         skipped("sweep", "no residue")
