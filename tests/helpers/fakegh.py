@@ -172,8 +172,12 @@ def pr_write(data, verb, args, known):
                 print(p["url"])
                 return
         fail(f"fake gh: no PR {rest[0]}")
+    # The URL as configured: `git remote get-url` would apply the insteadOf rewrite.
     url = subprocess.run(
-        ["git", "remote", "get-url", "origin"], capture_output=True, text=True, cwd=os.getcwd()
+        ["git", "config", "--get", "remote.origin.url"],
+        capture_output=True,
+        text=True,
+        cwd=os.getcwd(),
     ).stdout.strip()
     repo = url.removeprefix("https://github.com/").removesuffix(".git")
     if repo not in known:
