@@ -424,3 +424,43 @@ def test_pr_cleanup_abandon_snapshots_a_plan_dir_in_place_and_restore_brings_it_
     )
     assert run_cli("restore", topic.id, cwd=home_repo).code == 0
     assert phase_json(topic) == phase
+
+
+def test_pr_cleanup_dry_runs_name_the_refusal_and_the_artifacts_an_abandon_would_snapshot(
+    home_repo, tmp_path, monkeypatch
+):
+    hide_gh(tmp_path, monkeypatch)
+    topic = unfinished(new_topic(home_repo))
+    before = everything(topic)
+    merged = run_cli("pr-cleanup", topic.branch, "--dry-run", "--json", cwd=home_repo)
+    assert merged.code == 1
+    assert merged.json["dry_run"] is True
+    assert merged.json["error"] == {
+        "code": "unshipped-run",
+        "message": f"{refusal(topic, 'pr-cleanup')}; nothing was touched",
+    }
+    dropped = run_cli("pr-cleanup", topic.branch, "--abandon", "--dry-run", "--json", cwd=home_repo)
+    assert dropped.code == 0, dropped.out
+    remove = next(s for s in dropped.json["steps"] if s["name"] == "remove")
+    assert remove == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"would force-remove (after a snapshot holding the run's artifacts {LISTED}) "
+        f"{topic.worktrees['home']}",
+    }
+    assert everything(topic) == before
+
+
+def test_pr_cleanup_abandon_snapshots_the_artifacts_and_restore_brings_the_run_back(
+    home_repo, tmp_path, monkeypatch
+):
+    hide_gh(tmp_path, monkeypatch)
+    topic = unfinished(new_topic(home_repo))
+    phase = phase_json(topic)
+    res = run_cli("pr-cleanup", topic.branch, "--abandon", "--yes", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert not topic.worktrees["home"].exists()
+    remove = next(s for s in res.json["steps"] if s["name"] == "remove")
+    assert remove["detail"].endswith(f"the run's artifacts {LISTED} included")
+    assert run_cli("restore", topic.id, cwd=home_repo).code == 0
+    assert phase_json(topic) == phase
