@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
@@ -181,22 +182,19 @@ class Picking:
 _SHA = re.compile(f"^(?:{gitfiles.ANY_OBJECT_ID})$")
 
 
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """One file a removal judged safe to delete, as it was then (see router.teardown.removal).
+class Judged(
+    namedtuple("Judged", "path dev ino mode size mtime_ns ctime_ns digest", defaults=("",))
+):
+    """One file a removal judged safe to delete, as it was then (see router.topic.removal).
 
-    Its identity (device, inode, mode, size and both kernel stamps, compared
-    for equality, never for order) and, where it was read, its content.
+    Its path (relative to the directory being removed), its identity (device,
+    inode, mode, size and both kernel stamps, compared for equality, never for
+    order) and, where it was read, its content (``digest``: sha256 of its bytes,
+    a symlink's of its target; "" when not read). A tuple, not a dataclass: a
+    journal holds one per file of a worktree, and a record read parses them all.
     """
 
-    path: str  # relative to the directory being removed
-    dev: int
-    ino: int
-    mode: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    digest: str = ""  # sha256 of its bytes (a symlink: of its target); "" when not read
+    __slots__ = ()
 
     def to_json(self) -> str:
         # One string per file: a journal of a large worktree stays one line each.
@@ -205,13 +203,16 @@ class Judged:
 
     @classmethod
     def from_json(cls, text: object) -> Judged:
-        if not isinstance(text, str):
-            raise ValueError("a journaled file must be a string")
-        *numbers, digest, path = text.split(":", 7)
-        if len(numbers) != 6 or not path or not all(n.isdigit() for n in numbers):
-            raise ValueError(f"{text!r} is not a journaled file")
-        dev, ino, mode, size, mtime_ns, ctime_ns = map(int, numbers)
-        return cls(path, dev, ino, mode, size, mtime_ns, ctime_ns, digest)
+        try:
+            dev, ino, mode, size, mtime, ctime, digest, path = text.split(":", 7)  # type: ignore[attr-defined]
+            if not path:
+                raise ValueError
+            # Stamps may be negative (a file dated before 1970): int, not isdigit.
+            return cls(
+                path, int(dev), int(ino), int(mode), int(size), int(mtime), int(ctime), digest
+            )
+        except (AttributeError, ValueError):
+            raise ValueError(f"{text!r} is not a journaled file") from None
 
 
 @dataclass(frozen=True, slots=True)
