@@ -101,7 +101,7 @@ def host_worktree(repo: Repo, topic_id: str, checkout: str) -> HostWorktree:
     return HostWorktree(
         topic_id,
         worktree,
-        _dirty(worktree),
+        worktree_dirty(worktree),
         ahead,
         held_by(repo.common_dir, topic_id),
         _other_plan_dirs(worktree, topic_id),
@@ -122,7 +122,8 @@ def _other_plan_dirs(worktree: str | None, topic_id: str) -> tuple[str, ...]:
     return tuple(sorted(n for n in names if n != topic_id))
 
 
-def _dirty(worktree: str | None) -> bool | None:
+def worktree_dirty(worktree: str | None) -> bool | None:
+    """Whether the checkout holds changes; None when there is none or git cannot say."""
     if worktree is None:
         return None
     try:

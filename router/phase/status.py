@@ -6,10 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.git import Git, GitError
 from router.parallel import parallel_map
 from router.phase import infer as phases
-from router.phase.idle import HostWorktree, host_worktree
+from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
 from router.topic.discovery import (
     RUN,
     Records,
@@ -130,16 +129,7 @@ def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoStat
     ahead = phases.commits_ahead(topic_repo, refs)
     fell_back = works_in_main_tree(topic_repo.name, topic_repo.path, topic_repo.worktree)
     main_tree = topic_repo.path if fell_back else None
-    return RepoState(topic_repo.name, worktree, _dirty(worktree), ahead, main_tree)
-
-
-def _dirty(worktree: str | None) -> bool | None:
-    if worktree is None:
-        return None
-    try:
-        return Git(Path(worktree)).status().dirty
-    except GitError:
-        return None
+    return RepoState(topic_repo.name, worktree, worktree_dirty(worktree), ahead, main_tree)
 
 
 CURRENT = "  <- here"  # the topic `phase` and `next` answer from where status ran
