@@ -510,3 +510,29 @@ def test_reviewers_own_their_verdict_rule_and_no_brief_restates_it() -> None:
         r"\d", _section(_prompt("design-reviewer"), "Verdict").split("\n- **COMMENT")[0]
     )
     assert set(blocking) <= set(checks) and len(checks) == 8
+
+
+# -- the prompt evals (bench/evals, run against a real model by hand) ------------------
+
+
+def _evals():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("evals_run", ROOT / "bench" / "evals" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_prompt_evals_cover_every_phase_and_each_check_can_fail() -> None:
+    evals = _evals()
+    fixtures = evals.load_fixtures()  # raises on a fixture that cannot run
+    phases = {f.name.split("/")[0] for f in fixtures}
+    assert phases == {"question", "research", "design", "structure", "plan", "implement"}
+    assert {"security-reviewer", "verifier", "code-reviewer"} <= {f.agent for f in fixtures}
+    questions = next(f for f in fixtures if f.name == "question/neutral-questions")
+    assert evals.failures(questions, "") == [f"missing /{p}/" for p in questions.must_match]
+    leaked = "=== questions.md\n1. Where should the rate limiter go?\n"
+    assert any(w.startswith("has /") for w in evals.failures(questions, leaked))

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from helpers.client import (
+    PROJECT_ROOT,
     Block,
     ClientMissing,
     Conversation,
@@ -400,3 +401,34 @@ def test_fix_runs_question_plan_implement_pr_and_nothing_else(
         "tests-1.md",
         "verify-1.md",
     ]
+
+
+# -- what every session pays for --------------------------------------------------------
+
+ALWAYS_ON_BUDGET = 2000  # tokens of skill and agent descriptions in every session
+
+
+def _context_rows(report: str) -> dict[str, int]:
+    """``/context``'s per-skill and per-agent rows of this plugin: name -> tokens."""
+    rows = {}
+    for name, tokens in re.findall(
+        r"^\| (team-router:[a-z-]+) \| [^|]+ \| ~?([0-9.]+k?) \|$", report, re.M
+    ):
+        rows[name] = int(float(tokens[:-1]) * 1000) if tokens.endswith("k") else int(tokens)
+    return rows
+
+
+def test_the_plugins_always_on_context_stays_under_2k_tokens_as_the_client_reports_it(
+    claude: Path, home: Path, home_repo: Path
+) -> None:
+    with StandIn(lambda _request: [text("ok")], estimate=True) as standin:
+        run = run_client(claude, standin, "/context", cwd=home_repo, home=home)
+    assert run.code == 0, run.stderr[-2000:]
+    report = run.result()["result"]
+    rows = _context_rows(report)
+    skills = {f"team-router:{p.parent.name}" for p in (PROJECT_ROOT / "skills").glob("*/SKILL.md")}
+    agents = {f"team-router:{p.stem}" for p in (PROJECT_ROOT / "agents").glob("*.md")}
+    assert set(rows) == skills | agents, report  # each one reported, so each one counted
+    assert all(rows[name] > 20 for name in rows), rows  # real estimates, not placeholders
+    total = sum(rows.values())
+    assert total < ALWAYS_ON_BUDGET, f"{total} tokens always on: {rows}"

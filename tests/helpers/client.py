@@ -242,6 +242,10 @@ class StandIn:
     """A Messages API on 127.0.0.1 that answers from ``script`` and records every request."""
 
     script: Script
+    # count_tokens: 1 for everything, or (estimate=True) a quarter of the characters sent,
+    # the ratio the client itself uses where it estimates (skills), so that what it
+    # reports for agents and skills is on one scale.
+    estimate: bool = False
     requests: list[Request] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -292,6 +296,13 @@ class StandIn:
         with self._lock:
             return {**block, "id": f"toolu_e2e_{next(self._ids):04d}"}
 
+    def tokens_of(self, body: dict[str, Any]) -> int:
+        if not self.estimate:
+            return 1
+        sent = "".join(_plain(m.get("content")) for m in body.get("messages", []))
+        sent += json.dumps(body.get("tools") or "") + _plain(body.get("system"))
+        return -(-len(sent) // 4)
+
     def message_id(self) -> str:
         with self._lock:
             return f"msg_e2e_{next(self._ids):04d}"
@@ -321,7 +332,7 @@ def _handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             path = self.path
             if not path.startswith("/v1/messages") or "count_tokens" in path:
                 standin.record(Request(path, body))
-                self._json({"input_tokens": 1})
+                self._json({"input_tokens": standin.tokens_of(body)})
                 return
             blocks, stop = standin.answer(Request(path, body))
             message = {
