@@ -1001,7 +1001,11 @@ def lost_work(ws: Workspace, worktrees: dict[str, Path], work: list[Work]) -> li
         mine = [w for w in work if w.repo == name]
         if not mine:
             continue
-        commits = set(git(repo, "rev-list", "--all").split())
+        try:
+            commits = set(git(repo, "rev-list", "--all").split())
+        except AssertionError as exc:  # git cannot walk the repository: a state left broken
+            found.append(Violation("repo-unreadable", f"{name}: {exc}"))
+            continue
         objects = {ln.split()[0] for ln in git(repo, "rev-list", "--all", "--objects").splitlines()}
         patches = _patch_ids(repo)
         for w in mine:
