@@ -933,11 +933,18 @@ def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violati
         entry = next((e for e in listing if e.startswith(f"worktree {worktree}\n")), "")
         if not entry:
             problems.append("not registered with git")
-        elif "\nlocked" in entry:
+        elif "\nlocked" in entry and not _own_lock(entry):
             problems.append("still locked (" + entry.split("\nlocked", 1)[1].strip() + ")")
         if problems:
             found.append(Violation("worktree-broken", f"{name}: {'; '.join(problems)}"))
     return found
+
+
+def _own_lock(entry: str) -> bool:
+    """team-router locks the worktrees it makes against other tools' cleanup (DESIGN §10);
+    git's own "initializing" lock, left by a killed ``git worktree add``, is not that."""
+    reason = entry.split("\nlocked", 1)[1].strip()
+    return reason.startswith("team-router:")
 
 
 def _held(lock: Path) -> bool:
