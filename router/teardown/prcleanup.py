@@ -76,6 +76,7 @@ from router.teardown.steps import (
 )
 from router.teardown.unshipped import (
     RunArtifacts,
+    has_shipped,
     run_artifacts,
     snapshot_note,
     unshipped,
@@ -559,7 +560,16 @@ def run_at_stake(repo: Repo, found: Survey) -> list[RunArtifacts]:
         checkouts.append(found.worktree_path)
     if remove_plan_dir(repo, found.topic_id, dry_run=True, force=True).outcome is Outcome.DONE:
         checkouts.append(repo.primary)
-    return unshipped(run_artifacts(c, found.topic_id) for c in checkouts)
+    shipped = run_shipped(repo, found)
+    return unshipped((run_artifacts(c, found.topic_id) for c in checkouts), shipped=shipped)
+
+
+def run_shipped(repo: Repo, found: Survey) -> bool:
+    """The topic's pr.md is in one of its plan dirs (its worktree's or the primary clone's)."""
+    if found.topic_id is None:
+        return False
+    places = [c for c in (found.worktree_path, repo.primary) if c is not None]
+    return has_shipped(run_artifacts(c, found.topic_id) for c in places)
 
 
 def refuse_unshipped(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
@@ -852,6 +862,8 @@ def run_steps(
     run = StepRun(GUARDING)
     closed: list[dict[str, object]] = []
     abandon = opts.mode is Mode.ABANDONED
+    # Read before the worktree (and the pr.md in its plan dir) goes.
+    shipped = run_shipped(repo, found)
     if abandon:
         run.step("close-prs", lambda: _close_prs(hub, closing, closed, warnings), guarded=False)
     run.step("remove", lambda: _remove(repo, found, force=abandon, warnings=warnings))
@@ -877,7 +889,9 @@ def run_steps(
     run.step(
         "plan-dir",
         lambda: (
-            remove_plan_dir(repo, found.topic_id, force=abandon, again="pr-cleanup")
+            remove_plan_dir(
+                repo, found.topic_id, force=abandon, shipped=shipped, again="pr-cleanup"
+            )
             if found.topic_id
             else skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
         ),
@@ -1386,7 +1400,10 @@ def _preview_plan_dir(repo: Repo, found: Survey, mode: Mode) -> StepResult:
     if found.topic_id is None:
         return skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
     abandon = mode is Mode.ABANDONED
-    return remove_plan_dir(repo, found.topic_id, dry_run=True, force=abandon, again="pr-cleanup")
+    shipped = run_shipped(repo, found)
+    return remove_plan_dir(
+        repo, found.topic_id, dry_run=True, force=abandon, shipped=shipped, again="pr-cleanup"
+    )
 
 
 # -- the command --------------------------------------------------------------------------------------

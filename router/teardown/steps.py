@@ -1737,13 +1737,15 @@ def remove_plan_dir(
     *,
     dry_run: bool = False,
     force: bool = False,
+    shipped: bool = False,
     again: str = "teardown",
 ) -> StepResult:
     """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked.
 
     The artifacts of a run that has not shipped (it fell back to the primary
     clone) refuse ``unshipped-run`` unless ``force``, which first writes them to
-    their own snapshot ref; ``again`` is the command a refusal names.
+    their own snapshot ref; ``shipped``: the command found the run's ``pr.md``
+    before (in its worktree, gone by now); ``again`` is the command a refusal names.
     """
     name = "plan-dir"
     rel = Path(PLANS_DIR, topic_id)
@@ -1775,7 +1777,7 @@ def remove_plan_dir(
     blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
     if blocker is not None:
         return dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
-    run = unshipped([run_artifacts(repo.primary, topic_id)])
+    run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
     if run and not force:
         return refused(name, "unshipped-run", unshipped_message(topic_id, run, command=again))
     kept = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""

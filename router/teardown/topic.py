@@ -96,6 +96,7 @@ from router.teardown.steps import (
 from router.teardown.sweep import Kept, SweepResult, sweep
 from router.teardown.unshipped import (
     RunArtifacts,
+    has_shipped,
     run_artifacts,
     snapshot_note,
     unshipped,
@@ -164,6 +165,7 @@ class RepoPlan:
     committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
     # The artifacts of a run that has not shipped that this teardown would delete (home only).
     unshipped: tuple[RunArtifacts, ...] = ()
+    shipped: bool = False  # the run's pr.md is in one of its plan dirs (home only)
     # The repo's config, read once (origin, committer, the branch's section).
     config: g.ConfigView | None = None
     # The plan read the worktree's status (and it is the remove step's proof when clean).
@@ -295,8 +297,10 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
     if target.is_home and topic_id:
         removed = worktree if entry is not None and not kept else None
-        found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, opts)
-        plan = dataclasses.replace(plan, unshipped=found_dirs)
+        # Shipped is the run's, wherever its pr.md is: a kept worktree's plan dir counts too.
+        shipped = has_shipped(run_artifacts(c, topic_id) for c in {worktree, repo.primary} if c)
+        found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, shipped, opts)
+        plan = dataclasses.replace(plan, unshipped=found_dirs, shipped=shipped)
         blockers += plan_blockers
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
@@ -304,7 +308,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
 
 
 def _plan_dir_blockers(
-    repo: Repo, topic_id: str, removed: Path | None, opts: TeardownOptions
+    repo: Repo, topic_id: str, removed: Path | None, shipped: bool, opts: TeardownOptions
 ) -> tuple[tuple[RunArtifacts, ...], list[StepResult]]:
     """The unshipped run's artifacts this teardown would delete, and what they refuse.
 
@@ -319,7 +323,7 @@ def _plan_dir_blockers(
         return (), [found]
     checkouts = [removed] if removed is not None else []
     checkouts += [repo.primary] if found.outcome is Outcome.DONE else []
-    dirs = unshipped(run_artifacts(c, topic_id) for c in checkouts)
+    dirs = unshipped((run_artifacts(c, topic_id) for c in checkouts), shipped=shipped)
     if not dirs or opts.force:
         return tuple(dirs), []
     why = unshipped_message(topic_id, dirs, command="teardown")
@@ -586,7 +590,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
     run(
         "plan-dir",
         lambda: (
-            remove_plan_dir(repo, scope.id, force=opts.force)
+            remove_plan_dir(repo, scope.id, force=opts.force, shipped=plan.shipped)
             if target.is_home
             else skipped("plan-dir", "home repo only")
         ),
@@ -1297,7 +1301,7 @@ def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> T
         if plan.kept_worktree
         else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
         _preview_update(repo, plan),
-        remove_plan_dir(repo, scope.id, dry_run=True, force=opts.force)
+        remove_plan_dir(repo, scope.id, dry_run=True, force=opts.force, shipped=plan.shipped)
         if target.is_home
         else skipped("plan-dir", "home repo only"),
         skipped("sweep", "no residue")

@@ -54,10 +54,19 @@ def run_artifacts(checkout: Path, topic_id: str) -> RunArtifacts | None:
     return RunArtifacts(checkout, plan_dir, files_under(plan_dir))
 
 
-def unshipped(found: Iterable[RunArtifacts | None]) -> list[RunArtifacts]:
-    """The plan dirs holding artifacts of a run that has not shipped (none has ``pr.md``)."""
+def has_shipped(found: Iterable[RunArtifacts | None]) -> bool:
+    """Some plan dir of the run holds its ``pr.md``: the run has shipped, wherever that is."""
+    return any(a is not None and a.shipped for a in found)
+
+
+def unshipped(found: Iterable[RunArtifacts | None], *, shipped: bool = False) -> list[RunArtifacts]:
+    """The plan dirs holding artifacts of a run that has not shipped (none has ``pr.md``).
+
+    ``shipped``: the run was found shipped where these plan dirs cannot show it
+    (its worktree's plan dir, removed before the primary clone's is judged).
+    """
     dirs = [a for a in found if a is not None]
-    if any(a.shipped for a in dirs):
+    if shipped or has_shipped(dirs):
         return []
     return [a for a in dirs if a.files]
 
