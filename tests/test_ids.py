@@ -67,6 +67,13 @@ def test_an_explicit_ticket_or_date_wins_over_the_request():
     assert derive_id("ENG-1 add x", date="2026-05-01") == "2026-05-01-eng-1-add-x"
 
 
+def test_an_issue_url_with_another_prefix_chosen_stays_in_the_slug_as_its_key():
+    url = "https://github.com/acme/web/issues/12 fix the retry"
+    assert derive_id(url, date="2026-05-01") == "2026-05-01-web-12-fix-the-retry"
+    assert derive_id(url, ticket="OPS-2") == "OPS-2-web-12-fix-the-retry"
+    assert derive_id(url) == "web-12-fix-the-retry"
+
+
 def test_derive_id_uses_ticket_date_or_today():
     assert derive_id("Add X", ticket="ENG-1234") == "ENG-1234-add-x"
     assert derive_id("Add X", date="2026-05-01") == "2026-05-01-add-x"

@@ -194,7 +194,11 @@ def derive_id(
         ticket = request.ticket
     if ticket is not None and ticket == request.ticket:
         description = request.words  # the key is the prefix; it is not repeated in the slug
-    elif request.ticket is None and request.words != description:
+    elif request.ticket is not None:
+        # Another prefix was chosen (--ticket, --date): the key stays in the slug as its
+        # key, an issue URL's as web-12, never as the URL's words.
+        description = f"{request.ticket} {request.words}"
+    elif request.words != description:
         description = request.words  # an unrecognised URL never becomes the slug
     slug = slugify(description)
     if ticket is not None:
