@@ -187,6 +187,8 @@ def worktree_unmounted(
     """
     from router import gitfiles
 
+    if os.path.lexists(path):
+        return None
     admin = gitfiles.registration_of(os.fspath(common_dir), os.fspath(path))
     lived_on = gitfiles.index_device(os.path.join(admin, "index")) if admin else None
     return unmounted_at(path, lived_on=lived_on, guess=admin is not None)

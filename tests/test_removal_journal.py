@@ -525,6 +525,19 @@ def test_teardown_refuses_a_worktree_whose_disk_is_not_mounted_and_loses_nothing
             ),
         }
         _kept_whole(home_repo, wt)
+        # Nor does the run start over in the main tree while its worktree is on that disk.
+        again = run_cli("new", "add rate limiting", "--id", TOPIC_ID, "--json", cwd=home_repo)
+        assert again.code == 1, again.out + again.err
+        assert again.json["error"] == {
+            "code": "not-mounted",
+            "message": (
+                f"home: branch {TOPIC_ID!r} is checked out in {wt}; its filesystem is not "
+                f"mounted ({point} is an empty directory where the worktree's disk was mounted): "
+                f"mount it at {point}, then run this again"
+            ),
+        }
+        assert not (home_repo / "docs").exists()
+        _kept_whole(home_repo, wt)
         _bind(disk, point)
         assert (wt / "notes.txt").read_text() == "uncommitted work\n"
         assert git(wt, "status", "--porcelain") == "?? notes.txt"

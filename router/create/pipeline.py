@@ -14,6 +14,7 @@ from router import gitfiles
 from router.create.include import copy_included
 from router.errors import Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
+from router.mounts import worktree_unmounted
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state
@@ -632,6 +633,13 @@ class _Pipeline:
         # would block every other topic's integrate and pr-cleanup.
         self._exclude()
         holder = worktree_with_branch(entries, self.branch)
+        if holder is not None and (unmounted := self._unmounted(holder.path)):
+            # Not a fallback: the run's worktree, its work and its plan dir are on that disk.
+            raise Refusal(
+                "not-mounted",
+                f"{self.job.name}: branch {self.branch!r} is checked out in {holder.path}; "
+                f"{unmounted}",
+            )
         if holder is not None:
             # A directory deleted by hand leaves git's registration behind: git still
             # counts the branch as checked out there, and `team-router doctor --repair`
@@ -667,12 +675,25 @@ class _Pipeline:
         self._verify()
 
     def _taken_message(self, entry: WorktreeEntry) -> str:
+        unmounted = self._unmounted(entry.path)
+        if unmounted:
+            return f"{self.path} is registered as a worktree; {unmounted}"
         if not entry.path.exists():
             return (
                 f"{self.path} is registered as a worktree but its directory is gone; run "
                 "`team-router doctor --repair`"
             )
         return f"{self.path} is already a worktree on {entry.branch or 'a detached HEAD'}"
+
+    def _unmounted(self, path: Path) -> str:
+        """The fix for a registered worktree whose disk is not mounted ("" when it is not that)."""
+        unmounted = worktree_unmounted(self.repo.common_dir, path)
+        if unmounted is None:
+            return ""
+        return (
+            f"its filesystem is not mounted ({unmounted.why}): mount it at {unmounted.point}, "
+            "then run this again"
+        )
 
     def _claim(self) -> None:
         # Checked before the mkdir (a symlinked .claude/ must not get a
