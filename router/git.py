@@ -728,34 +728,43 @@ class Git:
         return None if self.env else gitfiles.plain_layout(str(self.cwd))
 
     def worktree_add(
-        self, path: Path, branch: str, *, base: str | None, workers: int = ALL_CORES
+        self,
+        path: Path,
+        branch: str,
+        *,
+        base: str | None,
+        workers: int = ALL_CORES,
+        lock_reason: str | None = None,
     ) -> None:
-        """Add a worktree: with ``base`` create ``branch`` there, else attach the existing branch."""
-        if base is not None:
-            # --no-track: a branch cut from origin/HEAD must not take origin/main as
-            # its upstream, or a later pull/push in the worktree would target main.
-            self.run(
-                "worktree",
-                "add",
-                "--quiet",
-                "--no-track",
-                "-b",
-                branch,
-                "--",
-                str(path),
-                base,
-                config=[f"checkout.workers={workers}"],
-            )
-        else:
-            self.run(
-                "worktree",
-                "add",
-                "--quiet",
-                "--",
-                str(path),
-                branch,
-                config=[f"checkout.workers={workers}"],
-            )
+        """Add a worktree: with ``base`` create ``branch`` there, else attach the existing branch.
+
+        ``lock_reason``: the worktree is locked with it from the moment git
+        registers it (``--lock --reason`` writes the reason where git would
+        otherwise write "initializing"), so it is never unlocked for a moment.
+        """
+        # --no-track: a branch cut from origin/HEAD must not take origin/main as
+        # its upstream, or a later pull/push in the worktree would target main.
+        new = ["--no-track", "-b", branch] if base is not None else []
+        lock = ["--lock", "--reason", lock_reason] if lock_reason is not None else []
+        start = [base] if base is not None else [branch]
+        self.run(
+            "worktree",
+            "add",
+            "--quiet",
+            *new,
+            *lock,
+            "--",
+            str(path),
+            *start,
+            config=[f"checkout.workers={workers}"],
+        )
+
+    def worktree_lock(self, path: Path, reason: str) -> None:
+        """``git worktree lock --reason``: other tools' cleanup (``git worktree prune``) skips it."""
+        self.run("worktree", "lock", "--reason", reason, "--", str(path))
+
+    def worktree_unlock(self, path: Path) -> None:
+        self.run("worktree", "unlock", "--", str(path))
 
     def index_file(self) -> Path | None:
         """The index file of the checkout at cwd (it may not exist); None when git does not answer.

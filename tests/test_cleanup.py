@@ -15,7 +15,17 @@ from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.faults import KILLED, git_killer
 from helpers.faults import run as run_killable
 from helpers.origin import bare_origin, commit_on_origin, merge_on_origin
-from helpers.repos import FORMATS, branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.repos import (
+    FORMATS,
+    branches,
+    commit,
+    git,
+    run_cli,
+    status,
+    unlock,
+    worktree_paths,
+    write,
+)
 from helpers.topics import TOPIC_ID, new_topic
 
 from router.topic import holders, state
@@ -937,6 +947,7 @@ def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
 def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
     worktree = pushed_topic(web)
     merge_on_origin(web, TOPIC_ID, how="merge")
+    unlock(web, worktree)  # the user's lock replaces ours
     git(web, "worktree", "lock", "--reason", "an editor session", str(worktree))
     res = cleanup(web, TOPIC_ID)
     assert res.code == 1

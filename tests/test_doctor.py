@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import CRASHED, KILLED, git_killer, git_then, run, run_all, tree
-from helpers.repos import FORMATS, branches, commit, git, make_repo, run_cli, worktree_paths, write
+from helpers.repos import (
+    FORMATS,
+    branches,
+    commit,
+    git,
+    make_repo,
+    run_cli,
+    unlock,
+    worktree_paths,
+    write,
+)
 from helpers.topics import TOPIC_ID
 
 from router.topic import state
@@ -101,6 +111,7 @@ def test_repair_never_unregisters_another_tools_worktree(topic, workspace):
 
 
 def test_repair_keeps_a_locked_registration(topic):
+    unlock(topic.home, _worktree(topic.home))  # the user's lock replaces ours
     git(topic.home, "worktree", "lock", "--reason", "on a usb disk", str(_worktree(topic.home)))
     shutil.rmtree(_worktree(topic.home))
     findings = _doctor(topic.home, "--repair")
@@ -129,6 +140,7 @@ def test_repair_removes_only_empty_unknown_directories(topic):
 def test_a_branch_the_tool_did_not_create_is_never_reported_or_deleted(home_repo):
     git(home_repo, "branch", TOPIC_ID)
     assert run_cli("new", "x", "--id", TOPIC_ID, cwd=home_repo).code == 0
+    unlock(home_repo, _worktree(home_repo))
     git(home_repo, "worktree", "remove", str(_worktree(home_repo)))
     findings = _doctor(home_repo, "--repair")
     assert "orphan-branch" not in {f["kind"] for f in findings}

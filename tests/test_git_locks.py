@@ -16,7 +16,17 @@ from pathlib import Path
 from helpers.fakegh import hide_gh, make_github_repo
 from helpers.faults import hold_open
 from helpers.origin import merge_on_origin
-from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.repos import (
+    branches,
+    commit,
+    git,
+    make_repo,
+    run_cli,
+    status,
+    unlock,
+    worktree_paths,
+    write,
+)
 from helpers.topics import new_topic, teardown, write_repos_md
 
 ID = "2026-05-01-add-rate-limiting"
@@ -280,6 +290,7 @@ def test_a_packed_refs_new_left_by_a_kill_is_named_with_the_fix(home_repo):
     # and deleting a packed branch then fails with "unable to create file".
     topic = new_topic(home_repo, topic_id=ID)
     git(home_repo, "pack-refs", "--all")
+    unlock(home_repo, topic.worktrees["home"])
     git(home_repo, "worktree", "remove", str(topic.worktrees["home"]))
     left = left_by_a_kill(home_repo / ".git" / "packed-refs.new")
 

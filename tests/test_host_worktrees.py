@@ -17,7 +17,17 @@ from pathlib import Path
 
 import pytest
 from helpers.origin import commit_on_origin, merge_on_origin, push_branch
-from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.repos import (
+    branches,
+    commit,
+    git,
+    make_repo,
+    run_cli,
+    status,
+    unlock,
+    worktree_paths,
+    write,
+)
 from helpers.topics import snapshot_of
 
 from router.topic import holders, state
@@ -574,6 +584,7 @@ def test_a_discard_intent_keeps_a_worktree_another_live_session_holds(home_repo)
 
 def test_a_discard_intent_keeps_a_locked_worktree(home_repo):
     path = made(create(home_repo, "ENG-15-x"))
+    unlock(home_repo, path)  # the user's lock replaces ours
     git(home_repo, "worktree", "lock", "--reason", "keep me", str(path))
     res = remove(path, discard_changes=True)
     assert res.code == 0 and "kept" in res.err and "keep me" in res.err, res.err

@@ -26,7 +26,17 @@ from helpers.faults import (
     tree,
 )
 from helpers.origin import merge_on_origin
-from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
+from helpers.repos import (
+    branches,
+    commit,
+    git,
+    lock_reason,
+    make_repo,
+    own_lock,
+    status,
+    worktree_paths,
+    write,
+)
 from helpers.topics import (
     Topic,
     multi_topic,
@@ -740,9 +750,10 @@ NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
 NEW_ID = "2026-05-01-add-thing"
 
 # What a `git worktree add` killed before its checkout finished leaves: git
-# registered the worktree (locked "initializing"), created the branch and
-# pointed HEAD at it, but wrote no index and no (or only some) files. The
-# stand-in runs the real add with --no-checkout, then writes git's lock back.
+# registered the worktree (locked with team-router's reason, which --lock
+# --reason writes where git would write "initializing"), created the branch
+# and pointed HEAD at it, but wrote no index and no (or only some) files. The
+# stand-in runs the real add with --no-checkout.
 _HALF_ADD = r"""
 for a; do
   shift
@@ -752,7 +763,6 @@ for a; do
 done
 "$REAL_GIT" "$@" || exit 1
 admin=$(sed -n 's/^gitdir: //p' "$wt/.git")
-echo initializing > "$admin/locked"
 """
 
 _HALF_STATES = {
@@ -788,7 +798,7 @@ def test_a_worktree_add_killed_before_its_checkout_is_made_again_never_reused_ha
     wt = home_repo / ".claude/worktrees" / NEW_ID
     killed = _kill_inside_add(home_repo, tmp_path, _HALF_STATES[left])
     assert killed.code == KILLED, killed.err
-    assert "locked initializing" in git(home_repo, "worktree", "list", "--porcelain")
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
     assert not (wt / "README.md").exists()
 
     again = run(*NEW, cwd=home_repo)
@@ -798,8 +808,8 @@ def test_a_worktree_add_killed_before_its_checkout_is_made_again_never_reused_ha
     assert status(wt) == ""  # every file checked out, none "deleted"
     assert (wt / "README.md").read_text() == "# web\n"
     assert (wt / "src/app.py").read_text() == "app = 1\n"
-    listing = git(home_repo, "worktree", "list", "--porcelain")
-    assert "locked" not in listing and worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
     assert branches(home_repo) == [NEW_ID, "main"]
     assert git(home_repo, "rev-parse", NEW_ID) == git(home_repo, "rev-parse", "origin/main")
     record = state.read_record(home_repo / ".git", NEW_ID)
@@ -817,14 +827,14 @@ def test_a_worktree_add_killed_for_a_secondary_repo_is_made_again_by_the_worktre
     killed = _kill_inside_add(topic.home, tmp_path, "", *args)
     assert killed.code == KILLED, killed.err
     wt = api / ".claude/worktrees" / topic.id
-    assert "locked initializing" in git(api, "worktree", "list", "--porcelain")
+    assert lock_reason(api, wt) == own_lock(topic.id)
 
     again = run(*args, cwd=topic.home)
     assert again.code == 0, again.out + again.err
     (report,) = [r for r in again.json["repos"] if r["name"] == "api"]
     assert report["status"] == "created" and report["worktree"] == str(wt)
     assert status(wt) == "" and (wt / "README.md").read_text() == "# api\n"
-    assert "locked" not in git(api, "worktree", "list", "--porcelain")
+    assert lock_reason(api, wt) == own_lock(topic.id)
 
 
 # Killed mid-checkout (what a real kill leaves): README.md written whole,
@@ -858,7 +868,7 @@ def test_a_worktree_add_killed_mid_checkout_of_a_secondary_is_rolled_back_and_ma
     assert any("half-made" in w for w in again.json["warnings"])
     assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
     assert (wt / "README.md").read_text() == "# api\n"
-    assert "locked" not in git(api, "worktree", "list", "--porcelain")
+    assert lock_reason(api, wt) == own_lock(topic.id)
     assert not list((api / ".git/worktrees").glob("*/*.lock"))
 
 
@@ -913,7 +923,7 @@ def test_a_half_made_worktree_holding_work_is_refused_and_kept_as_it_is(home_rep
     assert {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()} == before
     assert git(home_repo, "rev-parse", NEW_ID) == tip  # the branch (and any commit) kept
     assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
-    assert "locked initializing" in git(home_repo, "worktree", "list", "--porcelain")
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
 
 
 def test_a_half_made_worktree_the_record_does_not_show_under_way_is_refused(home_repo, tmp_path):
@@ -976,7 +986,7 @@ def test_a_registration_left_unreadable_by_a_killed_add_is_dropped_and_the_rerun
     assert any("unreadable" in w for w in again.json["warnings"])
     assert status(wt) == "" and (wt / "README.md").read_text() == "# web\n"
     assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
-    assert "locked" not in git(home_repo, "worktree", "list", "--porcelain")
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
     assert git(home_repo, "rev-parse", "main") == stash  # nothing of the primary was touched
     assert status(home_repo) == ""
 
@@ -992,7 +1002,7 @@ def test_an_unreadable_registration_the_record_does_not_show_under_way_is_left_a
     state.write_record(home_repo / ".git", dataclasses.replace(record, steps=("inspect",)))
     again = run(*NEW, cwd=home_repo)
     assert again.code != 0 and again.json["error"]["message"]
-    assert (admin / "locked").read_text().strip() == "initializing"  # not ours to drop: kept
+    assert (admin / "locked").read_text().strip() == own_lock(NEW_ID)  # not ours to drop: kept
 
 
 def test_a_pick_that_fails_after_writing_a_file_keeps_its_mark_and_the_rerun_undoes_it(

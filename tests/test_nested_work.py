@@ -15,6 +15,7 @@ from helpers.repos import (
     make_repo,
     run_cli,
     status,
+    unlock,
     worktree_paths,
     write,
 )
@@ -352,6 +353,7 @@ def test_restore_still_brings_back_a_snapshot_without_an_index(home_repo):
     # The one-parent form earlier versions wrote: HEAD plus the files, no index.
     old = git(home_repo, "commit-tree", tree, "-p", head, "-m", "team-router snapshot")
     git(home_repo, "update-ref", snapshot_ref(topic.branch), old)
+    unlock(home_repo, wt)
     git(home_repo, "worktree", "remove", "--force", str(wt))
     git(home_repo, "branch", "-D", topic.branch)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.plans import artifact, repos_md
-from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.repos import commit, git, make_repo, run_cli, unlock, write
 from helpers.topics import new_topic
 
 from router.plandir import artifacts, frontmatter
@@ -349,6 +349,7 @@ def test_pr_local_again_never_drops_the_tip_of_a_branch_gone_since(home_repo, wo
     api_tip = commit(api_wt, "b.py", "b = 1\n", "api slice")
     assert record(home_repo, "pr", plan.name, "--local").code == 0
     before = (plan / "pr.md").read_bytes()
+    unlock(api, api_wt)
     git(api, "worktree", "remove", "--force", str(api_wt))
     git(api, "branch", "-D", plan.name)
     res = record(home_repo, "pr", plan.name, "--local")

@@ -5,7 +5,7 @@ from pathlib import Path
 from helpers.fakegh import hide_gh
 from helpers.faults import KILLED, git_killer, git_wrapper
 from helpers.faults import run as run_killable
-from helpers.repos import branches, commit, git, run_cli, status, write
+from helpers.repos import branches, commit, git, run_cli, status, unlock, write
 from helpers.topics import multi_topic, new_topic, ship, steps_of, teardown
 
 from router.teardown.snapshot import snapshot_ref, snapshot_worktree
@@ -179,6 +179,7 @@ def test_force_snapshots_a_branch_with_unpushed_commits_and_no_worktree(home_rep
     topic = new_topic(home_repo)
     wt = topic.worktrees["home"]
     sha = commit(wt, "w.py", "w\n", "only here")
+    unlock(home_repo, wt)
     git(home_repo, "worktree", "remove", str(wt))
     res = teardown(topic, "--force")
     assert res.code == 0, res.out
@@ -262,6 +263,7 @@ def test_restoring_a_branch_worked_on_since_and_checked_out_nowhere_moves_nothin
         run_cli("restore", "feature/x", "--json", cwd=home_repo).json["repos"][0]["worktree"]
     )
     later = commit(back, "x.py", "x = 4\n", "work after the restore")
+    unlock(home_repo, back)
     git(home_repo, "worktree", "remove", str(back))
     again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
     assert again.code == 0, again.out + again.err
@@ -281,6 +283,7 @@ def test_restoring_a_branch_left_at_the_snapshots_commit_checks_that_branch_out_
     back = Path(
         run_cli("restore", "feature/x", "--json", cwd=home_repo).json["repos"][0]["worktree"]
     )
+    unlock(home_repo, back)
     git(home_repo, "worktree", "remove", "--force", str(back))
     again = run_cli("restore", "feature/x", "--json", cwd=home_repo)
     assert again.code == 0, again.out + again.err
@@ -472,6 +475,7 @@ def test_a_branch_moved_while_restore_checks_it_out_gets_no_snapshot_laid_over_i
     back = Path(
         run_cli("restore", "feature/x", "--json", cwd=home_repo).json["repos"][0]["worktree"]
     )
+    unlock(home_repo, back)
     git(home_repo, "worktree", "remove", "--force", str(back))
     other = commit(home_repo, "other.py", "o = 1\n", "other work on main")
     git(home_repo, "reset", "-q", "--hard", "HEAD~1")

@@ -9,7 +9,17 @@ import pytest
 from helpers.faults import argv, hold_open
 from helpers.origin import commit_on_origin, merge_on_origin, push_branch
 from helpers.plans import artifact
-from helpers.repos import FORMATS, branches, commit, git, run_cli, status, worktree_paths, write
+from helpers.repos import (
+    FORMATS,
+    branches,
+    commit,
+    git,
+    run_cli,
+    status,
+    unlock,
+    worktree_paths,
+    write,
+)
 from helpers.topics import (
     TOPIC_ID,
     configure,
@@ -285,6 +295,7 @@ def test_a_commit_pushed_to_its_own_branch_on_origin_but_not_merged_still_refuse
 
 def test_a_locked_worktree_refuses_locked_worktree(workspace):
     topic = ship(multi_topic(workspace))
+    unlock(topic.repos["api"], topic.worktrees["api"])  # the user's lock replaces ours
     git(
         topic.repos["api"],
         "worktree",
@@ -700,6 +711,7 @@ def test_a_default_branch_that_cannot_rebase_is_left_to_the_user_and_not_pulled_
 
 def test_a_record_pointing_at_the_primary_clone_never_removes_it(home_repo):
     topic = new_topic(home_repo)
+    unlock(home_repo, topic.worktrees["home"])
     git(home_repo, "worktree", "remove", str(topic.worktrees["home"]))
     path = home_repo / ".git" / "team-router" / "topics" / f"{topic.id}.json"
     data = json.loads(path.read_text())

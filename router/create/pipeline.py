@@ -17,7 +17,7 @@ from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
-from router.topic import state
+from router.topic import state, worktreelock
 from router.topic.discovery import PlanDirSymlink, create_plan_dir
 from router.topic.ids import Topic
 from router.topic.workspace import (
@@ -290,10 +290,13 @@ class _Pipeline:
             entries = self.git.worktree_list()
         existing = self._existing(entries)
         if existing is not None:
+            self._keep_locked(existing)
             return self._finish(self.path, self.branch, Status.EXISTING)
         switched = self._switched_away(entries)
         if switched is not None:
-            return self._finish(switched, self._checked_out(switched), Status.EXISTING)
+            current = self._checked_out(switched)
+            self._keep_locked(find_worktree(entries, switched))
+            return self._finish(switched, current, Status.EXISTING)
         recorded = self._recorded_elsewhere(entries)
         if recorded is not None:
             return self._finish(recorded, self.record.branch, Status.EXISTING)  # type: ignore[union-attr]
@@ -347,6 +350,24 @@ class _Pipeline:
         if ours:
             return None  # this topic's worktree on another branch: `_existing` judges it
         return here
+
+    def _keep_locked(self, entry: WorktreeEntry | None) -> None:
+        """Our worktree made by an earlier version, unlocked: locked now, as every new one is.
+
+        Other tools' cleanup deletes unlocked worktrees under .claude/worktrees/
+        (DESIGN §10); a lock of someone else's is theirs and stays as it is.
+        """
+        if entry is None or entry.locked:
+            return
+        try:
+            worktreelock.lock(self.git, entry, self.job.topic.id)
+        except GitError as exc:
+            self.warnings.append(
+                f"{self.job.name}: {entry.path} is not locked and could not be locked "
+                f"({exc.first_line}); other tools' cleanup may delete an unlocked worktree: "
+                f"`git worktree lock --reason '{worktreelock.reason_for(self.job.topic.id)}' "
+                f"{entry.path}`"
+            )
 
     def _no_work_on(self, current: str | None) -> str | None:
         """What ``current`` is when no topic's work belongs there (detached, default), else None."""
@@ -535,7 +556,9 @@ class _Pipeline:
         holds nothing but its ``.git`` file. The caller then creates it again.
         """
         admin = self.repo.common_dir / "worktrees" / self.path.name
-        if gitfiles.read_line(str(admin / "locked")) != g.ADD_IN_PROGRESS or gitfiles.read_line(
+        # git writes our lock reason where it would write "initializing" (--lock --reason).
+        adding = {g.ADD_IN_PROGRESS, worktreelock.reason_for(self.job.topic.id)}
+        if gitfiles.read_line(str(admin / "locked")) not in adding or gitfiles.read_line(
             str(admin / "commondir")
         ):
             return
@@ -560,6 +583,14 @@ class _Pipeline:
         """Why git's registration at our path is not a finished checkout, or None."""
         if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
             return f"git left it locked ({g.ADD_IN_PROGRESS})"
+        record = self.record
+        if (
+            worktreelock.own_lock(entry)
+            and record
+            and record.creating
+            and "add" not in record.steps
+        ):
+            return "the record shows its `git worktree add` never finished"
         if entry.head is None:  # an unborn branch, or a HEAD git has not set up yet
             return "it has no HEAD"
         index = Git(self.path).index_file()
@@ -809,6 +840,7 @@ class _Pipeline:
                     self.branch,
                     base=None if branch_exists else self.base,
                     workers=self.job.checkout_workers,
+                    lock_reason=worktreelock.reason_for(self.job.topic.id),
                 )
         except GitError as exc:
             self._note_partial_add(branch_existed=branch_exists)
@@ -820,6 +852,10 @@ class _Pipeline:
         self.created = dataclasses.replace(
             self.created, registration=True, branch=not branch_exists
         )
+        # git locks the worktree with our reason from the start (--lock --reason), in
+        # place of the "initializing" it would remove when done: only this step in
+        # the record says its add finished (_half_made).
+        self._save(steps=("add",))
 
     def _note_partial_add(self, *, branch_existed: bool) -> None:
         """What a failed ``git worktree add`` still made is this run's to roll back.

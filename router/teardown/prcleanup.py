@@ -82,7 +82,7 @@ from router.teardown.unshipped import (
     unshipped,
     unshipped_message,
 )
-from router.topic import state
+from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link, resolve
 from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
@@ -1577,6 +1577,7 @@ def _checked_survey(
     """Refusals that need only the local state, then the fetch, then the survey for the steps."""
     mode, reused = opts.mode, opts.remove_reused
     local = survey(repo, branch, ask_remote=False, remove_reused=reused)
+    keep_locked(repo, local, warnings)
     refuse_dirty(repo, local, mode)
     refuse_unshipped(repo, local, mode)
     refuse_nested(local)
@@ -1590,6 +1591,26 @@ def _checked_survey(
     warnings.extend(found.notes)
     warnings.extend(_other_repos(repo, found))
     return found
+
+
+def keep_locked(repo: Repo, found: Survey, warnings: list[str]) -> None:
+    """A topic's worktree made by an earlier version, unlocked: locked now (DESIGN §10).
+
+    Whether this run removes it or refuses, it is never left unlocked for other
+    tools' cleanup (the remove step lifts the lock right before git removes it).
+    """
+    entry = found.worktree
+    if entry is None or entry.locked or found.topic_id is None or found.record is None:
+        return
+    if found.removing or reused_checkout(repo, entry.path) or not os.path.isdir(entry.path):
+        return
+    try:
+        worktreelock.lock(repo.git, entry, found.topic_id)
+    except GitError as exc:
+        warnings.append(
+            f"{entry.path} is not locked and could not be locked ({exc.first_line}); "
+            "other tools' cleanup may delete an unlocked worktree"
+        )
 
 
 def _fetch(repo: Repo, warnings: list[str]) -> bool:

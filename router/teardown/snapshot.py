@@ -36,7 +36,7 @@ from router.errors import Refusal, describe_io
 from router.git import Git, GitError
 from router.teardown.nested import Departed
 from router.teardown.sweep import files_under
-from router.topic import state
+from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
@@ -368,7 +368,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
             earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
             if earlier is not None:
                 return earlier
-            target, path, created = _check_out(repo, branch, snap)
+            target, path, created = _check_out(repo, branch, snap, topic_id or branch)
             _mark_restoring(repo, path, branch, snap, created=created)
         _lay_over(Git(path), snap)
         copied, includes = _copy_includes(repo, path)
@@ -709,15 +709,17 @@ def _holds_changes(git: Git, snap: Snapshot) -> bool:
     return files != parent or staged != parent
 
 
-def _check_out(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool]:
+def _check_out(repo: Repo, branch: str, snap: Snapshot, topic: str) -> tuple[str, Path, bool]:
     """A worktree at the snapshot's commit: (its branch, its path, whether restore cut the branch).
 
     The snapshot's own branch is checked out only while it still is at the
     snapshot's commit once checked out: moved meanwhile, it holds other work,
     which the snapshot's files laid over it would read as undone. That fresh
     checkout goes again (git refuses to remove one with changes) and a
-    ``-restored`` name is cut at the snapshot's commit instead.
+    ``-restored`` name is cut at the snapshot's commit instead. The worktree is
+    locked for ``topic`` as every worktree team-router makes (DESIGN §10).
     """
+    reason = worktreelock.reason_for(topic)
     for _ in range(2):
         target, base = _free_branch(repo, branch, snap)
         path = repo.worktree_path(target)
@@ -727,12 +729,13 @@ def _check_out(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool
             )
         _note_intent(repo, path, target, branch, snap, created=base is not None)
         try:
-            repo.git.worktree_add(path, target, base=base)
+            repo.git.worktree_add(path, target, base=base, lock_reason=reason)
         except GitError:
             _drop_intent(repo, path)  # git made no worktree there (it undoes a failed add)
             raise
         if base is not None or Git(path).head() == snap.parent:
             return target, path, base is not None
+        repo.git.worktree_unlock(path)  # our own lock, on the checkout made a moment ago
         repo.git.worktree_remove(path, force=False)
         _drop_intent(repo, path)
     raise Refusal("path-taken", f"{branch} moved twice while restore checked it out; run it again")

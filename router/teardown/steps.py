@@ -60,7 +60,7 @@ from router.teardown.unshipped import (
     unshipped,
     unshipped_message,
 )
-from router.topic import state
+from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
 from router.topic.state import REMOVING, Picking
@@ -872,7 +872,7 @@ def remove_worktree(
     gone = gone_with(nested)
     topic_id = topic.id if topic is not None else None
     if not force:
-        if entry.locked:
+        if worktreelock.locked_by_other(entry):
             return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
         if exists:
             # git's own check below does not see what our info/exclude line hides.
@@ -888,21 +888,31 @@ def remove_worktree(
             why = unshipped_message(topic_id, run, command=again)  # type: ignore[arg-type]
             return refused(name, "unshipped-run", why), None
         removal = _mark_removal(repo, topic, path, branch)
+        lifted = False
         try:
-            # A registration whose directory is gone holds nothing: --force drops it.
+            # Our own lock comes off right before git removes the worktree: git's own
+            # check still guards it. The journal is written first, so a kill in between
+            # leaves a removal the rerun finishes, never an unlocked worktree of ours
+            # taken for someone else's. A registration whose directory is gone holds
+            # nothing: --force drops it, locked or not.
+            lifted = exists and worktreelock.lift(repo.git, entry)
             repo.git.worktree_remove(path, force=not exists)
         except GitError as exc:
             if exc.returncode < 0:
                 return removal_interrupted(path, exc, again), None
             if exists and g.SUBMODULES_REFUSAL in exc.stderr:
-                return _remove_with_submodules(
+                result = _remove_with_submodules(
                     repo, path, entry, gone, removal, topic, branch, again
-                ), None
+                )
+                if lifted and result.outcome is not Outcome.DONE:
+                    result = _locked_again(result, repo, entry, topic)
+                return result, None
             if _began(repo, path, removal):
                 return _finish_after(repo, path, removal, topic, branch, exc, again), None
             _unmark_removal(repo, topic, branch)
             blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
-            return blocker or git_failed(name, f"git worktree remove {path} failed", exc), None
+            result = blocker or git_failed(name, f"git worktree remove {path} failed", exc)
+            return (_locked_again(result, repo, entry, topic) if lifted else result), None
         _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}{gone}"), None
     hidden = hidden_work(path, topic_id) if exists else ()
@@ -940,6 +950,22 @@ def remove_worktree(
     if snap and unshipped_here:
         kept += f", {snapshot_note(unshipped_here)} included"
     return done(name, f"removed {path}{kept}{gone}"), snap
+
+
+def _locked_again(
+    result: StepResult, repo: Repo, entry: WorktreeEntry, topic: TopicRef | None
+) -> StepResult:
+    """The removal did not happen: the worktree stays, and so does our lock on it.
+
+    Not while its journal stays: that removal is the rerun's to finish.
+    """
+    if not os.path.isdir(entry.path):
+        return result
+    if topic is not None and removal_started(repo, topic, entry.path) is not None:
+        return result
+    return dataclasses.replace(
+        result, detail=result.detail + worktreelock.put_back(repo.git, entry)
+    )
 
 
 def _remove_with_submodules(
@@ -1282,7 +1308,8 @@ def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> Ste
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:
-    if entry.locked:
+    # Our own lock (DESIGN §10) keeps other tools away, not team-router: only another's refuses.
+    if worktreelock.locked_by_other(entry):
         why = f" ({entry.lock_reason})" if entry.lock_reason else ""
         return refused(
             "remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force"

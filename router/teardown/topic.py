@@ -102,7 +102,7 @@ from router.teardown.unshipped import (
     unshipped,
     unshipped_message,
 )
-from router.topic import state
+from router.topic import state, worktreelock
 from router.topic.discovery import home_repo
 from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
@@ -289,6 +289,8 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         kept_worktree=_kept_worktree(repo, worktree, entry, opts),
         kept_branch=_kept_branch(target, tip, opts),
     )
+    if topic is not None and not opts.dry_run and entry is not None and not removing:
+        plan = _keep_locked(repo, plan, entry, topic.id)
     # A kept worktree is not removed: its dirt and nested clones lose nothing.
     kept = removing or bool(plan.kept_worktree)
     blockers = _plan_blockers(plan, None if kept else entry, opts)
@@ -305,6 +307,27 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
+
+
+def _keep_locked(repo: Repo, plan: RepoPlan, entry: WorktreeEntry, topic_id: str) -> RepoPlan:
+    """Our worktree made by an earlier version, unlocked: locked now (DESIGN §10).
+
+    Whether the teardown then removes it or refuses, it is never left unlocked
+    for other tools' cleanup; the remove step lifts the lock right before git
+    removes the worktree. A checkout `new` reused is the user's, never locked.
+    """
+    if entry.locked or reused_checkout(repo, entry.path):
+        return plan
+    try:
+        worktreelock.lock(repo.git, entry, topic_id)
+    except GitError as exc:
+        note = (
+            f"{plan.target.name}: {entry.path} is not locked and could not be locked "
+            f"({exc.first_line}); other tools' cleanup may delete an unlocked worktree"
+        )
+        return dataclasses.replace(plan, notes=(*plan.notes, note))
+    entries = worktreelock.with_lock(list(plan.entries), entry.path, topic_id)
+    return dataclasses.replace(plan, entries=tuple(entries))
 
 
 def _plan_dir_blockers(
@@ -381,7 +404,7 @@ def _plan_blockers(
         if blocker is not None:
             found.append(blocker)
         found += _detached_loss(repo, plan, entry)
-    elif entry is not None and opts.keep_held and entry.locked:
+    elif entry is not None and opts.keep_held and worktreelock.locked_by_other(entry):
         found.append(worktree_blocker(plan.worktree, entry, StatusReport()))  # type: ignore[arg-type]
     if plan.tip is not None and plan.default is None and not opts.force:
         found.append(

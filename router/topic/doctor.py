@@ -30,7 +30,7 @@ from router.git import (
     unique_commits,
 )
 from router.mounts import worktree_unmounted
-from router.topic import holders, state
+from router.topic import holders, state, worktreelock
 from router.topic.ids import ID_RE
 from router.topic.model import repo_places
 from router.topic.workspace import WORKTREES_DIR, Repo, contain_all, open_repo
@@ -51,6 +51,7 @@ class Kind(StrEnum):
     HOLDER_CORRUPT = "holder-corrupt"
     WORKTREES_SECTION = "worktrees-section"
     RESTORE_UNFINISHED = "restore-unfinished"
+    UNLOCKED_WORKTREE = "unlocked-worktree"
 
 
 # A repair returns what it did, or raises _NotSafe saying why it left the thing.
@@ -212,6 +213,7 @@ def _scan(home: Repo, repos: list[Repo], *, here: Path, with_locks: bool = True)
     for repo in repos:
         entries = repo.git.worktree_list()
         problems += _registrations(repo, entries, here)
+        problems += _unlocked(repo, entries)
         problems += _unfinished_restores(repo)
         problems += _unknown_dirs(repo, entries)
         problems += _branches(repo, entries)
@@ -269,7 +271,8 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry], here: Path) -> list
                 "(or move it back)"
             )
             found.append(_Problem(_with(finding, detail)))
-        elif entry.locked:
+        elif worktreelock.locked_by_other(entry):
+            # Our own lock keeps other tools' cleanup away, not doctor: the checks below decide.
             detail = (
                 f"its directory is gone but it is locked ({entry.lock_reason or 'no reason'}); "
             )
@@ -302,8 +305,44 @@ def _registrations(repo: Repo, entries: list[WorktreeEntry], here: Path) -> list
             found.append(_Problem(_with(finding, detail)))
         else:
             detail = "registered worktree whose directory is gone"
-            found.append(_Problem(_with(finding, detail), _unregister(repo, entry.path)))
+            found.append(_Problem(_with(finding, detail), _unregister(repo, entry)))
     return found
+
+
+def _unlocked(repo: Repo, entries: list[WorktreeEntry]) -> list[_Problem]:
+    """Worktrees team-router made before it locked them: other tools' cleanup may delete them.
+
+    Ours: under ``.claude/worktrees/``, named as its worktree by a topic's record
+    that is not torn down (nor in the middle of removing it).
+    """
+    topics = {
+        os.path.realpath(record.worktree): record.id
+        for record in _records(repo)
+        if record.worktree and not record.torn_down and record.removing is None
+    }
+    found = []
+    for entry in entries[1:]:
+        topic = topics.get(os.path.realpath(entry.path))
+        if entry.bare or entry.locked or topic is None or not _ours(repo, entry.path):
+            continue
+        if not os.path.isdir(entry.path):
+            continue  # its registration's own finding says what to do
+        detail = (
+            "team-router made this worktree but it is not locked: other tools' cleanup (Claude "
+            "Code's among them) deletes unlocked worktrees under .claude/worktrees/; "
+            "`team-router doctor --repair` locks it"
+        )
+        finding = _finding(repo, Kind.UNLOCKED_WORKTREE, entry.path, detail, topic)
+        found.append(_Problem(finding, _lock(repo, entry, topic)))
+    return found
+
+
+def _lock(repo: Repo, entry: WorktreeEntry, topic: str) -> Fix:
+    def fix() -> str:
+        worktreelock.lock(repo.git, entry, topic)
+        return f"locked (git worktree lock --reason '{worktreelock.reason_for(topic)}')"
+
+    return fix
 
 
 def _unfinished_restores(repo: Repo) -> list[_Problem]:
@@ -453,12 +492,21 @@ def _with(finding: Finding, detail: str) -> Finding:
     return dataclasses.replace(finding, detail=detail)
 
 
-def _unregister(repo: Repo, path: Path) -> Fix:
+def _unregister(repo: Repo, entry: WorktreeEntry) -> Fix:
+    path = entry.path
+
     def fix() -> str:
         if os.path.lexists(path):
             raise _NotSafe(f"{path} exists again; left as it is")
-        # One explicit path; no --force: git refuses for a locked entry.
-        repo.git.worktree_remove(path, force=False)
+        # Our own lock comes off right before; one explicit path and no --force,
+        # so git still refuses for a lock someone else put on it since.
+        lifted = worktreelock.lift(repo.git, entry)
+        try:
+            repo.git.worktree_remove(path, force=False)
+        except GitError:
+            if lifted:
+                worktreelock.put_back(repo.git, entry)
+            raise
         return "unregistered (git worktree remove of this one path)"
 
     return fix

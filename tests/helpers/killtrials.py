@@ -69,7 +69,7 @@ from pathlib import Path
 
 from helpers.faults import spawn
 from helpers.plans import repos_md
-from helpers.repos import branches, commit, git, make_repo, status, worktree_paths, write
+from helpers.repos import branches, commit, git, make_repo, own_lock, status, worktree_paths, write
 
 TOPIC = "2026-05-01-kill-trial"
 DESCRIPTION = "kill trial"
@@ -914,10 +914,11 @@ def primary_problems(ws: Workspace) -> list[Violation]:
 
 
 def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violation]:
-    """Every worktree reported ready is a whole, clean, unlocked checkout of the topic branch.
+    """Every worktree reported ready is a whole, clean checkout of the topic branch, locked
+    against other tools' cleanup with team-router's own reason (DESIGN §10).
 
-    ``git worktree add`` registers the worktree (locked, "initializing") before it
-    checks the files out: killed in between, it leaves a checkout with no files.
+    ``git worktree add`` registers the worktree before it checks the files out:
+    killed in between, it leaves a checkout with no files.
     """
     found: list[Violation] = []
     for name, worktree in worktrees.items():
@@ -933,18 +934,12 @@ def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violati
         entry = next((e for e in listing if e.startswith(f"worktree {worktree}\n")), "")
         if not entry:
             problems.append("not registered with git")
-        elif "\nlocked" in entry and not _own_lock(entry):
-            problems.append("still locked (" + entry.split("\nlocked", 1)[1].strip() + ")")
+        elif f"\nlocked {own_lock(TOPIC)}" not in entry:
+            why = entry.split("\nlocked", 1)[1].strip() if "\nlocked" in entry else ""
+            problems.append(f"locked ({why})" if why else "not locked")
         if problems:
             found.append(Violation("worktree-broken", f"{name}: {'; '.join(problems)}"))
     return found
-
-
-def _own_lock(entry: str) -> bool:
-    """team-router locks the worktrees it makes against other tools' cleanup (DESIGN §10);
-    git's own "initializing" lock, left by a killed ``git worktree add``, is not that."""
-    reason = entry.split("\nlocked", 1)[1].strip()
-    return reason.startswith("team-router:")
 
 
 def _held(lock: Path) -> bool:

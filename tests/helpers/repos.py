@@ -96,6 +96,26 @@ def git(cwd: Path, *args: str, check: bool = True, input: str | None = None) -> 
     return proc.stdout.strip()
 
 
+def own_lock(topic_id: str) -> str:
+    """The reason team-router locks a worktree of ``topic_id`` with (DESIGN §10)."""
+    return f"team-router: topic {topic_id} (team-router teardown {topic_id} removes it)"
+
+
+def lock_reason(repo: Path, worktree: Path) -> str | None:
+    """Why git has ``worktree`` locked ("" for no reason), or None when it is not locked."""
+    listing = git(repo, "worktree", "list", "--porcelain", "-z").split("\0\0")
+    for entry in listing:
+        fields = dict(f.partition(" ")[::2] for f in entry.split("\0") if f)
+        if fields.get("worktree") == str(worktree):
+            return fields.get("locked")
+    raise AssertionError(f"{worktree} is not a registered worktree of {repo}")
+
+
+def unlock(repo: Path, worktree: Path) -> None:
+    """Take team-router's lock off ``worktree``, as a user does before removing it by hand."""
+    git(repo, "worktree", "unlock", str(worktree))
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -1,0 +1,85 @@
+"""Our worktrees are locked against other tools' cleanup (DESIGN §10).
+
+Claude Code's own cleanup deletes unlocked worktrees under
+``.claude/worktrees/`` that it did not make, and ``git worktree prune`` drops
+the registration of an unlocked one whose disk is not mounted. Every worktree
+team-router makes is locked (``git worktree lock``) with a reason naming
+team-router and the topic, so those skip it. team-router's own commands know
+that reason: they lift the lock right before they remove the worktree (and put
+it back if it stays). A lock with any other reason is someone else's, and
+still keeps the worktree (``locked-worktree``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from router.git import Git, GitError, WorktreeEntry
+
+_REASON = "team-router: topic {id} (team-router teardown {id} removes it)"
+# The id repeated: a reason someone wrote by hand that merely mentions
+# team-router is theirs, not ours.
+_OWN = re.compile(
+    r"team-router: topic (?P<id>[^\s()]+) \(team-router teardown (?P=id) removes it\)"
+)
+
+
+def reason_for(topic_id: str) -> str:
+    """The lock reason of a worktree of topic ``topic_id``: who made it and how it goes."""
+    return _REASON.format(id=topic_id)
+
+
+def own_lock(entry: WorktreeEntry) -> bool:
+    """The worktree is locked by team-router (with the reason :func:`reason_for` writes)."""
+    return entry.locked and _OWN.fullmatch(entry.lock_reason) is not None
+
+
+def locked_by_other(entry: WorktreeEntry) -> bool:
+    """Locked by someone else (a user, another tool): that lock keeps the worktree."""
+    return entry.locked and not own_lock(entry)
+
+
+def lock(git: Git, entry: WorktreeEntry, topic_id: str) -> WorktreeEntry:
+    """Lock an unlocked worktree of ours (made by an earlier version): the entry as it is now."""
+    if entry.locked:
+        return entry
+    reason = reason_for(topic_id)
+    git.worktree_lock(entry.path, reason)
+    return _as_locked(entry, reason)
+
+
+def lift(git: Git, entry: WorktreeEntry) -> bool:
+    """Unlock a worktree of ours right before removing it; True when a lock was lifted."""
+    if not own_lock(entry):
+        return False
+    git.worktree_unlock(entry.path)
+    return True
+
+
+def put_back(git: Git, entry: WorktreeEntry) -> str:
+    """Lock again a worktree of ours whose removal did not happen: "" or why it stays unlocked.
+
+    Only after a removal git refused; a lock git cannot write is said, not raised:
+    the refusal that kept the worktree is what the user has to act on first.
+    """
+    try:
+        git.worktree_lock(entry.path, entry.lock_reason)
+    except GitError as exc:
+        return (
+            f"; it could not be locked again ({exc.first_line}): `git worktree lock --reason "
+            f"'{entry.lock_reason}' {entry.path}` keeps other tools' cleanup away from it"
+        )
+    return ""
+
+
+def with_lock(entries: list[WorktreeEntry], path: Path, topic_id: str) -> list[WorktreeEntry]:
+    """``entries`` with the one at ``path`` shown locked by us (after :func:`lock`)."""
+    reason = reason_for(topic_id)
+    return [_as_locked(e, reason) if e.path == path else e for e in entries]
+
+
+def _as_locked(entry: WorktreeEntry, reason: str) -> WorktreeEntry:
+    import dataclasses
+
+    return dataclasses.replace(entry, locked=True, lock_reason=reason, prunable=False)
