@@ -25,8 +25,14 @@ _LONGEST = 65536  # a partial line longer than this is relayed without waiting f
 
 
 def write_line(stream: TextIO, text: str) -> None:
-    """``text`` and its newline in one write, never split by another thread's line."""
-    with _TERMINAL:
+    """``text`` and its newline in one write, never split by another thread's line.
+
+    A terminal that was closed (SIGHUP) fails every write: nobody can read the
+    line, and the command goes on to stop as the signal asks.
+    """
+    import contextlib
+
+    with _TERMINAL, contextlib.suppress(OSError, ValueError):
         stream.write(text + "\n")
         stream.flush()
 

@@ -384,3 +384,41 @@ def test_a_gh_killed_by_a_signal_stops_pr_cleanup_and_is_never_read_as_gh_unavai
         "message": "interrupted (SIGTERM); run the same command again to finish",
     }
     assert wt.is_dir() and topic.branch in branches(web)
+
+
+def test_a_closed_terminal_stops_teardown_with_129_kills_the_line_and_the_rerun_runs_it_once(
+    home_repo, tmp_path
+):
+    # The terminal is gone (its pty closed): every write to it fails (EIO), and the
+    # SIGHUP that follows must still stop the command as Ctrl-C would, quietly.
+    import pty
+    import subprocess
+
+    from helpers.faults import argv
+
+    topic = new_topic(home_repo)
+    started, finished, fast = _slow_line(home_repo, tmp_path)
+    terminal, tty = pty.openpty()
+    proc = subprocess.Popen(
+        argv("teardown", topic.id, cwd=home_repo),
+        stdin=subprocess.DEVNULL,
+        stdout=tty,
+        stderr=tty,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+    )
+    os.close(tty)
+    _wait_for(started)
+    sleeper = int(started.read_text())
+    os.close(terminal)
+    os.killpg(proc.pid, signal.SIGHUP)
+    assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+    deadline = time.monotonic() + 10
+    while _alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(sleeper) and not finished.exists()
+
+    fast.touch()
+    again = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert finished.read_text() == "ran\n"

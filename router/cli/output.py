@@ -7,6 +7,7 @@ and exit code whichever of them ran it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -22,10 +23,11 @@ if TYPE_CHECKING:
 def write_out(text: str, end: str = "\n") -> None:
     """``text`` and ``end`` on stdout, flushed; a reader gone or no stdout at all is not an error.
 
-    ``team-router next --json | head -c 1`` closes the pipe mid-answer: the rest
-    is dropped (stdout then points at /dev/null, so the exit's own flush does not
-    fail either) and the command keeps its exit code. With fd 1 closed
-    (``>&-``) Python has no ``sys.stdout``: there is nowhere to write.
+    ``team-router next --json | head -c 1`` closes the pipe mid-answer, and a
+    closed terminal (SIGHUP) fails every write (EIO): the rest is dropped
+    (stdout then points at /dev/null, so the exit's own flush does not fail
+    either) and the command keeps its exit code. With fd 1 closed (``>&-``)
+    Python has no ``sys.stdout``: there is nowhere to write.
     """
     out = sys.stdout
     if out is None:
@@ -33,7 +35,7 @@ def write_out(text: str, end: str = "\n") -> None:
     try:
         out.write(text + end)
         out.flush()
-    except BrokenPipeError:
+    except (OSError, ValueError):
         silence_stdout()
 
 
@@ -49,7 +51,13 @@ def silence_stdout() -> None:
 
 
 def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    write_err(f"warning: {message}")
+
+
+def write_err(text: str) -> None:
+    """``text`` on stderr; a closed terminal or pipe there is not an error (nobody can read it)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(text, file=sys.stderr, flush=True)
 
 
 def emit_result(
@@ -111,7 +119,7 @@ def fail(command: str, as_json: bool, exc: RouterError) -> None:
 
 def error_line(code: str, message: str) -> None:
     """A failure in human output: its message and, in brackets, its code (README, DESIGN §13)."""
-    print(f"team-router: {message} [{code}]", file=sys.stderr)
+    write_err(f"team-router: {message} [{code}]")
 
 
 def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
