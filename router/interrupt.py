@@ -163,8 +163,10 @@ def _on_signal(signum: int, _frame: object) -> None:
     if not (first and _deferring):
         raise Stopped(signum)
     again = "Ctrl-C again" if signum == SIGINT else "send it again"
-    # A closed terminal (SIGHUP) cannot be written to: the note is dropped, never raised.
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    # A closed terminal (SIGHUP) cannot be written to, and the main thread may be
+    # inside a write to stderr itself (a reentrant write raises): the note is then
+    # dropped, never raised where the command happens to be.
+    with contextlib.suppress(OSError, ValueError, AttributeError, RuntimeError):
         print(
             f"team-router: interrupted ({name(signum)}): stopping at the next step boundary "
             f"({again} to stop at once)",
