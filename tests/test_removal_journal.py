@@ -573,3 +573,40 @@ def test_the_index_names_the_device_a_checkout_was_on(home_repo, tmp_path):
     assert gitfiles.index_device(str(tmp_path / "no-index")) is None
     git(home_repo, "read-tree", "--empty")
     assert gitfiles.index_device(str(index)) is None  # no file in it: nothing recorded
+
+
+def test_a_file_written_after_a_forced_removals_snapshot_then_killed_is_kept(home_repo, tmp_path):
+    """Written once the snapshot was made, before git deleted anything: in no snapshot, so no
+    journal may name it either (the journal is walked before the snapshot's status)."""
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "draft.txt", "uncommitted work\n")
+    late = wt / "late.txt"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = shutil.which("git")
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in\n'
+        f'  *"update-ref"*"refs/team-router/snapshots/"*)\n'
+        f'    "{real}" "$@"; rc=$?; echo "written after the snapshot" > "{late}"; exit $rc ;;\n'
+        f'  *"worktree remove"*)\n'
+        f'    rm -f "{wt}/README.md" "{wt}/.git"; kill -KILL 0 ;;\n'
+        f'esac\nexec "{real}" "$@"\n'
+    )
+    script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    killed = _spawn_with_clock(
+        ["teardown", topic.id, "--json", "--force"], cwd=home_repo, env=env, clock=""
+    )
+    assert killed.code == KILLED, killed.out + killed.err
+    assert late.read_text() == "written after the snapshot\n"
+
+    res = teardown(topic, "--force")
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "removal-interrupted"
+    assert "late.txt" in res.json["error"]["message"]
+    assert late.read_text() == "written after the snapshot\n"
+    snapshot = f"refs/team-router/snapshots/{topic.branch}"
+    assert git(home_repo, "show", f"{snapshot}:draft.txt") == "uncommitted work"

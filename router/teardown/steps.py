@@ -915,6 +915,10 @@ def remove_worktree(
             return (_locked_again(result, repo, entry, topic) if lifted else result), None
         _unmark_removal(repo, topic, branch)
         return done(name, f"removed {path}{gone}"), None
+    # Judged before the status the snapshot is made from, and journaled only once
+    # the snapshot holds it: a file written in between is in neither the journal
+    # nor (perhaps) the snapshot, so a rerun after a kill keeps it.
+    judged = journal(path) if exists else state.Removal(str(path))
     hidden = hidden_work(path, topic_id) if exists else ()
     status = with_hidden(Git(path).status(), hidden) if exists else StatusReport()
     # The topic's plan dir goes into every snapshot (it is the run's record, and
@@ -935,7 +939,7 @@ def remove_worktree(
             )
         except SnapshotFailed as exc:
             return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
-    removal = _mark_removal(repo, topic, path, branch)
+    removal = _mark_removal(repo, topic, path, branch, judged)
     try:
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
@@ -1067,15 +1071,21 @@ def removal_interrupted(path: Path, exc: GitError, again: str = "teardown") -> S
     )
 
 
-def _mark_removal(repo: Repo, topic: TopicRef | None, path: Path, branch: str) -> state.Removal:
+def _mark_removal(
+    repo: Repo,
+    topic: TopicRef | None,
+    path: Path,
+    branch: str,
+    judged: state.Removal | None = None,
+) -> state.Removal:
     """Journal every file of ``path`` before git deletes any (in the record, with ``topic``).
 
     Only ever called once the worktree is proven clean or snapshotted: what
-    the journal names is known to be safe to delete, and anything not in it
-    is someone's work. Without a topic (no record) the journal lives only in
+    the journal names (``judged``: walked before that proof) is known to be
+    safe to delete, and anything not in it is someone's work. Without a topic (no record) the journal lives only in
     this process: enough to finish a removal git stopped half-way now.
     """
-    removal = journal(path)
+    removal = judged if judged is not None else journal(path)
     if topic is not None:
         set_mark(repo, topic, REMOVING, removal, branch=branch)
     return removal
