@@ -137,6 +137,11 @@ def test_exit_worktree_removing_a_dirty_worktree_loses_nothing(
         )
     assert run.code == 0, run.stderr[-2000:]
     worktree = home_repo / ".claude" / "worktrees" / "ENG-9-dirty"
+    # The hook kept it and said so: the session is never told "removed" while it stays.
+    assert results(standin)[-1] == (
+        f"Exited worktree but could not remove it. It is kept at “{worktree}”. "
+        f"Session is now back in “{home_repo}”."
+    )
     assert (worktree / "notes.txt").read_text() == "unsaved work\n"
     assert "ENG-9-dirty" in branches(home_repo) and str(worktree) in worktree_paths(home_repo)
     record = state.read_record(home_repo / ".git", "ENG-9-dirty")

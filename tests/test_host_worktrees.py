@@ -246,7 +246,7 @@ def test_removing_a_worktree_that_holds_work_keeps_all_of_it(home_repo):
     write(path / "README.md", "edited, not committed\n")
     write(path / "notes.txt", "untracked\n")
     res = remove(path)
-    assert (res.code, res.out) == (0, "")
+    assert (res.code, res.out) == (1, "")  # the host says "could not remove it. It is kept"
     assert "kept" in res.err and "dirty-worktree" in res.err
     assert (path / "README.md").read_text() == "edited, not committed\n"
     assert (path / "notes.txt").read_text() == "untracked\n"
@@ -257,7 +257,7 @@ def test_removing_a_worktree_that_holds_work_keeps_all_of_it(home_repo):
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "more")
     res = remove(path)
-    assert res.code == 0 and "unintegrated-commits" in res.err
+    assert res.code == 1 and "unintegrated-commits" in res.err
     assert path.is_dir() and "ENG-7-native" in branches(home_repo)
 
 
@@ -268,7 +268,7 @@ def test_a_worktree_whose_plan_dir_holds_artifacts_is_kept_even_with_discard(hom
     assert status(path) == ""
     for extra in ({}, {"discard_changes": True}):
         res = remove(path, **extra)
-        assert res.code == 0 and "kept" in res.err and "task.md" in res.err, res.err
+        assert res.code == 1 and "kept" in res.err and "task.md" in res.err, res.err
         assert task.read_text() == "# the request\n" and "ENG-7-native" in branches(home_repo)
 
 
@@ -288,14 +288,17 @@ def test_a_worktree_team_router_did_not_make_is_left_alone(home_repo):
     other = home_repo / ".claude" / "worktrees" / "theirs"
     git(home_repo, "worktree", "add", "-q", "-b", "theirs", str(other))
     res = remove(other)
-    assert res.code == 0 and "not-ours" in res.err
+    assert res.code == 1 and "not-ours" in res.err  # left to its owner: not removed
     assert other.is_dir() and "theirs" in branches(home_repo)
 
 
-def test_remove_never_fails_the_host(home_repo, tmp_path, monkeypatch):
+def test_remove_says_kept_for_a_payload_it_cannot_use_and_removed_for_a_gone_path(
+    home_repo, tmp_path, monkeypatch
+):
     for stdin in ("", "[]", "not json", json.dumps({"worktree_path": "relative/path"})):
         res = run_cli("hook", "worktree-remove", stdin=stdin)
-        assert (res.code, res.out) == (0, ""), stdin
+        assert (res.code, res.out) == (1, ""), stdin  # nothing was removed
+        assert "nothing was removed" in res.err, res.err
     res = remove(tmp_path / "gone")
     assert res.code == 0
     path = made(create(home_repo, "ENG-7-native"))
@@ -311,7 +314,7 @@ def test_remove_never_fails_the_host(home_repo, tmp_path, monkeypatch):
     [["-C", "{missing}"], ["-C", ""], ["--json"]],
     ids=["-C missing", "-C empty", "--json"],
 )
-def test_remove_with_arguments_it_cannot_use_exits_0_and_removes_nothing(
+def test_remove_with_arguments_it_cannot_use_exits_1_and_removes_nothing(
     home_repo, tmp_path, before
 ):
     path = made(create(home_repo, "ENG-7-native"))
@@ -319,7 +322,7 @@ def test_remove_with_arguments_it_cannot_use_exits_0_and_removes_nothing(
     args = [a.format(missing=tmp_path / "missing") for a in before]
     payload = {"cwd": str(path), "worktree_path": str(path)}
     res = run_cli(*args, "hook", "worktree-remove", stdin=json.dumps(payload))
-    assert (res.code, res.out) == (0, ""), res.err
+    assert (res.code, res.out) == (1, ""), res.err
     (note,) = res.err.splitlines()
     assert note.startswith("team-router: hook worktree-remove: ")
     assert note.endswith("; nothing was removed")
@@ -510,6 +513,63 @@ def test_without_team_router_create_fails_closed_and_remove_fails_open(tmp_path,
     assert "team-router is not on PATH" in proc.stderr
     proc = run_registered("WorktreeRemove", [bare], tmp_path, payload)
     assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == "team-router is not on PATH, so the worktree was left as it is\n"
+
+
+def test_the_registered_remove_command_passes_on_the_exit_that_says_kept(home_repo, tmp_path):
+    # `|| true` made the host say "removed" while the worktree and its unsaved file stayed.
+    dirs = [Path(sys.executable).parent, Path("/usr/bin"), Path("/bin")]
+    path = made(create(home_repo, "ENG-7-native"))
+    notes = write(path / "notes.txt", "unsaved\n")
+    payload = json.dumps({"cwd": str(path), "worktree_path": str(path)})
+    proc = run_registered("WorktreeRemove", dirs, tmp_path, payload)
+    assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+    assert f"team-router: worktree {path} (ENG-7-native) kept: " in proc.stderr
+    assert notes.read_text() == "unsaved\n" and str(path) in worktree_paths(home_repo)
+    notes.unlink()
+    proc = run_registered("WorktreeRemove", dirs, tmp_path, payload)
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    assert not path.exists() and worktree_paths(home_repo) == [str(home_repo)]
+
+
+def test_install_hooks_brings_an_earlier_versions_remove_command_up_to_date():
+    from router.host.settings import WORKTREE_HOOKS
+
+    old = "command -v team-router >/dev/null 2>&1 && team-router hook worktree-remove || true"
+    write(
+        settings_file(),
+        json.dumps(
+            {
+                "hooks": {
+                    "WorktreeCreate": [
+                        {
+                            "hooks": [
+                                {
+                                    "type": "command",
+                                    "command": WORKTREE_HOOKS["WorktreeCreate"][0],
+                                    "timeout": 120,
+                                }
+                            ]
+                        }
+                    ],
+                    "WorktreeRemove": [
+                        {"hooks": [{"type": "command", "command": old, "timeout": 300}]}
+                    ],
+                }
+            }
+        ),
+    )
+    res = run_cli("install-hooks", "--json")
+    assert res.code == 0 and res.json["changed"], res.out
+    assert res.json["actions"] == [
+        "WorktreeCreate: already runs team-router",
+        "WorktreeRemove: updated the team-router hook",
+    ]
+    installed = json.loads(settings_file().read_text())["hooks"]
+    for event, (command, timeout) in WORKTREE_HOOKS.items():
+        assert installed[event] == [
+            {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+        ]
 
 
 def test_the_registered_create_command_prints_the_path_alone(home_repo, tmp_path):
@@ -544,7 +604,7 @@ def test_hook_keeps_a_file_under_docs_plans_outside_the_topics_plan_dir(home_rep
     roadmap = write(path / "docs" / "plans" / "roadmap.md", "my roadmap, not committed yet\n")
     assert status(path) == ""  # hidden by our exclude line, not by the user
     res = remove(path)
-    assert res.code == 0 and "kept" in res.err and "docs/plans/roadmap.md" in res.err, res.err
+    assert res.code == 1 and "kept" in res.err and "docs/plans/roadmap.md" in res.err, res.err
     assert roadmap.read_text() == "my roadmap, not committed yet\n"
     assert record(home_repo, "ENG-12-x").host_removal.outcome == "kept"
 
@@ -557,7 +617,7 @@ def test_hook_keeps_a_new_file_in_a_tracked_docs_plans(home_repo):
     path = made(create(home_repo, "ENG-13-x"))
     design = write(path / "docs" / "plans" / "2026-01-01-old" / "design.md", "to commit\n")
     res = remove(path)
-    assert res.code == 0 and "kept" in res.err, res.err
+    assert res.code == 1 and "kept" in res.err, res.err
     assert design.read_text() == "to commit\n"
 
 
@@ -577,7 +637,7 @@ def test_a_discard_intent_keeps_a_worktree_another_live_session_holds(home_repo)
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert res.code == 0 and "kept" in res.err and "held" in res.err, res.err
+    assert res.code == 1 and "kept" in res.err and "held" in res.err, res.err
     assert wip.read_text() == "the other session's work\n"
     assert record(home_repo, "ENG-14-x").host_removal.outcome == "kept"
 
@@ -587,7 +647,7 @@ def test_a_discard_intent_keeps_a_locked_worktree(home_repo):
     unlock(home_repo, path)  # the user's lock replaces ours
     git(home_repo, "worktree", "lock", "--reason", "keep me", str(path))
     res = remove(path, discard_changes=True)
-    assert res.code == 0 and "kept" in res.err and "keep me" in res.err, res.err
+    assert res.code == 1 and "kept" in res.err and "keep me" in res.err, res.err
     assert path.is_dir() and "ENG-15-x" in branches(home_repo)
 
 
@@ -601,7 +661,7 @@ def test_a_worktree_switched_to_another_branch_is_reported_kept_not_removed(home
     git(path, "switch", "-q", "-c", "fix-typo")
     sha = commit(path, "typo.txt", "fixed\n", "fix typo")
     res = remove(path)
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err
     assert path.is_dir() and git(path, "rev-parse", "fix-typo") == sha
     assert " kept: " in res.err and "fix-typo" in res.err, res.err
     assert record(home_repo, "ENG-16-x").host_removal.outcome == "kept"
@@ -634,7 +694,7 @@ def test_a_checkout_left_after_its_topic_was_torn_down_is_reported_kept_not_remo
     assert run_cli("teardown", topic_id, cwd=home_repo).code == 0
     assert feat.is_dir()
     res = remove(feat, discard_changes=True)
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err
     assert f"{feat} ({topic_id}) kept:" in res.err, res.err
     assert feat.is_dir() and "feature-x" in branches(home_repo)
 
@@ -659,7 +719,7 @@ def test_a_plan_artifact_written_while_remove_waits_for_the_topic_lock_is_kept(h
         task = write(path / "docs" / "plans" / "ENG-7-native" / "task.md", "# the request\n")
     proc.wait(timeout=120)
     err = proc.stderr.read()
-    assert proc.returncode == 0, err
+    assert proc.returncode == 1, err
     assert "kept" in err and "task.md" in err, err
     assert task.read_text() == "# the request\n" and "ENG-7-native" in branches(home_repo)
 

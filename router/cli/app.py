@@ -174,12 +174,9 @@ def run(args: list[str]) -> int:
     _register(_command_name(args))
     # The command's own first two words, never two words further on: `new hook
     # session-start` (a description left unquoted) is a usage error, not a hook.
-    hook, outcome = next(
-        ((h, o) for h, o in _NEVER_BLOCKING_HOOKS.items() if _words(args)[:2] == ["hook", h]),
-        ("", ""),
-    )
+    hook = next((h for h in _HOST_HOOKS if _words(args)[:2] == ["hook", h]), "")
     if hook:
-        return _never_blocking_hook(args, hook, outcome)
+        return _host_hook(args, hook, *_HOST_HOOKS[hook])
     return output.guarded(_command_name(args), "--json" in args, lambda: _run_app(args))
 
 
@@ -193,38 +190,42 @@ def _run_app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-# The hooks that advise or clean up and can never stop the host (DESIGN §14), with
-# what a failure to run them means: whatever their arguments, they exit 0.
-_NEVER_BLOCKING_HOOKS = {
-    "session-start": "no notice",
-    "worktree-remove": "nothing was removed",
+# The hooks on the host's path (DESIGN §14), with what a failure to run them means and
+# the exit that tells the host so, whatever their arguments: session-start is advice
+# and never stops the host (0); a worktree-remove that did not run removed nothing,
+# and the host must never tell its session "removed" while the worktree stays (1).
+_HOST_HOOKS = {
+    "session-start": ("no notice", 0),
+    "worktree-remove": ("nothing was removed", 1),
 }
 
 
-def _never_blocking_hook(args: list[str], hook: str, outcome: str) -> int:
-    """``hook session-start`` / ``hook worktree-remove`` the entry point left to the app: exit 0.
+def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
+    """``hook session-start`` / ``hook worktree-remove`` the entry point left to the app.
 
-    Both are on the host's path and neither may stop it (``session-start`` is
-    advice, ``worktree-remove`` cannot be refused): a ``-C`` that names no
-    directory or an option they do not know leaves stdout empty and says why
-    in one line on stderr.
+    Both are on the host's path: a ``-C`` that names no directory or an option
+    they do not know leaves stdout empty, says why in one line on stderr (never
+    a traceback), and exits ``failed``. The hook itself chooses its exit code
+    (``worktree-remove``'s says whether the worktree is kept).
     """
 
-    def note(message: str) -> None:
+    def note(message: str) -> int:
         print(f"team-router: hook {hook}: {message}; {outcome}", file=sys.stderr)
+        return failed
 
     try:
         with interrupt.handled():
-            app(args=args, prog_name="team-router", standalone_mode=False)
-    except typer.Exit:
-        pass  # --help, or the hook itself (which always exits 0)
+            # Not standalone: click returns the code of the hook's typer.Exit.
+            result = app(args=args, prog_name="team-router", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
     except TyperException as exc:
-        note(_usage_message(args, exc))
+        return note(_usage_message(args, exc))
     except RouterError as exc:
-        note(f"{exc.message} [{exc.code}]")
+        return note(f"{exc.message} [{exc.code}]")
     except (Exception, KeyboardInterrupt, interrupt.Stopped) as exc:
-        note(f"stopped ({exc.__class__.__name__})")
-    return 0
+        return note(f"stopped ({exc.__class__.__name__})")
+    return result if isinstance(result, int) else 0
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:

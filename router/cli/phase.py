@@ -281,11 +281,15 @@ def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = CLI_DEFAULT_
     emit("hook", False, work, lambda result: str(result.home.worktree))
 
 
+# The exit of `hook worktree-remove` that tells the host the worktree stays (DESIGN §14).
+KEPT_EXIT = 1
+
+
 @hook_app.command("worktree-remove")
 def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     """WorktreeRemove: read the host's JSON on stdin (worktree_path); remove that worktree and
     its branch when that loses nothing, else keep it; sweep residue; say what happened on
-    stderr. Always exits 0 (the host cannot be refused)."""
+    stderr. Exits 1 exactly when the worktree stays, so the host never says "removed"."""
     import os
     import sys
 
@@ -303,11 +307,14 @@ def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
         result = worktree_remove(read_payload(sys.stdin), environ, wait=wait, echo=echo)
     except RouterError as exc:
         echo(f"team-router: {exc.message} [{exc.code}]")
+        raise typer.Exit(KEPT_EXIT) from None
     except (OSError, ToolFailed) as exc:
         # Whatever went wrong, nothing was removed past a step that proved it safe.
         echo(f"team-router: worktree-remove stopped ({exc}); what is left was kept")
-    else:
-        for message in result.warnings:
-            echo(f"warning: {message}")
-        echo(result.line())
-    raise typer.Exit(0)
+        raise typer.Exit(KEPT_EXIT) from None
+    for message in result.warnings:
+        echo(f"warning: {message}")
+    echo(result.line())
+    # The pinned client (2.1.332) answers a non-zero exit with "Exited worktree but
+    # could not remove it. It is kept at ...", and exit 0 with "Exited and removed".
+    raise typer.Exit(KEPT_EXIT if result.stays else 0)

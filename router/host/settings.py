@@ -170,8 +170,10 @@ def _line_indent(text: str, at: int) -> str | None:
 # both the creation at start-up and the removal later (DESIGN §14).
 CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 # WorktreeCreate fails closed: the host cannot fall back by itself, and a session
-# that asked for isolation must not silently run unisolated. WorktreeRemove fails
-# open: exit 0 there means "removed", and a worktree left in place loses nothing.
+# that asked for isolation must not silently run unisolated. WorktreeRemove passes
+# team-router's own exit on (non-zero exactly when the worktree is kept, so the host
+# never says "removed" while it stays) and fails open only when team-router is not
+# installed: a worktree left in place loses nothing.
 WORKTREE_HOOKS: dict[str, tuple[str, int]] = {
     "WorktreeCreate": (
         "command -v team-router >/dev/null 2>&1 || { echo 'team-router is not on PATH, so no "
@@ -180,8 +182,18 @@ WORKTREE_HOOKS: dict[str, tuple[str, int]] = {
         120,
     ),
     "WorktreeRemove": (
-        "command -v team-router >/dev/null 2>&1 && team-router hook worktree-remove || true",
+        "command -v team-router >/dev/null 2>&1 || { echo 'team-router is not on PATH, so the "
+        "worktree was left as it is' >&2; exit 0; }; team-router hook worktree-remove",
         300,
+    ),
+}
+
+
+# What earlier versions wrote: WorktreeRemove's `|| true` swallowed the exit that says
+# the worktree is kept, and the host then told its session "removed".
+EARLIER_COMMANDS = {
+    "WorktreeRemove": (
+        "command -v team-router >/dev/null 2>&1 && team-router hook worktree-remove || true",
     ),
 }
 
@@ -358,8 +370,17 @@ def _add_hooks(settings: dict[str, Any]) -> list[str]:
             raise Refusal(
                 "setup-failed", f"hooks.{event} in the settings is not a list; fix it, then rerun"
             )
-        if any(_is_ours(h, event) for g in groups if isinstance(g, dict) for h in _hooks_of(g)):
-            actions.append(f"{event}: already runs team-router")
+        ours = [
+            h for g in groups if isinstance(g, dict) for h in _hooks_of(g) if _is_ours(h, event)
+        ]
+        if ours:
+            # A command an earlier version wrote, word for word, is brought up to date
+            # in place; one the user edited is theirs and stays as it is.
+            stale = [h for h in ours if h.get("command") in EARLIER_COMMANDS.get(event, ())]
+            for hook in stale:
+                hook["command"] = command
+            what = "updated the team-router hook" if stale else "already runs team-router"
+            actions.append(f"{event}: {what}")
             continue
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
         actions.append(f"{event}: added team-router hook {event.removeprefix('Worktree').lower()}")

@@ -128,6 +128,11 @@ class RemoveResult:
             "swept": list(self.swept),
         }
 
+    @property
+    def stays(self) -> bool:
+        """The worktree is still there: kept for its work, or left to its owner."""
+        return self.outcome is RemoveOutcome.KEPT or os.path.lexists(self.path)
+
     def line(self) -> str:
         topic = f" ({self.topic_id})" if self.topic_id else ""
         return f"team-router: worktree {self.path}{topic} {self.outcome}: {self.detail}"
