@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -531,3 +532,101 @@ def test_restore_of_a_reused_checkouts_branch_takes_its_topics_lock(home_repo, w
     assert again.code == 0, again.out + again.err
     [restored] = again.json["repos"]
     assert (Path(restored["worktree"]) / "draft.txt").read_text() == "not committed\n"
+
+
+# -- another run of the topic is no process working in its worktree ---------------------------
+
+
+_PIPES: dict = {
+    "stdin": subprocess.DEVNULL,
+    "stdout": subprocess.PIPE,
+    "stderr": subprocess.PIPE,
+    "text": True,
+}
+
+
+def _merged_topic(home_repo: Path) -> Path:
+    """Topic ``ID`` with one commit, merged on origin: pr-cleanup takes it apart. Its worktree."""
+    from helpers.origin import merge_on_origin
+    from helpers.topics import Topic, ship
+
+    made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    worktree = Path(made.json["home"]["worktree"])
+    commit(worktree, "thing.py", "t = 1\n", "add thing")
+    git(worktree, "push", "-q", "origin", f"{ID}:{ID}")
+    merge_on_origin(home_repo, ID, how="merge")
+    git(home_repo, "fetch", "-q", "origin")  # a dry run of teardown does not fetch
+    ship(Topic(ID, home_repo, Path(made.json["plan_dir"])))
+    return worktree
+
+
+def _git_in_worktree(bin_dir: Path, worktree: Path) -> tuple[dict[str, str], Path, Path]:
+    """:func:`_gated_git` for the status of ``worktree``, waiting there as git itself would
+    (``git -C <worktree>`` works with its working directory in the worktree)."""
+    started, go = bin_dir / "started", bin_dir / "go"
+    body = (
+        f"cd '{worktree}' && touch '{started}'\n"
+        f'while [ ! -e \'{go}\' ]; do sleep 0.02; done\nexec "$REAL_GIT" "$@"'
+    )
+    env = git_wrapper(bin_dir, f"{worktree} -c core.fsmonitor= status", body)
+    return env, started, go
+
+
+@pytest.mark.parametrize(
+    "dry_run",
+    [("pr-cleanup", ID, "--dry-run"), ("teardown", ID, "--dry-run")],
+    ids=["pr-cleanup", "teardown"],
+)
+def test_a_dry_run_beside_a_running_cleanup_answers_locked_never_held(home_repo, tmp_path, dry_run):
+    worktree = _merged_topic(home_repo)
+    env, started, go = _git_in_worktree(tmp_path / "bin", worktree)
+    first = spawn("pr-cleanup", ID, "--json", cwd=home_repo, env=env)
+    try:
+        _wait_for(started, first)  # its git works in the worktree, under the topic's lock
+        second = run(*dry_run, "--wait", "0.3", "--json", cwd=home_repo)
+    finally:
+        go.touch()
+    one = finish(first)
+    assert second.code == 1, second.out + second.err
+    assert second.json["error"]["code"] == "locked", second.json["error"]
+    assert second.json["error"]["message"] == (
+        f"{ID} is locked by process {first.pid}; wait for it to finish or pass a longer --wait"
+    )
+    assert one.code == 0, one.out + one.err
+    assert not worktree.exists() and ID not in branches(home_repo)
+
+
+def test_a_dry_run_that_waited_for_a_running_cleanup_plans_what_it_left(home_repo, tmp_path):
+    worktree = _merged_topic(home_repo)
+    env, started, go = _git_in_worktree(tmp_path / "bin", worktree)
+    first = spawn("pr-cleanup", ID, "--json", cwd=home_repo, env=env)
+    _wait_for(started, first)
+    second = spawn("pr-cleanup", ID, "--dry-run", "--json", cwd=home_repo)
+    wait_until_open(second.pid, state.lock_path(_common(home_repo), ID))  # waiting for it
+    go.touch()
+    one, two = finish(first), finish(second)
+    assert one.code == 0, one.out + one.err
+    assert two.code == 0, two.out + two.err
+    plan = {s["name"]: s for s in two.json["steps"]}
+    assert plan["remove"]["detail"] == "no worktree: already gone"
+
+
+def test_two_pr_cleanups_in_the_worktree_at_once_never_call_each_other_held(home_repo, tmp_path):
+    # Both started in the worktree (a shell there runs `pr-cleanup & pr-cleanup`): the
+    # one waiting for the topic's lock sits in the worktree, and is no one's work.
+    worktree = _merged_topic(home_repo)
+    env, started, go = _git_in_worktree(tmp_path / "bin", worktree)
+    cmd = argv("pr-cleanup", "--json", cwd=worktree)
+    first = subprocess.Popen(cmd, cwd=worktree, env={**os.environ, **env}, **_PIPES)
+    _wait_for(started, first)
+    second = subprocess.Popen(cmd, cwd=worktree, env=dict(os.environ), **_PIPES)
+    wait_until_open(second.pid, state.lock_path(_common(home_repo), ID))  # waiting in the worktree
+    go.touch()
+    one, two = finish(first), finish(second)
+    assert one.code == 0, one.out + one.err
+    assert not worktree.exists() and ID not in branches(home_repo)
+    # The one that waited finds the branch cleaned up: done, nothing left to do.
+    assert two.code == 0, two.out + two.err
+    remove = next(s for s in two.json["steps"] if s["name"] == "remove")
+    assert remove["detail"] == f"no worktree has {ID} checked out: already gone"

@@ -532,16 +532,17 @@ def refuse_reflog_work(repo: Repo, found: Survey) -> None:
         raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
 
 
-def refuse_in_use(found: Survey, warnings: list[str]) -> None:
+def refuse_in_use(found: Survey, topic: TopicLock, warnings: list[str]) -> None:
     """Another process working in the worktree refuses before any step, merged or abandoned.
 
     Its shell or editor would lose its directory, and --abandon's force would not
     keep what an editor has not saved; as teardown's plan, before a PR is closed.
+    Asked under ``topic``'s lock: another run queued on it is not such a process.
     """
     path = found.worktree_path
     if path is None or found.kept_worktree:
         return
-    users = worktrees_in_use([path])
+    users = worktrees_in_use([path], topic_lock=topic.lock_path)
     if users is None:
         warnings.append(NO_PROC_NOTE)
         return
@@ -1486,10 +1487,16 @@ def pr_cleanup(
     if abandon and not dry_run and not confirmed:
         _refuse_unconfirmed(chosen.branch, confirmed)
     warnings: list[str] = []
-    if dry_run:
-        with _git_failure_refuses(chosen.branch):
-            return _dry_run(repo, chosen, opts, hub, warnings, yes=yes)
     topic = topic_lock(repo, chosen.branch)
+    if dry_run:
+        # Under the topic's lock too: another run cleaning the branch up now has its
+        # git in the worktree, and the plan must wait for it (or say `locked`), never
+        # take it for a process working there.
+        with (
+            state.held_lock(topic.home.common_dir, topic.name, wait=wait),
+            _git_failure_refuses(chosen.branch),
+        ):
+            return _dry_run(repo, chosen, topic, opts, hub, warnings, yes=yes)
     with state.held_lock(topic.home.common_dir, topic.name, wait=wait):
         with (
             _git_failure_refuses(chosen.branch),
@@ -1533,6 +1540,10 @@ class TopicLock:
     home: Repo  # the repo whose common dir holds the topic's lock and holders
     name: str  # the topic id, or the branch's own lock name when it is no topic's
     topic_id: str | None
+
+    @property
+    def lock_path(self) -> Path:
+        return state.lock_path(self.home.common_dir, self.name)
 
 
 def topic_lock(repo: Repo, branch: Branch) -> TopicLock:
@@ -1582,7 +1593,7 @@ def _checked_survey(
     refuse_unshipped(repo, local, mode)
     refuse_nested(local)
     refuse_reflog_work(repo, local)
-    refuse_in_use(local, warnings)
+    refuse_in_use(local, topic, warnings)
     refuse_if_held(topic)
     fetched = _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True, remove_reused=reused)
@@ -1708,6 +1719,7 @@ def _warn_about(steps: list[StepResult], found: Survey, warnings: list[str]) -> 
 def _dry_run(
     repo: Repo,
     chosen: CleanupTarget,
+    topic: TopicLock,
     opts: CleanupOptions,
     hub: GitHub | Unavailable,
     warnings: list[str],
@@ -1724,8 +1736,8 @@ def _dry_run(
     refuse_unshipped(repo, found, opts.mode, dry_run=True)
     refuse_nested(found)
     refuse_reflog_work(repo, found)
-    refuse_in_use(found, warnings)
-    refuse_if_held(topic_lock(repo, chosen.branch))  # as the real run will: plan what it does
+    refuse_in_use(found, topic, warnings)
+    refuse_if_held(topic)  # as the real run will: plan what it does
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)

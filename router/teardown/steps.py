@@ -1357,7 +1357,9 @@ def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bo
     return g.unique_commits(repo.git, head, except_branch=branch) > 0
 
 
-def worktrees_in_use(paths: Iterable[Path], *, host: bool = False) -> dict[Path, list[str]] | None:
+def worktrees_in_use(
+    paths: Iterable[Path], *, host: bool = False, topic_lock: Path | None = None
+) -> dict[Path, list[str]] | None:
     """``path -> ["process 123 (vim)", ...]`` for each of ``paths`` another process works in.
 
     Its working directory or an open file is there: git removes the tree from
@@ -1367,12 +1369,15 @@ def worktrees_in_use(paths: Iterable[Path], *, host: bool = False) -> dict[Path,
     is left out (:func:`requesters`: this process, the ones above it, the rest of
     its pipeline): it may sit in the worktree itself. ``host``: the session that
     called is a host removing a worktree it made, and every process below it is
-    its own (:func:`holders.session_processes`). None where there is no /proc to
-    read.
+    its own (:func:`holders.session_processes`). ``topic_lock``: the topic's lock,
+    which the caller holds; another team-router run that has it open is queued
+    behind this one for the same topic (it sees what this one leaves), not work in
+    the worktree. None where there is no /proc to read.
     """
     from router.topic.holders import (
         describe_process,
         processes_using,
+        queued_on,
         requesters,
         session_processes,
     )
@@ -1386,6 +1391,8 @@ def worktrees_in_use(paths: Iterable[Path], *, host: bool = False) -> dict[Path,
     if not users:
         return {}  # nobody there: the exclusions need no scan of /proc of their own
     mine = requesters() | (session_processes() if host else set())
+    if topic_lock is not None:
+        mine |= queued_on(topic_lock, {pid for pids in users.values() for pid in pids})
     others = {r: sorted(set(pids) - mine) for r, pids in users.items()}
     return {real[r]: [describe_process(pid) for pid in pids] for r, pids in others.items() if pids}
 

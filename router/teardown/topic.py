@@ -858,12 +858,18 @@ def teardown(
         integrate, force, dry_run, line_timeout, echo, remove_reused, keep_held, host
     )
     if dry_run:
-        plans = _with_users(
-            _with_holders(
-                scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
-            ),
-            opts,
-        )
+        # Under the topic's lock too: another run tearing the topic down now has its
+        # git in the worktree, and the plan must wait for it (or say `locked`), never
+        # take it for a process working there.
+        with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+            scope = resolve_topic(cwd, target)
+            plans = _with_users(
+                _with_holders(
+                    scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+                ),
+                opts,
+                state.lock_path(scope.home.common_dir, scope.id),
+            )
         if any(p.blockers for p in plans):
             reports = [_refused_report(p) for p in plans]
         else:
@@ -889,6 +895,7 @@ def teardown(
                 scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
             ),
             opts,
+            state.lock_path(scope.home.common_dir, scope.id),
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         refusal = _refusal(scope, plans, warnings)
@@ -964,13 +971,14 @@ def _with_holders(
     return [home, *plans[1:]]
 
 
-def _with_users(plans: list[RepoPlan], opts: TeardownOptions) -> list[RepoPlan]:
+def _with_users(plans: list[RepoPlan], opts: TeardownOptions, lock: Path) -> list[RepoPlan]:
     """A process working in a worktree the teardown would remove stops it, --force or not.
 
-    Asked once for every repo's worktree (one scan of /proc per command).
+    Asked once for every repo's worktree (one scan of /proc per command), under
+    the topic's ``lock``.
     """
     removed = {p.worktree: p for p in plans if p.worktree is not None and _removes(p)}
-    users = worktrees_in_use(removed, host=opts.host)
+    users = worktrees_in_use(removed, host=opts.host, topic_lock=lock)
     if users is None:
         if not removed:
             return plans

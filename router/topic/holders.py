@@ -257,6 +257,29 @@ def processes_using(
     return found
 
 
+def queued_on(lock: str | os.PathLike[str], pids: set[int]) -> set[int]:
+    """Which of ``pids`` have the lock file ``lock`` open: team-router runs waiting for it.
+
+    A run keeps the file open while it waits (and while it holds the lock): one
+    that waits for a topic's lock acts on that topic only after the holder is done.
+    """
+    target = os.path.realpath(lock)
+    found = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    found.add(pid)
+                    break
+            except OSError:
+                continue
+    return found
+
+
 def process_name(pid: int) -> str:
     """The command name of ``pid`` (``/proc/<pid>/comm``), so a user can tell which one it is;
     "?" when it cannot be read."""
