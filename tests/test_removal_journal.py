@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers.fakegh import install_fake_gh, make_github_repo, pr
-from helpers.faults import CRASHED, KILLED, argv, finish, git_killer, run
+from helpers.faults import CRASHED, KILLED, argv, finish, git_killer, mounted_tmpfs, run
 from helpers.origin import merge_on_origin
 from helpers.repos import (
     CliResult,
@@ -314,24 +314,6 @@ def test_a_pr_cleanup_a_file_stops_half_way_names_it_and_the_rerun_finishes(
 FALLBACK_ID = TOPIC_ID
 
 
-@contextlib.contextmanager
-def _own_filesystem(folder: Path, size: str) -> Iterator[None]:
-    """A ``tmpfs`` of ``size`` mounted at ``folder`` (made here), unmounted whatever happens."""
-    folder.mkdir(parents=True, exist_ok=True)
-    made = _sh("mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder))
-    if made.returncode != 0:
-        pytest.skip(f"a tmpfs cannot be mounted here: {made.stderr.strip()}")
-    try:
-        yield
-    finally:
-        while _mounted(folder):
-            if (
-                _sh("umount", str(folder)).returncode != 0
-                and _sh("umount", "-l", str(folder)).returncode != 0
-            ):
-                break
-
-
 def _fallen_back(home_repo: Path) -> Path:
     """A topic whose `new` fell back to the main tree (a file was in the way of .claude); its plan dir."""
     write(home_repo / ".claude", "a file where the directory goes\n")
@@ -369,7 +351,7 @@ def _assert_moved(home_repo: Path, res: CliResult) -> None:
 
 def test_a_fallen_back_plan_dir_moves_into_a_worktree_on_another_filesystem(home_repo):
     _fallen_back(home_repo)
-    with _own_filesystem(home_repo / ".claude" / "worktrees", "64m"):
+    with mounted_tmpfs(home_repo / ".claude" / "worktrees", "64m"):
         res = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
         _assert_moved(home_repo, res)
         phase = run_cli("phase", FALLBACK_ID, "--json", cwd=home_repo).json
@@ -381,7 +363,7 @@ def test_a_plan_dir_move_across_filesystems_killed_in_the_middle_is_finished_by_
     home_repo, step
 ):
     plan = _fallen_back(home_repo)
-    with _own_filesystem(home_repo / ".claude" / "worktrees", "64m"):
+    with mounted_tmpfs(home_repo / ".claude" / "worktrees", "64m"):
         killed = run("worktrees", FALLBACK_ID, "--json", cwd=home_repo, crash_at=step)
         assert killed.code == CRASHED, killed.out + killed.err
         assert _files(plan) == PLAN_FILES  # the original is whole until the copy is in place
@@ -394,7 +376,7 @@ def test_a_plan_dir_move_the_disk_cannot_hold_keeps_it_in_place_then_the_rerun_m
     big = "x" * (3 * 1024 * 1024)
     write(plan / "research.md", big)
     folder = home_repo / ".claude" / "worktrees"
-    with _own_filesystem(folder, "2m"):
+    with mounted_tmpfs(folder, "2m"):
         full = run_cli("worktrees", FALLBACK_ID, "--json", cwd=home_repo)
         assert full.code == 0, full.out + full.err
         assert full.json["plan_dir"] == str(plan)
@@ -422,7 +404,7 @@ def test_a_plan_dir_move_the_disk_cannot_hold_keeps_it_in_place_then_the_rerun_m
 def _disk(tmp_path: Path) -> Iterator[Path]:
     """A small disk of its own (a ``tmpfs``), unmounted, with whatever is bound from it, at the end."""
     disk = tmp_path / "disk"
-    with _own_filesystem(disk, "64m"):
+    with mounted_tmpfs(disk, "64m"):
         try:
             yield disk
         finally:
