@@ -1,7 +1,7 @@
 """A removal of ours is journaled file by file, so whatever stops it half-way, the rerun finishes it.
 
 The faults are real: a ``git`` first on PATH that SIGKILLs the calling
-``team-router`` mid-removal (``helpers.faults.git_killer``), ``faketime``
+``team-router`` mid-removal (``helpers.faults.git_killer``), libfaketime
 running the killed command with its clock stepped, ``chattr +i`` and a
 read-only bind mount inside the worktree, ``.claude/worktrees`` on its own
 ``tmpfs``.
@@ -34,7 +34,21 @@ from helpers.topics import TOPIC_ID, Topic, new_topic, snapshot_of, steps_of, te
 
 from router.topic import state
 
-FAKETIME = shutil.which("faketime")
+# libfaketime itself, preloaded: the faketime wrapper keeps a semaphore and a shared-memory
+# segment named by its pid, which a SIGKILL leaves behind, and a later wrapper given that
+# pid then fails ("sem_open: File exists"). The library alone keeps no such state.
+LIBFAKETIME = next(
+    (
+        path
+        for path in (
+            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/faketime/libfaketime.so.1",
+        )
+        if os.path.exists(path)
+    ),
+    None,
+)
 
 
 @pytest.fixture
@@ -47,12 +61,14 @@ def tip_of(repo: Path, branch: str = TOPIC_ID) -> str:
 
 
 def _spawn_with_clock(args: list[str], *, cwd: Path, env: dict[str, str], clock: str) -> CliResult:
-    """``team-router`` run as a new process group, under ``faketime -f <clock>`` unless ``clock`` is empty."""
+    """``team-router`` run as a new process group, its clock (and its git's) stepped by ``clock``
+    (libfaketime's ``FAKETIME``, say ``+1d``) unless that is empty."""
     full = {**os.environ, **env}
     full.pop("TEAM_ROUTER_CRASH_AT", None)
-    prefix = [FAKETIME, "-f", clock] if clock else []
+    if clock:
+        full |= {"LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": clock}
     proc = subprocess.Popen(
-        [*prefix, *argv(*args, cwd=cwd)],  # type: ignore[list-item]
+        argv(*args, cwd=cwd),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -69,8 +85,8 @@ def _half_removed(topic, tmp_path: Path, *flags: str, clock: str = "") -> CliRes
     git deletes the tree file by file and the registration last; the stand-in
     deletes two files and leaves the rest, as a kill part-way through does.
     """
-    if clock and FAKETIME is None:
-        pytest.skip("faketime is not installed (Debian's faketime package)")
+    if clock and LIBFAKETIME is None:
+        pytest.skip("libfaketime is not installed (Debian's faketime package)")
     env = git_killer(
         tmp_path / "killer-bin",
         "worktree remove",
