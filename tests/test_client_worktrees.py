@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from pathlib import Path
 
 from helpers.client import Block, Request, StandIn, result_text, run_client, text
@@ -293,3 +294,46 @@ def test_a_finished_isolated_subagents_worktree_is_kept_apart_and_swept(
         [str(home_repo), str(home_repo / ".claude" / "worktrees" / run_id)]
     )
     assert status(home_repo) == ""
+
+
+def test_with_the_plugin_and_install_hooks_the_worktree_is_made_once(
+    claude: Path,  # noqa: F811
+    home: Path,  # noqa: F811
+    home_repo: Path,
+    tmp_path: Path,
+) -> None:
+    # Both register WorktreeCreate and the client runs both: the plugin's stands aside
+    # (it is the one CLAUDE_PLUGIN_ROOT marks), the settings' makes the worktree.
+    install_hooks()
+    calls = tmp_path / "calls.log"
+    wrapper = tmp_path / "bin" / "team-router"
+    wrapper.parent.mkdir()
+    real = Path(sys.executable).parent / "team-router"
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$* plugin=${{CLAUDE_PLUGIN_ROOT:+yes}}" >> {calls}\n'
+        f'exec {real} "$@" 2>> {calls}\n'
+    )
+    wrapper.chmod(0o755)
+    with StandIn(scripted([call("Bash", command="pwd")])) as standin:
+        run = run_client(
+            claude,
+            standin,
+            "work here",
+            cwd=home_repo,
+            home=home,
+            allowed_tools=TOOLS,
+            extra=("--worktree", "ENG-7-native"),
+            timeout=TIMEOUT,
+            path_first=(wrapper.parent,),
+        )
+    assert run.code == 0, run.stderr[-2000:]
+    worktree = home_repo / ".claude" / "worktrees" / "ENG-7-native"
+    assert run.init()["cwd"] == str(worktree)
+    settings = home / ".claude" / "settings.json"
+    logged = [line for line in calls.read_text().splitlines() if "session-start" not in line]
+    assert sorted(logged) == [
+        "hook worktree-create plugin=",
+        "hook worktree-create plugin=yes",
+        f"team-router: the WorktreeCreate hook in {settings} makes it",
+    ]
+    assert state.list_records(home_repo / ".git") == ["ENG-7-native"]

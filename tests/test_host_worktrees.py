@@ -828,3 +828,24 @@ def test_a_worktree_another_process_works_in_is_kept_and_the_hosts_own_processes
         own.wait()
     assert gone.returncode == 0 and "removed" in gone.stderr, gone.stderr
     assert_gone(home_repo, path, "ENG-16-x")
+
+
+def test_the_plugins_hooks_stand_aside_for_the_same_hooks_in_the_users_settings(
+    home_repo, hermetic, monkeypatch
+):
+    assert run_cli("install-hooks", "--json").code == 0
+    settings = hermetic / "home" / ".claude" / "settings.json"
+    monkeypatch.setenv("CLAUDE_PLUGIN_ROOT", str(hermetic / "plugin"))  # the plugin's hooks
+    res = create(home_repo, "ENG-7-native")
+    assert (res.code, res.out) == (0, "")
+    assert res.err == f"team-router: the WorktreeCreate hook in {settings} makes it\n"
+    assert state.list_records(home_repo / ".git") == []
+    monkeypatch.delenv("CLAUDE_PLUGIN_ROOT")  # the settings' hooks
+    path = made(create(home_repo, "ENG-7-native"))
+    monkeypatch.setenv("CLAUDE_PLUGIN_ROOT", str(hermetic / "plugin"))
+    res = remove(path)
+    assert res.out == ""
+    assert (
+        res.err == f"team-router: the WorktreeRemove hook in {settings} answers for this removal\n"
+    )
+    assert path.is_dir() and record(home_repo, "ENG-7-native").host_removal is None

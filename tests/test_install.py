@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from test_client_e2e import claude, home  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILLS = sorted(p.parent.name for p in (ROOT / "skills").glob("*/SKILL.md"))
@@ -148,3 +149,47 @@ def test_installed_copy_finds_its_templates_inside_the_package(
         ]
         == "./"
     )
+
+
+def test_the_readme_install_path_on_an_empty_home_installs_the_plugin_alone(
+    installed: Path,
+    claude: Path,  # noqa: F811
+    home: Path,  # noqa: F811
+    home_repo: Path,
+) -> None:
+    """README: install the CLI (a wheel), `init --allow-agent`, then the two lines it prints,
+    with the pinned client and nothing in HOME; a session then gets the plugin's notice."""
+    from helpers.client import StandIn, run_client, run_plain, text
+    from helpers.repos import run_cli
+    from test_client_e2e import assert_clean_run, scripted
+
+    assert not any(home.iterdir())
+    proc = _run_installed(installed, "init", "--allow-agent", "--json", cwd=home_repo)
+    assert proc.returncode == 0, proc.stderr
+    share = installed / "router" / "_share"
+    commands = json.loads(proc.stdout)["plugin_commands"]
+    assert commands == [
+        f"claude plugin marketplace add {share}",
+        "claude plugin install team-router@team-router",
+    ]
+    for line in commands:
+        done = run_plain(claude, *line.split()[1:], cwd=home_repo, home=home)
+        assert done.returncode == 0, done.stdout + done.stderr
+    (copy,) = (home / ".claude" / "plugins" / "cache").glob("*/team-router/*")
+    files = [p for p in copy.rglob("*") if p.is_file()]
+    # The plugin alone: skills, agents, hooks, templates; no .venv, no tests, no caches.
+    assert {p.relative_to(copy).parts[0] for p in files} <= {
+        ".claude-plugin",
+        "skills",
+        "agents",
+        "hooks",
+        "templates",
+        ".teamteardown.example",
+    }
+    assert sum(p.stat().st_size for p in files) < 2_000_000
+    made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert made.code == 0, made.out
+    with StandIn(scripted([text("noted")])) as standin:
+        run = run_client(claude, standin, "hello", cwd=home_repo, home=home, plugin_dir=None)
+    assert_clean_run(run, standin)
+    assert f"Phase: QUESTION | Id: {made.json['id']}" in standin.conversation()[0].messages_text

@@ -78,17 +78,19 @@ def test_marketplace_lists_this_checkout_as_the_plugin() -> None:
     assert (ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
 
 
-def test_init_prints_the_install_lines_this_marketplace_answers_to(home_repo: Path) -> None:
+def test_init_from_a_checkout_loads_the_plugin_in_place_never_copies_the_checkout(
+    home_repo: Path,
+) -> None:
+    # A marketplace add of the checkout would copy it whole (.venv included); the
+    # installed copy's lines are checked in tests/test_install.py.
     from helpers.repos import run_cli
 
     result = run_cli("init", "--json", cwd=home_repo)
     assert result.code == 0, result.err
-    market, manifest = _load(MARKETPLACE), _load(PLUGIN)
-    add, install = result.json["plugin_commands"]
-    assert add.startswith("claude plugin marketplace add ")
-    source = Path(add.removeprefix("claude plugin marketplace add "))
-    assert _load(source / ".claude-plugin" / "marketplace.json")["name"] == market["name"]
-    assert install == f"claude plugin install {manifest['name']}@{market['name']}"
+    assert result.json["plugin_commands"] == [f"claude --plugin-dir {ROOT}"]
+    text = run_cli("init", cwd=home_repo).out
+    assert f"\n  claude --plugin-dir {ROOT}\n" in text
+    assert "marketplace add" not in text
 
 
 def test_hooks_register_session_start_on_the_recovery_hook() -> None:

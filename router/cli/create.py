@@ -136,8 +136,7 @@ def _init_text(result) -> str:
 
     lines = [f"Prepared {result.repo}:"]
     lines += [f"  {item}" for item in result.actions]
-    lines += ["", "Install the Claude Code plugin:"]
-    lines += [f"  {cmd}" for cmd in result.plugin_commands]
+    lines += _plugin_lines(result.plugin_commands)
     if result.allowed_by is None:
         # The settings rule holds in `claude -p` as in a session.
         lines += [
@@ -147,6 +146,21 @@ def _init_text(result) -> str:
             "  team-router init --allow-agent-everywhere  (your user settings: every repo)",
         ]
     return "\n".join(lines)
+
+
+def _plugin_lines(commands: list[str]) -> list[str]:
+    from router.create.initrepo import installed_copy
+
+    if installed_copy():
+        head = ["", "Install the Claude Code plugin:"]
+    else:
+        head = [
+            "",
+            "This team-router runs from a source checkout: load the Claude Code plugin from it",
+            "in each session (a marketplace install would copy the whole checkout, .venv",
+            "included; `pipx install` the checkout for a copy whose init prints those lines):",
+        ]
+    return head + [f"  {cmd}" for cmd in commands]
 
 
 @app.command("install-hooks")
@@ -161,7 +175,9 @@ def install_hooks_cmd(
 ) -> None:
     """Route Claude Code's own worktrees (claude --worktree, EnterWorktree, isolated agents)
     through team-router: add its WorktreeCreate and WorktreeRemove hooks to your user settings
-    (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json), leaving every other key."""
+    (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json), leaving every other key.
+    Needed only with a client older than 2.1.332 (the plugin's own hooks serve newer ones);
+    with both, the plugin's stand aside, so each worktree is handled once."""
     from router.host.settings import install_hooks
 
     emit(

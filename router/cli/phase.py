@@ -270,7 +270,14 @@ def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = CLI_DEFAULT_
     import sys
 
     from router.host.sessionstart import read_payload
+    from router.host.settings import answered_by_settings
     from router.host.worktrees import worktree_create
+
+    settings = answered_by_settings("WorktreeCreate", dict(os.environ))
+    if settings is not None:
+        # Exit 0 and no path: the client takes the path the settings' hook prints.
+        print(f"team-router: the WorktreeCreate hook in {settings} makes it", file=sys.stderr)
+        raise typer.Exit(0)
 
     def work():
         environ = {"CLAUDE_PROJECT_DIR": str(cwd_of(ctx)), **os.environ}
@@ -295,6 +302,7 @@ def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
 
     from router.errors import RouterError, ToolFailed
     from router.host.sessionstart import read_payload
+    from router.host.settings import answered_by_settings
     from router.host.worktrees import worktree_remove
 
     def echo(message: str) -> None:
@@ -303,6 +311,12 @@ def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     # Only what the host says locates the repo (never this process's directory):
     # a removal must not act on whatever repository the hook happened to start in.
     environ = dict(os.environ)
+    settings = answered_by_settings("WorktreeRemove", environ)
+    if settings is not None:
+        # Not 0: the client reports "removed" when any of its remove hooks exits 0,
+        # so only the settings' hook, which acted, may say so.
+        echo(f"team-router: the WorktreeRemove hook in {settings} answers for this removal")
+        raise typer.Exit(1)
     try:
         result = worktree_remove(read_payload(sys.stdin), environ, wait=wait, echo=echo)
     except RouterError as exc:

@@ -129,12 +129,17 @@ def _topic_repos(repo: Repo) -> list[tuple[str, Repo]]:
 
 
 def plugin_commands() -> list[str]:
-    """The two lines that install the Claude Code plugin from this installation.
+    """How to get the Claude Code plugin from this installation.
 
-    The checkout (or the wheel's ``_share`` copy) is itself the marketplace:
-    ``.claude-plugin/marketplace.json`` lists the plugin with source ``./``.
+    An installed copy's ``_share`` is itself a marketplace holding the plugin alone
+    (``.claude-plugin/marketplace.json`` lists it with source ``./``): its two
+    ``claude plugin`` lines. From a source checkout, a marketplace install would
+    copy the whole directory (the client skips only ``.git``: a ``.venv``, caches,
+    the tests): the checkout is loaded in place with ``--plugin-dir`` instead.
     """
     root = share_dir("skills").parent
+    if not installed_copy():
+        return [f"claude --plugin-dir {root}"]
     market, plugin = PLUGIN_NAME, PLUGIN_NAME
     manifest = root / ".claude-plugin" / "marketplace.json"
     with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError):
@@ -144,6 +149,11 @@ def plugin_commands() -> list[str]:
         f"claude plugin marketplace add {root}",
         f"claude plugin install {plugin}@{market}",
     ]
+
+
+def installed_copy() -> bool:
+    """team-router runs from an installed wheel (its ``_share``), not from a source checkout."""
+    return share_dir("skills").parent.name == "_share"
 
 
 def _write_example(path: Path, text: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from router.errors import Refusal
+from router.errors import Refusal, RouterError
 from router.plandir.mdlines import BOM
 
 
@@ -230,6 +230,35 @@ def user_settings_path(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get(CONFIG_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".claude")
     return Path(base) / "settings.json"
+
+
+# Set by the client for a plugin's hook commands, not for those of the settings files.
+PLUGIN_ROOT_ENV = "CLAUDE_PLUGIN_ROOT"
+
+
+def answered_by_settings(event: str, environ: dict[str, str]) -> Path | None:
+    """The user's settings file, when this is the plugin's hook for ``event`` and those
+    settings run team-router's own hook for it too (``install-hooks``): the plugin's stands
+    aside, so the event is handled once.
+
+    The client runs every hook registered for an event, the settings' and the plugin's
+    alike (client 2.1.332 ran ``hook worktree-create`` twice for one worktree). The
+    settings' hook is the one that also fires where the plugin's does not (a client
+    older than 2.1.332 at a ``--worktree`` start), so it is the one that stays.
+    """
+    if not environ.get(PLUGIN_ROOT_ENV):
+        return None
+    path = user_settings_path(environ)
+    try:
+        _text, settings = load_settings(path)
+    except RouterError:
+        return None  # unreadable settings run no hook of ours either
+    hooks = settings.get("hooks", {})
+    groups = hooks.get(event, []) if isinstance(hooks, dict) else []
+    for group in groups if isinstance(groups, list) else []:
+        if isinstance(group, dict) and any(_is_ours(h, event) for h in _hooks_of(group)):
+            return path
+    return None
 
 
 def install_hooks(*, uninstall: bool = False, dry_run: bool = False) -> HooksResult:

@@ -421,14 +421,22 @@ def run_client(
     allowed_tools: str = "Bash(team-router:*)",
     extra: tuple[str, ...] = (),
     timeout: float = 45,
+    path_first: tuple[Path, ...] = (),
+    plugin_dir: Path | None = PROJECT_ROOT,
 ) -> ClientRun:
-    """``claude -p prompt`` with this checkout as a plugin, against the stand-in, in ``cwd``."""
+    """``claude -p prompt`` against the stand-in, in ``cwd``: this checkout as a plugin
+    (``--plugin-dir``), or with ``plugin_dir`` None the plugins installed under ``home``.
+
+    ``path_first``: directories before the venv's on PATH (a wrapper that logs the calls).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN)}
     env.update(
         HOME=str(home),
         # The venv's bin first: the plugin's hook and the model's Bash calls find the
         # team-router under test.
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        PATH=os.pathsep.join(
+            [*map(str, path_first), str(Path(sys.executable).parent), env.get("PATH", "")]
+        ),
         ANTHROPIC_BASE_URL=standin.url,
         ANTHROPIC_API_KEY="sk-ant-e2e-dummy",
         DISABLE_TELEMETRY="1",
@@ -437,7 +445,9 @@ def run_client(
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
     )
     argv = [str(binary), "-p", prompt, "--output-format", "stream-json", "--verbose"]
-    argv += ["--plugin-dir", str(PROJECT_ROOT), "--allowedTools", allowed_tools, *extra]
+    if plugin_dir is not None:
+        argv += ["--plugin-dir", str(plugin_dir)]
+    argv += ["--allowedTools", allowed_tools, *extra]
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
