@@ -1113,6 +1113,34 @@ def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
     assert record is not None and record.removing is None
 
 
+def test_a_cleanup_killed_after_deleting_the_branch_is_finished_by_the_rerun(web, no_gh, tmp_path):
+    # Nothing is named after the branch any more, here or on origin: only the
+    # topic's record knows a cleanup of it was under way.
+    write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\n')
+    git(web, "add", ".teamteardown")
+    git(web, "commit", "-q", "-m", "declare local state")
+    git(web, "push", "-q", "origin", "main")
+    worktree = pushed_topic(web)
+    merge = merge_on_origin(web, TOPIC_ID, how="merge")
+    env = git_killer(tmp_path / "killer-bin", f"branch -D -- {TOPIC_ID}")
+    killed = run_killable("pr-cleanup", TOPIC_ID, "--json", cwd=web, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert TOPIC_ID not in branches(web) and not worktree.exists()
+    assert not (tmp_path / "ran.log").exists()  # the kill came before the local state
+
+    again = cleanup(web, TOPIC_ID)
+    assert again.code == 0, again.out + again.err
+    done = steps(again.json)
+    assert done["branch"]["detail"] == f"{TOPIC_ID} is already gone"
+    assert done["local-state"]["outcome"] == "done", done["local-state"]
+    assert (tmp_path / "ran.log").read_text() == "ran\n"
+    assert_cleaned(web, worktree)
+    assert git(web, "rev-parse", "main") == merge
+    third = cleanup(web, TOPIC_ID)
+    assert third.code == 0, third.out + third.err
+    assert (tmp_path / "ran.log").read_text() == "ran\n"  # once
+
+
 def test_abandon_refuses_a_nested_clone_holding_unpushed_work_before_closing_any_pr(
     web, workspace, tmp_path, monkeypatch
 ):

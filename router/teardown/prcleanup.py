@@ -860,6 +860,7 @@ def run_steps(
 ) -> tuple[list[StepResult], list[dict[str, object]]]:
     if found.worktree is not None and found.topic_id is not None and not found.kept_worktree:
         forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
+    begin(repo, found, opts.mode)
     run = StepRun(GUARDING)
     closed: list[dict[str, object]] = []
     abandon = opts.mode is Mode.ABANDONED
@@ -1278,6 +1279,23 @@ def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
         f"(`git -C {repo.primary} pull --rebase origin {name}`)"
     )
     return left_earlier(found.record, "update-default", why)
+
+
+def begin(repo: Repo, found: Survey, mode: Mode) -> None:
+    """Before the first step, the topic's record says its cleanup is under way.
+
+    A kill after the branch step leaves nothing named after the branch, here or
+    on origin: the rerun finds the cleanup in the record and finishes it (the
+    plan dir, the ``.teamteardown`` lines), never refusing ``unknown-branch``.
+    """
+    if found.topic_id is None or found.record is None:
+        return
+
+    state.update_record(
+        repo.common_dir,
+        found.topic_id,
+        lambda record: dataclasses.replace(record, pr_cleanup_mode=str(mode)),
+    )
 
 
 def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> None:
