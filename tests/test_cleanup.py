@@ -1250,7 +1250,10 @@ def test_reclaim_waits_while_a_process_without_a_holder_works_in_a_checkout(web,
     assert reclaim["outcome"] == "refused", reclaim
     checkout = other if where == "linked worktree" else web
     assert f"process {shell.pid} ({name}) in {os.path.realpath(checkout)}" in reclaim["detail"]
-    assert "would be refused" in steps(dry.json)["reclaim"]["detail"], dry.json
+    # The dry run says the same: refused, for the same process, and exits as the run does.
+    assert steps(dry.json)["reclaim"] == reclaim, dry.json
+    assert dry.code == 1 and dry.json["error"]["code"] == "held"
+    assert dry.json["error"]["message"].startswith("reclaim would be refused: process ")
     assert git(web, "cat-file", "-t", loose) == "blob"  # nothing was pruned
     assert steps(res.json)["branch"]["outcome"] == "done"  # the rest of the cleanup ran
     # The process is gone: the rerun reclaims.

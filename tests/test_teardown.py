@@ -139,11 +139,17 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
             {
                 "name": "update-default",
                 "outcome": "done",
-                "detail": "main is at origin/main as last fetched: nothing to pull",
+                "detail": "would leave main as it is: it already holds origin/main as last "
+                f"fetched; no origin/{branch} ref: nothing to prune",
             },
             {"name": "plan-dir", "outcome": "skipped", "detail": plan_dir},
-            {"name": "sweep", "outcome": "skipped", "detail": "no residue"},
-            {"name": "local-state", "outcome": "done", "detail": f"would run: {local}"},
+            {
+                "name": "sweep",
+                "outcome": "skipped",
+                "detail": f"no residue under {wt.parent}",
+            },
+            # Nothing declared: skipped, as the real run reports it.
+            {"name": "local-state", "outcome": "skipped", "detail": local},
         ]
 
     def local_state(name: str, notes: list[str]) -> dict:
@@ -159,7 +165,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
         }
 
     # home's branch has no commit since `new` cut it: empty, which is never "merged".
-    empty = "nothing to integrate: empty (nothing on it since it was cut)"
+    empty = f"nothing to integrate: {branch} is empty (nothing on it since it was cut)"
     assert res.json == {
         "ok": True,
         "command": "teardown",
@@ -182,7 +188,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
                 "worktree": str(api_wt),
                 "steps": plan(
                     api_wt,
-                    ("done", "would cherry-pick 1 commit(s) onto the default branch"),
+                    ("done", "would cherry-pick 1 commit(s) onto main"),
                     "",
                     "home repo only",
                     undeclared,
@@ -225,8 +231,8 @@ def test_dry_run_of_a_main_behind_origin_says_how_it_would_be_brought_up(home_re
     assert steps_of(plan.json, "home")["update-default"] == {
         "name": "update-default",
         "outcome": "done",
-        "detail": "would fast-forward main to origin/main, or run git pull --rebase origin main "
-        "if main has commits of its own",
+        "detail": "would fast-forward main to origin/main; "
+        f"no origin/{topic.branch} ref: nothing to prune",
     }
     assert snapshot_of(home_repo) == before
 
@@ -643,7 +649,8 @@ def test_a_dry_run_says_the_users_stopped_cherry_pick_keeps_main_from_being_pull
     assert step == {
         "name": "update-default",
         "outcome": "skipped",
-        "detail": "would fetch only: a cherry-pick is in progress there",
+        "detail": "would fetch only: a cherry-pick is in progress there; "
+        f"no origin/{topic.branch} ref: nothing to prune",
     }, step
     assert (home_repo / ".git" / "CHERRY_PICK_HEAD").read_text().strip() == picked
 
@@ -1031,16 +1038,40 @@ def test_teardown_of_a_word_that_is_not_an_id_is_invalid_id(home_repo):
     }
 
 
-def _refused_plan(blocker: dict[str, str]) -> list[dict[str, str]]:
-    code = blocker["code"]
+def _refused_plan(
+    blocker: dict[str, str], wt: Path, branch: str, *, home: bool
+) -> list[dict[str, str]]:
+    """A refused repo's steps: its blocker, and what every other step would have done."""
+    why = f"not done: teardown refused ({blocker['code']} here)"
+    unintegrated = f"{branch} holds 1 commit(s) not on the default branch; kept"
+    planned = {
+        "integrate": (
+            "skipped",
+            f"nothing to integrate: {branch} is merged (its tip is an ancestor of origin/main)",
+        ),
+        "remove": ("skipped", f"{why}: would remove {wt}"),
+        "branch": ("skipped", f"{why}: " + (f"would delete {branch}" if home else unintegrated)),
+        "verify-gone": ("skipped", f"{why}: would re-check that {wt} is gone"),
+        "update-default": (
+            "skipped",
+            f"{why}: main already holds origin/main as this command fetched it: nothing to "
+            f"pull; no origin/{branch} ref: nothing to prune",
+        ),
+        "plan-dir": (
+            "skipped",
+            f"no docs/plans/{branch}/ in the primary clone" if home else "home repo only",
+        ),
+        "sweep": ("skipped", f"no residue under {wt.parent}"),
+        "local-state": (
+            "skipped",
+            "no .teamteardown on main — nothing declared"
+            + ("; no temp paths recorded" if home else ""),
+        ),
+    }
     return [
         blocker
         if name == blocker["name"]
-        else {
-            "name": name,
-            "outcome": "skipped",
-            "detail": f"not done: teardown refused ({code} here)",
-        }
+        else {"name": name, "outcome": planned[name][0], "detail": planned[name][1]}
         for name in STEPS
     ]
 
@@ -1096,7 +1127,10 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
                         "outcome": "refused",
                         "detail": dirty,
                         "code": "dirty-worktree",
-                    }
+                    },
+                    home_wt,
+                    topic.branch,
+                    home=True,
                 ),
             },
             {
@@ -1108,7 +1142,10 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
                         "outcome": "refused",
                         "detail": unintegrated,
                         "code": "unintegrated-commits",
-                    }
+                    },
+                    api_wt,
+                    topic.branch,
+                    home=False,
                 ),
             },
         ],
@@ -1140,8 +1177,8 @@ def test_a_reused_checkout_and_branch_are_kept_unless_remove_reused(home_repo, w
     kept_branch = (
         "kept feature-x: team-router did not create this branch; pass --remove-reused to delete it"
     )
-    assert f"  {'remove':<15} {'skipped':<8} {kept_wt}" in plan_text
-    assert f"  {'branch':<15} {'skipped':<8} {kept_branch}" in plan_text
+    assert f"  {'remove':<15} {'would be skipped':<17} {kept_wt}" in plan_text
+    assert f"  {'branch':<15} {'would be skipped':<17} {kept_branch}" in plan_text
     res = run_cli("teardown", TOPIC_ID, "--json", cwd=home_repo)
     assert res.code == 0, res.out
     got = steps_of(res.json, "home")

@@ -18,7 +18,7 @@ from router.cli.app import (
     cwd_of,
     emit,
 )
-from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
+from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT, step_lines
 from router.cli.output import line_echo
 from router.errors import RouterError
 
@@ -117,7 +117,7 @@ def _text(result) -> str:
         # The detail says what the content proof found and what gh said, each once.
         ev = result.evidence
         lines.append(f"proof ({ev.content.kind if ev.content else 'none'}): {ev.detail}")
-    lines += [f"  {s.name:<14} {s.outcome:<8} {s.detail}" for s in result.steps]
+    lines += step_lines(result.steps, width=14, dry_run=result.dry_run)
     if result.interrupted:
         lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)

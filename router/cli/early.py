@@ -260,25 +260,32 @@ def worktrees_text(result: Any) -> str:
 
 
 def teardown_text(result) -> str:
-    if result.refusal is not None:
+    if result.dry_run:
+        head = "Plan (dry run, nothing changed)"
+    elif result.refusal is not None:
         head = "Refused (nothing was removed in any repo); the plan"
     else:
-        head = "Plan (dry run, nothing changed)" if result.dry_run else "Teardown"
+        head = "Teardown"
     lines = [f"{head} of {result.id}"]
     for repo in result.repos:
         lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
-        lines += _step_lines(repo.steps, refused=result.refusal is not None)
+        if result.refusal is not None:
+            lines += _refused_lines(repo, dry_run=result.dry_run)
+        else:
+            lines += step_lines(repo.steps, width=15, dry_run=result.dry_run)
         if repo.local_state is not None:
             lines += temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
-    lines += [f"swept: {p}" for p in result.swept]
+    # A dry run's last lines are the real run's, in the conditional.
+    lines += [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     for kept in result.kept:
-        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
         lines += file_lines(kept.files)
     if result.refusal is not None:
         blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
+        refused = "would be refused" if result.dry_run else "refused"
         lines.append(
-            f"teardown of {result.id} refused: {len(blockers)} refused step(s) above; fix each, "
-            "then run it again"
+            f"teardown of {result.id} {refused}: {len(blockers)} refused step(s) above; fix "
+            "each, then run it again"
         )
         return "\n".join(lines)
     if not result.swept and not result.kept:
@@ -286,15 +293,36 @@ def teardown_text(result) -> str:
     return "\n".join(lines)
 
 
-def _step_lines(steps, *, refused: bool) -> list[str]:
-    """A repo's steps; in a refused plan, its blockers and one line for the steps not done."""
-    shown = [s for s in steps if s.stopped] if refused else list(steps)
-    lines = [f"  {s.name:<15} {s.outcome:<8} {s.detail}" for s in shown]
-    waiting = [s for s in steps if s not in shown]
-    if waiting:
-        names = ", ".join(s.name for s in waiting)
-        lines.append(f"  {'the rest':<15} {'skipped':<8} {waiting[0].detail}: {names}")
-    return lines
+def _refused_lines(repo, *, dry_run: bool) -> list[str]:
+    """A refused repo's blockers, then one line for the steps not done, each of which
+    follows with what it would do once the refusal is cleared (its plan)."""
+    blockers = [s for s in repo.steps if s.stopped]
+    lines = step_lines(blockers, width=15, dry_run=dry_run)
+    rest = [p for s, p in zip(repo.steps, repo.planned, strict=True) if not s.stopped]
+    if not rest:
+        return lines
+    where = f"{blockers[0].code} here" if blockers else "another repo"
+    refused = "would be refused" if dry_run else "refused"
+    skipped = "would be skipped" if dry_run else "skipped"
+    column = len("would be refused ") if dry_run else len("refused ")
+    lines.append(
+        f"  {'the rest':<15} {skipped:<{column}} not done: teardown {refused} ({where}); "
+        "once it is not, each would go as follows:"
+    )
+    return lines + ["  " + line for line in step_lines(rest, width=15, dry_run=True)]
+
+
+def step_lines(steps, *, width: int, dry_run: bool) -> list[str]:
+    """One line per step: name, outcome, detail. A dry run's outcome is the real run's,
+    in the conditional (``would be done``): nothing was done."""
+    from router.teardown.steps import conditional
+
+    outcomes = [conditional(s.outcome) if dry_run else str(s.outcome) for s in steps]
+    column = len("would be refused ") if dry_run else len("refused ")
+    return [
+        f"  {s.name:<{width}} {o:<{column}} {s.detail}"
+        for s, o in zip(steps, outcomes, strict=True)
+    ]
 
 
 def file_lines(files, limit: int = 20) -> list[str]:

@@ -36,17 +36,20 @@ from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
 from router.teardown.nested import survey_nested, survey_remains
 from router.teardown.steps import (
     NO_PROC_NOTE,
+    Decision,
     Outcome,
     Proof,
     StepResult,
     StepRun,
     TopicRef,
+    acting,
     copies_note,
     delete_branch,
     describe_dirt,
     done,
     empty_branch,
     failed,
+    finish_blocker,
     forget_earlier_teardown,
     git_failed,
     in_use_blocker,
@@ -54,7 +57,7 @@ from router.teardown.steps import (
     left_earlier,
     merge_proof,
     nested_blocker,
-    preview_update_default,
+    plan_dir_decision,
     prune_origin,
     reflog_blocker,
     refused,
@@ -63,11 +66,12 @@ from router.teardown.steps import (
     remove_worktree,
     reused_branch,
     reused_checkout,
+    settled,
     short_ref,
     skipped,
     stopped_at,
     stopped_error,
-    update_default,
+    update_decision,
     verify_gone,
     worktrees_in_use,
 )
@@ -858,62 +862,72 @@ def run_steps(
     hub: GitHub | Unavailable,
     warnings: list[str],
 ) -> tuple[list[StepResult], list[dict[str, object]]]:
-    if found.worktree is not None and found.topic_id is not None and not found.kept_worktree:
-        forget_earlier_teardown(repo.common_dir, found.topic_id)  # the topic was created again
-    begin(repo, found, opts.mode)
-    run = StepRun(GUARDING)
+    """The steps, each decided once: carried out, or (``opts.dry_run``) reported as decided."""
+    if _recreated(found) and not opts.dry_run:
+        forget_earlier_teardown(repo.common_dir, found.topic_id)  # type: ignore[arg-type]
+    if not opts.dry_run:
+        begin(repo, found, opts.mode)
+    run = StepRun(GUARDING, dry_run=opts.dry_run)
     closed: list[dict[str, object]] = []
     abandon = opts.mode is Mode.ABANDONED
     # Read before the worktree (and the pr.md in its plan dir) goes.
     shipped = run_shipped(repo, found)
     if abandon:
-        run.step("close-prs", lambda: _close_prs(hub, closing, closed, warnings), guarded=False)
-    run.step("remove", lambda: _remove(repo, found, force=abandon, warnings=warnings))
-    run.step("verify-gone", lambda: _verify_gone(repo, found))
+        run.decide("close-prs", lambda: _decide_close(hub, closing, closed), guarded=False)
+    run.decide("remove", lambda: _decide_remove(repo, found, force=abandon, warnings=warnings))
+    run.decide("verify-gone", lambda: _decide_verify_gone(repo, found))
     if not abandon:
-        run.step(
-            "update-default",
-            lambda: (
-                _left_earlier(repo, found)
-                or update_default(repo, found.default, rebase=False, fresh=found.fetched)
-            ),
-            guarded=False,
-        )
+        run.decide("update-default", lambda: _decide_update(repo, found), guarded=False)
     else:
-        run.step("snapshot", lambda: _snapshot_branch(repo, found))
-    run.step("branch", lambda: _delete_local(repo, found, force=abandon, evidence=evidence))
-    gone = run.step("remote-branch", lambda: _delete_remote(repo, found, opts, evidence))
+        run.decide("snapshot", lambda: _decide_snapshot(repo, found))
+    run.decide("branch", lambda: _decide_branch(repo, found, force=abandon, evidence=evidence))
+    gone = run.decide("remote-branch", lambda: _remote_decision(repo, found, opts, evidence))
     if abandon:
-        run.step("stack", lambda: _abandon_stack(repo, found, opts, closing, hub))
+        run.decide("stack", lambda: _decide_stack(repo, found, opts, closing, hub))
     remote_gone = _remote_gone(found, gone)
-    run.step("prune", lambda: _prune(repo, found.branch, remote_gone))
-    run.step("reclaim", lambda: _reclaim(repo, opts))
-    run.step(
+    run.decide("prune", lambda: _decide_prune(repo, found.branch, remote_gone))
+    run.decide("reclaim", lambda: _decide_reclaim(repo, opts))
+    run.decide(
         "plan-dir",
         lambda: (
-            remove_plan_dir(
+            plan_dir_decision(
                 repo, found.topic_id, force=abandon, shipped=shipped, again="pr-cleanup"
             )
             if found.topic_id
-            else skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
+            else settled(skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir"))
         ),
     )
-    run.step("local-state", lambda: _local_state(repo, found, opts))
+    run.decide("local-state", lambda: _decide_local_state(repo, found, opts))
     return run.steps, closed
 
 
-def _close_prs(
+def _recreated(found: Survey) -> bool:
+    """The topic has a worktree of ours again: an earlier teardown's marks describe another run
+    (the real run forgets them, and its local state runs again)."""
+    return found.worktree is not None and found.topic_id is not None and not found.kept_worktree
+
+
+def _decide_close(
     hub: GitHub | Unavailable,
     closing: list[PullRequest] | None,
     closed: list[dict[str, object]],
-    warnings: list[str],
-) -> StepResult:
+) -> Decision:
     if isinstance(hub, Unavailable) or closing is None:
-        why = str(hub) if isinstance(hub, Unavailable) else "gh failed while listing the PRs"
-        warnings.append(f"{why}: no PR was closed; close it on GitHub by hand")
-        return skipped("close-prs", f"{why}: no PR was closed")
+        return settled(skipped("close-prs", f"{_no_pr_list(hub)}: no PR can be closed"))
     if not closing:
-        return done("close-prs", "no open PR for this branch (already closed, or none)")
+        return settled(done("close-prs", "no open PR for this branch (already closed, or none)"))
+    names = ", ".join(f"#{p.number}" for p in closing)
+    return acting(lambda: _close_prs(hub, closing, closed), "close-prs", f"close {names}")
+
+
+def _no_pr_list(hub: GitHub | Unavailable) -> str:
+    """Why no PR is known to close: gh unavailable, or its listing failed."""
+    return str(hub) if isinstance(hub, Unavailable) else "gh failed while listing the PRs"
+
+
+def _close_prs(
+    hub: GitHub, closing: list[PullRequest], closed: list[dict[str, object]]
+) -> StepResult:
     bad = []
     for p in closing:
         try:
@@ -932,29 +946,77 @@ def _close_prs(
     return done("close-prs", f"closed {names} (children before parents)")
 
 
-def _remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> StepResult:
+def _decide_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> Decision:
     if found.kept_worktree:
-        return skipped("remove", found.kept_worktree)
-    if found.worktree_path is None:
-        return done("remove", f"no worktree has {found.branch} checked out: already gone")
+        return settled(skipped("remove", found.kept_worktree))
+    path = found.worktree_path
+    if path is None:
+        return settled(done("remove", f"no worktree has {found.branch} checked out: already gone"))
     copied = _copied_note(repo, found)
-    if copied and force:
-        warnings.append(f"removing {found.worktree_path}: {copied}")
     topic = topic_ref(found.topic_id, found.record)
-    result, _ = remove_worktree(
-        repo, found.worktree_path, found.branch, force=force, topic=topic, again="pr-cleanup"
-    )
-    if result.outcome is Outcome.DONE and copied:
-        return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
-    return result
+
+    def remove() -> StepResult:
+        if copied and force:
+            warnings.append(f"removing {path}: {copied}")
+        result, _ = remove_worktree(
+            repo, path, found.branch, force=force, topic=topic, again="pr-cleanup"
+        )
+        if result.outcome is Outcome.DONE and copied:
+            return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
+        return result
+
+    started = removal_started(repo, topic, path) if topic is not None else None
+    if started is not None:
+        # A removal of ours a kill interrupted: finished from its journal.
+        blocker = finish_blocker(repo, path, started, again="pr-cleanup")
+        if blocker is not None:
+            return settled(blocker)
+        return acting(remove, "remove", f"finish removing {path} (its removal was interrupted)")
+    how = "force-remove (after a snapshot)" if force else "remove"
+    in_worktree = [a for a in run_at_stake(repo, found) if a.checkout == path]
+    if force and in_worktree:
+        how = f"force-remove (after a snapshot holding {snapshot_note(in_worktree)})"
+    return acting(remove, "remove", f"{how} {path}" + (f"; {copied}" if copied else ""))
 
 
-def _verify_gone(repo: Repo, found: Survey) -> StepResult:
+def _decide_verify_gone(repo: Repo, found: Survey) -> Decision:
     if found.kept_worktree:
-        return skipped("verify-gone", "the worktree is kept")
-    if found.worktree_path is None:
-        return done("verify-gone", "no worktree to re-check")
-    return verify_gone(repo, found.worktree_path)
+        return settled(skipped("verify-gone", "the worktree is kept"))
+    path = found.worktree_path
+    if path is None:
+        return settled(done("verify-gone", "no worktree to re-check"))
+    return acting(lambda: verify_gone(repo, path), "verify-gone", f"re-check that {path} is gone")
+
+
+def _decide_update(repo: Repo, found: Survey) -> Decision:
+    left = _left_earlier(repo, found)
+    if left is not None:
+        return settled(left)
+    return update_decision(repo, found.default, rebase=False, fresh=found.fetched)
+
+
+def _decide_snapshot(repo: Repo, found: Survey) -> Decision:
+    if found.tip is None:
+        return settled(done("snapshot", f"{found.branch} is already gone: nothing to keep"))
+    return acting(
+        lambda: _snapshot_branch(repo, found),
+        "snapshot",
+        f"keep {found.branch}'s tip in a snapshot ref",
+    )
+
+
+def _decide_branch(
+    repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
+) -> Decision:
+    if found.kept_branch:
+        return settled(skipped("branch", found.kept_branch))
+    if found.tip is None:
+        return settled(done("branch", f"{found.branch} is already gone"))
+    return acting(
+        lambda: _delete_local(repo, found, force=force, evidence=evidence),
+        "branch",
+        f"delete {found.branch}",
+    )
 
 
 def _copied_note(repo: Repo, found: Survey) -> str:
@@ -1012,29 +1074,46 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
 def _delete_remote(
     repo: Repo, found: Survey, opts: CleanupOptions, evidence: Evidence | None
 ) -> StepResult:
+    return _remote_decision(repo, found, opts, evidence).resolve(dry_run=False)
+
+
+def _remote_decision(
+    repo: Repo, found: Survey, opts: CleanupOptions, evidence: Evidence | None
+) -> Decision:
+    """Whether origin's branch goes: only on request (or abandoning), and only when nothing is lost."""
     name = "remote-branch"
     if not found.remote_known:
-        return skipped(name, f"origin could not be asked ({found.remote_error}): not touched")
-    if found.remote_tip is None:
-        return done(name, f"origin has no {found.branch}: already gone")
+        return settled(
+            skipped(name, f"origin could not be asked ({found.remote_error}): not touched")
+        )
+    tip = found.remote_tip
+    if tip is None:
+        return settled(done(name, f"origin has no {found.branch}: already gone"))
     if not (opts.delete_remote or opts.mode is Mode.ABANDONED):
-        return skipped(
-            name,
-            f"origin still has {found.branch} ({found.remote_tip[:12]}); "
-            "pass --delete-remote to delete it",
+        return settled(
+            skipped(
+                name,
+                f"origin still has {found.branch} ({tip[:12]}); pass --delete-remote to delete it",
+            )
         )
     problem = _remote_loss(repo, found, opts.mode, evidence)
     if problem:
-        return refused(name, "unintegrated-commits", f"origin's {found.branch} is kept: {problem}")
-    try:
-        g.push_delete(repo.git, "origin", found.branch, expect=found.remote_tip)
-    except GitError as exc:
-        return failed(
-            name,
-            f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept",
-            exc.code,
+        return settled(
+            refused(name, "unintegrated-commits", f"origin's {found.branch} is kept: {problem}")
         )
-    return done(name, f"deleted {found.branch} on origin (was {found.remote_tip[:12]})")
+
+    def delete() -> StepResult:
+        try:
+            g.push_delete(repo.git, "origin", found.branch, expect=tip)
+        except GitError as exc:
+            return failed(
+                name,
+                f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept",
+                exc.code,
+            )
+        return done(name, f"deleted {found.branch} on origin (was {tip[:12]})")
+
+    return acting(delete, name, f"delete {found.branch} on origin (at {tip[:12]})")
 
 
 def _stacked_heads(
@@ -1047,19 +1126,31 @@ def _stacked_heads(
     return [Branch(h) for h in dict.fromkeys(heads)]  # validated by prs_to_close
 
 
-def _abandon_stack(
+def _decide_stack(
     repo: Repo,
     found: Survey,
     opts: CleanupOptions,
     closing: list[PullRequest] | None,
     hub: GitHub | Unavailable,
-) -> StepResult:
+) -> Decision:
     """Abandoning a stack deletes every branch of the chain, with the same snapshot rule (§11)."""
     heads = _stacked_heads(found, closing, hub)
     if heads is None:
-        return skipped("stack", "gh could not list the stacked PRs: no other branch was deleted")
+        return settled(
+            skipped("stack", "gh could not list the stacked PRs: no other branch is deleted")
+        )
     if not heads:
-        return done("stack", "no branch is stacked on this one")
+        return settled(done("stack", "no branch is stacked on this one"))
+    return acting(
+        lambda: _abandon_stack(repo, heads, found, opts),
+        "stack",
+        f"snapshot and delete {', '.join(heads)} here and on origin",
+    )
+
+
+def _abandon_stack(
+    repo: Repo, heads: list[Branch], found: Survey, opts: CleanupOptions
+) -> StepResult:
     deleted, gone, kept = [], [], []
     for head in heads:
         why = _abandon_branch(repo, head, found.default, opts)
@@ -1143,40 +1234,59 @@ def _remote_gone(found: Survey, result: StepResult) -> bool | None:
     return result.outcome is Outcome.DONE
 
 
-def _prune(repo: Repo, branch: str, remote_gone: bool | None) -> StepResult:
+def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None) -> Decision:
     """teardown's ``prune_origin``, once origin (asked directly) has no such branch."""
     name = "prune"
     tracking = f"refs/remotes/origin/{branch}"
     if remote_gone is None:
-        return skipped(name, "origin could not be asked: not pruned")
+        return settled(skipped(name, "origin could not be asked: not pruned"))
     if not remote_gone:
-        return skipped(name, f"origin still has {branch}: {tracking} stays")
-    note = prune_origin(repo, branch)
-    if repo.git.existing_refs([tracking]):
-        return failed(name, f"{note}; {tracking} stays and keeps the branch's commits reachable")
-    return done(name, note)
+        return settled(skipped(name, f"origin still has {branch}: {tracking} stays"))
+    if not repo.git.existing_refs([tracking]):
+        return settled(done(name, f"no origin/{branch} ref: nothing to prune"))
+
+    def prune() -> StepResult:
+        note = prune_origin(repo, branch, tracking=True)
+        if repo.git.existing_refs([tracking]):
+            return failed(
+                name, f"{note}; {tracking} stays and keeps the branch's commits reachable"
+            )
+        return done(name, note)
+
+    return acting(prune, name, f"prune {tracking} once origin has no {branch}")
 
 
-def _reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
+def _decide_reclaim(repo: Repo, opts: CleanupOptions) -> Decision:
     if not opts.reclaim:
-        return skipped(
-            "reclaim", "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
+        return settled(
+            skipped(
+                "reclaim",
+                "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)",
+            )
         )
     working = _working_elsewhere(repo)
     if working:
-        return refused(
-            "reclaim",
-            "held",
-            f"{working}; `git gc --prune=now` could delete the objects a git there is writing "
-            "(a commit under way, on no branch yet), so nothing was expired: run this again with "
-            "--reclaim once they are done",
+        return settled(
+            refused(
+                "reclaim",
+                "held",
+                f"{working}; `git gc --prune=now` could delete the objects a git there is "
+                "writing (a commit under way, on no branch yet), so nothing was expired: run "
+                "this again with --reclaim once they are done",
+            )
         )
-    try:
-        g.reflog_expire_unreachable(repo.git)
-        g.gc_prune_now(repo.git)
-    except GitError as exc:
-        return failed("reclaim", f"reclaiming space failed ({exc.first_line})", exc.code)
-    return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
+
+    def reclaim() -> StepResult:
+        try:
+            g.reflog_expire_unreachable(repo.git)
+            g.gc_prune_now(repo.git)
+        except GitError as exc:
+            return failed("reclaim", f"reclaiming space failed ({exc.first_line})", exc.code)
+        return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
+
+    return acting(
+        reclaim, "reclaim", "expire unreachable reflog entries and run git gc --prune=now"
+    )
 
 
 def _working_elsewhere(repo: Repo) -> str:
@@ -1226,17 +1336,25 @@ def _other_processes(repo: Repo) -> list[str]:
     ]
 
 
-def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
+def _decide_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
     from router.teardown.steps import local_state_ran, local_state_step, mark_done
 
-    if found.topic_id is not None and local_state_ran(repo.common_dir, found.topic_id):
-        return done(
-            "local-state",
-            "already ran in an earlier teardown or cleanup of this topic "
-            f"(`team-router local-state {found.topic_id}` runs it again)",
+    if (
+        found.topic_id is not None
+        and not _recreated(found)
+        and local_state_ran(repo.common_dir, found.topic_id)
+    ):
+        return settled(
+            done(
+                "local-state",
+                "already ran in an earlier teardown or cleanup of this topic "
+                f"(`team-router local-state {found.topic_id}` runs it again)",
+            )
         )
     if found.record is None and not found.anything_left(repo):
-        return done("local-state", f"nothing of {found.branch} was left: already cleaned up")
+        return settled(
+            done("local-state", f"nothing of {found.branch} was left: already cleaned up")
+        )
     job = LocalStateJob(
         # The repo's name in its topic, as teardown prints it; a branch of no topic
         # has only its directory's name.
@@ -1250,19 +1368,23 @@ def _local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> StepResult:
         timeout=opts.line_timeout,
         protected=(repo.primary, repo.common_dir, *filter(None, [found.worktree_path])),
     )
-    result, _ = local_state_step(job, echo=opts.echo)
-    if found.topic_id is not None and found.record is not None:
-        # At once, failed lines or not: a rerun must not run them a second time.
-        mark_done(
-            repo.common_dir,
-            found.topic_id,
-            "local-state",
-            repo_name=found.record.repo,
-            branch=found.branch,
-        )
-    if result.outcome is Outcome.SKIPPED:
-        return done("local-state", result.detail)
-    return result
+
+    def local_state(dry_run: bool) -> StepResult:
+        result, _ = local_state_step(job, echo=opts.echo, dry_run=dry_run)
+        if not dry_run and found.topic_id is not None and found.record is not None:
+            # At once, failed lines or not: a rerun must not run them a second time.
+            mark_done(
+                repo.common_dir,
+                found.topic_id,
+                "local-state",
+                repo_name=found.record.repo,
+                branch=found.branch,
+            )
+        if result.outcome is Outcome.SKIPPED:
+            return done("local-state", result.detail)
+        return result
+
+    return Decision(act=lambda: local_state(False), plan=lambda: local_state(True))
 
 
 def _finished(step: StepResult) -> bool:
@@ -1278,7 +1400,10 @@ def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
         f"{name} could not be fast-forwarded to origin/{name}; update it yourself "
         f"(`git -C {repo.primary} pull --rebase origin {name}`)"
     )
-    return left_earlier(found.record, "update-default", why)
+    record = found.record
+    if record is not None and _recreated(found):
+        record = dataclasses.replace(record, teardown=None)  # forgotten: another run's marks
+    return left_earlier(record, "update-default", why)
 
 
 def begin(repo: Repo, found: Survey, mode: Mode) -> None:
@@ -1320,111 +1445,6 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
     state.update_record(repo.common_dir, found.topic_id, change)
 
 
-# -- dry run ------------------------------------------------------------------------------------------
-
-
-def preview(
-    repo: Repo,
-    found: Survey,
-    opts: CleanupOptions,
-    closing: list[PullRequest] | None,
-    hub: GitHub | Unavailable,
-) -> list[StepResult]:
-    """What the steps would do; reads only."""
-    abandon = opts.mode is Mode.ABANDONED
-    steps = []
-    if abandon:
-        if isinstance(hub, Unavailable) or closing is None:
-            steps.append(
-                skipped(
-                    "close-prs",
-                    f"{hub if isinstance(hub, Unavailable) else 'gh failed'}: "
-                    "no PR would be closed",
-                )
-            )
-        else:
-            names = ", ".join(f"#{p.number}" for p in closing) or "none open"
-            steps.append(done("close-prs", f"would close {names}"))
-    wt = found.worktree_path
-    how = "force-remove (after a snapshot)" if abandon else "remove"
-    in_worktree = [a for a in run_at_stake(repo, found) if a.checkout == wt]
-    if abandon and in_worktree:
-        how = f"force-remove (after a snapshot holding {snapshot_note(in_worktree)})"
-    copied = _copied_note(repo, found)
-    steps.append(
-        skipped("remove", found.kept_worktree)
-        if found.kept_worktree
-        else done("remove", f"would {how} {wt}" + (f"; {copied}" if copied else ""))
-        if wt
-        else done("remove", "no worktree: already gone")
-    )
-    if not abandon:
-        steps.append(
-            _left_earlier(repo, found) or preview_update_default(repo, found.default, rebase=False)
-        )
-    else:
-        steps.append(
-            done("snapshot", f"would keep {found.branch}'s tip in a snapshot ref")
-            if found.tip
-            else done("snapshot", "nothing to keep")
-        )
-    steps.append(
-        skipped("branch", found.kept_branch)
-        if found.kept_branch
-        else done("branch", f"would delete {found.branch}")
-        if found.tip
-        else done("branch", f"{found.branch} is already gone")
-    )
-    remote = opts.delete_remote or abandon
-    steps.append(
-        done(
-            "remote-branch",
-            f"would check origin's {found.branch} and "
-            + ("delete it if nothing would be lost" if remote else "keep it"),
-        )
-    )
-    if abandon:
-        heads = _stacked_heads(found, closing, hub)
-        steps.append(
-            skipped("stack", "gh could not list the stacked PRs: no other branch would be deleted")
-            if heads is None
-            else done(
-                "stack",
-                f"would snapshot and delete {', '.join(heads)} here and on origin"
-                if heads
-                else "no branch is stacked on this one",
-            )
-        )
-    steps.append(
-        done("prune", f"would prune refs/remotes/origin/{found.branch} if origin has no branch")
-    )
-    steps.append(_preview_reclaim(repo, opts))
-    steps.append(_preview_plan_dir(repo, found, opts.mode))
-    steps.append(
-        done("local-state", "would run .teamteardown from the default branch and remove temp paths")
-    )
-    return steps
-
-
-def _preview_reclaim(repo: Repo, opts: CleanupOptions) -> StepResult:
-    if not opts.reclaim:
-        return skipped("reclaim", "not asked")
-    working = _working_elsewhere(repo)
-    if working:
-        return skipped("reclaim", f"would be refused as things stand: {working}")
-    return done("reclaim", "would expire unreachable reflogs and gc --prune=now")
-
-
-def _preview_plan_dir(repo: Repo, found: Survey, mode: Mode) -> StepResult:
-    if found.topic_id is None:
-        return skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir")
-    abandon = mode is Mode.ABANDONED
-    shipped = run_shipped(repo, found)
-    return remove_plan_dir(
-        repo, found.topic_id, dry_run=True, force=abandon, shipped=shipped, again="pr-cleanup"
-    )
-
-
 # -- the command --------------------------------------------------------------------------------------
 
 
@@ -1457,7 +1477,9 @@ class CleanupResult:
         if self.interrupted:
             where = f"stopped {self.branch} {stopped_at(self.steps)}"
             return interrupt.interrupted_error(self.stopped_by, where)
-        return stopped_error(("", s) for s in self.steps) if self.exit_code else None
+        if not self.exit_code:
+            return None
+        return stopped_error((("", s) for s in self.steps), dry_run=self.dry_run)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -1526,6 +1548,8 @@ def pr_cleanup(
             warnings.append(
                 f"nothing named {found.branch} is left here or on origin: already cleaned up"
             )
+        if abandon and (isinstance(hub, Unavailable) or closing is None):
+            warnings.append(f"{_no_pr_list(hub)}: no PR was closed; close it on GitHub by hand")
         steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
         remember(repo, found, steps, mode)
     _warn_about(steps, found, warnings)
@@ -1746,8 +1770,9 @@ def _dry_run(
 ) -> CleanupResult:
     # The dry run fetches like the real run (a fetch changes no local branch or
     # worktree): without it a merge made a minute ago would read as not merged.
-    _fetch(repo, warnings)
+    fetched = _fetch(repo, warnings)
     found = survey(repo, chosen.branch, ask_remote=True, remove_reused=opts.remove_reused)
+    found = dataclasses.replace(found, fetched=fetched)
     warnings.extend(found.notes)
     refuse_unknown(repo, found, opts.mode, dry_run=True)
     refuse_dirty(repo, found, opts.mode)
@@ -1766,7 +1791,7 @@ def _dry_run(
             closing = prs_to_close(repo, found.branch, hub, chosen.pr)
         except GhFailed as exc:
             warnings.append(f"listing the PRs to close failed ({exc})")
-    steps = preview(repo, found, opts, closing, hub)
+    steps, _ = run_steps(repo, found, opts, evidence, closing, hub, warnings)
     return CleanupResult(
         chosen.branch, opts.mode, evidence, tuple(steps), dry_run=True, warnings=warnings
     )

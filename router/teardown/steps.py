@@ -123,19 +123,28 @@ class StepResult:
         return data
 
 
-def stopped_error(steps: Iterable[tuple[str, StepResult]]) -> dict[str, str] | None:
+def conditional(outcome: Outcome) -> str:
+    """An outcome as a dry run words it: what the real run would report (``would be skipped``)."""
+    return "would fail" if outcome is Outcome.FAILED else f"would be {outcome}"
+
+
+def stopped_error(
+    steps: Iterable[tuple[str, StepResult]], *, dry_run: bool = False
+) -> dict[str, str] | None:
     """DESIGN §13's ``error`` for steps (``(where, step)``) that stopped: the first one, and how many more.
 
     A step left to the user (a default branch left as it was) is a warning, never the error.
+    A dry run's error is the real run's, in the conditional.
     """
     stopped = [(where, s) for where, s in steps if s.blocks]
     if not stopped:
         return None
     where, step = stopped[0]
     more = f" (and {len(stopped) - 1} more stopped step(s))" if len(stopped) > 1 else ""
+    outcome = conditional(step.outcome) if dry_run else str(step.outcome)
     return error_json(
         step.code or ("step-refused" if step.outcome is Outcome.REFUSED else "step-failed"),
-        f"{where + ': ' if where else ''}{step.name} {step.outcome}: {step.detail}{more}",
+        f"{where + ': ' if where else ''}{step.name} {outcome}: {step.detail}{more}",
     )
 
 
@@ -151,6 +160,40 @@ def stopped_at(steps: Iterable[StepResult]) -> str | None:
     finished = [s.name for s in steps[:at] if s.outcome is Outcome.DONE]
     after = f"after {', '.join(finished)}" if finished else "before any step was done"
     return f"at {steps[at].name}, {after}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one step will do, decided once: the dry run reports it, the real run carries it out.
+
+    Either ``result``, the step settled without acting (skipped as already done,
+    kept, refused: both runs report exactly this), or ``act``, the action the real
+    run takes and reports, with ``plan``, the dry run's words for it (its detail
+    says ``would …``; its outcome is the one the action reports when the world
+    stays as the plan found it).
+    """
+
+    result: StepResult | None = None
+    act: Callable[[], StepResult] | None = None
+    plan: Callable[[], StepResult] | None = None
+
+    def resolve(self, *, dry_run: bool) -> StepResult:
+        if self.result is not None:
+            return self.result
+        assert self.act is not None and self.plan is not None
+        return self.plan() if dry_run else self.act()
+
+
+def settled(result: StepResult) -> Decision:
+    """A step decided without acting: the dry run and the real run both report ``result``."""
+    return Decision(result=result)
+
+
+def acting(
+    act: Callable[[], StepResult], name: str, what: str, outcome: Outcome = Outcome.DONE
+) -> Decision:
+    """A step that acts: the real run calls ``act``; the dry run says it ``would {what}``."""
+    return Decision(act=act, plan=lambda: StepResult(name, outcome, f"would {what}"))
 
 
 def done(name: str, detail: str) -> StepResult:
@@ -1157,18 +1200,7 @@ def finish_removal(
     ``first``: the removal stopped in this very run (no "interrupted" to tell).
     """
     name = "remove"
-    newer = unjudged(path, removal) if os.path.isdir(path) else []
-    if newer:
-        return refused(
-            name,
-            "removal-interrupted",
-            f"removing {path} was interrupted, and {name_some(newer)} were written there since "
-            f"(they are not what the removal judged): kept; move them out of {path}, then run "
-            f"{again} again to finish the removal",
-        )
-    # The journal was made before the removal began: a submodule used since keeps
-    # its new commits in the registration's modules/, which no file there shows.
-    blocker = nested_blocker(path, survey_remains(repo.common_dir, path), again=again)
+    blocker = finish_blocker(repo, path, removal, again=again)
     if blocker is not None:
         return blocker
     kept, blocked = delete_judged(path, removal) if os.path.lexists(path) else ([], [])
@@ -1192,6 +1224,28 @@ def finish_removal(
         repo.git.worktree_remove(path, force=True)
     _unmark_removal(repo, topic, branch)
     return done(name, f"removed {path} (finished a removal that was interrupted)")
+
+
+def finish_blocker(
+    repo: Repo, path: Path, removal: state.Removal, *, again: str = "teardown"
+) -> StepResult | None:
+    """Why a removal that stopped half-way cannot be finished now (None: it can).
+
+    A file written there since is not what the removal judged; a repository
+    inside holding work would go with the rest.
+    """
+    newer = unjudged(path, removal) if os.path.isdir(path) else []
+    if newer:
+        return refused(
+            "remove",
+            "removal-interrupted",
+            f"removing {path} was interrupted, and {name_some(newer)} were written there since "
+            f"(they are not what the removal judged): kept; move them out of {path}, then run "
+            f"{again} again to finish the removal",
+        )
+    # The journal was made before the removal began: a submodule used since keeps
+    # its new commits in the registration's modules/, which no file there shows.
+    return nested_blocker(path, survey_remains(repo.common_dir, path), again=again)
 
 
 def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:
@@ -1621,33 +1675,86 @@ def update_default(
 ) -> StepResult:
     """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
 
-    Otherwise say why it stays (the caller fetched origin already). Never a merge
-    commit; a pull that stops is aborted so the primary clone is left clean.
-    ``known``: the primary's status and branch as this command's own last
-    change left them (a cherry-pick onto the default branch), not read again.
-    ``at_origin``: this command fetched moments ago and the local default
-    branch was then at origin's tip, so a pull has nothing to bring (our own
-    picks, if any, already sit on that tip).
+    Otherwise say why it stays (the caller fetched origin already): see
+    :func:`update_decision`, which decides it.
+    """
+    decision = update_decision(
+        repo,
+        default,
+        rebase=rebase,
+        has_origin=has_origin,
+        known=known,
+        at_origin=at_origin,
+        fresh=fresh,
+    )
+    return decision.resolve(dry_run=False)
+
+
+def update_decision(
+    repo: Repo,
+    default: DefaultBranch | None,
+    *,
+    rebase: bool = True,
+    has_origin: bool | None = None,
+    known: tuple[StatusReport, str | None] | None = None,
+    at_origin: bool = False,
+    fresh: bool = False,
+    fetched: bool = True,
+) -> Decision:
+    """Whether the default branch moves in the primary clone, or why it stays.
+
+    It moves (``git pull --rebase``, or ``--ff-only``) only in a clean primary
+    on it; never a merge commit, and a pull that stops is aborted so the
+    primary clone is left clean. ``known``: the primary's status and branch as
+    this command's own last change left them (a cherry-pick onto the default
+    branch), not read again. ``at_origin``: this command fetched moments ago
+    and the local default branch was then at origin's tip, so a pull has
+    nothing to bring (our own picks, if any, already sit on that tip).
     ``fresh``: that fetch succeeded moments ago, so ``origin/<default>`` is
     origin's tip: a branch behind it is fast-forwarded there without a pull
     fetching the same commits again (a branch with commits of its own is
-    still pulled).
+    still pulled). ``fetched``: this command fetched origin at all (a
+    teardown's dry run does not): the words say which tip was judged.
     """
     name = "update-default"
     if default is None:
-        return skipped(name, "the default branch is unknown: nothing to update")
+        return settled(skipped(name, "the default branch is unknown: nothing to update"))
     if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
-        return skipped(name, "no origin: nothing to update")
+        return settled(skipped(name, "no origin: nothing to update"))
+    as_fetched = "as this command fetched it" if fetched else "as last fetched"
+    if at_origin and not fetched:
+        # Not fetched (a dry run): the real run fetches first, and judges origin's tip then.
+        return settled(
+            done(
+                name,
+                f"would leave {default.name} as it is: it already holds origin/{default.name} "
+                f"{as_fetched}",
+            )
+        )
     if at_origin:
-        return done(
-            name,
-            f"{default.name} already holds origin/{default.name} as this command fetched it: "
-            "nothing to pull",
+        return settled(
+            done(
+                name,
+                f"{default.name} already holds origin/{default.name} {as_fetched}: nothing to pull",
+            )
         )
     busy, _ = why_primary_busy(repo, default, known)
     if busy:
+        if not fetched:
+            return settled(skipped(name, f"would fetch only: {busy}"))
         how = "fetched only" if fresh else "origin could not be fetched"
-        return skipped(name, f"{how}: the primary clone was not updated because {busy}")
+        return settled(skipped(name, f"{how}: the primary clone was not updated because {busy}"))
+    return Decision(
+        act=lambda: _pull_default(repo, default, rebase=rebase, fresh=fresh),
+        plan=lambda: _planned_pull(
+            repo, default, rebase=rebase, fresh=fresh, as_fetched=as_fetched
+        ),
+    )
+
+
+def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool) -> StepResult:
+    """Bring the default branch in the (clean, checked-out) primary clone up to origin's."""
+    name = "update-default"
     moved = g.fast_forward(repo.git, default.remote_ref) if fresh and default.remote_ref else None
     if moved is g.FastForward.CURRENT:
         return done(
@@ -1685,6 +1792,33 @@ def update_default(
     )
 
 
+def _planned_pull(
+    repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, as_fetched: str
+) -> StepResult:
+    """What :func:`_pull_default` would do, read from the refs as they are (a dry run)."""
+    name = "update-default"
+    local, remote = default.local_ref, default.remote_ref
+    mode = "--rebase" if rebase else "--ff-only"
+    if local is None or remote is None or not fresh:
+        return done(name, f"would run git pull {mode} origin {default.name}")
+    if repo.git.is_ancestor(remote, local):
+        return done(
+            name,
+            f"would leave {default.name} as it is: it already holds origin/{default.name} "
+            f"{as_fetched}",
+        )
+    own = repo.git.count_commits(f"{remote}..{local}")
+    if not own:
+        return done(name, f"would fast-forward {default.name} to origin/{default.name}")
+    if rebase:
+        return done(
+            name,
+            f"would run git pull --rebase origin {default.name} ({default.name} has {own} "
+            "commit(s) of its own)",
+        )
+    return failed(name, f"would fail and be left to you: {diverged(repo, default, own)}")
+
+
 def _own_commits(repo: Repo, default: DefaultBranch) -> int:
     """Commits of the local default branch that origin's lacks (0 when either ref is missing)."""
     if default.local_ref is None or default.remote_ref is None:
@@ -1706,38 +1840,6 @@ def left_earlier(record: state.TopicRecord | None, name: str, why: str) -> StepR
     if mark is None or name not in mark.left:
         return None
     return skipped(name, f"not done: left to you by an earlier run: {why}")
-
-
-def preview_update_default(
-    repo: Repo, default: DefaultBranch | None, *, rebase: bool
-) -> StepResult:
-    """What :func:`update_default` will do, decided from the same facts (after this command's fetch)."""
-    name = "update-default"
-    if default is None:
-        return skipped(name, "the default branch is unknown: nothing to update")
-    if not repo.git.has_remote("origin"):
-        return skipped(name, "no origin: nothing to update")
-    busy, _ = why_primary_busy(repo, default)
-    if busy:
-        return skipped(
-            name, f"would fetch only: the primary clone would not be updated because {busy}"
-        )
-    local, remote = default.local_ref, default.remote_ref
-    mode = "--rebase" if rebase else "--ff-only"
-    if local is None or remote is None:
-        return done(name, f"would run git pull {mode} origin {default.name}")
-    if repo.git.is_ancestor(remote, local):
-        return done(name, f"{default.name} already holds origin/{default.name}: nothing to pull")
-    own = repo.git.count_commits(f"{remote}..{local}")
-    if not own:
-        return done(name, f"would fast-forward {default.name} to origin/{default.name}")
-    if rebase:
-        return done(
-            name,
-            f"would run git pull --rebase origin {default.name} ({default.name} has {own} "
-            "commit(s) of its own)",
-        )
-    return failed(name, f"would fail and be left to you: {diverged(repo, default, own)}")
 
 
 def diverged(repo: Repo, default: DefaultBranch, own: int) -> str:
@@ -1784,7 +1886,21 @@ def remove_plan_dir(
     shipped: bool = False,
     again: str = "teardown",
 ) -> StepResult:
-    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked.
+    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
+    decision = plan_dir_decision(repo, topic_id, force=force, shipped=shipped, again=again)
+    return decision.resolve(dry_run=dry_run)
+
+
+def plan_dir_decision(
+    repo: Repo,
+    topic_id: str,
+    *,
+    force: bool = False,
+    shipped: bool = False,
+    again: str = "teardown",
+) -> Decision:
+    """Whether ``docs/plans/<id>/`` in the primary clone goes (untracked, holding no other
+    repository's work), or why it stays.
 
     The artifacts of a run that has not shipped (it fell back to the primary
     clone) refuse ``unshipped-run`` unless ``force``, which first writes them to
@@ -1795,70 +1911,100 @@ def remove_plan_dir(
     rel = Path(PLANS_DIR, topic_id)
     path = repo.primary / rel
     if not os.path.lexists(path):
-        return skipped(name, f"no {rel}/ in the primary clone")
+        return settled(skipped(name, f"no {rel}/ in the primary clone"))
     if path.is_symlink() or not path.is_dir():
-        return refused(name, "plan-dir-kept", f"{path} is not a plain directory: kept")
+        return settled(refused(name, "plan-dir-kept", f"{path} is not a plain directory: kept"))
     link = plan_dir_link(str(repo.primary), topic_id)
     if link is not None:
         # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
         # what lies behind it is somewhere else on the machine, never ours to delete.
-        return refused(name, "plan-dir-kept", f"{path} is reached through a symlink ({link}): kept")
+        return settled(
+            refused(name, "plan-dir-kept", f"{path} is reached through a symlink ({link}): kept")
+        )
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:
-        return refused(
-            name,
-            "plan-dir-kept",
-            f"git ls-files {rel} failed, so it is not known to be untracked: kept",
+        return settled(
+            refused(
+                name,
+                "plan-dir-kept",
+                f"git ls-files {rel} failed, so it is not known to be untracked: kept",
+            )
         )
     if tracked:
-        return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
+        return settled(skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept"))
     # A plan dir in the primary clone (the run fell back to it) is no worktree:
     # no earlier step looked for a repository someone cloned into it.
     try:
         nested = survey_directory(path)
     except OSError as exc:
-        return refused(name, "plan-dir-kept", f"cannot read {exc.filename} in {path}: kept")
+        return settled(
+            refused(name, "plan-dir-kept", f"cannot read {exc.filename} in {path}: kept")
+        )
     blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
     if blocker is not None:
-        return dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
+        return settled(
+            dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
+        )
     run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
     if run and not force:
-        return refused(name, "unshipped-run", unshipped_message(topic_id, run, command=again))
+        return settled(
+            refused(name, "unshipped-run", unshipped_message(topic_id, run, command=again))
+        )
     kept = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
-    if dry_run:
-        return done(name, f"would remove {path} (untracked){kept}")
-    snap = None
-    if run:
+
+    def remove() -> StepResult:
+        snap = None
+        if run:
+            try:
+                snap = snapshot_plan_dir(repo, topic_id)
+            except SnapshotFailed as exc:
+                return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
         try:
-            snap = snapshot_plan_dir(repo, topic_id)
-        except SnapshotFailed as exc:
-            return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
-    try:
-        shutil.rmtree(path)
-    except OSError as exc:
-        return failed(name, f"removing {path} failed: {exc.strerror}")
-    if snap is not None:
-        kept = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
-    return done(name, f"removed {path} (untracked){kept}")
+            shutil.rmtree(path)
+        except OSError as exc:
+            return failed(name, f"removing {path} failed: {exc.strerror}")
+        note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})" if snap else ""
+        return done(name, f"removed {path} (untracked){note}")
+
+    return acting(remove, name, f"remove {path} (untracked){kept}")
 
 
 # -- step 7: sweep ----------------------------------------------------------------
 
 
-def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
-    result = sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir)
+def sweep_step(
+    repo: Repo, *, dry_run: bool = False, leaving: tuple[Path, ...] = ()
+) -> tuple[StepResult, SweepResult]:
+    """The sweep, or (``dry_run``) what it would sweep and keep, judged by the same rule.
+
+    ``leaving``: the worktree a dry run's remove step would take first.
+    """
+    result = sweep(
+        repo.primary,
+        None,
+        git=repo.git,
+        common_dir=repo.common_dir,
+        dry_run=dry_run,
+        leaving=leaving,
+    )
     where = repo.primary / WORKTREES_DIR
     if result.failed:
         paths = name_some(str(p) for p, _ in result.failed)
         return failed("sweep", f"could not remove residue: {paths}"), result
     if result.no_residue:
         return skipped("sweep", f"no residue under {where}"), result
+    would = "would " if dry_run else ""
     parts = []
     if result.swept:
-        parts.append(f"swept {len(result.swept)}: {name_some(str(p) for p in result.swept)}")
-    if result.kept:
+        verb = "sweep" if dry_run else "swept"
         parts.append(
-            f"kept {len(result.kept)} (see kept): {name_some(str(k.path) for k in result.kept)}"
+            f"{would}{verb} {len(result.swept)}: {name_some(str(p) for p in result.swept)}"
+        )
+    if result.kept:
+        verb = "keep" if dry_run else "kept"
+        parts.append(
+            f"{would}{verb} {len(result.kept)} (see kept): "
+            f"{name_some(str(k.path) for k in result.kept)}"
         )
     return done("sweep", "; ".join(parts)), result
 
@@ -1867,17 +2013,24 @@ def sweep_step(repo: Repo) -> tuple[StepResult, SweepResult]:
 
 
 def local_state_step(
-    job: LocalStateJob, *, echo: Echo | None = None
+    job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False
 ) -> tuple[StepResult, LocalStateReport]:
-    report = run_local_state(job, echo=echo)
+    """Run the repo's local state, or (``dry_run``) say what would run, with the same outcome.
+
+    Nothing declared and no temp path is ``skipped`` in both; a temp path the
+    checks refuse fails both.
+    """
+    report = run_local_state(job, echo=echo, dry_run=dry_run)
     if report.interrupted:
         # "not done": the record does not count it, so a rerun runs the step again.
         signal = interrupt.name(interrupt.received() or interrupt.SIGINT)
         return skipped("local-state", f"{INTERRUPTED_STEP} ({signal}): {report.summary()}"), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
-        outcome = Outcome.SKIPPED
-    return StepResult("local-state", outcome, report.summary()), report
+        return skipped("local-state", report.summary()), report
+    return StepResult(
+        "local-state", outcome, f"{'would run: ' if dry_run else ''}{report.summary()}"
+    ), report
 
 
 def local_state_ran(common_dir: Path, topic_id: str) -> bool:
@@ -1940,15 +2093,24 @@ class StepRun:
     crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
     steps: list[StepResult] = field(default_factory=list)
     held: StepResult | None = None
+    # A dry run: each step's decision is reported, none acted on; the same steps, in
+    # the same order, held back by the same refusals as the real run's.
+    dry_run: bool = False
 
     @property
     def interrupted(self) -> bool:
         return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
 
+    def decide(
+        self, name: str, decision: Callable[[], Decision], *, guarded: bool = True
+    ) -> StepResult:
+        """Run step ``name`` as ``decision`` decides it: acted on, or (dry run) reported."""
+        return self.step(name, lambda: decision().resolve(dry_run=self.dry_run), guarded=guarded)
+
     def step(
         self, name: str, action: Callable[[], StepResult], *, guarded: bool = True
     ) -> StepResult:
-        if self.crash_seam:
+        if self.crash_seam and not self.dry_run:
             state.crash_point(name)
         # After a signal (router.interrupt) no step starts, and the one under way
         # stops at its next git call: what it did is as a kill would leave it.

@@ -122,13 +122,16 @@ def sweep(
     git: Git | None = None,
     common_dir: Path | None = None,
     dry_run: bool = False,
+    leaving: Iterable[Path] = (),
 ) -> SweepResult:
     """Delete residue under ``root/.claude/worktrees``; keep and name everything else.
 
     ``entries`` is git's worktree list; when None it is asked for only if
     there is a directory to judge (an empty folder needs no git at all).
     ``common_dir`` (where the creation records are) is asked of git when
-    None and there is residue.
+    None and there is residue. ``leaving``: worktrees an earlier step of a
+    dry run would remove (a removal a kill interrupted is finished there, not
+    swept): not the sweep's to judge, as a live one is not.
     """
     base = root / WORKTREES_DIR
     if os.path.lexists(base) and os.path.realpath(base) != os.path.join(
@@ -143,7 +146,7 @@ def sweep(
         return SweepResult(root)
     if entries is None:
         entries = (git or Git(root)).worktree_list() if subdirs else []
-    live = {os.path.realpath(e.path) for e in entries}
+    live = {os.path.realpath(e.path) for e in entries} | {os.path.realpath(p) for p in leaving}
     residue: list[Path] = []
     kept: list[Kept] = [Kept(path, SweepVerdict.CLAIMED) for path in held_aside]
     n_live = 0

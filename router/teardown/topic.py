@@ -45,15 +45,16 @@ from router.teardown.steps import (
     EMPTY,
     NO_PROC_NOTE,
     STEPS,
+    Decision,
     Integration,
     Outcome,
     StepResult,
     StepRun,
     TopicRef,
+    acting,
     copies_note,
     delete_branch,
-    done,
-    failed,
+    finish_blocker,
     foreign_worktree,
     forget_earlier_teardown,
     gone_with,
@@ -71,6 +72,7 @@ from router.teardown.steps import (
     nested_blocker,
     no_identity,
     pending_pick,
+    plan_dir_decision,
     primary_busy,
     prune_origin,
     reflog_blocker,
@@ -81,19 +83,19 @@ from router.teardown.steps import (
     resume_integration,
     reused_branch,
     reused_checkout,
+    settled,
     skipped,
     stopped_at,
     stopped_error,
     sweep_step,
     unmounted_blocker,
-    update_default,
+    update_decision,
     verify_gone,
-    why_primary_busy,
     with_hidden,
     worktree_blocker,
     worktrees_in_use,
 )
-from router.teardown.sweep import Kept, SweepResult, sweep
+from router.teardown.sweep import Kept, SweepResult
 from router.teardown.unshipped import (
     RunArtifacts,
     has_shipped,
@@ -135,6 +137,14 @@ class TeardownOptions:
     # it started (its MCP servers, a subagent's tools) are its own, not someone
     # else's work in the worktree; a process it did not start still keeps it.
     host: bool = False
+    # The plan a refusal prints: each step's decision as if no blocker stood in the
+    # way (none holds another back), reported and never acted on.
+    refused_plan: bool = False
+
+    @property
+    def acts(self) -> bool:
+        """The steps act on their decisions (not a dry run, nor a refusal's plan)."""
+        return not (self.dry_run or self.refused_plan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +183,10 @@ class RepoPlan:
     # The local default branch was at origin's tip as this command fetched it:
     # after the pick, or with none, there is nothing for a pull to bring.
     default_at_origin: bool = False
+    # A removal of ours that a kill interrupted: the remove step finishes it.
+    removing: bool = False
+    # The repo was checked (False: a git command failed while reading it; only the blocker is known).
+    checked: bool = True
     blockers: tuple[StepResult, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -190,7 +204,7 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
         what = exc.first_line if isinstance(exc, GitError) else describe_io(exc)
         code = exc.code if isinstance(exc, GitError) else "io-error"
         blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
-        return RepoPlan(target, blockers=(blocker,))
+        return RepoPlan(target, checked=False, blockers=(blocker,))
 
 
 def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> RepoPlan:
@@ -212,7 +226,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
             "the real run undoes it first (when it can prove the changes are its own)"
         )
     if resumed is not None and resumed.stopped:
-        return RepoPlan(target, blockers=(resumed,))
+        return RepoPlan(target, checked=False, blockers=(resumed,))
     if resumed is not None:
         notes.append(f"{target.name}: {resumed.detail}")
     config = g.config_view(repo.git)
@@ -286,6 +300,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         status_read=there,
         default_at_origin=reachable and _at_origin(default, refs),
         resuming=resuming,
+        removing=removing,
         kept_worktree=_kept_worktree(repo, worktree, entry, opts),
         kept_branch=_kept_branch(target, tip, opts),
     )
@@ -491,6 +506,8 @@ class TeardownReport:
     steps: tuple[StepResult, ...]
     sweep: SweepResult | None = None
     local_state: LocalStateReport | None = None
+    # A refused repo's plan: each step as it would go once every blocker is gone.
+    planned: tuple[StepResult, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -511,8 +528,13 @@ class TeardownReport:
         }
 
 
+# A stopped step of these holds back the guarded steps after it (what it guards stays).
+GUARDING = frozenset({"integrate", "remove", "branch"})
+
+
 def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
-    """The eight steps in one repo; an earlier refusal keeps everything it guards."""
+    """The eight steps in one repo (or, unless ``opts.acts``, what each would do); a refusal
+    of a guarding step keeps everything it guards."""
     begun = git_steps(plan, scope, opts)
     return begun if isinstance(begun, TeardownReport) else local_state_last(begun, scope, opts)
 
@@ -525,6 +547,17 @@ class RepoRun:
     repo: Repo
     runner: StepRun
     sweep: SweepResult | None = None
+    local: LocalStateReport | None = None
+
+    def outcome(self, name: str) -> Outcome | None:
+        """The outcome of step ``name`` so far in this run: as done, or (dry run) as planned."""
+        return next((s.outcome for s in self.runner.steps if s.name == name), None)
+
+
+# Each step of a repo decides once, from the plan and the steps before it (as they went
+# or, in a dry run, as they would go), what it does: the dry run reports that decision,
+# the real run carries it out. (name, decide, guarded: a stopped guarding step holds it back.)
+Decide = Callable[[RepoRun, TopicScope, TeardownOptions], Decision]
 
 
 def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoRun | TeardownReport:
@@ -537,95 +570,21 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
             target.worktree,
             tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
         )
-    if plan.registered and not plan.kept_worktree:
-        # A kept checkout (one `new` reused) is still there after every teardown: it
-        # does not show the topic was created again, and forgetting would run the
-        # local-state lines once more.
+    if _recreated(plan) and opts.acts:
         forget_earlier_teardown(repo.common_dir, scope.id)
-    runner = StepRun(frozenset({"integrate", "remove", "branch"}), crash_seam=True)
-    run = runner.step
-    steps = runner.steps
+    runner = StepRun(
+        frozenset() if opts.refused_plan else GUARDING, crash_seam=True, dry_run=not opts.acts
+    )
     begun = RepoRun(plan, repo, runner)
-    run("integrate", lambda: _integrate_step(repo, target, plan, opts, scope.id), guarded=False)
-    run(
-        "remove",
-        lambda: (
-            skipped("remove", plan.kept_worktree)
-            if plan.kept_worktree
-            else _with_copies(
-                remove_worktree(
-                    repo,
-                    plan.worktree,
-                    target.branch,
-                    force=opts.force,
-                    entries=list(plan.entries),
-                    topic=TopicRef(scope.id, target.name),
-                    proven_clean=plan.status_read and not plan.status.dirty,
-                )[0],
-                plan,
-            )
-        ),
-        guarded=True,
-    )
-    run(
-        "branch",
-        lambda: (
-            skipped("branch", plan.kept_branch)
-            if plan.kept_branch
-            else _branch_step(
-                repo, target, plan, opts, integrated_now=steps[0].outcome is Outcome.DONE
-            )
-        ),
-        guarded=True,
-    )
-    run(
-        "verify-gone",
-        lambda: (
-            skipped("verify-gone", "the worktree is kept")
-            if plan.kept_worktree
-            else verify_gone(repo, plan.worktree)
-        ),
-        guarded=True,
-    )
-    run(
-        "update-default",
-        lambda: (
-            left_earlier(
-                target.record,
-                "update-default",
-                f"the default branch could not be updated in {repo.primary}; update it yourself",
-            )
-            or _with_prune(
-                update_default(
-                    repo,
-                    plan.default,
-                    has_origin=plan.has_origin,
-                    known=_after_pick(repo, plan, picked=steps[0].outcome is Outcome.DONE),
-                    at_origin=plan.default_at_origin,
-                    fresh=plan.reachable,
-                ),
-                repo,
-                plan,
-            )
-        ),
-        guarded=False,
-    )
-    run(
-        "plan-dir",
-        lambda: (
-            remove_plan_dir(repo, scope.id, force=opts.force, shipped=plan.shipped)
-            if target.is_home
-            else skipped("plan-dir", "home repo only")
-        ),
-        guarded=True,
-    )
-
-    def do_sweep() -> StepResult:
-        result, begun.sweep = sweep_step(repo)
-        return result
-
-    run("sweep", do_sweep, guarded=False)
+    for name, decide, guarded in _GIT_STEPS:
+        runner.decide(name, _deciding(decide, begun, scope, opts), guarded=guarded)
     return begun
+
+
+def _deciding(
+    decide: Decide, run: RepoRun, scope: TopicScope, opts: TeardownOptions
+) -> Callable[[], Decision]:
+    return lambda: decide(run, scope, opts)
 
 
 def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
@@ -635,16 +594,263 @@ def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -
     teardown leaves it, not another repo's worktree still half there.
     """
     plan, repo = begun.plan, begun.repo
-    target = plan.target
-    local: list[LocalStateReport] = []
+    begun.runner.decide("local-state", lambda: _decide_local_state(begun, scope, opts))
+    report = TeardownReport(
+        plan.target.name, plan.worktree, tuple(begun.runner.steps), begun.sweep, begun.local
+    )
+    if opts.acts:
+        _record_teardown(repo, plan.target, scope, report)
+    return report
 
-    def do_local() -> StepResult:
-        if local_state_ran(repo.common_dir, scope.id):
-            return skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id))
-        job = _local_job(repo, target, plan, scope, opts)
-        result, report = local_state_step(job, echo=opts.echo)
-        local.append(report)
-        if report.interrupted:
+
+def _recreated(plan: RepoPlan) -> bool:
+    """The topic has a worktree of ours again: what an earlier teardown recorded describes
+    another run (the real run forgets it; its local state runs again).
+
+    A kept checkout (one `new` reused) is still there after every teardown: it does
+    not show the topic was created again.
+    """
+    return plan.registered and not plan.kept_worktree
+
+
+def _earlier(plan: RepoPlan) -> state.TopicRecord | None:
+    """The repo's record as the steps read it: without an earlier teardown's marks once forgotten."""
+    record = plan.target.record
+    if record is None or not _recreated(plan):
+        return record
+    return dataclasses.replace(record, teardown=None)
+
+
+def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, branch = "integrate", plan.target.branch
+    if plan.tip is None:
+        return settled(skipped(name, f"branch {branch} is gone: nothing to integrate"))
+    if plan.kept_branch and not opts.integrate:
+        return settled(_kept_integrate(plan))
+    found, default, tip = plan.found, plan.default, plan.tip
+    if found is None or default is None:
+        return settled(
+            refused(name, "no-default-branch", f"{repo.primary}: the default branch is unknown")
+        )
+    if found.empty:
+        return settled(skipped(name, f"nothing to integrate: {branch} is {EMPTY}"))
+    if found.proof is not None:
+        return settled(
+            skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
+        )
+    if not found.missing:
+        return settled(
+            skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
+        )
+    missing = (
+        f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
+        f"{name_some(c[:12] for c in found.missing)}"
+    )
+    if opts.integrate:
+        return acting(
+            lambda: integrate_commits(
+                repo,
+                branch,
+                default,
+                apply=True,
+                known=(tip, found),
+                topic=TopicRef(scope.id, plan.target.name),
+                committer_known=plan.committer_known,
+            ),
+            name,
+            f"cherry-pick {len(found.missing)} commit(s) onto {default.name}",
+        )
+    if opts.force:
+        # --force without --integrate: the commits are snapshotted, not applied.
+        return settled(skipped(name, f"{missing}; --force: they go into a snapshot ref"))
+    return settled(
+        refused(
+            name,
+            "unintegrated-commits",
+            f"{missing}; pass --integrate, or --force to snapshot them",
+        )
+    )
+
+
+def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, worktree = "remove", plan.worktree
+    if worktree is None:
+        return settled(skipped(name, "no worktree recorded"))
+    if plan.on_primary:
+        return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
+    if plan.kept_worktree:
+        return settled(skipped(name, plan.kept_worktree))
+    topic = TopicRef(scope.id, plan.target.name)
+
+    def remove() -> StepResult:
+        result, _ = remove_worktree(
+            repo,
+            worktree,
+            plan.target.branch,
+            force=opts.force,
+            entries=list(plan.entries),
+            topic=topic,
+            proven_clean=plan.status_read and not plan.status.dirty,
+        )
+        return _with_copies(result, plan)
+
+    if plan.removing:
+        # A removal of ours a kill interrupted, registered or not: finished from its journal.
+        started = removal_started(repo, topic, worktree)
+        blocker = finish_blocker(repo, worktree, started) if started is not None else None
+        if blocker is not None:
+            return settled(blocker)
+        return acting(remove, name, f"finish removing {worktree} (its removal was interrupted)")
+    if plan.foreign:
+        return settled(skipped(name, plan.foreign))
+    if not plan.registered:
+        there = "left to verify-gone and sweep" if os.path.lexists(worktree) else "already gone"
+        return settled(skipped(name, f"{worktree} is not a registered worktree: {there}"))
+    in_worktree = [a for a in plan.unshipped if a.checkout == worktree]
+    snap = ""
+    if opts.force and (plan.status.dirty or in_worktree):
+        snap = " after writing a snapshot"
+        snap += f" holding {snapshot_note(in_worktree)}" if in_worktree else ""
+    copies = f"; {plan.copies}" if plan.copies else ""
+    return acting(remove, name, f"remove {worktree}{snap}{gone_with(plan.nested)}{copies}")
+
+
+def _decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, branch = "branch", plan.target.branch
+    if plan.kept_branch:
+        return settled(skipped(name, plan.kept_branch))
+    if plan.tip is None:
+        return settled(skipped(name, f"{branch} is already gone"))
+    holder = _still_checked_out(run)
+    if holder is not None:
+        # git refuses to delete a branch some checkout has: said before it is asked.
+        return settled(
+            skipped(name, f"{branch} stays while the primary clone holds the work")
+            if holder == 0
+            else skipped(name, f"{branch} is checked out in {plan.entries[holder].path}: kept")
+        )
+    # The plan's judgement holds, and after our own pick we know the new one:
+    # every missing commit of the plan's tip is now on the default branch. Either
+    # is used only while the branch still points at the plan's tip (delete_branch
+    # reads the tip again: another process may have moved the branch since).
+    picked = run.outcome("integrate") is Outcome.DONE
+    found = Integration(None, ()) if picked else plan.found
+    known = (plan.tip, found) if found else None
+
+    def delete() -> StepResult:
+        return delete_branch(
+            repo, branch, plan.default, force=opts.force, known=known, config=plan.config
+        )[0]
+
+    if found is None or found.integrated:
+        return acting(delete, name, f"delete {branch}")
+    if opts.force:
+        return acting(delete, name, f"delete {branch} once a snapshot ref holds its commits")
+    return settled(
+        refused(
+            name,
+            "unintegrated-commits",
+            f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
+        )
+    )
+
+
+def _still_checked_out(run: RepoRun) -> int | None:
+    """Which checkout of the plan's worktree list (0: the primary) still has the branch once
+    the remove step has done its part; None: none."""
+    plan = run.plan
+    removed = plan.worktree if run.outcome("remove") is Outcome.DONE else None
+    for index, entry in enumerate(plan.entries):
+        if entry.branch != plan.target.branch:
+            continue
+        if removed is not None and index and find_worktree([entry], removed) is not None:
+            continue
+        return index
+    return None
+
+
+def _decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, worktree = "verify-gone", plan.worktree
+    if worktree is None:
+        return settled(skipped(name, "no worktree recorded"))
+    if plan.kept_worktree:
+        return settled(skipped(name, "the worktree is kept"))
+    if plan.on_primary:
+        return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
+    if plan.foreign:
+        return settled(skipped(name, f"{worktree} is still a registered worktree"))
+    return acting(lambda: verify_gone(repo, worktree), name, f"re-check that {worktree} is gone")
+
+
+def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    left = left_earlier(
+        _earlier(plan),
+        "update-default",
+        f"the default branch could not be updated in {repo.primary}; update it yourself",
+    )
+    if left is not None:
+        return settled(left)
+    update = update_decision(
+        repo,
+        plan.default,
+        has_origin=plan.has_origin,
+        known=_after_pick(repo, plan, picked=run.outcome("integrate") is Outcome.DONE),
+        at_origin=plan.default_at_origin,
+        fresh=plan.reachable,
+        fetched=not opts.dry_run,
+    )
+    if not plan.has_origin or plan.default is None:
+        return update  # no origin to prune either
+    # Whatever the default branch does, origin's ref of the branch is pruned once origin lacks it.
+    return Decision(
+        act=lambda: _with_prune(update.resolve(dry_run=False), repo, plan),
+        plan=lambda: _with_planned_prune(update.resolve(dry_run=True), plan),
+    )
+
+
+def _decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    if not run.plan.target.is_home:
+        return settled(skipped("plan-dir", "home repo only"))
+    return plan_dir_decision(run.repo, scope.id, force=opts.force, shipped=run.plan.shipped)
+
+
+def _decide_sweep(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan = run.plan
+    # A dry run's remove step has not taken the worktree yet (one a kill left
+    # half-removed is no registered worktree): not residue, it goes first.
+    leaving = (
+        (plan.worktree,)
+        if plan.worktree is not None and run.outcome("remove") is Outcome.DONE
+        else ()
+    )
+
+    def sweep_now(dry_run: bool) -> StepResult:
+        result, run.sweep = sweep_step(run.repo, dry_run=dry_run, leaving=leaving)
+        return result
+
+    return Decision(act=lambda: sweep_now(False), plan=lambda: sweep_now(True))
+
+
+def _decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    target = plan.target
+    # Read now (another run may just have run it), unless the topic was created again.
+    if not _recreated(plan) and local_state_ran(repo.common_dir, scope.id):
+        return settled(skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id)))
+    job = _local_job(repo, target, plan, scope, opts)
+
+    def plan_it() -> StepResult:
+        result, run.local = local_state_step(job, dry_run=True)
+        return result
+
+    def run_it() -> StepResult:
+        result, run.local = local_state_step(job, echo=opts.echo)
+        if run.local.interrupted:
             return result  # not recorded: the rerun runs the step again
         # Recorded at once, failed lines or not: a rerun (or a run killed after
         # this point) must not run the lines again. This run reports the
@@ -654,16 +860,28 @@ def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -
         )
         return result
 
-    begun.runner.step("local-state", do_local, guarded=True)
-    report = TeardownReport(
-        target.name,
-        plan.worktree,
-        tuple(begun.runner.steps),
-        begun.sweep,
-        local[0] if local else None,
+    return Decision(act=run_it, plan=plan_it)
+
+
+_GIT_STEPS: tuple[tuple[str, Decide, bool], ...] = (
+    ("integrate", _decide_integrate, False),
+    ("remove", _decide_remove, True),
+    ("branch", _decide_branch, True),
+    ("verify-gone", _decide_verify_gone, True),
+    ("update-default", _decide_update, False),
+    ("plan-dir", _decide_plan_dir, True),
+    ("sweep", _decide_sweep, False),
+)
+
+
+def _kept_integrate(plan: RepoPlan) -> StepResult:
+    missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
+    return skipped(
+        "integrate",
+        f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
+        if missing
+        else f"nothing to integrate: {plan.target.branch} is kept",
     )
-    _record_teardown(repo, target, scope, report)
-    return report
 
 
 def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
@@ -672,43 +890,15 @@ def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
     return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
 
 
-def _integrate_step(
-    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: TeardownOptions, topic_id: str
-) -> StepResult:
-    if plan.tip is None:
-        return skipped("integrate", f"branch {target.branch} is gone: nothing to integrate")
-    if plan.kept_branch and not opts.integrate:
-        return _kept_integrate(plan)
-    known = (plan.tip, plan.found) if plan.found else None
-    result = integrate_commits(
-        repo,
-        target.branch,
-        plan.default,
-        apply=opts.integrate,
-        known=known,
-        topic=TopicRef(topic_id, target.name),
-        committer_known=plan.committer_known,
+def _with_planned_prune(result: StepResult, plan: RepoPlan) -> StepResult:
+    """A dry run's update-default: origin's ref of the branch is pruned too, once origin lacks it."""
+    branch = plan.target.branch
+    note = (
+        f"would prune origin/{branch} if origin no longer has it"
+        if plan.tracking
+        else f"no origin/{branch} ref: nothing to prune"
     )
-    if opts.force and result.code == "unintegrated-commits":
-        # --force without --integrate: the commits are snapshotted, not applied.
-        return skipped(
-            "integrate", result.detail.split(";")[0] + "; --force: they go into a snapshot ref"
-        )
-    return result
-
-
-def _branch_step(
-    repo: Repo, target: RepoTarget, plan: RepoPlan, opts: TeardownOptions, integrated_now: bool
-) -> StepResult:
-    # The plan's judgement holds, and after our own pick we know the new one:
-    # every missing commit of the plan's tip is now on the default branch. Either
-    # is used only while the branch still points at the plan's tip (delete_branch
-    # reads the tip again: another process may have moved the branch since).
-    found = Integration(None, ()) if integrated_now else plan.found
-    known = (plan.tip, found) if plan.tip and found else None
-    return delete_branch(
-        repo, target.branch, plan.default, force=opts.force, known=known, config=plan.config
-    )[0]
+    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
 
 
 def _after_pick(
@@ -810,7 +1000,9 @@ class TeardownResult:
             return interrupt.interrupted_error(self.stopped_by, where)
         if self.exit_code == 0:
             return None
-        return stopped_error((r.name, s) for r in self.repos for s in r.steps)
+        return stopped_error(
+            ((r.name, s) for r in self.repos for s in r.steps), dry_run=self.dry_run
+        )
 
     @property
     def swept(self) -> list[Path]:
@@ -858,9 +1050,10 @@ def teardown(
         integrate, force, dry_run, line_timeout, echo, remove_reused, keep_held, host
     )
     if dry_run:
-        # Under the topic's lock too: another run tearing the topic down now has its
-        # git in the worktree, and the plan must wait for it (or say `locked`), never
-        # take it for a process working there.
+        # The real run's plan and steps, each step reporting its decision instead of acting on
+        # it. Under the topic's lock too: another run tearing the topic down now has its git
+        # in the worktree, and the plan must wait for it (or say `locked`), never take it for
+        # a process working there.
         with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
             scope = resolve_topic(cwd, target)
             plans = _with_users(
@@ -870,17 +1063,18 @@ def teardown(
                 opts,
                 state.lock_path(scope.home.common_dir, scope.id),
             )
-        if any(p.blockers for p in plans):
-            reports = [_refused_report(p) for p in plans]
-        else:
-            reports = parallel_map(lambda p: preview_repo(p, scope, opts), plans)
-        warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
-        if any(p.has_origin for p in plans):
-            # The real run fetches first; a dry run changes nothing, not even origin's refs.
-            warnings.append(
-                "dry run: origin was not fetched, so the plan uses what was fetched before "
-                "(a merge made since is not seen: `git fetch origin` first for an up-to-date plan)"
-            )
+            warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
+            if any(p.has_origin for p in plans):
+                # The real run fetches first; a dry run changes nothing, not even origin's refs.
+                warnings.append(
+                    "dry run: origin was not fetched, so the plan uses what was fetched before "
+                    "(a merge made since is not seen: `git fetch origin` first for an "
+                    "up-to-date plan)"
+                )
+            refusal = _refusal(scope, plans, warnings, opts)
+            if refusal is not None:
+                return refusal
+            reports = parallel_map(lambda p: teardown_repo(p, scope, opts), plans)
         return TeardownResult(scope.id, tuple(reports), dry_run=True, warnings=warnings)
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.
@@ -898,7 +1092,7 @@ def teardown(
             state.lock_path(scope.home.common_dir, scope.id),
         )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
-        refusal = _refusal(scope, plans, warnings)
+        refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:
             return refusal
         signum = interrupt.received()
@@ -1001,27 +1195,34 @@ def _in_use(plan: RepoPlan, users: dict[Path, list[str]]) -> RepoPlan:
 
 
 def _refusal(
-    scope: TopicScope, plans: list[RepoPlan], warnings: list[str]
+    scope: TopicScope, plans: list[RepoPlan], warnings: list[str], opts: TeardownOptions
 ) -> TeardownResult | None:
     """The whole teardown refused, as the plan: every repo's steps with every blocker in place.
 
     The error's code is the first blocker's; the plan names all of them, so one
-    rerun after fixing them all is enough.
+    rerun after fixing them all is enough. A dry run says the same, in the conditional.
     """
     blocked = [(p, b) for p in plans for b in p.blockers]
     if not blocked:
         return None
     first = blocked[0][1]
     lines = "; ".join(f"{p.target.name}: {b.detail}" for p, b in blocked)
+    refused_ = "would be refused" if opts.dry_run else "refused"
     error = error_json(
         first.code or "step-refused",
-        f"teardown of {scope.id} refused, nothing was removed in any repo: {lines}",
+        f"teardown of {scope.id} {refused_}, nothing was removed in any repo: {lines}",
     )
-    reports = tuple(_refused_report(p) for p in plans)
-    return TeardownResult(scope.id, reports, warnings=warnings, refusal=error)
+    planning = dataclasses.replace(opts, refused_plan=True)
+    reports = tuple(parallel_map(lambda p: _refused_report(p, scope, planning), plans))
+    return TeardownResult(scope.id, reports, dry_run=opts.dry_run, warnings=warnings, refusal=error)
 
 
-def _refused_report(plan: RepoPlan) -> TeardownReport:
+def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions) -> TeardownReport:
+    """One repo of a refused teardown: its blockers, and what each other step would have done.
+
+    A step that would be skipped anyway says why; one that would act is not
+    done, and says what it would have done once the blockers are gone.
+    """
     by_step: dict[str, StepResult] = {}
     for b in plan.blockers:
         # Two blockers of one step (a dirty worktree and a nested clone) are both named.
@@ -1032,8 +1233,25 @@ def _refused_report(plan: RepoPlan) -> TeardownReport:
     why = "teardown refused" + (
         f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
     )
-    steps = tuple(by_step.get(s) or skipped(s, f"not done: {why}") for s in STEPS)
-    return TeardownReport(plan.target.name, plan.worktree, steps)
+    # Each step as it would go once the blockers are gone: none holds another back.
+    planned = (
+        teardown_repo(plan, scope, planning).steps
+        if plan.checked
+        else tuple(skipped(s, "not known until the repo can be checked") for s in STEPS)
+    )
+
+    def refused_step(step: StepResult) -> StepResult:
+        blocker = by_step.get(step.name)
+        if blocker is not None:
+            return blocker
+        if step.outcome is Outcome.SKIPPED and not plan.checked:
+            return skipped(step.name, f"not done: {why}")
+        if step.outcome is Outcome.SKIPPED:
+            return step
+        return skipped(step.name, f"not done: {why}: {step.detail}")
+
+    steps = tuple(map(refused_step, planned))
+    return TeardownReport(plan.target.name, plan.worktree, steps, planned=planned)
 
 
 def _remember_scope(scope: TopicScope) -> None:
@@ -1293,134 +1511,3 @@ def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
     # that is (this repo's record names it): every other command takes it there.
     home = home_repo(here, topic_id)
     return TopicScope(topic_id, branch, home, None, None, (only,), ())
-
-
-# -- dry run ---------------------------------------------------------------------------
-
-
-def preview_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
-    """What the eight steps would do in one repo; reads only, changes nothing."""
-    try:
-        return _preview_repo(plan, scope, opts)
-    except GitError as exc:
-        steps = tuple(
-            failed(s, f"git failed: {exc.first_line}")
-            if s == STEPS[0]
-            else skipped(s, "not planned")
-            for s in STEPS
-        )
-        return TeardownReport(plan.target.name, plan.worktree, steps)
-
-
-def _preview_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
-    target, repo = plan.target, plan.target.repo
-    if repo is None:
-        return teardown_repo(plan, scope, opts)  # every step is a "skipped", nothing runs
-    if plan.blockers:
-        return _refused_report(plan)
-    sweep_report = sweep(
-        repo.primary, repo.git.worktree_list(), common_dir=repo.common_dir, dry_run=True
-    )
-    local = run_local_state(_local_job(repo, target, plan, scope, opts), dry_run=True)
-    steps = (
-        _preview_integrate(plan, opts),
-        _preview_remove(plan, opts),
-        _preview_branch(plan),
-        skipped("verify-gone", "no worktree recorded")
-        if plan.worktree is None or plan.on_primary
-        else skipped("verify-gone", "the worktree is kept")
-        if plan.kept_worktree
-        else done("verify-gone", f"would re-check that {plan.worktree} is gone"),
-        _preview_update(repo, plan),
-        remove_plan_dir(repo, scope.id, dry_run=True, force=opts.force, shipped=plan.shipped)
-        if target.is_home
-        else skipped("plan-dir", "home repo only"),
-        skipped("sweep", "no residue")
-        if sweep_report.no_residue
-        else done("sweep", f"would sweep {len(sweep_report.swept)}, keep {len(sweep_report.kept)}"),
-        done("local-state", "would run: " + local.summary()),
-    )
-    return TeardownReport(target.name, plan.worktree, steps, sweep_report, local)
-
-
-def _kept_integrate(plan: RepoPlan) -> StepResult:
-    missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
-    return skipped(
-        "integrate",
-        f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
-        if missing
-        else f"nothing to integrate: {plan.target.branch} is kept",
-    )
-
-
-def _preview_integrate(plan: RepoPlan, opts: TeardownOptions) -> StepResult:
-    found = plan.found
-    if plan.tip is None or found is None:
-        return skipped("integrate", f"branch {plan.target.branch} is gone: nothing to integrate")
-    if plan.kept_branch and not opts.integrate and found.missing:
-        return _kept_integrate(plan)
-    if found.empty:
-        return skipped("integrate", f"nothing to integrate: {EMPTY}")
-    if found.proof is not None:
-        return skipped("integrate", f"nothing to integrate: merged ({found.proof.detail})")
-    if not found.missing:
-        return skipped("integrate", "nothing to integrate: every patch is on the default branch")
-    if opts.integrate:
-        return done(
-            "integrate", f"would cherry-pick {len(found.missing)} commit(s) onto the default branch"
-        )
-    return skipped(
-        "integrate",
-        f"--force: {len(found.missing)} unintegrated commit(s) would go into a snapshot",
-    )
-
-
-def _preview_remove(plan: RepoPlan, opts: TeardownOptions) -> StepResult:
-    if plan.worktree is None:
-        return skipped("remove", "no worktree recorded")
-    if plan.on_primary:
-        return skipped("remove", f"{plan.worktree} is the primary clone: never removed")
-    if plan.foreign:
-        return skipped("remove", plan.foreign)
-    if plan.kept_worktree:
-        return skipped("remove", plan.kept_worktree)
-    if not plan.registered:
-        return skipped("remove", f"{plan.worktree} is not a registered worktree")
-    in_worktree = [a for a in plan.unshipped if a.checkout == plan.worktree]
-    snap = ""
-    if opts.force and (plan.status.dirty or in_worktree):
-        snap = " after writing a snapshot"
-        snap += f" holding {snapshot_note(in_worktree)}" if in_worktree else ""
-    gone = gone_with(plan.nested)
-    return _with_copies(done("remove", f"would remove {plan.worktree}{snap}{gone}"), plan)
-
-
-def _preview_branch(plan: RepoPlan) -> StepResult:
-    if plan.tip is None:
-        return skipped("branch", f"{plan.target.branch} is already gone")
-    if plan.on_primary:
-        return skipped(
-            "branch", f"{plan.target.branch} stays while the primary clone holds the work"
-        )
-    if plan.kept_branch:
-        return skipped("branch", plan.kept_branch)
-    return done("branch", f"would delete {plan.target.branch}")
-
-
-def _preview_update(repo: Repo, plan: RepoPlan) -> StepResult:
-    if plan.default is None or not repo.git.has_remote("origin"):
-        return skipped("update-default", "no origin or no default branch: nothing to update")
-    busy, _ = why_primary_busy(repo, plan.default)
-    if busy:
-        return skipped("update-default", f"would fetch only: {busy}")
-    name = plan.default.name
-    if plan.default_at_origin:
-        return done(
-            "update-default",
-            f"{name} is at origin/{name} as last fetched: nothing to pull",
-        )
-    return done(
-        "update-default",
-        f"would fast-forward {name} to origin/{name}, or run git pull --rebase origin {name} "
-        f"if {name} has commits of its own",
-    )
