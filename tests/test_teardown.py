@@ -1039,23 +1039,28 @@ def test_teardown_of_a_word_that_is_not_an_id_is_invalid_id(home_repo):
 
 
 def _refused_plan(
-    blocker: dict[str, str], wt: Path, branch: str, *, home: bool
+    blocker: dict[str, str], wt: Path, branch: str, *, home: bool, plan: bool = False
 ) -> list[dict[str, str]]:
-    """A refused repo's steps: its blocker, and what every other step would have done."""
-    why = f"not done: teardown refused ({blocker['code']} here)"
-    unintegrated = f"{branch} holds 1 commit(s) not on the default branch; kept"
+    """A refused repo's steps (JSON): its blocker, and for every other step what it would
+    have done. ``plan``: those steps as the text shows them, each as it would go once the
+    blockers are gone (outcome in the conditional); the blocker first, by name only."""
+    why = f"not done: teardown refused ({blocker.get('code')} here)"
     planned = {
         "integrate": (
             "skipped",
-            f"nothing to integrate: {branch} is merged (its tip is an ancestor of origin/main)",
+            f"nothing to integrate: {branch} is empty (nothing on it since it was cut)",
         ),
-        "remove": ("skipped", f"{why}: would remove {wt}"),
-        "branch": ("skipped", f"{why}: " + (f"would delete {branch}" if home else unintegrated)),
-        "verify-gone": ("skipped", f"{why}: would re-check that {wt} is gone"),
+        "remove": ("done", f"would remove {wt}"),
+        "branch": (
+            ("done", f"would delete {branch}")
+            if home
+            else ("refused", f"{branch} holds 1 commit(s) not on the default branch; kept")
+        ),
+        "verify-gone": ("done", f"would re-check that {wt} is gone"),
         "update-default": (
-            "skipped",
-            f"{why}: main already holds origin/main as this command fetched it: nothing to "
-            f"pull; no origin/{branch} ref: nothing to prune",
+            "done",
+            "main already holds origin/main as this command fetched it: nothing to pull; "
+            f"no origin/{branch} ref: nothing to prune",
         ),
         "plan-dir": (
             "skipped",
@@ -1068,10 +1073,24 @@ def _refused_plan(
             + ("; no temp paths recorded" if home else ""),
         ),
     }
+    if plan:
+        conditional = {"done": "would be done", "skipped": "would be skipped"}
+        conditional["refused"] = "would be refused"
+        rest = [n for n in STEPS if n != blocker["name"]]
+        return [blocker] + [
+            {"name": n, "outcome": conditional[planned[n][0]], "detail": planned[n][1]}
+            for n in rest
+        ]
     return [
         blocker
         if name == blocker["name"]
-        else {"name": name, "outcome": planned[name][0], "detail": planned[name][1]}
+        else {
+            "name": name,
+            "outcome": "skipped",
+            "detail": planned[name][1]
+            if planned[name][0] == "skipped"
+            else f"{why}: {planned[name][1]}",
+        }
         for name in STEPS
     ]
 
@@ -1093,17 +1112,22 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
         f"1 commit(s) of {topic.branch} are on no target branch: {sha[:12]}; pass --integrate, "
         "or --force to snapshot them"
     )
-    # Each repo's blockers, then one line for its steps not done (not one line each).
+    # Each repo's blockers, then one line for its steps not done, and what each of
+    # those would do once the blockers are gone (in the conditional: none was done).
+    home_plan = _refused_plan({"name": "remove"}, home_wt, topic.branch, home=True, plan=True)
+    api_plan = _refused_plan({"name": "integrate"}, api_wt, topic.branch, home=False, plan=True)
     assert lines == [
         f"Refused (nothing was removed in any repo); the plan of {topic.id}",
         f"home  {home_wt}",
         f"  {'remove':<15} {'refused':<8} {dirty}",
-        f"  {'the rest':<15} {'skipped':<8} not done: teardown refused (dirty-worktree here): "
-        "integrate, branch, verify-gone, update-default, plan-dir, sweep, local-state",
+        f"  {'the rest':<15} {'skipped':<8} not done: teardown refused (dirty-worktree here); "
+        "once it is not, each would go as follows:",
+        *[f"    {s['name']:<15} {s['outcome']:<17} {s['detail']}" for s in home_plan[1:]],
         f"api  {api_wt}",
         f"  {'integrate':<15} {'refused':<8} {unintegrated}",
         f"  {'the rest':<15} {'skipped':<8} not done: teardown refused (unintegrated-commits "
-        "here): remove, branch, verify-gone, update-default, plan-dir, sweep, local-state",
+        "here); once it is not, each would go as follows:",
+        *[f"    {s['name']:<15} {s['outcome']:<17} {s['detail']}" for s in api_plan[1:]],
         f"teardown of {topic.id} refused: 2 refused step(s) above; fix each, then run it again",
     ]
     assert res.err == (

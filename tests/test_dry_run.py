@@ -1,0 +1,518 @@
+"""The dry run says what the run does: each step's decision, made once, planned then carried out.
+
+For teardown and pr-cleanup, in states an earlier run left (a rerun, pr-cleanup
+run first in a secondary repo, a kill part-way), refused, or skipping steps:
+``--dry-run --json`` and then the real run ``--json`` on the same state agree
+step by step — the same steps, the same outcome, and the same detail wherever
+the decision needed no action (an action's detail is the dry run's conditional,
+``would …``); the dry run's last line and error are the real run's in the
+conditional.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers.fakegh import hide_gh
+from helpers.faults import CRASHED, KILLED, finish, git_killer, spawn
+from helpers.faults import run as run_process
+from helpers.origin import commit_on_origin, merge_on_origin
+from helpers.repos import CliResult, commit, git, make_repo, run_cli, status, write
+from helpers.topics import Topic, multi_topic, new_topic, ship, steps_of
+
+from router.teardown.steps import STEPS
+
+# The wording that marks an action a dry run stops before: its detail says what it would do.
+CONDITIONAL = re.compile(r"(^|[:;] )would ")
+
+
+@pytest.fixture
+def no_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return hide_gh(tmp_path, monkeypatch)
+
+
+def declare(repo: Path, log: Path, name: str) -> None:
+    """A ``.teamteardown`` on ``repo``'s main (and origin's) appending ``name`` to ``log``."""
+    write(repo / ".teamteardown", f'echo {name} >> "{log}"\n')
+    git(repo, "add", ".teamteardown")
+    git(repo, "commit", "-q", "-m", "declare local state")
+    git(repo, "push", "-q", "origin", "main")
+
+
+def merged_topic(workspace: Path, log: Path) -> Topic:
+    """Home ``web`` and secondary ``api``, each declaring local state, with a commit on the
+    topic's branch merged on origin; shipped (its pr.md written)."""
+    topic = ship(multi_topic(workspace, ("api",)))
+    for name, repo in topic.repos.items():
+        declare(repo, log, name)
+        worktree = topic.worktrees[name]
+        commit(worktree, f"{name}.py", "a = 1\n", f"{name} work")
+        git(worktree, "push", "-q", "origin", f"{topic.id}:{topic.id}")
+        merge_on_origin(repo, topic.id, how="merge")
+    return topic
+
+
+def fetch_all(*repos: Path) -> None:
+    """What origin has, in every repo: a teardown's dry run does not fetch, its real run does."""
+    for repo in repos:
+        git(repo, "fetch", "-q", "origin")
+
+
+def steps_in(data: dict) -> list[tuple[str, dict]]:
+    """Every step of a teardown's or a pr-cleanup's JSON, with its repo's name."""
+    if data["command"] == "teardown":
+        return [(r["name"], s) for r in data["repos"] for s in r["steps"]]
+    return [("", s) for s in data["steps"]]
+
+
+def assert_planned_as_run(dry: CliResult, real: CliResult) -> None:
+    """The dry run's decisions are what the real run did: step by step, the same outcome,
+    and the same detail (and code) but where the dry run words an action it stops before;
+    the same exit code, and the same error in the conditional."""
+    assert dry.json["dry_run"] is True and real.json["dry_run"] is False
+    planned, executed = steps_in(dry.json), steps_in(real.json)
+    assert [(w, s["name"]) for w, s in planned] == [(w, s["name"]) for w, s in executed]
+    for (where, plan), (_, done) in zip(planned, executed, strict=True):
+        assert plan["outcome"] == done["outcome"], (where, plan, done)
+        if not CONDITIONAL.search(plan["detail"]):
+            assert plan == done, (where, plan, done)
+    assert dry.code == real.code, (dry.json.get("error"), real.json.get("error"))
+    error, planned_error = real.json.get("error"), dry.json.get("error")
+    assert (planned_error is None) == (error is None)
+    if error is not None:
+        assert planned_error["code"] == error["code"]
+        if planned_error["message"] != error["message"]:
+            # The same refusal, said of a run that has not happened.
+            assert " would be refused" in planned_error["message"], planned_error
+            assert (
+                planned_error["message"].replace(" would be refused", " refused", 1)
+                == (error["message"])
+            )
+
+
+def plan_then_run(command: str, target: str, cwd: Path, *flags: str) -> tuple[CliResult, CliResult]:
+    dry = run_cli(command, target, "--dry-run", "--json", *flags, cwd=cwd)
+    real = run_cli(command, target, "--json", *flags, cwd=cwd)
+    return dry, real
+
+
+# -- every scenario: the dry run plans what the real run then does ------------------------------
+
+
+def _fresh(topic: Topic, log: Path) -> None:
+    pass
+
+
+def _rerun(topic: Topic, log: Path) -> None:
+    first = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert first.code == 0, first.out + first.err
+
+
+def _after_pr_cleanup_in_the_secondary(topic: Topic, log: Path) -> None:
+    first = run_cli("pr-cleanup", topic.id, "--json", cwd=topic.repos["api"])
+    assert first.code == 0, first.out + first.err
+    assert log.read_text() == "api\n"
+
+
+def _refused(topic: Topic, log: Path) -> None:
+    write(topic.worktrees["api"] / "draft.txt", "not committed\n")
+
+
+def _killed_at(step: str) -> Callable[[Topic, Path], None]:
+    def kill(topic: Topic, log: Path) -> None:
+        killed = run_process("teardown", topic.id, "--json", cwd=topic.home, crash_at=step)
+        assert killed.code == CRASHED, killed.out + killed.err
+
+    return kill
+
+
+TEARDOWNS = {
+    "fresh": _fresh,
+    "rerun": _rerun,
+    "after-pr-cleanup-in-a-secondary": _after_pr_cleanup_in_the_secondary,
+    "refused": _refused,
+    **{f"killed-at-{step}": _killed_at(step) for step in STEPS},
+}
+
+
+def logged(log: Path) -> str:
+    return log.read_text() if log.exists() else ""
+
+
+@pytest.mark.parametrize("before", list(TEARDOWNS.values()), ids=list(TEARDOWNS))
+def test_a_teardowns_dry_run_plans_each_step_as_the_run_then_does_it(
+    workspace, tmp_path, no_gh, before
+):
+    log = tmp_path / "ran.log"
+    topic = merged_topic(workspace, log)
+    before(topic, log)
+    fetch_all(*topic.repos.values())
+    ran = logged(log)
+    dry = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.home)
+    assert logged(log) == ran  # no line ran
+    real = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert_planned_as_run(dry, real)
+
+
+def _cleanup_topic(workspace: Path, log: Path, *, merge: str | None = "squash") -> Topic:
+    """A topic in ``web`` (declaring local state) with a commit pushed to origin, merged
+    there (``merge``: how; None: not merged) and its branch deleted on origin."""
+    web = make_repo(workspace, "web")
+    declare(web, log, "web")
+    topic = new_topic(web)
+    worktree = topic.worktrees["home"]
+    commit(worktree, "limits.py", "LIMIT = 10\n", "add limits")
+    git(worktree, "push", "-q", "origin", f"{topic.id}:{topic.id}")
+    if merge is not None:
+        merge_on_origin(web, topic.id, how=merge)
+    return topic
+
+
+def _cleaned_up(topic: Topic, *flags: str) -> None:
+    first = run_cli("pr-cleanup", topic.id, "--json", *flags, cwd=topic.home)
+    assert first.code == 0, first.out + first.err
+
+
+def _kept_on_origin(topic: Topic, tmp_path: Path) -> None:
+    """Merged with its branch kept on origin (no auto-delete)."""
+    merge_on_origin(topic.home, topic.id, how="merge", delete=False)
+
+
+def _killed_at_branch(topic: Topic, tmp_path: Path) -> None:
+    merge_on_origin(topic.home, topic.id)
+    killed = run_process("teardown", topic.id, "--json", cwd=topic.home, crash_at="branch")
+    assert killed.code == CRASHED, killed.out + killed.err
+
+
+def _killed_removing_then_written_to(topic: Topic, tmp_path: Path) -> None:
+    """pr-cleanup killed inside ``git worktree remove`` (README.md deleted), then a new file there."""
+    merge_on_origin(topic.home, topic.id)
+    env = git_killer(
+        tmp_path / "killer-bin",
+        "worktree remove",
+        'for wt; do :; done; rm -f "$wt/README.md"',
+        real=False,
+    )
+    spawned = spawn("pr-cleanup", topic.id, "--json", cwd=topic.home, env=env, new_group=True)
+    killed = finish(spawned)
+    assert killed.code == KILLED, killed.out + killed.err
+    write(topic.worktrees["home"] / "notes.txt", "written after the kill\n")
+
+
+def _merged(topic: Topic, tmp_path: Path) -> None:
+    merge_on_origin(topic.home, topic.id, how="squash")
+
+
+def _merged_and_cleaned_up(topic: Topic, tmp_path: Path) -> None:
+    _merged(topic, tmp_path)
+    _cleaned_up(topic)
+
+
+def _abandoned(topic: Topic, tmp_path: Path) -> None:
+    _cleaned_up(topic, "--abandon", "--yes")
+
+
+# scenario -> (what happened before, pr-cleanup's flags)
+CLEANUPS: dict[str, tuple[Callable[[Topic, Path], None], tuple[str, ...]]] = {
+    "merged": (_merged, ()),
+    "merged-rerun": (_merged_and_cleaned_up, ()),
+    "origin-keeps-the-branch": (_kept_on_origin, ()),
+    "origin-keeps-the-branch-delete-remote": (_kept_on_origin, ("--delete-remote",)),
+    "abandon": (lambda topic, tmp_path: None, ("--abandon", "--yes")),
+    "abandon-rerun": (_abandoned, ("--abandon", "--yes")),
+    "after-a-teardown-killed-at-branch": (_killed_at_branch, ()),
+    "killed-removing-then-written-to": (_killed_removing_then_written_to, ()),
+}
+
+
+@pytest.mark.parametrize("scenario", list(CLEANUPS))
+def test_a_pr_cleanups_dry_run_plans_each_step_as_the_run_then_does_it(
+    workspace, tmp_path, no_gh, scenario
+):
+    before, flags = CLEANUPS[scenario]
+    log = tmp_path / "ran.log"
+    topic = _cleanup_topic(workspace, log, merge=None)
+    before(topic, tmp_path)
+    ran = logged(log)
+    dry = run_cli("pr-cleanup", topic.id, "--dry-run", "--json", *flags, cwd=topic.home)
+    assert logged(log) == ran  # no line ran
+    real = run_cli("pr-cleanup", topic.id, "--json", *flags, cwd=topic.home)
+    assert_planned_as_run(dry, real)
+
+
+# -- each difference, on its own ------------------------------------------------------------------
+
+
+def test_after_pr_cleanup_in_a_secondary_its_local_state_is_planned_as_already_run(
+    workspace, tmp_path, no_gh
+):
+    log = tmp_path / "ran.log"
+    topic = merged_topic(workspace, log)
+    first = run_cli("pr-cleanup", topic.id, "--json", cwd=topic.repos["api"])
+    assert first.code == 0, first.out + first.err
+    fetch_all(*topic.repos.values())
+    already = (
+        "already ran in an earlier teardown of this topic "
+        f"(`team-router local-state {topic.id}` runs it again)"
+    )
+    text = run_cli("teardown", topic.id, "--dry-run", cwd=topic.home)
+    assert text.code == 0, text.out + text.err
+    assert f"  {'local-state':<15} {'would be skipped':<17} {already}" in text.out.splitlines()
+    dry, real = plan_then_run("teardown", topic.id, topic.home)
+    expected = {"name": "local-state", "outcome": "skipped", "detail": already}
+    assert steps_of(dry.json, "api")["local-state"] == expected
+    assert steps_of(real.json, "api")["local-state"] == expected
+    assert log.read_text() == "api\nhome\n"  # api's ran once, by pr-cleanup
+
+
+def test_local_state_with_nothing_declared_is_planned_skipped_as_the_run_skips_it(home_repo):
+    topic = new_topic(home_repo)
+    dry, real = plan_then_run("teardown", topic.id, home_repo)
+    nothing = "no .teamteardown on main — nothing declared; no temp paths recorded"
+    expected = {"name": "local-state", "outcome": "skipped", "detail": nothing}
+    assert steps_of(dry.json, "home")["local-state"] == expected
+    assert steps_of(real.json, "home")["local-state"] == expected
+
+
+def test_a_dry_runs_text_words_each_outcome_in_the_conditional(home_repo, tmp_path):
+    declare(home_repo, tmp_path / "ran.log", "web")
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    res = run_cli("teardown", topic.id, "--dry-run", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    line = f'echo web >> "{tmp_path / "ran.log"}"'
+    assert res.out.splitlines() == [
+        f"Plan (dry run, nothing changed) of {topic.id}",
+        f"home  {wt}",
+        f"  {'integrate':<15} {'would be skipped':<17} nothing to integrate: {topic.branch} is "
+        "empty (nothing on it since it was cut)",
+        f"  {'remove':<15} {'would be done':<17} would remove {wt}",
+        f"  {'branch':<15} {'would be done':<17} would delete {topic.branch}",
+        f"  {'verify-gone':<15} {'would be done':<17} would re-check that {wt} is gone",
+        f"  {'update-default':<15} {'would be done':<17} would leave main as it is: it already "
+        f"holds origin/main as last fetched; no origin/{topic.branch} ref: nothing to prune",
+        f"  {'plan-dir':<15} {'would be skipped':<17} no docs/plans/{topic.id}/ in the primary "
+        "clone",
+        f"  {'sweep':<15} {'would be skipped':<17} no residue under {wt.parent}",
+        f"  {'local-state':<15} {'would be done':<17} would run: .teamteardown on origin/main: "
+        f"1 line(s); would run: {line}; no temp paths recorded",
+        "no residue found",
+    ]
+    assert (tmp_path / "ran.log").exists() is False and wt.is_dir()
+
+
+def test_a_refused_teardowns_dry_run_shows_every_step_and_ends_as_the_refusal_does(workspace):
+    topic = ship(multi_topic(workspace, ("api",)))
+    api_wt = topic.worktrees["api"]
+    write(api_wt / "draft.txt", "not committed\n")
+    dry, real = plan_then_run("teardown", topic.id, topic.home)
+    assert dry.code == real.code == 1
+    # Every other step says what it would do, as the real run's refusal shows it.
+    assert_planned_as_run(dry, real)
+    assert steps_of(dry.json, "home")["remove"] == {
+        "name": "remove",
+        "outcome": "skipped",
+        "detail": f"not done: teardown refused (another repo): would remove "
+        f"{topic.worktrees['home']}",
+    }
+    assert dry.json["error"]["message"] == real.json["error"]["message"].replace(
+        " refused,", " would be refused,"
+    )
+    text = run_cli("teardown", topic.id, "--dry-run", cwd=topic.home)
+    real_text = run_cli("teardown", topic.id, cwd=topic.home)
+    assert text.out.splitlines()[-1] == (
+        f"teardown of {topic.id} would be refused: 1 refused step(s) above; fix each, then run "
+        "it again"
+    )
+    assert real_text.out.splitlines()[-1] == (
+        f"teardown of {topic.id} refused: 1 refused step(s) above; fix each, then run it again"
+    )
+    assert text.err.splitlines()[-1] == real_text.err.splitlines()[-1].replace(
+        " refused,", " would be refused,"
+    )
+    assert (api_wt / "draft.txt").read_text() == "not committed\n"
+
+
+def test_a_default_branch_left_to_the_user_is_planned_as_left(home_repo):
+    topic = new_topic(home_repo)
+    commit_on_origin(home_repo, "README.md", "# web, changed on origin\n")
+    commit(home_repo, "README.md", "# web, changed here\n", "local edit of the same line")
+    first = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert steps_of(first.json, "home")["update-default"]["outcome"] == "failed"
+    dry, real = plan_then_run("teardown", topic.id, home_repo)
+    left = {
+        "name": "update-default",
+        "outcome": "skipped",
+        "detail": "not done: left to you by an earlier run: the default branch could not be "
+        f"updated in {home_repo}; update it yourself",
+    }
+    assert steps_of(dry.json, "home")["update-default"] == left
+    assert steps_of(real.json, "home")["update-default"] == left
+
+
+def test_the_topics_worktree_on_another_branch_is_planned_as_kept_by_verify_gone(home_repo):
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "switch", "-q", "-c", "spike")
+    commit(wt, "spike.txt", "the agent's work\n", "spike")
+    dry, real = plan_then_run("teardown", topic.id, home_repo)
+    kept = {
+        "name": "verify-gone",
+        "outcome": "skipped",
+        "detail": f"{wt} is still a registered worktree",
+    }
+    assert steps_of(dry.json, "home")["verify-gone"] == kept
+    assert steps_of(real.json, "home")["verify-gone"] == kept
+    assert git(wt, "rev-parse", "--abbrev-ref", "HEAD") == "spike"
+
+
+def test_a_branch_the_primary_clone_has_checked_out_is_planned_as_kept(home_repo):
+    topic = ship(new_topic(home_repo))
+    wt = topic.worktrees["home"]
+    commit(wt, "limits.py", "LIMIT = 10\n", "add limits")
+    git(wt, "push", "-q", "origin", f"{topic.id}:{topic.id}")
+    merge_on_origin(home_repo, topic.id)
+    killed = run_process("teardown", topic.id, "--json", cwd=home_repo, crash_at="branch")
+    assert killed.code == CRASHED, killed.err
+    assert not wt.exists()
+    git(home_repo, "switch", "-q", topic.branch)  # to look at the work, in the primary clone
+    fetch_all(home_repo)
+    dry, real = plan_then_run("teardown", topic.id, home_repo)
+    kept = {
+        "name": "branch",
+        "outcome": "skipped",
+        "detail": f"{topic.branch} stays while the primary clone holds the work",
+    }
+    assert steps_of(dry.json, "home")["branch"] == kept
+    assert steps_of(real.json, "home")["branch"] == kept
+    assert git(home_repo, "rev-parse", "--abbrev-ref", "HEAD") == topic.branch
+
+
+@pytest.fixture
+def half_removed(home_repo: Path):
+    """A merged topic whose removal git stopped half-way (a file it could not delete, made
+    immutable with ``chattr +i``): git dropped the registration, the file stays, and the
+    removal's journal with it. Yields the topic once the file can be deleted again."""
+    topic = ship(new_topic(home_repo))
+    wt = topic.worktrees["home"]
+    commit(wt, "src/limits.py", "LIMIT = 10\n", "add limits")
+    git(wt, "push", "-q", "origin", f"{topic.id}:{topic.id}")
+    merge_on_origin(home_repo, topic.id)
+    target = wt / "src" / "limits.py"
+    made = status_of(["chattr", "+i", str(target)])
+    if made != 0:
+        pytest.skip("chattr +i is not possible on this filesystem")
+    try:
+        first = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+        assert steps_of(first.json, "home")["remove"]["code"] == "removal-blocked", first.out
+    finally:
+        status_of(["chattr", "-i", str(target)])
+    assert sorted(p.name for p in wt.rglob("*")) == ["limits.py", "src"]
+    yield topic
+
+
+def status_of(argv: list[str]) -> int:
+    return subprocess.run(argv, capture_output=True, check=False).returncode
+
+
+def test_a_removal_stopped_half_way_is_planned_as_finished_not_swept(home_repo, half_removed):
+    topic, wt = half_removed, half_removed.worktrees["home"]
+    dry, real = plan_then_run("teardown", topic.id, home_repo)
+    assert steps_of(dry.json, "home")["remove"] == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"would finish removing {wt} (its removal was interrupted)",
+    }
+    assert steps_of(real.json, "home")["remove"] == {
+        "name": "remove",
+        "outcome": "done",
+        "detail": f"removed {wt} (finished a removal that was interrupted)",
+    }
+    # The sweep leaves it to the remove step: no residue, kept nothing, in both.
+    nothing = {"name": "sweep", "outcome": "skipped", "detail": f"no residue under {wt.parent}"}
+    assert steps_of(dry.json, "home")["sweep"] == steps_of(real.json, "home")["sweep"] == nothing
+    assert dry.json["kept"] == real.json["kept"] == []
+    assert not wt.exists() and status(home_repo) == ""
+
+
+def test_a_file_written_into_a_half_removed_worktree_is_planned_as_refused(home_repo, half_removed):
+    topic, wt = half_removed, half_removed.worktrees["home"]
+    write(wt / "notes.txt", "written since\n")
+    dry, real = plan_then_run("teardown", topic.id, home_repo)
+    refused = steps_of(real.json, "home")["remove"]
+    assert refused["outcome"] == "refused" and refused["code"] == "removal-interrupted"
+    assert steps_of(dry.json, "home")["remove"] == refused
+    assert dry.code == real.code == 1
+    assert (wt / "notes.txt").read_text() == "written since\n"
+
+
+def test_a_pr_cleanups_dry_run_plans_the_verify_gone_step_it_runs(workspace, tmp_path, no_gh):
+    topic = _cleanup_topic(workspace, tmp_path / "ran.log")
+    dry, real = plan_then_run("pr-cleanup", topic.id, topic.home)
+    names = [s["name"] for s in real.json["steps"]]
+    assert "verify-gone" in names
+    assert [s["name"] for s in dry.json["steps"]] == names
+
+
+def test_origin_keeping_the_branch_is_planned_as_kept_and_not_pruned(workspace, tmp_path, no_gh):
+    topic = _cleanup_topic(workspace, tmp_path / "ran.log", merge=None)
+    merge_on_origin(topic.home, topic.id, how="merge", delete=False)
+    tip = git(topic.home, "rev-parse", f"origin/{topic.branch}")
+    dry, real = plan_then_run("pr-cleanup", topic.id, topic.home)
+    for data in (dry.json, real.json):
+        got = {s["name"]: s for s in data["steps"]}
+        assert got["remote-branch"] == {
+            "name": "remote-branch",
+            "outcome": "skipped",
+            "detail": f"origin still has {topic.branch} ({tip[:12]}); pass --delete-remote to "
+            "delete it",
+        }
+        assert got["prune"] == {
+            "name": "prune",
+            "outcome": "skipped",
+            "detail": f"origin still has {topic.branch}: refs/remotes/origin/{topic.branch} stays",
+        }
+    assert git(topic.home, "rev-parse", f"origin/{topic.branch}") == tip
+
+
+def test_a_pr_cleanup_rerun_plans_its_local_state_as_already_run(workspace, tmp_path, no_gh):
+    log = tmp_path / "ran.log"
+    topic = _cleanup_topic(workspace, log)
+    _cleaned_up(topic)
+    dry, real = plan_then_run("pr-cleanup", topic.id, topic.home)
+    already = {
+        "name": "local-state",
+        "outcome": "done",
+        "detail": "already ran in an earlier teardown or cleanup of this topic "
+        f"(`team-router local-state {topic.id}` runs it again)",
+    }
+    assert {s["name"]: s for s in dry.json["steps"]}["local-state"] == already
+    assert {s["name"]: s for s in real.json["steps"]}["local-state"] == already
+    assert log.read_text() == "web\n"
+
+
+def test_a_pr_cleanups_dry_run_text_words_each_outcome_in_the_conditional(
+    workspace, tmp_path, no_gh
+):
+    topic = _cleanup_topic(workspace, tmp_path / "ran.log")
+    res = run_cli("pr-cleanup", topic.id, "--dry-run", cwd=topic.home)
+    assert res.code == 0, res.out + res.err
+    rows = res.out.splitlines()[2:]
+    assert [row[:35] for row in rows] == [
+        f"  {name:<14} {outcome:<17} "
+        for name, outcome in (
+            ("remove", "would be done"),
+            ("verify-gone", "would be done"),
+            ("update-default", "would be done"),
+            ("branch", "would be done"),
+            ("remote-branch", "would be done"),
+            ("prune", "would be done"),
+            ("reclaim", "would be skipped"),
+            ("plan-dir", "would be skipped"),
+            ("local-state", "would be done"),
+        )
+    ]
