@@ -80,6 +80,9 @@ def assert_planned_as_run(dry: CliResult, real: CliResult) -> None:
         assert plan["outcome"] == done["outcome"], (where, plan, done)
         if not CONDITIONAL.search(plan["detail"]):
             assert plan == done, (where, plan, done)
+    if real.json["command"] == "teardown":
+        # What the sweep would take and keep is what it then takes and keeps.
+        assert (dry.json["swept"], dry.json["kept"]) == (real.json["swept"], real.json["kept"])
     assert dry.code == real.code, (dry.json.get("error"), real.json.get("error"))
     error, planned_error = real.json.get("error"), dry.json.get("error")
     assert (planned_error is None) == (error is None)
@@ -130,12 +133,33 @@ def _killed_at(step: str) -> Callable[[Topic, Path], None]:
     return kill
 
 
-TEARDOWNS = {
-    "fresh": _fresh,
-    "rerun": _rerun,
-    "after-pr-cleanup-in-a-secondary": _after_pr_cleanup_in_the_secondary,
-    "refused": _refused,
-    **{f"killed-at-{step}": _killed_at(step) for step in STEPS},
+def _unmerged_work(topic: Topic, log: Path) -> None:
+    """A commit on api's branch after its merge: --integrate picks it onto main."""
+    commit(topic.worktrees["api"], "more.py", "b = 2\n", "more api work")
+
+
+def _dirty(topic: Topic, log: Path) -> None:
+    """An untracked file in api's worktree: --force snapshots it before the removal."""
+    write(topic.worktrees["api"] / "draft.txt", "not committed\n")
+
+
+def _residue(topic: Topic, log: Path) -> None:
+    """What late writers left under .claude/worktrees: residue to sweep, and a folder to keep."""
+    leftovers = topic.home / ".claude" / "worktrees"
+    write(leftovers / "old-topic" / "tmp" / "session.json", "{}\n")
+    write(leftovers / "keep-me" / "notes.md", "precious\n")
+
+
+# scenario -> (what happened before, teardown's flags)
+TEARDOWNS: dict[str, tuple[Callable[[Topic, Path], None], tuple[str, ...]]] = {
+    "fresh": (_fresh, ()),
+    "rerun": (_rerun, ()),
+    "after-pr-cleanup-in-a-secondary": (_after_pr_cleanup_in_the_secondary, ()),
+    "refused": (_refused, ()),
+    "integrate": (_unmerged_work, ("--integrate",)),
+    "force": (_dirty, ("--force",)),
+    "residue": (_residue, ()),
+    **{f"killed-at-{step}": (_killed_at(step), ()) for step in STEPS},
 }
 
 
@@ -143,18 +167,19 @@ def logged(log: Path) -> str:
     return log.read_text() if log.exists() else ""
 
 
-@pytest.mark.parametrize("before", list(TEARDOWNS.values()), ids=list(TEARDOWNS))
+@pytest.mark.parametrize("scenario", list(TEARDOWNS))
 def test_a_teardowns_dry_run_plans_each_step_as_the_run_then_does_it(
-    workspace, tmp_path, no_gh, before
+    workspace, tmp_path, no_gh, scenario
 ):
+    before, flags = TEARDOWNS[scenario]
     log = tmp_path / "ran.log"
     topic = merged_topic(workspace, log)
     before(topic, log)
     fetch_all(*topic.repos.values())
     ran = logged(log)
-    dry = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=topic.home)
+    dry = run_cli("teardown", topic.id, "--dry-run", "--json", *flags, cwd=topic.home)
     assert logged(log) == ran  # no line ran
-    real = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    real = run_cli("teardown", topic.id, "--json", *flags, cwd=topic.home)
     assert_planned_as_run(dry, real)
 
 
@@ -515,4 +540,26 @@ def test_a_pr_cleanups_dry_run_text_words_each_outcome_in_the_conditional(
             ("plan-dir", "would be skipped"),
             ("local-state", "would be done"),
         )
+    ]
+
+
+def test_a_dry_runs_last_lines_are_the_real_runs_in_the_conditional(home_repo):
+    topic = new_topic(home_repo)
+    leftovers = home_repo / ".claude" / "worktrees"
+    write(leftovers / "old-topic" / "tmp" / "session.json", "{}\n")
+    write(leftovers / "keep-me" / "notes.md", "precious\n")
+    dry = run_cli("teardown", topic.id, "--dry-run", cwd=home_repo)
+    assert (leftovers / "old-topic").is_dir()
+    real = run_cli("teardown", topic.id, cwd=home_repo)
+    assert dry.code == real.code == 0, dry.out + real.out
+    tail = [
+        f"would sweep: {leftovers / 'old-topic'}",
+        f"would keep (unexpected-files): {leftovers / 'keep-me'}",
+        "    notes.md",
+    ]
+    assert dry.out.splitlines()[-3:] == tail
+    assert real.out.splitlines()[-3:] == [
+        f"swept: {leftovers / 'old-topic'}",
+        f"kept (unexpected-files): {leftovers / 'keep-me'}",
+        "    notes.md",
     ]
