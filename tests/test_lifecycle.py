@@ -22,7 +22,7 @@ from helpers.repos import (
     worktree_paths,
     write,
 )
-from helpers.topics import new_topic, snapshot_of, steps_of, teardown
+from helpers.topics import new_topic, ship, snapshot_of, steps_of, teardown
 
 pytestmark = pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 
@@ -145,6 +145,7 @@ def test_a_topic_across_two_repos_lives_and_goes_losing_nothing(git_format, work
     assert {r["status"] for r in restored["repos"]} == {"restored"}, restored
     assert (topic.worktrees["api"] / "wip.py").read_text() == "wip = 1\n"
     (topic.worktrees["api"] / "wip.py").unlink()
+    ship(topic)  # the run finished: its artifacts may go with it
     done = teardown(topic, "--integrate")
     assert done.code == 0, done.out
     for name, repo in topic.repos.items():
