@@ -1620,6 +1620,35 @@ def submodule_update(git: Git, paths: Sequence[str]) -> None:
     )
 
 
+# How far back the default branch's history is read for the commits a gitlink used to name.
+GITLINK_HISTORY = 50
+
+
+def former_gitlinks(git: Git, path: str, *, limit: int = GITLINK_HISTORY) -> set[str]:
+    """The commits HEAD's first-parent history recorded at gitlink ``path`` before it moved.
+
+    Read from ``git log --raw``: each change of the gitlink names its old value.
+    """
+    out = git.out(
+        "log",
+        "--first-parent",
+        f"--max-count={limit}",
+        "--format=",
+        "--raw",
+        "--no-abbrev",
+        "HEAD",
+        "--",
+        path,
+        env={"GIT_LITERAL_PATHSPECS": "1"},
+    )
+    found = set()
+    for line in out.splitlines():
+        fields = line.partition("\t")[0].split()
+        if len(fields) >= 4 and fields[0] == ":160000" and fields[2].strip("0"):
+            found.add(fields[2])
+    return found
+
+
 def update_ref(git: Git, ref: str, new: str, *, old: str | None, message: str) -> None:
     """Move ``ref`` to ``new`` only while it is at ``old`` (None: only while it does not exist).
 

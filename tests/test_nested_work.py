@@ -192,6 +192,56 @@ def test_integrate_with_a_pushed_submodule_bump_finishes_and_leaves_the_primary_
     assert again.code == 0, again.out
 
 
+def test_integrate_run_again_once_the_refused_submodule_commit_is_pushed_leaves_the_primary_clean(
+    sub_topic,
+):
+    home, wt = sub_topic.home, sub_topic.worktrees["home"]
+    sub_sha = commit(wt / "lib", "lib.py", "v = 1\n", "lib change, pushed later")
+    git(wt, "commit", "-q", "-am", "bump lib")
+    first = teardown(sub_topic, "--integrate")
+    assert first.code == 1 and error_code(first) == "nested-work", first.out
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")  # the fix the refusal names
+
+    again = teardown(sub_topic, "--integrate")
+    assert again.code == 0, again.out
+    assert git(home, "log", "-1", "--format=%s", "main") == "bump lib"
+    assert git(home, "rev-parse", "main:lib") == sub_sha
+    assert status(home) == ""  # invariant 1: the primary's submodule follows the picked gitlink
+    assert git(home / "lib", "rev-parse", "HEAD") == sub_sha
+    assert steps_of(again.json, "home")["integrate"]["detail"].endswith(
+        "; submodule(s) lib checked out at their new commit"
+    )
+    assert not wt.exists() and sub_topic.branch not in branches(home)
+
+
+@pytest.mark.parametrize("killed", ["before", "during"])
+def test_a_kill_before_the_primarys_submodule_follows_the_picked_bump_is_finished_by_the_rerun(
+    sub_topic, tmp_path, killed
+):
+    home, wt = sub_topic.home, sub_topic.worktrees["home"]
+    sub_sha = commit(wt / "lib", "lib.py", "v = 1\n", "lib change")
+    git(wt / "lib", "push", "-q", "origin", "HEAD:main")
+    git(wt, "commit", "-q", "-am", "bump lib")
+    env = git_killer(tmp_path / "bin", "submodule update", real=killed == "during")
+    first = run(
+        "teardown", sub_topic.id, "--integrate", "--json", cwd=home, env=env, new_group=True
+    )
+    assert first.code == KILLED, first.out + first.err
+    assert git(home, "rev-parse", "main:lib") == sub_sha  # picked
+
+    again = teardown(sub_topic, "--integrate")
+    assert again.code == 0, again.out
+    assert status(home) == ""  # invariant 1: the primary's submodule follows the picked gitlink
+    assert git(home / "lib", "rev-parse", "HEAD") == sub_sha
+    assert not wt.exists() and sub_topic.branch not in branches(home)
+    # The rerun says what it finished: the submodule the killed run's pick moved.
+    followed = f"submodule(s) lib checked out at the commit {home} records; " * (killed == "before")
+    assert steps_of(again.json, "home")["update-default"]["detail"] == (
+        f"{followed}main already holds origin/main as this command fetched it: nothing to pull; "
+        f"no origin/{sub_topic.branch} ref: nothing to prune"
+    )
+
+
 def test_integrate_refuses_before_picking_a_bump_to_a_submodule_commit_that_is_nowhere_else(
     sub_topic,
 ):

@@ -588,26 +588,49 @@ def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
 
 
 def _follow_submodules(repo: Repo) -> str:
-    """Check out moved gitlinks in the primary's initialised submodules; a note when that fails.
+    """Check out, in the primary, the submodules a move of its branch left behind; "" when none.
 
-    The primary was clean before the cherry-pick (or the pull), so what shows
-    changed now is a submodule whose recorded commit those commits moved: git does
-    not follow it, and without this the primary would be left dirty. Without
-    a ``.gitmodules`` there is no submodule git could update: nothing to read.
+    git does not follow a gitlink a cherry-pick or a pull moves: the submodule
+    stays at the commit the branch recorded before, and the primary shows it
+    changed. Every run that moves the default branch ends here, and every
+    update-default step after it decides the same (:func:`left_behind`), so a
+    rerun after a kill (or after a ``submodule update`` that could not fetch
+    yet) finishes what the first run could not. Only a submodule clean inside
+    and at a commit the branch used to record is moved: that loses nothing (the
+    old commit stays in the branch's history); any other change is left for the
+    busy check to name. Without a ``.gitmodules`` there is no submodule git
+    could update: nothing to read.
     """
     if not os.path.lexists(repo.primary / ".gitmodules"):
         return ""
     status, _ = primary_state(repo)
-    if not status.tracked:
+    behind = [p for p in status.tracked if _left_behind(repo, p)]
+    if not behind:
         return ""
     try:
-        g.submodule_update(repo.git, status.tracked)
+        g.submodule_update(repo.git, behind)
     except GitError as exc:
         return (
-            f"; git submodule update failed ({exc.first_line}), so {name_some(status.tracked)} "
+            f"; git submodule update failed ({exc.first_line}), so {name_some(behind)} "
             f"show as changed in {repo.primary}: run `git submodule update` there"
         )
-    return f"; submodule(s) {name_some(status.tracked)} checked out at their new commit"
+    return f"; submodule(s) {name_some(behind)} checked out at their new commit"
+
+
+def _left_behind(repo: Repo, path: str) -> bool:
+    """The submodule at ``path`` is clean and at a commit its gitlink named before it moved."""
+    sub = Git(repo.primary / path)
+    if not os.path.lexists(repo.primary / path / ".git"):
+        return False  # not an initialised submodule: git shows no such change for one
+    try:
+        head = sub.head()
+        return (
+            head is not None
+            and not sub.status().dirty
+            and head in g.former_gitlinks(repo.git, path)
+        )
+    except GitError:
+        return False
 
 
 def no_identity(repo: Repo, exc: GitError) -> StepResult:
@@ -1719,6 +1742,25 @@ def update_decision(
     name = "update-default"
     if default is None:
         return settled(skipped(name, "the default branch is unknown: nothing to update"))
+    behind = left_behind(repo, default) if known is None else None
+    if behind is not None:
+        # An earlier run of ours moved the branch and was stopped before its
+        # submodules followed: they follow first, and the primary is judged after.
+        status, current, paths = behind
+        clean = dataclasses.replace(
+            status, tracked=tuple(p for p in status.tracked if p not in paths)
+        )
+        after = update_decision(
+            repo,
+            default,
+            rebase=rebase,
+            has_origin=has_origin,
+            known=(clean, current),
+            at_origin=at_origin,
+            fresh=fresh,
+            fetched=fetched,
+        )
+        return _following(repo, paths, after)
     if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
         return settled(skipped(name, "no origin: nothing to update"))
     as_fetched = "as this command fetched it" if fetched else "as last fetched"
@@ -1750,6 +1792,48 @@ def update_decision(
             repo, default, rebase=rebase, fresh=fresh, as_fetched=as_fetched
         ),
     )
+
+
+def _following(repo: Repo, paths: list[str], after: Decision) -> Decision:
+    """Check the submodules at ``paths`` out at the commits the branch records, then ``after``."""
+    names = name_some(paths)
+    followed = f"submodule(s) {names} checked out at the commit {repo.primary} records"
+
+    def act() -> StepResult:
+        try:
+            g.submodule_update(repo.git, paths)
+        except GitError as exc:
+            return skipped(
+                "update-default",
+                f"git submodule update failed ({exc.first_line}), so {names} show as changed "
+                f"in {repo.primary} and it was not updated: run `git submodule update` there",
+            )
+        result = after.resolve(dry_run=False)
+        return dataclasses.replace(result, detail=f"{followed}; {result.detail}")
+
+    def plan() -> StepResult:
+        result = after.resolve(dry_run=True)
+        return dataclasses.replace(result, detail=f"would have {followed}; {result.detail}")
+
+    return Decision(act=act, plan=plan)
+
+
+def left_behind(
+    repo: Repo, default: DefaultBranch
+) -> tuple[StatusReport, str | None, list[str]] | None:
+    """The primary's status and branch, and the submodules a move of the branch left behind.
+
+    None when there are none: no ``.gitmodules``, the primary on another branch,
+    or no changed submodule clean inside and at a commit the branch recorded
+    before (:func:`_left_behind`).
+    """
+    if not os.path.lexists(repo.primary / ".gitmodules"):
+        return None
+    status, current = primary_state(repo)
+    if current != default.name:
+        return None
+    paths = [p for p in status.tracked if _left_behind(repo, p)]
+    return (status, current, paths) if paths else None
 
 
 def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool) -> StepResult:
