@@ -609,7 +609,7 @@ def test_a_dry_run_that_waited_for_a_running_cleanup_plans_what_it_left(home_rep
     assert one.code == 0, one.out + one.err
     assert two.code == 0, two.out + two.err
     plan = {s["name"]: s for s in two.json["steps"]}
-    assert plan["remove"]["detail"] == "no worktree: already gone"
+    assert plan["remove"]["detail"] == f"no worktree has {ID} checked out: already gone"
 
 
 def test_two_pr_cleanups_in_the_worktree_at_once_never_call_each_other_held(home_repo, tmp_path):

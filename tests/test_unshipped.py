@@ -54,22 +54,53 @@ def refusal(topic: Topic, command: str) -> str:
     )
 
 
-def refused_plan(topic: Topic, head: str, tail: str) -> str:
-    """teardown's text when the plan refuses the unshipped run (every other step not done)."""
-    not_done = "not done: teardown refused (unshipped-run here)"
+def refused_plan(topic: Topic, *, dry_run: bool) -> str:
+    """teardown's text when the plan refuses the unshipped run: the refusal, then each
+    other step as it would go once the run has shipped."""
+    would = "would be " if dry_run else ""
+    worktree, home = topic.worktrees["home"], topic.home
+    update = (
+        "would leave main as it is: it already holds origin/main as last fetched"
+        if dry_run
+        else "main already holds origin/main as this command fetched it: nothing to pull"
+    )
     rows = [
-        ("integrate", "skipped", not_done),
-        ("remove", "skipped", not_done),
-        ("branch", "skipped", not_done),
-        ("verify-gone", "skipped", not_done),
-        ("update-default", "skipped", not_done),
-        ("plan-dir", "refused", refusal(topic, "teardown")),
-        ("sweep", "skipped", not_done),
-        ("local-state", "skipped", not_done),
+        (
+            "integrate",
+            "skipped",
+            f"nothing to integrate: {topic.id} is empty (nothing on it since it was cut)",
+        ),
+        ("remove", "done", f"would remove {worktree}"),
+        ("branch", "done", f"would delete {topic.branch}"),
+        ("verify-gone", "done", f"would re-check that {worktree} is gone"),
+        ("update-default", "done", f"{update}; no origin/{topic.branch} ref: nothing to prune"),
+        ("sweep", "skipped", f"no residue under {home}/.claude/worktrees"),
+        (
+            "local-state",
+            "skipped",
+            "no .teamteardown on main — nothing declared; no temp paths recorded",
+        ),
     ]
-    lines = [head, f"home  {topic.worktrees['home']}"]
-    lines += [f"  {name:<15} {outcome:<8} {detail}" for name, outcome, detail in rows]
-    return "\n".join([*lines, tail])
+    head = (
+        f"Plan (dry run, nothing changed) of {topic.id}"
+        if dry_run
+        else f"Refused (nothing was removed in any repo); the plan of {topic.id}"
+    )
+    width = len(would + "refused") + 1  # the outcome column fits its longest entry
+    lines = [
+        head,
+        f"home  {worktree}",
+        f"  {'plan-dir':<15} {would + 'refused':<{width}} {refusal(topic, 'teardown')}",
+        f"  {'the rest':<15} {would + 'skipped':<{width}} not done: teardown {would}refused "
+        "(unshipped-run here); once it is not, each would go as follows:",
+    ]
+    lines += [
+        f"    {name:<15} {'would be ' + outcome:<16}  {detail}" for name, outcome, detail in rows
+    ]
+    lines.append(
+        f"teardown of {topic.id} {would}refused: 1 refused step(s) above; fix each, then run it again"
+    )
+    return "\n".join(lines) + "\n"
 
 
 # -- item: refused, nothing lost -------------------------------------------------------------------
@@ -80,14 +111,7 @@ def test_teardown_refuses_an_unshipped_run_and_removes_nothing(home_repo):
     before = everything(topic)
     res = run_cli("teardown", topic.id, cwd=home_repo)
     assert res.code == 1
-    rest = "integrate, remove, branch, verify-gone, update-default, sweep, local-state"
-    assert res.out == (
-        f"Refused (nothing was removed in any repo); the plan of {topic.id}\n"
-        f"home  {topic.worktrees['home']}\n"
-        f"  plan-dir        refused  {refusal(topic, 'teardown')}\n"
-        f"  the rest        skipped  not done: teardown refused (unshipped-run here): {rest}\n"
-        f"teardown of {topic.id} refused: 1 refused step(s) above; fix each, then run it again\n"
-    )
+    assert res.out == refused_plan(topic, dry_run=False)
     assert res.err == (
         f"team-router: teardown of {topic.id} refused, nothing was removed in any repo: "
         f"home: {refusal(topic, 'teardown')} [unshipped-run]\n"
@@ -160,12 +184,12 @@ def test_the_dry_run_names_the_refusal_and_the_artifacts(home_repo):
     before = everything(topic)
     res = run_cli("teardown", topic.id, "--dry-run", cwd=home_repo)
     assert res.code == 1
-    head = f"Plan (dry run, nothing changed) of {topic.id}"
-    assert res.out == refused_plan(topic, head, "no residue found") + "\n"
+    assert res.out == refused_plan(topic, dry_run=True)
     assert res.err == (
         "warning: dry run: origin was not fetched, so the plan uses what was fetched before "
         "(a merge made since is not seen: `git fetch origin` first for an up-to-date plan)\n"
-        f"team-router: home: plan-dir refused: {refusal(topic, 'teardown')} [unshipped-run]\n"
+        f"team-router: teardown of {topic.id} would be refused, nothing was removed in any repo: "
+        f"home: {refusal(topic, 'teardown')} [unshipped-run]\n"
     )
     assert everything(topic) == before
 
@@ -183,7 +207,7 @@ def test_the_forced_dry_run_names_the_artifacts_it_would_snapshot(home_repo):
         f"the run's artifacts {LISTED}",
     }
     assert steps["integrate"]["detail"] == (
-        "nothing to integrate: empty (nothing on it since it was cut)"
+        f"nothing to integrate: {topic.branch} is empty (nothing on it since it was cut)"
     )
     assert everything(topic) == before
 

@@ -850,7 +850,7 @@ class CleanupOptions:
 
 # A PR that gh failed to close does not hold the git part back: deleting the
 # branch on origin closes it on GitHub's side anyway, and the failure is reported.
-GUARDING = frozenset({"remove", "snapshot", "branch"})
+CLEANUP_GUARDING = frozenset({"remove", "snapshot", "branch"})
 
 
 def run_steps(
@@ -863,24 +863,24 @@ def run_steps(
     warnings: list[str],
 ) -> tuple[list[StepResult], list[dict[str, object]]]:
     """The steps, each decided once: carried out, or (``opts.dry_run``) reported as decided."""
-    if _recreated(found) and not opts.dry_run:
+    if _checkout_recreated(found) and not opts.dry_run:
         forget_earlier_teardown(repo.common_dir, found.topic_id)  # type: ignore[arg-type]
     if not opts.dry_run:
         begin(repo, found, opts.mode)
-    run = StepRun(GUARDING, dry_run=opts.dry_run)
+    run = StepRun(CLEANUP_GUARDING, dry_run=opts.dry_run)
     closed: list[dict[str, object]] = []
     abandon = opts.mode is Mode.ABANDONED
     # Read before the worktree (and the pr.md in its plan dir) goes.
     shipped = run_shipped(repo, found)
     if abandon:
         run.decide("close-prs", lambda: _decide_close(hub, closing, closed), guarded=False)
-    run.decide("remove", lambda: _decide_remove(repo, found, force=abandon, warnings=warnings))
-    run.decide("verify-gone", lambda: _decide_verify_gone(repo, found))
+    run.decide("remove", lambda: _cleanup_remove(repo, found, force=abandon, warnings=warnings))
+    run.decide("verify-gone", lambda: _cleanup_verify_gone(repo, found))
     if not abandon:
-        run.decide("update-default", lambda: _decide_update(repo, found), guarded=False)
+        run.decide("update-default", lambda: _cleanup_update(repo, found), guarded=False)
     else:
         run.decide("snapshot", lambda: _decide_snapshot(repo, found))
-    run.decide("branch", lambda: _decide_branch(repo, found, force=abandon, evidence=evidence))
+    run.decide("branch", lambda: _cleanup_branch(repo, found, force=abandon, evidence=evidence))
     gone = run.decide("remote-branch", lambda: _remote_decision(repo, found, opts, evidence))
     if abandon:
         run.decide("stack", lambda: _decide_stack(repo, found, opts, closing, hub))
@@ -897,11 +897,11 @@ def run_steps(
             else settled(skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir"))
         ),
     )
-    run.decide("local-state", lambda: _decide_local_state(repo, found, opts))
+    run.decide("local-state", lambda: _cleanup_local_state(repo, found, opts))
     return run.steps, closed
 
 
-def _recreated(found: Survey) -> bool:
+def _checkout_recreated(found: Survey) -> bool:
     """The topic has a worktree of ours again: an earlier teardown's marks describe another run
     (the real run forgets them, and its local state runs again)."""
     return found.worktree is not None and found.topic_id is not None and not found.kept_worktree
@@ -946,7 +946,7 @@ def _close_prs(
     return done("close-prs", f"closed {names} (children before parents)")
 
 
-def _decide_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> Decision:
+def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> Decision:
     if found.kept_worktree:
         return settled(skipped("remove", found.kept_worktree))
     path = found.worktree_path
@@ -979,7 +979,7 @@ def _decide_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str
     return acting(remove, "remove", f"{how} {path}" + (f"; {copied}" if copied else ""))
 
 
-def _decide_verify_gone(repo: Repo, found: Survey) -> Decision:
+def _cleanup_verify_gone(repo: Repo, found: Survey) -> Decision:
     if found.kept_worktree:
         return settled(skipped("verify-gone", "the worktree is kept"))
     path = found.worktree_path
@@ -988,7 +988,7 @@ def _decide_verify_gone(repo: Repo, found: Survey) -> Decision:
     return acting(lambda: verify_gone(repo, path), "verify-gone", f"re-check that {path} is gone")
 
 
-def _decide_update(repo: Repo, found: Survey) -> Decision:
+def _cleanup_update(repo: Repo, found: Survey) -> Decision:
     left = _left_earlier(repo, found)
     if left is not None:
         return settled(left)
@@ -1005,7 +1005,7 @@ def _decide_snapshot(repo: Repo, found: Survey) -> Decision:
     )
 
 
-def _decide_branch(
+def _cleanup_branch(
     repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
 ) -> Decision:
     if found.kept_branch:
@@ -1336,12 +1336,12 @@ def _other_processes(repo: Repo) -> list[str]:
     ]
 
 
-def _decide_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
+def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
     from router.teardown.steps import local_state_ran, local_state_step, mark_done
 
     if (
         found.topic_id is not None
-        and not _recreated(found)
+        and not _checkout_recreated(found)
         and local_state_ran(repo.common_dir, found.topic_id)
     ):
         return settled(
@@ -1401,7 +1401,7 @@ def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
         f"(`git -C {repo.primary} pull --rebase origin {name}`)"
     )
     record = found.record
-    if record is not None and _recreated(found):
+    if record is not None and _checkout_recreated(found):
         record = dataclasses.replace(record, teardown=None)  # forgotten: another run's marks
     return left_earlier(record, "update-default", why)
 
