@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
@@ -205,7 +207,24 @@ def io_error(exc: OSError, *, where: str = "") -> Refusal:
     ``where``: the repo it happened in, when the command works in several.
     """
     prefix = f"{where}: " if where else ""
-    return Refusal("io-error", f"{prefix}{describe_io(exc)}; check space and permissions")
+    return Refusal("io-error", f"{prefix}{describe_io(exc)}; {_io_fix(exc)}")
+
+
+def _io_fix(exc: OSError) -> str:
+    """What to do about an I/O error.
+
+    A path that is not there (ENOENT) was there a moment before: the command
+    had just found it (a half-made worktree it was judging, a directory it was
+    copying into or scanning) and another process removed it under it, as a
+    concurrent or killed ``git worktree add``/``remove`` cleaning up does.
+    Space and permissions have nothing to do with that; waiting for git does.
+    """
+    if exc.errno == errno.ENOENT:
+        return (
+            "it vanished while this command was working on it: another process (git) is still "
+            "working there; run the command again once it finishes"
+        )
+    return "check space and permissions"
 
 
 def error_json(code: str, message: str) -> dict[str, str]:

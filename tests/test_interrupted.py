@@ -18,6 +18,7 @@ from helpers.faults import (
     KILLED,
     finish,
     git_killer,
+    git_then,
     git_wrapper,
     hold_open,
     run,
@@ -1057,3 +1058,29 @@ def test_a_kill_at_the_default_branchs_fast_forward_is_finished_by_the_rerun(
     assert "main" in git(home_repo, "branch", "--contains", sha)
     assert status(home_repo) == ""
     assert not wt.exists() and topic.branch not in branches(home_repo)
+
+
+def test_a_rerun_while_git_still_cleans_the_half_made_worktree_says_to_run_it_again(
+    home_repo, tmp_path
+):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_inside_add(home_repo, tmp_path, _HALF_STATES["unpopulated"])
+    assert killed.code == KILLED, killed.err
+    # Another git (a `git worktree remove` of it) deletes the half-made directory
+    # and then its registration, while the rerun is judging it.
+    admin = home_repo / ".git" / "worktrees" / NEW_ID
+    env = git_then(tmp_path / "cleaner-bin", "ls-tree", f"rm -rf '{wt}' '{admin}'")
+    raced = run(*NEW, cwd=home_repo, env=env)
+    assert raced.code == 1, raced.out + raced.err
+    assert raced.json["error"] == {
+        "code": "io-error",
+        "message": f"home: accessing {wt}: No such file or directory; it vanished while this "
+        "command was working on it: another process (git) is still working there; run the "
+        "command again once it finishes",
+    }
+    again = run(*NEW, cwd=home_repo)  # git is done: the rerun finishes the job
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created"
+    assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
