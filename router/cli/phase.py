@@ -106,7 +106,7 @@ def record_verdict_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Record the design review's verdict as design-review-<n>.md (n = highest + 1)."""
-    from router.plandir.gates import record_verdict
+    from router.phase.gates import record_verdict
 
     emit(
         "record",
@@ -128,7 +128,7 @@ def record_review_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Record the implementation review's aggregate verdict as review-<n>.md."""
-    from router.plandir.gates import record_review
+    from router.phase.gates import record_review
 
     emit(
         "record",
@@ -155,7 +155,7 @@ def record_tests_cmd(
 ) -> None:
     """Record the test-first gate the orchestrator ran as tests-<n>.md (RED moves IMPLEMENT
     on to its slices)."""
-    from router.plandir.gates import record_tests
+    from router.phase.gates import record_tests
 
     emit(
         "record",
@@ -179,7 +179,7 @@ def record_verify_cmd(
 ) -> None:
     """Record the verifier's result (format, lint, types, build, tests of every repo) as
     verify-<n>.md."""
-    from router.plandir.gates import record_verify
+    from router.phase.gates import record_verify
 
     emit(
         "record",
@@ -217,7 +217,7 @@ def record_pr_cmd(
 ) -> None:
     """Record an opened PR's URL in pr.md (one per repo: --repo), or with --local the branch
     tips of work kept without a PR (the run is SHIPPED from then on)."""
-    from router.plandir.gates import record_pr
+    from router.phase.gates import record_pr
 
     emit(
         "record",
@@ -238,7 +238,7 @@ def record_temp_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Append an absolute temporary path to temp-paths, for teardown to remove."""
-    from router.plandir.gates import record_temp
+    from router.phase.gates import record_temp
 
     emit("record", as_json, lambda: record_temp(cwd_of(ctx), target, path, wait=wait), _record_text)
 

@@ -1,1 +1,3 @@
-"""Where a run stands: the phase table and its inference (``phase``, ``next``) and ``status``."""
+"""Where a run stands: the phase table and its inference (``phase``, ``next``), ``status``,
+and the gate records ``record`` writes (gates.py: each checks the phase before it writes).
+"""

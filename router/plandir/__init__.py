@@ -1,3 +1,3 @@
 """The artifact directory ``docs/plans/<id>/``: frontmatter, the artifact inventory,
-``repos.md`` (its one ``## Worktrees`` reader and writer), the gate records, the templates.
+``repos.md`` (its one ``## Worktrees`` reader and writer), the templates.
 """
