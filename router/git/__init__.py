@@ -14,52 +14,28 @@ overhead ``new`` may add to a bare ``git worktree add`` (DESIGN §15).
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from router import gitfiles, interrupt
-from router.errors import ToolFailed
+from router import gitfiles
+from router.git.run import (
+    GitError,
+    Runner,
+    Running,
+    base_env,
+    verified,
+)
+from router.git.run import (
+    GitMissing as GitMissing,
+)
 
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
 # git >= 2.32 parallel checkout: 0 is one worker per core. The checkout is
 # most of the cost of creating a worktree; callers that already create several
 # worktrees at once pass 1, since their threads keep the cores busy.
 ALL_CORES = 0
-
-# Variables that point git at a repository or index other than the one we ask
-# about. They leak in when team-router runs from a git hook or a tool that set
-# them, and would silently redirect every command.
-_LEAKY_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_QUARANTINE_PATH",
-)
-
-
-def _base_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    # Reads never take a lock they can do without (status refreshing the
-    # index): a read killed at any instant leaves no index.lock behind, and
-    # never collides with the user's own git in that checkout.
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["LC_ALL"] = "C"
-    env["LANGUAGE"] = "C"
-    # An ssh password prompt would hang a fetch exactly like a credential prompt.
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    return env
-
 
 # The reason `git worktree add` locks a worktree with while it creates it
 # (LC_ALL=C); git removes the lock when the checkout is done, so a kill leaves it.
@@ -100,181 +76,6 @@ def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
         for lock in locks
         if os.path.realpath(lock) not in held
     ]
-
-
-# lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
-# refs/heads/<b>.lock alike; a killed git leaves the file behind.
-# packed-refs is rewritten through ``packed-refs.new``, which a killed git leaves
-# the same way ("unable to create file <path>: File exists", unquoted).
-# The sequencer (cherry-pick, revert) names the file it could not lock, not the
-# lock: "could not lock '.git/MERGE_MSG': File exists" is MERGE_MSG.lock.
-_LOCK_IN_THE_WAY = re.compile(
-    r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists"
-    r"|unable to create file (?P<new>[^\n]+?/packed-refs\.new): File exists"
-    r"|could not lock '(?P<locked>[^\n']+)': File exists"
-)
-
-
-class GitError(ToolFailed):
-    """git exited non-zero (or could not run); carries argv, exit code and stderr."""
-
-    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, stdout: str = "") -> None:
-        self.argv = list(argv)
-        self.returncode = returncode
-        self.stderr = stderr.strip()
-        self.stdout = stdout
-        super().__init__(f"{' '.join(self.argv)} exited {returncode}: {self.stderr}")
-
-    @property
-    def lock_file(self) -> Path | None:
-        """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
-        found = _LOCK_IN_THE_WAY.search(self.stderr)
-        if found is None:
-            return None
-        lock = Path(found["path"] or found["new"] or f"{found['locked']}.lock")
-        # git names some relative to where it ran (-C), which the message must not depend on.
-        repo = self.repo
-        return lock if lock.is_absolute() or repo is None else repo / lock
-
-    @property
-    def code(self) -> str:
-        """The error code a refusal caused by this failure carries."""
-        return "git-locked" if self.lock_file is not None else "git-failed"
-
-    @property
-    def first_line(self) -> str:
-        """The first line of git's complaint, for one-line user messages.
-
-        A lock file in the way is named with the fix instead: git's own text
-        ends in a paragraph that a one-line message would cut off.
-        """
-        lock = self.lock_file
-        if lock is not None:
-            return lock_message(lock, self.repo)
-        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
-        return lines[0] if lines else f"git exited {self.returncode}"
-
-    @property
-    def repo(self) -> Path | None:
-        """The directory git ran in (``git -C <dir>``)."""
-        argv = self.argv
-        return Path(argv[2]) if len(argv) > 2 and argv[1] == "-C" else None
-
-
-def lock_message(lock: Path, repo: Path | None) -> str:
-    """What a git lock file in the way means, and the one safe fix."""
-    where = repo or lock.parent
-    return (
-        f"git found its lock file {lock} in the way: another git command is running in "
-        f"{where}, or one was killed and left it behind; if no git command is running in "
-        f"{where}, remove {lock}, then run this again"
-    )
-
-
-class GitMissing(GitError):
-    """The git executable is not installed or not on PATH.
-
-    Refused as ``open_repo`` refuses it (``not-a-repo``, "install git"), wherever
-    the first git of a command runs: a plain layout is read from its files.
-    """
-
-    @property
-    def code(self) -> str:
-        return "not-a-repo"
-
-    @property
-    def fix(self) -> str:
-        return "install git"
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """A finished git command: exit code and decoded output."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-    argv: tuple[str, ...] = ()  # the command as it ran
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    def as_error(self) -> GitError:
-        """The GitError ``check`` raises for this command; built on exit 0 too, since some
-        complaints (a lock file in the way of ``cherry-pick --abort``) come with exit 0."""
-        return GitError(self.argv, self.returncode, self.stderr, self.stdout)
-
-
-class Running:
-    """A git process started by :meth:`Git.start`; :meth:`wait` collects it (once, then remembered).
-
-    Its timeout counts from the start. Output is collected at the end: the
-    commands started this way (a quiet fetch) print a few lines at most.
-    """
-
-    def __init__(
-        self, argv: list[str], proc: subprocess.Popen[bytes] | None, timeout: float | None
-    ):
-        self._argv = argv
-        self._proc = proc
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._timeout = timeout
-        self._outcome: Result | GitError | None = None
-
-    def wait(self) -> Result:
-        """The finished command's result; raises GitError as :meth:`Git.run` does."""
-        if self._outcome is None:
-            self._outcome = self._collect()
-        if isinstance(self._outcome, GitError):
-            raise self._outcome
-        return self._outcome
-
-    def error(self) -> GitError | None:
-        """None when the command succeeded, else its error (never raised)."""
-        try:
-            self.wait()
-        except GitError as exc:
-            return exc
-        return None
-
-    def _collect(self) -> Result | GitError:
-        proc = self._proc
-        if proc is None:
-            return GitMissing(self._argv, 127, "git is not installed or not on PATH")
-        left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
-        try:
-            out, err = proc.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            # Killed and reaped, its pipes closed unread: a child it started (a
-            # transport, a hook) may hold them open long after it is gone.
-            proc.kill()
-            proc.wait()
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            return GitError(self._argv, 124, f"timed out after {self._timeout:.0f}s")
-        interrupt.check_child(proc.returncode)
-        result = Result(
-            proc.returncode,
-            out.decode("utf-8", "surrogateescape"),
-            err.decode("utf-8", "surrogateescape"),
-            tuple(self._argv),
-        )
-        return result if result.ok else result.as_error()
-
-
-def _verified(res: Result) -> str | None:
-    """``rev-parse -q --verify``'s answer: the object, None (exit 1: it does not resolve), or raise.
-
-    Any other exit (128: not a repository, a corrupt object store) is git
-    failing to answer, never "absent".
-    """
-    if res.ok:
-        return res.stdout.strip() or None
-    if res.returncode == 1:
-        return None
-    raise res.as_error()
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,99 +124,14 @@ class CherryEntry:
     present: bool  # True when an equivalent patch is already upstream ("-")
 
 
-@dataclass(slots=True)
-class Git:
-    """git anchored to one directory (``git -C <cwd>``)."""
+class Git(Runner):
+    """git anchored to one directory (``git -C <cwd>``): what team-router asks it."""
 
-    cwd: Path
-    env: Mapping[str, str] = field(default_factory=dict)
-
-    # -- running --------------------------------------------------------------
-
-    def run(
-        self,
-        *args: str,
-        check: bool = True,
-        timeout: float | None = None,
-        input: str | None = None,
-        env: Mapping[str, str] | None = None,
-        config: Iterable[str] = (),
-    ) -> Result:
-        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``.
-
-        Never once a signal stopped the command, and a git killed by one raises
-        (:class:`router.interrupt.Stopped`) whatever ``check`` says: a cut-short
-        answer is never an answer.
-        """
-        interrupt.check()
-        argv = self._argv(args, config)
-        full_env = _base_env()
-        full_env.update(self.env)
-        if env:
-            full_env.update(env)
-        try:
-            # Bytes, decoded here: text mode would also translate newlines, turning a
-            # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                timeout=timeout,
-                input=None if input is None else input.encode("utf-8", "surrogateescape"),
-                stdin=None if input is not None else subprocess.DEVNULL,
-                env=full_env,
-                check=False,
-            )
-        except FileNotFoundError as exc:
-            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
-        interrupt.check_child(proc.returncode)
-        stdout = proc.stdout.decode("utf-8", "surrogateescape")
-        stderr = proc.stderr.decode("utf-8", "surrogateescape")
-        result = Result(proc.returncode, stdout, stderr, tuple(argv))
-        if check and not result.ok:
-            raise result.as_error()
-        return result
-
-    def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
-        # core.fsmonitor names a command git runs whenever it reads an index
-        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
-        # work in are someone else's, and their config must not run code through us.
-        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
-        for item in config:
-            argv += ["-c", item]
-        return argv + list(args)
+    __slots__ = ()
 
     def blob(self, sha: str) -> bytes:
         """The exact bytes of blob ``sha`` (text mode would turn its CRLFs into LFs)."""
-        interrupt.check()
-        argv = self._argv(["cat-file", "blob", sha])
-        try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                env={**_base_env(), **self.env},
-                check=False,
-            )
-        except FileNotFoundError as exc:
-            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
-        interrupt.check_child(proc.returncode)
-        if proc.returncode != 0:
-            raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
-        return proc.stdout
-
-    def out(self, *args: str, **kw: object) -> str:
-        """stdout of a successful command, trailing newline stripped."""
-        return self.run(*args, **kw).stdout.rstrip("\n")  # type: ignore[arg-type]
-
-    def ok(self, *args: str) -> bool:
-        """True when the command exits 0 (for predicates such as ``merge-base --is-ancestor``)."""
-        return self.run(*args, check=False).ok
-
-    def at(self, path: Path) -> Git:
-        """The same git, anchored elsewhere."""
-        return Git(path, self.env)
+        return self.run_bytes("cat-file", "blob", sha)
 
     # -- where am I -----------------------------------------------------------
 
@@ -507,7 +223,7 @@ class Git:
         res = self.run(
             "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
         )
-        return _verified(res)
+        return verified(res)
 
     def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
         """What :meth:`rev_parse` answers for each of ``revs``: from git's files, or one process.
@@ -634,7 +350,7 @@ class Git:
     def tree_of(self, rev: str) -> str | None:
         """The tree ``rev`` names, or None when it does not resolve (raises as :meth:`rev_parse`)."""
         res = self.run("rev-parse", "-q", "--verify", f"{rev}^{{tree}}", check=False)
-        return _verified(res)
+        return verified(res)
 
     def merge_tree(self, ours: str, theirs: str) -> str | None:
         """Tree of a clean ``merge-tree --write-tree`` merge; None on conflict or failure."""
@@ -677,22 +393,6 @@ class Git:
         # No auto-maintenance: a background gc is the user's git's business,
         # not a cost to add to every worktree we create.
         return self.start("fetch", "--quiet", "--no-auto-maintenance", remote, timeout=timeout)
-
-    def start(self, *args: str, timeout: float | None = None) -> Running:
-        """Start ``git -C cwd args`` and return at once; :meth:`Running.wait` ends it."""
-        interrupt.check()
-        argv = self._argv(args)
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**_base_env(), **self.env},
-            )
-        except FileNotFoundError:
-            return Running(argv, None, timeout)
-        return Running(argv, proc, timeout)
 
     # -- worktrees ------------------------------------------------------------
 
@@ -1074,7 +774,7 @@ def committer_unknown(git: Git, config: ConfigView | None = None) -> GitError | 
     reported as what it is, before anything is applied. A ``config`` that
     names one answers without a process.
     """
-    if config is not None and config.names_committer({**_base_env(), **git.env}):
+    if config is not None and config.names_committer({**base_env(), **git.env}):
         return None
     try:
         git.run("var", "GIT_COMMITTER_IDENT")

@@ -1,0 +1,349 @@
+"""The one chokepoint: every git process team-router starts is started here.
+
+Commands are argument lists (never a shell), user-supplied names come after
+``--`` wherever git accepts it, and output that is parsed is requested in a
+machine format (``--porcelain``, ``-z``) under ``LC_ALL=C``. A signal stops
+the command before git starts (:func:`router.interrupt.check`), a git killed
+by one stops it after (:func:`router.interrupt.check_child`), and a git that
+fails becomes a :class:`GitError` (a :class:`router.errors.ToolFailed`).
+
+git runs through :mod:`subprocess` directly rather than GitPython's command
+layer: importing GitPython costs about 120 ms (70 ms for ``git.cmd`` alone),
+which is twice the whole budget of the session-start hook and more than the
+overhead ``new`` may add to a bare ``git worktree add`` (DESIGN §15).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from router import interrupt
+from router.errors import ToolFailed
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Self
+
+# Variables that point git at a repository or index other than the one we ask
+# about. They leak in when team-router runs from a git hook or a tool that set
+# them, and would silently redirect every command.
+_LEAKY_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+
+
+def base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    # Reads never take a lock they can do without (status refreshing the
+    # index): a read killed at any instant leaves no index.lock behind, and
+    # never collides with the user's own git in that checkout.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["LC_ALL"] = "C"
+    env["LANGUAGE"] = "C"
+    # An ssh password prompt would hang a fetch exactly like a credential prompt.
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    return env
+
+
+# lockfile.c's message (LC_ALL=C), for index.lock, packed-refs.lock and
+# refs/heads/<b>.lock alike; a killed git leaves the file behind.
+# packed-refs is rewritten through ``packed-refs.new``, which a killed git leaves
+# the same way ("unable to create file <path>: File exists", unquoted).
+# The sequencer (cherry-pick, revert) names the file it could not lock, not the
+# lock: "could not lock '.git/MERGE_MSG': File exists" is MERGE_MSG.lock.
+_LOCK_IN_THE_WAY = re.compile(
+    r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists"
+    r"|unable to create file (?P<new>[^\n]+?/packed-refs\.new): File exists"
+    r"|could not lock '(?P<locked>[^\n']+)': File exists"
+)
+
+
+class GitError(ToolFailed):
+    """git exited non-zero (or could not run); carries argv, exit code and stderr."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, stdout: str = "") -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+        self.stdout = stdout
+        super().__init__(f"{' '.join(self.argv)} exited {returncode}: {self.stderr}")
+
+    @property
+    def lock_file(self) -> Path | None:
+        """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
+        found = _LOCK_IN_THE_WAY.search(self.stderr)
+        if found is None:
+            return None
+        lock = Path(found["path"] or found["new"] or f"{found['locked']}.lock")
+        # git names some relative to where it ran (-C), which the message must not depend on.
+        repo = self.repo
+        return lock if lock.is_absolute() or repo is None else repo / lock
+
+    @property
+    def code(self) -> str:
+        """The error code a refusal caused by this failure carries."""
+        return "git-locked" if self.lock_file is not None else "git-failed"
+
+    @property
+    def first_line(self) -> str:
+        """The first line of git's complaint, for one-line user messages.
+
+        A lock file in the way is named with the fix instead: git's own text
+        ends in a paragraph that a one-line message would cut off.
+        """
+        lock = self.lock_file
+        if lock is not None:
+            return lock_message(lock, self.repo)
+        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        return lines[0] if lines else f"git exited {self.returncode}"
+
+    @property
+    def repo(self) -> Path | None:
+        """The directory git ran in (``git -C <dir>``)."""
+        argv = self.argv
+        return Path(argv[2]) if len(argv) > 2 and argv[1] == "-C" else None
+
+
+def lock_message(lock: Path, repo: Path | None) -> str:
+    """What a git lock file in the way means, and the one safe fix."""
+    where = repo or lock.parent
+    return (
+        f"git found its lock file {lock} in the way: another git command is running in "
+        f"{where}, or one was killed and left it behind; if no git command is running in "
+        f"{where}, remove {lock}, then run this again"
+    )
+
+
+class GitMissing(GitError):
+    """The git executable is not installed or not on PATH.
+
+    Refused as ``open_repo`` refuses it (``not-a-repo``, "install git"), wherever
+    the first git of a command runs: a plain layout is read from its files.
+    """
+
+    @property
+    def code(self) -> str:
+        return "not-a-repo"
+
+    @property
+    def fix(self) -> str:
+        return "install git"
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A finished git command: exit code and decoded output."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    argv: tuple[str, ...] = ()  # the command as it ran
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def as_error(self) -> GitError:
+        """The GitError ``check`` raises for this command; built on exit 0 too, since some
+        complaints (a lock file in the way of ``cherry-pick --abort``) come with exit 0."""
+        return GitError(self.argv, self.returncode, self.stderr, self.stdout)
+
+
+class Running:
+    """A git process started by :meth:`Git.start`; :meth:`wait` collects it (once, then remembered).
+
+    Its timeout counts from the start. Output is collected at the end: the
+    commands started this way (a quiet fetch) print a few lines at most.
+    """
+
+    def __init__(
+        self, argv: list[str], proc: subprocess.Popen[bytes] | None, timeout: float | None
+    ):
+        self._argv = argv
+        self._proc = proc
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._timeout = timeout
+        self._outcome: Result | GitError | None = None
+
+    def wait(self) -> Result:
+        """The finished command's result; raises GitError as :meth:`Git.run` does."""
+        if self._outcome is None:
+            self._outcome = self._collect()
+        if isinstance(self._outcome, GitError):
+            raise self._outcome
+        return self._outcome
+
+    def error(self) -> GitError | None:
+        """None when the command succeeded, else its error (never raised)."""
+        try:
+            self.wait()
+        except GitError as exc:
+            return exc
+        return None
+
+    def _collect(self) -> Result | GitError:
+        proc = self._proc
+        if proc is None:
+            return GitMissing(self._argv, 127, "git is not installed or not on PATH")
+        left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+        try:
+            out, err = proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            # Killed and reaped, its pipes closed unread: a child it started (a
+            # transport, a hook) may hold them open long after it is gone.
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            return GitError(self._argv, 124, f"timed out after {self._timeout:.0f}s")
+        interrupt.check_child(proc.returncode)
+        result = Result(
+            proc.returncode,
+            out.decode("utf-8", "surrogateescape"),
+            err.decode("utf-8", "surrogateescape"),
+            tuple(self._argv),
+        )
+        return result if result.ok else result.as_error()
+
+
+def verified(res: Result) -> str | None:
+    """``rev-parse -q --verify``'s answer: the object, None (exit 1: it does not resolve), or raise.
+
+    Any other exit (128: not a repository, a corrupt object store) is git
+    failing to answer, never "absent".
+    """
+    if res.ok:
+        return res.stdout.strip() or None
+    if res.returncode == 1:
+        return None
+    raise res.as_error()
+
+
+@dataclass(slots=True)
+class Runner:
+    """git anchored to one directory (``git -C <cwd>``): the commands that start it.
+
+    :class:`router.git.Git` adds what it asks git, grouped by git concept.
+    """
+
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    # -- running --------------------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        timeout: float | None = None,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        config: Iterable[str] = (),
+    ) -> Result:
+        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``.
+
+        Never once a signal stopped the command, and a git killed by one raises
+        (:class:`router.interrupt.Stopped`) whatever ``check`` says: a cut-short
+        answer is never an answer.
+        """
+        interrupt.check()
+        argv = self._argv(args, config)
+        full_env = base_env()
+        full_env.update(self.env)
+        if env:
+            full_env.update(env)
+        try:
+            # Bytes, decoded here: text mode would also translate newlines, turning a
+            # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                timeout=timeout,
+                input=None if input is None else input.encode("utf-8", "surrogateescape"),
+                stdin=None if input is not None else subprocess.DEVNULL,
+                env=full_env,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
+        interrupt.check_child(proc.returncode)
+        stdout = proc.stdout.decode("utf-8", "surrogateescape")
+        stderr = proc.stderr.decode("utf-8", "surrogateescape")
+        result = Result(proc.returncode, stdout, stderr, tuple(argv))
+        if check and not result.ok:
+            raise result.as_error()
+        return result
+
+    def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
+        # core.fsmonitor names a command git runs whenever it reads an index
+        # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
+        # work in are someone else's, and their config must not run code through us.
+        argv = ["git", "-C", str(self.cwd), "-c", "core.fsmonitor="]
+        for item in config:
+            argv += ["-c", item]
+        return argv + list(args)
+
+    def run_bytes(self, *args: str) -> bytes:
+        """stdout of a successful command, as bytes (text mode would turn CRLFs into LFs)."""
+        interrupt.check()
+        argv = self._argv(args)
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                env={**base_env(), **self.env},
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
+        interrupt.check_child(proc.returncode)
+        if proc.returncode != 0:
+            raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        return proc.stdout
+
+    def out(self, *args: str, **kw: object) -> str:
+        """stdout of a successful command, trailing newline stripped."""
+        return self.run(*args, **kw).stdout.rstrip("\n")  # type: ignore[arg-type]
+
+    def ok(self, *args: str) -> bool:
+        """True when the command exits 0 (for predicates such as ``merge-base --is-ancestor``)."""
+        return self.run(*args, check=False).ok
+
+    def at(self, path: Path) -> Self:
+        """The same git, anchored elsewhere."""
+        return type(self)(path, self.env)
+
+    def start(self, *args: str, timeout: float | None = None) -> Running:
+        """Start ``git -C cwd args`` and return at once; :meth:`Running.wait` ends it."""
+        interrupt.check()
+        argv = self._argv(args)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**base_env(), **self.env},
+            )
+        except FileNotFoundError:
+            return Running(argv, None, timeout)
+        return Running(argv, proc, timeout)
