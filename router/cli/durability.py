@@ -78,7 +78,7 @@ def doctor_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Report records, worktrees, branches, locks and holders that disagree with git."""
-    from router.topic.doctor import doctor
+    from router.doctor import doctor
 
     # Repairs stop at the next one on a signal, and the findings say which were made.
     with interrupt.deferred() if repair else contextlib.nullcontext():
