@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +213,23 @@ def test_nothing_outside_a_boundary_class_reaches_into_its_private_members(modul
             ):
                 reached.append(f"{path.relative_to(ROUTER)}:{node.lineno} {ast.unparse(node)}")
     assert reached == []
+
+
+def test_the_git_package_names_each_export_once_and_imports_no_module_of_its_own():
+    # mypy reads the names from the TYPE_CHECKING imports, Python from _HOME: the two agree.
+    import router.git as package
+
+    tree = ast.parse((ROUTER / "git" / "__init__.py").read_text(encoding="utf-8"))
+    typed = {
+        (alias.name, node.module.removeprefix("router.git."))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("router.git.")
+        for alias in node.names
+    }
+    assert typed == set(package._HOME.items())
+    for name in package._HOME:
+        assert getattr(package, name) is not None
+    # The hook's fast path reads git's files through the package: importing it loads nothing.
+    code = "import sys, router.git; print(sorted(m for m in sys.modules if m.startswith('router.git')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['router.git']"

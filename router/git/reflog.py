@@ -1,0 +1,209 @@
+"""Reflogs: what a worktree's ``HEAD`` reflog alone keeps, read from files or through git."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import gitfiles
+from router.git.run import GitError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.git.client import Git
+
+
+@dataclass(frozen=True, slots=True)
+class ReflogOnly:
+    """Commits only one worktree registration's ``HEAD`` reflog keeps (deleted with it)."""
+
+    count: int  # every such commit
+    tips: list[str]  # the reflog's entries that hold them all, newest first
+
+
+def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]) -> ReflogOnly:
+    """What the ``HEAD`` reflog of registration ``admin`` alone keeps reachable from the
+    tips it shows left behind (:func:`gitfiles.reflog_left_behind`: what a checkout moved
+    away from, and HEAD itself; not what an amend, a rebase or a reset replaced).
+
+    Not kept elsewhere means: no ref under refs/, none of ``heads`` (the other
+    checkouts' HEADs), no other reflog (a branch's own reflog keeps what an
+    amend replaced). ``git`` is anchored at the primary clone. The reflogs are
+    read from their files, or through git in a reftable repository, which keeps
+    none. Raises :class:`gitfiles.Unsure` when a reflog file cannot be read as
+    git wrote it, :class:`DanglingHead` or :class:`GitError` when git cannot
+    read them.
+    """
+    fmt = gitfiles.repo_format(str(common))
+    if fmt.reftable:
+        mine = gitfiles.reflog_left_behind(_own_head_reflog(git, fmt, admin))
+    else:
+        log = os.path.join(admin, "logs", "HEAD")
+        mine = gitfiles.reflog_left_behind(gitfiles.reflog_file_entries(log, fmt))
+    held = [h for h in heads if not gitfiles.is_null_id(h)]
+    if set(mine) <= set(held):
+        # Nothing left behind but a HEAD some checkout has now (a worktree that
+        # never switched away): no other reflog needs reading.
+        return ReflogOnly(0, [])
+    if fmt.reftable:
+        # The primary's HEAD reflog and the shared refs' are rev-list's own to read
+        # (--single-worktree --reflog, both sides of every entry); each other
+        # worktree's HEAD reflog is walked (what it names less errs towards refusing).
+        others = [head_reflog_name(a) for a in gitfiles.worktree_admin_dirs(str(common))]
+        logs = list(reflogs(git, fmt, [n for n in others if n != head_reflog_name(admin)]).values())
+        read_by_git: tuple[str, ...] = ("--single-worktree", "--reflog")
+    else:
+        files = gitfiles.reflog_files(str(common), skip=admin)
+        logs = [gitfiles.reflog_file_entries(f, fmt) for f in files]
+        read_by_git = ()
+    kept = [*(c for entries in logs for c in gitfiles.reflog_commits(entries)), *held]
+    if not read_by_git and set(mine) <= set(kept):
+        # Every tip it left is named elsewhere too (a worktree that only ever
+        # worked on its branch: the branch's reflog has each): no rev-list needed.
+        return ReflogOnly(0, [])
+    # On stdin: a repository's reflogs name thousands of commits. A commit whose
+    # object is gone already reaches nothing (--ignore-missing).
+    lines = [*mine, *(f"^{c}" for c in kept)]
+    out = git.out(
+        "rev-list",
+        "--ignore-missing",
+        "--stdin",
+        "--not",
+        "--glob=*",
+        *read_by_git,
+        "--",
+        input="\n".join(lines) + "\n",
+    )
+    unique = set(out.split())
+    if not unique:
+        return ReflogOnly(0, [])
+    entries = list(dict.fromkeys(c for c in reversed(mine) if c in unique))  # newest first
+    tips = set(git.out("merge-base", "--independent", *entries).split())
+    return ReflogOnly(len(unique), [c for c in entries if c in tips])
+
+
+class DanglingHead(Exception):
+    """A HEAD that names a branch that does not exist: git reads no reflog through it, and
+    a reftable repository keeps no file to read that reflog from instead."""
+
+    def __init__(self, ref: str) -> None:
+        self.branch = ref.removeprefix("refs/heads/")
+        super().__init__(f"its HEAD names {self.branch}, which does not exist")
+
+    @property
+    def fix(self) -> str:
+        return f"`git branch {self.branch} <commit>` (any commit) lets git read that reflog"
+
+
+def head_reflog_where(common: Path, admin: str) -> str:
+    """Where the HEAD reflog of registration ``admin`` is, for a message: its file, or its
+    name in a reftable (which git reads it by)."""
+    try:
+        reftable = gitfiles.repo_format(str(common)).reftable
+    except gitfiles.Unsure:
+        reftable = False
+    if reftable:
+        return f"{head_reflog_name(admin)} in the reftable"
+    return os.path.join(admin, "logs", "HEAD")
+
+
+def head_reflog_name(admin: str) -> str:
+    """The name git reads the HEAD reflog of worktree registration ``admin`` by, from
+    any checkout of the repository (``git reflog show <name>``)."""
+    return f"worktrees/{os.path.basename(admin)}/HEAD"
+
+
+def reflogs(
+    git: Git, fmt: gitfiles.RepoFormat, names: Sequence[str]
+) -> dict[str, list[gitfiles.Entry]]:
+    """The entries of each reflog ``names`` names, oldest first, as git reads them (one
+    process): for a reftable, which keeps no reflog file to read.
+
+    git prints an entry's new id and message, not its old id (``log -g``). The
+    old id is taken from the entry before it, or from a checkout's message
+    where that names the commit HEAD left (a detached HEAD's, exact where an
+    expiry left a gap); the oldest entry's, and that of an entry whose
+    neighbour git does not print (a deleted ref, a missing object), is the null
+    id. An id left null names less than the reflog keeps: for what *other*
+    reflogs keep, that errs towards keeping; :func:`_own_head_reflog` asks for
+    the one a removal would lose. A reflog git cannot read through its name (a
+    HEAD naming a deleted branch) is not in the answer.
+    """
+    return {name: _entries(fmt, walk) for name, walk in _walk_reflogs(git, names).items()}
+
+
+# One reflog as ``log -g`` prints it: entry number (0 the newest) -> (new id, message).
+_Walk = dict[int, tuple[str, str]]
+
+
+def _walk_reflogs(git: Git, names: Sequence[str]) -> dict[str, _Walk]:
+    if not names:
+        return {}
+    out = git.run(
+        "log",
+        "--walk-reflogs",
+        # A name git cannot resolve (a HEAD naming a deleted branch: git reads no
+        # reflog through it) is left out, not the end of the whole walk.
+        "--ignore-missing",
+        "--no-show-signature",
+        "--format=%gD%x00%H%x00%gs",
+        "--stdin",
+        input="".join(f"{n}\n" for n in dict.fromkeys(names)),
+    ).stdout
+    printed: dict[str, _Walk] = {}
+    for line in out.splitlines():
+        selector, new, why = line.split("\0", 2)
+        name, _, number = selector.rpartition("@{")
+        printed.setdefault(name, {})[int(number.removesuffix("}"))] = (new, why)
+    return printed
+
+
+def _entries(fmt: gitfiles.RepoFormat, walk: _Walk) -> list[gitfiles.Entry]:
+    entries = []
+    for n in sorted(walk, reverse=True):  # oldest first
+        new, why = walk[n]
+        older = walk.get(n + 1)
+        old = _checkout_left(fmt, why) or (older[0] if older else fmt.null_id)
+        entries.append((old, new, why))
+    return entries
+
+
+def _checkout_left(fmt: gitfiles.RepoFormat, why: str) -> str | None:
+    """The commit a checkout's reflog message names as where HEAD was: a detached HEAD's id."""
+    if not why.startswith(gitfiles.CHECKOUT_MOVED):
+        return None
+    where = why.removeprefix(gitfiles.CHECKOUT_MOVED).partition(" ")[0]
+    return where if fmt.is_id(where) else None
+
+
+def _own_head_reflog(git: Git, fmt: gitfiles.RepoFormat, admin: str) -> list[gitfiles.Entry]:
+    """:func:`reflogs` of the HEAD reflog of registration ``admin``, with the old id of its
+    oldest entry asked of git when that entry is a checkout that left a branch: once an
+    expiry dropped the entries before it, what it left may be kept by it alone.
+
+    :class:`DanglingHead` when git skipped it because the HEAD names no branch
+    there is: an empty answer would say "nothing left behind".
+    """
+    name = head_reflog_name(admin)
+    walk = _walk_reflogs(git, [name]).get(name, {})
+    if not walk and git.ok("reflog", "exists", name):
+        target = git.run("symbolic-ref", "-q", name, check=False).stdout.strip()
+        if target.startswith("refs/heads/"):
+            raise DanglingHead(target)
+        raise GitError(["git", "log", "-g", name], 128, f"git printed no entry of {name}")
+    entries = _entries(fmt, walk)
+    if not entries or not entries[0][2].startswith(gitfiles.CHECKOUT_MOVED):
+        return entries
+    if not gitfiles.is_null_id(entries[0][0]):
+        return entries  # the message names it
+    # <name>@{<n>} one past the oldest entry git printed is that entry's old id (or
+    # the new id of one git did not print); git dies "only has <n> entries" when
+    # that is the null id: nothing was there before.
+    res = git.run("rev-parse", "--verify", f"{name}@{{{max(walk) + 1}}}", check=False)
+    if res.ok:
+        return [(res.stdout.strip(), *entries[0][1:]), *entries[1:]]
+    if "only has" not in res.stderr:
+        raise res.as_error()
+    return entries

@@ -1,0 +1,190 @@
+"""Refs: branches, HEAD, symbolic refs, and moving or deleting one only from where it was."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from router import gitfiles
+from router.git.layout import LayoutMethods
+from router.git.run import GitError, verified
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.git.client import Git
+
+
+class RefMethods(LayoutMethods):
+    """What refs name, read from git's files where the layout is plain."""
+
+    __slots__ = ()
+
+    def current_branch(self) -> str | None:
+        """Short name of the checked-out branch; None when detached."""
+        res = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    def head(self) -> str | None:
+        return self.rev_parse("HEAD")
+
+    def rev_parse(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None when it does not resolve.
+
+        Raises GitError when git could not answer (not a repository, a
+        corrupt one): a failed read is never "there is no such commit".
+        """
+        res = self.run(
+            "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
+        )
+        return verified(res)
+
+    def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
+        """What :meth:`rev_parse` answers for each of ``revs``: from git's files, or one process.
+
+        Full names of branches and remote-tracking refs, and ``HEAD``, are read
+        from git's files when the checkout at cwd is in the plain layout
+        (:func:`gitfiles.read_ref`). Anything else is one git process for all:
+        ``cat-file --batch-check`` resolves each line as ``rev-parse --verify``
+        does and answers "<rev> missing" for one that does not resolve, where a
+        single ``rev-parse`` with several revisions stops at the first such one.
+        """
+        if not revs:
+            return {}
+        # Read from the files, a ref naming an object the repository lacks (a
+        # corrupt repo: git writes a ref only after its object) is answered as
+        # that id, where ``rev-parse --verify`` answers None. Left unchecked on
+        # purpose, as no caller can lose work by it; each errs towards "it
+        # exists". Creation keeps such a branch (branch_created stays False, so
+        # teardown never deletes it) and refuses a half-made worktree whose
+        # branch left its base; its id then reaches git (worktree add, ls-tree,
+        # merge-base), which fails on the missing object. A branch deleted at
+        # its recorded base loses only the ref (the record keeps the id). A
+        # .teamteardown pin at such an id finds no file, so no line runs, as
+        # reading that ref unpinned would. A new caller that deletes on
+        # "absent", or proves a merge from this answer, must ask git instead.
+        plain = self._plain_layout() if all(map(gitfiles.readable_ref, revs)) else None
+        if plain is not None:
+            # Branches, remote-tracking refs and HEAD: from git's files, no process.
+            try:
+                return gitfiles.read_refs(plain[2], plain[1], list(revs))
+            except gitfiles.Unsure:
+                pass
+        if any("\n" in rev for rev in revs):
+            return {rev: self.rev_parse(rev) for rev in revs}  # one per line: never split one
+        lines = "".join(f"{rev}^{{commit}}\n" for rev in revs)
+        out = self.run(
+            "cat-file", "--batch-check=%(objectname) %(objecttype)", input=lines
+        ).stdout.splitlines()
+        if len(out) != len(revs):
+            raise GitError(["git", "cat-file"], 128, "unexpected --batch-check answer")
+        found: dict[str, str | None] = {}
+        for rev, line in zip(revs, out, strict=True):
+            sha, _, kind = line.partition(" ")
+            found[rev] = sha if kind == "commit" else None
+        return found
+
+    def symbolic_target(self, ref: str) -> str | None:
+        res = self.run("symbolic-ref", "-q", ref, check=False)
+        return res.stdout.strip() or None if res.ok else None
+
+    def existing_refs(self, refs: Sequence[str]) -> set[str]:
+        """Which of the given full ref names exist (one process for all)."""
+        if not refs:
+            return set()
+        out = self.out("for-each-ref", "--format=%(refname)", "--", *refs)
+        return set(out.splitlines())
+
+    def refs_under(self, *prefixes: str) -> dict[str, str]:
+        """Every ref under ``prefixes`` mapped to its symref target ("" for a plain ref)."""
+        out = self.out("for-each-ref", "--format=%(refname)%00%(symref)", "--", *prefixes)
+        refs = {}
+        for line in out.splitlines():
+            name, _, target = line.partition("\0")
+            refs[name] = target
+        return refs
+
+    def ref_tips(self, *prefixes: str) -> dict[str, tuple[str, str]]:
+        """Every ref under ``prefixes`` -> (its commit, its symref target or ""), in one process."""
+        out = self.out(
+            "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)", "--", *prefixes
+        )
+        tips = {}
+        for line in out.splitlines():
+            name, _, rest = line.partition("\0")
+            sha, _, target = rest.partition("\0")
+            tips[name] = (sha, target)
+        return tips
+
+    def branch_exists(self, branch: str) -> bool:
+        return self.ok("show-ref", "--verify", "--quiet", "--", f"refs/heads/{branch}")
+
+    def local_branches(self) -> list[str]:
+        out = self.out("for-each-ref", "--format=%(refname:short)", "refs/heads/")
+        return [b for b in out.splitlines() if b]
+
+    def check_ref_format_branch(self, name: str) -> bool:
+        return self.ok("check-ref-format", "--branch", name)
+
+    def branch_delete(self, branch: str) -> None:
+        self.run("branch", "-D", "--", branch)
+
+    def branch_delete_at(self, branch: str, tip: str) -> bool:
+        """Delete ``branch`` only while it points at ``tip`` (git checks and deletes atomically).
+
+        False when the branch has moved (or is gone): nothing was deleted. The
+        caller checks first that no checkout has the branch (``git branch -D``
+        would refuse) and drops its ``branch.<name>`` config section.
+        """
+        try:
+            self.run("update-ref", "-d", f"refs/heads/{branch}", tip)
+        except GitError as exc:
+            if "but expected" in exc.stderr or "unable to resolve reference" in exc.stderr:
+                return False
+            raise
+        return True
+
+
+SNAPSHOT_PREFIX = "refs/team-router/snapshots/"
+
+
+def update_ref(git: Git, ref: str, new: str, *, old: str | None, message: str) -> None:
+    """Move ``ref`` to ``new`` only while it is at ``old`` (None: only while it does not exist).
+
+    git checks the old value under the ref's lock: a ref another process moved
+    since it was read is never overwritten unseen (the command fails instead).
+    """
+    # --create-reflog: the ref's history is kept too (what a reflog can add to
+    # what the new commit already holds of the old one).
+    git.run("update-ref", "--create-reflog", "-m", message, ref, new, old or "")
+
+
+def ref_values(git: Git, refs: Sequence[str]) -> dict[str, str]:
+    """``full ref name -> commit`` for those of ``refs`` that exist (one process for all)."""
+    if not refs:
+        return {}
+    out = git.out("for-each-ref", "--format=%(refname) %(objectname)", "--", *refs)
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+@dataclass(frozen=True, slots=True)
+class RefTip:
+    """Where one ref points: its commit, that commit's tree, and its symref target."""
+
+    commit: str
+    tree: str  # the commit's tree ("" when the ref names no commit)
+    symref: str  # the symref's target, "" for a plain ref
+
+
+def ref_tips_with_trees(git: Git, *prefixes: str) -> dict[str, RefTip]:
+    """Every ref under ``prefixes`` -> its commit, tree and symref target, in one process."""
+    out = git.out(
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)",
+        "--",
+        *prefixes,
+    )
+    tips = {}
+    for line in out.splitlines():
+        name, sha, tree, target = [*line.split("\0"), "", "", ""][:4]
+        tips[name] = RefTip(sha, tree, target)
+    return tips

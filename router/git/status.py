@@ -1,0 +1,202 @@
+"""A checkout's state: changed and untracked files, its index, the branch it has."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.git.layout import LayoutMethods
+from router.git.run import GitError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.git.client import Git
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    """``git status --porcelain``: tracked paths with changes, then untracked ones."""
+
+    tracked: tuple[str, ...] = ()
+    untracked: tuple[str, ...] = ()
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.tracked or self.untracked)
+
+
+class StatusMethods(LayoutMethods):
+    """What the checkout at cwd holds beside its HEAD commit."""
+
+    __slots__ = ()
+
+    def status(self) -> StatusReport:
+        """Tracked changes and untracked files, reported separately.
+
+        core.fsmonitor is disabled (in :meth:`Git.run`): another checkout's
+        fsmonitor daemon may be stale or absent, and status must reflect the disk.
+        """
+        out = self.run(
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+        ).stdout
+        return parse_status(out)
+
+    def ls_files(self, path: str) -> list[str] | None:
+        """Tracked files under ``path``; None when the check itself failed."""
+        res = self.run("ls-files", "-z", "--", path, check=False)
+        if not res.ok:
+            return None
+        return [p for p in res.stdout.split("\0") if p]
+
+    def ignored_untracked_files(self) -> list[str]:
+        """Untracked files git ignores, relative to the top level."""
+        out = self.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard").stdout
+        return [p for p in out.split("\0") if p]
+
+    def is_ignored(self, paths: Sequence[str]) -> set[str]:
+        if not paths:
+            return set()
+        res = self.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0", check=False)
+        return {p for p in res.stdout.split("\0") if p}
+
+    def index_file(self) -> Path | None:
+        """The index file of the checkout at cwd (it may not exist); None when git does not answer.
+
+        For a checkout top level in the plain layout, its git dir's ``index``
+        (read from its files, as git would); otherwise git is asked.
+        """
+        plain = self.files_layout()
+        if plain is not None:
+            return plain.git_dir / "index"
+        try:
+            out = self.out("rev-parse", "--path-format=absolute", "--git-path", "index")
+        except GitError:
+            return None
+        return Path(out) if out else None
+
+    def staged_paths(self, index: Path, head: str | None) -> list[str]:
+        """Paths where the index file ``index`` differs from commit ``head`` (None: unborn).
+
+        Reads another checkout's index without its work tree (it may be gone):
+        ``--cached`` never looks at files, and neither command writes the index.
+        A missing index file holds nothing. Raises GitError on an index git
+        cannot read.
+        """
+        if not os.path.exists(index):
+            return []
+        env = {"GIT_INDEX_FILE": str(index)}
+        if head is None:
+            out = self.out("ls-files", "-z", env=env)
+        else:
+            out = self.out("diff-index", "--cached", "--name-only", "-z", head, "--", env=env)
+        return [p for p in out.split("\0") if p]
+
+
+def parse_status(out: str) -> StatusReport:
+    tracked: list[str] = []
+    untracked: list[str] = []
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code == "??":
+            untracked.append(path)
+        else:
+            tracked.append(path)
+            if "R" in code or "C" in code:
+                i += 1  # a rename/copy carries its source path in the next field
+    return StatusReport(tuple(tracked), tuple(untracked))
+
+
+def status_with_branch(git: Git) -> tuple[StatusReport, str | None]:
+    """``status`` plus the checked-out branch (None when detached), in one process."""
+    out = git.run(
+        "status",
+        "--porcelain",
+        "-z",
+        "-b",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    ).stdout
+    header, _, rest = out.partition("\0")
+    return parse_status(rest), _branch_of_header(header)
+
+
+def _branch_of_header(header: str) -> str | None:
+    # "## main...origin/main [ahead 1]", "## No commits yet on main", "## HEAD (no branch)"
+    text = header.removeprefix("## ")
+    if text.startswith("HEAD (no branch)"):
+        return None
+    text = text.removeprefix("No commits yet on ").removeprefix("Initial commit on ")
+    return text.split("...", 1)[0].split(" ", 1)[0] or None
+
+
+@dataclass(frozen=True, slots=True)
+class PrimaryState:
+    """A checkout's dirt, branch and HEAD commit, from one ``status`` (porcelain v2)."""
+
+    status: StatusReport
+    branch: str | None  # None when detached
+    head: str | None  # None on an unborn branch
+
+
+def checkout_state(git: Git) -> PrimaryState:
+    """``status`` with the branch and the HEAD commit, in one process (porcelain v2 headers)."""
+    out = git.run(
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    ).stdout
+    return parse_status_v2(out)
+
+
+def parse_status_v2(out: str) -> PrimaryState:
+    tracked: list[str] = []
+    untracked: list[str] = []
+    branch: str | None = None
+    head: str | None = None
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        kind = entry[:2]
+        if entry.startswith("# branch.oid "):
+            oid = entry.removeprefix("# branch.oid ")
+            head = None if oid == "(initial)" else oid
+        elif entry.startswith("# branch.head "):
+            name = entry.removeprefix("# branch.head ")
+            branch = None if name == "(detached)" else name
+        elif kind == "? ":
+            untracked.append(entry[2:])
+        elif kind == "1 ":
+            tracked.append(entry.split(" ", 8)[8])
+        elif kind == "2 ":
+            tracked.append(entry.split(" ", 9)[9])
+            i += 1  # a rename/copy carries its source path in the next field
+        elif kind == "u ":
+            tracked.append(entry.split(" ", 10)[10])
+    return PrimaryState(StatusReport(tuple(tracked), tuple(untracked)), branch, head)
+
+
+def gitlink_paths(git: Git) -> list[str]:
+    """Every gitlink (submodule) path in the index, top-level relative, initialised or not."""
+    out = git.run("ls-files", "-z", "--stage").stdout
+    return [
+        path
+        for meta, _, path in (entry.partition("\t") for entry in out.split("\0"))
+        if meta.startswith("160000 ")
+    ]

@@ -1,0 +1,152 @@
+"""Worktrees: the list git keeps, and adding, locking and removing one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import gitfiles
+from router.git.layout import LayoutMethods
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeEntry:
+    """One entry of ``git worktree list --porcelain`` (or the same read from git's files)."""
+
+    path: Path
+    head: str | None  # None for a worktree on an unborn branch
+    branch: str | None  # short name; None when detached
+    bare: bool = False
+    locked: bool = False
+    lock_reason: str = ""
+    prunable: bool = False
+
+
+# git >= 2.32 parallel checkout: 0 is one worker per core. The checkout is
+# most of the cost of creating a worktree; callers that already create several
+# worktrees at once pass 1, since their threads keep the cores busy.
+ALL_CORES = 0
+
+
+# The reason `git worktree add` locks a worktree with while it creates it
+# (LC_ALL=C); git removes the lock when the checkout is done, so a kill leaves it.
+ADD_IN_PROGRESS = "initializing"
+
+
+# git 2.39 refuses `worktree remove` without --force for a worktree holding an
+# initialised submodule, whatever its state (builtin/worktree.c).
+SUBMODULES_REFUSAL = "working trees containing submodules cannot be moved or removed"
+
+
+class WorktreeMethods(LayoutMethods):
+    """The repository's worktrees, read from git's files where the layout is plain."""
+
+    __slots__ = ()
+
+    def worktree_list(self) -> list[WorktreeEntry]:
+        """``git worktree list --porcelain -z``; the first entry is the main worktree.
+
+        For a checkout top level in the plain layout, the same list read from
+        git's files (:func:`gitfiles.listed_worktrees`); otherwise git is asked.
+        """
+        plain = self._plain_layout()
+        if plain is not None:
+            try:
+                listed = gitfiles.listed_worktrees(plain[2])
+            except gitfiles.Unsure:
+                pass
+            else:
+                return [
+                    WorktreeEntry(
+                        Path(path),
+                        head,
+                        branch,
+                        locked=reason is not None,
+                        lock_reason=reason or "",
+                        prunable=prunable,
+                    )
+                    for path, head, branch, reason, prunable in listed
+                ]
+        out = self.run("worktree", "list", "--porcelain", "-z").stdout
+        return parse_worktree_list(out)
+
+    def worktree_add(
+        self,
+        path: Path,
+        branch: str,
+        *,
+        base: str | None,
+        workers: int = ALL_CORES,
+        lock_reason: str | None = None,
+    ) -> None:
+        """Add a worktree: with ``base`` create ``branch`` there, else attach the existing branch.
+
+        ``lock_reason``: the worktree is locked with it from the moment git
+        registers it (``--lock --reason`` writes the reason where git would
+        otherwise write "initializing"), so it is never unlocked for a moment.
+        """
+        # --no-track: a branch cut from origin/HEAD must not take origin/main as
+        # its upstream, or a later pull/push in the worktree would target main.
+        new = ["--no-track", "-b", branch] if base is not None else []
+        lock = ["--lock", "--reason", lock_reason] if lock_reason is not None else []
+        start = [base] if base is not None else [branch]
+        self.run(
+            "worktree",
+            "add",
+            "--quiet",
+            *new,
+            *lock,
+            "--",
+            str(path),
+            *start,
+            config=[f"checkout.workers={workers}"],
+        )
+
+    def worktree_lock(self, path: Path, reason: str) -> None:
+        """``git worktree lock --reason``: other tools' cleanup (``git worktree prune``) skips it."""
+        self.run("worktree", "lock", "--reason", reason, "--", str(path))
+
+    def worktree_unlock(self, path: Path) -> None:
+        self.run("worktree", "unlock", "--", str(path))
+
+    def worktree_remove(self, path: Path, *, force: bool, keep_locked: bool = False) -> None:
+        """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``.
+
+        Without ``force`` git's own check refuses a worktree with changes: its
+        internal ``git status`` must list untracked files whatever the user's
+        ``status.showUntrackedFiles`` says (with ``no`` it would remove them).
+        """
+        args = ["worktree", "remove"]
+        if force:
+            # Twice: a locked worktree needs -f -f (callers decide about locks first).
+            args += ["--force"] if keep_locked else ["--force", "--force"]
+        self.run(*args, "--", str(path), config=["status.showUntrackedFiles=all"])
+
+
+def parse_worktree_list(out: str) -> list[WorktreeEntry]:
+    entries: list[WorktreeEntry] = []
+    # Records are separated by an empty field (two NULs in a row).
+    for record in out.split("\0\0"):
+        fields = [f for f in record.split("\0") if f]
+        if not fields:
+            continue
+        info: dict[str, str] = {}
+        for f in fields:
+            key, _, value = f.partition(" ")
+            info[key] = value
+        if "worktree" not in info:
+            continue
+        branch = info.get("branch")
+        head = info.get("HEAD")
+        entries.append(
+            WorktreeEntry(
+                path=Path(info["worktree"]),
+                head=head if head and not gitfiles.is_null_id(head) else None,  # None: unborn
+                branch=branch.removeprefix("refs/heads/") if branch else None,
+                bare="bare" in info,
+                locked="locked" in info,
+                lock_reason=info.get("locked", ""),
+                prunable="prunable" in info,
+            )
+        )
+    return entries
