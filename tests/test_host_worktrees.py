@@ -338,7 +338,7 @@ def settings_file() -> Path:
 
 
 def test_install_hooks_merges_into_the_user_settings_and_uninstall_takes_exactly_them_out():
-    from router.host.settings import WORKTREE_HOOKS
+    from router.create.hostsettings import WORKTREE_HOOKS
 
     original = {
         "model": "opus",
@@ -480,7 +480,7 @@ def test_install_hooks_warns_of_another_tools_create_hook_and_uninstall_keeps_it
 
 @pytest.mark.parametrize("event", ["WorktreeCreate", "WorktreeRemove"])
 def test_the_plugin_registers_the_same_hook_commands(event):
-    from router.host.settings import WORKTREE_HOOKS
+    from router.create.hostsettings import WORKTREE_HOOKS
 
     hooks = json.loads((Path(__file__).parent.parent / "hooks" / "hooks.json").read_text())
     (group,) = hooks["hooks"][event]
@@ -488,7 +488,7 @@ def test_the_plugin_registers_the_same_hook_commands(event):
 
 
 def run_registered(event: str, path_dirs: list[Path], cwd: Path, stdin: str):
-    from router.host.settings import WORKTREE_HOOKS
+    from router.create.hostsettings import WORKTREE_HOOKS
 
     env = {**os.environ, "PATH": os.pathsep.join(str(p) for p in path_dirs)}
     return subprocess.run(
@@ -533,7 +533,7 @@ def test_the_registered_remove_command_passes_on_the_exit_that_says_kept(home_re
 
 
 def test_install_hooks_brings_an_earlier_versions_remove_command_up_to_date():
-    from router.host.settings import WORKTREE_HOOKS
+    from router.create.hostsettings import WORKTREE_HOOKS
 
     old = "command -v team-router >/dev/null 2>&1 && team-router hook worktree-remove || true"
     write(

@@ -132,7 +132,7 @@ def init_cmd(
 
 
 def _init_text(result) -> str:
-    from router.host.permission import PERMISSION_RULE
+    from router.create.permission import PERMISSION_RULE
 
     lines = [f"Prepared {result.repo}:"]
     lines += [f"  {item}" for item in result.actions]
@@ -178,7 +178,7 @@ def install_hooks_cmd(
     (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json), leaving every other key.
     Needed only with a client older than 2.1.332 (the plugin's own hooks serve newer ones);
     with both, the plugin's stand aside, so each worktree is handled once."""
-    from router.host.settings import install_hooks
+    from router.create.hostsettings import install_hooks
 
     emit(
         "install-hooks",

@@ -269,8 +269,8 @@ def hook_worktree_create_cmd(ctx: typer.Context, wait: WaitOption = CLI_DEFAULT_
     import os
     import sys
 
+    from router.create.hostsettings import answered_by_settings
     from router.host.sessionstart import read_payload
-    from router.host.settings import answered_by_settings
     from router.host.worktrees import worktree_create
 
     settings = answered_by_settings("WorktreeCreate", dict(os.environ))
@@ -300,9 +300,9 @@ def hook_worktree_remove_cmd(wait: WaitOption = CLI_DEFAULT_WAIT) -> None:
     import os
     import sys
 
+    from router.create.hostsettings import answered_by_settings
     from router.errors import RouterError, ToolFailed
     from router.host.sessionstart import read_payload
-    from router.host.settings import answered_by_settings
     from router.host.worktrees import worktree_remove
 
     def echo(message: str) -> None:

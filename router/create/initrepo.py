@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from router.create import permission
+from router.create.permission import LOCAL_SETTINGS, PERMISSION_RULE
 from router.errors import Refusal, io_operation
-from router.host import permission
-from router.host.permission import LOCAL_SETTINGS, PERMISSION_RULE
 from router.plandir.templates import render, share_dir
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from router.create import permission
 from router.create.pipeline import (
     CreateReport,
     Job,
@@ -18,7 +19,6 @@ from router.create.pipeline import (
 )
 from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
-from router.host import permission
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.discovery import (

@@ -1,3 +1,3 @@
-"""The host's side (Claude Code): the session-start recovery hook, the WorktreeCreate and
-WorktreeRemove hooks, and the settings files they are registered in.
+"""The host's side (Claude Code): the session-start recovery hook and the WorktreeCreate and
+WorktreeRemove hooks, which create and remove through create/ and teardown/.
 """

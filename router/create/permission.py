@@ -15,8 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from router.errors import Refusal, RouterError
-from router.host.settings import (
+from router.create.hostsettings import (
     edited_settings,
     load_settings,
     refuse_if_tracked,
@@ -24,6 +23,7 @@ from router.host.settings import (
     user_settings_path,
     write_settings,
 )
+from router.errors import Refusal, RouterError
 from router.topic.workspace import Repo, ensure_excludes
 
 # The rule that lets the agent run every team-router command without a prompt (the
