@@ -8,6 +8,13 @@ signal is only noted, the step under way stops at its next git call (the git
 layer calls :func:`check` before each one), no step starts after it, and the
 command reports what it did and what is left. A second signal stops it at once.
 
+Never inside Python's own threading code, though: a signal raised while the
+main thread starts or waits for worker threads (:mod:`router.parallel`) leaves
+their locks half-released (a traceback, or a worker taken for finished while
+it still runs). There, under :func:`held`, the handler only notes the signal
+and asks the workers to start no further item (:func:`stopping`); the command
+stops once the items under way are done, when the wait ends.
+
 The signals reach the whole process group, git included. A git they killed
 stops the command the same way (:func:`check_child`): its answer was cut
 short, and a cut-short answer is never "nothing there".
@@ -37,6 +44,8 @@ NOT_DONE = "not done: interrupted"
 
 _received = 0  # the first of SIGNALS this command received (0: none)
 _deferring = False  # inside deferred(): a signal is noted, not raised
+_holding = False  # inside held(): the main thread is in threading's code, never raised in
+_at_once = 0  # the signal that asked to stop at once while holding (0: none)
 
 
 class Stopped(BaseException):
@@ -127,12 +136,11 @@ def handled() -> Iterator[None]:
     import signal
     import threading
 
-    global _received
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {s: signal.getsignal(s) for s in SIGNALS}
-    _received = 0
+    _clear()
     for signum, handler in previous.items():
         if handler is not signal.SIG_IGN:
             signal.signal(signum, _on_signal)
@@ -142,7 +150,12 @@ def handled() -> Iterator[None]:
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
-        _received = 0
+        _clear()
+
+
+def _clear() -> None:
+    global _received, _at_once
+    _received = _at_once = 0
 
 
 @contextlib.contextmanager
@@ -157,10 +170,49 @@ def deferred() -> Iterator[None]:
         _deferring = before
 
 
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Inside, a signal never raises: the main thread is starting or waiting for threads.
+
+    A signal that would stop the command at once is noted and :func:`stopping`
+    turns true; :class:`Stopped` is raised on the way out, once the threads
+    are done and the code is ours again. One that is only noted (the first in
+    :func:`deferred`) stays so. In another thread nothing changes: handlers
+    run in the main thread alone.
+    """
+    import threading
+
+    global _holding, _at_once
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = _holding
+    _holding = True
+    try:
+        yield
+    finally:
+        _holding = before
+    if _at_once:
+        # Raised once, as the handler would have: a command that reports what a
+        # stopped unit did (unless_stopped) goes on reporting, its later waits too.
+        signum, _at_once = _at_once, 0
+        raise Stopped(signum)
+
+
+def stopping() -> bool:
+    """A signal asked the command to stop at once: no further unit of work may start."""
+    return bool(_at_once)
+
+
 def _on_signal(signum: int, _frame: object) -> None:
+    global _at_once
     first = not _received
     _note(signum)
     if not (first and _deferring):
+        if _holding:
+            # Raised here it would land in threading's code: noted, raised by held().
+            _at_once = signum
+            return
         raise Stopped(signum)
     again = "Ctrl-C again" if signum == SIGINT else "send it again"
     # A closed terminal (SIGHUP) cannot be written to, and the main thread may be

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from router import interrupt
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     # Annotations only (they are strings at run time): importing typing costs ~3 ms.
@@ -37,15 +39,22 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
 
 
 def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Raised]:
-    """Each item's result, or what it raised (as ``_Raised``), in order; all of them run."""
+    """Each item's result, or what it raised (as ``_Raised``), in order; all of them run.
+
+    A signal that stops the command at once (router.interrupt) starts no
+    further item: those under way finish (their gits got the signal too), so
+    nothing is left half-written, and then :class:`~router.interrupt.Stopped`
+    is raised. It is never raised while the threads are started or waited for:
+    inside threading's own code it would leave their locks half-released.
+    """
     items = list(items)
     outcomes: list[R | _Raised] = [_Raised(_NOT_RUN)] * len(items)
     pending = iter(range(len(items)))
     taking = threading.Lock()
-    interrupted = threading.Event()
+    interrupted = threading.Event()  # a KeyboardInterrupt of a handler not ours
 
     def work() -> None:
-        while not interrupted.is_set():
+        while not (interrupted.is_set() or interrupt.stopping()):
             with taking:
                 n = next(pending, None)
             if n is None:
@@ -58,20 +67,25 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
     if len(items) <= 1:
         work()
         return outcomes
-    threads = [threading.Thread(target=work) for _ in range(min(MAX_PARALLEL, len(items)))]
+    with interrupt.held():  # raises Stopped at its end, once the threads are done
+        _run_threads(work, min(MAX_PARALLEL, len(items)), interrupted)
+    return outcomes
+
+
+def _run_threads(work: Callable[[], None], count: int, interrupted: threading.Event) -> None:
+    """``count`` threads running ``work``, each waited for."""
+    threads = [threading.Thread(target=work) for _ in range(count)]
     started: list[threading.Thread] = []
     try:
-        # Started inside the try: a Ctrl-C while the threads are being started
-        # (the first items already under way) must stop the rest as well.
         for thread in threads:
             started.append(thread)
             thread.start()
         for thread in threads:
             _join(thread)
     except BaseException:
-        # Ctrl-C: no item starts any more; those under way finish (their gits
-        # got the signal too) before the interrupt goes on, so nothing is left
-        # half-written.
+        # Raised by a signal handler that is not router.interrupt's (Python's
+        # own Ctrl-C, where no command set ours): the same rule, as far as the
+        # threads still allow it.
         interrupted.set()
         for thread in started:
             try:
@@ -79,7 +93,6 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
             except RuntimeError:  # one whose start() the Ctrl-C cut short
                 continue
         raise
-    return outcomes
 
 
 JOIN_POLL = 0.1  # seconds: how late a signal's handler may run while the threads work

@@ -89,3 +89,55 @@ def test_ctrl_c_starts_no_more_items_and_waits_for_those_under_way(tmp_path):
     started = [line for line in lines if not line.startswith("done")]
     assert len(started) == MAX_PARALLEL  # the first eight, and no more
     assert len(lines) == 2 * MAX_PARALLEL  # each of them finished
+
+
+def _map_signalled(tmp_path, *, deferred: bool) -> tuple[int, list[str], str]:
+    """A process mapping 20 items under router.interrupt's handlers, SIGTERMed by its
+    eighth item; its exit code, the items' log and its stderr."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "started"
+    within = "interrupt.deferred()" if deferred else "contextlib.nullcontext()"
+    code = (
+        "import contextlib, os, signal, threading, time\n"
+        "from router import interrupt\n"
+        "from router.parallel import parallel_map\n"
+        f"log = open({str(log)!r}, 'a', buffering=1)\n"
+        "def item(n):\n"
+        "    log.write(f'{n}\\n')\n"
+        "    if n == 7:  # every thread has one under way, and the main thread waits\n"
+        "        time.sleep(0.1)\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(1.0 if n == 0 else 0.4)  # the main thread waits for the first\n"
+        "    log.write(f'done {n}\\n')\n"
+        "with interrupt.handled():\n"
+        "    try:\n"
+        f"        with {within}:\n"
+        "            parallel_map(item, range(20))\n"
+        "    except interrupt.Stopped as exc:\n"
+        "        log.write(f'stopped {exc.signum}, threads {threading.active_count()}\\n')\n"
+        "        raise SystemExit(128 + exc.signum)\n"
+        "    log.write(f'received {interrupt.received()}\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return proc.returncode, log.read_text().splitlines(), proc.stderr
+
+
+def test_a_signal_stops_the_map_only_once_the_items_under_way_finish_never_inside_a_wait(tmp_path):
+    code, lines, err = _map_signalled(tmp_path, deferred=False)
+    assert code == 143, err
+    assert err == ""  # no traceback: the signal never raised inside threading's code
+    started = [line for line in lines if line.isdigit()]
+    assert len(started) == MAX_PARALLEL  # the first eight, and no more
+    assert len([line for line in lines if line.startswith("done")]) == MAX_PARALLEL
+    assert lines[-1] == "stopped 15, threads 1"  # raised once every worker was done
+
+
+def test_a_deferred_signal_lets_the_map_run_every_item(tmp_path):
+    # Deferred (a command that stops at its next step and reports): the items
+    # decide, each at its own git call; the map itself neither stops nor raises.
+    code, lines, err = _map_signalled(tmp_path, deferred=True)
+    assert code == 0, err
+    assert len([line for line in lines if line.startswith("done")]) == 20
+    assert lines[-1] == "received 15"

@@ -19,8 +19,19 @@ import pytest
 from helpers.fakegh import hide_gh, make_github_repo
 from helpers.faults import finish, git_signaller, git_wrapper, run, spawn
 from helpers.origin import merge_on_origin
-from helpers.repos import branches, commit, git, run_cli, worktree_paths, write
-from helpers.topics import multi_topic, new_topic, steps_of, teardown
+from helpers.repos import (
+    branches,
+    commit,
+    git,
+    lock_reason,
+    make_repo,
+    own_lock,
+    run_cli,
+    status,
+    worktree_paths,
+    write,
+)
+from helpers.topics import multi_topic, new_topic, steps_of, teardown, write_repos_md
 
 from router.teardown.snapshot import snapshot_ref
 
@@ -422,3 +433,47 @@ def test_a_closed_terminal_stops_teardown_with_129_kills_the_line_and_the_rerun_
     again = run_cli("teardown", topic.id, "--json", cwd=home_repo)
     assert again.code == 0, again.out + again.err
     assert finished.read_text() == "ran\n"
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["sigint", "sigterm", "sighup"]
+)
+def test_a_signal_while_repos_are_made_in_parallel_waits_for_those_under_way_and_exits_128_plus_n(
+    workspace, tmp_path, signum
+):
+    # The main thread is waiting for the workers (lib's `git worktree add`, slow
+    # and deaf to the signal, as a git that finished its work before the signal
+    # reached it) when api's git signals the whole group. The signal must never
+    # raise inside that wait: the command stops once lib's item is done, with
+    # one line and no traceback, and the rerun makes every worktree.
+    topic = new_topic(make_repo(workspace, "web"))
+    notes = write(topic.worktrees["home"] / "notes.txt", "mine\n")
+    lib, api = make_repo(workspace, "lib"), make_repo(workspace, "api")
+    write_repos_md(topic, {"lib": lib, "api": api})
+    lib_started, lib_done = tmp_path / "lib-add-started", tmp_path / "lib-add-done"
+    name = signal.Signals(signum).name.removeprefix("SIG")
+    body = (
+        'case " $* " in *"/lib/"*)\n'
+        f"  trap '' INT TERM HUP; touch '{lib_started}'; sleep 1\n"
+        f'  "$REAL_GIT" "$@"; rc=$?; touch \'{lib_done}\'; exit $rc ;;\nesac\n'
+        f"while [ ! -e '{lib_started}' ]; do sleep 0.02; done\n"
+        f'"$REAL_GIT" "$@"; rc=$?\nkill -{name} 0\nexit $rc'
+    )
+    env = git_wrapper(tmp_path / "bin", "worktree add", body)
+    args = ("worktrees", str(topic.plan_dir), "--json")
+    done = run(*args, cwd=topic.home, env=env, new_group=True)
+    assert done.code == 128 + signum, done.out + done.err
+    assert "Traceback" not in done.err and len(done.err.splitlines()) <= 1, done.err
+    assert done.json["ok"] is False and done.json["error"]["code"] == "interrupted"
+    assert lib_done.exists()  # lib's item under way finished before the command ended
+
+    again = run(*args, cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    made = {r["name"]: r for r in again.json["repos"]}
+    for repo_name, primary in (("lib", lib), ("api", api)):
+        wt = primary / ".claude/worktrees" / topic.id
+        assert made[repo_name]["worktree"] == str(wt), made[repo_name]
+        assert status(wt) == "" and worktree_paths(primary) == [str(primary), str(wt)]
+        assert git(wt, "rev-parse", "--abbrev-ref", "HEAD") == topic.id
+        assert lock_reason(primary, wt) == own_lock(topic.id)
+    assert notes.read_text() == "mine\n"
