@@ -255,12 +255,9 @@ def test_errors_codes_is_the_one_list_of_what_the_cli_reports() -> None:
     assert CODES - set(found) == set(), "CODES lists codes nothing reports"
 
 
-# -- the README's Troubleshooting table ------------------------------------------------
+# -- the error table of docs/json-and-errors.md ---------------------------------------
 
-README = ROOT / "README.md"
-# Codes the README names outside the table: a secondary's containment `reason`, listed
-# in the `worktrees` section.
-NAMED_ELSEWHERE = frozenset({"containment", "missing", "duplicate"})
+ERRORS_PAGE = ROOT / "docs" / "json-and-errors.md"
 # How each raising call ends the command: BadInput is exit 2; a creation step's failure
 # (`_Failed`, `_fallback`) or a containment refusal is a repo's `reason`, the command
 # still exiting 0; everything else (refusals, failed or refused steps) is exit 1.
@@ -271,9 +268,9 @@ _EXIT_OF_CODE = {"usage": {"2"}, "interrupted": {"130", "143", "129"}}
 
 
 def _troubleshooting_rows() -> dict[str, str]:
-    """Each code of the README's Troubleshooting table and its exit column."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
+    """Each code of the docs' error table and its exit column."""
+    text = ERRORS_PAGE.read_text(encoding="utf-8")
+    section = text.split("\n## Error codes\n", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, str] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -302,10 +299,8 @@ def _exit_of(call: str) -> str:
 
 def test_the_troubleshooting_table_lists_exactly_the_codes_the_cli_reports() -> None:
     listed = set(_troubleshooting_rows())
-    assert listed - CODES == set(), "the README names codes nothing reports"
-    assert CODES - NAMED_ELSEWHERE - listed == set(), "add these codes to the README's table"
-    readme = README.read_text(encoding="utf-8")
-    assert all(f"`{code}`" in readme for code in NAMED_ELSEWHERE)
+    assert listed - CODES == set(), "the error table names codes nothing reports"
+    assert CODES - listed == set(), "add these codes to the error table"
 
 
 def test_the_troubleshooting_table_gives_each_code_its_exit_code() -> None:
@@ -316,7 +311,7 @@ def test_the_troubleshooting_table_gives_each_code_its_exit_code() -> None:
         raised = exits[code] - {"0"} or exits[code]
         if set(re.findall(r"\d+", column)) != raised:
             wrong[code] = (column, sorted(raised))
-    assert not wrong, "README exit column vs the code: {code: (README, code)}"
+    assert not wrong, "error table's exit column vs the code: {code: (docs, code)}"
 
 
 def test_the_table_checks_catch_a_missing_code_and_a_wrong_exit(monkeypatch) -> None:

@@ -43,7 +43,7 @@ def test_help_names_every_argument_and_option_value():
         ("record", "review"): ["PASS or FAIL"],
         ("record", "pr"): ["http(s) URL"],
         ("hook", "session-start"): ["Always exits", "0."],
-        # README: `restore BRANCH` also takes a branch `pr-cleanup --abandon` snapshotted
+        # docs/teardown.md: `restore BRANCH` also takes a branch `pr-cleanup --abandon` snapshotted
         ("restore",): ["--abandon"],
     }
     for args, expected in cases.items():
@@ -362,17 +362,17 @@ def test_an_empty_path_is_a_usage_error_never_the_current_directory(
     assert sorted(p.name for p in topic.plan_dir.iterdir()) == plans
 
 
-# -- the README's JSON contract table holds to what each command prints ------------
+# -- the docs' JSON table holds to what each command prints ------------------------
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ERRORS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "json-and-errors.md"
 ENVELOPE = {"ok", "command", "warnings", "error"}
 _KEY = re.compile(r"[a-z_]+")
 
 
 def _contract() -> dict[str, set[str]]:
-    """Per command of the README's JSON contract table, the top-level keys it names."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## JSON contract\n", 1)[1].split("\n## ", 1)[0]
+    """Per command of the docs' JSON envelope table, the top-level keys it names."""
+    text = ERRORS_PAGE.read_text(encoding="utf-8")
+    section = text.split("\n## The JSON envelope\n", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, set[str]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -428,7 +428,7 @@ def _printed_keys(topic, other_topic) -> dict[str, set[str]]:
     return printed
 
 
-def test_the_readme_json_contract_names_every_key_each_command_prints(topic) -> None:
+def test_the_json_table_of_the_docs_names_every_key_each_command_prints(topic) -> None:
     other = new_topic(topic.repos["home"], "other work")
     commit(other.worktrees["home"], "other.txt", "built\n", "other work")  # record pr needs it
     contract, printed = _contract(), _printed_keys(topic, other.id)

@@ -109,9 +109,9 @@ def _comparable(text: str) -> list[str]:
     return text.rstrip("\n").splitlines()
 
 
-def test_the_readme_shows_what_the_demo_prints(newcomer: Path) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    shown = readme.split("```text\n$ team-router demo\n", 1)[1].split("\n```", 1)[0]
+def test_the_demo_page_shows_what_the_demo_prints(newcomer: Path) -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "demo.md").read_text(encoding="utf-8")
+    shown = page.split("```text\n$ team-router demo\n", 1)[1].split("\n```", 1)[0]
     result = run_cli("demo")
     assert result.code == 0, result.out + result.err
     assert _comparable(result.out) == _comparable(shown)

@@ -1,4 +1,4 @@
-"""Skills: frontmatter rules, and every `team-router` line they (and the README) show runs as written."""
+"""Skills: frontmatter rules, and every `team-router` line they (and the user docs) show runs as written."""
 
 from __future__ import annotations
 
@@ -89,8 +89,13 @@ def _fenced_command_lines(path: Path) -> list[Shown]:
     return found
 
 
+def _user_docs() -> list[Path]:
+    """The user's manual: the README and the pages of docs/ (docs/plans/ is a format, not a page)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def _documents() -> list[Path]:
-    return [*sorted(SKILLS.glob("*/SKILL.md")), ROOT / "README.md"]
+    return [*sorted(SKILLS.glob("*/SKILL.md")), *_user_docs()]
 
 
 def _all_shown() -> list[Shown]:
@@ -208,7 +213,9 @@ def test_every_shown_team_router_line_is_a_real_command() -> None:
     root = _app()
     problems = []
     for shown in _all_shown():
-        problem = _check(_tokens(shown.text), root)
+        # A synopsis (`team-router teardown TARGET [--force]`) is read as one command line.
+        words = _synopsis_words(shown.text) if " [" in shown.text else _tokens(shown.text)
+        problem = _check(words, root)
         if problem:
             problems.append(f"{shown.source}:{shown.line}: `{shown.text}`: {problem}")
     assert not problems, "\n".join(problems)
@@ -291,10 +298,12 @@ def test_the_worktree_brief_carries_the_request_new_kept(home_repo: Path) -> Non
     assert f"> {request}" in res.json["brief"]
 
 
-# -- the README's prose: inline commands, and the tests and files it cites ---------
+# -- the docs' prose: inline commands, and the tests and files they cite -------------
 
 README = ROOT / "README.md"
-# The Usage section shows these as wrong (an option on the wrong side of the command).
+# Where the tests each guarantee of docs/safety.md rests on are named.
+TESTS_README = ROOT / "tests" / "README.md"
+# The json-and-errors page shows these as wrong (an option on the wrong side of the command).
 SHOWN_WRONG = frozenset({"team-router --json status", "team-router status -C ../web"})
 CITED_PATH_RE = re.compile(
     r"`((?:tests|bench|router|templates|skills|hooks|agents|\.ci)/[^`<>*\s]*)`"
@@ -302,12 +311,16 @@ CITED_PATH_RE = re.compile(
 
 
 def _inline_commands() -> list[Shown]:
-    """Every `team-router ...` in the README's running text (a line break inside counts as a space)."""
-    text = README.read_text(encoding="utf-8")
-    return [
-        Shown("README.md", text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split()))
-        for m in re.finditer(r"`(team-router(?:\s[^`]*)?)`", text)
-    ]
+    """Every `team-router ...` in the docs' running text (a line break inside counts as a space)."""
+    shown = []
+    for doc in _user_docs():
+        text = doc.read_text(encoding="utf-8")
+        name = str(doc.relative_to(ROOT))
+        shown += [
+            Shown(name, text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split()))
+            for m in re.finditer(r"`(team-router(?:\s[^`]*)?)`", text)
+        ]
+    return shown
 
 
 def _synopsis_words(text: str) -> list[str]:
@@ -323,7 +336,7 @@ def _about_arguments(problem: str) -> bool:
     return any(word in problem for word in (" needs ", " takes ", "'PLACEHOLDER'"))
 
 
-def test_every_inline_team_router_command_of_the_readme_has_real_commands_and_options() -> None:
+def test_every_inline_team_router_command_of_the_docs_has_real_commands_and_options() -> None:
     root = _app()
     shown = _inline_commands()
     assert len(shown) > 30
@@ -331,9 +344,9 @@ def test_every_inline_team_router_command_of_the_readme_has_real_commands_and_op
     for s in shown:
         problem = _check(_synopsis_words(s.text), root)
         if s.text in SHOWN_WRONG and problem is None:
-            problems.append(f"README.md:{s.line}: `{s.text}` is shown as wrong but runs")
+            problems.append(f"{s.source}:{s.line}: `{s.text}` is shown as wrong but runs")
         elif s.text not in SHOWN_WRONG and problem and not _about_arguments(problem):
-            problems.append(f"README.md:{s.line}: `{s.text}`: {problem}")
+            problems.append(f"{s.source}:{s.line}: `{s.text}`: {problem}")
     assert not problems, "\n".join(problems)
 
 
@@ -345,16 +358,17 @@ def test_the_inline_check_reads_synopses_and_still_catches_a_wrong_option() -> N
     assert not _about_arguments(_check(_synopsis_words("team-router frobnicate"), root))
 
 
-def test_every_test_and_file_the_readme_cites_exists() -> None:
-    text = README.read_text(encoding="utf-8")
-    cited = set(re.findall(r"`(test_[a-z0-9_]+)`", text))
+def test_every_test_and_file_the_docs_cite_exists() -> None:
+    cited = set(re.findall(r"`(test_[a-z0-9_]+)`", TESTS_README.read_text(encoding="utf-8")))
     assert len(cited) > 50
     defined = {
         name
         for path in (ROOT / "tests").glob("test_*.py")
         for name in re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.M)
     }
-    assert cited - defined == set(), "the README cites tests that do not exist"
+    assert cited - defined == set(), "tests/README.md cites tests that do not exist"
+    docs = [*_user_docs(), TESTS_README, ROOT / "bench" / "README.md", ROOT / "CONTRIBUTING.md"]
+    text = "\n".join(doc.read_text(encoding="utf-8") for doc in docs)
     paths = set(CITED_PATH_RE.findall(text))
     assert len(paths) > 10
     # router/_share is made when the wheel is built (pyproject.toml's force-include).
