@@ -193,6 +193,12 @@ def test_every_relative_link_of_the_docs_resolves() -> None:
     assert sum(len(_LINK.findall(p.read_text(encoding="utf-8"))) for p in user_docs()) > 20
 
 
+def test_the_readme_links_every_page_of_docs() -> None:
+    linked = {t.partition("#")[0] for t in _LINK.findall(README.read_text(encoding="utf-8"))}
+    pages = {f"docs/{p.name}" for p in DOCS.glob("*.md")}
+    assert pages - linked == set()
+
+
 def test_the_link_check_catches_a_missing_file_and_a_missing_heading(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# Title\n\n## Exit codes\n", encoding="utf-8")
     doc = tmp_path / "b.md"
