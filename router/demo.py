@@ -24,8 +24,8 @@ from typing import Any
 
 from router import git as gitmod
 from router.errors import BadInput, Refusal
+from router.names import parse_id
 from router.plandir.templates import render
-from router.topic.ids import parse_id
 
 DESCRIPTION = "Billing page shows the plan"
 DIRTY_FILE = "draft-notes.txt"

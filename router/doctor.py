@@ -30,8 +30,8 @@ from router.git import (
     unique_commits,
 )
 from router.mounts import worktree_unmounted
+from router.names import ID_RE
 from router.topic import holders, state, worktreelock
-from router.topic.ids import ID_RE
 from router.topic.model import repo_places
 from router.topic.workspace import WORKTREES_DIR, Repo, contain_all, open_repo
 
@@ -822,7 +822,7 @@ def _section_lines(parsed) -> dict[str, str]:
 
 def _actual_locations(home: Repo, parsed, topic_id: str) -> dict[str, _Places]:
     """Per repo name: its primary root and its worktrees on the topic's branch, per git."""
-    from router.topic.ids import branch_for
+    from router.names import branch_for
 
     branch = branch_for(topic_id)
     repos: dict[str, Repo] = {"home": home}

@@ -459,7 +459,7 @@ def _home_name_in(text: str) -> str:
 
 
 def test_the_home_repo_has_one_name_in_every_piece() -> None:
-    from router.topic.model import HOME
+    from router.plandir.artifacts import HOME
 
     assert _home_name_in(_prompt("questioner")) == HOME
     assert _home_name_in(_prompt("design-author") + (AGENTS / "questioner.md").read_text()) == HOME

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from router.errors import BadInput
-from router.topic.ids import derive_id, parse_id, portable_name_problem, slugify, with_suffix
+from router.names import derive_id, parse_id, portable_name_problem, slugify, with_suffix
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from helpers.topics import TOPIC_ID, new_topic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from router import names
 from router.phase.infer import infer
 from router.plandir import artifacts, frontmatter
-from router.topic import ids
 
 # (files to write: name -> extra frontmatter), commits?, missing worktrees, expected
 # (resume_at, step, halted). One entry per row of the table, plus the boundaries.
@@ -320,8 +320,8 @@ def test_a_topic_that_disagrees_with_the_id_is_a_warning_naming_the_file(tmp_pat
 
 
 def test_the_light_id_grammar_is_the_one_of_router_ids():
-    assert artifacts.LIGHT_ID_RE.pattern == ids.ID_RE.pattern
-    assert artifacts.topic_of(TOPIC_ID) == ids.parse_id(TOPIC_ID).topic
+    assert artifacts.LIGHT_ID_RE.pattern == names.ID_RE.pattern
+    assert artifacts.topic_of(TOPIC_ID) == names.parse_id(TOPIC_ID).topic
 
 
 _scalars = st.one_of(

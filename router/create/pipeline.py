@@ -15,11 +15,11 @@ from router.create.include import copy_included
 from router.errors import Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
+from router.names import Topic
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state, worktreelock
 from router.topic.discovery import PlanDirSymlink, create_plan_dir
-from router.topic.ids import Topic
 from router.topic.workspace import (
     Repo,
     default_branch,

@@ -19,6 +19,7 @@ from router.create.pipeline import (
 )
 from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
+from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.discovery import (
@@ -30,7 +31,6 @@ from router.topic.discovery import (
     resolve_existing,
 )
 from router.topic.discovery import home_repo as home_of
-from router.topic.ids import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.topic.removal import move_dir
 from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 

@@ -181,7 +181,7 @@ def record_pr(
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         path = plan.path / a.PR
         recorded = _recorded(path)
-        name = _topic_repo_name(repo, plan, repo_name or a.HOME_REPO) if url else None
+        name = _topic_repo_name(repo, plan, repo_name or a.HOME) if url else None
         if recorded is None:  # the run ships now; replacing a finish was judged then
             _refuse_unbuilt(repo, plan)
         if url is not None and name is not None:

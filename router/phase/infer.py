@@ -433,7 +433,7 @@ def phase_report(cwd: Path, target: str | None) -> PhaseReport:
 
 def ticket_of(topic_id: str) -> str | None:
     """The ticket prefix of a ticket-prefixed id (``ENG-12-x`` -> ``ENG-12``); None for a date."""
-    from router.topic.ids import DATE_RE, ID_RE
+    from router.names import DATE_RE, ID_RE
 
     match = ID_RE.fullmatch(topic_id)
     if match is None or DATE_RE.fullmatch(match["prefix"]):

@@ -20,8 +20,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-# The id grammar of router.topic.ids.ID_RE, copied (under its own name) for the
-# hook's light path: importing router.topic.ids costs ~8 ms (datetime, unicodedata).
+# The id grammar of router.names.ID_RE, copied (under its own name) for the
+# hook's light path: importing router.names costs ~8 ms (datetime, unicodedata).
 # tests/test_phases.py::test_the_light_id_grammar_is_the_one_of_router_ids keeps them equal.
 LIGHT_ID_RE = re.compile(
     r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"
@@ -363,7 +363,8 @@ RecordedPr.__doc__ = (
     """One repo's PR as ``pr.md`` records it (``prs:``): the repo's name in the topic."""
 )
 
-HOME_REPO = "home"  # the home repo's name in the topic (router.topic.model.HOME)
+# The home repo's name in a topic: what repos.md calls it, the repo of its record, its PR in pr.md.
+HOME = "home"
 
 
 def recorded_prs(path: str | os.PathLike[str]) -> tuple[RecordedPr, ...]:
@@ -391,7 +392,7 @@ def recorded_prs(path: str | os.PathLike[str]) -> tuple[RecordedPr, ...]:
             if isinstance(item, dict) and item.get("repo") and item.get("url")
         )
     url = data.get("url")
-    return (RecordedPr(HOME_REPO, str(url)),) if url else ()
+    return (RecordedPr(HOME, str(url)),) if url else ()
 
 
 def newest_mtime(plan_dir: str) -> float | None:

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import BadInput
+from router.names import SLUG_RE
 from router.plandir import frontmatter
+from router.plandir.artifacts import HOME
 from router.plandir.mdlines import BOM, is_blank, split_lines
 from router.plandir.outline import Heading, Outline, Text, outline
-from router.topic.ids import SLUG_RE
-from router.topic.model import HOME
 
 REPOS_MD = "repos.md"
 # A list of repos is a few KiB; parsing 50 MB took 90 s and 2 GB while the

@@ -29,6 +29,7 @@ from router import gitfiles, github, interrupt
 from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
+from router.names import ID_RE, Branch, branch_for
 from router.plandir.artifacts import PR as PR_FILE
 from router.plandir.artifacts import read_temp_paths, recorded_prs
 from router.progress import Echo
@@ -88,7 +89,6 @@ from router.teardown.unshipped import (
 )
 from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link, resolve
-from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
 BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")

@@ -21,6 +21,7 @@ from router import git as g
 from router import interrupt
 from router.errors import BadInput, Interrupted, Refusal, describe_io, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.names import ID_RE, Branch, branch_for
 from router.parallel import parallel_map
 from router.progress import Echo, Progress
 from router.teardown.localstate import (
@@ -106,7 +107,6 @@ from router.teardown.unshipped import (
 )
 from router.topic import state, worktreelock
 from router.topic.discovery import home_repo
-from router.topic.ids import ID_RE, Branch, branch_for
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.workspace import (
     DefaultBranch,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from router.errors import BadInput
+from router.names import ID_RE
 from router.topic import state
 from router.topic.discovery import home_repo, resolve
 from router.topic.holders import (
@@ -23,7 +24,6 @@ from router.topic.holders import (
     session_pid,
     valid_session,
 )
-from router.topic.ids import ID_RE
 from router.topic.workspace import open_repo
 
 

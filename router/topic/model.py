@@ -6,8 +6,9 @@ each repo's own record (how its worktree got there, what this tool created).
 Phase inference, ``status``, the session-start hook and teardown all read the
 list from :func:`repo_places`, so they agree on the repos and their order.
 
-No git runs here, and only the standard library is imported at the top: the
-session-start hook reaches this when the phase depends on commits.
+No git runs here, and only the standard library and the artifact module the hook
+loads anyway are imported at the top: the session-start hook reaches this when the
+phase depends on commits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 from dataclasses import dataclass
 from enum import StrEnum
 
+from router.plandir.artifacts import HOME  # the hook has it loaded already
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -23,8 +26,6 @@ if TYPE_CHECKING:
 
     from router.plandir.reposmd import WorktreeLine
     from router.topic.state import TopicRecord
-
-HOME = "home"
 
 
 class Via(StrEnum):

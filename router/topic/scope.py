@@ -12,8 +12,9 @@ from pathlib import Path
 
 from router.errors import BadInput, RouterError
 from router.git import WorktreeEntry
+from router.names import ID_RE, branch_for, parse_id
 from router.parallel import parallel_map
-from router.plandir.artifacts import read_temp_paths
+from router.plandir.artifacts import HOME, read_temp_paths
 from router.plandir.reposmd import (
     REPOS_MD,
     ReposFile,
@@ -23,8 +24,7 @@ from router.plandir.reposmd import (
 )
 from router.topic import state
 from router.topic.discovery import PlanDirSymlink, home_repo, resolve_listed
-from router.topic.ids import ID_RE, branch_for, parse_id
-from router.topic.model import HOME, repo_places
+from router.topic.model import repo_places
 from router.topic.workspace import Containment, Repo, contain_all, open_repo
 
 
