@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from router import gitfiles, interrupt
+from router import git as g
+from router import interrupt
 from router.errors import BadInput, describe_io
 from router.git import (
     DanglingHead,
@@ -383,12 +384,12 @@ def _moved_to(repo: Repo, path: Path, here: Path) -> Path | None:
     ``path``, beside the primary clone), never across the disk: a checkout
     moved elsewhere is not found, and its registration is judged as gone.
     """
-    admin = gitfiles.registration_of(str(repo.common_dir), str(path))
+    admin = g.registration_of(str(repo.common_dir), str(path))
     if admin is None:
         return None
     for candidate in _move_candidates(repo, path, here):
         if candidate.is_dir() and not candidate.is_symlink():
-            named = gitfiles.checkout_git_dir(candidate)
+            named = g.checkout_git_dir(candidate)
             if named is not None and os.path.realpath(named) == os.path.realpath(admin):
                 return candidate
     return None
@@ -396,8 +397,8 @@ def _moved_to(repo: Repo, path: Path, here: Path) -> Path | None:
 
 def _move_candidates(repo: Repo, path: Path, here: Path) -> Iterator[Path]:
     try:
-        found = gitfiles.find_git_dir(os.path.abspath(here))
-    except gitfiles.Unsure:
+        found = g.find_git_dir(os.path.abspath(here))
+    except g.Unsure:
         found = None
     if found is not None:
         yield Path(found[0])
@@ -410,17 +411,17 @@ def _move_candidates(repo: Repo, path: Path, here: Path) -> Iterator[Path]:
 
 def _registered_as(repo: Repo, folder: Path) -> str | None:
     """The registered path of the linked worktree whose ``.git`` ``folder`` holds (None: none)."""
-    named = gitfiles.checkout_git_dir(folder)
-    admins = {os.path.realpath(a) for a in gitfiles.worktree_admin_dirs(str(repo.common_dir))}
+    named = g.checkout_git_dir(folder)
+    admins = {os.path.realpath(a) for a in g.worktree_admin_dirs(str(repo.common_dir))}
     if named is None or os.path.realpath(named) not in admins:
         return None
-    dotgit = gitfiles.read_line(os.path.join(named, "gitdir"))
+    dotgit = g.registration_file(named, "gitdir")
     return os.path.dirname(dotgit) if dotgit else None
 
 
 def _staged_work(repo: Repo, entry: WorktreeEntry) -> str:
     """What a gone worktree's index holds beyond its HEAD ("" when nothing)."""
-    admin = gitfiles.registration_of(str(repo.common_dir), str(entry.path))
+    admin = g.registration_of(str(repo.common_dir), str(entry.path))
     if admin is None:
         return ""
     index = Path(admin) / "index"
@@ -443,7 +444,7 @@ def _staged_work(repo: Repo, entry: WorktreeEntry) -> str:
 
 def _reflog_work(repo: Repo, entry: WorktreeEntry, entries: list[WorktreeEntry]) -> str:
     """What only a gone registration's HEAD reflog keeps ("" when nothing), with the fix."""
-    admin = gitfiles.registration_of(str(repo.common_dir), str(entry.path))
+    admin = g.registration_of(str(repo.common_dir), str(entry.path))
     if admin is None:
         return ""
     log = head_reflog_where(repo.common_dir, admin)
@@ -455,7 +456,7 @@ def _reflog_work(repo: Repo, entry: WorktreeEntry, entries: list[WorktreeEntry])
             f"what its HEAD's reflog {log} alone keeps is unknown ({exc}): {exc.fix}, "
             "then run doctor --repair again"
         )
-    except (gitfiles.Unsure, GitError) as exc:
+    except (g.Unsure, GitError) as exc:
         why = exc.first_line if isinstance(exc, GitError) else str(exc)
         listed = (
             "the second field of each of its lines names one"
@@ -604,10 +605,10 @@ def _delete_branch(repo: Repo, branch: str) -> Fix:
                 f"run `team-router teardown {branch}` or push it"
             )
         common = str(repo.common_dir)
-        busy = gitfiles.busy_with_branch(common, branch)
+        busy = g.busy_with_branch(common, branch)
         if busy is not None:
             raise _NotSafe(f"a rebase or bisect under way in {busy} works on it; kept")
-        checked_out = gitfiles.checked_out_branches(common)
+        checked_out = g.checked_out_branches(common)
         if checked_out is None:
             # Unsure who has it: `git branch -D` decides, refusing a checked-out branch.
             repo.git.branch_delete(branch)

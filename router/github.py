@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from router import gitfiles, interrupt
+from router import git as g
+from router import interrupt
 
 GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
 PR_FIELDS = (
@@ -51,7 +52,7 @@ PR_URL_RE = re.compile(
     rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/pull/(?P<number>[0-9]{{1,10}})/?",
     re.ASCII,
 )
-_OID_RE = re.compile(gitfiles.ANY_OBJECT_ID)
+_OID_RE = re.compile(g.ANY_OBJECT_ID)
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,10 +185,10 @@ def worktree_unmounted(
     Its registration's index says which device its files were on; with no
     registration left, only a missing parent counts (nothing else is known).
     """
-    from router import gitfiles
+    from router import git as g
 
     if os.path.lexists(path):
         return None
-    admin = gitfiles.registration_of(os.fspath(common_dir), os.fspath(path))
-    lived_on = gitfiles.index_device(os.path.join(admin, "index")) if admin else None
+    admin = g.registration_of(os.fspath(common_dir), os.fspath(path))
+    lived_on = g.index_device(os.path.join(admin, "index")) if admin else None
     return unmounted_at(path, lived_on=lived_on, guess=admin is not None)

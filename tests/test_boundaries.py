@@ -233,3 +233,14 @@ def test_the_git_package_names_each_export_once_and_imports_no_module_of_its_own
     code = "import sys, router.git; print(sorted(m for m in sys.modules if m.startswith('router.git')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['router.git']"
+
+
+def test_git_s_files_are_read_only_inside_the_git_package():
+    # Callers ask router.git for a fact; how it is read (files or git) is the package's choice.
+    readers = [
+        str(path.relative_to(ROUTER))
+        for path in _modules()
+        if path.parent != ROUTER / "git" and "router.git.files" in _imports(path)
+    ]
+    assert readers == []
+    assert "router.git.files" in _imports(ROUTER / "git" / "layout.py")  # the check sees one

@@ -10,7 +10,7 @@ from helpers.plans import artifact, touch
 from helpers.repos import git, make_repo, run_cli, write
 from helpers.topics import all_answer, answers, in_place, multi_topic, new_topic, notice
 
-from router import gitfiles
+from router import git as g
 from router.topic import discovery
 from router.topic.workspace import open_repo
 
@@ -115,7 +115,7 @@ def test_the_fast_reader_agrees_with_git(home_repo, workspace):
 def test_the_fast_reader_hands_an_unusual_layout_to_git(workspace):
     repo = make_repo(workspace, "sep", origin=False)
     git(repo, "config", "core.worktree", str(repo))
-    with pytest.raises(gitfiles.Unsure):
+    with pytest.raises(g.Unsure):
         discovery.locate_fast(str(repo))
 
 

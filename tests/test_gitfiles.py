@@ -1,4 +1,4 @@
-"""router.gitfiles: git's files read without git, and "unsure" wherever the layout is not plain."""
+"""router.git.files: git's files read without git, and "unsure" wherever the layout is not plain."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from helpers.repos import commit, git, make_repo
 
 from router import git as g
-from router import gitfiles
 from router.git import Git
+from router.git import files as gitfiles
 
 
 def test_the_branches_checked_out_are_the_primarys_and_each_worktrees(tmp_path):

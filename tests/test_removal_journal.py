@@ -564,13 +564,13 @@ def test_mount_tables_are_read_with_the_kernels_escapes(tmp_path):
 
 
 def test_the_index_names_the_device_a_checkout_was_on(home_repo, tmp_path):
-    from router import gitfiles
+    from router import git as g
 
     index = home_repo / ".git" / "index"
-    assert gitfiles.index_device(str(index)) == os.stat(home_repo / "README.md").st_dev & 0xFFFFFFFF
-    assert gitfiles.index_device(str(tmp_path / "no-index")) is None
+    assert g.index_device(str(index)) == os.stat(home_repo / "README.md").st_dev & 0xFFFFFFFF
+    assert g.index_device(str(tmp_path / "no-index")) is None
     git(home_repo, "read-tree", "--empty")
-    assert gitfiles.index_device(str(index)) is None  # no file in it: nothing recorded
+    assert g.index_device(str(index)) is None  # no file in it: nothing recorded
 
 
 def test_a_file_written_after_a_forced_removals_snapshot_then_killed_is_kept(home_repo, tmp_path):

@@ -10,7 +10,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles
 from router.create.include import copy_included
 from router.errors import Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
@@ -334,9 +333,7 @@ class _Pipeline:
         if here is None or not here.is_linked_worktree or here.common_dir != self.repo.common_dir:
             return None
         # Its HEAD file names the branch (git's own answer only when it does not).
-        current = (
-            gitfiles.head_branch(str(here.git_dir / "HEAD")) or Git(here.toplevel).current_branch()
-        )
+        current = Git(here.toplevel).checked_out_branch(here.git_dir)
         ours = Path(here.toplevel) == Path(os.path.realpath(self.path))
         if ours and current == self.branch:
             return None  # it *is* this topic's worktree, on its branch: reported as existing
@@ -539,7 +536,7 @@ class _Pipeline:
 
     def _registration(self) -> Path:
         """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
-        pointer = gitfiles.read_line(str(self.path / ".git")).removeprefix("gitdir: ")
+        pointer = g.gitdir_pointer(self.path)
         if pointer:
             return Path(os.path.realpath(pointer))
         return self.repo.common_dir / "worktrees" / self.path.name
@@ -558,11 +555,11 @@ class _Pipeline:
         admin = self.repo.common_dir / "worktrees" / self.path.name
         # git writes our lock reason where it would write "initializing" (--lock --reason).
         adding = {g.ADD_IN_PROGRESS, worktreelock.reason_for(self.job.topic.id)}
-        if gitfiles.read_line(str(admin / "locked")) not in adding or gitfiles.read_line(
-            str(admin / "commondir")
+        if g.registration_file(admin, "locked") not in adding or g.registration_file(
+            admin, "commondir"
         ):
             return
-        if gitfiles.read_line(str(admin / "gitdir")) not in {"", str(self.path / ".git")}:
+        if g.registration_file(admin, "gitdir") not in {"", str(self.path / ".git")}:
             return
         if self._not_ours(None) is not None:
             return
@@ -1065,10 +1062,7 @@ def _looks_made(job: Job) -> bool:
     worktree with git, and fetches first if it turns out to create one.
     """
     path = job.repo.worktree_path(job.topic.branch)
-    git_dir = gitfiles.checkout_git_dir(path)
-    if git_dir is None:
-        return False
-    return gitfiles.head_branch(str(git_dir / "HEAD")) == job.topic.branch
+    return g.checkout_branch(path) == job.topic.branch
 
 
 def _refused(job: Job, code: str, message: str) -> CreateReport:

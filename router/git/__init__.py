@@ -5,6 +5,9 @@ text, and import what they use from here (``from router.git import Git``).
 The modules behind it:
 
 - ``run``: the one place a git process starts (environment, signals, errors);
+- ``files``: git's files read without git where the layout is the plain one,
+  private: a fact read from them is exported here, and the package decides
+  where a fact is read from (the session-start hook loads nothing else);
 - ``layout``: where am I (a checkout's top level, git dir and common dir);
 - ``refs``, ``reflog``, ``worktrees``, ``status``, ``history``, ``objects``,
   ``config``, ``remote``: one git concept each; ``checkout``: what changes a
@@ -44,6 +47,20 @@ if TYPE_CHECKING:
     from router.git.config import committer_unknown as committer_unknown
     from router.git.config import config_view as config_view
     from router.git.config import is_identity_error as is_identity_error
+    from router.git.files import ANY_OBJECT_ID as ANY_OBJECT_ID
+    from router.git.files import Unsure as Unsure
+    from router.git.files import busy_with_branch as busy_with_branch
+    from router.git.files import checked_out_branches as checked_out_branches
+    from router.git.files import checkout_branch as checkout_branch
+    from router.git.files import checkout_git_dir as checkout_git_dir
+    from router.git.files import find_git_dir as find_git_dir
+    from router.git.files import gitdir_pointer as gitdir_pointer
+    from router.git.files import index_device as index_device
+    from router.git.files import plain_checkouts as plain_checkouts
+    from router.git.files import registration_file as registration_file
+    from router.git.files import registration_of as registration_of
+    from router.git.files import registrations as registrations
+    from router.git.files import worktree_admin_dirs as worktree_admin_dirs
     from router.git.history import CherryEntry as CherryEntry
     from router.git.history import commit_message as commit_message
     from router.git.history import commit_parents as commit_parents
@@ -103,6 +120,20 @@ if TYPE_CHECKING:
 
 # Where each public name lives, for the import on first use (:func:`__getattr__`).
 _HOME = {
+    "ANY_OBJECT_ID": "files",
+    "Unsure": "files",
+    "busy_with_branch": "files",
+    "checked_out_branches": "files",
+    "checkout_branch": "files",
+    "checkout_git_dir": "files",
+    "find_git_dir": "files",
+    "gitdir_pointer": "files",
+    "index_device": "files",
+    "plain_checkouts": "files",
+    "registration_file": "files",
+    "registration_of": "files",
+    "registrations": "files",
+    "worktree_admin_dirs": "files",
     "Git": "client",
     "init_repo": "client",
     "GitError": "run",
@@ -190,8 +221,7 @@ def __getattr__(name: str) -> object:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module 'router.git' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"router.git.{module}"), name)
+    # __import__, not importlib: the session-start hook must not pay for importlib's own imports.
+    value = getattr(__import__(f"router.git.{module}", fromlist=[name]), name)
     globals()[name] = value  # asked once
     return value

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from router import gitfiles
+from router.git import files as gitfiles
 from router.git.run import GitError, Runner
 
 TYPE_CHECKING = False
@@ -95,6 +95,11 @@ class LayoutMethods(Runner):
         if layout is None:
             return self.checkout_state()
         return layout, gitfiles.head_branch(os.path.join(layout.git_dir, "HEAD"))
+
+    def git_dir(self) -> Path:
+        """The git dir of the checkout whose top level is cwd: as its ``.git`` names it, else
+        git's own answer (raises GitError when there is no checkout)."""
+        return gitfiles.checkout_git_dir(self.cwd) or self.layout().git_dir
 
     def files_layout(self) -> RepoLayout | None:
         """The layout of the checkout whose top level is cwd, from its files; None unless plain."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from router import gitfiles
+from router.git import files as gitfiles
 from router.git.run import GitError
 
 TYPE_CHECKING = False

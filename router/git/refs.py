@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from router import gitfiles
+from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 from router.git.run import GitError, verified
 
@@ -23,6 +24,11 @@ class RefMethods(LayoutMethods):
         """Short name of the checked-out branch; None when detached."""
         res = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
         return res.stdout.strip() or None if res.ok else None
+
+    def checked_out_branch(self, git_dir: Path) -> str | None:
+        """The branch of the checkout at cwd, whose git dir is ``git_dir``: as its ``HEAD`` file
+        names it, else git's own answer (a reftable, a detached or unreadable ``HEAD``)."""
+        return gitfiles.head_branch(str(git_dir / "HEAD")) or self.current_branch()
 
     def head(self) -> str | None:
         return self.rev_parse("HEAD")

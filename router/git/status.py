@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 from router.git.run import GitError
 
@@ -31,6 +32,21 @@ class StatusMethods(LayoutMethods):
     """What the checkout at cwd holds beside its HEAD commit."""
 
     __slots__ = ()
+
+    def gitlinks(self, git_dir: Path | None = None) -> list[str]:
+        """Every gitlink (submodule) path in the index, top-level relative, initialised or not.
+
+        With ``git_dir`` (the checkout's own), an index that surely holds none
+        (read from its file) answers without asking git.
+        """
+        if git_dir is not None and not gitfiles.may_hold_gitlinks(str(git_dir)):
+            return []
+        out = self.run("ls-files", "-z", "--stage").stdout
+        return [
+            path
+            for meta, _, path in (entry.partition("\t") for entry in out.split("\0"))
+            if meta.startswith("160000 ")
+        ]
 
     def status(self) -> StatusReport:
         """Tracked changes and untracked files, reported separately.
@@ -194,9 +210,4 @@ def parse_status_v2(out: str) -> PrimaryState:
 
 def gitlink_paths(git: Git) -> list[str]:
     """Every gitlink (submodule) path in the index, top-level relative, initialised or not."""
-    out = git.run("ls-files", "-z", "--stage").stdout
-    return [
-        path
-        for meta, _, path in (entry.partition("\t") for entry in out.split("\0"))
-        if meta.startswith("160000 ")
-    ]
+    return git.gitlinks()

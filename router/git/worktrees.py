@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from router import gitfiles
+from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 
 

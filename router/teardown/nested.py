@@ -22,7 +22,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles
 from router.git import Git, GitError, StatusReport
 
 
@@ -60,12 +59,12 @@ def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
     not be ruled out.
     """
     # The worktree's own .git names its git dir; git is asked only when it does not.
-    git_dir = gitfiles.checkout_git_dir(worktree) or Git(worktree).layout().git_dir
+    git_dir = Git(worktree).git_dir()
     doomed = (Path(os.path.realpath(worktree)), Path(os.path.realpath(git_dir)))
     found, bare = repositories_below(worktree)
     # Every gitlink, .gitmodules or not: `git add` of a nested repository makes
     # one that no .gitmodules names, and its directory hides files all the same.
-    gitlinks = g.gitlink_paths(Git(worktree)) if gitfiles.may_hold_gitlinks(str(git_dir)) else []
+    gitlinks = Git(worktree).gitlinks(git_dir)
     submodules = set(found) & set(gitlinks)
     repos = _judged(worktree, doomed, found, untracked_bare(worktree, found, bare), submodules)
     seen = {r.git_dir for r in repos if r.git_dir is not None}
@@ -110,7 +109,7 @@ def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, .
     Deleting the directory by hand leaves ``<common>/worktrees/<name>/modules/``
     behind, commits and all; unregistering the worktree deletes it.
     """
-    admin = gitfiles.registration_of(str(common_dir), str(worktree))
+    admin = g.registration_of(str(common_dir), str(worktree))
     if admin is None:
         return ()
     return _modules_of(Path(admin), set(), (Path(os.path.realpath(admin)),))
@@ -128,11 +127,11 @@ def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
     """
     if not os.path.isdir(worktree):
         return survey_registration(common_dir, worktree)
-    admin = gitfiles.registration_of(str(common_dir), str(worktree))
+    admin = g.registration_of(str(common_dir), str(worktree))
     doomed = [Path(os.path.realpath(worktree))]
     doomed += [Path(os.path.realpath(admin))] if admin is not None else []
     found, bare = repositories_below(worktree)
-    if gitfiles.checkout_git_dir(worktree) is not None:
+    if g.checkout_git_dir(worktree) is not None:
         # Else its index is not at hand: every bare repository is judged, none known tracked.
         bare = untracked_bare(worktree, found, bare)
     submodules = {rel for rel in found if _kept_by(worktree / rel, admin)} if admin else set()
@@ -143,7 +142,7 @@ def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
 
 def _kept_by(checkout: Path, admin: str) -> bool:
     """The checkout's git dir is under the registration's ``modules/``: a submodule of the worktree."""
-    git_dir = gitfiles.checkout_git_dir(checkout)
+    git_dir = g.checkout_git_dir(checkout)
     modules = Path(os.path.realpath(admin)) / "modules"
     return git_dir is not None and Path(os.path.realpath(git_dir)).is_relative_to(modules)
 
@@ -365,8 +364,7 @@ def _checkouts_outside(common_dir: Path, doomed: tuple[Path, ...]) -> list[str]:
     repository: git no longer knows them.
     """
     found = []
-    for admin in gitfiles.worktree_admin_dirs(str(common_dir)):
-        dotgit = gitfiles.read_line(os.path.join(admin, "gitdir"))
+    for _admin, dotgit in g.registrations(str(common_dir)):
         if not dotgit or not os.path.lexists(dotgit):
             continue  # a registration whose checkout is gone holds no files
         real = Path(os.path.realpath(dotgit))

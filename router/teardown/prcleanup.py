@@ -25,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles, github, interrupt
+from router import github, interrupt
 from router.errors import BadInput, Refusal, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
@@ -441,7 +441,7 @@ def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[Worktr
             f"{branch} is checked out in the primary clone {repo.primary}; switch it to the default "
             "branch first (the primary clone is never removed)",
         )
-    busy = gitfiles.busy_with_branch(str(repo.common_dir), branch)
+    busy = g.busy_with_branch(str(repo.common_dir), branch)
     if busy is not None:
         # git lists it detached: without this, the removal would call it gone.
         raise Refusal(

@@ -31,7 +31,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles
 from router.errors import Refusal, describe_io
 from router.git import Git, GitError
 from router.teardown.nested import Departed
@@ -438,7 +437,7 @@ RESTORING_FILE = "team-router-restoring"
 
 def _restoring_file(repo: Repo, path: Path) -> Path:
     """Where the restore-under-way note of the worktree at ``path`` lives (its git dir)."""
-    admin = gitfiles.registration_of(str(repo.common_dir), str(path))
+    admin = g.registration_of(str(repo.common_dir), str(path))
     return Path(admin if admin is not None else g.absolute_git_dir(Git(path))) / RESTORING_FILE
 
 
@@ -518,10 +517,9 @@ def _read_note(file: Path) -> dict[str, object] | None:
 def restores_under_way(repo: Repo) -> list[tuple[Path, str]]:
     """(worktree, branch restored) of each restore a kill interrupted, from the notes left."""
     found = []
-    for admin in gitfiles.worktree_admin_dirs(str(repo.common_dir)):
+    for admin, dotgit in g.registrations(str(repo.common_dir)):
         note = _read_note(Path(admin) / RESTORING_FILE)
         of = note.get("of") if note is not None else None
-        dotgit = gitfiles.read_line(os.path.join(admin, "gitdir"))
         if isinstance(of, str) and dotgit:
             found.append((Path(os.path.dirname(dotgit)), of))
     return found

@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router import gitfiles, interrupt
+from router import interrupt
 from router.errors import describe_io, error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
@@ -1485,7 +1485,7 @@ def reflog_blocker(
     still in the branch's own reflog: that does not count. No snapshot keeps a
     reflog, so ``--force`` does not override it; the fixes name the commits.
     """
-    admin = gitfiles.registration_of(str(repo.common_dir), str(path))
+    admin = g.registration_of(str(repo.common_dir), str(path))
     if admin is None:
         return None
     log = g.head_reflog_where(repo.common_dir, admin)
@@ -1494,7 +1494,7 @@ def reflog_blocker(
     heads = [e.head for e in entries if e.head]
     try:
         only = g.head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
-    except (gitfiles.Unsure, GitError, g.DanglingHead) as exc:
+    except (g.Unsure, GitError, g.DanglingHead) as exc:
         why = exc.first_line if isinstance(exc, GitError) else str(exc)
         fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
         return refused(
@@ -1636,7 +1636,7 @@ def _delete_judged(
     tip, found = known
     if not found.integrated:
         return None
-    checked_out = gitfiles.checked_out_branches(str(repo.common_dir))
+    checked_out = g.checked_out_branches(str(repo.common_dir))
     if checked_out is None or branch in checked_out:
         return None  # git branch -D decides, and refuses a checked-out branch
     if not repo.git.branch_delete_at(branch, tip):

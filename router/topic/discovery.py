@@ -30,7 +30,7 @@ import errno
 import os
 from collections import namedtuple
 
-from router import gitfiles
+from router import git as g
 from router.errors import Refusal
 from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
 
@@ -468,7 +468,7 @@ def place_of(cwd: str) -> Place | None:
     """
     try:
         return locate_fast(cwd)
-    except gitfiles.Unsure:
+    except g.Unsure:
         return _git_place(cwd)
 
 
@@ -691,22 +691,8 @@ def locate_fast(cwd: str) -> Place | None:
     ``gitdir:`` files in worktrees, ``commondir``, ``worktrees/<n>/gitdir``);
     anything else raises :class:`Unsure`.
     """
-    found = gitfiles.find_git_dir(os.path.realpath(cwd))
+    found = g.plain_checkouts(cwd)
     if found is None:
         return None
-    top, git_dir = found
-    common = gitfiles.common_dir(git_dir)
-    primary = os.path.dirname(common)
-    if (
-        os.path.basename(common) != ".git"
-        or os.path.realpath(os.path.join(primary, ".git")) != common
-    ):
-        raise gitfiles.Unsure(f"{common} is not the .git directory of a primary clone")
-    gitfiles.refuse_unusual_config(common)
-    linked = []
-    for admin in gitfiles.worktree_admin_dirs(common):
-        gitfile = gitfiles.read_line(os.path.join(admin, "gitdir"))
-        if gitfile:
-            root = os.path.realpath(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
-            linked.append((root, gitfiles.head_branch(os.path.join(admin, "HEAD"))))
+    top, primary, common, linked = found
     return Place(primary, common, tuple(linked), top)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
-from router import gitfiles
+from router import git as g
 from router.errors import Refusal, io_operation
 from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
@@ -179,7 +179,7 @@ class Picking:
         return cls(data["branch"], data["target"], data["tip"], tuple(commits))  # type: ignore[arg-type]
 
 
-_SHA = re.compile(f"^(?:{gitfiles.ANY_OBJECT_ID})$")
+_SHA = re.compile(f"^(?:{g.ANY_OBJECT_ID})$")
 
 
 class Judged(

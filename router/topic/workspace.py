@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from router import gitfiles
+from router import git as g
 from router.errors import Refusal, io_operation
 from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
 from router.parallel import parallel_map
@@ -81,7 +81,7 @@ def primary_root(layout: RepoLayout) -> Path:
     # tree, so git lists the git dir itself as the main worktree. The checkout
     # whose .git names the common dir is it; where to look comes from this tool.
     found = next(
-        (p for p in _may_be_primary(layout) if gitfiles.checkout_git_dir(p) == layout.common_dir),
+        (p for p in _may_be_primary(layout) if g.checkout_git_dir(p) == layout.common_dir),
         None,
     )
     return found or listed
@@ -215,7 +215,7 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
     """
     # A checkout in the plain layout is probed from its files in a fraction of
     # a millisecond, less than starting a thread: threads only where git is asked.
-    if all(gitfiles.plain_layout(str(p)) is not None for p in paths):
+    if all(Git(p).files_layout() is not None for p in paths):
         probes = [_probe(p, home) for p in paths]
     else:
         probes = parallel_map(lambda p: _probe(p, home), paths)

@@ -1,13 +1,15 @@
 """git's administrative files, read without running git (see gitrepository-layout(5)).
 
-Starting a git process costs 2-5 ms and importing :mod:`router.git` ~45 ms,
-so a few facts are read from the files git keeps: where a checkout's git dir
+Private to :mod:`router.git`: callers ask the package for a fact and the
+package decides whether to read it here or ask git. Starting a git process
+costs 2-5 ms and importing the modules that run git ~45 ms, so a few facts
+are read from the files git keeps: where a checkout's git dir
 is, which branch each checkout has, whether a repository's config moves its
 work tree, what a branch or ``HEAD`` points at, which worktrees git lists.
 Only the plain layout is trusted (a ``.git`` directory in the primary clone,
 ``gitdir:`` files in linked worktrees, ``commondir``, ``worktrees/<n>/gitdir``,
 loose ``HEAD`` files, loose refs and a small ``packed-refs``); anything else
-is :class:`Unsure` or ``None``, and the caller asks git instead.
+is :class:`Unsure` or ``None``, and git is asked instead.
 
 Only the standard library is imported: the session-start hook reads these.
 """
@@ -147,6 +149,60 @@ def refuse_unusual_config(common: str) -> str:
     if _MOVES_THE_TREE.search(text) or _BARE.search(text):
         raise Unsure(f"{common}/config sets the work tree or ref layout")
     return text
+
+
+def gitdir_pointer(top: str | os.PathLike[str]) -> str:
+    """What the ``.git`` file at ``top`` points at, as written; "" when it is no ``gitdir:`` file."""
+    return read_line(os.path.join(top, ".git")).removeprefix("gitdir: ")
+
+
+def checkout_branch(top: str | os.PathLike[str]) -> str | None:
+    """The branch the checkout whose top level is ``top`` has, as its ``HEAD`` file names it.
+
+    None when detached, unreadable, or ``top`` is no checkout (no git is asked).
+    """
+    git_dir = _named_git_dir(os.fspath(top))
+    return head_branch(os.path.join(git_dir, "HEAD")) if git_dir is not None else None
+
+
+def registration_file(admin: str | os.PathLike[str], name: str) -> str:
+    """The first line of a worktree registration's file ``name`` (``gitdir``, ``locked``,
+    ``commondir``, ``HEAD``); "" when it is missing or unreadable."""
+    return read_line(os.path.join(admin, name))
+
+
+def registrations(common: str) -> list[tuple[str, str]]:
+    """Each linked worktree git knows: its admin dir, and the ``.git`` its ``gitdir`` names
+    ("" when that file is missing or empty)."""
+    return [(admin, registration_file(admin, "gitdir")) for admin in worktree_admin_dirs(common)]
+
+
+def plain_checkouts(cwd: str) -> tuple[str, str, str, list[tuple[str, str | None]]] | None:
+    """The repository around ``cwd`` from its files: (checkout top level, primary clone,
+    common dir, [(linked worktree, its branch)]); None when there is none.
+
+    Only the standard layout is read (a ``.git`` directory in the primary clone,
+    ``gitdir:`` files in worktrees, ``commondir``, ``worktrees/<n>/gitdir``);
+    anything else raises :class:`Unsure`.
+    """
+    found = find_git_dir(os.path.realpath(cwd))
+    if found is None:
+        return None
+    top, git_dir = found
+    common = common_dir(git_dir)
+    primary = os.path.dirname(common)
+    if (
+        os.path.basename(common) != ".git"
+        or os.path.realpath(os.path.join(primary, ".git")) != common
+    ):
+        raise Unsure(f"{common} is not the .git directory of a primary clone")
+    refuse_unusual_config(common)
+    linked = []
+    for admin, gitfile in registrations(common):
+        if gitfile:
+            root = os.path.realpath(os.path.dirname(os.path.normpath(os.path.join(admin, gitfile))))
+            linked.append((root, head_branch(os.path.join(admin, "HEAD"))))
+    return top, primary, common, linked
 
 
 def worktree_admin_dirs(common: str) -> list[str]:
