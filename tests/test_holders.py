@@ -13,6 +13,7 @@ import pytest
 from helpers.repos import run_cli
 from helpers.topics import TOPIC_ID
 
+from router import processes
 from router.topic import holders
 
 
@@ -269,7 +270,7 @@ def test_teardown_is_not_blocked_by_the_calling_sessions_own_holder(topic):
     # Default pid: the session above this process, which is also above the teardown.
     held = run_cli("hold", TOPIC_ID, "--json", cwd=topic.home)
     assert held.code == 0
-    assert held.json["holders"][0]["pid"] in holders.ancestors()
+    assert held.json["holders"][0]["pid"] in processes.ancestors()
     res = run_cli("teardown", TOPIC_ID, "--json", cwd=topic.home)
     assert res.code == 0, res.out
     assert not any("holds it" in w for w in res.json["warnings"])
@@ -313,7 +314,7 @@ def test_the_session_start_hook_registers_the_host_session_as_a_holder(topic):
     assert f"Id: {TOPIC_ID}" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     [holder] = holders.live_holders(_common(topic.home), TOPIC_ID)
     assert (holder.pid, holder.session) == (os.getpid(), "0f3c-session")
-    assert holder.start_time == holders.process_start_time(os.getpid())
+    assert holder.start_time == processes.process_start_time(os.getpid())
 
 
 def test_a_session_registered_by_the_hook_in_another_host_blocks_teardown(topic):

@@ -522,9 +522,10 @@ class _Pipeline:
         """
         admin = self._registration()
         locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
-        from router.topic import holders  # lazy: only a half-made worktree needs a process list
+        # lazy: only a half-made worktree needs a process list
+        from router.processes import processes_using
 
-        users = holders.processes_using(
+        users = processes_using(
             [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
         )
         if users:

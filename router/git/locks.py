@@ -30,7 +30,7 @@ def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
     says where they are. A lock a live process holds open is a git at work
     (another topic's checkout, say), never named: removing it would break that git.
     """
-    from router.topic.holders import processes_using
+    from router.processes import processes_using
 
     locks = left_locks(common_dir)
     held = (processes_using([os.path.realpath(lock) for lock in locks]) or {}) if locks else {}

@@ -199,9 +199,10 @@ def register_session(common_dir: str, topic_id: str, session_id: str | None) -> 
     The holder is the host process (our parent, past the ``sh -c`` that runs
     the hook), so teardown keeps the topic while that session lives.
     """
+    from router.processes import session_pid
     from router.topic import holders
 
-    pid = holders.session_pid()
+    pid = session_pid()
     if pid <= 1:
         return  # orphaned (the host is already gone): nothing to hold for
     session = session_id if session_id and holders.valid_session(session_id) else None

@@ -1319,7 +1319,7 @@ def _other_sessions(repo: Repo) -> list[str]:
 
 
 def _other_processes(repo: Repo) -> list[str]:
-    from router.topic.holders import describe_process, processes_using, requesters
+    from router.processes import describe_process, processes_using, requesters
 
     places = [os.path.realpath(e.path) for e in repo.git.worktree_list() if not e.bare]
     places.append(os.path.realpath(repo.common_dir))

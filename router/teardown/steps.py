@@ -796,7 +796,7 @@ def _pick_still_running(repo: Repo) -> StepResult | None:
     the sequence out from under it. A lock no process holds is a killed git's,
     and ``--abort``/``--quit`` remove it with the rest of ``sequencer/``.
     """
-    from router.topic.holders import processes_using
+    from router.processes import processes_using
 
     locks = [os.path.realpath(lock) for lock in g.sequencer_locks(repo.common_dir)]
     held = processes_using(locks) if locks else {}
@@ -1446,12 +1446,12 @@ def worktrees_in_use(
     is left out (:func:`requesters`: this process, the ones above it, the rest of
     its pipeline): it may sit in the worktree itself. ``host``: the session that
     called is a host removing a worktree it made, and every process below it is
-    its own (:func:`holders.session_processes`). ``topic_lock``: the topic's lock,
+    its own (:func:`router.processes.session_processes`). ``topic_lock``: the topic's lock,
     which the caller holds; another team-router run that has it open is queued
     behind this one for the same topic (it sees what this one leaves), not work in
     the worktree. None where there is no /proc to read.
     """
-    from router.topic.holders import (
+    from router.processes import (
         describe_process,
         processes_using,
         queued_on,

@@ -313,7 +313,7 @@ def _aside_name(name: str) -> str:
     start time (where /proc gives none: the pid alone, the older form) a
     reused pid is told from the sweep, as holders are (DESIGN §10).
     """
-    from router.topic.holders import process_start_time
+    from router.processes import process_start_time
 
     start = process_start_time(os.getpid())
     owner = f"{os.getpid()}@{start}" if start else str(os.getpid())

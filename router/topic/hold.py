@@ -1,8 +1,8 @@
 """``hold`` / ``release``: resolve the topic a command names, then write or drop its holders.
 
-The holder files themselves (and the process checks) are router.topic.holders,
-which stays light for the session-start hook; this module resolves topics, so it
-may import the record and the repo layer.
+The holder files themselves are router.topic.holders (the process checks
+router.processes), which stay light for the session-start hook; this module
+resolves topics, so it may import the record and the repo layer.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from router.errors import BadInput
 from router.names import ID_RE
+from router.processes import process_alive, session_pid
 from router.topic import state
 from router.topic.discovery import home_repo, resolve
 from router.topic.holders import (
@@ -18,10 +19,8 @@ from router.topic.holders import (
     holders_dir,
     live_holders,
     make_holder,
-    process_alive,
     register,
     release,
-    session_pid,
     valid_session,
 )
 from router.topic.workspace import open_repo

@@ -787,7 +787,7 @@ def take_lock(path: Path, label: str, *, wait: float, owner: bool) -> Iterator[N
 def _owner_text() -> str:
     # pid and start time: a crash leaves this file behind (the kernel drops the
     # lock itself), and doctor tells a stale owner from a live one by both.
-    from router.topic.holders import process_start_time
+    from router.processes import process_start_time
 
     return f"{os.getpid()} {process_start_time(os.getpid()) or '-'}\n"
 
