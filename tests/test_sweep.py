@@ -41,7 +41,9 @@ def build_tree(repo: Path) -> None:
     base = leftovers(repo)
     write(base / "late-writer" / "tmp" / "session.json", "{}\n")
     write(base / "late-writer" / ".omc" / "state" / "x.json", "{}\n")
+    # A run that has shipped (its pr.md): its plan dir is residue like any other.
     write(base / "plans-only" / "docs" / "plans" / "2026-05-01-x" / "design.md", "# d\n")
+    write(base / "plans-only" / "docs" / "plans" / "2026-05-01-x" / "pr.md", "# pr\n")
     (base / "empty").mkdir(parents=True)
     (base / "empty-nested" / "tmp" / "a" / "b").mkdir(parents=True)
     write(base / "unexpected" / "tmp" / "ok.txt", "ok\n")
@@ -78,9 +80,13 @@ def test_a_file_outside_the_allowed_folders_is_kept_and_listed(home_repo):
 
 
 def test_docs_plans_alone_is_still_sweepable(home_repo):
+    """A shipped run's plan dir (its pr.md) and files no run owns under docs/plans/ are residue."""
     write(leftovers(home_repo) / "t" / "docs" / "plans" / "2026-05-01-x" / "design.md", "# d\n")
+    write(leftovers(home_repo) / "t" / "docs" / "plans" / "2026-05-01-x" / "pr.md", "# pr\n")
+    write(leftovers(home_repo) / "u" / "docs" / "plans" / "index.md", "# plans\n")
+    write(leftovers(home_repo) / "u" / "docs" / "plans" / "drafts" / "idea.md", "# i\n")
     data = sweep(home_repo)
-    assert data["swept"] == [str(leftovers(home_repo) / "t")]
+    assert data["swept"] == [str(leftovers(home_repo) / "t"), str(leftovers(home_repo) / "u")]
 
 
 def test_a_live_worktree_is_never_touched(home_repo):
@@ -391,11 +397,11 @@ def test_work_moved_back_never_replaces_an_empty_claim_made_meanwhile(home_repo,
     write(residue / "tmp" / "lsp.log", "log\n")
     judge = sweep_module._verdict_on
 
-    def meanwhile(path: Path):
+    def meanwhile(path: Path, runs):
         if path.name.startswith(sweep_module.SWEEPING):
             write(path / "src" / "draft.py", "written just now\n")
             residue.mkdir()  # a creation's claim: empty until its git worktree add
-        return judge(path)
+        return judge(path, runs)
 
     monkeypatch.setattr(sweep_module, "_verdict_on", meanwhile)
     res = run_cli("sweep", "--json", cwd=home_repo)
@@ -418,3 +424,78 @@ def test_rename_noreplace_refuses_an_empty_directory_in_the_way(tmp_path):
     assert list((tmp_path / "claim").iterdir()) == []
     rename_noreplace(tmp_path / "src", tmp_path / "free")
     assert (tmp_path / "free" / "work.txt").read_text() == "work\n"
+
+
+# -- an unshipped run's artifacts in residue ------------------------------------------------------
+
+RUN_ID = "2026-05-01-half-removed"
+RUN_FILES = ("design.md", "questions.md", "research.md", "task.md")
+
+
+def half_removed_run(repo: Path) -> Path:
+    """A worktree git no longer knows, holding only the plan dir the pipeline wrote into it
+    after (or during) the removal, and a late writer's residue: a run that has not shipped."""
+    from helpers.plans import artifact
+
+    path = leftovers(repo) / RUN_ID
+    for name in RUN_FILES:
+        artifact(path / "docs" / "plans" / RUN_ID, name)
+    write(path / "tmp" / "lsp.log", "log\n")
+    return path
+
+
+def contents(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+    }
+
+
+def test_an_unshipped_runs_artifacts_keep_the_residue_and_refuse(home_repo):
+    path = half_removed_run(home_repo)
+    write(leftovers(home_repo) / "gone-topic" / "tmp" / "lsp.log", "log\n")
+    before = contents(path)
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    named = [f"docs/plans/{RUN_ID}/{f}" for f in RUN_FILES]
+    assert res.json["error"] == {
+        "code": "unshipped-run",
+        "message": f"sweep keeps {path}: it holds the artifacts of {RUN_ID}, a run that has not "
+        f"shipped (no pr.md): {', '.join(named)}; pass --force to snapshot them before they go "
+        f"(`team-router restore {RUN_ID}` brings them back), or move them to where the run "
+        "goes on",
+    }
+    assert res.json["kept"] == [{"path": str(path), "reason": "unshipped-run", "files": named}]
+    assert res.json["swept"] == [str(leftovers(home_repo) / "gone-topic")]  # the rest goes
+    assert contents(path) == before
+    assert git(home_repo, "for-each-ref", "refs/team-router/") == ""
+    text = run_cli("sweep", cwd=home_repo)
+    assert text.code == 1
+    assert text.out.startswith(f"kept (unshipped-run): {path}\n")
+    assert text.err == f"team-router: {res.json['error']['message']} [unshipped-run]\n"
+    assert contents(path) == before
+
+
+def test_a_dry_run_and_a_forced_sweep_snapshot_an_unshipped_runs_artifacts_first(home_repo):
+    path = half_removed_run(home_repo)
+    before = contents(path / "docs" / "plans" / RUN_ID)
+    ref = f"refs/team-router/plan-dirs/{RUN_ID}"
+    listed = f"the run's artifacts {', '.join(RUN_FILES)}"
+    dry = run_cli("sweep", "--force", "--dry-run", "--json", cwd=home_repo)
+    assert dry.code == 0, dry.out + dry.err
+    assert (dry.json["swept"], dry.json["kept"]) == ([str(path)], [])
+    assert dry.json["snapshotted"] == [
+        {"path": str(path), "notes": [f"would first write {listed} to {ref}"]}
+    ]
+    assert path.is_dir() and git(home_repo, "for-each-ref", "refs/team-router/") == ""
+    res = run_cli("sweep", "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    snap = git(home_repo, "rev-parse", ref)
+    assert (res.json["swept"], res.json["kept"]) == ([str(path)], [])
+    assert res.json["snapshotted"] == [
+        {"path": str(path), "notes": [f"{listed} are in {ref} ({snap[:12]})"]}
+    ]
+    assert not path.exists()
+    # The ref holds every artifact as it was, at the plan dir's place in a checkout.
+    for name, data in before.items():
+        assert git(home_repo, "show", f"{ref}:docs/plans/{RUN_ID}/{name}") == data.decode().strip()
+    assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""

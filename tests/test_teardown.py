@@ -879,6 +879,56 @@ def test_teardown_sweeps_late_writer_residue_and_reports_kept_directories(home_r
     assert (leftovers / "keep-me" / "notes.md").read_text() == "precious\n"
 
 
+def test_teardown_keeps_residue_holding_an_unshipped_runs_artifacts_and_refuses_its_sweep(
+    home_repo,
+):
+    topic = new_topic(home_repo)
+    leftovers = home_repo / ".claude" / "worktrees"
+    other = "2026-04-30-earlier-run"
+    plan = leftovers / other / "docs" / "plans" / other
+    for name in ("task.md", "questions.md"):  # written after its worktree was removed
+        artifact(plan, name)
+    write(leftovers / "old-topic" / "tmp" / "session.json", "{}\n")
+    before = {p.name: p.read_bytes() for p in plan.iterdir()}
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    files = [f"docs/plans/{other}/questions.md", f"docs/plans/{other}/task.md"]
+    why = (
+        f"teardown keeps {leftovers / other}: it holds the artifacts of {other}, a run that has "
+        f"not shipped (no pr.md): {', '.join(files)}; pass --force to snapshot them before they "
+        f"go (`team-router restore {other}` brings them back), or move them to where the run "
+        "goes on"
+    )
+    assert steps_of(res.json, "home")["sweep"] == {
+        "name": "sweep",
+        "outcome": "refused",
+        "code": "unshipped-run",
+        "detail": f"{why}; swept 1: {leftovers / 'old-topic'}; kept 1 (see kept): "
+        f"{leftovers / other}",
+    }
+    assert res.json["error"]["code"] == "unshipped-run"
+    assert res.json["kept"] == [
+        {"path": str(leftovers / other), "reason": "unshipped-run", "files": files}
+    ]
+    assert res.json["swept"] == [str(leftovers / "old-topic")]
+    assert {p.name: p.read_bytes() for p in plan.iterdir()} == before  # nothing lost
+    assert not topic.worktrees["home"].exists()  # the topic's own teardown went on
+    # --force snapshots them first; restore puts them in the primary clone's docs/plans/.
+    forced = teardown(topic, "--force")
+    assert forced.code == 0, forced.out + forced.err
+    ref = f"refs/team-router/plan-dirs/{other}"
+    snap = git(home_repo, "rev-parse", ref)
+    assert steps_of(forced.json, "home")["sweep"]["detail"] == (
+        f"swept 1: {leftovers / other}; the run's artifacts questions.md, task.md are in "
+        f"{ref} ({snap[:12]})"
+    )
+    assert not (leftovers / other).exists()
+    restored = run_cli("restore", other, "--json", cwd=home_repo)
+    assert restored.code == 0, restored.out + restored.err
+    back = home_repo / "docs" / "plans" / other
+    assert {p.name: p.read_bytes() for p in back.iterdir()} == before
+
+
 def test_text_output_names_every_step(home_repo):
     topic = new_topic(home_repo)
     res = run_cli("teardown", topic.id, cwd=home_repo)

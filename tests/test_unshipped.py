@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from helpers.fakegh import hide_gh
+from helpers.faults import CRASHED, run
 from helpers.origin import merge_on_origin
 from helpers.plans import artifact
 from helpers.repos import branches, commit, git, run_cli, worktree_paths, write
@@ -488,3 +489,60 @@ def test_pr_cleanup_abandon_snapshots_the_artifacts_and_restore_brings_the_run_b
     assert remove["detail"].endswith(f"the run's artifacts {LISTED} included")
     assert run_cli("restore", topic.id, cwd=home_repo).code == 0
     assert phase_json(topic) == phase
+
+
+# -- a removed worktree the pipeline wrote into ----------------------------------------------------
+
+
+def removed_then_written(home_repo) -> Topic:
+    """A teardown killed right after it removed the worktree and the (empty) branch; then the
+    pipeline, still running, writes the run's artifacts where the worktree was."""
+    topic = new_topic(home_repo)
+    crashed = run("teardown", topic.id, "--json", cwd=home_repo, crash_at="verify-gone")
+    assert crashed.code == CRASHED, crashed.out + crashed.err
+    assert not topic.worktrees["home"].exists() and topic.branch not in branches(home_repo)
+    return unfinished(topic)
+
+
+def test_teardown_refuses_a_removed_worktrees_unshipped_artifacts_and_removes_nothing(home_repo):
+    topic = removed_then_written(home_repo)
+    before = everything(topic)
+    res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"] == {
+        "code": "unshipped-run",
+        "message": f"teardown of {topic.id} refused, nothing was removed in any repo: "
+        f"home: {refusal(topic, 'teardown')}",
+    }
+    assert everything(topic) == before
+    assert sorted(p.name for p in topic.plan_dir.iterdir()) == sorted(ARTIFACTS)
+    swept = run_cli("sweep", "--json", cwd=home_repo)  # the sweep alone keeps them too
+    assert swept.code == 1 and swept.json["error"]["code"] == "unshipped-run"
+    assert everything(topic) == before
+
+
+def test_a_forced_teardown_snapshots_a_removed_worktrees_artifacts_and_restore_brings_them_back(
+    home_repo,
+):
+    topic = removed_then_written(home_repo)
+    worktree = topic.worktrees["home"]
+    res = run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    ref = f"refs/team-router/plan-dirs/{topic.id}"
+    snap = git(home_repo, "rev-parse", ref)
+    assert {s["name"]: s for s in res.json["repos"][0]["steps"]}["verify-gone"] == {
+        "name": "verify-gone",
+        "outcome": "done",
+        "detail": f"{worktree} came back (a late writer) holding the artifacts of a run that has "
+        f"not shipped: removed; the run's artifacts {LISTED} are in {ref} ({snap[:12]})",
+    }
+    assert not worktree.exists()
+    restored = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert restored.code == 0, restored.out + restored.err
+    in_place = home_repo / "docs" / "plans" / topic.id
+    assert [(r["status"], r["detail"]) for r in restored.json["repos"]] == [
+        ("restored", f"plan dir {in_place} is back in place, as the run left it; {ref} is kept")
+    ]
+    for name in ARTIFACTS:
+        assert (in_place / name).read_bytes() == artifact_bytes(topic, name)
+    assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""

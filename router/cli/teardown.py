@@ -84,6 +84,14 @@ def sweep_cmd(
             "artifacts, no live session holding them.",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Also remove residue holding the artifacts of a run that has not shipped, "
+            "after writing them to a snapshot ref (`restore <id>` brings them back).",
+        ),
+    ] = False,
     dry_run: DryRun = False,
     wait: WaitOption = CLI_DEFAULT_WAIT,
     as_json: JsonFlag = False,
@@ -96,14 +104,19 @@ def sweep_cmd(
             "sweep",
             as_json,
             lambda: sweep_host_worktrees(
-                cwd_of(ctx), dry_run=dry_run, wait=wait, echo=line_echo(as_json)
+                cwd_of(ctx), dry_run=dry_run, wait=wait, echo=line_echo(as_json), force=force
             ),
             _host_sweep_text,
         )
         return
     from router.teardown.sweep import sweep_repo
 
-    emit("sweep", as_json, lambda: sweep_repo(cwd_of(ctx), dry_run=dry_run), _sweep_text)
+    emit(
+        "sweep",
+        as_json,
+        lambda: sweep_repo(cwd_of(ctx), dry_run=dry_run, force=force),
+        _sweep_text,
+    )
 
 
 def _host_sweep_text(result) -> str:
@@ -118,6 +131,7 @@ def _host_sweep_text(result) -> str:
 
 def _sweep_text(result) -> str:
     lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
+    lines += [f"  {note}" for snapped in result.snapshotted for note in snapped.notes]
     for kept in result.kept:
         lines.append(f"kept ({kept.reason}): {kept.path}")
         lines += file_lines(kept.files)

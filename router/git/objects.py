@@ -187,14 +187,18 @@ def snapshot_tree(
     return worktree.out("write-tree", env=env)
 
 
-def directory_tree(git: Git, rel: str, index_file: Path) -> str:
+def directory_tree(git: Git, rel: str, index_file: Path, *, work_tree: Path | None = None) -> str:
     """Tree holding ``rel`` alone (a directory of the work tree), ignored files included.
 
     Through a private index (``GIT_INDEX_FILE``), started empty: the repo's own
     index is neither read nor changed. For a directory git ignores (a plan dir
     under our ``info/exclude`` line), which no commit of the repo holds.
+    ``work_tree``: ``rel`` lies in that directory instead (one laid out as a
+    checkout that git no longer knows), and the tree holds it at ``rel``.
     """
     env = {"GIT_INDEX_FILE": str(index_file)}
+    if work_tree is not None:
+        env["GIT_WORK_TREE"] = str(work_tree)
     git.run("read-tree", "--empty", env=env)
     git.run("add", "--force", "--", f":(top,literal){rel}", env=env)
     return git.out("write-tree", env=env)

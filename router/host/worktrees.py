@@ -427,7 +427,12 @@ class HostSweepResult:
 
 
 def sweep_host_worktrees(
-    cwd: Path, *, dry_run: bool = False, wait: float = state.DEFAULT_WAIT, echo: Echo | None = None
+    cwd: Path,
+    *,
+    dry_run: bool = False,
+    wait: float = state.DEFAULT_WAIT,
+    echo: Echo | None = None,
+    force: bool = False,
 ) -> HostSweepResult:
     """Remove the worktrees the host asked for that hold nothing (DESIGN §8), as the client
     would have; keep and name the others; then sweep residue (§9 step 7).
@@ -436,7 +441,7 @@ def sweep_host_worktrees(
     took it, a file or a commit made meanwhile keeps it.
     """
     from router.phase.idle import host_worktrees
-    from router.teardown.sweep import sweep
+    from router.teardown.sweep import Runs, sweep
 
     repo = open_repo(cwd)
     swept = []
@@ -461,7 +466,14 @@ def sweep_host_worktrees(
             removed = result.outcome is RemoveOutcome.REMOVED
             outcome = SweptOutcome.REMOVED if removed else SweptOutcome.KEPT
             swept.append(SweptWorktree(found.id, found.worktree, outcome, result.detail))
-    residue = sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir, dry_run=dry_run)
+    residue = sweep(
+        repo.primary,
+        None,
+        git=repo.git,
+        common_dir=repo.common_dir,
+        dry_run=dry_run,
+        runs=Runs(repo.primary, force=force),
+    )
     return HostSweepResult(tuple(swept), residue)
 
 

@@ -216,7 +216,9 @@ class PlanDirSnapshot:
     commit: str
 
 
-def snapshot_plan_dir(repo: Repo, topic_id: str) -> PlanDirSnapshot:
+def snapshot_plan_dir(
+    repo: Repo, topic_id: str, *, checkout: Path | None = None
+) -> PlanDirSnapshot:
     """Write the primary clone's plan dir to ``refs/team-router/plan-dirs/<id>``.
 
     A run that fell back to the primary clone has no worktree whose snapshot
@@ -224,23 +226,27 @@ def snapshot_plan_dir(repo: Repo, topic_id: str) -> PlanDirSnapshot:
     it. The commit holds the plan dir alone (the primary's files are the
     user's, and stay); one written before becomes its parent, and the ref
     only moves while it is where it was read, so nothing it held is dropped.
+    ``checkout``: the directory holding the plan dir instead of the primary
+    clone (one git no longer knows, that the sweep deletes): ``restore`` puts
+    it back in the primary clone all the same.
     """
     rel = f"{PLANS_DIR}/{topic_id}"
     ref = plan_dir_ref(topic_id)
+    where = (checkout or repo.primary) / rel
     try:
         with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
-            tree = g.directory_tree(repo.git, rel, Path(tmp) / "index")
+            tree = g.directory_tree(repo.git, rel, Path(tmp) / "index", work_tree=checkout)
         old = repo.git.rev_parse(ref)
-        what = f"team-router snapshot of plan dir {repo.primary / rel}"
+        what = f"team-router snapshot of plan dir {where}"
         commit = g.commit_tree(repo.git, tree, [old] if old else [], what)
         g.update_ref(repo.git, ref, commit, old=old, message=what)
     except GitError as exc:
         raise SnapshotFailed(
-            f"snapshot of {repo.primary / rel} failed: {exc.first_line}",
+            f"snapshot of {where} failed: {exc.first_line}",
             locked=exc.lock_file is not None,
         ) from None
     except OSError as exc:
-        raise SnapshotFailed(f"snapshot of {repo.primary / rel} failed: {exc}") from None
+        raise SnapshotFailed(f"snapshot of {where} failed: {exc}") from None
     return PlanDirSnapshot(ref, commit)
 
 

@@ -48,6 +48,8 @@ from router.teardown.snapshot import (
 )
 from router.teardown.sweep import (
     Kept,
+    Runs,
+    Snapshotted,
     SweepResult,
     SweepVerdict,
     classify,
@@ -55,6 +57,7 @@ from router.teardown.sweep import (
     sweep,
 )
 from router.teardown.unshipped import (
+    residue_message,
     run_artifacts,
     snapshot_note,
     unshipped,
@@ -1650,9 +1653,14 @@ def _delete_judged(
 # -- step 4: verify-gone ---------------------------------------------------------
 
 
-def verify_gone(repo: Repo, path: Path | None) -> StepResult:
-    """Re-check a removed path; a late writer's recreation goes only if it is residue."""
+def verify_gone(repo: Repo, path: Path | None, runs: Runs | None = None) -> StepResult:
+    """Re-check a removed path; a late writer's recreation goes only if it is residue.
+
+    ``runs``: as for the sweep, what lets a run's artifacts in it go (by
+    default, only a shipped run's).
+    """
     name = "verify-gone"
+    runs = runs or Runs(repo.primary)
     if path is None:
         return skipped(name, "no worktree recorded")
     if not os.path.lexists(path):
@@ -1664,23 +1672,37 @@ def verify_gone(repo: Repo, path: Path | None) -> StepResult:
         return skipped(name, f"{path} is still a registered worktree")
     if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
         return refused(name, "residue-kept", f"{path} came back outside {WORKTREES_DIR}: kept")
-    verdict, files = classify(path, {os.path.realpath(e.path) for e in entries})
-    if verdict is not SweepVerdict.RESIDUE:
-        return refused(
-            name,
-            "residue-kept",
-            f"{path} came back ({verdict}: {name_some(files)}): kept for you to look at",
-        )
-    outcome = remove_residue(path)  # judged again once moved aside: a writer may be at it
+    judged = classify(path, {os.path.realpath(e.path) for e in entries}, runs=runs)
+    forced = judged.reason is SweepVerdict.UNSHIPPED and runs.force
+    if judged.reason is not SweepVerdict.RESIDUE and not forced:
+        return _came_back(judged)
+    outcome = remove_residue(path, runs)  # judged again once moved aside: a writer may be at it
     if isinstance(outcome, Kept):
-        return refused(
-            name,
-            "residue-kept",
-            f"{path} came back ({outcome.reason}: {name_some(outcome.files)}): kept for you to look at",
-        )
-    if outcome is not None:
+        return _came_back(outcome)
+    if isinstance(outcome, str):
         return failed(name, f"{path} came back and could not be removed: {outcome}")
+    if isinstance(outcome, Snapshotted):
+        return done(
+            name,
+            f"{path} came back (a late writer) holding the artifacts of a run that has not "
+            f"shipped: removed; {'; '.join(outcome.notes)}",
+        )
     return done(name, f"{path} came back (a late writer) holding only residue: removed")
+
+
+def _came_back(kept: Kept) -> StepResult:
+    """verify-gone's refusal of a path that came back holding what is not residue."""
+    if kept.reason is SweepVerdict.UNSHIPPED:
+        return refused(
+            "verify-gone",
+            "unshipped-run",
+            f"{kept.path} came back; {residue_message(list(kept.runs), command='teardown')}",
+        )
+    return refused(
+        "verify-gone",
+        "residue-kept",
+        f"{kept.path} came back ({kept.reason}: {name_some(kept.files)}): kept for you to look at",
+    )
 
 
 # -- step 5: update-default -------------------------------------------------------
@@ -2057,11 +2079,18 @@ def plan_dir_decision(
 
 
 def sweep_step(
-    repo: Repo, *, dry_run: bool = False, leaving: tuple[Path, ...] = ()
+    repo: Repo,
+    *,
+    dry_run: bool = False,
+    leaving: tuple[Path, ...] = (),
+    runs: Runs | None = None,
 ) -> tuple[StepResult, SweepResult]:
     """The sweep, or (``dry_run``) what it would sweep and keep, judged by the same rule.
 
     ``leaving``: the worktree a dry run's remove step would take first.
+    ``runs``: what lets a run's artifacts in residue go (see :class:`Runs`);
+    residue an unshipped run's artifacts keep refuses the step
+    (``unshipped-run``), the rest of the sweep done all the same.
     """
     result = sweep(
         repo.primary,
@@ -2070,6 +2099,7 @@ def sweep_step(
         common_dir=repo.common_dir,
         dry_run=dry_run,
         leaving=leaving,
+        runs=runs or Runs(repo.primary),
     )
     where = repo.primary / WORKTREES_DIR
     if result.failed:
@@ -2084,12 +2114,16 @@ def sweep_step(
         parts.append(
             f"{would}{verb} {len(result.swept)}: {name_some(str(p) for p in result.swept)}"
         )
+    parts += [note for s in result.snapshotted for note in s.notes]
     if result.kept:
         verb = "keep" if dry_run else "kept"
         parts.append(
             f"{would}{verb} {len(result.kept)} (see kept): "
             f"{name_some(str(k.path) for k in result.kept)}"
         )
+    if result.unshipped:
+        why = residue_message(result.unshipped, command="teardown")
+        return refused("sweep", "unshipped-run", "; ".join([why, *parts])), result
     return done("sweep", "; ".join(parts)), result
 
 

@@ -7,6 +7,14 @@ regenerable residue: no ``.git`` entry, and every file in it under ``tmp/``,
 ``.omc/`` or ``docs/plans/``. Everything else is kept and reported with the
 files it holds; a directory ``git worktree list`` knows is never touched.
 
+A ``docs/plans/<id>/`` in such a directory is a run's plan dir (a worktree
+half removed, or written into by the pipeline after, or during, its removal):
+until that run has shipped (its ``pr.md``), its artifacts are work, as
+everywhere (:mod:`router.teardown.unshipped`). The directory is kept
+(``unshipped-run``, refused, naming the files), or under ``--force`` its
+artifacts go into the run's plan-dir snapshot ref first (``restore`` brings
+them back); never deleted on the residue rule alone.
+
 An empty directory is also what a concurrent ``new`` or ``worktrees`` has just
 claimed with ``mkdir`` and not yet handed to ``git worktree add``. The claim
 is recorded before the ``mkdir`` and the record is finished only after the
@@ -15,19 +23,21 @@ finished" is kept (``claimed``). The records are read after the directories
 were judged, and each candidate's ``.git`` is looked at once more after that:
 a creation that finished in between has its ``.git`` by then.
 
-This keeps what the shell loop of seed 002 keeps, with five deliberate
+This keeps what the shell loop of seed 002 keeps, with six deliberate
 differences, all on the careful side: a symlink, a fifo or any other
 non-directory entry counts as a file (the loop's ``find -type f`` overlooks
 them); an entry that is itself a symlink is kept, not unlinked; dot-named
 directories are examined too (the loop's ``*`` glob skips them); and a
 claimed directory (above) is kept; and a ``.git`` entry at any depth (a
 clone someone made under ``tmp/``), or a bare repository's ``HEAD`` and
-objects, keeps the directory as a checkout, as one at its top does.
+objects, keeps the directory as a checkout, as one at its top does; and an
+unshipped run's plan dir (above) keeps it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import shutil
@@ -43,6 +53,7 @@ from router.topic import state
 from router.topic.workspace import WORKTREES_DIR
 
 if TYPE_CHECKING:
+    from router.teardown.unshipped import RunArtifacts
     from router.topic.holders import Holder
 
 REMOVE_THREADS = 4
@@ -58,6 +69,23 @@ class SweepVerdict(StrEnum):
     UNEXPECTED = "unexpected-files"  # holds files outside the residue folders
     SYMLINK = "symlink"  # the entry itself is a link
     CLAIMED = "claimed"  # a creation under way claimed it (its record says so)
+    UNSHIPPED = "unshipped-run"  # residue but for a run's artifacts, and the run has not shipped
+
+
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """What the sweep knows of the runs whose plan dirs residue may hold (DESIGN §3.2, §9)."""
+
+    primary: Path | None = None  # a pr.md in the primary clone's plan dir shows the run shipped
+    shipped: frozenset[str] = frozenset()  # ids the caller saw shipped before their worktree went
+    force: bool = False  # snapshot an unshipped run's artifacts, then sweep them with the residue
+
+    def at_stake(self, path: Path, files: tuple[str, ...]) -> list[RunArtifacts]:
+        """The plan dirs in ``path`` holding artifacts of a run that has not shipped."""
+        # Imported here: the rule's module lists files with this module's files_under.
+        from router.teardown.unshipped import at_stake_in
+
+        return at_stake_in(path, files, self.primary, self.shipped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +93,21 @@ class Kept:
     path: Path
     reason: SweepVerdict
     files: tuple[str, ...] = ()  # relative to ``path``
+    runs: tuple[RunArtifacts, ...] = ()  # UNSHIPPED: the plan dirs that keep it
 
     def to_json(self) -> dict[str, object]:
         return {"path": str(self.path), "reason": str(self.reason), "files": list(self.files)}
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshotted:
+    """Residue swept once the artifacts of a run in it were written to a snapshot ref."""
+
+    path: Path
+    notes: tuple[str, ...]  # per run: its artifacts and the ref that holds them (or would)
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": str(self.path), "notes": list(self.notes)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +119,28 @@ class SweepResult:
     failed: tuple[tuple[Path, str], ...] = ()  # residue that could not be deleted
     dry_run: bool = False  # ``swept`` then lists what would be swept
     warnings: list[str] = field(default_factory=list)
+    snapshotted: tuple[Snapshotted, ...] = ()  # among ``swept``: the runs' artifacts kept in refs
+
+    @property
+    def unshipped(self) -> list[RunArtifacts]:
+        """The plan dirs of runs that have not shipped that keep residue."""
+        return [a for k in self.kept if k.reason is SweepVerdict.UNSHIPPED for a in k.runs]
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failed else 0
+        return 1 if self.failed or self.unshipped else 0
 
     @property
     def error(self) -> dict[str, str] | None:
-        """What made ``ok`` false: residue that could not be removed (§13)."""
-        if not self.failed:
-            return None
-        paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
-        return error_json("sweep-failed", f"could not remove residue: {paths}")
+        """What made ``ok`` false: residue that could not be removed, or a run's artifacts (§13)."""
+        if self.failed:
+            paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
+            return error_json("sweep-failed", f"could not remove residue: {paths}")
+        if self.unshipped:
+            from router.teardown.unshipped import residue_message
+
+            return error_json("unshipped-run", residue_message(self.unshipped, command="sweep"))
+        return None
 
     @property
     def no_residue(self) -> bool:
@@ -104,15 +154,27 @@ class SweepResult:
             "failed": [{"path": str(p), "error": e} for p, e in self.failed],
             "live": self.live,
             "dry_run": self.dry_run,
+            "snapshotted": [s.to_json() for s in self.snapshotted],
         }
 
 
-def sweep_repo(cwd: Path, *, dry_run: bool = False) -> SweepResult:
-    """Sweep the repo whose checkout holds ``cwd`` (its primary root's worktrees folder)."""
+def sweep_repo(cwd: Path, *, dry_run: bool = False, force: bool = False) -> SweepResult:
+    """Sweep the repo whose checkout holds ``cwd`` (its primary root's worktrees folder).
+
+    ``force``: the artifacts of a run that has not shipped go into a snapshot
+    ref, then are swept with the residue (without it they keep the directory).
+    """
     from router.topic.workspace import open_repo
 
     repo = open_repo(cwd)
-    return sweep(repo.primary, None, git=repo.git, common_dir=repo.common_dir, dry_run=dry_run)
+    return sweep(
+        repo.primary,
+        None,
+        git=repo.git,
+        common_dir=repo.common_dir,
+        dry_run=dry_run,
+        runs=Runs(repo.primary, force=force),
+    )
 
 
 def sweep(
@@ -123,6 +185,7 @@ def sweep(
     common_dir: Path | None = None,
     dry_run: bool = False,
     leaving: Iterable[Path] = (),
+    runs: Runs | None = None,
 ) -> SweepResult:
     """Delete residue under ``root/.claude/worktrees``; keep and name everything else.
 
@@ -131,8 +194,11 @@ def sweep(
     ``common_dir`` (where the creation records are) is asked of git when
     None and there is residue. ``leaving``: worktrees an earlier step of a
     dry run would remove (a removal a kill interrupted is finished there, not
-    swept): not the sweep's to judge, as a live one is not.
+    swept): not the sweep's to judge, as a live one is not. ``runs``: what
+    decides whether a run's artifacts in residue may go (default: the ones
+    of a run whose pr.md is found, in it or in ``root``'s plan dir).
     """
+    runs = runs or Runs(root)
     base = root / WORKTREES_DIR
     if os.path.lexists(base) and os.path.realpath(base) != os.path.join(
         os.path.realpath(root), WORKTREES_DIR
@@ -154,22 +220,43 @@ def sweep(
     # symlink resolves to the folder's realpath plus its own name.
     base_real = os.path.realpath(base)
     for path in subdirs:
-        verdict, files = classify(path, live, real=os.path.join(base_real, path.name))
-        if verdict is SweepVerdict.LIVE:
+        judged = classify(path, live, real=os.path.join(base_real, path.name), runs=runs)
+        if judged.reason is SweepVerdict.LIVE:
             n_live += 1
-        elif verdict is SweepVerdict.RESIDUE:
+        elif judged.reason is SweepVerdict.RESIDUE or (
+            judged.reason is SweepVerdict.UNSHIPPED and runs.force
+        ):
             residue.append(path)
         else:
-            kept.append(Kept(path, verdict, files))
+            kept.append(judged)
     if residue:
         residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
-    outcomes: list[str | Kept | None] = [None] * len(residue) if dry_run else _remove_all(residue)
-    swept = tuple(p for p, e in zip(residue, outcomes, strict=True) if e is None)
-    failed = tuple((p, e) for p, e in zip(residue, outcomes, strict=True) if isinstance(e, str))
+    outcomes: list[Removed] = (
+        [_would_remove(p, runs) for p in residue] if dry_run else _remove_all(residue, runs)
+    )
+    pairs = list(zip(residue, outcomes, strict=True))
+    swept = tuple(p for p, e in pairs if e is None or isinstance(e, Snapshotted))
+    failed = tuple((p, e) for p, e in pairs if isinstance(e, str))
+    snapshotted = tuple(e for e in outcomes if isinstance(e, Snapshotted))
     late = [e for e in outcomes if isinstance(e, Kept)]
     if late:
         kept = sorted([*kept, *late], key=lambda k: k.path)
-    return SweepResult(root, swept, tuple(kept), n_live, failed, dry_run)
+    return SweepResult(root, swept, tuple(kept), n_live, failed, dry_run, snapshotted=snapshotted)
+
+
+def _would_remove(path: Path, runs: Runs) -> Snapshotted | None:
+    """A dry run's answer for residue: what its removal would snapshot first, if anything."""
+    at_stake = runs.at_stake(path, files_under(path)) if runs.force else []
+    if not at_stake:
+        return None
+    from router.teardown.snapshot import plan_dir_ref
+    from router.teardown.unshipped import snapshot_note
+
+    notes = tuple(
+        f"would first write {snapshot_note([a])} to {plan_dir_ref(a.plan_dir.name)}"
+        for a in at_stake
+    )
+    return Snapshotted(path, notes)
 
 
 def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) -> list[Path]:
@@ -212,44 +299,52 @@ def claimed_names(common_dir: Path) -> set[str]:
     return names
 
 
-def _remove_all(paths: list[Path]) -> list[str | Kept | None]:
+# What removing one residue directory came to: removed (None), removed after a
+# snapshot, kept (judged again), or the error that stopped it.
+Removed = Snapshotted | Kept | str | None
+
+
+def _remove_all(paths: list[Path], runs: Runs) -> list[Removed]:
     """Remove directories in parallel: deleting is bound by the disk's latency, not the CPU
     (on a filesystem mounted with ``discard`` each rmdir waits for the device)."""
     if len(paths) < 4:
-        return [remove_residue(p) for p in paths]
+        return [remove_residue(p, runs) for p in paths]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=REMOVE_THREADS) as pool:
-        return list(pool.map(remove_residue, paths))
+        return list(pool.map(lambda p: remove_residue(p, runs), paths))
 
 
-def classify(
-    path: Path, live: set[str], *, real: str | None = None
-) -> tuple[SweepVerdict, tuple[str, ...]]:
-    """What the sweep would do with ``path``, and the files that make it keep it.
+def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs) -> Kept:
+    """What the sweep would do with ``path`` (``reason``), and the files that make it keep it.
 
     ``real`` is the path's realpath when the caller already knows it.
     """
     if path.is_symlink():
-        return SweepVerdict.SYMLINK, ()
+        return Kept(path, SweepVerdict.SYMLINK)
     if (real or os.path.realpath(path)) in live:
-        return SweepVerdict.LIVE, ()
-    return _verdict_on(path)
+        return Kept(path, SweepVerdict.LIVE)
+    return _verdict_on(path, runs)
 
 
-def _verdict_on(path: Path) -> tuple[SweepVerdict, tuple[str, ...]]:
-    """The verdict on what a directory holds: a checkout, files beside residue, or residue."""
+def _verdict_on(path: Path, runs: Runs) -> Kept:
+    """The verdict on what a directory holds: a checkout, files beside residue, a run's
+    artifacts, or residue."""
     files = files_under(path)
     if (
         os.path.lexists(path / ".git")
         or any(_in_repository(f) for f in files)
         or _holds_bare_repository(files)
     ):
-        return SweepVerdict.CHECKOUT, files
+        return Kept(path, SweepVerdict.CHECKOUT, files)
     unexpected = tuple(f for f in files if not is_residue_file(f))
     if unexpected:
-        return SweepVerdict.UNEXPECTED, unexpected
-    return SweepVerdict.RESIDUE, ()
+        return Kept(path, SweepVerdict.UNEXPECTED, unexpected)
+    at_stake = runs.at_stake(path, files)
+    if at_stake:
+        named = tuple(f for a in at_stake for f in a.in_checkout)
+        return Kept(path, SweepVerdict.UNSHIPPED, named, tuple(at_stake))
+    return Kept(path, SweepVerdict.RESIDUE)
 
 
 def _in_repository(rel: str) -> bool:
@@ -392,13 +487,15 @@ def rename_noreplace(src: Path, dst: Path) -> None:
     os.rename(src, dst)
 
 
-def remove_residue(path: Path) -> str | Kept | None:
+def remove_residue(path: Path, runs: Runs) -> Removed:
     """Move ``path`` aside, judge it again, then delete it: None, the error, or why it was kept.
 
     A writer may have added work since the directory was judged. Once it is
     moved aside, a writer going by the path makes a new directory (the next
     sweep judges that one), and what the moved one holds is judged again:
-    anything but residue is moved back and kept.
+    anything but residue is moved back and kept. An unshipped run's artifacts
+    in it go (``runs.force``) only once a snapshot ref holds them, as judged
+    here: nothing written before the move can be missing from it.
     """
     aside = path.with_name(_aside_name(path.name))
     try:
@@ -408,17 +505,64 @@ def remove_residue(path: Path) -> str | Kept | None:
     except OSError as exc:
         return f"{exc.strerror}: {exc.filename}"
     state.crash_point("sweep-aside")
-    verdict, files = _verdict_on(aside)  # the rule classify applied, once more
-    if verdict is not SweepVerdict.RESIDUE:
-        try:
-            rename_noreplace(aside, path)
-        except OSError as exc:
-            return f"written to while swept, kept at {aside} ({exc.strerror})"
-        return Kept(path, verdict, files)
+    judged = _verdict_on(aside, runs)  # the rule classify applied, once more
+    snapped: Snapshotted | None = None
+    if judged.reason is SweepVerdict.UNSHIPPED and runs.force:
+        written = _snapshot_runs(path, judged.runs, runs)
+        if isinstance(written, str):
+            return _put_back(aside, path) or f"{written}; kept"
+        snapped = written
+    elif judged.reason is not SweepVerdict.RESIDUE:
+        return _put_back(aside, path) or dataclasses.replace(
+            judged, path=path, runs=_renamed(judged.runs, aside, path)
+        )
     try:
         shutil.rmtree(aside)
     except FileNotFoundError:
-        return None
+        return snapped
     except OSError as exc:
         return f"{exc.strerror}: {exc.filename}"
+    return snapped
+
+
+def _put_back(aside: Path, path: Path) -> str | None:
+    """Give a directory moved aside its name back; the error when it cannot have it."""
+    try:
+        rename_noreplace(aside, path)
+    except OSError as exc:
+        return f"written to while swept, kept at {aside} ({exc.strerror})"
     return None
+
+
+def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> Snapshotted | str:
+    """Each run's artifacts (in the directory moved aside from ``path``) in its plan-dir
+    snapshot ref, in the primary clone's repository; else why one could not be written."""
+    from router.errors import RouterError, ToolFailed, describe_io
+    from router.teardown.snapshot import snapshot_plan_dir
+    from router.teardown.unshipped import snapshot_note
+    from router.topic.workspace import open_repo
+
+    if runs.primary is None:
+        return "no primary clone to keep a snapshot in"
+    notes = []
+    for run in found:
+        try:
+            snap = snapshot_plan_dir(
+                open_repo(runs.primary), run.plan_dir.name, checkout=run.checkout
+            )
+        except RouterError as exc:
+            return exc.message
+        except ToolFailed as exc:
+            return f"snapshot of {run.plan_dir} failed: {exc.first_line}"
+        except OSError as exc:
+            return f"snapshot of {run.plan_dir} failed: {describe_io(exc)}"
+        notes.append(f"{snapshot_note([run])} are in {snap.ref} ({snap.commit[:12]})")
+    return Snapshotted(path, tuple(notes))
+
+
+def _renamed(runs: tuple[RunArtifacts, ...], aside: Path, path: Path) -> tuple[RunArtifacts, ...]:
+    """The runs judged in the directory moved aside, named where it is back."""
+    return tuple(
+        dataclasses.replace(a, checkout=path, plan_dir=path / a.plan_dir.relative_to(aside))
+        for a in runs
+    )

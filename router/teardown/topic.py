@@ -38,6 +38,7 @@ from router.teardown.nested import NestedRepo, survey_nested, survey_remains
 from router.teardown.snapshot import (
     RestoredRepo,
     RestoreStatus,
+    plan_dir_ref,
     read_snapshot,
     restore_plan_dir,
     restore_repo,
@@ -96,7 +97,7 @@ from router.teardown.steps import (
     worktree_blocker,
     worktrees_in_use,
 )
-from router.teardown.sweep import Kept, SweepResult
+from router.teardown.sweep import Kept, Runs, SweepResult, SweepVerdict, classify
 from router.teardown.unshipped import (
     RunArtifacts,
     has_shipped,
@@ -109,6 +110,7 @@ from router.topic import state, worktreelock
 from router.topic.discovery import home_repo
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.workspace import (
+    WORKTREES_DIR,
     DefaultBranch,
     Repo,
     default_branch,
@@ -313,7 +315,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         # --force or not: the rerun would delete the repositories left in it.
         blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
     if target.is_home and topic_id:
-        removed = worktree if entry is not None and not kept else None
+        removed = worktree if entry is not None and not kept else _came_back(plan, topic_id)
         # Shipped is the run's, wherever its pr.md is: a kept worktree's plan dir counts too.
         shipped = has_shipped(run_artifacts(c, topic_id) for c in {worktree, repo.primary} if c)
         found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, shipped, opts)
@@ -322,6 +324,21 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
+
+
+def _came_back(plan: RepoPlan, topic_id: str) -> Path | None:
+    """The topic's worktree path when it is no worktree any more, yet verify-gone would delete
+    it but for the run's artifacts in it (a late writer, the pipeline, wrote them after or
+    during the removal): the plan dir of the home worktree all the same."""
+    worktree, repo = plan.worktree, plan.target.repo
+    if worktree is None or repo is None or plan.registered or plan.removing or plan.on_primary:
+        return None
+    folder = os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR)
+    if not os.path.isdir(worktree) or os.path.realpath(worktree.parent) != folder:
+        return None
+    live = {os.path.realpath(e.path) for e in plan.entries}
+    judged = classify(worktree, live, runs=Runs(repo.primary))
+    return worktree if judged.reason is SweepVerdict.UNSHIPPED else None
 
 
 def _keep_locked(repo: Repo, plan: RepoPlan, entry: WorktreeEntry, topic_id: str) -> RepoPlan:
@@ -783,7 +800,10 @@ def _decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) 
         return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
     if plan.foreign:
         return settled(skipped(name, f"{worktree} is still a registered worktree"))
-    return acting(lambda: verify_gone(repo, worktree), name, f"re-check that {worktree} is gone")
+    runs = _runs(run, scope, opts)
+    return acting(
+        lambda: verify_gone(repo, worktree, runs), name, f"re-check that {worktree} is gone"
+    )
 
 
 def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
@@ -829,11 +849,21 @@ def _decide_sweep(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
         else ()
     )
 
+    runs = _runs(run, scope, opts)
+
     def sweep_now(dry_run: bool) -> StepResult:
-        result, run.sweep = sweep_step(run.repo, dry_run=dry_run, leaving=leaving)
+        result, run.sweep = sweep_step(run.repo, dry_run=dry_run, leaving=leaving, runs=runs)
         return result
 
     return Decision(act=lambda: sweep_now(False), plan=lambda: sweep_now(True))
+
+
+def _runs(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Runs:
+    """What lets a run's artifacts left in a directory git no longer knows go (verify-gone,
+    sweep): the topic's own run shipped (its pr.md, seen before its worktree went), or
+    --force, which snapshots them first."""
+    shipped = frozenset({scope.id}) if run.plan.shipped else frozenset()
+    return Runs(run.repo.primary, shipped, opts.force)
 
 
 def _decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
@@ -1493,7 +1523,8 @@ def _restore_unless_stopped(name: str, restore: Callable[[], RestoredRepo]) -> R
 
 
 def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
-    """The repo at ``cwd`` alone, when it holds a snapshot of the topic's branch."""
+    """The repo at ``cwd`` alone, when it holds a snapshot of the topic's branch, or of the
+    run's plan dir (a sweep's under --force: the run's record may be long gone)."""
     topic_id = Path(target).name
     if not ID_RE.fullmatch(topic_id):
         raise original
@@ -1503,10 +1534,12 @@ def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
     except state.RecordCorrupt:
         record = None
     branch = record.branch if record is not None else branch_for(topic_id)
-    if read_snapshot(here.git, branch) is None:
+    plan_dir = here.git.rev_parse(plan_dir_ref(topic_id)) is not None
+    if read_snapshot(here.git, branch) is None and not plan_dir:
         raise original
     name = record.repo if record is not None else here.primary.name
-    only = RepoTarget(name, here.primary, branch, None, here, record)
+    # A plan dir's snapshot goes back into this repo's primary clone, as the home's does.
+    only = RepoTarget(name, here.primary, branch, None, here, record, is_home=plan_dir)
     # Only this repo is restored, but the topic's lock is at its home wherever
     # that is (this repo's record names it): every other command takes it there.
     home = home_repo(here, topic_id)

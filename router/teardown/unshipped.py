@@ -6,16 +6,21 @@ run that fell back, deletes ``task.md``, ``design.md`` ... without a trace.
 Until the run has shipped (its ``pr.md`` is written) those files are the run
 itself: teardown and pr-cleanup refuse ``unshipped-run`` naming them, and
 ``--force`` snapshots them (``restore`` brings the run back where it was).
+
+The same holds for a plan dir left in a directory git no longer knows under
+``.claude/worktrees/`` (a half-removed worktree, or one the pipeline wrote
+into after, or during, its removal): the sweep keeps it (``unshipped-run``),
+or under ``--force`` snapshots it first (:func:`at_stake_in`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.plandir.artifacts import PR
+from router.plandir.artifacts import LIGHT_ID_RE, PR
 from router.teardown.sweep import files_under
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 
@@ -97,3 +102,45 @@ def _name_files(files: Iterable[str]) -> str:
     names = list(files)
     more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
     return ", ".join(names[:LISTED]) + more
+
+
+def at_stake_in(
+    directory: Path, files: Iterable[str], primary: Path | None, shipped: Collection[str] = ()
+) -> list[RunArtifacts]:
+    """The plan dirs in ``directory`` (one git no longer knows) that hold an unshipped run's artifacts.
+
+    ``files``: what the directory holds (relative, as the sweep listed it); a
+    ``docs/plans/<id>/`` among them is the run ``<id>``'s plan dir, as in a
+    worktree. The run has shipped when its ``pr.md`` is in that plan dir, in
+    the primary clone's (``primary``), or the caller found it before
+    (``shipped``: the ids of runs a teardown saw shipped, their worktree gone
+    since).
+    """
+    plans = PLANS_DIR.split(os.sep)
+    ids = sorted(
+        {
+            parts[len(plans)]
+            for f in files
+            if (parts := f.split("/"))[: len(plans)] == plans and len(parts) > len(plans) + 1
+        }
+    )
+    found = []
+    for topic_id in ids:
+        if not LIGHT_ID_RE.fullmatch(topic_id) or topic_id in shipped:
+            continue  # a folder no run can have, or a run known to have shipped
+        here = run_artifacts(directory, topic_id)
+        there = run_artifacts(primary, topic_id) if primary is not None else None
+        found += unshipped([here], shipped=has_shipped([here, there]))
+    return found
+
+
+def residue_message(dirs: list[RunArtifacts], *, command: str) -> str:
+    """Why ``command`` keeps a directory git no longer knows: the run's artifacts in it, and
+    the ways out."""
+    return "; ".join(
+        f"{command} keeps {a.checkout}: it holds the artifacts of {a.plan_dir.name}, a run that "
+        f"has not shipped (no {PR}): {_name_files(a.in_checkout)}; pass --force to snapshot them "
+        f"before they go (`team-router restore {a.plan_dir.name}` brings them back), or move "
+        "them to where the run goes on"
+        for a in dirs
+    )
