@@ -34,17 +34,21 @@ class RepoLayout:
 
 
 class LayoutMethods(Runner):
-    """Where the checkout at cwd is: its top level, git dir and common dir."""
+    """Where the checkout at cwd is: its top level, git dir and common dir.
+
+    git's own answer for the checkout around cwd: :meth:`layout` (raises) and
+    :meth:`try_layout` (None). For the checkout whose top level is cwd, its
+    files first and git only when they are not the plain layout:
+    :meth:`checkout_layout` (None), :meth:`top_checkout_state` (with the
+    branch; raises), :meth:`git_dir`; :meth:`files_layout` is the files alone,
+    for a caller that only wants to know whether they answer.
+    """
 
     __slots__ = ()
 
     def layout(self) -> RepoLayout:
         """Top level, git dir and common git dir of the checkout at cwd (absolute)."""
         return self._layout(with_head=False)[0]
-
-    def checkout_state(self) -> tuple[RepoLayout, str | None]:
-        """Layout and checked-out branch in one process (``None`` when detached)."""
-        return self._layout(with_head=True)
 
     def _layout(self, *, with_head: bool) -> tuple[RepoLayout, str | None]:
         head_args = ("--symbolic-full-name", "HEAD") if with_head else ()
@@ -64,6 +68,7 @@ class LayoutMethods(Runner):
         return RepoLayout(top, gdir, common), branch
 
     def try_layout(self) -> RepoLayout | None:
+        """:meth:`layout`, or None when git finds no work tree at cwd (or cannot run)."""
         try:
             return self.layout()
         except GitError:
@@ -86,14 +91,15 @@ class LayoutMethods(Runner):
         )
 
     def top_checkout_state(self) -> tuple[RepoLayout, str | None]:
-        """:meth:`checkout_state` of the checkout whose top level is cwd, from its files when plain.
+        """Layout and checked-out branch (None when detached) of the checkout whose top level
+        is cwd: from its files when plain, else git's answer in one process.
 
         Raises GitError when git, asked because the layout is not the plain
         one, finds no checkout there.
         """
         layout = self.files_layout()
         if layout is None:
-            return self.checkout_state()
+            return self._layout(with_head=True)
         return layout, gitfiles.head_branch(os.path.join(layout.git_dir, "HEAD"))
 
     def git_dir(self) -> Path:
@@ -110,11 +116,8 @@ class LayoutMethods(Runner):
         """:func:`gitfiles.plain_layout` of cwd, when git here would read the files it reads."""
         return None if self.env else gitfiles.plain_layout(str(self.cwd))
 
-    def toplevel(self) -> Path | None:
-        res = self.run("rev-parse", "--show-toplevel", check=False)
-        return Path(os.path.realpath(res.stdout.strip())) if res.ok and res.stdout.strip() else None
-
     def common_dir(self) -> Path:
+        """The common git dir git uses at cwd (a bare repository's, a git dir's too)."""
         return Path(
             os.path.realpath(self.out("rev-parse", "--path-format=absolute", "--git-common-dir"))
         )

@@ -246,8 +246,8 @@ def _probe(path: Path, home: Repo) -> Containment:
         return Containment(False, "duplicate", f"{path} is the home repo itself")
     layout = Git(real).checkout_layout()
     if layout is None:
-        top = Git(real).toplevel()
-        where = f"its top level is {top}" if top else "it is not a git work tree"
+        around = Git(real).try_layout()
+        where = f"its top level is {around.toplevel}" if around else "it is not a git work tree"
         return Containment(False, "not-a-repo", f"{path}: {where}")
     try:
         primary = primary_root(layout)
