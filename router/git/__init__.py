@@ -96,7 +96,6 @@ if TYPE_CHECKING:
     from router.git.reflog import head_reflog_name as head_reflog_name
     from router.git.reflog import head_reflog_only as head_reflog_only
     from router.git.reflog import head_reflog_where as head_reflog_where
-    from router.git.refs import SNAPSHOT_PREFIX as SNAPSHOT_PREFIX
     from router.git.refs import RefTip as RefTip
     from router.git.refs import ref_tips_with_trees as ref_tips_with_trees
     from router.git.refs import update_ref as update_ref
@@ -145,7 +144,6 @@ _HOME = {
     "repository_above": "layout",
     "repository_below": "layout",
     "RefTip": "refs",
-    "SNAPSHOT_PREFIX": "refs",
     "ref_tips_with_trees": "refs",
     "update_ref": "refs",
     "DanglingHead": "reflog",

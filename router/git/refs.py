@@ -150,9 +150,6 @@ class RefMethods(LayoutMethods):
         return True
 
 
-SNAPSHOT_PREFIX = "refs/team-router/snapshots/"
-
-
 def update_ref(git: Git, ref: str, new: str, *, old: str | None, message: str) -> None:
     """Move ``ref`` to ``new`` only while it is at ``old`` (None: only while it does not exist).
 

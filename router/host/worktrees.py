@@ -20,9 +20,9 @@ from typing import Any
 
 from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, Refusal, RouterError
-from router.git import SNAPSHOT_PREFIX
 from router.names import parse_id
 from router.progress import Echo
+from router.teardown.snapshot import SNAPSHOT_PREFIX
 from router.teardown.steps import name_some, torn_down
 from router.teardown.sweep import SweepResult
 from router.topic import state

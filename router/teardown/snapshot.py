@@ -39,6 +39,9 @@ from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
+# Where a forced removal keeps what it snapshotted: team-router's own refs, which
+# no branch listing shows and every gc keeps.
+SNAPSHOT_PREFIX = "refs/team-router/snapshots/"
 MAX_RESTORED = 100
 NAMED_SUBMODULES = 5  # submodules named in a restore note
 NAMED_PATHS = 5  # edited paths named when an interrupted restore cannot be finished
@@ -47,7 +50,7 @@ DEPARTED_KEY = "Nested-Repository: "
 
 
 def snapshot_ref(branch: str) -> str:
-    return f"{g.SNAPSHOT_PREFIX}{branch}"
+    return f"{SNAPSHOT_PREFIX}{branch}"
 
 
 @dataclass(frozen=True, slots=True)
