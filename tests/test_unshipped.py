@@ -13,7 +13,7 @@ from helpers.faults import CRASHED, run
 from helpers.origin import merge_on_origin
 from helpers.plans import artifact
 from helpers.repos import branches, commit, git, run_cli, worktree_paths, write
-from helpers.topics import TOPIC_ID, Topic, new_topic, snapshot_of
+from helpers.topics import TOPIC_ID, Topic, multi_topic, new_topic, snapshot_of, steps_of
 
 ARTIFACTS = ("task.md", "questions.md", "research.md", "design.md")
 LISTED = "design.md, questions.md, research.md, task.md"
@@ -546,3 +546,51 @@ def test_a_forced_teardown_snapshots_a_removed_worktrees_artifacts_and_restore_b
     for name in ARTIFACTS:
         assert (in_place / name).read_bytes() == artifact_bytes(topic, name)
     assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def without_base(repo, topic_id: str) -> None:
+    """The repo's record of the topic as an older version wrote it: no ``base_commit``."""
+    path = repo / ".git" / "team-router" / "topics" / f"{topic_id}.json"
+    data = json.loads(path.read_text())
+    data.pop("base_commit")
+    path.write_text(json.dumps(data))
+
+
+def test_a_refused_plan_calls_a_branch_whose_record_has_no_base_empty_never_merged(workspace):
+    topic = multi_topic(workspace, ("api",))  # its plan dir holds repos.md: not shipped, refused
+    api = topic.repos["api"]
+    without_base(api, topic.id)
+    before = snapshot_of(api), everything(topic)
+    empty = f"nothing to integrate: {topic.branch} is empty (nothing on it since it was cut)"
+    for flags in (("--dry-run",), ()):
+        res = run_cli("teardown", topic.id, "--json", *flags, cwd=topic.home)
+        assert res.code == 1, res.out + res.err
+        assert res.json["error"]["code"] == "unshipped-run"
+        assert steps_of(res.json, "api")["integrate"] == {
+            "name": "integrate",
+            "outcome": "skipped",
+            "detail": empty,
+        }
+        assert "merged" not in res.out
+        text = run_cli("teardown", topic.id, *flags, cwd=topic.home)
+        assert text.code == 1, text.out + text.err
+        api_part = text.out.split(f"\napi  {topic.worktrees['api']}\n", 1)[1]
+        assert f"    integrate       would be skipped  {empty}\n" in api_part
+        assert "merged" not in text.out
+    assert (snapshot_of(api), everything(topic)) == before
+
+
+def test_a_branch_whose_record_has_no_base_and_whose_commits_are_on_main_is_still_merged(
+    workspace,
+):
+    topic = multi_topic(workspace, ("api",))
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    without_base(api, topic.id)
+    commit(api_wt, "api.py", "a = 1\n", "api work")
+    git(api_wt, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    merge_on_origin(api, topic.branch)  # a fast-forward: the tip is an ancestor of origin/main
+    res = run_cli("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 1 and res.json["error"]["code"] == "unshipped-run", res.out
+    assert steps_of(res.json, "api")["integrate"]["detail"] == (
+        f"nothing to integrate: {topic.branch} is merged (its tip is an ancestor of origin/main)"
+    )

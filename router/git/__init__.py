@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from router.git.objects import tree_files as tree_files
     from router.git.objects import worktree_blobs as worktree_blobs
     from router.git.reflog import DanglingHead as DanglingHead
+    from router.git.reflog import branch_created_at as branch_created_at
     from router.git.reflog import head_reflog_name as head_reflog_name
     from router.git.reflog import head_reflog_only as head_reflog_only
     from router.git.reflog import head_reflog_where as head_reflog_where
@@ -147,6 +148,7 @@ _HOME = {
     "ref_tips_with_trees": "refs",
     "update_ref": "refs",
     "DanglingHead": "reflog",
+    "branch_created_at": "reflog",
     "head_reflog_name": "reflog",
     "head_reflog_only": "reflog",
     "head_reflog_where": "reflog",

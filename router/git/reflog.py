@@ -109,6 +109,26 @@ def head_reflog_where(common: Path, admin: str) -> str:
     return os.path.join(admin, "logs", "HEAD")
 
 
+# The message git writes in a branch's reflog as it creates the branch (`git branch`,
+# `checkout -b`, `switch -c`, `worktree add -b`), with the commit it starts at.
+BRANCH_CREATED = "branch: Created from "
+
+
+def branch_created_at(git: Git, branch: str) -> str | None:
+    """The commit ``branch`` was created at, as the creation entry of its reflog names it.
+
+    None when its reflog keeps no such entry: an expiry dropped it, or the
+    branch was not made by ``git branch`` and its kin (a fetch into it,
+    ``update-ref``, ``core.logAllRefUpdates`` off).
+    """
+    name = f"refs/heads/{branch}"
+    walk = _walk_reflogs(git, [name]).get(name, {})
+    if not walk:
+        return None
+    new, why = walk[max(walk)]  # the oldest entry
+    return new if why.startswith(BRANCH_CREATED) else None
+
+
 def head_reflog_name(admin: str) -> str:
     """The name git reads the HEAD reflog of worktree registration ``admin`` by, from
     any checkout of the repository (``git reflog show <name>``)."""

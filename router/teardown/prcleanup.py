@@ -45,6 +45,7 @@ from router.teardown.steps import (
     TopicRef,
     acting,
     copies_note,
+    cut_from,
     delete_branch,
     describe_dirt,
     done,
@@ -677,7 +678,7 @@ def prove_merged(
             subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {found.default.name}"
         )
     content = merge_proof(repo.git, subject, found.default.remote_ref)
-    base = found.record.base_commit if found.record else None
+    base = cut_from(repo.git, found.branch, found.record.base_commit if found.record else None)
     if base is not None and empty_branch(repo.git, subject, base, content):
         # Its tip is an ancestor of every later default branch: that proves no merge.
         why = f"{found.branch} is empty (nothing on it since it was cut at {base[:12]})"

@@ -308,13 +308,26 @@ class Integration:
 EMPTY = "empty (nothing on it since it was cut)"
 
 
+def cut_from(git: Git, branch: str, recorded: str | None) -> str | None:
+    """The commit ``branch`` was cut from: the topic record's ``base_commit``, else git's own
+    answer, the creation entry of the branch's reflog.
+
+    A record written before it kept the base, or a repo's record made without
+    one, must not turn an empty branch into a "merged" one (DESIGN §9): its
+    tip, an ancestor of every later default branch, proves no merge. None
+    when neither knows: the merge proof alone decides.
+    """
+    return recorded or g.branch_created_at(git, branch)
+
+
 def empty_branch(git: Git, tip: str, base: str | None, proof: Proof | None) -> bool:
     """The branch holds no commit of its own: its tip is where it was cut (``base``) or below.
 
     ``proof``: the merge proof found for ``tip``. A tip below its base is an
     ancestor of the target too, so only with an ancestry proof is git asked.
-    Without the base (a branch no record describes) this cannot be told from a
-    fast-forward merge, and False is answered: the merge proof decides.
+    Without the base (neither a record nor git's reflog knows it, see
+    :func:`cut_from`) this cannot be told from a fast-forward merge, and False
+    is answered: the merge proof decides.
     """
     if base is None:
         return False

@@ -55,6 +55,7 @@ from router.teardown.steps import (
     TopicRef,
     acting,
     copies_note,
+    cut_from,
     delete_branch,
     finish_blocker,
     foreign_worktree,
@@ -273,7 +274,8 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         else ()
     )
     tip = refs.get(f"refs/heads/{target.branch}")
-    base = target.record.base_commit if target.record else None
+    recorded = target.record.base_commit if target.record else None
+    base = cut_from(repo.git, target.branch, recorded) if tip and default else None
     found = integration(repo.git, tip, default, tips, base=base) if tip and default else None
     plan = RepoPlan(
         target,
