@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
     TopicId = NewType("TopicId", str)
     Branch = NewType("Branch", str)
+    Sha = NewType("Sha", str)  # a full object id, as git prints it
 else:
     # At run time a NewType is the identity on str: str itself does the same
     # without importing typing (~3 ms on every command that creates).
-    TopicId = Branch = str
+    TopicId = Branch = Sha = str
 
 ID_RE = re.compile(
     r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"

@@ -14,7 +14,7 @@ from router.create.include import copy_included
 from router.errors import Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
-from router.names import Topic
+from router.names import Sha, Topic
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state, worktreelock
@@ -232,7 +232,7 @@ class _Pipeline:
         self.base: str | None = None
         self.excluded = False  # our info/exclude lines are known to be there
         self.record = self._load_record()
-        self.commits: dict[str, str | None] = {}  # see _look_up
+        self.commits: dict[str, Sha | None] = {}  # see _look_up
 
     def run(self) -> CreateReport:
         # The fetch (the slowest step but the checkout) runs while the local

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from router.git.run import Runner
+from router.names import Sha
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 class CherryEntry:
     """One line of ``git cherry``: a commit and whether upstream has its patch."""
 
-    sha: str
+    sha: Sha
     present: bool  # True when an equivalent patch is already upstream ("-")
 
 
@@ -46,7 +47,7 @@ class HistoryMethods(Runner):
         entries = []
         for line in out.splitlines():
             sign, _, sha = line.partition(" ")
-            entries.append(CherryEntry(sha.strip(), sign == "-"))
+            entries.append(CherryEntry(Sha(sha.strip()), sign == "-"))
         return entries
 
 

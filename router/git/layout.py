@@ -11,9 +11,11 @@ import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import cast
 
 from router.git import files as gitfiles
 from router.git.run import GitError, Runner
+from router.names import Branch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ class LayoutMethods(Runner):
         """Top level, git dir and common git dir of the checkout at cwd (absolute)."""
         return self._layout(with_head=False)[0]
 
-    def _layout(self, *, with_head: bool) -> tuple[RepoLayout, str | None]:
+    def _layout(self, *, with_head: bool) -> tuple[RepoLayout, Branch | None]:
         head_args = ("--symbolic-full-name", "HEAD") if with_head else ()
         lines = self.out(
             "rev-parse",
@@ -64,7 +66,9 @@ class LayoutMethods(Runner):
             raise GitError(["git", "rev-parse"], 128, "not a work tree")
         top, gdir, common = (Path(os.path.realpath(x)) for x in lines[:3])
         head = lines[3].strip() if with_head else ""
-        branch = head.removeprefix("refs/heads/") if head.startswith("refs/heads/") else None
+        branch = (
+            Branch(head.removeprefix("refs/heads/")) if head.startswith("refs/heads/") else None
+        )
         return RepoLayout(top, gdir, common), branch
 
     def try_layout(self) -> RepoLayout | None:
@@ -90,7 +94,7 @@ class LayoutMethods(Runner):
             else None
         )
 
-    def top_checkout_state(self) -> tuple[RepoLayout, str | None]:
+    def top_checkout_state(self) -> tuple[RepoLayout, Branch | None]:
         """Layout and checked-out branch (None when detached) of the checkout whose top level
         is cwd: from its files when plain, else git's answer in one process.
 
@@ -100,7 +104,9 @@ class LayoutMethods(Runner):
         layout = self.files_layout()
         if layout is None:
             return self._layout(with_head=True)
-        return layout, gitfiles.head_branch(os.path.join(layout.git_dir, "HEAD"))
+        return layout, cast(
+            "Branch | None", gitfiles.head_branch(os.path.join(layout.git_dir, "HEAD"))
+        )
 
     def git_dir(self) -> Path:
         """The git dir of the checkout whose top level is cwd: as its ``.git`` names it, else

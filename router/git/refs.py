@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 from router.git.run import GitError, verified
+from router.names import Branch, Sha
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,20 +22,23 @@ class RefMethods(LayoutMethods):
 
     __slots__ = ()
 
-    def current_branch(self) -> str | None:
+    def current_branch(self) -> Branch | None:
         """Short name of the checked-out branch; None when detached."""
         res = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
-        return res.stdout.strip() or None if res.ok else None
+        return Branch(res.stdout.strip()) or None if res.ok else None
 
-    def checked_out_branch(self, git_dir: Path) -> str | None:
+    def checked_out_branch(self, git_dir: Path) -> Branch | None:
         """The branch of the checkout at cwd, whose git dir is ``git_dir``: as its ``HEAD`` file
         names it, else git's own answer (a reftable, a detached or unreadable ``HEAD``)."""
-        return gitfiles.head_branch(str(git_dir / "HEAD")) or self.current_branch()
+        return (
+            cast("Branch | None", gitfiles.head_branch(str(git_dir / "HEAD")))
+            or self.current_branch()
+        )
 
-    def head(self) -> str | None:
+    def head(self) -> Sha | None:
         return self.rev_parse("HEAD")
 
-    def rev_parse(self, rev: str) -> str | None:
+    def rev_parse(self, rev: str) -> Sha | None:
         """The commit ``rev`` names, or None when it does not resolve.
 
         Raises GitError when git could not answer (not a repository, a
@@ -42,9 +47,9 @@ class RefMethods(LayoutMethods):
         res = self.run(
             "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
         )
-        return verified(res)
+        return cast("Sha | None", verified(res))
 
-    def commits(self, revs: Sequence[str]) -> dict[str, str | None]:
+    def commits(self, revs: Sequence[str]) -> dict[str, Sha | None]:
         """What :meth:`rev_parse` answers for each of ``revs``: from git's files, or one process.
 
         Full names of branches and remote-tracking refs, and ``HEAD``, are read
@@ -72,7 +77,9 @@ class RefMethods(LayoutMethods):
         if plain is not None:
             # Branches, remote-tracking refs and HEAD: from git's files, no process.
             try:
-                return gitfiles.read_refs(plain[2], plain[1], list(revs))
+                return cast(
+                    "dict[str, Sha | None]", gitfiles.read_refs(plain[2], plain[1], list(revs))
+                )
             except gitfiles.Unsure:
                 pass
         if any("\n" in rev for rev in revs):
@@ -83,10 +90,10 @@ class RefMethods(LayoutMethods):
         ).stdout.splitlines()
         if len(out) != len(revs):
             raise GitError(["git", "cat-file"], 128, "unexpected --batch-check answer")
-        found: dict[str, str | None] = {}
+        found: dict[str, Sha | None] = {}
         for rev, line in zip(revs, out, strict=True):
             sha, _, kind = line.partition(" ")
-            found[rev] = sha if kind == "commit" else None
+            found[rev] = Sha(sha) if kind == "commit" else None
         return found
 
     def symbolic_target(self, ref: str) -> str | None:
@@ -124,9 +131,9 @@ class RefMethods(LayoutMethods):
     def branch_exists(self, branch: str) -> bool:
         return self.ok("show-ref", "--verify", "--quiet", "--", f"refs/heads/{branch}")
 
-    def local_branches(self) -> list[str]:
+    def local_branches(self) -> list[Branch]:
         out = self.out("for-each-ref", "--format=%(refname:short)", "refs/heads/")
-        return [b for b in out.splitlines() if b]
+        return [Branch(b) for b in out.splitlines() if b]
 
     def check_ref_format_branch(self, name: str) -> bool:
         return self.ok("check-ref-format", "--branch", name)
@@ -173,7 +180,7 @@ def ref_values(git: Git, refs: Sequence[str]) -> dict[str, str]:
 class RefTip:
     """Where one ref points: its commit, that commit's tree, and its symref target."""
 
-    commit: str
+    commit: Sha
     tree: str  # the commit's tree ("" when the ref names no commit)
     symref: str  # the symref's target, "" for a plain ref
 
@@ -189,5 +196,5 @@ def ref_tips_with_trees(git: Git, *prefixes: str) -> dict[str, RefTip]:
     tips = {}
     for line in out.splitlines():
         name, sha, tree, target = [*line.split("\0"), "", "", ""][:4]
-        tips[name] = RefTip(sha, tree, target)
+        tips[name] = RefTip(Sha(sha), tree, target)
     return tips

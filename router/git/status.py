@@ -10,6 +10,7 @@ from pathlib import Path
 from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 from router.git.run import GitError
+from router.names import Branch, Sha
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,8 +163,8 @@ class PrimaryState:
     """A checkout's dirt, branch and HEAD commit, from one ``status`` (porcelain v2)."""
 
     status: StatusReport
-    branch: str | None  # None when detached
-    head: str | None  # None on an unborn branch
+    branch: Branch | None  # None when detached
+    head: Sha | None  # None on an unborn branch
 
 
 def checkout_state(git: Git) -> PrimaryState:
@@ -182,8 +183,8 @@ def checkout_state(git: Git) -> PrimaryState:
 def parse_status_v2(out: str) -> PrimaryState:
     tracked: list[str] = []
     untracked: list[str] = []
-    branch: str | None = None
-    head: str | None = None
+    branch: Branch | None = None
+    head: Sha | None = None
     fields = out.split("\0")
     i = 0
     while i < len(fields):
@@ -192,10 +193,10 @@ def parse_status_v2(out: str) -> PrimaryState:
         kind = entry[:2]
         if entry.startswith("# branch.oid "):
             oid = entry.removeprefix("# branch.oid ")
-            head = None if oid == "(initial)" else oid
+            head = None if oid == "(initial)" else Sha(oid)
         elif entry.startswith("# branch.head "):
             name = entry.removeprefix("# branch.head ")
-            branch = None if name == "(detached)" else name
+            branch = None if name == "(detached)" else Branch(name)
         elif kind == "? ":
             untracked.append(entry[2:])
         elif kind == "1 ":

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
+from router.names import Branch, Sha
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,8 +16,8 @@ class WorktreeEntry:
     """One entry of ``git worktree list --porcelain`` (or the same read from git's files)."""
 
     path: Path
-    head: str | None  # None for a worktree on an unborn branch
-    branch: str | None  # short name; None when detached
+    head: Sha | None  # None for a worktree on an unborn branch
+    branch: Branch | None  # short name; None when detached
     bare: bool = False
     locked: bool = False
     lock_reason: str = ""
@@ -59,8 +61,8 @@ class WorktreeMethods(LayoutMethods):
                 return [
                     WorktreeEntry(
                         Path(path),
-                        head,
-                        branch,
+                        cast("Sha | None", head),
+                        cast("Branch | None", branch),
                         locked=reason is not None,
                         lock_reason=reason or "",
                         prunable=prunable,
@@ -141,8 +143,8 @@ def parse_worktree_list(out: str) -> list[WorktreeEntry]:
         entries.append(
             WorktreeEntry(
                 path=Path(info["worktree"]),
-                head=head if head and not gitfiles.is_null_id(head) else None,  # None: unborn
-                branch=branch.removeprefix("refs/heads/") if branch else None,
+                head=Sha(head) if head and not gitfiles.is_null_id(head) else None,  # None: unborn
+                branch=Branch(branch.removeprefix("refs/heads/")) if branch else None,
                 bare="bare" in info,
                 locked="locked" in info,
                 lock_reason=info.get("locked", ""),

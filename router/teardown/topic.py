@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -387,7 +387,7 @@ def _plan_dir_blockers(
     return tuple(dirs), [refused("plan-dir", "unshipped-run", why)]
 
 
-def _at_origin(default: DefaultBranch | None, refs: dict[str, str]) -> bool:
+def _at_origin(default: DefaultBranch | None, refs: Mapping[str, str]) -> bool:
     """The local default branch is at origin's tip (both known, same commit)."""
     if default is None or default.remote_ref is None or default.local_ref is None:
         return False
