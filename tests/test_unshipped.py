@@ -594,3 +594,22 @@ def test_a_branch_whose_record_has_no_base_and_whose_commits_are_on_main_is_stil
     assert steps_of(res.json, "api")["integrate"]["detail"] == (
         f"nothing to integrate: {topic.branch} is merged (its tip is an ancestor of origin/main)"
     )
+
+
+def test_pr_cleanup_of_an_empty_branch_whose_record_has_no_base_refuses_not_merged(
+    home_repo, tmp_path, monkeypatch
+):
+    hide_gh(tmp_path, monkeypatch)
+    topic = new_topic(home_repo)
+    without_base(home_repo, topic.id)
+    cut = git(home_repo, "rev-parse", "main")  # where git created the branch (its reflog)
+    before = everything(topic)
+    res = run_cli("pr-cleanup", topic.branch, cwd=home_repo)
+    assert res.code == 1
+    assert res.err == (
+        f"team-router: {topic.branch} is not proven merged into origin/main: {topic.branch} is "
+        f"empty (nothing on it since it was cut at {cut[:12]}); nothing was deleted "
+        "(nothing was merged, so there is nothing to clean up after: "
+        f"`team-router teardown {topic.id}` takes it apart) [not-merged]\n"
+    )
+    assert everything(topic) == before
