@@ -9,6 +9,7 @@ from pathlib import Path
 
 from router.git import files as gitfiles
 from router.git.run import GitError
+from router.names import Sha
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def head_reflog_where(common: Path, admin: str) -> str:
 BRANCH_CREATED = "branch: Created from "
 
 
-def branch_created_at(git: Git, branch: str) -> str | None:
+def branch_created_at(git: Git, branch: str) -> Sha | None:
     """The commit ``branch`` was created at, as the creation entry of its reflog names it.
 
     None when its reflog keeps no such entry: an expiry dropped it, or the
@@ -126,7 +127,7 @@ def branch_created_at(git: Git, branch: str) -> str | None:
     if not walk:
         return None
     new, why = walk[max(walk)]  # the oldest entry
-    return new if why.startswith(BRANCH_CREATED) else None
+    return Sha(new) if why.startswith(BRANCH_CREATED) else None
 
 
 def head_reflog_name(admin: str) -> str:
