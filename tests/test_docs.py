@@ -53,6 +53,16 @@ def reported_codes() -> set[str]:
     return set(CODES)
 
 
+def exit_codes() -> set[int]:
+    """Every exit code a command can end with, as router/errors.py declares them."""
+    import signal
+
+    from router.errors import BadInput, Refusal
+
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    return {0, Refusal.exit_code, BadInput.exit_code} | {128 + s for s in stops}
+
+
 def user_docs() -> list[Path]:
     return [README, *sorted(DOCS.glob("*.md"))]
 
@@ -152,6 +162,19 @@ def test_every_error_code_the_cli_reports_is_in_the_errors_page() -> None:
     codes = reported_codes()
     assert {"usage", "dirty-worktree", "interrupted"} <= codes
     assert {code for code in codes if f"`{code}`" not in page} == set()
+
+
+def documented_exits(page: str) -> set[int]:
+    """The exit codes in the first column of the page's ``## Exit codes`` table."""
+    section = page.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    return {int(m) for m in re.findall(r"^\| `(\d+)` \|", section, re.M)}
+
+
+def test_every_exit_code_is_in_the_errors_page() -> None:
+    documented = documented_exits((DOCS / ERRORS_PAGE).read_text(encoding="utf-8"))
+    assert {0, 1, 2, 130} <= exit_codes()
+    assert exit_codes() - documented == set()
+    assert documented_exits("intro\n## Exit codes\n\n| `0` | done |\n| `2` | bad |\n") == {0, 2}
 
 
 # -- links ----------------------------------------------------------------------------
