@@ -9,24 +9,24 @@ from enum import StrEnum
 from pathlib import Path
 
 from router.git.remote import FETCH_TIMEOUT
-from router.git.run import GitError
+from router.git.run import GitError, Runner
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from router.git.client import Git
+    from router.git.refs import RefMethods
 
 
-def cherry_pick(git: Git, commits: Sequence[str]) -> None:
+def cherry_pick(git: Runner, commits: Sequence[str]) -> None:
     """Cherry-pick ``commits`` in order onto the checked-out branch (one sequence)."""
     git.run("cherry-pick", "--no-edit", "--allow-empty-message", *commits)
 
 
-def cherry_pick_head(git: Git) -> str | None:
+def cherry_pick_head(git: RefMethods) -> str | None:
     """The commit a stopped cherry-pick was applying, if one is in progress."""
     return git.rev_parse("CHERRY_PICK_HEAD")
 
 
-def cherry_pick_abort(git: Git) -> GitError | None:
+def cherry_pick_abort(git: Runner) -> GitError | None:
     """``git cherry-pick --abort``: None when it ran, else why not (a lock file in the way ...).
 
     --abort puts HEAD back where the whole sequence started, so a conflict on
@@ -35,7 +35,7 @@ def cherry_pick_abort(git: Git) -> GitError | None:
     return _end_pick(git, "--abort")
 
 
-def cherry_pick_quit(git: Git) -> GitError | None:
+def cherry_pick_quit(git: Runner) -> GitError | None:
     """Forget a stopped cherry-pick (sequencer and CHERRY_PICK_HEAD), keeping HEAD, index and files.
 
     None when it ran, else why not (as for :func:`cherry_pick_abort`, a lock
@@ -44,7 +44,7 @@ def cherry_pick_quit(git: Git) -> GitError | None:
     return _end_pick(git, "--quit")
 
 
-def _end_pick(git: Git, how: str) -> GitError | None:
+def _end_pick(git: Runner, how: str) -> GitError | None:
     """``git cherry-pick <how>``: None when it ran, else its failure or the lock it met.
 
     git deletes CHERRY_PICK_HEAD under ``CHERRY_PICK_HEAD.lock`` and
@@ -111,12 +111,12 @@ def sequencer_locks(git_dir: Path) -> list[Path]:
     return sorted((git_dir / "sequencer").glob("*.lock"))
 
 
-def reset_hard(git: Git, commit: str) -> None:
+def reset_hard(git: Runner, commit: str) -> None:
     git.run("reset", "--quiet", "--hard", commit)
 
 
 def pull(
-    git: Git, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT
+    git: Runner, remote: str, branch: str, *, rebase: bool, timeout: float = FETCH_TIMEOUT
 ) -> None:
     """``git pull --rebase`` (or ``--ff-only``) ``remote branch`` in the checkout at cwd."""
     mode = "--rebase" if rebase else "--ff-only"
@@ -131,7 +131,7 @@ class FastForward(StrEnum):
     REFUSED = "refused"  # the branch has commits of its own (or git refused): unchanged
 
 
-def fast_forward(git: Git, ref: str) -> FastForward:
+def fast_forward(git: Runner, ref: str) -> FastForward:
     """``git merge --ff-only ref`` in the checkout at cwd.
 
     What ``git pull`` runs after its fetch when the branch has nothing of its
@@ -147,11 +147,11 @@ def fast_forward(git: Git, ref: str) -> FastForward:
     return FastForward.CURRENT if "Already up to date" in res.stdout else FastForward.MOVED
 
 
-def rebase_abort(git: Git) -> None:
+def rebase_abort(git: Runner) -> None:
     git.run("rebase", "--abort", check=False)
 
 
-def read_index(worktree: Git, tree_ish: str) -> None:
+def read_index(worktree: Runner, tree_ish: str) -> None:
     """Make the worktree's index ``tree_ish`` without touching its files."""
     worktree.run("read-tree", f"{tree_ish}^{{tree}}")
     # read-tree leaves no stat data: refresh it so unchanged files do not look
@@ -159,7 +159,7 @@ def read_index(worktree: Git, tree_ish: str) -> None:
     worktree.run("update-index", "-q", "--refresh", check=False)
 
 
-def write_tree_files(git: Git, tree: str, index_file: Path) -> None:
+def write_tree_files(git: Runner, tree: str, index_file: Path) -> None:
     """Write the files of ``tree`` into the work tree, never over a file already there.
 
     Through a private index, so the repo's own index is untouched;
@@ -170,7 +170,7 @@ def write_tree_files(git: Git, tree: str, index_file: Path) -> None:
     git.run("checkout-index", "--all", env=env)
 
 
-def restore_worktree_files(git: Git, source: str) -> None:
+def restore_worktree_files(git: Runner, source: str) -> None:
     """Make the working tree match ``source`` without touching the index.
 
     The result shows as uncommitted edits and untracked files, exactly as the
@@ -182,7 +182,7 @@ def restore_worktree_files(git: Git, source: str) -> None:
 SUBMODULE_TIMEOUT = 120.0  # `submodule update` may have to fetch the new commit
 
 
-def submodule_update(git: Git, paths: Sequence[str]) -> None:
+def submodule_update(git: Runner, paths: Sequence[str]) -> None:
     """Check out the recorded commit in the initialised submodules at ``paths``.
 
     ``--checkout`` whatever ``submodule.<name>.update`` says: the caller has

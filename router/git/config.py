@@ -7,10 +7,6 @@ from dataclasses import dataclass
 
 from router.git.run import GitError, Runner, base_env
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
 
 class ConfigMethods(Runner):
     """Single config values, and removing a section."""
@@ -96,7 +92,7 @@ class ConfigView:
         return bool(email) and any(c > " " and c not in ",:;<>\"\\'" for c in name or "")
 
 
-def config_view(git: Git) -> ConfigView:
+def config_view(git: ConfigMethods) -> ConfigView:
     """``git config -l -z``: every value, for the questions a command asks of one repo."""
     values: dict[str, list[str]] = {}
     for item in git.run("config", "-l", "-z").stdout.split("\0"):
@@ -106,7 +102,7 @@ def config_view(git: Git) -> ConfigView:
     return ConfigView({k: tuple(v) for k, v in values.items()})
 
 
-def committer_unknown(git: Git, config: ConfigView | None = None) -> GitError | None:
+def committer_unknown(git: ConfigMethods, config: ConfigView | None = None) -> GitError | None:
     """git's complaint when it cannot name a committer (no ``user.name``/``user.email``), else None.
 
     A cherry-pick needs a committer; asking first means a missing identity is

@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from router.git.run import Runner
 from router.names import Sha
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
 
 @dataclass(frozen=True, slots=True)
 class CherryEntry:
@@ -51,7 +47,7 @@ class HistoryMethods(Runner):
         return entries
 
 
-def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
+def unique_commits(git: HistoryMethods, tip: str, *, except_branch: str | None) -> int:
     """Commits reachable from ``tip`` and from no branch, tag or remote ref but ``except_branch``."""
     args = ["rev-list", "--count", tip, "--not"]
     if except_branch:
@@ -63,7 +59,7 @@ def unique_commits(git: Git, tip: str, *, except_branch: str | None) -> int:
     return int(git.out(*args) or 0)
 
 
-def commits_only_head_reaches(git: Git) -> int:
+def commits_only_head_reaches(git: HistoryMethods) -> int:
     """Commits the checkout's HEAD reaches that no ref does (work on a detached HEAD)."""
     # --glob=* is every ref under refs/ and, unlike --all, no HEAD.
     # --ignore-missing: an unborn HEAD reaches nothing.
@@ -71,16 +67,16 @@ def commits_only_head_reaches(git: Git) -> int:
     return int(out or 0)
 
 
-def commit_parents(git: Git, commit: str) -> list[str]:
+def commit_parents(git: HistoryMethods, commit: str) -> list[str]:
     """The parents of ``commit``, in order (raises GitError when git cannot say)."""
     return git.out("rev-list", "--parents", "--max-count=1", commit, "--").split()[1:]
 
 
-def commit_message(git: Git, commit: str) -> str:
+def commit_message(git: HistoryMethods, commit: str) -> str:
     return git.run("log", "-1", "--format=%B", commit, "--").stdout
 
 
-def log_subjects(git: Git, rev: str, *, limit: int) -> list[str]:
+def log_subjects(git: HistoryMethods, rev: str, *, limit: int) -> list[str]:
     """The subjects of the last ``limit`` commits reachable from ``rev``, newest first."""
     out = git.out("log", f"--max-count={limit}", "--format=%s", "--end-of-options", rev, "--")
     return [line for line in out.splitlines() if line]
@@ -90,7 +86,7 @@ def log_subjects(git: Git, rev: str, *, limit: int) -> list[str]:
 GITLINK_HISTORY = 50
 
 
-def former_gitlinks(git: Git, path: str, *, limit: int = GITLINK_HISTORY) -> set[str]:
+def former_gitlinks(git: HistoryMethods, path: str, *, limit: int = GITLINK_HISTORY) -> set[str]:
     """The commits HEAD's first-parent history recorded at gitlink ``path`` before it moved.
 
     Read from ``git log --raw``: each change of the gitlink names its old value.

@@ -17,10 +17,6 @@ from router.git import files as gitfiles
 from router.git.run import GitError, Runner
 from router.names import Branch
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
 
 @dataclass(frozen=True, slots=True)
 class RepoLayout:
@@ -129,7 +125,7 @@ class LayoutMethods(Runner):
         )
 
 
-def absolute_git_dir(git: Git) -> Path:
+def absolute_git_dir(git: LayoutMethods) -> Path:
     """The git dir git uses at cwd (cwd itself when cwd is a git dir)."""
     return Path(os.path.realpath(git.out("rev-parse", "--absolute-git-dir")))
 

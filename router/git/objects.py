@@ -8,10 +8,6 @@ from pathlib import Path
 
 from router.git.run import GitError, Runner, verified
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
 
 class ObjectMethods(Runner):
     """Blobs and trees by id or by ``rev:path``."""
@@ -44,7 +40,7 @@ class ObjectMethods(Runner):
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
 
-def index_blobs(git: Git, paths: Sequence[str]) -> dict[str, set[str]]:
+def index_blobs(git: ObjectMethods, paths: Sequence[str]) -> dict[str, set[str]]:
     """``path -> blobs`` the index holds for ``paths`` (every stage of a conflicted one)."""
     if not paths:
         return {}
@@ -57,7 +53,7 @@ def index_blobs(git: Git, paths: Sequence[str]) -> dict[str, set[str]]:
     return found
 
 
-def tree_blobs(git: Git, rev: str, paths: Sequence[str]) -> dict[str, str]:
+def tree_blobs(git: ObjectMethods, rev: str, paths: Sequence[str]) -> dict[str, str]:
     """``path -> blob`` for those of ``paths`` that ``rev`` has."""
     if not paths:
         return {}
@@ -70,7 +66,7 @@ def tree_blobs(git: Git, rev: str, paths: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def tree_files(git: Git, rev: str) -> dict[str, str]:
+def tree_files(git: ObjectMethods, rev: str) -> dict[str, str]:
     """``path -> blob`` for every file of ``rev``'s tree (gitlinks left out)."""
     out = git.out("ls-tree", "-r", "-z", "--full-tree", rev)
     found = {}
@@ -85,7 +81,7 @@ def tree_files(git: Git, rev: str) -> dict[str, str]:
 HASH_BATCH = 500  # files per hash-object, well below any argv limit
 
 
-def file_blobs(git: Git, files: Sequence[Path]) -> list[str]:
+def file_blobs(git: ObjectMethods, files: Sequence[Path]) -> list[str]:
     """The blob each file's bytes would be stored as, as they are on disk (no filters)."""
     blobs: list[str] = []
     for start in range(0, len(files), HASH_BATCH):
@@ -94,7 +90,7 @@ def file_blobs(git: Git, files: Sequence[Path]) -> list[str]:
     return blobs
 
 
-def is_cut_short(git: Git, file: Path, blob: str) -> bool:
+def is_cut_short(git: ObjectMethods, file: Path, blob: str) -> bool:
     """``file`` holds the start of ``blob``'s bytes: a git killed while writing it left it so.
 
     git writes each file front to back, so the one a kill interrupts holds a
@@ -111,7 +107,7 @@ def is_cut_short(git: Git, file: Path, blob: str) -> bool:
         return False
 
 
-def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:
+def worktree_blobs(git: ObjectMethods, paths: Sequence[str]) -> dict[str, str]:
     """``path -> blob`` the files at ``paths`` would be stored as (missing files left out)."""
     present = [p for p in paths if os.path.isfile(git.cwd / p)]
     if not present:
@@ -119,7 +115,7 @@ def worktree_blobs(git: Git, paths: Sequence[str]) -> dict[str, str]:
     return dict(zip(present, git.out("hash-object", "--", *present).split(), strict=True))
 
 
-def first_blob(git: Git, specs: Sequence[str]) -> tuple[str, str] | None:
+def first_blob(git: ObjectMethods, specs: Sequence[str]) -> tuple[str, str] | None:
     """The first of ``rev:path`` specs that names a file: (spec, text), in one process."""
     if not specs:
         return None
@@ -136,7 +132,7 @@ def first_blob(git: Git, specs: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
-def moved_gitlinks(git: Git, old: str, new: str) -> dict[str, str]:
+def moved_gitlinks(git: ObjectMethods, old: str, new: str) -> dict[str, str]:
     """Submodule paths whose recorded commit differs from ``old`` to ``new``: path -> new commit."""
     # A .gitmodules `ignore = all` hides a moved gitlink from diff-tree too.
     out = git.out(
@@ -151,7 +147,7 @@ def moved_gitlinks(git: Git, old: str, new: str) -> dict[str, str]:
     return moved
 
 
-def changed_paths(git: Git, old: str, new: str, *, only: str = "") -> set[str]:
+def changed_paths(git: ObjectMethods, old: str, new: str, *, only: str = "") -> set[str]:
     """Paths (top-level relative) that differ between trees (or commits) ``old`` and ``new``.
 
     ``only``: git's ``--diff-filter`` letters (``A``: the paths only ``new`` has).
@@ -162,7 +158,7 @@ def changed_paths(git: Git, old: str, new: str, *, only: str = "") -> set[str]:
 
 
 def snapshot_tree(
-    worktree: Git,
+    worktree: ObjectMethods,
     index_file: Path,
     *,
     exclude: Sequence[str] = (),
@@ -187,7 +183,9 @@ def snapshot_tree(
     return worktree.out("write-tree", env=env)
 
 
-def directory_tree(git: Git, rel: str, index_file: Path, *, work_tree: Path | None = None) -> str:
+def directory_tree(
+    git: ObjectMethods, rel: str, index_file: Path, *, work_tree: Path | None = None
+) -> str:
     """Tree holding ``rel`` alone (a directory of the work tree), ignored files included.
 
     Through a private index (``GIT_INDEX_FILE``), started empty: the repo's own
@@ -204,7 +202,7 @@ def directory_tree(git: Git, rel: str, index_file: Path, *, work_tree: Path | No
     return git.out("write-tree", env=env)
 
 
-def index_tree(worktree: Git) -> str:
+def index_tree(worktree: ObjectMethods) -> str:
     """Tree of what is staged in the worktree's own index (as ``git stash`` records it).
 
     Fails (GitError) while the index has unmerged paths: there is no one tree
@@ -213,13 +211,13 @@ def index_tree(worktree: Git) -> str:
     return worktree.out("write-tree")
 
 
-def commit_tree(git: Git, tree: str, parents: Sequence[str], message: str) -> str:
+def commit_tree(git: ObjectMethods, tree: str, parents: Sequence[str], message: str) -> str:
     """A new commit of ``tree`` with ``parents`` (in order), on no branch."""
     flags = [flag for parent in parents for flag in ("-p", parent)]
     return git.out("commit-tree", tree, *flags, "-m", message)
 
 
-def commit_all(git: Git, message: str) -> str:
+def commit_all(git: ObjectMethods, message: str) -> str:
     """Stage everything in the checkout and commit it; the new commit's sha."""
     git.run("add", "--all")
     git.run("commit", "--quiet", "--no-verify", "-m", message)
@@ -236,7 +234,7 @@ RECLAIM_TIMEOUT = 600.0  # gc on a large repository takes minutes, not hours
 KEEP_STASHES = ("gc.refs/stash.reflogExpire=never", "gc.refs/stash.reflogExpireUnreachable=never")
 
 
-def reflog_expire_unreachable(git: Git) -> None:
+def reflog_expire_unreachable(git: ObjectMethods) -> None:
     git.run(
         "reflog",
         "expire",
@@ -246,5 +244,5 @@ def reflog_expire_unreachable(git: Git) -> None:
     )
 
 
-def gc_prune_now(git: Git) -> None:
+def gc_prune_now(git: ObjectMethods) -> None:
     git.run("gc", "--quiet", "--prune=now", timeout=RECLAIM_TIMEOUT, config=KEEP_STASHES)

@@ -8,12 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.git import files as gitfiles
-from router.git.run import GitError
+from router.git.run import GitError, Runner
 from router.names import Sha
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +20,7 @@ class ReflogOnly:
     tips: list[str]  # the reflog's entries that hold them all, newest first
 
 
-def head_reflog_only(git: Git, common: Path, admin: str, *, heads: Sequence[str]) -> ReflogOnly:
+def head_reflog_only(git: Runner, common: Path, admin: str, *, heads: Sequence[str]) -> ReflogOnly:
     """What the ``HEAD`` reflog of registration ``admin`` alone keeps reachable from the
     tips it shows left behind (:func:`gitfiles.reflog_left_behind`: what a checkout moved
     away from, and HEAD itself; not what an amend, a rebase or a reset replaced).
@@ -115,7 +111,7 @@ def head_reflog_where(common: Path, admin: str) -> str:
 BRANCH_CREATED = "branch: Created from "
 
 
-def branch_created_at(git: Git, branch: str) -> Sha | None:
+def branch_created_at(git: Runner, branch: str) -> Sha | None:
     """The commit ``branch`` was created at, as the creation entry of its reflog names it.
 
     None when its reflog keeps no such entry: an expiry dropped it, or the
@@ -137,7 +133,7 @@ def head_reflog_name(admin: str) -> str:
 
 
 def reflogs(
-    git: Git, fmt: gitfiles.RepoFormat, names: Sequence[str]
+    git: Runner, fmt: gitfiles.RepoFormat, names: Sequence[str]
 ) -> dict[str, list[gitfiles.Entry]]:
     """The entries of each reflog ``names`` names, oldest first, as git reads them (one
     process): for a reftable, which keeps no reflog file to read.
@@ -159,7 +155,7 @@ def reflogs(
 _Walk = dict[int, tuple[str, str]]
 
 
-def _walk_reflogs(git: Git, names: Sequence[str]) -> dict[str, _Walk]:
+def _walk_reflogs(git: Runner, names: Sequence[str]) -> dict[str, _Walk]:
     if not names:
         return {}
     out = git.run(
@@ -199,7 +195,7 @@ def _checkout_left(fmt: gitfiles.RepoFormat, why: str) -> str | None:
     return where if fmt.is_id(where) else None
 
 
-def _own_head_reflog(git: Git, fmt: gitfiles.RepoFormat, admin: str) -> list[gitfiles.Entry]:
+def _own_head_reflog(git: Runner, fmt: gitfiles.RepoFormat, admin: str) -> list[gitfiles.Entry]:
     """:func:`reflogs` of the HEAD reflog of registration ``admin``, with the old id of its
     oldest entry asked of git when that entry is a checkout that left a branch: once an
     expiry dropped the entries before it, what it left may be kept by it alone.

@@ -12,10 +12,6 @@ from router.git.layout import LayoutMethods
 from router.git.run import GitError, verified
 from router.names import Branch, Sha
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
 
 class RefMethods(LayoutMethods):
     """What refs name, read from git's files where the layout is plain."""
@@ -157,7 +153,7 @@ class RefMethods(LayoutMethods):
         return True
 
 
-def update_ref(git: Git, ref: str, new: str, *, old: str | None, message: str) -> None:
+def update_ref(git: RefMethods, ref: str, new: str, *, old: str | None, message: str) -> None:
     """Move ``ref`` to ``new`` only while it is at ``old`` (None: only while it does not exist).
 
     git checks the old value under the ref's lock: a ref another process moved
@@ -168,7 +164,7 @@ def update_ref(git: Git, ref: str, new: str, *, old: str | None, message: str) -
     git.run("update-ref", "--create-reflog", "-m", message, ref, new, old or "")
 
 
-def ref_values(git: Git, refs: Sequence[str]) -> dict[str, str]:
+def ref_values(git: RefMethods, refs: Sequence[str]) -> dict[str, str]:
     """``full ref name -> commit`` for those of ``refs`` that exist (one process for all)."""
     if not refs:
         return {}
@@ -185,7 +181,7 @@ class RefTip:
     symref: str  # the symref's target, "" for a plain ref
 
 
-def ref_tips_with_trees(git: Git, *prefixes: str) -> dict[str, RefTip]:
+def ref_tips_with_trees(git: RefMethods, *prefixes: str) -> dict[str, RefTip]:
     """Every ref under ``prefixes`` -> its commit, tree and symref target, in one process."""
     out = git.out(
         "for-each-ref",

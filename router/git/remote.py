@@ -8,11 +8,6 @@ from collections.abc import Sequence
 from router.git.config import ConfigMethods, config_view
 from router.git.run import GitError, Running
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
-
 FETCH_TIMEOUT = 20.0  # seconds; a network command must never hang a pipeline
 
 
@@ -38,12 +33,12 @@ class RemoteMethods(ConfigMethods):
         return self.start("fetch", "--quiet", "--no-auto-maintenance", remote, timeout=timeout)
 
 
-def remote_names(git: Git) -> list[str]:
+def remote_names(git: RemoteMethods) -> list[str]:
     """The remotes the repository's config names a URL for."""
     return list(config_view(git).remote_urls())
 
 
-def _remote_tags(git: Git, remote: str) -> list[str]:
+def _remote_tags(git: RemoteMethods, remote: str) -> list[str]:
     """The objects ``remote``'s tags point at right now, asked of it (not of fetched tags,
     which a local-only tag of the same name is indistinguishable from); none when it cannot answer."""
     try:
@@ -53,7 +48,7 @@ def _remote_tags(git: Git, remote: str) -> list[str]:
     return [line.partition("\t")[0] for line in out.splitlines() if "\t" in line]
 
 
-def gone_remotes(git: Git) -> list[str]:
+def gone_remotes(git: RemoteMethods) -> list[str]:
     """Remotes whose URL is a local path where nothing exists (``file://`` or a plain path)."""
     gone = []
     for name, urls in config_view(git).remote_urls().items():
@@ -74,7 +69,7 @@ def local_path(url: str) -> str | None:
     return None if ":" in head else url
 
 
-def commits_on_no_remote(git: Git, *, gone: Sequence[str] | None = None) -> int:
+def commits_on_no_remote(git: RemoteMethods, *, gone: Sequence[str] | None = None) -> int:
     """Commits any ref, HEAD or reflog entry reaches that no live remote's tracking refs do.
 
     Reflogs count: a commit left behind by leaving a detached HEAD, by an
@@ -105,7 +100,7 @@ def commits_on_no_remote(git: Git, *, gone: Sequence[str] | None = None) -> int:
 
 
 def remote_prune_refs(
-    git: Git, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT
+    git: RemoteMethods, remote: str = "origin", *, timeout: float = FETCH_TIMEOUT
 ) -> list[str]:
     """``git remote prune``; the remote-tracking refs it dropped (``origin/<branch>``)."""
     out = git.out("remote", "prune", remote, timeout=timeout)
@@ -113,7 +108,7 @@ def remote_prune_refs(
 
 
 def remote_branch_tip(
-    git: Git, remote: str, branch: str, *, timeout: float = FETCH_TIMEOUT
+    git: RemoteMethods, remote: str, branch: str, *, timeout: float = FETCH_TIMEOUT
 ) -> str | None:
     """The commit ``remote`` has on ``refs/heads/<branch>`` right now (None: it has none).
 
@@ -131,7 +126,7 @@ def remote_branch_tip(
 
 
 def push_delete(
-    git: Git, remote: str, branch: str, *, expect: str, timeout: float = FETCH_TIMEOUT
+    git: RemoteMethods, remote: str, branch: str, *, expect: str, timeout: float = FETCH_TIMEOUT
 ) -> None:
     """Delete ``branch`` on ``remote`` only if it still points at ``expect``.
 
@@ -150,12 +145,12 @@ def push_delete(
     )
 
 
-def push(git: Git, remote: str, branch: str, *, set_head: bool = False) -> None:
+def push(git: RemoteMethods, remote: str, branch: str, *, set_head: bool = False) -> None:
     """Push ``branch`` with upstream tracking; ``set_head`` also points ``<remote>/HEAD`` at it."""
     git.run("push", "--quiet", "--set-upstream", remote, f"refs/heads/{branch}:refs/heads/{branch}")
     if set_head:
         git.run("remote", "set-head", remote, branch)
 
 
-def add_remote(git: Git, name: str, url: str) -> None:
+def add_remote(git: RemoteMethods, name: str, url: str) -> None:
     git.run("remote", "add", "--", name, url)

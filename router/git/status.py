@@ -12,10 +12,6 @@ from router.git.layout import LayoutMethods
 from router.git.run import GitError
 from router.names import Branch, Sha
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.git.client import Git
-
 
 @dataclass(frozen=True, slots=True)
 class StatusReport:
@@ -135,7 +131,7 @@ def parse_status(out: str) -> StatusReport:
     return StatusReport(tuple(tracked), tuple(untracked))
 
 
-def status_with_branch(git: Git) -> tuple[StatusReport, str | None]:
+def status_with_branch(git: StatusMethods) -> tuple[StatusReport, str | None]:
     """``status`` plus the checked-out branch (None when detached), in one process."""
     out = git.run(
         "status",
@@ -167,7 +163,7 @@ class PrimaryState:
     head: Sha | None  # None on an unborn branch
 
 
-def checkout_state(git: Git) -> PrimaryState:
+def checkout_state(git: StatusMethods) -> PrimaryState:
     """``status`` with the branch and the HEAD commit, in one process (porcelain v2 headers)."""
     out = git.run(
         "status",
@@ -209,6 +205,6 @@ def parse_status_v2(out: str) -> PrimaryState:
     return PrimaryState(StatusReport(tuple(tracked), tuple(untracked)), branch, head)
 
 
-def gitlink_paths(git: Git) -> list[str]:
+def gitlink_paths(git: StatusMethods) -> list[str]:
     """Every gitlink (submodule) path in the index, top-level relative, initialised or not."""
     return git.gitlinks()
