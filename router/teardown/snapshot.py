@@ -32,9 +32,9 @@ from pathlib import Path
 
 from router import git as g
 from router.errors import Refusal, describe_io
+from router.fsutil import files_under
 from router.git import Git, GitError
 from router.teardown.nested import Departed
-from router.teardown.sweep import files_under
 from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from router.errors import error_json
+from router.fsutil import files_under
 from router.git import Git, WorktreeEntry
 from router.topic import state
 from router.topic.workspace import WORKTREES_DIR
@@ -82,7 +83,6 @@ class Runs:
 
     def at_stake(self, path: Path, files: tuple[str, ...]) -> list[RunArtifacts]:
         """The plan dirs in ``path`` holding artifacts of a run that has not shipped."""
-        # Imported here: the rule's module lists files with this module's files_under.
         from router.teardown.unshipped import at_stake_in
 
         return at_stake_in(path, files, self.primary, self.shipped)
@@ -375,26 +375,6 @@ def _subdirs(base: Path) -> list[Path]:
     except OSError:
         return []
     return sorted(found)
-
-
-def files_under(path: Path) -> tuple[str, ...]:
-    """Every non-directory entry below ``path`` (relative, sorted); links are not followed."""
-    found: list[str] = []
-    stack = [path]
-    while stack:
-        current = stack.pop()
-        try:
-            with os.scandir(current) as it:
-                for entry in it:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
-                    else:
-                        found.append(os.path.relpath(entry.path, path))
-        except OSError as exc:
-            # An unreadable folder may hold anything: report it as a file so the
-            # directory is kept rather than deleted on a guess.
-            found.append(f"{os.path.relpath(current, path)}/ (unreadable: {exc.strerror})")
-    return tuple(sorted(found))
 
 
 SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again

@@ -20,8 +20,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from router.fsutil import files_under
 from router.plandir.artifacts import LIGHT_ID_RE, PR
-from router.teardown.sweep import files_under
 from router.topic.discovery import PLANS_DIR, plan_dir_link
 
 LISTED = 20  # artifact files a refusal names before "and N more"
