@@ -317,7 +317,11 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         # --force or not: the rerun would delete the repositories left in it.
         blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
     if target.is_home and topic_id:
-        removed = worktree if entry is not None and not kept else _came_back(plan, topic_id)
+        removed = (
+            worktree
+            if entry is not None and not kept
+            else _worktree_back_with_artifacts(plan, topic_id)
+        )
         # Shipped is the run's, wherever its pr.md is: a kept worktree's plan dir counts too.
         shipped = has_shipped(run_artifacts(c, topic_id) for c in {worktree, repo.primary} if c)
         found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, shipped, opts)
@@ -328,7 +332,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
 
 
-def _came_back(plan: RepoPlan, topic_id: str) -> Path | None:
+def _worktree_back_with_artifacts(plan: RepoPlan, topic_id: str) -> Path | None:
     """The topic's worktree path when it is no worktree any more, yet verify-gone would delete
     it but for the run's artifacts in it (a late writer, the pipeline, wrote them after or
     during the removal): the plan dir of the home worktree all the same."""
