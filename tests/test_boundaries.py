@@ -117,23 +117,46 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> list[str]:
-    """Every module an import in ``path`` names, at any depth, except under ``if TYPE_CHECKING``."""
+def _import_lines(path: Path, root: Path = ROUTER) -> list[tuple[str, int, bool]]:
+    """Every module an import in ``path`` names, with its line and whether it sits under
+    ``if TYPE_CHECKING``: at any depth (a function's lazy import too), relative ones made whole."""
+    module = _module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    named: list[tuple[str, int, bool]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            node.body = []  # never runs
-    named: list[str] = []
-    for node in ast.walk(tree):
+        typing = id(node) in typing_only
         if isinstance(node, ast.Import):
-            named += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            named += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            named += [(a.name, node.lineno, typing) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = (
+                package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            )
+            source = ".".join([*base, *([node.module] if node.module else [])])
+            named += [(source, node.lineno, typing)]
+            named += [(f"{source}.{a.name}", node.lineno, typing) for a in node.names]
     return named
 
 
-def import_cycles(root: Path) -> list[list[str]]:
-    """Groups of router modules that import each other (directly or round a loop)."""
+def _imports(path: Path) -> list[str]:
+    """Every module an import in ``path`` names, at any depth, except under ``if TYPE_CHECKING``."""
+    return [name for name, _line, typing in _import_lines(path) if not typing]
+
+
+def import_graph(root: Path) -> dict[str, dict[str, int]]:
+    """``module -> {module it imports: the first line that does}`` for every router module.
+
+    Every import counts: at the top, inside a function (lazy) and under
+    ``TYPE_CHECKING``, since a reader follows each of them. A module's import
+    of its own package's ``__init__`` is no edge (the package holds the module).
+    """
     modules = {_module_name(p, root): p for p in root.rglob("*.py")}
 
     def owner(name: str) -> str | None:
@@ -141,17 +164,24 @@ def import_cycles(root: Path) -> list[list[str]]:
             name = name.rpartition(".")[0]
         return name or None
 
-    graph = {m: set() for m in modules}
+    graph: dict[str, dict[str, int]] = {m: {} for m in modules}
     for m, path in modules.items():
-        for name in _imports(path):
+        for name, line, _typing in _import_lines(path, root):
             target = owner(name)
-            if target and target != m and not m.startswith(target + "."):  # a package's __init__
-                graph[m].add(target)
+            if target and target != m and not m.startswith(target + "."):
+                graph[m].setdefault(target, line)
+    return graph
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Groups of router modules that import each other (directly or round a loop)."""
+    graph = import_graph(root)
 
     def reach(start: str) -> set[str]:
-        seen, todo = set(), [start]
+        seen: set[str] = set()
+        todo = [start]
         while todo:
-            for nxt in graph[todo.pop()] - seen:
+            for nxt in graph[todo.pop()].keys() - seen:
                 seen.add(nxt)
                 todo.append(nxt)
         return seen
@@ -168,8 +198,102 @@ def test_every_top_level_name_has_one_owner():
 
 
 def test_no_two_router_modules_import_each_other():
-    # Function-local imports count: a loop of lazy imports is still a tangle to read.
+    # Function-local and TYPE_CHECKING imports count: a loop of lazy imports, or of
+    # annotations, is still a tangle to read.
     assert import_cycles(ROUTER) == []
+
+
+# -- layers point down ------------------------------------------------------------------
+
+# router/'s layers, lowest first. A module imports from its own layer and the layers below,
+# never from one above, at the top, in a function or under TYPE_CHECKING alike: so each
+# layer can be read and changed knowing only what lies under it, and a concept lives at
+# the lowest layer that needs it (the upper layers import it; the lower never reach up).
+# A package's modules are in the package's layer. The order follows what each layer is
+# for: foundations that only the standard library is under; the two outside programs
+# (git, gh) and the disks; the plan dir's files; a topic built from them; where a run
+# stands; then the commands that change things, each above what it uses (teardown's
+# restore copies files as create does, doctor repairs what both leave, the host's hooks
+# create and remove through them); the front ends last.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # Error codes, ids and names, files on disk, /proc, signals, shipped files, progress,
+    # the bounded map.
+    (
+        "router.errors",
+        "router.names",
+        "router.fsutil",
+        "router.processes",
+        "router.interrupt",
+        "router.share",
+        "router.progress",
+        "router.parallel",
+    ),
+    ("router.git",),  # the only runner of git, and its reader of git's files
+    ("router.github",),  # the only runner of gh
+    ("router.mounts",),  # whether a checkout's disk is there
+    ("router.plandir",),  # the plan dir's artifact files: markdown, repos.md, templates
+    ("router.topic",),  # a topic: its record, locks, holders, repos, and how it is found
+    ("router.phase",),  # where a run stands: phase, next, status, the gate records
+    ("router.create",),  # setting up: new, worktrees, init, the host's settings files
+    ("router.teardown",),  # taking down: teardown, pr-cleanup, snapshots, restore, sweep
+    ("router.doctor",),  # finds and repairs what killed commands of the layers below left
+    ("router.host",),  # the host's hooks: its worktrees made and removed as the CLI does
+    ("router.cli", "router.demo", "router.entry"),  # the front ends
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module`` (its longest listed prefix), or None."""
+    found = [
+        (len(name), i)
+        for i, layer in enumerate(LAYERS)
+        for name in layer
+        if module == name or module.startswith(name + ".")
+    ]
+    return max(found)[1] if found else None
+
+
+def upward_imports(root: Path) -> list[str]:
+    """Each import of a module from a layer above the importer's, as ``file:line -> module``."""
+    return [
+        f"{module}:{line} imports {target} (layer {layer_of(target)} > {layer_of(module)})"
+        for module, targets in sorted(import_graph(root).items())
+        for target, line in sorted(targets.items())
+        if module != root.name and (layer_of(target) or 0) > (layer_of(module) or 0)
+    ]
+
+
+def test_every_router_module_has_a_layer():
+    # A new package or top-level module takes its place in LAYERS before it is imported.
+    modules = {_module_name(p, ROUTER) for p in _modules()} - {"router"}  # the package itself
+    assert sorted(m for m in modules if layer_of(m) is None) == []
+
+
+def test_layers_point_down():
+    assert upward_imports(ROUTER) == []
+
+
+def test_the_layer_and_cycle_checks_see_lazy_and_type_checking_imports(tmp_path):
+    root = tmp_path / "router"
+    (root / "topic").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "errors.py": "def f():\n    from router.topic import record\n",
+        "names.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    import router.cli\n",
+        "cli.py": "",
+        "topic/__init__.py": "",
+        "topic/record.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from . import lock\n",
+        "topic/lock.py": "from router.topic.record import f\nfrom router import names\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    topic = layer_of("router.topic")
+    assert upward_imports(root) == [
+        f"router.errors:2 imports router.topic (layer {topic} > 0)",  # the package's __init__
+        f"router.errors:2 imports router.topic.record (layer {topic} > 0)",
+        f"router.names:3 imports router.cli (layer {layer_of('router.cli')} > 0)",
+    ]
+    assert import_cycles(root) == [["router.topic.lock", "router.topic.record"]]
 
 
 def _private_members(module: Path, classes: set[str]) -> set[str]:
