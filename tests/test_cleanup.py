@@ -1601,3 +1601,62 @@ def test_cleanup_of_the_topic_in_a_secondary_repo_asks_gh_about_the_pr_recorded_
     assert not api_wt.exists() and TOPIC_ID not in branches(api)
     # The home repo's worktree is another repo's share of the topic: untouched.
     assert topic.worktrees["home"].is_dir() and TOPIC_ID in branches(web)
+
+
+# -- a late writer puts the run's artifacts back where the worktree was ---------------------------
+
+
+def _late_artifact(tmp_path: Path, worktree: Path) -> dict[str, str]:
+    """A ``git`` on PATH after whose ``worktree remove`` the pipeline, still running, writes
+    an artifact into the removed worktree's plan dir."""
+    from helpers.faults import git_then
+
+    plan = worktree / "docs" / "plans" / TOPIC_ID
+    return git_then(
+        tmp_path / "late-bin",
+        "worktree remove",
+        # mkdir by its path: the PATH without gh holds only git and sh
+        f"/bin/mkdir -p '{plan}' && echo late > '{plan}/notes.md'",
+    )
+
+
+def test_a_shipped_runs_artifact_written_after_the_removal_is_swept_by_verify_gone(
+    web, tmp_path, no_gh
+):
+    from helpers.plans import artifact
+
+    worktree = pushed_topic(web)
+    artifact(worktree / "docs" / "plans" / TOPIC_ID, "pr.md", url="https://example.com/pr/1")
+    merge_on_origin(web, TOPIC_ID, how="merge")
+    res = run_killable(
+        "pr-cleanup", TOPIC_ID, "--json", cwd=web, env=_late_artifact(tmp_path, worktree)
+    )
+    assert res.code == 0, res.out + res.err
+    assert steps(json.loads(res.out))["verify-gone"]["detail"] == (
+        f"{worktree} came back (a late writer) holding only residue: removed"
+    )
+    assert_cleaned(web, worktree)
+
+
+def test_an_abandoned_runs_artifact_written_after_the_removal_is_snapshotted_first(
+    web, tmp_path, no_gh
+):
+    worktree = pushed_topic(web)
+    res = run_killable(
+        "pr-cleanup",
+        TOPIC_ID,
+        "--abandon",
+        "--yes",
+        "--json",
+        cwd=web,
+        env=_late_artifact(tmp_path, worktree),
+    )
+    assert res.code == 0, res.out + res.err
+    ref = f"refs/team-router/plan-dirs/{TOPIC_ID}"
+    snap = git(web, "rev-parse", ref)
+    assert steps(json.loads(res.out))["verify-gone"]["detail"] == (
+        f"{worktree} came back (a late writer) holding the artifacts of a run that has not "
+        f"shipped: removed; the run's artifacts notes.md are in {ref} ({snap[:12]})"
+    )
+    assert git(web, "show", f"{ref}:docs/plans/{TOPIC_ID}/notes.md") == "late"
+    assert not worktree.exists()

@@ -80,6 +80,7 @@ from router.teardown.steps import (
 from router.teardown.steps import (
     STEPS as TEARDOWN_STEPS,
 )
+from router.teardown.sweep import Runs
 from router.teardown.unshipped import (
     RunArtifacts,
     has_shipped,
@@ -876,7 +877,11 @@ def run_steps(
     if abandon:
         run.decide("close-prs", lambda: _decide_close(hub, closing, closed), guarded=False)
     run.decide("remove", lambda: _cleanup_remove(repo, found, force=abandon, warnings=warnings))
-    run.decide("verify-gone", lambda: _cleanup_verify_gone(repo, found))
+    # A run's artifacts a late writer put back where the worktree was: a shipped run's go,
+    # an abandoned run's go into a snapshot first, any other run's are kept.
+    ran = frozenset({found.topic_id}) if shipped and found.topic_id else frozenset()
+    runs = Runs(repo.primary, ran, abandon)
+    run.decide("verify-gone", lambda: _cleanup_verify_gone(repo, found, runs))
     if not abandon:
         run.decide("update-default", lambda: _cleanup_update(repo, found), guarded=False)
     else:
@@ -980,13 +985,17 @@ def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[st
     return acting(remove, "remove", f"{how} {path}" + (f"; {copied}" if copied else ""))
 
 
-def _cleanup_verify_gone(repo: Repo, found: Survey) -> Decision:
+def _cleanup_verify_gone(repo: Repo, found: Survey, runs: Runs) -> Decision:
     if found.kept_worktree:
         return settled(skipped("verify-gone", "the worktree is kept"))
     path = found.worktree_path
     if path is None:
         return settled(done("verify-gone", "no worktree to re-check"))
-    return acting(lambda: verify_gone(repo, path), "verify-gone", f"re-check that {path} is gone")
+    return acting(
+        lambda: verify_gone(repo, path, runs, again="pr-cleanup"),
+        "verify-gone",
+        f"re-check that {path} is gone",
+    )
 
 
 def _cleanup_update(repo: Repo, found: Survey) -> Decision:

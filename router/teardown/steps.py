@@ -1666,11 +1666,13 @@ def _delete_judged(
 # -- step 4: verify-gone ---------------------------------------------------------
 
 
-def verify_gone(repo: Repo, path: Path | None, runs: Runs | None = None) -> StepResult:
+def verify_gone(
+    repo: Repo, path: Path | None, runs: Runs | None = None, *, again: str = "teardown"
+) -> StepResult:
     """Re-check a removed path; a late writer's recreation goes only if it is residue.
 
     ``runs``: as for the sweep, what lets a run's artifacts in it go (by
-    default, only a shipped run's).
+    default, only a shipped run's); ``again``: the command a refusal names.
     """
     name = "verify-gone"
     runs = runs or Runs(repo.primary)
@@ -1688,10 +1690,10 @@ def verify_gone(repo: Repo, path: Path | None, runs: Runs | None = None) -> Step
     judged = classify(path, {os.path.realpath(e.path) for e in entries}, runs=runs)
     forced = judged.reason is SweepVerdict.UNSHIPPED and runs.force
     if judged.reason is not SweepVerdict.RESIDUE and not forced:
-        return _came_back(judged)
+        return _came_back(judged, again)
     outcome = remove_residue(path, runs)  # judged again once moved aside: a writer may be at it
     if isinstance(outcome, Kept):
-        return _came_back(outcome)
+        return _came_back(outcome, again)
     if isinstance(outcome, str):
         return failed(name, f"{path} came back and could not be removed: {outcome}")
     if isinstance(outcome, Snapshotted):
@@ -1703,13 +1705,13 @@ def verify_gone(repo: Repo, path: Path | None, runs: Runs | None = None) -> Step
     return done(name, f"{path} came back (a late writer) holding only residue: removed")
 
 
-def _came_back(kept: Kept) -> StepResult:
+def _came_back(kept: Kept, again: str) -> StepResult:
     """verify-gone's refusal of a path that came back holding what is not residue."""
     if kept.reason is SweepVerdict.UNSHIPPED:
         return refused(
             "verify-gone",
             "unshipped-run",
-            f"{kept.path} came back; {residue_message(list(kept.runs), command='teardown')}",
+            f"{kept.path} came back; {residue_message(list(kept.runs), command=again)}",
         )
     return refused(
         "verify-gone",

@@ -136,11 +136,16 @@ def at_stake_in(
 
 def residue_message(dirs: list[RunArtifacts], *, command: str) -> str:
     """Why ``command`` keeps a directory git no longer knows: the run's artifacts in it, and
-    the ways out."""
+    the ways out (pr-cleanup has no --force: the sweep's is named)."""
+    force = (
+        "`team-router sweep --force` snapshots"
+        if command == "pr-cleanup"
+        else "pass --force to snapshot"
+    )
     return "; ".join(
         f"{command} keeps {a.checkout}: it holds the artifacts of {a.plan_dir.name}, a run that "
-        f"has not shipped (no {PR}): {_name_files(a.in_checkout)}; pass --force to snapshot them "
-        f"before they go (`team-router restore {a.plan_dir.name}` brings them back), or move "
-        "them to where the run goes on"
+        f"has not shipped (no {PR}): {_name_files(a.in_checkout)}; {force} them before they go "
+        f"(`team-router restore {a.plan_dir.name}` brings them back), or move them to where the "
+        "run goes on"
         for a in dirs
     )
