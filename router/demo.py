@@ -652,11 +652,7 @@ class _Demo:
         if missing or not dirty.is_file():
             raise self._fail(title, f"the refusal removed something: {missing or [DIRTY_FILE]}")
         kept = [
-            n
-            for n in self.worktrees
-            if gitmod.Git(self.workspace / n).ok(
-                "show-ref", "--verify", "--quiet", f"refs/heads/{self.branch}"
-            )
+            n for n in self.worktrees if gitmod.Git(self.workspace / n).branch_exists(self.branch)
         ]
         record(
             [

@@ -368,3 +368,24 @@ def test_git_s_files_are_read_only_inside_the_git_package():
     ]
     assert readers == []
     assert "router.git.files" in _imports(ROUTER / "git" / "layout.py")  # the check sees one
+
+
+def test_no_module_outside_the_git_package_writes_a_git_command():
+    # Git.run/out/ok/start take a command line: outside router/git, a caller asks a named
+    # question (Git.branch_exists, count_commits ...) and the package owns the command.
+    written = []
+    for path in _modules():
+        if path.parent == ROUTER / "git" or path.name == "github.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"run", "out", "ok", "start", "run_bytes"}
+                and not (
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess"
+                )
+                and _literal_first_arg(node) is not None
+            ):
+                written.append(f"{path.relative_to(ROUTER)}:{node.lineno} {ast.unparse(node.func)}")
+    assert written == []

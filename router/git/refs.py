@@ -34,6 +34,10 @@ class RefMethods(LayoutMethods):
     def head(self) -> Sha | None:
         return self.rev_parse("HEAD")
 
+    def head_commit(self) -> Sha:
+        """The commit HEAD names; raises GitError when it names none (an unborn branch)."""
+        return Sha(self.out("rev-parse", "--verify", "HEAD"))
+
     def rev_parse(self, rev: str) -> Sha | None:
         """The commit ``rev`` names, or None when it does not resolve.
 

@@ -45,6 +45,24 @@ class StatusMethods(LayoutMethods):
             if meta.startswith("160000 ")
         ]
 
+    def added_in_index(self) -> list[str]:
+        """Paths staged as new files: in the index, not in HEAD (renames not followed)."""
+        out = self.run(
+            "diff", "--cached", "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD", "--"
+        ).stdout
+        return [p for p in out.split("\0") if p]
+
+    def untracked_under(self, directory: str) -> list[str]:
+        """Untracked files and directories under ``directory`` that no ``.gitignore`` ignores.
+
+        Only the ``.gitignore`` files count: ``info/exclude`` and
+        ``core.excludesFile`` are not read, so a path only those hide is listed.
+        """
+        out = self.run(
+            "ls-files", "-z", "--others", "--exclude-per-directory=.gitignore", "--", directory
+        ).stdout
+        return [p for p in out.split("\0") if p]
+
     def status(self) -> StatusReport:
         """Tracked changes and untracked files, reported separately.
 

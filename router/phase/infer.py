@@ -335,9 +335,10 @@ def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
             default = default_branch(git)
         if default is None:
             return None
-        counted = git.run("rev-list", "--count", f"{default.best_ref}..{rev}", "--", check=False)
-        if counted.ok:
-            return int(counted.stdout.strip() or 0)
+        try:
+            return git.count_commits(f"{default.best_ref}..{rev}")
+        except GitError:
+            pass  # the range does not resolve: a branch the repo lacks counts none
         if rev != "HEAD" and git.rev_parse(rev) is None:
             return 0  # the branch does not exist in that repo: no commits
         return None

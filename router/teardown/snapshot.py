@@ -92,7 +92,7 @@ def snapshot_worktree(
     """
     wt = Git(worktree)
     try:
-        head = wt.out("rev-parse", "--verify", "HEAD")
+        head = wt.head_commit()
         staged = _index_commit(repo.git, wt, head, worktree)
         forced = (*ignored, *_staged_new(wt, worktree, exclude))
         with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
@@ -128,14 +128,10 @@ def _staged_new(wt: Git, worktree: Path, exclude: tuple[str, ...]) -> tuple[str,
     The throw-away index starts from HEAD, which lacks them, so without this the
     snapshot would keep only the staged version and lose the file's later edits.
     """
-    out = wt.run(
-        "diff", "--cached", "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD", "--"
-    ).stdout
     return tuple(
         p
-        for p in out.split("\0")
-        if p
-        and os.path.isfile(worktree / p)
+        for p in wt.added_in_index()
+        if os.path.isfile(worktree / p)
         and not any(p == d or p.startswith(f"{d}/") for d in exclude)
     )
 

@@ -494,7 +494,7 @@ def integrate_commits(
         return no_identity(repo, unknown)
     # Marked before the first pick: a kill mid-pick leaves the primary busy, and
     # only this mark lets the rerun tell its own half-done pick from the user's.
-    head = now.head or repo.git.out("rev-parse", "HEAD")
+    head = now.head or repo.git.head_commit()
     pick = Picking(branch, default.name, head, found.missing)
     if topic is not None:
         # .teamteardown is read from the default branch as it is before the
@@ -1359,26 +1359,13 @@ def hidden_work(worktree: Path, topic_id: str | None) -> tuple[str, ...]:
             return ()
     if topic_id and os.listdir(worktree / PLANS_DIR) in ([], [topic_id]):
         return ()  # the plan dir alone (the usual case): no git to ask
-    out = (
-        Git(worktree)
-        .run(
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude-per-directory=.gitignore",
-            "--",
-            f"{PLANS_DIR}/",
-        )
-        .stdout
-    )
+    untracked = Git(worktree).untracked_under(f"{PLANS_DIR}/")
     own = f"{PLANS_DIR}/{topic_id}" if topic_id else None
     return tuple(
         sorted(
             p
-            for p in out.split("\0")
-            if p
-            and not p.endswith("/")
-            and (own is None or (p != own and not p.startswith(f"{own}/")))
+            for p in untracked
+            if not p.endswith("/") and (own is None or (p != own and not p.startswith(f"{own}/")))
         )
     )
 
