@@ -222,7 +222,7 @@ def invoke(argv: list[str]) -> tuple[int, str, str]:
 
     stdin is empty (not a terminal), so no command can wait for an answer.
     """
-    from router.cli.app import run
+    from router.entry import main as run
 
     out, err = io.StringIO(), io.StringIO()
     with (

@@ -28,27 +28,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: list[str]) -> int:
-    if args[:2] == ["hook", "session-start"] and not any(
-        a.startswith("-") and a != "--json" for a in args[2:]
-    ):
-        from router.host.sessionstart import session_start
+    from router.cli.commands import OWNER
+    from router.cli.parse import command_words
 
-        return session_start()
-    from router.cli.early import early_command, run_early, stored_help
+    words = command_words(args)
+    if not words or words[0] not in OWNER:
+        # Every command declared in router/cli/spec.py, help and usage errors: one reading.
+        from router.cli.main import run
 
-    help_text = stored_help(args)
-    if help_text is not None:
-        from router.cli.output import write_out
+        return run(args)
+    from router.cli.early import early_command, run_early
 
-        write_out(help_text, end="")
-        return 0
     early = early_command(args)
     if early is not None:
-        # The commands agents run at every phase: the same answer without typer.
+        # The commands agents run in every pipeline: the same answer without typer.
         return run_early(early)
-    from router.cli.app import run
+    from router.cli.app import run_app
 
-    return run(args)
+    return run_app(args)
 
 
 def _interrupted(code: int = 130) -> int:

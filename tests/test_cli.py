@@ -56,16 +56,17 @@ def test_help_names_every_argument_and_option_value():
 
 
 def test_ctrl_c_while_the_cli_is_still_loading_exits_130_without_a_traceback(tmp_path, home_repo):
-    # A real SIGINT at the one moment main() cannot yet hand it to the app: while
-    # it imports the CLI. A stand-in ``typer`` first on PYTHONPATH sends it to its
-    # own process on import (and never finishes importing).
+    # A real SIGINT at the one moment main() cannot yet hand it to a command: while
+    # it imports the CLI (the envelope's json comes before any handler is in place).
+    # A stand-in ``json`` first on PYTHONPATH sends it to its own process on import
+    # (and never finishes importing).
     shim = write(
-        tmp_path / "shim" / "typer.py",
+        tmp_path / "shim" / "json.py",
         "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n",
     )
     env = {**os.environ, "PYTHONPATH": str(shim.parent)}
     proc = subprocess.run(
-        argv("status", cwd=home_repo),  # the table: the typer app answers it
+        argv("status", cwd=home_repo),
         env=env,
         capture_output=True,
         text=True,
@@ -103,7 +104,7 @@ def test_ctrl_c_while_the_hook_is_still_loading_exits_130_without_a_traceback(tm
 
 
 def test_the_clis_defaults_are_the_cores():
-    from router.cli import early as cli
+    from router.cli import spec as cli
     from router.teardown import localstate
     from router.topic import state
 
@@ -111,23 +112,30 @@ def test_the_clis_defaults_are_the_cores():
     assert cli.CLI_DEFAULT_LINE_TIMEOUT == localstate.DEFAULT_LINE_TIMEOUT
 
 
-def test_help_registers_every_command_without_importing_a_core_module():
+def test_help_lists_every_command_without_importing_a_handler_or_core_module():
     import ast
     import sys
 
     code = (
-        "import sys\nfrom router.cli.app import run\ncode = run(['--help'])\n"
+        "import sys\nfrom router.cli.main import run\ncode = run(['--help'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('router.')))\nraise SystemExit(code)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "teardown" in proc.stdout and "pr-cleanup" in proc.stdout
     loaded = set(ast.literal_eval(proc.stdout.splitlines()[-1]))
-    assert "router.cli.teardown" in loaded  # every command was registered
-    # The CLI package (the app, its command modules, the envelope) only: no core module.
-    # The envelope's own: its error types, and the signal handling every command runs under.
-    core = {m for m in loaded if m != "router.cli" and not m.startswith("router.cli.")}
-    assert core <= {"router.entry", "router.errors", "router.interrupt"}
+    # The declarations, their reader and help writer, the envelope: no command's module,
+    # no core module. The envelope's own: its error types and the signal handling.
+    assert loaded == {
+        "router.cli",
+        "router.cli.helptext",
+        "router.cli.main",
+        "router.cli.output",
+        "router.cli.parse",
+        "router.cli.spec",
+        "router.errors",
+        "router.interrupt",
+    }
 
 
 # -- the console script's exit ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""The early path: ``phase``, ``next --json`` and ``status --json`` answered without typer.
+"""The early path: ``new``, ``worktrees`` and ``teardown`` answered without typer.
 
 Each answer is compared byte for byte (stdout, stderr, exit code) with the
 typer app's answer to the same arguments, for successes and for errors.
@@ -6,7 +6,6 @@ typer app's answer to the same arguments, for successes and for errors.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from helpers.repos import make_repo
 from helpers.topics import Topic, new_topic, ship, write_repos_md
 
-from router.cli.early import HELP_FILE, early_command, stored_help
+from router.cli.early import early_command
 
 HEAVY = {"typer", "click", "jinja2", "rich", "filelock"}
 
@@ -25,7 +24,7 @@ def _run(args: list[str], cwd: Path, *, via: str, importtime: bool = False):
     call = (
         "from router.entry import main as go"
         if via == "entry"
-        else "from router.cli.app import run as go"
+        else "from router.cli.app import run_app as go"
     )
     code = f"{call}; raise SystemExit(go({args!r}))"
     flags = ["-X", "importtime"] if importtime else []
@@ -59,85 +58,20 @@ def _same_answer(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]
     return early
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["phase"],
-        ["phase", "--json"],
-        ["phase", "TOPIC"],
-        ["phase", "--json", "PLAN"],
-        ["next", "--json"],
-        ["next", "TOPIC", "--json"],
-        ["status", "--json"],
-        ["-C", "PLAN", "phase", "--json"],
-        ["-C", "HOME", "next", "TOPIC", "--json"],
-        ["-C", "HOME", "worktrees", "TOPIC", "--strict", "--json"],
-    ],
-)
-def test_a_success_is_answered_exactly_as_typer_answers_it(
-    home_repo, questioned_topic, args, tmp_path
+def test_worktrees_with_c_is_answered_exactly_as_typer_answers_it(
+    home_repo, questioned_topic, tmp_path
 ):
-    places = {
-        "TOPIC": questioned_topic.id,
-        "PLAN": str(questioned_topic.plan_dir),
-        "HOME": str(home_repo),
-    }
-    args = [places.get(a, a) for a in args]
+    args = ["-C", str(home_repo), "worktrees", questioned_topic.id, "--strict", "--json"]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    home_repo = elsewhere if "-C" in args else home_repo  # -C, not the cwd, names the repo
-    proc = _same_answer(args, home_repo)
+    proc = _same_answer(args, elsewhere)  # -C, not the cwd, names the repo
     assert proc.returncode == 0
     assert questioned_topic.id in proc.stdout
 
 
 @pytest.mark.parametrize(
     "args",
-    [["phase", "no-such-topic", "--json"], ["phase", "no-such-topic"], ["next", "nope", "--json"]],
-)
-def test_an_unknown_topic_is_refused_exactly_as_typer_refuses_it(home_repo, questioned_topic, args):
-    proc = _same_answer(args, home_repo)
-    assert proc.returncode != 0
-    assert proc.stdout.count('"ok": false') == ("--json" in args)
-
-
-@pytest.mark.parametrize("args", [["phase", "--json"], ["phase"], ["status", "--json"]])
-def test_outside_a_repo_the_error_is_typers_error(tmp_path, args):
-    nowhere = tmp_path / "nowhere"
-    nowhere.mkdir()
-    proc = _same_answer(args, nowhere)
-    assert proc.returncode == 1
-    assert "not-a-repo" in proc.stdout + proc.stderr
-
-
-def test_a_vanished_current_directory_is_typers_not_a_repo(home_repo, tmp_path):
-    gone = tmp_path / "gone"
-    answers = []
-    for via in ("entry", "typer"):
-        gone.mkdir()
-        call = (
-            "from router.entry import main as go"
-            if via == "entry"
-            else "from router.cli.app import run as go"
-        )
-        script = (
-            f"import os; os.rmdir({str(gone)!r}); {call}; raise SystemExit(go(['phase', '--json']))"
-        )
-        proc = subprocess.run(
-            [sys.executable, "-c", script], cwd=gone, capture_output=True, text=True, timeout=60
-        )
-        answers.append((proc.returncode, proc.stdout, proc.stderr))
-    assert answers[0] == answers[1]
-    assert answers[0][0] == 1 and '"code": "not-a-repo"' in answers[0][1]
-
-
-@pytest.mark.parametrize(
-    "args",
     [
-        ["phase", "--json"],
-        ["phase"],
-        ["status", "--json"],
-        ["next", "--json"],
         ["worktrees"],
         ["-C", ".", "worktrees", "--strict"],
         ["new", "Another thing", "--json"],
@@ -148,13 +82,7 @@ def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
     assert proc.returncode == 0, proc.stderr[-2000:]
     imported = _imported(proc.stderr)
     assert "router" in imported  # the measurement itself works
-    # `next` renders a brief: jinja2 is its one template engine import. The
-    # questions asked most often do not even import typing (~3 ms, ~14 ms with
-    # what it pulls in).
-    heavy = HEAVY - {"jinja2"} if args[0] == "next" else HEAVY
-    if args[0] in {"phase", "status"}:
-        heavy = heavy | {"typing"}
-    assert not imported & heavy
+    assert not imported & HEAVY
 
 
 @pytest.mark.parametrize(
@@ -191,49 +119,6 @@ def test_the_early_path_imports_no_typer(home_repo, questioned_topic, args):
 )
 def test_anything_else_goes_to_typer(args):
     assert early_command(args) is None
-
-
-def test_help_is_typers_help(home_repo):
-    proc = _run(["phase", "--help"], home_repo, via="entry", importtime=True)
-    assert proc.returncode == 0
-    assert "Usage: team-router phase" in proc.stdout
-    assert "typer" in _imported(proc.stderr)
-
-
-def _help(via: str, columns: int, *, importtime: bool = False) -> subprocess.CompletedProcess[str]:
-    call = (
-        "from router.entry import main as go"
-        if via == "entry"
-        else "from router.cli.app import run as go"
-    )
-    flags = ["-X", "importtime"] if importtime else []
-    return subprocess.run(
-        [sys.executable, *flags, "-c", f"{call}; raise SystemExit(go(['--help']))"],
-        env={**os.environ, "COLUMNS": str(columns)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-@pytest.mark.parametrize("columns", [80, 200])
-def test_the_stored_help_is_the_apps_help(columns):
-    app = _help("typer", columns)
-    assert app.returncode == 0
-    assert app.stdout == HELP_FILE.read_text(encoding="utf-8"), (
-        "router/cli/help.txt differs from the app's --help: regenerate it with "
-        "COLUMNS=80 python -c \"from router.cli.app import run; run(['--help'])\" > router/cli/help.txt"
-    )
-    ours = _help("entry", columns, importtime=True)
-    assert (ours.returncode, ours.stdout) == (0, app.stdout)
-    assert not _imported(ours.stderr) & HEAVY
-
-
-def test_a_narrow_terminal_gets_the_apps_own_wrapping():
-    app, ours = _help("typer", 60), _help("entry", 60)
-    assert (ours.returncode, ours.stdout) == (0, app.stdout)
-    assert ours.stdout != HELP_FILE.read_text(encoding="utf-8")
-    assert stored_help(["--help", "--json"]) is None
 
 
 def _two_repo_topic(ws: Path) -> tuple[Path, Topic]:

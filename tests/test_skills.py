@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import typer
-import typer.core
 import yaml
+
+from router.cli import spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILLS = ROOT / "skills"
@@ -115,30 +115,22 @@ def _tokens(text: str) -> list[str]:
     return words
 
 
-# typer vendors click (typer._click), so commands are recognised by what they
-# have: a group has ``commands``; parameters are TyperOption / TyperArgument.
-Command = typer.core.TyperCommand | typer.core.TyperGroup
+# The commands as the CLI declares them (router/cli/spec.py), which its parser reads.
+Command = spec.Command | spec.Group
 
 
 def _app() -> Command:
-    from router.cli import app as cli
-
-    cli._register()
-    return typer.main.get_command(cli.app)
+    return spec.ROOT
 
 
 def _is_group(command: Command) -> bool:
-    return isinstance(getattr(command, "commands", None), dict)
+    return isinstance(command, spec.Group)
 
 
 def _option_names(command: Command) -> dict[str, bool]:
     """Every option name the command accepts, and whether it takes a value."""
     names = {"-h": False, "--help": False}
-    for param in command.params:
-        if isinstance(param, typer.core.TyperOption):
-            takes_value = not param.is_flag and param.nargs != 0
-            for name in (*param.opts, *param.secondary_opts):
-                names[name] = takes_value
+    names.update({option.flag: option.takes_value for option in command.opts})
     return names
 
 
@@ -154,7 +146,8 @@ def _check(words: list[str], root: Command) -> str | None:
         if _is_group(command):
             if not rest:
                 return None if path == ["team-router"] else f"{' '.join(path)} needs a subcommand"
-            sub = command.commands.get(rest[0])
+            assert isinstance(command, spec.Group)
+            sub = command.find(rest[0])
             if sub is None:
                 return f"{' '.join(path)} has no subcommand {rest[0]!r}"
             command, path, rest = sub, [*path, rest[0]], rest[1:]
@@ -190,11 +183,10 @@ def _consume_options(command: Command, rest: list[str]) -> tuple[list[str], str 
 
 
 def _check_arguments(command: Command, path: list[str], positional: list[str]) -> str | None:
-    arguments = [p for p in command.params if isinstance(p, typer.core.TyperArgument)]
-    unlimited = any(a.nargs == -1 for a in arguments)
-    allowed = sum(max(a.nargs, 0) for a in arguments)
-    required = sum(max(a.nargs, 1) for a in arguments if a.required)
-    if not unlimited and len(positional) > allowed:
+    arguments = command.args if isinstance(command, spec.Command) else ()
+    allowed = len(arguments)
+    required = sum(1 for a in arguments if a.required)
+    if len(positional) > allowed:
         return f"{' '.join(path)} takes {allowed} argument(s), got {positional}"
     if len(positional) < required:
         return f"{' '.join(path)} needs {required} argument(s), got {positional}"

@@ -17,9 +17,10 @@ import typer
 from typer.core import TyperArgument
 from typer.exceptions import TyperException
 
-from router import __version__, interrupt
+from router import __version__
 from router.cli import output
-from router.cli.early import start_dir
+from router.cli.main import start_dir
+from router.cli.parse import command_words as _words
 from router.errors import BadInput, RouterError
 
 
@@ -169,14 +170,9 @@ def _register(command: str = "") -> None:
         importlib.import_module(f"router.cli.{name}")
 
 
-def run(args: list[str]) -> int:
+def run_app(args: list[str]) -> int:
     """Run the app on ``args`` and return the exit code (usage errors included)."""
     _register(_command_name(args))
-    # The command's own first two words, never two words further on: `new hook
-    # session-start` (a description left unquoted) is a usage error, not a hook.
-    hook = next((h for h in _HOST_HOOKS if _words(args)[:2] == ["hook", h]), "")
-    if hook:
-        return _host_hook(args, hook, *_HOST_HOOKS[hook])
     return output.guarded(_command_name(args), "--json" in args, lambda: _run_app(args))
 
 
@@ -187,44 +183,6 @@ def _run_app(args: list[str]) -> int:
         return exc.exit_code
     except TyperException as exc:
         return _usage_error(args, exc)
-    return result if isinstance(result, int) else 0
-
-
-# The hooks on the host's path (DESIGN §14), with what a failure to run them means and
-# the exit that tells the host so, whatever their arguments: session-start is advice
-# and never stops the host (0); a worktree-remove that did not run removed nothing,
-# and the host must never tell its session "removed" while the worktree stays (1).
-_HOST_HOOKS = {
-    "session-start": ("no notice", 0),
-    "worktree-remove": ("nothing was removed", 1),
-}
-
-
-def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
-    """``hook session-start`` / ``hook worktree-remove`` the entry point left to the app.
-
-    Both are on the host's path: a ``-C`` that names no directory or an option
-    they do not know leaves stdout empty, says why in one line on stderr (never
-    a traceback), and exits ``failed``. The hook itself chooses its exit code
-    (``worktree-remove``'s says whether the worktree is kept).
-    """
-
-    def note(message: str) -> int:
-        print(f"team-router: hook {hook}: {message}; {outcome}", file=sys.stderr)
-        return failed
-
-    try:
-        with interrupt.handled():
-            # Not standalone: click returns the code of the hook's typer.Exit.
-            result = app(args=args, prog_name="team-router", standalone_mode=False)
-    except typer.Exit as exc:
-        return exc.exit_code
-    except TyperException as exc:
-        return note(_usage_message(args, exc))
-    except RouterError as exc:
-        return note(f"{exc.message} [{exc.code}]")
-    except (Exception, KeyboardInterrupt, interrupt.Stopped) as exc:
-        return note(f"stopped ({exc.__class__.__name__})")
     return result if isinstance(result, int) else 0
 
 
@@ -247,127 +205,18 @@ def _usage_error(args: list[str], exc: TyperException) -> int:
     return code
 
 
-# What team-router itself takes before the command; every other option is a command's.
-BEFORE_THE_COMMAND = "before the command team-router takes only -C DIR, --version and --help"
-
-
 def _usage_message(args: list[str], exc: TyperException) -> str:
     """click's message, or, for an option on the wrong side of the command, where it goes."""
+    from router.cli import spec
+    from router.cli.parse import UsageError
+    from router.cli.usage import explain
+
     ctx = getattr(exc, "ctx", None)
-    option = getattr(exc, "option_name", "")
     # By name: typer carries its own copy of click, whose module path is private.
-    if type(exc).__name__ != "NoSuchOption" or ctx is None:
-        return exc.format_message()
-    if ctx.parent is None:
-        return _before_the_command(args, option, ctx) or (
-            f"No such option: {option}; {BEFORE_THE_COMMAND}"
-        )
-    if option == "-C":
-        return _after_the_command(args) or exc.format_message()
-    return exc.format_message()
-
-
-def _before_the_command(args: list[str], option: str, ctx: Any) -> str | None:
-    """``--json status``: the same line with the command's own options after the command."""
-    commands = ctx.command.list_commands(ctx)
-    at = next((n for n, a in enumerate(args) if a in commands and args[n - 1 : n] != ["-C"]), None)
-    if at is None:
-        if not any(option in _options_of(ctx, name) for name in commands):
-            return None
-        return f"{option} goes after the command: `team-router COMMAND {option}` ({BEFORE_THE_COMMAND})"
-    options = _options_of(ctx, args[at])
-    if option not in options:
-        return None
-    kept: list[str] = []
-    moved: list[str] = []
-    head = args[:at]
-    while head:
-        arg, head = head[0], head[1:]
-        if arg == "-C" and head:
-            kept += [arg, head[0]]
-            head = head[1:]
-        elif arg in ("--version", "--help", "-h"):
-            kept.append(arg)
-        else:
-            moved += _as_written_after(arg, options)  # its value, if it takes one: the next word
-    rest = args[at:]
-    end = rest.index("--") if "--" in rest else len(rest)
-    fixed = ["team-router", *kept, *rest[:end], *moved, *rest[end:]]
-    return (
-        f"{option} is an option of `{_command_path(ctx, rest)}`, so it goes after the command: "
-        f"`{_shell_line(fixed)}` ({BEFORE_THE_COMMAND})"
-    )
-
-
-def _command_path(ctx: Any, words: list[str]) -> str:
-    """``status``, or a group's ``hook session-start`` (its second word, when it names one)."""
-    command = ctx.command.get_command(ctx, words[0])
-    sub = _words(words[1:])[:1]
-    if hasattr(command, "list_commands") and sub and sub[0] in command.list_commands(ctx):
-        return f"{words[0]} {sub[0]}"
-    return words[0]
-
-
-# How click reads a flag's value, when one is forced on it (``--json=0``): false.
-_FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off", ""})
-
-
-def _as_written_after(arg: str, options: dict[str, bool]) -> list[str]:
-    """``arg`` as it is written after the command: a flag given a value loses it.
-
-    ``--json=1`` moved as it was is refused in turn (the flag takes no value):
-    the flag alone says the same, and ``--json=0`` asked for no flag at all.
-    """
-    name, eq, value = arg.partition("=")
-    if not (eq and options.get(name)):
-        return [arg]
-    return [] if value.strip().lower() in _FALSE_WORDS else [name]
-
-
-def _options_of(ctx: Any, name: str) -> dict[str, bool]:
-    """Every option the command ``name`` takes (its subcommands' included): is it a flag?"""
-    command = ctx.command.get_command(ctx, name)
-    found: dict[str, bool] = {}
-    pending = [command] if command is not None else []
-    while pending:
-        current = pending.pop()
-        for param in current.params:
-            if param.param_type_name == "option":
-                found.update(dict.fromkeys(param.opts + param.secondary_opts, param.is_flag))
-        if hasattr(current, "list_commands"):  # a group: hook, record
-            pending += [current.get_command(ctx, sub) for sub in current.list_commands(ctx)]
-    return found
-
-
-def _after_the_command(args: list[str]) -> str | None:
-    """``status -C DIR``: -C belongs to team-router itself, before the command."""
-    words = _words(args)
-    start = args.index(words[0]) if words else len(args)
-    at = args.index("-C", start) if "-C" in args[start:] else -1
-    if at < 0 or at + 1 >= len(args):
-        return None
-    fixed = ["team-router", "-C", args[at + 1], *args[:at], *args[at + 2 :]]
-    return f"-C goes before the command: `{_shell_line(fixed)}`"
-
-
-def _shell_line(words: list[str]) -> str:
-    import shlex
-
-    return shlex.join(words)
-
-
-def _words(args: list[str]) -> list[str]:
-    """The positional words of ``args`` (the command path first), -C's value left out."""
-    words: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "-C":
-            skip = True
-        elif not arg.startswith("-"):
-            words.append(arg)
-    return words
+    option = getattr(exc, "option_name", "") if type(exc).__name__ == "NoSuchOption" else ""
+    at_root = ctx is None or ctx.parent is None
+    node = spec.ROOT if at_root else (spec.ROOT.find(_command_name(args)) or spec.NEW)
+    return explain(args, UsageError(exc.format_message(), node, option=option if ctx else ""))
 
 
 def _command_name(args: list[str]) -> str:

@@ -9,17 +9,12 @@ a test keeps the map equal to what the modules register.
 
 from __future__ import annotations
 
-MODULES = ("create", "phase", "teardown", "cleanup", "durability", "demo")
+MODULES = ("create", "teardown", "cleanup", "durability", "demo")
 
 OWNER = {
     "new": "create",
     "worktrees": "create",
     "init": "create",
-    "phase": "phase",
-    "next": "phase",
-    "status": "phase",
-    "record": "phase",
-    "hook": "phase",
     "install-hooks": "create",
     "teardown": "teardown",
     "sweep": "teardown",

@@ -1,8 +1,7 @@
-"""The early path: ``phase``, ``next --json``, ``status --json``, ``new``, ``worktrees``,
-``teardown`` and ``--help`` without typer.
+"""The early path: ``new``, ``worktrees`` and ``teardown`` without typer.
 
-Agents ask these at every phase of a run, and importing typer alone costs
-more than the answer (DESIGN §15); ``worktrees`` and ``teardown`` run across
+Importing typer alone costs more than most answers (DESIGN §15); ``worktrees``
+and ``teardown`` run across
 every repo of a topic, where typer's start-up is time all of them wait for.
 The console entry point sends an argument list here only when typer would
 read it the same way (:func:`early_command`): ``-C`` with an existing
@@ -21,8 +20,9 @@ from collections import namedtuple
 from pathlib import Path
 
 from router import interrupt
+from router.cli.main import start_dir
 from router.cli.output import emit_result, guarded, line_echo
-from router.errors import Refusal
+from router.cli.spec import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,23 +31,10 @@ if TYPE_CHECKING:
 # command -> (least and most positional arguments, whether --json is required,
 # the other flags it takes, the options it takes that take a value)
 _SHAPES = {
-    "phase": (0, 1, False, (), ()),
-    "next": (0, 1, True, (), ()),
-    "status": (0, 0, True, (), ()),
     "new": (1, 1, False, (), ("--id", "--ticket", "--date")),
     "worktrees": (0, 1, False, ("--strict",), ()),
     "teardown": (1, 1, False, ("--integrate", "--force", "--dry-run", "--remove-reused"), ()),
 }
-# Copies of the cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT),
-# named apart from them on purpose: registering the commands must import no core
-# module (and no git boundary) for --help, so the CLI cannot import the owners.
-# tests/test_cli.py::test_the_clis_defaults_are_the_cores keeps them equal.
-CLI_DEFAULT_WAIT = 30.0
-CLI_DEFAULT_LINE_TIMEOUT = 120.0
-HELP_FILE = Path(__file__).with_name("help.txt")
-_HELP_COLUMNS = 80  # from here on the app wraps its help to 78 columns
-
-
 # One command the early path answers, as the typer app would have read it: -C's
 # directory, and the command's flags but --json (a namedtuple: a dataclass
 # would import dataclasses on --help's path, typing.NamedTuple typing).
@@ -106,40 +93,12 @@ def early_command(args: list[str]) -> EarlyCall | None:
     )
 
 
-def stored_help(args: list[str]) -> str | None:
-    """``team-router --help`` as the typer app prints it, or None to let the app print it.
-
-    The app's help is the same text on every terminal of 80 columns or more (it
-    wraps to 78), and piped output counts as 80: that text is kept in
-    ``help.txt`` (a test keeps it equal to the app's). A narrower terminal
-    gets the app's own wrapping.
-    """
-    if args not in (["--help"], ["-h"]):
-        return None
-    import shutil
-
-    if shutil.get_terminal_size().columns < _HELP_COLUMNS:
-        return None
-    try:
-        return HELP_FILE.read_text(encoding="utf-8")
-    except OSError:
-        return None  # an install without it: the app prints its help
-
-
 def run_early(call: EarlyCall) -> int:
     """Answer one command the way the typer app would: same output, same exit code."""
     command, target, as_json = call.command, call.target, call.as_json
 
     def run() -> int:
         cwd = start_dir(call.directory)
-        if command == "phase":
-            from router.phase.infer import phase_report
-
-            return emit_result(command, as_json, lambda: phase_report(cwd, target), phase_text)
-        if command == "next":
-            from router.phase.brief import next_report
-
-            return emit_result(command, as_json, lambda: next_report(cwd, target), next_text)
         if command == "new":
             from router.create.topic import new_topic
 
@@ -167,11 +126,7 @@ def run_early(call: EarlyCall) -> int:
                 lambda: setup_worktrees(cwd, target, strict=strict, wait=CLI_DEFAULT_WAIT),
                 worktrees_text,
             )
-        if command == "teardown":
-            return _teardown(call, cwd)
-        from router.phase.status import render_table, topics_status
-
-        return emit_result(command, as_json, lambda: topics_status(cwd), render_table)
+        return _teardown(call, cwd)
 
     return guarded(command, as_json, run)
 
@@ -198,37 +153,7 @@ def _teardown(call: Any, cwd: Path) -> int:
         )
 
 
-def start_dir(directory: Path | None) -> Path:
-    """The directory a command runs in: ``-C``'s, else the current one (absolute)."""
-    try:
-        base = Path.cwd() if directory is None else directory
-    except OSError:
-        raise Refusal(
-            "not-a-repo", "the current directory no longer exists; cd to a repository or pass -C"
-        ) from None
-    return Path(os.path.abspath(base))
-
-
 # -- text -------------------------------------------------------------------------
-
-
-def phase_text(report: Any) -> str:
-    resume = report.resume
-    step = f", step {resume.step}" if resume.step else ""
-    lines = [
-        f"Topic {report.id}",
-        f"Resume at: {resume.resume_at}{step}"
-        + ("  (HALTED: a person must decide)" if resume.halted else ""),
-        f"Done: {', '.join(resume.completed) or 'nothing yet'}",
-        f"Artifact directory: {report.plan_dir}",
-    ]
-    return "\n".join(lines)
-
-
-def next_text(report: Any) -> str:
-    expects = "".join(f"\n  {p}" for p in report.expects) or " (nothing: see the brief)"
-    request = f"\nRequest: {report.request}" if report.request is not None else ""
-    return f"{phase_text(report)}{request}\nExpects:{expects}\n\n{report.brief.rstrip()}"
 
 
 def new_text(result) -> str:
