@@ -52,6 +52,7 @@ class Kind(StrEnum):
     HOLDER_CORRUPT = "holder-corrupt"
     WORKTREES_SECTION = "worktrees-section"
     RESTORE_UNFINISHED = "restore-unfinished"
+    HALF_MADE_REGISTRATION = "half-made-registration"
     UNLOCKED_WORKTREE = "unlocked-worktree"
 
 
@@ -216,6 +217,7 @@ def _scan(home: Repo, repos: list[Repo], *, here: Path, with_locks: bool = True)
         problems += _registrations(repo, entries, here)
         problems += _unlocked(repo, entries)
         problems += _unfinished_restores(repo)
+        problems += _half_made_adds(repo)
         problems += _unknown_dirs(repo, entries)
         problems += _branches(repo, entries)
         problems += _record_problems(repo, entries)
@@ -360,6 +362,42 @@ def _unfinished_restores(repo: Repo) -> list[_Problem]:
         )
         finding = _finding(repo, Kind.RESTORE_UNFINISHED, path, detail, _as_topic_id(of))
         found.append(_Problem(finding))
+    return found
+
+
+def _half_made_adds(repo: Repo) -> list[_Problem]:
+    """Registrations a restore's killed ``git worktree add`` left before checking anything out.
+
+    Until such a registration is mended or gone, git cannot read its HEAD and
+    every walk of all refs fails in the repo. The restore's own rerun removes
+    it and makes the worktree again; the repair removes it (only git's
+    ``.git`` file is in it, never anything else).
+    """
+    from router.teardown.snapshot import half_made_adds, read_snapshot, undo_half_made_add
+
+    found = []
+    for half in half_made_adds(repo):
+        detail = (
+            f"a restore of {half.of} was killed inside `git worktree add`, before anything was "
+            f"checked out: git cannot use this registration (`git rev-list --all` may fail while "
+            f"it is there); `team-router restore {half.of}` removes it and restores, "
+            "`team-router doctor --repair` removes it"
+        )
+        finding = _finding(
+            repo, Kind.HALF_MADE_REGISTRATION, half.path, detail, _as_topic_id(half.of)
+        )
+
+        def fix(half: object = half) -> str:
+            from router.errors import Refusal
+            from router.teardown.snapshot import HalfMadeAdd
+
+            assert isinstance(half, HalfMadeAdd)
+            try:
+                return undo_half_made_add(repo, half, read_snapshot(repo.git, half.of))
+            except Refusal as exc:
+                raise _NotSafe(exc.message) from None
+
+        found.append(_Problem(finding, fix))
     return found
 
 

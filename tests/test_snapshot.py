@@ -5,7 +5,17 @@ from pathlib import Path
 from helpers.fakegh import hide_gh
 from helpers.faults import KILLED, git_killer, git_wrapper
 from helpers.faults import run as run_killable
-from helpers.repos import branches, commit, git, run_cli, status, unlock, write
+from helpers.repos import (
+    branches,
+    commit,
+    git,
+    lock_reason,
+    own_lock,
+    run_cli,
+    status,
+    unlock,
+    write,
+)
 from helpers.topics import multi_topic, new_topic, ship, steps_of, teardown
 
 from router.teardown.snapshot import snapshot_ref, snapshot_worktree
@@ -686,3 +696,108 @@ def test_a_branch_restore_killed_right_after_its_checkout_is_finished_in_that_wo
     assert (repo["status"], repo["branch"]) == ("restored", "feature/x"), repo
     assert (Path(repo["worktree"]) / "x.py").read_text() == "x = 2  # edited, not committed\n"
     assert sorted(branches(home_repo)) == ["feature/x", "main"]
+
+
+# What a `git worktree add` killed before it pointed the new worktree's HEAD at
+# its branch leaves: git registered the worktree (locked with team-router's
+# reason, which --lock --reason writes at once), wrote its .git file and the
+# placeholder HEAD (a null id), and checked nothing out. Until that registration
+# goes, `git rev-list --all` fails ("bad object worktrees/<id>/HEAD") in the
+# repo, and every reachability check with it. The stand-in runs the real add
+# with --no-checkout, then writes the placeholder back.
+_HEAD_UNSET = r"""
+for a; do
+  shift
+  [ "$prev" = "--" ] && [ -z "$wt" ] && wt="$a"
+  prev="$a"
+  if [ "$a" = add ]; then set -- "$@" add --no-checkout; else set -- "$@" "$a"; fi
+done
+"$REAL_GIT" "$@" || exit 1
+admin=$(sed -n 's/^gitdir: //p' "$wt/.git")
+head=$("$REAL_GIT" -C "$wt" rev-parse HEAD)
+echo "$head" | tr 0-9a-f 0 > "$admin/HEAD"
+"""
+
+
+def _restore_killed_before_its_head(topic, tmp_path: Path, then: str = "") -> None:
+    env = git_killer(tmp_path / "killer-bin", "worktree add", _HEAD_UNSET + then, real=False)
+    killed = run_killable("restore", topic.id, "--json", cwd=topic.home, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    unreadable = git(topic.home, "rev-list", "--all", check=False)
+    assert unreadable == "", unreadable  # git itself cannot walk the repo's refs now
+
+
+def _assert_restored(topic, sha: str) -> None:
+    wt = topic.worktrees["home"]
+    assert git(topic.home, "rev-list", "--all", check=False) != ""
+    assert git(wt, "rev-parse", "HEAD") == sha
+    assert (wt / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+    assert (wt / "new" / "idea.py").read_text() == "print('untracked')\n"
+    assert git(topic.home, "worktree", "list", "--porcelain").count("worktree ") == 2
+    assert sorted(branches(topic.home)) == sorted(["main", topic.branch])  # no -restored copy
+    assert lock_reason(topic.home, wt) == own_lock(topic.id)
+
+
+def test_a_restore_killed_before_git_set_the_new_worktrees_head_is_undone_and_made_again(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    sha = make_work(topic.worktrees["home"])
+    assert teardown(topic, "--force").code == 0
+    _restore_killed_before_its_head(topic, tmp_path)
+
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    [repo] = again.json["repos"]
+    assert (repo["status"], repo["worktree"]) == ("restored", str(topic.worktrees["home"])), repo
+    _assert_restored(topic, sha)
+
+
+def test_doctor_repair_undoes_the_registration_a_restore_killed_before_its_head_left(
+    home_repo, tmp_path
+):
+    topic = new_topic(home_repo)
+    sha = make_work(topic.worktrees["home"])
+    assert teardown(topic, "--force").code == 0
+    _restore_killed_before_its_head(topic, tmp_path)
+    wt = topic.worktrees["home"]
+
+    found = run_cli("doctor", "--json", cwd=home_repo)
+    assert found.code == 0, found.out + found.err
+    [finding] = [f for f in found.json["findings"] if f["path"] == str(wt)]
+    assert finding["kind"] == "half-made-registration" and not finding["repaired"], finding
+    assert f"team-router restore {topic.id}" in finding["detail"]
+    repaired = run_cli("doctor", "--repair", "--json", cwd=home_repo)
+    assert repaired.code == 0, repaired.out + repaired.err
+    [finding] = [f for f in repaired.json["findings"] if f["path"] == str(wt)]
+    assert finding["kind"] == "half-made-registration" and finding["repaired"], finding
+    assert git(home_repo, "rev-list", "--all", check=False) != ""
+    assert not wt.exists() and git(home_repo, "worktree", "list").count("\n") == 0
+
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    _assert_restored(topic, sha)
+
+
+def test_a_file_in_the_half_made_worktree_is_kept_and_the_repo_made_readable(home_repo, tmp_path):
+    # Anything but git's own .git file in the directory is not the killed add's:
+    # nothing there is deleted, the registration is made readable (HEAD on the
+    # branch git was checking out), and the refusal says what to do.
+    topic = new_topic(home_repo)
+    sha = make_work(topic.worktrees["home"])
+    assert teardown(topic, "--force").code == 0
+    _restore_killed_before_its_head(topic, tmp_path, 'echo mine > "$wt/notes.txt"')
+    wt = topic.worktrees["home"]
+
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert again.code == 1, again.out + again.err
+    [repo] = again.json["repos"]
+    assert repo["status"] == "refused" and "notes.txt" in repo["detail"], repo
+    assert (wt / "notes.txt").read_text() == "mine\n"
+    assert git(home_repo, "rev-list", "--all", check=False) != ""
+    assert git(wt, "symbolic-ref", "HEAD") == f"refs/heads/{topic.branch}"
+
+    (wt / "notes.txt").rename(tmp_path / "notes.txt")  # what the refusal says to do
+    done = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert done.code == 0, done.out + done.err
+    _assert_restored(topic, sha)

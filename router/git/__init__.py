@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from router.git.files import find_git_dir as find_git_dir
     from router.git.files import gitdir_pointer as gitdir_pointer
     from router.git.files import index_device as index_device
+    from router.git.files import placeholder_head as placeholder_head
     from router.git.files import plain_checkouts as plain_checkouts
     from router.git.files import registration_file as registration_file
     from router.git.files import registration_of as registration_of
@@ -130,6 +131,7 @@ _HOME = {
     "gitdir_pointer": "files",
     "index_device": "files",
     "plain_checkouts": "files",
+    "placeholder_head": "files",
     "registration_file": "files",
     "registration_of": "files",
     "registrations": "files",

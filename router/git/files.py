@@ -536,6 +536,18 @@ def is_null_id(oid: str) -> bool:
     return not oid.strip("0")
 
 
+def placeholder_head(admin: str | os.PathLike[str]) -> bool:
+    """The registration's HEAD is the null id ``git worktree add`` writes before it sets HEAD.
+
+    git points it at the branch (or commit) right after; an add killed in
+    between leaves it, and git cannot read it: every walk of all refs
+    (``git rev-list --all``) fails in the repository ("bad object
+    worktrees/<id>/HEAD") until the registration is mended or gone.
+    """
+    line = read_line(os.path.join(admin, "HEAD"))
+    return bool(line) and is_null_id(line)
+
+
 def reflog_commits(entries: list[Entry]) -> list[str]:
     """Every commit the reflog ``entries`` name (both sides of each entry), oldest first.
 

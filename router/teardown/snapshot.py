@@ -359,7 +359,10 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     if again is not None:
         _drop_restoring(repo, again)  # a run killed after its record, before this
         return _existing(name, again, snap.commit, _restored_field(record, "branch"))
+    undone = ""
     try:
+        for half in half_made_adds(repo, of=branch):
+            undone += f"; {undo_half_made_add(repo, half, snap)} (made again)"
         unfinished = _unfinished_restore(repo, branch, snap)
         if unfinished is not None:
             target, path, created = unfinished
@@ -395,7 +398,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
         f"as working-tree changes{staged}{includes}; {snap.ref} is kept{subs}"
-        f"{_departed_note(repo, snap)}",
+        f"{_departed_note(repo, snap)}{undone}",
         snap.commit,
         target,
         path,
@@ -505,6 +508,125 @@ def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> b
     created = intent.get("branch_created") is True
     _mark_restoring(repo, entry.path, branch, snap, created=created)
     return created
+
+
+# -- an add killed before its checkout ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMadeAdd:
+    """A restore's ``git worktree add`` killed before it checked anything out.
+
+    git registers the worktree (locked at once with our reason: ``--lock
+    --reason``), writes its ``.git`` file and a placeholder HEAD (the null id),
+    points HEAD at the branch, then checks the files out and writes the index.
+    Killed before that, the registration has no index, and until HEAD is set
+    git cannot read it at all: ``git rev-list --all`` fails in the whole repo,
+    and every reachability check with it. The restore's intent, written before
+    the add, is what says the registration is ours.
+    """
+
+    path: Path  # the worktree's path
+    admin: Path  # its registration
+    of: str  # the branch whose snapshot was being restored
+    branch: str  # the branch the add was checking out
+    snapshot: str
+    branch_created: bool  # the add was cutting ``branch`` (-b)
+    intent: Path
+
+    def left(self) -> list[str]:
+        """What the directory holds besides git's own ``.git`` file (sorted names)."""
+        try:
+            names = sorted(os.listdir(self.path))
+        except FileNotFoundError:
+            return []
+        dotgit = self.path / ".git"
+        if ".git" in names and dotgit.is_file() and not dotgit.is_symlink():
+            names.remove(".git")
+        return names
+
+
+def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
+    """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore only, if given).
+
+    Ours only: a restore's intent names the path, git's registration of it is
+    locked with team-router's reason, and git never finished it (its HEAD is
+    git's placeholder, or it has no index).
+    """
+    folder = state.state_root(repo.common_dir) / INTENTS_DIR
+    try:
+        files = sorted(folder.glob("*.json"))
+    except OSError:
+        return []
+    found = []
+    for file in files:
+        note = _read_note(file)
+        fields = [note.get(k) for k in ("path", "of", "branch", "snapshot")] if note else []
+        if len(fields) != 4 or not all(isinstance(f, str) and f for f in fields):
+            continue
+        path, branch_of, target, snapshot = (str(f) for f in fields)
+        if of is not None and branch_of != of:
+            continue
+        admin = g.registration_of(str(repo.common_dir), path)
+        if admin is None or not worktreelock.own_reason(g.registration_file(admin, "locked")):
+            continue
+        unfinished = g.placeholder_head(admin) or not os.path.exists(os.path.join(admin, "index"))
+        if unfinished and not os.path.exists(os.path.join(admin, RESTORING_FILE)):
+            created = note.get("branch_created") is True  # type: ignore[union-attr]
+            found.append(
+                HalfMadeAdd(Path(path), Path(admin), branch_of, target, snapshot, created, file)
+            )
+    return found
+
+
+def undo_half_made_add(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> str:
+    """Remove what the killed add made, so that restore makes the worktree again; what was done.
+
+    Only git's own ``.git`` file is in the directory (nothing was checked out):
+    it goes with the directory, then a branch the add cut that never moved
+    (``snap``: the snapshot being restored, whose commit it was cut at), then
+    the registration, then the intent, in that order so that a kill part-way
+    leaves what the next run finds again. Anything else in the directory is
+    kept, and refused (``half-made-worktree``): git's HEAD is set first, so the
+    repository is readable again whatever the user does next.
+    """
+    left = half.left()
+    if left:
+        if g.placeholder_head(str(half.admin)):
+            # What git was about to write itself; only a name, so nothing moves.
+            state.write_atomic(half.admin / "HEAD", f"ref: refs/heads/{half.branch}\n", mode=0o644)
+        shown = ", ".join(left[:NAMED_PATHS]) + (", ..." if len(left) > NAMED_PATHS else "")
+        raise Refusal(
+            "half-made-worktree",
+            f"{half.path} is a worktree a killed restore's `git worktree add` left before it "
+            f"checked anything out, and it holds {shown}, which git did not put there; kept. "
+            f"Move them out of {half.path}, then run `team-router restore {half.of}` again",
+        )
+    with contextlib.suppress(FileNotFoundError):
+        (half.path / ".git").unlink()
+    with contextlib.suppress(FileNotFoundError):
+        half.path.rmdir()
+    undone = (
+        f"removed the half-made worktree a killed restore's `git worktree add` left at {half.path}"
+    )
+    undone += _drop_cut_branch(repo, half, snap)
+    import shutil  # lazy: only a half-made registration needs it
+
+    shutil.rmtree(half.admin, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        half.intent.unlink()
+    return undone
+
+
+def _drop_cut_branch(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> str:
+    """Delete the branch the killed add cut, while it never moved; what was done ("": nothing)."""
+    if not half.branch_created or snap is None or snap.commit != half.snapshot:
+        return ""
+    tip = repo.git.rev_parse(f"refs/heads/{half.branch}")
+    # At the snapshot's commit, which the snapshot keeps: made again by the rerun.
+    if tip != snap.parent or not repo.git.branch_delete_at(half.branch, tip):
+        return ""
+    return f" and the branch {half.branch} it cut{repo.git.drop_branch_config(half.branch)}"
 
 
 def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:

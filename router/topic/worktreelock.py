@@ -32,7 +32,12 @@ def reason_for(topic_id: str) -> str:
 
 def own_lock(entry: WorktreeEntry) -> bool:
     """The worktree is locked by team-router (with the reason :func:`reason_for` writes)."""
-    return entry.locked and _OWN.fullmatch(entry.lock_reason) is not None
+    return entry.locked and own_reason(entry.lock_reason)
+
+
+def own_reason(reason: str) -> bool:
+    """``reason`` (a registration's ``locked`` file) is the one :func:`reason_for` writes."""
+    return _OWN.fullmatch(reason) is not None
 
 
 def locked_by_other(entry: WorktreeEntry) -> bool:
