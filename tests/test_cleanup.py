@@ -450,7 +450,11 @@ def test_a_dirty_primary_clone_refuses(web, no_gh):
     before = world(web)
     res = cleanup(web, TOPIC_ID)
     assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
-    assert "notes.txt" in res.json["error"]["message"]
+    assert res.json["error"]["message"] == (
+        f"the primary clone {web} has 1 untracked file(s): notes.txt; commit or stash them "
+        f"(`git -C {web} stash push --include-untracked`), then run this again; "
+        "nothing was touched"
+    )
     assert world(web) == before
     assert worktree.is_dir() and (web / "notes.txt").read_text() == "mine\n"
 

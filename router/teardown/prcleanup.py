@@ -498,7 +498,10 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
     if status.dirty:
         raise Refusal(
             "dirty-worktree",
-            f"the primary clone {repo.primary} {_dirt(status)}; nothing was touched",
+            # pr-cleanup updates the default branch there: its changes must be put away first.
+            f"the primary clone {repo.primary} {_dirt(status)}; commit or stash them "
+            f"(`git -C {repo.primary} stash push --include-untracked`), then run this again; "
+            "nothing was touched",
         )
     if found.status.dirty and mode is Mode.MERGED:
         raise Refusal(
