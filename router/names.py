@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from router.errors import BadInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import datetime as _dt
     from typing import NewType
 
     TopicId = NewType("TopicId", str)
@@ -64,6 +63,8 @@ class Topic:
 
 def slugify(description: str) -> str:
     """The slug of a free-text description: ``Add rate limiting ...`` -> ``add-rate-limiting-...``."""
+    import unicodedata  # lazy: the hot read-only commands import names but never slug
+
     text = unicodedata.normalize("NFKD", description)
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
     words = [w for w in re.split(r"[^a-z0-9]+", text) if w][:MAX_WORDS]
@@ -211,6 +212,8 @@ def derive_id(
     if date is not None:
         _check_date(date, what="--date")
         return f"{date}-{slug}"
+    import datetime as _dt  # lazy: only an id made from today's date needs it
+
     return f"{(today or _dt.date.today()).isoformat()}-{slug}"
 
 
@@ -246,6 +249,8 @@ def _cut_slug(slug: str, limit: int) -> str:
 
 
 def _check_date(value: str, *, what: str) -> None:
+    import datetime as _dt  # lazy, as in derive_id
+
     try:
         if not DATE_RE.fullmatch(value):
             raise ValueError
