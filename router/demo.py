@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from router import git as gitmod
-from router.errors import BadInput, Refusal
+from router.errors import ErrorCode, Refusal, RouterError
 from router.names import parse_id
 from router.plandir.templates import render
 
@@ -188,7 +188,7 @@ def run_demo(*, base: Path | None, keep: bool, say: Callable[[str], None]) -> De
 def _make_root(base: Path | None) -> Path:
     if base is not None:
         if base.exists() and not base.is_dir():
-            raise BadInput("demo-dir", f"--dir {base} is not a directory")
+            raise RouterError(ErrorCode.DEMO_DIR, f"--dir {base} is not a directory")
         base.mkdir(parents=True, exist_ok=True)
     return Path(
         os.path.realpath(tempfile.mkdtemp(prefix="team-router-demo-", dir=base or temp_base()))
@@ -314,7 +314,7 @@ class _Demo:
             self.say(f"   {line}")
 
     def _cli(
-        self, title: str, where: str, args: list[str], *, expect_code: str | None = None
+        self, title: str, where: str, args: list[str], *, expect_code: ErrorCode | None = None
     ) -> tuple[dict[str, Any], Callable[[list[str]], None]]:
         """Run ``team-router <args> --json`` in repo ``where``; check it did what we expect.
 
@@ -335,7 +335,7 @@ class _Demo:
             detail = (payload or {}).get("error", {}).get("message") or err.strip() or out.strip()
             wanted = f"a refusal '{expect_code}'" if expect_code else "success"
             raise DemoFailed(
-                "demo-failed",
+                ErrorCode.DEMO_FAILED,
                 f"step {len(self.steps)} ({title}): `{shown}` exited {code}, expected {wanted}: "
                 f"{detail or 'no output'}",
             )
@@ -346,7 +346,7 @@ class _Demo:
         return payload, record
 
     def _fail(self, title: str, message: str) -> DemoFailed:
-        return DemoFailed("demo-failed", f"step {len(self.steps) + 1} ({title}): {message}")
+        return DemoFailed(ErrorCode.DEMO_FAILED, f"step {len(self.steps) + 1} ({title}): {message}")
 
     def _dir(self, repo: dict[str, Any]) -> str:
         """The directory of a repo a report names (the home repo is reported as ``home``)."""
@@ -646,7 +646,10 @@ class _Demo:
         dirty = self.worktrees["shared-types"] / DIRTY_FILE
         _write(dirty, "notes nobody committed\n")
         payload, record = self._cli(
-            title, "web", ["teardown", self.topic_id, "--integrate"], expect_code="dirty-worktree"
+            title,
+            "web",
+            ["teardown", self.topic_id, "--integrate"],
+            expect_code=ErrorCode.DIRTY_WORKTREE,
         )
         missing = [name for name, path in self.worktrees.items() if not path.is_dir()]
         if missing or not dirty.is_file():

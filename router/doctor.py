@@ -20,7 +20,7 @@ from pathlib import Path
 
 from router import git as g
 from router import interrupt
-from router.errors import BadInput, describe_io
+from router.errors import BadInput, ErrorCode, ExitCode, describe_io
 from router.git import (
     DanglingHead,
     GitError,
@@ -109,7 +109,7 @@ class DoctorResult:
 
     @property
     def exit_code(self) -> int:
-        return interrupt.exit_code(self.stopped_by) if self.stopped_by else 0
+        return ExitCode.for_signal(self.stopped_by) if self.stopped_by else ExitCode.OK
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -192,7 +192,7 @@ def _repos_to_check(home: Repo) -> tuple[list[Repo], list[str]]:
     for (topic_id, name, _path), verdict in zip(listed, verdicts, strict=True):
         if verdict.repo is not None:
             repos.append(verdict.repo)
-        elif verdict.reason != "duplicate":  # another topic's record names the same repo
+        elif verdict.reason != ErrorCode.DUPLICATE:  # another topic's record names the same repo
             warnings.append(f"{topic_id}: {name} not checked: {verdict.detail}")
     return repos, warnings
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from router.interrupt import Stopped, exit_code
+from router.interrupt import SIGINT, Stopped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         return _interrupted()
     except Stopped as exc:
         # A second signal while the command reported the first one.
-        return _interrupted(exit_code(exc.signum))
+        return _interrupted(exc.signum)
 
 
 def _dispatch(args: list[str]) -> int:
@@ -48,9 +48,12 @@ def _dispatch(args: list[str]) -> int:
     return run_app(args)
 
 
-def _interrupted(code: int = 130) -> int:
+def _interrupted(signum: int = SIGINT) -> int:
+    # Imported here: the session-start hook's path does not pay for the error types.
+    from router.errors import ExitCode
+
     print("team-router: interrupted", file=sys.stderr)
-    return code
+    return ExitCode.for_signal(signum)
 
 
 def console() -> int:

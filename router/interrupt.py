@@ -74,11 +74,6 @@ def name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def exit_code(signum: int) -> int:
-    """128 + the signal's number, as a shell reports a command a signal stopped (Ctrl-C: 130)."""
-    return 128 + signum
-
-
 def received() -> int:
     """The signal that stopped this command (0: none)."""
     return _received
@@ -229,10 +224,10 @@ def _on_signal(signum: int, _frame: object) -> None:
 
 def interrupted_error(signum: int, where: str) -> dict[str, str]:
     """The ``error`` of a command a signal stopped part-way: ``where`` says what is done and what is left."""
-    from router.errors import error_json
+    from router.errors import ErrorCode, error_json
 
     return error_json(
-        "interrupted",
+        ErrorCode.INTERRUPTED,
         f"interrupted ({name(signum or SIGINT)}): {where}; run the same command again to finish",
     )
 

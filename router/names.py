@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from router.errors import BadInput
+from router.errors import ErrorCode, RouterError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -166,8 +166,8 @@ def parse_id(value: str) -> Topic:
     """Validate a topic id; raise ``invalid-id`` naming the rule it breaks."""
     match = ID_RE.fullmatch(value)
     if not match:
-        raise BadInput(
-            "invalid-id",
+        raise RouterError(
+            ErrorCode.INVALID_ID,
             f"{value!r} is not a topic id: use <TICKET-123>-<slug> or <YYYY-MM-DD>-<slug>, "
             "slug in lowercase letters, digits and '-'",
         )
@@ -175,7 +175,9 @@ def parse_id(value: str) -> Topic:
         _check_date(match["prefix"], what=f"id {value!r}")
     problem = portable_name_problem(value)
     if problem:
-        raise BadInput("invalid-id", f"{value!r} cannot be a branch or directory name: {problem}")
+        raise RouterError(
+            ErrorCode.INVALID_ID, f"{value!r} cannot be a branch or directory name: {problem}"
+        )
     return Topic(TopicId(value), match["topic"], branch_for(value))
 
 
@@ -205,8 +207,9 @@ def derive_id(
     slug = slugify(description)
     if ticket is not None:
         if not TICKET_RE.fullmatch(ticket):
-            raise BadInput(
-                "invalid-id", f"ticket {ticket!r} must look like ENG-1234 (letters, then -digits)"
+            raise RouterError(
+                ErrorCode.INVALID_ID,
+                f"ticket {ticket!r} must look like ENG-1234 (letters, then -digits)",
             )
         return f"{ticket}-{slug}"
     if date is not None:
@@ -256,6 +259,6 @@ def _check_date(value: str, *, what: str) -> None:
             raise ValueError
         _dt.date.fromisoformat(value)
     except ValueError:
-        raise BadInput(
-            "invalid-id", f"{what}: {value!r} is not a calendar date (YYYY-MM-DD)"
+        raise RouterError(
+            ErrorCode.INVALID_ID, f"{what}: {value!r} is not a calendar date (YYYY-MM-DD)"
         ) from None

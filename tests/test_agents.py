@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from router.errors import CODES
+from router.errors import ErrorCode, ExitCode
+
+# Every error code a command can report, as the user reads it.
+CODES = frozenset(str(code) for code in ErrorCode)
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "agents"
@@ -205,66 +208,161 @@ _CODE_ARGUMENT = {
     "refused": 1,
     "failed": 2,
     "Containment": 1,
+    "CreateReport": 5,
+    "refused_report": 2,
     "error_json": 0,
 }
-_KEBAB_WORD = re.compile(r"^[a-z]+(-[a-z]+)*$")
+_CODE_KEYWORDS = frozenset({"code", "reason", "expect_code"})
+
+
+def _code_arguments(node: ast.AST) -> list[ast.expr]:
+    """The expressions ``node`` passes, returns or compares as an error code."""
+    if isinstance(node, ast.FunctionDef) and node.name == "code":
+        # GitError.code: the code a refusal built from a git failure carries
+        return [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
+    if isinstance(node, ast.Compare):
+        # `exc.code != ErrorCode.NO_PLAN_DIR`, `verdict.reason != ...`
+        left = node.left
+        if isinstance(left, ast.Attribute) and left.attr in {"code", "reason"}:
+            return list(node.comparators)
+        return []
+    if not isinstance(node, ast.Call):
+        return []
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    args: list[ast.expr] = [k.value for k in node.keywords if k.arg in _CODE_KEYWORDS]
+    if name == "__init__" and isinstance(func, ast.Attribute):
+        # super().__init__(ErrorCode.SNAPSHOT_FAILED, ...) in a RouterError subclass
+        args += node.args[:1] if isinstance(func.value, ast.Call) else []
+    elif name in _CODE_ARGUMENT and len(node.args) > _CODE_ARGUMENT[name]:
+        args.append(node.args[_CODE_ARGUMENT[name]])
+    return args
+
+
+def _branches(expr: ast.expr) -> list[ast.expr]:
+    """What a code argument can be: itself, or either side of ``x or y`` / ``a if c else b``."""
+    if isinstance(expr, ast.BoolOp):
+        return [b for v in expr.values for b in _branches(v)]
+    if isinstance(expr, ast.IfExp):
+        return _branches(expr.body) + _branches(expr.orelse)
+    return [expr]
+
+
+def _code_of(node: ast.AST) -> list[str]:
+    """The codes ``node`` names (``ErrorCode.LOCKED`` is ``locked``)."""
+    return [
+        ErrorCode[b.attr].value
+        for a in _code_arguments(node)
+        for b in _branches(a)
+        if isinstance(b, ast.Attribute) and ast.unparse(b.value) == "ErrorCode"
+    ]
+
+
+def _sources() -> list[tuple[Path, ast.Module]]:
+    return [
+        (path, ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted((ROOT / "router").rglob("*.py"))
+    ]
 
 
 def _codes_in_source() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "router").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, tree in _sources():
+        for node in ast.walk(tree):
             for code in _code_of(node):
                 found.setdefault(code, set()).add(path.name)
     return found
 
 
-def _code_of(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.FunctionDef) and node.name == "code":
-        # GitError.code: the code a refusal built from a git failure carries
-        returns = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
-        return [word for r in returns for word in _words(r)]
-    if not isinstance(node, ast.Call):
-        return []
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-    args: list[ast.expr] = [k.value for k in node.keywords if k.arg == "code"]
-    if name == "__init__" and isinstance(func, ast.Attribute):
-        # super().__init__("snapshot-failed", ...) in a RouterError subclass
-        args += node.args[:1] if isinstance(func.value, ast.Call) else []
-    elif name in _CODE_ARGUMENT and len(node.args) > _CODE_ARGUMENT[name]:
-        args.append(node.args[_CODE_ARGUMENT[name]])
-    return [word for a in args for word in _words(a)]
+def _spelt_codes(tree: ast.AST) -> list[str]:
+    """Codes spelt as strings where a code goes, not as ErrorCode members: where and what."""
+    return [
+        f"line {b.lineno}: {b.value!r}"
+        for node in ast.walk(tree)
+        for a in _code_arguments(node)
+        for b in _branches(a)
+        if isinstance(b, ast.Constant) and isinstance(b.value, str) and b.value
+    ]
 
 
-def _words(expr: ast.expr) -> list[str]:
-    """The code words an argument can be: a constant, or either side of ``x or y`` / ``a if c else b``."""
-    if isinstance(expr, ast.Constant):
-        ok = isinstance(expr.value, str) and _KEBAB_WORD.match(expr.value)
-        return [expr.value] if ok else []
-    if isinstance(expr, ast.BoolOp):
-        return [w for v in expr.values for w in _words(v)]
-    if isinstance(expr, ast.IfExp):
-        return _words(expr.body) + _words(expr.orelse)
-    return []
+def test_every_code_is_named_by_its_member_never_spelt_as_a_string() -> None:
+    spelt = {str(p.relative_to(ROOT)): s for p, t in _sources() if (s := _spelt_codes(t))}
+    assert not spelt, "name each code by its ErrorCode member (router/errors.py)"
+
+
+def test_the_spelt_code_check_catches_a_string_where_a_code_goes() -> None:
+    tree = ast.parse(
+        'raise RouterError("locked", "x")\nrefused("remove", "helt", "x")\n'
+        'failed("x", "y", ErrorCode.IO_ERROR)\nif exc.code != "no-plan-dir": pass\n'
+    )
+    assert _spelt_codes(tree) == ["line 1: 'locked'", "line 2: 'helt'", "line 4: 'no-plan-dir'"]
 
 
 def test_errors_codes_is_the_one_list_of_what_the_cli_reports() -> None:
     found = _codes_in_source()
-    assert set(found) - CODES == set(), "add these codes to router/errors.py CODES"
-    assert CODES - set(found) == set(), "CODES lists codes nothing reports"
+    assert CODES - set(found) == set(), "ErrorCode lists codes nothing reports"
+
+
+# The codes DESIGN §13 names: each is one the CLI reports.
+DESIGN_CODES = frozenset(
+    [
+        "invalid-id",
+        "invalid-branch",
+        "repos-md",
+        "no-plan-dir",
+        "no-topic",
+        "not-a-repo",
+        "no-root-commit",
+        "default-branch-worktree",
+        "path-taken",
+        "branch-checked-out",
+        "strict-failed",
+        "dirty-worktree",
+        "unintegrated-commits",
+        "conflict",
+        "primary-busy",
+        "protected-branch",
+        "not-merged",
+        "locked",
+        "no-default-branch",
+    ]
+)
+
+
+def test_every_code_the_design_names_is_an_error_code() -> None:
+    assert set() == DESIGN_CODES - CODES
+
+
+def test_each_code_carries_the_exit_code_of_its_class() -> None:
+    bad_input = {str(c) for c in ErrorCode if c.exit_code == ExitCode.BAD_INPUT}
+    assert bad_input == {
+        "usage",
+        "invalid-id",
+        "invalid-branch",
+        "invalid-target",
+        "invalid-value",
+        "invalid-session",
+        "repos-md",
+        "no-plan-dir",
+        "no-topic",
+        "no-repo",
+        "no-such-process",
+        "demo-dir",
+    }
+    assert ErrorCode.INTERRUPTED.exit_code == ExitCode.for_signal(2) == 130
+    special = bad_input | {"interrupted"}
+    assert {c.exit_code for c in ErrorCode if c not in special} == {ExitCode.REFUSED}
 
 
 # -- the error table of docs/json-and-errors.md ---------------------------------------
 
 ERRORS_PAGE = ROOT / "docs" / "json-and-errors.md"
-# How each raising call ends the command: BadInput is exit 2; a creation step's failure
-# (`_Failed`, `_fallback`) or a containment refusal is a repo's `reason`, the command
-# still exiting 0; everything else (refusals, failed or refused steps) is exit 1.
-_EXIT_OF_CALL = {"BadInput": "2", "_Failed": "0", "_fallback": "0", "Containment": "0"}
-# Not visible at the raising call: typer's usage errors keep click's exit 2; a signal is
-# 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129).
-_EXIT_OF_CODE = {"usage": {"2"}, "interrupted": {"130", "143", "129"}}
+# The calls that make a code a repo's `reason` (a creation step's failure, a containment
+# refusal, a home that stays in place): the command still exits 0. Everywhere else a
+# code ends the command with its own exit code (ErrorCode.exit_code).
+_REASON_CALLS = frozenset({"_Failed", "_fallback", "Containment", "CreateReport"})
+# Not one number: a signal is 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129).
+_EXIT_OF_CODE = {"interrupted": {"130", "143", "129"}}
 
 
 def _troubleshooting_rows() -> dict[str, str]:
@@ -282,19 +380,23 @@ def _troubleshooting_rows() -> dict[str, str]:
 
 
 def _exits_in_source() -> dict[str, set[str]]:
-    """Per code, the exit codes its raising calls give (see _EXIT_OF_CALL)."""
+    """Per code, the exit codes its raising calls give (see _REASON_CALLS)."""
     exits: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "router").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for _path, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                continue  # reads a code, does not end a command with it
             func = getattr(node, "func", None)
             name = getattr(func, "id", None) or getattr(func, "attr", "")
             for code in _code_of(node):
-                exits.setdefault(code, set()).update(_EXIT_OF_CODE.get(code) or {_exit_of(name)})
+                exits.setdefault(code, set()).update(
+                    _EXIT_OF_CODE.get(code) or {_exit_of(name, code)}
+                )
     return exits
 
 
-def _exit_of(call: str) -> str:
-    return _EXIT_OF_CALL.get(call, "1")
+def _exit_of(call: str, code: str) -> str:
+    return "0" if call in _REASON_CALLS else str(int(ErrorCode(code).exit_code))
 
 
 def test_the_troubleshooting_table_lists_exactly_the_codes_the_cli_reports() -> None:

@@ -48,19 +48,19 @@ HELP_OPTIONS = frozenset({"-h", "--help"})
 
 def reported_codes() -> set[str]:
     """Every error code a command can report, as router/errors.py declares them."""
-    from router.errors import CODES
+    from router.errors import ErrorCode
 
-    return set(CODES)
+    return {str(code) for code in ErrorCode}
 
 
 def exit_codes() -> set[int]:
     """Every exit code a command can end with, as router/errors.py declares them."""
     import signal
 
-    from router.errors import BadInput, Refusal
+    from router.errors import ExitCode
 
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    return {0, Refusal.exit_code, BadInput.exit_code} | {128 + s for s in stops}
+    return {int(code) for code in ExitCode} | {ExitCode.for_signal(s) for s in stops}
 
 
 def user_docs() -> list[Path]:

@@ -21,7 +21,7 @@ from router import __version__
 from router.cli import output
 from router.cli.main import start_dir
 from router.cli.parse import command_words as _words
-from router.errors import BadInput, RouterError
+from router.errors import ErrorCode, ExitCode, RouterError
 
 
 def _usage_metavar(self: TyperArgument, ctx: Any, *, usage: bool = False) -> str:
@@ -121,7 +121,7 @@ def cwd_of(ctx: typer.Context) -> Path:
 def _version(value: bool) -> None:
     if value:
         print(f"team-router {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.OK)
 
 
 @app.callback()
@@ -137,7 +137,9 @@ def _root(
     ] = False,
 ) -> None:
     if directory is not None and not directory.is_dir():
-        raise BadInput("usage", f"-C {directory}: no such directory; pass an existing directory")
+        raise RouterError(
+            ErrorCode.USAGE, f"-C {directory}: no such directory; pass an existing directory"
+        )
     ctx.obj = Ctx(cwd=start_dir(directory))
 
 
@@ -183,19 +185,18 @@ def _run_app(args: list[str]) -> int:
         return exc.exit_code
     except TyperException as exc:
         return _usage_error(args, exc)
-    return result if isinstance(result, int) else 0
+    return result if isinstance(result, int) else ExitCode.OK
 
 
 def _usage_error(args: list[str], exc: TyperException) -> int:
-    code = getattr(exc, "exit_code", 2)
+    code = getattr(exc, "exit_code", ExitCode.BAD_INPUT)
     ctx = getattr(exc, "ctx", None)
     path = ctx.command_path if ctx is not None else "team-router"
     # A group run without its subcommand "fails" with the group's help as message.
     only_help = type(exc).__name__ == "NoArgsIsHelpError"
     message = f"{path} needs a command" if only_help else _usage_message(args, exc)
     if "--json" in args:
-        error = RouterError("usage", f"{message.rstrip('.')}; see `{path} --help`")
-        error.exit_code = code
+        error = RouterError(ErrorCode.USAGE, f"{message.rstrip('.')}; see `{path} --help`")
         output.fail(_command_name(args), True, error)
     elif only_help:
         print(exc.format_message(), file=sys.stderr)

@@ -11,6 +11,7 @@ import os
 import sys
 
 # The session-start hook's one module, and the payload reader of all three.
+from router.errors import ExitCode
 from router.host.sessionstart import read_payload, session_start
 
 TYPE_CHECKING = False
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 # The exit of `hook worktree-remove` that tells the host the worktree stays (DESIGN §14).
-KEPT_EXIT = 1
+KEPT_EXIT = ExitCode.REFUSED
 
 
 def hook_session_start_cmd(directory: Path | None, *, as_json: bool) -> int:
@@ -35,7 +36,7 @@ def hook_worktree_create_cmd(cwd: Path, *, wait: float) -> int:
     if settings is not None:
         # Exit 0 and no path: the client takes the path the settings' hook prints.
         print(f"team-router: the WorktreeCreate hook in {settings} makes it", file=sys.stderr)
-        return 0
+        return ExitCode.OK
 
     def work():
         environ = {"CLAUDE_PROJECT_DIR": str(cwd), **os.environ}
@@ -62,7 +63,7 @@ def hook_worktree_remove_cmd(cwd: Path, *, wait: float) -> int:
         # Not 0: the client reports "removed" when any of its remove hooks exits 0,
         # so only the settings' hook, which acted, may say so.
         echo(f"team-router: the WorktreeRemove hook in {settings} answers for this removal")
-        return 1
+        return KEPT_EXIT
     try:
         result = worktree_remove(read_payload(sys.stdin), environ, wait=wait, echo=echo)
     except RouterError as exc:
@@ -77,4 +78,4 @@ def hook_worktree_remove_cmd(cwd: Path, *, wait: float) -> int:
     echo(result.line())
     # The pinned client (2.1.332) answers a non-zero exit with "Exited worktree but
     # could not remove it. It is kept at ...", and exit 0 with "Exited and removed".
-    return KEPT_EXIT if result.stays else 0
+    return KEPT_EXIT if result.stays else ExitCode.OK

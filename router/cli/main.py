@@ -15,6 +15,10 @@ import sys
 from router.cli.parse import HelpAsked, NoCommand, Parsed, UsageError, VersionAsked, parse
 from router.cli.parse import command_words as _words
 
+# Every path through run() reports through router.cli.output, which imports the
+# error types: importing them here costs nothing more.
+from router.errors import ErrorCode, ExitCode, RouterError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,8 +29,8 @@ if TYPE_CHECKING:
 # and never stops the host (0); a worktree-remove that did not run removed nothing,
 # and the host must never tell its session "removed" while the worktree stays (1).
 HOST_HOOKS = {
-    "session-start": ("no notice", 0),
-    "worktree-remove": ("nothing was removed", 1),
+    "session-start": ("no notice", ExitCode.OK),
+    "worktree-remove": ("nothing was removed", ExitCode.REFUSED),
 }
 
 
@@ -55,9 +59,9 @@ def _run(args: list[str]) -> int:
 def _root_checks(directory: Path | None) -> None:
     """``-C``: an existing directory (checked once the command is known, before its arguments)."""
     if directory is not None and not directory.is_dir():
-        from router.errors import BadInput
-
-        raise BadInput("usage", f"-C {directory}: no such directory; pass an existing directory")
+        raise RouterError(
+            ErrorCode.USAGE, f"-C {directory}: no such directory; pass an existing directory"
+        )
 
 
 def _call(parsed: Parsed) -> int:
@@ -84,17 +88,17 @@ def _answer(args: list[str], exc: Exception) -> int:
         from router import __version__
 
         write_out(f"team-router {__version__}")
-        return 0
+        return ExitCode.OK
     from router.cli.helptext import help_text
 
     if isinstance(exc, HelpAsked):
         write_out(help_text(exc.node))
-        return 0
+        return ExitCode.OK
     if isinstance(exc, NoCommand):
         if "--json" in args:
             return _refuse_usage(args, f"{_path(exc.node)} needs a command", exc.node)
         write_err(help_text(exc.node))
-        return 2
+        return ExitCode.BAD_INPUT
     assert isinstance(exc, UsageError)
     from router.cli.usage import explain
 
@@ -103,7 +107,6 @@ def _answer(args: list[str], exc: Exception) -> int:
 
 def _refuse_usage(args: list[str], message: str, node: object) -> int:
     from router.cli.output import fail, write_err
-    from router.errors import BadInput
 
     path = _path(node)
     if "--json" in args:
@@ -111,12 +114,12 @@ def _refuse_usage(args: list[str], message: str, node: object) -> int:
         fail(
             words[0] if words else "",
             True,
-            BadInput("usage", f"{message.rstrip('.')}; see `{path} --help`"),
+            RouterError(ErrorCode.USAGE, f"{message.rstrip('.')}; see `{path} --help`"),
         )
     else:
         write_err(f"team-router: {message}")
         write_err(f"Try '{path} --help' for help.")
-    return 2
+    return ExitCode.BAD_INPUT
 
 
 def _path(node: object) -> str:
@@ -134,7 +137,6 @@ def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
     says whether the worktree is kept).
     """
     from router import interrupt
-    from router.errors import RouterError
 
     def note(message: str) -> int:
         print(f"team-router: hook {hook}: {message}; {outcome}", file=sys.stderr)
@@ -170,9 +172,8 @@ def start_dir(directory: Path | None) -> Path:
     try:
         base = Path.cwd() if directory is None else directory
     except OSError:
-        from router.errors import Refusal
-
-        raise Refusal(
-            "not-a-repo", "the current directory no longer exists; cd to a repository or pass -C"
+        raise RouterError(
+            ErrorCode.NOT_A_REPO,
+            "the current directory no longer exists; cd to a repository or pass -C",
         ) from None
     return Path(os.path.abspath(base))

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 
 from router import interrupt
-from router.errors import Interrupted, Refusal, RouterError, ToolFailed, error_json, io_error
+from router.errors import ExitCode, Interrupted, RouterError, ToolFailed, error_json, io_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,9 +82,14 @@ def emit_result(
         fail(command, as_json, error)
         return error.exit_code
     warnings = list(getattr(result, "warnings", []) or [])
-    code = int(getattr(result, "exit_code", 0) or 0)
+    code = int(getattr(result, "exit_code", ExitCode.OK) or ExitCode.OK)
     if as_json:
-        payload = {"ok": code == 0, "command": command, **result.to_json(), "warnings": warnings}
+        payload = {
+            "ok": code == ExitCode.OK,
+            "command": command,
+            **result.to_json(),
+            "warnings": warnings,
+        }
         failure = getattr(result, "error", None)
         if failure is not None:
             payload["error"] = failure
@@ -140,7 +145,7 @@ def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
             return error.exit_code
         except ToolFailed as exc:
             # A git no step expected to fail: one line, never a traceback.
-            failure = Refusal(exc.code, f"{exc.first_line}; {exc.fix}")
+            failure = RouterError(exc.code, f"{exc.first_line}; {exc.fix}")
             fail(command, as_json, failure)
             return failure.exit_code
 

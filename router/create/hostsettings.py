@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from router.errors import Refusal, RouterError
+from router.errors import ErrorCode, RouterError
 from router.plandir.mdlines import BOM
 
 
@@ -28,11 +28,14 @@ def load_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     except FileNotFoundError:
         return None, {}
     except (ValueError, UnicodeDecodeError):
-        raise Refusal(
-            "setup-failed", f"{path} is not valid JSON; fix it, then rerun (nothing was written)"
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
+            f"{path} is not valid JSON; fix it, then rerun (nothing was written)",
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("permissions", {}), dict):
-        raise Refusal("setup-failed", f"{path} is not a settings object; fix it, then rerun")
+        raise RouterError(
+            ErrorCode.SETUP_FAILED, f"{path} is not a settings object; fix it, then rerun"
+        )
     return text, data
 
 
@@ -275,7 +278,9 @@ def install_hooks(*, uninstall: bool = False, dry_run: bool = False) -> HooksRes
     refuse_unsafe_replace(path, target)  # a dry run says so too: the real run would refuse
     old_text, before = load_settings(target)
     if not isinstance(before.get("hooks", {}), dict):
-        raise Refusal("setup-failed", f"{path}: `hooks` is not an object; fix it, then rerun")
+        raise RouterError(
+            ErrorCode.SETUP_FAILED, f"{path}: `hooks` is not an object; fix it, then rerun"
+        )
     after = json.loads(json.dumps(before))  # a deep copy, compared with the original below
     actions = (_remove_hooks if uninstall else _add_hooks)(after)
     warnings = [] if uninstall else _other_create_hooks(after)
@@ -315,16 +320,16 @@ def write_settings(target: Path, text: str, *, shown: Path | None = None) -> Non
     except FileNotFoundError:
         mode = None
     if mode is not None and not mode & 0o222:
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"{shown} is read-only; make it writable (chmod u+w), then rerun (nothing was written)",
         )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, text, mode=mode)
     except OSError as exc:
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"cannot write {shown} ({exc.strerror or exc}); fix its permissions, then rerun "
             "(nothing was written)",
         ) from None
@@ -344,16 +349,16 @@ def refuse_unsafe_replace(path: Path, target: Path) -> None:
     except FileNotFoundError:
         links = 0
     if links > 1:
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"{path} has {links} hard links, and writing it would cut this name off from the "
             "others (they would keep the old settings); keep one name and make the others "
             "symlinks to it (ln -sf), then rerun (nothing was written)",
         )
     link = _dangling_link(path)
     if links == 0 and link is not None and not target.parent.is_dir():
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"{link} is a symlink to {os.path.realpath(link)}, which does not exist, and "
             f"{target.parent} is no directory to write {target.name} in; create it "
             "(mkdir -p) or remove the symlink, then rerun (nothing was written)",
@@ -383,8 +388,8 @@ def refuse_if_tracked(path: Path, target: Path, fix: str) -> None:
     except GitMissing:
         return
     if tracked:
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"{path} is tracked by the git repository at {target.parent}; {fix} or point "
             f"{CONFIG_DIR_ENV} elsewhere",
         )
@@ -396,8 +401,9 @@ def _add_hooks(settings: dict[str, Any]) -> list[str]:
     for event, (command, timeout) in WORKTREE_HOOKS.items():
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
-            raise Refusal(
-                "setup-failed", f"hooks.{event} in the settings is not a list; fix it, then rerun"
+            raise RouterError(
+                ErrorCode.SETUP_FAILED,
+                f"hooks.{event} in the settings is not a list; fix it, then rerun",
             )
         ours = [
             h for g in groups if isinstance(g, dict) for h in _hooks_of(g) if _is_ours(h, event)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from router.create import permission
 from router.create.permission import LOCAL_SETTINGS, PERMISSION_RULE
-from router.errors import Refusal, io_operation
+from router.errors import ErrorCode, RouterError, io_operation
 from router.plandir.templates import render, share_dir
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 
@@ -67,8 +67,8 @@ def prepare_repo(
         return InitResult(repo.primary, actions, plugin_commands(), allowed_by=allowed)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"init: {where}{exc.strerror or exc}; fix that path (permissions, a file in the way) "
             "and rerun",
         ) from None

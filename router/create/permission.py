@@ -23,7 +23,7 @@ from router.create.hostsettings import (
     user_settings_path,
     write_settings,
 )
-from router.errors import Refusal, RouterError
+from router.errors import ErrorCode, Refusal, RouterError
 from router.topic.workspace import Repo, ensure_excludes
 
 # The rule that lets the agent run every team-router command without a prompt (the
@@ -54,14 +54,15 @@ def allow_in_repo(repo: Repo) -> str:
     """Add the rule to the repo's personal settings (info/exclude keeps them out of git status)."""
     path = repo.primary / LOCAL_SETTINGS
     if repo.git.ls_files(str(LOCAL_SETTINGS)):
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"{path} is tracked by git; add {PERMISSION_RULE!r} to its permissions.allow "
             "yourself (init leaves tracked files alone)",
         )
     if os.path.islink(path) or os.path.islink(path.parent):
-        raise Refusal(
-            "setup-failed", f"{path} is reached through a symlink; add the rule there yourself"
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
+            f"{path} is reached through a symlink; add the rule there yourself",
         )
     refuse_unsafe_replace(path, path)
     # Read and checked before info/exclude changes: a refusal writes nothing.
@@ -95,8 +96,8 @@ def _with_rule(path: Path, target: Path) -> str | None:
     settings = json.loads(json.dumps(before))  # a deep copy, for the edit to compare with
     allow = settings.setdefault("permissions", {}).setdefault("allow", [])
     if not isinstance(allow, list):
-        raise Refusal(
-            "setup-failed", f"{path}: permissions.allow is not a list; fix it, then rerun"
+        raise RouterError(
+            ErrorCode.SETUP_FAILED, f"{path}: permissions.allow is not a list; fix it, then rerun"
         )
     if PERMISSION_RULE in allow:
         return None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from router import git as g
 from router.create.include import copy_included
-from router.errors import Refusal, RouterError, io_error
+from router.errors import ErrorCode, Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.names import Sha, Topic
@@ -57,7 +57,7 @@ class CreateReport:
     worktree: Path | None
     branch: str | None
     status: Status
-    reason: str = ""
+    reason: ErrorCode | None = None
     message: str = ""
     base: str | None = None
     warnings: tuple[str, ...] = ()
@@ -98,7 +98,7 @@ class Job:
 class _Failed(Exception):
     """A step failed after something may have been created: roll back, then fall back."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -213,7 +213,7 @@ def _forget_creation(repo: Repo, topic_id: str) -> None:
     state.update_record(repo.common_dir, topic_id, change)
 
 
-def refused_report(name: str, path: Path, reason: str, message: str) -> CreateReport:
+def refused_report(name: str, path: Path, reason: ErrorCode | None, message: str) -> CreateReport:
     return CreateReport(name, path, None, None, Status.REFUSED, reason, message)
 
 
@@ -324,8 +324,8 @@ class _Pipeline:
 
     def _inspect(self) -> RepoLayout | None:
         if self.commits["HEAD"] is None:
-            raise Refusal(
-                "no-root-commit",
+            raise RouterError(
+                ErrorCode.NO_ROOT_COMMIT,
                 f"{self.job.name} ({self.repo.primary}) has no commit yet; make a first commit, "
                 "then run this again",
             )
@@ -339,8 +339,8 @@ class _Pipeline:
             return None  # it *is* this topic's worktree, on its branch: reported as existing
         what = self._no_work_on(current)
         if what is not None:
-            raise Refusal(
-                "default-branch-worktree",
+            raise RouterError(
+                ErrorCode.DEFAULT_BRANCH_WORKTREE,
                 f"this worktree ({here.toplevel}) is on {what}; never implement there: switch it "
                 "to a feature branch, or run from the main clone",
             )
@@ -416,8 +416,8 @@ class _Pipeline:
         current = Git(worktree).current_branch()
         what = self._no_work_on(current)
         if current is None or what is not None:
-            raise Refusal(
-                "default-branch-worktree",
+            raise RouterError(
+                ErrorCode.DEFAULT_BRANCH_WORKTREE,
                 f"{self.job.name}: this topic's worktree {worktree} is on {what}, not on "
                 f"{self.branch!r}; finish what runs there (a rebase, a bisect), then run "
                 f"`git -C {worktree} switch {self.branch}` and run this again",
@@ -452,8 +452,8 @@ class _Pipeline:
         tip = self.commits[self._branch_ref]
         problem = self._not_ours(tip) or self._work_in_half_made(tip)
         if problem is not None:
-            raise Refusal(
-                "half-made-worktree",
+            raise RouterError(
+                ErrorCode.HALF_MADE_WORKTREE,
                 f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
                 f"({why}) and {problem}; copy out anything you need from it, then run "
                 f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
@@ -461,8 +461,8 @@ class _Pipeline:
             )
         busy = self._in_use()
         if busy is not None:
-            raise Refusal(
-                "half-made-worktree",
+            raise RouterError(
+                ErrorCode.HALF_MADE_WORKTREE,
                 f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
                 f"({why}), and {busy}; wait until no git command runs there, then run this "
                 "again (if none does, run "
@@ -505,8 +505,8 @@ class _Pipeline:
         if os.path.realpath(marked) != os.path.realpath(self.path):
             return
         topic = self.job.topic.id
-        raise Refusal(
-            "removal-interrupted",
+        raise RouterError(
+            ErrorCode.REMOVAL_INTERRUPTED,
             f"{self.job.name}: {self.path} is a worktree a teardown (or pr-cleanup) of {topic} "
             f"was removing when it was killed; run `team-router teardown {topic}` to finish "
             "the removal, then run this again",
@@ -664,8 +664,8 @@ class _Pipeline:
         holder = worktree_with_branch(entries, self.branch)
         if holder is not None and (unmounted := self._unmounted(holder.path)):
             # Not a fallback: the run's worktree, its work and its plan dir are on that disk.
-            raise Refusal(
-                "not-mounted",
+            raise RouterError(
+                ErrorCode.NOT_MOUNTED,
                 f"{self.job.name}: branch {self.branch!r} is checked out in {holder.path}; "
                 f"{unmounted}",
             )
@@ -681,12 +681,12 @@ class _Pipeline:
                 else "finish or remove that worktree first"
             )
             raise _Failed(
-                "branch-checked-out",
+                ErrorCode.BRANCH_CHECKED_OUT,
                 f"branch {self.branch!r} is checked out in {holder.path}; {fix}",
             )
         registered = find_worktree(entries, self.path)
         if registered is not None:
-            raise _Failed("path-taken", self._taken_message(registered))
+            raise _Failed(ErrorCode.PATH_TAKEN, self._taken_message(registered))
         branch_exists = self.commits[self._branch_ref] is not None
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
@@ -734,7 +734,7 @@ class _Pipeline:
             # A file where .claude/ or .claude/worktrees/ goes: the repo falls
             # back (and a rerun, once it is moved, creates the worktree).
             raise _Failed(
-                "path-taken",
+                ErrorCode.PATH_TAKEN,
                 f"cannot create {self.path.parent} ({exc.strerror}): a file is in the way; move it",
             ) from None
         self._refuse_symlinked_parent()
@@ -744,19 +744,21 @@ class _Pipeline:
             self.path.mkdir()
         except FileExistsError:
             if not self._our_empty_claim():
-                raise _Failed("path-taken", self._blocker_message()) from None
+                raise _Failed(ErrorCode.PATH_TAKEN, self._blocker_message()) from None
             # The killed run's claim is this run's now: a rollback (which also
             # forgets the claim) must not leave an empty directory that a rerun
             # would refuse as taken.
             self.created = dataclasses.replace(self.created, directory=True)
         except OSError as exc:
-            raise _Failed("path-taken", f"cannot create {self.path}: {exc.strerror}") from None
+            raise _Failed(
+                ErrorCode.PATH_TAKEN, f"cannot create {self.path}: {exc.strerror}"
+            ) from None
         else:
             self.created = dataclasses.replace(self.created, directory=True)
 
     def _refuse_symlinked_parent(self) -> None:
         if _symlink_in(self.path.parent, self.repo.primary):
-            raise _Failed("path-taken", f"{self.path.parent} goes through a symlink")
+            raise _Failed(ErrorCode.PATH_TAKEN, f"{self.path.parent} goes through a symlink")
 
     def _our_empty_claim(self) -> bool:
         """An empty directory our own earlier run claimed and then died on (crash resume)."""
@@ -807,7 +809,7 @@ class _Pipeline:
             commit = self.git.rev_parse(found.best_ref)
         if commit is None:
             raise _Failed(
-                "no-default-branch", f"{self.job.name}: {why} and no local default branch"
+                ErrorCode.NO_DEFAULT_BRANCH, f"{self.job.name}: {why} and no local default branch"
             )
         self.warnings.append(f"{self.job.name}: {why}; branching from local {found.name}")  # type: ignore[union-attr]
         return commit
@@ -845,8 +847,10 @@ class _Pipeline:
             if exc.lock_file is not None:
                 # Not a fallback: the cause is a stale lock the user removes in
                 # one command, after which a rerun gives the repo its worktree.
-                raise Refusal(exc.code, f"{self.job.name}: {exc.first_line}") from None
-            raise _Failed("add-failed", f"git worktree add failed: {exc.first_line}") from None
+                raise RouterError(exc.code, f"{self.job.name}: {exc.first_line}") from None
+            raise _Failed(
+                ErrorCode.ADD_FAILED, f"git worktree add failed: {exc.first_line}"
+            ) from None
         self.created = dataclasses.replace(
             self.created, registration=True, branch=not branch_exists
         )
@@ -878,13 +882,17 @@ class _Pipeline:
             layout, branch = Git(self.path).top_checkout_state()
         except GitError as exc:
             raise _Failed(
-                "verify-failed", f"new worktree does not answer: {exc.first_line}"
+                ErrorCode.VERIFY_FAILED, f"new worktree does not answer: {exc.first_line}"
             ) from None
         expected = Path(os.path.realpath(self.path))
         if layout.toplevel != expected or layout.common_dir != self.repo.common_dir:
-            raise _Failed("verify-failed", f"{self.path} is not a worktree of {self.repo.primary}")
+            raise _Failed(
+                ErrorCode.VERIFY_FAILED, f"{self.path} is not a worktree of {self.repo.primary}"
+            )
         if branch != self.branch:
-            raise _Failed("verify-failed", f"{self.path} is on {branch!r}, not {self.branch!r}")
+            raise _Failed(
+                ErrorCode.VERIFY_FAILED, f"{self.path} is on {branch!r}, not {self.branch!r}"
+            )
 
     # setup / record ---------------------------------------------------------------
 
@@ -913,10 +921,12 @@ class _Pipeline:
             return self._fallback(exc.code, exc.message)
         except (OSError, GitError) as exc:
             if status is not Status.CREATED:
-                raise Refusal("setup-failed", f"{self.job.name}: setup failed: {exc}") from None
+                raise RouterError(
+                    ErrorCode.SETUP_FAILED, f"{self.job.name}: setup failed: {exc}"
+                ) from None
             _undo(self.repo, self.path, self.branch, self.created, base=self.base)
             self._forget_claim()
-            return self._fallback("setup-failed", f"setting up {worktree} failed: {exc}")
+            return self._fallback(ErrorCode.SETUP_FAILED, f"setting up {worktree} failed: {exc}")
         return CreateReport(
             self.job.name,
             self.repo.primary,
@@ -1018,7 +1028,7 @@ class _Pipeline:
 
     # outcomes -------------------------------------------------------------------
 
-    def _fallback(self, code: str, message: str) -> CreateReport:
+    def _fallback(self, code: ErrorCode, message: str) -> CreateReport:
         warning = (
             f"Worktree creation failed in {self.job.name} ({code}: {message}). "
             "Falling back to main tree for that repo."
@@ -1066,7 +1076,7 @@ def _looks_made(job: Job) -> bool:
     return g.checkout_branch(path) == job.topic.branch
 
 
-def _refused(job: Job, code: str, message: str) -> CreateReport:
+def _refused(job: Job, code: ErrorCode, message: str) -> CreateReport:
     # The JSON lists only the reason's code: the warning carries what to do about it.
     warning = f"{job.name} got no worktree ({code}): {message}"
     return CreateReport(
@@ -1074,10 +1084,10 @@ def _refused(job: Job, code: str, message: str) -> CreateReport:
     )
 
 
-def _failure(job: Job, exc: GitError | OSError) -> Refusal:
+def _failure(job: Job, exc: GitError | OSError) -> RouterError:
     """A git or filesystem failure as a refusal: its code and a message naming the fix."""
     if isinstance(exc, GitError):
-        return Refusal(exc.code, f"{job.name}: {exc.first_line}")
+        return RouterError(exc.code, f"{job.name}: {exc.first_line}")
     return io_error(exc, where=job.name)
 
 

@@ -17,7 +17,7 @@ from router.create.pipeline import (
     refused_report,
     rollback,
 )
-from router.errors import BadInput, Refusal, RouterError
+from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
@@ -135,8 +135,8 @@ def new_topic(
                 track=track,
             )
         return NewResult(topic, plan_dir, report)
-    raise Refusal(
-        "locked", "other runs of `new` keep taking the ids this one chooses; run it again"
+    raise RouterError(
+        ErrorCode.LOCKED, "other runs of `new` keep taking the ids this one chooses; run it again"
     )
 
 
@@ -147,13 +147,13 @@ def _require_worktree(report: CreateReport, own: Path) -> None:
         # The topic works in a checkout an earlier `new` reused (the user's own
         # linked worktree, on their branch): handing it to the host as its
         # isolated worktree would put the session in the user's work.
-        raise Refusal(
-            "isolation-failed",
+        raise RouterError(
+            ErrorCode.ISOLATION_FAILED,
             f"the topic works in {report.worktree}, a checkout team-router reused rather than "
             f"made; work there directly, or name another worktree",
         )
-    raise Refusal(
-        "isolation-failed",
+    raise RouterError(
+        ErrorCode.ISOLATION_FAILED,
         f"no worktree was made in {report.path} ({report.reason}: {report.message}); "
         "fix that, then try again",
     )
@@ -178,8 +178,8 @@ def _make_plan_dir(checkout: Path, topic_id: str, warnings: tuple[str, ...]) -> 
         exc.details["warnings"] = list(warnings)
         raise
     except OSError as exc:
-        raise Refusal(
-            "setup-failed",
+        raise RouterError(
+            ErrorCode.SETUP_FAILED,
             f"cannot create the plan dir {checkout / PLANS_DIR / topic_id} ({exc.strerror}); a "
             "file is probably in the way of docs/plans/: move it, then rerun",
             details={"warnings": list(warnings)},
@@ -194,15 +194,18 @@ def _choose_topic(
     # holds that against `git check-ref-format --branch`), so no git runs here.
     if topic_id is not None:
         if ticket is not None or date is not None:
-            raise BadInput("usage", "--id is used verbatim: drop --ticket and --date, or drop --id")
+            raise RouterError(
+                ErrorCode.USAGE, "--id is used verbatim: drop --ticket and --date, or drop --id"
+            )
         return parse_id(topic_id)
     base = derive_id(description, ticket=ticket, date=date)
     for n in range(1, MAX_SUFFIX + 1):
         topic = parse_id(with_suffix(base, n))
         if not _taken_by_another_run(repo, topic, description):
             return topic
-    raise Refusal(
-        "path-taken", f"{base} and its suffixes -2 ... -{MAX_SUFFIX} are all taken; pass --id"
+    raise RouterError(
+        ErrorCode.PATH_TAKEN,
+        f"{base} and its suffixes -2 ... -{MAX_SUFFIX} are all taken; pass --id",
     )
 
 
@@ -395,7 +398,7 @@ def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | Cre
             repo.primary,
             None,
             Status.FALLBACK,
-            "in-place",
+            ErrorCode.IN_PLACE,
             why,
             warnings=(f"home: {why}",),
         )
@@ -544,8 +547,8 @@ def _check_home_path(home: Repo, spec) -> None:
     except Refusal:
         same = False
     if not same:
-        raise BadInput(
-            "repos-md",
+        raise RouterError(
+            ErrorCode.REPOS_MD,
             f"repos.md line {spec.path_line}: home path {spec.path} is not this repo ({home.primary}); "
             "fix the **path:** of the home repo",
         )
@@ -571,8 +574,8 @@ def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
         else "the other worktrees this run created were rolled back, but " + "; ".join(kept)
     )
     # The report shows each repo as this run found it (a rolled-back one as created).
-    raise Refusal(
-        "strict-failed",
+    raise RouterError(
+        ErrorCode.STRICT_FAILED,
         f"--strict: {names} got no worktree; {rolled}",
         details={**result.to_json(), "warnings": result.warnings},
     )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import interrupt
-from router.errors import ToolFailed
+from router.errors import ErrorCode, ToolFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -95,9 +95,9 @@ class GitError(ToolFailed):
         return lock if lock.is_absolute() or repo is None else repo / lock
 
     @property
-    def code(self) -> str:
+    def code(self) -> ErrorCode:
         """The error code a refusal caused by this failure carries."""
-        return "git-locked" if self.lock_file is not None else "git-failed"
+        return ErrorCode.GIT_LOCKED if self.lock_file is not None else ErrorCode.GIT_FAILED
 
     @property
     def first_line(self) -> str:
@@ -137,8 +137,8 @@ class GitMissing(GitError):
     """
 
     @property
-    def code(self) -> str:
-        return "not-a-repo"
+    def code(self) -> ErrorCode:
+        return ErrorCode.NOT_A_REPO
 
     @property
     def fix(self) -> str:

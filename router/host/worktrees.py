@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from router.create.topic import NewResult, new_topic
-from router.errors import BadInput, Refusal, RouterError
+from router.errors import BadInput, ErrorCode, Refusal, RouterError, error_json
 from router.names import parse_id
 from router.progress import Echo
 from router.teardown.snapshot import SNAPSHOT_PREFIX
@@ -56,7 +56,9 @@ def worktree_create(
     """
     name = _first_text(payload, NAME_KEYS)
     if name is None:
-        raise BadInput("usage", "the host sent no worktree name (`name`); nothing was created")
+        raise RouterError(
+            ErrorCode.USAGE, "the host sent no worktree name (`name`); nothing was created"
+        )
     cwd = _session_dir(payload, environ)
     repo = open_repo(cwd)
     topic_id = name if _is_topic_id(name) else _topic_named(repo, name)
@@ -152,7 +154,9 @@ def worktree_remove(
     """
     raw = _first_text(payload, PATH_KEYS) or _first_text(payload, ("cwd",))
     if raw is None or not os.path.isabs(raw):
-        raise BadInput("usage", "the host sent no absolute `worktree_path`; nothing was removed")
+        raise RouterError(
+            ErrorCode.USAGE, "the host sent no absolute `worktree_path`; nothing was removed"
+        )
     path = Path(os.path.normpath(raw))
     discard = any(payload.get(k) is True for k in DISCARD_KEYS)
     repo = _repo_of(path, payload, environ)
@@ -257,7 +261,7 @@ def _tear_down(
     swept = tuple(str(p) for p in done.swept)
     warnings = list(done.warnings)
     if done.exit_code != 0:
-        error = done.error or {"message": "a step did not finish", "code": "failed"}
+        error = done.error or error_json(ErrorCode.STEP_FAILED, "a step did not finish")
         rest = (
             f"{error['message']} [{error['code']}]; `team-router teardown {topic_id}` finishes it"
         )
@@ -337,8 +341,8 @@ def _session_dir(payload: Mapping[str, Any], environ: Mapping[str, str]) -> Path
     for value in (payload.get("cwd"), environ.get(PROJECT_DIR_ENV)):
         if isinstance(value, str) and os.path.isabs(value) and os.path.isdir(value):
             return Path(value)
-    raise BadInput(
-        "usage",
+    raise RouterError(
+        ErrorCode.USAGE,
         f"the host sent no existing `cwd` and {PROJECT_DIR_ENV} is not set to a directory; "
         "nothing was created",
     )

@@ -15,7 +15,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from router import github
-from router.errors import BadInput
+from router.errors import ErrorCode, RouterError
 from router.phase.infer import (
     PHASES,
     PR,
@@ -331,7 +331,9 @@ def until_phase(value: str | None) -> str | None:
     phase = value.strip().upper()
     if phase not in UNTIL_CHOICES:
         choices = ", ".join(p.lower() for p in UNTIL_CHOICES)
-        raise BadInput("invalid-value", f"--until {value!r} is not a phase; use one of {choices}")
+        raise RouterError(
+            ErrorCode.INVALID_VALUE, f"--until {value!r} is not a phase; use one of {choices}"
+        )
     return phase
 
 

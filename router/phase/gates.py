@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from router.errors import BadInput, Refusal
+from router.errors import ErrorCode, RouterError
 from router.plandir import artifacts as a
 from router.topic import state
 from router.topic.discovery import PlanDir, resolve_existing
@@ -76,15 +76,15 @@ def _refuse_unrevised(inv: a.Inventory) -> None:
 
     if not inv.has(a.DESIGN):
         # A verdict with no draft to judge would pass the first draft written after it.
-        raise Refusal(
-            "no-design",
+        raise RouterError(
+            ErrorCode.NO_DESIGN,
             f"{inv.path(a.DESIGN)} does not exist, so there is no draft to judge; nothing was "
             "written. Write the design first (`team-router next` gives the brief), then review it",
         )
     owed = redraft_pending(inv)
     if owed is not None:
-        raise Refusal(
-            "design-not-revised",
+        raise RouterError(
+            ErrorCode.DESIGN_NOT_REVISED,
             f"{owed.path} requested changes and {inv.path(a.DESIGN)} has not answered it yet "
             f"(revision {inv.design_revision or 0}); nothing was written. Redraft design.md "
             f"with `revision: {owed.n}` in its frontmatter, then record this review's verdict",
@@ -141,8 +141,8 @@ def _refuse_unplanned(inv: a.Inventory) -> None:
     comes first) past DESIGN, STRUCTURE and PLAN.
     """
     if not inv.has(a.PLAN):
-        raise Refusal(
-            "no-plan",
+        raise RouterError(
+            ErrorCode.NO_PLAN,
             f"{inv.path(a.PLAN)} does not exist, so there are no slices to test, verify or "
             "review; "
             "nothing was written. Finish the phase `team-router next` names, then review",
@@ -166,16 +166,18 @@ def record_pr(
     recording its URL then.
     """
     if local == (url is not None):
-        raise BadInput(
-            "usage", "record pr takes a PR URL or --local (the work kept without a PR), not both"
+        raise RouterError(
+            ErrorCode.USAGE,
+            "record pr takes a PR URL or --local (the work kept without a PR), not both",
         )
     if local and repo_name is not None:
-        raise BadInput(
-            "usage", "--repo names the repo of a PR URL; --local records every repo's tip"
+        raise RouterError(
+            ErrorCode.USAGE, "--repo names the repo of a PR URL; --local records every repo's tip"
         )
     if url is not None and not _URL_RE.fullmatch(url):
-        raise BadInput(
-            "invalid-value", f"{url!r} is not a PR URL; pass the http(s) URL `gh pr create` printed"
+        raise RouterError(
+            ErrorCode.INVALID_VALUE,
+            f"{url!r} is not a PR URL; pass the http(s) URL `gh pr create` printed",
         )
     repo, plan = _existing_plan(cwd, target)
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
@@ -212,8 +214,8 @@ def _refuse_unbuilt(repo: Repo, plan: PlanDir) -> None:
 
     if any_commits(topic_repos(repo, plan, [])):
         return
-    raise Refusal(
-        "nothing-built",
+    raise RouterError(
+        ErrorCode.NOTHING_BUILT,
         f"no repo of {plan.id} has a commit on the topic's branch since the default branch, "
         "so there is nothing to ship; nothing was written. Finish the phase `team-router "
         f"next {plan.id}` names and commit the work, then record the PR",
@@ -230,8 +232,8 @@ def _recorded(path: Path) -> tuple[a.RecordedPr, ...] | None:
     fm = a.read_frontmatter(str(path))
     fields = fm.fields if fm.error is None else {}
     if fields.get("phase") != "pr" or not (fields.get("url") or fields.get("local") == "true"):
-        raise Refusal(
-            "pr-recorded",
+        raise RouterError(
+            ErrorCode.PR_RECORDED,
             f"{path} exists and is not a record `record pr` wrote (no `phase: pr` with a url "
             "or `local: true`); nothing was written. Move it aside, then record the PR again",
         )
@@ -252,8 +254,8 @@ def _with_pr(
             continue
         if old.url == new.url:
             return None
-        raise Refusal(
-            "pr-recorded",
+        raise RouterError(
+            ErrorCode.PR_RECORDED,
             f"{path} already records {old.repo}'s PR {old.url}; a second URL ({new.url}) for "
             f"{old.repo} would drop it, so nothing was written. If that PR was closed for "
             f"good, delete pr.md (or only its {old.repo} entry under prs:), then record again",
@@ -263,8 +265,8 @@ def _with_pr(
 
 def _refuse_dropping_prs(path: Path, recorded: tuple[a.RecordedPr, ...]) -> None:
     shown = ", ".join(f"{p.repo}: {p.url}" for p in recorded)
-    raise Refusal(
-        "pr-recorded",
+    raise RouterError(
+        ErrorCode.PR_RECORDED,
         f"{path} already records the PR(s) {shown}; --local would drop them, so nothing "
         "was written. If they were closed for good, delete pr.md, then record again",
     )
@@ -276,8 +278,8 @@ def _topic_repo_name(repo: Repo, plan: PlanDir, name: str) -> str:
 
     names = [r.name for r in topic_repos(repo, plan, [], listed=True)]
     if name not in names:
-        raise BadInput(
-            "invalid-value",
+        raise RouterError(
+            ErrorCode.INVALID_VALUE,
             f"--repo {name!r} is not a repo of {plan.id} ({', '.join(names)}); "
             "name the repo as repos.md and `team-router next` name it",
         )
@@ -304,8 +306,8 @@ def _refuse_dropping_tips(path: Path, tips: list[KeptTip]) -> None:
             continue
         new = now.get(str(old.get("name")))
         if new is not None and new.tip is None:
-            raise Refusal(
-                "pr-recorded",
+            raise RouterError(
+                ErrorCode.PR_RECORDED,
                 f"{path} records {new.name}'s tip {old['tip']} on {new.branch}, a branch gone "
                 "since: recording again would drop the only name of those commits, so nothing "
                 f"was written; `git -C {new.checkout or '<that repo>'} branch {new.branch} "
@@ -364,14 +366,14 @@ def record_temp(
 ) -> RecordResult:
     """Append an absolute temporary path to ``temp-paths`` (teardown removes it, §12)."""
     if not os.path.isabs(value) or any(ch in value for ch in "\n\r\0"):
-        raise BadInput(
-            "invalid-value",
+        raise RouterError(
+            ErrorCode.INVALID_VALUE,
             f"{value!r} is not an absolute path; record the full path of the temp dir",
         )
     if os.path.normpath(value) != value.rstrip("/") or "//" in value:
         # Teardown refuses such a path anyway ("$TMPDIR/." is the temp dir itself).
-        raise BadInput(
-            "invalid-value",
+        raise RouterError(
+            ErrorCode.INVALID_VALUE,
             f"{value!r} is not a normalized path; record it without '.', '..' or '//'",
         )
     repo, plan = _existing_plan(cwd, target)
@@ -392,7 +394,9 @@ def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
     verdict = a.read_verdict(value, allowed)
     if verdict is None:
         choices = " | ".join(f'"{v}"' if " " in v else v for v in allowed)
-        raise BadInput("invalid-value", f"{value!r} is not a {what}; use one of {choices}")
+        raise RouterError(
+            ErrorCode.INVALID_VALUE, f"{value!r} is not a {what}; use one of {choices}"
+        )
     return verdict
 
 
@@ -424,7 +428,9 @@ def _write_round(
         n = a.next_round(rounds(inv))
         path = plan.path / f"{prefix}-{n}.md"
         if os.path.lexists(path):  # numbered from a listing taken under the lock: cannot happen
-            raise BadInput("invalid-value", f"{path} already exists; nothing was written")
+            raise RouterError(
+                ErrorCode.INVALID_VALUE, f"{path} already exists; nothing was written"
+            )
         text = _render(template, plan, verdict=verdict, n=n, body=body, kind=kind)
         state.write_atomic(path, text)
     return RecordResult(kind, path, verdict)
@@ -440,8 +446,8 @@ def _body(body_file: Path | None) -> str:
         return body_file.read_text(encoding="utf-8").strip("\n")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise BadInput(
-            "invalid-value", f"--body-file {body_file}: cannot be read ({why})"
+        raise RouterError(
+            ErrorCode.INVALID_VALUE, f"--body-file {body_file}: cannot be read ({why})"
         ) from None
 
 

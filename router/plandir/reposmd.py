@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from router.errors import BadInput
+from router.errors import ErrorCode, RouterError
 from router.names import SLUG_RE
 from router.plandir import frontmatter
 from router.plandir.artifacts import HOME
@@ -48,8 +48,8 @@ class ReposFile:
     worktrees_span: tuple[int, int] | None  # 0-based [start, end) lines of "## Worktrees"
 
 
-def _error(line: int, message: str) -> BadInput:
-    return BadInput("repos-md", f"repos.md line {line}: {message}")
+def _error(line: int, message: str) -> RouterError:
+    return RouterError(ErrorCode.REPOS_MD, f"repos.md line {line}: {message}")
 
 
 def read_repos_md(path: Path) -> ReposFile:
@@ -61,11 +61,11 @@ def read_repos_md(path: Path) -> ReposFile:
             # the name) must not be read past the limit either.
             raw = fh.read(MAX_REPOS_MD + 1) if size <= MAX_REPOS_MD else b""
     except OSError as exc:
-        raise BadInput("repos-md", f"{path}: cannot be read ({exc.strerror})") from None
+        raise RouterError(ErrorCode.REPOS_MD, f"{path}: cannot be read ({exc.strerror})") from None
     if size > MAX_REPOS_MD or len(raw) > MAX_REPOS_MD:
         what = f"{size} bytes" if size > MAX_REPOS_MD else f"more than {MAX_REPOS_MD} bytes"
-        raise BadInput(
-            "repos-md",
+        raise RouterError(
+            ErrorCode.REPOS_MD,
             f"{path} is {what}; a repos.md may have at most {MAX_REPOS_MD} bytes "
             "(1 MiB): it lists repos, not data — cut it down",
         )
@@ -80,7 +80,7 @@ def read_repos_md(path: Path) -> ReposFile:
 def parse_repos_md(text: str) -> ReposFile:
     fm = frontmatter.split(text, need_data=False)
     if fm.error:
-        raise BadInput("repos-md", f"repos.md {fm.error}")
+        raise RouterError(ErrorCode.REPOS_MD, f"repos.md {fm.error}")
     # A BOM with no frontmatter after it is still on the first line: it would hide that
     # heading (frontmatter.split skips one only before a frontmatter fence).
     found = outline(fm.body.removeprefix(BOM))  # one read: the sections and the Worktrees span
@@ -368,8 +368,8 @@ def _checked_append(text: str, result: str) -> str:
     fm = frontmatter.split(result, need_data=False)
     if _worktrees_span(fm.body, fm.body_line - 1) is None:
         last = len(split_lines(text))
-        raise BadInput(
-            "repos-md",
+        raise RouterError(
+            ErrorCode.REPOS_MD,
             f"repos.md line {last}: the file ends inside a block (a code fence or an HTML "
             "block) that would swallow an appended ## Worktrees section; close that block, "
             "then run this again",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from router import git as g
 from router import github, interrupt
-from router.errors import BadInput, Refusal, RouterError
+from router.errors import ErrorCode, ExitCode, Refusal, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.names import ID_RE, Branch, branch_for
@@ -134,7 +134,9 @@ def validate_branch(git: Git, name: str, *, what: str) -> Branch:
     if problem is None and not git.check_ref_format_branch(name):
         problem = "git check-ref-format --branch rejects it"
     if problem is not None:
-        raise BadInput("invalid-branch", f"{what} {name!r} is not a usable branch name: {problem}")
+        raise RouterError(
+            ErrorCode.INVALID_BRANCH, f"{what} {name!r} is not a usable branch name: {problem}"
+        )
     return Branch(name)
 
 
@@ -153,7 +155,9 @@ def protected_reason(branch: str, default: DefaultBranch | None) -> str | None:
 def refuse_protected(branch: str, default: DefaultBranch | None) -> None:
     reason = protected_reason(branch, default)
     if reason is not None:
-        raise Refusal("protected-branch", f"{branch} is protected and is never deleted: {reason}")
+        raise RouterError(
+            ErrorCode.PROTECTED_BRANCH, f"{branch} is protected and is never deleted: {reason}"
+        )
 
 
 # -- the primary clone ------------------------------------------------------------------
@@ -182,8 +186,8 @@ def primary_clone(cwd: Path) -> Repo:
         and _names_primary(Path(os.path.realpath(first.path)), repo)  # first of `worktree list`
     )
     if not ok:
-        raise Refusal(
-            "not-a-repo",
+        raise RouterError(
+            ErrorCode.NOT_A_REPO,
             f"cannot confirm the primary clone of the repo at {cwd} (git dir, worktree list and "
             "top level disagree); nothing was touched",
         )
@@ -212,8 +216,8 @@ def resolve_target(
     if target is None:
         current = Git(cwd).current_branch()
         if current is None:
-            raise BadInput(
-                "invalid-branch",
+            raise RouterError(
+                ErrorCode.INVALID_BRANCH,
                 f"{cwd} is on a detached HEAD; name the branch or the PR to clean up",
             )
         branch = validate_branch(repo.git, current, what="the checked-out branch")
@@ -223,17 +227,20 @@ def resolve_target(
     if target.startswith("https://"):
         parsed = github.parse_pr_url(target)
         if parsed is None:
-            raise BadInput(
-                "invalid-target", f"{target!r} is not a PR URL (https://HOST/OWNER/NAME/pull/N)"
+            raise RouterError(
+                ErrorCode.INVALID_TARGET,
+                f"{target!r} is not a PR URL (https://HOST/OWNER/NAME/pull/N)",
             )
         if isinstance(hub, GitHub) and not parsed.slug.same(hub.slug):
-            raise BadInput(
-                "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {hub.slug.arg}"
+            raise RouterError(
+                ErrorCode.INVALID_TARGET,
+                f"{target} is a PR of {parsed.slug.arg}, not of {hub.slug.arg}",
             )
         origin = github.parse_remote_url(repo.git.remote_url("origin"))
         if origin is not None and not parsed.slug.same(origin):
-            raise BadInput(
-                "invalid-target", f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}"
+            raise RouterError(
+                ErrorCode.INVALID_TARGET,
+                f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}",
             )
         return _from_pr(repo, parsed.number, hub)
     branch = validate_branch(repo.git, target, what="branch")
@@ -271,20 +278,20 @@ def recorded_pr(repo: Repo, branch: Branch, hub: GitHub | Unavailable) -> PullRe
 
 def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> CleanupTarget:
     if isinstance(hub, Unavailable):
-        raise Refusal(
-            "gh-unavailable",
+        raise RouterError(
+            ErrorCode.GH_UNAVAILABLE,
             f"PR #{number} names no branch without gh ({hub}); name the branch instead",
         )
     try:
         found = hub.view(number)
     except GhFailed as exc:
-        raise Refusal(
-            "gh-unavailable", f"cannot read PR #{number}: {exc}; name the branch instead"
+        raise RouterError(
+            ErrorCode.GH_UNAVAILABLE, f"cannot read PR #{number}: {exc}; name the branch instead"
         ) from None
     branch = validate_branch(repo.git, found.head_ref, what=f"PR #{number}'s head branch")
     if not found.same_repo(hub.slug):
-        raise Refusal(
-            "fork-pr",
+        raise RouterError(
+            ErrorCode.FORK_PR,
             f"PR #{number} comes from a fork ({found.head_owner or 'another repository'}): its head "
             f"{branch} is not this repo's branch, and a fork's PR never licenses a deletion",
         )
@@ -339,8 +346,8 @@ class Survey:
 def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool = False) -> Survey:
     default = default_branch(repo.git)
     if default is None:
-        raise Refusal(
-            "no-default-branch",
+        raise RouterError(
+            ErrorCode.NO_DEFAULT_BRANCH,
             f"cannot tell the default branch of {repo.primary}; run `git remote set-head origin --auto`",
         )
     refuse_protected(branch, default)
@@ -438,16 +445,16 @@ def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRe
 
 def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[WorktreeEntry]) -> None:
     if entries and entries[0].branch == branch:
-        raise Refusal(
-            "branch-checked-out",
+        raise RouterError(
+            ErrorCode.BRANCH_CHECKED_OUT,
             f"{branch} is checked out in the primary clone {repo.primary}; switch it to the default "
             "branch first (the primary clone is never removed)",
         )
     busy = g.busy_with_branch(str(repo.common_dir), branch)
     if busy is not None:
         # git lists it detached: without this, the removal would call it gone.
-        raise Refusal(
-            "branch-checked-out",
+        raise RouterError(
+            ErrorCode.BRANCH_CHECKED_OUT,
             f"{busy} is rebasing or bisecting {branch}; finish it or run `git -C {busy} rebase "
             "--abort` (or `bisect reset`), then rerun (nothing was removed)",
         )
@@ -496,16 +503,16 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
     """A dirty primary clone always refuses; a dirty worktree refuses unless abandoning (snapshot)."""
     status = repo.git.status()
     if status.dirty:
-        raise Refusal(
-            "dirty-worktree",
+        raise RouterError(
+            ErrorCode.DIRTY_WORKTREE,
             # pr-cleanup updates the default branch there: its changes must be put away first.
             f"the primary clone {repo.primary} {_dirt(status)}; commit or stash them "
             f"(`git -C {repo.primary} stash push --include-untracked`), then run this again; "
             "nothing was touched",
         )
     if found.status.dirty and mode is Mode.MERGED:
-        raise Refusal(
-            "dirty-worktree",
+        raise RouterError(
+            ErrorCode.DIRTY_WORKTREE,
             f"{found.worktree_path} {_dirt(found.status)}; commit or discard them, nothing was touched",
         )
 
@@ -528,7 +535,9 @@ def refuse_nested(found: Survey) -> None:
         nested = survey_remains(common, path) if common is not None else ()
     blocker = nested_blocker(path, nested, again="pr-cleanup")
     if blocker is not None:
-        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
+        raise RouterError(
+            blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
+        )
 
 
 def refuse_reflog_work(repo: Repo, found: Survey) -> None:
@@ -538,7 +547,9 @@ def refuse_reflog_work(repo: Repo, found: Survey) -> None:
         return
     blocker = reflog_blocker(repo, path, repo.git.worktree_list(), again="pr-cleanup")
     if blocker is not None:
-        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
+        raise RouterError(
+            blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
+        )
 
 
 def refuse_in_use(found: Survey, topic: TopicLock, warnings: list[str]) -> None:
@@ -557,7 +568,9 @@ def refuse_in_use(found: Survey, topic: TopicLock, warnings: list[str]) -> None:
         return
     if path in users:
         blocker = in_use_blocker(path, users[path], again="pr-cleanup")
-        raise Refusal(blocker.code, f"{blocker.detail}; nothing was touched")
+        raise RouterError(
+            blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
+        )
 
 
 def run_at_stake(repo: Repo, found: Survey) -> list[RunArtifacts]:
@@ -593,8 +606,8 @@ def refuse_unshipped(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = F
     if not dirs:
         return
     why = unshipped_message(found.topic_id, dirs, command="pr-cleanup")  # type: ignore[arg-type]
-    raise Refusal(
-        "unshipped-run",
+    raise RouterError(
+        ErrorCode.UNSHIPPED_RUN,
         f"{why}; nothing was touched",
         details={
             "branch": found.branch,
@@ -621,8 +634,8 @@ def refuse_if_held(topic: TopicLock) -> None:
     others = other_holders(topic.home.common_dir, topic.topic_id)
     if others:
         who = ", ".join(describe(h) for h in others)
-        raise Refusal(
-            "held",
+        raise RouterError(
+            ErrorCode.HELD,
             f"{topic.topic_id} is held by {who}; `team-router release {topic.topic_id}` first",
         )
 
@@ -766,8 +779,8 @@ def refuse_unmerged(
         fix = (
             f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
         )
-    raise Refusal(
-        "not-merged",
+    raise RouterError(
+        ErrorCode.NOT_MERGED,
         f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
         f"nothing was deleted ({fix})",
         details={
@@ -793,8 +806,8 @@ def refuse_content_only(
     """
     if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
         return
-    raise Refusal(
-        "no-merged-pr",
+    raise RouterError(
+        ErrorCode.NO_MERGED_PR,
         f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
         "the content proof alone does not license deleting it: check that the work is merged, "
         "then run again with --yes; nothing was deleted",
@@ -1074,7 +1087,7 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
     if now != evidence.subject:
         return refused(
             "branch",
-            "not-merged",
+            ErrorCode.NOT_MERGED,
             f"{found.branch} moved to {(now or '')[:12]} after the proof; kept",
         )
     try:
@@ -1112,7 +1125,9 @@ def _remote_decision(
     problem = _remote_loss(repo, found, opts.mode, evidence)
     if problem:
         return settled(
-            refused(name, "unintegrated-commits", f"origin's {found.branch} is kept: {problem}")
+            refused(
+                name, ErrorCode.UNINTEGRATED_COMMITS, f"origin's {found.branch} is kept: {problem}"
+            )
         )
 
     def delete() -> StepResult:
@@ -1179,7 +1194,7 @@ def _abandon_stack(
     if kept:
         return refused(
             "stack",
-            "stack-kept",
+            ErrorCode.STACK_KEPT,
             f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
         )
     return done(
@@ -1282,7 +1297,7 @@ def _decide_reclaim(repo: Repo, opts: CleanupOptions) -> Decision:
         return settled(
             refused(
                 "reclaim",
-                "held",
+                ErrorCode.HELD,
                 f"{working}; `git gc --prune=now` could delete the objects a git there is "
                 "writing (a commit under way, on no branch yet), so nothing was expired: run "
                 "this again with --reclaim once they are done",
@@ -1479,10 +1494,10 @@ class CleanupResult:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return interrupt.exit_code(self.stopped_by or interrupt.SIGINT)
+            return ExitCode.for_signal(self.stopped_by or interrupt.SIGINT)
         # A default branch that cannot fast-forward is reported (a warning), not
         # a failure of the cleanup: it is the user's to resolve, never ours.
-        return 1 if any(s.blocks for s in self.steps) else 0
+        return ExitCode.REFUSED if any(s.blocks for s in self.steps) else ExitCode.OK
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -1583,7 +1598,7 @@ def _git_failure_refuses(branch: str) -> Iterator[None]:
     try:
         yield
     except GitError as exc:
-        raise Refusal(
+        raise RouterError(
             exc.code, f"checking {branch} failed ({exc.first_line}); nothing was touched"
         ) from None
 
@@ -1629,12 +1644,14 @@ def lock_name(branch: str) -> str:
 
 def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
     if confirmed is None:
-        raise Refusal(
-            "confirmation-required",
+        raise RouterError(
+            ErrorCode.CONFIRMATION_REQUIRED,
             f"--abandon deletes {branch} and its worktree without a merge; stdin is not a terminal, "
             "so nothing is asked: pass --yes to confirm",
         )
-    raise Refusal("not-confirmed", f"abandoning {branch} was not confirmed; nothing was touched")
+    raise RouterError(
+        ErrorCode.NOT_CONFIRMED, f"abandoning {branch} was not confirmed; nothing was touched"
+    )
 
 
 def _checked_survey(
@@ -1700,8 +1717,8 @@ def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = Fal
     if found.anything_left(repo) or _cleaned_before(found.record):
         return
     where = f" or on origin ({found.remote_error})" if found.remote_error else " or on origin"
-    raise Refusal(
-        "unknown-branch",
+    raise RouterError(
+        ErrorCode.UNKNOWN_BRANCH,
         f"no branch, worktree or plan dir named {found.branch} exists in {repo.primary}{where}, "
         "and no record shows an earlier cleanup of it: check the name (`git branch -a`); "
         "nothing was touched",

@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router.errors import Refusal, describe_io
+from router.errors import ErrorCode, Refusal, RouterError, describe_io
 from router.fsutil import files_under
 from router.git import Git, GitError
 from router.teardown.nested import Departed
@@ -71,7 +71,7 @@ class SnapshotFailed(Refusal):
     """
 
     def __init__(self, message: str, *, locked: bool = False) -> None:
-        super().__init__("git-locked" if locked else "snapshot-failed", message)
+        super().__init__(ErrorCode.GIT_LOCKED if locked else ErrorCode.SNAPSHOT_FAILED, message)
 
 
 def snapshot_worktree(
@@ -596,8 +596,8 @@ def undo_half_made_add(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> 
             # What git was about to write itself; only a name, so nothing moves.
             state.write_atomic(half.admin / "HEAD", f"ref: refs/heads/{half.branch}\n", mode=0o644)
         shown = ", ".join(left[:NAMED_PATHS]) + (", ..." if len(left) > NAMED_PATHS else "")
-        raise Refusal(
-            "half-made-worktree",
+        raise RouterError(
+            ErrorCode.HALF_MADE_WORKTREE,
             f"{half.path} is a worktree a killed restore's `git worktree add` left before it "
             f"checked anything out, and it holds {shown}, which git did not put there; kept. "
             f"Move them out of {half.path}, then run `team-router restore {half.of}` again",
@@ -695,8 +695,8 @@ def _check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
     if why:
         marker = _restoring_file(repo, path)
         index = f"; `git -C {path} read-tree {snap.index}^{{tree}}` stages" if snap.index else ""
-        raise Refusal(
-            "restore-refused",  # the repo's reason; the command's code too (README table)
+        raise RouterError(
+            ErrorCode.RESTORE_REFUSED,  # the repo's reason; the command's code too (README table)
             f"a restore of {snap.ref} into {path} was interrupted and {why}; nothing was "
             f"changed. Finish it by hand (`git -C {path} restore --source={snap.commit} "
             f"--worktree -- <paths>` brings back the snapshot's version of those paths{index} "
@@ -849,8 +849,8 @@ def _check_out(repo: Repo, branch: str, snap: Snapshot, topic: str) -> tuple[str
         target, base = _free_branch(repo, branch, snap)
         path = repo.worktree_path(target)
         if os.path.lexists(path):
-            raise Refusal(
-                "path-taken", f"{path} already exists; move it away and run restore again"
+            raise RouterError(
+                ErrorCode.PATH_TAKEN, f"{path} already exists; move it away and run restore again"
             )
         _note_intent(repo, path, target, branch, snap, created=base is not None)
         try:
@@ -863,7 +863,9 @@ def _check_out(repo: Repo, branch: str, snap: Snapshot, topic: str) -> tuple[str
         repo.git.worktree_unlock(path)  # our own lock, on the checkout made a moment ago
         repo.git.worktree_remove(path, force=False)
         _drop_intent(repo, path)
-    raise Refusal("path-taken", f"{branch} moved twice while restore checked it out; run it again")
+    raise RouterError(
+        ErrorCode.PATH_TAKEN, f"{branch} moved twice while restore checked it out; run it again"
+    )
 
 
 def _branches_in_use(entries: list[g.WorktreeEntry]) -> set[str | None]:
@@ -891,7 +893,7 @@ def _free_branch(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, str | No
             repo.worktree_path(candidate)
         ):
             return candidate, snap.parent
-    raise Refusal("path-taken", f"{branch}-restored ... -{MAX_RESTORED} are all taken")
+    raise RouterError(ErrorCode.PATH_TAKEN, f"{branch}-restored ... -{MAX_RESTORED} are all taken")
 
 
 def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from router import git as g
 from router import interrupt
-from router.errors import describe_io, error_json
+from router.errors import ErrorCode, describe_io, error_json
 from router.git import CherryEntry, Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.progress import Echo
@@ -99,7 +99,7 @@ class StepResult:
     name: str
     outcome: Outcome
     detail: str
-    code: str = ""  # the refusal's error code (dirty-worktree, conflict, ...)
+    code: ErrorCode | None = None  # the refusal's error code (dirty-worktree, conflict, ...)
 
     @property
     def stopped(self) -> bool:
@@ -146,7 +146,8 @@ def stopped_error(
     more = f" (and {len(stopped) - 1} more stopped step(s))" if len(stopped) > 1 else ""
     outcome = conditional(step.outcome) if dry_run else str(step.outcome)
     return error_json(
-        step.code or ("step-refused" if step.outcome is Outcome.REFUSED else "step-failed"),
+        step.code
+        or (ErrorCode.STEP_REFUSED if step.outcome is Outcome.REFUSED else ErrorCode.STEP_FAILED),
         f"{where + ': ' if where else ''}{step.name} {outcome}: {step.detail}{more}",
     )
 
@@ -207,11 +208,11 @@ def skipped(name: str, detail: str) -> StepResult:
     return StepResult(name, Outcome.SKIPPED, detail)
 
 
-def refused(name: str, code: str, detail: str) -> StepResult:
+def refused(name: str, code: ErrorCode, detail: str) -> StepResult:
     return StepResult(name, Outcome.REFUSED, detail, code)
 
 
-def failed(name: str, detail: str, code: str = "") -> StepResult:
+def failed(name: str, detail: str, code: ErrorCode | None = None) -> StepResult:
     return StepResult(name, Outcome.FAILED, detail, code)
 
 
@@ -467,7 +468,9 @@ def integrate_commits(
     if tip is None:
         return skipped(name, f"branch {branch} is gone: nothing to integrate")
     if default is None:
-        return refused(name, "no-default-branch", f"{repo.primary}: the default branch is unknown")
+        return refused(
+            name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
+        )
     found = known[1] if known else integration(repo.git, tip, default)
     if found.empty:
         return skipped(name, f"nothing to integrate: {branch} is {EMPTY}")
@@ -478,7 +481,7 @@ def integrate_commits(
     if not apply:
         return refused(
             name,
-            "unintegrated-commits",
+            ErrorCode.UNINTEGRATED_COMMITS,
             f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
             f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
         )
@@ -488,7 +491,9 @@ def integrate_commits(
     now = g.checkout_state(repo.git)
     busy = primary_busy(repo, default, (now.status, now.branch))
     if busy:
-        return refused(name, "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}")
+        return refused(
+            name, ErrorCode.PRIMARY_BUSY, f"cannot cherry-pick in {repo.primary}: {busy}"
+        )
     unknown = None if committer_known else g.committer_unknown(repo.git)
     if unknown is not None:
         return no_identity(repo, unknown)
@@ -541,7 +546,7 @@ def integrate_commits(
             )
         return refused(
             name,
-            "conflict",
+            ErrorCode.CONFLICT,
             f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
             f"aborted, {default.name} is unchanged",
         )
@@ -652,7 +657,7 @@ def _left_behind(repo: Repo, path: str) -> bool:
 def no_identity(repo: Repo, exc: GitError) -> StepResult:
     return refused(
         "integrate",
-        "no-identity",
+        ErrorCode.NO_IDENTITY,
         f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
         "so nothing was cherry-picked; set one with "
         f'`git -C {repo.primary} config user.name "Your Name"` and '
@@ -746,7 +751,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
             # primary), nor called someone else's. The mark stays.
             return refused(
                 "integrate",
-                "primary-busy",
+                ErrorCode.PRIMARY_BUSY,
                 f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
                 "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
                 f"`git -C {repo.primary} cherry-pick --quit` (it keeps the commits already "
@@ -760,7 +765,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         if foreign:
             return refused(
                 "integrate",
-                "primary-busy",
+                ErrorCode.PRIMARY_BUSY,
                 f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
                 f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
                 f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
@@ -822,7 +827,7 @@ def _pick_still_running(repo: Repo) -> StepResult | None:
         return None
     return refused(
         "integrate",
-        "git-locked",
+        ErrorCode.GIT_LOCKED,
         f"{repo.primary}: a git still holds {name_some(sorted(held))}; wait for it to finish "
         "(if no git command is running there, remove the lock), then run teardown again",
     )
@@ -968,7 +973,7 @@ def remove_worktree(
         if run:
             # The plan refused these already; this covers artifacts written since.
             why = unshipped_message(topic_id, run, command=again)  # type: ignore[arg-type]
-            return refused(name, "unshipped-run", why), None
+            return refused(name, ErrorCode.UNSHIPPED_RUN, why), None
         removal = _mark_removal(repo, topic, path, branch)
         lifted = False
         try:
@@ -1104,7 +1109,7 @@ def nested_blocker(
         return None
     return refused(
         step,
-        "nested-work",
+        ErrorCode.NESTED_WORK,
         f"{path} holds other repositories whose work exists nowhere else; removing {what} "
         "would delete it and --force cannot snapshot it: "
         + ", ".join(nested_loss(n) for n in holding)
@@ -1256,8 +1261,8 @@ def finish_removal(
             f"run {again} again to finish the removal"
         )
         if blocked:
-            return failed(name, detail, "removal-blocked")
-        return refused(name, "removal-interrupted", detail)
+            return failed(name, detail, ErrorCode.REMOVAL_BLOCKED)
+        return refused(name, ErrorCode.REMOVAL_INTERRUPTED, detail)
     if registered:
         # The directory is gone now, and git drops the registration of a missing one.
         repo.git.worktree_remove(path, force=True)
@@ -1277,7 +1282,7 @@ def finish_blocker(
     if newer:
         return refused(
             "remove",
-            "removal-interrupted",
+            ErrorCode.REMOVAL_INTERRUPTED,
             f"removing {path} was interrupted, and {name_some(newer)} were written there since "
             f"(they are not what the removal judged): kept; move them out of {path}, then run "
             f"{again} again to finish the removal",
@@ -1390,7 +1395,7 @@ def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> Ste
         return None
     return refused(
         "remove",
-        "not-mounted",
+        ErrorCode.NOT_MOUNTED,
         f"{path} is not there because its filesystem is not mounted ({unmounted.why}); "
         f"kept: mount it at {unmounted.point}, then run {again} again (if it is "
         f"really gone, `git worktree remove {path}` first)",
@@ -1402,7 +1407,7 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
     if worktreelock.locked_by_other(entry):
         why = f" ({entry.lock_reason})" if entry.lock_reason else ""
         return refused(
-            "remove", "locked-worktree", f"{path} is locked{why}; unlock it or pass --force"
+            "remove", ErrorCode.LOCKED_WORKTREE, f"{path} is locked{why}; unlock it or pass --force"
         )
     if status.dirty:
         hidden = any(p.startswith(f"{PLANS_DIR}/") for p in status.untracked)
@@ -1410,7 +1415,7 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
         add = f" (`git add -f` those under {PLANS_DIR}/)" if hidden else ""
         return refused(
             "remove",
-            "dirty-worktree",
+            ErrorCode.DIRTY_WORKTREE,
             f"{path} has {describe_dirt(status)}; commit them{add}, or pass --force to snapshot "
             "and remove",
         )
@@ -1502,7 +1507,7 @@ def reflog_blocker(
         fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
         return refused(
             "remove",
-            "unintegrated-commits",
+            ErrorCode.UNINTEGRATED_COMMITS,
             f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({why}): {fix}, "
             f"then run {again} again",
         )
@@ -1511,7 +1516,7 @@ def reflog_blocker(
     shown = ", ".join(c[:12] for c in only.tips[:5])
     return refused(
         "remove",
-        "unintegrated-commits",
+        ErrorCode.UNINTEGRATED_COMMITS,
         f"the HEAD reflog of {path} is the only record of {only.count} commit(s) (a detached "
         f"HEAD's work, left behind; newest first: {shown}): `git -C {path} branch <name> "
         f"<commit>` keeps each, or `git -C {path} reflog expire --expire-unreachable=now HEAD` "
@@ -1525,7 +1530,7 @@ def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> 
     snapshot keeps an editor's buffers): closing the process is the fix that loses nothing."""
     return refused(
         "remove",
-        "held",
+        ErrorCode.HELD,
         f"{path} is in use by {', '.join(users)} (its working directory or an open file is "
         "there): removing the worktree would pull the directory out from under it; close it "
         f"(exit the shell, quit the editor, stop the server), then run {again} again",
@@ -1597,7 +1602,7 @@ def delete_branch(
     elif not force:
         return refused(
             name,
-            "unintegrated-commits",
+            ErrorCode.UNINTEGRATED_COMMITS,
             f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
         ), None
     else:
@@ -1673,7 +1678,9 @@ def verify_gone(
     if find_worktree(entries, path) is not None:
         return skipped(name, f"{path} is still a registered worktree")
     if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
-        return refused(name, "residue-kept", f"{path} came back outside {WORKTREES_DIR}: kept")
+        return refused(
+            name, ErrorCode.RESIDUE_KEPT, f"{path} came back outside {WORKTREES_DIR}: kept"
+        )
     judged = classify(path, {os.path.realpath(e.path) for e in entries}, runs=runs)
     forced = judged.reason is SweepVerdict.UNSHIPPED and runs.force
     if judged.reason is not SweepVerdict.RESIDUE and not forced:
@@ -1697,12 +1704,12 @@ def _came_back(kept: Kept, again: str) -> StepResult:
     if kept.reason is SweepVerdict.UNSHIPPED:
         return refused(
             "verify-gone",
-            "unshipped-run",
+            ErrorCode.UNSHIPPED_RUN,
             f"{kept.path} came back; {residue_message(list(kept.runs), command=again)}",
         )
     return refused(
         "verify-gone",
-        "residue-kept",
+        ErrorCode.RESIDUE_KEPT,
         f"{kept.path} came back ({kept.reason}: {name_some(kept.files)}): kept for you to look at",
     )
 
@@ -2021,20 +2028,24 @@ def plan_dir_decision(
     if not os.path.lexists(path):
         return settled(skipped(name, f"no {rel}/ in the primary clone"))
     if path.is_symlink() or not path.is_dir():
-        return settled(refused(name, "plan-dir-kept", f"{path} is not a plain directory: kept"))
+        return settled(
+            refused(name, ErrorCode.PLAN_DIR_KEPT, f"{path} is not a plain directory: kept")
+        )
     link = plan_dir_link(str(repo.primary), topic_id)
     if link is not None:
         # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
         # what lies behind it is somewhere else on the machine, never ours to delete.
         return settled(
-            refused(name, "plan-dir-kept", f"{path} is reached through a symlink ({link}): kept")
+            refused(
+                name, ErrorCode.PLAN_DIR_KEPT, f"{path} is reached through a symlink ({link}): kept"
+            )
         )
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:
         return settled(
             refused(
                 name,
-                "plan-dir-kept",
+                ErrorCode.PLAN_DIR_KEPT,
                 f"git ls-files {rel} failed, so it is not known to be untracked: kept",
             )
         )
@@ -2046,7 +2057,7 @@ def plan_dir_decision(
         nested = survey_directory(path)
     except OSError as exc:
         return settled(
-            refused(name, "plan-dir-kept", f"cannot read {exc.filename} in {path}: kept")
+            refused(name, ErrorCode.PLAN_DIR_KEPT, f"cannot read {exc.filename} in {path}: kept")
         )
     blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
     if blocker is not None:
@@ -2056,7 +2067,7 @@ def plan_dir_decision(
     run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
     if run and not force:
         return settled(
-            refused(name, "unshipped-run", unshipped_message(topic_id, run, command=again))
+            refused(name, ErrorCode.UNSHIPPED_RUN, unshipped_message(topic_id, run, command=again))
         )
     kept = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
 
@@ -2125,7 +2136,7 @@ def sweep_step(
         )
     if result.unshipped:
         why = residue_message(result.unshipped, command="teardown")
-        return refused("sweep", "unshipped-run", "; ".join([why, *parts])), result
+        return refused("sweep", ErrorCode.UNSHIPPED_RUN, "; ".join([why, *parts])), result
     return done("sweep", "; ".join(parts)), result
 
 
@@ -2251,4 +2262,4 @@ class StepRun:
         except GitError as exc:
             return git_failed(name, "git failed", exc)
         except OSError as exc:
-            return failed(name, describe_io(exc), "io-error")
+            return failed(name, describe_io(exc), ErrorCode.IO_ERROR)

@@ -47,7 +47,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from router.errors import error_json
+from router.errors import ErrorCode, ExitCode, error_json
 from router.fsutil import files_under
 from router.git import Git, WorktreeEntry
 from router.topic import state
@@ -128,18 +128,20 @@ class SweepResult:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failed or self.unshipped else 0
+        return ExitCode.REFUSED if self.failed or self.unshipped else ExitCode.OK
 
     @property
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: residue that could not be removed, or a run's artifacts (§13)."""
         if self.failed:
             paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
-            return error_json("sweep-failed", f"could not remove residue: {paths}")
+            return error_json(ErrorCode.SWEEP_FAILED, f"could not remove residue: {paths}")
         if self.unshipped:
             from router.teardown.unshipped import residue_message
 
-            return error_json("unshipped-run", residue_message(self.unshipped, command="sweep"))
+            return error_json(
+                ErrorCode.UNSHIPPED_RUN, residue_message(self.unshipped, command="sweep")
+            )
         return None
 
     @property

@@ -19,7 +19,15 @@ from pathlib import Path
 
 from router import git as g
 from router import interrupt
-from router.errors import BadInput, Interrupted, Refusal, describe_io, error_json
+from router.errors import (
+    BadInput,
+    ErrorCode,
+    ExitCode,
+    Interrupted,
+    RouterError,
+    describe_io,
+    error_json,
+)
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.names import ID_RE, Branch, branch_for
 from router.parallel import parallel_map
@@ -205,7 +213,7 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
         return _plan_repo(target, opts, topic_id)
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else describe_io(exc)
-        code = exc.code if isinstance(exc, GitError) else "io-error"
+        code = exc.code if isinstance(exc, GitError) else ErrorCode.IO_ERROR
         blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
         return RepoPlan(target, checked=False, blockers=(blocker,))
 
@@ -380,7 +388,7 @@ def _plan_dir_blockers(
     deletes (``removed``), and in the primary clone when step 6 would delete them.
     """
     found = remove_plan_dir(repo, topic_id, dry_run=True, force=True)  # would it go at all?
-    if found.code == "nested-work":
+    if found.code == ErrorCode.NESTED_WORK:
         return (), [found]
     checkouts = [removed] if removed is not None else []
     checkouts += [repo.primary] if found.outcome is Outcome.DONE else []
@@ -388,7 +396,7 @@ def _plan_dir_blockers(
     if not dirs or opts.force:
         return tuple(dirs), []
     why = unshipped_message(topic_id, dirs, command="teardown")
-    return tuple(dirs), [refused("plan-dir", "unshipped-run", why)]
+    return tuple(dirs), [refused("plan-dir", ErrorCode.UNSHIPPED_RUN, why)]
 
 
 def _at_origin(default: DefaultBranch | None, refs: Mapping[str, str]) -> bool:
@@ -447,7 +455,9 @@ def _plan_blockers(
     if plan.tip is not None and plan.default is None and not opts.force:
         found.append(
             refused(
-                "integrate", "no-default-branch", f"{repo.primary}: cannot tell the default branch"
+                "integrate",
+                ErrorCode.NO_DEFAULT_BRANCH,
+                f"{repo.primary}: cannot tell the default branch",
             )
         )
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
@@ -458,7 +468,9 @@ def _plan_blockers(
         if busy:
             found.append(
                 refused(
-                    "integrate", "primary-busy", f"cannot cherry-pick in {repo.primary}: {busy}"
+                    "integrate",
+                    ErrorCode.PRIMARY_BUSY,
+                    f"cannot cherry-pick in {repo.primary}: {busy}",
                 )
             )
         elif unknown is not None:
@@ -468,7 +480,7 @@ def _plan_blockers(
         found.append(
             refused(
                 "integrate",
-                "unintegrated-commits",
+                ErrorCode.UNINTEGRATED_COMMITS,
                 f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
                 f"{name_some(c[:12] for c in missing)}; {_ways_out(repo, plan)}",
             )
@@ -502,7 +514,7 @@ def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[Ste
     return [
         refused(
             "remove",
-            "unintegrated-commits",
+            ErrorCode.UNINTEGRATED_COMMITS,
             f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
             "put them on a branch, or pass --force to snapshot them",
         )
@@ -654,7 +666,9 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
     found, default, tip = plan.found, plan.default, plan.tip
     if found is None or default is None:
         return settled(
-            refused(name, "no-default-branch", f"{repo.primary}: the default branch is unknown")
+            refused(
+                name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
+            )
         )
     if found.empty:
         return settled(skipped(name, f"nothing to integrate: {branch} is {EMPTY}"))
@@ -690,7 +704,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
     return settled(
         refused(
             name,
-            "unintegrated-commits",
+            ErrorCode.UNINTEGRATED_COMMITS,
             f"{missing}; pass --integrate, or --force to snapshot them",
         )
     )
@@ -775,7 +789,7 @@ def _decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
     return settled(
         refused(
             name,
-            "unintegrated-commits",
+            ErrorCode.UNINTEGRATED_COMMITS,
             f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
         )
     )
@@ -1021,8 +1035,9 @@ class TeardownResult:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return interrupt.exit_code(self.stopped_by or interrupt.SIGINT)
-        return 0 if self.refusal is None and all(r.ok for r in self.repos) else 1
+            return ExitCode.for_signal(self.stopped_by or interrupt.SIGINT)
+        ok = self.refusal is None and all(r.ok for r in self.repos)
+        return ExitCode.OK if ok else ExitCode.REFUSED
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -1196,7 +1211,9 @@ def _with_holders(
     if opts.force and not opts.keep_held:
         note = f"--force: tearing {scope.id} down although {who} still holds it"
         return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
-    blocker = refused("remove", "held", f"{scope.id} is held by {who}; release it or pass --force")
+    blocker = refused(
+        "remove", ErrorCode.HELD, f"{scope.id} is held by {who}; release it or pass --force"
+    )
     home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]
 
@@ -1245,7 +1262,7 @@ def _refusal(
     lines = "; ".join(f"{p.target.name}: {b.detail}" for p, b in blocked)
     refused_ = "would be refused" if opts.dry_run else "refused"
     error = error_json(
-        first.code or "step-refused",
+        first.code or ErrorCode.STEP_REFUSED,
         f"teardown of {scope.id} {refused_}, nothing was removed in any repo: {lines}",
     )
     planning = dataclasses.replace(opts, refused_plan=True)
@@ -1326,8 +1343,8 @@ class LocalStateResult:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return interrupt.exit_code(self.interrupted)
-        return 0 if all(r.ok for r in self.reports) else 1
+            return ExitCode.for_signal(self.interrupted)
+        return ExitCode.OK if all(r.ok for r in self.reports) else ExitCode.REFUSED
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -1347,7 +1364,7 @@ class LocalStateResult:
             for t in r.temp_paths
             if t.outcome is TempOutcome.REFUSED
         ]
-        return error_json("local-state-failed", "; ".join(bad))
+        return error_json(ErrorCode.LOCAL_STATE_FAILED, "; ".join(bad))
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -1414,8 +1431,9 @@ class RestoreResult:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return interrupt.exit_code(self.stopped_by or interrupt.SIGINT)
-        return 1 if any(r.status is RestoreStatus.REFUSED for r in self.repos) else 0
+            return ExitCode.for_signal(self.stopped_by or interrupt.SIGINT)
+        refused = any(r.status is RestoreStatus.REFUSED for r in self.repos)
+        return ExitCode.REFUSED if refused else ExitCode.OK
 
     @property
     def error(self) -> dict[str, str] | None:
@@ -1430,7 +1448,9 @@ class RestoreResult:
         bad = [r for r in self.repos if r.status is RestoreStatus.REFUSED]
         if not bad:
             return None
-        return error_json("restore-refused", "; ".join(f"{r.name}: {r.detail}" for r in bad))
+        return error_json(
+            ErrorCode.RESTORE_REFUSED, "; ".join(f"{r.name}: {r.detail}" for r in bad)
+        )
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "repos": [r.to_json() for r in self.repos]}
@@ -1447,7 +1467,7 @@ def restore_topic(
     try:
         scope = resolve_topic(cwd, target)
     except BadInput as exc:
-        if exc.code != "no-plan-dir":
+        if exc.code != ErrorCode.NO_PLAN_DIR:
             raise
         # Not the topic's home (a secondary repo, or a home whose record is
         # gone): the snapshot this repo holds is enough to restore it here.
@@ -1458,8 +1478,8 @@ def restore_topic(
     if any(r.status is RestoreStatus.INTERRUPTED for r in results):
         return RestoreResult(scope.id, results, list(scope.warnings), interrupt.received())
     if all(r.status is RestoreStatus.SKIPPED for r in results):
-        raise Refusal(
-            "no-snapshot",
+        raise RouterError(
+            ErrorCode.NO_SNAPSHOT,
             f"no snapshot to restore for {scope.id}: "
             + "; ".join(f"{r.name}: {r.detail}" for r in results),
             details={"id": scope.id, "repos": [r.to_json() for r in results]},

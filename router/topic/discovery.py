@@ -31,7 +31,7 @@ import os
 from collections import namedtuple
 
 from router import git as g
-from router.errors import Refusal
+from router.errors import ErrorCode, Refusal, RouterError
 from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
 
 TYPE_CHECKING = False
@@ -80,7 +80,7 @@ class PlanDirSymlink(Refusal):
     ) -> None:
         rel = os.path.relpath(link, checkout)
         super().__init__(
-            "plan-dir-symlink",
+            ErrorCode.PLAN_DIR_SYMLINK,
             f"{link} is a symlink (to {os.readlink(link)}): {what}; team-router keeps plan dirs "
             f"in a real {PLANS_DIR}/ directory of the repository: replace the link `{rel}` with "
             "a directory (`git rm` it and commit when it is tracked; move the plan dirs behind "
@@ -527,11 +527,10 @@ def resolve_existing(
     (``phase`` answers QUESTION for it); a command that needs the files there
     says the directory is gone and ``needs(id)`` says why it matters and what to do.
     """
-    from router.errors import BadInput
 
     repo, plan = resolve(cwd, target)
     if not os.path.isdir(plan.dir):
-        raise BadInput("no-plan-dir", f"{plan.dir} does not exist; {needs(plan.id)}")
+        raise RouterError(ErrorCode.NO_PLAN_DIR, f"{plan.dir} does not exist; {needs(plan.id)}")
     return repo, plan
 
 
@@ -541,13 +540,14 @@ def resolve_listed(
     """:func:`resolve`, with the home's worktree list when it was read on the way (else None)."""
     from pathlib import Path
 
-    from router.errors import BadInput
     from router.topic.workspace import open_repo
 
     if target == "":
         # An empty target (an unset "$ID" in a script) names no topic: it must not
         # fall through to discovery, whose topic teardown would take apart.
-        raise BadInput("invalid-id", "the target is empty; pass a topic id or a plan dir path")
+        raise RouterError(
+            ErrorCode.INVALID_ID, "the target is empty; pass a topic id or a plan dir path"
+        )
     if target and _looks_like_path(target):
         return (*_by_path(cwd, target), None)
     if target:
@@ -555,8 +555,8 @@ def resolve_listed(
         entries = repo.git.worktree_list()
         plan = plan_named(repo_place(repo, entries), target)
         if plan is None:
-            raise BadInput(
-                "no-plan-dir",
+            raise RouterError(
+                ErrorCode.NO_PLAN_DIR,
                 f"no plan dir for {target!r} in {repo.primary} or its worktrees; "
                 "check the id with `team-router status`",
             )
@@ -568,8 +568,9 @@ def resolve_listed(
     if found.plan is None:
         for hidden in hidden_plan_dirs(repo, entries):
             raise hidden
-        raise BadInput(
-            "no-topic", f"no topic to resume in {repo.primary}; start one with `team-router new`"
+        raise RouterError(
+            ErrorCode.NO_TOPIC,
+            f"no topic to resume in {repo.primary}; start one with `team-router new`",
         )
     return repo, found.plan, tuple(entries)
 
@@ -634,14 +635,13 @@ def _looks_like_path(target: str) -> bool:
 def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     from pathlib import Path
 
-    from router.errors import BadInput
     from router.topic.workspace import open_repo
 
     given = os.path.abspath(cwd / target)
     path = Path(os.path.realpath(given))
     if not path.is_dir() or not LIGHT_ID_RE.fullmatch(path.name) or path.parent.name != "plans":
-        raise BadInput(
-            "no-plan-dir",
+        raise RouterError(
+            ErrorCode.NO_PLAN_DIR,
             f"{target} is not a plan dir (expected an existing docs/plans/<id>/ directory)"
             + _meant(cwd, target),
         )

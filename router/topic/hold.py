@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from router.errors import BadInput
+from router.errors import BadInput, ErrorCode, RouterError
 from router.names import ID_RE
 from router.processes import process_alive, session_pid
 from router.topic import state
@@ -58,10 +58,11 @@ def hold(cwd: Path, target: str | None, *, pid: int | None, session: str | None)
     common_dir, topic_id, repo = _topic_for(cwd, target)
     who = session_pid() if pid is None else pid
     if session is not None and not valid_session(session):
-        raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
+        raise RouterError(ErrorCode.INVALID_SESSION, "--session must be 1-128 of A-Z a-z 0-9 . _ -")
     if not process_alive(who):
-        raise BadInput(
-            "no-such-process", f"process {who} is not running; pass the pid of a live session"
+        raise RouterError(
+            ErrorCode.NO_SUCH_PROCESS,
+            f"process {who} is not running; pass the pid of a live session",
         )
     holder = make_holder(who, session)
     register(common_dir, topic_id, holder)
@@ -75,7 +76,7 @@ def release_topic(
     """Drop the holders of ``pid`` and/or ``session`` (default: the calling session's pid)."""
     common_dir, topic_id, repo = _topic_for(cwd, target)
     if session is not None and not valid_session(session):
-        raise BadInput("invalid-session", "--session must be 1-128 of A-Z a-z 0-9 . _ -")
+        raise RouterError(ErrorCode.INVALID_SESSION, "--session must be 1-128 of A-Z a-z 0-9 . _ -")
     who = session_pid() if pid is None and session is None else pid
     dropped = release(common_dir, topic_id, pid=who, session=session)
     warnings = () if dropped else (f"no holder of {topic_id} matched; nothing released",)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.errors import BadInput, RouterError
+from router.errors import BadInput, ErrorCode, RouterError
 from router.git import WorktreeEntry
 from router.names import ID_RE, branch_for, parse_id
 from router.parallel import parallel_map
@@ -71,7 +71,9 @@ class TopicScope:
         picked = tuple(r for r in self.repos if r.name == name)
         if not picked:
             names = ", ".join(r.name for r in self.repos)
-            raise BadInput("no-repo", f"{self.id} has no repo named {name!r} (it has: {names})")
+            raise RouterError(
+                ErrorCode.NO_REPO, f"{self.id} has no repo named {name!r} (it has: {names})"
+            )
         return picked
 
 
@@ -80,7 +82,7 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
     try:
         home, plan, entries = resolve_listed(cwd, target)
     except BadInput as exc:
-        if exc.code != "no-plan-dir":
+        if exc.code != ErrorCode.NO_PLAN_DIR:
             raise
         return _from_record(cwd, target, exc)
     except PlanDirSymlink as exc:
@@ -111,8 +113,8 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
     if record is None or record.repo != HOME:
         if linked:
             raise original
-        raise BadInput(
-            "no-plan-dir",
+        raise RouterError(
+            ErrorCode.NO_PLAN_DIR,
             f"no plan dir and no home record for {topic_id!r} in {home.primary}; run this from "
             "the topic's home repo, or check the id with `team-router status`",
         )
@@ -159,7 +161,7 @@ def _repos_md(
     try:
         parsed = read_repos_md(path)
     except BadInput as exc:
-        if exc.code != "repos-md" or record is None:
+        if exc.code != ErrorCode.REPOS_MD or record is None:
             raise
         warnings.append(f"{exc.message}; the topic's records name its repos, so this went on")
         return None, _section(path)

@@ -16,7 +16,7 @@ from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
 from router import git as g
-from router.errors import Refusal, io_operation
+from router.errors import ErrorCode, RouterError, io_operation
 from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
 TYPE_CHECKING = False
@@ -767,8 +767,8 @@ def take_lock(path: Path, label: str, *, wait: float, owner: bool) -> Iterator[N
     try:
         fd = acquire(path, wait)
     except LockBusy:
-        raise Refusal(
-            "locked",
+        raise RouterError(
+            ErrorCode.LOCKED,
             f"{label} is locked by {_holder_named(path)}; wait for it to finish or pass a "
             "longer --wait",
         ) from None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
-from router.errors import Refusal, io_operation
+from router.errors import ErrorCode, RouterError, io_operation
 from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
 from router.parallel import parallel_map
 
@@ -49,16 +49,19 @@ class DefaultBranch:
 def open_repo(path: Path) -> Repo:
     """The repo whose checkout contains ``path``; refuse ``not-a-repo`` otherwise."""
     if not path.exists():
-        raise Refusal("not-a-repo", f"{path} does not exist")
+        raise RouterError(ErrorCode.NOT_A_REPO, f"{path} does not exist")
     git = Git(path)
     try:
         # ``-C <repo>``, the usual case: the top level's files say it, no process.
         layout = git.files_layout() or git.layout()
     except GitMissing:
-        raise Refusal("not-a-repo", "git is not installed or not on PATH; install git") from None
+        raise RouterError(
+            ErrorCode.NOT_A_REPO, "git is not installed or not on PATH; install git"
+        ) from None
     except GitError:
-        raise Refusal(
-            "not-a-repo", f"{path} is not inside a git work tree; run from a repository or pass -C"
+        raise RouterError(
+            ErrorCode.NOT_A_REPO,
+            f"{path} is not inside a git work tree; run from a repository or pass -C",
         ) from None
     return Repo(primary=primary_root(layout), common_dir=layout.common_dir, checkout=layout)
 
@@ -142,8 +145,8 @@ def default_branch(git: Git, refs: Mapping[str, str] | None = None) -> DefaultBr
 def require_default_branch(git: Git) -> DefaultBranch:
     found = default_branch(git)
     if found is None:
-        raise Refusal(
-            "no-default-branch",
+        raise RouterError(
+            ErrorCode.NO_DEFAULT_BRANCH,
             f"cannot tell the default branch of {git.cwd}; run `git remote set-head origin --auto` "
             "or create main",
         )
@@ -197,7 +200,7 @@ class Containment:
     """Whether a path repos.md lists is a repository the topic may use, and why not."""
 
     ok: bool
-    reason: str = ""  # containment | not-a-repo | missing | duplicate
+    reason: ErrorCode | None = None  # containment | not-a-repo | missing | duplicate
     detail: str = ""
     realpath: Path | None = None
     # The repository behind the listed checkout (set when ``ok``). Its
@@ -233,33 +236,35 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
 def _probe(path: Path, home: Repo) -> Containment:
     """The checks one path needs alone: it exists, beside home, a top level, its repo a sibling."""
     if not path.exists():
-        return Containment(False, "missing", f"{path} does not exist")
+        return Containment(False, ErrorCode.MISSING, f"{path} does not exist")
     real = Path(os.path.realpath(path))
     siblings = home.primary.parent
     if real.parent != siblings:
         return Containment(
             False,
-            "containment",
+            ErrorCode.CONTAINMENT,
             f"{path} resolves to {real}, which is not beside the home repo in {siblings}",
         )
     if real == home.primary:
-        return Containment(False, "duplicate", f"{path} is the home repo itself")
+        return Containment(False, ErrorCode.DUPLICATE, f"{path} is the home repo itself")
     layout = Git(real).checkout_layout()
     if layout is None:
         around = Git(real).try_layout()
         where = f"its top level is {around.toplevel}" if around else "it is not a git work tree"
-        return Containment(False, "not-a-repo", f"{path}: {where}")
+        return Containment(False, ErrorCode.NOT_A_REPO, f"{path}: {where}")
     try:
         primary = primary_root(layout)
     except GitError:
-        return Containment(False, "not-a-repo", f"{path}: git cannot name its primary clone")
+        return Containment(
+            False, ErrorCode.NOT_A_REPO, f"{path}: git cannot name its primary clone"
+        )
     repo = Repo(primary=primary, common_dir=layout.common_dir, checkout=layout)
     if repo.primary.parent != siblings and layout.common_dir != home.common_dir:
         # A linked worktree beside home of a repo kept elsewhere: creating a
         # worktree or branch would happen in that repo, outside the sibling set.
         return Containment(
             False,
-            "containment",
+            ErrorCode.CONTAINMENT,
             f"{path} is a linked worktree of {repo.primary}, which is not beside the home repo "
             f"in {siblings}; list a sibling clone instead",
         )
@@ -272,13 +277,13 @@ def _unless_duplicate(verdict: Containment, home: Repo, seen: set[Path]) -> Cont
     if repo.common_dir == home.common_dir:
         return Containment(
             False,
-            "duplicate",
+            ErrorCode.DUPLICATE,
             f"{verdict.realpath} is a linked worktree of the home repo ({home.primary})",
         )
     if repo.common_dir in seen:
         return Containment(
             False,
-            "duplicate",
+            ErrorCode.DUPLICATE,
             f"{verdict.realpath} is the repository {repo.primary}, already listed",
         )
     return verdict
