@@ -1,7 +1,7 @@
 """Hermetic git for every test: own HOME, no system config, fixed identity and dates.
 
 Named fixtures: ``workspace``, ``home_repo``, ``topic`` (a ``Topic``), ``questioned_topic``,
-``questioned_multi_topic``.
+``questioned_multi_topic``, ``transcript`` (a golden-file scenario, ``helpers.golden``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from helpers.golden import UPDATE_OPTION, Transcript
 from helpers.plans import artifact
 from helpers.repos import LEAKY_ENV, format_env, hermetic_env, make_repo
 from helpers.topics import Topic, multi_topic, new_topic
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        UPDATE_OPTION,
+        action="store_true",
+        help="rewrite tests/golden/*.txt from the outputs of this run instead of comparing",
+    )
+
+
+@pytest.fixture
+def transcript(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Transcript:
+    """A golden-file scenario named after the test (``test_`` dropped, ``_`` as ``-``); the
+    help texts laid out for 80 columns whatever the terminal."""
+    monkeypatch.setenv("COLUMNS", "80")
+    name = request.node.name.removeprefix("test_").replace("_", "-")
+    return Transcript(name, tmp_path, bool(request.config.getoption(UPDATE_OPTION)))
 
 
 @pytest.fixture(autouse=True)
