@@ -477,3 +477,38 @@ def test_a_signal_while_repos_are_made_in_parallel_waits_for_those_under_way_and
         assert git(wt, "rev-parse", "--abbrev-ref", "HEAD") == topic.id
         assert lock_reason(primary, wt) == own_lock(topic.id)
     assert notes.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_signal_during_new_s_checkout_lets_git_undo_its_add_and_the_rerun_creates(
+    home_repo, tmp_path, signum
+):
+    # The group's signal reaches git mid-checkout: git undoes its add (the
+    # registration, then the files it wrote). Killed in the middle of that, it
+    # left files at the topic's path that no registration named, and the rerun
+    # fell back to the main tree (path-taken) beside them.
+    for n in range(500):
+        write(home_repo / f"f{n:03}.txt", "x\n" * 50)
+    git(home_repo, "add", ".")
+    git(home_repo, "commit", "-qm", "many files")
+    git(home_repo, "push", "-q", "origin", "main")
+    name = signal.Signals(signum).name.removeprefix("SIG")
+    # Once git has written its first file, the group gets the signal.
+    body = (
+        'for a; do [ "$prev" = "--" ] && [ -z "$wt" ] && wt="$a"; prev="$a"; done\n'
+        f'( while [ ! -e "$wt/f000.txt" ]; do sleep 0.005; done; kill -{name} 0 ) &\n'
+        'exec "$REAL_GIT" "$@"'
+    )
+    env = git_wrapper(tmp_path / "bin", "worktree add", body)
+    args = ("new", "Add thing", "--date", "2026-05-01", "--json")
+    stopped = run(*args, cwd=home_repo, env=env, new_group=True)
+    assert stopped.code == 128 + signum, stopped.out + stopped.err
+    wt = home_repo / ".claude/worktrees/2026-05-01-add-thing"
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]  # all undone
+
+    again = run_cli(*args, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created", again.json
+    assert again.json["home"]["worktree"] == str(wt)
+    assert status(wt) == "" and (wt / "f499.txt").read_text() == "x\n" * 50
+    assert status(home_repo) == ""

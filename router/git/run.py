@@ -222,6 +222,60 @@ class Running:
         return result if result.ok else result.as_error()
 
 
+# How long a git the command's signal was passed on to may take to end (its own
+# cleanup: `git worktree add` removes the worktree it was making) before it is killed.
+STOP_WAIT = 10.0
+
+
+def _run_to_its_end(
+    argv: list[str],
+    *,
+    env: Mapping[str, str],
+    timeout: float | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """``subprocess.run(argv)``, but a signal that stops the command never SIGKILLs git.
+
+    ``subprocess.run`` kills its child on any exception, a signal's included.
+    git stopped by a signal (the terminal's Ctrl-C, a SIGTERM to the group)
+    undoes what it was making, `git worktree add` its registration and then
+    its checkout: killed in the middle of that, it left a checkout no
+    registration names, which the next run takes for someone else's. So git
+    gets the signal that stopped the command (it already has it when the
+    whole group got it), and its end is waited for; only a second signal, or
+    a git that outlives :data:`STOP_WAIT`, kills it.
+    """
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        except (interrupt.Stopped, KeyboardInterrupt) as exc:
+            _stop_as_asked(proc, interrupt.signum_of(exc))
+            raise
+        except BaseException:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _stop_as_asked(proc: subprocess.Popen[bytes], signum: int) -> None:
+    """Pass ``signum`` on to git and wait for it to end; kill it only if it does not."""
+    try:
+        proc.send_signal(signum)
+        proc.wait(STOP_WAIT)
+    except BaseException:  # a second signal, or git outlived the wait: stop it at once
+        proc.kill()
+
+
 def verified(res: Result) -> str | None:
     """``rev-parse -q --verify``'s answer: the object, None (exit 1: it does not resolve), or raise.
 
@@ -271,14 +325,11 @@ class Runner:
         try:
             # Bytes, decoded here: text mode would also translate newlines, turning a
             # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
-            proc = subprocess.run(
+            proc = _run_to_its_end(
                 argv,
-                capture_output=True,
                 timeout=timeout,
                 input=None if input is None else input.encode("utf-8", "surrogateescape"),
-                stdin=None if input is not None else subprocess.DEVNULL,
                 env=full_env,
-                check=False,
             )
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
@@ -306,13 +357,7 @@ class Runner:
         interrupt.check()
         argv = self._argv(args)
         try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                env={**base_env(), **self.env},
-                check=False,
-            )
+            proc = _run_to_its_end(argv, env={**base_env(), **self.env})
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
         interrupt.check_child(proc.returncode)
