@@ -26,6 +26,7 @@ these pin the rest):
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
@@ -227,3 +228,20 @@ def test_usage_error(transcript: Transcript, home_repo: Path) -> None:
     transcript.run("new", "Add rate limiting", "--date", "May 1st", "--json", cwd=home_repo)
     transcript.run("teardown", "no-such-topic", "--json", cwd=home_repo)
     transcript.check()
+
+
+def test_the_normaliser_rewrites_only_what_varies(tmp_path: Path) -> None:
+    from helpers.golden import Normaliser
+
+    full, other = "a" * 7 + "1" * 33, "b2" * 20
+    normalise = Normaliser(tmp_path)
+    text = (
+        f"from {full[:7]} at {tmp_path}/ws: {full}, then {other}; pid {os.getpid()}, PR #12, "
+        f"branch 2026-05-01-add-rate-limiting, 1234567 rows, deadbeef-cafe"
+    )
+    assert normalise(text) == (
+        "from <sha:1> at <tmp>/ws: <sha:1>, then <sha:2>; pid <pid>, PR #12, "
+        "branch 2026-05-01-add-rate-limiting, 1234567 rows, deadbeef-cafe"
+    )
+    # Numbers hold across the sections of one transcript.
+    assert normalise(f"{other[:9]} {full}") == "<sha:2> <sha:1>"

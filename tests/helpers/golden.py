@@ -52,7 +52,8 @@ class Normaliser:
         text = text.replace(str(CHECKOUT), "<checkout>")
         text = _FULL_ID.sub(lambda m: f"<sha:{self._number(m.group())}>", text)
         text = _SHORT_ID.sub(self._short, text)
-        text = re.sub(rf"(?<!\d){os.getpid()}(?!\d)", "<pid>", text)
+        # A pid only where it is named one: a bare number may be a count or a PR's.
+        text = re.sub(rf"(\bpid\W{{1,4}}){os.getpid()}\b", r"\1<pid>", text, flags=re.I)
         for day in _today():
             text = text.replace(day, "<today>")
         return _TIME.sub("<time>", text)
@@ -66,10 +67,10 @@ class Normaliser:
 
     def _short(self, match: re.Match[str]) -> str:
         token = match.group()
-        if not re.search(r"[a-f]", token) or not re.search(r"\d", token):
-            return token  # all digits (a count, a pid) or all letters (a word): not an id
-        full = next((sha for sha in self.ids if sha.startswith(token)), token)
-        return f"<sha:{self._number(full)}>"
+        full = next((sha for sha in self.ids if sha.startswith(token)), None)
+        if full is None and not (re.search(r"[a-f]", token) and re.search(r"\d", token)):
+            return token  # all digits (a count) or all letters (a word), and no id's prefix
+        return f"<sha:{self._number(full or token)}>"
 
 
 def _today() -> tuple[str, ...]:
