@@ -6,6 +6,7 @@ Named fixtures: ``workspace``, ``home_repo``, ``topic`` (a ``Topic``), ``questio
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,10 +14,46 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from helpers import plancheck
 from helpers.golden import UPDATE_OPTION, Transcript
 from helpers.plans import artifact
 from helpers.repos import LEAKY_ENV, format_env, hermetic_env, make_repo
 from helpers.topics import Topic, multi_topic, new_topic
+
+# The modules whose every real teardown and pr-cleanup is planned first and compared with what
+# it did (helpers.plancheck), in every run: the ones that drive teardown and pr-cleanup through
+# the states the steps decide on. TEAM_ROUTER_TEST_PLAN_CHECK=all turns it on for every module, =off for none.
+PLAN_CHECKED = frozenset(
+    {
+        "test_dry_run",
+        "test_teardown",
+        "test_teardown_facts",
+        "test_cleanup",
+        "test_unshipped",
+        "test_sweep",
+    }
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "no_plan_check(reason): the real teardown/pr-cleanup of this test is not compared "
+        "with its dry run, for the reason given",
+    )
+
+
+@pytest.fixture(autouse=True)
+def plan_check(request: pytest.FixtureRequest):
+    """Turn the plan check (helpers.plancheck) on or off for this test."""
+    module = request.module.__name__.rpartition(".")[2]
+    marker = request.node.get_closest_marker("no_plan_check")
+    mode = os.environ.get(plancheck.MODE_ENV, "")
+    on = mode == "all" or (module in PLAN_CHECKED and mode != "off")
+    skip = (marker.args[0] if marker.args else "no reason given") if marker else ""
+    plancheck.current = plancheck.Setting(on, skip)
+    yield
+    plancheck.current = plancheck.Setting()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -96,3 +133,9 @@ def questioned_topic(topic: Topic) -> Topic:
 def questioned_multi_topic(workspace: Path) -> Topic:
     """Home repo ``web`` and secondary ``api``, each with a worktree; task.md and questions.md written."""
     return _questioned(multi_topic(workspace, ("api",)))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many real runs the plan check compared with their plan, and what it skipped (why)."""
+    if len(plancheck.tally) > 1 or plancheck.tally["checked"]:
+        terminalreporter.write_line(f"plan check: {plancheck.tally}")

@@ -298,6 +298,7 @@ def test_an_open_pr_disagrees_with_a_content_proof(web, tmp_path, monkeypatch):
     assert world(web) == before and worktree.is_dir()
 
 
+@pytest.mark.no_plan_check("it counts the gh calls of the one run")
 def test_an_unauthenticated_gh_leaves_the_content_proof_to_decide(web, tmp_path, monkeypatch):
     worktree = pushed_topic(web)
     merge_on_origin(web, TOPIC_ID, how="merge")
@@ -753,6 +754,7 @@ def test_a_topic_created_again_after_its_cleanup_runs_its_local_state_again(web,
     assert_cleaned(web, worktree)
 
 
+@pytest.mark.no_plan_check("a .teamteardown line's failure is known only by running it")
 def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh, tmp_path):
     write(web / ".teamteardown", f'echo ran >> "{tmp_path}/ran.log"\nexit 4\n')
     git(web, "add", ".teamteardown")
@@ -883,6 +885,7 @@ def test_a_second_abandon_exits_0(web, tmp_path, monkeypatch):
     assert_cleaned(web, worktree)
 
 
+@pytest.mark.no_plan_check("gh fails to close the PR: a fault the plan cannot foresee")
 def test_a_pr_gh_cannot_close_is_reported_and_the_git_part_still_runs(web, tmp_path, monkeypatch):
     worktree = pushed_topic(web)
     fake = install_fake_gh(tmp_path, monkeypatch, prs=(pr(20, TOPIC_ID, tip(web), state="OPEN"),))
@@ -953,10 +956,17 @@ def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
     merge_on_origin(web, TOPIC_ID, how="merge")
     unlock(web, worktree)  # the user's lock replaces ours
     git(web, "worktree", "lock", "--reason", "an editor session", str(worktree))
+    plan = cleanup(web, TOPIC_ID, "--dry-run")
     res = cleanup(web, TOPIC_ID)
-    assert res.code == 1
+    assert res.code == plan.code == 1
     remove = steps(res.json)["remove"]
-    assert remove["outcome"] == "refused" and "an editor session" in remove["detail"]
+    assert remove == {
+        "name": "remove",
+        "outcome": "refused",
+        "detail": f"{worktree} is locked (an editor session); unlock it or pass --force",
+        "code": "locked-worktree",
+    }
+    assert steps(plan.json)["remove"] == remove  # the plan says the refusal, not "would remove"
     assert steps(res.json)["branch"]["outcome"] == "skipped"
     assert worktree.is_dir() and TOPIC_ID in branches(web)
 
@@ -1546,6 +1556,9 @@ def test_a_rerun_keeping_a_reused_checkout_does_not_run_the_local_state_lines_ag
     assert record is not None and record.torn_down
 
 
+@pytest.mark.no_plan_check(
+    "the plan judges plan-dir in the primary as it is; the run judges it after update-default brought docs/ as a symlink (not foreseen yet)"
+)
 def test_temp_paths_behind_a_symlinked_docs_dir_are_never_read(web, no_gh, workspace):
     # docs/ committed as a link on the branch: the plan dir behind it is not this
     # repository's (plan-dir-symlink), so the temp paths it lists are not removed.
@@ -1568,6 +1581,7 @@ def test_temp_paths_behind_a_symlinked_docs_dir_are_never_read(web, no_gh, works
 # -- a multi-repo topic: each repo's PR as pr.md records it ----------------------------------
 
 
+@pytest.mark.no_plan_check("it counts the gh calls of the one run")
 def test_cleanup_of_the_topic_in_a_secondary_repo_asks_gh_about_the_pr_recorded_for_that_repo(
     workspace, tmp_path, monkeypatch
 ):

@@ -21,6 +21,7 @@ from helpers.fakegh import hide_gh
 from helpers.faults import CRASHED, KILLED, finish, git_killer, spawn
 from helpers.faults import run as run_process
 from helpers.origin import commit_on_origin, merge_on_origin
+from helpers.plancheck import unplanned
 from helpers.repos import CliResult, commit, git, make_repo, run_cli, status, write
 from helpers.topics import Topic, multi_topic, new_topic, ship, steps_of
 
@@ -366,6 +367,16 @@ def test_a_default_branch_left_to_the_user_is_planned_as_left(home_repo):
     topic = new_topic(home_repo)
     commit_on_origin(home_repo, "README.md", "# web, changed on origin\n")
     commit(home_repo, "README.md", "# web, changed here\n", "local edit of the same line")
+    fetch_all(home_repo)
+    planned = run_cli("teardown", topic.id, "--dry-run", "--json", cwd=home_repo)
+    # The pull would stop at the conflict: planned as the failure the run leaves to the user.
+    assert steps_of(planned.json, "home")["update-default"] == {
+        "name": "update-default",
+        "outcome": "failed",
+        "detail": "would fail and be left to you: git pull --rebase origin main would stop at a "
+        "conflict (main's 1 commit(s) of its own and origin/main change the same lines); no "
+        f"origin/{topic.branch} ref: nothing to prune",
+    }
     first = run_cli("teardown", topic.id, "--json", cwd=home_repo)
     assert steps_of(first.json, "home")["update-default"]["outcome"] == "failed"
     dry, real = plan_then_run("teardown", topic.id, home_repo)
@@ -432,7 +443,8 @@ def half_removed(home_repo: Path):
     if made != 0:
         pytest.skip("chattr +i is not possible on this filesystem")
     try:
-        first = run_cli("teardown", topic.id, "--json", cwd=home_repo)
+        with unplanned("an immutable file, made to stop git's removal half-way"):
+            first = run_cli("teardown", topic.id, "--json", cwd=home_repo)
         assert steps_of(first.json, "home")["remove"]["code"] == "removal-blocked", first.out
     finally:
         status_of(["chattr", "-i", str(target)])

@@ -159,6 +159,10 @@ def test_pr_cleanup_refuses_an_unshipped_run_even_when_its_commits_are_merged(
     git(worktree, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
     merge_on_origin(home_repo, topic.branch)
     before = everything(topic)
+    # Its plan is refused as the run is, before origin is fetched: not a ref changes.
+    plan = run_cli("pr-cleanup", topic.branch, "--dry-run", "--json", cwd=home_repo)
+    assert (plan.code, plan.json["error"]["code"]) == (1, "unshipped-run")
+    assert everything(topic) == before
     res = run_cli("pr-cleanup", topic.branch, "--json", cwd=home_repo)
     assert res.code == 1
     assert res.json["error"] == {

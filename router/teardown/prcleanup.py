@@ -56,6 +56,7 @@ from router.teardown.steps import (
     git_failed,
     in_use_blocker,
     included_copies,
+    last_run,
     left_earlier,
     merge_proof,
     nested_blocker,
@@ -75,6 +76,7 @@ from router.teardown.steps import (
     stopped_error,
     update_decision,
     verify_gone,
+    worktree_blocker,
     worktrees_in_use,
 )
 from router.teardown.steps import (
@@ -994,6 +996,15 @@ def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[st
         if blocker is not None:
             return settled(blocker)
         return acting(remove, "remove", f"finish removing {path} (its removal was interrupted)")
+    # Another tool's lock refuses the removal (the act checks it again): decided here, so the
+    # plan says so as the run does.
+    locked = (
+        worktree_blocker(path, found.worktree, StatusReport())
+        if not force and found.worktree is not None
+        else None
+    )
+    if locked is not None:
+        return settled(locked)
     how = "force-remove (after a snapshot)" if force else "remove"
     in_worktree = [a for a in run_at_stake(repo, found) if a.checkout == path]
     if force and in_worktree:
@@ -1468,7 +1479,12 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
         mark = (record.teardown or state.TeardownMark()).with_done(
             finished, TEARDOWN_STEPS, complete=ok, left=left
         )
-        return dataclasses.replace(record, teardown=mark, pr_cleanup_mode=str(mode))
+        return dataclasses.replace(
+            record,
+            teardown=mark,
+            pr_cleanup_mode=str(mode),
+            last_run=last_run("pr-cleanup", steps),
+        )
 
     state.update_record(repo.common_dir, found.topic_id, change)
 
@@ -1657,20 +1673,27 @@ def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
 def _checked_survey(
     repo: Repo, topic: TopicLock, branch: Branch, opts: CleanupOptions, warnings: list[str]
 ) -> Survey:
-    """Refusals that need only the local state, then the fetch, then the survey for the steps."""
-    mode, reused = opts.mode, opts.remove_reused
+    """Refusals that need only the local state, then the fetch, then the survey for the steps.
+
+    The dry run's too, in the same order: a refusal the real run makes before it fetches
+    is the plan's before anything is fetched, and the same refusal wins where several apply.
+    """
+    mode, reused, dry_run = opts.mode, opts.remove_reused, opts.dry_run
     local = survey(repo, branch, ask_remote=False, remove_reused=reused)
-    keep_locked(repo, local, warnings)
+    if not dry_run:
+        keep_locked(repo, local, warnings)
     refuse_dirty(repo, local, mode)
-    refuse_unshipped(repo, local, mode)
+    refuse_unshipped(repo, local, mode, dry_run=dry_run)
     refuse_nested(local)
     refuse_reflog_work(repo, local)
     refuse_in_use(local, topic, warnings)
-    refuse_if_held(topic)
+    refuse_if_held(topic)  # as the real run will: plan what it does
+    # The dry run fetches like the real run (a fetch changes no local branch or
+    # worktree): without it a merge made a minute ago would read as not merged.
     fetched = _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True, remove_reused=reused)
     found = dataclasses.replace(found, fetched=fetched)
-    refuse_unknown(repo, found, mode)
+    refuse_unknown(repo, found, mode, dry_run=dry_run)
     warnings.extend(found.notes)
     warnings.extend(_other_repos(repo, found))
     return found
@@ -1798,19 +1821,7 @@ def _dry_run(
     *,
     yes: bool,
 ) -> CleanupResult:
-    # The dry run fetches like the real run (a fetch changes no local branch or
-    # worktree): without it a merge made a minute ago would read as not merged.
-    fetched = _fetch(repo, warnings)
-    found = survey(repo, chosen.branch, ask_remote=True, remove_reused=opts.remove_reused)
-    found = dataclasses.replace(found, fetched=fetched)
-    warnings.extend(found.notes)
-    refuse_unknown(repo, found, opts.mode, dry_run=True)
-    refuse_dirty(repo, found, opts.mode)
-    refuse_unshipped(repo, found, opts.mode, dry_run=True)
-    refuse_nested(found)
-    refuse_reflog_work(repo, found)
-    refuse_in_use(found, topic, warnings)
-    refuse_if_held(topic)  # as the real run will: plan what it does
+    found = _checked_survey(repo, topic, chosen.branch, opts, warnings)
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found, hub, chosen.pr)

@@ -126,6 +126,13 @@ class StepResult:
         return data
 
 
+def last_run(command: str, steps: Iterable[StepResult]) -> state.LastRun:
+    """The steps a run took, for its record: what a rerun, ``status`` and a person read back."""
+    return state.LastRun(
+        command, tuple(state.RanStep(s.name, str(s.outcome), s.detail, s.code) for s in steps)
+    )
+
+
 def conditional(outcome: Outcome) -> str:
     """An outcome as a dry run words it: what the real run would report (``would be skipped``)."""
     return "would fail" if outcome is Outcome.FAILED else f"would be {outcome}"
@@ -1925,6 +1932,15 @@ def _planned_pull(
     own = repo.git.count_commits(f"{remote}..{local}")
     if not own:
         return done(name, f"would fast-forward {default.name} to origin/{default.name}")
+    if rebase and repo.git.merge_tree(remote, local) is None:
+        # Its own commits and origin's change the same lines: the rebase stops, and the real
+        # run aborts it and leaves the branch to the user, as the plan must say.
+        return failed(
+            name,
+            f"would fail and be left to you: git pull --rebase origin {default.name} would stop "
+            f"at a conflict ({default.name}'s {own} commit(s) of its own and "
+            f"origin/{default.name} change the same lines)",
+        )
     if rebase:
         return done(
             name,

@@ -75,6 +75,7 @@ from router.teardown.steps import (
     integrate_commits,
     integration,
     is_primary_clone,
+    last_run,
     left_earlier,
     local_state_ran,
     local_state_step,
@@ -1003,7 +1004,9 @@ def _record_teardown(
         mark = (record.teardown or state.TeardownMark()).with_done(
             finished, STEPS, complete=complete, left=left
         )
-        return dataclasses.replace(record, teardown=mark)
+        return dataclasses.replace(
+            record, teardown=mark, last_run=last_run("teardown", report.steps)
+        )
 
     # A corrupt record was reported at resolution; it is never overwritten.
     state.update_record(

@@ -254,6 +254,53 @@ class HostRemoval:
 
 
 @dataclass(frozen=True, slots=True)
+class RanStep:
+    """One step of a teardown or pr-cleanup run, as the run reported it (DESIGN §9)."""
+
+    name: str
+    outcome: str  # done | skipped | refused | failed
+    detail: str
+    code: str = ""  # the error code of a step that stopped
+
+    def to_json(self) -> dict[str, str]:
+        data = {"name": self.name, "outcome": self.outcome, "detail": self.detail}
+        if self.code:
+            data["code"] = self.code
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class LastRun:
+    """The steps the last teardown or pr-cleanup that acted in this repo ran, in order.
+
+    What a run did, kept beside what it finished (``teardown``): a rerun, ``status``
+    and a person read what happened, not only which steps are done.
+    """
+
+    command: str  # teardown | pr-cleanup
+    steps: tuple[RanStep, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"command": self.command, "steps": [s.to_json() for s in self.steps]}
+
+    @classmethod
+    def from_json(cls, data: object) -> LastRun:
+        shape = "last_run must name a command and a list of steps"
+        if not isinstance(data, dict) or not isinstance(data.get("command"), str):
+            raise ValueError(shape)
+        steps = data.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise ValueError(shape)
+        ran = tuple(
+            RanStep(s.get("name"), s.get("outcome"), s.get("detail", ""), s.get("code", ""))
+            for s in steps
+        )
+        if not all(isinstance(v, str) for s in ran for v in astuple(s)):
+            raise ValueError("every step of last_run needs a string name, outcome and detail")
+        return cls(data["command"], ran)
+
+
+@dataclass(frozen=True, slots=True)
 class TopicRecord:
     """What one repo remembers of a topic (``<common>/team-router/topics/<id>.json``)."""
 
@@ -292,6 +339,8 @@ class TopicRecord:
     # How the last pr-cleanup ended the branch (merged or abandoned).
     pr_cleanup_mode: str | None = None
     host_removal: HostRemoval | None = None
+    # The steps of the last teardown or pr-cleanup that acted here, as it reported them.
+    last_run: LastRun | None = None
     # "host" for a topic `hook worktree-create` made (claude --worktree, EnterWorktree, an
     # isolated subagent): no /team run until an artifact is written (router.topic.discovery).
     made_by: str | None = None
@@ -313,7 +362,7 @@ class TopicRecord:
 
     def to_json(self) -> dict[str, Any]:
         # The removal journal renders itself (one string per file), not through asdict.
-        data = asdict(_replace(self, removing=None))
+        data = asdict(_replace(self, removing=None, last_run=None))
         data["steps"] = list(self.steps)
         data["repos"] = [asdict(r) for r in self.repos]
         data["included"] = list(self.included)
@@ -328,6 +377,8 @@ class TopicRecord:
             data["integrating"] = self.integrating.to_json()
         if self.removing is not None:
             data["removing"] = self.removing.to_json()
+        if self.last_run is not None:
+            data["last_run"] = self.last_run.to_json()
         return data
 
     @classmethod
@@ -335,7 +386,15 @@ class TopicRecord:
         """A record from its JSON (any schema); ValueError/TypeError when a field has the wrong shape."""
         data = _upgrade(data)
         repos = tuple(RepoEntry(**r) for r in data.get("repos", []))
-        nested = {"repos", "teardown", "restored", "integrating", "removing", "host_removal"}
+        nested = {
+            "repos",
+            "teardown",
+            "restored",
+            "integrating",
+            "removing",
+            "host_removal",
+            "last_run",
+        }
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in nested}
         for key in ("steps", "included", "temp_paths"):
             if not isinstance(known.get(key, []), list):
@@ -354,6 +413,9 @@ class TopicRecord:
                 HostRemoval(**data["host_removal"])
                 if data.get("host_removal") is not None
                 else None
+            ),
+            last_run=(
+                LastRun.from_json(data["last_run"]) if data.get("last_run") is not None else None
             ),
         )
         _check_shape(record)

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from helpers import plancheck
 from helpers.repos import CliResult
 
 EXE = Path(sys.executable).with_name("team-router")
@@ -75,7 +76,19 @@ def run(
     env: dict[str, str] | None = None,
     new_group: bool = False,
 ) -> CliResult:
-    return finish(spawn(*args, cwd=cwd, crash_at=crash_at, env=env, new_group=new_group))
+    """Run ``team-router -C cwd args`` as a process to its end.
+
+    A real teardown or pr-cleanup is planned first while the plan check is on
+    (:mod:`helpers.plancheck`), unless the crash seam stops it part-way.
+    """
+
+    def act() -> CliResult:
+        return finish(spawn(*args, cwd=cwd, crash_at=crash_at, env=env, new_group=new_group))
+
+    if crash_at is not None or not plancheck.wanted(args):
+        return act()
+    plan = plancheck.process_plan(argv, cwd, env or {})
+    return plancheck.checked(args, cwd, plan, act)
 
 
 def git_wrapper(bin_dir: Path, when: str, body: str) -> dict[str, str]:

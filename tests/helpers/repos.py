@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helpers import plancheck
+
 # Variables that would point git (or the crash seam) at something outside the test.
 LEAKY_ENV = (
     "GIT_DIR",
@@ -176,7 +178,22 @@ class CliResult:
 
 
 def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None) -> CliResult:
-    """Run team-router in-process as a user would (``-C cwd``), capturing its output."""
+    """Run team-router in-process as a user would (``-C cwd``), capturing its output.
+
+    A real teardown or pr-cleanup is planned first while the plan check is on
+    (:mod:`helpers.plancheck`): what it then did must be what its dry run said.
+    """
+    if not plancheck.wanted(args):
+        return _in_process(*args, cwd=cwd, stdin=stdin)
+
+    def plan(dry: list[str]) -> tuple[int, str]:
+        res = _in_process(*dry, cwd=cwd, stdin=stdin)
+        return res.code, res.out
+
+    return plancheck.checked(args, cwd, plan, lambda: _in_process(*args, cwd=cwd, stdin=stdin))
+
+
+def _in_process(*args: str, cwd: Path | None = None, stdin: str | None = None) -> CliResult:
     from router.entry import main
 
     argv = (["-C", str(cwd)] if cwd is not None else []) + list(args)
