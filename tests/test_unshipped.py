@@ -530,8 +530,17 @@ def test_a_forced_teardown_snapshots_a_removed_worktrees_artifacts_and_restore_b
 ):
     topic = removed_then_written(home_repo)
     worktree = topic.worktrees["home"]
+    plan = run_cli("teardown", topic.id, "--force", "--dry-run", "--json", cwd=home_repo)
     res = run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo)
     assert res.code == 0, res.out + res.err
+    # verify-gone takes the directory (plan and run alike): the sweep finds no residue after it.
+    nothing = {
+        "name": "sweep",
+        "outcome": "skipped",
+        "detail": f"no residue under {worktree.parent}",
+    }
+    for data in (plan.json, res.json):
+        assert {s["name"]: s for s in data["repos"][0]["steps"]}["sweep"] == nothing
     ref = f"refs/team-router/plan-dirs/{topic.id}"
     snap = git(home_repo, "rev-parse", ref)
     assert {s["name"]: s for s in res.json["repos"][0]["steps"]}["verify-gone"] == {

@@ -863,12 +863,10 @@ def _decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> 
 def _decide_sweep(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan = run.plan
     # A dry run's remove step has not taken the worktree yet (one a kill left
-    # half-removed is no registered worktree): not residue, it goes first.
-    leaving = (
-        (plan.worktree,)
-        if plan.worktree is not None and run.outcome("remove") is Outcome.DONE
-        else ()
-    )
+    # half-removed is no registered worktree), nor its verify-gone step the directory a late
+    # writer made where the worktree was: not residue, it goes first, as in the real run.
+    goes = Outcome.DONE in (run.outcome("remove"), run.outcome("verify-gone"))
+    leaving = (plan.worktree,) if plan.worktree is not None and goes else ()
 
     runs = _runs(run, scope, opts)
 
