@@ -129,7 +129,11 @@ class StepResult:
 def last_run(command: str, steps: Iterable[StepResult]) -> state.LastRun:
     """The steps a run took, for its record: what a rerun, ``status`` and a person read back."""
     return state.LastRun(
-        command, tuple(state.RanStep(s.name, str(s.outcome), s.detail, s.code) for s in steps)
+        command,
+        tuple(
+            state.RanStep(s.name, str(s.outcome), s.detail, str(s.code) if s.code else "")
+            for s in steps
+        ),
     )
 
 
