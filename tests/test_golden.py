@@ -14,8 +14,11 @@ these pin the rest):
 - phase, next and status of a fresh topic and of one mid-pipeline, text and --json:
   ``phase-next-status-fresh``, ``phase-next-status-mid-pipeline``; a gate's record:
   ``record``;
-- teardown --dry-run (text, --json) and teardown of a merged topic: ``teardown-merged``; the
-  refusal of an unshipped run (text, --json, nothing removed): ``teardown-unshipped``;
+- teardown --dry-run (text, --json) and teardown of a merged topic: ``teardown-merged``; of
+  a topic in three repos, one squash-merged: ``teardown-three-repos``; the refusal of an
+  unshipped run (text, --json, nothing removed): ``teardown-unshipped``; the session-start
+  hook's notice in a topic's worktree, its primary clone and a repo without topics:
+  ``hook-session-start``;
 - pr-cleanup --dry-run (text, --json) and pr-cleanup after a merge, gh faked:
   ``pr-cleanup-merged``; teardown --force then restore, text and --json: ``restore``;
 - sweep (--dry-run, then for real, then nothing left): ``sweep``; doctor of a healthy topic
@@ -26,6 +29,7 @@ these pin the rest):
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -34,7 +38,7 @@ from helpers.golden import Transcript
 from helpers.origin import merge_on_origin, push_branch
 from helpers.plans import artifact, repos_md
 from helpers.repos import branches, commit, git, make_repo, write
-from helpers.topics import TOPIC_ID, new_topic, ship
+from helpers.topics import TOPIC_ID, multi_topic, new_topic, ship
 
 from router.cli.spec import walk
 
@@ -122,6 +126,32 @@ def test_teardown_merged(transcript: Transcript, home_repo: Path) -> None:
     assert res.code == 0
     assert not wt.exists() and topic.branch not in branches(home_repo)
     transcript.run("teardown", topic.id, "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_teardown_three_repos(transcript: Transcript, workspace: Path) -> None:
+    topic = ship(multi_topic(workspace, ("api", "db")))
+    api_wt = topic.worktrees["api"]
+    commit(api_wt, "api.py", "a = 1\n", "api work")
+    push_branch(api_wt, topic.branch)
+    merge_on_origin(topic.repos["api"], topic.branch, how="squash")
+    git(topic.repos["api"], "fetch", "-q", "origin")
+    transcript.note(
+        "web (home), api and db; api's one commit pushed, squash-merged on origin and fetched;"
+        " pr.md written"
+    )
+    transcript.run("teardown", topic.id, "--dry-run", cwd=topic.home)
+    res = transcript.run("teardown", topic.id, "--json", cwd=topic.home)
+    assert res.code == 0
+    assert not any(wt.exists() for wt in topic.worktrees.values())
+    transcript.check()
+
+
+def test_hook_session_start(transcript: Transcript, workspace: Path) -> None:
+    topic = new_topic(make_repo(workspace, "web"))
+    quiet = make_repo(workspace, "api")
+    for cwd in (topic.worktrees["home"], topic.home, quiet):
+        transcript.run("hook", "session-start", stdin=json.dumps({"cwd": str(cwd)}))
     transcript.check()
 
 

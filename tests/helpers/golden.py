@@ -101,6 +101,8 @@ class Transcript:
         res = run_cli(*args, cwd=cwd, stdin=stdin)
         where = f" (in {cwd})" if cwd is not None else ""
         head = self.normalise(f"$ team-router {shlex.join(args)}{where}")
+        if stdin is not None:
+            head += f"\n--- stdin\n{_block(self.normalise(stdin))}".rstrip("\n")
         self.sections.append(
             f"{head}\n"
             f"--- exit {res.code}\n"
