@@ -417,14 +417,12 @@ OVERSIZED_MODULES: dict[str, int] = {
     "teardown/topic.py": 1572,
     "create/pipeline.py": 1119,
     "teardown/snapshot.py": 995,
-    "doctor.py": 996,
     "topic/state.py": 847,
     "demo.py": 706,
 }
 LONG_FUNCTIONS: dict[str, int] = {
     "teardown/snapshot.py:restore_repo": 63,
     "teardown/sweep.py:sweep": 65,
-    "doctor.py:_registrations": 67,
     "cli/cleanup.py:pr_cleanup_cmd": 69,
     "create/topic.py:new_topic": 70,
     "teardown/prcleanup.py:pr_cleanup": 70,
@@ -478,7 +476,7 @@ def oversized(sizes: dict[str, int], limit: int, allowed: dict[str, int]) -> lis
 def test_no_module_outgrows_one_concept():
     # A module past 700 lines holds more than one concept: split it by concept, not by size.
     sizes = module_sizes(ROUTER)
-    assert "doctor.py" in sizes  # the check reads the tree
+    assert "doctor/command.py" in sizes  # the check reads the tree
     assert oversized(sizes, MAX_MODULE_LINES, OVERSIZED_MODULES) == []
 
 

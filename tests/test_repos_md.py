@@ -156,7 +156,7 @@ FIVE_LINES = """## Worktrees
 
 def test_every_command_reads_the_same_entries_from_one_worktrees_section(tmp_path):
     # Three parsers used to find 2, 1 and 5 entries here (phase inference, teardown, doctor).
-    from router import doctor
+    from router.doctor import sections as doctor
     from router.phase import infer as phases
     from router.topic.discovery import PlanDir
 

@@ -1,0 +1,164 @@
+"""What doctor's repairs do: each makes a :data:`Fix` that acts, or refuses with :class:`NotSafe`.
+
+Each repair checks again, right before acting, what made it safe when the
+scan judged it: the state may have moved between the two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from router import git as g
+from router.doctor.findings import Fix, NotSafe
+from router.git import GitError, WorktreeEntry, unique_commits
+from router.topic import holders, state, worktreelock
+from router.topic.workspace import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.teardown.snapshot import HalfMadeAdd
+
+
+def lock_worktree(repo: Repo, entry: WorktreeEntry, topic: str) -> Fix:
+    def fix() -> str:
+        worktreelock.lock(repo.git, entry, topic)
+        return f"locked (git worktree lock --reason '{worktreelock.reason_for(topic)}')"
+
+    return fix
+
+
+def unregister(repo: Repo, entry: WorktreeEntry) -> Fix:
+    path = entry.path
+
+    def fix() -> str:
+        if os.path.lexists(path):
+            raise NotSafe(f"{path} exists again; left as it is")
+        # Our own lock comes off right before; one explicit path and no --force,
+        # so git still refuses for a lock someone else put on it since.
+        lifted = worktreelock.lift(repo.git, entry)
+        try:
+            repo.git.worktree_remove(path, force=False)
+        except GitError:
+            if lifted:
+                worktreelock.put_back(repo.git, entry)
+            raise
+        return "unregistered (git worktree remove of this one path)"
+
+    return fix
+
+
+def remove_empty_dir(path: Path) -> Fix:
+    def fix() -> str:
+        try:
+            # rmdir, never rmtree: it fails if anything appeared in the meantime.
+            path.rmdir()
+        except OSError as exc:
+            raise NotSafe(f"not removed: {exc.strerror}") from None
+        return "removed the empty directory"
+
+    return fix
+
+
+def delete_orphan_branch(repo: Repo, branch: str) -> Fix:
+    def fix() -> str:
+        if any(e.branch == branch for e in repo.git.worktree_list()):
+            raise NotSafe("a worktree has it checked out again; kept")
+        tip = repo.git.rev_parse(f"refs/heads/{branch}")
+        if tip is None:
+            return "already gone"
+        unique = unique_commits(repo.git, tip, except_branch=branch)
+        if unique:
+            raise NotSafe(
+                f"kept: {unique} commit(s) exist on no other branch, tag or remote; "
+                f"run `team-router teardown {branch}` or push it"
+            )
+        common = str(repo.common_dir)
+        busy = g.busy_with_branch(common, branch)
+        if busy is not None:
+            raise NotSafe(f"a rebase or bisect under way in {busy} works on it; kept")
+        checked_out = g.checked_out_branches(common)
+        if checked_out is None:
+            # Unsure who has it: `git branch -D` decides, refusing a checked-out branch.
+            repo.git.branch_delete(branch)
+            return f"deleted (its tip {tip[:12]} is on another ref)"
+        if branch in checked_out:
+            raise NotSafe("a worktree has it checked out again; kept")
+        # Deleted only while it is still at the judged tip (git checks and
+        # deletes in one step): a commit made on it meanwhile keeps it.
+        if not repo.git.branch_delete_at(branch, tip):
+            raise NotSafe("it moved while doctor judged it; kept: run doctor --repair again")
+        left = repo.git.drop_branch_config(branch)
+        return f"deleted (its tip {tip[:12]} is on another ref){left}"
+
+    return fix
+
+
+def drop_record(repo: Repo, record: state.TopicRecord) -> Fix:
+    def fix() -> str:
+        # Only a record that describes nothing any more goes: while its branch
+        # or another repo's worktree survives, teardown still needs it.
+        if os.path.lexists(record.worktree or ""):
+            raise NotSafe("its worktree is back; kept")
+        if repo.git.branch_exists(record.branch):
+            raise NotSafe(
+                f"kept: branch {record.branch} still exists; run `team-router teardown {record.id}`"
+            )
+        snapshot = _snapshot_of(repo, record.branch)
+        if snapshot is not None:
+            # A teardown stopped after its snapshot: the record is what names
+            # the topic's other repos for `restore`, and the rerun marks it done.
+            raise NotSafe(
+                f"kept: {snapshot} holds a snapshot of its work; run `team-router teardown "
+                f"{record.id}` to finish the teardown, or `team-router restore {record.id}`"
+            )
+        if any(
+            r.worktree and os.path.lexists(r.worktree) for r in record.repos if r.name != "home"
+        ):
+            raise NotSafe(
+                f"kept: other repos of the topic still have worktrees; run `team-router teardown {record.id}`"
+            )
+        state.delete_record(repo.common_dir, record.id)
+        return "deleted the record (no worktree and no branch left)"
+
+    return fix
+
+
+def _snapshot_of(repo: Repo, branch: str) -> str | None:
+    """The snapshot ref of ``branch`` when it exists (None: no snapshot)."""
+    from router.teardown.snapshot import snapshot_ref
+
+    ref = snapshot_ref(branch)
+    return ref if repo.git.rev_parse(ref) is not None else None
+
+
+def drop_lock_owner(owner: state.LockOwner) -> Fix:
+    def fix() -> str:
+        # Called while doctor holds this very lock, so no live process owns it.
+        with contextlib.suppress(FileNotFoundError):
+            owner.path.unlink()
+        return "dropped the owner file (the lock itself is free)"
+
+    return fix
+
+
+def drop_stale_holder(path: Path) -> Fix:
+    def fix() -> str:
+        holders.drop(path)
+        return "dropped the stale holder"
+
+    return fix
+
+
+def undo_half_made(repo: Repo, half: HalfMadeAdd) -> Fix:
+    def fix() -> str:
+        from router.errors import Refusal
+        from router.teardown.snapshot import read_snapshot, undo_half_made_add
+
+        try:
+            return undo_half_made_add(repo, half, read_snapshot(repo.git, half.of))
+        except Refusal as exc:
+            raise NotSafe(exc.message) from None
+
+    return fix
