@@ -1006,6 +1006,111 @@ def test_an_unreadable_registration_the_record_does_not_show_under_way_is_left_a
     assert (admin / "locked").read_text().strip() == own_lock(NEW_ID)  # not ours to drop: kept
 
 
+# What a `git worktree add` SIGHUPed (or SIGTERMed) with team-router leaves when
+# team-router's own exit SIGKILLs it part-way through its clean-up: the checkout
+# was done, git began deleting the registration's files in directory order
+# (here gitdir, locked, logs) and was killed before the rest and the checkout.
+# `git worktree list` no longer shows the worktree, whose `.git` still points there.
+_FULL_ADD = r"""
+for a; do
+  [ "$prev" = "--" ] && [ -z "$wt" ] && wt="$a"
+  prev="$a"
+done
+"$REAL_GIT" "$@" || exit 1
+admin=$(sed -n 's/^gitdir: //p' "$wt/.git")
+"""
+_TORN_STATES = {
+    "clean-up-cut-short": 'rm -rf "$admin/gitdir" "$admin/locked" "$admin/logs"',
+    # the same, after the checkout's plan dir was made (empty)
+    "with-an-empty-plan-dir": 'rm -rf "$admin/gitdir" "$admin/locked" "$admin/logs"\n'
+    f'mkdir -p "$wt/docs/plans/{NEW_ID}"',
+    "head-gone-too": 'rm -rf "$admin/gitdir" "$admin/locked" "$admin/logs" "$admin/HEAD"',
+    "head-a-placeholder": 'rm -f "$admin/gitdir"\n'
+    'echo 0000000000000000000000000000000000000000 > "$admin/HEAD"',
+}
+
+
+def _tear_inside_add(repo: Path, tmp_path: Path, then: str, *args: str):
+    env = git_killer(tmp_path / "killer-bin", "worktree add", _FULL_ADD + then, real=False)
+    return run(*(args or NEW), cwd=repo, env=env, new_group=True)
+
+
+@pytest.mark.parametrize("left", list(_TORN_STATES))
+def test_a_worktree_whose_registration_a_killed_add_tore_is_made_again_never_a_fallback(
+    home_repo, tmp_path, left
+):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _tear_inside_add(home_repo, tmp_path, _TORN_STATES[left])
+    assert killed.code == KILLED, killed.err
+    assert (wt / "README.md").read_text() == "# web\n"  # the checkout is whole
+    assert worktree_paths(home_repo) == [str(home_repo)]  # but git no longer sees it
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    home = again.json["home"]
+    assert home["status"] == "created" and home["worktree"] == str(wt)  # never the main tree
+    assert any("torn" in w and str(wt) in w for w in again.json["warnings"])
+    assert status(wt) == "" and (wt / "src/app.py").read_text() == "app = 1\n"
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert sorted(p.name for p in (home_repo / ".git/worktrees").iterdir()) == [NEW_ID]
+    assert git(home_repo, "rev-parse", NEW_ID) == git(home_repo, "rev-parse", "origin/main")
+    record = state.read_record(home_repo / ".git", NEW_ID)
+    assert record is not None and "record" in record.steps
+    assert record.worktree == str(wt)
+    assert status(home_repo) == ""
+    assert run(*NEW, cwd=home_repo).json["home"]["status"] == "existing"
+
+
+def test_a_torn_registration_of_a_secondary_is_made_again_by_the_worktrees_rerun(
+    workspace, tmp_path
+):
+    topic = new_topic(make_repo(workspace, "web"))
+    api = make_repo(workspace, "api")
+    write_repos_md(topic, {"api": api})
+    args = ("worktrees", str(topic.plan_dir), "--json")
+    killed = _tear_inside_add(topic.home, tmp_path, _TORN_STATES["clean-up-cut-short"], *args)
+    assert killed.code == KILLED, killed.err
+    wt = api / ".claude/worktrees" / topic.id
+
+    again = run(*args, cwd=topic.home)
+    assert again.code == 0, again.out + again.err
+    (report,) = [r for r in again.json["repos"] if r["name"] == "api"]
+    assert report["status"] == "created" and report["worktree"] == str(wt)
+    assert status(wt) == "" and (wt / "README.md").read_text() == "# api\n"
+    assert lock_reason(api, wt) == own_lock(topic.id)
+
+
+_TORN_WORK = {
+    "untracked-file": 'echo "my notes" > "$wt/notes.txt"',
+    "plan-dir-artifact": f'mkdir -p "$wt/docs/plans/{NEW_ID}"\n'
+    f'echo "# Repos" > "$wt/docs/plans/{NEW_ID}/repos.md"',
+    "changed-file": 'echo "# mine" > "$wt/README.md"',
+}
+
+
+@pytest.mark.parametrize("work", list(_TORN_WORK))
+def test_a_torn_worktree_holding_work_is_refused_and_kept(home_repo, tmp_path, work):
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    torn = _TORN_STATES["clean-up-cut-short"] + "\n" + _TORN_WORK[work]
+    killed = _tear_inside_add(home_repo, tmp_path, torn)
+    assert killed.code == KILLED, killed.err
+    admin = home_repo / ".git/worktrees" / NEW_ID
+    before = {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()}
+    registration = sorted(p.name for p in admin.iterdir())
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 1, again.out + again.err
+    error = again.json["error"]
+    assert error["code"] == "half-made-worktree"
+    assert f"rm -rf {wt} {admin}" in error["message"]
+    assert {p: (wt / p).read_bytes() for p in tree(wt) if (wt / p).is_file()} == before
+    assert sorted(p.name for p in admin.iterdir()) == registration
+    assert branches(home_repo) == [NEW_ID, "main"]
+    assert not (home_repo / "docs/plans" / NEW_ID).exists()  # no fallback to the main tree
+
+
 def test_a_pick_that_fails_after_writing_a_file_keeps_its_mark_and_the_rerun_undoes_it(
     home_repo, tmp_path
 ):

@@ -543,39 +543,73 @@ class _Pipeline:
         return self.repo.common_dir / "worktrees" / self.path.name
 
     def _undo_torn_registration(self) -> None:
-        """Drop the registration a ``git worktree add`` killed while writing it left unreadable.
+        """Remove our worktree whose git registration a killed ``git worktree add`` left torn.
 
-        git writes the registration's files one by one; killed between opening
-        ``commondir`` and writing it, it leaves that file empty, and from then on
-        every ``git worktree`` command in the repo fails ("failed to read
-        commondir"), so git itself cannot be asked to undo it. Only ours is
-        touched: git still marks it "initializing", it names our path (or
-        nothing yet), the record shows our creation under way, and our path
-        holds nothing but its ``.git`` file. The caller then creates it again.
+        git cannot use a registration missing its ``gitdir``, ``commondir`` or
+        ``HEAD`` (:func:`router.git.files.torn_registration`): ``git worktree
+        list`` leaves it out (or fails, for an empty ``commondir``), so the
+        path would look taken and the repo would fall back to its main tree.
+        An add killed while writing those files leaves that, and so does one
+        whose own clean-up on a signal (it deletes the registration's files one
+        by one, then the checkout) was cut short by a SIGKILL: then the
+        checkout is whole, and its ``.git`` still points here. Ours, it is
+        removed and the caller creates the worktree again: the record shows
+        this topic's creation under way, a lock left in it is ours (or git's
+        "initializing"), a ``gitdir`` left names our path, and the path holds
+        nothing but git's checkout of the branch and our (file-free) plan dir.
+        Anything else at our path is refused (``half-made-worktree``) and kept.
         """
-        admin = self.repo.common_dir / "worktrees" / self.path.name
-        # git writes our lock reason where it would write "initializing" (--lock --reason).
-        adding = {g.ADD_IN_PROGRESS, worktreelock.reason_for(self.job.topic.id)}
-        if g.registration_file(admin, "locked") not in adding or g.registration_file(
-            admin, "commondir"
-        ):
+        admin = self._registration()
+        why = g.torn_registration(admin) if admin.is_dir() else ""
+        if not why or admin.parent != self.repo.common_dir / "worktrees":
             return
-        if g.registration_file(admin, "gitdir") not in {"", str(self.path / ".git")}:
-            return
-        if self._not_ours(None) is not None:
-            return
-        left = sorted(p.name for p in self.path.iterdir()) if self.path.is_dir() else []
-        if left not in ([], [".git"]) or (self.path / ".git").is_dir():
-            return
-        import shutil
+        present = os.path.lexists(self.path)
+        tip = self.commits[self._branch_ref]
+        problem = self._not_ours_torn(admin, tip)
+        if problem is None and present:
+            problem = (
+                "it is reached through a symlink"
+                if _symlink_in(self.path, self.repo.primary)
+                else self._work_in_half_made(tip) or self._in_use()
+            )
+        if problem is not None:
+            if not present:
+                return  # nothing at our path: git makes the worktree beside it
+            raise RouterError(
+                ErrorCode.HALF_MADE_WORKTREE,
+                f"{self.job.name}: {self.path} is a worktree whose git registration {admin} a "
+                f"killed `git worktree add` left torn ({why}), so git no longer sees it, and "
+                f"{problem}; nothing was touched. Copy out anything you need from {self.path}, "
+                f"then run `rm -rf {self.path} {admin}` and run this again",
+            )
+        import shutil  # lazy, like every undo's
 
-        shutil.rmtree(admin)
-        if self.path.is_dir():
+        # The checkout first: killed in between, the registration left is found
+        # again by its name, and nothing at our path points at a removed one.
+        if present:
             shutil.rmtree(self.path)
+        shutil.rmtree(admin)
+        record = self.record
+        if record is not None and record.branch_created and tip == record.base_commit:
+            # Cut by the killed run and never moved: made again at a fresh base.
+            self.git.branch_delete(self.branch)
+            self.commits[self._branch_ref] = None
         self.warnings.append(
-            f"{self.job.name}: removed the half-made registration a killed `git worktree add` left "
-            f"unreadable at {admin} (for {self.path}) and created the worktree again"
+            f"{self.job.name}: removed the half-made worktree a killed run left at {self.path}, "
+            f"whose git registration is torn, unreadable to git ({admin}: {why}), and created it again"
         )
+
+    def _not_ours_torn(self, admin: Path, tip: str | None) -> str | None:
+        """Why a torn registration is not proven to be this run's creation, or None."""
+        # git writes our lock reason where it would write "initializing" (--lock --reason);
+        # a kill part-way through git's own clean-up may have taken the file.
+        adding = {"", g.ADD_IN_PROGRESS, worktreelock.reason_for(self.job.topic.id)}
+        if g.registration_file(admin, "locked") not in adding:
+            return "it is locked, not by team-router"
+        named = g.registration_file(admin, "gitdir")
+        if named and os.path.realpath(named) != os.path.realpath(self.path / ".git"):
+            return f"git's registration names another worktree ({named})"
+        return self._not_ours(tip)
 
     def _half_made(self, entry: WorktreeEntry) -> str | None:
         """Why git's registration at our path is not a finished checkout, or None."""

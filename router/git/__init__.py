@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from router.git.files import registration_file as registration_file
     from router.git.files import registration_of as registration_of
     from router.git.files import registrations as registrations
+    from router.git.files import torn_registration as torn_registration
     from router.git.files import worktree_admin_dirs as worktree_admin_dirs
     from router.git.history import CherryEntry as CherryEntry
     from router.git.history import commit_message as commit_message
@@ -135,6 +136,7 @@ _HOME = {
     "registration_file": "files",
     "registration_of": "files",
     "registrations": "files",
+    "torn_registration": "files",
     "worktree_admin_dirs": "files",
     "Git": "client",
     "init_repo": "client",

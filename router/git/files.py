@@ -548,6 +548,25 @@ def placeholder_head(admin: str | os.PathLike[str]) -> bool:
     return bool(line) and is_null_id(line)
 
 
+def torn_registration(admin: str | os.PathLike[str]) -> str:
+    """Why git cannot use the worktree registration ``admin`` ("" when it can).
+
+    git needs its ``gitdir``, ``commondir`` and ``HEAD`` to see a linked
+    worktree at all. A ``git worktree add`` killed while writing them, or
+    killed while removing its half-made worktree on a signal (git deletes the
+    registration's files one by one, in directory order, and a SIGKILL can
+    stop it after any of them), leaves one missing or empty, or HEAD as its
+    placeholder: ``git worktree list`` then leaves the worktree out (or fails),
+    while the checkout's ``.git`` still points here.
+    """
+    for name in ("gitdir", "commondir", "HEAD"):
+        if not read_line(os.path.join(admin, name)):
+            return f"its {name} file is missing or empty"
+    if placeholder_head(admin):
+        return "its HEAD is still git's placeholder (the null id)"
+    return ""
+
+
 def reflog_commits(entries: list[Entry]) -> list[str]:
     """Every commit the reflog ``entries`` name (both sides of each entry), oldest first.
 

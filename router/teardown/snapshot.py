@@ -550,8 +550,9 @@ def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
     """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore only, if given).
 
     Ours only: a restore's intent names the path, git's registration of it is
-    locked with team-router's reason, and git never finished it (its HEAD is
-    git's placeholder, or it has no index).
+    locked with team-router's reason, and git never finished it: the
+    registration is torn (:func:`router.git.files.torn_registration`: its HEAD
+    is git's placeholder, say) or it has no index.
     """
     folder = state.state_root(repo.common_dir) / INTENTS_DIR
     try:
@@ -570,7 +571,10 @@ def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
         admin = g.registration_of(str(repo.common_dir), path)
         if admin is None or not worktreelock.own_reason(g.registration_file(admin, "locked")):
             continue
-        unfinished = g.placeholder_head(admin) or not os.path.exists(os.path.join(admin, "index"))
+        # Torn (a file git needs is missing, or HEAD is its placeholder) or never checked out.
+        unfinished = bool(g.torn_registration(admin)) or not os.path.exists(
+            os.path.join(admin, "index")
+        )
         if unfinished and not os.path.exists(os.path.join(admin, RESTORING_FILE)):
             created = note.get("branch_created") is True  # type: ignore[union-attr]
             found.append(
