@@ -15,8 +15,18 @@ from router.interrupt import SIGINT, Stopped
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+        return _dispatch(args)
+    except Exception as exc:
+        # A bug before a command's own handling was in place (an import of a broken
+        # install, reading the command line): exit 3 with one line naming the log, as
+        # router.cli.output.guarded reports one inside a command.
+        from router.cli.output import unexpected
+        from router.cli.parse import command_words
+
+        words = command_words(args)
+        return unexpected(words[0] if words else "", "--json" in args, exc)
     except KeyboardInterrupt:
         # Ctrl-C while the CLI is still loading (its modules, the commands'
         # registration, the hook's imports), before a handler is in place: an

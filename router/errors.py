@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     OK = 0  # done, also "already done", also with warnings and fallbacks
     REFUSED = 1  # refused or failed: a safety refusal, a git failure, a lock timeout
     BAD_INPUT = 2  # usage, an invalid id or branch, a malformed repos.md, no plan dir
+    UNEXPECTED = 3  # a bug: one line names the log file holding its traceback
 
     @staticmethod
     def for_signal(signum: int) -> int:
@@ -117,6 +118,8 @@ class ErrorCode(StrEnum):
     # stopped by a signal: 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129); the
     # member carries Ctrl-C's, an Interrupted error its own signal's
     INTERRUPTED = "interrupted", ExitCode.for_signal(2)
+    # a bug: its traceback is in a log file the message names (router.cli.crashlog)
+    UNEXPECTED = "unexpected", ExitCode.UNEXPECTED
 
 
 class RouterError(Exception):

@@ -211,6 +211,7 @@ _CODE_ARGUMENT = {
     "CreateReport": 5,
     "refused_report": 2,
     "error_json": 0,
+    "_failed": 1,
 }
 _CODE_KEYWORDS = frozenset({"code", "reason", "expect_code"})
 
@@ -350,7 +351,8 @@ def test_each_code_carries_the_exit_code_of_its_class() -> None:
         "demo-dir",
     }
     assert ErrorCode.INTERRUPTED.exit_code == ExitCode.for_signal(2) == 130
-    special = bad_input | {"interrupted"}
+    assert ErrorCode.UNEXPECTED.exit_code == ExitCode.UNEXPECTED == 3
+    special = bad_input | {"interrupted", "unexpected"}
     assert {c.exit_code for c in ErrorCode if c not in special} == {ExitCode.REFUSED}
 
 

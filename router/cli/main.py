@@ -160,8 +160,18 @@ def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
             return int(handler(_place(parsed), **parsed.values))
     except RouterError as exc:
         return note(f"{exc.message} [{exc.code}]")
-    except (Exception, KeyboardInterrupt, interrupt.Stopped) as exc:
+    except (KeyboardInterrupt, interrupt.Stopped) as exc:
         return note(f"stopped ({exc.__class__.__name__})")
+    except Exception as exc:
+        # A bug: its traceback goes to the log the line names; the exit stays the one
+        # the host reads (the hook protocol), not 3.
+        from router.cli.output import logged, write_err
+
+        message, trace = logged(exc)
+        code = note(message)
+        if trace:
+            write_err(trace)
+        return code
 
 
 def start_dir(directory: Path | None) -> Path:

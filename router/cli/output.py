@@ -13,7 +13,16 @@ import sys
 from collections.abc import Callable
 
 from router import interrupt
-from router.errors import ExitCode, Interrupted, RouterError, ToolFailed, error_json, io_error
+from router.errors import (
+    ErrorCode,
+    ExitCode,
+    Interrupted,
+    RouterError,
+    ToolFailed,
+    describe_io,
+    error_json,
+    io_error,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,16 +119,25 @@ def emit_result(
 
 def fail(command: str, as_json: bool, exc: RouterError) -> None:
     if as_json:
-        payload = {
-            "ok": False,
-            "command": command,
-            **exc.details,
-            "warnings": list(exc.details.get("warnings", [])),
-            "error": error_json(exc.code, exc.message),
-        }
-        write_out(json.dumps(payload, indent=2, default=str))
+        write_out(
+            json.dumps(_failed(command, exc.code, exc.message, exc.details), indent=2, default=str)
+        )
     else:
         error_line(exc.code, exc.message)
+
+
+def _failed(
+    command: str, code: ErrorCode, message: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON envelope of a command that failed before it had a result to report."""
+    details = details or {}
+    return {
+        "ok": False,
+        "command": command,
+        **details,
+        "warnings": list(details.get("warnings", [])),
+        "error": error_json(code, message),
+    }
 
 
 def error_line(code: str, message: str) -> None:
@@ -128,10 +146,12 @@ def error_line(code: str, message: str) -> None:
 
 
 def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
-    """``run()``'s exit code; an expected failure that escaped it as one error, never a traceback.
+    """``run()``'s exit code; whatever escaped it as one error, never a traceback.
 
-    Ctrl-C, SIGTERM and SIGHUP are handled the one way of :mod:`router.interrupt`
-    for every command: exit 128 + the signal's number, with one error line.
+    The one place a command's exceptions become exit codes (DESIGN §13): a
+    RouterError its code's (1 refused or failed, 2 bad input); Ctrl-C, SIGTERM
+    and SIGHUP the one way of :mod:`router.interrupt`, 128 + the signal's
+    number; any other exception is a bug, exit 3 (:func:`unexpected`).
     """
     with interrupt.handled():
         try:
@@ -148,6 +168,46 @@ def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
             failure = RouterError(exc.code, f"{exc.first_line}; {exc.fix}")
             fail(command, as_json, failure)
             return failure.exit_code
+        except Exception as exc:
+            return unexpected(command, as_json, exc)
+
+
+def unexpected(command: str, as_json: bool, exc: Exception) -> int:
+    """A bug: one line naming the log file that holds its traceback (exit 3), never a traceback.
+
+    With --json the line is the envelope's error, code ``unexpected``. A log
+    that cannot be written is named with why, and the traceback follows on
+    stderr instead: a bug report must not lose it.
+    """
+    message, trace = logged(exc)
+    if as_json:
+        write_out(json.dumps(_failed(command, ErrorCode.UNEXPECTED, message), indent=2))
+    else:
+        write_err(f"team-router: {message}")
+    if trace:
+        write_err(trace)
+    return ErrorCode.UNEXPECTED.exit_code
+
+
+def logged(exc: Exception) -> tuple[str, str]:
+    """A bug's one-line message, its traceback written to a log file the message names.
+
+    The second item is the report to print on stderr after the message, when the
+    log could not be written ("" when it was).
+    """
+    from router.cli import crashlog
+
+    what = crashlog.summary(exc)
+    try:
+        path = crashlog.write(exc)
+    except (OSError, RuntimeError) as err:
+        why = describe_io(err) if isinstance(err, OSError) else str(err)
+        message = (
+            f"unexpected error: {what}; the traceback could not be written ({why}), so it "
+            "follows on stderr; please report it"
+        )
+        return message, crashlog.report(exc).rstrip("\n")
+    return f"unexpected error: {what}; the traceback is in {path}; please report it", ""
 
 
 def interrupted(signum: int) -> Interrupted:
