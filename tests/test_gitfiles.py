@@ -11,7 +11,7 @@ import pytest
 from helpers.repos import commit, git, make_repo
 
 from router import git as g
-from router.git import Git
+from router.git import Git, reflog
 from router.git import files as gitfiles
 
 
@@ -156,7 +156,7 @@ def test_a_reftable_is_never_read_as_files_and_git_answers_instead(git_format, t
             assert _unsure(gitfiles.read_refs, common, git_dir, list(_REFS))
             assert Git(cwd).commits(_REFS) == _gits_commits(cwd)
         assert _unsure(gitfiles.listed_worktrees, common)
-        assert _unsure(functools.partial(gitfiles.reflog_files, common, skip=""))
+        assert _unsure(functools.partial(reflog.reflog_files, common, skip=""))
         assert Git(repo).worktree_list() == _gits_list(repo)
 
 

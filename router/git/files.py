@@ -438,16 +438,16 @@ def read_ref(common: str, git_dir: str, ref: str) -> tuple[str | None, str]:
     of the repository's format or a ``ref:`` line, a chain deeper than git
     follows, a ``packed-refs`` too large to scan.
     """
-    return _read_ref(common, git_dir, ref, _files_format(common))
+    return _read_ref(common, git_dir, ref, files_format(common))
 
 
 def read_refs(common: str, git_dir: str, refs: list[str]) -> dict[str, str | None]:
     """:func:`read_ref`'s commit for each of ``refs`` (the repository's format read once)."""
-    fmt = _files_format(common)
+    fmt = files_format(common)
     return {ref: _read_ref(common, git_dir, ref, fmt)[0] for ref in refs}
 
 
-def _files_format(common: str) -> RepoFormat:
+def files_format(common: str) -> RepoFormat:
     """:func:`repo_format`, Unsure for a reftable: its refs are in no file, and
     finding no file would say nothing."""
     fmt = repo_format(common)
@@ -524,11 +524,7 @@ def _packed_refs(common: str, fmt: RepoFormat) -> dict[str, str]:
     return refs
 
 
-# -- reflogs ------------------------------------------------------------------------
-
-# One reflog entry as git writes it: (old id, new id, message). The null id
-# (all zeros: see :func:`is_null_id`) stands for "no commit" on either side.
-Entry = tuple[str, str, str]
+# -- the null id, and registrations git cannot read --------------------------------
 
 
 def is_null_id(oid: str) -> bool:
@@ -567,71 +563,6 @@ def torn_registration(admin: str | os.PathLike[str]) -> str:
     return ""
 
 
-def reflog_commits(entries: list[Entry]) -> list[str]:
-    """Every commit the reflog ``entries`` name (both sides of each entry), oldest first.
-
-    git's gc keeps both sides of every entry, so both count.
-    """
-    return [c for old, new, _ in entries for c in (old, new) if not is_null_id(c)]
-
-
-# What git's checkout and switch write in HEAD's reflog: "... from <where HEAD was> to <where it goes>".
-CHECKOUT_MOVED = "checkout: moving from "
-
-
-def reflog_left_behind(entries: list[Entry]) -> list[str]:
-    """The tips a HEAD reflog's ``entries`` show left behind, oldest first: what each
-    checkout (``checkout``/``switch``) moved away from, and where HEAD is now.
-
-    Not what an amend, a rebase or a reset replaced: those rewrite or drop work on
-    purpose (on a branch, only the branch's reflog would keep it either), and a
-    rebase's picks on the way to its result are copies of commits kept elsewhere.
-    """
-    left = [old for old, _, why in entries if why.startswith(CHECKOUT_MOVED)]
-    tips = [*left, *(entries[-1][1:2] if entries else [])]
-    return [c for c in tips if not is_null_id(c)]
-
-
-def reflog_file_entries(path: str, fmt: RepoFormat) -> list[Entry]:
-    """Each entry of the reflog file ``path``, oldest first.
-
-    A missing file names nothing; a line git's files backend would not have
-    written (an id not of the repository's format ``fmt``) is :class:`Unsure`.
-    """
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        return []
-    except OSError:
-        raise Unsure(f"{path} cannot be read") from None
-    found = []
-    for line in raw.decode("utf-8", "surrogateescape").splitlines():
-        old, _, rest = line.partition(" ")
-        new = rest.partition(" ")[0]
-        if not (fmt.is_id(old) and fmt.is_id(new)):
-            raise Unsure(f"{path} has a line git would not write")
-        found.append((old, new, line.partition("\t")[2]))
-    return found
-
-
-def reflog_files(common: str, *, skip: str) -> list[str]:
-    """Every reflog file of the repository but the worktree registration ``skip``'s.
-
-    The shared refs' (``<common>/logs/``) and every checkout's ``HEAD``'s.
-    :class:`Unsure` for a reftable repository, which keeps no reflog files:
-    finding none there would say nothing.
-    """
-    _files_format(common)
-    files = []
-    for root, _dirs, names in os.walk(os.path.join(common, "logs")):
-        files += [os.path.join(root, n) for n in names]
-    for admin in worktree_admin_dirs(common):
-        if os.path.realpath(admin) != os.path.realpath(skip):
-            files.append(os.path.join(admin, "logs", "HEAD"))
-    return sorted(files)
-
-
 # -- the worktree list -------------------------------------------------------------
 
 # One worktree as ``git worktree list --porcelain`` shows it: its path, HEAD
@@ -652,7 +583,7 @@ def listed_worktrees(common: str) -> list[Listed]:
         raise Unsure(f"{common} is not a primary clone's .git")
     if re.search(_IGNORECASE, refuse_unusual_config(common)):
         raise Unsure(f"{common}/config sets core.ignorecase: git orders the list its own way")
-    fmt = _files_format(common)
+    fmt = files_format(common)
     primary = _listed(fmt, common, common, os.path.dirname(common))
     linked = []
     for admin in worktree_admin_dirs(common):

@@ -1,4 +1,5 @@
-"""Reflogs: what a worktree's ``HEAD`` reflog alone keeps, read from files or through git."""
+"""Reflogs: their entries, read from their files (the files backend) or through git (a
+reftable keeps none), and what a worktree's ``HEAD`` reflog alone keeps."""
 
 from __future__ import annotations
 
@@ -11,6 +12,75 @@ from router.git import files as gitfiles
 from router.git.run import GitError, Runner
 from router.names import Sha
 
+# One reflog entry as git writes it: (old id, new id, message). The null id
+# (all zeros: see :func:`router.git.files.is_null_id`) stands for "no commit" on either side.
+Entry = tuple[str, str, str]
+
+
+def reflog_commits(entries: list[Entry]) -> list[str]:
+    """Every commit the reflog ``entries`` name (both sides of each entry), oldest first.
+
+    git's gc keeps both sides of every entry, so both count.
+    """
+    return [c for old, new, _ in entries for c in (old, new) if not gitfiles.is_null_id(c)]
+
+
+# What git's checkout and switch write in HEAD's reflog: "... from <where HEAD was> to <where it goes>".
+CHECKOUT_MOVED = "checkout: moving from "
+
+
+def reflog_left_behind(entries: list[Entry]) -> list[str]:
+    """The tips a HEAD reflog's ``entries`` show left behind, oldest first: what each
+    checkout (``checkout``/``switch``) moved away from, and where HEAD is now.
+
+    Not what an amend, a rebase or a reset replaced: those rewrite or drop work on
+    purpose (on a branch, only the branch's reflog would keep it either), and a
+    rebase's picks on the way to its result are copies of commits kept elsewhere.
+    """
+    left = [old for old, _, why in entries if why.startswith(CHECKOUT_MOVED)]
+    tips = [*left, *(entries[-1][1:2] if entries else [])]
+    return [c for c in tips if not gitfiles.is_null_id(c)]
+
+
+def reflog_file_entries(path: str, fmt: gitfiles.RepoFormat) -> list[Entry]:
+    """Each entry of the reflog file ``path``, oldest first.
+
+    A missing file names nothing; a line git's files backend would not have
+    written (an id not of the repository's format ``fmt``) is :class:`gitfiles.Unsure`.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return []
+    except OSError:
+        raise gitfiles.Unsure(f"{path} cannot be read") from None
+    found = []
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
+        old, _, rest = line.partition(" ")
+        new = rest.partition(" ")[0]
+        if not (fmt.is_id(old) and fmt.is_id(new)):
+            raise gitfiles.Unsure(f"{path} has a line git would not write")
+        found.append((old, new, line.partition("\t")[2]))
+    return found
+
+
+def reflog_files(common: str, *, skip: str) -> list[str]:
+    """Every reflog file of the repository but the worktree registration ``skip``'s.
+
+    The shared refs' (``<common>/logs/``) and every checkout's ``HEAD``'s.
+    :class:`gitfiles.Unsure` for a reftable repository, which keeps no reflog files:
+    finding none there would say nothing.
+    """
+    gitfiles.files_format(common)
+    files = []
+    for root, _dirs, names in os.walk(os.path.join(common, "logs")):
+        files += [os.path.join(root, n) for n in names]
+    for admin in gitfiles.worktree_admin_dirs(common):
+        if os.path.realpath(admin) != os.path.realpath(skip):
+            files.append(os.path.join(admin, "logs", "HEAD"))
+    return sorted(files)
+
 
 @dataclass(frozen=True, slots=True)
 class ReflogOnly:
@@ -22,7 +92,7 @@ class ReflogOnly:
 
 def head_reflog_only(git: Runner, common: Path, admin: str, *, heads: Sequence[str]) -> ReflogOnly:
     """What the ``HEAD`` reflog of registration ``admin`` alone keeps reachable from the
-    tips it shows left behind (:func:`gitfiles.reflog_left_behind`: what a checkout moved
+    tips it shows left behind (:func:`reflog_left_behind`: what a checkout moved
     away from, and HEAD itself; not what an amend, a rebase or a reset replaced).
 
     Not kept elsewhere means: no ref under refs/, none of ``heads`` (the other
@@ -35,10 +105,10 @@ def head_reflog_only(git: Runner, common: Path, admin: str, *, heads: Sequence[s
     """
     fmt = gitfiles.repo_format(str(common))
     if fmt.reftable:
-        mine = gitfiles.reflog_left_behind(_own_head_reflog(git, fmt, admin))
+        mine = reflog_left_behind(_own_head_reflog(git, fmt, admin))
     else:
         log = os.path.join(admin, "logs", "HEAD")
-        mine = gitfiles.reflog_left_behind(gitfiles.reflog_file_entries(log, fmt))
+        mine = reflog_left_behind(reflog_file_entries(log, fmt))
     held = [h for h in heads if not gitfiles.is_null_id(h)]
     if set(mine) <= set(held):
         # Nothing left behind but a HEAD some checkout has now (a worktree that
@@ -52,10 +122,10 @@ def head_reflog_only(git: Runner, common: Path, admin: str, *, heads: Sequence[s
         logs = list(reflogs(git, fmt, [n for n in others if n != head_reflog_name(admin)]).values())
         read_by_git: tuple[str, ...] = ("--single-worktree", "--reflog")
     else:
-        files = gitfiles.reflog_files(str(common), skip=admin)
-        logs = [gitfiles.reflog_file_entries(f, fmt) for f in files]
+        files = reflog_files(str(common), skip=admin)
+        logs = [reflog_file_entries(f, fmt) for f in files]
         read_by_git = ()
-    kept = [*(c for entries in logs for c in gitfiles.reflog_commits(entries)), *held]
+    kept = [*(c for entries in logs for c in reflog_commits(entries)), *held]
     if not read_by_git and set(mine) <= set(kept):
         # Every tip it left is named elsewhere too (a worktree that only ever
         # worked on its branch: the branch's reflog has each): no rev-list needed.
@@ -132,9 +202,7 @@ def head_reflog_name(admin: str) -> str:
     return f"worktrees/{os.path.basename(admin)}/HEAD"
 
 
-def reflogs(
-    git: Runner, fmt: gitfiles.RepoFormat, names: Sequence[str]
-) -> dict[str, list[gitfiles.Entry]]:
+def reflogs(git: Runner, fmt: gitfiles.RepoFormat, names: Sequence[str]) -> dict[str, list[Entry]]:
     """The entries of each reflog ``names`` names, oldest first, as git reads them (one
     process): for a reftable, which keeps no reflog file to read.
 
@@ -177,7 +245,7 @@ def _walk_reflogs(git: Runner, names: Sequence[str]) -> dict[str, _Walk]:
     return printed
 
 
-def _entries(fmt: gitfiles.RepoFormat, walk: _Walk) -> list[gitfiles.Entry]:
+def _entries(fmt: gitfiles.RepoFormat, walk: _Walk) -> list[Entry]:
     entries = []
     for n in sorted(walk, reverse=True):  # oldest first
         new, why = walk[n]
@@ -189,13 +257,13 @@ def _entries(fmt: gitfiles.RepoFormat, walk: _Walk) -> list[gitfiles.Entry]:
 
 def _checkout_left(fmt: gitfiles.RepoFormat, why: str) -> str | None:
     """The commit a checkout's reflog message names as where HEAD was: a detached HEAD's id."""
-    if not why.startswith(gitfiles.CHECKOUT_MOVED):
+    if not why.startswith(CHECKOUT_MOVED):
         return None
-    where = why.removeprefix(gitfiles.CHECKOUT_MOVED).partition(" ")[0]
+    where = why.removeprefix(CHECKOUT_MOVED).partition(" ")[0]
     return where if fmt.is_id(where) else None
 
 
-def _own_head_reflog(git: Runner, fmt: gitfiles.RepoFormat, admin: str) -> list[gitfiles.Entry]:
+def _own_head_reflog(git: Runner, fmt: gitfiles.RepoFormat, admin: str) -> list[Entry]:
     """:func:`reflogs` of the HEAD reflog of registration ``admin``, with the old id of its
     oldest entry asked of git when that entry is a checkout that left a branch: once an
     expiry dropped the entries before it, what it left may be kept by it alone.
@@ -211,7 +279,7 @@ def _own_head_reflog(git: Runner, fmt: gitfiles.RepoFormat, admin: str) -> list[
             raise DanglingHead(target)
         raise GitError(["git", "log", "-g", name], 128, f"git printed no entry of {name}")
     entries = _entries(fmt, walk)
-    if not entries or not entries[0][2].startswith(gitfiles.CHECKOUT_MOVED):
+    if not entries or not entries[0][2].startswith(CHECKOUT_MOVED):
         return entries
     if not gitfiles.is_null_id(entries[0][0]):
         return entries  # the message names it
