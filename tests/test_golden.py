@@ -6,8 +6,10 @@ stderr in full (``helpers.golden`` says what is normalised: the temporary direct
 ids, the pid, today's date). ``pytest tests/test_golden.py --update-golden`` rewrites them
 all; review the diff as you would a change of wording.
 
-What is pinned where (other tests assert a phrase of the same outputs and say what they check;
-these pin the rest):
+What is pinned where. The tests of each command (test_init, test_new, test_worktrees,
+test_status, test_phases, test_next, test_record, test_teardown, test_unshipped, test_cleanup,
+test_snapshot, test_sweep, test_doctor, test_hook, test_cli) still assert the phrase each is
+about; the whole outputs of these scenarios are pinned here:
 
 - init (text, --json, a second run): ``init``; new in one repo (text, --json): ``new-one-repo``;
   new plus worktrees in three repos, then worktrees again (reused, --json): ``new-three-repos``;
@@ -21,7 +23,7 @@ these pin the rest):
   ``hook-session-start``;
 - pr-cleanup --dry-run (text, --json) and pr-cleanup after a merge, gh faked:
   ``pr-cleanup-merged``; teardown --force then restore, text and --json: ``restore``;
-- sweep (--dry-run, then for real, then nothing left): ``sweep``; doctor of a healthy topic
+- sweep (--dry-run, then for real, then again: only what it keeps): ``sweep``; doctor of a healthy topic
   and of one whose worktree vanished: ``doctor``;
 - --help of the top level, of every group and of every command: ``help``;
 - bad input (exit 2), text and its --json envelope: ``usage-error``.
