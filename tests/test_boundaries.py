@@ -391,16 +391,6 @@ def test_no_module_outside_the_git_package_writes_a_git_command():
     assert written == []
 
 
-def test_no_module_of_the_git_package_outgrows_one_concept():
-    # A module past 700 lines holds more than one git concept: split it by concept.
-    sizes = {
-        p.name: len(p.read_text(encoding="utf-8").splitlines())
-        for p in (ROUTER / "git").glob("*.py")
-    }
-    assert {name: n for name, n in sizes.items() if n > 700} == {}
-    assert "run.py" in sizes and "files.py" in sizes  # the check reads the package
-
-
 # -- sizes: modules, functions ----------------------------------------------------------
 
 MAX_MODULE_LINES = 700
