@@ -873,6 +873,52 @@ def test_a_worktree_add_killed_mid_checkout_of_a_secondary_is_rolled_back_and_ma
     assert not list((api / ".git/worktrees").glob("*/*.lock"))
 
 
+# Killed while undoing its own add (a SIGKILL right after the SIGTERM, as a
+# service manager sends them): git had removed the registration and some of the
+# files it wrote; the rest stay at the topic's path, which no registration names.
+_UNDO_CUT_SHORT = (
+    'for a; do [ "$prev" = "--" ] && [ -z "$wt" ] && wt="$a"; prev="$a"; done\n'
+    'rm -rf "$(sed -n \'s/^gitdir: //p\' "$wt/.git")"\n'
+    'rm -f "$wt/README.md"'
+)
+
+
+def _kill_undoing_add(repo: Path, tmp_path: Path, then: str = ""):
+    env = git_killer(tmp_path / "killer-bin", "worktree add", f"{_UNDO_CUT_SHORT}\n{then}")
+    return run(*NEW, cwd=repo, env=env, new_group=True)
+
+
+def test_an_add_killed_while_undoing_itself_is_cleared_from_the_record_and_made_again(
+    home_repo, tmp_path
+):
+    _with_two_files(home_repo)
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_undoing_add(home_repo, tmp_path)
+    assert killed.code == KILLED, killed.err
+    assert (wt / "src/app.py").is_file() and worktree_paths(home_repo) == [str(home_repo)]
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created", again.json  # never a path-taken fallback
+    assert any("no registration" in w for w in again.json["warnings"]), again.json
+    assert status(wt) == "" and (wt / "README.md").read_text() == "# web\n"
+    assert (wt / "src/app.py").read_text() == "app = 1\n"
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
+    assert status(home_repo) == ""
+
+
+def test_a_file_of_someone_else_in_an_add_killed_while_undoing_itself_is_kept(home_repo, tmp_path):
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_undoing_add(home_repo, tmp_path, 'echo mine > "$wt/notes.txt"')
+    assert killed.code == KILLED, killed.err
+
+    again = run(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "fallback", again.json
+    assert any("path-taken" in w for w in again.json["warnings"]), again.json
+    assert (wt / "notes.txt").read_text() == "mine\n"  # nothing of it was removed
+
+
 def test_a_half_made_worktree_a_live_process_still_uses_is_refused_and_kept(home_repo, tmp_path):
     _with_two_files(home_repo)
     wt = home_repo / ".claude/worktrees" / NEW_ID

@@ -777,7 +777,7 @@ class _Pipeline:
             # a taken path must be detected (atomically) before git runs.
             self.path.mkdir()
         except FileExistsError:
-            if not self._our_empty_claim():
+            if not (self._our_empty_claim() or self._our_cut_short_undo()):
                 raise _Failed(ErrorCode.PATH_TAKEN, self._blocker_message()) from None
             # The killed run's claim is this run's now: a rollback (which also
             # forgets the claim) must not leave an empty directory that a rerun
@@ -803,6 +803,39 @@ class _Pipeline:
             and not self.path.is_symlink()
             and not any(self.path.iterdir())
         )
+
+    def _our_cut_short_undo(self) -> bool:
+        """Empty our path of what a killed run's ``git worktree add`` left unregistered; True when done.
+
+        git stopped by a signal undoes its add: the registration first, then the
+        files it wrote. Killed in the middle of that (a SIGKILL right after the
+        SIGTERM, as a service manager sends them), it leaves part of its checkout
+        at our path with no registration naming it. The record is the journal
+        that says it is ours: our claim, and no finished add. Only git's own
+        files may be there (its checkout of the branch, its ``.git`` file), and
+        no process may still use them; anything else keeps the path taken.
+        """
+        record = self.record
+        if record is None or not record.creating or "add" in record.steps:
+            return False
+        if not self.path.is_dir() or _symlink_in(self.path, self.repo.primary):
+            return False
+        if g.registration_of(str(self.repo.common_dir), str(self.path)) is not None:
+            return False
+        tip = self.commits[self._branch_ref] or record.base_commit
+        if tip is None or self._not_ours(tip) is not None:
+            return False
+        if self._work_in_half_made(tip) is not None or self._in_use() is not None:
+            return False
+        import shutil  # lazy, like every undo's
+
+        shutil.rmtree(self.path)
+        self.path.mkdir()
+        self.warnings.append(
+            f"{self.job.name}: removed what a killed run's `git worktree add` left at "
+            f"{self.path} (git's own files, no registration) and created the worktree again"
+        )
+        return True
 
     def _blocker_message(self) -> str:
         kind = (
