@@ -408,7 +408,6 @@ OVERSIZED_MODULES: frozenset[str] = frozenset(
         "create/pipeline.py",
         "teardown/snapshot.py",
         "topic/state.py",
-        "demo.py",
     }
 )
 LONG_FUNCTIONS: frozenset[str] = frozenset(

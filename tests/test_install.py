@@ -82,7 +82,7 @@ def test_wheel_carries_skills_agents_templates_plugin_and_teardown_example(wheel
     assert "router/_share/.claude-plugin/plugin.json" in names
     assert "router/_share/.claude-plugin/marketplace.json" in names
     assert "router/_share/hooks/hooks.json" in names
-    assert "router/demo.py" in names
+    assert "router/demo/walk.py" in names
 
 
 def _run_installed(installed: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -1,176 +1,43 @@
-"""``demo``: one topic across three throw-away repos, from ``new`` to a lossless teardown.
-
-The demo runs the real commands in-process (exactly the code a user runs) on
-repositories it builds in its own temporary directory, checks that each one
-did what the pipeline expects, and narrates the run. It needs nothing set up:
-the git processes it starts get a demo identity from the environment, and the
-user's own git configuration is neither read nor written.
-"""
+"""The demo's walk: one topic from ``new`` to a lossless teardown, each step checked and narrated."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import io
 import json
 import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from router import git as gitmod
-from router.errors import ErrorCode, Refusal, RouterError
+from router.demo.inprocess import invoke
+from router.demo.scenario import (
+    CHANGES,
+    DEFAULT_BRANCH,
+    DESCRIPTION,
+    DIRTY_FILE,
+    PREVIEW_DIR,
+    REPOS,
+    FixtureRepo,
+    demo_env,
+    topic_name,
+    write_file,
+)
+from router.demo.trace import DemoFailed, DemoResult, Step
+from router.errors import ErrorCode, RouterError
 from router.names import parse_id
 from router.plandir.templates import render
-
-DESCRIPTION = "Billing page shows the plan"
-DIRTY_FILE = "draft-notes.txt"
-DEFAULT_BRANCH = "main"
-PREVIEW_DIR = ".cache/preview-{branch}"  # what api's .teamteardown removes
-TEAMTEARDOWN = (
-    "# Drop the preview database a branch provisioned.\n"
-    'rm -rf "$TEAM_REPO_ROOT/.cache/preview-$TEAM_BRANCH"\n'
-)
-
-# Set for every git process of the demo (the CLI's included), restored afterwards.
-# The global and system config are kept out: a commit.gpgsign or core.hooksPath
-# there would make the throw-away commits prompt or fail on the user's machine.
-_DEMO_ENV = {
-    "GIT_AUTHOR_NAME": "team-router demo",
-    "GIT_AUTHOR_EMAIL": "demo@team-router.invalid",
-    "GIT_COMMITTER_NAME": "team-router demo",
-    "GIT_COMMITTER_EMAIL": "demo@team-router.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class FixtureRepo:
-    name: str
-    role: str
-    files: tuple[tuple[str, str], ...]  # (path, content) of the first commit
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One commit the IMPLEMENT phase makes in a repo's worktree."""
-
-    repo: str
-    path: str
-    content: str
-    message: str
-
-
-REPOS = (
-    FixtureRepo(
-        "web",
-        "the billing UI",
-        (
-            (
-                "src/billing.js",
-                "export function billingPage(customer) {\n  return `<h1>${customer.name}</h1>`;\n}\n",
-            ),
-        ),
-    ),
-    FixtureRepo(
-        "api",
-        "the customer endpoints",
-        (
-            (
-                "app/customers.py",
-                'def customer(customer_id):\n    return {"id": customer_id, "name": "Ada"}\n',
-            ),
-            (".gitignore", ".cache/\n"),
-            (".teamteardown", TEAMTEARDOWN),
-        ),
-    ),
-    FixtureRepo(
-        "shared-types",
-        "the types both sides import",
-        (("index.ts", "export interface Customer {\n  id: string;\n  name: string;\n}\n"),),
-    ),
-)
-
-CHANGES = (
-    Change(
-        "api",
-        "app/customers.py",
-        'def customer(customer_id):\n    return {"id": customer_id, "name": "Ada", "plan": "Pro"}\n',
-        "Return the customer's plan",
-    ),
-    Change(
-        "web",
-        "src/billing.js",
-        "export function billingPage(customer) {\n"
-        "  return `<h1>${customer.name}</h1><p>Plan: ${customer.plan}</p>`;\n}\n",
-        "Show the plan name on the billing page",
-    ),
-)
-
-
-def topic_name(directory: str) -> str:
-    """A fixture repo's name in the topic, as every command reports it (the home repo: ``home``)."""
-    return "home" if directory == REPOS[0].name else directory
-
-
-# -- the trace --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    title: str
-    narration: tuple[str, ...]
-    command: str | None = None  # the command line as a user would type it
-    cwd: str | None = None
-    exit: int | None = None
-    result: dict[str, Any] | None = None  # the command's own JSON
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "command": self.command,
-            "cwd": self.cwd,
-            "exit": self.exit,
-            "result": self.result,
-            "narration": list(self.narration),
-        }
-
-
-@dataclass(slots=True)
-class DemoResult:
-    root: Path
-    topic_id: str
-    kept: bool
-    steps: list[Step]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dir": str(self.root),
-            "kept": self.kept,
-            "id": self.topic_id,
-            "steps": [s.to_json() for s in self.steps],
-        }
-
-
-class DemoFailed(Refusal):
-    """A step did not do what the pipeline expects (exit 1, ``demo-failed``)."""
-
-
-# -- entry point --------------------------------------------------------------------
 
 
 def run_demo(*, base: Path | None, keep: bool, say: Callable[[str], None]) -> DemoResult:
     """Build the repos under ``base`` (default: the temp dir), walk the topic, clean up."""
     root = _make_root(base)
-    demo = _Demo(root, say)
+    demo = Walk(root, say)
     try:
-        with _demo_env():
+        with demo_env():
             demo.run()
     except DemoFailed as exc:
         exc.details.update(
@@ -203,53 +70,7 @@ def temp_base() -> str:
     return os.environ.get("TMPDIR", "").rstrip("/") or "/tmp"
 
 
-@contextlib.contextmanager
-def _demo_env() -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in _DEMO_ENV}
-    os.environ.update(_DEMO_ENV)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def invoke(argv: list[str]) -> tuple[int, str, str]:
-    """Run team-router in-process on ``argv``; exit code, stdout, stderr.
-
-    stdin is empty (not a terminal), so no command can wait for an answer.
-    """
-    from router.entry import main as run
-
-    out, err = io.StringIO(), io.StringIO()
-    with (
-        contextlib.redirect_stdout(out),
-        contextlib.redirect_stderr(err),
-        _stdin(io.StringIO("")),
-    ):
-        code = run(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
-@contextlib.contextmanager
-def _stdin(stream: io.StringIO) -> Iterator[None]:
-    import sys
-
-    saved = sys.stdin
-    sys.stdin = stream
-    try:
-        yield
-    finally:
-        sys.stdin = saved
-
-
-# -- the walk -----------------------------------------------------------------------
-
-
-class _Demo:
+class Walk:
     def __init__(self, root: Path, say: Callable[[str], None]) -> None:
         self.root = root
         self.workspace = root / "workspace"
@@ -390,9 +211,9 @@ class _Demo:
     def _build_repo(self, repo: FixtureRepo) -> str:
         path = self.workspace / repo.name
         git = gitmod.init_repo(path, branch=DEFAULT_BRANCH)
-        _write(path / "README.md", render("demo/README.md.j2", name=repo.name, role=repo.role))
+        write_file(path / "README.md", render("demo/README.md.j2", name=repo.name, role=repo.role))
         for rel, content in repo.files:
-            _write(path / rel, content)
+            write_file(path / rel, content)
         sha = gitmod.commit_all(git, f"Start {repo.name}")
         bare = self.origins / f"{repo.name}.git"
         gitmod.init_repo(bare, branch=DEFAULT_BRANCH, bare=True)
@@ -437,7 +258,7 @@ class _Demo:
         text = render(
             f"artifacts/{name}.j2", topic=parse_id(self.topic_id).topic, date=self.date, **context
         )
-        _write(self.plan_dir / name, text)
+        write_file(self.plan_dir / name, text)
         return name
 
     def _question(self) -> None:
@@ -581,7 +402,7 @@ class _Demo:
         lines = []
         for change in CHANGES:
             worktree = self.worktrees[change.repo]
-            _write(worktree / change.path, change.content)
+            write_file(worktree / change.path, change.content)
             sha = gitmod.commit_all(gitmod.Git(worktree), change.message)
             lines.append(f"{topic_name(change.repo)}: commit {sha[:8]} {change.message}")
         dirty = [r.name for r in REPOS if gitmod.Git(self.workspace / r.name).status().dirty]
@@ -607,7 +428,7 @@ class _Demo:
     def _provision(self) -> None:
         title = "Local state: what the work provisioned outside git"
         preview = self._preview_dir()
-        _write(preview / "db.sqlite", "preview data\n")
+        write_file(preview / "db.sqlite", "preview data\n")
         scratch = Path(tempfile.mkdtemp(prefix="team-router-demo-scratch-", dir=temp_base()))
         self.temp_paths.append(scratch)
         payload, record = self._cli(title, "web", ["record", "temp", self.topic_id, str(scratch)])
@@ -644,7 +465,7 @@ class _Demo:
     def _refused_teardown(self) -> None:
         title = "Teardown refuses while a worktree holds uncommitted work"
         dirty = self.worktrees["shared-types"] / DIRTY_FILE
-        _write(dirty, "notes nobody committed\n")
+        write_file(dirty, "notes nobody committed\n")
         payload, record = self._cli(
             title,
             "web",
@@ -699,8 +520,3 @@ class _Demo:
             )
         lines.append("no worktree, branch or plan dir of the topic is left")
         record(lines)
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
