@@ -39,7 +39,7 @@ SIGHUP, SIGINT, SIGTERM = 1, 2, 15
 SIGNALS = (SIGINT, SIGTERM, SIGHUP)
 
 # How the detail of a unit of work (a step, a repo's restore, a repair) a signal
-# stopped or kept from starting begins: "not done" keeps it out of what a record counts as done.
+# stopped or kept from starting begins: its words (a step says it typed, ``NotDone``).
 NOT_DONE = "not done: interrupted"
 
 _received = 0  # the first of SIGNALS this command received (0: none)

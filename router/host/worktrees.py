@@ -22,8 +22,7 @@ from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, ErrorCode, Refusal, RouterError, error_json
 from router.names import parse_id
 from router.progress import Echo
-from router.teardown.snapshot import SNAPSHOT_PREFIX
-from router.teardown.steps import name_some, torn_down
+from router.teardown.steps import Step, name_some, torn_down
 from router.teardown.sweep import SweepResult
 from router.topic import state
 from router.topic.discovery import PLANS_DIR
@@ -272,11 +271,11 @@ def _tear_down(
     if os.path.isdir(path):
         # Teardown left the worktree (on another branch, say): it is kept, whatever else went.
         why = next(
-            (s.detail for r in done.repos for s in r.steps if s.name == "remove"),
+            (s.detail for r in done.repos for s in r.steps if s.name == Step.REMOVE),
             "teardown did not remove it",
         )
         return dataclasses.replace(kept(why, warnings), swept=swept)
-    snapshots = [s.detail for r in done.repos for s in r.steps if SNAPSHOT_PREFIX in s.detail]
+    snapshots = [s.detail for r in done.repos for s in r.steps if s.snapshot]
     if snapshots:
         detail = (
             f"removed after a snapshot ({'; '.join(snapshots)}); "

@@ -40,6 +40,7 @@ from router.teardown.steps import (
     Decision,
     Outcome,
     Proof,
+    Step,
     StepResult,
     StepRun,
     TopicRef,
@@ -870,7 +871,7 @@ class CleanupOptions:
 
 # A PR that gh failed to close does not hold the git part back: deleting the
 # branch on origin closes it on GitHub's side anyway, and the failure is reported.
-CLEANUP_GUARDING = frozenset({"remove", "snapshot", "branch"})
+CLEANUP_GUARDING = frozenset({Step.REMOVE, Step.SNAPSHOT, Step.BRANCH})
 
 
 def run_steps(
@@ -893,35 +894,35 @@ def run_steps(
     # Read before the worktree (and the pr.md in its plan dir) goes.
     shipped = run_shipped(repo, found)
     if abandon:
-        run.decide("close-prs", lambda: _decide_close(hub, closing, closed), guarded=False)
-    run.decide("remove", lambda: _cleanup_remove(repo, found, force=abandon, warnings=warnings))
+        run.decide(Step.CLOSE_PRS, lambda: _decide_close(hub, closing, closed), guarded=False)
+    run.decide(Step.REMOVE, lambda: _cleanup_remove(repo, found, force=abandon, warnings=warnings))
     # A run's artifacts a late writer put back where the worktree was: a shipped run's go,
     # an abandoned run's go into a snapshot first, any other run's are kept.
     ran = frozenset({found.topic_id}) if shipped and found.topic_id else frozenset()
     runs = Runs(repo.primary, ran, abandon)
-    run.decide("verify-gone", lambda: _cleanup_verify_gone(repo, found, runs))
+    run.decide(Step.VERIFY_GONE, lambda: _cleanup_verify_gone(repo, found, runs))
     if not abandon:
-        run.decide("update-default", lambda: _cleanup_update(repo, found), guarded=False)
+        run.decide(Step.UPDATE_DEFAULT, lambda: _cleanup_update(repo, found), guarded=False)
     else:
-        run.decide("snapshot", lambda: _decide_snapshot(repo, found))
-    run.decide("branch", lambda: _cleanup_branch(repo, found, force=abandon, evidence=evidence))
-    gone = run.decide("remote-branch", lambda: _remote_decision(repo, found, opts, evidence))
+        run.decide(Step.SNAPSHOT, lambda: _decide_snapshot(repo, found))
+    run.decide(Step.BRANCH, lambda: _cleanup_branch(repo, found, force=abandon, evidence=evidence))
+    gone = run.decide(Step.REMOTE_BRANCH, lambda: _remote_decision(repo, found, opts, evidence))
     if abandon:
-        run.decide("stack", lambda: _decide_stack(repo, found, opts, closing, hub))
+        run.decide(Step.STACK, lambda: _decide_stack(repo, found, opts, closing, hub))
     remote_gone = _remote_gone(found, gone)
-    run.decide("prune", lambda: _decide_prune(repo, found.branch, remote_gone))
-    run.decide("reclaim", lambda: _decide_reclaim(repo, opts))
+    run.decide(Step.PRUNE, lambda: _decide_prune(repo, found.branch, remote_gone))
+    run.decide(Step.RECLAIM, lambda: _decide_reclaim(repo, opts))
     run.decide(
-        "plan-dir",
+        Step.PLAN_DIR,
         lambda: (
             plan_dir_decision(
                 repo, found.topic_id, force=abandon, shipped=shipped, again="pr-cleanup"
             )
             if found.topic_id
-            else settled(skipped("plan-dir", f"{found.branch} is not a topic id: no plan dir"))
+            else settled(skipped(Step.PLAN_DIR, f"{found.branch} is not a topic id: no plan dir"))
         ),
     )
-    run.decide("local-state", lambda: _cleanup_local_state(repo, found, opts))
+    run.decide(Step.LOCAL_STATE, lambda: _cleanup_local_state(repo, found, opts))
     return run.steps, closed
 
 
@@ -937,11 +938,11 @@ def _decide_close(
     closed: list[dict[str, object]],
 ) -> Decision:
     if isinstance(hub, Unavailable) or closing is None:
-        return settled(skipped("close-prs", f"{_no_pr_list(hub)}: no PR can be closed"))
+        return settled(skipped(Step.CLOSE_PRS, f"{_no_pr_list(hub)}: no PR can be closed"))
     if not closing:
-        return settled(done("close-prs", "no open PR for this branch (already closed, or none)"))
+        return settled(done(Step.CLOSE_PRS, "no open PR for this branch (already closed, or none)"))
     names = ", ".join(f"#{p.number}" for p in closing)
-    return acting(lambda: _close_prs(hub, closing, closed), "close-prs", f"close {names}")
+    return acting(lambda: _close_prs(hub, closing, closed), Step.CLOSE_PRS, f"close {names}")
 
 
 def _no_pr_list(hub: GitHub | Unavailable) -> str:
@@ -966,16 +967,18 @@ def _close_prs(
             )
     names = ", ".join(f"#{p.number}" for p in closing)
     if bad:
-        return failed("close-prs", f"closing {names}: could not close {'; '.join(bad)}")
-    return done("close-prs", f"closed {names} (children before parents)")
+        return failed(Step.CLOSE_PRS, f"closing {names}: could not close {'; '.join(bad)}")
+    return done(Step.CLOSE_PRS, f"closed {names} (children before parents)")
 
 
 def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> Decision:
     if found.kept_worktree:
-        return settled(skipped("remove", found.kept_worktree))
+        return settled(skipped(Step.REMOVE, found.kept_worktree))
     path = found.worktree_path
     if path is None:
-        return settled(done("remove", f"no worktree has {found.branch} checked out: already gone"))
+        return settled(
+            done(Step.REMOVE, f"no worktree has {found.branch} checked out: already gone")
+        )
     copied = _copied_note(repo, found)
     topic = topic_ref(found.topic_id, found.record)
 
@@ -995,7 +998,7 @@ def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[st
         blocker = finish_blocker(repo, path, started, again="pr-cleanup")
         if blocker is not None:
             return settled(blocker)
-        return acting(remove, "remove", f"finish removing {path} (its removal was interrupted)")
+        return acting(remove, Step.REMOVE, f"finish removing {path} (its removal was interrupted)")
     # Another tool's lock refuses the removal (the act checks it again): decided here, so the
     # plan says so as the run does.
     locked = (
@@ -1009,18 +1012,18 @@ def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[st
     in_worktree = [a for a in run_at_stake(repo, found) if a.checkout == path]
     if force and in_worktree:
         how = f"force-remove (after a snapshot holding {snapshot_note(in_worktree)})"
-    return acting(remove, "remove", f"{how} {path}" + (f"; {copied}" if copied else ""))
+    return acting(remove, Step.REMOVE, f"{how} {path}" + (f"; {copied}" if copied else ""))
 
 
 def _cleanup_verify_gone(repo: Repo, found: Survey, runs: Runs) -> Decision:
     if found.kept_worktree:
-        return settled(skipped("verify-gone", "the worktree is kept"))
+        return settled(skipped(Step.VERIFY_GONE, "the worktree is kept"))
     path = found.worktree_path
     if path is None:
-        return settled(done("verify-gone", "no worktree to re-check"))
+        return settled(done(Step.VERIFY_GONE, "no worktree to re-check"))
     return acting(
         lambda: verify_gone(repo, path, runs, again="pr-cleanup"),
-        "verify-gone",
+        Step.VERIFY_GONE,
         f"re-check that {path} is gone",
     )
 
@@ -1034,10 +1037,10 @@ def _cleanup_update(repo: Repo, found: Survey) -> Decision:
 
 def _decide_snapshot(repo: Repo, found: Survey) -> Decision:
     if found.tip is None:
-        return settled(done("snapshot", f"{found.branch} is already gone: nothing to keep"))
+        return settled(done(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep"))
     return acting(
         lambda: _snapshot_branch(repo, found),
-        "snapshot",
+        Step.SNAPSHOT,
         f"keep {found.branch}'s tip in a snapshot ref",
     )
 
@@ -1046,12 +1049,12 @@ def _cleanup_branch(
     repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
 ) -> Decision:
     if found.kept_branch:
-        return settled(skipped("branch", found.kept_branch))
+        return settled(skipped(Step.BRANCH, found.kept_branch))
     if found.tip is None:
-        return settled(done("branch", f"{found.branch} is already gone"))
+        return settled(done(Step.BRANCH, f"{found.branch} is already gone"))
     return acting(
         lambda: _delete_local(repo, found, force=force, evidence=evidence),
-        "branch",
+        Step.BRANCH,
         f"delete {found.branch}",
     )
 
@@ -1069,23 +1072,23 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
 
     tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.tip else None
     if tip is None:
-        return done("snapshot", f"{found.branch} is already gone: nothing to keep")
+        return done(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep")
     snap = read_snapshot(repo.git, found.branch)
     if not covers(repo.git, snap, tip):
         try:
             snap = snapshot_branch(repo, found.branch, tip)
         except SnapshotFailed as exc:
-            return refused("snapshot", exc.code, f"{exc.message}; {found.branch} is kept")
-    return done("snapshot", f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
+            return refused(Step.SNAPSHOT, exc.code, f"{exc.message}; {found.branch} is kept")
+    return done(Step.SNAPSHOT, f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
 
 
 def _delete_local(
     repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
 ) -> StepResult:
     if found.kept_branch:
-        return skipped("branch", found.kept_branch)
+        return skipped(Step.BRANCH, found.kept_branch)
     if found.branch not in repo.git.local_branches():
-        return done("branch", f"{found.branch} is already gone")
+        return done(Step.BRANCH, f"{found.branch} is already gone")
     if evidence is not None and evidence.content is not None and evidence.at_merge_commit:
         return _delete_proven_at_merge_commit(repo, found, evidence)
     result, _ = delete_branch(repo, found.branch, found.default, force=force)
@@ -1097,15 +1100,15 @@ def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence
     now = repo.git.rev_parse(f"refs/heads/{found.branch}")
     if now != evidence.subject:
         return refused(
-            "branch",
+            Step.BRANCH,
             ErrorCode.NOT_MERGED,
             f"{found.branch} moved to {(now or '')[:12]} after the proof; kept",
         )
     try:
         repo.git.branch_delete(found.branch)
     except GitError as exc:
-        return git_failed("branch", f"git branch -D {found.branch} failed", exc)
-    return done("branch", f"deleted {found.branch} ({evidence.content.detail})")  # type: ignore[union-attr]
+        return git_failed(Step.BRANCH, f"git branch -D {found.branch} failed", exc)
+    return done(Step.BRANCH, f"deleted {found.branch} ({evidence.content.detail})")  # type: ignore[union-attr]
 
 
 def _delete_remote(
@@ -1118,7 +1121,7 @@ def _remote_decision(
     repo: Repo, found: Survey, opts: CleanupOptions, evidence: Evidence | None
 ) -> Decision:
     """Whether origin's branch goes: only on request (or abandoning), and only when nothing is lost."""
-    name = "remote-branch"
+    name = Step.REMOTE_BRANCH
     if not found.remote_known:
         return settled(
             skipped(name, f"origin could not be asked ({found.remote_error}): not touched")
@@ -1176,13 +1179,13 @@ def _decide_stack(
     heads = _stacked_heads(found, closing, hub)
     if heads is None:
         return settled(
-            skipped("stack", "gh could not list the stacked PRs: no other branch is deleted")
+            skipped(Step.STACK, "gh could not list the stacked PRs: no other branch is deleted")
         )
     if not heads:
-        return settled(done("stack", "no branch is stacked on this one"))
+        return settled(done(Step.STACK, "no branch is stacked on this one"))
     return acting(
         lambda: _abandon_stack(repo, heads, found, opts),
-        "stack",
+        Step.STACK,
         f"snapshot and delete {', '.join(heads)} here and on origin",
     )
 
@@ -1204,12 +1207,12 @@ def _abandon_stack(
         names += f" ({', '.join(gone)} already gone)"
     if kept:
         return refused(
-            "stack",
+            Step.STACK,
             ErrorCode.STACK_KEPT,
             f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
         )
     return done(
-        "stack",
+        Step.STACK,
         f"deleted {names} here and on origin (each tip kept in its snapshot ref)",
     )
 
@@ -1275,7 +1278,7 @@ def _remote_gone(found: Survey, result: StepResult) -> bool | None:
 
 def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None) -> Decision:
     """teardown's ``prune_origin``, once origin (asked directly) has no such branch."""
-    name = "prune"
+    name = Step.PRUNE
     tracking = f"refs/remotes/origin/{branch}"
     if remote_gone is None:
         return settled(skipped(name, "origin could not be asked: not pruned"))
@@ -1299,7 +1302,7 @@ def _decide_reclaim(repo: Repo, opts: CleanupOptions) -> Decision:
     if not opts.reclaim:
         return settled(
             skipped(
-                "reclaim",
+                Step.RECLAIM,
                 "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)",
             )
         )
@@ -1307,7 +1310,7 @@ def _decide_reclaim(repo: Repo, opts: CleanupOptions) -> Decision:
     if working:
         return settled(
             refused(
-                "reclaim",
+                Step.RECLAIM,
                 ErrorCode.HELD,
                 f"{working}; `git gc --prune=now` could delete the objects a git there is "
                 "writing (a commit under way, on no branch yet), so nothing was expired: run "
@@ -1320,11 +1323,11 @@ def _decide_reclaim(repo: Repo, opts: CleanupOptions) -> Decision:
             g.reflog_expire_unreachable(repo.git)
             g.gc_prune_now(repo.git)
         except GitError as exc:
-            return failed("reclaim", f"reclaiming space failed ({exc.first_line})", exc.code)
-        return done("reclaim", "expired unreachable reflog entries and ran git gc --prune=now")
+            return failed(Step.RECLAIM, f"reclaiming space failed ({exc.first_line})", exc.code)
+        return done(Step.RECLAIM, "expired unreachable reflog entries and ran git gc --prune=now")
 
     return acting(
-        reclaim, "reclaim", "expire unreachable reflog entries and run git gc --prune=now"
+        reclaim, Step.RECLAIM, "expire unreachable reflog entries and run git gc --prune=now"
     )
 
 
@@ -1385,14 +1388,14 @@ def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Dec
     ):
         return settled(
             done(
-                "local-state",
+                Step.LOCAL_STATE,
                 "already ran in an earlier teardown or cleanup of this topic "
                 f"(`team-router local-state {found.topic_id}` runs it again)",
             )
         )
     if found.record is None and not found.anything_left(repo):
         return settled(
-            done("local-state", f"nothing of {found.branch} was left: already cleaned up")
+            done(Step.LOCAL_STATE, f"nothing of {found.branch} was left: already cleaned up")
         )
     job = LocalStateJob(
         # The repo's name in its topic, as teardown prints it; a branch of no topic
@@ -1415,22 +1418,15 @@ def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Dec
             mark_done(
                 repo.common_dir,
                 found.topic_id,
-                "local-state",
+                Step.LOCAL_STATE,
                 repo_name=found.record.repo,
                 branch=found.branch,
             )
         if result.outcome is Outcome.SKIPPED:
-            return done("local-state", result.detail)
+            return done(Step.LOCAL_STATE, result.detail)
         return result
 
     return Decision(act=lambda: local_state(False), plan=lambda: local_state(True))
-
-
-def _finished(step: StepResult) -> bool:
-    """Done, or skipped for good (a reused checkout or branch kept): teardown's rule."""
-    return step.outcome is Outcome.DONE or (
-        step.outcome is Outcome.SKIPPED and not step.detail.startswith("not done")
-    )
 
 
 def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
@@ -1442,7 +1438,7 @@ def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
     record = found.record
     if record is not None and _checkout_recreated(found):
         record = dataclasses.replace(record, teardown=None)  # forgotten: another run's marks
-    return left_earlier(record, "update-default", why)
+    return left_earlier(record, Step.UPDATE_DEFAULT, why)
 
 
 def begin(repo: Repo, found: Survey, mode: Mode) -> None:
@@ -1471,7 +1467,7 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
     """
     if found.topic_id is None or found.record is None:
         return
-    finished = {s.name for s in steps if s.name in TEARDOWN_STEPS and _finished(s)}
+    finished = {s.name for s in steps if s.name in TEARDOWN_STEPS and s.finished}
     ok = not any(s.blocks for s in steps)
     left = [s.name for s in steps if s.left_to_user]
 

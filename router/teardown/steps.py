@@ -69,21 +69,42 @@ from router.topic.removal import began, delete_judged, described, journal, unjud
 from router.topic.state import REMOVING, Picking
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, find_worktree
 
+
+class Step(StrEnum):
+    """The steps of teardown (DESIGN §9, in their order) and pr-cleanup's own."""
+
+    INTEGRATE = "integrate"
+    REMOVE = "remove"
+    BRANCH = "branch"
+    VERIFY_GONE = "verify-gone"
+    UPDATE_DEFAULT = "update-default"
+    PLAN_DIR = "plan-dir"
+    SWEEP = "sweep"
+    LOCAL_STATE = "local-state"
+    # pr-cleanup's
+    CLOSE_PRS = "close-prs"
+    SNAPSHOT = "snapshot"
+    REMOTE_BRANCH = "remote-branch"
+    STACK = "stack"
+    PRUNE = "prune"
+    RECLAIM = "reclaim"
+
+
 STEPS = (
-    "integrate",
-    "remove",
-    "branch",
-    "verify-gone",
-    "update-default",
-    "plan-dir",
-    "sweep",
-    "local-state",
+    Step.INTEGRATE,
+    Step.REMOVE,
+    Step.BRANCH,
+    Step.VERIFY_GONE,
+    Step.UPDATE_DEFAULT,
+    Step.PLAN_DIR,
+    Step.SWEEP,
+    Step.LOCAL_STATE,
 )
 # Steps whose stop is the user's to resolve, never a failure of the command: a
 # default branch that cannot move is reported and left as it was (DESIGN §9, §11).
-LEFT_TO_USER = frozenset({"update-default"})
+LEFT_TO_USER = frozenset({Step.UPDATE_DEFAULT})
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
-# How the detail of a step a signal stopped begins ("not done" keeps it out of the record's done steps).
+# How the detail of a step a signal stopped begins (its words; ``NotDone.INTERRUPTED`` says it).
 INTERRUPTED_STEP = interrupt.NOT_DONE
 
 
@@ -94,12 +115,32 @@ class Outcome(StrEnum):
     FAILED = "failed"
 
 
+class NotDone(StrEnum):
+    """Why a step that had work to do did not do it: a rerun does it, so the record does not
+    count it among the done steps (a step skipped for good, as already done or kept, has none)."""
+
+    INTERRUPTED = "interrupted"  # a signal stopped the run before or during the step
+    HELD_BACK = "held-back"  # a guarding step before it stopped
+    REFUSED = "refused"  # the teardown was refused as a whole: nothing was removed
+    LEFT = "left"  # an earlier run left it to the user, who has not finished it yet
+
+
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    name: str
+    name: Step
     outcome: Outcome
     detail: str
     code: ErrorCode | None = None  # the refusal's error code (dirty-worktree, conflict, ...)
+    not_done: NotDone | None = None  # why it had work left that it did not do
+    # The snapshot ref (refs/team-router/snapshots/...) holding the work the step removed, if any.
+    snapshot: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """Done, or skipped for good (already done, kept): the record counts it done."""
+        return self.outcome is Outcome.DONE or (
+            self.outcome is Outcome.SKIPPED and self.not_done is None
+        )
 
     @property
     def stopped(self) -> bool:
@@ -169,7 +210,7 @@ def stopped_at(steps: Iterable[StepResult]) -> str | None:
     What is done is named, the step it stopped at (and every one after it) is left.
     """
     steps = list(steps)
-    at = next((n for n, s in enumerate(steps) if s.detail.startswith(INTERRUPTED_STEP)), None)
+    at = next((n for n, s in enumerate(steps) if s.not_done is NotDone.INTERRUPTED), None)
     if at is None:
         return None
     finished = [s.name for s in steps[:at] if s.outcome is Outcome.DONE]
@@ -205,29 +246,39 @@ def settled(result: StepResult) -> Decision:
 
 
 def acting(
-    act: Callable[[], StepResult], name: str, what: str, outcome: Outcome = Outcome.DONE
+    act: Callable[[], StepResult], name: Step, what: str, outcome: Outcome = Outcome.DONE
 ) -> Decision:
     """A step that acts: the real run calls ``act``; the dry run says it ``would {what}``."""
     return Decision(act=act, plan=lambda: StepResult(name, outcome, f"would {what}"))
 
 
-def done(name: str, detail: str) -> StepResult:
+def not_done(result: StepResult, why: NotDone) -> StepResult:
+    """``result``, marked as work a rerun still does (``why``)."""
+    return dataclasses.replace(result, not_done=why)
+
+
+def done(name: Step, detail: str) -> StepResult:
     return StepResult(name, Outcome.DONE, detail)
 
 
-def skipped(name: str, detail: str) -> StepResult:
+def done_with(name: Step, detail: str, snap: Snapshot | None) -> StepResult:
+    """Done, naming the snapshot ref (if any) that holds the work the step removed."""
+    return StepResult(name, Outcome.DONE, detail, snapshot=snap.ref if snap else "")
+
+
+def skipped(name: Step, detail: str) -> StepResult:
     return StepResult(name, Outcome.SKIPPED, detail)
 
 
-def refused(name: str, code: ErrorCode, detail: str) -> StepResult:
+def refused(name: Step, code: ErrorCode, detail: str) -> StepResult:
     return StepResult(name, Outcome.REFUSED, detail, code)
 
 
-def failed(name: str, detail: str, code: ErrorCode | None = None) -> StepResult:
+def failed(name: Step, detail: str, code: ErrorCode | None = None) -> StepResult:
     return StepResult(name, Outcome.FAILED, detail, code)
 
 
-def git_failed(name: str, what: str, exc: GitError) -> StepResult:
+def git_failed(name: Step, what: str, exc: GitError) -> StepResult:
     """A step git could not do; a git lock file in the way is named with its fix (``git-locked``)."""
     return failed(name, f"{what}: {exc.first_line}", exc.code)
 
@@ -474,7 +525,7 @@ def integrate_commits(
     ``committer_known``: ``git var`` named a committer earlier in this command
     (the plan asks once per repo; the pick reports a missing one anyway).
     """
-    name = "integrate"
+    name = Step.INTEGRATE
     tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
         return skipped(name, f"branch {branch} is gone: nothing to integrate")
@@ -667,7 +718,7 @@ def _left_behind(repo: Repo, path: str) -> bool:
 
 def no_identity(repo: Repo, exc: GitError) -> StepResult:
     return refused(
-        "integrate",
+        Step.INTEGRATE,
         ErrorCode.NO_IDENTITY,
         f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
         "so nothing was cherry-picked; set one with "
@@ -761,7 +812,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
             # with nothing left to pick would finish and leave it in the
             # primary), nor called someone else's. The mark stays.
             return refused(
-                "integrate",
+                Step.INTEGRATE,
                 ErrorCode.PRIMARY_BUSY,
                 f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
                 "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
@@ -775,7 +826,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         foreign, residue = _sort_changes(repo, pick, status)
         if foreign:
             return refused(
-                "integrate",
+                Step.INTEGRATE,
                 ErrorCode.PRIMARY_BUSY,
                 f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
                 f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
@@ -790,7 +841,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     set_mark(repo, topic, INTEGRATING, None, branch=branch)
     what = "; ".join(undone) or "nothing was left half-done"
     return done(
-        "integrate",
+        Step.INTEGRATE,
         f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
         f"{what}; its commits are judged again",
     )
@@ -814,7 +865,7 @@ def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:
 def _pick_locked(repo: Repo, pick: Picking, doing: str, error: GitError) -> StepResult:
     """The refusal naming the lock that stopped git ``doing`` (undoing, ending) our killed pick."""
     return refused(
-        "integrate",
+        Step.INTEGRATE,
         error.code,
         f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
         f"interrupted, and {doing} it stopped: {error.first_line}",
@@ -837,7 +888,7 @@ def _pick_still_running(repo: Repo) -> StepResult | None:
     if not held:
         return None
     return refused(
-        "integrate",
+        Step.INTEGRATE,
         ErrorCode.GIT_LOCKED,
         f"{repo.primary}: a git still holds {name_some(sorted(held))}; wait for it to finish "
         "(if no git command is running there, remove the lock), then run teardown again",
@@ -938,7 +989,7 @@ def remove_worktree(
     run again. The artifacts of a run that has not shipped (the topic's plan
     dir, which git ignores) refuse unless ``force``, which snapshots them.
     """
-    name = "remove"
+    name = Step.REMOVE
     entries = entries if entries is not None else repo.git.worktree_list()
     if path is None:
         return skipped(name, "no worktree recorded"), None
@@ -1051,7 +1102,7 @@ def remove_worktree(
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     if snap and unshipped_here:
         kept += f", {snapshot_note(unshipped_here)} included"
-    return done(name, f"removed {path}{kept}{gone}"), snap
+    return done_with(name, f"removed {path}{kept}{gone}", snap), snap
 
 
 def _locked_again(
@@ -1097,9 +1148,9 @@ def _remove_with_submodules(
         if _began(repo, path, removal):
             return _finish_after(repo, path, removal, topic, branch, exc, again)
         _unmark_removal(repo, topic, branch)
-        return failed("remove", f"git worktree remove --force {path} failed: {exc.first_line}")
+        return failed(Step.REMOVE, f"git worktree remove --force {path} failed: {exc.first_line}")
     _unmark_removal(repo, topic, branch)
-    return done("remove", f"removed {path}{gone}")
+    return done(Step.REMOVE, f"removed {path}{gone}")
 
 
 def nested_blocker(
@@ -1107,7 +1158,7 @@ def nested_blocker(
     nested: tuple[NestedRepo, ...],
     *,
     again: str = "teardown",
-    step: str = "remove",
+    step: Step = Step.REMOVE,
     what: str = "the worktree",
 ) -> StepResult | None:
     """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own.
@@ -1163,7 +1214,7 @@ def removal_interrupted(path: Path, exc: GitError, again: str = "teardown") -> S
     # git was killed mid-removal (Ctrl-C reaches it too): the journal stays, so the
     # rerun finishes the half-deleted worktree instead of reading it as work.
     return failed(
-        "remove",
+        Step.REMOVE,
         f"git worktree remove {path} was interrupted ({exc.first_line}); "
         f"run {again} again to finish the removal",
     )
@@ -1230,7 +1281,7 @@ def _finish_after(
         repo, path, removal, topic, branch, registered=registered, again=again, first=True
     )
     if result.outcome is Outcome.DONE:
-        return done("remove", f"removed {path} (git worktree remove stopped: {exc.first_line})")
+        return done(Step.REMOVE, f"removed {path} (git worktree remove stopped: {exc.first_line})")
     return result
 
 
@@ -1254,7 +1305,7 @@ def finish_removal(
     content of what is left) so the rerun finishes once the cause is gone.
     ``first``: the removal stopped in this very run (no "interrupted" to tell).
     """
-    name = "remove"
+    name = Step.REMOVE
     blocker = finish_blocker(repo, path, removal, again=again)
     if blocker is not None:
         return blocker
@@ -1292,7 +1343,7 @@ def finish_blocker(
     newer = unjudged(path, removal) if os.path.isdir(path) else []
     if newer:
         return refused(
-            "remove",
+            Step.REMOVE,
             ErrorCode.REMOVAL_INTERRUPTED,
             f"removing {path} was interrupted, and {name_some(newer)} were written there since "
             f"(they are not what the removal judged): kept; move them out of {path}, then run "
@@ -1405,7 +1456,7 @@ def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> Ste
     if unmounted is None:
         return None
     return refused(
-        "remove",
+        Step.REMOVE,
         ErrorCode.NOT_MOUNTED,
         f"{path} is not there because its filesystem is not mounted ({unmounted.why}); "
         f"kept: mount it at {unmounted.point}, then run {again} again (if it is "
@@ -1418,14 +1469,16 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
     if worktreelock.locked_by_other(entry):
         why = f" ({entry.lock_reason})" if entry.lock_reason else ""
         return refused(
-            "remove", ErrorCode.LOCKED_WORKTREE, f"{path} is locked{why}; unlock it or pass --force"
+            Step.REMOVE,
+            ErrorCode.LOCKED_WORKTREE,
+            f"{path} is locked{why}; unlock it or pass --force",
         )
     if status.dirty:
         hidden = any(p.startswith(f"{PLANS_DIR}/") for p in status.untracked)
         # git status does not list them (our info/exclude line): a plain `git add` skips them.
         add = f" (`git add -f` those under {PLANS_DIR}/)" if hidden else ""
         return refused(
-            "remove",
+            Step.REMOVE,
             ErrorCode.DIRTY_WORKTREE,
             f"{path} has {describe_dirt(status)}; commit them{add}, or pass --force to snapshot "
             "and remove",
@@ -1517,7 +1570,7 @@ def reflog_blocker(
         why = exc.first_line if isinstance(exc, GitError) else str(exc)
         fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
         return refused(
-            "remove",
+            Step.REMOVE,
             ErrorCode.UNINTEGRATED_COMMITS,
             f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({why}): {fix}, "
             f"then run {again} again",
@@ -1526,7 +1579,7 @@ def reflog_blocker(
         return None
     shown = ", ".join(c[:12] for c in only.tips[:5])
     return refused(
-        "remove",
+        Step.REMOVE,
         ErrorCode.UNINTEGRATED_COMMITS,
         f"the HEAD reflog of {path} is the only record of {only.count} commit(s) (a detached "
         f"HEAD's work, left behind; newest first: {shown}): `git -C {path} branch <name> "
@@ -1540,7 +1593,7 @@ def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> 
     a process in a checkout. --force does not override it (it snapshots files, and no
     snapshot keeps an editor's buffers): closing the process is the fix that loses nothing."""
     return refused(
-        "remove",
+        Step.REMOVE,
         ErrorCode.HELD,
         f"{path} is in use by {', '.join(users)} (its working directory or an open file is "
         "there): removing the worktree would pull the directory out from under it; close it "
@@ -1595,7 +1648,7 @@ def delete_branch(
     the branch still points at that tip; ``config`` the repo's config as read
     with it (for the ``branch.<name>`` section the deletion drops).
     """
-    name = "branch"
+    name = Step.BRANCH
     if known is not None and config is not None and default is not None:
         judged = _delete_judged(repo, branch, default, known, config)
         if judged is not None:
@@ -1635,7 +1688,7 @@ def delete_branch(
                 name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"
             ), snap
         return git_failed(name, f"git branch -D {branch} failed", exc), snap
-    return done(name, f"deleted {branch} ({why})"), snap
+    return done_with(name, f"deleted {branch} ({why})", snap), snap
 
 
 def _delete_judged(
@@ -1663,7 +1716,7 @@ def _delete_judged(
     why = found.reason(default.name)
     # Config already read says whether there is a section: no process when there is none.
     left = repo.git.drop_branch_config(branch) if config.has_section(f"branch.{branch}") else ""
-    return done("branch", f"deleted {branch} ({why}){left}")
+    return done(Step.BRANCH, f"deleted {branch} ({why}){left}")
 
 
 # -- step 4: verify-gone ---------------------------------------------------------
@@ -1677,7 +1730,7 @@ def verify_gone(
     ``runs``: as for the sweep, what lets a run's artifacts in it go (by
     default, only a shipped run's); ``again``: the command a refusal names.
     """
-    name = "verify-gone"
+    name = Step.VERIFY_GONE
     runs = runs or Runs(repo.primary)
     if path is None:
         return skipped(name, "no worktree recorded")
@@ -1714,12 +1767,12 @@ def _came_back(kept: Kept, again: str) -> StepResult:
     """verify-gone's refusal of a path that came back holding what is not residue."""
     if kept.reason is SweepVerdict.UNSHIPPED:
         return refused(
-            "verify-gone",
+            Step.VERIFY_GONE,
             ErrorCode.UNSHIPPED_RUN,
             f"{kept.path} came back; {residue_message(list(kept.runs), command=again)}",
         )
     return refused(
-        "verify-gone",
+        Step.VERIFY_GONE,
         ErrorCode.RESIDUE_KEPT,
         f"{kept.path} came back ({kept.reason}: {name_some(kept.files)}): kept for you to look at",
     )
@@ -1781,7 +1834,7 @@ def update_decision(
     still pulled). ``fetched``: this command fetched origin at all (a
     teardown's dry run does not): the words say which tip was judged.
     """
-    name = "update-default"
+    name = Step.UPDATE_DEFAULT
     if default is None:
         return settled(skipped(name, "the default branch is unknown: nothing to update"))
     behind = left_behind(repo, default) if known is None else None
@@ -1846,7 +1899,7 @@ def _following(repo: Repo, paths: list[str], after: Decision) -> Decision:
             g.submodule_update(repo.git, paths)
         except GitError as exc:
             return skipped(
-                "update-default",
+                Step.UPDATE_DEFAULT,
                 f"git submodule update failed ({exc.first_line}), so {names} show as changed "
                 f"in {repo.primary} and it was not updated: run `git submodule update` there",
             )
@@ -1880,7 +1933,7 @@ def left_behind(
 
 def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool) -> StepResult:
     """Bring the default branch in the (clean, checked-out) primary clone up to origin's."""
-    name = "update-default"
+    name = Step.UPDATE_DEFAULT
     moved = g.fast_forward(repo.git, default.remote_ref) if fresh and default.remote_ref else None
     if moved is g.FastForward.CURRENT:
         return done(
@@ -1922,7 +1975,7 @@ def _planned_pull(
     repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, as_fetched: str
 ) -> StepResult:
     """What :func:`_pull_default` would do, read from the refs as they are (a dry run)."""
-    name = "update-default"
+    name = Step.UPDATE_DEFAULT
     local, remote = default.local_ref, default.remote_ref
     mode = "--rebase" if rebase else "--ff-only"
     if local is None or remote is None or not fresh:
@@ -1964,7 +2017,7 @@ def _own_commits(repo: Repo, default: DefaultBranch) -> int:
         return 0
 
 
-def left_earlier(record: state.TopicRecord | None, name: str, why: str) -> StepResult | None:
+def left_earlier(record: state.TopicRecord | None, name: Step, why: str) -> StepResult | None:
     """``name`` when an earlier run left it to the user (its record says so): not tried again.
 
     Tried again it would fail the same way (the default branch has not moved
@@ -1974,7 +2027,7 @@ def left_earlier(record: state.TopicRecord | None, name: str, why: str) -> StepR
     mark = record.teardown if record is not None else None
     if mark is None or name not in mark.left:
         return None
-    return skipped(name, f"not done: left to you by an earlier run: {why}")
+    return not_done(skipped(name, f"not done: left to you by an earlier run: {why}"), NotDone.LEFT)
 
 
 def diverged(repo: Repo, default: DefaultBranch, own: int) -> str:
@@ -2042,7 +2095,7 @@ def plan_dir_decision(
     their own snapshot ref; ``shipped``: the command found the run's ``pr.md``
     before (in its worktree, gone by now); ``again`` is the command a refusal names.
     """
-    name = "plan-dir"
+    name = Step.PLAN_DIR
     rel = Path(PLANS_DIR, topic_id)
     path = repo.primary / rel
     if not os.path.lexists(path):
@@ -2137,9 +2190,9 @@ def sweep_step(
     where = repo.primary / WORKTREES_DIR
     if result.failed:
         paths = name_some(str(p) for p, _ in result.failed)
-        return failed("sweep", f"could not remove residue: {paths}"), result
+        return failed(Step.SWEEP, f"could not remove residue: {paths}"), result
     if result.no_residue:
-        return skipped("sweep", f"no residue under {where}"), result
+        return skipped(Step.SWEEP, f"no residue under {where}"), result
     would = "would " if dry_run else ""
     parts = []
     if result.swept:
@@ -2156,8 +2209,8 @@ def sweep_step(
         )
     if result.unshipped:
         why = residue_message(result.unshipped, command="teardown")
-        return refused("sweep", ErrorCode.UNSHIPPED_RUN, "; ".join([why, *parts])), result
-    return done("sweep", "; ".join(parts)), result
+        return refused(Step.SWEEP, ErrorCode.UNSHIPPED_RUN, "; ".join([why, *parts])), result
+    return done(Step.SWEEP, "; ".join(parts)), result
 
 
 # -- step 8: local-state ------------------------------------------------------------
@@ -2175,12 +2228,13 @@ def local_state_step(
     if report.interrupted:
         # "not done": the record does not count it, so a rerun runs the step again.
         signal = interrupt.name(interrupt.received() or interrupt.SIGINT)
-        return skipped("local-state", f"{INTERRUPTED_STEP} ({signal}): {report.summary()}"), report
+        stopped = skipped(Step.LOCAL_STATE, f"{INTERRUPTED_STEP} ({signal}): {report.summary()}")
+        return not_done(stopped, NotDone.INTERRUPTED), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
-        return skipped("local-state", report.summary()), report
+        return skipped(Step.LOCAL_STATE, report.summary()), report
     return StepResult(
-        "local-state", outcome, f"{'would run: ' if dry_run else ''}{report.summary()}"
+        Step.LOCAL_STATE, outcome, f"{'would run: ' if dry_run else ''}{report.summary()}"
     ), report
 
 
@@ -2240,7 +2294,7 @@ class StepRun:
     outcome, never a traceback.
     """
 
-    guarding: frozenset[str]
+    guarding: frozenset[Step]
     crash_seam: bool = False  # call state.crash_point before each step (teardown's steps)
     steps: list[StepResult] = field(default_factory=list)
     held: StepResult | None = None
@@ -2250,16 +2304,16 @@ class StepRun:
 
     @property
     def interrupted(self) -> bool:
-        return any(s.detail.startswith(INTERRUPTED_STEP) for s in self.steps)
+        return any(s.not_done is NotDone.INTERRUPTED for s in self.steps)
 
     def decide(
-        self, name: str, decision: Callable[[], Decision], *, guarded: bool = True
+        self, name: Step, decision: Callable[[], Decision], *, guarded: bool = True
     ) -> StepResult:
         """Run step ``name`` as ``decision`` decides it: acted on, or (dry run) reported."""
         return self.step(name, lambda: decision().resolve(dry_run=self.dry_run), guarded=guarded)
 
     def step(
-        self, name: str, action: Callable[[], StepResult], *, guarded: bool = True
+        self, name: Step, action: Callable[[], StepResult], *, guarded: bool = True
     ) -> StepResult:
         if self.crash_seam and not self.dry_run:
             state.crash_point(name)
@@ -2267,16 +2321,22 @@ class StepRun:
         # stops at its next git call: what it did is as a kill would leave it.
         result = interrupt.unless_stopped(
             lambda: self._attempt(name, action, guarded=guarded),
-            lambda why, started: (failed if started else skipped)(name, why),
+            lambda why, started: not_done(
+                (failed if started else skipped)(name, why), NotDone.INTERRUPTED
+            ),
         )
         self.steps.append(result)
         if self.held is None and result.stopped and name in self.guarding:
             self.held = result
         return result
 
-    def _attempt(self, name: str, action: Callable[[], StepResult], *, guarded: bool) -> StepResult:
+    def _attempt(
+        self, name: Step, action: Callable[[], StepResult], *, guarded: bool
+    ) -> StepResult:
         if guarded and self.held is not None:
-            return skipped(name, f"not done: {self.held.name} {self.held.outcome}")
+            return not_done(
+                skipped(name, f"not done: {self.held.name} {self.held.outcome}"), NotDone.HELD_BACK
+            )
         try:
             return action()
         except GitError as exc:

@@ -57,7 +57,9 @@ from router.teardown.steps import (
     STEPS,
     Decision,
     Integration,
+    NotDone,
     Outcome,
+    Step,
     StepResult,
     StepRun,
     TopicRef,
@@ -83,6 +85,7 @@ from router.teardown.steps import (
     name_some,
     nested_blocker,
     no_identity,
+    not_done,
     pending_pick,
     plan_dir_decision,
     primary_busy,
@@ -215,7 +218,7 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else describe_io(exc)
         code = exc.code if isinstance(exc, GitError) else ErrorCode.IO_ERROR
-        blocker = refused("integrate", code, f"{target.name}: checking the repo failed: {what}")
+        blocker = refused(Step.INTEGRATE, code, f"{target.name}: checking the repo failed: {what}")
         return RepoPlan(target, checked=False, blockers=(blocker,))
 
 
@@ -397,7 +400,7 @@ def _plan_dir_blockers(
     if not dirs or opts.force:
         return tuple(dirs), []
     why = unshipped_message(topic_id, dirs, command="teardown")
-    return tuple(dirs), [refused("plan-dir", ErrorCode.UNSHIPPED_RUN, why)]
+    return tuple(dirs), [refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, why)]
 
 
 def _at_origin(default: DefaultBranch | None, refs: Mapping[str, str]) -> bool:
@@ -456,7 +459,7 @@ def _plan_blockers(
     if plan.tip is not None and plan.default is None and not opts.force:
         found.append(
             refused(
-                "integrate",
+                Step.INTEGRATE,
                 ErrorCode.NO_DEFAULT_BRANCH,
                 f"{repo.primary}: cannot tell the default branch",
             )
@@ -469,7 +472,7 @@ def _plan_blockers(
         if busy:
             found.append(
                 refused(
-                    "integrate",
+                    Step.INTEGRATE,
                     ErrorCode.PRIMARY_BUSY,
                     f"cannot cherry-pick in {repo.primary}: {busy}",
                 )
@@ -480,7 +483,7 @@ def _plan_blockers(
         # A kept branch keeps its commits: nothing to refuse.
         found.append(
             refused(
-                "integrate",
+                Step.INTEGRATE,
                 ErrorCode.UNINTEGRATED_COMMITS,
                 f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
                 f"{name_some(c[:12] for c in missing)}; {_ways_out(repo, plan)}",
@@ -514,7 +517,7 @@ def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[Ste
         return []
     return [
         refused(
-            "remove",
+            Step.REMOVE,
             ErrorCode.UNINTEGRATED_COMMITS,
             f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
             "put them on a branch, or pass --force to snapshot them",
@@ -565,7 +568,7 @@ class TeardownReport:
 
 
 # A stopped step of these holds back the guarded steps after it (what it guards stays).
-GUARDING = frozenset({"integrate", "remove", "branch"})
+GUARDING = frozenset({Step.INTEGRATE, Step.REMOVE, Step.BRANCH})
 
 
 def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
@@ -630,7 +633,7 @@ def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -
     teardown leaves it, not another repo's worktree still half there.
     """
     plan, repo = begun.plan, begun.repo
-    begun.runner.decide("local-state", lambda: _decide_local_state(begun, scope, opts))
+    begun.runner.decide(Step.LOCAL_STATE, lambda: _decide_local_state(begun, scope, opts))
     report = TeardownReport(
         plan.target.name, plan.worktree, tuple(begun.runner.steps), begun.sweep, begun.local
     )
@@ -659,7 +662,7 @@ def _earlier(plan: RepoPlan) -> state.TopicRecord | None:
 
 def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
-    name, branch = "integrate", plan.target.branch
+    name, branch = Step.INTEGRATE, plan.target.branch
     if plan.tip is None:
         return settled(skipped(name, f"branch {branch} is gone: nothing to integrate"))
     if plan.kept_branch and not opts.integrate:
@@ -713,7 +716,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
 
 def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
-    name, worktree = "remove", plan.worktree
+    name, worktree = Step.REMOVE, plan.worktree
     if worktree is None:
         return settled(skipped(name, "no worktree recorded"))
     if plan.on_primary:
@@ -757,7 +760,7 @@ def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
 
 def _decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
-    name, branch = "branch", plan.target.branch
+    name, branch = Step.BRANCH, plan.target.branch
     if plan.kept_branch:
         return settled(skipped(name, plan.kept_branch))
     if plan.tip is None:
@@ -774,7 +777,7 @@ def _decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
     # every missing commit of the plan's tip is now on the default branch. Either
     # is used only while the branch still points at the plan's tip (delete_branch
     # reads the tip again: another process may have moved the branch since).
-    picked = run.outcome("integrate") is Outcome.DONE
+    picked = run.outcome(Step.INTEGRATE) is Outcome.DONE
     found = Integration(None, ()) if picked else plan.found
     known = (plan.tip, found) if found else None
 
@@ -800,7 +803,7 @@ def _still_checked_out(run: RepoRun) -> int | None:
     """Which checkout of the plan's worktree list (0: the primary) still has the branch once
     the remove step has done its part; None: none."""
     plan = run.plan
-    removed = plan.worktree if run.outcome("remove") is Outcome.DONE else None
+    removed = plan.worktree if run.outcome(Step.REMOVE) is Outcome.DONE else None
     for index, entry in enumerate(plan.entries):
         if entry.branch != plan.target.branch:
             continue
@@ -812,7 +815,7 @@ def _still_checked_out(run: RepoRun) -> int | None:
 
 def _decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
-    name, worktree = "verify-gone", plan.worktree
+    name, worktree = Step.VERIFY_GONE, plan.worktree
     if worktree is None:
         return settled(skipped(name, "no worktree recorded"))
     if plan.kept_worktree:
@@ -831,7 +834,7 @@ def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
     plan, repo = run.plan, run.repo
     left = left_earlier(
         _earlier(plan),
-        "update-default",
+        Step.UPDATE_DEFAULT,
         f"the default branch could not be updated in {repo.primary}; update it yourself",
     )
     if left is not None:
@@ -840,7 +843,7 @@ def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
         repo,
         plan.default,
         has_origin=plan.has_origin,
-        known=_after_pick(repo, plan, picked=run.outcome("integrate") is Outcome.DONE),
+        known=_after_pick(repo, plan, picked=run.outcome(Step.INTEGRATE) is Outcome.DONE),
         at_origin=plan.default_at_origin,
         fresh=plan.reachable,
         fetched=not opts.dry_run,
@@ -856,7 +859,7 @@ def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
 
 def _decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     if not run.plan.target.is_home:
-        return settled(skipped("plan-dir", "home repo only"))
+        return settled(skipped(Step.PLAN_DIR, "home repo only"))
     return plan_dir_decision(run.repo, scope.id, force=opts.force, shipped=run.plan.shipped)
 
 
@@ -865,7 +868,7 @@ def _decide_sweep(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
     # A dry run's remove step has not taken the worktree yet (one a kill left
     # half-removed is no registered worktree), nor its verify-gone step the directory a late
     # writer made where the worktree was: not residue, it goes first, as in the real run.
-    goes = Outcome.DONE in (run.outcome("remove"), run.outcome("verify-gone"))
+    goes = Outcome.DONE in (run.outcome(Step.REMOVE), run.outcome(Step.VERIFY_GONE))
     leaving = (plan.worktree,) if plan.worktree is not None and goes else ()
 
     runs = _runs(run, scope, opts)
@@ -890,7 +893,7 @@ def _decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) 
     target = plan.target
     # Read now (another run may just have run it), unless the topic was created again.
     if not _recreated(plan) and local_state_ran(repo.common_dir, scope.id):
-        return settled(skipped("local-state", LOCAL_STATE_RAN.format(id=scope.id)))
+        return settled(skipped(Step.LOCAL_STATE, LOCAL_STATE_RAN.format(id=scope.id)))
     job = _local_job(repo, target, plan, scope, opts)
 
     def plan_it() -> StepResult:
@@ -905,28 +908,28 @@ def _decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) 
         # this point) must not run the lines again. This run reports the
         # failure; `team-router local-state` is how to run them again on purpose.
         mark_done(
-            repo.common_dir, scope.id, "local-state", repo_name=target.name, branch=target.branch
+            repo.common_dir, scope.id, Step.LOCAL_STATE, repo_name=target.name, branch=target.branch
         )
         return result
 
     return Decision(act=run_it, plan=plan_it)
 
 
-_GIT_STEPS: tuple[tuple[str, Decide, bool], ...] = (
-    ("integrate", _decide_integrate, False),
-    ("remove", _decide_remove, True),
-    ("branch", _decide_branch, True),
-    ("verify-gone", _decide_verify_gone, True),
-    ("update-default", _decide_update, False),
-    ("plan-dir", _decide_plan_dir, True),
-    ("sweep", _decide_sweep, False),
+_GIT_STEPS: tuple[tuple[Step, Decide, bool], ...] = (
+    (Step.INTEGRATE, _decide_integrate, False),
+    (Step.REMOVE, _decide_remove, True),
+    (Step.BRANCH, _decide_branch, True),
+    (Step.VERIFY_GONE, _decide_verify_gone, True),
+    (Step.UPDATE_DEFAULT, _decide_update, False),
+    (Step.PLAN_DIR, _decide_plan_dir, True),
+    (Step.SWEEP, _decide_sweep, False),
 )
 
 
 def _kept_integrate(plan: RepoPlan) -> StepResult:
     missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
     return skipped(
-        "integrate",
+        Step.INTEGRATE,
         f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
         if missing
         else f"nothing to integrate: {plan.target.branch} is kept",
@@ -989,12 +992,7 @@ def _record_teardown(
     repo: Repo, target: RepoTarget, scope: TopicScope, report: TeardownReport
 ) -> None:
     """Keep the record, marked torn down, so a second run knows the topic and exits 0."""
-    finished = [
-        s.name
-        for s in report.steps
-        if s.outcome is Outcome.DONE
-        or (s.outcome is Outcome.SKIPPED and not s.detail.startswith("not done"))
-    ]
+    finished = [s.name for s in report.steps if s.finished]
     complete = report.ok and not report.interrupted
     left = [s.name for s in report.steps if s.left_to_user]
 
@@ -1213,7 +1211,7 @@ def _with_holders(
         note = f"--force: tearing {scope.id} down although {who} still holds it"
         return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
     blocker = refused(
-        "remove", ErrorCode.HELD, f"{scope.id} is held by {who}; release it or pass --force"
+        Step.REMOVE, ErrorCode.HELD, f"{scope.id} is held by {who}; release it or pass --force"
     )
     home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]
@@ -1299,10 +1297,10 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
         if blocker is not None:
             return blocker
         if step.outcome is Outcome.SKIPPED and not plan.checked:
-            return skipped(step.name, f"not done: {why}")
+            return not_done(skipped(step.name, f"not done: {why}"), NotDone.REFUSED)
         if step.outcome is Outcome.SKIPPED:
             return step
-        return skipped(step.name, f"not done: {why}: {step.detail}")
+        return not_done(skipped(step.name, f"not done: {why}: {step.detail}"), NotDone.REFUSED)
 
     steps = tuple(map(refused_step, planned))
     return TeardownReport(plan.target.name, plan.worktree, steps, planned=planned)
