@@ -34,7 +34,7 @@ def main() -> int:
             [*team_router(), "phase", "--json"], cwd=home, stdin="", runs=args.runs
         )
         data = json.loads(out)
-        if (data["id"], data["resume_at"], data["step"]) != (topic_id, "IMPLEMENT", "slices"):
+        if (data["id"], data["resume_at"], data["step"]) != (topic_id, "IMPLEMENT", "tests"):
             raise SystemExit(f"unexpected answer: {data}")
     finally:
         cleanup(root)

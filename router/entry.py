@@ -1,9 +1,9 @@
-"""The console entry point: the early paths, then the typer app.
+"""The console entry point: every argument list goes to :func:`router.cli.main.run`.
 
 The session-start hook runs at the start of every agent session, and agents
-run ``phase``, ``next``, ``status``, ``new``, ``worktrees`` and ``teardown``
-in every pipeline: none of them pays for importing typer (or anything else
-the full CLI needs) in the forms :func:`router.cli.early.early_command` takes.
+run ``phase``, ``next`` and ``status`` at every phase: the one reader of the
+declarations (router/cli/spec.py) is small, and a command imports only its own
+module, so none of them pays for what it does not use.
 """
 
 from __future__ import annotations
@@ -38,24 +38,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: list[str]) -> int:
-    from router.cli.commands import OWNER
-    from router.cli.parse import command_words
+    # Every command, help and usage error: one reading of the declarations in
+    # router/cli/spec.py, and the one module the command names.
+    from router.cli.main import run
 
-    words = command_words(args)
-    if not words or words[0] not in OWNER:
-        # Every command declared in router/cli/spec.py, help and usage errors: one reading.
-        from router.cli.main import run
-
-        return run(args)
-    from router.cli.early import early_command, run_early
-
-    early = early_command(args)
-    if early is not None:
-        # The commands agents run in every pipeline: the same answer without typer.
-        return run_early(early)
-    from router.cli.app import run_app
-
-    return run_app(args)
+    return run(args)
 
 
 def _interrupted(signum: int = SIGINT) -> int:

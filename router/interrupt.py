@@ -53,8 +53,8 @@ class Stopped(BaseException):
 
     A BaseException, as KeyboardInterrupt is, so that no ``except Exception``
     (nor ``except GitError``, which reads a failure as an answer) swallows
-    it. Not a KeyboardInterrupt: typer turns one raised in a command into a
-    silent exit 130, which would hide what was done and the signal's own code.
+    it. Not a KeyboardInterrupt: a command's handling of Ctrl-C must not catch
+    a SIGTERM or SIGHUP, whose exit codes differ (128 + the signal's number).
     """
 
     def __init__(self, signum: int) -> None:

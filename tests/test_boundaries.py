@@ -67,24 +67,6 @@ def test_the_cli_layer_runs_no_git():
         assert not imported, f"{path} imports the git boundary directly: {imported}"
 
 
-def test_the_command_owner_map_matches_what_the_modules_register():
-    import typer
-
-    from router.cli import app as cli
-    from router.cli.commands import MODULES, OWNER
-
-    cli._register()
-    group = typer.main.get_command(cli.app)
-    assert sorted(group.commands) == sorted(OWNER)
-    assert set(OWNER.values()) == set(MODULES)
-    import importlib
-
-    for name, module in OWNER.items():
-        mod = importlib.import_module(f"router.cli.{module}")
-        source = Path(mod.__file__).read_text(encoding="utf-8")
-        assert f'"{name}"' in source, f"{name} is not registered by router/cli/{module}.py"
-
-
 # -- one meaning per name, and no import cycle ----------------------------------------
 
 # ``TYPE_CHECKING = False`` is Python's own idiom (mypy and ruff read it by name) for the

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
-
-import typer
 
 from router import interrupt
-from router.cli.app import (
-    DryRun,
-    JsonFlag,
-    LineTimeout,
-    RemoveReused,
-    WaitOption,
-    app,
-    cwd_of,
-    emit,
-)
-from router.cli.early import CLI_DEFAULT_LINE_TIMEOUT, CLI_DEFAULT_WAIT, step_lines
-from router.cli.output import line_echo
+from router.cli.output import emit_result, line_echo
+from router.cli.teardown import step_lines
 from router.errors import RouterError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> bool | None:
@@ -30,58 +21,41 @@ def _confirm(target: str | None, abandon: bool, yes: bool, dry_run: bool) -> boo
     if not sys.stdin.isatty():
         return None  # never prompt when stdin is not a terminal
     what = target or "the checked-out branch"
-    return typer.confirm(
+    return _ask(
         f"Abandon {what}: close its PR(s), force-remove its worktree (after a snapshot) and delete "
-        "the branch here and on origin?",
-        default=False,
-        err=True,
+        "the branch here and on origin?"
     )
 
 
-@app.command("pr-cleanup")
-def pr_cleanup_cmd(
-    ctx: typer.Context,
-    target: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[TARGET]",
-            help="PR number, PR URL, or branch; default: the branch checked out here.",
-        ),
-    ] = None,
-    abandon: Annotated[
-        bool,
-        typer.Option(
-            "--abandon", help="The work is abandoned: close the PR(s), delete without a merge."
-        ),
-    ] = False,
-    delete_remote: Annotated[
-        bool, typer.Option("--delete-remote", help="Also delete the branch on origin.")
-    ] = False,
-    reclaim: Annotated[
-        bool,
-        typer.Option(
-            "--reclaim",
-            help="After the prune: expire unreachable reflog entries and gc --prune=now (repo-wide).",
-        ),
-    ] = False,
-    yes: Annotated[
-        bool,
-        typer.Option(
-            "--yes",
-            help="Confirm --abandon without a prompt; or let the content proof alone stand "
-            "when gh knows no merged PR from this repository.",
-        ),
-    ] = False,
-    dry_run: DryRun = False,
-    remove_reused: RemoveReused = False,
-    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
-    wait: WaitOption = CLI_DEFAULT_WAIT,
-    as_json: JsonFlag = False,
-) -> None:
-    """After a merge: prove it, then remove the worktree, branches, plan dir and local state."""
-    from router.teardown.prcleanup import CleanupResult, pr_cleanup
+def _ask(question: str) -> bool:
+    """A yes or no on the terminal (stderr); no answer (Enter, end of input) is no."""
+    while True:
+        sys.stderr.write(f"{question} [y/N]: ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        word = answer.strip().lower()
+        if word in ("y", "yes"):
+            return True
+        if not answer or word in ("", "n", "no"):
+            return False
+        sys.stderr.write("Error: invalid input\n")
 
-    cwd = cwd_of(ctx)
+
+def pr_cleanup_cmd(
+    cwd: Path,
+    *,
+    target: str | None,
+    abandon: bool,
+    delete_remote: bool,
+    reclaim: bool,
+    yes: bool,
+    dry_run: bool,
+    remove_reused: bool,
+    line_timeout: float,
+    wait: float,
+    as_json: bool,
+) -> int:
+    from router.teardown.prcleanup import CleanupResult, pr_cleanup
 
     def run() -> CleanupResult:
         try:
@@ -107,7 +81,7 @@ def pr_cleanup_cmd(
             raise
 
     with interrupt.deferred():  # a signal stops it at a step boundary, and it reports
-        emit("pr-cleanup", as_json, run, _text)
+        return emit_result("pr-cleanup", as_json, run, _text)
 
 
 def _text(result) -> str:

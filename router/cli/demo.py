@@ -2,37 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+from router.cli.output import emit_result
 
-import typer
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
-from router.cli.app import JsonFlag, app, cwd_of, emit, path_value
 
-
-@app.command("demo")
-def demo_cmd(
-    ctx: typer.Context,
-    directory: Annotated[
-        Path | None,
-        typer.Option(
-            "--dir",
-            metavar="D",
-            parser=path_value,
-            help="Build the demo repos under D instead of the temp dir.",
-        ),
-    ] = None,
-    keep: Annotated[
-        bool, typer.Option("--keep", help="Keep the demo repos afterwards (to look around).")
-    ] = False,
-    as_json: JsonFlag = False,
-) -> None:
-    """Build three sibling repos and walk one topic from `new` to teardown, narrating each step."""
+def demo_cmd(cwd: Path, *, directory: Path | None, keep: bool, as_json: bool) -> int:
     from router.demo import run_demo
 
-    base = None if directory is None else cwd_of(ctx) / directory
+    base = None if directory is None else cwd / directory
     say = _quiet if as_json else _say
-    emit("demo", as_json, lambda: run_demo(base=base, keep=keep, say=say), _demo_text)
+    return emit_result("demo", as_json, lambda: run_demo(base=base, keep=keep, say=say), _demo_text)
 
 
 def _say(line: str) -> None:

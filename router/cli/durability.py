@@ -3,58 +3,34 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated
-
-import typer
 
 from router import interrupt
-from router.cli.app import JsonFlag, TargetArg, WaitOption, app, cwd_of, emit
-from router.cli.early import CLI_DEFAULT_WAIT
+from router.cli.output import emit_result
 
-PidOption = Annotated[
-    int | None,
-    typer.Option(
-        "--pid",
-        min=1,
-        metavar="PID",
-        help="The holding process; default: the session that runs team-router (its parent, "
-        "past any `sh -c` wrapper).",
-    ),
-]
-SessionOption = Annotated[
-    str | None, typer.Option("--session", metavar="ID", help="The host's session id.")
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-@app.command("hold")
 def hold_cmd(
-    ctx: typer.Context,
-    target: TargetArg = None,
-    pid: PidOption = None,
-    session: SessionOption = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Register a session as a holder of the topic: teardown keeps it while the session lives."""
+    cwd: Path, *, target: str | None, pid: int | None, session: str | None, as_json: bool
+) -> int:
     from router.topic.hold import hold
 
-    emit("hold", as_json, lambda: hold(cwd_of(ctx), target, pid=pid, session=session), _hold_text)
+    return emit_result(
+        "hold", as_json, lambda: hold(cwd, target, pid=pid, session=session), _hold_text
+    )
 
 
-@app.command("release")
 def release_cmd(
-    ctx: typer.Context,
-    target: TargetArg = None,
-    pid: PidOption = None,
-    session: SessionOption = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Drop a session's holder of the topic (matching --pid and/or --session)."""
+    cwd: Path, *, target: str | None, pid: int | None, session: str | None, as_json: bool
+) -> int:
     from router.topic.hold import release_topic
 
-    emit(
+    return emit_result(
         "release",
         as_json,
-        lambda: release_topic(cwd_of(ctx), target, pid=pid, session=session),
+        lambda: release_topic(cwd, target, pid=pid, session=session),
         _hold_text,
     )
 
@@ -67,22 +43,14 @@ def _hold_text(result) -> str:
     return f"{result.id}: {result.action} {done}\nlive holders: {live}"
 
 
-@app.command("doctor")
-def doctor_cmd(
-    ctx: typer.Context,
-    repair: Annotated[
-        bool,
-        typer.Option("--repair", help="Fix what is safe to fix, only for paths team-router owns."),
-    ] = False,
-    wait: WaitOption = CLI_DEFAULT_WAIT,
-    as_json: JsonFlag = False,
-) -> None:
-    """Report records, worktrees, branches, locks and holders that disagree with git."""
+def doctor_cmd(cwd: Path, *, repair: bool, wait: float, as_json: bool) -> int:
     from router.doctor import doctor
 
     # Repairs stop at the next one on a signal, and the findings say which were made.
     with interrupt.deferred() if repair else contextlib.nullcontext():
-        emit("doctor", as_json, lambda: doctor(cwd_of(ctx), repair=repair, wait=wait), _doctor_text)
+        return emit_result(
+            "doctor", as_json, lambda: doctor(cwd, repair=repair, wait=wait), _doctor_text
+        )
 
 
 def _doctor_text(result) -> str:

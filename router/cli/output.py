@@ -1,8 +1,6 @@
-"""The result envelope: text or one JSON object, and the exit code (no typer).
+"""The result envelope: text or one JSON object, and the exit code.
 
-Both the typer app (``router.cli.app``) and the console entry point's early path
-(``router.cli.early``) print through here, so a command answers the same bytes
-and exit code whichever of them ran it.
+Every command prints through here, so each answers in one shape.
 """
 
 from __future__ import annotations

@@ -267,11 +267,14 @@ def _convert(option: Opt, raw: object) -> object:
     if option.kind not in (FLOAT, INT):
         return text
     number: float
-    kind = "float" if option.kind == FLOAT else "integer"
     try:
         number = float(text) if option.kind == FLOAT else int(text)
     except ValueError:
-        what = f"{kind} range" if option.least is not None else kind
+        # click's names for its types: "float", "integer", "float range", "int range".
+        if option.least is None:
+            what = "float" if option.kind == FLOAT else "integer"
+        else:
+            what = "float range" if option.kind == FLOAT else "int range"
         raise ValueError(f"{text!r} is not a valid {what}.") from None
     if option.least is not None and number < option.least:
         raise ValueError(f"{number} is not in the range x>={option.least}.")

@@ -221,7 +221,7 @@ def _verdict(help: str) -> Arg:
 NEW = Command(
     "new",
     "WORKTREE phase: derive the topic id, create the home worktree and the plan dir.",
-    "create:new",
+    "create:new_cmd",
     (Arg("description", "DESCRIPTION", "What the topic builds, in a few words."),),
     (
         Opt(
@@ -241,7 +241,7 @@ NEW = Command(
 WORKTREES = Command(
     "worktrees",
     "Create or reuse every repo's worktree for a topic; write the ## Worktrees section.",
-    "create:worktrees",
+    "create:worktrees_cmd",
     (Arg("plan_dir", "[PLAN_DIR]", "Plan dir or topic id; default: the newest topic."),),
     (
         Opt(
@@ -256,7 +256,7 @@ WORKTREES = Command(
 INIT = Command(
     "init",
     "Prepare this repo: info/exclude lines; example .worktreeinclude and .teamteardown.example.",
-    "create:init",
+    "create:init_cmd",
     (),
     (
         Opt(
@@ -288,7 +288,7 @@ INSTALL_HOOKS = Command(
     "(~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json), leaving every other key. "
     "Needed only with a client older than 2.1.332 (the plugin's own hooks serve newer ones); "
     "with both, the plugin's stand aside, so each worktree is handled once.",
-    "create:install_hooks",
+    "create:install_hooks_cmd",
     (),
     (
         Opt("--uninstall", "uninstall", "Remove exactly the hooks this command adds."),
@@ -330,7 +330,7 @@ STATUS = Command(
 TEARDOWN = Command(
     "teardown",
     "Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state.",
-    "teardown:teardown",
+    "teardown:teardown_cmd",
     (REQUIRED_TARGET,),
     (
         Opt(
@@ -353,7 +353,7 @@ TEARDOWN = Command(
 SWEEP = Command(
     "sweep",
     "Remove residue under .claude/worktrees/ that git no longer knows; keep and list the rest.",
-    "teardown:sweep",
+    "teardown:sweep_cmd",
     (),
     (
         Opt(
@@ -377,14 +377,14 @@ SWEEP = Command(
 LOCAL_STATE = Command(
     "local-state",
     "Run each repo's .teamteardown (from its default branch) and remove recorded temp paths.",
-    "teardown:local_state",
+    "teardown:local_state_cmd",
     (REQUIRED_TARGET,),
     (LINE_TIMEOUT, DRY_RUN, WAIT, JSON),
 )
 RESTORE = Command(
     "restore",
     "Recreate a topic's worktree(s) from the snapshot a forced teardown wrote.",
-    "teardown:restore",
+    "teardown:restore_cmd",
     (
         Arg(
             "target",
@@ -402,7 +402,7 @@ RESTORE = Command(
 PR_CLEANUP = Command(
     "pr-cleanup",
     "After a merge: prove it, then remove the worktree, branches, plan dir and local state.",
-    "cleanup:pr_cleanup",
+    "cleanup:pr_cleanup_cmd",
     (
         Arg(
             "target",
@@ -438,21 +438,21 @@ PR_CLEANUP = Command(
 HOLD = Command(
     "hold",
     "Register a session as a holder of the topic: teardown keeps it while the session lives.",
-    "durability:hold",
+    "durability:hold_cmd",
     (TARGET,),
     (PID, SESSION, JSON),
 )
 RELEASE = Command(
     "release",
     "Drop a session's holder of the topic (matching --pid and/or --session).",
-    "durability:release",
+    "durability:release_cmd",
     (TARGET,),
     (PID, SESSION, JSON),
 )
 DOCTOR = Command(
     "doctor",
     "Report records, worktrees, branches, locks and holders that disagree with git.",
-    "durability:doctor",
+    "durability:doctor_cmd",
     (),
     (
         Opt(
@@ -467,7 +467,7 @@ DOCTOR = Command(
 DEMO = Command(
     "demo",
     "Build three sibling repos and walk one topic from `new` to teardown, narrating each step.",
-    "demo:demo",
+    "demo:demo_cmd",
     (),
     (
         Opt(

@@ -2,63 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from router import interrupt
-from router.cli.app import (
-    DryRun,
-    JsonFlag,
-    LineTimeout,
-    RemoveReused,
-    RequiredTargetArg,
-    WaitOption,
-    app,
-    cwd_of,
-    emit,
-)
-from router.cli.early import (
-    CLI_DEFAULT_LINE_TIMEOUT,
-    CLI_DEFAULT_WAIT,
-    file_lines,
-    teardown_text,
-    temp_lines,
-)
-from router.cli.output import line_echo
+from router.cli.output import emit_result, line_echo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-@app.command("teardown")
 def teardown_cmd(
-    ctx: typer.Context,
-    target: RequiredTargetArg,
-    integrate: Annotated[
-        bool,
-        typer.Option(
-            "--integrate", help="Cherry-pick unintegrated commits onto the default branch."
-        ),
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="Remove work that exists nowhere else, after writing a snapshot ref."
-        ),
-    ] = False,
-    dry_run: DryRun = False,
-    remove_reused: RemoveReused = False,
-    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
-    wait: WaitOption = CLI_DEFAULT_WAIT,
-    as_json: JsonFlag = False,
-) -> None:
-    """Tear a topic down in every repo: integrate, remove, delete, update, sweep, local state."""
+    cwd: Path,
+    *,
+    target: str,
+    integrate: bool,
+    force: bool,
+    dry_run: bool,
+    remove_reused: bool,
+    line_timeout: float,
+    wait: float,
+    as_json: bool,
+) -> int:
     from router.teardown.topic import teardown
 
     with interrupt.deferred():
-        emit(
+        return emit_result(
             "teardown",
             as_json,
             lambda: teardown(
-                cwd_of(ctx),
+                cwd,
                 target,
                 integrate=integrate,
                 force=force,
@@ -72,51 +43,58 @@ def teardown_cmd(
         )
 
 
-@app.command("sweep")
 def sweep_cmd(
-    ctx: typer.Context,
-    host_worktrees: Annotated[
-        bool,
-        typer.Option(
-            "--host-worktrees",
-            help="First remove the worktrees Claude Code asked for (claude --worktree, "
-            "isolated subagents) that hold nothing: clean, no commits of their own, no "
-            "artifacts, no live session holding them.",
-        ),
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Also remove residue holding the artifacts of a run that has not shipped, "
-            "after writing them to a snapshot ref (`restore <id>` brings them back).",
-        ),
-    ] = False,
-    dry_run: DryRun = False,
-    wait: WaitOption = CLI_DEFAULT_WAIT,
-    as_json: JsonFlag = False,
-) -> None:
-    """Remove residue under .claude/worktrees/ that git no longer knows; keep and list the rest."""
+    cwd: Path, *, host_worktrees: bool, force: bool, dry_run: bool, wait: float, as_json: bool
+) -> int:
     if host_worktrees:
         from router.host.worktrees import sweep_host_worktrees
 
-        emit(
+        return emit_result(
             "sweep",
             as_json,
             lambda: sweep_host_worktrees(
-                cwd_of(ctx), dry_run=dry_run, wait=wait, echo=line_echo(as_json), force=force
+                cwd, dry_run=dry_run, wait=wait, echo=line_echo(as_json), force=force
             ),
             _host_sweep_text,
         )
-        return
     from router.teardown.sweep import sweep_repo
 
-    emit(
-        "sweep",
-        as_json,
-        lambda: sweep_repo(cwd_of(ctx), dry_run=dry_run, force=force),
-        _sweep_text,
+    return emit_result(
+        "sweep", as_json, lambda: sweep_repo(cwd, dry_run=dry_run, force=force), _sweep_text
     )
+
+
+def local_state_cmd(
+    cwd: Path, *, target: str, line_timeout: float, dry_run: bool, wait: float, as_json: bool
+) -> int:
+    from router.teardown.topic import local_state_for_topic
+
+    with interrupt.deferred():
+        return emit_result(
+            "local-state",
+            as_json,
+            lambda: local_state_for_topic(
+                cwd,
+                target,
+                line_timeout=line_timeout,
+                wait=wait,
+                echo=line_echo(as_json),
+                dry_run=dry_run,
+            ),
+            _local_text,
+        )
+
+
+def restore_cmd(cwd: Path, *, target: str, repo: str | None, wait: float, as_json: bool) -> int:
+    from router.teardown.topic import restore_topic
+
+    with interrupt.deferred():
+        return emit_result(
+            "restore",
+            as_json,
+            lambda: restore_topic(cwd, target, repo=repo, wait=wait),
+            _restore_text,
+        )
 
 
 def _host_sweep_text(result) -> str:
@@ -141,34 +119,6 @@ def _sweep_text(result) -> str:
     return "\n".join(lines)
 
 
-@app.command("local-state")
-def local_state_cmd(
-    ctx: typer.Context,
-    target: RequiredTargetArg,
-    line_timeout: LineTimeout = CLI_DEFAULT_LINE_TIMEOUT,
-    dry_run: DryRun = False,
-    wait: WaitOption = CLI_DEFAULT_WAIT,
-    as_json: JsonFlag = False,
-) -> None:
-    """Run each repo's .teamteardown (from its default branch) and remove recorded temp paths."""
-    from router.teardown.topic import local_state_for_topic
-
-    with interrupt.deferred():
-        emit(
-            "local-state",
-            as_json,
-            lambda: local_state_for_topic(
-                cwd_of(ctx),
-                target,
-                line_timeout=line_timeout,
-                wait=wait,
-                echo=line_echo(as_json),
-                dry_run=dry_run,
-            ),
-            _local_text,
-        )
-
-
 def _local_text(result) -> str:
     lines = []
     for report in result.reports:
@@ -177,37 +127,95 @@ def _local_text(result) -> str:
     return "\n".join(lines)
 
 
-@app.command("restore")
-def restore_cmd(
-    ctx: typer.Context,
-    target: Annotated[
-        str,
-        typer.Argument(
-            metavar="TARGET",
-            help="Topic id or plan dir, or a branch that is no topic (one pr-cleanup --abandon "
-            "snapshotted).",
-        ),
-    ],
-    repo: Annotated[
-        str | None, typer.Option("--repo", metavar="NAME", help="Only this repo of the topic.")
-    ] = None,
-    wait: WaitOption = CLI_DEFAULT_WAIT,
-    as_json: JsonFlag = False,
-) -> None:
-    """Recreate a topic's worktree(s) from the snapshot a forced teardown wrote."""
-    from router.teardown.topic import restore_topic
-
-    with interrupt.deferred():
-        emit(
-            "restore",
-            as_json,
-            lambda: restore_topic(cwd_of(ctx), target, repo=repo, wait=wait),
-            _restore_text,
-        )
-
-
 def _restore_text(result) -> str:
     lines = [f"{r.name}: {r.status}: {r.detail}" for r in result.repos]
     if result.interrupted:
         lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)
+
+
+# -- text ---------------------------------------------------------------------
+
+
+def teardown_text(result) -> str:
+    if result.dry_run:
+        head = "Plan (dry run, nothing changed)"
+    elif result.refusal is not None:
+        head = "Refused (nothing was removed in any repo); the plan"
+    else:
+        head = "Teardown"
+    lines = [f"{head} of {result.id}"]
+    for repo in result.repos:
+        lines.append(f"{repo.name}  {repo.worktree or '(no worktree)'}")
+        if result.refusal is not None:
+            lines += _refused_lines(repo, dry_run=result.dry_run)
+        else:
+            lines += step_lines(repo.steps, width=15, dry_run=result.dry_run)
+        if repo.local_state is not None:
+            lines += temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
+    # A dry run's last lines are the real run's, in the conditional.
+    lines += [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
+    for kept in result.kept:
+        lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
+        lines += file_lines(kept.files)
+    if result.refusal is not None:
+        blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
+        refused = "would be refused" if result.dry_run else "refused"
+        lines.append(
+            f"teardown of {result.id} {refused}: {len(blockers)} refused step(s) above; fix "
+            "each, then run it again"
+        )
+        return "\n".join(lines)
+    if not result.swept and not result.kept:
+        lines.append("no residue found")
+    return "\n".join(lines)
+
+
+def _refused_lines(repo, *, dry_run: bool) -> list[str]:
+    """A refused repo's blockers, then one line for the steps not done, each of which
+    follows with what it would do once the refusal is cleared (its plan)."""
+    blockers = [s for s in repo.steps if s.stopped]
+    lines = step_lines(blockers, width=15, dry_run=dry_run)
+    rest = [p for s, p in zip(repo.steps, repo.planned, strict=True) if not s.stopped]
+    if not rest:
+        return lines
+    where = f"{blockers[0].code} here" if blockers else "another repo"
+    refused = "would be refused" if dry_run else "refused"
+    skipped = "would be skipped" if dry_run else "skipped"
+    column = len("would be refused ") if dry_run else len("refused ")
+    lines.append(
+        f"  {'the rest':<15} {skipped:<{column}} not done: teardown {refused} ({where}); "
+        "once it is not, each would go as follows:"
+    )
+    return lines + ["  " + line for line in step_lines(rest, width=15, dry_run=True)]
+
+
+def step_lines(steps, *, width: int, dry_run: bool) -> list[str]:
+    """One line per step: name, outcome, detail. A dry run's outcome is the real run's,
+    in the conditional (``would be done``): nothing was done."""
+    from router.teardown.steps import conditional
+
+    outcomes = [conditional(s.outcome) if dry_run else str(s.outcome) for s in steps]
+    column = len("would be refused ") if dry_run else len("refused ")
+    return [
+        f"  {s.name:<{width}} {o:<{column}} {s.detail}"
+        for s, o in zip(steps, outcomes, strict=True)
+    ]
+
+
+def file_lines(files, limit: int = 20) -> list[str]:
+    shown = [f"    {f}" for f in files[:limit]]
+    if len(files) > limit:
+        shown.append(f"    ... and {len(files) - limit} more (--json lists them all)")
+    return shown
+
+
+def temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
+    would = "would be " if dry_run else ""
+    return [f"{indent}temp path {t.path}: {would}{t.outcome}{_why(t)}" for t in temp_paths]
+
+
+def _why(temp) -> str:
+    if not temp.check:
+        return ""
+    return f" ({temp.check}: {temp.detail})" if temp.detail else f" ({temp.check})"
