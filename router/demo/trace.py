@@ -10,7 +10,7 @@ from router.errors import Refusal
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class DemoStep:
     title: str
     narration: tuple[str, ...]
     command: str | None = None  # the command line as a user would type it
@@ -34,7 +34,7 @@ class DemoResult:
     root: Path
     topic_id: str
     kept: bool
-    steps: list[Step]
+    steps: list[DemoStep]
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

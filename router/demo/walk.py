@@ -26,7 +26,7 @@ from router.demo.scenario import (
     topic_name,
     write_file,
 )
-from router.demo.trace import DemoFailed, DemoResult, Step
+from router.demo.trace import DemoFailed, DemoResult, DemoStep
 from router.errors import ErrorCode, RouterError
 from router.names import parse_id
 from router.plandir.templates import render
@@ -76,7 +76,7 @@ class Walk:
         self.workspace = root / "workspace"
         self.origins = root / "origins"
         self.say = say
-        self.steps: list[Step] = []
+        self.steps: list[DemoStep] = []
         self.topic_id = ""
         self.branch = ""
         self.plan_dir = Path()
@@ -125,7 +125,7 @@ class Walk:
     # -- recording --------------------------------------------------------------
 
     def _step(self, title: str, lines: list[str], **command: Any) -> None:
-        step = Step(title, tuple(lines), **command)
+        step = DemoStep(title, tuple(lines), **command)
         self.steps.append(step)
         self.say("")
         self.say(f"{len(self.steps)}. {title}")
@@ -152,7 +152,7 @@ class Walk:
         expected_exit = 0 if expect_code is None else 1
         got_code = (payload or {}).get("error", {}).get("code")
         if payload is None or code != expected_exit or got_code != expect_code:
-            self.steps.append(Step(title, (), shown, where, code, payload))
+            self.steps.append(DemoStep(title, (), shown, where, code, payload))
             detail = (payload or {}).get("error", {}).get("message") or err.strip() or out.strip()
             wanted = f"a refusal '{expect_code}'" if expect_code else "success"
             raise DemoFailed(
