@@ -395,7 +395,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         "teardown/snapshot.py:restore_repo",
         "teardown/sweep.py:sweep",
-        "cli/cleanup.py:pr_cleanup_cmd",
         "create/topic.py:new_topic",
         "teardown/prcleanup.py:pr_cleanup",
         "teardown/steps.py:resume_integration",
