@@ -284,6 +284,32 @@ def test_a_discard_intent_snapshots_before_removing(home_repo):
     assert record(home_repo, "ENG-7-native").host_removal.outcome == "snapshotted"
 
 
+def test_a_discard_that_snapshots_the_runs_plan_dir_says_where_it_went_and_how_back(home_repo):
+    # The run fell back to the primary clone's plan dir: the worktree itself holds nothing,
+    # and the removal's one snapshot is the plan dir's own ref, which the report must name.
+    path = made(create(home_repo, "ENG-7-native"))
+    plan_dir = home_repo / "docs" / "plans" / "ENG-7-native"
+    write(plan_dir / "task.md", "# the request\n")
+    res = remove(path, discard_changes=True)
+    assert (res.code, res.out) == (0, ""), res.err
+    ref = "refs/team-router/plan-dirs/ENG-7-native"
+    assert git(home_repo, "show", f"{ref}:docs/plans/ENG-7-native/task.md") == "# the request"
+    detail = (
+        f"removed after a snapshot: what it held is in {ref}; "
+        "`team-router restore ENG-7-native` brings it back"
+    )
+    assert res.err.splitlines()[-1] == (
+        f"team-router: worktree {path} (ENG-7-native) snapshotted: {detail}"
+    )
+    assert_gone(home_repo, path, "ENG-7-native")
+    assert not plan_dir.exists()
+    removal = record(home_repo, "ENG-7-native").host_removal
+    assert (removal.outcome, removal.detail) == ("snapshotted", detail)
+    back = run_cli("restore", "ENG-7-native", cwd=home_repo)
+    assert back.code == 0, back.out + back.err
+    assert (plan_dir / "task.md").read_text() == "# the request\n"
+
+
 def test_a_worktree_team_router_did_not_make_is_left_alone(home_repo):
     other = home_repo / ".claude" / "worktrees" / "theirs"
     git(home_repo, "worktree", "add", "-q", "-b", "theirs", str(other))

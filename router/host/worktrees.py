@@ -106,7 +106,7 @@ def _topic_named(repo: Repo, name: str) -> str | None:
 
 class RemoveOutcome(StrEnum):
     REMOVED = "removed"  # worktree and branch gone (work integrated, or never committed)
-    SNAPSHOTTED = "snapshotted"  # gone after a snapshot ref kept its work (discard intent)
+    SNAPSHOTTED = "snapshotted"  # gone after snapshot refs kept its work or run's artifacts
     KEPT = "kept"  # it holds work (or is not ours alone): left as it is
     NOT_OURS = "not-ours"  # no team-router topic has this worktree: left to its owner
 
@@ -275,11 +275,13 @@ def _tear_down(
             "teardown did not remove it",
         )
         return dataclasses.replace(kept(why, warnings), swept=swept)
-    snapshots = [s.detail for r in done.repos for s in r.steps if s.snapshot]
-    if snapshots:
+    # One question, asked of the steps: which refs hold what they removed (a worktree's or
+    # branch's snapshot, or an unshipped run's plan dir); `restore` brings back either kind.
+    refs = list(dict.fromkeys(ref for r in done.repos for s in r.steps for ref in s.snapshots))
+    if refs:
         detail = (
-            f"removed after a snapshot ({'; '.join(snapshots)}); "
-            f"`team-router restore {topic_id}` brings the work back"
+            f"removed after a snapshot: what it held is in {', '.join(refs)}; "
+            f"`team-router restore {topic_id}` brings it back"
         )
         return RemoveResult(path, RemoveOutcome.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"

@@ -132,8 +132,9 @@ class StepResult:
     detail: str
     code: ErrorCode | None = None  # the refusal's error code (dirty-worktree, conflict, ...)
     not_done: NotDone | None = None  # why it had work left that it did not do
-    # The snapshot ref (refs/team-router/snapshots/...) holding the work the step removed, if any.
-    snapshot: str = ""
+    # The refs holding the work the step removed, if any: a worktree's or branch's snapshot
+    # (refs/team-router/snapshots/...), or a run's plan dir (refs/team-router/plan-dirs/<id>).
+    snapshots: tuple[str, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -261,9 +262,9 @@ def done(name: Step, detail: str) -> StepResult:
     return StepResult(name, Outcome.DONE, detail)
 
 
-def done_with(name: Step, detail: str, snap: Snapshot | None) -> StepResult:
-    """Done, naming the snapshot ref (if any) that holds the work the step removed."""
-    return StepResult(name, Outcome.DONE, detail, snapshot=snap.ref if snap else "")
+def done_with(name: Step, detail: str, *refs: str) -> StepResult:
+    """Done, naming the snapshot refs (if any) that hold the work the step removed."""
+    return StepResult(name, Outcome.DONE, detail, snapshots=tuple(r for r in refs if r))
 
 
 def skipped(name: Step, detail: str) -> StepResult:
@@ -1102,7 +1103,7 @@ def remove_worktree(
     kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     if snap and unshipped_here:
         kept += f", {snapshot_note(unshipped_here)} included"
-    return done_with(name, f"removed {path}{kept}{gone}", snap), snap
+    return done_with(name, f"removed {path}{kept}{gone}", snap.ref if snap else ""), snap
 
 
 def _locked_again(
@@ -1688,7 +1689,7 @@ def delete_branch(
                 name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"
             ), snap
         return git_failed(name, f"git branch -D {branch} failed", exc), snap
-    return done_with(name, f"deleted {branch} ({why})", snap), snap
+    return done_with(name, f"deleted {branch} ({why})", snap.ref if snap else ""), snap
 
 
 def _delete_judged(
@@ -2155,8 +2156,10 @@ def plan_dir_decision(
             shutil.rmtree(path)
         except OSError as exc:
             return failed(name, f"removing {path} failed: {exc.strerror}")
-        note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})" if snap else ""
-        return done(name, f"removed {path} (untracked){note}")
+        if snap is None:
+            return done(name, f"removed {path} (untracked)")
+        note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
+        return done_with(name, f"removed {path} (untracked){note}", snap.ref)
 
     return acting(remove, name, f"remove {path} (untracked){kept}")
 
@@ -2210,7 +2213,8 @@ def sweep_step(
     if result.unshipped:
         why = residue_message(result.unshipped, command="teardown")
         return refused(Step.SWEEP, ErrorCode.UNSHIPPED_RUN, "; ".join([why, *parts])), result
-    return done(Step.SWEEP, "; ".join(parts)), result
+    refs = (r for s in result.snapshotted for r in s.refs)
+    return done_with(Step.SWEEP, "; ".join(parts), *refs), result
 
 
 # -- step 8: local-state ------------------------------------------------------------

@@ -105,6 +105,7 @@ class Snapshotted:
 
     path: Path
     notes: tuple[str, ...]  # per run: its artifacts and the ref that holds them (or would)
+    refs: tuple[str, ...] = ()  # the plan-dir snapshot refs written (none in a dry run)
 
     def to_json(self) -> dict[str, object]:
         return {"path": str(self.path), "notes": list(self.notes)}
@@ -527,6 +528,7 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
     if runs.primary is None:
         return "no primary clone to keep a snapshot in"
     notes = []
+    refs = []
     for run in found:
         try:
             snap = snapshot_plan_dir(
@@ -539,7 +541,8 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
         except OSError as exc:
             return f"snapshot of {run.plan_dir} failed: {describe_io(exc)}"
         notes.append(f"{snapshot_note([run])} are in {snap.ref} ({snap.commit[:12]})")
-    return Snapshotted(path, tuple(notes))
+        refs.append(snap.ref)
+    return Snapshotted(path, tuple(notes), tuple(refs))
 
 
 def _renamed(runs: tuple[RunArtifacts, ...], aside: Path, path: Path) -> tuple[RunArtifacts, ...]:
