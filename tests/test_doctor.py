@@ -569,3 +569,83 @@ def test_doctor_reports_a_restore_a_kill_left_half_done_until_restore_finishes_i
     assert run_cli("restore", TOPIC_ID, "--json", cwd=topic.home).code == 0
     assert git(wt, "diff", "--cached", "--name-only") == "staged.py"
     assert _doctor(topic.home) == []
+
+
+# -- a `new` killed inside `git worktree add` before git set the worktree's HEAD ------------
+
+NEW_ID = "2026-05-01-add-thing"
+NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
+
+# git registers the worktree (locked with team-router's reason, which --lock --reason
+# writes at once), writes its .git file and a placeholder HEAD (the null id), then points
+# HEAD at the branch and checks the files out. The stand-in runs the real add with
+# --no-checkout, then writes the placeholder back: what a kill right after it leaves.
+_HEAD_UNSET = r"""
+for a; do
+  shift
+  [ "$prev" = "--" ] && [ -z "$wt" ] && wt="$a"
+  prev="$a"
+  if [ "$a" = add ]; then set -- "$@" add --no-checkout; else set -- "$@" "$a"; fi
+done
+"$REAL_GIT" "$@" || exit 1
+admin=$(sed -n 's/^gitdir: //p' "$wt/.git")
+head=$("$REAL_GIT" -C "$wt" rev-parse HEAD)
+echo "$head" | tr 0-9a-f 0 > "$admin/HEAD"
+"""
+
+
+def _new_killed_before_its_head(repo: Path, tmp_path: Path, then: str = "") -> Path:
+    env = git_killer(tmp_path / "killer-bin", "worktree add", _HEAD_UNSET + then, real=False)
+    killed = run(*NEW, cwd=repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.out + killed.err
+    assert git(repo, "rev-list", "--all", check=False) == ""  # git cannot walk the refs
+    return repo / ".claude/worktrees" / NEW_ID
+
+
+def test_doctor_reports_and_repairs_the_registration_a_killed_new_left_with_git_placeholder_head(
+    home_repo, tmp_path
+):
+    wt = _new_killed_before_its_head(home_repo, tmp_path)
+    admin = home_repo / ".git/worktrees" / NEW_ID
+    found = [f for f in _doctor(home_repo) if f["path"] == str(wt)]
+    detail = (
+        f"a `team-router new` of {NEW_ID} was killed inside `git worktree add`, before git set "
+        f"the worktree's HEAD: git cannot use its registration {admin} (`git rev-list --all` "
+        "fails while it is there); `team-router new` (`worktrees` for a repo other than the "
+        "topic's home) run again removes it and creates the worktree, "
+        "`team-router doctor --repair` removes it"
+    )
+    assert found == [
+        {
+            "kind": "half-made-registration",
+            "path": str(wt),
+            "repaired": False,
+            "detail": detail,
+            "repo": str(home_repo),
+            "topic": NEW_ID,
+        }
+    ], found
+    assert git(home_repo, "rev-list", "--all", check=False) == ""  # doctor changed nothing
+
+    repaired = [f for f in _doctor(home_repo, "--repair") if f["path"] == str(wt)]
+    assert [(f["kind"], f["repaired"]) for f in repaired] == [("half-made-registration", True)]
+    assert git(home_repo, "rev-list", "--all", check=False) != ""
+    assert not wt.exists() and not admin.exists()
+    assert worktree_paths(home_repo) == [str(home_repo)]
+
+    again = run_cli(*NEW, cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["home"]["status"] == "created"
+    assert (wt / "README.md").exists() and git(wt, "status", "--porcelain") == ""
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+
+
+def test_doctor_repair_keeps_a_users_file_in_the_placeholder_head_worktree_and_names_it(
+    home_repo, tmp_path
+):
+    wt = _new_killed_before_its_head(home_repo, tmp_path, 'echo mine > "$wt/notes.txt"')
+    repaired = [f for f in _doctor(home_repo, "--repair") if f["path"] == str(wt)]
+    assert [(f["kind"], f["repaired"]) for f in repaired] == [("half-made-registration", False)]
+    assert "notes.txt" in repaired[0]["detail"], repaired
+    assert (wt / "notes.txt").read_text() == "mine\n"
+    assert (home_repo / ".git/worktrees" / NEW_ID).is_dir()

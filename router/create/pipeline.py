@@ -10,6 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router.create import ouradd
 from router.create.include import copy_included
 from router.errors import ErrorCode, Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
@@ -389,7 +390,9 @@ class _Pipeline:
 
     def _plain_checkout(self) -> bool:
         """Our path is a linked checkout reached through no symlink (``.git`` a file)."""
-        return not _symlink_in(self.path, self.repo.primary) and (self.path / ".git").is_file()
+        return (
+            not ouradd.symlink_in(self.path, self.repo.primary) and (self.path / ".git").is_file()
+        )
 
     def _switched_away(self, entries: list[WorktreeEntry]) -> Path | None:
         """This topic's own worktree, switched to another branch since it was made; else None.
@@ -444,7 +447,8 @@ class _Pipeline:
         caller); anything else is refused with the fix. True when rolled back.
         """
         entry = find_worktree(entries, self.path)
-        if entry is None or not self.path.is_dir() or _symlink_in(self.path, self.repo.primary):
+        linked = ouradd.symlink_in(self.path, self.repo.primary)
+        if entry is None or not self.path.is_dir() or linked:
             return False
         why = self._half_made(entry)
         if why is None:
@@ -512,35 +516,15 @@ class _Pipeline:
             "the removal, then run this again",
         )
 
+    def _our_add(self, tip: str | None) -> ouradd.OurAdd:
+        """This run's creation at our path, as the shared "ours" rule judges it."""
+        return ouradd.OurAdd(self.repo, self.path, self.job.topic.id, self.branch, self.record, tip)
+
     def _in_use(self) -> str | None:
-        """Why a process may still be making the half-made worktree (a git the kill missed), or None.
-
-        A kill of team-router alone leaves its `git worktree add` running: its
-        checkout holds the registration's index.lock open and writes files
-        under our path. Where no process list can be read, a lock file left
-        in the registration is taken to be in use.
-        """
-        admin = self._registration()
-        locks = [lock for lock in g.left_locks(self.repo.common_dir) if lock.parent == admin]
-        # lazy: only a half-made worktree needs a process list
-        from router.processes import processes_using
-
-        users = processes_using(
-            [os.path.realpath(self.path), *(os.path.realpath(lock) for lock in locks)]
-        )
-        if users:
-            pids = sorted({pid for found in users.values() for pid in found})
-            return f"process(es) {', '.join(map(str, pids))} still use it"
-        if users is None and locks:
-            return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
-        return None
+        return ouradd.in_use(self._our_add(None))
 
     def _registration(self) -> Path:
-        """The worktree's admin dir in the common git dir, as its ``.git`` file names it."""
-        pointer = g.gitdir_pointer(self.path)
-        if pointer:
-            return Path(os.path.realpath(pointer))
-        return self.repo.common_dir / "worktrees" / self.path.name
+        return ouradd.registration(self._our_add(None))
 
     def _undo_torn_registration(self) -> None:
         """Remove our worktree whose git registration a killed ``git worktree add`` left torn.
@@ -563,17 +547,10 @@ class _Pipeline:
         why = g.torn_registration(admin) if admin.is_dir() else ""
         if not why or admin.parent != self.repo.common_dir / "worktrees":
             return
-        present = os.path.lexists(self.path)
-        tip = self.commits[self._branch_ref]
-        problem = self._not_ours_torn(admin, tip)
-        if problem is None and present:
-            problem = (
-                "it is reached through a symlink"
-                if _symlink_in(self.path, self.repo.primary)
-                else self._work_in_half_made(tip) or self._in_use()
-            )
+        add = self._our_add(self.commits[self._branch_ref])
+        problem = ouradd.torn_problem(add, admin)
         if problem is not None:
-            if not present:
+            if not os.path.lexists(self.path):
                 return  # nothing at our path: git makes the worktree beside it
             raise RouterError(
                 ErrorCode.HALF_MADE_WORKTREE,
@@ -582,34 +559,12 @@ class _Pipeline:
                 f"{problem}; nothing was touched. Copy out anything you need from {self.path}, "
                 f"then run `rm -rf {self.path} {admin}` and run this again",
             )
-        import shutil  # lazy, like every undo's
-
-        # The checkout first: killed in between, the registration left is found
-        # again by its name, and nothing at our path points at a removed one.
-        if present:
-            shutil.rmtree(self.path)
-        shutil.rmtree(admin)
-        record = self.record
-        if record is not None and record.branch_created and tip == record.base_commit:
-            # Cut by the killed run and never moved: made again at a fresh base.
-            self.git.branch_delete(self.branch)
+        if ouradd.undo_torn(add, admin):
             self.commits[self._branch_ref] = None
         self.warnings.append(
             f"{self.job.name}: removed the half-made worktree a killed run left at {self.path}, "
             f"whose git registration is torn, unreadable to git ({admin}: {why}), and created it again"
         )
-
-    def _not_ours_torn(self, admin: Path, tip: str | None) -> str | None:
-        """Why a torn registration is not proven to be this run's creation, or None."""
-        # git writes our lock reason where it would write "initializing" (--lock --reason);
-        # a kill part-way through git's own clean-up may have taken the file.
-        adding = {"", g.ADD_IN_PROGRESS, worktreelock.reason_for(self.job.topic.id)}
-        if g.registration_file(admin, "locked") not in adding:
-            return "it is locked, not by team-router"
-        named = g.registration_file(admin, "gitdir")
-        if named and os.path.realpath(named) != os.path.realpath(self.path / ".git"):
-            return f"git's registration names another worktree ({named})"
-        return self._not_ours(tip)
 
     def _half_made(self, entry: WorktreeEntry) -> str | None:
         """Why git's registration at our path is not a finished checkout, or None."""
@@ -633,45 +588,10 @@ class _Pipeline:
         return None
 
     def _not_ours(self, tip: str | None) -> str | None:
-        """Why the record does not prove this tool's unfinished creation made it, or None."""
-        record = self.record
-        if record is None or record.branch != self.branch or not record.creating:
-            return "this topic's record does not show a creation by team-router still under way"
-        if record.branch_created and record.base_commit and tip not in {None, record.base_commit}:
-            return f"branch {self.branch!r} has commits since it was created"
-        return None
+        return ouradd.not_ours(self._our_add(tip))
 
     def _work_in_half_made(self, tip: str | None) -> str | None:
-        """Which files in it are not git's own checkout of ``tip`` (anything else is work)."""
-        expected = g.tree_files(self.git, tip) if tip else {}
-        odd: list[str] = []
-        checked: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.path):
-            here = Path(dirpath)
-            for name in list(dirnames):
-                if (here / name).is_symlink() or (here == self.path and name == ".git"):
-                    odd.append((here / name).relative_to(self.path).as_posix())
-                    dirnames.remove(name)
-            for name in filenames:
-                full = here / name
-                rel = full.relative_to(self.path).as_posix()
-                if rel == ".git" and full.is_file() and not full.is_symlink():
-                    continue  # git's pointer to its admin dir
-                if full.is_symlink() or not full.is_file() or rel not in expected:
-                    odd.append(rel)
-                else:
-                    checked.append(rel)
-        blobs = g.file_blobs(self.git, [self.path / rel for rel in checked])
-        odd += [
-            rel
-            for rel, blob in zip(checked, blobs, strict=True)
-            if blob != expected[rel]
-            and not g.is_cut_short(self.git, self.path / rel, expected[rel])
-        ]
-        if not odd:
-            return None
-        shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
-        return f"it holds files that are not its branch's ({shown})"
+        return ouradd.work_in_half_made(self._our_add(tip))
 
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.
@@ -791,7 +711,7 @@ class _Pipeline:
             self.created = dataclasses.replace(self.created, directory=True)
 
     def _refuse_symlinked_parent(self) -> None:
-        if _symlink_in(self.path.parent, self.repo.primary):
+        if ouradd.symlink_in(self.path.parent, self.repo.primary):
             raise _Failed(ErrorCode.PATH_TAKEN, f"{self.path.parent} goes through a symlink")
 
     def _our_empty_claim(self) -> bool:
@@ -818,7 +738,7 @@ class _Pipeline:
         record = self.record
         if record is None or not record.creating or "add" in record.steps:
             return False
-        if not self.path.is_dir() or _symlink_in(self.path, self.repo.primary):
+        if not self.path.is_dir() or ouradd.symlink_in(self.path, self.repo.primary):
             return False
         if g.registration_of(str(self.repo.common_dir), str(self.path)) is not None:
             return False
@@ -1156,16 +1076,6 @@ def _failure(job: Job, exc: GitError | OSError) -> RouterError:
     if isinstance(exc, GitError):
         return RouterError(exc.code, f"{job.name}: {exc.first_line}")
     return io_error(exc, where=job.name)
-
-
-def _symlink_in(path: Path, root: Path) -> bool:
-    """True when any component of ``path`` below ``root`` is a symlink."""
-    current = path
-    while current != root and current != current.parent:
-        if current.is_symlink():
-            return True
-        current = current.parent
-    return False
 
 
 def _undo(repo: Repo, path: Path, branch: str, created: Created, *, base: str | None) -> None:

@@ -162,3 +162,31 @@ def undo_half_made(repo: Repo, half: HalfMadeAdd) -> Fix:
             raise NotSafe(exc.message) from None
 
     return fix
+
+
+def undo_torn_add(repo: Repo, admin: Path, path: Path, topic: str) -> Fix:
+    """Remove what a killed creation's ``git worktree add`` left, under the creation's own
+    "ours" rule (:func:`router.create.ouradd.torn_problem`), asked again right before."""
+
+    def fix() -> str:
+        from router.create import ouradd
+
+        if not g.placeholder_head(admin):
+            raise NotSafe("git's registration is no longer torn; left as it is")
+        record = state.read_record_or_none(repo.common_dir, topic)
+        record = None if record is None or record.torn_down else record
+        branch = record.branch if record is not None else topic
+        add = ouradd.OurAdd(
+            repo, path, topic, branch, record, repo.git.rev_parse(f"refs/heads/{branch}")
+        )
+        problem = ouradd.torn_problem(add, admin)
+        if problem is not None:
+            raise NotSafe(
+                f"{problem}; kept: copy out anything you need from {path}, then run "
+                f"`rm -rf {path} {admin}`"
+            )
+        cut = ouradd.undo_torn(add, admin)
+        dropped = f" and the branch {branch} it cut" if cut else ""
+        return f"removed the half-made worktree and its registration{dropped}"
+
+    return fix

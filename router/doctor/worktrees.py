@@ -19,7 +19,13 @@ from router.doctor.findings import (
 )
 from router.doctor.keeps import detached_work, module_work, moved_to, reflog_work, staged_work
 from router.doctor.records import readable_records
-from router.doctor.repairs import lock_worktree, remove_empty_dir, undo_half_made, unregister
+from router.doctor.repairs import (
+    lock_worktree,
+    remove_empty_dir,
+    undo_half_made,
+    undo_torn_add,
+    unregister,
+)
 from router.git import WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.topic import worktreelock
@@ -217,6 +223,41 @@ def half_made_add_problems(repo: Repo) -> list[Problem]:
         )
 
         found.append(Problem(finding, undo_half_made(repo, half)))
+    return found
+
+
+def torn_add_problems(repo: Repo) -> list[Problem]:
+    """Registrations a killed ``new`` (or ``worktrees``) left with git's placeholder HEAD.
+
+    git writes the null id as the new worktree's HEAD before it points HEAD at
+    the branch; killed in between, the registration is unreadable and every
+    walk of all refs fails in the repo. The rerun of the creation removes it
+    under its "ours" rule, and so does the repair (:mod:`router.create.ouradd`):
+    anything else in that directory is kept and named. A restore's is
+    :func:`half_made_add_problems`'.
+    """
+    from router.teardown.snapshot import half_made_adds
+
+    restores = {os.path.realpath(half.admin) for half in half_made_adds(repo)}
+    found = []
+    for admin in g.worktree_admin_dirs(str(repo.common_dir)):
+        dotgit = g.registration_file(admin, "gitdir")
+        if not dotgit or not g.placeholder_head(admin) or os.path.realpath(admin) in restores:
+            continue
+        path = Path(os.path.dirname(dotgit))
+        topic = worktreelock.reason_topic(g.registration_file(admin, "locked"))
+        topic = topic or as_topic_id(path.name)
+        creation = f"a `team-router new` of {topic}" if topic else "a `git worktree add`"
+        detail = (
+            f"{creation} was killed inside `git worktree add`, before git set the worktree's "
+            f"HEAD: git cannot use its registration {admin} (`git rev-list --all` fails while "
+            "it is there); `team-router new` (`worktrees` for a repo other than the topic's "
+            "home) run again removes it and creates the worktree, "
+            "`team-router doctor --repair` removes it"
+        )
+        finding = new_finding(repo, Kind.HALF_MADE_REGISTRATION, path, detail, topic)
+        fix = undo_torn_add(repo, Path(admin), path, topic) if topic else None
+        found.append(Problem(finding, fix))
     return found
 
 

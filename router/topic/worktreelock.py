@@ -40,6 +40,12 @@ def own_reason(reason: str) -> bool:
     return _OWN.fullmatch(reason) is not None
 
 
+def reason_topic(reason: str) -> str | None:
+    """The topic id in a lock reason :func:`reason_for` wrote; None for any other reason."""
+    found = _OWN.fullmatch(reason)
+    return found["id"] if found else None
+
+
 def locked_by_other(entry: WorktreeEntry) -> bool:
     """Locked by someone else (a user, another tool): that lock keeps the worktree."""
     return entry.locked and not own_lock(entry)
