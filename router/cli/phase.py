@@ -53,40 +53,40 @@ def next_text(report: Any) -> str:
 def record_verdict_cmd(
     cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
 ) -> int:
-    from router.phase.gates import record_verdict
-
-    return _emit_record(
-        as_json, lambda: record_verdict(cwd, target, value, body_file=body_file, wait=wait)
-    )
+    return _record_round("verdict", cwd, target, value, body_file, wait, as_json)
 
 
 def record_review_cmd(
     cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
 ) -> int:
-    from router.phase.gates import record_review
-
-    return _emit_record(
-        as_json, lambda: record_review(cwd, target, value, body_file=body_file, wait=wait)
-    )
+    return _record_round("review", cwd, target, value, body_file, wait, as_json)
 
 
 def record_tests_cmd(
     cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
 ) -> int:
-    from router.phase.gates import record_tests
-
-    return _emit_record(
-        as_json, lambda: record_tests(cwd, target, value, body_file=body_file, wait=wait)
-    )
+    return _record_round("tests", cwd, target, value, body_file, wait, as_json)
 
 
 def record_verify_cmd(
     cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
 ) -> int:
-    from router.phase.gates import record_verify
+    return _record_round("verify", cwd, target, value, body_file, wait, as_json)
+
+
+def _record_round(
+    kind: str,
+    cwd: Path,
+    target: str,
+    value: str,
+    body_file: Path | None,
+    wait: float,
+    as_json: bool,
+) -> int:
+    from router.phase.gates import record_round
 
     return _emit_record(
-        as_json, lambda: record_verify(cwd, target, value, body_file=body_file, wait=wait)
+        as_json, lambda: record_round(kind, cwd, target, value, body_file=body_file, wait=wait)
     )
 
 

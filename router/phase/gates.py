@@ -52,19 +52,6 @@ class RecordResult:
         return data
 
 
-def record_verdict(
-    cwd: Path,
-    target: str,
-    value: str,
-    *,
-    body_file: Path | None = None,
-    wait: float = state.DEFAULT_WAIT,
-) -> RecordResult:
-    """Write ``design-review-<n>.md`` (n = highest + 1) with the design review's verdict."""
-    verdict = _one_of(value, a.DESIGN_VERDICTS, "design review verdict")
-    return _write_round("verdict", cwd, target, verdict, body_file, wait, _refuse_unrevised)
-
-
 def _refuse_unrevised(inv: a.Inventory) -> None:
     """A verdict owed to the redraft must not judge the draft the last round rejected.
 
@@ -89,49 +76,6 @@ def _refuse_unrevised(inv: a.Inventory) -> None:
             f"(revision {inv.design_revision or 0}); nothing was written. Redraft design.md "
             f"with `revision: {owed.n}` in its frontmatter, then record this review's verdict",
         )
-
-
-def record_review(
-    cwd: Path,
-    target: str,
-    value: str,
-    *,
-    body_file: Path | None = None,
-    wait: float = state.DEFAULT_WAIT,
-) -> RecordResult:
-    """Write ``review-<n>.md`` (n = highest + 1): the implement phase's aggregate gate."""
-    verdict = _one_of(value, a.REVIEW_VERDICTS, "review verdict")
-    return _write_round("review", cwd, target, verdict, body_file, wait, _refuse_unplanned)
-
-
-def record_tests(
-    cwd: Path,
-    target: str,
-    value: str,
-    *,
-    body_file: Path | None = None,
-    wait: float = state.DEFAULT_WAIT,
-) -> RecordResult:
-    """Write ``tests-<n>.md``: the test-first gate the orchestrator ran (RED or BROKEN).
-
-    RED (the new tests fail by assertion, the static checks pass) moves IMPLEMENT from
-    ``tests`` to ``slices``; no commit does.
-    """
-    verdict = _one_of(value, a.TESTS_VERDICTS, "test-first gate verdict")
-    return _write_round("tests", cwd, target, verdict, body_file, wait, _refuse_unplanned)
-
-
-def record_verify(
-    cwd: Path,
-    target: str,
-    value: str,
-    *,
-    body_file: Path | None = None,
-    wait: float = state.DEFAULT_WAIT,
-) -> RecordResult:
-    """Write ``verify-<n>.md``: every repo's declared checks after the slices (PASS or FAIL)."""
-    verdict = _one_of(value, a.VERIFY_VERDICTS, "verifier result")
-    return _write_round("verify", cwd, target, verdict, body_file, wait, _refuse_unplanned)
 
 
 def _refuse_unplanned(inv: a.Inventory) -> None:
@@ -400,38 +344,89 @@ def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
     return verdict
 
 
-# kind -> (the record's file prefix, its template, the rounds of it the inventory holds)
-_RECORD_ROUNDS: dict[str, tuple[str, str, Callable[[a.Inventory], tuple[a.Verdict, ...]]]] = {
-    "verdict": ("design-review", "design-review.md.j2", lambda inv: inv.design_reviews),
-    "review": ("review", "review.md.j2", lambda inv: inv.reviews),
-    "tests": ("tests", "gate.md.j2", lambda inv: inv.tests),
-    "verify": ("verify", "gate.md.j2", lambda inv: inv.verifications),
-}
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """A numbered gate record: what it accepts, its file, and what must hold before it."""
+
+    verdicts: tuple[str, ...]
+    what: str  # how the error names a value outside ``verdicts``
+    prefix: str  # the record's file name: <prefix>-<n>.md
+    template: str
+    rounds: Callable[[a.Inventory], tuple[a.Verdict, ...]]  # the rounds the inventory holds
+    check: Callable[[a.Inventory], None]  # refuses, under the lock, before the write
 
 
-def _write_round(
+def _rounds() -> dict[str, _Round]:
+    # Built on use: the refusals are defined below, and `phase` never records.
+    return {
+        # design-review-<n>.md (n = highest + 1): the design review's verdict
+        "verdict": _Round(
+            a.DESIGN_VERDICTS,
+            "design review verdict",
+            "design-review",
+            "design-review.md.j2",
+            lambda inv: inv.design_reviews,
+            _refuse_unrevised,
+        ),
+        # review-<n>.md: the implement phase's aggregate gate
+        "review": _Round(
+            a.REVIEW_VERDICTS,
+            "review verdict",
+            "review",
+            "review.md.j2",
+            lambda inv: inv.reviews,
+            _refuse_unplanned,
+        ),
+        # tests-<n>.md: the test-first gate the orchestrator ran; RED (the new tests fail by
+        # assertion, the static checks pass) moves IMPLEMENT from `tests` to `slices`
+        "tests": _Round(
+            a.TESTS_VERDICTS,
+            "test-first gate verdict",
+            "tests",
+            "gate.md.j2",
+            lambda inv: inv.tests,
+            _refuse_unplanned,
+        ),
+        # verify-<n>.md: every repo's declared checks after the slices
+        "verify": _Round(
+            a.VERIFY_VERDICTS,
+            "verifier result",
+            "verify",
+            "gate.md.j2",
+            lambda inv: inv.verifications,
+            _refuse_unplanned,
+        ),
+    }
+
+
+def record_round(
     kind: str,
     cwd: Path,
     target: str,
-    verdict: str,
-    body_file: Path | None,
-    wait: float,
-    check: Callable[[a.Inventory], None] | None = None,
+    value: str,
+    *,
+    body_file: Path | None = None,
+    wait: float = state.DEFAULT_WAIT,
 ) -> RecordResult:
+    """Write the next numbered gate record of ``kind`` (verdict, review, tests, verify).
+
+    The value is checked before anything is touched; the numbering and the
+    kind's check run under the topic's lock.
+    """
+    spec = _rounds()[kind]
+    verdict = _one_of(value, spec.verdicts, spec.what)
     body = _body(body_file)
     repo, plan = _existing_plan(cwd, target)
-    prefix, template, rounds = _RECORD_ROUNDS[kind]
     with state.held_lock(repo.common_dir, plan.id, wait=wait):
         inv = a.inventory(str(plan.path), plan.id)
-        if check is not None:
-            check(inv)  # under the lock: the files it judges cannot change before the write
-        n = a.next_round(rounds(inv))
-        path = plan.path / f"{prefix}-{n}.md"
+        spec.check(inv)  # under the lock: the files it judges cannot change before the write
+        n = a.next_round(spec.rounds(inv))
+        path = plan.path / f"{spec.prefix}-{n}.md"
         if os.path.lexists(path):  # numbered from a listing taken under the lock: cannot happen
             raise RouterError(
                 ErrorCode.INVALID_VALUE, f"{path} already exists; nothing was written"
             )
-        text = _render(template, plan, verdict=verdict, n=n, body=body, kind=kind)
+        text = _render(spec.template, plan, verdict=verdict, n=n, body=body, kind=kind)
         state.write_atomic(path, text)
     return RecordResult(kind, path, verdict)
 
