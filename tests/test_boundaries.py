@@ -215,6 +215,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("router.mounts",),  # whether a checkout's disk is there
     ("router.plandir",),  # the plan dir's artifact files: markdown, repos.md, templates
     ("router.topic",),  # a topic: its record, locks, holders, repos, and how it is found
+    # Shell lines a repo declares on its default branch (.worktreesetup, .teamteardown).
+    ("router.declared",),
     ("router.phase",),  # where a run stands: phase, next, status, the gate records
     ("router.create",),  # setting up: new, worktrees, init, the host's settings files
     ("router.teardown",),  # taking down: teardown, pr-cleanup, snapshots, restore, sweep

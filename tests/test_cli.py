@@ -104,12 +104,12 @@ def test_ctrl_c_while_the_hook_is_still_loading_exits_130_without_a_traceback(tm
 
 
 def test_the_clis_defaults_are_the_cores():
+    from router import declared
     from router.cli import spec as cli
-    from router.teardown import localstate
     from router.topic import state
 
     assert cli.CLI_DEFAULT_WAIT == state.DEFAULT_WAIT
-    assert cli.CLI_DEFAULT_LINE_TIMEOUT == localstate.DEFAULT_LINE_TIMEOUT
+    assert cli.CLI_DEFAULT_LINE_TIMEOUT == declared.DEFAULT_LINE_TIMEOUT
 
 
 def test_help_lists_every_command_without_importing_a_handler_or_core_module():

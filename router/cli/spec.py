@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-# The cores' defaults (state.DEFAULT_WAIT, localstate.DEFAULT_LINE_TIMEOUT), written
+# The cores' defaults (state.DEFAULT_WAIT, declared.DEFAULT_LINE_TIMEOUT), written
 # here as values: reading the declarations must import no core module (and no git
 # boundary). tests/test_cli.py::test_the_clis_defaults_are_the_cores keeps them equal.
 CLI_DEFAULT_WAIT = 30.0

@@ -1,78 +1,48 @@
 """Local state a branch provisioned: ``.teamteardown`` and recorded temp paths (DESIGN §12).
 
-``.teamteardown`` is read only from the default branch, never from the
-working tree or the finished branch: otherwise a pull request could make its
-own clean-up run code on the machine. Its lines are the one place team-router
-runs a shell, on purpose, verbatim. Running them is not git, so it happens
-here rather than in :mod:`router.git`.
+``.teamteardown`` is read and run by :mod:`router.declared`'s rules (only from
+the default branch, never the working tree or the finished branch); here, a
+failed line never stops the lines after it, and they run from the primary root.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import selectors
 import shutil
-import signal
 import stat
-import subprocess
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from router import interrupt
+from router.declared import (
+    DEFAULT_LINE_TIMEOUT,
+    CommandResult,
+    Declaration,
+    LineOutcome,
+    announce,
+    line_env,
+    read_declared,
+    run_line,
+)
 from router.git import (
     Git,
     GitPlace,
-    first_blob,
     git_place,
     repository_above,
     repository_below,
 )
-from router.progress import Echo, LineRelay
+from router.progress import Echo
 from router.topic.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
-DEFAULT_LINE_TIMEOUT = 120.0
-KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
-# Seconds to keep relaying a line's output after its shell exited: enough for
-# what is already in the pipe, never a wait on a child that still holds it.
-DRAIN_GRACE = 0.5
-POLL_INTERVAL = 0.05  # seconds between looks at the shell while its pipes stay open
-
-
-class LineOutcome(StrEnum):
-    OK = "ok"
-    FAILED = "failed"
-    TIMEOUT = "timeout"
-    INTERRUPTED = "interrupted"  # a signal stopped the command: its process group was killed
 
 
 class TempOutcome(StrEnum):
     REMOVED = "removed"
     MISSING = "missing"
     REFUSED = "refused"
-
-
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    line: str
-    outcome: LineOutcome
-    exit: int | None  # None when the line timed out or could not start
-    repo: str = ""
-
-    @property
-    def label(self) -> str:
-        return (
-            f"failed (exit {self.exit})"
-            if self.outcome is LineOutcome.FAILED
-            else str(self.outcome)
-        )
-
-    def to_json(self) -> dict[str, object]:
-        return {"repo": self.repo, "line": self.line, "outcome": self.label, "exit": self.exit}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +59,6 @@ class TempResult:
         if self.detail:
             data["detail"] = self.detail
         return data
-
-
-@dataclass(frozen=True, slots=True)
-class Declaration:
-    source: str | None  # "origin/main" or "main"; None when nothing is declared
-    lines: tuple[str, ...]
-    note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,37 +112,14 @@ class LocalStateReport:
 def read_declaration(
     git: Git, default: DefaultBranch | None, pinned: str | None = None
 ) -> Declaration:
-    """``.teamteardown`` from origin/<default>, else (origin has no such branch) the local one.
+    """``.teamteardown`` as :func:`router.declared.read_declared` reads a declaration.
 
-    Never the local default branch while origin has one: ``teardown --integrate``
-    cherry-picks the finished branch onto the local default branch, and a
-    ``.teamteardown`` among those commits must not run by being cleaned up.
     ``pinned``: the default branch commit an integrating teardown read it from
-    (the topic's record keeps it); once the picks are in, the branch itself no
+    (the topic's record keeps it); once ``teardown --integrate`` cherry-picked
+    the finished branch onto the local default branch, the branch itself no
     longer names a safe source, so it is read there.
     """
-    if default is None:
-        return Declaration(None, (), "no default branch known — nothing declared")
-    if pinned is not None:
-        sources = {f"{pinned}:{DECLARATION}": f"{default.name} at {pinned[:12]}"}
-    elif default.remote_ref is not None:
-        sources = {f"{default.remote_ref}:{DECLARATION}": f"origin/{default.name}"}
-    elif default.local_ref is not None:
-        sources = {f"{default.local_ref}:{DECLARATION}": default.name}
-    else:
-        sources = {}
-    found = first_blob(git, list(sources))
-    if found is None:
-        where = f"{default.name} at {pinned[:12]}" if pinned else default.name
-        return Declaration(None, (), f"no {DECLARATION} on {where} — nothing declared")
-    label = sources[found[0]]
-    lines = parse_declaration(found[1])
-    return Declaration(label, lines, f"{DECLARATION} on {label}: {len(lines)} line(s)")
-
-
-def parse_declaration(text: str) -> tuple[str, ...]:
-    """The lines to run: ``#`` at column 0 and blank lines are skipped, the rest verbatim."""
-    return tuple(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return read_declared(git, DECLARATION, default, pinned)
 
 
 # -- running lines ------------------------------------------------------------------
@@ -200,139 +140,16 @@ def run_lines(
     A signal that stops the command (Ctrl-C, SIGTERM, SIGHUP: :mod:`router.interrupt`)
     does: no line starts after it, and the running one's process group is killed.
     """
-    env = {
-        **os.environ,
-        "TEAM_REPO_ROOT": str(root),
-        "TEAM_BRANCH": branch,
-        "TEAM_WORKTREE": str(worktree) if worktree else "",
-    }
+    env = line_env(root=root, branch=branch, worktree=worktree)
     results = []
     for line in lines:
         if interrupt.received():
             break
-        if echo is not None:
-            echo(f"{f'[{repo}] ' if repo else ''}$ {line}")
+        announce(echo, repo, f"$ {line}")
         result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo)
-        if echo is not None:
-            echo(f"{f'[{repo}] ' if repo else ''}  -> {result.label}")
+        announce(echo, repo, f"  -> {result.label}")
         results.append(result)
     return results
-
-
-def run_line(
-    line: str,
-    *,
-    cwd: Path,
-    env: dict[str, str],
-    timeout: float,
-    repo: str = "",
-) -> CommandResult:
-    """One line in its own process group, stdin from /dev/null, output relayed to our stderr.
-
-    Its own session, so a timeout kills every process the line started, not
-    only the shell; stdin from /dev/null, so a line that reads stdin cannot
-    swallow anything; output to stderr, so ``--json`` keeps stdout clean.
-    Output goes through pipes we own rather than our own stdout/stderr: a
-    child the line leaves behind (``cmd &``, ``setsid cmd &``) would otherwise
-    keep our caller's pipes open, and a caller reading them to EOF (an agent
-    host) would wait for that child long after team-router exited.
-    """
-    try:
-        proc = subprocess.Popen(
-            ["sh", "-c", line],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError:
-        return CommandResult(line, LineOutcome.FAILED, 127, repo)
-    output = _Output(proc, f"[{repo}] " if repo else "")
-    try:
-        code = output.relay_until_exit(time.monotonic() + timeout)
-        if code is None:
-            _kill_group(proc)
-        output.drain(time.monotonic() + DRAIN_GRACE)
-    except BaseException:
-        # Stopped at once (a second signal, or a command that does not defer them):
-        # the line lives in its own session, which no signal to ours reaches.
-        _kill_group(proc)
-        raise
-    finally:
-        output.close()
-    if code is None and interrupt.received():
-        return CommandResult(line, LineOutcome.INTERRUPTED, None, repo)
-    if code is None:
-        return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
-    outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
-    return CommandResult(line, outcome, code, repo)
-
-
-class _Output:
-    """A line's stdout and stderr pipes, copied to our stderr a whole line at a time."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], prefix: str = "") -> None:
-        self.proc = proc
-        self.pipes = [p for p in (proc.stdout, proc.stderr) if p is not None]
-        self.selector = selectors.DefaultSelector()
-        self.relays = {p.fileno(): LineRelay(prefix) for p in self.pipes}
-        for pipe in self.pipes:
-            self.selector.register(pipe.fileno(), selectors.EVENT_READ)
-
-    def relay_until_exit(self, deadline: float) -> int | None:
-        """Relay until the line's shell exits: its exit code, or None at ``deadline`` or a signal."""
-        # While the pipes are open, poll the shell between reads: a child that
-        # holds them must not hide the shell's exit. Once both reached EOF,
-        # nothing is left to relay and waiting in short steps is enough.
-        while True:
-            if self.proc.poll() is not None:
-                return self.proc.returncode
-            if time.monotonic() >= deadline or interrupt.received():
-                return None
-            step = min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))
-            if self.selector.get_map():
-                self._pump(step)
-            else:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=step)
-
-    def drain(self, deadline: float) -> None:
-        """What is still buffered or still being written, until EOF or ``deadline``."""
-        while self.selector.get_map() and time.monotonic() < deadline:
-            self._pump(max(0.0, deadline - time.monotonic()))
-
-    def close(self) -> None:
-        # Closing our read ends is what lets go of the line: a child still
-        # holding the write ends gets EPIPE if it writes again, and nobody waits.
-        self.selector.close()
-        for pipe in self.pipes:
-            pipe.close()
-        for relay in self.relays.values():
-            relay.end()
-
-    def _pump(self, timeout: float) -> None:
-        for key, _ in self.selector.select(timeout):
-            data = os.read(key.fd, 65536)
-            if data:
-                self.relays[key.fd].feed(data)
-            else:
-                self.relays[key.fd].end()
-                self.selector.unregister(key.fd)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=KILL_GRACE)
-    # SIGKILL the group even when the shell itself exited on SIGTERM: a child
-    # that ignores SIGTERM would otherwise outlive the timeout.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=KILL_GRACE)
 
 
 # -- temp paths --------------------------------------------------------------------

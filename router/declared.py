@@ -1,0 +1,268 @@
+"""Declared shell lines: a file read from the default branch, each line run with ``sh -c``.
+
+``.teamteardown`` (DESIGN §12) and ``.worktreesetup`` (DESIGN §7) share these
+rules. The file is read only from the default branch, never from a working
+tree or the topic's branch: otherwise a pull request could make the machine
+run its code by being checked out or cleaned up. These lines are the one
+place team-router runs a shell, on purpose, verbatim. Running them is not
+git, so it happens here rather than in :mod:`router.git`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from router import interrupt
+from router.git import first_blob
+from router.progress import LineRelay
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
+    from router.git import Git
+    from router.progress import Echo
+    from router.topic.workspace import DefaultBranch
+
+DEFAULT_LINE_TIMEOUT = 120.0
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
+# Seconds to keep relaying a line's output after its shell exited: enough for
+# what is already in the pipe, never a wait on a child that still holds it.
+DRAIN_GRACE = 0.5
+POLL_INTERVAL = 0.05  # seconds between looks at the shell while its pipes stay open
+
+
+class LineOutcome(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"  # a signal stopped the command: its process group was killed
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    line: str
+    outcome: LineOutcome
+    exit: int | None  # None when the line timed out or could not start
+    repo: str = ""
+
+    @property
+    def label(self) -> str:
+        return (
+            f"failed (exit {self.exit})"
+            if self.outcome is LineOutcome.FAILED
+            else str(self.outcome)
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {"repo": self.repo, "line": self.line, "outcome": self.label, "exit": self.exit}
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    source: str | None  # "origin/main" or "main"; None when nothing is declared
+    lines: tuple[str, ...]
+    note: str
+
+
+# -- the declaration --------------------------------------------------------------
+
+
+def read_declared(
+    git: Git,
+    name: str,
+    default: DefaultBranch | None,
+    pinned: str | None = None,
+) -> Declaration:
+    """File ``name`` from origin/<default>, else (origin has no such branch) the local one.
+
+    Never the local default branch while origin has one: ``teardown --integrate``
+    cherry-picks the finished branch onto the local default branch, and a
+    declaration among those commits must not run by being cleaned up.
+    ``pinned``: a default branch commit to read it at instead (a commit the
+    caller resolved from the default branch earlier); once a branch no longer
+    names a safe source, the commit does.
+    """
+    if default is None:
+        return Declaration(None, (), "no default branch known — nothing declared")
+    if pinned is not None:
+        sources = {f"{pinned}:{name}": f"{default.name} at {pinned[:12]}"}
+    elif default.remote_ref is not None:
+        sources = {f"{default.remote_ref}:{name}": f"origin/{default.name}"}
+    elif default.local_ref is not None:
+        sources = {f"{default.local_ref}:{name}": default.name}
+    else:
+        sources = {}
+    found = first_blob(git, list(sources))
+    if found is None:
+        where = f"{default.name} at {pinned[:12]}" if pinned else default.name
+        return Declaration(None, (), f"no {name} on {where} — nothing declared")
+    label = sources[found[0]]
+    lines = parse_declaration(found[1])
+    return Declaration(label, lines, f"{name} on {label}: {len(lines)} line(s)")
+
+
+def parse_declaration(text: str) -> tuple[str, ...]:
+    """The lines to run: ``#`` at column 0 and blank lines are skipped, the rest verbatim."""
+    return tuple(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+# -- running lines ------------------------------------------------------------------
+
+
+def line_env(*, root: Path, branch: str, worktree: Path | None, **more: str) -> dict[str, str]:
+    """The environment a declared line runs with: ours, plus the ``TEAM_*`` names of its repo."""
+    extra = {f"TEAM_{key.upper()}": value for key, value in more.items()}
+    return {
+        **os.environ,
+        "TEAM_REPO_ROOT": str(root),
+        "TEAM_BRANCH": branch,
+        "TEAM_WORKTREE": str(worktree) if worktree else "",
+        **extra,
+    }
+
+
+def announce(echo: Echo | None, repo: str, text: str) -> None:
+    """A line about to run (``$ line``) or its outcome (``  -> ok``), named by its repo."""
+    if echo is not None:
+        echo(f"{f'[{repo}] ' if repo else ''}{text}")
+
+
+def run_line(
+    line: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    repo: str = "",
+    log: BinaryIO | None = None,
+) -> CommandResult:
+    """One line in its own process group, stdin from /dev/null, output relayed to our stderr.
+
+    Its own session, so a timeout kills every process the line started, not
+    only the shell; stdin from /dev/null, so a line that reads stdin cannot
+    swallow anything; output to stderr, so ``--json`` keeps stdout clean.
+    Output goes through pipes we own rather than our own stdout/stderr: a
+    child the line leaves behind (``cmd &``, ``setsid cmd &``) would otherwise
+    keep our caller's pipes open, and a caller reading them to EOF (an agent
+    host) would wait for that child long after team-router exited. ``log``:
+    a file that keeps a copy of the output as it arrives.
+    """
+    try:
+        proc = subprocess.Popen(
+            ["sh", "-c", line],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        return CommandResult(line, LineOutcome.FAILED, 127, repo)
+    output = _Output(proc, f"[{repo}] " if repo else "", log)
+    try:
+        code = output.relay_until_exit(time.monotonic() + timeout)
+        if code is None:
+            _kill_group(proc)
+        output.drain(time.monotonic() + DRAIN_GRACE)
+    except BaseException:
+        # Stopped at once (a second signal, or a command that does not defer them):
+        # the line lives in its own session, which no signal to ours reaches.
+        _kill_group(proc)
+        raise
+    finally:
+        output.close()
+    if code is None and interrupt.received():
+        return CommandResult(line, LineOutcome.INTERRUPTED, None, repo)
+    if code is None:
+        return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
+    outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
+    return CommandResult(line, outcome, code, repo)
+
+
+class _Output:
+    """A line's stdout and stderr pipes, copied to our stderr a whole line at a time."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], prefix: str = "", log: BinaryIO | None = None
+    ) -> None:
+        self.proc = proc
+        self.log = log
+        self.pipes = [p for p in (proc.stdout, proc.stderr) if p is not None]
+        self.selector = selectors.DefaultSelector()
+        self.relays = {p.fileno(): LineRelay(prefix) for p in self.pipes}
+        for pipe in self.pipes:
+            self.selector.register(pipe.fileno(), selectors.EVENT_READ)
+
+    def relay_until_exit(self, deadline: float) -> int | None:
+        """Relay until the line's shell exits: its exit code, or None at ``deadline`` or a signal."""
+        # While the pipes are open, poll the shell between reads: a child that
+        # holds them must not hide the shell's exit. Once both reached EOF,
+        # nothing is left to relay and waiting in short steps is enough.
+        while True:
+            if self.proc.poll() is not None:
+                return self.proc.returncode
+            if time.monotonic() >= deadline or interrupt.received():
+                return None
+            step = min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))
+            if self.selector.get_map():
+                self._pump(step)
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=step)
+
+    def drain(self, deadline: float) -> None:
+        """What is still buffered or still being written, until EOF or ``deadline``."""
+        while self.selector.get_map() and time.monotonic() < deadline:
+            self._pump(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        # Closing our read ends is what lets go of the line: a child still
+        # holding the write ends gets EPIPE if it writes again, and nobody waits.
+        self.selector.close()
+        for pipe in self.pipes:
+            pipe.close()
+        for relay in self.relays.values():
+            relay.end()
+
+    def _pump(self, timeout: float) -> None:
+        for key, _ in self.selector.select(timeout):
+            data = os.read(key.fd, 65536)
+            if data:
+                self.relays[key.fd].feed(data)
+                self._keep(data)
+            else:
+                self.relays[key.fd].end()
+                self.selector.unregister(key.fd)
+
+    def _keep(self, data: bytes) -> None:
+        if self.log is None:
+            return
+        try:
+            self.log.write(data)
+            self.log.flush()
+        except OSError:
+            # A full disk must not stop the line: its output still reaches stderr.
+            self.log = None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE)
+    # SIGKILL the group even when the shell itself exited on SIGTERM: a child
+    # that ignores SIGTERM would otherwise outlive the timeout.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE)
