@@ -18,7 +18,10 @@ from helpers.topics import new_topic
 def test_usage_errors_name_the_command_to_ask_for_help():
     res = run_cli("record", "verdict")
     assert res.code == 2
-    assert res.err.splitlines()[-1] == "Try 'team-router record verdict --help' for help."
+    assert res.err.splitlines() == [
+        "team-router: Missing argument 'TARGET' [usage]",
+        "Try 'team-router record verdict --help' for help.",
+    ]
     res = run_cli("record", "verdict", "--json")
     assert res.code == 2 and res.json["error"]["code"] == "usage"
     assert res.json["error"]["message"] == (
@@ -288,14 +291,14 @@ def test_an_option_and_its_value_before_the_command_are_shown_after_it_in_text_m
     assert (res.code, res.out) == (2, "")
     assert res.err.splitlines() == [
         "team-router: --wait is an option of `teardown`, so it goes after the command: "
-        f"`team-router -C {tmp_path} teardown T-1 --dry-run --wait 5` {BEFORE}",
+        f"`team-router -C {tmp_path} teardown T-1 --dry-run --wait 5` {BEFORE} [usage]",
         "Try 'team-router --help' for help.",
     ]
     res = run_cli("--bogus", "status")
     assert res.code == 2
     assert res.err.splitlines()[0] == (
         "team-router: No such option: --bogus; before the command team-router takes only "
-        "-C DIR, --version and --help"
+        "-C DIR, --version and --help [usage]"
     )
 
 

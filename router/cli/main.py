@@ -117,7 +117,8 @@ def _refuse_usage(args: list[str], message: str, node: object) -> int:
             RouterError(ErrorCode.USAGE, f"{message.rstrip('.')}; see `{path} --help`"),
         )
     else:
-        write_err(f"team-router: {message}")
+        # The code in brackets, as every other refusal's text ends (JSON has it as error.code).
+        write_err(f"team-router: {message.rstrip('.')} [{ErrorCode.USAGE}]")
         write_err(f"Try '{path} --help' for help.")
     return ExitCode.BAD_INPUT
 
