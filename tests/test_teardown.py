@@ -955,7 +955,8 @@ def test_text_output_names_every_step(home_repo):
 
 
 def test_verify_gone_removes_a_recreated_path_only_when_it_is_residue(home_repo):
-    from router.teardown.steps import Outcome, verify_gone
+    from router.teardown.branch import verify_gone
+    from router.teardown.steps import Outcome
     from router.topic.workspace import open_repo
 
     repo = open_repo(home_repo)
@@ -970,7 +971,8 @@ def test_verify_gone_removes_a_recreated_path_only_when_it_is_residue(home_repo)
 
 
 def test_verify_gone_never_touches_the_primary_clone_or_a_live_worktree(home_repo):
-    from router.teardown.steps import Outcome, verify_gone
+    from router.teardown.branch import verify_gone
+    from router.teardown.steps import Outcome
     from router.topic.workspace import open_repo
 
     topic = new_topic(home_repo)
@@ -982,7 +984,7 @@ def test_verify_gone_never_touches_the_primary_clone_or_a_live_worktree(home_rep
 
 def test_merge_proof_names_which_proof_held(home_repo):
     from router.git import Git
-    from router.teardown.steps import ProofKind, merge_proof
+    from router.teardown.proof import ProofKind, merge_proof
 
     g = Git(home_repo)
     git(home_repo, "switch", "-q", "-c", "ff")
@@ -1003,7 +1005,8 @@ def test_merge_proof_names_which_proof_held(home_repo):
 
 
 def test_remove_worktree_refuses_a_dirty_worktree_and_names_its_files(home_repo):
-    from router.teardown.steps import Outcome, remove_worktree
+    from router.teardown.remove import remove_worktree
+    from router.teardown.steps import Outcome
     from router.topic.workspace import open_repo
 
     topic = new_topic(home_repo)

@@ -26,8 +26,8 @@ from router.topic.workspace import Repo
 
 def module_work(repo: Repo, path: Path) -> str:
     """What the submodule git dirs a gone worktree's registration keeps hold ("" when nothing)."""
+    from router.teardown.blockers import nested_loss
     from router.teardown.nested import survey_registration
-    from router.teardown.steps import nested_loss
 
     holding = [n for n in survey_registration(repo.common_dir, path) if n.holds_work]
     if not holding:

@@ -22,7 +22,8 @@ from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, ErrorCode, Refusal, RouterError, error_json
 from router.names import parse_id
 from router.progress import Echo
-from router.teardown.steps import Step, name_some, torn_down
+from router.teardown.record import torn_down
+from router.teardown.steps import Step, name_some
 from router.teardown.sweep import SweepResult
 from router.topic import state
 from router.topic.discovery import PLANS_DIR

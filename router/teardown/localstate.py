@@ -34,6 +34,15 @@ from router.git import (
     repository_below,
 )
 from router.progress import Echo
+from router.teardown.steps import (
+    INTERRUPTED_STEP,
+    NotDone,
+    Outcome,
+    Step,
+    StepResult,
+    not_done,
+    skipped,
+)
 from router.topic.workspace import DefaultBranch
 
 DECLARATION = ".teamteardown"
@@ -339,3 +348,25 @@ def run_local_state(
     return LocalStateReport(
         job.repo, decl, tuple(commands), tuple(temps), tuple(notes), interrupted
     )
+
+
+def local_state_step(
+    job: LocalStateJob, *, echo: Echo | None = None, dry_run: bool = False
+) -> tuple[StepResult, LocalStateReport]:
+    """Run the repo's local state, or (``dry_run``) say what would run, with the same outcome.
+
+    Nothing declared and no temp path is ``skipped`` in both; a temp path the
+    checks refuse fails both.
+    """
+    report = run_local_state(job, echo=echo, dry_run=dry_run)
+    if report.interrupted:
+        # "not done": the record does not count it, so a rerun runs the step again.
+        signal = interrupt.name(interrupt.received() or interrupt.SIGINT)
+        stopped = skipped(Step.LOCAL_STATE, f"{INTERRUPTED_STEP} ({signal}): {report.summary()}")
+        return not_done(stopped, NotDone.INTERRUPTED), report
+    outcome = Outcome.DONE if report.ok else Outcome.FAILED
+    if report.declaration.source is None and not report.temp_paths:
+        return skipped(Step.LOCAL_STATE, report.summary()), report
+    return StepResult(
+        Step.LOCAL_STATE, outcome, f"{'would run: ' if dry_run else ''}{report.summary()}"
+    ), report

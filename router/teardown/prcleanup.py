@@ -33,55 +33,47 @@ from router.names import ID_RE, Branch, branch_for
 from router.plandir.artifacts import PR as PR_FILE
 from router.plandir.artifacts import read_temp_paths, recorded_prs
 from router.progress import Echo
-from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
-from router.teardown.nested import survey_nested, survey_remains
-from router.teardown.steps import (
+from router.teardown.blockers import (
     NO_PROC_NOTE,
-    Decision,
-    Outcome,
-    Proof,
-    Step,
-    StepResult,
-    StepRun,
-    TopicRef,
-    acting,
-    copies_note,
-    cut_from,
-    delete_branch,
     describe_dirt,
-    done,
-    empty_branch,
-    failed,
-    finish_blocker,
-    forget_earlier_teardown,
-    git_failed,
     in_use_blocker,
-    included_copies,
-    last_run,
-    left_earlier,
-    merge_proof,
     nested_blocker,
-    plan_dir_decision,
-    prune_origin,
     reflog_blocker,
-    refused,
-    removal_started,
-    remove_plan_dir,
-    remove_worktree,
     reused_branch,
     reused_checkout,
-    settled,
-    short_ref,
-    skipped,
-    stopped_at,
-    stopped_error,
-    update_decision,
-    verify_gone,
     worktree_blocker,
     worktrees_in_use,
 )
+from router.teardown.branch import delete_branch, verify_gone
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
+from router.teardown.nested import survey_nested, survey_remains
+from router.teardown.plan_dir import plan_dir_decision, remove_plan_dir
+from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof, short_ref
+from router.teardown.record import TopicRef, forget_earlier_teardown
+from router.teardown.remove import (
+    copies_note,
+    finish_blocker,
+    included_copies,
+    removal_started,
+    remove_worktree,
+)
+from router.teardown.steps import STEPS as TEARDOWN_STEPS
 from router.teardown.steps import (
-    STEPS as TEARDOWN_STEPS,
+    Decision,
+    Outcome,
+    Step,
+    StepResult,
+    StepRun,
+    acting,
+    done,
+    failed,
+    git_failed,
+    last_run,
+    refused,
+    settled,
+    skipped,
+    stopped_at,
+    stopped_error,
 )
 from router.teardown.sweep import Runs
 from router.teardown.unshipped import (
@@ -92,6 +84,7 @@ from router.teardown.unshipped import (
     unshipped,
     unshipped_message,
 )
+from router.teardown.update import left_earlier, prune_origin, update_decision
 from router.topic import state, worktreelock
 from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link, resolve
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
@@ -1379,7 +1372,8 @@ def _other_processes(repo: Repo) -> list[str]:
 
 
 def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
-    from router.teardown.steps import local_state_ran, local_state_step, mark_done
+    from router.teardown.localstate import local_state_step
+    from router.teardown.record import local_state_ran, mark_done
 
     if (
         found.topic_id is not None

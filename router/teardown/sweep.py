@@ -47,11 +47,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from router.errors import ErrorCode, ExitCode, error_json
+from router.errors import ErrorCode, ExitCode, describe_io, error_json
 from router.fsutil import files_under
 from router.git import Git, WorktreeEntry
+from router.teardown.snapshot import snapshot_plan_dir
+from router.teardown.steps import Step, StepResult, done_with, failed, name_some, refused, skipped
+from router.teardown.unshipped import residue_message, snapshot_note
 from router.topic import state
-from router.topic.workspace import WORKTREES_DIR
+from router.topic.workspace import WORKTREES_DIR, Repo
 
 if TYPE_CHECKING:
     from router.teardown.unshipped import RunArtifacts
@@ -253,7 +256,6 @@ def _would_remove(path: Path, runs: Runs) -> Snapshotted | None:
     if not at_stake:
         return None
     from router.teardown.snapshot import plan_dir_ref
-    from router.teardown.unshipped import snapshot_note
 
     notes = tuple(
         f"would first write {snapshot_note([a])} to {plan_dir_ref(a.plan_dir.name)}"
@@ -520,8 +522,7 @@ def _put_back(aside: Path, path: Path) -> str | None:
 def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> Snapshotted | str:
     """Each run's artifacts (in the directory moved aside from ``path``) in its plan-dir
     snapshot ref, in the primary clone's repository; else why one could not be written."""
-    from router.errors import RouterError, ToolFailed, describe_io
-    from router.teardown.snapshot import snapshot_plan_dir
+    from router.errors import RouterError, ToolFailed
     from router.teardown.unshipped import snapshot_note
     from router.topic.workspace import open_repo
 
@@ -551,3 +552,53 @@ def _renamed(runs: tuple[RunArtifacts, ...], aside: Path, path: Path) -> tuple[R
         dataclasses.replace(a, checkout=path, plan_dir=path / a.plan_dir.relative_to(aside))
         for a in runs
     )
+
+
+def sweep_step(
+    repo: Repo,
+    *,
+    dry_run: bool = False,
+    leaving: tuple[Path, ...] = (),
+    runs: Runs | None = None,
+) -> tuple[StepResult, SweepResult]:
+    """The sweep, or (``dry_run``) what it would sweep and keep, judged by the same rule.
+
+    ``leaving``: the worktree a dry run's remove step would take first.
+    ``runs``: what lets a run's artifacts in residue go (see :class:`Runs`);
+    residue an unshipped run's artifacts keep refuses the step
+    (``unshipped-run``), the rest of the sweep done all the same.
+    """
+    result = sweep(
+        repo.primary,
+        None,
+        git=repo.git,
+        common_dir=repo.common_dir,
+        dry_run=dry_run,
+        leaving=leaving,
+        runs=runs or Runs(repo.primary),
+    )
+    where = repo.primary / WORKTREES_DIR
+    if result.failed:
+        paths = name_some(str(p) for p, _ in result.failed)
+        return failed(Step.SWEEP, f"could not remove residue: {paths}"), result
+    if result.no_residue:
+        return skipped(Step.SWEEP, f"no residue under {where}"), result
+    would = "would " if dry_run else ""
+    parts = []
+    if result.swept:
+        verb = "sweep" if dry_run else "swept"
+        parts.append(
+            f"{would}{verb} {len(result.swept)}: {name_some(str(p) for p in result.swept)}"
+        )
+    parts += [note for s in result.snapshotted for note in s.notes]
+    if result.kept:
+        verb = "keep" if dry_run else "kept"
+        parts.append(
+            f"{would}{verb} {len(result.kept)} (see kept): "
+            f"{name_some(str(k.path) for k in result.kept)}"
+        )
+    if result.unshipped:
+        why = residue_message(result.unshipped, command="teardown")
+        return refused(Step.SWEEP, ErrorCode.UNSHIPPED_RUN, "; ".join([why, *parts])), result
+    refs = (r for s in result.snapshotted for r in s.refs)
+    return done_with(Step.SWEEP, "; ".join(parts), *refs), result

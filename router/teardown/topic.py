@@ -32,6 +32,22 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.names import ID_RE, Branch, branch_for
 from router.parallel import parallel_map
 from router.progress import Echo, Progress
+from router.teardown.blockers import (
+    NO_PROC_NOTE,
+    foreign_worktree,
+    hidden_work,
+    in_use_blocker,
+    nested_blocker,
+    reflog_blocker,
+    reused_branch,
+    reused_checkout,
+    unmounted_blocker,
+    with_hidden,
+    worktree_blocker,
+    worktrees_in_use,
+)
+from router.teardown.branch import delete_branch, verify_gone
+from router.teardown.integrate import integrate_commits, no_identity, resume_integration
 from router.teardown.localstate import (
     DEFAULT_LINE_TIMEOUT,
     Declaration,
@@ -39,10 +55,29 @@ from router.teardown.localstate import (
     LocalStateJob,
     LocalStateReport,
     TempOutcome,
+    local_state_step,
     read_declaration,
     run_local_state,
 )
 from router.teardown.nested import NestedRepo, survey_nested, survey_remains
+from router.teardown.plan_dir import plan_dir_decision, remove_plan_dir
+from router.teardown.primary import is_primary_clone, primary_busy
+from router.teardown.proof import EMPTY, Integration, cut_from, integration
+from router.teardown.record import (
+    TopicRef,
+    forget_earlier_teardown,
+    local_state_ran,
+    mark_done,
+    pending_pick,
+)
+from router.teardown.remove import (
+    copies_note,
+    finish_blocker,
+    gone_with,
+    included_copies,
+    removal_started,
+    remove_worktree,
+)
 from router.teardown.snapshot import (
     RestoredRepo,
     RestoreStatus,
@@ -52,65 +87,24 @@ from router.teardown.snapshot import (
     restore_repo,
 )
 from router.teardown.steps import (
-    EMPTY,
-    NO_PROC_NOTE,
     STEPS,
     Decision,
-    Integration,
     NotDone,
     Outcome,
     Step,
     StepResult,
     StepRun,
-    TopicRef,
     acting,
-    copies_note,
-    cut_from,
-    delete_branch,
-    finish_blocker,
-    foreign_worktree,
-    forget_earlier_teardown,
-    gone_with,
-    hidden_work,
-    in_use_blocker,
-    included_copies,
-    integrate_commits,
-    integration,
-    is_primary_clone,
     last_run,
-    left_earlier,
-    local_state_ran,
-    local_state_step,
-    mark_done,
     name_some,
-    nested_blocker,
-    no_identity,
     not_done,
-    pending_pick,
-    plan_dir_decision,
-    primary_busy,
-    prune_origin,
-    reflog_blocker,
     refused,
-    removal_started,
-    remove_plan_dir,
-    remove_worktree,
-    resume_integration,
-    reused_branch,
-    reused_checkout,
     settled,
     skipped,
     stopped_at,
     stopped_error,
-    sweep_step,
-    unmounted_blocker,
-    update_decision,
-    verify_gone,
-    with_hidden,
-    worktree_blocker,
-    worktrees_in_use,
 )
-from router.teardown.sweep import Kept, Runs, SweepResult, SweepVerdict, classify
+from router.teardown.sweep import Kept, Runs, SweepResult, SweepVerdict, classify, sweep_step
 from router.teardown.unshipped import (
     RunArtifacts,
     has_shipped,
@@ -119,6 +113,7 @@ from router.teardown.unshipped import (
     unshipped,
     unshipped_message,
 )
+from router.teardown.update import left_earlier, prune_origin, update_decision
 from router.topic import state, worktreelock
 from router.topic.discovery import home_repo
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic

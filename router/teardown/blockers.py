@@ -1,0 +1,314 @@
+"""What keeps a worktree from being removed: changes, nested repositories, a
+missing disk, a checkout someone else uses, commits only a reflog holds.
+
+Each check returns the refusal (a :class:`StepResult`) naming its error code and
+the fix, or None when it finds nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from router import git as g
+from router.errors import ErrorCode
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.mounts import worktree_unmounted
+from router.teardown.nested import NestedKind, NestedRepo
+from router.teardown.steps import Step, StepResult, name_some, refused
+from router.topic import state, worktreelock
+from router.topic.discovery import PLANS_DIR
+from router.topic.workspace import WORKTREES_DIR, Repo
+
+
+def nested_blocker(
+    path: Path,
+    nested: tuple[NestedRepo, ...],
+    *,
+    again: str = "teardown",
+    step: Step = Step.REMOVE,
+    what: str = "the worktree",
+) -> StepResult | None:
+    """Refuse (``--force`` or not) while a repository inside the worktree holds work of its own.
+
+    ``again`` is the command the message says to run again; ``step`` the
+    step that refuses, and ``what`` the directory it would have removed.
+    """
+    holding = [n for n in nested if n.holds_work]
+    if not holding:
+        return None
+    return refused(
+        step,
+        ErrorCode.NESTED_WORK,
+        f"{path} holds other repositories whose work exists nowhere else; removing {what} "
+        "would delete it and --force cannot snapshot it: "
+        + ", ".join(nested_loss(n) for n in holding)
+        + ". Push those commits, or a tag holding them (`git log --oneline --all --reflog "
+        "--not --remotes` there lists them, reflog-only ones included; "
+        "`git reflog expire --expire-unreachable=now "
+        "--all` there drops those no branch holds), commit and push (or discard) those changes, "
+        f"or move the repository out of {what}; then run {again} again",
+    )
+
+
+def nested_loss(repo: NestedRepo) -> str:
+    """``submodule lib (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
+    if repo.problem:
+        return f"{repo.kind} {repo.rel} ({repo.problem})"
+    parts = (
+        [f"{repo.unpushed} commit(s) on none of its remote-tracking refs"] if repo.unpushed else []
+    )
+    if repo.unpushed and repo.gone:
+        # Its tracking refs still name the commits, but the remote they copy is gone.
+        parts.append(f"remote {', '.join(repo.gone)} points at a path that no longer exists")
+    if repo.status.dirty:
+        parts.append(describe_dirt(repo.status))
+    if repo.kind is NestedKind.UNINITIALISED:
+        parts.append("git does not see files there: move them out of the worktree")
+    if repo.kind is NestedKind.MODULE:
+        # Its config names a checkout that may be gone, and git then stops unless told.
+        parts.append(f"git reads it as `git --git-dir={repo.rel} --work-tree={repo.rel}`")
+    return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
+
+
+def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> str:
+    """Why the worktree at ``path`` is not this branch's to remove (empty when it is).
+
+    The path comes from a record or from ``repos.md`` (written by a model); git
+    decides whose worktree it is: one on another branch belongs to other work
+    (with its own plan dir and ignored files), and a detached one counts only
+    at this branch's own worktree path.
+    """
+    if entry.branch == branch:
+        return ""
+    if entry.branch is None and os.path.realpath(path) == os.path.realpath(
+        repo.worktree_path(branch)
+    ):
+        return ""
+    on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
+    if entry.branch and os.path.realpath(path) == os.path.realpath(repo.worktree_path(branch)):
+        # The topic's own path: an agent switched it (`new` reruns take it as the
+        # topic's). Its work is on that branch, not this one's: kept, and said how
+        # to take it apart with the topic.
+        return (
+            f"{path} is the topic's worktree, switched to {entry.branch}: kept with that "
+            f"branch's work (`git -C {path} switch {branch}`, then teardown again, removes it "
+            f"with the topic; or merge {entry.branch} first)"
+        )
+    return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
+
+
+def hidden_work(worktree: Path, topic_id: str | None) -> tuple[str, ...]:
+    """Untracked files under ``docs/plans/`` that only an exclude file (ours) hides, sorted.
+
+    ``new`` adds ``/docs/plans/`` to the repo's ``info/exclude`` so a plan dir
+    stays out of ``git status``; that line hides every other untracked file
+    under ``docs/plans/`` of every worktree too, and neither git's dirty check
+    nor ``add --all`` sees them. They are the user's work all the same; one
+    a ``.gitignore`` ignores is not (ignored files are never work to teardown,
+    as in git's own check). The topic's own plan dir
+    (``docs/plans/<topic_id>/``) is not counted: it is the run's, its own
+    rules apply. Nothing is listed behind a symlinked ``docs/`` or
+    ``docs/plans/`` (removing the worktree deletes the link, not its target);
+    a nested repository is left to :mod:`router.teardown.nested`. Raises
+    GitError when git cannot list them: nothing is assumed.
+    """
+    for part in (worktree / "docs", worktree / PLANS_DIR):
+        if os.path.islink(part) or not os.path.isdir(part):
+            return ()
+    if topic_id and os.listdir(worktree / PLANS_DIR) in ([], [topic_id]):
+        return ()  # the plan dir alone (the usual case): no git to ask
+    untracked = Git(worktree).untracked_under(f"{PLANS_DIR}/")
+    own = f"{PLANS_DIR}/{topic_id}" if topic_id else None
+    return tuple(
+        sorted(
+            p
+            for p in untracked
+            if not p.endswith("/") and (own is None or (p != own and not p.startswith(f"{own}/")))
+        )
+    )
+
+
+def with_hidden(status: StatusReport, hidden: tuple[str, ...]) -> StatusReport:
+    """``status`` with the hidden untracked files of :func:`hidden_work` counted as untracked."""
+    if not hidden:
+        return status
+    extra = tuple(p for p in hidden if p not in status.untracked)
+    return dataclasses.replace(status, untracked=(*status.untracked, *extra))
+
+
+def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> StepResult | None:
+    """A registered worktree whose directory is missing because its disk is not mounted: refused.
+
+    --force or not: git would drop the registration of a directory it cannot
+    see, and the checkout, with whatever work is in it, would no longer be a
+    git repository once the disk is back.
+    """
+    unmounted = worktree_unmounted(repo.common_dir, path)
+    if unmounted is None:
+        return None
+    return refused(
+        Step.REMOVE,
+        ErrorCode.NOT_MOUNTED,
+        f"{path} is not there because its filesystem is not mounted ({unmounted.why}); "
+        f"kept: mount it at {unmounted.point}, then run {again} again (if it is "
+        f"really gone, `git worktree remove {path}` first)",
+    )
+
+
+def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:
+    # Our own lock (DESIGN §10) keeps other tools away, not team-router: only another's refuses.
+    if worktreelock.locked_by_other(entry):
+        why = f" ({entry.lock_reason})" if entry.lock_reason else ""
+        return refused(
+            Step.REMOVE,
+            ErrorCode.LOCKED_WORKTREE,
+            f"{path} is locked{why}; unlock it or pass --force",
+        )
+    if status.dirty:
+        hidden = any(p.startswith(f"{PLANS_DIR}/") for p in status.untracked)
+        # git status does not list them (our info/exclude line): a plain `git add` skips them.
+        add = f" (`git add -f` those under {PLANS_DIR}/)" if hidden else ""
+        return refused(
+            Step.REMOVE,
+            ErrorCode.DIRTY_WORKTREE,
+            f"{path} has {describe_dirt(status)}; commit them{add}, or pass --force to snapshot "
+            "and remove",
+        )
+    return None
+
+
+def describe_dirt(status: StatusReport) -> str:
+    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
+    parts = []
+    if status.tracked:
+        parts.append(f"{len(status.tracked)} changed tracked file(s): {name_some(status.tracked)}")
+    if status.untracked:
+        parts.append(f"{len(status.untracked)} untracked file(s): {name_some(status.untracked)}")
+    return "; ".join(parts)
+
+
+def worktrees_in_use(
+    paths: Iterable[Path], *, host: bool = False, topic_lock: Path | None = None
+) -> dict[Path, list[str]] | None:
+    """``path -> ["process 123 (vim)", ...]`` for each of ``paths`` another process works in.
+
+    Its working directory or an open file is there: git removes the tree from
+    under it, and a shell is left in a deleted directory, an editor writes its
+    buffers back into one. One scan of /proc answers every path (a teardown
+    asks once for all its repos). The command line that asked for the removal
+    is left out (:func:`requesters`: this process, the ones above it, the rest of
+    its pipeline): it may sit in the worktree itself. ``host``: the session that
+    called is a host removing a worktree it made, and every process below it is
+    its own (:func:`router.processes.session_processes`). ``topic_lock``: the topic's lock,
+    which the caller holds; another team-router run that has it open is queued
+    behind this one for the same topic (it sees what this one leaves), not work in
+    the worktree. None where there is no /proc to read.
+    """
+    from router.processes import (
+        describe_process,
+        processes_using,
+        queued_on,
+        requesters,
+        session_processes,
+    )
+
+    real = {os.path.realpath(p): p for p in paths}
+    if not real:
+        return {}
+    users = processes_using(list(real))
+    if users is None:
+        return None
+    if not users:
+        return {}  # nobody there: the exclusions need no scan of /proc of their own
+    mine = requesters() | (session_processes() if host else set())
+    if topic_lock is not None:
+        mine |= queued_on(topic_lock, {pid for pids in users.values() for pid in pids})
+    others = {r: sorted(set(pids) - mine) for r, pids in users.items()}
+    return {real[r]: [describe_process(pid) for pid in pids] for r, pids in others.items() if pids}
+
+
+def reflog_blocker(
+    repo: Repo, path: Path, entries: Iterable[WorktreeEntry], *, again: str = "teardown"
+) -> StepResult | None:
+    """Refuse (``--force`` or not) while the worktree's HEAD reflog is the only record of commits.
+
+    A commit made on a detached HEAD that was then left (checking the branch
+    out again) is reachable from that reflog alone, and ``git worktree remove``
+    deletes it with the registration. What an amend or a rebase replaced is
+    still in the branch's own reflog: that does not count. No snapshot keeps a
+    reflog, so ``--force`` does not override it; the fixes name the commits.
+    """
+    admin = g.registration_of(str(repo.common_dir), str(path))
+    if admin is None:
+        return None
+    log = g.head_reflog_where(repo.common_dir, admin)
+    # Its own HEAD counts as kept: a detached HEAD's commits are the detached-HEAD
+    # check's (and a --force snapshot's parent), not the reflog's.
+    heads = [e.head for e in entries if e.head]
+    try:
+        only = g.head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
+    except (g.Unsure, GitError, g.DanglingHead) as exc:
+        why = exc.first_line if isinstance(exc, GitError) else str(exc)
+        fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
+        return refused(
+            Step.REMOVE,
+            ErrorCode.UNINTEGRATED_COMMITS,
+            f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({why}): {fix}, "
+            f"then run {again} again",
+        )
+    if not only.count:
+        return None
+    shown = ", ".join(c[:12] for c in only.tips[:5])
+    return refused(
+        Step.REMOVE,
+        ErrorCode.UNINTEGRATED_COMMITS,
+        f"the HEAD reflog of {path} is the only record of {only.count} commit(s) (a detached "
+        f"HEAD's work, left behind; newest first: {shown}): `git -C {path} branch <name> "
+        f"<commit>` keeps each, or `git -C {path} reflog expire --expire-unreachable=now HEAD` "
+        f"drops them; then run {again} again",
+    )
+
+
+def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> StepResult:
+    """The removal refused while ``users`` work in the worktree: ``held``, as --reclaim says of
+    a process in a checkout. --force does not override it (it snapshots files, and no
+    snapshot keeps an editor's buffers): closing the process is the fix that loses nothing."""
+    return refused(
+        Step.REMOVE,
+        ErrorCode.HELD,
+        f"{path} is in use by {', '.join(users)} (its working directory or an open file is "
+        "there): removing the worktree would pull the directory out from under it; close it "
+        f"(exit the shell, quit the editor, stop the server), then run {again} again",
+    )
+
+
+NO_PROC_NOTE = (
+    "this system has no /proc: processes working in the worktree were not looked for "
+    "(close any shell or editor there before it is removed)"
+)
+
+
+REUSED_FLAG = "--remove-reused"
+
+
+def reused_checkout(repo: Repo, worktree: Path) -> str:
+    """Why a linked worktree outside ``.claude/worktrees/`` stays: `new` reused the user's
+    checkout, never made it ("" for one of ours). teardown and pr-cleanup keep it
+    unless :data:`REUSED_FLAG` is given."""
+    ours = repo.primary / WORKTREES_DIR
+    if Path(os.path.realpath(worktree)).parent == Path(os.path.realpath(ours)):
+        return ""
+    return (
+        f"kept {worktree}: team-router did not create this checkout (`new` reused it); "
+        f"pass {REUSED_FLAG} to remove it"
+    )
+
+
+def reused_branch(branch: str, record: state.TopicRecord | None) -> str:
+    """Why the branch stays: the topic's record says team-router did not create it ("" else)."""
+    if record is None or record.branch_created:
+        return ""
+    return f"kept {branch}: team-router did not create this branch; pass {REUSED_FLAG} to delete it"

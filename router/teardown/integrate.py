@@ -1,0 +1,367 @@
+"""Step 1, integrate: cherry-pick a branch's missing commits onto the default branch
+in the primary clone, and resume or undo a pick a killed run left.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from router import git as g
+from router.errors import ErrorCode
+from router.git import GitError, StatusReport
+from router.teardown.primary import follow_submodules, primary_busy, primary_state
+from router.teardown.proof import EMPTY, Integration, integration
+from router.teardown.record import DECLARED_AT, INTEGRATING, TopicRef, pending_pick, set_mark
+from router.teardown.steps import Step, StepResult, done, failed, name_some, refused, skipped
+from router.topic.state import Picking
+from router.topic.workspace import DefaultBranch, Repo
+
+
+def integrate_commits(
+    repo: Repo,
+    branch: str,
+    default: DefaultBranch | None,
+    *,
+    apply: bool,
+    known: tuple[str, Integration] | None = None,
+    topic: TopicRef | None = None,
+    committer_known: bool = False,
+) -> StepResult:
+    """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
+
+    With ``topic``, the topic's record in this repo marks the pick while it
+    runs, so :func:`resume_integration` can undo one a kill interrupted.
+
+    ``known`` is a (tip, integration) judgement made moments ago (the plan's);
+    without it the branch is judged afresh, which is what makes a rerun after
+    a crash safe: commits already picked show as present and are not picked again.
+    ``committer_known``: ``git var`` named a committer earlier in this command
+    (the plan asks once per repo; the pick reports a missing one anyway).
+    """
+    name = Step.INTEGRATE
+    tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None:
+        return skipped(name, f"branch {branch} is gone: nothing to integrate")
+    if default is None:
+        return refused(
+            name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
+        )
+    found = known[1] if known else integration(repo.git, tip, default)
+    if found.empty:
+        return skipped(name, f"nothing to integrate: {branch} is {EMPTY}")
+    if found.proof is not None:
+        return skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
+    if not found.missing:
+        return skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
+    if not apply:
+        return refused(
+            name,
+            ErrorCode.UNINTEGRATED_COMMITS,
+            f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
+            f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
+        )
+    # The one re-check of the primary in the act, right before the pick changes
+    # it: the plan read it too, but the user may have edited or switched it since.
+    # The same status names HEAD, the commit an abort must come back to.
+    now = g.checkout_state(repo.git)
+    busy = primary_busy(repo, default, (now.status, now.branch))
+    if busy:
+        return refused(
+            name, ErrorCode.PRIMARY_BUSY, f"cannot cherry-pick in {repo.primary}: {busy}"
+        )
+    unknown = None if committer_known else g.committer_unknown(repo.git)
+    if unknown is not None:
+        return no_identity(repo, unknown)
+    # Marked before the first pick: a kill mid-pick leaves the primary busy, and
+    # only this mark lets the rerun tell its own half-done pick from the user's.
+    head = now.head or repo.git.head_commit()
+    pick = Picking(branch, default.name, head, found.missing)
+    if topic is not None:
+        # .teamteardown is read from the default branch as it is before the
+        # picks: a rerun after a kill, or `local-state`, must not find the
+        # branch's own copy there and run it.
+        remote = default.remote_ref
+        pin = (repo.git.commits((remote,))[remote] if remote else None) or head
+        set_mark(repo, topic, DECLARED_AT, pin, branch=branch)
+        set_mark(repo, topic, INTEGRATING, pick, branch=branch)
+    # git cherry lists oldest first, the order the commits must be applied in.
+    try:
+        g.cherry_pick(repo.git, found.missing)
+    except GitError as exc:
+        if exc.returncode < 0:
+            # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
+            # mark describes: it stays, and the rerun undoes the pick with its proofs.
+            return failed(
+                name,
+                f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
+                f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
+            )
+        stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
+        not_undone = _abort_pick(repo, pick)
+        if not_undone is not None:
+            # The mark stays: until the pick is undone, only it tells the rerun
+            # that the stopped cherry-pick in the primary is ours to undo.
+            return refused(
+                name,
+                not_undone.code if not_undone.lock_file else exc.code,
+                f"cherry-pick onto {default.name} in {repo.primary} stopped ({exc.first_line}) "
+                f"and could not be undone yet ({not_undone.first_line}); "
+                "run teardown again once that is fixed: it undoes the half-done pick first",
+            )
+        if topic is not None:
+            set_mark(repo, topic, INTEGRATING, None, branch=branch)
+        if g.is_identity_error(exc):
+            return no_identity(repo, exc)
+        if exc.lock_file is not None:
+            return refused(
+                name,
+                exc.code,
+                f"cherry-pick onto {default.name} stopped: {exc.first_line}; aborted, "
+                f"{default.name} is unchanged",
+            )
+        return refused(
+            name,
+            ErrorCode.CONFLICT,
+            f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
+            f"aborted, {default.name} is unchanged",
+        )
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    return done(
+        name,
+        f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
+        f"(not pushed: push {default.name} when you are ready){follow_submodules(repo)}",
+    )
+
+
+def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
+    """Undo a stopped pick of ours; None once the primary is back at its start with no pick in it.
+
+    Judged by the state git leaves, not by ``--abort``'s exit code: a pick
+    that stopped before it began leaves nothing to abort, and one that meets
+    a lock file leaves ``sequencer/`` that only a later ``--abort`` can undo.
+    """
+    error = g.cherry_pick_abort(repo.git)
+    if g.operation_in_progress(repo.common_dir) is None and repo.git.head() == pick.tip:
+        # The pick began on a clean primary: any change now is what it left
+        # (a file written before git stopped, with nothing for --abort to
+        # undo). Not undone then: the mark stays, and the rerun sorts those
+        # changes out, as after a kill.
+        left, _ = primary_state(repo)
+        if not left.dirty:
+            return None
+        if error is not None and error.lock_file is not None:
+            return error  # the lock is what to fix first: it names it
+        return GitError(
+            ["git", "-C", str(repo.primary), "cherry-pick", "--abort"],
+            1,
+            f"the stopped cherry-pick left changes in {repo.primary} "
+            f"({name_some([*left.tracked, *left.untracked])})",
+        )
+    return error or GitError(
+        ["git", "-C", str(repo.primary), "cherry-pick", "--abort"],
+        1,
+        f"{repo.primary} is not back at {pick.tip[:12]} with no cherry-pick in progress",
+    )
+
+
+def no_identity(repo: Repo, exc: GitError) -> StepResult:
+    return refused(
+        Step.INTEGRATE,
+        ErrorCode.NO_IDENTITY,
+        f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
+        "so nothing was cherry-picked; set one with "
+        f'`git -C {repo.primary} config user.name "Your Name"` and '
+        f"`git -C {repo.primary} config user.email you@example.com` (or `git config --global ...`), "
+        "then run teardown again",
+    )
+
+
+def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
+    """Undo what a killed cherry-pick of ours left in the primary clone; None when there is none.
+
+    Only a state the record's mark proves ours is touched: git's own
+    ``cherry-pick --abort`` for a pick it still tracks, and ``reset --hard``
+    only when every changed path holds content from the picked commits or
+    HEAD (nothing else can be lost). Anything else is left for the busy
+    check, which refuses and names the command that clears it.
+    """
+    pick = pending_pick(repo, topic)
+    if pick is None:
+        return None
+    undone = []
+    operation = g.operation_in_progress(repo.common_dir)
+    if operation is not None:
+        if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
+            return None
+        running = _pick_still_running(repo)
+        if running is not None:
+            return running
+        locked = _stopped_by_lock(repo, g.cherry_pick_abort(repo.git))
+        if locked is not None:
+            # Neither --abort nor --quit: the mark stays, and once the lock is
+            # gone the rerun's --abort puts the default branch back where it was.
+            return _pick_locked(repo, pick, "undoing", locked)
+        undone.append("aborted its cherry-pick")
+        if g.operation_in_progress(repo.common_dir) is not None:
+            # A kill right after a pick's commit, before git noted it: --abort
+            # will not rewind past it ("you seem to have moved HEAD") and keeps
+            # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
+            locked = _stopped_by_lock(repo, g.cherry_pick_quit(repo.git))
+            if locked is not None:
+                # The same kill may leave the lock git deletes CHERRY_PICK_HEAD
+                # under: the pick is still ours (the mark stays), the lock is in the way.
+                return _pick_locked(repo, pick, "ending", locked)
+            undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
+        if g.operation_in_progress(repo.common_dir) is not None:
+            # Still there, with no lock named: never carried past (a teardown
+            # with nothing left to pick would finish and leave it in the
+            # primary), nor called someone else's. The mark stays.
+            return refused(
+                Step.INTEGRATE,
+                ErrorCode.PRIMARY_BUSY,
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
+                f"`git -C {repo.primary} cherry-pick --quit` (it keeps the commits already "
+                "picked), then run teardown again",
+            )
+    status, current = primary_state(repo)
+    if current != pick.target:
+        return None
+    if status.dirty:
+        foreign, residue = _sort_changes(repo, pick, status)
+        if foreign:
+            return refused(
+                Step.INTEGRATE,
+                ErrorCode.PRIMARY_BUSY,
+                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+                f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
+                f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
+                "teardown again",
+            )
+        g.reset_hard(repo.git, "HEAD")
+        _remove_residue(repo.primary, residue)
+        undone.append(
+            f"dropped its half-applied changes ({name_some([*status.tracked, *residue])})"
+        )
+    set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    what = "; ".join(undone) or "nothing was left half-done"
+    return done(
+        Step.INTEGRATE,
+        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
+        f"{what}; its commits are judged again",
+    )
+
+
+def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:
+    """``error`` when git met a lock file ending the pick: it gave up, or went on and left the pick.
+
+    The second is how --abort and --quit take a lock on CHERRY_PICK_HEAD: they
+    exit 0 without deleting it, so only the state they leave tells. A lock
+    that kept nothing of the pick (say ``ORIG_HEAD.lock``) stops nothing here:
+    the run goes on, and its warnings name the lock.
+    """
+    if error is None or error.lock_file is None:
+        return None
+    if error.returncode != 0 or g.operation_in_progress(repo.common_dir) is not None:
+        return error
+    return None
+
+
+def _pick_locked(repo: Repo, pick: Picking, doing: str, error: GitError) -> StepResult:
+    """The refusal naming the lock that stopped git ``doing`` (undoing, ending) our killed pick."""
+    return refused(
+        Step.INTEGRATE,
+        error.code,
+        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+        f"interrupted, and {doing} it stopped: {error.first_line}",
+    )
+
+
+def _pick_still_running(repo: Repo) -> StepResult | None:
+    """A refusal while a live process holds a lock inside ``sequencer/``: that git is still at work.
+
+    Only this command was killed, not its git: ending the pick now would pull
+    the sequence out from under it. A lock no process holds is a killed git's,
+    and ``--abort``/``--quit`` remove it with the rest of ``sequencer/``.
+    """
+    from router.processes import processes_using
+
+    locks = [os.path.realpath(lock) for lock in g.sequencer_locks(repo.common_dir)]
+    held = processes_using(locks) if locks else {}
+    if held is None and locks:
+        held = {lock: [] for lock in locks}  # no /proc: nothing shows the lock is free
+    if not held:
+        return None
+    return refused(
+        Step.INTEGRATE,
+        ErrorCode.GIT_LOCKED,
+        f"{repo.primary}: a git still holds {name_some(sorted(held))}; wait for it to finish "
+        "(if no git command is running there, remove the lock), then run teardown again",
+    )
+
+
+def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:
+    """The stopped cherry-pick is the one the mark names (its commit, its starting point)."""
+    head = g.cherry_pick_head(repo.git)
+    start = g.sequencer_start(repo.common_dir)
+    if head is None and start is None:
+        if g.sequencer_empty(repo.common_dir):
+            # Killed removing its sequencer/ as the sequence ended (or before it
+            # wrote anything there): --quit ends it, keeping what was picked.
+            return True
+        # Killed as it began: git made sequencer/ and picked nothing, so HEAD is
+        # still where the mark says the pick started.
+        return g.sequencer_unstarted(repo.common_dir) and repo.git.head() == pick.tip
+    return (head is None or head in pick.commits) and (start is None or start == pick.tip)
+
+
+def _sort_changes(repo: Repo, pick: Picking, status: StatusReport) -> tuple[list[str], list[str]]:
+    """The changed paths that are not the killed pick's own, and the untracked files that are.
+
+    A tracked path is the pick's when its index and file content are exactly
+    those of the picked commits or HEAD (a deleted one loses nothing: HEAD
+    has it); anything else may be an edit made since, and ``reset --hard``
+    would lose it. An untracked file is the pick's when its bytes are the
+    blob a picked commit has at that path, or the start of it: git writes a
+    new file before it updates the index, so a kill in between (or in the
+    middle of the write) leaves it untracked, and every byte of it is in the
+    picked commit.
+    """
+    paths = [*status.tracked, *status.untracked]
+    ours: dict[str, set[str]] = {p: set() for p in paths}
+    for rev in pick.commits:
+        for path, blob in g.tree_blobs(repo.git, rev, paths).items():
+            ours[path].add(blob)
+    picked = {p: set(blobs) for p, blobs in ours.items()}
+    for path, blob in g.tree_blobs(repo.git, "HEAD", list(status.tracked)).items():
+        ours[path].add(blob)
+    staged = g.index_blobs(repo.git, list(status.tracked))
+    on_disk = g.worktree_blobs(repo.git, paths)
+    foreign = [
+        p
+        for p in status.tracked
+        if not staged.get(p, set()) <= ours[p] or (p in on_disk and on_disk[p] not in ours[p])
+    ]
+
+    def picked_bytes(path: str) -> bool:
+        blobs = picked[path]
+        return on_disk.get(path, "") in blobs or any(
+            g.is_cut_short(repo.git, repo.primary / path, b) for b in blobs
+        )
+
+    residue = [p for p in status.untracked if picked[p] and picked_bytes(p)]
+    foreign += [p for p in status.untracked if p not in residue]
+    return foreign, residue
+
+
+def _remove_residue(primary: Path, residue: list[str]) -> None:
+    """Delete the untracked files a killed pick wrote, and the directories it left empty."""
+    for rel in residue:
+        path = primary / rel
+        path.unlink(missing_ok=True)
+        parent = path.parent
+        while parent != primary and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent

@@ -1,0 +1,128 @@
+"""Step 6, plan-dir: remove the run's untracked ``docs/plans/<id>/`` from the primary
+clone (a run that fell back to it), snapshotting an unshipped run's artifacts first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+from router.errors import ErrorCode
+from router.teardown.blockers import nested_blocker
+from router.teardown.nested import survey_directory
+from router.teardown.snapshot import SnapshotFailed, snapshot_plan_dir
+from router.teardown.steps import (
+    Decision,
+    Step,
+    StepResult,
+    acting,
+    done,
+    done_with,
+    failed,
+    refused,
+    settled,
+    skipped,
+)
+from router.teardown.unshipped import run_artifacts, snapshot_note, unshipped, unshipped_message
+from router.topic.discovery import PLANS_DIR, plan_dir_link
+from router.topic.workspace import Repo
+
+
+def remove_plan_dir(
+    repo: Repo,
+    topic_id: str,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    shipped: bool = False,
+    again: str = "teardown",
+) -> StepResult:
+    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
+    decision = plan_dir_decision(repo, topic_id, force=force, shipped=shipped, again=again)
+    return decision.resolve(dry_run=dry_run)
+
+
+def plan_dir_decision(
+    repo: Repo,
+    topic_id: str,
+    *,
+    force: bool = False,
+    shipped: bool = False,
+    again: str = "teardown",
+) -> Decision:
+    """Whether ``docs/plans/<id>/`` in the primary clone goes (untracked, holding no other
+    repository's work), or why it stays.
+
+    The artifacts of a run that has not shipped (it fell back to the primary
+    clone) refuse ``unshipped-run`` unless ``force``, which first writes them to
+    their own snapshot ref; ``shipped``: the command found the run's ``pr.md``
+    before (in its worktree, gone by now); ``again`` is the command a refusal names.
+    """
+    name = Step.PLAN_DIR
+    rel = Path(PLANS_DIR, topic_id)
+    path = repo.primary / rel
+    if not os.path.lexists(path):
+        return settled(skipped(name, f"no {rel}/ in the primary clone"))
+    if path.is_symlink() or not path.is_dir():
+        return settled(
+            refused(name, ErrorCode.PLAN_DIR_KEPT, f"{path} is not a plain directory: kept")
+        )
+    link = plan_dir_link(str(repo.primary), topic_id)
+    if link is not None:
+        # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
+        # what lies behind it is somewhere else on the machine, never ours to delete.
+        return settled(
+            refused(
+                name, ErrorCode.PLAN_DIR_KEPT, f"{path} is reached through a symlink ({link}): kept"
+            )
+        )
+    tracked = repo.git.ls_files(rel.as_posix() + "/")
+    if tracked is None:
+        return settled(
+            refused(
+                name,
+                ErrorCode.PLAN_DIR_KEPT,
+                f"git ls-files {rel} failed, so it is not known to be untracked: kept",
+            )
+        )
+    if tracked:
+        return settled(skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept"))
+    # A plan dir in the primary clone (the run fell back to it) is no worktree:
+    # no earlier step looked for a repository someone cloned into it.
+    try:
+        nested = survey_directory(path)
+    except OSError as exc:
+        return settled(
+            refused(name, ErrorCode.PLAN_DIR_KEPT, f"cannot read {exc.filename} in {path}: kept")
+        )
+    blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
+    if blocker is not None:
+        return settled(
+            dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
+        )
+    run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
+    if run and not force:
+        return settled(
+            refused(name, ErrorCode.UNSHIPPED_RUN, unshipped_message(topic_id, run, command=again))
+        )
+    kept = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
+
+    def remove() -> StepResult:
+        snap = None
+        if run:
+            try:
+                snap = snapshot_plan_dir(repo, topic_id)
+            except SnapshotFailed as exc:
+                return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            return failed(name, f"removing {path} failed: {exc.strerror}")
+        if snap is None:
+            return done(name, f"removed {path} (untracked)")
+        note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
+        return done_with(name, f"removed {path} (untracked){note}", snap.ref)
+
+    return acting(remove, name, f"remove {path} (untracked){kept}")

@@ -1,0 +1,98 @@
+"""What the topic's record says of its teardown: the steps done, and the pick or
+removal a run was in the middle of when it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.teardown.steps import STEPS
+from router.topic import state
+from router.topic.state import Picking
+from router.topic.workspace import Repo
+
+INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
+
+
+DECLARED_AT = "declared_at"  # record field: where .teamteardown is read once picks began
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRef:
+    """The topic whose record (in each repo's common git dir) marks that repo's teardown."""
+
+    id: str
+    repo_name: str  # the repo's name in the topic, for a record made afresh
+
+
+def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
+    record = state.read_record_or_none(common_dir, topic_id)
+    return getattr(record, key) if record else None
+
+
+def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: str) -> None:
+    """Write (``value``) or clear (None) one mark of the topic's record, atomically.
+
+    A corrupt record is reported elsewhere and never overwritten (a rerun then
+    refuses, naming the fix).
+    """
+
+    def new() -> state.TopicRecord:
+        return state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
+
+    state.update_record(
+        repo.common_dir,
+        topic.id,
+        lambda r: dataclasses.replace(r, **{key: value}),  # type: ignore[arg-type]
+        new=new if value is not None else None,
+    )
+
+
+def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
+    """The cherry-pick of ours the record marks as running (one a kill interrupted)."""
+    mark = read_mark(repo.common_dir, topic.id, INTEGRATING)
+    return mark if isinstance(mark, Picking) else None
+
+
+def local_state_ran(common_dir: Path, topic_id: str) -> bool:
+    """The topic's record says its local state already ran (read now: another run may just have)."""
+    record = state.read_record_or_none(common_dir, topic_id)
+    mark = record.teardown if record else None
+    return mark is not None and "local-state" in mark.done
+
+
+def torn_down(record: state.TopicRecord | None) -> bool:
+    """The record says a teardown of the topic finished (every step, every repo it ran in)."""
+    return record is not None and record.torn_down
+
+
+def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
+    """Drop what an earlier teardown recorded, once the topic has a worktree again.
+
+    An id torn down and then created again keeps its record, and with it the
+    earlier teardown's steps; its new worktree shows that they describe another
+    run. (Local state runs only after the worktree is gone, so a crash-resumed
+    teardown never finds both.)
+    """
+    record = state.read_record_or_none(common_dir, topic_id)
+    if record is None or record.teardown is None:
+        return
+    state.update_record(common_dir, topic_id, lambda r: dataclasses.replace(r, teardown=None))
+
+
+def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:
+    """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = record.teardown or state.TeardownMark()
+        done = mark.with_done([step], STEPS, complete=mark.complete)
+        return dataclasses.replace(record, teardown=done)
+
+    state.update_record(
+        common_dir,
+        topic_id,
+        change,
+        new=lambda: state.TopicRecord(id=topic_id, repo=repo_name, branch=branch),
+    )

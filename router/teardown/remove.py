@@ -1,0 +1,427 @@
+"""Step 2, remove: the worktree goes, and a removal a killed run left is finished.
+
+The removal is marked in the topic's record before git deletes anything and
+unmarked once it is recorded, so a rerun knows a half-removed worktree for its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from router import git as g
+from router.errors import ErrorCode
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.teardown.blockers import (
+    foreign_worktree,
+    hidden_work,
+    nested_blocker,
+    unmounted_blocker,
+    with_hidden,
+    worktree_blocker,
+)
+from router.teardown.nested import (
+    NestedRepo,
+    departed,
+    outer_clones,
+    survey_nested,
+    survey_registration,
+    survey_remains,
+)
+from router.teardown.primary import is_primary_clone
+from router.teardown.record import TopicRef, read_mark, set_mark
+from router.teardown.snapshot import Snapshot, SnapshotFailed, snapshot_worktree
+from router.teardown.steps import (
+    Outcome,
+    Step,
+    StepResult,
+    done,
+    done_with,
+    failed,
+    git_failed,
+    name_some,
+    refused,
+    skipped,
+)
+from router.teardown.unshipped import run_artifacts, snapshot_note, unshipped, unshipped_message
+from router.topic import state, worktreelock
+from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
+from router.topic.state import REMOVING
+from router.topic.workspace import Repo, find_worktree
+
+
+def remove_worktree(
+    repo: Repo,
+    path: Path | None,
+    branch: str,
+    *,
+    force: bool,
+    entries: list[WorktreeEntry] | None = None,
+    topic: TopicRef | None = None,
+    proven_clean: bool = False,
+    again: str = "teardown",
+) -> tuple[StepResult, Snapshot | None]:
+    """Remove a linked worktree; dirty or locked refuses unless ``force``, which snapshots first.
+
+    A repository inside it (a submodule, a nested clone) holding work refuses
+    whatever ``force`` says: the snapshot cannot keep it. Without ``force``
+    git's own check is the guard: ``git worktree remove`` refuses a worktree
+    with changed or untracked files, and only then is the status read, to
+    name them. Before git deletes anything, the removal journal (with
+    ``topic``, in the record) names every file there: a rerun after a kill,
+    or after a file git could not delete, finishes the removal from it
+    instead of reading its deletions as work. ``proven_clean``: this
+    command's plan read the worktree's status and found it clean; git's own
+    check covers the moments since. ``again``: the command a message says to
+    run again. The artifacts of a run that has not shipped (the topic's plan
+    dir, which git ignores) refuse unless ``force``, which snapshots them.
+    """
+    name = Step.REMOVE
+    entries = entries if entries is not None else repo.git.worktree_list()
+    if path is None:
+        return skipped(name, "no worktree recorded"), None
+    if is_primary_clone(repo, path, entries):
+        return skipped(name, f"{path} is the primary clone: never removed"), None
+    entry = find_worktree(entries, path)
+    started = removal_started(repo, topic, path) if topic is not None else None
+    if topic is not None and started is not None:
+        registered = entry is not None
+        finished = finish_removal(
+            repo, path, started, topic, branch, registered=registered, again=again
+        )
+        return finished, None
+    if entry is None:
+        there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
+        return skipped(name, f"{path} is not a registered worktree: {there}"), None
+    other = foreign_worktree(repo, path, branch, entry)
+    if other:
+        return skipped(name, other), None
+    exists = os.path.isdir(path)
+    unmounted = None if exists else unmounted_blocker(repo, path, again=again)
+    if unmounted is not None:
+        return unmounted, None
+    # A directory deleted by hand leaves its submodules' git dirs in the registration.
+    nested = survey_nested(path) if exists else survey_registration(repo.common_dir, path)
+    blocker = nested_blocker(path, nested, again=again)
+    if blocker is not None:
+        return blocker, None
+    gone = gone_with(nested)
+    topic_id = topic.id if topic is not None else None
+    if not force:
+        if worktreelock.locked_by_other(entry):
+            return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
+        if exists:
+            # git's own check below does not see what our info/exclude line hides.
+            status = with_hidden(
+                Git(path).status() if topic is not None and not proven_clean else StatusReport(),
+                hidden_work(path, topic_id),
+            )
+            if status.dirty:
+                return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
+        run = unshipped([run_artifacts(path, topic_id)]) if exists and topic_id else []
+        if run:
+            # The plan refused these already; this covers artifacts written since.
+            why = unshipped_message(topic_id, run, command=again)  # type: ignore[arg-type]
+            return refused(name, ErrorCode.UNSHIPPED_RUN, why), None
+        removal = _mark_removal(repo, topic, path, branch)
+        lifted = False
+        try:
+            # Our own lock comes off right before git removes the worktree: git's own
+            # check still guards it. The journal is written first, so a kill in between
+            # leaves a removal the rerun finishes, never an unlocked worktree of ours
+            # taken for someone else's. A registration whose directory is gone holds
+            # nothing: --force drops it, locked or not.
+            lifted = exists and worktreelock.lift(repo.git, entry)
+            repo.git.worktree_remove(path, force=not exists)
+        except GitError as exc:
+            if exc.returncode < 0:
+                return removal_interrupted(path, exc, again), None
+            if exists and g.SUBMODULES_REFUSAL in exc.stderr:
+                result = _remove_with_submodules(
+                    repo, path, entry, gone, removal, topic, branch, again
+                )
+                if lifted and result.outcome is not Outcome.DONE:
+                    result = _locked_again(result, repo, entry, topic)
+                return result, None
+            if _began(repo, path, removal):
+                return _finish_after(repo, path, removal, topic, branch, exc, again), None
+            _unmark_removal(repo, topic, branch)
+            blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
+            result = blocker or git_failed(name, f"git worktree remove {path} failed", exc)
+            return (_locked_again(result, repo, entry, topic) if lifted else result), None
+        _unmark_removal(repo, topic, branch)
+        return done(name, f"removed {path}{gone}"), None
+    # Judged before the status the snapshot is made from, and journaled only once
+    # the snapshot holds it: a file written in between is in neither the journal
+    # nor (perhaps) the snapshot, so a rerun after a kill keeps it.
+    judged = journal(path) if exists else state.Removal(str(path))
+    hidden = hidden_work(path, topic_id) if exists else ()
+    status = with_hidden(Git(path).status(), hidden) if exists else StatusReport()
+    # The topic's plan dir goes into every snapshot (it is the run's record, and
+    # git ignores it); the artifacts of a run that has not shipped are work themselves.
+    own = run_artifacts(path, topic_id) if exists and topic_id else None
+    unshipped_here = unshipped([own])
+    snap = None
+    if exists and (unshipped_here or _holds_work(repo, path, branch, status)):
+        try:
+            outer = outer_clones(nested)
+            snap = snapshot_worktree(
+                repo,
+                path,
+                branch,
+                exclude=outer,
+                ignored=(*hidden, *(own.in_checkout if own else ())),
+                departed=departed(path, nested, outer),
+            )
+        except SnapshotFailed as exc:
+            return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
+    removal = _mark_removal(repo, topic, path, branch, judged)
+    try:
+        repo.git.worktree_remove(path, force=True)
+    except GitError as exc:
+        if exc.returncode < 0:
+            return removal_interrupted(path, exc, again), snap
+        if _began(repo, path, removal):
+            return _finish_after(repo, path, removal, topic, branch, exc, again), snap
+        _unmark_removal(repo, topic, branch)
+        return git_failed(name, f"git worktree remove {path} failed", exc), snap
+    _unmark_removal(repo, topic, branch)
+    kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
+    if snap and unshipped_here:
+        kept += f", {snapshot_note(unshipped_here)} included"
+    return done_with(name, f"removed {path}{kept}{gone}", snap.ref if snap else ""), snap
+
+
+def _locked_again(
+    result: StepResult, repo: Repo, entry: WorktreeEntry, topic: TopicRef | None
+) -> StepResult:
+    """The removal did not happen: the worktree stays, and so does our lock on it.
+
+    Not while its journal stays: that removal is the rerun's to finish.
+    """
+    if not os.path.isdir(entry.path):
+        return result
+    if topic is not None and removal_started(repo, topic, entry.path) is not None:
+        return result
+    return dataclasses.replace(
+        result, detail=result.detail + worktreelock.put_back(repo.git, entry)
+    )
+
+
+def _remove_with_submodules(
+    repo: Repo,
+    path: Path,
+    entry: WorktreeEntry,
+    gone: str,
+    removal: state.Removal,
+    topic: TopicRef | None,
+    branch: str,
+    again: str,
+) -> StepResult:
+    """git removes a worktree holding submodules only with --force: our checks stand in for its own.
+
+    Its own check is the status read here (submodules included), and every
+    repository inside was just found to hold nothing that exists only there.
+    """
+    blocker = worktree_blocker(path, entry, Git(path).status())
+    if blocker is not None:
+        _unmark_removal(repo, topic, branch)
+        return blocker
+    try:
+        repo.git.worktree_remove(path, force=True, keep_locked=True)
+    except GitError as exc:
+        if exc.returncode < 0:
+            return removal_interrupted(path, exc, again)
+        if _began(repo, path, removal):
+            return _finish_after(repo, path, removal, topic, branch, exc, again)
+        _unmark_removal(repo, topic, branch)
+        return failed(Step.REMOVE, f"git worktree remove --force {path} failed: {exc.first_line}")
+    _unmark_removal(repo, topic, branch)
+    return done(Step.REMOVE, f"removed {path}{gone}")
+
+
+def gone_with(nested: tuple[NestedRepo, ...]) -> str:
+    if not nested:
+        return ""
+    names = name_some(f"{n.kind} {n.rel}" for n in nested)
+    return f"; the repositories inside, holding nothing unpushed, go with it: {names}"
+
+
+def removal_interrupted(path: Path, exc: GitError, again: str = "teardown") -> StepResult:
+    # git was killed mid-removal (Ctrl-C reaches it too): the journal stays, so the
+    # rerun finishes the half-deleted worktree instead of reading it as work.
+    return failed(
+        Step.REMOVE,
+        f"git worktree remove {path} was interrupted ({exc.first_line}); "
+        f"run {again} again to finish the removal",
+    )
+
+
+def _mark_removal(
+    repo: Repo,
+    topic: TopicRef | None,
+    path: Path,
+    branch: str,
+    judged: state.Removal | None = None,
+) -> state.Removal:
+    """Journal every file of ``path`` before git deletes any (in the record, with ``topic``).
+
+    Only ever called once the worktree is proven clean or snapshotted: what
+    the journal names (``judged``: walked before that proof) is known to be
+    safe to delete, and anything not in it is someone's work. Without a topic (no record) the journal lives only in
+    this process: enough to finish a removal git stopped half-way now.
+    """
+    removal = judged if judged is not None else journal(path)
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, removal, branch=branch)
+    return removal
+
+
+def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
+    if topic is not None:
+        set_mark(repo, topic, REMOVING, None, branch=branch)
+
+
+def removal_started(repo: Repo, topic: TopicRef, path: Path) -> state.Removal | None:
+    """The journal of a removal of ``path`` this tool began and did not finish (a kill, a blocked file)."""
+    mark = read_mark(repo.common_dir, topic.id, REMOVING)
+    if not isinstance(mark, state.Removal):
+        return None
+    if os.path.realpath(mark.path) != os.path.realpath(path):
+        return None
+    return mark
+
+
+def _began(repo: Repo, path: Path, removal: state.Removal) -> bool:
+    """git failed after it began deleting: its registration is gone, or a file it judged is."""
+    if find_worktree(repo.git.worktree_list(), path) is None:
+        return True
+    return began(path, removal)
+
+
+def _finish_after(
+    repo: Repo,
+    path: Path,
+    removal: state.Removal,
+    topic: TopicRef | None,
+    branch: str,
+    exc: GitError,
+    again: str,
+) -> StepResult:
+    """git stopped half-way (it drops the registration even when files are left): finish now.
+
+    Deleting the rest ourselves names the file that stops it, which git's own
+    message does not (it names the worktree).
+    """
+    registered = find_worktree(repo.git.worktree_list(), path) is not None
+    result = finish_removal(
+        repo, path, removal, topic, branch, registered=registered, again=again, first=True
+    )
+    if result.outcome is Outcome.DONE:
+        return done(Step.REMOVE, f"removed {path} (git worktree remove stopped: {exc.first_line})")
+    return result
+
+
+def finish_removal(
+    repo: Repo,
+    path: Path,
+    removal: state.Removal,
+    topic: TopicRef | None,
+    branch: str,
+    *,
+    registered: bool,
+    again: str = "teardown",
+    first: bool = False,
+) -> StepResult:
+    """Finish a removal that stopped half-way: what is left was judged safe before it began.
+
+    Its deletions are the removal's own, never work to commit. A file left
+    there goes only while it is exactly one the journal names; anything
+    written, moved in or edited since keeps the remains, named. A file that
+    cannot be deleted is named with its cause; the journal stays (with the
+    content of what is left) so the rerun finishes once the cause is gone.
+    ``first``: the removal stopped in this very run (no "interrupted" to tell).
+    """
+    name = Step.REMOVE
+    blocker = finish_blocker(repo, path, removal, again=again)
+    if blocker is not None:
+        return blocker
+    kept, blocked = delete_judged(path, removal) if os.path.lexists(path) else ([], [])
+    if kept or blocked:
+        if topic is not None:
+            set_mark(repo, topic, REMOVING, with_content(path, removal), branch=branch)
+        what = "removing" if first else "finishing the removal of"
+        named = f"{name_some(kept)} appeared there meanwhile: kept" if kept else ""
+        stuck = f"cannot delete {described(blocked)}" if blocked else ""
+        fix = "once that is cleared," if blocked else f"move them out of {path}, then"
+        detail = (
+            f"{what} {path} stopped half-way: {'; '.join(x for x in (stuck, named) if x)}; "
+            f"the rest is deleted, and the record keeps what the removal judged; {fix} "
+            f"run {again} again to finish the removal"
+        )
+        if blocked:
+            return failed(name, detail, ErrorCode.REMOVAL_BLOCKED)
+        return refused(name, ErrorCode.REMOVAL_INTERRUPTED, detail)
+    if registered:
+        # The directory is gone now, and git drops the registration of a missing one.
+        repo.git.worktree_remove(path, force=True)
+    _unmark_removal(repo, topic, branch)
+    return done(name, f"removed {path} (finished a removal that was interrupted)")
+
+
+def finish_blocker(
+    repo: Repo, path: Path, removal: state.Removal, *, again: str = "teardown"
+) -> StepResult | None:
+    """Why a removal that stopped half-way cannot be finished now (None: it can).
+
+    A file written there since is not what the removal judged; a repository
+    inside holding work would go with the rest.
+    """
+    newer = unjudged(path, removal) if os.path.isdir(path) else []
+    if newer:
+        return refused(
+            Step.REMOVE,
+            ErrorCode.REMOVAL_INTERRUPTED,
+            f"removing {path} was interrupted, and {name_some(newer)} were written there since "
+            f"(they are not what the removal judged): kept; move them out of {path}, then run "
+            f"{again} again to finish the removal",
+        )
+    # The journal was made before the removal began: a submodule used since keeps
+    # its new commits in the registration's modules/, which no file there shows.
+    return nested_blocker(path, survey_remains(repo.common_dir, path), again=again)
+
+
+def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> tuple[str, ...]:
+    """The files a ``.worktreeinclude`` copy placed in ``worktree`` (per its record) that are still there."""
+    if worktree is None or record is None:
+        return ()
+    return tuple(p for p in record.included if os.path.lexists(worktree / p))
+
+
+def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> str:
+    """Names the ``.worktreeinclude`` copies a removal deletes (git ignores them), and the edited ones."""
+    if not included:
+        return ""
+    edited = [p for p in included if _differs(primary / p, worktree / p)]
+    note = f"it held copies placed by .worktreeinclude: {name_some(included)}"
+    if edited:
+        note += f" (edited since copied, not kept: {name_some(edited)})"
+    return note
+
+
+def _differs(original: Path, copy: Path) -> bool:
+    try:
+        return original.read_bytes() != copy.read_bytes()
+    except OSError:
+        return True
+
+
+def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bool:
+    """Anything a forced removal would lose: edits, untracked files, commits on no other ref."""
+    if status.dirty:
+        return True
+    head = Git(path).head()
+    if head is None:
+        return False
+    return g.unique_commits(repo.git, head, except_branch=branch) > 0

@@ -1,0 +1,312 @@
+"""Step 5, update-default: bring the primary clone's default branch up to origin's,
+and prune origin's deleted branch; what cannot move is left to the user.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from router import git as g
+from router.git import GitError, StatusReport
+from router.teardown.primary import (
+    follow_submodules,
+    primary_state,
+    submodule_left_behind,
+    why_primary_busy,
+)
+from router.teardown.steps import (
+    Decision,
+    NotDone,
+    Step,
+    StepResult,
+    done,
+    failed,
+    name_some,
+    not_done,
+    settled,
+    skipped,
+)
+from router.topic import state
+from router.topic.workspace import DefaultBranch, Repo
+
+
+def update_default(
+    repo: Repo,
+    default: DefaultBranch | None,
+    *,
+    rebase: bool = True,
+    has_origin: bool | None = None,
+    known: tuple[StatusReport, str | None] | None = None,
+    at_origin: bool = False,
+    fresh: bool = False,
+) -> StepResult:
+    """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
+
+    Otherwise say why it stays (the caller fetched origin already): see
+    :func:`update_decision`, which decides it.
+    """
+    decision = update_decision(
+        repo,
+        default,
+        rebase=rebase,
+        has_origin=has_origin,
+        known=known,
+        at_origin=at_origin,
+        fresh=fresh,
+    )
+    return decision.resolve(dry_run=False)
+
+
+def update_decision(
+    repo: Repo,
+    default: DefaultBranch | None,
+    *,
+    rebase: bool = True,
+    has_origin: bool | None = None,
+    known: tuple[StatusReport, str | None] | None = None,
+    at_origin: bool = False,
+    fresh: bool = False,
+    fetched: bool = True,
+) -> Decision:
+    """Whether the default branch moves in the primary clone, or why it stays.
+
+    It moves (``git pull --rebase``, or ``--ff-only``) only in a clean primary
+    on it; never a merge commit, and a pull that stops is aborted so the
+    primary clone is left clean. ``known``: the primary's status and branch as
+    this command's own last change left them (a cherry-pick onto the default
+    branch), not read again. ``at_origin``: this command fetched moments ago
+    and the local default branch was then at origin's tip, so a pull has
+    nothing to bring (our own picks, if any, already sit on that tip).
+    ``fresh``: that fetch succeeded moments ago, so ``origin/<default>`` is
+    origin's tip: a branch behind it is fast-forwarded there without a pull
+    fetching the same commits again (a branch with commits of its own is
+    still pulled). ``fetched``: this command fetched origin at all (a
+    teardown's dry run does not): the words say which tip was judged.
+    """
+    name = Step.UPDATE_DEFAULT
+    if default is None:
+        return settled(skipped(name, "the default branch is unknown: nothing to update"))
+    behind = left_behind(repo, default) if known is None else None
+    if behind is not None:
+        # An earlier run of ours moved the branch and was stopped before its
+        # submodules followed: they follow first, and the primary is judged after.
+        status, current, paths = behind
+        clean = dataclasses.replace(
+            status, tracked=tuple(p for p in status.tracked if p not in paths)
+        )
+        after = update_decision(
+            repo,
+            default,
+            rebase=rebase,
+            has_origin=has_origin,
+            known=(clean, current),
+            at_origin=at_origin,
+            fresh=fresh,
+            fetched=fetched,
+        )
+        return _following(repo, paths, after)
+    if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
+        return settled(skipped(name, "no origin: nothing to update"))
+    as_fetched = "as this command fetched it" if fetched else "as last fetched"
+    if at_origin and not fetched:
+        # Not fetched (a dry run): the real run fetches first, and judges origin's tip then.
+        return settled(
+            done(
+                name,
+                f"would leave {default.name} as it is: it already holds origin/{default.name} "
+                f"{as_fetched}",
+            )
+        )
+    if at_origin:
+        return settled(
+            done(
+                name,
+                f"{default.name} already holds origin/{default.name} {as_fetched}: nothing to pull",
+            )
+        )
+    busy, _ = why_primary_busy(repo, default, known)
+    if busy:
+        if not fetched:
+            return settled(skipped(name, f"would fetch only: {busy}"))
+        how = "fetched only" if fresh else "origin could not be fetched"
+        return settled(skipped(name, f"{how}: the primary clone was not updated because {busy}"))
+    return Decision(
+        act=lambda: _pull_default(repo, default, rebase=rebase, fresh=fresh),
+        plan=lambda: _planned_pull(
+            repo, default, rebase=rebase, fresh=fresh, as_fetched=as_fetched
+        ),
+    )
+
+
+def _following(repo: Repo, paths: list[str], after: Decision) -> Decision:
+    """Check the submodules at ``paths`` out at the commits the branch records, then ``after``."""
+    names = name_some(paths)
+    followed = f"submodule(s) {names} checked out at the commit {repo.primary} records"
+
+    def act() -> StepResult:
+        try:
+            g.submodule_update(repo.git, paths)
+        except GitError as exc:
+            return skipped(
+                Step.UPDATE_DEFAULT,
+                f"git submodule update failed ({exc.first_line}), so {names} show as changed "
+                f"in {repo.primary} and it was not updated: run `git submodule update` there",
+            )
+        result = after.resolve(dry_run=False)
+        return dataclasses.replace(result, detail=f"{followed}; {result.detail}")
+
+    def plan() -> StepResult:
+        result = after.resolve(dry_run=True)
+        return dataclasses.replace(result, detail=f"would have {followed}; {result.detail}")
+
+    return Decision(act=act, plan=plan)
+
+
+def left_behind(
+    repo: Repo, default: DefaultBranch
+) -> tuple[StatusReport, str | None, list[str]] | None:
+    """The primary's status and branch, and the submodules a move of the branch left behind.
+
+    None when there are none: no ``.gitmodules``, the primary on another branch,
+    or no changed submodule clean inside and at a commit the branch recorded
+    before (:func:`submodule_left_behind`).
+    """
+    if not os.path.lexists(repo.primary / ".gitmodules"):
+        return None
+    status, current = primary_state(repo)
+    if current != default.name:
+        return None
+    paths = [p for p in status.tracked if submodule_left_behind(repo, p)]
+    return (status, current, paths) if paths else None
+
+
+def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool) -> StepResult:
+    """Bring the default branch in the (clean, checked-out) primary clone up to origin's."""
+    name = Step.UPDATE_DEFAULT
+    moved = g.fast_forward(repo.git, default.remote_ref) if fresh and default.remote_ref else None
+    if moved is g.FastForward.CURRENT:
+        return done(
+            name,
+            f"{default.name} already holds origin/{default.name} as this command fetched it: "
+            "nothing to pull",
+        )
+    if moved is g.FastForward.MOVED:
+        return done(
+            name,
+            f"{default.name} fast-forwarded to origin/{default.name} as this command fetched it"
+            f"{follow_submodules(repo)}",
+        )
+    mode = "--rebase" if rebase else "--ff-only"
+    try:
+        g.pull(repo.git, "origin", default.name, rebase=rebase)
+    except GitError as exc:
+        if rebase:
+            g.rebase_abort(repo.git)
+        own = _own_commits(repo, default) if not rebase else 0
+        return failed(
+            name,
+            f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
+            f"{default.name} left as it was"
+            + (f"; left to you: {diverged(repo, default, own)}" if own else ""),
+            exc.code,
+        )
+    how = "rebased onto" if rebase else "fast-forwarded to"
+    # The primary was clean before the pull: a gitlink the pulled commits moved
+    # would otherwise leave its submodule behind and the primary dirty.
+    return done(
+        name,
+        f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
+        f"{follow_submodules(repo)}",
+    )
+
+
+def _planned_pull(
+    repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, as_fetched: str
+) -> StepResult:
+    """What :func:`_pull_default` would do, read from the refs as they are (a dry run)."""
+    name = Step.UPDATE_DEFAULT
+    local, remote = default.local_ref, default.remote_ref
+    mode = "--rebase" if rebase else "--ff-only"
+    if local is None or remote is None or not fresh:
+        return done(name, f"would run git pull {mode} origin {default.name}")
+    if repo.git.is_ancestor(remote, local):
+        return done(
+            name,
+            f"would leave {default.name} as it is: it already holds origin/{default.name} "
+            f"{as_fetched}",
+        )
+    own = repo.git.count_commits(f"{remote}..{local}")
+    if not own:
+        return done(name, f"would fast-forward {default.name} to origin/{default.name}")
+    if rebase and repo.git.merge_tree(remote, local) is None:
+        # Its own commits and origin's change the same lines: the rebase stops, and the real
+        # run aborts it and leaves the branch to the user, as the plan must say.
+        return failed(
+            name,
+            f"would fail and be left to you: git pull --rebase origin {default.name} would stop "
+            f"at a conflict ({default.name}'s {own} commit(s) of its own and "
+            f"origin/{default.name} change the same lines)",
+        )
+    if rebase:
+        return done(
+            name,
+            f"would run git pull --rebase origin {default.name} ({default.name} has {own} "
+            "commit(s) of its own)",
+        )
+    return failed(name, f"would fail and be left to you: {diverged(repo, default, own)}")
+
+
+def _own_commits(repo: Repo, default: DefaultBranch) -> int:
+    """Commits of the local default branch that origin's lacks (0 when either ref is missing)."""
+    if default.local_ref is None or default.remote_ref is None:
+        return 0
+    try:
+        return repo.git.count_commits(f"{default.remote_ref}..{default.local_ref}")
+    except GitError:
+        return 0
+
+
+def left_earlier(record: state.TopicRecord | None, name: Step, why: str) -> StepResult | None:
+    """``name`` when an earlier run left it to the user (its record says so): not tried again.
+
+    Tried again it would fail the same way (the default branch has not moved
+    for the user yet) and report the same failure on every rerun. "not done"
+    keeps it out of the record's done steps: it stays left.
+    """
+    mark = record.teardown if record is not None else None
+    if mark is None or name not in mark.left:
+        return None
+    return not_done(skipped(name, f"not done: left to you by an earlier run: {why}"), NotDone.LEFT)
+
+
+def diverged(repo: Repo, default: DefaultBranch, own: int) -> str:
+    """Why --ff-only cannot move the default branch, and what the user does about it."""
+    return (
+        f"{default.name} has {own} commit(s) of its own that origin/{default.name} lacks, so "
+        f"--ff-only cannot move it; rebase them yourself (`git -C {repo.primary} pull --rebase "
+        f"origin {default.name}`)"
+    )
+
+
+def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> str:
+    """``git remote prune origin`` when origin no longer has ``branch``; a note saying what happened.
+
+    A merge that deleted the branch on origin leaves ``refs/remotes/origin/<branch>``
+    behind, and it keeps every commit of the branch reachable. ``remote prune``
+    drops only refs whose branch origin no longer has, so running it while that
+    ref exists is safe, and whether it dropped the ref tells if origin still has
+    the branch. ``tracking`` says whether that ref exists, when already known.
+    """
+    ref = f"refs/remotes/origin/{branch}"
+    if tracking is None:
+        tracking = bool(repo.git.existing_refs([ref]))
+    if not tracking:
+        return f"no origin/{branch} ref: nothing to prune"
+    try:
+        pruned = g.remote_prune_refs(repo.git, "origin")
+    except GitError as exc:
+        return f"git remote prune origin failed ({exc.first_line})"
+    if f"origin/{branch}" in pruned:
+        return f"origin no longer has {branch}: pruned origin/{branch}"
+    return f"origin still has {branch}: not pruned"
