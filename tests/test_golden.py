@@ -26,13 +26,15 @@ about; the whole outputs of these scenarios are pinned here:
 - sweep (--dry-run, then for real, then again: only what it keeps): ``sweep``; doctor of a healthy topic
   and of one whose worktree vanished: ``doctor``;
 - --help of the top level, of every group and of every command: ``help``;
-- bad input (exit 2), text and its --json envelope: ``usage-error``.
+- bad input (exit 2), text and its --json envelope: ``usage-error``;
+- hold a topic, teardown refused while it is held, release (text, --json): ``hold-release``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
@@ -277,3 +279,24 @@ def test_the_normaliser_rewrites_only_what_varies(tmp_path: Path) -> None:
     )
     # Numbers hold across the sections of one transcript.
     assert normalise(f"{other[:9]} {full}") == "<sha:2> <sha:1>"
+
+
+def test_hold_release(transcript: Transcript, home_repo: Path) -> None:
+    topic = ship(new_topic(home_repo))
+    # Another live session holds the topic (a session's own hold never keeps it from itself).
+    session = subprocess.Popen(["sleep", "120"])
+    try:
+        pid = str(session.pid)
+        transcript.name_process(session.pid, "<session>")
+        transcript.note(f"pr.md written; another live session (pid {pid}) holds the topic")
+        transcript.run("hold", topic.id, "--pid", pid, "--session", "s-1", cwd=home_repo)
+        transcript.run("hold", topic.id, "--pid", pid, "--json", cwd=home_repo)
+        res = transcript.run("teardown", topic.id, cwd=home_repo)
+        assert res.code == 1 and topic.worktrees["home"].is_dir()
+        transcript.run("release", topic.id, "--session", "s-1", cwd=home_repo)
+        transcript.run("release", topic.id, "--pid", pid, "--json", cwd=home_repo)
+        transcript.run("release", topic.id, "--pid", pid, cwd=home_repo)
+    finally:
+        session.kill()
+        session.wait()
+    transcript.check()

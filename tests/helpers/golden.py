@@ -8,7 +8,10 @@ and its stderr, text and ``--json`` alike. Only what varies between runs is norm
   run from -> ``<checkout>``;
 - commit and object ids -> ``<sha:N>``, numbered by first appearance in the transcript (an
   abbreviation of an id seen whole gets that id's number);
-- this process's id -> ``<pid>``; today's date -> ``<today>``; a time of day -> ``<time>``.
+- this process's id -> ``<pid>``, another process the test named (``name_process``) -> its
+  name; today's date -> ``<today>``; a time of day -> ``<time>``;
+- a holder's process start time, clock time and host name (``hold``'s JSON) -> ``<start>``,
+  ``<since>``, ``<host>``.
 
 Everything else is compared byte for byte. ``pytest tests/test_golden.py --update-golden``
 rewrites every file instead, so a change of wording is reviewed in the diff.
@@ -34,6 +37,13 @@ UPDATE_OPTION = "--update-golden"
 # lookarounds keep a run inside a longer word or path (a topic id, a version) out.
 _FULL_ID = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-f]{64}|[0-9a-f]{40})(?![0-9A-Za-z])")
 _SHORT_ID = re.compile(r"(?<![0-9A-Za-z<:-])[0-9a-f]{7,39}(?![0-9A-Za-z>-])")
+# A holder's identity beyond its pid (router.topic.holders): the process's start in clock
+# ticks, when it was recorded and the machine's name.
+_HOLDER = (
+    (re.compile(r'("start_time": )"\d+"'), r'\1"<start>"'),
+    (re.compile(r'("since": )\d+(?:\.\d+)?'), r'\1"<since>"'),
+    (re.compile(r'("host": )"[^"]*"'), r'\1"<host>"'),
+)
 _TIME = re.compile(r"\b\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b")
 
 
@@ -44,6 +54,7 @@ class Normaliser:
 
     tmp: Path
     ids: dict[str, int] = field(default_factory=dict)
+    processes: dict[int, str] = field(default_factory=dict)
 
     def __call__(self, text: str) -> str:
         for root in sorted({str(self.tmp), os.path.realpath(self.tmp)}, key=len, reverse=True):
@@ -54,6 +65,10 @@ class Normaliser:
         text = _SHORT_ID.sub(self._short, text)
         # A pid only where it is named one: a bare number may be a count or a PR's.
         text = re.sub(rf"(\bpid\W{{1,4}}){os.getpid()}\b", r"\1<pid>", text, flags=re.I)
+        for pid, name in self.processes.items():
+            text = re.sub(rf"(?<![\w.]){pid}(?![\w.])", name, text)
+        for pattern, replacement in _HOLDER:
+            text = pattern.sub(replacement, text)
         for day in _today():
             text = text.replace(day, "<today>")
         return _TIME.sub("<time>", text)
@@ -91,6 +106,10 @@ class Transcript:
 
     def __post_init__(self) -> None:
         self.normalise = Normaliser(self.tmp)
+
+    def name_process(self, pid: int, name: str) -> None:
+        """Write another process's id (a session the test started) as ``name``."""
+        self.normalise.processes[pid] = name
 
     def note(self, text: str) -> None:
         """A line saying what the scenario did between commands (set-up is not output)."""
