@@ -111,9 +111,13 @@ def _sweep_text(result) -> str:
     lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     lines += [f"  {note}" for snapped in result.snapshotted for note in snapped.notes]
     for kept in result.kept:
-        lines.append(f"kept ({kept.reason}): {kept.path}")
+        lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
         lines += file_lines(kept.files)
     lines += [f"could not remove {p}: {error}" for p, error in result.failed]
+    if result.live:
+        # Said so a user who counts the directories is not left wondering about the rest.
+        worktrees = "worktree" if result.live == 1 else "worktrees"
+        lines.append(f"left alone: {result.live} live {worktrees} (registered with git)")
     if result.no_residue:
         lines.append(f"no residue under {result.root}/.claude/worktrees")
     return "\n".join(lines)
