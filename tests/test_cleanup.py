@@ -770,7 +770,7 @@ def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh,
     assert_cleaned(web, worktree)
     second = cleanup(web, TOPIC_ID)
     assert second.code == 0, second.out + second.err
-    assert steps(second.json)["local-state"]["outcome"] == "done"
+    assert steps(second.json)["local-state"]["outcome"] == "skipped"
     assert (
         f"`team-router local-state {TOPIC_ID}` runs it again"
         in steps(second.json)["local-state"]["detail"]
@@ -1048,11 +1048,11 @@ def test_pr_cleanup_works_in_a_clone_made_with_separate_git_dir(web, no_gh, work
         ("verify-gone", "done"),
         ("update-default", "done"),
         ("branch", "done"),
-        ("remote-branch", "done"),
+        ("remote-branch", "skipped"),
         ("prune", "done"),
         ("reclaim", "skipped"),
         ("plan-dir", "skipped"),
-        ("local-state", "done"),
+        ("local-state", "skipped"),
     ]
     assert not worktree.exists() and TOPIC_ID not in branches(clone)
     assert worktree_paths(clone) == [str(workspace / "separated.git")]

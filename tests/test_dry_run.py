@@ -282,7 +282,7 @@ def test_after_pr_cleanup_in_a_secondary_its_local_state_is_planned_as_already_r
     assert first.code == 0, first.out + first.err
     fetch_all(*topic.repos.values())
     already = (
-        "already ran in an earlier teardown of this topic "
+        "already ran in an earlier teardown or pr-cleanup of this topic "
         f"(`team-router local-state {topic.id}` runs it again)"
     )
     text = run_cli("teardown", topic.id, "--dry-run", cwd=topic.home)
@@ -523,8 +523,8 @@ def test_a_pr_cleanup_rerun_plans_its_local_state_as_already_run(workspace, tmp_
     dry, real = plan_then_run("pr-cleanup", topic.id, topic.home)
     already = {
         "name": "local-state",
-        "outcome": "done",
-        "detail": "already ran in an earlier teardown or cleanup of this topic "
+        "outcome": "skipped",
+        "detail": "already ran in an earlier teardown or pr-cleanup of this topic "
         f"(`team-router local-state {topic.id}` runs it again)",
     }
     assert {s["name"]: s for s in dry.json["steps"]}["local-state"] == already
@@ -546,7 +546,7 @@ def test_a_pr_cleanups_dry_run_text_words_each_outcome_in_the_conditional(
             ("verify-gone", "would be done"),
             ("update-default", "would be done"),
             ("branch", "would be done"),
-            ("remote-branch", "would be done"),
+            ("remote-branch", "would be skipped"),
             ("prune", "would be done"),
             ("reclaim", "would be skipped"),
             ("plan-dir", "would be skipped"),

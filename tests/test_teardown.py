@@ -87,8 +87,8 @@ def test_a_second_teardown_of_a_torn_down_topic_exits_0(workspace):
         assert steps["remove"]["outcome"] == "skipped"
         assert steps["branch"]["outcome"] == "skipped"
         assert steps["local-state"]["detail"] == (
-            f"already ran in an earlier teardown of this topic (`team-router local-state {topic.id}` "
-            "runs it again)"
+            "already ran in an earlier teardown or pr-cleanup of this topic "
+            f"(`team-router local-state {topic.id}` runs it again)"
         )
 
 

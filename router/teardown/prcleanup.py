@@ -903,7 +903,9 @@ def run_steps(
     if abandon:
         run.decide(Step.STACK, lambda: _decide_stack(repo, found, opts, closing, hub))
     remote_gone = _remote_gone(found, gone)
-    run.decide(Step.PRUNE, lambda: _decide_prune(repo, found.branch, remote_gone))
+    # Deleting origin's branch drops its remote-tracking ref too (git push updates it).
+    deleted = found.remote_tip is not None and gone.outcome is Outcome.DONE
+    run.decide(Step.PRUNE, lambda: _decide_prune(repo, found.branch, remote_gone, deleted))
     run.decide(Step.RECLAIM, lambda: _decide_reclaim(repo, opts))
     run.decide(
         Step.PLAN_DIR,
@@ -933,7 +935,9 @@ def _decide_close(
     if isinstance(hub, Unavailable) or closing is None:
         return settled(skipped(Step.CLOSE_PRS, f"{_no_pr_list(hub)}: no PR can be closed"))
     if not closing:
-        return settled(done(Step.CLOSE_PRS, "no open PR for this branch (already closed, or none)"))
+        return settled(
+            skipped(Step.CLOSE_PRS, "no open PR for this branch (already closed, or none)")
+        )
     names = ", ".join(f"#{p.number}" for p in closing)
     return acting(lambda: _close_prs(hub, closing, closed), Step.CLOSE_PRS, f"close {names}")
 
@@ -970,7 +974,7 @@ def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[st
     path = found.worktree_path
     if path is None:
         return settled(
-            done(Step.REMOVE, f"no worktree has {found.branch} checked out: already gone")
+            skipped(Step.REMOVE, f"no worktree has {found.branch} checked out: already gone")
         )
     copied = _copied_note(repo, found)
     topic = topic_ref(found.topic_id, found.record)
@@ -1013,7 +1017,7 @@ def _cleanup_verify_gone(repo: Repo, found: Survey, runs: Runs) -> Decision:
         return settled(skipped(Step.VERIFY_GONE, "the worktree is kept"))
     path = found.worktree_path
     if path is None:
-        return settled(done(Step.VERIFY_GONE, "no worktree to re-check"))
+        return settled(skipped(Step.VERIFY_GONE, "no worktree to re-check"))
     return acting(
         lambda: verify_gone(repo, path, runs, again="pr-cleanup"),
         Step.VERIFY_GONE,
@@ -1030,7 +1034,7 @@ def _cleanup_update(repo: Repo, found: Survey) -> Decision:
 
 def _decide_snapshot(repo: Repo, found: Survey) -> Decision:
     if found.tip is None:
-        return settled(done(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep"))
+        return settled(skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep"))
     return acting(
         lambda: _snapshot_branch(repo, found),
         Step.SNAPSHOT,
@@ -1044,7 +1048,7 @@ def _cleanup_branch(
     if found.kept_branch:
         return settled(skipped(Step.BRANCH, found.kept_branch))
     if found.tip is None:
-        return settled(done(Step.BRANCH, f"{found.branch} is already gone"))
+        return settled(skipped(Step.BRANCH, f"{found.branch} is already gone"))
     return acting(
         lambda: _delete_local(repo, found, force=force, evidence=evidence),
         Step.BRANCH,
@@ -1065,7 +1069,7 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
 
     tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.tip else None
     if tip is None:
-        return done(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep")
+        return skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep")
     snap = read_snapshot(repo.git, found.branch)
     if not covers(repo.git, snap, tip):
         try:
@@ -1081,7 +1085,7 @@ def _delete_local(
     if found.kept_branch:
         return skipped(Step.BRANCH, found.kept_branch)
     if found.branch not in repo.git.local_branches():
-        return done(Step.BRANCH, f"{found.branch} is already gone")
+        return skipped(Step.BRANCH, f"{found.branch} is already gone")
     if evidence is not None and evidence.content is not None and evidence.at_merge_commit:
         return _delete_proven_at_merge_commit(repo, found, evidence)
     result, _ = delete_branch(repo, found.branch, found.default, force=force)
@@ -1121,7 +1125,7 @@ def _remote_decision(
         )
     tip = found.remote_tip
     if tip is None:
-        return settled(done(name, f"origin has no {found.branch}: already gone"))
+        return settled(skipped(name, f"origin has no {found.branch}: already gone"))
     if not (opts.delete_remote or opts.mode is Mode.ABANDONED):
         return settled(
             skipped(
@@ -1175,7 +1179,7 @@ def _decide_stack(
             skipped(Step.STACK, "gh could not list the stacked PRs: no other branch is deleted")
         )
     if not heads:
-        return settled(done(Step.STACK, "no branch is stacked on this one"))
+        return settled(skipped(Step.STACK, "no branch is stacked on this one"))
     return acting(
         lambda: _abandon_stack(repo, heads, found, opts),
         Step.STACK,
@@ -1269,16 +1273,21 @@ def _remote_gone(found: Survey, result: StepResult) -> bool | None:
     return result.outcome is Outcome.DONE
 
 
-def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None) -> Decision:
-    """teardown's ``prune_origin``, once origin (asked directly) has no such branch."""
+def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None, deleted: bool) -> Decision:
+    """teardown's ``prune_origin``, once origin (asked directly) has no such branch.
+
+    ``deleted``: this run deletes origin's branch (or, in a dry run, would), and with it
+    the remote-tracking ref: nothing is left to prune then.
+    """
     name = Step.PRUNE
     tracking = f"refs/remotes/origin/{branch}"
+    nothing = skipped(name, f"no origin/{branch} ref: nothing to prune")
     if remote_gone is None:
         return settled(skipped(name, "origin could not be asked: not pruned"))
     if not remote_gone:
         return settled(skipped(name, f"origin still has {branch}: {tracking} stays"))
     if not repo.git.existing_refs([tracking]):
-        return settled(done(name, f"no origin/{branch} ref: nothing to prune"))
+        return settled(nothing)
 
     def prune() -> StepResult:
         note = prune_origin(repo, branch, tracking=True)
@@ -1288,6 +1297,12 @@ def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None) -> Decision
             )
         return done(name, note)
 
+    if deleted:
+        # Only a fetch refspec that does not map the branch keeps the ref after the push.
+        return Decision(
+            act=lambda: prune() if repo.git.existing_refs([tracking]) else nothing,
+            plan=lambda: nothing,
+        )
     return acting(prune, name, f"prune {tracking} once origin has no {branch}")
 
 
@@ -1373,20 +1388,14 @@ def _other_processes(repo: Repo) -> list[str]:
 
 def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
     from router.teardown.localstate import local_state_step
-    from router.teardown.record import local_state_ran, mark_done
+    from router.teardown.record import LOCAL_STATE_RAN, local_state_ran, mark_done
 
     if (
         found.topic_id is not None
         and not _checkout_recreated(found)
         and local_state_ran(repo.common_dir, found.topic_id)
     ):
-        return settled(
-            done(
-                Step.LOCAL_STATE,
-                "already ran in an earlier teardown or cleanup of this topic "
-                f"(`team-router local-state {found.topic_id}` runs it again)",
-            )
-        )
+        return settled(skipped(Step.LOCAL_STATE, LOCAL_STATE_RAN.format(id=found.topic_id)))
     if found.record is None and not found.anything_left(repo):
         return settled(
             done(Step.LOCAL_STATE, f"nothing of {found.branch} was left: already cleaned up")
@@ -1416,8 +1425,6 @@ def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Dec
                 repo_name=found.record.repo,
                 branch=found.branch,
             )
-        if result.outcome is Outcome.SKIPPED:
-            return done(Step.LOCAL_STATE, result.detail)
         return result
 
     return Decision(act=lambda: local_state(False), plan=lambda: local_state(True))

@@ -56,6 +56,13 @@ def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
     return mark if isinstance(mark, Picking) else None
 
 
+# The local-state step of a topic whose local state ran already (teardown and pr-cleanup mark it).
+LOCAL_STATE_RAN = (
+    "already ran in an earlier teardown or pr-cleanup of this topic "
+    "(`team-router local-state {id}` runs it again)"
+)
+
+
 def local_state_ran(common_dir: Path, topic_id: str) -> bool:
     """The topic's record says its local state already ran (read now: another run may just have)."""
     record = state.read_record_or_none(common_dir, topic_id)

@@ -64,6 +64,7 @@ from router.teardown.plan_dir import plan_dir_decision, remove_plan_dir
 from router.teardown.primary import is_primary_clone, primary_busy
 from router.teardown.proof import EMPTY, Integration, cut_from, integration
 from router.teardown.record import (
+    LOCAL_STATE_RAN,
     TopicRef,
     forget_earlier_teardown,
     local_state_ran,
@@ -125,9 +126,6 @@ from router.topic.workspace import (
     find_worktree,
     open_repo,
 )
-
-LOCAL_STATE_RAN = "already ran in an earlier teardown of this topic (`team-router local-state {id}` runs it again)"
-
 
 # -- plan -------------------------------------------------------------------------
 
