@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from router.cli.output import emit_result
 
 TYPE_CHECKING = False
@@ -50,44 +52,28 @@ def next_text(report: Any) -> str:
 # -- record -------------------------------------------------------------------------
 
 
-def record_verdict_cmd(
-    cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
-) -> int:
-    return _record_round("verdict", cwd, target, value, body_file, wait, as_json)
-
-
-def record_review_cmd(
-    cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
-) -> int:
-    return _record_round("review", cwd, target, value, body_file, wait, as_json)
-
-
-def record_tests_cmd(
-    cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
-) -> int:
-    return _record_round("tests", cwd, target, value, body_file, wait, as_json)
-
-
-def record_verify_cmd(
-    cwd: Path, *, target: str, value: str, body_file: Path | None, wait: float, as_json: bool
-) -> int:
-    return _record_round("verify", cwd, target, value, body_file, wait, as_json)
-
-
-def _record_round(
+def record_round_cmd(
     kind: str,
     cwd: Path,
+    *,
     target: str,
     value: str,
     body_file: Path | None,
     wait: float,
     as_json: bool,
 ) -> int:
+    """``record verdict|review|tests|verify``: the numbered gate records, one writer."""
     from router.phase.gates import record_round
 
     return _emit_record(
         as_json, lambda: record_round(kind, cwd, target, value, body_file=body_file, wait=wait)
     )
+
+
+record_verdict_cmd = functools.partial(record_round_cmd, "verdict")
+record_review_cmd = functools.partial(record_round_cmd, "review")
+record_tests_cmd = functools.partial(record_round_cmd, "tests")
+record_verify_cmd = functools.partial(record_round_cmd, "verify")
 
 
 def record_pr_cmd(

@@ -482,47 +482,43 @@ DEMO = Command(
     ),
 )
 
+
+def _round(kind: str, help: str, verdicts: str) -> Command:
+    """A numbered gate record (``record verdict|review|tests|verify``): one shape, one writer."""
+    return Command(
+        f"record {kind}",
+        help,
+        f"phase:record_{kind}_cmd",
+        (REQUIRED_TARGET, _verdict(verdicts)),
+        (BODY_FILE, WAIT, JSON),
+    )
+
+
 RECORD = Group(
     "record",
     "Write a gate record into the topic's plan dir (verdict, tests, verify, review, pr, temp).",
     (
-        Command(
-            "record verdict",
+        _round(
+            "verdict",
             "Record the design review's verdict as design-review-<n>.md (n = highest + 1).",
-            "phase:record_verdict_cmd",
-            (
-                REQUIRED_TARGET,
-                _verdict('APPROVE, "REQUEST CHANGES" or COMMENT (case and spacing do not matter).'),
-            ),
-            (BODY_FILE, WAIT, JSON),
+            'APPROVE, "REQUEST CHANGES" or COMMENT (case and spacing do not matter).',
         ),
-        Command(
-            "record review",
+        _round(
+            "review",
             "Record the implementation review's aggregate verdict as review-<n>.md.",
-            "phase:record_review_cmd",
-            (REQUIRED_TARGET, _verdict("PASS or FAIL (case does not matter).")),
-            (BODY_FILE, WAIT, JSON),
+            "PASS or FAIL (case does not matter).",
         ),
-        Command(
-            "record tests",
+        _round(
+            "tests",
             "Record the test-first gate the orchestrator ran as tests-<n>.md (RED moves IMPLEMENT "
             "on to its slices).",
-            "phase:record_tests_cmd",
-            (
-                REQUIRED_TARGET,
-                _verdict(
-                    "RED (the new tests fail by assertion, the static checks pass) or BROKEN."
-                ),
-            ),
-            (BODY_FILE, WAIT, JSON),
+            "RED (the new tests fail by assertion, the static checks pass) or BROKEN.",
         ),
-        Command(
-            "record verify",
+        _round(
+            "verify",
             "Record the verifier's result (format, lint, types, build, tests of every repo) as "
             "verify-<n>.md.",
-            "phase:record_verify_cmd",
-            (REQUIRED_TARGET, _verdict("PASS or FAIL: every repo's declared checks.")),
-            (BODY_FILE, WAIT, JSON),
+            "PASS or FAIL: every repo's declared checks.",
         ),
         Command(
             "record pr",
