@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 from enum import IntEnum, StrEnum
 
+from router.ioerror import describe_io
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
@@ -201,49 +203,6 @@ class ToolFailed(Exception):
             "run the same command again, and if it fails the same way, `git status` in that "
             "repo shows what needs repair"
         )
-
-
-# The attribute an OSError carries the operation in (see io_operation).
-_OPERATION = "team_router_operation"
-
-
-class io_operation:  # lowercase: it is used as a context manager, as contextlib's are
-    """Inside, an OSError names ``operation`` and ``path`` where the system named neither.
-
-    A write or fsync to a full disk fails on a file descriptor: its OSError
-    has no file name. The one place that knows both is the code doing the
-    I/O, so it says them here, and :func:`describe_io` reads them back.
-    """
-
-    __slots__ = ("operation", "path")
-
-    def __init__(self, operation: str, path: object) -> None:
-        self.operation = operation
-        self.path = path
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, _tb: object) -> None:
-        # The error goes on as it is (its type included), only named.
-        if isinstance(exc, OSError):
-            if exc.filename is None:
-                exc.filename = str(self.path)
-            if not getattr(exc, _OPERATION, ""):
-                setattr(exc, _OPERATION, self.operation)
-
-
-def describe_io(exc: OSError) -> str:
-    """The one wording of an I/O error: ``writing /path: No space left on device``.
-
-    The operation is the one :class:`io_operation` named (``accessing`` when
-    the code doing the I/O said none), the path git's or the system's (both
-    paths of a rename).
-    """
-    operation = getattr(exc, _OPERATION, "") or "accessing"
-    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
-    reason = exc.strerror or str(exc)
-    return f"{operation} {paths}: {reason}" if paths else f"{operation}: {reason}"
 
 
 def io_error(exc: OSError, *, where: str = "") -> RouterError:

@@ -198,10 +198,11 @@ def test_no_two_router_modules_import_each_other():
 # restore copies files as create does, doctor repairs what both leave, the host's hooks
 # create and remove through them); the front ends last.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # Error codes, ids and names, files on disk, /proc, signals, shipped files, progress,
-    # the bounded map.
+    # Error codes, I/O errors named, ids and names, files on disk, /proc, signals, shipped
+    # files, progress, the bounded map.
     (
         "router.errors",
+        "router.ioerror",
         "router.names",
         "router.fsutil",
         "router.processes",

@@ -128,7 +128,8 @@ def test_help_lists_every_command_without_importing_a_handler_or_core_module():
     assert "teardown" in proc.stdout and "pr-cleanup" in proc.stdout
     loaded = set(ast.literal_eval(proc.stdout.splitlines()[-1]))
     # The declarations, their reader and help writer, the envelope: no command's module,
-    # no core module. The envelope's own: its error types and the signal handling.
+    # no core module. The envelope's own: its error types (with the wording of an I/O
+    # error) and the signal handling.
     assert loaded == {
         "router.cli",
         "router.cli.helptext",
@@ -137,6 +138,7 @@ def test_help_lists_every_command_without_importing_a_handler_or_core_module():
         "router.cli.parse",
         "router.cli.spec",
         "router.errors",
+        "router.ioerror",
         "router.interrupt",
     }
 

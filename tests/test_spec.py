@@ -184,10 +184,57 @@ def test_the_hot_commands_import_only_what_they_use(home_repo, questioned_topic,
         assert not {n for n in imported if n.startswith("router.") and "cli" not in n} - {
             "router.entry",
             "router.errors",
+            "router.ioerror",
             "router.interrupt",
         }
     else:
         assert len(handlers) == 1, handlers  # the command's own module alone
+
+
+# What the session-start hook reads (DESIGN §14: it "never imports what it does not
+# use"): the one reader and its handler, discovery's readers of records and of git's
+# files, the phase table and the holder file it writes. No error types (creating the
+# error-code enum costs ~3 ms; a refusal imports them when raised), no git runner.
+HOOK_MODULES = {
+    "router",
+    "router.cli",
+    "router.cli.hooks",
+    "router.cli.main",
+    "router.cli.parse",
+    "router.cli.spec",
+    "router.entry",
+    "router.git",
+    "router.git.files",
+    "router.host",
+    "router.host.sessionstart",
+    "router.interrupt",
+    "router.ioerror",
+    "router.phase",
+    "router.phase.infer",
+    "router.plandir",
+    "router.plandir.artifacts",
+    "router.plandir.flatfields",
+    "router.plandir.mdlines",
+    "router.processes",
+    "router.share",
+    "router.topic",
+    "router.topic.discovery",
+    "router.topic.holders",
+    "router.topic.runs",
+}
+# Standard modules the hook has no use for (threading: asking whether this is the main
+# thread; importlib: importing the handler; pathlib: paths are strings on its path).
+HOOK_UNUSED = {"threading", "importlib", "warnings", "pathlib", "subprocess", "typing"}
+
+
+def test_the_session_start_hook_imports_exactly_what_it_uses(home_repo, questioned_topic):
+    # From inside the topic's plan dir: the notice needs the phase table, the records,
+    # the artifacts and the holder file.
+    proc, imported = _fresh(["hook", "session-start"], questioned_topic.plan_dir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Phase: " in proc.stdout
+    assert {n for n in imported if n.split(".")[0] == "router"} == HOOK_MODULES
+    assert not imported & HOOK_UNUSED
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from router import __version__
-from router.errors import io_operation
+from router.ioerror import io_operation
 
 
 def log_dir() -> Path:

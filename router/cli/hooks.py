@@ -10,16 +10,13 @@ from __future__ import annotations
 import os
 import sys
 
-# The session-start hook's one module, and the payload reader of all three.
-from router.errors import ExitCode
+# The session-start hook's one module, and the payload reader of all three. The
+# error types are imported by the worktree hooks alone: session-start never needs them.
 from router.host.sessionstart import read_payload, session_start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-
-# The exit of `hook worktree-remove` that tells the host the worktree stays (DESIGN §14).
-KEPT_EXIT = ExitCode.REFUSED
 
 
 def hook_session_start_cmd(directory: Path | None, *, as_json: bool) -> int:
@@ -30,6 +27,7 @@ def hook_session_start_cmd(directory: Path | None, *, as_json: bool) -> int:
 def hook_worktree_create_cmd(cwd: Path, *, wait: float) -> int:
     from router.cli.output import emit_result
     from router.create.hostsettings import answered_by_settings
+    from router.errors import ExitCode
     from router.host.worktrees import worktree_create
 
     settings = answered_by_settings("WorktreeCreate", dict(os.environ))
@@ -49,8 +47,11 @@ def hook_worktree_create_cmd(cwd: Path, *, wait: float) -> int:
 
 def hook_worktree_remove_cmd(cwd: Path, *, wait: float) -> int:
     from router.create.hostsettings import answered_by_settings
-    from router.errors import RouterError, ToolFailed
+    from router.errors import ExitCode, RouterError, ToolFailed
     from router.host.worktrees import worktree_remove
+
+    # The exit that tells the host the worktree stays (DESIGN §14).
+    kept = ExitCode.REFUSED
 
     def echo(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -63,19 +64,19 @@ def hook_worktree_remove_cmd(cwd: Path, *, wait: float) -> int:
         # Not 0: the client reports "removed" when any of its remove hooks exits 0,
         # so only the settings' hook, which acted, may say so.
         echo(f"team-router: the WorktreeRemove hook in {settings} answers for this removal")
-        return KEPT_EXIT
+        return kept
     try:
         result = worktree_remove(read_payload(sys.stdin), environ, wait=wait, echo=echo)
     except RouterError as exc:
         echo(f"team-router: {exc.message} [{exc.code}]")
-        return KEPT_EXIT
+        return kept
     except (OSError, ToolFailed) as exc:
         # Whatever went wrong, nothing was removed past a step that proved it safe.
         echo(f"team-router: worktree-remove stopped ({exc}); what is left was kept")
-        return KEPT_EXIT
+        return kept
     for message in result.warnings:
         echo(f"warning: {message}")
     echo(result.line())
     # The pinned client (2.1.332) answers a non-zero exit with "Exited worktree but
     # could not remove it. It is kept at ...", and exit 0 with "Exited and removed".
-    return KEPT_EXIT if result.stays else ExitCode.OK
+    return kept if result.stays else ExitCode.OK

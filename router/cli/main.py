@@ -9,28 +9,29 @@ writers only when they are needed.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from router.cli.parse import HelpAsked, NoCommand, Parsed, UsageError, VersionAsked, parse
 from router.cli.parse import command_words as _words
-
-# Every path through run() reports through router.cli.output, which imports the
-# error types: importing them here costs nothing more.
-from router.errors import ErrorCode, ExitCode, RouterError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+# The error types are imported where they are used, never at the top: the
+# session-start hook's path (every session start) never meets one unless it fails,
+# and creating the error-code enum (~70 members) costs it ~4 ms. Every other
+# command reports through router.cli.output, which imports them.
+
 # The hooks on the host's path (DESIGN §14), with what a failure to run them means and
-# the exit that tells the host so, whatever their arguments: session-start is advice
-# and never stops the host (0); a worktree-remove that did not run removed nothing,
-# and the host must never tell its session "removed" while the worktree stays (1).
+# the name of the exit that tells the host so (:class:`router.errors.ExitCode`),
+# whatever their arguments: session-start is advice and never stops the host (OK); a
+# worktree-remove that did not run removed nothing, and the host must never tell its
+# session "removed" while the worktree stays (REFUSED).
 HOST_HOOKS = {
-    "session-start": ("no notice", ExitCode.OK),
-    "worktree-remove": ("nothing was removed", ExitCode.REFUSED),
+    "session-start": ("no notice", "OK"),
+    "worktree-remove": ("nothing was removed", "REFUSED"),
 }
 
 
@@ -59,6 +60,8 @@ def _run(args: list[str]) -> int:
 def _root_checks(directory: Path | None) -> None:
     """``-C``: an existing directory (checked once the command is known, before its arguments)."""
     if directory is not None and not directory.is_dir():
+        from router.errors import ErrorCode, RouterError
+
         raise RouterError(
             ErrorCode.USAGE, f"-C {directory}: no such directory; pass an existing directory"
         )
@@ -77,12 +80,17 @@ def _place(parsed: Parsed) -> Path | None:
 
 def _handler(parsed: Parsed) -> Callable[..., int]:
     module, _, function = parsed.command.handler.partition(":")
-    return getattr(importlib.import_module(f"router.cli.{module}"), function)  # type: ignore[no-any-return]
+    # __import__ rather than importlib.import_module: importing importlib brings
+    # `warnings` along (~1 ms on the session-start hook's path).
+    name = f"router.cli.{module}"
+    __import__(name)
+    return getattr(sys.modules[name], function)  # type: ignore[no-any-return]
 
 
 def _answer(args: list[str], exc: Exception) -> int:
     """What the CLI says when it runs no command: help, the version, or a usage error."""
     from router.cli.output import write_err, write_out
+    from router.errors import ExitCode
 
     if isinstance(exc, VersionAsked):
         from router import __version__
@@ -107,6 +115,7 @@ def _answer(args: list[str], exc: Exception) -> int:
 
 def _refuse_usage(args: list[str], message: str, node: object) -> int:
     from router.cli.output import fail, write_err
+    from router.errors import ErrorCode, ExitCode, RouterError
 
     path = _path(node)
     if "--json" in args:
@@ -129,19 +138,21 @@ def _path(node: object) -> str:
     return command_path(node)  # type: ignore[arg-type]
 
 
-def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
+def _host_hook(args: list[str], hook: str, outcome: str, failed: str) -> int:
     """``hook session-start`` / ``hook worktree-remove``, on the host's path.
 
     A ``-C`` that names no directory or an option they do not know leaves stdout
-    empty, says why in one line on stderr (never a traceback), and exits
-    ``failed``. The hook itself chooses its exit code (``worktree-remove``'s
-    says whether the worktree is kept).
+    empty, says why in one line on stderr (never a traceback), and exits with
+    the code ``failed`` names. The hook itself chooses its exit code
+    (``worktree-remove``'s says whether the worktree is kept).
     """
     from router import interrupt
 
     def note(message: str) -> int:
+        from router.errors import ExitCode
+
         print(f"team-router: hook {hook}: {message}; {outcome}", file=sys.stderr)
-        return failed
+        return ExitCode[failed]
 
     try:
         parsed = parse(args, _root_checks)
@@ -151,19 +162,23 @@ def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
         from router.cli.usage import explain
 
         return note(explain(args, exc))
-    except RouterError as exc:
-        return note(f"{exc.message} [{exc.code}]")
+    except Exception as exc:
+        refusal = _hook_refusal(exc)
+        if refusal is None:
+            raise  # a bug in reading the command line: exit 3, as for every command
+        return note(refusal)
     # Loaded before its signal handling: a Ctrl-C while the hook still loads is the
     # console entry point's (exit 130), as for every command.
     handler = _handler(parsed)
     try:
         with interrupt.handled():
             return int(handler(_place(parsed), **parsed.values))
-    except RouterError as exc:
-        return note(f"{exc.message} [{exc.code}]")
     except (KeyboardInterrupt, interrupt.Stopped) as exc:
         return note(f"stopped ({exc.__class__.__name__})")
     except Exception as exc:
+        refusal = _hook_refusal(exc)
+        if refusal is not None:
+            return note(refusal)
         # A bug: its traceback goes to the log the line names; the exit stays the one
         # the host reads (the hook protocol), not 3.
         from router.cli.output import logged, write_err
@@ -175,6 +190,13 @@ def _host_hook(args: list[str], hook: str, outcome: str, failed: int) -> int:
         return code
 
 
+def _hook_refusal(exc: Exception) -> str | None:
+    """A refusal's message and code, as a host hook says it; None for any other exception."""
+    from router.errors import RouterError  # loaded already when one was raised
+
+    return f"{exc.message} [{exc.code}]" if isinstance(exc, RouterError) else None
+
+
 def start_dir(directory: Path | None) -> Path:
     """The directory a command runs in: ``-C``'s, else the current one (absolute)."""
     import os
@@ -183,6 +205,8 @@ def start_dir(directory: Path | None) -> Path:
     try:
         base = Path.cwd() if directory is None else directory
     except OSError:
+        from router.errors import ErrorCode, RouterError
+
         raise RouterError(
             ErrorCode.NOT_A_REPO,
             "the current directory no longer exists; cd to a repository or pass -C",

@@ -17,10 +17,10 @@ from router.errors import (
     Interrupted,
     RouterError,
     ToolFailed,
-    describe_io,
     error_json,
     io_error,
 )
+from router.ioerror import describe_io
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from router.create import permission
 from router.create.permission import LOCAL_SETTINGS, PERMISSION_RULE
-from router.errors import ErrorCode, RouterError, io_operation
+from router.errors import ErrorCode, RouterError
+from router.ioerror import io_operation
 from router.plandir.templates import render, share_dir
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 

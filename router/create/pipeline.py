@@ -19,7 +19,7 @@ from router.names import Sha, Topic
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state, worktreelock
-from router.topic.discovery import PlanDirSymlink, create_plan_dir
+from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.workspace import (
     Repo,
     default_branch,

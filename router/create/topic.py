@@ -22,16 +22,11 @@ from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
-from router.topic.discovery import (
-    MADE_BY_HOST,
-    PLANS_DIR,
-    PlanDir,
-    PlanDirSymlink,
-    create_plan_dir,
-    resolve_existing,
-)
-from router.topic.discovery import home_repo as home_of
+from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.removal import move_dir
+from router.topic.runs import MADE_BY_HOST, PLANS_DIR, PlanDir
+from router.topic.target import home_repo as home_of
+from router.topic.target import resolve_existing
 from router.topic.workspace import Repo, contain_all, default_branch, open_repo
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from router import interrupt
 from router.doctor.findings import Finding, Fix, Kind, NotSafe, Problem
-from router.errors import describe_io
 from router.git import GitError
+from router.ioerror import describe_io
 from router.names import ID_RE
 from router.topic import state
 from router.topic.workspace import Repo
@@ -49,7 +49,7 @@ def guard_late_repair(problem: Problem, repos: list[Repo], held: set[tuple[str, 
 
 def _topic_home(repo: Repo, name: str) -> Repo:
     """The home of the topic ``name`` as seen from ``repo`` (``repo`` itself for a home)."""
-    from router.topic.discovery import home_repo
+    from router.topic.target import home_repo
 
     return home_repo(repo, name) if ID_RE.fullmatch(name) else repo
 

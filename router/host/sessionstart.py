@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
     from router.phase.infer import Resume
-    from router.topic.discovery import PlanDir
+    from router.topic.runs import PlanDir
 
 # The notice for each kind of topic a session starts in (DESIGN §8): an interrupted run, a
 # run that shipped, and a worktree the host asked for (no /team run: nothing to resume).
@@ -49,7 +49,8 @@ def _session_start(default_cwd: str | None) -> None:
     cwd = _cwd_of(payload, default_cwd)
     if cwd is None or not _git_on_path():
         return
-    from router.topic.discovery import RUN, locate
+    from router.topic.discovery import locate
+    from router.topic.runs import RUN
 
     found = locate(cwd)
     if found is None or found.plan is None:

@@ -26,7 +26,7 @@ from router.teardown.record import torn_down
 from router.teardown.steps import Step, name_some
 from router.teardown.sweep import SweepResult
 from router.topic import state
-from router.topic.discovery import PLANS_DIR
+from router.topic.runs import PLANS_DIR
 from router.topic.workspace import Repo, open_repo
 
 TYPE_CHECKING = False

@@ -37,7 +37,7 @@ from router.plandir import artifacts as a
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from router.topic.discovery import PlanDir
+    from router.topic.runs import PlanDir
     from router.topic.workspace import Repo
 
 
@@ -98,7 +98,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     import datetime
 
     from router.plandir.templates import render
-    from router.topic.discovery import resolve
+    from router.topic.target import resolve
 
     stop_after = until_phase(until)
     repo, plan = resolve(cwd, target)

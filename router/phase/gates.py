@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from router.errors import ErrorCode, RouterError
 from router.plandir import artifacts as a
 from router.topic import state
-from router.topic.discovery import PlanDir, resolve_existing
+from router.topic.runs import PlanDir
+from router.topic.target import resolve_existing
 from router.topic.workspace import Repo
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from pathlib import Path
 from router.git import Git, GitError
 from router.phase.infer import TopicRepo, commits_ahead
 from router.topic import holders
-from router.topic.discovery import HOST, PLANS_DIR, Records, by_id, repo_place, scan
+from router.topic.discovery import repo_place
+from router.topic.runs import HOST, PLANS_DIR, Records, by_id, scan
 from router.topic.workspace import Repo
 
 

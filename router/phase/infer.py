@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from router.plandir.reposmd import WorktreeLine
-    from router.topic.discovery import PlanDir
+    from router.topic.runs import PlanDir
     from router.topic.workspace import DefaultBranch, Repo
 
 WORKTREE, QUESTION, RESEARCH, DESIGN = "WORKTREE", "QUESTION", "RESEARCH", "DESIGN"
@@ -425,7 +425,7 @@ class PhaseReport(namedtuple("PhaseReport", "id plan_dir resume warnings")):
 
 def phase_report(cwd: Path, target: str | None) -> PhaseReport:
     """``team-router phase [TARGET]``: where the topic's run resumes."""
-    from router.topic.discovery import resolve
+    from router.topic.target import resolve
 
     repo, plan = resolve(cwd, target)
     resume, _inv, warnings = assess(repo, plan)

@@ -9,16 +9,10 @@ from pathlib import Path
 from router.parallel import parallel_map
 from router.phase import infer as phases
 from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
-from router.topic.discovery import (
-    RUN,
-    Records,
-    by_id,
-    discover_at,
-    hidden_plan_dirs,
-    repo_place,
-    scan,
-)
+from router.topic.discovery import discover_at, repo_place
 from router.topic.model import works_in_main_tree
+from router.topic.planpath import hidden_plan_dirs
+from router.topic.runs import RUN, Records, by_id, scan
 from router.topic.workspace import open_repo
 
 

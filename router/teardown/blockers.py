@@ -19,7 +19,7 @@ from router.mounts import worktree_unmounted
 from router.teardown.nested import NestedKind, NestedRepo
 from router.teardown.steps import Step, StepResult, name_some, refused
 from router.topic import state, worktreelock
-from router.topic.discovery import PLANS_DIR
+from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR, Repo
 
 

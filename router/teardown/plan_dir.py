@@ -26,7 +26,7 @@ from router.teardown.steps import (
     skipped,
 )
 from router.teardown.unshipped import run_artifacts, snapshot_note, unshipped, unshipped_message
-from router.topic.discovery import PLANS_DIR, plan_dir_link
+from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
 

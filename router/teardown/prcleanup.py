@@ -86,7 +86,8 @@ from router.teardown.unshipped import (
 )
 from router.teardown.update import left_earlier, prune_origin, update_decision
 from router.topic import state, worktreelock
-from router.topic.discovery import PLANS_DIR, home_repo, plan_dir_link, resolve
+from router.topic.runs import PLANS_DIR, plan_dir_link
+from router.topic.target import home_repo, resolve
 from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
 
 BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")

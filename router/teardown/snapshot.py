@@ -31,12 +31,13 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router.errors import ErrorCode, Refusal, RouterError, describe_io
+from router.errors import ErrorCode, Refusal, RouterError
 from router.fsutil import files_under
 from router.git import Git, GitError
+from router.ioerror import describe_io
 from router.teardown.nested import Departed
 from router.topic import state, worktreelock
-from router.topic.discovery import PLANS_DIR, plan_dir_link
+from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
 # Where a forced removal keeps what it snapshotted: team-router's own refs, which

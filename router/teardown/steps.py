@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from router import interrupt
-from router.errors import ErrorCode, describe_io, error_json
+from router.errors import ErrorCode, error_json
 from router.git import GitError
+from router.ioerror import describe_io
 from router.topic import state
 
 

@@ -47,9 +47,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from router.errors import ErrorCode, ExitCode, describe_io, error_json
+from router.errors import ErrorCode, ExitCode, error_json
 from router.fsutil import files_under
 from router.git import Git, WorktreeEntry
+from router.ioerror import describe_io
 from router.teardown.snapshot import snapshot_plan_dir
 from router.teardown.steps import Step, StepResult, done_with, failed, name_some, refused, skipped
 from router.teardown.unshipped import residue_message, snapshot_note

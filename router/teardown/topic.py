@@ -19,16 +19,9 @@ from pathlib import Path
 
 from router import git as g
 from router import interrupt
-from router.errors import (
-    BadInput,
-    ErrorCode,
-    ExitCode,
-    Interrupted,
-    RouterError,
-    describe_io,
-    error_json,
-)
+from router.errors import BadInput, ErrorCode, ExitCode, Interrupted, RouterError, error_json
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.ioerror import describe_io
 from router.names import ID_RE, Branch, branch_for
 from router.parallel import parallel_map
 from router.progress import Echo, Progress
@@ -116,8 +109,8 @@ from router.teardown.unshipped import (
 )
 from router.teardown.update import left_earlier, prune_origin, update_decision
 from router.topic import state, worktreelock
-from router.topic.discovery import home_repo
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
+from router.topic.target import home_repo
 from router.topic.workspace import (
     WORKTREES_DIR,
     DefaultBranch,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from router.fsutil import files_under
 from router.plandir.artifacts import LIGHT_ID_RE, PR
-from router.topic.discovery import PLANS_DIR, plan_dir_link
+from router.topic.runs import PLANS_DIR, plan_dir_link
 
 LISTED = 20  # artifact files a refusal names before "and N more"
 

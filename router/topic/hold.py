@@ -13,7 +13,6 @@ from router.errors import BadInput, ErrorCode, RouterError
 from router.names import ID_RE
 from router.processes import process_alive, session_pid
 from router.topic import state
-from router.topic.discovery import home_repo, resolve
 from router.topic.holders import (
     Holder,
     holders_dir,
@@ -23,6 +22,7 @@ from router.topic.holders import (
     release,
     valid_session,
 )
+from router.topic.target import home_repo, resolve
 from router.topic.workspace import open_repo
 
 

@@ -118,7 +118,7 @@ def _write_atomic(path: str, text: str) -> None:
     holder file lost with it would have been stale anyway, and the hook that
     writes it runs at every session start.
     """
-    from router.errors import io_operation
+    from router.ioerror import io_operation
 
     folder, name = os.path.split(path)
     os.makedirs(folder, exist_ok=True)

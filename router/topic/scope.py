@@ -23,8 +23,9 @@ from router.plandir.reposmd import (
     worktree_lines,
 )
 from router.topic import state
-from router.topic.discovery import PlanDirSymlink, home_repo, resolve_listed
 from router.topic.model import repo_places
+from router.topic.planpath import PlanDirSymlink
+from router.topic.target import home_repo, resolve_listed
 from router.topic.workspace import Containment, Repo, contain_all, open_repo
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.errors import ErrorCode, RouterError, io_operation
+from router.errors import ErrorCode, RouterError
+from router.ioerror import io_operation
 from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
 # The record's fields and JSON are router.topic.record's; callers read them through this

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
-from router.errors import ErrorCode, RouterError, io_operation
+from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError, GitMissing, RepoLayout, WorktreeEntry
+from router.ioerror import io_operation
 from router.parallel import parallel_map
 
 WORKTREES_DIR = Path(".claude") / "worktrees"
