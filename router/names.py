@@ -157,6 +157,36 @@ def portable_name_problem(name: str) -> str | None:
     return None
 
 
+# A branch name from outside (a PR's head, a command line) is allowlisted byte for byte
+# before git sees it (DESIGN §11); these names are never deleted, compared case-insensitively.
+BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
+PROTECTED = ("main", "master", "develop")
+PROTECTED_PREFIX = "release/"
+
+
+def branch_problem(name: str) -> str | None:
+    """Why ``name`` fails the allowlist (before git ever sees it), or None."""
+    if not BRANCH_RE.fullmatch(name):
+        return "only letters, digits and . _ / - are allowed"
+    if name.startswith("-"):
+        return "it starts with '-'"
+    if ".." in name:
+        return "it contains '..'"
+    return None
+
+
+def protected_reason(branch: str, default: str | None) -> str | None:
+    """Why ``branch`` is never deleted (``default``: the repo's default branch), or None."""
+    low = branch.lower()
+    if default is not None and low == default.lower():
+        return f"it is the default branch ({default})"
+    if low in PROTECTED:
+        return f"{'/'.join(PROTECTED)} are protected names"
+    if low.startswith(PROTECTED_PREFIX):
+        return "release/* branches are protected"
+    return None
+
+
 def branch_for(topic_id: str) -> Branch:
     """The branch of a topic: the id with every ``/`` replaced by ``-``."""
     return Branch(topic_id.replace("/", "-"))

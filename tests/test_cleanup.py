@@ -939,7 +939,7 @@ def test_a_multi_repo_topics_other_worktrees_are_named_and_left_alone(workspace,
 
 
 def test_a_name_longer_than_a_file_name_still_gets_a_lock(web, no_gh):
-    from router.teardown.prcleanup import MAX_LOCK_NAME, lock_name
+    from router.topic.branches import MAX_LOCK_NAME, lock_name
 
     name = "x" * 400
     assert len(lock_name(name)) <= MAX_LOCK_NAME and lock_name(name) != lock_name(name + "y")

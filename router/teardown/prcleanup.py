@@ -1,16 +1,12 @@
 """pr-cleanup (DESIGN §11): after a merge, or on an explicit abandon, take one branch apart.
 
 Everything is decided before anything is touched: the primary clone is
-confirmed by git (the command often runs inside the worktree it removes, so
-every later git call is anchored at the primary clone and the process's cwd is
-never used again), every branch name from outside is validated, protected
-names are refused, dirty checkouts are refused, and in merged mode the merge is
-proven from content — with gh as a second witness that must agree when it can
-be asked, and whose silence is never an answer.
-
-The steps reuse teardown's (:mod:`router.teardown.steps`): ``remove_worktree``,
-``verify_gone``, ``update_default`` (``--ff-only`` here), ``delete_branch``,
-``remove_plan_dir``, ``local_state_step`` and ``merge_proof``.
+confirmed by git (:func:`router.topic.workspace.primary_clone`: the command often
+runs inside the worktree it removes), every branch name from outside is
+validated and protected names are refused (:mod:`router.topic.branches`), dirty
+checkouts are refused, and in merged mode the merge is proven
+(:mod:`router.teardown.merged`). The PR it names or closes is
+:mod:`router.teardown.prs`'s; ``--reclaim`` is :mod:`router.teardown.reclaim`'s.
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,9 +24,8 @@ from router import github, interrupt
 from router.errors import ErrorCode, ExitCode, Refusal, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
-from router.names import ID_RE, Branch, branch_for
-from router.plandir.artifacts import PR as PR_FILE
-from router.plandir.artifacts import read_temp_paths, recorded_prs
+from router.names import Branch, protected_reason
+from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
 from router.teardown.blockers import (
     NO_PROC_NOTE,
@@ -46,9 +40,18 @@ from router.teardown.blockers import (
 )
 from router.teardown.branch import delete_branch, verify_gone
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
+from router.teardown.merged import Evidence, GhVerdict, Tips, prove_merged
 from router.teardown.nested import survey_nested, survey_remains
 from router.teardown.plan_dir import plan_dir_decision, remove_plan_dir
-from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof, short_ref
+from router.teardown.proof import merge_proof
+from router.teardown.prs import (
+    CleanupTarget,
+    decide_close,
+    no_pr_list,
+    prs_to_close,
+    resolve_target,
+)
+from router.teardown.reclaim import decide_reclaim
 from router.teardown.record import TopicRef, forget_earlier_teardown
 from router.teardown.remove import (
     copies_note,
@@ -86,213 +89,20 @@ from router.teardown.unshipped import (
 )
 from router.teardown.update import left_earlier, prune_origin, update_decision
 from router.topic import state, worktreelock
+from router.topic.branches import (
+    TopicLock,
+    branch_topic,
+    refuse_if_held,
+    refuse_protected,
+    topic_lock,
+)
 from router.topic.runs import PLANS_DIR, plan_dir_link
-from router.topic.target import home_repo, resolve
-from router.topic.workspace import DefaultBranch, Repo, default_branch, open_repo
-
-BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
-PR_NUMBER_RE = re.compile(r"[0-9]{1,10}")
-PROTECTED = ("main", "master", "develop")
-PROTECTED_PREFIX = "release/"
-MAX_LOCK_NAME = 100  # a topic id is at most this long; a longer branch name is hashed
-MAX_STACK = 20  # stacked PRs deeper than this are not followed (and a cycle is not looped)
+from router.topic.workspace import DefaultBranch, Repo, default_branch, primary_clone
 
 
 class Mode(StrEnum):
     MERGED = "merged"
     ABANDONED = "abandoned"
-
-
-class GhVerdict(StrEnum):
-    AGREED = "agreed"  # a same-repo merged PR with this head commit, merged into the default
-    DISAGREED = "disagreed"  # a same-repo PR exists and says otherwise: not merged
-    NO_PR = "no-pr"  # gh works and knows no same-repo PR for this branch
-    UNAVAILABLE = "unavailable"  # gh missing, unauthenticated or failing: no answer either way
-    NOT_ASKED = "not-asked"  # nothing left to prove
-
-
-# -- names ---------------------------------------------------------------------------
-
-
-def branch_problem(name: str) -> str | None:
-    """Why ``name`` fails the allowlist (before git ever sees it), or None."""
-    if not BRANCH_RE.fullmatch(name):
-        return "only letters, digits and . _ / - are allowed"
-    if name.startswith("-"):
-        return "it starts with '-'"
-    if ".." in name:
-        return "it contains '..'"
-    return None
-
-
-def validate_branch(git: Git, name: str, *, what: str) -> Branch:
-    """An externally sourced branch name, allowlisted then checked by git; else ``invalid-branch``."""
-    problem = branch_problem(name)
-    if problem is None and not git.check_ref_format_branch(name):
-        problem = "git check-ref-format --branch rejects it"
-    if problem is not None:
-        raise RouterError(
-            ErrorCode.INVALID_BRANCH, f"{what} {name!r} is not a usable branch name: {problem}"
-        )
-    return Branch(name)
-
-
-def protected_reason(branch: str, default: DefaultBranch | None) -> str | None:
-    """Why ``branch`` is never deleted (compared case-insensitively), or None."""
-    low = branch.lower()
-    if default is not None and low == default.name.lower():
-        return f"it is the default branch ({default.name})"
-    if low in PROTECTED:
-        return f"{'/'.join(PROTECTED)} are protected names"
-    if low.startswith(PROTECTED_PREFIX):
-        return "release/* branches are protected"
-    return None
-
-
-def refuse_protected(branch: str, default: DefaultBranch | None) -> None:
-    reason = protected_reason(branch, default)
-    if reason is not None:
-        raise RouterError(
-            ErrorCode.PROTECTED_BRANCH, f"{branch} is protected and is never deleted: {reason}"
-        )
-
-
-# -- the primary clone ------------------------------------------------------------------
-
-
-def primary_clone(cwd: Path) -> Repo:
-    """The repo of ``cwd`` with its primary clone confirmed three ways.
-
-    git's own top level and git dir (``rev-parse``), and the first entry of the
-    worktree list, must all name the clone ``open_repo`` found.
-    """
-    repo = open_repo(cwd)
-    layout = repo.git.try_layout()
-    try:
-        entries = repo.git.worktree_list()
-    except GitError:
-        entries = []
-    first = entries[0] if entries else None
-    ok = (
-        layout is not None
-        and not layout.is_linked_worktree  # git dir == common dir
-        and layout.toplevel == repo.primary  # --show-toplevel
-        and layout.common_dir == repo.common_dir
-        and first is not None
-        and not first.bare
-        and _names_primary(Path(os.path.realpath(first.path)), repo)  # first of `worktree list`
-    )
-    if not ok:
-        raise RouterError(
-            ErrorCode.NOT_A_REPO,
-            f"cannot confirm the primary clone of the repo at {cwd} (git dir, worktree list and "
-            "top level disagree); nothing was touched",
-        )
-    return repo
-
-
-def _names_primary(listed: Path, repo: Repo) -> bool:
-    # In a clone made with --separate-git-dir (and no core.worktree), git lists
-    # the main worktree under its git dir's path: that entry is still ours.
-    return listed == repo.primary or listed == repo.common_dir
-
-
-# -- the target ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CleanupTarget:
-    branch: Branch
-    pr: PullRequest | None = None  # the PR the user named (number or URL)
-
-
-def resolve_target(
-    repo: Repo, cwd: Path, target: str | None, hub: GitHub | Unavailable
-) -> CleanupTarget:
-    """PR number, PR URL, branch, or the branch checked out at ``cwd``; validated."""
-    if target is None:
-        current = Git(cwd).current_branch()
-        if current is None:
-            raise RouterError(
-                ErrorCode.INVALID_BRANCH,
-                f"{cwd} is on a detached HEAD; name the branch or the PR to clean up",
-            )
-        branch = validate_branch(repo.git, current, what="the checked-out branch")
-        return CleanupTarget(branch, recorded_pr(repo, branch, hub))
-    if PR_NUMBER_RE.fullmatch(target):
-        return _from_pr(repo, int(target), hub)
-    if target.startswith("https://"):
-        parsed = github.parse_pr_url(target)
-        if parsed is None:
-            raise RouterError(
-                ErrorCode.INVALID_TARGET,
-                f"{target!r} is not a PR URL (https://HOST/OWNER/NAME/pull/N)",
-            )
-        if isinstance(hub, GitHub) and not parsed.slug.same(hub.slug):
-            raise RouterError(
-                ErrorCode.INVALID_TARGET,
-                f"{target} is a PR of {parsed.slug.arg}, not of {hub.slug.arg}",
-            )
-        origin = github.parse_remote_url(repo.git.remote_url("origin"))
-        if origin is not None and not parsed.slug.same(origin):
-            raise RouterError(
-                ErrorCode.INVALID_TARGET,
-                f"{target} is a PR of {parsed.slug.arg}, not of {origin.arg}",
-            )
-        return _from_pr(repo, parsed.number, hub)
-    branch = validate_branch(repo.git, target, what="branch")
-    return CleanupTarget(branch, recorded_pr(repo, branch, hub))
-
-
-def recorded_pr(repo: Repo, branch: Branch, hub: GitHub | Unavailable) -> PullRequest | None:
-    """This repo's PR of the topic, as ``pr.md`` records it (``prs:``), read through gh.
-
-    A multi-repo topic has one PR per repo: pr-cleanup of the topic's branch asks gh
-    about the PR recorded for the repo it runs in rather than searching by head name.
-    None (search by head as before) when nothing is recorded for this repo, the
-    recorded PR is another repository's or a fork's, names another head, or gh
-    cannot answer: a record never widens what the merge proof accepts.
-    """
-    topic_id = branch_topic(repo, branch)
-    if not isinstance(hub, GitHub) or topic_id is None:
-        return None
-    record = state.read_record_or_none(repo.common_dir, topic_id)
-    try:
-        _home, plan = resolve(repo.primary, topic_id)
-    except (RouterError, GitError, OSError):
-        return None  # no plan dir to read: the search by head answers as before
-    name = record.repo if record is not None else "home"
-    url = next((p.url for p in recorded_prs(plan.path / PR_FILE) if p.repo == name), None)
-    parsed = github.parse_pr_url(url) if url else None
-    if parsed is None or not parsed.slug.same(hub.slug):
-        return None
-    try:
-        found = hub.view(parsed.number)
-    except GhFailed:
-        return None
-    return found if found.same_repo(hub.slug) and found.head_ref == branch else None
-
-
-def _from_pr(repo: Repo, number: int, hub: GitHub | Unavailable) -> CleanupTarget:
-    if isinstance(hub, Unavailable):
-        raise RouterError(
-            ErrorCode.GH_UNAVAILABLE,
-            f"PR #{number} names no branch without gh ({hub}); name the branch instead",
-        )
-    try:
-        found = hub.view(number)
-    except GhFailed as exc:
-        raise RouterError(
-            ErrorCode.GH_UNAVAILABLE, f"cannot read PR #{number}: {exc}; name the branch instead"
-        ) from None
-    branch = validate_branch(repo.git, found.head_ref, what=f"PR #{number}'s head branch")
-    if not found.same_repo(hub.slug):
-        raise RouterError(
-            ErrorCode.FORK_PR,
-            f"PR #{number} comes from a fork ({found.head_owner or 'another repository'}): its head "
-            f"{branch} is not this repo's branch, and a fork's PR never licenses a deletion",
-        )
-    return CleanupTarget(branch, found)
 
 
 # -- what is there ----------------------------------------------------------------------------
@@ -328,6 +138,10 @@ class Survey:
     @property
     def remote_known(self) -> bool:
         return not self.remote_error
+
+    @property
+    def tips(self) -> Tips:
+        return Tips(self.tip, self.remote_tip, self.record.base_commit if self.record else None)
 
     @property
     def worktree_path(self) -> Path | None:
@@ -406,12 +220,6 @@ def _unfinished_removal(
     if not os.path.lexists(path) or removal_started(repo, topic, path) is None:
         return None
     return path
-
-
-def branch_topic(repo: Repo, branch: str) -> str | None:
-    """The topic ``branch`` belongs to: its id, or the one whose record names the branch
-    (``new`` reused a checkout on the user's own branch); None for no topic's branch."""
-    return branch if ID_RE.fullmatch(branch) else state.topic_of_branch(repo.common_dir, branch)
 
 
 def _reused(
@@ -621,143 +429,7 @@ def _dirt(status: StatusReport) -> str:
     return "has " + describe_dirt(status)
 
 
-def refuse_if_held(topic: TopicLock) -> None:
-    """Another live session holds the topic: its holders are at the topic's home
-    (``hold`` and the session-start hook write them there from any repo of the topic)."""
-    if topic.topic_id is None:
-        return
-    from router.topic.holders import describe, other_holders
-
-    others = other_holders(topic.home.common_dir, topic.topic_id)
-    if others:
-        who = ", ".join(describe(h) for h in others)
-        raise RouterError(
-            ErrorCode.HELD,
-            f"{topic.topic_id} is held by {who}; `team-router release {topic.topic_id}` first",
-        )
-
-
 # -- merge proof --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """Why the branch counts as merged (or not): the content proof and what gh said."""
-
-    subject: str | None  # the commit proven (the local tip, else origin's tip)
-    content: Proof | None
-    target: str  # the ref the content proof was sought on
-    gh: GhVerdict
-    pr: int | None = None
-    detail: str = ""
-    empty: bool = False  # the branch has no commits of its own: there is no merge to prove
-
-    @property
-    def merged(self) -> bool:
-        return self.content is not None and self.gh is not GhVerdict.DISAGREED
-
-    @property
-    def at_merge_commit(self) -> bool:
-        """The content proof holds at the PR's merge commit rather than at origin/<default>."""
-        return self.content is not None and self.content.target != self.target
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "content": str(self.content.kind) if self.content else None,
-            "target": self.content.target if self.content else self.target,
-            "gh": str(self.gh),
-            "pr": self.pr,
-            "commit": self.subject,
-            "merged": self.merged,
-            "detail": self.detail,
-        }
-
-
-def prove_merged(
-    repo: Repo, found: Survey, hub: GitHub | Unavailable, named: PullRequest | None
-) -> Evidence:
-    """Content proof on origin/<default>, checked against the same-repo PR when gh answers."""
-    target = found.default.remote_ref or f"refs/remotes/origin/{found.default.name}"
-    subject = found.tip or found.remote_tip
-    if subject is None:
-        return Evidence(
-            None,
-            None,
-            target,
-            GhVerdict.NOT_ASKED,
-            detail=f"{found.branch} is gone here and on origin",
-        )
-    if found.default.remote_ref is None:
-        return Evidence(
-            subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {found.default.name}"
-        )
-    content = merge_proof(repo.git, subject, found.default.remote_ref)
-    base = cut_from(repo.git, found.branch, found.record.base_commit if found.record else None)
-    if base is not None and empty_branch(repo.git, subject, base, content):
-        # Its tip is an ancestor of every later default branch: that proves no merge.
-        why = f"{found.branch} is empty (nothing on it since it was cut at {base[:12]})"
-        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, detail=why, empty=True)
-    verdict, pr, why = _ask_gh(repo, found, hub, named, subject, found.default.remote_ref)
-    if content is None and verdict is GhVerdict.AGREED and pr is not None:
-        # A squash merge followed by other changes to the same lines defeats the
-        # squash proof on today's tip; the PR's own merge commit still shows it.
-        merge = pr.merge_commit if pr.merge_commit and repo.git.rev_parse(pr.merge_commit) else None
-        content = merge_proof(repo.git, subject, merge) if merge else None
-    held = content.detail if content else f"no content proof on {short_ref(target)}"
-    return Evidence(subject, content, target, verdict, pr.number if pr else None, f"{held}; {why}")
-
-
-def _ask_gh(
-    repo: Repo,
-    found: Survey,
-    hub: GitHub | Unavailable,
-    named: PullRequest | None,
-    tip: str,
-    target: str,
-) -> tuple[GhVerdict, PullRequest | None, str]:
-    if isinstance(hub, Unavailable):
-        return GhVerdict.UNAVAILABLE, None, f"{hub}: the content proof alone decides"
-    try:
-        prs = [named] if named is not None else hub.list_by_head(found.branch)
-    except GhFailed as exc:
-        return GhVerdict.UNAVAILABLE, None, f"{exc}: the content proof alone decides"
-    ours = [p for p in prs if p.same_repo(hub.slug) and p.head_ref == found.branch]
-    forks = [p for p in prs if not p.same_repo(hub.slug)]
-    ignored = f" (fork PR(s) {', '.join(f'#{p.number}' for p in forks)} ignored)" if forks else ""
-    if not ours:
-        return (
-            GhVerdict.NO_PR,
-            None,
-            f"gh knows no PR from this repo's {found.branch}{ignored}: the content proof alone decides",
-        )
-    for p in ours:
-        if p.merged and p.head_oid == tip and _merged_into(repo.git, p.merge_commit, target):
-            return GhVerdict.AGREED, p, f"gh agrees: PR #{p.number} merged this head{ignored}"
-    return (
-        GhVerdict.DISAGREED,
-        ours[0],
-        f"gh disagrees: {_why_not(repo.git, ours, tip, target)}{ignored}",
-    )
-
-
-def _merged_into(git: Git, merge_commit: str | None, target: str) -> bool:
-    if not merge_commit:
-        return False
-    return git.rev_parse(merge_commit) is not None and git.is_ancestor(merge_commit, target)
-
-
-def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
-    reasons = []
-    for p in prs:
-        if not p.merged:
-            reasons.append(f"PR #{p.number} is {p.state.lower()}")
-        elif p.head_oid != tip:
-            reasons.append(
-                f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}"
-            )
-        else:
-            reasons.append(f"PR #{p.number}'s merge commit is not on {short_ref(target)}")
-    return "; ".join(reasons)
 
 
 def refuse_unmerged(
@@ -822,33 +494,6 @@ def refuse_content_only(
 # -- abandoned: the PRs to close ------------------------------------------------------------------
 
 
-def prs_to_close(
-    repo: Repo, branch: Branch, hub: GitHub, named: PullRequest | None
-) -> list[PullRequest]:
-    """The open same-repo PR(s) of ``branch`` and every open PR stacked on it, children first."""
-    order: list[PullRequest] = []
-    seen: set[int] = set()
-
-    def children(base: str, depth: int) -> None:
-        for child in hub.list_by_base(base, state="open"):
-            if child.number in seen:
-                continue
-            seen.add(child.number)
-            # Only a same-repo head can carry further PRs of this repo on it.
-            if child.same_repo(hub.slug) and depth < MAX_STACK:
-                head = validate_branch(
-                    repo.git, child.head_ref, what=f"stacked PR #{child.number}'s head"
-                )
-                children(head, depth + 1)
-            order.append(child)
-
-    own = [named] if named is not None else hub.list_by_head(branch, state="open")
-    own = [p for p in own if p.open and p.same_repo(hub.slug) and p.head_ref == branch]
-    seen.update(p.number for p in own)
-    children(branch, 0)
-    return order + own
-
-
 # -- the steps -----------------------------------------------------------------------------------
 
 
@@ -888,7 +533,7 @@ def run_steps(
     # Read before the worktree (and the pr.md in its plan dir) goes.
     shipped = run_shipped(repo, found)
     if abandon:
-        run.decide(Step.CLOSE_PRS, lambda: _decide_close(hub, closing, closed), guarded=False)
+        run.decide(Step.CLOSE_PRS, lambda: decide_close(hub, closing, closed), guarded=False)
     run.decide(Step.REMOVE, lambda: _cleanup_remove(repo, found, force=abandon, warnings=warnings))
     # A run's artifacts a late writer put back where the worktree was: a shipped run's go,
     # an abandoned run's go into a snapshot first, any other run's are kept.
@@ -907,7 +552,7 @@ def run_steps(
     # Deleting origin's branch drops its remote-tracking ref too (git push updates it).
     deleted = found.remote_tip is not None and gone.outcome is Outcome.DONE
     run.decide(Step.PRUNE, lambda: _decide_prune(repo, found.branch, remote_gone, deleted))
-    run.decide(Step.RECLAIM, lambda: _decide_reclaim(repo, opts))
+    run.decide(Step.RECLAIM, lambda: decide_reclaim(repo, asked=opts.reclaim))
     run.decide(
         Step.PLAN_DIR,
         lambda: (
@@ -926,47 +571,6 @@ def _checkout_recreated(found: Survey) -> bool:
     """The topic has a worktree of ours again: an earlier teardown's marks describe another run
     (the real run forgets them, and its local state runs again)."""
     return found.worktree is not None and found.topic_id is not None and not found.kept_worktree
-
-
-def _decide_close(
-    hub: GitHub | Unavailable,
-    closing: list[PullRequest] | None,
-    closed: list[dict[str, object]],
-) -> Decision:
-    if isinstance(hub, Unavailable) or closing is None:
-        return settled(skipped(Step.CLOSE_PRS, f"{_no_pr_list(hub)}: no PR can be closed"))
-    if not closing:
-        return settled(
-            skipped(Step.CLOSE_PRS, "no open PR for this branch (already closed, or none)")
-        )
-    names = ", ".join(f"#{p.number}" for p in closing)
-    return acting(lambda: _close_prs(hub, closing, closed), Step.CLOSE_PRS, f"close {names}")
-
-
-def _no_pr_list(hub: GitHub | Unavailable) -> str:
-    """Why no PR is known to close: gh unavailable, or its listing failed."""
-    return str(hub) if isinstance(hub, Unavailable) else "gh failed while listing the PRs"
-
-
-def _close_prs(
-    hub: GitHub, closing: list[PullRequest], closed: list[dict[str, object]]
-) -> StepResult:
-    bad = []
-    for p in closing:
-        try:
-            hub.close(p.number)
-            closed.append(
-                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"}
-            )
-        except GhFailed as exc:
-            bad.append(f"#{p.number} ({exc.reason})")
-            closed.append(
-                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
-            )
-    names = ", ".join(f"#{p.number}" for p in closing)
-    if bad:
-        return failed(Step.CLOSE_PRS, f"closing {names}: could not close {'; '.join(bad)}")
-    return done(Step.CLOSE_PRS, f"closed {names} (children before parents)")
 
 
 def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> Decision:
@@ -1222,7 +826,7 @@ def _abandon_branch(
     repo: Repo, branch: Branch, default: DefaultBranch, opts: CleanupOptions
 ) -> str:
     """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
-    reason = protected_reason(branch, default)
+    reason = protected_reason(branch, default.name)
     if reason is not None:
         return f"protected: {reason}"
     try:
@@ -1305,86 +909,6 @@ def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None, deleted: bo
             plan=lambda: nothing,
         )
     return acting(prune, name, f"prune {tracking} once origin has no {branch}")
-
-
-def _decide_reclaim(repo: Repo, opts: CleanupOptions) -> Decision:
-    if not opts.reclaim:
-        return settled(
-            skipped(
-                Step.RECLAIM,
-                "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)",
-            )
-        )
-    working = _working_elsewhere(repo)
-    if working:
-        return settled(
-            refused(
-                Step.RECLAIM,
-                ErrorCode.HELD,
-                f"{working}; `git gc --prune=now` could delete the objects a git there is "
-                "writing (a commit under way, on no branch yet), so nothing was expired: run "
-                "this again with --reclaim once they are done",
-            )
-        )
-
-    def reclaim() -> StepResult:
-        try:
-            g.reflog_expire_unreachable(repo.git)
-            g.gc_prune_now(repo.git)
-        except GitError as exc:
-            return failed(Step.RECLAIM, f"reclaiming space failed ({exc.first_line})", exc.code)
-        return done(Step.RECLAIM, "expired unreachable reflog entries and ran git gc --prune=now")
-
-    return acting(
-        reclaim, Step.RECLAIM, "expire unreachable reflog entries and run git gc --prune=now"
-    )
-
-
-def _working_elsewhere(repo: Repo) -> str:
-    """Who else may be writing into this repository's object store, named ("": no one).
-
-    Another live session holding one of its topics, and any process but this
-    one and its callers whose working directory or open file lies in one of its
-    checkouts or its git dir: a shell running `git commit`, an agent that never
-    registered. Holders alone would miss those.
-    """
-    found = [*_other_sessions(repo), *_other_processes(repo)]
-    return "; ".join(found)
-
-
-def _other_sessions(repo: Repo) -> list[str]:
-    from router.topic.holders import describe, other_holders, topics_with_holders
-
-    held = [(repo.common_dir, topic_id) for topic_id in topics_with_holders(repo.common_dir)]
-    # A topic this repo is a secondary of keeps its holders at its home (DESIGN §10).
-    for topic_id in state.secondary_homes(repo.common_dir):
-        home = home_repo(repo, topic_id)
-        if home.common_dir != repo.common_dir:
-            held.append((home.common_dir, topic_id))
-    found = {
-        describe(holder)
-        for common_dir, topic_id in held
-        for holder in other_holders(common_dir, topic_id)
-    }
-    return [f"{who} holds a topic of this repository" for who in sorted(found)]
-
-
-def _other_processes(repo: Repo) -> list[str]:
-    from router.processes import describe_process, processes_using, requesters
-
-    places = [os.path.realpath(e.path) for e in repo.git.worktree_list() if not e.bare]
-    places.append(os.path.realpath(repo.common_dir))
-    users = processes_using(list(dict.fromkeys(places)), excluding=requesters())
-    if users is None:
-        return [
-            "this system has no /proc, so nothing shows that no other process works in "
-            f"{repo.primary}"
-        ]
-    return [
-        f"{describe_process(pid)} in {place}"
-        for place, pids in sorted(users.items())
-        for pid in sorted(pids)
-    ]
 
 
 def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
@@ -1591,7 +1115,7 @@ def pr_cleanup(
                 f"nothing named {found.branch} is left here or on origin: already cleaned up"
             )
         if abandon and (isinstance(hub, Unavailable) or closing is None):
-            warnings.append(f"{_no_pr_list(hub)}: no PR was closed; close it on GitHub by hand")
+            warnings.append(f"{no_pr_list(hub)}: no PR was closed; close it on GitHub by hand")
         steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
         remember(repo, found, steps, mode)
     _warn_about(steps, found, warnings)
@@ -1615,45 +1139,6 @@ def _git_failure_refuses(branch: str) -> Iterator[None]:
         raise RouterError(
             exc.code, f"checking {branch} failed ({exc.first_line}); nothing was touched"
         ) from None
-
-
-@dataclass(frozen=True, slots=True)
-class TopicLock:
-    """The lock pr-cleanup holds and the holders it heeds: the topic's own, at its home."""
-
-    home: Repo  # the repo whose common dir holds the topic's lock and holders
-    name: str  # the topic id, or the branch's own lock name when it is no topic's
-    topic_id: str | None
-
-    @property
-    def lock_path(self) -> Path:
-        return state.lock_path(self.home.common_dir, self.name)
-
-
-def topic_lock(repo: Repo, branch: Branch) -> TopicLock:
-    """The lock of the topic ``branch`` belongs to, where every other command takes it.
-
-    Run in a secondary repo, pr-cleanup acts there alone, but teardown, record
-    and worktrees take the topic's lock at the home (the secondary's record
-    names it, DESIGN §8/§10): a copy of the lock in the secondary would let both
-    run at once on the same worktree. The topic is the branch's id, or the one
-    whose record names the branch (``new`` reused a checkout on the user's own
-    branch). A branch that is no topic's is locked under its own name, here.
-    """
-    topic_id = branch_topic(repo, branch)
-    if topic_id is None:
-        return TopicLock(repo, lock_name(branch), None)
-    return TopicLock(home_repo(repo, topic_id), topic_id, topic_id)
-
-
-def lock_name(branch: str) -> str:
-    """The topic lock's name: the topic id (= its branch), bounded to a file name's length."""
-    name = branch_for(branch)
-    if len(name) <= MAX_LOCK_NAME:
-        return name
-    import hashlib
-
-    return f"{name[:64]}-{hashlib.sha256(branch.encode()).hexdigest()[:16]}"
 
 
 def _refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
@@ -1788,7 +1273,7 @@ def _decide(
     yes: bool = False,
 ) -> tuple[Evidence | None, list[PullRequest] | None]:
     if mode is Mode.MERGED:
-        evidence = prove_merged(repo, found, hub, chosen.pr)
+        evidence = prove_merged(repo, found.branch, found.default, found.tips, hub, chosen.pr)
         if evidence.gh is GhVerdict.UNAVAILABLE:
             warnings.append(f"merge proof from content alone: {evidence.detail}")
         refuse_unmerged(found, evidence, warnings)
@@ -1822,7 +1307,7 @@ def _dry_run(
     found = _checked_survey(repo, topic, chosen.branch, opts, warnings)
     evidence, closing = None, None
     if opts.mode is Mode.MERGED:
-        evidence = prove_merged(repo, found, hub, chosen.pr)
+        evidence = prove_merged(repo, found.branch, found.default, found.tips, hub, chosen.pr)
         refuse_unmerged(found, evidence, warnings, dry_run=True)
         refuse_content_only(found, evidence, yes=yes, dry_run=True)
     elif isinstance(hub, GitHub):

@@ -1474,7 +1474,8 @@ def restore_topic(
 
 def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | None:
     """A branch that is no topic, whose snapshot the repo at ``cwd`` holds (``pr-cleanup --abandon``)."""
-    from router.teardown.prcleanup import branch_problem, topic_lock
+    from router.names import branch_problem
+    from router.topic.branches import topic_lock
 
     if branch_problem(branch) is not None:
         return None

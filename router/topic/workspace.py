@@ -67,6 +67,44 @@ def open_repo(path: Path) -> Repo:
     return Repo(primary=primary_root(layout), common_dir=layout.common_dir, checkout=layout)
 
 
+def primary_clone(cwd: Path) -> Repo:
+    """The repo of ``cwd`` with its primary clone confirmed three ways (``not-a-repo`` else).
+
+    git's own top level and git dir (``rev-parse``), and the first entry of the
+    worktree list, must all name the clone ``open_repo`` found: a command that
+    runs inside the worktree it removes anchors every later git call there.
+    """
+    repo = open_repo(cwd)
+    layout = repo.git.try_layout()
+    try:
+        entries = repo.git.worktree_list()
+    except GitError:
+        entries = []
+    first = entries[0] if entries else None
+    ok = (
+        layout is not None
+        and not layout.is_linked_worktree  # git dir == common dir
+        and layout.toplevel == repo.primary  # --show-toplevel
+        and layout.common_dir == repo.common_dir
+        and first is not None
+        and not first.bare
+        and _names_primary(Path(os.path.realpath(first.path)), repo)  # first of `worktree list`
+    )
+    if not ok:
+        raise RouterError(
+            ErrorCode.NOT_A_REPO,
+            f"cannot confirm the primary clone of the repo at {cwd} (git dir, worktree list and "
+            "top level disagree); nothing was touched",
+        )
+    return repo
+
+
+def _names_primary(listed: Path, repo: Repo) -> bool:
+    # In a clone made with --separate-git-dir (and no core.worktree), git lists
+    # the main worktree under its git dir's path: that entry is still ours.
+    return listed == repo.primary or listed == repo.common_dir
+
+
 def primary_root(layout: RepoLayout) -> Path:
     """The main working tree of the repo a checkout belongs to.
 

@@ -200,7 +200,7 @@ def _records(
             for t in scope.repos
             if t.repo is not None and t.name in planned
         }
-    from router.teardown.prcleanup import primary_clone
+    from router.topic.workspace import primary_clone
 
     if not isinstance(dry.get("branch"), str) or not isinstance(dry.get("steps"), list):
         return {}

@@ -1,0 +1,155 @@
+"""Whether a branch is merged (DESIGN §11): the content proof on origin's default branch, with
+gh as a second witness that must agree when it can be asked, and whose silence is no answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from router.git import Git
+from router.github import GhFailed, GitHub, PullRequest, Unavailable
+from router.names import Branch
+from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof, short_ref
+from router.topic.workspace import DefaultBranch, Repo
+
+
+class GhVerdict(StrEnum):
+    AGREED = "agreed"  # a same-repo merged PR with this head commit, merged into the default
+    DISAGREED = "disagreed"  # a same-repo PR exists and says otherwise: not merged
+    NO_PR = "no-pr"  # gh works and knows no same-repo PR for this branch
+    UNAVAILABLE = "unavailable"  # gh missing, unauthenticated or failing: no answer either way
+    NOT_ASKED = "not-asked"  # nothing left to prove
+
+
+@dataclass(frozen=True, slots=True)
+class Tips:
+    """Where the branch is: its local tip, origin's, and the commit it was cut from (recorded)."""
+
+    local: str | None
+    remote: str | None
+    base: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Why the branch counts as merged (or not): the content proof and what gh said."""
+
+    subject: str | None  # the commit proven (the local tip, else origin's tip)
+    content: Proof | None
+    target: str  # the ref the content proof was sought on
+    gh: GhVerdict
+    pr: int | None = None
+    detail: str = ""
+    empty: bool = False  # the branch has no commits of its own: there is no merge to prove
+
+    @property
+    def merged(self) -> bool:
+        return self.content is not None and self.gh is not GhVerdict.DISAGREED
+
+    @property
+    def at_merge_commit(self) -> bool:
+        """The content proof holds at the PR's merge commit rather than at origin/<default>."""
+        return self.content is not None and self.content.target != self.target
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "content": str(self.content.kind) if self.content else None,
+            "target": self.content.target if self.content else self.target,
+            "gh": str(self.gh),
+            "pr": self.pr,
+            "commit": self.subject,
+            "merged": self.merged,
+            "detail": self.detail,
+        }
+
+
+def prove_merged(
+    repo: Repo,
+    branch: Branch,
+    default: DefaultBranch,
+    tips: Tips,
+    hub: GitHub | Unavailable,
+    named: PullRequest | None,
+) -> Evidence:
+    """Content proof on origin/<default>, checked against the same-repo PR when gh answers."""
+    target = default.remote_ref or f"refs/remotes/origin/{default.name}"
+    subject = tips.local or tips.remote
+    if subject is None:
+        return Evidence(
+            None,
+            None,
+            target,
+            GhVerdict.NOT_ASKED,
+            detail=f"{branch} is gone here and on origin",
+        )
+    if default.remote_ref is None:
+        return Evidence(
+            subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {default.name}"
+        )
+    content = merge_proof(repo.git, subject, default.remote_ref)
+    base = cut_from(repo.git, branch, tips.base)
+    if base is not None and empty_branch(repo.git, subject, base, content):
+        # Its tip is an ancestor of every later default branch: that proves no merge.
+        why = f"{branch} is empty (nothing on it since it was cut at {base[:12]})"
+        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, detail=why, empty=True)
+    verdict, pr, why = _ask_gh(repo, branch, hub, named, subject, default.remote_ref)
+    if content is None and verdict is GhVerdict.AGREED and pr is not None:
+        # A squash merge followed by other changes to the same lines defeats the
+        # squash proof on today's tip; the PR's own merge commit still shows it.
+        merge = pr.merge_commit if pr.merge_commit and repo.git.rev_parse(pr.merge_commit) else None
+        content = merge_proof(repo.git, subject, merge) if merge else None
+    held = content.detail if content else f"no content proof on {short_ref(target)}"
+    return Evidence(subject, content, target, verdict, pr.number if pr else None, f"{held}; {why}")
+
+
+def _ask_gh(
+    repo: Repo,
+    branch: Branch,
+    hub: GitHub | Unavailable,
+    named: PullRequest | None,
+    tip: str,
+    target: str,
+) -> tuple[GhVerdict, PullRequest | None, str]:
+    if isinstance(hub, Unavailable):
+        return GhVerdict.UNAVAILABLE, None, f"{hub}: the content proof alone decides"
+    try:
+        prs = [named] if named is not None else hub.list_by_head(branch)
+    except GhFailed as exc:
+        return GhVerdict.UNAVAILABLE, None, f"{exc}: the content proof alone decides"
+    ours = [p for p in prs if p.same_repo(hub.slug) and p.head_ref == branch]
+    forks = [p for p in prs if not p.same_repo(hub.slug)]
+    ignored = f" (fork PR(s) {', '.join(f'#{p.number}' for p in forks)} ignored)" if forks else ""
+    if not ours:
+        return (
+            GhVerdict.NO_PR,
+            None,
+            f"gh knows no PR from this repo's {branch}{ignored}: the content proof alone decides",
+        )
+    for p in ours:
+        if p.merged and p.head_oid == tip and _merged_into(repo.git, p.merge_commit, target):
+            return GhVerdict.AGREED, p, f"gh agrees: PR #{p.number} merged this head{ignored}"
+    return (
+        GhVerdict.DISAGREED,
+        ours[0],
+        f"gh disagrees: {_why_not(repo.git, ours, tip, target)}{ignored}",
+    )
+
+
+def _merged_into(git: Git, merge_commit: str | None, target: str) -> bool:
+    if not merge_commit:
+        return False
+    return git.rev_parse(merge_commit) is not None and git.is_ancestor(merge_commit, target)
+
+
+def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
+    reasons = []
+    for p in prs:
+        if not p.merged:
+            reasons.append(f"PR #{p.number} is {p.state.lower()}")
+        elif p.head_oid != tip:
+            reasons.append(
+                f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}"
+            )
+        else:
+            reasons.append(f"PR #{p.number}'s merge commit is not on {short_ref(target)}")
+    return "; ".join(reasons)

@@ -1,0 +1,105 @@
+"""``--reclaim`` (DESIGN §11): space the cleanup freed is given back, repo-wide, on request."""
+
+from __future__ import annotations
+
+import os
+
+from router import git as g
+from router.errors import ErrorCode
+from router.git import GitError
+from router.teardown.steps import (
+    Decision,
+    Step,
+    StepResult,
+    acting,
+    done,
+    failed,
+    refused,
+    settled,
+    skipped,
+)
+from router.topic import state
+from router.topic.target import home_repo
+from router.topic.workspace import Repo
+
+
+def decide_reclaim(repo: Repo, *, asked: bool) -> Decision:
+    """``--reclaim``: expire unreachable reflogs and ``gc --prune=now``, only while nobody else
+    may be writing into the object store."""
+    if not asked:
+        return settled(
+            skipped(
+                Step.RECLAIM,
+                "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)",
+            )
+        )
+    working = _working_elsewhere(repo)
+    if working:
+        return settled(
+            refused(
+                Step.RECLAIM,
+                ErrorCode.HELD,
+                f"{working}; `git gc --prune=now` could delete the objects a git there is "
+                "writing (a commit under way, on no branch yet), so nothing was expired: run "
+                "this again with --reclaim once they are done",
+            )
+        )
+
+    def reclaim() -> StepResult:
+        try:
+            g.reflog_expire_unreachable(repo.git)
+            g.gc_prune_now(repo.git)
+        except GitError as exc:
+            return failed(Step.RECLAIM, f"reclaiming space failed ({exc.first_line})", exc.code)
+        return done(Step.RECLAIM, "expired unreachable reflog entries and ran git gc --prune=now")
+
+    return acting(
+        reclaim, Step.RECLAIM, "expire unreachable reflog entries and run git gc --prune=now"
+    )
+
+
+def _working_elsewhere(repo: Repo) -> str:
+    """Who else may be writing into this repository's object store, named ("": no one).
+
+    Another live session holding one of its topics, and any process but this
+    one and its callers whose working directory or open file lies in one of its
+    checkouts or its git dir: a shell running `git commit`, an agent that never
+    registered. Holders alone would miss those.
+    """
+    found = [*_other_sessions(repo), *_other_processes(repo)]
+    return "; ".join(found)
+
+
+def _other_sessions(repo: Repo) -> list[str]:
+    from router.topic.holders import describe, other_holders, topics_with_holders
+
+    held = [(repo.common_dir, topic_id) for topic_id in topics_with_holders(repo.common_dir)]
+    # A topic this repo is a secondary of keeps its holders at its home (DESIGN §10).
+    for topic_id in state.secondary_homes(repo.common_dir):
+        home = home_repo(repo, topic_id)
+        if home.common_dir != repo.common_dir:
+            held.append((home.common_dir, topic_id))
+    found = {
+        describe(holder)
+        for common_dir, topic_id in held
+        for holder in other_holders(common_dir, topic_id)
+    }
+    return [f"{who} holds a topic of this repository" for who in sorted(found)]
+
+
+def _other_processes(repo: Repo) -> list[str]:
+    from router.processes import describe_process, processes_using, requesters
+
+    places = [os.path.realpath(e.path) for e in repo.git.worktree_list() if not e.bare]
+    places.append(os.path.realpath(repo.common_dir))
+    users = processes_using(list(dict.fromkeys(places)), excluding=requesters())
+    if users is None:
+        return [
+            "this system has no /proc, so nothing shows that no other process works in "
+            f"{repo.primary}"
+        ]
+    return [
+        f"{describe_process(pid)} in {place}"
+        for place, pids in sorted(users.items())
+        for pid in sorted(pids)
+    ]
