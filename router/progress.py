@@ -106,3 +106,30 @@ def _dim(text: str) -> str:
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return text
     return f"\033[2m{text}\033[0m"
+
+
+class Ticker:
+    """``api: copying .worktreeinclude files: 5000/20000 (48 MiB)`` for long work, once a second.
+
+    Nothing for work done within the first second (most of it), nor when
+    stderr is no terminal; ``now`` is the clock (a test passes its own).
+    """
+
+    def __init__(
+        self, label: str, total: int, *, every: float = 1.0, now: Callable[[], float] | None = None
+    ) -> None:
+        import time
+
+        self.label = label
+        self.total = total
+        self.every = every
+        self._now = now or time.monotonic
+        self._next = self._now() + every
+        self.enabled = total > 0 and _interactive()
+
+    def tick(self, done: int, size: int) -> None:
+        if not self.enabled or done >= self.total or self._now() < self._next:
+            return
+        self._next = self._now() + self.every
+        line = f"{self.label}: {done}/{self.total} ({size / 1048576:.0f} MiB)"
+        write_line(sys.stderr, _dim(line))

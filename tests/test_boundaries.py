@@ -205,6 +205,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "router.ioerror",
         "router.names",
         "router.fsutil",
+        "router.filecopy",
         "router.processes",
         "router.interrupt",
         "router.share",

@@ -33,6 +33,7 @@ def test_new_creates_the_home_worktree_from_origin_head_and_leaves_the_main_tree
             "worktree": str(wt),
             "status": "created",
             "base": git(home_repo, "rev-parse", "origin/HEAD"),
+            "copied": None,
         },
         "warnings": [],
     }
@@ -174,6 +175,7 @@ def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(hom
             "worktree": str(wt),
             "status": "reused",
             "base": git(home_repo, "rev-parse", "main"),
+            "copied": None,
         },
         "warnings": [],
     }

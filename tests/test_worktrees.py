@@ -496,6 +496,7 @@ def _fallen_back(home_repo: Path) -> Path:
             "worktree": str(home_repo),
             "status": "fallback",
             "base": None,
+            "copied": None,
         },
         "warnings": [
             f"Worktree creation failed in home (path-taken: cannot create {blocker} (Not a "
@@ -531,6 +532,7 @@ def test_after_the_cause_of_a_fallback_is_fixed_a_rerun_creates_the_worktree(hom
                 "branch": FALLBACK_ID,
                 "status": "created",
                 "reason": None,
+                "copied": None,
             }
         ],
         "repos_md_updated": False,

@@ -92,6 +92,8 @@ def new_text(result: Any) -> str:
     ]
     if home.reason:
         lines.insert(2, f"  reason: {home.reason}: {home.message}")
+    if home.copied is not None:
+        lines.insert(2, f"  .worktreeinclude: {home.copied.line()}")
     return "\n".join(lines)
 
 
@@ -102,6 +104,8 @@ def worktrees_text(result: Any) -> str:
         where = r.worktree or r.path
         why = f"  [{r.reason}: {r.message}]" if r.reason else ""
         lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
+        if r.copied is not None:
+            lines.append(f"  {'':<{width}}  .worktreeinclude: {r.copied.line()}")
     if result.mode == "multi":
         lines.append(
             "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")

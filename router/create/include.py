@@ -1,65 +1,133 @@
-"""``.worktreeinclude``: copy gitignored files a fresh worktree needs (``.env`` and kin)."""
+"""``.worktreeinclude``: copy gitignored files a fresh worktree needs (``.env``, ``node_modules/``).
+
+Which files: those matching a pattern that git ignores. How: copy-on-write
+where the filesystem can (:mod:`router.filecopy`), never by hard link.
+"""
 
 from __future__ import annotations
 
-import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from router.git import Git
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pathspec import GitIgnoreSpec
+
 INCLUDE_FILE = ".worktreeinclude"
+CRASH_MID_COPY = "copy-rest"  # the crash seam's step: after some files, before the others
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    """One repo's ``.worktreeinclude`` copy, as the create report shows it."""
+
+    paths: tuple[str, ...]  # every copy in the worktree: made now or kept from an earlier run
+    files: int  # copied now (symlinks included)
+    bytes: int
+    kept: int  # already there from an earlier copy (a rerun after a kill)
+    method: str | None  # reflink, copy_file_range or bytes; None when no data was copied
+    seconds: float
+    unreadable: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "bytes": self.bytes,
+            "kept": self.kept,
+            "method": self.method,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def line(self) -> str:
+        """``copied 20000 files (195.3 MiB) by reflink in 0.84 s`` (and what was kept)."""
+        way = f" by {self.method}" if self.method else ""
+        text = f"copied {self.files} files ({self.bytes / 1048576:.1f} MiB){way} in {self.seconds:.2f} s"
+        if self.kept:
+            text += f", {self.kept} kept from an earlier copy"
+        return text
+
+    def warning(self) -> str | None:
+        if not self.unreadable:
+            return None
+        shown = ", ".join(self.unreadable[:3]) + (", ..." if len(self.unreadable) > 3 else "")
+        return (
+            f".worktreeinclude: {len(self.unreadable)} file(s) could not be read and were not "
+            f"copied: {shown}; make them readable, then run this again"
+        )
 
 
 def included_files(primary: Path) -> list[str]:
     """Files of the primary clone that match ``.worktreeinclude`` *and* that git ignores."""
-    spec_file = primary / INCLUDE_FILE
+    spec = _include_spec(primary)
+    return [] if spec is None else _matching(primary, spec)
+
+
+def copy_included(primary: Path, dest: Path, *, label: str = "") -> Copied | None:
+    """Copy the included files into ``dest`` (never over a file there); None without the file."""
+    start = time.perf_counter()
+    spec = _include_spec(primary)
+    if spec is None:
+        return None
+    rels = _matching(primary, spec)
+    from router import filecopy  # lazy: only a repo with a .worktreeinclude copies anything
+
+    done = filecopy.copy_tree(str(primary), str(dest), rels, progress=_progress(label, len(rels)))
+    return Copied(
+        paths=done.placed,
+        files=done.files,
+        bytes=done.bytes,
+        kept=done.kept,
+        method=done.method,
+        seconds=time.perf_counter() - start,
+        unreadable=done.unreadable,
+    )
+
+
+def _include_spec(primary: Path) -> GitIgnoreSpec | None:
     try:
-        patterns = spec_file.read_text(encoding="utf-8").splitlines()
+        patterns = (primary / INCLUDE_FILE).read_text(encoding="utf-8").splitlines()
     except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
-        return []
+        return None
     import pathspec  # lazy: only repos that declare a .worktreeinclude pay for it
 
-    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _matching(primary: Path, spec: GitIgnoreSpec) -> list[str]:
+    from router.filecopy import walk_files
+
     # Only ignored files are candidates: a tracked file is already in the
     # checkout, and an untracked-but-not-ignored one is the user's work in progress.
-    return sorted(p for p in Git(primary).ignored_untracked_files() if spec.match_file(p))
-
-
-def copy_included(primary: Path, dest: Path) -> list[str]:
-    """Copy the included files into ``dest``; returns what was copied (never overwrites)."""
-    copied: list[str] = []
-    for rel in included_files(primary):
-        src = primary / rel
-        target = dest / rel
-        if os.path.lexists(target) or not os.path.lexists(src):
-            continue
-        # A tracked symlinked directory in the checkout could point outside it:
-        # never create or write anything through one. A tracked file where the
-        # primary has a directory wins, as a file at the target itself does.
-        if _unwritable_parent(dest, Path(rel).parent):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            os.symlink(os.readlink(src), target)
-        elif src.is_file():
-            import shutil  # lazy: only a repo with a .worktreeinclude copies anything
-
-            shutil.copy2(src, target)
+    # Every file in a folder git calls ignored is ignored: the folder is walked
+    # once, and taken whole when the folder itself matches (no "!" pattern can
+    # take a file back out of it then).
+    whole = not any(p.include is False for p in spec.patterns)
+    found: set[str] = set()
+    for entry in Git(primary).ignored_untracked():
+        if not entry.endswith("/"):
+            if spec.match_file(entry):
+                found.add(entry)
+        elif whole and spec.match_file(entry):
+            found.update(walk_files(str(primary), entry))
         else:
-            continue
-        copied.append(rel)
-    return copied
+            found.update(p for p in walk_files(str(primary), entry) if spec.match_file(p))
+    return sorted(found)
 
 
-def _unwritable_parent(root: Path, rel_dir: Path) -> bool:
-    """True when some existing component of ``root/rel_dir`` is a symlink or not a directory."""
-    current = root
-    for part in rel_dir.parts:
-        current = current / part
-        if current.is_symlink():
-            return True
-        if not current.exists():
-            return False
-        if not current.is_dir():
-            return True
-    return False
+def _progress(label: str, total: int) -> Callable[[int, int], None]:
+    from router.progress import Ticker
+    from router.topic import state
+
+    ticker = Ticker(f"{label + ': ' if label else ''}copying .worktreeinclude files", total)
+
+    def tick(done: int, size: int) -> None:
+        if 0 < done < total and done * 2 >= total:
+            state.crash_point(CRASH_MID_COPY)
+        ticker.tick(done, size)
+
+    return tick

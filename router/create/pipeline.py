@@ -11,7 +11,7 @@ from pathlib import Path
 
 from router import git as g
 from router.create import ouradd
-from router.create.include import copy_included
+from router.create.include import Copied, copy_included
 from router.errors import ErrorCode, Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
@@ -63,6 +63,7 @@ class CreateReport:
     base: str | None = None
     warnings: tuple[str, ...] = ()
     created: Created = field(default_factory=Created)
+    copied: Copied | None = None  # the .worktreeinclude copy; None when the repo has none
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -72,6 +73,7 @@ class CreateReport:
             "branch": self.branch,
             "status": str(self.status),
             "reason": self.reason or None,
+            "copied": self.copied.to_json() if self.copied else None,
         }
 
 
@@ -886,7 +888,7 @@ class _Pipeline:
     def _finish(self, worktree: Path, branch: str | None, status: Status) -> CreateReport:
         try:
             state.crash_point("setup")
-            included = self._setup(worktree)
+            included, copied = self._setup(worktree)
             state.crash_point("record")
             # A switched-away worktree (_switched_away) keeps the topic's branch in
             # the record: teardown and pr-cleanup judge that branch, not the other.
@@ -924,6 +926,7 @@ class _Pipeline:
             base=self.base or (self.record.base_commit if self.record else None),
             warnings=tuple(self.warnings),
             created=self.created,
+            copied=copied,
         )
 
     def _exclude(self) -> None:
@@ -933,15 +936,17 @@ class _Pipeline:
             ensure_excludes(self.repo.common_dir)
         self.excluded = True
 
-    def _setup(self, worktree: Path) -> list[str]:
+    def _setup(self, worktree: Path) -> tuple[list[str], Copied | None]:
         self._exclude()  # a reused or existing worktree may predate the lines
-        included = (
-            copy_included(self.repo.primary, worktree) if worktree != self.repo.primary else []
-        )
+        copied = None
+        if worktree != self.repo.primary:
+            copied = copy_included(self.repo.primary, worktree, label=self.job.name)
+        if copied is not None and copied.warning():
+            self.warnings.append(f"{self.job.name}: {copied.warning()}")
         if self.job.is_home:
             create_plan_dir(worktree, self.job.topic.id)
         previous = list(self.record.included) if self.record else []
-        return sorted(set(previous) | set(included))
+        return sorted(set(previous) | set(copied.paths if copied else ())), copied
 
     def _base_commit(self, worktree: Path) -> str | None:
         if self.record is not None and self.record.base_commit:

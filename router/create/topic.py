@@ -59,6 +59,7 @@ class NewResult:
                 "worktree": str(self.home.worktree) if self.home.worktree else None,
                 "status": str(self.home.status),
                 "base": self.home.base,
+                "copied": self.home.copied.to_json() if self.home.copied else None,
             },
         }
 

@@ -85,9 +85,16 @@ class StatusMethods(LayoutMethods):
             return None
         return [p for p in res.stdout.split("\0") if p]
 
-    def ignored_untracked_files(self) -> list[str]:
-        """Untracked files git ignores, relative to the top level."""
-        out = self.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard").stdout
+    def ignored_untracked(self) -> list[str]:
+        """Untracked paths git ignores, relative to the top level; a folder ends in ``/``.
+
+        A folder whose every file is ignored (``node_modules/``) comes as itself,
+        not file by file: git need not walk it, and the caller walks it once.
+        Files inside such a folder may be listed too.
+        """
+        out = self.run(
+            "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+        ).stdout
         return [p for p in out.split("\0") if p]
 
     def is_ignored(self, paths: Sequence[str]) -> set[str]:

@@ -422,8 +422,9 @@ def _copy_includes(repo: Repo, path: Path) -> tuple[list[str], str]:
     except OSError as exc:
         where = exc.filename or repo.primary
         return [], f"; the .worktreeinclude files were not copied again ({exc.strerror}: {where})"
-    note = f"; copied again from {repo.primary}: {', '.join(copied)}" if copied else ""
-    return copied, note
+    if copied is None or not copied.paths:
+        return [], ""
+    return list(copied.paths), f"; .worktreeinclude files from {repo.primary}: {copied.line()}"
 
 
 def _lay_over(wt: Git, snap: Snapshot) -> None:
