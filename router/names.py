@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from router.errors import ErrorCode, RouterError
@@ -292,3 +293,50 @@ def _check_date(value: str, *, what: str) -> None:
         raise RouterError(
             ErrorCode.INVALID_ID, f"{what}: {value!r} is not a calendar date (YYYY-MM-DD)"
         ) from None
+
+
+# -- a sparse worktree's directories (repos.md `sparse:`, `new --sparse`) ---------
+
+# How a cone is written: in repos.md, in --help, in every message naming the fix.
+SPARSE_SYNTAX = "directories relative to the repo root, separated by commas (`packages/api, tools`)"
+
+
+class BadSparseDir(ValueError):
+    """A directory no cone can hold: absolute, through ``..``, empty or not a plain path."""
+
+
+def sparse_dirs(values: Iterable[str]) -> tuple[str, ...]:
+    """The cone's directories from ``values`` (each may list several, comma-separated).
+
+    Normalised (``./a/b/`` is ``a/b``), in the order first given, each once;
+    raises :class:`BadSparseDir` naming the bad one and the fix.
+    """
+    dirs: dict[str, None] = {}
+    for value in values:
+        for raw in value.split(","):
+            text = raw.strip().strip("`").strip()
+            if text:
+                dirs.setdefault(_sparse_dir(text), None)
+    return tuple(dirs)
+
+
+def _sparse_dir(text: str) -> str:
+    if "\0" in text or "\n" in text or "\\" in text:
+        raise BadSparseDir(f"{text!r} is not a directory name; write {SPARSE_SYNTAX}")
+    if text.startswith("/"):
+        raise BadSparseDir(
+            f"{text!r} is an absolute path; write it relative to the repo root "
+            f"({text.lstrip('/')!r}), as {SPARSE_SYNTAX}"
+        )
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise BadSparseDir(
+            f"{text!r} goes through '..'; a cone holds directories inside the repo: write {SPARSE_SYNTAX}"
+        )
+    if not parts:
+        raise BadSparseDir(
+            f"{text!r} is the repo root, which is the whole tree: leave sparse out instead"
+        )
+    if parts[0] == ".git":
+        raise BadSparseDir(f"{text!r} is git's own directory; write {SPARSE_SYNTAX}")
+    return "/".join(parts)

@@ -34,6 +34,7 @@ def test_new_creates_the_home_worktree_from_origin_head_and_leaves_the_main_tree
             "status": "created",
             "base": git(home_repo, "rev-parse", "origin/HEAD"),
             "copied": None,
+            "sparse": None,
         },
         "warnings": [],
     }
@@ -176,6 +177,7 @@ def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(hom
             "status": "reused",
             "base": git(home_repo, "rev-parse", "main"),
             "copied": None,
+            "sparse": None,
         },
         "warnings": [],
     }

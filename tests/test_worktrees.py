@@ -497,6 +497,7 @@ def _fallen_back(home_repo: Path) -> Path:
             "status": "fallback",
             "base": None,
             "copied": None,
+            "sparse": None,
         },
         "warnings": [
             f"Worktree creation failed in home (path-taken: cannot create {blocker} (Not a "
@@ -533,6 +534,7 @@ def test_after_the_cause_of_a_fallback_is_fixed_a_rerun_creates_the_worktree(hom
                 "status": "created",
                 "reason": None,
                 "copied": None,
+                "sparse": None,
             }
         ],
         "repos_md_updated": False,

@@ -20,6 +20,7 @@ def new_cmd(
     fix: bool,
     wait: float,
     as_json: bool,
+    sparse: tuple[str, ...] | None = None,
 ) -> int:
     from router.create.topic import new_topic
 
@@ -28,10 +29,33 @@ def new_cmd(
         "new",
         as_json,
         lambda: new_topic(
-            cwd, description, ticket=ticket, topic_id=topic_id, date=date, wait=wait, track=track
+            cwd,
+            description,
+            ticket=ticket,
+            topic_id=topic_id,
+            date=date,
+            wait=wait,
+            track=track,
+            sparse=_sparse_option(sparse),
         ),
         new_text,
     )
+
+
+def _sparse_option(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """``--sparse``'s directories, checked; None when not given (the whole tree)."""
+    from router.errors import ErrorCode, RouterError
+    from router.names import BadSparseDir, sparse_dirs
+
+    if values is None:
+        return None
+    try:
+        dirs = sparse_dirs(values)
+    except BadSparseDir as exc:
+        raise RouterError(ErrorCode.USAGE, f"--sparse: {exc}") from None
+    if not dirs:
+        raise RouterError(ErrorCode.USAGE, "--sparse names no directory; name one, or leave it out")
+    return dirs
 
 
 def worktrees_cmd(
@@ -90,6 +114,8 @@ def new_text(result: Any) -> str:
         f"home: {home.status} {where}{base}",
         f"Artifact directory: {result.plan_dir}",
     ]
+    if home.sparse:
+        lines.insert(2, f"  sparse: {', '.join(home.sparse)} (only these directories checked out)")
     if home.reason:
         lines.insert(2, f"  reason: {home.reason}: {home.message}")
     if home.copied is not None:
@@ -103,7 +129,8 @@ def worktrees_text(result: Any) -> str:
     for r in result.repos:
         where = r.worktree or r.path
         why = f"  [{r.reason}: {r.message}]" if r.reason else ""
-        lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{why}")
+        cone = f"  (sparse: {', '.join(r.sparse)})" if r.sparse else ""
+        lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{cone}{why}")
         if r.copied is not None:
             lines.append(f"  {'':<{width}}  .worktreeinclude: {r.copied.line()}")
     if result.mode == "multi":

@@ -3,7 +3,7 @@
 One reader for every command: options anywhere after the command, ``--``
 ends them, a long option's value after ``=`` or as the next word (whatever it
 starts with), short options clustered (``-hC DIR``), the last of a repeated
-option wins. Its refusals read as the CLI's always have (they are the words
+option wins (one declared repeatable keeps every value, in order). Its refusals read as the CLI's always have (they are the words
 of click, which the CLI was built on): ``No such option: --x (Possible
 options: --json)``, ``Missing argument 'TARGET'.``, ``Invalid value for
 '--wait': ...``.
@@ -15,7 +15,7 @@ Parsing runs no command: it returns the command and its values, or raises
 from __future__ import annotations
 
 from router.cli import spec
-from router.cli.spec import FLAG, FLOAT, HELP_FLAGS, INT, PATH, Arg, Command, Group, Opt
+from router.cli.spec import FLAG, FLOAT, HELP_FLAGS, INT, PATH, TEXTS, Arg, Command, Group, Opt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -213,6 +213,8 @@ class _State:
         return rest.pop(0)
 
     def _store(self, option: Opt, value: object) -> None:
+        if option.kind == TEXTS:
+            value = (*self.raw.get(option.name, ()), value)  # type: ignore[misc]
         self.raw[option.name] = value
         self.order.append(option)
 
@@ -252,7 +254,7 @@ class _State:
 
 
 def _convert(option: Opt, raw: object) -> object:
-    if raw is None or option.kind == FLAG:
+    if raw is None or option.kind in (FLAG, TEXTS):
         return option.default if raw is None else raw
     text = str(raw)
     if option.kind == PATH:

@@ -52,6 +52,8 @@ class Arg(_Frozen):
 
 # What an option's value is read as: a flag takes none.
 FLAG, TEXT, FLOAT, INT, PATH = "flag", "text", "float", "int", "path"
+# A text option that may be given more than once: its value is every one, in order.
+TEXTS = "texts"
 
 
 class Opt(_Frozen):
@@ -234,6 +236,15 @@ NEW = Command(
         Opt("--id", "topic_id", "Use ID verbatim (validated).", kind=TEXT, metavar="ID"),
         Opt("--date", "date", "Date prefix YYYY-MM-DD instead of today.", kind=TEXT, metavar="D"),
         Opt("--fix", "fix", "A bug fix: QUESTION, PLAN, IMPLEMENT, PR (no research or design)."),
+        Opt(
+            "--sparse",
+            "sparse",
+            "A sparse home worktree: check out only DIR (relative to the repo root) and the "
+            "files at the top level (git's cone mode). Repeatable, and comma-separated: "
+            "`--sparse src,docs` is `--sparse src --sparse docs`.",
+            kind=TEXTS,
+            metavar="DIR",
+        ),
         WAIT,
         JSON,
     ),

@@ -1,4 +1,4 @@
-"""The worktree creation pipeline (DESIGN §7): inspect, base, claim, add, verify, setup, record."""
+"""The worktree creation pipeline (DESIGN §7): inspect, base, claim, add, sparse, verify, setup, record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
-from router.create import ouradd
+from router.create import ouradd, sparse
 from router.create.include import Copied, copy_included
 from router.errors import ErrorCode, Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
@@ -64,6 +64,7 @@ class CreateReport:
     warnings: tuple[str, ...] = ()
     created: Created = field(default_factory=Created)
     copied: Copied | None = None  # the .worktreeinclude copy; None when the repo has none
+    sparse: tuple[str, ...] | None = None  # the cone of a sparse worktree; None: the whole tree
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -74,6 +75,7 @@ class CreateReport:
             "status": str(self.status),
             "reason": self.reason or None,
             "copied": self.copied.to_json() if self.copied else None,
+            "sparse": list(self.sparse) if self.sparse is not None else None,
         }
 
 
@@ -94,6 +96,8 @@ class Job:
     # A secondary's home primary clone: its record keeps it, so every command run
     # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
     home: Path | None = None
+    # The directories a sparse worktree checks out (DESIGN §7 `sparse`); None: the whole tree.
+    sparse: tuple[str, ...] | None = None
     # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's turn.
     fetch: _Fetch | None = field(default=None, compare=False, repr=False)
 
@@ -236,6 +240,8 @@ class _Pipeline:
         self.excluded = False  # our info/exclude lines are known to be there
         self.record = self._load_record()
         self.commits: dict[str, Sha | None] = {}  # see _look_up
+        # The cone asked for; a rerun after a fallback keeps the one its first run recorded.
+        self.cone = job.sparse if job.sparse is not None else self._recorded_cone()
 
     def run(self) -> CreateReport:
         # The fetch (the slowest step but the checkout) runs while the local
@@ -646,16 +652,26 @@ class _Pipeline:
         branch_exists = self.commits[self._branch_ref] is not None
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
+        if self.cone:
+            at = self.base or self.commits[self._branch_ref]
+            sparse.check_at(self.git, at, self.cone, self.job.name)  # type: ignore[arg-type]
         state.crash_point("claim")
         # Recorded before the mkdir: a run killed right after it finds its own
         # empty claim on the rerun instead of a "taken" path (and a new id).
         # The base is recorded too: a rerun after a kill during `add` deletes
         # the branch it cut only while the branch is still at that base.
         based = {"base_commit": self.base} if self.base is not None else {}
-        self._save(steps=("inspect", "base", "claim"), branch_created=not branch_exists, **based)
+        self._save(
+            steps=("inspect", "base", "claim"),
+            branch_created=not branch_exists,
+            sparse=self.cone,
+            **based,
+        )
         self._claim()
         state.crash_point("add")
         self._add(branch_exists)
+        if self.cone:
+            self._sparse()
         state.crash_point("verify")
         self._verify()
 
@@ -830,6 +846,7 @@ class _Pipeline:
                     base=None if branch_exists else self.base,
                     workers=self.job.checkout_workers,
                     lock_reason=worktreelock.reason_for(self.job.topic.id),
+                    checkout=not self.cone,
                 )
         except GitError as exc:
             self._note_partial_add(branch_existed=branch_exists)
@@ -847,6 +864,21 @@ class _Pipeline:
         # place of the "initializing" it would remove when done: only this step in
         # the record says its add finished (_half_made).
         self._save(steps=("add",))
+
+    def _sparse(self) -> None:
+        """Set the cone in the worktree ``add`` left unchecked-out, then check it out.
+
+        Killed before this is recorded, the worktree has no index: the rerun
+        finds it half-made and makes it again (``_undo_half_made``).
+        """
+        state.crash_point("sparse")
+        try:
+            sparse.check_out(Git(self.path), self.cone or (), workers=self.job.checkout_workers)
+        except GitError as exc:
+            raise _Failed(
+                ErrorCode.ADD_FAILED, f"sparse checkout failed: {exc.first_line}"
+            ) from None
+        self._save(steps=("sparse",))
 
     def _note_partial_add(self, *, branch_existed: bool) -> None:
         """What a failed ``git worktree add`` still made is this run's to roll back.
@@ -893,8 +925,10 @@ class _Pipeline:
             # A switched-away worktree (_switched_away) keeps the topic's branch in
             # the record: teardown and pr-cleanup judge that branch, not the other.
             switched = status is Status.EXISTING and worktree == self.path
+            # A sparse worktree's checkout is done once it has an index (else _half_made).
+            cone = ("sparse",) if self._cone_of(worktree, status) else ()
             self._save(
-                steps=("add", "verify", "setup", "record"),
+                steps=("add", *cone, "verify", "setup", "record"),
                 worktree=str(worktree),
                 base_commit=self._base_commit(worktree),
                 included=included,
@@ -927,7 +961,17 @@ class _Pipeline:
             warnings=tuple(self.warnings),
             created=self.created,
             copied=copied,
+            sparse=self._cone_of(worktree, status),
         )
+
+    def _recorded_cone(self) -> tuple[str, ...] | None:
+        return self.record.sparse if self.record is not None else None
+
+    def _cone_of(self, worktree: Path, status: Status) -> tuple[str, ...] | None:
+        """The cone the report names: this run's, or the one the record kept from creation."""
+        if status is Status.CREATED:
+            return self.cone
+        return self._recorded_cone() if worktree == self.path else None
 
     def _exclude(self) -> None:
         if self.excluded:

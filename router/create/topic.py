@@ -60,6 +60,7 @@ class NewResult:
                 "status": str(self.home.status),
                 "base": self.home.base,
                 "copied": self.home.copied.to_json() if self.home.copied else None,
+                "sparse": list(self.home.sparse) if self.home.sparse is not None else None,
             },
         }
 
@@ -74,6 +75,7 @@ def new_topic(
     wait: float = state.DEFAULT_WAIT,
     isolated: bool = False,
     track: str | None = None,
+    sparse: tuple[str, ...] | None = None,
 ) -> NewResult:
     """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
 
@@ -83,6 +85,7 @@ def new_topic(
     dir and no record behind: the host asked for isolation and cannot fall back itself.
     A topic it makes is marked ``made_by: host`` (DESIGN §8: no /team run until an
     artifact is written); a topic that exists already stays what it is.
+    ``sparse``: the directories the home worktree checks out (DESIGN §7).
     """
     made_by = MADE_BY_HOST if isolated else None
     repo = open_repo(cwd)
@@ -107,12 +110,13 @@ def new_topic(
                 description=description,
                 made_by=made_by,
                 wait=wait,
+                sparse=sparse,
             )
             fallen = _fallen_back_plan(repo, topic)
             if fallen is not None:
                 # A rerun after a fallback: the same rule as `worktrees` (the
                 # plan dir moves into the new worktree, or everything stays).
-                report = _home_report(repo, fallen, topic, wait)
+                report = _home_report(repo, fallen, topic, wait, sparse)
                 moved, report = _move_plan_dir(repo, fallen, report)
                 checkout = moved.root
             else:
@@ -329,7 +333,7 @@ def setup_worktrees(
         repos_md = plan.path / REPOS_MD
         parsed = read_repos_md(repos_md) if repos_md.is_file() else None
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
-        home_job = _home_job(home_repo, plan, topic, wait)
+        home_job = _home_job(home_repo, plan, topic, wait, parsed.home.sparse if parsed else None)
         # The home repo's step runs alongside the others; its refusal still
         # leaves every repo as it was (ensure_all rolls theirs back).
         if isinstance(home_job, Job):
@@ -368,7 +372,9 @@ def _empty_dir(path: Path) -> bool:
         return False
 
 
-def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | CreateReport:
+def _home_job(
+    repo: Repo, plan: PlanDir, topic: Topic, wait: float, sparse: tuple[str, ...] | None = None
+) -> Job | CreateReport:
     """The home repo's job, or its report when no job may run.
 
     The home repo's worktree is the one that holds the plan dir; never a second
@@ -380,7 +386,7 @@ def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | Cre
     """
     holder = _holder(repo, plan)
     if holder.is_linked_worktree:
-        return Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait)
+        return Job("home", repo, topic, is_home=True, invoked_in=holder, wait=wait, sparse=sparse)
     stranded = _work_in_main_tree(repo, plan)
     if stranded:
         why = (
@@ -398,12 +404,14 @@ def _home_job(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> Job | Cre
             why,
             warnings=(f"home: {why}",),
         )
-    return Job("home", repo, topic, is_home=True, wait=wait)
+    return Job("home", repo, topic, is_home=True, wait=wait, sparse=sparse)
 
 
-def _home_report(repo: Repo, plan: PlanDir, topic: Topic, wait: float) -> CreateReport:
+def _home_report(
+    repo: Repo, plan: PlanDir, topic: Topic, wait: float, sparse: tuple[str, ...] | None
+) -> CreateReport:
     """The home repo's report when it runs on its own (`new` after a fallback)."""
-    job = _home_job(repo, plan, topic, wait)
+    job = _home_job(repo, plan, topic, wait, sparse)
     return ensure(job) if isinstance(job, Job) else job
 
 
@@ -529,7 +537,15 @@ def _secondary_jobs(
         # worktree there is reused in place, or refused on the default branch (§7).
         repo = verdict.repo
         jobs.append(
-            Job(spec.name, repo, topic, invoked_in=repo.checkout, wait=wait, home=home.primary)
+            Job(
+                spec.name,
+                repo,
+                topic,
+                invoked_in=repo.checkout,
+                wait=wait,
+                home=home.primary,
+                sparse=spec.sparse,
+            )
         )
     return jobs, refusals
 

@@ -10,7 +10,7 @@ The modules behind it:
   where a fact is read from (the session-start hook loads nothing else);
 - ``layout``: where am I (a checkout's top level, git dir and common dir);
 - ``refs``, ``reflog``, ``worktrees``, ``status``, ``history``, ``objects``,
-  ``config``, ``remote``: one git concept each; ``checkout``: what changes a
+  ``config``, ``remote``, ``sparse``: one git concept each; ``checkout``: what changes a
   checkout (cherry-pick, merge, reset, restore); ``locks``: lock files left behind;
 - ``client``: ``Git``, one directory's git with every concept's methods.
 
@@ -111,6 +111,12 @@ if TYPE_CHECKING:
     from router.git.remote import remote_prune_refs as remote_prune_refs
     from router.git.run import GitError as GitError
     from router.git.run import GitMissing as GitMissing
+    from router.git.sparse import check_out_sparse as check_out_sparse
+    from router.git.sparse import mark_unmaterialised as mark_unmaterialised
+    from router.git.sparse import missing_dirs as missing_dirs
+    from router.git.sparse import set_sparse_cone as set_sparse_cone
+    from router.git.sparse import sparse_cone as sparse_cone
+    from router.git.sparse import unmaterialised as unmaterialised
     from router.git.status import StatusReport as StatusReport
     from router.git.status import checkout_state as checkout_state
     from router.git.status import gitlink_paths as gitlink_paths
@@ -160,6 +166,12 @@ _HOME = {
     "SUBMODULES_REFUSAL": "worktrees",
     "WorktreeEntry": "worktrees",
     "parse_worktree_list": "worktrees",
+    "check_out_sparse": "sparse",
+    "sparse_cone": "sparse",
+    "missing_dirs": "sparse",
+    "mark_unmaterialised": "sparse",
+    "set_sparse_cone": "sparse",
+    "unmaterialised": "sparse",
     "StatusReport": "status",
     "checkout_state": "status",
     "gitlink_paths": "status",

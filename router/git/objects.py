@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from router.git.run import GitError, Runner, verified
+from router.git.sparse import mark_unmaterialised, unmaterialised
 
 
 class ObjectMethods(Runner):
@@ -175,6 +176,10 @@ def snapshot_tree(
     """
     env = {"GIT_INDEX_FILE": str(index_file)}
     worktree.run("read-tree", "HEAD", env=env)
+    # A sparse worktree's files outside its cone were never written: as in its
+    # own index they stay as HEAD has them, never recorded as deleted.
+    top = worktree.cwd
+    mark_unmaterialised(worktree, unmaterialised(worktree, top), index_file)
     skip = [f":(exclude,top,literal){path}" for path in exclude]
     worktree.run("add", "--all", "--", ":/", *skip, env=env)
     if ignored:

@@ -80,8 +80,12 @@ class WorktreeMethods(LayoutMethods):
         base: str | None,
         workers: int = ALL_CORES,
         lock_reason: str | None = None,
+        checkout: bool = True,
     ) -> None:
         """Add a worktree: with ``base`` create ``branch`` there, else attach the existing branch.
+
+        ``checkout`` False: ``--no-checkout``, no file written and no index yet
+        (a sparse worktree sets its cone first, :mod:`router.git.sparse`).
 
         ``lock_reason``: the worktree is locked with it from the moment git
         registers it (``--lock --reason`` writes the reason where git would
@@ -92,10 +96,12 @@ class WorktreeMethods(LayoutMethods):
         new = ["--no-track", "-b", branch] if base is not None else []
         lock = ["--lock", "--reason", lock_reason] if lock_reason is not None else []
         start = [base] if base is not None else [branch]
+        bare = [] if checkout else ["--no-checkout"]
         self.run(
             "worktree",
             "add",
             "--quiet",
+            *bare,
             *new,
             *lock,
             "--",

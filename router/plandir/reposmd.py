@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
-from router.names import SLUG_RE
+from router.names import SLUG_RE, BadSparseDir, sparse_dirs
 from router.plandir import frontmatter
 from router.plandir.artifacts import HOME
 from router.plandir.mdlines import BOM, is_blank, split_lines
@@ -21,7 +21,7 @@ REPOS_MD = "repos.md"
 MAX_REPOS_MD = 1024 * 1024
 
 _FIELD_RE = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?\s*(?P<key>name|path|role)\s*"
+    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?\s*(?P<key>name|path|role|sparse)\s*"
     r"(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s*(?P<value>.*?)\s*$",
     re.IGNORECASE,
 )
@@ -36,6 +36,8 @@ class RepoSpec:
     role: str
     line: int  # 1-based line of the item in repos.md
     path_line: int = 0  # 1-based line of its **path:** field
+    # **sparse:** the directories its worktree checks out (DESIGN §7); None: the whole tree.
+    sparse: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +274,22 @@ def _spec(name: str, fields: dict[str, tuple[int, str]], first: int, example: st
     if "\0" in raw_path:
         raise _error(line, f"path of {name!r} contains a NUL byte")
     role = fields.get("role", (first, ""))[1]
-    return RepoSpec(name, Path(raw_path), role, first, line)
+    return RepoSpec(name, Path(raw_path), role, first, line, _sparse(name, fields))
+
+
+def _sparse(name: str, fields: dict[str, tuple[int, str]]) -> tuple[str, ...] | None:
+    if "sparse" not in fields:
+        return None
+    line, value = fields["sparse"]
+    try:
+        dirs = sparse_dirs([value])
+    except BadSparseDir as exc:
+        raise _error(line, f"**sparse:** of {name!r}: {exc}") from None
+    if not dirs:
+        raise _error(
+            line, f"**sparse:** of {name!r} names no directory; name some, or drop the line"
+        )
+    return dirs
 
 
 def _check_unread(sections: dict[str, _Section]) -> None:

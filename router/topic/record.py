@@ -256,6 +256,8 @@ class TopicRecord:
     # Secondary records only: the home repo's primary clone, so every command
     # run from this repo (or its worktree) answers for the topic as the home does.
     home: str | None = None
+    # The directories a sparse worktree was created with (cone mode); None: the whole tree.
+    sparse: tuple[str, ...] | None = None
     # Files a .worktreeinclude copy placed in the worktree: removal names them
     # (git ignores them, so they would otherwise vanish unmentioned).
     included: tuple[str, ...] = ()
@@ -300,6 +302,7 @@ class TopicRecord:
         data["repos"] = [asdict(r) for r in self.repos]
         data["included"] = list(self.included)
         data["temp_paths"] = list(self.temp_paths)
+        data["sparse"] = list(self.sparse) if self.sparse is not None else None
         if self.teardown is not None:
             data["teardown"] = {
                 "done": list(self.teardown.done),
@@ -333,6 +336,10 @@ class TopicRecord:
             if not isinstance(known.get(key, []), list):
                 raise ValueError(f"{key} must be a list")
             known[key] = tuple(known.get(key, ()))
+        if known.get("sparse") is not None:
+            if not isinstance(known["sparse"], list):
+                raise ValueError("sparse must be a list or null")
+            known["sparse"] = tuple(known["sparse"])
         record = cls(
             **known,
             repos=repos,
@@ -451,8 +458,8 @@ def _check_shape(record: TopicRecord) -> None:
         raise ValueError("declared_at must be a commit id")
     if not isinstance(record.schema, int) or record.schema > SCHEMA:
         raise ValueError(f"schema {record.schema!r} is not one this version reads (<= {SCHEMA})")
-    for key in ("steps", "included", "temp_paths"):
-        if not all(isinstance(s, str) for s in getattr(record, key)):
+    for key in ("steps", "included", "temp_paths", "sparse"):
+        if not all(isinstance(s, str) for s in getattr(record, key) or ()):
             raise ValueError(f"{key} must be a list of strings")
     mark = record.teardown
     if mark is not None and (

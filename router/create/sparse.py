@@ -1,0 +1,40 @@
+"""The ``sparse`` stage of creation (DESIGN §7): a worktree that checks out some directories only.
+
+``repos.md``'s ``sparse: <dir>[, <dir>...]`` (any repo) or ``new --sparse <dir>``
+(the home repo) names them. The worktree is added with ``--no-checkout``, its
+cone set (``git sparse-checkout set --cone``), then checked out: only those
+trees, and the files at the top level, are written. The cone is kept in the
+topic record, and a snapshot names it, so ``restore`` makes the worktree
+sparse again with the same cone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from router import git as g
+from router.errors import ErrorCode, RouterError
+from router.git import Git
+
+
+def check_at(git: Git, commit: str, dirs: Sequence[str], name: str) -> None:
+    """Refuse (exit 2) when a directory of the cone is not a directory of ``commit``.
+
+    A cone naming a directory the base does not have would check out only the
+    top level's files: most likely a typo, never what was asked for.
+    """
+    missing = g.missing_dirs(git, commit, dirs)
+    if missing:
+        shown = ", ".join(missing)
+        raise RouterError(
+            ErrorCode.INVALID_VALUE,
+            f"{name}: sparse names {shown}, which the base ({commit[:12]}) has no directory "
+            f"of; fix the name (the directories at the top are listed by "
+            f"`git ls-tree -d --name-only {commit[:12]}`), or drop it from sparse",
+        )
+
+
+def check_out(worktree: Git, dirs: Sequence[str], *, workers: int) -> None:
+    """Set the cone in a worktree added with ``--no-checkout``, then write its files."""
+    g.set_sparse_cone(worktree, dirs)
+    g.check_out_sparse(worktree, workers=workers)
