@@ -230,3 +230,92 @@ def test_new_sparse_sigkilled_between_the_stages_is_finished_by_the_rerun(
     if then:  # what the cut-short checkout wrote is there, with no index beside it
         assert (tree_repo / ".claude/worktrees" / ID / "src/api/main.py").is_file()
     _rerun_finishes(tree_repo)
+
+
+# -- status, teardown, snapshots: the files never written count as present ----------------
+
+
+def _sparse_topic(repo: Path) -> Path:
+    res = run_cli(*NEW, "--sparse", "src/api", "--json", cwd=repo)
+    assert res.code == 0, res.out + res.err
+    return Path(res.json["home"]["worktree"])
+
+
+def test_status_shows_a_clean_sparse_worktree_as_clean_and_an_edit_as_dirty(tree_repo):
+    worktree = _sparse_topic(tree_repo)
+    res = run_cli("status", "--json", cwd=tree_repo)
+    assert res.code == 0, res.err
+    [topic] = res.json["topics"]
+    [repo] = topic["repos"]
+    assert (repo["worktree"], repo["dirty"]) == (str(worktree), False)
+    write(worktree / "src/api/main.py", "edited\n")
+    [repo] = run_cli("status", "--json", cwd=tree_repo).json["topics"][0]["repos"]
+    assert repo["dirty"] is True
+
+
+def test_teardown_removes_a_clean_sparse_worktree_without_calling_it_dirty(tree_repo):
+    worktree = _sparse_topic(tree_repo)
+    res = run_cli("teardown", ID, "--json", cwd=tree_repo)
+    assert res.code == 0, res.out
+    steps = {s["name"]: s for s in res.json["repos"][0]["steps"]}
+    assert steps["remove"]["outcome"] == "done", steps["remove"]
+    assert not worktree.exists()
+    assert git(tree_repo, "for-each-ref", "refs/team-router/snapshots/") == ""  # none needed
+    assert worktree_paths(tree_repo) == [str(tree_repo)]
+
+
+def test_a_dirty_sparse_worktree_is_refused_and_kept_whole(tree_repo):
+    worktree = _sparse_topic(tree_repo)
+    write(worktree / "src/api/main.py", "edited\n")
+    res = run_cli("teardown", ID, "--json", cwd=tree_repo)
+    assert res.code == 1, res.out
+    assert res.json["error"]["code"] == "dirty-worktree"
+    assert (worktree / "src/api/main.py").read_text() == "edited\n"
+    assert _files(worktree) == IN_CONE
+    assert status(worktree) == "M src/api/main.py"
+
+
+def test_a_snapshot_of_a_sparse_worktree_never_records_the_unwritten_files_as_deleted(
+    tree_repo,
+):
+    worktree = _sparse_topic(tree_repo)
+    _work_in_and_out_of_the_cone(worktree)
+    res = run_cli("teardown", ID, "--force", "--json", cwd=tree_repo)
+    assert res.code == 0, res.out
+    assert not worktree.exists()
+    ref = f"refs/team-router/snapshots/{ID}"
+    changes = git(tree_repo, "diff", "--name-status", f"{ref}^1", ref).splitlines()
+    assert changes == WORK_CHANGES
+    assert git(tree_repo, "show", f"{ref}:tools/build.sh") == "tools/build.sh"  # never written
+    assert git(tree_repo, "show", f"{ref}:src/web/app.js") == "edited outside the cone"
+    assert git(tree_repo, "show", f"{ref}:tools/new.sh") == "untracked outside the cone"
+
+
+# What _work_in_and_out_of_the_cone changes, as `git diff --name-status` names it.
+WORK_CHANGES = [
+    "D\tREADME.md",
+    "M\tsrc/api/main.py",
+    "A\tsrc/api/new.py",
+    "M\tsrc/web/app.js",
+    "A\ttools/new.sh",
+]
+
+
+def _work_in_and_out_of_the_cone(worktree: Path) -> None:
+    """An edit, a new file and a deletion in the cone; an edit and a new file outside it.
+
+    A file outside the cone is written where its directory was never checked
+    out, as an agent writing it would: it is work like any other.
+    """
+    write(worktree / "src/api/main.py", "edited\n")
+    write(worktree / "src/api/new.py", "untracked\n")
+    (worktree / "README.md").unlink()
+    write(worktree / "src/web/app.js", "edited outside the cone\n")
+    write(worktree / "tools/new.sh", "untracked outside the cone\n")
+    assert sorted(line.strip() for line in status(worktree).splitlines()) == [
+        "?? src/api/new.py",
+        "?? tools/new.sh",
+        "D README.md",
+        "M src/api/main.py",
+        "M src/web/app.js",
+    ]

@@ -177,14 +177,16 @@ def snapshot_tree(
     env = {"GIT_INDEX_FILE": str(index_file)}
     worktree.run("read-tree", "HEAD", env=env)
     # A sparse worktree's files outside its cone were never written: as in its
-    # own index they stay as HEAD has them, never recorded as deleted.
+    # own index they stay as HEAD has them, never recorded as deleted. Every
+    # other file is work wherever it lies: --sparse, or `add` would leave out
+    # an edit or a new file outside the cone (silently, or failing the snapshot).
     top = worktree.cwd
     mark_unmaterialised(worktree, unmaterialised(worktree, top), index_file)
     skip = [f":(exclude,top,literal){path}" for path in exclude]
-    worktree.run("add", "--all", "--", ":/", *skip, env=env)
+    worktree.run("add", "--all", "--sparse", "--", ":/", *skip, env=env)
     if ignored:
         extra = [f":(top,literal){path}" for path in ignored]
-        worktree.run("add", "--force", "--", *extra, env=env)
+        worktree.run("add", "--force", "--sparse", "--", *extra, env=env)
     return worktree.out("write-tree", env=env)
 
 
