@@ -389,7 +389,6 @@ MAX_MEDIAN_FUNCTION_LINES = 10
 OVERSIZED_MODULES: frozenset[str] = frozenset(
     {
         "teardown/prcleanup.py",
-        "teardown/topic.py",
         "create/pipeline.py",
         "teardown/snapshot.py",
     }
@@ -404,9 +403,9 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "teardown/update.py:update_decision",
         "teardown/plan_dir.py:plan_dir_decision",
         "host/worktrees.py:_tear_down",
-        "teardown/topic.py:teardown",
+        "teardown/teardown.py:teardown",
         "teardown/integrate.py:integrate_commits",
-        "teardown/topic.py:_plan_repo",
+        "teardown/facts.py:_plan_repo",
         "teardown/remove.py:remove_worktree",
     }
 )

@@ -22,7 +22,7 @@ def teardown_cmd(
     wait: float,
     as_json: bool,
 ) -> int:
-    from router.teardown.topic import teardown
+    from router.teardown.teardown import teardown
 
     with interrupt.deferred():
         return emit_result(
@@ -67,7 +67,7 @@ def sweep_cmd(
 def local_state_cmd(
     cwd: Path, *, target: str, line_timeout: float, dry_run: bool, wait: float, as_json: bool
 ) -> int:
-    from router.teardown.topic import local_state_for_topic
+    from router.teardown.localstate import local_state_for_topic
 
     with interrupt.deferred():
         return emit_result(
@@ -86,7 +86,7 @@ def local_state_cmd(
 
 
 def restore_cmd(cwd: Path, *, target: str, repo: str | None, wait: float, as_json: bool) -> int:
-    from router.teardown.topic import restore_topic
+    from router.teardown.restore import restore_topic
 
     with interrupt.deferred():
         return emit_result(

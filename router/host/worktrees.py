@@ -207,7 +207,7 @@ def _tear_down(
     ``host``: the processes the calling session started do not keep the worktree (the
     host asks to remove one its own tools may still sit in); a user's sweep counts them.
     """
-    from router.teardown.topic import teardown
+    from router.teardown.teardown import teardown
 
     def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
         return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id, warnings=warnings or [])

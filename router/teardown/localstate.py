@@ -11,7 +11,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -26,14 +26,10 @@ from router.declared import (
     read_declared,
     run_line,
 )
-from router.git import (
-    Git,
-    GitPlace,
-    git_place,
-    repository_above,
-    repository_below,
-)
+from router.errors import ErrorCode, ExitCode, error_json
+from router.git import Git, GitPlace, git_place, repository_above, repository_below
 from router.progress import Echo
+from router.teardown.primary import is_primary_clone
 from router.teardown.steps import (
     INTERRUPTED_STEP,
     NotDone,
@@ -43,7 +39,9 @@ from router.teardown.steps import (
     not_done,
     skipped,
 )
-from router.topic.workspace import DefaultBranch
+from router.topic import state
+from router.topic.scope import resolve_topic
+from router.topic.workspace import DefaultBranch, default_branch
 
 DECLARATION = ".teamteardown"
 
@@ -370,3 +368,88 @@ def local_state_step(
     return StepResult(
         Step.LOCAL_STATE, outcome, f"{'would run: ' if dry_run else ''}{report.summary()}"
     ), report
+
+
+@dataclass(frozen=True, slots=True)
+class LocalStateResult:
+    id: str
+    reports: tuple[LocalStateReport, ...]
+    warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    interrupted: int = 0  # the signal that stopped it (router.interrupt): no line started after it
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return ExitCode.for_signal(self.interrupted)
+        return ExitCode.OK if all(r.ok for r in self.reports) else ExitCode.REFUSED
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """What made ``ok`` false: the lines that failed and the temp paths refused (§13)."""
+        if self.interrupted:
+            return interrupt.interrupted_error(self.interrupted, "the lines after it did not run")
+        if self.exit_code == 0:
+            return None
+        bad = [
+            f"{r.repo}: `{c.line}` {c.label}"
+            for r in self.reports
+            for c in r.commands
+            if c.outcome is not LineOutcome.OK
+        ] + [
+            f"{r.repo}: temp path {t.path} {t.outcome} ({t.check})"
+            for r in self.reports
+            for t in r.temp_paths
+            if t.outcome is TempOutcome.REFUSED
+        ]
+        return error_json(ErrorCode.LOCAL_STATE_FAILED, "; ".join(bad))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "commands": [c.to_json() for r in self.reports for c in r.commands],
+            "temp_paths": [t.to_json() for r in self.reports for t in r.temp_paths],
+            "repos": [r.to_json() for r in self.reports],
+            "dry_run": self.dry_run,
+        }
+
+
+def local_state_for_topic(
+    cwd: Path,
+    target: str,
+    *,
+    line_timeout: float = DEFAULT_LINE_TIMEOUT,
+    wait: float = state.DEFAULT_WAIT,
+    echo: Echo | None = None,
+    dry_run: bool = False,
+) -> LocalStateResult:
+    """DESIGN §12 alone: every repo's ``.teamteardown`` and the topic's recorded temp paths."""
+    scope = resolve_topic(cwd, target)
+    reports = []
+    with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+        for t in scope.repos:
+            if interrupt.received():
+                break
+            if t.repo is None:
+                continue
+            worktree = (
+                t.worktree
+                if t.worktree
+                and not is_primary_clone(t.repo, t.worktree, t.repo.git.worktree_list())
+                else None
+            )
+            job = LocalStateJob(
+                t.name,
+                t.repo.git,
+                t.repo.primary,
+                default_branch(t.repo.git),
+                t.branch,
+                worktree,
+                temp_paths=scope.temp_paths if t.is_home else None,
+                timeout=line_timeout,
+                protected=scope.repo_paths(),
+                declared_at=t.record.declared_at if t.record else None,
+            )
+            reports.append(run_local_state(job, echo=echo, dry_run=dry_run))
+    signum = interrupt.received()
+    return LocalStateResult(scope.id, tuple(reports), list(scope.warnings), dry_run, signum)

@@ -9,7 +9,7 @@ Each step lives in its own module (:mod:`~router.teardown.integrate`,
 local-state steps beside their mechanisms) and returns a :class:`StepResult`
 (outcome ``done``, ``skipped``, ``refused`` or ``failed`` and a detail) after
 checking the world again, so running one twice, or after a crash, finishes the
-job instead of repeating it. :mod:`router.teardown.topic` runs them over every
+job instead of repeating it. :mod:`router.teardown.teardown` runs them over every
 repo of a topic (plan first, then act); ``pr-cleanup`` reuses them for one branch.
 """
 

@@ -155,7 +155,7 @@ def fetched_as_the_run_does(cwd: Path, args: Sequence[str]) -> None:
     """What a real teardown does first, before its plan: fetch origin in every repo of the
     topic. Its dry run does not (it changes nothing), so the plan is made from what the real
     run will see."""
-    from router.teardown.topic import resolve_topic
+    from router.topic.scope import resolve_topic
 
     target = target_of(args)
     if target is None:
@@ -186,7 +186,7 @@ def _records(
     from router.topic import state
 
     if command == "teardown":
-        from router.teardown.topic import resolve_topic
+        from router.topic.scope import resolve_topic
 
         if not isinstance(dry.get("id"), str) or not isinstance(dry.get("repos"), list):
             return {}

@@ -1,0 +1,135 @@
+"""One repo's teardown carried out: its steps run in order as decided, then its record."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_state
+from router.teardown.facts import RepoPlan, TeardownOptions, recreated
+from router.teardown.localstate import LocalStateReport
+from router.teardown.record import forget_earlier_teardown
+from router.teardown.steps import (
+    STEPS,
+    Decision,
+    Step,
+    StepResult,
+    StepRun,
+    last_run,
+    skipped,
+    stopped_at,
+)
+from router.teardown.sweep import SweepResult
+from router.topic import state
+from router.topic.scope import RepoTarget, TopicScope
+from router.topic.workspace import Repo
+
+
+@dataclass(frozen=True, slots=True)
+class TeardownReport:
+    name: str
+    worktree: Path | None
+    steps: tuple[StepResult, ...]
+    sweep: SweepResult | None = None
+    local_state: LocalStateReport | None = None
+    # A refused repo's plan: each step as it would go once every blocker is gone.
+    planned: tuple[StepResult, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        # A default branch that cannot be rebased is reported (a warning), not a
+        # failure of the teardown: it is the user's to resolve, and counting it
+        # would make every later teardown of the torn-down topic exit 1.
+        return not any(s.blocks for s in self.steps)
+
+    @property
+    def interrupted(self) -> bool:
+        return stopped_at(self.steps) is not None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "worktree": str(self.worktree) if self.worktree else None,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+# A stopped step of these holds back the guarded steps after it (what it guards stays).
+GUARDING = frozenset({Step.INTEGRATE, Step.REMOVE, Step.BRANCH})
+
+
+def teardown_repo(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
+    """The eight steps in one repo (or, unless ``opts.acts``, what each would do); a refusal
+    of a guarding step keeps everything it guards."""
+    begun = git_steps(plan, scope, opts)
+    return begun if isinstance(begun, TeardownReport) else local_state_last(begun, scope, opts)
+
+
+def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoRun | TeardownReport:
+    """Steps 1-7 in one repo: a report at once when the repo cannot be used at all."""
+    target = plan.target
+    repo = target.repo
+    if repo is None:
+        return TeardownReport(
+            target.name,
+            target.worktree,
+            tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
+        )
+    if recreated(plan) and opts.acts:
+        forget_earlier_teardown(repo.common_dir, scope.id)
+    runner = StepRun(
+        frozenset() if opts.refused_plan else GUARDING, crash_seam=True, dry_run=not opts.acts
+    )
+    begun = RepoRun(plan, repo, runner)
+    for name, decide, guarded in GIT_STEPS:
+        runner.decide(name, _deciding(decide, begun, scope, opts), guarded=guarded)
+    return begun
+
+
+def _deciding(
+    decide: Decide, run: RepoRun, scope: TopicScope, opts: TeardownOptions
+) -> Callable[[], Decision]:
+    return lambda: decide(run, scope, opts)
+
+
+def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -> TeardownReport:
+    """Step 8 in one repo, run once every repo of the topic is past step 7, then the record.
+
+    A ``.teamteardown`` line and the temp-path checks then see the topic as the
+    teardown leaves it, not another repo's worktree still half there.
+    """
+    plan, repo = begun.plan, begun.repo
+    begun.runner.decide(Step.LOCAL_STATE, lambda: decide_local_state(begun, scope, opts))
+    report = TeardownReport(
+        plan.target.name, plan.worktree, tuple(begun.runner.steps), begun.sweep, begun.local
+    )
+    if opts.acts:
+        _record_teardown(repo, plan.target, scope, report)
+    return report
+
+
+def _record_teardown(
+    repo: Repo, target: RepoTarget, scope: TopicScope, report: TeardownReport
+) -> None:
+    """Keep the record, marked torn down, so a second run knows the topic and exits 0."""
+    finished = [s.name for s in report.steps if s.finished]
+    complete = report.ok and not report.interrupted
+    left = [s.name for s in report.steps if s.left_to_user]
+
+    def change(record: state.TopicRecord) -> state.TopicRecord:
+        mark = (record.teardown or state.TeardownMark()).with_done(
+            finished, STEPS, complete=complete, left=left
+        )
+        return dataclasses.replace(
+            record, teardown=mark, last_run=last_run("teardown", report.steps)
+        )
+
+    # A corrupt record was reported at resolution; it is never overwritten.
+    state.update_record(
+        repo.common_dir,
+        scope.id,
+        change,
+        new=lambda: state.TopicRecord(id=scope.id, repo=target.name, branch=target.branch),
+    )

@@ -1,0 +1,409 @@
+"""What each step of a repo's teardown does, decided from its facts and the steps before it.
+
+Each decision is a pure reading of the plan and the outcomes so far (as they
+went or, in a dry run, as they would go): the dry run reports it, the real run
+carries it out, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from router.errors import ErrorCode
+from router.git import StatusReport
+from router.teardown.branch import delete_branch, verify_gone
+from router.teardown.facts import RepoPlan, TeardownOptions, recreated
+from router.teardown.integrate import integrate_commits
+from router.teardown.localstate import LocalStateJob, LocalStateReport, local_state_step
+from router.teardown.plan_dir import plan_dir_decision
+from router.teardown.proof import EMPTY, Integration
+from router.teardown.record import LOCAL_STATE_RAN, TopicRef, local_state_ran, mark_done
+from router.teardown.remove import finish_blocker, gone_with, removal_started, remove_worktree
+from router.teardown.steps import (
+    Decision,
+    Outcome,
+    Step,
+    StepResult,
+    StepRun,
+    acting,
+    name_some,
+    refused,
+    settled,
+    skipped,
+)
+from router.teardown.sweep import Runs, SweepResult, sweep_step
+from router.teardown.unshipped import snapshot_note
+from router.teardown.update import left_earlier, prune_origin, update_decision
+from router.topic import state
+from router.topic.scope import RepoTarget, TopicScope
+from router.topic.workspace import Repo, find_worktree
+
+
+def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
+    if not plan.has_origin or plan.default is None:
+        return result
+    if not plan.reachable:
+        note = "origin was not reachable: not pruned"
+    else:
+        note = prune_origin(repo, plan.target.branch, tracking=plan.tracking)
+    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
+
+
+@dataclass(slots=True)
+class RepoRun:
+    """One repo's teardown between its seven git steps and its local state (steps accrue)."""
+
+    plan: RepoPlan
+    repo: Repo
+    runner: StepRun
+    sweep: SweepResult | None = None
+    local: LocalStateReport | None = None
+
+    def outcome(self, name: str) -> Outcome | None:
+        """The outcome of step ``name`` so far in this run: as done, or (dry run) as planned."""
+        return next((s.outcome for s in self.runner.steps if s.name == name), None)
+
+
+# Each step of a repo decides once, from the plan and the steps before it (as they went
+# or, in a dry run, as they would go), what it does: the dry run reports that decision,
+# the real run carries it out. (name, decide, guarded: a stopped guarding step holds it back.)
+Decide = Callable[[RepoRun, TopicScope, TeardownOptions], Decision]
+
+
+def _earlier(plan: RepoPlan) -> state.TopicRecord | None:
+    """The repo's record as the steps read it: without an earlier teardown's marks once forgotten."""
+    record = plan.target.record
+    if record is None or not recreated(plan):
+        return record
+    return dataclasses.replace(record, teardown=None)
+
+
+def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, branch = Step.INTEGRATE, plan.target.branch
+    if plan.tip is None:
+        return settled(skipped(name, f"branch {branch} is gone: nothing to integrate"))
+    if plan.kept_branch and not opts.integrate:
+        return settled(_kept_integrate(plan))
+    found, default, tip = plan.found, plan.default, plan.tip
+    if found is None or default is None:
+        return settled(
+            refused(
+                name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
+            )
+        )
+    if found.empty:
+        return settled(skipped(name, f"nothing to integrate: {branch} is {EMPTY}"))
+    if found.proof is not None:
+        return settled(
+            skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
+        )
+    if not found.missing:
+        return settled(
+            skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
+        )
+    missing = (
+        f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
+        f"{name_some(c[:12] for c in found.missing)}"
+    )
+    if opts.integrate:
+        return acting(
+            lambda: integrate_commits(
+                repo,
+                branch,
+                default,
+                apply=True,
+                known=(tip, found),
+                topic=TopicRef(scope.id, plan.target.name),
+                committer_known=plan.committer_known,
+            ),
+            name,
+            f"cherry-pick {len(found.missing)} commit(s) onto {default.name}",
+        )
+    if opts.force:
+        # --force without --integrate: the commits are snapshotted, not applied.
+        return settled(skipped(name, f"{missing}; --force: they go into a snapshot ref"))
+    return settled(
+        refused(
+            name,
+            ErrorCode.UNINTEGRATED_COMMITS,
+            f"{missing}; pass --integrate, or --force to snapshot them",
+        )
+    )
+
+
+def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, worktree = Step.REMOVE, plan.worktree
+    if worktree is None:
+        return settled(skipped(name, "no worktree recorded"))
+    if plan.on_primary:
+        return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
+    if plan.kept_worktree:
+        return settled(skipped(name, plan.kept_worktree))
+    topic = TopicRef(scope.id, plan.target.name)
+
+    def remove() -> StepResult:
+        result, _ = remove_worktree(
+            repo,
+            worktree,
+            plan.target.branch,
+            force=opts.force,
+            entries=list(plan.entries),
+            topic=topic,
+            proven_clean=plan.status_read and not plan.status.dirty,
+        )
+        return _with_copies(result, plan)
+
+    if plan.removing:
+        # A removal of ours a kill interrupted, registered or not: finished from its journal.
+        started = removal_started(repo, topic, worktree)
+        blocker = finish_blocker(repo, worktree, started) if started is not None else None
+        if blocker is not None:
+            return settled(blocker)
+        return acting(remove, name, f"finish removing {worktree} (its removal was interrupted)")
+    if plan.foreign:
+        return settled(skipped(name, plan.foreign))
+    if not plan.registered:
+        there = "left to verify-gone and sweep" if os.path.lexists(worktree) else "already gone"
+        return settled(skipped(name, f"{worktree} is not a registered worktree: {there}"))
+    in_worktree = [a for a in plan.unshipped if a.checkout == worktree]
+    snap = ""
+    if opts.force and (plan.status.dirty or in_worktree):
+        snap = " after writing a snapshot"
+        snap += f" holding {snapshot_note(in_worktree)}" if in_worktree else ""
+    copies = f"; {plan.copies}" if plan.copies else ""
+    return acting(remove, name, f"remove {worktree}{snap}{gone_with(plan.nested)}{copies}")
+
+
+def _decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, branch = Step.BRANCH, plan.target.branch
+    if plan.kept_branch:
+        return settled(skipped(name, plan.kept_branch))
+    if plan.tip is None:
+        return settled(skipped(name, f"{branch} is already gone"))
+    holder = _still_checked_out(run)
+    if holder is not None:
+        # git refuses to delete a branch some checkout has: said before it is asked.
+        return settled(
+            skipped(name, f"{branch} stays while the primary clone holds the work")
+            if holder == 0
+            else skipped(name, f"{branch} is checked out in {plan.entries[holder].path}: kept")
+        )
+    # The plan's judgement holds, and after our own pick we know the new one:
+    # every missing commit of the plan's tip is now on the default branch. Either
+    # is used only while the branch still points at the plan's tip (delete_branch
+    # reads the tip again: another process may have moved the branch since).
+    picked = run.outcome(Step.INTEGRATE) is Outcome.DONE
+    found = Integration(None, ()) if picked else plan.found
+    known = (plan.tip, found) if found else None
+
+    def delete() -> StepResult:
+        return delete_branch(
+            repo, branch, plan.default, force=opts.force, known=known, config=plan.config
+        )[0]
+
+    if found is None or found.integrated:
+        return acting(delete, name, f"delete {branch}")
+    if opts.force:
+        return acting(delete, name, f"delete {branch} once a snapshot ref holds its commits")
+    return settled(
+        refused(
+            name,
+            ErrorCode.UNINTEGRATED_COMMITS,
+            f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
+        )
+    )
+
+
+def _still_checked_out(run: RepoRun) -> int | None:
+    """Which checkout of the plan's worktree list (0: the primary) still has the branch once
+    the remove step has done its part; None: none."""
+    plan = run.plan
+    removed = plan.worktree if run.outcome(Step.REMOVE) is Outcome.DONE else None
+    for index, entry in enumerate(plan.entries):
+        if entry.branch != plan.target.branch:
+            continue
+        if removed is not None and index and find_worktree([entry], removed) is not None:
+            continue
+        return index
+    return None
+
+
+def _decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    name, worktree = Step.VERIFY_GONE, plan.worktree
+    if worktree is None:
+        return settled(skipped(name, "no worktree recorded"))
+    if plan.kept_worktree:
+        return settled(skipped(name, "the worktree is kept"))
+    if plan.on_primary:
+        return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
+    if plan.foreign:
+        return settled(skipped(name, f"{worktree} is still a registered worktree"))
+    runs = _runs(run, scope, opts)
+    return acting(
+        lambda: verify_gone(repo, worktree, runs), name, f"re-check that {worktree} is gone"
+    )
+
+
+def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    left = left_earlier(
+        _earlier(plan),
+        Step.UPDATE_DEFAULT,
+        f"the default branch could not be updated in {repo.primary}; update it yourself",
+    )
+    if left is not None:
+        return settled(left)
+    update = update_decision(
+        repo,
+        plan.default,
+        has_origin=plan.has_origin,
+        known=_after_pick(repo, plan, picked=run.outcome(Step.INTEGRATE) is Outcome.DONE),
+        at_origin=plan.default_at_origin,
+        fresh=plan.reachable,
+        fetched=not opts.dry_run,
+    )
+    if not plan.has_origin or plan.default is None:
+        return update  # no origin to prune either
+    # Whatever the default branch does, origin's ref of the branch is pruned once origin lacks it.
+    return Decision(
+        act=lambda: _with_prune(update.resolve(dry_run=False), repo, plan),
+        plan=lambda: _with_planned_prune(update.resolve(dry_run=True), plan),
+    )
+
+
+def _decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    if not run.plan.target.is_home:
+        return settled(skipped(Step.PLAN_DIR, "home repo only"))
+    return plan_dir_decision(run.repo, scope.id, force=opts.force, shipped=run.plan.shipped)
+
+
+def _decide_sweep(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan = run.plan
+    # A dry run's remove step has not taken the worktree yet (one a kill left
+    # half-removed is no registered worktree), nor its verify-gone step the directory a late
+    # writer made where the worktree was: not residue, it goes first, as in the real run.
+    goes = Outcome.DONE in (run.outcome(Step.REMOVE), run.outcome(Step.VERIFY_GONE))
+    leaving = (plan.worktree,) if plan.worktree is not None and goes else ()
+
+    runs = _runs(run, scope, opts)
+
+    def sweep_now(dry_run: bool) -> StepResult:
+        result, run.sweep = sweep_step(run.repo, dry_run=dry_run, leaving=leaving, runs=runs)
+        return result
+
+    return Decision(act=lambda: sweep_now(False), plan=lambda: sweep_now(True))
+
+
+def _runs(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Runs:
+    """What lets a run's artifacts left in a directory git no longer knows go (verify-gone,
+    sweep): the topic's own run shipped (its pr.md, seen before its worktree went), or
+    --force, which snapshots them first."""
+    shipped = frozenset({scope.id}) if run.plan.shipped else frozenset()
+    return Runs(run.repo.primary, shipped, opts.force)
+
+
+def decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo = run.plan, run.repo
+    target = plan.target
+    # Read now (another run may just have run it), unless the topic was created again.
+    if not recreated(plan) and local_state_ran(repo.common_dir, scope.id):
+        return settled(skipped(Step.LOCAL_STATE, LOCAL_STATE_RAN.format(id=scope.id)))
+    job = _local_job(repo, target, plan, scope, opts)
+
+    def plan_it() -> StepResult:
+        result, run.local = local_state_step(job, dry_run=True)
+        return result
+
+    def run_it() -> StepResult:
+        result, run.local = local_state_step(job, echo=opts.echo)
+        if run.local.interrupted:
+            return result  # not recorded: the rerun runs the step again
+        # Recorded at once, failed lines or not: a rerun (or a run killed after
+        # this point) must not run the lines again. This run reports the
+        # failure; `team-router local-state` is how to run them again on purpose.
+        mark_done(
+            repo.common_dir, scope.id, Step.LOCAL_STATE, repo_name=target.name, branch=target.branch
+        )
+        return result
+
+    return Decision(act=run_it, plan=plan_it)
+
+
+GIT_STEPS: tuple[tuple[Step, Decide, bool], ...] = (
+    (Step.INTEGRATE, _decide_integrate, False),
+    (Step.REMOVE, _decide_remove, True),
+    (Step.BRANCH, _decide_branch, True),
+    (Step.VERIFY_GONE, _decide_verify_gone, True),
+    (Step.UPDATE_DEFAULT, _decide_update, False),
+    (Step.PLAN_DIR, _decide_plan_dir, True),
+    (Step.SWEEP, _decide_sweep, False),
+)
+
+
+def _kept_integrate(plan: RepoPlan) -> StepResult:
+    missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
+    return skipped(
+        Step.INTEGRATE,
+        f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
+        if missing
+        else f"nothing to integrate: {plan.target.branch} is kept",
+    )
+
+
+def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
+    if result.outcome is not Outcome.DONE or not plan.copies:
+        return result
+    return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
+
+
+def _with_planned_prune(result: StepResult, plan: RepoPlan) -> StepResult:
+    """A dry run's update-default: origin's ref of the branch is pruned too, once origin lacks it."""
+    branch = plan.target.branch
+    note = (
+        f"would prune origin/{branch} if origin no longer has it"
+        if plan.tracking
+        else f"no origin/{branch} ref: nothing to prune"
+    )
+    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
+
+
+def _after_pick(
+    repo: Repo, plan: RepoPlan, *, picked: bool
+) -> tuple[StatusReport, str | None] | None:
+    """The primary as our cherry-pick left it (clean, on the default branch); None: read it.
+
+    The pick began on a clean primary on the default branch (re-checked right
+    before it) and succeeded, so that is still its state as far as this
+    command changed it. A change by someone else since is git's to refuse:
+    ``pull --rebase --no-autostash`` will not run over uncommitted changes,
+    and no git command overwrites untracked files. With a ``.gitmodules`` the
+    pick may have moved submodules, so the primary is read again.
+    """
+    if not picked or plan.default is None or os.path.lexists(repo.primary / ".gitmodules"):
+        return None
+    return StatusReport(), plan.default.name
+
+
+def _local_job(
+    repo: Repo, target: RepoTarget, plan: RepoPlan, scope: TopicScope, opts: TeardownOptions
+) -> LocalStateJob:
+    worktree = None if plan.on_primary or plan.foreign or plan.kept_worktree else plan.worktree
+    return LocalStateJob(
+        target.name,
+        repo.git,
+        repo.primary,
+        plan.default,
+        target.branch,
+        worktree,
+        temp_paths=scope.temp_paths if target.is_home else None,
+        timeout=opts.line_timeout,
+        declaration=plan.declaration,
+        protected=scope.repo_paths(),
+    )

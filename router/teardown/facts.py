@@ -1,0 +1,449 @@
+"""What teardown knows of a repo before it acts (its facts), and the options it runs with.
+
+:func:`plan_repo` reads each repo once (and fetches): its worktree and branch, the
+merge proof, the nested repositories, what ``new`` reused, and the blockers that
+refuse the whole teardown before anything is removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from router import git as g
+from router.errors import ErrorCode
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.ioerror import describe_io
+from router.progress import Echo
+from router.teardown.blockers import (
+    foreign_worktree,
+    hidden_work,
+    nested_blocker,
+    reflog_blocker,
+    reused_branch,
+    reused_checkout,
+    unmounted_blocker,
+    with_hidden,
+    worktree_blocker,
+)
+from router.teardown.integrate import no_identity, resume_integration
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Declaration, read_declaration
+from router.teardown.nested import NestedRepo, survey_nested, survey_remains
+from router.teardown.plan_dir import remove_plan_dir
+from router.teardown.primary import is_primary_clone, primary_busy
+from router.teardown.proof import Integration, cut_from, integration
+from router.teardown.record import TopicRef, pending_pick
+from router.teardown.remove import copies_note, included_copies, removal_started
+from router.teardown.steps import Outcome, Step, StepResult, name_some, refused
+from router.teardown.sweep import Runs, SweepVerdict, classify
+from router.teardown.unshipped import (
+    RunArtifacts,
+    has_shipped,
+    run_artifacts,
+    unshipped,
+    unshipped_message,
+)
+from router.topic import worktreelock
+from router.topic.scope import RepoTarget
+from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, default_branch, find_worktree
+
+
+@dataclass(frozen=True, slots=True)
+class TeardownOptions:
+    integrate: bool = False
+    force: bool = False
+    dry_run: bool = False
+    line_timeout: float = DEFAULT_LINE_TIMEOUT
+    echo: Echo | None = None
+    remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
+    # --force for the work in the worktree only: a lock or another live holder still
+    # keeps it (the host's discard intent, which cannot be asked "are you sure?").
+    keep_held: bool = False
+    # The host removing a worktree it made (the WorktreeRemove hook): the processes
+    # it started (its MCP servers, a subagent's tools) are its own, not someone
+    # else's work in the worktree; a process it did not start still keeps it.
+    host: bool = False
+    # The plan a refusal prints: each step's decision as if no blocker stood in the
+    # way (none holds another back), reported and never acted on.
+    refused_plan: bool = False
+
+    @property
+    def acts(self) -> bool:
+        """The steps act on their decisions (not a dry run, nor a refusal's plan)."""
+        return not (self.dry_run or self.refused_plan)
+
+
+@dataclass(frozen=True, slots=True)
+class RepoPlan:
+    target: RepoTarget
+    default: DefaultBranch | None = None
+    worktree: Path | None = None
+    on_primary: bool = False
+    registered: bool = False
+    entries: tuple[WorktreeEntry, ...] = ()
+    status: StatusReport = field(default_factory=StatusReport)
+    tip: str | None = None
+    found: Integration | None = None
+    has_origin: bool = False
+    reachable: bool = True  # origin answered the plan's fetch (or there is none)
+    tracking: bool = False  # refs/remotes/origin/<branch> exists
+    foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
+    declaration: Declaration | None = (
+        None  # .teamteardown as the default branch had it before teardown
+    )
+    copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
+    nested: tuple[NestedRepo, ...] = ()  # repositories inside the worktree (submodules, clones)
+    resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
+    # Why the worktree / the branch stays: team-router did not create it (`new`
+    # reused the user's own checkout or branch); "" when it is ours to remove.
+    kept_worktree: str = ""
+    kept_branch: str = ""
+    committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
+    # The artifacts of a run that has not shipped that this teardown would delete (home only).
+    unshipped: tuple[RunArtifacts, ...] = ()
+    shipped: bool = False  # the run's pr.md is in one of its plan dirs (home only)
+    # The repo's config, read once (origin, committer, the branch's section).
+    config: g.ConfigView | None = None
+    # The plan read the worktree's status (and it is the remove step's proof when clean).
+    status_read: bool = False
+    # The local default branch was at origin's tip as this command fetched it:
+    # after the pick, or with none, there is nothing for a pull to bring.
+    default_at_origin: bool = False
+    # A removal of ours that a kill interrupted: the remove step finishes it.
+    removing: bool = False
+    # The repo was checked (False: a git command failed while reading it; only the blocker is known).
+    checked: bool = True
+    blockers: tuple[StepResult, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> RepoPlan:
+    """Everything teardown needs to know about one repo, and what would stop it.
+
+    A git command failing here is a refusal for the whole teardown, never a guess.
+    With ``topic_id`` (a real run), a cherry-pick of ours that a kill left
+    half-done is undone first, so the plan judges the default branch as it is.
+    """
+    try:
+        return _plan_repo(target, opts, topic_id)
+    except (GitError, OSError) as exc:
+        what = exc.first_line if isinstance(exc, GitError) else describe_io(exc)
+        code = exc.code if isinstance(exc, GitError) else ErrorCode.IO_ERROR
+        blocker = refused(Step.INTEGRATE, code, f"{target.name}: checking the repo failed: {what}")
+        return RepoPlan(target, checked=False, blockers=(blocker,))
+
+
+def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> RepoPlan:
+    repo = target.repo
+    if repo is None:
+        return RepoPlan(target)
+    reachable, notes = True, []
+    topic = TopicRef(topic_id, target.name) if topic_id else None
+    resumed = (
+        resume_integration(repo, topic, target.branch)
+        if topic is not None and not opts.dry_run
+        else None
+    )
+    # A dry run changes nothing, so an interrupted pick of ours is still there: said, not refused.
+    resuming = opts.dry_run and topic is not None and pending_pick(repo, topic) is not None
+    if resuming:
+        notes.append(
+            f"{target.name}: a cherry-pick team-router started in {repo.primary} was interrupted; "
+            "the real run undoes it first (when it can prove the changes are its own)"
+        )
+    if resumed is not None and resumed.stopped:
+        return RepoPlan(target, checked=False, blockers=(resumed,))
+    if resumed is not None:
+        notes.append(f"{target.name}: {resumed.detail}")
+    config = g.config_view(repo.git)
+    has_origin = config.has_remote("origin")
+    if not opts.dry_run and has_origin:
+        error = repo.git.fetch("origin")
+        if error is not None:
+            reachable = False
+            notes.append(
+                f"{target.name}: fetch from origin failed ({error.first_line}); using what is known"
+            )
+    # One for-each-ref, after the fetch, answers the default branch, the topic
+    # branch's tip and tracking ref, and the targets' trees for the merge proof.
+    tips = g.ref_tips_with_trees(repo.git, "refs/remotes/origin/", "refs/heads/")
+    default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
+    refs = {name: t.commit for name, t in tips.items()}
+    # The home's worktree list was read while resolving the topic, moments ago.
+    entries = list(target.entries) if target.entries is not None else repo.git.worktree_list()
+    worktree = target.worktree or _listed_worktree(entries, target.branch)
+    on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
+    entry = find_worktree(entries, worktree) if worktree and not on_primary else None
+    foreign = foreign_worktree(repo, worktree, target.branch, entry) if entry else ""  # type: ignore[arg-type]
+    if foreign:
+        notes.append(f"{target.name}: {foreign}")
+        entry = None
+    # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
+    # (Registered or not: git drops the registration even when it stops half-way.)
+    removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
+    there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
+    status = (
+        with_hidden(Git(worktree).status(), hidden_work(worktree, topic_id or None))  # type: ignore[arg-type]
+        if there
+        else StatusReport()
+    )
+    nested = (
+        survey_nested(worktree)  # type: ignore[arg-type]
+        if there
+        # What a removal of ours that a kill interrupted would still delete, or
+        # the registration of a directory deleted by hand keeps.
+        else survey_remains(repo.common_dir, worktree)  # type: ignore[arg-type]
+        if entry is not None or removing
+        else ()
+    )
+    tip = refs.get(f"refs/heads/{target.branch}")
+    recorded = target.record.base_commit if target.record else None
+    base = cut_from(repo.git, target.branch, recorded) if tip and default else None
+    found = integration(repo.git, tip, default, tips, base=base) if tip and default else None
+    plan = RepoPlan(
+        target,
+        default,
+        worktree,
+        on_primary,
+        entry is not None,
+        tuple(entries),
+        status,
+        tip,
+        found,
+        has_origin,
+        reachable,
+        f"refs/remotes/origin/{target.branch}" in refs,
+        foreign,
+        read_declaration(repo.git, default, target.record.declared_at if target.record else None),
+        copies_note(repo.primary, worktree, included_copies(target.record, worktree))
+        if entry and worktree
+        else "",
+        nested,
+        notes=tuple(notes),
+    )
+    plan = dataclasses.replace(
+        plan,
+        config=config,
+        status_read=there,
+        default_at_origin=reachable and _at_origin(default, refs),
+        resuming=resuming,
+        removing=removing,
+        kept_worktree=_kept_worktree(repo, worktree, entry, opts),
+        kept_branch=_kept_branch(target, tip, opts),
+    )
+    if topic is not None and not opts.dry_run and entry is not None and not removing:
+        plan = _keep_locked(repo, plan, entry, topic.id)
+    # A kept worktree is not removed: its dirt and nested clones lose nothing.
+    kept = removing or bool(plan.kept_worktree)
+    blockers = _plan_blockers(plan, None if kept else entry, opts)
+    if removing:
+        # --force or not: the rerun would delete the repositories left in it.
+        blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
+    if target.is_home and topic_id:
+        removed = (
+            worktree
+            if entry is not None and not kept
+            else _worktree_back_with_artifacts(plan, topic_id)
+        )
+        # Shipped is the run's, wherever its pr.md is: a kept worktree's plan dir counts too.
+        shipped = has_shipped(run_artifacts(c, topic_id) for c in {worktree, repo.primary} if c)
+        found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, shipped, opts)
+        plan = dataclasses.replace(plan, unshipped=found_dirs, shipped=shipped)
+        blockers += plan_blockers
+    # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
+    committer = _picks(plan, opts) and not plan.resuming and not blockers
+    return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
+
+
+def _worktree_back_with_artifacts(plan: RepoPlan, topic_id: str) -> Path | None:
+    """The topic's worktree path when it is no worktree any more, yet verify-gone would delete
+    it but for the run's artifacts in it (a late writer, the pipeline, wrote them after or
+    during the removal): the plan dir of the home worktree all the same."""
+    worktree, repo = plan.worktree, plan.target.repo
+    if worktree is None or repo is None or plan.registered or plan.removing or plan.on_primary:
+        return None
+    folder = os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR)
+    if not os.path.isdir(worktree) or os.path.realpath(worktree.parent) != folder:
+        return None
+    live = {os.path.realpath(e.path) for e in plan.entries}
+    judged = classify(worktree, live, runs=Runs(repo.primary))
+    return worktree if judged.reason is SweepVerdict.UNSHIPPED else None
+
+
+def _keep_locked(repo: Repo, plan: RepoPlan, entry: WorktreeEntry, topic_id: str) -> RepoPlan:
+    """Our worktree made by an earlier version, unlocked: locked now (DESIGN §10).
+
+    Whether the teardown then removes it or refuses, it is never left unlocked
+    for other tools' cleanup; the remove step lifts the lock right before git
+    removes the worktree. A checkout `new` reused is the user's, never locked.
+    """
+    if entry.locked or reused_checkout(repo, entry.path):
+        return plan
+    try:
+        worktreelock.lock(repo.git, entry, topic_id)
+    except GitError as exc:
+        note = (
+            f"{plan.target.name}: {entry.path} is not locked and could not be locked "
+            f"({exc.first_line}); other tools' cleanup may delete an unlocked worktree"
+        )
+        return dataclasses.replace(plan, notes=(*plan.notes, note))
+    entries = worktreelock.with_lock(list(plan.entries), entry.path, topic_id)
+    return dataclasses.replace(plan, entries=tuple(entries))
+
+
+def _plan_dir_blockers(
+    repo: Repo, topic_id: str, removed: Path | None, shipped: bool, opts: TeardownOptions
+) -> tuple[tuple[RunArtifacts, ...], list[StepResult]]:
+    """The unshipped run's artifacts this teardown would delete, and what they refuse.
+
+    A plan dir in the primary clone holding another repository's unpushed work
+    refuses, --force or not: step 6 finds it too, but only after every worktree
+    and branch is gone. The artifacts of a run that has not shipped refuse
+    unless --force (which snapshots them): in the worktree the remove step
+    deletes (``removed``), and in the primary clone when step 6 would delete them.
+    """
+    found = remove_plan_dir(repo, topic_id, dry_run=True, force=True)  # would it go at all?
+    if found.code == ErrorCode.NESTED_WORK:
+        return (), [found]
+    checkouts = [removed] if removed is not None else []
+    checkouts += [repo.primary] if found.outcome is Outcome.DONE else []
+    dirs = unshipped((run_artifacts(c, topic_id) for c in checkouts), shipped=shipped)
+    if not dirs or opts.force:
+        return tuple(dirs), []
+    why = unshipped_message(topic_id, dirs, command="teardown")
+    return tuple(dirs), [refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, why)]
+
+
+def _at_origin(default: DefaultBranch | None, refs: Mapping[str, str]) -> bool:
+    """The local default branch is at origin's tip (both known, same commit)."""
+    if default is None or default.remote_ref is None or default.local_ref is None:
+        return False
+    return refs.get(default.local_ref) == refs.get(default.remote_ref)
+
+
+def _kept_worktree(
+    repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: TeardownOptions
+) -> str:
+    """Why a linked worktree stays: `new` reused it, never made it ("" unless --remove-reused)."""
+    if opts.remove_reused or worktree is None or entry is None:
+        return ""
+    return reused_checkout(repo, worktree)
+
+
+def _kept_branch(target: RepoTarget, tip: str | None, opts: TeardownOptions) -> str:
+    """Why the branch stays: the record says team-router did not create it."""
+    if opts.remove_reused or tip is None:
+        return ""
+    return reused_branch(target.branch, target.record)
+
+
+def _listed_worktree(entries: list[WorktreeEntry], branch: str) -> Path | None:
+    for entry in entries[1:]:
+        if entry.branch == branch:
+            return Path(entry.path)
+    return None
+
+
+def _plan_blockers(
+    plan: RepoPlan, entry: WorktreeEntry | None, opts: TeardownOptions
+) -> list[StepResult]:
+    repo = plan.target.repo
+    assert repo is not None
+    found = []
+    if entry is not None and not os.path.isdir(plan.worktree):  # type: ignore[arg-type]
+        # --force or not: a worktree whose disk is not mounted is not gone.
+        unmounted = unmounted_blocker(repo, plan.worktree)  # type: ignore[arg-type]
+        found += [unmounted] if unmounted else []
+    if entry is not None:
+        # --force or not: a snapshot cannot keep another repository's work, nor a reflog.
+        nested = nested_blocker(plan.worktree, plan.nested)  # type: ignore[arg-type]
+        found += [nested] if nested else []
+        reflog = reflog_blocker(repo, plan.worktree, plan.entries)  # type: ignore[arg-type]
+        found += [reflog] if reflog else []
+    if entry is not None and not opts.force:
+        blocker = worktree_blocker(plan.worktree, entry, plan.status)  # type: ignore[arg-type]
+        if blocker is not None:
+            found.append(blocker)
+        found += _detached_loss(repo, plan, entry)
+    elif entry is not None and opts.keep_held and worktreelock.locked_by_other(entry):
+        found.append(worktree_blocker(plan.worktree, entry, StatusReport()))  # type: ignore[arg-type]
+    if plan.tip is not None and plan.default is None and not opts.force:
+        found.append(
+            refused(
+                Step.INTEGRATE,
+                ErrorCode.NO_DEFAULT_BRANCH,
+                f"{repo.primary}: cannot tell the default branch",
+            )
+        )
+    missing = plan.found.missing if plan.found and not plan.found.integrated else ()
+    if _picks(plan, opts):
+        # A dry run with an interrupted pick of ours: the real run undoes it first.
+        busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
+        unknown = g.committer_unknown(repo.git, plan.config)
+        if busy:
+            found.append(
+                refused(
+                    Step.INTEGRATE,
+                    ErrorCode.PRIMARY_BUSY,
+                    f"cannot cherry-pick in {repo.primary}: {busy}",
+                )
+            )
+        elif unknown is not None:
+            found.append(no_identity(repo, unknown))
+    elif missing and not opts.force and not plan.kept_branch:
+        # A kept branch keeps its commits: nothing to refuse.
+        found.append(
+            refused(
+                Step.INTEGRATE,
+                ErrorCode.UNINTEGRATED_COMMITS,
+                f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
+                f"{name_some(c[:12] for c in missing)}; {_ways_out(repo, plan)}",
+            )
+        )
+    return found
+
+
+def _ways_out(repo: Repo, plan: RepoPlan) -> str:
+    """What to do about unintegrated commits, and whether origin's branch keeps them already."""
+    pushed = f"refs/remotes/origin/{plan.target.branch}"
+    if plan.tracking and plan.tip and repo.git.is_ancestor(plan.tip, pushed):
+        return (
+            f"they are safe on origin/{plan.target.branch} (pushed, as last fetched), so "
+            "--force removes only the local copy (after a snapshot); or pass --integrate"
+        )
+    return "pass --integrate, or --force to snapshot them"
+
+
+def _picks(plan: RepoPlan, opts: TeardownOptions) -> bool:
+    """The act will cherry-pick: ``--integrate`` and commits the default branch lacks."""
+    return opts.integrate and bool(plan.found and not plan.found.integrated and plan.found.missing)
+
+
+def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[StepResult]:
+    """A worktree on a detached HEAD with commits no ref holds would lose them on removal."""
+    if entry.branch is not None or entry.head is None:
+        return []
+    lost = g.unique_commits(repo.git, entry.head, except_branch=None)
+    if not lost:
+        return []
+    return [
+        refused(
+            Step.REMOVE,
+            ErrorCode.UNINTEGRATED_COMMITS,
+            f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
+            "put them on a branch, or pass --force to snapshot them",
+        )
+    ]
+
+
+def recreated(plan: RepoPlan) -> bool:
+    """The topic has a worktree of ours again: what an earlier teardown recorded describes
+    another run (the real run forgets it; its local state runs again).
+
+    A kept checkout (one `new` reused) is still there after every teardown: it does
+    not show the topic was created again.
+    """
+    return plan.registered and not plan.kept_worktree
