@@ -390,12 +390,11 @@ OVERSIZED_MODULES: frozenset[str] = frozenset(
     {
         "teardown/prcleanup.py",
         "create/pipeline.py",
-        "teardown/snapshot.py",
     }
 )
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
-        "teardown/snapshot.py:restore_repo",
+        "teardown/restore.py:restore_repo",
         "teardown/sweep.py:sweep",
         "create/topic.py:new_topic",
         "teardown/prcleanup.py:pr_cleanup",

@@ -18,7 +18,7 @@ from router.topic.workspace import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from router.teardown.snapshot import HalfMadeAdd
+    from router.teardown.restore_journal import HalfMadeAdd
 
 
 def lock_worktree(repo: Repo, entry: WorktreeEntry, topic: str) -> Fix:
@@ -154,7 +154,8 @@ def drop_stale_holder(path: Path) -> Fix:
 def undo_half_made(repo: Repo, half: HalfMadeAdd) -> Fix:
     def fix() -> str:
         from router.errors import Refusal
-        from router.teardown.snapshot import read_snapshot, undo_half_made_add
+        from router.teardown.restore_journal import undo_half_made_add
+        from router.teardown.snapshot import read_snapshot
 
         try:
             return undo_half_made_add(repo, half, read_snapshot(repo.git, half.of))

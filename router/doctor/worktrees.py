@@ -185,7 +185,8 @@ def unlocked_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[Problem]
 
 def unfinished_restore_problems(repo: Repo) -> list[Problem]:
     """Worktrees a killed ``restore`` left half-done (its files back, perhaps not its index)."""
-    from router.teardown.snapshot import restores_under_way, snapshot_ref
+    from router.teardown.restore_journal import restores_under_way
+    from router.teardown.snapshot import snapshot_ref
 
     found = []
     for path, of in restores_under_way(repo):
@@ -208,7 +209,7 @@ def half_made_add_problems(repo: Repo) -> list[Problem]:
     it and makes the worktree again; the repair removes it (only git's
     ``.git`` file is in it, never anything else).
     """
-    from router.teardown.snapshot import half_made_adds
+    from router.teardown.restore_journal import half_made_adds
 
     found = []
     for half in half_made_adds(repo):
@@ -236,7 +237,7 @@ def torn_add_problems(repo: Repo) -> list[Problem]:
     anything else in that directory is kept and named. A restore's is
     :func:`half_made_add_problems`'.
     """
-    from router.teardown.snapshot import half_made_adds
+    from router.teardown.restore_journal import half_made_adds
 
     restores = {os.path.realpath(half.admin) for half in half_made_adds(repo)}
     found = []

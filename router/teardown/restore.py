@@ -1,27 +1,53 @@
-"""``restore``: a topic's snapshots checked out again, each in its own worktree."""
+"""``restore`` (DESIGN §9): a topic's snapshots checked out again, each in its own worktree.
+
+The snapshot's first parent is checked out on its branch, its files laid over
+as uncommitted edits and its index put back (:mod:`router.teardown.snapshot`
+says what a snapshot holds); a plan dir's snapshot goes back into the primary
+clone. A restore a kill stopped is finished by the next one
+(:mod:`router.teardown.restore_journal`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
+from router import git as g
 from router import interrupt
-from router.errors import BadInput, ErrorCode, ExitCode, RouterError, error_json
+from router.errors import BadInput, ErrorCode, ExitCode, Refusal, RouterError, error_json
+from router.fsutil import files_under
+from router.git import Git, GitError
 from router.names import ID_RE, Branch, branch_for
+from router.teardown.restore_journal import (
+    branches_in_use,
+    check_out_restored,
+    check_resumable,
+    drop_restoring,
+    half_made_adds,
+    mark_restoring,
+    restored_names,
+    undo_half_made_add,
+    unfinished_restore,
+)
 from router.teardown.snapshot import (
-    RestoredRepo,
-    RestoreStatus,
+    DEPARTED_KEY,
+    NAMED_SUBMODULES,
+    Snapshot,
     plan_dir_ref,
     read_snapshot,
-    restore_plan_dir,
-    restore_repo,
+    snapshot_ref,
 )
 from router.topic import state
+from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.target import home_repo
-from router.topic.workspace import open_repo
+from router.topic.workspace import Repo, open_repo
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,3 +204,361 @@ def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
     # that is (this repo's record names it): every other command takes it there.
     home = home_repo(here, topic_id)
     return TopicScope(topic_id, branch, home, None, None, (only,), ())
+
+
+def restore_plan_dir(name: str, repo: Repo, topic_id: str) -> RestoredRepo | None:
+    """Put the plan dir of a run in place back into the primary clone; None: no snapshot of it.
+
+    Never over anything: a plan dir there already is either the snapshot's
+    (``existing``) or other work (refused, named).
+    """
+    ref = plan_dir_ref(topic_id)
+    commit = repo.git.rev_parse(ref)
+    if commit is None:
+        return None
+    path = repo.primary / PLANS_DIR / topic_id
+    link = plan_dir_link(str(repo.primary), topic_id)
+    if link is not None:
+        why = f"{link} is a symlink: nothing is written through it; replace it with a directory"
+        return RestoredRepo(name, RestoreStatus.REFUSED, f"restore-refused: {why}", commit)
+    try:
+        with tempfile.TemporaryDirectory(prefix="team-router-restore-") as tmp:
+            index = Path(tmp) / "index"
+            if os.path.isdir(path) and files_under(path):
+                if g.directory_tree(repo.git, path.relative_to(repo.primary).as_posix(), index) == (
+                    repo.git.tree_of(commit)
+                ):
+                    return RestoredRepo(
+                        name, RestoreStatus.EXISTING, f"plan dir {path} is already back", commit
+                    )
+                return RestoredRepo(
+                    name,
+                    RestoreStatus.REFUSED,
+                    f"restore-refused: {path} holds other files than {ref} ({commit[:12]}); "
+                    "nothing was changed: move it aside, then run restore again",
+                    commit,
+                )
+            g.write_tree_files(repo.git, f"{commit}^{{tree}}", index)
+    except (GitError, OSError) as exc:
+        what = exc.first_line if isinstance(exc, GitError) else str(exc)
+        return RestoredRepo(name, RestoreStatus.REFUSED, f"restore failed: {what}", commit)
+    _record_plan_dir_restore(repo, topic_id)
+    return RestoredRepo(
+        name,
+        RestoreStatus.RESTORED,
+        f"plan dir {path} is back in place, as the run left it; {ref} is kept",
+        commit,
+    )
+
+
+def _record_plan_dir_restore(repo: Repo, topic_id: str) -> None:
+    """The run is back: an earlier teardown's steps describe another (as ``restore`` of a worktree)."""
+
+    def change(r: state.TopicRecord) -> state.TopicRecord:
+        return dataclasses.replace(r, teardown=None)
+
+    state.update_record(
+        repo.common_dir,
+        topic_id,
+        change,
+        new=lambda: state.TopicRecord(id=topic_id, repo="home", branch=topic_id),
+        replace_corrupt=True,
+    )
+
+
+class RestoreStatus(StrEnum):
+    RESTORED = "restored"
+    EXISTING = "existing"  # this snapshot was restored before and its worktree is there
+    SKIPPED = "skipped"  # no snapshot for this repo
+    REFUSED = "refused"
+    INTERRUPTED = "interrupted"  # a signal stopped the command before or during this repo
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredRepo:
+    name: str
+    status: RestoreStatus
+    detail: str
+    snapshot: str | None = None
+    branch: str | None = None
+    worktree: Path | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "status": str(self.status),
+            "detail": self.detail,
+            "snapshot": self.snapshot,
+            "branch": self.branch,
+            "worktree": str(self.worktree) if self.worktree else None,
+        }
+
+
+def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> RestoredRepo:
+    """Recreate one repo's worktree from its snapshot; idempotent for the same snapshot.
+
+    ``topic_id`` None: a branch that is no topic (one ``pr-cleanup --abandon``
+    deleted, a stacked one included): no record is read or written.
+    """
+    snap = read_snapshot(repo.git, branch)
+    record = _read_record(repo, topic_id) if topic_id is not None else None
+    if snap is None:
+        # An earlier restore that found the branch name taken moved the topic to
+        # ``<branch>-restored``: its snapshot is under the old name, and it is here.
+        there = _restored_on(record, branch)
+        if there is not None:
+            return _existing(name, there, _restored_field(record, "snapshot"), branch)
+        return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
+    again = _already_restored(record, snap)
+    if again is not None:
+        drop_restoring(repo, again)  # a run killed after its record, before this
+        return _existing(name, again, snap.commit, _restored_field(record, "branch"))
+    undone = ""
+    try:
+        for half in half_made_adds(repo, of=branch):
+            undone += f"; {undo_half_made_add(repo, half, snap)} (made again)"
+        unfinished = unfinished_restore(repo, branch, snap)
+        if unfinished is not None:
+            target, path, created = unfinished
+            check_resumable(repo, path, snap)
+        else:
+            # No record says so (a branch that is no topic has none): git's own state
+            # tells whether an earlier run already brought this snapshot back. A
+            # topic's record does (above): its branch made again from a main that
+            # holds the snapshot's commit is a new run, never a restore of it.
+            earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
+            if earlier is not None:
+                return earlier
+            target, path, created = check_out_restored(repo, branch, snap, topic_id or branch)
+            mark_restoring(repo, path, branch, snap, created=created)
+        _lay_over(Git(path), snap)
+        copied, includes = _copy_includes(repo, path)
+    except GitError as exc:
+        return RestoredRepo(
+            name, RestoreStatus.REFUSED, f"restore failed: {exc.first_line}", snap.commit
+        )
+    except Refusal as exc:
+        return RestoredRepo(name, RestoreStatus.REFUSED, f"{exc.code}: {exc.message}", snap.commit)
+    if topic_id is not None:
+        _record_restore(
+            repo, record, topic_id, name, branch, target, path, snap, created=created, copied=copied
+        )
+    drop_restoring(repo, path)
+    note = "" if target == branch else f" ({branch} is taken)"
+    staged = ", what was staged is staged again" if snap.index is not None else ""
+    subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
+    return RestoredRepo(
+        name,
+        RestoreStatus.RESTORED,
+        f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
+        f"as working-tree changes{staged}{includes}; {snap.ref} is kept{subs}"
+        f"{_departed_note(repo, snap)}{undone}",
+        snap.commit,
+        target,
+        path,
+    )
+
+
+def _copy_includes(repo: Repo, path: Path) -> tuple[list[str], str]:
+    """Copy the ``.worktreeinclude`` files (``.env`` and kin) again from the primary clone:
+    (what was copied, the note the report adds).
+
+    git ignores them, so no snapshot holds them: ``restore`` makes the worktree
+    as ``new`` made it. A file already there (one the snapshot brought back,
+    one a killed restore copied) is never overwritten. A copy that fails is
+    named, and the restored work stays.
+    """
+    from router.create.include import copy_included
+
+    try:
+        copied = copy_included(repo.primary, path)
+    except OSError as exc:
+        where = exc.filename or repo.primary
+        return [], f"; the .worktreeinclude files were not copied again ({exc.strerror}: {where})"
+    if copied is None or not copied.paths:
+        return [], ""
+    return list(copied.paths), f"; .worktreeinclude files from {repo.primary}: {copied.line()}"
+
+
+def _lay_over(wt: Git, snap: Snapshot) -> None:
+    """The snapshot's files as working-tree changes, then its index; both steps may run twice."""
+    g.restore_worktree_files(wt, snap.commit)
+    if snap.index is not None:
+        g.read_index(wt, snap.index)
+
+
+def _submodule_note(repo: Repo, snap: Snapshot) -> str:
+    """How to bring the submodules back: teardown removed them only with their commits on their remotes.
+
+    A submodule checked out at another commit than the one staged is named
+    with that commit: ``submodule update`` alone would check out the staged one.
+    """
+    note = "; its submodules are not initialised: run `git submodule update --init` there"
+    try:
+        moved = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
+    except GitError:
+        return note
+    for sub, commit in sorted(moved.items())[:NAMED_SUBMODULES]:
+        note += f", then `git -C {sub} checkout {commit[:12]}` (where it was)"
+    return note
+
+
+def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> RestoredRepo | None:
+    """The worktree an earlier restore of ``snap`` left, when git shows one; else None.
+
+    A worktree on ``branch`` (or a ``-restored`` name), at the path a restore
+    gives it, whose HEAD is the snapshot's commit or contains it is that
+    restore, whatever was committed since. ``branch`` holding the commit with
+    more on top and checked out nowhere was restored and worked on: laying the
+    snapshot's files over the newer commits would undo them, so nothing is
+    done and the way back is named.
+    """
+    names = restored_names(branch)
+    listed = sorted(repo.git.worktree_list(), key=lambda e: e.branch != branch)
+    for entry in listed:
+        if entry.branch is None or entry.head is None or not names.fullmatch(entry.branch):
+            continue
+        if entry.prunable or not (entry.path / ".git").exists():
+            continue  # a registration whose directory is gone holds no restored work
+        if not _restore_made(repo, entry, snap):
+            continue
+        if entry.head == snap.parent or repo.git.is_ancestor(snap.parent, entry.head):
+            return _existing(name, entry.path, snap.commit, entry.branch)
+    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None or tip == snap.parent or not repo.git.is_ancestor(snap.parent, tip):
+        return None
+    if branch in branches_in_use(listed):
+        return None  # the user's own checkout of it: the edits go on a -restored name
+    return RestoredRepo(
+        name,
+        RestoreStatus.EXISTING,
+        f"{branch} already holds the snapshot's commit {snap.parent[:12]} and commits made "
+        f"since, and no worktree has it checked out: `git worktree add "
+        f"{repo.worktree_path(branch)} {branch}` checks it out; {snap.ref} is kept",
+        snap.commit,
+        branch,
+    )
+
+
+def _restore_made(repo: Repo, entry: g.WorktreeEntry, snap: Snapshot) -> bool:
+    """Whether ``entry`` may be a restore's worktree: one ``git`` shows holding the snapshot's work.
+
+    A restore checks its branch out at ``worktree_path(branch)``: the branch
+    checked out anywhere else (the primary, the user's own checkout) is the
+    user's, with none of the snapshot's edits. At our path, a clean checkout
+    of the snapshot's commit while the snapshot holds changes is one a
+    restore killed before it laid the files over left: answering "already
+    restored" there would hide the edits.
+    """
+    if os.path.realpath(entry.path) != os.path.realpath(repo.worktree_path(entry.branch or "")):
+        return False
+    if entry.head != snap.parent or not _holds_changes(repo.git, snap):
+        return True
+    return Git(entry.path).status().dirty
+
+
+def _holds_changes(git: Git, snap: Snapshot) -> bool:
+    """The snapshot's files or its index differ from its commit: a restore lays something over."""
+    parent = git.tree_of(snap.parent)
+    files = git.tree_of(snap.commit)
+    staged = git.tree_of(snap.index) if snap.index is not None else parent
+    return files != parent or staged != parent
+
+
+def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
+    return state.read_record_or_none(repo.common_dir, topic_id)
+
+
+def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:
+    restored = record.restored if record else None
+    return getattr(restored, key) if restored else None
+
+
+def _existing(name: str, where: Path, snapshot: str | None, branch: str | None) -> RestoredRepo:
+    """An earlier restore's worktree, still there: this run changes nothing."""
+    return RestoredRepo(
+        name, RestoreStatus.EXISTING, f"already restored to {where}", snapshot, branch, where
+    )
+
+
+def _restored_on(record: state.TopicRecord | None, branch: str) -> Path | None:
+    """The worktree a restore made on ``branch``, while it is still there."""
+    if _restored_field(record, "branch") != branch:
+        return None
+    where = _restored_field(record, "worktree")
+    return Path(where) if where and (Path(where) / ".git").exists() else None
+
+
+def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path | None:
+    if _restored_field(record, "snapshot") != snap.commit:
+        return None
+    where = _restored_field(record, "worktree")
+    return Path(where) if where and (Path(where) / ".git").exists() else None
+
+
+def _record_restore(
+    repo: Repo,
+    record: state.TopicRecord | None,
+    topic_id: str,
+    name: str,
+    branch: str,
+    target: str,
+    path: Path,
+    snap: Snapshot,
+    *,
+    created: bool,
+    copied: list[str],
+) -> None:
+    restored = state.Restored(snap.commit, target, str(path))
+
+    def change(r: state.TopicRecord) -> state.TopicRecord:
+        # The restored worktree is a new run: an earlier teardown's steps describe another.
+        # restore cut the branch it checked out (a free name): teardown may delete it.
+        # One it found at the snapshot's commit and checked out keeps what the record said.
+        return dataclasses.replace(
+            r,
+            worktree=str(path),
+            branch=target,
+            branch_created=created or r.branch_created,
+            teardown=None,
+            restored=restored,
+            # Teardown names these copies when it deletes them, as for a new worktree's.
+            included=tuple(sorted(set(r.included) | set(copied))),
+        )
+
+    state.update_record(
+        repo.common_dir,
+        topic_id,
+        change,
+        new=lambda: record or state.TopicRecord(id=topic_id, repo=name, branch=branch),
+        replace_corrupt=True,  # as before: a corrupt record is set aside, never lost
+    )
+
+
+def _departed_note(repo: Repo, snap: Snapshot) -> str:
+    """How to bring back the repositories that went with the worktree (their commits were on their remotes)."""
+    try:
+        message = g.commit_message(repo.git, snap.commit)
+    except GitError:
+        return ""
+    steps = []
+    for line in message.splitlines():
+        if not line.startswith(DEPARTED_KEY):
+            continue
+        try:
+            rel, url, head, bare = json.loads(line.removeprefix(DEPARTED_KEY))
+        except (ValueError, TypeError):
+            continue
+        at = f" at {head[:12]}" if head else ""
+        if not url:
+            steps.append(f"{rel} (it had no origin){at}")
+            continue
+        clone = "git clone --bare" if bare else "git clone"
+        checkout = f" && git -C {rel} checkout {head[:12]}" if head and not bare else ""
+        steps.append(f"`{clone} {url} {rel}{checkout}`")
+    if not steps:
+        return ""
+    return (
+        "; the repositories inside went with the worktree (their commits were on their "
+        f"remotes): {', '.join(steps)}"
+    )

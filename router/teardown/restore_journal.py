@@ -1,0 +1,410 @@
+"""A restore killed half-way: the marks it writes before it acts, and how a rerun
+finishes or undoes what it left.
+
+The restore's intent is written in the repo's state before its checkout and
+moved into the worktree's git dir right after; the worktree's note stays until
+the restore is recorded. ``doctor`` and a rerun of ``restore`` read them here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from router import git as g
+from router.errors import ErrorCode, RouterError
+from router.git import Git, GitError
+from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot
+from router.topic import state, worktreelock
+from router.topic.workspace import Repo
+
+# Written into the restored worktree's git dir before its files are laid over,
+# dropped once the restore is recorded. A rerun after a kill in between finds
+# it and finishes that restore: without it, a worktree whose files are back but
+# whose index is not looks like a finished restore (or, to a topic's rerun, like
+# someone else's checkout of the branch). `git worktree remove` deletes it with
+# the git dir.
+RESTORING_FILE = "team-router-restoring"
+
+
+def _restoring_file(repo: Repo, path: Path) -> Path:
+    """Where the restore-under-way note of the worktree at ``path`` lives (its git dir)."""
+    admin = g.registration_of(str(repo.common_dir), str(path))
+    return Path(admin if admin is not None else g.absolute_git_dir(Git(path))) / RESTORING_FILE
+
+
+def mark_restoring(repo: Repo, path: Path, branch: str, snap: Snapshot, *, created: bool) -> None:
+    """Note that the restore of ``branch``'s ``snap`` is under way at ``path``."""
+    note = json.dumps({"of": branch, "snapshot": snap.commit, "branch_created": created})
+    state.write_atomic(_restoring_file(repo, path), note + "\n")
+    _drop_intent(repo, path)
+
+
+# Before the checkout there is no worktree git dir to hold the note: the restore's
+# intent is written in the repo's own state first (one file per worktree path),
+# and moved into the worktree's git dir right after the checkout. A kill in
+# between leaves a clean checkout of the snapshot's commit that only the intent
+# names as this restore's own; without it the rerun would take that checkout
+# for someone else's and restore into a second worktree on ``<branch>-restored``.
+INTENTS_DIR = "restoring"
+
+
+def _intent_file(repo: Repo, path: Path) -> Path:
+    import hashlib
+
+    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:16]
+    return state.state_root(repo.common_dir) / INTENTS_DIR / f"{key}.json"
+
+
+def _note_intent(
+    repo: Repo, path: Path, target: str, branch: str, snap: Snapshot, *, created: bool
+) -> None:
+    """Say, before ``git worktree add``, which restore the worktree at ``path`` is for."""
+    note = {
+        "of": branch,
+        "snapshot": snap.commit,
+        "branch": target,
+        "path": os.path.realpath(path),
+        "branch_created": created,
+    }
+    state.write_atomic(_intent_file(repo, path), json.dumps(note) + "\n")
+
+
+def _drop_intent(repo: Repo, path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _intent_file(repo, path).unlink()
+
+
+def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> bool | None:
+    """The worktree a restore of ``snap`` checked out and was killed before noting: its
+    ``branch_created``, once the note is written in its git dir; None when it is not one.
+
+    Only a checkout still clean at the snapshot's commit, on the branch the
+    intent named: laying the snapshot over it loses nothing.
+    """
+    intent = _read_note(_intent_file(repo, entry.path))
+    if intent is None or intent.get("snapshot") != snap.commit or intent.get("of") != branch:
+        return None
+    if intent.get("branch") != entry.branch or entry.head != snap.parent:
+        return None
+    if Git(entry.path).status().dirty:
+        return None
+    created = intent.get("branch_created") is True
+    mark_restoring(repo, entry.path, branch, snap, created=created)
+    return created
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMadeAdd:
+    """A restore's ``git worktree add`` killed before it checked anything out.
+
+    git registers the worktree (locked at once with our reason: ``--lock
+    --reason``), writes its ``.git`` file and a placeholder HEAD (the null id),
+    points HEAD at the branch, then checks the files out and writes the index.
+    Killed before that, the registration has no index, and until HEAD is set
+    git cannot read it at all: ``git rev-list --all`` fails in the whole repo,
+    and every reachability check with it. The restore's intent, written before
+    the add, is what says the registration is ours.
+    """
+
+    path: Path  # the worktree's path
+    admin: Path  # its registration
+    of: str  # the branch whose snapshot was being restored
+    branch: str  # the branch the add was checking out
+    snapshot: str
+    branch_created: bool  # the add was cutting ``branch`` (-b)
+    intent: Path
+
+    def left(self) -> list[str]:
+        """What the directory holds besides git's own ``.git`` file (sorted names)."""
+        try:
+            names = sorted(os.listdir(self.path))
+        except FileNotFoundError:
+            return []
+        dotgit = self.path / ".git"
+        if ".git" in names and dotgit.is_file() and not dotgit.is_symlink():
+            names.remove(".git")
+        return names
+
+
+def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
+    """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore only, if given).
+
+    Ours only: a restore's intent names the path, git's registration of it is
+    locked with team-router's reason, and git never finished it: the
+    registration is torn (:func:`router.git.files.torn_registration`: its HEAD
+    is git's placeholder, say) or it has no index.
+    """
+    folder = state.state_root(repo.common_dir) / INTENTS_DIR
+    try:
+        files = sorted(folder.glob("*.json"))
+    except OSError:
+        return []
+    found = []
+    for file in files:
+        note = _read_note(file)
+        fields = [note.get(k) for k in ("path", "of", "branch", "snapshot")] if note else []
+        if len(fields) != 4 or not all(isinstance(f, str) and f for f in fields):
+            continue
+        path, branch_of, target, snapshot = (str(f) for f in fields)
+        if of is not None and branch_of != of:
+            continue
+        admin = g.registration_of(str(repo.common_dir), path)
+        if admin is None or not worktreelock.own_reason(g.registration_file(admin, "locked")):
+            continue
+        # Torn (a file git needs is missing, or HEAD is its placeholder) or never checked out.
+        unfinished = bool(g.torn_registration(admin)) or not os.path.exists(
+            os.path.join(admin, "index")
+        )
+        if unfinished and not os.path.exists(os.path.join(admin, RESTORING_FILE)):
+            created = note.get("branch_created") is True  # type: ignore[union-attr]
+            found.append(
+                HalfMadeAdd(Path(path), Path(admin), branch_of, target, snapshot, created, file)
+            )
+    return found
+
+
+def undo_half_made_add(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> str:
+    """Remove what the killed add made, so that restore makes the worktree again; what was done.
+
+    Only git's own ``.git`` file is in the directory (nothing was checked out):
+    it goes with the directory, then a branch the add cut that never moved
+    (``snap``: the snapshot being restored, whose commit it was cut at), then
+    the registration, then the intent, in that order so that a kill part-way
+    leaves what the next run finds again. Anything else in the directory is
+    kept, and refused (``half-made-worktree``): git's HEAD is set first, so the
+    repository is readable again whatever the user does next.
+    """
+    left = half.left()
+    if left:
+        if g.placeholder_head(str(half.admin)):
+            # What git was about to write itself; only a name, so nothing moves.
+            state.write_atomic(half.admin / "HEAD", f"ref: refs/heads/{half.branch}\n", mode=0o644)
+        shown = ", ".join(left[:NAMED_PATHS]) + (", ..." if len(left) > NAMED_PATHS else "")
+        raise RouterError(
+            ErrorCode.HALF_MADE_WORKTREE,
+            f"{half.path} is a worktree a killed restore's `git worktree add` left before it "
+            f"checked anything out, and it holds {shown}, which git did not put there; kept. "
+            f"Move them out of {half.path}, then run `team-router restore {half.of}` again",
+        )
+    with contextlib.suppress(FileNotFoundError):
+        (half.path / ".git").unlink()
+    with contextlib.suppress(FileNotFoundError):
+        half.path.rmdir()
+    undone = (
+        f"removed the half-made worktree a killed restore's `git worktree add` left at {half.path}"
+    )
+    undone += _drop_cut_branch(repo, half, snap)
+    import shutil  # lazy: only a half-made registration needs it
+
+    shutil.rmtree(half.admin, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        half.intent.unlink()
+    return undone
+
+
+def _drop_cut_branch(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> str:
+    """Delete the branch the killed add cut, while it never moved; what was done ("": nothing)."""
+    if not half.branch_created or snap is None or snap.commit != half.snapshot:
+        return ""
+    tip = repo.git.rev_parse(f"refs/heads/{half.branch}")
+    # At the snapshot's commit, which the snapshot keeps: made again by the rerun.
+    if tip != snap.parent or not repo.git.branch_delete_at(half.branch, tip):
+        return ""
+    return f" and the branch {half.branch} it cut{repo.git.drop_branch_config(half.branch)}"
+
+
+def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
+    return _read_note(_restoring_file(repo, path))
+
+
+def _read_note(file: Path) -> dict[str, object] | None:
+    try:
+        note = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def restores_under_way(repo: Repo) -> list[tuple[Path, str]]:
+    """(worktree, branch restored) of each restore a kill interrupted, from the notes left."""
+    found = []
+    for admin, dotgit in g.registrations(str(repo.common_dir)):
+        note = _read_note(Path(admin) / RESTORING_FILE)
+        of = note.get("of") if note is not None else None
+        if isinstance(of, str) and dotgit:
+            found.append((Path(os.path.dirname(dotgit)), of))
+    return found
+
+
+def drop_restoring(repo: Repo, path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _restoring_file(repo, path).unlink()
+
+
+def unfinished_restore(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool] | None:
+    """(branch, path, whether restore cut the branch) of a restore of ``snap`` a kill interrupted."""
+    names = restored_names(branch)
+    for entry in repo.git.worktree_list()[1:]:
+        if entry.branch is None or not names.fullmatch(entry.branch) or entry.prunable:
+            continue
+        if os.path.realpath(entry.path) != os.path.realpath(repo.worktree_path(entry.branch)):
+            continue
+        note = _restoring_note(repo, entry.path)
+        if note is not None and note.get("snapshot") == snap.commit:
+            return entry.branch, entry.path, note.get("branch_created") is True
+        created = _adopt(repo, entry, branch, snap) if note is None else None
+        if created is not None:
+            return entry.branch, entry.path, created
+    return None
+
+
+def check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
+    """Refuse to finish an interrupted restore in a worktree someone has worked in since.
+
+    Finishing lays the snapshot's files over again and stages its index: that
+    is safe only while every file is either still as the snapshot's commit has
+    it or already as the snapshot has it, and the index is one of those two.
+    """
+    wt = Git(path)
+    why = ""
+    if wt.head() != snap.parent:
+        why = "commits were made there since"
+    elif g.index_tree(wt) not in {repo.git.tree_of(snap.parent), _staged_tree(repo, snap)}:
+        why = "its index was changed since"
+    else:
+        edited = _edited_since(repo, wt, path, snap)
+        if edited:
+            shown = ", ".join(edited[:NAMED_PATHS]) + (", ..." if len(edited) > NAMED_PATHS else "")
+            why = f"files were edited since ({shown})"
+    if why:
+        marker = _restoring_file(repo, path)
+        index = f"; `git -C {path} read-tree {snap.index}^{{tree}}` stages" if snap.index else ""
+        raise RouterError(
+            ErrorCode.RESTORE_REFUSED,  # the repo's reason; the command's code too (README table)
+            f"a restore of {snap.ref} into {path} was interrupted and {why}; nothing was "
+            f"changed. Finish it by hand (`git -C {path} restore --source={snap.commit} "
+            f"--worktree -- <paths>` brings back the snapshot's version of those paths{index} "
+            f"what was staged), then delete {marker}; or delete {marker} and run restore again "
+            "for a fresh copy on another branch",
+        )
+
+
+def _staged_tree(repo: Repo, snap: Snapshot) -> str | None:
+    return repo.git.tree_of(snap.index if snap.index is not None else snap.parent)
+
+
+def _edited_since(repo: Repo, wt: Git, path: Path, snap: Snapshot) -> list[str]:
+    """Paths whose file is neither the snapshot commit's version nor the snapshot's own,
+    nor one the interrupted restore was still writing (:func:`_written_part_way`)."""
+    # Ignored files the snapshot holds were laid over too: `add --all` alone skips them.
+    laid = g.changed_paths(repo.git, snap.parent, snap.commit)
+    forced = tuple(sorted(p for p in laid if os.path.isfile(path / p)))
+    with tempfile.TemporaryDirectory(prefix="team-router-restore-") as tmp:
+        files = g.snapshot_tree(wt, Path(tmp) / "index", ignored=forced)
+    neither = g.changed_paths(repo.git, snap.commit, files) & g.changed_paths(
+        repo.git, snap.parent, files
+    )
+    # A file neither has (new since) is one laying over never touches.
+    new = g.changed_paths(repo.git, snap.commit, files, only="A") & g.changed_paths(
+        repo.git, snap.parent, files, only="A"
+    )
+    return sorted(_not_written_part_way(repo, path, snap, sorted(neither - new)))
+
+
+def _not_written_part_way(repo: Repo, path: Path, snap: Snapshot, rels: list[str]) -> set[str]:
+    """Those of ``rels`` that no restore left so: each holds something of its own.
+
+    git writes each file front to back, and a full disk (or a kill) stops it
+    part-way: the file is then missing or holds the start of the version git
+    was writing (the snapshot's, or its commit's at the checkout). Every byte
+    of such a file is in that blob, so laying the snapshot over it loses
+    nothing. Decided by content alone, never by when the file was written.
+    """
+    if not rels:
+        return set()
+    blobs = [g.tree_blobs(repo.git, rev, rels) for rev in (snap.commit, snap.parent)]
+    own = set()
+    for rel in rels:
+        file = path / rel
+        if not os.path.lexists(file):
+            own.add(rel)
+        elif not file.is_symlink() and file.is_file():
+            versions = [found[rel] for found in blobs if rel in found]
+            if any(g.is_cut_short(repo.git, file, blob) for blob in versions):
+                own.add(rel)
+    return set(rels) - own
+
+
+def restored_names(branch: str) -> re.Pattern[str]:
+    """The names a restore of ``branch`` checks out: itself, or ``-restored[-N]`` when taken."""
+    return re.compile(re.escape(branch) + r"(-restored(-[0-9]+)?)?")
+
+
+def check_out_restored(
+    repo: Repo, branch: str, snap: Snapshot, topic: str
+) -> tuple[str, Path, bool]:
+    """A worktree at the snapshot's commit: (its branch, its path, whether restore cut the branch).
+
+    The snapshot's own branch is checked out only while it still is at the
+    snapshot's commit once checked out: moved meanwhile, it holds other work,
+    which the snapshot's files laid over it would read as undone. That fresh
+    checkout goes again (git refuses to remove one with changes) and a
+    ``-restored`` name is cut at the snapshot's commit instead. The worktree is
+    locked for ``topic`` as every worktree team-router makes (DESIGN §10).
+    """
+    reason = worktreelock.reason_for(topic)
+    for _ in range(2):
+        target, base = _free_branch(repo, branch, snap)
+        path = repo.worktree_path(target)
+        if os.path.lexists(path):
+            raise RouterError(
+                ErrorCode.PATH_TAKEN, f"{path} already exists; move it away and run restore again"
+            )
+        _note_intent(repo, path, target, branch, snap, created=base is not None)
+        try:
+            repo.git.worktree_add(path, target, base=base, lock_reason=reason)
+        except GitError:
+            _drop_intent(repo, path)  # git made no worktree there (it undoes a failed add)
+            raise
+        if base is not None or Git(path).head() == snap.parent:
+            return target, path, base is not None
+        repo.git.worktree_unlock(path)  # our own lock, on the checkout made a moment ago
+        repo.git.worktree_remove(path, force=False)
+        _drop_intent(repo, path)
+    raise RouterError(
+        ErrorCode.PATH_TAKEN, f"{branch} moved twice while restore checked it out; run it again"
+    )
+
+
+def branches_in_use(entries: list[g.WorktreeEntry]) -> set[str | None]:
+    """The branches checked out in a worktree whose directory is there (git refuses them)."""
+    return {e.branch for e in entries if not e.prunable}
+
+
+def _free_branch(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, str | None]:
+    """The branch to check out and the base to cut it from (None: check the existing one out).
+
+    ``branch`` at the snapshot's commit, checked out nowhere, is the snapshot's
+    own branch: it is checked out again. Holding anything else, or checked out
+    somewhere (the user's own checkout of it, one a killed restore left clean),
+    it is another piece of work and the restore takes a ``-restored`` name,
+    never moving it.
+    """
+    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    if tip is None:
+        return branch, snap.parent
+    if tip == snap.parent and branch not in branches_in_use(repo.git.worktree_list()):
+        return branch, None
+    for n in range(1, MAX_RESTORED + 1):
+        candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
+        if not repo.git.branch_exists(candidate) and not os.path.lexists(
+            repo.worktree_path(candidate)
+        ):
+            return candidate, snap.parent
+    raise RouterError(ErrorCode.PATH_TAKEN, f"{branch}-restored ... -{MAX_RESTORED} are all taken")
