@@ -26,6 +26,7 @@ from router.progress import LineRelay
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import BinaryIO
 
     from router.git import Git
@@ -144,6 +145,7 @@ def run_line(
     timeout: float,
     repo: str = "",
     log: BinaryIO | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> CommandResult:
     """One line in its own process group, stdin from /dev/null, output relayed to our stderr.
 
@@ -154,7 +156,8 @@ def run_line(
     child the line leaves behind (``cmd &``, ``setsid cmd &``) would otherwise
     keep our caller's pipes open, and a caller reading them to EOF (an agent
     host) would wait for that child long after team-router exited. ``log``:
-    a file that keeps a copy of the output as it arrives.
+    a file that keeps a copy of the output as it arrives; ``started``: told
+    the line's process group once it runs (see :func:`stop_group`).
     """
     try:
         proc = subprocess.Popen(
@@ -170,6 +173,8 @@ def run_line(
         return CommandResult(line, LineOutcome.FAILED, 127, repo)
     output = _Output(proc, f"[{repo}] " if repo else "", log)
     try:
+        if started is not None:
+            started(proc.pid)
         code = output.relay_until_exit(time.monotonic() + timeout)
         if code is None:
             _kill_group(proc)
@@ -266,3 +271,24 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=KILL_GRACE)
+
+
+def stop_group(pgid: int) -> bool:
+    """Stop what is left of a line's process group a killed run started; True when some was.
+
+    A line runs in a session of its own, which a SIGKILL of team-router's
+    process group does not reach: the line goes on without anyone reading
+    it. A rerun that runs the line again stops it first, so the two never
+    run at once.
+    """
+    from router.processes import group_running
+
+    if not group_running(pgid):
+        return False
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signum)
+        deadline = time.monotonic() + KILL_GRACE
+        while group_running(pgid) and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL)
+    return True

@@ -162,6 +162,28 @@ def process_alive(pid: int) -> bool:
     return not (fields and fields[0] in {"Z", "X"})
 
 
+def group_running(pgid: int) -> bool:
+    """True while a live (not zombie) process is in process group ``pgid``.
+
+    The kernel never gives a process group's id to another process while one
+    member is left, so a live member is one the group's leader started.
+    """
+    if pgid <= 0:
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(int(entry))
+        # Field 5 of stat is the process group; ``fields`` starts at field 3.
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in {"Z", "X"}:
+            return True
+    return False
+
+
 def processes_using(
     paths: list[str], *, excluding: set[int] | frozenset[int] = frozenset()
 ) -> dict[str, list[int]] | None:

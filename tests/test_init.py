@@ -182,9 +182,10 @@ def test_init_offers_the_examples_outside_the_work_tree(home_repo):
     examples = home_repo / ".git" / "team-router" / "examples"
     assert res.json["actions"] == [
         "info/exclude: added /.claude/worktrees/ and /docs/plans/",
-        f"examples: {examples / '.worktreeinclude'} and {examples / '.teamteardown.example'} "
-        "(outside the work tree, so it stays clean; to use one, copy it into the repo as "
-        ".worktreeinclude or .teamteardown and commit it to the default branch)",
+        f"examples: {examples / '.worktreeinclude'}, {examples / '.worktreesetup.example'} and "
+        f"{examples / '.teamteardown.example'} (outside the work tree, so it stays clean; to use "
+        "one, copy it into the repo as .worktreeinclude, .worktreesetup or .teamteardown and "
+        "commit it to the default branch)",
     ]
     assert (examples / ".worktreeinclude").is_file() and (
         examples / ".teamteardown.example"

@@ -79,6 +79,7 @@ def test_wheel_carries_skills_agents_templates_plugin_and_teardown_example(wheel
     for template in ROOT.joinpath("templates").rglob("*.j2"):
         assert f"router/_share/templates/{template.relative_to(ROOT / 'templates')}" in names
     assert "router/_share/.teamteardown.example" in names
+    assert "router/_share/.worktreesetup.example" in names
     assert "router/_share/.claude-plugin/plugin.json" in names
     assert "router/_share/.claude-plugin/marketplace.json" in names
     assert "router/_share/hooks/hooks.json" in names
@@ -185,6 +186,7 @@ def test_the_readme_install_path_on_an_empty_home_installs_the_plugin_alone(
         "hooks",
         "templates",
         ".teamteardown.example",
+        ".worktreesetup.example",
     }
     assert sum(p.stat().st_size for p in files) < 2_000_000
     made = run_cli("new", "add rate limiting", "--date", "2026-05-01", "--json", cwd=home_repo)

@@ -9,6 +9,18 @@ from helpers.repos import branches, commit, git, make_repo, run_cli, status, wor
 
 ID = "2026-05-01-add-rate-limiting-middleware-to-all"
 DESC = "Add rate limiting middleware to all API endpoints"
+# A new worktree's setup stage when the default branch declares no .worktreesetup.
+NO_SETUP_DECLARED = {
+    "status": "none",
+    "lines": 0,
+    "done": 0,
+    "ran": 0,
+    "exit": None,
+    "line": None,
+    "outcome": None,
+    "log": None,
+    "note": "no .worktreesetup on the default branch — nothing declared",
+}
 
 
 def new(repo: Path, *args: str, desc: str = DESC):
@@ -35,6 +47,7 @@ def test_new_creates_the_home_worktree_from_origin_head_and_leaves_the_main_tree
             "base": git(home_repo, "rev-parse", "origin/HEAD"),
             "copied": None,
             "sparse": None,
+            "setup": NO_SETUP_DECLARED,
         },
         "warnings": [],
     }
@@ -178,6 +191,18 @@ def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(hom
             "base": git(home_repo, "rev-parse", "main"),
             "copied": None,
             "sparse": None,
+            # A checkout the user had: its setup is theirs, nothing runs in it.
+            "setup": {
+                "status": "skipped",
+                "lines": 0,
+                "done": 0,
+                "ran": 0,
+                "exit": None,
+                "line": None,
+                "outcome": None,
+                "log": None,
+                "note": "not a worktree this run made",
+            },
         },
         "warnings": [],
     }
@@ -527,7 +552,16 @@ def test_an_id_created_again_after_its_teardown_starts_a_fresh_record(home_repo)
     assert again.code == 0 and again.json["home"]["status"] == "created"
     record = json.loads((home_repo / ".git" / "team-router" / "topics" / f"{ID}.json").read_text())
     assert record["teardown"] is None and "extra" not in record
-    assert record["steps"] == ["inspect", "base", "claim", "add", "verify", "setup", "record"]
+    assert record["steps"] == [
+        "inspect",
+        "base",
+        "claim",
+        "add",
+        "verify",
+        "setup",
+        "record",
+        "setup-commands",
+    ]
     assert record["branch_created"] is True
 
 

@@ -498,6 +498,7 @@ def _fallen_back(home_repo: Path) -> Path:
             "base": None,
             "copied": None,
             "sparse": None,
+            "setup": None,
         },
         "warnings": [
             f"Worktree creation failed in home (path-taken: cannot create {blocker} (Not a "
@@ -535,6 +536,17 @@ def test_after_the_cause_of_a_fallback_is_fixed_a_rerun_creates_the_worktree(hom
                 "reason": None,
                 "copied": None,
                 "sparse": None,
+                "setup": {
+                    "status": "none",
+                    "lines": 0,
+                    "done": 0,
+                    "ran": 0,
+                    "exit": None,
+                    "line": None,
+                    "outcome": None,
+                    "log": None,
+                    "note": "no .worktreesetup on the default branch — nothing declared",
+                },
             }
         ],
         "repos_md_updated": False,
@@ -700,6 +712,8 @@ def test_a_created_secondary_costs_two_git_processes(workspace, tmp_path):
     assert [r["status"] for r in res.json["repos"]] == ["existing", "created", "created", "created"]
     verbs = git_verbs(log)
     assert verbs["fetch"] == len(names)
+    # Their setup stage learns from each new checkout (cut at the default branch's commit)
+    # that no .worktreesetup is declared: no git process for it.
     assert verbs == {"fetch": len(names), "worktree": len(names)}, dict(verbs)
 
 

@@ -18,13 +18,17 @@ def new_cmd(
     topic_id: str | None,
     date: str | None,
     fix: bool,
+    no_setup: bool,
+    line_timeout: float,
     wait: float,
     as_json: bool,
     sparse: tuple[str, ...] | None = None,
 ) -> int:
+    from router.create.setupcmds import SetupOptions
     from router.create.topic import new_topic
 
     track = "fix" if fix else None
+    setup = SetupOptions(run=not no_setup, line_timeout=line_timeout)
     return emit_result(
         "new",
         as_json,
@@ -37,6 +41,7 @@ def new_cmd(
             wait=wait,
             track=track,
             sparse=_sparse_option(sparse),
+            setup=setup,
         ),
         new_text,
     )
@@ -59,14 +64,23 @@ def _sparse_option(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
 
 
 def worktrees_cmd(
-    cwd: Path, *, plan_dir: str | None, strict: bool, wait: float, as_json: bool
+    cwd: Path,
+    *,
+    plan_dir: str | None,
+    strict: bool,
+    no_setup: bool,
+    line_timeout: float,
+    wait: float,
+    as_json: bool,
 ) -> int:
+    from router.create.setupcmds import SetupOptions
     from router.create.topic import setup_worktrees
 
+    setup = SetupOptions(run=not no_setup, line_timeout=line_timeout)
     return emit_result(
         "worktrees",
         as_json,
-        lambda: setup_worktrees(cwd, plan_dir, strict=strict, wait=wait),
+        lambda: setup_worktrees(cwd, plan_dir, strict=strict, wait=wait, setup=setup),
         worktrees_text,
     )
 
@@ -120,6 +134,8 @@ def new_text(result: Any) -> str:
         lines.insert(2, f"  reason: {home.reason}: {home.message}")
     if home.copied is not None:
         lines.insert(2, f"  .worktreeinclude: {home.copied.line()}")
+    if home.setup is not None and home.setup.worth_saying:
+        lines.insert(len(lines) - 1, f"  {home.setup.summary()}")  # last: it ran last
     return "\n".join(lines)
 
 
@@ -133,6 +149,8 @@ def worktrees_text(result: Any) -> str:
         lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{cone}{why}")
         if r.copied is not None:
             lines.append(f"  {'':<{width}}  .worktreeinclude: {r.copied.line()}")
+        if r.setup is not None and r.setup.worth_saying:
+            lines.append(f"  {'':<{width}}  {r.setup.summary()}")
     if result.mode == "multi":
         lines.append(
             "repos.md ## Worktrees " + ("updated" if result.repos_md_updated else "unchanged")

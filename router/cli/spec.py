@@ -189,6 +189,21 @@ LINE_TIMEOUT = Opt(
     default=CLI_DEFAULT_LINE_TIMEOUT,
     least=0.1,
 )
+# The creating commands' setup-commands stage (new, worktrees).
+NO_SETUP = Opt(
+    "--no-setup",
+    "no_setup",
+    "Do not run the default branch's .worktreesetup lines in the new worktree.",
+)
+SETUP_LINE_TIMEOUT = Opt(
+    "--line-timeout",
+    "line_timeout",
+    "Seconds each .worktreesetup line may run before its process group is killed.",
+    kind=FLOAT,
+    metavar="S",
+    default=CLI_DEFAULT_LINE_TIMEOUT,
+    least=0.1,
+)
 REMOVE_REUSED = Opt(
     "--remove-reused",
     "remove_reused",
@@ -245,6 +260,8 @@ NEW = Command(
             kind=TEXTS,
             metavar="DIR",
         ),
+        NO_SETUP,
+        SETUP_LINE_TIMEOUT,
         WAIT,
         JSON,
     ),
@@ -258,15 +275,19 @@ WORKTREES = Command(
         Opt(
             "--strict",
             "strict",
-            "Any refusal or fallback rolls back this run's worktrees and exits 1.",
+            "Any refusal or fallback rolls back this run's worktrees and exits 1; a "
+            ".worktreesetup line that fails exits 1 and keeps them.",
         ),
+        NO_SETUP,
+        SETUP_LINE_TIMEOUT,
         WAIT,
         JSON,
     ),
 )
 INIT = Command(
     "init",
-    "Prepare this repo: info/exclude lines; example .worktreeinclude and .teamteardown.example.",
+    "Prepare this repo: info/exclude lines; example .worktreeinclude, .worktreesetup.example "
+    "and .teamteardown.example.",
     "create:init_cmd",
     (),
     (

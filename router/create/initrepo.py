@@ -90,10 +90,11 @@ def _prepare(repo: Repo, *, write_examples: bool) -> list[str]:
         if ensure_excludes(repo.common_dir)
         else "info/exclude: already lists /.claude/worktrees/ and /docs/plans/"
     ]
-    teardown = share_dir("templates").parent / ".teamteardown.example"
+    shared = share_dir("templates").parent
     examples = {
         ".worktreeinclude": render("worktreeinclude.j2"),
-        ".teamteardown.example": teardown.read_text(encoding="utf-8"),
+        ".worktreesetup.example": (shared / ".worktreesetup.example").read_text(encoding="utf-8"),
+        ".teamteardown.example": (shared / ".teamteardown.example").read_text(encoding="utf-8"),
     }
     if write_examples:
         return actions + [_write_example(repo.primary / n, t) for n, t in examples.items()]
@@ -103,9 +104,10 @@ def _prepare(repo: Repo, *, write_examples: bool) -> list[str]:
     for name, text in examples.items():
         write_atomic(where / name, text)  # ours alone: refreshed on every run
     offered = (
-        f"examples: {where / '.worktreeinclude'} and {where / '.teamteardown.example'} "
-        "(outside the work tree, so it stays clean; to use one, copy it into the repo as "
-        ".worktreeinclude or .teamteardown and commit it to the default branch)"
+        f"examples: {where / '.worktreeinclude'}, {where / '.worktreesetup.example'} and "
+        f"{where / '.teamteardown.example'} (outside the work tree, so it stays clean; to use "
+        "one, copy it into the repo as .worktreeinclude, .worktreesetup or .teamteardown and "
+        "commit it to the default branch)"
     )
     return [*actions, offered]
 

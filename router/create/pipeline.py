@@ -12,6 +12,14 @@ from pathlib import Path
 from router import git as g
 from router.create import ouradd, sparse
 from router.create.include import Copied, copy_included
+from router.create.setupcmds import (
+    SetupOptions,
+    SetupPlan,
+    SetupReport,
+    SetupRun,
+    plan_setup,
+    run_setup,
+)
 from router.errors import ErrorCode, Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
@@ -65,6 +73,7 @@ class CreateReport:
     created: Created = field(default_factory=Created)
     copied: Copied | None = None  # the .worktreeinclude copy; None when the repo has none
     sparse: tuple[str, ...] | None = None  # the cone of a sparse worktree; None: the whole tree
+    setup: SetupReport | None = None  # the setup-commands stage (None: no worktree to set up)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -76,6 +85,7 @@ class CreateReport:
             "reason": self.reason or None,
             "copied": self.copied.to_json() if self.copied else None,
             "sparse": list(self.sparse) if self.sparse is not None else None,
+            "setup": self.setup.to_json() if self.setup else None,
         }
 
 
@@ -100,6 +110,7 @@ class Job:
     sparse: tuple[str, ...] | None = None
     # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's turn.
     fetch: _Fetch | None = field(default=None, compare=False, repr=False)
+    setup: SetupOptions = field(default_factory=SetupOptions)  # --no-setup, --line-timeout
 
 
 class _Failed(Exception):
@@ -921,6 +932,13 @@ class _Pipeline:
         try:
             state.crash_point("setup")
             included, copied = self._setup(worktree)
+            setup = plan_setup(
+                self.git,
+                self.record,
+                fresh=status is Status.CREATED,
+                options=self.job.setup,
+                default_checkout=worktree if self.created.branch and self.base else None,
+            )
             state.crash_point("record")
             # A switched-away worktree (_switched_away) keeps the topic's branch in
             # the record: teardown and pr-cleanup judge that branch, not the other.
@@ -928,11 +946,12 @@ class _Pipeline:
             # A sparse worktree's checkout is done once it has an index (else _half_made).
             cone = ("sparse",) if self._cone_of(worktree, status) else ()
             self._save(
-                steps=("add", *cone, "verify", "setup", "record"),
+                steps=("add", *cone, "verify", "setup", "record", *setup.steps),
                 worktree=str(worktree),
                 base_commit=self._base_commit(worktree),
                 included=included,
                 branch=self.branch if switched else branch or self.branch,
+                **setup.fields,
             )
         except PlanDirSymlink as exc:
             if status is not Status.CREATED:
@@ -950,6 +969,9 @@ class _Pipeline:
             _undo(self.repo, self.path, self.branch, self.created, base=self.base)
             self._forget_claim()
             return self._fallback(ErrorCode.SETUP_FAILED, f"setting up {worktree} failed: {exc}")
+        # After the record: the worktree is whole and recorded before any line
+        # runs, and no failure of a line can take it back (DESIGN §7).
+        ran = self._setup_commands(setup, worktree, branch or self.branch)
         return CreateReport(
             self.job.name,
             self.repo.primary,
@@ -962,6 +984,7 @@ class _Pipeline:
             created=self.created,
             copied=copied,
             sparse=self._cone_of(worktree, status),
+            setup=ran,
         )
 
     def _recorded_cone(self) -> tuple[str, ...] | None:
@@ -972,6 +995,23 @@ class _Pipeline:
         if status is Status.CREATED:
             return self.cone
         return self._recorded_cone() if worktree == self.path else None
+
+    def _setup_commands(self, plan: SetupPlan, worktree: Path, branch: str) -> SetupReport:
+        state.crash_point("setup-commands")
+        where = SetupRun(
+            self.job.name,
+            self.repo.primary,
+            self.repo.common_dir,
+            worktree,
+            branch,
+            self.job.topic.id,
+            self.job.setup,
+        )
+        report, warnings = run_setup(
+            plan, where, lambda steps, fields: self._save(steps=steps, **fields)
+        )
+        self.warnings.extend(warnings)
+        return report
 
     def _exclude(self) -> None:
         if self.excluded:

@@ -17,6 +17,7 @@ from router.create.pipeline import (
     refused_report,
     rollback,
 )
+from router.create.setupcmds import SetupOptions, SetupStatus
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
@@ -61,6 +62,7 @@ class NewResult:
                 "base": self.home.base,
                 "copied": self.home.copied.to_json() if self.home.copied else None,
                 "sparse": list(self.home.sparse) if self.home.sparse is not None else None,
+                "setup": self.home.setup.to_json() if self.home.setup else None,
             },
         }
 
@@ -76,6 +78,7 @@ def new_topic(
     isolated: bool = False,
     track: str | None = None,
     sparse: tuple[str, ...] | None = None,
+    setup: SetupOptions | None = None,
 ) -> NewResult:
     """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
 
@@ -111,12 +114,13 @@ def new_topic(
                 made_by=made_by,
                 wait=wait,
                 sparse=sparse,
+                setup=setup or SetupOptions(),
             )
             fallen = _fallen_back_plan(repo, topic)
             if fallen is not None:
                 # A rerun after a fallback: the same rule as `worktrees` (the
                 # plan dir moves into the new worktree, or everything stays).
-                report = _home_report(repo, fallen, topic, wait, sparse)
+                report = _home_report(repo, fallen, topic, wait, sparse, setup)
                 moved, report = _move_plan_dir(repo, fallen, report)
                 checkout = moved.root
             else:
@@ -315,9 +319,19 @@ def _plan_dir_gone(topic_id: str) -> str:
 
 
 def setup_worktrees(
-    cwd: Path, target: str | None, *, strict: bool = False, wait: float = state.DEFAULT_WAIT
+    cwd: Path,
+    target: str | None,
+    *,
+    strict: bool = False,
+    wait: float = state.DEFAULT_WAIT,
+    setup: SetupOptions | None = None,
 ) -> WorktreesResult:
-    """Create or reuse every repo's worktree for a topic and record them in ``repos.md``."""
+    """Create or reuse every repo's worktree for a topic and record them in ``repos.md``.
+
+    ``--strict``: a repo that got no worktree rolls back what this run created;
+    a setup line that failed keeps every worktree (each is whole and recorded,
+    and the rerun resumes at that line) but the command still exits 1.
+    """
     home_repo, plan = resolve_existing(cwd, target, needs=_plan_dir_gone)
     topic = parse_id(plan.id)
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
@@ -334,6 +348,10 @@ def setup_worktrees(
         parsed = read_repos_md(repos_md) if repos_md.is_file() else None
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
         home_job = _home_job(home_repo, plan, topic, wait, parsed.home.sparse if parsed else None)
+        options = setup or SetupOptions()
+        jobs = [dataclasses.replace(j, setup=options) for j in jobs]
+        if isinstance(home_job, Job):
+            home_job = dataclasses.replace(home_job, setup=options)
         # The home repo's step runs alongside the others; its refusal still
         # leaves every repo as it was (ensure_all rolls theirs back).
         if isinstance(home_job, Job):
@@ -349,7 +367,10 @@ def setup_worktrees(
         updated = _write_back(repos_md, parsed, reports) if parsed else False
         _remember_home(home_repo, topic, plan.path, reports)
     notes = permission.extend_to(home_repo, _reached(reports[1:]))
-    return WorktreesResult(topic, plan.path, mode, reports, updated, tuple(notes))
+    result = WorktreesResult(topic, plan.path, mode, reports, updated, tuple(notes))
+    if strict:
+        _refuse_failed_setup(result)
+    return result
 
 
 def _reached(reports: list[CreateReport]) -> list[tuple[str, Repo]]:
@@ -408,11 +429,18 @@ def _home_job(
 
 
 def _home_report(
-    repo: Repo, plan: PlanDir, topic: Topic, wait: float, sparse: tuple[str, ...] | None
+    repo: Repo,
+    plan: PlanDir,
+    topic: Topic,
+    wait: float,
+    sparse: tuple[str, ...] | None,
+    setup: SetupOptions | None,
 ) -> CreateReport:
     """The home repo's report when it runs on its own (`new` after a fallback)."""
     job = _home_job(repo, plan, topic, wait, sparse)
-    return ensure(job) if isinstance(job, Job) else job
+    if not isinstance(job, Job):
+        return job
+    return ensure(dataclasses.replace(job, setup=setup or SetupOptions()))
 
 
 def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
@@ -589,6 +617,29 @@ def _enforce_strict(result: WorktreesResult, jobs: list[Job]) -> None:
     raise RouterError(
         ErrorCode.STRICT_FAILED,
         f"--strict: {names} got no worktree; {rolled}",
+        details={**result.to_json(), "warnings": result.warnings},
+    )
+
+
+def _refuse_failed_setup(result: WorktreesResult) -> None:
+    """``--strict``: a setup line that failed is a refusal, once everything is recorded.
+
+    Nothing is rolled back: each worktree is whole and verified, the failed
+    line may need what the lines before it built (slow to build again), and
+    the rerun runs only the failed line and those after it.
+    """
+    failed = [r for r in result.repos if r.setup and r.setup.status is SetupStatus.FAILED]
+    if not failed:
+        return
+    names = "; ".join(
+        f"{r.name} ({r.setup.label} at `{r.setup.line}`, log {r.setup.log})"  # type: ignore[union-attr]
+        for r in failed
+    )
+    raise RouterError(
+        ErrorCode.STRICT_FAILED,
+        f"--strict: a .worktreesetup line failed in {names}; every worktree is kept. Fix the "
+        "line on the default branch (or what it needs), then run `team-router worktrees` "
+        "again: it runs the failed line and the ones after it",
         details={**result.to_json(), "warnings": result.warnings},
     )
 

@@ -261,6 +261,11 @@ class TopicRecord:
     # Files a .worktreeinclude copy placed in the worktree: removal names them
     # (git ignores them, so they would otherwise vanish unmentioned).
     included: tuple[str, ...] = ()
+    # The .worktreesetup lines that succeeded in this worktree: a rerun never runs
+    # them again. ``setup_state`` says where the stage stands: lines are left to run
+    # ("pending", or "failed": one failed), or none is ("done", "none": none declared).
+    setup_done: tuple[str, ...] = ()
+    setup_state: str | None = None
     # Home record only: the plan's temp paths, kept before the plan dir goes.
     temp_paths: tuple[str, ...] = ()
     # The default branch commit .teamteardown was read from when teardown
@@ -301,6 +306,7 @@ class TopicRecord:
         data["steps"] = list(self.steps)
         data["repos"] = [asdict(r) for r in self.repos]
         data["included"] = list(self.included)
+        data["setup_done"] = list(self.setup_done)
         data["temp_paths"] = list(self.temp_paths)
         data["sparse"] = list(self.sparse) if self.sparse is not None else None
         if self.teardown is not None:
@@ -332,7 +338,7 @@ class TopicRecord:
             "last_run",
         }
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in nested}
-        for key in ("steps", "included", "temp_paths"):
+        for key in ("steps", "included", "temp_paths", "setup_done"):
             if not isinstance(known.get(key, []), list):
                 raise ValueError(f"{key} must be a list")
             known[key] = tuple(known.get(key, ()))
@@ -432,6 +438,7 @@ def _picking_of(value: object) -> Picking | None:
 
 
 _TEXT_FIELDS = (
+    "setup_state",
     "worktree",
     "base_commit",
     "description",
@@ -458,7 +465,7 @@ def _check_shape(record: TopicRecord) -> None:
         raise ValueError("declared_at must be a commit id")
     if not isinstance(record.schema, int) or record.schema > SCHEMA:
         raise ValueError(f"schema {record.schema!r} is not one this version reads (<= {SCHEMA})")
-    for key in ("steps", "included", "temp_paths", "sparse"):
+    for key in ("steps", "included", "temp_paths", "sparse", "setup_done"):
         if not all(isinstance(s, str) for s in getattr(record, key) or ()):
             raise ValueError(f"{key} must be a list of strings")
     mark = record.teardown
