@@ -5,6 +5,10 @@ text, and import what they use from here (``from router.git import Git``).
 The modules behind it:
 
 - ``run``: the one place a git process starts (environment, signals, errors);
+- ``answers``: git's answers remembered while a command gathers its facts
+  (:func:`remembered`), forgotten at every change made through ``run`` and at
+  :func:`forget`; the rule that makes a remembered answer never a stale one
+  is written there;
 - ``files``: git's files read without git where the layout is the plain one,
   private: a fact read from them is exported here, and the package decides
   where a fact is read from (the session-start hook loads nothing else);
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from router.git.answers import forget as forget
+    from router.git.answers import remembered as remembered
     from router.git.checkout import FastForward as FastForward
     from router.git.checkout import cherry_pick as cherry_pick
     from router.git.checkout import cherry_pick_abort as cherry_pick_abort
@@ -144,6 +150,8 @@ _HOME = {
     "registrations": "files",
     "torn_registration": "files",
     "worktree_admin_dirs": "files",
+    "forget": "answers",
+    "remembered": "answers",
     "Git": "client",
     "init_repo": "client",
     "GitError": "run",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from router.git.run import GitError, Runner, base_env
+from router.git.run import GitError, Runner, base_env, recall_about
 
 
 class ConfigMethods(Runner):
@@ -14,6 +14,9 @@ class ConfigMethods(Runner):
     __slots__ = ()
 
     def config_get(self, key: str) -> str | None:
+        return self._recall(("config --get", key), lambda: self._config_get(key))
+
+    def _config_get(self, key: str) -> str | None:
         res = self.run("config", "--get", "--", key, check=False)
         return res.stdout.strip() if res.ok else None
 
@@ -94,6 +97,10 @@ class ConfigView:
 
 def config_view(git: ConfigMethods) -> ConfigView:
     """``git config -l -z``: every value, for the questions a command asks of one repo."""
+    return recall_about(git, ("config -l",), lambda: _config_view(git))
+
+
+def _config_view(git: ConfigMethods) -> ConfigView:
     values: dict[str, list[str]] = {}
     for item in git.run("config", "-l", "-z").stdout.split("\0"):
         if item:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from router.git.answers import about_refs
 from router.git.run import Runner
 from router.names import Sha
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,11 +30,21 @@ class HistoryMethods(Runner):
     __slots__ = ()
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        return self.ok("merge-base", "--is-ancestor", ancestor, descendant)
+        return self._about(
+            ("is-ancestor", ancestor, descendant),
+            lambda: self.ok("merge-base", "--is-ancestor", ancestor, descendant),
+        )
 
     def merge_base(self, a: str, b: str) -> str | None:
+        return self._about(("merge-base", a, b), lambda: self._merge_base(a, b))
+
+    def _merge_base(self, a: str, b: str) -> str | None:
         res = self.run("merge-base", a, b, check=False)
         return res.stdout.strip() or None if res.ok else None
+
+    def _about(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
+        """Remembered when every revision asked about is a full ref or an object id."""
+        return self._recall(question, ask) if about_refs(*question[1:]) else ask()
 
     def rev_list(self, range_: str, *, limit: int | None = None) -> list[str]:
         args = ["rev-list"]
@@ -35,10 +53,15 @@ class HistoryMethods(Runner):
         return [x for x in self.out(*args, range_, "--").splitlines() if x]
 
     def count_commits(self, range_: str) -> int:
-        return int(self.out("rev-list", "--count", range_, "--") or 0)
+        return self._about(
+            ("count", range_), lambda: int(self.out("rev-list", "--count", range_, "--") or 0)
+        )
 
     def cherry(self, upstream: str, head: str) -> list[CherryEntry]:
         """``git cherry upstream head``: commits of head and whether upstream has their patch."""
+        return self._about(("cherry", upstream, head), lambda: self._cherry(upstream, head))
+
+    def _cherry(self, upstream: str, head: str) -> list[CherryEntry]:
         out = self.out("cherry", upstream, head)
         entries = []
         for line in out.splitlines():

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from router.git.answers import about_refs
 from router.git.run import GitError, Runner, verified
 from router.git.sparse import mark_unmaterialised, unmaterialised
 
@@ -21,11 +22,23 @@ class ObjectMethods(Runner):
 
     def tree_of(self, rev: str) -> str | None:
         """The tree ``rev`` names, or None when it does not resolve (raises as :meth:`rev_parse`)."""
+        if about_refs(rev):
+            return self._recall(("tree", rev), lambda: self._tree_of(rev))
+        return self._tree_of(rev)
+
+    def _tree_of(self, rev: str) -> str | None:
         res = self.run("rev-parse", "-q", "--verify", f"{rev}^{{tree}}", check=False)
         return verified(res)
 
     def merge_tree(self, ours: str, theirs: str) -> str | None:
         """Tree of a clean ``merge-tree --write-tree`` merge; None on conflict or failure."""
+        if about_refs(ours, theirs):
+            return self._recall(
+                ("merge-tree", ours, theirs), lambda: self._merge_tree(ours, theirs)
+            )
+        return self._merge_tree(ours, theirs)
+
+    def _merge_tree(self, ours: str, theirs: str) -> str | None:
         res = self.run("merge-tree", "--write-tree", ours, theirs, check=False)
         if not res.ok:
             return None

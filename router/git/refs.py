@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import cast
 
 from router.git import files as gitfiles
+from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
-from router.git.run import GitError, verified
+from router.git.run import GitError, recall_about, verified
 from router.names import Branch, Sha
 
 
@@ -44,6 +45,11 @@ class RefMethods(LayoutMethods):
         Raises GitError when git could not answer (not a repository, a
         corrupt one): a failed read is never "there is no such commit".
         """
+        if about_refs(rev):
+            return self._recall(("rev-parse", rev), lambda: self._rev_parse(rev))
+        return self._rev_parse(rev)
+
+    def _rev_parse(self, rev: str) -> Sha | None:
         res = self.run(
             "rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}", check=False
         )
@@ -61,6 +67,11 @@ class RefMethods(LayoutMethods):
         """
         if not revs:
             return {}
+        if about_refs(*revs):
+            return self._recall(("commits", *revs), lambda: self._commits(revs))
+        return self._commits(revs)
+
+    def _commits(self, revs: Sequence[str]) -> dict[str, Sha | None]:
         # Read from the files, a ref naming an object the repository lacks (a
         # corrupt repo: git writes a ref only after its object) is answered as
         # that id, where ``rev-parse --verify`` answers None. Left unchecked on
@@ -97,6 +108,11 @@ class RefMethods(LayoutMethods):
         return found
 
     def symbolic_target(self, ref: str) -> str | None:
+        if about_refs(ref):
+            return self._recall(("symbolic-ref", ref), lambda: self._symbolic_target(ref))
+        return self._symbolic_target(ref)  # HEAD: the checkout's, never remembered
+
+    def _symbolic_target(self, ref: str) -> str | None:
         res = self.run("symbolic-ref", "-q", ref, check=False)
         return res.stdout.strip() or None if res.ok else None
 
@@ -104,11 +120,17 @@ class RefMethods(LayoutMethods):
         """Which of the given full ref names exist (one process for all)."""
         if not refs:
             return set()
+        return self._recall(("existing", *refs), lambda: self._for_each_ref_names(refs))
+
+    def _for_each_ref_names(self, refs: Sequence[str]) -> set[str]:
         out = self.out("for-each-ref", "--format=%(refname)", "--", *refs)
         return set(out.splitlines())
 
     def refs_under(self, *prefixes: str) -> dict[str, str]:
         """Every ref under ``prefixes`` mapped to its symref target ("" for a plain ref)."""
+        return self._recall(("refs-under", *prefixes), lambda: self._refs_under(prefixes))
+
+    def _refs_under(self, prefixes: Sequence[str]) -> dict[str, str]:
         out = self.out("for-each-ref", "--format=%(refname)%00%(symref)", "--", *prefixes)
         refs = {}
         for line in out.splitlines():
@@ -118,6 +140,9 @@ class RefMethods(LayoutMethods):
 
     def ref_tips(self, *prefixes: str) -> dict[str, tuple[str, str]]:
         """Every ref under ``prefixes`` -> (its commit, its symref target or ""), in one process."""
+        return self._recall(("ref-tips", *prefixes), lambda: self._ref_tips(prefixes))
+
+    def _ref_tips(self, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
         out = self.out(
             "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)", "--", *prefixes
         )
@@ -129,9 +154,15 @@ class RefMethods(LayoutMethods):
         return tips
 
     def branch_exists(self, branch: str) -> bool:
-        return self.ok("show-ref", "--verify", "--quiet", "--", f"refs/heads/{branch}")
+        ref = f"refs/heads/{branch}"
+        return self._recall(
+            ("show-ref", ref), lambda: self.ok("show-ref", "--verify", "--quiet", "--", ref)
+        )
 
     def local_branches(self) -> list[Branch]:
+        return self._recall(("local-branches",), self._local_branches)
+
+    def _local_branches(self) -> list[Branch]:
         out = self.out("for-each-ref", "--format=%(refname:short)", "refs/heads/")
         return [Branch(b) for b in out.splitlines() if b]
 
@@ -172,6 +203,10 @@ def ref_values(git: RefMethods, refs: Sequence[str]) -> dict[str, str]:
     """``full ref name -> commit`` for those of ``refs`` that exist (one process for all)."""
     if not refs:
         return {}
+    return recall_about(git, ("ref-values", *refs), lambda: _ref_values(git, refs))
+
+
+def _ref_values(git: RefMethods, refs: Sequence[str]) -> dict[str, str]:
     out = git.out("for-each-ref", "--format=%(refname) %(objectname)", "--", *refs)
     return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
@@ -187,6 +222,12 @@ class RefTip:
 
 def ref_tips_with_trees(git: RefMethods, *prefixes: str) -> dict[str, RefTip]:
     """Every ref under ``prefixes`` -> its commit, tree and symref target, in one process."""
+    return recall_about(
+        git, ("ref-tips-with-trees", *prefixes), lambda: _ref_tips_with_trees(git, prefixes)
+    )
+
+
+def _ref_tips_with_trees(git: RefMethods, prefixes: Sequence[str]) -> dict[str, RefTip]:
     out = git.out(
         "for-each-ref",
         "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)",

@@ -19,16 +19,19 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import interrupt
 from router.errors import ErrorCode, ToolFailed
+from router.git import answers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Self
+    from typing import Self, TypeVar
+
+    T = TypeVar("T")
 
 # Variables that point git at a repository or index other than the one we ask
 # about. They leak in when team-router runs from a git hook or a tool that set
@@ -172,9 +175,15 @@ class Running:
     """
 
     def __init__(
-        self, argv: list[str], proc: subprocess.Popen[bytes] | None, timeout: float | None
+        self,
+        argv: list[str],
+        proc: subprocess.Popen[bytes] | None,
+        timeout: float | None,
+        *,
+        changes: bool = True,
     ):
         self._argv = argv
+        self._changes = changes
         self._proc = proc
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._timeout = timeout
@@ -183,7 +192,11 @@ class Running:
     def wait(self) -> Result:
         """The finished command's result; raises GitError as :meth:`Git.run` does."""
         if self._outcome is None:
-            self._outcome = self._collect()
+            try:
+                self._outcome = self._collect()
+            finally:
+                if self._changes:
+                    answers.forget()  # what it changed is in place now
         if isinstance(self._outcome, GitError):
             raise self._outcome
         return self._outcome
@@ -322,6 +335,18 @@ class Runner:
         full_env.update(self.env)
         if env:
             full_env.update(env)
+        with _changing(args):
+            return self._run(argv, check=check, timeout=timeout, input=input, env=full_env)
+
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        check: bool,
+        timeout: float | None,
+        input: str | None,
+        env: Mapping[str, str],
+    ) -> Result:
         try:
             # Bytes, decoded here: text mode would also translate newlines, turning a
             # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
@@ -329,7 +354,7 @@ class Runner:
                 argv,
                 timeout=timeout,
                 input=None if input is None else input.encode("utf-8", "surrogateescape"),
-                env=full_env,
+                env=env,
             )
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
@@ -342,6 +367,9 @@ class Runner:
         if check and not result.ok:
             raise result.as_error()
         return result
+
+    def _recall(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
+        return recall_about(self, question, ask)
 
     def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
         # core.fsmonitor names a command git runs whenever it reads an index
@@ -357,7 +385,8 @@ class Runner:
         interrupt.check()
         argv = self._argv(args)
         try:
-            proc = _run_to_its_end(argv, env={**base_env(), **self.env})
+            with _changing(args):
+                proc = _run_to_its_end(argv, env={**base_env(), **self.env})
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
         interrupt.check_child(proc.returncode)
@@ -381,6 +410,9 @@ class Runner:
         """Start ``git -C cwd args`` and return at once; :meth:`Running.wait` ends it."""
         interrupt.check()
         argv = self._argv(args)
+        changes = not answers.read_only(args)
+        if changes:
+            answers.forget()
         try:
             proc = subprocess.Popen(
                 argv,
@@ -390,5 +422,31 @@ class Runner:
                 env={**base_env(), **self.env},
             )
         except FileNotFoundError:
-            return Running(argv, None, timeout)
-        return Running(argv, proc, timeout)
+            return Running(argv, None, timeout, changes=changes)
+        return Running(argv, proc, timeout, changes=changes)
+
+
+def recall_about(git: Runner, question: tuple[str, ...], ask: Callable[[], T]) -> T:
+    """``ask()``'s answer to ``question`` about ``git``'s directory, remembered while a
+    command gathers its facts (:mod:`router.git.answers` says when that is safe)."""
+    key = (str(git.cwd), tuple(sorted(git.env.items())), question)
+    return answers.recall(key, ask)
+
+
+class _changing:
+    """Around a git command that may change the repository: every remembered answer is
+    forgotten before it starts and again once it ended, however it ended
+    (:mod:`router.git.answers`)."""
+
+    __slots__ = ("_changes",)
+
+    def __init__(self, args: Sequence[str]) -> None:
+        self._changes = not answers.read_only(tuple(args))
+
+    def __enter__(self) -> None:
+        if self._changes:
+            answers.forget()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._changes:
+            answers.forget()

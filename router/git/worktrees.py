@@ -51,6 +51,9 @@ class WorktreeMethods(LayoutMethods):
         For a checkout top level in the plain layout, the same list read from
         git's files (:func:`gitfiles.listed_worktrees`); otherwise git is asked.
         """
+        return self._recall(("worktree list",), self._worktree_list)
+
+    def _worktree_list(self) -> list[WorktreeEntry]:
         plain = self._plain_layout()
         if plain is not None:
             try:

@@ -27,7 +27,7 @@ from router.declared import (
     run_line,
 )
 from router.errors import ErrorCode, ExitCode, error_json
-from router.git import Git, GitPlace, git_place, repository_above, repository_below
+from router.git import Git, GitPlace, forget, git_place, repository_above, repository_below
 from router.progress import Echo
 from router.teardown.primary import is_primary_clone
 from router.teardown.steps import (
@@ -154,6 +154,7 @@ def run_lines(
             break
         announce(echo, repo, f"$ {line}")
         result = run_line(line, cwd=root, env=env, timeout=timeout, repo=repo)
+        forget()  # the line may have changed any repository: git is asked afresh after it
         announce(echo, repo, f"  -> {result.label}")
         results.append(result)
     return results

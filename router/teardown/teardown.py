@@ -130,7 +130,7 @@ def teardown(
         # it. Under the topic's lock too: another run tearing the topic down now has its git
         # in the worktree, and the plan must wait for it (or say `locked`), never take it for
         # a process working there.
-        with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
+        with state.held_lock(scope.home.common_dir, scope.id, wait=wait), g.remembered():
             scope = resolve_topic(cwd, target)
             plans = _with_users(
                 _with_holders(
@@ -155,18 +155,21 @@ def teardown(
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
-        # The scope (records, worktree lists) was read before the lock: another
-        # run may have torn the topic down or added a repo while this one waited.
-        scope = resolve_topic(cwd, target)
-        if check is not None:
-            check(scope)
-        plans = _with_users(
-            _with_holders(
-                scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
-            ),
-            opts,
-            state.lock_path(scope.home.common_dir, scope.id),
-        )
+        # The facts: each git answer is asked once while they are read; the steps
+        # that act read what they check afresh.
+        with g.remembered():
+            # The scope (records, worktree lists) was read before the lock: another
+            # run may have torn the topic down or added a repo while this one waited.
+            scope = resolve_topic(cwd, target)
+            if check is not None:
+                check(scope)
+            plans = _with_users(
+                _with_holders(
+                    scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+                ),
+                opts,
+                state.lock_path(scope.home.common_dir, scope.id),
+            )
         warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
         refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:

@@ -215,15 +215,22 @@ def acquire(path: Path, wait: float) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     # ``wait > 0`` is False for NaN too, which would otherwise never be reached.
     deadline = time.monotonic() + (wait if wait > 0 else 0.0)
+    waited = False
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if waited:
+                # The holder we waited for may have changed any repository.
+                from router.git.answers import forget
+
+                forget()
             return fd
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise LockBusy(str(path)) from None
             time.sleep(LOCK_POLL)
+            waited = True
         except BaseException:
             os.close(fd)
             raise
