@@ -179,3 +179,19 @@ def test_text_outside_items_is_named_by_its_first_line_and_comments_and_breaks_a
         Text(10),
         Text(12),
     ]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet="ab -\n\r\x0b\x0c\x85\u2028", max_size=24), st.booleans())
+def test_lines_are_cut_where_commonmark_cuts_them_with_or_without_a_carriage_return(text, keepends):
+    # Text without "\r" is cut by str.split, the rest by the pattern: both cut after
+    # "\r\n", "\r" or "\n" alone (a VT, FF, NEL or U+2028 stays inside its line).
+    import re
+
+    cut = [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+    starts = [0, *cut]
+    ends = [*cut, len(text)]
+    expected = [text[s:e] for s, e in zip(starts, ends, strict=True) if s < e]
+    if not keepends:
+        expected = [line.rstrip("\r\n") if line[-1:] in "\r\n" else line for line in expected]
+    assert ol.split_lines(text, keepends=keepends) == expected

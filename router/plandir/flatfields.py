@@ -53,12 +53,17 @@ def repeated_keys(lines: list[str]) -> dict[str, list[str | None]]:
     YAML and the scanner above both keep the last one and say nothing: a gate
     record with two verdicts would be read as whichever came last.
     """
-    seen: dict[str, list[str | None]] = {}
+    seen: dict[str, list[str]] = {}
     for line in lines:
         match = _KEY_LINE.match(line)  # a key at column 0: top level in YAML's block style
         if match is not None:
-            seen.setdefault(match[1], []).append(_loose_scalar(match[2] or ""))
-    return {key: values for key, values in seen.items() if len(values) > 1}
+            seen.setdefault(match[1], []).append(match[2] or "")
+    # Only a repeated key's values are read: almost every block repeats none.
+    return {
+        key: [_loose_scalar(value) for value in values]
+        for key, values in seen.items()
+        if len(values) > 1
+    }
 
 
 def _loose_scalar(value: str) -> str | None:
