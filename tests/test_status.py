@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from helpers.faults import git_logger, git_verbs, run
@@ -233,3 +235,33 @@ def test_a_repo_that_fell_back_is_shown_working_in_its_main_tree(workspace):
         f"  home  -        0 ahead  works in its main tree {web}\n"
         f"  api   clean    0 ahead  works in its main tree {api}\n"
     )
+
+
+def test_status_reads_each_record_file_and_each_plans_folder_once(home_repo):
+    # Discovery (which topic is current) and the listing read the same records and
+    # docs/plans/ folders: the command reads each once, whatever the number of topics.
+    for words in ("add rate limiting", "fix the footer", "tidy the docs"):
+        artifact(new_topic(home_repo, words).plan_dir, "task.md")
+    code = (
+        "import collections, json, sys\n"
+        "seen = collections.Counter()\n"
+        "def audit(event, args):\n"
+        "    if event in ('open', 'os.listdir', 'os.scandir') and args and args[0]:\n"
+        "        seen[str(args[0])] += 1\n"
+        "sys.addaudithook(audit)\n"
+        "from router.entry import main\n"
+        "code = main(['status', '--json'])\n"
+        "print(json.dumps(seen), file=sys.stderr)\n"
+        "raise SystemExit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=home_repo, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stderr.splitlines()[-1])
+    topics = home_repo / ".git" / "team-router" / "topics"
+    records = {p: n for p, n in seen.items() if Path(p).parent == topics}
+    plans = {p: n for p, n in seen.items() if p.endswith("docs/plans")}
+    assert len(records) == 3 and set(records.values()) == {1}, records
+    assert seen[str(topics)] == 1  # which ids have a record: one listing
+    assert len(plans) == 4 and set(plans.values()) == {1}, plans  # primary + 3 worktrees

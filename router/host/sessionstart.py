@@ -55,7 +55,7 @@ def _session_start(default_cwd: str | None) -> None:
     found = locate(cwd)
     if found is None or found.plan is None:
         return
-    home, plan = found
+    home, plan = found.home, found.plan
     resume = resume_point(home.primary, plan) if plan.kind == RUN else None
     # A holder that cannot be written must not cost the session its notice.
     with contextlib.suppress(Exception):

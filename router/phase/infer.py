@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from router.plandir.reposmd import WorktreeLine
-    from router.topic.runs import PlanDir
+    from router.topic.runs import PlanDir, Records
     from router.topic.workspace import DefaultBranch, Repo
 
 WORKTREE, QUESTION, RESEARCH, DESIGN = "WORKTREE", "QUESTION", "RESEARCH", "DESIGN"
@@ -200,21 +200,30 @@ the checkout that carries the topic's work (str | None), and its branch."""
 
 
 def topic_repos(
-    repo: Repo, plan: PlanDir, warnings: list[str], *, listed: bool = False
+    repo: Repo,
+    plan: PlanDir,
+    warnings: list[str],
+    *,
+    listed: bool = False,
+    records: Records | None = None,
 ) -> list[TopicRepo]:
     """Home, then every repo the home record or the ``## Worktrees`` section of repos.md names
     (:func:`router.topic.model.repo_places` decides, for every command alike).
 
     ``listed``: also the repos ``repos.md`` lists that have no worktree yet (a repos.md
     written at QUESTION), read in their own clone until their worktree is made.
+    ``records``: the home's records as the command read them already (each read once).
     """
     from router.topic import state
     from router.topic.model import repo_places
 
     # plan.checkout is a realpath already (discovery resolves every root once).
     home_worktree = plan.checkout if plan.checkout != str(repo.primary) else None
-    record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
-    text = _read_text(plan.path / a.REPOS)
+    if records is not None:
+        record = state.record_in(records, plan.id, warnings)
+    else:
+        record = state.read_record_or_none(repo.common_dir, plan.id, warnings)
+    text = _read_text(os.path.join(plan.dir, a.REPOS))
     lines: tuple[WorktreeLine, ...] = ()
     secondaries: tuple[tuple[str, str], ...] = ()
     if text:
@@ -246,9 +255,10 @@ def _listed_secondaries(path: Path, warnings: list[str]) -> tuple[tuple[str, str
     return tuple((s.name, str(s.path)) for s in parsed.secondaries)
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: str) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
     except (OSError, UnicodeDecodeError):
         return None
 

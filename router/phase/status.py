@@ -81,14 +81,16 @@ def topics_status(cwd: Path) -> StatusResult:
     warnings: list[str] = []
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     entries = repo.git.worktree_list()
-    records = Records(repo.common_dir)
+    # The home's records and plan dirs as discovery read them: each record file and each
+    # checkout's docs/plans/ is read once by the whole command.
+    records = found.records or Records(repo.common_dir)
     live = sorted(by_id(scan(repo_place(repo, entries).roots, records)).items())
     plans = [(i, p) for i, p in live if records.live(i) and p.kind == RUN]
     hosts = [
         host_worktree(repo, i, p.checkout) for i, p in live if records.live(i) and p.kind != RUN
     ]
-    warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries)]
-    repos_of = [phases.topic_repos(repo, plan, warnings) for _id, plan in plans]
+    warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries, records)]
+    repos_of = [phases.topic_repos(repo, plan, warnings, records=records) for _id, plan in plans]
     flat = [r for repos in repos_of for r in repos]
     for path in dict.fromkeys(r.path for r in flat if r.path):
         if os.path.isdir(path):

@@ -68,9 +68,10 @@ class Place(namedtuple("Place", "primary common_dir worktrees top")):
         return next((branch for path, branch in self.worktrees if path == root), None)
 
 
-Found = namedtuple("Found", "home plan")
-Found.__doc__ = """What discovery answers: the topic's home repo (a :class:`Place`) and the
-topic's plan dir (None: no topic to resume from there)."""
+Found = namedtuple("Found", "home plan records")
+Found.__doc__ = """What discovery answers: the topic's home repo (a :class:`Place`), the
+topic's plan dir (None: no topic to resume from there), and the home's :class:`Records`
+as discovery read them (a command that goes on to read more of them reads each once)."""
 
 
 def locate(cwd: str) -> Found | None:
@@ -94,7 +95,7 @@ def discover(place: Place) -> Found:
         # (hundreds, in a busy home) need not be read at all.
         own = newest_live(scan_real([top], records), records)
         if own is not None:
-            return Found(place, own)
+            return Found(place, own, records)
     found = scan_real(roots, records)
     if linked or not found:
         # A topic's checkout without its plan dir: a secondary repo's worktree (or main
@@ -106,7 +107,7 @@ def discover(place: Place) -> Found:
             if mark.home is None:
                 plan_dir = os.path.join(top, PLANS_DIR, topic_id)
                 kind = kind_of(records, topic_id, has_artifacts=False)
-                return Found(place, PlanDir(topic_id, plan_dir, top, 0.0, kind))
+                return Found(place, PlanDir(topic_id, plan_dir, top, 0.0, kind), records)
             away = _at_home(mark.home, topic_id)
             if away is not None:
                 return away
@@ -114,7 +115,7 @@ def discover(place: Place) -> Found:
             away = _newest_of(records.homes())
             if away is not None:
                 return away
-    return Found(place, newest_live((p for p in found if p.kind == RUN), records))
+    return Found(place, newest_live((p for p in found if p.kind == RUN), records), records)
 
 
 def _at_home(home: str, topic_id: str) -> Found | None:
@@ -122,7 +123,8 @@ def _at_home(home: str, topic_id: str) -> Found | None:
     place = place_of(home)
     if place is None:
         return None
-    return Found(place, plan_named(place, topic_id, Records(place.common_dir)))
+    records = Records(place.common_dir)
+    return Found(place, plan_named(place, topic_id, records), records)
 
 
 def _newest_of(homes: list[str]) -> Found | None:
@@ -133,7 +135,7 @@ def _newest_of(homes: list[str]) -> Found | None:
         if place is not None:
             records = Records(place.common_dir)
             runs = (p for p in scan(place.roots, records) if p.kind == RUN)
-            answers.append(Found(place, newest_live(runs, records)))
+            answers.append(Found(place, newest_live(runs, records), records))
     if not answers:
         return None
     return max(answers, key=lambda a: (a.plan.mtime, a.plan.id) if a.plan else (-1.0, ""))

@@ -15,7 +15,7 @@ import os
 
 from router.errors import ErrorCode, Refusal
 from router.plandir.artifacts import LIGHT_ID_RE
-from router.topic.runs import PLANS_DIR, plan_dir_link
+from router.topic.runs import PLANS_DIR, Records, plan_dir_link
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,33 +78,39 @@ def refuse_linked(plan: PlanDir) -> None:
         raise PlanDirSymlink(Path(plan.checkout), Path(link), what)
 
 
-def hidden_plan_dirs(repo: Repo, entries: list[WorktreeEntry]) -> list[PlanDirSymlink]:
+def hidden_plan_dirs(
+    repo: Repo, entries: list[WorktreeEntry], records: Records | None = None
+) -> list[PlanDirSymlink]:
     """Topics behind a symlinked ``docs`` or ``docs/plans`` of a checkout, one refusal each.
 
     Those plan dirs were made by an older version; discovery leaves them out
     (:func:`plan_dir_link`), so ``status`` names them and a ``phase`` that
-    finds nothing else says why rather than "no topic".
+    finds nothing else says why rather than "no topic". ``records``: the command's,
+    whose listing of each ``docs/plans/`` this reads rather than list it again.
     """
     from pathlib import Path
 
+    listings = records or Records(repo.common_dir)
     roots = [str(repo.primary)] + [str(e.path) for e in entries if not e.bare]
     found = []
     for root in dict.fromkeys(roots):
-        for link, ids in _links_to_plan_dirs(root):
+        listed = listings.listing(os.path.realpath(root))
+        for link, ids in _links_to_plan_dirs(root, listed):
             what = f"the plan dirs behind it ({', '.join(ids)}) are neither read nor written"
             found.append(PlanDirSymlink(Path(root), Path(link), what))
     return found
 
 
-def _links_to_plan_dirs(root: str) -> list[tuple[str, list[str]]]:
+def _links_to_plan_dirs(
+    root: str, listed: list[tuple[str, bool]] | None
+) -> list[tuple[str, list[str]]]:
     """Each link under ``root`` that hides plan dirs, with their ids: a symlinked ``docs`` or
-    ``docs/plans`` (every id behind it), else each id-named link in ``docs/plans``."""
-    link = plan_dir_link(root)
-    try:
-        with os.scandir(os.path.join(root, PLANS_DIR)) as it:
-            entries = [(e.name, e.is_symlink()) for e in it if LIGHT_ID_RE.fullmatch(e.name)]
-    except OSError:
+    ``docs/plans`` (every id behind it), else each id-named link in ``docs/plans``
+    (``listed``: its entries, with whether each is a link)."""
+    if listed is None:
         return []
+    link = plan_dir_link(root)
+    entries = [(name, linked) for name, linked in listed if LIGHT_ID_RE.fullmatch(name)]
     if link is not None:
         return [(link, sorted(name for name, _ in entries))] if entries else []
     return [(os.path.join(root, PLANS_DIR, name), [name]) for name, linked in entries if linked]

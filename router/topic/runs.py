@@ -22,6 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
+    from typing import Any
 
 # Where plan dirs live, relative to a checkout's top level (a str: os.path is lighter than pathlib).
 PLANS_DIR = os.path.join("docs", "plans")
@@ -90,22 +91,28 @@ _UNREADABLE = Mark(None, False, None, None)
 
 
 class Records:
-    """The topic records of one common git dir as discovery reads them: which ids have one
-    (one listdir), and each one's :class:`Mark` (read when first asked, once).
+    """The topic records of one common git dir as a command reads them: which ids have one
+    (one listdir), each one's JSON and :class:`Mark` (read when first asked, once), and
+    the plan dirs they make runs under each checkout root (each root scanned once).
 
     Read straight from the files, without the lock, as the hook must (router.topic.state
-    writes them). Only the few records an answer depends on are read: ``phase`` in a
-    home with 500 topics reads the newest one, not all of them.
+    writes them, and builds a whole record from :meth:`data` rather than read the file
+    again). Only the few records an answer depends on are read: ``phase`` in a home with
+    500 topics reads the newest one, not all of them.
     """
 
-    __slots__ = ("_folder", "_ids", "_marks")
+    __slots__ = ("_data", "_folder", "_ids", "_listed", "_marks", "_under", "common_dir")
 
     def __init__(self, common_dir: str | os.PathLike[str]) -> None:
         from router.topic.holders import RECORDS_DIR, STATE_DIR
 
-        self._folder = os.path.join(os.fspath(common_dir), STATE_DIR, RECORDS_DIR)
+        self.common_dir = os.fspath(common_dir)
+        self._folder = os.path.join(self.common_dir, STATE_DIR, RECORDS_DIR)
         self._ids: frozenset[str] | None = None
+        self._data: dict[str, dict[str, Any] | None] = {}
         self._marks: dict[str, Mark] = {}
+        self._under: dict[str, list[PlanDir]] = {}
+        self._listed: dict[str, list[tuple[str, bool]] | None] = {}
 
     def ids(self) -> frozenset[str]:
         """Every id with a record here."""
@@ -117,12 +124,20 @@ class Records:
             self._ids = frozenset(n[: -len(".json")] for n in names if n.endswith(".json"))
         return self._ids
 
+    def data(self, topic_id: str) -> dict[str, Any] | None:
+        """The record's JSON object; None when there is no record or it is not one."""
+        if topic_id not in self.ids():
+            return None
+        if topic_id not in self._data:
+            self._data[topic_id] = _read_json(os.path.join(self._folder, f"{topic_id}.json"))
+        return self._data[topic_id]
+
     def mark(self, topic_id: str) -> Mark | None:
         """The record's mark; None when ``topic_id`` has no record here."""
         if topic_id not in self.ids():
             return None
         if topic_id not in self._marks:
-            self._marks[topic_id] = _read_mark(os.path.join(self._folder, f"{topic_id}.json"))
+            self._marks[topic_id] = _mark_of(self.data(topic_id))
         return self._marks[topic_id]
 
     def live(self, topic_id: str) -> bool:
@@ -152,16 +167,38 @@ class Records:
         marks = [self.mark(topic_id) for topic_id in sorted(self.ids())]
         return sorted({m.home for m in marks if m is not None and m.home})
 
+    def plan_dirs(self, root: str) -> list[PlanDir]:
+        """The plan dirs of recorded topics under ``root`` (a real path), scanned once."""
+        if root not in self._under:
+            self._under[root] = _plan_dirs_under(root, self)
+        return self._under[root]
 
-def _read_mark(path: str) -> Mark:
+    def listing(self, root: str) -> list[tuple[str, bool]] | None:
+        """Each entry of ``root``'s ``docs/plans/`` (``root`` a real path) with whether it is a
+        symlink, listed once; None when it cannot be listed."""
+        if root not in self._listed:
+            try:
+                with os.scandir(os.path.join(root, PLANS_DIR)) as it:
+                    # is_symlink() is free here (the listing's d_type): no stat per topic.
+                    self._listed[root] = [(e.name, e.is_symlink()) for e in it]
+            except OSError:
+                self._listed[root] = None
+        return self._listed[root]
+
+
+def _read_json(path: str) -> dict[str, Any] | None:
     import json
 
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.loads(fh.read())
     except (OSError, ValueError, RecursionError):
-        return _UNREADABLE
-    if not isinstance(data, dict):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _mark_of(data: dict[str, Any] | None) -> Mark:
+    if data is None:
         return _UNREADABLE
     extra = data.get("extra")  # schema 1 kept the teardown mark there
     teardown = data.get("teardown", extra.get("teardown") if isinstance(extra, dict) else None)
@@ -199,7 +236,7 @@ def scan_real(roots: Iterable[str], records: Records) -> list[PlanDir]:
     """:func:`scan` of checkout roots that are real paths already, each given once."""
     found: list[PlanDir] = []
     for root in roots:
-        found += _plan_dirs_under(root, records)
+        found += records.plan_dirs(root)
     return found
 
 
@@ -210,12 +247,10 @@ def _plan_dirs_under(root: str, records: Records) -> list[PlanDir]:
     recorded = records.ids()
     if not recorded:
         return []  # no record, no run: not even a listdir
-    try:
-        with os.scandir(base) as it:
-            # is_symlink() is free here (the listing's d_type): no stat per topic.
-            names = [e.name for e in it if e.name in recorded and not e.is_symlink()]
-    except OSError:
+    listed = records.listing(root)
+    if listed is None:
         return []
+    names = [name for name, linked in listed if name in recorded and not linked]
     found = []
     for name in names:
         if not LIGHT_ID_RE.fullmatch(name):

@@ -37,6 +37,10 @@ from router.topic.record import (  # noqa: F401
     parse_record,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.topic.runs import Records
+
 DEFAULT_WAIT = 30.0
 CRASH_ENV = "TEAM_ROUTER_CRASH_AT"
 # Record key: a removal of ours is under way at this path (the removal journal); a kill may
@@ -141,6 +145,28 @@ def read_record_or_none(
         if warnings is not None:
             warnings.append(f"{exc.path}: {exc.reason}; it is left as it is and not trusted")
         return None
+
+
+def record_in(
+    records: Records, topic_id: str, warnings: list[str] | None = None
+) -> TopicRecord | None:
+    """:func:`read_record_or_none` from the JSON ``records`` read already: a command that
+    reads many topics (``status``) reads and parses each record file once.
+
+    A record that is not a good one is read again by :func:`read_record_or_none`, so the
+    warning names why exactly as it always has.
+    """
+    data = records.data(topic_id)
+    if data is not None:
+        try:
+            record = TopicRecord.from_json(data)
+        except (ValueError, TypeError):
+            record = None
+        if record is not None and record.id == topic_id:
+            return record
+    elif topic_id not in records.ids():
+        return None
+    return read_record_or_none(Path(records.common_dir), topic_id, warnings)
 
 
 def update_record(
