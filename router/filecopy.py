@@ -31,7 +31,7 @@ from enum import StrEnum
 FICLONE = 0x40049409  # _IOW(0x94, 9, int) from linux/fs.h
 TEMP_SUFFIX = ".team-router-partial"  # the named temp where O_TMPFILE is missing
 _CHUNK = 256  # files handed to a worker at a time
-_WORKERS = 4  # clones and small copies wait on the filesystem more than on the CPU
+WORKERS = 4  # clones and small copies wait on the filesystem more than on the CPU
 # The errors that say "this filesystem (or kernel) cannot do it this way", as
 # opposed to a full disk or an unreadable file.
 _UNSUPPORTED = frozenset(
@@ -108,7 +108,7 @@ def copy_tree(
     paths: Sequence[str],
     *,
     progress: Callable[[int, int], None] | None = None,
-    workers: int = _WORKERS,
+    workers: int | None = None,
 ) -> TreeCopy:
     """Copy ``paths`` (relative files and links) from ``src_root`` into ``dst_root``.
 
@@ -117,15 +117,48 @@ def copy_tree(
     """
     copier = _Copier(src_root, dst_root)
     try:
-        results = copier.run(list(paths), progress, workers)
+        results = copier.run(list(paths), progress, workers or WORKERS)
     finally:
         copier.finish()
     return _tally(results, copier.method)
 
 
-def _report(progress: Callable[[int, int], None] | None, results: list) -> None:
-    if progress is not None:
-        progress(len(results), sum(size for _rel, _outcome, size in results))
+class _Folder(StrEnum):
+    MADE = "made"  # by this run: nothing else is in it
+    THERE = "there"  # it was there: a file may be too
+    UNUSABLE = "unusable"  # a link or a file is in the way
+
+
+class _Unsupported(Exception):
+    """The settled way failed as unsupported on this file: try the next ones."""
+
+
+def _settled(method: Method, src: int, dst: int, size: int) -> None:
+    try:
+        _COPY[method](src, dst, size)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED or method is Method.BYTES:
+            raise
+        os.ftruncate(dst, 0)
+        os.lseek(src, 0, os.SEEK_SET)
+        os.lseek(dst, 0, os.SEEK_SET)
+        raise _Unsupported from exc
+
+
+class _Tally:
+    """Running counts for the progress callback."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None) -> None:
+        self.progress = progress
+        self.files = 0
+        self.bytes = 0
+
+    def add(self, done: list[tuple[str, Placed, int]]) -> list[tuple[str, Placed, int]]:
+        self.files += len(done)
+        self.bytes += sum(size for _rel, _outcome, size in done)
+        if self.progress is not None:
+            self.progress(self.files, self.bytes)
+        return done
 
 
 def _tally(results: list[tuple[str, Placed, int]], method: Method | None) -> TreeCopy:
@@ -149,7 +182,7 @@ class _Copier:
         self.dst = dst_root
         self.method: Method | None = None
         self.tmpfile = True  # O_TMPFILE works here, until it is seen not to
-        self._dirs: dict[str, bool] = {"": True}
+        self._dirs: dict[str, _Folder] = {"": _Folder.THERE}
         self._made: list[tuple[str, int]] = []  # folders we made, with the source's mode
         self._lock = threading.Lock()
         self._fds: int | None = None  # /proc/self/fd, to name the unnamed files
@@ -158,48 +191,46 @@ class _Copier:
         self, todo: list[str], progress: Callable[[int, int], None] | None, workers: int
     ) -> list[tuple[str, Placed, int]]:
         results: list[tuple[str, Placed, int]] = []
+        tally = _Tally(progress)
         # The first file decides which way this tree copies; the rest follow it.
         while todo and self.method is None:
-            results.append(self.one(todo.pop(0)))
-        _report(progress, results)
+            results += tally.add([self.one(todo.pop(0))])
         chunks = [todo[i : i + _CHUNK] for i in range(0, len(todo), _CHUNK)]
         if len(chunks) <= 1 or workers <= 1:
             for chunk in chunks:
-                results += self.batch(chunk)
-                _report(progress, results)
+                results += tally.add(self.batch(chunk))
             return results
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for done in pool.map(self.batch, chunks):
-                results += done
-                _report(progress, results)
+                results += tally.add(done)
         return results
 
     def batch(self, rels: list[str]) -> list[tuple[str, Placed, int]]:
         return [self.one(rel) for rel in rels]
 
     def one(self, rel: str) -> tuple[str, Placed, int]:
-        parent = rel.rpartition("/")[0]
-        if not self._dir_ready(parent):
+        folder = self._dir_ready(rel.rpartition("/")[0])
+        if folder is _Folder.UNUSABLE:
             return rel, Placed.SKIPPED, 0
-        src = os.path.join(self.src, rel)
-        dst = os.path.join(self.dst, rel)
-        try:
-            there = os.lstat(dst)
-        except FileNotFoundError:
-            there = None
+        src = f"{self.src}/{rel}"
+        dst = f"{self.dst}/{rel}"
+        there = None
+        if folder is _Folder.THERE:  # a folder made by this run holds only this run's copies
+            with contextlib.suppress(FileNotFoundError):
+                there = os.lstat(dst)
         try:
             if there is not None:
                 return rel, _judge_existing(src, dst, there), 0
             outcome, size = self._place(src, dst)
         except FileNotFoundError:
             return rel, Placed.GONE, 0
-        except PermissionError:
-            return rel, Placed.UNREADABLE, 0
         return rel, outcome, size
 
     def _place(self, src: str, dst: str) -> tuple[Placed, int]:
         try:
             fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except PermissionError:
+            return Placed.UNREADABLE, 0  # named in a warning; a write that fails still raises
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise
@@ -261,7 +292,7 @@ class _Copier:
 
     def _create(self, dst: str) -> tuple[int, str | None]:
         """A new file for ``dst``'s data: unnamed where the filesystem can, else a temp name."""
-        folder = os.path.dirname(dst)
+        folder = dst.rpartition("/")[0]
         if self.tmpfile:
             try:
                 return os.open(folder, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600), None
@@ -278,49 +309,49 @@ class _Copier:
 
     def _data(self, src: int, dst: int, size: int) -> None:
         """The data, the best way that works; the first file settles the way for the rest."""
-        start = _BEST_FIRST.index(self.method) if self.method else 0
+        if self.method is not None:
+            with contextlib.suppress(_Unsupported):
+                return _settled(self.method, src, dst, size)
+        start = _BEST_FIRST.index(self.method) + 1 if self.method else 0
         for method in _BEST_FIRST[start:]:
             try:
-                _COPY[method](src, dst, size)
-            except OSError as exc:
-                if exc.errno not in _UNSUPPORTED or method is Method.BYTES:
-                    raise
-                os.ftruncate(dst, 0)
-                os.lseek(src, 0, os.SEEK_SET)
-                os.lseek(dst, 0, os.SEEK_SET)
+                _settled(method, src, dst, size)
+            except _Unsupported:
                 continue
-            with self._lock:
+            with self._lock:  # a file that could not go the settled way moves it down
                 if self.method is None or _BEST_FIRST.index(method) > _BEST_FIRST.index(
                     self.method
                 ):
                     self.method = method
             return
 
-    def _dir_ready(self, rel: str) -> bool:
-        """``dst/rel`` is a real folder of ours to write in (made when missing), never a link."""
+    def _dir_ready(self, rel: str) -> _Folder:
+        """Whether ``dst/rel`` is a real folder to write in (made when missing), never a link."""
         ready = self._dirs.get(rel)
         if ready is not None:
             return ready
-        ready = self._dir_ready(rel.rpartition("/")[0]) and self._make_dir(rel)
+        parent = self._dir_ready(rel.rpartition("/")[0])
+        ready = _Folder.UNUSABLE if parent is _Folder.UNUSABLE else self._make_dir(rel)
         with self._lock:
             self._dirs[rel] = ready
         return ready
 
-    def _make_dir(self, rel: str) -> bool:
-        target = os.path.join(self.dst, rel)
+    def _make_dir(self, rel: str) -> _Folder:
+        target = f"{self.dst}/{rel}"
         try:
             os.mkdir(target, 0o700)
         except FileExistsError:
             # A tracked symlink could point out of the checkout, and a file where
             # the source has a folder wins: write nothing through or over either.
-            return stat.S_ISDIR(os.lstat(target).st_mode)
+            usable = stat.S_ISDIR(os.lstat(target).st_mode)
+            return _Folder.THERE if usable else _Folder.UNUSABLE
         try:
-            mode = stat.S_IMODE(os.lstat(os.path.join(self.src, rel)).st_mode)
+            mode = stat.S_IMODE(os.lstat(f"{self.src}/{rel}").st_mode)
         except OSError:
             mode = 0o755
         with self._lock:
             self._made.append((target, mode))
-        return True
+        return _Folder.MADE
 
     def finish(self) -> None:
         """Give the folders we made their source's modes (last: a read-only one takes no file)."""

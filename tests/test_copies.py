@@ -4,10 +4,12 @@ resumed after a kill, on the machine's own filesystem and on a real reflink one 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -294,3 +296,41 @@ def test_on_xfs_a_kill_halfway_is_resumed_and_the_rest_is_still_cloned(xfs):
     again = run(*NEW, cwd=repo)
     _assert_resumed(repo, done, again)
     assert again.json["home"]["copied"]["method"] == "reflink"
+
+
+# -- no /proc to name an unnamed file: temp names ----------------------------------------
+
+_COPY_TREE = (
+    "import json, sys\n"
+    "from router.filecopy import copy_tree\n"
+    "d = copy_tree(sys.argv[1], sys.argv[2], sys.argv[3:])\n"
+    "print(json.dumps([d.files, d.kept, list(d.placed), d.method]))\n"
+)
+
+
+def test_without_proc_a_copy_goes_through_a_temp_name_and_a_stale_one_is_redone(tmp_path):
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("hiding /proc in a mount namespace needs unshare and root")
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    rels = [f"pkg{i % 3}/f{i}.js" for i in range(600)]
+    for i, rel in enumerate(rels):
+        write(src / rel, f"file {i}\n" * 100)
+    # What a copy killed mid-write left: half a file under the temp name, and a whole copy.
+    stale = write(dst / f"{rels[0]}{TEMP_SUFFIX}", "half")
+    (dst / rels[1]).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / rels[1], dst / rels[1])
+    hide_proc = 'mount -t tmpfs none /proc && exec "$0" "$@"'
+    unshare = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hide_proc]
+    done = subprocess.run(
+        [*unshare, sys.executable, "-c", _COPY_TREE, str(src), str(dst), *rels],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0 and "unshare" in done.stderr:
+        pytest.skip(f"no mount namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    files, kept, placed, method = json.loads(done.stdout)
+    assert (files, kept, placed) == (599, 1, sorted(rels))
+    assert method in {"reflink", "copy_file_range", "bytes"}
+    assert not stale.exists()  # redone under the temp name, then renamed
+    assert _tree(tmp_path, "dst") == {f"dst/{r}": _digest(src / r) for r in rels}
