@@ -319,3 +319,46 @@ def _work_in_and_out_of_the_cone(worktree: Path) -> None:
         "M src/api/main.py",
         "M src/web/app.js",
     ]
+
+
+def test_restore_brings_a_sparse_worktree_back_with_the_same_cone_and_all_its_work(tree_repo):
+    worktree = _sparse_topic(tree_repo)
+    _work_in_and_out_of_the_cone(worktree)
+    git(worktree, "add", "--", "src/api/main.py")  # staged, then edited again
+    write(worktree / "src/api/main.py", "edited twice\n")
+    assert run_cli("teardown", ID, "--force", "--json", cwd=tree_repo).code == 0
+    assert not worktree.exists()
+    res = run_cli("restore", ID, "--json", cwd=tree_repo)
+    assert res.code == 0, res.out
+    assert res.json["repos"][0]["status"] == "restored"
+    assert Path(res.json["repos"][0]["worktree"]) == worktree
+    assert git(worktree, "sparse-checkout", "list").splitlines() == ["src/api"]
+    assert git(worktree, "config", "--bool", "core.sparseCheckoutCone") == "true"
+    # The work is back, in the cone and outside it; what was never written still is not.
+    assert (worktree / "src/api/main.py").read_text() == "edited twice\n"
+    assert (worktree / "src/api/new.py").read_text() == "untracked\n"
+    assert (worktree / "src/web/app.js").read_text() == "edited outside the cone\n"
+    assert (worktree / "tools/new.sh").read_text() == "untracked outside the cone\n"
+    assert not (worktree / "README.md").exists()
+    assert not (worktree / "tools/build.sh").exists() and not (worktree / "docs").exists()
+    assert sorted(line.strip() for line in status(worktree).splitlines()) == sorted(
+        [
+            "?? src/api/new.py",
+            "?? tools/new.sh",
+            "D README.md",
+            "MM src/api/main.py",
+            "M src/web/app.js",
+        ]
+    )
+    assert git(worktree, "show", ":src/api/main.py") == "edited"  # the staged version
+
+
+def test_restore_of_a_whole_worktree_stays_whole(tree_repo):
+    res = run_cli(*NEW, "--json", cwd=tree_repo)
+    worktree = Path(res.json["home"]["worktree"])
+    write(worktree / "src/web/app.js", "edited\n")
+    assert run_cli("teardown", ID, "--force", "--json", cwd=tree_repo).code == 0
+    assert run_cli("restore", ID, "--json", cwd=tree_repo).code == 0
+    assert _files(worktree) == sorted([*IN_CONE, *OUT_OF_CONE])
+    assert git(worktree, "config", "--bool", "core.sparseCheckout", check=False) in {"", "false"}
+    assert status(worktree) == "M src/web/app.js"

@@ -10,11 +10,13 @@ sparse again with the same cone.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from router import git as g
 from router.errors import ErrorCode, RouterError
 from router.git import Git
+from router.names import BadSparseDir, sparse_dirs
 
 
 def check_at(git: Git, commit: str, dirs: Sequence[str], name: str) -> None:
@@ -38,3 +40,34 @@ def check_out(worktree: Git, dirs: Sequence[str], *, workers: int) -> None:
     """Set the cone in a worktree added with ``--no-checkout``, then write its files."""
     g.set_sparse_cone(worktree, dirs)
     g.check_out_sparse(worktree, workers=workers)
+
+
+# The line of a snapshot's message naming the cone of the worktree it was taken of.
+CONE_KEY = "Sparse-Cone: "
+
+
+def cone_line(worktree: Git) -> str:
+    """The snapshot message's line naming ``worktree``'s cone ("" for a whole checkout)."""
+    cone = g.sparse_cone(worktree)
+    return f"\n{CONE_KEY}{json.dumps(list(cone))}" if cone else ""
+
+
+def cone_in(message: str) -> tuple[str, ...] | None:
+    """The cone a snapshot's message names (None: the worktree held the whole tree).
+
+    A line that is not a list of directory names is not trusted: the whole tree.
+    """
+    for line in message.splitlines():
+        if not line.startswith(CONE_KEY):
+            continue
+        try:
+            dirs = json.loads(line.removeprefix(CONE_KEY))
+        except ValueError:
+            return None
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            return None
+        try:
+            return sparse_dirs(dirs) or None
+        except BadSparseDir:
+            return None
+    return None

@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     from router.git.run import GitError as GitError
     from router.git.run import GitMissing as GitMissing
     from router.git.sparse import check_out_sparse as check_out_sparse
+    from router.git.sparse import indexed_paths as indexed_paths
     from router.git.sparse import mark_unmaterialised as mark_unmaterialised
     from router.git.sparse import missing_dirs as missing_dirs
     from router.git.sparse import set_sparse_cone as set_sparse_cone
@@ -177,6 +178,7 @@ _HOME = {
     "check_out_sparse": "sparse",
     "sparse_cone": "sparse",
     "missing_dirs": "sparse",
+    "indexed_paths": "sparse",
     "mark_unmaterialised": "sparse",
     "set_sparse_cone": "sparse",
     "unmaterialised": "sparse",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from router.git.remote import FETCH_TIMEOUT
 from router.git.run import GitError, Runner
+from router.git.sparse import indexed_paths, mark_unmaterialised, unmaterialised
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -151,9 +152,18 @@ def rebase_abort(git: Runner) -> None:
     git.run("rebase", "--abort", check=False)
 
 
-def read_index(worktree: Runner, tree_ish: str) -> None:
-    """Make the worktree's index ``tree_ish`` without touching its files."""
+def read_index(worktree: Runner, tree_ish: str, *, sparse: bool = False) -> None:
+    """Make the worktree's index ``tree_ish`` without touching its files.
+
+    ``sparse``: the worktree is a sparse one, whose files never written must
+    stay marked so (read-tree drops the marks, and they would read as deleted).
+    """
+    unwritten = unmaterialised(worktree, worktree.cwd) if sparse else []
     worktree.run("read-tree", f"{tree_ish}^{{tree}}")
+    if unwritten:
+        held = indexed_paths(worktree)
+        still = [p for p in unwritten if p in held and not os.path.lexists(worktree.cwd / p)]
+        mark_unmaterialised(worktree, still, None)
     # read-tree leaves no stat data: refresh it so unchanged files do not look
     # modified to the next command (exit 1 just means some files differ).
     worktree.run("update-index", "-q", "--refresh", check=False)

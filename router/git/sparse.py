@@ -90,3 +90,8 @@ def missing_dirs(git: Runner, commit: str, dirs: Sequence[str]) -> list[str]:
     out = git.run("ls-tree", "-d", "-z", "--name-only", commit, "--", *dirs).stdout
     found = set(out.split("\0"))
     return [d for d in dirs if d not in found]
+
+
+def indexed_paths(worktree: Runner) -> set[str]:
+    """Every path the worktree's index holds."""
+    return {p for p in worktree.run("ls-files", "-z").stdout.split("\0") if p}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from router import git as g
 from router import interrupt
+from router.create import sparse
 from router.errors import BadInput, ErrorCode, ExitCode, Refusal, RouterError, error_json
 from router.fsutil import files_under
 from router.git import Git, GitError
@@ -315,6 +316,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         return _existing(name, again, snap.commit, _restored_field(record, "branch"))
     undone = ""
     try:
+        cone = sparse.cone_in(g.commit_message(repo.git, snap.commit))
         for half in half_made_adds(repo, of=branch):
             undone += f"; {undo_half_made_add(repo, half, snap)} (made again)"
         unfinished = unfinished_restore(repo, branch, snap)
@@ -329,9 +331,9 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
             earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
             if earlier is not None:
                 return earlier
-            target, path, created = check_out_restored(repo, branch, snap, topic_id or branch)
+            target, path, created = check_out_restored(repo, branch, snap, topic_id or branch, cone)
             mark_restoring(repo, path, branch, snap, created=created)
-        _lay_over(Git(path), snap)
+        _lay_over(Git(path), snap, cone)
         copied, includes = _copy_includes(repo, path)
     except GitError as exc:
         return RestoredRepo(
@@ -380,11 +382,15 @@ def _copy_includes(repo: Repo, path: Path) -> tuple[list[str], str]:
     return list(copied.paths), f"; .worktreeinclude files from {repo.primary}: {copied.line()}"
 
 
-def _lay_over(wt: Git, snap: Snapshot) -> None:
-    """The snapshot's files as working-tree changes, then its index; both steps may run twice."""
+def _lay_over(wt: Git, snap: Snapshot, cone: tuple[str, ...] | None) -> None:
+    """The snapshot's files as working-tree changes, then its index; both steps may run twice.
+
+    In a sparse worktree (``cone``) too: ``git restore`` writes the snapshot's
+    changes outside the cone, and its files never written stay unwritten.
+    """
     g.restore_worktree_files(wt, snap.commit)
     if snap.index is not None:
-        g.read_index(wt, snap.index)
+        g.read_index(wt, snap.index, sparse=bool(cone))
 
 
 def _submodule_note(repo: Repo, snap: Snapshot) -> str:

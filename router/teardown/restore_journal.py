@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
+from router.create import sparse
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot
@@ -347,7 +348,7 @@ def restored_names(branch: str) -> re.Pattern[str]:
 
 
 def check_out_restored(
-    repo: Repo, branch: str, snap: Snapshot, topic: str
+    repo: Repo, branch: str, snap: Snapshot, topic: str, cone: tuple[str, ...] | None = None
 ) -> tuple[str, Path, bool]:
     """A worktree at the snapshot's commit: (its branch, its path, whether restore cut the branch).
 
@@ -356,7 +357,9 @@ def check_out_restored(
     which the snapshot's files laid over it would read as undone. That fresh
     checkout goes again (git refuses to remove one with changes) and a
     ``-restored`` name is cut at the snapshot's commit instead. The worktree is
-    locked for ``topic`` as every worktree team-router makes (DESIGN §10).
+    locked for ``topic`` as every worktree team-router makes (DESIGN §10). A
+    snapshot of a sparse worktree names its ``cone``: the worktree is made
+    sparse again with it, as ``new`` made it.
     """
     reason = worktreelock.reason_for(topic)
     for _ in range(2):
@@ -368,10 +371,16 @@ def check_out_restored(
             )
         _note_intent(repo, path, target, branch, snap, created=base is not None)
         try:
-            repo.git.worktree_add(path, target, base=base, lock_reason=reason)
+            repo.git.worktree_add(
+                path, target, base=base, lock_reason=reason, checkout=cone is None
+            )
         except GitError:
             _drop_intent(repo, path)  # git made no worktree there (it undoes a failed add)
             raise
+        if cone:
+            # Killed or failed before it is done, the add is half-made (no index):
+            # the rerun removes it and makes it again (half_made_adds).
+            sparse.check_out(Git(path), cone, workers=0)
         if base is not None or Git(path).head() == snap.parent:
             return target, path, base is not None
         repo.git.worktree_unlock(path)  # our own lock, on the checkout made a moment ago

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
+from router.create import sparse
 from router.errors import ErrorCode, Refusal
 from router.git import Git, GitError
 from router.ioerror import describe_io
@@ -95,6 +96,7 @@ def snapshot_worktree(
         what = f"snapshot of worktree {worktree}" + "".join(
             f"\n{DEPARTED_KEY}{json.dumps([d.rel, d.url, d.head, d.bare])}" for d in departed
         )
+        what += sparse.cone_line(wt)  # restore makes the worktree sparse again
         return _write_snapshot(repo.git, tree, head, branch, what, index=staged)
     except GitError as exc:
         raise SnapshotFailed(
