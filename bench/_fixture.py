@@ -53,6 +53,20 @@ def compile_package() -> None:
     sh(sys.executable, "-m", "compileall", "-q", str(Path(router.__file__).parent))
 
 
+def sides(baseline: str | None) -> dict[str, dict[str, str]]:
+    """The code each timed run runs, by name: this tree, and with ``--baseline DIR`` the
+    ``router/`` of another checkout (a ``git worktree add --detach DIR main``) through
+    ``PYTHONPATH``, with the same entry point, fixture and interpreter, run side by side."""
+    found = {"this tree": ENV}
+    if baseline:
+        base = Path(baseline).resolve()
+        if not (base / "router" / "__init__.py").is_file():
+            raise SystemExit(f"--baseline {baseline}: no router/ package there")
+        sh(sys.executable, "-m", "compileall", "-q", str(base / "router"))
+        found[f"baseline {base}"] = {**ENV, "PYTHONPATH": str(base)}
+    return found
+
+
 def make_repo(parent: Path, name: str, files: int, size: int = 8192) -> Path:
     """``parent/name`` with ``files`` files of ``size`` bytes in 40 folders, pushed to a bare origin."""
     repo = parent / name

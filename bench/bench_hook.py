@@ -4,7 +4,7 @@ Runs the installed ``team-router hook session-start`` as the host does (JSON on
 stdin, from inside the newest topic's worktree), N times, and prints the median
 wall time of the whole process on its last line. Target (DESIGN §15): <= 60 ms.
 
-    python bench/bench_hook.py [--runs N]
+    python bench/bench_hook.py [--runs N] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from _fixture import (
     make_repo,
     median_timing,
     sh,
+    sides,
     team_router,
     workdir,
 )
@@ -115,46 +116,79 @@ def _write_artifacts(plan: Path, topic_id: str, *, count: int) -> None:
         )
 
 
-def run_timed(argv: list[str], *, cwd: Path, stdin: str, runs: int) -> tuple[Timing, str]:
+def run_timed(
+    argv: list[str], *, cwd: Path, stdin: str, runs: int, env: dict[str, str] | None = None
+) -> tuple[Timing, str]:
     """Median wall and CPU time of ``argv`` over ``runs`` (after one warm-up), and the last stdout."""
-    times = []
-    out = ""
+    found = run_sides({"": env or ENV}, argv, cwd=cwd, stdin=stdin, runs=runs)
+    return found[""]
+
+
+def run_sides(
+    envs: dict[str, dict[str, str]],
+    argv: list[str] | dict[str, list[str]],
+    *,
+    cwd: Path,
+    stdin: str,
+    runs: int,
+) -> dict[str, tuple[Timing, str]]:
+    """:func:`run_timed` of each side (by name, its environment; ``argv`` the same for each,
+    or each side's own), run by run side by side, alternating which goes first, so that
+    the machine's load weighs on each alike."""
+    times: dict[str, list[Timing]] = {name: [] for name in envs}
+    outs = dict.fromkeys(envs, "")
     for n in range(runs + 1):
-        cpu = children_cpu()
-        start = time.perf_counter()
-        proc = subprocess.run(
-            argv, cwd=cwd, env=ENV, input=stdin, capture_output=True, text=True, check=False
+        for name in list(envs) if n % 2 else list(envs)[::-1]:
+            words = argv[name] if isinstance(argv, dict) else argv
+            cpu = children_cpu()
+            start = time.perf_counter()
+            proc = subprocess.run(
+                words, cwd=cwd, env=envs[name], input=stdin, capture_output=True, text=True
+            )
+            elapsed = Timing(time.perf_counter() - start, children_cpu() - cpu)
+            if proc.returncode != 0:
+                raise SystemExit(
+                    f"{name}: {' '.join(words)} exited {proc.returncode}: {proc.stderr}"
+                )
+            outs[name] = proc.stdout
+            if n:
+                times[name].append(elapsed)
+    return {name: (median_timing(times[name]), outs[name]) for name in envs}
+
+
+def report(found: dict[str, tuple[Timing, str]]) -> None:
+    """One line per side but the first (this tree, whose figure the last line gives)."""
+    mine = next(iter(found.values()))[0]
+    for name, (timing, _out) in list(found.items())[1:]:
+        print(
+            f"{name}: {timing} (this tree: {mine.wall / timing.wall:.2f}x wall, {mine.cpu / timing.cpu:.2f}x CPU)"
         )
-        elapsed = Timing(time.perf_counter() - start, children_cpu() - cpu)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
-        out = proc.stdout
-        if n:
-            times.append(elapsed)
-    return median_timing(times), out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=41)
+    parser.add_argument("--baseline", metavar="DIR", help="also time DIR's router/, side by side")
     args = parser.parse_args()
     root = workdir()
     try:
         compile_package()
         _home, worktree, topic_id = build_topics(root, topics=50, worktrees=10)
         stdin = json.dumps({"cwd": str(worktree), "session_id": "bench", "source": "startup"})
-        timing, out = run_timed(
-            [*team_router(), "hook", "session-start"], cwd=worktree, stdin=stdin, runs=args.runs
-        )
-        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-        expected = f"Phase: IMPLEMENT | Id: {topic_id}"
-        if expected not in context:
-            raise SystemExit(f"unexpected notice: {context!r}")
+        argv = [*team_router(), "hook", "session-start"]
+        found = run_sides(sides(args.baseline), argv, cwd=worktree, stdin=stdin, runs=args.runs)
+        for _timing, out in found.values():
+            context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+            expected = f"Phase: IMPLEMENT | Id: {topic_id}"
+            if expected not in context:
+                raise SystemExit(f"unexpected notice: {context!r}")
     finally:
         cleanup(root)
+    timing = found["this tree"][0]
     ms = timing.wall * 1000
     ok = ms <= TARGET_MS
     print(f"hook session-start, 50 topics x 10 worktrees, median of {args.runs} runs")
+    report(found)
     print(f"{load()}; CPU {timing.cpu * 1000:.1f} ms")
     print(f"recovery hook: {ms:.1f} ms (target <= {TARGET_MS:.0f} ms) {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
