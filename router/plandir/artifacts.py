@@ -13,7 +13,7 @@ import os
 import re
 from collections import namedtuple
 
-from router.plandir.flatfields import INT_RE, flat_fields, repeated_keys
+from router.plandir.flatfields import INT_RE, read_block
 from router.plandir.mdlines import BOM, is_fence, split_lines
 
 TYPE_CHECKING = False
@@ -81,10 +81,10 @@ def parse_frontmatter(text: str) -> FrontmatterFields:
             break
     else:
         return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
-    block = lines[1:end]
-    fields = flat_fields(block)
-    found = _by_yaml(text) if fields is None else FrontmatterFields(fields, None, True)
-    return found._replace(repeated=repeated_keys(block) or None)
+    fields, repeated = read_block(lines[1:end])
+    if fields is None:
+        return _by_yaml(text)._replace(repeated=repeated or None)
+    return FrontmatterFields(fields, None, True, repeated or None)
 
 
 def _by_yaml(text: str) -> FrontmatterFields:

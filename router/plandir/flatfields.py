@@ -29,35 +29,43 @@ class _NotFlat(Exception):
 
 def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
     """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
-    try:
-        return _flat_fields(lines)
-    except _NotFlat:
-        return None
+    return read_block(lines)[0]
 
 
-def _flat_fields(lines: list[str]) -> dict[str, str | None]:
-    fields: dict[str, str | None] = {}
-    for line in lines:
-        if not line.strip() or line.startswith("#"):
-            continue
-        match = _KEY_LINE.match(line)
-        if match is None or match[1] in _TRUE or match[1] in _FALSE or match[1] in _NULLS:
-            raise _NotFlat  # YAML reads ``no:`` as the key False: let it
-        fields[match[1]] = _scalar(match[2] or "")
-    return fields
+def read_block(
+    lines: list[str],
+) -> tuple[dict[str, str | None] | None, dict[str, list[str | None]]]:
+    """:func:`flat_fields` of one block (None: let YAML decide), and the top-level keys given
+    more than once with every value each was given, in order; each line matched once
+    (every artifact's frontmatter is read this way).
 
-
-def repeated_keys(lines: list[str]) -> dict[str, list[str | None]]:
-    """Top-level keys given more than once, with every value each was given, in order.
-
-    YAML and the scanner above both keep the last one and say nothing: a gate
+    YAML and the scanner both keep a repeated key's last value and say nothing: a gate
     record with two verdicts would be read as whichever came last.
     """
+    fields: dict[str, str | None] | None = {}
     seen: dict[str, list[str]] = {}
     for line in lines:
-        match = _KEY_LINE.match(line)  # a key at column 0: top level in YAML's block style
-        if match is not None:
-            seen.setdefault(match[1], []).append(match[2] or "")
+        if not line.strip() or line.startswith("#"):
+            continue  # neither a field nor a key at column 0
+        match = _KEY_LINE.match(line)
+        if match is None:
+            fields = None
+            continue
+        key, raw = match[1], match[2] or ""
+        seen.setdefault(key, []).append(raw)
+        if fields is None:
+            continue
+        if key in _TRUE or key in _FALSE or key in _NULLS:
+            fields = None  # YAML reads ``no:`` as the key False: let it
+            continue
+        try:
+            fields[key] = _scalar(raw)
+        except _NotFlat:
+            fields = None
+    return fields, _repeated(seen)
+
+
+def _repeated(seen: dict[str, list[str]]) -> dict[str, list[str | None]]:
     # Only a repeated key's values are read: almost every block repeats none.
     return {
         key: [_loose_scalar(value) for value in values]
