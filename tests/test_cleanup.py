@@ -649,7 +649,7 @@ def test_a_diverged_default_branch_is_left_to_the_user_in_the_plan_the_record_an
             "name": "update-default",
             "outcome": "skipped",
             "detail": "not done: left to you by an earlier run: main could not be "
-            f"fast-forwarded to origin/main; update it yourself (`git -C {web} pull --rebase "
+            f"updated to origin/main; update it yourself (`git -C {web} pull --rebase "
             "origin main`)",
         }
         assert not any("was not updated" in w for w in result.json["warnings"])
@@ -1136,7 +1136,8 @@ def test_a_cleanup_killed_after_deleting_the_branch_is_finished_by_the_rerun(web
     git(web, "push", "-q", "origin", "main")
     worktree = pushed_topic(web)
     merge = merge_on_origin(web, TOPIC_ID, how="merge")
-    env = git_killer(tmp_path / "killer-bin", f"branch -D -- {TOPIC_ID}")
+    # The deletion at the tip the merge proof judged (teardown's own, git checking the tip).
+    env = git_killer(tmp_path / "killer-bin", f"update-ref -d refs/heads/{TOPIC_ID}")
     killed = run_killable("pr-cleanup", TOPIC_ID, "--json", cwd=web, env=env, new_group=True)
     assert killed.code == KILLED, killed.err
     assert TOPIC_ID not in branches(web) and not worktree.exists()

@@ -383,8 +383,8 @@ def test_a_default_branch_left_to_the_user_is_planned_as_left(home_repo):
     left = {
         "name": "update-default",
         "outcome": "skipped",
-        "detail": "not done: left to you by an earlier run: the default branch could not be "
-        f"updated in {home_repo}; update it yourself",
+        "detail": "not done: left to you by an earlier run: main could not be updated to "
+        f"origin/main; update it yourself (`git -C {home_repo} pull --rebase origin main`)",
     }
     assert steps_of(dry.json, "home")["update-default"] == left
     assert steps_of(real.json, "home")["update-default"] == left

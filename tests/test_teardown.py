@@ -708,8 +708,8 @@ def test_a_default_branch_that_cannot_rebase_is_left_to_the_user_and_not_pulled_
     assert steps_of(again.json, "home")["update-default"] == {
         "name": "update-default",
         "outcome": "skipped",
-        "detail": "not done: left to you by an earlier run: the default branch could not be "
-        f"updated in {home_repo}; update it yourself",
+        "detail": "not done: left to you by an earlier run: main could not be updated to "
+        f"origin/main; update it yourself (`git -C {home_repo} pull --rebase origin main`)",
     }
     assert again.json["warnings"] == []
     assert git(home_repo, "rev-parse", "main") == local and status(home_repo) == ""

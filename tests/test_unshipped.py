@@ -474,8 +474,8 @@ def test_pr_cleanup_dry_runs_name_the_refusal_and_the_artifacts_an_abandon_would
     assert remove == {
         "name": "remove",
         "outcome": "done",
-        "detail": f"would force-remove (after a snapshot holding the run's artifacts {LISTED}) "
-        f"{topic.worktrees['home']}",
+        "detail": f"would remove {topic.worktrees['home']} after writing a snapshot holding "
+        f"the run's artifacts {LISTED}",
     }
     assert everything(topic) == before
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_state
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.localstate import LocalStateReport
-from router.teardown.record import forget_earlier_teardown
+from router.teardown.record import TopicRef, forget_earlier_teardown
 from router.teardown.steps import (
     STEPS,
     Decision,
@@ -82,7 +82,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
     runner = StepRun(
         frozenset() if opts.refused_plan else GUARDING, crash_seam=True, dry_run=not opts.acts
     )
-    begun = RepoRun(plan, repo, runner)
+    begun = RepoRun(plan, repo, runner, TopicRef(scope.id, target.name))
     for name, decide, guarded in GIT_STEPS:
         runner.decide(name, _deciding(decide, begun, scope, opts), guarded=guarded)
     return begun

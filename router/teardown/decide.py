@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from router.errors import ErrorCode
 from router.git import StatusReport
+from router.teardown.blockers import worktree_blocker
 from router.teardown.branch import delete_branch, verify_gone
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.integrate import integrate_commits
@@ -37,7 +38,7 @@ from router.teardown.steps import (
 from router.teardown.sweep import Runs, SweepResult, sweep_step
 from router.teardown.unshipped import snapshot_note
 from router.teardown.update import left_earlier, prune_origin, update_decision
-from router.topic import state
+from router.topic import state, worktreelock
 from router.topic.scope import RepoTarget, TopicScope
 from router.topic.workspace import Repo, find_worktree
 
@@ -59,6 +60,8 @@ class RepoRun:
     plan: RepoPlan
     repo: Repo
     runner: StepRun
+    # The topic whose record journals the steps (None: a branch no record names, pr-cleanup's).
+    topic: TopicRef | None = None
     sweep: SweepResult | None = None
     local: LocalStateReport | None = None
 
@@ -117,7 +120,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
                 default,
                 apply=True,
                 known=(tip, found),
-                topic=TopicRef(scope.id, plan.target.name),
+                topic=run.topic,
                 committer_known=plan.committer_known,
             ),
             name,
@@ -135,16 +138,17 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
     )
 
 
-def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
-    plan, repo = run.plan, run.repo
+def decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    plan, repo, topic = run.plan, run.repo, run.topic
     name, worktree = Step.REMOVE, plan.worktree
     if worktree is None:
-        return settled(skipped(name, "no worktree recorded"))
+        return settled(
+            skipped(name, f"no worktree has {plan.target.branch} checked out: already gone")
+        )
     if plan.on_primary:
         return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
     if plan.kept_worktree:
         return settled(skipped(name, plan.kept_worktree))
-    topic = TopicRef(scope.id, plan.target.name)
 
     def remove() -> StepResult:
         result, _ = remove_worktree(
@@ -155,13 +159,14 @@ def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
             entries=list(plan.entries),
             topic=topic,
             proven_clean=plan.status_read and not plan.status.dirty,
+            again=opts.again,
         )
         return _with_copies(result, plan)
 
-    if plan.removing:
+    if plan.removing and topic is not None:
         # A removal of ours a kill interrupted, registered or not: finished from its journal.
         started = removal_started(repo, topic, worktree)
-        blocker = finish_blocker(repo, worktree, started) if started is not None else None
+        blocker = finish_blocker(repo, worktree, started, again=opts.again) if started else None
         if blocker is not None:
             return settled(blocker)
         return acting(remove, name, f"finish removing {worktree} (its removal was interrupted)")
@@ -170,6 +175,10 @@ def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
     if not plan.registered:
         there = "left to verify-gone and sweep" if os.path.lexists(worktree) else "already gone"
         return settled(skipped(name, f"{worktree} is not a registered worktree: {there}"))
+    entry = find_worktree(list(plan.entries), worktree)
+    if not opts.force and entry is not None and worktreelock.locked_by_other(entry):
+        # Another tool's lock refuses the removal (teardown's plan refuses it as a whole first).
+        return settled(worktree_blocker(worktree, entry, StatusReport()))  # type: ignore[arg-type]
     in_worktree = [a for a in plan.unshipped if a.checkout == worktree]
     snap = ""
     if opts.force and (plan.status.dirty or in_worktree):
@@ -179,7 +188,7 @@ def _decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
     return acting(remove, name, f"remove {worktree}{snap}{gone_with(plan.nested)}{copies}")
 
 
-def _decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+def decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
     name, branch = Step.BRANCH, plan.target.branch
     if plan.kept_branch:
@@ -234,11 +243,13 @@ def _still_checked_out(run: RepoRun) -> int | None:
     return None
 
 
-def _decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+def decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
     name, worktree = Step.VERIFY_GONE, plan.worktree
     if worktree is None:
-        return settled(skipped(name, "no worktree recorded"))
+        return settled(
+            skipped(name, f"no worktree has {plan.target.branch} checked out: nothing to re-check")
+        )
     if plan.kept_worktree:
         return settled(skipped(name, "the worktree is kept"))
     if plan.on_primary:
@@ -247,29 +258,34 @@ def _decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) 
         return settled(skipped(name, f"{worktree} is still a registered worktree"))
     runs = _runs(run, scope, opts)
     return acting(
-        lambda: verify_gone(repo, worktree, runs), name, f"re-check that {worktree} is gone"
+        lambda: verify_gone(repo, worktree, runs, again=opts.again),
+        name,
+        f"re-check that {worktree} is gone",
     )
 
 
-def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+def decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
+    default = plan.default.name if plan.default else "the default branch"
     left = left_earlier(
         _earlier(plan),
         Step.UPDATE_DEFAULT,
-        f"the default branch could not be updated in {repo.primary}; update it yourself",
+        f"{default} could not be updated to origin/{default}; update it yourself "
+        f"(`git -C {repo.primary} pull --rebase origin {default}`)",
     )
     if left is not None:
         return settled(left)
     update = update_decision(
         repo,
         plan.default,
+        rebase=opts.rebase,
         has_origin=plan.has_origin,
         known=_after_pick(repo, plan, picked=run.outcome(Step.INTEGRATE) is Outcome.DONE),
         at_origin=plan.default_at_origin,
         fresh=plan.reachable,
-        fetched=not opts.dry_run,
+        fetched=opts.fetched,
     )
-    if not plan.has_origin or plan.default is None:
+    if not (plan.has_origin and plan.default is not None and opts.prune_with_update):
         return update  # no origin to prune either
     # Whatever the default branch does, origin's ref of the branch is pruned once origin lacks it.
     return Decision(
@@ -278,10 +294,16 @@ def _decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> De
     )
 
 
-def _decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+def decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
+    if not scope.id:
+        branch = run.plan.target.branch
+        return settled(skipped(Step.PLAN_DIR, f"{branch} is not a topic id: no plan dir"))
     if not run.plan.target.is_home:
         return settled(skipped(Step.PLAN_DIR, "home repo only"))
-    return plan_dir_decision(run.repo, scope.id, force=opts.force, shipped=run.plan.shipped)
+    plan = run.plan
+    return plan_dir_decision(
+        run.repo, scope.id, force=opts.force, shipped=plan.shipped, again=opts.again
+    )
 
 
 def _decide_sweep(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
@@ -313,7 +335,7 @@ def decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -
     plan, repo = run.plan, run.repo
     target = plan.target
     # Read now (another run may just have run it), unless the topic was created again.
-    if not recreated(plan) and local_state_ran(repo.common_dir, scope.id):
+    if scope.id and not recreated(plan) and local_state_ran(repo.common_dir, scope.id):
         return settled(skipped(Step.LOCAL_STATE, LOCAL_STATE_RAN.format(id=scope.id)))
     job = _local_job(repo, target, plan, scope, opts)
 
@@ -328,9 +350,14 @@ def decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -
         # Recorded at once, failed lines or not: a rerun (or a run killed after
         # this point) must not run the lines again. This run reports the
         # failure; `team-router local-state` is how to run them again on purpose.
-        mark_done(
-            repo.common_dir, scope.id, Step.LOCAL_STATE, repo_name=target.name, branch=target.branch
-        )
+        if run.topic is not None:
+            mark_done(
+                repo.common_dir,
+                run.topic.id,
+                Step.LOCAL_STATE,
+                repo_name=run.topic.repo_name,
+                branch=target.branch,
+            )
         return result
 
     return Decision(act=run_it, plan=plan_it)
@@ -338,11 +365,11 @@ def decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -
 
 GIT_STEPS: tuple[tuple[Step, Decide, bool], ...] = (
     (Step.INTEGRATE, _decide_integrate, False),
-    (Step.REMOVE, _decide_remove, True),
-    (Step.BRANCH, _decide_branch, True),
-    (Step.VERIFY_GONE, _decide_verify_gone, True),
-    (Step.UPDATE_DEFAULT, _decide_update, False),
-    (Step.PLAN_DIR, _decide_plan_dir, True),
+    (Step.REMOVE, decide_remove, True),
+    (Step.BRANCH, decide_branch, True),
+    (Step.VERIFY_GONE, decide_verify_gone, True),
+    (Step.UPDATE_DEFAULT, decide_update, False),
+    (Step.PLAN_DIR, decide_plan_dir, True),
     (Step.SWEEP, _decide_sweep, False),
 )
 

@@ -69,6 +69,19 @@ class TeardownOptions:
     # The plan a refusal prints: each step's decision as if no blocker stood in the
     # way (none holds another back), reported and never acted on.
     refused_plan: bool = False
+    # pr-cleanup's policy where it differs from teardown's, decided by the same steps: the
+    # command a refusal says to run again, the default branch moved --ff-only rather than
+    # rebased, origin's ref of the branch pruned by a step of its own rather than with the
+    # update, and a dry run that fetched as the real run does.
+    again: str = "teardown"
+    rebase: bool = True
+    prune_with_update: bool = True
+    dry_run_fetched: bool = False
+
+    @property
+    def fetched(self) -> bool:
+        """This run fetched origin before its plan (a teardown's dry run does not)."""
+        return not self.dry_run or self.dry_run_fetched
 
     @property
     def acts(self) -> bool:

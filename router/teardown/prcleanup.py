@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -35,15 +35,25 @@ from router.teardown.blockers import (
     reflog_blocker,
     reused_branch,
     reused_checkout,
-    worktree_blocker,
     worktrees_in_use,
 )
-from router.teardown.branch import delete_branch, verify_gone
-from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, LocalStateJob
+from router.teardown.branch import delete_branch
+from router.teardown.decide import (
+    Decide,
+    RepoRun,
+    decide_branch,
+    decide_local_state,
+    decide_plan_dir,
+    decide_remove,
+    decide_update,
+    decide_verify_gone,
+)
+from router.teardown.facts import RepoPlan, TeardownOptions, recreated
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
 from router.teardown.merged import Evidence, GhVerdict, Tips, prove_merged
-from router.teardown.nested import survey_nested, survey_remains
-from router.teardown.plan_dir import plan_dir_decision, remove_plan_dir
-from router.teardown.proof import merge_proof
+from router.teardown.nested import NestedRepo, survey_nested, survey_remains
+from router.teardown.plan_dir import remove_plan_dir
+from router.teardown.proof import Integration, merge_proof
 from router.teardown.prs import (
     CleanupTarget,
     decide_close,
@@ -55,10 +65,8 @@ from router.teardown.reclaim import decide_reclaim
 from router.teardown.record import TopicRef, forget_earlier_teardown
 from router.teardown.remove import (
     copies_note,
-    finish_blocker,
     included_copies,
     removal_started,
-    remove_worktree,
 )
 from router.teardown.steps import STEPS as TEARDOWN_STEPS
 from router.teardown.steps import (
@@ -70,7 +78,6 @@ from router.teardown.steps import (
     acting,
     done,
     failed,
-    git_failed,
     last_run,
     refused,
     settled,
@@ -78,16 +85,14 @@ from router.teardown.steps import (
     stopped_at,
     stopped_error,
 )
-from router.teardown.sweep import Runs
 from router.teardown.unshipped import (
     RunArtifacts,
     has_shipped,
     run_artifacts,
-    snapshot_note,
     unshipped,
     unshipped_message,
 )
-from router.teardown.update import left_earlier, prune_origin, update_decision
+from router.teardown.update import prune_origin
 from router.topic import state, worktreelock
 from router.topic.branches import (
     TopicLock,
@@ -97,7 +102,8 @@ from router.topic.branches import (
     topic_lock,
 )
 from router.topic.runs import PLANS_DIR, plan_dir_link
-from router.topic.workspace import DefaultBranch, Repo, default_branch, primary_clone
+from router.topic.scope import RepoTarget, TopicScope
+from router.topic.workspace import DefaultBranch, Repo, default_branch, find_worktree, primary_clone
 
 
 class Mode(StrEnum):
@@ -110,30 +116,40 @@ class Mode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Survey:
-    """Everything about the branch, read before anything is touched."""
+    """The branch as pr-cleanup finds it, read before anything is touched: teardown's facts of
+    its repo (``plan``, whose worktree is the one that has the branch checked out), and what
+    pr-cleanup alone asks: origin's tip of the branch."""
 
-    branch: Branch
-    default: DefaultBranch
-    tip: str | None  # refs/heads/<branch>, exact name
-    worktree: WorktreeEntry | None  # the linked worktree that has the branch checked out
-    status: StatusReport
+    plan: RepoPlan
     topic_id: str | None
-    record: state.TopicRecord | None
-    included: tuple[str, ...]  # files a .worktreeinclude copy placed in the worktree
-    temp_paths: tuple[str, ...] | None
+    temp_paths: tuple[str, ...] | None = None  # the topic's recorded temp paths (home only)
     remote_tip: str | None = None
     remote_error: str = ""  # origin could not be asked
-    notes: tuple[str, ...] = ()
-    removing: bool = False  # a removal of ours a kill interrupted: its deletions are not work
-    common_dir: Path | None = None  # the repository's, where a worktree's registration is
-    # Why the worktree / the branch stays, as teardown says it: `new` reused the
-    # user's own checkout or branch; "" when it is ours to remove (or --remove-reused).
-    kept_worktree: str = ""
-    kept_branch: str = ""
-    fetched: bool = False  # this command's fetch of origin succeeded, moments before the survey
-    # The topic's worktree a removal of ours stopped half-way in, once git had dropped its
-    # registration (it does even when it cannot delete every file): the journal finishes it.
-    unfinished: Path | None = None
+
+    @property
+    def branch(self) -> Branch:
+        return Branch(self.plan.target.branch)
+
+    @property
+    def default(self) -> DefaultBranch:
+        assert self.plan.default is not None  # survey() refuses without one
+        return self.plan.default
+
+    @property
+    def record(self) -> state.TopicRecord | None:
+        return self.plan.target.record
+
+    @property
+    def worktree_path(self) -> Path | None:
+        return self.plan.worktree
+
+    @property
+    def entry(self) -> WorktreeEntry | None:
+        """The linked worktree that has the branch checked out."""
+        path = self.plan.worktree
+        return (
+            find_worktree(list(self.plan.entries), path) if path and self.plan.registered else None
+        )
 
     @property
     def remote_known(self) -> bool:
@@ -141,17 +157,14 @@ class Survey:
 
     @property
     def tips(self) -> Tips:
-        return Tips(self.tip, self.remote_tip, self.record.base_commit if self.record else None)
-
-    @property
-    def worktree_path(self) -> Path | None:
-        return Path(self.worktree.path) if self.worktree else self.unfinished
+        record = self.record
+        return Tips(self.plan.tip, self.remote_tip, record.base_commit if record else None)
 
     def anything_left(self, repo: Repo) -> bool:
         plan = self.topic_id is not None and os.path.lexists(
             repo.primary / PLANS_DIR / self.topic_id
         )
-        return bool(self.tip or self.worktree_path or self.remote_tip or plan)
+        return bool(self.plan.tip or self.worktree_path or self.remote_tip or plan)
 
 
 def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool = False) -> Survey:
@@ -162,52 +175,90 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool 
             f"cannot tell the default branch of {repo.primary}; run `git remote set-head origin --auto`",
         )
     refuse_protected(branch, default)
-    # -D and every later step only for a branch whose name matches byte for byte.
-    exact = branch in repo.git.local_branches()
-    tip = repo.git.rev_parse(f"refs/heads/{branch}") if exact else None
     entries = repo.git.worktree_list()
     _refuse_checked_out_in_primary(repo, branch, entries)
-    worktree = next((e for e in entries[1:] if e.branch == branch), None)
     topic_id = branch_topic(repo, branch)
     record, notes = _record(repo, topic_id)
-    topic = topic_ref(topic_id, record)
-    kept_worktree, kept_branch = (
-        ("", "") if remove_reused else _reused(repo, branch, worktree, record, exact=exact)
+    target = RepoTarget(
+        # The repo's name in its topic, as teardown prints it; a branch of no topic
+        # has only its directory's name.
+        record.repo if record is not None else repo.primary.name,
+        repo.primary,
+        branch,
+        None,
+        repo,
+        record,
+        is_home=topic_id is not None and (record is None or record.repo == "home"),
+        entries=tuple(entries),
     )
-    # What git has not deleted yet of a removal the record marks is no one's work:
-    # the remove step finishes it (never "commit them": that would commit deletions).
-    unfinished = _unfinished_removal(repo, topic, record) if worktree is None else None
-    removing = unfinished is not None or bool(
-        worktree and topic and removal_started(repo, topic, Path(worktree.path)) is not None
-    )
-    # A kept checkout is not removed: its changes lose nothing, and refuse nothing.
-    status = (
-        Git(Path(worktree.path)).status()
-        if worktree and os.path.isdir(worktree.path) and not removing and not kept_worktree
-        else StatusReport()
+    plan = _facts(repo, target, default, topic_id, remove_reused=remove_reused)
+    # The worktree is the topic's too: local state never deletes a temp path inside it.
+    plan = dataclasses.replace(
+        plan, target=dataclasses.replace(target, worktree=plan.worktree), notes=tuple(notes)
     )
     remote_tip, remote_error = (
         _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
     )
-    return Survey(
-        branch,
-        default,
-        tip,
-        worktree,
-        status,
-        topic_id,
-        record,
-        _included(record, worktree),
-        _temp_paths(repo, topic_id, record, worktree),
-        remote_tip,
-        remote_error,
-        tuple(notes),
-        removing,
-        repo.common_dir,
-        kept_worktree,
-        kept_branch,
-        unfinished=unfinished,
+    temps = _temp_paths(repo, topic_id, record, plan.worktree if plan.registered else None)
+    return Survey(plan, topic_id, temps, remote_tip, remote_error)
+
+
+def _facts(
+    repo: Repo,
+    target: RepoTarget,
+    default: DefaultBranch,
+    topic_id: str | None,
+    *,
+    remove_reused: bool,
+) -> RepoPlan:
+    """teardown's facts of the repo, read for the branch's one worktree (and a removal of ours
+    a kill interrupted, which the remove step finishes: its deletions are nobody's work)."""
+    branch, record = target.branch, target.record
+    topic = topic_ref(topic_id, record)
+    # -D and every later step only for a branch whose name matches byte for byte.
+    tip = (
+        repo.git.rev_parse(f"refs/heads/{branch}") if branch in repo.git.local_branches() else None
     )
+    entry = next((e for e in target.entries[1:] if e.branch == branch), None)  # type: ignore[index]
+    worktree = Path(entry.path) if entry else _unfinished_removal(repo, topic, record)
+    removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)
+    kept_worktree, kept_branch = (
+        ("", "") if remove_reused else _reused(repo, branch, entry, record, exact=tip is not None)
+    )
+    # A kept checkout is not removed: its changes lose nothing, and refuse nothing.
+    there = entry is not None and os.path.isdir(entry.path) and not removing and not kept_worktree
+    config = g.config_view(repo.git)
+    plan = RepoPlan(
+        target,
+        default,
+        worktree,
+        registered=entry is not None,
+        entries=target.entries or (),
+        status=Git(worktree).status() if there and worktree else StatusReport(),
+        tip=tip,
+        has_origin=config.has_remote("origin"),
+        declaration=read_declaration(repo.git, default, record.declared_at if record else None),
+        copies=copies_note(repo.primary, worktree, included_copies(record, worktree))
+        if entry and worktree
+        else "",
+        nested=_nested(repo, worktree, removing) if worktree and not kept_worktree else (),
+        kept_worktree=kept_worktree,
+        kept_branch=kept_branch,
+        config=config,
+        status_read=there,
+        removing=removing,
+    )
+    shipped = run_shipped(repo, topic_id, worktree)
+    plan = dataclasses.replace(plan, shipped=shipped)
+    return dataclasses.replace(plan, unshipped=tuple(run_at_stake(repo, topic_id, plan)))
+
+
+def _nested(repo: Repo, worktree: Path, removing: bool) -> tuple[NestedRepo, ...]:
+    """The repositories inside the worktree: what an interrupted removal of ours would still
+    delete, and a directory deleted by hand leaves its submodules' git dirs in the registration."""
+    if os.path.isdir(worktree) and not removing:
+        return survey_nested(worktree)
+    return survey_remains(repo.common_dir, worktree)
 
 
 def _unfinished_removal(
@@ -272,20 +323,16 @@ def _record(repo: Repo, topic_id: str | None) -> tuple[state.TopicRecord | None,
     return state.read_record_or_none(repo.common_dir, topic_id, warnings), warnings
 
 
-def _included(record: state.TopicRecord | None, worktree: WorktreeEntry | None) -> tuple[str, ...]:
-    return included_copies(record, Path(worktree.path) if worktree else None)
-
-
 def _temp_paths(
     repo: Repo,
     topic_id: str | None,
     record: state.TopicRecord | None,
-    worktree: WorktreeEntry | None,
+    worktree: Path | None,
 ) -> tuple[str, ...] | None:
     """The topic's recorded temp paths (home repo only), read before the plan dir goes."""
     if topic_id is None or (record is not None and record.repo != "home"):
         return None
-    roots = [Path(worktree.path)] if worktree else []
+    roots = [worktree] if worktree else []
     for root in [*roots, repo.primary]:
         if plan_dir_link(str(root), topic_id) is not None:
             continue  # behind a link it is not this repository's plan dir: nothing read there
@@ -311,125 +358,95 @@ def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
         raise RouterError(
             ErrorCode.DIRTY_WORKTREE,
             # pr-cleanup updates the default branch there: its changes must be put away first.
-            f"the primary clone {repo.primary} {_dirt(status)}; commit or stash them "
+            f"the primary clone {repo.primary} has {describe_dirt(status)}; commit or stash them "
             f"(`git -C {repo.primary} stash push --include-untracked`), then run this again; "
             "nothing was touched",
         )
-    if found.status.dirty and mode is Mode.MERGED:
+    status = found.plan.status
+    if status.dirty and mode is Mode.MERGED:
         raise RouterError(
             ErrorCode.DIRTY_WORKTREE,
-            f"{found.worktree_path} {_dirt(found.status)}; commit or discard them, nothing was touched",
+            f"{found.worktree_path} has {describe_dirt(status)}; commit or discard them, "
+            "nothing was touched",
         )
 
 
-def refuse_nested(found: Survey) -> None:
-    """A repository inside the worktree holding work of its own refuses before any step, as in teardown's plan.
-
-    The remove step checks again, but by then an abandon has closed the PRs
-    and the default branch may have moved: the plan refuses first.
-    """
-    path = found.worktree_path
-    if path is None or found.kept_worktree:
+def refuse_blocked(repo: Repo, found: Survey, topic: TopicLock, warnings: list[str]) -> None:
+    """teardown's blockers of a removal refuse before any step, as in its plan (``--abandon``
+    too: the remove step checks again, but by then the PRs are closed and the default branch
+    may have moved): a repository inside the worktree holding work of its own, commits only
+    the worktree's HEAD reflog keeps, another process working in it (its shell or editor
+    would lose its directory; asked under ``topic``'s lock, so another run queued on it
+    is not one)."""
+    plan, path = found.plan, found.worktree_path
+    if path is None or plan.kept_worktree:
         return
-    common = found.common_dir
-    if os.path.isdir(path) and not found.removing:
-        nested = survey_nested(path)
-    else:
-        # What an interrupted removal of ours would still delete; a directory deleted
-        # by hand leaves its submodules' git dirs in the registration.
-        nested = survey_remains(common, path) if common is not None else ()
-    blocker = nested_blocker(path, nested, again="pr-cleanup")
-    if blocker is not None:
-        raise RouterError(
-            blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
-        )
-
-
-def refuse_reflog_work(repo: Repo, found: Survey) -> None:
-    """Commits only the worktree's HEAD reflog keeps refuse before any step, as in teardown's plan."""
-    path = found.worktree_path
-    if path is None or found.kept_worktree or found.removing:
-        return
-    blocker = reflog_blocker(repo, path, repo.git.worktree_list(), again="pr-cleanup")
-    if blocker is not None:
-        raise RouterError(
-            blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
-        )
-
-
-def refuse_in_use(found: Survey, topic: TopicLock, warnings: list[str]) -> None:
-    """Another process working in the worktree refuses before any step, merged or abandoned.
-
-    Its shell or editor would lose its directory, and --abandon's force would not
-    keep what an editor has not saved; as teardown's plan, before a PR is closed.
-    Asked under ``topic``'s lock: another run queued on it is not such a process.
-    """
-    path = found.worktree_path
-    if path is None or found.kept_worktree:
-        return
+    found_ = [nested_blocker(path, plan.nested, again=AGAIN)]
+    if not plan.removing:
+        found_.append(reflog_blocker(repo, path, plan.entries, again=AGAIN))
     users = worktrees_in_use([path], topic_lock=topic.lock_path)
     if users is None:
         warnings.append(NO_PROC_NOTE)
-        return
-    if path in users:
-        blocker = in_use_blocker(path, users[path], again="pr-cleanup")
+    elif path in users:
+        found_.append(in_use_blocker(path, users[path], again=AGAIN))
+    blocker = next((b for b in found_ if b is not None), None)
+    if blocker is not None:
         raise RouterError(
             blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
         )
 
 
-def run_at_stake(repo: Repo, found: Survey) -> list[RunArtifacts]:
+def run_at_stake(repo: Repo, topic_id: str | None, plan: RepoPlan) -> list[RunArtifacts]:
     """The artifacts of an unshipped run this cleanup would delete: in the worktree it
     removes, and in the primary clone when the plan-dir step would remove them there."""
-    if found.topic_id is None:
+    if topic_id is None:
         return []
     checkouts = []
-    if found.worktree_path is not None and not found.kept_worktree and not found.removing:
-        checkouts.append(found.worktree_path)
-    if remove_plan_dir(repo, found.topic_id, dry_run=True, force=True).outcome is Outcome.DONE:
+    if plan.worktree is not None and not plan.kept_worktree and not plan.removing:
+        checkouts.append(plan.worktree)
+    if remove_plan_dir(repo, topic_id, dry_run=True, force=True).outcome is Outcome.DONE:
         checkouts.append(repo.primary)
-    shipped = run_shipped(repo, found)
-    return unshipped((run_artifacts(c, found.topic_id) for c in checkouts), shipped=shipped)
+    runs = (run_artifacts(c, topic_id) for c in checkouts)
+    return unshipped(runs, shipped=plan.shipped)
 
 
-def run_shipped(repo: Repo, found: Survey) -> bool:
+def run_shipped(repo: Repo, topic_id: str | None, worktree: Path | None) -> bool:
     """The topic's pr.md is in one of its plan dirs (its worktree's or the primary clone's)."""
-    if found.topic_id is None:
+    if topic_id is None:
         return False
-    places = [c for c in (found.worktree_path, repo.primary) if c is not None]
-    return has_shipped(run_artifacts(c, found.topic_id) for c in places)
+    places = [c for c in (worktree, repo.primary) if c is not None]
+    return has_shipped(run_artifacts(c, topic_id) for c in places)
 
 
-def refuse_unshipped(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
+def refuse_unshipped(found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
     """A run that has not shipped keeps its artifacts: pr-cleanup is for after a merge (§9).
 
     ``--abandon`` is the explicit request to drop the work: it snapshots them instead.
     """
-    if mode is not Mode.MERGED:
+    dirs = list(found.plan.unshipped)
+    if mode is not Mode.MERGED or not dirs:
         return
-    dirs = run_at_stake(repo, found)
-    if not dirs:
-        return
-    why = unshipped_message(found.topic_id, dirs, command="pr-cleanup")  # type: ignore[arg-type]
+    why = unshipped_message(found.topic_id, dirs, command=AGAIN)  # type: ignore[arg-type]
     raise RouterError(
         ErrorCode.UNSHIPPED_RUN,
         f"{why}; nothing was touched",
-        details={
-            "branch": found.branch,
-            "mode": str(mode),
-            "proof": None,
-            "steps": [],
-            "dry_run": dry_run,
-            "prs": [],
-        },
+        details=envelope(found.branch, mode, dry_run=dry_run),
     )
 
 
-def _dirt(status: StatusReport) -> str:
-    return "has " + describe_dirt(status)
-
-
-# -- merge proof --------------------------------------------------------------------------------
+def envelope(
+    branch: str, mode: Mode, *, dry_run: bool, proof: Evidence | None = None
+) -> dict[str, object]:
+    """A refusal's JSON keys beside ``error``: pr-cleanup's, with no step taken."""
+    json = proof.to_json() if proof else None
+    return {
+        "branch": branch,
+        "mode": str(mode),
+        "proof": json,
+        "steps": [],
+        "dry_run": dry_run,
+        "prs": [],
+    }
 
 
 def refuse_unmerged(
@@ -453,12 +470,7 @@ def refuse_unmerged(
         f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
         f"nothing was deleted ({fix})",
         details={
-            "branch": found.branch,
-            "mode": str(Mode.MERGED),
-            "proof": evidence.to_json(),
-            "steps": [],
-            "dry_run": dry_run,
-            "prs": [],
+            **envelope(found.branch, Mode.MERGED, dry_run=dry_run, proof=evidence),
             "warnings": warnings,
         },
     )
@@ -480,18 +492,8 @@ def refuse_content_only(
         f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
         "the content proof alone does not license deleting it: check that the work is merged, "
         "then run again with --yes; nothing was deleted",
-        details={
-            "branch": found.branch,
-            "mode": str(Mode.MERGED),
-            "proof": evidence.to_json(),
-            "steps": [],
-            "dry_run": dry_run,
-            "prs": [],
-        },
+        details=envelope(found.branch, Mode.MERGED, dry_run=dry_run, proof=evidence),
     )
-
-
-# -- abandoned: the PRs to close ------------------------------------------------------------------
 
 
 # -- the steps -----------------------------------------------------------------------------------
@@ -511,6 +513,38 @@ class CleanupOptions:
 # A PR that gh failed to close does not hold the git part back: deleting the
 # branch on origin closes it on GitHub's side anyway, and the failure is reported.
 CLEANUP_GUARDING = frozenset({Step.REMOVE, Step.SNAPSHOT, Step.BRANCH})
+AGAIN = "pr-cleanup"  # the command a refusal says to run again
+
+
+def policy(opts: CleanupOptions) -> TeardownOptions:
+    """How teardown's steps run for pr-cleanup: forced only to abandon (after a snapshot), the
+    default branch fast-forwarded, origin's ref pruned by a step of its own, and a dry run
+    that fetched as the real run does."""
+    return TeardownOptions(
+        force=opts.mode is Mode.ABANDONED,
+        dry_run=opts.dry_run,
+        line_timeout=opts.line_timeout,
+        echo=opts.echo,
+        remove_reused=opts.remove_reused,
+        again=AGAIN,
+        rebase=False,
+        prune_with_update=False,
+        dry_run_fetched=True,
+    )
+
+
+def topic_scope(repo: Repo, found: Survey) -> TopicScope:
+    """The topic as teardown's steps see it: this repo alone (another's worktree stays)."""
+    record = found.record
+    return TopicScope(
+        found.topic_id or "",
+        found.branch,
+        repo,
+        None,
+        record,
+        (found.plan.target,),
+        found.temp_paths or (),
+    )
 
 
 def run_steps(
@@ -522,123 +556,69 @@ def run_steps(
     hub: GitHub | Unavailable,
     warnings: list[str],
 ) -> tuple[list[StepResult], list[dict[str, object]]]:
-    """The steps, each decided once: carried out, or (``opts.dry_run``) reported as decided."""
-    if _checkout_recreated(found) and not opts.dry_run:
-        forget_earlier_teardown(repo.common_dir, found.topic_id)  # type: ignore[arg-type]
+    """The steps, each decided once: carried out, or (``opts.dry_run``) reported as decided.
+
+    The steps teardown has are decided by teardown's decisions, from the same facts.
+    """
+    plan = found.plan
+    if evidence is not None and evidence.merged and evidence.subject == plan.tip:
+        # The merge proof (on origin's default branch, or at the PR's merge commit) is the
+        # branch step's judgement, used while the branch is still at the commit proven.
+        plan = dataclasses.replace(plan, found=Integration(evidence.content, ()))
+    if found.topic_id and recreated(plan) and not opts.dry_run:
+        forget_earlier_teardown(repo.common_dir, found.topic_id)
     if not opts.dry_run:
         begin(repo, found, opts.mode)
-    run = StepRun(CLEANUP_GUARDING, dry_run=opts.dry_run)
-    closed: list[dict[str, object]] = []
+    topic = topic_ref(found.topic_id, found.record)
+    run = RepoRun(plan, repo, StepRun(CLEANUP_GUARDING, dry_run=opts.dry_run), topic)
+    scope, how = topic_scope(repo, found), policy(opts)
+
+    def shared(decide: Decide) -> Callable[[], Decision]:
+        return lambda: decide(run, scope, how)
+
+    steps, closed = run.runner, []  # type: ignore[var-annotated]
     abandon = opts.mode is Mode.ABANDONED
-    # Read before the worktree (and the pr.md in its plan dir) goes.
-    shipped = run_shipped(repo, found)
     if abandon:
-        run.decide(Step.CLOSE_PRS, lambda: decide_close(hub, closing, closed), guarded=False)
-    run.decide(Step.REMOVE, lambda: _cleanup_remove(repo, found, force=abandon, warnings=warnings))
-    # A run's artifacts a late writer put back where the worktree was: a shipped run's go,
-    # an abandoned run's go into a snapshot first, any other run's are kept.
-    ran = frozenset({found.topic_id}) if shipped and found.topic_id else frozenset()
-    runs = Runs(repo.primary, ran, abandon)
-    run.decide(Step.VERIFY_GONE, lambda: _cleanup_verify_gone(repo, found, runs))
+        steps.decide(Step.CLOSE_PRS, lambda: decide_close(hub, closing, closed), guarded=False)
+    steps.decide(Step.REMOVE, shared(decide_remove))
+    steps.decide(Step.VERIFY_GONE, shared(decide_verify_gone))
     if not abandon:
-        run.decide(Step.UPDATE_DEFAULT, lambda: _cleanup_update(repo, found), guarded=False)
+        steps.decide(Step.UPDATE_DEFAULT, shared(decide_update), guarded=False)
     else:
-        run.decide(Step.SNAPSHOT, lambda: _decide_snapshot(repo, found))
-    run.decide(Step.BRANCH, lambda: _cleanup_branch(repo, found, force=abandon, evidence=evidence))
-    gone = run.decide(Step.REMOTE_BRANCH, lambda: _remote_decision(repo, found, opts, evidence))
-    if abandon:
-        run.decide(Step.STACK, lambda: _decide_stack(repo, found, opts, closing, hub))
+        steps.decide(Step.SNAPSHOT, lambda: _decide_snapshot(repo, found))
+    steps.decide(Step.BRANCH, shared(decide_branch))
+    _remote_steps(repo, found, opts, evidence, steps, closing, hub)
+    steps.decide(Step.PLAN_DIR, shared(decide_plan_dir))
+    steps.decide(Step.LOCAL_STATE, shared(decide_local_state))
+    removed = steps.steps[1 if abandon else 0]
+    if abandon and plan.copies and removed.outcome is Outcome.DONE and not opts.dry_run:
+        # Forced: the files a .worktreeinclude copy placed there are gone, edited or not.
+        warnings.append(f"removing {plan.worktree}: {plan.copies}")
+    return steps.steps, closed
+
+
+def _remote_steps(
+    repo: Repo,
+    found: Survey,
+    opts: CleanupOptions,
+    evidence: Evidence | None,
+    steps: StepRun,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> None:
+    """pr-cleanup's own steps: origin's branch, a stack abandoned with it, the prune, reclaim."""
+    gone = steps.decide(Step.REMOTE_BRANCH, lambda: _remote_decision(repo, found, opts, evidence))
+    if opts.mode is Mode.ABANDONED:
+        steps.decide(Step.STACK, lambda: _decide_stack(repo, found, opts, closing, hub))
     remote_gone = _remote_gone(found, gone)
     # Deleting origin's branch drops its remote-tracking ref too (git push updates it).
     deleted = found.remote_tip is not None and gone.outcome is Outcome.DONE
-    run.decide(Step.PRUNE, lambda: _decide_prune(repo, found.branch, remote_gone, deleted))
-    run.decide(Step.RECLAIM, lambda: decide_reclaim(repo, asked=opts.reclaim))
-    run.decide(
-        Step.PLAN_DIR,
-        lambda: (
-            plan_dir_decision(
-                repo, found.topic_id, force=abandon, shipped=shipped, again="pr-cleanup"
-            )
-            if found.topic_id
-            else settled(skipped(Step.PLAN_DIR, f"{found.branch} is not a topic id: no plan dir"))
-        ),
-    )
-    run.decide(Step.LOCAL_STATE, lambda: _cleanup_local_state(repo, found, opts))
-    return run.steps, closed
-
-
-def _checkout_recreated(found: Survey) -> bool:
-    """The topic has a worktree of ours again: an earlier teardown's marks describe another run
-    (the real run forgets them, and its local state runs again)."""
-    return found.worktree is not None and found.topic_id is not None and not found.kept_worktree
-
-
-def _cleanup_remove(repo: Repo, found: Survey, *, force: bool, warnings: list[str]) -> Decision:
-    if found.kept_worktree:
-        return settled(skipped(Step.REMOVE, found.kept_worktree))
-    path = found.worktree_path
-    if path is None:
-        return settled(
-            skipped(Step.REMOVE, f"no worktree has {found.branch} checked out: already gone")
-        )
-    copied = _copied_note(repo, found)
-    topic = topic_ref(found.topic_id, found.record)
-
-    def remove() -> StepResult:
-        if copied and force:
-            warnings.append(f"removing {path}: {copied}")
-        result, _ = remove_worktree(
-            repo, path, found.branch, force=force, topic=topic, again="pr-cleanup"
-        )
-        if result.outcome is Outcome.DONE and copied:
-            return dataclasses.replace(result, detail=f"{result.detail}; {copied}")
-        return result
-
-    started = removal_started(repo, topic, path) if topic is not None else None
-    if started is not None:
-        # A removal of ours a kill interrupted: finished from its journal.
-        blocker = finish_blocker(repo, path, started, again="pr-cleanup")
-        if blocker is not None:
-            return settled(blocker)
-        return acting(remove, Step.REMOVE, f"finish removing {path} (its removal was interrupted)")
-    # Another tool's lock refuses the removal (the act checks it again): decided here, so the
-    # plan says so as the run does.
-    locked = (
-        worktree_blocker(path, found.worktree, StatusReport())
-        if not force and found.worktree is not None
-        else None
-    )
-    if locked is not None:
-        return settled(locked)
-    how = "force-remove (after a snapshot)" if force else "remove"
-    in_worktree = [a for a in run_at_stake(repo, found) if a.checkout == path]
-    if force and in_worktree:
-        how = f"force-remove (after a snapshot holding {snapshot_note(in_worktree)})"
-    return acting(remove, Step.REMOVE, f"{how} {path}" + (f"; {copied}" if copied else ""))
-
-
-def _cleanup_verify_gone(repo: Repo, found: Survey, runs: Runs) -> Decision:
-    if found.kept_worktree:
-        return settled(skipped(Step.VERIFY_GONE, "the worktree is kept"))
-    path = found.worktree_path
-    if path is None:
-        return settled(skipped(Step.VERIFY_GONE, "no worktree to re-check"))
-    return acting(
-        lambda: verify_gone(repo, path, runs, again="pr-cleanup"),
-        Step.VERIFY_GONE,
-        f"re-check that {path} is gone",
-    )
-
-
-def _cleanup_update(repo: Repo, found: Survey) -> Decision:
-    left = _left_earlier(repo, found)
-    if left is not None:
-        return settled(left)
-    return update_decision(repo, found.default, rebase=False, fresh=found.fetched)
+    steps.decide(Step.PRUNE, lambda: _decide_prune(repo, found.branch, remote_gone, deleted))
+    steps.decide(Step.RECLAIM, lambda: decide_reclaim(repo, asked=opts.reclaim))
 
 
 def _decide_snapshot(repo: Repo, found: Survey) -> Decision:
-    if found.tip is None:
+    if found.plan.tip is None:
         return settled(skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep"))
     return acting(
         lambda: _snapshot_branch(repo, found),
@@ -647,32 +627,11 @@ def _decide_snapshot(repo: Repo, found: Survey) -> Decision:
     )
 
 
-def _cleanup_branch(
-    repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
-) -> Decision:
-    if found.kept_branch:
-        return settled(skipped(Step.BRANCH, found.kept_branch))
-    if found.tip is None:
-        return settled(skipped(Step.BRANCH, f"{found.branch} is already gone"))
-    return acting(
-        lambda: _delete_local(repo, found, force=force, evidence=evidence),
-        Step.BRANCH,
-        f"delete {found.branch}",
-    )
-
-
-def _copied_note(repo: Repo, found: Survey) -> str:
-    """Names the .worktreeinclude copies a removal deletes, and which of them were edited."""
-    if found.worktree_path is None:
-        return ""
-    return copies_note(repo.primary, found.worktree_path, found.included)
-
-
 def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
     """Abandoned commits stay recoverable: the tip goes to the snapshot ref unless one covers it."""
     from router.teardown.snapshot import SnapshotFailed, covers, read_snapshot, snapshot_branch
 
-    tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.tip else None
+    tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.plan.tip else None
     if tip is None:
         return skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep")
     snap = read_snapshot(repo.git, found.branch)
@@ -682,35 +641,6 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
         except SnapshotFailed as exc:
             return refused(Step.SNAPSHOT, exc.code, f"{exc.message}; {found.branch} is kept")
     return done(Step.SNAPSHOT, f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
-
-
-def _delete_local(
-    repo: Repo, found: Survey, *, force: bool, evidence: Evidence | None
-) -> StepResult:
-    if found.kept_branch:
-        return skipped(Step.BRANCH, found.kept_branch)
-    if found.branch not in repo.git.local_branches():
-        return skipped(Step.BRANCH, f"{found.branch} is already gone")
-    if evidence is not None and evidence.content is not None and evidence.at_merge_commit:
-        return _delete_proven_at_merge_commit(repo, found, evidence)
-    result, _ = delete_branch(repo, found.branch, found.default, force=force)
-    return result
-
-
-def _delete_proven_at_merge_commit(repo: Repo, found: Survey, evidence: Evidence) -> StepResult:
-    """teardown's check knows only the default branch's tip; this proof holds at the PR's merge."""
-    now = repo.git.rev_parse(f"refs/heads/{found.branch}")
-    if now != evidence.subject:
-        return refused(
-            Step.BRANCH,
-            ErrorCode.NOT_MERGED,
-            f"{found.branch} moved to {(now or '')[:12]} after the proof; kept",
-        )
-    try:
-        repo.git.branch_delete(found.branch)
-    except GitError as exc:
-        return git_failed(Step.BRANCH, f"git branch -D {found.branch} failed", exc)
-    return done(Step.BRANCH, f"deleted {found.branch} ({evidence.content.detail})")  # type: ignore[union-attr]
 
 
 def _delete_remote(
@@ -833,16 +763,16 @@ def _abandon_branch(
         child = survey(repo, branch, ask_remote=True)
     except Refusal as exc:
         return exc.message
-    if child.tip is None and child.remote_tip is None and child.worktree is None:
+    if child.plan.tip is None and child.remote_tip is None and child.entry is None:
         return GONE
-    if child.worktree is not None:
+    if child.entry is not None:
         return (
-            f"checked out in {child.worktree.path}; run `team-router pr-cleanup {branch} "
+            f"checked out in {child.entry.path}; run `team-router pr-cleanup {branch} "
             "--abandon` there"
         )
     for step in (
         _snapshot_branch(repo, child),
-        _delete_local(repo, child, force=True, evidence=None),
+        delete_branch(repo, child.branch, child.default, force=True)[0],
         _delete_remote(repo, child, opts, None),
     ):
         if step.stopped:
@@ -864,7 +794,7 @@ def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | Non
     from router.teardown.snapshot import read_snapshot
 
     snap = read_snapshot(repo.git, found.branch)
-    keepers = [c for c in (found.tip, snap.commit if snap else None) if c]
+    keepers = [c for c in (found.plan.tip, snap.commit if snap else None) if c]
     if any(tip == c or repo.git.is_ancestor(tip, c) for c in keepers):
         return ""
     return f"it is at {tip[:12]}, with commits this clone's {found.branch} and its snapshot lack"
@@ -909,62 +839,6 @@ def _decide_prune(repo: Repo, branch: str, remote_gone: bool | None, deleted: bo
             plan=lambda: nothing,
         )
     return acting(prune, name, f"prune {tracking} once origin has no {branch}")
-
-
-def _cleanup_local_state(repo: Repo, found: Survey, opts: CleanupOptions) -> Decision:
-    from router.teardown.localstate import local_state_step
-    from router.teardown.record import LOCAL_STATE_RAN, local_state_ran, mark_done
-
-    if (
-        found.topic_id is not None
-        and not _checkout_recreated(found)
-        and local_state_ran(repo.common_dir, found.topic_id)
-    ):
-        return settled(skipped(Step.LOCAL_STATE, LOCAL_STATE_RAN.format(id=found.topic_id)))
-    if found.record is None and not found.anything_left(repo):
-        return settled(
-            done(Step.LOCAL_STATE, f"nothing of {found.branch} was left: already cleaned up")
-        )
-    job = LocalStateJob(
-        # The repo's name in its topic, as teardown prints it; a branch of no topic
-        # has only its directory's name.
-        found.record.repo if found.record is not None else repo.primary.name,
-        repo.git,
-        repo.primary,
-        found.default,
-        found.branch,
-        None if found.kept_worktree else found.worktree_path,
-        temp_paths=found.temp_paths,
-        timeout=opts.line_timeout,
-        protected=(repo.primary, repo.common_dir, *filter(None, [found.worktree_path])),
-    )
-
-    def local_state(dry_run: bool) -> StepResult:
-        result, _ = local_state_step(job, echo=opts.echo, dry_run=dry_run)
-        if not dry_run and found.topic_id is not None and found.record is not None:
-            # At once, failed lines or not: a rerun must not run them a second time.
-            mark_done(
-                repo.common_dir,
-                found.topic_id,
-                Step.LOCAL_STATE,
-                repo_name=found.record.repo,
-                branch=found.branch,
-            )
-        return result
-
-    return Decision(act=lambda: local_state(False), plan=lambda: local_state(True))
-
-
-def _left_earlier(repo: Repo, found: Survey) -> StepResult | None:
-    name = found.default.name if found.default else "the default branch"
-    why = (
-        f"{name} could not be fast-forwarded to origin/{name}; update it yourself "
-        f"(`git -C {repo.primary} pull --rebase origin {name}`)"
-    )
-    record = found.record
-    if record is not None and _checkout_recreated(found):
-        record = dataclasses.replace(record, teardown=None)  # forgotten: another run's marks
-    return left_earlier(record, Step.UPDATE_DEFAULT, why)
 
 
 def begin(repo: Repo, found: Survey, mode: Mode) -> None:
@@ -1166,18 +1040,17 @@ def _checked_survey(
     if not dry_run:
         keep_locked(repo, local, warnings)
     refuse_dirty(repo, local, mode)
-    refuse_unshipped(repo, local, mode, dry_run=dry_run)
-    refuse_nested(local)
-    refuse_reflog_work(repo, local)
-    refuse_in_use(local, topic, warnings)
+    refuse_unshipped(local, mode, dry_run=dry_run)
+    refuse_blocked(repo, local, topic, warnings)
     refuse_if_held(topic)  # as the real run will: plan what it does
     # The dry run fetches like the real run (a fetch changes no local branch or
     # worktree): without it a merge made a minute ago would read as not merged.
     fetched = _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True, remove_reused=reused)
-    found = dataclasses.replace(found, fetched=fetched)
+    # What the fetch answered: origin's tips are its own now (an update needs no second fetch).
+    found = dataclasses.replace(found, plan=dataclasses.replace(found.plan, reachable=fetched))
     refuse_unknown(repo, found, mode, dry_run=dry_run)
-    warnings.extend(found.notes)
+    warnings.extend(found.plan.notes)
     warnings.extend(_other_repos(repo, found))
     return found
 
@@ -1188,10 +1061,10 @@ def keep_locked(repo: Repo, found: Survey, warnings: list[str]) -> None:
     Whether this run removes it or refuses, it is never left unlocked for other
     tools' cleanup (the remove step lifts the lock right before git removes it).
     """
-    entry = found.worktree
+    entry = found.entry
     if entry is None or entry.locked or found.topic_id is None or found.record is None:
         return
-    if found.removing or reused_checkout(repo, entry.path) or not os.path.isdir(entry.path):
+    if found.plan.removing or reused_checkout(repo, entry.path) or not os.path.isdir(entry.path):
         return
     try:
         worktreelock.lock(repo.git, entry, found.topic_id)
@@ -1228,14 +1101,7 @@ def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = Fal
         f"no branch, worktree or plan dir named {found.branch} exists in {repo.primary}{where}, "
         "and no record shows an earlier cleanup of it: check the name (`git branch -a`); "
         "nothing was touched",
-        details={
-            "branch": found.branch,
-            "mode": str(mode),
-            "proof": None,
-            "steps": [],
-            "dry_run": dry_run,
-            "prs": [],
-        },
+        details=envelope(found.branch, mode, dry_run=dry_run),
     )
 
 
