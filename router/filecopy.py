@@ -31,7 +31,10 @@ from enum import StrEnum
 FICLONE = 0x40049409  # _IOW(0x94, 9, int) from linux/fs.h
 TEMP_SUFFIX = ".team-router-partial"  # the named temp where O_TMPFILE is missing
 _CHUNK = 256  # files handed to a worker at a time
-WORKERS = 4  # clones and small copies wait on the filesystem more than on the CPU
+# Copy threads. On the 2-core machine measured (bench/bench_copies.py --workers), 2 or 4
+# threads were no faster than one: creating the files is the cost, and it is the
+# filesystem's (and the CPU's, which other work shares).
+WORKERS = 1
 # The errors that say "this filesystem (or kernel) cannot do it this way", as
 # opposed to a full disk or an unreadable file.
 _UNSUPPORTED = frozenset(
