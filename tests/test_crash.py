@@ -12,7 +12,7 @@ from helpers.repos import branches, commit, git, make_repo, run_cli, status, wor
 from router.topic import state
 
 ID = "2026-05-01-add-thing"
-CREATION_STEPS = ("inspect", "base", "claim", "add", "verify", "setup", "record")
+CREATION_STEPS = ("inspect", "base", "claim", "add", "verify", "submodules", "setup", "record")
 
 
 def _doctor_findings(repo) -> list[tuple[str, str]]:

@@ -45,6 +45,7 @@ def test_new_creates_the_home_worktree_from_origin_head_and_leaves_the_main_tree
             "worktree": str(wt),
             "status": "created",
             "base": git(home_repo, "rev-parse", "origin/HEAD"),
+            "submodules": [],
             "copied": None,
             "sparse": None,
             "setup": NO_SETUP_DECLARED,
@@ -189,6 +190,7 @@ def test_a_reused_worktree_reports_and_records_the_branch_really_checked_out(hom
             "worktree": str(wt),
             "status": "reused",
             "base": git(home_repo, "rev-parse", "main"),
+            "submodules": [],
             "copied": None,
             "sparse": None,
             # A checkout the user had: its setup is theirs, nothing runs in it.
@@ -558,6 +560,7 @@ def test_an_id_created_again_after_its_teardown_starts_a_fresh_record(home_repo)
         "claim",
         "add",
         "verify",
+        "submodules",
         "setup",
         "record",
         "setup-commands",

@@ -496,6 +496,7 @@ def _fallen_back(home_repo: Path) -> Path:
             "worktree": str(home_repo),
             "status": "fallback",
             "base": None,
+            "submodules": [],
             "copied": None,
             "sparse": None,
             "setup": None,
@@ -534,6 +535,7 @@ def test_after_the_cause_of_a_fallback_is_fixed_a_rerun_creates_the_worktree(hom
                 "branch": FALLBACK_ID,
                 "status": "created",
                 "reason": None,
+                "submodules": [],
                 "copied": None,
                 "sparse": None,
                 "setup": {

@@ -20,6 +20,8 @@ from router.create.setupcmds import (
     plan_setup,
     run_setup,
 )
+from router.create.submodules import SUBMODULES_STEP as SUBMODULES
+from router.create.submodules import SubmoduleOutcome, check_out_submodules, warnings_for
 from router.errors import ErrorCode, Refusal, RouterError, io_error
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
@@ -71,6 +73,7 @@ class CreateReport:
     base: str | None = None
     warnings: tuple[str, ...] = ()
     created: Created = field(default_factory=Created)
+    submodules: tuple[SubmoduleOutcome, ...] = ()  # what this run did for each submodule
     copied: Copied | None = None  # the .worktreeinclude copy; None when the repo has none
     sparse: tuple[str, ...] | None = None  # the cone of a sparse worktree; None: the whole tree
     setup: SetupReport | None = None  # the setup-commands stage (None: no worktree to set up)
@@ -83,6 +86,7 @@ class CreateReport:
             "branch": self.branch,
             "status": str(self.status),
             "reason": self.reason or None,
+            "submodules": [s.to_json() for s in self.submodules],
             "copied": self.copied.to_json() if self.copied else None,
             "sparse": list(self.sparse) if self.sparse is not None else None,
             "setup": self.setup.to_json() if self.setup else None,
@@ -253,6 +257,7 @@ class _Pipeline:
         self.commits: dict[str, Sha | None] = {}  # see _look_up
         # The cone asked for; a rerun after a fallback keeps the one its first run recorded.
         self.cone = job.sparse if job.sparse is not None else self._recorded_cone()
+        self.submodules: tuple[SubmoduleOutcome, ...] = ()
 
     def run(self) -> CreateReport:
         # The fetch (the slowest step but the checkout) runs while the local
@@ -930,6 +935,7 @@ class _Pipeline:
 
     def _finish(self, worktree: Path, branch: str | None, status: Status) -> CreateReport:
         try:
+            self._submodules(worktree, status)
             state.crash_point("setup")
             included, copied = self._setup(worktree)
             setup = plan_setup(
@@ -946,7 +952,7 @@ class _Pipeline:
             # A sparse worktree's checkout is done once it has an index (else _half_made).
             cone = ("sparse",) if self._cone_of(worktree, status) else ()
             self._save(
-                steps=("add", *cone, "verify", "setup", "record", *setup.steps),
+                steps=("add", *cone, "verify", SUBMODULES, "setup", "record", *setup.steps),
                 worktree=str(worktree),
                 base_commit=self._base_commit(worktree),
                 included=included,
@@ -982,6 +988,7 @@ class _Pipeline:
             base=self.base or (self.record.base_commit if self.record else None),
             warnings=tuple(self.warnings),
             created=self.created,
+            submodules=self.submodules,
             copied=copied,
             sparse=self._cone_of(worktree, status),
             setup=ran,
@@ -1012,6 +1019,23 @@ class _Pipeline:
         )
         self.warnings.extend(warnings)
         return report
+
+    def _submodules(self, worktree: Path, status: Status) -> None:
+        """The ``submodules`` stage, in a worktree whose creation the record shows under way.
+
+        A finished worktree's submodules are the user's: a rerun never moves them.
+        Recorded only when there were any: else a rerun's check costs one stat.
+        """
+        record = self.record
+        if status is Status.REUSED or record is None or not record.creating:
+            return
+        if SUBMODULES in record.steps:
+            return
+        state.crash_point(SUBMODULES)
+        self.submodules = check_out_submodules(self.repo.primary, self.repo.common_dir, worktree)
+        self.warnings.extend(warnings_for(self.job.name, worktree, self.submodules))
+        if self.submodules:
+            self._save(steps=(SUBMODULES,))
 
     def _exclude(self) -> None:
         if self.excluded:

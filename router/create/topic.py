@@ -60,6 +60,7 @@ class NewResult:
                 "worktree": str(self.home.worktree) if self.home.worktree else None,
                 "status": str(self.home.status),
                 "base": self.home.base,
+                "submodules": [m.to_json() for m in self.home.submodules],
                 "copied": self.home.copied.to_json() if self.home.copied else None,
                 "sparse": list(self.home.sparse) if self.home.sparse is not None else None,
                 "setup": self.home.setup.to_json() if self.home.setup else None,

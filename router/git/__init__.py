@@ -15,7 +15,8 @@ The modules behind it:
 - ``layout``: where am I (a checkout's top level, git dir and common dir);
 - ``refs``, ``reflog``, ``worktrees``, ``status``, ``history``, ``objects``,
   ``config``, ``remote``, ``sparse``: one git concept each; ``checkout``: what changes a
-  checkout (cherry-pick, merge, reset, restore); ``locks``: lock files left behind;
+  checkout (cherry-pick, merge, reset, restore); ``submodules``: a new worktree's
+  submodules checked out from the primary's objects; ``locks``: lock files left behind;
 - ``client``: ``Git``, one directory's git with every concept's methods.
 
 Importing this package costs nothing: each name is imported from its module
@@ -128,6 +129,18 @@ if TYPE_CHECKING:
     from router.git.status import checkout_state as checkout_state
     from router.git.status import gitlink_paths as gitlink_paths
     from router.git.status import status_with_branch as status_with_branch
+    from router.git.submodules import Gitlink as Gitlink
+    from router.git.submodules import MissingCommit as MissingCommit
+    from router.git.submodules import borrow_module as borrow_module
+    from router.git.submodules import checkout_borrowed as checkout_borrowed
+    from router.git.submodules import checkout_finished as checkout_finished
+    from router.git.submodules import declared_gitlinks as declared_gitlinks
+    from router.git.submodules import detached_head as detached_head
+    from router.git.submodules import forget_unfinished_checkout as forget_unfinished_checkout
+    from router.git.submodules import initialised_names as initialised_names
+    from router.git.submodules import making_dir as making_dir
+    from router.git.submodules import module_dir as module_dir
+    from router.git.submodules import primary_module as primary_module
     from router.git.worktrees import ADD_IN_PROGRESS as ADD_IN_PROGRESS
     from router.git.worktrees import SUBMODULES_REFUSAL as SUBMODULES_REFUSAL
     from router.git.worktrees import WorktreeEntry as WorktreeEntry
@@ -238,6 +251,18 @@ _HOME = {
     "push_delete": "remote",
     "remote_branch_tip": "remote",
     "remote_prune_refs": "remote",
+    "Gitlink": "submodules",
+    "MissingCommit": "submodules",
+    "borrow_module": "submodules",
+    "checkout_borrowed": "submodules",
+    "checkout_finished": "submodules",
+    "declared_gitlinks": "submodules",
+    "detached_head": "submodules",
+    "forget_unfinished_checkout": "submodules",
+    "initialised_names": "submodules",
+    "making_dir": "submodules",
+    "module_dir": "submodules",
+    "primary_module": "submodules",
     "left_lock_warnings": "locks",
     "left_locks": "locks",
 }

@@ -1,0 +1,222 @@
+"""Submodules of a new worktree, checked out from the primary clone's own submodule objects.
+
+git keeps a linked worktree's submodule git dirs under that worktree's own git
+dir (``<common>/worktrees/<wt>/modules/<name>``), so ``git worktree remove``
+takes them with the registration. ``git submodule update --init`` would clone
+each one again from its URL (``--reference`` still asks the remote for its
+refs, so it fails when the remote is unreachable). Here the worktree's
+submodule git dir is made by hand instead, borrowing the primary's objects
+through ``objects/info/alternates`` (what ``clone --reference`` writes), with
+the primary's remotes and remote-tracking refs copied so the submodule looks
+exactly like a fresh clone; then ``git submodule update --no-fetch`` finds
+that git dir and connects and checks it out as it does for one it cloned.
+Nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.git.files import read_line
+from router.git.run import GitError, Runner
+
+# A submodule git dir being made: renamed into place only once whole, so a
+# kill leaves either nothing at the real name or a whole git dir.
+_MAKING = ".team-router-making"
+CHECKOUT_TIMEOUT = 600.0  # a local checkout of a big submodule, never a fetch
+
+
+@dataclass(frozen=True, slots=True)
+class Gitlink:
+    """A submodule the checkout records: its ``.gitmodules`` name, path and commit."""
+
+    name: str
+    path: str
+    commit: str
+
+
+def declared_gitlinks(git: Runner, top: Path) -> list[Gitlink]:
+    """The gitlinks in the index of the checkout at ``top`` that ``.gitmodules`` names.
+
+    No ``.gitmodules`` file (the common case): no git process at all. A gitlink
+    ``.gitmodules`` does not name cannot be initialised by git and is left out.
+    """
+    if not (top / ".gitmodules").is_file():
+        return []
+    declared = git.run(
+        "config", "-z", "--file", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$",
+        check=False,
+    )  # fmt: skip
+    if declared.returncode == 1:  # a .gitmodules naming no path
+        return []
+    if not declared.ok:
+        raise declared.as_error()
+    names = {
+        value: key.removeprefix("submodule.").removesuffix(".path")
+        for key, value in _pairs(declared.stdout)
+    }
+    staged = git.run(
+        "ls-files", "-z", "--stage", "--", *names, env={"GIT_LITERAL_PATHSPECS": "1"}
+    ).stdout
+    found = []
+    for entry in staged.split("\0"):
+        meta, _, path = entry.partition("\t")
+        fields = meta.split(" ")
+        if fields[0] == "160000" and path in names:
+            found.append(Gitlink(names[path], path, fields[1]))
+    return found
+
+
+def initialised_names(git: Runner) -> set[str]:
+    """Names of the submodules ``git submodule init`` set up (``submodule.<name>.url`` set).
+
+    The config is the common one, shared by the primary and its worktrees.
+    """
+    res = git.run("config", "-z", "--get-regexp", r"^submodule\..*\.url$", check=False)
+    if res.returncode == 1:
+        return set()
+    if not res.ok:
+        raise res.as_error()
+    return {key.removeprefix("submodule.").removesuffix(".url") for key, _ in _pairs(res.stdout)}
+
+
+def _pairs(out: str) -> list[tuple[str, str]]:
+    """``git config -z`` output: ``key\\nvalue`` records."""
+    pairs = []
+    for record in out.split("\0"):
+        if record:
+            key, _, value = record.partition("\n")
+            pairs.append((key, value))
+    return pairs
+
+
+def module_dir(git_dir: Path, name: str) -> Path:
+    """Where git keeps the git dir of submodule ``name`` of a checkout whose git dir is ``git_dir``."""
+    return git_dir / "modules" / name
+
+
+def primary_module(common_dir: Path, primary: Path, link: Gitlink) -> Path | None:
+    """The primary clone's git dir for ``link``: absorbed under ``modules/``, or a ``.git``
+    directory in its checkout (a repository ``submodule add`` adopted); None when it has none."""
+    for candidate in (module_dir(common_dir, link.name), primary / link.path / ".git"):
+        if (candidate / "objects").is_dir() and (candidate / "HEAD").is_file():
+            return candidate
+    return None
+
+
+def making_dir(target: Path) -> Path:
+    """The name a submodule git dir is made under before it is whole."""
+    return target.with_name(target.name + _MAKING)
+
+
+def borrow_module(source: Path, target: Path, commit: str) -> None:
+    """Make ``target`` a submodule git dir that borrows ``source``'s objects, at ``commit``.
+
+    Its remotes and their remote-tracking refs and its tags are ``source``'s,
+    as a clone from the same remote would have them; ``HEAD`` is detached at
+    ``commit``. Raises :class:`MissingCommit` when ``source`` lacks it.
+    """
+    old = Runner(source)
+    if not old.ok("cat-file", "-e", f"{commit}^{{commit}}"):
+        raise MissingCommit(commit, source)  # before anything is made
+    making = making_dir(target)
+    if making.exists():
+        shutil.rmtree(making)  # what a killed run left of the same step; never a whole git dir
+    making.parent.mkdir(parents=True, exist_ok=True)
+    Runner(making.parent).run("init", "--bare", "--quiet", "--", str(making))
+    new = Runner(making)
+    alternates = making / "objects" / "info" / "alternates"
+    alternates.write_text(f"{os.path.realpath(source / 'objects')}\n", encoding="utf-8")
+    _copy_remotes(old, new)
+    _copy_refs(old, new, commit)
+    new.run("config", "core.logallrefupdates", "true")
+    new.run("config", "core.bare", "false")  # last: until now git must take it for a git dir
+    os.rename(making, target)
+
+
+class MissingCommit(Exception):
+    """The commit a branch records for a submodule is not in the primary's copy of it."""
+
+    def __init__(self, commit: str, source: Path) -> None:
+        super().__init__(f"commit {commit[:12]} is not in {source}")
+        self.commit = commit
+        self.source = source
+
+
+def _copy_remotes(old: Runner, new: Runner) -> None:
+    res = old.run("config", "--local", "-z", "--get-regexp", r"^remote\.", check=False)
+    if res.returncode == 1:
+        return
+    if not res.ok:
+        raise res.as_error()
+    for key, value in _pairs(res.stdout):
+        new.run("config", "--add", "--", key, value)
+
+
+def _copy_refs(old: Runner, new: Runner, commit: str) -> None:
+    listed = old.run(
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(symref)",
+        "refs/remotes",
+        "refs/tags",
+    ).stdout
+    updates = [f"update HEAD {commit}"]
+    symbolic = []
+    for line in listed.splitlines():
+        ref, oid, target = line.split("\0")
+        if target:
+            symbolic.append((ref, target))
+        else:
+            updates.append(f"create {ref} {oid}")
+    new.run("update-ref", "--no-deref", "--stdin", input="\n".join(updates) + "\n")
+    for ref, target in symbolic:
+        new.run("symbolic-ref", ref, target)
+
+
+def checkout_borrowed(git: Runner, paths: Sequence[str]) -> GitError | None:
+    """``git submodule update --no-fetch`` at ``paths``: None, or git's failure (not raised).
+
+    A submodule whose git dir is there but not checked out yet is connected
+    and force-checked-out at the recorded commit by git itself; nothing is
+    fetched. Not recursive: a submodule's own submodules are its business.
+    """
+    res = git.run(
+        "submodule", "update", "--no-fetch", "--checkout", "--", *paths,
+        check=False, timeout=CHECKOUT_TIMEOUT, env={"GIT_LITERAL_PATHSPECS": "1"},
+    )  # fmt: skip
+    return None if res.ok else res.as_error()
+
+
+def checkout_finished(top: Path, module: Path) -> bool:
+    """git connected the submodule checkout at ``top`` to ``module`` and finished checking it out.
+
+    Read from git's files: ``top/.git`` is a ``gitdir:`` file and the git dir's
+    index exists (a checkout killed half-way has only ``index.lock``).
+    """
+    return (
+        read_line(os.path.join(top, ".git")).startswith("gitdir: ") and (module / "index").is_file()
+    )
+
+
+def detached_head(module: Path) -> str | None:
+    """The commit ``module``'s HEAD is detached at; None when it names a branch or is unreadable."""
+    head = read_line(os.path.join(module, "HEAD"))
+    return head if len(head) in (40, 64) and not head.startswith("ref:") else None
+
+
+def forget_unfinished_checkout(top: Path, module: Path) -> None:
+    """Undo the start of a checkout of ``module`` into ``top`` that a kill cut short.
+
+    git then takes the submodule for one it has not checked out yet and checks
+    it out whole (forced) from ``module``. Only the ``gitdir:`` file git wrote
+    and the index lock its killed checkout left go; the caller proved no
+    process uses them and that the checkout never finished.
+    """
+    dotgit = top / ".git"
+    if read_line(os.fspath(dotgit)).startswith("gitdir: "):
+        dotgit.unlink()
+    (module / "index.lock").unlink(missing_ok=True)

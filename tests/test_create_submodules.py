@@ -1,0 +1,319 @@
+"""Creation's ``submodules`` stage: a new worktree gets the primary's submodules (DESIGN §7).
+
+Real submodules from local bare origins; "unreachable" means those origins
+were moved away after the primary was cloned, so any fetch or clone fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers.faults import CRASHED, KILLED, git_wrapper, run
+from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths
+
+from router.topic import state
+
+ID = "2026-05-01-add-thing"
+NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
+
+
+def _common(repo: Path) -> Path:
+    return Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")).resolve()
+
+
+@pytest.fixture
+def web(workspace: Path) -> Path:
+    """Home repo ``web`` with submodules ``libs/one`` and ``libs/two``, initialised in the primary.
+
+    Their origins are then moved away: their URLs name paths that no longer exist.
+    """
+    git(workspace, "config", "--global", "protocol.file.allow", "always")
+    home = make_repo(workspace, "web")
+    for name in ("one", "two"):
+        lib = make_repo(workspace, f"lib{name}")
+        commit(lib, "lib.py", f"name = {name!r}\n", f"{name}: second commit")
+        git(lib, "push", "-q", "origin", "main")
+        url = git(lib, "remote", "get-url", "origin")
+        git(home, "submodule", "add", "-q", url, f"libs/{name}")
+    git(home, "commit", "-q", "-m", "add two submodules")
+    git(home, "push", "-q", "origin", "main")
+    return home
+
+
+def _unreachable(workspace: Path) -> None:
+    """Move the submodules' origins (and their source clones) away: no fetch can succeed."""
+    gone = workspace.parent / "gone"
+    gone.mkdir()
+    for name in ("one", "two"):
+        shutil.move(workspace.parent / "origins" / f"lib{name}.git", gone / f"lib{name}.git")
+        shutil.move(workspace / f"lib{name}", gone / f"lib{name}")
+
+
+def _recorded(worktree: Path, path: str) -> str:
+    return git(worktree, "rev-parse", f"HEAD:{path}")
+
+
+# The git commands that talk to a remote (a clone runs fetch-pack or a remote helper).
+TALKERS = {"fetch", "clone", "fetch-pack", "ls-remote", "remote-file", "remote-https", "pull"}
+
+
+def _remote_talk(log: Path) -> list[list[str]]:
+    """Every git process GIT_TRACE2_EVENT logged (children included) that talks to a remote."""
+    found = []
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "start" and _verb(event["argv"][1:]) in TALKERS:
+            found.append(event["argv"])
+    return found
+
+
+def _verb(args: list[str]) -> str:
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+        elif word in ("-c", "-C"):
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return ""
+
+
+def _assert_whole(web: Path, worktree: Path) -> None:
+    """Both submodules checked out at the recorded commits, clean, with git dirs git expects."""
+    admin = _common(web) / "worktrees" / worktree.name
+    for name in ("one", "two"):
+        path = f"libs/{name}"
+        sub = worktree / path
+        assert git(sub, "rev-parse", "HEAD") == _recorded(worktree, path)
+        assert (sub / "lib.py").read_text() == f"name = {name!r}\n"
+        assert status(sub) == ""
+        module = admin / "modules" / path
+        assert Path(git(sub, "rev-parse", "--absolute-git-dir")) == module
+        # The primary's objects are borrowed, not copied.
+        alternates = (module / "objects" / "info" / "alternates").read_text().strip()
+        assert alternates == str(_common(web) / "modules" / path / "objects")
+        # Its remote and remote-tracking refs are the primary's copy's, as a clone would have.
+        primary_sub = web / path
+        assert git(sub, "remote", "get-url", "origin") == git(
+            primary_sub, "remote", "get-url", "origin"
+        )
+        assert git(sub, "rev-parse", "origin/main") == git(primary_sub, "rev-parse", "origin/main")
+    assert status(worktree) == ""
+
+
+def test_new_checks_out_the_primarys_submodules_from_its_objects_with_their_remotes_gone(
+    workspace, web, tmp_path
+):
+    _unreachable(workspace)
+    trace = tmp_path / "trace.json"
+    res = run(*NEW, cwd=web, env={"GIT_TRACE2_EVENT": str(trace)})
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    assert res.json["home"]["status"] == "created"
+    assert res.json["warnings"] == []
+    assert res.json["home"]["submodules"] == [
+        {
+            "path": f"libs/{n}",
+            "name": f"libs/{n}",
+            "commit": _recorded(worktree, f"libs/{n}"),
+            "status": "checked-out",
+            "detail": None,
+        }
+        for n in ("one", "two")
+    ]
+    _assert_whole(web, worktree)
+    # Nothing was fetched nor cloned for the submodules: the only fetch is the
+    # superproject's own, from web's origin.
+    network = _remote_talk(trace)
+    assert network == [
+        ["git", "-C", str(web), "-c", "core.fsmonitor=", "fetch", "--quiet", "--prune", "origin"]
+    ] or all(argv[2] == str(web) and argv[-1] == "origin" for argv in network), network
+    record = state.read_record(web / ".git", ID)
+    assert record is not None and "submodules" in record.steps and not record.creating
+
+
+def test_the_text_report_says_what_was_done_for_each_submodule(web):
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", cwd=web)
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    one, two = (_recorded(worktree, f"libs/{n}")[:12] for n in ("one", "two"))
+    assert res.out.splitlines() == [
+        f"Topic {ID} (branch {ID})",
+        f"home: created {worktree} from {git(web, 'rev-parse', 'origin/main')[:12]}",
+        f"  submodules: libs/one checked-out at {one}; libs/two checked-out at {two}",
+        f"Artifact directory: {worktree}/docs/plans/{ID}",
+    ]
+    # A second run is about a finished worktree: its submodules are the user's, untouched.
+    again = run_cli(*NEW, cwd=web)
+    assert again.json["home"]["status"] == "existing"
+    assert again.json["home"]["submodules"] == []
+
+
+def test_a_submodule_that_cannot_be_checked_out_is_a_warning_naming_it_not_a_fallback(
+    workspace, web
+):
+    # libs/two: the branch records a commit the primary's copy does not have
+    # (pushed from elsewhere, never fetched here); libs/one: deinitialised in the primary.
+    other = workspace / "elsewhere"
+    git(workspace, "clone", "-q", git(web / "libs/two", "remote", "get-url", "origin"), str(other))
+    new_commit = commit(other, "lib.py", "name = 'newer'\n", "two: only on its origin")
+    git(other, "push", "-q", "origin", "main")
+    git(web / "libs/two", "checkout", "-q", "--detach")  # keep the primary's copy where it is
+    git(web, "update-index", "--cacheinfo", f"160000,{new_commit},libs/two")
+    git(web, "commit", "-q", "-m", "bump libs/two to a commit the primary never fetched")
+    git(web, "push", "-q", "origin", "main")
+    git(web, "submodule", "deinit", "-q", "--", "libs/one")
+    _unreachable(workspace)
+
+    res = run(*NEW, cwd=web)
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    home = res.json["home"]
+    assert home["status"] == "created" and home["worktree"] == str(worktree)
+    one, two = home["submodules"]
+    assert one["status"] == "skipped" and one["detail"] == f"not initialised in {web}"
+    assert two["status"] == "failed" and two["commit"] == new_commit
+    module = _common(web) / "modules" / "libs/two"
+    assert two["detail"] == f"commit {new_commit[:12]} is not in {module}: fetch it there first"
+    assert res.json["warnings"] == [
+        f"home: submodule libs/two was not checked out in {worktree} ({two['detail']}); the "
+        f"worktree is made without it: `git -C {worktree} submodule update --init -- libs/two` "
+        "fetches it"
+    ]
+    # Neither was touched: no git dir made, the directories git left empty as they were.
+    admin = _common(web) / "worktrees" / ID
+    assert not (admin / "modules").exists()
+    assert os.listdir(worktree / "libs/one") == [] and os.listdir(worktree / "libs/two") == []
+
+
+@pytest.mark.parametrize("step", ["submodules", "setup", "record"])
+def test_new_killed_at_or_after_the_stage_is_finished_by_running_it_again(workspace, web, step):
+    _unreachable(workspace)
+    crashed = run(*NEW, cwd=web, crash_at=step)
+    assert crashed.code == CRASHED, crashed.err
+    again = run(*NEW, cwd=web)
+    assert again.code == 0, again.err
+    assert again.json["home"]["status"] == "existing"
+    assert again.json["warnings"] == []
+    worktree = web / ".claude/worktrees" / ID
+    statuses = [s["status"] for s in again.json["home"]["submodules"]]
+    # Before the stage ran, the rerun checks both out; after, it finds them there.
+    assert statuses == (["checked-out"] * 2 if step == "submodules" else [])
+    _assert_whole(web, worktree)
+    assert worktree_paths(web) == [str(web), str(worktree)]
+
+
+def test_a_sigkill_mid_checkout_is_finished_by_the_rerun(workspace, web, tmp_path):
+    _unreachable(workspace)
+    # The real `git submodule update` runs; then, as a kill in the middle of
+    # git's checkout would leave it, libs/two has no index yet but the lock,
+    # and only part of its files; then the whole process group is SIGKILLed.
+    module = _common(web) / "worktrees" / ID / "modules" / "libs/two"
+    sub = web / ".claude/worktrees" / ID / "libs/two"
+    cut_short = f"rm -f '{module}/index' '{sub}/lib.py'; : > '{module}/index.lock'\nkill -KILL 0"
+    env = git_wrapper(tmp_path / "bin", "submodule update", f'"$REAL_GIT" "$@"\n{cut_short}')
+    killed = run(*NEW, cwd=web, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert not (sub / "lib.py").exists() and (module / "index.lock").exists()
+
+    again = run(*NEW, cwd=web)
+    assert again.code == 0, again.err
+    assert [s["status"] for s in again.json["home"]["submodules"]] == ["present", "checked-out"]
+    _assert_whole(web, web / ".claude/worktrees" / ID)
+    assert not (module / "index.lock").exists()
+
+
+def test_a_kill_while_a_submodule_git_dir_is_made_leaves_nothing_the_rerun_trips_on(
+    workspace, web, tmp_path
+):
+    _unreachable(workspace)
+    # Killed right after the git dir being made got its refs, before it is renamed into place.
+    env = git_wrapper(
+        tmp_path / "bin", "update-ref --no-deref --stdin", '"$REAL_GIT" "$@"\nkill -KILL 0'
+    )
+    killed = run(*NEW, cwd=web, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    modules = _common(web) / "worktrees" / ID / "modules" / "libs"
+    assert os.listdir(modules) == ["one.team-router-making"]
+
+    again = run(*NEW, cwd=web)
+    assert again.code == 0, again.err
+    assert [s["status"] for s in again.json["home"]["submodules"]] == ["checked-out"] * 2
+    assert sorted(os.listdir(modules)) == ["one", "two"]
+    _assert_whole(web, web / ".claude/worktrees" / ID)
+
+
+def test_worktrees_checks_out_a_secondarys_submodules_too(workspace, web):
+    api = make_repo(workspace, "api")
+    lib = make_repo(workspace, "libapi")
+    git(api, "submodule", "add", "-q", git(lib, "remote", "get-url", "origin"), "vendor/lib")
+    git(api, "commit", "-q", "-m", "add vendor/lib")
+    git(api, "push", "-q", "origin", "main")
+    made = run_cli(*NEW, cwd=web)
+    plan = Path(made.json["plan_dir"])
+    (plan / "repos.md").write_text(
+        f"# Repos\n\n## Home repo\n- **name:** web\n- **path:** {web}\n\n"
+        f"## Additional repos\n- **name:** api\n  **path:** {api}\n",
+        encoding="utf-8",
+    )
+    shutil.move(workspace.parent / "origins" / "libapi.git", workspace.parent / "libapi.moved")
+    res = run_cli("worktrees", ID, "--json", cwd=web)
+    assert res.code == 0, res.out + res.err
+    repos = {r["name"]: r for r in res.json["repos"]}
+    worktree = api / ".claude/worktrees" / ID
+    assert repos["api"]["submodules"] == [
+        {
+            "path": "vendor/lib",
+            "name": "vendor/lib",
+            "commit": _recorded(worktree, "vendor/lib"),
+            "status": "checked-out",
+            "detail": None,
+        }
+    ]
+    assert git(worktree / "vendor/lib", "rev-parse", "HEAD") == _recorded(worktree, "vendor/lib")
+    assert status(worktree) == ""
+
+
+# -- teardown keeps such worktrees whole ---------------------------------------------------
+
+
+def test_teardown_refuses_to_lose_a_commit_made_in_such_a_submodule_and_keeps_it(web):
+    made = run_cli(*NEW, cwd=web)
+    assert made.code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    sha = commit(sub, "lib.py", "name = 'changed'\n", "only in the worktree's submodule")
+    # The new commit is the worktree submodule's own object, not the primary's.
+    assert not _has_object(web / "libs/one", sha)
+
+    for flags in (("--force",), ()):
+        res = run_cli("teardown", ID, *flags, "--json", cwd=web)
+        assert res.code == 1, res.out
+        assert res.json["error"]["code"] == "nested-work", res.out
+        assert "submodule libs/one" in res.json["error"]["message"]
+    assert git(sub, "rev-parse", "HEAD") == sha and git(sub, "cat-file", "-t", sha) == "commit"
+    assert worktree.is_dir() and ID in branches(web)
+
+
+def _has_object(repo: Path, sha: str) -> bool:
+    return git(repo, "cat-file", "-t", sha, check=False) == "commit"
+
+
+def test_teardown_removes_such_a_worktree_whole_its_submodule_git_dirs_included(web):
+    assert run_cli(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    admin = _common(web) / "worktrees" / ID
+    assert (admin / "modules" / "libs/one").is_dir()
+    res = run_cli("teardown", ID, "--json", cwd=web)
+    assert res.code == 0, res.out
+    assert not worktree.exists() and not admin.exists()
+    assert worktree_paths(web) == [str(web)] and ID not in branches(web)
+    # The primary's own submodules are as they were.
+    for name in ("one", "two"):
+        assert status(web / f"libs/{name}") == ""
+    assert status(web) == ""
