@@ -22,13 +22,12 @@ short, and a cut-short answer is never "nothing there".
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from typing import TypeVar
+    from collections.abc import Callable
+    from typing import Any, TypeVar
 
     R = TypeVar("R")
 
@@ -121,27 +120,40 @@ def _note(signum: int) -> None:
         _received = signum
 
 
-@contextlib.contextmanager
-def handled() -> Iterator[None]:
+# The context managers here are small classes, not contextlib's: the session-start hook
+# runs under handled(), and importing contextlib would cost it ~1 ms.
+
+
+class handled:  # lowercase: it is used as a context manager, as contextlib's are
     """Run a command with the three signals handled; outside the main thread nothing changes.
 
     A signal the command was started with ignored stays ignored: ``nohup``
     (SIGHUP) and a shell's background job (SIGINT) ask for exactly that.
     """
-    import signal
 
-    if not _main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in SIGNALS}
-    _clear()
-    for signum, handler in previous.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(signum, _on_signal)
-    try:
-        yield
-    finally:
+    __slots__ = ("_previous",)
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] | None = None  # None: nothing was changed
+
+    def __enter__(self) -> None:
+        import signal
+
+        if not _main_thread():
+            return
+        previous = {s: signal.getsignal(s) for s in SIGNALS}
+        _clear()
         for signum, handler in previous.items():
+            if handler is not signal.SIG_IGN:
+                signal.signal(signum, _on_signal)
+        self._previous = previous
+
+    def __exit__(self, *_exc: object) -> None:
+        import signal
+
+        if self._previous is None:
+            return
+        for signum, handler in self._previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
         _clear()
@@ -163,20 +175,22 @@ def _clear() -> None:
     _received = _at_once = 0
 
 
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
+class deferred:  # lowercase: a context manager
     """Inside, the first signal is noted, not raised: the work stops at its next git call."""
-    global _deferring
-    before = _deferring
-    _deferring = True
-    try:
-        yield
-    finally:
-        _deferring = before
+
+    __slots__ = ("_before",)
+
+    def __enter__(self) -> None:
+        global _deferring
+        self._before = _deferring
+        _deferring = True
+
+    def __exit__(self, *_exc: object) -> None:
+        global _deferring
+        _deferring = self._before
 
 
-@contextlib.contextmanager
-def held() -> Iterator[None]:
+class held:  # lowercase: a context manager
     """Inside, a signal never raises: the main thread is starting or waiting for threads.
 
     A signal that would stop the command at once is noted and :func:`stopping`
@@ -185,21 +199,28 @@ def held() -> Iterator[None]:
     :func:`deferred`) stays so. In another thread nothing changes: handlers
     run in the main thread alone.
     """
-    global _holding, _at_once
-    if not _main_thread():
-        yield
-        return
-    before = _holding
-    _holding = True
-    try:
-        yield
-    finally:
-        _holding = before
-    if _at_once:
-        # Raised once, as the handler would have: a command that reports what a
-        # stopped unit did (unless_stopped) goes on reporting, its later waits too.
-        signum, _at_once = _at_once, 0
-        raise Stopped(signum)
+
+    __slots__ = ("_before",)
+
+    def __init__(self) -> None:
+        self._before: bool | None = None  # None: another thread, nothing was changed
+
+    def __enter__(self) -> None:
+        global _holding
+        if _main_thread():
+            self._before = _holding
+            _holding = True
+
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        global _holding, _at_once
+        if self._before is None:
+            return
+        _holding = self._before
+        if kind is None and _at_once:
+            # Raised once, as the handler would have: a command that reports what a
+            # stopped unit did (unless_stopped) goes on reporting, its later waits too.
+            signum, _at_once = _at_once, 0
+            raise Stopped(signum)
 
 
 def stopping() -> bool:
@@ -221,13 +242,15 @@ def _on_signal(signum: int, _frame: object) -> None:
     # A closed terminal (SIGHUP) cannot be written to, and the main thread may be
     # inside a write to stderr itself (a reentrant write raises): the note is then
     # dropped, never raised where the command happens to be.
-    with contextlib.suppress(OSError, ValueError, AttributeError, RuntimeError):
+    try:  # noqa: SIM105 (contextlib stays off the hook's path)
         print(
             f"team-router: interrupted ({name(signum)}): stopping at the next step boundary "
             f"({again} to stop at once)",
             file=sys.stderr,
             flush=True,
         )
+    except (OSError, ValueError, AttributeError, RuntimeError):
+        pass
 
 
 def interrupted_error(signum: int, where: str) -> dict[str, str]:
@@ -240,16 +263,23 @@ def interrupted_error(signum: int, where: str) -> dict[str, str]:
     )
 
 
-@contextlib.contextmanager
-def nothing_done(what: str) -> Iterator[None]:
+class nothing_done:  # lowercase: a context manager
     """A signal inside stops ``what`` before it changed anything, and the error says so."""
-    try:
-        yield
-    except Stopped as exc:
-        from router.errors import Interrupted
 
-        raise Interrupted(
-            f"{what} interrupted ({name(exc.signum)}) before anything was changed; run the "
-            "same command again",
-            signum=exc.signum,
-        ) from None
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, _kind: object, exc: BaseException | None, _tb: object) -> None:
+        if isinstance(exc, Stopped):
+            from router.errors import Interrupted
+
+            raise Interrupted(
+                f"{self.what} interrupted ({name(exc.signum)}) before anything was changed; "
+                "run the same command again",
+                signum=exc.signum,
+            ) from None

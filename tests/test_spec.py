@@ -223,8 +223,17 @@ HOOK_MODULES = {
     "router.topic.runs",
 }
 # Standard modules the hook has no use for (threading: asking whether this is the main
-# thread; importlib: importing the handler; pathlib: paths are strings on its path).
-HOOK_UNUSED = {"threading", "importlib", "warnings", "pathlib", "subprocess", "typing"}
+# thread; importlib: importing the handler; pathlib: paths are strings on its path;
+# contextlib: its context managers are small classes).
+HOOK_UNUSED = {
+    "threading",
+    "importlib",
+    "warnings",
+    "pathlib",
+    "subprocess",
+    "typing",
+    "contextlib",
+}
 
 
 def test_the_session_start_hook_imports_exactly_what_it_uses(home_repo, questioned_topic):

@@ -9,7 +9,6 @@ object or nothing, and always exits 0.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -57,9 +56,12 @@ def _session_start(default_cwd: str | None) -> None:
         return
     home, plan = found.home, found.plan
     resume = resume_point(home.primary, plan) if plan.kind == RUN else None
-    # A holder that cannot be written must not cost the session its notice.
-    with contextlib.suppress(Exception):
+    # A holder that cannot be written must not cost the session its notice (no
+    # contextlib.suppress: contextlib stays off the hook's path).
+    try:  # noqa: SIM105
         register_session(home.common_dir, plan.id, _session_id(payload))
+    except Exception:
+        pass
     context = notice(plan, resume)
     out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     sys.stdout.write(json.dumps(out) + "\n")
