@@ -3,7 +3,9 @@
 One trial, reproducible from its seed (all but the instant the signal lands):
 
 1. a home repo ``web`` and five sibling secondaries, each with a local bare
-   origin; ``team-router new`` killed and run again; a repos.md naming all six
+   origin (``api`` with an ignored ``node_modules`` of 400 files and a ``.env``
+   listed in ``.worktreeinclude``: its copy is a step a kill can land in);
+   ``team-router new`` killed and run again; a repos.md naming all six
    (DESIGN §6);
 2. ``team-router worktrees`` started as a real process in a process group of its
    own, killed after a random delay with SIGKILL to the process, SIGKILL to its
@@ -37,6 +39,8 @@ After each rerun the invariants are checked, exactly:
   is empty), on its default branch, and idle: no cherry-pick, merge, revert,
   rebase or bisect in progress, no ``*.lock`` left in its git dir, no topic lock
   still held;
+- every worktree ``worktrees`` made holds every ``.worktreeinclude`` file
+  whole (the primary's bytes) and no temp name of a copy cut short;
 - the rerun exits 0 having finished (every repo has its worktree; every worktree
   and branch is gone after a teardown), or exits non-zero with a JSON ``error``
   whose message names a fix; no traceback either way;
@@ -70,11 +74,14 @@ from pathlib import Path
 from helpers.faults import spawn
 from helpers.plans import repos_md
 from helpers.repos import branches, commit, git, make_repo, own_lock, status, worktree_paths, write
+from router.filecopy import TEMP_SUFFIX
 
 TOPIC = "2026-05-01-kill-trial"
 DESCRIPTION = "kill trial"
 HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
 SECONDARIES = ("api", "auth", "billing", "search", "shared")
+INCLUDED_IN = "api"  # the repo with a .worktreeinclude tree to copy
+INCLUDED_FILES = 400
 DRAIN_TIMEOUT = 60.0  # seconds a killed command's leftover git processes get to exit
 RUN_TIMEOUT = 300.0  # seconds a run gets before it counts as hung
 INTERRUPT_TIMEOUT = 60.0  # seconds a command gets to stop after SIGINT
@@ -528,8 +535,43 @@ def build(root: Path) -> Workspace:
     parent = root / "ws"
     home = make_repo(parent, "web")
     secondaries = {name: make_repo(parent, name) for name in SECONDARIES}
+    included_tree(secondaries[INCLUDED_IN])
     plan_dir = home / ".claude" / "worktrees" / TOPIC / "docs" / "plans" / TOPIC
     return Workspace({HOME: home, **secondaries}, plan_dir)
+
+
+def included_tree(repo: Path) -> None:
+    """An ignored ``node_modules`` and ``.env`` listed in ``.worktreeinclude``: the copy is
+    one more step a kill can land in."""
+    for name in (".gitignore", ".worktreeinclude"):
+        write(repo / name, "node_modules/\n.env\n")
+    git(repo, "add", ".gitignore", ".worktreeinclude")
+    git(repo, "commit", "-q", "-m", "include node_modules")
+    git(repo, "push", "-q", "origin", "main")
+    write(repo / ".env", "TOKEN=kill-trial\n")
+    for i in range(INCLUDED_FILES):
+        write(repo / "node_modules" / f"pkg{i % 20}" / f"m{i}.js", f"module {i}\n" * 200)
+
+
+def included_problems(primary: Path, worktree: Path) -> list[str]:
+    """A worktree made from ``primary`` holds every included file whole, and no temp name."""
+    if not (primary / ".worktreeinclude").exists():
+        return []
+    rels = [".env"] + [
+        str(p.relative_to(primary)) for p in (primary / "node_modules").rglob("*") if p.is_file()
+    ]
+    missing = [r for r in rels if not (worktree / r).is_file()]
+    torn = [
+        r
+        for r in rels
+        if r not in missing and (worktree / r).read_bytes() != (primary / r).read_bytes()
+    ]
+    temps = [str(p) for p in worktree.rglob(f"*{TEMP_SUFFIX}")]
+    return [
+        f"{what}: {', '.join(sorted(found)[:3])}"
+        for what, found in (("copies missing", missing), ("copies torn", torn), ("temp", temps))
+        if found
+    ]
 
 
 def write_repos_md(plan_dir: Path, primaries: dict[str, Path]) -> None:
@@ -937,6 +979,7 @@ def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violati
         elif f"\nlocked {own_lock(TOPIC)}" not in entry:
             why = entry.split("\nlocked", 1)[1].strip() if "\nlocked" in entry else ""
             problems.append(f"locked ({why})" if why else "not locked")
+        problems += included_problems(ws.primaries[name], worktree)
         if problems:
             found.append(Violation("worktree-broken", f"{name}: {'; '.join(problems)}"))
     return found
