@@ -196,9 +196,11 @@ class _Copier:
         results: list[tuple[str, Placed, int]] = []
         tally = _Tally(progress)
         # The first file decides which way this tree copies; the rest follow it.
-        while todo and self.method is None:
-            results += tally.add([self.one(todo.pop(0))])
-        chunks = [todo[i : i + _CHUNK] for i in range(0, len(todo), _CHUNK)]
+        first = 0
+        while first < len(todo) and self.method is None:
+            results += tally.add([self.one(todo[first])])
+            first += 1
+        chunks = [todo[i : i + _CHUNK] for i in range(first, len(todo), _CHUNK)]
         if len(chunks) <= 1 or workers <= 1:
             for chunk in chunks:
                 results += tally.add(self.batch(chunk))
