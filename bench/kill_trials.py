@@ -1,6 +1,7 @@
 """Randomized kill trials, the long run: ``python bench/kill_trials.py --trials 200 --seed N``.
 
-Each trial builds six repos with local bare origins and kills, at a random
+Each trial builds six repos with local bare origins (one of them sparse in the
+topic's repos.md, so kills land in creation's sparse stage too) and kills, at a random
 moment, every mutating command a topic goes through: ``new``, ``worktrees``,
 then one ending (``teardown --integrate``, ``pr-cleanup`` after a merge, or
 ``restore`` after a forced teardown), then ``doctor --repair``. A kill is

@@ -6,7 +6,9 @@ One trial, reproducible from its seed (all but the instant the signal lands):
    origin (``api`` with an ignored ``node_modules`` of 400 files and a ``.env``
    listed in ``.worktreeinclude``: its copy is a step a kill can land in);
    ``team-router new`` killed and run again; a repos.md naming all six
-   (DESIGN §6);
+   (DESIGN §6), one of them (``search``) sparse with a cone of ``src``, so a kill
+   can land in the sparse stage of creation and a snapshot and ``restore`` work on
+   a sparse worktree;
 2. ``team-router worktrees`` started as a real process in a process group of its
    own, killed after a random delay with SIGKILL to the process, SIGKILL to its
    group, or SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed terminal) to its
@@ -82,6 +84,9 @@ HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
 SECONDARIES = ("api", "auth", "billing", "search", "shared")
 INCLUDED_IN = "api"  # the repo with a .worktreeinclude tree to copy
 INCLUDED_FILES = 400
+# The secondary whose worktree is sparse (repos.md `sparse:`), and its cone: kills land
+# in its sparse stage too. Its `docs/` lies outside the cone and is never written.
+SPARSE, CONE = "search", "src"
 DRAIN_TIMEOUT = 60.0  # seconds a killed command's leftover git processes get to exit
 RUN_TIMEOUT = 300.0  # seconds a run gets before it counts as hung
 INTERRUPT_TIMEOUT = 60.0  # seconds a command gets to stop after SIGINT
@@ -536,6 +541,12 @@ def build(root: Path) -> Workspace:
     home = make_repo(parent, "web")
     secondaries = {name: make_repo(parent, name) for name in SECONDARIES}
     included_tree(secondaries[INCLUDED_IN])
+    sparse = secondaries[SPARSE]
+    for rel in (f"{CONE}/main.py", f"{CONE}/lib/util.py", "docs/guide.md", "docs/api/ref.md"):
+        write(sparse / rel, f"{rel}\n")
+    git(sparse, "add", "--all")
+    git(sparse, "commit", "-q", "-m", "a tree with a part outside the cone")
+    git(sparse, "push", "-q", "origin", "main")
     plan_dir = home / ".claude" / "worktrees" / TOPIC / "docs" / "plans" / TOPIC
     return Workspace({HOME: home, **secondaries}, plan_dir)
 
@@ -577,9 +588,9 @@ def included_problems(primary: Path, worktree: Path) -> list[str]:
 def write_repos_md(plan_dir: Path, primaries: dict[str, Path]) -> None:
     """The topic's repos.md naming every secondary (DESIGN §6), no frontmatter."""
     secondaries = [(n, p) for n, p in primaries.items() if n != HOME]
-    write(
-        plan_dir / "repos.md", repos_md(primaries[HOME], *secondaries, topic=None, role="service")
-    )
+    text = repos_md(primaries[HOME], *secondaries, topic=None, role="service")
+    item = f"- **name:** {SPARSE}\n  **path:** {primaries[SPARSE]}\n  **role:** service\n"
+    write(plan_dir / "repos.md", text.replace(item, f"{item}  **sparse:** {CONE}\n"))
 
 
 def random_work(
@@ -980,9 +991,22 @@ def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violati
             why = entry.split("\nlocked", 1)[1].strip() if "\nlocked" in entry else ""
             problems.append(f"locked ({why})" if why else "not locked")
         problems += included_problems(ws.primaries[name], worktree)
+        if name == SPARSE:
+            problems += _cone_problems(worktree)
         if problems:
             found.append(Violation("worktree-broken", f"{name}: {'; '.join(problems)}"))
     return found
+
+
+def _cone_problems(worktree: Path) -> list[str]:
+    """The sparse repo's worktree holds its cone and the top level, and nothing else of git's."""
+    cone = git(worktree, "sparse-checkout", "list", check=False).splitlines()
+    problems = [] if cone == [CONE] else [f"sparse cone is {cone or 'unset'}, not [{CONE!r}]"]
+    if not (worktree / CONE / "main.py").is_file():
+        problems.append(f"{CONE}/main.py (in the cone) was not checked out")
+    if (worktree / "docs" / "guide.md").exists():
+        problems.append("docs/guide.md (outside the cone) was checked out")
+    return problems
 
 
 def _held(lock: Path) -> bool:
