@@ -362,3 +362,20 @@ def test_restore_of_a_whole_worktree_stays_whole(tree_repo):
     assert _files(worktree) == sorted([*IN_CONE, *OUT_OF_CONE])
     assert git(worktree, "config", "--bool", "core.sparseCheckout", check=False) in {"", "false"}
     assert status(worktree) == "M src/web/app.js"
+
+
+def test_a_cone_asked_of_a_worktree_made_before_is_named_not_applied(tree_repo):
+    made = run_cli(*NEW, "--json", cwd=tree_repo)
+    worktree = Path(made.json["home"]["worktree"])
+    res = run_cli(*NEW, "--sparse", "src/api", "--json", cwd=tree_repo)
+    assert res.code == 0, res.err
+    assert res.json["home"]["status"] == "existing"
+    assert res.json["home"]["sparse"] is None
+    assert res.json["warnings"] == [
+        f"home: sparse src/api was asked, but its worktree {worktree} exists already and "
+        "holds the whole tree; a cone is set when the worktree is made. To change it, run "
+        f"`git -C {worktree} sparse-checkout set --cone src/api`"
+    ]
+    assert _files(worktree) == sorted([*IN_CONE, *OUT_OF_CONE])  # nothing was taken away
+    same = run_cli(*NEW, "--json", cwd=tree_repo)  # no cone asked: nothing to say
+    assert same.json["warnings"] == []

@@ -978,6 +978,7 @@ class _Pipeline:
         # After the record: the worktree is whole and recorded before any line
         # runs, and no failure of a line can take it back (DESIGN §7).
         ran = self._setup_commands(setup, worktree, branch or self.branch)
+        self._note_cone_kept(worktree, status)
         return CreateReport(
             self.job.name,
             self.repo.primary,
@@ -993,6 +994,14 @@ class _Pipeline:
             sparse=self._cone_of(worktree, status),
             setup=ran,
         )
+
+    def _note_cone_kept(self, worktree: Path, status: Status) -> None:
+        """A cone asked of a worktree made before is not applied to it: say so, with the way."""
+        if status is not Status.CREATED and self.job.sparse is not None:
+            have = self._cone_of(worktree, status)
+            warning = sparse.kept_warning(self.job.name, worktree, self.job.sparse, have)
+            if warning:
+                self.warnings.append(warning)
 
     def _recorded_cone(self) -> tuple[str, ...] | None:
         return self.record.sparse if self.record is not None else None

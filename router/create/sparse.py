@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from router import git as g
 from router.errors import ErrorCode, RouterError
@@ -40,6 +41,25 @@ def check_out(worktree: Git, dirs: Sequence[str], *, workers: int) -> None:
     """Set the cone in a worktree added with ``--no-checkout``, then write its files."""
     g.set_sparse_cone(worktree, dirs)
     g.check_out_sparse(worktree, workers=workers)
+
+
+def kept_warning(
+    name: str, worktree: Path, asked: Sequence[str], have: Sequence[str] | None
+) -> str | None:
+    """The warning for a cone asked of a worktree that exists already (None: it has that one).
+
+    A cone is set when the worktree is made; changing an existing one is the
+    user's call (narrowing it deletes files from the checkout), so it is named,
+    never done.
+    """
+    if have is not None and list(have) == list(asked):
+        return None
+    held = f"sparse with {', '.join(have)}" if have else "the whole tree"
+    return (
+        f"{name}: sparse {', '.join(asked)} was asked, but its worktree {worktree} exists "
+        f"already and holds {held}; a cone is set when the worktree is made. To change it, "
+        f"run `git -C {worktree} sparse-checkout set --cone {' '.join(asked)}`"
+    )
 
 
 # The line of a snapshot's message naming the cone of the worktree it was taken of.
