@@ -153,6 +153,20 @@ def test_status_starts_no_git_process_per_topic_without_a_worktree(home_repo, tm
     assert many == few, (few, many)
 
 
+def test_a_worktree_at_the_default_tip_is_0_ahead_without_asking_git(home_repo, tmp_path):
+    # Three topics in worktrees, one with a commit: only that one's count is git's; the
+    # others' HEAD names a branch the refs (read once) show at the default branch's tip.
+    idle = [new_topic(home_repo, words) for words in ("fix the footer", "tidy the docs")]
+    busy = new_topic(home_repo, "add rate limiting")
+    commit(busy.worktrees["home"], "src/limit.py", "limit = 10\n", "slice one")
+    log = tmp_path / "calls.log"
+    res = run("status", "--json", cwd=home_repo, env=git_logger(tmp_path / "bin", log))
+    assert res.code == 0, res.err
+    ahead = {t["id"]: [r["ahead"] for r in t["repos"]] for t in res.json["topics"]}
+    assert ahead == {busy.id: [1], **{t.id: [0] for t in idle}}
+    assert git_verbs(log).get("rev-list") == 1
+
+
 def test_status_counts_commits_of_a_branch_without_a_worktree(home_repo):
     moved, still = "2026-05-01-moved-branch", "2026-05-01-still-branch"
     for topic_id in (moved, still):

@@ -337,10 +337,8 @@ def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
     try:
         if refs is not None and topic_repo.path and os.path.isdir(topic_repo.path):
             default, tips = refs.of(topic_repo.path)
-            if rev != "HEAD" and default is not None:
-                tip = tips.get(rev)
-                if tip is None or tip == tips.get(default.best_ref):
-                    return 0  # no branch, or one still at the default tip: nothing of its own
+            if default is not None and _at_default_tip(where, rev, default, tips):
+                return 0  # no branch, or one still at the default tip: nothing of its own
         else:
             default = default_branch(git)
         if default is None:
@@ -354,6 +352,22 @@ def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
         return None
     except GitError:
         return None
+
+
+def _at_default_tip(where: str, rev: str, default: DefaultBranch, tips: dict[str, str]) -> bool:
+    """``rev`` (a branch, or the worktree ``where``'s HEAD) has nothing of its own, as the
+    repo's refs read once for the command say: a branch that does not exist, or one still
+    at the default branch's tip. A worktree's HEAD is its branch's tip when its HEAD file
+    names one (branches are shared by every worktree); detached or unsure, git counts."""
+    from router import git as g
+
+    base = tips.get(default.best_ref)
+    if rev != "HEAD":
+        tip = tips.get(rev)
+        return tip is None or tip == base
+    branch = g.checkout_branch(where)
+    tip = tips.get(f"refs/heads/{branch}") if branch else None
+    return tip is not None and tip == base
 
 
 def any_commits(repos: list[TopicRepo], refs: RepoRefs | None = None) -> bool:
