@@ -106,6 +106,7 @@ def _assert_whole(web: Path, worktree: Path) -> None:
     assert status(worktree) == ""
 
 
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
 def test_new_checks_out_the_primarys_submodules_from_its_objects_with_their_remotes_gone(
     workspace, web, tmp_path
 ):

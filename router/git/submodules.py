@@ -116,25 +116,31 @@ def making_dir(target: Path) -> Path:
 def borrow_module(source: Path, target: Path, commit: str) -> None:
     """Make ``target`` a submodule git dir that borrows ``source``'s objects, at ``commit``.
 
-    Its remotes and their remote-tracking refs and its tags are ``source``'s,
-    as a clone from the same remote would have them; ``HEAD`` is detached at
-    ``commit``. Raises :class:`MissingCommit` when ``source`` lacks it.
+    Its object format, remotes and their remote-tracking refs and its tags are
+    ``source``'s, as a clone from the same remote would have them; ``HEAD`` is
+    detached at ``commit``. Raises :class:`MissingCommit` when ``source`` lacks it.
     """
     old = Runner(source)
     if not old.ok("cat-file", "-e", f"{commit}^{{commit}}"):
         raise MissingCommit(commit, source)  # before anything is made
+    config = _source_config(old)
     making = making_dir(target)
-    if making.exists():
-        shutil.rmtree(making)  # what a killed run left of the same step; never a whole git dir
+    scratch = making.with_name(making.name + "-top")
+    for leftover in (making, scratch):  # what a killed run left of this step; never a whole one
+        if leftover.exists():
+            shutil.rmtree(leftover)
     making.parent.mkdir(parents=True, exist_ok=True)
-    Runner(making.parent).run("init", "--bare", "--quiet", "--", str(making))
-    new = Runner(making)
+    # Initialised as the git dir of a checkout (core.bare false, reflogs on, as a
+    # clone's), whose scratch top level goes at once: git connects the real one.
+    fmt = dict(config).get("extensions.objectformat", "sha1")
+    made = ("init", "--quiet", f"--object-format={fmt}", f"--separate-git-dir={making}")
+    Runner(making.parent).run(*made, "--", str(scratch))
+    shutil.rmtree(scratch)
     alternates = making / "objects" / "info" / "alternates"
     alternates.write_text(f"{os.path.realpath(source / 'objects')}\n", encoding="utf-8")
-    _copy_remotes(old, new)
-    _copy_refs(old, new, commit)
-    new.run("config", "core.logallrefupdates", "true")
-    new.run("config", "core.bare", "false")  # last: until now git must take it for a git dir
+    with open(making / "config", "a", encoding="utf-8", errors="surrogateescape") as added:
+        added.write(_remote_sections(config))
+    _copy_refs(old, Runner(making), commit)
     os.rename(making, target)
 
 
@@ -147,14 +153,31 @@ class MissingCommit(Exception):
         self.source = source
 
 
-def _copy_remotes(old: Runner, new: Runner) -> None:
-    res = old.run("config", "--local", "-z", "--get-regexp", r"^remote\.", check=False)
-    if res.returncode == 1:
-        return
-    if not res.ok:
+def _source_config(old: Runner) -> list[tuple[str, str]]:
+    """``source``'s object format and remotes, from its own config file, in one process."""
+    pattern = r"^(extensions\.objectformat|remote\..*)$"
+    res = old.run("config", "--local", "-z", "--get-regexp", pattern, check=False)
+    if res.returncode not in (0, 1):  # 1: none of them set
         raise res.as_error()
-    for key, value in _pairs(res.stdout):
-        new.run("config", "--add", "--", key, value)
+    return _pairs(res.stdout)
+
+
+def _remote_sections(config: list[tuple[str, str]]) -> str:
+    """The remotes among ``config``, as config text (written at once, not a process a value)."""
+    sections: dict[str, list[str]] = {}
+    for key, value in config:
+        if key.startswith("remote."):
+            name, _, var = key.removeprefix("remote.").rpartition(".")
+            sections.setdefault(name, []).append(f"\t{var} = {_quoted(value)}\n")
+    return "".join(
+        f"[remote {_quoted(name)}]\n{''.join(lines)}" for name, lines in sections.items()
+    )
+
+
+def _quoted(value: str) -> str:
+    """``value`` as a double-quoted git config string (any character kept as it was)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\t", "\\t") + '"'
 
 
 def _copy_refs(old: Runner, new: Runner, commit: str) -> None:
