@@ -12,14 +12,7 @@ from pathlib import Path
 from router import git as g
 from router.create import ouradd, sparse
 from router.create.include import Copied, copy_included
-from router.create.setupcmds import (
-    SetupOptions,
-    SetupPlan,
-    SetupReport,
-    SetupRun,
-    plan_setup,
-    run_setup,
-)
+from router.create.setupcmds import SetupOptions, SetupPlan, SetupReport, plan_setup
 from router.create.submodules import SUBMODULES_STEP as SUBMODULES
 from router.create.submodules import SubmoduleOutcome, check_out_submodules, warnings_for
 from router.errors import ErrorCode, Refusal, RouterError, io_error
@@ -1014,6 +1007,10 @@ class _Pipeline:
 
     def _setup_commands(self, plan: SetupPlan, worktree: Path, branch: str) -> SetupReport:
         state.crash_point("setup-commands")
+        if plan.report is not None:
+            return plan.report  # nothing to run: the running side is not even loaded
+        from router.create.setuprun import SetupRun, run_setup
+
         where = SetupRun(
             self.job.name,
             self.repo.primary,

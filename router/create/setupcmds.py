@@ -1,4 +1,4 @@
-"""The ``setup-commands`` stage of creation (DESIGN §7): ``.worktreesetup`` run in a new worktree.
+"""The ``setup-commands`` stage of creation (DESIGN §7): what runs, decided (running: setuprun).
 
 The file is read and its lines run by :mod:`router.declared`'s rules, as
 ``.teamteardown``'s are: only from the default branch (never the topic's
@@ -9,40 +9,26 @@ setup lines build on each other. Each line that succeeded is recorded at once,
 so a rerun (after a failure, a kill, a timeout) runs the failed and unrun
 lines and never one that succeeded. A failure is a warning, never a removal:
 the worktree is complete and verified before the first line runs.
+
+This half is on every creation's path, so it stays light: with no
+``.worktreesetup`` on the default branch, nothing else is imported or started.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from router import interrupt
-from router.declared import (
-    DEFAULT_LINE_TIMEOUT,
-    CommandResult,
-    Declaration,
-    LineOutcome,
-    announce,
-    line_env,
-    read_declared,
-    run_line,
-    stop_group,
-)
-from router.git import Git
-from router.progress import Echo, write_line
-from router.topic import state
 from router.topic.workspace import default_branch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from router.git import Git
+    from router.progress import Echo
+    from router.topic.record import TopicRecord
 
 SETUP_FILE = ".worktreesetup"
 STEP = "setup-commands"  # the creation step, in the record once no line is left to run
@@ -63,7 +49,7 @@ class SetupOptions:
     """How ``new`` and ``worktrees`` were asked to run the stage."""
 
     run: bool = True  # False: --no-setup
-    line_timeout: float = DEFAULT_LINE_TIMEOUT
+    line_timeout: float | None = None  # None: router.declared's default
     echo: Echo | None = None  # where each line is announced; None: stderr
 
 
@@ -133,7 +119,7 @@ class SetupPlan:
 
 def plan_setup(
     git: Git,
-    record: state.TopicRecord | None,
+    record: TopicRecord | None,
     *,
     fresh: bool,
     options: SetupOptions,
@@ -157,17 +143,17 @@ def plan_setup(
     if not fresh and not resuming:
         return SetupPlan(SetupReport(SetupStatus.SKIPPED, note="not a worktree this run made"))
     done = () if fresh or record is None else record.setup_done
+    nothing: dict[str, object] = {"setup_done": (), "setup_state": NONE}
     if default_checkout is not None and not os.path.lexists(default_checkout / SETUP_FILE):
         # The default branch's own checkout lacks the file: so does the branch, and no git
         # process is spent to learn it (the usual case). The file found there is never
         # what runs: the lines are read from the default branch itself.
-        declared = Declaration(
-            None, (), f"no {SETUP_FILE} on the default branch — nothing declared"
-        )
-    else:
-        declared = read_declared(git, SETUP_FILE, default_branch(git))
+        note = f"no {SETUP_FILE} on the default branch — nothing declared"
+        return SetupPlan(SetupReport(SetupStatus.NONE, note=note), fields=nothing)
+    from router.declared import read_declared  # the running side's, loaded only when needed
+
+    declared = read_declared(git, SETUP_FILE, default_branch(git))
     if declared.source is None:
-        nothing: dict[str, object] = {"setup_done": (), "setup_state": NONE}
         return SetupPlan(SetupReport(SetupStatus.NONE, note=declared.note), fields=nothing)
     lines = declared.lines
     left = lines_left(lines, done)
@@ -193,172 +179,3 @@ def lines_left(lines: tuple[str, ...], done: tuple[str, ...]) -> tuple[str, ...]
         else:
             left.append(line)
     return tuple(left)
-
-
-# -- running ----------------------------------------------------------------------
-
-# Saves creation steps done and record fields (the pipeline's own save: one view of the record).
-Save = Callable[[tuple[str, ...], dict[str, object]], None]
-
-
-def _save_progress(save: Save, done: list[str], stage: str) -> None:
-    """The lines done so far, and the state the stage is left in."""
-    save((STEP,) if stage == DONE else (), {"setup_done": tuple(done), "setup_state": stage})
-
-
-@dataclass(frozen=True, slots=True)
-class SetupRun:
-    """Where the stage runs one repo's lines."""
-
-    repo: str  # its name in the topic
-    primary: Path
-    common_dir: Path
-    worktree: Path
-    branch: str
-    topic: str
-    options: SetupOptions
-
-    def log_path(self) -> Path:
-        return state.state_root(self.common_dir) / LOG_DIR / f"{self.topic}.log"
-
-    def running_path(self) -> Path:
-        """The process group of the line running now (kept while it runs)."""
-        return state.state_root(self.common_dir) / LOG_DIR / f"{self.topic}.running"
-
-    def note_running(self, pgid: int) -> None:
-        # Best effort: unnoted, a line a SIGKILL leaves running is not stopped by the rerun.
-        with contextlib.suppress(OSError):
-            state.write_atomic(self.running_path(), f"{pgid}\n")
-
-    def stop_leftover(self) -> list[str]:
-        """Stop a line a killed run left running here: the rerun runs it again, never beside it."""
-        path = self.running_path()
-        try:
-            pgid = int(path.read_text().strip() or 0)
-        except (OSError, ValueError):
-            return []
-        stopped = stop_group(pgid)
-        path.unlink(missing_ok=True)
-        if not stopped:
-            return []
-        return [f"{self.repo}: setup: stopped the line a killed run left running (group {pgid})"]
-
-
-def run_setup(plan: SetupPlan, run: SetupRun, save: Save) -> tuple[SetupReport, list[str]]:
-    """Run the lines ``plan`` left, in order, stopping at the first that fails; its warnings."""
-    if plan.report is not None:
-        return plan.report, []
-    left = lines_left(plan.lines, plan.done)
-    echo = run.options.echo or _stderr
-    path = run.log_path()
-    log, warnings = _open_log(path, run)
-    warnings += run.stop_leftover()
-    done = list(plan.done)
-    result: CommandResult | None = None
-    try:
-        for line in left:
-            if interrupt.received():
-                break
-            announce(echo, run.repo, f"$ {line}")
-            _log_header(log, f"$ {line}")
-            result = run_line(
-                line,
-                cwd=run.worktree,
-                env=line_env(
-                    root=run.primary, branch=run.branch, worktree=run.worktree, topic=run.topic
-                ),
-                timeout=run.options.line_timeout,
-                repo=run.repo,
-                log=log,
-                started=run.note_running,
-            )
-            run.running_path().unlink(missing_ok=True)
-            announce(echo, run.repo, f"  -> {result.label}")
-            _log_header(log, f"-> {result.label}")
-            if result.outcome is not LineOutcome.OK:
-                break
-            done.append(line)
-            try:
-                _save_progress(save, done, DONE if len(done) == len(plan.lines) else PENDING)
-            except OSError as exc:
-                # Unrecorded, a rerun would run it again: better stop here and say so.
-                warnings.append(f"{run.repo}: setup: cannot record `{line}` as done ({exc})")
-                result = CommandResult(line, LineOutcome.INTERRUPTED, None, run.repo)
-                break
-    finally:
-        if log is not None:
-            log.close()
-    return _outcome(plan, run, done, result, path if log is not None else None, save, warnings)
-
-
-def _outcome(
-    plan: SetupPlan,
-    run: SetupRun,
-    done: list[str],
-    result: CommandResult | None,
-    log: Path | None,
-    save: Save,
-    warnings: list[str],
-) -> tuple[SetupReport, list[str]]:
-    ran = len(done) - len(plan.done) + (result is not None and result.outcome is not LineOutcome.OK)
-    common = {
-        "lines": len(plan.lines),
-        "done": len(done),
-        "ran": ran,
-        "log": str(log) if log else None,
-    }
-    if len(done) == len(plan.lines):
-        return SetupReport(SetupStatus.DONE, note=plan.source, **common), warnings  # type: ignore[arg-type]
-    if result is None or result.outcome is LineOutcome.OK:
-        # A signal before the next line: nothing failed, the rest is left to the rerun.
-        result = CommandResult(left_line(plan, done), LineOutcome.INTERRUPTED, None, run.repo)
-    elif result.outcome is not LineOutcome.INTERRUPTED:
-        with contextlib.suppress(OSError):  # "pending" resumes the same way
-            _save_progress(save, done, FAILED)
-    report = SetupReport(
-        SetupStatus.FAILED,
-        exit=result.exit,
-        line=result.line,
-        outcome=result.label,
-        note=plan.source,
-        **common,  # type: ignore[arg-type]
-    )
-    where = f"; its output is in {log}" if log else ""
-    warnings.append(
-        f"{run.repo}: setup: {result.label} at `{result.line}` (.worktreesetup on "
-        f"{plan.source}, {len(done)}/{len(plan.lines)} lines done); the worktree "
-        f"{run.worktree} is kept{where}. Fix the line on the default branch or what it "
-        "needs, then run the same command again: it runs that line and the ones after it"
-    )
-    return report, warnings
-
-
-def left_line(plan: SetupPlan, done: list[str]) -> str:
-    """The first line not done yet."""
-    return lines_left(plan.lines, tuple(done))[0]
-
-
-def _open_log(path: Path, run: SetupRun) -> tuple[BinaryIO | None, list[str]]:
-    """The log, appended to (one per topic and repo, kept across reruns); None when unwritable."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log = path.open("ab")
-    except OSError as exc:
-        return None, [f"{run.repo}: setup: cannot keep a log at {path} ({exc.strerror})"]
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    _log_header(log, f"# {stamp} {SETUP_FILE} in {run.worktree} ({run.branch})")
-    return log, []
-
-
-def _log_header(log: BinaryIO | None, text: str) -> None:
-    if log is None:
-        return
-    try:
-        log.write(text.encode("utf-8", "surrogateescape") + b"\n")
-        log.flush()
-    except OSError:
-        pass  # a full disk: the line still runs, its output still reaches stderr
-
-
-def _stderr(text: str) -> None:
-    write_line(sys.stderr, text)

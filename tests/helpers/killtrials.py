@@ -103,6 +103,13 @@ DEFAULT_WINDOWS = {
     "doctor": 0.6,
 }
 LATE = 1.1
+
+# Every repo declares setup commands on its default branch, so kills land in
+# creation's setup-commands stage too (the phase "sh"): each line appends its
+# name to an ignored file once it is done, the second after a short sleep.
+SETUP_LOG = ".setup-ran"
+SETUP_LINES = ("one", "two")
+WORKTREESETUP = f"echo one >> {SETUP_LOG}\nsleep 0.2; echo two >> {SETUP_LOG}\n"
 WHEN_SPAN = 0.015  # seconds after the awaited git subcommand starts (see Pace.when)
 
 # State a command leaves in a git dir when it stops half-way.
@@ -324,8 +331,10 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
 
     args: tuple[str, ...] = ("new", DESCRIPTION, "--id", TOPIC, "--json")
     _killed(trial, args, ws.home, rng, pace)
-    rerun, _ = rerun_as_told(trial, args, ws.home, pace, rng)
+    rerun, payload = rerun_as_told(trial, args, ws.home, pace, rng)
     trial.violations += primary_problems(ws)
+    if rerun.code == 0 and payload is not None and isinstance(payload.get("home"), dict):
+        trial.violations += setup_problems([payload["home"]])
     if rerun.code != 0 or not trial.ok:
         return trial
     write_repos_md(ws.plan_dir, ws.primaries)
@@ -340,6 +349,8 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
         )
     trial.violations += primary_problems(ws)
     trial.violations += worktree_problems(ws, worktrees)
+    if rerun.code == 0 and payload is not None:
+        trial.violations += setup_problems(payload.get("repos"))
     if set(worktrees) != set(ws.primaries) or not trial.ok:
         return trial  # no worktree to work in: what there is to check was checked
 
@@ -538,7 +549,7 @@ def build(root: Path) -> Workspace:
     No topic yet: the trial makes it with ``new`` (killed), then writes repos.md.
     """
     parent = root / "ws"
-    home = make_repo(parent, "web")
+    home = _declaring_setup(make_repo(parent, "web"))
     secondaries = {name: make_repo(parent, name) for name in SECONDARIES}
     included_tree(secondaries[INCLUDED_IN])
     sparse = secondaries[SPARSE]
@@ -547,6 +558,8 @@ def build(root: Path) -> Workspace:
     git(sparse, "add", "--all")
     git(sparse, "commit", "-q", "-m", "a tree with a part outside the cone")
     git(sparse, "push", "-q", "origin", "main")
+    for repo in secondaries.values():
+        _declaring_setup(repo)
     plan_dir = home / ".claude" / "worktrees" / TOPIC / "docs" / "plans" / TOPIC
     return Workspace({HOME: home, **secondaries}, plan_dir)
 
@@ -583,6 +596,41 @@ def included_problems(primary: Path, worktree: Path) -> list[str]:
         for what, found in (("copies missing", missing), ("copies torn", torn), ("temp", temps))
         if found
     ]
+
+
+def _declaring_setup(repo: Path) -> Path:
+    """``repo`` with a .worktreesetup (and its log ignored) on main, pushed."""
+    ignored = repo / ".gitignore"
+    before = ignored.read_text() if ignored.exists() else ""
+    commit(repo, ".gitignore", f"{before}/{SETUP_LOG}\n", "ignore the setup log")
+    commit(repo, ".worktreesetup", WORKTREESETUP, "declare setup commands")
+    git(repo, "push", "-q", "origin", "main")
+    return repo
+
+
+def setup_problems(reports: object) -> list[Violation]:
+    """After a rerun that finished, each worktree's setup is done: every line ran to its end,
+    in order, and no line ran again once it was recorded done. One line may show twice: the
+    kill landed after it finished and before its record was written (a line's run and its
+    record cannot be one atomic step), so the rerun ran it again, once."""
+    found: list[Violation] = []
+    for report in reports if isinstance(reports, list) else []:
+        if not isinstance(report, dict) or report.get("status") not in {"created", "existing"}:
+            continue
+        setup = report.get("setup") or {}
+        name, worktree = report.get("name"), Path(str(report.get("worktree")))
+        if setup.get("status") != "done":
+            found.append(Violation("setup-unfinished", f"{name}: setup {setup}"))
+            continue
+        try:
+            ran = (worktree / SETUP_LOG).read_text().splitlines()
+        except OSError as exc:
+            found.append(Violation("setup-unfinished", f"{name}: {exc}"))
+            continue
+        collapsed = [line for i, line in enumerate(ran) if i == 0 or ran[i - 1] != line]
+        if collapsed != list(SETUP_LINES) or len(ran) > len(SETUP_LINES) + 1:
+            found.append(Violation("setup-ran-twice", f"{name}: {SETUP_LOG} holds {ran}"))
+    return found
 
 
 def write_repos_md(plan_dir: Path, primaries: dict[str, Path]) -> None:
