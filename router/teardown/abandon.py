@@ -1,0 +1,144 @@
+"""``pr-cleanup --abandon`` (DESIGN §11): the branch's tip kept in a snapshot ref, and every
+branch stacked on it snapshotted and deleted, here and on origin."""
+
+from __future__ import annotations
+
+from router.errors import ErrorCode, Refusal
+from router.github import GitHub, PullRequest, Unavailable
+from router.names import Branch, protected_reason
+from router.teardown.branch import delete_branch
+from router.teardown.cleanup_survey import (
+    CleanupOptions,
+    Survey,
+    survey,
+)
+from router.teardown.remote import (
+    delete_remote,
+)
+from router.teardown.steps import (
+    Decision,
+    Step,
+    StepResult,
+    acting,
+    done,
+    refused,
+    settled,
+    skipped,
+)
+from router.topic.workspace import DefaultBranch, Repo
+
+
+def decide_snapshot(repo: Repo, found: Survey) -> Decision:
+    if found.plan.tip is None:
+        return settled(skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep"))
+    return acting(
+        lambda: _snapshot_branch(repo, found),
+        Step.SNAPSHOT,
+        f"keep {found.branch}'s tip in a snapshot ref",
+    )
+
+
+def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
+    """Abandoned commits stay recoverable: the tip goes to the snapshot ref unless one covers it."""
+    from router.teardown.snapshot import SnapshotFailed, covers, read_snapshot, snapshot_branch
+
+    tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.plan.tip else None
+    if tip is None:
+        return skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep")
+    snap = read_snapshot(repo.git, found.branch)
+    if not covers(repo.git, snap, tip):
+        try:
+            snap = snapshot_branch(repo, found.branch, tip)
+        except SnapshotFailed as exc:
+            return refused(Step.SNAPSHOT, exc.code, f"{exc.message}; {found.branch} is kept")
+    return done(Step.SNAPSHOT, f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
+
+
+def _stacked_heads(
+    found: Survey, closing: list[PullRequest] | None, hub: GitHub | Unavailable
+) -> list[Branch] | None:
+    """The branches of the PRs stacked on this one (this repo's heads only), children first."""
+    if isinstance(hub, Unavailable) or closing is None:
+        return None
+    heads = [p.head_ref for p in closing if p.same_repo(hub.slug) and p.head_ref != found.branch]
+    return [Branch(h) for h in dict.fromkeys(heads)]  # validated by prs_to_close
+
+
+def decide_stack(
+    repo: Repo,
+    found: Survey,
+    opts: CleanupOptions,
+    closing: list[PullRequest] | None,
+    hub: GitHub | Unavailable,
+) -> Decision:
+    """Abandoning a stack deletes every branch of the chain, with the same snapshot rule (§11)."""
+    heads = _stacked_heads(found, closing, hub)
+    if heads is None:
+        return settled(
+            skipped(Step.STACK, "gh could not list the stacked PRs: no other branch is deleted")
+        )
+    if not heads:
+        return settled(skipped(Step.STACK, "no branch is stacked on this one"))
+    return acting(
+        lambda: _abandon_stack(repo, heads, found, opts),
+        Step.STACK,
+        f"snapshot and delete {', '.join(heads)} here and on origin",
+    )
+
+
+def _abandon_stack(
+    repo: Repo, heads: list[Branch], found: Survey, opts: CleanupOptions
+) -> StepResult:
+    deleted, gone, kept = [], [], []
+    for head in heads:
+        why = _abandon_branch(repo, head, found.default, opts)
+        if why == GONE:
+            gone.append(head)
+        elif why:
+            kept.append(f"{head} ({why})")
+        else:
+            deleted.append(head)
+    names = ", ".join(deleted) or "none"
+    if gone:
+        names += f" ({', '.join(gone)} already gone)"
+    if kept:
+        return refused(
+            Step.STACK,
+            ErrorCode.STACK_KEPT,
+            f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
+        )
+    return done(
+        Step.STACK,
+        f"deleted {names} here and on origin (each tip kept in its snapshot ref)",
+    )
+
+
+GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
+
+
+def _abandon_branch(
+    repo: Repo, branch: Branch, default: DefaultBranch, opts: CleanupOptions
+) -> str:
+    """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
+    reason = protected_reason(branch, default.name)
+    if reason is not None:
+        return f"protected: {reason}"
+    try:
+        child = survey(repo, branch, ask_remote=True)
+    except Refusal as exc:
+        return exc.message
+    if child.plan.tip is None and child.remote_tip is None and child.entry is None:
+        return GONE
+    if child.entry is not None:
+        return (
+            f"checked out in {child.entry.path}; run `team-router pr-cleanup {branch} "
+            "--abandon` there"
+        )
+    for step in (
+        _snapshot_branch(repo, child),
+        delete_branch(repo, child.branch, child.default, force=True)[0],
+        delete_remote(repo, child, opts, None),
+    ):
+        if step.stopped:
+            return step.detail
+    return ""

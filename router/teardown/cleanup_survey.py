@@ -1,0 +1,327 @@
+"""What pr-cleanup knows of one branch before it acts (DESIGN §11): teardown's facts of the
+repo, read for the worktree that has the branch checked out, and origin's tip of it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from router import git as g
+from router.errors import ErrorCode, RouterError
+from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.names import Branch
+from router.plandir.artifacts import read_temp_paths
+from router.progress import Echo
+from router.teardown.blockers import (
+    reused_branch,
+    reused_checkout,
+)
+from router.teardown.facts import RepoPlan
+from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
+from router.teardown.merged import Tips
+from router.teardown.nested import NestedRepo, survey_nested, survey_remains
+from router.teardown.plan_dir import remove_plan_dir
+from router.teardown.record import TopicRef
+from router.teardown.remove import (
+    copies_note,
+    included_copies,
+    removal_started,
+)
+from router.teardown.steps import (
+    Outcome,
+)
+from router.teardown.unshipped import (
+    RunArtifacts,
+    has_shipped,
+    run_artifacts,
+    unshipped,
+)
+from router.topic import state
+from router.topic.branches import (
+    branch_topic,
+    refuse_protected,
+)
+from router.topic.runs import PLANS_DIR, plan_dir_link
+from router.topic.scope import RepoTarget
+from router.topic.workspace import DefaultBranch, Repo, default_branch, find_worktree
+
+
+class Mode(StrEnum):
+    MERGED = "merged"
+    ABANDONED = "abandoned"
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupOptions:
+    mode: Mode
+    delete_remote: bool
+    reclaim: bool
+    dry_run: bool
+    line_timeout: float = DEFAULT_LINE_TIMEOUT
+    echo: Echo | None = None
+    remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
+
+
+AGAIN = "pr-cleanup"  # the command a refusal says to run again
+
+
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """The branch as pr-cleanup finds it, read before anything is touched: teardown's facts of
+    its repo (``plan``, whose worktree is the one that has the branch checked out), and what
+    pr-cleanup alone asks: origin's tip of the branch."""
+
+    plan: RepoPlan
+    topic_id: str | None
+    temp_paths: tuple[str, ...] | None = None  # the topic's recorded temp paths (home only)
+    remote_tip: str | None = None
+    remote_error: str = ""  # origin could not be asked
+
+    @property
+    def branch(self) -> Branch:
+        return Branch(self.plan.target.branch)
+
+    @property
+    def default(self) -> DefaultBranch:
+        assert self.plan.default is not None  # survey() refuses without one
+        return self.plan.default
+
+    @property
+    def record(self) -> state.TopicRecord | None:
+        return self.plan.target.record
+
+    @property
+    def worktree_path(self) -> Path | None:
+        return self.plan.worktree
+
+    @property
+    def entry(self) -> WorktreeEntry | None:
+        """The linked worktree that has the branch checked out."""
+        path = self.plan.worktree
+        return (
+            find_worktree(list(self.plan.entries), path) if path and self.plan.registered else None
+        )
+
+    @property
+    def remote_known(self) -> bool:
+        return not self.remote_error
+
+    @property
+    def tips(self) -> Tips:
+        record = self.record
+        return Tips(self.plan.tip, self.remote_tip, record.base_commit if record else None)
+
+    def anything_left(self, repo: Repo) -> bool:
+        plan = self.topic_id is not None and os.path.lexists(
+            repo.primary / PLANS_DIR / self.topic_id
+        )
+        return bool(self.plan.tip or self.worktree_path or self.remote_tip or plan)
+
+
+def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool = False) -> Survey:
+    default = default_branch(repo.git)
+    if default is None:
+        raise RouterError(
+            ErrorCode.NO_DEFAULT_BRANCH,
+            f"cannot tell the default branch of {repo.primary}; run `git remote set-head origin --auto`",
+        )
+    refuse_protected(branch, default)
+    entries = repo.git.worktree_list()
+    _refuse_checked_out_in_primary(repo, branch, entries)
+    topic_id = branch_topic(repo, branch)
+    record, notes = _record(repo, topic_id)
+    target = RepoTarget(
+        # The repo's name in its topic, as teardown prints it; a branch of no topic
+        # has only its directory's name.
+        record.repo if record is not None else repo.primary.name,
+        repo.primary,
+        branch,
+        None,
+        repo,
+        record,
+        is_home=topic_id is not None and (record is None or record.repo == "home"),
+        entries=tuple(entries),
+    )
+    plan = _facts(repo, target, default, topic_id, remove_reused=remove_reused)
+    # The worktree is the topic's too: local state never deletes a temp path inside it.
+    plan = dataclasses.replace(
+        plan, target=dataclasses.replace(target, worktree=plan.worktree), notes=tuple(notes)
+    )
+    remote_tip, remote_error = (
+        _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
+    )
+    temps = _temp_paths(repo, topic_id, record, plan.worktree if plan.registered else None)
+    return Survey(plan, topic_id, temps, remote_tip, remote_error)
+
+
+def _facts(
+    repo: Repo,
+    target: RepoTarget,
+    default: DefaultBranch,
+    topic_id: str | None,
+    *,
+    remove_reused: bool,
+) -> RepoPlan:
+    """teardown's facts of the repo, read for the branch's one worktree (and a removal of ours
+    a kill interrupted, which the remove step finishes: its deletions are nobody's work)."""
+    branch, record = target.branch, target.record
+    topic = topic_ref(topic_id, record)
+    # -D and every later step only for a branch whose name matches byte for byte.
+    tip = (
+        repo.git.rev_parse(f"refs/heads/{branch}") if branch in repo.git.local_branches() else None
+    )
+    entry = next((e for e in target.entries[1:] if e.branch == branch), None)  # type: ignore[index]
+    worktree = Path(entry.path) if entry else _unfinished_removal(repo, topic, record)
+    removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)
+    kept_worktree, kept_branch = (
+        ("", "") if remove_reused else _reused(repo, branch, entry, record, exact=tip is not None)
+    )
+    # A kept checkout is not removed: its changes lose nothing, and refuse nothing.
+    there = entry is not None and os.path.isdir(entry.path) and not removing and not kept_worktree
+    config = g.config_view(repo.git)
+    plan = RepoPlan(
+        target,
+        default,
+        worktree,
+        registered=entry is not None,
+        entries=target.entries or (),
+        status=Git(worktree).status() if there and worktree else StatusReport(),
+        tip=tip,
+        has_origin=config.has_remote("origin"),
+        declaration=read_declaration(repo.git, default, record.declared_at if record else None),
+        copies=copies_note(repo.primary, worktree, included_copies(record, worktree))
+        if entry and worktree
+        else "",
+        nested=_nested(repo, worktree, removing) if worktree and not kept_worktree else (),
+        kept_worktree=kept_worktree,
+        kept_branch=kept_branch,
+        config=config,
+        status_read=there,
+        removing=removing,
+    )
+    shipped = run_shipped(repo, topic_id, worktree)
+    plan = dataclasses.replace(plan, shipped=shipped)
+    return dataclasses.replace(plan, unshipped=tuple(run_at_stake(repo, topic_id, plan)))
+
+
+def _nested(repo: Repo, worktree: Path, removing: bool) -> tuple[NestedRepo, ...]:
+    """The repositories inside the worktree: what an interrupted removal of ours would still
+    delete, and a directory deleted by hand leaves its submodules' git dirs in the registration."""
+    if os.path.isdir(worktree) and not removing:
+        return survey_nested(worktree)
+    return survey_remains(repo.common_dir, worktree)
+
+
+def _unfinished_removal(
+    repo: Repo, topic: TopicRef | None, record: state.TopicRecord | None
+) -> Path | None:
+    """The topic's worktree, no longer registered, that a removal of ours left half-way (None: none)."""
+    if topic is None or record is None or record.worktree is None:
+        return None
+    path = Path(record.worktree)
+    if not os.path.lexists(path) or removal_started(repo, topic, path) is None:
+        return None
+    return path
+
+
+def _reused(
+    repo: Repo,
+    branch: str,
+    worktree: WorktreeEntry | None,
+    record: state.TopicRecord | None,
+    *,
+    exact: bool,
+) -> tuple[str, str]:
+    """Why a topic's checkout and branch stay: `new` reused the user's own (teardown's rule).
+
+    Only a topic's: a branch no record names is the user's to clean up, wherever
+    its worktree is.
+    """
+    if record is None:
+        return "", ""
+    checkout = reused_checkout(repo, Path(worktree.path)) if worktree is not None else ""
+    return checkout, reused_branch(branch, record) if exact else ""
+
+
+def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRef | None:
+    """The topic whose record marks a removal in progress: only one team-router made (it has a record)."""
+    if topic_id is None or record is None:
+        return None
+    return TopicRef(topic_id, record.repo)
+
+
+def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[WorktreeEntry]) -> None:
+    if entries and entries[0].branch == branch:
+        raise RouterError(
+            ErrorCode.BRANCH_CHECKED_OUT,
+            f"{branch} is checked out in the primary clone {repo.primary}; switch it to the default "
+            "branch first (the primary clone is never removed)",
+        )
+    busy = g.busy_with_branch(str(repo.common_dir), branch)
+    if busy is not None:
+        # git lists it detached: without this, the removal would call it gone.
+        raise RouterError(
+            ErrorCode.BRANCH_CHECKED_OUT,
+            f"{busy} is rebasing or bisecting {branch}; finish it or run `git -C {busy} rebase "
+            "--abort` (or `bisect reset`), then rerun (nothing was removed)",
+        )
+
+
+def _record(repo: Repo, topic_id: str | None) -> tuple[state.TopicRecord | None, list[str]]:
+    if topic_id is None:
+        return None, []
+    warnings: list[str] = []
+    return state.read_record_or_none(repo.common_dir, topic_id, warnings), warnings
+
+
+def _temp_paths(
+    repo: Repo,
+    topic_id: str | None,
+    record: state.TopicRecord | None,
+    worktree: Path | None,
+) -> tuple[str, ...] | None:
+    """The topic's recorded temp paths (home repo only), read before the plan dir goes."""
+    if topic_id is None or (record is not None and record.repo != "home"):
+        return None
+    roots = [worktree] if worktree else []
+    for root in [*roots, repo.primary]:
+        if plan_dir_link(str(root), topic_id) is not None:
+            continue  # behind a link it is not this repository's plan dir: nothing read there
+        found = read_temp_paths(root / PLANS_DIR / topic_id)
+        if found:
+            return tuple(found)
+    return record.temp_paths if record else ()
+
+
+def _remote(repo: Repo, branch: str) -> tuple[str | None, str]:
+    if not repo.git.has_remote("origin"):
+        return None, "no origin"
+    try:
+        return g.remote_branch_tip(repo.git, "origin", branch), ""
+    except GitError as exc:
+        return None, exc.first_line
+
+
+def run_at_stake(repo: Repo, topic_id: str | None, plan: RepoPlan) -> list[RunArtifacts]:
+    """The artifacts of an unshipped run this cleanup would delete: in the worktree it
+    removes, and in the primary clone when the plan-dir step would remove them there."""
+    if topic_id is None:
+        return []
+    checkouts = []
+    if plan.worktree is not None and not plan.kept_worktree and not plan.removing:
+        checkouts.append(plan.worktree)
+    if remove_plan_dir(repo, topic_id, dry_run=True, force=True).outcome is Outcome.DONE:
+        checkouts.append(repo.primary)
+    runs = (run_artifacts(c, topic_id) for c in checkouts)
+    return unshipped(runs, shipped=plan.shipped)
+
+
+def run_shipped(repo: Repo, topic_id: str | None, worktree: Path | None) -> bool:
+    """The topic's pr.md is in one of its plan dirs (its worktree's or the primary clone's)."""
+    if topic_id is None:
+        return False
+    places = [c for c in (worktree, repo.primary) if c is not None]
+    return has_shipped(run_artifacts(c, topic_id) for c in places)
