@@ -255,6 +255,25 @@ CLEANUPS: dict[str, tuple[Callable[[Topic, Path], None], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.parametrize("abandon", [False, True], ids=["merged", "abandon"])
+def test_a_pr_cleanup_of_a_branch_no_topic_names_is_planned_as_it_runs(
+    workspace, tmp_path, no_gh, abandon
+):
+    """No record keeps such a run's steps: the plan is compared with the steps it printed."""
+    web = make_repo(workspace, "web")
+    checkout = workspace / "fix-typo"
+    git(web, "worktree", "add", "-q", "-b", "fix-typo", str(checkout))
+    commit(checkout, "typo.txt", "fixed\n", "fix a typo")
+    git(checkout, "push", "-q", "origin", "fix-typo:fix-typo")
+    flags = ("--abandon", "--yes") if abandon else ()
+    if not abandon:
+        merge_on_origin(web, "fix-typo", how="squash")
+    dry, real = plan_then_run("pr-cleanup", "fix-typo", web, *flags)
+    assert real.code == 0, real.out + real.err
+    assert_planned_as_run(dry, real)
+    assert not checkout.exists() and "fix-typo" not in git(web, "branch", "--list", "fix-typo")
+
+
 @pytest.mark.parametrize("scenario", list(CLEANUPS))
 def test_a_pr_cleanups_dry_run_plans_each_step_as_the_run_then_does_it(
     workspace, tmp_path, no_gh, scenario
