@@ -817,7 +817,8 @@ def test_the_rerun_itself_rechecks_the_submodule_git_dir_just_before_finishing_t
         f'[ -e "{once}" ] || {{ touch "{once}"; '
         f'"$REAL_GIT" -C "{wt / "lib"}" commit -q --allow-empty -m "made after the plan"; }}'
     )
-    env = git_then(tmp_path / "then-bin", "cat-file --batch", late)
+    # Right after the plan's last read of the submodule (its status).
+    env = git_then(tmp_path / "then-bin", "/lib -c core.fsmonitor= status --porcelain", late)
     res = run("teardown", sub_topic.id, "--json", cwd=sub_topic.home, env=env)
     assert once.exists(), "the commit did not land between the plan and the removal"
     assert res.code == 1, res.out

@@ -1072,7 +1072,8 @@ def test_a_git_killed_by_ctrl_c_while_teardown_reads_the_repos_exits_130_with_js
     from helpers.faults import git_wrapper
 
     topic = new_topic(home_repo, "2026-05-01-add-thing")
-    env = git_wrapper(tmp_path / "bin", "for-each-ref", "kill -INT $$")
+    # (The worktree's status: its refs and trees are read from git's files.)
+    env = git_wrapper(tmp_path / "bin", "status --porcelain", "kill -INT $$")
     monkeypatch.setenv("PATH", env["PATH"])
     res = run_cli("teardown", topic.id, "--json", cwd=home_repo)
     assert res.code == 130, res.out + res.err

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from helpers.faults import KILLED, git_killer, git_then, run
+from helpers.faults import KILLED, git_killer, git_wrapper, run
 from helpers.plans import repos_md
 from helpers.repos import (
     branches,
@@ -113,8 +112,10 @@ def test_a_lock_of_someone_else_still_refuses_and_is_left_as_it_was(topic):
 
 def test_a_removal_git_refuses_after_the_lock_came_off_puts_the_lock_back(topic, tmp_path):
     wt = topic.worktrees["home"]
-    # A file written between the plan (which saw the worktree clean) and git's removal.
-    env = git_then(tmp_path / "bin", "worktree unlock", f"echo late > '{wt}/late.txt'")
+    # A file written between the plan (which saw the worktree clean) and git's removal,
+    # after the lock came off.
+    late = f'echo late > \'{wt}/late.txt\'\nexec "$REAL_GIT" "$@"'
+    env = git_wrapper(tmp_path / "bin", "worktree remove", late)
     res = run("teardown", topic.id, "--json", cwd=topic.home, env=env)
     assert res.code == 1, res.out + res.err
     remove = steps_of(res.json, "home")["remove"]
@@ -124,10 +125,10 @@ def test_a_removal_git_refuses_after_the_lock_came_off_puts_the_lock_back(topic,
     assert state.read_record(topic.home / ".git", topic.id).removing is None  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("at", ["worktree unlock", "worktree remove"])
-def test_a_kill_between_lifting_the_lock_and_removing_is_finished_by_the_rerun(topic, tmp_path, at):
+def test_a_kill_between_lifting_the_lock_and_removing_is_finished_by_the_rerun(topic, tmp_path):
     wt = topic.worktrees["home"]
-    env = git_killer(tmp_path / "bin", at, real=at == "worktree unlock")
+    # Killed once the lock is off, before git removes anything.
+    env = git_killer(tmp_path / "bin", "worktree remove", real=False)
     killed = run("teardown", topic.id, "--json", cwd=topic.home, env=env, new_group=True)
     assert killed.code == KILLED, killed.out + killed.err
     assert wt.is_dir() and lock_reason(topic.home, wt) is None

@@ -12,6 +12,9 @@ The modules behind it:
 - ``files``: git's files read without git where the layout is the plain one,
   private: a fact read from them is exported here, and the package decides
   where a fact is read from (the session-start hook loads nothing else);
+- ``objectfiles``: git's objects (loose and in packs) read without git, as
+  private as ``files``: each object is hashed again and checked against its
+  id, so an answer read there is the object git would give, or git is asked;
 - ``layout``: where am I (a checkout's top level, git dir and common dir);
 - ``refs``, ``reflog``, ``worktrees``, ``status``, ``history``, ``objects``,
   ``config``, ``remote``, ``sparse``: one git concept each; ``checkout``: what changes a

@@ -7,16 +7,19 @@ The rule, which is what makes a remembered answer never a stale one:
   forgets everything, and code that never opens one always asks git.
 - Only the questions the git package opts in are remembered: refs and what
   they name, the worktree list, config, ancestry and the merge proof's
-  questions. A checkout's own state (its status, index, files, and what its
-  HEAD is) is never remembered: the user and the agents change it while we
-  run, and the checks that guard a deletion read it when they act.
+  questions. A checkout's own state (its status, index and files, its HEAD
+  asked of it) is never remembered: the user and the agents change it while
+  we run, and the checks that guard a deletion read it when they act. (The
+  worktree list names each checkout's HEAD as it was when listed: a step
+  that acts reads it after the stretch ended, afresh.)
 - Every git command that may change the repository (anything not known to be
   read-only: a ref update, checkout, cherry-pick, fetch, worktree add, lock or
   remove, config write...) forgets every answer of every repository, before
   it starts and again when it ends, whether it succeeded or not. An answer
   being read while a change runs is not kept (the generation it started under
   is gone), so a thread reading one repository never stores what another
-  thread's change made stale.
+  thread's change made stale. A change the package makes without git (a
+  worktree's lock lifted from its file) forgets as well.
 - Where the command waits for something (a lock another run holds) or hands
   over to something else (commands a repository declares), :func:`forget`.
 

@@ -473,6 +473,48 @@ def _read_ref(common: str, git_dir: str, ref: str, fmt: RepoFormat) -> tuple[str
     raise Unsure(f"{ref}: more symbolic refs in a row than git follows")
 
 
+def refs_under(common: str, prefixes: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """``git for-each-ref`` of branches and remote-tracking refs under ``prefixes``:
+    each ref's commit and, for a symbolic ref, the ref it names ("" for a plain ref).
+
+    Loose refs (walked) shadow ``packed-refs`` lines, as in git's files
+    backend. :class:`Unsure` for anything git might list another way: a name
+    git would not read as a ref (a lock file another git is writing), a
+    symlink, a symbolic ref that names no commit, what :func:`read_ref` is
+    unsure of.
+    """
+    fmt = files_format(common)
+    if not all(p.endswith("/") and readable_ref(p + "x") for p in prefixes):
+        raise Unsure(f"{prefixes} are not branch or remote-tracking folders")
+    names = {n for n in _packed_refs(common, fmt) if n.startswith(prefixes)}
+    for prefix in prefixes:
+        names.update(_loose_names(common, prefix))
+    found = {}
+    for name in sorted(names, key=os.fsencode):
+        loose = _loose_ref(os.path.join(common, name), fmt)
+        target = loose[len("ref:") :].strip() if loose and loose.startswith("ref:") else ""
+        oid, _ = _read_ref(common, common, name, fmt)
+        if oid is None:
+            raise Unsure(f"{name} names no commit: git lists it its own way")
+        found[name] = (oid, target)
+    return found
+
+
+def _loose_names(common: str, prefix: str) -> list[str]:
+    names = []
+    for folder, dirs, files in os.walk(os.path.join(common, prefix.rstrip("/"))):
+        for entry in dirs + files:
+            if os.path.islink(os.path.join(folder, entry)):
+                raise Unsure(f"{folder}/{entry} is a symlink")
+        rel = os.path.relpath(folder, common).replace(os.sep, "/")
+        for file in files:
+            name = f"{rel}/{file}"
+            if not readable_ref(name):
+                raise Unsure(f"{name} is not a ref name git reads")
+            names.append(name)
+    return names
+
+
 def _no_null(oid: str | None) -> str | None:
     # The null id names no commit (git writes it while it sets HEAD up): git's
     # ``<ref>^{commit}`` finds none, and lists an unborn branch's HEAD so.

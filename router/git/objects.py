@@ -6,12 +6,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from router.git import files as gitfiles
 from router.git.answers import about_refs
-from router.git.run import GitError, Runner, verified
+from router.git.layout import LayoutMethods
+from router.git.run import GitError, verified
 from router.git.sparse import mark_unmaterialised, unmaterialised
 
 
-class ObjectMethods(Runner):
+class ObjectMethods(LayoutMethods):
     """Blobs and trees by id or by ``rev:path``."""
 
     __slots__ = ()
@@ -130,9 +132,19 @@ def worktree_blobs(git: ObjectMethods, paths: Sequence[str]) -> dict[str, str]:
 
 
 def first_blob(git: ObjectMethods, specs: Sequence[str]) -> tuple[str, str] | None:
-    """The first of ``rev:path`` specs that names a file: (spec, text), in one process."""
+    """The first of ``rev:path`` specs that names a file: (spec, text), in one process at most.
+
+    Where the repository's files are the plain layout, read from them (each
+    object checked against its id); else ``cat-file --batch``.
+    """
     if not specs:
         return None
+    plain = git.files_layout()
+    if plain is not None:
+        try:
+            return _first_blob_from_files(str(plain.git_dir), str(plain.common_dir), specs)
+        except gitfiles.Unsure:
+            pass
     res = git.run("cat-file", "--batch", input="".join(f"{s}\n" for s in specs), check=False)
     raw = res.stdout.encode("utf-8", "surrogateescape")
     for spec in specs:
@@ -143,6 +155,29 @@ def first_blob(git: ObjectMethods, specs: Sequence[str]) -> tuple[str, str] | No
             body, raw = raw[:size], raw[size + 1 :]
             if fields[1] == b"blob":
                 return spec, body.decode("utf-8", "surrogateescape")
+    return None
+
+
+def _first_blob_from_files(
+    git_dir: str, common: str, specs: Sequence[str]
+) -> tuple[str, str] | None:
+    from router.git.objectfiles import ObjectStore
+
+    fmt = gitfiles.files_format(common)
+    store = ObjectStore(common, fmt)
+    for spec in specs:
+        rev, sep, path = spec.partition(":")
+        if not sep:
+            raise gitfiles.Unsure(f"{spec} names no path")
+        if fmt.is_id(rev):
+            commit: str | None = rev
+        elif gitfiles.readable_ref(rev):
+            commit = gitfiles.read_ref(common, git_dir, rev)[0]
+        else:
+            raise gitfiles.Unsure(f"{rev} is git's to resolve")
+        data = store.file_at(commit, path) if commit is not None else None
+        if data is not None:
+            return spec, data.decode("utf-8", "surrogateescape")
     return None
 
 

@@ -227,7 +227,17 @@ def ref_tips_with_trees(git: RefMethods, *prefixes: str) -> dict[str, RefTip]:
     )
 
 
+# More refs than this: one git process lists them sooner than reading each commit here.
+_READ_TIPS_MAX = 64
+
+
 def _ref_tips_with_trees(git: RefMethods, prefixes: Sequence[str]) -> dict[str, RefTip]:
+    plain = git.files_layout()
+    if plain is not None:
+        try:
+            return _tips_from_files(str(plain.common_dir), tuple(prefixes))
+        except gitfiles.Unsure:
+            pass
     out = git.out(
         "for-each-ref",
         "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)",
@@ -239,3 +249,15 @@ def _ref_tips_with_trees(git: RefMethods, prefixes: Sequence[str]) -> dict[str, 
         name, sha, tree, target = [*line.split("\0"), "", "", ""][:4]
         tips[name] = RefTip(Sha(sha), tree, target)
     return tips
+
+
+def _tips_from_files(common: str, prefixes: tuple[str, ...]) -> dict[str, RefTip]:
+    """What ``for-each-ref`` answers, from the ref files and the object store (no process)."""
+    from router.git.objectfiles import ObjectStore
+
+    refs = gitfiles.refs_under(common, prefixes)
+    if len(refs) > _READ_TIPS_MAX:
+        raise gitfiles.Unsure("more refs than are read here")
+    store = ObjectStore(common, gitfiles.files_format(common))
+    trees = {oid: store.commit_tree(oid) or "" for oid in {oid for oid, _ in refs.values()}}
+    return {name: RefTip(Sha(oid), trees[oid], target) for name, (oid, target) in refs.items()}

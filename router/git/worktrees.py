@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from router import interrupt
 from router.git import files as gitfiles
+from router.git.answers import forget
 from router.git.layout import LayoutMethods
+from router.git.run import GitError
 from router.names import Branch, Sha
 
 
@@ -118,7 +122,27 @@ class WorktreeMethods(LayoutMethods):
         self.run("worktree", "lock", "--reason", reason, "--", str(path))
 
     def worktree_unlock(self, path: Path) -> None:
-        self.run("worktree", "unlock", "--", str(path))
+        """``git worktree unlock``: the registration's ``locked`` file removed.
+
+        In the plain layout it is removed here, as git removes it (git's
+        ``unlock`` is that one unlink), and a worktree not locked fails as
+        git fails; otherwise git does it.
+        """
+        plain = self._plain_layout()
+        admin = gitfiles.registration_of(plain[2], str(path)) if plain is not None else None
+        if admin is None:
+            self.run("worktree", "unlock", "--", str(path))
+            return
+        interrupt.check()  # as before any git: a signal stops the command first
+        argv = ["git", "-C", str(self.cwd), "worktree", "unlock", "--", str(path)]
+        try:
+            os.unlink(os.path.join(admin, "locked"))
+        except FileNotFoundError:
+            raise GitError(argv, 128, f"fatal: '{path}' is not locked") from None
+        except OSError as exc:
+            raise GitError(argv, 128, f"fatal: failed to delete '{admin}/locked': {exc}") from None
+        finally:
+            forget()  # the worktree list changed (or may have)
 
     def worktree_remove(self, path: Path, *, force: bool, keep_locked: bool = False) -> None:
         """``git worktree remove``; ``force`` also removes a locked one unless ``keep_locked``.

@@ -1,0 +1,185 @@
+"""git's objects and refs read from its files: the answer git gives, with no git process.
+
+Each test compares what the package answers with what git itself prints for
+the same repository, and a ``git`` first on PATH that logs every call proves
+whether git ran: in the plain layout it does not; where this reader is unsure
+(alternates, replace refs, a reftable) git answers, and the answer is git's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from helpers.faults import git_logger
+from helpers.repos import FORMATS, commit, git, lock_reason, make_repo, write
+
+from router.git import Git, GitError, first_blob, ref_tips_with_trees
+
+PREFIXES = ("refs/remotes/origin/", "refs/heads/")
+
+
+@pytest.fixture
+def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The log of every git process the package starts from here on."""
+    log = tmp_path / "git.log"
+    for key, value in git_logger(tmp_path / "logging-bin", log).items():
+        monkeypatch.setenv(key, value)
+    return log
+
+
+def _calls(log: Path) -> list[str]:
+    """The git processes logged since the last call (the log starts again)."""
+    calls = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return calls
+
+
+def _blob(repo: Path, spec: str) -> str:
+    """``git cat-file -p spec``, byte for byte (the helper's ``git`` strips the output)."""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "-p", spec], capture_output=True, check=True
+    ).stdout
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _for_each_ref(repo: Path) -> dict[str, tuple[str, str, str]]:
+    out = git(repo, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)")
+    rows = [line.split("\0") for line in out.splitlines()]
+    return {r[0]: (r[1], r[2], r[3]) for r in rows if r[0].startswith(PREFIXES)}
+
+
+def _tips(repo: Path) -> dict[str, tuple[str, str, str]]:
+    tips = ref_tips_with_trees(Git(repo), *PREFIXES)
+    return {name: (t.commit, t.tree, t.symref) for name, t in tips.items()}
+
+
+def _history(repo: Path, versions: int = 30) -> None:
+    """Many versions of a few files on two branches: a repack stores most as deltas."""
+    for n in range(versions):
+        body = "".join(f"line {i} of version {n if i % 7 == 0 else 0}\n" for i in range(200))
+        commit(repo, "src/deep/file.txt", body, f"version {n}")
+    git(repo, "branch", "side", "HEAD~5")
+    write(repo / ".teamteardown", "echo one\r\necho two\n")
+    git(repo, "add", ".teamteardown")
+    git(repo, "commit", "-q", "-m", "declaration")
+    git(repo, "push", "-q", "origin", "main", "side")
+
+
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_ref_tips_and_trees_are_what_for_each_ref_prints(tmp_path, git_format, git_log, packed):
+    repo = make_repo(tmp_path / "ws", "r")
+    _history(repo)
+    git(repo, "fetch", "-q", "origin")
+    if packed:
+        git(repo, "pack-refs", "--all")
+        git(repo, "repack", "-q", "-a", "-d", "-f", "--depth=50", "--window=50")
+        git(repo, "update-ref", "refs/heads/loose-after-pack", "HEAD~3")
+    _calls(git_log)
+    tips = _tips(repo)
+    # Read from the files where they are the plain layout; a reftable is git's to list.
+    listed = [c for c in _calls(git_log) if "for-each-ref" in c]
+    assert len(listed) == (1 if git_format == "reftable" else 0), listed
+    assert tips == _for_each_ref(repo)
+    assert tips["refs/remotes/origin/HEAD"][2] == "refs/remotes/origin/main"
+
+
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_a_file_of_a_commit_is_the_blob_git_prints(tmp_path, git_format, git_log, packed):
+    repo = make_repo(tmp_path / "ws", "r")
+    _history(repo)
+    os.symlink("src/deep/file.txt", repo / "link")
+    git(repo, "add", "link")
+    git(repo, "commit", "-q", "-m", "a link")
+    if packed:
+        git(repo, "repack", "-q", "-a", "-d", "-f", "--depth=50", "--window=50")
+        assert not list((repo / ".git" / "objects").glob("??/*"))
+    head = git(repo, "rev-parse", "HEAD")
+    old = git(repo, "rev-parse", "HEAD~20")
+    specs = [
+        f"{head}:src/deep/file.txt",
+        f"{old}:src/deep/file.txt",
+        "refs/heads/main:link",
+        "HEAD:.teamteardown",
+    ]
+    expected = {spec: _blob(repo, spec) for spec in specs}
+    assert expected["HEAD:.teamteardown"] == "echo one\r\necho two\n"
+    assert expected["refs/heads/main:link"] == "src/deep/file.txt"
+    _calls(git_log)
+    # Each after a path that is not there and one that names a folder.
+    found = {s: first_blob(Git(repo), [f"{head}:absent", "refs/heads/main:src", s]) for s in specs}
+    none = first_blob(Git(repo), ["refs/heads/gone:.teamteardown", f"{head}:src/x"])
+    asked = [c for c in _calls(git_log) if "cat-file" in c]
+    assert found == {spec: (spec, text) for spec, text in expected.items()}
+    assert none is None
+    assert len(asked) == (len(specs) + 1 if git_format == "reftable" else 0), asked
+
+
+def test_a_replaced_commit_is_read_as_git_reads_it(tmp_path, git_log):
+    # git applies replace refs to every read: this reader leaves such a repository to git.
+    repo = make_repo(tmp_path / "ws", "r")
+    commit(repo, ".teamteardown", "echo original\n", "declared")
+    original = git(repo, "rev-parse", "HEAD")
+    git(repo, "switch", "-q", "-c", "other", "HEAD~1")
+    commit(repo, ".teamteardown", "echo replacement\n", "declared otherwise")
+    git(repo, "replace", original, git(repo, "rev-parse", "HEAD"))
+    _calls(git_log)
+    found = first_blob(Git(repo), [f"{original}:.teamteardown"])
+    assert found == (f"{original}:.teamteardown", "echo replacement\n")
+    assert any("cat-file" in c for c in _calls(git_log))
+
+
+def test_objects_in_an_alternate_store_are_read_by_git(tmp_path, git_log):
+    source = make_repo(tmp_path / "ws", "r")
+    commit(source, ".teamteardown", "echo shared\n", "declared")
+    borrower = tmp_path / "borrower"
+    git(tmp_path, "clone", "-q", "--shared", str(source), str(borrower))
+    _calls(git_log)
+    assert first_blob(Git(borrower), ["refs/remotes/origin/main:.teamteardown"]) == (
+        "refs/remotes/origin/main:.teamteardown",
+        "echo shared\n",
+    )
+    assert any("cat-file" in c for c in _calls(git_log))
+
+
+def test_a_corrupt_loose_object_is_never_answered_from_the_files(tmp_path, git_log):
+    # Its bytes do not hash to its id: whatever git answers then is the answer.
+    repo = make_repo(tmp_path / "ws", "r")
+    blob = git(repo, "rev-parse", "HEAD:README.md")
+    path = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"blob 6\0forged"))
+    expected = ("refs/heads/main:README.md", _blob(repo, "refs/heads/main:README.md"))
+    _calls(git_log)
+    assert first_blob(Git(repo), ["refs/heads/main:README.md"]) == expected
+    assert any("cat-file" in c for c in _calls(git_log))
+
+
+# -- a worktree's lock lifted -----------------------------------------------------------
+
+
+def test_unlocking_a_worktree_removes_its_lock_as_git_does_without_git(tmp_path, git_log):
+    repo = make_repo(tmp_path / "ws", "r")
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "--lock", "--reason", "mine", "-b", "topic", str(wt))
+    _calls(git_log)
+    Git(repo).worktree_unlock(wt)
+    assert _calls(git_log) == []
+    assert lock_reason(repo, wt) is None
+    # Not locked: refused as git refuses it, and nothing else changed.
+    with pytest.raises(GitError) as refused:
+        Git(repo).worktree_unlock(wt)
+    assert refused.value.returncode == 128 and "is not locked" in refused.value.stderr
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 2
+
+
+def test_unlocking_a_worktree_git_does_not_list_is_git_s_refusal(tmp_path):
+    repo = make_repo(tmp_path / "ws", "r")
+    with pytest.raises(GitError) as refused:
+        Git(repo).worktree_unlock(tmp_path / "nowhere")
+    assert "is not a working tree" in refused.value.stderr
