@@ -942,8 +942,7 @@ class _Pipeline:
             # A switched-away worktree (_switched_away) keeps the topic's branch in
             # the record: teardown and pr-cleanup judge that branch, not the other.
             switched = status is Status.EXISTING and worktree == self.path
-            # A sparse worktree's checkout is done once it has an index (else _half_made).
-            cone = ("sparse",) if self._cone_of(worktree, status) else ()
+            cone = ("sparse",) if self._cone_of(worktree, status) else ()  # see _cone_of
             self._save(
                 steps=("add", *cone, "verify", SUBMODULES, "setup", "record", *setup.steps),
                 worktree=str(worktree),
@@ -1000,7 +999,11 @@ class _Pipeline:
         return self.record.sparse if self.record is not None else None
 
     def _cone_of(self, worktree: Path, status: Status) -> tuple[str, ...] | None:
-        """The cone the report names: this run's, or the one the record kept from creation."""
+        """The cone the report names: this run's, or the one the record kept from creation.
+
+        With one, the record's steps name ``sparse`` done: a sparse worktree's
+        checkout is finished once it has an index (without, it is half-made).
+        """
         if status is Status.CREATED:
             return self.cone
         return self._recorded_cone() if worktree == self.path else None
