@@ -45,8 +45,8 @@ def count_git(argv: list[str], *, cwd: Path, root: Path) -> dict[str, int]:
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
         if n == 0:
-            log.unlink()
-    return git_verbs(log)
+            log.unlink(missing_ok=True)
+    return git_verbs(log) if log.exists() else {}
 
 
 def main() -> int:
