@@ -379,3 +379,32 @@ def test_a_cone_asked_of_a_worktree_made_before_is_named_not_applied(tree_repo):
     assert _files(worktree) == sorted([*IN_CONE, *OUT_OF_CONE])  # nothing was taken away
     same = run_cli(*NEW, "--json", cwd=tree_repo)  # no cone asked: nothing to say
     assert same.json["warnings"] == []
+
+
+@pytest.mark.parametrize("when", ["worktree add", "sparse-checkout set"])
+def test_a_restore_of_a_sparse_worktree_sigkilled_before_its_checkout_is_finished_by_the_rerun(
+    tree_repo, tmp_path, when
+):
+    worktree = _sparse_topic(tree_repo)
+    _work_in_and_out_of_the_cone(worktree)
+    assert run_cli("teardown", ID, "--force", "--json", cwd=tree_repo).code == 0
+    env = git_killer(tmp_path / "bin", when)
+    killed = run_process("restore", ID, "--json", cwd=tree_repo, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert os.listdir(worktree) == [".git"]  # added with --no-checkout, nothing written yet
+    again = run_process("restore", ID, "--json", cwd=tree_repo)
+    assert again.code == 0, again.out + again.err
+    assert again.json["repos"][0]["status"] == "restored"
+    assert git(worktree, "sparse-checkout", "list").splitlines() == ["src/api"]
+    assert (worktree / "src/web/app.js").read_text() == "edited outside the cone\n"
+    assert not (worktree / "tools/build.sh").exists()
+    assert sorted(line.strip() for line in status(worktree).splitlines()) == sorted(
+        [
+            "?? src/api/new.py",
+            "?? tools/new.sh",
+            "D README.md",
+            "M src/api/main.py",
+            "M src/web/app.js",
+        ]
+    )
+    assert worktree_paths(tree_repo) == [str(tree_repo), str(worktree)]
