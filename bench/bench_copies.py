@@ -10,8 +10,10 @@ Two filesystems, each side by side in one run:
 - the temp dir's own filesystem (ext4 here, no reflink): team-router's copy
   against ``cp -a``. Target: <= 1.1x.
 
-Each side ends with ``sync``, so the data written is paid for, and starts
-from an empty destination with the page cache flushed of dirty data. The
+Each side ends with ``syncfs`` of the filesystem measured, so the data written
+is paid for, and starts from an empty destination with no dirty data
+anywhere (``sync``). team-router's copy runs in this process, as ``new``
+runs it (no interpreter start-up); the baseline is a ``cp`` process. The
 tree: 20,000 files of 1-19 KiB (10 KiB on average, random bytes) in 400
 packages, listed as ``node_modules/`` in ``.worktreeinclude`` and ignored.
 For comparison (no target), the same bytes in 20 files of 10 MiB on the XFS:
@@ -23,12 +25,15 @@ there the data, not the creation of files, is what a byte copy pays for.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,15 +42,7 @@ from _fixture import ENV, children_cpu, cleanup, load, median, sh, workdir
 FILES = 20_000
 RUNS = 3
 AVERAGE = 10_240  # bytes: 20,000 files make 200 MB
-OURS = (
-    "import sys\n"
-    "from pathlib import Path\n"
-    "from router.create import include\n"
-    "from router import filecopy\n"
-    "if len(sys.argv) > 3: filecopy.WORKERS = int(sys.argv[3])\n"
-    "c = include.copy_included(Path(sys.argv[1]), Path(sys.argv[2]))\n"
-    "print(c.method, c.files, c.bytes)\n"
-)
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class Run(NamedTuple):
@@ -78,23 +75,47 @@ def free(path: Path) -> int:
     return st.f_bfree * st.f_frsize
 
 
-def measure(argv: list[str], fs: Path) -> Run:
+def syncfs(path: Path) -> None:
+    """Write out the one filesystem measured (``os.sync`` would wait for every other's too)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if LIBC.syncfs(fd) != 0:
+            raise OSError(ctypes.get_errno(), "syncfs failed", str(path))
+    finally:
+        os.close(fd)
+
+
+def cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime + children_cpu()
+
+
+def measure(copy: Callable[[], object], fs: Path) -> Run:
     os.sync()
-    before, cpu = free(fs), children_cpu()
+    before, cpu = free(fs), cpu_now()
     start = time.perf_counter()
-    subprocess.run(argv, env=ENV, check=True, stdout=subprocess.DEVNULL)
-    os.sync()
+    copy()
+    syncfs(fs)
     wall = time.perf_counter() - start
-    return Run(wall, children_cpu() - cpu, before - free(fs))
+    return Run(wall, cpu_now() - cpu, before - free(fs))
 
 
-def ours(repo: Path, dest: Path, workers: int | None) -> list[str]:
-    extra = [str(workers)] if workers else []
-    return [sys.executable, "-c", OURS, str(repo), str(dest), *extra]
+def ours(repo: Path, dest: Path, workers: int | None) -> Callable[[], object]:
+    """The ``.worktreeinclude`` stage as ``new`` runs it, in this process (already started)."""
+    from router import filecopy
+    from router.create.include import copy_included
+
+    if workers:
+        filecopy.WORKERS = workers
+    return lambda: copy_included(repo, dest)
+
+
+def theirs(argv: list[str]) -> Callable[[], object]:
+    return lambda: subprocess.run(argv, env=ENV, check=True, stdout=subprocess.DEVNULL)
 
 
 def side_by_side(
-    repo: Path, theirs: list[str], runs: int, workers: int | None
+    repo: Path, tool: list[str], runs: int, workers: int | None
 ) -> tuple[list[Run], list[Run]]:
     """Each run's pair back to back, alternating who goes first; destinations emptied between."""
     mine: list[Run] = []
@@ -108,7 +129,8 @@ def side_by_side(
             if who == "ours":
                 mine.append(measure(ours(repo, dest, workers), repo))
             else:
-                base.append(measure([*theirs, str(repo / "node_modules"), str(dest)], repo))
+                argv = [*tool, str(repo / "node_modules"), str(dest)]
+                base.append(measure(theirs(argv), repo))
         cleanup(dest)
     return mine, base
 
