@@ -896,9 +896,29 @@ def group_members(pgid: int) -> Iterator[tuple[int, int, list[str]]]:
 
 
 def running_phase(pgid: int) -> str:
-    """What the command was doing: the commands it had started and that were running."""
+    """What the command was doing: the commands it had started and that were running.
+
+    A setup line runs in a session of its own (outside the group): it is found by its
+    parent, and shows as ``sh``.
+    """
     running = sorted({_subcommand(argv) for _, ppid, argv in group_members(pgid) if ppid == pgid})
+    running += sorted({_subcommand(argv) for argv in _session_leaders_under(pgid)})
     return " + ".join(running) or "python"
+
+
+def _session_leaders_under(pid: int) -> Iterator[list[str]]:
+    """The argv of each child of ``pid`` that leads a session of its own (a setup line)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[1]) == pid and int(fields[3]) == int(entry.name):
+            yield [a.decode(errors="replace") for a in argv if a]
 
 
 def _subcommand(argv: list[str]) -> str:
