@@ -318,3 +318,27 @@ def test_teardown_removes_such_a_worktree_whole_its_submodule_git_dirs_included(
     for name in ("one", "two"):
         assert status(web / f"libs/{name}") == ""
     assert status(web) == ""
+
+
+def test_teardown_removes_such_a_worktree_with_the_submodules_remotes_gone(workspace, web):
+    # Every commit the worktree's submodules reach is in the primary's copy, on its
+    # refs: deleting the worktree's git dirs loses none, though no remote holds them.
+    _unreachable(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    res = run_cli("teardown", ID, "--json", cwd=web)
+    assert res.code == 0, res.out
+    assert not worktree.exists() and not (_common(web) / "worktrees" / ID).exists()
+    for name in ("one", "two"):
+        assert status(web / f"libs/{name}") == ""
+
+
+def test_a_commit_in_such_a_submodule_is_kept_with_its_remotes_gone_too(workspace, web):
+    _unreachable(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    sub = web / ".claude/worktrees" / ID / "libs/two"
+    sha = commit(sub, "lib.py", "name = 'mine'\n", "only here")
+    res = run_cli("teardown", ID, "--force", "--json", cwd=web)
+    assert res.code == 1 and res.json["error"]["code"] == "nested-work", res.out
+    assert "submodule libs/two (1 commit(s)" in res.json["error"]["message"]
+    assert git(sub, "rev-parse", "HEAD") == sha

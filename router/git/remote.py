@@ -78,11 +78,16 @@ def commits_on_no_remote(git: RemoteMethods, *, gone: Sequence[str] | None = Non
     deletes it. A remote whose URL is a local path that is gone holds
     nothing any more: its tracking refs are then the only record
     (``gone``: those remotes, when the caller already asked :func:`gone_remotes`).
+    Nor do commits the refs of a repository it borrows objects from (alternates,
+    as ``clone --reference`` and a new worktree's submodules have) reach: they
+    live in that repository, which deleting this one leaves as it is.
     """
     gone = gone_remotes(git) if gone is None else gone
     # An --exclude before --remotes matches the name below refs/remotes/.
     skip = [f"--exclude={name}/*" for name in gone]
-    args = ["rev-list", "--count", "--all", "--reflog", "--not", *skip, "--remotes"]
+    args = [
+        "rev-list", "--count", "--all", "--reflog", "--not", *skip, "--remotes", "--alternate-refs",
+    ]  # fmt: skip
     count = int(git.out(*args, "--") or 0)
     if not count:
         return 0
