@@ -24,6 +24,9 @@ A kill lands at a seeded fraction of the command's usual run time, learnt on thi
 machine; ``--when 'teardown=git worktree remove'`` aims it at one git step instead
 (a few milliseconds after that step starts), which reproduces a timing-dependent
 failure far more reliably. ``--minutes`` stops starting trials after a time budget.
+``--submodules`` gives one repo a submodule its primary has initialised, so kills can
+land in creation's submodules stage (``--when 'worktrees=git submodule'`` aims them
+there), and each worktree ``worktrees`` made is checked to hold it whole.
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         help="kill COMMAND once it runs this git subcommand, e.g. 'teardown=git worktree remove'",
     )
     parser.add_argument(
+        "--submodules",
+        action="store_true",
+        help="one repo gets a submodule (aim at its checkout: --when 'worktrees=git submodule')",
+    )
+    parser.add_argument(
         "--minutes", type=float, default=None, help="start no trial after this many minutes"
     )
     parser.add_argument("--out", type=Path, default=None, help="write every trial as JSON lines")
@@ -82,10 +90,16 @@ PACE = killtrials.Pace()  # one per worker process: it learns how long the comma
 
 
 def _one(
-    seed: int, root: str, fixed: dict[str, float], when: dict[str, str], clock: bool, keep: bool
+    seed: int,
+    root: str,
+    fixed: dict[str, float],
+    when: dict[str, str],
+    clock: bool,
+    keep: bool,
+    submodules: bool = False,
 ) -> killtrials.Trial:
     """One trial in its own directory (and, with --jobs, its own process)."""
-    PACE.fixed, PACE.when, PACE.clock = fixed, when, clock
+    PACE.fixed, PACE.when, PACE.clock, PACE.submodules = fixed, when, clock, submodules
     base = Path(root) / f"trial-{seed}"
     for name in LEAKY_ENV:
         os.environ.pop(name, None)
@@ -114,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     pace = f"windows {fixed}" if fixed else "windows learnt from the runs"
     pace += f", killed when running {when}" if when else ""
     pace += ", the clock stepped at each kill and rerun" if args.clock else ""
+    pace += ", a submodule in one repo" if args.submodules else ""
     print(f"{len(seeds)} trial(s), seed {args.seed}, {pace}, in {root}", flush=True)
     start, cpu = time.monotonic(), children_cpu()
     deadline = start + args.minutes * 60 if args.minutes else None
@@ -130,7 +145,16 @@ def main(argv: list[str] | None = None) -> int:
                         todo = []
                         break
                     running.append(
-                        pool.submit(_one, todo.pop(0), root, fixed, when, args.clock, args.keep)
+                        pool.submit(
+                            _one,
+                            todo.pop(0),
+                            root,
+                            fixed,
+                            when,
+                            args.clock,
+                            args.keep,
+                            args.submodules,
+                        )
                     )
                 if not running:
                     break

@@ -83,6 +83,8 @@ DESCRIPTION = "kill trial"
 HOME = "home"  # the home repo's name in the topic (its directory is ``web``)
 SECONDARIES = ("api", "auth", "billing", "search", "shared")
 INCLUDED_IN = "api"  # the repo with a .worktreeinclude tree to copy
+SUBMODULE_IN = "auth"  # the repo with a submodule, with Pace.submodules
+SUBMODULE_FILES = 400  # in the submodule: its checkout takes long enough to be hit
 INCLUDED_FILES = 400
 # The secondary whose worktree is sparse (repos.md `sparse:`), and its cone: kills land
 # in its sparse stage too. Its `docs/` lies outside the cone and is never written.
@@ -281,6 +283,9 @@ class Pace:
     when: dict[str, str] = field(default_factory=dict)
     # Step the clock: each killed run sees a seeded offset (libfaketime), its rerun another.
     clock: bool = False
+    # SUBMODULE_IN gets a submodule its primary has initialised: creation's submodules
+    # stage is one more a kill can land in (``--when 'worktrees=git submodule'`` aims there).
+    submodules: bool = False
 
     def window(self, command: str) -> float:
         if command in self.fixed:
@@ -327,7 +332,7 @@ def run_trial(seed: int, root: Path, pace: Pace | None = None) -> Trial:
     pace.calibrate(root / "calibration")
     rng = random.Random(seed)
     trial = Trial(seed)
-    ws = build(root / "trial")
+    ws = build(root / "trial", submodules=pace.submodules)
 
     args: tuple[str, ...] = ("new", DESCRIPTION, "--id", TOPIC, "--json")
     _killed(trial, args, ws.home, rng, pace)
@@ -543,8 +548,10 @@ def clock_libraries() -> tuple[Path, Path] | None:
 # -- the fixture ----------------------------------------------------------------------
 
 
-def build(root: Path) -> Workspace:
+def build(root: Path, *, submodules: bool = False) -> Workspace:
     """Home ``web`` and the secondaries under ``root/ws``, origins in ``root/origins``.
+
+    With ``submodules``, SUBMODULE_IN has one (``vendor/lib``, from ``root/subs/lib``).
 
     No topic yet: the trial makes it with ``new`` (killed), then writes repos.md.
     """
@@ -552,6 +559,8 @@ def build(root: Path) -> Workspace:
     home = _declaring_setup(make_repo(parent, "web"))
     secondaries = {name: make_repo(parent, name) for name in SECONDARIES}
     included_tree(secondaries[INCLUDED_IN])
+    if submodules:
+        submodule_tree(root, secondaries[SUBMODULE_IN])
     sparse = secondaries[SPARSE]
     for rel in (f"{CONE}/main.py", f"{CONE}/lib/util.py", "docs/guide.md", "docs/api/ref.md"):
         write(sparse / rel, f"{rel}\n")
@@ -562,6 +571,39 @@ def build(root: Path) -> Workspace:
         _declaring_setup(repo)
     plan_dir = home / ".claude" / "worktrees" / TOPIC / "docs" / "plans" / TOPIC
     return Workspace({HOME: home, **secondaries}, plan_dir)
+
+
+def submodule_tree(root: Path, repo: Path) -> None:
+    """``vendor/lib`` in ``repo``, initialised in it, from a repo with a local bare origin."""
+    lib = make_repo(root / "subs", "lib")
+    for i in range(SUBMODULE_FILES):
+        write(lib / "src" / f"m{i}.py", f"value = {i}\n" * 50)
+    git(lib, "add", "--all")
+    git(lib, "commit", "-q", "-m", "files for a checkout a kill can land in")
+    git(lib, "push", "-q", "origin", "main")
+    url = git(lib, "remote", "get-url", "origin")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", url, "vendor/lib")
+    git(repo, "commit", "-q", "-m", "vendor/lib as a submodule")
+    git(repo, "push", "-q", "origin", "main")
+
+
+def submodule_problems(primary: Path, worktree: Path) -> list[str]:
+    """Each submodule the primary has checked out is checked out, clean, at the commit the
+    worktree's branch records."""
+    if not (primary / ".gitmodules").exists():
+        return []
+    found = []
+    for rel in git(primary, "config", "--file", ".gitmodules", "--get-regexp", "path").split("\n"):
+        path = rel.split(" ", 1)[1]
+        if not (primary / path / ".git").exists():
+            continue
+        recorded = git(worktree, "rev-parse", f"HEAD:{path}")
+        head = git(worktree / path, "rev-parse", "HEAD", check=False)
+        if not (worktree / path / ".git").is_file() or head != recorded:
+            found.append(f"submodule {path} not checked out at {recorded[:12]} (HEAD {head[:12]})")
+        elif status(worktree / path):
+            found.append(f"submodule {path} not clean: {status(worktree / path)}")
+    return found
 
 
 def included_tree(repo: Path) -> None:
@@ -1059,6 +1101,7 @@ def worktree_problems(ws: Workspace, worktrees: dict[str, Path]) -> list[Violati
             why = entry.split("\nlocked", 1)[1].strip() if "\nlocked" in entry else ""
             problems.append(f"locked ({why})" if why else "not locked")
         problems += included_problems(ws.primaries[name], worktree)
+        problems += submodule_problems(ws.primaries[name], worktree)
         if name == SPARSE:
             problems += _cone_problems(worktree)
         if problems:
