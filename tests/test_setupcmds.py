@@ -321,3 +321,18 @@ def test_init_write_examples_puts_the_worktreesetup_example_beside_the_teardown_
         ".worktreesetup.example: written (review it, then commit it to the default branch: until "
         "then the main tree is not clean, and teardown refuses)"
     ]
+
+
+def test_a_worktreesetup_copied_in_by_worktreeinclude_never_runs(home_repo, tmp_path):
+    """Only the default branch declares: a file that reaches the worktree another way is not read."""
+    marker = tmp_path / "pwned"
+    commit(home_repo, ".gitignore", "/.worktreesetup\n", "ignore a local setup file")
+    commit(home_repo, ".worktreeinclude", ".worktreesetup\n", "copy it into worktrees")
+    git(home_repo, "push", "-q", "origin", "main")
+    (home_repo / ".worktreesetup").write_text(f"touch {marker}\n")  # ignored, in the main tree
+    res = _new(home_repo)
+    assert res.code == 0, res.err
+    assert (_worktree(home_repo) / ".worktreesetup").read_text() == f"touch {marker}\n"  # copied
+    assert not marker.exists()
+    assert res.json["home"]["setup"]["status"] == "none"
+    assert res.json["home"]["setup"]["note"] == "no .worktreesetup on main — nothing declared"
