@@ -48,6 +48,7 @@ def main() -> int:
                     "worktree",
                     "remove",
                     "--force",
+                    "--force",  # team-router's worktrees are locked against other tools' cleanup
                     str(repo / ".claude" / "worktrees" / branch),
                     cwd=repo,
                 )
