@@ -476,17 +476,22 @@ def test_a_dry_run_refused_before_its_plan_still_says_dry_run(web, no_gh, target
     assert (web / "notes.txt").read_text() == "mine\n"
 
 
-@pytest.mark.parametrize("change", ["tracked", "untracked"])
+@pytest.mark.parametrize("change", ["tracked", "untracked", "hidden"])
 def test_a_dirty_topic_worktree_refuses(web, no_gh, change):
     worktree = pushed_topic(web)
     merge_on_origin(web, TOPIC_ID, how="merge")
     if change == "tracked":
         write(worktree / "limits.py", "LIMIT = 99\n")
-    else:
+    elif change == "untracked":
         write(worktree / "scratch.txt", "wip\n")
+    else:
+        # Another plan dir's notes: git status does not list them (our info/exclude line
+        # hides docs/plans/), and they are work all the same, as teardown counts them.
+        write(worktree / "docs" / "plans" / "notes" / "idea.md", "an idea\n")
     before = world(web)
     res = cleanup(web, TOPIC_ID)
-    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree"
+    assert res.code == 1 and res.json["error"]["code"] == "dirty-worktree", res.out
+    assert not res.json.get("steps")  # refused before any step (its plan said so too)
     assert world(web) == before and worktree.is_dir()
 
 

@@ -16,8 +16,10 @@ from router.names import Branch
 from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
 from router.teardown.blockers import (
+    hidden_work,
     reused_branch,
     reused_checkout,
+    with_hidden,
 )
 from router.teardown.facts import RepoPlan
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
@@ -188,7 +190,10 @@ def _facts(
         worktree,
         registered=entry is not None,
         entries=target.entries or (),
-        status=Git(worktree).status() if there and worktree else StatusReport(),
+        # Counted as teardown counts them: untracked files only our exclude line hides too.
+        status=with_hidden(Git(worktree).status(), hidden_work(worktree, topic_id))
+        if there and worktree
+        else StatusReport(),
         tip=tip,
         has_origin=config.has_remote("origin"),
         declaration=read_declaration(repo.git, default, record.declared_at if record else None),
