@@ -141,7 +141,7 @@ def test_the_text_report_says_how_many_files_were_copied_which_way_and_how_long(
     assert lines[0] == f"Topic {ID} (branch {ID})"
     assert lines[1].startswith("home: created ")
     line = lines[2]
-    assert line.startswith("  .worktreeinclude: copied 1 files (0.0 MiB) by "), line
+    assert line.startswith("  .worktreeinclude: copied 1 file (0.0 MiB) by "), line
     method = line.split(" by ")[1].split(" in ")[0]
     assert method in {"reflink", "copy_file_range", "bytes"}
     assert line.endswith(" s") and lines[3].startswith("Artifact directory: ")

@@ -46,7 +46,8 @@ class Copied:
     def line(self) -> str:
         """``copied 20000 files (195.3 MiB) by reflink in 0.84 s`` (and what was kept)."""
         way = f" by {self.method}" if self.method else ""
-        text = f"copied {self.files} files ({self.bytes / 1048576:.1f} MiB){way} in {self.seconds:.2f} s"
+        files = f"{self.files} file{'' if self.files == 1 else 's'}"
+        text = f"copied {files} ({self.bytes / 1048576:.1f} MiB){way} in {self.seconds:.2f} s"
         if self.kept:
             text += f", {self.kept} kept from an earlier copy"
         return text
@@ -59,12 +60,6 @@ class Copied:
             f".worktreeinclude: {len(self.unreadable)} file(s) could not be read and were not "
             f"copied: {shown}; make them readable, then run this again"
         )
-
-
-def included_files(primary: Path) -> list[str]:
-    """Files of the primary clone that match ``.worktreeinclude`` *and* that git ignores."""
-    spec = _include_spec(primary)
-    return [] if spec is None else _matching(primary, spec)
 
 
 def copy_included(primary: Path, dest: Path, *, label: str = "") -> Copied | None:
@@ -99,6 +94,7 @@ def _include_spec(primary: Path) -> GitIgnoreSpec | None:
 
 
 def _matching(primary: Path, spec: GitIgnoreSpec) -> list[str]:
+    """Files of the primary clone that match ``.worktreeinclude`` *and* that git ignores."""
     from router.filecopy import walk_files
 
     # Only ignored files are candidates: a tracked file is already in the
