@@ -342,3 +342,23 @@ def test_a_commit_in_such_a_submodule_is_kept_with_its_remotes_gone_too(workspac
     assert res.code == 1 and res.json["error"]["code"] == "nested-work", res.out
     assert "submodule libs/two (1 commit(s)" in res.json["error"]["message"]
     assert git(sub, "rev-parse", "HEAD") == sha
+
+
+def test_a_gitmodules_git_cannot_read_is_a_warning_and_the_worktree_is_made(home_repo):
+    commit(home_repo, ".gitmodules", '[submodule "lib"\n\tpath = lib\n', "a broken .gitmodules")
+    git(home_repo, "push", "-q", "origin", "main")
+    res = run_cli(*NEW, cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    worktree = home_repo / ".claude/worktrees" / ID
+    assert res.json["home"]["status"] == "created" and (worktree / ".gitmodules").is_file()
+    (failed,) = res.json["home"]["submodules"]
+    assert failed["status"] == "failed" and failed["path"] == ".gitmodules"
+    assert (
+        failed["detail"]
+        == "cannot list the submodules: fatal: bad config line 2 in file .gitmodules"
+    )
+    # git's own fetch reads .gitmodules too, and says so in a warning of its own.
+    assert res.json["warnings"][-1:] == [
+        f"home: the submodules of {worktree} were not checked out ({failed['detail']}); the "
+        f"worktree is made without them: `git -C {worktree} submodule update --init` fetches them"
+    ]

@@ -165,9 +165,18 @@ def warnings_for(
 ) -> list[str]:
     """One warning per submodule that failed, naming it and the command that fetches it."""
     return [
-        f"{repo_name}: submodule {o.path} was not checked out in {worktree} "
-        f"({o.detail}); the worktree is made without it: "
-        f"`git -C {worktree} submodule update --init -- {o.path if o.name else '.'}` fetches it"
-        for o in outcomes
-        if o.status is SubmoduleStatus.FAILED
+        _warning(repo_name, worktree, o) for o in outcomes if o.status is SubmoduleStatus.FAILED
     ]
+
+
+def _warning(repo_name: str, worktree: Path, failed: SubmoduleOutcome) -> str:
+    fix = f"`git -C {worktree} submodule update --init"
+    if not failed.name:  # none could be listed (see check_out_submodules)
+        return (
+            f"{repo_name}: the submodules of {worktree} were not checked out ({failed.detail}); "
+            f"the worktree is made without them: {fix}` fetches them"
+        )
+    return (
+        f"{repo_name}: submodule {failed.path} was not checked out in {worktree} "
+        f"({failed.detail}); the worktree is made without it: {fix} -- {failed.path}` fetches it"
+    )
