@@ -2,7 +2,7 @@
 
 Builds the fixture of bench_hook.py with 500 topics (10 in worktrees), runs the
 installed ``team-router phase --json`` from the home repo N times, and prints
-the median wall time on its last line (the CPU time beside it). Target: <= 120 ms.
+the median wall time on its last line (the CPU time beside it). Target: <= 150 ms (DESIGN §15).
 
     python bench/bench_phase.py [--runs N] [--baseline DIR]
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _fixture import cleanup, compile_package, load, sides, team_router, workdir
 from bench_hook import build_topics, report, run_sides
 
-TARGET_MS = 120.0
+TARGET_MS = 150.0
 
 
 def main() -> int:
