@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from router import names
 from router.phase.infer import infer
-from router.plandir import artifacts, frontmatter
+from router.plandir import artifacts, flatfields, frontmatter
 
 # (files to write: name -> extra frontmatter), commits?, missing worktrees, expected
 # (resume_at, step, halted). One entry per row of the table, plus the boundaries.
@@ -372,6 +372,41 @@ def test_the_flat_scanner_reads_exactly_what_yaml_reads(fields):
     assert fast.error is None
     expected = {k: artifacts._as_text(v) for k, v in slow.data.items()}
     assert fast.fields == expected
+
+
+_usual_values = st.one_of(
+    st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,10}( [A-Za-z0-9_-]{1,6}){0,2}", fullmatch=True),
+    st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", fullmatch=True),
+    st.sampled_from(["null", "NULL", "yes", "Off", "TRUE", "0", "007", "12", "1 2", "APPROVE"]),
+)
+_usual_keys = st.one_of(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True),
+    st.sampled_from(["no", "On", "null", "topic", "verdict"]),
+)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.tuples(_usual_keys, _usual_values), max_size=6),
+    st.sampled_from(["", "\n# body\n", "\r\nbody\r\n", "  \n"]),
+)
+def test_the_usual_block_is_read_as_the_line_by_line_reader_reads_it(pairs, after):
+    # Every artifact of every topic is read through the one-match path; a block it takes
+    # must read exactly as line by line would (fields, repeated keys, errors).
+    text = "---\n" + "".join(f"{k}: {v}\n" for k, v in pairs) + "---" + after
+    assert artifacts.parse_frontmatter(text) == artifacts.parse_by_lines(text)
+
+
+def test_an_artifact_of_the_usual_shape_is_read_in_one_match():
+    text = "---\ntopic: x\ndate: 2026-05-01\nphase: design-review\nverdict: REQUEST CHANGES\n---\n# t\n"
+    assert flatfields.usual_block(text) == {
+        "topic": "x",
+        "date": "2026-05-01",
+        "phase": "design-review",
+        "verdict": "REQUEST CHANGES",
+    }
+    for other in ("---\ntopic: x\ntopic: y\n---\n", "---\nno: x\n---\n", "---\nn: 007\n---\n"):
+        assert flatfields.usual_block(other) is None  # the line-by-line reader decides these
 
 
 # -- the commit signal, over real git ------------------------------------------------

@@ -13,7 +13,7 @@ import os
 import re
 from collections import namedtuple
 
-from router.plandir.flatfields import INT_RE, read_block
+from router.plandir.flatfields import INT_RE, read_block, usual_block
 from router.plandir.mdlines import BOM, is_fence, split_lines
 
 TYPE_CHECKING = False
@@ -71,6 +71,14 @@ each value given (``repeated``; None when there are none): ``fields`` holds the 
 
 def parse_frontmatter(text: str) -> FrontmatterFields:
     """The frontmatter of ``text``; never raises (a problem is ``error``)."""
+    fields = usual_block(text)
+    if fields is not None:
+        return FrontmatterFields(fields, None, True)
+    return parse_by_lines(text)
+
+
+def parse_by_lines(text: str) -> FrontmatterFields:
+    """:func:`parse_frontmatter` of any text, line by line (what the usual block must equal)."""
     # The same cut as router.plandir.frontmatter (which this falls back to): both must
     # agree on where the block ends.
     lines = split_lines(text, keepends=False)
@@ -128,8 +136,7 @@ def _flow(value: object) -> str:
 def read_frontmatter(path: str) -> FrontmatterFields:
     """The frontmatter of a file on disk; an unreadable file is an error, not an exception."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = _read_bytes(path)
     except OSError as exc:
         return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
     try:
@@ -137,6 +144,19 @@ def read_frontmatter(path: str) -> FrontmatterFields:
     except UnicodeDecodeError:
         return FrontmatterFields({}, "is not UTF-8 text", False)
     return parse_frontmatter(text)
+
+
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, by the descriptor: ``open()`` builds a buffered file object per
+    call, a large part of reading a small artifact (``status`` reads every one)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 # -- inventory ------------------------------------------------------------------
@@ -211,17 +231,18 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
     """Read every phase file and gate record of ``plan_dir``; problems become warnings."""
     plan_dir = str(plan_dir)
     try:
-        names = os.listdir(plan_dir)
+        # The directory's entries say which are files (a symlink is followed, as
+        # os.path.isfile would): no stat of each artifact before it is read.
+        with os.scandir(plan_dir) as it:
+            entries = sorted((e.name, e) for e in it)
     except OSError:
         return Inventory(plan_dir, False, frozenset(), None, (), (), None, ())
     warnings: list[str] = []
     topic = topic_of(topic_id)
     read: dict[str, FrontmatterFields] = {}
-    for name in sorted(names):
-        if name in PHASE_FILES or any(r.match(name) for r in _ROUNDS):
-            path = os.path.join(plan_dir, name)
-            if os.path.isfile(path):
-                read[name] = _checked(path, topic, warnings)
+    for name, entry in entries:
+        if (name in PHASE_FILES or any(r.match(name) for r in _ROUNDS)) and _is_file(entry):
+            read[name] = _checked(entry.path, topic, warnings)
     files = frozenset(n for n in read if n in PHASE_FILES)
     pr = read[PR].fields if PR in read else {}
     return Inventory(
@@ -238,6 +259,13 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
         _verdicts(plan_dir, read, VERIFY_RE, VERIFY_VERDICTS, warnings),
         read[TASK].fields.get("track") if TASK in read else None,
     )
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False  # as os.path.isfile: a file that cannot be stat'ed is not one
 
 
 def _checked(path: str, topic: str | None, warnings: list[str]) -> FrontmatterFields:

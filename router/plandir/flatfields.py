@@ -23,6 +23,17 @@ _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>%@`=+.0123456789")
 
 
+# The usual frontmatter, whole: ``---``, lines of ``key: word`` (a word of letters, digits,
+# ``_`` and ``-``; several words apart by one space), ``---``. One match reads the
+# block where cutting the file into lines and matching each line costs several times
+# more (every artifact of every topic is read by ``status``); anything else takes
+# the line-by-line path, which this must agree with (tests/test_phases.py checks).
+_USUAL_BLOCK = re.compile(
+    r"---\n((?:[A-Za-z_][A-Za-z0-9_-]*: [A-Za-z0-9][A-Za-z0-9_-]*(?: [A-Za-z0-9_-]+)*\n)*)---(?:\n|\Z)"
+)
+_USUAL_LINE = re.compile(r"^([^:\n]+): ([^\n]+)$", re.MULTILINE)
+
+
 class _NotFlat(Exception):
     """The block holds more than flat ``key: scalar`` lines: let YAML decide."""
 
@@ -63,6 +74,34 @@ def read_block(
         except _NotFlat:
             fields = None
     return fields, _repeated(seen)
+
+
+def usual_block(text: str) -> dict[str, str | None] | None:
+    """The fields of a frontmatter of the usual shape (see ``_USUAL_BLOCK``) with no key
+    given twice, exactly as :func:`read_block` reads them; None for any other text."""
+    block = _USUAL_BLOCK.match(text)
+    if block is None:
+        return None
+    pairs = _USUAL_LINE.findall(block[1])
+    fields: dict[str, str | None] = {}
+    for key, raw in pairs:
+        if key in _TRUE or key in _FALSE or key in _NULLS:
+            return None  # YAML's key False, True or None: the careful path decides
+        if raw[0] in _DIGITS:
+            try:
+                fields[key] = _scalar(raw)  # a number or a date, or YAML's to read
+            except _NotFlat:
+                return None
+        elif raw in _NULLS:
+            fields[key] = None
+        elif raw in _TRUE or raw in _FALSE:
+            fields[key] = "true" if raw in _TRUE else "false"
+        else:
+            fields[key] = raw
+    return fields if len(fields) == len(pairs) else None  # a repeated key is warned about
+
+
+_DIGITS = frozenset("0123456789")
 
 
 def _repeated(seen: dict[str, list[str]]) -> dict[str, list[str | None]]:
