@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.faults import CRASHED, finish, run, spawn
+from helpers.faults import CRASHED, finish, mounted_tmpfs, run, spawn
 from helpers.repos import git, make_repo, run_cli, status, write
 
 from router.create.include import CRASH_MID_COPY
@@ -217,6 +217,28 @@ def test_sigkill_to_the_process_group_mid_copy_is_resumed_by_the_rerun(home_repo
         pytest.skip("the copy finished before the kill reached it (nothing to resume)")
     assert killed.code == -signal.SIGKILL
     _assert_resumed(home_repo, done, run(*NEW, cwd=home_repo))
+
+
+def test_a_disk_too_small_for_the_copies_falls_back_and_the_rerun_copies_them_all(home_repo):
+    # .claude/worktrees on a disk of its own: no clone across filesystems, and it fills up.
+    _include(home_repo, "node_modules/")
+    _node_modules(home_repo, 48, size=65536)  # 3 MiB
+    source = _tree(home_repo, "node_modules")
+    with mounted_tmpfs(home_repo / ".claude/worktrees", "2m") as disk:
+        res = run_cli(*NEW, cwd=home_repo)
+        assert res.code == 0, res.err
+        assert (res.json["home"]["status"], res.json["home"]["copied"]) == ("fallback", None)
+        assert "No space left on device" in res.json["warnings"][0], res.json["warnings"]
+        assert os.listdir(disk) == []  # the half-set-up worktree was rolled back
+        assert _tree(home_repo, "node_modules") == source  # nothing of the primary's touched
+        subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)
+        again = run_cli("worktrees", ID, "--json", cwd=home_repo)
+        assert again.code == 0, again.err
+        [home] = again.json["repos"]
+        assert (home["status"], home["copied"]["files"]) == ("created", len(source))
+        assert home["copied"]["method"] in {"copy_file_range", "bytes"}
+        assert _tree(Path(home["worktree"]), "node_modules") == source
+        assert status(home_repo) == ""
 
 
 # -- a reflink filesystem (XFS on a loop device) ----------------------------------------
