@@ -379,7 +379,9 @@ def _copy_includes(repo: Repo, path: Path) -> tuple[list[str], str]:
         return [], f"; the .worktreeinclude files were not copied again ({exc.strerror}: {where})"
     if copied is None or not copied.paths:
         return [], ""
-    return list(copied.paths), f"; .worktreeinclude files from {repo.primary}: {copied.line()}"
+    # The files by name (how long the copy took belongs to new's report, not to a restore's).
+    names = ", ".join(copied.paths)
+    return list(copied.paths), f"; copied again from {repo.primary}: {names}"
 
 
 def _lay_over(wt: Git, snap: Snapshot, cone: tuple[str, ...] | None) -> None:
