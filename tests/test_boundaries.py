@@ -393,17 +393,8 @@ OVERSIZED_MODULES: frozenset[str] = frozenset(
 )
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
-        "teardown/restore.py:restore_repo",
-        "teardown/sweep.py:sweep",
         "create/topic.py:new_topic",
-        "teardown/integrate.py:resume_integration",
-        "teardown/update.py:update_decision",
-        "teardown/plan_dir.py:plan_dir_decision",
         "host/worktrees.py:_tear_down",
-        "teardown/teardown.py:teardown",
-        "teardown/integrate.py:integrate_commits",
-        "teardown/facts.py:_plan_repo",
-        "teardown/remove.py:remove_worktree",
     }
 )
 

@@ -153,8 +153,61 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     repo = target.repo
     if repo is None:
         return RepoPlan(target)
-    reachable, notes = True, []
+    notes: list[str] = []
     topic = TopicRef(topic_id, target.name) if topic_id else None
+    stopped, resuming = _pick_left(target, repo, topic, opts, notes)
+    if stopped is not None:
+        return RepoPlan(target, checked=False, blockers=(stopped,))
+    config = g.config_view(repo.git)
+    has_origin = config.has_remote("origin")
+    reachable = _fetched(target, repo, opts, notes) if has_origin else True
+    # One for-each-ref, after the fetch, answers the default branch, the topic
+    # branch's tip and tracking ref, and the targets' trees for the merge proof.
+    tips = g.ref_tips_with_trees(repo.git, "refs/remotes/origin/", "refs/heads/")
+    default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
+    refs = {name: t.commit for name, t in tips.items()}
+    place = _worktree_place(target, repo, topic, notes)
+    tip = refs.get(f"refs/heads/{target.branch}")
+    recorded = target.record.base_commit if target.record else None
+    base = cut_from(repo.git, target.branch, recorded) if tip and default else None
+    found = integration(repo.git, tip, default, tips, base=base) if tip and default else None
+    plan = RepoPlan(
+        target,
+        default,
+        place.worktree,
+        place.on_primary,
+        place.entry is not None,
+        place.entries,
+        place.status,
+        tip,
+        found,
+        has_origin,
+        reachable,
+        f"refs/remotes/origin/{target.branch}" in refs,
+        place.foreign,
+        read_declaration(repo.git, default, target.record.declared_at if target.record else None),
+        place.copies(repo, target),
+        place.nested,
+        notes=tuple(notes),
+    )
+    plan = dataclasses.replace(
+        plan,
+        config=config,
+        status_read=place.there,
+        default_at_origin=reachable and _at_origin(default, refs),
+        resuming=resuming,
+        removing=place.removing,
+        kept_worktree=_kept_worktree(repo, place.worktree, place.entry, opts),
+        kept_branch=_kept_branch(target, tip, opts),
+    )
+    return _with_blockers(plan, repo, place, topic, opts)
+
+
+def _pick_left(
+    target: RepoTarget, repo: Repo, topic: TopicRef | None, opts: TeardownOptions, notes: list[str]
+) -> tuple[StepResult | None, bool]:
+    """A cherry-pick of ours a kill left half-done: undone first in a real run (the result
+    when it cannot be), said in a dry run (True: the plan is resuming it)."""
     resumed = (
         resume_integration(repo, topic, target.branch)
         if topic is not None and not opts.dry_run
@@ -168,23 +221,50 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
             "the real run undoes it first (when it can prove the changes are its own)"
         )
     if resumed is not None and resumed.stopped:
-        return RepoPlan(target, checked=False, blockers=(resumed,))
+        return resumed, resuming
     if resumed is not None:
         notes.append(f"{target.name}: {resumed.detail}")
-    config = g.config_view(repo.git)
-    has_origin = config.has_remote("origin")
-    if not opts.dry_run and has_origin:
-        error = repo.git.fetch("origin")
-        if error is not None:
-            reachable = False
-            notes.append(
-                f"{target.name}: fetch from origin failed ({error.first_line}); using what is known"
-            )
-    # One for-each-ref, after the fetch, answers the default branch, the topic
-    # branch's tip and tracking ref, and the targets' trees for the merge proof.
-    tips = g.ref_tips_with_trees(repo.git, "refs/remotes/origin/", "refs/heads/")
-    default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
-    refs = {name: t.commit for name, t in tips.items()}
+    return None, resuming
+
+
+def _fetched(target: RepoTarget, repo: Repo, opts: TeardownOptions, notes: list[str]) -> bool:
+    """Fetch origin (a real run): False when it did not answer, which the notes say."""
+    if opts.dry_run:
+        return True
+    error = repo.git.fetch("origin")
+    if error is None:
+        return True
+    notes.append(
+        f"{target.name}: fetch from origin failed ({error.first_line}); using what is known"
+    )
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _WorktreePlace:
+    """The topic's worktree in one repo as the plan found it."""
+
+    entries: tuple[WorktreeEntry, ...]
+    worktree: Path | None
+    on_primary: bool
+    entry: WorktreeEntry | None  # registered, ours to remove (None: foreign, or none)
+    foreign: str
+    removing: bool  # a removal of ours that a kill interrupted
+    there: bool  # the directory is there and its status was read
+    status: StatusReport
+    nested: tuple[NestedRepo, ...]
+
+    def copies(self, repo: Repo, target: RepoTarget) -> str:
+        if not (self.entry and self.worktree):
+            return ""
+        return copies_note(
+            repo.primary, self.worktree, included_copies(target.record, self.worktree)
+        )
+
+
+def _worktree_place(
+    target: RepoTarget, repo: Repo, topic: TopicRef | None, notes: list[str]
+) -> _WorktreePlace:
     # The home's worktree list was read while resolving the topic, moments ago.
     entries = list(target.entries) if target.entries is not None else repo.git.worktree_list()
     worktree = target.worktree or _listed_worktree(entries, target.branch)
@@ -198,6 +278,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     # (Registered or not: git drops the registration even when it stops half-way.)
     removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
+    topic_id = topic.id if topic is not None else None
     status = (
         with_hidden(Git(worktree).status(), hidden_work(worktree, topic_id or None))  # type: ignore[arg-type]
         if there
@@ -212,41 +293,21 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         if entry is not None or removing
         else ()
     )
-    tip = refs.get(f"refs/heads/{target.branch}")
-    recorded = target.record.base_commit if target.record else None
-    base = cut_from(repo.git, target.branch, recorded) if tip and default else None
-    found = integration(repo.git, tip, default, tips, base=base) if tip and default else None
-    plan = RepoPlan(
-        target,
-        default,
-        worktree,
-        on_primary,
-        entry is not None,
-        tuple(entries),
-        status,
-        tip,
-        found,
-        has_origin,
-        reachable,
-        f"refs/remotes/origin/{target.branch}" in refs,
-        foreign,
-        read_declaration(repo.git, default, target.record.declared_at if target.record else None),
-        copies_note(repo.primary, worktree, included_copies(target.record, worktree))
-        if entry and worktree
-        else "",
-        nested,
-        notes=tuple(notes),
+    return _WorktreePlace(
+        tuple(entries), worktree, on_primary, entry, foreign, removing, there, status, nested
     )
-    plan = dataclasses.replace(
-        plan,
-        config=config,
-        status_read=there,
-        default_at_origin=reachable and _at_origin(default, refs),
-        resuming=resuming,
-        removing=removing,
-        kept_worktree=_kept_worktree(repo, worktree, entry, opts),
-        kept_branch=_kept_branch(target, tip, opts),
-    )
+
+
+def _with_blockers(
+    plan: RepoPlan,
+    repo: Repo,
+    place: _WorktreePlace,
+    topic: TopicRef | None,
+    opts: TeardownOptions,
+) -> RepoPlan:
+    """The plan with what would stop it, and whether it asked for a committer."""
+    target, worktree, entry, removing = plan.target, place.worktree, place.entry, place.removing
+    topic_id = topic.id if topic is not None else ""
     if topic is not None and not opts.dry_run and entry is not None and not removing:
         plan = _keep_locked(repo, plan, entry, topic.id)
     # A kept worktree is not removed: its dirt and nested clones lose nothing.
@@ -254,7 +315,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     blockers = _plan_blockers(plan, None if kept else entry, opts)
     if removing:
         # --force or not: the rerun would delete the repositories left in it.
-        blockers += [b for b in [nested_blocker(worktree, nested)] if b is not None]  # type: ignore[arg-type]
+        blockers += [b for b in [nested_blocker(worktree, place.nested)] if b is not None]  # type: ignore[arg-type]
     if target.is_home and topic_id:
         removed = (
             worktree

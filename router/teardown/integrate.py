@@ -48,6 +48,41 @@ def integrate_commits(
             name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
         )
     found = known[1] if known else integration(repo.git, tip, default)
+    nothing = _nothing_to_pick(branch, default, found, apply=apply)
+    if nothing is not None:
+        return nothing
+    # The one re-check of the primary in the act, right before the pick changes
+    # it: the plan read it too, but the user may have edited or switched it since.
+    # The same status names HEAD, the commit an abort must come back to.
+    now = g.checkout_state(repo.git)
+    busy = primary_busy(repo, default, (now.status, now.branch))
+    if busy:
+        return refused(
+            name, ErrorCode.PRIMARY_BUSY, f"cannot cherry-pick in {repo.primary}: {busy}"
+        )
+    unknown = None if committer_known else g.committer_unknown(repo.git)
+    if unknown is not None:
+        return no_identity(repo, unknown)
+    pick = _mark_pick(repo, topic, branch, default, found.missing, now.head)
+    # git cherry lists oldest first, the order the commits must be applied in.
+    try:
+        g.cherry_pick(repo.git, found.missing)
+    except GitError as exc:
+        return _pick_stopped(repo, topic, pick, default, exc)
+    if topic is not None:
+        set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    return done(
+        name,
+        f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
+        f"(not pushed: push {default.name} when you are ready){follow_submodules(repo)}",
+    )
+
+
+def _nothing_to_pick(
+    branch: str, default: DefaultBranch, found: Integration, *, apply: bool
+) -> StepResult | None:
+    """The step's outcome when the merge proof leaves nothing to pick (or ``apply`` is off)."""
+    name = Step.INTEGRATE
     if found.empty:
         return skipped(name, f"nothing to integrate: {branch} is {EMPTY}")
     if found.proof is not None:
@@ -61,22 +96,24 @@ def integrate_commits(
             f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
             f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
         )
-    # The one re-check of the primary in the act, right before the pick changes
-    # it: the plan read it too, but the user may have edited or switched it since.
-    # The same status names HEAD, the commit an abort must come back to.
-    now = g.checkout_state(repo.git)
-    busy = primary_busy(repo, default, (now.status, now.branch))
-    if busy:
-        return refused(
-            name, ErrorCode.PRIMARY_BUSY, f"cannot cherry-pick in {repo.primary}: {busy}"
-        )
-    unknown = None if committer_known else g.committer_unknown(repo.git)
-    if unknown is not None:
-        return no_identity(repo, unknown)
-    # Marked before the first pick: a kill mid-pick leaves the primary busy, and
-    # only this mark lets the rerun tell its own half-done pick from the user's.
-    head = now.head or repo.git.head_commit()
-    pick = Picking(branch, default.name, head, found.missing)
+    return None
+
+
+def _mark_pick(
+    repo: Repo,
+    topic: TopicRef | None,
+    branch: str,
+    default: DefaultBranch,
+    missing: tuple[str, ...],
+    head: str | None,
+) -> Picking:
+    """The pick about to start from the primary's HEAD, marked in the topic's record first.
+
+    Marked before the first pick: a kill mid-pick leaves the primary busy, and
+    only this mark lets the rerun tell its own half-done pick from the user's.
+    """
+    head = head or repo.git.head_commit()
+    pick = Picking(branch, default.name, head, missing)
     if topic is not None:
         # .teamteardown is read from the default branch as it is before the
         # picks: a rerun after a kill, or `local-state`, must not find the
@@ -85,53 +122,51 @@ def integrate_commits(
         pin = (repo.git.commits((remote,))[remote] if remote else None) or head
         set_mark(repo, topic, DECLARED_AT, pin, branch=branch)
         set_mark(repo, topic, INTEGRATING, pick, branch=branch)
-    # git cherry lists oldest first, the order the commits must be applied in.
-    try:
-        g.cherry_pick(repo.git, found.missing)
-    except GitError as exc:
-        if exc.returncode < 0:
-            # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
-            # mark describes: it stays, and the rerun undoes the pick with its proofs.
-            return failed(
-                name,
-                f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
-                f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
-            )
-        stopped_at = g.cherry_pick_head(repo.git) or found.missing[0]
-        not_undone = _abort_pick(repo, pick)
-        if not_undone is not None:
-            # The mark stays: until the pick is undone, only it tells the rerun
-            # that the stopped cherry-pick in the primary is ours to undo.
-            return refused(
-                name,
-                not_undone.code if not_undone.lock_file else exc.code,
-                f"cherry-pick onto {default.name} in {repo.primary} stopped ({exc.first_line}) "
-                f"and could not be undone yet ({not_undone.first_line}); "
-                "run teardown again once that is fixed: it undoes the half-done pick first",
-            )
-        if topic is not None:
-            set_mark(repo, topic, INTEGRATING, None, branch=branch)
-        if g.is_identity_error(exc):
-            return no_identity(repo, exc)
-        if exc.lock_file is not None:
-            return refused(
-                name,
-                exc.code,
-                f"cherry-pick onto {default.name} stopped: {exc.first_line}; aborted, "
-                f"{default.name} is unchanged",
-            )
+    return pick
+
+
+def _pick_stopped(
+    repo: Repo, topic: TopicRef | None, pick: Picking, default: DefaultBranch, exc: GitError
+) -> StepResult:
+    """The cherry-pick stopped: undone (the mark then dropped) or, when it cannot be yet,
+    left marked for the rerun to undo; the refusal names why."""
+    name = Step.INTEGRATE
+    if exc.returncode < 0:
+        # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
+        # mark describes: it stays, and the rerun undoes the pick with its proofs.
+        return failed(
+            name,
+            f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
+            f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
+        )
+    stopped_at = g.cherry_pick_head(repo.git) or pick.commits[0]
+    not_undone = _abort_pick(repo, pick)
+    if not_undone is not None:
+        # The mark stays: until the pick is undone, only it tells the rerun
+        # that the stopped cherry-pick in the primary is ours to undo.
         return refused(
             name,
-            ErrorCode.CONFLICT,
-            f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
-            f"aborted, {default.name} is unchanged",
+            not_undone.code if not_undone.lock_file else exc.code,
+            f"cherry-pick onto {default.name} in {repo.primary} stopped ({exc.first_line}) "
+            f"and could not be undone yet ({not_undone.first_line}); "
+            "run teardown again once that is fixed: it undoes the half-done pick first",
         )
     if topic is not None:
-        set_mark(repo, topic, INTEGRATING, None, branch=branch)
-    return done(
+        set_mark(repo, topic, INTEGRATING, None, branch=pick.branch)
+    if g.is_identity_error(exc):
+        return no_identity(repo, exc)
+    if exc.lock_file is not None:
+        return refused(
+            name,
+            exc.code,
+            f"cherry-pick onto {default.name} stopped: {exc.first_line}; aborted, "
+            f"{default.name} is unchanged",
+        )
+    return refused(
         name,
-        f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
-        f"(not pushed: push {default.name} when you are ready){follow_submodules(repo)}",
+        ErrorCode.CONFLICT,
+        f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
+        f"aborted, {default.name} is unchanged",
     )
 
 
@@ -195,56 +230,18 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     if operation is not None:
         if operation != "cherry-pick" or not _our_pick_stopped(repo, pick):
             return None
-        running = _pick_still_running(repo)
-        if running is not None:
-            return running
-        locked = _stopped_by_lock(repo, g.cherry_pick_abort(repo.git))
-        if locked is not None:
-            # Neither --abort nor --quit: the mark stays, and once the lock is
-            # gone the rerun's --abort puts the default branch back where it was.
-            return _pick_locked(repo, pick, "undoing", locked)
-        undone.append("aborted its cherry-pick")
-        if g.operation_in_progress(repo.common_dir) is not None:
-            # A kill right after a pick's commit, before git noted it: --abort
-            # will not rewind past it ("you seem to have moved HEAD") and keeps
-            # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
-            locked = _stopped_by_lock(repo, g.cherry_pick_quit(repo.git))
-            if locked is not None:
-                # The same kill may leave the lock git deletes CHERRY_PICK_HEAD
-                # under: the pick is still ours (the mark stays), the lock is in the way.
-                return _pick_locked(repo, pick, "ending", locked)
-            undone[-1] = "ended its cherry-pick, keeping the commits it had picked"
-        if g.operation_in_progress(repo.common_dir) is not None:
-            # Still there, with no lock named: never carried past (a teardown
-            # with nothing left to pick would finish and leave it in the
-            # primary), nor called someone else's. The mark stays.
-            return refused(
-                Step.INTEGRATE,
-                ErrorCode.PRIMARY_BUSY,
-                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
-                "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
-                f"`git -C {repo.primary} cherry-pick --quit` (it keeps the commits already "
-                "picked), then run teardown again",
-            )
+        ended = _end_stopped_pick(repo, pick)
+        if isinstance(ended, StepResult):
+            return ended
+        undone.append(ended)
     status, current = primary_state(repo)
     if current != pick.target:
         return None
     if status.dirty:
-        foreign, residue = _sort_changes(repo, pick, status)
-        if foreign:
-            return refused(
-                Step.INTEGRATE,
-                ErrorCode.PRIMARY_BUSY,
-                f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
-                f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
-                f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
-                "teardown again",
-            )
-        g.reset_hard(repo.git, "HEAD")
-        _remove_residue(repo.primary, residue)
-        undone.append(
-            f"dropped its half-applied changes ({name_some([*status.tracked, *residue])})"
-        )
+        dropped = _drop_half_applied(repo, pick, status)
+        if isinstance(dropped, StepResult):
+            return dropped
+        undone.append(dropped)
     set_mark(repo, topic, INTEGRATING, None, branch=branch)
     what = "; ".join(undone) or "nothing was left half-done"
     return done(
@@ -252,6 +249,60 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
         f"{what}; its commits are judged again",
     )
+
+
+def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
+    """End our stopped cherry-pick git still tracks: what was done, or why it stays (the mark too)."""
+    running = _pick_still_running(repo)
+    if running is not None:
+        return running
+    locked = _stopped_by_lock(repo, g.cherry_pick_abort(repo.git))
+    if locked is not None:
+        # Neither --abort nor --quit: the mark stays, and once the lock is
+        # gone the rerun's --abort puts the default branch back where it was.
+        return _pick_locked(repo, pick, "undoing", locked)
+    ended = "aborted its cherry-pick"
+    if g.operation_in_progress(repo.common_dir) is not None:
+        # A kill right after a pick's commit, before git noted it: --abort
+        # will not rewind past it ("you seem to have moved HEAD") and keeps
+        # CHERRY_PICK_HEAD. The commits it made are our picks: they stay.
+        locked = _stopped_by_lock(repo, g.cherry_pick_quit(repo.git))
+        if locked is not None:
+            # The same kill may leave the lock git deletes CHERRY_PICK_HEAD
+            # under: the pick is still ours (the mark stays), the lock is in the way.
+            return _pick_locked(repo, pick, "ending", locked)
+        ended = "ended its cherry-pick, keeping the commits it had picked"
+    if g.operation_in_progress(repo.common_dir) is not None:
+        # Still there, with no lock named: never carried past (a teardown
+        # with nothing left to pick would finish and leave it in the
+        # primary), nor called someone else's. The mark stays.
+        return refused(
+            Step.INTEGRATE,
+            ErrorCode.PRIMARY_BUSY,
+            f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+            "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
+            f"`git -C {repo.primary} cherry-pick --quit` (it keeps the commits already "
+            "picked), then run teardown again",
+        )
+    return ended
+
+
+def _drop_half_applied(repo: Repo, pick: Picking, status: StatusReport) -> StepResult | str:
+    """Reset the changes our killed pick left half-applied (what was dropped), unless a
+    change is not from it: then the refusal, and everything stays."""
+    foreign, residue = _sort_changes(repo, pick, status)
+    if foreign:
+        return refused(
+            Step.INTEGRATE,
+            ErrorCode.PRIMARY_BUSY,
+            f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
+            f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
+            f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
+            "teardown again",
+        )
+    g.reset_hard(repo.git, "HEAD")
+    _remove_residue(repo.primary, residue)
+    return f"dropped its half-applied changes ({name_some([*status.tracked, *residue])})"
 
 
 def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:

@@ -25,7 +25,13 @@ from router.teardown.steps import (
     settled,
     skipped,
 )
-from router.teardown.unshipped import run_artifacts, snapshot_note, unshipped, unshipped_message
+from router.teardown.unshipped import (
+    RunArtifacts,
+    run_artifacts,
+    snapshot_note,
+    unshipped,
+    unshipped_message,
+)
 from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
@@ -65,64 +71,68 @@ def plan_dir_decision(
     path = repo.primary / rel
     if not os.path.lexists(path):
         return settled(skipped(name, f"no {rel}/ in the primary clone"))
-    if path.is_symlink() or not path.is_dir():
-        return settled(
-            refused(name, ErrorCode.PLAN_DIR_KEPT, f"{path} is not a plain directory: kept")
-        )
-    link = plan_dir_link(str(repo.primary), topic_id)
-    if link is not None:
-        # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
-        # what lies behind it is somewhere else on the machine, never ours to delete.
-        return settled(
-            refused(
-                name, ErrorCode.PLAN_DIR_KEPT, f"{path} is reached through a symlink ({link}): kept"
-            )
-        )
-    tracked = repo.git.ls_files(rel.as_posix() + "/")
-    if tracked is None:
-        return settled(
-            refused(
-                name,
-                ErrorCode.PLAN_DIR_KEPT,
-                f"git ls-files {rel} failed, so it is not known to be untracked: kept",
-            )
-        )
-    if tracked:
-        return settled(skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept"))
-    # A plan dir in the primary clone (the run fell back to it) is no worktree:
-    # no earlier step looked for a repository someone cloned into it.
-    try:
-        nested = survey_directory(path)
-    except OSError as exc:
-        return settled(
-            refused(name, ErrorCode.PLAN_DIR_KEPT, f"cannot read {exc.filename} in {path}: kept")
-        )
-    blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
-    if blocker is not None:
-        return settled(
-            dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
-        )
+    kept = _why_kept(repo, topic_id, rel, path)
+    if kept is not None:
+        return settled(kept)
     run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
     if run and not force:
         return settled(
             refused(name, ErrorCode.UNSHIPPED_RUN, unshipped_message(topic_id, run, command=again))
         )
-    kept = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
+    kept_note = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
+    return acting(
+        lambda: _remove(repo, topic_id, path, run), name, f"remove {path} (untracked){kept_note}"
+    )
 
-    def remove() -> StepResult:
-        snap = None
-        if run:
-            try:
-                snap = snapshot_plan_dir(repo, topic_id)
-            except SnapshotFailed as exc:
-                return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
+
+def _why_kept(repo: Repo, topic_id: str, rel: Path, path: Path) -> StepResult | None:
+    """Why the plan dir at ``path`` stays (not plain, reached through a symlink, tracked,
+    holding another repository's work), or None when it is ours to remove."""
+    name = Step.PLAN_DIR
+    if path.is_symlink() or not path.is_dir():
+        return refused(name, ErrorCode.PLAN_DIR_KEPT, f"{path} is not a plain directory: kept")
+    link = plan_dir_link(str(repo.primary), topic_id)
+    if link is not None:
+        # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
+        # what lies behind it is somewhere else on the machine, never ours to delete.
+        return refused(
+            name, ErrorCode.PLAN_DIR_KEPT, f"{path} is reached through a symlink ({link}): kept"
+        )
+    tracked = repo.git.ls_files(rel.as_posix() + "/")
+    if tracked is None:
+        return refused(
+            name,
+            ErrorCode.PLAN_DIR_KEPT,
+            f"git ls-files {rel} failed, so it is not known to be untracked: kept",
+        )
+    if tracked:
+        return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
+    # A plan dir in the primary clone (the run fell back to it) is no worktree:
+    # no earlier step looked for a repository someone cloned into it.
+    try:
+        nested = survey_directory(path)
+    except OSError as exc:
+        return refused(name, ErrorCode.PLAN_DIR_KEPT, f"cannot read {exc.filename} in {path}: kept")
+    blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
+    if blocker is not None:
+        return dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
+    return None
+
+
+def _remove(repo: Repo, topic_id: str, path: Path, run: list[RunArtifacts]) -> StepResult:
+    """Remove the plan dir, an unshipped run's artifacts written to their snapshot ref first."""
+    name = Step.PLAN_DIR
+    snap = None
+    if run:
         try:
-            shutil.rmtree(path)
-        except OSError as exc:
-            return failed(name, f"removing {path} failed: {exc.strerror}")
-        if snap is None:
-            return done(name, f"removed {path} (untracked)")
-        note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
-        return done_with(name, f"removed {path} (untracked){note}", snap.ref)
-
-    return acting(remove, name, f"remove {path} (untracked){kept}")
+            snap = snapshot_plan_dir(repo, topic_id)
+        except SnapshotFailed as exc:
+            return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        return failed(name, f"removing {path} failed: {exc.strerror}")
+    if snap is None:
+        return done(name, f"removed {path} (untracked)")
+    note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
+    return done_with(name, f"removed {path} (untracked){note}", snap.ref)

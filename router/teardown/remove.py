@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
@@ -44,7 +45,13 @@ from router.teardown.steps import (
     refused,
     skipped,
 )
-from router.teardown.unshipped import run_artifacts, snapshot_note, unshipped, unshipped_message
+from router.teardown.unshipped import (
+    RunArtifacts,
+    run_artifacts,
+    snapshot_note,
+    unshipped,
+    unshipped_message,
+)
 from router.topic import state, worktreelock
 from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
 from router.topic.state import REMOVING
@@ -77,120 +84,193 @@ def remove_worktree(
     run again. The artifacts of a run that has not shipped (the topic's plan
     dir, which git ignores) refuse unless ``force``, which snapshots them.
     """
-    name = Step.REMOVE
     entries = entries if entries is not None else repo.git.worktree_list()
+    found = _removal_target(repo, path, branch, entries, topic, again)
+    if isinstance(found, StepResult):
+        return found, None
+    if force:
+        return _remove_forced(found)
+    return _remove_unforced(found, proven_clean=proven_clean), None
+
+
+@dataclass(frozen=True, slots=True)
+class _Removal:
+    """A registered worktree of ours that the remove step is to take, and what is inside it."""
+
+    repo: Repo
+    path: Path
+    branch: str
+    entry: WorktreeEntry
+    topic: TopicRef | None
+    again: str
+    exists: bool  # the directory is there (not deleted by hand)
+    nested: tuple[NestedRepo, ...]
+    gone: str  # what the removal takes with it, for the detail
+
+    @property
+    def topic_id(self) -> str | None:
+        return self.topic.id if self.topic is not None else None
+
+
+def _removal_target(
+    repo: Repo,
+    path: Path | None,
+    branch: str,
+    entries: list[WorktreeEntry],
+    topic: TopicRef | None,
+    again: str,
+) -> _Removal | StepResult:
+    """The worktree to remove, or the step's outcome when there is none to (or it must stay)."""
+    name = Step.REMOVE
     if path is None:
-        return skipped(name, "no worktree recorded"), None
+        return skipped(name, "no worktree recorded")
     if is_primary_clone(repo, path, entries):
-        return skipped(name, f"{path} is the primary clone: never removed"), None
+        return skipped(name, f"{path} is the primary clone: never removed")
     entry = find_worktree(entries, path)
     started = removal_started(repo, topic, path) if topic is not None else None
     if topic is not None and started is not None:
         registered = entry is not None
-        finished = finish_removal(
+        return finish_removal(
             repo, path, started, topic, branch, registered=registered, again=again
         )
-        return finished, None
     if entry is None:
         there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
-        return skipped(name, f"{path} is not a registered worktree: {there}"), None
+        return skipped(name, f"{path} is not a registered worktree: {there}")
     other = foreign_worktree(repo, path, branch, entry)
     if other:
-        return skipped(name, other), None
+        return skipped(name, other)
     exists = os.path.isdir(path)
     unmounted = None if exists else unmounted_blocker(repo, path, again=again)
     if unmounted is not None:
-        return unmounted, None
+        return unmounted
     # A directory deleted by hand leaves its submodules' git dirs in the registration.
     nested = survey_nested(path) if exists else survey_registration(repo.common_dir, path)
     blocker = nested_blocker(path, nested, again=again)
     if blocker is not None:
-        return blocker, None
-    gone = gone_with(nested)
-    topic_id = topic.id if topic is not None else None
-    if not force:
-        if worktreelock.locked_by_other(entry):
-            return worktree_blocker(path, entry, StatusReport()), None  # type: ignore[return-value]
-        if exists:
-            # git's own check below does not see what our info/exclude line hides.
-            status = with_hidden(
-                Git(path).status() if topic is not None and not proven_clean else StatusReport(),
-                hidden_work(path, topic_id),
-            )
-            if status.dirty:
-                return worktree_blocker(path, entry, status), None  # type: ignore[return-value]
-        run = unshipped([run_artifacts(path, topic_id)]) if exists and topic_id else []
-        if run:
-            # The plan refused these already; this covers artifacts written since.
-            why = unshipped_message(topic_id, run, command=again)  # type: ignore[arg-type]
-            return refused(name, ErrorCode.UNSHIPPED_RUN, why), None
-        removal = _mark_removal(repo, topic, path, branch)
-        lifted = False
-        try:
-            # Our own lock comes off right before git removes the worktree: git's own
-            # check still guards it. The journal is written first, so a kill in between
-            # leaves a removal the rerun finishes, never an unlocked worktree of ours
-            # taken for someone else's. A registration whose directory is gone holds
-            # nothing: --force drops it, locked or not.
-            lifted = exists and worktreelock.lift(repo.git, entry)
-            repo.git.worktree_remove(path, force=not exists)
-        except GitError as exc:
-            if exc.returncode < 0:
-                return removal_interrupted(path, exc, again), None
-            if exists and g.SUBMODULES_REFUSAL in exc.stderr:
-                result = _remove_with_submodules(
-                    repo, path, entry, gone, removal, topic, branch, again
-                )
-                if lifted and result.outcome is not Outcome.DONE:
-                    result = _locked_again(result, repo, entry, topic)
-                return result, None
-            if _began(repo, path, removal):
-                return _finish_after(repo, path, removal, topic, branch, exc, again), None
-            _unmark_removal(repo, topic, branch)
-            blocker = worktree_blocker(path, entry, Git(path).status()) if exists else None
-            result = blocker or git_failed(name, f"git worktree remove {path} failed", exc)
-            return (_locked_again(result, repo, entry, topic) if lifted else result), None
-        _unmark_removal(repo, topic, branch)
-        return done(name, f"removed {path}{gone}"), None
+        return blocker
+    return _Removal(repo, path, branch, entry, topic, again, exists, nested, gone_with(nested))
+
+
+def _remove_unforced(w: _Removal, *, proven_clean: bool) -> StepResult:
+    """Without ``--force``: a lock, changes or an unshipped run refuse; git's own check guards."""
+    blocker = _unforced_blocker(w, proven_clean=proven_clean)
+    if blocker is not None:
+        return blocker
+    repo, path, entry = w.repo, w.path, w.entry
+    removal = _mark_removal(repo, w.topic, path, w.branch)
+    lifted = False
+    try:
+        # Our own lock comes off right before git removes the worktree: git's own
+        # check still guards it. The journal is written first, so a kill in between
+        # leaves a removal the rerun finishes, never an unlocked worktree of ours
+        # taken for someone else's. A registration whose directory is gone holds
+        # nothing: --force drops it, locked or not.
+        lifted = w.exists and worktreelock.lift(repo.git, entry)
+        repo.git.worktree_remove(path, force=not w.exists)
+    except GitError as exc:
+        return _unforced_removal_failed(w, exc, removal, lifted=lifted)
+    _unmark_removal(repo, w.topic, w.branch)
+    return done(Step.REMOVE, f"removed {path}{w.gone}")
+
+
+def _unforced_blocker(w: _Removal, *, proven_clean: bool) -> StepResult | None:
+    """What keeps the worktree when removal is not forced: another's lock, changes, a run's
+    artifacts not shipped; None when git may try."""
+    path, entry = w.path, w.entry
+    if worktreelock.locked_by_other(entry):
+        return worktree_blocker(path, entry, StatusReport())
+    if w.exists:
+        # git's own check below does not see what our info/exclude line hides.
+        status = with_hidden(
+            Git(path).status() if w.topic is not None and not proven_clean else StatusReport(),
+            hidden_work(path, w.topic_id),
+        )
+        if status.dirty:
+            return worktree_blocker(path, entry, status)
+    run = unshipped([run_artifacts(path, w.topic_id)]) if w.exists and w.topic_id else []
+    if run:
+        # The plan refused these already; this covers artifacts written since.
+        why = unshipped_message(w.topic_id, run, command=w.again)  # type: ignore[arg-type]
+        return refused(Step.REMOVE, ErrorCode.UNSHIPPED_RUN, why)
+    return None
+
+
+def _unforced_removal_failed(
+    w: _Removal, exc: GitError, removal: state.Removal, *, lifted: bool
+) -> StepResult:
+    """git did not remove the worktree: a kill, submodules git wants --force for, a half-way
+    removal to finish, or a refusal; our lock is put back when the worktree stays."""
+    repo, path, entry, topic, branch = w.repo, w.path, w.entry, w.topic, w.branch
+    if exc.returncode < 0:
+        return removal_interrupted(path, exc, w.again)
+    if w.exists and g.SUBMODULES_REFUSAL in exc.stderr:
+        result = _remove_with_submodules(repo, path, entry, w.gone, removal, topic, branch, w.again)
+        if lifted and result.outcome is not Outcome.DONE:
+            result = _locked_again(result, repo, entry, topic)
+        return result
+    if _began(repo, path, removal):
+        return _finish_after(repo, path, removal, topic, branch, exc, w.again)
+    _unmark_removal(repo, topic, branch)
+    blocker = worktree_blocker(path, entry, Git(path).status()) if w.exists else None
+    result = blocker or git_failed(Step.REMOVE, f"git worktree remove {path} failed", exc)
+    return _locked_again(result, repo, entry, topic) if lifted else result
+
+
+def _remove_forced(w: _Removal) -> tuple[StepResult, Snapshot | None]:
+    """``--force``: what the worktree holds goes into a snapshot ref first, then git removes it."""
+    repo, path, topic, branch = w.repo, w.path, w.topic, w.branch
     # Judged before the status the snapshot is made from, and journaled only once
     # the snapshot holds it: a file written in between is in neither the journal
     # nor (perhaps) the snapshot, so a rerun after a kill keeps it.
-    judged = journal(path) if exists else state.Removal(str(path))
-    hidden = hidden_work(path, topic_id) if exists else ()
-    status = with_hidden(Git(path).status(), hidden) if exists else StatusReport()
-    # The topic's plan dir goes into every snapshot (it is the run's record, and
-    # git ignores it); the artifacts of a run that has not shipped are work themselves.
-    own = run_artifacts(path, topic_id) if exists and topic_id else None
-    unshipped_here = unshipped([own])
-    snap = None
-    if exists and (unshipped_here or _holds_work(repo, path, branch, status)):
-        try:
-            outer = outer_clones(nested)
-            snap = snapshot_worktree(
-                repo,
-                path,
-                branch,
-                exclude=outer,
-                ignored=(*hidden, *(own.in_checkout if own else ())),
-                departed=departed(path, nested, outer),
-            )
-        except SnapshotFailed as exc:
-            return refused(name, exc.code, f"{exc.message}; the worktree is kept"), None
+    judged = journal(path) if w.exists else state.Removal(str(path))
+    kept = _snapshot_before_removal(w)
+    if isinstance(kept, StepResult):
+        return kept, None
+    snap, unshipped_here = kept
     removal = _mark_removal(repo, topic, path, branch, judged)
     try:
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
         if exc.returncode < 0:
-            return removal_interrupted(path, exc, again), snap
+            return removal_interrupted(path, exc, w.again), snap
         if _began(repo, path, removal):
-            return _finish_after(repo, path, removal, topic, branch, exc, again), snap
+            return _finish_after(repo, path, removal, topic, branch, exc, w.again), snap
         _unmark_removal(repo, topic, branch)
-        return git_failed(name, f"git worktree remove {path} failed", exc), snap
+        return git_failed(Step.REMOVE, f"git worktree remove {path} failed", exc), snap
     _unmark_removal(repo, topic, branch)
-    kept = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
+    note = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
     if snap and unshipped_here:
-        kept += f", {snapshot_note(unshipped_here)} included"
-    return done_with(name, f"removed {path}{kept}{gone}", snap.ref if snap else ""), snap
+        note += f", {snapshot_note(unshipped_here)} included"
+    return done_with(Step.REMOVE, f"removed {path}{note}{w.gone}", snap.ref if snap else ""), snap
+
+
+def _snapshot_before_removal(
+    w: _Removal,
+) -> tuple[Snapshot | None, list[RunArtifacts]] | StepResult:
+    """The snapshot of what the worktree holds (None when it holds nothing), with the
+    unshipped run's artifacts it includes; the refusal when it cannot be written."""
+    repo, path = w.repo, w.path
+    hidden = hidden_work(path, w.topic_id) if w.exists else ()
+    status = with_hidden(Git(path).status(), hidden) if w.exists else StatusReport()
+    # The topic's plan dir goes into every snapshot (it is the run's record, and
+    # git ignores it); the artifacts of a run that has not shipped are work themselves.
+    own = run_artifacts(path, w.topic_id) if w.exists and w.topic_id else None
+    unshipped_here = unshipped([own])
+    if not (w.exists and (unshipped_here or _holds_work(repo, path, w.branch, status))):
+        return None, unshipped_here
+    try:
+        outer = outer_clones(w.nested)
+        snap = snapshot_worktree(
+            repo,
+            path,
+            w.branch,
+            exclude=outer,
+            ignored=(*hidden, *(own.in_checkout if own else ())),
+            departed=departed(path, w.nested, outer),
+        )
+    except SnapshotFailed as exc:
+        return refused(Step.REMOVE, exc.code, f"{exc.message}; the worktree is kept")
+    return snap, unshipped_here
 
 
 def _locked_again(

@@ -319,20 +319,10 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         cone = sparse.cone_in(g.commit_message(repo.git, snap.commit))
         for half in half_made_adds(repo, of=branch):
             undone += f"; {undo_half_made_add(repo, half, snap)} (made again)"
-        unfinished = unfinished_restore(repo, branch, snap)
-        if unfinished is not None:
-            target, path, created = unfinished
-            check_resumable(repo, path, snap)
-        else:
-            # No record says so (a branch that is no topic has none): git's own state
-            # tells whether an earlier run already brought this snapshot back. A
-            # topic's record does (above): its branch made again from a main that
-            # holds the snapshot's commit is a new run, never a restore of it.
-            earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
-            if earlier is not None:
-                return earlier
-            target, path, created = check_out_restored(repo, branch, snap, topic_id or branch, cone)
-            mark_restoring(repo, path, branch, snap, created=created)
+        place = _restore_place(name, repo, topic_id, branch, snap, cone)
+        if isinstance(place, RestoredRepo):
+            return place
+        target, path, created = place
         _lay_over(Git(path), snap, cone)
         copied, includes = _copy_includes(repo, path)
     except GitError as exc:
@@ -359,6 +349,33 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
         target,
         path,
     )
+
+
+def _restore_place(
+    name: str,
+    repo: Repo,
+    topic_id: str | None,
+    branch: str,
+    snap: Snapshot,
+    cone: tuple[str, ...] | None,
+) -> tuple[str, Path, bool] | RestoredRepo:
+    """Where the snapshot goes back (branch, worktree, whether this restore made it), checked
+    out (sparse with ``cone``) and marked; an unfinished restore's own place; or an earlier
+    restore's result."""
+    unfinished = unfinished_restore(repo, branch, snap)
+    if unfinished is not None:
+        check_resumable(repo, unfinished[1], snap)
+        return unfinished
+    # No record says so (a branch that is no topic has none): git's own state
+    # tells whether an earlier run already brought this snapshot back. A
+    # topic's record does (above): its branch made again from a main that
+    # holds the snapshot's commit is a new run, never a restore of it.
+    earlier = _earlier_restore(name, repo, snap, branch) if topic_id is None else None
+    if earlier is not None:
+        return earlier
+    target, path, created = check_out_restored(repo, branch, snap, topic_id or branch, cone)
+    mark_restoring(repo, path, branch, snap, created=created)
+    return target, path, created
 
 
 def _copy_includes(repo: Repo, path: Path) -> tuple[list[str], str]:

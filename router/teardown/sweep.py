@@ -220,8 +220,21 @@ def sweep(
     if entries is None:
         entries = (git or Git(root)).worktree_list() if subdirs else []
     live = {os.path.realpath(e.path) for e in entries} | {os.path.realpath(p) for p in leaving}
-    residue: list[Path] = []
     kept: list[Kept] = [Kept(path, SweepVerdict.CLAIMED) for path in held_aside]
+    residue, n_live = _judge_all(base, subdirs, live, runs, kept)
+    if residue:
+        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
+    outcomes: list[Removed] = (
+        [_would_remove(p, runs) for p in residue] if dry_run else _remove_all(residue, runs)
+    )
+    return _sweep_result(root, residue, outcomes, kept, n_live, dry_run=dry_run)
+
+
+def _judge_all(
+    base: Path, subdirs: list[Path], live: set[str], runs: Runs, kept: list[Kept]
+) -> tuple[list[Path], int]:
+    """The residue among ``subdirs`` and how many are live worktrees; the rest joins ``kept``."""
+    residue: list[Path] = []
     n_live = 0
     # One realpath for the folder, not one per entry: an entry that is not a
     # symlink resolves to the folder's realpath plus its own name.
@@ -236,11 +249,19 @@ def sweep(
             residue.append(path)
         else:
             kept.append(judged)
-    if residue:
-        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
-    outcomes: list[Removed] = (
-        [_would_remove(p, runs) for p in residue] if dry_run else _remove_all(residue, runs)
-    )
+    return residue, n_live
+
+
+def _sweep_result(
+    root: Path,
+    residue: list[Path],
+    outcomes: list[Removed],
+    kept: list[Kept],
+    n_live: int,
+    *,
+    dry_run: bool,
+) -> SweepResult:
+    """The sweep's result from each residue's removal (or, dry run, what it would be)."""
     pairs = list(zip(residue, outcomes, strict=True))
     swept = tuple(p for p, e in pairs if e is None or isinstance(e, Snapshotted))
     failed = tuple((p, e) for p, e in pairs if isinstance(e, str))

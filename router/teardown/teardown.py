@@ -126,32 +126,7 @@ def teardown(
         integrate, force, dry_run, line_timeout, echo, remove_reused, keep_held, host
     )
     if dry_run:
-        # The real run's plan and steps, each step reporting its decision instead of acting on
-        # it. Under the topic's lock too: another run tearing the topic down now has its git
-        # in the worktree, and the plan must wait for it (or say `locked`), never take it for
-        # a process working there.
-        with state.held_lock(scope.home.common_dir, scope.id, wait=wait), g.remembered():
-            scope = resolve_topic(cwd, target)
-            plans = _with_users(
-                _with_holders(
-                    scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
-                ),
-                opts,
-                state.lock_path(scope.home.common_dir, scope.id),
-            )
-            warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
-            if any(p.has_origin for p in plans):
-                # The real run fetches first; a dry run changes nothing, not even origin's refs.
-                warnings.append(
-                    "dry run: origin was not fetched, so the plan uses what was fetched before "
-                    "(a merge made since is not seen: `git fetch origin` first for an "
-                    "up-to-date plan)"
-                )
-            refusal = _refusal(scope, plans, warnings, opts)
-            if refusal is not None:
-                return refusal
-            reports = parallel_map(lambda p: teardown_repo(p, scope, opts), plans)
-        return TeardownResult(scope.id, tuple(reports), dry_run=True, warnings=warnings)
+        return _plan_only(cwd, target, scope, opts, wait=wait)
     # Every step checks the world again before it acts, so what another run did
     # while this one waited for the lock is found, not redone.
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
@@ -163,39 +138,13 @@ def teardown(
             scope = resolve_topic(cwd, target)
             if check is not None:
                 check(scope)
-            plans = _with_users(
-                _with_holders(
-                    scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
-                ),
-                opts,
-                state.lock_path(scope.home.common_dir, scope.id),
-            )
-        warnings = list(scope.warnings) + [n for p in plans for n in p.notes]
+            plans, warnings = _plan_topic(scope, opts)
         refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:
             return refusal
-        signum = interrupt.received()
-        if signum:
-            raise Interrupted(
-                f"teardown of {scope.id} interrupted ({interrupt.name(signum)}) before anything "
-                "was removed; run the same command again",
-                details={"id": scope.id, "warnings": warnings},
-                signum=signum,
-            )
+        _stop_if_interrupted(scope, warnings)
         _remember_scope(scope)
-        progress = Progress(len(plans), label="teardown")
-
-        def finish(begun: RepoRun | TeardownReport) -> TeardownReport:
-            report = (
-                begun if isinstance(begun, TeardownReport) else local_state_last(begun, scope, opts)
-            )
-            progress.step(report.name, _summary(report))
-            return report
-
-        # Local state waits for every repo's git steps: its lines and its temp-path
-        # checks see every worktree of the topic gone, whichever repo finished first.
-        begun = parallel_map(lambda p: git_steps(p, scope, opts), plans)
-        reports = parallel_map(finish, begun)
+        reports = _run_steps(plans, scope, opts)
     warnings += [
         f"{r.name}: the default branch was not updated: {s.detail}"
         for r in reports
@@ -206,6 +155,76 @@ def teardown(
     return TeardownResult(
         scope.id, tuple(reports), warnings=warnings, stopped_by=interrupt.received()
     )
+
+
+def _plan_only(
+    cwd: Path, target: str, scope: TopicScope, opts: TeardownOptions, *, wait: float
+) -> TeardownResult:
+    """The real run's plan and steps, each step reporting its decision instead of acting on it.
+
+    Under the topic's lock too: another run tearing the topic down now has its git
+    in the worktree, and the plan must wait for it (or say `locked`), never take it
+    for a process working there.
+    """
+    with state.held_lock(scope.home.common_dir, scope.id, wait=wait), g.remembered():
+        scope = resolve_topic(cwd, target)
+        plans, warnings = _plan_topic(scope, opts)
+        if any(p.has_origin for p in plans):
+            # The real run fetches first; a dry run changes nothing, not even origin's refs.
+            warnings.append(
+                "dry run: origin was not fetched, so the plan uses what was fetched before "
+                "(a merge made since is not seen: `git fetch origin` first for an "
+                "up-to-date plan)"
+            )
+        refusal = _refusal(scope, plans, warnings, opts)
+        if refusal is not None:
+            return refusal
+        reports = parallel_map(lambda p: teardown_repo(p, scope, opts), plans)
+    return TeardownResult(scope.id, tuple(reports), dry_run=True, warnings=warnings)
+
+
+def _plan_topic(scope: TopicScope, opts: TeardownOptions) -> tuple[list[RepoPlan], list[str]]:
+    """Every repo's plan, with the topic's holders and the worktrees' users among its
+    blockers, and the warnings the scope and the plans give."""
+    plans = _with_users(
+        _with_holders(
+            scope, parallel_map(lambda t: plan_repo(t, opts, scope.id), scope.repos), opts
+        ),
+        opts,
+        state.lock_path(scope.home.common_dir, scope.id),
+    )
+    return plans, list(scope.warnings) + [n for p in plans for n in p.notes]
+
+
+def _stop_if_interrupted(scope: TopicScope, warnings: list[str]) -> None:
+    """A signal that came during the plan stops the teardown before anything is removed."""
+    signum = interrupt.received()
+    if signum:
+        raise Interrupted(
+            f"teardown of {scope.id} interrupted ({interrupt.name(signum)}) before anything "
+            "was removed; run the same command again",
+            details={"id": scope.id, "warnings": warnings},
+            signum=signum,
+        )
+
+
+def _run_steps(
+    plans: list[RepoPlan], scope: TopicScope, opts: TeardownOptions
+) -> list[TeardownReport]:
+    """Every repo's steps, repos in parallel, each repo's progress line as it finishes."""
+    progress = Progress(len(plans), label="teardown")
+
+    def finish(begun: RepoRun | TeardownReport) -> TeardownReport:
+        report = (
+            begun if isinstance(begun, TeardownReport) else local_state_last(begun, scope, opts)
+        )
+        progress.step(report.name, _summary(report))
+        return report
+
+    # Local state waits for every repo's git steps: its lines and its temp-path
+    # checks see every worktree of the topic gone, whichever repo finished first.
+    begun = parallel_map(lambda p: git_steps(p, scope, opts), plans)
+    return parallel_map(finish, begun)
 
 
 def _left_locks(plans: list[RepoPlan]) -> list[str]:

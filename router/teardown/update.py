@@ -108,35 +108,55 @@ def update_decision(
         return _following(repo, paths, after)
     if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
         return settled(skipped(name, "no origin: nothing to update"))
-    as_fetched = "as this command fetched it" if fetched else "as last fetched"
-    if at_origin and not fetched:
-        # Not fetched (a dry run): the real run fetches first, and judges origin's tip then.
-        return settled(
-            done(
-                name,
-                f"would leave {default.name} as it is: it already holds origin/{default.name} "
-                f"{as_fetched}",
-            )
-        )
     if at_origin:
-        return settled(
-            done(
-                name,
-                f"{default.name} already holds origin/{default.name} {as_fetched}: nothing to pull",
-            )
-        )
+        return settled(_already_at_origin(default, fetched=fetched))
     busy, _ = why_primary_busy(repo, default, known)
     if busy:
-        if not fetched:
-            return settled(skipped(name, f"would fetch only: {busy}"))
-        how = "fetched only" if fresh else "origin could not be fetched"
-        return settled(skipped(name, f"{how}: the primary clone was not updated because {busy}"))
+        return settled(_fetched_only(busy, fetched=fetched, fresh=fresh))
+    return _pull(repo, default, rebase=rebase, fresh=fresh, fetched=fetched)
+
+
+def _as_fetched(*, fetched: bool) -> str:
+    """Which tip of origin's the words judge: this command's fetch, or an earlier one."""
+    return "as this command fetched it" if fetched else "as last fetched"
+
+
+def _pull(
+    repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, fetched: bool
+) -> Decision:
+    """The pull that moves the default branch (a dry run says what it would bring)."""
+    as_fetched = _as_fetched(fetched=fetched)
     return Decision(
         act=lambda: _pull_default(repo, default, rebase=rebase, fresh=fresh),
         plan=lambda: _planned_pull(
             repo, default, rebase=rebase, fresh=fresh, as_fetched=as_fetched
         ),
     )
+
+
+def _already_at_origin(default: DefaultBranch, *, fetched: bool) -> StepResult:
+    """The default branch already holds origin's tip: nothing for a pull to bring."""
+    name = Step.UPDATE_DEFAULT
+    as_fetched = _as_fetched(fetched=fetched)
+    if not fetched:
+        # Not fetched (a dry run): the real run fetches first, and judges origin's tip then.
+        return done(
+            name,
+            f"would leave {default.name} as it is: it already holds origin/{default.name} "
+            f"{as_fetched}",
+        )
+    return done(
+        name, f"{default.name} already holds origin/{default.name} {as_fetched}: nothing to pull"
+    )
+
+
+def _fetched_only(busy: str, *, fetched: bool, fresh: bool) -> StepResult:
+    """The primary clone is busy (``busy`` says why): the default branch is not moved."""
+    name = Step.UPDATE_DEFAULT
+    if not fetched:
+        return skipped(name, f"would fetch only: {busy}")
+    how = "fetched only" if fresh else "origin could not be fetched"
+    return skipped(name, f"{how}: the primary clone was not updated because {busy}")
 
 
 def _following(repo: Repo, paths: list[str], after: Decision) -> Decision:
