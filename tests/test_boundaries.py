@@ -394,7 +394,6 @@ OVERSIZED_MODULES: frozenset[str] = frozenset(
 LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         "create/topic.py:new_topic",
-        "host/worktrees.py:_tear_down",
     }
 )
 

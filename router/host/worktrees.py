@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -22,16 +22,16 @@ from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, ErrorCode, Refusal, RouterError, error_json
 from router.names import parse_id
 from router.progress import Echo
+from router.teardown.host_policy import HostCaller, HostKeeps, HostPolicy
 from router.teardown.record import torn_down
-from router.teardown.steps import Step, name_some
+from router.teardown.steps import Step
 from router.teardown.sweep import SweepResult
 from router.topic import state
-from router.topic.runs import PLANS_DIR
 from router.topic.workspace import Repo, open_repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from router.topic.scope import TopicScope
+    from router.teardown.teardown import TeardownResult
 
 # Field names the host has used for each value; the first non-empty one wins (§14).
 NAME_KEYS = ("name", "worktree_name", "worktreeName")
@@ -186,10 +186,6 @@ def worktree_remove(
     return result
 
 
-class _Keep(Exception):
-    """Why the host's worktree stays, found under the topic lock."""
-
-
 def _tear_down(
     repo: Repo,
     topic_id: str,
@@ -198,44 +194,11 @@ def _tear_down(
     discard: bool,
     wait: float,
     echo: Echo | None,
-    host: bool = True,
-    holds: Callable[[], tuple[str, ...]] | None = None,
+    caller: HostCaller = HostCaller.HOOK,
 ) -> RemoveResult:
-    """Teardown with the host's policy: kept whatever would lose work, the run's artifacts,
-    a topic of several repos, and (``holds``, asked under the lock) what a sweep keeps.
-
-    ``host``: the processes the calling session started do not keep the worktree (the
-    host asks to remove one its own tools may still sit in); a user's sweep counts them.
-    """
+    """Teardown with the host's policy (:class:`HostPolicy`): kept whatever would lose work,
+    the run's artifacts, a topic of several repos, and (a sweep) what holds it now."""
     from router.teardown.teardown import teardown
-
-    def kept(detail: str, warnings: list[str] | None = None) -> RemoveResult:
-        return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id, warnings=warnings or [])
-
-    def keep_reason(scope: TopicScope) -> str | None:
-        if len(scope.repos) > 1:
-            names = ", ".join(t.name for t in scope.repos)
-            return (
-                f"the topic spans several repos ({names}); run `team-router teardown {topic_id}` "
-                "to tear them down together"
-            )
-        artifacts = _artifacts_in(path / PLANS_DIR / topic_id)
-        if artifacts:
-            # git ignores the plan dir (info/exclude), so neither the dirty check nor a
-            # snapshot would see these files: removing the worktree would lose them.
-            return (
-                f"its plan dir holds {name_some(artifacts)}; run `team-router teardown "
-                f"{topic_id}` when the run is finished"
-            )
-        held = holds() if holds is not None else ()
-        return f"it holds {'; '.join(held)}" if held else None
-
-    def recheck(scope: TopicScope) -> None:
-        # Under the topic lock, on the topic as resolved there: a session may have
-        # written to the plan dir (or `worktrees` added a repo) while this waited.
-        why = keep_reason(scope)
-        if why is not None:
-            raise _Keep(why)
 
     try:
         # A discard intent is --force for the work in this worktree, not for a lock or
@@ -244,38 +207,47 @@ def _tear_down(
             repo.primary,
             topic_id,
             force=discard,
-            keep_held=True,
             wait=wait,
             echo=echo,
-            check=recheck,
-            host=host,
+            host=HostPolicy(path, caller),
         )
-    except _Keep as exc:
-        return kept(str(exc))
+    except HostKeeps as exc:
+        return RemoveResult(path, RemoveOutcome.KEPT, str(exc), topic_id)
     except RouterError as exc:
         # The refusal names what holds work; the worktree stays as it is.
-        return kept(
+        detail = (
             f"{exc.message} [{exc.code}]; it stays: `team-router teardown {topic_id}` once the "
             "work is merged, or with --force to snapshot and remove it"
         )
+        return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id)
+    return _removal_result(done, path, topic_id)
+
+
+def _removal_result(done: TeardownResult, path: Path, topic_id: str) -> RemoveResult:
+    """What the host's removal came to, from the teardown's steps and the worktree left."""
     swept = tuple(str(p) for p in done.swept)
     warnings = list(done.warnings)
+
+    def kept(detail: str) -> RemoveResult:
+        return RemoveResult(path, RemoveOutcome.KEPT, detail, topic_id, swept, warnings)
+
     if done.exit_code != 0:
         error = done.error or error_json(ErrorCode.STEP_FAILED, "a step did not finish")
         rest = (
             f"{error['message']} [{error['code']}]; `team-router teardown {topic_id}` finishes it"
         )
         if os.path.lexists(path):
-            return dataclasses.replace(kept(rest, warnings), swept=swept)
+            return kept(rest)
         detail = f"worktree removed, but {rest}"
         return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
     if os.path.isdir(path):
         # Teardown left the worktree (on another branch, say): it is kept, whatever else went.
-        why = next(
-            (s.detail for r in done.repos for s in r.steps if s.name == Step.REMOVE),
-            "teardown did not remove it",
+        return kept(
+            next(
+                (s.detail for r in done.repos for s in r.steps if s.name == Step.REMOVE),
+                "teardown did not remove it",
+            )
         )
-        return dataclasses.replace(kept(why, warnings), swept=swept)
     # One question, asked of the steps: which refs hold what they removed (a worktree's or
     # branch's snapshot, or an unshipped run's plan dir); `restore` brings back either kind.
     refs = list(dict.fromkeys(ref for r in done.repos for s in r.steps for ref in s.snapshots))
@@ -287,13 +259,6 @@ def _tear_down(
         return RemoveResult(path, RemoveOutcome.SNAPSHOTTED, detail, topic_id, swept, warnings)
     detail = "worktree, branch and residue removed (it held no work that exists nowhere else)"
     return RemoveResult(path, RemoveOutcome.REMOVED, detail, topic_id, swept, warnings)
-
-
-def _artifacts_in(plan_dir: Path) -> list[str]:
-    """The files a run wrote into the worktree's plan dir (relative paths), sorted."""
-    if not plan_dir.is_dir() or plan_dir.is_symlink():
-        return []
-    return sorted(str(p.relative_to(plan_dir)) for p in plan_dir.rglob("*") if not p.is_dir())
 
 
 def _swept(repo: Repo, result: RemoveResult) -> RemoveResult:
@@ -466,8 +431,7 @@ def sweep_host_worktrees(
                 discard=False,
                 wait=wait,
                 echo=echo,
-                host=False,
-                holds=_holds_now(repo, found.id, found.worktree),
+                caller=HostCaller.SWEEP,
             )
             removed = result.outcome is RemoveOutcome.REMOVED
             outcome = SweptOutcome.REMOVED if removed else SweptOutcome.KEPT
@@ -481,9 +445,3 @@ def sweep_host_worktrees(
         runs=Runs(repo.primary, force=force),
     )
     return HostSweepResult(tuple(swept), residue)
-
-
-def _holds_now(repo: Repo, topic_id: str, worktree: str) -> Callable[[], tuple[str, ...]]:
-    from router.phase.idle import host_worktree
-
-    return lambda: host_worktree(repo, topic_id, worktree).holds

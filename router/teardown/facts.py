@@ -29,6 +29,7 @@ from router.teardown.blockers import (
     with_hidden,
     worktree_blocker,
 )
+from router.teardown.host_policy import HostPolicy
 from router.teardown.integrate import no_identity, resume_integration
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Declaration, read_declaration
 from router.teardown.nested import NestedRepo, survey_nested, survey_remains
@@ -59,13 +60,8 @@ class TeardownOptions:
     line_timeout: float = DEFAULT_LINE_TIMEOUT
     echo: Echo | None = None
     remove_reused: bool = False  # also remove a checkout and delete a branch `new` reused
-    # --force for the work in the worktree only: a lock or another live holder still
-    # keeps it (the host's discard intent, which cannot be asked "are you sure?").
-    keep_held: bool = False
-    # The host removing a worktree it made (the WorktreeRemove hook): the processes
-    # it started (its MCP servers, a subagent's tools) are its own, not someone
-    # else's work in the worktree; a process it did not start still keeps it.
-    host: bool = False
+    # The host removing a worktree it asked for (its hook, or a sweep for it): see HostPolicy.
+    host: HostPolicy | None = None
     # The plan a refusal prints: each step's decision as if no blocker stood in the
     # way (none holds another back), reported and never acted on.
     refused_plan: bool = False
@@ -82,6 +78,12 @@ class TeardownOptions:
     def fetched(self) -> bool:
         """This run fetched origin before its plan (a teardown's dry run does not)."""
         return not self.dry_run or self.dry_run_fetched
+
+    @property
+    def keep_held(self) -> bool:
+        """--force for the work in the worktree only: a lock or another live holder still
+        keeps it (the host's discard intent, which cannot be asked "are you sure?")."""
+        return self.host is not None
 
     @property
     def acts(self) -> bool:

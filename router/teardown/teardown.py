@@ -11,7 +11,6 @@ reported in ``repos.md`` order.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from router.teardown.act import TeardownReport, git_steps, local_state_last, tea
 from router.teardown.blockers import NO_PROC_NOTE, in_use_blocker, worktrees_in_use
 from router.teardown.decide import RepoRun
 from router.teardown.facts import RepoPlan, TeardownOptions, plan_repo
+from router.teardown.host_policy import HostKeeps, HostPolicy, host_keeps
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT
 from router.teardown.steps import (
     STEPS,
@@ -110,21 +110,18 @@ def teardown(
     line_timeout: float = DEFAULT_LINE_TIMEOUT,
     echo: Echo | None = None,
     remove_reused: bool = False,
-    keep_held: bool = False,
-    check: Callable[[TopicScope], None] | None = None,
-    host: bool = False,
+    host: HostPolicy | None = None,
 ) -> TeardownResult:
     """Plan every repo of the topic, refuse if any would lose work, then tear each down.
 
     A signal (:mod:`router.interrupt`) ends the run at step boundaries: no step and
-    no ``.teamteardown`` line starts after it, in any repo. ``check`` is called with
-    the topic as resolved under its lock, before anything is planned; it raises
-    to stop the teardown there.
+    no ``.teamteardown`` line starts after it, in any repo. ``host``: the host removes
+    its worktree (:class:`HostPolicy`); what keeps it for the host is read from the
+    topic as resolved under its lock, before anything is planned, and raised as
+    :class:`HostKeeps`.
     """
     scope = resolve_topic(cwd, target)
-    opts = TeardownOptions(
-        integrate, force, dry_run, line_timeout, echo, remove_reused, keep_held, host
-    )
+    opts = TeardownOptions(integrate, force, dry_run, line_timeout, echo, remove_reused, host)
     if dry_run:
         return _plan_only(cwd, target, scope, opts, wait=wait)
     # Every step checks the world again before it acts, so what another run did
@@ -136,8 +133,9 @@ def teardown(
             # The scope (records, worktree lists) was read before the lock: another
             # run may have torn the topic down or added a repo while this one waited.
             scope = resolve_topic(cwd, target)
-            if check is not None:
-                check(scope)
+            why = host_keeps(scope, host) if host is not None else None
+            if why is not None:
+                raise HostKeeps(why)
             plans, warnings = _plan_topic(scope, opts)
         refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:
@@ -272,7 +270,8 @@ def _with_users(plans: list[RepoPlan], opts: TeardownOptions, lock: Path) -> lis
     the topic's ``lock``.
     """
     removed = {p.worktree: p for p in plans if p.worktree is not None and _removes(p)}
-    users = worktrees_in_use(removed, host=opts.host, topic_lock=lock)
+    own = opts.host is not None and opts.host.own_processes
+    users = worktrees_in_use(removed, host=own, topic_lock=lock)
     if users is None:
         if not removed:
             return plans
