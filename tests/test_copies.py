@@ -126,10 +126,31 @@ def test_included_tree_is_copied_never_linked_with_modes_links_and_a_report(home
     with open(wt / "node_modules/pkg7/lib/f7.js", "r+b") as fh:
         fh.write(b"edited in the worktree")
     assert _digest(home_repo / "node_modules/pkg7/lib/f7.js") == before
-    # The record names every copy (teardown tells them from work by it).
+    # The record names every copy (teardown names them), a folder copied whole as one entry.
     record = state.read_record(home_repo / ".git", ID)
-    assert record is not None and set(record.included) == {*want, ".env"}
+    assert record is not None and record.included == (".env", "node_modules/")
     assert status(wt) == "" and status(home_repo) == ""
+
+
+def test_teardown_names_a_folder_of_copies_once_and_finds_an_edit_in_it_by_stat(home_repo):
+    _include(home_repo, "node_modules/", ".env")
+    _node_modules(home_repo, 50)
+    write(home_repo / ".env", "TOKEN=1\n")
+    os.symlink("pkg1", home_repo / "node_modules/first")
+    res = run_cli(*NEW, cwd=home_repo)
+    assert res.code == 0, res.err
+    wt = Path(res.json["home"]["worktree"])
+
+    def remove_detail() -> str:
+        plan = run_cli("teardown", ID, "--force", "--dry-run", "--json", cwd=home_repo)
+        assert plan.code == 0, plan.out + plan.err
+        return next(s for s in plan.json["repos"][0]["steps"] if s["name"] == "remove")["detail"]
+
+    held = "it held copies placed by .worktreeinclude: .env, node_modules/"
+    assert remove_detail().endswith(held)
+    with open(wt / "node_modules/pkg7/lib/f7.js", "ab") as fh:
+        fh.write(b"// edited in the worktree")
+    assert remove_detail().endswith(f"{held} (edited since copied, not kept: node_modules/)")
 
 
 def test_the_text_report_says_how_many_files_were_copied_which_way_and_how_long(home_repo):
@@ -186,7 +207,7 @@ def _assert_resumed(primary: Path, done_before: int, again) -> None:
     copied = again.json["home"]["copied"]
     assert (copied["files"], copied["kept"]) == (len(source) - done_before, done_before)
     record = state.read_record(primary / ".git", ID)
-    assert record is not None and set(record.included) == set(source)
+    assert record is not None and record.included == ("node_modules/",)
     assert status(wt) == ""
 
 

@@ -26,7 +26,9 @@ CRASH_MID_COPY = "copy-rest"  # the crash seam's step: after some files, before 
 class Copied:
     """One repo's ``.worktreeinclude`` copy, as the create report shows it."""
 
-    paths: tuple[str, ...]  # every copy in the worktree: made now or kept from an earlier run
+    # Every copy in the worktree, made now or kept from an earlier run: a folder copied whole
+    # is one entry (``node_modules/``), so the record stays small whatever the folder holds.
+    paths: tuple[str, ...]
     files: int  # copied now (symlinks included)
     bytes: int
     kept: int  # already there from an earlier copy (a rerun after a kill)
@@ -68,12 +70,12 @@ def copy_included(primary: Path, dest: Path, *, label: str = "") -> Copied | Non
     spec = _include_spec(primary)
     if spec is None:
         return None
-    rels = _matching(primary, spec)
+    rels, folders = _matching(primary, spec)
     from router import filecopy  # lazy: only a repo with a .worktreeinclude copies anything
 
     done = filecopy.copy_tree(str(primary), str(dest), rels, progress=_progress(label, len(rels)))
     return Copied(
-        paths=done.placed,
+        paths=_compact(done.placed, folders),
         files=done.files,
         bytes=done.bytes,
         kept=done.kept,
@@ -93,8 +95,9 @@ def _include_spec(primary: Path) -> GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def _matching(primary: Path, spec: GitIgnoreSpec) -> list[str]:
-    """Files of the primary clone that match ``.worktreeinclude`` *and* that git ignores."""
+def _matching(primary: Path, spec: GitIgnoreSpec) -> tuple[list[str], list[str]]:
+    """Files of the primary clone that match ``.worktreeinclude`` *and* that git ignores,
+    and the folders among them taken whole."""
     from router.filecopy import walk_files
 
     # Only ignored files are candidates: a tracked file is already in the
@@ -104,15 +107,24 @@ def _matching(primary: Path, spec: GitIgnoreSpec) -> list[str]:
     # take a file back out of it then).
     whole = not any(p.include is False for p in spec.patterns)
     found: set[str] = set()
+    folders = []
     for entry in Git(primary).ignored_untracked():
         if not entry.endswith("/"):
             if spec.match_file(entry):
                 found.add(entry)
         elif whole and spec.match_file(entry):
+            folders.append(entry)
             found.update(walk_files(str(primary), entry))
         else:
             found.update(p for p in walk_files(str(primary), entry) if spec.match_file(p))
-    return sorted(found)
+    return sorted(found), folders
+
+
+def _compact(placed: tuple[str, ...], folders: list[str]) -> tuple[str, ...]:
+    """``placed`` with the files of a folder taken whole named by the folder alone."""
+    held = {f for f in folders if any(p.startswith(f) for p in placed)}
+    alone = [p for p in placed if not any(p.startswith(f) for f in held)]
+    return tuple(sorted([*held, *alone]))
 
 
 def _progress(label: str, total: int) -> Callable[[int, int], None]:

@@ -491,10 +491,37 @@ def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> str
 
 
 def _differs(original: Path, copy: Path) -> bool:
+    """The copy was edited (or the original changed) since it was copied.
+
+    A copy keeps its original's size and modification time, so those alone
+    answer for a folder (``node_modules/``: no file of it is read) and for a
+    large file; a small file whose time differs is compared byte for byte.
+    """
     try:
-        return original.read_bytes() != copy.read_bytes()
+        if str(copy).endswith("/") or copy.is_dir():
+            return _tree_stats(original) != _tree_stats(copy)
+        ours, theirs = copy.stat(), original.stat()
+        if ours.st_size != theirs.st_size:
+            return True
+        if ours.st_mtime_ns == theirs.st_mtime_ns:
+            return False
+        return ours.st_size > _COMPARED_BYTES or original.read_bytes() != copy.read_bytes()
     except OSError:
         return True
+
+
+_COMPARED_BYTES = 1 << 20  # a file this small whose time differs is compared byte for byte
+
+
+def _tree_stats(root: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file below ``root``, by relative path (links not followed)."""
+    stats = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            stats[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+    return stats
 
 
 def _holds_work(repo: Repo, path: Path, branch: str, status: StatusReport) -> bool:
