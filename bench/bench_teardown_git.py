@@ -6,26 +6,40 @@ on the topic branch in each, not on origin: teardown cherry-picks it onto the
 default branch in each primary clone, then removes the worktrees and branches.
 A ``git`` wrapper first on PATH logs every git process; the figure is their
 number for the whole command, with a breakdown by git command and the wall and
-CPU time. Target: <= 30 git processes (each git fact asked once).
+CPU time (the wrapper's shell included, on both sides alike). With
+``--baseline DIR`` the same runs of another checkout's ``router/`` go side by
+side, alternating which goes first, each on a fixture of its own. Target: <= 30
+git processes (each git fact asked once).
 
-    python bench/bench_teardown_git.py [--runs N]
+    python bench/bench_teardown_git.py [--runs N] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _fixture import cleanup, make_repo, sh, team_router, workdir
-from bench_status import git_counter, run_once
-from helpers.faults import git_verbs
+from _fixture import (
+    Timing,
+    children_cpu,
+    cleanup,
+    load,
+    make_repo,
+    median_timing,
+    sh,
+    sides,
+    team_router,
+    workdir,
+)
+from helpers.faults import git_logger, git_verbs
 
 TARGET = 30
 TOPIC = "BENCH-3-integrate"
@@ -53,37 +67,55 @@ def build(root: Path) -> Path:
     return home
 
 
+def run_once(root: Path, env: dict[str, str], *, show: bool) -> tuple[Timing, Counter[str]]:
+    """One timed teardown on a fresh fixture under ``root``: its time and its git processes."""
+    home = build(root)
+    log = root / "git-calls.log"
+    env = {**env, **git_logger(root / "counting-bin", log)}
+    argv = [*team_router(), "teardown", TOPIC, "--integrate", "--json"]
+    cpu = children_cpu()
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=home, env=env, capture_output=True, text=True, check=False)
+    timing = Timing(time.perf_counter() - start, children_cpu() - cpu)
+    data = json.loads(proc.stdout) if proc.stdout.startswith("{") else {}
+    if proc.returncode != 0 or not data.get("ok") or len(data["repos"]) != 3:
+        raise SystemExit(f"unexpected teardown answer: {proc.stdout[:400]}{proc.stderr[:400]}")
+    if show:
+        print(log.read_text(), end="")
+    return timing, git_verbs(log)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--show", action="store_true", help="print every git call")
+    parser.add_argument("--baseline", metavar="DIR", help="a checkout to time side by side")
     args = parser.parse_args()
-    counts, walls, cpus = [], [], []
-    by_verb: Counter[str] = Counter()
-    for _ in range(args.runs):
-        root = workdir()
-        try:
-            home = build(root)
-            env, log = git_counter(root)
-            wall, cpu, out = run_once(
-                [*team_router(), "teardown", TOPIC, "--integrate", "--json"], cwd=home, env=env
-            )
-            data = json.loads(out)
-            if not data.get("ok", True) or len(data["repos"]) != 3:
-                raise SystemExit(f"unexpected teardown answer: {out[:400]}")
-            if args.show:
-                print(log.read_text(), end="")
-            by_verb = git_verbs(log)
-            counts.append(sum(by_verb.values()))
-            walls.append(wall)
-            cpus.append(cpu)
-        finally:
-            cleanup(root)
-    count = max(counts)
+    envs = sides(args.baseline)
+    times: dict[str, list[Timing]] = {name: [] for name in envs}
+    counts: dict[str, list[int]] = {name: [] for name in envs}
+    verbs: dict[str, Counter[str]] = {name: Counter() for name in envs}
+    for n in range(args.runs):
+        for name in list(envs) if n % 2 else list(envs)[::-1]:
+            root = workdir()
+            try:
+                timing, by_verb = run_once(root, envs[name], show=args.show)
+            finally:
+                cleanup(root)
+            times[name].append(timing)
+            counts[name].append(sum(by_verb.values()))
+            verbs[name] = by_verb
+    print(
+        f"teardown --integrate, 3 repos, {args.runs} runs per side (fresh fixture each); {load()}"
+    )
+    for name in envs:
+        print(
+            f"{name}: git processes {max(counts[name])}: "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(verbs[name].items()))}"
+        )
+        print(f"{name}: median {median_timing(times[name])}")
+    count = max(counts["this tree"])
     ok = count <= TARGET
-    print(f"teardown --integrate, 3 repos, {args.runs} runs (fresh fixture each)")
-    print(f"git processes (last run): {', '.join(f'{k} {v}' for k, v in sorted(by_verb.items()))}")
-    print(f"median wall {statistics.median(walls):.0f} ms, CPU {statistics.median(cpus):.0f} ms")
     print(f"git processes: {count} (target <= {TARGET}) {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
