@@ -84,6 +84,8 @@ def build(root: Path, cli: list[str]) -> list[Path]:
         git(wt, "commit", "-q", "-m", "feature")
         git(wt, "push", "-q", "origin", f"{TOPIC}:{TOPIC}")
         merge_on_origin(repo, root)
+    # The run has shipped: teardown refuses to delete an unshipped run's artifacts.
+    sh(*cli, "-C", str(repos[0]), "record", "pr", TOPIC, "--local", "--json")
     return repos
 
 
@@ -101,6 +103,8 @@ def sequential(repos: list[Path]) -> None:
         git(repo, "fetch", "--quiet", "origin")
         git(wt, "status", "--porcelain", "--untracked-files=all")
         git(repo, "cherry", "origin/main", TOPIC)
+        # Every worktree team-router makes is locked (DESIGN §10): lifted by hand first.
+        git(repo, "worktree", "unlock", str(wt))
         git(repo, "worktree", "remove", str(wt))
         git(repo, "branch", "-D", TOPIC)
         git(repo, "worktree", "list", "--porcelain")
