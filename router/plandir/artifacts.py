@@ -49,7 +49,8 @@ DESIGN_REVIEW_RE = re.compile(r"^design-review-([0-9]+)\.md$")
 REVIEW_RE = re.compile(r"^review-([0-9]+)\.md$")
 TESTS_RE = re.compile(r"^tests-([0-9]+)\.md$")
 VERIFY_RE = re.compile(r"^verify-([0-9]+)\.md$")
-_ROUNDS = (DESIGN_REVIEW_RE, REVIEW_RE, TESTS_RE, VERIFY_RE)
+# Any gate's record, by gate: the four patterns above in one (a name is matched once).
+_ROUND_NAME = re.compile(r"^(design-review|review|tests|verify)-([0-9]+)\.md$")
 
 
 def topic_of(topic_id: str) -> str | None:
@@ -240,23 +241,31 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
     warnings: list[str] = []
     topic = topic_of(topic_id)
     read: dict[str, FrontmatterFields] = {}
+    # Each gate's records, in name order, sorted out as the directory is read (one match
+    # a name): (round, path, frontmatter).
+    rounds: dict[str, list[tuple[int, str, FrontmatterFields]]] = {}
     for name, entry in entries:
-        if (name in PHASE_FILES or any(r.match(name) for r in _ROUNDS)) and _is_file(entry):
-            read[name] = _checked(entry.path, topic, warnings)
-    files = frozenset(n for n in read if n in PHASE_FILES)
+        if name in PHASE_FILES:
+            if _is_file(entry):
+                read[name] = _checked(entry.path, topic, warnings)
+            continue
+        match = _ROUND_NAME.match(name)
+        if match is not None and _is_file(entry):
+            fm = _checked(entry.path, topic, warnings)
+            rounds.setdefault(match[1], []).append((int(match[2]), entry.path, fm))
     pr = read[PR].fields if PR in read else {}
     return Inventory(
         plan_dir,
         True,
-        files,
+        frozenset(read),
         _revision(read.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings),
-        _verdicts(plan_dir, read, DESIGN_REVIEW_RE, DESIGN_VERDICTS, warnings),
-        _verdicts(plan_dir, read, REVIEW_RE, REVIEW_VERDICTS, warnings),
+        _verdicts(rounds.get("design-review", ()), DESIGN_VERDICTS, warnings),
+        _verdicts(rounds.get("review", ()), REVIEW_VERDICTS, warnings),
         pr.get("url"),
         tuple(warnings),
         pr.get("local") == "true",
-        _verdicts(plan_dir, read, TESTS_RE, TESTS_VERDICTS, warnings),
-        _verdicts(plan_dir, read, VERIFY_RE, VERIFY_VERDICTS, warnings),
+        _verdicts(rounds.get("tests", ()), TESTS_VERDICTS, warnings),
+        _verdicts(rounds.get("verify", ()), VERIFY_VERDICTS, warnings),
         read[TASK].fields.get("track") if TASK in read else None,
     )
 
@@ -351,18 +360,12 @@ def read_verdict(value: str | None, allowed: tuple[str, ...]) -> str | None:
 
 
 def _verdicts(
-    plan_dir: str,
-    read: dict[str, FrontmatterFields],
-    pattern: re.Pattern[str],
+    records: Iterable[tuple[int, str, FrontmatterFields]],
     allowed: tuple[str, ...],
     warnings: list[str],
 ) -> tuple[Verdict, ...]:
     found = []
-    for name, fm in read.items():
-        match = pattern.match(name)
-        if match is None:
-            continue
-        path = os.path.join(plan_dir, name)
+    for n, path, fm in records:
         verdict = read_verdict(fm.fields.get("verdict"), allowed)
         undecided = "this round is not counted as decided"
         if _conflicting(
@@ -374,7 +377,7 @@ def _verdicts(
                 f"{path}: verdict {fm.fields.get('verdict')!r} is not one of "
                 f"{', '.join(allowed)}; {undecided}"
             )
-        found.append(Verdict(int(match[1]), verdict, path))
+        found.append(Verdict(n, verdict, path))
     ordered = tuple(sorted(found, key=lambda v: (v.n, v.path)))
     for i in range(1, len(ordered)):
         before, after = ordered[i - 1], ordered[i]
