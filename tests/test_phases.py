@@ -605,6 +605,19 @@ def test_a_review_with_two_conflicting_verdicts_is_undecided_and_named(home_repo
     assert _phase(home_repo)["resume_at"] == "PR"
 
 
+def test_a_test_first_gate_record_with_an_unreadable_verdict_is_named(home_repo):
+    # The test-first gate's records are read like the review's: a verdict that is none of
+    # RED, BROKEN leaves the round undecided, and says so rather than waiting silently.
+    plan = new_topic(home_repo).plan_dir
+    artifact(plan, "plan.md")
+    tests = _gate(plan, "tests-1.md", "verdict: green")
+    data = _phase(home_repo)
+    assert (data["resume_at"], data["step"], data["halted"]) == ("IMPLEMENT", "tests", False)
+    assert data["warnings"] == [
+        f"{tests}: verdict 'green' is not one of RED, BROKEN; this round is not counted as decided"
+    ]
+
+
 def test_a_verdict_given_twice_alike_still_decides(home_repo):
     plan = _implemented(home_repo)
     _gate(plan, "review-1.md", "verdict: PASS", "verdict: pass")

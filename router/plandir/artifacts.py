@@ -254,18 +254,24 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
             fm = _checked(entry.path, topic, warnings)
             rounds.setdefault(match[1], []).append((int(match[2]), entry.path, fm))
     pr = read[PR].fields if PR in read else {}
+    revision = _revision(read.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings)
+    design_reviews = _verdicts(rounds.get("design-review", ()), DESIGN_VERDICTS, warnings)
+    reviews = _verdicts(rounds.get("review", ()), REVIEW_VERDICTS, warnings)
+    tests = _verdicts(rounds.get("tests", ()), TESTS_VERDICTS, warnings)
+    verifications = _verdicts(rounds.get("verify", ()), VERIFY_VERDICTS, warnings)
+    # Every gate is read before the warnings are taken: each one's problems are named.
     return Inventory(
         plan_dir,
         True,
         frozenset(read),
-        _revision(read.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings),
-        _verdicts(rounds.get("design-review", ()), DESIGN_VERDICTS, warnings),
-        _verdicts(rounds.get("review", ()), REVIEW_VERDICTS, warnings),
+        revision,
+        design_reviews,
+        reviews,
         pr.get("url"),
         tuple(warnings),
         pr.get("local") == "true",
-        _verdicts(rounds.get("tests", ()), TESTS_VERDICTS, warnings),
-        _verdicts(rounds.get("verify", ()), VERIFY_VERDICTS, warnings),
+        tests,
+        verifications,
         read[TASK].fields.get("track") if TASK in read else None,
     )
 
