@@ -386,16 +386,8 @@ MAX_MEDIAN_FUNCTION_LINES = 10
 # Not yet within target (the teardown and create modules are being redesigned as facts,
 # decisions, actions, which cuts them by concept): an entry leaves once it is within
 # target, nothing joins, and a listed one may change size meanwhile without failing here.
-OVERSIZED_MODULES: frozenset[str] = frozenset(
-    {
-        "create/pipeline.py",
-    }
-)
-LONG_FUNCTIONS: frozenset[str] = frozenset(
-    {
-        "create/topic.py:new_topic",
-    }
-)
+OVERSIZED_MODULES: frozenset[str] = frozenset()
+LONG_FUNCTIONS: frozenset[str] = frozenset()
 
 
 def module_sizes(root: Path) -> dict[str, int]:

@@ -15,7 +15,7 @@ from helpers.faults import argv, finish, git_then, git_wrapper, run, run_all, sp
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
 from helpers.topics import merged_in_secondary
 
-from router.create.pipeline import REPO_LOCK
+from router.create.creation import REPO_LOCK
 from router.topic import state
 
 ID = "2026-05-01-add-thing"

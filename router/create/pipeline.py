@@ -2,122 +2,36 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
 from router.create import ouradd, sparse
-from router.create.include import Copied, copy_included
-from router.create.setupcmds import SetupOptions, SetupPlan, SetupReport, plan_setup
-from router.create.submodules import SUBMODULES_STEP as SUBMODULES
-from router.create.submodules import SubmoduleOutcome, check_out_submodules, warnings_for
-from router.errors import ErrorCode, Refusal, RouterError, io_error
+from router.create.creation import (
+    ORIGIN_HEAD,
+    REPO_LOCK,
+    Failed,
+    Fetch,
+    Job,
+    failure,
+    forget_creation,
+    undo_created,
+)
+from router.create.finish import Finish
+from router.create.halfmade import HalfMade
+from router.create.report import CreateReport, Status
+from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.mounts import worktree_unmounted
-from router.names import Sha, Topic
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state, worktreelock
-from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.workspace import (
-    Repo,
     default_branch,
-    ensure_excludes,
     find_worktree,
     worktree_with_branch,
 )
-
-REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
-_ORIGIN_HEAD = "refs/remotes/origin/HEAD"
-
-
-class Status(StrEnum):
-    CREATED = "created"
-    EXISTING = "existing"
-    REUSED = "reused"
-    FALLBACK = "fallback"
-    REFUSED = "refused"
-
-
-@dataclass(frozen=True, slots=True)
-class Created:
-    """What this run made, so a rollback removes exactly that and nothing else."""
-
-    directory: bool = False
-    registration: bool = False
-    branch: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class CreateReport:
-    """One repo's outcome of worktree creation, as ``new`` and ``worktrees`` report it."""
-
-    name: str
-    path: Path  # the repo's primary root (or the path repos.md gave, when refused)
-    worktree: Path | None
-    branch: str | None
-    status: Status
-    reason: ErrorCode | None = None
-    message: str = ""
-    base: str | None = None
-    warnings: tuple[str, ...] = ()
-    created: Created = field(default_factory=Created)
-    submodules: tuple[SubmoduleOutcome, ...] = ()  # what this run did for each submodule
-    copied: Copied | None = None  # the .worktreeinclude copy; None when the repo has none
-    sparse: tuple[str, ...] | None = None  # the cone of a sparse worktree; None: the whole tree
-    setup: SetupReport | None = None  # the setup-commands stage (None: no worktree to set up)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "path": str(self.path),
-            "worktree": str(self.worktree) if self.worktree else None,
-            "branch": self.branch,
-            "status": str(self.status),
-            "reason": self.reason or None,
-            "submodules": [s.to_json() for s in self.submodules],
-            "copied": self.copied.to_json() if self.copied else None,
-            "sparse": list(self.sparse) if self.sparse is not None else None,
-            "setup": self.setup.to_json() if self.setup else None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One repo to give a worktree for one topic."""
-
-    name: str
-    repo: Repo
-    topic: Topic
-    is_home: bool = False
-    invoked_in: RepoLayout | None = None  # where the command runs (for reuse)
-    description: str | None = None
-    # Who asked for the topic, kept in a new record: "host" for the host's own worktrees.
-    made_by: str | None = None
-    wait: float = state.DEFAULT_WAIT
-    checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
-    # A secondary's home primary clone: its record keeps it, so every command run
-    # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
-    home: Path | None = None
-    # The directories a sparse worktree checks out (DESIGN §7 `sparse`); None: the whole tree.
-    sparse: tuple[str, ...] | None = None
-    # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's turn.
-    fetch: _Fetch | None = field(default=None, compare=False, repr=False)
-    setup: SetupOptions = field(default_factory=SetupOptions)  # --no-setup, --line-timeout
-
-
-class _Failed(Exception):
-    """A step failed after something may have been created: roll back, then fall back."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
 
 # -- public entry points -------------------------------------------------------
 
@@ -139,7 +53,7 @@ def ensure(job: Job) -> CreateReport:
         # Whatever the pipeline did not turn into a fallback itself: one repo's
         # failure must never escape as a traceback, nor stop --strict from
         # rolling back the other repos.
-        refusal = _failure(job, exc)
+        refusal = failure(job, exc)
         if job.is_home:
             raise refusal from None
         return _refused(job, refusal.code, refusal.message)
@@ -177,7 +91,7 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
         dataclasses.replace(
             j,
             checkout_workers=1,
-            fetch=_Fetch(j.repo.git, start=not _looks_made(j)) if n < MAX_PARALLEL else None,
+            fetch=Fetch(j.repo.git, start=not _looks_made(j)) if n < MAX_PARALLEL else None,
         )
         for n, j in enumerate(jobs)
     ]
@@ -202,55 +116,15 @@ def rollback(report: CreateReport, job: Job) -> None:
     """Undo what the run that produced ``report`` created (for ``--strict``)."""
     if report.worktree is None:
         return
-    _undo(job.repo, report.worktree, report.branch or "", report.created, base=report.base)
-    _forget_creation(job.repo, job.topic.id)
-
-
-def _forget_creation(repo: Repo, topic_id: str) -> None:
-    """After a rollback the repo's record names no worktree and no creation under way."""
-    record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: doctor reports it
-    if record is None:
-        return
-    gone = not repo.git.branch_exists(record.branch)  # then its creation describes nothing
-
-    def change(r: state.TopicRecord) -> state.TopicRecord | None:
-        if not gone:
-            return dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
-        if r.plan_dir is None and not r.repos and not r.temp_paths:
-            return None  # only this creation's: nothing of it is left
-        # The home record of a topic that exists already, its plan dir in the
-        # main tree (a fallback): its request, plan dir, repos and temp paths still
-        # matter; a rerun of the same `new` finds its id by the request, not a `-2`.
-        return dataclasses.replace(
-            r, worktree=None, base_commit=None, branch_created=False, steps=()
-        )
-
-    state.update_record(repo.common_dir, topic_id, change)
-
-
-def refused_report(name: str, path: Path, reason: ErrorCode | None, message: str) -> CreateReport:
-    return CreateReport(name, path, None, None, Status.REFUSED, reason, message)
+    undo_created(job.repo, report.worktree, report.branch or "", report.created, base=report.base)
+    forget_creation(job.repo, job.topic.id)
 
 
 # -- the pipeline --------------------------------------------------------------
 
 
-class _Pipeline:
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        self.repo = job.repo
-        self.git = job.repo.git
-        self.branch = job.topic.branch
-        self.path = job.repo.worktree_path(self.branch)
-        self.warnings: list[str] = []
-        self.created = Created()
-        self.base: str | None = None
-        self.excluded = False  # our info/exclude lines are known to be there
-        self.record = self._load_record()
-        self.commits: dict[str, Sha | None] = {}  # see _look_up
-        # The cone asked for; a rerun after a fallback keeps the one its first run recorded.
-        self.cone = job.sparse if job.sparse is not None else self._recorded_cone()
-        self.submodules: tuple[SubmoduleOutcome, ...] = ()
+class _Pipeline(HalfMade, Finish):
+    """One repo's creation: inspect, base, claim, add, sparse, verify (the finish is Finish's)."""
 
     def run(self) -> CreateReport:
         # The fetch (the slowest step but the checkout) runs while the local
@@ -260,7 +134,7 @@ class _Pipeline:
         # most likely needs no fetch at all: it waits until a creation needs it.
         fetch = self.job.fetch
         self.prefetch = (
-            fetch if fetch is not None else _Fetch(self.git, start=not _looks_made(self.job))
+            fetch if fetch is not None else Fetch(self.git, start=not _looks_made(self.job))
         )
         try:
             report = self._run()
@@ -272,27 +146,6 @@ class _Pipeline:
         # the next git command that does (a commit, teardown's cherry-pick).
         locks = g.left_lock_warnings(self.job.name, self.repo.primary, self.repo.common_dir)
         return dataclasses.replace(report, warnings=(*report.warnings, *locks))
-
-    def _look_up(self) -> None:
-        """HEAD, the topic's branch and origin/HEAD: one git process, once the fetch is done.
-
-        Read after the fetch because the fetch moves origin/HEAD's branch; the
-        local checks it used to overlap with cost less than the processes saved.
-        The topic lock keeps the branch as read here until ``add`` (the one step
-        in between that deletes it, ``_undo_half_made``, updates this too).
-        """
-        if self.prefetch.started:
-            self.prefetch.result()
-        refs = ("HEAD", self._branch_ref, _ORIGIN_HEAD, self._origin_branch_ref)
-        self.commits = self.git.commits(refs)
-
-    @property
-    def _branch_ref(self) -> str:
-        return f"refs/heads/{self.branch}"
-
-    @property
-    def _origin_branch_ref(self) -> str:
-        return f"refs/remotes/origin/{self.branch}"
 
     def _run(self) -> CreateReport:
         state.crash_point("inspect")
@@ -319,14 +172,14 @@ class _Pipeline:
             return self._finish(recorded, self.record.branch, Status.EXISTING)  # type: ignore[union-attr]
         try:
             self._create(entries)
-        except _Failed as exc:
+        except Failed as exc:
             self._roll_back()
             return self._fallback(exc.code, exc.message)
         except OSError as exc:
             # A state directory we cannot write, a full disk: the repo is
             # refused (io-error), never used unrecorded; --strict sees it.
             self._roll_back()
-            raise _failure(self.job, exc) from None
+            raise failure(self.job, exc) from None
         except RouterError:
             # A refusal mid-way (the repo lock timed out, a git lock file in
             # the way): leave nothing behind.
@@ -335,7 +188,7 @@ class _Pipeline:
         return self._finish(self.path, self.branch, Status.CREATED)
 
     def _roll_back(self) -> None:
-        _undo(self.repo, self.path, self.branch, self.created, base=self.base)
+        undo_created(self.repo, self.path, self.branch, self.created, base=self.base)
         self._forget_claim()
 
     # inspect ------------------------------------------------------------------
@@ -451,181 +304,6 @@ class _Pipeline:
 
     # half-made worktrees (a kill during `git worktree add`) -----------------------
 
-    def _undo_half_made(self, entries: list[WorktreeEntry]) -> bool:
-        """Roll back the worktree a killed ``git worktree add`` of ours left half-made.
-
-        git registers the worktree (locked, reason "initializing"), points its
-        HEAD at the branch, then checks the files out and unlocks it: killed in
-        between, it leaves a checkout with no files or no index, where
-        ``git status`` shows every file deleted and a commit would delete them
-        all. Reusing that as ``existing`` would hand the agent that checkout.
-        Only a creation this tool's record shows still under way, holding no
-        file but what git's checkout wrote, is removed (and made again by the
-        caller); anything else is refused with the fix. True when rolled back.
-        """
-        entry = find_worktree(entries, self.path)
-        linked = ouradd.symlink_in(self.path, self.repo.primary)
-        if entry is None or not self.path.is_dir() or linked:
-            return False
-        why = self._half_made(entry)
-        if why is None:
-            return False
-        tip = self.commits[self._branch_ref]
-        problem = self._not_ours(tip) or self._work_in_half_made(tip)
-        if problem is not None:
-            raise RouterError(
-                ErrorCode.HALF_MADE_WORKTREE,
-                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
-                f"({why}) and {problem}; copy out anything you need from it, then run "
-                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
-                "and run this again",
-            )
-        busy = self._in_use()
-        if busy is not None:
-            raise RouterError(
-                ErrorCode.HALF_MADE_WORKTREE,
-                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
-                f"({why}), and {busy}; wait until no git command runs there, then run this "
-                "again (if none does, run "
-                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` first)",
-            )
-        # Only git's partial checkout is in it: the directory first (git cannot
-        # remove a worktree whose .git file it cannot read), then the registration.
-        # That takes git's own lock files in the registration with it (the
-        # checkout's index.lock, left by the kill). team-router never removes a
-        # git lock a user may need, and this is none: it lies inside a
-        # registration our record shows we were creating, of a worktree holding
-        # nothing but git's checkout, that no process has open (_in_use), and
-        # it goes with the whole registration; a lock can only guard that.
-        import shutil  # lazy, like every undo's: a run that creates pays ~3 ms for it
-
-        shutil.rmtree(self.path)
-        self.git.worktree_remove(self.path, force=True)
-        record = self.record
-        if record is not None and record.branch_created and tip == record.base_commit:
-            # Cut by the killed run and never moved: made again at a fresh base.
-            self.git.branch_delete(self.branch)
-            self.commits[self._branch_ref] = None
-        self.warnings.append(
-            f"{self.job.name}: removed the half-made worktree a killed run left at {self.path} "
-            f"({why}) and created it again"
-        )
-        return True
-
-    def _refuse_half_removed(self) -> None:
-        """Never hand back a worktree a killed teardown (or pr-cleanup) was removing.
-
-        What git had not deleted yet is still there, and its deletions show as
-        changes: an agent would work in it, and a commit would put the
-        deletions on the branch. The teardown that marked the removal finishes it.
-        """
-        mark = self.record.removing if self.record else None
-        marked = mark.path if mark is not None else None
-        if marked is None or not os.path.lexists(self.path):
-            return  # nothing left at the path: the mark goes when the path is claimed again
-        if os.path.realpath(marked) != os.path.realpath(self.path):
-            return
-        topic = self.job.topic.id
-        raise RouterError(
-            ErrorCode.REMOVAL_INTERRUPTED,
-            f"{self.job.name}: {self.path} is a worktree a teardown (or pr-cleanup) of {topic} "
-            f"was removing when it was killed; run `team-router teardown {topic}` to finish "
-            "the removal, then run this again",
-        )
-
-    def _our_add(self, tip: str | None) -> ouradd.OurAdd:
-        """This run's creation at our path, as the shared "ours" rule judges it."""
-        return ouradd.OurAdd(self.repo, self.path, self.job.topic.id, self.branch, self.record, tip)
-
-    def _in_use(self) -> str | None:
-        return ouradd.in_use(self._our_add(None))
-
-    def _registration(self) -> Path:
-        return ouradd.registration(self._our_add(None))
-
-    def _undo_torn_registration(self) -> None:
-        """Remove our worktree whose git registration a killed ``git worktree add`` left torn.
-
-        git cannot use a registration missing its ``gitdir``, ``commondir`` or
-        ``HEAD`` (:func:`router.git.files.torn_registration`): ``git worktree
-        list`` leaves it out (or fails, for an empty ``commondir``), so the
-        path would look taken and the repo would fall back to its main tree.
-        An add killed while writing those files leaves that, and so does one
-        whose own clean-up on a signal (it deletes the registration's files one
-        by one, then the checkout) was cut short by a SIGKILL: then the
-        checkout is whole, and its ``.git`` still points here. Ours, it is
-        removed and the caller creates the worktree again: the record shows
-        this topic's creation under way, a lock left in it is ours (or git's
-        "initializing"), a ``gitdir`` left names our path, and the path holds
-        nothing but git's checkout of the branch and our (file-free) plan dir.
-        Anything else at our path is refused (``half-made-worktree``) and kept.
-        """
-        admin = self._registration()
-        why = g.torn_registration(admin) if admin.is_dir() else ""
-        if not why or admin.parent != self.repo.common_dir / "worktrees":
-            return
-        add = self._our_add(self.commits[self._branch_ref])
-        problem = ouradd.torn_problem(add, admin)
-        if problem is not None:
-            if not os.path.lexists(self.path):
-                return  # nothing at our path: git makes the worktree beside it
-            raise RouterError(
-                ErrorCode.HALF_MADE_WORKTREE,
-                f"{self.job.name}: {self.path} is a worktree whose git registration {admin} a "
-                f"killed `git worktree add` left torn ({why}), so git no longer sees it, and "
-                f"{problem}; nothing was touched. Copy out anything you need from {self.path}, "
-                f"then run `rm -rf {self.path} {admin}` and run this again",
-            )
-        if ouradd.undo_torn(add, admin):
-            self.commits[self._branch_ref] = None
-        self.warnings.append(
-            f"{self.job.name}: removed the half-made worktree a killed run left at {self.path}, "
-            f"whose git registration is torn, unreadable to git ({admin}: {why}), and created it again"
-        )
-
-    def _half_made(self, entry: WorktreeEntry) -> str | None:
-        """Why git's registration at our path is not a finished checkout, or None."""
-        if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
-            return f"git left it locked ({g.ADD_IN_PROGRESS})"
-        record = self.record
-        if (
-            worktreelock.own_lock(entry)
-            and record
-            and record.creating
-            and "add" not in record.steps
-        ):
-            return "the record shows its `git worktree add` never finished"
-        if entry.head is None:  # an unborn branch, or a HEAD git has not set up yet
-            return "it has no HEAD"
-        index = Git(self.path).index_file()
-        if index is None:
-            return "git does not recognise it as a checkout"
-        if not index.exists() and g.tree_files(self.git, entry.head):
-            return "its files were never checked out (no index)"
-        return None
-
-    def _not_ours(self, tip: str | None) -> str | None:
-        return ouradd.not_ours(self._our_add(tip))
-
-    def _work_in_half_made(self, tip: str | None) -> str | None:
-        return ouradd.work_in_half_made(self._our_add(tip))
-
-    def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
-        """The checkout an earlier run reused for the topic, while git still has it there.
-
-        Without this, the same ``new`` run again from another directory would
-        give the topic a second worktree (and a second plan dir).
-        """
-        if self.record is None or not self.record.worktree:
-            return None
-        path = Path(self.record.worktree)
-        if os.path.realpath(path) in {str(self.repo.primary), os.path.realpath(self.path)}:
-            return None
-        entry = find_worktree(entries, path)
-        if entry is None or entry.branch is None or entry.branch != self.record.branch:
-            return None
-        return path if (path / ".git").is_file() else None
-
     def _create(self, entries: list[WorktreeEntry]) -> None:
         # Before anything appears in the primary clone (a worktree under
         # .claude/worktrees/, or on a fallback the plan dir under docs/plans/):
@@ -651,13 +329,13 @@ class _Pipeline:
                 if not os.path.lexists(holder.path)
                 else "finish or remove that worktree first"
             )
-            raise _Failed(
+            raise Failed(
                 ErrorCode.BRANCH_CHECKED_OUT,
                 f"branch {self.branch!r} is checked out in {holder.path}; {fix}",
             )
         registered = find_worktree(entries, self.path)
         if registered is not None:
-            raise _Failed(ErrorCode.PATH_TAKEN, self._taken_message(registered))
+            raise Failed(ErrorCode.PATH_TAKEN, self._taken_message(registered))
         branch_exists = self.commits[self._branch_ref] is not None
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
@@ -714,7 +392,7 @@ class _Pipeline:
         except OSError as exc:
             # A file where .claude/ or .claude/worktrees/ goes: the repo falls
             # back (and a rerun, once it is moved, creates the worktree).
-            raise _Failed(
+            raise Failed(
                 ErrorCode.PATH_TAKEN,
                 f"cannot create {self.path.parent} ({exc.strerror}): a file is in the way; move it",
             ) from None
@@ -724,14 +402,14 @@ class _Pipeline:
             # a taken path must be detected (atomically) before git runs.
             self.path.mkdir()
         except FileExistsError:
-            if not (self._our_empty_claim() or self._our_cut_short_undo()):
-                raise _Failed(ErrorCode.PATH_TAKEN, self._blocker_message()) from None
+            if not (self._our_empty_claim() or self._our_cut_shortundo_created()):
+                raise Failed(ErrorCode.PATH_TAKEN, self._blocker_message()) from None
             # The killed run's claim is this run's now: a rollback (which also
             # forgets the claim) must not leave an empty directory that a rerun
             # would refuse as taken.
             self.created = dataclasses.replace(self.created, directory=True)
         except OSError as exc:
-            raise _Failed(
+            raise Failed(
                 ErrorCode.PATH_TAKEN, f"cannot create {self.path}: {exc.strerror}"
             ) from None
         else:
@@ -739,50 +417,7 @@ class _Pipeline:
 
     def _refuse_symlinked_parent(self) -> None:
         if ouradd.symlink_in(self.path.parent, self.repo.primary):
-            raise _Failed(ErrorCode.PATH_TAKEN, f"{self.path.parent} goes through a symlink")
-
-    def _our_empty_claim(self) -> bool:
-        """An empty directory our own earlier run claimed and then died on (crash resume)."""
-        return (
-            self.record is not None
-            and "claim" in self.record.steps
-            and self.path.is_dir()
-            and not self.path.is_symlink()
-            and not any(self.path.iterdir())
-        )
-
-    def _our_cut_short_undo(self) -> bool:
-        """Empty our path of what a killed run's ``git worktree add`` left unregistered; True when done.
-
-        git stopped by a signal undoes its add: the registration first, then the
-        files it wrote. Killed in the middle of that (a SIGKILL right after the
-        SIGTERM, as a service manager sends them), it leaves part of its checkout
-        at our path with no registration naming it. The record is the journal
-        that says it is ours: our claim, and no finished add. Only git's own
-        files may be there (its checkout of the branch, its ``.git`` file), and
-        no process may still use them; anything else keeps the path taken.
-        """
-        record = self.record
-        if record is None or not record.creating or "add" in record.steps:
-            return False
-        if not self.path.is_dir() or ouradd.symlink_in(self.path, self.repo.primary):
-            return False
-        if g.registration_of(str(self.repo.common_dir), str(self.path)) is not None:
-            return False
-        tip = self.commits[self._branch_ref] or record.base_commit
-        if tip is None or self._not_ours(tip) is not None:
-            return False
-        if self._work_in_half_made(tip) is not None or self._in_use() is not None:
-            return False
-        import shutil  # lazy, like every undo's
-
-        shutil.rmtree(self.path)
-        self.path.mkdir()
-        self.warnings.append(
-            f"{self.job.name}: removed what a killed run's `git worktree add` left at "
-            f"{self.path} (git's own files, no registration) and created the worktree again"
-        )
-        return True
+            raise Failed(ErrorCode.PATH_TAKEN, f"{self.path.parent} goes through a symlink")
 
     def _blocker_message(self) -> str:
         kind = (
@@ -807,7 +442,7 @@ class _Pipeline:
         has_origin = err is None or self.git.has_remote("origin")
         if err is not None and has_origin:
             self.warnings.append(f"{self.job.name}: fetch from origin failed ({err.first_line})")
-        head = self.commits[_ORIGIN_HEAD] if has_origin else None
+        head = self.commits[ORIGIN_HEAD] if has_origin else None
         if head is not None:
             self._name_origins_branch(head)
             return head
@@ -822,7 +457,7 @@ class _Pipeline:
         if commit is None and found is not None:
             commit = self.git.rev_parse(found.best_ref)
         if commit is None:
-            raise _Failed(
+            raise Failed(
                 ErrorCode.NO_DEFAULT_BRANCH, f"{self.job.name}: {why} and no local default branch"
             )
         self.warnings.append(f"{self.job.name}: {why}; branching from local {found.name}")  # type: ignore[union-attr]
@@ -863,7 +498,7 @@ class _Pipeline:
                 # Not a fallback: the cause is a stale lock the user removes in
                 # one command, after which a rerun gives the repo its worktree.
                 raise RouterError(exc.code, f"{self.job.name}: {exc.first_line}") from None
-            raise _Failed(
+            raise Failed(
                 ErrorCode.ADD_FAILED, f"git worktree add failed: {exc.first_line}"
             ) from None
         self.created = dataclasses.replace(
@@ -884,7 +519,7 @@ class _Pipeline:
         try:
             sparse.check_out(Git(self.path), self.cone or (), workers=self.job.checkout_workers)
         except GitError as exc:
-            raise _Failed(
+            raise Failed(
                 ErrorCode.ADD_FAILED, f"sparse checkout failed: {exc.first_line}"
             ) from None
         self._save(steps=("sparse",))
@@ -911,268 +546,22 @@ class _Pipeline:
             # git's own files, as git itself would read them: the plain layout needs no process.
             layout, branch = Git(self.path).top_checkout_state()
         except GitError as exc:
-            raise _Failed(
+            raise Failed(
                 ErrorCode.VERIFY_FAILED, f"new worktree does not answer: {exc.first_line}"
             ) from None
         expected = Path(os.path.realpath(self.path))
         if layout.toplevel != expected or layout.common_dir != self.repo.common_dir:
-            raise _Failed(
+            raise Failed(
                 ErrorCode.VERIFY_FAILED, f"{self.path} is not a worktree of {self.repo.primary}"
             )
         if branch != self.branch:
-            raise _Failed(
+            raise Failed(
                 ErrorCode.VERIFY_FAILED, f"{self.path} is on {branch!r}, not {self.branch!r}"
             )
 
     # setup / record ---------------------------------------------------------------
 
-    def _finish(self, worktree: Path, branch: str | None, status: Status) -> CreateReport:
-        try:
-            self._submodules(worktree, status)
-            state.crash_point("setup")
-            included, copied = self._setup(worktree)
-            setup = plan_setup(
-                self.git,
-                self.record,
-                fresh=status is Status.CREATED,
-                options=self.job.setup,
-                default_checkout=worktree if self.created.branch and self.base else None,
-            )
-            state.crash_point("record")
-            # A switched-away worktree (_switched_away) keeps the topic's branch in
-            # the record: teardown and pr-cleanup judge that branch, not the other.
-            switched = status is Status.EXISTING and worktree == self.path
-            cone = ("sparse",) if self._cone_of(worktree, status) else ()  # see _cone_of
-            self._save(
-                steps=("add", *cone, "verify", SUBMODULES, "setup", "record", *setup.steps),
-                worktree=str(worktree),
-                base_commit=self._base_commit(worktree),
-                included=included,
-                branch=self.branch if switched else branch or self.branch,
-                **setup.fields,
-            )
-        except PlanDirSymlink as exc:
-            if status is not Status.CREATED:
-                raise
-            # The new worktree is fine but its plan dir cannot be made: the main
-            # tree takes the topic (DESIGN §7), where the same check runs again.
-            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
-            self._forget_claim()
-            return self._fallback(exc.code, exc.message)
-        except (OSError, GitError) as exc:
-            if status is not Status.CREATED:
-                raise RouterError(
-                    ErrorCode.SETUP_FAILED, f"{self.job.name}: setup failed: {exc}"
-                ) from None
-            _undo(self.repo, self.path, self.branch, self.created, base=self.base)
-            self._forget_claim()
-            return self._fallback(ErrorCode.SETUP_FAILED, f"setting up {worktree} failed: {exc}")
-        # After the record: the worktree is whole and recorded before any line
-        # runs, and no failure of a line can take it back (DESIGN §7).
-        ran = self._setup_commands(setup, worktree, branch or self.branch)
-        self._note_cone_kept(worktree, status)
-        return CreateReport(
-            self.job.name,
-            self.repo.primary,
-            worktree,
-            branch,
-            status,
-            # An existing worktree reports the base its record kept from creation.
-            base=self.base or (self.record.base_commit if self.record else None),
-            warnings=tuple(self.warnings),
-            created=self.created,
-            submodules=self.submodules,
-            copied=copied,
-            sparse=self._cone_of(worktree, status),
-            setup=ran,
-        )
-
-    def _note_cone_kept(self, worktree: Path, status: Status) -> None:
-        """A cone asked of a worktree made before is not applied to it: say so, with the way."""
-        if status is not Status.CREATED and self.job.sparse is not None:
-            have = self._cone_of(worktree, status)
-            warning = sparse.kept_warning(self.job.name, worktree, self.job.sparse, have)
-            if warning:
-                self.warnings.append(warning)
-
-    def _recorded_cone(self) -> tuple[str, ...] | None:
-        return self.record.sparse if self.record is not None else None
-
-    def _cone_of(self, worktree: Path, status: Status) -> tuple[str, ...] | None:
-        """The cone the report names: this run's, or the one the record kept from creation.
-
-        With one, the record's steps name ``sparse`` done: a sparse worktree's
-        checkout is finished once it has an index (without, it is half-made).
-        """
-        if status is Status.CREATED:
-            return self.cone
-        return self._recorded_cone() if worktree == self.path else None
-
-    def _setup_commands(self, plan: SetupPlan, worktree: Path, branch: str) -> SetupReport:
-        state.crash_point("setup-commands")
-        if plan.report is not None:
-            return plan.report  # nothing to run: the running side is not even loaded
-        from router.create.setuprun import SetupRun, run_setup
-
-        where = SetupRun(
-            self.job.name,
-            self.repo.primary,
-            self.repo.common_dir,
-            worktree,
-            branch,
-            self.job.topic.id,
-            self.job.setup,
-        )
-        report, warnings = run_setup(
-            plan, where, lambda steps, fields: self._save(steps=steps, **fields)
-        )
-        self.warnings.extend(warnings)
-        return report
-
-    def _submodules(self, worktree: Path, status: Status) -> None:
-        """The ``submodules`` stage, in a worktree whose creation the record shows under way.
-
-        A finished worktree's submodules are the user's: a rerun never moves them.
-        Recorded only when there were any: else a rerun's check costs one stat.
-        """
-        record = self.record
-        if status is Status.REUSED or record is None or not record.creating:
-            return
-        if SUBMODULES in record.steps:
-            return
-        state.crash_point(SUBMODULES)
-        self.submodules = check_out_submodules(self.repo.primary, self.repo.common_dir, worktree)
-        self.warnings.extend(warnings_for(self.job.name, worktree, self.submodules))
-        if self.submodules:
-            self._save(steps=(SUBMODULES,))
-
-    def _exclude(self) -> None:
-        if self.excluded:
-            return
-        with state.held_lock(self.repo.common_dir, REPO_LOCK, wait=self.job.wait):
-            ensure_excludes(self.repo.common_dir)
-        self.excluded = True
-
-    def _setup(self, worktree: Path) -> tuple[list[str], Copied | None]:
-        self._exclude()  # a reused or existing worktree may predate the lines
-        copied = None
-        if worktree != self.repo.primary:
-            copied = copy_included(self.repo.primary, worktree, label=self.job.name)
-        if copied is not None and copied.warning():
-            self.warnings.append(f"{self.job.name}: {copied.warning()}")
-        if self.job.is_home:
-            create_plan_dir(worktree, self.job.topic.id)
-        previous = list(self.record.included) if self.record else []
-        return sorted(set(previous) | set(copied.paths if copied else ())), copied
-
-    def _base_commit(self, worktree: Path) -> str | None:
-        if self.record is not None and self.record.base_commit:
-            return self.record.base_commit
-        if self.base is not None and worktree == self.path:
-            return self.base  # a branch this run cut: its worktree's HEAD is the base
-        return Git(worktree).head()
-
-    def _load_record(self) -> state.TopicRecord | None:
-        try:
-            record = state.read_record(self.repo.common_dir, self.job.topic.id)
-        except state.RecordCorrupt as exc:
-            self.warnings.append(
-                f"{exc.path}: {exc.reason}; not trusted (a new record sets it aside as "
-                f"{exc.path.name}{state.CORRUPT_MARK}<n>, never deletes it)"
-            )
-            return None
-        # An id torn down and now created again is a new run: the old record's
-        # steps, base and branch ownership describe the worktree that is gone.
-        return None if record is not None and record.torn_down else record
-
-    def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
-        record = self.record or state.TopicRecord(
-            id=self.job.topic.id,
-            repo=self.job.name,
-            branch=self.branch,
-            description=self.job.description,
-            made_by=self.job.made_by,
-        )
-        if "branch_created" in fields and record.branch_created:
-            fields.pop("branch_created")  # a resumed run must not forget it made the branch
-        if "included" in fields:
-            fields["included"] = tuple(fields["included"])  # type: ignore[arg-type]
-        if self.job.home is not None:
-            fields["home"] = str(self.job.home)
-        record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
-        if (
-            "claim" in steps
-            and record.removing is not None
-            and os.path.realpath(record.removing.path) == os.path.realpath(self.path)
-        ):
-            # A removal of this path a kill interrupted: the worktree made here now is
-            # another one, whose files are work again, never the remains of that removal.
-            record = dataclasses.replace(record, removing=None)
-        for step in steps:
-            record = record.with_step(step)
-        # This run's view of the record replaces the file: a corrupt one is set
-        # aside (never lost), as _load_record warned.
-        state.update_record(
-            self.repo.common_dir,
-            self.job.topic.id,
-            lambda _: record,
-            new=lambda: record,
-            replace_corrupt=True,
-        )
-        self.record = record
-
-    def _forget_claim(self) -> None:
-        """After a rollback the record must not describe a creation still under way.
-
-        The claim is recorded before the mkdir (for crash resumes); a run that
-        fell back finished, so ``doctor`` must not ask for a rerun, and a branch
-        the rollback deleted is no longer one this tool created.
-        """
-        record = self.record
-        if record is None or not record.creating:
-            return
-        with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
-            _forget_creation(self.repo, self.job.topic.id)
-        self.record = None
-
     # outcomes -------------------------------------------------------------------
-
-    def _fallback(self, code: ErrorCode, message: str) -> CreateReport:
-        warning = (
-            f"Worktree creation failed in {self.job.name} ({code}: {message}). "
-            "Falling back to main tree for that repo."
-        )
-        return CreateReport(
-            self.job.name,
-            self.repo.primary,
-            self.repo.primary,
-            None,
-            Status.FALLBACK,
-            code,
-            message,
-            warnings=(*self.warnings, warning),
-        )
-
-
-class _Fetch:
-    """A job's fetch from origin: a git process started ahead, or one deferred until asked for.
-
-    ``result()`` waits for it, and is safe to call twice. Deferred, it runs
-    when ``result()`` is first asked for, inline.
-    """
-
-    def __init__(self, git: Git, *, start: bool = True) -> None:
-        self._git = git
-        self._running = git.start_fetch("origin") if start else None
-
-    @property
-    def started(self) -> bool:
-        return self._running is not None
-
-    def result(self) -> GitError | None:
-        if self._running is None:
-            self._running = self._git.start_fetch("origin")
-        return self._running.error()
 
 
 def _looks_made(job: Job) -> bool:
@@ -1191,28 +580,3 @@ def _refused(job: Job, code: ErrorCode, message: str) -> CreateReport:
     return CreateReport(
         job.name, job.repo.primary, None, None, Status.REFUSED, code, message, warnings=(warning,)
     )
-
-
-def _failure(job: Job, exc: GitError | OSError) -> RouterError:
-    """A git or filesystem failure as a refusal: its code and a message naming the fix."""
-    if isinstance(exc, GitError):
-        return RouterError(exc.code, f"{job.name}: {exc.first_line}")
-    return io_error(exc, where=job.name)
-
-
-def _undo(repo: Repo, path: Path, branch: str, created: Created, *, base: str | None) -> None:
-    """Remove exactly what one run created: registration, directory, an unused new branch."""
-    git = repo.git
-    if created.registration:
-        with contextlib.suppress(GitError):
-            git.worktree_remove(path, force=True)
-    if created.directory and path.exists() and not path.is_symlink():
-        import shutil
-
-        shutil.rmtree(path, ignore_errors=True)
-    if created.branch and branch:
-        tip = git.rev_parse(f"refs/heads/{branch}")
-        # Only a branch with no new commits goes: anything beyond its base is work.
-        if tip is not None and (base is None or tip == base):
-            with contextlib.suppress(GitError):
-                git.branch_delete(branch)

@@ -8,15 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.create import permission
-from router.create.pipeline import (
-    CreateReport,
-    Job,
-    Status,
-    ensure,
-    ensure_all,
-    refused_report,
-    rollback,
-)
+from router.create.creation import Job
+from router.create.pipeline import ensure, ensure_all, rollback
+from router.create.report import CreateReport, Status, refused_report
 from router.create.setupcmds import SetupOptions, SetupStatus
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
@@ -105,44 +99,68 @@ def new_topic(
             # description may have taken it meanwhile. Choose again then.
             if topic_id is None and _taken_by_another_run(repo, topic, description):
                 continue
-            job = Job(
-                "home",
-                repo,
-                topic,
-                is_home=True,
-                invoked_in=None if isolated else repo.checkout,
-                description=description,
-                made_by=made_by,
-                wait=wait,
-                sparse=sparse,
-                setup=setup or SetupOptions(),
-            )
-            fallen = _fallen_back_plan(repo, topic)
-            if fallen is not None:
-                # A rerun after a fallback: the same rule as `worktrees` (the
-                # plan dir moves into the new worktree, or everything stays).
-                report = _home_report(repo, fallen, topic, wait, sparse, setup)
-                moved, report = _move_plan_dir(repo, fallen, report)
-                checkout = moved.root
-            else:
-                report = ensure(job)
-                checkout = report.worktree or repo.primary
-            if isolated:
-                _require_worktree(report, repo.worktree_path(topic.branch))
-            plan_dir = _make_plan_dir(checkout, topic.id, report.warnings)
-            _remember_home(
-                repo,
-                topic,
-                plan_dir,
-                [report],
-                description=description,
-                made_by=made_by,
-                track=track,
-            )
-        return NewResult(topic, plan_dir, report)
+            ask = _Ask(description, made_by, wait, isolated, track, sparse, setup or SetupOptions())
+            return _new_under_lock(repo, topic, ask)
     raise RouterError(
         ErrorCode.LOCKED, "other runs of `new` keep taking the ids this one chooses; run it again"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What `new` was asked, beyond the topic: carried into the locked part."""
+
+    description: str
+    made_by: str | None
+    wait: float
+    isolated: bool
+    track: str | None
+    sparse: tuple[str, ...] | None
+    setup: SetupOptions
+
+
+def _new_under_lock(repo: Repo, topic: Topic, ask: _Ask) -> NewResult:
+    """The home worktree and plan dir of ``topic``, its lock held."""
+    job = Job(
+        "home",
+        repo,
+        topic,
+        is_home=True,
+        invoked_in=None if ask.isolated else repo.checkout,
+        description=ask.description,
+        made_by=ask.made_by,
+        wait=ask.wait,
+        sparse=ask.sparse,
+        setup=ask.setup,
+    )
+    report, checkout = _home_worktree(job)
+    if ask.isolated:
+        _require_worktree(report, repo.worktree_path(topic.branch))
+    plan_dir = _make_plan_dir(checkout, topic.id, report.warnings)
+    _remember_home(
+        repo,
+        topic,
+        plan_dir,
+        [report],
+        description=ask.description,
+        made_by=ask.made_by,
+        track=ask.track,
+    )
+    return NewResult(topic, plan_dir, report)
+
+
+def _home_worktree(job: Job) -> tuple[CreateReport, Path]:
+    """The home repo's worktree, and the checkout its plan dir goes in."""
+    repo, topic = job.repo, job.topic
+    fallen = _fallen_back_plan(repo, topic)
+    if fallen is None:
+        report = ensure(job)
+        return report, report.worktree or repo.primary
+    # A rerun after a fallback: the same rule as `worktrees` (the plan dir moves into
+    # the new worktree, or everything stays).
+    report = _home_report(repo, fallen, topic, job.wait, job.sparse, job.setup)
+    moved, report = _move_plan_dir(repo, fallen, report)
+    return report, moved.root
 
 
 def _require_worktree(report: CreateReport, own: Path) -> None:

@@ -30,7 +30,7 @@ _ORDER = {
 def guard_late_repair(problem: Problem, repos: list[Repo], held: set[tuple[str, str]]) -> Problem:
     """A problem that appeared after the locks were taken is reported, not repaired."""
 
-    from router.create.pipeline import REPO_LOCK
+    from router.create.creation import REPO_LOCK
 
     name = problem.lock_name
     if problem.fix is None or name is None or name == REPO_LOCK:
@@ -93,7 +93,7 @@ def repair_locks(
     order here means doctor and a running ``new`` can never wait on each other
     in a circle.
     """
-    from router.create.pipeline import REPO_LOCK
+    from router.create.creation import REPO_LOCK
 
     wanted: set[tuple[str, str]] = set()
     by_dir = {str(r.common_dir): r.common_dir for r in repos}

@@ -1,0 +1,255 @@
+"""One repo's creation: the job, its fetch, the record it keeps, and undoing what it made.
+
+The pipeline's stages (:mod:`router.create.pipeline`, :mod:`router.create.halfmade`,
+:mod:`router.create.finish`) share the :class:`Creation` state defined here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from router.create.report import Created, CreateReport, Status
+from router.create.setupcmds import SetupOptions
+from router.create.submodules import SubmoduleOutcome
+from router.errors import ErrorCode, RouterError, io_error
+from router.git import Git, GitError, RepoLayout
+from router.names import Sha, Topic
+from router.topic import state
+from router.topic.workspace import (
+    Repo,
+)
+
+REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
+ORIGIN_HEAD = "refs/remotes/origin/HEAD"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One repo to give a worktree for one topic."""
+
+    name: str
+    repo: Repo
+    topic: Topic
+    is_home: bool = False
+    invoked_in: RepoLayout | None = None  # where the command runs (for reuse)
+    description: str | None = None
+    # Who asked for the topic, kept in a new record: "host" for the host's own worktrees.
+    made_by: str | None = None
+    wait: float = state.DEFAULT_WAIT
+    checkout_workers: int = 0  # git's checkout.workers: 0 = one per core
+    # A secondary's home primary clone: its record keeps it, so every command run
+    # in this repo (or its worktree) finds the topic's plan dir (DESIGN §8).
+    home: Path | None = None
+    # The directories a sparse worktree checks out (DESIGN §7 `sparse`); None: the whole tree.
+    sparse: tuple[str, ...] | None = None
+    # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's turn.
+    fetch: Fetch | None = field(default=None, compare=False, repr=False)
+    setup: SetupOptions = field(default_factory=SetupOptions)  # --no-setup, --line-timeout
+
+
+class Failed(Exception):
+    """A step failed after something may have been created: roll back, then fall back."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Fetch:
+    """A job's fetch from origin: a git process started ahead, or one deferred until asked for.
+
+    ``result()`` waits for it, and is safe to call twice. Deferred, it runs
+    when ``result()`` is first asked for, inline.
+    """
+
+    def __init__(self, git: Git, *, start: bool = True) -> None:
+        self._git = git
+        self._running = git.start_fetch("origin") if start else None
+
+    @property
+    def started(self) -> bool:
+        return self._running is not None
+
+    def result(self) -> GitError | None:
+        if self._running is None:
+            self._running = self._git.start_fetch("origin")
+        return self._running.error()
+
+
+def forget_creation(repo: Repo, topic_id: str) -> None:
+    """After a rollback the repo's record names no worktree and no creation under way."""
+    record = state.read_record_or_none(repo.common_dir, topic_id)  # corrupt: doctor reports it
+    if record is None:
+        return
+    gone = not repo.git.branch_exists(record.branch)  # then its creation describes nothing
+
+    def change(r: state.TopicRecord) -> state.TopicRecord | None:
+        if not gone:
+            return dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+        if r.plan_dir is None and not r.repos and not r.temp_paths:
+            return None  # only this creation's: nothing of it is left
+        # The home record of a topic that exists already, its plan dir in the
+        # main tree (a fallback): its request, plan dir, repos and temp paths still
+        # matter; a rerun of the same `new` finds its id by the request, not a `-2`.
+        return dataclasses.replace(
+            r, worktree=None, base_commit=None, branch_created=False, steps=()
+        )
+
+    state.update_record(repo.common_dir, topic_id, change)
+
+
+def undo_created(
+    repo: Repo, path: Path, branch: str, created: Created, *, base: str | None
+) -> None:
+    """Remove exactly what one run created: registration, directory, an unused new branch."""
+    git = repo.git
+    if created.registration:
+        with contextlib.suppress(GitError):
+            git.worktree_remove(path, force=True)
+    if created.directory and path.exists() and not path.is_symlink():
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+    if created.branch and branch:
+        tip = git.rev_parse(f"refs/heads/{branch}")
+        # Only a branch with no new commits goes: anything beyond its base is work.
+        if tip is not None and (base is None or tip == base):
+            with contextlib.suppress(GitError):
+                git.branch_delete(branch)
+
+
+def failure(job: Job, exc: GitError | OSError) -> RouterError:
+    """A git or filesystem failure as a refusal: its code and a message naming the fix."""
+    if isinstance(exc, GitError):
+        return RouterError(exc.code, f"{job.name}: {exc.first_line}")
+    return io_error(exc, where=job.name)
+
+
+class Creation:
+    """The state one repo's creation works on, and the record it keeps of its steps."""
+
+    prefetch: Fetch  # the fetch from origin, set when the pipeline starts to run
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.repo = job.repo
+        self.git = job.repo.git
+        self.branch = job.topic.branch
+        self.path = job.repo.worktree_path(self.branch)
+        self.warnings: list[str] = []
+        self.created = Created()
+        self.base: str | None = None
+        self.excluded = False  # our info/exclude lines are known to be there
+        self.record = self._load_record()
+        self.commits: dict[str, Sha | None] = {}  # see _look_up
+        # The cone asked for; a rerun after a fallback keeps the one its first run recorded.
+        self.cone = job.sparse if job.sparse is not None else self._recorded_cone()
+        self.submodules: tuple[SubmoduleOutcome, ...] = ()
+
+    def _look_up(self) -> None:
+        """HEAD, the topic's branch and origin/HEAD: one git process, once the fetch is done.
+
+        Read after the fetch because the fetch moves origin/HEAD's branch; the
+        local checks it used to overlap with cost less than the processes saved.
+        The topic lock keeps the branch as read here until ``add`` (the one step
+        in between that deletes it, ``_undo_half_made``, updates this too).
+        """
+        if self.prefetch.started:
+            self.prefetch.result()
+        refs = ("HEAD", self._branch_ref, ORIGIN_HEAD, self._origin_branch_ref)
+        self.commits = self.git.commits(refs)
+
+    @property
+    def _branch_ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    @property
+    def _origin_branch_ref(self) -> str:
+        return f"refs/remotes/origin/{self.branch}"
+
+    def _load_record(self) -> state.TopicRecord | None:
+        try:
+            record = state.read_record(self.repo.common_dir, self.job.topic.id)
+        except state.RecordCorrupt as exc:
+            self.warnings.append(
+                f"{exc.path}: {exc.reason}; not trusted (a new record sets it aside as "
+                f"{exc.path.name}{state.CORRUPT_MARK}<n>, never deletes it)"
+            )
+            return None
+        # An id torn down and now created again is a new run: the old record's
+        # steps, base and branch ownership describe the worktree that is gone.
+        return None if record is not None and record.torn_down else record
+
+    def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
+        record = self.record or state.TopicRecord(
+            id=self.job.topic.id,
+            repo=self.job.name,
+            branch=self.branch,
+            description=self.job.description,
+            made_by=self.job.made_by,
+        )
+        if "branch_created" in fields and record.branch_created:
+            fields.pop("branch_created")  # a resumed run must not forget it made the branch
+        if "included" in fields:
+            fields["included"] = tuple(fields["included"])  # type: ignore[arg-type]
+        if self.job.home is not None:
+            fields["home"] = str(self.job.home)
+        record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
+        if (
+            "claim" in steps
+            and record.removing is not None
+            and os.path.realpath(record.removing.path) == os.path.realpath(self.path)
+        ):
+            # A removal of this path a kill interrupted: the worktree made here now is
+            # another one, whose files are work again, never the remains of that removal.
+            record = dataclasses.replace(record, removing=None)
+        for step in steps:
+            record = record.with_step(step)
+        # This run's view of the record replaces the file: a corrupt one is set
+        # aside (never lost), as _load_record warned.
+        state.update_record(
+            self.repo.common_dir,
+            self.job.topic.id,
+            lambda _: record,
+            new=lambda: record,
+            replace_corrupt=True,
+        )
+        self.record = record
+
+    def _forget_claim(self) -> None:
+        """After a rollback the record must not describe a creation still under way.
+
+        The claim is recorded before the mkdir (for crash resumes); a run that
+        fell back finished, so ``doctor`` must not ask for a rerun, and a branch
+        the rollback deleted is no longer one this tool created.
+        """
+        record = self.record
+        if record is None or not record.creating:
+            return
+        with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
+            forget_creation(self.repo, self.job.topic.id)
+        self.record = None
+
+    def _fallback(self, code: ErrorCode, message: str) -> CreateReport:
+        warning = (
+            f"Worktree creation failed in {self.job.name} ({code}: {message}). "
+            "Falling back to main tree for that repo."
+        )
+        return CreateReport(
+            self.job.name,
+            self.repo.primary,
+            self.repo.primary,
+            None,
+            Status.FALLBACK,
+            code,
+            message,
+            warnings=(*self.warnings, warning),
+        )
+
+    def _recorded_cone(self) -> tuple[str, ...] | None:
+        return self.record.sparse if self.record is not None else None
