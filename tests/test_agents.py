@@ -202,7 +202,7 @@ _CODE_ARGUMENT = {
     "Refusal": 0,
     "BadInput": 0,
     "DemoFailed": 0,
-    "_Failed": 0,
+    "Failed": 0,
     "_fallback": 0,
     "_refused": 1,
     "refused": 1,
@@ -362,7 +362,7 @@ ERRORS_PAGE = ROOT / "docs" / "json-and-errors.md"
 # The calls that make a code a repo's `reason` (a creation step's failure, a containment
 # refusal, a home that stays in place): the command still exits 0. Everywhere else a
 # code ends the command with its own exit code (ErrorCode.exit_code).
-_REASON_CALLS = frozenset({"_Failed", "_fallback", "Containment", "CreateReport"})
+_REASON_CALLS = frozenset({"Failed", "_fallback", "Containment", "CreateReport"})
 # Not one number: a signal is 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129).
 _EXIT_OF_CODE = {"interrupted": {"130", "143", "129"}}
 

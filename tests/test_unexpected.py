@@ -13,12 +13,20 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import git_wrapper, run
+from helpers.repos import commit
 from helpers.topics import Topic
 
 from router import __version__
 
 NOT_A_NUMBER = 'case " $* " in *" --count "*) echo many; exit 0 ;; esac\nexec "$REAL_GIT" "$@"'
 WHAT = "ValueError: invalid literal for int() with base 10: 'many'"
+
+
+@pytest.fixture
+def topic(topic: Topic) -> Topic:
+    """A topic one commit ahead of the default branch: ``status`` counts it with rev-list."""
+    commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "first slice")
+    return topic
 
 
 def _bug_env(tmp_path: Path, cache: str) -> dict[str, str]:
