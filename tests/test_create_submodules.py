@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.faults import CRASHED, KILLED, git_wrapper, run
+from helpers.faults import CRASHED, KILLED, git_verb, git_wrapper, run
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths
 
 from router.topic import state
@@ -66,21 +66,9 @@ def _remote_talk(log: Path) -> list[list[str]]:
     found = []
     for line in log.read_text().splitlines():
         event = json.loads(line)
-        if event.get("event") == "start" and _verb(event["argv"][1:]) in TALKERS:
+        if event.get("event") == "start" and git_verb(event["argv"][1:]) in TALKERS:
             found.append(event["argv"])
     return found
-
-
-def _verb(args: list[str]) -> str:
-    skip = False
-    for word in args:
-        if skip:
-            skip = False
-        elif word in ("-c", "-C"):
-            skip = True
-        elif not word.startswith("-"):
-            return word
-    return ""
 
 
 def _assert_whole(web: Path, worktree: Path) -> None:

@@ -6,21 +6,10 @@ from pathlib import Path
 
 import pytest
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths, write
+from helpers.topics import NO_SETUP_DECLARED
 
 ID = "2026-05-01-add-rate-limiting-middleware-to-all"
 DESC = "Add rate limiting middleware to all API endpoints"
-# A new worktree's setup stage when the default branch declares no .worktreesetup.
-NO_SETUP_DECLARED = {
-    "status": "none",
-    "lines": 0,
-    "done": 0,
-    "ran": 0,
-    "exit": None,
-    "line": None,
-    "outcome": None,
-    "log": None,
-    "note": "no .worktreesetup on the default branch — nothing declared",
-}
 
 
 def new(repo: Path, *args: str, desc: str = DESC):

@@ -9,7 +9,7 @@ from helpers.faults import git_logger, git_verbs, run
 from helpers.origin import commit_on_origin
 from helpers.plans import repos_md
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
-from helpers.topics import TOPIC_ID, multi_topic, new_topic, write_repos_md
+from helpers.topics import NO_SETUP_DECLARED, TOPIC_ID, multi_topic, new_topic, write_repos_md
 
 NOTES = "## Notes\nKeep   this   text *exactly*.\n"
 
@@ -538,17 +538,7 @@ def test_after_the_cause_of_a_fallback_is_fixed_a_rerun_creates_the_worktree(hom
                 "submodules": [],
                 "copied": None,
                 "sparse": None,
-                "setup": {
-                    "status": "none",
-                    "lines": 0,
-                    "done": 0,
-                    "ran": 0,
-                    "exit": None,
-                    "line": None,
-                    "outcome": None,
-                    "log": None,
-                    "note": "no .worktreesetup on the default branch — nothing declared",
-                },
+                "setup": NO_SETUP_DECLARED,
             }
         ],
         "repos_md_updated": False,

@@ -120,10 +120,11 @@ def git_verbs(log: Path) -> Counter[str]:
     """How many git processes ``git_logger`` saw, per git command (past ``-c k=v`` and ``-C dir``)."""
     if not log.exists():
         return Counter()  # no git ran at all
-    return Counter(_verb(line.split()) for line in log.read_text().splitlines())
+    return Counter(git_verb(line.split()) for line in log.read_text().splitlines())
 
 
-def _verb(words: list[str]) -> str:
+def git_verb(words: list[str]) -> str:
+    """The git command of an argument list (past ``-c k=v`` and ``-C dir``); ``?`` if none."""
     skip = False
     for word in words:
         if skip:

@@ -162,3 +162,18 @@ def answers(cwd: Path) -> dict[str, object]:
 def all_answer(topic_id: str) -> dict[str, object]:
     """:func:`answers` when every one of them names ``topic_id``."""
     return dict.fromkeys(("hook", "phase", "next", "status"), topic_id)
+
+
+# A new worktree's setup stage, as the create report says it, when the default branch
+# declares no .worktreesetup.
+NO_SETUP_DECLARED = {
+    "status": "none",
+    "lines": 0,
+    "done": 0,
+    "ran": 0,
+    "exit": None,
+    "line": None,
+    "outcome": None,
+    "log": None,
+    "note": "no .worktreesetup on the default branch — nothing declared",
+}
