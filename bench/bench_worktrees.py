@@ -61,7 +61,8 @@ def sequential(repos: list[Path], branch: str) -> None:
 def remove(repos: list[Path], branch: str) -> None:
     for repo in repos:
         path = repo / ".claude" / "worktrees" / branch
-        sh("git", "worktree", "remove", "--force", str(path), cwd=repo)
+        # team-router's worktrees are locked against other tools' cleanup: git asks for --force twice
+        sh("git", "worktree", "remove", "--force", "--force", str(path), cwd=repo)
         sh("git", "branch", "-D", branch, cwd=repo)
 
 
