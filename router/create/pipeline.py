@@ -23,7 +23,6 @@ from router.create.halfmade import HalfMade
 from router.create.report import CreateReport, Status
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
-from router.mounts import worktree_unmounted
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
 from router.topic import state, worktreelock
@@ -375,6 +374,8 @@ class _Pipeline(HalfMade, Finish):
 
     def _unmounted(self, path: Path) -> str:
         """The fix for a registered worktree whose disk is not mounted ("" when it is not that)."""
+        from router.mounts import worktree_unmounted  # only for a path already registered
+
         unmounted = worktree_unmounted(self.repo.common_dir, path)
         if unmounted is None:
             return ""

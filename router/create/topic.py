@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.create import permission
 from router.create.creation import Job
 from router.create.pipeline import ensure, ensure_all, rollback
 from router.create.report import CreateReport, Status, refused_report
@@ -15,10 +14,8 @@ from router.create.setupcmds import SetupOptions, SetupStatus
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
-from router.plandir.reposmd import REPOS_MD, WorktreeLine, read_repos_md, with_worktrees_section
 from router.topic import state
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
-from router.topic.removal import move_dir
 from router.topic.runs import MADE_BY_HOST, PLANS_DIR, PlanDir
 from router.topic.target import home_repo as home_of
 from router.topic.target import resolve_existing
@@ -351,6 +348,10 @@ def setup_worktrees(
     a setup line that failed keeps every worktree (each is whole and recorded,
     and the rerun resumes at that line) but the command still exits 1.
     """
+    # Imported here: `new` neither reads repos.md nor extends the permission rule.
+    from router.create import permission
+    from router.plandir.reposmd import REPOS_MD, read_repos_md
+
     home_repo, plan = resolve_existing(cwd, target, needs=_plan_dir_gone)
     topic = parse_id(plan.id)
     with state.held_lock(home_repo.common_dir, topic.id, wait=wait):
@@ -536,6 +537,8 @@ def _move_plan_dir(repo: Repo, plan: PlanDir, home: CreateReport) -> tuple[PlanD
             repo.common_dir, plan.id, lambda r: dataclasses.replace(r, removing=removal)
         )
 
+    from router.topic.removal import move_dir  # only a fallen-back plan dir moves
+
     moved = move_dir(old, new, pending=pending, mark=mark, crash=state.crash_point)
     if not moved.done:
         warning = (
@@ -664,6 +667,8 @@ def _refuse_failed_setup(result: WorktreesResult) -> None:
 
 
 def _write_back(path: Path, parsed, reports: list[CreateReport]) -> bool:
+    from router.plandir.reposmd import WorktreeLine, with_worktrees_section
+
     lines = [
         WorktreeLine(r.name, str(r.worktree))
         for r in reports

@@ -154,7 +154,16 @@ class RefMethods(LayoutMethods):
         return tips
 
     def branch_exists(self, branch: str) -> bool:
+        """Whether ``refs/heads/<branch>`` exists: from git's files where the layout is plain
+        (as :meth:`commits` reads it, erring towards "it exists" for a branch whose commit
+        the repository lacks, as every caller may), else ``show-ref``."""
         ref = f"refs/heads/{branch}"
+        plain = self._plain_layout() if gitfiles.readable_ref(ref) else None
+        if plain is not None:
+            try:
+                return gitfiles.read_ref(plain[2], plain[1], ref)[0] is not None
+            except gitfiles.Unsure:
+                pass
         return self._recall(
             ("show-ref", ref), lambda: self.ok("show-ref", "--verify", "--quiet", "--", ref)
         )

@@ -16,7 +16,6 @@ Nothing is fetched.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +119,8 @@ def borrow_module(source: Path, target: Path, commit: str) -> None:
     ``source``'s, as a clone from the same remote would have them; ``HEAD`` is
     detached at ``commit``. Raises :class:`MissingCommit` when ``source`` lacks it.
     """
+    import shutil  # here: `new` without submodules never loads it (~4 ms with bz2 and lzma)
+
     old = Runner(source)
     if not old.ok("cat-file", "-e", f"{commit}^{{commit}}"):
         raise MissingCommit(commit, source)  # before anything is made

@@ -1,0 +1,70 @@
+"""What ``new`` costs when a stage has nothing to do: no git process, no module it does not use.
+
+Every ``new`` pays its start-up and its stages before the user's session can
+begin; a stage with nothing to do (no ``.worktreeinclude``, no
+``.worktreesetup``, no submodules, no sparse cone) must cost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.faults import git_logger, git_verbs, run
+
+# Modules `new` has no use for when nothing asks for them: repos.md (the `worktrees`
+# command's), the permission rule and host settings (`worktrees`, `init`), the
+# removal journal (a fallen-back plan dir's move), mounts (a path already
+# registered), and what those pull in.
+NEW_UNUSED = {
+    "router.plandir.reposmd",
+    "router.plandir.outline",
+    "router.plandir.frontmatter",
+    "router.create.permission",
+    "router.create.hostsettings",
+    "router.topic.removal",
+    "router.mounts",
+    "router.create.setuprun",
+    "hashlib",
+    "shutil",
+}
+
+
+def test_new_with_nothing_to_do_in_any_stage_runs_only_the_fetch_and_the_worktree_add(
+    home_repo, tmp_path
+):
+    log = tmp_path / "git.log"
+    res = run("new", "Add thing", "--json", cwd=home_repo, env=git_logger(tmp_path / "bin", log))
+    assert res.code == 0, res.err
+    home = json.loads(res.out)["home"]
+    assert (home["status"], home["submodules"], home["copied"], home["sparse"]) == (
+        "created",
+        [],
+        None,
+        None,
+    )
+    assert home["setup"]["status"] == "none"
+    assert git_verbs(log) == {"fetch": 1, "worktree": 1}
+
+
+def _imported_by_new(cwd: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    code = (
+        "import sys\nfrom router.entry import main\n"
+        "code = main(['new', 'Add thing', '--json'])\n"
+        "print('MODULES', *sorted(sys.modules), file=sys.stderr)\nraise SystemExit(code)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    line = proc.stderr.splitlines()[-1] if proc.stderr else ""
+    return proc, set(line.split()[1:]) if line.startswith("MODULES ") else set()
+
+
+def test_new_imports_none_of_what_only_other_commands_and_stages_use(home_repo):
+    proc, imported = _imported_by_new(home_repo)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["home"]["status"] == "created"
+    assert "router.create.topic" in imported  # the command ran through its own module
+    assert not imported & NEW_UNUSED, sorted(imported & NEW_UNUSED)
