@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 from helpers.faults import slow_git
@@ -70,3 +72,119 @@ def test_a_started_fetch_reports_git_s_own_failure(tmp_path):
     error = Git(repo).start_fetch("nowhere").error()
     assert error is not None and error.returncode == 128 and "nowhere" in error.stderr
     assert Git(repo).start_fetch("origin").error() is None
+
+
+# -- the handle: each concept taken in on first use ------------------------------------
+
+_TAKEN_IN = """
+import sys
+from pathlib import Path
+
+from router.git import Git
+
+def loaded():
+    return sorted(m for m in sys.modules if m.startswith("router.git."))
+
+git = Git(Path(sys.argv[1]))
+print(loaded())
+print(git.files_layout().toplevel == Path(sys.argv[1]).resolve(), git.rev_parse("HEAD"))
+print(loaded())
+print([c.__name__ for c in Git.__mro__])
+"""
+
+
+def test_the_git_handle_takes_in_a_concept_when_one_of_its_methods_is_first_asked_for(tmp_path):
+    repo = make_repo(tmp_path, "r")
+    head = git(repo, "rev-parse", "HEAD")
+    out = subprocess.run(
+        [sys.executable, "-c", _TAKEN_IN, str(repo)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    layout = ["router.git.answers", "router.git.client", "router.git.files", "router.git.layout"]
+    assert out == [
+        str([*layout, "router.git.run"]),
+        f"True {head}",
+        str([*layout, "router.git.refs", "router.git.run"]),
+        str(["Git", "RefMethods", "LayoutMethods", "Runner", "object"]),
+    ]
+
+
+_RACED = """
+import sys, threading
+from pathlib import Path
+
+from router.git import Git
+from router.git.client import METHODS
+
+git = Git(Path(sys.argv[1]))
+failed = []
+for names in METHODS.values():
+    start = threading.Barrier(8)
+
+    def ask(name=names.split()[0]):
+        start.wait()
+        try:
+            getattr(git, name)
+        except AttributeError as exc:
+            failed.append(str(exc))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+print(failed)
+"""
+
+
+def test_threads_asking_for_a_concept_at_once_all_get_it(tmp_path):
+    # status asks each worktree's state on threads: every one of them is a first use.
+    repo = make_repo(tmp_path, "r")
+    for _round in range(3):
+        out = subprocess.run(
+            [sys.executable, "-c", _RACED, str(repo)], capture_output=True, text=True, check=True
+        )
+        assert out.stdout == "[]\n"
+
+
+def test_with_every_concept_taken_in_the_handle_is_the_composed_class(tmp_path):
+    from router.git import client
+    from router.git.history import HistoryMethods
+    from router.git.layout import LayoutMethods
+    from router.git.objects import ObjectMethods
+    from router.git.refs import RefMethods
+    from router.git.remote import RemoteMethods
+    from router.git.status import StatusMethods
+    from router.git.worktrees import WorktreeMethods
+
+    concepts = (
+        RefMethods,
+        WorktreeMethods,
+        StatusMethods,
+        HistoryMethods,
+        ObjectMethods,
+        RemoteMethods,
+    )
+    composed = type("Composed", concepts, {"__slots__": ()})
+    # The index the handle takes concepts in by names every attribute each brings.
+    brought = {
+        module: {
+            name
+            for cls in concept.__mro__
+            if cls not in LayoutMethods.__mro__
+            for name in vars(cls)
+            if not name.startswith("__")
+        }
+        for (module, _cls), concept in zip(client.CONCEPTS, concepts, strict=True)
+    }
+    assert {m: set(names.split()) for m, names in client.METHODS.items()} == brought
+    handle = Git(make_repo(tmp_path, "r"))
+    for names in client.METHODS.values():
+        getattr(handle, names.split()[0])  # the first use takes the concept in
+    assert set(Git.__mro__) == set(composed.__mro__) - {composed} | {Git}
+
+    def owner(cls: type, name: str) -> type:
+        return next(c for c in cls.__mro__[1:] if name in vars(c))
+
+    for name in set(dir(composed)) - set(vars(Git)):
+        assert owner(Git, name) is owner(composed, name), name
+    assert not hasattr(handle, "no_such_method")

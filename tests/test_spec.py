@@ -246,6 +246,36 @@ def test_the_session_start_hook_imports_exactly_what_it_uses(home_repo, question
     assert not imported & HOOK_UNUSED
 
 
+# What ``phase`` reads (DESIGN §15: 500 topics within 150 ms): the hook's readers, the
+# topic resolver and the repository it opens from git's files. The git handle brings
+# its layout methods and the runner alone: no other git concept, no process.
+PHASE_MODULES = (
+    HOOK_MODULES - {"router.cli.hooks", "router.host", "router.host.sessionstart", "router.share"}
+) | {
+    "router.cli.output",
+    "router.cli.phase",
+    "router.errors",
+    "router.git.answers",
+    "router.git.client",
+    "router.git.layout",
+    "router.git.run",
+    "router.topic.planpath",
+    "router.topic.target",
+    "router.topic.workspace",
+}
+# dataclasses brings inspect, ast and tokenize; subprocess brings threading and selectors.
+PHASE_UNUSED = {"dataclasses", "inspect", "subprocess", "threading", "importlib"}
+
+
+@pytest.mark.parametrize("args", [["phase", "--json"], ["phase"]])
+def test_phase_imports_exactly_what_it_uses(home_repo, questioned_topic, args):
+    proc, imported = _fresh(args, home_repo)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert questioned_topic.id in proc.stdout
+    assert {n for n in imported if n.split(".")[0] == "router"} == PHASE_MODULES
+    assert not imported & PHASE_UNUSED
+
+
 @pytest.mark.parametrize(
     "args",
     [["phase", "no-such-topic", "--json"], ["phase", "no-such-topic"], ["next", "nope", "--json"]],

@@ -15,11 +15,12 @@ from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.topic import state
+from router.topic.containment import contain_all
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.runs import MADE_BY_HOST, PLANS_DIR, PlanDir
 from router.topic.target import home_repo as home_of
 from router.topic.target import resolve_existing
-from router.topic.workspace import Repo, contain_all, default_branch, open_repo
+from router.topic.workspace import Repo, default_branch, open_repo
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,9 @@ from router.doctor.worktrees import (
 )
 from router.errors import ErrorCode, ExitCode
 from router.topic import state
+from router.topic.containment import contain_all
 from router.topic.model import repo_places
-from router.topic.workspace import Repo, contain_all, open_repo
+from router.topic.workspace import Repo, open_repo
 
 _PASSES = 3
 

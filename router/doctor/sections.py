@@ -10,7 +10,8 @@ from router.doctor.findings import Kind, Problem, new_finding
 from router.errors import BadInput
 from router.git import GitError
 from router.topic import state
-from router.topic.workspace import Repo, contain_all
+from router.topic.containment import contain_all
+from router.topic.workspace import Repo
 
 
 def worktrees_section_problems(home: Repo) -> list[Problem]:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from router import interrupt
 from router.errors import ErrorCode, ToolFailed
@@ -29,6 +28,9 @@ from router.git import answers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    # subprocess is imported where a process starts: a command that reads git's
+    # files alone (``phase``) never pays for it.
+    import subprocess
     from typing import Self, TypeVar
 
     T = TypeVar("T")
@@ -148,8 +150,7 @@ class GitMissing(GitError):
         return "install git"
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
+class Result(NamedTuple):
     """A finished git command: exit code and decoded output."""
 
     returncode: int
@@ -213,6 +214,8 @@ class Running:
         proc = self._proc
         if proc is None:
             return GitMissing(self._argv, 127, "git is not installed or not on PATH")
+        import subprocess
+
         left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
         try:
             out, err = proc.communicate(timeout=left)
@@ -258,6 +261,8 @@ def _run_to_its_end(
     whole group got it), and its end is waited for; only a second signal, or
     a git that outlives :data:`STOP_WAIT`, kills it.
     """
+    import subprocess
+
     with subprocess.Popen(
         argv,
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -302,15 +307,30 @@ def verified(res: Result) -> str | None:
     raise res.as_error()
 
 
-@dataclass(slots=True)
 class Runner:
     """git anchored to one directory (``git -C <cwd>``): the commands that start it.
 
     :class:`router.git.Git` adds what it asks git, grouped by git concept.
+    A slotted class rather than a dataclass: every command makes one, and
+    importing ``dataclasses`` brings ``inspect``, ``ast`` and ``tokenize``.
     """
 
-    cwd: Path
-    env: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("cwd", "env")
+
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None = None) -> None:
+        self.cwd = cwd
+        self.env: Mapping[str, str] = {} if env is None else env
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(cwd={self.cwd!r}, env={self.env!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Runner)
+        return (self.cwd, self.env) == (other.cwd, other.env)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value and mutable, as a dataclass
 
     # -- running --------------------------------------------------------------
 
@@ -347,6 +367,8 @@ class Runner:
         input: str | None,
         env: Mapping[str, str],
     ) -> Result:
+        import subprocess
+
         try:
             # Bytes, decoded here: text mode would also translate newlines, turning a
             # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
@@ -413,6 +435,8 @@ class Runner:
         changes = not answers.read_only(args)
         if changes:
             answers.forget()
+        import subprocess
+
         try:
             proc = subprocess.Popen(
                 argv,

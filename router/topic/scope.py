@@ -23,10 +23,11 @@ from router.plandir.reposmd import (
     worktree_lines,
 )
 from router.topic import state
+from router.topic.containment import Containment, contain_all
 from router.topic.model import repo_places
 from router.topic.planpath import PlanDirSymlink
 from router.topic.target import home_repo, resolve_listed
-from router.topic.workspace import Containment, Repo, contain_all, open_repo
+from router.topic.workspace import Repo, open_repo
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     """The home repo and plan dir named by ``target`` (id or path), or discovery's."""
-    repo, plan, _entries = resolve_listed(cwd, target)
+    repo, plan, _entries = _resolve_topic(cwd, target, listed=False)
     return repo, plan
 
 
@@ -51,6 +51,13 @@ def resolve_listed(
     cwd: Path, target: str | None
 ) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
     """:func:`resolve`, with the home's worktree list when it was read on the way (else None)."""
+    return _resolve_topic(cwd, target, listed=True)
+
+
+def _resolve_topic(
+    cwd: Path, target: str | None, *, listed: bool
+) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
+    """``listed``: the caller wants the worktree list; discovery's topic needs none read."""
     from pathlib import Path
 
     from router.topic.workspace import open_repo
@@ -77,15 +84,14 @@ def resolve_listed(
         return repo, plan, tuple(entries)
     found = discover_at(cwd)
     repo = open_repo(Path(found.home.primary))
-    entries = repo.git.worktree_list()
-    if found.plan is None:
-        for hidden in hidden_plan_dirs(repo, entries):
-            raise hidden
-        raise RouterError(
-            ErrorCode.NO_TOPIC,
-            f"no topic to resume in {repo.primary}; start one with `team-router new`",
-        )
-    return repo, found.plan, tuple(entries)
+    if found.plan is not None:
+        return repo, found.plan, tuple(repo.git.worktree_list()) if listed else None
+    for hidden in hidden_plan_dirs(repo, repo.git.worktree_list()):
+        raise hidden
+    raise RouterError(
+        ErrorCode.NO_TOPIC,
+        f"no topic to resume in {repo.primary}; start one with `team-router new`",
+    )
 
 
 def home_repo(repo: Repo, target: str) -> Repo:
