@@ -25,7 +25,7 @@ machine; ``--when 'teardown=git worktree remove'`` aims it at one git step inste
 (a few milliseconds after that step starts), which reproduces a timing-dependent
 failure far more reliably. ``--minutes`` stops starting trials after a time budget.
 ``--submodules`` gives one repo a submodule its primary has initialised, so kills can
-land in creation's submodules stage (``--when 'worktrees=git submodule'`` aims them
+land in creation's submodules stage (``--when 'worktrees=git checkout'`` aims them
 there), and each worktree ``worktrees`` made is checked to hold it whole.
 """
 
@@ -76,7 +76,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--submodules",
         action="store_true",
-        help="one repo gets a submodule (aim at its checkout: --when 'worktrees=git submodule')",
+        help="one repo gets a submodule (aim at its checkout: --when 'worktrees=git checkout')",
     )
     parser.add_argument(
         "--minutes", type=float, default=None, help="start no trial after this many minutes"

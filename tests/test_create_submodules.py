@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.faults import CRASHED, KILLED, git_verb, git_wrapper, run
+from helpers.faults import CRASHED, KILLED, git_logger, git_verb, git_verbs, git_wrapper, run
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths
 
 from router.topic import state
@@ -82,6 +82,9 @@ def _assert_whole(web: Path, worktree: Path) -> None:
         assert status(sub) == ""
         module = admin / "modules" / path
         assert Path(git(sub, "rev-parse", "--absolute-git-dir")) == module
+        # Connected both ways, as `git submodule update` connects one it clones.
+        worktree_of = git(module, "config", "core.worktree")
+        assert not os.path.isabs(worktree_of) and (module / worktree_of).resolve() == sub.resolve()
         # The primary's objects are borrowed, not copied.
         alternates = (module / "objects" / "info" / "alternates").read_text().strip()
         assert alternates == str(_common(web) / "modules" / path / "objects")
@@ -199,13 +202,22 @@ def test_new_killed_at_or_after_the_stage_is_finished_by_running_it_again(worksp
 
 def test_a_sigkill_mid_checkout_is_finished_by_the_rerun(workspace, web, tmp_path):
     _unreachable(workspace)
-    # The real `git submodule update` runs; then, as a kill in the middle of
-    # git's checkout would leave it, libs/two has no index yet but the lock,
-    # and only part of its files; then the whole process group is SIGKILLed.
-    module = _common(web) / "worktrees" / ID / "modules" / "libs/two"
+    # libs/two's real `git checkout` runs; then, once libs/one's (run at the same
+    # time) has finished, as a kill in the middle of libs/two's checkout would
+    # leave it, libs/two has no index yet but the lock, and only part of its
+    # files; then the whole process group is SIGKILLed.
+    modules = _common(web) / "worktrees" / ID / "modules"
+    module = modules / "libs/two"
     sub = web / ".claude/worktrees" / ID / "libs/two"
+    one_done = (
+        f"for _ in $(seq 200); do [ -f '{modules}/libs/one/index' ] && break; sleep 0.05; done"
+    )
     cut_short = f"rm -f '{module}/index' '{sub}/lib.py'; : > '{module}/index.lock'\nkill -KILL 0"
-    env = git_wrapper(tmp_path / "bin", "submodule update", f'"$REAL_GIT" "$@"\n{cut_short}')
+    env = git_wrapper(
+        tmp_path / "bin",
+        f"{sub} -c core.fsmonitor= checkout",
+        f'"$REAL_GIT" "$@"\n{one_done}\n{cut_short}',
+    )
     killed = run(*NEW, cwd=web, env=env, new_group=True)
     assert killed.code == KILLED, killed.err
     assert not (sub / "lib.py").exists() and (module / "index.lock").exists()
@@ -215,6 +227,39 @@ def test_a_sigkill_mid_checkout_is_finished_by_the_rerun(workspace, web, tmp_pat
     assert [s["status"] for s in again.json["home"]["submodules"]] == ["present", "checked-out"]
     _assert_whole(web, web / ".claude/worktrees" / ID)
     assert not (module / "index.lock").exists()
+
+
+def test_a_kill_as_a_submodules_git_file_is_made_is_finished_by_the_rerun(workspace, web, tmp_path):
+    _unreachable(workspace)
+    # Killed between making libs/two's .git file and writing its one line: no checkout ran
+    # (checking it out writes the file again).
+    sub = web / ".claude/worktrees" / ID / "libs/two"
+    env = git_wrapper(
+        tmp_path / "bin", f"{sub} -c core.fsmonitor= checkout", f": > '{sub}/.git'\nkill -KILL 0"
+    )
+    killed = run(*NEW, cwd=web, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert (sub / ".git").read_text() == ""
+
+    again = run(*NEW, cwd=web)
+    assert again.code == 0, again.err
+    assert [s["status"] for s in again.json["home"]["submodules"]][1] == "checked-out"
+    assert again.json["warnings"] == []
+    _assert_whole(web, web / ".claude/worktrees" / ID)
+
+
+def test_the_submodules_are_checked_out_by_one_git_checkout_each_and_no_git_submodule(
+    web, tmp_path
+):
+    log = tmp_path / "git.log"
+    res = run(*NEW, cwd=web, env=git_logger(tmp_path / "bin", log))
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    verbs = git_verbs(log)
+    assert verbs["checkout"] == 2 and "submodule" not in verbs, verbs
+    # Per submodule: is the commit there, its remotes, the git dir, its refs.
+    assert (verbs["cat-file"], verbs["init"], verbs["for-each-ref"]) == (2, 2, 2), verbs
+    _assert_whole(web, worktree)
 
 
 def test_a_kill_while_a_submodule_git_dir_is_made_leaves_nothing_the_rerun_trips_on(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from router import git as g
 from router.git import Git, GitError, Gitlink
+from router.parallel import parallel_map
 
 SUBMODULES_STEP = "submodules"  # its name in the record's steps and for the crash seam
 
@@ -85,10 +86,10 @@ def check_out_submodules(
     if not links or git_dir is None:
         return ()
     where = _Where(primary, common_dir, worktree, git_dir)
+    # The git dirs one after the other (a few small processes each), then every
+    # checkout at once: each submodule is its own repository.
     decided = [_make_git_dir(where, link, initialised) for link in links]
-    due = [o.path for o in decided if o.status is SubmoduleStatus.CHECKED_OUT]
-    failure = g.checkout_borrowed(git, due) if due else None
-    return tuple(_as_left(where, o, failure) for o in decided)
+    return tuple(parallel_map(lambda o: _checked_out(where, o), decided))
 
 
 def _make_git_dir(where: _Where, link: Gitlink, initialised: set[str]) -> SubmoduleOutcome:
@@ -110,7 +111,7 @@ def _prepared(where: _Where, link: Gitlink, initialised: set[str]) -> tuple[Subm
     try:
         if target.exists():
             return _resumed(top, target)
-        g.borrow_module(source, target, link.commit)
+        g.borrow_module(source, target, link.commit, top)
     except g.MissingCommit as exc:
         return SubmoduleStatus.FAILED, f"{exc}: fetch it there first"
     except (GitError, OSError) as exc:
@@ -132,28 +133,25 @@ def _resumed(top: Path, target: Path) -> tuple[SubmoduleStatus, str]:
     return SubmoduleStatus.CHECKED_OUT, ""
 
 
-def _as_left(
-    where: _Where, decided: SubmoduleOutcome, failure: GitError | None
-) -> SubmoduleOutcome:
-    """A submodule due for checkout, as git left it: checked out at the commit, or failed."""
+def _checked_out(where: _Where, decided: SubmoduleOutcome) -> SubmoduleOutcome:
+    """A submodule due for checkout, checked out; then as git left it: at the commit, or failed."""
     if decided.status is not SubmoduleStatus.CHECKED_OUT:
         return decided
     target = g.module_dir(where.git_dir, decided.name)
     top = where.worktree / decided.path
+    try:
+        failure = g.checkout_borrowed(top, target, decided.commit)
+    except OSError as exc:
+        return _failed(decided, _said_by(exc))
     if g.checkout_finished(top, target) and g.detached_head(target) == decided.commit:
         return decided
-    detail = _line_naming(failure, decided.path) if failure else "git checked out nothing"
+    return _failed(decided, failure.first_line if failure else "git checked out nothing")
+
+
+def _failed(decided: SubmoduleOutcome, detail: str) -> SubmoduleOutcome:
     return SubmoduleOutcome(
         decided.path, decided.name, decided.commit, SubmoduleStatus.FAILED, detail
     )
-
-
-def _line_naming(failure: GitError, path: str) -> str:
-    """git's complaint about ``path`` (it names each submodule it failed on), else its first line."""
-    for line in failure.stderr.splitlines():
-        if f"'{path}'" in line:
-            return line.strip()
-    return failure.first_line
 
 
 def _said_by(exc: GitError | OSError) -> str:

@@ -8,15 +8,17 @@ refs, so it fails when the remote is unreachable). Here the worktree's
 submodule git dir is made by hand instead, borrowing the primary's objects
 through ``objects/info/alternates`` (what ``clone --reference`` writes), with
 the primary's remotes and remote-tracking refs copied so the submodule looks
-exactly like a fresh clone; then ``git submodule update --no-fetch`` finds
-that git dir and connects and checks it out as it does for one it cloned.
-Nothing is fetched.
+exactly like a fresh clone; then it is connected to its checkout and checked
+out as ``git submodule update --no-fetch --checkout`` does for a git dir it
+finds made (the ``.git`` file and ``core.worktree``, then ``git checkout -q
+-f``), one ``git checkout`` per submodule, so several run at once: that
+command's shell script and helpers (a dozen processes for three submodules)
+checked them out one after the other. Nothing is fetched.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,12 +114,14 @@ def making_dir(target: Path) -> Path:
     return target.with_name(target.name + _MAKING)
 
 
-def borrow_module(source: Path, target: Path, commit: str) -> None:
-    """Make ``target`` a submodule git dir that borrows ``source``'s objects, at ``commit``.
+def borrow_module(source: Path, target: Path, commit: str, top: Path) -> None:
+    """Make ``target`` a submodule git dir that borrows ``source``'s objects, at ``commit``,
+    for the checkout at ``top``.
 
     Its object format, remotes and their remote-tracking refs and its tags are
     ``source``'s, as a clone from the same remote would have them; ``HEAD`` is
-    detached at ``commit``. Raises :class:`MissingCommit` when ``source`` lacks it.
+    detached at ``commit``; ``core.worktree`` names ``top``, as git connects a
+    submodule it clones. Raises :class:`MissingCommit` when ``source`` lacks it.
     """
     import shutil  # here: `new` without submodules never loads it (~4 ms with bz2 and lzma)
 
@@ -140,7 +144,7 @@ def borrow_module(source: Path, target: Path, commit: str) -> None:
     alternates = making / "objects" / "info" / "alternates"
     alternates.write_text(f"{os.path.realpath(source / 'objects')}\n", encoding="utf-8")
     with open(making / "config", "a", encoding="utf-8", errors="surrogateescape") as added:
-        added.write(_remote_sections(config))
+        added.write(_worktree_section(top, target) + _remote_sections(config))
     _copy_refs(old, Runner(making), commit)
     os.rename(making, target)
 
@@ -161,6 +165,13 @@ def _source_config(old: Runner) -> list[tuple[str, str]]:
     if res.returncode not in (0, 1):  # 1: none of them set
         raise res.as_error()
     return _pairs(res.stdout)
+
+
+def _worktree_section(top: Path, target: Path) -> str:
+    """``core.worktree``, relative from the git dir to its checkout, as git writes it
+    (between the real paths: ``relative_path(real_work_tree, git_dir)``)."""
+    real_target = os.path.join(os.path.realpath(target.parent), target.name)
+    return f"[core]\n\tworktree = {_quoted(os.path.relpath(os.path.realpath(top), real_target))}\n"
 
 
 def _remote_sections(config: list[tuple[str, str]]) -> str:
@@ -201,17 +212,24 @@ def _copy_refs(old: Runner, new: Runner, commit: str) -> None:
         new.run("symbolic-ref", ref, target)
 
 
-def checkout_borrowed(git: Runner, paths: Sequence[str]) -> GitError | None:
-    """``git submodule update --no-fetch`` at ``paths``: None, or git's failure (not raised).
+def checkout_borrowed(top: Path, module: Path, commit: str) -> GitError | None:
+    """Connect the submodule checkout at ``top`` to its git dir ``module`` and check ``commit``
+    out there: None, or git's failure (not raised); OSError when ``top/.git`` cannot be written.
 
-    A submodule whose git dir is there but not checked out yet is connected
-    and force-checked-out at the recorded commit by git itself; nothing is
-    fetched. Not recursive: a submodule's own submodules are its business.
+    What ``git submodule update --no-fetch --checkout`` does for a submodule
+    whose git dir it finds made: ``top/.git`` names ``module`` (relative, as git
+    writes it; ``module``'s ``core.worktree`` names ``top`` since
+    :func:`borrow_module`), then a forced checkout of the commit on a detached
+    ``HEAD``. Nothing is fetched. Not recursive: a submodule's own submodules
+    are its business. Each submodule is its own repository, so several of these
+    run at once.
     """
-    res = git.run(
-        "submodule", "update", "--no-fetch", "--checkout", "--", *paths,
-        check=False, timeout=CHECKOUT_TIMEOUT, env={"GIT_LITERAL_PATHSPECS": "1"},
-    )  # fmt: skip
+    gitfile = f"gitdir: {os.path.relpath(os.path.realpath(module), os.path.realpath(top))}\n"
+    with open(top / ".git", "w", encoding="utf-8", errors="surrogateescape") as dotgit:
+        dotgit.write(gitfile)  # OSError: raised, the disk's refusal
+    res = Runner(top).run(
+        "checkout", "-q", "-f", "--detach", commit, check=False, timeout=CHECKOUT_TIMEOUT
+    )
     return None if res.ok else res.as_error()
 
 

@@ -284,7 +284,7 @@ class Pace:
     # Step the clock: each killed run sees a seeded offset (libfaketime), its rerun another.
     clock: bool = False
     # SUBMODULE_IN gets a submodule its primary has initialised: creation's submodules
-    # stage is one more a kill can land in (``--when 'worktrees=git submodule'`` aims there).
+    # stage is one more a kill can land in (``--when 'worktrees=git checkout'`` aims there).
     submodules: bool = False
 
     def window(self, command: str) -> float:
