@@ -115,6 +115,11 @@ class Picking:
 _SHA = re.compile(f"^(?:{g.ANY_OBJECT_ID})$")
 
 
+# namedtuple's own __new__ is a Python function: with every field given, tuple's is the
+# same tuple without that frame (a journal holds one Judged per file of a worktree).
+_new_judged = tuple.__new__
+
+
 class Judged(
     namedtuple("Judged", "path dev ino mode size mtime_ns ctime_ns digest", defaults=("",))
 ):
@@ -131,8 +136,10 @@ class Judged(
 
     def to_json(self) -> str:
         # One string per file: a journal of a large worktree stays one line each.
-        fields = (self.dev, self.ino, self.mode, self.size, self.mtime_ns, self.ctime_ns)
-        return ":".join([*map(str, fields), self.digest, self.path])
+        # An f-string, not a join over map(str): a worktree's journal is written
+        # once per removal, 2,000 of these for 2,000 files.
+        path, dev, ino, mode, size, mtime_ns, ctime_ns, digest = self
+        return f"{dev}:{ino}:{mode}:{size}:{mtime_ns}:{ctime_ns}:{digest}:{path}"
 
     @classmethod
     def from_json(cls, text: object) -> Judged:
@@ -141,11 +148,19 @@ class Judged(
             if not path:
                 raise ValueError
             # Stamps may be negative (a file dated before 1970): int, not isdigit.
-            return cls(
-                path, int(dev), int(ino), int(mode), int(size), int(mtime), int(ctime), digest
+            fields = (
+                path,
+                int(dev),
+                int(ino),
+                int(mode),
+                int(size),
+                int(mtime),
+                int(ctime),
+                digest,
             )
         except (AttributeError, ValueError):
             raise ValueError(f"{text!r} is not a journaled file") from None
+        return _new_judged(cls, fields)
 
 
 @dataclass(frozen=True, slots=True)

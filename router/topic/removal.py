@@ -30,6 +30,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR
 
 from router import mounts
 from router.topic.state import Judged, Removal
@@ -41,22 +42,26 @@ def journal(root: Path, *, content: bool = False) -> Removal:
 
 
 def _walk(root: Path, *, content: bool) -> list[Judged]:
+    # One scandir and one lstat per entry, paths built as strings: a worktree of
+    # 2,000 files is journaled on every removal, and os.path.join and
+    # namedtuple's own __new__ cost about as much as the lstat.
     found: list[Judged] = []
-    pending = [""]
+    pending = [(os.fspath(root), "")]  # (path, relative path)
     while pending:
-        rel = pending.pop()
+        path, rel = pending.pop()
         try:
-            entries = list(os.scandir(os.path.join(root, rel) if rel else root))
+            entries = list(os.scandir(path))
         except OSError:
             continue  # not listed, so not journaled: what is in it is kept
+        prefix = f"{rel}/" if rel else ""
         for entry in entries:
-            name = os.path.join(rel, entry.name) if rel else entry.name
+            name = prefix + entry.name
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
-                pending.append(name)
+            if S_ISDIR(info.st_mode):
+                pending.append((entry.path, name))
             else:
                 digest = _digest(entry.path, info) if content else ""
                 found.append(_entry_of(name, info, digest))
@@ -64,7 +69,7 @@ def _walk(root: Path, *, content: bool) -> list[Judged]:
 
 
 def _entry_of(rel: str, info: os.stat_result, digest: str) -> Judged:
-    return Judged(
+    fields = (
         rel,
         info.st_dev,
         info.st_ino,
@@ -74,6 +79,10 @@ def _entry_of(rel: str, info: os.stat_result, digest: str) -> Judged:
         info.st_ctime_ns,
         digest,
     )
+    return _new_tuple(Judged, fields)  # Judged(*fields) without namedtuple's Python __new__
+
+
+_new_tuple = tuple.__new__
 
 
 def _digest(path: str, info: os.stat_result) -> str:

@@ -186,12 +186,13 @@ def update_record(
     record. Returns the record as written (None: not written, or deleted).
     """
     with _record_lock(common_dir, topic_id, wait):
+        corrupt = False
         try:
             record = read_record(common_dir, topic_id)
         except RecordCorrupt:
             if not replace_corrupt:
                 return None
-            record = None
+            record, corrupt = None, True
         if record is None:
             if new is None:
                 return None
@@ -202,7 +203,13 @@ def update_record(
             return None
         if changed.schema != SCHEMA:
             changed = dataclasses.replace(changed, schema=SCHEMA)
-        write_record(common_dir, changed)
+        if corrupt:
+            write_record(common_dir, changed)
+        else:
+            # Read whole (or found absent) a moment ago under this lock, which every
+            # writer takes: nothing corrupt to set aside, and no second parse of a
+            # record that may hold a removal's journal of thousands of files.
+            _write(common_dir, changed)
         return changed
 
 
@@ -303,10 +310,14 @@ def write_record(common_dir: Path, record: TopicRecord) -> Path | None:
 
     Returns where a corrupt predecessor was kept (``<id>.json.corrupt-<n>``), or None.
     """
-    path = record_path(common_dir, record.id)
-    kept = _set_aside_if_corrupt(path)
-    write_atomic(path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+    kept = _set_aside_if_corrupt(record_path(common_dir, record.id))
+    _write(common_dir, record)
     return kept
+
+
+def _write(common_dir: Path, record: TopicRecord) -> None:
+    path = record_path(common_dir, record.id)
+    write_atomic(path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
 
 
 CORRUPT_MARK = ".corrupt-"
