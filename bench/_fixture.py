@@ -25,9 +25,9 @@ ENV = {
 }
 
 
-def sh(*args: str, cwd: Path | None = None) -> str:
+def sh(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     return subprocess.run(
-        args, cwd=cwd, env=ENV, check=True, capture_output=True, text=True
+        args, cwd=cwd, env=env or ENV, check=True, capture_output=True, text=True
     ).stdout.strip()
 
 

@@ -6,9 +6,11 @@ copy of each submodule, and strictly less than the same without
 ``--reference`` (a full clone of each from its local origin). The three sides
 run alternating in each round on the same repo, and every worktree is removed
 (untimed) before the next round. ``--tmpfs`` builds the fixture in memory (see
-``_fixture.workdir``).
+``_fixture.workdir``). With ``--baseline DIR`` another checkout's ``router/``
+runs ``new`` too in each round, beside this tree's (alternating which goes
+first), and its figures are printed beside them.
 
-    python bench/bench_submodules.py [--tmpfs]
+    python bench/bench_submodules.py [--tmpfs] [--runs N] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from pathlib import Path
 
 from _fixture import (
     ENV,
+    Timing,
     cleanup,
     load,
     make_repo,
     median,
     median_timing,
+    sides,
     team_router,
     timed,
     verdict,
@@ -41,8 +45,8 @@ GIT_ENV = {
 }
 
 
-def run(*args: str, cwd: Path | None = None) -> None:
-    subprocess.run(args, cwd=cwd, env=GIT_ENV, check=True, capture_output=True)
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    subprocess.run(args, cwd=cwd, env={**GIT_ENV, **(env or {})}, check=True, capture_output=True)
 
 
 def fixture(root: Path) -> Path:
@@ -85,31 +89,46 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tmpfs", action="store_true", help="build the fixture in /dev/shm")
-    root = workdir(tmpfs=parser.parse_args().tmpfs)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--baseline", metavar="DIR", help="also time DIR's router/, side by side")
+    args = parser.parse_args()
+    root = workdir(tmpfs=args.tmpfs)
     try:
         app = fixture(root)
         cli = team_router()
-        referenced, cloned, ours = [], [], []
-        for i in range(RUNS):
+        codes = sides(args.baseline)  # "this tree" first
+        referenced: list[Timing] = []
+        cloned: list[Timing] = []
+        ours: dict[str, list[Timing]] = {name: [] for name in codes}
+        for i in range(args.runs):
             referenced.append(timed(git_side, app, f"ref-{i}", reference=True))
-            topic = f"BENCH-{i}-new"
-            ours.append(timed(run, *cli, "-C", str(app), "new", "x", "--id", topic, "--json"))
+            order = list(codes) if i % 2 == 0 else list(reversed(codes))
+            for n, name in enumerate(order):
+                topic = f"BENCH-{i}-{n}-new"
+                argv = (*cli, "-C", str(app), "new", "x", "--id", topic, "--json")
+                ours[name].append(timed(run, *argv, env=codes[name]))
+                sub = app / ".claude" / "worktrees" / topic / "vendor" / "liba"
+                assert len(list((sub / "pkg0").iterdir())) == 50, "new did not check liba out"
+                remove(app, topic)
             cloned.append(timed(git_side, app, f"clone-{i}", reference=False))
-            sub = app / ".claude" / "worktrees" / topic / "vendor" / "liba"
-            assert len(list((sub / "pkg0").iterdir())) == 50, "new did not check liba out"
-            for branch in (f"ref-{i}", topic, f"clone-{i}"):
-                if branch != topic:
-                    run("git", "worktree", "lock", str(app / ".claude/worktrees" / branch), cwd=app)
+            for branch in (f"ref-{i}", f"clone-{i}"):
+                run("git", "worktree", "lock", str(app / ".claude/worktrees" / branch), cwd=app)
                 remove(app, branch)
         print(f"worktree add + submodule update --reference: median {median_timing(referenced)}")
         print(f"worktree add + submodule update (clones):    median {median_timing(cloned)}")
-        print(f"team-router new:                             median {median_timing(ours)}")
-        against_clone = median([o.wall / c.wall for o, c in zip(ours, cloned, strict=True)])
-        cpu = median([o.cpu / r.cpu for o, r in zip(ours, referenced, strict=True)])
+        for name, timings in ours.items():
+            print(f"team-router new ({name}): median {median_timing(timings)}")
+            if name != "this tree":
+                wall = median([o.wall / r.wall for o, r in zip(timings, referenced, strict=True)])
+                cpu = median([o.cpu / r.cpu for o, r in zip(timings, referenced, strict=True)])
+                print(f"  its new / --reference: {wall:.2f}x wall, {cpu:.2f}x CPU")
+        mine = ours["this tree"]
+        against_clone = median([o.wall / c.wall for o, c in zip(mine, cloned, strict=True)])
+        cpu = median([o.cpu / r.cpu for o, r in zip(mine, referenced, strict=True)])
         print(f"CPU new / --reference: {cpu:.2f}x")
         cloning = "PASS" if against_clone < 1.0 else "FAIL"
         print(f"{load()}\nnew / without --reference: {against_clone:.2f}x (target < 1x) {cloning}")
-        wall = median([o.wall / r.wall for o, r in zip(ours, referenced, strict=True)])
+        wall = median([o.wall / r.wall for o, r in zip(mine, referenced, strict=True)])
         missed = verdict("new / with --reference", wall, 1.2)
         return missed or (0 if against_clone < 1.0 else 1)
     finally:
