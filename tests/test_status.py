@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -279,3 +280,107 @@ def test_status_reads_each_record_file_and_each_plans_folder_once(home_repo):
     assert len(records) == 3 and set(records.values()) == {1}, records
     assert seen[str(topics)] == 1  # which ids have a record: one listing
     assert len(plans) == 4 and set(plans.values()) == {1}, plans  # primary + 3 worktrees
+
+
+# -- what status read from the artifacts, remembered by file identity --------------------
+
+
+def _counting_reads(monkeypatch) -> list[str]:
+    """Every artifact whose bytes the command reads, by path."""
+    from router.plandir import artifacts
+
+    read: list[str] = []
+    real = artifacts._read_bytes
+
+    def counted(path: str) -> bytes:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(artifacts, "_read_bytes", counted)
+    return read
+
+
+def _settled_at_once(monkeypatch) -> None:
+    # A file counts as settled as soon as it is written: the test edits it a status later,
+    # never within the clock tick it was written in (what the margin guards against).
+    from router.plandir import remembered
+
+    monkeypatch.setattr(remembered, "SETTLED_NS", 0)
+
+
+def _topic_at_slices(home_repo: Path) -> Path:
+    plan = new_topic(home_repo, "add rate limiting").plan_dir
+    for name in ("task.md", "questions.md", "research.md", "design.md", "structure.md"):
+        artifact(plan, name)
+    artifact(plan, "design-review-1.md", verdict="APPROVE")
+    artifact(plan, "plan.md")
+    artifact(plan, "tests-1.md", verdict="RED")
+    return plan
+
+
+def _topic_states(res) -> list[tuple[str, str, str | None]]:
+    assert res.code == 0, res.err + res.out
+    return [(t["id"], t["resume_at"], t["step"]) for t in res.json["topics"]]
+
+
+def test_a_second_status_over_unchanged_topics_reads_no_artifact_bytes(home_repo, monkeypatch):
+    _settled_at_once(monkeypatch)
+    plan = _topic_at_slices(home_repo)
+    read = _counting_reads(monkeypatch)
+    first = run_cli("status", "--json", cwd=home_repo)
+    assert sorted(read) == sorted(str(p) for p in plan.iterdir() if p.suffix == ".md")
+    read.clear()
+    second = run_cli("status", "--json", cwd=home_repo)
+    assert read == []
+    assert second.json == first.json
+    assert _topic_states(second) == [(plan.name, "IMPLEMENT", "slices")]
+
+
+def test_an_artifact_edited_to_the_same_size_and_mtime_is_read_again(home_repo, monkeypatch):
+    _settled_at_once(monkeypatch)
+    plan = _topic_at_slices(home_repo)
+    gate = plan / "tests-1.md"
+    before = gate.stat()
+    assert _topic_states(run_cli("status", "--json", cwd=home_repo)) == [
+        (plan.name, "IMPLEMENT", "slices")
+    ]
+    # The same size, the same modification time put back: only the change time tells.
+    gate.write_text(gate.read_text().replace("verdict: RED", "verdict: BAD"))
+    os.utime(gate, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = gate.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+    read = _counting_reads(monkeypatch)
+    res = run_cli("status", "--json", cwd=home_repo)
+    assert read == [str(gate)]
+    assert _topic_states(res) == [(plan.name, "IMPLEMENT", "tests")]
+    assert f"{gate}: verdict 'BAD' is not one of RED, BROKEN" in res.err + res.out
+
+
+def test_an_artifact_written_moments_ago_is_read_by_every_status_until_it_settles(
+    home_repo, monkeypatch
+):
+    # Within a tick of the file system's clock a write may leave every stamp as it was:
+    # a file that new is not remembered (git's "racily clean" index entries, the same case).
+    plan = _topic_at_slices(home_repo)
+    run_cli("status", "--json", cwd=home_repo)
+    read = _counting_reads(monkeypatch)
+    run_cli("status", "--json", cwd=home_repo)
+    assert sorted(read) == sorted(str(p) for p in plan.iterdir() if p.suffix == ".md")
+
+
+def test_a_remembered_file_that_is_not_ours_is_an_empty_memory(home_repo, monkeypatch):
+    _settled_at_once(monkeypatch)
+    plan = _topic_at_slices(home_repo)
+    remembered = home_repo / ".git" / "team-router" / "cache" / "frontmatter.json"
+    remembered.parent.mkdir(parents=True)
+    remembered.write_text('{"version": 1, "files": {"' + str(plan / "tests-1.md") + '": [1, 2]}}')
+    assert _topic_states(run_cli("status", "--json", cwd=home_repo)) == [
+        (plan.name, "IMPLEMENT", "slices")
+    ]
+    read = _counting_reads(monkeypatch)
+    run_cli("status", "--json", cwd=home_repo)
+    assert read == []  # rewritten from what was read

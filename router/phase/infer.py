@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from router.plandir.remembered import Remembered
     from router.plandir.reposmd import WorktreeLine
     from router.topic.runs import PlanDir, Records
     from router.topic.workspace import DefaultBranch, Repo
@@ -402,13 +403,15 @@ def assess(
     plan: PlanDir,
     repos: list[TopicRepo] | None = None,
     refs: RepoRefs | None = None,
+    remembered: Remembered | None = None,
 ) -> tuple[Resume, a.Inventory, list[str]]:
     """Inventory plus inference for one topic; every problem is a warning, never a crash.
 
     ``repos``: the topic's repos when the caller has them already (computed
-    twice, their warnings would be printed twice).
+    twice, their warnings would be printed twice). ``remembered``: the artifacts'
+    frontmatter as read before, for a command that reads every topic's.
     """
-    inv = a.inventory(plan.dir, plan.id)
+    inv = a.inventory(plan.dir, plan.id, remembered)
     warnings = list(inv.warnings)
     if inv.reviews and not implement_reviews(inv):
         warnings.append(

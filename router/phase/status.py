@@ -9,7 +9,9 @@ from pathlib import Path
 from router.parallel import parallel_map
 from router.phase import infer as phases
 from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
+from router.plandir.remembered import Remembered
 from router.topic.discovery import discover_at, repo_place
+from router.topic.holders import REMEMBERED_FILE, STATE_DIR
 from router.topic.model import works_in_main_tree
 from router.topic.planpath import hidden_plan_dirs
 from router.topic.runs import RUN, Records, by_id, scan
@@ -104,10 +106,13 @@ def topics_status(cwd: Path) -> StatusResult:
         if id(r) not in states:
             states[id(r)] = _repo_state(r, refs)
     topics = []
+    # Each artifact is read when it changed since a status read it, else remembered.
+    remembered = Remembered(os.path.join(repo.common_dir, STATE_DIR, REMEMBERED_FILE))
     for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
-        resume, _inv, more = phases.assess(repo, plan, repos, refs)
+        resume, _inv, more = phases.assess(repo, plan, repos, refs, remembered)
         warnings += more
         topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
+    remembered.save()
     current = found.plan.id if found.plan is not None else None
     return StatusResult(
         repo.primary,

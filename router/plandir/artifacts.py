@@ -20,6 +20,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from router.plandir.remembered import Remembered
+
 # The id grammar of router.names.ID_RE, copied (under its own name) for the
 # hook's light path: importing router.names costs ~8 ms (datetime, unicodedata).
 # tests/test_phases.py::test_the_light_id_grammar_is_the_one_of_router_ids keeps them equal.
@@ -139,12 +141,54 @@ def read_frontmatter(path: str) -> FrontmatterFields:
     try:
         raw = _read_bytes(path)
     except OSError as exc:
-        return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
+        return _unreadable(exc)
+    return _decoded(raw)
+
+
+def _unreadable(exc: OSError) -> FrontmatterFields:
+    return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
+
+
+def _decoded(raw: bytes) -> FrontmatterFields:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return FrontmatterFields({}, "is not UTF-8 text", False)
     return parse_frontmatter(text)
+
+
+def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> FrontmatterFields:
+    """:func:`read_frontmatter` of a directory entry, from ``remembered`` while the file is the
+    one it was read from; what is read from disk is remembered (what could not be, not)."""
+    try:
+        info = entry.stat()
+    except OSError as exc:
+        return _unreadable(exc)
+    found = _from_json(remembered.get(entry.path, info))
+    if found is not None:
+        return found
+    try:
+        raw = _read_bytes(entry.path)
+    except OSError as exc:
+        return _unreadable(exc)
+    found = _decoded(raw)
+    remembered.put(entry.path, info, list(found))
+    return found
+
+
+def _from_json(value: object) -> FrontmatterFields | None:
+    """A remembered frontmatter as it was put; None for anything else."""
+    if not isinstance(value, list) or len(value) != 4:
+        return None
+    fields, error, present, repeated = value
+    if (
+        isinstance(fields, dict)
+        and (error is None or isinstance(error, str))
+        and isinstance(present, bool)
+        and (repeated is None or isinstance(repeated, dict))
+    ):
+        return FrontmatterFields(fields, error, present, repeated)
+    return None
 
 
 def _read_bytes(path: str) -> bytes:
@@ -228,8 +272,12 @@ def next_round(records: Iterable[Verdict]) -> int:
     return max((r.n for r in records), default=0) + 1
 
 
-def inventory(plan_dir: str, topic_id: str) -> Inventory:
-    """Read every phase file and gate record of ``plan_dir``; problems become warnings."""
+def inventory(plan_dir: str, topic_id: str, remembered: Remembered | None = None) -> Inventory:
+    """Read every phase file and gate record of ``plan_dir``; problems become warnings.
+
+    ``remembered``: the frontmatter a file had when read before, used while the file is
+    untouched since (:mod:`router.plandir.remembered`).
+    """
     plan_dir = str(plan_dir)
     try:
         # The directory's entries say which are files (a symlink is followed, as
@@ -247,11 +295,11 @@ def inventory(plan_dir: str, topic_id: str) -> Inventory:
     for name, entry in entries:
         if name in PHASE_FILES:
             if _is_file(entry):
-                read[name] = _checked(entry.path, topic, warnings)
+                read[name] = _checked(entry, topic, warnings, remembered)
             continue
         match = _ROUND_NAME.match(name)
         if match is not None and _is_file(entry):
-            fm = _checked(entry.path, topic, warnings)
+            fm = _checked(entry, topic, warnings, remembered)
             rounds.setdefault(match[1], []).append((int(match[2]), entry.path, fm))
     pr = read[PR].fields if PR in read else {}
     revision = _revision(read.get(DESIGN), os.path.join(plan_dir, DESIGN), warnings)
@@ -283,9 +331,12 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return False  # as os.path.isfile: a file that cannot be stat'ed is not one
 
 
-def _checked(path: str, topic: str | None, warnings: list[str]) -> FrontmatterFields:
+def _checked(
+    entry: os.DirEntry[str], topic: str | None, warnings: list[str], remembered: Remembered | None
+) -> FrontmatterFields:
     """The file's frontmatter; one that cannot be read is warned about and reads as empty."""
-    fm = read_frontmatter(path)
+    path = entry.path
+    fm = read_frontmatter(path) if remembered is None else _read_remembering(entry, remembered)
     if fm.error:
         warnings.append(f"{path}: {fm.error}; its frontmatter is ignored")
         return FrontmatterFields({}, fm.error, fm.present)

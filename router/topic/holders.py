@@ -32,6 +32,8 @@ _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 STATE_DIR = "team-router"  # this tool's folder in a common git dir: topic records and holders
 RECORDS_DIR = "topics"  # the records' folder in STATE_DIR
+# What status read from the artifacts, kept by file identity (router.plandir.remembered).
+REMEMBERED_FILE = os.path.join("cache", "frontmatter.json")
 
 
 def record_file(common_dir: str | os.PathLike[str], topic_id: str) -> str:
