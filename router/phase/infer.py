@@ -289,13 +289,13 @@ class RepoRefs:
 
     def of(self, primary: str) -> tuple[DefaultBranch | None, dict[str, str]]:
         """(default branch, ref -> commit) of the repo whose primary clone is ``primary``."""
+        if primary in self._known:
+            return self._known[primary]
         from pathlib import Path
 
         from router.git import Git
         from router.topic.workspace import default_branch
 
-        if primary in self._known:
-            return self._known[primary]
         key = os.path.realpath(primary)
         if key not in self._known:
             git = Git(Path(key))
@@ -326,21 +326,35 @@ def commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> int | 
 
 
 def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
+    where, rev = location(topic_repo)
+    if where is None:
+        return None
+    default: DefaultBranch | None = None
+    known = refs is not None and bool(topic_repo.path) and os.path.isdir(topic_repo.path or "")
+    if refs is not None and known:
+        from router import git as g
+
+        # Decided from the refs read once for the command: no git handle, no process.
+        try:
+            default, tips = refs.of(topic_repo.path or "")
+        except g.GitError:
+            return None
+        if default is not None and _at_default_tip(where, rev, default, tips):
+            return 0  # no branch, or one still at the default tip: nothing of its own
+    return _counted(where, rev, default, known=known)
+
+
+def _counted(where: str, rev: str, default: DefaultBranch | None, *, known: bool) -> int | None:
+    """git's count of ``rev``'s commits beyond the default branch (``known``: ``default`` is
+    the repo's, as its refs say; else git is asked which it is)."""
     from pathlib import Path
 
     from router.git import Git, GitError
     from router.topic.workspace import default_branch
 
-    where, rev = location(topic_repo)
-    if where is None:
-        return None
     git = Git(Path(where))
     try:
-        if refs is not None and topic_repo.path and os.path.isdir(topic_repo.path):
-            default, tips = refs.of(topic_repo.path)
-            if default is not None and _at_default_tip(where, rev, default, tips):
-                return 0  # no branch, or one still at the default tip: nothing of its own
-        else:
+        if not known:
             default = default_branch(git)
         if default is None:
             return None

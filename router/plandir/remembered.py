@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # (1 s for some network file systems and ext3; ns-stamped ext4, xfs, btrfs and tmpfs
 # tick with the kernel's coarse clock, a few ms).
 SETTLED_NS = 2_000_000_000
-VERSION = 1
+FORMAT = 1
 
 Identity = tuple[int, int, int, int, int]
 
@@ -86,7 +86,7 @@ class Remembered:
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             with open(temporary, "w", encoding="utf-8") as fh:
-                json.dump({"version": VERSION, "files": self._kept}, fh, separators=(",", ":"))
+                json.dump({"version": FORMAT, "files": self._kept}, fh, separators=(",", ":"))
             os.replace(temporary, self.path)
         except OSError:
             # A read-only repository, a full disk: the next command reads the files again.
@@ -100,7 +100,7 @@ def _load(path: str) -> dict[str, list[Any]]:
             data = json.load(fh)
     except (OSError, ValueError, RecursionError):
         return {}
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    if not isinstance(data, dict) or data.get("version") != FORMAT:
         return {}
     files = data.get("files")
     if not isinstance(files, dict):
