@@ -14,7 +14,7 @@ import pytest
 from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.faults import KILLED, git_killer
 from helpers.faults import run as run_killable
-from helpers.origin import bare_origin, commit_on_origin, merge_on_origin
+from helpers.origin import bare_origin, commit_on_origin, include, merge_on_origin
 from helpers.repos import (
     FORMATS,
     branches,
@@ -26,7 +26,7 @@ from helpers.repos import (
     worktree_paths,
     write,
 )
-from helpers.topics import TOPIC_ID, new_topic
+from helpers.topics import TOPIC_ID, new_topic, two_commits
 
 from router.topic import holders, state
 
@@ -44,18 +44,10 @@ def no_gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def pushed_topic(repo: Path, topic_id: str = TOPIC_ID, *, push: bool = True) -> Path:
-    """A topic made by `team-router new`, two commits on its branch, pushed to origin; its worktree.
-
-    Two, so that a squash merge is patch-identical to neither and only the
-    squash proof can see it.
-    """
-    worktree = new_topic(repo, "Add rate limiting", topic_id=topic_id).worktrees["home"]
-    name = "limits" if topic_id == TOPIC_ID else topic_id
-    commit(worktree, f"{name}.py", "LIMIT = 10\n", f"add {name}")
-    commit(worktree, f"test_{name}.py", "assert True\n", f"test {name}")
-    if push:
-        git(worktree, "push", "-q", "origin", f"{topic_id}:{topic_id}")
-    return worktree
+    """A topic made by `team-router new`, two commits on its branch, pushed to origin; its worktree."""
+    return two_commits(
+        new_topic(repo, "Add rate limiting", topic_id=topic_id), push=push
+    ).worktrees["home"]
 
 
 def tip(repo: Path, branch: str = TOPIC_ID) -> str:
@@ -788,11 +780,7 @@ def test_a_failed_teardown_line_runs_once_and_the_second_run_exits_0(web, no_gh,
 
 def include_env(repo: Path) -> None:
     """A committed .worktreeinclude that copies the ignored .env into every new worktree."""
-    write(repo / ".gitignore", ".env\n")
-    write(repo / ".worktreeinclude", ".env\n")
-    git(repo, "add", ".gitignore", ".worktreeinclude")
-    git(repo, "commit", "-q", "-m", "copy .env into worktrees")
-    git(repo, "push", "-q", "origin", "main")
+    include(repo, ".env", message="copy .env into worktrees")
     write(repo / ".env", "SECRET=1\n")
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import CRASHED, finish, mounted_tmpfs, run, spawn
-from helpers.repos import git, make_repo, run_cli, status, write
+from helpers.origin import include
+from helpers.repos import make_repo, run_cli, status, write
 
 from router.create.include import CRASH_MID_COPY
 from router.filecopy import TEMP_SUFFIX
@@ -38,12 +39,7 @@ def _digest(path: Path) -> str:
 
 def _include(repo: Path, *patterns: str) -> None:
     """``patterns`` both ignored and listed in ``.worktreeinclude``, committed and pushed."""
-    text = "".join(f"{p}\n" for p in patterns)
-    write(repo / ".gitignore", text)
-    write(repo / ".worktreeinclude", text)
-    git(repo, "add", ".gitignore", ".worktreeinclude")
-    git(repo, "commit", "-q", "-m", "include")
-    git(repo, "push", "-q", "origin", "main")
+    include(repo, *patterns)
 
 
 def _node_modules(repo: Path, files: int, size: int = 2048) -> dict[str, str]:

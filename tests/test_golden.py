@@ -27,22 +27,50 @@ about; the whole outputs of these scenarios are pinned here:
   and of one whose worktree vanished: ``doctor``;
 - --help of the top level, of every group and of every command: ``help``;
 - bad input (exit 2), text and its --json envelope: ``usage-error``;
-- hold a topic, teardown refused while it is held, release (text, --json): ``hold-release``.
+- hold a topic, teardown refused while it is held, release (text, --json): ``hold-release``;
+- new --sparse, its rerun and a bad cone: ``new-sparse``; new with a submodule, a
+  .worktreeinclude and a .worktreesetup (done, failed, --no-setup): ``new-setup-include-submodules``;
+  new refused (a bad id, a linked worktree on the default branch, outside a repo) and a path
+  taken by someone's file: ``new-refused``; worktrees refused (no plan dir, a malformed
+  repos.md, --strict) and its fallback and refused repos: ``worktrees-refused``;
+- install-hooks (--dry-run, install, again, --uninstall) and a settings file it cannot merge:
+  ``install-hooks``; hook worktree-create and worktree-remove (made, again, removed, kept for
+  its work, snapshotted on discard, a payload they cannot use): ``hook-worktree-create-remove``;
+- local-state (--dry-run, a failing line, a temp path, an unknown topic): ``local-state``;
+- teardown --dry-run and teardown of a worktree holding work: ``teardown-dirty``;
+- pr-cleanup --abandon (--dry-run, without --yes, with it, again): ``pr-cleanup-abandon``;
+  pr-cleanup of a branch not merged (--dry-run too): ``pr-cleanup-not-merged``;
+- restore refused (the path taken, no snapshot): ``restore-refused``; record refused (no
+  design, nothing built, a bad verdict): ``record-refused``; phase, next and status with no
+  topic: ``phase-refused``;
+- next and status of interrupted runs (a questioner stopped half way, a halted design loop,
+  a worktree deleted by hand, --until): ``next-status-interrupted``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.golden import Transcript
-from helpers.origin import merge_on_origin, push_branch
+from helpers.killtrials import submodule_tree
+from helpers.origin import declare, include, merge_on_origin, push_branch
 from helpers.plans import artifact, repos_md
-from helpers.repos import branches, commit, git, make_repo, write
-from helpers.topics import TOPIC_ID, multi_topic, new_topic, ship
+from helpers.repos import branches, commit, git, make_repo, run_cli, write
+from helpers.topics import (
+    TOPIC_ID,
+    create_payload,
+    multi_topic,
+    new_topic,
+    remove_payload,
+    ship,
+    teardown,
+    two_commits,
+)
 
 from router.cli.spec import walk
 
@@ -277,6 +305,11 @@ def test_the_normaliser_rewrites_only_what_varies(tmp_path: Path) -> None:
         "from <sha:1> at <tmp>/ws: <sha:1>, then <sha:2>; pid <pid>, PR #12, "
         "branch 2026-05-01-add-rate-limiting, 1234567 rows, deadbeef-cafe"
     )
+    # What the machine measures or chooses: how long, and how files were copied.
+    measured = 'copied 1 file by reflink in 0.05 s; "method": "bytes", "seconds": 0.014'
+    assert normalise(measured) == (
+        'copied 1 file by <copy> in <seconds> s; "method": "<copy>", "seconds": "<seconds>"'
+    )
     # Numbers hold across the sections of one transcript.
     assert normalise(f"{other[:9]} {full}") == "<sha:2> <sha:1>"
 
@@ -299,4 +332,304 @@ def test_hold_release(transcript: Transcript, home_repo: Path) -> None:
     finally:
         session.kill()
         session.wait()
+    transcript.check()
+
+
+def test_new_sparse(transcript: Transcript, home_repo: Path) -> None:
+    tree = ("src/api/main.py", "src/web/app.js", "docs/guide.md")
+    declare(home_repo, {rel: f"{rel}\n" for rel in tree}, "a tree")
+    transcript.note("main holds src/api, src/web and docs")
+    transcript.run(
+        "new", "Add rate limiting", "--date", "2026-05-01", "--sparse", "src/api", cwd=home_repo
+    )
+    transcript.run(
+        "new",
+        "Fix the login page",
+        "--date",
+        "2026-05-01",
+        "--sparse",
+        "src/web,docs",
+        "--json",
+        cwd=home_repo,
+    )
+    transcript.note("the first again: its worktree exists, with its cone")
+    transcript.run(
+        "new", "Add rate limiting", "--date", "2026-05-01", "--sparse", "src/api", cwd=home_repo
+    )
+    transcript.run(
+        "new", "Add caching", "--date", "2026-05-01", "--sparse", "../out", cwd=home_repo
+    )
+    transcript.run(
+        "new", "Add caching", "--date", "2026-05-01", "--sparse", "../out", "--json", cwd=home_repo
+    )
+    transcript.check()
+
+
+def test_new_setup_include_submodules(transcript: Transcript, workspace: Path) -> None:
+    home = make_repo(workspace, "web")
+    submodule_tree(workspace.parent, home)
+    include(home, ".env")
+    write(home / ".env", "SECRET=1\n")
+    declare(home, {".worktreesetup": "echo installing\ntrue\n"}, "declare setup")
+    transcript.note(
+        "web: a submodule vendor/lib; .env copied by .worktreeinclude; a .worktreesetup of two"
+        " lines"
+    )
+    transcript.run("new", "Add rate limiting", "--date", "2026-05-01", cwd=home)
+    transcript.run("new", "Fix the login page", "--date", "2026-05-01", "--json", cwd=home)
+    declare(home, {".worktreesetup": "echo installing\nexit 3\ntrue\n"}, "a failing line")
+    transcript.note(".worktreesetup's second line now fails (exit 3); --no-setup skips it")
+    transcript.run("new", "Add caching", "--date", "2026-05-01", cwd=home)
+    transcript.run("new", "Add search", "--date", "2026-05-01", "--json", cwd=home)
+    transcript.run("new", "Add paging", "--date", "2026-05-01", "--no-setup", "--json", cwd=home)
+    transcript.check()
+
+
+def test_new_refused(transcript: Transcript, workspace: Path) -> None:
+    home = make_repo(workspace, "web")
+    transcript.run("new", "Add rate limiting", "--id", "Not An Id", cwd=home)
+    transcript.run("new", "Add rate limiting", "--id", "Not An Id", "--json", cwd=home)
+    git(home, "switch", "-q", "-c", "dev")
+    main_wt = workspace / "main-wt"
+    git(home, "worktree", "add", "-q", str(main_wt), "main")
+    transcript.note("web switched to dev; main checked out in a linked worktree, main-wt")
+    transcript.run("new", "Add rate limiting", "--date", "2026-05-01", cwd=main_wt)
+    transcript.run("new", "Add rate limiting", "--date", "2026-05-01", "--json", cwd=main_wt)
+    assert branches(home) == ["dev", "main"] and not (main_wt / "docs").exists()
+    plain = workspace / "plain"
+    plain.mkdir()
+    transcript.run("new", "Add rate limiting", cwd=plain)
+    transcript.run("new", "Add rate limiting", "--json", cwd=plain)
+    other = make_repo(workspace, "api")
+    write(other / ".claude" / "worktrees" / TOPIC_ID / "notes.txt", "someone's notes\n")
+    transcript.note("api: a file of someone else's where the topic's worktree would go")
+    transcript.run("new", "Add rate limiting", "--date", "2026-05-01", cwd=other)
+    notes = other / ".claude" / "worktrees" / TOPIC_ID / "notes.txt"
+    assert notes.read_text() == "someone's notes\n"
+    transcript.check()
+
+
+def test_worktrees_refused(transcript: Transcript, workspace: Path) -> None:
+    topic = new_topic(make_repo(workspace, "web"))
+    api, types = make_repo(workspace, "api"), make_repo(workspace, "types")
+    transcript.run("worktrees", str(workspace / "no-such-plan"), cwd=topic.home)
+    bad = repos_md(topic.home).replace(
+        "## Additional repos\n", "## Additional repos\n- **name:** api\n  **path:** relative/api\n"
+    )
+    write(topic.plan_dir / "repos.md", bad)
+    transcript.note("repos.md names api by a relative path")
+    transcript.run("worktrees", str(topic.plan_dir), cwd=topic.home)
+    transcript.run("worktrees", str(topic.plan_dir), "--json", cwd=topic.home)
+    items = (("api", api), ("types", types), ("ghost", workspace / "ghost"))
+    write(topic.plan_dir / "repos.md", repos_md(topic.home, *items))
+    write(api / ".claude" / "worktrees" / TOPIC_ID, "a file in the way\n")
+    transcript.note(
+        "repos.md names api (a file where its worktree would go), types and ghost (no such path)"
+    )
+    transcript.run("worktrees", str(topic.plan_dir), "--strict", cwd=topic.home)
+    transcript.run("worktrees", str(topic.plan_dir), "--strict", "--json", cwd=topic.home)
+    assert branches(types) == ["main"]  # --strict rolled back what it made
+    transcript.run("worktrees", str(topic.plan_dir), cwd=topic.home)
+    transcript.run("worktrees", str(topic.plan_dir), "--json", cwd=topic.home)
+    transcript.check()
+
+
+def test_install_hooks(transcript: Transcript, workspace: Path) -> None:
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    write(settings, json.dumps({"model": "opus", "hooks": {"Stop": []}}, indent=2) + "\n")
+    transcript.note("~/.claude/settings.json holds a model and a Stop hook")
+    transcript.run("install-hooks", "--dry-run", cwd=workspace)
+    transcript.run("install-hooks", "--dry-run", "--json", cwd=workspace)
+    transcript.run("install-hooks", cwd=workspace)
+    transcript.run("install-hooks", "--json", cwd=workspace)
+    transcript.run("install-hooks", "--uninstall", "--dry-run", cwd=workspace)
+    transcript.run("install-hooks", "--uninstall", cwd=workspace)
+    transcript.run("install-hooks", "--uninstall", "--json", cwd=workspace)
+    assert json.loads(settings.read_text()) == {"model": "opus", "hooks": {"Stop": []}}
+    write(settings, '{"hooks": []}\n')
+    transcript.note("settings.json's hooks is a list")
+    transcript.run("install-hooks", cwd=workspace)
+    transcript.run("install-hooks", "--json", cwd=workspace)
+    assert settings.read_text() == '{"hooks": []}\n'
+    transcript.check()
+
+
+def test_hook_worktree_create_remove(transcript: Transcript, home_repo: Path) -> None:
+    res = transcript.run("hook", "worktree-create", stdin=create_payload(home_repo, "ENG-7-native"))
+    path = Path(res.out.strip())
+    transcript.run("hook", "worktree-create", stdin=create_payload(home_repo, "ENG-7-native"))
+    transcript.run("hook", "worktree-remove", stdin=remove_payload(path))
+    assert not path.exists()
+    res = transcript.run("hook", "worktree-create", stdin=create_payload(home_repo, "ENG-8-work"))
+    kept = Path(res.out.strip())
+    commit(kept, "feature.txt", "committed, not pushed\n", "feature")
+    write(kept / "notes.txt", "untracked\n")
+    transcript.note("ENG-8-work: an unpushed commit and an untracked file")
+    transcript.run("hook", "worktree-remove", stdin=remove_payload(kept))
+    assert (kept / "notes.txt").read_text() == "untracked\n"
+    transcript.run("hook", "worktree-remove", stdin=remove_payload(kept, discard_changes=True))
+    transcript.run("restore", "ENG-8-work", cwd=home_repo)
+    assert (kept / "notes.txt").read_text() == "untracked\n"
+    transcript.run("hook", "worktree-create", stdin="not json")
+    transcript.run("hook", "worktree-remove", stdin="not json")
+    transcript.check()
+
+
+def test_local_state(transcript: Transcript, home_repo: Path) -> None:
+    topic = new_topic(home_repo)
+    scratch = Path(os.environ["TMPDIR"]) / "scratch"
+    scratch.mkdir()
+    write(topic.plan_dir / "temp-paths", f"{scratch}\n")
+    declare(home_repo, {".teamteardown": "# stop the dev server\necho stopping\nexit 3\n"})
+    transcript.note(".teamteardown on main: a comment, an echo, a line that fails; a temp path")
+    transcript.run("local-state", topic.id, "--dry-run", cwd=home_repo)
+    transcript.run("local-state", topic.id, "--dry-run", "--json", cwd=home_repo)
+    transcript.run("local-state", topic.id, cwd=home_repo)
+    assert not scratch.exists()
+    transcript.run("local-state", topic.id, "--json", cwd=home_repo)
+    transcript.run("local-state", "2026-05-01-no-such-topic", "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_teardown_dirty(transcript: Transcript, home_repo: Path) -> None:
+    topic = ship(new_topic(home_repo))
+    wt = topic.worktrees["home"]
+    commit(wt, "lib.py", "v = 1\n", "unpushed work")
+    write(wt / "lib.py", "v = 2  # edited, not committed\n")
+    write(wt / "idea.py", "print('untracked')\n")
+    transcript.note("pr.md written; an unpushed commit, an uncommitted edit, an untracked file")
+    transcript.run("teardown", topic.id, "--dry-run", cwd=home_repo)
+    transcript.run("teardown", topic.id, "--dry-run", "--json", cwd=home_repo)
+    transcript.run("teardown", topic.id, cwd=home_repo)
+    transcript.run("teardown", topic.id, "--json", cwd=home_repo)
+    # Refused: nothing was lost.
+    assert (wt / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+    assert (wt / "idea.py").is_file() and topic.branch in branches(home_repo)
+    assert git(wt, "log", "-1", "--format=%s") == "unpushed work"
+    transcript.check()
+
+
+def test_pr_cleanup_abandon(
+    transcript: Transcript, workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    web = make_github_repo(workspace, "web")
+    first = two_commits(new_topic(web, "Add rate limiting", topic_id=TOPIC_ID))
+    second = two_commits(new_topic(web, "Add caching", topic_id="2026-05-01-add-caching"))
+    for topic in (first, second):
+        write(topic.worktrees["home"] / "wip.py", "half done\n")
+    heads = [git(web, "rev-parse", f"refs/heads/{t.branch}") for t in (first, second)]
+    prs = (
+        pr(20, first.branch, heads[0], state="OPEN"),
+        pr(21, second.branch, heads[1], state="OPEN"),
+    )
+    install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    transcript.note(
+        f"{first.id} and {second.id}: two commits pushed and an uncommitted file each; PRs 20"
+        " and 21 open; gh faked"
+    )
+    transcript.run("pr-cleanup", first.id, "--abandon", "--dry-run", cwd=web)
+    transcript.run("pr-cleanup", first.id, "--abandon", "--dry-run", "--json", cwd=web)
+    transcript.run("pr-cleanup", first.id, "--abandon", cwd=web, stdin="y\n")
+    transcript.run("pr-cleanup", first.id, "--abandon", "--json", cwd=web, stdin="y\n")
+    assert first.worktrees["home"].is_dir()
+    res = transcript.run("pr-cleanup", first.id, "--abandon", "--yes", cwd=web)
+    assert res.code == 0 and not first.worktrees["home"].exists()
+    res = transcript.run("pr-cleanup", second.id, "--abandon", "--yes", "--json", cwd=web)
+    assert res.code == 0 and not second.worktrees["home"].exists()
+    # Abandoned, not lost: the uncommitted file is in the snapshot.
+    assert git(web, "show", f"refs/team-router/snapshots/{first.id}:wip.py") == "half done"
+    transcript.run("pr-cleanup", first.id, "--abandon", "--yes", cwd=web)
+    transcript.check()
+
+
+def test_pr_cleanup_not_merged(transcript: Transcript, workspace: Path, monkeypatch) -> None:
+    web = make_github_repo(workspace, "web")
+    hide_gh(workspace.parent, monkeypatch)
+    topic = two_commits(new_topic(web, "Add rate limiting", topic_id=TOPIC_ID))
+    transcript.note("two commits pushed, not merged; no gh")
+    transcript.run("pr-cleanup", TOPIC_ID, "--dry-run", cwd=web)
+    transcript.run("pr-cleanup", TOPIC_ID, "--dry-run", "--json", cwd=web)
+    transcript.run("pr-cleanup", TOPIC_ID, cwd=web)
+    transcript.run("pr-cleanup", TOPIC_ID, "--json", cwd=web)
+    assert topic.worktrees["home"].is_dir() and TOPIC_ID in branches(web)
+    transcript.check()
+
+
+def test_restore_refused(
+    transcript: Transcript, home_repo: Path, tmp_path: Path, monkeypatch
+) -> None:
+    hide_gh(tmp_path, monkeypatch)
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "draft.txt", "draft\n")
+    assert teardown(topic, "--force").code == 0
+    write(wt / "in-the-way.txt", "someone else's\n")
+    transcript.note(
+        "an untracked draft snapshotted by teardown --force; then a file where the worktree was"
+    )
+    transcript.run("restore", topic.id, cwd=home_repo)
+    transcript.run("restore", topic.id, "--json", cwd=home_repo)
+    assert (wt / "in-the-way.txt").read_text() == "someone else's\n"
+    other = new_topic(home_repo, "add caching")
+    assert teardown(other).code == 0
+    transcript.note(f"{other.id} torn down with nothing to keep: no snapshot")
+    transcript.run("restore", other.id, cwd=home_repo)
+    transcript.run("restore", other.id, "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_record_refused(transcript: Transcript, home_repo: Path) -> None:
+    topic = new_topic(home_repo)
+    transcript.run("record", "verdict", topic.id, "APPROVE", cwd=home_repo)
+    transcript.run("record", "verdict", topic.id, "APPROVE", "--json", cwd=home_repo)
+    transcript.run("record", "pr", topic.id, "https://github.com/example/web/pull/1", cwd=home_repo)
+    transcript.run(
+        "record", "pr", topic.id, "https://github.com/example/web/pull/1", "--json", cwd=home_repo
+    )
+    transcript.run("record", "verdict", topic.id, "MAYBE", "--json", cwd=home_repo)
+    assert sorted(p.name for p in topic.plan_dir.iterdir()) == []
+    transcript.check()
+
+
+def test_next_status_interrupted(transcript: Transcript, home_repo: Path) -> None:
+    asked = new_topic(home_repo)
+    artifact(asked.plan_dir, "task.md")
+    write(asked.worktrees["home"] / "limits.py", "LIMIT = 10  # not committed\n")
+    transcript.note(
+        f"{asked.id}: its questioner stopped after task.md; an uncommitted edit in its worktree"
+    )
+    halted = new_topic(home_repo, "add caching")
+    for name in ("task.md", "questions.md", "research.md"):
+        artifact(halted.plan_dir, name)
+    for n in range(1, 6):
+        artifact(halted.plan_dir, "design.md", revision=n - 1)
+        res = run_cli("record", "verdict", halted.id, "REQUEST CHANGES", cwd=home_repo)
+        assert res.code == 0, res.out + res.err
+    transcript.note(f"{halted.id}: five design reviews asked for changes (halted)")
+    gone = new_topic(home_repo, "add search")
+    commit(gone.worktrees["home"], "search.py", "s = 1\n", "slice")
+    shutil.rmtree(gone.worktrees["home"])
+    transcript.note(f"{gone.id}: one commit, then its worktree deleted by hand")
+    for topic in (asked, halted, gone):
+        transcript.run("next", topic.id, cwd=home_repo)
+        transcript.run("next", topic.id, "--json", cwd=home_repo)
+    questioned = new_topic(home_repo, "add paging")
+    for name in ("task.md", "questions.md"):
+        artifact(questioned.plan_dir, name)
+    transcript.note(f"{questioned.id}: task.md and questions.md written (QUESTION's gate passed)")
+    transcript.run("next", questioned.id, "--until", "question", cwd=home_repo)
+    transcript.run("next", questioned.id, "--until", "question", "--json", cwd=home_repo)
+    transcript.run("next", halted.id, "--until", "research", "--json", cwd=home_repo)
+    transcript.run("status", cwd=home_repo)
+    transcript.run("status", "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_phase_refused(transcript: Transcript, home_repo: Path) -> None:
+    transcript.run("phase", cwd=home_repo)
+    transcript.run("phase", "--json", cwd=home_repo)
+    transcript.run("next", "no-such-topic", cwd=home_repo)
+    transcript.run("next", "no-such-topic", "--json", cwd=home_repo)
+    transcript.run("status", cwd=home_repo)
+    transcript.run("status", "--json", cwd=home_repo)
     transcript.check()

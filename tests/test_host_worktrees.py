@@ -28,7 +28,7 @@ from helpers.repos import (
     worktree_paths,
     write,
 )
-from helpers.topics import snapshot_of
+from helpers.topics import create_payload, remove_payload, snapshot_of
 
 from router.topic import holders, state
 
@@ -39,24 +39,11 @@ def _dated(slug: str, days: set[str]) -> set[str]:
 
 
 def create(repo: Path | None, name: str | None, **extra: object):
-    payload: dict[str, object] = {"session_id": "s-1", "hook_event_name": "WorktreeCreate"}
-    if repo is not None:
-        payload["cwd"] = str(repo)
-    if name is not None:
-        payload["name"] = name
-    payload.update(extra)
-    return run_cli("hook", "worktree-create", stdin=json.dumps(payload))
+    return run_cli("hook", "worktree-create", stdin=create_payload(repo, name, **extra))
 
 
 def remove(path: Path, **extra: object):
-    payload = {
-        "session_id": "s-1",
-        "hook_event_name": "WorktreeRemove",
-        "cwd": str(path),
-        "worktree_path": str(path),
-        **extra,
-    }
-    return run_cli("hook", "worktree-remove", stdin=json.dumps(payload))
+    return run_cli("hook", "worktree-remove", stdin=remove_payload(path, **extra))
 
 
 def made(res) -> Path:

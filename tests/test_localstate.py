@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import git_wrapper, spawn
+from helpers.origin import declare as on_default
 from helpers.repos import branches, commit, git, make_repo, run_cli, write
 from helpers.topics import multi_topic, new_topic, ship, teardown
 
 
 def declare(repo: Path, text: str) -> None:
     """Commit ``.teamteardown`` to main and push it, so origin/main has it."""
-    commit(repo, ".teamteardown", text, "declare teardown")
-    git(repo, "push", "-q", "origin", "main")
+    on_default(repo, {".teamteardown": text}, "declare teardown")
 
 
 def local_state(topic, *flags: str):

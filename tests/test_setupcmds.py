@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.faults import CRASHED, finish, run, spawn
+from helpers.origin import declare
 from helpers.repos import commit, git, make_repo, run_cli, worktree_paths
 from helpers.topics import new_topic, write_repos_md
 
@@ -20,8 +21,7 @@ DESC = "Add thing"
 
 def _declare(repo: Path, text: str) -> None:
     """``.worktreesetup`` on main, pushed: the default branch declares it."""
-    commit(repo, ".worktreesetup", text, "declare setup")
-    git(repo, "push", "-q", "origin", "main")
+    declare(repo, {".worktreesetup": text}, "declare setup")
 
 
 def _new(repo: Path, *args: str):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from helpers.faults import CRASHED, KILLED, git_killer
 from helpers.faults import run as run_process
+from helpers.origin import declare
 from helpers.repos import branches, git, make_repo, run_cli, status, worktree_paths, write
 
 from router.names import BadSparseDir, sparse_dirs
@@ -23,12 +24,9 @@ OUT_OF_CONE = ["docs/guide.md", "src/web/app.js", "tools/build.sh"]
 
 def _with_tree(repo: Path) -> Path:
     """``repo`` with files in several directories, pushed to its origin."""
-    for rel in [*IN_CONE, *OUT_OF_CONE]:
-        if rel != "README.md":
-            write(repo / rel, f"{rel}\n")
-    git(repo, "add", "--all")
-    git(repo, "commit", "-q", "-m", "a tree")
-    git(repo, "push", "-q", "origin", "main")
+    declare(
+        repo, {rel: f"{rel}\n" for rel in [*IN_CONE, *OUT_OF_CONE] if rel != "README.md"}, "a tree"
+    )
     return repo
 
 

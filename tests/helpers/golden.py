@@ -11,7 +11,10 @@ and its stderr, text and ``--json`` alike. Only what varies between runs is norm
 - this process's id -> ``<pid>``, another process the test named (``name_process``) -> its
   name; today's date -> ``<today>``; a time of day -> ``<time>``;
 - a holder's process start time, clock time and host name (``hold``'s JSON) -> ``<start>``,
-  ``<since>``, ``<host>``.
+  ``<since>``, ``<host>``;
+- an elapsed time (``"seconds": 0.014``, ``in 0.05 s``) -> ``<seconds>``; how a file's data
+  was copied (``reflink``, ``copy_file_range``, ``bytes``: the filesystem's choice) ->
+  ``<copy>``.
 
 Everything else is compared byte for byte. ``pytest tests/test_golden.py --update-golden``
 rewrites every file instead, so a change of wording is reviewed in the diff.
@@ -44,6 +47,13 @@ _HOLDER = (
     (re.compile(r'("since": )\d+(?:\.\d+)?'), r'\1"<since>"'),
     (re.compile(r'("host": )"[^"]*"'), r'\1"<host>"'),
 )
+# How long a step took, and how the filesystem let files be copied (router.filecopy.Method).
+_MEASURED = (
+    (re.compile(r'("seconds": )\d+(?:\.\d+)?'), r'\1"<seconds>"'),
+    (re.compile(r"\b(in )\d+\.\d+( s)\b"), r"\1<seconds>\2"),
+    (re.compile(r'("method": )"(?:reflink|copy_file_range|bytes)"'), r'\1"<copy>"'),
+    (re.compile(r"\b(by )(?:reflink|copy_file_range|bytes)\b"), r"\1<copy>"),
+)
 _TIME = re.compile(r"\b\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b")
 
 
@@ -67,7 +77,7 @@ class Normaliser:
         text = re.sub(rf"(\bpid\W{{1,4}}){os.getpid()}\b", r"\1<pid>", text, flags=re.I)
         for pid, name in self.processes.items():
             text = re.sub(rf"(?<![\w.]){pid}(?![\w.])", name, text)
-        for pattern, replacement in _HOLDER:
+        for pattern, replacement in (*_HOLDER, *_MEASURED):
             text = pattern.sub(replacement, text)
         for day in _today():
             text = text.replace(day, "<today>")

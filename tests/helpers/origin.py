@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helpers.repos import commit, git
+from helpers.repos import commit, git, write
 
 
 def bare_origin(repo: Path) -> Path:
@@ -66,3 +66,22 @@ def commit_on_origin(repo: Path, rel: str, text: str, *, base: str = "main") -> 
     sha = commit(scratch, rel, text, f"other change {rel}")
     git(scratch, "push", "-q", "origin", base)
     return sha
+
+
+def declare(repo: Path, files: dict[str, str], message: str = "declare") -> str:
+    """``files`` (path -> text) committed on ``repo``'s main and pushed, so origin/main declares
+    them: what creation and teardown read from the default branch (``.worktreesetup``,
+    ``.worktreeinclude``, ``.teamteardown``). The new tip."""
+    for rel, text in files.items():
+        write(repo / rel, text)
+    git(repo, "add", "--", *files)
+    git(repo, "commit", "-q", "-m", message)
+    git(repo, "push", "-q", "origin", "main")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def include(repo: Path, *patterns: str, message: str = "include") -> str:
+    """``patterns`` both ignored and listed in ``.worktreeinclude`` on the default branch: each
+    new worktree gets a copy of the primary's matching files."""
+    text = "".join(f"{p}\n" for p in patterns)
+    return declare(repo, {".gitignore": text, ".worktreeinclude": text}, message)

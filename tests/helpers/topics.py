@@ -81,6 +81,19 @@ def merged_in_secondary(workspace: Path, topic_id: str = TOPIC_ID) -> Topic:
     return topic
 
 
+def two_commits(topic: Topic, *, push: bool = True) -> Topic:
+    """``topic`` with two commits on its branch in its home worktree, pushed to origin unless
+    ``push`` is False. Two, so that a squash merge is patch-identical to neither and only the
+    squash proof can see it."""
+    worktree = topic.worktrees["home"]
+    name = "limits" if topic.id == TOPIC_ID else topic.id
+    commit(worktree, f"{name}.py", "LIMIT = 10\n", f"add {name}")
+    commit(worktree, f"test_{name}.py", "assert True\n", f"test {name}")
+    if push:
+        git(worktree, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    return topic
+
+
 def configure(repo: Path, config: dict[str, str] | None) -> Path:
     for key, value in (config or {}).items():
         git(repo, "config", key, value)
@@ -157,6 +170,30 @@ def answers(cwd: Path) -> dict[str, object]:
         "next": nxt.json["id"] if nxt.code == 0 else nxt.json["error"]["code"],
         "status": status.json["current"],
     }
+
+
+def create_payload(repo: Path | None, name: str | None, **extra: object) -> str:
+    """What the host sends ``hook worktree-create`` for a worktree ``name`` asked in ``repo``
+    (either may be left out, as a client may leave it out)."""
+    payload: dict[str, object] = {"session_id": "s-1", "hook_event_name": "WorktreeCreate"}
+    if repo is not None:
+        payload["cwd"] = str(repo)
+    if name is not None:
+        payload["name"] = name
+    payload.update(extra)
+    return json.dumps(payload)
+
+
+def remove_payload(path: Path, **extra: object) -> str:
+    """What the host sends ``hook worktree-remove`` for its worktree at ``path``."""
+    payload = {
+        "session_id": "s-1",
+        "hook_event_name": "WorktreeRemove",
+        "cwd": str(path),
+        "worktree_path": str(path),
+        **extra,
+    }
+    return json.dumps(payload)
 
 
 def all_answer(topic_id: str) -> dict[str, object]:
