@@ -290,13 +290,14 @@ def _counting_reads(monkeypatch) -> list[str]:
     from router.plandir import artifacts
 
     read: list[str] = []
-    real = artifacts._read_bytes
+    real = artifacts.read_bytes
 
     def counted(path: str) -> bytes:
-        read.append(path)
+        if path.endswith(".md"):
+            read.append(path)
         return real(path)
 
-    monkeypatch.setattr(artifacts, "_read_bytes", counted)
+    monkeypatch.setattr(artifacts, "read_bytes", counted)
     return read
 
 

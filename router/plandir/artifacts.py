@@ -139,7 +139,7 @@ def _flow(value: object) -> str:
 def read_frontmatter(path: str) -> FrontmatterFields:
     """The frontmatter of a file on disk; an unreadable file is an error, not an exception."""
     try:
-        raw = _read_bytes(path)
+        raw = read_bytes(path)
     except OSError as exc:
         return _unreadable(exc)
     return _decoded(raw)
@@ -168,7 +168,7 @@ def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> Frontm
     if found is not None:
         return found
     try:
-        raw = _read_bytes(entry.path)
+        raw = read_bytes(entry.path)
     except OSError as exc:
         return _unreadable(exc)
     found = _decoded(raw)
@@ -191,9 +191,10 @@ def _from_json(value: object) -> FrontmatterFields | None:
     return None
 
 
-def _read_bytes(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
     """The file's bytes, by the descriptor: ``open()`` builds a buffered file object per
-    call, a large part of reading a small artifact (``status`` reads every one)."""
+    call, a large part of reading a small file (``status`` reads every artifact and every
+    topic record)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         chunks = []

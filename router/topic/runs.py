@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
+from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime, read_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -190,8 +190,7 @@ def _read_json(path: str) -> dict[str, Any] | None:
     import json
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.loads(fh.read())
+        data = json.loads(read_bytes(path).decode("utf-8"))  # as open(encoding="utf-8") read it
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
