@@ -14,7 +14,7 @@ from router.doctor.repairs import (
 )
 from router.git import WorktreeEntry
 from router.mounts import worktree_unmounted
-from router.topic import holders, state
+from router.topic import holders, journal, state
 from router.topic.workspace import Repo
 
 
@@ -66,9 +66,10 @@ def _record_checks(repo: Repo, record: state.TopicRecord, path: Path) -> list[Pr
         # knows the topic and exits 0: that is a tombstone, not an inconsistency.
         return []
     if record.worktree is None:
-        if record.creating:
+        creating = journal.find(record, journal.Operation.CREATE)
+        if creating is not None:
             detail = (
-                f"creation stopped after {record.steps[-1]!r}; run the same `team-router new` or "
+                f"creation stopped after {creating.step!r}; run the same `team-router new` or "
                 "`team-router worktrees` again to finish it"
             )
             return [Problem(new_finding(repo, Kind.RECORD_INCOMPLETE, path, detail, record.id))]

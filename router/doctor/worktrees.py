@@ -28,7 +28,7 @@ from router.doctor.repairs import (
 )
 from router.git import WorktreeEntry
 from router.mounts import worktree_unmounted
-from router.topic import worktreelock
+from router.topic import journal, worktreelock
 from router.topic.workspace import WORKTREES_DIR, Repo
 
 
@@ -164,7 +164,9 @@ def unlocked_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[Problem]
     topics = {
         os.path.realpath(record.worktree): record.id
         for record in readable_records(repo)
-        if record.worktree and not record.torn_down and record.removing is None
+        if record.worktree
+        and not record.torn_down
+        and journal.find(record, journal.Operation.REMOVE) is None
     }
     found = []
     for entry in entries[1:]:
@@ -185,12 +187,12 @@ def unlocked_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[Problem]
 
 def unfinished_restore_problems(repo: Repo) -> list[Problem]:
     """Worktrees a killed ``restore`` left half-done (its files back, perhaps not its index)."""
-    from router.teardown.restore_journal import restores_under_way
     from router.teardown.snapshot import snapshot_ref
 
     found = []
-    for path, of in restores_under_way(repo):
-        if not os.path.isdir(path):
+    for half in journal.restores_pending(repo.common_dir):
+        path, of = Path(str(half.path)), half.branch
+        if half.operation is not journal.Operation.RESTORE or not os.path.isdir(path):
             continue  # its registration's own finding says what to do
         detail = (
             f"a restore of {snapshot_ref(of)} was interrupted here: what was staged may not "

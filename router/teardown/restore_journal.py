@@ -3,7 +3,8 @@ finishes or undoes what it left.
 
 The restore's intent is written in the repo's state before its checkout and
 moved into the worktree's git dir right after; the worktree's note stays until
-the restore is recorded. ``doctor`` and a rerun of ``restore`` read them here.
+the restore is recorded. Where they live, and the one reader of both (doctor's
+and the rerun's), is :mod:`router.topic.journal`'s.
 """
 
 from __future__ import annotations
@@ -21,16 +22,9 @@ from router.create import sparse
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot
-from router.topic import state, worktreelock
+from router.topic import journal, state, worktreelock
+from router.topic.journal import INTENTS_DIR, RESTORING_FILE, Operation, read_note
 from router.topic.workspace import Repo
-
-# Written into the restored worktree's git dir before its files are laid over,
-# dropped once the restore is recorded. A rerun after a kill in between finds
-# it and finishes that restore: without it, a worktree whose files are back but
-# whose index is not looks like a finished restore (or, to a topic's rerun, like
-# someone else's checkout of the branch). `git worktree remove` deletes it with
-# the git dir.
-RESTORING_FILE = "team-router-restoring"
 
 
 def _restoring_file(repo: Repo, path: Path) -> Path:
@@ -44,15 +38,6 @@ def mark_restoring(repo: Repo, path: Path, branch: str, snap: Snapshot, *, creat
     note = json.dumps({"of": branch, "snapshot": snap.commit, "branch_created": created})
     state.write_atomic(_restoring_file(repo, path), note + "\n")
     _drop_intent(repo, path)
-
-
-# Before the checkout there is no worktree git dir to hold the note: the restore's
-# intent is written in the repo's own state first (one file per worktree path),
-# and moved into the worktree's git dir right after the checkout. A kill in
-# between leaves a clean checkout of the snapshot's commit that only the intent
-# names as this restore's own; without it the rerun would take that checkout
-# for someone else's and restore into a second worktree on ``<branch>-restored``.
-INTENTS_DIR = "restoring"
 
 
 def _intent_file(repo: Repo, path: Path) -> Path:
@@ -88,7 +73,7 @@ def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> b
     Only a checkout still clean at the snapshot's commit, on the branch the
     intent named: laying the snapshot over it loses nothing.
     """
-    intent = _read_note(_intent_file(repo, entry.path))
+    intent = read_note(_intent_file(repo, entry.path))
     if intent is None or intent.get("snapshot") != snap.commit or intent.get("of") != branch:
         return None
     if intent.get("branch") != entry.branch or entry.head != snap.parent:
@@ -134,39 +119,21 @@ class HalfMadeAdd:
 
 
 def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
-    """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore only, if given).
-
-    Ours only: a restore's intent names the path, git's registration of it is
-    locked with team-router's reason, and git never finished it: the
-    registration is torn (:func:`router.git.files.torn_registration`: its HEAD
-    is git's placeholder, say) or it has no index.
-    """
-    folder = state.state_root(repo.common_dir) / INTENTS_DIR
-    try:
-        files = sorted(folder.glob("*.json"))
-    except OSError:
-        return []
+    """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore
+    only, if given), as the journal reads them (:data:`journal.Operation.RESTORE_ADD`)."""
     found = []
-    for file in files:
-        note = _read_note(file)
-        fields = [note.get(k) for k in ("path", "of", "branch", "snapshot")] if note else []
-        if len(fields) != 4 or not all(isinstance(f, str) and f for f in fields):
+    for half in journal.restores_pending(repo.common_dir):
+        if half.operation is not Operation.RESTORE_ADD or of not in {None, half.branch}:
             continue
-        path, branch_of, target, snapshot = (str(f) for f in fields)
-        if of is not None and branch_of != of:
-            continue
-        admin = g.registration_of(str(repo.common_dir), path)
-        if admin is None or not worktreelock.own_reason(g.registration_file(admin, "locked")):
-            continue
-        # Torn (a file git needs is missing, or HEAD is its placeholder) or never checked out.
-        unfinished = bool(g.torn_registration(admin)) or not os.path.exists(
-            os.path.join(admin, "index")
-        )
-        if unfinished and not os.path.exists(os.path.join(admin, RESTORING_FILE)):
-            created = note.get("branch_created") is True  # type: ignore[union-attr]
-            found.append(
-                HalfMadeAdd(Path(path), Path(admin), branch_of, target, snapshot, created, file)
+        path, intent = Path(str(half.path)), _intent_file(repo, Path(str(half.path)))
+        admin = g.registration_of(str(repo.common_dir), str(path))
+        note = read_note(intent) or {}
+        snapshot, created = str(note.get("snapshot")), note.get("branch_created") is True
+        found.append(
+            HalfMadeAdd(
+                path, Path(str(admin)), half.branch, str(half.step), snapshot, created, intent
             )
+        )
     return found
 
 
@@ -221,26 +188,7 @@ def _drop_cut_branch(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> st
 
 
 def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
-    return _read_note(_restoring_file(repo, path))
-
-
-def _read_note(file: Path) -> dict[str, object] | None:
-    try:
-        note = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return note if isinstance(note, dict) else None
-
-
-def restores_under_way(repo: Repo) -> list[tuple[Path, str]]:
-    """(worktree, branch restored) of each restore a kill interrupted, from the notes left."""
-    found = []
-    for admin, dotgit in g.registrations(str(repo.common_dir)):
-        note = _read_note(Path(admin) / RESTORING_FILE)
-        of = note.get("of") if note is not None else None
-        if isinstance(of, str) and dotgit:
-            found.append((Path(os.path.dirname(dotgit)), of))
-    return found
+    return read_note(_restoring_file(repo, path))
 
 
 def drop_restoring(repo: Repo, path: Path) -> None:
