@@ -14,7 +14,7 @@ from router.create.setupcmds import SetupOptions, SetupStatus
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
-from router.topic import state
+from router.topic import journal, state
 from router.topic.containment import contain_all
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.runs import MADE_BY_HOST, PLANS_DIR, PlanDir
@@ -534,9 +534,10 @@ def _move_plan_dir(repo: Repo, plan: PlanDir, home: CreateReport) -> tuple[PlanD
     new.parent.mkdir(parents=True, exist_ok=True)
 
     def mark(removal: state.Removal | None) -> None:
-        state.update_record(
-            repo.common_dir, plan.id, lambda r: dataclasses.replace(r, removing=removal)
-        )
+        if removal is None:
+            journal.end_op(repo.common_dir, plan.id, journal.Operation.REMOVE)
+        else:
+            journal.begin_op(repo.common_dir, plan.id, journal.Operation.REMOVE, removal)
 
     from router.topic.removal import move_dir  # only a fallen-back plan dir moves
 
@@ -560,10 +561,8 @@ def _move_plan_dir(repo: Repo, plan: PlanDir, home: CreateReport) -> tuple[PlanD
 def _moving(repo: Repo, topic_id: str, old: Path) -> state.Removal | None:
     """The removal journal of ``old`` a killed move of the plan dir left (None: no move under way)."""
     record = state.read_record_or_none(repo.common_dir, topic_id)
-    mark = record.removing if record is not None else None
-    if mark is None or os.path.realpath(mark.path) != os.path.realpath(old):
-        return None
-    return mark
+    moving = journal.find(record, journal.Operation.REMOVE, old)
+    return record.removing if moving is not None and record is not None else None
 
 
 def _order(parsed: object) -> list[str]:

@@ -210,13 +210,11 @@ def _pick_left(
 ) -> tuple[StepResult | None, bool]:
     """A cherry-pick of ours a kill left half-done: undone first in a real run (the result
     when it cannot be), said in a dry run (True: the plan is resuming it)."""
-    resumed = (
-        resume_integration(repo, topic, target.branch)
-        if topic is not None and not opts.dry_run
-        else None
-    )
+    resumed = resume_integration(repo, topic) if topic is not None and not opts.dry_run else None
     # A dry run changes nothing, so an interrupted pick of ours is still there: said, not refused.
-    resuming = opts.dry_run and topic is not None and pending_pick(repo, topic) is not None
+    resuming = (
+        opts.dry_run and topic is not None and pending_pick(repo.common_dir, topic) is not None
+    )
     if resuming:
         notes.append(
             f"{target.name}: a cherry-pick team-router started in {repo.primary} was interrupted; "

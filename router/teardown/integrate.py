@@ -12,8 +12,9 @@ from router.errors import ErrorCode
 from router.git import GitError, StatusReport
 from router.teardown.primary import follow_submodules, primary_busy, primary_state
 from router.teardown.proof import EMPTY, Integration, integration
-from router.teardown.record import DECLARED_AT, INTEGRATING, TopicRef, pending_pick, set_mark
+from router.teardown.record import TopicRef, pending_pick
 from router.teardown.steps import Step, StepResult, done, failed, name_some, refused, skipped
+from router.topic.journal import Operation, begin_op, end_op
 from router.topic.state import Picking
 from router.topic.workspace import DefaultBranch, Repo
 
@@ -70,7 +71,7 @@ def integrate_commits(
     except GitError as exc:
         return _pick_stopped(repo, topic, pick, default, exc)
     if topic is not None:
-        set_mark(repo, topic, INTEGRATING, None, branch=branch)
+        end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     return done(
         name,
         f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
@@ -120,8 +121,8 @@ def _mark_pick(
         # branch's own copy there and run it.
         remote = default.remote_ref
         pin = (repo.git.commits((remote,))[remote] if remote else None) or head
-        set_mark(repo, topic, DECLARED_AT, pin, branch=branch)
-        set_mark(repo, topic, INTEGRATING, pick, branch=branch)
+        made = (topic.repo_name, branch)
+        begin_op(repo.common_dir, topic.id, Operation.INTEGRATE, pick, made=made, declared_at=pin)
     return pick
 
 
@@ -152,7 +153,7 @@ def _pick_stopped(
             "run teardown again once that is fixed: it undoes the half-done pick first",
         )
     if topic is not None:
-        set_mark(repo, topic, INTEGRATING, None, branch=pick.branch)
+        end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     if g.is_identity_error(exc):
         return no_identity(repo, exc)
     if exc.lock_file is not None:
@@ -213,7 +214,7 @@ def no_identity(repo: Repo, exc: GitError) -> StepResult:
     )
 
 
-def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult | None:
+def resume_integration(repo: Repo, topic: TopicRef) -> StepResult | None:
     """Undo what a killed cherry-pick of ours left in the primary clone; None when there is none.
 
     Only a state the record's mark proves ours is touched: git's own
@@ -222,7 +223,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
     HEAD (nothing else can be lost). Anything else is left for the busy
     check, which refuses and names the command that clears it.
     """
-    pick = pending_pick(repo, topic)
+    pick = pending_pick(repo.common_dir, topic)
     if pick is None:
         return None
     undone = []
@@ -242,7 +243,7 @@ def resume_integration(repo: Repo, topic: TopicRef, branch: str) -> StepResult |
         if isinstance(dropped, StepResult):
             return dropped
         undone.append(dropped)
-    set_mark(repo, topic, INTEGRATING, None, branch=branch)
+    end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     what = "; ".join(undone) or "nothing was left half-done"
     return done(
         Step.INTEGRATE,

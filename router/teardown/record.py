@@ -1,5 +1,5 @@
-"""What the topic's record says of its teardown: the steps done, and the pick or
-removal a run was in the middle of when it stopped.
+"""What the topic's record says of its teardown: the steps done. The pick or removal a
+run was in the middle of when it stopped is the journal's (router.topic.journal).
 """
 
 from __future__ import annotations
@@ -9,14 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.teardown.steps import STEPS
-from router.topic import state
+from router.topic import journal, state
 from router.topic.state import Picking
-from router.topic.workspace import Repo
-
-INTEGRATING = "integrating"  # record field: a cherry-pick onto the default branch is running
-
-
-DECLARED_AT = "declared_at"  # record field: where .teamteardown is read once picks began
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,33 +21,11 @@ class TopicRef:
     repo_name: str  # the repo's name in the topic, for a record made afresh
 
 
-def read_mark(common_dir: Path, topic_id: str, key: str) -> object:
-    record = state.read_record_or_none(common_dir, topic_id)
-    return getattr(record, key) if record else None
-
-
-def set_mark(repo: Repo, topic: TopicRef, key: str, value: object, *, branch: str) -> None:
-    """Write (``value``) or clear (None) one mark of the topic's record, atomically.
-
-    A corrupt record is reported elsewhere and never overwritten (a rerun then
-    refuses, naming the fix).
-    """
-
-    def new() -> state.TopicRecord:
-        return state.TopicRecord(id=topic.id, repo=topic.repo_name, branch=branch)
-
-    state.update_record(
-        repo.common_dir,
-        topic.id,
-        lambda r: dataclasses.replace(r, **{key: value}),  # type: ignore[arg-type]
-        new=new if value is not None else None,
-    )
-
-
-def pending_pick(repo: Repo, topic: TopicRef) -> Picking | None:
-    """The cherry-pick of ours the record marks as running (one a kill interrupted)."""
-    mark = read_mark(repo.common_dir, topic.id, INTEGRATING)
-    return mark if isinstance(mark, Picking) else None
+def pending_pick(common_dir: Path, topic: TopicRef) -> Picking | None:
+    """The cherry-pick of ours the journal marks as running (one a kill interrupted)."""
+    record = state.read_record_or_none(common_dir, topic.id)
+    pick = journal.find(record, journal.Operation.INTEGRATE)
+    return record.integrating if pick is not None and record is not None else None
 
 
 # The local-state step of a topic whose local state ran already (teardown and pr-cleanup mark it).

@@ -31,7 +31,7 @@ from router.teardown.nested import (
     survey_remains,
 )
 from router.teardown.primary import is_primary_clone
-from router.teardown.record import TopicRef, read_mark, set_mark
+from router.teardown.record import TopicRef
 from router.teardown.snapshot import Snapshot, SnapshotFailed, snapshot_worktree
 from router.teardown.steps import (
     Outcome,
@@ -53,8 +53,8 @@ from router.teardown.unshipped import (
     unshipped_message,
 )
 from router.topic import state, worktreelock
+from router.topic.journal import Operation, begin_op, end_op, find
 from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
-from router.topic.state import REMOVING
 from router.topic.workspace import Repo, find_worktree
 
 
@@ -354,23 +354,21 @@ def _mark_removal(
     """
     removal = judged if judged is not None else journal(path)
     if topic is not None:
-        set_mark(repo, topic, REMOVING, removal, branch=branch)
+        begin_op(
+            repo.common_dir, topic.id, Operation.REMOVE, removal, made=(topic.repo_name, branch)
+        )
     return removal
 
 
 def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
     if topic is not None:
-        set_mark(repo, topic, REMOVING, None, branch=branch)
+        end_op(repo.common_dir, topic.id, Operation.REMOVE)
 
 
 def removal_started(repo: Repo, topic: TopicRef, path: Path) -> state.Removal | None:
     """The journal of a removal of ``path`` this tool began and did not finish (a kill, a blocked file)."""
-    mark = read_mark(repo.common_dir, topic.id, REMOVING)
-    if not isinstance(mark, state.Removal):
-        return None
-    if os.path.realpath(mark.path) != os.path.realpath(path):
-        return None
-    return mark
+    record = state.read_record_or_none(repo.common_dir, topic.id)
+    return record.removing if record and find(record, Operation.REMOVE, path) else None
 
 
 def _began(repo: Repo, path: Path, removal: state.Removal) -> bool:
@@ -430,7 +428,10 @@ def finish_removal(
     kept, blocked = delete_judged(path, removal) if os.path.lexists(path) else ([], [])
     if kept or blocked:
         if topic is not None:
-            set_mark(repo, topic, REMOVING, with_content(path, removal), branch=branch)
+            judged = with_content(path, removal)
+            begin_op(
+                repo.common_dir, topic.id, Operation.REMOVE, judged, made=(topic.repo_name, branch)
+            )
         what = "removing" if first else "finishing the removal of"
         named = f"{name_some(kept)} appeared there meanwhile: kept" if kept else ""
         stuck = f"cannot delete {described(blocked)}" if blocked else ""

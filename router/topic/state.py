@@ -43,9 +43,6 @@ if TYPE_CHECKING:
 
 DEFAULT_WAIT = 30.0
 CRASH_ENV = "TEAM_ROUTER_CRASH_AT"
-# Record key: a removal of ours is under way at this path (the removal journal); a kill may
-# have left it half-deleted, and what is left there is not work (router.teardown.removal).
-REMOVING = "removing"
 
 
 def state_root(common_dir: Path) -> Path:
