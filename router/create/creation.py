@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from router.create.submodules import SubmoduleOutcome
 from router.errors import ErrorCode, RouterError, io_error
 from router.git import Git, GitError, RepoLayout
 from router.names import Sha, Topic
-from router.topic import state
+from router.topic import journal, state
 from router.topic.workspace import (
     Repo,
 )
@@ -200,11 +199,7 @@ class Creation:
         if self.job.home is not None:
             fields["home"] = str(self.job.home)
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
-        if (
-            "claim" in steps
-            and record.removing is not None
-            and os.path.realpath(record.removing.path) == os.path.realpath(self.path)
-        ):
+        if "claim" in steps and journal.find(record, journal.Operation.REMOVE, self.path):
             # A removal of this path a kill interrupted: the worktree made here now is
             # another one, whose files are work again, never the remains of that removal.
             record = dataclasses.replace(record, removing=None)
@@ -229,7 +224,7 @@ class Creation:
         the rollback deleted is no longer one this tool created.
         """
         record = self.record
-        if record is None or not record.creating:
+        if record is None or not journal.find(record, journal.Operation.CREATE):
             return
         with contextlib.suppress(OSError):  # a record we cannot write must not cost the fallback
             forget_creation(self.repo, self.job.topic.id)

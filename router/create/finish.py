@@ -13,7 +13,7 @@ from router.create.submodules import SUBMODULES_STEP as SUBMODULES
 from router.create.submodules import check_out_submodules, warnings_for
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
-from router.topic import state
+from router.topic import journal, state
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.workspace import (
     ensure_excludes,
@@ -130,7 +130,9 @@ class Finish(Creation):
         Recorded only when there were any: else a rerun's check costs one stat.
         """
         record = self.record
-        if status is Status.REUSED or record is None or not record.creating:
+        if status is Status.REUSED or record is None:
+            return
+        if not journal.find(record, journal.Operation.CREATE):
             return
         if SUBMODULES in record.steps:
             return

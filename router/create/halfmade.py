@@ -15,7 +15,7 @@ from router.create import ouradd
 from router.create.creation import Creation
 from router.errors import ErrorCode, RouterError
 from router.git import Git, WorktreeEntry
-from router.topic import worktreelock
+from router.topic import journal, worktreelock
 from router.topic.workspace import (
     find_worktree,
 )
@@ -92,12 +92,9 @@ class HalfMade(Creation):
         changes: an agent would work in it, and a commit would put the
         deletions on the branch. The teardown that marked the removal finishes it.
         """
-        mark = self.record.removing if self.record else None
-        marked = mark.path if mark is not None else None
-        if marked is None or not os.path.lexists(self.path):
+        removing = journal.find(self.record, journal.Operation.REMOVE, self.path)
+        if removing is None or not os.path.lexists(self.path):
             return  # nothing left at the path: the mark goes when the path is claimed again
-        if os.path.realpath(marked) != os.path.realpath(self.path):
-            return
         topic = self.job.topic.id
         raise RouterError(
             ErrorCode.REMOVAL_INTERRUPTED,
@@ -164,7 +161,7 @@ class HalfMade(Creation):
         if (
             worktreelock.own_lock(entry)
             and record
-            and record.creating
+            and journal.find(record, journal.Operation.CREATE)
             and "add" not in record.steps
         ):
             return "the record shows its `git worktree add` never finished"
@@ -221,7 +218,9 @@ class HalfMade(Creation):
         no process may still use them; anything else keeps the path taken.
         """
         record = self.record
-        if record is None or not record.creating or "add" in record.steps:
+        if record is None or not journal.find(record, journal.Operation.CREATE):
+            return False
+        if "add" in record.steps:
             return False
         if not self.path.is_dir() or ouradd.symlink_in(self.path, self.repo.primary):
             return False

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
-from router.topic import state, worktreelock
+from router.topic import journal, state, worktreelock
 from router.topic.workspace import Repo
 
 
@@ -34,7 +34,11 @@ class OurAdd:
 def not_ours(add: OurAdd) -> str | None:
     """Why the record does not prove this tool's unfinished creation made it, or None."""
     record = add.record
-    if record is None or record.branch != add.branch or not record.creating:
+    if (
+        record is None
+        or record.branch != add.branch
+        or not journal.find(record, journal.Operation.CREATE)
+    ):
         return "this topic's record does not show a creation by team-router still under way"
     if record.branch_created and record.base_commit and add.tip not in {None, record.base_commit}:
         return f"branch {add.branch!r} has commits since it was created"

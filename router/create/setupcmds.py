@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router.topic import journal
 from router.topic.workspace import default_branch
 
 TYPE_CHECKING = False
@@ -139,7 +140,10 @@ def plan_setup(
         n = len(record.setup_done)
         status = SetupStatus.NONE if record.setup_state == NONE else SetupStatus.DONE
         return SetupPlan(SetupReport(status, lines=n, done=n))
-    resuming = record is not None and (record.creating or record.setup_state in {PENDING, FAILED})
+    resuming = any(
+        p.operation in {journal.Operation.CREATE, journal.Operation.SETUP}
+        for p in journal.pending(record)
+    )
     if not fresh and not resuming:
         return SetupPlan(SetupReport(SetupStatus.SKIPPED, note="not a worktree this run made"))
     done = () if fresh or record is None else record.setup_done

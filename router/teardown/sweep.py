@@ -54,7 +54,7 @@ from router.ioerror import describe_io
 from router.teardown.snapshot import snapshot_plan_dir
 from router.teardown.steps import Step, StepResult, done_with, failed, name_some, refused, skipped
 from router.teardown.unshipped import residue_message, snapshot_note
-from router.topic import state
+from router.topic import journal, state
 from router.topic.workspace import WORKTREES_DIR, Repo
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ def claimed_names(common_dir: Path) -> set[str]:
     }
     for topic_id in state.list_records(common_dir):
         record = state.read_record_or_none(common_dir, topic_id)  # corrupt: doctor reports it
-        if record is not None and record.creating:
+        if record is not None and journal.find(record, journal.Operation.CREATE):
             names.add(record.branch)
     return names
 
