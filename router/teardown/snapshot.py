@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,23 @@ from router.ioerror import describe_io
 from router.teardown.nested import Departed
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import tempfile
+
+
+def _scratch() -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory for a snapshot's index, removed after.
+
+    tempfile is imported here, not with the module: it brings random along
+    (~10 ms), and every teardown imports this module, while only one that
+    writes a snapshot needs it.
+    """
+    import tempfile
+
+    return tempfile.TemporaryDirectory(prefix="team-router-snap-")
+
 
 # Where a forced removal keeps what it snapshotted: team-router's own refs, which
 # no branch listing shows and every gc keeps.
@@ -91,7 +107,7 @@ def snapshot_worktree(
         head = wt.head_commit()
         staged = _index_commit(repo.git, wt, head, worktree)
         forced = (*ignored, *_staged_new(wt, worktree, exclude))
-        with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
+        with _scratch() as tmp:
             tree = g.snapshot_tree(wt, Path(tmp) / "index", exclude=exclude, ignored=forced)
         what = f"snapshot of worktree {worktree}" + "".join(
             f"\n{DEPARTED_KEY}{json.dumps([d.rel, d.url, d.head, d.bare])}" for d in departed
@@ -230,7 +246,7 @@ def snapshot_plan_dir(
     ref = plan_dir_ref(topic_id)
     where = (checkout or repo.primary) / rel
     try:
-        with tempfile.TemporaryDirectory(prefix="team-router-snap-") as tmp:
+        with _scratch() as tmp:
             tree = g.directory_tree(repo.git, rel, Path(tmp) / "index", work_tree=checkout)
         old = repo.git.rev_parse(ref)
         what = f"team-router snapshot of plan dir {where}"
