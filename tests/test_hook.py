@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.plans import artifact
 from helpers.repos import git, make_repo, run_cli, write
-from helpers.topics import in_place, new_topic
+from helpers.topics import Topic, in_place, new_topic
 
 import router.topic.discovery
 
@@ -46,6 +46,31 @@ def context_of(proc: subprocess.CompletedProcess) -> str:
     return data["hookSpecificOutput"]["additionalContext"]
 
 
+HALTED = (
+    "The review loop halted after 5 rounds without a passing verdict: ask the user how to "
+    "proceed before resuming.\n"
+)
+
+
+def resume_notice(topic_id: str, plan_dir: Path, phase: str, *, halted: bool = False) -> str:
+    """The whole notice for an interrupted run of ``topic_id`` that resumes at ``phase``."""
+    return (
+        "team-router found an interrupted /team run in this repository.\n"
+        f"Phase: {phase} | Id: {topic_id}\n"
+        f"Artifact directory: {plan_dir}\n"
+        f"{HALTED if halted else ''}"
+        "To resume it, re-invoke /team (/team-router:team when another plugin also answers to "
+        f"/team): the pipeline continues at the {phase} phase from the artifacts above "
+        f"(`team-router next {topic_id}` prints what that phase must produce). Do not start the "
+        "run over."
+    )
+
+
+def at_research(topic: Topic) -> str:
+    """The notice for ``questioned_topic``: task and questions written, RESEARCH next."""
+    return resume_notice(topic.id, topic.plan_dir, "RESEARCH")
+
+
 def assert_silent(proc: subprocess.CompletedProcess) -> None:
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
 
@@ -55,10 +80,7 @@ def test_from_the_home_repo_the_notice_names_phase_id_and_artifact_directory(
 ):
     payload = json.dumps({"cwd": str(home_repo), "session_id": "abc-123", "source": "startup"})
     text = context_of(hook(home_repo, payload.encode()))
-    lines = text.splitlines()
-    assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in lines
-    assert f"Artifact directory: {questioned_topic.plan_dir}" in lines
-    assert "/team" in text
+    assert text == at_research(questioned_topic)
 
 
 def test_from_inside_the_worktree_the_notice_is_the_same(home_repo, questioned_topic, tmp_path):
@@ -66,14 +88,13 @@ def test_from_inside_the_worktree_the_notice_is_the_same(home_repo, questioned_t
     inside.mkdir()
     payload = json.dumps({"cwd": str(inside)}).encode()
     text = context_of(hook(tmp_path, payload))
-    assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in text.splitlines()
-    assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
+    assert text == at_research(questioned_topic)
 
 
 def test_without_a_cwd_in_the_payload_the_process_directory_is_used(home_repo, questioned_topic):
     for stdin in (b"{}", b"", b"not json at all {", b"[1, 2]", b'{"cwd": 7}'):
         text = context_of(hook(home_repo, stdin))
-        assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in text.splitlines()
+        assert text == at_research(questioned_topic), stdin
 
 
 def test_a_halted_run_says_so(home_repo):
@@ -82,8 +103,7 @@ def test_a_halted_run_says_so(home_repo):
     for n in range(1, 6):
         artifact(plan, f"review-{n}.md", verdict="FAIL")
     text = context_of(hook(home_repo, b""))
-    assert f"Phase: IMPLEMENT | Id: {plan.name}" in text.splitlines()
-    assert "halted" in text
+    assert text == resume_notice(plan.name, plan, "IMPLEMENT", halted=True)
 
 
 def test_a_shipped_run_is_not_called_interrupted_and_the_notice_says_how_to_finish(home_repo):
@@ -131,7 +151,8 @@ def test_an_unusual_layout_still_gets_its_notice_through_git(workspace):
     git(repo, "config", "core.worktree", str(repo))
     artifact(in_place(repo, "2026-05-01-odd-layout"), "task.md")
     text = context_of(hook(repo, b""))
-    assert "Phase: QUESTION | Id: 2026-05-01-odd-layout" in text.splitlines()
+    plan = repo / "docs" / "plans" / "2026-05-01-odd-layout"
+    assert text == resume_notice("2026-05-01-odd-layout", plan, "QUESTION")
 
 
 def test_any_unexpected_exception_is_silent_and_exit_0(home_repo, questioned_topic, monkeypatch):
@@ -147,7 +168,7 @@ def test_in_process_the_payload_is_read_from_an_in_memory_stdin(home_repo, quest
     res = run_cli("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
     assert res.code == 0
     text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
-    assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
+    assert text == at_research(questioned_topic)
 
 
 def test_a_terminal_stdin_does_not_block(home_repo, questioned_topic):
@@ -224,7 +245,7 @@ def test_minus_c_names_the_session_directory_when_the_host_sends_no_cwd(
     res = run_cli("hook", "session-start", cwd=home_repo, stdin="{}")
     assert res.code == 0
     text = json.loads(res.out)["hookSpecificOutput"]["additionalContext"]
-    assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
+    assert text == at_research(questioned_topic)
 
 
 def test_without_a_cwd_in_the_payload_claude_project_dir_names_the_project(
@@ -234,8 +255,7 @@ def test_without_a_cwd_in_the_payload_claude_project_dir_names_the_project(
     for stdin in (b"{}", b""):
         # Started outside any repository, as a host may start its hooks.
         text = context_of(hook(tmp_path, stdin, env=env))
-        assert f"Phase: RESEARCH | Id: {questioned_topic.id}" in text.splitlines()
-        assert f"Artifact directory: {questioned_topic.plan_dir}" in text.splitlines()
+        assert text == at_research(questioned_topic), stdin
     # The payload's own cwd still wins over the variable.
     payload = json.dumps({"cwd": str(tmp_path)}).encode()
     assert_silent(hook(tmp_path, payload, env=env))

@@ -41,11 +41,13 @@ def test_an_exclude_file_that_cannot_be_written_is_one_line_setup_failed(home_re
     info = home_repo / ".git" / "info"
     shutil.rmtree(info, ignore_errors=True)
     write(info, "a file where git keeps a directory\n")
-    res = run_cli("init", cwd=home_repo)
-    assert res.code == 1 and res.out == ""
-    assert res.err.count("\n") == 1 and "[setup-failed]" in res.err and str(info) in res.err
+    text = run_cli("init", cwd=home_repo)
+    assert text.code == 1 and text.out == ""
     res = run_cli("init", "--json", cwd=home_repo)
     assert (res.code, res.json["error"]["code"]) == (1, "setup-failed")
+    message = res.json["error"]["message"]
+    assert str(info) in message
+    assert text.err == f"team-router: {message} [setup-failed]\n"  # one line
     assert info.read_text() == "a file where git keeps a directory\n"
     assert git(home_repo, "status", "--porcelain") == ""
 

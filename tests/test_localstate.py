@@ -43,14 +43,19 @@ def test_lines_from_the_default_branch_run_from_the_primary_root_with_the_team_e
     assert (
         out.read_text() == f"{topic.home}|{topic.home}|{topic.branch}|{topic.worktrees['home']}\n"
     )
-    assert "$ echo" in res.err  # the line is printed (on stderr under --json) before it runs
+    # The line is printed (on stderr under --json) before it runs, then its outcome.
+    assert res.err == f"[home] $ {res.json['commands'][0]['line']}\n[home]   -> ok\n"
 
 
 def test_text_mode_prints_each_line_on_stdout(topic, tmp_path):
     declare(topic.home, f"touch {tmp_path / 'ran'}\n")
     res = run_cli("local-state", topic.id, cwd=topic.home)
-    assert res.code == 0
-    assert f"[home] $ touch {tmp_path / 'ran'}" in res.out
+    assert (res.code, res.err) == (0, "")
+    assert res.out == (
+        f"[home] $ touch {tmp_path / 'ran'}\n"
+        "[home]   -> ok\n"
+        "home: .teamteardown on origin/main: 1 line(s); 1/1 lines ok; no temp paths recorded\n"
+    )
     assert (tmp_path / "ran").exists()
 
 
@@ -269,9 +274,8 @@ def test_tmpdir_with_a_trailing_slash_still_counts(topic, monkeypatch):
 
 def test_nothing_declared_is_said(topic):
     res = run_cli("local-state", topic.id, cwd=topic.home)
-    assert res.code == 0
-    assert "no .teamteardown on main — nothing declared" in res.out
-    assert "no temp paths recorded" in res.out
+    assert (res.code, res.err) == (0, "")
+    assert res.out == "home: no .teamteardown on main — nothing declared; no temp paths recorded\n"
 
 
 def test_teardown_reads_temp_paths_before_removing_the_plan_dir_and_runs_the_declaration(
@@ -375,7 +379,11 @@ def test_local_state_dry_run_runs_no_line_and_removes_no_temp_path(topic, tmp_pa
     assert f"would run: touch {marker}" in res.json["repos"][0]["notes"]
     assert not marker.exists() and scratch.exists()
     text = run_cli("local-state", topic.id, "--dry-run", cwd=topic.home)
-    assert f"temp path {scratch.parent}: would be removed" in text.out
+    assert (text.code, text.err) == (0, "")
+    assert text.out == (
+        f"home: .teamteardown on origin/main: 1 line(s); would run: touch {marker}; temp paths: "
+        f"1 removed\n  temp path {scratch.parent}: would be removed\n"
+    )
     assert not marker.exists() and scratch.exists()
 
 

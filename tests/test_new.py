@@ -145,8 +145,14 @@ def test_an_empty_slug_is_topic(home_repo, description):
 
 def test_text_output_names_the_artifact_directory(home_repo):
     res = run_cli("new", DESC, "--date", "2026-05-01", cwd=home_repo)
-    assert res.code == 0
-    assert f"Artifact directory: {home_repo}/.claude/worktrees/{ID}/docs/plans/{ID}" in res.out
+    assert (res.code, res.err) == (0, "")
+    worktree = home_repo / ".claude" / "worktrees" / ID
+    base = git(home_repo, "rev-parse", "--short=12", "origin/main")
+    assert res.out == (
+        f"Topic {ID} (branch {ID})\n"
+        f"home: created {worktree} from {base}\n"
+        f"Artifact directory: {worktree}/docs/plans/{ID}\n"
+    )
 
 
 def test_run_inside_a_linked_worktree_on_a_feature_branch_reuses_it(home_repo, workspace):

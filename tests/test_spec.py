@@ -283,8 +283,17 @@ def test_phase_imports_exactly_what_it_uses(home_repo, questioned_topic, args):
 def test_an_unknown_topic_is_refused(home_repo, questioned_topic, args):
     res = run_cli(*args, cwd=home_repo)
     assert res.code == 2
-    assert ('"ok": false' in res.out) == ("--json" in args)
-    assert "[no-plan-dir]" in res.err if "--json" not in args else '"no-plan-dir"' in res.out
+    message = f"{args[1]} is not a plan dir (expected an existing docs/plans/<id>/ directory)"
+    if "--json" in args:
+        assert res.err == ""
+        assert res.json == {
+            "ok": False,
+            "command": args[0],
+            "warnings": [],
+            "error": {"code": "no-plan-dir", "message": message},
+        }
+    else:
+        assert (res.out, res.err) == ("", f"team-router: {message} [no-plan-dir]\n")
 
 
 @pytest.mark.parametrize("args", [["phase", "--json"], ["phase"], ["status", "--json"]])
@@ -293,7 +302,17 @@ def test_outside_a_repo_the_answer_is_not_a_repo(tmp_path, args):
     nowhere.mkdir()
     res = run_cli(*args, cwd=nowhere)
     assert res.code == 1
-    assert "not-a-repo" in res.out + res.err
+    message = f"{nowhere} is not inside a git work tree; run from a repository or pass -C"
+    if "--json" in args:
+        assert res.err == ""
+        assert res.json == {
+            "ok": False,
+            "command": args[0],
+            "warnings": [],
+            "error": {"code": "not-a-repo", "message": message},
+        }
+    else:
+        assert (res.out, res.err) == ("", f"team-router: {message} [not-a-repo]\n")
 
 
 def test_a_vanished_current_directory_is_not_a_repo(tmp_path):

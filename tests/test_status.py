@@ -95,7 +95,9 @@ def test_status_reports_a_broken_frontmatter_and_carries_on(home_repo):
 def test_status_of_a_repo_without_topics(home_repo):
     res = run_cli("status", "--json", cwd=home_repo)
     assert (res.code, res.json["topics"]) == (0, [])
-    assert "No topics" in run_cli("status", cwd=home_repo).out
+    text = run_cli("status", cwd=home_repo)
+    assert (text.code, text.err) == (0, "")
+    assert text.out == f"No topics in {home_repo}; start one with `team-router new`.\n"
 
 
 def test_status_in_a_secondary_repo_without_topics_names_the_repo_it_ran_in(workspace):
@@ -122,9 +124,10 @@ def test_a_current_directory_that_was_deleted_is_one_line_not_a_traceback(tmp_pa
     res = run_cli("status", "--json")
     assert res.code == 1
     assert res.json["error"]["code"] == "not-a-repo"
+    message = res.json["error"]["message"]
     res = run_cli("status")
     assert res.code == 1 and res.out == ""
-    assert res.err.count("\n") == 1 and "[not-a-repo]" in res.err
+    assert res.err == f"team-router: {message} [not-a-repo]\n"
 
 
 # -- cost: git answers for the topics with a worktree, not for every topic ------------
