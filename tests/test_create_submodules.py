@@ -6,14 +6,20 @@ were moved away after the primary was cloned, so any fetch or clone fails.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
-from helpers.faults import CRASHED, KILLED, git_logger, git_verb, git_verbs, git_wrapper, run
+from helpers.faults import CRASHED, KILLED, git_logger, git_verbs, git_wrapper, run
 from helpers.repos import branches, commit, git, make_repo, run_cli, status, worktree_paths
+from helpers.submodules import (
+    common_dir,
+    make_unreachable,
+    recorded,
+    remote_talk,
+    web_with_submodules,
+)
 
 from router.topic import state
 
@@ -21,63 +27,19 @@ ID = "2026-05-01-add-thing"
 NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
 
 
-def _common(repo: Path) -> Path:
-    return Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")).resolve()
-
-
 @pytest.fixture
 def web(workspace: Path) -> Path:
-    """Home repo ``web`` with submodules ``libs/one`` and ``libs/two``, initialised in the primary.
-
-    Their origins are then moved away: their URLs name paths that no longer exist.
-    """
-    git(workspace, "config", "--global", "protocol.file.allow", "always")
-    home = make_repo(workspace, "web")
-    for name in ("one", "two"):
-        lib = make_repo(workspace, f"lib{name}")
-        commit(lib, "lib.py", f"name = {name!r}\n", f"{name}: second commit")
-        git(lib, "push", "-q", "origin", "main")
-        url = git(lib, "remote", "get-url", "origin")
-        git(home, "submodule", "add", "-q", url, f"libs/{name}")
-    git(home, "commit", "-q", "-m", "add two submodules")
-    git(home, "push", "-q", "origin", "main")
-    return home
-
-
-def _unreachable(workspace: Path) -> None:
-    """Move the submodules' origins (and their source clones) away: no fetch can succeed."""
-    gone = workspace.parent / "gone"
-    gone.mkdir()
-    for name in ("one", "two"):
-        shutil.move(workspace.parent / "origins" / f"lib{name}.git", gone / f"lib{name}.git")
-        shutil.move(workspace / f"lib{name}", gone / f"lib{name}")
-
-
-def _recorded(worktree: Path, path: str) -> str:
-    return git(worktree, "rev-parse", f"HEAD:{path}")
-
-
-# The git commands that talk to a remote (a clone runs fetch-pack or a remote helper).
-TALKERS = {"fetch", "clone", "fetch-pack", "ls-remote", "remote-file", "remote-https", "pull"}
-
-
-def _remote_talk(log: Path) -> list[list[str]]:
-    """Every git process GIT_TRACE2_EVENT logged (children included) that talks to a remote."""
-    found = []
-    for line in log.read_text().splitlines():
-        event = json.loads(line)
-        if event.get("event") == "start" and git_verb(event["argv"][1:]) in TALKERS:
-            found.append(event["argv"])
-    return found
+    """Home repo ``web`` with submodules ``libs/one`` and ``libs/two``, initialised in the primary."""
+    return web_with_submodules(workspace)
 
 
 def _assert_whole(web: Path, worktree: Path) -> None:
     """Both submodules checked out at the recorded commits, clean, with git dirs git expects."""
-    admin = _common(web) / "worktrees" / worktree.name
+    admin = common_dir(web) / "worktrees" / worktree.name
     for name in ("one", "two"):
         path = f"libs/{name}"
         sub = worktree / path
-        assert git(sub, "rev-parse", "HEAD") == _recorded(worktree, path)
+        assert git(sub, "rev-parse", "HEAD") == recorded(worktree, path)
         assert (sub / "lib.py").read_text() == f"name = {name!r}\n"
         assert status(sub) == ""
         module = admin / "modules" / path
@@ -87,7 +49,7 @@ def _assert_whole(web: Path, worktree: Path) -> None:
         assert not os.path.isabs(worktree_of) and (module / worktree_of).resolve() == sub.resolve()
         # The primary's objects are borrowed, not copied.
         alternates = (module / "objects" / "info" / "alternates").read_text().strip()
-        assert alternates == str(_common(web) / "modules" / path / "objects")
+        assert alternates == str(common_dir(web) / "modules" / path / "objects")
         # Its remote and remote-tracking refs are the primary's copy's, as a clone would have.
         primary_sub = web / path
         assert git(sub, "remote", "get-url", "origin") == git(
@@ -101,7 +63,7 @@ def _assert_whole(web: Path, worktree: Path) -> None:
 def test_new_checks_out_the_primarys_submodules_from_its_objects_with_their_remotes_gone(
     workspace, web, tmp_path
 ):
-    _unreachable(workspace)
+    make_unreachable(workspace)
     trace = tmp_path / "trace.json"
     res = run(*NEW, cwd=web, env={"GIT_TRACE2_EVENT": str(trace)})
     assert res.code == 0, res.err
@@ -112,7 +74,7 @@ def test_new_checks_out_the_primarys_submodules_from_its_objects_with_their_remo
         {
             "path": f"libs/{n}",
             "name": f"libs/{n}",
-            "commit": _recorded(worktree, f"libs/{n}"),
+            "commit": recorded(worktree, f"libs/{n}"),
             "status": "checked-out",
             "detail": None,
         }
@@ -121,7 +83,7 @@ def test_new_checks_out_the_primarys_submodules_from_its_objects_with_their_remo
     _assert_whole(web, worktree)
     # Nothing was fetched nor cloned for the submodules: the only fetch is the
     # superproject's own, from web's origin.
-    network = _remote_talk(trace)
+    network = remote_talk(trace)
     assert network == [
         ["git", "-C", str(web), "-c", "core.fsmonitor=", "fetch", "--quiet", "--prune", "origin"]
     ] or all(argv[2] == str(web) and argv[-1] == "origin" for argv in network), network
@@ -133,7 +95,7 @@ def test_the_text_report_says_what_was_done_for_each_submodule(web):
     res = run_cli("new", "Add thing", "--date", "2026-05-01", cwd=web)
     assert res.code == 0, res.err
     worktree = web / ".claude/worktrees" / ID
-    one, two = (_recorded(worktree, f"libs/{n}")[:12] for n in ("one", "two"))
+    one, two = (recorded(worktree, f"libs/{n}")[:12] for n in ("one", "two"))
     assert res.out.splitlines() == [
         f"Topic {ID} (branch {ID})",
         f"home: created {worktree} from {git(web, 'rev-parse', 'origin/main')[:12]}",
@@ -160,7 +122,7 @@ def test_a_submodule_that_cannot_be_checked_out_is_a_warning_naming_it_not_a_fal
     git(web, "commit", "-q", "-m", "bump libs/two to a commit the primary never fetched")
     git(web, "push", "-q", "origin", "main")
     git(web, "submodule", "deinit", "-q", "--", "libs/one")
-    _unreachable(workspace)
+    make_unreachable(workspace)
 
     res = run(*NEW, cwd=web)
     assert res.code == 0, res.err
@@ -170,7 +132,7 @@ def test_a_submodule_that_cannot_be_checked_out_is_a_warning_naming_it_not_a_fal
     one, two = home["submodules"]
     assert one["status"] == "skipped" and one["detail"] == f"not initialised in {web}"
     assert two["status"] == "failed" and two["commit"] == new_commit
-    module = _common(web) / "modules" / "libs/two"
+    module = common_dir(web) / "modules" / "libs/two"
     assert two["detail"] == f"commit {new_commit[:12]} is not in {module}: fetch it there first"
     assert res.json["warnings"] == [
         f"home: submodule libs/two was not checked out in {worktree} ({two['detail']}); the "
@@ -178,14 +140,14 @@ def test_a_submodule_that_cannot_be_checked_out_is_a_warning_naming_it_not_a_fal
         "fetches it"
     ]
     # Neither was touched: no git dir made, the directories git left empty as they were.
-    admin = _common(web) / "worktrees" / ID
+    admin = common_dir(web) / "worktrees" / ID
     assert not (admin / "modules").exists()
     assert os.listdir(worktree / "libs/one") == [] and os.listdir(worktree / "libs/two") == []
 
 
 @pytest.mark.parametrize("step", ["submodules", "setup", "record"])
 def test_new_killed_at_or_after_the_stage_is_finished_by_running_it_again(workspace, web, step):
-    _unreachable(workspace)
+    make_unreachable(workspace)
     crashed = run(*NEW, cwd=web, crash_at=step)
     assert crashed.code == CRASHED, crashed.err
     again = run(*NEW, cwd=web)
@@ -201,12 +163,12 @@ def test_new_killed_at_or_after_the_stage_is_finished_by_running_it_again(worksp
 
 
 def test_a_sigkill_mid_checkout_is_finished_by_the_rerun(workspace, web, tmp_path):
-    _unreachable(workspace)
+    make_unreachable(workspace)
     # libs/two's real `git checkout` runs; then, once libs/one's (run at the same
     # time) has finished, as a kill in the middle of libs/two's checkout would
     # leave it, libs/two has no index yet but the lock, and only part of its
     # files; then the whole process group is SIGKILLed.
-    modules = _common(web) / "worktrees" / ID / "modules"
+    modules = common_dir(web) / "worktrees" / ID / "modules"
     module = modules / "libs/two"
     sub = web / ".claude/worktrees" / ID / "libs/two"
     one_done = (
@@ -230,7 +192,7 @@ def test_a_sigkill_mid_checkout_is_finished_by_the_rerun(workspace, web, tmp_pat
 
 
 def test_a_kill_as_a_submodules_git_file_is_made_is_finished_by_the_rerun(workspace, web, tmp_path):
-    _unreachable(workspace)
+    make_unreachable(workspace)
     # Killed between making libs/two's .git file and writing its one line: no checkout ran
     # (checking it out writes the file again).
     sub = web / ".claude/worktrees" / ID / "libs/two"
@@ -265,14 +227,14 @@ def test_the_submodules_are_checked_out_by_one_git_checkout_each_and_no_git_subm
 def test_a_kill_while_a_submodule_git_dir_is_made_leaves_nothing_the_rerun_trips_on(
     workspace, web, tmp_path
 ):
-    _unreachable(workspace)
+    make_unreachable(workspace)
     # Killed right after the git dir being made got its refs, before it is renamed into place.
     env = git_wrapper(
         tmp_path / "bin", "update-ref --no-deref --stdin", '"$REAL_GIT" "$@"\nkill -KILL 0'
     )
     killed = run(*NEW, cwd=web, env=env, new_group=True)
     assert killed.code == KILLED, killed.err
-    modules = _common(web) / "worktrees" / ID / "modules" / "libs"
+    modules = common_dir(web) / "worktrees" / ID / "modules" / "libs"
     assert os.listdir(modules) == ["one.team-router-making"]
 
     again = run(*NEW, cwd=web)
@@ -304,13 +266,79 @@ def test_worktrees_checks_out_a_secondarys_submodules_too(workspace, web):
         {
             "path": "vendor/lib",
             "name": "vendor/lib",
-            "commit": _recorded(worktree, "vendor/lib"),
+            "commit": recorded(worktree, "vendor/lib"),
             "status": "checked-out",
             "detail": None,
         }
     ]
-    assert git(worktree / "vendor/lib", "rev-parse", "HEAD") == _recorded(worktree, "vendor/lib")
+    assert git(worktree / "vendor/lib", "rev-parse", "HEAD") == recorded(worktree, "vendor/lib")
     assert status(worktree) == ""
+
+
+# -- submodules of submodules ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_new_checks_out_the_nested_submodules_the_primary_initialised_from_its_nested_git_dirs(
+    workspace, tmp_path
+):
+    web = web_with_submodules(workspace, nested=True)
+    make_unreachable(workspace)
+    trace = tmp_path / "trace.json"
+    res = run(*NEW, cwd=web, env={"GIT_TRACE2_EVENT": str(trace)})
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    one = worktree / "libs/one"
+    deep = recorded(one, "deps/deep")
+    assert res.json["warnings"] == []
+    assert res.json["home"]["submodules"] == [
+        {
+            "path": path,
+            "name": name,
+            "commit": commit,
+            "status": "checked-out",
+            "detail": None,
+        }
+        for path, name, commit in (
+            ("libs/one", "libs/one", recorded(worktree, "libs/one")),
+            ("libs/one/deps/deep", "deps/deep", deep),
+            ("libs/two", "libs/two", recorded(worktree, "libs/two")),
+        )
+    ]
+    _assert_whole(web, worktree)
+    sub = one / "deps/deep"
+    assert git(sub, "rev-parse", "HEAD") == deep
+    assert (sub / "deep.py").read_text() == "deep = True\n"
+    assert status(sub) == "" and status(one) == ""
+    # Its git dir is the worktree's submodule's own, borrowing the primary's nested copy.
+    module = common_dir(web) / "worktrees" / ID / "modules/libs/one/modules/deps/deep"
+    assert Path(git(sub, "rev-parse", "--absolute-git-dir")) == module
+    primary_deep = common_dir(web) / "modules/libs/one/modules/deps/deep"
+    alternates = (module / "objects" / "info" / "alternates").read_text().strip()
+    assert alternates == str(primary_deep / "objects")
+    assert git(sub, "remote", "get-url", "origin") == git(
+        web / "libs/one/deps/deep", "remote", "get-url", "origin"
+    )
+    # Nothing was fetched nor cloned for any of them: only the superproject's own fetch.
+    network = remote_talk(trace)
+    assert all(argv[2] == str(web) and argv[-1] == "origin" for argv in network), network
+
+
+def test_a_nested_submodule_the_primary_has_not_initialised_is_left_out(workspace):
+    web = web_with_submodules(workspace, nested=True)
+    git(web / "libs/one", "submodule", "deinit", "-q", "--all")
+    make_unreachable(workspace)
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", cwd=web)
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    one, two = (recorded(worktree, f"libs/{n}")[:12] for n in ("one", "two"))
+    assert res.out.splitlines()[2] == (
+        f"  submodules: libs/one checked-out at {one}; libs/one/deps/deep skipped "
+        f"(not initialised in {web}/libs/one); libs/two checked-out at {two}"
+    )
+    assert os.listdir(worktree / "libs/one/deps/deep") == []
+    assert not (common_dir(web) / "worktrees" / ID / "modules/libs/one/modules").exists()
+    assert status(worktree) == "" and status(worktree / "libs/one") == ""
 
 
 # -- teardown keeps such worktrees whole ---------------------------------------------------
@@ -341,7 +369,7 @@ def _has_object(repo: Path, sha: str) -> bool:
 def test_teardown_removes_such_a_worktree_whole_its_submodule_git_dirs_included(web):
     assert run_cli(*NEW, cwd=web).code == 0
     worktree = web / ".claude/worktrees" / ID
-    admin = _common(web) / "worktrees" / ID
+    admin = common_dir(web) / "worktrees" / ID
     assert (admin / "modules" / "libs/one").is_dir()
     res = run_cli("teardown", ID, "--json", cwd=web)
     assert res.code == 0, res.out
@@ -356,18 +384,18 @@ def test_teardown_removes_such_a_worktree_whole_its_submodule_git_dirs_included(
 def test_teardown_removes_such_a_worktree_with_the_submodules_remotes_gone(workspace, web):
     # Every commit the worktree's submodules reach is in the primary's copy, on its
     # refs: deleting the worktree's git dirs loses none, though no remote holds them.
-    _unreachable(workspace)
+    make_unreachable(workspace)
     assert run(*NEW, cwd=web).code == 0
     worktree = web / ".claude/worktrees" / ID
     res = run_cli("teardown", ID, "--json", cwd=web)
     assert res.code == 0, res.out
-    assert not worktree.exists() and not (_common(web) / "worktrees" / ID).exists()
+    assert not worktree.exists() and not (common_dir(web) / "worktrees" / ID).exists()
     for name in ("one", "two"):
         assert status(web / f"libs/{name}") == ""
 
 
 def test_a_commit_in_such_a_submodule_is_kept_with_its_remotes_gone_too(workspace, web):
-    _unreachable(workspace)
+    make_unreachable(workspace)
     assert run(*NEW, cwd=web).code == 0
     sub = web / ".claude/worktrees" / ID / "libs/two"
     sha = commit(sub, "lib.py", "name = 'mine'\n", "only here")

@@ -3,7 +3,10 @@
 Every submodule the primary clone has initialised is checked out in the new
 worktree at the commit the branch records, from the primary's own objects
 (:func:`router.git.borrow_module`): nothing the machine has is fetched again,
-and an unreachable remote does not matter. One that cannot be is a warning
+and an unreachable remote does not matter. Then, level by level, the ones
+the primary's copy of each has initialised, from its git dir of them
+(``modules/<a>/modules/<b>``). ``restore`` checks a restored worktree's
+submodules out here too, each where the snapshot had it. One that cannot be is a warning
 naming it and the command that fetches it; the worktree is made all the same.
 
 A kill during the stage is finished by the rerun: a submodule git dir is only
@@ -14,7 +17,8 @@ yet) is checked out again whole.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -34,13 +38,15 @@ class SubmoduleStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SubmoduleOutcome:
-    """One submodule of a new worktree: where, the commit the branch records, what was done."""
+    """One submodule of a new worktree: where, the commit it is checked out at, what was done."""
 
-    path: str
+    path: str  # relative to the worktree; a nested one's through its parents (``libs/a/vendor/b``)
     name: str
     commit: str
     status: SubmoduleStatus
     detail: str = ""  # why it was skipped or failed
+    within: str = ""  # the submodule a nested one is in (relative to the worktree); "" at the top
+    staged: str = ""  # the commit the index records, when it is checked out at another (restore)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -61,44 +67,88 @@ class SubmoduleOutcome:
 
 @dataclass(frozen=True, slots=True)
 class _Where:
-    """The repo and worktree the stage works in."""
+    """The checkout the stage works in at one level, and the primary's copy of it."""
 
-    primary: Path
-    common_dir: Path
+    primary: Path  # the primary's checkout (its clone, or its checkout of a submodule)
+    common_dir: Path  # that checkout's git dir: where its initialised submodules are named and kept
     worktree: Path
     git_dir: Path
+    within: str  # "" at the worktree's top; else the submodule this level is, from the top
+
+    def inside(self, rel: str) -> str:
+        """``rel`` (relative to this level) relative to the worktree's top."""
+        return f"{self.within}/{rel}" if self.within else rel
 
 
 def check_out_submodules(
-    primary: Path, common_dir: Path, worktree: Path
+    primary: Path, common_dir: Path, worktree: Path, *, at: Mapping[str, str] | None = None
 ) -> tuple[SubmoduleOutcome, ...]:
-    """Check out in ``worktree`` the submodules ``primary`` has initialised; never raises
-    for a submodule git or the disk refuses (its outcome says ``failed``)."""
+    """Check out in ``worktree`` the submodules ``primary`` has initialised, and theirs in
+    turn; never raises for a submodule git or the disk refuses (its outcome says ``failed``).
+
+    ``at``: the commit a submodule (by path) is checked out at rather than the one
+    the index records: ``restore`` puts each where the snapshot had it.
+    """
+    return _level(primary, common_dir, worktree, "", at or {})
+
+
+def _level(
+    primary: Path, common_dir: Path, worktree: Path, within: str, at: Mapping[str, str]
+) -> tuple[SubmoduleOutcome, ...]:
+    """One level's submodules checked out, all at once; each one's own after it."""
     git = Git(worktree)
     git_dir = g.checkout_git_dir(worktree)
     try:
         links = g.declared_gitlinks(git, worktree)
-        initialised = g.initialised_names(git) if links else set()
+        # The primary's config says what it initialised: at the top, the one the
+        # worktree shares; below, the primary's own git dir of the submodule.
+        initialised = g.initialised_names(Git(common_dir)) if links else set()
     except (GitError, OSError) as exc:
         # Not one submodule could be read: one outcome for them all, named by their list.
         why = f"cannot list the submodules: {_said_by(exc)}"
-        return (SubmoduleOutcome(".gitmodules", "", "", SubmoduleStatus.FAILED, why),)
+        path = f"{within}/.gitmodules" if within else ".gitmodules"
+        return (SubmoduleOutcome(path, "", "", SubmoduleStatus.FAILED, why, within),)
     if not links or git_dir is None:
         return ()
-    where = _Where(primary, common_dir, worktree, git_dir)
+    where = _Where(primary, common_dir, worktree, git_dir, within)
     # The git dirs one after the other (a few small processes each), then every
-    # checkout at once: each submodule is its own repository.
-    decided = [_make_git_dir(where, link, initialised) for link in links]
-    return tuple(parallel_map(lambda o: _checked_out(where, o), decided))
+    # checkout at once, each followed by its own submodules: each is its own repository.
+    decided = [
+        _make_git_dir(where, link, at.get(link.path, link.commit), initialised) for link in links
+    ]
+    done = parallel_map(lambda pair: _with_nested(where, *pair), zip(links, decided, strict=True))
+    return tuple(o for found in done for o in found)
 
 
-def _make_git_dir(where: _Where, link: Gitlink, initialised: set[str]) -> SubmoduleOutcome:
-    """Make ``link``'s git dir in the worktree, or say why not; CHECKED_OUT = due for checkout."""
-    status, detail = _prepared(where, link, initialised)
-    return SubmoduleOutcome(link.path, link.name, link.commit, status, detail)
+def _with_nested(
+    where: _Where, link: Gitlink, decided: SubmoduleOutcome
+) -> tuple[SubmoduleOutcome, ...]:
+    """``link`` checked out, then its own submodules, from the primary's git dir of it
+    (``modules/<a>/modules/<b>``); their paths from the worktree's top."""
+    left = _checked_out(where, decided)
+    found = (replace(left, path=where.inside(left.path), within=where.within),)
+    if left.status not in (SubmoduleStatus.CHECKED_OUT, SubmoduleStatus.PRESENT):
+        return found
+    source = g.primary_module(where.common_dir, where.primary, link)
+    if source is None:  # checked out by hand: the primary has nothing below it to go by
+        return found
+    inner = (where.primary / link.path, source, where.worktree / link.path)
+    return found + _level(*inner, where.inside(link.path), {})
 
 
-def _prepared(where: _Where, link: Gitlink, initialised: set[str]) -> tuple[SubmoduleStatus, str]:
+def _make_git_dir(
+    where: _Where, link: Gitlink, commit: str, initialised: set[str]
+) -> SubmoduleOutcome:
+    """Make ``link``'s git dir in the worktree at ``commit``, or say why not; CHECKED_OUT =
+    due for checkout."""
+    status, detail = _prepared(where, link, commit, initialised)
+    staged = link.commit if commit != link.commit else ""
+    return SubmoduleOutcome(link.path, link.name, commit, status, detail, staged=staged)
+
+
+def _prepared(
+    where: _Where, link: Gitlink, commit: str, initialised: set[str]
+) -> tuple[SubmoduleStatus, str]:
     if link.name not in initialised:
         return SubmoduleStatus.SKIPPED, f"not initialised in {where.primary}"
     top = where.worktree / link.path
@@ -111,7 +161,7 @@ def _prepared(where: _Where, link: Gitlink, initialised: set[str]) -> tuple[Subm
     try:
         if target.exists():
             return _resumed(top, target)
-        g.borrow_module(source, target, link.commit, top)
+        g.borrow_module(source, target, commit, top)
     except g.MissingCommit as exc:
         return SubmoduleStatus.FAILED, f"{exc}: fetch it there first"
     except (GitError, OSError) as exc:
@@ -149,9 +199,7 @@ def _checked_out(where: _Where, decided: SubmoduleOutcome) -> SubmoduleOutcome:
 
 
 def _failed(decided: SubmoduleOutcome, detail: str) -> SubmoduleOutcome:
-    return SubmoduleOutcome(
-        decided.path, decided.name, decided.commit, SubmoduleStatus.FAILED, detail
-    )
+    return replace(decided, status=SubmoduleStatus.FAILED, detail=detail)
 
 
 def _said_by(exc: GitError | OSError) -> str:
@@ -168,13 +216,21 @@ def warnings_for(
 
 
 def _warning(repo_name: str, worktree: Path, failed: SubmoduleOutcome) -> str:
-    fix = f"`git -C {worktree} submodule update --init"
-    if not failed.name:  # none could be listed (see check_out_submodules)
+    # A nested one is fetched from the submodule it is in, by its path there.
+    parent = worktree / failed.within if failed.within else worktree
+    rel = failed.path.removeprefix(f"{failed.within}/") if failed.within else failed.path
+    fix = f"`git -C {parent} submodule update --init"
+    if not failed.name:  # none could be listed (see _level)
         return (
-            f"{repo_name}: the submodules of {worktree} were not checked out ({failed.detail}); "
+            f"{repo_name}: the submodules of {parent} were not checked out ({failed.detail}); "
             f"the worktree is made without them: {fix}` fetches them"
         )
+    # The index records another commit than the one it was at: that one goes back next.
+    then = (
+        f", then `git -C {worktree / failed.path} checkout --detach {failed.commit}` puts it "
+        "where it was"
+    ) * bool(failed.staged)
     return (
         f"{repo_name}: submodule {failed.path} was not checked out in {worktree} "
-        f"({failed.detail}); the worktree is made without it: {fix} -- {failed.path}` fetches it"
+        f"({failed.detail}); the worktree is made without it: {fix} -- {rel}` fetches it{then}"
     )

@@ -13,7 +13,10 @@ out as ``git submodule update --no-fetch --checkout`` does for a git dir it
 finds made (the ``.git`` file and ``core.worktree``, then ``git checkout -q
 -f``), one ``git checkout`` per submodule, so several run at once: that
 command's shell script and helpers (a dozen processes for three submodules)
-checked them out one after the other. Nothing is fetched.
+checked them out one after the other. Nothing is fetched. The submodules the
+primary's copy has initialised in turn (its ``submodule.*`` config) are
+initialised in the new git dir too, as a recursive clone's, so that its own
+submodules are checked out the same way, level by level.
 """
 
 from __future__ import annotations
@@ -118,8 +121,9 @@ def borrow_module(source: Path, target: Path, commit: str, top: Path) -> None:
     """Make ``target`` a submodule git dir that borrows ``source``'s objects, at ``commit``,
     for the checkout at ``top``.
 
-    Its object format, remotes and their remote-tracking refs and its tags are
-    ``source``'s, as a clone from the same remote would have them; ``HEAD`` is
+    Its object format, remotes and their remote-tracking refs, its tags and the
+    submodules it has initialised are ``source``'s, as a (recursive) clone from
+    the same remote would have them; ``HEAD`` is
     detached at ``commit``; ``core.worktree`` names ``top``, as git connects a
     submodule it clones. Raises :class:`MissingCommit` when ``source`` lacks it.
     """
@@ -144,7 +148,7 @@ def borrow_module(source: Path, target: Path, commit: str, top: Path) -> None:
     alternates = making / "objects" / "info" / "alternates"
     alternates.write_text(f"{os.path.realpath(source / 'objects')}\n", encoding="utf-8")
     with open(making / "config", "a", encoding="utf-8", errors="surrogateescape") as added:
-        added.write(_worktree_section(top, target) + _remote_sections(config))
+        added.write(_worktree_section(top, target) + _sections(config))
     _copy_refs(old, Runner(making), commit)
     os.rename(making, target)
 
@@ -159,8 +163,9 @@ class MissingCommit(Exception):
 
 
 def _source_config(old: Runner) -> list[tuple[str, str]]:
-    """``source``'s object format and remotes, from its own config file, in one process."""
-    pattern = r"^(extensions\.objectformat|remote\..*)$"
+    """``source``'s object format, remotes and initialised submodules, from its own config
+    file, in one process."""
+    pattern = r"^(extensions\.objectformat|remote\..*|submodule\..*)$"
     res = old.run("config", "--local", "-z", "--get-regexp", pattern, check=False)
     if res.returncode not in (0, 1):  # 1: none of them set
         raise res.as_error()
@@ -174,16 +179,18 @@ def _worktree_section(top: Path, target: Path) -> str:
     return f"[core]\n\tworktree = {_quoted(os.path.relpath(os.path.realpath(top), real_target))}\n"
 
 
-def _remote_sections(config: list[tuple[str, str]]) -> str:
-    """The remotes among ``config``, as config text (written at once, not a process a value)."""
+def _sections(config: list[tuple[str, str]]) -> str:
+    """The remotes and submodules among ``config``, as config text (written at once, not a
+    process a value)."""
     sections: dict[str, list[str]] = {}
     for key, value in config:
-        if key.startswith("remote."):
-            name, _, var = key.removeprefix("remote.").rpartition(".")
-            sections.setdefault(name, []).append(f"\t{var} = {_quoted(value)}\n")
-    return "".join(
-        f"[remote {_quoted(name)}]\n{''.join(lines)}" for name, lines in sections.items()
-    )
+        section, _, rest = key.partition(".")
+        if section not in ("remote", "submodule"):
+            continue
+        name, _, var = rest.rpartition(".")  # a name may hold dots; a variable never does
+        header = f"[{section} {_quoted(name)}]" if name else f"[{section}]"
+        sections.setdefault(header, []).append(f"\t{var} = {_quoted(value)}\n")
+    return "".join(f"{header}\n{''.join(lines)}" for header, lines in sections.items())
 
 
 def _quoted(value: str) -> str:
@@ -220,8 +227,8 @@ def checkout_borrowed(top: Path, module: Path, commit: str) -> GitError | None:
     whose git dir it finds made: ``top/.git`` names ``module`` (relative, as git
     writes it; ``module``'s ``core.worktree`` names ``top`` since
     :func:`borrow_module`), then a forced checkout of the commit on a detached
-    ``HEAD``. Nothing is fetched. Not recursive: a submodule's own submodules
-    are its business. Each submodule is its own repository, so several of these
+    ``HEAD``. Nothing is fetched. Not recursive: the caller goes down a level
+    once this one is checked out, from the primary's git dirs of that level. Each submodule is its own repository, so several of these
     run at once.
     """
     gitfile = f"gitdir: {os.path.relpath(os.path.realpath(module), os.path.realpath(top))}\n"
