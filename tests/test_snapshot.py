@@ -118,6 +118,7 @@ def test_restore_works_in_the_secondary_repo_that_holds_the_snapshot(workspace):
             "snapshot": None,
             "branch": None,
             "worktree": None,
+            "submodules": [],
         },
         {
             "name": "api",
@@ -126,6 +127,7 @@ def test_restore_works_in_the_secondary_repo_that_holds_the_snapshot(workspace):
             "snapshot": snap,
             "branch": topic.branch,
             "worktree": str(topic.worktrees["api"]),
+            "submodules": [],
         },
     ]
     assert (topic.worktrees["api"] / "draft.txt").read_text() == "api draft\n"

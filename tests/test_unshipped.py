@@ -296,6 +296,7 @@ def test_restore_copies_the_worktreeinclude_files_again(home_repo):
             "snapshot": snap,
             "branch": topic.branch,
             "worktree": str(worktree),
+            "submodules": [],
         }
     ]
     assert (worktree / ".env").read_text() == "TOKEN=local\n"
@@ -427,6 +428,7 @@ def test_force_then_restore_puts_a_plan_dir_in_place_back(home_repo):
             "snapshot": snap,
             "branch": None,
             "worktree": None,
+            "submodules": [],
         }
     ]
     assert phase_json(topic) == phase

@@ -135,7 +135,7 @@ def new_text(result: Any) -> str:
     if home.copied is not None:
         lines.insert(2, f"  .worktreeinclude: {home.copied.line()}")
     if home.submodules:  # the stage before the copy: its line comes first
-        lines.insert(2, _submodules_line("  ", home.submodules))
+        lines.insert(2, submodules_line("  ", home.submodules))
     if home.setup is not None and home.setup.worth_saying:
         lines.insert(len(lines) - 1, f"  {home.setup.summary()}")  # last: it ran last
     return "\n".join(lines)
@@ -150,7 +150,7 @@ def worktrees_text(result: Any) -> str:
         cone = f"  (sparse: {', '.join(r.sparse)})" if r.sparse else ""
         lines.append(f"  {r.name:<{width}}  {r.status:<8}  {where}{cone}{why}")
         if r.submodules:
-            lines.append(_submodules_line(f"  {'':<{width}}  ", r.submodules))
+            lines.append(submodules_line(f"  {'':<{width}}  ", r.submodules))
         if r.copied is not None:
             lines.append(f"  {'':<{width}}  .worktreeinclude: {r.copied.line()}")
         if r.setup is not None and r.setup.worth_saying:
@@ -162,7 +162,7 @@ def worktrees_text(result: Any) -> str:
     return "\n".join(lines)
 
 
-def _submodules_line(indent: str, outcomes: Any) -> str:
+def submodules_line(indent: str, outcomes: Any) -> str:
     """``submodules: lib checked-out at 3f2a9c1d0b7e; vendor/x failed (why)``."""
     return f"{indent}submodules: " + "; ".join(o.said() for o in outcomes)
 

@@ -132,7 +132,13 @@ def _local_text(result) -> str:
 
 
 def _restore_text(result) -> str:
-    lines = [f"{r.name}: {r.status}: {r.detail}" for r in result.repos]
+    from router.cli.create import submodules_line
+
+    lines = []
+    for r in result.repos:
+        lines.append(f"{r.name}: {r.status}: {r.detail}")
+        if r.submodules:
+            lines.append(submodules_line("  ", r.submodules))
     if result.interrupted:
         lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)

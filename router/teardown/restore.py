@@ -21,6 +21,13 @@ from pathlib import Path
 from router import git as g
 from router import interrupt
 from router.create import sparse
+from router.create.submodules import (
+    SUBMODULES_STEP,
+    SubmoduleOutcome,
+    SubmoduleStatus,
+    check_out_submodules,
+    warnings_for,
+)
 from router.errors import BadInput, ErrorCode, ExitCode, Refusal, RouterError, error_json
 from router.fsutil import files_under
 from router.git import Git, GitError
@@ -38,7 +45,6 @@ from router.teardown.restore_journal import (
 )
 from router.teardown.snapshot import (
     DEPARTED_KEY,
-    NAMED_SUBMODULES,
     Snapshot,
     plan_dir_ref,
     read_snapshot,
@@ -110,7 +116,11 @@ def restore_topic(
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         results = tuple(_restore_target(t, scope.id) for t in chosen)
     if any(r.status is RestoreStatus.INTERRUPTED for r in results):
-        return RestoreResult(scope.id, results, list(scope.warnings), interrupt.received())
+        return RestoreResult(
+            scope.id, results, [*scope.warnings, *(w for r in results for w in r.warnings)],
+            interrupt.received(),
+        )  # fmt: skip
+    warnings = [*scope.warnings, *(w for r in results for w in r.warnings)]
     if all(r.status is RestoreStatus.SKIPPED for r in results):
         raise RouterError(
             ErrorCode.NO_SNAPSHOT,
@@ -118,7 +128,7 @@ def restore_topic(
             + "; ".join(f"{r.name}: {r.detail}" for r in results),
             details={"id": scope.id, "repos": [r.to_json() for r in results]},
         )
-    return RestoreResult(scope.id, results, list(scope.warnings))
+    return RestoreResult(scope.id, results, warnings)
 
 
 def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | None:
@@ -141,7 +151,7 @@ def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | N
         result = _restore_unless_stopped(
             name, lambda: restore_repo(name, here, lock.topic_id if record else None, branch)
         )
-    return RestoreResult(branch, (result,), stopped_by=interrupt.received())
+    return RestoreResult(branch, (result,), list(result.warnings), interrupt.received())
 
 
 def _restore_target(target: RepoTarget, topic_id: str) -> RestoredRepo:
@@ -283,6 +293,8 @@ class RestoredRepo:
     snapshot: str | None = None
     branch: str | None = None
     worktree: Path | None = None
+    submodules: tuple[SubmoduleOutcome, ...] = ()  # what this restore did for each submodule
+    warnings: tuple[str, ...] = ()  # one per submodule that could not be checked out
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -292,6 +304,7 @@ class RestoredRepo:
             "snapshot": self.snapshot,
             "branch": self.branch,
             "worktree": str(self.worktree) if self.worktree else None,
+            "submodules": [s.to_json() for s in self.submodules],
         }
 
 
@@ -324,6 +337,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
             return place
         target, path, created = place
         _lay_over(Git(path), snap, cone)
+        submodules = _check_out_submodules(repo, path, snap)
         copied, includes = _copy_includes(repo, path)
     except GitError as exc:
         return RestoredRepo(
@@ -338,16 +352,17 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     drop_restoring(repo, path)
     note = "" if target == branch else f" ({branch} is taken)"
     staged = ", what was staged is staged again" if snap.index is not None else ""
-    subs = _submodule_note(repo, snap) if (path / ".gitmodules").exists() else ""
     return RestoredRepo(
         name,
         RestoreStatus.RESTORED,
         f"worktree {path} on {target}{note}; uncommitted edits and untracked files are back "
-        f"as working-tree changes{staged}{includes}; {snap.ref} is kept{subs}"
+        f"as working-tree changes{staged}{includes}; {snap.ref} is kept"
         f"{_departed_note(repo, snap)}{undone}",
         snap.commit,
         target,
         path,
+        submodules,
+        tuple(warnings_for(name, path, submodules)),
     )
 
 
@@ -412,20 +427,25 @@ def _lay_over(wt: Git, snap: Snapshot, cone: tuple[str, ...] | None) -> None:
         g.read_index(wt, snap.index, sparse=bool(cone))
 
 
-def _submodule_note(repo: Repo, snap: Snapshot) -> str:
-    """How to bring the submodules back: teardown removed them only with their commits on their remotes.
+def _check_out_submodules(repo: Repo, path: Path, snap: Snapshot) -> tuple[SubmoduleOutcome, ...]:
+    """The submodules checked out as ``new`` checks them out, from the primary's objects,
+    each at the commit the snapshot's files record (where it was, staged or not).
 
-    A submodule checked out at another commit than the one staged is named
-    with that commit: ``submodule update`` alone would check out the staged one.
+    Run while the restore's note is in the worktree's git dir: a kill here is
+    finished by the rerun, which lays the files over again and resumes the
+    stage. A submodule that cannot be checked out is a warning, never a lost
+    restore: its commit is in the snapshot's tree, and the fix is named.
     """
-    note = "; its submodules are not initialised: run `git submodule update --init` there"
+    state.crash_point(SUBMODULES_STEP)
+    if not (path / ".gitmodules").is_file():
+        return ()  # the common case: no git process
     try:
-        moved = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
-    except GitError:
-        return note
-    for sub, commit in sorted(moved.items())[:NAMED_SUBMODULES]:
-        note += f", then `git -C {sub} checkout {commit[:12]}` (where it was)"
-    return note
+        # The snapshot's tree holds each submodule's HEAD; its index, what was staged.
+        at = g.moved_gitlinks(repo.git, snap.index or snap.parent, snap.commit)
+    except GitError as exc:
+        why = f"cannot read the snapshot's submodule commits: {exc.first_line}"
+        return (SubmoduleOutcome(".gitmodules", "", "", SubmoduleStatus.FAILED, why),)
+    return check_out_submodules(repo.primary, repo.common_dir, path, at=at)
 
 
 def _earlier_restore(name: str, repo: Repo, snap: Snapshot, branch: str) -> RestoredRepo | None:
