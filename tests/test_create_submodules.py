@@ -324,6 +324,45 @@ def test_new_checks_out_the_nested_submodules_the_primary_initialised_from_its_n
     assert all(argv[2] == str(web) and argv[-1] == "origin" for argv in network), network
 
 
+def test_new_killed_mid_checkout_of_a_nested_submodule_is_finished_by_the_rerun(
+    workspace, tmp_path
+):
+    web = web_with_submodules(workspace, nested=True)
+    make_unreachable(workspace)
+    # deps/deep's real `git checkout` runs; then, once libs/two's (run at the same time)
+    # has finished, as a kill in the middle of deep's checkout would leave it (no index
+    # but the lock, part of its files), the whole process group is SIGKILLed.
+    modules = common_dir(web) / "worktrees" / ID / "modules"
+    module = modules / "libs/one/modules/deps/deep"
+    sub = web / ".claude/worktrees" / ID / "libs/one/deps/deep"
+    two_done = (
+        f"for _ in $(seq 200); do [ -f '{modules}/libs/two/index' ] && break; sleep 0.05; done"
+    )
+    cut_short = f"rm -f '{module}/index' '{sub}/deep.py'; : > '{module}/index.lock'\nkill -KILL 0"
+    env = git_wrapper(
+        tmp_path / "bin",
+        f"{sub} -c core.fsmonitor= checkout",
+        f'"$REAL_GIT" "$@"\n{two_done}\n{cut_short}',
+    )
+    killed = run(*NEW, cwd=web, env=env, new_group=True)
+    assert killed.code == KILLED, killed.err
+    assert not (sub / "deep.py").exists() and (module / "index.lock").exists()
+
+    again = run(*NEW, cwd=web)
+    assert again.code == 0, again.err
+    assert again.json["warnings"] == []
+    found = [(s["path"], s["status"]) for s in again.json["home"]["submodules"]]
+    assert found == [
+        ("libs/one", "present"),
+        ("libs/one/deps/deep", "checked-out"),
+        ("libs/two", "present"),
+    ]
+    _assert_whole(web, web / ".claude/worktrees" / ID)
+    assert git(sub, "rev-parse", "HEAD") == recorded(sub.parent.parent, "deps/deep")
+    assert (sub / "deep.py").read_text() == "deep = True\n" and status(sub) == ""
+    assert not (module / "index.lock").exists()
+
+
 def test_a_nested_submodule_the_primary_has_not_initialised_is_left_out(workspace):
     web = web_with_submodules(workspace, nested=True)
     git(web / "libs/one", "submodule", "deinit", "-q", "--all")
