@@ -444,6 +444,34 @@ def test_a_commit_in_such_a_submodule_is_kept_with_its_remotes_gone_too(workspac
     assert git(sub, "rev-parse", "HEAD") == sha
 
 
+def test_teardown_removes_a_worktree_with_nested_submodules_whole_their_remotes_gone(workspace):
+    web = web_with_submodules(workspace, nested=True)
+    make_unreachable(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    res = run_cli("teardown", ID, "--json", cwd=web)
+    assert res.code == 0, res.out
+    remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
+    assert remove["detail"] == (
+        f"removed {worktree}; the repositories inside, holding nothing unpushed, go with it: "
+        "submodule libs/one, nested repository libs/one/deps/deep, submodule libs/two"
+    )
+    assert not worktree.exists() and not (common_dir(web) / "worktrees" / ID).exists()
+    assert status(web / "libs/one/deps/deep") == "" and status(web) == ""
+
+
+def test_teardown_refuses_to_lose_a_commit_made_in_a_nested_submodule_and_keeps_it(workspace):
+    web = web_with_submodules(workspace, nested=True)
+    assert run(*NEW, cwd=web).code == 0
+    deep = web / ".claude/worktrees" / ID / "libs/one/deps/deep"
+    sha = commit(deep, "deep.py", "deep = 'mine'\n", "only in the worktree's nested submodule")
+    for flags in (("--force",), ()):
+        res = run_cli("teardown", ID, *flags, "--json", cwd=web)
+        assert res.code == 1 and res.json["error"]["code"] == "nested-work", res.out
+        assert "nested repository libs/one/deps/deep (1 commit(s)" in res.json["error"]["message"]
+    assert git(deep, "rev-parse", "HEAD") == sha and git(deep, "cat-file", "-t", sha) == "commit"
+
+
 def test_a_gitmodules_git_cannot_read_is_a_warning_and_the_worktree_is_made(home_repo):
     commit(home_repo, ".gitmodules", '[submodule "lib"\n\tpath = lib\n', "a broken .gitmodules")
     git(home_repo, "push", "-q", "origin", "main")
