@@ -3,14 +3,13 @@ finishes or undoes what it left.
 
 The restore's intent is written in the repo's state before its checkout and
 moved into the worktree's git dir right after; the worktree's note stays until
-the restore is recorded. Where they live, and the one reader of both (doctor's
-and the rerun's), is :mod:`router.topic.journal`'s.
+the restore is recorded. Where they live, their writes and the one reader of
+both (doctor's and the rerun's) are :mod:`router.topic.journal`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import tempfile
@@ -23,47 +22,14 @@ from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot
 from router.topic import journal, state, worktreelock
-from router.topic.journal import INTENTS_DIR, RESTORING_FILE, Operation, read_note
+from router.topic.journal import Operation, read_note
 from router.topic.workspace import Repo
-
-
-def _restoring_file(repo: Repo, path: Path) -> Path:
-    """Where the restore-under-way note of the worktree at ``path`` lives (its git dir)."""
-    admin = g.registration_of(str(repo.common_dir), str(path))
-    return Path(admin if admin is not None else g.absolute_git_dir(Git(path))) / RESTORING_FILE
 
 
 def mark_restoring(repo: Repo, path: Path, branch: str, snap: Snapshot, *, created: bool) -> None:
     """Note that the restore of ``branch``'s ``snap`` is under way at ``path``."""
-    note = json.dumps({"of": branch, "snapshot": snap.commit, "branch_created": created})
-    state.write_atomic(_restoring_file(repo, path), note + "\n")
-    _drop_intent(repo, path)
-
-
-def _intent_file(repo: Repo, path: Path) -> Path:
-    import hashlib
-
-    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:16]
-    return state.state_root(repo.common_dir) / INTENTS_DIR / f"{key}.json"
-
-
-def _note_intent(
-    repo: Repo, path: Path, target: str, branch: str, snap: Snapshot, *, created: bool
-) -> None:
-    """Say, before ``git worktree add``, which restore the worktree at ``path`` is for."""
-    note = {
-        "of": branch,
-        "snapshot": snap.commit,
-        "branch": target,
-        "path": os.path.realpath(path),
-        "branch_created": created,
-    }
-    state.write_atomic(_intent_file(repo, path), json.dumps(note) + "\n")
-
-
-def _drop_intent(repo: Repo, path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        _intent_file(repo, path).unlink()
+    note = {"of": branch, "snapshot": snap.commit, "branch_created": created}
+    journal.begin_restore(repo.common_dir, path, note, checked_out=True)
 
 
 def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> bool | None:
@@ -73,7 +39,7 @@ def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> b
     Only a checkout still clean at the snapshot's commit, on the branch the
     intent named: laying the snapshot over it loses nothing.
     """
-    intent = read_note(_intent_file(repo, entry.path))
+    intent = read_note(journal.note_file(repo.common_dir, entry.path, checked_out=False))
     if intent is None or intent.get("snapshot") != snap.commit or intent.get("of") != branch:
         return None
     if intent.get("branch") != entry.branch or entry.head != snap.parent:
@@ -125,7 +91,8 @@ def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
     for half in journal.restores_pending(repo.common_dir):
         if half.operation is not Operation.RESTORE_ADD or of not in {None, half.branch}:
             continue
-        path, intent = Path(str(half.path)), _intent_file(repo, Path(str(half.path)))
+        path = Path(str(half.path))
+        intent = journal.note_file(repo.common_dir, path, checked_out=False)
         admin = g.registration_of(str(repo.common_dir), str(path))
         note = read_note(intent) or {}
         snapshot, created = str(note.get("snapshot")), note.get("branch_created") is True
@@ -188,12 +155,11 @@ def _drop_cut_branch(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> st
 
 
 def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
-    return read_note(_restoring_file(repo, path))
+    return read_note(journal.note_file(repo.common_dir, path, checked_out=True))
 
 
 def drop_restoring(repo: Repo, path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        _restoring_file(repo, path).unlink()
+    journal.end_restore(repo.common_dir, path, checked_out=True)
 
 
 def unfinished_restore(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Path, bool] | None:
@@ -232,7 +198,7 @@ def check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
             shown = ", ".join(edited[:NAMED_PATHS]) + (", ..." if len(edited) > NAMED_PATHS else "")
             why = f"files were edited since ({shown})"
     if why:
-        marker = _restoring_file(repo, path)
+        marker = journal.note_file(repo.common_dir, path, checked_out=True)
         index = f"; `git -C {path} read-tree {snap.index}^{{tree}}` stages" if snap.index else ""
         raise RouterError(
             ErrorCode.RESTORE_REFUSED,  # the repo's reason; the command's code too (README table)
@@ -317,13 +283,17 @@ def check_out_restored(
             raise RouterError(
                 ErrorCode.PATH_TAKEN, f"{path} already exists; move it away and run restore again"
             )
-        _note_intent(repo, path, target, branch, snap, created=base is not None)
+        intent: dict[str, object] = {"of": branch, "snapshot": snap.commit, "branch": target}
+        intent |= {"path": os.path.realpath(path), "branch_created": base is not None}
+        journal.begin_restore(repo.common_dir, path, intent, checked_out=False)
         try:
             repo.git.worktree_add(
                 path, target, base=base, lock_reason=reason, checkout=cone is None
             )
         except GitError:
-            _drop_intent(repo, path)  # git made no worktree there (it undoes a failed add)
+            journal.end_restore(
+                repo.common_dir, path, checked_out=False
+            )  # git made no worktree there (it undoes a failed add)
             raise
         if cone:
             # Killed or failed before it is done, the add is half-made (no index):
@@ -333,7 +303,7 @@ def check_out_restored(
             return target, path, base is not None
         repo.git.worktree_unlock(path)  # our own lock, on the checkout made a moment ago
         repo.git.worktree_remove(path, force=False)
-        _drop_intent(repo, path)
+        journal.end_restore(repo.common_dir, path, checked_out=False)
     raise RouterError(
         ErrorCode.PATH_TAKEN, f"{branch} moved twice while restore checked it out; run it again"
     )

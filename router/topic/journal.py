@@ -12,6 +12,7 @@ per operation, whether its rerun finishes what was begun or undoes it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -20,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router.topic.holders import STATE_DIR
 from router.topic.record import Picking, Removal, TopicRecord
 
 TYPE_CHECKING = False
@@ -165,6 +167,38 @@ RESTORING_FILE = "team-router-restoring"
 INTENTS_DIR = "restoring"
 
 
+def note_file(common_dir: Path, path: Path, *, checked_out: bool) -> Path:
+    """Where the restore under way at ``path`` is noted: the worktree's git dir once
+    ``checked_out``, else the intent's file in the repo's state (keyed by the path)."""
+    if checked_out:
+        admin = g.registration_of(str(common_dir), str(path))
+        return (
+            Path(admin if admin is not None else g.absolute_git_dir(g.Git(path))) / RESTORING_FILE
+        )
+    import hashlib
+
+    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:16]
+    return Path(common_dir) / STATE_DIR / INTENTS_DIR / f"{key}.json"
+
+
+def begin_restore(
+    common_dir: Path, path: Path, note: dict[str, object], *, checked_out: bool
+) -> None:
+    """Note the restore under way at ``path`` before it acts: its intent before the
+    checkout, then (``checked_out``) the note in the worktree's git dir, and the intent goes."""
+    from router.topic.state import write_atomic
+
+    write_atomic(note_file(common_dir, path, checked_out=checked_out), json.dumps(note) + "\n")
+    if checked_out:
+        end_restore(common_dir, path, checked_out=False)
+
+
+def end_restore(common_dir: Path, path: Path, *, checked_out: bool) -> None:
+    """Drop the note (``checked_out``) or the intent of the restore at ``path``."""
+    with contextlib.suppress(FileNotFoundError):
+        note_file(common_dir, path, checked_out=checked_out).unlink()
+
+
 def read_note(file: Path) -> dict[str, object] | None:
     """A restore's note or intent as written; None for anything else."""
     try:
@@ -195,7 +229,6 @@ def _restore_adds(common_dir: Path) -> list[Pending]:
     git's placeholder, say) or with no index, and no note written yet.
     """
     from router.topic import worktreelock
-    from router.topic.holders import STATE_DIR
 
     try:
         files = sorted((Path(common_dir) / STATE_DIR / INTENTS_DIR).glob("*.json"))
