@@ -198,10 +198,11 @@ def test_no_two_router_modules_import_each_other():
 # restore copies files as create does, doctor repairs what both leave, the host's hooks
 # create and remove through them); the front ends last.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # Error codes, I/O errors named, ids and names, files on disk, /proc, signals, shipped
-    # files, progress, the bounded map.
+    # Error codes, a step's reasons, I/O errors named, ids and names, files on disk, /proc,
+    # signals, shipped files, progress, the bounded map.
     (
         "router.errors",
+        "router.reasons",
         "router.ioerror",
         "router.names",
         "router.fsutil",
@@ -450,3 +451,57 @@ def test_the_size_checks_count_lines_of_modules_and_nested_functions(tmp_path):
     assert module_sizes(tmp_path) == {"pkg/m.py": 5}
     assert function_sizes(tmp_path) == {"pkg/m.py:C.f": 4, "pkg/m.py:C.f.g": 2}
     assert oversized({"a": 5, "b": 9, "c": 7}, 6, frozenset({"b"})) == ["c: 7 lines (limit 6)"]
+
+
+# -- reasons are values: no code reads a detail's words back -----------------------------
+
+# String methods that read words back (a prefix, a separator, a phrase inside).
+READING = frozenset(
+    {"startswith", "endswith", "split", "rsplit", "partition", "rpartition", "find", "rfind"}
+    | {"index", "rindex", "count", "removeprefix", "removesuffix", "splitlines"}
+    | {"search", "match", "fullmatch", "findall", "finditer"}  # re's, given the detail
+)
+
+
+def _is_detail(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "detail"
+
+
+def detail_reads(root: Path) -> list[str]:
+    """Each place that compares or searches a ``.detail`` attribute, as ``file:line``.
+
+    A step's reason is a value (``router.reasons``): its words are rendered for
+    people, never parsed back to decide. Comparing (``==``, ``in``) or searching
+    (``startswith``, ``split``, ``re.search``) the words is deciding on them.
+    """
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                read = any(_is_detail(n) for n in (node.left, *node.comparators))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                on = node.func.attr in READING
+                read = on and (_is_detail(node.func.value) or any(map(_is_detail, node.args)))
+            else:
+                read = False
+            if read:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_no_code_reads_a_detail_back():
+    assert detail_reads(ROUTER) == []
+
+
+def test_the_detail_check_finds_comparisons_and_searches(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "def f(s, t):\n"
+        "    a = 'x' in s.detail\n"
+        "    b = s.detail.startswith('not done')\n"
+        "    c = re.search('y', t.detail)\n"
+        "    d = s.detail == 'z'\n"
+        "    return f'{s.detail}; ok', s.reason == 'merged'\n",
+        encoding="utf-8",
+    )
+    assert detail_reads(tmp_path) == [f"pkg/m.py:{n}" for n in (2, 3, 4, 5)]

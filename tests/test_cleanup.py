@@ -624,6 +624,7 @@ def test_a_diverged_default_branch_is_left_to_the_user_in_the_plan_the_record_an
     assert steps(dry.json)["update-default"] == {
         "name": "update-default",
         "outcome": "failed",
+        "reason": "pull-failed",
         "detail": f"would fail and be left to you: {left}",
     }
     res = cleanup(web, TOPIC_ID)
@@ -645,6 +646,7 @@ def test_a_diverged_default_branch_is_left_to_the_user_in_the_plan_the_record_an
         assert steps(result.json)["update-default"] == {
             "name": "update-default",
             "outcome": "skipped",
+            "reason": "left-earlier",
             "detail": "not done: left to you by an earlier run: main could not be "
             f"updated to origin/main; update it yourself (`git -C {web} pull --rebase "
             "origin main`)",

@@ -164,6 +164,15 @@ def test_every_error_code_the_cli_reports_is_in_the_errors_page() -> None:
     assert {code for code in codes if f"`{code}`" not in page} == set()
 
 
+def test_every_reason_a_step_reports_is_in_the_errors_page() -> None:
+    from router.reasons import Reason
+
+    page = (DOCS / ERRORS_PAGE).read_text(encoding="utf-8")
+    words = {str(r) for r in Reason if r is not Reason.PROSE}
+    assert {"merged", "removed", "already-gone"} <= words
+    assert {w for w in words if f"`{w}`" not in page} == set()
+
+
 def documented_exits(page: str) -> set[int]:
     """The exit codes in the first column of the page's ``## Exit codes`` table."""
     section = page.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]

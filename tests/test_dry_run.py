@@ -71,14 +71,17 @@ def steps_in(data: dict) -> list[tuple[str, dict]]:
 
 
 def assert_planned_as_run(dry: CliResult, real: CliResult) -> None:
-    """The dry run's decisions are what the real run did: step by step, the same outcome,
-    and the same detail (and code) but where the dry run words an action it stops before;
-    the same exit code, and the same error in the conditional."""
+    """The dry run's decisions are what the real run did: step by step, the same outcome and
+    reason, and the same detail (and code) but where the dry run words an action it stops
+    before; the same exit code, and the same error in the conditional."""
     assert dry.json["dry_run"] is True and real.json["dry_run"] is False
     planned, executed = steps_in(dry.json), steps_in(real.json)
     assert [(w, s["name"]) for w, s in planned] == [(w, s["name"]) for w, s in executed]
     for (where, plan), (_, done) in zip(planned, executed, strict=True):
         assert plan["outcome"] == done["outcome"], (where, plan, done)
+        if "reason" in done:
+            # An action the dry run stops before is planned with the reason it then reports.
+            assert plan.get("reason") == done["reason"], (where, plan, done)
         if not CONDITIONAL.search(plan["detail"]):
             assert plan == done, (where, plan, done)
     if real.json["command"] == "teardown":
@@ -392,6 +395,7 @@ def test_a_default_branch_left_to_the_user_is_planned_as_left(home_repo):
     assert steps_of(planned.json, "home")["update-default"] == {
         "name": "update-default",
         "outcome": "failed",
+        "reason": "pull-failed",
         "detail": "would fail and be left to you: git pull --rebase origin main would stop at a "
         "conflict (main's 1 commit(s) of its own and origin/main change the same lines); no "
         f"origin/{topic.branch} ref: nothing to prune",
@@ -402,6 +406,7 @@ def test_a_default_branch_left_to_the_user_is_planned_as_left(home_repo):
     left = {
         "name": "update-default",
         "outcome": "skipped",
+        "reason": "left-earlier",
         "detail": "not done: left to you by an earlier run: main could not be updated to "
         f"origin/main; update it yourself (`git -C {home_repo} pull --rebase origin main`)",
     }
@@ -418,6 +423,7 @@ def test_the_topics_worktree_on_another_branch_is_planned_as_kept_by_verify_gone
     kept = {
         "name": "verify-gone",
         "outcome": "skipped",
+        "reason": "still-registered",
         "detail": f"{wt} is still a registered worktree",
     }
     assert steps_of(dry.json, "home")["verify-gone"] == kept
@@ -440,6 +446,7 @@ def test_a_branch_the_primary_clone_has_checked_out_is_planned_as_kept(home_repo
     kept = {
         "name": "branch",
         "outcome": "skipped",
+        "reason": "primary-holds",
         "detail": f"{topic.branch} stays while the primary clone holds the work",
     }
     assert steps_of(dry.json, "home")["branch"] == kept
@@ -481,11 +488,13 @@ def test_a_removal_stopped_half_way_is_planned_as_finished_not_swept(home_repo, 
     assert steps_of(dry.json, "home")["remove"] == {
         "name": "remove",
         "outcome": "done",
+        "reason": "finished",
         "detail": f"would finish removing {wt} (its removal was interrupted)",
     }
     assert steps_of(real.json, "home")["remove"] == {
         "name": "remove",
         "outcome": "done",
+        "reason": "finished",
         "detail": f"removed {wt} (finished a removal that was interrupted)",
     }
     # The sweep leaves it to the remove step: no residue, kept nothing, in both.

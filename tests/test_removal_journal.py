@@ -148,6 +148,7 @@ def test_a_file_written_into_a_half_removed_worktree_is_kept_whatever_the_clock_
     assert remove == {
         "name": "remove",
         "outcome": "done",
+        "reason": "finished",
         "detail": f"removed {wt} (finished a removal that was interrupted)",
     }
     assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
@@ -265,6 +266,7 @@ def test_a_teardown_a_file_stops_half_way_names_it_and_the_rerun_finishes(web, h
         assert remove == {
             "name": "remove",
             "outcome": "failed",
+            "reason": "half-removed",
             "code": "removal-blocked",
             "detail": (
                 f"removing {worktree} stopped half-way: cannot delete src/limits.py "
@@ -284,6 +286,7 @@ def test_a_teardown_a_file_stops_half_way_names_it_and_the_rerun_finishes(web, h
     assert steps_of(again.json, "home")["remove"] == {
         "name": "remove",
         "outcome": "done",
+        "reason": "finished",
         "detail": f"removed {worktree} (finished a removal that was interrupted)",
     }
     assert not worktree.exists() and worktree_paths(web) == [str(web)]
@@ -306,6 +309,7 @@ def test_a_pr_cleanup_a_file_stops_half_way_names_it_and_the_rerun_finishes(
         assert remove == {
             "name": "remove",
             "outcome": "failed",
+            "reason": "half-removed",
             "code": "removal-blocked",
             "detail": (
                 f"removing {worktree} stopped half-way: cannot delete src/limits.py "
@@ -319,6 +323,7 @@ def test_a_pr_cleanup_a_file_stops_half_way_names_it_and_the_rerun_finishes(
     assert {s["name"]: s for s in again.json["steps"]}["remove"] == {
         "name": "remove",
         "outcome": "done",
+        "reason": "finished",
         "detail": f"removed {worktree} (finished a removal that was interrupted)",
     }
     assert not worktree.exists() and worktree_paths(web) == [str(web)]

@@ -8,6 +8,8 @@ import os
 import pytest
 from helpers.repos import git, run_cli, worktree_paths
 
+from router.reasons import Reason, Why
+from router.teardown.wording import in_words
 from router.topic import state
 
 ID = "2026-05-01-add-thing"
@@ -89,9 +91,75 @@ def test_a_record_round_trips_every_field(tmp_path):
         ),
         pr_cleanup_mode="merged",
         host_removal=state.HostRemoval("/w", "removed"),
+        last_run=state.LastRun(
+            "teardown",
+            (
+                state.RanStep(
+                    "remove",
+                    "done",
+                    "removed /w; the repositories inside, holding nothing unpushed, go with "
+                    "it: submodule lib",
+                    why=Why(Reason.REMOVED, path="/w").noting(
+                        Why(Reason.NESTED, items=("submodule lib",))
+                    ),
+                ),
+                state.RanStep("sweep", "skipped", "no residue under /"),
+            ),
+        ),
     )
     state.write_record(tmp_path, record)
     assert state.read_record(tmp_path, ID) == record
+
+
+def _with_last_run(tmp_path, steps: list[dict]) -> state.TopicRecord | None:
+    path = state.record_path(tmp_path, ID)
+    path.parent.mkdir(parents=True)
+    last_run = {"command": "teardown", "steps": steps}
+    raw = {"schema": 2, "id": ID, "repo": "home", "branch": ID, "last_run": last_run}
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return state.read_record(tmp_path, ID)
+
+
+def test_a_last_run_written_before_reasons_were_kept_reads_with_its_words_alone(tmp_path):
+    gone = {"name": "branch", "outcome": "skipped", "detail": f"{ID} is already gone"}
+    record = _with_last_run(tmp_path, [gone])
+    assert record.last_run.steps == (state.RanStep("branch", "skipped", f"{ID} is already gone"),)
+    assert record.last_run.steps[0].why is None
+
+
+def test_a_reason_this_version_does_not_know_keeps_the_record_readable(tmp_path):
+    # A newer version's reason (or payload field): the words still say what happened.
+    newer = {"reason": "a-newer-reason", "path": "/w"}
+    odd = {"reason": "gone", "path": "/w", "mood": "fine"}
+    steps = [
+        {"name": "remove", "outcome": "done", "detail": "removed /w", "why": newer},
+        {"name": "verify-gone", "outcome": "done", "detail": "/w is gone", "why": odd},
+    ]
+    record = _with_last_run(tmp_path, steps)
+    assert [(s.detail, s.why) for s in record.last_run.steps] == [
+        ("removed /w", None),
+        ("/w is gone", None),
+    ]
+
+
+def test_a_teardown_keeps_each_steps_reason_and_payload_in_the_record(home_repo):
+    res = run_cli("new", "Add thing", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    done = run_cli("teardown", ID, "--json", cwd=home_repo)
+    assert done.code == 0, done.out + done.err
+    printed = done.json["repos"][0]["steps"]
+    kept = state.read_record(_common(home_repo), ID).last_run.steps
+    assert [(s.name, s.outcome, s.detail) for s in kept] == [
+        (s["name"], s["outcome"], s["detail"]) for s in printed
+    ]
+    # The typed value a later run reads says what the run printed: its reason, and its words.
+    for step, ran in zip(printed, kept, strict=True):
+        if "reason" in step:
+            assert ran.why is not None and str(ran.why.reason) == step["reason"]
+            assert in_words(ran.why) == ran.detail
+        else:
+            assert ran.why is None
+    assert [s["reason"] for s in printed if "reason" in s][:3] == ["empty", "removed", "deleted"]
 
 
 BAD_RECORDS = [

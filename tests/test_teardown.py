@@ -126,23 +126,51 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
     home_wt, api_wt, branch = topic.worktrees["home"], topic.worktrees["api"], topic.branch
     undeclared = "no .teamteardown on main — nothing declared"
 
-    def plan(wt: Path, integrate: tuple[str, str], remove: str, plan_dir: str, local: str):
+    def plan(
+        wt: Path,
+        integrate: tuple[str, str, str],
+        remove: str,
+        plan_dir: tuple[str, str],
+        local: str,
+    ):
         return [
-            {"name": "integrate", "outcome": integrate[0], "detail": integrate[1]},
-            {"name": "remove", "outcome": "done", "detail": f"would remove {wt}{remove}"},
-            {"name": "branch", "outcome": "done", "detail": f"would delete {branch}"},
+            {
+                "name": "integrate",
+                "outcome": integrate[0],
+                "reason": integrate[1],
+                "detail": integrate[2],
+            },
+            {
+                "name": "remove",
+                "outcome": "done",
+                "reason": "removed",
+                "detail": f"would remove {wt}{remove}",
+            },
+            {
+                "name": "branch",
+                "outcome": "done",
+                "reason": "deleted",
+                "detail": f"would delete {branch}",
+            },
             {
                 "name": "verify-gone",
                 "outcome": "done",
+                "reason": "gone",
                 "detail": f"would re-check that {wt} is gone",
             },
             {
                 "name": "update-default",
                 "outcome": "done",
+                "reason": "up-to-date",
                 "detail": "would leave main as it is: it already holds origin/main as last "
                 f"fetched; no origin/{branch} ref: nothing to prune",
             },
-            {"name": "plan-dir", "outcome": "skipped", "detail": plan_dir},
+            {
+                "name": "plan-dir",
+                "outcome": "skipped",
+                "reason": plan_dir[0],
+                "detail": plan_dir[1],
+            },
             {
                 "name": "sweep",
                 "outcome": "skipped",
@@ -177,9 +205,9 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
                 "worktree": str(home_wt),
                 "steps": plan(
                     home_wt,
-                    ("skipped", empty),
+                    ("skipped", "empty", empty),
                     " after writing a snapshot holding the run's artifacts repos.md",
-                    f"no docs/plans/{topic.id}/ in the primary clone",
+                    ("no-plan-dir", f"no docs/plans/{topic.id}/ in the primary clone"),
                     f"{undeclared}; no temp paths recorded",
                 ),
             },
@@ -188,9 +216,9 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
                 "worktree": str(api_wt),
                 "steps": plan(
                     api_wt,
-                    ("done", "would cherry-pick 1 commit(s) onto main"),
+                    ("done", "picked", "would cherry-pick 1 commit(s) onto main"),
                     "",
-                    "home repo only",
+                    ("not-home", "home repo only"),
                     undeclared,
                 ),
             },
@@ -231,6 +259,7 @@ def test_dry_run_of_a_main_behind_origin_says_how_it_would_be_brought_up(home_re
     assert steps_of(plan.json, "home")["update-default"] == {
         "name": "update-default",
         "outcome": "done",
+        "reason": "updated",
         "detail": "would fast-forward main to origin/main; "
         f"no origin/{topic.branch} ref: nothing to prune",
     }
@@ -653,6 +682,7 @@ def test_a_dry_run_says_the_users_stopped_cherry_pick_keeps_main_from_being_pull
     assert step == {
         "name": "update-default",
         "outcome": "skipped",
+        "reason": "busy",
         "detail": "would fetch only: a cherry-pick is in progress there; "
         f"no origin/{topic.branch} ref: nothing to prune",
     }, step
@@ -708,6 +738,7 @@ def test_a_default_branch_that_cannot_rebase_is_left_to_the_user_and_not_pulled_
     assert steps_of(again.json, "home")["update-default"] == {
         "name": "update-default",
         "outcome": "skipped",
+        "reason": "left-earlier",
         "detail": "not done: left to you by an earlier run: main could not be updated to "
         f"origin/main; update it yourself (`git -C {home_repo} pull --rebase origin main`)",
     }
@@ -1107,6 +1138,7 @@ def _refused_plan(
         "integrate": (
             "skipped",
             f"nothing to integrate: {branch} is empty (nothing on it since it was cut)",
+            "empty",
         ),
         "remove": ("done", f"would remove {wt}"),
         "branch": (
@@ -1121,8 +1153,9 @@ def _refused_plan(
             f"no origin/{branch} ref: nothing to prune",
         ),
         "plan-dir": (
-            "skipped",
-            f"no docs/plans/{branch}/ in the primary clone" if home else "home repo only",
+            ("skipped", f"no docs/plans/{branch}/ in the primary clone", "no-plan-dir")
+            if home
+            else ("skipped", "home repo only", "not-home")
         ),
         "sweep": ("skipped", f"no residue under {wt.parent}"),
         "local-state": (
@@ -1139,12 +1172,14 @@ def _refused_plan(
             {"name": n, "outcome": conditional[planned[n][0]], "detail": planned[n][1]}
             for n in rest
         ]
+    # A step skipped anyway keeps its reason; one not done for the refusal says so in words.
     return [
         blocker
         if name == blocker["name"]
         else {
             "name": name,
             "outcome": "skipped",
+            **({"reason": planned[name][2]} if len(planned[name]) > 2 else {}),
             "detail": planned[name][1]
             if planned[name][0] == "skipped"
             else f"{why}: {planned[name][1]}",

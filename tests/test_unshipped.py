@@ -208,6 +208,7 @@ def test_the_forced_dry_run_names_the_artifacts_it_would_snapshot(home_repo):
     assert steps["remove"] == {
         "name": "remove",
         "outcome": "done",
+        "reason": "removed",
         "detail": f"would remove {topic.worktrees['home']} after writing a snapshot holding "
         f"the run's artifacts {LISTED}",
     }
@@ -317,11 +318,13 @@ def test_an_empty_branch_is_torn_down_as_empty_never_as_merged(home_repo):
     assert steps["integrate"] == {
         "name": "integrate",
         "outcome": "skipped",
+        "reason": "empty",
         "detail": f"nothing to integrate: {topic.branch} is empty (nothing on it since it was cut)",
     }
     assert steps["branch"] == {
         "name": "branch",
         "outcome": "done",
+        "reason": "deleted",
         "detail": f"deleted {topic.branch} (empty: nothing on it since it was cut)",
     }
     assert "merged" not in res.out
@@ -403,6 +406,7 @@ def test_force_then_restore_puts_a_plan_dir_in_place_back(home_repo):
     assert {s["name"]: s for s in dry.json["repos"][0]["steps"]}["plan-dir"] == {
         "name": "plan-dir",
         "outcome": "done",
+        "reason": "removed-untracked",
         "detail": f"would remove {topic.plan_dir} (untracked) after writing a snapshot holding "
         f"the run's artifacts {LISTED}",
     }
@@ -413,6 +417,7 @@ def test_force_then_restore_puts_a_plan_dir_in_place_back(home_repo):
     assert {s["name"]: s for s in res.json["repos"][0]["steps"]}["plan-dir"] == {
         "name": "plan-dir",
         "outcome": "done",
+        "reason": "removed-untracked",
         "detail": f"removed {topic.plan_dir} (untracked); the run's artifacts {LISTED} are in "
         f"{ref} ({snap[:12]})",
     }
@@ -476,6 +481,7 @@ def test_pr_cleanup_dry_runs_name_the_refusal_and_the_artifacts_an_abandon_would
     assert remove == {
         "name": "remove",
         "outcome": "done",
+        "reason": "removed",
         "detail": f"would remove {topic.worktrees['home']} after writing a snapshot holding "
         f"the run's artifacts {LISTED}",
     }
@@ -548,6 +554,7 @@ def test_a_forced_teardown_snapshots_a_removed_worktrees_artifacts_and_restore_b
     assert {s["name"]: s for s in res.json["repos"][0]["steps"]}["verify-gone"] == {
         "name": "verify-gone",
         "outcome": "done",
+        "reason": "came-back",
         "detail": f"{worktree} came back (a late writer) holding the artifacts of a run that has "
         f"not shipped: removed; the run's artifacts {LISTED} are in {ref} ({snap[:12]})",
     }
@@ -584,6 +591,7 @@ def test_a_refused_plan_calls_a_branch_whose_record_has_no_base_empty_never_merg
         assert steps_of(res.json, "api")["integrate"] == {
             "name": "integrate",
             "outcome": "skipped",
+            "reason": "empty",
             "detail": empty,
         }
         assert "merged" not in res.out

@@ -10,6 +10,7 @@ from pathlib import Path
 from router import git as g
 from router.errors import ErrorCode
 from router.git import GitError
+from router.reasons import Reason, Why
 from router.teardown.primary import is_primary_clone
 from router.teardown.proof import Integration, integration
 from router.teardown.snapshot import (
@@ -26,7 +27,6 @@ from router.teardown.steps import (
     done_with,
     failed,
     git_failed,
-    name_some,
     refused,
     skipped,
 )
@@ -57,20 +57,17 @@ def delete_branch(
             return judged, None
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
-        return skipped(name, f"{branch} is already gone"), None
+        return skipped(name, Why(Reason.ALREADY_GONE, branch=branch)), None
     if known is not None and known[0] == tip:
         found = known[1]
     else:
         found = integration(repo.git, tip, default) if default else Integration(None, (tip,))
     snap = None
     if found.integrated:
-        why = found.reason(default.name)  # type: ignore[union-attr]
+        why = Why(Reason.DELETED, branch=branch, text=found.reason(default.name))  # type: ignore[union-attr]
     elif not force:
-        return refused(
-            name,
-            ErrorCode.UNINTEGRATED_COMMITS,
-            f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
-        ), None
+        unintegrated = Why(Reason.HOLDS_UNINTEGRATED, branch=branch, count=len(found.missing))
+        return refused(name, ErrorCode.UNINTEGRATED_COMMITS, unintegrated), None
     else:
         snap = read_snapshot(repo.git, branch)
         if not covers(repo.git, snap, tip) and g.unique_commits(
@@ -79,18 +76,18 @@ def delete_branch(
             try:
                 snap = snapshot_branch(repo, branch, tip)
             except SnapshotFailed as exc:
-                return refused(name, exc.code, f"{exc.message}; {branch} is kept"), None
-        why = f"--force; its commits stay reachable from {snap.ref}" if snap else "--force"
+                failure = Why(Reason.SNAPSHOT_FAILED, text=exc.message, branch=branch)
+                return refused(name, exc.code, failure), None
+        why = Why(Reason.DELETED, branch=branch, flag=True, ref=snap.ref if snap else "")
     try:
         repo.git.branch_delete(branch)
     except GitError as exc:
         # git refuses to delete a branch some worktree has checked out: keep it.
         if "checked out" in exc.stderr or "used by worktree" in exc.stderr:
-            return skipped(
-                name, f"{branch} is checked out in a worktree ({exc.first_line}): kept"
-            ), snap
-        return git_failed(name, f"git branch -D {branch} failed", exc), snap
-    return done_with(name, f"deleted {branch} ({why})", snap.ref if snap else ""), snap
+            held = Why(Reason.CHECKED_OUT, branch=branch, text=exc.first_line)
+            return skipped(name, held), snap
+        return git_failed(name, f"git branch -D {branch}", exc), snap
+    return done_with(name, why, snap.ref if snap else ""), snap
 
 
 def _delete_judged(
@@ -115,10 +112,12 @@ def _delete_judged(
         return None  # git branch -D decides, and refuses a checked-out branch
     if not repo.git.branch_delete_at(branch, tip):
         return None
-    why = found.reason(default.name)
+    why = Why(Reason.DELETED, branch=branch, text=found.reason(default.name))
     # Config already read says whether there is a section: no process when there is none.
     left = repo.git.drop_branch_config(branch) if config.has_section(f"branch.{branch}") else ""
-    return done(Step.BRANCH, f"deleted {branch} ({why}){left}")
+    if left:
+        why = why.noting(Why(Reason.CONFIG_KEPT, text=left.removeprefix("; ")))
+    return done(Step.BRANCH, why)
 
 
 def verify_gone(
@@ -132,18 +131,17 @@ def verify_gone(
     name = Step.VERIFY_GONE
     runs = runs or Runs(repo.primary)
     if path is None:
-        return skipped(name, "no worktree recorded")
+        return skipped(name, Why(Reason.NO_WORKTREE_RECORDED))
+    where = str(path)
     if not os.path.lexists(path):
-        return done(name, f"{path} is gone")
+        return done(name, Why(Reason.GONE, path=where))
     entries = repo.git.worktree_list()
     if is_primary_clone(repo, path, entries):
-        return skipped(name, f"{path} is the primary clone: never removed")
+        return skipped(name, Why(Reason.PRIMARY_CLONE, path=where))
     if find_worktree(entries, path) is not None:
-        return skipped(name, f"{path} is still a registered worktree")
+        return skipped(name, Why(Reason.STILL_REGISTERED, path=where))
     if os.path.realpath(path.parent) != os.path.join(os.path.realpath(repo.primary), WORKTREES_DIR):
-        return refused(
-            name, ErrorCode.RESIDUE_KEPT, f"{path} came back outside {WORKTREES_DIR}: kept"
-        )
+        return refused(name, ErrorCode.RESIDUE_KEPT, Why(Reason.OUTSIDE, path=where))
     judged = classify(path, {os.path.realpath(e.path) for e in entries}, runs=runs)
     forced = judged.reason is SweepVerdict.UNSHIPPED and runs.force
     if judged.reason is not SweepVerdict.RESIDUE and not forced:
@@ -152,26 +150,20 @@ def verify_gone(
     if isinstance(outcome, Kept):
         return _came_back(outcome, again)
     if isinstance(outcome, str):
-        return failed(name, f"{path} came back and could not be removed: {outcome}")
+        return failed(name, Why(Reason.CAME_BACK_FAILED, path=where, text=outcome))
     if isinstance(outcome, Snapshotted):
-        return done(
-            name,
-            f"{path} came back (a late writer) holding the artifacts of a run that has not "
-            f"shipped: removed; {'; '.join(outcome.notes)}",
-        )
-    return done(name, f"{path} came back (a late writer) holding only residue: removed")
+        notes = "; ".join(outcome.notes)
+        return done(name, Why(Reason.CAME_BACK, path=where, flag=True, text=notes))
+    return done(name, Why(Reason.CAME_BACK, path=where))
 
 
 def _came_back(kept: Kept, again: str) -> StepResult:
     """verify-gone's refusal of a path that came back holding what is not residue."""
+    where = str(kept.path)
     if kept.reason is SweepVerdict.UNSHIPPED:
-        return refused(
-            Step.VERIFY_GONE,
-            ErrorCode.UNSHIPPED_RUN,
-            f"{kept.path} came back; {residue_message(list(kept.runs), command=again)}",
-        )
-    return refused(
-        Step.VERIFY_GONE,
-        ErrorCode.RESIDUE_KEPT,
-        f"{kept.path} came back ({kept.reason}: {name_some(kept.files)}): kept for you to look at",
-    )
+        message = residue_message(list(kept.runs), command=again)
+        why = Why(Reason.CAME_BACK_UNSHIPPED, path=where, text=message)
+        return refused(Step.VERIFY_GONE, ErrorCode.UNSHIPPED_RUN, why)
+    files = tuple(map(str, kept.files))
+    why = Why(Reason.CAME_BACK_KEPT, path=where, text=str(kept.reason), items=files)
+    return refused(Step.VERIFY_GONE, ErrorCode.RESIDUE_KEPT, why)

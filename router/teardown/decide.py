@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 from router.errors import ErrorCode
 from router.git import StatusReport
+from router.reasons import Reason, Why
 from router.teardown.blockers import worktree_blocker
 from router.teardown.branch import delete_branch, verify_gone
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.integrate import integrate_commits
 from router.teardown.localstate import LocalStateJob, LocalStateReport, local_state_step
 from router.teardown.plan_dir import plan_dir_decision
-from router.teardown.proof import EMPTY, Integration
+from router.teardown.proof import Integration
 from router.teardown.record import LOCAL_STATE_RAN, TopicRef, local_state_ran, mark_done
 from router.teardown.remove import finish_blocker, gone_with, removal_started, remove_worktree
 from router.teardown.steps import (
@@ -30,7 +31,7 @@ from router.teardown.steps import (
     StepResult,
     StepRun,
     acting,
-    name_some,
+    noting,
     refused,
     settled,
     skipped,
@@ -47,10 +48,8 @@ def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
     if not plan.has_origin or plan.default is None:
         return result
     if not plan.reachable:
-        note = "origin was not reachable: not pruned"
-    else:
-        note = prune_origin(repo, plan.target.branch, tracking=plan.tracking)
-    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
+        return noting(result, Why(Reason.UNREACHABLE))
+    return noting(result, prune_origin(repo, plan.target.branch, tracking=plan.tracking))
 
 
 @dataclass(slots=True)
@@ -88,30 +87,26 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
     plan, repo = run.plan, run.repo
     name, branch = Step.INTEGRATE, plan.target.branch
     if plan.tip is None:
-        return settled(skipped(name, f"branch {branch} is gone: nothing to integrate"))
+        return settled(skipped(name, Why(Reason.BRANCH_GONE, branch=branch)))
     if plan.kept_branch and not opts.integrate:
         return settled(_kept_integrate(plan))
     found, default, tip = plan.found, plan.default, plan.tip
     if found is None or default is None:
         return settled(
             refused(
-                name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
+                name,
+                ErrorCode.NO_DEFAULT_BRANCH,
+                Why(Reason.NO_DEFAULT_BRANCH, path=str(repo.primary)),
             )
         )
     if found.empty:
-        return settled(skipped(name, f"nothing to integrate: {branch} is {EMPTY}"))
+        return settled(skipped(name, Why(Reason.EMPTY, branch=branch)))
     if found.proof is not None:
-        return settled(
-            skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
-        )
+        return settled(skipped(name, Why(Reason.MERGED, branch=branch, text=found.proof.detail)))
     if not found.missing:
-        return settled(
-            skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
-        )
-    missing = (
-        f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
-        f"{name_some(c[:12] for c in found.missing)}"
-    )
+        return settled(skipped(name, Why(Reason.INTEGRATED, branch=branch, default=default.name)))
+    commits = tuple(c[:12] for c in found.missing)
+    count = len(commits)
     if opts.integrate:
         return acting(
             lambda: integrate_commits(
@@ -124,31 +119,27 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
                 committer_known=plan.committer_known,
             ),
             name,
-            f"cherry-pick {len(found.missing)} commit(s) onto {default.name}",
+            Why(Reason.PICKED, count=count, default=default.name),
         )
+    missing = Why(
+        Reason.UNINTEGRATED, branch=branch, default=default.name, count=count, items=commits
+    )
     if opts.force:
         # --force without --integrate: the commits are snapshotted, not applied.
-        return settled(skipped(name, f"{missing}; --force: they go into a snapshot ref"))
-    return settled(
-        refused(
-            name,
-            ErrorCode.UNINTEGRATED_COMMITS,
-            f"{missing}; pass --integrate, or --force to snapshot them",
-        )
-    )
+        forced = dataclasses.replace(missing, reason=Reason.UNINTEGRATED_FORCED)
+        return settled(skipped(name, forced))
+    return settled(refused(name, ErrorCode.UNINTEGRATED_COMMITS, missing))
 
 
 def decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo, topic = run.plan, run.repo, run.topic
     name, worktree = Step.REMOVE, plan.worktree
     if worktree is None:
-        return settled(
-            skipped(name, f"no worktree has {plan.target.branch} checked out: already gone")
-        )
+        return settled(skipped(name, Why(Reason.NO_WORKTREE, branch=plan.target.branch)))
     if plan.on_primary:
-        return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
+        return settled(skipped(name, Why(Reason.PRIMARY_CLONE, path=str(worktree))))
     if plan.kept_worktree:
-        return settled(skipped(name, plan.kept_worktree))
+        return settled(skipped(name, Why(Reason.KEPT, text=plan.kept_worktree)))
 
     def remove() -> StepResult:
         result, _ = remove_worktree(
@@ -169,39 +160,39 @@ def decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
         blocker = finish_blocker(repo, worktree, started, again=opts.again) if started else None
         if blocker is not None:
             return settled(blocker)
-        return acting(remove, name, f"finish removing {worktree} (its removal was interrupted)")
+        return acting(remove, name, Why(Reason.FINISHED, path=str(worktree)))
     if plan.foreign:
-        return settled(skipped(name, plan.foreign))
+        return settled(skipped(name, Why(Reason.FOREIGN, text=plan.foreign)))
     if not plan.registered:
-        there = "left to verify-gone and sweep" if os.path.lexists(worktree) else "already gone"
-        return settled(skipped(name, f"{worktree} is not a registered worktree: {there}"))
+        there = os.path.lexists(worktree)
+        return settled(skipped(name, Why(Reason.NOT_REGISTERED, path=str(worktree), flag=there)))
     entry = find_worktree(list(plan.entries), worktree)
     if not opts.force and entry is not None and worktreelock.locked_by_other(entry):
         # Another tool's lock refuses the removal (teardown's plan refuses it as a whole first).
         return settled(worktree_blocker(worktree, entry, StatusReport()))  # type: ignore[arg-type]
     in_worktree = [a for a in plan.unshipped if a.checkout == worktree]
-    snap = ""
-    if opts.force and (plan.status.dirty or in_worktree):
-        snap = " after writing a snapshot"
-        snap += f" holding {snapshot_note(in_worktree)}" if in_worktree else ""
-    copies = f"; {plan.copies}" if plan.copies else ""
-    return acting(remove, name, f"remove {worktree}{snap}{gone_with(plan.nested)}{copies}")
+    snap = opts.force and bool(plan.status.dirty or in_worktree)
+    held = snapshot_note(in_worktree) if snap and in_worktree else ""
+    removal = Why(Reason.REMOVED, path=str(worktree), flag=snap, text=held)
+    return acting(remove, name, removal.noting(*gone_with(plan.nested), *_copies(plan)))
 
 
 def decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     plan, repo = run.plan, run.repo
     name, branch = Step.BRANCH, plan.target.branch
     if plan.kept_branch:
-        return settled(skipped(name, plan.kept_branch))
+        return settled(skipped(name, Why(Reason.KEPT, text=plan.kept_branch)))
     if plan.tip is None:
-        return settled(skipped(name, f"{branch} is already gone"))
+        return settled(skipped(name, Why(Reason.ALREADY_GONE, branch=branch)))
     holder = _still_checked_out(run)
     if holder is not None:
         # git refuses to delete a branch some checkout has: said before it is asked.
         return settled(
-            skipped(name, f"{branch} stays while the primary clone holds the work")
+            skipped(name, Why(Reason.PRIMARY_HOLDS, branch=branch))
             if holder == 0
-            else skipped(name, f"{branch} is checked out in {plan.entries[holder].path}: kept")
+            else skipped(
+                name, Why(Reason.CHECKED_OUT, branch=branch, path=str(plan.entries[holder].path))
+            )
         )
     # The plan's judgement holds, and after our own pick we know the new one:
     # every missing commit of the plan's tip is now on the default branch. Either
@@ -217,16 +208,11 @@ def decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
         )[0]
 
     if found is None or found.integrated:
-        return acting(delete, name, f"delete {branch}")
+        return acting(delete, name, Why(Reason.DELETED, branch=branch))
     if opts.force:
-        return acting(delete, name, f"delete {branch} once a snapshot ref holds its commits")
-    return settled(
-        refused(
-            name,
-            ErrorCode.UNINTEGRATED_COMMITS,
-            f"{branch} holds {len(found.missing)} commit(s) not on the default branch; kept",
-        )
-    )
+        return acting(delete, name, Why(Reason.DELETED, branch=branch, flag=True))
+    unintegrated = Why(Reason.HOLDS_UNINTEGRATED, branch=branch, count=len(found.missing))
+    return settled(refused(name, ErrorCode.UNINTEGRATED_COMMITS, unintegrated))
 
 
 def _still_checked_out(run: RepoRun) -> int | None:
@@ -247,20 +233,18 @@ def decide_verify_gone(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -
     plan, repo = run.plan, run.repo
     name, worktree = Step.VERIFY_GONE, plan.worktree
     if worktree is None:
-        return settled(
-            skipped(name, f"no worktree has {plan.target.branch} checked out: nothing to re-check")
-        )
+        return settled(skipped(name, Why(Reason.NOTHING_TO_RECHECK, branch=plan.target.branch)))
     if plan.kept_worktree:
-        return settled(skipped(name, "the worktree is kept"))
+        return settled(skipped(name, Why(Reason.WORKTREE_KEPT)))
     if plan.on_primary:
-        return settled(skipped(name, f"{worktree} is the primary clone: never removed"))
+        return settled(skipped(name, Why(Reason.PRIMARY_CLONE, path=str(worktree))))
     if plan.foreign:
-        return settled(skipped(name, f"{worktree} is still a registered worktree"))
+        return settled(skipped(name, Why(Reason.STILL_REGISTERED, path=str(worktree))))
     runs = _runs(run, scope, opts)
     return acting(
         lambda: verify_gone(repo, worktree, runs, again=opts.again),
         name,
-        f"re-check that {worktree} is gone",
+        Why(Reason.GONE, path=str(worktree)),
     )
 
 
@@ -270,8 +254,7 @@ def decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
     left = left_earlier(
         _earlier(plan),
         Step.UPDATE_DEFAULT,
-        f"{default} could not be updated to origin/{default}; update it yourself "
-        f"(`git -C {repo.primary} pull --rebase origin {default}`)",
+        Why(Reason.LEFT_EARLIER, default=default, path=str(repo.primary)),
     )
     if left is not None:
         return settled(left)
@@ -297,9 +280,9 @@ def decide_update(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
 def decide_plan_dir(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:
     if not scope.id:
         branch = run.plan.target.branch
-        return settled(skipped(Step.PLAN_DIR, f"{branch} is not a topic id: no plan dir"))
+        return settled(skipped(Step.PLAN_DIR, Why(Reason.NOT_A_TOPIC, branch=branch)))
     if not run.plan.target.is_home:
-        return settled(skipped(Step.PLAN_DIR, "home repo only"))
+        return settled(skipped(Step.PLAN_DIR, Why(Reason.NOT_HOME)))
     plan = run.plan
     return plan_dir_decision(
         run.repo, scope.id, force=opts.force, shipped=plan.shipped, again=opts.again
@@ -376,29 +359,35 @@ GIT_STEPS: tuple[tuple[Step, Decide, bool], ...] = (
 
 def _kept_integrate(plan: RepoPlan) -> StepResult:
     missing = len(plan.found.missing) if plan.found and not plan.found.integrated else 0
+    branch = plan.target.branch
     return skipped(
         Step.INTEGRATE,
-        f"{plan.target.branch} is kept, with its {missing} commit(s) not on the default branch"
+        Why(Reason.KEPT_UNMERGED, branch=branch, count=missing)
         if missing
-        else f"nothing to integrate: {plan.target.branch} is kept",
+        else Why(Reason.KEPT_BRANCH, branch=branch),
     )
 
 
+def _copies(plan: RepoPlan) -> tuple[Why, ...]:
+    """The note naming the ``.worktreeinclude`` copies the removal deletes, if any."""
+    return (Why(Reason.COPIES, text=plan.copies),) if plan.copies else ()
+
+
 def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:
-    if result.outcome is not Outcome.DONE or not plan.copies:
+    if result.outcome is not Outcome.DONE:
         return result
-    return dataclasses.replace(result, detail=f"{result.detail}; {plan.copies}")
+    return noting(result, *_copies(plan))
 
 
 def _with_planned_prune(result: StepResult, plan: RepoPlan) -> StepResult:
     """A dry run's update-default: origin's ref of the branch is pruned too, once origin lacks it."""
     branch = plan.target.branch
     note = (
-        f"would prune origin/{branch} if origin no longer has it"
+        Why(Reason.PRUNED, branch=branch, planned=True)
         if plan.tracking
-        else f"no origin/{branch} ref: nothing to prune"
+        else Why(Reason.NOTHING_TO_PRUNE, branch=branch)
     )
-    return dataclasses.replace(result, detail=f"{result.detail}; {note}")
+    return noting(result, note)
 
 
 def _after_pick(

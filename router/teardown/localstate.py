@@ -29,6 +29,7 @@ from router.declared import (
 from router.errors import ErrorCode, ExitCode, error_json
 from router.git import Git, GitPlace, forget, git_place, repository_above, repository_below
 from router.progress import Echo
+from router.reasons import prose
 from router.teardown.primary import is_primary_clone
 from router.teardown.steps import (
     INTERRUPTED_STEP,
@@ -367,7 +368,7 @@ def local_state_step(
     if report.declaration.source is None and not report.temp_paths:
         return skipped(Step.LOCAL_STATE, report.summary()), report
     return StepResult(
-        Step.LOCAL_STATE, outcome, f"{'would run: ' if dry_run else ''}{report.summary()}"
+        Step.LOCAL_STATE, outcome, prose(f"{'would run: ' if dry_run else ''}{report.summary()}")
     ), report
 
 

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from router.errors import ErrorCode
+from router.reasons import Reason, Why
 from router.teardown.blockers import nested_blocker
 from router.teardown.nested import survey_directory
 from router.teardown.snapshot import SnapshotFailed, snapshot_plan_dir
@@ -21,6 +22,7 @@ from router.teardown.steps import (
     done,
     done_with,
     failed,
+    noting,
     refused,
     settled,
     skipped,
@@ -70,52 +72,47 @@ def plan_dir_decision(
     rel = Path(PLANS_DIR, topic_id)
     path = repo.primary / rel
     if not os.path.lexists(path):
-        return settled(skipped(name, f"no {rel}/ in the primary clone"))
+        return settled(skipped(name, Why(Reason.NO_PLAN_DIR, path=rel.as_posix())))
     kept = _why_kept(repo, topic_id, rel, path)
     if kept is not None:
         return settled(kept)
     run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
     if run and not force:
-        return settled(
-            refused(name, ErrorCode.UNSHIPPED_RUN, unshipped_message(topic_id, run, command=again))
-        )
-    kept_note = f" after writing a snapshot holding {snapshot_note(run)}" if run else ""
-    return acting(
-        lambda: _remove(repo, topic_id, path, run), name, f"remove {path} (untracked){kept_note}"
-    )
+        message = unshipped_message(topic_id, run, command=again)
+        return settled(refused(name, ErrorCode.UNSHIPPED_RUN, Why(Reason.UNSHIPPED, text=message)))
+    held = snapshot_note(run) if run else ""
+    removal = Why(Reason.REMOVED_UNTRACKED, path=str(path), text=held)
+    return acting(lambda: _remove(repo, topic_id, path, run), name, removal)
 
 
 def _why_kept(repo: Repo, topic_id: str, rel: Path, path: Path) -> StepResult | None:
     """Why the plan dir at ``path`` stays (not plain, reached through a symlink, tracked,
     holding another repository's work), or None when it is ours to remove."""
-    name = Step.PLAN_DIR
+    name, where = Step.PLAN_DIR, str(path)
     if path.is_symlink() or not path.is_dir():
-        return refused(name, ErrorCode.PLAN_DIR_KEPT, f"{path} is not a plain directory: kept")
+        return refused(name, ErrorCode.PLAN_DIR_KEPT, Why(Reason.NOT_PLAIN, path=where))
     link = plan_dir_link(str(repo.primary), topic_id)
     if link is not None:
         # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
         # what lies behind it is somewhere else on the machine, never ours to delete.
-        return refused(
-            name, ErrorCode.PLAN_DIR_KEPT, f"{path} is reached through a symlink ({link}): kept"
-        )
+        linked = Why(Reason.SYMLINKED, path=where, text=str(link))
+        return refused(name, ErrorCode.PLAN_DIR_KEPT, linked)
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:
-        return refused(
-            name,
-            ErrorCode.PLAN_DIR_KEPT,
-            f"git ls-files {rel} failed, so it is not known to be untracked: kept",
-        )
+        unknown = Why(Reason.UNTRACKED_UNKNOWN, path=str(rel))
+        return refused(name, ErrorCode.PLAN_DIR_KEPT, unknown)
     if tracked:
-        return skipped(name, f"{rel}/ is tracked ({len(tracked)} file(s)): kept")
+        return skipped(name, Why(Reason.TRACKED, path=str(rel), count=len(tracked)))
     # A plan dir in the primary clone (the run fell back to it) is no worktree:
     # no earlier step looked for a repository someone cloned into it.
     try:
         nested = survey_directory(path)
     except OSError as exc:
-        return refused(name, ErrorCode.PLAN_DIR_KEPT, f"cannot read {exc.filename} in {path}: kept")
+        unread = Why(Reason.UNREADABLE, path=where, text=str(exc.filename))
+        return refused(name, ErrorCode.PLAN_DIR_KEPT, unread)
     blocker = nested_blocker(path, nested, again="the same command", step=name, what="the plan dir")
     if blocker is not None:
-        return dataclasses.replace(blocker, detail=f"{blocker.detail}; the plan dir is kept")
+        return noting(blocker, Why(Reason.PLAN_DIR_KEPT))
     return None
 
 
@@ -127,12 +124,13 @@ def _remove(repo: Repo, topic_id: str, path: Path, run: list[RunArtifacts]) -> S
         try:
             snap = snapshot_plan_dir(repo, topic_id)
         except SnapshotFailed as exc:
-            return refused(name, exc.code, f"{exc.message}; the plan dir is kept")
+            failure = Why(Reason.SNAPSHOT_FAILED, text=exc.message, flag=True)
+            return refused(name, exc.code, failure)
     try:
         shutil.rmtree(path)
     except OSError as exc:
-        return failed(name, f"removing {path} failed: {exc.strerror}")
+        return failed(name, Why(Reason.REMOVE_FAILED, path=str(path), text=str(exc.strerror)))
     if snap is None:
-        return done(name, f"removed {path} (untracked)")
-    note = f"; {snapshot_note(run)} are in {snap.ref} ({snap.commit[:12]})"
-    return done_with(name, f"removed {path} (untracked){note}", snap.ref)
+        return done(name, Why(Reason.REMOVED_UNTRACKED, path=str(path)))
+    held = Why(Reason.REMOVED_UNTRACKED, path=str(path), ref=snap.ref, commit=snap.commit)
+    return done_with(name, dataclasses.replace(held, text=snapshot_note(run)), snap.ref)

@@ -26,6 +26,7 @@ from router.teardown.steps import (
     skipped,
 )
 from router.teardown.update import prune_origin
+from router.teardown.wording import in_words
 from router.topic.workspace import Repo
 
 
@@ -121,7 +122,7 @@ def decide_prune(repo: Repo, branch: str, remote_gone: bool | None, deleted: boo
         return settled(nothing)
 
     def prune() -> StepResult:
-        note = prune_origin(repo, branch, tracking=True)
+        note = in_words(prune_origin(repo, branch, tracking=True))
         if repo.git.existing_refs([tracking]):
             return failed(
                 name, f"{note}; {tracking} stays and keeps the branch's commits reachable"

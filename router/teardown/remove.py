@@ -6,7 +6,6 @@ unmarked once it is recorded, so a rerun knows a half-removed worktree for its o
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 from router import git as g
 from router.errors import ErrorCode
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.reasons import Reason, Why
 from router.teardown.blockers import (
     foreign_worktree,
     hidden_work,
@@ -42,6 +42,7 @@ from router.teardown.steps import (
     failed,
     git_failed,
     name_some,
+    noting,
     refused,
     skipped,
 )
@@ -105,7 +106,7 @@ class _Removal:
     again: str
     exists: bool  # the directory is there (not deleted by hand)
     nested: tuple[NestedRepo, ...]
-    gone: str  # what the removal takes with it, for the detail
+    gone: tuple[Why, ...]  # what the removal takes with it, noted after the reason
 
     @property
     def topic_id(self) -> str | None:
@@ -123,9 +124,9 @@ def _removal_target(
     """The worktree to remove, or the step's outcome when there is none to (or it must stay)."""
     name = Step.REMOVE
     if path is None:
-        return skipped(name, "no worktree recorded")
+        return skipped(name, Why(Reason.NO_WORKTREE_RECORDED))
     if is_primary_clone(repo, path, entries):
-        return skipped(name, f"{path} is the primary clone: never removed")
+        return skipped(name, Why(Reason.PRIMARY_CLONE, path=str(path)))
     entry = find_worktree(entries, path)
     started = removal_started(repo, topic, path) if topic is not None else None
     if topic is not None and started is not None:
@@ -134,11 +135,11 @@ def _removal_target(
             repo, path, started, topic, branch, registered=registered, again=again
         )
     if entry is None:
-        there = "left to verify-gone and sweep" if os.path.lexists(path) else "already gone"
-        return skipped(name, f"{path} is not a registered worktree: {there}")
+        there = os.path.lexists(path)
+        return skipped(name, Why(Reason.NOT_REGISTERED, path=str(path), flag=there))
     other = foreign_worktree(repo, path, branch, entry)
     if other:
-        return skipped(name, other)
+        return skipped(name, Why(Reason.FOREIGN, text=other))
     exists = os.path.isdir(path)
     unmounted = None if exists else unmounted_blocker(repo, path, again=again)
     if unmounted is not None:
@@ -170,7 +171,7 @@ def _remove_unforced(w: _Removal, *, proven_clean: bool) -> StepResult:
     except GitError as exc:
         return _unforced_removal_failed(w, exc, removal, lifted=lifted)
     _unmark_removal(repo, w.topic, w.branch)
-    return done(Step.REMOVE, f"removed {path}{w.gone}")
+    return done(Step.REMOVE, Why(Reason.REMOVED, path=str(path)).noting(*w.gone))
 
 
 def _unforced_blocker(w: _Removal, *, proven_clean: bool) -> StepResult | None:
@@ -191,7 +192,7 @@ def _unforced_blocker(w: _Removal, *, proven_clean: bool) -> StepResult | None:
     if run:
         # The plan refused these already; this covers artifacts written since.
         why = unshipped_message(w.topic_id, run, command=w.again)  # type: ignore[arg-type]
-        return refused(Step.REMOVE, ErrorCode.UNSHIPPED_RUN, why)
+        return refused(Step.REMOVE, ErrorCode.UNSHIPPED_RUN, Why(Reason.UNSHIPPED, text=why))
     return None
 
 
@@ -212,7 +213,7 @@ def _unforced_removal_failed(
         return _finish_after(repo, path, removal, topic, branch, exc, w.again)
     _unmark_removal(repo, topic, branch)
     blocker = worktree_blocker(path, entry, Git(path).status()) if w.exists else None
-    result = blocker or git_failed(Step.REMOVE, f"git worktree remove {path} failed", exc)
+    result = blocker or git_failed(Step.REMOVE, f"git worktree remove {path}", exc)
     return _locked_again(result, repo, entry, topic) if lifted else result
 
 
@@ -236,12 +237,13 @@ def _remove_forced(w: _Removal) -> tuple[StepResult, Snapshot | None]:
         if _began(repo, path, removal):
             return _finish_after(repo, path, removal, topic, branch, exc, w.again), snap
         _unmark_removal(repo, topic, branch)
-        return git_failed(Step.REMOVE, f"git worktree remove {path} failed", exc), snap
+        return git_failed(Step.REMOVE, f"git worktree remove {path}", exc), snap
     _unmark_removal(repo, topic, branch)
-    note = f"; its work is in {snap.ref} ({snap.commit[:12]})" if snap else ""
-    if snap and unshipped_here:
-        note += f", {snapshot_note(unshipped_here)} included"
-    return done_with(Step.REMOVE, f"removed {path}{note}{w.gone}", snap.ref if snap else ""), snap
+    removed = Why(Reason.REMOVED, path=str(path))
+    if snap:
+        held = snapshot_note(unshipped_here) if unshipped_here else ""
+        removed = Why(Reason.REMOVED, path=str(path), ref=snap.ref, commit=snap.commit, text=held)
+    return done_with(Step.REMOVE, removed.noting(*w.gone), snap.ref if snap else ""), snap
 
 
 def _snapshot_before_removal(
@@ -269,7 +271,7 @@ def _snapshot_before_removal(
             departed=departed(path, w.nested, outer),
         )
     except SnapshotFailed as exc:
-        return refused(Step.REMOVE, exc.code, f"{exc.message}; the worktree is kept")
+        return refused(Step.REMOVE, exc.code, Why(Reason.SNAPSHOT_FAILED, text=exc.message))
     return snap, unshipped_here
 
 
@@ -284,16 +286,15 @@ def _locked_again(
         return result
     if topic is not None and removal_started(repo, topic, entry.path) is not None:
         return result
-    return dataclasses.replace(
-        result, detail=result.detail + worktreelock.put_back(repo.git, entry)
-    )
+    lost = worktreelock.put_back(repo.git, entry)
+    return noting(result, Why(Reason.LOCK_LOST, text=lost.removeprefix("; "))) if lost else result
 
 
 def _remove_with_submodules(
     repo: Repo,
     path: Path,
     entry: WorktreeEntry,
-    gone: str,
+    gone: tuple[Why, ...],
     removal: state.Removal,
     topic: TopicRef | None,
     branch: str,
@@ -316,26 +317,24 @@ def _remove_with_submodules(
         if _began(repo, path, removal):
             return _finish_after(repo, path, removal, topic, branch, exc, again)
         _unmark_removal(repo, topic, branch)
-        return failed(Step.REMOVE, f"git worktree remove --force {path} failed: {exc.first_line}")
+        command = f"git worktree remove --force {path}"
+        return failed(Step.REMOVE, Why(Reason.GIT_FAILED, command=command, text=exc.first_line))
     _unmark_removal(repo, topic, branch)
-    return done(Step.REMOVE, f"removed {path}{gone}")
+    return done(Step.REMOVE, Why(Reason.REMOVED, path=str(path)).noting(*gone))
 
 
-def gone_with(nested: tuple[NestedRepo, ...]) -> str:
+def gone_with(nested: tuple[NestedRepo, ...]) -> tuple[Why, ...]:
+    """The note naming the repositories inside that go with the worktree, if any."""
     if not nested:
-        return ""
-    names = name_some(f"{n.kind} {n.rel}" for n in nested)
-    return f"; the repositories inside, holding nothing unpushed, go with it: {names}"
+        return ()
+    return (Why(Reason.NESTED, items=tuple(f"{n.kind} {n.rel}" for n in nested)),)
 
 
 def removal_interrupted(path: Path, exc: GitError, again: str = "teardown") -> StepResult:
     # git was killed mid-removal (Ctrl-C reaches it too): the journal stays, so the
     # rerun finishes the half-deleted worktree instead of reading it as work.
-    return failed(
-        Step.REMOVE,
-        f"git worktree remove {path} was interrupted ({exc.first_line}); "
-        f"run {again} again to finish the removal",
-    )
+    why = Why(Reason.INTERRUPTED, path=str(path), text=exc.first_line, again=again)
+    return failed(Step.REMOVE, why)
 
 
 def _mark_removal(
@@ -397,7 +396,7 @@ def _finish_after(
         repo, path, removal, topic, branch, registered=registered, again=again, first=True
     )
     if result.outcome is Outcome.DONE:
-        return done(Step.REMOVE, f"removed {path} (git worktree remove stopped: {exc.first_line})")
+        return done(Step.REMOVE, Why(Reason.REMOVAL_STOPPED, path=str(path), text=exc.first_line))
     return result
 
 
@@ -432,14 +431,14 @@ def finish_removal(
             begin_op(
                 repo.common_dir, topic.id, Operation.REMOVE, judged, made=(topic.repo_name, branch)
             )
-        what = "removing" if first else "finishing the removal of"
-        named = f"{name_some(kept)} appeared there meanwhile: kept" if kept else ""
-        stuck = f"cannot delete {described(blocked)}" if blocked else ""
-        fix = "once that is cleared," if blocked else f"move them out of {path}, then"
-        detail = (
-            f"{what} {path} stopped half-way: {'; '.join(x for x in (stuck, named) if x)}; "
-            f"the rest is deleted, and the record keeps what the removal judged; {fix} "
-            f"run {again} again to finish the removal"
+        stuck = described(blocked) if blocked else ""
+        detail = Why(
+            Reason.HALF_REMOVED,
+            path=str(path),
+            items=tuple(map(str, kept)),
+            text=stuck,
+            again=again,
+            flag=first,
         )
         if blocked:
             return failed(name, detail, ErrorCode.REMOVAL_BLOCKED)
@@ -448,7 +447,7 @@ def finish_removal(
         # The directory is gone now, and git drops the registration of a missing one.
         repo.git.worktree_remove(path, force=True)
     _unmark_removal(repo, topic, branch)
-    return done(name, f"removed {path} (finished a removal that was interrupted)")
+    return done(name, Why(Reason.FINISHED, path=str(path)))
 
 
 def finish_blocker(
@@ -461,13 +460,8 @@ def finish_blocker(
     """
     newer = unjudged(path, removal) if os.path.isdir(path) else []
     if newer:
-        return refused(
-            Step.REMOVE,
-            ErrorCode.REMOVAL_INTERRUPTED,
-            f"removing {path} was interrupted, and {name_some(newer)} were written there since "
-            f"(they are not what the removal judged): kept; move them out of {path}, then run "
-            f"{again} again to finish the removal",
-        )
+        why = Why(Reason.WRITTEN_SINCE, path=str(path), items=tuple(map(str, newer)), again=again)
+        return refused(Step.REMOVE, ErrorCode.REMOVAL_INTERRUPTED, why)
     # The journal was made before the removal began: a submodule used since keeps
     # its new commits in the registration's modules/, which no file there shows.
     return nested_blocker(path, survey_remains(repo.common_dir, path), again=again)

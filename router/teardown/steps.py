@@ -7,7 +7,8 @@ Each step lives in its own module (:mod:`~router.teardown.integrate`,
 :mod:`~router.teardown.remove`, :mod:`~router.teardown.branch` with verify-gone,
 :mod:`~router.teardown.update`, :mod:`~router.teardown.plan_dir`, the sweep and
 local-state steps beside their mechanisms) and returns a :class:`StepResult`
-(outcome ``done``, ``skipped``, ``refused`` or ``failed`` and a detail) after
+(outcome ``done``, ``skipped``, ``refused`` or ``failed`` and a :class:`~router.reasons.Why`,
+its reason, which :mod:`~router.teardown.wording` says in words) after
 checking the world again, so running one twice, or after a crash, finishes the
 job instead of repeating it. :mod:`router.teardown.teardown` runs them over every
 repo of a topic (plan first, then act); ``pr-cleanup`` reuses them for one branch.
@@ -24,6 +25,9 @@ from router import interrupt
 from router.errors import ErrorCode, error_json
 from router.git import GitError
 from router.ioerror import describe_io
+from router.reasons import Reason, Why, prose
+from router.teardown.wording import in_words
+from router.teardown.wording import name_some as name_some  # the steps' import of it
 from router.topic import state
 
 
@@ -60,7 +64,6 @@ STEPS = (
 # Steps whose stop is the user's to resolve, never a failure of the command: a
 # default branch that cannot move is reported and left as it was (DESIGN §9, §11).
 LEFT_TO_USER = frozenset({Step.UPDATE_DEFAULT})
-NAMED = 5  # how many paths or commits a one-line detail names before "..."
 # How the detail of a step a signal stopped begins (its words; ``NotDone.INTERRUPTED`` says it).
 INTERRUPTED_STEP = interrupt.NOT_DONE
 
@@ -86,12 +89,22 @@ class NotDone(StrEnum):
 class StepResult:
     name: Step
     outcome: Outcome
-    detail: str
+    why: Why  # the reason: what the detail says, as a value
     code: ErrorCode | None = None  # the refusal's error code (dirty-worktree, conflict, ...)
     not_done: NotDone | None = None  # why it had work left that it did not do
     # The refs holding the work the step removed, if any: a worktree's or branch's snapshot
     # (refs/team-router/snapshots/...), or a run's plan dir (refs/team-router/plan-dirs/<id>).
     snapshots: tuple[str, ...] = ()
+
+    @property
+    def detail(self) -> str:
+        """The reason in words (text output, JSON ``detail``, the record): rendered, never parsed."""
+        return in_words(self.why)
+
+    @property
+    def reason(self) -> Reason | None:
+        """The reason as a fixed word (JSON ``reason``); None for words not given one yet."""
+        return None if self.why.reason is Reason.PROSE else self.why.reason
 
     @property
     def finished(self) -> bool:
@@ -118,8 +131,10 @@ class StepResult:
         data: dict[str, object] = {
             "name": self.name,
             "outcome": str(self.outcome),
-            "detail": self.detail,
         }
+        if self.reason is not None:
+            data["reason"] = str(self.reason)
+        data["detail"] = self.detail
         if self.code:
             data["code"] = self.code
         return data
@@ -130,7 +145,13 @@ def last_run(command: str, steps: Iterable[StepResult]) -> state.LastRun:
     return state.LastRun(
         command,
         tuple(
-            state.RanStep(s.name, str(s.outcome), s.detail, str(s.code) if s.code else "")
+            state.RanStep(
+                s.name,
+                str(s.outcome),
+                s.detail,
+                str(s.code) if s.code else "",
+                why=s.why if s.reason is not None else None,
+            )
             for s in steps
         ),
     )
@@ -204,10 +225,14 @@ def settled(result: StepResult) -> Decision:
 
 
 def acting(
-    act: Callable[[], StepResult], name: Step, what: str, outcome: Outcome = Outcome.DONE
+    act: Callable[[], StepResult], name: Step, what: str | Why, outcome: Outcome = Outcome.DONE
 ) -> Decision:
-    """A step that acts: the real run calls ``act``; the dry run says it ``would {what}``."""
-    return Decision(act=act, plan=lambda: StepResult(name, outcome, f"would {what}"))
+    """A step that acts: the real run calls ``act``; the dry run reports ``what`` it would do
+    (a :class:`Why` in its planned words: the reason the real run then reports)."""
+    why = (
+        dataclasses.replace(what, planned=True) if isinstance(what, Why) else prose(f"would {what}")
+    )
+    return Decision(act=act, plan=lambda: StepResult(name, outcome, why))
 
 
 def not_done(result: StepResult, why: NotDone) -> StepResult:
@@ -215,30 +240,41 @@ def not_done(result: StepResult, why: NotDone) -> StepResult:
     return dataclasses.replace(result, not_done=why)
 
 
-def done(name: Step, detail: str) -> StepResult:
-    return StepResult(name, Outcome.DONE, detail)
+def _as_why(detail: str | Why) -> Why:
+    # Words a step module still builds itself are carried as they are, with no reason.
+    return detail if isinstance(detail, Why) else prose(detail)
 
 
-def done_with(name: Step, detail: str, *refs: str) -> StepResult:
+def done(name: Step, detail: str | Why) -> StepResult:
+    return StepResult(name, Outcome.DONE, _as_why(detail))
+
+
+def done_with(name: Step, detail: str | Why, *refs: str) -> StepResult:
     """Done, naming the snapshot refs (if any) that hold the work the step removed."""
-    return StepResult(name, Outcome.DONE, detail, snapshots=tuple(r for r in refs if r))
+    return StepResult(name, Outcome.DONE, _as_why(detail), snapshots=tuple(r for r in refs if r))
 
 
-def skipped(name: Step, detail: str) -> StepResult:
-    return StepResult(name, Outcome.SKIPPED, detail)
+def skipped(name: Step, detail: str | Why) -> StepResult:
+    return StepResult(name, Outcome.SKIPPED, _as_why(detail))
 
 
-def refused(name: Step, code: ErrorCode, detail: str) -> StepResult:
-    return StepResult(name, Outcome.REFUSED, detail, code)
+def refused(name: Step, code: ErrorCode, detail: str | Why) -> StepResult:
+    return StepResult(name, Outcome.REFUSED, _as_why(detail), code)
 
 
-def failed(name: Step, detail: str, code: ErrorCode | None = None) -> StepResult:
-    return StepResult(name, Outcome.FAILED, detail, code)
+def failed(name: Step, detail: str | Why, code: ErrorCode | None = None) -> StepResult:
+    return StepResult(name, Outcome.FAILED, _as_why(detail), code)
 
 
-def git_failed(name: Step, what: str, exc: GitError) -> StepResult:
-    """A step git could not do; a git lock file in the way is named with its fix (``git-locked``)."""
-    return failed(name, f"{what}: {exc.first_line}", exc.code)
+def noting(result: StepResult, *notes: Why) -> StepResult:
+    """``result`` with ``notes`` said after its reason."""
+    return dataclasses.replace(result, why=result.why.noting(*notes))
+
+
+def git_failed(name: Step, command: str, exc: GitError) -> StepResult:
+    """A step git could not do (``command``, as the words name it; "" for any git command); a
+    git lock file in the way is named with its fix (``git-locked``)."""
+    return failed(name, Why(Reason.GIT_FAILED, command=command, text=exc.first_line), exc.code)
 
 
 # -- merge proof ----------------------------------------------------------------
@@ -272,12 +308,6 @@ def git_failed(name: Step, what: str, exc: GitError) -> StepResult:
 
 
 # -- step 8: local-state ------------------------------------------------------------
-
-
-def name_some(items) -> str:
-    items = [str(i) for i in items]
-    more = f" and {len(items) - NAMED} more" if len(items) > NAMED else ""
-    return ", ".join(items[:NAMED]) + more
 
 
 @dataclass(slots=True)
@@ -316,7 +346,8 @@ class StepRun:
         result = interrupt.unless_stopped(
             lambda: self._attempt(name, action, guarded=guarded),
             lambda why, started: not_done(
-                (failed if started else skipped)(name, why), NotDone.INTERRUPTED
+                (failed if started else skipped)(name, Why(Reason.STOPPED, text=why)),
+                NotDone.INTERRUPTED,
             ),
         )
         self.steps.append(result)
@@ -328,12 +359,11 @@ class StepRun:
         self, name: Step, action: Callable[[], StepResult], *, guarded: bool
     ) -> StepResult:
         if guarded and self.held is not None:
-            return not_done(
-                skipped(name, f"not done: {self.held.name} {self.held.outcome}"), NotDone.HELD_BACK
-            )
+            held = Why(Reason.HELD_BACK, step=self.held.name, text=str(self.held.outcome))
+            return not_done(skipped(name, held), NotDone.HELD_BACK)
         try:
             return action()
         except GitError as exc:
-            return git_failed(name, "git failed", exc)
+            return git_failed(name, "", exc)
         except OSError as exc:
-            return failed(name, describe_io(exc), ErrorCode.IO_ERROR)
+            return failed(name, Why(Reason.IO_FAILED, text=describe_io(exc)), ErrorCode.IO_ERROR)

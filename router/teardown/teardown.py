@@ -32,6 +32,7 @@ from router.teardown.steps import (
     Step,
     StepResult,
     not_done,
+    noting,
     refused,
     skipped,
     stopped_at,
@@ -326,9 +327,7 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
     for b in plan.blockers:
         # Two blockers of one step (a dirty worktree and a nested clone) are both named.
         seen = by_step.get(b.name)
-        by_step[b.name] = (
-            b if seen is None else dataclasses.replace(seen, detail=f"{seen.detail}; {b.detail}")
-        )
+        by_step[b.name] = b if seen is None else noting(seen, b.why)
     why = "teardown refused" + (
         f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
     )

@@ -9,6 +9,7 @@ import os
 
 from router import git as g
 from router.git import GitError, StatusReport
+from router.reasons import Reason, Why
 from router.teardown.primary import (
     follow_submodules,
     primary_state,
@@ -22,7 +23,6 @@ from router.teardown.steps import (
     StepResult,
     done,
     failed,
-    name_some,
     not_done,
     settled,
     skipped,
@@ -86,7 +86,7 @@ def update_decision(
     """
     name = Step.UPDATE_DEFAULT
     if default is None:
-        return settled(skipped(name, "the default branch is unknown: nothing to update"))
+        return settled(skipped(name, Why(Reason.UNKNOWN_DEFAULT)))
     behind = left_behind(repo, default) if known is None else None
     if behind is not None:
         # An earlier run of ours moved the branch and was stopped before its
@@ -107,7 +107,7 @@ def update_decision(
         )
         return _following(repo, paths, after)
     if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
-        return settled(skipped(name, "no origin: nothing to update"))
+        return settled(skipped(name, Why(Reason.NO_ORIGIN)))
     if at_origin:
         return settled(_already_at_origin(default, fetched=fetched))
     busy, _ = why_primary_busy(repo, default, known)
@@ -116,69 +116,48 @@ def update_decision(
     return _pull(repo, default, rebase=rebase, fresh=fresh, fetched=fetched)
 
 
-def _as_fetched(*, fetched: bool) -> str:
-    """Which tip of origin's the words judge: this command's fetch, or an earlier one."""
-    return "as this command fetched it" if fetched else "as last fetched"
-
-
 def _pull(
     repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, fetched: bool
 ) -> Decision:
     """The pull that moves the default branch (a dry run says what it would bring)."""
-    as_fetched = _as_fetched(fetched=fetched)
     return Decision(
         act=lambda: _pull_default(repo, default, rebase=rebase, fresh=fresh),
-        plan=lambda: _planned_pull(
-            repo, default, rebase=rebase, fresh=fresh, as_fetched=as_fetched
-        ),
+        plan=lambda: _planned_pull(repo, default, rebase=rebase, fresh=fresh, fetched=fetched),
     )
 
 
 def _already_at_origin(default: DefaultBranch, *, fetched: bool) -> StepResult:
     """The default branch already holds origin's tip: nothing for a pull to bring."""
-    name = Step.UPDATE_DEFAULT
-    as_fetched = _as_fetched(fetched=fetched)
-    if not fetched:
-        # Not fetched (a dry run): the real run fetches first, and judges origin's tip then.
-        return done(
-            name,
-            f"would leave {default.name} as it is: it already holds origin/{default.name} "
-            f"{as_fetched}",
-        )
-    return done(
-        name, f"{default.name} already holds origin/{default.name} {as_fetched}: nothing to pull"
-    )
+    # Not fetched (a dry run): the real run fetches first, and judges origin's tip then.
+    current = Why(Reason.UP_TO_DATE, default=default.name, flag=fetched, planned=not fetched)
+    return done(Step.UPDATE_DEFAULT, current)
 
 
 def _fetched_only(busy: str, *, fetched: bool, fresh: bool) -> StepResult:
     """The primary clone is busy (``busy`` says why): the default branch is not moved."""
-    name = Step.UPDATE_DEFAULT
-    if not fetched:
-        return skipped(name, f"would fetch only: {busy}")
-    how = "fetched only" if fresh else "origin could not be fetched"
-    return skipped(name, f"{how}: the primary clone was not updated because {busy}")
+    why = Why(Reason.BUSY, text=busy, flag=fresh, planned=not fetched)
+    return skipped(Step.UPDATE_DEFAULT, why)
 
 
 def _following(repo: Repo, paths: list[str], after: Decision) -> Decision:
     """Check the submodules at ``paths`` out at the commits the branch records, then ``after``."""
-    names = name_some(paths)
-    followed = f"submodule(s) {names} checked out at the commit {repo.primary} records"
+    followed = Why(Reason.SUBMODULES_FOLLOWED, items=tuple(paths), path=str(repo.primary))
 
     def act() -> StepResult:
         try:
             g.submodule_update(repo.git, paths)
         except GitError as exc:
-            return skipped(
-                Step.UPDATE_DEFAULT,
-                f"git submodule update failed ({exc.first_line}), so {names} show as changed "
-                f"in {repo.primary} and it was not updated: run `git submodule update` there",
+            failed_ = dataclasses.replace(
+                followed, reason=Reason.SUBMODULES_FAILED, text=exc.first_line
             )
+            return skipped(Step.UPDATE_DEFAULT, failed_)
         result = after.resolve(dry_run=False)
-        return dataclasses.replace(result, detail=f"{followed}; {result.detail}")
+        return dataclasses.replace(result, why=result.why.after(followed))
 
     def plan() -> StepResult:
         result = after.resolve(dry_run=True)
-        return dataclasses.replace(result, detail=f"would have {followed}; {result.detail}")
+        planned = dataclasses.replace(followed, planned=True)
+        return dataclasses.replace(result, why=result.why.after(planned))
 
     return Decision(act=act, plan=plan)
 
@@ -206,75 +185,51 @@ def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bo
     name = Step.UPDATE_DEFAULT
     moved = g.fast_forward(repo.git, default.remote_ref) if fresh and default.remote_ref else None
     if moved is g.FastForward.CURRENT:
-        return done(
-            name,
-            f"{default.name} already holds origin/{default.name} as this command fetched it: "
-            "nothing to pull",
-        )
+        return done(name, Why(Reason.UP_TO_DATE, default=default.name, flag=True))
     if moved is g.FastForward.MOVED:
-        return done(
-            name,
-            f"{default.name} fast-forwarded to origin/{default.name} as this command fetched it"
-            f"{follow_submodules(repo)}",
-        )
-    mode = "--rebase" if rebase else "--ff-only"
+        followed = follow_submodules(repo)
+        return done(name, Why(Reason.UPDATED, default=default.name, text=followed))
     try:
         g.pull(repo.git, "origin", default.name, rebase=rebase)
     except GitError as exc:
         if rebase:
             g.rebase_abort(repo.git)
         own = _own_commits(repo, default) if not rebase else 0
-        return failed(
-            name,
-            f"git pull {mode} origin {default.name} failed ({exc.first_line}); aborted, "
-            f"{default.name} left as it was"
-            + (f"; left to you: {diverged(repo, default, own)}" if own else ""),
-            exc.code,
-        )
-    how = "rebased onto" if rebase else "fast-forwarded to"
+        why = Why(Reason.PULL_FAILED, default=default.name, flag=rebase, count=own)
+        why = dataclasses.replace(why, text=exc.first_line, path=str(repo.primary))
+        return failed(name, why, exc.code)
     # The primary was clean before the pull: a gitlink the pulled commits moved
     # would otherwise leave its submodule behind and the primary dirty.
-    return done(
-        name,
-        f"git pull {mode} origin {default.name}: {default.name} {how} origin/{default.name}"
-        f"{follow_submodules(repo)}",
-    )
+    followed = follow_submodules(repo)
+    pulled = Why(Reason.UPDATED, default=default.name, command=_pull_command(rebase), flag=rebase)
+    return done(name, dataclasses.replace(pulled, text=followed))
 
 
 def _planned_pull(
-    repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, as_fetched: str
+    repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bool, fetched: bool
 ) -> StepResult:
     """What :func:`_pull_default` would do, read from the refs as they are (a dry run)."""
-    name = Step.UPDATE_DEFAULT
+    name, d = Step.UPDATE_DEFAULT, default.name
     local, remote = default.local_ref, default.remote_ref
-    mode = "--rebase" if rebase else "--ff-only"
+    pull = Why(Reason.UPDATED, default=d, command=_pull_command(rebase), planned=True)
     if local is None or remote is None or not fresh:
-        return done(name, f"would run git pull {mode} origin {default.name}")
+        return done(name, pull)
     if repo.git.is_ancestor(remote, local):
-        return done(
-            name,
-            f"would leave {default.name} as it is: it already holds origin/{default.name} "
-            f"{as_fetched}",
-        )
+        return done(name, Why(Reason.UP_TO_DATE, default=d, flag=fetched, planned=True))
     own = repo.git.count_commits(f"{remote}..{local}")
     if not own:
-        return done(name, f"would fast-forward {default.name} to origin/{default.name}")
-    if rebase and repo.git.merge_tree(remote, local) is None:
-        # Its own commits and origin's change the same lines: the rebase stops, and the real
-        # run aborts it and leaves the branch to the user, as the plan must say.
-        return failed(
-            name,
-            f"would fail and be left to you: git pull --rebase origin {default.name} would stop "
-            f"at a conflict ({default.name}'s {own} commit(s) of its own and "
-            f"origin/{default.name} change the same lines)",
-        )
-    if rebase:
-        return done(
-            name,
-            f"would run git pull --rebase origin {default.name} ({default.name} has {own} "
-            "commit(s) of its own)",
-        )
-    return failed(name, f"would fail and be left to you: {diverged(repo, default, own)}")
+        return done(name, Why(Reason.UPDATED, default=d, planned=True))
+    # Its own commits and origin's change the same lines (a rebase stops), or --ff-only
+    # cannot move it: the real run leaves the branch to the user, as the plan must say.
+    stops = rebase and repo.git.merge_tree(remote, local) is None
+    if rebase and not stops:
+        return done(name, dataclasses.replace(pull, count=own))
+    left = Why(Reason.PULL_FAILED, default=d, flag=rebase, count=own, path=str(repo.primary))
+    return failed(name, dataclasses.replace(left, planned=True))
+
+
+def _pull_command(rebase: bool) -> str:
+    return f"git pull {'--rebase' if rebase else '--ff-only'}"
 
 
 def _own_commits(repo: Repo, default: DefaultBranch) -> int:
@@ -287,7 +242,7 @@ def _own_commits(repo: Repo, default: DefaultBranch) -> int:
         return 0
 
 
-def left_earlier(record: state.TopicRecord | None, name: Step, why: str) -> StepResult | None:
+def left_earlier(record: state.TopicRecord | None, name: Step, why: Why) -> StepResult | None:
     """``name`` when an earlier run left it to the user (its record says so): not tried again.
 
     Tried again it would fail the same way (the default branch has not moved
@@ -297,19 +252,10 @@ def left_earlier(record: state.TopicRecord | None, name: Step, why: str) -> Step
     mark = record.teardown if record is not None else None
     if mark is None or name not in mark.left:
         return None
-    return not_done(skipped(name, f"not done: left to you by an earlier run: {why}"), NotDone.LEFT)
+    return not_done(skipped(name, why), NotDone.LEFT)
 
 
-def diverged(repo: Repo, default: DefaultBranch, own: int) -> str:
-    """Why --ff-only cannot move the default branch, and what the user does about it."""
-    return (
-        f"{default.name} has {own} commit(s) of its own that origin/{default.name} lacks, so "
-        f"--ff-only cannot move it; rebase them yourself (`git -C {repo.primary} pull --rebase "
-        f"origin {default.name}`)"
-    )
-
-
-def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> str:
+def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> Why:
     """``git remote prune origin`` when origin no longer has ``branch``; a note saying what happened.
 
     A merge that deleted the branch on origin leaves ``refs/remotes/origin/<branch>``
@@ -322,11 +268,11 @@ def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> st
     if tracking is None:
         tracking = bool(repo.git.existing_refs([ref]))
     if not tracking:
-        return f"no origin/{branch} ref: nothing to prune"
+        return Why(Reason.NOTHING_TO_PRUNE, branch=branch)
     try:
         pruned = g.remote_prune_refs(repo.git, "origin")
     except GitError as exc:
-        return f"git remote prune origin failed ({exc.first_line})"
+        return Why(Reason.PRUNE_FAILED, branch=branch, text=exc.first_line)
     if f"origin/{branch}" in pruned:
-        return f"origin no longer has {branch}: pruned origin/{branch}"
-    return f"origin still has {branch}: not pruned"
+        return Why(Reason.PRUNED, branch=branch)
+    return Why(Reason.NOT_PRUNED, branch=branch)

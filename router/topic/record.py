@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, astuple, dataclass
 
 from router import git as g
+from router.reasons import Why
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -203,18 +204,52 @@ class HostRemoval:
 
 @dataclass(frozen=True, slots=True)
 class RanStep:
-    """One step of a teardown or pr-cleanup run, as the run reported it (DESIGN §9)."""
+    """One step of a teardown or pr-cleanup run, as the run reported it (DESIGN §9).
+
+    ``why`` is its reason as a value (what a later run reads); ``detail`` the words the
+    run said. A record written before reasons were kept, or a step whose words have no
+    reason yet, has only the words (``why`` None).
+    """
 
     name: str
     outcome: str  # done | skipped | refused | failed
     detail: str
     code: str = ""  # the error code of a step that stopped
+    why: Why | None = None
 
-    def to_json(self) -> dict[str, str]:
-        data = {"name": self.name, "outcome": self.outcome, "detail": self.detail}
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"name": self.name, "outcome": self.outcome}
+        if self.why is not None:
+            data["reason"] = str(self.why.reason)
+        data["detail"] = self.detail
         if self.code:
             data["code"] = self.code
+        if self.why is not None:
+            data["why"] = self.why.to_json()
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RanStep:
+        texts = (
+            data.get("name"),
+            data.get("outcome"),
+            data.get("detail", ""),
+            data.get("code", ""),
+        )
+        if not all(isinstance(v, str) for v in texts):
+            raise ValueError("every step of last_run needs a string name, outcome and detail")
+        return cls(*texts, why=_why_read(data.get("why")))  # type: ignore[arg-type]
+
+
+def _why_read(data: object) -> Why | None:
+    """A step's kept reason; None when there is none, or one this version does not know
+    (a newer version's): its words still say it, so the record stays readable."""
+    if data is None:
+        return None
+    try:
+        return Why.from_json(data)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,13 +274,7 @@ class LastRun:
         steps = data.get("steps", [])
         if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
             raise ValueError(shape)
-        ran = tuple(
-            RanStep(s.get("name"), s.get("outcome"), s.get("detail", ""), s.get("code", ""))
-            for s in steps
-        )
-        if not all(isinstance(v, str) for s in ran for v in astuple(s)):
-            raise ValueError("every step of last_run needs a string name, outcome and detail")
-        return cls(data["command"], ran)
+        return cls(data["command"], tuple(RanStep.from_json(s) for s in steps))
 
 
 @dataclass(frozen=True, slots=True)

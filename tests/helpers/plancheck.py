@@ -179,9 +179,16 @@ def fetched_as_the_run_does(cwd: Path, args: Sequence[str]) -> None:
 
 def assert_same(where: str, planned: list[dict[str, Any]], ran: list[dict[str, Any]]) -> None:
     """The plan's steps are the ones run: same names in order, same outcome, and the same
-    detail and code wherever the plan's detail is not an action's ``would …``."""
+    reason, detail and code wherever the plan's detail is not an action's ``would …`` (an
+    action's reason is what it finds as it acts: a test may change the world meanwhile).
+
+    A step the record keeps holds its reason's payload too (``why``): the reason it printed.
+    """
     assert [s["name"] for s in planned] == [s["name"] for s in ran], (where, planned, ran)
-    for plan, done in zip(planned, ran, strict=True):
+    for plan, kept in zip(planned, ran, strict=True):
+        done = {k: v for k, v in kept.items() if k != "why"}
+        if "why" in kept:
+            assert kept["why"]["reason"] == done["reason"], (where, kept)
         assert plan["outcome"] == done["outcome"], (where, plan, done)
         if not CONDITIONAL.search(plan["detail"]):
             assert plan == done, (where, plan, done)

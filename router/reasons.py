@@ -1,0 +1,186 @@
+"""Why a teardown or pr-cleanup step went as it did: a :class:`Reason` and its typed payload.
+
+A step decides its outcome and says why with a :class:`Why`; the words people
+read are rendered from it at the edge (``router.teardown.wording``), never
+built where the step decides and never parsed back. The record keeps the
+:class:`Why` beside the words (``RanStep``), so a later run reads the value,
+not the prose. Standard library only: the record's layer reads it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """One member per distinct reason a step is done, skipped, refused or failed.
+
+    The value is the JSON's ``reason`` key: a contract (docs/json-and-errors.md).
+    """
+
+    # Words a step has not yet given a reason: said as they are, with no ``reason`` key.
+    PROSE = "prose"
+    # -- any step
+    GIT_FAILED = "git-failed"  # git's first line in ``text``, its command in ``command``
+    IO_FAILED = "io-failed"  # the file and the cause in ``text``
+    STOPPED = "stopped"  # a signal stopped it (the words in ``text``)
+    HELD_BACK = "held-back"  # a guarding step before it stopped
+    BLOCKED = "blocked"  # another check's refusal, in its own words
+    UNSHIPPED = "unshipped"  # a run that has not shipped keeps its artifacts
+    SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written: kept
+    KEPT = "kept"  # kept by the user's choice (the plan's words)
+    # -- integrate
+    BRANCH_GONE = "branch-gone"
+    KEPT_UNMERGED = "kept-unmerged"  # the branch is kept, with commits not on the default branch
+    KEPT_BRANCH = "kept-branch"  # the branch is kept: nothing to integrate
+    NO_DEFAULT_BRANCH = "no-default-branch"
+    EMPTY = "empty"  # nothing on the branch since it was cut
+    MERGED = "merged"  # proven merged (the proof in ``text``)
+    INTEGRATED = "integrated"  # every patch is on the default branch
+    PICKED = "picked"  # cherry-picked onto the default branch
+    UNINTEGRATED = "unintegrated"  # commits not on the default branch refuse
+    UNINTEGRATED_FORCED = "unintegrated-forced"  # ... and --force snapshots them instead
+    # -- remove, verify-gone
+    NO_WORKTREE = "no-worktree"  # no checkout of the branch: already gone
+    NOTHING_TO_RECHECK = "nothing-to-recheck"
+    NO_WORKTREE_RECORDED = "no-worktree-recorded"
+    PRIMARY_CLONE = "primary-clone"  # never removed
+    FOREIGN = "foreign"  # the worktree is another branch's (the plan's words)
+    NOT_REGISTERED = "not-registered"  # git does not know it (``flag``: something is there)
+    REMOVED = "removed"
+    FINISHED = "finished"  # a removal a kill interrupted, finished
+    REMOVAL_STOPPED = "removal-stopped"  # git stopped part-way, and this run finished it
+    INTERRUPTED = "interrupted"  # git was killed mid-removal: a rerun finishes it
+    HALF_REMOVED = "half-removed"  # a removal stopped half-way that cannot finish yet
+    WRITTEN_SINCE = "written-since"  # files written into a half-removed worktree since
+    WORKTREE_KEPT = "worktree-kept"
+    STILL_REGISTERED = "still-registered"
+    GONE = "gone"
+    OUTSIDE = "outside"  # came back outside the worktrees directory
+    CAME_BACK = "came-back"  # a late writer's directory, removed
+    CAME_BACK_FAILED = "came-back-failed"
+    CAME_BACK_UNSHIPPED = "came-back-unshipped"
+    CAME_BACK_KEPT = "came-back-kept"
+    # -- branch
+    ALREADY_GONE = "already-gone"
+    PRIMARY_HOLDS = "primary-holds"  # the primary clone has it checked out
+    CHECKED_OUT = "checked-out"  # a worktree has it checked out
+    DELETED = "deleted"
+    HOLDS_UNINTEGRATED = "holds-unintegrated"
+    # -- update-default
+    UNKNOWN_DEFAULT = "unknown-default"
+    NO_ORIGIN = "no-origin"
+    UP_TO_DATE = "up-to-date"
+    # Moved up to origin's tip: fast-forwarded to the fetched tip, or pulled (``command``);
+    # which one is how the run found the branch, not a different decision.
+    UPDATED = "updated"
+    PULL_FAILED = "pull-failed"
+    BUSY = "busy"  # the primary clone cannot move (why in ``text``)
+    LEFT_EARLIER = "left-earlier"  # an earlier run left it to the user
+    SUBMODULES_FOLLOWED = "submodules-followed"
+    SUBMODULES_FAILED = "submodules-failed"
+    PRUNED = "pruned"
+    NOT_PRUNED = "not-pruned"  # origin still has the branch
+    NOTHING_TO_PRUNE = "nothing-to-prune"
+    PRUNE_FAILED = "prune-failed"
+    UNREACHABLE = "unreachable"  # origin could not be reached: not pruned
+    # -- plan-dir
+    NOT_A_TOPIC = "not-a-topic"
+    NOT_HOME = "not-home"
+    NO_PLAN_DIR = "no-plan-dir"
+    NOT_PLAIN = "not-plain"
+    SYMLINKED = "symlinked"
+    UNTRACKED_UNKNOWN = "untracked-unknown"
+    TRACKED = "tracked"
+    UNREADABLE = "unreadable"
+    REMOVED_UNTRACKED = "removed-untracked"
+    REMOVE_FAILED = "remove-failed"
+    # -- notes said after a step's reason
+    COPIES = "copies"  # .worktreeinclude copies the removal deletes
+    NESTED = "nested"  # repositories inside go with the worktree
+    LOCK_LOST = "lock-lost"  # a worktree that stays could not be locked again
+    CONFIG_KEPT = "config-kept"  # the branch's config section stays
+    PLAN_DIR_KEPT = "plan-dir-kept"
+
+
+@dataclass(frozen=True, slots=True)
+class Why:
+    """A reason and what it is about; the renderer says it in words.
+
+    ``items`` are paths or commits, named up to a few and counted beyond;
+    ``text`` is words from elsewhere kept as they are (git's first line, a
+    proof, a refusal another module words); ``planned``: the dry run's
+    words, what the real run would do; ``notes``: said after it, and
+    ``before``: said before it, each joined by ``"; "``.
+    """
+
+    reason: Reason
+    path: str = ""
+    branch: str = ""
+    default: str = ""  # the default branch's name
+    count: int = 0
+    items: tuple[str, ...] = ()
+    ref: str = ""  # a snapshot ref
+    commit: str = ""
+    command: str = ""  # the git command that failed
+    again: str = ""  # the command a rerun is, as the words name it
+    step: str = ""  # another step the reason is about (the one that held this back)
+    text: str = ""
+    flag: bool = False  # a reason's one yes/no variant (its renderer says which)
+    planned: bool = False
+    notes: tuple[Why, ...] = ()
+    before: tuple[Why, ...] = ()
+
+    def noting(self, *notes: Why) -> Why:
+        """This reason, with ``notes`` said after it."""
+        return dataclasses.replace(self, notes=(*self.notes, *notes))
+
+    def after(self, *first: Why) -> Why:
+        """This reason, with ``first`` said before it."""
+        return dataclasses.replace(self, before=(*first, *self.before))
+
+    def to_json(self) -> dict[str, object]:
+        """Only what is set: the reason and the fields its words use."""
+        data: dict[str, object] = {"reason": str(self.reason)}
+        for f in fields(self)[1:]:
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            if f.name in ("notes", "before"):
+                value = [w.to_json() for w in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            data[f.name] = value
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Why:
+        """A :class:`Why` the record kept; ValueError when it is not one this version knows."""
+        if not isinstance(data, dict):
+            raise ValueError("a step's why must be an object")
+        kinds = {f.name: type(f.default) for f in fields(cls)[1:]}
+        values: dict[str, object] = {"reason": Reason(str(data.get("reason")))}
+        for key, value in data.items():
+            if key == "reason":
+                continue
+            if key not in kinds:
+                raise ValueError(f"a step's why has no field {key!r}")
+            if key in ("notes", "before"):
+                if not isinstance(value, list):
+                    raise ValueError(f"why.{key} must be a list")
+                value = tuple(cls.from_json(v) for v in value)
+            elif kinds[key] is tuple:
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ValueError(f"why.{key} must be a list of strings")
+                value = tuple(value)
+            elif type(value) is not kinds[key]:
+                raise ValueError(f"why.{key} must be a {kinds[key].__name__}")
+            values[key] = value
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def prose(text: str) -> Why:
+    """Words a step has not yet given a reason, said as they are."""
+    return Why(Reason.PROSE, text=text)

@@ -1,0 +1,286 @@
+"""The words of a step's reason: every :class:`~router.reasons.Why` said as people read it.
+
+The one place a step's detail is written: steps decide a :class:`Why`, the text
+and the JSON's ``detail`` are rendered here from it. ``planned`` words are the dry
+run's (``would …``): what the real run would do, with the reason it would report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from router.reasons import Reason, Why
+from router.teardown.proof import EMPTY
+from router.topic.workspace import WORKTREES_DIR
+
+NAMED = 5  # how many paths or commits a one-line detail names before "..."
+
+
+def name_some(items: Iterable[object]) -> str:
+    names = [str(i) for i in items]
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return ", ".join(names[:NAMED]) + more
+
+
+def in_words(why: Why) -> str:
+    """``why`` in words: what is said before it, its own words, then its notes (``; ``)."""
+    main = (PLANNED if why.planned else WORDS)[why.reason](why)
+    return "; ".join([*map(in_words, why.before), main, *map(in_words, why.notes)])
+
+
+def _missing(w: Why) -> str:
+    return f"{w.count} commit(s) of {w.branch} are not on {w.default}: {name_some(w.items)}"
+
+
+def _mode(w: Why) -> str:
+    return "--rebase" if w.flag else "--ff-only"
+
+
+def _as_fetched(w: Why) -> str:
+    """Which tip of origin's was judged (``flag``: this command's own fetch)."""
+    return "as this command fetched it" if w.flag else "as last fetched"
+
+
+def _diverged(w: Why) -> str:
+    d = w.default
+    return (
+        f"{d} has {w.count} commit(s) of its own that origin/{d} lacks, so --ff-only cannot "
+        f"move it; rebase them yourself (`git -C {w.path} pull --rebase origin {d}`)"
+    )
+
+
+def _removed(w: Why) -> str:
+    snap = f"; its work is in {w.ref} ({w.commit[:12]})" if w.ref else ""
+    held = f", {w.text} included" if w.ref and w.text else ""
+    return f"removed {w.path}{snap}{held}"
+
+
+def _remove_planned(w: Why) -> str:
+    snap = " after writing a snapshot" if w.flag else ""
+    held = f" holding {w.text}" if w.text else ""
+    return f"would remove {w.path}{snap}{held}"
+
+
+def _half_removed(w: Why) -> str:
+    what = "removing" if w.flag else "finishing the removal of"
+    stuck = f"cannot delete {w.text}" if w.text else ""
+    named = f"{name_some(w.items)} appeared there meanwhile: kept" if w.items else ""
+    fix = "once that is cleared," if w.text else f"move them out of {w.path}, then"
+    return (
+        f"{what} {w.path} stopped half-way: {'; '.join(x for x in (stuck, named) if x)}; "
+        f"the rest is deleted, and the record keeps what the removal judged; {fix} "
+        f"run {w.again} again to finish the removal"
+    )
+
+
+def _deleted(w: Why) -> str:
+    if not w.flag:
+        return f"deleted {w.branch} ({w.text})"
+    held = f"; its commits stay reachable from {w.ref}" if w.ref else ""
+    return f"deleted {w.branch} (--force{held})"
+
+
+def _snapshot_failed(w: Why) -> str:
+    kept = w.branch or ("the plan dir" if w.flag else "the worktree")
+    return f"{w.text}; {kept} is kept"
+
+
+def _pull_failed(w: Why) -> str:
+    d = w.default
+    left = f"; left to you: {_diverged(w)}" if w.count else ""
+    return f"git pull {_mode(w)} origin {d} failed ({w.text}); aborted, {d} left as it was{left}"
+
+
+def _pull_failed_planned(w: Why) -> str:
+    d = w.default
+    if not w.flag:
+        return f"would fail and be left to you: {_diverged(w)}"
+    return (
+        f"would fail and be left to you: git pull --rebase origin {d} would stop at a conflict "
+        f"({d}'s {w.count} commit(s) of its own and origin/{d} change the same lines)"
+    )
+
+
+def _updated(w: Why) -> str:
+    d = w.default
+    if not w.command:
+        return f"{d} fast-forwarded to origin/{d} as this command fetched it{w.text}"
+    how = "rebased onto" if w.flag else "fast-forwarded to"
+    return f"{w.command} origin {d}: {d} {how} origin/{d}{w.text}"
+
+
+def _updated_planned(w: Why) -> str:
+    d = w.default
+    if not w.command:
+        return f"would fast-forward {d} to origin/{d}"
+    own = f" ({d} has {w.count} commit(s) of its own)" if w.count else ""
+    return f"would run {w.command} origin {d}{own}"
+
+
+def _busy(w: Why) -> str:
+    how = "fetched only" if w.flag else "origin could not be fetched"
+    return f"{how}: the primary clone was not updated because {w.text}"
+
+
+def _removed_untracked(w: Why) -> str:
+    held = f"; {w.text} are in {w.ref} ({w.commit[:12]})" if w.ref else ""
+    return f"removed {w.path} (untracked){held}"
+
+
+def _removed_untracked_planned(w: Why) -> str:
+    held = f" after writing a snapshot holding {w.text}" if w.text else ""
+    return f"would remove {w.path} (untracked){held}"
+
+
+def _git_failed(w: Why) -> str:
+    return f"{w.command or 'git'} failed: {w.text}"
+
+
+Words = Callable[[Why], str]
+
+WORDS: dict[Reason, Words] = {
+    Reason.PROSE: lambda w: w.text,
+    Reason.GIT_FAILED: _git_failed,
+    Reason.IO_FAILED: lambda w: w.text,
+    Reason.STOPPED: lambda w: w.text,
+    Reason.HELD_BACK: lambda w: f"not done: {w.step} {w.text}",
+    # integrate
+    Reason.BRANCH_GONE: lambda w: f"branch {w.branch} is gone: nothing to integrate",
+    Reason.KEPT_UNMERGED: lambda w: (
+        f"{w.branch} is kept, with its {w.count} commit(s) not on the default branch"
+    ),
+    Reason.KEPT_BRANCH: lambda w: f"nothing to integrate: {w.branch} is kept",
+    Reason.KEPT: lambda w: w.text,
+    Reason.NO_DEFAULT_BRANCH: lambda w: f"{w.path}: the default branch is unknown",
+    Reason.EMPTY: lambda w: f"nothing to integrate: {w.branch} is {EMPTY}",
+    Reason.MERGED: lambda w: f"nothing to integrate: {w.branch} is merged ({w.text})",
+    Reason.INTEGRATED: lambda w: (
+        f"nothing to integrate: every patch of {w.branch} is on {w.default}"
+    ),
+    Reason.UNINTEGRATED: lambda w: f"{_missing(w)}; pass --integrate, or --force to snapshot them",
+    Reason.UNINTEGRATED_FORCED: lambda w: f"{_missing(w)}; --force: they go into a snapshot ref",
+    # remove, verify-gone
+    Reason.NO_WORKTREE: lambda w: f"no worktree has {w.branch} checked out: already gone",
+    Reason.NOTHING_TO_RECHECK: lambda w: (
+        f"no worktree has {w.branch} checked out: nothing to re-check"
+    ),
+    Reason.NO_WORKTREE_RECORDED: lambda w: "no worktree recorded",
+    Reason.PRIMARY_CLONE: lambda w: f"{w.path} is the primary clone: never removed",
+    Reason.FOREIGN: lambda w: w.text,
+    Reason.NOT_REGISTERED: lambda w: (
+        f"{w.path} is not a registered worktree: "
+        + ("left to verify-gone and sweep" if w.flag else "already gone")
+    ),
+    Reason.REMOVED: _removed,
+    Reason.FINISHED: lambda w: f"removed {w.path} (finished a removal that was interrupted)",
+    Reason.REMOVAL_STOPPED: lambda w: f"removed {w.path} (git worktree remove stopped: {w.text})",
+    Reason.INTERRUPTED: lambda w: (
+        f"git worktree remove {w.path} was interrupted ({w.text}); "
+        f"run {w.again} again to finish the removal"
+    ),
+    Reason.HALF_REMOVED: _half_removed,
+    Reason.WRITTEN_SINCE: lambda w: (
+        f"removing {w.path} was interrupted, and {name_some(w.items)} were written there since "
+        f"(they are not what the removal judged): kept; move them out of {w.path}, then run "
+        f"{w.again} again to finish the removal"
+    ),
+    Reason.UNSHIPPED: lambda w: w.text,
+    Reason.BLOCKED: lambda w: w.text,
+    Reason.SNAPSHOT_FAILED: _snapshot_failed,
+    Reason.WORKTREE_KEPT: lambda w: "the worktree is kept",
+    Reason.STILL_REGISTERED: lambda w: f"{w.path} is still a registered worktree",
+    Reason.GONE: lambda w: f"{w.path} is gone",
+    Reason.OUTSIDE: lambda w: f"{w.path} came back outside {WORKTREES_DIR}: kept",
+    Reason.CAME_BACK: lambda w: (
+        f"{w.path} came back (a late writer) holding the artifacts of a run that has not "
+        f"shipped: removed; {w.text}"
+        if w.flag
+        else f"{w.path} came back (a late writer) holding only residue: removed"
+    ),
+    Reason.CAME_BACK_FAILED: lambda w: f"{w.path} came back and could not be removed: {w.text}",
+    Reason.CAME_BACK_UNSHIPPED: lambda w: f"{w.path} came back; {w.text}",
+    Reason.CAME_BACK_KEPT: lambda w: (
+        f"{w.path} came back ({w.text}: {name_some(w.items)}): kept for you to look at"
+    ),
+    # branch
+    Reason.ALREADY_GONE: lambda w: f"{w.branch} is already gone",
+    Reason.PRIMARY_HOLDS: lambda w: f"{w.branch} stays while the primary clone holds the work",
+    Reason.CHECKED_OUT: lambda w: (
+        f"{w.branch} is checked out in {w.path}: kept"
+        if w.path
+        else f"{w.branch} is checked out in a worktree ({w.text}): kept"
+    ),
+    Reason.DELETED: _deleted,
+    Reason.HOLDS_UNINTEGRATED: lambda w: (
+        f"{w.branch} holds {w.count} commit(s) not on the default branch; kept"
+    ),
+    # update-default
+    Reason.UNKNOWN_DEFAULT: lambda w: "the default branch is unknown: nothing to update",
+    Reason.NO_ORIGIN: lambda w: "no origin: nothing to update",
+    Reason.UP_TO_DATE: lambda w: (
+        f"{w.default} already holds origin/{w.default} {_as_fetched(w)}: nothing to pull"
+    ),
+    Reason.UPDATED: _updated,
+    Reason.PULL_FAILED: _pull_failed,
+    Reason.BUSY: _busy,
+    Reason.LEFT_EARLIER: lambda w: (
+        f"not done: left to you by an earlier run: {w.default} could not be updated to "
+        f"origin/{w.default}; update it yourself "
+        f"(`git -C {w.path} pull --rebase origin {w.default}`)"
+    ),
+    Reason.SUBMODULES_FOLLOWED: lambda w: (
+        f"submodule(s) {name_some(w.items)} checked out at the commit {w.path} records"
+    ),
+    Reason.SUBMODULES_FAILED: lambda w: (
+        f"git submodule update failed ({w.text}), so {name_some(w.items)} show as changed "
+        f"in {w.path} and it was not updated: run `git submodule update` there"
+    ),
+    Reason.PRUNED: lambda w: f"origin no longer has {w.branch}: pruned origin/{w.branch}",
+    Reason.NOT_PRUNED: lambda w: f"origin still has {w.branch}: not pruned",
+    Reason.NOTHING_TO_PRUNE: lambda w: f"no origin/{w.branch} ref: nothing to prune",
+    Reason.PRUNE_FAILED: lambda w: f"git remote prune origin failed ({w.text})",
+    Reason.UNREACHABLE: lambda w: "origin was not reachable: not pruned",
+    # plan-dir
+    Reason.NOT_A_TOPIC: lambda w: f"{w.branch} is not a topic id: no plan dir",
+    Reason.NOT_HOME: lambda w: "home repo only",
+    Reason.NO_PLAN_DIR: lambda w: f"no {w.path}/ in the primary clone",
+    Reason.NOT_PLAIN: lambda w: f"{w.path} is not a plain directory: kept",
+    Reason.SYMLINKED: lambda w: f"{w.path} is reached through a symlink ({w.text}): kept",
+    Reason.UNTRACKED_UNKNOWN: lambda w: (
+        f"git ls-files {w.path} failed, so it is not known to be untracked: kept"
+    ),
+    Reason.TRACKED: lambda w: f"{w.path}/ is tracked ({w.count} file(s)): kept",
+    Reason.UNREADABLE: lambda w: f"cannot read {w.text} in {w.path}: kept",
+    Reason.REMOVED_UNTRACKED: _removed_untracked,
+    Reason.REMOVE_FAILED: lambda w: f"removing {w.path} failed: {w.text}",
+    # notes
+    Reason.COPIES: lambda w: w.text,
+    Reason.NESTED: lambda w: (
+        f"the repositories inside, holding nothing unpushed, go with it: {name_some(w.items)}"
+    ),
+    Reason.LOCK_LOST: lambda w: w.text,
+    Reason.CONFIG_KEPT: lambda w: w.text,
+    Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
+}
+
+# The dry run's words for a step it stops before: what the real run would do.
+PLANNED: dict[Reason, Words] = {
+    Reason.PICKED: lambda w: f"would cherry-pick {w.count} commit(s) onto {w.default}",
+    Reason.REMOVED: _remove_planned,
+    Reason.FINISHED: lambda w: f"would finish removing {w.path} (its removal was interrupted)",
+    Reason.GONE: lambda w: f"would re-check that {w.path} is gone",
+    Reason.DELETED: lambda w: (
+        f"would delete {w.branch} once a snapshot ref holds its commits"
+        if w.flag
+        else f"would delete {w.branch}"
+    ),
+    Reason.UP_TO_DATE: lambda w: (
+        f"would leave {w.default} as it is: it already holds origin/{w.default} {_as_fetched(w)}"
+    ),
+    Reason.UPDATED: _updated_planned,
+    Reason.PULL_FAILED: _pull_failed_planned,
+    Reason.BUSY: lambda w: f"would fetch only: {w.text}",
+    Reason.SUBMODULES_FOLLOWED: lambda w: "would have " + WORDS[Reason.SUBMODULES_FOLLOWED](w),
+    Reason.PRUNED: lambda w: f"would prune origin/{w.branch} if origin no longer has it",
+    Reason.REMOVED_UNTRACKED: _removed_untracked_planned,
+}

@@ -1,0 +1,66 @@
+"""A step's reason is a value: every reason has its words, and its payload survives the record."""
+
+from __future__ import annotations
+
+import pytest
+
+from router.reasons import Reason, Why
+from router.teardown.wording import PLANNED, WORDS, in_words
+
+
+def test_every_reason_has_words():
+    # A reason with no words would fail only when a run reached it: each is worded here.
+    assert [r for r in Reason if r not in WORDS and r not in PLANNED] == []
+
+
+def test_a_reason_with_notes_before_and_after_is_said_in_order():
+    why = Why(Reason.UPDATED, default="main", text="").after(
+        Why(Reason.SUBMODULES_FOLLOWED, items=("lib",), path="/p")
+    )
+    why = why.noting(Why(Reason.NOTHING_TO_PRUNE, branch="b"))
+    assert in_words(why) == (
+        "submodule(s) lib checked out at the commit /p records; "
+        "main fast-forwarded to origin/main as this command fetched it; "
+        "no origin/b ref: nothing to prune"
+    )
+
+
+def test_more_than_five_items_are_named_then_counted():
+    why = Why(Reason.NESTED, items=tuple(f"submodule m{i}" for i in range(7)))
+    assert in_words(why) == (
+        "the repositories inside, holding nothing unpushed, go with it: submodule m0, "
+        "submodule m1, submodule m2, submodule m3, submodule m4 and 2 more"
+    )
+
+
+def test_a_why_round_trips_its_json_with_only_the_fields_it_sets():
+    why = Why(Reason.REMOVED, path="/w", ref="refs/x", commit="a" * 40, planned=True).noting(
+        Why(Reason.COPIES, text="it held copies")
+    )
+    data = why.to_json()
+    assert data == {
+        "reason": "removed",
+        "path": "/w",
+        "ref": "refs/x",
+        "commit": "a" * 40,
+        "planned": True,
+        "notes": [{"reason": "copies", "text": "it held copies"}],
+    }
+    assert Why.from_json(data) == why
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"reason": "no-such-reason"},
+        {"reason": "removed", "path": 3},
+        {"reason": "removed", "items": "a"},
+        {"reason": "removed", "flag": 1},
+        {"reason": "removed", "notes": {}},
+        {"reason": "removed", "unknown": "x"},
+        ["removed"],
+    ],
+)
+def test_a_why_of_the_wrong_shape_is_refused(data):
+    with pytest.raises(ValueError):
+        Why.from_json(data)
