@@ -11,19 +11,22 @@ conditional.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.fakegh import hide_gh
+from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo
 from helpers.faults import CRASHED, KILLED, finish, git_killer, spawn
 from helpers.faults import run as run_process
 from helpers.origin import commit_on_origin, merge_on_origin
 from helpers.plancheck import unplanned
-from helpers.repos import CliResult, commit, git, make_repo, run_cli, status, write
-from helpers.topics import Topic, multi_topic, new_topic, ship, steps_of
+from helpers.plans import artifact
+from helpers.repos import CliResult, commit, git, make_repo, run_cli, status, unlock, write
+from helpers.topics import Topic, multi_topic, new_topic, ship, snapshot_of, steps_of
 
 from router.teardown.steps import STEPS
 
@@ -84,6 +87,8 @@ def assert_planned_as_run(dry: CliResult, real: CliResult) -> None:
             assert plan.get("reason") == done["reason"], (where, plan, done)
         if not CONDITIONAL.search(plan["detail"]):
             assert plan == done, (where, plan, done)
+    # A refused pr-cleanup: every blocker it planned is one the real run refused with.
+    assert dry.json.get("blockers") == real.json.get("blockers"), (dry.json, real.json)
     if real.json["command"] == "teardown":
         # What the sweep would take and keep is what it then takes and keeps.
         assert (dry.json["swept"], dry.json["kept"]) == (real.json["swept"], real.json["kept"])
@@ -603,3 +608,192 @@ def test_a_dry_runs_last_lines_are_the_real_runs_in_the_conditional(home_repo):
         f"kept (unexpected-files): {leftovers / 'keep-me'}",
         "    notes.md",
     ]
+
+
+# -- pr-cleanup refused: every blocker planned, then the real run refuses with the first ------------
+
+
+def _refusal_topic(workspace: Path) -> Topic:
+    """A topic in ``web`` (origin's URL GitHub's, for a fake gh) with a commit pushed, squash
+    merged on origin and fetched: a pr-cleanup would take it apart but for what a scenario adds."""
+    web = make_github_repo(workspace, "web")
+    topic = new_topic(web)
+    worktree = topic.worktrees["home"]
+    commit(worktree, "limits.py", "LIMIT = 10\n", "add limits")
+    git(worktree, "push", "-q", "origin", f"{topic.id}:{topic.id}")
+    merge_on_origin(web, topic.id, how="squash")
+    return topic
+
+
+def _sleeping(stack: contextlib.ExitStack, cwd: Path) -> subprocess.Popen:
+    """A process of this test sitting in ``cwd`` until the test ends (killed in its teardown)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], cwd=cwd)
+    stack.callback(proc.wait)
+    stack.callback(proc.kill)
+    return proc
+
+
+def _dirty_primary(topic: Topic, stack: contextlib.ExitStack) -> None:
+    write(topic.home / "notes.txt", "mine\n")
+
+
+def _dirty_worktree(topic: Topic, stack: contextlib.ExitStack) -> None:
+    write(topic.worktrees["home"] / "scratch.txt", "wip\n")
+
+
+def _unshipped(topic: Topic, stack: contextlib.ExitStack) -> None:
+    for name in ("task.md", "design.md"):
+        artifact(topic.plan_dir, name)
+
+
+def _nested_clone(topic: Topic, stack: contextlib.ExitStack) -> None:
+    """A repository of its own inside the worktree (ignored there), with a commit nowhere else."""
+    with (topic.home / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write("/scratch/\n")
+    clone = topic.worktrees["home"] / "scratch" / "experiment"
+    git(topic.home, "init", "-q", "-b", "main", str(clone))
+    commit(clone, "idea.py", "idea\n", "a local-only repository")
+
+
+def _reflog_only(topic: Topic, stack: contextlib.ExitStack) -> None:
+    """A commit made on a detached HEAD, then left: only the worktree's HEAD reflog keeps it."""
+    worktree = topic.worktrees["home"]
+    git(worktree, "checkout", "-q", "--detach")
+    commit(worktree, "experiment.py", "x = 1\n", "experiment")
+    git(worktree, "checkout", "-q", topic.branch)
+
+
+def _in_use(topic: Topic, stack: contextlib.ExitStack) -> None:
+    _sleeping(stack, topic.worktrees["home"])
+
+
+def _held(topic: Topic, stack: contextlib.ExitStack) -> None:
+    sleeper = _sleeping(stack, topic.home)
+    held = run_cli("hold", topic.id, "--pid", str(sleeper.pid), "--session", "s-4", cwd=topic.home)
+    assert held.code == 0, held.out + held.err
+
+
+def _rebasing(topic: Topic, stack: contextlib.ExitStack) -> None:
+    """A rebase stopped on a conflict in the worktree: git lists it detached, the branch is busy."""
+    worktree = topic.worktrees["home"]
+    commit(worktree, "limits.py", "LIMIT = 20\n", "a follow-up")
+    commit_on_origin(topic.home, "limits.py", "LIMIT = 99\n")
+    git(worktree, "fetch", "-q", "origin")
+    git(worktree, "rebase", "origin/main", check=False)
+    assert "rebase" in git(worktree, "status")
+
+
+def _checked_out_in_the_primary(topic: Topic, stack: contextlib.ExitStack) -> None:
+    worktree = topic.worktrees["home"]
+    unlock(topic.home, worktree)
+    git(topic.home, "worktree", "remove", "--force", str(worktree))
+    git(topic.home, "checkout", "-q", topic.branch)
+
+
+def _not_merged(topic: Topic, stack: contextlib.ExitStack) -> None:
+    commit(topic.worktrees["home"], "more.py", "x = 1\n", "a follow-up never pushed")
+
+
+def _no_merged_pr(topic: Topic, stack: contextlib.ExitStack) -> None:
+    """gh works and knows no PR from this repository: the content proof alone needs --yes."""
+    mp = stack.enter_context(pytest.MonkeyPatch.context())
+    install_fake_gh(topic.home.parent.parent / "gh", mp)
+
+
+def _both(*befores: Callable[[Topic, contextlib.ExitStack], None]):
+    def before(topic: Topic, stack: contextlib.ExitStack) -> None:
+        for each in befores:
+            each(topic, stack)
+
+    return before
+
+
+REMOVE, BRANCH, PLAN_DIR, UPDATE = "remove", "branch", "plan-dir", "update-default"
+# scenario -> (what makes the refusal, pr-cleanup's flags, the blockers planned: (step, code))
+REFUSALS: dict[
+    str,
+    tuple[Callable[[Topic, contextlib.ExitStack], None], tuple[str, ...], list[tuple[str, str]]],
+] = {
+    "dirty-primary": (_dirty_primary, (), [(UPDATE, "dirty-worktree")]),
+    "dirty-worktree": (_dirty_worktree, (), [(REMOVE, "dirty-worktree")]),
+    "unshipped-run": (_unshipped, (), [(PLAN_DIR, "unshipped-run")]),
+    "nested-work": (_nested_clone, (), [(REMOVE, "nested-work")]),
+    "nested-work-abandon": (_nested_clone, ("--abandon", "--yes"), [(REMOVE, "nested-work")]),
+    "reflog-only-commit": (_reflog_only, (), [(REMOVE, "unintegrated-commits")]),
+    "in-use": (_in_use, (), [(REMOVE, "held")]),
+    "in-use-abandon": (_in_use, ("--abandon", "--yes"), [(REMOVE, "held")]),
+    "held": (_held, (), [(REMOVE, "held")]),
+    "rebasing": (_rebasing, (), [(BRANCH, "branch-checked-out")]),
+    "checked-out-in-the-primary": (
+        _checked_out_in_the_primary,
+        (),
+        [(BRANCH, "branch-checked-out")],
+    ),
+    "not-merged": (_not_merged, (), [(BRANCH, "not-merged")]),
+    "no-merged-pr": (_no_merged_pr, (), [(BRANCH, "no-merged-pr")]),
+    "dirty-and-unshipped": (
+        _both(_dirty_worktree, _unshipped),
+        (),
+        [(REMOVE, "dirty-worktree"), (PLAN_DIR, "unshipped-run")],
+    ),
+    "three-at-once": (
+        _both(_dirty_primary, _dirty_worktree, _in_use),
+        (),
+        [(UPDATE, "dirty-worktree"), (REMOVE, "dirty-worktree"), (REMOVE, "held")],
+    ),
+}
+
+
+def plan_text(dry: CliResult, branch: str) -> str:
+    """A refused plan's text: its proof (if it was judged), each blocker as the step it keeps
+    from running, and the count."""
+    data = dry.json
+    lines = [f"Plan (dry run, nothing changed) of {branch} ({data['mode']})"]
+    if data["proof"] is not None:
+        lines.append(f"proof ({data['proof']['content'] or 'none'}): {data['proof']['detail']}")
+    lines += [f"  {b['name']:<14} would be refused  {b['detail']}" for b in data["blockers"]]
+    lines.append(
+        f"pr-cleanup of {branch} would be refused: {len(data['blockers'])} blocker(s) above; "
+        "fix each, then run it again"
+    )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("scenario", list(REFUSALS))
+def test_a_refused_pr_cleanup_plans_every_blocker_and_the_run_refuses_as_planned(
+    workspace, no_gh, scenario
+):
+    before, flags, blockers = REFUSALS[scenario]
+    topic = _refusal_topic(workspace)
+    with contextlib.ExitStack() as stack:
+        before(topic, stack)
+        fetch_all(topic.home)  # what origin has: both runs fetch, and a fetch then moves nothing
+        world = snapshot_of(topic.home)
+        text = run_cli("pr-cleanup", topic.id, "--dry-run", *flags, cwd=topic.home)
+        dry, real = plan_then_run("pr-cleanup", topic.id, topic.home, *flags)
+        real_text = run_cli("pr-cleanup", topic.id, *flags, cwd=topic.home)
+        after = snapshot_of(topic.home)
+    planned = dry.json["blockers"]
+    assert [(b["name"], b["outcome"], b["code"]) for b in planned] == [
+        (step, "refused", code) for step, code in blockers
+    ]
+    assert (dry.code, real.code, text.code, real_text.code) == (1, 1, 1, 1)
+    assert (dry.json["steps"], real.json["steps"]) == ([], [])  # no step runs past a blocker
+    assert_planned_as_run(dry, real)
+    # The error is the first blocker's (the refusal the run always named first); the others
+    # are counted.
+    more = [b["code"] for b in planned[1:]]
+    also = f" (and {len(more)} more blocker(s): {', '.join(more)})" if more else ""
+    error = {"code": blockers[0][1], "message": planned[0]["detail"] + also}
+    assert dry.json["error"] == real.json["error"] == error
+    # The dry run's text lists them all; the real run's names the first, as ever.
+    assert text.out == plan_text(dry, topic.branch)
+    assert text.err.endswith(f"team-router: {error['message']} [{error['code']}]\n"), text.err
+    assert (real_text.out, real_text.err) == (
+        "",
+        f"team-router: {error['message']} [{error['code']}]\n",
+    )
+    # Nothing was touched: every ref (origin's included), the worktrees, every file of every
+    # checkout (the worktree's, its plan dir and any repository inside it).
+    assert after == world
+    assert topic.branch in git(topic.home, "branch", "--list", topic.branch)

@@ -92,6 +92,13 @@ def _text(result) -> str:
         ev = result.evidence
         lines.append(f"proof ({ev.content.kind if ev.content else 'none'}): {ev.detail}")
     lines += step_lines(result.steps, width=14, dry_run=result.dry_run)
+    if result.blockers:
+        # A refused plan: every blocker, as the step it keeps from running; nothing past them.
+        lines += step_lines(result.blockers, width=14, dry_run=result.dry_run)
+        lines.append(
+            f"pr-cleanup of {result.branch} would be refused: {len(result.blockers)} "
+            "blocker(s) above; fix each, then run it again"
+        )
     if result.interrupted:
         lines.append(f"{result.error['message']} [interrupted]")
     return "\n".join(lines)

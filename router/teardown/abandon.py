@@ -7,6 +7,7 @@ from router.errors import ErrorCode, Refusal
 from router.github import GitHub, PullRequest, Unavailable
 from router.names import Branch, protected_reason
 from router.teardown.branch import delete_branch
+from router.teardown.cleanup_checks import checked_out
 from router.teardown.cleanup_survey import (
     CleanupOptions,
     Survey,
@@ -127,6 +128,9 @@ def _abandon_branch(
         child = survey(repo, branch, ask_remote=True)
     except Refusal as exc:
         return exc.message
+    busy = checked_out(child)
+    if busy is not None:
+        return busy.detail
     if child.plan.tip is None and child.remote_tip is None and child.entry is None:
         return GONE
     if child.entry is not None:

@@ -23,6 +23,11 @@ from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR, Repo
 
 
+def found_blockers(*checks: StepResult | None) -> tuple[StepResult, ...]:
+    """The refusals the ``checks`` found, in their order (a check that found nothing is None)."""
+    return tuple(c for c in checks if c is not None)
+
+
 def nested_blocker(
     path: Path,
     nested: tuple[NestedRepo, ...],

@@ -1,17 +1,35 @@
-"""What refuses a pr-cleanup before any step (DESIGN §11), nothing touched: the refusals
-that need the local state alone, the fetch, then the merge proof's and a typo's."""
+"""What refuses a pr-cleanup before any step (DESIGN §11), nothing touched: the plan's blockers.
+
+As teardown's (:mod:`router.teardown.blockers`), each check is a function of the facts,
+asking nothing itself, that returns the refusal (a :class:`StepResult` of the step it keeps
+from running, naming its error code and the fix) or None. The plan carries every one: a dry
+run lists them all, and the real run refuses with the first (:func:`refusal`), in the order
+the checks have always come, before it touches anything. They come in two groups, as the
+run meets them: what the local state answers (:func:`local_blockers`, judged before origin
+is fetched, so a refused plan moves no ref), then the merge proof's (:func:`proof_blockers`,
+after the fetch).
+
+Two refusals stay before the plan, as bad input does, since there is no plan to show: a
+name nothing carries, here or on origin (:func:`refuse_unknown`: no branch to plan for), and
+an ``--abandon`` nobody confirmed (:func:`refuse_unconfirmed`: the user's answer is asked
+before anything is read, and a dry run, which changes nothing, needs none).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
-from router.git import GitError
+from router.git import GitError, StatusReport
 from router.names import Branch
 from router.teardown.blockers import (
     NO_PROC_NOTE,
     describe_dirt,
+    found_blockers,
     in_use_blocker,
     nested_blocker,
     reflog_blocker,
@@ -26,76 +44,252 @@ from router.teardown.cleanup_survey import (
     survey,
 )
 from router.teardown.merged import Evidence, GhVerdict
-from router.teardown.unshipped import (
-    unshipped_message,
-)
+from router.teardown.steps import Step, StepResult, refused
+from router.teardown.unshipped import unshipped_message
 from router.topic import state, worktreelock
-from router.topic.branches import (
-    TopicLock,
-    refuse_if_held,
-)
+from router.topic.branches import TopicLock, holders_of
 from router.topic.workspace import Repo
 
-
-def refuse_dirty(repo: Repo, found: Survey, mode: Mode) -> None:
-    """A dirty primary clone always refuses; a dirty worktree refuses unless abandoning (snapshot)."""
-    status = repo.git.status()
-    if status.dirty:
-        raise RouterError(
-            ErrorCode.DIRTY_WORKTREE,
-            # pr-cleanup updates the default branch there: its changes must be put away first.
-            f"the primary clone {repo.primary} has {describe_dirt(status)}; commit or stash them "
-            f"(`git -C {repo.primary} stash push --include-untracked`), then run this again; "
-            "nothing was touched",
-        )
-    status = found.plan.status
-    if status.dirty and mode is Mode.MERGED:
-        raise RouterError(
-            ErrorCode.DIRTY_WORKTREE,
-            f"{found.worktree_path} has {describe_dirt(status)}; commit or discard them, "
-            "nothing was touched",
-        )
+NOTHING_TOUCHED = "nothing was touched"
 
 
-def refuse_blocked(repo: Repo, found: Survey, topic: TopicLock, warnings: list[str]) -> None:
-    """teardown's blockers of a removal refuse before any step, as in its plan (``--abandon``
-    too: the remove step checks again, but by then the PRs are closed and the default branch
-    may have moved): a repository inside the worktree holding work of its own, commits only
-    the worktree's HEAD reflog keeps, another process working in it (its shell or editor
-    would lose its directory; asked under ``topic``'s lock, so another run queued on it
-    is not one)."""
-    plan, path = found.plan, found.worktree_path
-    if path is None or plan.kept_worktree:
-        return
-    found_ = [nested_blocker(path, plan.nested, again=AGAIN)]
-    if not plan.removing:
-        found_.append(reflog_blocker(repo, path, plan.entries, again=AGAIN))
-    users = worktrees_in_use([path], topic_lock=topic.lock_path)
-    if users is None:
+@dataclass(frozen=True, slots=True)
+class LocalFacts:
+    """What the refusals before the fetch judge, read once under the topic's lock."""
+
+    found: Survey
+    mode: Mode
+    primary: StatusReport  # the primary clone's (pr-cleanup updates its default branch)
+    users: tuple[str, ...] = ()  # other processes working in the worktree it would remove
+    holders: str = ""  # the other live sessions holding the topic, described
+    # teardown's check of commits that only the worktree's HEAD reflog keeps (it reads the
+    # reflog as it checks, as teardown's facts call it)
+    reflog: StepResult | None = None
+
+
+def local_facts(
+    repo: Repo, topic: TopicLock, branch: Branch, opts: CleanupOptions, warnings: list[str]
+) -> LocalFacts:
+    """The branch as the local state shows it, and what its refusals need beside: the
+    primary clone's status, who works in the worktree or holds the topic (asked under
+    ``topic``'s lock, so another run queued on it is not one)."""
+    found = survey(repo, branch, ask_remote=False, remove_reused=opts.remove_reused)
+    if not opts.dry_run:
+        keep_locked(repo, found, warnings)
+    facts = LocalFacts(found, opts.mode, repo.git.status(), holders=holders_of(topic))
+    path = _worktree_removed(found)
+    if path is None:
+        return facts
+    in_use = worktrees_in_use([path], topic_lock=topic.lock_path)
+    if in_use is None:
         warnings.append(NO_PROC_NOTE)
-    elif path in users:
-        found_.append(in_use_blocker(path, users[path], again=AGAIN))
-    blocker = next((b for b in found_ if b is not None), None)
-    if blocker is not None:
-        raise RouterError(
-            blocker.code or ErrorCode.STEP_REFUSED, f"{blocker.detail}; nothing was touched"
+    return dataclasses.replace(
+        facts,
+        users=tuple(in_use.get(path, ())) if in_use else (),
+        reflog=None
+        if found.plan.removing
+        else reflog_blocker(repo, path, found.plan.entries, again=AGAIN),
+    )
+
+
+def _worktree_removed(found: Survey) -> Path | None:
+    """The worktree the remove step would take (None: none, or a checkout kept as reused)."""
+    path = found.worktree_path
+    return None if path is None or found.plan.kept_worktree else path
+
+
+def local_blockers(facts: LocalFacts) -> tuple[StepResult, ...]:
+    """Every refusal the local state answers, in the order the real run has always met them."""
+    found = facts.found
+    return found_blockers(
+        checked_out(found),
+        dirty_primary(found, facts.primary),
+        dirty_worktree(found, facts.mode),
+        unshipped_run(found, facts.mode),
+        *removal_blockers(facts),
+        held_topic(found, facts.holders),
+    )
+
+
+def checked_out(found: Survey) -> StepResult | None:
+    """A branch the primary clone has checked out, or a rebase or bisect works on, stays:
+    git refuses to delete it, and the half-done work is in that checkout."""
+    if found.in_primary:
+        primary = found.plan.target.path
+        return refused(
+            Step.BRANCH,
+            ErrorCode.BRANCH_CHECKED_OUT,
+            f"{found.branch} is checked out in the primary clone {primary}; switch it to the "
+            "default branch first (the primary clone is never removed)",
         )
+    if found.busy is not None:
+        # git lists it detached: without this, the removal would call it gone.
+        return refused(
+            Step.BRANCH,
+            ErrorCode.BRANCH_CHECKED_OUT,
+            f"{found.busy} is rebasing or bisecting {found.branch}; finish it or run `git -C "
+            f"{found.busy} rebase --abort` (or `bisect reset`), then rerun (nothing was removed)",
+        )
+    return None
 
 
-def refuse_unshipped(found: Survey, mode: Mode, *, dry_run: bool = False) -> None:
+def dirty_primary(found: Survey, status: StatusReport) -> StepResult | None:
+    """A dirty primary clone always refuses: pr-cleanup updates the default branch there, and
+    its changes must be put away first."""
+    if not status.dirty:
+        return None
+    primary = found.plan.target.path
+    return refused(
+        Step.UPDATE_DEFAULT,
+        ErrorCode.DIRTY_WORKTREE,
+        f"the primary clone {primary} has {describe_dirt(status)}; commit or stash them "
+        f"(`git -C {primary} stash push --include-untracked`), then run this again; "
+        f"{NOTHING_TOUCHED}",
+    )
+
+
+def dirty_worktree(found: Survey, mode: Mode) -> StepResult | None:
+    """A dirty worktree refuses unless abandoning (which snapshots it)."""
+    status = found.plan.status
+    if not status.dirty or mode is not Mode.MERGED:
+        return None
+    return refused(
+        Step.REMOVE,
+        ErrorCode.DIRTY_WORKTREE,
+        f"{found.worktree_path} has {describe_dirt(status)}; commit or discard them, "
+        f"{NOTHING_TOUCHED}",
+    )
+
+
+def unshipped_run(found: Survey, mode: Mode) -> StepResult | None:
     """A run that has not shipped keeps its artifacts: pr-cleanup is for after a merge (§9).
 
     ``--abandon`` is the explicit request to drop the work: it snapshots them instead.
     """
     dirs = list(found.plan.unshipped)
     if mode is not Mode.MERGED or not dirs:
-        return
+        return None
     why = unshipped_message(found.topic_id, dirs, command=AGAIN)  # type: ignore[arg-type]
-    raise RouterError(
-        ErrorCode.UNSHIPPED_RUN,
-        f"{why}; nothing was touched",
-        details=envelope(found.branch, mode, dry_run=dry_run),
+    return refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, f"{why}; {NOTHING_TOUCHED}")
+
+
+def removal_blockers(facts: LocalFacts) -> list[StepResult]:
+    """teardown's blockers of a removal (``--abandon`` too: the remove step checks again, but by
+    then the PRs are closed and the default branch may have moved): a repository inside the
+    worktree holding work of its own, commits only the worktree's HEAD reflog keeps, another
+    process working in it (its shell or editor would lose its directory)."""
+    path = _worktree_removed(facts.found)
+    if path is None:
+        return []
+    found = [
+        nested_blocker(path, facts.found.plan.nested, again=AGAIN),
+        facts.reflog,
+        in_use_blocker(path, list(facts.users), again=AGAIN) if facts.users else None,
+    ]
+    return [
+        refused(b.name, b.code or ErrorCode.STEP_REFUSED, f"{b.detail}; {NOTHING_TOUCHED}")
+        for b in found
+        if b is not None
+    ]
+
+
+def held_topic(found: Survey, holders: str) -> StepResult | None:
+    """Another live session holds the topic: its worktree is that session's to release."""
+    if not holders:
+        return None
+    topic = found.topic_id
+    return refused(
+        Step.REMOVE,
+        ErrorCode.HELD,
+        f"{topic} is held by {holders}; `team-router release {topic}` first",
     )
+
+
+def proof_blockers(found: Survey, evidence: Evidence, *, yes: bool) -> tuple[StepResult, ...]:
+    """The merge proof's refusals (merged mode): no proof, or gh's silence unconfirmed."""
+    return found_blockers(not_merged(found, evidence), content_only(found, evidence, yes=yes))
+
+
+def not_merged(found: Survey, evidence: Evidence) -> StepResult | None:
+    if evidence.merged or evidence.subject is None:
+        return None
+    # A missing proof is not a reason to abandon: the merge may not have
+    # reached origin yet, or the branch moved after it. Never suggest --abandon.
+    fix = (
+        f"merge its PR first; if it is merged, check that origin/{found.default.name} has every "
+        f"commit of {found.branch}, then run this again"
+    )
+    if evidence.empty:
+        teardown = f"`team-router teardown {found.topic_id}`" if found.topic_id else "teardown"
+        fix = (
+            f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
+        )
+    return refused(
+        Step.BRANCH,
+        ErrorCode.NOT_MERGED,
+        f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
+        f"nothing was deleted ({fix})",
+    )
+
+
+def content_only(found: Survey, evidence: Evidence, *, yes: bool) -> StepResult | None:
+    """gh works and knows no merged PR from this repository: the content proof alone needs --yes.
+
+    Without gh the content proof decides (gh's silence is no answer), but a gh
+    that answers "no PR of ours" (none, or only a fork's) is a witness that
+    did not see the merge: the user confirms what the content shows (§11).
+    """
+    if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
+        return None
+    return refused(
+        Step.BRANCH,
+        ErrorCode.NO_MERGED_PR,
+        f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
+        "the content proof alone does not license deleting it: check that the work is merged, "
+        "then run again with --yes; nothing was deleted",
+    )
+
+
+def refusal(
+    found: Survey,
+    mode: Mode,
+    blockers: Sequence[StepResult],
+    warnings: list[str],
+    *,
+    dry_run: bool,
+    proof: Evidence | None = None,
+) -> RouterError:
+    """The plan refused: the first blocker's code and words (the refusal the real run has
+    always named first), the others counted; each one is in the JSON beside it, as a step."""
+    first, more = blockers[0], blockers[1:]
+    also = (
+        f" (and {len(more)} more blocker(s): {', '.join(str(b.code) for b in more)})"
+        if more
+        else ""
+    )
+    return RouterError(
+        first.code or ErrorCode.STEP_REFUSED,
+        f"{first.detail}{also}",
+        details={
+            **refused_json(found.branch, mode, blockers, dry_run=dry_run, proof=proof),
+            "warnings": list(warnings),
+        },
+    )
+
+
+def refused_json(
+    branch: str,
+    mode: Mode,
+    blockers: Sequence[StepResult],
+    *,
+    dry_run: bool,
+    proof: Evidence | None = None,
+) -> dict[str, object]:
+    """A refused plan's JSON keys beside ``error``, the dry run's and the real run's alike."""
+    return {
+        **envelope(branch, mode, dry_run=dry_run, proof=proof),
+        "blockers": [b.to_json() for b in blockers],
+    }
 
 
 def envelope(
@@ -113,54 +307,8 @@ def envelope(
     }
 
 
-def refuse_unmerged(
-    found: Survey, evidence: Evidence, warnings: list[str], *, dry_run: bool = False
-) -> None:
-    if evidence.merged or evidence.subject is None:
-        return
-    # A missing proof is not a reason to abandon: the merge may not have
-    # reached origin yet, or the branch moved after it. Never suggest --abandon.
-    fix = (
-        f"merge its PR first; if it is merged, check that origin/{found.default.name} has every "
-        f"commit of {found.branch}, then run this again"
-    )
-    if evidence.empty:
-        teardown = f"`team-router teardown {found.topic_id}`" if found.topic_id else "teardown"
-        fix = (
-            f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
-        )
-    raise RouterError(
-        ErrorCode.NOT_MERGED,
-        f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
-        f"nothing was deleted ({fix})",
-        details={
-            **envelope(found.branch, Mode.MERGED, dry_run=dry_run, proof=evidence),
-            "warnings": warnings,
-        },
-    )
-
-
-def refuse_content_only(
-    found: Survey, evidence: Evidence, *, yes: bool, dry_run: bool = False
-) -> None:
-    """gh works and knows no merged PR from this repository: the content proof alone needs --yes.
-
-    Without gh the content proof decides (gh's silence is no answer), but a gh
-    that answers "no PR of ours" (none, or only a fork's) is a witness that
-    did not see the merge: the user confirms what the content shows (§11).
-    """
-    if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
-        return
-    raise RouterError(
-        ErrorCode.NO_MERGED_PR,
-        f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
-        "the content proof alone does not license deleting it: check that the work is merged, "
-        "then run again with --yes; nothing was deleted",
-        details=envelope(found.branch, Mode.MERGED, dry_run=dry_run, proof=evidence),
-    )
-
-
 def refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
+    """An ``--abandon`` without a yes: refused before anything is read (see the module's note)."""
     if confirmed is None:
         raise RouterError(
             ErrorCode.CONFIRMATION_REQUIRED,
@@ -172,29 +320,17 @@ def refuse_unconfirmed(branch: str, confirmed: bool | None) -> None:
     )
 
 
-def checked_survey(
-    repo: Repo, topic: TopicLock, branch: Branch, opts: CleanupOptions, warnings: list[str]
-) -> Survey:
-    """Refusals that need only the local state, then the fetch, then the survey for the steps.
+def fetched_survey(repo: Repo, branch: Branch, opts: CleanupOptions, warnings: list[str]) -> Survey:
+    """The fetch, then the survey the steps and the merge proof are decided on.
 
-    The dry run's too, in the same order: a refusal the real run makes before it fetches
-    is the plan's before anything is fetched, and the same refusal wins where several apply.
+    The dry run fetches like the real run (a fetch changes no local branch or
+    worktree): without it a merge made a minute ago would read as not merged.
     """
-    mode, reused, dry_run = opts.mode, opts.remove_reused, opts.dry_run
-    local = survey(repo, branch, ask_remote=False, remove_reused=reused)
-    if not dry_run:
-        keep_locked(repo, local, warnings)
-    refuse_dirty(repo, local, mode)
-    refuse_unshipped(local, mode, dry_run=dry_run)
-    refuse_blocked(repo, local, topic, warnings)
-    refuse_if_held(topic)  # as the real run will: plan what it does
-    # The dry run fetches like the real run (a fetch changes no local branch or
-    # worktree): without it a merge made a minute ago would read as not merged.
     fetched = _fetch(repo, warnings)
-    found = survey(repo, branch, ask_remote=True, remove_reused=reused)
+    found = survey(repo, branch, ask_remote=True, remove_reused=opts.remove_reused)
     # What the fetch answered: origin's tips are its own now (an update needs no second fetch).
     found = dataclasses.replace(found, plan=dataclasses.replace(found.plan, reachable=fetched))
-    refuse_unknown(repo, found, mode, dry_run=dry_run)
+    refuse_unknown(repo, found, opts.mode, dry_run=opts.dry_run)
     warnings.extend(found.plan.notes)
     warnings.extend(_other_repos(repo, found))
     return found

@@ -81,6 +81,8 @@ class Survey:
     temp_paths: tuple[str, ...] | None = None  # the topic's recorded temp paths (home only)
     remote_tip: str | None = None
     remote_error: str = ""  # origin could not be asked
+    # A checkout rebasing or bisecting the branch (git lists it detached there), if one is.
+    busy: str | None = None
 
     @property
     def branch(self) -> Branch:
@@ -108,6 +110,11 @@ class Survey:
         )
 
     @property
+    def in_primary(self) -> bool:
+        """The primary clone has the branch checked out (it is never removed)."""
+        return bool(self.plan.entries) and self.plan.entries[0].branch == self.branch
+
+    @property
     def remote_known(self) -> bool:
         return not self.remote_error
 
@@ -126,13 +133,15 @@ class Survey:
 def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool = False) -> Survey:
     default = default_branch(repo.git)
     if default is None:
+        # Refused before the facts, not a blocker of the plan: every fact of the branch is
+        # read against the default branch (what is protected, the merge proof, .teamteardown),
+        # so without one there is nothing to plan.
         raise RouterError(
             ErrorCode.NO_DEFAULT_BRANCH,
             f"cannot tell the default branch of {repo.primary}; run `git remote set-head origin --auto`",
         )
     refuse_protected(branch, default)
     entries = repo.git.worktree_list()
-    _refuse_checked_out_in_primary(repo, branch, entries)
     topic_id = branch_topic(repo, branch)
     record, notes = _record(repo, topic_id)
     target = RepoTarget(
@@ -156,7 +165,8 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool 
         _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
     )
     temps = _temp_paths(repo, topic_id, record, plan.worktree if plan.registered else None)
-    return Survey(plan, topic_id, temps, remote_tip, remote_error)
+    busy = g.busy_with_branch(str(repo.common_dir), branch)
+    return Survey(plan, topic_id, temps, remote_tip, remote_error, busy)
 
 
 def _facts(
@@ -256,23 +266,6 @@ def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRe
     if topic_id is None or record is None:
         return None
     return TopicRef(topic_id, record.repo)
-
-
-def _refuse_checked_out_in_primary(repo: Repo, branch: str, entries: list[WorktreeEntry]) -> None:
-    if entries and entries[0].branch == branch:
-        raise RouterError(
-            ErrorCode.BRANCH_CHECKED_OUT,
-            f"{branch} is checked out in the primary clone {repo.primary}; switch it to the default "
-            "branch first (the primary clone is never removed)",
-        )
-    busy = g.busy_with_branch(str(repo.common_dir), branch)
-    if busy is not None:
-        # git lists it detached: without this, the removal would call it gone.
-        raise RouterError(
-            ErrorCode.BRANCH_CHECKED_OUT,
-            f"{busy} is rebasing or bisecting {branch}; finish it or run `git -C {busy} rebase "
-            "--abort` (or `bisect reset`), then rerun (nothing was removed)",
-        )
 
 
 def _record(repo: Repo, topic_id: str | None) -> tuple[state.TopicRecord | None, list[str]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import github, interrupt
-from router.errors import ExitCode, RouterError
+from router.errors import ErrorCode, ExitCode, RouterError, error_json
 from router.git import GitError
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.progress import Echo
@@ -29,10 +29,13 @@ from router.teardown.abandon import (
     decide_stack,
 )
 from router.teardown.cleanup_checks import (
-    checked_survey,
-    refuse_content_only,
+    fetched_survey,
+    local_blockers,
+    local_facts,
+    proof_blockers,
+    refusal,
     refuse_unconfirmed,
-    refuse_unmerged,
+    refused_json,
 )
 from router.teardown.cleanup_survey import (
     AGAIN,
@@ -258,6 +261,10 @@ class CleanupResult:
     dry_run: bool = False
     warnings: list[str] = field(default_factory=list)
     stopped_by: int = 0  # the signal that stopped the command (router.interrupt), if one did
+    # A refused plan (a dry run's: the real run raises it): every blocker, and the error,
+    # which is the first one's. No step is planned past them.
+    blockers: tuple[StepResult, ...] = ()
+    refusal: dict[str, str] | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -265,6 +272,8 @@ class CleanupResult:
 
     @property
     def exit_code(self) -> int:
+        if self.blockers:
+            return (self.blockers[0].code or ErrorCode.STEP_REFUSED).exit_code
         if self.interrupted:
             return ExitCode.for_signal(self.stopped_by or interrupt.SIGINT)
         # A default branch that cannot fast-forward is reported (a warning), not
@@ -273,7 +282,10 @@ class CleanupResult:
 
     @property
     def error(self) -> dict[str, str] | None:
-        """What made ``ok`` false: a signal, or the first step that stopped (§13)."""
+        """What made ``ok`` false: the plan's refusal, a signal, or the first step that
+        stopped (§13)."""
+        if self.refusal is not None:
+            return self.refusal
         if self.interrupted:
             where = f"stopped {self.branch} {stopped_at(self.steps)}"
             return interrupt.interrupted_error(self.stopped_by, where)
@@ -282,6 +294,10 @@ class CleanupResult:
         return stopped_error((("", s) for s in self.steps), dry_run=self.dry_run)
 
     def to_json(self) -> dict[str, object]:
+        if self.blockers:
+            return refused_json(
+                self.branch, self.mode, self.blockers, dry_run=self.dry_run, proof=self.evidence
+            )
         return {
             "branch": self.branch,
             "mode": str(self.mode),
@@ -325,6 +341,7 @@ def pr_cleanup(
     chosen = resolve_target(repo, cwd, target, hub)
     refuse_protected(chosen.branch, default_branch(repo.git))
     if abandon and not dry_run and not confirmed:
+        # Before the plan: the user's answer comes first (cleanup_checks says why).
         refuse_unconfirmed(chosen.branch, confirmed)
     topic = topic_lock(repo, chosen.branch)
     # The dry run under the topic's lock too: another run cleaning the branch up now has its
@@ -344,13 +361,24 @@ def _cleanup(
     yes: bool,
 ) -> CleanupResult:
     """Facts, then decisions, then actions: a dry run is the same pipeline stopped before it
-    acts (the same refusals, in the same order, and each step as the run decides it)."""
+    acts (the same blockers, and each step as the run decides it).
+
+    The local state's blockers are judged before origin is fetched, the merge proof's after;
+    either group refuses the plan as a whole (:func:`_blocked`), nothing touched.
+    """
     warnings: list[str] = []
     name = f"pr-cleanup of {chosen.branch}"
     before = contextlib.nullcontext() if opts.dry_run else interrupt.nothing_done(name)
     with _git_failure_refuses(chosen.branch), before:
-        found = checked_survey(repo, topic, chosen.branch, opts, warnings)
-        evidence, closing = _decide(repo, found, chosen, hub, opts, warnings, yes=yes)
+        local = local_facts(repo, topic, chosen.branch, opts, warnings)
+        blocked = local_blockers(local)
+        if blocked:
+            return _blocked(local.found, opts, blocked, None, warnings)
+        found = fetched_survey(repo, chosen.branch, opts, warnings)
+        evidence, closing = _decide(repo, found, chosen, hub, opts, warnings)
+        blocked = proof_blockers(found, evidence, yes=yes) if evidence else ()
+        if blocked:
+            return _blocked(found, opts, blocked, evidence, warnings)
     if not opts.dry_run:
         _warn_before(repo, found, opts, hub, closing, warnings)
     steps, closed = run_steps(repo, found, opts, evidence, closing, hub, warnings)
@@ -368,6 +396,30 @@ def _cleanup(
         dry_run=opts.dry_run,
         warnings=warnings,
         stopped_by=0 if opts.dry_run else interrupt.received(),
+    )
+
+
+def _blocked(
+    found: Survey,
+    opts: CleanupOptions,
+    blockers: tuple[StepResult, ...],
+    evidence: Evidence | None,
+    warnings: list[str],
+) -> CleanupResult:
+    """The plan refused by its ``blockers``: the real run refuses with the first (as it
+    always has, nothing touched); a dry run reports them all, with that same error."""
+    error = refusal(found, opts.mode, blockers, warnings, dry_run=opts.dry_run, proof=evidence)
+    if not opts.dry_run:
+        raise error
+    return CleanupResult(
+        found.branch,
+        opts.mode,
+        evidence,
+        (),
+        dry_run=True,
+        warnings=warnings,
+        blockers=blockers,
+        refusal=error_json(error.code, error.message),
     )
 
 
@@ -405,16 +457,12 @@ def _decide(
     hub: GitHub | Unavailable,
     opts: CleanupOptions,
     warnings: list[str],
-    *,
-    yes: bool = False,
 ) -> tuple[Evidence | None, list[PullRequest] | None]:
-    """The merge proof (merged mode), or the PRs ``--abandon`` closes; refused without a proof."""
+    """The merge proof (merged mode), or the PRs ``--abandon`` closes."""
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found.branch, found.default, found.tips, hub, chosen.pr)
         if evidence.gh is GhVerdict.UNAVAILABLE:
             warnings.append(f"merge proof from content alone: {evidence.detail}")
-        refuse_unmerged(found, evidence, warnings, dry_run=opts.dry_run)
-        refuse_content_only(found, evidence, yes=yes, dry_run=opts.dry_run)
         return evidence, None
     if isinstance(hub, Unavailable):
         return None, None

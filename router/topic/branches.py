@@ -81,17 +81,12 @@ def lock_name(branch: str) -> str:
     return f"{name[:64]}-{hashlib.sha256(branch.encode()).hexdigest()[:16]}"
 
 
-def refuse_if_held(topic: TopicLock) -> None:
-    """Another live session holds the topic: its holders are at the topic's home
-    (``hold`` and the session-start hook write them there from any repo of the topic)."""
+def holders_of(topic: TopicLock) -> str:
+    """The other live sessions holding the topic, described ("" when none, or no topic): its
+    holders are at the topic's home (``hold`` and the session-start hook write them there
+    from any repo of the topic)."""
     if topic.topic_id is None:
-        return
+        return ""
     from router.topic.holders import describe, other_holders
 
-    others = other_holders(topic.home.common_dir, topic.topic_id)
-    if others:
-        who = ", ".join(describe(h) for h in others)
-        raise RouterError(
-            ErrorCode.HELD,
-            f"{topic.topic_id} is held by {who}; `team-router release {topic.topic_id}` first",
-        )
+    return ", ".join(describe(h) for h in other_holders(topic.home.common_dir, topic.topic_id))

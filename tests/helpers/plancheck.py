@@ -120,6 +120,9 @@ def checked(
     assert dry_code == code, (
         f"planned exit {dry_code}, ran exit {code}: {args}\nplan: {dry_out}\nran: {real.out}"
     )
+    if isinstance(dry, dict) and dry.get("blockers"):
+        refused_as_planned(args, dry, real)
+        return real
     if not isinstance(dry, dict) or not any(isinstance(dry.get(k), list) for k in PLANNED):
         count("refused before any step was planned: the exit code compared")
         return real
@@ -229,15 +232,32 @@ def _records(
     return {"": (state.record_path(common, topic), dry["steps"])}
 
 
-def _steps_printed(args: Sequence[str], real: Any) -> list[dict[str, Any]] | None:
-    """The steps a pr-cleanup run printed with ``--json`` (None: not asked for, or no steps)."""
+def refused_as_planned(args: Sequence[str], dry: dict[str, Any], real: Any) -> None:
+    """A plan its blockers refused (pr-cleanup's): the real run refuses with the same error
+    and, with ``--json``, names the same blockers."""
+    ran = _printed(args, real)
+    if ran is None:
+        count("refused as planned: the exit code compared")
+        return
+    assert (ran.get("blockers"), ran.get("error")) == (dry["blockers"], dry["error"]), (dry, ran)
+    count("refused as planned: its blockers compared")
+
+
+def _printed(args: Sequence[str], real: Any) -> dict[str, Any] | None:
+    """What a pr-cleanup run printed with ``--json`` (None: not asked for, or not JSON)."""
     if command_of(args) != "pr-cleanup" or "--json" not in args:
         return None
     try:
         data = json.loads(real.out)
     except (AttributeError, ValueError):
         return None
-    steps = data.get("steps") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _steps_printed(args: Sequence[str], real: Any) -> list[dict[str, Any]] | None:
+    """The steps a pr-cleanup run printed with ``--json`` (None: not asked for, or no steps)."""
+    data = _printed(args, real)
+    steps = data.get("steps") if data is not None else None
     return steps if isinstance(steps, list) and steps else None
 
 
