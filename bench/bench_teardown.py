@@ -32,6 +32,7 @@ from pathlib import Path
 from _fixture import (
     ENV,
     cleanup,
+    load,
     make_repo,
     median,
     median_timing,
@@ -185,6 +186,7 @@ def main() -> int:
                 if not gone(repos):
                     print(f"{who}: the topic is not gone")
                     return 1
+        print(f"{RUNS} runs per side, a fresh fixture each; {load()}")
         print(f"sequential teardown commands x{REPOS}: median {median_timing(base)}")
         print(f"team-router teardown: median {median_timing(mine)}")
         cpu = median([m.cpu / s.cpu for m, s in zip(mine, base, strict=True)])

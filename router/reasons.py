@@ -40,6 +40,17 @@ class Reason(StrEnum):
     MERGED = "merged"  # proven merged (the proof in ``text``)
     INTEGRATED = "integrated"  # every patch is on the default branch
     PICKED = "picked"  # cherry-picked onto the default branch
+    PRIMARY_BUSY = "primary-busy"  # the primary clone cannot take a cherry-pick now
+    PICK_INTERRUPTED = "pick-interrupted"  # git was killed mid-pick: a rerun undoes it
+    PICK_NOT_UNDONE = "pick-not-undone"  # a stopped pick that could not be undone yet
+    PICK_LOCKED = "pick-locked"  # a lock file stopped the pick: aborted
+    CONFLICT = "conflict"  # a commit did not apply: aborted
+    NO_IDENTITY = "no-identity"  # git cannot name a committer
+    PICK_UNDONE = "pick-undone"  # what a killed pick of ours left was undone
+    PICK_NOT_ENDED = "pick-not-ended"
+    PICK_FOREIGN = "pick-foreign"  # a killed pick, and changes not from it: kept
+    PICK_STUCK = "pick-stuck"  # undoing or ending a killed pick stopped
+    GIT_RUNNING = "git-running"  # a live git holds a lock of the pick
     UNINTEGRATED = "unintegrated"  # commits not on the default branch refuse
     UNINTEGRATED_FORCED = "unintegrated-forced"  # ... and --force snapshots them instead
     # -- remove, verify-gone
@@ -128,6 +139,7 @@ class Why:
     again: str = ""  # the command a rerun is, as the words name it
     step: str = ""  # another step the reason is about (the one that held this back)
     text: str = ""
+    other: str = ""  # a second piece of words from elsewhere (a second git message)
     flag: bool = False  # a reason's one yes/no variant (its renderer says which)
     planned: bool = False
     notes: tuple[Why, ...] = ()

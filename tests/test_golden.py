@@ -44,7 +44,15 @@ about; the whole outputs of these scenarios are pinned here:
   design, nothing built, a bad verdict): ``record-refused``; phase, next and status with no
   topic: ``phase-refused``;
 - next and status of interrupted runs (a questioner stopped half way, a halted design loop,
-  a worktree deleted by hand, --until): ``next-status-interrupted``.
+  a worktree deleted by hand, --until): ``next-status-interrupted``;
+- teardown of a fresh topic (text names every step, --json): ``teardown-fresh``; teardown
+  --integrate (--dry-run too): ``teardown-integrate``; next from the primary clone:
+  ``phase-next-status-fresh``;
+- record tests, review, verify, temp and pr: ``record-gates``; record pr --local over two
+  repos: ``record-pr-local``; init --write-examples --allow-agent: ``init-options``; doctor
+  --repair (what it repairs, what it keeps): ``doctor-repair``; status and sweep
+  --host-worktrees of the host's own worktrees: ``sweep-host-worktrees``; the narrated
+  demo, text and --json: ``demo``.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ from helpers.killtrials import submodule_tree
 from helpers.origin import declare, include, merge_on_origin, push_branch
 from helpers.plans import artifact, repos_md
 from helpers.repos import branches, commit, git, make_repo, run_cli, write
+from helpers.sessions import asked_for
 from helpers.topics import (
     TOPIC_ID,
     create_payload,
@@ -110,6 +119,8 @@ def test_phase_next_status_fresh(transcript: Transcript, home_repo: Path) -> Non
     topic = new_topic(home_repo)
     transcript.note(f"new {topic.id}: nothing written in its plan dir yet")
     _phase_next_status(transcript, topic.worktrees["home"])
+    transcript.note("next from the primary clone: the same topic, the same brief")
+    transcript.run("next", cwd=home_repo)
     transcript.check()
 
 
@@ -158,6 +169,16 @@ def test_teardown_merged(transcript: Transcript, home_repo: Path) -> None:
     assert res.code == 0
     assert not wt.exists() and topic.branch not in branches(home_repo)
     transcript.run("teardown", topic.id, "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_teardown_fresh(transcript: Transcript, home_repo: Path) -> None:
+    topic = new_topic(home_repo)
+    transcript.note(f"new {topic.id}: nothing on its branch, nothing in its plan dir")
+    transcript.run("teardown", topic.id, cwd=home_repo)
+    assert not topic.worktrees["home"].exists()
+    again = new_topic(home_repo, "add caching")
+    transcript.run("teardown", again.id, "--json", cwd=home_repo)
     transcript.check()
 
 
@@ -632,4 +653,105 @@ def test_phase_refused(transcript: Transcript, home_repo: Path) -> None:
     transcript.run("next", "no-such-topic", "--json", cwd=home_repo)
     transcript.run("status", cwd=home_repo)
     transcript.run("status", "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_demo(transcript: Transcript, tmp_path: Path) -> None:
+    transcript.run("demo", "--dir", str(tmp_path / "demo"))
+    transcript.run("demo", "--dir", str(tmp_path / "demo"), "--json")
+    transcript.check()
+
+
+def test_init_options(transcript: Transcript, home_repo: Path) -> None:
+    transcript.run("init", "--write-examples", "--allow-agent", cwd=home_repo)
+    transcript.run("init", "--write-examples", "--allow-agent", "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_record_gates(transcript: Transcript, home_repo: Path, tmp_path: Path) -> None:
+    topic = new_topic(home_repo)
+    artifact(topic.plan_dir, "plan.md")
+    findings = write(tmp_path / "findings.md", "- the retry loop never ends\n")
+    transcript.note("plan.md written; findings.md holds one finding")
+    transcript.run("record", "tests", topic.id, "RED", "--body-file", str(findings), cwd=home_repo)
+    transcript.run("record", "tests", topic.id, "RED", "--json", cwd=home_repo)
+    commit(topic.worktrees["home"], "limits.py", "LIMIT = 10\n", "first slice")
+    transcript.note("one commit made")
+    transcript.run(
+        "record", "review", topic.id, "FAIL", "--body-file", str(findings), cwd=home_repo
+    )
+    transcript.run("record", "review", topic.id, "PASS", "--json", cwd=home_repo)
+    transcript.run("record", "verify", topic.id, "PASS", cwd=home_repo)
+    transcript.run("record", "verify", topic.id, "PASS", "--json", cwd=home_repo)
+    scratch = Path(os.environ["TMPDIR"]) / "scratch"
+    transcript.run("record", "temp", topic.id, str(scratch), cwd=home_repo)
+    transcript.run("record", "temp", topic.id, str(scratch), "--json", cwd=home_repo)
+    url = "https://github.com/example/web/pull/7"
+    transcript.run("record", "pr", topic.id, url, cwd=home_repo)
+    transcript.run("record", "pr", topic.id, url, "--json", cwd=home_repo)
+    transcript.run("phase", topic.id, cwd=home_repo)
+    transcript.check()
+
+
+def test_record_pr_local(transcript: Transcript, workspace: Path) -> None:
+    topic = multi_topic(workspace, ("api",))
+    commit(topic.worktrees["home"], "a.py", "a = 1\n", "home slice")
+    push_branch(topic.worktrees["home"], topic.branch)
+    commit(topic.worktrees["api"], "b.py", "b = 1\n", "api slice")
+    transcript.note("web (home) and api: home's commit pushed, api's not")
+    transcript.run("record", "pr", topic.id, "--local", cwd=topic.home)
+    transcript.run("record", "pr", topic.id, "--local", "--json", cwd=topic.home)
+    transcript.check()
+
+
+def test_teardown_integrate(transcript: Transcript, home_repo: Path) -> None:
+    first = ship(new_topic(home_repo))
+    commit(first.worktrees["home"], "one.py", "one\n", "unpushed work")
+    second = ship(new_topic(home_repo, "add caching"))
+    commit(second.worktrees["home"], "two.py", "two\n", "more unpushed work")
+    transcript.note("two shipped topics, each with one commit never pushed")
+    transcript.run("teardown", first.id, "--integrate", "--dry-run", cwd=home_repo)
+    transcript.run("teardown", first.id, "--integrate", cwd=home_repo)
+    transcript.run("teardown", second.id, "--integrate", "--json", cwd=home_repo)
+    # Integrated, not lost: both commits are on main.
+    assert git(home_repo, "log", "--format=%s", "-2", "main").splitlines() == [
+        "more unpushed work",
+        "unpushed work",
+    ]
+    transcript.check()
+
+
+def test_doctor_repair(transcript: Transcript, home_repo: Path) -> None:
+    empty = new_topic(home_repo)
+    worked = new_topic(home_repo, "add caching")
+    commit(worked.worktrees["home"], "work.py", "w = 1\n", "unpushed work")
+    for topic in (empty, worked):
+        shutil.rmtree(topic.worktrees["home"])
+    transcript.note(
+        f"both worktrees deleted by hand; {worked.id}'s branch holds a commit found nowhere else"
+    )
+    transcript.run("doctor", "--repair", cwd=home_repo)
+    transcript.run("doctor", "--repair", "--json", cwd=home_repo)
+    assert worked.branch in branches(home_repo)  # its work is kept
+    transcript.run("doctor", cwd=home_repo)
+    transcript.check()
+
+
+def test_sweep_host_worktrees(transcript: Transcript, home_repo: Path) -> None:
+    idle = asked_for(home_repo, "agent-1111")
+    dirty = asked_for(home_repo, "agent-2222")
+    write(dirty.worktree / "scratch.txt", "unsaved\n")
+    committed = asked_for(home_repo, "agent-3333")
+    commit(committed.worktree, "feature.txt", "feature\n", "a commit of its own")
+    transcript.note(
+        "three worktrees the host asked for, their sessions ended: one holds nothing, one an"
+        " untracked file, one a commit of its own"
+    )
+    transcript.run("status", cwd=home_repo)
+    transcript.run("sweep", "--host-worktrees", "--dry-run", cwd=home_repo)
+    transcript.run("sweep", "--host-worktrees", "--dry-run", "--json", cwd=home_repo)
+    transcript.run("sweep", "--host-worktrees", cwd=home_repo)
+    assert not idle.worktree.exists()
+    assert (dirty.worktree / "scratch.txt").is_file() and committed.worktree.is_dir()
+    transcript.run("sweep", "--host-worktrees", "--json", cwd=home_repo)
     transcript.check()

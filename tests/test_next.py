@@ -117,14 +117,6 @@ def test_pr_brief_after_a_passing_review(home_repo):
     assert f"team-router record pr {plan.name} <pr-url> --repo <repo-name> --json" in data["brief"]
 
 
-def test_next_text_shows_the_phase_then_the_brief(home_repo):
-    plan = new_topic(home_repo).plan_dir
-    res = run_cli("next", cwd=home_repo)
-    assert res.code == 0
-    assert res.out.startswith(f"Topic {plan.name}\nResume at: QUESTION\n")
-    assert "# QUESTION" in res.out
-
-
 def test_the_halted_design_brief_gives_a_command_that_runs_as_written(home_repo):
     import shlex
 

@@ -177,7 +177,13 @@ def test_worktrees_makes_a_secondary_sparse_from_repos_md(workspace, tree_repo):
     assert by_name["api"]["sparse"] == ["src/api"] and by_name["api"]["status"] == "created"
     _assert_sparse_worktree(api, api / ".claude/worktrees" / ID, ["src/api"])
     text = run_cli("worktrees", ID, cwd=tree_repo)
-    assert f"  api   existing  {api}/.claude/worktrees/{ID}  (sparse: src/api)" in text.out
+    assert (text.code, text.err) == (0, "")
+    assert text.out == (
+        f"Topic {ID} (multi-repo)\n"
+        f"  home  existing  {tree_repo}/.claude/worktrees/{ID}\n"
+        f"  api   existing  {api}/.claude/worktrees/{ID}  (sparse: src/api)\n"
+        "repos.md ## Worktrees unchanged\n"
+    )
 
 
 # -- killed between the stages: the rerun finishes ------------------------------------------

@@ -964,24 +964,6 @@ def test_teardown_keeps_residue_holding_an_unshipped_runs_artifacts_and_refuses_
     assert {p.name: p.read_bytes() for p in back.iterdir()} == before
 
 
-def test_text_output_names_every_step(home_repo):
-    topic = new_topic(home_repo)
-    res = run_cli("teardown", topic.id, cwd=home_repo)
-    assert res.code == 0, res.err
-    for step in (
-        "integrate",
-        "remove",
-        "branch",
-        "verify-gone",
-        "update-default",
-        "plan-dir",
-        "sweep",
-        "local-state",
-    ):
-        assert f"  {step} " in res.out
-    assert "no residue found" in res.out
-
-
 # -- the step functions on their own ------------------------------------------------------------
 
 

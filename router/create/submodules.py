@@ -192,13 +192,13 @@ def _checked_out(where: _Where, decided: SubmoduleOutcome) -> SubmoduleOutcome:
     try:
         failure = g.checkout_borrowed(top, target, decided.commit)
     except OSError as exc:
-        return _failed(decided, _said_by(exc))
+        return _submodule_failed(decided, _said_by(exc))
     if g.checkout_finished(top, target) and g.detached_head(target) == decided.commit:
         return decided
-    return _failed(decided, failure.first_line if failure else "git checked out nothing")
+    return _submodule_failed(decided, failure.first_line if failure else "git checked out nothing")
 
 
-def _failed(decided: SubmoduleOutcome, detail: str) -> SubmoduleOutcome:
+def _submodule_failed(decided: SubmoduleOutcome, detail: str) -> SubmoduleOutcome:
     return replace(decided, status=SubmoduleStatus.FAILED, detail=detail)
 
 

@@ -148,7 +148,7 @@ def borrow_module(source: Path, target: Path, commit: str, top: Path) -> None:
     alternates = making / "objects" / "info" / "alternates"
     alternates.write_text(f"{os.path.realpath(source / 'objects')}\n", encoding="utf-8")
     with open(making / "config", "a", encoding="utf-8", errors="surrogateescape") as added:
-        added.write(_worktree_section(top, target) + _sections(config))
+        added.write(_worktree_section(top, target) + _config_sections(config))
     _copy_refs(old, Runner(making), commit)
     os.rename(making, target)
 
@@ -179,7 +179,7 @@ def _worktree_section(top: Path, target: Path) -> str:
     return f"[core]\n\tworktree = {_quoted(os.path.relpath(os.path.realpath(top), real_target))}\n"
 
 
-def _sections(config: list[tuple[str, str]]) -> str:
+def _config_sections(config: list[tuple[str, str]]) -> str:
     """The remotes and submodules among ``config``, as config text (written at once, not a
     process a value)."""
     sections: dict[str, list[str]] = {}

@@ -4,14 +4,16 @@ in the primary clone, and resume or undo a pick a killed run left.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 from router import git as g
 from router.errors import ErrorCode
 from router.git import GitError, StatusReport
+from router.reasons import Reason, Why
 from router.teardown.primary import follow_submodules, primary_busy, primary_state
-from router.teardown.proof import EMPTY, Integration, integration
+from router.teardown.proof import Integration, integration
 from router.teardown.record import TopicRef, pending_pick
 from router.teardown.steps import Step, StepResult, done, failed, name_some, refused, skipped
 from router.topic.journal import Operation, begin_op, end_op
@@ -42,11 +44,12 @@ def integrate_commits(
     """
     name = Step.INTEGRATE
     tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
+    primary = str(repo.primary)
     if tip is None:
-        return skipped(name, f"branch {branch} is gone: nothing to integrate")
+        return skipped(name, Why(Reason.BRANCH_GONE, branch=branch))
     if default is None:
         return refused(
-            name, ErrorCode.NO_DEFAULT_BRANCH, f"{repo.primary}: the default branch is unknown"
+            name, ErrorCode.NO_DEFAULT_BRANCH, Why(Reason.NO_DEFAULT_BRANCH, path=primary)
         )
     found = known[1] if known else integration(repo.git, tip, default)
     nothing = _nothing_to_pick(branch, default, found, apply=apply)
@@ -59,7 +62,7 @@ def integrate_commits(
     busy = primary_busy(repo, default, (now.status, now.branch))
     if busy:
         return refused(
-            name, ErrorCode.PRIMARY_BUSY, f"cannot cherry-pick in {repo.primary}: {busy}"
+            name, ErrorCode.PRIMARY_BUSY, Why(Reason.PRIMARY_BUSY, path=primary, text=busy)
         )
     unknown = None if committer_known else g.committer_unknown(repo.git)
     if unknown is not None:
@@ -72,11 +75,8 @@ def integrate_commits(
         return _pick_stopped(repo, topic, pick, default, exc)
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
-    return done(
-        name,
-        f"cherry-picked {len(found.missing)} commit(s) onto {default.name} in {repo.primary} "
-        f"(not pushed: push {default.name} when you are ready){follow_submodules(repo)}",
-    )
+    picked = Why(Reason.PICKED, count=len(found.missing), default=default.name, path=primary)
+    return done(name, dataclasses.replace(picked, text=follow_submodules(repo)))
 
 
 def _nothing_to_pick(
@@ -85,18 +85,16 @@ def _nothing_to_pick(
     """The step's outcome when the merge proof leaves nothing to pick (or ``apply`` is off)."""
     name = Step.INTEGRATE
     if found.empty:
-        return skipped(name, f"nothing to integrate: {branch} is {EMPTY}")
+        return skipped(name, Why(Reason.EMPTY, branch=branch))
     if found.proof is not None:
-        return skipped(name, f"nothing to integrate: {branch} is merged ({found.proof.detail})")
+        return skipped(name, Why(Reason.MERGED, branch=branch, text=found.proof.detail))
     if not found.missing:
-        return skipped(name, f"nothing to integrate: every patch of {branch} is on {default.name}")
+        return skipped(name, Why(Reason.INTEGRATED, branch=branch, default=default.name))
     if not apply:
-        return refused(
-            name,
-            ErrorCode.UNINTEGRATED_COMMITS,
-            f"{len(found.missing)} commit(s) of {branch} are not on {default.name}: "
-            f"{name_some(c[:12] for c in found.missing)}; pass --integrate, or --force to snapshot them",
-        )
+        commits = tuple(c[:12] for c in found.missing)
+        missing = Why(Reason.UNINTEGRATED, branch=branch, default=default.name, items=commits)
+        missing = dataclasses.replace(missing, count=len(commits))
+        return refused(name, ErrorCode.UNINTEGRATED_COMMITS, missing)
     return None
 
 
@@ -131,44 +129,31 @@ def _pick_stopped(
 ) -> StepResult:
     """The cherry-pick stopped: undone (the mark then dropped) or, when it cannot be yet,
     left marked for the rerun to undo; the refusal names why."""
-    name = Step.INTEGRATE
+    name, onto = Step.INTEGRATE, default.name
+    stopped = Why(
+        Reason.PICK_INTERRUPTED, default=onto, path=str(repo.primary), text=exc.first_line
+    )
     if exc.returncode < 0:
         # git was killed (a terminal's Ctrl-C reaches it too) at a point only the
         # mark describes: it stays, and the rerun undoes the pick with its proofs.
-        return failed(
-            name,
-            f"the cherry-pick onto {default.name} in {repo.primary} was interrupted "
-            f"({exc.first_line}); run teardown again: it undoes the half-done pick first",
-        )
+        return failed(name, stopped)
     stopped_at = g.cherry_pick_head(repo.git) or pick.commits[0]
     not_undone = _abort_pick(repo, pick)
     if not_undone is not None:
         # The mark stays: until the pick is undone, only it tells the rerun
         # that the stopped cherry-pick in the primary is ours to undo.
-        return refused(
-            name,
-            not_undone.code if not_undone.lock_file else exc.code,
-            f"cherry-pick onto {default.name} in {repo.primary} stopped ({exc.first_line}) "
-            f"and could not be undone yet ({not_undone.first_line}); "
-            "run teardown again once that is fixed: it undoes the half-done pick first",
-        )
+        code = not_undone.code if not_undone.lock_file else exc.code
+        why = Why(Reason.PICK_NOT_UNDONE, other=not_undone.first_line)
+        why = dataclasses.replace(why, default=onto, path=stopped.path, text=exc.first_line)
+        return refused(name, code, why)
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     if g.is_identity_error(exc):
         return no_identity(repo, exc)
     if exc.lock_file is not None:
-        return refused(
-            name,
-            exc.code,
-            f"cherry-pick onto {default.name} stopped: {exc.first_line}; aborted, "
-            f"{default.name} is unchanged",
-        )
-    return refused(
-        name,
-        ErrorCode.CONFLICT,
-        f"cherry-pick of {stopped_at[:12]} onto {default.name} failed ({exc.first_line}); "
-        f"aborted, {default.name} is unchanged",
-    )
+        return refused(name, exc.code, Why(Reason.PICK_LOCKED, default=onto, text=exc.first_line))
+    conflict = Why(Reason.CONFLICT, default=onto, commit=stopped_at, text=exc.first_line)
+    return refused(name, ErrorCode.CONFLICT, conflict)
 
 
 def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
@@ -203,15 +188,8 @@ def _abort_pick(repo: Repo, pick: Picking) -> GitError | None:
 
 
 def no_identity(repo: Repo, exc: GitError) -> StepResult:
-    return refused(
-        Step.INTEGRATE,
-        ErrorCode.NO_IDENTITY,
-        f"git cannot name a committer in {repo.primary} ({exc.first_line.removeprefix('fatal: ')}), "
-        "so nothing was cherry-picked; set one with "
-        f'`git -C {repo.primary} config user.name "Your Name"` and '
-        f"`git -C {repo.primary} config user.email you@example.com` (or `git config --global ...`), "
-        "then run teardown again",
-    )
+    why = Why(Reason.NO_IDENTITY, path=str(repo.primary), text=exc.first_line)
+    return refused(Step.INTEGRATE, ErrorCode.NO_IDENTITY, why)
 
 
 def resume_integration(repo: Repo, topic: TopicRef) -> StepResult | None:
@@ -246,10 +224,13 @@ def resume_integration(repo: Repo, topic: TopicRef) -> StepResult | None:
     end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     what = "; ".join(undone) or "nothing was left half-done"
     return done(
-        Step.INTEGRATE,
-        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was interrupted: "
-        f"{what}; its commits are judged again",
+        Step.INTEGRATE, dataclasses.replace(_of_pick(repo, pick, Reason.PICK_UNDONE), text=what)
     )
+
+
+def _of_pick(repo: Repo, pick: Picking, reason: Reason) -> Why:
+    """``reason``, about our killed cherry-pick ``pick`` in the primary clone."""
+    return Why(reason, path=str(repo.primary), branch=pick.branch, default=pick.target)
 
 
 def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
@@ -261,7 +242,7 @@ def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
     if locked is not None:
         # Neither --abort nor --quit: the mark stays, and once the lock is
         # gone the rerun's --abort puts the default branch back where it was.
-        return _pick_locked(repo, pick, "undoing", locked)
+        return _pick_locked(repo, pick, True, locked)
     ended = "aborted its cherry-pick"
     if g.operation_in_progress(repo.common_dir) is not None:
         # A kill right after a pick's commit, before git noted it: --abort
@@ -271,20 +252,14 @@ def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
         if locked is not None:
             # The same kill may leave the lock git deletes CHERRY_PICK_HEAD
             # under: the pick is still ours (the mark stays), the lock is in the way.
-            return _pick_locked(repo, pick, "ending", locked)
+            return _pick_locked(repo, pick, False, locked)
         ended = "ended its cherry-pick, keeping the commits it had picked"
     if g.operation_in_progress(repo.common_dir) is not None:
         # Still there, with no lock named: never carried past (a teardown
         # with nothing left to pick would finish and leave it in the
         # primary), nor called someone else's. The mark stays.
-        return refused(
-            Step.INTEGRATE,
-            ErrorCode.PRIMARY_BUSY,
-            f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
-            "interrupted, and neither `git cherry-pick --abort` nor `--quit` ended it; run "
-            f"`git -C {repo.primary} cherry-pick --quit` (it keeps the commits already "
-            "picked), then run teardown again",
-        )
+        stuck = _of_pick(repo, pick, Reason.PICK_NOT_ENDED)
+        return refused(Step.INTEGRATE, ErrorCode.PRIMARY_BUSY, stuck)
     return ended
 
 
@@ -293,14 +268,8 @@ def _drop_half_applied(repo: Repo, pick: Picking, status: StatusReport) -> StepR
     change is not from it: then the refusal, and everything stays."""
     foreign, residue = _sort_changes(repo, pick, status)
     if foreign:
-        return refused(
-            Step.INTEGRATE,
-            ErrorCode.PRIMARY_BUSY,
-            f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
-            f"interrupted, and {name_some(foreign)} hold changes that are not from it: kept; "
-            f"save them (`git -C {repo.primary} stash push --include-untracked`), then run "
-            "teardown again",
-        )
+        kept = dataclasses.replace(_of_pick(repo, pick, Reason.PICK_FOREIGN), items=tuple(foreign))
+        return refused(Step.INTEGRATE, ErrorCode.PRIMARY_BUSY, kept)
     g.reset_hard(repo.git, "HEAD")
     _remove_residue(repo.primary, residue)
     return f"dropped its half-applied changes ({name_some([*status.tracked, *residue])})"
@@ -321,13 +290,11 @@ def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:
     return None
 
 
-def _pick_locked(repo: Repo, pick: Picking, doing: str, error: GitError) -> StepResult:
-    """The refusal naming the lock that stopped git ``doing`` (undoing, ending) our killed pick."""
+def _pick_locked(repo: Repo, pick: Picking, undoing: bool, error: GitError) -> StepResult:
+    """The refusal naming the lock that stopped git undoing (or ending) our killed pick."""
+    stuck = _of_pick(repo, pick, Reason.PICK_STUCK)
     return refused(
-        Step.INTEGRATE,
-        error.code,
-        f"{repo.primary}: the cherry-pick of {pick.branch} onto {pick.target} was "
-        f"interrupted, and {doing} it stopped: {error.first_line}",
+        Step.INTEGRATE, error.code, dataclasses.replace(stuck, flag=undoing, text=error.first_line)
     )
 
 
@@ -346,12 +313,8 @@ def _pick_still_running(repo: Repo) -> StepResult | None:
         held = {lock: [] for lock in locks}  # no /proc: nothing shows the lock is free
     if not held:
         return None
-    return refused(
-        Step.INTEGRATE,
-        ErrorCode.GIT_LOCKED,
-        f"{repo.primary}: a git still holds {name_some(sorted(held))}; wait for it to finish "
-        "(if no git command is running there, remove the lock), then run teardown again",
-    )
+    running = Why(Reason.GIT_RUNNING, path=str(repo.primary), items=tuple(sorted(held)))
+    return refused(Step.INTEGRATE, ErrorCode.GIT_LOCKED, running)
 
 
 def _our_pick_stopped(repo: Repo, pick: Picking) -> bool:

@@ -136,6 +136,20 @@ def _git_failed(w: Why) -> str:
     return f"{w.command or 'git'} failed: {w.text}"
 
 
+def _interrupted_pick(w: Why) -> str:
+    return f"{w.path}: the cherry-pick of {w.branch} onto {w.default} was interrupted"
+
+
+def _no_identity(w: Why) -> str:
+    p = w.path
+    return (
+        f"git cannot name a committer in {p} ({w.text.removeprefix('fatal: ')}), so nothing was "
+        f'cherry-picked; set one with `git -C {p} config user.name "Your Name"` and '
+        f"`git -C {p} config user.email you@example.com` (or `git config --global ...`), "
+        "then run teardown again"
+    )
+
+
 Words = Callable[[Why], str]
 
 WORDS: dict[Reason, Words] = {
@@ -159,6 +173,46 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.UNINTEGRATED: lambda w: f"{_missing(w)}; pass --integrate, or --force to snapshot them",
     Reason.UNINTEGRATED_FORCED: lambda w: f"{_missing(w)}; --force: they go into a snapshot ref",
+    Reason.PICKED: lambda w: (
+        f"cherry-picked {w.count} commit(s) onto {w.default} in {w.path} "
+        f"(not pushed: push {w.default} when you are ready){w.text}"
+    ),
+    Reason.PRIMARY_BUSY: lambda w: f"cannot cherry-pick in {w.path}: {w.text}",
+    Reason.PICK_INTERRUPTED: lambda w: (
+        f"the cherry-pick onto {w.default} in {w.path} was interrupted ({w.text}); "
+        "run teardown again: it undoes the half-done pick first"
+    ),
+    Reason.PICK_NOT_UNDONE: lambda w: (
+        f"cherry-pick onto {w.default} in {w.path} stopped ({w.text}) and could not be undone "
+        f"yet ({w.other}); run teardown again once that is fixed: it undoes the half-done "
+        "pick first"
+    ),
+    Reason.PICK_LOCKED: lambda w: (
+        f"cherry-pick onto {w.default} stopped: {w.text}; aborted, {w.default} is unchanged"
+    ),
+    Reason.CONFLICT: lambda w: (
+        f"cherry-pick of {w.commit[:12]} onto {w.default} failed ({w.text}); "
+        f"aborted, {w.default} is unchanged"
+    ),
+    Reason.NO_IDENTITY: _no_identity,
+    Reason.PICK_UNDONE: lambda w: f"{_interrupted_pick(w)}: {w.text}; its commits are judged again",
+    Reason.PICK_NOT_ENDED: lambda w: (
+        f"{_interrupted_pick(w)}, and neither `git cherry-pick --abort` nor `--quit` ended it; "
+        f"run `git -C {w.path} cherry-pick --quit` (it keeps the commits already picked), "
+        "then run teardown again"
+    ),
+    Reason.PICK_FOREIGN: lambda w: (
+        f"{_interrupted_pick(w)}, and {name_some(w.items)} hold changes that are not from it: "
+        f"kept; save them (`git -C {w.path} stash push --include-untracked`), then run "
+        "teardown again"
+    ),
+    Reason.PICK_STUCK: lambda w: (
+        f"{_interrupted_pick(w)}, and {'undoing' if w.flag else 'ending'} it stopped: {w.text}"
+    ),
+    Reason.GIT_RUNNING: lambda w: (
+        f"{w.path}: a git still holds {name_some(w.items)}; wait for it to finish "
+        "(if no git command is running there, remove the lock), then run teardown again"
+    ),
     # remove, verify-gone
     Reason.NO_WORKTREE: lambda w: f"no worktree has {w.branch} checked out: already gone",
     Reason.NOTHING_TO_RECHECK: lambda w: (

@@ -14,7 +14,8 @@ and its stderr, text and ``--json`` alike. Only what varies between runs is norm
   ``<since>``, ``<host>``;
 - an elapsed time (``"seconds": 0.014``, ``in 0.05 s``) -> ``<seconds>``; how a file's data
   was copied (``reflink``, ``copy_file_range``, ``bytes``: the filesystem's choice) ->
-  ``<copy>``.
+  ``<copy>``; the random part of a directory team-router made with ``mkdtemp``
+  (``team-router-demo-ii72m8l2``) -> ``<random>``.
 
 Everything else is compared byte for byte. ``pytest tests/test_golden.py --update-golden``
 rewrites every file instead, so a change of wording is reviewed in the diff.
@@ -53,6 +54,7 @@ _MEASURED = (
     (re.compile(r"\b(in )\d+\.\d+( s)\b"), r"\1<seconds>\2"),
     (re.compile(r'("method": )"(?:reflink|copy_file_range|bytes)"'), r'\1"<copy>"'),
     (re.compile(r"\b(by )(?:reflink|copy_file_range|bytes)\b"), r"\1<copy>"),
+    (re.compile(r"\b(team-router-[a-z-]+?-)[a-z0-9_]{8}\b"), r"\1<random>"),
 )
 _TIME = re.compile(r"\b\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b")
 
