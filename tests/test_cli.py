@@ -298,9 +298,10 @@ def test_an_option_and_its_value_before_the_command_are_shown_after_it_in_text_m
     ]
     res = run_cli("--bogus", "status")
     assert res.code == 2
-    assert res.err.splitlines()[0] == (
+    assert (res.out, res.err) == (
+        "",
         "team-router: No such option: --bogus; before the command team-router takes only "
-        "-C DIR, --version and --help [usage]"
+        "-C DIR, --version and --help [usage]\nTry 'team-router --help' for help.\n",
     )
 
 

@@ -371,9 +371,13 @@ def test_a_nested_submodule_the_primary_has_not_initialised_is_left_out(workspac
     assert res.code == 0, res.err
     worktree = web / ".claude/worktrees" / ID
     one, two = (recorded(worktree, f"libs/{n}")[:12] for n in ("one", "two"))
-    assert res.out.splitlines()[2] == (
+    base = git(worktree, "rev-parse", "--short=12", "HEAD")
+    assert res.out == (
+        f"Topic {ID} (branch {ID})\n"
+        f"home: created {worktree} from {base}\n"
         f"  submodules: libs/one checked-out at {one}; libs/one/deps/deep skipped "
-        f"(not initialised in {web}/libs/one); libs/two checked-out at {two}"
+        f"(not initialised in {web}/libs/one); libs/two checked-out at {two}\n"
+        f"Artifact directory: {worktree}/docs/plans/{ID}\n"
     )
     assert os.listdir(worktree / "libs/one/deps/deep") == []
     assert not (common_dir(web) / "worktrees" / ID / "modules/libs/one/modules").exists()

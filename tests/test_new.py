@@ -436,11 +436,12 @@ def test_a_fallback_leaves_no_half_done_creation_for_doctor(home_repo):
 def test_a_tracked_file_where_docs_plans_goes_is_one_line_setup_failed(home_repo):
     commit(home_repo, "docs", "a file, not a directory\n", "docs is a file")
     git(home_repo, "push", "-q", "origin", "main")
-    res = run_cli("new", DESC, "--date", "2026-05-01", cwd=home_repo)
-    assert res.code == 1 and res.out == ""
-    assert "[setup-failed]" in res.err.splitlines()[-1] and "Traceback" not in res.err
+    text = run_cli("new", DESC, "--date", "2026-05-01", cwd=home_repo)
+    assert text.code == 1 and text.out == ""
     res = new(home_repo)
     assert (res.code, res.json["error"]["code"]) == (1, "setup-failed")
+    # One line, the refusal --json gives, and no traceback.
+    assert text.err == f"team-router: {res.json['error']['message']} [setup-failed]\n"
     assert any("Falling back to main tree" in w for w in res.json["warnings"])
     assert worktree_paths(home_repo) == [str(home_repo)]
     assert branches(home_repo) == ["main"]

@@ -113,10 +113,12 @@ def test_new_sparse_checks_out_only_the_cone_and_reports_it(tree_repo):
     # The text report says so, and a rerun reports the same cone for the existing worktree.
     again = run_cli(*NEW, "--sparse", "src/api", cwd=tree_repo)
     assert again.code == 0, again.err
-    assert again.out.splitlines()[1:3] == [
-        f"home: existing {worktree} from {record.base_commit[:12]}",
-        "  sparse: src/api (only these directories checked out)",
-    ]
+    assert again.out == (
+        f"Topic {ID} (branch {ID})\n"
+        f"home: existing {worktree} from {record.base_commit[:12]}\n"
+        "  sparse: src/api (only these directories checked out)\n"
+        f"Artifact directory: {worktree}/docs/plans/{ID}\n"
+    )
 
 
 def test_new_without_sparse_reports_null(tree_repo):

@@ -470,7 +470,7 @@ def test_an_unshipped_runs_artifacts_keep_the_residue_and_refuse(home_repo):
     assert git(home_repo, "for-each-ref", "refs/team-router/") == ""
     text = run_cli("sweep", cwd=home_repo)
     assert text.code == 1
-    assert text.out.startswith(f"kept (unshipped-run): {path}\n")
+    assert text.out == f"kept (unshipped-run): {path}\n" + "".join(f"    {n}\n" for n in named)
     assert text.err == f"team-router: {res.json['error']['message']} [unshipped-run]\n"
     assert contents(path) == before
 
