@@ -106,7 +106,17 @@ def test_a_record_round_trips_every_field(tmp_path):
                 state.RanStep("sweep", "skipped", "no residue under /"),
             ),
         ),
+        track="fix",
+        sparse=("src", "docs"),
+        setup_done=("make deps",),
+        setup_state="pending",
+        declared_at="e" * 40,
+        made_by="host",
     )
+    # Every field set: one the record's JSON left out would read back as its default.
+    bare = state.TopicRecord("x", "r", "b")
+    fields = [f for f in state.TopicRecord.__dataclass_fields__ if f != "schema"]
+    assert [f for f in fields if getattr(record, f) == getattr(bare, f)] == []
     state.write_record(tmp_path, record)
     assert state.read_record(tmp_path, ID) == record
 
@@ -434,6 +444,19 @@ def test_update_record_leaves_a_corrupt_record_alone_unless_told_to_replace_it(t
     )
     assert written == fresh and state.read_record(tmp_path, ID) == fresh
     assert [p.read_text() for p in state.corrupt_records(tmp_path)] == ["{junk"]
+
+
+def test_update_record_leaves_the_file_alone_when_the_change_changes_nothing(tmp_path):
+    record = state.TopicRecord(ID, "home", ID, steps=("inspect", "claim"))
+    state.write_record(tmp_path, record)
+    path = state.record_path(tmp_path, ID)
+    written = os.stat(path).st_ino
+    assert state.update_record(tmp_path, ID, lambda r: r.with_step("claim")) == record
+    assert os.stat(path).st_ino == written  # not replaced: no write, no fsync
+    changed = state.update_record(tmp_path, ID, lambda r: r.with_step("add"))
+    assert changed is not None and changed.steps == ("inspect", "claim", "add")
+    assert os.stat(path).st_ino != written
+    assert state.read_record(tmp_path, ID) == changed
 
 
 def test_update_record_writes_nothing_for_an_absent_record_without_new(tmp_path):

@@ -190,6 +190,7 @@ def update_record(
             if not replace_corrupt:
                 return None
             record, corrupt = None, True
+        read = record
         if record is None:
             if new is None:
                 return None
@@ -200,6 +201,11 @@ def update_record(
             return None
         if changed.schema != SCHEMA:
             changed = dataclasses.replace(changed, schema=SCHEMA)
+        if changed == read:
+            # The file holds this record already, as durable as its own write made
+            # it: writing it again (a rerun finding every step done, a command
+            # recording what was recorded) would cost an fsync and change nothing.
+            return changed
         if corrupt:
             write_record(common_dir, changed)
         else:
