@@ -387,24 +387,21 @@ def setup_worktrees(
             _enforce_strict(WorktreesResult(topic, plan.path, mode, reports, False), jobs)
         updated = _write_back(repos_md, parsed, reports) if parsed else False
         _remember_home(home_repo, topic, plan.path, reports)
-    notes = permission.extend_to(home_repo, _reached(reports[1:]))
+    notes = permission.extend_to(home_repo, _reached(reports[1:], jobs))
     result = WorktreesResult(topic, plan.path, mode, reports, updated, tuple(notes))
     if strict:
         _refuse_failed_setup(result)
     return result
 
 
-def _reached(reports: list[CreateReport]) -> list[tuple[str, Repo]]:
-    """The secondary repos a session may now be resumed in: each one not refused."""
-    reached = []
-    for report in reports:
-        if report.status is Status.REFUSED:
-            continue
-        try:
-            reached.append((report.name, open_repo(report.path)))
-        except RouterError:
-            continue  # nothing to give the rule to; its report says why
-    return reached
+def _reached(reports: list[CreateReport], jobs: list[Job]) -> list[tuple[str, Repo]]:
+    """The secondary repos a session may now be resumed in: each one not refused.
+
+    Each is the repository its job opened (a report names its primary clone):
+    opened once per command, not again here.
+    """
+    opened = {job.name: job.repo for job in jobs}
+    return [(r.name, opened[r.name]) for r in reports if r.status is not Status.REFUSED]
 
 
 def _empty_dir(path: Path) -> bool:
