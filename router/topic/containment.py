@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode
-from router.git import Git, GitError
+from router.git import Git, GitError, RepoLayout
 from router.parallel import parallel_map
 from router.topic.workspace import Repo, primary_root
 
@@ -35,8 +35,10 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
     """
     # A checkout in the plain layout is probed from its files in a fraction of
     # a millisecond, less than starting a thread: threads only where git is asked.
-    if all(Git(p).files_layout() is not None for p in paths):
-        probes = [_probe(p, home) for p in paths]
+    # The layout read to decide that is the one its probe uses: read once.
+    layouts = [Git(p).files_layout() for p in paths]
+    if all(layout is not None for layout in layouts):
+        probes = [_probe(p, home, layout) for p, layout in zip(paths, layouts, strict=True)]
     else:
         probes = parallel_map(lambda p: _probe(p, home), paths)
     seen = {home.common_dir}
@@ -50,8 +52,11 @@ def contain_all(paths: list[Path], home: Repo) -> list[Containment]:
     return verdicts
 
 
-def _probe(path: Path, home: Repo) -> Containment:
-    """The checks one path needs alone: it exists, beside home, a top level, its repo a sibling."""
+def _probe(path: Path, home: Repo, layout: RepoLayout | None = None) -> Containment:
+    """The checks one path needs alone: it exists, beside home, a top level, its repo a sibling.
+
+    ``layout``: the path's, read from its files already (None: not read yet).
+    """
     if not path.exists():
         return Containment(False, ErrorCode.MISSING, f"{path} does not exist")
     real = Path(os.path.realpath(path))
@@ -64,7 +69,7 @@ def _probe(path: Path, home: Repo) -> Containment:
         )
     if real == home.primary:
         return Containment(False, ErrorCode.DUPLICATE, f"{path} is the home repo itself")
-    layout = Git(real).checkout_layout()
+    layout = layout or Git(real).checkout_layout()
     if layout is None:
         around = Git(real).try_layout()
         where = f"its top level is {around.toplevel}" if around else "it is not a git work tree"
