@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from helpers.faults import git_logger, git_verbs, run
+from helpers.repos import make_repo
+from helpers.topics import new_topic, write_repos_md
 
 # Modules `new` has no use for when nothing asks for them: repos.md (the `worktrees`
 # command's), the permission rule and host settings (`worktrees`, `init`), the
@@ -68,3 +70,38 @@ def test_new_imports_none_of_what_only_other_commands_and_stages_use(home_repo):
     assert json.loads(proc.stdout)["home"]["status"] == "created"
     assert "router.create.topic" in imported  # the command ran through its own module
     assert not imported & NEW_UNUSED, sorted(imported & NEW_UNUSED)
+
+
+# Modules `worktrees` has no use for when no stage of any repo asks for them: the
+# status concept (the home worktree's index is a layout fact), the removal
+# journal, mounts, the running side of the setup stage, and what those pull in.
+WORKTREES_UNUSED = {
+    "router.git.status",
+    "router.topic.removal",
+    "router.mounts",
+    "router.create.setuprun",
+    "hashlib",
+    "shutil",
+}
+
+
+def test_worktrees_imports_none_of_what_its_stages_with_nothing_to_do_would_use(workspace):
+    home = make_repo(workspace, "web")
+    topic = new_topic(home)
+    write_repos_md(topic, {n: make_repo(workspace, n) for n in ("api", "db")})
+    code = (
+        "import sys\nfrom router.entry import main\n"
+        f"code = main(['worktrees', {topic.id!r}, '--json'])\n"
+        "print('MODULES', *sorted(sys.modules), file=sys.stderr)\nraise SystemExit(code)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=home, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    statuses = [r["status"] for r in json.loads(proc.stdout)["repos"]]
+    assert statuses == ["existing", "created", "created"]
+    line = proc.stderr.splitlines()[-1]
+    assert line.startswith("MODULES ")
+    imported = set(line.split()[1:])
+    assert "router.create.topic" in imported  # the command ran through its own module
+    assert not imported & WORKTREES_UNUSED, sorted(imported & WORKTREES_UNUSED)

@@ -52,7 +52,7 @@ METHODS = {
     ),
     "status": (
         "gitlinks added_in_index untracked_under status ls_files ignored_untracked "
-        "is_ignored index_file staged_paths"
+        "is_ignored staged_paths"
     ),
     "history": "is_ancestor merge_base _merge_base _about rev_list count_commits cherry _cherry",
     "objects": "blob tree_of _tree_of merge_tree _merge_tree show_file",

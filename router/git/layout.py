@@ -121,6 +121,24 @@ class LayoutMethods(Runner):
         plain = self._plain_layout()
         return RepoLayout(*(Path(p) for p in plain)) if plain is not None else None
 
+    def index_file(self) -> Path | None:
+        """The index file of the checkout at cwd (it may not exist); None when git does not answer.
+
+        A fact of the layout (where the checkout's git files are): asking whether a
+        checkout has an index loads nothing of the status concept.
+
+        For a checkout top level in the plain layout, its git dir's ``index``
+        (read from its files, as git would); otherwise git is asked.
+        """
+        plain = self.files_layout()
+        if plain is not None:
+            return plain.git_dir / "index"
+        try:
+            out = self.out("rev-parse", "--path-format=absolute", "--git-path", "index")
+        except GitError:
+            return None
+        return Path(out) if out else None
+
     def _plain_layout(self) -> tuple[str, str, str] | None:
         """:func:`gitfiles.plain_layout` of cwd, when git here would read the files it reads."""
         return None if self.env else gitfiles.plain_layout(str(self.cwd))

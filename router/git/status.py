@@ -9,7 +9,6 @@ from pathlib import Path
 
 from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
-from router.git.run import GitError
 from router.names import Branch, Sha
 
 
@@ -102,21 +101,6 @@ class StatusMethods(LayoutMethods):
             return set()
         res = self.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0", check=False)
         return {p for p in res.stdout.split("\0") if p}
-
-    def index_file(self) -> Path | None:
-        """The index file of the checkout at cwd (it may not exist); None when git does not answer.
-
-        For a checkout top level in the plain layout, its git dir's ``index``
-        (read from its files, as git would); otherwise git is asked.
-        """
-        plain = self.files_layout()
-        if plain is not None:
-            return plain.git_dir / "index"
-        try:
-            out = self.out("rev-parse", "--path-format=absolute", "--git-path", "index")
-        except GitError:
-            return None
-        return Path(out) if out else None
 
     def staged_paths(self, index: Path, head: str | None) -> list[str]:
         """Paths where the index file ``index`` differs from commit ``head`` (None: unborn).
