@@ -428,7 +428,10 @@ def _printed_keys(topic, other_topic) -> dict[str, set[str]]:
         "release": [("release", tid)],
         "init": [("init",)],
         "install-hooks": [("install-hooks", "--dry-run")],
-        "pr-cleanup": [("pr-cleanup", other_topic, "--abandon", "--yes", "--dry-run")],
+        "pr-cleanup": [
+            ("pr-cleanup", other_topic, "--abandon", "--yes", "--dry-run"),
+            ("pr-cleanup", tid, "--dry-run"),  # its dirty worktree: a refused plan's blockers
+        ],
         # a dirty worktree: --force snapshots it, and restore brings it back
         "teardown": [("teardown", tid, "--dry-run"), ("teardown", tid, "--force")],
         "restore": [("restore", tid)],
