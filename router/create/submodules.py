@@ -5,7 +5,9 @@ worktree at the commit the branch records, from the primary's own objects
 (:func:`router.git.borrow_module`): nothing the machine has is fetched again,
 and an unreachable remote does not matter. Then, level by level, the ones
 the primary's copy of each has initialised, from its git dir of them
-(``modules/<a>/modules/<b>``). ``restore`` checks a restored worktree's
+(``modules/<a>/modules/<b>``). Each commit checked out is pinned in the primary's
+git dir it is borrowed from, so the primary's ``git gc`` keeps it
+(:func:`router.git.borrow_module`). ``restore`` checks a restored worktree's
 submodules out here too, each where the snapshot had it. One that cannot be is a warning
 naming it and the command that fetches it; the worktree is made all the same.
 
@@ -74,6 +76,7 @@ class _Where:
     worktree: Path
     git_dir: Path
     within: str  # "" at the worktree's top; else the submodule this level is, from the top
+    borrower: str  # the worktree's registration name: its pins in the primary's git dirs say it
 
     def inside(self, rel: str) -> str:
         """``rel`` (relative to this level) relative to the worktree's top."""
@@ -89,11 +92,16 @@ def check_out_submodules(
     ``at``: the commit a submodule (by path) is checked out at rather than the one
     the index records: ``restore`` puts each where the snapshot had it.
     """
-    return _level(primary, common_dir, worktree, "", at or {})
+    return _level(primary, common_dir, worktree, "", at or {}, "")
 
 
 def _level(
-    primary: Path, common_dir: Path, worktree: Path, within: str, at: Mapping[str, str]
+    primary: Path,
+    common_dir: Path,
+    worktree: Path,
+    within: str,
+    at: Mapping[str, str],
+    borrower: str,
 ) -> tuple[SubmoduleOutcome, ...]:
     """One level's submodules checked out, all at once; each one's own after it."""
     git = Git(worktree)
@@ -110,7 +118,8 @@ def _level(
         return (SubmoduleOutcome(path, "", "", SubmoduleStatus.FAILED, why, within),)
     if not links or git_dir is None:
         return ()
-    where = _Where(primary, common_dir, worktree, git_dir, within)
+    # At the top the worktree's git dir is its registration; below, the top's name holds.
+    where = _Where(primary, common_dir, worktree, git_dir, within, borrower or git_dir.name)
     # The git dirs one after the other (a few small processes each), then every
     # checkout at once, each followed by its own submodules: each is its own repository.
     decided = [
@@ -133,7 +142,7 @@ def _with_nested(
     if source is None:  # checked out by hand: the primary has nothing below it to go by
         return found
     inner = (where.primary / link.path, source, where.worktree / link.path)
-    return found + _level(*inner, where.inside(link.path), {})
+    return found + _level(*inner, where.inside(link.path), {}, where.borrower)
 
 
 def _make_git_dir(
@@ -161,7 +170,7 @@ def _prepared(
     try:
         if target.exists():
             return _resumed(top, target)
-        g.borrow_module(source, target, commit, top)
+        g.borrow_module(source, target, commit, top, pin=g.borrow_pin(where.borrower))
     except g.MissingCommit as exc:
         return SubmoduleStatus.FAILED, f"{exc}: fetch it there first"
     except (GitError, OSError) as exc:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from router import interrupt
 from router.doctor.findings import Finding, Kind, Problem
+from router.doctor.pins import stale_pin_problems
 from router.doctor.records import (
     holder_problems,
     orphan_branch_problems,
@@ -152,5 +153,6 @@ def scan_repos(
         problems += record_problems(repo, entries)
         problems += stale_lock_problems(repo) if with_locks else []
         problems += holder_problems(repo)
+        problems += stale_pin_problems(repo)
     problems += worktrees_section_problems(home)
     return problems

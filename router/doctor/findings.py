@@ -29,6 +29,7 @@ class Kind(StrEnum):
     RESTORE_UNFINISHED = "restore-unfinished"
     HALF_MADE_REGISTRATION = "half-made-registration"
     UNLOCKED_WORKTREE = "unlocked-worktree"
+    STALE_BORROW_PIN = "stale-borrow-pin"
 
 
 # A repair returns what it did, or raises NotSafe saying why it left the thing.

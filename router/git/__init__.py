@@ -132,17 +132,24 @@ if TYPE_CHECKING:
     from router.git.status import checkout_state as checkout_state
     from router.git.status import gitlink_paths as gitlink_paths
     from router.git.status import status_with_branch as status_with_branch
+    from router.git.submodules import BORROWED_PREFIX as BORROWED_PREFIX
     from router.git.submodules import Gitlink as Gitlink
     from router.git.submodules import MissingCommit as MissingCommit
     from router.git.submodules import borrow_module as borrow_module
+    from router.git.submodules import borrow_pin as borrow_pin
+    from router.git.submodules import borrow_pins as borrow_pins
+    from router.git.submodules import borrowed_sources as borrowed_sources
     from router.git.submodules import checkout_borrowed as checkout_borrowed
     from router.git.submodules import checkout_finished as checkout_finished
     from router.git.submodules import declared_gitlinks as declared_gitlinks
     from router.git.submodules import detached_head as detached_head
+    from router.git.submodules import drop_borrow_pin as drop_borrow_pin
+    from router.git.submodules import drop_borrow_pins as drop_borrow_pins
     from router.git.submodules import forget_unfinished_checkout as forget_unfinished_checkout
     from router.git.submodules import initialised_names as initialised_names
     from router.git.submodules import making_dir as making_dir
     from router.git.submodules import module_dir as module_dir
+    from router.git.submodules import pinned_borrower as pinned_borrower
     from router.git.submodules import primary_module as primary_module
     from router.git.worktrees import ADD_IN_PROGRESS as ADD_IN_PROGRESS
     from router.git.worktrees import SUBMODULES_REFUSAL as SUBMODULES_REFUSAL
@@ -254,6 +261,13 @@ _HOME = {
     "push_delete": "remote",
     "remote_branch_tip": "remote",
     "remote_prune_refs": "remote",
+    "BORROWED_PREFIX": "submodules",
+    "borrow_pin": "submodules",
+    "borrow_pins": "submodules",
+    "borrowed_sources": "submodules",
+    "drop_borrow_pin": "submodules",
+    "drop_borrow_pins": "submodules",
+    "pinned_borrower": "submodules",
     "Gitlink": "submodules",
     "MissingCommit": "submodules",
     "borrow_module": "submodules",

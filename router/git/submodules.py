@@ -17,6 +17,15 @@ checked them out one after the other. Nothing is fetched. The submodules the
 primary's copy has initialised in turn (its ``submodule.*`` config) are
 initialised in the new git dir too, as a recursive clone's, so that its own
 submodules are checked out the same way, level by level.
+
+Borrowing is ``clone --shared``'s risk: the primary's ``git gc`` knows nothing
+of the borrower and prunes an object only the borrower reaches (the commit a
+branch records, once the primary's copy has no ref reaching it, say after a
+force-push upstream and a fetch that pruned). So before a git dir borrows,
+the commit it is checked out at is pinned in the primary's git dir of that
+submodule by a ref, ``refs/team-router/borrowed/<worktree>/checkout`` (the
+worktree's registration name), which every gc keeps with all it reaches;
+removing the worktree (:func:`drop_borrow_pins`) drops the pins.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from router.git.run import GitError, Runner
 # A submodule git dir being made: renamed into place only once whole, so a
 # kill leaves either nothing at the real name or a whole git dir.
 _MAKING = ".team-router-making"
+BORROWED_PREFIX = "refs/team-router/borrowed/"
+_PIN_LEAF = "/checkout"
 CHECKOUT_TIMEOUT = 600.0  # a local checkout of a big submodule, never a fetch
 
 
@@ -117,9 +128,32 @@ def making_dir(target: Path) -> Path:
     return target.with_name(target.name + _MAKING)
 
 
-def borrow_module(source: Path, target: Path, commit: str, top: Path) -> None:
+def borrow_pin(borrower: str) -> str:
+    """The ref that keeps, in a primary's submodule git dir, what the worktree registered as
+    ``borrower`` (its admin dir's name) borrows from it.
+
+    The name is spelt so any registration name is a valid ref: a byte other than
+    a letter, digit, ``-`` or ``_`` is ``%XX``.
+    """
+    spelt = "".join(
+        chr(b) if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "-_") else f"%{b:02X}"
+        for b in os.fsencode(borrower)
+    )
+    return f"{BORROWED_PREFIX}{spelt}{_PIN_LEAF}"
+
+
+def pinned_borrower(ref: str) -> str | None:
+    """The registration name :func:`borrow_pin` spelt into ``ref``; None for another ref."""
+    if not (ref.startswith(BORROWED_PREFIX) and ref.endswith(_PIN_LEAF)):
+        return None
+    from urllib.parse import unquote_to_bytes
+
+    return os.fsdecode(unquote_to_bytes(ref[len(BORROWED_PREFIX) : -len(_PIN_LEAF)]))
+
+
+def borrow_module(source: Path, target: Path, commit: str, top: Path, *, pin: str) -> None:
     """Make ``target`` a submodule git dir that borrows ``source``'s objects, at ``commit``,
-    for the checkout at ``top``.
+    for the checkout at ``top``; ``pin`` (:func:`borrow_pin`) keeps ``commit`` in ``source``.
 
     Its object format, remotes and their remote-tracking refs, its tags and the
     submodules it has initialised are ``source``'s, as a (recursive) clone from
@@ -132,6 +166,9 @@ def borrow_module(source: Path, target: Path, commit: str, top: Path) -> None:
     old = Runner(source)
     if not old.ok("cat-file", "-e", f"{commit}^{{commit}}"):
         raise MissingCommit(commit, source)  # before anything is made
+    # Pinned before anything borrows it: from here on the primary's gc keeps the
+    # commit and all it reaches (the trees and blobs a commit made on it shares).
+    old.run("update-ref", "-m", f"team-router: borrowed by {target}", pin, commit)
     config = _source_config(old)
     making = making_dir(target)
     scratch = making.with_name(making.name + "-top")
@@ -269,3 +306,53 @@ def forget_unfinished_checkout(top: Path, module: Path) -> None:
     if read_line(os.fspath(dotgit)).startswith("gitdir: "):
         dotgit.unlink()
     (module / "index.lock").unlink(missing_ok=True)
+
+
+def borrowed_sources(admin: Path) -> list[tuple[Path, str]]:
+    """(primary's git dir, its pin) for every submodule git dir under the registration
+    ``admin`` (nested ones too) that borrows objects: what :func:`drop_borrow_pins` drops.
+
+    Read from the borrowers' ``objects/info/alternates`` (no git process): each
+    names the ``objects`` directory of the git dir it borrows from.
+    """
+    pin = borrow_pin(admin.name)
+    found = []
+    for dirpath, dirnames, filenames in os.walk(admin / "modules"):
+        if "HEAD" not in filenames or "objects" not in dirnames:
+            dirnames.sort()
+            continue
+        dirnames[:] = ["modules"] if "modules" in dirnames else []  # only its own nest deeper
+        try:
+            with open(os.path.join(dirpath, "objects", "info", "alternates"), "rb") as f:
+                lines = f.read().decode("utf-8", "surrogateescape").splitlines()
+        except OSError:
+            continue  # borrows nothing (a git dir made by hand)
+        for line in lines:
+            if os.path.isabs(line) and os.path.basename(line) == "objects":
+                found.append((Path(os.path.dirname(line)), pin))
+    return found
+
+
+def drop_borrow_pins(sources: list[tuple[Path, str]]) -> None:
+    """Delete the pins :func:`borrowed_sources` found, once their borrowers are gone.
+
+    One git cannot delete stays, harmless (it keeps objects a gc could have
+    pruned) and findable: ``doctor`` lists a pin whose worktree is gone.
+    """
+    for source, pin in sources:
+        Runner(source).run("update-ref", "-d", pin, check=False)
+
+
+def borrow_pins(module: Path) -> dict[str, str]:
+    """``ref -> commit`` of the pins in the (primary's) submodule git dir ``module``."""
+    res = Runner(module).run(
+        "for-each-ref", "--format=%(refname) %(objectname)", BORROWED_PREFIX, check=False
+    )
+    if not res.ok:
+        raise res.as_error()
+    return dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line)
+
+
+def drop_borrow_pin(module: Path, ref: str, commit: str) -> None:
+    """Delete the pin ``ref`` in ``module`` only while it is at ``commit``."""
+    Runner(module).run("update-ref", "-d", ref, commit)

@@ -150,12 +150,26 @@ class WorktreeMethods(LayoutMethods):
         Without ``force`` git's own check refuses a worktree with changes: its
         internal ``git status`` must list untracked files whatever the user's
         ``status.showUntrackedFiles`` says (with ``no`` it would remove them).
+        The pins that kept, in the primary's submodule git dirs, what the
+        worktree's submodules borrowed are dropped once git removed it (read
+        before: git deletes the borrowers with the registration); a removal
+        git refuses keeps them all.
         """
+        from router.git.submodules import borrowed_sources, drop_borrow_pins
+
         args = ["worktree", "remove"]
         if force:
             # Twice: a locked worktree needs -f -f (callers decide about locks first).
             args += ["--force"] if keep_locked else ["--force", "--force"]
+        pins = borrowed_sources(Path(admin)) if (admin := self._registration(path)) else []
         self.run(*args, "--", str(path), config=["status.showUntrackedFiles=all"])
+        drop_borrow_pins(pins)
+
+    def _registration(self, path: Path) -> str | None:
+        """The admin dir of the worktree at ``path``, read from git's files; None when none."""
+        plain = self._plain_layout()
+        common = plain[2] if plain is not None else str(self.common_dir())
+        return gitfiles.registration_of(common, str(path))
 
 
 def parse_worktree_list(out: str) -> list[WorktreeEntry]:

@@ -1,0 +1,146 @@
+"""What a worktree's submodules borrow from the primary survives the primary's ``git gc``.
+
+A worktree's submodule git dir borrows the primary's objects (``clone
+--shared``'s risk): the commit it is checked out at is pinned by a ref in the
+primary's git dir of that submodule until the worktree is removed. Real
+submodules from local bare origins; the primary is made to lose every ref
+reaching the recorded commit, as an upstream force-push and a pruning fetch
+do, then gc'd with every reflog expired.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers.faults import run
+from helpers.repos import commit, git, run_cli, status
+from helpers.submodules import common_dir, recorded, web_with_submodules
+
+ID = "2026-05-01-add-thing"
+NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
+PIN = f"refs/team-router/borrowed/{ID}/checkout"
+
+
+def _pins(module: Path) -> str:
+    return git(module, "for-each-ref", "--format=%(objectname) %(refname)", "refs/team-router/")
+
+
+def _fsck(checkout: Path) -> tuple[int, str]:
+    """``git fsck --connectivity-only``: every object every ref and HEAD reach is there."""
+    proc = subprocess.run(
+        ["git", "-C", str(checkout), "fsck", "--connectivity-only", "--no-dangling"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _primary_forgets(web: Path, path: str) -> str:
+    """Upstream force-pushes its branch one commit back, the primary's copy of ``path``
+    follows (its checkout, its branch, a pruning fetch), every reflog expires and gc prunes:
+    no ref of the primary's own reaches the commit the superproject records. That commit."""
+    sub = web / path
+    gone = git(sub, "rev-parse", "HEAD")
+    back = git(sub, "rev-parse", "HEAD^")
+    git(sub, "checkout", "-q", "--detach", back)
+    git(sub, "push", "-q", "--force", "origin", f"{back}:refs/heads/main")
+    git(sub, "branch", "-q", "-f", "main", back)
+    git(sub, "fetch", "-q", "--prune", "origin")
+    module = common_dir(web) / "modules" / path
+    git(module, "reflog", "expire", "--expire=now", "--all")
+    git(module, "gc", "-q", "--prune=now")
+    return gone
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_a_worktrees_submodule_stays_whole_when_the_primary_prunes_its_commit(workspace):
+    web = web_with_submodules(workspace)
+    res = run(*NEW, cwd=web)
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    # A commit of the user's own in the borrowed submodule: its objects are the
+    # worktree's, its parent and the blobs its tree shares are the primary's.
+    mine = commit(sub, "notes.txt", "mine\n", "only in the worktree's submodule")
+    module = common_dir(web) / "modules/libs/one"
+
+    assert _primary_forgets(web, "libs/one") == at
+
+    assert _fsck(sub) == (0, "")
+    # Only the pin keeps it in the primary.
+    assert git(module, "for-each-ref", "--contains", at, "--format=%(refname)") == PIN
+    assert git(sub, "log", "--format=%H", "-2").splitlines() == [mine, at]
+    assert git(sub, "show", f"{at}:lib.py") == "name = 'one'"
+    assert status(sub) == ""
+    # The other submodule lost nothing either, and teardown still sees the user's commit.
+    assert _fsck(worktree / "libs/two") == (0, "")
+    refused = run_cli("teardown", ID, "--json", cwd=web)
+    assert refused.code == 1 and refused.json["error"]["code"] == "nested-work", refused.out
+    assert git(sub, "rev-parse", "HEAD") == mine
+
+
+def test_teardown_drops_the_pins_of_every_submodule_nested_ones_too(workspace):
+    web = web_with_submodules(workspace, nested=True)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    modules = common_dir(web) / "modules"
+    pinned = {
+        "libs/one": recorded(worktree, "libs/one"),
+        "libs/one/modules/deps/deep": recorded(worktree / "libs/one", "deps/deep"),
+        "libs/two": recorded(worktree, "libs/two"),
+    }
+    for module, at in pinned.items():
+        assert _pins(modules / module) == f"{at} {PIN}", module
+    res = run_cli("teardown", ID, "--json", cwd=web)
+    assert res.code == 0, res.out
+    assert not worktree.exists()
+    for module in pinned:
+        assert _pins(modules / module) == "", module
+    assert status(web / "libs/one/deps/deep") == "" and status(web) == ""
+
+
+def test_doctor_lists_a_pin_whose_worktree_git_removed_and_repair_drops_it(workspace):
+    web = web_with_submodules(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    at = {n: recorded(worktree, f"libs/{n}") for n in ("one", "two")}
+    clean = run_cli("doctor", "--json", cwd=web)
+    assert clean.code == 0 and clean.json["findings"] == [], clean.out
+    # git alone knows nothing of the pins: they stay behind.
+    git(web, "worktree", "remove", "--force", "--force", str(worktree))
+    modules = common_dir(web) / "modules"
+
+    found = run_cli("doctor", "--json", cwd=web)
+    assert found.code == 0, found.out
+    assert [
+        (f["kind"], f["path"], f["repaired"], f["detail"])
+        for f in found.json["findings"]
+        if f["kind"] == "stale-borrow-pin"
+    ] == [
+        (
+            "stale-borrow-pin",
+            str(modules / f"libs/{n}"),
+            False,
+            f"{PIN} keeps {at[n][:12]} for the worktree registered as {ID!r}, which is gone: "
+            "harmless (it keeps objects `git gc` would prune); "
+            "`team-router doctor --repair` drops it",
+        )
+        for n in ("one", "two")
+    ]
+    for n in ("one", "two"):
+        assert _pins(modules / f"libs/{n}") == f"{at[n]} {PIN}"
+
+    repaired = run_cli("doctor", "--repair", "--json", cwd=web)
+    assert repaired.code == 0, repaired.out
+    dropped = [f for f in repaired.json["findings"] if f["kind"] == "stale-borrow-pin"]
+    assert [(f["repaired"], f["detail"].rpartition("; ")[2]) for f in dropped] == [
+        (True, f"dropped {PIN}")
+    ] * 2
+    for n in ("one", "two"):
+        assert _pins(modules / f"libs/{n}") == ""
+    after = run_cli("doctor", "--json", cwd=web)
+    assert not [f for f in after.json["findings"] if f["kind"] == "stale-borrow-pin"], after.out
