@@ -130,6 +130,20 @@ def _with_last_run(tmp_path, steps: list[dict]) -> state.TopicRecord | None:
     return state.read_record(tmp_path, ID)
 
 
+def test_a_journal_line_keeps_its_written_form_and_reads_back_as_the_same_file():
+    # Records written by earlier versions hold these lines: the form may not change.
+    # A stamp before 1970 is negative; a path may hold ':'.
+    entry = state.Judged("dir/a:b.txt", 2049, 12, 0o100644, 5, -1_000_000_007, 10**18, "d" * 64)
+    line = f"2049:12:33188:5:-1000000007:{10**18}:{'d' * 64}:dir/a:b.txt"
+    assert entry.to_json() == line
+    back = state.Judged.from_json(line)
+    assert back == entry and type(back) is state.Judged and back.ctime_ns == 10**18
+    removal = state.Removal("/w", (entry, state.Judged("c", 1, 2, 3, 4, 5, 6)))
+    assert state.Removal.from_json(removal.to_json()) == removal
+    with pytest.raises(ValueError, match="is not a journaled file"):
+        state.Judged.from_json("2049:12:33188:5:x:6::a.txt")
+
+
 def test_a_last_run_written_before_reasons_were_kept_reads_with_its_words_alone(tmp_path):
     gone = {"name": "branch", "outcome": "skipped", "detail": f"{ID} is already gone"}
     record = _with_last_run(tmp_path, [gone])
