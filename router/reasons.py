@@ -108,6 +108,21 @@ class Reason(StrEnum):
     UNREADABLE = "unreadable"
     REMOVED_UNTRACKED = "removed-untracked"
     REMOVE_FAILED = "remove-failed"
+    # -- the plan's refusals, and a refused teardown's steps
+    CHECK_FAILED = "check-failed"  # reading the repo failed: nothing is guessed
+    HELD = "held"  # another live session holds the topic
+    DETACHED_COMMITS = "detached-commits"  # a detached HEAD holds commits no branch has
+    TEARDOWN_REFUSED = "teardown-refused"  # not done: the teardown was refused as a whole
+    UNCHECKED = "unchecked"  # not known until the repo can be checked
+    # -- sweep
+    NO_RESIDUE = "no-residue"
+    SWEPT = "swept"  # residue swept (or snapshotted), some perhaps kept
+    RESIDUE_KEPT = "residue-kept"  # nothing swept: what is there is kept
+    RESIDUE_STUCK = "residue-stuck"  # residue that could not be removed
+    # -- local-state
+    ALREADY_RAN = "already-ran"  # an earlier teardown or pr-cleanup of the topic ran it
+    NOTHING_DECLARED = "nothing-declared"
+    RAN = "ran"  # the declared lines and temp paths (the outcome says how it went)
     # -- notes said after a step's reason
     COPIES = "copies"  # .worktreeinclude copies the removal deletes
     NESTED = "nested"  # repositories inside go with the worktree
@@ -133,15 +148,19 @@ class Why:
     default: str = ""  # the default branch's name
     count: int = 0
     items: tuple[str, ...] = ()
+    others: tuple[str, ...] = ()  # a second list (what is kept beside what went)
     ref: str = ""  # a snapshot ref
     commit: str = ""
     command: str = ""  # the git command that failed
     again: str = ""  # the command a rerun is, as the words name it
     step: str = ""  # another step the reason is about (the one that held this back)
+    topic: str = ""  # the topic's id
+    repo: str = ""  # the repo's name in the topic
     text: str = ""
     other: str = ""  # a second piece of words from elsewhere (a second git message)
     flag: bool = False  # a reason's one yes/no variant (its renderer says which)
     planned: bool = False
+    inner: tuple[Why, ...] = ()  # the reason this one wraps (what a refused step would do)
     notes: tuple[Why, ...] = ()
     before: tuple[Why, ...] = ()
 
@@ -160,7 +179,7 @@ class Why:
             value = getattr(self, f.name)
             if value == f.default:
                 continue
-            if f.name in ("notes", "before"):
+            if f.name in ("notes", "before", "inner"):
                 value = [w.to_json() for w in value]
             elif isinstance(value, tuple):
                 value = list(value)
@@ -179,7 +198,7 @@ class Why:
                 continue
             if key not in kinds:
                 raise ValueError(f"a step's why has no field {key!r}")
-            if key in ("notes", "before"):
+            if key in ("notes", "before", "inner"):
                 if not isinstance(value, list):
                     raise ValueError(f"why.{key} must be a list")
                 value = tuple(cls.from_json(v) for v in value)

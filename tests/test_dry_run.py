@@ -316,7 +316,12 @@ def test_after_pr_cleanup_in_a_secondary_its_local_state_is_planned_as_already_r
     assert text.code == 0, text.out + text.err
     assert f"  {'local-state':<15} {'would be skipped':<17} {already}" in text.out.splitlines()
     dry, real = plan_then_run("teardown", topic.id, topic.home)
-    expected = {"name": "local-state", "outcome": "skipped", "detail": already}
+    expected = {
+        "name": "local-state",
+        "outcome": "skipped",
+        "reason": "already-ran",
+        "detail": already,
+    }
     assert steps_of(dry.json, "api")["local-state"] == expected
     assert steps_of(real.json, "api")["local-state"] == expected
     assert log.read_text() == "api\nhome\n"  # api's ran once, by pr-cleanup
@@ -326,7 +331,12 @@ def test_local_state_with_nothing_declared_is_planned_skipped_as_the_run_skips_i
     topic = new_topic(home_repo)
     dry, real = plan_then_run("teardown", topic.id, home_repo)
     nothing = "no .teamteardown on main — nothing declared; no temp paths recorded"
-    expected = {"name": "local-state", "outcome": "skipped", "detail": nothing}
+    expected = {
+        "name": "local-state",
+        "outcome": "skipped",
+        "reason": "nothing-declared",
+        "detail": nothing,
+    }
     assert steps_of(dry.json, "home")["local-state"] == expected
     assert steps_of(real.json, "home")["local-state"] == expected
 
@@ -369,6 +379,7 @@ def test_a_refused_teardowns_dry_run_shows_every_step_and_ends_as_the_refusal_do
     assert steps_of(dry.json, "home")["remove"] == {
         "name": "remove",
         "outcome": "skipped",
+        "reason": "teardown-refused",
         "detail": f"not done: teardown refused (another repo): would remove "
         f"{topic.worktrees['home']}",
     }
@@ -503,7 +514,12 @@ def test_a_removal_stopped_half_way_is_planned_as_finished_not_swept(home_repo, 
         "detail": f"removed {wt} (finished a removal that was interrupted)",
     }
     # The sweep leaves it to the remove step: no residue, kept nothing, in both.
-    nothing = {"name": "sweep", "outcome": "skipped", "detail": f"no residue under {wt.parent}"}
+    nothing = {
+        "name": "sweep",
+        "outcome": "skipped",
+        "reason": "no-residue",
+        "detail": f"no residue under {wt.parent}",
+    }
     assert steps_of(dry.json, "home")["sweep"] == steps_of(real.json, "home")["sweep"] == nothing
     assert dry.json["kept"] == real.json["kept"] == []
     assert not wt.exists() and status(home_repo) == ""
@@ -557,6 +573,7 @@ def test_a_pr_cleanup_rerun_plans_its_local_state_as_already_run(workspace, tmp_
     already = {
         "name": "local-state",
         "outcome": "skipped",
+        "reason": "already-ran",
         "detail": "already ran in an earlier teardown or pr-cleanup of this topic "
         f"(`team-router local-state {topic.id}` runs it again)",
     }

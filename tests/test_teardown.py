@@ -174,10 +174,16 @@ def test_dry_run_prints_the_plan_and_changes_nothing(workspace):
             {
                 "name": "sweep",
                 "outcome": "skipped",
+                "reason": "no-residue",
                 "detail": f"no residue under {wt.parent}",
             },
             # Nothing declared: skipped, as the real run reports it.
-            {"name": "local-state", "outcome": "skipped", "detail": local},
+            {
+                "name": "local-state",
+                "outcome": "skipped",
+                "reason": "nothing-declared",
+                "detail": local,
+            },
         ]
 
     def local_state(name: str, notes: list[str]) -> dict:
@@ -937,6 +943,7 @@ def test_teardown_keeps_residue_holding_an_unshipped_runs_artifacts_and_refuses_
     assert steps_of(res.json, "home")["sweep"] == {
         "name": "sweep",
         "outcome": "refused",
+        "reason": "unshipped",
         "code": "unshipped-run",
         "detail": f"{why}; swept 1: {leftovers / 'old-topic'}; kept 1 (see kept): "
         f"{leftovers / other}",
@@ -1139,11 +1146,12 @@ def _refused_plan(
             if home
             else ("skipped", "home repo only", "not-home")
         ),
-        "sweep": ("skipped", f"no residue under {wt.parent}"),
+        "sweep": ("skipped", f"no residue under {wt.parent}", "no-residue"),
         "local-state": (
             "skipped",
             "no .teamteardown on main — nothing declared"
             + ("; no temp paths recorded" if home else ""),
+            "nothing-declared",
         ),
     }
     if plan:
@@ -1154,14 +1162,14 @@ def _refused_plan(
             {"name": n, "outcome": conditional[planned[n][0]], "detail": planned[n][1]}
             for n in rest
         ]
-    # A step skipped anyway keeps its reason; one not done for the refusal says so in words.
+    # A step skipped anyway keeps its reason; one not done is so for the refusal.
     return [
         blocker
         if name == blocker["name"]
         else {
             "name": name,
             "outcome": "skipped",
-            **({"reason": planned[name][2]} if len(planned[name]) > 2 else {}),
+            "reason": planned[name][2] if planned[name][0] == "skipped" else "teardown-refused",
             "detail": planned[name][1]
             if planned[name][0] == "skipped"
             else f"{why}: {planned[name][1]}",
@@ -1239,6 +1247,7 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
                     {
                         "name": "integrate",
                         "outcome": "refused",
+                        "reason": "unintegrated",
                         "detail": unintegrated,
                         "code": "unintegrated-commits",
                     },

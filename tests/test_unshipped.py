@@ -545,6 +545,7 @@ def test_a_forced_teardown_snapshots_a_removed_worktrees_artifacts_and_restore_b
     nothing = {
         "name": "sweep",
         "outcome": "skipped",
+        "reason": "no-residue",
         "detail": f"no residue under {worktree.parent}",
     }
     for data in (plan.json, res.json):

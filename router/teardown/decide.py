@@ -22,7 +22,7 @@ from router.teardown.integrate import integrate_commits
 from router.teardown.localstate import LocalStateJob, LocalStateReport, local_state_step
 from router.teardown.plan_dir import plan_dir_decision
 from router.teardown.proof import Integration
-from router.teardown.record import LOCAL_STATE_RAN, TopicRef, local_state_ran, mark_done
+from router.teardown.record import TopicRef, local_state_ran, mark_done
 from router.teardown.remove import finish_blocker, gone_with, removal_started, remove_worktree
 from router.teardown.steps import (
     Decision,
@@ -319,7 +319,7 @@ def decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -
     target = plan.target
     # Read now (another run may just have run it), unless the topic was created again.
     if scope.id and not recreated(plan) and local_state_ran(repo.common_dir, scope.id):
-        return settled(skipped(Step.LOCAL_STATE, LOCAL_STATE_RAN.format(id=scope.id)))
+        return settled(skipped(Step.LOCAL_STATE, Why(Reason.ALREADY_RAN, topic=scope.id)))
     job = _local_job(repo, target, plan, scope, opts)
 
     def plan_it() -> StepResult:

@@ -18,6 +18,7 @@ from router.errors import ErrorCode
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.ioerror import describe_io
 from router.progress import Echo
+from router.reasons import Reason, Why
 from router.teardown.blockers import (
     foreign_worktree,
     hidden_work,
@@ -38,7 +39,7 @@ from router.teardown.primary import is_primary_clone, primary_busy
 from router.teardown.proof import Integration, cut_from, integration
 from router.teardown.record import TopicRef, pending_pick
 from router.teardown.remove import copies_note, included_copies, removal_started
-from router.teardown.steps import Outcome, Step, StepResult, name_some, refused
+from router.teardown.steps import Outcome, Step, StepResult, refused
 from router.teardown.sweep import Runs, SweepVerdict, classify
 from router.teardown.unshipped import (
     RunArtifacts,
@@ -147,7 +148,8 @@ def plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str = "") -> 
     except (GitError, OSError) as exc:
         what = exc.first_line if isinstance(exc, GitError) else describe_io(exc)
         code = exc.code if isinstance(exc, GitError) else ErrorCode.IO_ERROR
-        blocker = refused(Step.INTEGRATE, code, f"{target.name}: checking the repo failed: {what}")
+        failure = Why(Reason.CHECK_FAILED, repo=target.name, text=what)
+        blocker = refused(Step.INTEGRATE, code, failure)
         return RepoPlan(target, checked=False, blockers=(blocker,))
 
 
@@ -387,7 +389,7 @@ def _plan_dir_blockers(
     dirs = unshipped((run_artifacts(c, topic_id) for c in checkouts), shipped=shipped)
     if not dirs or opts.force:
         return tuple(dirs), []
-    why = unshipped_message(topic_id, dirs, command="teardown")
+    why = Why(Reason.UNSHIPPED, text=unshipped_message(topic_id, dirs, command="teardown"))
     return tuple(dirs), [refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, why)]
 
 
@@ -445,50 +447,33 @@ def _plan_blockers(
     elif entry is not None and opts.keep_held and worktreelock.locked_by_other(entry):
         found.append(worktree_blocker(plan.worktree, entry, StatusReport()))  # type: ignore[arg-type]
     if plan.tip is not None and plan.default is None and not opts.force:
-        found.append(
-            refused(
-                Step.INTEGRATE,
-                ErrorCode.NO_DEFAULT_BRANCH,
-                f"{repo.primary}: cannot tell the default branch",
-            )
-        )
+        unknown_default = Why(Reason.NO_DEFAULT_BRANCH, path=str(repo.primary), flag=True)
+        found.append(refused(Step.INTEGRATE, ErrorCode.NO_DEFAULT_BRANCH, unknown_default))
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
     if _picks(plan, opts):
         # A dry run with an interrupted pick of ours: the real run undoes it first.
         busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
         unknown = g.committer_unknown(repo.git, plan.config)
         if busy:
-            found.append(
-                refused(
-                    Step.INTEGRATE,
-                    ErrorCode.PRIMARY_BUSY,
-                    f"cannot cherry-pick in {repo.primary}: {busy}",
-                )
-            )
+            busy_now = Why(Reason.PRIMARY_BUSY, path=str(repo.primary), text=busy)
+            found.append(refused(Step.INTEGRATE, ErrorCode.PRIMARY_BUSY, busy_now))
         elif unknown is not None:
             found.append(no_identity(repo, unknown))
     elif missing and not opts.force and not plan.kept_branch:
         # A kept branch keeps its commits: nothing to refuse.
-        found.append(
-            refused(
-                Step.INTEGRATE,
-                ErrorCode.UNINTEGRATED_COMMITS,
-                f"{len(missing)} commit(s) of {plan.target.branch} are on no target branch: "
-                f"{name_some(c[:12] for c in missing)}; {_ways_out(repo, plan)}",
-            )
+        commits = tuple(c[:12] for c in missing)
+        unintegrated = Why(Reason.UNINTEGRATED, branch=plan.target.branch, items=commits)
+        unintegrated = dataclasses.replace(
+            unintegrated, count=len(commits), flag=_pushed(repo, plan)
         )
+        found.append(refused(Step.INTEGRATE, ErrorCode.UNINTEGRATED_COMMITS, unintegrated))
     return found
 
 
-def _ways_out(repo: Repo, plan: RepoPlan) -> str:
-    """What to do about unintegrated commits, and whether origin's branch keeps them already."""
+def _pushed(repo: Repo, plan: RepoPlan) -> bool:
+    """Origin's branch keeps the unintegrated commits already (as last fetched)."""
     pushed = f"refs/remotes/origin/{plan.target.branch}"
-    if plan.tracking and plan.tip and repo.git.is_ancestor(plan.tip, pushed):
-        return (
-            f"they are safe on origin/{plan.target.branch} (pushed, as last fetched), so "
-            "--force removes only the local copy (after a snapshot); or pass --integrate"
-        )
-    return "pass --integrate, or --force to snapshot them"
+    return bool(plan.tracking and plan.tip and repo.git.is_ancestor(plan.tip, pushed))
 
 
 def _picks(plan: RepoPlan, opts: TeardownOptions) -> bool:
@@ -503,14 +488,8 @@ def _detached_loss(repo: Repo, plan: RepoPlan, entry: WorktreeEntry) -> list[Ste
     lost = g.unique_commits(repo.git, entry.head, except_branch=None)
     if not lost:
         return []
-    return [
-        refused(
-            Step.REMOVE,
-            ErrorCode.UNINTEGRATED_COMMITS,
-            f"{plan.worktree} is on a detached HEAD holding {lost} commit(s) no branch has; "
-            "put them on a branch, or pass --force to snapshot them",
-        )
-    ]
+    detached = Why(Reason.DETACHED_COMMITS, path=str(plan.worktree), count=lost)
+    return [refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, detached)]
 
 
 def recreated(plan: RepoPlan) -> bool:

@@ -29,7 +29,7 @@ from router.declared import (
 from router.errors import ErrorCode, ExitCode, error_json
 from router.git import Git, GitPlace, forget, git_place, repository_above, repository_below
 from router.progress import Echo
-from router.reasons import prose
+from router.reasons import Reason, Why
 from router.teardown.primary import is_primary_clone
 from router.teardown.steps import (
     INTERRUPTED_STEP,
@@ -362,14 +362,16 @@ def local_state_step(
     if report.interrupted:
         # "not done": the record does not count it, so a rerun runs the step again.
         signal = interrupt.name(interrupt.received() or interrupt.SIGINT)
-        stopped = skipped(Step.LOCAL_STATE, f"{INTERRUPTED_STEP} ({signal}): {report.summary()}")
+        why = Why(Reason.STOPPED, text=f"{INTERRUPTED_STEP} ({signal}): {report.summary()}")
+        stopped = skipped(Step.LOCAL_STATE, why)
         return not_done(stopped, NotDone.INTERRUPTED), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
-        return skipped(Step.LOCAL_STATE, report.summary()), report
-    return StepResult(
-        Step.LOCAL_STATE, outcome, prose(f"{'would run: ' if dry_run else ''}{report.summary()}")
-    ), report
+        return skipped(
+            Step.LOCAL_STATE, Why(Reason.NOTHING_DECLARED, text=report.summary())
+        ), report
+    ran = Why(Reason.RAN, text=report.summary(), planned=dry_run)
+    return StepResult(Step.LOCAL_STATE, outcome, ran), report
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,13 +28,6 @@ def pending_pick(common_dir: Path, topic: TopicRef) -> Picking | None:
     return record.integrating if pick is not None and record is not None else None
 
 
-# The local-state step of a topic whose local state ran already (teardown and pr-cleanup mark it).
-LOCAL_STATE_RAN = (
-    "already ran in an earlier teardown or pr-cleanup of this topic "
-    "(`team-router local-state {id}` runs it again)"
-)
-
-
 def local_state_ran(common_dir: Path, topic_id: str) -> bool:
     """The topic's record says its local state already ran (read now: another run may just have)."""
     record = state.read_record_or_none(common_dir, topic_id)

@@ -51,8 +51,9 @@ from router.errors import ErrorCode, ExitCode, error_json
 from router.fsutil import files_under
 from router.git import Git, WorktreeEntry
 from router.ioerror import describe_io
+from router.reasons import Reason, Why
 from router.teardown.snapshot import snapshot_plan_dir
-from router.teardown.steps import Step, StepResult, done_with, failed, name_some, refused, skipped
+from router.teardown.steps import Step, StepResult, done_with, failed, refused, skipped
 from router.teardown.unshipped import residue_message, snapshot_note
 from router.topic import journal, state
 from router.topic.workspace import WORKTREES_DIR, Repo
@@ -601,26 +602,18 @@ def sweep_step(
     )
     where = repo.primary / WORKTREES_DIR
     if result.failed:
-        paths = name_some(str(p) for p, _ in result.failed)
-        return failed(Step.SWEEP, f"could not remove residue: {paths}"), result
+        stuck = tuple(str(p) for p, _ in result.failed)
+        return failed(Step.SWEEP, Why(Reason.RESIDUE_STUCK, items=stuck)), result
     if result.no_residue:
-        return skipped(Step.SWEEP, f"no residue under {where}"), result
-    would = "would " if dry_run else ""
-    parts = []
-    if result.swept:
-        verb = "sweep" if dry_run else "swept"
-        parts.append(
-            f"{would}{verb} {len(result.swept)}: {name_some(str(p) for p in result.swept)}"
-        )
-    parts += [note for s in result.snapshotted for note in s.notes]
-    if result.kept:
-        verb = "keep" if dry_run else "kept"
-        parts.append(
-            f"{would}{verb} {len(result.kept)} (see kept): "
-            f"{name_some(str(k.path) for k in result.kept)}"
-        )
+        return skipped(Step.SWEEP, Why(Reason.NO_RESIDUE, path=str(where))), result
+    notes = "; ".join(note for s in result.snapshotted for note in s.notes)
+    went = Reason.SWEPT if result.swept or notes else Reason.RESIDUE_KEPT
+    swept = Why(went, items=tuple(str(p) for p in result.swept), text=notes, planned=dry_run)
+    swept = dataclasses.replace(swept, others=tuple(str(k.path) for k in result.kept))
     if result.unshipped:
-        why = residue_message(result.unshipped, command="teardown")
-        return refused(Step.SWEEP, ErrorCode.UNSHIPPED_RUN, "; ".join([why, *parts])), result
+        why = Why(Reason.UNSHIPPED, text=residue_message(result.unshipped, command="teardown"))
+        if swept.items or swept.text or swept.others:
+            why = why.noting(swept)
+        return refused(Step.SWEEP, ErrorCode.UNSHIPPED_RUN, why), result
     refs = (r for s in result.snapshotted for r in s.refs)
-    return done_with(Step.SWEEP, "; ".join(parts), *refs), result
+    return done_with(Step.SWEEP, swept, *refs), result

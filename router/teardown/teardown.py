@@ -19,6 +19,7 @@ from router import interrupt
 from router.errors import ErrorCode, ExitCode, Interrupted, error_json
 from router.parallel import parallel_map
 from router.progress import Echo, Progress
+from router.reasons import Reason, Why
 from router.teardown.act import TeardownReport, git_steps, local_state_last, teardown_repo
 from router.teardown.blockers import NO_PROC_NOTE, in_use_blocker, worktrees_in_use
 from router.teardown.decide import RepoRun
@@ -257,9 +258,7 @@ def _with_holders(
     if opts.force and not opts.keep_held:
         note = f"--force: tearing {scope.id} down although {who} still holds it"
         return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
-    blocker = refused(
-        Step.REMOVE, ErrorCode.HELD, f"{scope.id} is held by {who}; release it or pass --force"
-    )
+    blocker = refused(Step.REMOVE, ErrorCode.HELD, Why(Reason.HELD, topic=scope.id, text=who))
     home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]
 
@@ -328,14 +327,13 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
         # Two blockers of one step (a dirty worktree and a nested clone) are both named.
         seen = by_step.get(b.name)
         by_step[b.name] = b if seen is None else noting(seen, b.why)
-    why = "teardown refused" + (
-        f" ({plan.blockers[0].code} here)" if plan.blockers else " (another repo)"
-    )
+    code = plan.blockers[0].code if plan.blockers else None
+    why = Why(Reason.TEARDOWN_REFUSED, text=str(code or ""))
     # Each step as it would go once the blockers are gone: none holds another back.
     planned = (
         teardown_repo(plan, scope, planning).steps
         if plan.checked
-        else tuple(skipped(s, "not known until the repo can be checked") for s in STEPS)
+        else tuple(skipped(s, Why(Reason.UNCHECKED)) for s in STEPS)
     )
 
     def refused_step(step: StepResult) -> StepResult:
@@ -343,10 +341,11 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
         if blocker is not None:
             return blocker
         if step.outcome is Outcome.SKIPPED and not plan.checked:
-            return not_done(skipped(step.name, f"not done: {why}"), NotDone.REFUSED)
+            return not_done(skipped(step.name, why), NotDone.REFUSED)
         if step.outcome is Outcome.SKIPPED:
             return step
-        return not_done(skipped(step.name, f"not done: {why}: {step.detail}"), NotDone.REFUSED)
+        would = dataclasses.replace(why, inner=(step.why,))
+        return not_done(skipped(step.name, would), NotDone.REFUSED)
 
     steps = tuple(map(refused_step, planned))
     return TeardownReport(plan.target.name, plan.worktree, steps, planned=planned)

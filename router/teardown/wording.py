@@ -32,6 +32,39 @@ def _missing(w: Why) -> str:
     return f"{w.count} commit(s) of {w.branch} are not on {w.default}: {name_some(w.items)}"
 
 
+def _unintegrated(w: Why) -> str:
+    """The step's refusal (``default`` known), or the plan's, which says the way out."""
+    if w.default:
+        return f"{_missing(w)}; pass --integrate, or --force to snapshot them"
+    ways = (
+        f"they are safe on origin/{w.branch} (pushed, as last fetched), so --force removes "
+        "only the local copy (after a snapshot); or pass --integrate"
+        if w.flag
+        else "pass --integrate, or --force to snapshot them"
+    )
+    return (
+        f"{w.count} commit(s) of {w.branch} are on no target branch: {name_some(w.items)}; {ways}"
+    )
+
+
+def _teardown_refused(w: Why) -> str:
+    where = f"{w.text} here" if w.text else "another repo"
+    would = f": {in_words(w.inner[0])}" if w.inner else ""
+    return f"not done: teardown refused ({where}){would}"
+
+
+def _sweep_words(w: Why) -> str:
+    parts = []
+    if w.items:
+        verb = "would sweep" if w.planned else "swept"
+        parts.append(f"{verb} {len(w.items)}: {name_some(w.items)}")
+    parts += [w.text] if w.text else []
+    if w.others:
+        verb = "would keep" if w.planned else "kept"
+        parts.append(f"{verb} {len(w.others)} (see kept): {name_some(w.others)}")
+    return "; ".join(parts)
+
+
 def _mode(w: Why) -> str:
     return "--rebase" if w.flag else "--ff-only"
 
@@ -165,13 +198,17 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.KEPT_BRANCH: lambda w: f"nothing to integrate: {w.branch} is kept",
     Reason.KEPT: lambda w: w.text,
-    Reason.NO_DEFAULT_BRANCH: lambda w: f"{w.path}: the default branch is unknown",
+    Reason.NO_DEFAULT_BRANCH: lambda w: (
+        f"{w.path}: cannot tell the default branch"
+        if w.flag
+        else f"{w.path}: the default branch is unknown"
+    ),
     Reason.EMPTY: lambda w: f"nothing to integrate: {w.branch} is {EMPTY}",
     Reason.MERGED: lambda w: f"nothing to integrate: {w.branch} is merged ({w.text})",
     Reason.INTEGRATED: lambda w: (
         f"nothing to integrate: every patch of {w.branch} is on {w.default}"
     ),
-    Reason.UNINTEGRATED: lambda w: f"{_missing(w)}; pass --integrate, or --force to snapshot them",
+    Reason.UNINTEGRATED: _unintegrated,
     Reason.UNINTEGRATED_FORCED: lambda w: f"{_missing(w)}; --force: they go into a snapshot ref",
     Reason.PICKED: lambda w: (
         f"cherry-picked {w.count} commit(s) onto {w.default} in {w.path} "
@@ -307,6 +344,27 @@ WORDS: dict[Reason, Words] = {
     Reason.UNREADABLE: lambda w: f"cannot read {w.text} in {w.path}: kept",
     Reason.REMOVED_UNTRACKED: _removed_untracked,
     Reason.REMOVE_FAILED: lambda w: f"removing {w.path} failed: {w.text}",
+    # the plan's refusals, a refused teardown's steps
+    Reason.CHECK_FAILED: lambda w: f"{w.repo}: checking the repo failed: {w.text}",
+    Reason.HELD: lambda w: f"{w.topic} is held by {w.text}; release it or pass --force",
+    Reason.DETACHED_COMMITS: lambda w: (
+        f"{w.path} is on a detached HEAD holding {w.count} commit(s) no branch has; "
+        "put them on a branch, or pass --force to snapshot them"
+    ),
+    Reason.TEARDOWN_REFUSED: _teardown_refused,
+    Reason.UNCHECKED: lambda w: "not known until the repo can be checked",
+    # sweep
+    Reason.NO_RESIDUE: lambda w: f"no residue under {w.path}",
+    Reason.SWEPT: _sweep_words,
+    Reason.RESIDUE_KEPT: _sweep_words,
+    Reason.RESIDUE_STUCK: lambda w: f"could not remove residue: {name_some(w.items)}",
+    # local-state
+    Reason.ALREADY_RAN: lambda w: (
+        "already ran in an earlier teardown or pr-cleanup of this topic "
+        f"(`team-router local-state {w.topic}` runs it again)"
+    ),
+    Reason.NOTHING_DECLARED: lambda w: w.text,
+    Reason.RAN: lambda w: w.text,
     # notes
     Reason.COPIES: lambda w: w.text,
     Reason.NESTED: lambda w: (
@@ -319,6 +377,9 @@ WORDS: dict[Reason, Words] = {
 
 # The dry run's words for a step it stops before: what the real run would do.
 PLANNED: dict[Reason, Words] = {
+    Reason.SWEPT: _sweep_words,
+    Reason.RESIDUE_KEPT: _sweep_words,
+    Reason.RAN: lambda w: f"would run: {w.text}",
     Reason.PICKED: lambda w: f"would cherry-pick {w.count} commit(s) onto {w.default}",
     Reason.REMOVED: _remove_planned,
     Reason.FINISHED: lambda w: f"would finish removing {w.path} (its removal was interrupted)",
