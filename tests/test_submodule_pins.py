@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.faults import run
+from helpers.faults import git_wrapper, run
 from helpers.repos import commit, git, run_cli, status
 from helpers.submodules import common_dir, recorded, web_with_submodules
 
@@ -144,3 +144,43 @@ def test_doctor_lists_a_pin_whose_worktree_git_removed_and_repair_drops_it(works
         assert _pins(modules / f"libs/{n}") == ""
     after = run_cli("doctor", "--json", cwd=web)
     assert not [f for f in after.json["findings"] if f["kind"] == "stale-borrow-pin"], after.out
+
+
+def test_restore_pins_each_submodule_where_the_snapshot_had_it(workspace):
+    web = web_with_submodules(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    one = git(worktree / "libs/one", "rev-parse", "HEAD~1")
+    git(worktree / "libs/one", "checkout", "-q", "--detach", one)
+    two = recorded(worktree, "libs/two")
+    torn = run_cli("teardown", ID, "--force", "--json", cwd=web)
+    assert torn.code == 0, torn.out
+    modules = common_dir(web) / "modules"
+    assert _pins(modules / "libs/one") == "" and _pins(modules / "libs/two") == ""
+
+    res = run_cli("restore", ID, "--json", cwd=web)
+    assert res.code == 0, res.out
+    assert git(worktree / "libs/one", "rev-parse", "HEAD") == one
+    assert _pins(modules / "libs/one") == f"{one} {PIN}"
+    assert _pins(modules / "libs/two") == f"{two} {PIN}"
+
+
+def test_a_submodule_git_dir_that_cannot_be_made_leaves_no_pin(workspace, tmp_path):
+    web = web_with_submodules(workspace)
+    # git refuses to make libs/two's git dir (after the pin was written, before
+    # anything borrows): the submodule is a warning, and nothing pins for it.
+    env = git_wrapper(
+        tmp_path / "bin", "libs/two.team-router-making -- ", 'echo "fatal: no room" >&2; exit 128'
+    )
+    res = run(*NEW, cwd=web, env=env)
+    assert res.code == 0, res.err
+    worktree = web / ".claude/worktrees" / ID
+    one, two = res.json["home"]["submodules"]
+    assert (one["status"], two["status"], two["detail"]) == (
+        "checked-out",
+        "failed",
+        "fatal: no room",
+    )
+    modules = common_dir(web) / "modules"
+    assert _pins(modules / "libs/one") == f"{recorded(worktree, 'libs/one')} {PIN}"
+    assert _pins(modules / "libs/two") == ""

@@ -161,14 +161,24 @@ def borrow_module(source: Path, target: Path, commit: str, top: Path, *, pin: st
     detached at ``commit``; ``core.worktree`` names ``top``, as git connects a
     submodule it clones. Raises :class:`MissingCommit` when ``source`` lacks it.
     """
-    import shutil  # here: `new` without submodules never loads it (~4 ms with bz2 and lzma)
-
     old = Runner(source)
     if not old.ok("cat-file", "-e", f"{commit}^{{commit}}"):
         raise MissingCommit(commit, source)  # before anything is made
     # Pinned before anything borrows it: from here on the primary's gc keeps the
     # commit and all it reaches (the trees and blobs a commit made on it shares).
     old.run("update-ref", "-m", f"team-router: borrowed by {target}", pin, commit)
+    try:
+        _make_borrower(old, source, target, commit, top)
+    except (GitError, OSError):
+        # Nothing borrows yet (the git dir is renamed into place last): no pin is left.
+        old.run("update-ref", "-d", pin, commit, check=False)
+        raise
+
+
+def _make_borrower(old: Runner, source: Path, target: Path, commit: str, top: Path) -> None:
+    """:func:`borrow_module`'s git dir, made beside ``target`` and renamed into place whole."""
+    import shutil  # here: `new` without submodules never loads it (~4 ms with bz2 and lzma)
+
     config = _source_config(old)
     making = making_dir(target)
     scratch = making.with_name(making.name + "-top")
