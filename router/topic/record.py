@@ -434,7 +434,7 @@ class TopicRecord:
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """A record of an earlier schema in today's shape (written back by the next update).
+    """A record of an earlier schema in today's shape (written back by an update that changes it).
 
     Schema 1 kept its marks in ``extra``, read leniently: a value of the wrong
     shape was ignored there, so it is dropped here rather than failing the record.
