@@ -52,7 +52,10 @@ about; the whole outputs of these scenarios are pinned here:
   repos: ``record-pr-local``; init --write-examples --allow-agent: ``init-options``; doctor
   --repair (what it repairs, what it keeps): ``doctor-repair``; status and sweep
   --host-worktrees of the host's own worktrees: ``sweep-host-worktrees``; the narrated
-  demo, text and --json: ``demo``.
+  demo, text and --json: ``demo``;
+- hold and release refused (a pid not running, a bad session, an unknown topic):
+  ``hold-release-refused``; sweep refused by residue holding an unshipped run's artifacts
+  (--dry-run, text, --json): ``sweep-refused``.
 """
 
 from __future__ import annotations
@@ -754,4 +757,34 @@ def test_sweep_host_worktrees(transcript: Transcript, home_repo: Path) -> None:
     assert not idle.worktree.exists()
     assert (dirty.worktree / "scratch.txt").is_file() and committed.worktree.is_dir()
     transcript.run("sweep", "--host-worktrees", "--json", cwd=home_repo)
+    transcript.check()
+
+
+def test_hold_release_refused(transcript: Transcript, home_repo: Path) -> None:
+    topic = new_topic(home_repo)
+    transcript.run("hold", topic.id, "--pid", "4294967296", cwd=home_repo)
+    transcript.run("hold", topic.id, "--pid", "4294967296", "--json", cwd=home_repo)
+    transcript.run("hold", topic.id, "--session", "a b", "--json", cwd=home_repo)
+    transcript.run("hold", "2026-05-01-nothing-here", cwd=home_repo)
+    transcript.run("release", "2026-05-01-nothing-here", "--json", cwd=home_repo)
+    assert not (home_repo / ".git" / "team-router" / "holders").exists()
+    transcript.check()
+
+
+def test_sweep_refused(transcript: Transcript, home_repo: Path) -> None:
+    base = home_repo / ".claude" / "worktrees"
+    run = base / "2026-05-01-half-removed"
+    for name in ("design.md", "task.md"):
+        artifact(run / "docs" / "plans" / run.name, name)
+    write(base / "gone-topic" / "tmp" / "lsp.log", "log\n")
+    transcript.note(
+        "under .claude/worktrees: residue holding an unshipped run's artifacts, and plain residue"
+    )
+    transcript.run("sweep", "--dry-run", cwd=home_repo)
+    transcript.run("sweep", cwd=home_repo)
+    transcript.run("sweep", "--json", cwd=home_repo)
+    assert sorted(p.name for p in (run / "docs" / "plans" / run.name).iterdir()) == [
+        "design.md",
+        "task.md",
+    ]
     transcript.check()

@@ -42,9 +42,10 @@ class Session:
         self.id = self.worktree.name
 
     def end(self) -> None:
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
         assert self.proc.wait(timeout=30) == 0
+        self.proc.stdout.close()  # read to its path already; left open, the GC warns of it
 
 
 def asked_for(repo: Path, name: str) -> Session:
