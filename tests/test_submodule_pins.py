@@ -184,3 +184,42 @@ def test_a_submodule_git_dir_that_cannot_be_made_leaves_no_pin(workspace, tmp_pa
     modules = common_dir(web) / "modules"
     assert _pins(modules / "libs/one") == f"{recorded(worktree, 'libs/one')} {PIN}"
     assert _pins(modules / "libs/two") == ""
+
+
+def test_doctor_pins_what_a_worktree_made_without_pins_stands_on(workspace):
+    web = web_with_submodules(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    mine = commit(sub, "notes.txt", "mine\n", "only in the worktree's submodule")
+    modules = common_dir(web) / "modules"
+    admin = common_dir(web) / "worktrees" / ID
+    for n in ("one", "two"):  # as a worktree an earlier version made has them: no pin
+        git(modules / f"libs/{n}", "update-ref", "-d", PIN)
+
+    found = run_cli("doctor", "--json", cwd=web)
+    assert found.code == 0, found.out
+    assert [(f["kind"], f["path"], f["repaired"], f["detail"]) for f in found.json["findings"]] == [
+        (
+            "unpinned-borrow",
+            str(admin / f"modules/libs/{n}"),
+            False,
+            f"borrows objects from {modules / f'libs/{n}'}, and no ref there keeps them (made by "
+            "an earlier version): the primary's `git gc` may prune what its checkout stands "
+            f"on; `team-router doctor --repair` pins it ({PIN})",
+        )
+        for n in ("one", "two")
+    ]
+    repaired = run_cli("doctor", "--repair", "--json", cwd=web)
+    assert repaired.code == 0, repaired.out
+    done = [(f["repaired"], f["detail"].rpartition("; ")[2]) for f in repaired.json["findings"]]
+    two = recorded(worktree, "libs/two")
+    # libs/one's HEAD is the user's own commit: what it stands on is pinned.
+    assert done == [(True, f"pinned {at[:12]}"), (True, f"pinned {two[:12]}")]
+    assert _pins(modules / "libs/one") == f"{at} {PIN}"
+    assert run_cli("doctor", "--json", cwd=web).json["findings"] == []
+
+    _primary_forgets(web, "libs/one")
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-2").splitlines() == [mine, at]

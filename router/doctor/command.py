@@ -7,7 +7,7 @@ from pathlib import Path
 
 from router import interrupt
 from router.doctor.findings import Finding, Kind, Problem
-from router.doctor.pins import stale_pin_problems
+from router.doctor.pins import stale_pin_problems, unpinned_borrow_problems
 from router.doctor.records import (
     holder_problems,
     orphan_branch_problems,
@@ -154,5 +154,6 @@ def scan_repos(
         problems += stale_lock_problems(repo) if with_locks else []
         problems += holder_problems(repo)
         problems += stale_pin_problems(repo)
+        problems += unpinned_borrow_problems(repo)
     problems += worktrees_section_problems(home)
     return problems

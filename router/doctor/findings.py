@@ -30,6 +30,7 @@ class Kind(StrEnum):
     HALF_MADE_REGISTRATION = "half-made-registration"
     UNLOCKED_WORKTREE = "unlocked-worktree"
     STALE_BORROW_PIN = "stale-borrow-pin"
+    UNPINNED_BORROW = "unpinned-borrow"
 
 
 # A repair returns what it did, or raises NotSafe saying why it left the thing.

@@ -5,7 +5,9 @@ primary's git dir of that submodule (:func:`router.git.borrow_pin`) keeps
 them from its ``git gc``, and removing the worktree drops it. A worktree
 removed by git alone (``git worktree remove``), or a removal killed once git
 had removed it, leaves its pins: harmless (they keep objects a gc could have
-pruned), listed here, and dropped by the repair.
+pruned), listed here, and dropped by the repair. A live worktree's submodule
+git dir that borrows with no pin (made by an earlier version) is listed too,
+and the repair pins what its checkout stands on.
 
 Only the primary's absorbed git dirs (``.git/modules/``) are read: a pin in a
 submodule whose ``.git`` is a directory in the primary's checkout is not found.
@@ -61,5 +63,47 @@ def _drop(repo: Repo, module: Path, ref: str, commit: str, borrower: str) -> Fix
             raise NotSafe(f"a worktree is registered as {borrower!r} again: the pin is its own")
         g.drop_borrow_pin(module, ref, commit)  # only while it still names that commit
         return f"dropped {ref}"
+
+    return fix
+
+
+def unpinned_borrow_problems(repo: Repo) -> list[Problem]:
+    """Live worktrees' submodule git dirs that borrow with no pin in the primary, each with
+    the repair that pins what its HEAD stands on."""
+    found = []
+    pins_of: dict[Path, dict[str, str]] = {}
+    for admin in g.worktree_admin_dirs(str(repo.common_dir)):
+        for borrowed in g.borrowed_sources(Path(admin)):
+            if borrowed.source not in pins_of:
+                try:
+                    pins_of[borrowed.source] = g.borrow_pins(borrowed.source)
+                except GitError:
+                    pins_of[borrowed.source] = {borrowed.pin: ""}  # unreadable: not judged here
+            if borrowed.pin in pins_of[borrowed.source]:
+                continue
+            detail = (
+                f"borrows objects from {borrowed.source}, and no ref there keeps them (made by "
+                "an earlier version): the primary's `git gc` may prune what its checkout stands "
+                f"on; `team-router doctor --repair` pins it ({borrowed.pin})"
+            )
+            finding = new_finding(repo, Kind.UNPINNED_BORROW, borrowed.borrower, detail, None)
+            found.append(Problem(finding, _pin(borrowed)))
+    return found
+
+
+def _pin(borrowed: g.Borrowed) -> Fix:
+    def fix() -> str:
+        if not borrowed.borrower.is_dir():
+            raise NotSafe("its worktree was removed meanwhile")
+        try:
+            pinned = g.pin_borrower(borrowed)
+        except GitError as exc:
+            raise NotSafe(
+                f"git cannot read its HEAD ({exc.first_line}): "
+                f"`git -C {borrowed.borrower} fsck` names what is missing"
+            ) from None
+        if pinned is None:
+            raise NotSafe(f"{borrowed.source} has none of the commits its HEAD stands on")
+        return f"pinned {pinned[:12]}"
 
     return fix

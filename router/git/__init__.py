@@ -133,6 +133,7 @@ if TYPE_CHECKING:
     from router.git.status import gitlink_paths as gitlink_paths
     from router.git.status import status_with_branch as status_with_branch
     from router.git.submodules import BORROWED_PREFIX as BORROWED_PREFIX
+    from router.git.submodules import Borrowed as Borrowed
     from router.git.submodules import Gitlink as Gitlink
     from router.git.submodules import MissingCommit as MissingCommit
     from router.git.submodules import borrow_module as borrow_module
@@ -149,6 +150,7 @@ if TYPE_CHECKING:
     from router.git.submodules import initialised_names as initialised_names
     from router.git.submodules import making_dir as making_dir
     from router.git.submodules import module_dir as module_dir
+    from router.git.submodules import pin_borrower as pin_borrower
     from router.git.submodules import pinned_borrower as pinned_borrower
     from router.git.submodules import primary_module as primary_module
     from router.git.worktrees import ADD_IN_PROGRESS as ADD_IN_PROGRESS
@@ -268,6 +270,8 @@ _HOME = {
     "drop_borrow_pin": "submodules",
     "drop_borrow_pins": "submodules",
     "pinned_borrower": "submodules",
+    "Borrowed": "submodules",
+    "pin_borrower": "submodules",
     "Gitlink": "submodules",
     "MissingCommit": "submodules",
     "borrow_module": "submodules",

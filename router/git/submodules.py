@@ -318,9 +318,19 @@ def forget_unfinished_checkout(top: Path, module: Path) -> None:
     (module / "index.lock").unlink(missing_ok=True)
 
 
-def borrowed_sources(admin: Path) -> list[tuple[Path, str]]:
-    """(primary's git dir, its pin) for every submodule git dir under the registration
-    ``admin`` (nested ones too) that borrows objects: what :func:`drop_borrow_pins` drops.
+@dataclass(frozen=True, slots=True)
+class Borrowed:
+    """A worktree's submodule git dir that borrows objects, the primary's git dir it borrows
+    from, and the pin (:func:`borrow_pin`) that keeps them there."""
+
+    borrower: Path
+    source: Path
+    pin: str
+
+
+def borrowed_sources(admin: Path) -> list[Borrowed]:
+    """Every submodule git dir under the registration ``admin`` (nested ones too) that
+    borrows objects: what :func:`drop_borrow_pins` drops the pins of.
 
     Read from the borrowers' ``objects/info/alternates`` (no git process): each
     names the ``objects`` directory of the git dir it borrows from.
@@ -339,18 +349,46 @@ def borrowed_sources(admin: Path) -> list[tuple[Path, str]]:
             continue  # borrows nothing (a git dir made by hand)
         for line in lines:
             if os.path.isabs(line) and os.path.basename(line) == "objects":
-                found.append((Path(os.path.dirname(line)), pin))
+                found.append(Borrowed(Path(dirpath), Path(os.path.dirname(line)), pin))
     return found
 
 
-def drop_borrow_pins(sources: list[tuple[Path, str]]) -> None:
+def drop_borrow_pins(borrowed: list[Borrowed]) -> None:
     """Delete the pins :func:`borrowed_sources` found, once their borrowers are gone.
 
     One git cannot delete stays, harmless (it keeps objects a gc could have
     pruned) and findable: ``doctor`` lists a pin whose worktree is gone.
     """
-    for source, pin in sources:
-        Runner(source).run("update-ref", "-d", pin, check=False)
+    for b in borrowed:
+        Runner(b.source).run("update-ref", "-d", b.pin, check=False)
+
+
+# How far back along HEAD's first parents a pin for an unpinned borrower is looked for.
+_PIN_SEARCH = 1000
+
+
+def pin_borrower(b: Borrowed) -> str | None:
+    """Pin, in ``b.source``, the newest commit on ``b.borrower``'s HEAD (first parents) that
+    ``b.source`` has; that commit, or None when it has none of them. Only while no pin is there.
+
+    For a borrower made without one (by an earlier version): its own commits are
+    in its own store, and what they stand on is the source's.
+    """
+    listed = Runner(b.borrower).run(
+        "rev-list", "--first-parent", f"--max-count={_PIN_SEARCH}", "HEAD"
+    )
+    ids = listed.stdout.split()
+    if not ids:
+        return None
+    source = Runner(b.source)
+    lines = "".join(f"{oid}\n" for oid in ids)
+    out = source.run("cat-file", "--batch-check=%(objectname) %(objecttype)", input=lines).stdout
+    for line in out.splitlines():
+        oid, _, kind = line.partition(" ")
+        if kind == "commit":
+            source.run("update-ref", "-m", f"team-router: borrowed by {b.borrower}", b.pin, oid, "")
+            return oid
+    return None
 
 
 def borrow_pins(module: Path) -> dict[str, str]:

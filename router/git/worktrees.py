@@ -161,9 +161,9 @@ class WorktreeMethods(LayoutMethods):
         if force:
             # Twice: a locked worktree needs -f -f (callers decide about locks first).
             args += ["--force"] if keep_locked else ["--force", "--force"]
-        pins = borrowed_sources(Path(admin)) if (admin := self._registration(path)) else []
+        borrowed = borrowed_sources(Path(admin)) if (admin := self._registration(path)) else []
         self.run(*args, "--", str(path), config=["status.showUntrackedFiles=all"])
-        drop_borrow_pins(pins)
+        drop_borrow_pins(borrowed)
 
     def _registration(self, path: Path) -> str | None:
         """The admin dir of the worktree at ``path``, read from git's files; None when none."""
