@@ -223,3 +223,13 @@ def test_doctor_pins_what_a_worktree_made_without_pins_stands_on(workspace):
     _primary_forgets(web, "libs/one")
     assert _fsck(sub) == (0, "")
     assert git(sub, "log", "--format=%H", "-2").splitlines() == [mine, at]
+
+
+@pytest.mark.parametrize("name", [ID, "web 2", "x..y.lock", ".hidden", "ü@{1}~^:?*[\\"])
+def test_a_pin_names_any_registration_in_a_ref_git_accepts_and_gives_it_back(name):
+    from router.git import borrow_pin, pinned_borrower
+
+    ref = borrow_pin(name)
+    assert subprocess.run(["git", "check-ref-format", ref], check=False).returncode == 0, ref
+    assert pinned_borrower(ref) == name
+    assert pinned_borrower("refs/team-router/snapshots/main") is None
