@@ -123,6 +123,18 @@ class Reason(StrEnum):
     ALREADY_RAN = "already-ran"  # an earlier teardown or pr-cleanup of the topic ran it
     NOTHING_DECLARED = "nothing-declared"
     RAN = "ran"  # the declared lines and temp paths (the outcome says how it went)
+    # -- pr-cleanup's remote-branch, prune and reclaim
+    ORIGIN_UNKNOWN = "origin-unknown"  # origin could not be asked: nothing done there
+    REMOTE_GONE = "remote-gone"  # origin has no such branch
+    REMOTE_KEPT = "remote-kept"  # origin keeps its branch unless asked to delete it
+    REMOTE_UNINTEGRATED = "remote-unintegrated"  # deleting it would lose work
+    REMOTE_DELETE_FAILED = "remote-delete-failed"
+    REMOTE_DELETED = "remote-deleted"
+    TRACKING_STAYS = "tracking-stays"  # the remote-tracking ref keeps the commits reachable
+    NOT_ASKED = "not-asked"  # --reclaim was not given
+    HELD_ELSEWHERE = "held-elsewhere"  # a git may be writing objects: nothing expired
+    RECLAIM_FAILED = "reclaim-failed"
+    RECLAIMED = "reclaimed"
     # -- notes said after a step's reason
     COPIES = "copies"  # .worktreeinclude copies the removal deletes
     NESTED = "nested"  # repositories inside go with the worktree

@@ -554,12 +554,14 @@ def test_origin_keeping_the_branch_is_planned_as_kept_and_not_pruned(workspace, 
         assert got["remote-branch"] == {
             "name": "remote-branch",
             "outcome": "skipped",
+            "reason": "remote-kept",
             "detail": f"origin still has {topic.branch} ({tip[:12]}); pass --delete-remote to "
             "delete it",
         }
         assert got["prune"] == {
             "name": "prune",
             "outcome": "skipped",
+            "reason": "not-pruned",
             "detail": f"origin still has {topic.branch}: refs/remotes/origin/{topic.branch} stays",
         }
     assert git(topic.home, "rev-parse", f"origin/{topic.branch}") == tip

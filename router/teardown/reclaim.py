@@ -7,6 +7,7 @@ import os
 from router import git as g
 from router.errors import ErrorCode
 from router.git import GitError
+from router.reasons import Reason, Why
 from router.teardown.steps import (
     Decision,
     Step,
@@ -27,35 +28,22 @@ def decide_reclaim(repo: Repo, *, asked: bool) -> Decision:
     """``--reclaim``: expire unreachable reflogs and ``gc --prune=now``, only while nobody else
     may be writing into the object store."""
     if not asked:
-        return settled(
-            skipped(
-                Step.RECLAIM,
-                "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)",
-            )
-        )
+        return settled(skipped(Step.RECLAIM, Why(Reason.NOT_ASKED)))
     working = _working_elsewhere(repo)
     if working:
-        return settled(
-            refused(
-                Step.RECLAIM,
-                ErrorCode.HELD,
-                f"{working}; `git gc --prune=now` could delete the objects a git there is "
-                "writing (a commit under way, on no branch yet), so nothing was expired: run "
-                "this again with --reclaim once they are done",
-            )
-        )
+        held = Why(Reason.HELD_ELSEWHERE, text=working)
+        return settled(refused(Step.RECLAIM, ErrorCode.HELD, held))
 
     def reclaim() -> StepResult:
         try:
             g.reflog_expire_unreachable(repo.git)
             g.gc_prune_now(repo.git)
         except GitError as exc:
-            return failed(Step.RECLAIM, f"reclaiming space failed ({exc.first_line})", exc.code)
-        return done(Step.RECLAIM, "expired unreachable reflog entries and ran git gc --prune=now")
+            failure = Why(Reason.RECLAIM_FAILED, text=exc.first_line)
+            return failed(Step.RECLAIM, failure, exc.code)
+        return done(Step.RECLAIM, Why(Reason.RECLAIMED))
 
-    return acting(
-        reclaim, Step.RECLAIM, "expire unreachable reflog entries and run git gc --prune=now"
-    )
+    return acting(reclaim, Step.RECLAIM, Why(Reason.RECLAIMED))
 
 
 def _working_elsewhere(repo: Repo) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from router import git as g
 from router.errors import ErrorCode
 from router.git import GitError
+from router.reasons import Reason, Why
 from router.teardown.cleanup_survey import (
     CleanupOptions,
     Mode,
@@ -26,7 +27,6 @@ from router.teardown.steps import (
     skipped,
 )
 from router.teardown.update import prune_origin
-from router.teardown.wording import in_words
 from router.topic.workspace import Repo
 
 
@@ -42,24 +42,19 @@ def remote_decision(
     """Whether origin's branch goes: only on request (or abandoning), and only when nothing is lost."""
     name = Step.REMOTE_BRANCH
     if not found.remote_known:
-        return settled(
-            skipped(name, f"origin could not be asked ({found.remote_error}): not touched")
-        )
+        return settled(skipped(name, Why(Reason.ORIGIN_UNKNOWN, text=found.remote_error)))
     tip = found.remote_tip
     if tip is None:
-        return settled(skipped(name, f"origin has no {found.branch}: already gone"))
+        return settled(skipped(name, Why(Reason.REMOTE_GONE, branch=found.branch)))
     if not (opts.delete_remote or opts.mode is Mode.ABANDONED):
-        return settled(
-            skipped(
-                name,
-                f"origin still has {found.branch} ({tip[:12]}); pass --delete-remote to delete it",
-            )
-        )
+        return settled(skipped(name, Why(Reason.REMOTE_KEPT, branch=found.branch, commit=tip)))
     problem = _remote_loss(repo, found, opts.mode, evidence)
     if problem:
         return settled(
             refused(
-                name, ErrorCode.UNINTEGRATED_COMMITS, f"origin's {found.branch} is kept: {problem}"
+                name,
+                ErrorCode.UNINTEGRATED_COMMITS,
+                Why(Reason.REMOTE_UNINTEGRATED, branch=found.branch, text=problem),
             )
         )
 
@@ -67,14 +62,11 @@ def remote_decision(
         try:
             g.push_delete(repo.git, "origin", found.branch, expect=tip)
         except GitError as exc:
-            return failed(
-                name,
-                f"deleting origin's {found.branch} failed ({exc.first_line}); it is kept",
-                exc.code,
-            )
-        return done(name, f"deleted {found.branch} on origin (was {tip[:12]})")
+            kept = Why(Reason.REMOTE_DELETE_FAILED, branch=found.branch, text=exc.first_line)
+            return failed(name, kept, exc.code)
+        return done(name, Why(Reason.REMOTE_DELETED, branch=found.branch, commit=tip))
 
-    return acting(delete, name, f"delete {found.branch} on origin (at {tip[:12]})")
+    return acting(delete, name, Why(Reason.REMOTE_DELETED, branch=found.branch, commit=tip))
 
 
 def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> str:
@@ -113,20 +105,18 @@ def decide_prune(repo: Repo, branch: str, remote_gone: bool | None, deleted: boo
     """
     name = Step.PRUNE
     tracking = f"refs/remotes/origin/{branch}"
-    nothing = skipped(name, f"no origin/{branch} ref: nothing to prune")
+    nothing = skipped(name, Why(Reason.NOTHING_TO_PRUNE, branch=branch))
     if remote_gone is None:
-        return settled(skipped(name, "origin could not be asked: not pruned"))
+        return settled(skipped(name, Why(Reason.ORIGIN_UNKNOWN)))
     if not remote_gone:
-        return settled(skipped(name, f"origin still has {branch}: {tracking} stays"))
+        return settled(skipped(name, Why(Reason.NOT_PRUNED, branch=branch, flag=True)))
     if not repo.git.existing_refs([tracking]):
         return settled(nothing)
 
     def prune() -> StepResult:
-        note = in_words(prune_origin(repo, branch, tracking=True))
+        note = prune_origin(repo, branch, tracking=True)
         if repo.git.existing_refs([tracking]):
-            return failed(
-                name, f"{note}; {tracking} stays and keeps the branch's commits reachable"
-            )
+            return failed(name, note.noting(Why(Reason.TRACKING_STAYS, branch=branch)))
         return done(name, note)
 
     if deleted:
@@ -135,4 +125,4 @@ def decide_prune(repo: Repo, branch: str, remote_gone: bool | None, deleted: boo
             act=lambda: prune() if repo.git.existing_refs([tracking]) else nothing,
             plan=lambda: nothing,
         )
-    return acting(prune, name, f"prune {tracking} once origin has no {branch}")
+    return acting(prune, name, Why(Reason.PRUNED, branch=branch, flag=True))

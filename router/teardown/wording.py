@@ -327,7 +327,11 @@ WORDS: dict[Reason, Words] = {
         f"in {w.path} and it was not updated: run `git submodule update` there"
     ),
     Reason.PRUNED: lambda w: f"origin no longer has {w.branch}: pruned origin/{w.branch}",
-    Reason.NOT_PRUNED: lambda w: f"origin still has {w.branch}: not pruned",
+    Reason.NOT_PRUNED: lambda w: (
+        f"origin still has {w.branch}: refs/remotes/origin/{w.branch} stays"
+        if w.flag
+        else f"origin still has {w.branch}: not pruned"
+    ),
     Reason.NOTHING_TO_PRUNE: lambda w: f"no origin/{w.branch} ref: nothing to prune",
     Reason.PRUNE_FAILED: lambda w: f"git remote prune origin failed ({w.text})",
     Reason.UNREACHABLE: lambda w: "origin was not reachable: not pruned",
@@ -365,6 +369,34 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.NOTHING_DECLARED: lambda w: w.text,
     Reason.RAN: lambda w: w.text,
+    # pr-cleanup's remote-branch, prune and reclaim
+    Reason.ORIGIN_UNKNOWN: lambda w: (
+        f"origin could not be asked ({w.text}): not touched"
+        if w.text
+        else "origin could not be asked: not pruned"
+    ),
+    Reason.REMOTE_GONE: lambda w: f"origin has no {w.branch}: already gone",
+    Reason.REMOTE_KEPT: lambda w: (
+        f"origin still has {w.branch} ({w.commit[:12]}); pass --delete-remote to delete it"
+    ),
+    Reason.REMOTE_UNINTEGRATED: lambda w: f"origin's {w.branch} is kept: {w.text}",
+    Reason.REMOTE_DELETE_FAILED: lambda w: (
+        f"deleting origin's {w.branch} failed ({w.text}); it is kept"
+    ),
+    Reason.REMOTE_DELETED: lambda w: f"deleted {w.branch} on origin (was {w.commit[:12]})",
+    Reason.TRACKING_STAYS: lambda w: (
+        f"refs/remotes/origin/{w.branch} stays and keeps the branch's commits reachable"
+    ),
+    Reason.NOT_ASKED: lambda w: (
+        "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
+    ),
+    Reason.HELD_ELSEWHERE: lambda w: (
+        f"{w.text}; `git gc --prune=now` could delete the objects a git there is writing "
+        "(a commit under way, on no branch yet), so nothing was expired: run this again with "
+        "--reclaim once they are done"
+    ),
+    Reason.RECLAIM_FAILED: lambda w: f"reclaiming space failed ({w.text})",
+    Reason.RECLAIMED: lambda w: "expired unreachable reflog entries and ran git gc --prune=now",
     # notes
     Reason.COPIES: lambda w: w.text,
     Reason.NESTED: lambda w: (
@@ -396,6 +428,14 @@ PLANNED: dict[Reason, Words] = {
     Reason.PULL_FAILED: _pull_failed_planned,
     Reason.BUSY: lambda w: f"would fetch only: {w.text}",
     Reason.SUBMODULES_FOLLOWED: lambda w: "would have " + WORDS[Reason.SUBMODULES_FOLLOWED](w),
-    Reason.PRUNED: lambda w: f"would prune origin/{w.branch} if origin no longer has it",
+    Reason.PRUNED: lambda w: (
+        f"would prune refs/remotes/origin/{w.branch} once origin has no {w.branch}"
+        if w.flag
+        else f"would prune origin/{w.branch} if origin no longer has it"
+    ),
+    Reason.REMOTE_DELETED: lambda w: f"would delete {w.branch} on origin (at {w.commit[:12]})",
+    Reason.RECLAIMED: lambda w: (
+        "would expire unreachable reflog entries and run git gc --prune=now"
+    ),
     Reason.REMOVED_UNTRACKED: _removed_untracked_planned,
 }
