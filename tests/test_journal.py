@@ -219,3 +219,96 @@ def test_a_restore_add_killed_before_its_checkout_is_pending_and_undone_by_the_r
     assert (wt / "lib.py").read_text() == "v = 2  # edited, not committed\n"
     write(wt / "after.txt", "the restored worktree is a working one\n")
     assert "?? after.txt" in status(wt).splitlines()
+
+
+# -- a half-made `git worktree add` of ours: one rule, one finding, one undo ------------------
+
+NEW_ID = "2026-05-02-other-thing"
+NEW = ("new", "Other thing", "--date", "2026-05-02", "--json")
+
+
+def _both_adds_killed_before_their_head(home_repo: Path, tmp_path: Path, then: str = ""):
+    """A restore's add and a new's add, each killed before git set its HEAD (``then``: what
+    the stand-in does after each add, before the kill)."""
+    topic = new_topic(home_repo)
+    sha = make_work(topic.worktrees["home"])
+    assert teardown(topic, "--force").code == 0
+    env = git_killer(tmp_path / "killer-bin", "worktree add", _HEAD_UNSET + then, real=False)
+    for argv in (("restore", topic.id, "--json"), NEW):
+        killed = run(*argv, cwd=home_repo, env=env, new_group=True)
+        assert killed.code == KILLED, killed.out + killed.err
+    assert git(home_repo, "rev-list", "--all", check=False) == ""  # git cannot walk the refs
+    return topic, sha, home_repo / ".claude/worktrees" / NEW_ID
+
+
+def _half_made(repo: Path, *flags: str) -> list[dict]:
+    res = run_cli("doctor", "--json", *flags, cwd=repo)
+    assert res.code == 0, res.out + res.err
+    return sorted(
+        (f for f in res.json["findings"] if f["kind"] == "half-made-registration"),
+        key=lambda f: f["path"],
+    )
+
+
+def test_a_restores_and_a_creations_half_made_add_are_one_finding_each_undone_by_their_rerun(
+    home_repo, tmp_path
+):
+    topic, sha, made = _both_adds_killed_before_their_head(home_repo, tmp_path)
+    restored = topic.worktrees["home"]
+    admin = home_repo / ".git/worktrees" / NEW_ID
+    restore_detail = (
+        f"a restore of {topic.branch} was killed inside `git worktree add`, before anything was "
+        "checked out: git cannot use this registration (`git rev-list --all` may fail while it "
+        f"is there); `team-router restore {topic.branch}` removes it and restores, "
+        "`team-router doctor --repair` removes it"
+    )
+    new_detail = (
+        f"a `team-router new` of {NEW_ID} was killed inside `git worktree add`, before git set "
+        f"the worktree's HEAD: git cannot use its registration {admin} (`git rev-list --all` "
+        "fails while it is there); `team-router new` (`worktrees` for a repo other than the "
+        "topic's home) run again removes it and creates the worktree, "
+        "`team-router doctor --repair` removes it"
+    )
+    found = [(f["path"], f["topic"], f["repaired"], f["detail"]) for f in _half_made(home_repo)]
+    assert found == sorted(
+        [
+            (str(restored), topic.id, False, restore_detail),
+            (str(made), NEW_ID, False, new_detail),
+        ]
+    ), found
+
+    again = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert git(restored, "rev-parse", "HEAD") == sha
+    assert (restored / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+    assert [f["path"] for f in _half_made(home_repo)] == [str(made)]
+
+    created = run_cli(*NEW, cwd=home_repo)
+    assert created.code == 0, created.out + created.err
+    assert created.json["home"]["status"] == "created"
+    assert _half_made(home_repo) == []
+    assert git(home_repo, "rev-list", "--all", check=False) != ""
+    assert git(made, "status", "--porcelain") == "" and (made / "README.md").exists()
+    assert worktree_paths(home_repo) == [str(home_repo), str(restored), str(made)]
+
+
+def test_a_half_made_add_holding_a_users_file_is_undone_neither_by_a_rerun_nor_by_doctor(
+    home_repo, tmp_path
+):
+    topic, _, made = _both_adds_killed_before_their_head(
+        home_repo, tmp_path, 'echo mine > "$wt/notes.txt"'
+    )
+    restored = topic.worktrees["home"]
+    restore = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert restore.code == 1, restore.out + restore.err
+    create = run_cli(*NEW, cwd=home_repo)
+    assert create.code == 1, create.out + create.err
+    assert "half-made-worktree" in restore.out and "half-made-worktree" in create.out
+    repaired = _half_made(home_repo, "--repair")
+    assert [(f["path"], f["repaired"]) for f in repaired] == sorted(
+        [(str(restored), False), (str(made), False)]
+    ), repaired
+    assert all("notes.txt" in f["detail"] for f in repaired), repaired
+    for wt in (restored, made):
+        assert (wt / "notes.txt").read_text() == "mine\n"
+        assert (wt / ".git").is_file()

@@ -1,11 +1,15 @@
-"""Whether what a killed ``git worktree add`` left at a topic's path is ours to undo.
+"""Whether what a killed ``git worktree add`` of ours left is ours to undo, and undoing it.
 
-One rule, asked by the creation pipeline's rerun and by ``doctor --repair``
-alike: the topic's record shows this tool's creation still under way (and its
-branch never moved since it was cut), git's registration carries our lock
-reason (or git's own "initializing", or none left) and names our path, and the
-directory holds nothing but git's own checkout of the branch, which no process
-has open. Anything else is someone's work, kept and named.
+One owner for every half-made add this tool makes, asked by creation's rerun,
+restore's rerun and ``doctor --repair`` alike. The journal is the proof that
+the add is ours: the topic's record shows this tool's creation still under way
+(its branch never moved since it was cut), or a restore's intent names the path
+and git's registration carries our lock and no restore note (journal's
+:data:`~router.topic.journal.Operation.RESTORE_ADD`). Then git's registration
+carries our lock reason (or git's own "initializing", or none left) and names
+our path, the path is reached through no symlink, the directory holds nothing
+but git's own files (its ``.git`` file, and for a creation its checkout of the
+branch), and no process has it open. Anything else is someone's work, kept and named.
 """
 
 from __future__ import annotations
@@ -29,10 +33,30 @@ class OurAdd:
     branch: str
     record: state.TopicRecord | None  # the topic's record in ``repo`` (None: none, or torn down)
     tip: str | None  # the branch's tip now (None: no such branch)
+    # A restore's add: the journal's mark (its intent), and the commit it cut the
+    # branch at (None: it checked an existing branch out, or the snapshot is gone).
+    restore: journal.Pending | None = None
+    restore_cut_at: str | None = None
+
+    @property
+    def cut_at(self) -> str | None:
+        """The commit the add cut ``branch`` at (None: it did not cut it)."""
+        if self.restore is not None:
+            return self.restore_cut_at
+        record = self.record
+        return record.base_commit if record is not None and record.branch_created else None
+
+    @property
+    def checked_out(self) -> str | None:
+        """The commit whose files git may have written there (None: nothing: a restore's add
+        is killed before its checkout, or it would have written its note)."""
+        return None if self.restore is not None else self.tip
 
 
 def not_ours(add: OurAdd) -> str | None:
-    """Why the record does not prove this tool's unfinished creation made it, or None."""
+    """Why the journal does not prove this tool's unfinished add made it, or None."""
+    if add.restore is not None:
+        return None  # the journal read the restore's intent, our lock and no note
     record = add.record
     if (
         record is None
@@ -46,7 +70,7 @@ def not_ours(add: OurAdd) -> str | None:
 
 
 def not_ours_torn(add: OurAdd, admin: Path) -> str | None:
-    """Why a torn registration is not proven to be this run's creation, or None."""
+    """Why a half-made registration is not proven to be this run's add, or None."""
     # git writes our lock reason where it would write "initializing" (--lock --reason);
     # a kill part-way through git's own clean-up may have taken the file.
     adding = {"", g.ADD_IN_PROGRESS, worktreelock.reason_for(add.topic_id)}
@@ -59,7 +83,8 @@ def not_ours_torn(add: OurAdd, admin: Path) -> str | None:
 
 
 def torn_problem(add: OurAdd, admin: Path) -> str | None:
-    """Why the torn registration ``admin`` and what is at the path are not ours to remove, or None."""
+    """Why the half-made registration ``admin`` and what is at the path are not ours to
+    remove, or None: the one decision every undo of a half-made add asks first."""
     problem = not_ours_torn(add, admin)
     if problem is None and os.path.lexists(add.path):
         problem = (
@@ -71,21 +96,33 @@ def torn_problem(add: OurAdd, admin: Path) -> str | None:
 
 
 def undo_torn(add: OurAdd, admin: Path) -> bool:
-    """Remove the checkout, then the torn registration, then a branch the add cut that never
-    moved; True when that branch went. Only after :func:`torn_problem` found nothing."""
+    """Remove the checkout, then a branch the add cut that never moved, then the registration
+    (then a restore's intent); True when that branch went. Only after :func:`torn_problem`
+    found nothing.
+
+    In that order so that a kill part-way leaves what the next run finds again:
+    the registration (and the journal's mark) stay until the rest is gone.
+    """
     import shutil  # lazy, like every undo's: a run that creates pays ~3 ms for it
 
-    # The checkout first: killed in between, the registration left is found
-    # again by its name, and nothing at our path points at a removed one.
     if os.path.lexists(add.path):
         shutil.rmtree(add.path)
-    shutil.rmtree(admin)
-    record = add.record
-    if record is not None and record.branch_created and add.tip == record.base_commit:
-        # Cut by the killed run and never moved: made again at a fresh base.
-        add.repo.git.branch_delete(add.branch)
-        return True
-    return False
+    cut_at = add.cut_at
+    # Cut by the killed run and never moved: made again at a fresh base.
+    cut = bool(cut_at) and add.tip == cut_at and add.repo.git.branch_delete_at(add.branch, cut_at)  # type: ignore[arg-type]
+    if cut:
+        add.repo.git.drop_branch_config(add.branch)
+    shutil.rmtree(admin, ignore_errors=True)
+    if add.restore is not None:
+        journal.end_restore(add.repo.common_dir, add.path, checked_out=False)
+    return cut
+
+
+def mend_head(add: OurAdd, admin: Path) -> None:
+    """Point git's placeholder HEAD of a kept half-made add at its branch, as git was about
+    to: only a name, so nothing moves, and git can read the repository again."""
+    if g.placeholder_head(str(admin)):
+        state.write_atomic(admin / "HEAD", f"ref: refs/heads/{add.branch}\n", mode=0o644)
 
 
 def registration(add: OurAdd) -> Path:
@@ -122,7 +159,7 @@ def in_use(add: OurAdd) -> str | None:
 
 def work_in_half_made(add: OurAdd) -> str | None:
     """Which files in it are not git's own checkout of the tip (anything else is work)."""
-    git, path, tip = add.repo.git, add.path, add.tip
+    git, path, tip = add.repo.git, add.path, add.checked_out
     expected = g.tree_files(git, tip) if tip else {}
     odd: list[str] = []
     checked: list[str] = []

@@ -20,7 +20,6 @@ from router.doctor.sections import worktrees_section_problems
 from router.doctor.worktrees import (
     half_made_add_problems,
     registration_problems,
-    torn_add_problems,
     unfinished_restore_problems,
     unknown_dir_problems,
     unlocked_problems,
@@ -147,7 +146,6 @@ def scan_repos(
         problems += unlocked_problems(repo, entries)
         problems += unfinished_restore_problems(repo)
         problems += half_made_add_problems(repo)
-        problems += torn_add_problems(repo)
         problems += unknown_dir_problems(repo, entries)
         problems += orphan_branch_problems(repo, entries)
         problems += record_problems(repo, entries)

@@ -18,7 +18,7 @@ from router.topic.workspace import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from router.teardown.restore_journal import HalfMadeAdd
+    from router.create import ouradd
 
 
 def lock_worktree(repo: Repo, entry: WorktreeEntry, topic: str) -> Fix:
@@ -151,43 +151,48 @@ def drop_stale_holder(path: Path) -> Fix:
     return fix
 
 
-def undo_half_made(repo: Repo, half: HalfMadeAdd) -> Fix:
-    def fix() -> str:
-        from router.errors import Refusal
-        from router.teardown.restore_journal import undo_half_made_add
-        from router.teardown.snapshot import read_snapshot
-
-        try:
-            return undo_half_made_add(repo, half, read_snapshot(repo.git, half.of))
-        except Refusal as exc:
-            raise NotSafe(exc.message) from None
-
-    return fix
-
-
-def undo_torn_add(repo: Repo, admin: Path, path: Path, topic: str) -> Fix:
-    """Remove what a killed creation's ``git worktree add`` left, under the creation's own
-    "ours" rule (:func:`router.create.ouradd.torn_problem`), asked again right before."""
+def undo_our_add(repo: Repo, admin: Path, path: Path, topic: str, of: str | None) -> Fix:
+    """Remove what a killed ``git worktree add`` of ours left (a restore's of ``of``'s
+    snapshot, else a creation's of ``topic``), under the one "ours" rule
+    (:func:`router.create.ouradd.torn_problem`), asked again right before."""
 
     def fix() -> str:
         from router.create import ouradd
 
-        if not g.placeholder_head(admin):
-            raise NotSafe("git's registration is no longer torn; left as it is")
-        record = state.read_record_or_none(repo.common_dir, topic)
-        record = None if record is None or record.torn_down else record
-        branch = record.branch if record is not None else topic
-        add = ouradd.OurAdd(
-            repo, path, topic, branch, record, repo.git.rev_parse(f"refs/heads/{branch}")
-        )
+        add = _our_add_now(repo, admin, path, topic, of)
+        if add is None:
+            raise NotSafe("git's registration is no longer half-made; left as it is")
         problem = ouradd.torn_problem(add, admin)
         if problem is not None:
+            if add.restore is not None:
+                ouradd.mend_head(add, admin)  # git can read the repository again
             raise NotSafe(
                 f"{problem}; kept: copy out anything you need from {path}, then run "
                 f"`rm -rf {path} {admin}`"
             )
         cut = ouradd.undo_torn(add, admin)
-        dropped = f" and the branch {branch} it cut" if cut else ""
+        dropped = f" and the branch {add.branch} it cut" if cut else ""
         return f"removed the half-made worktree and its registration{dropped}"
 
     return fix
+
+
+def _our_add_now(
+    repo: Repo, admin: Path, path: Path, topic: str, of: str | None
+) -> ouradd.OurAdd | None:
+    """The half-made add at ``admin`` as the journal shows it now (None: no longer half-made)."""
+    from router.create import ouradd
+
+    if of is not None:
+        from router.teardown.restore_journal import half_made_adds
+
+        same = os.path.realpath(admin)
+        adds = half_made_adds(repo, of=of)
+        return next((add for add, at in adds if os.path.realpath(at) == same), None)
+    if not g.placeholder_head(admin):
+        return None
+    record = state.read_record_or_none(repo.common_dir, topic)
+    record = None if record is None or record.torn_down else record
+    branch = record.branch if record is not None else topic
+    tip = repo.git.rev_parse(f"refs/heads/{branch}")
+    return ouradd.OurAdd(repo, path, topic, branch, record, tip)

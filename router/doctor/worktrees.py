@@ -22,8 +22,7 @@ from router.doctor.records import readable_records
 from router.doctor.repairs import (
     lock_worktree,
     remove_empty_dir,
-    undo_half_made,
-    undo_torn_add,
+    undo_our_add,
     unregister,
 )
 from router.git import WorktreeEntry
@@ -204,62 +203,48 @@ def unfinished_restore_problems(repo: Repo) -> list[Problem]:
 
 
 def half_made_add_problems(repo: Repo) -> list[Problem]:
-    """Registrations a restore's killed ``git worktree add`` left before checking anything out.
+    """Registrations a killed ``git worktree add`` of ours left unusable: a restore's, killed
+    before anything was checked out, and a ``new``'s (or ``worktrees``'), killed before git
+    set its HEAD (git's placeholder, the null id).
 
     Until such a registration is mended or gone, git cannot read its HEAD and
-    every walk of all refs fails in the repo. The restore's own rerun removes
-    it and makes the worktree again; the repair removes it (only git's
-    ``.git`` file is in it, never anything else).
+    every walk of all refs fails in the repo. The rerun of the command removes
+    it and makes the worktree again; the repair removes it under the same
+    "ours" rule (:mod:`router.create.ouradd`): anything else in that directory
+    is kept and named.
     """
     from router.teardown.restore_journal import half_made_adds
 
-    found = []
-    for half in half_made_adds(repo):
+    found: list[Problem] = []
+    restores: set[str] = set()
+    for add, admin in half_made_adds(repo):
+        restores.add(os.path.realpath(admin))
+        of = add.restore.branch if add.restore else add.branch
         detail = (
-            f"a restore of {half.of} was killed inside `git worktree add`, before anything was "
+            f"a restore of {of} was killed inside `git worktree add`, before anything was "
             f"checked out: git cannot use this registration (`git rev-list --all` may fail while "
-            f"it is there); `team-router restore {half.of}` removes it and restores, "
+            f"it is there); `team-router restore {of}` removes it and restores, "
             "`team-router doctor --repair` removes it"
         )
-        finding = new_finding(
-            repo, Kind.HALF_MADE_REGISTRATION, half.path, detail, as_topic_id(half.of)
-        )
-
-        found.append(Problem(finding, undo_half_made(repo, half)))
-    return found
-
-
-def torn_add_problems(repo: Repo) -> list[Problem]:
-    """Registrations a killed ``new`` (or ``worktrees``) left with git's placeholder HEAD.
-
-    git writes the null id as the new worktree's HEAD before it points HEAD at
-    the branch; killed in between, the registration is unreadable and every
-    walk of all refs fails in the repo. The rerun of the creation removes it
-    under its "ours" rule, and so does the repair (:mod:`router.create.ouradd`):
-    anything else in that directory is kept and named. A restore's is
-    :func:`half_made_add_problems`'.
-    """
-    from router.teardown.restore_journal import half_made_adds
-
-    restores = {os.path.realpath(half.admin) for half in half_made_adds(repo)}
-    found = []
-    for admin in g.worktree_admin_dirs(str(repo.common_dir)):
-        dotgit = g.registration_file(admin, "gitdir")
-        if not dotgit or not g.placeholder_head(admin) or os.path.realpath(admin) in restores:
+        finding = new_finding(repo, Kind.HALF_MADE_REGISTRATION, add.path, detail, as_topic_id(of))
+        found.append(Problem(finding, undo_our_add(repo, admin, add.path, add.topic_id, of)))
+    for torn in g.worktree_admin_dirs(str(repo.common_dir)):
+        dotgit = g.registration_file(torn, "gitdir")
+        if not dotgit or not g.placeholder_head(torn) or os.path.realpath(torn) in restores:
             continue
         path = Path(os.path.dirname(dotgit))
-        topic = worktreelock.reason_topic(g.registration_file(admin, "locked"))
+        topic = worktreelock.reason_topic(g.registration_file(torn, "locked"))
         topic = topic or as_topic_id(path.name)
         creation = f"a `team-router new` of {topic}" if topic else "a `git worktree add`"
         detail = (
             f"{creation} was killed inside `git worktree add`, before git set the worktree's "
-            f"HEAD: git cannot use its registration {admin} (`git rev-list --all` fails while "
+            f"HEAD: git cannot use its registration {torn} (`git rev-list --all` fails while "
             "it is there); `team-router new` (`worktrees` for a repo other than the topic's "
             "home) run again removes it and creates the worktree, "
             "`team-router doctor --repair` removes it"
         )
         finding = new_finding(repo, Kind.HALF_MADE_REGISTRATION, path, detail, topic)
-        fix = undo_torn_add(repo, Path(admin), path, topic) if topic else None
+        fix = undo_our_add(repo, Path(torn), path, topic, None) if topic else None
         found.append(Problem(finding, fix))
     return found
 

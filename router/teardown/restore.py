@@ -330,8 +330,8 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     undone = ""
     try:
         cone = sparse.cone_in(g.commit_message(repo.git, snap.commit))
-        for half in half_made_adds(repo, of=branch):
-            undone += f"; {undo_half_made_add(repo, half, snap)} (made again)"
+        for add, admin in half_made_adds(repo, of=branch, snap=snap):
+            undone += f"; {undo_half_made_add(add, admin)} (made again)"
         place = _restore_place(name, repo, topic_id, branch, snap, cone)
         if isinstance(place, RestoredRepo):
             return place

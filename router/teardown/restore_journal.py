@@ -9,19 +9,18 @@ both (doctor's and the rerun's) are :mod:`router.topic.journal`'s.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
-from router.create import sparse
+from router.create import ouradd, sparse
+from router.create.ouradd import OurAdd
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
-from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot
-from router.topic import journal, state, worktreelock
+from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot, read_snapshot
+from router.topic import journal, worktreelock
 from router.topic.journal import Operation, read_note
 from router.topic.workspace import Repo
 
@@ -51,107 +50,55 @@ def _adopt(repo: Repo, entry: g.WorktreeEntry, branch: str, snap: Snapshot) -> b
     return created
 
 
-@dataclass(frozen=True, slots=True)
-class HalfMadeAdd:
-    """A restore's ``git worktree add`` killed before it checked anything out.
+def half_made_adds(
+    repo: Repo, of: str | None = None, snap: Snapshot | None = None
+) -> list[tuple[OurAdd, Path]]:
+    """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore
+    only, if given), as the journal reads them (:data:`journal.Operation.RESTORE_ADD`),
+    each with its registration. ``snap``: the snapshot being restored (read if not given).
 
     git registers the worktree (locked at once with our reason: ``--lock
     --reason``), writes its ``.git`` file and a placeholder HEAD (the null id),
     points HEAD at the branch, then checks the files out and writes the index.
     Killed before that, the registration has no index, and until HEAD is set
-    git cannot read it at all: ``git rev-list --all`` fails in the whole repo,
-    and every reachability check with it. The restore's intent, written before
-    the add, is what says the registration is ours.
+    git cannot read it at all: ``git rev-list --all`` fails in the whole repo.
     """
-
-    path: Path  # the worktree's path
-    admin: Path  # its registration
-    of: str  # the branch whose snapshot was being restored
-    branch: str  # the branch the add was checking out
-    snapshot: str
-    branch_created: bool  # the add was cutting ``branch`` (-b)
-    intent: Path
-
-    def left(self) -> list[str]:
-        """What the directory holds besides git's own ``.git`` file (sorted names)."""
-        try:
-            names = sorted(os.listdir(self.path))
-        except FileNotFoundError:
-            return []
-        dotgit = self.path / ".git"
-        if ".git" in names and dotgit.is_file() and not dotgit.is_symlink():
-            names.remove(".git")
-        return names
-
-
-def half_made_adds(repo: Repo, of: str | None = None) -> list[HalfMadeAdd]:
-    """The registrations a restore's killed ``git worktree add`` left (of ``of``'s restore
-    only, if given), as the journal reads them (:data:`journal.Operation.RESTORE_ADD`)."""
     found = []
     for half in journal.restores_pending(repo.common_dir):
         if half.operation is not Operation.RESTORE_ADD or of not in {None, half.branch}:
             continue
-        path = Path(str(half.path))
-        intent = journal.note_file(repo.common_dir, path, checked_out=False)
-        admin = g.registration_of(str(repo.common_dir), str(path))
-        note = read_note(intent) or {}
-        snapshot, created = str(note.get("snapshot")), note.get("branch_created") is True
-        found.append(
-            HalfMadeAdd(
-                path, Path(str(admin)), half.branch, str(half.step), snapshot, created, intent
-            )
-        )
+        path, target = Path(str(half.path)), str(half.step)
+        note = read_note(journal.note_file(repo.common_dir, path, checked_out=False)) or {}
+        admin = Path(str(g.registration_of(str(repo.common_dir), str(path))))
+        topic = worktreelock.reason_topic(g.registration_file(admin, "locked")) or ""
+        at = snap if snap is not None else read_snapshot(repo.git, half.branch)
+        cut = note.get("branch_created") is True and at is not None
+        cut_at = at.parent if cut and at.commit == note.get("snapshot") else None  # type: ignore[union-attr]
+        tip = repo.git.rev_parse(f"refs/heads/{target}")
+        add = OurAdd(repo, path, topic, target, None, tip, half, cut_at)
+        found.append((add, admin))
     return found
 
 
-def undo_half_made_add(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> str:
-    """Remove what the killed add made, so that restore makes the worktree again; what was done.
-
-    Only git's own ``.git`` file is in the directory (nothing was checked out):
-    it goes with the directory, then a branch the add cut that never moved
-    (``snap``: the snapshot being restored, whose commit it was cut at), then
-    the registration, then the intent, in that order so that a kill part-way
-    leaves what the next run finds again. Anything else in the directory is
-    kept, and refused (``half-made-worktree``): git's HEAD is set first, so the
-    repository is readable again whatever the user does next.
-    """
-    left = half.left()
-    if left:
-        if g.placeholder_head(str(half.admin)):
-            # What git was about to write itself; only a name, so nothing moves.
-            state.write_atomic(half.admin / "HEAD", f"ref: refs/heads/{half.branch}\n", mode=0o644)
-        shown = ", ".join(left[:NAMED_PATHS]) + (", ..." if len(left) > NAMED_PATHS else "")
+def undo_half_made_add(add: OurAdd, admin: Path) -> str:
+    """Remove what a restore's killed add made, so that restore makes the worktree again; what
+    was done. Only under the one rule of :mod:`router.create.ouradd`: anything but git's own
+    ``.git`` file in the directory is kept, and refused (``half-made-worktree``); git's HEAD
+    is set first, so the repository is readable again whatever the user does next."""
+    problem = ouradd.torn_problem(add, admin)
+    if problem is not None:
+        ouradd.mend_head(add, admin)
         raise RouterError(
             ErrorCode.HALF_MADE_WORKTREE,
-            f"{half.path} is a worktree a killed restore's `git worktree add` left before it "
-            f"checked anything out, and it holds {shown}, which git did not put there; kept. "
-            f"Move them out of {half.path}, then run `team-router restore {half.of}` again",
+            f"{add.path} is a worktree a killed restore's `git worktree add` left before it "
+            f"checked anything out, and {problem}; kept. Move them out of {add.path}, then run "
+            f"`team-router restore {add.restore.branch if add.restore else add.branch}` again",
         )
-    with contextlib.suppress(FileNotFoundError):
-        (half.path / ".git").unlink()
-    with contextlib.suppress(FileNotFoundError):
-        half.path.rmdir()
-    undone = (
-        f"removed the half-made worktree a killed restore's `git worktree add` left at {half.path}"
+    cut = ouradd.undo_torn(add, admin)
+    return (
+        f"removed the half-made worktree a killed restore's `git worktree add` left at {add.path}"
+        + (f" and the branch {add.branch} it cut" if cut else "")
     )
-    undone += _drop_cut_branch(repo, half, snap)
-    import shutil  # lazy: only a half-made registration needs it
-
-    shutil.rmtree(half.admin, ignore_errors=True)
-    with contextlib.suppress(FileNotFoundError):
-        half.intent.unlink()
-    return undone
-
-
-def _drop_cut_branch(repo: Repo, half: HalfMadeAdd, snap: Snapshot | None) -> str:
-    """Delete the branch the killed add cut, while it never moved; what was done ("": nothing)."""
-    if not half.branch_created or snap is None or snap.commit != half.snapshot:
-        return ""
-    tip = repo.git.rev_parse(f"refs/heads/{half.branch}")
-    # At the snapshot's commit, which the snapshot keeps: made again by the rerun.
-    if tip != snap.parent or not repo.git.branch_delete_at(half.branch, tip):
-        return ""
-    return f" and the branch {half.branch} it cut{repo.git.drop_branch_config(half.branch)}"
 
 
 def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
