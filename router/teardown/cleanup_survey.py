@@ -24,13 +24,13 @@ from router.teardown.blockers import (
 from router.teardown.facts import RepoPlan
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
 from router.teardown.merged import Tips
-from router.teardown.nested import NestedRepo, survey_nested, survey_remains
+from router.teardown.nested import survey_at
 from router.teardown.plan_dir import remove_plan_dir
 from router.teardown.record import TopicRef
 from router.teardown.remove import (
     copies_note,
     included_copies,
-    removal_started,
+    interrupted_removal,
 )
 from router.teardown.steps import (
     Outcome,
@@ -187,7 +187,7 @@ def _facts(
     )
     entry = next((e for e in target.entries[1:] if e.branch == branch), None)  # type: ignore[index]
     worktree = Path(entry.path) if entry else _unfinished_removal(repo, topic, record)
-    removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)
+    removing = interrupted_removal(repo, topic, worktree)
     kept_worktree, kept_branch = (
         ("", "") if remove_reused else _reused(repo, branch, entry, record, exact=tip is not None)
     )
@@ -210,7 +210,11 @@ def _facts(
         copies=copies_note(repo.primary, worktree, included_copies(record, worktree))
         if entry and worktree
         else "",
-        nested=_nested(repo, worktree, removing) if worktree and not kept_worktree else (),
+        # What an interrupted removal of ours would still delete, and a directory
+        # deleted by hand leaves its submodules' git dirs in the registration.
+        nested=survey_at(repo.common_dir, worktree, live=os.path.isdir(worktree) and not removing)
+        if worktree and not kept_worktree
+        else (),
         kept_worktree=kept_worktree,
         kept_branch=kept_branch,
         config=config,
@@ -222,14 +226,6 @@ def _facts(
     return dataclasses.replace(plan, unshipped=tuple(run_at_stake(repo, topic_id, plan)))
 
 
-def _nested(repo: Repo, worktree: Path, removing: bool) -> tuple[NestedRepo, ...]:
-    """The repositories inside the worktree: what an interrupted removal of ours would still
-    delete, and a directory deleted by hand leaves its submodules' git dirs in the registration."""
-    if os.path.isdir(worktree) and not removing:
-        return survey_nested(worktree)
-    return survey_remains(repo.common_dir, worktree)
-
-
 def _unfinished_removal(
     repo: Repo, topic: TopicRef | None, record: state.TopicRecord | None
 ) -> Path | None:
@@ -237,9 +233,7 @@ def _unfinished_removal(
     if topic is None or record is None or record.worktree is None:
         return None
     path = Path(record.worktree)
-    if not os.path.lexists(path) or removal_started(repo, topic, path) is None:
-        return None
-    return path
+    return path if os.path.lexists(path) and interrupted_removal(repo, topic, path) else None
 
 
 def _reused(

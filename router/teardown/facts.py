@@ -33,12 +33,12 @@ from router.teardown.blockers import (
 from router.teardown.host_policy import HostPolicy
 from router.teardown.integrate import no_identity, resume_integration
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Declaration, read_declaration
-from router.teardown.nested import NestedRepo, survey_nested, survey_remains
+from router.teardown.nested import NestedRepo, survey_at
 from router.teardown.plan_dir import remove_plan_dir
 from router.teardown.primary import is_primary_clone, primary_busy
 from router.teardown.proof import Integration, cut_from, integration
 from router.teardown.record import TopicRef, pending_pick
-from router.teardown.remove import copies_note, included_copies, removal_started
+from router.teardown.remove import copies_note, included_copies, interrupted_removal
 from router.teardown.steps import Outcome, Step, StepResult, refused
 from router.teardown.sweep import Runs, SweepVerdict, classify
 from router.teardown.unshipped import (
@@ -276,9 +276,7 @@ def _worktree_place(
     if foreign:
         notes.append(f"{target.name}: {foreign}")
         entry = None
-    # A removal of ours that a kill interrupted: its deletions are not work (the remove step finishes it).
-    # (Registered or not: git drops the registration even when it stops half-way.)
-    removing = bool(worktree and topic and removal_started(repo, topic, worktree) is not None)  # type: ignore[arg-type]
+    removing = interrupted_removal(repo, topic, worktree)
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
     topic_id = topic.id if topic is not None else None
     status = (
@@ -286,13 +284,11 @@ def _worktree_place(
         if there
         else StatusReport()
     )
+    # Or what a removal of ours that a kill interrupted would still delete, or
+    # the registration of a directory deleted by hand keeps.
     nested = (
-        survey_nested(worktree)  # type: ignore[arg-type]
-        if there
-        # What a removal of ours that a kill interrupted would still delete, or
-        # the registration of a directory deleted by hand keeps.
-        else survey_remains(repo.common_dir, worktree)  # type: ignore[arg-type]
-        if entry is not None or removing
+        survey_at(repo.common_dir, worktree, live=there)  # type: ignore[arg-type]
+        if there or entry is not None or removing
         else ()
     )
     return _WorktreePlace(

@@ -115,6 +115,12 @@ def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, .
     return _modules_of(Path(admin), set(), (Path(os.path.realpath(admin)),))
 
 
+def survey_at(common_dir: Path, worktree: Path, *, live: bool) -> tuple[NestedRepo, ...]:
+    """The repositories inside ``worktree``: read in it while it is there and ours to read
+    (``live``), else what removing it would still delete (:func:`survey_remains`)."""
+    return survey_nested(worktree) if live else survey_remains(common_dir, worktree)
+
+
 def survey_remains(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
     """What finishing a removal a kill interrupted deletes: the repositories in what is
     left of the worktree, and the submodule git dirs its registration still keeps.

@@ -364,6 +364,13 @@ def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
         end_op(repo.common_dir, topic.id, Operation.REMOVE)
 
 
+def interrupted_removal(repo: Repo, topic: TopicRef | None, worktree: Path | None) -> bool:
+    """A removal of ``worktree`` of ours that a kill interrupted: its deletions are nobody's
+    work (the remove step finishes it). Registered or not: git drops the registration even
+    when it stops half-way. The one check teardown's and pr-cleanup's facts ask."""
+    return bool(worktree and topic and removal_started(repo, topic, worktree) is not None)
+
+
 def removal_started(repo: Repo, topic: TopicRef, path: Path) -> state.Removal | None:
     """The journal of a removal of ``path`` this tool began and did not finish (a kill, a blocked file)."""
     record = state.read_record_or_none(repo.common_dir, topic.id)
