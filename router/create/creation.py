@@ -207,13 +207,7 @@ class Creation:
             record = record.with_step(step)
         # This run's view of the record replaces the file: a corrupt one is set
         # aside (never lost), as _load_record warned.
-        state.update_record(
-            self.repo.common_dir,
-            self.job.topic.id,
-            lambda _: record,
-            new=lambda: record,
-            replace_corrupt=True,
-        )
+        journal.write_steps(self.repo.common_dir, self.job.topic.id, record)
         self.record = record
 
     def _forget_claim(self) -> None:

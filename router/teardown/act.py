@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from router.teardown.steps import (
     stopped_at,
 )
 from router.teardown.sweep import SweepResult
-from router.topic import state
+from router.topic import journal
 from router.topic.scope import RepoTarget, TopicScope
 from router.topic.workspace import Repo
 
@@ -118,18 +117,14 @@ def _record_teardown(
     complete = report.ok and not report.interrupted
     left = [s.name for s in report.steps if s.left_to_user]
 
-    def change(record: state.TopicRecord) -> state.TopicRecord:
-        mark = (record.teardown or state.TeardownMark()).with_done(
-            finished, STEPS, complete=complete, left=left
-        )
-        return dataclasses.replace(
-            record, teardown=mark, last_run=last_run("teardown", report.steps)
-        )
-
     # A corrupt record was reported at resolution; it is never overwritten.
-    state.update_record(
+    journal.teardown_done(
         repo.common_dir,
         scope.id,
-        change,
-        new=lambda: state.TopicRecord(id=scope.id, repo=target.name, branch=target.branch),
+        finished,
+        STEPS,
+        complete=complete,
+        left=left,
+        made=(target.name, target.branch),
+        last_run=last_run("teardown", report.steps),
     )

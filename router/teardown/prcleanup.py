@@ -83,7 +83,7 @@ from router.teardown.steps import (
     stopped_at,
     stopped_error,
 )
-from router.topic import state
+from router.topic import journal, state
 from router.topic.branches import (
     TopicLock,
     refuse_protected,
@@ -234,18 +234,16 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
     ok = not any(s.blocks for s in steps)
     left = [s.name for s in steps if s.left_to_user]
 
-    def change(record: state.TopicRecord) -> state.TopicRecord:
-        mark = (record.teardown or state.TeardownMark()).with_done(
-            finished, TEARDOWN_STEPS, complete=ok, left=left
-        )
-        return dataclasses.replace(
-            record,
-            teardown=mark,
-            pr_cleanup_mode=str(mode),
-            last_run=last_run("pr-cleanup", steps),
-        )
-
-    state.update_record(repo.common_dir, found.topic_id, change)
+    journal.teardown_done(
+        repo.common_dir,
+        found.topic_id,
+        finished,
+        TEARDOWN_STEPS,
+        complete=ok,
+        left=left,
+        pr_cleanup_mode=str(mode),
+        last_run=last_run("pr-cleanup", steps),
+    )
 
 
 # -- the command --------------------------------------------------------------------------------------

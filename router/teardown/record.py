@@ -57,14 +57,4 @@ def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
 def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:
     """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
 
-    def change(record: state.TopicRecord) -> state.TopicRecord:
-        mark = record.teardown or state.TeardownMark()
-        done = mark.with_done([step], STEPS, complete=mark.complete)
-        return dataclasses.replace(record, teardown=done)
-
-    state.update_record(
-        common_dir,
-        topic_id,
-        change,
-        new=lambda: state.TopicRecord(id=topic_id, repo=repo_name, branch=branch),
-    )
+    journal.teardown_done(common_dir, topic_id, [step], STEPS, made=(repo_name, branch))

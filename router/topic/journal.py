@@ -2,7 +2,8 @@
 
 Every operation that a kill may stop half-way writes its intent before it acts
 and clears it after. The topic record holds the marks (creation's steps, the
-setup stage, teardown's steps, the pick, the removal); a restore's note is a
+setup stage, teardown's steps, the pick, the removal), each written here
+(:func:`write_steps`, :func:`teardown_done`, :func:`begin_op`/:func:`end_op`); a restore's note is a
 file in the restored worktree's git dir (so that `git worktree remove` by any
 tool deletes it with the worktree), written in the repo's state as an intent
 until the checkout has made that git dir. :func:`pending` and
@@ -22,10 +23,11 @@ from pathlib import Path
 
 from router import git as g
 from router.topic.holders import STATE_DIR
-from router.topic.record import Picking, Removal, TopicRecord
+from router.topic.record import Picking, Removal, TeardownMark, TopicRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 
@@ -119,6 +121,36 @@ def find(
 _MARKS = {Operation.INTEGRATE: "integrating", Operation.REMOVE: "removing"}
 
 
+def write_steps(common_dir: Path, topic_id: str, record: TopicRecord) -> None:
+    """Write creation's steps and setup's stage (:data:`Operation.CREATE`, :data:`Operation.SETUP`):
+    the creating run's view of the record replaces the file, a corrupt one set aside (never lost)."""
+    _write_record(common_dir, topic_id, lambda _: record, lambda: record, replace_corrupt=True)
+
+
+def teardown_done(
+    common_dir: Path,
+    topic_id: str,
+    done: Iterable[str],
+    order: Sequence[str],
+    *,
+    complete: bool | None = None,
+    left: Iterable[str] = (),
+    made: tuple[str, str] | None = None,
+    **also: object,
+) -> None:
+    """Add ``done`` to :data:`Operation.TEARDOWN`'s steps (in ``order``), ``left`` those left to
+    the user, with the fields ``also`` in the same write. ``complete``: whether nothing is
+    left (None: as the mark said). ``made``: as :func:`begin_op`'s."""
+
+    def change(record: TopicRecord) -> TopicRecord:
+        mark = record.teardown or TeardownMark()
+        whole = mark.complete if complete is None else complete
+        mark = mark.with_done(done, order, complete=whole, left=left)
+        return dataclasses.replace(record, teardown=mark, **also)  # type: ignore[arg-type]
+
+    _write_record(common_dir, topic_id, change, _made(topic_id, made))
+
+
 def begin_op(
     common_dir: Path,
     topic_id: str,
@@ -140,17 +172,31 @@ def end_op(common_dir: Path, topic_id: str, operation: Operation) -> None:
 
 
 def _write_mark(common_dir: Path, topic_id: str, change: Any, made: tuple[str, str] | None) -> None:
+    _write_record(
+        common_dir, topic_id, lambda r: dataclasses.replace(r, **change), _made(topic_id, made)
+    )
+
+
+def _made(topic_id: str, made: tuple[str, str] | None) -> Callable[[], TopicRecord] | None:
+    """The record made where there is none: of repo ``made[0]``, branch ``made[1]``."""
+    if made is None:
+        return None
+    return lambda: TopicRecord(id=topic_id, repo=made[0], branch=made[1])
+
+
+def _write_record(
+    common_dir: Path,
+    topic_id: str,
+    change: Callable[[TopicRecord], TopicRecord],
+    new: Callable[[], TopicRecord] | None,
+    *,
+    replace_corrupt: bool = False,
+) -> None:
+    """The one write of every mark: the record's, under its lock. A corrupt record is reported
+    elsewhere and never overwritten (unless ``replace_corrupt``: set aside, never lost)."""
     from router.topic.state import update_record
 
-    def new() -> TopicRecord:
-        return TopicRecord(id=topic_id, repo=made[0], branch=made[1])  # type: ignore[index]
-
-    update_record(
-        common_dir,
-        topic_id,
-        lambda r: dataclasses.replace(r, **change),
-        new=new if made else None,
-    )
+    update_record(common_dir, topic_id, change, new=new, replace_corrupt=replace_corrupt)
 
 
 # -- a restore's note, in the worktree's git dir ---------------------------------------
