@@ -44,7 +44,7 @@ class HalfMade(Creation):
         if why is None:
             return False
         tip = self.commits[self._branch_ref]
-        problem = self._not_ours(tip) or self._work_in_half_made(tip)
+        problem = ouradd.not_ours(add := self._our_add(tip)) or ouradd.work_in_half_made(add)
         if problem is not None:
             raise RouterError(
                 ErrorCode.HALF_MADE_WORKTREE,
@@ -53,7 +53,7 @@ class HalfMade(Creation):
                 f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
                 "and run this again",
             )
-        busy = self._in_use()
+        busy = ouradd.in_use(add)
         if busy is not None:
             raise RouterError(
                 ErrorCode.HALF_MADE_WORKTREE,
@@ -68,7 +68,7 @@ class HalfMade(Creation):
         # checkout's index.lock, left by the kill). team-router never removes a
         # git lock a user may need, and this is none: it lies inside a
         # registration our record shows we were creating, of a worktree holding
-        # nothing but git's checkout, that no process has open (_in_use), and
+        # nothing but git's checkout, that no process has open (ouradd.in_use), and
         # it goes with the whole registration; a lock can only guard that.
         import shutil  # lazy, like every undo's: a run that creates pays ~3 ms for it
 
@@ -107,12 +107,6 @@ class HalfMade(Creation):
         """This run's creation at our path, as the shared "ours" rule judges it."""
         return ouradd.OurAdd(self.repo, self.path, self.job.topic.id, self.branch, self.record, tip)
 
-    def _in_use(self) -> str | None:
-        return ouradd.in_use(self._our_add(None))
-
-    def _registration(self) -> Path:
-        return ouradd.registration(self._our_add(None))
-
     def _undo_torn_registration(self) -> None:
         """Remove our worktree whose git registration a killed ``git worktree add`` left torn.
 
@@ -130,7 +124,7 @@ class HalfMade(Creation):
         nothing but git's checkout of the branch and our (file-free) plan dir.
         Anything else at our path is refused (``half-made-worktree``) and kept.
         """
-        admin = self._registration()
+        admin = ouradd.registration(self._our_add(None))
         why = g.torn_registration(admin) if admin.is_dir() else ""
         if not why or admin.parent != self.repo.common_dir / "worktrees":
             return
@@ -174,12 +168,6 @@ class HalfMade(Creation):
             return "its files were never checked out (no index)"
         return None
 
-    def _not_ours(self, tip: str | None) -> str | None:
-        return ouradd.not_ours(self._our_add(tip))
-
-    def _work_in_half_made(self, tip: str | None) -> str | None:
-        return ouradd.work_in_half_made(self._our_add(tip))
-
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:
         """The checkout an earlier run reused for the topic, while git still has it there.
 
@@ -222,14 +210,11 @@ class HalfMade(Creation):
             return False
         if "add" in record.steps:
             return False
-        if not self.path.is_dir() or ouradd.symlink_in(self.path, self.repo.primary):
-            return False
-        if g.registration_of(str(self.repo.common_dir), str(self.path)) is not None:
+        if not self.path.is_dir() or g.registration_of(str(self.repo.common_dir), str(self.path)):
             return False
         tip = self.commits[self._branch_ref] or record.base_commit
-        if tip is None or self._not_ours(tip) is not None:
-            return False
-        if self._work_in_half_made(tip) is not None or self._in_use() is not None:
+        add = self._our_add(tip)
+        if tip is None or ouradd.not_ours(add) is not None or ouradd.kept_by(add) is not None:
             return False
         import shutil  # lazy, like every undo's
 

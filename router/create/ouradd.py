@@ -14,6 +14,7 @@ branch), and no process has it open. Anything else is someone's work, kept and n
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,8 +70,9 @@ def not_ours(add: OurAdd) -> str | None:
     return None
 
 
-def not_ours_torn(add: OurAdd, admin: Path) -> str | None:
-    """Why a half-made registration is not proven to be this run's add, or None."""
+def torn_problem(add: OurAdd, admin: Path) -> str | None:
+    """Why the half-made registration ``admin`` and what is at the path are not ours to
+    remove, or None: the one decision every undo of a half-made add asks first."""
     # git writes our lock reason where it would write "initializing" (--lock --reason);
     # a kill part-way through git's own clean-up may have taken the file.
     adding = {"", g.ADD_IN_PROGRESS, worktreelock.reason_for(add.topic_id)}
@@ -79,20 +81,15 @@ def not_ours_torn(add: OurAdd, admin: Path) -> str | None:
     named = g.registration_file(admin, "gitdir")
     if named and os.path.realpath(named) != os.path.realpath(add.path / ".git"):
         return f"git's registration names another worktree ({named})"
-    return not_ours(add)
+    return not_ours(add) or (kept_by(add) if os.path.lexists(add.path) else None)
 
 
-def torn_problem(add: OurAdd, admin: Path) -> str | None:
-    """Why the half-made registration ``admin`` and what is at the path are not ours to
-    remove, or None: the one decision every undo of a half-made add asks first."""
-    problem = not_ours_torn(add, admin)
-    if problem is None and os.path.lexists(add.path):
-        problem = (
-            "it is reached through a symlink"
-            if symlink_in(add.path, add.repo.primary)
-            else work_in_half_made(add) or in_use(add)
-        )
-    return problem
+def kept_by(add: OurAdd) -> str | None:
+    """What keeps the path from being undone (a symlink on the way to it, files that are
+    not git's, a process using it), or None."""
+    if symlink_in(add.path, add.repo.primary):
+        return "it is reached through a symlink"
+    return work_in_half_made(add) or in_use(add)
 
 
 def undo_torn(add: OurAdd, admin: Path) -> bool:
@@ -105,7 +102,12 @@ def undo_torn(add: OurAdd, admin: Path) -> bool:
     """
     import shutil  # lazy, like every undo's: a run that creates pays ~3 ms for it
 
-    if os.path.lexists(add.path):
+    if add.checked_out is None and os.path.lexists(add.path):
+        # Only git's .git file was there: rmdir refuses whatever appeared since the check.
+        with contextlib.suppress(FileNotFoundError):
+            (add.path / ".git").unlink()
+        add.path.rmdir()
+    elif os.path.lexists(add.path):
         shutil.rmtree(add.path)
     cut_at = add.cut_at
     # Cut by the killed run and never moved: made again at a fresh base.
