@@ -1093,6 +1093,52 @@ def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
     assert_cleaned(web, worktree)
 
 
+def test_a_stacked_branch_checked_out_elsewhere_is_planned_as_kept_and_then_kept(
+    web, workspace, tmp_path, monkeypatch
+):
+    worktree = pushed_topic(web)
+    head = tip(web)
+    git(web, "branch", "child", TOPIC_ID)
+    git(web, "branch", "grandchild", "child")
+    git(web, "push", "-q", "origin", "child:child", "grandchild:grandchild")
+    checkout = workspace / "child-wt"
+    git(web, "worktree", "add", "-q", str(checkout), "child")
+    write(checkout / "wip.txt", "the child's own work in progress\n")
+    git(web, "fetch", "-q", "origin")
+    prs = (
+        pr(20, TOPIC_ID, head, state="OPEN"),
+        pr(21, "child", head, state="OPEN", base=TOPIC_ID),
+        pr(22, "grandchild", head, state="OPEN", base="child"),
+    )
+    install_fake_gh(tmp_path, monkeypatch, prs=prs)
+    kept = f"child (checked out in {checkout}; run `team-router pr-cleanup child --abandon` there)"
+    before = status(checkout)
+    dry = cleanup(web, TOPIC_ID, "--abandon", "--dry-run")
+    # The plan says the stack step stops at the checked-out branch, as the run then does.
+    assert steps(dry.json)["stack"] == {
+        "name": "stack",
+        "outcome": "refused",
+        "detail": f"would delete grandchild; would keep {kept}: every kept one is named with "
+        "its cause",
+        "code": "stack-kept",
+    }
+    assert dry.code == 1 and dry.json["error"]["code"] == "stack-kept"
+    res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
+    assert res.code == 1, res.out + res.err
+    assert steps(res.json)["stack"] == {
+        "name": "stack",
+        "outcome": "refused",
+        "detail": f"deleted grandchild; kept {kept}: every kept one is named with its cause",
+        "code": "stack-kept",
+    }
+    assert res.json["error"]["code"] == "stack-kept"
+    assert branches(web) == ["child", "main"] and "child" in remote_heads(web)
+    # The child's checkout, its branch and its work: kept.
+    assert status(checkout) == before and git(web, "rev-parse", "child") == head
+    assert (checkout / "wip.txt").read_text() == "the child's own work in progress\n"
+    assert not worktree.exists() and worktree_paths(web) == [str(web), str(checkout)]
+
+
 def test_a_removal_killed_half_way_is_finished_by_the_rerun_never_read_as_work(
     web, tmp_path, monkeypatch
 ):

@@ -80,10 +80,26 @@ def decide_stack(
         )
     if not heads:
         return settled(skipped(Step.STACK, "no branch is stacked on this one"))
-    return acting(
-        lambda: _abandon_stack(repo, heads, found, opts),
-        Step.STACK,
-        f"snapshot and delete {', '.join(heads)} here and on origin",
+
+    def act() -> StepResult:
+        return _abandon_stack(repo, heads, found, opts)
+
+    # What keeps a stacked branch is known before anything is tried (protected, checked out):
+    # the plan says which stay, as the run will, and the others are still abandoned.
+    whys = {h: _kept(repo, h, found.default)[1] for h in heads}
+    kept = [(h, w) for h, w in whys.items() if _stays(w)]
+    if not kept:
+        return acting(act, Step.STACK, f"snapshot and delete {', '.join(heads)} here and on origin")
+    staying = {h for h, _ in kept}
+    names = ", ".join(h for h in heads if h not in staying) or "none"
+    why = "; ".join(f"{h} ({w})" for h, w in kept)
+    return Decision(
+        act=act,
+        plan=lambda: refused(
+            Step.STACK,
+            ErrorCode.STACK_KEPT,
+            f"would delete {names}; would keep {why}: every kept one is named with its cause",
+        ),
     )
 
 
@@ -117,27 +133,40 @@ def _abandon_stack(
 GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
 
 
+def _stays(why: str) -> bool:
+    return bool(why) and why != GONE
+
+
+def _kept(repo: Repo, branch: Branch, default: DefaultBranch) -> tuple[Survey | None, str]:
+    """A stacked branch as found, and why it stays before anything is tried ("" when it goes,
+    :data:`GONE` when nothing of it is left): protected, or checked out somewhere."""
+    reason = protected_reason(branch, default.name)
+    if reason is not None:
+        return None, f"protected: {reason}"
+    try:
+        child = survey(repo, branch, ask_remote=True)
+    except Refusal as exc:
+        return None, exc.message
+    busy = checked_out(child)
+    if busy is not None:
+        return child, busy.detail
+    if child.plan.tip is None and child.remote_tip is None and child.entry is None:
+        return child, GONE
+    if child.entry is not None:
+        return child, (
+            f"checked out in {child.entry.path}; run `team-router pr-cleanup {branch} "
+            "--abandon` there"
+        )
+    return child, ""
+
+
 def _abandon_branch(
     repo: Repo, branch: Branch, default: DefaultBranch, opts: CleanupOptions
 ) -> str:
     """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
-    reason = protected_reason(branch, default.name)
-    if reason is not None:
-        return f"protected: {reason}"
-    try:
-        child = survey(repo, branch, ask_remote=True)
-    except Refusal as exc:
-        return exc.message
-    busy = checked_out(child)
-    if busy is not None:
-        return busy.detail
-    if child.plan.tip is None and child.remote_tip is None and child.entry is None:
-        return GONE
-    if child.entry is not None:
-        return (
-            f"checked out in {child.entry.path}; run `team-router pr-cleanup {branch} "
-            "--abandon` there"
-        )
+    child, why = _kept(repo, branch, default)
+    if why or child is None:
+        return why
     for step in (
         _snapshot_branch(repo, child),
         delete_branch(repo, child.branch, child.default, force=True)[0],
