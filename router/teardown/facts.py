@@ -21,6 +21,7 @@ from router.progress import Echo
 from router.reasons import Reason, Why
 from router.teardown.blockers import (
     foreign_worktree,
+    found_blockers,
     hidden_work,
     nested_blocker,
     reflog_blocker,
@@ -424,21 +425,18 @@ def _plan_blockers(
 ) -> list[StepResult]:
     repo = plan.target.repo
     assert repo is not None
-    found = []
+    found: list[StepResult] = []
     if entry is not None and not os.path.isdir(plan.worktree):  # type: ignore[arg-type]
         # --force or not: a worktree whose disk is not mounted is not gone.
-        unmounted = unmounted_blocker(repo, plan.worktree)  # type: ignore[arg-type]
-        found += [unmounted] if unmounted else []
+        found += found_blockers(unmounted_blocker(repo, plan.worktree))  # type: ignore[arg-type]
     if entry is not None:
         # --force or not: a snapshot cannot keep another repository's work, nor a reflog.
-        nested = nested_blocker(plan.worktree, plan.nested)  # type: ignore[arg-type]
-        found += [nested] if nested else []
-        reflog = reflog_blocker(repo, plan.worktree, plan.entries)  # type: ignore[arg-type]
-        found += [reflog] if reflog else []
+        found += found_blockers(
+            nested_blocker(plan.worktree, plan.nested),  # type: ignore[arg-type]
+            reflog_blocker(repo, plan.worktree, plan.entries),  # type: ignore[arg-type]
+        )
     if entry is not None and not opts.force:
-        blocker = worktree_blocker(plan.worktree, entry, plan.status)  # type: ignore[arg-type]
-        if blocker is not None:
-            found.append(blocker)
+        found += found_blockers(worktree_blocker(plan.worktree, entry, plan.status))  # type: ignore[arg-type]
         found += _detached_loss(repo, plan, entry)
     elif entry is not None and opts.keep_held and worktreelock.locked_by_other(entry):
         found.append(worktree_blocker(plan.worktree, entry, StatusReport()))  # type: ignore[arg-type]
