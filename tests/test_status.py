@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,34 @@ def test_status_text_is_a_table_for_people(home_repo):
         f"  plan dir  {plan}",
         f"  home  clean    0 ahead  {plan.parent.parent.parent}",
     ]
+
+
+def test_a_topic_whose_worktree_was_deleted_by_hand_is_listed_as_next_resumes_it(home_repo):
+    kept = new_topic(home_repo, "add caching")
+    gone = new_topic(home_repo, "add search")
+    commit(gone.worktrees["home"], "search.py", "s = 1\n", "slice")
+    shutil.rmtree(gone.worktrees["home"])
+    resumed = run_cli("next", gone.id, "--json", cwd=home_repo)
+    assert (resumed.code, resumed.json["resume_at"]) == (0, "WORKTREE"), resumed.err
+
+    res = run_cli("status", cwd=home_repo)
+    assert (res.code, res.err) == (0, "")
+    worktree = gone.worktrees["home"]
+    assert res.out.splitlines() == [
+        f"{kept.id}  resume at QUESTION  <- here",
+        f"  plan dir  {kept.plan_dir}",
+        f"  home  clean    0 ahead  {kept.worktrees['home']}",
+        f"{gone.id}  resume at WORKTREE",
+        f"  plan dir  {resumed.json['plan_dir']}",
+        f"  home  -        1 ahead  {worktree} (missing: git still lists it, but its directory is gone)",
+    ]
+    listed = run_cli("status", "--json", cwd=home_repo).json["topics"]
+    assert [(t["id"], t["resume_at"]) for t in listed] == [
+        (kept.id, "QUESTION"),
+        (gone.id, "WORKTREE"),
+    ]
+    # Nothing was touched: the branch and its commit are still there.
+    assert git(home_repo, "log", "-1", "--format=%s", gone.id).strip() == "slice"
 
 
 def test_status_reports_a_broken_frontmatter_and_carries_on(home_repo):

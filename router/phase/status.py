@@ -10,11 +10,12 @@ from router.parallel import parallel_map
 from router.phase import infer as phases
 from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
 from router.plandir.remembered import Remembered
+from router.topic import discovery
 from router.topic.discovery import discover_at, repo_place
 from router.topic.holders import REMEMBERED_FILE, STATE_DIR
 from router.topic.model import works_in_main_tree
 from router.topic.planpath import hidden_plan_dirs
-from router.topic.runs import RUN, Records, by_id, scan
+from router.topic.runs import RUN, Records
 from router.topic.workspace import open_repo
 
 
@@ -25,6 +26,8 @@ class RepoState:
     dirty: bool | None  # None: no checkout to ask, or git could not tell
     ahead: int | None  # commits since the merge-base with the default branch; None: unknown
     main_tree: str | None = None  # the primary clone, when the repo fell back to work there
+    # The topic's worktree git still lists whose directory is gone (deleted by hand).
+    missing: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -86,7 +89,7 @@ def topics_status(cwd: Path) -> StatusResult:
     # The home's records and plan dirs as discovery read them: each record file and each
     # checkout's docs/plans/ is read once by the whole command.
     records = found.records or Records(repo.common_dir)
-    live = sorted(by_id(scan(repo_place(repo, entries).roots, records)).items())
+    live = sorted(discovery.topics(repo_place(repo, entries), records).items())
     plans = [(i, p) for i, p in live if records.live(i) and p.kind == RUN]
     hosts = [
         host_worktree(repo, i, p.checkout) for i, p in live if records.live(i) and p.kind != RUN
@@ -130,9 +133,14 @@ def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoStat
     ahead = phases.commits_ahead(topic_repo, refs)
     fell_back = works_in_main_tree(topic_repo.name, topic_repo.path, topic_repo.worktree)
     main_tree = topic_repo.path if fell_back else None
-    return RepoState(topic_repo.name, worktree, worktree_dirty(worktree), ahead, main_tree)
+    gone = topic_repo.worktree if topic_repo.worktree and worktree is None else None
+    missing = gone if gone is not None and not os.path.lexists(gone) else None
+    dirty = worktree_dirty(worktree)
+    return RepoState(topic_repo.name, worktree, dirty, ahead, main_tree, missing)
 
 
+# A worktree deleted by hand, in the words of `next`'s WORKTREE brief for it.
+WORKTREE_MISSING = "(missing: git still lists it, but its directory is gone)"
 CURRENT = "  <- here"  # the topic `phase` and `next` answer from where status ran
 
 
@@ -162,6 +170,8 @@ def render_table(result: StatusResult) -> str:
 def _where(repo: RepoState) -> str:
     if repo.main_tree is not None:
         return f"works in its main tree {repo.main_tree}"
+    if repo.missing is not None:
+        return f"{repo.missing} {WORKTREE_MISSING}"
     return repo.worktree or "(no worktree)"
 
 

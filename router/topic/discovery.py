@@ -33,6 +33,7 @@ from router.topic.runs import (
     RUN,
     PlanDir,
     Records,
+    by_id,
     dir_mtime,
     kind_of,
     newest_live,
@@ -159,9 +160,7 @@ def plan_named(place: Place, topic_id: str, records: Records | None = None) -> P
         if mtime is not None:
             copies.append((path, root, mtime, newest_file is not None))
     if not copies:
-        worktree = next(
-            (r for r, branch in place.worktrees if branch == topic_id and r != primary), None
-        )
+        worktree = _registered_worktree(place, topic_id)
         path = os.path.join(worktree or primary, PLANS_DIR, topic_id)
         mtime = 0.0 if worktree is not None else dir_mtime(path)
         if mtime is None:
@@ -170,6 +169,34 @@ def plan_named(place: Place, topic_id: str, records: Records | None = None) -> P
     path, root, mtime, has_artifacts = max(copies, key=lambda c: c[2])
     kind = kind_of(records or Records(place.common_dir), topic_id, has_artifacts=has_artifacts)
     return PlanDir(topic_id, path, root, mtime, kind)
+
+
+def _registered_worktree(place: Place, topic_id: str) -> str | None:
+    """The first linked worktree git lists on branch ``topic_id``, there or not (a directory
+    deleted by hand stays listed until its registration is dropped); None: none."""
+    primary = os.path.realpath(place.primary)
+    return next((r for r, branch in place.worktrees if branch == topic_id and r != primary), None)
+
+
+def topics(place: Place, records: Records) -> dict[str, PlanDir]:
+    """Every topic of this machine in the home repo, by id, as a topic named is found
+    (:func:`plan_named`): each plan dir of a recorded topic in the primary clone or a
+    worktree, and each recorded topic with none whose worktree git still lists (not made
+    yet, or its directory deleted by hand: ``next`` resumes it at WORKTREE), so that
+    ``status`` lists every topic ``next`` resumes. Torn-down topics are included:
+    :meth:`Records.live` tells them.
+    """
+    found = by_id(scan(place.roots, records))
+    recorded = records.ids()
+    for root, branch in place.worktrees:
+        if branch in found or branch not in recorded or plan_dir_link(root, branch) is not None:
+            continue
+        if _registered_worktree(place, branch) != root:
+            continue  # the first one listed on the branch, as plan_named picks it
+        plan_dir = os.path.join(root, PLANS_DIR, branch)
+        kind = kind_of(records, branch, has_artifacts=False)
+        found[branch] = PlanDir(branch, plan_dir, root, 0.0, kind)
+    return found
 
 
 # -- where a repository is: git's files, else git ---------------------------------------
