@@ -213,12 +213,7 @@ def begin(repo: Repo, found: Survey, mode: Mode) -> None:
     """
     if found.topic_id is None or found.record is None:
         return
-
-    state.update_record(
-        repo.common_dir,
-        found.topic_id,
-        lambda record: dataclasses.replace(record, pr_cleanup_mode=str(mode)),
-    )
+    journal.begin_teardown(repo.common_dir, found.topic_id, pr_cleanup_mode=str(mode))
 
 
 def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> None:

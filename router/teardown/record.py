@@ -4,7 +4,6 @@ run was in the middle of when it stopped is the journal's (router.topic.journal)
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def forget_earlier_teardown(common_dir: Path, topic_id: str) -> None:
     record = state.read_record_or_none(common_dir, topic_id)
     if record is None or record.teardown is None:
         return
-    state.update_record(common_dir, topic_id, lambda r: dataclasses.replace(r, teardown=None))
+    journal.end_op(common_dir, topic_id, journal.Operation.TEARDOWN)
 
 
 def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, branch: str) -> None:

@@ -118,7 +118,12 @@ def find(
 
 
 # The record field that holds the mark of each operation :func:`begin_op` writes.
-_MARKS = {Operation.INTEGRATE: "integrating", Operation.REMOVE: "removing"}
+# (TEARDOWN's mark grows step by step through :func:`teardown_done`; :func:`end_op` drops it.)
+_MARKS = {
+    Operation.INTEGRATE: "integrating",
+    Operation.REMOVE: "removing",
+    Operation.TEARDOWN: "teardown",
+}
 
 
 def write_steps(common_dir: Path, topic_id: str, record: TopicRecord) -> None:
@@ -149,6 +154,12 @@ def teardown_done(
         return dataclasses.replace(record, teardown=mark, **also)  # type: ignore[arg-type]
 
     _write_record(common_dir, topic_id, change, _made(topic_id, made))
+
+
+def begin_teardown(common_dir: Path, topic_id: str, **also: object) -> None:
+    """Before a teardown's (pr-cleanup's) first step, the fields ``also`` that say it is under
+    way (pr-cleanup's mode); its mark is written as its steps finish (:func:`teardown_done`)."""
+    _write_record(common_dir, topic_id, lambda r: dataclasses.replace(r, **also), None)  # type: ignore[arg-type]
 
 
 def begin_op(
