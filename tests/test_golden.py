@@ -31,7 +31,8 @@ about; the whole outputs of these scenarios are pinned here:
 - new --sparse, its rerun and a bad cone: ``new-sparse``; new with a submodule, a
   .worktreeinclude and a .worktreesetup (done, failed, --no-setup): ``new-setup-include-submodules``;
   new refused (a bad id, a linked worktree on the default branch, outside a repo) and a path
-  taken by someone's file: ``new-refused``; worktrees refused (no plan dir, a malformed
+  taken by someone's file, then no room for its plan dir either (the fallback's warning
+  before the refusal): ``new-refused``; worktrees refused (no plan dir, a malformed
   repos.md, --strict) and its fallback and refused repos: ``worktrees-refused``;
 - install-hooks (--dry-run, install, again, --uninstall) and a settings file it cannot merge:
   ``install-hooks``; hook worktree-create and worktree-remove (made, again, removed, kept for
@@ -430,6 +431,12 @@ def test_new_refused(transcript: Transcript, workspace: Path) -> None:
     transcript.run("new", "Add rate limiting", "--date", "2026-05-01", cwd=other)
     notes = other / ".claude" / "worktrees" / TOPIC_ID / "notes.txt"
     assert notes.read_text() == "someone's notes\n"
+    write(other / "docs", "someone's docs\n")
+    transcript.note("api: also a file where docs/plans/ goes in its main tree")
+    transcript.run("new", "Add rate limiting", "--id", TOPIC_ID, cwd=other)
+    transcript.run("new", "Add rate limiting", "--id", TOPIC_ID, "--json", cwd=other)
+    assert notes.read_text() == "someone's notes\n"
+    assert (other / "docs").read_text() == "someone's docs\n"
     transcript.check()
 
 

@@ -440,9 +440,11 @@ def test_a_tracked_file_where_docs_plans_goes_is_one_line_setup_failed(home_repo
     assert text.code == 1 and text.out == ""
     res = new(home_repo)
     assert (res.code, res.json["error"]["code"]) == (1, "setup-failed")
-    # One line, the refusal --json gives, and no traceback.
-    assert text.err == f"team-router: {res.json['error']['message']} [setup-failed]\n"
+    # The warnings --json gives (the fallback), then one line, the refusal, and no traceback.
     assert any("Falling back to main tree" in w for w in res.json["warnings"])
+    assert text.err == "".join(f"warning: {w}\n" for w in res.json["warnings"]) + (
+        f"team-router: {res.json['error']['message']} [setup-failed]\n"
+    )
     assert worktree_paths(home_repo) == [str(home_repo)]
     assert branches(home_repo) == ["main"]
     assert (home_repo / "docs").read_text() == "a file, not a directory\n"
@@ -650,3 +652,27 @@ def test_new_after_its_worktree_directory_was_deleted_by_hand_names_doctor_repai
     assert made.code == 0, made.out
     assert made.json["home"]["worktree"] == str(worktree), made.out
     assert worktree.is_dir() and (worktree / "docs" / "plans" / "ENG-7-limits").is_dir()
+
+
+def test_new_prints_the_fallback_warning_in_text_when_it_then_refuses(home_repo):
+    # A file where the worktree goes: home falls back to its main tree; a file where
+    # docs/plans goes there: the plan dir cannot be made, so `new` refuses setup-failed.
+    write(home_repo / ".claude" / "worktrees" / ID, "not a worktree\n")
+    write(home_repo / "docs", "in the way\n")
+    res = run_cli("new", DESC, "--id", ID, cwd=home_repo)
+    taken = home_repo / ".claude" / "worktrees" / ID
+    assert (res.code, res.out) == (1, ""), res.out + res.err
+    assert res.err == (
+        f"warning: Worktree creation failed in home (path-taken: {taken} already exists (a file "
+        "that is not this topic's worktree); move it away). Falling back to main tree for that "
+        "repo.\n"
+        f"team-router: cannot create the plan dir {home_repo / 'docs' / 'plans' / ID} (Not a "
+        "directory); a file is probably in the way of docs/plans/: move it, then rerun "
+        "[setup-failed]\n"
+    )
+    as_json = run_cli("new", DESC, "--id", ID, "--json", cwd=home_repo)
+    assert as_json.code == 1
+    assert as_json.json["warnings"] == [res.err.splitlines()[0].removeprefix("warning: ")]
+    # Nothing was lost: both files the user had are as they were.
+    assert taken.read_text() == "not a worktree\n"
+    assert (home_repo / "docs").read_text() == "in the way\n"

@@ -121,6 +121,10 @@ def fail(command: str, as_json: bool, exc: RouterError) -> None:
             json.dumps(_failed(command, exc.code, exc.message, exc.details), indent=2, default=str)
         )
     else:
+        # Warnings gathered before the refusal (a repo that fell back to its main tree)
+        # are the --json envelope's `warnings`: text says them too, before the error.
+        for message in exc.details.get("warnings", []):
+            warn(message)
         error_line(exc.code, exc.message)
 
 
