@@ -1494,3 +1494,55 @@ def test_a_refusal_for_commits_already_pushed_says_they_are_safe_on_origin(home_
     assert steps_of(res.json, "home")["integrate"]["detail"].endswith(
         "pass --integrate, or --force to snapshot them"
     )
+
+
+def test_a_repo_refused_twice_names_in_text_the_code_its_json_and_error_name(home_repo):
+    # Both blockers in one repo: the rest is held back by the refusal the error names,
+    # and the text's "the rest" line, each held-back step and the error say the same code.
+    topic = ship(new_topic(home_repo))
+    wt = topic.worktrees["home"]
+    sha = commit(wt, "lib.py", "v = 1\n", "unpushed work")
+    write(wt / "lib.py", "v = 2  # edited, not committed\n")
+    write(wt / "idea.py", "print('untracked')\n")
+    res = run_cli("teardown", topic.id, cwd=home_repo)
+    unintegrated = (
+        f"1 commit(s) of {topic.branch} are on no target branch: {sha[:12]}; pass --integrate, "
+        "or --force to snapshot them"
+    )
+    dirty = (
+        f"{wt} has 1 changed tracked file(s): lib.py; 1 untracked file(s): idea.py; commit "
+        "them, or pass --force to snapshot and remove"
+    )
+    assert res.code == 1
+    assert res.out.splitlines() == [
+        f"Refused (nothing was removed in any repo); the plan of {topic.id}",
+        f"home  {wt}",
+        f"  integrate       refused  {unintegrated}",
+        f"  remove          refused  {dirty}",
+        "  the rest        skipped  not done: teardown refused (dirty-worktree here); once it is "
+        "not, each would go as follows:",
+        f"    branch          would be refused  {topic.branch} holds 1 commit(s) not on the "
+        "default branch; kept",
+        f"    verify-gone     would be done     would re-check that {wt} is gone",
+        "    update-default  would be done     main already holds origin/main as this command "
+        f"fetched it: nothing to pull; no origin/{topic.branch} ref: nothing to prune",
+        f"    plan-dir        would be skipped  no docs/plans/{topic.branch}/ in the primary clone",
+        f"    sweep           would be skipped  no residue under {wt.parent}",
+        "    local-state     would be skipped  no .teamteardown on main — nothing declared; no "
+        "temp paths recorded",
+        f"teardown of {topic.id} refused: 2 refused step(s) above; fix each, then run it again",
+    ]
+    assert res.err == (
+        f"team-router: teardown of {topic.id} refused, nothing was removed in any repo: "
+        f"home: {dirty}; home: {unintegrated} [dirty-worktree]\n"
+    )
+    data = run_cli("teardown", topic.id, "--json", cwd=home_repo).json
+    held = [s["detail"] for s in data["repos"][0]["steps"] if s.get("reason") == "teardown-refused"]
+    assert held and all(
+        d.startswith("not done: teardown refused (dirty-worktree here)") for d in held
+    )
+    assert data["error"]["code"] == "dirty-worktree"
+    # Refused: nothing was lost.
+    assert (wt / "lib.py").read_text() == "v = 2  # edited, not committed\n"
+    assert (wt / "idea.py").is_file() and topic.branch in branches(home_repo)
+    assert git(wt, "log", "-1", "--format=%s") == "unpushed work"

@@ -189,7 +189,8 @@ def _refused_lines(repo, *, dry_run: bool) -> list[str]:
     rest = [p for s, p in zip(repo.steps, repo.planned, strict=True) if not s.stopped]
     if not rest:
         return lines
-    where = f"{blockers[0].code} here" if blockers else "another repo"
+    # The code the held-back steps' reasons name (the error's), not the first in step order.
+    where = f"{repo.refused_by} here" if repo.refused_by else "another repo"
     refused = "would be refused" if dry_run else "refused"
     skipped = "would be skipped" if dry_run else "skipped"
     column = len("would be refused ") if dry_run else len("refused ")

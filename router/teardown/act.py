@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from router.errors import ErrorCode
 from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_state
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.localstate import LocalStateReport
@@ -35,6 +36,10 @@ class TeardownReport:
     local_state: LocalStateReport | None = None
     # A refused repo's plan: each step as it would go once every blocker is gone.
     planned: tuple[StepResult, ...] = ()
+    # A refused repo's: the code of the refusal that held its other steps back (the
+    # teardown error's code, when the refusal is this repo's); None: another repo's.
+    # Each held-back step's reason and the text's "the rest" line both name this one.
+    refused_by: ErrorCode | None = None
 
     @property
     def ok(self) -> bool:

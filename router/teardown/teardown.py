@@ -327,6 +327,7 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
         # Two blockers of one step (a dirty worktree and a nested clone) are both named.
         seen = by_step.get(b.name)
         by_step[b.name] = b if seen is None else noting(seen, b.why)
+    # The first blocker is the one the teardown's error names (see _refusal).
     code = plan.blockers[0].code if plan.blockers else None
     why = Why(Reason.TEARDOWN_REFUSED, text=str(code or ""))
     # Each step as it would go once the blockers are gone: none holds another back.
@@ -348,7 +349,7 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
         return not_done(skipped(step.name, would), NotDone.REFUSED)
 
     steps = tuple(map(refused_step, planned))
-    return TeardownReport(plan.target.name, plan.worktree, steps, planned=planned)
+    return TeardownReport(plan.target.name, plan.worktree, steps, planned=planned, refused_by=code)
 
 
 def _remember_scope(scope: TopicScope) -> None:
