@@ -31,7 +31,7 @@ from helpers.topics import Topic, multi_topic, new_topic, ship, snapshot_of, ste
 from router.teardown.steps import STEPS
 
 # The wording that marks an action a dry run stops before: its detail says what it would do.
-CONDITIONAL = re.compile(r"(^|[:;] )would ")
+CONDITIONAL = re.compile(r"(^|[:;] )(\d+ )?would ")  # "1 would be removed" too
 
 
 @pytest.fixture
@@ -805,12 +805,14 @@ def test_a_refused_pr_cleanup_plans_every_blocker_and_the_run_refuses_as_planned
     also = f" (and {len(more)} more blocker(s): {', '.join(more)})" if more else ""
     error = {"code": blockers[0][1], "message": planned[0]["detail"] + also}
     assert dry.json["error"] == real.json["error"] == error
-    # The dry run's text lists them all; the real run's names the first, as ever.
+    # The dry run's text lists them all; the real run's names the first, as ever, after the
+    # warnings its --json gives (as the dry run's text says them).
     assert text.out == plan_text(dry, topic.branch)
     assert text.err.endswith(f"team-router: {error['message']} [{error['code']}]\n"), text.err
     assert (real_text.out, real_text.err) == (
         "",
-        f"team-router: {error['message']} [{error['code']}]\n",
+        "".join(f"warning: {w}\n" for w in real.json["warnings"])
+        + f"team-router: {error['message']} [{error['code']}]\n",
     )
     # Nothing was touched: every ref (origin's included), the worktrees, every file of every
     # checkout (the worktree's, its plan dir and any repository inside it).

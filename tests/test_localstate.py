@@ -375,14 +375,35 @@ def test_local_state_dry_run_runs_no_line_and_removes_no_temp_path(topic, tmp_pa
     record_temps(topic, str(scratch.parent))
     res = local_state(topic, "--dry-run")
     assert res.code == 0, res.out + res.err
-    assert res.json["dry_run"] is True and res.json["commands"] == []
-    assert f"would run: touch {marker}" in res.json["repos"][0]["notes"]
+    # The real run's outcome, marked planned: the JSON says what would happen, as the text does.
+    planned = [{"path": str(scratch.parent), "outcome": "removed", "planned": True}]
+    assert res.json == {
+        "ok": True,
+        "command": "local-state",
+        "id": topic.id,
+        "commands": [],
+        "temp_paths": planned,
+        "repos": [
+            {
+                "name": "home",
+                "source": "origin/main",
+                "declared": True,
+                "note": ".teamteardown on origin/main: 1 line(s)",
+                "commands": [],
+                "temp_paths": planned,
+                "notes": [f"would run: touch {marker}"],
+                "interrupted": False,
+            }
+        ],
+        "dry_run": True,
+        "warnings": [],
+    }
     assert not marker.exists() and scratch.exists()
     text = run_cli("local-state", topic.id, "--dry-run", cwd=topic.home)
     assert (text.code, text.err) == (0, "")
     assert text.out == (
         f"home: .teamteardown on origin/main: 1 line(s); would run: touch {marker}; temp paths: "
-        f"1 removed\n  temp path {scratch.parent}: would be removed\n"
+        f"1 would be removed\n  temp path {scratch.parent}: would be removed\n"
     )
     assert not marker.exists() and scratch.exists()
 

@@ -127,7 +127,7 @@ def _local_text(result) -> str:
     lines = []
     for report in result.reports:
         lines.append(f"{report.repo}: {report.summary()}")
-        lines += temp_lines(report.temp_paths, indent="  ", dry_run=result.dry_run)
+        lines += temp_lines(report.temp_paths, indent="  ")
     return "\n".join(lines)
 
 
@@ -162,7 +162,7 @@ def teardown_text(result) -> str:
         else:
             lines += step_lines(repo.steps, width=15, dry_run=result.dry_run)
         if repo.local_state is not None:
-            lines += temp_lines(repo.local_state.temp_paths, indent="    ", dry_run=result.dry_run)
+            lines += temp_lines(repo.local_state.temp_paths, indent="    ")
     # A dry run's last lines are the real run's, in the conditional.
     lines += [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     for kept in result.kept:
@@ -221,9 +221,8 @@ def file_lines(files, limit: int = 20) -> list[str]:
     return shown
 
 
-def temp_lines(temp_paths, *, indent: str, dry_run: bool = False) -> list[str]:
-    would = "would be " if dry_run else ""
-    return [f"{indent}temp path {t.path}: {would}{t.outcome}{_why(t)}" for t in temp_paths]
+def temp_lines(temp_paths, *, indent: str) -> list[str]:
+    return [f"{indent}temp path {t.path}: {t.said}{_why(t)}" for t in temp_paths]
 
 
 def _why(temp) -> str:

@@ -7,6 +7,7 @@ failed line never stops the lines after it, and they run from the primary root.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import stat
@@ -59,6 +60,13 @@ class TempResult:
     outcome: TempOutcome
     check: str = ""  # the check that refused it
     detail: str = ""  # what it found: the repository, the .git entry
+    # A dry run's: ``outcome`` is what the real run would give, nothing was removed.
+    planned: bool = False
+
+    @property
+    def said(self) -> str:
+        """The outcome in words, in the conditional when planned: every text says it so."""
+        return f"would be {self.outcome}" if self.planned else str(self.outcome)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"path": self.path, "outcome": str(self.outcome)}
@@ -66,6 +74,8 @@ class TempResult:
             data["check"] = self.check
         if self.detail:
             data["detail"] = self.detail
+        if self.planned:
+            data["planned"] = True
         return data
 
 
@@ -97,7 +107,7 @@ class LocalStateReport:
         if self.temp_paths:
             counts: dict[str, int] = {}
             for t in self.temp_paths:
-                counts[str(t.outcome)] = counts.get(str(t.outcome), 0) + 1
+                counts[t.said] = counts.get(t.said, 0) + 1
             parts.append("temp paths: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
         return "; ".join(parts)
 
@@ -206,7 +216,12 @@ def remove_temp_paths(
     """Remove each recorded path that passes every check; ``protected``: the topic's repos."""
     root = temp_root()
     guarded = tuple(os.path.realpath(p) for p in protected)
-    return [_remove_temp_path(path, root, guarded, dry_run=dry_run) for path in paths]
+    return [
+        dataclasses.replace(
+            _remove_temp_path(path, root, guarded, dry_run=dry_run), planned=dry_run
+        )
+        for path in paths
+    ]
 
 
 def _remove_temp_path(

@@ -35,7 +35,7 @@ MODE_ENV = "TEAM_ROUTER_TEST_PLAN_CHECK"
 COMMANDS = ("teardown", "pr-cleanup")
 PLANNED = ("repos", "steps")  # the JSON keys that hold a teardown's and a pr-cleanup's steps
 # The wording that marks an action a dry run stops before: its detail says what it would do.
-CONDITIONAL = re.compile(r"(^|[:;] )would ")
+CONDITIONAL = re.compile(r"(^|[:;] )(\d+ )?would ")  # "1 would be removed" too
 # Exit codes of a run something stopped part-way (the crash seam, SIGKILL, a signal): it did
 # not execute its whole plan, so there is nothing whole to compare.
 STOPPED = frozenset({137, -9, 130, 143, 129, -15, -2, -1})
