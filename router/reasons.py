@@ -135,6 +135,21 @@ class Reason(StrEnum):
     HELD_ELSEWHERE = "held-elsewhere"  # a git may be writing objects: nothing expired
     RECLAIM_FAILED = "reclaim-failed"
     RECLAIMED = "reclaimed"
+    # -- what keeps a worktree (teardown's and pr-cleanup's checks)
+    NESTED_WORK = "nested-work"  # a repository inside holds work found nowhere else
+    NOT_MOUNTED = "not-mounted"  # the worktree's filesystem is not mounted
+    LOCKED = "locked"  # another tool's lock
+    DIRTY = "dirty"  # changed or untracked files
+    REFLOG_UNKNOWN = "reflog-unknown"  # what the HEAD reflog alone keeps is unknown
+    REFLOG_ONLY = "reflog-only"  # the HEAD reflog is the only record of commits
+    IN_USE = "in-use"  # a process works in the worktree
+    # -- pr-cleanup --abandon's snapshot and stack
+    NOTHING_TO_KEEP = "nothing-to-keep"  # the branch is gone: no tip to snapshot
+    TIP_KEPT = "tip-kept"  # the branch's tip is kept in its snapshot ref
+    STACK_UNKNOWN = "stack-unknown"  # gh could not list the stacked PRs
+    NO_STACK = "no-stack"
+    STACK_DELETED = "stack-deleted"  # each stacked branch deleted here and on origin
+    STACK_KEPT = "stack-kept"  # some stacked branches kept, each with its cause
     # -- notes said after a step's reason
     COPIES = "copies"  # .worktreeinclude copies the removal deletes
     NESTED = "nested"  # repositories inside go with the worktree

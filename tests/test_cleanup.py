@@ -958,6 +958,7 @@ def test_a_locked_worktree_blocks_the_removal_and_says_so(web, no_gh):
     assert remove == {
         "name": "remove",
         "outcome": "refused",
+        "reason": "locked",
         "detail": f"{worktree} is locked (an editor session); unlock it or pass --force",
         "code": "locked-worktree",
     }
@@ -1076,6 +1077,7 @@ def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
     assert steps(dry.json)["stack"] == {
         "name": "stack",
         "outcome": "done",
+        "reason": "stack-deleted",
         "detail": "would snapshot and delete grandchild, child here and on origin",
     }
     res = cleanup(web, TOPIC_ID, "--abandon", "--yes")
@@ -1083,6 +1085,7 @@ def test_abandoning_a_stack_deletes_every_branch_of_the_chain_with_snapshots(
     assert steps(res.json)["stack"] == {
         "name": "stack",
         "outcome": "done",
+        "reason": "stack-deleted",
         "detail": "deleted grandchild, child here and on origin (each tip kept in its snapshot ref)",
     }
     assert sorted(fake.closed()) == [20, 21, 22]
@@ -1118,6 +1121,7 @@ def test_a_stacked_branch_checked_out_elsewhere_is_planned_as_kept_and_then_kept
     assert steps(dry.json)["stack"] == {
         "name": "stack",
         "outcome": "refused",
+        "reason": "stack-kept",
         "detail": f"would delete grandchild; would keep {kept}: every kept one is named with "
         "its cause",
         "code": "stack-kept",
@@ -1128,6 +1132,7 @@ def test_a_stacked_branch_checked_out_elsewhere_is_planned_as_kept_and_then_kept
     assert steps(res.json)["stack"] == {
         "name": "stack",
         "outcome": "refused",
+        "reason": "stack-kept",
         "detail": f"deleted grandchild; kept {kept}: every kept one is named with its cause",
         "code": "stack-kept",
     }

@@ -1232,6 +1232,7 @@ def test_a_refused_teardown_prints_the_plan_naming_every_blocker_in_every_repo(w
                     {
                         "name": "remove",
                         "outcome": "refused",
+                        "reason": "dirty",
                         "detail": dirty,
                         "code": "dirty-worktree",
                     },

@@ -3,9 +3,12 @@ branch stacked on it snapshotted and deleted, here and on origin."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from router.errors import ErrorCode, Refusal
 from router.github import GitHub, PullRequest, Unavailable
 from router.names import Branch, protected_reason
+from router.reasons import Reason, Why
 from router.teardown.branch import delete_branch
 from router.teardown.cleanup_checks import checked_out
 from router.teardown.cleanup_survey import (
@@ -31,11 +34,11 @@ from router.topic.workspace import DefaultBranch, Repo
 
 def decide_snapshot(repo: Repo, found: Survey) -> Decision:
     if found.plan.tip is None:
-        return settled(skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep"))
+        return settled(skipped(Step.SNAPSHOT, Why(Reason.NOTHING_TO_KEEP, branch=found.branch)))
     return acting(
         lambda: _snapshot_branch(repo, found),
         Step.SNAPSHOT,
-        f"keep {found.branch}'s tip in a snapshot ref",
+        Why(Reason.TIP_KEPT, branch=found.branch),
     )
 
 
@@ -45,14 +48,16 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
 
     tip = repo.git.rev_parse(f"refs/heads/{found.branch}") if found.plan.tip else None
     if tip is None:
-        return skipped(Step.SNAPSHOT, f"{found.branch} is already gone: nothing to keep")
+        return skipped(Step.SNAPSHOT, Why(Reason.NOTHING_TO_KEEP, branch=found.branch))
     snap = read_snapshot(repo.git, found.branch)
     if not covers(repo.git, snap, tip):
         try:
             snap = snapshot_branch(repo, found.branch, tip)
         except SnapshotFailed as exc:
-            return refused(Step.SNAPSHOT, exc.code, f"{exc.message}; {found.branch} is kept")
-    return done(Step.SNAPSHOT, f"{found.branch}'s work is kept in {snap.ref} ({snap.commit[:12]})")  # type: ignore[union-attr]
+            failure = Why(Reason.SNAPSHOT_FAILED, text=exc.message, branch=found.branch)
+            return refused(Step.SNAPSHOT, exc.code, failure)
+    kept = Why(Reason.TIP_KEPT, branch=found.branch, ref=snap.ref, commit=snap.commit)  # type: ignore[union-attr]
+    return done(Step.SNAPSHOT, kept)
 
 
 def _stacked_heads(
@@ -75,11 +80,9 @@ def decide_stack(
     """Abandoning a stack deletes every branch of the chain, with the same snapshot rule (§11)."""
     heads = _stacked_heads(found, closing, hub)
     if heads is None:
-        return settled(
-            skipped(Step.STACK, "gh could not list the stacked PRs: no other branch is deleted")
-        )
+        return settled(skipped(Step.STACK, Why(Reason.STACK_UNKNOWN)))
     if not heads:
-        return settled(skipped(Step.STACK, "no branch is stacked on this one"))
+        return settled(skipped(Step.STACK, Why(Reason.NO_STACK)))
 
     def act() -> StepResult:
         return _abandon_stack(repo, heads, found, opts)
@@ -89,17 +92,14 @@ def decide_stack(
     whys = {h: _kept(repo, h, found.default)[1] for h in heads}
     kept = [(h, w) for h, w in whys.items() if _stays(w)]
     if not kept:
-        return acting(act, Step.STACK, f"snapshot and delete {', '.join(heads)} here and on origin")
+        return acting(act, Step.STACK, Why(Reason.STACK_DELETED, items=tuple(heads)))
     staying = {h for h, _ in kept}
-    names = ", ".join(h for h in heads if h not in staying) or "none"
+    going = tuple(h for h in heads if h not in staying)
     why = "; ".join(f"{h} ({w})" for h, w in kept)
+    planned = Why(Reason.STACK_KEPT, items=going, text=why, planned=True)
     return Decision(
         act=act,
-        plan=lambda: refused(
-            Step.STACK,
-            ErrorCode.STACK_KEPT,
-            f"would delete {names}; would keep {why}: every kept one is named with its cause",
-        ),
+        plan=lambda: refused(Step.STACK, ErrorCode.STACK_KEPT, planned),
     )
 
 
@@ -115,19 +115,11 @@ def _abandon_stack(
             kept.append(f"{head} ({why})")
         else:
             deleted.append(head)
-    names = ", ".join(deleted) or "none"
-    if gone:
-        names += f" ({', '.join(gone)} already gone)"
+    stack = Why(Reason.STACK_DELETED, items=tuple(deleted), others=tuple(gone))
     if kept:
-        return refused(
-            Step.STACK,
-            ErrorCode.STACK_KEPT,
-            f"deleted {names}; kept {'; '.join(kept)}: every kept one is named with its cause",
-        )
-    return done(
-        Step.STACK,
-        f"deleted {names} here and on origin (each tip kept in its snapshot ref)",
-    )
+        some_kept = dataclasses.replace(stack, reason=Reason.STACK_KEPT, text="; ".join(kept))
+        return refused(Step.STACK, ErrorCode.STACK_KEPT, some_kept)
+    return done(Step.STACK, stack)
 
 
 GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin

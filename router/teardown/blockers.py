@@ -16,8 +16,10 @@ from router import git as g
 from router.errors import ErrorCode
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
+from router.reasons import Reason, Why
 from router.teardown.nested import NestedKind, NestedRepo
-from router.teardown.steps import Step, StepResult, name_some, refused
+from router.teardown.steps import Step, StepResult, refused
+from router.teardown.wording import dirt_words
 from router.topic import state, worktreelock
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR, Repo
@@ -44,18 +46,9 @@ def nested_blocker(
     holding = [n for n in nested if n.holds_work]
     if not holding:
         return None
-    return refused(
-        step,
-        ErrorCode.NESTED_WORK,
-        f"{path} holds other repositories whose work exists nowhere else; removing {what} "
-        "would delete it and --force cannot snapshot it: "
-        + ", ".join(nested_loss(n) for n in holding)
-        + ". Push those commits, or a tag holding them (`git log --oneline --all --reflog "
-        "--not --remotes` there lists them, reflog-only ones included; "
-        "`git reflog expire --expire-unreachable=now "
-        "--all` there drops those no branch holds), commit and push (or discard) those changes, "
-        f"or move the repository out of {what}; then run {again} again",
-    )
+    losses = ", ".join(nested_loss(n) for n in holding)
+    held = Why(Reason.NESTED_WORK, path=str(path), text=losses, again=again, step=step)
+    return refused(step, ErrorCode.NESTED_WORK, held)
 
 
 def nested_loss(repo: NestedRepo) -> str:
@@ -154,45 +147,28 @@ def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> Ste
     unmounted = worktree_unmounted(repo.common_dir, path)
     if unmounted is None:
         return None
+    why = Why(Reason.NOT_MOUNTED, path=str(path), text=unmounted.why, again=again)
     return refused(
-        Step.REMOVE,
-        ErrorCode.NOT_MOUNTED,
-        f"{path} is not there because its filesystem is not mounted ({unmounted.why}); "
-        f"kept: mount it at {unmounted.point}, then run {again} again (if it is "
-        f"really gone, `git worktree remove {path}` first)",
+        Step.REMOVE, ErrorCode.NOT_MOUNTED, dataclasses.replace(why, other=str(unmounted.point))
     )
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:
     # Our own lock (DESIGN §10) keeps other tools away, not team-router: only another's refuses.
     if worktreelock.locked_by_other(entry):
-        why = f" ({entry.lock_reason})" if entry.lock_reason else ""
-        return refused(
-            Step.REMOVE,
-            ErrorCode.LOCKED_WORKTREE,
-            f"{path} is locked{why}; unlock it or pass --force",
-        )
+        locked = Why(Reason.LOCKED, path=str(path), text=entry.lock_reason or "")
+        return refused(Step.REMOVE, ErrorCode.LOCKED_WORKTREE, locked)
     if status.dirty:
         hidden = any(p.startswith(f"{PLANS_DIR}/") for p in status.untracked)
-        # git status does not list them (our info/exclude line): a plain `git add` skips them.
-        add = f" (`git add -f` those under {PLANS_DIR}/)" if hidden else ""
-        return refused(
-            Step.REMOVE,
-            ErrorCode.DIRTY_WORKTREE,
-            f"{path} has {describe_dirt(status)}; commit them{add}, or pass --force to snapshot "
-            "and remove",
-        )
+        dirty = Why(Reason.DIRTY, path=str(path), items=tuple(status.tracked), flag=hidden)
+        dirty = dataclasses.replace(dirty, others=tuple(status.untracked))
+        return refused(Step.REMOVE, ErrorCode.DIRTY_WORKTREE, dirty)
     return None
 
 
 def describe_dirt(status: StatusReport) -> str:
     """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
-    parts = []
-    if status.tracked:
-        parts.append(f"{len(status.tracked)} changed tracked file(s): {name_some(status.tracked)}")
-    if status.untracked:
-        parts.append(f"{len(status.untracked)} untracked file(s): {name_some(status.untracked)}")
-    return "; ".join(parts)
+    return dirt_words(tuple(status.tracked), tuple(status.untracked))
 
 
 def worktrees_in_use(
@@ -258,22 +234,15 @@ def reflog_blocker(
     except (g.Unsure, GitError, g.DanglingHead) as exc:
         why = exc.first_line if isinstance(exc, GitError) else str(exc)
         fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
+        unknown = Why(Reason.REFLOG_UNKNOWN, path=str(path), ref=str(log), text=why, other=fix)
         return refused(
-            Step.REMOVE,
-            ErrorCode.UNINTEGRATED_COMMITS,
-            f"what the HEAD reflog of {path} ({log}) alone keeps is unknown ({why}): {fix}, "
-            f"then run {again} again",
+            Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, dataclasses.replace(unknown, again=again)
         )
     if not only.count:
         return None
-    shown = ", ".join(c[:12] for c in only.tips[:5])
+    kept = Why(Reason.REFLOG_ONLY, path=str(path), count=only.count, items=tuple(only.tips[:5]))
     return refused(
-        Step.REMOVE,
-        ErrorCode.UNINTEGRATED_COMMITS,
-        f"the HEAD reflog of {path} is the only record of {only.count} commit(s) (a detached "
-        f"HEAD's work, left behind; newest first: {shown}): `git -C {path} branch <name> "
-        f"<commit>` keeps each, or `git -C {path} reflog expire --expire-unreachable=now HEAD` "
-        f"drops them; then run {again} again",
+        Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, dataclasses.replace(kept, again=again)
     )
 
 
@@ -281,13 +250,8 @@ def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> 
     """The removal refused while ``users`` work in the worktree: ``held``, as --reclaim says of
     a process in a checkout. --force does not override it (it snapshots files, and no
     snapshot keeps an editor's buffers): closing the process is the fix that loses nothing."""
-    return refused(
-        Step.REMOVE,
-        ErrorCode.HELD,
-        f"{path} is in use by {', '.join(users)} (its working directory or an open file is "
-        "there): removing the worktree would pull the directory out from under it; close it "
-        f"(exit the shell, quit the editor, stop the server), then run {again} again",
-    )
+    in_use = Why(Reason.IN_USE, path=str(path), items=tuple(users), again=again)
+    return refused(Step.REMOVE, ErrorCode.HELD, in_use)
 
 
 NO_PROC_NOTE = (

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from router.reasons import Reason, Why
 from router.teardown.proof import EMPTY
+from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR
 
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
@@ -181,6 +182,53 @@ def _no_identity(w: Why) -> str:
         f"`git -C {p} config user.email you@example.com` (or `git config --global ...`), "
         "then run teardown again"
     )
+
+
+def dirt_words(tracked: tuple[str, ...], untracked: tuple[str, ...]) -> str:
+    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
+    parts = []
+    if tracked:
+        parts.append(f"{len(tracked)} changed tracked file(s): {name_some(tracked)}")
+    if untracked:
+        parts.append(f"{len(untracked)} untracked file(s): {name_some(untracked)}")
+    return "; ".join(parts)
+
+
+def _nested_work(w: Why) -> str:
+    what = "the plan dir" if w.step == "plan-dir" else "the worktree"
+    return (
+        f"{w.path} holds other repositories whose work exists nowhere else; removing {what} "
+        f"would delete it and --force cannot snapshot it: {w.text}. Push those commits, or a "
+        "tag holding them (`git log --oneline --all --reflog --not --remotes` there lists "
+        "them, reflog-only ones included; `git reflog expire --expire-unreachable=now --all` "
+        "there drops those no branch holds), commit and push (or discard) those changes, "
+        f"or move the repository out of {what}; then run {w.again} again"
+    )
+
+
+def _dirty(w: Why) -> str:
+    # git status does not list the plan dir's files (our info/exclude line): `git add` skips them.
+    add = f" (`git add -f` those under {PLANS_DIR}/)" if w.flag else ""
+    return (
+        f"{w.path} has {dirt_words(w.items, w.others)}; commit them{add}, or pass --force "
+        "to snapshot and remove"
+    )
+
+
+def _reflog_only(w: Why) -> str:
+    p, shown = w.path, ", ".join(c[:12] for c in w.items[:5])
+    return (
+        f"the HEAD reflog of {p} is the only record of {w.count} commit(s) (a detached "
+        f"HEAD's work, left behind; newest first: {shown}): `git -C {p} branch <name> "
+        f"<commit>` keeps each, or `git -C {p} reflog expire --expire-unreachable=now HEAD` "
+        f"drops them; then run {w.again} again"
+    )
+
+
+def _stack_names(w: Why) -> str:
+    """The stacked branches deleted (``items``), and those found already gone (``others``)."""
+    names = ", ".join(w.items) or "none"
+    return names + (f" ({', '.join(w.others)} already gone)" if w.others else "")
 
 
 Words = Callable[[Why], str]
@@ -397,6 +445,38 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.RECLAIM_FAILED: lambda w: f"reclaiming space failed ({w.text})",
     Reason.RECLAIMED: lambda w: "expired unreachable reflog entries and ran git gc --prune=now",
+    # what keeps a worktree
+    Reason.NESTED_WORK: _nested_work,
+    Reason.NOT_MOUNTED: lambda w: (
+        f"{w.path} is not there because its filesystem is not mounted ({w.text}); "
+        f"kept: mount it at {w.other}, then run {w.again} again (if it is "
+        f"really gone, `git worktree remove {w.path}` first)"
+    ),
+    Reason.LOCKED: lambda w: (
+        f"{w.path} is locked{f' ({w.text})' if w.text else ''}; unlock it or pass --force"
+    ),
+    Reason.DIRTY: _dirty,
+    Reason.REFLOG_UNKNOWN: lambda w: (
+        f"what the HEAD reflog of {w.path} ({w.ref}) alone keeps is unknown ({w.text}): "
+        f"{w.other}, then run {w.again} again"
+    ),
+    Reason.REFLOG_ONLY: _reflog_only,
+    Reason.IN_USE: lambda w: (
+        f"{w.path} is in use by {', '.join(w.items)} (its working directory or an open file is "
+        "there): removing the worktree would pull the directory out from under it; close it "
+        f"(exit the shell, quit the editor, stop the server), then run {w.again} again"
+    ),
+    # pr-cleanup --abandon's snapshot and stack
+    Reason.NOTHING_TO_KEEP: lambda w: f"{w.branch} is already gone: nothing to keep",
+    Reason.TIP_KEPT: lambda w: f"{w.branch}'s work is kept in {w.ref} ({w.commit[:12]})",
+    Reason.STACK_UNKNOWN: lambda w: "gh could not list the stacked PRs: no other branch is deleted",
+    Reason.NO_STACK: lambda w: "no branch is stacked on this one",
+    Reason.STACK_DELETED: lambda w: (
+        f"deleted {_stack_names(w)} here and on origin (each tip kept in its snapshot ref)"
+    ),
+    Reason.STACK_KEPT: lambda w: (
+        f"deleted {_stack_names(w)}; kept {w.text}: every kept one is named with its cause"
+    ),
     # notes
     Reason.COPIES: lambda w: w.text,
     Reason.NESTED: lambda w: (
@@ -409,6 +489,14 @@ WORDS: dict[Reason, Words] = {
 
 # The dry run's words for a step it stops before: what the real run would do.
 PLANNED: dict[Reason, Words] = {
+    Reason.TIP_KEPT: lambda w: f"would keep {w.branch}'s tip in a snapshot ref",
+    Reason.STACK_DELETED: lambda w: (
+        f"would snapshot and delete {', '.join(w.items)} here and on origin"
+    ),
+    Reason.STACK_KEPT: lambda w: (
+        f"would delete {', '.join(w.items) or 'none'}; would keep {w.text}: every kept one is "
+        "named with its cause"
+    ),
     Reason.SWEPT: _sweep_words,
     Reason.RESIDUE_KEPT: _sweep_words,
     Reason.RAN: lambda w: f"would run: {w.text}",
