@@ -352,7 +352,7 @@ def test_repair_killed_mid_way_is_finished_by_the_next_repair(topic, tmp_path):
     sha = commit(_worktree(topic.home), "work.py", "w = 1\n", "unpushed work")
     git(topic.home, "branch", "safe", sha)  # the work is on another branch too
     shutil.rmtree(_worktree(topic.home))
-    env = git_killer(tmp_path / "bin", f"refs/heads/{TOPIC_ID}")  # the branch deletion
+    env = git_killer(tmp_path / "bin", f"update-ref -d refs/heads/{TOPIC_ID}")  # its deletion
     killed = run("doctor", "--repair", "--json", cwd=topic.home, env=env, new_group=True)
     assert killed.code in (KILLED, CRASHED), killed.out + killed.err
     again = _doctor(topic.home, "--repair")
@@ -649,3 +649,46 @@ def test_doctor_repair_keeps_a_users_file_in_the_placeholder_head_worktree_and_n
     assert "notes.txt" in repaired[0]["detail"], repaired
     assert (wt / "notes.txt").read_text() == "mine\n"
     assert (home_repo / ".git/worktrees" / NEW_ID).is_dir()
+
+
+def test_doctor_says_why_repair_keeps_a_finding_and_offers_no_repair_for_it(home_repo):
+    res = run_cli("new", "add caching", "--date", "2026-05-01", "--json", cwd=home_repo)
+    assert res.code == 0, res.err
+    topic_id, worktree = res.json["id"], Path(res.json["home"]["worktree"])
+    commit(worktree, "work.py", "w = 1\n", "unpushed work")
+    shutil.rmtree(worktree)
+    record = home_repo / ".git" / "team-router" / "topics" / f"{topic_id}.json"
+    branch_kept = (
+        f"  orphan-branch: refs/heads/{topic_id}",
+        "      branch this tool created; no worktree has it checked out; kept: 1 commit(s) "
+        f"exist on no other branch, tag or remote; run `team-router teardown {topic_id}` or "
+        "push it",
+    )
+    record_kept = (
+        f"  record-dir-gone: {record}",
+        f"      its worktree {worktree} is gone; kept: branch {topic_id} still exists; run "
+        f"`team-router teardown {topic_id}`",
+    )
+
+    repaired = run_cli("doctor", "--repair", cwd=home_repo)
+    assert (repaired.code, repaired.err) == (0, "")
+    assert repaired.out.splitlines() == [
+        f"Checked {home_repo}:",
+        f"  registration-dir-gone: {worktree} [repaired]",
+        "      registered worktree whose directory is gone; unregistered (git worktree remove "
+        "of this one path)",
+        *branch_kept,
+        *record_kept,
+    ]
+    # Looked at again, each kept finding says why, and --repair is not offered for them.
+    again = run_cli("doctor", cwd=home_repo)
+    assert (again.code, again.err) == (0, "")
+    assert again.out.splitlines() == [f"Checked {home_repo}:", *branch_kept, *record_kept]
+    kept = run_cli("doctor", "--json", cwd=home_repo).json["findings"]
+    assert [(f["kind"], f["repaired"]) for f in kept] == [
+        ("orphan-branch", False),
+        ("record-dir-gone", False),
+    ]
+    # Nothing was lost: the branch keeps its commit, the record is still there.
+    assert git(home_repo, "log", "-1", "--format=%s", topic_id) == "unpushed work"
+    assert record.is_file()

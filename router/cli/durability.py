@@ -62,7 +62,7 @@ def _doctor_text(result) -> str:
         mark = " [repaired]" if finding.repaired else ""
         lines.append(f"  {finding.kind}: {finding.path}{mark}")
         lines.append(f"      {finding.detail}")
-    if not result.repair:
+    if result.repairable:
         lines.append("Run `team-router doctor --repair` to fix what is safe to fix.")
     if result.interrupted:
         lines.append(f"{result.error['message']} [interrupted]")

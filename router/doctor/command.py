@@ -40,6 +40,8 @@ class DoctorResult:
     repair: bool
     warnings: list[str] = field(default_factory=list)
     stopped_by: int = 0  # the signal that stopped the repairs (router.interrupt), if one did
+    # Some finding has a repair to offer: one --repair keeps says why instead (its detail).
+    repairable: bool = False
 
     @property
     def interrupted(self) -> bool:
@@ -72,7 +74,9 @@ def doctor(cwd: Path, *, repair: bool = False, wait: float = state.DEFAULT_WAIT)
     repos, warnings = _repos_to_check(home)
     problems = scan_repos(home, repos, here=cwd)
     if not repair:
-        return DoctorResult(_roots(repos), tuple(p.finding for p in problems), False, warnings)
+        reported = tuple(p.finding for p in problems)
+        repairable = any(p.fix is not None for p in problems)
+        return DoctorResult(_roots(repos), reported, False, warnings, repairable=repairable)
     # Plan, then act: every lock the repairs need is taken before the first
     # repair, and the scan is repeated under them (the state may have moved).
     with repair_locks(home, repos, problems, wait) as held:

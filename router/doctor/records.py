@@ -11,6 +11,8 @@ from router.doctor.repairs import (
     drop_lock_owner,
     drop_record,
     drop_stale_holder,
+    orphan_branch_kept,
+    record_kept,
 )
 from router.git import WorktreeEntry
 from router.mounts import worktree_unmounted
@@ -36,7 +38,12 @@ def orphan_branch_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[Pro
             continue
         finding = new_finding(repo, Kind.ORPHAN_BRANCH, f"refs/heads/{branch}", "", record.id)
         detail = "branch this tool created; no worktree has it checked out"
-        found.append(Problem(with_detail(finding, detail), delete_orphan_branch(repo, branch)))
+        tip = repo.git.rev_parse(f"refs/heads/{branch}")
+        kept = orphan_branch_kept(repo, branch, tip) if tip is not None else ""
+        if kept:
+            found.append(Problem(with_detail(finding, f"{detail}; {kept}")))
+        else:
+            found.append(Problem(with_detail(finding, detail), delete_orphan_branch(repo, branch)))
     return found
 
 
@@ -87,6 +94,9 @@ def _record_checks(repo: Repo, record: state.TopicRecord, path: Path) -> list[Pr
         return [Problem(new_finding(repo, Kind.RECORD_DIR_GONE, path, detail, record.id))]
     detail = f"its worktree {worktree} is gone"
     finding = new_finding(repo, Kind.RECORD_DIR_GONE, path, detail, record.id)
+    kept = record_kept(repo, record, scanning=True)
+    if kept:
+        return [Problem(with_detail(finding, f"{detail}; {kept}"))]
     return [Problem(finding, drop_record(repo, record))]
 
 

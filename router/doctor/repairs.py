@@ -61,6 +61,21 @@ def remove_empty_dir(path: Path) -> Fix:
     return fix
 
 
+def orphan_branch_kept(repo: Repo, branch: str, tip: str) -> str:
+    """Why ``--repair`` keeps the orphan ``branch`` at ``tip`` ("" : nothing keeps it).
+
+    Asked by the scan, so that ``doctor`` says it before any ``--repair`` (and does
+    not offer one that would keep it), and again by the repair, right before it acts.
+    """
+    unique = unique_commits(repo.git, tip, except_branch=branch)
+    if unique:
+        return (
+            f"kept: {unique} commit(s) exist on no other branch, tag or remote; "
+            f"run `team-router teardown {branch}` or push it"
+        )
+    return ""
+
+
 def delete_orphan_branch(repo: Repo, branch: str) -> Fix:
     def fix() -> str:
         if any(e.branch == branch for e in repo.git.worktree_list()):
@@ -68,12 +83,9 @@ def delete_orphan_branch(repo: Repo, branch: str) -> Fix:
         tip = repo.git.rev_parse(f"refs/heads/{branch}")
         if tip is None:
             return "already gone"
-        unique = unique_commits(repo.git, tip, except_branch=branch)
-        if unique:
-            raise NotSafe(
-                f"kept: {unique} commit(s) exist on no other branch, tag or remote; "
-                f"run `team-router teardown {branch}` or push it"
-            )
+        kept = orphan_branch_kept(repo, branch, tip)
+        if kept:
+            raise NotSafe(kept)
         common = str(repo.common_dir)
         busy = g.busy_with_branch(common, branch)
         if busy is not None:
@@ -95,30 +107,49 @@ def delete_orphan_branch(repo: Repo, branch: str) -> Fix:
     return fix
 
 
+def record_kept(repo: Repo, record: state.TopicRecord, *, scanning: bool = False) -> str:
+    """Why ``--repair`` keeps the record of a topic whose worktree is gone ("": nothing does).
+
+    Only a record that describes nothing any more goes: while its branch or
+    another repo's worktree survives, teardown still needs it. Asked by the scan
+    and again by the repair, as :func:`orphan_branch_kept` is; ``scanning``: a branch
+    that an earlier repair of the same run deletes (an orphan with nothing of its
+    own) does not keep the record.
+    """
+    if repo.git.branch_exists(record.branch) and (not scanning or _branch_stays(repo, record)):
+        return f"kept: branch {record.branch} still exists; run `team-router teardown {record.id}`"
+    snapshot = _snapshot_of(repo, record.branch)
+    if snapshot is not None:
+        # A teardown stopped after its snapshot: the record is what names
+        # the topic's other repos for `restore`, and the rerun marks it done.
+        return (
+            f"kept: {snapshot} holds a snapshot of its work; run `team-router teardown "
+            f"{record.id}` to finish the teardown, or `team-router restore {record.id}`"
+        )
+    if any(r.worktree and os.path.lexists(r.worktree) for r in record.repos if r.name != "home"):
+        return (
+            "kept: other repos of the topic still have worktrees; run "
+            f"`team-router teardown {record.id}`"
+        )
+    return ""
+
+
+def _branch_stays(repo: Repo, record: state.TopicRecord) -> bool:
+    """The topic's branch outlives ``--repair``: not this tool's to delete, or it holds
+    commits found nowhere else."""
+    if not record.branch_created:
+        return True
+    tip = repo.git.rev_parse(f"refs/heads/{record.branch}")
+    return tip is not None and bool(orphan_branch_kept(repo, record.branch, tip))
+
+
 def drop_record(repo: Repo, record: state.TopicRecord) -> Fix:
     def fix() -> str:
-        # Only a record that describes nothing any more goes: while its branch
-        # or another repo's worktree survives, teardown still needs it.
         if os.path.lexists(record.worktree or ""):
             raise NotSafe("its worktree is back; kept")
-        if repo.git.branch_exists(record.branch):
-            raise NotSafe(
-                f"kept: branch {record.branch} still exists; run `team-router teardown {record.id}`"
-            )
-        snapshot = _snapshot_of(repo, record.branch)
-        if snapshot is not None:
-            # A teardown stopped after its snapshot: the record is what names
-            # the topic's other repos for `restore`, and the rerun marks it done.
-            raise NotSafe(
-                f"kept: {snapshot} holds a snapshot of its work; run `team-router teardown "
-                f"{record.id}` to finish the teardown, or `team-router restore {record.id}`"
-            )
-        if any(
-            r.worktree and os.path.lexists(r.worktree) for r in record.repos if r.name != "home"
-        ):
-            raise NotSafe(
-                f"kept: other repos of the topic still have worktrees; run `team-router teardown {record.id}`"
-            )
+        kept = record_kept(repo, record)
+        if kept:
+            raise NotSafe(kept)
         state.delete_record(repo.common_dir, record.id)
         return "deleted the record (no worktree and no branch left)"
 
