@@ -150,6 +150,12 @@ class Reason(StrEnum):
     NO_STACK = "no-stack"
     STACK_DELETED = "stack-deleted"  # each stacked branch deleted here and on origin
     STACK_KEPT = "stack-kept"  # some stacked branches kept, each with its cause
+    # -- pr-cleanup's close-prs, and a repo that cannot be used
+    NO_PR_LIST = "no-pr-list"  # gh unavailable, or its listing failed
+    NO_OPEN_PR = "no-open-pr"
+    PRS_CLOSED = "prs-closed"  # children before parents
+    PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (each with its cause)
+    REPO_UNUSABLE = "repo-unusable"
     # -- notes said after a step's reason
     COPIES = "copies"  # .worktreeinclude copies the removal deletes
     NESTED = "nested"  # repositories inside go with the worktree

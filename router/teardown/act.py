@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode
+from router.reasons import Reason, Why
 from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_state
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.localstate import LocalStateReport
@@ -79,7 +80,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
         return TeardownReport(
             target.name,
             target.worktree,
-            tuple(skipped(s, f"repo not usable: {target.problem}") for s in STEPS),
+            tuple(skipped(s, Why(Reason.REPO_UNUSABLE, text=str(target.problem))) for s in STEPS),
         )
     if recreated(plan) and opts.acts:
         forget_earlier_teardown(repo.common_dir, scope.id)

@@ -14,6 +14,7 @@ from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.names import Branch
 from router.plandir.artifacts import PR as PR_FILE
 from router.plandir.artifacts import recorded_prs
+from router.reasons import Reason, Why
 from router.teardown.steps import Decision, Step, StepResult, acting, done, failed, settled, skipped
 from router.topic import state
 from router.topic.branches import branch_topic, validate_branch
@@ -155,13 +156,15 @@ def decide_close(
     closed: list[dict[str, object]],
 ) -> Decision:
     if isinstance(hub, Unavailable) or closing is None:
-        return settled(skipped(Step.CLOSE_PRS, f"{no_pr_list(hub)}: no PR can be closed"))
+        return settled(skipped(Step.CLOSE_PRS, Why(Reason.NO_PR_LIST, text=no_pr_list(hub))))
     if not closing:
-        return settled(
-            skipped(Step.CLOSE_PRS, "no open PR for this branch (already closed, or none)")
-        )
-    names = ", ".join(f"#{p.number}" for p in closing)
-    return acting(lambda: _close_prs(hub, closing, closed), Step.CLOSE_PRS, f"close {names}")
+        return settled(skipped(Step.CLOSE_PRS, Why(Reason.NO_OPEN_PR)))
+    names = tuple(f"#{p.number}" for p in closing)
+    return acting(
+        lambda: _close_prs(hub, closing, closed),
+        Step.CLOSE_PRS,
+        Why(Reason.PRS_CLOSED, items=names),
+    )
 
 
 def no_pr_list(hub: GitHub | Unavailable) -> str:
@@ -184,7 +187,8 @@ def _close_prs(
             closed.append(
                 {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
             )
-    names = ", ".join(f"#{p.number}" for p in closing)
+    names = tuple(f"#{p.number}" for p in closing)
     if bad:
-        return failed(Step.CLOSE_PRS, f"closing {names}: could not close {'; '.join(bad)}")
-    return done(Step.CLOSE_PRS, f"closed {names} (children before parents)")
+        not_closed = Why(Reason.PRS_NOT_CLOSED, items=names, text="; ".join(bad))
+        return failed(Step.CLOSE_PRS, not_closed)
+    return done(Step.CLOSE_PRS, Why(Reason.PRS_CLOSED, items=names))

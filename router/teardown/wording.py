@@ -477,6 +477,12 @@ WORDS: dict[Reason, Words] = {
     Reason.STACK_KEPT: lambda w: (
         f"deleted {_stack_names(w)}; kept {w.text}: every kept one is named with its cause"
     ),
+    # pr-cleanup's close-prs, and a repo that cannot be used
+    Reason.NO_PR_LIST: lambda w: f"{w.text}: no PR can be closed",
+    Reason.NO_OPEN_PR: lambda w: "no open PR for this branch (already closed, or none)",
+    Reason.PRS_CLOSED: lambda w: f"closed {', '.join(w.items)} (children before parents)",
+    Reason.PRS_NOT_CLOSED: lambda w: f"closing {', '.join(w.items)}: could not close {w.text}",
+    Reason.REPO_UNUSABLE: lambda w: f"repo not usable: {w.text}",
     # notes
     Reason.COPIES: lambda w: w.text,
     Reason.NESTED: lambda w: (
@@ -489,6 +495,7 @@ WORDS: dict[Reason, Words] = {
 
 # The dry run's words for a step it stops before: what the real run would do.
 PLANNED: dict[Reason, Words] = {
+    Reason.PRS_CLOSED: lambda w: f"would close {', '.join(w.items)}",
     Reason.TIP_KEPT: lambda w: f"would keep {w.branch}'s tip in a snapshot ref",
     Reason.STACK_DELETED: lambda w: (
         f"would snapshot and delete {', '.join(w.items)} here and on origin"
