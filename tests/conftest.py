@@ -14,11 +14,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import signal
+
 from helpers import plancheck
 from helpers.golden import UPDATE_OPTION, Transcript
 from helpers.plans import artifact
 from helpers.repos import LEAKY_ENV, format_env, hermetic_env, make_repo
 from helpers.topics import Topic, multi_topic, new_topic
+
+# A test run started as a shell's background job inherits SIGINT ignored, and an
+# ignored signal stays ignored across exec: a fake git's `kill -INT $$` would then do
+# nothing, and the tests of a Ctrl-C reaching git would test nothing. A handled
+# signal is the default again in every child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The modules whose every real teardown and pr-cleanup is planned first and compared with what
 # it did (helpers.plancheck), in every run: the ones that drive teardown and pr-cleanup through

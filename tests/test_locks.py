@@ -328,7 +328,10 @@ def test_a_run_that_finishes_while_another_chooses_the_id_leaves_it_the_same_id(
 ):
     # The second run looks for the id's record (none yet), then for its branch
     # and path: the first run finishes in between. It made them, so the id
-    # is still this description's, never "taken" (which chose ...-2).
+    # is still this description's, never "taken" (which chose ...-2). A repo whose
+    # config includes another file is asked through `git show-ref` (a plain one is
+    # read from its ref files, with no process to time the other run against).
+    git(home_repo, "config", "include.path", "team-router-test-extra.cfg")
     args = ("new", "Add thing", "--date", "2026-05-01", "--json")
     once = tmp_path / "once"
     other = " ".join(f"'{a}'" for a in argv(*args, cwd=home_repo))

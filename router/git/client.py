@@ -48,7 +48,8 @@ METHODS = {
         "_local_branches check_ref_format_branch branch_delete branch_delete_at"
     ),
     "worktrees": (
-        "worktree_list _worktree_list worktree_add worktree_lock worktree_unlock worktree_remove"
+        "worktree_list _worktree_list worktree_add worktree_lock worktree_unlock worktree_remove "
+        "_registration"
     ),
     "status": (
         "gitlinks added_in_index untracked_under status ls_files ignored_untracked "
