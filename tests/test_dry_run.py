@@ -12,6 +12,7 @@ conditional.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -361,11 +362,46 @@ def test_a_dry_runs_text_words_each_outcome_in_the_conditional(home_repo, tmp_pa
         f"  {'plan-dir':<15} {'would be skipped':<17} no docs/plans/{topic.id}/ in the primary "
         "clone",
         f"  {'sweep':<15} {'would be skipped':<17} no residue under {wt.parent}",
-        f"  {'local-state':<15} {'would be done':<17} would run: .teamteardown on origin/main: "
+        f"  {'local-state':<15} {'would be done':<17} .teamteardown on origin/main: "
         f"1 line(s); would run: {line}; no temp paths recorded",
         "no residue found",
     ]
     assert (tmp_path / "ran.log").exists() is False and wt.is_dir()
+
+
+def test_a_temp_path_with_nothing_declared_is_planned_without_a_line_to_run(home_repo):
+    topic = ship(new_topic(home_repo))
+    wt = topic.worktrees["home"]
+    scratch = Path(os.environ["TMPDIR"]) / "nothing-declared-scratch"
+    write(scratch / "x", "x\n")
+    write(topic.plan_dir / "temp-paths", f"{scratch}\n")
+    dry = run_cli("teardown", topic.id, "--dry-run", cwd=home_repo)
+    assert dry.code == 0, dry.out + dry.err
+    assert dry.out.splitlines() == [
+        f"Plan (dry run, nothing changed) of {topic.id}",
+        f"home  {wt}",
+        f"  {'integrate':<15} {'would be skipped':<17} nothing to integrate: {topic.branch} is "
+        "empty (nothing on it since it was cut)",
+        f"  {'remove':<15} {'would be done':<17} would remove {wt}",
+        f"  {'branch':<15} {'would be done':<17} would delete {topic.branch}",
+        f"  {'verify-gone':<15} {'would be done':<17} would re-check that {wt} is gone",
+        f"  {'update-default':<15} {'would be done':<17} would leave main as it is: it already "
+        f"holds origin/main as last fetched; no origin/{topic.branch} ref: nothing to prune",
+        f"  {'plan-dir':<15} {'would be skipped':<17} no docs/plans/{topic.id}/ in the primary "
+        "clone",
+        f"  {'sweep':<15} {'would be skipped':<17} no residue under {wt.parent}",
+        f"  {'local-state':<15} {'would be done':<17} no .teamteardown on main — nothing "
+        "declared; temp paths: 1 would be removed",
+        f"    temp path {scratch}: would be removed",
+        "no residue found",
+    ]
+    assert scratch.is_dir() and wt.is_dir()
+    real = run_cli("teardown", topic.id, cwd=home_repo)
+    assert real.code == 0, real.out + real.err
+    done = "no .teamteardown on main — nothing declared; temp paths: 1 removed"
+    lines = [line.split(None, 2) for line in real.out.splitlines()]
+    assert [x for x in lines if x[0] == "local-state"] == [["local-state", "done", done]]
+    assert not scratch.exists()
 
 
 def test_a_refused_teardowns_dry_run_shows_every_step_and_ends_as_the_refusal_does(workspace):

@@ -506,7 +506,10 @@ PLANNED: dict[Reason, Words] = {
     ),
     Reason.SWEPT: _sweep_words,
     Reason.RESIDUE_KEPT: _sweep_words,
-    Reason.RAN: lambda w: f"would run: {w.text}",
+    # The report's summary is already the dry run's: "would run: <line>" for each declared
+    # line, "temp paths: N would be removed". A "would run:" before it would also sit in front
+    # of the declaration's note, even "nothing declared".
+    Reason.RAN: lambda w: w.text,
     Reason.PICKED: lambda w: f"would cherry-pick {w.count} commit(s) onto {w.default}",
     Reason.REMOVED: _remove_planned,
     Reason.FINISHED: lambda w: f"would finish removing {w.path} (its removal was interrupted)",
