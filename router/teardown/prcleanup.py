@@ -454,7 +454,9 @@ def _decide(
     """The merge proof (merged mode), or the PRs ``--abandon`` closes."""
     if opts.mode is Mode.MERGED:
         evidence = prove_merged(repo, found.branch, found.default, found.tips, hub, chosen.pr)
-        if evidence.gh is GhVerdict.UNAVAILABLE:
+        # Only a proof that holds rests on the content alone; an unproven merge is the
+        # refusal's, whose message already carries the same detail.
+        if evidence.gh is GhVerdict.UNAVAILABLE and evidence.merged:
             warnings.append(f"merge proof from content alone: {evidence.detail}")
         return evidence, None
     if isinstance(hub, Unavailable):
