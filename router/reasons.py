@@ -110,7 +110,7 @@ class Reason(StrEnum):
     REMOVE_FAILED = "remove-failed"
     # -- the plan's refusals, and a refused teardown's steps
     CHECK_FAILED = "check-failed"  # reading the repo failed: nothing is guessed
-    HELD = "held"  # another live session holds the topic
+    HELD = "held"  # another live session holds the topic (``flag``: no --force overrides it)
     DETACHED_COMMITS = "detached-commits"  # a detached HEAD holds commits no branch has
     TEARDOWN_REFUSED = "teardown-refused"  # not done: the teardown was refused as a whole
     UNCHECKED = "unchecked"  # not known until the repo can be checked
@@ -156,12 +156,20 @@ class Reason(StrEnum):
     PRS_CLOSED = "prs-closed"  # children before parents
     PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (each with its cause)
     REPO_UNUSABLE = "repo-unusable"
+    # -- pr-cleanup's own plan refusals (nothing touched)
+    IN_PRIMARY = "in-primary"  # the primary clone has the branch checked out
+    REBASING = "rebasing"  # a rebase or bisect works on the branch (in ``path``)
+    PRIMARY_DIRTY = "primary-dirty"  # the primary clone, whose default branch moves, has changes
+    UNCOMMITTED = "uncommitted"  # the worktree has changes: no --force snapshots them here
+    NOT_MERGED = "not-merged"  # no proof of the merge (``flag``: nothing was ever merged)
+    NO_MERGED_PR = "no-merged-pr"  # gh knows no merged PR: the content proof needs --yes
     # -- notes said after a step's reason
     COPIES = "copies"  # .worktreeinclude copies the removal deletes
     NESTED = "nested"  # repositories inside go with the worktree
     LOCK_LOST = "lock-lost"  # a worktree that stays could not be locked again
     CONFIG_KEPT = "config-kept"  # the branch's config section stays
     PLAN_DIR_KEPT = "plan-dir-kept"
+    UNTOUCHED = "untouched"  # a refused plan touched nothing
 
 
 @dataclass(frozen=True, slots=True)

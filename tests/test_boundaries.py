@@ -509,8 +509,6 @@ def test_the_detail_check_finds_comparisons_and_searches(tmp_path):
 
 # The step helpers of router/teardown/steps.py and where each takes the reason.
 STEP_HELPERS = {"done": 1, "done_with": 1, "skipped": 1, "failed": 1, "refused": 2, "acting": 2}
-# Modules whose steps still word their reasons where they decide (no ``reason`` key yet).
-WORDS_NOT_YET_TYPED = frozenset({"teardown/cleanup_checks.py"})
 
 
 def worded_reasons(root: Path) -> list[str]:
@@ -529,8 +527,7 @@ def worded_reasons(root: Path) -> list[str]:
 
 def test_every_step_decides_a_reason_not_words():
     # A step says why with a Why (router.reasons); router/teardown/wording.py words it.
-    worded = [w for w in worded_reasons(ROUTER) if w.split(":")[0] not in WORDS_NOT_YET_TYPED]
-    assert worded == []
+    assert worded_reasons(ROUTER) == []
 
 
 def test_the_reason_check_finds_a_step_worded_where_it_decides(tmp_path):

@@ -64,3 +64,46 @@ def test_a_why_round_trips_its_json_with_only_the_fields_it_sets():
 def test_a_why_of_the_wrong_shape_is_refused(data):
     with pytest.raises(ValueError):
         Why.from_json(data)
+
+
+def test_pr_cleanups_plan_refusals_are_said_as_before_they_were_reasons():
+    # The words of pr-cleanup's own refusals did not change when they became reasons.
+    said = {
+        Why(Reason.IN_PRIMARY, branch="t", path="/p"): (
+            "t is checked out in the primary clone /p; switch it to the default branch first "
+            "(the primary clone is never removed)"
+        ),
+        Why(Reason.REBASING, branch="t", path="/w"): (
+            "/w is rebasing or bisecting t; finish it or run `git -C /w rebase --abort` "
+            "(or `bisect reset`), then rerun (nothing was removed)"
+        ),
+        Why(Reason.PRIMARY_DIRTY, path="/p", items=("a",), others=("b", "c")).noting(
+            Why(Reason.UNTOUCHED)
+        ): (
+            "the primary clone /p has 1 changed tracked file(s): a; 2 untracked file(s): b, c; "
+            "commit or stash them (`git -C /p stash push --include-untracked`), then run this "
+            "again; nothing was touched"
+        ),
+        Why(Reason.UNCOMMITTED, path="/w", others=("x",)): (
+            "/w has 1 untracked file(s): x; commit or discard them, nothing was touched"
+        ),
+        Why(Reason.HELD, topic="t", text="process 7", flag=True): (
+            "t is held by process 7; `team-router release t` first"
+        ),
+        Why(Reason.NOT_MERGED, branch="t", default="main", text="no proof"): (
+            "t is not proven merged into origin/main: no proof; nothing was deleted (merge its "
+            "PR first; if it is merged, check that origin/main has every commit of t, then run "
+            "this again)"
+        ),
+        Why(Reason.NOT_MERGED, branch="t", default="main", text="empty", topic="t", flag=True): (
+            "t is not proven merged into origin/main: empty; nothing was deleted (nothing was "
+            "merged, so there is nothing to clean up after: `team-router teardown t` takes it "
+            "apart)"
+        ),
+        Why(Reason.NO_MERGED_PR, branch="t", text="content merged"): (
+            "t: content merged; gh knows no merged PR from this repository, and the content "
+            "proof alone does not license deleting it: check that the work is merged, then run "
+            "again with --yes; nothing was deleted"
+        ),
+    }
+    assert [in_words(why) for why in said] == list(said.values())

@@ -26,9 +26,9 @@ from pathlib import Path
 from router.errors import ErrorCode, RouterError
 from router.git import GitError, StatusReport
 from router.names import Branch
+from router.reasons import Reason, Why
 from router.teardown.blockers import (
     NO_PROC_NOTE,
-    describe_dirt,
     found_blockers,
     in_use_blocker,
     nested_blocker,
@@ -50,7 +50,8 @@ from router.topic import state, worktreelock
 from router.topic.branches import TopicLock, holders_of
 from router.topic.workspace import Repo
 
-NOTHING_TOUCHED = "nothing was touched"
+# Said after a refusal of the plan's whose own words do not say it: nothing was touched.
+UNTOUCHED = Why(Reason.UNTOUCHED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,21 +116,12 @@ def checked_out(found: Survey) -> StepResult | None:
     """A branch the primary clone has checked out, or a rebase or bisect works on, stays:
     git refuses to delete it, and the half-done work is in that checkout."""
     if found.in_primary:
-        primary = found.plan.target.path
-        return refused(
-            Step.BRANCH,
-            ErrorCode.BRANCH_CHECKED_OUT,
-            f"{found.branch} is checked out in the primary clone {primary}; switch it to the "
-            "default branch first (the primary clone is never removed)",
-        )
+        primary = Why(Reason.IN_PRIMARY, branch=str(found.branch), path=str(found.plan.target.path))
+        return refused(Step.BRANCH, ErrorCode.BRANCH_CHECKED_OUT, primary)
     if found.busy is not None:
         # git lists it detached: without this, the removal would call it gone.
-        return refused(
-            Step.BRANCH,
-            ErrorCode.BRANCH_CHECKED_OUT,
-            f"{found.busy} is rebasing or bisecting {found.branch}; finish it or run `git -C "
-            f"{found.busy} rebase --abort` (or `bisect reset`), then rerun (nothing was removed)",
-        )
+        busy = Why(Reason.REBASING, branch=str(found.branch), path=str(found.busy))
+        return refused(Step.BRANCH, ErrorCode.BRANCH_CHECKED_OUT, busy)
     return None
 
 
@@ -138,14 +130,13 @@ def dirty_primary(found: Survey, status: StatusReport) -> StepResult | None:
     its changes must be put away first."""
     if not status.dirty:
         return None
-    primary = found.plan.target.path
-    return refused(
-        Step.UPDATE_DEFAULT,
-        ErrorCode.DIRTY_WORKTREE,
-        f"the primary clone {primary} has {describe_dirt(status)}; commit or stash them "
-        f"(`git -C {primary} stash push --include-untracked`), then run this again; "
-        f"{NOTHING_TOUCHED}",
+    dirty = Why(
+        Reason.PRIMARY_DIRTY,
+        path=str(found.plan.target.path),
+        items=tuple(status.tracked),
+        others=tuple(status.untracked),
     )
+    return refused(Step.UPDATE_DEFAULT, ErrorCode.DIRTY_WORKTREE, dirty.noting(UNTOUCHED))
 
 
 def dirty_worktree(found: Survey, mode: Mode) -> StepResult | None:
@@ -153,12 +144,13 @@ def dirty_worktree(found: Survey, mode: Mode) -> StepResult | None:
     status = found.plan.status
     if not status.dirty or mode is not Mode.MERGED:
         return None
-    return refused(
-        Step.REMOVE,
-        ErrorCode.DIRTY_WORKTREE,
-        f"{found.worktree_path} has {describe_dirt(status)}; commit or discard them, "
-        f"{NOTHING_TOUCHED}",
+    dirty = Why(
+        Reason.UNCOMMITTED,
+        path=str(found.worktree_path),
+        items=tuple(status.tracked),
+        others=tuple(status.untracked),
     )
+    return refused(Step.REMOVE, ErrorCode.DIRTY_WORKTREE, dirty)
 
 
 def unshipped_run(found: Survey, mode: Mode) -> StepResult | None:
@@ -169,8 +161,9 @@ def unshipped_run(found: Survey, mode: Mode) -> StepResult | None:
     dirs = list(found.plan.unshipped)
     if mode is not Mode.MERGED or not dirs:
         return None
-    why = unshipped_message(found.topic_id, dirs, command=AGAIN)  # type: ignore[arg-type]
-    return refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, f"{why}; {NOTHING_TOUCHED}")
+    message = unshipped_message(found.topic_id, dirs, command=AGAIN)  # type: ignore[arg-type]
+    why = Why(Reason.UNSHIPPED, text=message).noting(UNTOUCHED)
+    return refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, why)
 
 
 def removal_blockers(facts: LocalFacts) -> list[StepResult]:
@@ -187,7 +180,7 @@ def removal_blockers(facts: LocalFacts) -> list[StepResult]:
         in_use_blocker(path, list(facts.users), again=AGAIN) if facts.users else None,
     ]
     return [
-        refused(b.name, b.code or ErrorCode.STEP_REFUSED, f"{b.detail}; {NOTHING_TOUCHED}")
+        refused(b.name, b.code or ErrorCode.STEP_REFUSED, b.why.noting(UNTOUCHED))
         for b in found
         if b is not None
     ]
@@ -197,12 +190,9 @@ def held_topic(found: Survey, holders: str) -> StepResult | None:
     """Another live session holds the topic: its worktree is that session's to release."""
     if not holders:
         return None
-    topic = found.topic_id
-    return refused(
-        Step.REMOVE,
-        ErrorCode.HELD,
-        f"{topic} is held by {holders}; `team-router release {topic}` first",
-    )
+    # flag: pr-cleanup has no --force to pass; releasing the topic is the fix.
+    held = Why(Reason.HELD, topic=str(found.topic_id), text=holders, flag=True)
+    return refused(Step.REMOVE, ErrorCode.HELD, held)
 
 
 def proof_blockers(found: Survey, evidence: Evidence, *, yes: bool) -> tuple[StepResult, ...]:
@@ -214,22 +204,16 @@ def not_merged(found: Survey, evidence: Evidence) -> StepResult | None:
     if evidence.merged or evidence.subject is None:
         return None
     # A missing proof is not a reason to abandon: the merge may not have
-    # reached origin yet, or the branch moved after it. Never suggest --abandon.
-    fix = (
-        f"merge its PR first; if it is merged, check that origin/{found.default.name} has every "
-        f"commit of {found.branch}, then run this again"
+    # reached origin yet, or the branch moved after it. The words never suggest --abandon.
+    unproven = Why(
+        Reason.NOT_MERGED,
+        branch=str(found.branch),
+        default=str(found.default.name),
+        text=evidence.detail,
+        topic=found.topic_id or "",
+        flag=evidence.empty,
     )
-    if evidence.empty:
-        teardown = f"`team-router teardown {found.topic_id}`" if found.topic_id else "teardown"
-        fix = (
-            f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
-        )
-    return refused(
-        Step.BRANCH,
-        ErrorCode.NOT_MERGED,
-        f"{found.branch} is not proven merged into origin/{found.default.name}: {evidence.detail}; "
-        f"nothing was deleted ({fix})",
-    )
+    return refused(Step.BRANCH, ErrorCode.NOT_MERGED, unproven)
 
 
 def content_only(found: Survey, evidence: Evidence, *, yes: bool) -> StepResult | None:
@@ -241,13 +225,8 @@ def content_only(found: Survey, evidence: Evidence, *, yes: bool) -> StepResult 
     """
     if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
         return None
-    return refused(
-        Step.BRANCH,
-        ErrorCode.NO_MERGED_PR,
-        f"{found.branch}: {evidence.detail}; gh knows no merged PR from this repository, and "
-        "the content proof alone does not license deleting it: check that the work is merged, "
-        "then run again with --yes; nothing was deleted",
-    )
+    alone = Why(Reason.NO_MERGED_PR, branch=str(found.branch), text=evidence.detail)
+    return refused(Step.BRANCH, ErrorCode.NO_MERGED_PR, alone)
 
 
 def refusal(

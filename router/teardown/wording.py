@@ -225,6 +225,24 @@ def _reflog_only(w: Why) -> str:
     )
 
 
+def _not_merged(w: Why) -> str:
+    """pr-cleanup's refusal without a merge proof; never suggests --abandon (the merge may not
+    have reached origin yet). ``flag``: the branch holds nothing, so teardown is the way."""
+    fix = (
+        f"merge its PR first; if it is merged, check that origin/{w.default} has every "
+        f"commit of {w.branch}, then run this again"
+    )
+    if w.flag:
+        teardown = f"`team-router teardown {w.topic}`" if w.topic else "teardown"
+        fix = (
+            f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
+        )
+    return (
+        f"{w.branch} is not proven merged into origin/{w.default}: {w.text}; "
+        f"nothing was deleted ({fix})"
+    )
+
+
 def _stack_names(w: Why) -> str:
     """The stacked branches deleted (``items``), and those found already gone (``others``)."""
     names = ", ".join(w.items) or "none"
@@ -398,7 +416,11 @@ WORDS: dict[Reason, Words] = {
     Reason.REMOVE_FAILED: lambda w: f"removing {w.path} failed: {w.text}",
     # the plan's refusals, a refused teardown's steps
     Reason.CHECK_FAILED: lambda w: f"{w.repo}: checking the repo failed: {w.text}",
-    Reason.HELD: lambda w: f"{w.topic} is held by {w.text}; release it or pass --force",
+    Reason.HELD: lambda w: (
+        f"{w.topic} is held by {w.text}; `team-router release {w.topic}` first"
+        if w.flag
+        else f"{w.topic} is held by {w.text}; release it or pass --force"
+    ),
     Reason.DETACHED_COMMITS: lambda w: (
         f"{w.path} is on a detached HEAD holding {w.count} commit(s) no branch has; "
         "put them on a branch, or pass --force to snapshot them"
@@ -483,6 +505,28 @@ WORDS: dict[Reason, Words] = {
     Reason.PRS_CLOSED: lambda w: f"closed {', '.join(w.items)} (children before parents)",
     Reason.PRS_NOT_CLOSED: lambda w: f"closing {', '.join(w.items)}: could not close {w.text}",
     Reason.REPO_UNUSABLE: lambda w: f"repo not usable: {w.text}",
+    # pr-cleanup's own plan refusals
+    Reason.IN_PRIMARY: lambda w: (
+        f"{w.branch} is checked out in the primary clone {w.path}; switch it to the "
+        "default branch first (the primary clone is never removed)"
+    ),
+    Reason.REBASING: lambda w: (
+        f"{w.path} is rebasing or bisecting {w.branch}; finish it or run `git -C "
+        f"{w.path} rebase --abort` (or `bisect reset`), then rerun (nothing was removed)"
+    ),
+    Reason.PRIMARY_DIRTY: lambda w: (
+        f"the primary clone {w.path} has {dirt_words(w.items, w.others)}; commit or stash them "
+        f"(`git -C {w.path} stash push --include-untracked`), then run this again"
+    ),
+    Reason.UNCOMMITTED: lambda w: (
+        f"{w.path} has {dirt_words(w.items, w.others)}; commit or discard them, nothing was touched"
+    ),
+    Reason.NOT_MERGED: _not_merged,
+    Reason.NO_MERGED_PR: lambda w: (
+        f"{w.branch}: {w.text}; gh knows no merged PR from this repository, and the content "
+        "proof alone does not license deleting it: check that the work is merged, then run "
+        "again with --yes; nothing was deleted"
+    ),
     # notes
     Reason.COPIES: lambda w: w.text,
     Reason.NESTED: lambda w: (
@@ -491,6 +535,7 @@ WORDS: dict[Reason, Words] = {
     Reason.LOCK_LOST: lambda w: w.text,
     Reason.CONFIG_KEPT: lambda w: w.text,
     Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
+    Reason.UNTOUCHED: lambda w: "nothing was touched",
 }
 
 # The dry run's words for a step it stops before: what the real run would do.
