@@ -20,8 +20,6 @@ class Reason(StrEnum):
     The value is the JSON's ``reason`` key: a contract (docs/json-and-errors.md).
     """
 
-    # Words a step has not yet given a reason: said as they are, with no ``reason`` key.
-    PROSE = "prose"
     # -- any step
     GIT_FAILED = "git-failed"  # git's first line in ``text``, its command in ``command``
     IO_FAILED = "io-failed"  # the file and the cause in ``text``
@@ -251,8 +249,3 @@ class Why:
                 raise ValueError(f"why.{key} must be a {kinds[key].__name__}")
             values[key] = value
         return cls(**values)  # type: ignore[arg-type]
-
-
-def prose(text: str) -> Why:
-    """Words a step has not yet given a reason, said as they are."""
-    return Why(Reason.PROSE, text=text)

@@ -25,7 +25,7 @@ from router import interrupt
 from router.errors import ErrorCode, error_json
 from router.git import GitError
 from router.ioerror import describe_io
-from router.reasons import Reason, Why, prose
+from router.reasons import Reason, Why
 from router.teardown.wording import in_words
 from router.teardown.wording import name_some as name_some  # the steps' import of it
 from router.topic import state
@@ -102,9 +102,9 @@ class StepResult:
         return in_words(self.why)
 
     @property
-    def reason(self) -> Reason | None:
-        """The reason as a fixed word (JSON ``reason``); None for words not given one yet."""
-        return None if self.why.reason is Reason.PROSE else self.why.reason
+    def reason(self) -> Reason:
+        """The reason as a fixed word (JSON ``reason``)."""
+        return self.why.reason
 
     @property
     def finished(self) -> bool:
@@ -132,8 +132,7 @@ class StepResult:
             "name": self.name,
             "outcome": str(self.outcome),
         }
-        if self.reason is not None:
-            data["reason"] = str(self.reason)
+        data["reason"] = str(self.reason)
         data["detail"] = self.detail
         if self.code:
             data["code"] = self.code
@@ -225,13 +224,11 @@ def settled(result: StepResult) -> Decision:
 
 
 def acting(
-    act: Callable[[], StepResult], name: Step, what: str | Why, outcome: Outcome = Outcome.DONE
+    act: Callable[[], StepResult], name: Step, what: Why, outcome: Outcome = Outcome.DONE
 ) -> Decision:
     """A step that acts: the real run calls ``act``; the dry run reports ``what`` it would do
-    (a :class:`Why` in its planned words: the reason the real run then reports)."""
-    why = (
-        dataclasses.replace(what, planned=True) if isinstance(what, Why) else prose(f"would {what}")
-    )
+    (in its planned words: the reason the real run then reports)."""
+    why = dataclasses.replace(what, planned=True)
     return Decision(act=act, plan=lambda: StepResult(name, outcome, why))
 
 
@@ -240,30 +237,25 @@ def not_done(result: StepResult, why: NotDone) -> StepResult:
     return dataclasses.replace(result, not_done=why)
 
 
-def _as_why(detail: str | Why) -> Why:
-    # Words a step module still builds itself are carried as they are, with no reason.
-    return detail if isinstance(detail, Why) else prose(detail)
+def done(name: Step, why: Why) -> StepResult:
+    return StepResult(name, Outcome.DONE, why)
 
 
-def done(name: Step, detail: str | Why) -> StepResult:
-    return StepResult(name, Outcome.DONE, _as_why(detail))
-
-
-def done_with(name: Step, detail: str | Why, *refs: str) -> StepResult:
+def done_with(name: Step, why: Why, *refs: str) -> StepResult:
     """Done, naming the snapshot refs (if any) that hold the work the step removed."""
-    return StepResult(name, Outcome.DONE, _as_why(detail), snapshots=tuple(r for r in refs if r))
+    return StepResult(name, Outcome.DONE, why, snapshots=tuple(r for r in refs if r))
 
 
-def skipped(name: Step, detail: str | Why) -> StepResult:
-    return StepResult(name, Outcome.SKIPPED, _as_why(detail))
+def skipped(name: Step, why: Why) -> StepResult:
+    return StepResult(name, Outcome.SKIPPED, why)
 
 
-def refused(name: Step, code: ErrorCode, detail: str | Why) -> StepResult:
-    return StepResult(name, Outcome.REFUSED, _as_why(detail), code)
+def refused(name: Step, code: ErrorCode, why: Why) -> StepResult:
+    return StepResult(name, Outcome.REFUSED, why, code)
 
 
-def failed(name: Step, detail: str | Why, code: ErrorCode | None = None) -> StepResult:
-    return StepResult(name, Outcome.FAILED, _as_why(detail), code)
+def failed(name: Step, why: Why, code: ErrorCode | None = None) -> StepResult:
+    return StepResult(name, Outcome.FAILED, why, code)
 
 
 def noting(result: StepResult, *notes: Why) -> StepResult:
@@ -275,39 +267,6 @@ def git_failed(name: Step, command: str, exc: GitError) -> StepResult:
     """A step git could not do (``command``, as the words name it; "" for any git command); a
     git lock file in the way is named with its fix (``git-locked``)."""
     return failed(name, Why(Reason.GIT_FAILED, command=command, text=exc.first_line), exc.code)
-
-
-# -- merge proof ----------------------------------------------------------------
-
-
-# -- the primary clone --------------------------------------------------------
-
-
-# -- step 1: integrate ----------------------------------------------------------
-
-
-# -- interrupted steps: what the record says this tool was in the middle of -------
-
-
-# -- step 2: remove -----------------------------------------------------------
-
-
-# -- step 3: branch -----------------------------------------------------------
-
-
-# -- step 4: verify-gone ---------------------------------------------------------
-
-
-# -- step 5: update-default -------------------------------------------------------
-
-
-# -- step 6: plan-dir -------------------------------------------------------------
-
-
-# -- step 7: sweep ----------------------------------------------------------------
-
-
-# -- step 8: local-state ------------------------------------------------------------
 
 
 @dataclass(slots=True)

@@ -252,7 +252,6 @@ def _stack_names(w: Why) -> str:
 Words = Callable[[Why], str]
 
 WORDS: dict[Reason, Words] = {
-    Reason.PROSE: lambda w: w.text,
     Reason.GIT_FAILED: _git_failed,
     Reason.IO_FAILED: lambda w: w.text,
     Reason.STOPPED: lambda w: w.text,
