@@ -204,6 +204,12 @@ class ToolFailed(Exception):
             "repo shows what needs repair"
         )
 
+    @property
+    def said(self) -> str:
+        """The one line a refusal says: what failed, then the fix (once: a first line that
+        names its own fix, such as a git lock file's, has no second one)."""
+        return f"{self.first_line}; {self.fix}" if self.fix else self.first_line
+
 
 def io_error(exc: OSError, *, where: str = "") -> RouterError:
     """Where an OSError becomes a command's error: ``io-error``, naming the operation and the path.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from helpers.fakegh import hide_gh, make_github_repo
 from helpers.faults import hold_open
 from helpers.origin import merge_on_origin
@@ -304,3 +305,30 @@ def test_a_packed_refs_new_left_by_a_kill_is_named_with_the_fix(home_repo):
     again = teardown(topic)
     assert again.code == 0, again.out + again.err
     assert ID not in branches(home_repo)
+
+
+def test_a_git_lock_refusal_says_its_fix_once_wherever_a_command_turns_it_into_words(home_repo):
+    # The lock's own line names the fix (remove it, then run again); the generic "run the
+    # same command again" would contradict it. Creation's refusal and the CLI's edge say
+    # a git failure through one property.
+    from types import SimpleNamespace
+
+    from router.create.creation import failure
+    from router.git import Git, GitError
+
+    lock = left_by_a_kill(home_repo / ".git" / "refs" / "heads" / "topic.lock")
+    with pytest.raises(GitError) as caught:
+        Git(home_repo).run("update-ref", "refs/heads/topic", "HEAD")
+    exc = caught.value
+    assert exc.lock_file == lock
+    assert exc.said == exc.first_line
+    assert_names_the_lock_and_the_fix(exc.said, lock, home_repo)
+    refusal = failure(SimpleNamespace(name="home"), exc)  # type: ignore[arg-type]
+    assert refusal.message == f"home: {exc.first_line}"
+    assert "run the same command again" not in refusal.message
+
+    plain = GitError(["git", "status"], 128, "fatal: something broke")
+    assert plain.said == (
+        "fatal: something broke; run the same command again, and if it fails the same way, "
+        "`git status` in that repo shows what needs repair"
+    )

@@ -167,7 +167,7 @@ def guarded(command: str, as_json: bool, run: Callable[[], int]) -> int:
             return error.exit_code
         except ToolFailed as exc:
             # A git no step expected to fail: one line, never a traceback.
-            failure = RouterError(exc.code, f"{exc.first_line}; {exc.fix}")
+            failure = RouterError(exc.code, exc.said)
             fail(command, as_json, failure)
             return failure.exit_code
         except Exception as exc:

@@ -125,7 +125,7 @@ def undo_created(
 def failure(job: Job, exc: GitError | OSError) -> RouterError:
     """A git or filesystem failure as a refusal: its code and a message naming the fix."""
     if isinstance(exc, GitError):
-        return RouterError(exc.code, f"{job.name}: {exc.first_line}; {exc.fix}")
+        return RouterError(exc.code, f"{job.name}: {exc.said}")
     return io_error(exc, where=job.name)
 
 

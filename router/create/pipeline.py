@@ -498,7 +498,7 @@ class _Pipeline(HalfMade, Finish):
             if exc.lock_file is not None:
                 # Not a fallback: the cause is a stale lock the user removes in
                 # one command, after which a rerun gives the repo its worktree.
-                raise RouterError(exc.code, f"{self.job.name}: {exc.first_line}") from None
+                raise failure(self.job, exc) from None
             raise Failed(
                 ErrorCode.ADD_FAILED, f"git worktree add failed: {exc.first_line}"
             ) from None

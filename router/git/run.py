@@ -105,6 +105,11 @@ class GitError(ToolFailed):
         return ErrorCode.GIT_LOCKED if self.lock_file is not None else ErrorCode.GIT_FAILED
 
     @property
+    def fix(self) -> str:
+        # A lock file in the way: the first line already says what to remove and to run again.
+        return "" if self.lock_file is not None else super().fix
+
+    @property
     def first_line(self) -> str:
         """The first line of git's complaint, for one-line user messages.
 
