@@ -122,6 +122,15 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def paired(ours: list[Timing], base: list[Timing]) -> tuple[float, float]:
+    """The medians of the run-by-run ratios, ours over the baseline's (wall, CPU): each pair
+    ran back to back, so a load that changes between pairs cancels out."""
+    return (
+        median([o.wall / b.wall for o, b in zip(ours, base, strict=True)]),
+        median([o.cpu / b.cpu for o, b in zip(ours, base, strict=True)]),
+    )
+
+
 def median_timing(values: list[Timing]) -> Timing:
     """Wall and CPU medians, each taken on its own."""
     return Timing(median([v.wall for v in values]), median([v.cpu for v in values]))

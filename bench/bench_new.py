@@ -17,8 +17,8 @@ from _fixture import (
     Timing,
     cleanup,
     make_repo,
-    median,
     median_timing,
+    paired,
     sh,
     sides,
     team_router,
@@ -71,13 +71,11 @@ def main() -> int:
         for name, timings in ours.items():
             print(f"team-router new ({name}): median {median_timing(timings)}")
             if name != "this tree":
-                wall = median([o.wall / b.wall for o, b in zip(timings, bare, strict=True)])
-                cpu = median([o.cpu / b.cpu for o, b in zip(timings, bare, strict=True)])
+                wall, cpu = paired(timings, bare)
                 print(f"  its new / git worktree add -b: {wall:.2f}x wall, {cpu:.2f}x CPU")
         mine = ours["this tree"]
-        cpu = median([o.cpu / b.cpu for o, b in zip(mine, bare, strict=True)])
+        wall, cpu = paired(mine, bare)
         print(f"CPU new / git worktree add -b: {cpu:.2f}x")
-        wall = median([o.wall / b.wall for o, b in zip(mine, bare, strict=True)])
         return verdict("new / git worktree add -b", wall, 1.25)
     finally:
         cleanup(root)

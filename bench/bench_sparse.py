@@ -21,8 +21,8 @@ from _fixture import (
     ENV,
     Timing,
     cleanup,
-    median,
     median_timing,
+    paired,
     sh,
     team_router,
     timed,
@@ -127,9 +127,8 @@ def main() -> int:
         ours.append(o)
     print(f"git worktree add (all {DIRS * PER_DIR:,} files): median {median_timing(bare)}")
     print(f"team-router new --sparse ({len(CONE)} of {DIRS} dirs): median {median_timing(ours)}")
-    cpu = median([o.cpu / b.cpu for o, b in zip(ours, bare, strict=True)])
+    wall, cpu = paired(ours, bare)
     print(f"CPU new --sparse / git worktree add: {cpu:.2f}x")
-    wall = median([o.wall / b.wall for o, b in zip(ours, bare, strict=True)])
     return verdict("new --sparse / git worktree add", wall, TARGET)
 
 

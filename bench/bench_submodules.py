@@ -25,8 +25,8 @@ from _fixture import (
     cleanup,
     load,
     make_repo,
-    median,
     median_timing,
+    paired,
     sides,
     team_router,
     timed,
@@ -119,16 +119,14 @@ def main() -> int:
         for name, timings in ours.items():
             print(f"team-router new ({name}): median {median_timing(timings)}")
             if name != "this tree":
-                wall = median([o.wall / r.wall for o, r in zip(timings, referenced, strict=True)])
-                cpu = median([o.cpu / r.cpu for o, r in zip(timings, referenced, strict=True)])
+                wall, cpu = paired(timings, referenced)
                 print(f"  its new / --reference: {wall:.2f}x wall, {cpu:.2f}x CPU")
         mine = ours["this tree"]
-        against_clone = median([o.wall / c.wall for o, c in zip(mine, cloned, strict=True)])
-        cpu = median([o.cpu / r.cpu for o, r in zip(mine, referenced, strict=True)])
+        against_clone, _ = paired(mine, cloned)
+        wall, cpu = paired(mine, referenced)
         print(f"CPU new / --reference: {cpu:.2f}x")
         cloning = "PASS" if against_clone < 1.0 else "FAIL"
         print(f"{load()}\nnew / without --reference: {against_clone:.2f}x (target < 1x) {cloning}")
-        wall = median([o.wall / r.wall for o, r in zip(mine, referenced, strict=True)])
         missed = verdict("new / with --reference", wall, 1.2)
         return missed or (0 if against_clone < 1.0 else 1)
     finally:
