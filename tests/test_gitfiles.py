@@ -282,7 +282,7 @@ def test_an_index_says_no_gitlink_only_when_it_surely_holds_none(tmp_path):
         assert not gitfiles.may_hold_gitlinks(where)  # plain files only
     nested = make_repo(wt, "vendor", origin=False)
     git(wt, "add", "--", "vendor")  # a gitlink, no .gitmodules
-    assert g.gitlink_paths(Git(wt)) == ["vendor"]
+    assert Git(wt).gitlinks() == ["vendor"]
     assert gitfiles.may_hold_gitlinks(wt_git_dir)
     assert not gitfiles.may_hold_gitlinks(str(repo / ".git"))  # the primary's index has none
     git(wt, "commit", "-q", "-m", "vendor")

@@ -122,17 +122,12 @@ if TYPE_CHECKING:
     from router.git.run import GitError as GitError
     from router.git.run import GitMissing as GitMissing
     from router.git.sparse import check_out_sparse as check_out_sparse
-    from router.git.sparse import indexed_paths as indexed_paths
-    from router.git.sparse import mark_unmaterialised as mark_unmaterialised
     from router.git.sparse import missing_dirs as missing_dirs
     from router.git.sparse import set_sparse_cone as set_sparse_cone
     from router.git.sparse import sparse_cone as sparse_cone
-    from router.git.sparse import unmaterialised as unmaterialised
     from router.git.status import StatusReport as StatusReport
     from router.git.status import checkout_state as checkout_state
-    from router.git.status import gitlink_paths as gitlink_paths
     from router.git.status import status_with_branch as status_with_branch
-    from router.git.submodules import BORROWED_PREFIX as BORROWED_PREFIX
     from router.git.submodules import Borrowed as Borrowed
     from router.git.submodules import Gitlink as Gitlink
     from router.git.submodules import MissingCommit as MissingCommit
@@ -145,10 +140,8 @@ if TYPE_CHECKING:
     from router.git.submodules import declared_gitlinks as declared_gitlinks
     from router.git.submodules import detached_head as detached_head
     from router.git.submodules import drop_borrow_pin as drop_borrow_pin
-    from router.git.submodules import drop_borrow_pins as drop_borrow_pins
     from router.git.submodules import forget_unfinished_checkout as forget_unfinished_checkout
     from router.git.submodules import initialised_names as initialised_names
-    from router.git.submodules import making_dir as making_dir
     from router.git.submodules import module_dir as module_dir
     from router.git.submodules import pin_borrower as pin_borrower
     from router.git.submodules import pinned_borrower as pinned_borrower
@@ -203,13 +196,9 @@ _HOME = {
     "check_out_sparse": "sparse",
     "sparse_cone": "sparse",
     "missing_dirs": "sparse",
-    "indexed_paths": "sparse",
-    "mark_unmaterialised": "sparse",
     "set_sparse_cone": "sparse",
-    "unmaterialised": "sparse",
     "StatusReport": "status",
     "checkout_state": "status",
-    "gitlink_paths": "status",
     "status_with_branch": "status",
     "FastForward": "checkout",
     "cherry_pick": "checkout",
@@ -263,12 +252,10 @@ _HOME = {
     "push_delete": "remote",
     "remote_branch_tip": "remote",
     "remote_prune_refs": "remote",
-    "BORROWED_PREFIX": "submodules",
     "borrow_pin": "submodules",
     "borrow_pins": "submodules",
     "borrowed_sources": "submodules",
     "drop_borrow_pin": "submodules",
-    "drop_borrow_pins": "submodules",
     "pinned_borrower": "submodules",
     "Borrowed": "submodules",
     "pin_borrower": "submodules",
@@ -281,7 +268,6 @@ _HOME = {
     "detached_head": "submodules",
     "forget_unfinished_checkout": "submodules",
     "initialised_names": "submodules",
-    "making_dir": "submodules",
     "module_dir": "submodules",
     "primary_module": "submodules",
     "left_lock_warnings": "locks",

@@ -100,11 +100,6 @@ def _copy(value: T) -> T:
     return value
 
 
-def remembering() -> bool:
-    """A stretch of remembering is open (for tests and callers deciding whether to batch)."""
-    return _open > 0
-
-
 def about_refs(*revs: str) -> bool:
     """Each of ``revs`` names a full ref or an object id, or a range of those: what it
     answers follows the refs, never a checkout's HEAD (which is never remembered)."""

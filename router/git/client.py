@@ -43,7 +43,7 @@ CONCEPTS = (
 METHODS = {
     "refs": (
         "current_branch checked_out_branch head head_commit rev_parse _rev_parse commits "
-        "_commits symbolic_target _symbolic_target existing_refs _for_each_ref_names "
+        "_commits existing_refs _for_each_ref_names "
         "refs_under _refs_under ref_tips _ref_tips branch_exists local_branches "
         "_local_branches check_ref_format_branch branch_delete branch_delete_at"
     ),
@@ -52,11 +52,10 @@ METHODS = {
         "_registration"
     ),
     "status": (
-        "gitlinks added_in_index untracked_under status ls_files ignored_untracked "
-        "is_ignored staged_paths"
+        "gitlinks added_in_index untracked_under status ls_files ignored_untracked staged_paths"
     ),
-    "history": "is_ancestor merge_base _merge_base _about rev_list count_commits cherry _cherry",
-    "objects": "blob tree_of _tree_of merge_tree _merge_tree show_file",
+    "history": "is_ancestor _about count_commits cherry _cherry",
+    "objects": "blob tree_of _tree_of merge_tree _merge_tree",
     "remote": (
         "has_remote remote_url fetch start_fetch "
         "config_get _config_get remove_config_section drop_branch_config"

@@ -35,22 +35,9 @@ class HistoryMethods(Runner):
             lambda: self.ok("merge-base", "--is-ancestor", ancestor, descendant),
         )
 
-    def merge_base(self, a: str, b: str) -> str | None:
-        return self._about(("merge-base", a, b), lambda: self._merge_base(a, b))
-
-    def _merge_base(self, a: str, b: str) -> str | None:
-        res = self.run("merge-base", a, b, check=False)
-        return res.stdout.strip() or None if res.ok else None
-
     def _about(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
         """Remembered when every revision asked about is a full ref or an object id."""
         return self._recall(question, ask) if about_refs(*question[1:]) else ask()
-
-    def rev_list(self, range_: str, *, limit: int | None = None) -> list[str]:
-        args = ["rev-list"]
-        if limit is not None:
-            args.append(f"--max-count={limit}")
-        return [x for x in self.out(*args, range_, "--").splitlines() if x]
 
     def count_commits(self, range_: str) -> int:
         return self._about(

@@ -46,11 +46,6 @@ class ObjectMethods(LayoutMethods):
             return None
         return res.stdout.splitlines()[0].strip() if res.stdout else None
 
-    def show_file(self, rev: str, path: str) -> str | None:
-        """Content of ``path`` at ``rev``; None when absent."""
-        res = self.run("show", f"{rev}:{path}", check=False)
-        return res.stdout if res.ok else None
-
 
 # Paths from status are file names, never patterns: a file named "*.py" is that file.
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}

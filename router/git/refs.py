@@ -107,15 +107,6 @@ class RefMethods(LayoutMethods):
             found[rev] = Sha(sha) if kind == "commit" else None
         return found
 
-    def symbolic_target(self, ref: str) -> str | None:
-        if about_refs(ref):
-            return self._recall(("symbolic-ref", ref), lambda: self._symbolic_target(ref))
-        return self._symbolic_target(ref)  # HEAD: the checkout's, never remembered
-
-    def _symbolic_target(self, ref: str) -> str | None:
-        res = self.run("symbolic-ref", "-q", ref, check=False)
-        return res.stdout.strip() or None if res.ok else None
-
     def existing_refs(self, refs: Sequence[str]) -> set[str]:
         """Which of the given full ref names exist (one process for all)."""
         if not refs:
@@ -206,18 +197,6 @@ def update_ref(git: RefMethods, ref: str, new: str, *, old: str | None, message:
     # --create-reflog: the ref's history is kept too (what a reflog can add to
     # what the new commit already holds of the old one).
     git.run("update-ref", "--create-reflog", "-m", message, ref, new, old or "")
-
-
-def ref_values(git: RefMethods, refs: Sequence[str]) -> dict[str, str]:
-    """``full ref name -> commit`` for those of ``refs`` that exist (one process for all)."""
-    if not refs:
-        return {}
-    return recall_about(git, ("ref-values", *refs), lambda: _ref_values(git, refs))
-
-
-def _ref_values(git: RefMethods, refs: Sequence[str]) -> dict[str, str]:
-    out = git.out("for-each-ref", "--format=%(refname) %(objectname)", "--", *refs)
-    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
 
 @dataclass(frozen=True, slots=True)

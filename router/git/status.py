@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,12 +94,6 @@ class StatusMethods(LayoutMethods):
             "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
         ).stdout
         return [p for p in out.split("\0") if p]
-
-    def is_ignored(self, paths: Sequence[str]) -> set[str]:
-        if not paths:
-            return set()
-        res = self.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0", check=False)
-        return {p for p in res.stdout.split("\0") if p}
 
     def staged_paths(self, index: Path, head: str | None) -> list[str]:
         """Paths where the index file ``index`` differs from commit ``head`` (None: unborn).
@@ -212,8 +205,3 @@ def parse_status_v2(out: str) -> PrimaryState:
         elif kind == "u ":
             tracked.append(entry.split(" ", 10)[10])
     return PrimaryState(StatusReport(tuple(tracked), tuple(untracked)), branch, head)
-
-
-def gitlink_paths(git: StatusMethods) -> list[str]:
-    """Every gitlink (submodule) path in the index, top-level relative, initialised or not."""
-    return git.gitlinks()
