@@ -447,7 +447,7 @@ def test_force_refuses_a_worktree_whose_index_has_unmerged_paths(home_repo):
 
 
 def test_the_walk_finds_every_git_entry_outermost_first_and_follows_no_link(tmp_path):
-    from router.teardown.nested import find_repositories
+    from router.teardown.nested import repositories_below
 
     root = tmp_path / "wt"
     (root / ".git").parent.mkdir()
@@ -459,7 +459,7 @@ def test_the_walk_finds_every_git_entry_outermost_first_and_follows_no_link(tmp_
     (root / "d").mkdir()
     (root / "d" / ".git").symlink_to(tmp_path / "missing")  # so does a link, even broken
     (root / "e").symlink_to(root / "a")  # a link to a directory is not entered
-    assert find_repositories(root) == ["a", "a/deep/x", "b", "c", "d"]
+    assert repositories_below(root)[0] == ["a", "a/deep/x", "b", "c", "d"]
 
 
 # -- commits only a reflog or a vanished remote keeps --------------------------------------

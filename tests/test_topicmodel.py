@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from helpers.repos import run_cli
 from helpers.topics import multi_topic, ship
 
 from router.plandir.reposmd import WorktreeLine
 from router.topic import state
-from router.topic.model import Ownership, RepoPlace, Via, ownership, repo_places
+from router.topic.model import RepoPlace, repo_places
 
 ID = "2026-05-01-add-thing"
 
@@ -38,23 +37,6 @@ def test_home_then_repos_md_order_then_record_only_then_section_only():
         RepoPlace("db", "/ws/db", "/ws/db/w-recorded"),  # only the record knows it
         RepoPlace("cli", None, "/ws/cli/w"),  # only the section names it
     ]
-
-
-@pytest.mark.parametrize(
-    ("steps", "worktree", "expected"),
-    [
-        (("inspect", "claim", "add", "record"), "/ws/api/w", Ownership(Via.CREATED, True, True)),
-        (("inspect", "reuse", "record"), "/ws/api/w", Ownership(Via.REUSED, False, True)),
-        (("inspect", "claim", "add", "record"), "/ws/api", Ownership(Via.FALLBACK, False, True)),
-        (("inspect",), None, Ownership(Via.FALLBACK, False, True)),
-    ],
-)
-def test_ownership_comes_from_the_repos_own_record(steps, worktree, expected):
-    record = state.TopicRecord(
-        id=ID, repo="api", branch=ID, worktree=worktree, steps=steps, branch_created=True
-    )
-    assert ownership(record, "/ws/api") == expected
-    assert ownership(None, "/ws/api") == Ownership(Via.UNKNOWN, False, False)
 
 
 def test_phase_status_and_teardown_list_the_same_repos_in_the_same_order(workspace):

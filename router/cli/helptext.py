@@ -36,11 +36,6 @@ def help_text(node: Node) -> str:
     return "\n".join(out)
 
 
-def usage_line(node: Node) -> str:
-    """``Usage: team-router record verdict [OPTIONS] TARGET VERDICT``."""
-    return _usage(node, _width())
-
-
 def command_path(node: Node) -> str:
     return " ".join((spec.PROG, *node.path))
 

@@ -47,11 +47,7 @@ RESEARCH, DESIGN, STRUCTURE, PLAN, PR = (
 )
 PHASE_FILES = (TASK, QUESTIONS, PRD, REPOS, RESEARCH, DESIGN, STRUCTURE, PLAN, PR)
 TEMP_PATHS = "temp-paths"
-DESIGN_REVIEW_RE = re.compile(r"^design-review-([0-9]+)\.md$")
-REVIEW_RE = re.compile(r"^review-([0-9]+)\.md$")
-TESTS_RE = re.compile(r"^tests-([0-9]+)\.md$")
-VERIFY_RE = re.compile(r"^verify-([0-9]+)\.md$")
-# Any gate's record, by gate: the four patterns above in one (a name is matched once).
+# Any gate's record, by gate, in one pattern (a name is matched once).
 _ROUND_NAME = re.compile(r"^(design-review|review|tests|verify)-([0-9]+)\.md$")
 
 

@@ -46,11 +46,6 @@ class Evidence:
     def merged(self) -> bool:
         return self.content is not None and self.gh is not GhVerdict.DISAGREED
 
-    @property
-    def at_merge_commit(self) -> bool:
-        """The content proof holds at the PR's merge commit rather than at origin/<default>."""
-        return self.content is not None and self.content.target != self.target
-
     def to_json(self) -> dict[str, object]:
         return {
             "content": str(self.content.kind) if self.content else None,

@@ -246,11 +246,6 @@ def _fail(exc: OSError) -> None:
     raise exc
 
 
-def find_repositories(worktree: Path) -> list[str]:
-    """Directories below ``worktree`` with a ``.git`` entry, relative, outermost first."""
-    return repositories_below(worktree)[0]
-
-
 def repositories_below(worktree: Path) -> tuple[list[str], list[str]]:
     """The checkouts below ``worktree`` (a ``.git`` entry) and the bare repositories, relative.
 

@@ -31,33 +31,6 @@ from router.topic import state
 from router.topic.workspace import DefaultBranch, Repo
 
 
-def update_default(
-    repo: Repo,
-    default: DefaultBranch | None,
-    *,
-    rebase: bool = True,
-    has_origin: bool | None = None,
-    known: tuple[StatusReport, str | None] | None = None,
-    at_origin: bool = False,
-    fresh: bool = False,
-) -> StepResult:
-    """``git pull --rebase`` (or ``--ff-only``) the default branch in a clean primary on it.
-
-    Otherwise say why it stays (the caller fetched origin already): see
-    :func:`update_decision`, which decides it.
-    """
-    decision = update_decision(
-        repo,
-        default,
-        rebase=rebase,
-        has_origin=has_origin,
-        known=known,
-        at_origin=at_origin,
-        fresh=fresh,
-    )
-    return decision.resolve(dry_run=False)
-
-
 def update_decision(
     repo: Repo,
     default: DefaultBranch | None,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from enum import StrEnum
 
 from router.plandir.artifacts import HOME  # the hook has it loaded already
 
@@ -26,15 +25,6 @@ if TYPE_CHECKING:
 
     from router.plandir.reposmd import WorktreeLine
     from router.topic.state import TopicRecord
-
-
-class Via(StrEnum):
-    """How a repo's checkout for the topic got there, as its own record tells."""
-
-    CREATED = "created"  # this tool added the worktree
-    REUSED = "reused"  # an existing linked worktree on the topic branch was taken as it is
-    FALLBACK = "fallback"  # no worktree: the work happens in the primary clone
-    UNKNOWN = "unknown"  # no record in that repo (never created there, or unreadable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,27 +42,6 @@ class RepoPlace:
     @property
     def is_home(self) -> bool:
         return self.name == HOME
-
-
-@dataclass(frozen=True, slots=True)
-class Ownership:
-    """What the repo's own record says this tool made for the topic (teardown removes only that)."""
-
-    via: Via
-    worktree_created: bool
-    branch_created: bool
-
-
-def ownership(record: TopicRecord | None, primary: str | Path | None) -> Ownership:
-    """How the repo's checkout got there and what this tool created, from its record."""
-    if record is None:
-        return Ownership(Via.UNKNOWN, False, False)
-    created = "add" in record.steps  # the creation step that runs `git worktree add`
-    in_primary = record.worktree is None or (
-        primary is not None and os.path.realpath(record.worktree) == os.path.realpath(primary)
-    )
-    via = Via.FALLBACK if in_primary else Via.CREATED if created else Via.REUSED
-    return Ownership(via, created and not in_primary, record.branch_created)
 
 
 def works_in_main_tree(name: str, primary: str | None, worktree: str | None) -> bool:

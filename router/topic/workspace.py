@@ -186,17 +186,6 @@ def default_branch(git: Git, refs: Mapping[str, str] | None = None) -> DefaultBr
     )
 
 
-def require_default_branch(git: Git) -> DefaultBranch:
-    found = default_branch(git)
-    if found is None:
-        raise RouterError(
-            ErrorCode.NO_DEFAULT_BRANCH,
-            f"cannot tell the default branch of {git.cwd}; run `git remote set-head origin --auto` "
-            "or create main",
-        )
-    return found
-
-
 def ensure_excludes(
     common_dir: Path,
     lines: tuple[str, ...] = EXCLUDE_LINES,
