@@ -2,8 +2,8 @@
 
 Two filesystems, each side by side in one run:
 
-- a reflink one made here (an XFS image with ``reflink=1`` on a loop device;
-  root only): team-router's copy (the ``.worktreeinclude`` stage: git's list
+- a reflink one made here (an XFS image with ``reflink=1`` on a loop device,
+  or with ``--fs btrfs`` a btrfs one; root only): team-router's copy (the ``.worktreeinclude`` stage: git's list
   of ignored paths, the walk and the copy) against a byte copy of the same
   tree (``cp -a --reflink=never``). Targets: <= 0.1x its time and <= 5% of
   its new disk blocks.
@@ -16,10 +16,10 @@ anywhere (``sync``). team-router's copy runs in this process, as ``new``
 runs it (no interpreter start-up); the baseline is a ``cp`` process. The
 tree: 20,000 files of 1-19 KiB (10 KiB on average, random bytes) in 400
 packages, listed as ``node_modules/`` in ``.worktreeinclude`` and ignored.
-For comparison (no target), the same bytes in 20 files of 10 MiB on the XFS:
+For comparison (no target), the same bytes in 20 files of 10 MiB on the reflink filesystem:
 there the data, not the creation of files, is what a byte copy pays for.
 
-    python bench/bench_copies.py [--files N] [--runs N] [--workers N]
+    python bench/bench_copies.py [--files N] [--runs N] [--workers N] [--fs xfs|btrfs]
 """
 
 from __future__ import annotations
@@ -144,20 +144,29 @@ def show(label: str, runs: list[Run]) -> None:
     )
 
 
-class Xfs:
-    """An XFS image with reflink mounted on a loop device for the benchmark's life."""
+# How each reflink filesystem the benchmark can make is made: its mkfs and options.
+MKFS = {
+    "xfs": ["mkfs.xfs", "-q", "-m", "reflink=1"],  # (xfsprogs)
+    "btrfs": ["mkfs.btrfs", "-q"],  # (btrfs-progs) reflinks always; metadata DUP by default
+}
 
-    def __init__(self, root: Path) -> None:
-        self.image = root / "xfs.img"
-        self.mnt = root / "xfs"
+
+class Reflink:
+    """A reflink filesystem image (``MKFS``) mounted on a loop device for the benchmark's life."""
+
+    def __init__(self, root: Path, fs: str) -> None:
+        self.fs = fs
+        self.image = root / f"{fs}.img"
+        self.mnt = root / fs
 
     def __enter__(self) -> Path | None:
-        if shutil.which("mkfs.xfs") is None or os.geteuid() != 0:
-            print("no reflink filesystem: mkfs.xfs (xfsprogs) and root are needed")
+        mkfs = MKFS[self.fs]
+        if shutil.which(mkfs[0]) is None or os.geteuid() != 0:
+            print(f"no reflink filesystem: {mkfs[0]} and root are needed")
             return None
         with open(self.image, "wb") as fh:
             fh.truncate(2 << 30)  # sparse
-        sh("mkfs.xfs", "-q", "-m", "reflink=1", str(self.image))
+        sh(*mkfs, str(self.image))
         self.mnt.mkdir()
         done = subprocess.run(["mount", "-o", "loop", str(self.image), str(self.mnt)])
         return self.mnt if done.returncode == 0 else None
@@ -167,30 +176,31 @@ class Xfs:
             subprocess.run(["umount", str(self.mnt)], check=False)
 
 
-def on_xfs(root: Path, args: argparse.Namespace) -> list[tuple[str, float, float]]:
-    with Xfs(root) as mnt:
+def on_reflink(root: Path, args: argparse.Namespace) -> list[tuple[str, float, float]]:
+    name = args.fs.upper() if args.fs == "xfs" else args.fs
+    with Reflink(root, args.fs) as mnt:
         if mnt is None:
             return [("reflink filesystem: none could be made", 1.0, 0.0)]
         repo = mnt / "web"
         size = make_tree(repo, args.files)
-        print(f"XFS (reflink=1) on a loop device: {args.files} files, {size / 1e6:.0f} MB")
+        print(f"{name} on a loop device: {args.files} files, {size / 1e6:.0f} MB")
         mine, base = side_by_side(repo, ["cp", "-a", "--reflink=never"], args.runs, args.workers)
         show("  team-router's copy", mine)
         show("  byte copy (cp -a --reflink=never)", base)
         time_ratio = median([m.wall / b.wall for m, b in zip(mine, base, strict=True)])
         block_ratio = median([m.blocks / b.blocks for m, b in zip(mine, base, strict=True)])
         cleanup(repo)
-        big_files(mnt / "big", args)
+        big_files(mnt / "big", args, name)
         return [
-            ("XFS: copy / byte copy, time", time_ratio, 0.1),
-            ("XFS: new blocks", block_ratio, 0.05),
+            (f"{name}: copy / byte copy, time", time_ratio, 0.1),
+            (f"{name}: new blocks", block_ratio, 0.05),
         ]
 
 
-def big_files(repo: Path, args: argparse.Namespace) -> None:
+def big_files(repo: Path, args: argparse.Namespace, name: str) -> None:
     """The same bytes in 20 files (10 MiB each): where the data, not the files, is the cost."""
     size = make_tree(repo, 20, average=10 << 20)
-    print(f"XFS, for comparison: 20 files, {size / 1e6:.0f} MB (no target)")
+    print(f"{name}, for comparison: 20 files, {size / 1e6:.0f} MB (no target)")
     mine, base = side_by_side(repo, ["cp", "-a", "--reflink=never"], args.runs, args.workers)
     show("  team-router's copy", mine)
     show("  byte copy (cp -a --reflink=never)", base)
@@ -216,10 +226,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=FILES)
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--workers", type=int, default=None, help="copy threads (default: ours)")
+    parser.add_argument("--fs", choices=sorted(MKFS), default="xfs", help="the reflink filesystem")
     args = parser.parse_args()
     root = workdir()
     try:
-        rows = on_xfs(root, args) + on_disk(root, args)
+        rows = on_reflink(root, args) + on_disk(root, args)
     finally:
         cleanup(root)
     print(load())
