@@ -95,10 +95,10 @@ def test_a_holder_from_another_host_is_kept_because_it_cannot_be_checked(topic):
     assert holders.live_holders(_common(topic.home), TOPIC_ID) == [far]
 
 
-def test_live_holders_can_exclude_one_pid(topic, sleeper):
+def test_holders_excluding_leaves_out_the_given_pid(topic, sleeper):
     holders.register(_common(topic.home), TOPIC_ID, holders.make_holder(sleeper.pid))
     holders.register(_common(topic.home), TOPIC_ID, holders.make_holder(os.getpid()))
-    others = holders.live_holders(_common(topic.home), TOPIC_ID, excluding_pid=os.getpid())
+    others = holders.holders_excluding(_common(topic.home), TOPIC_ID, {os.getpid()})
     assert [h.pid for h in others] == [sleeper.pid]
     assert len(holders.live_holders(_common(topic.home), TOPIC_ID)) == 2
 

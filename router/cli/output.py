@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
 
-def write_out(text: str, end: str = "\n") -> None:
-    """``text`` and ``end`` on stdout, flushed; a reader gone or no stdout at all is not an error.
+def write_out(text: str) -> None:
+    """``text`` and a newline on stdout, flushed; a reader gone or no stdout at all is not an error.
 
     ``team-router next --json | head -c 1`` closes the pipe mid-answer, and a
     closed terminal (SIGHUP) fails every write (EIO): the rest is dropped
@@ -40,7 +40,7 @@ def write_out(text: str, end: str = "\n") -> None:
     if out is None:
         return
     try:
-        out.write(text + end)
+        out.write(text + "\n")
         out.flush()
     except (OSError, ValueError):
         silence_stdout()

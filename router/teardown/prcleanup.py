@@ -122,13 +122,11 @@ def policy(opts: CleanupOptions) -> TeardownOptions:
 
 def topic_scope(repo: Repo, found: Survey) -> TopicScope:
     """The topic as teardown's steps see it: this repo alone (another's worktree stays)."""
-    record = found.record
     return TopicScope(
         found.topic_id or "",
         found.branch,
         repo,
         None,
-        record,
         (found.plan.target,),
         found.temp_paths or (),
     )

@@ -214,7 +214,7 @@ def _snapshot_scope(cwd: Path, target: str, original: BadInput) -> TopicScope:
     # Only this repo is restored, but the topic's lock is at its home wherever
     # that is (this repo's record names it): every other command takes it there.
     home = home_repo(here, topic_id)
-    return TopicScope(topic_id, branch, home, None, None, (only,), ())
+    return TopicScope(topic_id, branch, home, None, (only,), ())
 
 
 def restore_plan_dir(name: str, repo: Repo, topic_id: str) -> RestoredRepo | None:

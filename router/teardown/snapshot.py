@@ -70,7 +70,6 @@ class Snapshot:
     commit: str
     parent: str
     index: str | None = None  # the commit whose tree is the index, when it was kept
-    replaced: str | None = None  # the snapshot this one was written over (its third parent)
 
 
 class SnapshotFailed(Refusal):
@@ -182,7 +181,7 @@ def _write_snapshot(
     parents = [parent, *filter(None, (index, old))]
     commit = g.commit_tree(git, tree, parents, f"team-router {what}")
     g.update_ref(git, ref, commit, old=old, message=f"team-router {title}")
-    return Snapshot(ref, commit, parent, index, old)
+    return Snapshot(ref, commit, parent, index)
 
 
 def read_snapshot(git: Git, branch: str) -> Snapshot | None:
@@ -199,8 +198,7 @@ def read_snapshot(git: Git, branch: str) -> Snapshot | None:
     if not parents:
         return None  # not a snapshot's shape (made by hand): _commit keeps it all the same
     index = parents[1] if len(parents) > 1 else None
-    replaced = parents[2] if len(parents) > 2 else None
-    return Snapshot(ref, commit, parents[0], index, replaced)
+    return Snapshot(ref, commit, parents[0], index)
 
 
 def covers(git: Git, snapshot: Snapshot | None, tip: str | None) -> bool:

@@ -196,8 +196,8 @@ def with_suppressed_unlink(path: str) -> None:
         return
 
 
-def live_holders(common_dir: Path, topic_id: str, excluding_pid: int | None = None) -> list[Holder]:
-    """The topic's live holders (stale ones are dropped on the way), minus ``excluding_pid``."""
+def live_holders(common_dir: Path, topic_id: str) -> list[Holder]:
+    """The topic's live holders (stale ones are dropped on the way)."""
     live: list[Holder] = []
     for item in read_all(common_dir, topic_id):
         if item.holder is None:
@@ -205,8 +205,7 @@ def live_holders(common_dir: Path, topic_id: str, excluding_pid: int | None = No
         if not is_live(item.holder):
             drop(item.path)
             continue
-        if item.holder.pid != excluding_pid:
-            live.append(item.holder)
+        live.append(item.holder)
     return live
 
 

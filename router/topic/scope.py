@@ -53,7 +53,6 @@ class TopicScope:
     branch: str
     home: Repo
     plan_dir: Path | None  # None when it is gone (resolved from the home record)
-    home_record: state.TopicRecord | None
     repos: tuple[RepoTarget, ...]
     temp_paths: tuple[str, ...]
     warnings: tuple[str, ...] = ()
@@ -97,7 +96,7 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
     repos = _targets(home, plan.id, record, parsed, warnings, entries, section)
     temps = read_temp_paths(plan.path) or _recorded_temps(record)
     return TopicScope(
-        plan.id, branch_for(plan.id), home, plan.path, record, repos, tuple(temps), tuple(warnings)
+        plan.id, branch_for(plan.id), home, plan.path, repos, tuple(temps), tuple(warnings)
     )
 
 
@@ -126,7 +125,6 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
         record.branch or branch_for(topic_id),
         home,
         None,
-        record,
         repos,
         tuple(_recorded_temps(record)),
         tuple(warnings),
