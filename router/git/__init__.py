@@ -127,7 +127,6 @@ if TYPE_CHECKING:
     from router.git.sparse import sparse_cone as sparse_cone
     from router.git.status import StatusReport as StatusReport
     from router.git.status import checkout_state as checkout_state
-    from router.git.status import status_with_branch as status_with_branch
     from router.git.submodules import Borrowed as Borrowed
     from router.git.submodules import Gitlink as Gitlink
     from router.git.submodules import MissingCommit as MissingCommit
@@ -199,7 +198,6 @@ _HOME = {
     "set_sparse_cone": "sparse",
     "StatusReport": "status",
     "checkout_state": "status",
-    "status_with_branch": "status",
     "FastForward": "checkout",
     "cherry_pick": "checkout",
     "cherry_pick_abort": "checkout",

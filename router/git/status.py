@@ -69,12 +69,12 @@ class StatusMethods(LayoutMethods):
         """
         out = self.run(
             "status",
-            "--porcelain",
+            "--porcelain=v2",
             "-z",
             "--untracked-files=all",
             "--ignore-submodules=none",
         ).stdout
-        return parse_status(out)
+        return parse_status_v2(out).status
 
     def ls_files(self, path: str) -> list[str] | None:
         """Tracked files under ``path``; None when the check itself failed."""
@@ -111,49 +111,6 @@ class StatusMethods(LayoutMethods):
         else:
             out = self.out("diff-index", "--cached", "--name-only", "-z", head, "--", env=env)
         return [p for p in out.split("\0") if p]
-
-
-def parse_status(out: str) -> StatusReport:
-    tracked: list[str] = []
-    untracked: list[str] = []
-    fields = out.split("\0")
-    i = 0
-    while i < len(fields):
-        entry = fields[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        code, path = entry[:2], entry[3:]
-        if code == "??":
-            untracked.append(path)
-        else:
-            tracked.append(path)
-            if "R" in code or "C" in code:
-                i += 1  # a rename/copy carries its source path in the next field
-    return StatusReport(tuple(tracked), tuple(untracked))
-
-
-def status_with_branch(git: StatusMethods) -> tuple[StatusReport, str | None]:
-    """``status`` plus the checked-out branch (None when detached), in one process."""
-    out = git.run(
-        "status",
-        "--porcelain",
-        "-z",
-        "-b",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-    ).stdout
-    header, _, rest = out.partition("\0")
-    return parse_status(rest), _branch_of_header(header)
-
-
-def _branch_of_header(header: str) -> str | None:
-    # "## main...origin/main [ahead 1]", "## No commits yet on main", "## HEAD (no branch)"
-    text = header.removeprefix("## ")
-    if text.startswith("HEAD (no branch)"):
-        return None
-    text = text.removeprefix("No commits yet on ").removeprefix("Initial commit on ")
-    return text.split("...", 1)[0].split(" ", 1)[0] or None
 
 
 @dataclass(frozen=True, slots=True)

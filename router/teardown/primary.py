@@ -29,7 +29,8 @@ def is_primary_clone(repo: Repo, path: Path, entries: list[WorktreeEntry]) -> bo
 
 def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
     """The primary clone's status and checked-out branch (one git process)."""
-    return g.status_with_branch(repo.git)
+    now = g.checkout_state(repo.git)
+    return now.status, now.branch
 
 
 def primary_busy(
