@@ -541,3 +541,96 @@ def test_the_reason_check_finds_a_step_worded_where_it_decides(tmp_path):
         encoding="utf-8",
     )
     assert worded_reasons(tmp_path) == ["pkg/m.py:2", "pkg/m.py:3"]
+
+
+# -- one journal: only router/topic/journal.py writes an operation's mark --------------
+
+JOURNAL = "topic/journal.py"
+RECORD_WRITERS = {"write_record", "_write"}  # router/topic/state.py's, under update_record
+
+
+def marks_written_outside_journal(root: Path) -> list[str]:
+    """Each place outside the journal that writes (or builds) an operation's mark.
+
+    The record's one writer, ``update_record``, refuses a change to a mark unless the
+    journal passes ``journal=True``: so passing it elsewhere, writing the record's file
+    past ``update_record``, building a record with a mark, or adding a creation step
+    (``with_step``) is a write of a mark beside the journal.
+    """
+    from router.topic.record import MARK_FIELDS
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = str(path.relative_to(root))
+        if rel == JOURNAL:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            keywords = {k.arg for k in node.keywords}
+            if (
+                "journal" in keywords
+                or (name in RECORD_WRITERS and rel != "topic/state.py")
+                or (name == "TopicRecord" and keywords & set(MARK_FIELDS))
+                or (name == "with_step" and rel != "topic/record.py")
+            ):
+                found.append(f"{rel}:{node.lineno} {ast.unparse(func)}")
+    return found
+
+
+def test_only_the_journal_writes_an_operation_s_mark():
+    # One journal (ARCHITECTURE §3): each rerun reads marks written by one set of rules.
+    assert marks_written_outside_journal(ROUTER) == []
+
+
+def test_the_journal_check_finds_a_mark_written_beside_it(tmp_path):
+    (tmp_path / "topic").mkdir()
+    (tmp_path / "topic" / "journal.py").write_text(
+        "def end(d, t):\n    update_record(d, t, f, journal=True)\n", encoding="utf-8"
+    )
+    (tmp_path / "m.py").write_text(
+        "def f(d, t, r):\n"
+        "    state.update_record(d, t, g, journal=True)\n"
+        "    write_record(d, r)\n"
+        "    a = TopicRecord(id=t, repo='home', branch=t, teardown=None)\n"
+        "    b = r.with_step('claim')\n"
+        "    return a, b, TopicRecord(id=t, repo='home', branch=t, plan_dir='x')\n",
+        encoding="utf-8",
+    )
+    assert marks_written_outside_journal(tmp_path) == [
+        "m.py:2 state.update_record",
+        "m.py:3 write_record",
+        "m.py:4 TopicRecord",
+        "m.py:5 r.with_step",
+    ]
+
+
+def test_the_record_s_writer_refuses_a_mark_changed_beside_the_journal(tmp_path):
+    # The runtime half of the check above: a change made past the journal is a bug,
+    # raised before anything is written, and the record on disk is as it was.
+    import dataclasses
+
+    from router.topic import journal, state
+    from router.topic.holders import record_file
+
+    common = tmp_path / "git"
+    common.mkdir()
+    journal.begin_op(
+        common,
+        "t1",
+        journal.Operation.INTEGRATE,
+        state.Picking("t1", "main", "a" * 40, ("b" * 40,)),
+        made=("home", "t1"),
+    )
+    file = Path(record_file(common, "t1"))
+    before = file.read_bytes()
+    with pytest.raises(state.MarkOutsideJournal):
+        state.update_record(common, "t1", lambda r: dataclasses.replace(r, integrating=None))
+    assert file.read_bytes() == before
+    # Other fields are anyone's to write; the journal's own write clears the mark.
+    state.update_record(common, "t1", lambda r: dataclasses.replace(r, plan_dir="/p"))
+    journal.end_op(common, "t1", journal.Operation.INTEGRATE)
+    record = state.read_record(common, "t1")
+    assert record is not None and record.integrating is None and record.plan_dir == "/p"

@@ -86,20 +86,7 @@ def forget_creation(repo: Repo, topic_id: str) -> None:
     if record is None:
         return
     gone = not repo.git.branch_exists(record.branch)  # then its creation describes nothing
-
-    def change(r: state.TopicRecord) -> state.TopicRecord | None:
-        if not gone:
-            return dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
-        if r.plan_dir is None and not r.repos and not r.temp_paths:
-            return None  # only this creation's: nothing of it is left
-        # The home record of a topic that exists already, its plan dir in the
-        # main tree (a fallback): its request, plan dir, repos and temp paths still
-        # matter; a rerun of the same `new` finds its id by the request, not a `-2`.
-        return dataclasses.replace(
-            r, worktree=None, base_commit=None, branch_created=False, steps=()
-        )
-
-    state.update_record(repo.common_dir, topic_id, change)
+    journal.end_create(repo.common_dir, topic_id, branch_gone=gone)
 
 
 def undo_created(
@@ -199,16 +186,12 @@ class Creation:
         if self.job.home is not None:
             fields["home"] = str(self.job.home)
         record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
-        if "claim" in steps and journal.find(record, journal.Operation.REMOVE, self.path):
-            # A removal of this path a kill interrupted: the worktree made here now is
-            # another one, whose files are work again, never the remains of that removal.
-            record = dataclasses.replace(record, removing=None)
-        for step in steps:
-            record = record.with_step(step)
         # This run's view of the record replaces the file: a corrupt one is set
         # aside (never lost), as _load_record warned.
-        journal.write_steps(self.repo.common_dir, self.job.topic.id, record)
-        self.record = record
+        claimed = self.path if "claim" in steps else None
+        self.record = journal.write_steps(
+            self.repo.common_dir, self.job.topic.id, record, steps, claimed=claimed
+        )
 
     def _forget_claim(self) -> None:
         """After a rollback the record must not describe a creation still under way.

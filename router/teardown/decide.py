@@ -39,7 +39,7 @@ from router.teardown.steps import (
 from router.teardown.sweep import Runs, SweepResult, sweep_step
 from router.teardown.unshipped import snapshot_note
 from router.teardown.update import left_earlier, prune_origin, update_decision
-from router.topic import state, worktreelock
+from router.topic import journal, state, worktreelock
 from router.topic.scope import RepoTarget, TopicScope
 from router.topic.workspace import Repo, find_worktree
 
@@ -80,7 +80,7 @@ def _earlier(plan: RepoPlan) -> state.TopicRecord | None:
     record = plan.target.record
     if record is None or not recreated(plan):
         return record
-    return dataclasses.replace(record, teardown=None)
+    return journal.as_new_run(record)
 
 
 def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:

@@ -50,7 +50,7 @@ from router.teardown.snapshot import (
     read_snapshot,
     snapshot_ref,
 )
-from router.topic import state
+from router.topic import journal, state
 from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
 from router.topic.target import home_repo
@@ -264,16 +264,11 @@ def restore_plan_dir(name: str, repo: Repo, topic_id: str) -> RestoredRepo | Non
 
 def _record_plan_dir_restore(repo: Repo, topic_id: str) -> None:
     """The run is back: an earlier teardown's steps describe another (as ``restore`` of a worktree)."""
-
-    def change(r: state.TopicRecord) -> state.TopicRecord:
-        return dataclasses.replace(r, teardown=None)
-
-    state.update_record(
+    journal.new_run(
         repo.common_dir,
         topic_id,
-        change,
+        lambda r: r,
         new=lambda: state.TopicRecord(id=topic_id, repo="home", branch=topic_id),
-        replace_corrupt=True,
     )
 
 
@@ -557,7 +552,6 @@ def _record_restore(
     restored = state.Restored(snap.commit, target, str(path))
 
     def change(r: state.TopicRecord) -> state.TopicRecord:
-        # The restored worktree is a new run: an earlier teardown's steps describe another.
         # restore cut the branch it checked out (a free name): teardown may delete it.
         # One it found at the snapshot's commit and checked out keeps what the record said.
         return dataclasses.replace(
@@ -565,18 +559,18 @@ def _record_restore(
             worktree=str(path),
             branch=target,
             branch_created=created or r.branch_created,
-            teardown=None,
             restored=restored,
             # Teardown names these copies when it deletes them, as for a new worktree's.
             included=tuple(sorted(set(r.included) | set(copied))),
         )
 
-    state.update_record(
+    # The restored worktree is a new run: the journal drops an earlier teardown's steps,
+    # in the same write (a corrupt record is set aside, never lost).
+    journal.new_run(
         repo.common_dir,
         topic_id,
         change,
         new=lambda: record or state.TopicRecord(id=topic_id, repo=name, branch=branch),
-        replace_corrupt=True,  # as before: a corrupt record is set aside, never lost
     )
 
 

@@ -3,7 +3,8 @@
 Every operation that a kill may stop half-way writes its intent before it acts
 and clears it after. The topic record holds the marks (creation's steps, the
 setup stage, teardown's steps, the pick, the removal), each written here
-(:func:`write_steps`, :func:`teardown_done`, :func:`begin_op`/:func:`end_op`); a restore's note is a
+(:func:`write_steps`/:func:`end_create`, :func:`teardown_done`, :func:`begin_op`/:func:`end_op`,
+:func:`new_run`) and nowhere else (the record's writer refuses any other); a restore's note is a
 file in the restored worktree's git dir (so that `git worktree remove` by any
 tool deletes it with the worktree), written in the repo's state as an intent
 until the checkout has made that git dir. :func:`pending` and
@@ -126,10 +127,68 @@ _MARKS = {
 }
 
 
-def write_steps(common_dir: Path, topic_id: str, record: TopicRecord) -> None:
-    """Write creation's steps and setup's stage (:data:`Operation.CREATE`, :data:`Operation.SETUP`):
-    the creating run's view of the record replaces the file, a corrupt one set aside (never lost)."""
-    _write_record(common_dir, topic_id, lambda _: record, lambda: record, replace_corrupt=True)
+def write_steps(
+    common_dir: Path,
+    topic_id: str,
+    record: TopicRecord,
+    steps: Iterable[str] = (),
+    *,
+    claimed: str | os.PathLike[str] | None = None,
+) -> TopicRecord:
+    """Write creation's ``steps`` done and setup's stage (:data:`Operation.CREATE`,
+    :data:`Operation.SETUP`) onto ``record``, the creating run's view of the record, which
+    replaces the file (a corrupt one set aside, never lost); the record as written.
+
+    ``claimed``: the worktree path the run has just claimed. A removal of that path a kill
+    interrupted is dropped: the worktree made there now is another one, whose files are
+    work again, never the remains of that removal.
+    """
+    if claimed is not None and find(record, Operation.REMOVE, claimed):
+        record = dataclasses.replace(record, removing=None)
+    for step in steps:
+        record = record.with_step(step)
+    written = record
+    _write_record(common_dir, topic_id, lambda _: written, lambda: written, replace_corrupt=True)
+    return written
+
+
+def end_create(common_dir: Path, topic_id: str, *, branch_gone: bool) -> None:
+    """Undo :data:`Operation.CREATE`'s mark after a rollback: the record names no worktree and
+    no creation under way. ``branch_gone``: the rollback took the branch too, so the
+    creation describes nothing: a record that held nothing else goes."""
+
+    def change(r: TopicRecord) -> TopicRecord | None:
+        if not branch_gone:
+            return dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+        if r.plan_dir is None and not r.repos and not r.temp_paths:
+            return None  # only this creation's: nothing of it is left
+        # The home record of a topic that exists already, its plan dir in the
+        # main tree (a fallback): its request, plan dir, repos and temp paths still
+        # matter; a rerun of the same `new` finds its id by the request, not a `-2`.
+        return dataclasses.replace(
+            r, worktree=None, base_commit=None, branch_created=False, steps=()
+        )
+
+    _write_record(common_dir, topic_id, change, None)
+
+
+def as_new_run(record: TopicRecord) -> TopicRecord:
+    """``record`` once its topic has a worktree again (made or restored): a new run, which an
+    earlier teardown's steps (:data:`Operation.TEARDOWN`'s mark) no longer describe."""
+    return dataclasses.replace(record, teardown=None)
+
+
+def new_run(
+    common_dir: Path,
+    topic_id: str,
+    change: Callable[[TopicRecord], TopicRecord],
+    *,
+    new: Callable[[], TopicRecord],
+) -> None:
+    """Write ``change`` (the fields that bring the run back: a restore's) and, in the same
+    write, drop an earlier teardown's mark (:func:`as_new_run`). ``new``: the record made
+    where there is none; a corrupt one is set aside (never lost)."""
+    _write_record(common_dir, topic_id, lambda r: as_new_run(change(r)), new, replace_corrupt=True)
 
 
 def teardown_done(
@@ -198,7 +257,7 @@ def _made(topic_id: str, made: tuple[str, str] | None) -> Callable[[], TopicReco
 def _write_record(
     common_dir: Path,
     topic_id: str,
-    change: Callable[[TopicRecord], TopicRecord],
+    change: Callable[[TopicRecord], TopicRecord | None],
     new: Callable[[], TopicRecord] | None,
     *,
     replace_corrupt: bool = False,
@@ -207,7 +266,9 @@ def _write_record(
     elsewhere and never overwritten (unless ``replace_corrupt``: set aside, never lost)."""
     from router.topic.state import update_record
 
-    update_record(common_dir, topic_id, change, new=new, replace_corrupt=replace_corrupt)
+    update_record(
+        common_dir, topic_id, change, new=new, replace_corrupt=replace_corrupt, journal=True
+    )
 
 
 # -- a restore's note, in the worktree's git dir ---------------------------------------

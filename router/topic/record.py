@@ -561,6 +561,17 @@ def _check_shape(record: TopicRecord) -> None:
 # Every field of a record, in order: the keys of its JSON.
 _RECORD_FIELDS = tuple(TopicRecord.__dataclass_fields__)
 
+# The fields that say an operation is under way (creation's steps, setup's stage,
+# teardown's steps, the pick, the removal): the journal's marks. Only
+# router.topic.journal changes them (router.topic.state.update_record refuses any
+# other writer), so a rerun finds every mark written by one set of rules.
+MARK_FIELDS = ("steps", "setup_done", "setup_state", "teardown", "integrating", "removing")
+
+
+def marks_of(record: TopicRecord | None) -> tuple[object, ...]:
+    """The record's marks (:data:`MARK_FIELDS`), to tell whether a write changes them."""
+    return tuple(getattr(record, f, None) for f in MARK_FIELDS)
+
 
 def _replace(record: TopicRecord, **changes: Any) -> TopicRecord:
     import dataclasses

@@ -34,6 +34,7 @@ from router.topic.record import (  # noqa: F401
     Restored,
     TeardownMark,
     TopicRecord,
+    marks_of,
     parse_record,
 )
 
@@ -166,6 +167,15 @@ def record_in(
     return read_record_or_none(Path(records.common_dir), topic_id, warnings)
 
 
+class MarkOutsideJournal(RuntimeError):
+    """A record write that would change an operation's mark without the journal (a bug)."""
+
+    def __init__(self, topic_id: str) -> None:
+        super().__init__(
+            f"the record of {topic_id}: an operation's mark is written by router.topic.journal only"
+        )
+
+
 def update_record(
     common_dir: Path,
     topic_id: str,
@@ -174,8 +184,14 @@ def update_record(
     new: Callable[[], TopicRecord] | None = None,
     replace_corrupt: bool = False,
     wait: float = DEFAULT_WAIT,
+    journal: bool = False,
 ) -> TopicRecord | None:
     """The one writer of a record: read it, apply ``change``, write the result, under its lock.
+
+    The marks of operations under way (:data:`~router.topic.record.MARK_FIELDS`) are
+    the journal's: a ``change`` that alters one is a bug unless ``journal`` (passed
+    by router.topic.journal alone), and raises :class:`MarkOutsideJournal` before
+    anything is written.
 
     An absent record starts from ``new()`` (none: nothing is written). A corrupt
     one is left alone unless ``replace_corrupt`` (then it is set aside as
@@ -199,6 +215,8 @@ def update_record(
         if changed is None:
             delete_record(common_dir, topic_id)
             return None
+        if not journal and marks_of(changed) != marks_of(record):
+            raise MarkOutsideJournal(topic_id)
         if changed.schema != SCHEMA:
             changed = dataclasses.replace(changed, schema=SCHEMA)
         if changed == read:
