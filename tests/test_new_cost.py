@@ -19,7 +19,8 @@ from helpers.topics import new_topic, write_repos_md
 # Modules `new` has no use for when nothing asks for them: repos.md (the `worktrees`
 # command's), the permission rule and host settings (`worktrees`, `init`), the
 # removal journal (a fallen-back plan dir's move), mounts (a path already
-# registered), and what those pull in.
+# registered), the submodules and sparse stages (no .gitmodules, no cone), and what
+# those pull in.
 NEW_UNUSED = {
     "router.plandir.reposmd",
     "router.plandir.outline",
@@ -29,6 +30,9 @@ NEW_UNUSED = {
     "router.topic.removal",
     "router.mounts",
     "router.create.setuprun",
+    "router.create.submodules",
+    "router.git.submodules",
+    "router.create.sparse",
     "hashlib",
     "shutil",
 }
@@ -74,12 +78,16 @@ def test_new_imports_none_of_what_only_other_commands_and_stages_use(home_repo):
 
 # Modules `worktrees` has no use for when no stage of any repo asks for them: the
 # status concept (the home worktree's index is a layout fact), the removal
-# journal, mounts, the running side of the setup stage, and what those pull in.
+# journal, mounts, the running side of the setup stage, the submodules and sparse
+# stages, and what those pull in.
 WORKTREES_UNUSED = {
     "router.git.status",
     "router.topic.removal",
     "router.mounts",
     "router.create.setuprun",
+    "router.create.submodules",
+    "router.git.submodules",
+    "router.create.sparse",
     "hashlib",
     "shutil",
 }

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from router.create.report import Created, CreateReport, Status
 from router.create.setupcmds import SetupOptions
-from router.create.submodules import SubmoduleOutcome
 from router.errors import ErrorCode, RouterError, io_error
 from router.git import Git, GitError, RepoLayout
 from router.names import Sha, Topic
@@ -22,8 +21,15 @@ from router.topic.workspace import (
     Repo,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.create.submodules import SubmoduleOutcome
+
 REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
 ORIGIN_HEAD = "refs/remotes/origin/HEAD"
+# The submodules stage's name in the record's steps and for the crash seam (its work is in
+# router.create.submodules, loaded only for a checkout that declares submodules).
+SUBMODULES_STEP = "submodules"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from router.create import sparse
+from router import git as g
 from router.create.creation import REPO_LOCK, Creation, undo_created
+from router.create.creation import SUBMODULES_STEP as SUBMODULES
 from router.create.include import Copied, copy_included
 from router.create.report import CreateReport, Status
 from router.create.setupcmds import SetupPlan, SetupReport, plan_setup
-from router.create.submodules import SUBMODULES_STEP as SUBMODULES
-from router.create.submodules import check_out_submodules, warnings_for
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.topic import journal, state
@@ -87,6 +86,8 @@ class Finish(Creation):
     def _note_cone_kept(self, worktree: Path, status: Status) -> None:
         """A cone asked of a worktree made before is not applied to it: say so, with the way."""
         if status is not Status.CREATED and self.job.sparse is not None:
+            from router.create import sparse  # only where a cone was asked for
+
             have = self._cone_of(worktree, status)
             warning = sparse.kept_warning(self.job.name, worktree, self.job.sparse, have)
             if warning:
@@ -137,6 +138,10 @@ class Finish(Creation):
         if SUBMODULES in record.steps:
             return
         state.crash_point(SUBMODULES)
+        if not g.declares_submodules(worktree):
+            return  # none: the stage's module is not even loaded
+        from router.create.submodules import check_out_submodules, warnings_for
+
         self.submodules = check_out_submodules(self.repo.primary, self.repo.common_dir, worktree)
         self.warnings.extend(warnings_for(self.job.name, worktree, self.submodules))
         if self.submodules:

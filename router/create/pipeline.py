@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from router import git as g
-from router.create import ouradd, sparse
+from router.create import ouradd
 from router.create.creation import (
     ORIGIN_HEAD,
     REPO_LOCK,
@@ -339,6 +339,8 @@ class _Pipeline(HalfMade, Finish):
         state.crash_point("base")
         self.base = None if branch_exists else self._resolve_base()
         if self.cone:
+            from router.create import sparse  # only a sparse worktree's creation loads it
+
             at = self.base or self.commits[self._branch_ref]
             sparse.check_at(self.git, at, self.cone, self.job.name)  # type: ignore[arg-type]
         state.crash_point("claim")
@@ -517,6 +519,8 @@ class _Pipeline(HalfMade, Finish):
         finds it half-made and makes it again (``_undo_half_made``).
         """
         state.crash_point("sparse")
+        from router.create import sparse
+
         try:
             sparse.check_out(Git(self.path), self.cone or (), workers=self.job.checkout_workers)
         except GitError as exc:

@@ -8,8 +8,11 @@ from pathlib import Path
 
 from router.create.include import Copied
 from router.create.setupcmds import SetupReport
-from router.create.submodules import SubmoduleOutcome
 from router.errors import ErrorCode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.create.submodules import SubmoduleOutcome
 
 
 class Status(StrEnum):

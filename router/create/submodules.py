@@ -11,6 +11,9 @@ git dir it is borrowed from, so the primary's ``git gc`` keeps it
 submodules out here too, each where the snapshot had it. One that cannot be is a warning
 naming it and the command that fetches it; the worktree is made all the same.
 
+Its step in the record is :data:`router.create.creation.SUBMODULES_STEP`: that name is
+on every creation's path, this module only where there are submodules to check out.
+
 A kill during the stage is finished by the rerun: a submodule git dir is only
 ever renamed into place whole, and a checkout git never finished (no index
 yet) is checked out again whole.
@@ -27,8 +30,6 @@ from pathlib import Path
 from router import git as g
 from router.git import Git, GitError, Gitlink
 from router.parallel import parallel_map
-
-SUBMODULES_STEP = "submodules"  # its name in the record's steps and for the crash seam
 
 
 class SubmoduleStatus(StrEnum):

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from router.git.files import checked_out_branches as checked_out_branches
     from router.git.files import checkout_branch as checkout_branch
     from router.git.files import checkout_git_dir as checkout_git_dir
+    from router.git.files import declares_submodules as declares_submodules
     from router.git.files import find_git_dir as find_git_dir
     from router.git.files import gitdir_pointer as gitdir_pointer
     from router.git.files import index_device as index_device
@@ -158,6 +159,7 @@ _HOME = {
     "checked_out_branches": "files",
     "checkout_branch": "files",
     "checkout_git_dir": "files",
+    "declares_submodules": "files",
     "find_git_dir": "files",
     "gitdir_pointer": "files",
     "index_device": "files",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,6 +58,21 @@ def find_git_dir(start: str) -> tuple[str, str] | None:
         if parent == here:
             return None
         here = parent
+
+
+def declares_submodules(top: Path) -> bool:
+    """Whether the checkout at ``top`` has a ``.gitmodules`` file: without one it has no
+    submodule git can initialise (the common case, answered by one stat).
+
+    True when it cannot be told (a directory it cannot read): the submodules' own
+    reading then says why.
+    """
+    try:
+        return stat.S_ISREG(os.stat(top / ".gitmodules").st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
 
 
 def checkout_git_dir(path: Path) -> Path | None:

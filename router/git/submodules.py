@@ -34,7 +34,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.git.files import read_line
+from router.git.files import declares_submodules, read_line
 from router.git.run import GitError, Runner
 
 # A submodule git dir being made: renamed into place only once whole, so a
@@ -60,7 +60,7 @@ def declared_gitlinks(git: Runner, top: Path) -> list[Gitlink]:
     No ``.gitmodules`` file (the common case): no git process at all. A gitlink
     ``.gitmodules`` does not name cannot be initialised by git and is left out.
     """
-    if not (top / ".gitmodules").is_file():
+    if not declares_submodules(top):
         return []
     declared = git.run(
         "config", "-z", "--file", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$",

@@ -21,8 +21,8 @@ from pathlib import Path
 from router import git as g
 from router import interrupt
 from router.create import sparse
+from router.create.creation import SUBMODULES_STEP
 from router.create.submodules import (
-    SUBMODULES_STEP,
     SubmoduleOutcome,
     SubmoduleStatus,
     check_out_submodules,
