@@ -24,14 +24,17 @@ else:
 ID_RE = re.compile(
     r"^(?P<prefix>[A-Za-z][A-Za-z0-9_]*-[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2})-(?P<topic>[a-z0-9][a-z0-9-]*)$"
 )
-TICKET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-[0-9]+$")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# The patterns below are used only where an id is derived or a branch name checked, not
+# where one is read (every command reads ids): they stay strings, compiled (and cached
+# by ``re``) on first use.
+TICKET_RE = r"^[A-Za-z][A-Za-z0-9_]*-[0-9]+$"
 # A ticket key leading a request ("ENG-1234 add ...", "[ENG-1234] ...", "ENG-1234: ...").
 # Uppercase only: "covid-19 dashboard" is a description, not a ticket.
-_LEADING_KEY_RE = re.compile(r"^[\[(]?(?P<key>[A-Z][A-Z0-9_]*-[0-9]+)[\])]?(?:[\s:,;]+|$)")
-_LEADING_URL_RE = re.compile(r"^<?(?P<url>https?://[^\s<>]+?)>?(?:[\s:,;]+|$)")
-_KEY_SEGMENT_RE = re.compile(r"^[A-Z][A-Z0-9_]*-[0-9]+$")
+_LEADING_KEY_RE = r"^[\[(]?(?P<key>[A-Z][A-Z0-9_]*-[0-9]+)[\])]?(?:[\s:,;]+|$)"
+_LEADING_URL_RE = r"^<?(?P<url>https?://[^\s<>]+?)>?(?:[\s:,;]+|$)"
+_KEY_SEGMENT_RE = r"^[A-Z][A-Z0-9_]*-[0-9]+$"
 # GitHub, Gitea and Forgejo: /<owner>/<repo>/issues/<n> (or pull/<n>).
 _ISSUE_KINDS = frozenset({"issues", "pull", "pulls"})
 # GitLab: /<group>/<project>/-/issues/<n> (or merge_requests/<n>, work_items/<n>).
@@ -101,10 +104,10 @@ def split_request(description: str) -> Request:
     from the words, so it never becomes the slug.
     """
     text = description.strip()
-    key = _LEADING_KEY_RE.match(text)
+    key = re.match(_LEADING_KEY_RE, text)
     if key:
         return Request(key["key"], text[key.end() :])
-    url = _LEADING_URL_RE.match(text)
+    url = re.match(_LEADING_URL_RE, text)
     if url:
         return Request(_ticket_of_url(url["url"]), text[url.end() :])
     return Request(None, description)
@@ -115,7 +118,7 @@ def _ticket_of_url(url: str) -> str | None:
 
     parts = [p for p in urlsplit(url).path.split("/") if p]
     for part in parts:
-        if _KEY_SEGMENT_RE.fullmatch(part):
+        if re.fullmatch(_KEY_SEGMENT_RE, part):
             return part
     for i in range(1, len(parts) - 1):
         project, kind, number = parts[i - 1], parts[i], parts[i + 1]
@@ -135,7 +138,7 @@ def _ticket_prefix(project: str, number: str) -> str:
     # a name that cannot start one ("9lives") gives the neutral "issue".
     name = re.sub(r"[^A-Za-z0-9_]+", "_", project).strip("_")
     ticket = f"{name}-{int(number)}"
-    return ticket if TICKET_RE.fullmatch(ticket) else f"issue-{int(number)}"
+    return ticket if re.fullmatch(TICKET_RE, ticket) else f"issue-{int(number)}"
 
 
 def portable_name_problem(name: str) -> str | None:
@@ -160,14 +163,14 @@ def portable_name_problem(name: str) -> str | None:
 
 # A branch name from outside (a PR's head, a command line) is allowlisted byte for byte
 # before git sees it (DESIGN §11); these names are never deleted, compared case-insensitively.
-BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]+")
+BRANCH_RE = r"[A-Za-z0-9._/-]+"  # compiled on first use (see TICKET_RE)
 PROTECTED = ("main", "master", "develop")
 PROTECTED_PREFIX = "release/"
 
 
 def branch_problem(name: str) -> str | None:
     """Why ``name`` fails the allowlist (before git ever sees it), or None."""
-    if not BRANCH_RE.fullmatch(name):
+    if not re.fullmatch(BRANCH_RE, name):
         return "only letters, digits and . _ / - are allowed"
     if name.startswith("-"):
         return "it starts with '-'"
@@ -237,7 +240,7 @@ def derive_id(
         description = request.words  # an unrecognised URL never becomes the slug
     slug = slugify(description)
     if ticket is not None:
-        if not TICKET_RE.fullmatch(ticket):
+        if not re.fullmatch(TICKET_RE, ticket):
             raise RouterError(
                 ErrorCode.INVALID_ID,
                 f"ticket {ticket!r} must look like ENG-1234 (letters, then -digits)",

@@ -71,7 +71,8 @@ def base_env() -> dict[str, str]:
 # the same way ("unable to create file <path>: File exists", unquoted).
 # The sequencer (cherry-pick, revert) names the file it could not lock, not the
 # lock: "could not lock '.git/MERGE_MSG': File exists" is MERGE_MSG.lock.
-_LOCK_IN_THE_WAY = re.compile(
+# Read only when git failed: compiled (and cached by ``re``) then, not by every command.
+_LOCK_IN_THE_WAY = (
     r"Unable to create '(?P<path>[^\n]+?\.lock)': File exists"
     r"|unable to create file (?P<new>[^\n]+?/packed-refs\.new): File exists"
     r"|could not lock '(?P<locked>[^\n']+)': File exists"
@@ -91,7 +92,7 @@ class GitError(ToolFailed):
     @property
     def lock_file(self) -> Path | None:
         """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
-        found = _LOCK_IN_THE_WAY.search(self.stderr)
+        found = re.search(_LOCK_IN_THE_WAY, self.stderr)
         if found is None:
             return None
         lock = Path(found["path"] or found["new"] or f"{found['locked']}.lock")

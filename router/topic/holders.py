@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 HOLDERS_DIR = "holders"
-_SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_SESSION_RE = r"^[A-Za-z0-9._-]{1,128}$"  # compiled on first use: few commands name a session
 
 
 STATE_DIR = "team-router"  # this tool's folder in a common git dir: topic records and holders
@@ -139,7 +139,7 @@ def _write_atomic(path: str, text: str) -> None:
 
 
 def valid_session(session: str) -> bool:
-    return bool(_SESSION_RE.fullmatch(session))
+    return bool(re.fullmatch(_SESSION_RE, session))
 
 
 def make_holder(pid: int, session: str | None = None) -> Holder:
