@@ -420,18 +420,13 @@ def worktree_lines(source: str | ReposFile) -> list[WorktreeLine]:
         fm = frontmatter.split(source, need_data=False)
         lines = _section_body(source, _worktrees_span(fm.body, fm.body_line - 1))
     else:
-        lines = worktrees_section_lines(source)
+        lines = _section_body(source.text, source.worktrees_span)
     found: dict[str, WorktreeLine] = {}
     for line in lines:
         match = _WORKTREE_ITEM.match(line)
         if match and match["name"] not in found:
             found[match["name"]] = WorktreeLine(match["name"], match["path"].strip("`"))
     return list(found.values())
-
-
-def worktrees_section_lines(parsed: ReposFile) -> list[str]:
-    """The lines under the ``## Worktrees`` heading, without their line endings."""
-    return _section_body(parsed.text, parsed.worktrees_span)
 
 
 def _section_body(text: str, span: tuple[int, int] | None) -> list[str]:

@@ -62,7 +62,7 @@ def nested_loss(repo: NestedRepo) -> str:
         # Its tracking refs still name the commits, but the remote they copy is gone.
         parts.append(f"remote {', '.join(repo.gone)} points at a path that no longer exists")
     if repo.status.dirty:
-        parts.append(describe_dirt(repo.status))
+        parts.append(dirt_words(repo.status.tracked, repo.status.untracked))
     if repo.kind is NestedKind.UNINITIALISED:
         parts.append("git does not see files there: move them out of the worktree")
     if repo.kind is NestedKind.MODULE:
@@ -164,11 +164,6 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
         dirty = dataclasses.replace(dirty, others=tuple(status.untracked))
         return refused(Step.REMOVE, ErrorCode.DIRTY_WORKTREE, dirty)
     return None
-
-
-def describe_dirt(status: StatusReport) -> str:
-    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
-    return dirt_words(tuple(status.tracked), tuple(status.untracked))
 
 
 def worktrees_in_use(

@@ -310,7 +310,7 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     deleted, a stacked one included): no record is read or written.
     """
     snap = read_snapshot(repo.git, branch)
-    record = _read_record(repo, topic_id) if topic_id is not None else None
+    record = state.read_record_or_none(repo.common_dir, topic_id) if topic_id is not None else None
     if snap is None:
         # An earlier restore that found the branch name taken moved the topic to
         # ``<branch>-restored``: its snapshot is under the old name, and it is here.
@@ -503,10 +503,6 @@ def _holds_changes(git: Git, snap: Snapshot) -> bool:
     files = git.tree_of(snap.commit)
     staged = git.tree_of(snap.index) if snap.index is not None else parent
     return files != parent or staged != parent
-
-
-def _read_record(repo: Repo, topic_id: str) -> state.TopicRecord | None:
-    return state.read_record_or_none(repo.common_dir, topic_id)
 
 
 def _restored_field(record: state.TopicRecord | None, key: str) -> str | None:

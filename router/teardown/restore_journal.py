@@ -101,10 +101,6 @@ def undo_half_made_add(add: OurAdd, admin: Path) -> str:
     )
 
 
-def _restoring_note(repo: Repo, path: Path) -> dict[str, object] | None:
-    return read_note(journal.note_file(repo.common_dir, path, checked_out=True))
-
-
 def drop_restoring(repo: Repo, path: Path) -> None:
     journal.end_restore(repo.common_dir, path, checked_out=True)
 
@@ -117,7 +113,7 @@ def unfinished_restore(repo: Repo, branch: str, snap: Snapshot) -> tuple[str, Pa
             continue
         if os.path.realpath(entry.path) != os.path.realpath(repo.worktree_path(entry.branch)):
             continue
-        note = _restoring_note(repo, entry.path)
+        note = read_note(journal.note_file(repo.common_dir, entry.path, checked_out=True))
         if note is not None and note.get("snapshot") == snap.commit:
             return entry.branch, entry.path, note.get("branch_created") is True
         created = _adopt(repo, entry, branch, snap) if note is None else None
@@ -137,7 +133,10 @@ def check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
     why = ""
     if wt.head() != snap.parent:
         why = "commits were made there since"
-    elif g.index_tree(wt) not in {repo.git.tree_of(snap.parent), _staged_tree(repo, snap)}:
+    elif g.index_tree(wt) not in {
+        repo.git.tree_of(snap.parent),
+        repo.git.tree_of(snap.index or snap.parent),
+    }:
         why = "its index was changed since"
     else:
         edited = _edited_since(repo, wt, path, snap)
@@ -155,10 +154,6 @@ def check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
             f"what was staged), then delete {marker}; or delete {marker} and run restore again "
             "for a fresh copy on another branch",
         )
-
-
-def _staged_tree(repo: Repo, snap: Snapshot) -> str | None:
-    return repo.git.tree_of(snap.index if snap.index is not None else snap.parent)
 
 
 def _edited_since(repo: Repo, wt: Git, path: Path, snap: Snapshot) -> list[str]:

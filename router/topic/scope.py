@@ -91,7 +91,7 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
         # the record alone names the repos, as after the plan dir is gone.
         return _from_record(cwd, target, exc)
     warnings: list[str] = []
-    record = _home_record(home, plan.id, warnings)
+    record = state.read_record_or_none(home.common_dir, plan.id, warnings)
     parsed, section = _repos_md(plan.path, record, warnings)
     repos = _targets(home, plan.id, record, parsed, warnings, entries, section)
     temps = read_temp_paths(plan.path) or _recorded_temps(record)
@@ -110,7 +110,7 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
     home = home_repo(open_repo(cwd), topic_id)
     linked = isinstance(original, PlanDirSymlink)
     warnings: list[str] = [original.message] if linked else []
-    record = _home_record(home, topic_id, warnings)
+    record = state.read_record_or_none(home.common_dir, topic_id, warnings)
     if record is None or record.repo != HOME:
         if linked:
             raise original
@@ -134,10 +134,6 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
 def _meant_as_id(cwd: Path, target: str) -> bool:
     """A bare word that names no file: an id with a typo, not a plan dir path."""
     return "/" not in target and target not in {".", ".."} and not (cwd / target).exists()
-
-
-def _home_record(home: Repo, topic_id: str, warnings: list[str]) -> state.TopicRecord | None:
-    return state.read_record_or_none(home.common_dir, topic_id, warnings)
 
 
 def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
