@@ -653,6 +653,18 @@ def test_next_status_interrupted(transcript: Transcript, home_repo: Path) -> Non
     transcript.run("next", halted.id, "--until", "research", "--json", cwd=home_repo)
     transcript.run("status", cwd=home_repo)
     transcript.run("status", "--json", cwd=home_repo)
+    # Without a target: the newest run, and the one whose worktree is gone named beside it.
+    transcript.run("phase", cwd=home_repo)
+    transcript.run("phase", "--json", cwd=home_repo)
+    transcript.run("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
+    for topic in (asked, halted, questioned):
+        assert teardown(topic, "--force").code == 0
+    transcript.note(f"every run torn down but {gone.id}")
+    transcript.run("phase", cwd=home_repo)
+    transcript.run("next", "--json", cwd=home_repo)
+    transcript.run("status", "--json", cwd=home_repo)
+    transcript.run("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
+    assert git(home_repo, "log", "-1", "--format=%s", gone.id).strip() == "slice"
     transcript.check()
 
 

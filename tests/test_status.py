@@ -50,8 +50,15 @@ def test_two_topics_in_two_repos(home_repo, workspace):
                         "worktree": str(multi.parent.parent.parent),
                         "dirty": False,
                         "ahead": 2,
+                        "missing": None,
                     },
-                    {"name": "api", "worktree": api_worktree, "dirty": True, "ahead": 0},
+                    {
+                        "name": "api",
+                        "worktree": api_worktree,
+                        "dirty": True,
+                        "ahead": 0,
+                        "missing": None,
+                    },
                 ],
             },
             {
@@ -66,6 +73,7 @@ def test_two_topics_in_two_repos(home_repo, workspace):
                         "worktree": str(single.parent.parent.parent),
                         "dirty": False,
                         "ahead": 0,
+                        "missing": None,
                     },
                 ],
             },
@@ -212,8 +220,12 @@ def test_status_counts_commits_of_a_branch_without_a_worktree(home_repo):
     res = run_cli("status", "--json", cwd=home_repo)
     assert res.code == 0, res.err
     repos = {t["id"]: t["repos"] for t in res.json["topics"]}
-    assert repos[moved] == [{"name": "home", "worktree": None, "dirty": None, "ahead": 2}]
-    assert repos[still] == [{"name": "home", "worktree": None, "dirty": None, "ahead": 0}]
+    assert repos[moved] == [
+        {"name": "home", "worktree": None, "dirty": None, "ahead": 2, "missing": None}
+    ]
+    assert repos[still] == [
+        {"name": "home", "worktree": None, "dirty": None, "ahead": 0, "missing": None}
+    ]
 
 
 def test_a_plan_dir_in_the_primary_clone_and_in_a_worktree_is_read_where_phase_reads_it(

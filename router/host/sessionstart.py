@@ -56,13 +56,15 @@ def _session_start(default_cwd: str | None) -> None:
         return
     home, plan = found.home, found.plan
     resume = resume_point(home.primary, plan) if plan.kind == RUN else None
+    # As `phase` warns: the run answered, or another, whose worktree was deleted by hand.
+    notes = _missing_notes(home.primary, plan, found.missing) if plan.kind == RUN else []
     # A holder that cannot be written must not cost the session its notice (no
     # contextlib.suppress: contextlib stays off the hook's path).
     try:  # noqa: SIM105
         register_session(home.common_dir, plan.id, _session_id(payload))
     except Exception:
         pass
-    context = notice(plan, resume)
+    context = notice(plan, resume, notes)
     out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
@@ -171,7 +173,7 @@ def _git_on_path() -> bool:
 
 def resume_point(primary: str, plan: PlanDir) -> Resume:
     """``resume_at`` and ``halted`` by the phase table; git only when commits decide."""
-    from router.phase.infer import infer
+    from router.phase.infer import infer, worktree_exists
     from router.plandir.artifacts import inventory
 
     inv = inventory(plan.dir, plan.id)
@@ -179,9 +181,16 @@ def resume_point(primary: str, plan: PlanDir) -> Resume:
         inv,
         has_commits=lambda: _has_commits(primary, plan),
         missing_worktrees=tuple,
-        worktree_exists=os.path.realpath(plan.checkout) != os.path.realpath(primary),
+        # As `phase` asks it: a worktree deleted by hand resumes at WORKTREE, not QUESTION.
+        worktree_exists=worktree_exists(os.path.realpath(primary), plan),
         with_step=False,
     )
+
+
+def _missing_notes(primary: str, plan: PlanDir, others: tuple[PlanDir, ...]) -> list[str]:
+    from router.phase.infer import missing_notes
+
+    return missing_notes(primary, plan, others)
 
 
 def _has_commits(primary: str, plan: PlanDir) -> bool:
@@ -219,28 +228,32 @@ def templates_dir() -> str:
     return share_path("templates")
 
 
-def notice(plan: PlanDir, resume: Resume | None) -> str:
+def notice(plan: PlanDir, resume: Resume | None, missing: list[str] | None = None) -> str:
     """The session's notice (a template of ``templates/``, filled with str.format): where the
-    interrupted run resumes, that it shipped, or (``resume`` None) whose worktree this is."""
+    interrupted run resumes, that it shipped, or (``resume`` None) whose worktree this is;
+    then ``missing``, a line for each run whose worktree was deleted by hand
+    (:func:`router.phase.infer.missing_notes`)."""
     from router.phase.infer import ROUND_CAP, SHIPPED
 
     if resume is None:
-        return _filled(HOST_TEMPLATE, id=plan.id, worktree=plan.checkout)
-    if resume.resume_at == SHIPPED:
-        return _filled(SHIPPED_TEMPLATE, id=plan.id, plan_dir=plan.dir)
-    halted = (
-        f"The review loop halted after {ROUND_CAP} rounds without a passing verdict: "
-        "ask the user how to proceed before resuming.\n"
-        if resume.halted
-        else ""
-    )
-    return _filled(
-        NOTICE_TEMPLATE,
-        resume_at=resume.resume_at,
-        id=plan.id,
-        plan_dir=plan.dir,
-        halted_note=halted,
-    )
+        text = _filled(HOST_TEMPLATE, id=plan.id, worktree=plan.checkout)
+    elif resume.resume_at == SHIPPED:
+        text = _filled(SHIPPED_TEMPLATE, id=plan.id, plan_dir=plan.dir)
+    else:
+        halted = (
+            f"The review loop halted after {ROUND_CAP} rounds without a passing verdict: "
+            "ask the user how to proceed before resuming.\n"
+            if resume.halted
+            else ""
+        )
+        text = _filled(
+            NOTICE_TEMPLATE,
+            resume_at=resume.resume_at,
+            id=plan.id,
+            plan_dir=plan.dir,
+            halted_note=halted,
+        )
+    return "\n".join([text, *(f"{line}." for line in missing or ())])
 
 
 def _filled(name: str, **fields: str) -> str:

@@ -29,6 +29,7 @@ from router.phase.infer import (
     TopicRepo,
     assess,
     expected_artifacts,
+    missing_notes,
     missing_worktrees,
     ticket_of,
     topic_repos,
@@ -98,16 +99,17 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     import datetime
 
     from router.plandir.templates import render
-    from router.topic.target import resolve
+    from router.topic.target import resolve_answer
 
     stop_after = until_phase(until)
-    repo, plan = resolve(cwd, target)
+    repo, plan, missing = resolve_answer(cwd, target)
     repo_warnings: list[str] = []
     repos = topic_repos(repo, plan, repo_warnings)
     resume, inv, warnings = assess(repo, plan, repos)
     # The brief names every repo of repos.md, worktree or not (research reads them all).
     shown = brief_repos(topic_repos(repo, plan, [], listed=True))
     warnings += repo_warnings
+    warnings += missing_notes(str(repo.primary), plan, missing)
     if stops_at(resume.resume_at, stop_after) and not resume.halted:
         resume = resume._replace(step="until")
         text = render("briefs/until.md.j2", id=plan.id, until=stop_after, resume=resume)

@@ -18,8 +18,8 @@ from pathlib import Path
 from router.git import Git, GitError
 from router.phase.infer import TopicRepo, commits_ahead
 from router.topic import holders
-from router.topic.discovery import repo_place
-from router.topic.runs import HOST, PLANS_DIR, Records, by_id, scan
+from router.topic.discovery import repo_place, topics
+from router.topic.runs import HOST, PLANS_DIR, Records
 from router.topic.workspace import Repo
 
 
@@ -40,8 +40,9 @@ class HostWorktree:
         """What it still holds, each a reason to keep it; empty: nothing, it may go."""
         reasons = []
         if self.worktree is None:
+            # No checkout, no state to read: that is said once, not also as a failed read.
             reasons.append("no worktree any more (`team-router doctor` says what is left)")
-        if self.dirty is None:
+        elif self.dirty is None:
             reasons.append("a state git could not read")
         elif self.dirty:
             reasons.append("uncommitted or untracked files")
@@ -84,7 +85,8 @@ def held_by(common_dir: Path, topic_id: str) -> tuple[str, ...]:
 def host_worktrees(repo: Repo) -> list[HostWorktree]:
     """Every live host-made topic of ``repo`` that no artifact made a run, by id."""
     records = Records(repo.common_dir)
-    plans = by_id(scan(repo_place(repo, repo.git.worktree_list()).roots, records))
+    # As status lists them: a host's worktree deleted by hand is one too (it holds its branch).
+    plans = topics(repo_place(repo, repo.git.worktree_list()), records)
     return [
         host_worktree(repo, topic_id, plan.checkout)
         for topic_id, plan in sorted(plans.items())

@@ -15,7 +15,7 @@ from router.plandir import artifacts as a
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
 
     from router.plandir.remembered import Remembered
@@ -407,9 +407,31 @@ def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
     return [s.name for s in parsed.secondaries if s.name not in placed]
 
 
-def worktree_exists(repo: Repo, plan: PlanDir) -> bool:
+def worktree_exists(primary: str, plan: PlanDir) -> bool:
+    """The topic's worktree is there: WORKTREE is done (the recovery hook asks this too)."""
     # plan.checkout is a realpath already (discovery resolves every root once).
-    return plan.checkout != str(repo.primary) and os.path.isdir(plan.checkout)
+    return plan.checkout != primary and os.path.isdir(plan.checkout)
+
+
+# How phase, next, status and the recovery hook say that a worktree was deleted by hand.
+DIRECTORY_GONE = "git still lists it, but its directory is gone"
+
+
+def missing_notes(primary: str, plan: PlanDir, others: Iterable[PlanDir] = ()) -> list[str]:
+    """One line for each run whose worktree was deleted by hand: the topic answered, then
+    ``others``, the runs discovery names beside the newest (``Found.missing``).
+
+    Each resumes at WORKTREE, where ``next`` says how to make the worktree again.
+    """
+    from router.topic.discovery import worktree_gone
+
+    gone = [plan] if worktree_gone(primary, plan) else []
+    return [
+        f"{p.id} resumes at {WORKTREE}: its worktree {p.checkout} is missing "
+        f"({DIRECTORY_GONE}); `team-router next {p.id}` says how to make it again on the "
+        "same branch, commits included"
+        for p in (*gone, *others)
+    ]
 
 
 def assess(
@@ -443,7 +465,7 @@ def assess(
         inv,
         has_commits=commits,
         missing_worktrees=lambda: missing_worktrees(plan, warnings),
-        worktree_exists=worktree_exists(repo, plan),
+        worktree_exists=worktree_exists(str(repo.primary), plan),
     )
     return resume, inv, warnings
 
@@ -466,10 +488,11 @@ class PhaseReport(namedtuple("PhaseReport", "id plan_dir resume warnings")):
 
 def phase_report(cwd: Path, target: str | None) -> PhaseReport:
     """``team-router phase [TARGET]``: where the topic's run resumes."""
-    from router.topic.target import resolve
+    from router.topic.target import resolve_answer
 
-    repo, plan = resolve(cwd, target)
+    repo, plan, missing = resolve_answer(cwd, target)
     resume, _inv, warnings = assess(repo, plan)
+    warnings += missing_notes(str(repo.primary), plan, missing)
     return PhaseReport(plan.id, plan.path, resume, warnings)
 
 

@@ -35,6 +35,7 @@ class RepoState:
             "worktree": self.worktree,
             "dirty": self.dirty,
             "ahead": self.ahead,
+            "missing": self.missing,
         }
 
 
@@ -139,8 +140,8 @@ def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoStat
     return RepoState(topic_repo.name, worktree, dirty, ahead, main_tree, missing)
 
 
-# A worktree deleted by hand, in the words of `next`'s WORKTREE brief for it.
-WORKTREE_MISSING = "(missing: git still lists it, but its directory is gone)"
+# A worktree deleted by hand, in the words `phase`, `next` and the recovery hook use for it.
+WORKTREE_MISSING = f"(missing: {phases.DIRECTORY_GONE})"
 CURRENT = "  <- here"  # the topic `phase` and `next` answer from where status ran
 
 

@@ -69,10 +69,13 @@ class Place(namedtuple("Place", "primary common_dir worktrees top")):
         return next((branch for path, branch in self.worktrees if path == root), None)
 
 
-Found = namedtuple("Found", "home plan records")
+Found = namedtuple("Found", "home plan records missing", defaults=((),))
 Found.__doc__ = """What discovery answers: the topic's home repo (a :class:`Place`), the
-topic's plan dir (None: no topic to resume from there), and the home's :class:`Records`
-as discovery read them (a command that goes on to read more of them reads each once)."""
+topic's plan dir (None: no topic to resume from there), the home's :class:`Records`
+as discovery read them (a command that goes on to read more of them reads each once), and,
+when the answer is the newest run, the other runs whose worktree is missing
+(:func:`deleted_worktrees`): having no file left to date them, they never are the newest
+while another run lives, so whatever answers without a target names them."""
 
 
 def locate(cwd: str) -> Found | None:
@@ -116,7 +119,16 @@ def discover(place: Place) -> Found:
             away = _newest_of(records.homes())
             if away is not None:
                 return away
-    return Found(place, newest_live((p for p in found if p.kind == RUN), records), records)
+    return _newest(place, records)
+
+
+def _newest(place: Place, records: Records) -> Found:
+    """The newest run of ``place`` among every topic :func:`topics` finds there, and the other
+    runs whose worktree is missing."""
+    runs = [plan for plan in topics(place, records).values() if plan.kind == RUN]
+    newest = newest_live(runs, records)
+    others = [plan for plan in deleted_worktrees(place, runs, records) if plan != newest]
+    return Found(place, newest, records, tuple(others))
 
 
 def _at_home(home: str, topic_id: str) -> Found | None:
@@ -134,9 +146,7 @@ def _newest_of(homes: list[str]) -> Found | None:
     for home in homes:
         place = place_of(home)
         if place is not None:
-            records = Records(place.common_dir)
-            runs = (p for p in scan(place.roots, records) if p.kind == RUN)
-            answers.append(Found(place, newest_live(runs, records), records))
+            answers.append(_newest(place, Records(place.common_dir)))
     if not answers:
         return None
     return max(answers, key=lambda a: (a.plan.mtime, a.plan.id) if a.plan else (-1.0, ""))
@@ -182,9 +192,10 @@ def topics(place: Place, records: Records) -> dict[str, PlanDir]:
     """Every topic of this machine in the home repo, by id, as a topic named is found
     (:func:`plan_named`): each plan dir of a recorded topic in the primary clone or a
     worktree, and each recorded topic with none whose worktree git still lists (not made
-    yet, or its directory deleted by hand: ``next`` resumes it at WORKTREE), so that
-    ``status`` lists every topic ``next`` resumes. Torn-down topics are included:
-    :meth:`Records.live` tells them.
+    yet, or its directory deleted by hand: ``next`` resumes it at WORKTREE). The one list
+    of them: ``status`` lists these, and ``phase``, ``next`` and the recovery hook pick
+    among them (:func:`discover`), so none resumes a topic another does not see.
+    Torn-down topics are included: :meth:`Records.live` tells them.
     """
     found = by_id(scan(place.roots, records))
     recorded = records.ids()
@@ -193,10 +204,26 @@ def topics(place: Place, records: Records) -> dict[str, PlanDir]:
             continue
         if _registered_worktree(place, branch) != root:
             continue  # the first one listed on the branch, as plan_named picks it
+        mark = records.mark(branch)
+        if mark is not None and mark.home is not None:
+            continue  # a secondary repo's worktree: its topic is its home's
         plan_dir = os.path.join(root, PLANS_DIR, branch)
         kind = kind_of(records, branch, has_artifacts=False)
         found[branch] = PlanDir(branch, plan_dir, root, 0.0, kind)
     return found
+
+
+def deleted_worktrees(place: Place, plans: Iterable[PlanDir], records: Records) -> list[PlanDir]:
+    """The live ones of ``plans`` whose checkout is a worktree git still lists but whose
+    directory is gone (deleted by hand), by id: each resumes at WORKTREE."""
+    gone = (p for p in plans if records.live(p.id) and worktree_gone(place.primary, p))
+    return sorted(gone, key=lambda p: p.id)
+
+
+def worktree_gone(primary: str, plan: PlanDir) -> bool:
+    """The plan's checkout is a linked worktree whose directory is gone (git still lists it:
+    :func:`topics` finds no other checkout without a plan dir)."""
+    return plan.checkout != os.path.realpath(primary) and not os.path.lexists(plan.checkout)
 
 
 # -- where a repository is: git's files, else git ---------------------------------------

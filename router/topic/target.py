@@ -12,9 +12,9 @@ import os
 
 from router.errors import ErrorCode, RouterError
 from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
-from router.topic.discovery import discover_at, plan_named, repo_place
+from router.topic.discovery import discover_at, plan_named, repo_place, topics
 from router.topic.planpath import hidden_plan_dirs, refuse_linked
-from router.topic.runs import PlanDir, Records, by_id, dir_mtime, kind_of, scan
+from router.topic.runs import PlanDir, Records, dir_mtime, kind_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,8 +27,15 @@ if TYPE_CHECKING:
 
 def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
     """The home repo and plan dir named by ``target`` (id or path), or discovery's."""
-    repo, plan, _entries = _resolve_topic(cwd, target, listed=False)
+    repo, plan, _entries, _missing = _resolve_topic(cwd, target, listed=False)
     return repo, plan
+
+
+def resolve_answer(cwd: Path, target: str | None) -> tuple[Repo, PlanDir, tuple[PlanDir, ...]]:
+    """:func:`resolve`, with the other runs whose worktree is missing when discovery chose the
+    newest run (``Found.missing``; none for a target): ``phase`` and ``next`` name them."""
+    repo, plan, _entries, missing = _resolve_topic(cwd, target, listed=False)
+    return repo, plan, missing
 
 
 def resolve_existing(
@@ -51,12 +58,13 @@ def resolve_listed(
     cwd: Path, target: str | None
 ) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
     """:func:`resolve`, with the home's worktree list when it was read on the way (else None)."""
-    return _resolve_topic(cwd, target, listed=True)
+    repo, plan, entries, _missing = _resolve_topic(cwd, target, listed=True)
+    return repo, plan, entries
 
 
 def _resolve_topic(
     cwd: Path, target: str | None, *, listed: bool
-) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
+) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None, tuple[PlanDir, ...]]:
     """``listed``: the caller wants the worktree list; discovery's topic needs none read."""
     from pathlib import Path
 
@@ -69,7 +77,7 @@ def _resolve_topic(
             ErrorCode.INVALID_ID, "the target is empty; pass a topic id or a plan dir path"
         )
     if target and _looks_like_path(target):
-        return (*_by_path(cwd, target), None)
+        return (*_by_path(cwd, target), None, ())
     if target:
         repo = home_repo(open_repo(cwd), target)
         entries = repo.git.worktree_list()
@@ -81,11 +89,12 @@ def _resolve_topic(
                 "check the id with `team-router status`",
             )
         refuse_linked(plan)
-        return repo, plan, tuple(entries)
+        return repo, plan, tuple(entries), ()
     found = discover_at(cwd)
     repo = open_repo(Path(found.home.primary))
     if found.plan is not None:
-        return repo, found.plan, tuple(repo.git.worktree_list()) if listed else None
+        read = tuple(repo.git.worktree_list()) if listed else None
+        return repo, found.plan, read, found.missing
     for hidden in hidden_plan_dirs(repo, repo.git.worktree_list()):
         raise hidden
     raise RouterError(
@@ -159,9 +168,7 @@ def _meant(cwd: Path, word: str) -> str:
         place = repo_place(repo, repo.git.worktree_list())
     except (RouterError, ToolFailed):
         return ""  # only a hint: the refusal stands without it
-    ids = sorted(
-        i for i in by_id(scan(place.roots, Records(repo.common_dir))) if topic_of(i) == word
-    )
+    ids = sorted(i for i in topics(place, Records(repo.common_dir)) if topic_of(i) == word)
     if not ids:
         return ""
     return f"; {word!r} is the topic of {' and of '.join(ids)}: pass the whole id"

@@ -1,0 +1,208 @@
+"""A run whose worktree directory was deleted by hand (git still lists it): `phase`, `next`,
+`status` and the session-start hook see it alike, as `next <id>` resumes it (DESIGN §8).
+
+Every answer without a target picks among the same topics (``discovery.topics``); such a run
+has no file left to date it, so it is the answer only when no other run lives, and is named
+beside the answer otherwise. None of these read commands touches its branch or its commits.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from helpers.plans import artifact, touch
+from helpers.repos import commit, git, run_cli
+from helpers.sessions import asked_for
+from helpers.topics import Topic, all_answer, answers, multi_topic, new_topic, notice, teardown
+
+
+def gone_note(topic: Topic) -> str:
+    """What phase, next (warnings) and the hook (a line of its notice) say of ``topic``."""
+    return (
+        f"{topic.id} resumes at WORKTREE: its worktree {topic.worktrees['home']} is missing "
+        "(git still lists it, but its directory is gone); "
+        f"`team-router next {topic.id}` says how to make it again on the same branch, "
+        "commits included"
+    )
+
+
+def resume_notice(topic: Topic, phase: str, plan_dir: Path, *notes: str) -> list[str]:
+    return [
+        "team-router found an interrupted /team run in this repository.",
+        f"Phase: {phase} | Id: {topic.id}",
+        f"Artifact directory: {plan_dir}",
+        "To resume it, re-invoke /team (/team-router:team when another plugin also answers to "
+        f"/team): the pipeline continues at the {phase} phase from the artifacts above "
+        f"(`team-router next {topic.id}` prints what that phase must produce). "
+        "Do not start the run over.",
+        *(f"{note}." for note in notes),
+    ]
+
+
+def deleted_by_hand(home: Path, description: str) -> Topic:
+    """A topic with one commit on its branch, then its worktree directory deleted by hand."""
+    topic = new_topic(home, description)
+    commit(topic.worktrees["home"], "search.py", "s = 1\n", "slice")
+    shutil.rmtree(topic.worktrees["home"])
+    return topic
+
+
+def untouched(home: Path) -> tuple[str, str]:
+    """What no read command may change: every branch tip and git's worktree registrations."""
+    refs = git(home, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+    return refs, git(home, "worktree", "list", "--porcelain")
+
+
+def three_topics(home: Path) -> tuple[Topic, Topic, Topic]:
+    """A torn-down topic, one whose worktree was deleted by hand, and a live run."""
+    done = new_topic(home, "add paging")
+    assert teardown(done).code == 0
+    gone = deleted_by_hand(home, "add search")
+    live = new_topic(home, "add caching")
+    touch(artifact(live.plan_dir, "task.md"), 1_000_000_000)  # older than any clock: still newest
+    return done, gone, live
+
+
+def test_beside_a_live_run_the_deleted_worktree_is_named_by_every_answer(home_repo):
+    done, gone, live = three_topics(home_repo)
+    before = untouched(home_repo)
+
+    assert answers(home_repo) == all_answer(live.id)
+    phase = run_cli("phase", cwd=home_repo)
+    assert (phase.code, phase.out.splitlines(), phase.err.splitlines()) == (
+        0,
+        [
+            f"Topic {live.id}",
+            "Resume at: QUESTION",
+            "Done: WORKTREE",
+            f"Artifact directory: {live.plan_dir}",
+        ],
+        [f"warning: {gone_note(gone)}"],
+    )
+    nxt = run_cli("next", "--json", cwd=home_repo)
+    assert (nxt.json["id"], nxt.json["warnings"]) == (live.id, [gone_note(gone)])
+    assert notice(home_repo).splitlines() == resume_notice(
+        live, "QUESTION", live.plan_dir, gone_note(gone)
+    )
+    status = run_cli("status", "--json", cwd=home_repo)
+    assert [(t["id"], t["resume_at"], t["repos"]) for t in status.json["topics"]] == [
+        (
+            live.id,
+            "QUESTION",
+            [
+                {
+                    "name": "home",
+                    "worktree": str(live.worktrees["home"]),
+                    "dirty": False,
+                    "ahead": 0,
+                    "missing": None,
+                }
+            ],
+        ),
+        (
+            gone.id,
+            "WORKTREE",
+            [
+                {
+                    "name": "home",
+                    "worktree": None,
+                    "dirty": None,
+                    "ahead": 1,
+                    "missing": str(gone.worktrees["home"]),
+                }
+            ],
+        ),
+    ]
+    assert done.id not in {t["id"] for t in status.json["topics"]}
+    assert untouched(home_repo) == before
+
+
+def test_alone_the_deleted_worktree_is_what_every_answer_resumes(home_repo):
+    _done, gone, live = three_topics(home_repo)
+    assert teardown(live, "--force").code == 0
+    before = untouched(home_repo)
+
+    assert answers(home_repo) == all_answer(gone.id)
+    plan_dir = gone.worktrees["home"] / "docs" / "plans" / gone.id
+    phase = run_cli("phase", cwd=home_repo)
+    assert (phase.code, phase.out.splitlines(), phase.err.splitlines()) == (
+        0,
+        [
+            f"Topic {gone.id}",
+            "Resume at: WORKTREE",
+            "Done: nothing yet",
+            f"Artifact directory: {plan_dir}",
+        ],
+        [f"warning: {gone_note(gone)}"],
+    )
+    targetless, named = (run_cli("next", *t, "--json", cwd=home_repo) for t in ((), (gone.id,)))
+    assert targetless.json == named.json
+    assert (named.json["resume_at"], named.json["warnings"]) == ("WORKTREE", [gone_note(gone)])
+    assert notice(home_repo).splitlines() == resume_notice(
+        gone, "WORKTREE", plan_dir, gone_note(gone)
+    )
+    status = run_cli("status", cwd=home_repo)
+    assert (status.code, status.err, status.out.splitlines()) == (
+        0,
+        "",
+        [
+            f"{gone.id}  resume at WORKTREE  <- here",
+            f"  plan dir  {plan_dir}",
+            f"  home  -        1 ahead  {gone.worktrees['home']} "
+            "(missing: git still lists it, but its directory is gone)",
+        ],
+    )
+    assert untouched(home_repo) == before
+    assert git(home_repo, "log", "-1", "--format=%s", gone.id).strip() == "slice"
+
+
+def test_from_a_secondary_repos_worktree_the_hook_resumes_a_deleted_home_worktree_as_phase(
+    workspace,
+):
+    topic = multi_topic(workspace, ("api",))
+    shutil.rmtree(topic.worktrees["home"])
+    api_wt = topic.worktrees["api"]
+
+    assert answers(api_wt) == all_answer(topic.id)
+    assert run_cli("phase", "--json", cwd=api_wt).json["resume_at"] == "WORKTREE"
+    plan_dir = topic.worktrees["home"] / "docs" / "plans" / topic.id
+    assert notice(api_wt).splitlines() == resume_notice(
+        topic, "WORKTREE", plan_dir, gone_note(topic)
+    )
+
+
+def test_a_topic_named_without_its_prefix_is_told_the_id_of_a_deleted_worktree(home_repo):
+    gone = deleted_by_hand(home_repo, "add search")
+    res = run_cli("next", "add-search", cwd=home_repo)
+    assert (res.code, res.out) == (2, "")
+    assert res.err == (
+        "team-router: add-search is not a plan dir (expected an existing docs/plans/<id>/ "
+        f"directory); 'add-search' is the topic of {gone.id}: pass the whole id [no-plan-dir]\n"
+    )
+
+
+def test_a_hosts_worktree_deleted_by_hand_is_listed_and_kept_by_status_and_the_sweep(home_repo):
+    host = asked_for(home_repo, "agent-1111")
+    commit(host.worktree, "feature.txt", "feature\n", "a commit of its own")
+    shutil.rmtree(host.worktree)
+    before = untouched(home_repo)
+    holds = [
+        "no worktree any more (`team-router doctor` says what is left)",
+        "1 commit(s) of its own",
+    ]
+
+    listed = run_cli("status", "--json", cwd=home_repo).json
+    assert (listed["topics"], [(h["id"], h["holds"]) for h in listed["host_worktrees"]]) == (
+        [],
+        [(host.id, holds)],
+    )
+    res = run_cli("sweep", "--host-worktrees", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert [(h["id"], h["outcome"], h["detail"]) for h in res.json["host_worktrees"]] == [
+        (host.id, "kept", f"it holds {'; '.join(holds)}")
+    ]
+    # No /team run: nothing to resume, the hook says nothing.
+    none = {"hook": None, "phase": "no-topic", "next": "no-topic", "status": None}
+    assert answers(home_repo) == none
+    assert untouched(home_repo) == before
