@@ -25,7 +25,7 @@ from router.teardown.facts import RepoPlan
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
 from router.teardown.merged import Tips
 from router.teardown.nested import survey_at
-from router.teardown.plan_dir import remove_plan_dir
+from router.teardown.plan_dir import plan_dir_decision
 from router.teardown.record import TopicRef
 from router.teardown.remove import (
     copies_note,
@@ -305,7 +305,7 @@ def run_at_stake(repo: Repo, topic_id: str | None, plan: RepoPlan) -> list[RunAr
     checkouts = []
     if plan.worktree is not None and not plan.kept_worktree and not plan.removing:
         checkouts.append(plan.worktree)
-    if remove_plan_dir(repo, topic_id, dry_run=True, force=True).outcome is Outcome.DONE:
+    if plan_dir_decision(repo, topic_id, force=True).resolve(dry_run=True).outcome is Outcome.DONE:
         checkouts.append(repo.primary)
     runs = (run_artifacts(c, topic_id) for c in checkouts)
     return unshipped(runs, shipped=plan.shipped)

@@ -35,7 +35,7 @@ from router.teardown.host_policy import HostPolicy
 from router.teardown.integrate import no_identity, resume_integration
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Declaration, read_declaration
 from router.teardown.nested import NestedRepo, survey_at
-from router.teardown.plan_dir import remove_plan_dir
+from router.teardown.plan_dir import plan_dir_decision
 from router.teardown.primary import is_primary_clone, primary_busy
 from router.teardown.proof import Integration, cut_from, integration
 from router.teardown.record import TopicRef, pending_pick
@@ -378,7 +378,9 @@ def _plan_dir_blockers(
     unless --force (which snapshots them): in the worktree the remove step
     deletes (``removed``), and in the primary clone when step 6 would delete them.
     """
-    found = remove_plan_dir(repo, topic_id, dry_run=True, force=True)  # would it go at all?
+    found = plan_dir_decision(repo, topic_id, force=True).resolve(
+        dry_run=True
+    )  # would it go at all?
     if found.code == ErrorCode.NESTED_WORK:
         return (), [found]
     checkouts = [removed] if removed is not None else []

@@ -38,20 +38,6 @@ from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
 
 
-def remove_plan_dir(
-    repo: Repo,
-    topic_id: str,
-    *,
-    dry_run: bool = False,
-    force: bool = False,
-    shipped: bool = False,
-    again: str = "teardown",
-) -> StepResult:
-    """Remove ``docs/plans/<id>/`` from the primary clone once ``git ls-files`` proves it untracked."""
-    decision = plan_dir_decision(repo, topic_id, force=force, shipped=shipped, again=again)
-    return decision.resolve(dry_run=dry_run)
-
-
 def plan_dir_decision(
     repo: Repo,
     topic_id: str,
