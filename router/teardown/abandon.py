@@ -16,9 +16,7 @@ from router.teardown.cleanup_survey import (
     Survey,
     survey,
 )
-from router.teardown.remote import (
-    delete_remote,
-)
+from router.teardown.remote import remote_decision
 from router.teardown.steps import (
     Decision,
     Step,
@@ -162,7 +160,7 @@ def _abandon_branch(
     for step in (
         _snapshot_branch(repo, child),
         delete_branch(repo, child.branch, child.default, force=True)[0],
-        delete_remote(repo, child, opts, None),
+        remote_decision(repo, child, opts, None).resolve(dry_run=False),
     ):
         if step.stopped:
             return step.detail

@@ -30,12 +30,6 @@ from router.teardown.update import prune_origin
 from router.topic.workspace import Repo
 
 
-def delete_remote(
-    repo: Repo, found: Survey, opts: CleanupOptions, evidence: Evidence | None
-) -> StepResult:
-    return remote_decision(repo, found, opts, evidence).resolve(dry_run=False)
-
-
 def remote_decision(
     repo: Repo, found: Survey, opts: CleanupOptions, evidence: Evidence | None
 ) -> Decision:
