@@ -340,7 +340,9 @@ def plain_layout(path: str) -> tuple[str, str, str] | None:
         refuse_unusual_config(common)
     except Unsure:
         return None
-    return top, os.path.realpath(git_dir), os.path.realpath(common)
+    # Both are real paths already: ``.git`` (no symlink) in the real ``top``, or one that
+    # _named_git_dir and common_dir resolved. (A realpath is an lstat per component.)
+    return top, git_dir, common
 
 
 # -- the repository's formats -----------------------------------------------------
