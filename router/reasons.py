@@ -25,7 +25,6 @@ class Reason(StrEnum):
     IO_FAILED = "io-failed"  # the file and the cause in ``text``
     STOPPED = "stopped"  # a signal stopped it (the words in ``text``)
     HELD_BACK = "held-back"  # a guarding step before it stopped
-    BLOCKED = "blocked"  # another check's refusal, in its own words
     UNSHIPPED = "unshipped"  # a run that has not shipped keeps its artifacts
     SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written: kept
     KEPT = "kept"  # kept by the user's choice (the plan's words)

@@ -341,7 +341,6 @@ WORDS: dict[Reason, Words] = {
         f"{w.again} again to finish the removal"
     ),
     Reason.UNSHIPPED: lambda w: w.text,
-    Reason.BLOCKED: lambda w: w.text,
     Reason.SNAPSHOT_FAILED: _snapshot_failed,
     Reason.WORKTREE_KEPT: lambda w: "the worktree is kept",
     Reason.STILL_REGISTERED: lambda w: f"{w.path} is still a registered worktree",
