@@ -167,6 +167,22 @@ class Reason(StrEnum):
     CONFIG_KEPT = "config-kept"  # the branch's config section stays
     PLAN_DIR_KEPT = "plan-dir-kept"
     UNTOUCHED = "untouched"  # a refused plan touched nothing
+    # -- creation's rerun: a half-made `git worktree add` it keeps (``half-made-worktree``)
+    HALF_MADE = "half-made"  # git registered it: ``inner`` = how it is half-made, why it is kept
+    ADD_LOCKED = "add-locked"  # git left it locked (its lock reason in ``text``)
+    ADD_UNFINISHED = "add-unfinished"  # the record shows its `git worktree add` never finished
+    NO_HEAD = "no-head"
+    NOT_A_CHECKOUT = "not-a-checkout"  # git does not recognise it as a checkout
+    NO_INDEX = "no-index"  # its files were never checked out
+    # -- why a half-made add is not ours to undo (router.create.ouradd)
+    NOT_CREATING = "not-creating"  # the record shows no creation of ours under way
+    BRANCH_MOVED = "branch-moved"  # the branch has commits since it was cut
+    LOCKED_ELSEWHERE = "locked-elsewhere"  # its registration is locked, not by team-router
+    OTHER_GITDIR = "other-gitdir"  # its registration names another worktree (``path``)
+    THROUGH_SYMLINK = "through-symlink"  # the path is reached through a symlink
+    NOT_ITS_FILES = "not-its-files"  # files that are not git's checkout of the branch
+    ADD_RUNNING = "add-running"  # processes (``items``) still use it
+    LOCK_LEFT = "lock-left"  # git's lock file (``path``) is in it, no process list to judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +210,7 @@ class Why:
     step: str = ""  # another step the reason is about (the one that held this back)
     topic: str = ""  # the topic's id
     repo: str = ""  # the repo's name in the topic
+    primary: str = ""  # the repo's primary clone
     text: str = ""
     other: str = ""  # a second piece of words from elsewhere (a second git message)
     flag: bool = False  # a reason's one yes/no variant (its renderer says which)

@@ -973,6 +973,37 @@ def test_a_half_made_worktree_holding_work_is_refused_and_kept_as_it_is(home_rep
     assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
 
 
+def test_a_half_made_worktree_holding_work_is_refused_in_full_words(home_repo, tmp_path):
+    # The refusal is said from its reasons (how git left the worktree, why it is kept): the
+    # whole output, text and JSON, and nothing of the worktree or the branch is touched.
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    killed = _kill_inside_add(home_repo, tmp_path, 'echo "my notes" > "$wt/notes.txt"')
+    assert killed.code == KILLED, killed.err
+    tip = git(home_repo, "rev-parse", NEW_ID)
+    message = (
+        f"home: {wt} is a worktree `git worktree add` left half-made (the record shows its "
+        "`git worktree add` never finished) and it holds files that are not its branch's "
+        "(notes.txt); copy out anything you need from it, then run "
+        f"`git -C {home_repo} worktree remove --force --force {wt}` and run this again"
+    )
+
+    refused = run(*NEW, cwd=home_repo)
+    assert (refused.code, refused.err) == (1, ""), refused.out + refused.err
+    assert refused.json == {
+        "ok": False,
+        "command": "new",
+        "warnings": [],
+        "error": {"code": "half-made-worktree", "message": message},
+    }, refused.json
+    text = run(*NEW[:-1], cwd=home_repo)
+    assert (text.code, text.out) == (1, ""), text.out + text.err
+    assert text.err == f"team-router: {message} [half-made-worktree]\n"
+    assert (wt / "notes.txt").read_text() == "my notes\n"
+    assert git(home_repo, "rev-parse", NEW_ID) == tip
+    assert worktree_paths(home_repo) == [str(home_repo), str(wt)]
+    assert lock_reason(home_repo, wt) == own_lock(NEW_ID)
+
+
 def test_a_half_made_worktree_the_record_does_not_show_under_way_is_refused(home_repo, tmp_path):
     wt = home_repo / ".claude/worktrees" / NEW_ID
     killed = _kill_inside_add(home_repo, tmp_path)

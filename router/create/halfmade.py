@@ -15,6 +15,7 @@ from router.create import ouradd
 from router.create.creation import Creation
 from router.errors import ErrorCode, RouterError
 from router.git import Git, WorktreeEntry
+from router.reasons import Reason, Why
 from router.topic import journal, worktreelock
 from router.topic.workspace import (
     find_worktree,
@@ -40,28 +41,23 @@ class HalfMade(Creation):
         linked = ouradd.symlink_in(self.path, self.repo.primary)
         if entry is None or not self.path.is_dir() or linked:
             return False
-        why = self._half_made(entry)
-        if why is None:
+        made = self._half_made(entry)
+        if made is None:
             return False
         tip = self.commits[self._branch_ref]
-        problem = ouradd.not_ours(add := self._our_add(tip)) or ouradd.work_in_half_made(add)
-        if problem is not None:
-            raise RouterError(
-                ErrorCode.HALF_MADE_WORKTREE,
-                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
-                f"({why}) and {problem}; copy out anything you need from it, then run "
-                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` "
-                "and run this again",
+        add = self._our_add(tip)
+        kept = ouradd.not_ours(add) or ouradd.work_in_half_made(add) or ouradd.in_use(add)
+        if kept is not None:
+            from router.teardown.wording import in_words  # lazy: only a refusal says it
+
+            why = Why(
+                Reason.HALF_MADE,
+                repo=self.job.name,
+                path=str(self.path),
+                primary=str(self.repo.primary),
+                inner=(made, kept),
             )
-        busy = ouradd.in_use(add)
-        if busy is not None:
-            raise RouterError(
-                ErrorCode.HALF_MADE_WORKTREE,
-                f"{self.job.name}: {self.path} is a worktree `git worktree add` left half-made "
-                f"({why}), and {busy}; wait until no git command runs there, then run this "
-                "again (if none does, run "
-                f"`git -C {self.repo.primary} worktree remove --force --force {self.path}` first)",
-            )
+            raise RouterError(ErrorCode.HALF_MADE_WORKTREE, in_words(why))
         # Only git's partial checkout is in it: the directory first (git cannot
         # remove a worktree whose .git file it cannot read), then the registration.
         # That takes git's own lock files in the registration with it (the
@@ -79,9 +75,11 @@ class HalfMade(Creation):
             # Cut by the killed run and never moved: made again at a fresh base.
             self.git.branch_delete(self.branch)
             self.commits[self._branch_ref] = None
+        from router.teardown.wording import in_words
+
         self.warnings.append(
             f"{self.job.name}: removed the half-made worktree a killed run left at {self.path} "
-            f"({why}) and created it again"
+            f"({in_words(made)}) and created it again"
         )
         return True
 
@@ -133,11 +131,13 @@ class HalfMade(Creation):
         if problem is not None:
             if not os.path.lexists(self.path):
                 return  # nothing at our path: git makes the worktree beside it
+            from router.teardown.wording import in_words
+
             raise RouterError(
                 ErrorCode.HALF_MADE_WORKTREE,
                 f"{self.job.name}: {self.path} is a worktree whose git registration {admin} a "
                 f"killed `git worktree add` left torn ({why}), so git no longer sees it, and "
-                f"{problem}; nothing was touched. Copy out anything you need from {self.path}, "
+                f"{in_words(problem)}; nothing was touched. Copy out anything you need from {self.path}, "
                 f"then run `rm -rf {self.path} {admin}` and run this again",
             )
         if ouradd.undo_torn(add, admin):
@@ -147,10 +147,10 @@ class HalfMade(Creation):
             f"whose git registration is torn, unreadable to git ({admin}: {why}), and created it again"
         )
 
-    def _half_made(self, entry: WorktreeEntry) -> str | None:
+    def _half_made(self, entry: WorktreeEntry) -> Why | None:
         """Why git's registration at our path is not a finished checkout, or None."""
         if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
-            return f"git left it locked ({g.ADD_IN_PROGRESS})"
+            return Why(Reason.ADD_LOCKED, text=g.ADD_IN_PROGRESS)
         record = self.record
         if (
             worktreelock.own_lock(entry)
@@ -158,14 +158,14 @@ class HalfMade(Creation):
             and journal.find(record, journal.Operation.CREATE)
             and "add" not in record.steps
         ):
-            return "the record shows its `git worktree add` never finished"
+            return Why(Reason.ADD_UNFINISHED)
         if entry.head is None:  # an unborn branch, or a HEAD git has not set up yet
-            return "it has no HEAD"
+            return Why(Reason.NO_HEAD)
         index = Git(self.path).index_file()
         if index is None:
-            return "git does not recognise it as a checkout"
+            return Why(Reason.NOT_A_CHECKOUT)
         if not index.exists() and g.tree_files(self.git, entry.head):
-            return "its files were never checked out (no index)"
+            return Why(Reason.NO_INDEX)
         return None
 
     def _recorded_elsewhere(self, entries: list[WorktreeEntry]) -> Path | None:

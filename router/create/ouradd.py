@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
+from router.reasons import Reason, Why
 from router.topic import journal, state, worktreelock
 from router.topic.workspace import Repo
 
@@ -54,7 +55,7 @@ class OurAdd:
         return None if self.restore is not None else self.tip
 
 
-def not_ours(add: OurAdd) -> str | None:
+def not_ours(add: OurAdd) -> Why | None:
     """Why the journal does not prove this tool's unfinished add made it, or None."""
     if add.restore is not None:
         return None  # the journal read the restore's intent, our lock and no note
@@ -64,31 +65,31 @@ def not_ours(add: OurAdd) -> str | None:
         or record.branch != add.branch
         or not journal.find(record, journal.Operation.CREATE)
     ):
-        return "this topic's record does not show a creation by team-router still under way"
+        return Why(Reason.NOT_CREATING)
     if record.branch_created and record.base_commit and add.tip not in {None, record.base_commit}:
-        return f"branch {add.branch!r} has commits since it was created"
+        return Why(Reason.BRANCH_MOVED, branch=add.branch)
     return None
 
 
-def torn_problem(add: OurAdd, admin: Path) -> str | None:
+def torn_problem(add: OurAdd, admin: Path) -> Why | None:
     """Why the half-made registration ``admin`` and what is at the path are not ours to
     remove, or None: the one decision every undo of a half-made add asks first."""
     # git writes our lock reason where it would write "initializing" (--lock --reason);
     # a kill part-way through git's own clean-up may have taken the file.
     adding = {"", g.ADD_IN_PROGRESS, worktreelock.reason_for(add.topic_id)}
     if g.registration_file(admin, "locked") not in adding:
-        return "it is locked, not by team-router"
+        return Why(Reason.LOCKED_ELSEWHERE)
     named = g.registration_file(admin, "gitdir")
     if named and os.path.realpath(named) != os.path.realpath(add.path / ".git"):
-        return f"git's registration names another worktree ({named})"
+        return Why(Reason.OTHER_GITDIR, path=named)
     return not_ours(add) or (kept_by(add) if os.path.lexists(add.path) else None)
 
 
-def kept_by(add: OurAdd) -> str | None:
+def kept_by(add: OurAdd) -> Why | None:
     """What keeps the path from being undone (a symlink on the way to it, files that are
     not git's, a process using it), or None."""
     if symlink_in(add.path, add.repo.primary):
-        return "it is reached through a symlink"
+        return Why(Reason.THROUGH_SYMLINK)
     return work_in_half_made(add) or in_use(add)
 
 
@@ -135,7 +136,7 @@ def registration(add: OurAdd) -> Path:
     return add.repo.common_dir / "worktrees" / add.path.name
 
 
-def in_use(add: OurAdd) -> str | None:
+def in_use(add: OurAdd) -> Why | None:
     """Why a process may still be making the half-made worktree (a git the kill missed), or None.
 
     A kill of team-router alone leaves its `git worktree add` running: its
@@ -153,13 +154,13 @@ def in_use(add: OurAdd) -> str | None:
     )
     if users:
         pids = sorted({pid for found in users.values() for pid in found})
-        return f"process(es) {', '.join(map(str, pids))} still use it"
+        return Why(Reason.ADD_RUNNING, items=tuple(map(str, pids)))
     if users is None and locks:
-        return f"git's lock file {locks[0]} is in it and no process list shows it is stale"
+        return Why(Reason.LOCK_LEFT, path=str(locks[0]))
     return None
 
 
-def work_in_half_made(add: OurAdd) -> str | None:
+def work_in_half_made(add: OurAdd) -> Why | None:
     """Which files in it are not git's own checkout of the tip (anything else is work)."""
     git, path, tip = add.repo.git, add.path, add.checked_out
     expected = g.tree_files(git, tip) if tip else {}
@@ -186,10 +187,7 @@ def work_in_half_made(add: OurAdd) -> str | None:
         for rel, blob in zip(checked, blobs, strict=True)
         if blob != expected[rel] and not g.is_cut_short(git, path / rel, expected[rel])
     ]
-    if not odd:
-        return None
-    shown = ", ".join(sorted(odd)[:5]) + (", ..." if len(odd) > 5 else "")
-    return f"it holds files that are not its branch's ({shown})"
+    return Why(Reason.NOT_ITS_FILES, items=tuple(sorted(odd))) if odd else None
 
 
 def symlink_in(path: Path, root: Path) -> bool:

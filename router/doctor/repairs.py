@@ -197,8 +197,10 @@ def undo_our_add(repo: Repo, admin: Path, path: Path, topic: str, of: str | None
         if problem is not None:
             if add.restore is not None:
                 ouradd.mend_head(add, admin)  # git can read the repository again
+            from router.teardown.wording import in_words
+
             raise NotSafe(
-                f"{problem}; kept: copy out anything you need from {path}, then run "
+                f"{in_words(problem)}; kept: copy out anything you need from {path}, then run "
                 f"`rm -rf {path} {admin}`"
             )
         cut = ouradd.undo_torn(add, admin)

@@ -99,9 +99,6 @@ class Integration:
         return self.proof.detail if self.proof else f"every patch is on {default}"
 
 
-EMPTY = "empty (nothing on it since it was cut)"
-
-
 def cut_from(git: Git, branch: str, recorded: str | None) -> str | None:
     """The commit ``branch`` was cut from: the topic record's ``base_commit``, else git's own
     answer, the creation entry of the branch's reflog.

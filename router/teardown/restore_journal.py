@@ -20,6 +20,7 @@ from router.create.ouradd import OurAdd
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot, read_snapshot
+from router.teardown.wording import in_words
 from router.topic import journal, worktreelock
 from router.topic.journal import Operation, read_note
 from router.topic.workspace import Repo
@@ -91,7 +92,7 @@ def undo_half_made_add(add: OurAdd, admin: Path) -> str:
         raise RouterError(
             ErrorCode.HALF_MADE_WORKTREE,
             f"{add.path} is a worktree a killed restore's `git worktree add` left before it "
-            f"checked anything out, and {problem}; kept. Move them out of {add.path}, then run "
+            f"checked anything out, and {in_words(problem)}; kept. Move them out of {add.path}, then run "
             f"`team-router restore {add.restore.branch if add.restore else add.branch}` again",
         )
     cut = ouradd.undo_torn(add, admin)

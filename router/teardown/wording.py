@@ -1,7 +1,9 @@
 """The words of a step's reason: every :class:`~router.reasons.Why` said as people read it.
 
 The one place a step's detail is written: steps decide a :class:`Why`, the text
-and the JSON's ``detail`` are rendered here from it. ``planned`` words are the dry
+and the JSON's ``detail`` are rendered here from it; so are the refusals that say
+a reason (creation's of a half-made worktree), which is why this module sits
+below every command (tests/test_boundaries.py's LAYERS). ``planned`` words are the dry
 run's (``would …``): what the real run would do, with the reason it would report.
 """
 
@@ -10,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from router.reasons import Reason, Why
-from router.teardown.proof import EMPTY
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR
 
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
+EMPTY = "empty (nothing on it since it was cut)"  # an empty branch, as integrate says it
 
 
 def name_some(items: Iterable[object]) -> str:
@@ -250,6 +252,52 @@ def _stack_names(w: Why) -> str:
 
 
 Words = Callable[[Why], str]
+
+
+def _half_made(w: Why) -> str:
+    """Creation's refusal of the half-made worktree at ``path``: ``inner`` is how git left it
+    half-made, then why it is not undone (a process still using it, or anything else)."""
+    made, kept = w.inner
+    said = f"{w.repo}: {w.path} is a worktree `git worktree add` left half-made ({in_words(made)})"
+    remove = f"`git -C {w.primary} worktree remove --force --force {w.path}`"
+    if kept.reason in {Reason.ADD_RUNNING, Reason.LOCK_LEFT}:
+        return (
+            f"{said}, and {in_words(kept)}; wait until no git command runs there, then run this "
+            f"again (if none does, run {remove} first)"
+        )
+    return (
+        f"{said} and {in_words(kept)}; copy out anything you need from it, then run {remove} "
+        "and run this again"
+    )
+
+
+def _not_its_files(w: Why) -> str:
+    shown = ", ".join(w.items[:NAMED]) + (", ..." if len(w.items) > NAMED else "")
+    return f"it holds files that are not its branch's ({shown})"
+
+
+# A half-made `git worktree add` (router.create): how git left it, and why it is kept.
+_HALF_MADE: dict[Reason, Words] = {
+    Reason.HALF_MADE: _half_made,
+    Reason.ADD_LOCKED: lambda w: f"git left it locked ({w.text})",
+    Reason.ADD_UNFINISHED: lambda w: "the record shows its `git worktree add` never finished",
+    Reason.NO_HEAD: lambda w: "it has no HEAD",
+    Reason.NOT_A_CHECKOUT: lambda w: "git does not recognise it as a checkout",
+    Reason.NO_INDEX: lambda w: "its files were never checked out (no index)",
+    Reason.NOT_CREATING: lambda w: (
+        "this topic's record does not show a creation by team-router still under way"
+    ),
+    Reason.BRANCH_MOVED: lambda w: f"branch {w.branch!r} has commits since it was created",
+    Reason.LOCKED_ELSEWHERE: lambda w: "it is locked, not by team-router",
+    Reason.OTHER_GITDIR: lambda w: f"git's registration names another worktree ({w.path})",
+    Reason.THROUGH_SYMLINK: lambda w: "it is reached through a symlink",
+    Reason.NOT_ITS_FILES: _not_its_files,
+    Reason.ADD_RUNNING: lambda w: f"process(es) {', '.join(w.items)} still use it",
+    Reason.LOCK_LEFT: lambda w: (
+        f"git's lock file {w.path} is in it and no process list shows it is stale"
+    ),
+}
+
 
 WORDS: dict[Reason, Words] = {
     Reason.GIT_FAILED: _git_failed,
@@ -534,6 +582,7 @@ WORDS: dict[Reason, Words] = {
     Reason.CONFIG_KEPT: lambda w: w.text,
     Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
     Reason.UNTOUCHED: lambda w: "nothing was touched",
+    **_HALF_MADE,
 }
 
 # The dry run's words for a step it stops before: what the real run would do.
