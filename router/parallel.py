@@ -16,7 +16,7 @@ from router import interrupt
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     # Annotations only (they are strings at run time): importing typing costs ~3 ms.
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
     R = TypeVar("R")
@@ -38,6 +38,42 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     return outcomes  # type: ignore[return-value]
 
 
+class meanwhile:  # lowercase: a context manager
+    """:func:`parallel_map` of ``fn`` over ``items`` in threads started on entry, while the
+    block runs in this one; the threads are waited for on the way out, whatever the block
+    did. :attr:`results` then holds the items' results, or raises the first error.
+
+    The block's own work (Python, while the items wait on git) overlaps theirs. A
+    signal the block gets stops it as anywhere; the items under way finish first.
+    """
+
+    __slots__ = ("_done", "_interrupted", "_outcomes", "_threads")
+
+    def __init__(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> None:
+        self._outcomes, work, self._interrupted = _worked(fn, items)
+        count = min(MAX_PARALLEL, len(self._outcomes))
+        self._threads = [threading.Thread(target=work) for _ in range(count)]
+        self._done = False
+
+    def __enter__(self) -> meanwhile:
+        with interrupt.held():
+            _start(self._threads, self._interrupted)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with interrupt.held():  # raises Stopped at its end, once the threads are done
+            _join_all(self._threads, self._interrupted)
+        self._done = True
+
+    @property
+    def results(self) -> list[Any]:
+        assert self._done, "read once the block is over"
+        failed = next((o for o in self._outcomes if isinstance(o, _Raised)), None)
+        if failed is not None:
+            raise failed.error
+        return self._outcomes
+
+
 def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Raised]:
     """Each item's result, or what it raised (as ``_Raised``), in order; all of them run.
 
@@ -47,6 +83,22 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
     is raised. It is never raised while the threads are started or waited for:
     inside threading's own code it would leave their locks half-released.
     """
+    outcomes, work, interrupted = _worked(fn, items)
+    if len(outcomes) <= 1:
+        work()
+        return outcomes
+    threads = [threading.Thread(target=work) for _ in range(min(MAX_PARALLEL, len(outcomes)))]
+    with interrupt.held():  # raises Stopped at its end, once the threads are done
+        _start(threads, interrupted)
+        _join_all(threads, interrupted)
+    return outcomes
+
+
+def _worked(
+    fn: Callable[[T], R], items: Iterable[T]
+) -> tuple[list[R | _Raised], Callable[[], None], threading.Event]:
+    """The items' outcomes (each filled in as it is done), the work each thread runs (items
+    taken one at a time until none is left), and the event that stops it taking more."""
     items = list(items)
     outcomes: list[R | _Raised] = [_Raised(_NOT_RUN)] * len(items)
     pending = iter(range(len(items)))
@@ -64,35 +116,38 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
             except BaseException as exc:  # kept for the caller, raised there
                 outcomes[n] = _Raised(exc)
 
-    if len(items) <= 1:
-        work()
-        return outcomes
-    with interrupt.held():  # raises Stopped at its end, once the threads are done
-        _run_threads(work, min(MAX_PARALLEL, len(items)), interrupted)
-    return outcomes
+    return outcomes, work, interrupted
 
 
-def _run_threads(work: Callable[[], None], count: int, interrupted: threading.Event) -> None:
-    """``count`` threads running ``work``, each waited for."""
-    threads = [threading.Thread(target=work) for _ in range(count)]
+def _start(threads: list[threading.Thread], interrupted: threading.Event) -> None:
     started: list[threading.Thread] = []
     try:
         for thread in threads:
             started.append(thread)
             thread.start()
+    except BaseException:
+        _stopped(started, interrupted)
+        raise
+
+
+def _join_all(threads: list[threading.Thread], interrupted: threading.Event) -> None:
+    try:
         for thread in threads:
             _join(thread)
     except BaseException:
-        # Raised by a signal handler that is not router.interrupt's (Python's
-        # own Ctrl-C, where no command set ours): the same rule, as far as the
-        # threads still allow it.
-        interrupted.set()
-        for thread in started:
-            try:
-                thread.join()
-            except RuntimeError:  # one whose start() the Ctrl-C cut short
-                continue
+        _stopped(threads, interrupted)
         raise
+
+
+def _stopped(started: list[threading.Thread], interrupted: threading.Event) -> None:
+    """Raised by a signal handler that is not router.interrupt's (Python's own Ctrl-C,
+    where no command set ours): the same rule, as far as the threads still allow it."""
+    interrupted.set()
+    for thread in started:
+        try:
+            thread.join()
+        except RuntimeError:  # one whose start() the Ctrl-C cut short
+            continue
 
 
 JOIN_POLL = 0.1  # seconds: how late a signal's handler may run while the threads work

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from router.parallel import MAX_PARALLEL, parallel_map, parallel_outcomes, raised
+from router.parallel import MAX_PARALLEL, meanwhile, parallel_map, parallel_outcomes, raised
 
 
 def test_results_come_in_the_items_order_whatever_finishes_first():
@@ -55,6 +55,43 @@ def test_no_more_than_max_parallel_run_at_once_and_one_item_runs_inline():
     parallel_map(work, range(MAX_PARALLEL * 2))
     assert 1 < most <= MAX_PARALLEL
     assert parallel_map(lambda _: threading.current_thread(), [0]) == [threading.main_thread()]
+
+
+def test_meanwhile_runs_the_items_while_the_block_runs_and_waits_for_them_on_the_way_out():
+    started = threading.Event()
+    done: list[int] = []
+
+    def work(n: int) -> int:
+        if n == 0:
+            started.set()
+        threading.Event().wait(0.05)
+        done.append(n)
+        return n * 10
+
+    with meanwhile(work, range(3)) as running:
+        assert started.wait(10)  # under way while the block runs
+        assert len(done) < 3
+    assert sorted(done) == [0, 1, 2]
+    assert running.results == [0, 10, 20]
+
+
+def test_meanwhile_waits_for_its_items_when_the_block_fails_and_keeps_their_errors():
+    done: list[int] = []
+
+    def work(n: int) -> int:
+        threading.Event().wait(0.05)
+        done.append(n)
+        if n == 1:
+            raise ValueError("item 1")
+        return n
+
+    with pytest.raises(KeyError), meanwhile(work, range(3)):
+        raise KeyError("the block's own")
+    assert sorted(done) == [0, 1, 2]  # no thread outlives the block
+    with meanwhile(work, range(3)) as running:
+        pass
+    with pytest.raises(ValueError, match="item 1"):
+        _ = running.results
 
 
 def test_ctrl_c_starts_no_more_items_and_waits_for_those_under_way(tmp_path):

@@ -429,3 +429,108 @@ def test_a_remembered_file_that_is_not_ours_is_an_empty_memory(home_repo, monkey
     read = _counting_reads(monkeypatch)
     run_cli("status", "--json", cwd=home_repo)
     assert read == []  # rewritten from what was read
+
+
+# -- each topic's whole answer, remembered by the identities of the files it follows from ----
+
+
+def _counting_assessed(monkeypatch) -> list[str]:
+    """Every plan dir whose inventory the command takes (the topics it works out again)."""
+    from router.plandir import artifacts
+
+    taken: list[str] = []
+    real = artifacts.inventory
+
+    def counted(plan_dir, *args, **kwargs):
+        taken.append(str(plan_dir))
+        return real(plan_dir, *args, **kwargs)
+
+    monkeypatch.setattr(artifacts, "inventory", counted)
+    return taken
+
+
+def _status_as_worked_out_afresh(home_repo: Path) -> dict:
+    """``status --json`` run twice: with what the last one remembered, then with nothing
+    remembered; both must agree (a remembered answer is the one the files give now)."""
+    remembered = run_cli("status", "--json", cwd=home_repo)
+    assert remembered.code == 0, remembered.err + remembered.out
+    shutil.rmtree(home_repo / ".git" / "team-router" / "cache")
+    afresh = run_cli("status", "--json", cwd=home_repo)
+    assert remembered.json == afresh.json
+    return remembered.json
+
+
+def test_a_second_status_works_out_no_topic_whose_files_are_unchanged(home_repo, monkeypatch):
+    _settled_at_once(monkeypatch)
+    plan = _topic_at_slices(home_repo)
+    other = new_topic(home_repo, "fix the footer").plan_dir
+    artifact(other, "task.md")
+    first = run_cli("status", "--json", cwd=home_repo)
+    taken = _counting_assessed(monkeypatch)
+    read = _counting_reads(monkeypatch)
+    second = run_cli("status", "--json", cwd=home_repo)
+    assert (taken, read) == ([], [])
+    assert second.json == first.json
+    artifact(other, "questions.md")
+    third = run_cli("status", "--json", cwd=home_repo)
+    assert taken == [str(other)]  # the other topic is still its remembered answer
+    assert read == [str(other / "questions.md")]  # and of this one, only the new file is read
+    assert _topic_states(third) == [
+        (plan.name, "IMPLEMENT", "slices"),
+        (other.name, "RESEARCH", None),
+    ]
+
+
+def test_every_change_a_remembered_answer_follows_from_changes_it(
+    home_repo, workspace, monkeypatch
+):
+    _settled_at_once(monkeypatch)
+    plan = _topic_at_slices(home_repo)
+    worktree = plan.parent.parent.parent
+    gate = plan / "tests-1.md"
+    states = [_topic_states_of(_status_as_worked_out_afresh(home_repo))]
+    # An edited artifact: the same size and modification time, only its change time tells.
+    before = gate.stat()
+    gate.write_text(gate.read_text().replace("verdict: RED", "verdict: BAD"))
+    os.utime(gate, ns=(before.st_atime_ns, before.st_mtime_ns))
+    states.append(_topic_states_of(_status_as_worked_out_afresh(home_repo)))
+    # A new artifact, then one taken away.
+    artifact(plan, "pr.md", local="true")
+    states.append(_topic_states_of(_status_as_worked_out_afresh(home_repo)))
+    (plan / "pr.md").unlink()
+    (plan / "plan.md").unlink()
+    states.append(_topic_states_of(_status_as_worked_out_afresh(home_repo)))
+    assert states == [
+        [(plan.name, "IMPLEMENT", "slices")],
+        [(plan.name, "IMPLEMENT", "tests")],
+        [(plan.name, "SHIPPED", "teardown")],
+        [(plan.name, "PLAN", None)],
+    ]
+    # A changed record: the repos it names are the topic's.
+    api = make_repo(workspace, "api")
+    record = home_repo / ".git" / "team-router" / "topics" / f"{plan.name}.json"
+    data = json.loads(record.read_text())
+    data["repos"] = [*data.get("repos", []), {"name": "api", "path": str(api), "worktree": None}]
+    record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    (topic,) = _status_as_worked_out_afresh(home_repo)["topics"]
+    assert [r["name"] for r in topic["repos"]] == ["home", "api"]
+    # A worktree removed by hand: its plan dir went with it, git still lists it.
+    shutil.rmtree(worktree)
+    (topic,) = _status_as_worked_out_afresh(home_repo)["topics"]
+    assert (topic["resume_at"], topic["repos"][0]["worktree"]) == ("WORKTREE", None)
+
+
+def _topic_states_of(answer: dict) -> list[tuple[str, str, str | None]]:
+    return [(t["id"], t["resume_at"], t["step"]) for t in answer["topics"]]
+
+
+def test_a_topic_whose_files_changed_moments_ago_is_worked_out_by_every_status(
+    home_repo, monkeypatch
+):
+    # Within a tick of the file system's clock a write may leave every stamp as it was: an
+    # answer that follows from a file that new is not remembered, whichever file it is.
+    plan = _topic_at_slices(home_repo)
+    run_cli("status", "--json", cwd=home_repo)
+    taken = _counting_assessed(monkeypatch)
+    run_cli("status", "--json", cwd=home_repo)
+    assert taken == [str(plan)]

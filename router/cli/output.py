@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 from router import interrupt
+from router.cli.jsontext import dumps as json_text
 from router.errors import (
     ErrorCode,
     ExitCode,
@@ -100,7 +101,7 @@ def emit_result(
         failure = getattr(result, "error", None)
         if failure is not None:
             payload["error"] = failure
-        write_out(json.dumps(payload, indent=2, default=str))
+        write_out(json_text(payload))
     else:
         for message in warnings:
             warn(message)
@@ -117,9 +118,7 @@ def emit_result(
 
 def fail(command: str, as_json: bool, exc: RouterError) -> None:
     if as_json:
-        write_out(
-            json.dumps(_failed(command, exc.code, exc.message, exc.details), indent=2, default=str)
-        )
+        write_out(json_text(_failed(command, exc.code, exc.message, exc.details)))
     else:
         # Warnings gathered before the refusal (a repo that fell back to its main tree)
         # are the --json envelope's `warnings`: text says them too, before the error.

@@ -264,12 +264,14 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def location(topic_repo: TopicRepo) -> tuple[str | None, str]:
+def location(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> tuple[str | None, str]:
     """Where to ask git about a repo's topic work, and which revision: its worktree's HEAD,
-    or the topic branch in the repo when the worktree is gone."""
-    if topic_repo.worktree and os.path.isdir(topic_repo.worktree):
+    or the topic branch in the repo when the worktree is gone. ``refs``: the command's
+    refs, which look at each directory once (500 topics share one primary clone)."""
+    isdir = refs.isdir if refs is not None else os.path.isdir
+    if topic_repo.worktree and isdir(topic_repo.worktree):
         return topic_repo.worktree, "HEAD"
-    if topic_repo.path and os.path.isdir(topic_repo.path):
+    if topic_repo.path and isdir(topic_repo.path):
         return topic_repo.path, f"refs/heads/{topic_repo.branch}"
     return None, ""
 
@@ -286,6 +288,14 @@ class RepoRefs:
     def __init__(self) -> None:
         self._known: dict[str, tuple[DefaultBranch | None, dict[str, str]]] = {}
         self._ahead: dict[tuple[str, str], int | None] = {}
+        self._dirs: dict[str, bool] = {}
+
+    def isdir(self, path: str) -> bool:
+        """``os.path.isdir(path)``, looked at once per command."""
+        found = self._dirs.get(path)
+        if found is None:
+            found = self._dirs[path] = os.path.isdir(path)
+        return found
 
     def of(self, primary: str) -> tuple[DefaultBranch | None, dict[str, str]]:
         """(default branch, ref -> commit) of the repo whose primary clone is ``primary``."""
@@ -321,16 +331,16 @@ def commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> int | 
     """
     if refs is None:
         return _commits_ahead(topic_repo, None)
-    where, rev = location(topic_repo)
+    where, rev = location(topic_repo, refs)
     return refs.ahead(where or "", rev, lambda: _commits_ahead(topic_repo, refs))
 
 
 def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
-    where, rev = location(topic_repo)
+    where, rev = location(topic_repo, refs)
     if where is None:
         return None
     default: DefaultBranch | None = None
-    known = refs is not None and bool(topic_repo.path) and os.path.isdir(topic_repo.path or "")
+    known = refs is not None and bool(topic_repo.path) and refs.isdir(topic_repo.path or "")
     if refs is not None and known:
         from router import git as g
 
@@ -440,14 +450,20 @@ def assess(
     repos: list[TopicRepo] | None = None,
     refs: RepoRefs | None = None,
     remembered: Remembered | None = None,
+    *,
+    files: list[os.DirEntry[str]] | None = None,
+    signals: list[str] | None = None,
 ) -> tuple[Resume, a.Inventory, list[str]]:
     """Inventory plus inference for one topic; every problem is a warning, never a crash.
 
     ``repos``: the topic's repos when the caller has them already (computed
     twice, their warnings would be printed twice). ``remembered``: the artifacts'
-    frontmatter as read before, for a command that reads every topic's.
+    frontmatter as read before, for a command that reads every topic's. ``files``:
+    the plan dir as listed already (:func:`router.plandir.artifacts.plan_files`).
+    ``signals``: each signal beyond the files that the answer asked (git's commits, the
+    worktrees' existence) is appended: an answer that asked none follows from the files.
     """
-    inv = a.inventory(plan.dir, plan.id, remembered)
+    inv = a.inventory(plan.dir, plan.id, remembered, files)
     warnings = list(inv.warnings)
     if inv.reviews and not implement_reviews(inv):
         warnings.append(
@@ -456,15 +472,22 @@ def assess(
         )
     found: list[TopicRepo] = [] if repos is None else list(repos)
 
+    asked = signals if signals is not None else []
+
     def commits() -> bool:
+        asked.append("commits")
         if repos is None and not found:
             found.extend(topic_repos(repo, plan, warnings))
         return any_commits(found, refs)
 
+    def missing() -> list[str]:
+        asked.append("worktrees")
+        return missing_worktrees(plan, warnings)
+
     resume = infer(
         inv,
         has_commits=commits,
-        missing_worktrees=lambda: missing_worktrees(plan, warnings),
+        missing_worktrees=missing,
         worktree_exists=worktree_exists(str(repo.primary), plan),
     )
     return resume, inv, warnings

@@ -6,17 +6,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.parallel import parallel_map
+from router.parallel import meanwhile
 from router.phase import infer as phases
 from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
-from router.plandir.remembered import Remembered
+from router.plandir.remembered import Remembered, Stamp, stamp
 from router.topic import discovery
 from router.topic.discovery import discover_at, repo_place
-from router.topic.holders import REMEMBERED_FILE, STATE_DIR
+from router.topic.holders import ANSWERS_FILE, REMEMBERED_FILE, STATE_DIR
 from router.topic.model import works_in_main_tree
 from router.topic.planpath import hidden_plan_dirs
-from router.topic.runs import RUN, Records
-from router.topic.workspace import open_repo
+from router.topic.runs import RUN, PlanDir, Records
+from router.topic.workspace import Repo, open_repo
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class RepoState:
 @dataclass(frozen=True, slots=True)
 class TopicState:
     id: str
-    plan_dir: Path
+    plan_dir: str
     resume: phases.Resume
     repos: tuple[RepoState, ...]
 
@@ -85,7 +85,6 @@ def topics_status(cwd: Path) -> StatusResult:
     found = discover_at(cwd)
     repo = open_repo(Path(found.home.primary))
     warnings: list[str] = []
-    refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     entries = repo.git.worktree_list()
     # The home's records and plan dirs as discovery read them: each record file and each
     # checkout's docs/plans/ is read once by the whole command.
@@ -96,27 +95,7 @@ def topics_status(cwd: Path) -> StatusResult:
         host_worktree(repo, i, p.checkout) for i, p in live if records.live(i) and p.kind != RUN
     ]
     warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries, records)]
-    repos_of = [phases.topic_repos(repo, plan, warnings, records=records) for _id, plan in plans]
-    flat = [r for repos in repos_of for r in repos]
-    for path in dict.fromkeys(r.path for r in flat if r.path):
-        if os.path.isdir(path):
-            refs.of(path)  # read once, before the workers share it
-    # git answers for the topics that have a worktree (or a moved branch): those
-    # few questions run side by side; the refs answer for every other topic.
-    in_worktrees = [r for r in flat if phases.location(r)[1] == "HEAD"]
-    asked = parallel_map(lambda r: _repo_state(r, refs), in_worktrees)
-    states = dict(zip(map(id, in_worktrees), asked, strict=True))
-    for r in flat:
-        if id(r) not in states:
-            states[id(r)] = _repo_state(r, refs)
-    topics = []
-    # Each artifact is read when it changed since a status read it, else remembered.
-    remembered = Remembered(os.path.join(repo.common_dir, STATE_DIR, REMEMBERED_FILE))
-    for (topic_id, plan), repos in zip(plans, repos_of, strict=True):
-        resume, _inv, more = phases.assess(repo, plan, repos, refs, remembered)
-        warnings += more
-        topics.append(TopicState(topic_id, plan.path, resume, tuple(states[id(r)] for r in repos)))
-    remembered.save()
+    topics = _topic_states(repo, plans, records, warnings)
     current = found.plan.id if found.plan is not None else None
     return StatusResult(
         repo.primary,
@@ -128,8 +107,149 @@ def topics_status(cwd: Path) -> StatusResult:
     )
 
 
+def _topic_states(
+    repo: Repo, plans: list[tuple[str, PlanDir]], records: Records, warnings: list[str]
+) -> list[TopicState]:
+    """Each topic's state, its warnings added to ``warnings`` in the topics' order."""
+    refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
+    # Each topic's answer is worked out again only when a file it follows from changed
+    # since a status worked it out; each artifact is read only when it changed itself.
+    cache = os.path.join(repo.common_dir, STATE_DIR)
+    answers = Remembered(os.path.join(cache, ANSWERS_FILE))
+    remembered = Remembered(os.path.join(cache, REMEMBERED_FILE))
+    known = [_recalled(repo, plan, records, answers, remembered) for _id, plan in plans]
+    for (_id, plan), topic in zip(plans, known, strict=True):
+        if topic.resume is None:
+            topic.repos = phases.topic_repos(repo, plan, topic.found, records=records)
+        warnings += topic.found
+    flat = [r for topic in known for r in topic.repos]
+    for path in dict.fromkeys(r.path for r in flat if r.path):
+        if refs.isdir(path):
+            refs.of(path)  # read once, before the workers share it
+    # git answers for the topics that have a worktree (or a moved branch): those
+    # few questions run side by side, while this thread works out everything else
+    # (the refs answer for every other topic).
+    in_worktrees = [r for r in flat if phases.location(r, refs)[1] == "HEAD"]
+    with meanwhile(lambda r: _repo_state(r, refs), in_worktrees) as asked:
+        threaded = set(map(id, in_worktrees))
+        states = {id(r): _repo_state(r, refs) for r in flat if id(r) not in threaded}
+        for (_id, plan), topic in zip(plans, known, strict=True):
+            if topic.resume is None:
+                _work_out(topic, repo, plan, refs, remembered, answers)
+        answers.save()
+        remembered.save()
+    states.update(zip(map(id, in_worktrees), asked.results, strict=True))
+    topics = []
+    for (topic_id, plan), topic in zip(plans, known, strict=True):
+        warnings += topic.more
+        repos = tuple(states[id(r)] for r in topic.repos)
+        assert topic.resume is not None  # worked out above
+        topics.append(TopicState(topic_id, plan.dir, topic.resume, repos))
+    return topics
+
+
+class _Topic:
+    """One topic's answer in the making: its repos and the warnings found reading them, then its
+    resume point and the warnings found assessing it (``resume`` None: not worked out yet).
+    ``stamp``: the identities of the files the answer follows from (None: not remembered)."""
+
+    __slots__ = ("files", "found", "key", "more", "repos", "resume", "stamp")
+
+    def __init__(self, key: str, stamp: Stamp | None, files: list[os.DirEntry[str]] | None) -> None:
+        self.key, self.stamp, self.files = key, stamp, files
+        self.repos: list[phases.TopicRepo] = []
+        self.resume: phases.Resume | None = None
+        self.found: list[str] = []
+        self.more: list[str] = []
+
+
+def _recalled(
+    repo: Repo, plan: PlanDir, records: Records, answers: Remembered, remembered: Remembered
+) -> _Topic:
+    """The topic as a status worked it out before, while every file it followed from is as it
+    was then: its record, and each file of its plan dir by name (one added or taken away
+    changes the answer too), as discovery listed them; else a topic to work out."""
+    files = records.files(plan.dir)
+    record = records.identity(plan.id)
+    if files is None or record is None:
+        return _Topic(plan.dir, None, None)
+    # What else the answer follows from, besides the files: where the repo and the
+    # topic's checkout are, and whether that checkout exists (the WORKTREE evidence).
+    exists = phases.worktree_exists(str(repo.primary), plan)
+    facts = (plan.id, str(repo.primary), plan.checkout, "1" if exists else "0")
+    named = sorted((e.name, e.stat()) for e in files)
+    identities = stamp([("record", record), *named], facts)
+    topic = _Topic(plan.dir, identities, files)
+    value = answers.get(plan.dir, identities)
+    if value is not None and _answer_from_json(topic, value):
+        # The artifacts' own entries stand behind this answer: kept for the day one changes.
+        remembered.keep(e.path for e in files)
+    return topic
+
+
+def _answer_from_json(topic: _Topic, value: object) -> bool:
+    """Fill ``topic`` from a remembered answer as :func:`_answer_json` made it; False (and
+    ``topic`` as it was) for anything else."""
+    if not (isinstance(value, list) and len(value) == 7):
+        return False
+    at, step, halted, completed, repos, found, more = value
+    shaped = (
+        isinstance(at, str)
+        and (step is None or isinstance(step, str))
+        and isinstance(halted, bool)
+        and _strings(completed)
+        and _strings(found)
+        and _strings(more)
+        and isinstance(repos, list)
+        and all(isinstance(r, list) and len(r) == 4 for r in repos)
+    )
+    if not shaped:
+        return False
+    topic.repos = [phases.TopicRepo(*r) for r in repos]
+    topic.resume = phases.Resume(at, step, halted, tuple(completed))
+    topic.found, topic.more = found, more
+    return True
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _work_out(
+    topic: _Topic,
+    repo: Repo,
+    plan: PlanDir,
+    refs: phases.RepoRefs,
+    remembered: Remembered,
+    answers: Remembered,
+) -> None:
+    """Assess the topic from its files; remembered when the answer asked nothing but them."""
+    signals: list[str] = []
+    resume, _inv, more = phases.assess(
+        repo, plan, topic.repos, refs, remembered, files=topic.files, signals=signals
+    )
+    topic.resume, topic.more = resume, more
+    if topic.stamp is not None and not signals:
+        answers.put(topic.key, topic.stamp, _answer_json(topic))
+
+
+def _answer_json(topic: _Topic) -> list[object]:
+    resume = topic.resume
+    assert resume is not None
+    repos = [list(r) for r in topic.repos]
+    return [
+        resume.resume_at,
+        resume.step,
+        resume.halted,
+        list(resume.completed),
+        repos,
+        topic.found,
+        topic.more,
+    ]
+
+
 def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
-    where, rev = phases.location(topic_repo)
+    where, rev = phases.location(topic_repo, refs)
     worktree = where if rev == "HEAD" else None
     ahead = phases.commits_ahead(topic_repo, refs)
     fell_back = works_in_main_tree(topic_repo.name, topic_repo.path, topic_repo.worktree)

@@ -156,11 +156,13 @@ def _decoded(raw: bytes) -> FrontmatterFields:
 def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> FrontmatterFields:
     """:func:`read_frontmatter` of a directory entry, from ``remembered`` while the file is the
     one it was read from; what is read from disk is remembered (what could not be, not)."""
+    from router.plandir.remembered import stamp
+
     try:
-        info = entry.stat()
+        identity = stamp([("", entry.stat())])
     except OSError as exc:
         return _unreadable(exc)
-    found = _from_json(remembered.get(entry.path, info))
+    found = _from_json(remembered.get(entry.path, identity))
     if found is not None:
         return found
     try:
@@ -168,7 +170,7 @@ def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> Frontm
     except OSError as exc:
         return _unreadable(exc)
     found = _decoded(raw)
-    remembered.put(entry.path, info, list(found))
+    remembered.put(entry.path, identity, list(found))
     return found
 
 
@@ -191,14 +193,21 @@ def read_bytes(path: str) -> bytes:
     """The file's bytes, by the descriptor: ``open()`` builds a buffered file object per
     call, a large part of reading a small file (``status`` reads every artifact and every
     topic record)."""
+    return read_identified(path)[0]
+
+
+def read_identified(path: str) -> tuple[bytes, os.stat_result]:
+    """The file's bytes, and its identity taken before they were read (``fstat`` of the
+    descriptor they are read from: the very file, whatever replaces the name meanwhile)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
+        info = os.fstat(fd)
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
     finally:
         os.close(fd)
-    return b"".join(chunks)
+    return b"".join(chunks), info
 
 
 # -- inventory ------------------------------------------------------------------
@@ -269,18 +278,26 @@ def next_round(records: Iterable[Verdict]) -> int:
     return max((r.n for r in records), default=0) + 1
 
 
-def inventory(plan_dir: str, topic_id: str, remembered: Remembered | None = None) -> Inventory:
+def inventory(
+    plan_dir: str,
+    topic_id: str,
+    remembered: Remembered | None = None,
+    files: list[os.DirEntry[str]] | None = None,
+) -> Inventory:
     """Read every phase file and gate record of ``plan_dir``; problems become warnings.
 
     ``remembered``: the frontmatter a file had when read before, used while the file is
-    untouched since (:mod:`router.plandir.remembered`).
+    untouched since (:mod:`router.plandir.remembered`). ``files``: the directory as
+    :func:`plan_files` listed it already (what is read is what was listed).
     """
     plan_dir = str(plan_dir)
     try:
         # The directory's entries say which are files (a symlink is followed, as
         # os.path.isfile would): no stat of each artifact before it is read.
-        with os.scandir(plan_dir) as it:
-            entries = sorted((e.name, e) for e in it)
+        if files is None:
+            with os.scandir(plan_dir) as it:
+                files = list(it)
+        entries = sorted((e.name, e) for e in files)
     except OSError:
         return Inventory(plan_dir, False, frozenset(), None, (), (), None, ())
     warnings: list[str] = []
@@ -482,12 +499,25 @@ def recorded_prs(path: str | os.PathLike[str]) -> tuple[RecordedPr, ...]:
 
 def newest_mtime(plan_dir: str) -> float | None:
     """The newest mtime of the files directly in ``plan_dir``; None when it holds none."""
+    return newest_of(plan_files(plan_dir))
+
+
+def newest_of(files: list[os.DirEntry[str]] | None) -> float | None:
+    """The newest mtime of :func:`plan_files`' entries; None for none."""
+    return max((e.stat().st_mtime for e in files), default=None) if files else None
+
+
+def plan_files(plan_dir: str) -> list[os.DirEntry[str]] | None:
+    """The files directly in ``plan_dir`` (a symlink followed, as os.path.isfile would), each
+    stat'ed once (the entry keeps it); None when the directory or one of them cannot be."""
     try:
         with os.scandir(plan_dir) as it:
-            times = [e.stat().st_mtime for e in it if e.is_file()]
+            files = [e for e in it if e.is_file()]
+        for entry in files:
+            entry.stat()
     except OSError:
         return None
-    return max(times) if times else None
+    return files
 
 
 def read_temp_paths(plan_dir: str | os.PathLike[str]) -> list[str]:

@@ -34,6 +34,8 @@ STATE_DIR = "team-router"  # this tool's folder in a common git dir: topic recor
 RECORDS_DIR = "topics"  # the records' folder in STATE_DIR
 # What status read from the artifacts, kept by file identity (router.plandir.remembered).
 REMEMBERED_FILE = os.path.join("cache", "frontmatter.json")
+# Each topic's whole answer in status, kept by the identities of the files it follows from.
+ANSWERS_FILE = os.path.join("cache", "status.json")
 
 
 def record_file(common_dir: str | os.PathLike[str], topic_id: str) -> str:

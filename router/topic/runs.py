@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime, read_bytes
+from router.plandir.artifacts import LIGHT_ID_RE, newest_of, plan_files, read_identified
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +101,17 @@ class Records:
     500 topics reads the newest one, not all of them.
     """
 
-    __slots__ = ("_data", "_folder", "_ids", "_listed", "_marks", "_under", "common_dir")
+    __slots__ = (
+        "_data",
+        "_files",
+        "_folder",
+        "_identities",
+        "_ids",
+        "_listed",
+        "_marks",
+        "_under",
+        "common_dir",
+    )
 
     def __init__(self, common_dir: str | os.PathLike[str]) -> None:
         from router.topic.holders import RECORDS_DIR, STATE_DIR
@@ -113,6 +123,8 @@ class Records:
         self._marks: dict[str, Mark] = {}
         self._under: dict[str, list[PlanDir]] = {}
         self._listed: dict[str, list[tuple[str, bool]] | None] = {}
+        self._files: dict[str, list[os.DirEntry[str]] | None] = {}
+        self._identities: dict[str, os.stat_result] = {}
 
     def ids(self) -> frozenset[str]:
         """Every id with a record here."""
@@ -129,8 +141,18 @@ class Records:
         if topic_id not in self.ids():
             return None
         if topic_id not in self._data:
-            self._data[topic_id] = _read_json(os.path.join(self._folder, f"{topic_id}.json"))
+            path = os.path.join(self._folder, f"{topic_id}.json")
+            try:
+                raw, self._identities[topic_id] = read_identified(path)
+            except OSError:
+                raw = None
+            self._data[topic_id] = _parsed(raw)
         return self._data[topic_id]
+
+    def identity(self, topic_id: str) -> os.stat_result | None:
+        """The record file as :meth:`data` read it (taken before its bytes); None when unread."""
+        self.data(topic_id)
+        return self._identities.get(topic_id)
 
     def mark(self, topic_id: str) -> Mark | None:
         """The record's mark; None when ``topic_id`` has no record here."""
@@ -173,6 +195,12 @@ class Records:
             self._under[root] = _plan_dirs_under(root, self)
         return self._under[root]
 
+    def files(self, plan_dir: str) -> list[os.DirEntry[str]] | None:
+        """The files of ``plan_dir``, each stat'ed, listed once (:func:`plan_files`)."""
+        if plan_dir not in self._files:
+            self._files[plan_dir] = plan_files(plan_dir)
+        return self._files[plan_dir]
+
     def listing(self, root: str) -> list[tuple[str, bool]] | None:
         """Each entry of ``root``'s ``docs/plans/`` (``root`` a real path) with whether it is a
         symlink, listed once; None when it cannot be listed."""
@@ -186,12 +214,14 @@ class Records:
         return self._listed[root]
 
 
-def _read_json(path: str) -> dict[str, Any] | None:
+def _parsed(raw: bytes | None) -> dict[str, Any] | None:
     import json
 
+    if raw is None:
+        return None
     try:
-        data = json.loads(read_bytes(path).decode("utf-8"))  # as open(encoding="utf-8") read it
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(raw.decode("utf-8"))  # as open(encoding="utf-8") read it
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -255,7 +285,7 @@ def _plan_dirs_under(root: str, records: Records) -> list[PlanDir]:
         if not LIGHT_ID_RE.fullmatch(name):
             continue
         path = os.path.join(base, name)
-        newest_file = newest_mtime(path)
+        newest_file = newest_of(records.files(path))
         mtime = newest_file if newest_file is not None else dir_mtime(path)
         if mtime is not None:
             kind = kind_of(records, name, has_artifacts=newest_file is not None)
