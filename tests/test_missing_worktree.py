@@ -16,6 +16,8 @@ from helpers.repos import commit, git, run_cli
 from helpers.sessions import asked_for
 from helpers.topics import Topic, all_answer, answers, multi_topic, new_topic, notice, teardown
 
+from router.topic import discovery, runs
+
 
 def gone_note(topic: Topic) -> str:
     """What phase, next (warnings) and the hook (a line of its notice) say of ``topic``."""
@@ -206,3 +208,22 @@ def test_a_hosts_worktree_deleted_by_hand_is_listed_and_kept_by_status_and_the_s
     none = {"hook": None, "phase": "no-topic", "next": "no-topic", "status": None}
     assert answers(home_repo) == none
     assert untouched(home_repo) == before
+
+
+def test_discovery_reads_the_records_of_its_answer_and_of_a_deleted_worktree_alone(
+    home_repo, monkeypatch
+):
+    """The hook runs at every session start: among many runs it reads the record of the one it
+    answers and of the one whose worktree is gone, not every topic's."""
+    for n in range(6):
+        artifact(new_topic(home_repo, f"topic {n}").plan_dir, "task.md")
+    gone = deleted_by_hand(home_repo, "add search")
+    read: list[str] = []
+    real = runs._read_json
+    monkeypatch.setattr(runs, "_read_json", lambda path: read.append(path) or real(path))
+
+    found = discovery.locate(str(home_repo))
+
+    assert found is not None and found.plan is not None
+    assert ([p.id for p in found.missing], found.plan.id) == ([gone.id], "2026-05-01-topic-5")
+    assert sorted(Path(path).stem for path in read) == sorted([gone.id, found.plan.id])

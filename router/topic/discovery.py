@@ -216,7 +216,9 @@ def topics(place: Place, records: Records) -> dict[str, PlanDir]:
 def deleted_worktrees(place: Place, plans: Iterable[PlanDir], records: Records) -> list[PlanDir]:
     """The live ones of ``plans`` whose checkout is a worktree git still lists but whose
     directory is gone (deleted by hand), by id: each resumes at WORKTREE."""
-    gone = (p for p in plans if records.live(p.id) and worktree_gone(place.primary, p))
+    # The directory first: a record is read only for a checkout that is gone (the hook reads
+    # the one record its answer needs, not every topic's).
+    gone = (p for p in plans if worktree_gone(place.primary, p) and records.live(p.id))
     return sorted(gone, key=lambda p: p.id)
 
 
