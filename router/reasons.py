@@ -167,6 +167,10 @@ class Reason(StrEnum):
     CONFIG_KEPT = "config-kept"  # the branch's config section stays
     PLAN_DIR_KEPT = "plan-dir-kept"
     UNTOUCHED = "untouched"  # a refused plan touched nothing
+    # -- the parts a reason is about (``parts``), each with its facts
+    ARTIFACTS = "artifacts"  # a plan dir (``path``) and the unshipped run's files in it
+    RESIDUE = "residue"  # a directory git no longer knows, holding an unshipped run's files
+    ARTIFACTS_KEPT = "artifacts-kept"  # the run's files (``items``) in a snapshot ref (``ref``)
     # -- creation's rerun: a half-made `git worktree add` it keeps (``half-made-worktree``)
     HALF_MADE = "half-made"  # git registered it: ``inner`` = how it is half-made, why it is kept
     ADD_LOCKED = "add-locked"  # git left it locked (its lock reason in ``text``)
@@ -216,6 +220,7 @@ class Why:
     flag: bool = False  # a reason's one yes/no variant (its renderer says which)
     planned: bool = False
     inner: tuple[Why, ...] = ()  # the reason this one wraps (what a refused step would do)
+    parts: tuple[Why, ...] = ()  # what it is about, one by one (the plan dirs a run holds)
     notes: tuple[Why, ...] = ()
     before: tuple[Why, ...] = ()
 
@@ -234,7 +239,7 @@ class Why:
             value = getattr(self, f.name)
             if value == f.default:
                 continue
-            if f.name in ("notes", "before", "inner"):
+            if f.name in _NESTED:
                 value = [w.to_json() for w in value]
             elif isinstance(value, tuple):
                 value = list(value)
@@ -253,7 +258,7 @@ class Why:
                 continue
             if key not in kinds:
                 raise ValueError(f"a step's why has no field {key!r}")
-            if key in ("notes", "before", "inner"):
+            if key in _NESTED:
                 if not isinstance(value, list):
                     raise ValueError(f"why.{key} must be a list")
                 value = tuple(cls.from_json(v) for v in value)
@@ -265,3 +270,6 @@ class Why:
                 raise ValueError(f"why.{key} must be a {kinds[key].__name__}")
             values[key] = value
         return cls(**values)  # type: ignore[arg-type]
+
+
+_NESTED = ("notes", "before", "inner", "parts")  # the fields that hold Whys

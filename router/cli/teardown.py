@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from router import interrupt
 from router.cli.output import emit_result, line_echo
+from router.teardown.wording import in_words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _host_sweep_text(result) -> str:
 
 def _sweep_text(result) -> str:
     lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
-    lines += [f"  {note}" for snapped in result.snapshotted for note in snapped.notes]
+    lines += [f"  {in_words(note)}" for snapped in result.snapshotted for note in snapped.notes]
     for kept in result.kept:
         lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
         lines += file_lines(kept.files)

@@ -31,7 +31,7 @@ from router.teardown.steps import (
     skipped,
 )
 from router.teardown.sweep import Kept, Runs, Snapshotted, SweepVerdict, classify, remove_residue
-from router.teardown.unshipped import residue_message
+from router.teardown.unshipped import residue_why
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, find_worktree
 
 
@@ -152,8 +152,7 @@ def verify_gone(
     if isinstance(outcome, str):
         return failed(name, Why(Reason.CAME_BACK_FAILED, path=where, text=outcome))
     if isinstance(outcome, Snapshotted):
-        notes = "; ".join(outcome.notes)
-        return done(name, Why(Reason.CAME_BACK, path=where, flag=True, text=notes))
+        return done(name, Why(Reason.CAME_BACK, path=where, flag=True, parts=outcome.notes))
     return done(name, Why(Reason.CAME_BACK, path=where))
 
 
@@ -161,8 +160,8 @@ def _came_back(kept: Kept, again: str) -> StepResult:
     """verify-gone's refusal of a path that came back holding what is not residue."""
     where = str(kept.path)
     if kept.reason is SweepVerdict.UNSHIPPED:
-        message = residue_message(list(kept.runs), command=again)
-        why = Why(Reason.CAME_BACK_UNSHIPPED, path=where, text=message)
+        residue = residue_why(list(kept.runs), command=again).parts
+        why = Why(Reason.CAME_BACK_UNSHIPPED, path=where, parts=residue)
         return refused(Step.VERIFY_GONE, ErrorCode.UNSHIPPED_RUN, why)
     files = tuple(map(str, kept.files))
     why = Why(Reason.CAME_BACK_KEPT, path=where, text=str(kept.reason), items=files)

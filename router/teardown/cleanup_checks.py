@@ -45,7 +45,7 @@ from router.teardown.cleanup_survey import (
 )
 from router.teardown.merged import Evidence, GhVerdict
 from router.teardown.steps import Step, StepResult, refused
-from router.teardown.unshipped import unshipped_message
+from router.teardown.unshipped import unshipped_why
 from router.topic import state, worktreelock
 from router.topic.branches import TopicLock, holders_of
 from router.topic.workspace import Repo
@@ -161,8 +161,7 @@ def unshipped_run(found: Survey, mode: Mode) -> StepResult | None:
     dirs = list(found.plan.unshipped)
     if mode is not Mode.MERGED or not dirs:
         return None
-    message = unshipped_message(found.topic_id, dirs, command=AGAIN)  # type: ignore[arg-type]
-    why = Why(Reason.UNSHIPPED, text=message).noting(UNTOUCHED)
+    why = unshipped_why(found.topic_id, dirs, command=AGAIN).noting(UNTOUCHED)  # type: ignore[arg-type]
     return refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, why)
 
 

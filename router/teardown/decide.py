@@ -37,7 +37,7 @@ from router.teardown.steps import (
     skipped,
 )
 from router.teardown.sweep import Runs, SweepResult, sweep_step
-from router.teardown.unshipped import snapshot_note
+from router.teardown.unshipped import artifact_files
 from router.teardown.update import left_earlier, prune_origin, update_decision
 from router.topic import journal, state, worktreelock
 from router.topic.scope import RepoTarget, TopicScope
@@ -172,8 +172,8 @@ def decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
         return settled(worktree_blocker(worktree, entry, StatusReport()))  # type: ignore[arg-type]
     in_worktree = [a for a in plan.unshipped if a.checkout == worktree]
     snap = opts.force and bool(plan.status.dirty or in_worktree)
-    held = snapshot_note(in_worktree) if snap and in_worktree else ""
-    removal = Why(Reason.REMOVED, path=str(worktree), flag=snap, text=held)
+    held = artifact_files(in_worktree) if snap else ()
+    removal = Why(Reason.REMOVED, path=str(worktree), flag=snap, items=held)
     return acting(remove, name, removal.noting(*gone_with(plan.nested), *_copies(plan)))
 
 

@@ -47,7 +47,7 @@ from router.teardown.unshipped import (
     has_shipped,
     run_artifacts,
     unshipped,
-    unshipped_message,
+    unshipped_why,
 )
 from router.topic import worktreelock
 from router.topic.scope import RepoTarget
@@ -388,7 +388,7 @@ def _plan_dir_blockers(
     dirs = unshipped((run_artifacts(c, topic_id) for c in checkouts), shipped=shipped)
     if not dirs or opts.force:
         return tuple(dirs), []
-    why = Why(Reason.UNSHIPPED, text=unshipped_message(topic_id, dirs, command="teardown"))
+    why = unshipped_why(topic_id, dirs, command="teardown")
     return tuple(dirs), [refused(Step.PLAN_DIR, ErrorCode.UNSHIPPED_RUN, why)]
 
 

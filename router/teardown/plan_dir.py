@@ -29,10 +29,10 @@ from router.teardown.steps import (
 )
 from router.teardown.unshipped import (
     RunArtifacts,
+    artifact_files,
     run_artifacts,
-    snapshot_note,
     unshipped,
-    unshipped_message,
+    unshipped_why,
 )
 from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.workspace import Repo
@@ -64,10 +64,9 @@ def plan_dir_decision(
         return settled(kept)
     run = unshipped([run_artifacts(repo.primary, topic_id)], shipped=shipped)
     if run and not force:
-        message = unshipped_message(topic_id, run, command=again)
-        return settled(refused(name, ErrorCode.UNSHIPPED_RUN, Why(Reason.UNSHIPPED, text=message)))
-    held = snapshot_note(run) if run else ""
-    removal = Why(Reason.REMOVED_UNTRACKED, path=str(path), text=held)
+        why = unshipped_why(topic_id, run, command=again)
+        return settled(refused(name, ErrorCode.UNSHIPPED_RUN, why))
+    removal = Why(Reason.REMOVED_UNTRACKED, path=str(path), items=artifact_files(run))
     return acting(lambda: _remove(repo, topic_id, path, run), name, removal)
 
 
@@ -119,4 +118,4 @@ def _remove(repo: Repo, topic_id: str, path: Path, run: list[RunArtifacts]) -> S
     if snap is None:
         return done(name, Why(Reason.REMOVED_UNTRACKED, path=str(path)))
     held = Why(Reason.REMOVED_UNTRACKED, path=str(path), ref=snap.ref, commit=snap.commit)
-    return done_with(name, dataclasses.replace(held, text=snapshot_note(run)), snap.ref)
+    return done_with(name, dataclasses.replace(held, items=artifact_files(run)), snap.ref)

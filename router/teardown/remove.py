@@ -48,10 +48,10 @@ from router.teardown.steps import (
 )
 from router.teardown.unshipped import (
     RunArtifacts,
+    artifact_files,
     run_artifacts,
-    snapshot_note,
     unshipped,
-    unshipped_message,
+    unshipped_why,
 )
 from router.topic import state, worktreelock
 from router.topic.journal import Operation, begin_op, end_op, find
@@ -191,8 +191,8 @@ def _unforced_blocker(w: _Removal, *, proven_clean: bool) -> StepResult | None:
     run = unshipped([run_artifacts(path, w.topic_id)]) if w.exists and w.topic_id else []
     if run:
         # The plan refused these already; this covers artifacts written since.
-        why = unshipped_message(w.topic_id, run, command=w.again)  # type: ignore[arg-type]
-        return refused(Step.REMOVE, ErrorCode.UNSHIPPED_RUN, Why(Reason.UNSHIPPED, text=why))
+        why = unshipped_why(w.topic_id, run, command=w.again)  # type: ignore[arg-type]
+        return refused(Step.REMOVE, ErrorCode.UNSHIPPED_RUN, why)
     return None
 
 
@@ -241,8 +241,8 @@ def _remove_forced(w: _Removal) -> tuple[StepResult, Snapshot | None]:
     _unmark_removal(repo, topic, branch)
     removed = Why(Reason.REMOVED, path=str(path))
     if snap:
-        held = snapshot_note(unshipped_here) if unshipped_here else ""
-        removed = Why(Reason.REMOVED, path=str(path), ref=snap.ref, commit=snap.commit, text=held)
+        held = artifact_files(unshipped_here) if unshipped_here else ()
+        removed = Why(Reason.REMOVED, path=str(path), ref=snap.ref, commit=snap.commit, items=held)
     return done_with(Step.REMOVE, removed.noting(*w.gone), snap.ref if snap else ""), snap
 
 

@@ -54,7 +54,8 @@ from router.ioerror import describe_io
 from router.reasons import Reason, Why
 from router.teardown.snapshot import snapshot_plan_dir
 from router.teardown.steps import Step, StepResult, done_with, failed, refused, skipped
-from router.teardown.unshipped import residue_message, snapshot_note
+from router.teardown.unshipped import residue_why
+from router.teardown.wording import in_words
 from router.topic import journal, state
 from router.topic.workspace import WORKTREES_DIR, Repo
 
@@ -109,11 +110,11 @@ class Snapshotted:
     """Residue swept once the artifacts of a run in it were written to a snapshot ref."""
 
     path: Path
-    notes: tuple[str, ...]  # per run: its artifacts and the ref that holds them (or would)
+    notes: tuple[Why, ...]  # per run: its artifacts and the ref that holds them (or would)
     refs: tuple[str, ...] = ()  # the plan-dir snapshot refs written (none in a dry run)
 
     def to_json(self) -> dict[str, object]:
-        return {"path": str(self.path), "notes": list(self.notes)}
+        return {"path": str(self.path), "notes": [in_words(n) for n in self.notes]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +144,8 @@ class SweepResult:
             paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
             return error_json(ErrorCode.SWEEP_FAILED, f"could not remove residue: {paths}")
         if self.unshipped:
-            from router.teardown.unshipped import residue_message
-
             return error_json(
-                ErrorCode.UNSHIPPED_RUN, residue_message(self.unshipped, command="sweep")
+                ErrorCode.UNSHIPPED_RUN, in_words(residue_why(self.unshipped, command="sweep"))
             )
         return None
 
@@ -281,7 +280,7 @@ def _would_remove(path: Path, runs: Runs) -> Snapshotted | None:
     from router.teardown.snapshot import plan_dir_ref
 
     notes = tuple(
-        f"would first write {snapshot_note([a])} to {plan_dir_ref(a.plan_dir.name)}"
+        Why(Reason.ARTIFACTS_KEPT, items=a.files, ref=plan_dir_ref(a.plan_dir.name), planned=True)
         for a in at_stake
     )
     return Snapshotted(path, notes)
@@ -546,7 +545,6 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
     """Each run's artifacts (in the directory moved aside from ``path``) in its plan-dir
     snapshot ref, in the primary clone's repository; else why one could not be written."""
     from router.errors import RouterError, ToolFailed
-    from router.teardown.unshipped import snapshot_note
     from router.topic.workspace import open_repo
 
     if runs.primary is None:
@@ -564,7 +562,7 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
             return f"snapshot of {run.plan_dir} failed: {exc.first_line}"
         except OSError as exc:
             return f"snapshot of {run.plan_dir} failed: {describe_io(exc)}"
-        notes.append(f"{snapshot_note([run])} are in {snap.ref} ({snap.commit[:12]})")
+        notes.append(Why(Reason.ARTIFACTS_KEPT, items=run.files, ref=snap.ref, commit=snap.commit))
         refs.append(snap.ref)
     return Snapshotted(path, tuple(notes), tuple(refs))
 
@@ -606,13 +604,13 @@ def sweep_step(
         return failed(Step.SWEEP, Why(Reason.RESIDUE_STUCK, items=stuck)), result
     if result.no_residue:
         return skipped(Step.SWEEP, Why(Reason.NO_RESIDUE, path=str(where))), result
-    notes = "; ".join(note for s in result.snapshotted for note in s.notes)
+    notes = tuple(note for s in result.snapshotted for note in s.notes)
     went = Reason.SWEPT if result.swept or notes else Reason.RESIDUE_KEPT
-    swept = Why(went, items=tuple(str(p) for p in result.swept), text=notes, planned=dry_run)
+    swept = Why(went, items=tuple(str(p) for p in result.swept), parts=notes, planned=dry_run)
     swept = dataclasses.replace(swept, others=tuple(str(k.path) for k in result.kept))
     if result.unshipped:
-        why = Why(Reason.UNSHIPPED, text=residue_message(result.unshipped, command="teardown"))
-        if swept.items or swept.text or swept.others:
+        why = residue_why(result.unshipped, command="teardown")
+        if swept.items or swept.parts or swept.others:
             why = why.noting(swept)
         return refused(Step.SWEEP, ErrorCode.UNSHIPPED_RUN, why), result
     refs = (r for s in result.snapshotted for r in s.refs)

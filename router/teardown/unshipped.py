@@ -22,9 +22,8 @@ from pathlib import Path
 
 from router.fsutil import files_under
 from router.plandir.artifacts import LIGHT_ID_RE, PR
+from router.reasons import Reason, Why
 from router.topic.runs import PLANS_DIR, plan_dir_link
-
-LISTED = 20  # artifact files a refusal names before "and N more"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,32 +75,16 @@ def unshipped(found: Iterable[RunArtifacts | None], *, shipped: bool = False) ->
     return [a for a in dirs if a.files]
 
 
-def unshipped_message(topic_id: str, dirs: list[RunArtifacts], *, command: str) -> str:
-    """Why ``command`` keeps the run's artifacts, naming them and both ways out."""
-    held = "; ".join(f"{a.plan_dir} holds {_name_files(a.files)}" for a in dirs)
-    force = (
-        f"`team-router teardown {topic_id} --force` snapshots them and takes the topic apart"
-        if command == "pr-cleanup"
-        else "pass --force to snapshot them before they go"
-    )
-    return (
-        f"{topic_id} has not shipped (no {PR}), and {command} would delete the run's artifacts: "
-        f"{held}; finish the run (`team-router next {topic_id}` says what is left; `team-router "
-        f"record pr {topic_id} <url>` once it has shipped), or {force} "
-        f"(`team-router restore {topic_id}` brings the run back)"
-    )
+def unshipped_why(topic_id: str, dirs: list[RunArtifacts], *, command: str) -> Why:
+    """Why ``command`` keeps the run's artifacts: each plan dir with its files (worded, with
+    both ways out, by router.teardown.wording)."""
+    parts = tuple(Why(Reason.ARTIFACTS, path=str(a.plan_dir), items=a.files) for a in dirs)
+    return Why(Reason.UNSHIPPED, topic=topic_id, again=command, parts=parts)
 
 
-def snapshot_note(dirs: list[RunArtifacts]) -> str:
-    """What a forced removal keeps in its snapshot: ``the run's artifacts a, b, ...``."""
-    files = [f for a in dirs for f in a.files]
-    return f"the run's artifacts {_name_files(files)}"
-
-
-def _name_files(files: Iterable[str]) -> str:
-    names = list(files)
-    more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
-    return ", ".join(names[:LISTED]) + more
+def artifact_files(dirs: list[RunArtifacts]) -> tuple[str, ...]:
+    """The run's files a forced removal keeps in its snapshot (the words name them)."""
+    return tuple(f for a in dirs for f in a.files)
 
 
 def at_stake_in(
@@ -134,18 +117,17 @@ def at_stake_in(
     return found
 
 
-def residue_message(dirs: list[RunArtifacts], *, command: str) -> str:
-    """Why ``command`` keeps a directory git no longer knows: the run's artifacts in it, and
-    the ways out (pr-cleanup has no --force: the sweep's is named)."""
-    force = (
-        "`team-router sweep --force` snapshots"
-        if command == "pr-cleanup"
-        else "pass --force to snapshot"
-    )
-    return "; ".join(
-        f"{command} keeps {a.checkout}: it holds the artifacts of {a.plan_dir.name}, a run that "
-        f"has not shipped (no {PR}): {_name_files(a.in_checkout)}; {force} them before they go "
-        f"(`team-router restore {a.plan_dir.name}` brings them back), or move them to where the "
-        "run goes on"
+def residue_why(dirs: list[RunArtifacts], *, command: str) -> Why:
+    """Why ``command`` keeps a directory git no longer knows: each directory with the unshipped
+    run's files in it (pr-cleanup has no --force: its words name the sweep's)."""
+    parts = tuple(
+        Why(
+            Reason.RESIDUE,
+            path=str(a.checkout),
+            topic=a.plan_dir.name,
+            items=a.in_checkout,
+            again=command,
+        )
         for a in dirs
     )
+    return Why(Reason.UNSHIPPED, again=command, parts=parts)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from router.plandir.artifacts import PR
 from router.reasons import Reason, Why
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR
 
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
 EMPTY = "empty (nothing on it since it was cut)"  # an empty branch, as integrate says it
+LISTED = 20  # an unshipped run's files its words name before "and N more"
 
 
 def name_some(items: Iterable[object]) -> str:
@@ -61,7 +63,7 @@ def _sweep_words(w: Why) -> str:
     if w.items:
         verb = "would sweep" if w.planned else "swept"
         parts.append(f"{verb} {len(w.items)}: {name_some(w.items)}")
-    parts += [w.text] if w.text else []
+    parts += map(in_words, w.parts)  # the run's artifacts in their snapshot refs
     if w.others:
         verb = "would keep" if w.planned else "kept"
         parts.append(f"{verb} {len(w.others)} (see kept): {name_some(w.others)}")
@@ -85,15 +87,60 @@ def _diverged(w: Why) -> str:
     )
 
 
+def _files(names: Iterable[str]) -> str:
+    """An unshipped run's files: up to :data:`LISTED`, then counted."""
+    listed = list(names)
+    more = f" and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
+    return ", ".join(listed[:LISTED]) + more
+
+
+def _artifacts(w: Why) -> str:
+    """The run's files (``items``) a snapshot keeps."""
+    return f"the run's artifacts {_files(w.items)}"
+
+
+def _unshipped(w: Why) -> str:
+    """Why the run's artifacts stay: the plan dirs (``parts``) of ``topic``, and both ways
+    out; without a topic, each directory git no longer knows says its own."""
+    parts, topic = "; ".join(map(in_words, w.parts)), w.topic
+    if not topic:
+        return parts
+    force = (
+        f"`team-router teardown {topic} --force` snapshots them and takes the topic apart"
+        if w.again == "pr-cleanup"
+        else "pass --force to snapshot them before they go"
+    )
+    return (
+        f"{topic} has not shipped (no {PR}), and {w.again} would delete the run's artifacts: "
+        f"{parts}; finish the run (`team-router next {topic}` says what is left; `team-router "
+        f"record pr {topic} <url>` once it has shipped), or {force} "
+        f"(`team-router restore {topic}` brings the run back)"
+    )
+
+
+def _residue(w: Why) -> str:
+    force = (
+        "`team-router sweep --force` snapshots"
+        if w.again == "pr-cleanup"
+        else "pass --force to snapshot"
+    )
+    return (
+        f"{w.again} keeps {w.path}: it holds the artifacts of {w.topic}, a run that "
+        f"has not shipped (no {PR}): {_files(w.items)}; {force} them before they go "
+        f"(`team-router restore {w.topic}` brings them back), or move them to where the "
+        "run goes on"
+    )
+
+
 def _removed(w: Why) -> str:
     snap = f"; its work is in {w.ref} ({w.commit[:12]})" if w.ref else ""
-    held = f", {w.text} included" if w.ref and w.text else ""
+    held = f", {_artifacts(w)} included" if w.ref and w.items else ""
     return f"removed {w.path}{snap}{held}"
 
 
 def _remove_planned(w: Why) -> str:
     snap = " after writing a snapshot" if w.flag else ""
-    held = f" holding {w.text}" if w.text else ""
+    held = f" holding {_artifacts(w)}" if w.items else ""
     return f"would remove {w.path}{snap}{held}"
 
 
@@ -159,12 +206,12 @@ def _busy(w: Why) -> str:
 
 
 def _removed_untracked(w: Why) -> str:
-    held = f"; {w.text} are in {w.ref} ({w.commit[:12]})" if w.ref else ""
+    held = f"; {_artifacts(w)} are in {w.ref} ({w.commit[:12]})" if w.ref else ""
     return f"removed {w.path} (untracked){held}"
 
 
 def _removed_untracked_planned(w: Why) -> str:
-    held = f" after writing a snapshot holding {w.text}" if w.text else ""
+    held = f" after writing a snapshot holding {_artifacts(w)}" if w.items else ""
     return f"would remove {w.path} (untracked){held}"
 
 
@@ -388,7 +435,10 @@ WORDS: dict[Reason, Words] = {
         f"(they are not what the removal judged): kept; move them out of {w.path}, then run "
         f"{w.again} again to finish the removal"
     ),
-    Reason.UNSHIPPED: lambda w: w.text,
+    Reason.UNSHIPPED: _unshipped,
+    Reason.ARTIFACTS: lambda w: f"{w.path} holds {_files(w.items)}",
+    Reason.RESIDUE: _residue,
+    Reason.ARTIFACTS_KEPT: lambda w: f"{_artifacts(w)} are in {w.ref} ({w.commit[:12]})",
     Reason.SNAPSHOT_FAILED: _snapshot_failed,
     Reason.WORKTREE_KEPT: lambda w: "the worktree is kept",
     Reason.STILL_REGISTERED: lambda w: f"{w.path} is still a registered worktree",
@@ -396,12 +446,14 @@ WORDS: dict[Reason, Words] = {
     Reason.OUTSIDE: lambda w: f"{w.path} came back outside {WORKTREES_DIR}: kept",
     Reason.CAME_BACK: lambda w: (
         f"{w.path} came back (a late writer) holding the artifacts of a run that has not "
-        f"shipped: removed; {w.text}"
+        f"shipped: removed; {'; '.join(map(in_words, w.parts))}"
         if w.flag
         else f"{w.path} came back (a late writer) holding only residue: removed"
     ),
     Reason.CAME_BACK_FAILED: lambda w: f"{w.path} came back and could not be removed: {w.text}",
-    Reason.CAME_BACK_UNSHIPPED: lambda w: f"{w.path} came back; {w.text}",
+    Reason.CAME_BACK_UNSHIPPED: lambda w: (
+        f"{w.path} came back; {'; '.join(map(in_words, w.parts))}"
+    ),
     Reason.CAME_BACK_KEPT: lambda w: (
         f"{w.path} came back ({w.text}: {name_some(w.items)}): kept for you to look at"
     ),
@@ -628,4 +680,5 @@ PLANNED: dict[Reason, Words] = {
         "would expire unreachable reflog entries and run git gc --prune=now"
     ),
     Reason.REMOVED_UNTRACKED: _removed_untracked_planned,
+    Reason.ARTIFACTS_KEPT: lambda w: f"would first write {_artifacts(w)} to {w.ref}",
 }
