@@ -219,8 +219,8 @@ def test_discovery_reads_the_records_of_its_answer_and_of_a_deleted_worktree_alo
         artifact(new_topic(home_repo, f"topic {n}").plan_dir, "task.md")
     gone = deleted_by_hand(home_repo, "add search")
     read: list[str] = []
-    real = runs._read_json
-    monkeypatch.setattr(runs, "_read_json", lambda path: read.append(path) or real(path))
+    real = runs.read_identified
+    monkeypatch.setattr(runs, "read_identified", lambda path: read.append(path) or real(path))
 
     found = discovery.locate(str(home_repo))
 
