@@ -44,7 +44,7 @@ METHODS = {
     "refs": (
         "current_branch checked_out_branch head head_commit rev_parse _rev_parse commits "
         "_commits existing_refs _for_each_ref_names "
-        "refs_under _refs_under ref_tips _ref_tips branch_exists local_branches "
+        "ref_tips _ref_tips branch_exists local_branches "
         "_local_branches check_ref_format_branch branch_delete branch_delete_at"
     ),
     "worktrees": (

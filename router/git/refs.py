@@ -117,18 +117,6 @@ class RefMethods(LayoutMethods):
         out = self.out("for-each-ref", "--format=%(refname)", "--", *refs)
         return set(out.splitlines())
 
-    def refs_under(self, *prefixes: str) -> dict[str, str]:
-        """Every ref under ``prefixes`` mapped to its symref target ("" for a plain ref)."""
-        return self._recall(("refs-under", *prefixes), lambda: self._refs_under(prefixes))
-
-    def _refs_under(self, prefixes: Sequence[str]) -> dict[str, str]:
-        out = self.out("for-each-ref", "--format=%(refname)%00%(symref)", "--", *prefixes)
-        refs = {}
-        for line in out.splitlines():
-            name, _, target = line.partition("\0")
-            refs[name] = target
-        return refs
-
     def ref_tips(self, *prefixes: str) -> dict[str, tuple[str, str]]:
         """Every ref under ``prefixes`` -> (its commit, its symref target or ""), in one process."""
         return self._recall(("ref-tips", *prefixes), lambda: self._ref_tips(prefixes))

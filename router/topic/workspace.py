@@ -161,7 +161,8 @@ def default_branch(git: Git, refs: Mapping[str, str] | None = None) -> DefaultBr
     # One for-each-ref answers everything but the last resort: this runs in
     # nearly every command, for every repo of a topic.
     if refs is None:
-        refs = git.refs_under("refs/remotes/origin/", "refs/heads/")
+        tips = git.ref_tips("refs/remotes/origin/", "refs/heads/")
+        refs = {name: symref for name, (_sha, symref) in tips.items()}
     target = refs.get("refs/remotes/origin/HEAD", "")
     remote = ["main", "master"]
     if target.startswith("refs/remotes/origin/"):
