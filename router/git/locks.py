@@ -13,12 +13,53 @@ def left_locks(common_dir: Path) -> list[Path]:
     (the git dir itself, ``refs/``, each ``worktrees/<name>/``, ``sequencer/``), not in ``objects/``
     (large, and its ``maintenance.lock`` only makes auto-maintenance skip).
     """
-    found = sorted(common_dir.glob("*.lock")) + sorted(common_dir.glob("worktrees/*/*.lock"))
-    found += sorted(common_dir.glob("sequencer/*.lock"))
-    refs = common_dir / "refs"
-    if refs.is_dir():
-        found += sorted(refs.rglob("*.lock"))
+    # Read with os.scandir: pathlib's glob builds a pattern and a path object per
+    # directory it passes, and every creation looks here once per repo. The same
+    # entries as ``glob("*.lock")``, ``glob("worktrees/*/*.lock")``,
+    # ``glob("sequencer/*.lock")`` and ``(refs).rglob("*.lock")``, in the same order.
+    top = str(common_dir)
+    found = sorted(_locks_in(top))
+    found += sorted(
+        lock for admin in _dirs_in(os.path.join(top, "worktrees")) for lock in _locks_in(admin)
+    )
+    found += sorted(_locks_in(os.path.join(top, "sequencer")))
+    found += sorted(_locks_under(os.path.join(top, "refs")))
     return found
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []  # as glob: no such folder (or one it may not read) holds nothing
+
+
+def _locks_in(folder: str) -> list[Path]:
+    """The entries of ``folder`` named ``*.lock`` (any kind, as glob's match)."""
+    return [Path(e.path) for e in _entries(folder) if e.name.endswith(".lock")]
+
+
+def _dirs_in(folder: str) -> list[str]:
+    """The directories in ``folder``, a symlink to one included (as glob's ``*/``)."""
+    return [e.path for e in _entries(folder) if _is_dir(e, follow=True)]
+
+
+def _locks_under(folder: str) -> list[Path]:
+    """``*.lock`` entries in ``folder`` and every directory below it, not through a
+    symlink (as ``rglob``)."""
+    found = _locks_in(folder)
+    for entry in _entries(folder):
+        if _is_dir(entry, follow=False):
+            found += _locks_under(entry.path)
+    return found
+
+
+def _is_dir(entry: os.DirEntry[str], *, follow: bool) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
 
 
 def left_lock_warnings(name: str, primary: Path, common_dir: Path) -> list[str]:
