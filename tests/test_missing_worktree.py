@@ -159,19 +159,20 @@ def test_alone_the_deleted_worktree_is_what_every_answer_resumes(home_repo):
     assert git(home_repo, "log", "-1", "--format=%s", gone.id).strip() == "slice"
 
 
-def test_from_a_secondary_repos_worktree_the_hook_resumes_a_deleted_home_worktree_as_phase(
+def test_from_a_secondary_repo_the_hook_resumes_a_deleted_home_worktree_as_phase_does(
     workspace,
 ):
     topic = multi_topic(workspace, ("api",))
     shutil.rmtree(topic.worktrees["home"])
     api_wt = topic.worktrees["api"]
 
-    assert answers(api_wt) == all_answer(topic.id)
-    assert run_cli("phase", "--json", cwd=api_wt).json["resume_at"] == "WORKTREE"
     plan_dir = topic.worktrees["home"] / "docs" / "plans" / topic.id
-    assert notice(api_wt).splitlines() == resume_notice(
-        topic, "WORKTREE", plan_dir, gone_note(topic)
-    )
+    for cwd in (api_wt, topic.repos["api"]):  # its worktree, and its primary clone
+        assert answers(cwd) == all_answer(topic.id), cwd
+        assert run_cli("phase", "--json", cwd=cwd).json["resume_at"] == "WORKTREE"
+        assert notice(cwd).splitlines() == resume_notice(
+            topic, "WORKTREE", plan_dir, gone_note(topic)
+        )
 
 
 def test_a_topic_named_without_its_prefix_is_told_the_id_of_a_deleted_worktree(home_repo):
