@@ -129,7 +129,7 @@ def test_installed_copy_finds_its_templates_inside_the_package(
         [
             sys.executable,
             "-c",
-            "import router.plandir.templates as r, router.create.initrepo as s; print(r.share_dir('templates')); "
+            "import router.share as r, router.create.initrepo as s; print(r.share_path('templates')); "
             "print(s.plugin_commands()[0])",
         ],
         cwd=tmp_path,

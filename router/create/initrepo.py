@@ -12,7 +12,8 @@ from router.create import permission
 from router.create.permission import LOCAL_SETTINGS, PERMISSION_RULE
 from router.errors import ErrorCode, RouterError
 from router.ioerror import io_operation
-from router.plandir.templates import render, share_dir
+from router.plandir.templates import render
+from router.share import share_path
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 
 PLUGIN_NAME = "team-router"
@@ -90,7 +91,7 @@ def _prepare(repo: Repo, *, write_examples: bool) -> list[str]:
         if ensure_excludes(repo.common_dir)
         else "info/exclude: already lists /.claude/worktrees/ and /docs/plans/"
     ]
-    shared = share_dir("templates").parent
+    shared = Path(share_path("templates")).parent
     examples = {
         ".worktreeinclude": render("worktreeinclude.j2"),
         ".worktreesetup.example": (shared / ".worktreesetup.example").read_text(encoding="utf-8"),
@@ -140,7 +141,7 @@ def plugin_commands() -> list[str]:
     copy the whole directory (the client skips only ``.git``: a ``.venv``, caches,
     the tests): the checkout is loaded in place with ``--plugin-dir`` instead.
     """
-    root = share_dir("skills").parent
+    root = Path(share_path("skills")).parent
     if not installed_copy():
         return [f"claude --plugin-dir {root}"]
     market, plugin = PLUGIN_NAME, PLUGIN_NAME
@@ -156,7 +157,7 @@ def plugin_commands() -> list[str]:
 
 def installed_copy() -> bool:
     """team-router runs from an installed wheel (its ``_share``), not from a source checkout."""
-    return share_dir("skills").parent.name == "_share"
+    return Path(share_path("skills")).parent.name == "_share"
 
 
 def _write_example(path: Path, text: str) -> str:

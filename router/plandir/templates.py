@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 from router.share import share_path
-
-
-def share_dir(name: str) -> Path:
-    """``templates`` or ``skills``: the wheel's copy first, then the source checkout's."""
-    return Path(share_path(name))
 
 
 @functools.cache
@@ -19,7 +13,7 @@ def _environment() -> Any:
     import jinja2  # lazy: ~80 ms, and most commands render nothing
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(share_dir("templates"))),
+        loader=jinja2.FileSystemLoader(share_path("templates")),
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,
