@@ -180,6 +180,76 @@ def test_a_half_removed_worktree_nobody_touched_is_finished_whatever_the_clock_s
     assert record is not None and record.removing is None
 
 
+INDEXES = {
+    # A plain index: the journal is that index and the files it does not track.
+    "plain-index": (),
+    # A split index (entries in a shared file) is not read here: every file is journaled.
+    "split-index": ("update-index", "--split-index"),
+}
+
+
+@pytest.mark.parametrize("index", list(INDEXES.values()), ids=list(INDEXES))
+def test_a_clean_worktrees_removal_journals_its_index_and_finishes_only_what_is_unchanged(
+    home_repo, tmp_path, index
+):
+    commit(home_repo, ".gitignore", "build/\n", "ignore build")
+    commit(home_repo, "src/app.py", "app = 1\n", "app")
+    commit(home_repo, "src/util.py", "util = 1\n", "util")
+    git(home_repo, "push", "-q", "origin", "main")
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    write(wt / "build/out.o", "ignored build output\n")
+    write(wt / "build/cache.o", "ignored cache\n")
+    if index:
+        git(wt, *index)
+    killed = _half_removed(topic, tmp_path)
+    assert killed.code == KILLED, killed.err
+    assert not (wt / "README.md").exists() and (wt / "src/app.py").exists()
+    removing = state.read_record(home_repo / ".git", topic.id).removing
+    assert removing is not None
+    tracked = [".gitignore", "src/app.py", "src/util.py"]  # README.md: deleted by the kill
+    ignored = [".git", "build/cache.o", "build/out.o"]
+    journaled = sorted(f.path for f in removing.files)
+    if index:
+        assert not removing.index and journaled == sorted([*tracked, "README.md", *ignored])
+    else:
+        assert removing.index and removing.index_hash == "sha1" and journaled == ignored
+
+    # After the kill: a tracked file rewritten with its own content (new stamps, the
+    # same blob: kept only where every file was journaled by its stamps), a tracked
+    # file and an ignored file changed (the same sizes), a new file.
+    (wt / "src/util.py").write_text("util = 1\n")
+    (wt / "src/app.py").write_text("app = 2\n")
+    (wt / "build/cache.o").write_text("ignored CACHE\n")
+    write(wt / "notes.txt", "written after the kill\n")
+    changed = ["build/cache.o", "notes.txt", "src/app.py", *(["src/util.py"] if index else [])]
+    before = snapshot_of(home_repo)
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"] == {
+        "code": "removal-interrupted",
+        "message": (
+            f"home: remove refused: removing {wt} was interrupted, and {', '.join(changed)} "
+            "were written there since (they are not what the removal judged): kept; move them "
+            f"out of {wt}, then run teardown again to finish the removal"
+        ),
+    }
+    assert snapshot_of(home_repo) == before
+    assert (wt / "src/app.py").read_text() == "app = 2\n"
+    assert (wt / "build/cache.o").read_text() == "ignored CACHE\n"
+
+    for kept in changed:
+        (wt / kept).rename(tmp_path / kept.replace("/", "-"))
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert steps_of(again.json, "home")["remove"]["detail"] == (
+        f"removed {wt} (finished a removal that was interrupted)"
+    )
+    assert not wt.exists() and worktree_paths(home_repo) == [str(home_repo)]
+    assert branches(home_repo) == ["main"] and status(home_repo) == ""
+    assert (tmp_path / "src-app.py").read_text() == "app = 2\n"
+
+
 # -- a file git cannot delete: the removal stops half-way, and the rerun finishes it -----------
 
 

@@ -81,6 +81,12 @@ if TYPE_CHECKING:
     from router.git.history import former_gitlinks as former_gitlinks
     from router.git.history import log_subjects as log_subjects
     from router.git.history import unique_commits as unique_commits
+    from router.git.indexfile import IndexCopy as IndexCopy
+    from router.git.indexfile import IndexEntry as IndexEntry
+    from router.git.indexfile import checkout_index as checkout_index
+    from router.git.indexfile import index_entries as index_entries
+    from router.git.indexfile import index_paths as index_paths
+    from router.git.indexfile import is_indexed_file as is_indexed_file
     from router.git.layout import GitPlace as GitPlace
     from router.git.layout import RepoLayout as RepoLayout
     from router.git.layout import absolute_git_dir as absolute_git_dir
@@ -163,6 +169,12 @@ _HOME = {
     "find_git_dir": "files",
     "gitdir_pointer": "files",
     "index_device": "files",
+    "IndexCopy": "indexfile",
+    "IndexEntry": "indexfile",
+    "checkout_index": "indexfile",
+    "index_entries": "indexfile",
+    "index_paths": "indexfile",
+    "is_indexed_file": "indexfile",
     "plain_checkouts": "files",
     "placeholder_head": "files",
     "registration_file": "files",

@@ -49,19 +49,20 @@ class NestedRepo:
         return bool(self.problem) or self.status.dirty or self.unpushed > 0
 
 
-def survey_nested(worktree: Path) -> tuple[NestedRepo, ...]:
+def survey_nested(worktree: Path, files: list[str] | None = None) -> tuple[NestedRepo, ...]:
     """Every repository removing ``worktree`` would delete, with what it would lose.
 
     Those are the checkouts below it and the submodule git dirs its own git
     dir keeps (``modules/``), checked out or not: a submodule that was
     deinitialised or ``git rm``-ed leaves its git dir, commits and all, there.
     Raises OSError when a directory cannot be read: a repository there could
-    not be ruled out.
+    not be ruled out. ``files``: filled with the files the walk passed (see
+    :func:`repositories_below`).
     """
     # The worktree's own .git names its git dir; git is asked only when it does not.
     git_dir = Git(worktree).git_dir()
     doomed = (Path(os.path.realpath(worktree)), Path(os.path.realpath(git_dir)))
-    found, bare = repositories_below(worktree)
+    found, bare = repositories_below(worktree, files)
     # Every gitlink, .gitmodules or not: `git add` of a nested repository makes
     # one that no .gitmodules names, and its directory hides files all the same.
     gitlinks = Git(worktree).gitlinks(git_dir)
@@ -246,7 +247,9 @@ def _fail(exc: OSError) -> None:
     raise exc
 
 
-def repositories_below(worktree: Path) -> tuple[list[str], list[str]]:
+def repositories_below(
+    worktree: Path, files: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """The checkouts below ``worktree`` (a ``.git`` entry) and the bare repositories, relative.
 
     A bare repository (``HEAD``, ``objects/`` and ``refs/`` with no ``.git``)
@@ -262,6 +265,11 @@ def repositories_below(worktree: Path) -> tuple[list[str], list[str]]:
     ``os.walk`` spent twice as long sorting each directory's entries into
     lists this never reads. An unreadable directory raises OSError: a
     repository there could not be ruled out.
+
+    ``files``: filled with every entry passed that is not a directory (a
+    ``.git`` file, a symlink), relative; not those inside a repository's git
+    dir, which is not entered. The removal's journal takes them from here
+    rather than walking the worktree once more.
     """
     found: list[str] = []
     bare: list[str] = []
@@ -270,14 +278,27 @@ def repositories_below(worktree: Path) -> tuple[list[str], list[str]]:
         path, rel = pending.pop()
         subdirs = []
         has_git = has_head = False
+        prefix = f"{rel}/" if rel else ""
         with os.scandir(path) as entries:
             for entry in entries:
-                if entry.name == ".git":
-                    has_git = True  # a directory, a file or a link: git finds it there
-                elif _is_real_dir(entry):
-                    subdirs.append(entry.name)
-                elif entry.name == "HEAD":
+                name = entry.name
+                # Inline, not a function: this runs once per file of the worktree.
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if name == ".git":
+                        has_git = True  # git finds a repository there: not entered
+                    else:
+                        subdirs.append(name)
+                    continue
+                if name == ".git":
+                    has_git = True  # a file or a link: git finds it there too
+                elif name == "HEAD":
                     has_head = True
+                if files is not None:
+                    files.append(prefix + name)
         if rel and not has_git and has_head and {"objects", "refs"} <= set(subdirs):
             bare.append(rel)  # a git dir: like a checkout's .git, not entered
             continue
@@ -301,13 +322,6 @@ def untracked_bare(worktree: Path, checkouts: list[str], bare: list[str]) -> lis
         if not tracked:
             loose.append(rel)
     return loose
-
-
-def _is_real_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=False)
-    except OSError:
-        return False
 
 
 def module_git_dirs(modules: Path) -> list[Path]:

@@ -55,7 +55,15 @@ from router.teardown.unshipped import (
 )
 from router.topic import state, worktreelock
 from router.topic.journal import Operation, begin_op, end_op, find
-from router.topic.removal import began, delete_judged, described, journal, unjudged, with_content
+from router.topic.removal import (
+    began,
+    checkout_journal,
+    delete_judged,
+    described,
+    journal,
+    unjudged,
+    with_content,
+)
 from router.topic.workspace import Repo, find_worktree
 
 
@@ -107,6 +115,7 @@ class _Removal:
     exists: bool  # the directory is there (not deleted by hand)
     nested: tuple[NestedRepo, ...]
     gone: tuple[Why, ...]  # what the removal takes with it, noted after the reason
+    files: tuple[str, ...]  # every file the walk for ``nested`` passed (not directories)
 
     @property
     def topic_id(self) -> str | None:
@@ -145,11 +154,13 @@ def _removal_target(
     if unmounted is not None:
         return unmounted
     # A directory deleted by hand leaves its submodules' git dirs in the registration.
-    nested = survey_nested(path) if exists else survey_registration(repo.common_dir, path)
+    files: list[str] = []
+    nested = survey_nested(path, files) if exists else survey_registration(repo.common_dir, path)
     blocker = nested_blocker(path, nested, again=again)
     if blocker is not None:
         return blocker
-    return _Removal(repo, path, branch, entry, topic, again, exists, nested, gone_with(nested))
+    gone = gone_with(nested)
+    return _Removal(repo, path, branch, entry, topic, again, exists, nested, gone, tuple(files))
 
 
 def _remove_unforced(w: _Removal, *, proven_clean: bool) -> StepResult:
@@ -158,7 +169,7 @@ def _remove_unforced(w: _Removal, *, proven_clean: bool) -> StepResult:
     if blocker is not None:
         return blocker
     repo, path, entry = w.repo, w.path, w.entry
-    removal = _mark_removal(repo, w.topic, path, w.branch)
+    removal = _mark_removal(repo, w.topic, path, w.branch, _checkout_journal(w))
     lifted = False
     try:
         # Our own lock comes off right before git removes the worktree: git's own
@@ -172,6 +183,23 @@ def _remove_unforced(w: _Removal, *, proven_clean: bool) -> StepResult:
         return _unforced_removal_failed(w, exc, removal, lifted=lifted)
     _unmark_removal(repo, w.topic, w.branch)
     return done(Step.REMOVE, Why(Reason.REMOVED, path=str(path)).noting(*w.gone))
+
+
+def _checkout_journal(w: _Removal) -> state.Removal | None:
+    """The journal of a removal git's own check guards: the index names the tracked files.
+
+    Only for a worktree with no repository inside (their files are not in
+    this index) and an index read here; None: every file is journaled. git's
+    check runs after this, before it deletes anything: what the index
+    tracked is clean then, or nothing is deleted.
+    """
+    if not w.exists or w.nested:
+        return None
+    try:
+        index = g.checkout_index(str(Git(w.path).git_dir()))
+    except GitError:
+        return None
+    return checkout_journal(w.path, w.files, index) if index is not None else None
 
 
 def _unforced_blocker(w: _Removal, *, proven_clean: bool) -> StepResult | None:

@@ -171,15 +171,28 @@ class Removal:
     Written before anything is deleted (a worktree proven clean or
     snapshotted; a plan dir copied and verified). A rerun after a kill, or
     after a file that could not be deleted, finishes it: what is left goes
-    only while it is exactly a file in ``files``. A mark of an earlier
-    version journaled no files: everything left there is kept.
+    only while it is exactly a file in ``files``, or (``index``) a file
+    the checkout's index tracked. A mark of an earlier version journaled no
+    files: everything left there is kept.
     """
 
     path: str
     files: tuple[Judged, ...] = ()
+    # A checkout proven clean: its index as it was (base64), which names every tracked
+    # file with the stat git verified it by and its blob; ``files`` names the rest.
+    index: str = ""
+    index_mtime_ns: int = 0  # the index file's own stamp (git's racy-clean rule)
+    index_hash: str = ""  # "sha1" or "sha256": how its blobs are named
 
     def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "files": [f.to_json() for f in self.files]}
+        data: dict[str, object] = {"path": self.path, "files": [f.to_json() for f in self.files]}
+        if self.index:
+            data["index"] = {
+                "data": self.index,
+                "mtime_ns": self.index_mtime_ns,
+                "hash": self.index_hash,
+            }
+        return data
 
     @classmethod
     def from_json(cls, data: object) -> Removal:
@@ -189,8 +202,24 @@ class Removal:
         if not isinstance(files, list):
             raise ValueError("removing.files must be a list")
         # ``at`` (a time earlier versions compared file times with) is not read.
-        # map, not a generator: one Judged per file of a worktree, ~30% faster read.
-        return cls(data["path"], tuple(map(Judged.from_json, files)))
+        index = data.get("index")
+        if index is None:
+            # map, not a generator: one Judged per file of a worktree, ~30% faster read.
+            return cls(data["path"], tuple(map(Judged.from_json, files)))
+        if not (
+            isinstance(index, dict)
+            and isinstance(index.get("data"), str)
+            and type(index.get("mtime_ns")) is int
+            and index.get("hash") in ("sha1", "sha256")
+        ):
+            raise ValueError("removing.index must hold data, mtime_ns and hash")
+        return cls(
+            data["path"],
+            tuple(map(Judged.from_json, files)),
+            index["data"],
+            index["mtime_ns"],
+            index["hash"],
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,16 +22,18 @@ flag cleared or a mount undone since does not make those files look new.
 
 from __future__ import annotations
 
+import base64
 import errno
 import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR
 
+from router import git as g
 from router import mounts
 from router.topic.state import Judged, Removal
 
@@ -39,6 +41,70 @@ from router.topic.state import Judged, Removal
 def journal(root: Path, *, content: bool = False) -> Removal:
     """The journal of removing ``root``: every file under it as it is now (``content``: read too)."""
     return Removal(str(root), tuple(_walk(root, content=content)))
+
+
+def checkout_journal(root: Path, names: Iterable[str], index: g.IndexCopy) -> Removal | None:
+    """The journal of removing a checkout proven clean: its index, and the files it does not track.
+
+    ``names``: every file under ``root`` (relative paths, directories left
+    out), as a walk just listed them. The index names each tracked file with
+    the stat git verified it by and its blob, so only the others (ignored
+    files, the ``.git`` file) are looked at here: one ``lstat`` each instead
+    of one per file of the checkout. None when the index is not one read here
+    (then :func:`journal` names every file).
+    """
+    tracked = g.index_paths(index)
+    if tracked is None:
+        return None
+    base = os.fspath(root)
+    found = []
+    for rel in names:
+        if rel in tracked:
+            continue
+        try:
+            info = os.lstat(f"{base}/{rel}")
+        except OSError:
+            continue  # gone already: nothing to judge
+        if not S_ISDIR(info.st_mode):
+            found.append(_entry_of(rel, info, ""))
+    data = base64.b64encode(index.data).decode("ascii")
+    return Removal(base, tuple(found), data, index.mtime_ns, index.algorithm)
+
+
+class _Judge:
+    """Whether a file left under a removal's directory is one the removal judged.
+
+    Named in its ``files`` and exactly as it was then; or, for a checkout
+    journaled with its index, a file the index tracked that is still the file
+    git verified or holds the blob's content. The index is read only when a
+    removal has to be finished, never when one goes through.
+    """
+
+    def __init__(self, removal: Removal) -> None:
+        self.named = {f.path: f for f in removal.files}
+        self.index: g.IndexCopy | None = None
+        self.tracked: dict[str, g.IndexEntry] = {}
+        if removal.index:
+            try:
+                data = base64.b64decode(removal.index, validate=True)
+            except ValueError:
+                return  # not readable: what it tracked is kept
+            index = g.IndexCopy(data, removal.index_mtime_ns, removal.index_hash)
+            tracked = g.index_entries(index)
+            if tracked is not None:
+                self.index, self.tracked = index, tracked
+
+    def __call__(self, rel: str, full: str) -> bool:
+        entry = self.named.get(rel)
+        if entry is not None:
+            return is_judged(entry, full)
+        indexed = self.tracked.get(rel)
+        return indexed is not None and g.is_indexed_file(full, indexed, self.index)  # type: ignore[arg-type]
+
+    def paths(self) -> list[str]:
+        """Every file the removal judged was there (a sparse checkout's left-out files are not)."""
+        checked_out = [p for p, e in self.tracked.items() if e.checked_out and p not in self.named]
+        return [*self.named, *checked_out]
 
 
 def _walk(root: Path, *, content: bool) -> list[Judged]:
@@ -125,27 +191,22 @@ def is_judged(entry: Judged, path: str) -> bool:
     )
 
 
-def _journaled(removal: Removal) -> dict[str, Judged]:
-    return {f.path: f for f in removal.files}
-
-
 def unjudged(root: Path, removal: Removal) -> list[str]:
     """Files under ``root`` that are not what the removal judged (written, moved in or changed since)."""
-    judged = _journaled(removal)
+    judged = _Judge(removal)
     found = []
     for dirpath, _dirs, files in os.walk(root):
         for name in files + [d for d in _dirs if os.path.islink(os.path.join(dirpath, d))]:
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, root)
-            entry = judged.get(rel)
-            if entry is None or not is_judged(entry, full):
+            if not judged(rel, full):
                 found.append(rel)
     return sorted(found)
 
 
 def began(root: Path, removal: Removal) -> bool:
     """True when some file the removal judged is gone: it deleted something, so it must be finished."""
-    return any(not os.path.lexists(os.path.join(root, f.path)) for f in removal.files)
+    return any(not os.path.lexists(os.path.join(root, p)) for p in _Judge(removal).paths())
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +224,7 @@ def delete_judged(root: Path, removal: Removal) -> tuple[list[str], list[Blocked
     anything the removal did not judge stays. Returns the files kept (not
     judged) and what could not be deleted.
     """
-    judged = _journaled(removal)
+    judged = _Judge(removal)
     kept: list[str] = []
     blocked: list[Blocked] = []
     for dirpath, dirs, files in os.walk(root, topdown=False):
@@ -171,8 +232,7 @@ def delete_judged(root: Path, removal: Removal) -> tuple[list[str], list[Blocked
         for name in files + links:
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, root)
-            entry = judged.get(rel)
-            if entry is None or not is_judged(entry, full):
+            if not judged(rel, full):
                 kept.append(rel)
                 continue
             try:
@@ -254,14 +314,17 @@ def with_content(root: Path, removal: Removal) -> Removal:
     lets the rerun know them after what blocked them is cleared (``chattr
     -i`` and a remount both restamp the change time).
     """
+    judged = _Judge(removal)
     kept = []
-    for entry in removal.files:
-        full = os.path.join(root, entry.path)
-        if entry.digest or not is_judged(entry, full):
-            if entry.digest and os.path.lexists(full):
+    for rel in judged.paths():
+        full = os.path.join(root, rel)
+        entry = judged.named.get(rel)
+        if entry is not None and entry.digest:
+            if os.path.lexists(full):
                 kept.append(entry)
             continue
-        kept.append(_entry_of(entry.path, os.lstat(full), _digest(full, os.lstat(full))))
+        if judged(rel, full):
+            kept.append(_entry_of(rel, os.lstat(full), _digest(full, os.lstat(full))))
     return Removal(removal.path, tuple(kept))
 
 
