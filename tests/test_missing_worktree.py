@@ -228,3 +228,29 @@ def test_discovery_reads_the_records_of_its_answer_and_of_a_deleted_worktree_alo
     assert found is not None and found.plan is not None
     assert ([p.id for p in found.missing], found.plan.id) == ([gone.id], "2026-05-01-topic-5")
     assert sorted(Path(path).stem for path in read) == sorted([gone.id, found.plan.id])
+
+
+def test_the_commands_next_gives_make_the_worktree_again_on_its_branch_commits_included(
+    home_repo,
+):
+    gone = deleted_by_hand(home_repo, "add search")
+    tip = git(home_repo, "rev-parse", gone.id).strip()
+    brief = run_cli("next", "--json", cwd=home_repo).json
+    assert (brief["id"], brief["request"]) == (gone.id, "add search")
+    assert f'    team-router new "<the user\'s request, verbatim>" --id {gone.id} --json' in (
+        brief["brief"].splitlines()
+    )
+
+    assert run_cli("doctor", "--repair", "--json", cwd=home_repo).code == 0
+    made = run_cli("new", brief["request"], "--id", gone.id, "--json", cwd=home_repo)
+    assert (made.code, made.json["home"]["status"]) == (0, "created"), made.out + made.err
+
+    worktree = gone.worktrees["home"]
+    assert git(worktree, "rev-parse", "HEAD").strip() == tip  # the commit carries on
+    assert answers(home_repo) == all_answer(gone.id)
+    again = run_cli("next", "--json", cwd=home_repo).json
+    assert (again["resume_at"], again["request"], again["warnings"]) == (
+        "QUESTION",
+        "add search",
+        [],
+    )

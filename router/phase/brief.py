@@ -54,7 +54,8 @@ class NextReport(
     ``request`` is the user's request as ``new`` kept it, at QUESTION only (else None): the
     questioner is the one helper that reads it, so later phases do not carry it around. At
     WORKTREE too (a home worktree removed by hand): making it again is ``new`` with that request,
-    and a resumed session has no other copy (``doctor --repair`` then drops the record).
+    and a resumed session has no other copy (``doctor --repair`` then drops the record, unless
+    the branch keeps commits of its own).
     ``issue``: at QUESTION, the issue the request names as gh read it (or why it could not);
     ``threads``: at SHIPPED, each recorded PR's unresolved review threads.
     """
