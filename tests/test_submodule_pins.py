@@ -10,17 +10,21 @@ do, then gc'd with every reflog expired.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers.faults import git_wrapper, run
+from helpers.faults import git_logger, git_verbs, git_wrapper, run
 from helpers.repos import commit, git, run_cli, status
 from helpers.submodules import common_dir, recorded, web_with_submodules
 
 ID = "2026-05-01-add-thing"
 NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
 PIN = f"refs/team-router/borrowed/{ID}/checkout"
+KEPT = f"refs/team-router/borrowed/{ID}/kept/"
 
 
 def _pins(module: Path) -> str:
@@ -233,3 +237,196 @@ def test_a_pin_names_any_registration_in_a_ref_git_accepts_and_gives_it_back(nam
     assert subprocess.run(["git", "check-ref-format", ref], check=False).returncode == 0, ref
     assert pinned_borrower(ref) == name
     assert pinned_borrower("refs/team-router/snapshots/main") is None
+
+
+def _upstream_branch(workspace: Path, web: Path, name: str = "feature") -> str:
+    """Upstream gets branch ``name``, one commit past main, and the primary's copy of
+    ``libs/one`` fetches it (a new worktree's submodule copies its remote-tracking refs)."""
+    lib = workspace / "libone"
+    git(lib, "checkout", "-q", "-b", name)
+    tip = commit(lib, "feature.py", "feature = 1\n", f"one: {name}")
+    git(lib, "push", "-q", "origin", name)
+    git(lib, "checkout", "-q", "main")
+    git(web / "libs/one", "fetch", "-q", "origin")
+    return tip
+
+
+def _upstream_deletes(workspace: Path, web: Path, name: str = "feature") -> None:
+    """Upstream deletes branch ``name``; the primary's copy fetches with ``--prune``, every
+    reflog expires and gc prunes: no ref of the primary's own reaches that branch's commits."""
+    lib = workspace / "libone"
+    git(lib, "push", "-q", "origin", "--delete", name)
+    git(lib, "branch", "-q", "-D", name)
+    git(web / "libs/one", "fetch", "-q", "--prune", "origin")
+    module = common_dir(web) / "modules/libs/one"
+    git(module, "reflog", "expire", "--expire=now", "--all")
+    git(module, "gc", "-q", "--prune=now")
+
+
+def _work_on_upstream_branch(workspace: Path, web: Path) -> tuple[Path, str, str, str]:
+    """A worktree made by ``new`` whose ``libs/one`` checks out upstream's ``feature`` (only in
+    the primary's objects) and commits on it: (its checkout, the recorded commit, feature's
+    tip, the user's commit)."""
+    tip = _upstream_branch(workspace, web)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    git(sub, "checkout", "-q", "feature")  # a local branch of upstream's, as `git switch` makes
+    mine = commit(sub, "notes.txt", "mine\n", "on upstream's feature branch")
+    return sub, at, tip, mine
+
+
+def _still_whole(web: Path, sub: Path, mine: str, tip: str, at: str) -> None:
+    """The borrower's branch stands on objects that are all there, and teardown still refuses
+    to lose the user's commit."""
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, tip, at]
+    assert git(sub, "show", f"{tip}:feature.py") == "feature = 1"
+    assert status(sub) == ""
+    refused = run_cli("teardown", ID, "--json", cwd=web)
+    assert refused.code == 1 and refused.json["error"]["code"] == "nested-work", refused.out
+    assert git(sub, "rev-parse", "HEAD") == mine
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_work_on_a_branch_only_the_primary_has_survives_its_deletion_upstream(workspace):
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    # What the pipeline runs at each step keeps what the submodule's branches stand on.
+    assert run_cli("phase", ID, "--json", cwd=web).code == 0
+
+    _upstream_deletes(workspace, web)
+
+    module = common_dir(web) / "modules/libs/one"
+    assert git(module, "for-each-ref", "--contains", tip, "--format=%(refname)") == f"{KEPT}{tip}"
+    _still_whole(web, sub, mine, tip, at)
+
+
+def _hook(worktree: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``team-router hook session-start`` as the host runs it, from inside ``worktree``."""
+    exe = Path(sys.executable).with_name("team-router")
+    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "router.entry"]
+    return subprocess.run(
+        [*argv, "hook", "session-start"],
+        cwd=worktree,
+        input=json.dumps({"cwd": str(worktree)}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        check=False,
+    )
+
+
+PIN_VERBS = {"rev-list", "cat-file", "update-ref", "for-each-ref"}
+
+
+def test_the_session_start_hook_keeps_a_detached_commit_and_reads_only_files_after(
+    workspace, tmp_path
+):
+    web = web_with_submodules(workspace)
+    tip = _upstream_branch(workspace, web)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    git(sub, "checkout", "-q", "--detach", "origin/feature")
+    mine = commit(sub, "notes.txt", "mine\n", "on a detached HEAD")
+    log = tmp_path / "git.log"
+    env = git_logger(tmp_path / "bin", log)
+
+    first = _hook(worktree, env)
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    assert set(git_verbs(log)) >= PIN_VERBS, git_verbs(log)
+    module = common_dir(web) / "modules/libs/one"
+    assert _pins(module).splitlines() == [f"{at} {PIN}", f"{tip} {KEPT}{tip}"]
+    # Nothing moved since: the next session start reads files and starts no git for pins.
+    log.unlink()
+    again = _hook(worktree, env)
+    assert (again.returncode, again.stdout) == (0, first.stdout)
+    assert not PIN_VERBS & set(git_verbs(log)), git_verbs(log)
+
+    _upstream_deletes(workspace, web)
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, tip, at]
+
+
+def test_doctor_lists_a_branch_moved_onto_commits_no_pin_keeps_and_repair_pins_them(workspace):
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    modules = common_dir(web) / "modules"
+    admin = common_dir(web) / "worktrees" / ID
+
+    found = run_cli("doctor", "--json", cwd=web)
+    assert found.code == 0, found.out
+    assert [(f["kind"], f["path"], f["repaired"], f["detail"]) for f in found.json["findings"]] == [
+        (
+            "unpinned-borrow",
+            str(admin / "modules/libs/one"),
+            False,
+            f"its HEAD or branches stand on {tip[:12]} of {modules / 'libs/one'}, which no pin "
+            "there keeps: the primary's `git gc` may prune them once its own refs let go; "
+            f"`team-router doctor --repair` pins them (refs/team-router/borrowed/{ID}/kept/...)",
+        )
+    ]
+    repaired = run_cli("doctor", "--repair", "--json", cwd=web)
+    assert repaired.code == 0, repaired.out
+    done = [(f["repaired"], f["detail"].rpartition("; ")[2]) for f in repaired.json["findings"]]
+    assert done == [(True, f"pinned {tip[:12]}")]
+    assert _pins(modules / "libs/one").splitlines() == [f"{at} {PIN}", f"{tip} {KEPT}{tip}"]
+    assert run_cli("doctor", "--json", cwd=web).json["findings"] == []
+
+    _upstream_deletes(workspace, web)
+    _still_whole(web, sub, mine, tip, at)
+
+
+def test_a_teardown_refused_for_the_submodules_work_keeps_what_it_stands_on(workspace):
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    refused = run_cli("teardown", ID, "--json", cwd=web)
+    assert refused.code == 1 and refused.json["error"]["code"] == "nested-work", refused.out
+
+    _upstream_deletes(workspace, web)
+    _still_whole(web, sub, mine, tip, at)
+
+
+def test_next_pins_a_branch_and_teardown_drops_every_pin_of_the_worktree(workspace):
+    web = web_with_submodules(workspace)
+    tip = _upstream_branch(workspace, web)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    at = recorded(worktree, "libs/one")
+    git(worktree / "libs/one", "checkout", "-q", "feature")  # upstream has it: no work of its own
+    assert run_cli("next", ID, "--json", cwd=web).code == 0
+    modules = common_dir(web) / "modules"
+    assert _pins(modules / "libs/one").splitlines() == [f"{at} {PIN}", f"{tip} {KEPT}{tip}"]
+
+    # The moved gitlink is a change of the worktree's own: --force snapshots it.
+    res = run_cli("teardown", ID, "--force", "--json", cwd=web)
+    assert res.code == 0, res.out
+    assert not worktree.exists()
+    assert _pins(modules / "libs/one") == "" and _pins(modules / "libs/two") == ""
+
+
+def test_doctor_lists_every_pin_a_worktree_git_removed_left_and_repair_drops_them(workspace):
+    web = web_with_submodules(workspace)
+    tip = _upstream_branch(workspace, web)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    at = recorded(worktree, "libs/one")
+    git(worktree / "libs/one", "checkout", "-q", "feature")
+    assert run_cli("phase", ID, "--json", cwd=web).code == 0
+    git(web, "worktree", "remove", "--force", "--force", str(worktree))
+    module = common_dir(web) / "modules/libs/one"
+
+    found = run_cli("doctor", "--json", cwd=web)
+    stale = [
+        (f["path"], f["detail"].partition(" keeps ")[0] + " " + f["detail"].split()[2])
+        for f in found.json["findings"]
+        if f["kind"] == "stale-borrow-pin" and f["path"] == str(module)
+    ]
+    assert stale == [(str(module), f"{PIN} {at[:12]}"), (str(module), f"{KEPT}{tip} {tip[:12]}")]
+    repaired = run_cli("doctor", "--repair", "--json", cwd=web)
+    assert repaired.code == 0, repaired.out
+    assert _pins(module) == "" and _pins(common_dir(web) / "modules/libs/two") == ""

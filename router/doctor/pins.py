@@ -6,8 +6,10 @@ them from its ``git gc``, and removing the worktree drops it. A worktree
 removed by git alone (``git worktree remove``), or a removal killed once git
 had removed it, leaves its pins: harmless (they keep objects a gc could have
 pruned), listed here, and dropped by the repair. A live worktree's submodule
-git dir that borrows with no pin (made by an earlier version) is listed too,
-and the repair pins what its checkout stands on.
+git dir that borrows with no pin (made by an earlier version), or whose HEAD
+or branches moved onto commits of the primary's that no pin keeps yet (the
+commands a pipeline runs pin them at their next run), is listed too, and the
+repair pins what they stand on.
 
 Only the primary's absorbed git dirs (``.git/modules/``) are read: a pin in a
 submodule whose ``.git`` is a directory in the primary's checkout is not found.
@@ -68,27 +70,53 @@ def _drop(repo: Repo, module: Path, ref: str, commit: str, borrower: str) -> Fix
 
 
 def unpinned_borrow_problems(repo: Repo) -> list[Problem]:
-    """Live worktrees' submodule git dirs that borrow with no pin in the primary, each with
-    the repair that pins what its HEAD stands on."""
+    """Live worktrees' submodule git dirs that borrow with no pin in the primary, or whose
+    HEAD or branches stand on commits of the primary's no pin keeps, each with the repair
+    that pins them."""
     found = []
-    pins_of: dict[Path, dict[str, str]] = {}
+    pins_of: dict[Path, dict[str, str] | None] = {}
     for admin in g.worktree_admin_dirs(str(repo.common_dir)):
         for borrowed in g.borrowed_sources(Path(admin)):
             if borrowed.source not in pins_of:
                 try:
                     pins_of[borrowed.source] = g.borrow_pins(borrowed.source)
                 except GitError:
-                    pins_of[borrowed.source] = {borrowed.pin: ""}  # unreadable: not judged here
-            if borrowed.pin in pins_of[borrowed.source]:
+                    pins_of[borrowed.source] = None  # unreadable: not judged here
+            pins = pins_of[borrowed.source]
+            if pins is None:
                 continue
-            detail = (
-                f"borrows objects from {borrowed.source}, and no ref there keeps them (made by "
-                "an earlier version): the primary's `git gc` may prune what its checkout stands "
-                f"on; `team-router doctor --repair` pins it ({borrowed.pin})"
+            detail: str | None = (
+                f"borrows objects from {borrowed.source}, and no ref there keeps them (made "
+                "by an earlier version): the primary's `git gc` may prune what its checkout "
+                f"stands on; `team-router doctor --repair` pins it ({borrowed.pin})"
             )
+            if any(ref.startswith(borrowed.prefix) for ref in pins):
+                detail = _unkept_detail(borrowed)
+            if detail is None:
+                continue
             finding = new_finding(repo, Kind.UNPINNED_BORROW, borrowed.borrower, detail, None)
             found.append(Problem(finding, _pin(borrowed)))
     return found
+
+
+def _unkept_detail(borrowed: g.Borrowed) -> str | None:
+    """Why ``borrowed``'s HEAD or branches are not all kept by its pins; None when they are."""
+    try:
+        unkept = g.unkept(borrowed)
+    except GitError as exc:
+        return (
+            f"git cannot walk what its HEAD and branches reach ({exc.first_line}): objects "
+            f"borrowed from {borrowed.source} may be gone already; "
+            f"`git -C {borrowed.borrower} fsck` names them"
+        )
+    if not unkept:
+        return None
+    commits = ", ".join(oid[:12] for oid in unkept)
+    return (
+        f"its HEAD or branches stand on {commits} of {borrowed.source}, which no pin there "
+        "keeps: the primary's `git gc` may prune them once its own refs let go; "
+        f"`team-router doctor --repair` pins them ({borrowed.prefix}kept/...)"
+    )
 
 
 def _pin(borrowed: g.Borrowed) -> Fix:
@@ -96,14 +124,18 @@ def _pin(borrowed: g.Borrowed) -> Fix:
         if not borrowed.borrower.is_dir():
             raise NotSafe("its worktree was removed meanwhile")
         try:
-            pinned = g.pin_borrower(borrowed)
+            unpinned = not g.borrow_pins(borrowed.source, borrowed.pin)
+            pinned = g.pin_borrower(borrowed) if unpinned else None
+            kept = g.keep_borrowed(borrowed)
         except GitError as exc:
             raise NotSafe(
-                f"git cannot read its HEAD ({exc.first_line}): "
+                f"git cannot read its HEAD or branches ({exc.first_line}): "
                 f"`git -C {borrowed.borrower} fsck` names what is missing"
             ) from None
-        if pinned is None:
-            raise NotSafe(f"{borrowed.source} has none of the commits its HEAD stands on")
-        return f"pinned {pinned[:12]}"
+        if pinned is None and not kept:
+            if not g.borrow_pins(borrowed.source, borrowed.prefix):
+                raise NotSafe(f"{borrowed.source} has none of the commits its HEAD stands on")
+            return "its pins keep it already"
+        return "pinned " + ", ".join(oid[:12] for oid in ([pinned] if pinned else []) + kept)
 
     return fix

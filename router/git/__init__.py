@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from router.git.files import find_git_dir as find_git_dir
     from router.git.files import gitdir_pointer as gitdir_pointer
     from router.git.files import index_device as index_device
+    from router.git.files import moved_borrowers as moved_borrowers
     from router.git.files import placeholder_head as placeholder_head
     from router.git.files import plain_checkouts as plain_checkouts
     from router.git.files import registration_file as registration_file
@@ -148,10 +149,13 @@ if TYPE_CHECKING:
     from router.git.submodules import drop_borrow_pin as drop_borrow_pin
     from router.git.submodules import forget_unfinished_checkout as forget_unfinished_checkout
     from router.git.submodules import initialised_names as initialised_names
+    from router.git.submodules import keep_borrowed as keep_borrowed
+    from router.git.submodules import keep_borrowers as keep_borrowers
     from router.git.submodules import module_dir as module_dir
     from router.git.submodules import pin_borrower as pin_borrower
     from router.git.submodules import pinned_borrower as pinned_borrower
     from router.git.submodules import primary_module as primary_module
+    from router.git.submodules import unkept as unkept
     from router.git.worktrees import ADD_IN_PROGRESS as ADD_IN_PROGRESS
     from router.git.worktrees import SUBMODULES_REFUSAL as SUBMODULES_REFUSAL
     from router.git.worktrees import WorktreeEntry as WorktreeEntry
@@ -175,6 +179,7 @@ _HOME = {
     "index_entries": "indexfile",
     "index_paths": "indexfile",
     "is_indexed_file": "indexfile",
+    "moved_borrowers": "files",
     "plain_checkouts": "files",
     "placeholder_head": "files",
     "registration_file": "files",
@@ -266,6 +271,9 @@ _HOME = {
     "remote_prune_refs": "remote",
     "borrow_pin": "submodules",
     "borrow_pins": "submodules",
+    "keep_borrowed": "submodules",
+    "keep_borrowers": "submodules",
+    "unkept": "submodules",
     "borrowed_sources": "submodules",
     "drop_borrow_pin": "submodules",
     "pinned_borrower": "submodules",

@@ -24,8 +24,28 @@ branch records, once the primary's copy has no ref reaching it, say after a
 force-push upstream and a fetch that pruned). So before a git dir borrows,
 the commit it is checked out at is pinned in the primary's git dir of that
 submodule by a ref, ``refs/team-router/borrowed/<worktree>/checkout`` (the
-worktree's registration name), which every gc keeps with all it reaches;
-removing the worktree (:func:`drop_borrow_pins`) drops the pins.
+worktree's registration name), which every gc keeps with all it reaches.
+
+The borrower is a full repository: its user checks out other commits the
+primary has (its remote-tracking refs and tags are copies of the primary's),
+branches from them and commits. Those commits are stored in the borrower, but
+what they stand on is the primary's. So whatever the borrower's HEAD and local
+branches reach that the primary has is pinned too (:func:`keep_borrowed`): for
+each tip, the nearest commits of its history the primary has (the tip itself
+when the primary has it), ``refs/team-router/borrowed/<worktree>/kept/<commit>``.
+Pins are only ever added while the worktree lives (one a commit, so
+concurrent runs agree), which also keeps what the borrower's reflog remembers
+of them; the commands a pipeline runs anyway add them
+(:func:`router.git.files.moved_borrowers` tells from files alone which borrowers
+moved since), and removing the worktree (:func:`drop_borrow_pins`) drops every
+pin under its name.
+
+git's ``extensions.preciousObjects`` would keep everything without pins, but
+it makes ``git gc`` and ``git repack -d`` of the user's own refuse or do
+nothing (their repository then only grows), needs ``repositoryformatversion``
+1, which tools that read repositories themselves (libgit2, JGit) may refuse,
+and must be undone when the last worktree goes: pins are plain refs every
+tool understands, and a gc prunes all else as before.
 """
 
 from __future__ import annotations
@@ -34,14 +54,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.git.files import declares_submodules, read_line
+from router.git.files import KEPT_STAMP, borrowers, declares_submodules, read_line, tips_state
 from router.git.run import GitError, Runner
 
 # A submodule git dir being made: renamed into place only once whole, so a
 # kill leaves either nothing at the real name or a whole git dir.
 _MAKING = ".team-router-making"
 BORROWED_PREFIX = "refs/team-router/borrowed/"
-_PIN_LEAF = "/checkout"
+_PIN_LEAF = "checkout"
+_KEPT_LEAF = "kept/"
 CHECKOUT_TIMEOUT = 600.0  # a local checkout of a big submodule, never a fetch
 
 
@@ -129,26 +150,39 @@ def making_dir(target: Path) -> Path:
 
 
 def borrow_pin(borrower: str) -> str:
-    """The ref that keeps, in a primary's submodule git dir, what the worktree registered as
-    ``borrower`` (its admin dir's name) borrows from it.
+    """The ref that keeps, in a primary's submodule git dir, the commit the worktree registered
+    as ``borrower`` (its admin dir's name) was checked out at when made.
+
+    Every pin of a worktree is under :func:`borrow_prefix`.
+    """
+    return borrow_prefix(borrower) + _PIN_LEAF
+
+
+def borrow_prefix(borrower: str) -> str:
+    """The refs under which a primary's submodule git dir keeps what the worktree registered
+    as ``borrower`` borrows from it.
 
     The name is spelt so any registration name is a valid ref: a byte other than
-    a letter, digit, ``-`` or ``_`` is ``%XX``.
+    a letter, digit, ``-`` or ``_`` is ``%XX`` (so it never holds a ``/``).
     """
     spelt = "".join(
         chr(b) if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "-_") else f"%{b:02X}"
         for b in os.fsencode(borrower)
     )
-    return f"{BORROWED_PREFIX}{spelt}{_PIN_LEAF}"
+    return f"{BORROWED_PREFIX}{spelt}/"
 
 
 def pinned_borrower(ref: str) -> str | None:
-    """The registration name :func:`borrow_pin` spelt into ``ref``; None for another ref."""
-    if not (ref.startswith(BORROWED_PREFIX) and ref.endswith(_PIN_LEAF)):
+    """The registration name :func:`borrow_prefix` spelt into ``ref``, a pin of
+    :func:`borrow_pin` or :func:`keep_borrowed`; None for another ref."""
+    spelt, _, leaf = ref.removeprefix(BORROWED_PREFIX).partition("/")
+    if not ref.startswith(BORROWED_PREFIX) or not (
+        leaf == _PIN_LEAF or (leaf.startswith(_KEPT_LEAF) and len(leaf) > len(_KEPT_LEAF))
+    ):
         return None
     from urllib.parse import unquote_to_bytes
 
-    return os.fsdecode(unquote_to_bytes(ref[len(BORROWED_PREFIX) : -len(_PIN_LEAF)]))
+    return os.fsdecode(unquote_to_bytes(spelt))
 
 
 def borrow_module(source: Path, target: Path, commit: str, top: Path, *, pin: str) -> None:
@@ -327,6 +361,11 @@ class Borrowed:
     source: Path
     pin: str
 
+    @property
+    def prefix(self) -> str:
+        """Where every pin of its worktree is (:func:`borrow_prefix`)."""
+        return self.pin.removesuffix(_PIN_LEAF)
+
 
 def borrowed_sources(admin: Path) -> list[Borrowed]:
     """Every submodule git dir under the registration ``admin`` (nested ones too) that
@@ -336,31 +375,97 @@ def borrowed_sources(admin: Path) -> list[Borrowed]:
     names the ``objects`` directory of the git dir it borrows from.
     """
     pin = borrow_pin(admin.name)
-    found = []
-    for dirpath, dirnames, filenames in os.walk(admin / "modules"):
-        if "HEAD" not in filenames or "objects" not in dirnames:
-            dirnames.sort()
-            continue
-        dirnames[:] = ["modules"] if "modules" in dirnames else []  # only its own nest deeper
-        try:
-            with open(os.path.join(dirpath, "objects", "info", "alternates"), "rb") as f:
-                lines = f.read().decode("utf-8", "surrogateescape").splitlines()
-        except OSError:
-            continue  # borrows nothing (a git dir made by hand)
-        for line in lines:
-            if os.path.isabs(line) and os.path.basename(line) == "objects":
-                found.append(Borrowed(Path(dirpath), Path(os.path.dirname(line)), pin))
-    return found
+    return [Borrowed(Path(b), Path(source), pin) for b, source in borrowers(os.fspath(admin))]
 
 
 def drop_borrow_pins(borrowed: list[Borrowed]) -> None:
-    """Delete the pins :func:`borrowed_sources` found, once their borrowers are gone.
+    """Delete every pin of the worktree :func:`borrowed_sources` found (all under its
+    :func:`borrow_prefix`), once its borrowers are gone.
 
     One git cannot delete stays, harmless (it keeps objects a gc could have
     pruned) and findable: ``doctor`` lists a pin whose worktree is gone.
     """
     for b in borrowed:
-        Runner(b.source).run("update-ref", "-d", b.pin, check=False)
+        listed = Runner(b.source).run(
+            "for-each-ref", "--format=delete %(refname) %(objectname)", b.prefix, check=False
+        )
+        if listed.ok and listed.stdout.strip():
+            Runner(b.source).run("update-ref", "--stdin", input=listed.stdout, check=False)
+
+
+def unkept(b: Borrowed) -> list[str]:
+    """The commits ``b.borrower``'s HEAD and local branches stand on that ``b.source`` has and
+    none of its worktree's pins there keeps: for each tip, the nearest commits of its
+    history that ``b.source`` has (the borrower's own commits are in its own store).
+
+    Raises GitError when git cannot walk the borrower's history (an object
+    already missing: ``git fsck`` in it names it).
+    """
+    kept = set(borrow_pins(b.source, b.prefix).values())
+    walked = Runner(b.borrower).run(
+        "rev-list", "--parents", "HEAD", "--branches", "--stdin",
+        input="".join(f"^{oid}\n" for oid in sorted(kept)),
+    ).stdout  # fmt: skip
+    parents = {}
+    for line in walked.splitlines():
+        oid, *of = line.split()
+        parents[oid] = of
+    if not parents:
+        return []
+    out = (
+        Runner(b.source)
+        .run(
+            "cat-file", "--batch-check=%(objectname) %(objecttype)", input="\n".join(parents) + "\n"
+        )
+        .stdout
+    )
+    there = {
+        oid for oid, _, kind in (ln.partition(" ") for ln in out.splitlines()) if kind == "commit"
+    }
+    # Only the newest the source has along each line of history: a child the source
+    # has keeps its parents there.
+    covered = {p for oid in there for p in parents[oid]}
+    return [oid for oid in parents if oid in there and oid not in covered]
+
+
+def keep_borrowed(b: Borrowed) -> list[str]:
+    """Pin in ``b.source`` what :func:`unkept` finds, one ref a commit under
+    ``b.prefix`` + ``kept/``; the commits pinned.
+
+    Then the borrower's :data:`~router.git.files.KEPT_STAMP` records the state
+    of its HEAD and branches read before the walk, so a move during it is seen
+    by the next run. Pins are never moved or deleted while the worktree lives:
+    concurrent runs each add the same refs.
+    """
+    state = tips_state(os.fspath(b.borrower))
+    found = unkept(b)
+    if found:
+        lines = "".join(f"update {b.prefix}{_KEPT_LEAF}{oid} {oid}\n" for oid in found)
+        Runner(b.source).run(
+            "update-ref", "-m", f"team-router: kept for {b.borrower}", "--stdin", input=lines
+        )
+    stamp = b.borrower / KEPT_STAMP
+    scratch = stamp.with_name(stamp.name + ".new")
+    scratch.write_text(state, encoding="utf-8", errors="surrogateescape")
+    os.replace(scratch, stamp)
+    return found
+
+
+def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
+    """:func:`keep_borrowed` for each of :func:`router.git.files.moved_borrowers`; what could
+    not be kept, one line each (never raised: the callers go on)."""
+    failed = []
+    for admin, git_dir, source in moved:
+        b = Borrowed(Path(git_dir), Path(source), borrow_pin(os.path.basename(admin)))
+        try:
+            keep_borrowed(b)
+        except GitError as exc:
+            failed.append(
+                f"{git_dir}: its branches stand on objects no pin keeps ({exc.first_line}); `team-router doctor` says more"
+            )
+        except OSError as exc:
+            failed.append(f"{git_dir}: cannot record what its pins keep ({exc})")
+    return failed
 
 
 # How far back along HEAD's first parents a pin for an unpinned borrower is looked for.
@@ -391,10 +496,11 @@ def pin_borrower(b: Borrowed) -> str | None:
     return None
 
 
-def borrow_pins(module: Path) -> dict[str, str]:
-    """``ref -> commit`` of the pins in the (primary's) submodule git dir ``module``."""
+def borrow_pins(module: Path, prefix: str = BORROWED_PREFIX) -> dict[str, str]:
+    """``ref -> commit`` of the pins under ``prefix`` (every worktree's by default) in the
+    (primary's) submodule git dir ``module``."""
     res = Runner(module).run(
-        "for-each-ref", "--format=%(refname) %(objectname)", BORROWED_PREFIX, check=False
+        "for-each-ref", "--format=%(refname) %(objectname)", prefix, check=False
     )
     if not res.ok:
         raise res.as_error()

@@ -3,7 +3,8 @@
 It runs at the start of every agent session, so it must be fast and must never
 get in the way: it imports only the standard library's ``json``/``os``/``sys``/
 ``select`` and the light modules of the phase area (typer, jinja2 and yaml stay
-out; git's module only when the answer depends on commits), prints one JSON
+out; git's module only when the answer depends on commits, or when a worktree's
+submodule moved onto commits its pins do not keep yet), prints one JSON
 object or nothing, and always exits 0.
 """
 
@@ -52,7 +53,13 @@ def _session_start(default_cwd: str | None) -> None:
     from router.topic.runs import RUN
 
     found = locate(cwd)
-    if found is None or found.plan is None:
+    if found is None:
+        return
+    try:  # noqa: SIM105
+        _keep_borrowed(found.home.common_dir)
+    except Exception:
+        pass
+    if found.plan is None:
         return
     home, plan = found.home, found.plan
     resume = resume_point(home.primary, plan) if plan.kind == RUN else None
@@ -200,6 +207,14 @@ def _has_commits(primary: str, plan: PlanDir) -> bool:
     from router.topic.workspace import open_repo
 
     return any_commits(topic_repos(open_repo(Path(primary)), plan, []))
+
+
+def _keep_borrowed(common_dir: str) -> None:
+    """What the repository's worktrees' submodules moved onto since the last run is pinned in
+    the primary before the session works there; from files alone when nothing moved."""
+    from router.phase.infer import keep_borrowed_objects
+
+    keep_borrowed_objects([common_dir])
 
 
 # -- output ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from router.phase.infer import (
     TopicRepo,
     assess,
     expected_artifacts,
+    keep_borrowed_objects,
     missing_notes,
     missing_worktrees,
     ticket_of,
@@ -111,6 +112,8 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     shown = brief_repos(topic_repos(repo, plan, [], listed=True))
     warnings += repo_warnings
     warnings += missing_notes(str(repo.primary), plan, missing)
+    primaries = [os.path.join(r.path, ".git") for r in repos[1:] if r.path and r.worktree]
+    warnings += keep_borrowed_objects([str(repo.common_dir), *primaries])
     if stops_at(resume.resume_at, stop_after) and not resume.halted:
         resume = resume._replace(step="until")
         text = render("briefs/until.md.j2", id=plan.id, until=stop_after, resume=resume)

@@ -139,6 +139,9 @@ def teardown(
             if why is not None:
                 raise HostKeeps(why)
             plans, warnings = _plan_topic(scope, opts)
+        # What the worktrees' submodules stand on in the primaries is pinned first:
+        # a worktree a refusal keeps, or a repo whose removal fails, still has it.
+        warnings += _keep_borrowed(scope)
         refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:
             return refusal
@@ -194,6 +197,16 @@ def _plan_topic(scope: TopicScope, opts: TeardownOptions) -> tuple[list[RepoPlan
         state.lock_path(scope.home.common_dir, scope.id),
     )
     return plans, list(scope.warnings) + [n for p in plans for n in p.notes]
+
+
+def _keep_borrowed(scope: TopicScope) -> list[str]:
+    """Pin, in each repo's primary, what its worktrees' submodules moved onto (files decide
+    which moved): what could not be, as warnings."""
+    commons = [scope.home.common_dir] + [t.repo.common_dir for t in scope.repos if t.repo]
+    warnings = []
+    for common in dict.fromkeys(str(c) for c in commons):
+        warnings += g.keep_borrowers(g.moved_borrowers(common))
+    return warnings
 
 
 def _stop_if_interrupted(scope: TopicScope, warnings: list[str]) -> None:
