@@ -217,7 +217,7 @@ Verdict.__doc__ = """A gate record: round ``n``, its verdict (None when unreadab
 
 _InventoryBase = namedtuple(
     "_InventoryBase",
-    "plan_dir exists files design_revision design_reviews reviews pr_url warnings pr_local "
+    "plan_dir exists files design_revision design_reviews reviews warnings pr_local "
     "tests verifications track",
     defaults=(False, (), (), None),
 )
@@ -228,8 +228,8 @@ class Inventory(_InventoryBase):
 
     ``files`` is a frozenset of the phase file names present; ``design_reviews``
     and ``reviews`` are tuples of :data:`Verdict` in round order, including
-    records whose verdict could not be read (``verdict`` None). ``pr_url`` is the PR
-    ``pr.md`` records; ``pr_local`` says the work was finished without one. ``tests``
+    records whose verdict could not be read (``verdict`` None). ``pr_local`` says
+    ``pr.md`` records work finished without a PR. ``tests``
     and ``verifications`` are the test-first gate's and the verifier's rounds;
     ``track`` is ``task.md``'s ``track`` (``fix``: no research, design or structure).
     """
@@ -299,7 +299,7 @@ def inventory(
                 files = list(it)
         entries = sorted((e.name, e) for e in files)
     except OSError:
-        return Inventory(plan_dir, False, frozenset(), None, (), (), None, ())
+        return Inventory(plan_dir, False, frozenset(), None, (), (), ())
     warnings: list[str] = []
     topic = topic_of(topic_id)
     read: dict[str, FrontmatterFields] = {}
@@ -329,7 +329,6 @@ def inventory(
         revision,
         design_reviews,
         reviews,
-        pr.get("url"),
         tuple(warnings),
         pr.get("local") == "true",
         tests,
