@@ -90,12 +90,12 @@ def topics_status(cwd: Path) -> StatusResult:
     # checkout's docs/plans/ is read once by the whole command.
     records = found.records or Records(repo.common_dir)
     live = sorted(discovery.topics(repo_place(repo, entries), records).items())
-    plans = [(i, p) for i, p in live if records.live(i) and p.kind == RUN]
+    runs = [(i, p) for i, p in live if p.kind == RUN]
     hosts = [
-        host_worktree(repo, i, p.checkout) for i, p in live if records.live(i) and p.kind != RUN
+        host_worktree(repo, i, p.checkout) for i, p in live if p.kind != RUN and records.live(i)
     ]
     warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries, records)]
-    topics = _topic_states(repo, plans, records, warnings)
+    topics = _topic_states(repo, runs, records, warnings)
     current = found.plan.id if found.plan is not None else None
     return StatusResult(
         repo.primary,
@@ -108,16 +108,25 @@ def topics_status(cwd: Path) -> StatusResult:
 
 
 def _topic_states(
-    repo: Repo, plans: list[tuple[str, PlanDir]], records: Records, warnings: list[str]
+    repo: Repo, runs: list[tuple[str, PlanDir]], records: Records, warnings: list[str]
 ) -> list[TopicState]:
-    """Each topic's state, its warnings added to ``warnings`` in the topics' order."""
+    """The state of each run not torn down, its warnings added to ``warnings`` in order."""
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     # Each topic's answer is worked out again only when a file it follows from changed
     # since a status worked it out; each artifact is read only when it changed itself.
     cache = os.path.join(repo.common_dir, STATE_DIR)
     answers = Remembered(os.path.join(cache, ANSWERS_FILE))
     remembered = Remembered(os.path.join(cache, REMEMBERED_FILE))
-    known = [_recalled(repo, plan, records, answers, remembered) for _id, plan in plans]
+    recalled = [_recalled(repo, plan, records, answers, remembered) for _id, plan in runs]
+    # Only a live topic's answer is remembered, under its record's identity: one recalled is
+    # live still, and its record need not be read (a torn-down one's is, every time).
+    kept = [
+        (run, topic)
+        for run, topic in zip(runs, recalled, strict=True)
+        if topic.resume is not None or records.live(run[0])
+    ]
+    plans = [run for run, _topic in kept]
+    known = [topic for _run, topic in kept]
     for (_id, plan), topic in zip(plans, known, strict=True):
         if topic.resume is None:
             topic.repos = phases.topic_repos(repo, plan, topic.found, records=records)
@@ -135,7 +144,7 @@ def _topic_states(
         states = {id(r): _repo_state(r, refs) for r in flat if id(r) not in threaded}
         for (_id, plan), topic in zip(plans, known, strict=True):
             if topic.resume is None:
-                _work_out(topic, repo, plan, refs, remembered, answers)
+                _work_out(topic, repo, plan, refs, remembered, answers, records)
         answers.save()
         remembered.save()
     states.update(zip(map(id, in_worktrees), asked.results, strict=True))
@@ -151,12 +160,18 @@ def _topic_states(
 class _Topic:
     """One topic's answer in the making: its repos and the warnings found reading them, then its
     resume point and the warnings found assessing it (``resume`` None: not worked out yet).
-    ``stamp``: the identities of the files the answer follows from (None: not remembered)."""
+    ``files``: its plan dir as discovery listed it, each file by name with its identity, and
+    ``facts`` what else the answer follows from (None: not remembered)."""
 
-    __slots__ = ("files", "found", "key", "more", "repos", "resume", "stamp")
+    __slots__ = ("facts", "files", "found", "more", "named", "repos", "resume")
 
-    def __init__(self, key: str, stamp: Stamp | None, files: list[os.DirEntry[str]] | None) -> None:
-        self.key, self.stamp, self.files = key, stamp, files
+    def __init__(
+        self,
+        files: list[os.DirEntry[str]] | None = None,
+        named: list[tuple[str, os.stat_result]] | None = None,
+        facts: tuple[str, ...] = (),
+    ) -> None:
+        self.files, self.named, self.facts = files, named, facts
         self.repos: list[phases.TopicRepo] = []
         self.resume: phases.Resume | None = None
         self.found: list[str] = []
@@ -172,15 +187,14 @@ def _recalled(
     files = records.files(plan.dir)
     record = records.identity(plan.id)
     if files is None or record is None:
-        return _Topic(plan.dir, None, None)
-    # What else the answer follows from, besides the files: where the repo and the
-    # topic's checkout are, and whether that checkout exists (the WORKTREE evidence).
+        return _Topic()
+    # What else the answer follows from, besides the files: where the repo is, and whether
+    # the topic's checkout exists (the WORKTREE evidence); the key names the plan dir.
     exists = phases.worktree_exists(str(repo.primary), plan)
-    facts = (plan.id, str(repo.primary), plan.checkout, "1" if exists else "0")
-    named = sorted((e.name, e.stat()) for e in files)
-    identities = stamp([("record", record), *named], facts)
-    topic = _Topic(plan.dir, identities, files)
-    value = answers.get(plan.dir, identities)
+    topic = _Topic(
+        files, sorted((e.name, e.stat()) for e in files), (str(repo.primary), str(exists))
+    )
+    value = answers.get(plan.dir, _stamp(topic, record))
     if value is not None and _answer_from_json(topic, value):
         # The artifacts' own entries stand behind this answer: kept for the day one changes.
         remembered.keep(e.path for e in files)
@@ -222,6 +236,7 @@ def _work_out(
     refs: phases.RepoRefs,
     remembered: Remembered,
     answers: Remembered,
+    records: Records,
 ) -> None:
     """Assess the topic from its files; remembered when the answer asked nothing but them."""
     signals: list[str] = []
@@ -229,8 +244,15 @@ def _work_out(
         repo, plan, topic.repos, refs, remembered, files=topic.files, signals=signals
     )
     topic.resume, topic.more = resume, more
-    if topic.stamp is not None and not signals:
-        answers.put(topic.key, topic.stamp, _answer_json(topic))
+    # Stamped with the record's identity as its bytes were read (topic_repos read them).
+    record = records.identity(plan.id)
+    if topic.named is not None and record is not None and not signals:
+        answers.put(plan.dir, _stamp(topic, record), _answer_json(topic))
+
+
+def _stamp(topic: _Topic, record: os.stat_result) -> Stamp:
+    assert topic.named is not None
+    return stamp([("record", record), *topic.named], topic.facts)
 
 
 def _answer_json(topic: _Topic) -> list[object]:

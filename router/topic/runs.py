@@ -150,9 +150,16 @@ class Records:
         return self._data[topic_id]
 
     def identity(self, topic_id: str) -> os.stat_result | None:
-        """The record file as :meth:`data` read it (taken before its bytes); None when unread."""
-        self.data(topic_id)
-        return self._identities.get(topic_id)
+        """The record file's identity: as :meth:`data` read it (taken before its bytes), else
+        as it is now, without reading it; None when there is none."""
+        if topic_id in self._identities or topic_id in self._data:
+            return self._identities.get(topic_id)
+        if topic_id not in self.ids():
+            return None
+        try:
+            return os.stat(os.path.join(self._folder, f"{topic_id}.json"))
+        except OSError:
+            return None
 
     def mark(self, topic_id: str) -> Mark | None:
         """The record's mark; None when ``topic_id`` has no record here."""
