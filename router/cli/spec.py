@@ -229,10 +229,6 @@ PID = Opt(
 SESSION = Opt("--session", "session", "The host's session id.", kind=TEXT, metavar="ID")
 
 
-def _verdict(help: str) -> Arg:
-    return Arg("value", "VERDICT", help)
-
-
 # -- the commands ----------------------------------------------------------------
 
 NEW = Command(
@@ -521,7 +517,7 @@ def _round(kind: str, help: str, verdicts: str) -> Command:
         f"record {kind}",
         help,
         f"phase:record_{kind}_cmd",
-        (REQUIRED_TARGET, _verdict(verdicts)),
+        (REQUIRED_TARGET, Arg("value", "VERDICT", verdicts)),
         (BODY_FILE, WAIT, JSON),
     )
 
