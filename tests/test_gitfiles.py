@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from helpers.repos import commit, git, make_repo
 
-from router import git as g
 from router.git import Git, reflog
 from router.git import files as gitfiles
+from router.git.worktrees import parse_worktree_list
 
 
 def test_the_branches_checked_out_are_the_primarys_and_each_worktrees(tmp_path):
@@ -82,7 +82,7 @@ def _gits_list(repo):
         text=True,
         check=True,
     ).stdout
-    return g.parse_worktree_list(out)
+    return parse_worktree_list(out)
 
 
 def _files_agree_with_git(repo, *checkouts):

@@ -159,7 +159,6 @@ if TYPE_CHECKING:
     from router.git.worktrees import ADD_IN_PROGRESS as ADD_IN_PROGRESS
     from router.git.worktrees import SUBMODULES_REFUSAL as SUBMODULES_REFUSAL
     from router.git.worktrees import WorktreeEntry as WorktreeEntry
-    from router.git.worktrees import parse_worktree_list as parse_worktree_list
 
 # Where each public name lives, for the import on first use (:func:`__getattr__`).
 _HOME = {
@@ -210,7 +209,6 @@ _HOME = {
     "ADD_IN_PROGRESS": "worktrees",
     "SUBMODULES_REFUSAL": "worktrees",
     "WorktreeEntry": "worktrees",
-    "parse_worktree_list": "worktrees",
     "check_out_sparse": "sparse",
     "sparse_cone": "sparse",
     "missing_dirs": "sparse",
