@@ -430,3 +430,40 @@ def test_doctor_lists_every_pin_a_worktree_git_removed_left_and_repair_drops_the
     repaired = run_cli("doctor", "--repair", "--json", cwd=web)
     assert repaired.code == 0, repaired.out
     assert _pins(module) == "" and _pins(common_dir(web) / "modules/libs/two") == ""
+
+
+def test_a_cherry_pick_of_a_commit_only_the_primary_has_keeps_the_files_it_took(workspace):
+    web = web_with_submodules(workspace)
+    tip = _upstream_branch(workspace, web)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    # The picked commit's new file is the primary's object: the commit made here
+    # names it, but stands on a commit of its own, whose history does not reach it.
+    first = commit(sub, "notes.txt", "mine\n", "a commit of the worktree's own")
+    git(sub, "cherry-pick", tip)
+    mine = git(sub, "rev-parse", "HEAD")
+    blob = git(sub, "rev-parse", f"{mine}:feature.py")
+    module = common_dir(web) / "modules/libs/one"
+    found = run_cli("doctor", "--json", cwd=web).json["findings"]
+    assert [(f["kind"], f["detail"].partition(", which")[0]) for f in found] == [
+        (
+            "unpinned-borrow",
+            "its HEAD or branches stand on 1 tree(s) or file(s) its own commits took from "
+            f"other commits of {module}",
+        )
+    ]
+    assert run_cli("phase", ID, "--json", cwd=web).code == 0
+    kept = [ref for ref in _pins(module).splitlines() if ref.split()[1].startswith(KEPT)]
+    assert len(kept) == 1, _pins(module)
+    assert git(module, "ls-tree", kept[0].split()[0]) == f"100644 blob {blob}\t{blob}"
+
+    _upstream_deletes(workspace, web)
+    # Its copy of upstream's deleted branch goes as a clone's would (upstream's, not its work).
+    git(sub, "fetch", "-q", "--prune", "origin")
+
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "show", f"{mine}:feature.py") == "feature = 1"
+    assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, first, at]
+    assert run_cli("doctor", "--json", cwd=web).json["findings"] == []

@@ -111,12 +111,20 @@ def _unkept_detail(borrowed: g.Borrowed) -> str | None:
         )
     if not unkept:
         return None
-    commits = ", ".join(oid[:12] for oid in unkept)
     return (
-        f"its HEAD or branches stand on {commits} of {borrowed.source}, which no pin there "
-        "keeps: the primary's `git gc` may prune them once its own refs let go; "
+        f"its HEAD or branches stand on {_described(unkept)} of {borrowed.source}, which no pin "
+        "there keeps: the primary's `git gc` may prune them once its own refs let go; "
         f"`team-router doctor --repair` pins them ({borrowed.prefix}kept/...)"
     )
+
+
+def _described(unkept: g.Unkept) -> str:
+    """``3f2a9c1d0b7e, 91c0e2aa4b7d and 2 tree(s) or file(s) its own commits took from others``."""
+    parts = [", ".join(oid[:12] for oid in unkept.commits)] if unkept.commits else []
+    if unkept.trees or unkept.blobs:
+        count = len(unkept.trees) + len(unkept.blobs)
+        parts.append(f"{count} tree(s) or file(s) its own commits took from other commits")
+    return " and ".join(parts)
 
 
 def _pin(borrowed: g.Borrowed) -> Fix:
@@ -136,6 +144,8 @@ def _pin(borrowed: g.Borrowed) -> Fix:
             if not g.borrow_pins(borrowed.source, borrowed.prefix):
                 raise NotSafe(f"{borrowed.source} has none of the commits its HEAD stands on")
             return "its pins keep it already"
-        return "pinned " + ", ".join(oid[:12] for oid in ([pinned] if pinned else []) + kept)
+        first = g.Unkept((pinned,)) if pinned else g.Unkept()
+        both = g.Unkept(first.commits + kept.commits, kept.trees, kept.blobs)
+        return f"pinned {_described(both)}"
 
     return fix

@@ -138,6 +138,7 @@ if TYPE_CHECKING:
     from router.git.submodules import Borrowed as Borrowed
     from router.git.submodules import Gitlink as Gitlink
     from router.git.submodules import MissingCommit as MissingCommit
+    from router.git.submodules import Unkept as Unkept
     from router.git.submodules import borrow_module as borrow_module
     from router.git.submodules import borrow_pin as borrow_pin
     from router.git.submodules import borrow_pins as borrow_pins
@@ -272,6 +273,7 @@ _HOME = {
     "keep_borrowed": "submodules",
     "keep_borrowers": "submodules",
     "unkept": "submodules",
+    "Unkept": "submodules",
     "borrowed_sources": "submodules",
     "drop_borrow_pin": "submodules",
     "pinned_borrower": "submodules",

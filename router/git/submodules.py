@@ -32,7 +32,10 @@ branches from them and commits. Those commits are stored in the borrower, but
 what they stand on is the primary's. So whatever the borrower's HEAD and local
 branches reach that the primary has is pinned too (:func:`keep_borrowed`): for
 each tip, the nearest commits of its history the primary has (the tip itself
-when the primary has it), ``refs/team-router/borrowed/<worktree>/kept/<commit>``.
+when the primary has it), ``refs/team-router/borrowed/<worktree>/kept/<commit>``,
+and the trees and blobs of the primary's that the borrower's own commits name
+from outside that history (a cherry-pick's files), listed in one tree made in
+the primary and pinned as ``kept/<tree>``.
 Pins are only ever added while the worktree lives (one a commit, so
 concurrent runs agree), which also keeps what the borrower's reflog remembers
 of them; the commands a pipeline runs anyway add them
@@ -41,8 +44,8 @@ moved since), and removing the worktree (:func:`drop_borrow_pins`) drops every
 pin under its name.
 
 git's ``extensions.preciousObjects`` would keep everything without pins, but
-it makes ``git gc`` and ``git repack -d`` of the user's own refuse or do
-nothing (their repository then only grows), needs ``repositoryformatversion``
+with it the user's own ``git gc`` prunes nothing and ``git prune`` and ``git
+repack -d`` refuse (their repository then only grows), needs ``repositoryformatversion``
 1, which tools that read repositories themselves (libgit2, JGit) may refuse,
 and must be undone when the last worktree goes: pins are plain refs every
 tool understands, and a gc prunes all else as before.
@@ -393,55 +396,95 @@ def drop_borrow_pins(borrowed: list[Borrowed]) -> None:
             Runner(b.source).run("update-ref", "--stdin", input=listed.stdout, check=False)
 
 
-def unkept(b: Borrowed) -> list[str]:
-    """The commits ``b.borrower``'s HEAD and local branches stand on that ``b.source`` has and
-    none of its worktree's pins there keeps: for each tip, the nearest commits of its
-    history that ``b.source`` has (the borrower's own commits are in its own store).
+@dataclass(frozen=True, slots=True)
+class Unkept:
+    """What a borrower stands on in its source that no pin of its worktree keeps.
+
+    ``commits``: for each of its HEAD and local branches, the nearest commits of
+    its history the source has. ``trees`` and ``blobs``: what the borrower's own
+    commits name from the source's objects outside that history (a cherry-pick
+    of a commit only the source has takes its files so).
+    """
+
+    commits: tuple[str, ...] = ()
+    trees: tuple[str, ...] = ()
+    blobs: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.commits or self.trees or self.blobs)
+
+
+def unkept(b: Borrowed) -> Unkept:
+    """What ``b.borrower``'s HEAD and local branches stand on in ``b.source`` that none of its
+    worktree's pins there keeps (the borrower's own commits are in its own store).
 
     Raises GitError when git cannot walk the borrower's history (an object
     already missing: ``git fsck`` in it names it).
     """
-    kept = set(borrow_pins(b.source, b.prefix).values())
-    walked = Runner(b.borrower).run(
-        "rev-list", "--parents", "HEAD", "--branches", "--stdin",
-        input="".join(f"^{oid}\n" for oid in sorted(kept)),
-    ).stdout  # fmt: skip
+    borrower, source = Runner(b.borrower), Runner(b.source)
+    negatives = "".join(
+        f"^{oid}\n" for oid in sorted(set(borrow_pins(b.source, b.prefix).values()))
+    )
+    walked = borrower.run("rev-list", "--parents", "HEAD", "--branches", "--stdin", input=negatives)
     parents = {}
-    for line in walked.splitlines():
+    for line in walked.stdout.splitlines():
         oid, *of = line.split()
         parents[oid] = of
     if not parents:
-        return []
-    out = (
-        Runner(b.source)
-        .run(
-            "cat-file", "--batch-check=%(objectname) %(objecttype)", input="\n".join(parents) + "\n"
-        )
-        .stdout
-    )
-    there = {
-        oid for oid, _, kind in (ln.partition(" ") for ln in out.splitlines()) if kind == "commit"
-    }
+        return Unkept()
+    there = {oid for oid, kind in _kinds(source, list(parents)).items() if kind == "commit"}
     # Only the newest the source has along each line of history: a child the source
     # has keeps its parents there.
     covered = {p for oid in there for p in parents[oid]}
-    return [oid for oid in parents if oid in there and oid not in covered]
+    commits = [oid for oid in parents if oid in there and oid not in covered]
+    own = [oid for oid in parents if oid not in there]
+    if not own:
+        return Unkept(tuple(commits))
+    # The objects the borrower's own commits name beyond what their parents' trees
+    # and the pins hold; those the source has are kept only by what is pinned here.
+    listed = borrower.run(
+        "rev-list", "--objects", "--no-object-names", "--stdin",
+        input="".join(f"{oid}\n" for oid in own) + negatives + "".join(f"^{c}\n" for c in commits),
+    ).stdout.split()  # fmt: skip
+    kinds = _kinds(source, [oid for oid in listed if oid not in parents])
+    trees = tuple(oid for oid, kind in kinds.items() if kind == "tree")
+    return Unkept(
+        tuple(commits), trees, tuple(oid for oid, kind in kinds.items() if kind == "blob")
+    )
 
 
-def keep_borrowed(b: Borrowed) -> list[str]:
-    """Pin in ``b.source`` what :func:`unkept` finds, one ref a commit under
-    ``b.prefix`` + ``kept/``; the commits pinned.
+def _kinds(source: Runner, oids: list[str]) -> dict[str, str]:
+    """``oid -> type`` of those of ``oids`` that ``source`` has (in their order)."""
+    if not oids:
+        return {}
+    out = source.run(
+        "cat-file", "--batch-check=%(objectname) %(objecttype)", input="\n".join(oids) + "\n"
+    ).stdout
+    pairs = (line.partition(" ") for line in out.splitlines())
+    return {oid: kind for oid, _, kind in pairs if kind and kind != "missing"}
+
+
+def keep_borrowed(b: Borrowed) -> Unkept:
+    """Pin in ``b.source`` what :func:`unkept` finds, under ``b.prefix`` + ``kept/``: a ref a
+    commit, and one tree made in ``b.source`` that lists the trees and blobs found (a
+    ref can keep only one object); what was pinned.
 
     Then the borrower's :data:`~router.git.files.KEPT_STAMP` records the state
     of its HEAD and branches read before the walk, so a move during it is seen
     by the next run. Pins are never moved or deleted while the worktree lives:
-    concurrent runs each add the same refs.
+    concurrent runs each add their own refs, named by what they keep.
     """
     state = tips_state(os.fspath(b.borrower))
     found = unkept(b)
-    if found:
-        lines = "".join(f"update {b.prefix}{_KEPT_LEAF}{oid} {oid}\n" for oid in found)
-        Runner(b.source).run(
+    pinned = list(found.commits)
+    source = Runner(b.source)
+    if found.trees or found.blobs:
+        entries = [f"040000 tree {oid}\t{oid}\n" for oid in found.trees]
+        entries += [f"100644 blob {oid}\t{oid}\n" for oid in found.blobs]
+        pinned.append(source.run("mktree", input="".join(entries)).stdout.strip())
+    if pinned:
+        lines = "".join(f"update {b.prefix}{_KEPT_LEAF}{oid} {oid}\n" for oid in pinned)
+        source.run(
             "update-ref", "-m", f"team-router: kept for {b.borrower}", "--stdin", input=lines
         )
     stamp = b.borrower / KEPT_STAMP
