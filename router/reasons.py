@@ -171,6 +171,11 @@ class Reason(StrEnum):
     ARTIFACTS = "artifacts"  # a plan dir (``path``) and the unshipped run's files in it
     RESIDUE = "residue"  # a directory git no longer knows, holding an unshipped run's files
     ARTIFACTS_KEPT = "artifacts-kept"  # the run's files (``items``) in a snapshot ref (``ref``)
+    # a merge proof (router.teardown.proof), against ``ref``
+    ANCESTOR = "ancestor"  # the branch's tip is an ancestor of it
+    PATCHES = "patches"  # every patch is on it (git cherry)
+    SQUASH = "squash"  # merging the branch into it changes nothing
+    NOTHING_SINCE_CUT = "nothing-since-cut"  # no proof needed: nothing on it since it was cut
     # -- creation's rerun: a half-made `git worktree add` it keeps (``half-made-worktree``)
     HALF_MADE = "half-made"  # git registered it: ``inner`` = how it is half-made, why it is kept
     ADD_LOCKED = "add-locked"  # git left it locked (its lock reason in ``text``)

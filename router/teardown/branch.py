@@ -64,7 +64,7 @@ def delete_branch(
         found = integration(repo.git, tip, default) if default else Integration(None, (tip,))
     snap = None
     if found.integrated:
-        why = Why(Reason.DELETED, branch=branch, text=found.reason(default.name))  # type: ignore[union-attr]
+        why = Why(Reason.DELETED, branch=branch, parts=(found.why(default.name),))  # type: ignore[union-attr]
     elif not force:
         unintegrated = Why(Reason.HOLDS_UNINTEGRATED, branch=branch, count=len(found.missing))
         return refused(name, ErrorCode.UNINTEGRATED_COMMITS, unintegrated), None
@@ -112,7 +112,7 @@ def _delete_judged(
         return None  # git branch -D decides, and refuses a checked-out branch
     if not repo.git.branch_delete_at(branch, tip):
         return None
-    why = Why(Reason.DELETED, branch=branch, text=found.reason(default.name))
+    why = Why(Reason.DELETED, branch=branch, parts=(found.why(default.name),))
     # Config already read says whether there is a section: no process when there is none.
     left = repo.git.drop_branch_config(branch) if config.has_section(f"branch.{branch}") else ""
     if left:

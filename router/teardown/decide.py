@@ -102,7 +102,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
     if found.empty:
         return settled(skipped(name, Why(Reason.EMPTY, branch=branch)))
     if found.proof is not None:
-        return settled(skipped(name, Why(Reason.MERGED, branch=branch, text=found.proof.detail)))
+        return settled(skipped(name, Why(Reason.MERGED, branch=branch, parts=(found.proof.why,))))
     if not found.missing:
         return settled(skipped(name, Why(Reason.INTEGRATED, branch=branch, default=default.name)))
     commits = tuple(c[:12] for c in found.missing)

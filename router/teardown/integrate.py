@@ -87,7 +87,7 @@ def _nothing_to_pick(
     if found.empty:
         return skipped(name, Why(Reason.EMPTY, branch=branch))
     if found.proof is not None:
-        return skipped(name, Why(Reason.MERGED, branch=branch, text=found.proof.detail))
+        return skipped(name, Why(Reason.MERGED, branch=branch, parts=(found.proof.why,)))
     if not found.missing:
         return skipped(name, Why(Reason.INTEGRATED, branch=branch, default=default.name))
     if not apply:

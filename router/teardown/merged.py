@@ -10,6 +10,7 @@ from router.git import Git
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.names import Branch
 from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof, short_ref
+from router.teardown.wording import in_words
 from router.topic.workspace import DefaultBranch, Repo
 
 
@@ -93,7 +94,7 @@ def prove_merged(
         # squash proof on today's tip; the PR's own merge commit still shows it.
         merge = pr.merge_commit if pr.merge_commit and repo.git.rev_parse(pr.merge_commit) else None
         content = merge_proof(repo.git, subject, merge) if merge else None
-    held = content.detail if content else f"no content proof on {short_ref(target)}"
+    held = in_words(content.why) if content else f"no content proof on {short_ref(target)}"
     return Evidence(subject, content, target, verdict, pr.number if pr else None, f"{held}; {why}")
 
 

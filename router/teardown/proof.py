@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from router import git as g
 from router.git import CherryEntry, Git, GitError
+from router.reasons import Reason, Why
+from router.teardown.wording import short_ref as short_ref  # the proofs' callers' import
 from router.topic.workspace import DefaultBranch
 
 
@@ -29,13 +31,16 @@ class Proof:
     target: str  # the ref the proof holds against
 
     @property
-    def detail(self) -> str:
-        what = {
-            ProofKind.ANCESTOR: "its tip is an ancestor of",
-            ProofKind.PATCHES: "every patch is on",
-            ProofKind.SQUASH: "its squashed change is already on",
-        }[self.kind]
-        return f"{what} {short_ref(self.target)}"
+    def why(self) -> Why:
+        """The proof as a reason's part (router.teardown.wording says it)."""
+        return Why(_PROVEN_BY[self.kind], ref=self.target)
+
+
+_PROVEN_BY = {
+    ProofKind.ANCESTOR: Reason.ANCESTOR,
+    ProofKind.PATCHES: Reason.PATCHES,
+    ProofKind.SQUASH: Reason.SQUASH,
+}
 
 
 def merge_proof(git: Git, branch: str, target: str) -> Proof | None:
@@ -74,10 +79,6 @@ def _judge(
     return None, entries
 
 
-def short_ref(ref: str) -> str:
-    return ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-
-
 @dataclass(frozen=True, slots=True)
 class Integration:
     """Where a branch's work stands against the repo's default branch."""
@@ -92,11 +93,11 @@ class Integration:
     def integrated(self) -> bool:
         return self.proof is not None or not self.missing
 
-    def reason(self, default: str) -> str:
+    def why(self, default: str) -> Why:
         """Why the branch may go: the merge proof, every patch on ``default``, or empty."""
         if self.empty:
-            return "empty: nothing on it since it was cut"
-        return self.proof.detail if self.proof else f"every patch is on {default}"
+            return Why(Reason.NOTHING_SINCE_CUT)
+        return self.proof.why if self.proof else Why(Reason.PATCHES, ref=default)
 
 
 def cut_from(git: Git, branch: str, recorded: str | None) -> str | None:

@@ -156,9 +156,19 @@ def _half_removed(w: Why) -> str:
     )
 
 
+def _parts(w: Why) -> str:
+    """What a reason is about (``parts``), each in its own words."""
+    return "; ".join(map(in_words, w.parts))
+
+
+def short_ref(ref: str) -> str:
+    """A branch or remote-tracking ref as people name it (``origin/main``, ``main``)."""
+    return ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+
+
 def _deleted(w: Why) -> str:
     if not w.flag:
-        return f"deleted {w.branch} ({w.text})"
+        return f"deleted {w.branch} ({_parts(w)})"
     held = f"; its commits stay reachable from {w.ref}" if w.ref else ""
     return f"deleted {w.branch} (--force{held})"
 
@@ -364,7 +374,7 @@ WORDS: dict[Reason, Words] = {
         else f"{w.path}: the default branch is unknown"
     ),
     Reason.EMPTY: lambda w: f"nothing to integrate: {w.branch} is {EMPTY}",
-    Reason.MERGED: lambda w: f"nothing to integrate: {w.branch} is merged ({w.text})",
+    Reason.MERGED: lambda w: f"nothing to integrate: {w.branch} is merged ({_parts(w)})",
     Reason.INTEGRATED: lambda w: (
         f"nothing to integrate: every patch of {w.branch} is on {w.default}"
     ),
@@ -438,6 +448,10 @@ WORDS: dict[Reason, Words] = {
     Reason.UNSHIPPED: _unshipped,
     Reason.ARTIFACTS: lambda w: f"{w.path} holds {_files(w.items)}",
     Reason.RESIDUE: _residue,
+    Reason.ANCESTOR: lambda w: f"its tip is an ancestor of {short_ref(w.ref)}",
+    Reason.PATCHES: lambda w: f"every patch is on {short_ref(w.ref)}",
+    Reason.SQUASH: lambda w: f"its squashed change is already on {short_ref(w.ref)}",
+    Reason.NOTHING_SINCE_CUT: lambda w: "empty: nothing on it since it was cut",
     Reason.ARTIFACTS_KEPT: lambda w: f"{_artifacts(w)} are in {w.ref} ({w.commit[:12]})",
     Reason.SNAPSHOT_FAILED: _snapshot_failed,
     Reason.WORKTREE_KEPT: lambda w: "the worktree is kept",
