@@ -176,6 +176,20 @@ class Reason(StrEnum):
     PATCHES = "patches"  # every patch is on it (git cherry)
     SQUASH = "squash"  # merging the branch into it changes nothing
     NOTHING_SINCE_CUT = "nothing-since-cut"  # no proof needed: nothing on it since it was cut
+    # pr-cleanup's evidence of a merge (router.teardown.merged): the content, then gh
+    GONE_EVERYWHERE = "gone-everywhere"  # the branch is gone here and on origin
+    NO_ORIGIN_DEFAULT = "no-origin-default"  # origin has no default branch (``default``)
+    CUT_EMPTY = "cut-empty"  # nothing on the branch since it was cut at ``commit``
+    NO_CONTENT_PROOF = "no-content-proof"  # none on ``ref``
+    GH_SILENT = "gh-silent"  # gh could not be asked (its words in ``text``)
+    GH_NO_PR = "gh-no-pr"  # gh knows no PR from this repo's branch
+    GH_AGREES = "gh-agrees"  # PR ``count`` merged this head
+    GH_DISAGREES = "gh-disagrees"  # each PR of ours (``parts``) says otherwise
+    PR_NOT_MERGED = "pr-not-merged"  # PR ``count`` is in state ``text`` (gh's word)
+    PR_OTHER_HEAD = (
+        "pr-other-head"  # PR ``count`` merged ``items[0]``, the branch is at ``items[1]``
+    )
+    PR_MERGED_ELSEWHERE = "pr-merged-elsewhere"  # its merge commit is not on ``ref``
     # -- creation's rerun: a half-made `git worktree add` it keeps (``half-made-worktree``)
     HALF_MADE = "half-made"  # git registered it: ``inner`` = how it is half-made, why it is kept
     ADD_LOCKED = "add-locked"  # git left it locked (its lock reason in ``text``)

@@ -223,7 +223,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("router.phase",),  # where a run stands: phase, next, status, the gate records
     # The words of every reason (router.reasons), rendered at the edge: below each command
     # that says one (creation's refusals as teardown's steps), so there is one place for them.
-    ("router.teardown.wording",),
+    ("router.teardown.wording", "router.teardown.factwords"),
     ("router.create",),  # setting up: new, worktrees, init, the host's settings files
     ("router.teardown",),  # taking down: teardown, pr-cleanup, snapshots, restore, sweep
     ("router.doctor",),  # finds and repairs what killed commands of the layers below left

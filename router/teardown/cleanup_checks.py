@@ -208,7 +208,7 @@ def not_merged(found: Survey, evidence: Evidence) -> StepResult | None:
         Reason.NOT_MERGED,
         branch=str(found.branch),
         default=str(found.default.name),
-        text=evidence.detail,
+        parts=evidence.said,
         topic=found.topic_id or "",
         flag=evidence.empty,
     )
@@ -224,7 +224,7 @@ def content_only(found: Survey, evidence: Evidence, *, yes: bool) -> StepResult 
     """
     if yes or not evidence.merged or evidence.gh is not GhVerdict.NO_PR:
         return None
-    alone = Why(Reason.NO_MERGED_PR, branch=str(found.branch), text=evidence.detail)
+    alone = Why(Reason.NO_MERGED_PR, branch=str(found.branch), parts=evidence.said)
     return refused(Step.BRANCH, ErrorCode.NO_MERGED_PR, alone)
 
 

@@ -9,7 +9,8 @@ from enum import StrEnum
 from router.git import Git
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.names import Branch
-from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof, short_ref
+from router.reasons import Reason, Why
+from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof
 from router.teardown.wording import in_words
 from router.topic.workspace import DefaultBranch, Repo
 
@@ -40,8 +41,14 @@ class Evidence:
     target: str  # the ref the content proof was sought on
     gh: GhVerdict
     pr: int | None = None
-    detail: str = ""
+    # What holds (or why nothing does), then what gh said: each a reason with its facts.
+    said: tuple[Why, ...] = ()
     empty: bool = False  # the branch has no commits of its own: there is no merge to prove
+
+    @property
+    def detail(self) -> str:
+        """The evidence in words (the JSON's ``detail``, pr-cleanup's refusals)."""
+        return "; ".join(map(in_words, self.said))
 
     @property
     def merged(self) -> bool:
@@ -71,31 +78,25 @@ def prove_merged(
     target = default.remote_ref or f"refs/remotes/origin/{default.name}"
     subject = tips.local or tips.remote
     if subject is None:
-        return Evidence(
-            None,
-            None,
-            target,
-            GhVerdict.NOT_ASKED,
-            detail=f"{branch} is gone here and on origin",
-        )
+        gone = Why(Reason.GONE_EVERYWHERE, branch=branch)
+        return Evidence(None, None, target, GhVerdict.NOT_ASKED, said=(gone,))
     if default.remote_ref is None:
-        return Evidence(
-            subject, None, target, GhVerdict.NOT_ASKED, detail=f"origin has no {default.name}"
-        )
+        unknown = Why(Reason.NO_ORIGIN_DEFAULT, default=default.name)
+        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, said=(unknown,))
     content = merge_proof(repo.git, subject, default.remote_ref)
     base = cut_from(repo.git, branch, tips.base)
     if base is not None and empty_branch(repo.git, subject, base, content):
         # Its tip is an ancestor of every later default branch: that proves no merge.
-        why = f"{branch} is empty (nothing on it since it was cut at {base[:12]})"
-        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, detail=why, empty=True)
+        empty = Why(Reason.CUT_EMPTY, branch=branch, commit=base)
+        return Evidence(subject, None, target, GhVerdict.NOT_ASKED, said=(empty,), empty=True)
     verdict, pr, why = _ask_gh(repo, branch, hub, named, subject, default.remote_ref)
     if content is None and verdict is GhVerdict.AGREED and pr is not None:
         # A squash merge followed by other changes to the same lines defeats the
         # squash proof on today's tip; the PR's own merge commit still shows it.
         merge = pr.merge_commit if pr.merge_commit and repo.git.rev_parse(pr.merge_commit) else None
         content = merge_proof(repo.git, subject, merge) if merge else None
-    held = in_words(content.why) if content else f"no content proof on {short_ref(target)}"
-    return Evidence(subject, content, target, verdict, pr.number if pr else None, f"{held}; {why}")
+    held = content.why if content else Why(Reason.NO_CONTENT_PROOF, ref=target)
+    return Evidence(subject, content, target, verdict, pr.number if pr else None, (held, why))
 
 
 def _ask_gh(
@@ -105,30 +106,22 @@ def _ask_gh(
     named: PullRequest | None,
     tip: str,
     target: str,
-) -> tuple[GhVerdict, PullRequest | None, str]:
+) -> tuple[GhVerdict, PullRequest | None, Why]:
     if isinstance(hub, Unavailable):
-        return GhVerdict.UNAVAILABLE, None, f"{hub}: the content proof alone decides"
+        return GhVerdict.UNAVAILABLE, None, Why(Reason.GH_SILENT, text=str(hub))
     try:
         prs = [named] if named is not None else hub.list_by_head(branch)
     except GhFailed as exc:
-        return GhVerdict.UNAVAILABLE, None, f"{exc}: the content proof alone decides"
+        return GhVerdict.UNAVAILABLE, None, Why(Reason.GH_SILENT, text=str(exc))
     ours = [p for p in prs if p.same_repo(hub.slug) and p.head_ref == branch]
-    forks = [p for p in prs if not p.same_repo(hub.slug)]
-    ignored = f" (fork PR(s) {', '.join(f'#{p.number}' for p in forks)} ignored)" if forks else ""
+    forks = tuple(f"#{p.number}" for p in prs if not p.same_repo(hub.slug))
     if not ours:
-        return (
-            GhVerdict.NO_PR,
-            None,
-            f"gh knows no PR from this repo's {branch}{ignored}: the content proof alone decides",
-        )
+        return GhVerdict.NO_PR, None, Why(Reason.GH_NO_PR, branch=branch, others=forks)
     for p in ours:
         if p.merged and p.head_oid == tip and _merged_into(repo.git, p.merge_commit, target):
-            return GhVerdict.AGREED, p, f"gh agrees: PR #{p.number} merged this head{ignored}"
-    return (
-        GhVerdict.DISAGREED,
-        ours[0],
-        f"gh disagrees: {_why_not(repo.git, ours, tip, target)}{ignored}",
-    )
+            return GhVerdict.AGREED, p, Why(Reason.GH_AGREES, count=p.number, others=forks)
+    why_not = tuple(_why_not(p, tip, target) for p in ours)
+    return GhVerdict.DISAGREED, ours[0], Why(Reason.GH_DISAGREES, parts=why_not, others=forks)
 
 
 def _merged_into(git: Git, merge_commit: str | None, target: str) -> bool:
@@ -137,15 +130,10 @@ def _merged_into(git: Git, merge_commit: str | None, target: str) -> bool:
     return git.rev_parse(merge_commit) is not None and git.is_ancestor(merge_commit, target)
 
 
-def _why_not(git: Git, prs: list[PullRequest], tip: str, target: str) -> str:
-    reasons = []
-    for p in prs:
-        if not p.merged:
-            reasons.append(f"PR #{p.number} is {p.state.lower()}")
-        elif p.head_oid != tip:
-            reasons.append(
-                f"PR #{p.number} merged {p.head_oid[:12]}, but the branch is at {tip[:12]}"
-            )
-        else:
-            reasons.append(f"PR #{p.number}'s merge commit is not on {short_ref(target)}")
-    return "; ".join(reasons)
+def _why_not(p: PullRequest, tip: str, target: str) -> Why:
+    """Why PR ``p`` of ours does not show this head merged into ``target``."""
+    if not p.merged:
+        return Why(Reason.PR_NOT_MERGED, count=p.number, text=p.state.lower())
+    if p.head_oid != tip:
+        return Why(Reason.PR_OTHER_HEAD, count=p.number, items=(p.head_oid, tip))
+    return Why(Reason.PR_MERGED_ELSEWHERE, count=p.number, ref=target)

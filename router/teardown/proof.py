@@ -15,7 +15,6 @@ from enum import StrEnum
 from router import git as g
 from router.git import CherryEntry, Git, GitError
 from router.reasons import Reason, Why
-from router.teardown.wording import short_ref as short_ref  # the proofs' callers' import
 from router.topic.workspace import DefaultBranch
 
 

@@ -9,16 +9,22 @@ run's (``would …``): what the real run would do, with the reason it would repo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from router.plandir.artifacts import PR
 from router.reasons import Reason, Why
+from router.teardown.factwords import (
+    FACTS,
+    PLANNED_FACTS,
+    Words,
+    artifacts_words,
+    forks,
+)
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR
 
 NAMED = 5  # how many paths or commits a one-line detail names before "..."
 EMPTY = "empty (nothing on it since it was cut)"  # an empty branch, as integrate says it
-LISTED = 20  # an unshipped run's files its words name before "and N more"
 
 
 def name_some(items: Iterable[object]) -> str:
@@ -63,7 +69,7 @@ def _sweep_words(w: Why) -> str:
     if w.items:
         verb = "would sweep" if w.planned else "swept"
         parts.append(f"{verb} {len(w.items)}: {name_some(w.items)}")
-    parts += map(in_words, w.parts)  # the run's artifacts in their snapshot refs
+    parts += [_parts(w)] if w.parts or w.text else []  # the run's artifacts kept in refs
     if w.others:
         verb = "would keep" if w.planned else "kept"
         parts.append(f"{verb} {len(w.others)} (see kept): {name_some(w.others)}")
@@ -87,22 +93,10 @@ def _diverged(w: Why) -> str:
     )
 
 
-def _files(names: Iterable[str]) -> str:
-    """An unshipped run's files: up to :data:`LISTED`, then counted."""
-    listed = list(names)
-    more = f" and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
-    return ", ".join(listed[:LISTED]) + more
-
-
-def _artifacts(w: Why) -> str:
-    """The run's files (``items``) a snapshot keeps."""
-    return f"the run's artifacts {_files(w.items)}"
-
-
 def _unshipped(w: Why) -> str:
     """Why the run's artifacts stay: the plan dirs (``parts``) of ``topic``, and both ways
     out; without a topic, each directory git no longer knows says its own."""
-    parts, topic = "; ".join(map(in_words, w.parts)), w.topic
+    parts, topic = _parts(w), w.topic
     if not topic:
         return parts
     force = (
@@ -118,29 +112,15 @@ def _unshipped(w: Why) -> str:
     )
 
 
-def _residue(w: Why) -> str:
-    force = (
-        "`team-router sweep --force` snapshots"
-        if w.again == "pr-cleanup"
-        else "pass --force to snapshot"
-    )
-    return (
-        f"{w.again} keeps {w.path}: it holds the artifacts of {w.topic}, a run that "
-        f"has not shipped (no {PR}): {_files(w.items)}; {force} them before they go "
-        f"(`team-router restore {w.topic}` brings them back), or move them to where the "
-        "run goes on"
-    )
-
-
 def _removed(w: Why) -> str:
     snap = f"; its work is in {w.ref} ({w.commit[:12]})" if w.ref else ""
-    held = f", {_artifacts(w)} included" if w.ref and w.items else ""
+    held = f", {artifacts_words(w)} included" if w.ref and w.items else ""
     return f"removed {w.path}{snap}{held}"
 
 
 def _remove_planned(w: Why) -> str:
     snap = " after writing a snapshot" if w.flag else ""
-    held = f" holding {_artifacts(w)}" if w.items else ""
+    held = f" holding {artifacts_words(w)}" if w.items else ""
     return f"would remove {w.path}{snap}{held}"
 
 
@@ -157,13 +137,9 @@ def _half_removed(w: Why) -> str:
 
 
 def _parts(w: Why) -> str:
-    """What a reason is about (``parts``), each in its own words."""
-    return "; ".join(map(in_words, w.parts))
-
-
-def short_ref(ref: str) -> str:
-    """A branch or remote-tracking ref as people name it (``origin/main``, ``main``)."""
-    return ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+    """What a reason is about (``parts``), each in its own words; a :class:`Why` made before
+    those facts were fields (an older record's) holds their words in ``text``."""
+    return "; ".join(map(in_words, w.parts)) if w.parts else w.text
 
 
 def _deleted(w: Why) -> str:
@@ -216,12 +192,12 @@ def _busy(w: Why) -> str:
 
 
 def _removed_untracked(w: Why) -> str:
-    held = f"; {_artifacts(w)} are in {w.ref} ({w.commit[:12]})" if w.ref else ""
+    held = f"; {artifacts_words(w)} are in {w.ref} ({w.commit[:12]})" if w.ref else ""
     return f"removed {w.path} (untracked){held}"
 
 
 def _removed_untracked_planned(w: Why) -> str:
-    held = f" after writing a snapshot holding {_artifacts(w)}" if w.items else ""
+    held = f" after writing a snapshot holding {artifacts_words(w)}" if w.items else ""
     return f"would remove {w.path} (untracked){held}"
 
 
@@ -297,7 +273,7 @@ def _not_merged(w: Why) -> str:
             f"nothing was merged, so there is nothing to clean up after: {teardown} takes it apart"
         )
     return (
-        f"{w.branch} is not proven merged into origin/{w.default}: {w.text}; "
+        f"{w.branch} is not proven merged into origin/{w.default}: {_parts(w)}; "
         f"nothing was deleted ({fix})"
     )
 
@@ -306,9 +282,6 @@ def _stack_names(w: Why) -> str:
     """The stacked branches deleted (``items``), and those found already gone (``others``)."""
     names = ", ".join(w.items) or "none"
     return names + (f" ({', '.join(w.others)} already gone)" if w.others else "")
-
-
-Words = Callable[[Why], str]
 
 
 def _half_made(w: Why) -> str:
@@ -326,34 +299,6 @@ def _half_made(w: Why) -> str:
         f"{said} and {in_words(kept)}; copy out anything you need from it, then run {remove} "
         "and run this again"
     )
-
-
-def _not_its_files(w: Why) -> str:
-    shown = ", ".join(w.items[:NAMED]) + (", ..." if len(w.items) > NAMED else "")
-    return f"it holds files that are not its branch's ({shown})"
-
-
-# A half-made `git worktree add` (router.create): how git left it, and why it is kept.
-_HALF_MADE: dict[Reason, Words] = {
-    Reason.HALF_MADE: _half_made,
-    Reason.ADD_LOCKED: lambda w: f"git left it locked ({w.text})",
-    Reason.ADD_UNFINISHED: lambda w: "the record shows its `git worktree add` never finished",
-    Reason.NO_HEAD: lambda w: "it has no HEAD",
-    Reason.NOT_A_CHECKOUT: lambda w: "git does not recognise it as a checkout",
-    Reason.NO_INDEX: lambda w: "its files were never checked out (no index)",
-    Reason.NOT_CREATING: lambda w: (
-        "this topic's record does not show a creation by team-router still under way"
-    ),
-    Reason.BRANCH_MOVED: lambda w: f"branch {w.branch!r} has commits since it was created",
-    Reason.LOCKED_ELSEWHERE: lambda w: "it is locked, not by team-router",
-    Reason.OTHER_GITDIR: lambda w: f"git's registration names another worktree ({w.path})",
-    Reason.THROUGH_SYMLINK: lambda w: "it is reached through a symlink",
-    Reason.NOT_ITS_FILES: _not_its_files,
-    Reason.ADD_RUNNING: lambda w: f"process(es) {', '.join(w.items)} still use it",
-    Reason.LOCK_LEFT: lambda w: (
-        f"git's lock file {w.path} is in it and no process list shows it is stale"
-    ),
-}
 
 
 WORDS: dict[Reason, Words] = {
@@ -446,13 +391,6 @@ WORDS: dict[Reason, Words] = {
         f"{w.again} again to finish the removal"
     ),
     Reason.UNSHIPPED: _unshipped,
-    Reason.ARTIFACTS: lambda w: f"{w.path} holds {_files(w.items)}",
-    Reason.RESIDUE: _residue,
-    Reason.ANCESTOR: lambda w: f"its tip is an ancestor of {short_ref(w.ref)}",
-    Reason.PATCHES: lambda w: f"every patch is on {short_ref(w.ref)}",
-    Reason.SQUASH: lambda w: f"its squashed change is already on {short_ref(w.ref)}",
-    Reason.NOTHING_SINCE_CUT: lambda w: "empty: nothing on it since it was cut",
-    Reason.ARTIFACTS_KEPT: lambda w: f"{_artifacts(w)} are in {w.ref} ({w.commit[:12]})",
     Reason.SNAPSHOT_FAILED: _snapshot_failed,
     Reason.WORKTREE_KEPT: lambda w: "the worktree is kept",
     Reason.STILL_REGISTERED: lambda w: f"{w.path} is still a registered worktree",
@@ -460,14 +398,12 @@ WORDS: dict[Reason, Words] = {
     Reason.OUTSIDE: lambda w: f"{w.path} came back outside {WORKTREES_DIR}: kept",
     Reason.CAME_BACK: lambda w: (
         f"{w.path} came back (a late writer) holding the artifacts of a run that has not "
-        f"shipped: removed; {'; '.join(map(in_words, w.parts))}"
+        f"shipped: removed; {_parts(w)}"
         if w.flag
         else f"{w.path} came back (a late writer) holding only residue: removed"
     ),
     Reason.CAME_BACK_FAILED: lambda w: f"{w.path} came back and could not be removed: {w.text}",
-    Reason.CAME_BACK_UNSHIPPED: lambda w: (
-        f"{w.path} came back; {'; '.join(map(in_words, w.parts))}"
-    ),
+    Reason.CAME_BACK_UNSHIPPED: lambda w: f"{w.path} came back; {_parts(w)}",
     Reason.CAME_BACK_KEPT: lambda w: (
         f"{w.path} came back ({w.text}: {name_some(w.items)}): kept for you to look at"
     ),
@@ -635,7 +571,7 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.NOT_MERGED: _not_merged,
     Reason.NO_MERGED_PR: lambda w: (
-        f"{w.branch}: {w.text}; gh knows no merged PR from this repository, and the content "
+        f"{w.branch}: {_parts(w)}; gh knows no merged PR from this repository, and the content "
         "proof alone does not license deleting it: check that the work is merged, then run "
         "again with --yes; nothing was deleted"
     ),
@@ -648,7 +584,9 @@ WORDS: dict[Reason, Words] = {
     Reason.CONFIG_KEPT: lambda w: w.text,
     Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
     Reason.UNTOUCHED: lambda w: "nothing was touched",
-    **_HALF_MADE,
+    Reason.HALF_MADE: _half_made,
+    Reason.GH_DISAGREES: lambda w: f"gh disagrees: {_parts(w)}{forks(w)}",
+    **FACTS,
 }
 
 # The dry run's words for a step it stops before: what the real run would do.
@@ -694,5 +632,5 @@ PLANNED: dict[Reason, Words] = {
         "would expire unreachable reflog entries and run git gc --prune=now"
     ),
     Reason.REMOVED_UNTRACKED: _removed_untracked_planned,
-    Reason.ARTIFACTS_KEPT: lambda w: f"would first write {_artifacts(w)} to {w.ref}",
+    **PLANNED_FACTS,
 }

@@ -1,0 +1,116 @@
+"""The words of the facts a reason is about, each said alone (router.teardown.wording says the rest).
+
+A reason's ``parts`` and ``inner`` name facts: a plan dir and the run's files in
+it, a merge proof, what gh said of a PR, how git left a half-made worktree and
+why it is kept. Each is worded here, nesting no other reason's words, so that
+:mod:`router.teardown.wording` (which does nest them) can import it and nothing
+here imports back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from router.plandir.artifacts import PR
+from router.reasons import Reason, Why
+
+Words = Callable[[Why], str]
+
+LISTED = 20  # an unshipped run's files its words name before "and N more"
+SHOWN = 5  # the files not its branch's a half-made worktree's refusal names before ", ..."
+
+
+def files_words(names: Iterable[str]) -> str:
+    """An unshipped run's files: up to :data:`LISTED`, then counted."""
+    listed = list(names)
+    more = f" and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
+    return ", ".join(listed[:LISTED]) + more
+
+
+def artifacts_words(w: Why) -> str:
+    """The run's files (``items``) a snapshot keeps."""
+    return f"the run's artifacts {files_words(w.items)}"
+
+
+def short_ref(ref: str) -> str:
+    """A branch or remote-tracking ref as people name it (``origin/main``, ``main``)."""
+    return ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+
+
+def forks(w: Why) -> str:
+    """The fork PRs (``others``) gh listed and the judgement ignored."""
+    return f" (fork PR(s) {', '.join(w.others)} ignored)" if w.others else ""
+
+
+def _residue(w: Why) -> str:
+    force = (
+        "`team-router sweep --force` snapshots"
+        if w.again == "pr-cleanup"
+        else "pass --force to snapshot"
+    )
+    return (
+        f"{w.again} keeps {w.path}: it holds the artifacts of {w.topic}, a run that "
+        f"has not shipped (no {PR}): {files_words(w.items)}; {force} them before they go "
+        f"(`team-router restore {w.topic}` brings them back), or move them to where the "
+        "run goes on"
+    )
+
+
+def _not_its_files(w: Why) -> str:
+    shown = ", ".join(w.items[:SHOWN]) + (", ..." if len(w.items) > SHOWN else "")
+    return f"it holds files that are not its branch's ({shown})"
+
+
+_ALONE = "the content proof alone decides"
+
+FACTS: dict[Reason, Words] = {
+    # an unshipped run's files, where they are and where a snapshot keeps them
+    Reason.ARTIFACTS: lambda w: f"{w.path} holds {files_words(w.items)}",
+    Reason.RESIDUE: _residue,
+    Reason.ARTIFACTS_KEPT: lambda w: f"{artifacts_words(w)} are in {w.ref} ({w.commit[:12]})",
+    # a merge proof
+    Reason.ANCESTOR: lambda w: f"its tip is an ancestor of {short_ref(w.ref)}",
+    Reason.PATCHES: lambda w: f"every patch is on {short_ref(w.ref)}",
+    Reason.SQUASH: lambda w: f"its squashed change is already on {short_ref(w.ref)}",
+    Reason.NOTHING_SINCE_CUT: lambda w: "empty: nothing on it since it was cut",
+    # pr-cleanup's evidence of a merge: the content proof (or why there is none), then gh
+    Reason.GONE_EVERYWHERE: lambda w: f"{w.branch} is gone here and on origin",
+    Reason.NO_ORIGIN_DEFAULT: lambda w: f"origin has no {w.default}",
+    Reason.CUT_EMPTY: lambda w: (
+        f"{w.branch} is empty (nothing on it since it was cut at {w.commit[:12]})"
+    ),
+    Reason.NO_CONTENT_PROOF: lambda w: f"no content proof on {short_ref(w.ref)}",
+    Reason.GH_SILENT: lambda w: f"{w.text}: {_ALONE}",
+    Reason.GH_NO_PR: lambda w: f"gh knows no PR from this repo's {w.branch}{forks(w)}: {_ALONE}",
+    Reason.GH_AGREES: lambda w: f"gh agrees: PR #{w.count} merged this head{forks(w)}",
+    Reason.PR_NOT_MERGED: lambda w: f"PR #{w.count} is {w.text}",
+    Reason.PR_OTHER_HEAD: lambda w: (
+        f"PR #{w.count} merged {w.items[0][:12]}, but the branch is at {w.items[1][:12]}"
+    ),
+    Reason.PR_MERGED_ELSEWHERE: lambda w: (
+        f"PR #{w.count}'s merge commit is not on {short_ref(w.ref)}"
+    ),
+    # a half-made `git worktree add` (router.create): how git left it, and why it is kept
+    Reason.ADD_LOCKED: lambda w: f"git left it locked ({w.text})",
+    Reason.ADD_UNFINISHED: lambda w: "the record shows its `git worktree add` never finished",
+    Reason.NO_HEAD: lambda w: "it has no HEAD",
+    Reason.NOT_A_CHECKOUT: lambda w: "git does not recognise it as a checkout",
+    Reason.NO_INDEX: lambda w: "its files were never checked out (no index)",
+    Reason.NOT_CREATING: lambda w: (
+        "this topic's record does not show a creation by team-router still under way"
+    ),
+    Reason.BRANCH_MOVED: lambda w: f"branch {w.branch!r} has commits since it was created",
+    Reason.LOCKED_ELSEWHERE: lambda w: "it is locked, not by team-router",
+    Reason.OTHER_GITDIR: lambda w: f"git's registration names another worktree ({w.path})",
+    Reason.THROUGH_SYMLINK: lambda w: "it is reached through a symlink",
+    Reason.NOT_ITS_FILES: _not_its_files,
+    Reason.ADD_RUNNING: lambda w: f"process(es) {', '.join(w.items)} still use it",
+    Reason.LOCK_LEFT: lambda w: (
+        f"git's lock file {w.path} is in it and no process list shows it is stale"
+    ),
+}
+
+# A dry run's words for a fact it names: what the real run would do.
+PLANNED_FACTS: dict[Reason, Words] = {
+    Reason.ARTIFACTS_KEPT: lambda w: f"would first write {artifacts_words(w)} to {w.ref}",
+}
