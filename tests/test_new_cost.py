@@ -79,8 +79,10 @@ def test_new_imports_none_of_what_only_other_commands_and_stages_use(home_repo):
 # Modules `worktrees` has no use for when no stage of any repo asks for them: the
 # status concept (the home worktree's index is a layout fact), the removal
 # journal, mounts, the running side of the setup stage, the submodules and sparse
-# stages, and what those pull in.
+# stages, the settings editor (no repo's settings are written when the home's allow
+# nothing), and what those pull in.
 WORKTREES_UNUSED = {
+    "router.create.hostsettings",
     "router.git.status",
     "router.topic.removal",
     "router.mounts",

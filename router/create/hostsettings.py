@@ -1,7 +1,8 @@
-"""Claude Code settings files: read one safely, and the host's worktree hooks in the user's.
+"""Claude Code settings files: edit one safely, and the host's worktree hooks in the user's.
 
 ``init --allow-agent`` edits a project's ``.claude/settings.local.json`` (or, with
-``--allow-agent-everywhere``, the user's settings) and ``install-hooks`` the user's settings through :func:`load_settings`,
+``--allow-agent-everywhere``, the user's settings) and ``install-hooks`` the user's settings
+through :func:`router.create.settingsfile.load_settings` (the reading, on its own),
 :func:`edited_settings` and :func:`write_settings`: only the changed members are
 rewritten, atomically, keeping the file's mode. ``install-hooks`` merges the
 WorktreeCreate/WorktreeRemove hooks in and takes exactly them out again.
@@ -16,27 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from router.create.settingsfile import CONFIG_DIR_ENV, load_settings, user_settings_path
 from router.errors import ErrorCode, RouterError
 from router.plandir.mdlines import BOM
-
-
-def load_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
-    """The file's text exactly as it is (None when there is none) and the settings in it."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-        data = json.loads(text.removeprefix(BOM))
-    except FileNotFoundError:
-        return None, {}
-    except (ValueError, UnicodeDecodeError):
-        raise RouterError(
-            ErrorCode.SETUP_FAILED,
-            f"{path} is not valid JSON; fix it, then rerun (nothing was written)",
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("permissions", {}), dict):
-        raise RouterError(
-            ErrorCode.SETUP_FAILED, f"{path} is not a settings object; fix it, then rerun"
-        )
-    return text, data
 
 
 def edited_settings(text: str | None, before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -169,9 +152,9 @@ def _line_indent(text: str, at: int) -> str | None:
 
 # Where they must live: a plugin's WorktreeCreate hook loads too late for `claude
 # --worktree` (the worktree is made before plugin hooks load), and a project's
-# settings are read again from the new worktree, so only the user's settings serve
-# both the creation at start-up and the removal later (DESIGN §14).
-CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
+# settings are read again from the new worktree, so only the user's settings
+# (settingsfile.user_settings_path) serve both the creation at start-up and the
+# removal later (DESIGN §14).
 # WorktreeCreate fails closed: the host cannot fall back by itself, and a session
 # that asked for isolation must not silently run unisolated. WorktreeRemove passes
 # team-router's own exit on (non-zero exactly when the worktree is kept, so the host
@@ -226,13 +209,6 @@ class HooksResult:
             "diff": self.diff,
             "actions": self.actions,
         }
-
-
-def user_settings_path(environ: dict[str, str] | None = None) -> Path:
-    """The user's Claude Code settings: ``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/``."""
-    env = os.environ if environ is None else environ
-    base = env.get(CONFIG_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".claude")
-    return Path(base) / "settings.json"
 
 
 # Set by the client for a plugin's hook commands, not for those of the settings files.

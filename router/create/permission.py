@@ -15,14 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from router.create.hostsettings import (
-    edited_settings,
-    load_settings,
-    refuse_if_tracked,
-    refuse_unsafe_replace,
-    user_settings_path,
-    write_settings,
-)
+from router.create.settingsfile import load_settings, user_settings_path
 from router.errors import ErrorCode, Refusal, RouterError
 from router.topic.workspace import Repo, ensure_excludes
 
@@ -52,6 +45,8 @@ def _allows(path: Path) -> bool:
 
 def allow_in_repo(repo: Repo) -> str:
     """Add the rule to the repo's personal settings (info/exclude keeps them out of git status)."""
+    from router.create.hostsettings import refuse_unsafe_replace, write_settings  # a write
+
     path = repo.primary / LOCAL_SETTINGS
     if repo.git.ls_files(str(LOCAL_SETTINGS)):
         raise RouterError(
@@ -78,6 +73,8 @@ def allow_in_repo(repo: Repo) -> str:
 
 def allow_for_user() -> str:
     """Add the rule to the user's own settings: every repo, now and later, on this machine."""
+    from router.create.hostsettings import refuse_if_tracked, refuse_unsafe_replace, write_settings
+
     path = user_settings_path()
     target = Path(os.path.realpath(path))
     refuse_if_tracked(path, target, f"add {PERMISSION_RULE!r} to its permissions.allow yourself")
@@ -92,6 +89,8 @@ def allow_for_user() -> str:
 def _with_rule(path: Path, target: Path) -> str | None:
     """The settings text with the rule appended to ``permissions.allow``, every other byte
     kept; None when the rule is there already."""
+    from router.create.hostsettings import edited_settings
+
     text, before = load_settings(target)
     settings = json.loads(json.dumps(before))  # a deep copy, for the edit to compare with
     allow = settings.setdefault("permissions", {}).setdefault("allow", [])
