@@ -467,3 +467,20 @@ def test_a_cherry_pick_of_a_commit_only_the_primary_has_keeps_the_files_it_took(
     assert git(sub, "show", f"{mine}:feature.py") == "feature = 1"
     assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, first, at]
     assert run_cli("doctor", "--json", cwd=web).json["findings"] == []
+
+
+def test_a_refused_pr_cleanup_keeps_what_the_submodules_work_stands_on(
+    workspace, tmp_path, monkeypatch
+):
+    from helpers.fakegh import hide_gh
+
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    hide_gh(tmp_path, monkeypatch)
+    refused = run_cli("pr-cleanup", ID, "--json", cwd=web)
+    assert refused.code == 1, refused.out
+    assert [b["code"] for b in refused.json["blockers"]] == ["dirty-worktree", "nested-work"]
+    assert sub.is_dir()
+
+    _upstream_deletes(workspace, web)
+    _still_whole(web, sub, mine, tip, at)
