@@ -55,8 +55,12 @@ def _session_start(default_cwd: str | None) -> None:
     found = locate(cwd)
     if found is None:
         return
-    try:  # noqa: SIM105
-        _keep_borrowed(found.home.common_dir)
+    # What the repository's worktrees' submodules moved onto since the last run is pinned
+    # in the primary before the session works there; from files alone when nothing moved.
+    try:
+        from router.phase.infer import keep_borrowed_objects
+
+        keep_borrowed_objects([found.home.common_dir])
     except Exception:
         pass
     if found.plan is None:
@@ -207,14 +211,6 @@ def _has_commits(primary: str, plan: PlanDir) -> bool:
     from router.topic.workspace import open_repo
 
     return any_commits(topic_repos(open_repo(Path(primary)), plan, []))
-
-
-def _keep_borrowed(common_dir: str) -> None:
-    """What the repository's worktrees' submodules moved onto since the last run is pinned in
-    the primary before the session works there; from files alone when nothing moved."""
-    from router.phase.infer import keep_borrowed_objects
-
-    keep_borrowed_objects([common_dir])
 
 
 # -- output ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from router import git as g
 from router import interrupt
 from router.errors import ErrorCode, ExitCode, Interrupted, error_json
 from router.parallel import parallel_map
+from router.phase.infer import keep_borrowed_objects
 from router.progress import Echo, Progress
 from router.reasons import Reason, Why
 from router.teardown.act import TeardownReport, git_steps, local_state_last, teardown_repo
@@ -141,7 +142,8 @@ def teardown(
             plans, warnings = _plan_topic(scope, opts)
         # What the worktrees' submodules stand on in the primaries is pinned first:
         # a worktree a refusal keeps, or a repo whose removal fails, still has it.
-        warnings += _keep_borrowed(scope)
+        commons = [scope.home.common_dir] + [t.repo.common_dir for t in scope.repos if t.repo]
+        warnings += keep_borrowed_objects([str(c) for c in commons])
         refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:
             return refusal
@@ -197,16 +199,6 @@ def _plan_topic(scope: TopicScope, opts: TeardownOptions) -> tuple[list[RepoPlan
         state.lock_path(scope.home.common_dir, scope.id),
     )
     return plans, list(scope.warnings) + [n for p in plans for n in p.notes]
-
-
-def _keep_borrowed(scope: TopicScope) -> list[str]:
-    """Pin, in each repo's primary, what its worktrees' submodules moved onto (files decide
-    which moved): what could not be, as warnings."""
-    commons = [scope.home.common_dir] + [t.repo.common_dir for t in scope.repos if t.repo]
-    warnings = []
-    for common in dict.fromkeys(str(c) for c in commons):
-        warnings += g.keep_borrowers(g.moved_borrowers(common))
-    return warnings
 
 
 def _stop_if_interrupted(scope: TopicScope, warnings: list[str]) -> None:
