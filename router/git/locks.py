@@ -27,7 +27,7 @@ def left_locks(common_dir: Path) -> list[Path]:
     return found
 
 
-def _entries(folder: str) -> list[os.DirEntry[str]]:
+def _dir_entries(folder: str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as entries:
             return list(entries)
@@ -37,19 +37,19 @@ def _entries(folder: str) -> list[os.DirEntry[str]]:
 
 def _locks_in(folder: str) -> list[Path]:
     """The entries of ``folder`` named ``*.lock`` (any kind, as glob's match)."""
-    return [Path(e.path) for e in _entries(folder) if e.name.endswith(".lock")]
+    return [Path(e.path) for e in _dir_entries(folder) if e.name.endswith(".lock")]
 
 
 def _dirs_in(folder: str) -> list[str]:
     """The directories in ``folder``, a symlink to one included (as glob's ``*/``)."""
-    return [e.path for e in _entries(folder) if _is_dir(e, follow=True)]
+    return [e.path for e in _dir_entries(folder) if _is_dir(e, follow=True)]
 
 
 def _locks_under(folder: str) -> list[Path]:
     """``*.lock`` entries in ``folder`` and every directory below it, not through a
     symlink (as ``rglob``)."""
     found = _locks_in(folder)
-    for entry in _entries(folder):
+    for entry in _dir_entries(folder):
         if _is_dir(entry, follow=False):
             found += _locks_under(entry.path)
     return found
