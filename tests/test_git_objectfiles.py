@@ -90,6 +90,31 @@ def test_ref_tips_and_trees_are_what_for_each_ref_prints(tmp_path, git_format, g
 
 @pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_ref_tips_are_what_for_each_ref_prints_and_many_are_listed_by_git(
+    tmp_path, git_format, git_log, packed
+):
+    repo = make_repo(tmp_path / "ws", "r")
+    _history(repo, versions=6)
+    git(repo, "fetch", "-q", "origin")
+    if packed:
+        git(repo, "pack-refs", "--all")
+        git(repo, "update-ref", "refs/heads/loose-after-pack", "HEAD~1")
+    expected = {name: (sha, target) for name, (sha, _tree, target) in _for_each_ref(repo).items()}
+    _calls(git_log)
+    assert Git(repo).ref_tips(*PREFIXES) == expected
+    listed = [c for c in _calls(git_log) if "for-each-ref" in c]
+    assert len(listed) == (1 if git_format == "reftable" else 0), listed
+    # Past a few dozen refs one git process lists them sooner than their files are read.
+    for n in range(70):
+        git(repo, "update-ref", f"refs/heads/many-{n}", "HEAD")
+    expected = {name: (sha, target) for name, (sha, _tree, target) in _for_each_ref(repo).items()}
+    _calls(git_log)
+    assert Git(repo).ref_tips(*PREFIXES) == expected
+    assert len([c for c in _calls(git_log) if "for-each-ref" in c]) == 1
+
+
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
 def test_a_file_of_a_commit_is_the_blob_git_prints(tmp_path, git_format, git_log, packed):
     repo = make_repo(tmp_path / "ws", "r")
     _history(repo)

@@ -564,9 +564,12 @@ def _read_ref(common: str, git_dir: str, ref: str, fmt: RepoFormat) -> tuple[str
     raise Unsure(f"{ref}: more symbolic refs in a row than git follows")
 
 
-def refs_under(common: str, prefixes: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+def refs_under(
+    common: str, prefixes: tuple[str, ...], most: int | None = None
+) -> dict[str, tuple[str, str]]:
     """``git for-each-ref`` of branches and remote-tracking refs under ``prefixes``:
-    each ref's commit and, for a symbolic ref, the ref it names ("" for a plain ref).
+    each ref's commit and, for a symbolic ref, the ref it names ("" for a plain ref);
+    :class:`Unsure` when there are more than ``most`` (one git process lists many sooner).
 
     Loose refs (walked) shadow ``packed-refs`` lines, as in git's files
     backend. :class:`Unsure` for anything git might list another way: a name
@@ -580,6 +583,8 @@ def refs_under(common: str, prefixes: tuple[str, ...]) -> dict[str, tuple[str, s
     names = {n for n in _packed_refs(common, fmt) if n.startswith(prefixes)}
     for prefix in prefixes:
         names.update(_loose_names(common, prefix))
+    if most is not None and len(names) > most:
+        raise Unsure("more refs than are read here")
     found = {}
     for name in sorted(names, key=os.fsencode):
         loose = _loose_ref(os.path.join(common, name), fmt)

@@ -122,6 +122,13 @@ class RefMethods(LayoutMethods):
         return self._recall(("ref-tips", *prefixes), lambda: self._ref_tips(prefixes))
 
     def _ref_tips(self, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
+        plain = self._plain_layout()
+        if plain is not None:
+            # A few refs are read from git's files sooner than a process lists them.
+            try:
+                return gitfiles.refs_under(plain[2], tuple(prefixes), _READ_TIPS_MAX)
+            except gitfiles.Unsure:
+                pass
         out = self.out(
             "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)", "--", *prefixes
         )
@@ -231,9 +238,7 @@ def _tips_from_files(common: str, prefixes: tuple[str, ...]) -> dict[str, RefTip
     """What ``for-each-ref`` answers, from the ref files and the object store (no process)."""
     from router.git.objectfiles import ObjectStore
 
-    refs = gitfiles.refs_under(common, prefixes)
-    if len(refs) > _READ_TIPS_MAX:
-        raise gitfiles.Unsure("more refs than are read here")
+    refs = gitfiles.refs_under(common, prefixes, _READ_TIPS_MAX)
     store = ObjectStore(common, gitfiles.files_format(common))
     trees = {oid: store.commit_tree(oid) or "" for oid in {oid for oid, _ in refs.values()}}
     return {name: RefTip(Sha(oid), trees[oid], target) for name, (oid, target) in refs.items()}
