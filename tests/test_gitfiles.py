@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from helpers.repos import commit, git, make_repo
 
-from router.git import Git, reflog
+from router.git import Git, indexfile, reflog
 from router.git import files as gitfiles
 from router.git.worktrees import parse_worktree_list
 
@@ -279,16 +279,16 @@ def test_an_index_says_no_gitlink_only_when_it_surely_holds_none(tmp_path):
     git(repo, "worktree", "add", "-q", "-b", "topic", str(wt))
     wt_git_dir = git(wt, "rev-parse", "--path-format=absolute", "--git-dir")
     for where in (str(repo / ".git"), wt_git_dir):
-        assert not gitfiles.may_hold_gitlinks(where)  # plain files only
+        assert not indexfile.may_hold_gitlinks(where)  # plain files only
     nested = make_repo(wt, "vendor", origin=False)
     git(wt, "add", "--", "vendor")  # a gitlink, no .gitmodules
     assert Git(wt).gitlinks() == ["vendor"]
-    assert gitfiles.may_hold_gitlinks(wt_git_dir)
-    assert not gitfiles.may_hold_gitlinks(str(repo / ".git"))  # the primary's index has none
+    assert indexfile.may_hold_gitlinks(wt_git_dir)
+    assert not indexfile.may_hold_gitlinks(str(repo / ".git"))  # the primary's index has none
     git(wt, "commit", "-q", "-m", "vendor")
     # A split index keeps entries in a shared file: not read here, so git is asked.
     git(wt, "rm", "-q", "--cached", "vendor")
     git(wt, "update-index", "--split-index")
-    assert gitfiles.may_hold_gitlinks(wt_git_dir)
+    assert indexfile.may_hold_gitlinks(wt_git_dir)
     assert nested.is_dir()
-    assert not gitfiles.may_hold_gitlinks(str(tmp_path / "no-such-git-dir"))  # no index yet
+    assert not indexfile.may_hold_gitlinks(str(tmp_path / "no-such-git-dir"))  # no index yet

@@ -33,6 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from router.git.answers import forget as forget
     from router.git.answers import remembered as remembered
+    from router.git.borrowing import moved_borrowers as moved_borrowers
     from router.git.checkout import FastForward as FastForward
     from router.git.checkout import cherry_pick as cherry_pick
     from router.git.checkout import cherry_pick_abort as cherry_pick_abort
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from router.git.files import find_git_dir as find_git_dir
     from router.git.files import gitdir_pointer as gitdir_pointer
     from router.git.files import index_device as index_device
-    from router.git.files import moved_borrowers as moved_borrowers
     from router.git.files import placeholder_head as placeholder_head
     from router.git.files import plain_checkouts as plain_checkouts
     from router.git.files import registration_file as registration_file
@@ -179,7 +179,6 @@ _HOME = {
     "index_entries": "indexfile",
     "index_paths": "indexfile",
     "is_indexed_file": "indexfile",
-    "moved_borrowers": "files",
     "plain_checkouts": "files",
     "placeholder_head": "files",
     "registration_file": "files",
@@ -272,6 +271,7 @@ _HOME = {
     "borrow_pins": "submodules",
     "keep_borrowed": "submodules",
     "keep_borrowers": "submodules",
+    "moved_borrowers": "borrowing",
     "unkept": "submodules",
     "Unkept": "submodules",
     "borrowed_sources": "submodules",

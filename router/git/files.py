@@ -97,41 +97,6 @@ def _named_git_dir(top: str) -> str | None:
     return os.path.realpath(os.path.join(top, line[len("gitdir: ") :]))
 
 
-# A gitlink's mode (0o160000) as an index entry stores it: 32 bits, big-endian.
-_GITLINK_MODE = (0o160000).to_bytes(4, "big")
-
-
-def may_hold_gitlinks(git_dir: str) -> bool:
-    """Whether the index of the checkout whose git dir is ``git_dir`` may hold a gitlink.
-
-    False only when it surely holds none: no index, or a plain one (``DIRC``,
-    no split index) in which a gitlink entry's mode bytes occur nowhere.
-    Those bytes occurring elsewhere (a timestamp, an object id) only send
-    the caller to git, which lists the gitlinks exactly.
-    """
-    index = os.path.join(git_dir, "index")
-    try:
-        with open(index, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return False  # no index yet: no entries at all
-    except OSError:
-        return True
-    if not data.startswith(b"DIRC") or _split_index(git_dir):
-        return True  # entries may live in a shared index file, or a format not read here
-    return _GITLINK_MODE in data
-
-
-def _split_index(git_dir: str) -> bool:
-    for where in {git_dir, common_dir(git_dir)}:
-        try:
-            if any(n.startswith("sharedindex.") for n in os.listdir(where)):
-                return True
-        except OSError:
-            return True
-    return False
-
-
 def common_dir(git_dir: str) -> str:
     """The common git dir a (linked worktree's) git dir shares; itself for a primary's."""
     pointer = read_line(os.path.join(git_dir, "commondir"))
@@ -228,79 +193,6 @@ def worktree_admin_dirs(common: str) -> list[str]:
         return [os.path.join(base, n) for n in sorted(os.listdir(base))]
     except OSError:
         return []
-
-
-# The file in a borrowing submodule git dir that records which HEAD and branches its pins
-# keep (:func:`router.git.submodules.keep_borrowed`): the state :func:`tips_state` read.
-KEPT_STAMP = "team-router-kept"
-
-
-def borrowers(admin: str) -> list[tuple[str, str]]:
-    """``(git dir, source git dir)`` of every submodule git dir under the worktree registration
-    ``admin`` (nested ones too) that borrows objects, and of the git dir it borrows from.
-
-    Read from each one's ``objects/info/alternates``, which names the ``objects``
-    directory of the git dir it borrows from.
-    """
-    found = []
-    for dirpath, dirnames, filenames in os.walk(os.path.join(admin, "modules")):
-        if "HEAD" not in filenames or "objects" not in dirnames:
-            dirnames.sort()
-            continue
-        dirnames[:] = ["modules"] if "modules" in dirnames else []  # only its own nest deeper
-        try:
-            with open(os.path.join(dirpath, "objects", "info", "alternates"), "rb") as f:
-                lines = f.read().decode("utf-8", "surrogateescape").splitlines()
-        except OSError:
-            continue  # borrows nothing (a git dir made by hand)
-        for line in lines:
-            if os.path.isabs(line) and os.path.basename(line) == "objects":
-                found.append((dirpath, os.path.dirname(line)))
-    return found
-
-
-def tips_state(git_dir: str) -> str:
-    """Where the repository ``git_dir``'s HEAD and local branches are, as its files say.
-
-    ``HEAD``, each loose ref under ``refs/heads`` (path and content), and the
-    identity of ``packed-refs`` and of a reftable's ``tables.list``: git
-    replaces a file it updates by renaming a new one over it, so any move of
-    HEAD or of a branch changes this text (a move elsewhere may too: harmless).
-    """
-    parts = [f"HEAD {read_line(os.path.join(git_dir, 'HEAD'))}"]
-    heads = os.path.join(git_dir, "refs", "heads")
-    for dirpath, dirnames, filenames in os.walk(heads):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
-            parts.append(f"{os.path.relpath(path, git_dir)} {read_line(path)}")
-    for name in ("packed-refs", os.path.join("reftable", "tables.list")):
-        try:
-            st = os.stat(os.path.join(git_dir, name))
-        except OSError:
-            continue
-        parts.append(f"{name} {st.st_ino} {st.st_mtime_ns} {st.st_size}")
-    return "\n".join(parts) + "\n"
-
-
-def moved_borrowers(common: str) -> list[tuple[str, str, str]]:
-    """``(admin dir, git dir, source git dir)`` of the borrowing submodule git dirs of every
-    worktree of the repository whose common dir is ``common`` whose HEAD or branches moved
-    since their pins were last made to keep them (their :data:`KEPT_STAMP` is not
-    :func:`tips_state`). Files only: a worktree without submodules costs one ``stat``."""
-    moved = []
-    for admin in worktree_admin_dirs(common):
-        if not os.path.isdir(os.path.join(admin, "modules")):
-            continue
-        for git_dir, source in borrowers(admin):
-            try:
-                with open(os.path.join(git_dir, KEPT_STAMP), encoding="utf-8") as fh:
-                    kept = fh.read()
-            except (OSError, ValueError):
-                kept = ""
-            if kept != tips_state(git_dir):
-                moved.append((admin, git_dir, source))
-    return moved
 
 
 def registration_of(common: str, worktree: str) -> str | None:

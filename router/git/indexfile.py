@@ -19,6 +19,8 @@ import stat
 import struct
 from typing import NamedTuple
 
+from router.git.files import common_dir
+
 _MASK = 0xFFFFFFFF  # the index keeps 32 bits of every stat field
 _HEADER = struct.Struct(">4sII")
 _STATS = struct.Struct(">10I")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
@@ -234,3 +236,38 @@ def checkout_index(git_dir: str) -> IndexCopy | None:
     except Unsure:
         return None
     return read_index_copy(os.path.join(git_dir, "index"), "sha1" if width == 40 else "sha256")
+
+
+# A gitlink's mode (0o160000) as an index entry stores it: 32 bits, big-endian.
+_GITLINK_MODE = (0o160000).to_bytes(4, "big")
+
+
+def may_hold_gitlinks(git_dir: str) -> bool:
+    """Whether the index of the checkout whose git dir is ``git_dir`` may hold a gitlink.
+
+    False only when it surely holds none: no index, or a plain one (``DIRC``,
+    no split index) in which a gitlink entry's mode bytes occur nowhere.
+    Those bytes occurring elsewhere (a timestamp, an object id) only send
+    the caller to git, which lists the gitlinks exactly.
+    """
+    index = os.path.join(git_dir, "index")
+    try:
+        with open(index, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return False  # no index yet: no entries at all
+    except OSError:
+        return True
+    if not data.startswith(b"DIRC") or _split_index(git_dir):
+        return True  # entries may live in a shared index file, or a format not read here
+    return _GITLINK_MODE in data
+
+
+def _split_index(git_dir: str) -> bool:
+    for where in {git_dir, common_dir(git_dir)}:
+        try:
+            if any(n.startswith("sharedindex.") for n in os.listdir(where)):
+                return True
+        except OSError:
+            return True
+    return False

@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 from router.names import Branch, Sha
 
@@ -34,7 +33,9 @@ class StatusMethods(LayoutMethods):
         With ``git_dir`` (the checkout's own), an index that surely holds none
         (read from its file) answers without asking git.
         """
-        if git_dir is not None and not gitfiles.may_hold_gitlinks(str(git_dir)):
+        from router.git.indexfile import may_hold_gitlinks
+
+        if git_dir is not None and not may_hold_gitlinks(str(git_dir)):
             return []
         out = self.run("ls-files", "-z", "--stage").stdout
         return [

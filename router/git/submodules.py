@@ -39,7 +39,7 @@ the primary and pinned as ``kept/<tree>``.
 Pins are only ever added while the worktree lives (one a commit, so
 concurrent runs agree), which also keeps what the borrower's reflog remembers
 of them; the commands a pipeline runs anyway add them
-(:func:`router.git.files.moved_borrowers` tells from files alone which borrowers
+(:func:`router.git.borrowing.moved_borrowers` tells from files alone which borrowers
 moved since), and removing the worktree (:func:`drop_borrow_pins`) drops every
 pin under its name.
 
@@ -57,7 +57,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.git.files import KEPT_STAMP, borrowers, declares_submodules, read_line, tips_state
+from router.git.borrowing import KEPT_STAMP, borrowers, tips_state
+from router.git.files import declares_submodules, read_line
 from router.git.run import GitError, Runner
 
 # A submodule git dir being made: renamed into place only once whole, so a
@@ -469,7 +470,7 @@ def keep_borrowed(b: Borrowed) -> Unkept:
     commit, and one tree made in ``b.source`` that lists the trees and blobs found (a
     ref can keep only one object); what was pinned.
 
-    Then the borrower's :data:`~router.git.files.KEPT_STAMP` records the state
+    Then the borrower's :data:`~router.git.borrowing.KEPT_STAMP` records the state
     of its HEAD and branches read before the walk, so a move during it is seen
     by the next run. Pins are never moved or deleted while the worktree lives:
     concurrent runs each add their own refs, named by what they keep.
@@ -495,7 +496,7 @@ def keep_borrowed(b: Borrowed) -> Unkept:
 
 
 def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
-    """:func:`keep_borrowed` for each of :func:`router.git.files.moved_borrowers`; what could
+    """:func:`keep_borrowed` for each of :func:`router.git.borrowing.moved_borrowers`; what could
     not be kept, one line each (never raised: the callers go on)."""
     failed = []
     for admin, git_dir, source in moved:

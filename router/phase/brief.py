@@ -110,8 +110,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     resume, inv, warnings = assess(repo, plan, repos)
     # The brief names every repo of repos.md, worktree or not (research reads them all).
     shown = brief_repos(topic_repos(repo, plan, [], listed=True))
-    warnings += repo_warnings
-    warnings += missing_notes(str(repo.primary), plan, missing)
+    warnings += repo_warnings + missing_notes(str(repo.primary), plan, missing)
     primaries = [os.path.join(r.path, ".git") for r in repos[1:] if r.path and r.worktree]
     warnings += keep_borrowed_objects([str(repo.common_dir), *primaries])
     if stops_at(resume.resume_at, stop_after) and not resume.halted:
