@@ -331,10 +331,15 @@ def test_the_session_start_hook_keeps_a_detached_commit_and_reads_only_files_aft
     worktree = web / ".claude/worktrees" / ID
     sub = worktree / "libs/one"
     at = recorded(worktree, "libs/one")
-    git(sub, "checkout", "-q", "--detach", "origin/feature")
-    mine = commit(sub, "notes.txt", "mine\n", "on a detached HEAD")
     log = tmp_path / "git.log"
     env = git_logger(tmp_path / "bin", log)
+    # As made, the checkout pin keeps each submodule's HEAD: nothing to find out.
+    made = _hook(worktree, env)
+    assert made.returncode == 0 and made.stderr == "", made.stderr
+    assert not PIN_VERBS & set(git_verbs(log)), git_verbs(log)
+    log.unlink(missing_ok=True)
+    git(sub, "checkout", "-q", "--detach", "origin/feature")
+    mine = commit(sub, "notes.txt", "mine\n", "on a detached HEAD")
 
     first = _hook(worktree, env)
     assert first.returncode == 0 and first.stderr == "", first.stderr

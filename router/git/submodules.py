@@ -235,6 +235,9 @@ def _make_borrower(old: Runner, source: Path, target: Path, commit: str, top: Pa
     with open(making / "config", "a", encoding="utf-8", errors="surrogateescape") as added:
         added.write(_worktree_section(top, target) + _config_sections(config))
     _copy_refs(old, Runner(making), commit)
+    # Its checkout pin keeps its HEAD (the checkout to come writes the same): the
+    # next session start need not run git to find that out.
+    _stamp(making, tips_state(os.fspath(making)))
     os.rename(making, target)
 
 
@@ -488,11 +491,16 @@ def keep_borrowed(b: Borrowed) -> Unkept:
         source.run(
             "update-ref", "-m", f"team-router: kept for {b.borrower}", "--stdin", input=lines
         )
-    stamp = b.borrower / KEPT_STAMP
+    _stamp(b.borrower, state)
+    return found
+
+
+def _stamp(git_dir: Path, state: str) -> None:
+    """Record in ``git_dir`` the :func:`~router.git.files.tips_state` its pins keep."""
+    stamp = git_dir / KEPT_STAMP
     scratch = stamp.with_name(stamp.name + ".new")
     scratch.write_text(state, encoding="utf-8", errors="surrogateescape")
     os.replace(scratch, stamp)
-    return found
 
 
 def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
