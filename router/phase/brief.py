@@ -101,10 +101,10 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     import datetime
 
     from router.plandir.templates import render
-    from router.topic.target import resolve_answer
+    from router.topic.target import resolve
 
     stop_after = until_phase(until)
-    repo, plan, missing = resolve_answer(cwd, target)
+    repo, plan, _entries, missing = resolve(cwd, target)
     repo_warnings: list[str] = []
     repos = topic_repos(repo, plan, repo_warnings)
     resume, inv, warnings = assess(repo, plan, repos)

@@ -511,9 +511,9 @@ class PhaseReport(namedtuple("PhaseReport", "id plan_dir resume warnings")):
 
 def phase_report(cwd: Path, target: str | None) -> PhaseReport:
     """``team-router phase [TARGET]``: where the topic's run resumes."""
-    from router.topic.target import resolve_answer
+    from router.topic.target import resolve
 
-    repo, plan, missing = resolve_answer(cwd, target)
+    repo, plan, _entries, missing = resolve(cwd, target)
     resume, _inv, warnings = assess(repo, plan)
     warnings += missing_notes(str(repo.primary), plan, missing)
     warnings += keep_borrowed_objects([str(repo.common_dir)])

@@ -83,7 +83,7 @@ def recorded_pr(repo: Repo, branch: Branch, hub: GitHub | Unavailable) -> PullRe
         return None
     record = state.read_record_or_none(repo.common_dir, topic_id)
     try:
-        _home, plan = resolve(repo.primary, topic_id)
+        _home, plan, _entries, _missing = resolve(repo.primary, topic_id)
     except (RouterError, GitError, OSError):
         return None  # no plan dir to read: the search by head answers as before
     name = record.repo if record is not None else "home"

@@ -87,7 +87,7 @@ def release_topic(
 def _topic_for(cwd: Path, target: str | None) -> tuple[Path, str, Path]:
     """(common dir of the home repo, topic id, home primary root) for a target."""
     try:
-        repo, plan = resolve(cwd, target)
+        repo, plan, _entries, _missing = resolve(cwd, target)
         return repo.common_dir, plan.id, repo.primary
     except BadInput:
         # After teardown the plan dir is gone but a record may remain: an id

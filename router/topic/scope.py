@@ -26,7 +26,7 @@ from router.topic import state
 from router.topic.containment import Containment, contain_all
 from router.topic.model import repo_places
 from router.topic.planpath import PlanDirSymlink
-from router.topic.target import home_repo, resolve_listed
+from router.topic.target import home_repo, resolve
 from router.topic.workspace import Repo, open_repo
 
 
@@ -81,7 +81,7 @@ class TopicScope:
 def resolve_topic(cwd: Path, target: str) -> TopicScope:
     """The topic named by ``target`` (id or plan dir), its plan dir if any, and every repo."""
     try:
-        home, plan, entries = resolve_listed(cwd, target)
+        home, plan, entries, _missing = resolve(cwd, target, listed=True)
     except BadInput as exc:
         if exc.code != ErrorCode.NO_PLAN_DIR:
             raise

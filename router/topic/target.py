@@ -25,19 +25,6 @@ if TYPE_CHECKING:
     from router.topic.workspace import Repo
 
 
-def resolve(cwd: Path, target: str | None) -> tuple[Repo, PlanDir]:
-    """The home repo and plan dir named by ``target`` (id or path), or discovery's."""
-    repo, plan, _entries, _missing = _resolve_topic(cwd, target, listed=False)
-    return repo, plan
-
-
-def resolve_answer(cwd: Path, target: str | None) -> tuple[Repo, PlanDir, tuple[PlanDir, ...]]:
-    """:func:`resolve`, with the other runs whose worktree is missing when discovery chose the
-    newest run (``Found.missing``; none for a target): ``phase`` and ``next`` name them."""
-    repo, plan, _entries, missing = _resolve_topic(cwd, target, listed=False)
-    return repo, plan, missing
-
-
 def resolve_existing(
     cwd: Path, target: str | None, *, needs: Callable[[str], str]
 ) -> tuple[Repo, PlanDir]:
@@ -48,24 +35,20 @@ def resolve_existing(
     says the directory is gone and ``needs(id)`` says why it matters and what to do.
     """
 
-    repo, plan = resolve(cwd, target)
+    repo, plan, _entries, _missing = resolve(cwd, target)
     if not os.path.isdir(plan.dir):
         raise RouterError(ErrorCode.NO_PLAN_DIR, f"{plan.dir} does not exist; {needs(plan.id)}")
     return repo, plan
 
 
-def resolve_listed(
-    cwd: Path, target: str | None
-) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None]:
-    """:func:`resolve`, with the home's worktree list when it was read on the way (else None)."""
-    repo, plan, entries, _missing = _resolve_topic(cwd, target, listed=True)
-    return repo, plan, entries
-
-
-def _resolve_topic(
-    cwd: Path, target: str | None, *, listed: bool
+def resolve(
+    cwd: Path, target: str | None, *, listed: bool = False
 ) -> tuple[Repo, PlanDir, tuple[WorktreeEntry, ...] | None, tuple[PlanDir, ...]]:
-    """``listed``: the caller wants the worktree list; discovery's topic needs none read."""
+    """The home repo and plan dir named by ``target`` (id or path), or discovery's; the
+    home's worktree list when it was read on the way (else None; ``listed``: the caller
+    wants it, where discovery's topic needs none read); and the other runs whose worktree
+    is missing when discovery chose the newest run (``Found.missing``; none for a
+    target): ``phase`` and ``next`` name them."""
     from pathlib import Path
 
     from router.topic.workspace import open_repo
