@@ -331,12 +331,14 @@ def commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> int | 
     """
     if refs is None:
         return _commits_ahead(topic_repo, None)
-    where, rev = location(topic_repo, refs)
-    return refs.ahead(where or "", rev, lambda: _commits_ahead(topic_repo, refs))
+    at = location(topic_repo, refs)
+    return refs.ahead(at[0] or "", at[1], lambda: _commits_ahead(topic_repo, refs, at))
 
 
-def _commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None) -> int | None:
-    where, rev = location(topic_repo, refs)
+def _commits_ahead(
+    topic_repo: TopicRepo, refs: RepoRefs | None, at: tuple[str | None, str] | None = None
+) -> int | None:
+    where, rev = at or location(topic_repo, refs)
     if where is None:
         return None
     default: DefaultBranch | None = None
