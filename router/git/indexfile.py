@@ -26,6 +26,7 @@ _HEADER = struct.Struct(">4sII")
 _STATS = struct.Struct(">10I")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
 _EXTENDED = 0x4000  # flags: an extended-flags word follows (version 3 and later)
 _STAGE = 0x3000  # flags: unmerged
+_ASSUME_VALID = 0x8000  # flags: `git update-index --assume-unchanged`: git does not look
 _NAME_LENGTH = 0x0FFF
 _SKIP_WORKTREE = 0x4000  # extended flags: not checked out (sparse)
 # Extensions whose index this reader would misread: the entries live in a shared
@@ -43,7 +44,9 @@ class IndexEntry(NamedTuple):
     mode: int  # git's: 0o100644, 0o100755, 0o120000 (0o160000: a gitlink)
     size: int
     oid: bytes
-    checked_out: bool  # False: skip-worktree (a sparse checkout leaves it out)
+    # git keeps the file checked out and looks at it: False for skip-worktree (a sparse
+    # checkout leaves it out) and assume-unchanged (git trusts the entry, never the file).
+    watched: bool
 
 
 class IndexCopy(NamedTuple):
@@ -69,14 +72,23 @@ def index_entries(copy: IndexCopy) -> dict[str, IndexEntry] | None:
     if found is None:
         return None
     width = 20 if copy.algorithm == "sha1" else 32
+    flags_at = _STATS.size + width
     data, entries = copy.data, {}
     for name, start, extra in found:
+        assumed = data[start + flags_at] << 8 & _ASSUME_VALID
         ct, ctn, mt, mtn, dev, ino, mode, _uid, _gid, size = _STATS.unpack_from(data, start)
         if stat.S_ISDIR(mode):
             return None  # a sparse index's directory
         oid = data[start + _STATS.size : start + _STATS.size + width]
         entries[name.decode("utf-8", "surrogateescape")] = IndexEntry(
-            (ct, ctn), (mt, mtn), dev, ino, mode, size, oid, not extra & _SKIP_WORKTREE
+            (ct, ctn),
+            (mt, mtn),
+            dev,
+            ino,
+            mode,
+            size,
+            oid,
+            not (assumed or extra & _SKIP_WORKTREE),
         )
     return entries
 

@@ -102,9 +102,10 @@ class _Judge:
         return indexed is not None and g.is_indexed_file(full, indexed, self.index)  # type: ignore[arg-type]
 
     def paths(self) -> list[str]:
-        """Every file the removal judged was there (a sparse checkout's left-out files are not)."""
-        checked_out = [p for p, e in self.tracked.items() if e.checked_out and p not in self.named]
-        return [*self.named, *checked_out]
+        """Every file the removal judged was there: named, or tracked where git looks (not a
+        sparse checkout's left-out files, nor one git was told to assume unchanged)."""
+        watched = [p for p, e in self.tracked.items() if e.watched and p not in self.named]
+        return [*self.named, *watched]
 
 
 def _walk(root: Path, *, content: bool) -> list[Judged]:
@@ -316,7 +317,7 @@ def with_content(root: Path, removal: Removal) -> Removal:
     """
     judged = _Judge(removal)
     kept = []
-    for rel in judged.paths():
+    for rel in [*judged.named, *(p for p in judged.tracked if p not in judged.named)]:
         full = os.path.join(root, rel)
         entry = judged.named.get(rel)
         if entry is not None and entry.digest:

@@ -1,0 +1,99 @@
+"""A checkout's index read without git: the paths and blobs git lists, and which files are still it.
+
+Every answer is compared with what git itself prints for the same index
+(``git ls-files -s``, ``git ls-files -v``), in each index version git writes
+and in each object format; an index this reader does not read whole (a
+split index) is None, never a partial answer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from helpers.repos import commit, git, write
+
+from router.git import (
+    Git,
+    IndexCopy,
+    checkout_index,
+    index_entries,
+    index_paths,
+    is_indexed_file,
+)
+
+
+def _index(repo: Path) -> IndexCopy:
+    found = checkout_index(str(Git(repo).git_dir()))
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_the_index_reads_as_git_lists_it_in_every_version(home_repo, git_format, version):
+    repo = home_repo
+    commit(repo, "src/deep/dir/a.py", "a = 1\n", "a")
+    commit(repo, "src/deep/dir/b.py", "b = 1\n", "b")
+    commit(repo, "src/other.py", "other = 1\n", "other")
+    os.symlink("src/other.py", repo / "link")
+    write(repo / "tool.sh", "#!/bin/sh\n")
+    (repo / "tool.sh").chmod(0o755)
+    git(repo, "add", "link", "tool.sh")
+    git(repo, "commit", "-q", "-m", "link and tool")
+    git(repo, "update-index", "--index-version", version)
+    git(repo, "update-index", "--skip-worktree", "src/deep/dir/b.py")
+    git(repo, "update-index", "--assume-unchanged", "src/other.py")
+    index = _index(repo)
+    assert index.algorithm == git_format
+
+    entries = index_entries(index)
+    assert entries is not None
+    listed = {}
+    for line in git(repo, "ls-files", "-s").splitlines():
+        meta, path = line.split("\t")
+        mode, oid, _stage = meta.split()
+        listed[path] = (int(mode, 8), oid)
+    assert {p: (e.mode, e.oid.hex()) for p, e in entries.items()} == listed
+    assert index_paths(index) == set(listed)
+    # `ls-files -v`: S skip-worktree, lower case assume-unchanged: git does not look at them.
+    tags = dict(line.split(" ", 1)[::-1] for line in git(repo, "ls-files", "-v").splitlines())
+    assert {p for p, e in entries.items() if not e.watched} == {
+        p for p, tag in tags.items() if tag != "H"
+    }
+    assert tags["src/deep/dir/b.py"] == "S" and tags["src/other.py"] == "h"
+
+
+def test_a_file_is_the_indexed_one_while_unchanged_or_holding_the_blob(home_repo):
+    repo = home_repo
+    commit(repo, "kept.txt", "same\n", "kept")
+    commit(repo, "edited.txt", "one\n", "edited")
+    commit(repo, "rewritten.txt", "same text\n", "rewritten")
+    commit(repo, "moded.sh", "echo\n", "moded")
+    time.sleep(0.01)
+    git(repo, "update-index", "--refresh")  # the stat of every file verified, then the index
+    index = _index(repo)
+    entries = index_entries(index)
+    assert entries is not None
+
+    time.sleep(0.01)
+    (repo / "edited.txt").write_text("two\n")  # the same size, another blob
+    (repo / "rewritten.txt").write_text("same text\n")  # new stamps, the same blob
+    (repo / "moded.sh").chmod(0o755)  # the same bytes, another mode
+
+    def judged(name: str) -> bool:
+        return is_indexed_file(str(repo / name), entries[name], index)
+
+    assert judged("kept.txt") and judged("rewritten.txt") and judged("README.md")
+    assert not judged("edited.txt") and not judged("moded.sh")
+    (repo / "kept.txt").unlink()
+    assert not judged("kept.txt")
+
+
+def test_a_split_index_is_not_read(home_repo):
+    commit(home_repo, "a.txt", "a\n", "a")
+    git(home_repo, "update-index", "--split-index")
+    assert index_entries(_index(home_repo)) is None
+    assert index_paths(_index(home_repo)) is None
