@@ -496,7 +496,7 @@ def keep_borrowed(b: Borrowed) -> Unkept:
 
 
 def _stamp(git_dir: Path, state: str) -> None:
-    """Record in ``git_dir`` the :func:`~router.git.files.tips_state` its pins keep."""
+    """Record in ``git_dir`` the :func:`~router.git.borrowing.tips_state` its pins keep."""
     stamp = git_dir / KEPT_STAMP
     scratch = stamp.with_name(stamp.name + ".new")
     scratch.write_text(state, encoding="utf-8", errors="surrogateescape")
