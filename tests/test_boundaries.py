@@ -198,9 +198,10 @@ def test_no_two_router_modules_import_each_other():
 # restore copies files as create does, doctor repairs what both leave, the host's hooks
 # create and remove through them); the front ends last.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # Error codes, a step's reasons, I/O errors named, ids and names, files on disk, /proc,
-    # signals, shipped files, progress, the bounded map.
+    # Records, error codes, a step's reasons, I/O errors named, ids and names, files on
+    # disk, /proc, signals, shipped files, progress, the bounded map.
     (
+        "router.records",
         "router.errors",
         "router.reasons",
         "router.ioerror",
