@@ -16,13 +16,13 @@ import selectors
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from router import interrupt
 from router.git import first_blob
 from router.progress import LineRelay
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class LineOutcome(StrEnum):
     INTERRUPTED = "interrupted"  # a signal stopped the command: its process group was killed
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CommandResult:
     line: str
     outcome: LineOutcome
@@ -67,7 +67,7 @@ class CommandResult:
         return {"repo": self.repo, "line": self.line, "outcome": self.label, "exit": self.exit}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Declaration:
     source: str | None  # "origin/main" or "main"; None when nothing is declared
     lines: tuple[str, ...]

@@ -25,8 +25,9 @@ import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from enum import StrEnum
+
+from router.records import record
 
 FICLONE = 0x40049409  # _IOW(0x94, 9, int) from linux/fs.h
 TEMP_SUFFIX = ".team-router-partial"  # the named temp where O_TMPFILE is missing
@@ -63,7 +64,7 @@ class Placed(StrEnum):
     UNREADABLE = "unreadable"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TreeCopy:
     """What :func:`copy_tree` did."""
 

@@ -21,12 +21,12 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from router import git as g
 from router import interrupt
+from router.records import record
 
 GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
 PR_FIELDS = (
@@ -55,7 +55,7 @@ PR_URL_RE = re.compile(
 _OID_RE = re.compile(g.ANY_OBJECT_ID)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoSlug:
     """A GitHub repository: host, owner and name, as gh's ``--repo`` takes them."""
 
@@ -88,7 +88,7 @@ def parse_remote_url(url: str | None) -> RepoSlug | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PrUrl:
     slug: RepoSlug
     number: int
@@ -120,7 +120,7 @@ def parse_issue_url(text: str) -> PrUrl | None:
     return PrUrl(RepoSlug(match["host"], match["owner"], name), int(match["number"]))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Issue:
     """An issue as a brief quotes it: what the request names, read rather than guessed."""
 
@@ -140,13 +140,13 @@ class Issue:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ThreadComment:
     author: str
     body: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReviewThread:
     """An unresolved review thread of a PR: where it points and what was said."""
 
@@ -172,7 +172,7 @@ THREADS_QUERY = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PullRequest:
     """The machine fields of a pull request (never its title or body)."""
 
@@ -213,7 +213,7 @@ class PullRequest:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unavailable:
     """gh cannot be asked (not installed, not authenticated, origin not on GitHub)."""
 
@@ -254,7 +254,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GitHub:
     """gh bound to one repository; every call carries ``--repo``."""
 

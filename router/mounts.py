@@ -10,8 +10,9 @@ errs on "not mounted" (keeping) whenever the evidence is not clear.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from router.records import record
 
 MOUNTINFO = "/proc/self/mountinfo"
 FSTAB = "/etc/fstab"
@@ -31,7 +32,7 @@ def same_filesystem(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> boo
     return dev_a is not None and dev_a == dev_b
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Mount:
     point: str
     fstype: str
@@ -110,7 +111,7 @@ def nearest_existing(path: str | os.PathLike[str]) -> Path:
     return here
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unmounted:
     """A missing directory whose filesystem is not mounted: where to mount it, and how that shows."""
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from router.errors import ErrorCode, RouterError
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _RESERVED = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Topic:
     """A topic id with the parts derived from it: the topic name and its branch."""
 
@@ -87,7 +87,7 @@ def slugify(description: str) -> str:
     return "-".join(kept)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Request:
     """A request split into the ticket it starts with (if any) and the words that follow."""
 

@@ -9,9 +9,9 @@ not the prose. Standard library only: the record's layer reads it too.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, fields
 from enum import StrEnum
+
+from router.records import fields, record, replace
 
 
 class Reason(StrEnum):
@@ -208,7 +208,7 @@ class Reason(StrEnum):
     LOCK_LEFT = "lock-left"  # git's lock file (``path``) is in it, no process list to judge
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Why:
     """A reason and what it is about; the renderer says it in words.
 
@@ -245,11 +245,11 @@ class Why:
 
     def noting(self, *notes: Why) -> Why:
         """This reason, with ``notes`` said after it."""
-        return dataclasses.replace(self, notes=(*self.notes, *notes))
+        return replace(self, notes=(*self.notes, *notes))
 
     def after(self, *first: Why) -> Why:
         """This reason, with ``first`` said before it."""
-        return dataclasses.replace(self, before=(*first, *self.before))
+        return replace(self, before=(*first, *self.before))
 
     def to_json(self) -> dict[str, object]:
         """Only what is set: the reason and the fields its words use."""

@@ -7,7 +7,6 @@ interrupts are a real SIGINT sent to the process.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import time
@@ -49,6 +48,7 @@ from helpers.topics import (
     write_repos_md,
 )
 
+from router.records import replace
 from router.topic import state
 
 PICK = "cherry-pick --no-edit"  # the integrate step's cherry-pick (not the rerun's --abort)
@@ -1077,7 +1077,7 @@ def test_an_unreadable_registration_the_record_does_not_show_under_way_is_left_a
     admin = home_repo / ".git/worktrees" / NEW_ID
     record = state.read_record(home_repo / ".git", NEW_ID)
     assert record is not None
-    state.write_record(home_repo / ".git", dataclasses.replace(record, steps=("inspect",)))
+    state.write_record(home_repo / ".git", replace(record, steps=("inspect",)))
     again = run(*NEW, cwd=home_repo)
     assert again.code != 0 and again.json["error"]["message"]
     assert (admin / "locked").read_text().strip() == own_lock(NEW_ID)  # not ours to drop: kept

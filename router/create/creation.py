@@ -7,8 +7,6 @@ The pipeline's stages (:mod:`router.create.pipeline`, :mod:`router.create.halfma
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.create.report import Created, CreateReport, Status
@@ -16,6 +14,7 @@ from router.create.setupcmds import SetupOptions
 from router.errors import ErrorCode, RouterError, io_error
 from router.git import Git, GitError, RepoLayout
 from router.names import Sha, Topic
+from router.records import field, record, replace
 from router.topic import journal, state
 from router.topic.workspace import (
     Repo,
@@ -32,7 +31,7 @@ ORIGIN_HEAD = "refs/remotes/origin/HEAD"
 SUBMODULES_STEP = "submodules"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Job:
     """One repo to give a worktree for one topic."""
 
@@ -191,7 +190,7 @@ class Creation:
             fields["included"] = tuple(fields["included"])  # type: ignore[arg-type]
         if self.job.home is not None:
             fields["home"] = str(self.job.home)
-        record = dataclasses.replace(record, **fields)  # type: ignore[arg-type]
+        record = replace(record, **fields)  # type: ignore[arg-type]
         # This run's view of the record replaces the file: a corrupt one is set
         # aside (never lost), as _load_record warned.
         claimed = self.path if "claim" in steps else None

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from router.create.settingsfile import CONFIG_DIR_ENV, load_settings, user_settings_path
 from router.errors import ErrorCode, RouterError
 from router.plandir.mdlines import BOM
+from router.records import field, record
 
 
 def edited_settings(text: str | None, before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -47,7 +47,7 @@ def edited_settings(text: str | None, before: dict[str, Any], after: dict[str, A
     return bom + json.dumps(after, indent=style.unit or 2, ensure_ascii=False) + style.newline
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Style:
     unit: str | None  # one level of indentation; None: the file is on one line
     newline: str
@@ -190,7 +190,7 @@ HOOK_SUBCOMMANDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HooksResult:
     settings_file: Path
     installed: bool  # the hooks are in the file after this run (or would be, dry run)

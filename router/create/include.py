@@ -7,11 +7,11 @@ where the filesystem can (:mod:`router.filecopy`), never by hard link.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from router.git import Git
+from router.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,7 +22,7 @@ INCLUDE_FILE = ".worktreeinclude"
 CRASH_MID_COPY = "copy-rest"  # the crash seam's step: after some files, before the others
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Copied:
     """One repo's ``.worktreeinclude`` copy, as the create report shows it."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.create import permission
@@ -13,13 +12,14 @@ from router.create.permission import LOCAL_SETTINGS, PERMISSION_RULE
 from router.errors import ErrorCode, RouterError
 from router.ioerror import io_operation
 from router.plandir.templates import render
+from router.records import field, record
 from router.share import share_path
 from router.topic.workspace import Repo, ensure_excludes, open_repo
 
 PLUGIN_NAME = "team-router"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InitResult:
     repo: Path
     actions: list[str]

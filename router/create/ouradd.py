@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
 from router.reasons import Reason, Why
+from router.records import record
 from router.topic import journal, state, worktreelock
 from router.topic.workspace import Repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OurAdd:
     """A worktree this tool's ``git worktree add`` of topic ``topic_id`` was making at ``path``."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.progress import Progress
+from router.records import replace
 from router.topic import state, worktreelock
 from router.topic.workspace import (
     default_branch,
@@ -87,7 +87,7 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     # One whose worktree looks made gets its fetch deferred here, so its turn
     # does not read its files again to decide the same.
     jobs = [
-        dataclasses.replace(
+        replace(
             j,
             checkout_workers=1,
             fetch=Fetch(j.repo.git, start=not _looks_made(j)) if n < MAX_PARALLEL else None,
@@ -144,7 +144,7 @@ class _Pipeline(HalfMade, Finish):
         # a lock a killed git left, which this run did not need, still blocks
         # the next git command that does (a commit, teardown's cherry-pick).
         locks = g.left_lock_warnings(self.job.name, self.repo.primary, self.repo.common_dir)
-        return dataclasses.replace(report, warnings=(*report.warnings, *locks))
+        return replace(report, warnings=(*report.warnings, *locks))
 
     def _run(self) -> CreateReport:
         state.crash_point("inspect")
@@ -410,13 +410,13 @@ class _Pipeline(HalfMade, Finish):
             # The killed run's claim is this run's now: a rollback (which also
             # forgets the claim) must not leave an empty directory that a rerun
             # would refuse as taken.
-            self.created = dataclasses.replace(self.created, directory=True)
+            self.created = replace(self.created, directory=True)
         except OSError as exc:
             raise Failed(
                 ErrorCode.PATH_TAKEN, f"cannot create {self.path}: {exc.strerror}"
             ) from None
         else:
-            self.created = dataclasses.replace(self.created, directory=True)
+            self.created = replace(self.created, directory=True)
 
     def _refuse_symlinked_parent(self) -> None:
         if ouradd.symlink_in(self.path.parent, self.repo.primary):
@@ -504,9 +504,7 @@ class _Pipeline(HalfMade, Finish):
             raise Failed(
                 ErrorCode.ADD_FAILED, f"git worktree add failed: {exc.first_line}"
             ) from None
-        self.created = dataclasses.replace(
-            self.created, registration=True, branch=not branch_exists
-        )
+        self.created = replace(self.created, registration=True, branch=not branch_exists)
         # git locks the worktree with our reason from the start (--lock --reason), in
         # place of the "initializing" it would remove when done: only this step in
         # the record says its add finished (_half_made).
@@ -542,9 +540,7 @@ class _Pipeline(HalfMade, Finish):
         except GitError:
             registered = True  # unknown: removing a registration that is not there is a no-op
         made_branch = not branch_existed and self.git.branch_exists(self.branch)
-        self.created = dataclasses.replace(
-            self.created, registration=registered, branch=made_branch
-        )
+        self.created = replace(self.created, registration=registered, branch=made_branch)
 
     def _verify(self) -> None:
         try:

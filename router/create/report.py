@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from router.create.include import Copied
 from router.create.setupcmds import SetupReport
 from router.errors import ErrorCode
+from router.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ class Status(StrEnum):
     REFUSED = "refused"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Created:
     """What this run made, so a rollback removes exactly that and nothing else."""
 
@@ -32,7 +32,7 @@ class Created:
     branch: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CreateReport:
     """One repo's outcome of worktree creation, as ``new`` and ``worktrees`` report it."""
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from router.records import field, record
 from router.topic import journal
 from router.topic.workspace import default_branch
 
@@ -45,7 +45,7 @@ class SetupStatus(StrEnum):
     NONE = "none"  # the default branch declares no .worktreesetup
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetupOptions:
     """How ``new`` and ``worktrees`` were asked to run the stage."""
 
@@ -54,7 +54,7 @@ class SetupOptions:
     echo: Echo | None = None  # where each line is announced; None: stderr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetupReport:
     """One repo's setup stage, as the create report shows it."""
 
@@ -102,7 +102,7 @@ class SetupReport:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetupPlan:
     """What the stage does in one worktree, decided before its creation is recorded."""
 

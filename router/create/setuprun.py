@@ -11,7 +11,6 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import interrupt
@@ -38,6 +37,7 @@ from router.declared import (
     stop_group,
 )
 from router.progress import write_line
+from router.records import record
 from router.topic import state
 
 TYPE_CHECKING = False
@@ -53,7 +53,7 @@ def _save_progress(save: Save, done: list[str], stage: str) -> None:
     save((STEP,) if stage == DONE else (), {"setup_done": tuple(done), "setup_state": stage})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetupRun:
     """Where the stage runs one repo's lines."""
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
 from router.git import Git, GitError, Gitlink
 from router.parallel import parallel_map
+from router.records import record, replace
 
 
 class SubmoduleStatus(StrEnum):
@@ -39,7 +39,7 @@ class SubmoduleStatus(StrEnum):
     FAILED = "failed"  # could not be checked out: a warning names it
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SubmoduleOutcome:
     """One submodule of a new worktree: where, the commit it is checked out at, what was done."""
 
@@ -68,7 +68,7 @@ class SubmoduleOutcome:
         return f"{what} ({self.detail})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Where:
     """The checkout the stage works in at one level, and the primary's copy of it."""
 

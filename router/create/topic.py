@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.create.creation import Job
@@ -14,6 +12,7 @@ from router.create.setupcmds import SetupOptions, SetupStatus
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
+from router.records import record, replace
 from router.topic import journal, state
 from router.topic.containment import contain_all
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
@@ -23,7 +22,7 @@ from router.topic.target import resolve_existing
 from router.topic.workspace import Repo, default_branch, open_repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NewResult:
     """What ``new`` made: the topic, its plan dir and the home repo's report."""
 
@@ -104,7 +103,7 @@ def new_topic(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Ask:
     """What `new` was asked, beyond the topic: carried into the locked part."""
 
@@ -276,9 +275,7 @@ def _remember_home(
                     report.name, str(report.path), str(report.worktree) if report.worktree else None
                 )
         kept = track or record.track  # `new --fix` run again on its topic keeps the track
-        return dataclasses.replace(
-            record, plan_dir=str(plan_dir), repos=tuple(known.values()), track=kept
-        )
+        return replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()), track=kept)
 
     # The description too, even when the home repo fell back before its own
     # record was written: a rerun of the same `new` must find its id again.
@@ -300,7 +297,7 @@ def _remember_home(
 # -- worktrees ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorktreesResult:
     """What ``worktrees`` did: every repo's report and whether repos.md was updated."""
 
@@ -370,9 +367,9 @@ def setup_worktrees(
         jobs, refusals = _secondary_jobs(home_repo, parsed, topic, wait) if parsed else ([], {})
         home_job = _home_job(home_repo, plan, topic, wait, parsed.home.sparse if parsed else None)
         options = setup or SetupOptions()
-        jobs = [dataclasses.replace(j, setup=options) for j in jobs]
+        jobs = [replace(j, setup=options) for j in jobs]
         if isinstance(home_job, Job):
-            home_job = dataclasses.replace(home_job, setup=options)
+            home_job = replace(home_job, setup=options)
         # The home repo's step runs alongside the others; its refusal still
         # leaves every repo as it was (ensure_all rolls theirs back).
         if isinstance(home_job, Job):
@@ -458,7 +455,7 @@ def _home_report(
     job = _home_job(repo, plan, topic, wait, sparse)
     if not isinstance(job, Job):
         return job
-    return ensure(dataclasses.replace(job, setup=setup or SetupOptions()))
+    return ensure(replace(job, setup=setup or SetupOptions()))
 
 
 def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
@@ -527,7 +524,7 @@ def _move_plan_dir(repo: Repo, plan: PlanDir, home: CreateReport) -> tuple[PlanD
                 f"home: the plan dir stays in the main tree ({old}): {new} holds files too; "
                 f"merge the two by hand into {new}, delete {old}, then run this again"
             )
-            return plan, dataclasses.replace(home, warnings=(*home.warnings, warning))
+            return plan, replace(home, warnings=(*home.warnings, warning))
     new.parent.mkdir(parents=True, exist_ok=True)
 
     def mark(removal: state.Removal | None) -> None:
@@ -544,9 +541,9 @@ def _move_plan_dir(repo: Repo, plan: PlanDir, home: CreateReport) -> tuple[PlanD
             f"home: the plan dir stays in the main tree ({old}): {moved.warning}; "
             "run this again once that is fixed"
         )
-        return plan, dataclasses.replace(home, warnings=(*home.warnings, warning))
+        return plan, replace(home, warnings=(*home.warnings, warning))
     if moved.warning:
-        home = dataclasses.replace(home, warnings=(*home.warnings, f"home: {moved.warning}"))
+        home = replace(home, warnings=(*home.warnings, f"home: {moved.warning}"))
     for parent in (old.parent, old.parent.parent):  # docs/plans, docs: only when now empty
         try:
             parent.rmdir()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from router.records import record
 
 DESCRIPTION = "Billing page shows the plan"
 
@@ -35,14 +36,14 @@ _DEMO_ENV = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FixtureRepo:
     name: str
     role: str
     files: tuple[tuple[str, str], ...]  # (path, content) of the first commit
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Change:
     """One commit the IMPLEMENT phase makes in a repo's worktree."""
 

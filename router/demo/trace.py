@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from router.errors import Refusal
+from router.records import field, record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DemoStep:
     title: str
     narration: tuple[str, ...]
@@ -29,7 +29,7 @@ class DemoStep:
         }
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class DemoResult:
     root: Path
     topic_id: str

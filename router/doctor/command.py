@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import interrupt
@@ -25,6 +24,7 @@ from router.doctor.worktrees import (
     unlocked_problems,
 )
 from router.errors import ErrorCode, ExitCode
+from router.records import field, record
 from router.topic import state
 from router.topic.containment import contain_all
 from router.topic.model import repo_places
@@ -33,7 +33,7 @@ from router.topic.workspace import Repo, open_repo
 _PASSES = 3
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DoctorResult:
     repos: tuple[Path, ...]
     findings: tuple[Finding, ...]

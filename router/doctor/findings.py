@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from router.names import ID_RE
+from router.records import record, replace
 from router.topic.workspace import WORKTREES_DIR, Repo
 
 LIST_SHOWN = 5
@@ -41,7 +40,7 @@ class NotSafe(Exception):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     kind: Kind
     path: str
@@ -61,7 +60,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Problem:
     finding: Finding
     fix: Fix | None = None  # None: never repaired automatically
@@ -91,4 +90,4 @@ def is_ours(repo: Repo, path: Path) -> bool:
 
 
 def with_detail(finding: Finding, detail: str) -> Finding:
-    return dataclasses.replace(finding, detail=detail)
+    return replace(finding, detail=detail)

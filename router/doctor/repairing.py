@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from router.doctor.findings import Finding, Fix, Kind, NotSafe, Problem
 from router.git import GitError
 from router.ioerror import describe_io
 from router.names import ID_RE
+from router.records import replace
 from router.topic import state
 from router.topic.workspace import Repo
 
@@ -44,7 +44,7 @@ def guard_late_repair(problem: Problem, repos: list[Repo], held: set[tuple[str, 
             "appeared while doctor was repairing; run `team-router doctor --repair` again"
         )
 
-    return dataclasses.replace(problem, fix=later)
+    return replace(problem, fix=later)
 
 
 def _topic_home(repo: Repo, name: str) -> Repo:
@@ -65,7 +65,7 @@ def apply_repair(problem: Problem) -> Finding:
         return finding
     return interrupt.unless_stopped(
         lambda: _repair(finding, fix),
-        lambda why, _started: dataclasses.replace(finding, detail=f"{finding.detail}; {why}"),
+        lambda why, _started: replace(finding, detail=f"{finding.detail}; {why}"),
     )
 
 
@@ -74,13 +74,13 @@ def _repair(finding: Finding, fix: Fix) -> Finding:
     try:
         done = fix()
     except NotSafe as exc:
-        return dataclasses.replace(finding, detail=f"{finding.detail}; {exc}")
+        return replace(finding, detail=f"{finding.detail}; {exc}")
     except GitError as exc:
-        return dataclasses.replace(finding, detail=f"{finding.detail}; repair failed: {exc}")
+        return replace(finding, detail=f"{finding.detail}; repair failed: {exc}")
     except OSError as exc:
         why = describe_io(exc)
-        return dataclasses.replace(finding, detail=f"{finding.detail}; repair failed: {why}")
-    return dataclasses.replace(finding, detail=f"{finding.detail}; {done}", repaired=True)
+        return replace(finding, detail=f"{finding.detail}; repair failed: {why}")
+    return replace(finding, detail=f"{finding.detail}; {done}", repaired=True)
 
 
 @contextlib.contextmanager

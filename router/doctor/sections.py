@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.doctor.findings import Kind, Problem, new_finding
 from router.errors import BadInput
 from router.git import GitError
+from router.records import record
 from router.topic import state
 from router.topic.containment import contain_all
 from router.topic.workspace import Repo
@@ -59,7 +59,7 @@ def _section_disagreements(home: Repo, topic_id: str, path: Path) -> list[str]:
     return [f"{p}; run `team-router worktrees {topic_id}` to rewrite it" for p in problems]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Places:
     """Where a repo of the topic may be worked on: its main tree (a fallback) or a worktree."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
@@ -27,11 +26,12 @@ from router.doctor.repairs import (
 )
 from router.git import WorktreeEntry
 from router.mounts import worktree_unmounted
+from router.records import record
 from router.topic import journal, worktreelock
 from router.topic.workspace import WORKTREES_DIR, Repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Gone:
     """A registered worktree whose directory is gone, with what judging it needs."""
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from router.git.run import GitError, Runner, base_env, recall_about
+from router.records import record
 
 
 class ConfigMethods(Runner):
@@ -35,7 +35,7 @@ class ConfigMethods(Runner):
         return ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigView:
     """Every config value git sees in a repository (all scopes and includes), from one process.
 

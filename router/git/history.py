@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from router.git.answers import about_refs
 from router.git.run import Runner
 from router.names import Sha
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CherryEntry:
     """One line of ``git cherry``: a commit and whether upstream has its patch."""
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.git import files as gitfiles
 from router.git.run import GitError, Runner
 from router.names import Sha
+from router.records import record
 
 # One reflog entry as git writes it: (old id, new id, message). The null id
 # (all zeros: see :func:`router.git.files.is_null_id`) stands for "no commit" on either side.
@@ -82,7 +82,7 @@ def reflog_files(common: str, *, skip: str) -> list[str]:
     return sorted(files)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReflogOnly:
     """Commits only one worktree registration's ``HEAD`` reflog keeps (deleted with it)."""
 

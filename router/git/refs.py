@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -12,6 +11,7 @@ from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
 from router.git.run import GitError, recall_about, verified
 from router.names import Branch, Sha
+from router.records import record
 
 
 class RefMethods(LayoutMethods):
@@ -194,7 +194,7 @@ def update_ref(git: RefMethods, ref: str, new: str, *, old: str | None, message:
     git.run("update-ref", "--create-reflog", "-m", message, ref, new, old or "")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RefTip:
     """Where one ref points: its commit, that commit's tree, and its symref target."""
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.git.layout import LayoutMethods
 from router.names import Branch, Sha
+from router.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StatusReport:
     """``git status --porcelain``: tracked paths with changes, then untracked ones."""
 
@@ -114,7 +114,7 @@ class StatusMethods(LayoutMethods):
         return [p for p in out.split("\0") if p]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PrimaryState:
     """A checkout's dirt, branch and HEAD commit, from one ``status`` (porcelain v2)."""
 

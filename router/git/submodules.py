@@ -54,12 +54,12 @@ tool understands, and a gc prunes all else as before.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.git.borrowing import KEPT_STAMP, borrowers, tips_state
 from router.git.files import declares_submodules, read_line
 from router.git.run import GitError, Runner
+from router.records import record
 
 # A submodule git dir being made: renamed into place only once whole, so a
 # kill leaves either nothing at the real name or a whole git dir.
@@ -70,7 +70,7 @@ _KEPT_LEAF = "kept/"
 CHECKOUT_TIMEOUT = 600.0  # a local checkout of a big submodule, never a fetch
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Gitlink:
     """A submodule the checkout records: its ``.gitmodules`` name, path and commit."""
 
@@ -127,9 +127,9 @@ def initialised_names(git: Runner) -> set[str]:
 def _pairs(out: str) -> list[tuple[str, str]]:
     """``git config -z`` output: ``key\\nvalue`` records."""
     pairs = []
-    for record in out.split("\0"):
-        if record:
-            key, _, value = record.partition("\n")
+    for entry in out.split("\0"):
+        if entry:
+            key, _, value = entry.partition("\n")
             pairs.append((key, value))
     return pairs
 
@@ -359,7 +359,7 @@ def forget_unfinished_checkout(top: Path, module: Path) -> None:
     (module / "index.lock").unlink(missing_ok=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Borrowed:
     """A worktree's submodule git dir that borrows objects, the primary's git dir it borrows
     from, and the pin (:func:`borrow_pin`) that keeps them there."""
@@ -400,7 +400,7 @@ def drop_borrow_pins(borrowed: list[Borrowed]) -> None:
             Runner(b.source).run("update-ref", "--stdin", input=listed.stdout, check=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unkept:
     """What a borrower stands on in its source that no pin of its worktree keeps.
 

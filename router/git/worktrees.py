@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -13,9 +12,10 @@ from router.git.answers import forget
 from router.git.layout import LayoutMethods
 from router.git.run import GitError
 from router.names import Branch, Sha
+from router.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorktreeEntry:
     """One entry of ``git worktree list --porcelain`` (or the same read from git's files)."""
 
@@ -175,8 +175,8 @@ class WorktreeMethods(LayoutMethods):
 def parse_worktree_list(out: str) -> list[WorktreeEntry]:
     entries: list[WorktreeEntry] = []
     # Records are separated by an empty field (two NULs in a row).
-    for record in out.split("\0\0"):
-        fields = [f for f in record.split("\0") if f]
+    for block in out.split("\0\0"):
+        fields = [f for f in block.split("\0") if f]
         if not fields:
             continue
         info: dict[str, str] = {}

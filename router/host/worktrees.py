@@ -10,10 +10,8 @@ told "no": whatever would lose work is kept, said on stderr, and recorded.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from router.create.topic import NewResult, new_topic
 from router.errors import BadInput, ErrorCode, Refusal, RouterError, error_json
 from router.names import parse_id
 from router.progress import Echo
+from router.records import field, record, replace
 from router.teardown.host_policy import HostCaller, HostKeeps, HostPolicy
 from router.teardown.record import torn_down
 from router.teardown.steps import Step
@@ -112,7 +111,7 @@ class RemoveOutcome(StrEnum):
     NOT_OURS = "not-ours"  # no team-router topic has this worktree: left to its owner
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RemoveResult:
     path: Path
     outcome: RemoveOutcome
@@ -268,8 +267,8 @@ def _swept(repo: Repo, result: RemoveResult) -> RemoveResult:
     try:
         swept = sweep_repo(repo.primary)
     except (RouterError, OSError) as exc:
-        return dataclasses.replace(result, detail=f"{result.detail}; residue not swept ({exc})")
-    return dataclasses.replace(
+        return replace(result, detail=f"{result.detail}; residue not swept ({exc})")
+    return replace(
         result,
         swept=(*result.swept, *(str(p) for p in swept.swept)),
         warnings=[*result.warnings, *swept.warnings],
@@ -285,7 +284,7 @@ def _record_host_removal(repo: Repo, result: RemoveResult) -> None:
         state.update_record(
             repo.common_dir,
             result.topic_id,
-            lambda record: dataclasses.replace(record, host_removal=removal),
+            lambda record: replace(record, host_removal=removal),
             wait=1,
         )
     except (RouterError, OSError):
@@ -355,7 +354,7 @@ class SweptOutcome(StrEnum):
     KEPT = "kept"  # it holds something (named), or its removal was refused
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SweptWorktree:
     id: str
     worktree: str | None
@@ -371,7 +370,7 @@ class SweptWorktree:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostSweepResult:
     """``sweep --host-worktrees``: each host-made topic's outcome, then the residue sweep."""
 

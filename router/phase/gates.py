@@ -12,12 +12,12 @@ import datetime as _dt
 import os
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from router.errors import ErrorCode, RouterError
 from router.plandir import artifacts as a
+from router.records import record
 from router.topic import state
 from router.topic.runs import PlanDir
 from router.topic.target import resolve_existing
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 _URL_RE = re.compile(r"^https?://[^\s\"'<>\\`]+$")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecordResult:
     kind: str  # verdict | review | tests | verify | pr | temp
     path: Path
@@ -260,7 +260,7 @@ def _refuse_dropping_tips(path: Path, tips: list[KeptTip]) -> None:
             )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class KeptTip:
     """Where a repo's topic work stands when the run is finished without a PR."""
 
@@ -345,7 +345,7 @@ def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
     return verdict
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Round:
     """A numbered gate record: what it accepts, its file, and what must hold before it."""
 

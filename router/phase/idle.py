@@ -12,18 +12,18 @@ commits of its own and no live session holds it: ``status`` lists it apart, and
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.git import Git, GitError
 from router.phase.infer import TopicRepo, commits_ahead
+from router.records import record
 from router.topic import holders
 from router.topic.discovery import repo_place, topics
 from router.topic.runs import HOST, PLANS_DIR, Records
 from router.topic.workspace import Repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostWorktree:
     """One host-made topic as ``status`` shows it and ``sweep --host-worktrees`` judges it."""
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.parallel import meanwhile
 from router.phase import infer as phases
 from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
 from router.plandir.remembered import Remembered, Stamp, stamp
+from router.records import record
 from router.topic import discovery
 from router.topic.discovery import discover_at, repo_place
 from router.topic.holders import ANSWERS_FILE, REMEMBERED_FILE, STATE_DIR
@@ -19,7 +19,7 @@ from router.topic.runs import RUN, PlanDir, Records
 from router.topic.workspace import Repo, open_repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoState:
     name: str
     worktree: str | None  # the checkout carrying the topic's work; None when it has none
@@ -39,7 +39,7 @@ class RepoState:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TopicState:
     id: str
     plan_dir: str
@@ -57,7 +57,7 @@ class TopicState:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StatusResult:
     home: Path
     topics: tuple[TopicState, ...]

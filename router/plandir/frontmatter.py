@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from router.plandir.flatfields import flat_fields  # the scanner that knows what YAML accepts
 from router.plandir.mdlines import BOM, is_fence, split_lines
+from router.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Frontmatter:
     """A markdown file split into its YAML frontmatter (parsed) and its body."""
 

@@ -18,16 +18,16 @@ generated files.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from router.plandir.mdlines import is_blank, split_lines
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Heading:
     """A heading outside any list item: 0-based line in the body, level 1-6, its text."""
 
@@ -36,7 +36,7 @@ class Heading:
     title: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Item:
     """A top-level list item: the (0-based line, text) of every line of text in it.
 
@@ -48,7 +48,7 @@ class Item:
     lines: tuple[tuple[int, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Text:
     """A block of text outside any list item: a paragraph (a table is one to CommonMark),
     a code block, a quote, HTML other than a comment. Its first 0-based line in the body.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
@@ -14,6 +13,7 @@ from router.plandir import frontmatter
 from router.plandir.artifacts import HOME
 from router.plandir.mdlines import BOM, is_blank, split_lines
 from router.plandir.outline import Heading, Outline, Text, outline
+from router.records import field, record
 
 REPOS_MD = "repos.md"
 # A list of repos is a few KiB; parsing 50 MB took 90 s and 2 GB while the
@@ -27,7 +27,7 @@ _FIELD_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoSpec:
     """One repo listed in ``repos.md``."""
 
@@ -40,7 +40,7 @@ class RepoSpec:
     sparse: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReposFile:
     """``repos.md`` read: the home repo, the secondaries, and where its Worktrees section is."""
 
@@ -109,7 +109,7 @@ _ENTRY = "`- **name:** api` with `  **path:** /abs/path/api` on the next line"
 _HOME_ENTRY = "`- **name:** web` and `- **path:** /abs/path/web`"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Section:
     """One level-2 section (all of those with its title): its list items and its other text."""
 
@@ -326,7 +326,7 @@ def _check_names(home: RepoSpec, secondaries: Iterable[RepoSpec]) -> None:
 # -- write-back ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorktreeLine:
     """One line of repos.md's ``## Worktrees`` section: a repo's name and worktree path."""
 

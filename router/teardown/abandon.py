@@ -3,12 +3,11 @@ branch stacked on it snapshotted and deleted, here and on origin."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from router.errors import ErrorCode, Refusal
 from router.github import GitHub, PullRequest, Unavailable
 from router.names import Branch, protected_reason
 from router.reasons import Reason, Why
+from router.records import replace
 from router.teardown.branch import delete_branch
 from router.teardown.cleanup_checks import checked_out
 from router.teardown.cleanup_survey import (
@@ -115,7 +114,7 @@ def _abandon_stack(
             deleted.append(head)
     stack = Why(Reason.STACK_DELETED, items=tuple(deleted), others=tuple(gone))
     if kept:
-        some_kept = dataclasses.replace(stack, reason=Reason.STACK_KEPT, text="; ".join(kept))
+        some_kept = replace(stack, reason=Reason.STACK_KEPT, text="; ".join(kept))
         return refused(Step.STACK, ErrorCode.STACK_KEPT, some_kept)
     return done(Step.STACK, stack)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode
 from router.reasons import Reason, Why
+from router.records import record
 from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_state
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.localstate import LocalStateReport
@@ -28,7 +28,7 @@ from router.topic.scope import RepoTarget, TopicScope
 from router.topic.workspace import Repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TeardownReport:
     name: str
     worktree: Path | None

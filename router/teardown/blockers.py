@@ -7,7 +7,6 @@ the fix, or None when it finds nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +16,7 @@ from router.errors import ErrorCode
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.reasons import Reason, Why
+from router.records import replace
 from router.teardown.nested import NestedKind, NestedRepo
 from router.teardown.steps import Step, StepResult, refused
 from router.teardown.wording import dirt_words
@@ -134,7 +134,7 @@ def with_hidden(status: StatusReport, hidden: tuple[str, ...]) -> StatusReport:
     if not hidden:
         return status
     extra = tuple(p for p in hidden if p not in status.untracked)
-    return dataclasses.replace(status, untracked=(*status.untracked, *extra))
+    return replace(status, untracked=(*status.untracked, *extra))
 
 
 def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> StepResult | None:
@@ -148,9 +148,7 @@ def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> Ste
     if unmounted is None:
         return None
     why = Why(Reason.NOT_MOUNTED, path=str(path), text=unmounted.why, again=again)
-    return refused(
-        Step.REMOVE, ErrorCode.NOT_MOUNTED, dataclasses.replace(why, other=str(unmounted.point))
-    )
+    return refused(Step.REMOVE, ErrorCode.NOT_MOUNTED, replace(why, other=str(unmounted.point)))
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:
@@ -161,7 +159,7 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
     if status.dirty:
         hidden = any(p.startswith(f"{PLANS_DIR}/") for p in status.untracked)
         dirty = Why(Reason.DIRTY, path=str(path), items=tuple(status.tracked), flag=hidden)
-        dirty = dataclasses.replace(dirty, others=tuple(status.untracked))
+        dirty = replace(dirty, others=tuple(status.untracked))
         return refused(Step.REMOVE, ErrorCode.DIRTY_WORKTREE, dirty)
     return None
 
@@ -230,15 +228,11 @@ def reflog_blocker(
         why = exc.first_line if isinstance(exc, GitError) else str(exc)
         fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
         unknown = Why(Reason.REFLOG_UNKNOWN, path=str(path), ref=str(log), text=why, other=fix)
-        return refused(
-            Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, dataclasses.replace(unknown, again=again)
-        )
+        return refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, replace(unknown, again=again))
     if not only.count:
         return None
     kept = Why(Reason.REFLOG_ONLY, path=str(path), count=only.count, items=tuple(only.tips[:5]))
-    return refused(
-        Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, dataclasses.replace(kept, again=again)
-    )
+    return refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, replace(kept, again=again))
 
 
 def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> StepResult:

@@ -17,16 +17,15 @@ before anything is read, and a dry run, which changes nothing, needs none).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
 from router.git import GitError, StatusReport
 from router.names import Branch
 from router.reasons import Reason, Why
+from router.records import record, replace
 from router.teardown.blockers import (
     NO_PROC_NOTE,
     found_blockers,
@@ -54,7 +53,7 @@ from router.topic.workspace import Repo
 UNTOUCHED = Why(Reason.UNTOUCHED)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LocalFacts:
     """What the refusals before the fetch judge, read once under the topic's lock."""
 
@@ -84,7 +83,7 @@ def local_facts(
     in_use = worktrees_in_use([path], topic_lock=topic.lock_path)
     if in_use is None:
         warnings.append(NO_PROC_NOTE)
-    return dataclasses.replace(
+    return replace(
         facts,
         users=tuple(in_use.get(path, ())) if in_use else (),
         reflog=None
@@ -307,7 +306,7 @@ def fetched_survey(repo: Repo, branch: Branch, opts: CleanupOptions, warnings: l
     fetched = _fetch(repo, warnings)
     found = survey(repo, branch, ask_remote=True, remove_reused=opts.remove_reused)
     # What the fetch answered: origin's tips are its own now (an update needs no second fetch).
-    found = dataclasses.replace(found, plan=dataclasses.replace(found.plan, reachable=fetched))
+    found = replace(found, plan=replace(found.plan, reachable=fetched))
     refuse_unknown(repo, found, opts.mode, dry_run=opts.dry_run)
     warnings.extend(found.plan.notes)
     warnings.extend(_other_repos(repo, found))

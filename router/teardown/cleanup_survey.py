@@ -3,9 +3,7 @@ repo, read for the worktree that has the branch checked out, and origin's tip of
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.names import Branch
 from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
+from router.records import record, replace
 from router.teardown.blockers import (
     hidden_work,
     reused_branch,
@@ -56,7 +55,7 @@ class Mode(StrEnum):
     ABANDONED = "abandoned"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CleanupOptions:
     mode: Mode
     delete_remote: bool
@@ -70,7 +69,7 @@ class CleanupOptions:
 AGAIN = "pr-cleanup"  # the command a refusal says to run again
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Survey:
     """The branch as pr-cleanup finds it, read before anything is touched: teardown's facts of
     its repo (``plan``, whose worktree is the one that has the branch checked out), and what
@@ -158,9 +157,7 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool 
     )
     plan = _facts(repo, target, default, topic_id, remove_reused=remove_reused)
     # The worktree is the topic's too: local state never deletes a temp path inside it.
-    plan = dataclasses.replace(
-        plan, target=dataclasses.replace(target, worktree=plan.worktree), notes=tuple(notes)
-    )
+    plan = replace(plan, target=replace(target, worktree=plan.worktree), notes=tuple(notes))
     remote_tip, remote_error = (
         _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
     )
@@ -222,8 +219,8 @@ def _facts(
         removing=removing,
     )
     shipped = run_shipped(repo, topic_id, worktree)
-    plan = dataclasses.replace(plan, shipped=shipped)
-    return dataclasses.replace(plan, unshipped=tuple(run_at_stake(repo, topic_id, plan)))
+    plan = replace(plan, shipped=shipped)
+    return replace(plan, unshipped=tuple(run_at_stake(repo, topic_id, plan)))
 
 
 def _unfinished_removal(

@@ -7,14 +7,13 @@ carries it out, so the two cannot disagree.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from router.errors import ErrorCode
 from router.git import StatusReport
 from router.reasons import Reason, Why
+from router.records import record, replace
 from router.teardown.blockers import worktree_blocker
 from router.teardown.branch import delete_branch, verify_gone
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
@@ -52,7 +51,7 @@ def _with_prune(result: StepResult, repo: Repo, plan: RepoPlan) -> StepResult:
     return noting(result, prune_origin(repo, plan.target.branch, tracking=plan.tracking))
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class RepoRun:
     """One repo's teardown between its seven git steps and its local state (steps accrue)."""
 
@@ -126,7 +125,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
     )
     if opts.force:
         # --force without --integrate: the commits are snapshotted, not applied.
-        forced = dataclasses.replace(missing, reason=Reason.UNINTEGRATED_FORCED)
+        forced = replace(missing, reason=Reason.UNINTEGRATED_FORCED)
         return settled(skipped(name, forced))
     return settled(refused(name, ErrorCode.UNINTEGRATED_COMMITS, missing))
 

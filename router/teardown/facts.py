@@ -7,10 +7,8 @@ refuse the whole teardown before anything is removed.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
@@ -19,6 +17,7 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.ioerror import describe_io
 from router.progress import Echo
 from router.reasons import Reason, Why
+from router.records import field, record, replace
 from router.teardown.blockers import (
     foreign_worktree,
     found_blockers,
@@ -54,7 +53,7 @@ from router.topic.scope import RepoTarget
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, default_branch, find_worktree
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TeardownOptions:
     integrate: bool = False
     force: bool = False
@@ -93,7 +92,7 @@ class TeardownOptions:
         return not (self.dry_run or self.refused_plan)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoPlan:
     target: RepoTarget
     default: DefaultBranch | None = None
@@ -195,7 +194,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         place.nested,
         notes=tuple(notes),
     )
-    plan = dataclasses.replace(
+    plan = replace(
         plan,
         config=config,
         status_read=place.there,
@@ -243,7 +242,7 @@ def _fetched(target: RepoTarget, repo: Repo, opts: TeardownOptions, notes: list[
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _WorktreePlace:
     """The topic's worktree in one repo as the plan found it."""
 
@@ -324,11 +323,11 @@ def _with_blockers(
         # Shipped is the run's, wherever its pr.md is: a kept worktree's plan dir counts too.
         shipped = has_shipped(run_artifacts(c, topic_id) for c in {worktree, repo.primary} if c)
         found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, shipped, opts)
-        plan = dataclasses.replace(plan, unshipped=found_dirs, shipped=shipped)
+        plan = replace(plan, unshipped=found_dirs, shipped=shipped)
         blockers += plan_blockers
     # The plan asked `git var` exactly when the act will pick: with no blocker, it named a committer.
     committer = _picks(plan, opts) and not plan.resuming and not blockers
-    return dataclasses.replace(plan, blockers=tuple(blockers), committer_known=committer)
+    return replace(plan, blockers=tuple(blockers), committer_known=committer)
 
 
 def _worktree_back_with_artifacts(plan: RepoPlan, topic_id: str) -> Path | None:
@@ -362,9 +361,9 @@ def _keep_locked(repo: Repo, plan: RepoPlan, entry: WorktreeEntry, topic_id: str
             f"{plan.target.name}: {entry.path} is not locked and could not be locked "
             f"({exc.first_line}); other tools' cleanup may delete an unlocked worktree"
         )
-        return dataclasses.replace(plan, notes=(*plan.notes, note))
+        return replace(plan, notes=(*plan.notes, note))
     entries = worktreelock.with_lock(list(plan.entries), entry.path, topic_id)
-    return dataclasses.replace(plan, entries=tuple(entries))
+    return replace(plan, entries=tuple(entries))
 
 
 def _plan_dir_blockers(
@@ -459,9 +458,7 @@ def _plan_blockers(
         # A kept branch keeps its commits: nothing to refuse.
         commits = tuple(c[:12] for c in missing)
         unintegrated = Why(Reason.UNINTEGRATED, branch=plan.target.branch, items=commits)
-        unintegrated = dataclasses.replace(
-            unintegrated, count=len(commits), flag=_pushed(repo, plan)
-        )
+        unintegrated = replace(unintegrated, count=len(commits), flag=_pushed(repo, plan))
         found.append(refused(Step.INTEGRATE, ErrorCode.UNINTEGRATED_COMMITS, unintegrated))
     return found
 

@@ -10,10 +10,10 @@ are facts of the topic, read under its lock before any repo is planned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from router.records import record
 from router.teardown.steps import name_some
 from router.topic.runs import PLANS_DIR
 
@@ -34,7 +34,7 @@ class HostCaller(StrEnum):
     SWEEP = "sweep"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostPolicy:
     """Teardown as the host removes its ``worktree``."""
 

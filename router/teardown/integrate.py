@@ -4,7 +4,6 @@ in the primary clone, and resume or undo a pick a killed run left.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from router import git as g
 from router.errors import ErrorCode
 from router.git import GitError, StatusReport
 from router.reasons import Reason, Why
+from router.records import replace
 from router.teardown.primary import follow_submodules, primary_busy, primary_state
 from router.teardown.proof import Integration, integration
 from router.teardown.record import TopicRef, pending_pick
@@ -76,7 +76,7 @@ def integrate_commits(
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     picked = Why(Reason.PICKED, count=len(found.missing), default=default.name, path=primary)
-    return done(name, dataclasses.replace(picked, text=follow_submodules(repo)))
+    return done(name, replace(picked, text=follow_submodules(repo)))
 
 
 def _nothing_to_pick(
@@ -93,7 +93,7 @@ def _nothing_to_pick(
     if not apply:
         commits = tuple(c[:12] for c in found.missing)
         missing = Why(Reason.UNINTEGRATED, branch=branch, default=default.name, items=commits)
-        missing = dataclasses.replace(missing, count=len(commits))
+        missing = replace(missing, count=len(commits))
         return refused(name, ErrorCode.UNINTEGRATED_COMMITS, missing)
     return None
 
@@ -144,7 +144,7 @@ def _pick_stopped(
         # that the stopped cherry-pick in the primary is ours to undo.
         code = not_undone.code if not_undone.lock_file else exc.code
         why = Why(Reason.PICK_NOT_UNDONE, other=not_undone.first_line)
-        why = dataclasses.replace(why, default=onto, path=stopped.path, text=exc.first_line)
+        why = replace(why, default=onto, path=stopped.path, text=exc.first_line)
         return refused(name, code, why)
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
@@ -223,9 +223,7 @@ def resume_integration(repo: Repo, topic: TopicRef) -> StepResult | None:
         undone.append(dropped)
     end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     what = "; ".join(undone) or "nothing was left half-done"
-    return done(
-        Step.INTEGRATE, dataclasses.replace(_of_pick(repo, pick, Reason.PICK_UNDONE), text=what)
-    )
+    return done(Step.INTEGRATE, replace(_of_pick(repo, pick, Reason.PICK_UNDONE), text=what))
 
 
 def _of_pick(repo: Repo, pick: Picking, reason: Reason) -> Why:
@@ -268,7 +266,7 @@ def _drop_half_applied(repo: Repo, pick: Picking, status: StatusReport) -> StepR
     change is not from it: then the refusal, and everything stays."""
     foreign, residue = _sort_changes(repo, pick, status)
     if foreign:
-        kept = dataclasses.replace(_of_pick(repo, pick, Reason.PICK_FOREIGN), items=tuple(foreign))
+        kept = replace(_of_pick(repo, pick, Reason.PICK_FOREIGN), items=tuple(foreign))
         return refused(Step.INTEGRATE, ErrorCode.PRIMARY_BUSY, kept)
     g.reset_hard(repo.git, "HEAD")
     _remove_residue(repo.primary, residue)
@@ -293,9 +291,7 @@ def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:
 def _pick_locked(repo: Repo, pick: Picking, undoing: bool, error: GitError) -> StepResult:
     """The refusal naming the lock that stopped git undoing (or ending) our killed pick."""
     stuck = _of_pick(repo, pick, Reason.PICK_STUCK)
-    return refused(
-        Step.INTEGRATE, error.code, dataclasses.replace(stuck, flag=undoing, text=error.first_line)
-    )
+    return refused(Step.INTEGRATE, error.code, replace(stuck, flag=undoing, text=error.first_line))
 
 
 def _pick_still_running(repo: Repo) -> StepResult | None:

@@ -7,12 +7,10 @@ failed line never stops the lines after it, and they run from the primary root.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from router.errors import ErrorCode, ExitCode, error_json
 from router.git import Git, GitPlace, forget, git_place, repository_above, repository_below
 from router.progress import Echo
 from router.reasons import Reason, Why
+from router.records import field, record, replace
 from router.teardown.primary import is_primary_clone
 from router.teardown.steps import (
     INTERRUPTED_STEP,
@@ -54,7 +53,7 @@ class TempOutcome(StrEnum):
     REFUSED = "refused"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TempResult:
     path: str
     outcome: TempOutcome
@@ -79,7 +78,7 @@ class TempResult:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LocalStateReport:
     """One repo's local-state run."""
 
@@ -217,9 +216,7 @@ def remove_temp_paths(
     root = temp_root()
     guarded = tuple(os.path.realpath(p) for p in protected)
     return [
-        dataclasses.replace(
-            _remove_temp_path(path, root, guarded, dry_run=dry_run), planned=dry_run
-        )
+        replace(_remove_temp_path(path, root, guarded, dry_run=dry_run), planned=dry_run)
         for path in paths
     ]
 
@@ -308,7 +305,7 @@ def _delete(path: str, root: str) -> str | None:
 # -- one repo ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LocalStateJob:
     repo: str
     git: Git  # anchored at the primary root
@@ -389,7 +386,7 @@ def local_state_step(
     return StepResult(Step.LOCAL_STATE, outcome, ran), report
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LocalStateResult:
     id: str
     reports: tuple[LocalStateReport, ...]

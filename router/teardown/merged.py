@@ -3,13 +3,13 @@ gh as a second witness that must agree when it can be asked, and whose silence i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 from router.git import Git
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.names import Branch
 from router.reasons import Reason, Why
+from router.records import record
 from router.teardown.proof import Proof, cut_from, empty_branch, merge_proof
 from router.teardown.wording import in_words
 from router.topic.workspace import DefaultBranch, Repo
@@ -23,7 +23,7 @@ class GhVerdict(StrEnum):
     NOT_ASKED = "not-asked"  # nothing left to prove
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Tips:
     """Where the branch is: its local tip, origin's, and the commit it was cut from (recorded)."""
 
@@ -32,7 +32,7 @@ class Tips:
     base: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Evidence:
     """Why the branch counts as merged (or not): the content proof and what gh said."""
 

@@ -17,12 +17,12 @@ the commits its HEAD alone reaches.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
 from router.git import Git, GitError, StatusReport
+from router.records import field, record
 
 
 class NestedKind(StrEnum):
@@ -33,7 +33,7 @@ class NestedKind(StrEnum):
     UNINITIALISED = "uninitialised submodule"  # its directory holds files git does not see
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NestedRepo:
     # Where it is: relative to the worktree; for a submodule git dir, its absolute path.
     rel: str
@@ -217,7 +217,7 @@ def outer_clones(repos: tuple[NestedRepo, ...]) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Departed:
     """A repository that goes with the worktree (nothing unpushed): where to get it back."""
 

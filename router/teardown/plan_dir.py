@@ -4,13 +4,13 @@ clone (a run that fell back to it), snapshotting an unshipped run's artifacts fi
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from pathlib import Path
 
 from router.errors import ErrorCode
 from router.reasons import Reason, Why
+from router.records import replace
 from router.teardown.blockers import nested_blocker
 from router.teardown.nested import survey_directory
 from router.teardown.snapshot import SnapshotFailed, snapshot_plan_dir
@@ -118,4 +118,4 @@ def _remove(repo: Repo, topic_id: str, path: Path, run: list[RunArtifacts]) -> S
     if snap is None:
         return done(name, Why(Reason.REMOVED_UNTRACKED, path=str(path)))
     held = Why(Reason.REMOVED_UNTRACKED, path=str(path), ref=snap.ref, commit=snap.commit)
-    return done_with(name, dataclasses.replace(held, items=artifact_files(run)), snap.ref)
+    return done_with(name, replace(held, items=artifact_files(run)), snap.ref)

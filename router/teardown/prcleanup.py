@@ -14,9 +14,7 @@ and ``--reclaim`` (:mod:`router.teardown.reclaim`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import github, interrupt
@@ -25,6 +23,7 @@ from router.git import GitError
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.phase.infer import keep_borrowed_objects
 from router.progress import Echo
+from router.records import field, record, replace
 from router.teardown.abandon import (
     decide_snapshot,
     decide_stack,
@@ -150,7 +149,7 @@ def run_steps(
     if evidence is not None and evidence.merged and evidence.subject == plan.tip:
         # The merge proof (on origin's default branch, or at the PR's merge commit) is the
         # branch step's judgement, used while the branch is still at the commit proven.
-        plan = dataclasses.replace(plan, found=Integration(evidence.content, ()))
+        plan = replace(plan, found=Integration(evidence.content, ()))
     if found.topic_id and recreated(plan) and not opts.dry_run:
         forget_earlier_teardown(repo.common_dir, found.topic_id)
     if not opts.dry_run:
@@ -243,7 +242,7 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
 # -- the command --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CleanupResult:
     branch: str
     mode: Mode

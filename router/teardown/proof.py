@@ -9,12 +9,12 @@ integrate and branch steps and pr-cleanup all judge by :func:`integration`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 
 from router import git as g
 from router.git import CherryEntry, Git, GitError
 from router.reasons import Reason, Why
+from router.records import record
 from router.topic.workspace import DefaultBranch
 
 
@@ -24,7 +24,7 @@ class ProofKind(StrEnum):
     SQUASH = "squash"  # merging the branch into the target changes nothing
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Proof:
     kind: ProofKind
     target: str  # the ref the proof holds against
@@ -78,7 +78,7 @@ def _judge(
     return None, entries
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Integration:
     """Where a branch's work stands against the repo's default branch."""
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import github
@@ -15,6 +14,7 @@ from router.names import Branch
 from router.plandir.artifacts import PR as PR_FILE
 from router.plandir.artifacts import recorded_prs
 from router.reasons import Reason, Why
+from router.records import record
 from router.teardown.steps import Decision, Step, StepResult, acting, done, failed, settled, skipped
 from router.topic import state
 from router.topic.branches import branch_topic, validate_branch
@@ -25,7 +25,7 @@ PR_NUMBER_RE = re.compile(r"[0-9]{1,10}")
 MAX_STACK = 20  # stacked PRs deeper than this are not followed (and a cycle is not looped)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CleanupTarget:
     branch: Branch
     pr: PullRequest | None = None  # the PR the user named (number or URL)

@@ -4,15 +4,15 @@ run was in the middle of when it stopped is the journal's (router.topic.journal)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from router.records import record
 from router.teardown.steps import STEPS
 from router.topic import journal, state
 from router.topic.state import Picking
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TopicRef:
     """The topic whose record (in each repo's common git dir) marks that repo's teardown."""
 

@@ -7,13 +7,13 @@ unmarked once it is recorded, so a rerun knows a half-removed worktree for its o
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
 from router.errors import ErrorCode
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.reasons import Reason, Why
+from router.records import record
 from router.teardown.blockers import (
     foreign_worktree,
     hidden_work,
@@ -102,7 +102,7 @@ def remove_worktree(
     return _remove_unforced(found, proven_clean=proven_clean), None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Removal:
     """A registered worktree of ours that the remove step is to take, and what is inside it."""
 

@@ -9,12 +9,10 @@ clone. A restore a kill stopped is finished by the next one
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from router.errors import BadInput, ErrorCode, ExitCode, Refusal, RouterError, e
 from router.fsutil import files_under
 from router.git import Git, GitError
 from router.names import ID_RE, Branch, branch_for
+from router.records import field, record, replace
 from router.teardown.restore_journal import (
     branches_in_use,
     check_out_restored,
@@ -57,7 +56,7 @@ from router.topic.target import home_repo
 from router.topic.workspace import Repo, open_repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RestoreResult:
     id: str
     repos: tuple[RestoredRepo, ...]
@@ -177,9 +176,7 @@ def _with_plan_dir(worktree: RestoredRepo, plan_dir: RestoredRepo) -> RestoredRe
         return plan_dir
     order = (RestoreStatus.REFUSED, RestoreStatus.RESTORED, RestoreStatus.EXISTING)
     status = next(s for s in order if s in {worktree.status, plan_dir.status})
-    return dataclasses.replace(
-        worktree, status=status, detail=f"{worktree.detail}; {plan_dir.detail}"
-    )
+    return replace(worktree, status=status, detail=f"{worktree.detail}; {plan_dir.detail}")
 
 
 def _restore_unless_stopped(name: str, restore: Callable[[], RestoredRepo]) -> RestoredRepo:
@@ -280,7 +277,7 @@ class RestoreStatus(StrEnum):
     INTERRUPTED = "interrupted"  # a signal stopped the command before or during this repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RestoredRepo:
     name: str
     status: RestoreStatus
@@ -550,7 +547,7 @@ def _record_restore(
     def change(r: state.TopicRecord) -> state.TopicRecord:
         # restore cut the branch it checked out (a free name): teardown may delete it.
         # One it found at the snapshot's commit and checked out keeps what the record said.
-        return dataclasses.replace(
+        return replace(
             r,
             worktree=str(path),
             branch=target,

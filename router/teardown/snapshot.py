@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router import git as g
@@ -30,6 +29,7 @@ from router.create import sparse
 from router.errors import ErrorCode, Refusal
 from router.git import Git, GitError
 from router.ioerror import describe_io
+from router.records import record
 from router.teardown.nested import Departed
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import Repo
@@ -64,7 +64,7 @@ def snapshot_ref(branch: str) -> str:
     return f"{SNAPSHOT_PREFIX}{branch}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Snapshot:
     ref: str
     commit: str
@@ -217,7 +217,7 @@ def plan_dir_ref(topic_id: str) -> str:
     return f"{PLAN_DIR_PREFIX}{topic_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlanDirSnapshot:
     """A commit holding only ``docs/plans/<id>/``, as the primary clone had it."""
 

@@ -16,9 +16,7 @@ repo of a topic (plan first, then act); ``pr-cleanup`` reuses them for one branc
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from enum import StrEnum
 
 from router import interrupt
@@ -26,6 +24,7 @@ from router.errors import ErrorCode, error_json
 from router.git import GitError
 from router.ioerror import describe_io
 from router.reasons import Reason, Why
+from router.records import field, record, replace
 from router.teardown.wording import in_words
 from router.teardown.wording import name_some as name_some  # the steps' import of it
 from router.topic import state
@@ -85,7 +84,7 @@ class NotDone(StrEnum):
     LEFT = "left"  # an earlier run left it to the user, who has not finished it yet
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StepResult:
     name: Step
     outcome: Outcome
@@ -196,7 +195,7 @@ def stopped_at(steps: Iterable[StepResult]) -> str | None:
     return f"at {steps[at].name}, {after}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Decision:
     """What one step will do, decided once: the dry run reports it, the real run carries it out.
 
@@ -228,13 +227,13 @@ def acting(
 ) -> Decision:
     """A step that acts: the real run calls ``act``; the dry run reports ``what`` it would do
     (in its planned words: the reason the real run then reports)."""
-    why = dataclasses.replace(what, planned=True)
+    why = replace(what, planned=True)
     return Decision(act=act, plan=lambda: StepResult(name, outcome, why))
 
 
 def not_done(result: StepResult, why: NotDone) -> StepResult:
     """``result``, marked as work a rerun still does (``why``)."""
-    return dataclasses.replace(result, not_done=why)
+    return replace(result, not_done=why)
 
 
 def done(name: Step, why: Why) -> StepResult:
@@ -260,7 +259,7 @@ def failed(name: Step, why: Why, code: ErrorCode | None = None) -> StepResult:
 
 def noting(result: StepResult, *notes: Why) -> StepResult:
     """``result`` with ``notes`` said after its reason."""
-    return dataclasses.replace(result, why=result.why.noting(*notes))
+    return replace(result, why=result.why.noting(*notes))
 
 
 def git_failed(name: Step, command: str, exc: GitError) -> StepResult:
@@ -269,7 +268,7 @@ def git_failed(name: Step, command: str, exc: GitError) -> StepResult:
     return failed(name, Why(Reason.GIT_FAILED, command=command, text=exc.first_line), exc.code)
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class StepRun:
     """Steps as they happen: a stopped guarding step holds back the guarded ones after it.
 

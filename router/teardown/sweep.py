@@ -37,12 +37,10 @@ unshipped run's plan dir (above) keeps it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +50,7 @@ from router.fsutil import files_under
 from router.git import Git, WorktreeEntry
 from router.ioerror import describe_io
 from router.reasons import Reason, Why
+from router.records import field, record, replace
 from router.teardown.snapshot import snapshot_plan_dir
 from router.teardown.steps import Step, StepResult, done_with, failed, refused, skipped
 from router.teardown.unshipped import residue_why
@@ -79,7 +78,7 @@ class SweepVerdict(StrEnum):
     UNSHIPPED = "unshipped-run"  # residue but for a run's artifacts, and the run has not shipped
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Runs:
     """What the sweep knows of the runs whose plan dirs residue may hold (DESIGN §3.2, §9)."""
 
@@ -94,7 +93,7 @@ class Runs:
         return at_stake_in(path, files, self.primary, self.shipped)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Kept:
     path: Path
     reason: SweepVerdict
@@ -105,7 +104,7 @@ class Kept:
         return {"path": str(self.path), "reason": str(self.reason), "files": list(self.files)}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Snapshotted:
     """Residue swept once the artifacts of a run in it were written to a snapshot ref."""
 
@@ -117,7 +116,7 @@ class Snapshotted:
         return {"path": str(self.path), "notes": [in_words(n) for n in self.notes]}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SweepResult:
     root: Path
     swept: tuple[Path, ...] = ()
@@ -520,7 +519,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
             return _put_back(aside, path) or f"{written}; kept"
         snapped = written
     elif judged.reason is not SweepVerdict.RESIDUE:
-        return _put_back(aside, path) or dataclasses.replace(
+        return _put_back(aside, path) or replace(
             judged, path=path, runs=_renamed(judged.runs, aside, path)
         )
     try:
@@ -570,8 +569,7 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
 def _renamed(runs: tuple[RunArtifacts, ...], aside: Path, path: Path) -> tuple[RunArtifacts, ...]:
     """The runs judged in the directory moved aside, named where it is back."""
     return tuple(
-        dataclasses.replace(a, checkout=path, plan_dir=path / a.plan_dir.relative_to(aside))
-        for a in runs
+        replace(a, checkout=path, plan_dir=path / a.plan_dir.relative_to(aside)) for a in runs
     )
 
 
@@ -607,7 +605,7 @@ def sweep_step(
     notes = tuple(note for s in result.snapshotted for note in s.notes)
     went = Reason.SWEPT if result.swept or notes else Reason.RESIDUE_KEPT
     swept = Why(went, items=tuple(str(p) for p in result.swept), parts=notes, planned=dry_run)
-    swept = dataclasses.replace(swept, others=tuple(str(k.path) for k in result.kept))
+    swept = replace(swept, others=tuple(str(k.path) for k in result.kept))
     if result.unshipped:
         why = residue_why(result.unshipped, command="teardown")
         if swept.items or swept.parts or swept.others:

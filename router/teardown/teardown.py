@@ -10,8 +10,6 @@ reported in ``repos.md`` order.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import git as g
@@ -21,6 +19,7 @@ from router.parallel import parallel_map
 from router.phase.infer import keep_borrowed_objects
 from router.progress import Echo, Progress
 from router.reasons import Reason, Why
+from router.records import field, record, replace
 from router.teardown.act import TeardownReport, git_steps, local_state_last, teardown_repo
 from router.teardown.blockers import NO_PROC_NOTE, in_use_blocker, worktrees_in_use
 from router.teardown.decide import RepoRun
@@ -45,7 +44,7 @@ from router.topic import state
 from router.topic.scope import TopicScope, resolve_topic
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TeardownResult:
     id: str
     repos: tuple[TeardownReport, ...]
@@ -262,9 +261,9 @@ def _with_holders(
     who = ", ".join(describe(h) for h in others)
     if opts.force and not opts.keep_held:
         note = f"--force: tearing {scope.id} down although {who} still holds it"
-        return [dataclasses.replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
+        return [replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
     blocker = refused(Step.REMOVE, ErrorCode.HELD, Why(Reason.HELD, topic=scope.id, text=who))
-    home = dataclasses.replace(plans[0], blockers=(blocker, *plans[0].blockers))
+    home = replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]
 
 
@@ -280,7 +279,7 @@ def _with_users(plans: list[RepoPlan], opts: TeardownOptions, lock: Path) -> lis
     if users is None:
         if not removed:
             return plans
-        return [dataclasses.replace(plans[0], notes=(*plans[0].notes, NO_PROC_NOTE)), *plans[1:]]
+        return [replace(plans[0], notes=(*plans[0].notes, NO_PROC_NOTE)), *plans[1:]]
     return [_in_use(p, users) for p in plans]
 
 
@@ -293,9 +292,7 @@ def _in_use(plan: RepoPlan, users: dict[Path, list[str]]) -> RepoPlan:
     found = users.get(plan.worktree) if plan.worktree is not None and _removes(plan) else None
     if plan.worktree is None or not found:
         return plan
-    return dataclasses.replace(
-        plan, blockers=(*plan.blockers, in_use_blocker(plan.worktree, found))
-    )
+    return replace(plan, blockers=(*plan.blockers, in_use_blocker(plan.worktree, found)))
 
 
 def _refusal(
@@ -316,7 +313,7 @@ def _refusal(
         first.code or ErrorCode.STEP_REFUSED,
         f"teardown of {scope.id} {refused_}, nothing was removed in any repo: {lines}",
     )
-    planning = dataclasses.replace(opts, refused_plan=True)
+    planning = replace(opts, refused_plan=True)
     reports = tuple(parallel_map(lambda p: _refused_report(p, scope, planning), plans))
     return TeardownResult(scope.id, reports, dry_run=opts.dry_run, warnings=warnings, refusal=error)
 
@@ -350,7 +347,7 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
             return not_done(skipped(step.name, why), NotDone.REFUSED)
         if step.outcome is Outcome.SKIPPED:
             return step
-        would = dataclasses.replace(why, inner=(step.why,))
+        would = replace(why, inner=(step.why,))
         return not_done(skipped(step.name, would), NotDone.REFUSED)
 
     steps = tuple(map(refused_step, planned))
@@ -367,9 +364,7 @@ def _remember_scope(scope: TopicScope) -> None:
                 known[t.name] = state.RepoEntry(
                     t.name, str(t.path), str(t.worktree) if t.worktree else None
                 )
-        return dataclasses.replace(
-            record, repos=tuple(known.values()), temp_paths=tuple(scope.temp_paths)
-        )
+        return replace(record, repos=tuple(known.values()), temp_paths=tuple(scope.temp_paths))
 
     state.update_record(
         scope.home.common_dir,

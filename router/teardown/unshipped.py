@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.fsutil import files_under
 from router.plandir.artifacts import LIGHT_ID_RE, PR
 from router.reasons import Reason, Why
+from router.records import record
 from router.topic.runs import PLANS_DIR, plan_dir_link
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunArtifacts:
     """The topic's plan dir in one checkout, as a removal would delete it."""
 

@@ -4,12 +4,12 @@ and prune origin's deleted branch; what cannot move is left to the user.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from router import git as g
 from router.git import GitError, StatusReport
 from router.reasons import Reason, Why
+from router.records import replace
 from router.teardown.primary import (
     follow_submodules,
     primary_state,
@@ -65,9 +65,7 @@ def update_decision(
         # An earlier run of ours moved the branch and was stopped before its
         # submodules followed: they follow first, and the primary is judged after.
         status, current, paths = behind
-        clean = dataclasses.replace(
-            status, tracked=tuple(p for p in status.tracked if p not in paths)
-        )
+        clean = replace(status, tracked=tuple(p for p in status.tracked if p not in paths))
         after = update_decision(
             repo,
             default,
@@ -120,17 +118,15 @@ def _following(repo: Repo, paths: list[str], after: Decision) -> Decision:
         try:
             g.submodule_update(repo.git, paths)
         except GitError as exc:
-            failed_ = dataclasses.replace(
-                followed, reason=Reason.SUBMODULES_FAILED, text=exc.first_line
-            )
+            failed_ = replace(followed, reason=Reason.SUBMODULES_FAILED, text=exc.first_line)
             return skipped(Step.UPDATE_DEFAULT, failed_)
         result = after.resolve(dry_run=False)
-        return dataclasses.replace(result, why=result.why.after(followed))
+        return replace(result, why=result.why.after(followed))
 
     def plan() -> StepResult:
         result = after.resolve(dry_run=True)
-        planned = dataclasses.replace(followed, planned=True)
-        return dataclasses.replace(result, why=result.why.after(planned))
+        planned = replace(followed, planned=True)
+        return replace(result, why=result.why.after(planned))
 
     return Decision(act=act, plan=plan)
 
@@ -169,13 +165,13 @@ def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bo
             g.rebase_abort(repo.git)
         own = _own_commits(repo, default) if not rebase else 0
         why = Why(Reason.PULL_FAILED, default=default.name, flag=rebase, count=own)
-        why = dataclasses.replace(why, text=exc.first_line, path=str(repo.primary))
+        why = replace(why, text=exc.first_line, path=str(repo.primary))
         return failed(name, why, exc.code)
     # The primary was clean before the pull: a gitlink the pulled commits moved
     # would otherwise leave its submodule behind and the primary dirty.
     followed = follow_submodules(repo)
     pulled = Why(Reason.UPDATED, default=default.name, command=_pull_command(rebase), flag=rebase)
-    return done(name, dataclasses.replace(pulled, text=followed))
+    return done(name, replace(pulled, text=followed))
 
 
 def _planned_pull(
@@ -196,9 +192,9 @@ def _planned_pull(
     # cannot move it: the real run leaves the branch to the user, as the plan must say.
     stops = rebase and repo.git.merge_tree(remote, local) is None
     if rebase and not stops:
-        return done(name, dataclasses.replace(pull, count=own))
+        return done(name, replace(pull, count=own))
     left = Why(Reason.PULL_FAILED, default=d, flag=rebase, count=own, path=str(repo.primary))
-    return failed(name, dataclasses.replace(left, planned=True))
+    return failed(name, replace(left, planned=True))
 
 
 def _pull_command(rebase: bool) -> str:

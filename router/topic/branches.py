@@ -3,12 +3,12 @@ it belongs to, with the lock and holders a command acting on it heeds (DESIGN §
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
 from router.git import Git
 from router.names import ID_RE, Branch, branch_for, branch_problem, protected_reason
+from router.records import record
 from router.topic import state
 from router.topic.target import home_repo
 from router.topic.workspace import DefaultBranch, Repo
@@ -42,7 +42,7 @@ def branch_topic(repo: Repo, branch: str) -> str | None:
     return branch if ID_RE.fullmatch(branch) else state.topic_of_branch(repo.common_dir, branch)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TopicLock:
     """The lock a command on a branch holds and the holders it heeds: the topic's own, at its home."""
 

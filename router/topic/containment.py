@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode
 from router.git import Git, GitError, RepoLayout
 from router.parallel import parallel_map
+from router.records import record
 from router.topic.workspace import Repo, primary_root
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Containment:
     """Whether a path repos.md lists is a repository the topic may use, and why not."""
 

@@ -15,14 +15,13 @@ per operation, whether its rerun finishes what was begun or undoes it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router.records import record, replace
 from router.topic.holders import STATE_DIR
 from router.topic.record import Picking, Removal, TeardownMark, TopicRecord
 
@@ -67,7 +66,7 @@ RULES: dict[Operation, Rerun] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Pending:
     """One operation left half-done, and what it names."""
 
@@ -144,7 +143,7 @@ def write_steps(
     work again, never the remains of that removal.
     """
     if claimed is not None and find(record, Operation.REMOVE, claimed):
-        record = dataclasses.replace(record, removing=None)
+        record = replace(record, removing=None)
     for step in steps:
         record = record.with_step(step)
     written = record
@@ -159,15 +158,13 @@ def end_create(common_dir: Path, topic_id: str, *, branch_gone: bool) -> None:
 
     def change(r: TopicRecord) -> TopicRecord | None:
         if not branch_gone:
-            return dataclasses.replace(r, worktree=None, base_commit=None, steps=("inspect",))
+            return replace(r, worktree=None, base_commit=None, steps=("inspect",))
         if r.plan_dir is None and not r.repos and not r.temp_paths:
             return None  # only this creation's: nothing of it is left
         # The home record of a topic that exists already, its plan dir in the
         # main tree (a fallback): its request, plan dir, repos and temp paths still
         # matter; a rerun of the same `new` finds its id by the request, not a `-2`.
-        return dataclasses.replace(
-            r, worktree=None, base_commit=None, branch_created=False, steps=()
-        )
+        return replace(r, worktree=None, base_commit=None, branch_created=False, steps=())
 
     _write_record(common_dir, topic_id, change, None)
 
@@ -175,7 +172,7 @@ def end_create(common_dir: Path, topic_id: str, *, branch_gone: bool) -> None:
 def as_new_run(record: TopicRecord) -> TopicRecord:
     """``record`` once its topic has a worktree again (made or restored): a new run, which an
     earlier teardown's steps (:data:`Operation.TEARDOWN`'s mark) no longer describe."""
-    return dataclasses.replace(record, teardown=None)
+    return replace(record, teardown=None)
 
 
 def new_run(
@@ -210,7 +207,7 @@ def teardown_done(
         mark = record.teardown or TeardownMark()
         whole = mark.complete if complete is None else complete
         mark = mark.with_done(done, order, complete=whole, left=left)
-        return dataclasses.replace(record, teardown=mark, **also)  # type: ignore[arg-type]
+        return replace(record, teardown=mark, **also)  # type: ignore[arg-type]
 
     _write_record(common_dir, topic_id, change, _made(topic_id, made))
 
@@ -218,7 +215,7 @@ def teardown_done(
 def begin_teardown(common_dir: Path, topic_id: str, **also: object) -> None:
     """Before a teardown's (pr-cleanup's) first step, the fields ``also`` that say it is under
     way (pr-cleanup's mode); its mark is written as its steps finish (:func:`teardown_done`)."""
-    _write_record(common_dir, topic_id, lambda r: dataclasses.replace(r, **also), None)  # type: ignore[arg-type]
+    _write_record(common_dir, topic_id, lambda r: replace(r, **also), None)  # type: ignore[arg-type]
 
 
 def begin_op(
@@ -242,9 +239,7 @@ def end_op(common_dir: Path, topic_id: str, operation: Operation) -> None:
 
 
 def _write_mark(common_dir: Path, topic_id: str, change: Any, made: tuple[str, str] | None) -> None:
-    _write_record(
-        common_dir, topic_id, lambda r: dataclasses.replace(r, **change), _made(topic_id, made)
-    )
+    _write_record(common_dir, topic_id, lambda r: replace(r, **change), _made(topic_id, made))
 
 
 def _made(topic_id: str, made: tuple[str, str] | None) -> Callable[[], TopicRecord] | None:

@@ -14,9 +14,9 @@ phase depends on commits.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from router.plandir.artifacts import HOME  # the hook has it loaded already
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from router.topic.state import TopicRecord
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoPlace:
     """One repo of a topic: its name, its primary clone and the checkout carrying its work.
 

@@ -9,10 +9,10 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
-from dataclasses import astuple, dataclass
 
 from router import git as g
 from router.reasons import Why
+from router.records import fields, record, replace, values
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 SCHEMA = 2
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoEntry:
     """One repo of a topic, as the home record remembers it for teardown."""
 
@@ -33,7 +33,7 @@ class RepoEntry:
     worktree: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TeardownMark:
     """The teardown steps done in this repo; ``complete`` once a run finished them all.
 
@@ -69,7 +69,7 @@ class TeardownMark:
         return TeardownMark(ordered(done), complete, ordered((set(self.left) | set(left)) - done))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Restored:
     """What ``restore`` made from a snapshot, so a rerun answers the same without a second copy."""
 
@@ -78,7 +78,7 @@ class Restored:
     worktree: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Picking:
     """A cherry-pick this tool started: onto ``target`` at ``tip``, the ``commits`` of ``branch``.
 
@@ -164,7 +164,7 @@ class Judged(
         return _new_judged(cls, fields)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Removal:
     """A removal of ours under way: the directory, and every file in it it judged safe to delete.
 
@@ -222,7 +222,7 @@ class Removal:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostRemoval:
     """What the host's last removal of the topic's worktree (``hook worktree-remove``) did:
     the host cannot show our output, so doctor and people read it here."""
@@ -232,7 +232,7 @@ class HostRemoval:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RanStep:
     """One step of a teardown or pr-cleanup run, as the run reported it (DESIGN §9).
 
@@ -282,7 +282,7 @@ def _why_read(data: object) -> Why | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LastRun:
     """The steps the last teardown or pr-cleanup that acted in this repo ran, in order.
 
@@ -307,7 +307,7 @@ class LastRun:
         return cls(data["command"], tuple(RanStep.from_json(s) for s in steps))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TopicRecord:
     """What one repo remembers of a topic (``<common>/team-router/topics/<id>.json``)."""
 
@@ -372,7 +372,7 @@ class TopicRecord:
     def with_step(self, step: str) -> TopicRecord:
         if step in self.steps:
             return self
-        return _replace(self, steps=(*self.steps, step))
+        return replace(self, steps=(*self.steps, step))
 
     def to_json(self) -> dict[str, Any]:
         # Field by field, not through ``asdict``: that copies every value deeply
@@ -431,7 +431,7 @@ class TopicRecord:
             "host_removal",
             "last_run",
         }
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in nested}
+        known = {k: data[k] for k in _RECORD_FIELDS if k in data and k not in nested}
         for key in ("steps", "included", "temp_paths", "setup_done"):
             if not isinstance(known.get(key, []), list):
                 raise ValueError(f"{key} must be a list")
@@ -570,12 +570,10 @@ def _check_shape(record: TopicRecord) -> None:
         raise ValueError(
             "teardown.done and teardown.left must be strings and teardown.complete true or false"
         )
-    if record.restored is not None and not all(
-        isinstance(v, str) for v in astuple(record.restored)
-    ):
+    if record.restored is not None and not all(isinstance(v, str) for v in values(record.restored)):
         raise ValueError("restored must name a snapshot, a branch and a worktree")
     if record.host_removal is not None and not all(
-        isinstance(v, str) for v in astuple(record.host_removal)
+        isinstance(v, str) for v in values(record.host_removal)
     ):
         raise ValueError("host_removal must name a worktree, an outcome and a detail")
     if record.removing is not None and not isinstance(record.removing.path, str):
@@ -588,7 +586,7 @@ def _check_shape(record: TopicRecord) -> None:
 
 
 # Every field of a record, in order: the keys of its JSON.
-_RECORD_FIELDS = tuple(TopicRecord.__dataclass_fields__)
+_RECORD_FIELDS = tuple(f.name for f in fields(TopicRecord))
 
 # The fields that say an operation is under way (creation's steps, setup's stage,
 # teardown's steps, the pick, the removal): the journal's marks. Only
@@ -600,12 +598,6 @@ MARK_FIELDS = ("steps", "setup_done", "setup_state", "teardown", "integrating", 
 def marks_of(record: TopicRecord | None) -> tuple[object, ...]:
     """The record's marks (:data:`MARK_FIELDS`), to tell whether a write changes them."""
     return tuple(getattr(record, f, None) for f in MARK_FIELDS)
-
-
-def _replace(record: TopicRecord, **changes: Any) -> TopicRecord:
-    import dataclasses
-
-    return dataclasses.replace(record, **changes)
 
 
 def parse_record(text: str) -> TopicRecord:

@@ -29,12 +29,12 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR
 
 from router import git as g
 from router import mounts
+from router.records import record
 from router.topic.state import Judged, Removal
 
 
@@ -210,7 +210,7 @@ def began(root: Path, removal: Removal) -> bool:
     return any(not os.path.lexists(os.path.join(root, p)) for p in _Judge(removal).paths())
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Blocked:
     """A path the removal could not delete, and why, in words that name the fix."""
 
@@ -339,7 +339,7 @@ def described(blocked: list[Blocked], limit: int = 5) -> str:
 # -- moving a directory across filesystems: copy, verify, then remove ----------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Moved:
     """Where a directory move ended: ``done`` when ``dst`` holds it whole; why not, or what was kept."""
 

@@ -7,7 +7,6 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import BadInput, ErrorCode, RouterError
@@ -22,6 +21,7 @@ from router.plandir.reposmd import (
     read_repos_md,
     worktree_lines,
 )
+from router.records import record
 from router.topic import state
 from router.topic.containment import Containment, contain_all
 from router.topic.model import repo_places
@@ -30,7 +30,7 @@ from router.topic.target import home_repo, resolve
 from router.topic.workspace import Repo, open_repo
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RepoTarget:
     """One repo of the topic, with what its own record says about the topic."""
 
@@ -47,7 +47,7 @@ class RepoTarget:
     entries: tuple[WorktreeEntry, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TopicScope:
     id: str
     branch: str

@@ -9,15 +9,14 @@ never tracked, and every worktree of the repo sees the same state.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
 from router.ioerror import io_operation
+from router.records import record, replace
 from router.topic.holders import RECORDS_DIR, STATE_DIR, record_file
 
 # The record's fields and JSON are router.topic.record's; callers read them through this
@@ -218,7 +217,7 @@ def update_record(
         if not journal and marks_of(changed) != marks_of(record):
             raise MarkOutsideJournal(topic_id)
         if changed.schema != SCHEMA:
-            changed = dataclasses.replace(changed, schema=SCHEMA)
+            changed = replace(changed, schema=SCHEMA)
         if changed == read:
             # The file holds this record already, as durable as its own write made
             # it: writing it again (a rerun finding every step done, a command
@@ -463,7 +462,7 @@ def _holder_named(lock: Path) -> str:
     return f"process {owner.pid}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LockOwner:
     """What a lock's owner file says: who held (or holds) ``locks/<name>.lock``."""
 

@@ -91,6 +91,6 @@ def with_lock(entries: list[WorktreeEntry], path: Path, topic_id: str) -> list[W
 
 
 def _as_locked(entry: WorktreeEntry, reason: str) -> WorktreeEntry:
-    import dataclasses
+    from router.records import replace
 
-    return dataclasses.replace(entry, locked=True, lock_reason=reason, prunable=False)
+    return replace(entry, locked=True, lock_reason=reason, prunable=False)
