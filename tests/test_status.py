@@ -534,3 +534,23 @@ def test_a_topic_whose_files_changed_moments_ago_is_worked_out_by_every_status(
     taken = _counting_assessed(monkeypatch)
     run_cli("status", "--json", cwd=home_repo)
     assert taken == [str(plan)]
+
+
+def test_a_remembered_answer_that_is_not_ours_is_worked_out_again(home_repo, monkeypatch):
+    _settled_at_once(monkeypatch)
+    plan = _topic_at_slices(home_repo)
+    first = run_cli("status", "--json", cwd=home_repo)
+    answers = home_repo / ".git" / "team-router" / "cache" / "status.json"
+    data = json.loads(answers.read_text())
+    ((key, (stamp, value)),) = data["entries"].items()
+    for wrong in (
+        [*value[:4], [[1, 2, 3, 4]], *value[5:]],  # a repo whose fields are not text
+        ["SHIPPED", None, "no", *value[3:]],  # halted is not a bool
+        value[:6],  # a field short
+    ):
+        answers.write_text(json.dumps({"version": 2, "entries": {key: [stamp, wrong]}}))
+        taken = _counting_assessed(monkeypatch)
+        again = run_cli("status", "--json", cwd=home_repo)
+        assert (taken, again.json) == ([str(plan)], first.json)
+        monkeypatch.undo()
+        _settled_at_once(monkeypatch)

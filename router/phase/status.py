@@ -215,7 +215,7 @@ def _answer_from_json(topic: _Topic, value: object) -> bool:
         and _strings(found)
         and _strings(more)
         and isinstance(repos, list)
-        and all(isinstance(r, list) and len(r) == 4 for r in repos)
+        and all(isinstance(r, list) and len(r) == 4 and all(map(_text_or_none, r)) for r in repos)
     )
     if not shaped:
         return False
@@ -227,6 +227,10 @@ def _answer_from_json(topic: _Topic, value: object) -> bool:
 
 def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _text_or_none(value: object) -> bool:
+    return value is None or isinstance(value, str)
 
 
 def _work_out(
