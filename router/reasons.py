@@ -55,7 +55,7 @@ class Reason(StrEnum):
     NOTHING_TO_RECHECK = "nothing-to-recheck"
     NO_WORKTREE_RECORDED = "no-worktree-recorded"
     PRIMARY_CLONE = "primary-clone"  # never removed
-    FOREIGN = "foreign"  # the worktree is another branch's (the plan's words)
+    FOREIGN = "foreign"  # the worktree (``path``) is on another branch (``others``; none: detached)
     NOT_REGISTERED = "not-registered"  # git does not know it (``flag``: something is there)
     REMOVED = "removed"
     FINISHED = "finished"  # a removal a kill interrupted, finished
@@ -161,7 +161,9 @@ class Reason(StrEnum):
     NOT_MERGED = "not-merged"  # no proof of the merge (``flag``: nothing was ever merged)
     NO_MERGED_PR = "no-merged-pr"  # gh knows no merged PR: the content proof needs --yes
     # -- notes said after a step's reason
-    COPIES = "copies"  # .worktreeinclude copies the removal deletes
+    COPIES = (
+        "copies"  # .worktreeinclude copies (``items``) the removal deletes, edited (``others``)
+    )
     NESTED = "nested"  # repositories inside go with the worktree
     LOCK_LOST = "lock-lost"  # a worktree that stays could not be locked again
     CONFIG_KEPT = "config-kept"  # the branch's config section stays
@@ -213,10 +215,13 @@ class Why:
     """A reason and what it is about; the renderer says it in words.
 
     ``items`` are paths or commits, named up to a few and counted beyond;
-    ``text`` is words from elsewhere kept as they are (git's first line, a
-    proof, a refusal another module words); ``planned``: the dry run's
-    words, what the real run would do; ``notes``: said after it, and
-    ``before``: said before it, each joined by ``"; "``.
+    ``text`` is words from outside team-router kept as they are (git's or
+    gh's first line, the system's error); the facts a reason is about are
+    fields, or ``parts`` (each a :class:`Why` of its own), never words
+    built elsewhere (a :class:`Why` an older record kept may still hold
+    them in ``text``); ``planned``: the dry run's words, what the real run
+    would do; ``notes``: said after it, and ``before``: said before it,
+    each joined by ``"; "``.
     """
 
     reason: Reason

@@ -71,8 +71,8 @@ def nested_loss(repo: NestedRepo) -> str:
     return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
 
 
-def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> str:
-    """Why the worktree at ``path`` is not this branch's to remove (empty when it is).
+def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> Why | None:
+    """Why the worktree at ``path`` is not this branch's to remove (None when it is).
 
     The path comes from a record or from ``repos.md`` (written by a model); git
     decides whose worktree it is: one on another branch belongs to other work
@@ -80,22 +80,15 @@ def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) 
     at this branch's own worktree path.
     """
     if entry.branch == branch:
-        return ""
-    if entry.branch is None and os.path.realpath(path) == os.path.realpath(
-        repo.worktree_path(branch)
-    ):
-        return ""
-    on = f"on {entry.branch}" if entry.branch else "on a detached HEAD"
-    if entry.branch and os.path.realpath(path) == os.path.realpath(repo.worktree_path(branch)):
-        # The topic's own path: an agent switched it (`new` reruns take it as the
-        # topic's). Its work is on that branch, not this one's: kept, and said how
-        # to take it apart with the topic.
-        return (
-            f"{path} is the topic's worktree, switched to {entry.branch}: kept with that "
-            f"branch's work (`git -C {path} switch {branch}`, then teardown again, removes it "
-            f"with the topic; or merge {entry.branch} first)"
-        )
-    return f"{path} is a worktree {on}, not on {branch}: not this topic's, kept"
+        return None
+    own_path = os.path.realpath(path) == os.path.realpath(repo.worktree_path(branch))
+    if entry.branch is None and own_path:
+        return None
+    # The topic's own path switched to another branch: an agent switched it (`new` reruns
+    # take it as the topic's). Its work is on that branch, not this one's: kept, and the
+    # words say how to take it apart with the topic.
+    on = (entry.branch,) if entry.branch else ()
+    return Why(Reason.FOREIGN, path=str(path), branch=branch, others=on, flag=bool(on) and own_path)
 
 
 def hidden_work(worktree: Path, topic_id: str | None) -> tuple[str, ...]:

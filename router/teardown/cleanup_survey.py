@@ -206,7 +206,7 @@ def _facts(
         declaration=read_declaration(repo.git, default, record.declared_at if record else None),
         copies=copies_note(repo.primary, worktree, included_copies(record, worktree))
         if entry and worktree
-        else "",
+        else None,
         # What an interrupted removal of ours would still delete, and a directory
         # deleted by hand leaves its submodules' git dirs in the registration.
         nested=survey_at(repo.common_dir, worktree, live=os.path.isdir(worktree) and not removing)

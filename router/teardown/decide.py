@@ -161,7 +161,7 @@ def decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
             return settled(blocker)
         return acting(remove, name, Why(Reason.FINISHED, path=str(worktree)))
     if plan.foreign:
-        return settled(skipped(name, Why(Reason.FOREIGN, text=plan.foreign)))
+        return settled(skipped(name, plan.foreign))
     if not plan.registered:
         there = os.path.lexists(worktree)
         return settled(skipped(name, Why(Reason.NOT_REGISTERED, path=str(worktree), flag=there)))
@@ -369,7 +369,7 @@ def _kept_integrate(plan: RepoPlan) -> StepResult:
 
 def _copies(plan: RepoPlan) -> tuple[Why, ...]:
     """The note naming the ``.worktreeinclude`` copies the removal deletes, if any."""
-    return (Why(Reason.COPIES, text=plan.copies),) if plan.copies else ()
+    return (plan.copies,) if plan.copies is not None else ()
 
 
 def _with_copies(result: StepResult, plan: RepoPlan) -> StepResult:

@@ -48,6 +48,7 @@ from router.teardown.unshipped import (
     unshipped,
     unshipped_why,
 )
+from router.teardown.wording import in_words
 from router.topic import worktreelock
 from router.topic.scope import RepoTarget
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, default_branch, find_worktree
@@ -106,11 +107,11 @@ class RepoPlan:
     has_origin: bool = False
     reachable: bool = True  # origin answered the plan's fetch (or there is none)
     tracking: bool = False  # refs/remotes/origin/<branch> exists
-    foreign: str = ""  # why the worktree named for this repo is another branch's (kept)
+    foreign: Why | None = None  # why the worktree named for this repo is another branch's (kept)
     declaration: Declaration | None = (
         None  # .teamteardown as the default branch had it before teardown
     )
-    copies: str = ""  # the .worktreeinclude copies the removal deletes (git ignores them)
+    copies: Why | None = None  # the .worktreeinclude copies the removal deletes (git ignores them)
     nested: tuple[NestedRepo, ...] = ()  # repositories inside the worktree (submodules, clones)
     resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
     # Why the worktree / the branch stays: team-router did not create it (`new`
@@ -250,15 +251,15 @@ class _WorktreePlace:
     worktree: Path | None
     on_primary: bool
     entry: WorktreeEntry | None  # registered, ours to remove (None: foreign, or none)
-    foreign: str
+    foreign: Why | None
     removing: bool  # a removal of ours that a kill interrupted
     there: bool  # the directory is there and its status was read
     status: StatusReport
     nested: tuple[NestedRepo, ...]
 
-    def copies(self, repo: Repo, target: RepoTarget) -> str:
+    def copies(self, repo: Repo, target: RepoTarget) -> Why | None:
         if not (self.entry and self.worktree):
-            return ""
+            return None
         return copies_note(
             repo.primary, self.worktree, included_copies(target.record, self.worktree)
         )
@@ -272,9 +273,9 @@ def _worktree_place(
     worktree = target.worktree or _listed_worktree(entries, target.branch)
     on_primary = worktree is not None and is_primary_clone(repo, worktree, entries)
     entry = find_worktree(entries, worktree) if worktree and not on_primary else None
-    foreign = foreign_worktree(repo, worktree, target.branch, entry) if entry else ""  # type: ignore[arg-type]
-    if foreign:
-        notes.append(f"{target.name}: {foreign}")
+    foreign = foreign_worktree(repo, worktree, target.branch, entry) if entry else None  # type: ignore[arg-type]
+    if foreign is not None:
+        notes.append(f"{target.name}: {in_words(foreign)}")
         entry = None
     removing = interrupted_removal(repo, topic, worktree)
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]

@@ -83,6 +83,7 @@ from router.teardown.steps import (
     stopped_at,
     stopped_error,
 )
+from router.teardown.wording import in_words
 from router.topic import journal, state
 from router.topic.branches import (
     TopicLock,
@@ -178,7 +179,7 @@ def run_steps(
     removed = steps.steps[1 if abandon else 0]
     if abandon and plan.copies and removed.outcome is Outcome.DONE and not opts.dry_run:
         # Forced: the files a .worktreeinclude copy placed there are gone, edited or not.
-        warnings.append(f"removing {plan.worktree}: {plan.copies}")
+        warnings.append(f"removing {plan.worktree}: {in_words(plan.copies)}")
     return steps.steps, closed
 
 

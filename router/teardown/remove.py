@@ -41,7 +41,6 @@ from router.teardown.steps import (
     done_with,
     failed,
     git_failed,
-    name_some,
     noting,
     refused,
     skipped,
@@ -147,8 +146,8 @@ def _removal_target(
         there = os.path.lexists(path)
         return skipped(name, Why(Reason.NOT_REGISTERED, path=str(path), flag=there))
     other = foreign_worktree(repo, path, branch, entry)
-    if other:
-        return skipped(name, Why(Reason.FOREIGN, text=other))
+    if other is not None:
+        return skipped(name, other)
     exists = os.path.isdir(path)
     unmounted = None if exists else unmounted_blocker(repo, path, again=again)
     if unmounted is not None:
@@ -509,15 +508,12 @@ def included_copies(record: state.TopicRecord | None, worktree: Path | None) -> 
     return tuple(p for p in record.included if os.path.lexists(worktree / p))
 
 
-def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> str:
-    """Names the ``.worktreeinclude`` copies a removal deletes (git ignores them), and the edited ones."""
+def copies_note(primary: Path, worktree: Path, included: tuple[str, ...]) -> Why | None:
+    """The ``.worktreeinclude`` copies a removal deletes (git ignores them), and the edited ones."""
     if not included:
-        return ""
-    edited = [p for p in included if _differs(primary / p, worktree / p)]
-    note = f"it held copies placed by .worktreeinclude: {name_some(included)}"
-    if edited:
-        note += f" (edited since copied, not kept: {name_some(edited)})"
-    return note
+        return None
+    edited = tuple(p for p in included if _differs(primary / p, worktree / p))
+    return Why(Reason.COPIES, items=included, others=edited)
 
 
 def _differs(original: Path, copy: Path) -> bool:

@@ -278,6 +278,30 @@ def _not_merged(w: Why) -> str:
     )
 
 
+def _foreign(w: Why) -> str:
+    """The worktree at ``path`` is on another branch (``others``: it, none when detached) than
+    ``branch``; ``flag``: it is the topic's own path, switched (its work goes with that branch)."""
+    if not w.path:
+        return w.text  # an older record's, said before these facts were fields
+    on = w.others[0] if w.others else ""
+    if w.flag:
+        return (
+            f"{w.path} is the topic's worktree, switched to {on}: kept with that "
+            f"branch's work (`git -C {w.path} switch {w.branch}`, then teardown again, removes it "
+            f"with the topic; or merge {on} first)"
+        )
+    where = f"on {on}" if on else "on a detached HEAD"
+    return f"{w.path} is a worktree {where}, not on {w.branch}: not this topic's, kept"
+
+
+def _copies_words(w: Why) -> str:
+    """The .worktreeinclude copies (``items``) a removal deletes, the edited ones (``others``)."""
+    if not w.items:
+        return w.text  # an older record's, said before these facts were fields
+    edited = f" (edited since copied, not kept: {name_some(w.others)})" if w.others else ""
+    return f"it held copies placed by .worktreeinclude: {name_some(w.items)}{edited}"
+
+
 def _stack_names(w: Why) -> str:
     """The stacked branches deleted (``items``), and those found already gone (``others``)."""
     names = ", ".join(w.items) or "none"
@@ -372,7 +396,7 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.NO_WORKTREE_RECORDED: lambda w: "no worktree recorded",
     Reason.PRIMARY_CLONE: lambda w: f"{w.path} is the primary clone: never removed",
-    Reason.FOREIGN: lambda w: w.text,
+    Reason.FOREIGN: _foreign,
     Reason.NOT_REGISTERED: lambda w: (
         f"{w.path} is not a registered worktree: "
         + ("left to verify-gone and sweep" if w.flag else "already gone")
@@ -576,7 +600,7 @@ WORDS: dict[Reason, Words] = {
         "again with --yes; nothing was deleted"
     ),
     # notes
-    Reason.COPIES: lambda w: w.text,
+    Reason.COPIES: _copies_words,
     Reason.NESTED: lambda w: (
         f"the repositories inside, holding nothing unpushed, go with it: {name_some(w.items)}"
     ),
