@@ -215,11 +215,12 @@ class Why:
     """A reason and what it is about; the renderer says it in words.
 
     ``items`` are paths or commits, named up to a few and counted beyond;
-    ``text`` is words from outside team-router kept as they are (git's or
-    gh's first line, the system's error); the facts a reason is about are
-    fields, or ``parts`` (each a :class:`Why` of its own), never words
-    built elsewhere (a :class:`Why` an older record kept may still hold
-    them in ``text``); ``planned``: the dry run's words, what the real run
+    ``text`` is words kept as they are: from outside team-router (git's
+    or gh's first line, the system's error), or built by another module
+    for a reason whose facts are not fields yet; the facts a reason is
+    about are fields, or ``parts`` (each a :class:`Why` of its own), and a
+    :class:`Why` an older record kept may hold their words in ``text``;
+    ``planned``: the dry run's words, what the real run
     would do; ``notes``: said after it, and ``before``: said before it,
     each joined by ``"; "``.
     """
