@@ -27,7 +27,7 @@ class Reason(StrEnum):
     HELD_BACK = "held-back"  # a guarding step before it stopped
     UNSHIPPED = "unshipped"  # a run that has not shipped keeps its artifacts
     SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written: kept
-    KEPT = "kept"  # kept by the user's choice (the plan's words)
+    KEPT = "kept"  # `new` reused it, never made it: the checkout (``path``) or the branch
     # -- integrate
     BRANCH_GONE = "branch-gone"
     KEPT_UNMERGED = "kept-unmerged"  # the branch is kept, with commits not on the default branch

@@ -242,24 +242,18 @@ NO_PROC_NOTE = (
 )
 
 
-REUSED_FLAG = "--remove-reused"
-
-
-def reused_checkout(repo: Repo, worktree: Path) -> str:
+def reused_checkout(repo: Repo, worktree: Path) -> Why | None:
     """Why a linked worktree outside ``.claude/worktrees/`` stays: `new` reused the user's
-    checkout, never made it ("" for one of ours). teardown and pr-cleanup keep it
-    unless :data:`REUSED_FLAG` is given."""
+    checkout, never made it (None for one of ours). teardown and pr-cleanup keep it
+    unless ``--remove-reused`` is given."""
     ours = repo.primary / WORKTREES_DIR
     if Path(os.path.realpath(worktree)).parent == Path(os.path.realpath(ours)):
-        return ""
-    return (
-        f"kept {worktree}: team-router did not create this checkout (`new` reused it); "
-        f"pass {REUSED_FLAG} to remove it"
-    )
+        return None
+    return Why(Reason.KEPT, path=str(worktree))
 
 
-def reused_branch(branch: str, record: state.TopicRecord | None) -> str:
-    """Why the branch stays: the topic's record says team-router did not create it ("" else)."""
+def reused_branch(branch: str, record: state.TopicRecord | None) -> Why | None:
+    """Why the branch stays: the topic's record says team-router did not create it (None else)."""
     if record is None or record.branch_created:
-        return ""
-    return f"kept {branch}: team-router did not create this branch; pass {REUSED_FLAG} to delete it"
+        return None
+    return Why(Reason.KEPT, branch=branch)

@@ -13,6 +13,7 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.names import Branch
 from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
+from router.reasons import Why
 from router.records import record, replace
 from router.teardown.blockers import (
     hidden_work,
@@ -186,7 +187,9 @@ def _facts(
     worktree = Path(entry.path) if entry else _unfinished_removal(repo, topic, record)
     removing = interrupted_removal(repo, topic, worktree)
     kept_worktree, kept_branch = (
-        ("", "") if remove_reused else _reused(repo, branch, entry, record, exact=tip is not None)
+        (None, None)
+        if remove_reused
+        else _reused(repo, branch, entry, record, exact=tip is not None)
     )
     # A kept checkout is not removed: its changes lose nothing, and refuse nothing.
     there = entry is not None and os.path.isdir(entry.path) and not removing and not kept_worktree
@@ -240,16 +243,16 @@ def _reused(
     record: state.TopicRecord | None,
     *,
     exact: bool,
-) -> tuple[str, str]:
+) -> tuple[Why | None, Why | None]:
     """Why a topic's checkout and branch stay: `new` reused the user's own (teardown's rule).
 
     Only a topic's: a branch no record names is the user's to clean up, wherever
     its worktree is.
     """
     if record is None:
-        return "", ""
-    checkout = reused_checkout(repo, Path(worktree.path)) if worktree is not None else ""
-    return checkout, reused_branch(branch, record) if exact else ""
+        return None, None
+    checkout = reused_checkout(repo, Path(worktree.path)) if worktree is not None else None
+    return checkout, reused_branch(branch, record) if exact else None
 
 
 def topic_ref(topic_id: str | None, record: state.TopicRecord | None) -> TopicRef | None:

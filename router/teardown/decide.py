@@ -138,7 +138,7 @@ def decide_remove(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
     if plan.on_primary:
         return settled(skipped(name, Why(Reason.PRIMARY_CLONE, path=str(worktree))))
     if plan.kept_worktree:
-        return settled(skipped(name, Why(Reason.KEPT, text=plan.kept_worktree)))
+        return settled(skipped(name, plan.kept_worktree))
 
     def remove() -> StepResult:
         result, _ = remove_worktree(
@@ -180,7 +180,7 @@ def decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
     plan, repo = run.plan, run.repo
     name, branch = Step.BRANCH, plan.target.branch
     if plan.kept_branch:
-        return settled(skipped(name, Why(Reason.KEPT, text=plan.kept_branch)))
+        return settled(skipped(name, plan.kept_branch))
     if plan.tip is None:
         return settled(skipped(name, Why(Reason.ALREADY_GONE, branch=branch)))
     holder = _still_checked_out(run)

@@ -116,8 +116,8 @@ class RepoPlan:
     resuming: bool = False  # dry run: an interrupted cherry-pick of ours is still in the primary
     # Why the worktree / the branch stays: team-router did not create it (`new`
     # reused the user's own checkout or branch); "" when it is ours to remove.
-    kept_worktree: str = ""
-    kept_branch: str = ""
+    kept_worktree: Why | None = None  # `new` reused the checkout: kept (KEPT)
+    kept_branch: Why | None = None  # `new` reused the branch: kept (KEPT)
     committer_known: bool = False  # the plan's `git var` named a committer (asked once per command)
     # The artifacts of a run that has not shipped that this teardown would delete (home only).
     unshipped: tuple[RunArtifacts, ...] = ()
@@ -401,17 +401,17 @@ def _at_origin(default: DefaultBranch | None, refs: Mapping[str, str]) -> bool:
 
 def _kept_worktree(
     repo: Repo, worktree: Path | None, entry: WorktreeEntry | None, opts: TeardownOptions
-) -> str:
-    """Why a linked worktree stays: `new` reused it, never made it ("" unless --remove-reused)."""
+) -> Why | None:
+    """Why a linked worktree stays: `new` reused it, never made it (None unless --remove-reused)."""
     if opts.remove_reused or worktree is None or entry is None:
-        return ""
+        return None
     return reused_checkout(repo, worktree)
 
 
-def _kept_branch(target: RepoTarget, tip: str | None, opts: TeardownOptions) -> str:
+def _kept_branch(target: RepoTarget, tip: str | None, opts: TeardownOptions) -> Why | None:
     """Why the branch stays: the record says team-router did not create it."""
     if opts.remove_reused or tip is None:
-        return ""
+        return None
     return reused_branch(target.branch, target.record)
 
 

@@ -278,6 +278,19 @@ def _not_merged(w: Why) -> str:
     )
 
 
+def _kept(w: Why) -> str:
+    """What `new` reused, never made, and ``--remove-reused`` would take: a checkout
+    (``path``) or a branch."""
+    if w.path:
+        return (
+            f"kept {w.path}: team-router did not create this checkout (`new` reused it); "
+            "pass --remove-reused to remove it"
+        )
+    if w.branch:
+        return f"kept {w.branch}: team-router did not create this branch; pass --remove-reused to delete it"
+    return w.text  # an older record's, said before these facts were fields
+
+
 def _foreign(w: Why) -> str:
     """The worktree at ``path`` is on another branch (``others``: it, none when detached) than
     ``branch``; ``flag``: it is the topic's own path, switched (its work goes with that branch)."""
@@ -336,7 +349,7 @@ WORDS: dict[Reason, Words] = {
         f"{w.branch} is kept, with its {w.count} commit(s) not on the default branch"
     ),
     Reason.KEPT_BRANCH: lambda w: f"nothing to integrate: {w.branch} is kept",
-    Reason.KEPT: lambda w: w.text,
+    Reason.KEPT: _kept,
     Reason.NO_DEFAULT_BRANCH: lambda w: (
         f"{w.path}: cannot tell the default branch"
         if w.flag
