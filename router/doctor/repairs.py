@@ -13,6 +13,7 @@ from pathlib import Path
 from router import git as g
 from router.doctor.findings import Fix, NotSafe
 from router.git import GitError, WorktreeEntry, unique_commits
+from router.reasons import Reason, Why
 from router.topic import holders, state, worktreelock
 from router.topic.workspace import Repo
 
@@ -102,7 +103,12 @@ def delete_orphan_branch(repo: Repo, branch: str) -> Fix:
         if not repo.git.branch_delete_at(branch, tip):
             raise NotSafe("it moved while doctor judged it; kept: run doctor --repair again")
         left = repo.git.drop_branch_config(branch)
-        return f"deleted (its tip {tip[:12]} is on another ref){left}"
+        if left:
+            from router.teardown.wording import in_words
+
+            kept = in_words(Why(Reason.CONFIG_KEPT, branch=branch, text=left))
+            return f"deleted (its tip {tip[:12]} is on another ref); {kept}"
+        return f"deleted (its tip {tip[:12]} is on another ref)"
 
     return fix
 

@@ -24,14 +24,15 @@ class ConfigMethods(Runner):
         self.run("config", "--remove-section", "--", section)
 
     def drop_branch_config(self, branch: str) -> str:
-        """Remove ``branch.<name>`` as ``git branch -D`` would; what stays, said as a suffix."""
+        """Remove ``branch.<name>`` as ``git branch -D`` would: "" once gone (or never there),
+        else git's first line saying why the section stays."""
         try:
             self.remove_config_section(f"branch.{branch}")
         except GitError as exc:
             # No section (never pushed), or one set only in a global file, which
             # `git branch -D` leaves too.
             if "no such section" not in exc.stderr:
-                return f"; its config section branch.{branch} stays ({exc.first_line})"
+                return exc.first_line
         return ""
 
 

@@ -116,7 +116,7 @@ def _delete_judged(
     # Config already read says whether there is a section: no process when there is none.
     left = repo.git.drop_branch_config(branch) if config.has_section(f"branch.{branch}") else ""
     if left:
-        why = why.noting(Why(Reason.CONFIG_KEPT, text=left.removeprefix("; ")))
+        why = why.noting(Why(Reason.CONFIG_KEPT, branch=branch, text=left))
     return done(Step.BRANCH, why)
 
 

@@ -1,8 +1,9 @@
-"""The words of the facts a reason is about, each said alone (router.teardown.wording says the rest).
+"""The words of reasons said alone (router.teardown.wording says those that nest others).
 
-A reason's ``parts`` and ``inner`` name facts: a plan dir and the run's files in
-it, a merge proof, what gh said of a PR, how git left a half-made worktree and
-why it is kept. Each is worded here, nesting no other reason's words, so that
+Mostly the facts a reason's ``parts`` and ``inner`` name: a plan dir and the
+run's files in it, a merge proof, what gh said of a PR, how git left a
+half-made worktree and why it is kept; and what stays where it is. Each is
+worded here, nesting no other reason's words, so that
 :mod:`router.teardown.wording` (which does nest them) can import it and nothing
 here imports back.
 """
@@ -61,6 +62,35 @@ def _not_its_files(w: Why) -> str:
     return f"it holds files that are not its branch's ({shown})"
 
 
+def _kept(w: Why) -> str:
+    """What `new` reused, never made, and ``--remove-reused`` would take: a checkout
+    (``path``) or a branch."""
+    if w.path:
+        return (
+            f"kept {w.path}: team-router did not create this checkout (`new` reused it); "
+            "pass --remove-reused to remove it"
+        )
+    if w.branch:
+        return f"kept {w.branch}: team-router did not create this branch; pass --remove-reused to delete it"
+    return w.text  # an older record's, said before these facts were fields
+
+
+def _foreign(w: Why) -> str:
+    """The worktree at ``path`` is on another branch (``others``: it, none when detached) than
+    ``branch``; ``flag``: it is the topic's own path, switched (its work goes with that branch)."""
+    if not w.path:
+        return w.text  # an older record's, said before these facts were fields
+    on = w.others[0] if w.others else ""
+    if w.flag:
+        return (
+            f"{w.path} is the topic's worktree, switched to {on}: kept with that "
+            f"branch's work (`git -C {w.path} switch {w.branch}`, then teardown again, removes it "
+            f"with the topic; or merge {on} first)"
+        )
+    where = f"on {on}" if on else "on a detached HEAD"
+    return f"{w.path} is a worktree {where}, not on {w.branch}: not this topic's, kept"
+
+
 _ALONE = "the content proof alone decides"
 
 FACTS: dict[Reason, Words] = {
@@ -89,6 +119,19 @@ FACTS: dict[Reason, Words] = {
     ),
     Reason.PR_MERGED_ELSEWHERE: lambda w: (
         f"PR #{w.count}'s merge commit is not on {short_ref(w.ref)}"
+    ),
+    # what stays where it is, and why
+    Reason.KEPT: _kept,
+    Reason.FOREIGN: _foreign,
+    # git's first line in ``text`` (an older record's has the whole words there)
+    Reason.LOCK_LOST: lambda w: (
+        f"it could not be locked again ({w.text}): `git worktree lock --reason "
+        f"'{w.other}' {w.path}` keeps other tools' cleanup away from it"
+        if w.path
+        else w.text
+    ),
+    Reason.CONFIG_KEPT: lambda w: (
+        f"its config section branch.{w.branch} stays ({w.text})" if w.branch else w.text
     ),
     # a half-made `git worktree add` (router.create): how git left it, and why it is kept
     Reason.ADD_LOCKED: lambda w: f"git left it locked ({w.text})",

@@ -314,7 +314,10 @@ def _locked_again(
     if topic is not None and removal_started(repo, topic, entry.path) is not None:
         return result
     lost = worktreelock.put_back(repo.git, entry)
-    return noting(result, Why(Reason.LOCK_LOST, text=lost.removeprefix("; "))) if lost else result
+    if not lost:
+        return result
+    why = Why(Reason.LOCK_LOST, path=str(entry.path), text=lost, other=entry.lock_reason or "")
+    return noting(result, why)
 
 
 def _remove_with_submodules(

@@ -278,35 +278,6 @@ def _not_merged(w: Why) -> str:
     )
 
 
-def _kept(w: Why) -> str:
-    """What `new` reused, never made, and ``--remove-reused`` would take: a checkout
-    (``path``) or a branch."""
-    if w.path:
-        return (
-            f"kept {w.path}: team-router did not create this checkout (`new` reused it); "
-            "pass --remove-reused to remove it"
-        )
-    if w.branch:
-        return f"kept {w.branch}: team-router did not create this branch; pass --remove-reused to delete it"
-    return w.text  # an older record's, said before these facts were fields
-
-
-def _foreign(w: Why) -> str:
-    """The worktree at ``path`` is on another branch (``others``: it, none when detached) than
-    ``branch``; ``flag``: it is the topic's own path, switched (its work goes with that branch)."""
-    if not w.path:
-        return w.text  # an older record's, said before these facts were fields
-    on = w.others[0] if w.others else ""
-    if w.flag:
-        return (
-            f"{w.path} is the topic's worktree, switched to {on}: kept with that "
-            f"branch's work (`git -C {w.path} switch {w.branch}`, then teardown again, removes it "
-            f"with the topic; or merge {on} first)"
-        )
-    where = f"on {on}" if on else "on a detached HEAD"
-    return f"{w.path} is a worktree {where}, not on {w.branch}: not this topic's, kept"
-
-
 def _copies_words(w: Why) -> str:
     """The .worktreeinclude copies (``items``) a removal deletes, the edited ones (``others``)."""
     if not w.items:
@@ -349,7 +320,6 @@ WORDS: dict[Reason, Words] = {
         f"{w.branch} is kept, with its {w.count} commit(s) not on the default branch"
     ),
     Reason.KEPT_BRANCH: lambda w: f"nothing to integrate: {w.branch} is kept",
-    Reason.KEPT: _kept,
     Reason.NO_DEFAULT_BRANCH: lambda w: (
         f"{w.path}: cannot tell the default branch"
         if w.flag
@@ -409,7 +379,6 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.NO_WORKTREE_RECORDED: lambda w: "no worktree recorded",
     Reason.PRIMARY_CLONE: lambda w: f"{w.path} is the primary clone: never removed",
-    Reason.FOREIGN: _foreign,
     Reason.NOT_REGISTERED: lambda w: (
         f"{w.path} is not a registered worktree: "
         + ("left to verify-gone and sweep" if w.flag else "already gone")
@@ -617,8 +586,6 @@ WORDS: dict[Reason, Words] = {
     Reason.NESTED: lambda w: (
         f"the repositories inside, holding nothing unpushed, go with it: {name_some(w.items)}"
     ),
-    Reason.LOCK_LOST: lambda w: w.text,
-    Reason.CONFIG_KEPT: lambda w: w.text,
     Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
     Reason.UNTOUCHED: lambda w: "nothing was touched",
     Reason.HALF_MADE: _half_made,

@@ -69,7 +69,8 @@ def lift(git: Git, entry: WorktreeEntry) -> bool:
 
 
 def put_back(git: Git, entry: WorktreeEntry) -> str:
-    """Lock again a worktree of ours whose removal did not happen: "" or why it stays unlocked.
+    """Lock again a worktree of ours whose removal did not happen: "", or git's first line
+    saying why it stays unlocked.
 
     Only after a removal git refused; a lock git cannot write is said, not raised:
     the refusal that kept the worktree is what the user has to act on first.
@@ -77,10 +78,7 @@ def put_back(git: Git, entry: WorktreeEntry) -> str:
     try:
         git.worktree_lock(entry.path, entry.lock_reason)
     except GitError as exc:
-        return (
-            f"; it could not be locked again ({exc.first_line}): `git worktree lock --reason "
-            f"'{entry.lock_reason}' {entry.path}` keeps other tools' cleanup away from it"
-        )
+        return exc.first_line
     return ""
 
 
