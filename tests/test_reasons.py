@@ -107,3 +107,48 @@ def test_pr_cleanups_plan_refusals_are_said_as_before_they_were_reasons():
         ),
     }
     assert [in_words(why) for why in said] == list(said.values())
+
+
+def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
+    # The merge evidence, a lock not put back, a config section that stays, a foreign
+    # worktree: their words did not change when their facts became fields.
+    tip, head = "a" * 40, "b" * 40
+    said = {
+        Why(
+            Reason.GH_DISAGREES,
+            others=("#3",),
+            parts=(
+                Why(Reason.PR_NOT_MERGED, count=1, text="open"),
+                Why(Reason.PR_OTHER_HEAD, count=2, items=(head, tip)),
+                Why(Reason.PR_MERGED_ELSEWHERE, count=4, ref="refs/remotes/origin/main"),
+            ),
+        ): (
+            "gh disagrees: PR #1 is open; PR #2 merged bbbbbbbbbbbb, but the branch is at "
+            "aaaaaaaaaaaa; PR #4's merge commit is not on origin/main (fork PR(s) #3 ignored)"
+        ),
+        Why(Reason.GH_NO_PR, branch="t"): (
+            "gh knows no PR from this repo's t: the content proof alone decides"
+        ),
+        Why(Reason.GH_SILENT, text="gh is not installed"): (
+            "gh is not installed: the content proof alone decides"
+        ),
+        Why(Reason.GONE_EVERYWHERE, branch="t"): "t is gone here and on origin",
+        Why(Reason.NO_ORIGIN_DEFAULT, default="main"): "origin has no main",
+        Why(Reason.CUT_EMPTY, branch="t", commit=tip): (
+            "t is empty (nothing on it since it was cut at aaaaaaaaaaaa)"
+        ),
+        Why(Reason.LOCK_LOST, path="/w", text="fatal: x", other="r"): (
+            "it could not be locked again (fatal: x): `git worktree lock --reason 'r' /w` "
+            "keeps other tools' cleanup away from it"
+        ),
+        Why(Reason.CONFIG_KEPT, branch="t", text="fatal: y"): (
+            "its config section branch.t stays (fatal: y)"
+        ),
+        Why(Reason.FOREIGN, path="/w", branch="t"): (
+            "/w is a worktree on a detached HEAD, not on t: not this topic's, kept"
+        ),
+        Why(Reason.COPIES, items=("a", "b"), others=("b",)): (
+            "it held copies placed by .worktreeinclude: a, b (edited since copied, not kept: b)"
+        ),
+    }
+    assert [in_words(why) for why in said] == list(said.values())
