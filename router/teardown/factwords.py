@@ -62,7 +62,7 @@ def _not_its_files(w: Why) -> str:
     return f"it holds files that are not its branch's ({shown})"
 
 
-def _kept(w: Why) -> str:
+def _kept_words(w: Why) -> str:
     """What `new` reused, never made, and ``--remove-reused`` would take: a checkout
     (``path``) or a branch."""
     if w.path:
@@ -121,7 +121,7 @@ FACTS: dict[Reason, Words] = {
         f"PR #{w.count}'s merge commit is not on {short_ref(w.ref)}"
     ),
     # what stays where it is, and why
-    Reason.KEPT: _kept,
+    Reason.KEPT: _kept_words,
     Reason.FOREIGN: _foreign,
     # git's first line in ``text`` (an older record's has the whole words there)
     Reason.LOCK_LOST: lambda w: (
