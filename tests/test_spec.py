@@ -178,6 +178,7 @@ def test_the_hot_commands_import_only_what_they_use(home_repo, questioned_topic,
         "router.cli.spec",
         "router.cli.main",
         "router.cli.output",
+        "router.cli.jsontext",  # output's JSON writer
     }
     if "--help" in args:
         assert handlers == {"router.cli.helptext"}  # help runs no handler
@@ -204,6 +205,7 @@ HOOK_MODULES = {
     "router.cli.spec",
     "router.entry",
     "router.git",
+    "router.git.borrowing",
     "router.git.files",
     "router.host",
     "router.host.sessionstart",
@@ -252,6 +254,7 @@ def test_the_session_start_hook_imports_exactly_what_it_uses(home_repo, question
 PHASE_MODULES = (
     HOOK_MODULES - {"router.cli.hooks", "router.host", "router.host.sessionstart", "router.share"}
 ) | {
+    "router.cli.jsontext",
     "router.cli.output",
     "router.cli.phase",
     "router.errors",

@@ -194,7 +194,7 @@ def _recalled(
     topic = _Topic(
         files, sorted((e.name, e.stat()) for e in files), (str(repo.primary), str(exists))
     )
-    value = answers.get(plan.dir, _stamp(topic, record))
+    value = answers.get(plan.dir, _answer_stamp(topic, record))
     if value is not None and _answer_from_json(topic, value):
         # The artifacts' own entries stand behind this answer: kept for the day one changes.
         remembered.keep(e.path for e in files)
@@ -251,10 +251,10 @@ def _work_out(
     # Stamped with the record's identity as its bytes were read (topic_repos read them).
     record = records.identity(plan.id)
     if topic.named is not None and record is not None and not signals:
-        answers.put(plan.dir, _stamp(topic, record), _answer_json(topic))
+        answers.put(plan.dir, _answer_stamp(topic, record), _answer_json(topic))
 
 
-def _stamp(topic: _Topic, record: os.stat_result) -> Stamp:
+def _answer_stamp(topic: _Topic, record: os.stat_result) -> Stamp:
     assert topic.named is not None
     return stamp([("record", record), *topic.named], topic.facts)
 
