@@ -489,3 +489,48 @@ def test_a_refused_pr_cleanup_keeps_what_the_submodules_work_stands_on(
 
     _upstream_deletes(workspace, web)
     _still_whole(web, sub, mine, tip, at)
+
+
+def _packed_here(git_dir: Path, oid: str) -> bool:
+    """``oid`` is in a pack of ``git_dir``'s own (not one it borrows from)."""
+    for idx in (git_dir / "objects/pack").glob("*.idx"):
+        listed = subprocess.run(
+            ["git", "show-index"], stdin=idx.open("rb"), capture_output=True, check=True
+        ).stdout.decode()
+        if any(line.split()[1] == oid for line in listed.splitlines()):
+            return True
+    return (git_dir / "objects" / oid[:2] / oid[2:]).exists()
+
+
+def test_a_pushed_commit_its_repack_left_to_the_primary_stays_kept_after_upstream_drops_it(
+    workspace,
+):
+    web = web_with_submodules(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    git(sub, "checkout", "-q", "-b", "fix")
+    mine = commit(sub, "notes.txt", "mine\n", "a fix of the worktree's own")
+    assert run_cli("phase", ID, "--json", cwd=web).code == 0  # its own commit: nothing to pin
+    # Pushed, fetched by the primary, then the submodule's own repack drops its copy
+    # (`repack -l` packs no object its alternate has): the primary alone has it now.
+    git(sub, "push", "-q", "origin", "fix")
+    git(web / "libs/one", "fetch", "-q", "origin")
+    git(web / "libs/one", "repack", "-q", "-a", "-d")
+    borrower = common_dir(web) / "worktrees" / ID / "modules/libs/one"
+    git(sub, "repack", "-q", "-a", "-d", "-l")
+    assert not _packed_here(borrower, mine)
+    assert run_cli("phase", ID, "--json", cwd=web).code == 0  # the primary fetched: it pins
+    assert _pins(common_dir(web) / "modules/libs/one").splitlines()[1] == f"{mine} {KEPT}{mine}"
+
+    # Upstream merged it its own way and deleted the branch.
+    git(workspace / "libone", "push", "-q", "origin", "--delete", "fix")
+    git(web / "libs/one", "fetch", "-q", "--prune", "origin")
+    module = common_dir(web) / "modules/libs/one"
+    git(module, "reflog", "expire", "--expire=now", "--all")
+    git(module, "gc", "-q", "--prune=now")
+
+    git(sub, "fetch", "-q", "--prune", "origin")
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-2").splitlines() == [mine, at]

@@ -41,13 +41,17 @@ def borrowers(admin: str) -> list[tuple[str, str]]:
     return found
 
 
-def tips_state(git_dir: str) -> str:
+def tips_state(git_dir: str, source: str) -> str:
     """Where the repository ``git_dir``'s HEAD and local branches are, as its files say.
 
     ``HEAD``, each loose ref under ``refs/heads`` (path and content), and the
     identity of ``packed-refs`` and of a reftable's ``tables.list``: git
     replaces a file it updates by renaming a new one over it, so any move of
     HEAD or of a branch changes this text (a move elsewhere may too: harmless).
+    And that of ``source``'s ``FETCH_HEAD`` (the git dir it borrows from): once
+    that has fetched a commit of the repository's own (pushed from it), the
+    repository's next repack (``-l``, as ``git gc`` runs it) leaves its copy
+    out, and the source alone keeps it; so a fetch there is a move too.
     """
     parts = [f"HEAD {read_line(os.path.join(git_dir, 'HEAD'))}"]
     heads = os.path.join(git_dir, "refs", "heads")
@@ -56,9 +60,14 @@ def tips_state(git_dir: str) -> str:
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
             parts.append(f"{os.path.relpath(path, git_dir)} {read_line(path)}")
-    for name in ("packed-refs", os.path.join("reftable", "tables.list")):
+    files = {
+        "packed-refs": os.path.join(git_dir, "packed-refs"),
+        "reftable": os.path.join(git_dir, "reftable", "tables.list"),
+        "source FETCH_HEAD": os.path.join(source, "FETCH_HEAD"),
+    }
+    for name, path in files.items():
         try:
-            st = os.stat(os.path.join(git_dir, name))
+            st = os.stat(path)
         except OSError:
             continue
         parts.append(f"{name} {st.st_ino} {st.st_mtime_ns} {st.st_size}")
@@ -80,6 +89,6 @@ def moved_borrowers(common: str) -> list[tuple[str, str, str]]:
                     kept = fh.read()
             except (OSError, ValueError):
                 kept = ""
-            if kept != tips_state(git_dir):
+            if kept != tips_state(git_dir, source):
                 moved.append((admin, git_dir, source))
     return moved

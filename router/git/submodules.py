@@ -237,7 +237,7 @@ def _make_borrower(old: Runner, source: Path, target: Path, commit: str, top: Pa
     _copy_refs(old, Runner(making), commit)
     # Its checkout pin keeps its HEAD (the checkout to come writes the same): the
     # next session start need not run git to find that out.
-    _stamp(making, tips_state(os.fspath(making)))
+    _stamp(making, tips_state(os.fspath(making), os.fspath(source)))
     os.rename(making, target)
 
 
@@ -478,7 +478,7 @@ def keep_borrowed(b: Borrowed) -> Unkept:
     by the next run. Pins are never moved or deleted while the worktree lives:
     concurrent runs each add their own refs, named by what they keep.
     """
-    state = tips_state(os.fspath(b.borrower))
+    state = tips_state(os.fspath(b.borrower), os.fspath(b.source))
     found = unkept(b)
     pinned = list(found.commits)
     source = Runner(b.source)
