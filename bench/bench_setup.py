@@ -34,8 +34,8 @@ TARGET_MS = 20.0
 # What `new` imports for the stage alone, timed after what it shares with the rest.
 IMPORT_PROBE = """
 import time
-import collections, dataclasses, enum, os, pathlib
-import router.topic.workspace
+import collections, enum, os, pathlib
+import router.records, router.topic.workspace
 start = time.process_time()
 import router.create.setupcmds
 print(time.process_time() - start)
