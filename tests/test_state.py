@@ -391,7 +391,8 @@ def test_the_first_update_writes_an_old_record_back_in_the_new_schema(tmp_path):
     path = state.record_path(tmp_path, ID)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(OLD_RECORD), encoding="utf-8")
-    state.update_record(tmp_path, ID, lambda r: r.with_step("extra-step"))
+    # A step is a mark of an operation under way: written as the journal writes it.
+    state.update_record(tmp_path, ID, lambda r: r.with_step("extra-step"), journal=True)
     data = json.loads(path.read_text(encoding="utf-8"))
     assert "extra" not in data and data["schema"] == state.SCHEMA
     assert data["teardown"] == {"done": ["integrate"], "complete": False, "left": []}
@@ -466,9 +467,11 @@ def test_update_record_leaves_the_file_alone_when_the_change_changes_nothing(tmp
     state.write_record(tmp_path, record)
     path = state.record_path(tmp_path, ID)
     written = os.stat(path).st_ino
-    assert state.update_record(tmp_path, ID, lambda r: r.with_step("claim")) == record
+    # Steps are marks of an operation under way: written as the journal writes them.
+    same = state.update_record(tmp_path, ID, lambda r: r.with_step("claim"), journal=True)
+    assert same == record
     assert os.stat(path).st_ino == written  # not replaced: no write, no fsync
-    changed = state.update_record(tmp_path, ID, lambda r: r.with_step("add"))
+    changed = state.update_record(tmp_path, ID, lambda r: r.with_step("add"), journal=True)
     assert changed is not None and changed.steps == ("inspect", "claim", "add")
     assert os.stat(path).st_ino != written
     assert state.read_record(tmp_path, ID) == changed
@@ -486,7 +489,9 @@ def test_concurrent_updates_lose_no_change(tmp_path):
     names = [f"s{n}" for n in range(20)]
     threads = [
         threading.Thread(
-            target=state.update_record, args=(tmp_path, ID, lambda r, n=n: r.with_step(n))
+            target=state.update_record,
+            args=(tmp_path, ID, lambda r, n=n: r.with_step(n)),
+            kwargs={"journal": True},  # steps are marks: written as the journal writes them
         )
         for n in names
     ]
