@@ -194,6 +194,9 @@ class Reason(StrEnum):
     PR_MERGED_ELSEWHERE = "pr-merged-elsewhere"  # its merge commit is not on ``ref``
     # -- creation's rerun: a half-made `git worktree add` it keeps (``half-made-worktree``)
     HALF_MADE = "half-made"  # git registered it: ``inner`` = how it is half-made, why it is kept
+    # git's registration (``items``) is torn (git's words in ``text``); ``inner``: why it is kept
+    HALF_MADE_TORN = "half-made-torn"
+    HALF_MADE_RESTORE = "half-made-restore"  # a restore's add of ``branch``; ``inner``: why kept
     ADD_LOCKED = "add-locked"  # git left it locked (its lock reason in ``text``)
     ADD_UNFINISHED = "add-unfinished"  # the record shows its `git worktree add` never finished
     NO_HEAD = "no-head"

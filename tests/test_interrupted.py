@@ -1188,6 +1188,29 @@ def test_a_torn_worktree_holding_work_is_refused_and_kept(home_repo, tmp_path, w
     assert not (home_repo / "docs/plans" / NEW_ID).exists()  # no fallback to the main tree
 
 
+def test_a_torn_worktree_holding_work_is_refused_in_full_words(home_repo, tmp_path):
+    # The torn registration's refusal is said from its reasons: the whole message.
+    wt = home_repo / ".claude/worktrees" / NEW_ID
+    torn = _TORN_STATES["clean-up-cut-short"] + '\necho "my notes" > "$wt/notes.txt"'
+    killed = _tear_inside_add(home_repo, tmp_path, torn)
+    assert killed.code == KILLED, killed.err
+    admin = home_repo / ".git/worktrees" / NEW_ID
+
+    again = run(*NEW, cwd=home_repo)
+    assert (again.code, again.err) == (1, ""), again.out + again.err
+    assert again.json["error"] == {
+        "code": "half-made-worktree",
+        "message": (
+            f"home: {wt} is a worktree whose git registration {admin} a killed `git worktree "
+            "add` left torn (its gitdir file is missing or empty), so git no longer sees it, "
+            "and it holds files that are not its branch's (notes.txt); nothing was touched. "
+            f"Copy out anything you need from {wt}, then run `rm -rf {wt} {admin}` and run "
+            "this again"
+        ),
+    }, again.json
+    assert (wt / "notes.txt").read_text() == "my notes\n"
+
+
 def test_a_pick_that_fails_after_writing_a_file_keeps_its_mark_and_the_rerun_undoes_it(
     home_repo, tmp_path
 ):

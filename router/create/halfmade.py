@@ -133,13 +133,15 @@ class HalfMade(Creation):
                 return  # nothing at our path: git makes the worktree beside it
             from router.teardown.wording import in_words
 
-            raise RouterError(
-                ErrorCode.HALF_MADE_WORKTREE,
-                f"{self.job.name}: {self.path} is a worktree whose git registration {admin} a "
-                f"killed `git worktree add` left torn ({why}), so git no longer sees it, and "
-                f"{in_words(problem)}; nothing was touched. Copy out anything you need from {self.path}, "
-                f"then run `rm -rf {self.path} {admin}` and run this again",
+            torn = Why(
+                Reason.HALF_MADE_TORN,
+                repo=self.job.name,
+                path=str(self.path),
+                items=(str(admin),),
+                text=why,
+                inner=(problem,),
             )
+            raise RouterError(ErrorCode.HALF_MADE_WORKTREE, in_words(torn))
         if ouradd.undo_torn(add, admin):
             self.commits[self._branch_ref] = None
         self.warnings.append(

@@ -19,6 +19,7 @@ from router.create import ouradd, sparse
 from router.create.ouradd import OurAdd
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
+from router.reasons import Reason, Why
 from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot, read_snapshot
 from router.teardown.wording import in_words
 from router.topic import journal, worktreelock
@@ -89,12 +90,9 @@ def undo_half_made_add(add: OurAdd, admin: Path) -> str:
     problem = ouradd.torn_problem(add, admin)
     if problem is not None:
         ouradd.mend_head(add, admin)
-        raise RouterError(
-            ErrorCode.HALF_MADE_WORKTREE,
-            f"{add.path} is a worktree a killed restore's `git worktree add` left before it "
-            f"checked anything out, and {in_words(problem)}; kept. Move them out of {add.path}, then run "
-            f"`team-router restore {add.restore.branch if add.restore else add.branch}` again",
-        )
+        of = add.restore.branch if add.restore else add.branch
+        kept = Why(Reason.HALF_MADE_RESTORE, path=str(add.path), branch=of, inner=(problem,))
+        raise RouterError(ErrorCode.HALF_MADE_WORKTREE, in_words(kept))
     cut = ouradd.undo_torn(add, admin)
     return (
         f"removed the half-made worktree a killed restore's `git worktree add` left at {add.path}"

@@ -589,6 +589,17 @@ WORDS: dict[Reason, Words] = {
     Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
     Reason.UNTOUCHED: lambda w: "nothing was touched",
     Reason.HALF_MADE: _half_made,
+    Reason.HALF_MADE_TORN: lambda w: (
+        f"{w.repo}: {w.path} is a worktree whose git registration {w.items[0]} a killed `git "
+        f"worktree add` left torn ({w.text}), so git no longer sees it, and "
+        f"{in_words(w.inner[0])}; nothing was touched. Copy out anything you need from "
+        f"{w.path}, then run `rm -rf {w.path} {w.items[0]}` and run this again"
+    ),
+    Reason.HALF_MADE_RESTORE: lambda w: (
+        f"{w.path} is a worktree a killed restore's `git worktree add` left before it checked "
+        f"anything out, and {in_words(w.inner[0])}; kept. Move them out of {w.path}, then run "
+        f"`team-router restore {w.branch}` again"
+    ),
     Reason.GH_DISAGREES: lambda w: f"gh disagrees: {_parts(w)}{forks(w)}",
     **FACTS,
 }
