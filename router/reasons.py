@@ -89,6 +89,10 @@ class Reason(StrEnum):
     LEFT_EARLIER = "left-earlier"  # an earlier run left it to the user
     SUBMODULES_FOLLOWED = "submodules-followed"
     SUBMODULES_FAILED = "submodules-failed"
+    # after the default branch moved (a pick, a pull): its submodules (``items``) followed,
+    # or git could not update them (git's words in ``text``, the primary clone in ``path``)
+    SUBMODULES_MOVED = "submodules-moved"
+    SUBMODULES_LEFT = "submodules-left"
     PRUNED = "pruned"
     NOT_PRUNED = "not-pruned"  # origin still has the branch
     NOTHING_TO_PRUNE = "nothing-to-prune"

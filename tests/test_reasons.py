@@ -150,5 +150,18 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
         Why(Reason.COPIES, items=("a", "b"), others=("b",)): (
             "it held copies placed by .worktreeinclude: a, b (edited since copied, not kept: b)"
         ),
+        Why(Reason.PICKED, count=1, default="main", path="/p").noting(
+            Why(Reason.SUBMODULES_MOVED, items=("lib",))
+        ): (
+            "cherry-picked 1 commit(s) onto main in /p (not pushed: push main when you are "
+            "ready); submodule(s) lib checked out at their new commit"
+        ),
+        Why(Reason.UPDATED, default="main").noting(
+            Why(Reason.SUBMODULES_LEFT, items=("lib",), path="/p", text="fatal: z")
+        ): (
+            "main fast-forwarded to origin/main as this command fetched it; git submodule "
+            "update failed (fatal: z), so lib show as changed in /p: run `git submodule "
+            "update` there"
+        ),
     }
     assert [in_words(why) for why in said] == list(said.values())

@@ -76,7 +76,8 @@ def integrate_commits(
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
     picked = Why(Reason.PICKED, count=len(found.missing), default=default.name, path=primary)
-    return done(name, replace(picked, text=follow_submodules(repo)))
+    followed = follow_submodules(repo)
+    return done(name, picked.noting(followed) if followed is not None else picked)
 
 
 def _nothing_to_pick(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from router import git as g
 from router.git import Git, GitError, StatusReport, WorktreeEntry
+from router.reasons import Reason, Why
 from router.teardown.steps import name_some
 from router.topic.workspace import DefaultBranch, Repo
 
@@ -95,8 +96,8 @@ def _sequence_ways_out(repo: Repo, operation: str) -> str:
     return f"finish it, or undo it with `{cmd} --abort`"
 
 
-def follow_submodules(repo: Repo) -> str:
-    """Check out, in the primary, the submodules a move of its branch left behind; "" when none.
+def follow_submodules(repo: Repo) -> Why | None:
+    """Check out, in the primary, the submodules a move of its branch left behind (None: none).
 
     git does not follow a gitlink a cherry-pick or a pull moves: the submodule
     stays at the commit the branch recorded before, and the primary shows it
@@ -110,19 +111,17 @@ def follow_submodules(repo: Repo) -> str:
     could update: nothing to read.
     """
     if not os.path.lexists(repo.primary / ".gitmodules"):
-        return ""
+        return None
     status, _ = primary_state(repo)
-    behind = [p for p in status.tracked if submodule_left_behind(repo, p)]
+    behind = tuple(p for p in status.tracked if submodule_left_behind(repo, p))
     if not behind:
-        return ""
+        return None
     try:
-        g.submodule_update(repo.git, behind)
+        g.submodule_update(repo.git, list(behind))
     except GitError as exc:
-        return (
-            f"; git submodule update failed ({exc.first_line}), so {name_some(behind)} "
-            f"show as changed in {repo.primary}: run `git submodule update` there"
-        )
-    return f"; submodule(s) {name_some(behind)} checked out at their new commit"
+        primary = str(repo.primary)
+        return Why(Reason.SUBMODULES_LEFT, items=behind, path=primary, text=exc.first_line)
+    return Why(Reason.SUBMODULES_MOVED, items=behind)
 
 
 def submodule_left_behind(repo: Repo, path: str) -> bool:

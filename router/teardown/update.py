@@ -156,8 +156,8 @@ def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bo
     if moved is g.FastForward.CURRENT:
         return done(name, Why(Reason.UP_TO_DATE, default=default.name, flag=True))
     if moved is g.FastForward.MOVED:
-        followed = follow_submodules(repo)
-        return done(name, Why(Reason.UPDATED, default=default.name, text=followed))
+        moved_to = Why(Reason.UPDATED, default=default.name)
+        return done(name, moved_to.noting(*_followed(repo)))
     try:
         g.pull(repo.git, "origin", default.name, rebase=rebase)
     except GitError as exc:
@@ -169,9 +169,14 @@ def _pull_default(repo: Repo, default: DefaultBranch, *, rebase: bool, fresh: bo
         return failed(name, why, exc.code)
     # The primary was clean before the pull: a gitlink the pulled commits moved
     # would otherwise leave its submodule behind and the primary dirty.
-    followed = follow_submodules(repo)
     pulled = Why(Reason.UPDATED, default=default.name, command=_pull_command(rebase), flag=rebase)
-    return done(name, replace(pulled, text=followed))
+    return done(name, pulled.noting(*_followed(repo)))
+
+
+def _followed(repo: Repo) -> tuple[Why, ...]:
+    """The submodules a move of the default branch left behind, checked out (said after it)."""
+    followed = follow_submodules(repo)
+    return (followed,) if followed is not None else ()
 
 
 def _planned_pull(

@@ -334,7 +334,7 @@ WORDS: dict[Reason, Words] = {
     Reason.UNINTEGRATED_FORCED: lambda w: f"{_missing(w)}; --force: they go into a snapshot ref",
     Reason.PICKED: lambda w: (
         f"cherry-picked {w.count} commit(s) onto {w.default} in {w.path} "
-        f"(not pushed: push {w.default} when you are ready){w.text}"
+        f"(not pushed: push {w.default} when you are ready){w.text}"  # older records: text
     ),
     Reason.PRIMARY_BUSY: lambda w: f"cannot cherry-pick in {w.path}: {w.text}",
     Reason.PICK_INTERRUPTED: lambda w: (
@@ -441,6 +441,13 @@ WORDS: dict[Reason, Words] = {
     ),
     Reason.SUBMODULES_FOLLOWED: lambda w: (
         f"submodule(s) {name_some(w.items)} checked out at the commit {w.path} records"
+    ),
+    Reason.SUBMODULES_MOVED: lambda w: (
+        f"submodule(s) {name_some(w.items)} checked out at their new commit"
+    ),
+    Reason.SUBMODULES_LEFT: lambda w: (
+        f"git submodule update failed ({w.text}), so {name_some(w.items)} show as changed "
+        f"in {w.path}: run `git submodule update` there"
     ),
     Reason.SUBMODULES_FAILED: lambda w: (
         f"git submodule update failed ({w.text}), so {name_some(w.items)} show as changed "
