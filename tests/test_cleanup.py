@@ -726,7 +726,7 @@ def test_the_text_report_names_the_proof_and_gh_once_each(web, no_gh):
     assert res.code == 0, res.out + res.err
     lines = res.out.splitlines()
     assert lines[:2] == [
-        f"pr-cleanup of {TOPIC_ID} (merged)",
+        f"pr-cleanup of {TOPIC_ID} (mode: merged)",
         "proof (ancestor): its tip is an ancestor of origin/main; gh unavailable: gh is not "
         "installed or not on PATH: the content proof alone decides",
     ]

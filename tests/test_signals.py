@@ -240,7 +240,7 @@ def test_ctrl_c_during_pr_cleanup_prints_each_step_done_and_left_then_the_rerun_
     first = run("pr-cleanup", topic.branch, cwd=home_repo, env=env, new_group=True)
     assert first.code == 130, first.out + first.err
     lines = first.out.splitlines()
-    assert lines[0] == f"pr-cleanup of {topic.branch} (merged)"
+    assert lines[0] == f"pr-cleanup of {topic.branch} (mode: merged)"
     assert lines[2:] == [
         "  remove         failed   not done: interrupted (Ctrl-C): stopped part-way; "
         "a rerun finishes it",

@@ -86,7 +86,9 @@ def pr_cleanup_cmd(
 
 def _text(result) -> str:
     head = "Plan (dry run, nothing changed)" if result.dry_run else "pr-cleanup"
-    lines = [f"{head} of {result.branch} ({result.mode})"]
+    # The mode names which cleanup runs (after a merge, or abandoning), not what was
+    # proven: "(merged)" alone read as a claim the proof below may refuse.
+    lines = [f"{head} of {result.branch} (mode: {result.mode})"]
     if result.evidence is not None:
         # The detail says what the content proof found and what gh said, each once.
         ev = result.evidence
