@@ -92,6 +92,14 @@ class Reason(StrEnum):
     # after the default branch moved (a pick, a pull): its submodules (``items``) followed,
     # or git could not update them (git's words in ``text``, the primary clone in ``path``)
     SUBMODULES_MOVED = "submodules-moved"
+    # why the primary clone (``path``) cannot move its default branch now, and the way out
+    PRIMARY_OPERATION = "primary-operation"  # a git operation (``text``: its name) stopped there
+    PRIMARY_CHANGES = "primary-changes"  # uncommitted changes (``items``)
+    PRIMARY_ELSEWHERE = "primary-elsewhere"  # on ``branch`` (none: detached), not ``default``
+    PRIMARY_NO_DEFAULT = "primary-no-default"  # no local ``default``
+    WAY_OUT_OPERATION = "way-out-operation"  # end the operation (``text``)
+    WAY_OUT_STASH = "way-out-stash"  # commit or stash the changes
+    WAY_OUT_SWITCH = "way-out-switch"  # switch back to ``default``
     SUBMODULES_LEFT = "submodules-left"
     PRUNED = "pruned"
     NOT_PRUNED = "not-pruned"  # origin still has the branch

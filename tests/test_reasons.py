@@ -156,6 +156,46 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
             "cherry-picked 1 commit(s) onto main in /p (not pushed: push main when you are "
             "ready); submodule(s) lib checked out at their new commit"
         ),
+        Why(
+            Reason.PRIMARY_BUSY,
+            path="/p",
+            parts=(
+                Why(Reason.PRIMARY_OPERATION, path="/p", text="cherry-pick").noting(
+                    Why(Reason.WAY_OUT_OPERATION, path="/p", text="cherry-pick")
+                ),
+            ),
+        ): (
+            "cannot cherry-pick in /p: a cherry-pick is in progress there; finish it (`git -C "
+            "/p cherry-pick --continue`), end it keeping the commits it made (`git -C /p "
+            "cherry-pick --quit`), or undo it (`git -C /p cherry-pick --abort`)"
+        ),
+        Why(Reason.BUSY, flag=True, parts=(Why(Reason.PRIMARY_NO_DEFAULT, default="main"),)): (
+            "fetched only: the primary clone was not updated because it has no local main"
+        ),
+        Why(
+            Reason.BUSY,
+            planned=True,
+            parts=(
+                Why(Reason.PRIMARY_ELSEWHERE, default="main").noting(
+                    Why(Reason.WAY_OUT_SWITCH, path="/p", default="main")
+                ),
+            ),
+        ): (
+            "would fetch only: it is on a detached HEAD, not main; switch back with "
+            "`git -C /p switch main`"
+        ),
+        Why(
+            Reason.PRIMARY_BUSY,
+            path="/p",
+            parts=(
+                Why(Reason.PRIMARY_CHANGES, items=("a", "b")).noting(
+                    Why(Reason.WAY_OUT_STASH, path="/p")
+                ),
+            ),
+        ): (
+            "cannot cherry-pick in /p: it has uncommitted changes (a, b); commit or stash them "
+            "(`git -C /p stash push --include-untracked`)"
+        ),
         Why(Reason.UPDATED, default="main").noting(
             Why(Reason.SUBMODULES_LEFT, items=("lib",), path="/p", text="fatal: z")
         ): (

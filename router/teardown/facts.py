@@ -448,10 +448,10 @@ def _plan_blockers(
     missing = plan.found.missing if plan.found and not plan.found.integrated else ()
     if _picks(plan, opts):
         # A dry run with an interrupted pick of ours: the real run undoes it first.
-        busy = "" if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
+        busy = None if plan.resuming else primary_busy(repo, plan.default)  # type: ignore[arg-type]
         unknown = g.committer_unknown(repo.git, plan.config)
-        if busy:
-            busy_now = Why(Reason.PRIMARY_BUSY, path=str(repo.primary), text=busy)
+        if busy is not None:
+            busy_now = Why(Reason.PRIMARY_BUSY, path=str(repo.primary), parts=(busy,))
             found.append(refused(Step.INTEGRATE, ErrorCode.PRIMARY_BUSY, busy_now))
         elif unknown is not None:
             found.append(no_identity(repo, unknown))

@@ -60,9 +60,9 @@ def integrate_commits(
     # The same status names HEAD, the commit an abort must come back to.
     now = g.checkout_state(repo.git)
     busy = primary_busy(repo, default, (now.status, now.branch))
-    if busy:
+    if busy is not None:
         return refused(
-            name, ErrorCode.PRIMARY_BUSY, Why(Reason.PRIMARY_BUSY, path=primary, text=busy)
+            name, ErrorCode.PRIMARY_BUSY, Why(Reason.PRIMARY_BUSY, path=primary, parts=(busy,))
         )
     unknown = None if committer_known else g.committer_unknown(repo.git)
     if unknown is not None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from router import git as g
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.reasons import Reason, Why
-from router.teardown.steps import name_some
 from router.topic.workspace import DefaultBranch, Repo
 
 
@@ -36,64 +35,39 @@ def primary_state(repo: Repo) -> tuple[StatusReport, str | None]:
 
 def primary_busy(
     repo: Repo, default: DefaultBranch, now: tuple[StatusReport, str | None] | None = None
-) -> str:
-    """Why the primary clone cannot take a cherry-pick now, with the command that clears it ("" when it can).
+) -> Why | None:
+    """Why the primary clone cannot take a cherry-pick now, noting the way out (None: it can).
 
     ``now``: the primary's status and branch, when the caller just read them.
     """
     busy, fix = why_primary_busy(repo, default, now)
-    return f"{busy}; {fix}" if fix else busy
+    return busy.noting(fix) if busy is not None and fix is not None else busy
 
 
 def why_primary_busy(
     repo: Repo, default: DefaultBranch, now: tuple[StatusReport, str | None] | None = None
-) -> tuple[str, str]:
-    """The one answer to "may the primary's default branch move now": (why not, the fix).
+) -> tuple[Why | None, Why | None]:
+    """The one answer to "may the primary's default branch move now": (why not, the way out).
 
     A stopped operation comes first: a cherry-pick with nothing left to commit
     looks clean and on the branch, yet a pull or a pick would drop its state.
     """
+    primary = str(repo.primary)
     operation = g.operation_in_progress(repo.common_dir)
     if operation is not None:
-        return f"a {operation} is in progress there", _sequence_ways_out(repo, operation)
+        busy = Why(Reason.PRIMARY_OPERATION, path=primary, text=operation)
+        return busy, Why(Reason.WAY_OUT_OPERATION, path=primary, text=operation)
     status, current = now if now is not None else primary_state(repo)
-    busy = busy_reason(status, current, default)
-    if busy and status.dirty:
-        return (
-            busy,
-            f"commit or stash them (`git -C {repo.primary} stash push --include-untracked`)",
-        )
-    if busy and current != default.name and default.local_ref is not None:
-        return busy, f"switch back with `git -C {repo.primary} switch {default.name}`"
-    return busy, ""
-
-
-def busy_reason(status: StatusReport, current: str | None, default: DefaultBranch) -> str:
     if status.dirty:
-        return f"it has uncommitted changes ({name_some(status.tracked + status.untracked)})"
+        changes = Why(Reason.PRIMARY_CHANGES, items=(*status.tracked, *status.untracked))
+        return changes, Why(Reason.WAY_OUT_STASH, path=primary)
     if current != default.name:
-        return f"it is on {current or 'a detached HEAD'}, not {default.name}"
+        elsewhere = Why(Reason.PRIMARY_ELSEWHERE, branch=current or "", default=default.name)
+        back = Why(Reason.WAY_OUT_SWITCH, path=primary, default=default.name)
+        return elsewhere, back if default.local_ref is not None else None
     if default.local_ref is None:
-        return f"it has no local {default.name}"
-    return ""
-
-
-def _sequence_ways_out(repo: Repo, operation: str) -> str:
-    """The commands that end a stopped ``operation``, the one that keeps its commits included.
-
-    A cherry-pick or revert sequence can be left without its ``*_HEAD`` (a
-    conflict committed by hand, or a git killed as it finished): ``--abort``
-    then rewinds every commit the sequence made, ``--quit`` keeps them.
-    """
-    cmd = f"git -C {repo.primary} {operation}"
-    if operation == "bisect":
-        return f"end it with `{cmd} reset`"
-    if operation in {"cherry-pick", "revert"}:
-        return (
-            f"finish it (`{cmd} --continue`), end it keeping the commits it made "
-            f"(`{cmd} --quit`), or undo it (`{cmd} --abort`)"
-        )
-    return f"finish it, or undo it with `{cmd} --abort`"
+        return Why(Reason.PRIMARY_NO_DEFAULT, default=default.name), None
+    return None, None
 
 
 def follow_submodules(repo: Repo) -> Why | None:

@@ -82,7 +82,7 @@ def update_decision(
     if at_origin:
         return settled(_already_at_origin(default, fetched=fetched))
     busy, _ = why_primary_busy(repo, default, known)
-    if busy:
+    if busy is not None:
         return settled(_fetched_only(busy, fetched=fetched, fresh=fresh))
     return _pull(repo, default, rebase=rebase, fresh=fresh, fetched=fetched)
 
@@ -104,9 +104,9 @@ def _already_at_origin(default: DefaultBranch, *, fetched: bool) -> StepResult:
     return done(Step.UPDATE_DEFAULT, current)
 
 
-def _fetched_only(busy: str, *, fetched: bool, fresh: bool) -> StepResult:
+def _fetched_only(busy: Why, *, fetched: bool, fresh: bool) -> StepResult:
     """The primary clone is busy (``busy`` says why): the default branch is not moved."""
-    why = Why(Reason.BUSY, text=busy, flag=fresh, planned=not fetched)
+    why = Why(Reason.BUSY, parts=(busy,), flag=fresh, planned=not fetched)
     return skipped(Step.UPDATE_DEFAULT, why)
 
 

@@ -142,6 +142,22 @@ def _parts(w: Why) -> str:
     return "; ".join(map(in_words, w.parts)) if w.parts else w.text
 
 
+def _way_out_operation(w: Why) -> str:
+    """The commands that end a stopped operation (``text``), the one that keeps its commits
+    included: a cherry-pick or revert sequence can be left without its ``*_HEAD`` (a conflict
+    committed by hand, or a git killed as it finished): ``--abort`` then rewinds every commit
+    the sequence made, ``--quit`` keeps them."""
+    cmd = f"git -C {w.path} {w.text}"
+    if w.text == "bisect":
+        return f"end it with `{cmd} reset`"
+    if w.text in {"cherry-pick", "revert"}:
+        return (
+            f"finish it (`{cmd} --continue`), end it keeping the commits it made "
+            f"(`{cmd} --quit`), or undo it (`{cmd} --abort`)"
+        )
+    return f"finish it, or undo it with `{cmd} --abort`"
+
+
 def _deleted(w: Why) -> str:
     if not w.flag:
         return f"deleted {w.branch} ({_parts(w)})"
@@ -188,7 +204,7 @@ def _updated_planned(w: Why) -> str:
 
 def _busy(w: Why) -> str:
     how = "fetched only" if w.flag else "origin could not be fetched"
-    return f"{how}: the primary clone was not updated because {w.text}"
+    return f"{how}: the primary clone was not updated because {_parts(w)}"
 
 
 def _removed_untracked(w: Why) -> str:
@@ -336,7 +352,7 @@ WORDS: dict[Reason, Words] = {
         f"cherry-picked {w.count} commit(s) onto {w.default} in {w.path} "
         f"(not pushed: push {w.default} when you are ready){w.text}"  # older records: text
     ),
-    Reason.PRIMARY_BUSY: lambda w: f"cannot cherry-pick in {w.path}: {w.text}",
+    Reason.PRIMARY_BUSY: lambda w: f"cannot cherry-pick in {w.path}: {_parts(w)}",
     Reason.PICK_INTERRUPTED: lambda w: (
         f"the cherry-pick onto {w.default} in {w.path} was interrupted ({w.text}); "
         "run teardown again: it undoes the half-done pick first"
@@ -442,6 +458,18 @@ WORDS: dict[Reason, Words] = {
     Reason.SUBMODULES_FOLLOWED: lambda w: (
         f"submodule(s) {name_some(w.items)} checked out at the commit {w.path} records"
     ),
+    # the primary clone cannot move its default branch now, and the way out
+    Reason.PRIMARY_OPERATION: lambda w: f"a {w.text} is in progress there",
+    Reason.PRIMARY_CHANGES: lambda w: f"it has uncommitted changes ({name_some(w.items)})",
+    Reason.PRIMARY_ELSEWHERE: lambda w: (
+        f"it is on {w.branch or 'a detached HEAD'}, not {w.default}"
+    ),
+    Reason.PRIMARY_NO_DEFAULT: lambda w: f"it has no local {w.default}",
+    Reason.WAY_OUT_OPERATION: _way_out_operation,
+    Reason.WAY_OUT_STASH: lambda w: (
+        f"commit or stash them (`git -C {w.path} stash push --include-untracked`)"
+    ),
+    Reason.WAY_OUT_SWITCH: lambda w: f"switch back with `git -C {w.path} switch {w.default}`",
     Reason.SUBMODULES_MOVED: lambda w: (
         f"submodule(s) {name_some(w.items)} checked out at their new commit"
     ),
@@ -642,7 +670,7 @@ PLANNED: dict[Reason, Words] = {
     ),
     Reason.UPDATED: _updated_planned,
     Reason.PULL_FAILED: _pull_failed_planned,
-    Reason.BUSY: lambda w: f"would fetch only: {w.text}",
+    Reason.BUSY: lambda w: f"would fetch only: {_parts(w)}",
     Reason.SUBMODULES_FOLLOWED: lambda w: "would have " + WORDS[Reason.SUBMODULES_FOLLOWED](w),
     Reason.PRUNED: lambda w: (
         f"would prune refs/remotes/origin/{w.branch} once origin has no {w.branch}"
