@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 INDENT = "  "
-_DEPTH = 100  # deeper than any result: what is deeper (or circular) goes to json.dumps
 
 
 class _Unusual(Exception):
@@ -30,16 +29,18 @@ def dumps(value: Any) -> str:
     """``json.dumps(value, indent=2, default=str)``, the same text."""
     out: list[str] = []
     try:
-        _value(value, out, "\n", 0)
-    except _Unusual:
+        _value(value, out, "\n")
+    except (_Unusual, RecursionError):
+        # A circular value (or one deeper than any result) is json's to refuse as it does.
         return json.dumps(value, indent=2, default=str)
     return "".join(out)
 
 
-def _value(value: Any, out: list[str], newline: str, depth: int) -> None:
-    # The order of json's own encoder: str, None, True, False, int, float, list or tuple,
-    # dict, else default() (str) and that again.
-    if isinstance(value, str):
+def _value(value: Any, out: list[str], newline: str) -> None:
+    # The usual values by their exact type first; any other (a subclass, a float, a value
+    # for default()) in the order of json's own encoder.
+    kind = type(value)
+    if kind is str:
         out.append(_quoted(value))
     elif value is None:
         out.append("null")
@@ -47,49 +48,57 @@ def _value(value: Any, out: list[str], newline: str, depth: int) -> None:
         out.append("true")
     elif value is False:
         out.append("false")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif kind is dict:
+        _object(value, out, newline)
+    elif kind is list or kind is tuple:
+        _array(value, out, newline)
+    else:
+        _other(value, out, newline)
+
+
+def _other(value: Any, out: list[str], newline: str) -> None:
+    """json's order: str, int, float, list or tuple, dict, else default() (str) and that."""
+    if isinstance(value, str):
+        out.append(_quoted(value))
     elif isinstance(value, int):
         out.append(int.__repr__(value))
     elif isinstance(value, float):
         out.append(_float(value))
-    elif depth >= _DEPTH:
-        raise _Unusual
     elif isinstance(value, (list, tuple)):
-        _array(value, out, newline, depth)
+        _array(value, out, newline)
     elif isinstance(value, dict):
-        _object(value, out, newline, depth)
+        _object(value, out, newline)
     else:
-        _value(str(value), out, newline, depth)
+        _value(str(value), out, newline)
 
 
-def _array(items: list[Any] | tuple[Any, ...], out: list[str], newline: str, depth: int) -> None:
+def _array(items: list[Any] | tuple[Any, ...], out: list[str], newline: str) -> None:
     if not items:
         out.append("[]")
         return
     inner = newline + INDENT
-    out.append("[")
-    separator = inner
+    separator = "[" + inner
     for item in items:
         out.append(separator)
+        _value(item, out, inner)
         separator = "," + inner
-        _value(item, out, inner, depth + 1)
     out.append(newline + "]")
 
 
-def _object(items: dict[Any, Any], out: list[str], newline: str, depth: int) -> None:
+def _object(items: dict[Any, Any], out: list[str], newline: str) -> None:
     if not items:
         out.append("{}")
         return
     inner = newline + INDENT
-    out.append("{")
-    separator = inner
+    separator = "{" + inner
     for key, item in items.items():
         if not isinstance(key, str):
             raise _Unusual  # json's own rules for a key that is a number, bool or None
-        out.append(separator)
+        out.append(separator + _quoted(key) + ": ")
+        _value(item, out, inner)
         separator = "," + inner
-        out.append(_quoted(key))
-        out.append(": ")
-        _value(item, out, inner, depth + 1)
     out.append(newline + "}")
 
 

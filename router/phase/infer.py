@@ -322,16 +322,20 @@ class RepoRefs:
         return self._ahead[(where, rev)]
 
 
-def commits_ahead(topic_repo: TopicRepo, refs: RepoRefs | None = None) -> int | None:
+def commits_ahead(
+    topic_repo: TopicRepo,
+    refs: RepoRefs | None = None,
+    at: tuple[str | None, str] | None = None,
+) -> int | None:
     """Commits of the topic's work since its merge-base with the default branch; None: unknown.
 
     With ``refs`` (the repo's refs read once for the command) a topic without a
     worktree costs no git process unless its branch exists and has moved, and
-    no count is asked of git twice.
+    no count is asked of git twice. ``at``: its :func:`location`, when the caller has it.
     """
     if refs is None:
-        return _commits_ahead(topic_repo, None)
-    at = location(topic_repo, refs)
+        return _commits_ahead(topic_repo, None, at)
+    at = at or location(topic_repo, refs)
     return refs.ahead(at[0] or "", at[1], lambda: _commits_ahead(topic_repo, refs, at))
 
 

@@ -275,9 +275,9 @@ def _answer_json(topic: _Topic) -> list[object]:
 
 
 def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
-    where, rev = phases.location(topic_repo, refs)
+    at = where, rev = phases.location(topic_repo, refs)
     worktree = where if rev == "HEAD" else None
-    ahead = phases.commits_ahead(topic_repo, refs)
+    ahead = phases.commits_ahead(topic_repo, refs, at)
     fell_back = works_in_main_tree(topic_repo.name, topic_repo.path, topic_repo.worktree)
     main_tree = topic_repo.path if fell_back else None
     gone = topic_repo.worktree if topic_repo.worktree and worktree is None else None
