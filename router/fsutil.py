@@ -10,8 +10,15 @@ import os
 from pathlib import Path
 
 
-def files_under(path: Path) -> tuple[str, ...]:
-    """Every non-directory entry below ``path`` (relative, sorted); links are not followed."""
+def files_under(path: Path, *, raise_unreadable: bool = False) -> tuple[str, ...]:
+    """Every non-directory entry below ``path`` (relative, sorted); links are not followed.
+
+    A folder that cannot be read may hold anything, so it never reads as empty:
+    it is listed as an entry of its own (``<folder>/ (unreadable: <why>)``), which
+    keeps whatever asks "is anything here?" from deleting it on a guess; with
+    ``raise_unreadable`` the OSError is raised instead, for a caller that must
+    say the folder could not be inspected rather than count it as a file.
+    """
     found: list[str] = []
     stack = [path]
     while stack:
@@ -24,7 +31,7 @@ def files_under(path: Path) -> tuple[str, ...]:
                     else:
                         found.append(os.path.relpath(entry.path, path))
         except OSError as exc:
-            # An unreadable folder may hold anything: report it as a file so the
-            # directory is kept rather than deleted on a guess.
+            if raise_unreadable:
+                raise
             found.append(f"{os.path.relpath(current, path)}/ (unreadable: {exc.strerror})")
     return tuple(sorted(found))

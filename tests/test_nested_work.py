@@ -28,6 +28,7 @@ from helpers.topics import (
     teardown,
     write_repos_md,
 )
+from helpers.unreadable import unreadable
 
 from router.teardown.snapshot import snapshot_ref
 
@@ -134,6 +135,28 @@ def test_teardown_refuses_files_in_an_uninitialised_submodules_directory_git_doe
 
     shutil.rmtree(wt / "lib" / "notes")  # the fix the message names: moved out
     assert teardown(sub_topic).code == 0
+
+
+def test_teardown_refuses_an_unreadable_folder_in_an_uninitialised_submodules_directory(
+    sub_topic,
+):
+    wt = sub_topic.worktrees["home"]
+    git(wt, "submodule", "deinit", "-q", "--all")
+    write(wt / "lib" / "notes" / "plan.txt", "copied in by hand\n")
+
+    with unreadable(wt / "lib" / "notes"):  # what it holds cannot be ruled out
+        for flags in (("--force",), ()):
+            res = teardown(sub_topic, *flags)
+            assert res.code == 1, res.out
+            assert error_code(res) == "io-error", res.out
+            assert res.json["error"]["message"] == (
+                f"teardown of {sub_topic.id} refused, nothing was removed in any repo: "
+                f"home: home: checking the repo failed: accessing {wt}/lib/notes: "
+                "Permission denied"
+            )
+    assert (wt / "lib" / "notes" / "plan.txt").read_text() == "copied in by hand\n"
+    assert git(sub_topic.home, "for-each-ref", "refs/team-router/") == ""
+    assert wt.is_dir() and sub_topic.branch in branches(sub_topic.home)
 
 
 def _restore_warning(path: Path, moved: str, home: Path) -> str:

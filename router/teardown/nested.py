@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from router import git as g
+from router.fsutil import files_under
 from router.git import Git, GitError, StatusReport
 from router.records import field, record
 
@@ -85,23 +86,11 @@ def _uninitialised(worktree: Path, gitlinks: list[str], checkouts: list[str]) ->
         path = worktree / rel
         if rel in checkouts or path.is_symlink() or not path.is_dir():
             continue
-        files = _files_below(path)
+        # Unreadable raises: the survey then says it could not rule a repository out.
+        files = files_under(path, raise_unreadable=True)
         if files:
             found.append(NestedRepo(rel, NestedKind.UNINITIALISED, StatusReport((), files)))
     return found
-
-
-def _files_below(path: Path) -> tuple[str, ...]:
-    """Every non-directory entry below ``path``, relative to it (links not followed)."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(path, onerror=_fail):
-        found += [os.path.relpath(os.path.join(dirpath, n), path) for n in filenames]
-        found += [  # a link to a directory is an entry of its own, never entered
-            os.path.relpath(os.path.join(dirpath, n), path)
-            for n in dirnames
-            if os.path.islink(os.path.join(dirpath, n))
-        ]
-    return tuple(sorted(found))
 
 
 def survey_registration(common_dir: Path, worktree: Path) -> tuple[NestedRepo, ...]:
