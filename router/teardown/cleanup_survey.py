@@ -11,7 +11,6 @@ from router import git as g
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.names import Branch
-from router.plandir.artifacts import read_temp_paths
 from router.progress import Echo
 from router.reasons import Why
 from router.records import record, replace
@@ -47,7 +46,7 @@ from router.topic.branches import (
     refuse_protected,
 )
 from router.topic.runs import PLANS_DIR, plan_dir_link
-from router.topic.scope import RepoTarget
+from router.topic.scope import RepoTarget, topic_temp_paths
 from router.topic.workspace import DefaultBranch, Repo, default_branch, find_worktree
 
 
@@ -279,13 +278,9 @@ def _temp_paths(
     if topic_id is None or (record is not None and record.repo != "home"):
         return None
     roots = [worktree] if worktree else []
-    for root in [*roots, repo.primary]:
-        if plan_dir_link(str(root), topic_id) is not None:
-            continue  # behind a link it is not this repository's plan dir: nothing read there
-        found = read_temp_paths(root / PLANS_DIR / topic_id)
-        if found:
-            return tuple(found)
-    return record.temp_paths if record else ()
+    # Behind a link it is not this repository's plan dir: nothing is read there.
+    ours = [r for r in [*roots, repo.primary] if plan_dir_link(str(r), topic_id) is None]
+    return topic_temp_paths(record, *(root / PLANS_DIR / topic_id for root in ours))
 
 
 def _remote(repo: Repo, branch: str) -> tuple[str | None, str]:

@@ -94,10 +94,8 @@ def resolve_topic(cwd: Path, target: str) -> TopicScope:
     record = state.read_record_or_none(home.common_dir, plan.id, warnings)
     parsed, section = _repos_md(plan.path, record, warnings)
     repos = _targets(home, plan.id, record, parsed, warnings, entries, section)
-    temps = read_temp_paths(plan.path) or _recorded_temps(record)
-    return TopicScope(
-        plan.id, branch_for(plan.id), home, plan.path, repos, tuple(temps), tuple(warnings)
-    )
+    temps = topic_temp_paths(record, plan.path)
+    return TopicScope(plan.id, branch_for(plan.id), home, plan.path, repos, temps, tuple(warnings))
 
 
 def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
@@ -126,7 +124,7 @@ def _from_record(cwd: Path, target: str, original: RouterError) -> TopicScope:
         home,
         None,
         repos,
-        tuple(_recorded_temps(record)),
+        topic_temp_paths(record),
         tuple(warnings),
     )
 
@@ -136,8 +134,18 @@ def _meant_as_id(cwd: Path, target: str) -> bool:
     return "/" not in target and target not in {".", ".."} and not (cwd / target).exists()
 
 
-def _recorded_temps(record: state.TopicRecord | None) -> list[str]:
-    return list(record.temp_paths) if record else []
+def topic_temp_paths(record: state.TopicRecord | None, *plan_dirs: Path) -> tuple[str, ...]:
+    """A topic's temp paths: its plan dir's list, else what its home record kept.
+
+    The first of ``plan_dirs`` whose temp-paths file lists any answers; the
+    record's copy answers once the plan dir is gone (teardown records them
+    before it deletes the plan dir), so every command names the same paths.
+    """
+    for plan_dir in plan_dirs:
+        found = read_temp_paths(plan_dir)
+        if found:
+            return tuple(found)
+    return tuple(record.temp_paths) if record else ()
 
 
 def _repos_md(
