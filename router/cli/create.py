@@ -122,6 +122,8 @@ def install_hooks_cmd(cwd: Path, *, uninstall: bool, dry_run: bool, as_json: boo
 def new_text(result: Any) -> str:
     home = result.home
     base = f" from {home.base[:12]}" if home.base else ""
+    if home.base and home.on_existing_branch:
+        base = f" on its existing branch at {home.base[:12]}"
     where = home.worktree or home.path
     lines = [
         f"Topic {result.topic.id} (branch {result.branch})",

@@ -73,15 +73,28 @@ class Finish(Creation):
             worktree,
             branch,
             status,
-            # An existing worktree reports the base its record kept from creation.
-            base=self.base or (self.record.base_commit if self.record else None),
+            base=self._reported_base(worktree, status),
             warnings=tuple(self.warnings),
             created=self.created,
             submodules=self.submodules,
             copied=copied,
             sparse=self._cone_of(worktree, status),
             setup=ran,
+            on_existing_branch=self._on_existing_branch(status),
         )
+
+    def _on_existing_branch(self, status: Status) -> bool:
+        """This run made the worktree on a branch that existed already (``new --id`` of a
+        run whose worktree is gone): no base was resolved, the branch's commits carry on."""
+        return status is Status.CREATED and self.base is None and not self.created.branch
+
+    def _reported_base(self, worktree: Path, status: Status) -> str | None:
+        """The commit the report names (:attr:`CreateReport.base`): where the worktree was
+        made, never a commit it was not checked out at."""
+        if self._on_existing_branch(status):
+            return Git(worktree).head()  # the branch's tip, as the worktree has it
+        # An existing worktree reports the base its record kept from creation.
+        return self.base or (self.record.base_commit if self.record else None)
 
     def _note_cone_kept(self, worktree: Path, status: Status) -> None:
         """A cone asked of a worktree made before is not applied to it: say so, with the way."""

@@ -43,6 +43,9 @@ class CreateReport:
     status: Status
     reason: ErrorCode | None = None
     message: str = ""
+    # The commit the worktree was made at: the base a branch this run cut starts from, the tip
+    # of a branch that existed already (``on_existing_branch``), or for a worktree made
+    # before, the base its record kept from creation.
     base: str | None = None
     warnings: tuple[str, ...] = ()
     created: Created = field(default_factory=Created)
@@ -50,6 +53,9 @@ class CreateReport:
     copied: Copied | None = None  # the .worktreeinclude copy; None when the repo has none
     sparse: tuple[str, ...] | None = None  # the cone of a sparse worktree; None: the whole tree
     setup: SetupReport | None = None  # the setup-commands stage (None: no worktree to set up)
+    # Made by this run on a branch that was there before (its commits carried on): ``base``
+    # is the branch's tip, not the default branch's commit.
+    on_existing_branch: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -51,6 +51,7 @@ class NewResult:
                 "worktree": str(self.home.worktree) if self.home.worktree else None,
                 "status": str(self.home.status),
                 "base": self.home.base,
+                "on_existing_branch": self.home.on_existing_branch,
                 "submodules": [m.to_json() for m in self.home.submodules],
                 "copied": self.home.copied.to_json() if self.home.copied else None,
                 "sparse": list(self.home.sparse) if self.home.sparse is not None else None,
