@@ -658,16 +658,19 @@ def test_doctor_says_why_repair_keeps_a_finding_and_offers_no_repair_for_it(home
     commit(worktree, "work.py", "w = 1\n", "unpushed work")
     shutil.rmtree(worktree)
     record = home_repo / ".git" / "team-router" / "topics" / f"{topic_id}.json"
+    # A run not torn down: the advice is the command that makes its worktree again.
+    remake = (
+        f"`team-router new 'add caching' --id {topic_id}` makes its worktree again on it, "
+        f"commits included, or `team-router teardown {topic_id}` ends the run"
+    )
     branch_kept = (
         f"  orphan-branch: refs/heads/{topic_id}",
         "      branch this tool created; no worktree has it checked out; kept: 1 commit(s) "
-        f"exist on no other branch, tag or remote; run `team-router teardown {topic_id}` or "
-        "push it",
+        f"exist on no other branch, tag or remote; {remake}",
     )
     record_kept = (
         f"  record-dir-gone: {record}",
-        f"      its worktree {worktree} is gone; kept: branch {topic_id} still exists; run "
-        f"`team-router teardown {topic_id}`",
+        f"      its worktree {worktree} is gone; kept: branch {topic_id} still exists; {remake}",
     )
 
     repaired = run_cli("doctor", "--repair", cwd=home_repo)

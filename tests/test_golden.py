@@ -51,7 +51,8 @@ about; the whole outputs of these scenarios are pinned here:
   ``phase-next-status-fresh``;
 - record tests, review, verify, temp and pr: ``record-gates``; record pr --local over two
   repos: ``record-pr-local``; init --write-examples --allow-agent: ``init-options``; doctor
-  --repair (what it repairs, what it keeps): ``doctor-repair``; status and sweep
+  --repair (what it repairs, what it keeps), then phase, next, status and the hook of the run it
+  left without a worktree, and the `new --id` that makes it again: ``doctor-repair``; status and sweep
   --host-worktrees of the host's own worktrees: ``sweep-host-worktrees``; the narrated
   demo, text and --json: ``demo``;
 - hold and release refused (a pid not running, a bad session, an unknown topic):
@@ -756,6 +757,18 @@ def test_doctor_repair(transcript: Transcript, home_repo: Path) -> None:
     transcript.run("doctor", "--repair", "--json", cwd=home_repo)
     assert worked.branch in branches(home_repo)  # its work is kept
     transcript.run("doctor", cwd=home_repo)
+    tip = git(home_repo, "rev-parse", worked.branch).strip()
+    transcript.note(
+        f"{worked.id}: no worktree, no plan dir, git lists none; its record and branch kept"
+    )
+    _phase_next_status(transcript, home_repo)
+    transcript.run("next", worked.id, "--json", cwd=home_repo)
+    transcript.run("hook", "session-start", stdin=json.dumps({"cwd": str(home_repo)}))
+    assert git(home_repo, "rev-parse", worked.branch).strip() == tip  # read commands change nothing
+    transcript.note("the command they name makes the worktree again at the branch's tip")
+    transcript.run("new", "add caching", "--id", worked.id, "--json", cwd=home_repo)
+    assert git(worked.worktrees["home"], "rev-parse", "HEAD").strip() == tip
+    transcript.run("phase", cwd=home_repo)
     transcript.check()
 
 

@@ -244,6 +244,8 @@ def test_the_commands_next_gives_make_the_worktree_again_on_its_branch_commits_i
     assert run_cli("doctor", "--repair", "--json", cwd=home_repo).code == 0
     made = run_cli("new", brief["request"], "--id", gone.id, "--json", cwd=home_repo)
     assert (made.code, made.json["home"]["status"]) == (0, "created"), made.out + made.err
+    # Made at the branch's tip, and the report says so (not the default branch's commit).
+    assert (made.json["home"]["base"], made.json["home"]["on_existing_branch"]) == (tip, True)
 
     worktree = gone.worktrees["home"]
     assert git(worktree, "rev-parse", "HEAD").strip() == tip  # the commit carries on
@@ -254,3 +256,158 @@ def test_the_commands_next_gives_make_the_worktree_again_on_its_branch_commits_i
         "add search",
         [],
     )
+
+
+def unlisted_note(topic: Topic, request: str) -> str:
+    """What phase, next (warnings) and the hook say of ``topic`` once ``doctor --repair`` dropped
+    the registration of its worktree deleted by hand: the run, that it has no worktree, and
+    the one command that makes it again."""
+    return (
+        f"{topic.id} resumes at WORKTREE: it has no worktree ({topic.worktrees['home']} is gone: "
+        "git no longer lists it, and its branch is kept); "
+        f"`team-router new {request} --id {topic.id}` makes it again on the same branch, "
+        "commits included"
+    )
+
+
+def repaired(home: Path, description: str) -> Topic:
+    """:func:`deleted_by_hand`, then ``doctor --repair`` as the WORKTREE brief says: git's
+    registration goes, the record and the branch (a commit of its own) stay."""
+    topic = deleted_by_hand(home, description)
+    assert run_cli("doctor", "--repair", cwd=home).code == 0
+    assert "worktrees/" + topic.id not in git(home, "worktree", "list", "--porcelain")
+    return topic
+
+
+def test_after_doctor_repair_every_answer_still_resumes_the_run_without_a_worktree(home_repo):
+    gone = repaired(home_repo, "add search")
+    before = untouched(home_repo)
+    note = unlisted_note(gone, "'add search'")
+    plan_dir = gone.worktrees["home"] / "docs" / "plans" / gone.id
+
+    assert answers(home_repo) == all_answer(gone.id)
+    phase = run_cli("phase", cwd=home_repo)
+    assert (phase.code, phase.out.splitlines(), phase.err.splitlines()) == (
+        0,
+        [
+            f"Topic {gone.id}",
+            "Resume at: WORKTREE",
+            "Done: nothing yet",
+            f"Artifact directory: {plan_dir}",
+        ],
+        [f"warning: {note}"],
+    )
+    targetless, named = (run_cli("next", *t, "--json", cwd=home_repo) for t in ((), (gone.id,)))
+    assert targetless.json == named.json
+    assert (named.json["resume_at"], named.json["request"], named.json["warnings"]) == (
+        "WORKTREE",
+        "add search",
+        [note],
+    )
+    commands = [ln.strip() for ln in named.json["brief"].splitlines() if ln.startswith("    ")]
+    assert commands == [f'team-router new "<the user\'s request, verbatim>" --id {gone.id} --json']
+    assert notice(home_repo).splitlines() == resume_notice(gone, "WORKTREE", plan_dir, note)
+    status = run_cli("status", cwd=home_repo)
+    assert (status.code, status.err, status.out.splitlines()) == (
+        0,
+        "",
+        [
+            f"{gone.id}  resume at WORKTREE  <- here",
+            f"  plan dir  {plan_dir}",
+            f"  home  -        1 ahead  {gone.worktrees['home']} "
+            "(missing: git no longer lists it, and its branch is kept)",
+        ],
+    )
+    listed = run_cli("status", "--json", cwd=home_repo).json
+    assert [(t["id"], t["resume_at"], t["repos"]) for t in listed["topics"]] == [
+        (
+            gone.id,
+            "WORKTREE",
+            [
+                {
+                    "name": "home",
+                    "worktree": None,
+                    "dirty": None,
+                    "ahead": 1,
+                    "missing": str(gone.worktrees["home"]),
+                }
+            ],
+        )
+    ]
+    assert untouched(home_repo) == before
+
+
+def test_beside_a_live_run_the_run_without_a_worktree_is_named_by_every_answer(home_repo):
+    gone = repaired(home_repo, "add search")
+    live = new_topic(home_repo, "add caching")
+    touch(artifact(live.plan_dir, "task.md"), 1_000_000_000)
+    before = untouched(home_repo)
+    note = unlisted_note(gone, "'add search'")
+
+    assert answers(home_repo) == all_answer(live.id)
+    phase = run_cli("phase", "--json", cwd=home_repo)
+    assert (phase.json["id"], phase.json["warnings"]) == (live.id, [note])
+    assert run_cli("next", "--json", cwd=home_repo).json["warnings"] == [note]
+    assert notice(home_repo).splitlines() == resume_notice(live, "QUESTION", live.plan_dir, note)
+    status = run_cli("status", "--json", cwd=home_repo).json
+    assert [(t["id"], t["resume_at"]) for t in status["topics"]] == [
+        (live.id, "QUESTION"),
+        (gone.id, "WORKTREE"),
+    ]
+    assert untouched(home_repo) == before
+
+
+def test_doctor_names_the_command_that_makes_the_run_s_worktree_again(home_repo):
+    gone = repaired(home_repo, "add search")
+    res = run_cli("doctor", "--json", cwd=home_repo)
+    remake = (
+        f"`team-router new 'add search' --id {gone.id}` makes its worktree again on it, "
+        f"commits included, or `team-router teardown {gone.id}` ends the run"
+    )
+    assert (res.code, [(f["kind"], f["repaired"], f["detail"]) for f in res.json["findings"]]) == (
+        0,
+        [
+            (
+                "orphan-branch",
+                False,
+                "branch this tool created; no worktree has it checked out; kept: 1 commit(s) "
+                f"exist on no other branch, tag or remote; {remake}",
+            ),
+            (
+                "record-dir-gone",
+                False,
+                f"its worktree {gone.worktrees['home']} is gone; kept: branch {gone.id} still "
+                f"exists; {remake}",
+            ),
+        ],
+    )
+
+
+def test_the_command_every_answer_names_makes_the_worktree_again_at_the_branch_s_tip(home_repo):
+    gone = repaired(home_repo, "add search")
+    tip = git(home_repo, "rev-parse", gone.id).strip()
+    assert tip != git(home_repo, "rev-parse", "main").strip()
+    res = run_cli("new", "add search", "--id", gone.id, cwd=home_repo)
+    # The report says what was done: the worktree is on the branch's tip, not on main's.
+    assert (res.code, res.err, res.out.splitlines()) == (
+        0,
+        "",
+        [
+            f"Topic {gone.id} (branch {gone.id})",
+            f"home: created {gone.worktrees['home']} on its existing branch at {tip[:12]}",
+            f"Artifact directory: {gone.plan_dir}",
+        ],
+    )
+    assert git(gone.worktrees["home"], "rev-parse", "HEAD").strip() == tip
+    assert answers(home_repo) == all_answer(gone.id)
+    again = run_cli("next", "--json", cwd=home_repo).json
+    assert (again["resume_at"], again["warnings"]) == ("QUESTION", [])
+
+
+def test_the_command_named_quotes_the_request_for_a_shell_or_names_it_when_it_cannot():
+    assert runs.remake_command("2026-05-01-x", "it's $HOME `now`") == (
+        "team-router new 'it'\"'\"'s $HOME `now`' --id 2026-05-01-x"
+    )
+    placeholder = 'team-router new "<the user\'s request, verbatim>" --id 2026-05-01-x'
+    for request in (None, "", "two\nlines"):
+        assert runs.remake_command("2026-05-01-x", request) == placeholder, request

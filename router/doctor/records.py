@@ -39,7 +39,7 @@ def orphan_branch_problems(repo: Repo, entries: list[WorktreeEntry]) -> list[Pro
         finding = new_finding(repo, Kind.ORPHAN_BRANCH, f"refs/heads/{branch}", "", record.id)
         detail = "branch this tool created; no worktree has it checked out"
         tip = repo.git.rev_parse(f"refs/heads/{branch}")
-        kept = orphan_branch_kept(repo, branch, tip) if tip is not None else ""
+        kept = orphan_branch_kept(repo, branch, tip, record) if tip is not None else ""
         if kept:
             found.append(Problem(with_detail(finding, f"{detail}; {kept}")))
         else:

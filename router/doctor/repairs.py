@@ -13,8 +13,10 @@ from pathlib import Path
 from router import git as g
 from router.doctor.findings import Fix, NotSafe
 from router.git import GitError, WorktreeEntry, unique_commits
+from router.plandir.artifacts import HOME
 from router.reasons import Reason, Why
 from router.topic import holders, state, worktreelock
+from router.topic.runs import MADE_BY_HOST, remake_command
 from router.topic.workspace import Repo
 
 TYPE_CHECKING = False
@@ -62,19 +64,33 @@ def remove_empty_dir(path: Path) -> Fix:
     return fix
 
 
-def orphan_branch_kept(repo: Repo, branch: str, tip: str) -> str:
-    """Why ``--repair`` keeps the orphan ``branch`` at ``tip`` ("" : nothing keeps it).
+def orphan_branch_kept(
+    repo: Repo, branch: str, tip: str, record: state.TopicRecord | None = None
+) -> str:
+    """Why ``--repair`` keeps the orphan ``branch`` at ``tip`` ("" : nothing keeps it);
+    ``record``: its topic's, for the advice (a live run's worktree is made again).
 
     Asked by the scan, so that ``doctor`` says it before any ``--repair`` (and does
     not offer one that would keep it), and again by the repair, right before it acts.
     """
     unique = unique_commits(repo.git, tip, except_branch=branch)
-    if unique:
-        return (
-            f"kept: {unique} commit(s) exist on no other branch, tag or remote; "
-            f"run `team-router teardown {branch}` or push it"
-        )
-    return ""
+    if not unique:
+        return ""
+    kept = f"kept: {unique} commit(s) exist on no other branch, tag or remote"
+    if record is not None and resumable(record):
+        return f"{kept}; {_remake(record)}, or `team-router teardown {branch}` ends the run"
+    return f"{kept}; run `team-router teardown {branch}` or push it"
+
+
+def resumable(record: state.TopicRecord) -> bool:
+    """A home record of a /team run not torn down: ``new --id`` makes its worktree again on its
+    branch (as ``phase``, ``next``, ``status`` and the recovery hook say)."""
+    return record.repo == HOME and not record.torn_down and record.made_by != MADE_BY_HOST
+
+
+def _remake(record: state.TopicRecord) -> str:
+    command = remake_command(record.id, record.description)
+    return f"`{command}` makes its worktree again on it, commits included"
 
 
 def delete_orphan_branch(repo: Repo, branch: str) -> Fix:
@@ -123,7 +139,10 @@ def record_kept(repo: Repo, record: state.TopicRecord, *, scanning: bool = False
     own) does not keep the record.
     """
     if repo.git.branch_exists(record.branch) and (not scanning or _branch_stays(repo, record)):
-        return f"kept: branch {record.branch} still exists; run `team-router teardown {record.id}`"
+        kept = f"kept: branch {record.branch} still exists"
+        if resumable(record):
+            return f"{kept}; {_remake(record)}, or `team-router teardown {record.id}` ends the run"
+        return f"{kept}; run `team-router teardown {record.id}`"
     snapshot = _snapshot_of(repo, record.branch)
     if snapshot is not None:
         # A teardown stopped after its snapshot: the record is what names

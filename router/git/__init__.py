@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from router.git.config import is_identity_error as is_identity_error
     from router.git.files import ANY_OBJECT_ID as ANY_OBJECT_ID
     from router.git.files import Unsure as Unsure
+    from router.git.files import branches_present as branches_present
     from router.git.files import busy_with_branch as busy_with_branch
     from router.git.files import checked_out_branches as checked_out_branches
     from router.git.files import checkout_branch as checkout_branch
@@ -165,6 +166,7 @@ if TYPE_CHECKING:
 _HOME = {
     "ANY_OBJECT_ID": "files",
     "Unsure": "files",
+    "branches_present": "files",
     "busy_with_branch": "files",
     "checked_out_branches": "files",
     "checkout_branch": "files",

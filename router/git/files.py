@@ -22,6 +22,7 @@ import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
 # A reftable repository keeps this placeholder in HEAD: the real one is in the table.
@@ -428,6 +429,14 @@ def read_refs(common: str, git_dir: str, refs: list[str]) -> dict[str, str | Non
     """:func:`read_ref`'s commit for each of ``refs`` (the repository's format read once)."""
     fmt = files_format(common)
     return {ref: _read_ref(common, git_dir, ref, fmt)[0] for ref in refs}
+
+
+def branches_present(common: str, names: Iterable[str]) -> set[str]:
+    """Which of the branches ``names`` exist, as :func:`read_refs` reads them (Unsure: ask git)."""
+    refs = {f"refs/heads/{name}": name for name in names}
+    if not all(readable_ref(ref) for ref in refs):
+        raise Unsure("a name git might read another way")
+    return {refs[ref] for ref, tip in read_refs(common, common, list(refs)).items() if tip}
 
 
 def files_format(common: str) -> RepoFormat:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
     from router.phase.infer import Resume
+    from router.topic.discovery import Found
     from router.topic.runs import PlanDir
 
 # The notice for each kind of topic a session starts in (DESIGN §8): an interrupted run, a
@@ -68,7 +69,7 @@ def _session_start(default_cwd: str | None) -> None:
     home, plan = found.home, found.plan
     resume = resume_point(home.primary, plan) if plan.kind == RUN else None
     # As `phase` warns: the run answered, or another, whose worktree was deleted by hand.
-    notes = _missing_notes(home.primary, plan, found.missing) if plan.kind == RUN else []
+    notes = _missing_notes(found, plan) if plan.kind == RUN else []
     # A holder that cannot be written must not cost the session its notice (no
     # contextlib.suppress: contextlib stays off the hook's path).
     try:  # noqa: SIM105
@@ -198,10 +199,10 @@ def resume_point(primary: str, plan: PlanDir) -> Resume:
     )
 
 
-def _missing_notes(primary: str, plan: PlanDir, others: tuple[PlanDir, ...]) -> list[str]:
+def _missing_notes(found: Found, plan: PlanDir) -> list[str]:
     from router.phase.infer import missing_notes
 
-    return missing_notes(primary, plan, others)
+    return missing_notes(found.records, found.home.primary, plan, found.missing)
 
 
 def _has_commits(primary: str, plan: PlanDir) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections import namedtuple
+from datetime import date
 from pathlib import Path
 
 from router import github
@@ -30,8 +31,8 @@ from router.phase.infer import (
     assess,
     expected_artifacts,
     keep_borrowed_objects,
-    missing_notes,
     missing_worktrees,
+    repo_missing_notes,
     ticket_of,
     topic_repos,
 )
@@ -98,8 +99,6 @@ def _threads_json(found: object) -> dict[str, object]:
 def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> NextReport:
     """``team-router next [TARGET] [--until PHASE]``: the phase to run, what it must produce,
     and where; or, past ``until``, the step ``until`` (stop and tell the user)."""
-    import datetime
-
     from router.plandir.templates import render
     from router.topic.target import resolve
 
@@ -110,7 +109,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     resume, inv, warnings = assess(repo, plan, repos)
     # The brief names every repo of repos.md, worktree or not (research reads them all).
     shown = brief_repos(topic_repos(repo, plan, [], listed=True))
-    warnings += repo_warnings + missing_notes(str(repo.primary), plan, missing)
+    warnings += repo_warnings + repo_missing_notes(repo, plan, missing)
     primaries = [os.path.join(r.path, ".git") for r in repos[1:] if r.path and r.worktree]
     warnings += keep_borrowed_objects([str(repo.common_dir), *primaries])
     if stops_at(resume.resume_at, stop_after) and not resume.halted:
@@ -129,7 +128,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
         f"briefs/{at.lower()}.md.j2",
         id=plan.id,
         topic=a.topic_of(plan.id) or plan.id,
-        date=datetime.date.today().isoformat(),
+        date=date.today().isoformat(),
         plan_dir=str(plan.path),
         step=resume.step,
         halted=resume.halted,
@@ -152,6 +151,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
         missing=missing_worktrees(plan, warnings) if at == STRUCTURE else [],
         expects=[str(p) for p in expects],
         request=request,
+        listed=plan.listed,
         ticket=ticket_of(plan.id),
     )
     return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request, issue, threads)

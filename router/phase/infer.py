@@ -429,25 +429,51 @@ def worktree_exists(primary: str, plan: PlanDir) -> bool:
     return plan.checkout != primary and os.path.isdir(plan.checkout)
 
 
-# How phase, next, status and the recovery hook say that a worktree was deleted by hand.
+# How phase, next, status and the recovery hook say that a worktree was deleted by hand:
+# git still lists it, or (``doctor --repair`` dropped its registration) no longer does.
 DIRECTORY_GONE = "git still lists it, but its directory is gone"
+NOT_LISTED = "git no longer lists it, and its branch is kept"
 
 
-def missing_notes(primary: str, plan: PlanDir, others: Iterable[PlanDir] = ()) -> list[str]:
+def missing_notes(
+    records: Records, primary: str, plan: PlanDir, others: Iterable[PlanDir] = ()
+) -> list[str]:
     """One line for each run whose worktree was deleted by hand: the topic answered, then
     ``others``, the runs discovery names beside the newest (``Found.missing``).
 
-    Each resumes at WORKTREE, where ``next`` says how to make the worktree again.
+    Each resumes at WORKTREE. While git still lists the worktree, ``next`` says how to make
+    it again (its registration is dropped first); once it no longer does, the one command
+    that makes it again is named: ``new`` with the request ``records`` kept.
     """
     from router.topic.discovery import worktree_gone
 
     gone = [plan] if worktree_gone(primary, plan) else []
-    return [
-        f"{p.id} resumes at {WORKTREE}: its worktree {p.checkout} is missing "
-        f"({DIRECTORY_GONE}); `team-router next {p.id}` says how to make it again on the "
-        "same branch, commits included"
-        for p in (*gone, *others)
-    ]
+    return [_missing_note(records, p) for p in (*gone, *others)]
+
+
+def repo_missing_notes(repo: Repo, plan: PlanDir, others: Iterable[PlanDir]) -> list[str]:
+    """:func:`missing_notes` for a command that opened the home ``repo``."""
+    from router.topic.runs import Records
+
+    return missing_notes(Records(repo.common_dir), str(repo.primary), plan, others)
+
+
+def _missing_note(records: Records, plan: PlanDir) -> str:
+    if plan.listed:
+        return (
+            f"{plan.id} resumes at {WORKTREE}: its worktree {plan.checkout} is missing "
+            f"({DIRECTORY_GONE}); `team-router next {plan.id}` says how to make it again on "
+            "the same branch, commits included"
+        )
+    from router.topic.runs import remake_command
+
+    data = records.data(plan.id) or {}
+    request = data.get("description")
+    command = remake_command(plan.id, request if isinstance(request, str) else None)
+    return (
+        f"{plan.id} resumes at {WORKTREE}: it has no worktree ({plan.checkout} is gone: "
+        f"{NOT_LISTED}); `{command}` makes it again on the same branch, commits included"
+    )
 
 
 def assess(
@@ -521,7 +547,7 @@ def phase_report(cwd: Path, target: str | None) -> PhaseReport:
 
     repo, plan, _entries, missing = resolve(cwd, target)
     resume, _inv, warnings = assess(repo, plan)
-    warnings += missing_notes(str(repo.primary), plan, missing)
+    warnings += repo_missing_notes(repo, plan, missing)
     warnings += keep_borrowed_objects([str(repo.common_dir)])
     return PhaseReport(plan.id, plan.path, resume, warnings)
 

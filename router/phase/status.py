@@ -26,8 +26,11 @@ class RepoState:
     dirty: bool | None  # None: no checkout to ask, or git could not tell
     ahead: int | None  # commits since the merge-base with the default branch; None: unknown
     main_tree: str | None = None  # the primary clone, when the repo fell back to work there
-    # The topic's worktree git still lists whose directory is gone (deleted by hand).
+    # The topic's worktree whose directory is gone (deleted by hand).
     missing: str | None = None
+    # Whether git still lists it (False: no longer; its branch is kept): text only, the
+    # JSON names the missing worktree alike.
+    listed: bool = True
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -95,7 +98,8 @@ def topics_status(cwd: Path) -> StatusResult:
         host_worktree(repo, i, p.checkout) for i, p in live if p.kind != RUN and records.live(i)
     ]
     warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries, records)]
-    topics = _topic_states(repo, runs, records, warnings)
+    unlisted = {plan.checkout for _id, plan in runs if not plan.listed}
+    topics = _topic_states(repo, runs, records, warnings, unlisted)
     current = found.plan.id if found.plan is not None else None
     return StatusResult(
         repo.primary,
@@ -108,9 +112,14 @@ def topics_status(cwd: Path) -> StatusResult:
 
 
 def _topic_states(
-    repo: Repo, runs: list[tuple[str, PlanDir]], records: Records, warnings: list[str]
+    repo: Repo,
+    runs: list[tuple[str, PlanDir]],
+    records: Records,
+    warnings: list[str],
+    unlisted: set[str],
 ) -> list[TopicState]:
-    """The state of each run not torn down, its warnings added to ``warnings`` in order."""
+    """The state of each run not torn down, its warnings added to ``warnings`` in order;
+    ``unlisted``: the missing worktrees git no longer lists."""
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     # Each topic's answer is worked out again only when a file it follows from changed
     # since a status worked it out; each artifact is read only when it changed itself.
@@ -139,9 +148,9 @@ def _topic_states(
     # few questions run side by side, while this thread works out everything else
     # (the refs answer for every other topic).
     in_worktrees = [r for r in flat if phases.location(r, refs)[1] == "HEAD"]
-    with meanwhile(lambda r: _repo_state(r, refs), in_worktrees) as asked:
+    with meanwhile(lambda r: _repo_state(r, refs, unlisted), in_worktrees) as asked:
         threaded = set(map(id, in_worktrees))
-        states = {id(r): _repo_state(r, refs) for r in flat if id(r) not in threaded}
+        states = {id(r): _repo_state(r, refs, unlisted) for r in flat if id(r) not in threaded}
         for (_id, plan), topic in zip(plans, known, strict=True):
             if topic.resume is None:
                 _work_out(topic, repo, plan, refs, remembered, answers, records)
@@ -274,7 +283,9 @@ def _answer_json(topic: _Topic) -> list[object]:
     ]
 
 
-def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
+def _repo_state(
+    topic_repo: phases.TopicRepo, refs: phases.RepoRefs, unlisted: set[str]
+) -> RepoState:
     at = where, rev = phases.location(topic_repo, refs)
     worktree = where if rev == "HEAD" else None
     ahead = phases.commits_ahead(topic_repo, refs, at)
@@ -283,11 +294,13 @@ def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoStat
     gone = topic_repo.worktree if topic_repo.worktree and worktree is None else None
     missing = gone if gone is not None and not os.path.lexists(gone) else None
     dirty = worktree_dirty(worktree)
-    return RepoState(topic_repo.name, worktree, dirty, ahead, main_tree, missing)
+    listed = missing is None or os.path.realpath(missing) not in unlisted
+    return RepoState(topic_repo.name, worktree, dirty, ahead, main_tree, missing, listed)
 
 
 # A worktree deleted by hand, in the words `phase`, `next` and the recovery hook use for it.
 WORKTREE_MISSING = f"(missing: {phases.DIRECTORY_GONE})"
+WORKTREE_UNLISTED = f"(missing: {phases.NOT_LISTED})"
 CURRENT = "  <- here"  # the topic `phase` and `next` answer from where status ran
 
 
@@ -318,7 +331,7 @@ def _where(repo: RepoState) -> str:
     if repo.main_tree is not None:
         return f"works in its main tree {repo.main_tree}"
     if repo.missing is not None:
-        return f"{repo.missing} {WORKTREE_MISSING}"
+        return f"{repo.missing} {WORKTREE_MISSING if repo.listed else WORKTREE_UNLISTED}"
     return repo.worktree or "(no worktree)"
 
 

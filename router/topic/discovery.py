@@ -171,6 +171,11 @@ def plan_named(place: Place, topic_id: str, records: Records | None = None) -> P
             copies.append((path, root, mtime, newest_file is not None))
     if not copies:
         worktree = _registered_worktree(place, topic_id)
+        if worktree is None:
+            records = records or Records(place.common_dir)
+            unlisted = _without_worktree(place, records, [topic_id])
+            if unlisted:
+                return unlisted[0]
         path = os.path.join(worktree or primary, PLANS_DIR, topic_id)
         mtime = 0.0 if worktree is not None else dir_mtime(path)
         if mtime is None:
@@ -191,8 +196,11 @@ def _registered_worktree(place: Place, topic_id: str) -> str | None:
 def topics(place: Place, records: Records) -> dict[str, PlanDir]:
     """Every topic of this machine in the home repo, by id, as a topic named is found
     (:func:`plan_named`): each plan dir of a recorded topic in the primary clone or a
-    worktree, and each recorded topic with none whose worktree git still lists (not made
-    yet, or its directory deleted by hand: ``next`` resumes it at WORKTREE). The one list
+    worktree, each recorded topic with none whose worktree git still lists (not made
+    yet, or its directory deleted by hand: ``next`` resumes it at WORKTREE), and each live
+    run with no plan dir and no worktree at all whose branch is kept (``doctor --repair``
+    dropped the registration of a worktree deleted by hand: ``new --id`` makes it again,
+    commits included; :func:`_without_worktree`). The one list
     of them: ``status`` lists these, and ``phase``, ``next`` and the recovery hook pick
     among them (:func:`discover`), so none resumes a topic another does not see.
     Torn-down topics are included: :meth:`Records.live` tells them.
@@ -210,7 +218,53 @@ def topics(place: Place, records: Records) -> dict[str, PlanDir]:
         plan_dir = os.path.join(root, PLANS_DIR, branch)
         kind = kind_of(records, branch, has_artifacts=False)
         found[branch] = PlanDir(branch, plan_dir, root, 0.0, kind)
+    listed = {branch for _root, branch in place.worktrees}
+    unseen = sorted(recorded - found.keys() - listed)
+    found.update((plan.id, plan) for plan in _without_worktree(place, records, unseen))
     return found
+
+
+def _without_worktree(place: Place, records: Records, ids: list[str]) -> list[PlanDir]:
+    """The runs of ``ids`` (none with a plan dir or a worktree git lists) that live on with no
+    worktree at all: recorded, not torn down, home records, their branch kept, their recorded
+    worktree gone. Each resumes at WORKTREE, its plan dir where ``new --id`` makes it again.
+
+    A record is read only for an id whose branch exists: a topic whose plan dir is
+    somewhere (nearly all) costs nothing here.
+    """
+    ids = [topic_id for topic_id in ids if topic_id in records.ids()]
+    if not ids:
+        return []
+    primary = os.path.realpath(place.primary)
+    found = []
+    for topic_id in sorted(_branches_present(place, ids)):
+        mark = records.mark(topic_id)
+        if mark is None or mark.finished or mark.home is not None or mark.worktree is None:
+            continue
+        if records.made_by_host(topic_id):
+            continue  # a host's worktree is no run before its first artifact
+        checkout = os.path.realpath(mark.worktree)
+        if checkout == primary or os.path.lexists(checkout):
+            continue
+        plan_dir = os.path.join(checkout, PLANS_DIR, topic_id)
+        found.append(PlanDir(topic_id, plan_dir, checkout, 0.0, RUN, False))
+    return found
+
+
+def _branches_present(place: Place, names: list[str]) -> set[str]:
+    """Which of the branches ``names`` the home repo has: from git's files, else from git."""
+    try:
+        return g.branches_present(place.common_dir, names)
+    except g.Unsure:
+        from pathlib import Path
+
+        from router.git import Git, GitError
+
+        refs = {f"refs/heads/{name}": name for name in names}
+        try:
+            return {refs[ref] for ref in Git(Path(place.primary)).existing_refs(list(refs))}
+        except GitError:
+            return set()
 
 
 def deleted_worktrees(place: Place, plans: Iterable[PlanDir], records: Records) -> list[PlanDir]:
@@ -225,8 +279,9 @@ def deleted_worktrees(place: Place, plans: Iterable[PlanDir], records: Records) 
 
 
 def worktree_gone(primary: str, plan: PlanDir) -> bool:
-    """The plan's checkout is a linked worktree whose directory is gone (git still lists it:
-    :func:`topics` finds no other checkout without a plan dir)."""
+    """The plan's checkout is a linked worktree whose directory is gone (git still lists it,
+    or, ``plan.listed`` False, no longer does: :func:`topics` finds no other checkout without
+    a plan dir)."""
     return _checkout_gone(os.path.realpath(primary), plan)
 
 

@@ -51,9 +51,12 @@ HOST = "host"
 MADE_BY_HOST = "host"
 
 
-class PlanDir(namedtuple("PlanDir", "id dir checkout mtime kind", defaults=(0.0, RUN))):
+class PlanDir(
+    namedtuple("PlanDir", "id dir checkout mtime kind listed", defaults=(0.0, RUN, True))
+):
     """A topic's artifact directory: its id, its path, the checkout that holds it, its recency,
-    and its kind (:data:`RUN`, or :data:`HOST`).
+    its kind (:data:`RUN`, or :data:`HOST`), and whether git lists that checkout (False: a run
+    with no worktree at all, its branch kept: ``new --id`` makes the worktree again).
 
     The fields are strings (``dir``, ``checkout``) so the recovery hook never
     imports pathlib (~6 ms); ``path`` and ``root`` give them as Paths.
@@ -72,6 +75,19 @@ class PlanDir(namedtuple("PlanDir", "id dir checkout mtime kind", defaults=(0.0,
         from pathlib import Path
 
         return Path(self.checkout)
+
+
+def remake_command(topic_id: str, request: str | None) -> str:
+    """The command that makes a run's home worktree again on its existing branch, commits
+    included: ``new`` with the request it kept, quoted for a shell (a placeholder when it kept
+    none, or one on several lines: ``next <id>`` shows it)."""
+    if request is None or not request.strip() or "\n" in request:
+        quoted = '"<the user\'s request, verbatim>"'
+    else:
+        import shlex
+
+        quoted = shlex.quote(request)
+    return f"team-router new {quoted} --id {topic_id}"
 
 
 # -- the records: which topics are runs of this machine ------------------------------
