@@ -10,7 +10,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TextIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 # Where a command's line-by-line output goes (a local-state line's output, a hook's notes).
 Echo = Callable[[str], None]

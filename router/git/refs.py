@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
 from router.git import files as gitfiles
 from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
 from router.git.run import GitError, recall_about, verified
-from router.names import Branch, Sha
+from router.names import Branch, Sha, cast
 from router.records import record
 
 

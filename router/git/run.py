@@ -20,11 +20,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from router import interrupt
 from router.errors import ErrorCode, ToolFailed
 from router.git import answers
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,7 +156,8 @@ class GitMissing(GitError):
         return "install git"
 
 
-class Result(NamedTuple):
+@record
+class Result:
     """A finished git command: exit code and decoded output."""
 
     returncode: int

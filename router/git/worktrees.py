@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import cast
 
 from router import interrupt
 from router.git import files as gitfiles
 from router.git.answers import forget
 from router.git.layout import LayoutMethods
 from router.git.run import GitError
-from router.names import Branch, Sha
+from router.names import Branch, Sha, cast
 from router.records import record
 
 

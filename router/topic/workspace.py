@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from router import git as g
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError, GitMissing, RepoLayout
 from router.ioerror import io_operation
+from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,11 +20,12 @@ WORKTREES_DIR = Path(".claude") / "worktrees"
 EXCLUDE_LINES = ("/.claude/worktrees/", "/docs/plans/")
 
 
-class Repo(NamedTuple):
+@record
+class Repo:
     """A repository, located from any of its checkouts.
 
-    A typed named tuple (as :class:`~router.git.RepoLayout`): every command
-    opens one, and ``phase`` imports no ``dataclasses`` on its way.
+    A record, as :class:`~router.git.RepoLayout` (no ``typing`` at run time): every
+    command opens one.
     """
 
     primary: Path  # the main working tree (realpath)
@@ -40,7 +41,8 @@ class Repo(NamedTuple):
         return self.primary / WORKTREES_DIR / branch
 
 
-class DefaultBranch(NamedTuple):
+@record
+class DefaultBranch:
     """A repo's default branch, and which of origin's and the local ref exist."""
 
     name: str
