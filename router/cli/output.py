@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable
 
 from router import interrupt
-from router.cli.jsontext import dumps as json_text
 from router.errors import (
     ErrorCode,
     ExitCode,
@@ -114,6 +113,13 @@ def emit_result(
             # happened, and this line gives the code, as for a refusal raised early.
             error_line(failure["code"], failure["message"])
     return code
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value, indent=2, default=str)``'s text (imported only to write JSON)."""
+    from router.cli.jsontext import dumps
+
+    return dumps(value)
 
 
 def fail(command: str, as_json: bool, exc: RouterError) -> None:
