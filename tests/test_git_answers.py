@@ -25,7 +25,6 @@ from router.git import (
     cherry_pick,
     config_view,
     forget,
-    ref_tips_with_trees,
     remembered,
     reset_hard,
     update_ref,
@@ -95,7 +94,7 @@ def _cherry_pick(repo: Path) -> tuple[Callable[[], object], Callable[[], None]]:
     picked = commit(repo, "side.txt", "side\n", "on side")
     git(repo, "switch", "-q", "main")
     return (
-        lambda: ref_tips_with_trees(Git(repo), "refs/heads/"),
+        lambda: Git(repo).ref_tips("refs/heads/", trees=True),
         lambda: cherry_pick(Git(repo), [picked]),
     )
 

@@ -119,7 +119,6 @@ if TYPE_CHECKING:
     from router.git.reflog import head_reflog_only as head_reflog_only
     from router.git.reflog import head_reflog_where as head_reflog_where
     from router.git.refs import RefTip as RefTip
-    from router.git.refs import ref_tips_with_trees as ref_tips_with_trees
     from router.git.refs import update_ref as update_ref
     from router.git.remote import add_remote as add_remote
     from router.git.remote import commits_on_no_remote as commits_on_no_remote
@@ -201,7 +200,6 @@ _HOME = {
     "repository_above": "layout",
     "repository_below": "layout",
     "RefTip": "refs",
-    "ref_tips_with_trees": "refs",
     "update_ref": "refs",
     "DanglingHead": "reflog",
     "branch_created_at": "reflog",

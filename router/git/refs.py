@@ -8,7 +8,7 @@ from pathlib import Path
 from router.git import files as gitfiles
 from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
-from router.git.run import GitError, recall_about, verified
+from router.git.run import GitError, verified
 from router.names import Branch, Sha, cast
 from router.records import record
 
@@ -116,26 +116,33 @@ class RefMethods(LayoutMethods):
         out = self.out("for-each-ref", "--format=%(refname)", "--", *refs)
         return set(out.splitlines())
 
-    def ref_tips(self, *prefixes: str) -> dict[str, tuple[str, str]]:
-        """Every ref under ``prefixes`` -> (its commit, its symref target or ""), in one process."""
-        return self._recall(("ref-tips", *prefixes), lambda: self._ref_tips(prefixes))
+    def ref_tips(self, *prefixes: str, trees: bool = False) -> dict[str, RefTip]:
+        """Every ref under ``prefixes`` -> its commit, its symref target and, with ``trees``,
+        its commit's tree ("" unless asked): from git's files, or one process."""
+        key = ("ref-tips-with-trees" if trees else "ref-tips", *prefixes)
+        return self._recall(key, lambda: self._ref_tips(prefixes, trees))
 
-    def _ref_tips(self, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
+    def _ref_tips(self, prefixes: Sequence[str], trees: bool) -> dict[str, RefTip]:
         plain = self._plain_layout()
         if plain is not None:
             # A few refs are read from git's files sooner than a process lists them.
             try:
-                return gitfiles.refs_under(plain[2], tuple(prefixes), _READ_TIPS_MAX)
+                refs = gitfiles.refs_under(plain[2], tuple(prefixes), _READ_TIPS_MAX)
+                return _with_trees(plain[2], refs) if trees else _tips(refs, {})
             except gitfiles.Unsure:
                 pass
+        # %(tree) makes git read each commit: asked for only when wanted.
+        tree = "%(tree)" if trees else ""
         out = self.out(
-            "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)", "--", *prefixes
+            "for-each-ref",
+            f"--format=%(refname)%00%(objectname)%00{tree}%00%(symref)",
+            "--",
+            *prefixes,
         )
         tips = {}
         for line in out.splitlines():
-            name, _, rest = line.partition("\0")
-            sha, _, target = rest.partition("\0")
-            tips[name] = (sha, target)
+            name, sha, tree_id, target = [*line.split("\0"), "", "", ""][:4]
+            tips[name] = RefTip(Sha(sha), tree_id, target)
         return tips
 
     def branch_exists(self, branch: str) -> bool:
@@ -202,42 +209,21 @@ class RefTip:
     symref: str  # the symref's target, "" for a plain ref
 
 
-def ref_tips_with_trees(git: RefMethods, *prefixes: str) -> dict[str, RefTip]:
-    """Every ref under ``prefixes`` -> its commit, tree and symref target, in one process."""
-    return recall_about(
-        git, ("ref-tips-with-trees", *prefixes), lambda: _ref_tips_with_trees(git, prefixes)
-    )
-
-
 # More refs than this: one git process lists them sooner than reading each commit here.
 _READ_TIPS_MAX = 64
 
 
-def _ref_tips_with_trees(git: RefMethods, prefixes: Sequence[str]) -> dict[str, RefTip]:
-    plain = git.files_layout()
-    if plain is not None:
-        try:
-            return _tips_from_files(str(plain.common_dir), tuple(prefixes))
-        except gitfiles.Unsure:
-            pass
-    out = git.out(
-        "for-each-ref",
-        "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)",
-        "--",
-        *prefixes,
-    )
-    tips = {}
-    for line in out.splitlines():
-        name, sha, tree, target = [*line.split("\0"), "", "", ""][:4]
-        tips[name] = RefTip(Sha(sha), tree, target)
-    return tips
+def _tips(refs: dict[str, tuple[str, str]], trees: dict[str, str]) -> dict[str, RefTip]:
+    return {
+        name: RefTip(Sha(oid), trees.get(oid, ""), target) for name, (oid, target) in refs.items()
+    }
 
 
-def _tips_from_files(common: str, prefixes: tuple[str, ...]) -> dict[str, RefTip]:
-    """What ``for-each-ref`` answers, from the ref files and the object store (no process)."""
-    from router.git.objectfiles import ObjectStore
+def _with_trees(common: str, refs: dict[str, tuple[str, str]]) -> dict[str, RefTip]:
+    """The tips with their commits' trees, read from the object store (no process)."""
+    from router.git.objectfiles import ObjectStore  # only a caller wanting trees loads it
 
-    refs = gitfiles.refs_under(common, prefixes, _READ_TIPS_MAX)
     store = ObjectStore(common, gitfiles.files_format(common))
-    trees = {oid: store.commit_tree(oid) or "" for oid in {oid for oid, _ in refs.values()}}
-    return {name: RefTip(Sha(oid), trees[oid], target) for name, (oid, target) in refs.items()}
+    return _tips(
+        refs, {oid: store.commit_tree(oid) or "" for oid in {oid for oid, _ in refs.values()}}
+    )

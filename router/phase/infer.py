@@ -310,8 +310,8 @@ class RepoRefs:
         if key not in self._known:
             git = Git(Path(key))
             tips = git.ref_tips("refs/remotes/origin/", "refs/heads/")
-            default = default_branch(git, {name: symref for name, (_sha, symref) in tips.items()})
-            self._known[key] = (default, {name: sha for name, (sha, _s) in tips.items()})
+            default = default_branch(git, {name: t.symref for name, t in tips.items()})
+            self._known[key] = (default, {name: t.commit for name, t in tips.items()})
         self._known[primary] = self._known[key]
         return self._known[key]
 

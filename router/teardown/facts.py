@@ -168,7 +168,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     reachable = _fetched(target, repo, opts, notes) if has_origin else True
     # One for-each-ref, after the fetch, answers the default branch, the topic
     # branch's tip and tracking ref, and the targets' trees for the merge proof.
-    tips = g.ref_tips_with_trees(repo.git, "refs/remotes/origin/", "refs/heads/")
+    tips = repo.git.ref_tips("refs/remotes/origin/", "refs/heads/", trees=True)
     default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
     refs = {name: t.commit for name, t in tips.items()}
     place = _worktree_place(target, repo, topic, notes)

@@ -164,7 +164,7 @@ def default_branch(git: Git, refs: Mapping[str, str] | None = None) -> DefaultBr
     # nearly every command, for every repo of a topic.
     if refs is None:
         tips = git.ref_tips("refs/remotes/origin/", "refs/heads/")
-        refs = {name: symref for name, (_sha, symref) in tips.items()}
+        refs = {name: t.symref for name, t in tips.items()}
     target = refs.get("refs/remotes/origin/HEAD", "")
     remote = ["main", "master"]
     if target.startswith("refs/remotes/origin/"):
