@@ -9,7 +9,10 @@ split index) is None, never a partial answer.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,3 +100,61 @@ def test_a_split_index_is_not_read(home_repo):
     git(home_repo, "update-index", "--split-index")
     assert index_entries(_index(home_repo)) is None
     assert index_paths(_index(home_repo)) is None
+
+
+@pytest.fixture
+def second_stamped(tmp_path: Path) -> Iterator[Path]:
+    """An ext4 file system whose inodes keep whole seconds only (128-byte inodes), as ext3,
+    some network file systems and FAT do: every write of one second gets the same stamps."""
+    if shutil.which("mkfs.ext4") is None or os.geteuid() != 0:
+        pytest.skip("needs mkfs.ext4 and root to mount a loop device")
+    image, mnt = tmp_path / "ext4.img", tmp_path / "ext4"
+    with open(image, "wb") as fh:
+        fh.truncate(16 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-I", "128", str(image)], check=True, capture_output=True)
+    mnt.mkdir()
+    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount an ext4 image here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_file_edited_in_the_second_git_verified_it_with_its_mtime_put_back_is_kept(
+    second_stamped,
+):
+    # git verifies the file and writes its index; in the same second the file is edited
+    # to the same size and its mtime put back (touch -d, cp -p, rsync -t, tar x). Every
+    # stat field the entry holds is unchanged, and the mtime is older than the index: the
+    # change time written no earlier than the index is what says the file may have moved.
+    repo = second_stamped / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    path = repo / "notes.txt"
+    write(path, "first\n")
+    git(repo, "add", "notes.txt")
+    git(repo, "commit", "-q", "-m", "notes")
+    for _attempt in range(5):
+        while time.time() % 1 > 0.2:  # all of it in one second
+            time.sleep(0.01)
+        start = int(time.time())
+        os.utime(path, (50, 50))
+        git(repo, "update-index", "--refresh")
+        write(path, "edits\n")  # the same size
+        os.utime(path, (50, 50))
+        if int(time.time()) == start:
+            break
+    else:
+        pytest.skip("the machine is too slow to verify and edit a file in one second")
+    index = _index(repo)
+    entry = (index_entries(index) or {})["notes.txt"]
+    info = os.lstat(path)
+    assert (entry.ctime[0], entry.mtime, entry.size) == (info.st_ctime, (50, 0), info.st_size)
+
+    assert not is_indexed_file(str(path), entry, index)
+    assert path.read_text() == "edits\n"

@@ -4,9 +4,9 @@ Private to :mod:`router.git`, beside :mod:`router.git.files`. git keeps, for
 every tracked file, the ``stat`` data it saw when it last found the file's
 content to be the blob the entry names (32 bits of each field; see
 gitformat-index(5)). A file whose ``lstat`` still gives exactly that data,
-and whose entry was written before the index itself (git's racy-clean rule),
-is the file git verified; any other is compared by content, hashed as git
-hashes a blob. Only the plain formats are read (versions 2-4, no split or
+and whose entry's two stamps are both older than the index itself (git's
+racy-clean rule, with the change time too), is the file git verified; any
+other is compared by content, hashed as git hashes a blob. Only the plain formats are read (versions 2-4, no split or
 sparse index, no unmerged entry); anything else is None and the caller
 does without.
 """
@@ -220,9 +220,13 @@ def _same_kind(mode: int, indexed: int) -> bool:
 
 def _racy(entry: IndexEntry, copy: IndexCopy) -> bool:
     """git's racy-clean rule: a file stamped no earlier than the index itself may have changed
-    after git looked, with the same stamp; only its content can say."""
+    after git looked, with the same stamps; only its content can say.
+
+    Both stamps, where git looks at the mtime alone: an mtime can be put back (``touch -d``,
+    ``cp -p``, ``tar x``), so an edit in the tick git verified the file in keeps every stat
+    field the entry holds and an mtime older than the index; its change time cannot be."""
     written = (copy.mtime_ns // 1_000_000_000 & _MASK, copy.mtime_ns % 1_000_000_000)
-    return entry.mtime >= written
+    return entry.mtime >= written or entry.ctime >= written
 
 
 def _blob_id(path: str, info: os.stat_result, algorithm: str) -> bytes | None:
