@@ -13,7 +13,7 @@ from helpers.plans import artifact, repos_md
 from helpers.repos import commit, git, make_repo, run_cli, unlock, write
 from helpers.topics import new_topic
 
-from router.plandir import artifacts, frontmatter
+from router.plandir import artifacts
 
 
 def record(cwd: Path, *args: str):
@@ -165,7 +165,7 @@ def test_pr_local_records_every_repos_tip_pushed_or_not_and_ships_without_gh(hom
         "pushed": True,
     }
     assert (tips["api"]["tip"], tips["api"]["ahead"], tips["api"]["pushed"]) == (api_tip, 1, False)
-    fm = frontmatter.read_file(plan / "pr.md")
+    fm = artifacts.read_frontmatter(plan / "pr.md", typed=True)
     assert (fm.data["phase"], fm.data["local"], fm.data["branch"]) == ("pr", True, plan.name)
     assert {r["name"]: r["tip"] for r in fm.data["repos"]} == {"home": home_tip, "api": api_tip}
     # The work is where it was: nothing was pushed, moved or removed.
@@ -407,7 +407,7 @@ def test_each_repos_pr_is_recorded_under_prs_and_the_first_stays_url(workspace):
     assert second.code == 0, second.err + second.out
     assert (second.json["existing"], second.json["value"]) == (False, api_url)
     assert second.json["prs"] == [{"repo": "home", "url": web_url}, {"repo": "api", "url": api_url}]
-    fm = frontmatter.read_file(topic.plan_dir / "pr.md").data
+    fm = artifacts.read_frontmatter(topic.plan_dir / "pr.md", typed=True).data
     assert (fm["phase"], fm["url"]) == ("pr", web_url)
     assert fm["prs"] == [{"repo": "home", "url": web_url}, {"repo": "api", "url": api_url}]
     assert artifacts.recorded_prs(topic.plan_dir / "pr.md") == (
@@ -472,7 +472,7 @@ def test_the_gate_and_the_verifier_are_numbered_records_with_their_body(
         res = record(home_repo, kind, plan.name, value, "--body-file", str(notes))
         assert res.code == 0, res.err + res.out
     assert listing(plan) == sorted([f"{prefix}-1.md", f"{prefix}-2.md", "plan.md"])
-    fm = frontmatter.read_file(plan / f"{prefix}-2.md")
+    fm = artifacts.read_frontmatter(plan / f"{prefix}-2.md", typed=True)
     assert (fm.data["phase"], fm.data["verdict"]) == (kind, values[1].upper())
     assert "2 failed (AssertionError)" in (plan / f"{prefix}-2.md").read_text()
     bad = record(home_repo, kind, plan.name, "MAYBE")

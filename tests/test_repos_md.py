@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from router.errors import BadInput
-from router.plandir import frontmatter
 from router.plandir.artifacts import parse_frontmatter
 from router.plandir.reposmd import (
     WorktreeLine,
@@ -114,20 +113,8 @@ def test_a_lone_carriage_return_is_a_line_break_as_markdown_it_sees_it():
 @pytest.mark.parametrize("char", list("\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e"))
 def test_the_frontmatter_ends_on_the_line_markdown_it_counts(char):
     text = f"---\ntopic: t\nnote: 'a{char}b'\n---\nbody\n"
-    parsed = frontmatter.split(text)
+    parsed = parse_frontmatter(text, typed=True)
     assert (parsed.body, parsed.body_line) == ("body\n", 5)
-
-
-def test_a_fence_line_ended_by_a_separator_is_not_a_fence_for_either_reader():
-    text = "---\ntopic: t\n---\u2028\nbody\n"
-    assert frontmatter.split(text).error is not None
-    assert parse_frontmatter(text).error is not None
-
-
-def test_both_frontmatter_readers_take_a_lone_carriage_return_as_a_line_break():
-    text = "---\rtopic: t\r---\rbody\r"
-    assert frontmatter.split(text).data == {"topic": "t"}
-    assert parse_frontmatter(text).fields == {"topic": "t"}
 
 
 def test_the_section_readers_find_its_lines_after_many_separators():
@@ -187,31 +174,6 @@ def _opened(root: Path):
 
     git(root, "init", "-q", "-b", "main")
     return open_repo(root)
-
-
-@pytest.mark.parametrize(
-    "block",
-    [
-        "topic: x\ndate: 2026-05-01\nphase: repos\n",
-        "",
-        "# a comment\n",
-        "topic: 'quoted'\n",
-        "date: 2026-02-30\n",
-        "topic: [a, b]\n",
-        "topic: a: b\n",
-        "no: 1\n",
-        'topic: "open\n',
-        "- a list\n",
-        "topic:\n  nested: 1\n",
-        "topic: x\r\ndate: 2026-05-01\r\n",
-        "\ttopic: x\n",
-    ],
-)
-def test_a_frontmatter_judged_without_yaml_is_judged_as_yaml_judges_it(block):
-    text = f"---\n{block}---\n\n## Home repo\n"
-    light, full = frontmatter.split(text, need_data=False), frontmatter.split(text)
-    assert (light.error is None) == (full.error is None)
-    assert (light.body, light.body_line) == (full.body, full.body_line)
 
 
 def test_a_heading_inside_a_list_item_starts_no_section_and_its_repo_is_refused_not_dropped():

@@ -240,9 +240,7 @@ def _refuse_dropping_tips(path: Path, tips: list[KeptTip]) -> None:
     """
     if not os.path.lexists(path):
         return
-    from router.plandir import frontmatter
-
-    recorded = frontmatter.read_file(path).data.get("repos")
+    recorded = a.read_frontmatter(path, typed=True).data.get("repos")
     if not isinstance(recorded, list):
         return  # a URL record, or one this cannot read: _recorded judged it already
     now = {t.name: t for t in tips}

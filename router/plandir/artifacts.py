@@ -13,7 +13,7 @@ import os
 import re
 from collections import namedtuple
 
-from router.plandir.flatfields import INT_RE, read_block, usual_block
+from router.plandir.flatfields import INT_RE, read_block, usual_block, yaml_decides
 from router.plandir.mdlines import BOM, is_fence, split_lines
 
 TYPE_CHECKING = False
@@ -57,100 +57,106 @@ def topic_of(topic_id: str) -> str | None:
     return match["topic"] if match else None
 
 
-# -- frontmatter ----------------------------------------------------------------
+# -- frontmatter: the one reader ------------------------------------------------
+#
+# Every caller asks "what does this artifact's frontmatter say" here: the inventory
+# (the hook, ``phase``, ``status``), the gates, ``record pr``'s reading of pr.md and
+# repos.md's reader. The flat scanner (router.plandir.flatfields) answers a block of
+# ``key: scalar`` lines, as YAML would and without importing it (the hook's budget);
+# any other block goes to YAML (router.plandir.frontmatter). The fields are one
+# computation whichever the caller, so no two callers can read a file differently.
 
 FrontmatterFields = namedtuple(
-    "FrontmatterFields", "fields error present repeated", defaults=(None,)
+    "FrontmatterFields",
+    "fields error present repeated body body_line data",
+    defaults=(None, None, 1, None),
 )
 FrontmatterFields.__doc__ = """Top-level fields as text (``fields``: dict[str, str | None], a list or
 mapping in YAML's flow style), why the block could not be read (``error``),
-whether a block was there (``present``), and the keys given more than once with
-each value given (``repeated``; None when there are none): ``fields`` holds the last."""
+whether a block was there (``present``), the keys given more than once with
+each value given (``repeated``; None when there are none: ``fields`` holds the
+last), the text after the block (``body``, from line ``body_line``; None when
+remembered rather than read) and, when asked for, YAML's typed mapping (``data``:
+lists, mappings, numbers; None unless ``typed``)."""
 
 
-def parse_frontmatter(text: str) -> FrontmatterFields:
-    """The frontmatter of ``text``; never raises (a problem is ``error``)."""
-    fields = usual_block(text)
-    if fields is not None:
-        return FrontmatterFields(fields, None, True)
+def parse_frontmatter(text: str, *, typed: bool = False) -> FrontmatterFields:
+    """The frontmatter of ``text``; never raises (a problem is ``error``).
+
+    ``typed``: also YAML's own mapping (``data``, {} when there is none), for a field
+    that is a list or a mapping (``prs``, ``repos``); it imports YAML (~25 ms), so the
+    hot paths do not ask. ``fields`` is the same either way.
+    """
+    if typed:
+        return _with_data(parse_by_lines(text, typed=True))
+    usual = usual_block(text)
+    if usual is not None:
+        fields, end = usual
+        return FrontmatterFields(fields, None, True, None, text[end:], len(fields) + 3)
     return parse_by_lines(text)
 
 
-def parse_by_lines(text: str) -> FrontmatterFields:
+def _with_data(found: FrontmatterFields) -> FrontmatterFields:
+    return found if found.data is not None else found._replace(data={})
+
+
+def parse_by_lines(text: str, *, typed: bool = False) -> FrontmatterFields:
     """:func:`parse_frontmatter` of any text, line by line (what the usual block must equal)."""
-    # The same cut as router.plandir.frontmatter (which this falls back to): both must
-    # agree on where the block ends.
-    lines = split_lines(text, keepends=False)
+    # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
+    lines = split_lines(text)
     if not lines or not is_fence(lines[0].removeprefix(BOM)):
-        return FrontmatterFields({}, None, False)
+        return FrontmatterFields({}, None, False, None, text, 1)
     for end in range(1, len(lines)):
         if is_fence(lines[end]):
             break
     else:
-        return FrontmatterFields({}, "line 1: frontmatter opened with --- is never closed", True)
-    fields, repeated = read_block(lines[1:end])
-    if fields is None:
-        return _by_yaml(text)._replace(repeated=repeated or None)
-    return FrontmatterFields(fields, None, True, repeated or None)
+        never = "line 1: frontmatter opened with --- is never closed"
+        return FrontmatterFields({}, never, True, None, text, 1)
+    raw = "".join(lines[1:end])
+    body = "".join(lines[end + 1 :])
+    fields, repeated = read_block([line.rstrip("\r\n") for line in lines[1:end]])
+    if fields is not None and yaml_decides(raw):
+        fields = None  # a character YAML refuses or reads as a line break: YAML's answer
+    if fields is None or typed:
+        return _by_yaml(raw, fields, typed)._replace(
+            repeated=repeated or None, body=body, body_line=end + 2
+        )
+    return FrontmatterFields(fields, None, True, repeated or None, body, end + 2)
 
 
-def _by_yaml(text: str) -> FrontmatterFields:
-    from router.plandir import frontmatter  # the one YAML reader; costs ~25 ms to import
+def _by_yaml(raw: str, flat: dict[str, str | None] | None, typed: bool) -> FrontmatterFields:
+    """The block as YAML reads it; ``flat``: the scanner's fields, the answer when it has one."""
+    from router.plandir.frontmatter import as_text, load_yaml  # YAML: ~25 ms to import
 
-    parsed = frontmatter.split(text)
-    if parsed.error:
-        return FrontmatterFields({}, parsed.error, True)
-    fields = {k: _as_text(v) for k, v in parsed.data.items()}
-    return FrontmatterFields(fields, None, True)
-
-
-def _as_text(value: object) -> str | None:
-    """YAML's typed scalar as the scanner would give it (text; None for null).
-
-    A list or mapping is kept as YAML's flow text (``[1]``), not dropped: dropped,
-    ``revision: [1]`` read as no revision at all (the first draft), silently. That
-    text (``[1]``, ``{a: 1}``) never passes for a revision, a verdict or a topic.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, dict, set, tuple)):
-        return _flow(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()  # type: ignore[attr-defined]
-    return str(value)
+    data, error = load_yaml(raw)
+    if data is None:
+        return FrontmatterFields({}, error, True)
+    if flat is None:
+        flat = {k: as_text(v) for k, v in data.items()}
+    return FrontmatterFields(flat, None, True, data=data if typed else None)
 
 
-_FLOW_MAX = 60  # a warning quotes the text: a long list is cut, its brackets show what it was
-
-
-def _flow(value: object) -> str:
-    import yaml  # already imported: only the YAML reader gives lists and mappings
-
-    text = " ".join(yaml.safe_dump(value, default_flow_style=True, width=1 << 30).split())
-    return text if len(text) <= _FLOW_MAX else text[: _FLOW_MAX - 1] + "…"
-
-
-def read_frontmatter(path: str) -> FrontmatterFields:
+def read_frontmatter(path: str | os.PathLike[str], *, typed: bool = False) -> FrontmatterFields:
     """The frontmatter of a file on disk; an unreadable file is an error, not an exception."""
     try:
-        raw = read_bytes(path)
+        raw = read_bytes(os.fspath(path))
     except OSError as exc:
-        return _unreadable(exc)
-    return _decoded(raw)
+        found = _unreadable(exc)
+    else:
+        found = _decoded(raw, typed)
+    return _with_data(found) if typed else found
 
 
 def _unreadable(exc: OSError) -> FrontmatterFields:
     return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
 
 
-def _decoded(raw: bytes) -> FrontmatterFields:
+def _decoded(raw: bytes, typed: bool = False) -> FrontmatterFields:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return FrontmatterFields({}, "is not UTF-8 text", False)
-    return parse_frontmatter(text)
+    return parse_frontmatter(text, typed=typed)
 
 
 def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> FrontmatterFields:
@@ -170,7 +176,7 @@ def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> Frontm
     except OSError as exc:
         return _unreadable(exc)
     found = _decoded(raw)
-    remembered.put(entry.path, identity, list(found))
+    remembered.put(entry.path, identity, list(found[:4]))  # not the body
     return found
 
 
@@ -475,15 +481,8 @@ def recorded_prs(path: str | os.PathLike[str]) -> tuple[RecordedPr, ...]:
     ``url:`` (written before ``prs:`` existed) records the home repo's PR. A local
     finish, or a file that cannot be read, records none.
     """
-    from pathlib import Path
-
-    from router.plandir import frontmatter  # YAML: prs is a list of mappings
-
-    try:
-        data = frontmatter.read_file(Path(path)).data
-    except (OSError, ValueError):
-        return ()
-    if not isinstance(data, dict) or data.get("phase") != "pr":
+    data = read_frontmatter(path, typed=True).data  # YAML: prs is a list of mappings
+    if data.get("phase") != "pr":
         return ()
     listed = data.get("prs")
     if isinstance(listed, list):

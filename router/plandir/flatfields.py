@@ -1,8 +1,7 @@
 """Flat frontmatter: ``key: scalar`` lines read without YAML, exactly as YAML would read them.
 
-The light reader of router.plandir.artifacts (on the hook's path) and the YAML
-reader of router.plandir.frontmatter both ask this scanner whether a block is
-flat; anything it is not sure of is left to YAML.
+The one reader of frontmatter, router.plandir.artifacts.parse_frontmatter (on the
+hook's path), asks this scanner first; anything it is not sure of is left to YAML.
 """
 
 from __future__ import annotations
@@ -38,17 +37,25 @@ class _NotFlat(Exception):
     """The block holds more than flat ``key: scalar`` lines: let YAML decide."""
 
 
-def flat_fields(lines: list[str]) -> dict[str, str | None] | None:
-    """The fields of a block of flat ``key: scalar`` lines YAML reads without error; else None."""
-    return read_block(lines)[0]
+# What YAML refuses (outside its printable set) or reads as a line break (NEL, LS, PS),
+# where markdown-it sees one line: a block holding one is YAML's to read.
+_YAML_ODD = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def yaml_decides(raw: str) -> bool:
+    """Does ``raw`` hold a character the scanner cannot read as YAML would?"""
+    return _YAML_ODD.search(raw) is not None
 
 
 def read_block(
     lines: list[str],
 ) -> tuple[dict[str, str | None] | None, dict[str, list[str | None]]]:
-    """:func:`flat_fields` of one block (None: let YAML decide), and the top-level keys given
-    more than once with every value each was given, in order; each line matched once
-    (every artifact's frontmatter is read this way).
+    """The fields of a block of flat ``key: scalar`` lines YAML reads without error (None:
+    let YAML decide), and the top-level keys given more than once with every value each
+    was given, in order; each line matched once (every artifact's frontmatter is read
+    this way).
 
     YAML and the scanner both keep a repeated key's last value and say nothing: a gate
     record with two verdicts would be read as whichever came last.
@@ -76,9 +83,10 @@ def read_block(
     return fields, _repeated(seen)
 
 
-def usual_block(text: str) -> dict[str, str | None] | None:
+def usual_block(text: str) -> tuple[dict[str, str | None], int] | None:
     """The fields of a frontmatter of the usual shape (see ``_USUAL_BLOCK``) with no key
-    given twice, exactly as :func:`read_block` reads them; None for any other text."""
+    given twice, exactly as :func:`read_block` reads them, and where the body starts;
+    None for any other text."""
     block = _USUAL_BLOCK.match(text)
     if block is None:
         return None
@@ -98,7 +106,9 @@ def usual_block(text: str) -> dict[str, str | None] | None:
             fields[key] = "true" if raw in _TRUE else "false"
         else:
             fields[key] = raw
-    return fields if len(fields) == len(pairs) else None  # a repeated key is warned about
+    if len(fields) != len(pairs):
+        return None  # a repeated key is warned about
+    return fields, block.end()
 
 
 _DIGITS = frozenset("0123456789")

@@ -1,56 +1,20 @@
-"""YAML frontmatter of artifact files: read it, never crash on it."""
+"""A frontmatter block YAML must read: the full parser behind the one reader.
+
+router.plandir.artifacts.parse_frontmatter owns the reading of every artifact's
+frontmatter; it hands a block here only when the flat scanner is not sure of it
+(lists, mappings, multi-line values, anything YAML reads its own way), or when a
+caller asks for YAML's typed mapping.
+"""
 
 from __future__ import annotations
-
-from router.plandir.flatfields import flat_fields  # the scanner that knows what YAML accepts
-from router.plandir.mdlines import BOM, is_fence, split_lines
-from router.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
 
 
-@record
-class Frontmatter:
-    """A markdown file split into its YAML frontmatter (parsed) and its body."""
-
-    data: dict[str, Any] = field(default_factory=dict)
-    body: str = ""
-    body_line: int = 1  # 1-based line of the body's first line in the file
-    error: str | None = None  # why the frontmatter could not be read
-    present: bool = False
-
-
-def split(text: str, *, need_data: bool = True) -> Frontmatter:
-    """Split ``text`` into its frontmatter mapping and body; errors are data, not exceptions.
-
-    Without ``need_data`` (a caller that wants the body and whether the block
-    is valid), ``data`` is empty and a block of flat ``key: scalar`` lines is
-    judged without importing YAML (~25 ms).
-    """
-    # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
-    lines = split_lines(text)
-    if not lines or not is_fence(lines[0].removeprefix(BOM)):
-        return Frontmatter(body=text)
-    for i in range(1, len(lines)):
-        if is_fence(lines[i]):
-            raw = "".join(lines[1:i])
-            body = "".join(lines[i + 1 :])
-            if not need_data and _flat(raw):
-                return Frontmatter({}, body, i + 2, None, present=True)
-            data, error = _load_yaml(raw)
-            return Frontmatter(data or {}, body, i + 2, error, present=True)
-    return Frontmatter(
-        body=text, error="line 1: frontmatter opened with --- is never closed", present=True
-    )
-
-
-def _flat(raw: str) -> bool:
-    return flat_fields(split_lines(raw, keepends=False)) is not None
-
-
-def _load_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+def load_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The block's mapping, or why it is not one; YAML's exceptions are data here."""
     import yaml  # lazy: only files with frontmatter pay for it
 
     try:
@@ -69,14 +33,29 @@ def _load_yaml(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     return {str(k): v for k, v in data.items()}, None
 
 
-def read_file(path: Any) -> Frontmatter:
-    """Frontmatter of a file on disk; an unreadable file is an error, not an exception."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return Frontmatter(error=f"cannot be read ({exc.strerror})")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return Frontmatter(error="is not UTF-8 text")
-    return split(text)
+def as_text(value: object) -> str | None:
+    """YAML's typed scalar as the scanner would give it (text; None for null).
+
+    A list or mapping is kept as YAML's flow text (``[1]``), not dropped: dropped,
+    ``revision: [1]`` read as no revision at all (the first draft), silently. That
+    text (``[1]``, ``{a: 1}``) never passes for a revision, a verdict or a topic.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict, set, tuple)):
+        return _flow(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()  # type: ignore[attr-defined]
+    return str(value)
+
+
+_FLOW_MAX = 60  # a warning quotes the text: a long list is cut, its brackets show what it was
+
+
+def _flow(value: object) -> str:
+    import yaml  # already imported: only the YAML reader gives lists and mappings
+
+    text = " ".join(yaml.safe_dump(value, default_flow_style=True, width=1 << 30).split())
+    return text if len(text) <= _FLOW_MAX else text[: _FLOW_MAX - 1] + "…"

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
 from router.names import SLUG_RE, BadSparseDir, sparse_dirs
-from router.plandir import frontmatter
-from router.plandir.artifacts import HOME
+from router.plandir.artifacts import HOME, parse_frontmatter
 from router.plandir.mdlines import BOM, is_blank, split_lines
 from router.plandir.outline import Heading, Outline, Text, outline
 from router.records import field, record
@@ -80,11 +79,11 @@ def read_repos_md(path: Path) -> ReposFile:
 
 
 def parse_repos_md(text: str) -> ReposFile:
-    fm = frontmatter.split(text, need_data=False)
+    fm = parse_frontmatter(text)
     if fm.error:
         raise RouterError(ErrorCode.REPOS_MD, f"repos.md {fm.error}")
     # A BOM with no frontmatter after it is still on the first line: it would hide that
-    # heading (frontmatter.split skips one only before a frontmatter fence).
+    # heading (the frontmatter reader skips one only before a frontmatter fence).
     found = outline(fm.body.removeprefix(BOM))  # one read: the sections and the Worktrees span
     sections = _sections(found, fm.body_line - 1)
     _check_text(sections)
@@ -382,7 +381,7 @@ def _checked_append(text: str, result: str) -> str:
     A file that ends inside a code fence or an HTML block swallows any heading
     after it, so every run would append another copy.
     """
-    fm = frontmatter.split(result, need_data=False)
+    fm = parse_frontmatter(result)
     if _worktrees_span(fm.body, fm.body_line - 1) is None:
         last = len(split_lines(text))
         raise RouterError(
@@ -417,7 +416,7 @@ def worktree_lines(source: str | ReposFile) -> list[WorktreeLine]:
     one places nothing (see :attr:`WorktreeLine.placed`), and doctor names it.
     """
     if isinstance(source, str):
-        fm = frontmatter.split(source, need_data=False)
+        fm = parse_frontmatter(source)
         lines = _section_body(source, _worktrees_span(fm.body, fm.body_line - 1))
     else:
         lines = _section_body(source.text, source.worktrees_span)
