@@ -252,3 +252,29 @@ def test_a_second_repo_named_later_gets_a_locked_worktree(workspace):
     res = run_cli("worktrees", str(topic.plan_dir), "--json", cwd=topic.home)
     assert res.code == 0, res.out
     assert lock_reason(api, api / ".claude/worktrees" / topic.id) == own_lock(topic.id)
+
+
+def test_new_teardown_and_pr_cleanup_say_alike_that_a_worktree_could_not_be_locked(topic, tmp_path):
+    wt = topic.worktrees["home"]
+    commit(wt, "limits.py", "LIMIT = 1\n", "not merged anywhere")
+    write(wt / "wip.py", "w = 1\n")  # teardown refuses: the worktree stays
+    made_by_an_earlier_version(topic.home, wt)
+    env = git_wrapper(tmp_path / "bin", "worktree lock", "echo 'fatal: no lock here' >&2; exit 128")
+    said = (
+        f"home: {wt} is not locked and could not be locked (fatal: no lock here); other tools' "
+        f"cleanup may delete an unlocked worktree: `git worktree lock --reason "
+        f"'{own_lock(topic.id)}' {wt}`"
+    )
+    for args, code in (
+        (("new", "add rate limiting", "--id", topic.id), 0),
+        (("teardown", topic.id), 1),
+        (("pr-cleanup", topic.id), 1),
+    ):
+        res = run(*args, "--json", cwd=topic.home, env=env)
+        assert res.code == code, res.out + res.err
+        assert res.json["warnings"] == [said], res.out
+        if code:
+            assert res.json["error"]["code"] == "dirty-worktree", res.out
+    assert lock_reason(topic.home, wt) is None
+    assert (wt / "wip.py").read_text() == "w = 1\n" and (wt / "limits.py").exists()
+    assert topic.branch in branches(topic.home)

@@ -226,15 +226,9 @@ class _Pipeline(HalfMade, Finish):
         """
         if entry is None or entry.locked:
             return
-        try:
-            worktreelock.lock(self.git, entry, self.job.topic.id)
-        except GitError as exc:
-            self.warnings.append(
-                f"{self.job.name}: {entry.path} is not locked and could not be locked "
-                f"({exc.first_line}); other tools' cleanup may delete an unlocked worktree: "
-                f"`git worktree lock --reason '{worktreelock.reason_for(self.job.topic.id)}' "
-                f"{entry.path}`"
-            )
+        _, warning = worktreelock.lock_or_warn(self.git, entry, self.job.topic.id, self.job.name)
+        if warning:
+            self.warnings.append(warning)
 
     def _no_work_on(self, current: str | None) -> str | None:
         """What ``current`` is when no topic's work belongs there (detached, default), else None."""

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from router.errors import ErrorCode, RouterError
-from router.git import GitError, StatusReport
+from router.git import StatusReport
 from router.names import Branch
 from router.reasons import Reason, Why
 from router.records import record, replace
@@ -324,13 +324,9 @@ def keep_locked(repo: Repo, found: Survey, warnings: list[str]) -> None:
         return
     if found.plan.removing or reused_checkout(repo, entry.path) or not os.path.isdir(entry.path):
         return
-    try:
-        worktreelock.lock(repo.git, entry, found.topic_id)
-    except GitError as exc:
-        warnings.append(
-            f"{entry.path} is not locked and could not be locked ({exc.first_line}); "
-            "other tools' cleanup may delete an unlocked worktree"
-        )
+    _, warning = worktreelock.lock_or_warn(repo.git, entry, found.topic_id, found.plan.target.name)
+    if warning:
+        warnings.append(warning)
 
 
 def _fetch(repo: Repo, warnings: list[str]) -> bool:

@@ -355,14 +355,9 @@ def _keep_locked(repo: Repo, plan: RepoPlan, entry: WorktreeEntry, topic_id: str
     """
     if entry.locked or reused_checkout(repo, entry.path):
         return plan
-    try:
-        worktreelock.lock(repo.git, entry, topic_id)
-    except GitError as exc:
-        note = (
-            f"{plan.target.name}: {entry.path} is not locked and could not be locked "
-            f"({exc.first_line}); other tools' cleanup may delete an unlocked worktree"
-        )
-        return replace(plan, notes=(*plan.notes, note))
+    _, warning = worktreelock.lock_or_warn(repo.git, entry, topic_id, plan.target.name)
+    if warning:
+        return replace(plan, notes=(*plan.notes, warning))
     entries = worktreelock.with_lock(list(plan.entries), entry.path, topic_id)
     return replace(plan, entries=tuple(entries))
 

@@ -60,6 +60,32 @@ def lock(git: Git, entry: WorktreeEntry, topic_id: str) -> WorktreeEntry:
     return _as_locked(entry, reason)
 
 
+def lock_or_warn(
+    git: Git, entry: WorktreeEntry, topic_id: str, name: str
+) -> tuple[WorktreeEntry, str]:
+    """Lock a worktree of ours an earlier version made unlocked, as every new one is: its
+    entry as it is now, and "" or the warning saying it stays unlocked.
+
+    Other tools' cleanup deletes an unlocked worktree under .claude/worktrees/;
+    a lock of someone else's is theirs and stays as it is. A lock git cannot
+    write is a warning (naming repo ``name`` and the command that locks it), not
+    a refusal: the worktree is as it was, and what the command does next is
+    what the user asked for.
+    """
+    try:
+        return lock(git, entry, topic_id), ""
+    except GitError as exc:
+        return entry, _unlocked(name, entry.path, topic_id, exc.first_line)
+
+
+def _unlocked(name: str, path: Path, topic_id: str, said: str) -> str:
+    return (
+        f"{name}: {path} is not locked and could not be locked ({said}); other tools' cleanup "
+        f"may delete an unlocked worktree: `git worktree lock --reason '{reason_for(topic_id)}' "
+        f"{path}`"
+    )
+
+
 def lift(git: Git, entry: WorktreeEntry) -> bool:
     """Unlock a worktree of ours right before removing it; True when a lock was lifted."""
     if not own_lock(entry):
