@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from helpers.faults import CRASHED, run
 from helpers.repos import commit, git, make_repo, run_cli, write
+from helpers.unreadable import unreadable
 
 from router.teardown import sweep as sweep_module
 
@@ -77,6 +78,23 @@ def test_a_file_outside_the_allowed_folders_is_kept_and_listed(home_repo):
         }
     ]
     assert (leftovers(home_repo) / "t" / "notes" / "idea.md").read_text() == "precious\n"
+
+
+def test_an_unreadable_folder_in_residue_is_kept_never_taken_for_empty(home_repo):
+    write(leftovers(home_repo) / "t" / "tmp" / "x", "x\n")
+    write(leftovers(home_repo) / "t" / "notes" / "idea.md", "precious\n")
+    with unreadable(leftovers(home_repo) / "t" / "notes"):  # it may hold anything
+        data = sweep(home_repo)
+    assert data["swept"] == []
+    assert data["kept"] == [
+        {
+            "path": str(leftovers(home_repo) / "t"),
+            "reason": "unexpected-files",
+            "files": ["notes/ (unreadable: Permission denied)"],
+        }
+    ]
+    assert (leftovers(home_repo) / "t" / "notes" / "idea.md").read_text() == "precious\n"
+    assert (leftovers(home_repo) / "t" / "tmp" / "x").read_text() == "x\n"
 
 
 def test_docs_plans_alone_is_still_sweepable(home_repo):
