@@ -207,6 +207,7 @@ HOOK_MODULES = {
     "router.git",
     "router.git.borrowing",
     "router.git.files",
+    "router.git.keep",
     "router.host",
     "router.host.sessionstart",
     "router.interrupt",
@@ -262,6 +263,8 @@ PHASE_MODULES = (
     "router.git.client",
     "router.git.layout",
     "router.git.run",
+    "router.names",  # the Branch/Sha types the git handle answers in
+    "router.records",  # the repository's layout is a record
     "router.topic.planpath",
     "router.topic.target",
     "router.topic.workspace",

@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from router.git.indexfile import index_entries as index_entries
     from router.git.indexfile import index_paths as index_paths
     from router.git.indexfile import is_indexed_file as is_indexed_file
+    from router.git.keep import keep_borrowed_objects as keep_borrowed_objects
     from router.git.layout import GitPlace as GitPlace
     from router.git.layout import RepoLayout as RepoLayout
     from router.git.layout import absolute_git_dir as absolute_git_dir
@@ -271,6 +272,7 @@ _HOME = {
     "borrow_pins": "submodules",
     "keep_borrowed": "submodules",
     "keep_borrowers": "submodules",
+    "keep_borrowed_objects": "keep",
     "moved_borrowers": "borrowing",
     "unkept": "submodules",
     "Unkept": "submodules",

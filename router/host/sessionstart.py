@@ -59,7 +59,7 @@ def _session_start(default_cwd: str | None) -> None:
     # What the repository's worktrees' submodules moved onto since the last run is pinned
     # in the primary before the session works there; from files alone when nothing moved.
     try:
-        from router.phase.infer import keep_borrowed_objects
+        from router.git.keep import keep_borrowed_objects
 
         keep_borrowed_objects([found.home.common_dir])
     except Exception:

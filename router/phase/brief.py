@@ -15,6 +15,7 @@ from collections import namedtuple
 from datetime import date
 from pathlib import Path
 
+from router import git as g
 from router import github
 from router.errors import ErrorCode, RouterError
 from router.phase.infer import (
@@ -30,7 +31,6 @@ from router.phase.infer import (
     TopicRepo,
     assess,
     expected_artifacts,
-    keep_borrowed_objects,
     missing_worktrees,
     repo_missing_notes,
     ticket_of,
@@ -111,7 +111,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     shown = brief_repos(topic_repos(repo, plan, [], listed=True))
     warnings += repo_warnings + repo_missing_notes(repo, plan, missing)
     primaries = [os.path.join(r.path, ".git") for r in repos[1:] if r.path and r.worktree]
-    warnings += keep_borrowed_objects([str(repo.common_dir), *primaries])
+    warnings += g.keep_borrowed_objects([str(repo.common_dir), *primaries])
     if stops_at(resume.resume_at, stop_after) and not resume.halted:
         resume = resume._replace(step="until")
         text = render("briefs/until.md.j2", id=plan.id, until=stop_after, resume=resume)

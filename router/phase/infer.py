@@ -548,27 +548,10 @@ def phase_report(cwd: Path, target: str | None) -> PhaseReport:
     repo, plan, _entries, missing = resolve(cwd, target)
     resume, _inv, warnings = assess(repo, plan)
     warnings += repo_missing_notes(repo, plan, missing)
+    from router.git.keep import keep_borrowed_objects  # files only, unless one moved
+
     warnings += keep_borrowed_objects([str(repo.common_dir)])
     return PhaseReport(plan.id, plan.path, resume, warnings)
-
-
-def keep_borrowed_objects(common_dirs: Sequence[str]) -> list[str]:
-    """Pin, in each repository's primary, what its worktrees' submodules' HEAD and branches
-    stand on (:func:`router.git.keep_borrowed`), for those that moved since: a warning for
-    each that could not be.
-
-    Run by the commands a pipeline runs at every step and the session-start
-    hook, so an agent's new commits in a submodule are kept from the primary's
-    ``git gc`` soon after. Read from files: git runs only for a moved one.
-    """
-    from router import git as g
-
-    warnings: list[str] = []
-    for common in dict.fromkeys(common_dirs):
-        moved = g.moved_borrowers(common)
-        if moved:
-            warnings += g.keep_borrowers(moved)
-    return warnings
 
 
 def ticket_of(topic_id: str) -> str | None:

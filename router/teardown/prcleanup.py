@@ -17,11 +17,11 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from router import git as g
 from router import github, interrupt
 from router.errors import ErrorCode, ExitCode, RouterError, error_json
 from router.git import GitError
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
-from router.phase.infer import keep_borrowed_objects
 from router.progress import Echo
 from router.records import field, record, replace
 from router.teardown.abandon import (
@@ -363,7 +363,7 @@ def _cleanup(
     before = contextlib.nullcontext() if opts.dry_run else interrupt.nothing_done(name)
     with _git_failure_refuses(chosen.branch), before:
         if not opts.dry_run:  # a worktree a refusal keeps still has what its submodules stand on
-            warnings += keep_borrowed_objects([str(repo.common_dir)])
+            warnings += g.keep_borrowed_objects([str(repo.common_dir)])
         local = local_facts(repo, topic, chosen.branch, opts, warnings)
         blocked = local_blockers(local)
         if blocked:

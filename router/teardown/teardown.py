@@ -16,7 +16,6 @@ from router import git as g
 from router import interrupt
 from router.errors import ErrorCode, ExitCode, Interrupted, error_json
 from router.parallel import parallel_map
-from router.phase.infer import keep_borrowed_objects
 from router.progress import Echo, Progress
 from router.reasons import Reason, Why
 from router.records import field, record, replace
@@ -142,7 +141,7 @@ def teardown(
         # What the worktrees' submodules stand on in the primaries is pinned first:
         # a worktree a refusal keeps, or a repo whose removal fails, still has it.
         commons = [scope.home.common_dir] + [t.repo.common_dir for t in scope.repos if t.repo]
-        warnings += keep_borrowed_objects([str(c) for c in commons])
+        warnings += g.keep_borrowed_objects([str(c) for c in commons])
         refusal = _refusal(scope, plans, warnings, opts)
         if refusal is not None:
             return refusal
