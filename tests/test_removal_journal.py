@@ -32,6 +32,7 @@ from helpers.repos import (
 )
 from helpers.topics import TOPIC_ID, Topic, new_topic, snapshot_of, steps_of, teardown
 
+from router.teardown.snapshot import snapshot_ref
 from router.topic import state
 
 # libfaketime itself, preloaded: the faketime wrapper keeps a semaphore and a shared-memory
@@ -683,3 +684,44 @@ def test_a_file_written_after_a_forced_removals_snapshot_then_killed_is_kept(hom
     assert late.read_text() == "written after the snapshot\n"
     snapshot = f"refs/team-router/snapshots/{topic.branch}"
     assert git(home_repo, "show", f"{snapshot}:draft.txt") == "uncommitted work"
+
+
+# -- files git was told not to look at ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ("--assume-unchanged",),
+        ("--skip-worktree",),
+        ("--split-index", "--assume-unchanged"),  # an index read by git, not here
+    ],
+)
+def test_an_edit_git_was_told_not_to_look_at_is_work_a_teardown_keeps(home_repo, flag):
+    # git status trusts an assume-unchanged or skip-worktree entry and never reads the file:
+    # the edit is invisible to it, and `git worktree remove` would delete it.
+    commit(home_repo, "config/local.toml", "debug = false\n", "config")
+    git(home_repo, "push", "-q", "origin", "main")
+    topic = new_topic(home_repo)
+    wt = topic.worktrees["home"]
+    git(wt, "update-index", *flag, "config/local.toml")
+    (wt / "config/local.toml").write_text("debug = true, my own edit\n")
+    assert git(wt, "status", "--porcelain") == ""
+    before = snapshot_of(home_repo)
+
+    res = teardown(topic)
+    assert res.code == 1, res.out + res.err
+    assert res.json["error"]["code"] == "dirty-worktree", res.json["error"]
+    assert res.json["error"]["message"].endswith(
+        "has 1 changed tracked file(s): config/local.toml; commit them, or pass --force to "
+        "snapshot and remove"
+    )
+    assert (wt / "config/local.toml").read_text() == "debug = true, my own edit\n"
+    assert snapshot_of(home_repo) == before
+
+    # --force snapshots the edit before the worktree goes.
+    forced = teardown(topic, "--force")
+    assert forced.code == 0, forced.out + forced.err
+    assert not wt.exists()
+    ref = snapshot_ref(topic.branch)
+    assert git(home_repo, "show", f"{ref}:config/local.toml") == "debug = true, my own edit"

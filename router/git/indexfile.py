@@ -242,6 +242,32 @@ def _blob_id(path: str, info: os.stat_result, algorithm: str) -> bytes | None:
     return hashlib.new(algorithm, b"blob %d\0" % len(content) + content).digest()
 
 
+def unlooked_changes(top: str, git_dir: str) -> list[str] | None:
+    """Tracked files git was told not to look at (assume-unchanged, skip-worktree) that are on
+    disk and no longer the blob their entry names; None when the index is not read here.
+
+    ``git status`` trusts such an entry and never reads the file, so an edit to it is
+    invisible to every answer git gives, and ``git worktree remove`` deletes it.
+    """
+    copy = checkout_index(git_dir)
+    entries = index_entries(copy) if copy is not None else None
+    if copy is None or entries is None:
+        return None if os.path.exists(os.path.join(git_dir, "index")) else []
+    return [
+        path
+        for path, entry in entries.items()
+        if not entry.watched
+        and os.path.lexists(full := os.path.join(top, path))
+        and not is_indexed_file(full, entry, copy)
+    ]
+
+
+def differs_from_blob(path: str, mode: int, oid: str, algorithm: str) -> bool:
+    """True when the file at ``path`` (there) is not the blob ``oid`` with ``mode`` (git's)."""
+    entry = IndexEntry((0, 0), (0, 0), 0, 0, mode, 0, bytes.fromhex(oid), False)
+    return not is_indexed_file(path, entry, IndexCopy(b"", 0, algorithm))
+
+
 def checkout_index(git_dir: str) -> IndexCopy | None:
     """The index of the checkout whose git dir is ``git_dir``, with its repository's hash;
     None when there is none or its repository's format is not one read here."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from router.git import files as gitfiles
 from router.git.layout import LayoutMethods
 from router.names import Branch, Sha
 from router.records import record
@@ -75,7 +76,7 @@ class StatusMethods(LayoutMethods):
             "--untracked-files=all",
             "--ignore-submodules=none",
         ).stdout
-        return parse_status_v2(out).status
+        return with_unlooked(self, parse_status_v2(out).status)
 
     def ls_files(self, path: str) -> list[str] | None:
         """Tracked files under ``path``; None when the check itself failed."""
@@ -133,7 +134,44 @@ def checkout_state(git: StatusMethods) -> PrimaryState:
         "--untracked-files=all",
         "--ignore-submodules=none",
     ).stdout
-    return parse_status_v2(out)
+    found = parse_status_v2(out)
+    return PrimaryState(with_unlooked(git, found.status), found.branch, found.head)
+
+
+def with_unlooked(git: StatusMethods, report: StatusReport) -> StatusReport:
+    """``report`` with the tracked files git was told not to look at that were edited.
+
+    An assume-unchanged or skip-worktree entry is trusted by ``git status``, which
+    never reads its file: an edit there is work all the same, and a checkout
+    holding one is not clean (``git worktree remove`` would delete it).
+    """
+    from router.git.indexfile import unlooked_changes
+
+    git_dir = gitfiles.checkout_git_dir(git.cwd)
+    found = None if git_dir is None else unlooked_changes(str(git.cwd), str(git_dir))
+    if found is None:
+        found = _unlooked_by_git(git)
+    if not found:
+        return report
+    return StatusReport(tuple(dict.fromkeys([*report.tracked, *sorted(found)])), report.untracked)
+
+
+def _unlooked_by_git(git: StatusMethods) -> list[str]:
+    """:func:`with_unlooked`'s files as git lists its flags (an index not read here)."""
+    from router.git.indexfile import differs_from_blob
+
+    out = git.run("ls-files", "-v", "-s", "-z").stdout
+    found = []
+    for line in out.split("\0"):
+        meta, _, path = line.partition("\t")
+        parts = meta.split()
+        if len(parts) != 4 or not (parts[0].islower() or parts[0] == "S"):
+            continue  # git looks at it (its own answer covers it), or not a file's line
+        full = os.path.join(git.cwd, path)
+        algorithm = "sha256" if len(parts[2]) == 64 else "sha1"
+        if os.path.lexists(full) and differs_from_blob(full, int(parts[1], 8), parts[2], algorithm):
+            found.append(path)
+    return found
 
 
 def parse_status_v2(out: str) -> PrimaryState:
