@@ -496,6 +496,7 @@ def _fallen_back(home_repo: Path) -> Path:
             "worktree": str(home_repo),
             "status": "fallback",
             "base": None,
+            "on_existing_branch": False,
             "submodules": [],
             "copied": None,
             "sparse": None,
