@@ -103,7 +103,7 @@ def _with_data(found: FrontmatterFields) -> FrontmatterFields:
 def parse_by_lines(text: str, *, typed: bool = False) -> FrontmatterFields:
     """:func:`parse_frontmatter` of any text, line by line (what the usual block must equal)."""
     # Cut as markdown-it cuts: ``body_line`` offsets its line numbers into this file.
-    lines = split_lines(text)
+    lines = split_lines(text, keepends=False)
     if not lines or not is_fence(lines[0].removeprefix(BOM)):
         return FrontmatterFields({}, None, False, None, text, 1)
     for end in range(1, len(lines)):
@@ -112,16 +112,29 @@ def parse_by_lines(text: str, *, typed: bool = False) -> FrontmatterFields:
     else:
         never = "line 1: frontmatter opened with --- is never closed"
         return FrontmatterFields({}, never, True, None, text, 1)
-    raw = "".join(lines[1:end])
-    body = "".join(lines[end + 1 :])
-    fields, repeated = read_block([line.rstrip("\r\n") for line in lines[1:end]])
-    if fields is not None and yaml_decides(raw):
+    after = _body_at(text, lines, end)
+    fields, repeated = read_block(lines[1:end])
+    if fields is not None and yaml_decides(text, after):
         fields = None  # a character YAML refuses or reads as a line break: YAML's answer
     if fields is None or typed:
-        return _by_yaml(raw, fields, typed)._replace(
-            repeated=repeated or None, body=body, body_line=end + 2
+        return _by_yaml(_block(text, lines, end), fields, typed)._replace(
+            repeated=repeated or None, body=text[after:], body_line=end + 2
         )
-    return FrontmatterFields(fields, None, True, repeated or None, body, end + 2)
+    return FrontmatterFields(fields, None, True, repeated or None, text[after:], end + 2)
+
+
+def _body_at(text: str, lines: list[str], end: int) -> int:
+    """Where the text after the closing fence (line ``end``) starts."""
+    if "\r" in text:  # line ends of more than one kind: cut again, keeping them
+        return sum(map(len, split_lines(text)[: end + 1]))
+    return sum(map(len, lines[: end + 1])) + end + 1  # one past the end: no body
+
+
+def _block(text: str, lines: list[str], end: int) -> str:
+    """The block between the fences, its line ends kept (what YAML reads)."""
+    if "\r" in text:
+        return "".join(split_lines(text)[1:end])
+    return "".join(line + "\n" for line in lines[1:end])
 
 
 def _by_yaml(raw: str, flat: dict[str, str | None] | None, typed: bool) -> FrontmatterFields:

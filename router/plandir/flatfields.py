@@ -44,9 +44,9 @@ _YAML_ODD = re.compile(
 )
 
 
-def yaml_decides(raw: str) -> bool:
-    """Does ``raw`` hold a character the scanner cannot read as YAML would?"""
-    return _YAML_ODD.search(raw) is not None
+def yaml_decides(text: str, end: int) -> bool:
+    """Does ``text`` up to ``end`` hold a character the scanner cannot read as YAML would?"""
+    return _YAML_ODD.search(text, 0, end) is not None
 
 
 def read_block(
