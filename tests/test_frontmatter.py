@@ -190,3 +190,16 @@ def test_the_flat_scanner_reads_exactly_what_yaml_reads(fields):
         return
     assert fast.error is None
     assert fast.fields == {k: as_text(v) for k, v in slow.data.items()}
+
+
+def test_a_fence_line_ended_by_a_separator_is_not_a_fence_for_any_caller():
+    # markdown-it keeps U+2028 inside the line: "---\u2028" closes nothing.
+    text = "---\ntopic: t\n---\u2028\nbody\n"
+    assert artifacts.parse_frontmatter(text, typed=True).error is not None
+    assert artifacts.parse_frontmatter(text).error is not None
+
+
+def test_every_caller_takes_a_lone_carriage_return_as_a_line_break():
+    text = "---\rtopic: t\r---\rbody\r"
+    assert artifacts.parse_frontmatter(text, typed=True).data == {"topic": "t"}
+    assert artifacts.parse_frontmatter(text).fields == {"topic": "t"}
