@@ -7,7 +7,10 @@ Named fixtures: ``workspace``, ``home_repo``, ``topic`` (a ``Topic``), ``questio
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -148,3 +151,24 @@ def pytest_terminal_summary(terminalreporter) -> None:
     """How many real runs the plan check compared with their plan, and what it skipped (why)."""
     if len(plancheck.tally) > 1 or plancheck.tally["checked"]:
         terminalreporter.write_line(f"plan check: {plancheck.tally}")
+
+
+@pytest.fixture
+def second_stamped(tmp_path: Path) -> Iterator[Path]:
+    """An ext4 file system whose inodes keep whole seconds only (128-byte inodes), as ext3,
+    some network file systems and FAT do: every write of one second gets the same stamps."""
+    if shutil.which("mkfs.ext4") is None or os.geteuid() != 0:
+        pytest.skip("needs mkfs.ext4 and root to mount a loop device")
+    image, mnt = tmp_path / "ext4.img", tmp_path / "ext4"
+    with open(image, "wb") as fh:
+        fh.truncate(16 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-I", "128", str(image)], check=True, capture_output=True)
+    mnt.mkdir()
+    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount an ext4 image here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -9,10 +9,7 @@ split index) is None, never a partial answer.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,27 +97,6 @@ def test_a_split_index_is_not_read(home_repo):
     git(home_repo, "update-index", "--split-index")
     assert index_entries(_index(home_repo)) is None
     assert index_paths(_index(home_repo)) is None
-
-
-@pytest.fixture
-def second_stamped(tmp_path: Path) -> Iterator[Path]:
-    """An ext4 file system whose inodes keep whole seconds only (128-byte inodes), as ext3,
-    some network file systems and FAT do: every write of one second gets the same stamps."""
-    if shutil.which("mkfs.ext4") is None or os.geteuid() != 0:
-        pytest.skip("needs mkfs.ext4 and root to mount a loop device")
-    image, mnt = tmp_path / "ext4.img", tmp_path / "ext4"
-    with open(image, "wb") as fh:
-        fh.truncate(16 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-I", "128", str(image)], check=True, capture_output=True)
-    mnt.mkdir()
-    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount an ext4 image here: {mounted.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_file_edited_in_the_second_git_verified_it_with_its_mtime_put_back_is_kept(

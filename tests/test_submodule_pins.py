@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -534,3 +535,44 @@ def test_a_pushed_commit_its_repack_left_to_the_primary_stays_kept_after_upstrea
     git(sub, "fetch", "-q", "--prune", "origin")
     assert _fsck(sub) == (0, "")
     assert git(sub, "log", "--format=%H", "-2").splitlines() == [mine, at]
+
+
+def test_a_branch_moved_in_packed_refs_within_the_second_it_was_written_is_a_move(
+    second_stamped,
+):
+    # packed-refs rewritten twice in the second the stamp read it: the second copy takes
+    # the inode the first freed, the branch's move keeps its size, and the file system
+    # stamps whole seconds. Only the content says the branch moved.
+    from router.git.borrowing import tips_state
+
+    repo = second_stamped / "module"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    git(repo, "config", "core.fsync", "none")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    first, second = git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "work", first)
+    gitdir = str(repo / ".git")
+    for _attempt in range(5):
+        while time.time() % 1 > 0.2:  # all of it in one second
+            time.sleep(0.01)
+        start = int(time.time())
+        git(repo, "branch", "-f", "work", first)
+        git(repo, "pack-refs", "--all")
+        packed = os.stat(repo / ".git/packed-refs")
+        kept = tips_state(gitdir, gitdir)
+        git(repo, "pack-refs", "--all")  # a new copy: the first's inode is free again
+        git(repo, "branch", "-f", "work", second)
+        git(repo, "pack-refs", "--all")
+        now = os.stat(repo / ".git/packed-refs")
+        if int(time.time()) == start and packed.st_ino == now.st_ino:
+            break
+    else:
+        pytest.skip("packed-refs was not rewritten onto its inode within one second here")
+    assert (packed.st_mtime_ns, packed.st_size) == (now.st_mtime_ns, now.st_size)
+    assert git(repo, "rev-parse", "work") == second
+
+    assert tips_state(gitdir, gitdir) != kept
