@@ -803,7 +803,7 @@ def plan_text(dry: CliResult, branch: str) -> str:
     """A refused plan's text: its proof (if it was judged), each blocker as the step it keeps
     from running, and the count."""
     data = dry.json
-    lines = [f"Plan (dry run, nothing changed) of {branch} ({data['mode']})"]
+    lines = [f"Plan (dry run, nothing changed) of {branch} (mode: {data['mode']})"]
     if data["proof"] is not None:
         lines.append(f"proof ({data['proof']['content'] or 'none'}): {data['proof']['detail']}")
     lines += [f"  {b['name']:<14} would be refused  {b['detail']}" for b in data["blockers"]]
