@@ -203,3 +203,22 @@ def test_every_caller_takes_a_lone_carriage_return_as_a_line_break():
     text = "---\rtopic: t\r---\rbody\r"
     assert artifacts.parse_frontmatter(text, typed=True).data == {"topic": "t"}
     assert artifacts.parse_frontmatter(text).fields == {"topic": "t"}
+
+
+def test_the_characters_yaml_decides_are_exactly_those_outside_its_printable_set():
+    # YAML 1.1's printable set (tab, LF, CR, x20-x7E, NEL's neighbours xA0 onwards, all
+    # but the surrogates, xFFFE/xFFFF) less the line breaks markdown-it does not break
+    # on (NEL is outside x20-x7E and below xA0; LS and PS are taken out here).
+    from router.plandir.flatfields import yaml_decides
+
+    def printable(c: int) -> bool:
+        return (
+            c in (0x09, 0x0A, 0x0D)
+            or 0x20 <= c <= 0x7E
+            or (0xA0 <= c <= 0xD7FF and c not in (0x2028, 0x2029))
+            or 0xE000 <= c <= 0xFFFD
+            or 0x10000 <= c <= 0x10FFFF
+        )
+
+    odd = [c for c in range(0x110000) if yaml_decides(chr(c), 1) != (not printable(c))]
+    assert odd == []
