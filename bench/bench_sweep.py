@@ -3,7 +3,8 @@
 Fixture, built twice identically (one copy per contender, since both delete):
 a repo with one live worktree and 1,000 directories under .claude/worktrees/
 that git does not know: 600 of late-writer residue (files under tmp/ and
-.omc/), 150 holding only docs/plans/, 150 with a file outside those folders,
+.omc/), 150 holding only a shipped run's docs/plans/ (with its pr.md: the seed's
+loop runs at Ship), 150 with a file outside those folders,
 50 with a stale .git file and 50 empty. Both runs must keep the same
 directories. Target: <= 0.2x the shell loop's wall time.
 """
@@ -47,7 +48,11 @@ def build(repo: Path) -> None:
             write(d / "tmp" / "session.json", "{}\n")
             write(d / ".omc" / "state" / "s.json", "{}\n")
         elif kind < 15:
-            write(d / "docs" / "plans" / f"2026-05-01-t{i}" / "design.md", "# d\n")
+            # A shipped run's artifacts (its pr.md names the PR): the seed's loop runs at
+            # Ship. An unshipped run's are kept by sweep (unshipped-run), not by the loop.
+            plan = d / "docs" / "plans" / f"2026-05-01-t{i}"
+            write(plan / "design.md", "# d\n")
+            write(plan / "pr.md", "---\npr: https://example.invalid/pull/1\n---\n")
         elif kind < 18:
             write(d / "tmp" / "x", "x\n")
             write(d / "src" / "main.py", "print('keep')\n")
