@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from router.git.config import config_view as config_view
     from router.git.config import is_identity_error as is_identity_error
     from router.git.files import ANY_OBJECT_ID as ANY_OBJECT_ID
+    from router.git.files import SETTLED_NS as SETTLED_NS
     from router.git.files import Unsure as Unsure
     from router.git.files import branches_present as branches_present
     from router.git.files import busy_with_branch as busy_with_branch
@@ -172,6 +173,7 @@ _HOME = {
     "checkout_branch": "files",
     "checkout_git_dir": "files",
     "declares_submodules": "files",
+    "SETTLED_NS": "files",
     "find_git_dir": "files",
     "gitdir_pointer": "files",
     "index_device": "files",

@@ -8,11 +8,10 @@ that nothing moved since the borrowed objects were last pinned.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 
-from router.git.files import read_line, worktree_admin_dirs
+from router.git.files import SETTLED_NS, read_line, worktree_admin_dirs
 
 # The file in a borrowing submodule git dir that records which HEAD and branches its pins
 # keep (:func:`router.git.submodules.keep_borrowed`): the state :func:`tips_state` read.
@@ -67,7 +66,7 @@ def tips_state(git_dir: str, source: str) -> str:
         "reftable": os.path.join(git_dir, "reftable", "tables.list"),
         "source FETCH_HEAD": os.path.join(source, "FETCH_HEAD"),
     }
-    written_before = time.time_ns() - _STAMP_TICK_NS
+    written_before = time.time_ns() - SETTLED_NS
     for name, path in files.items():
         try:
             st = os.stat(path)
@@ -79,11 +78,6 @@ def tips_state(git_dir: str, source: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-# Longer than the coarsest stamp tick of a file system a repository lives on (1 s: ext3,
-# ext4 with small inodes, some network file systems; a few ms for the others).
-_STAMP_TICK_NS = 2_000_000_000
-
-
 def _content_if_fresh(path: str, st: os.stat_result, written_before: int) -> str:
     """`` <digest of the content>`` of a file written moments ago, else "".
 
@@ -93,6 +87,8 @@ def _content_if_fresh(path: str, st: os.stat_result, written_before: int) -> str
     """
     if max(st.st_mtime_ns, st.st_ctime_ns) < written_before:
         return ""
+    import hashlib  # here: the session-start hook's path reads no content when nothing is fresh
+
     try:
         with open(path, "rb") as fh:
             return " " + hashlib.sha1(fh.read(), usedforsecurity=False).hexdigest()

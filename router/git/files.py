@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 _REFTABLE_HEAD = "ref: refs/heads/.invalid"
 
 
+# How long a file's stamps may still repeat: longer than the coarsest tick of a file
+# system a repository lives on (1 s: ext3, ext4 with small inodes, some network file
+# systems; a few ms for the others). A file changed since may change again keeping every
+# stamp, so what was read from it is not remembered by its stamps (router.plandir's
+# answers, the borrowed submodules' kept state).
+SETTLED_NS = 2_000_000_000
+
+
 class Unsure(Exception):
     """The on-disk layout is not the plain one this reader trusts: ask git instead."""
 

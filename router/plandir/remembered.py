@@ -33,15 +33,13 @@ import os
 import time
 from collections import namedtuple
 
+from router.git import SETTLED_NS  # the one rule of when a file's stamps settle
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-# Longer than the coarsest change-time tick of the file systems a checkout lives on
-# (1 s for some network file systems and ext3; ns-stamped ext4, xfs, btrfs and tmpfs
-# tick with the kernel's coarse clock, a few ms).
-SETTLED_NS = 2_000_000_000
 FORMAT = 2
 
 Stamp = namedtuple("Stamp", "text changed")
