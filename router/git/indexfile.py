@@ -69,26 +69,32 @@ def read_index_copy(index: str, algorithm: str) -> IndexCopy | None:
 def index_entries(copy: IndexCopy) -> dict[str, IndexEntry] | None:
     """Every entry of the index, by path; None when it is not one this reader reads whole."""
     found = _index_records(copy)
-    if found is None:
-        return None
+    return None if found is None else _indexed(copy, found)
+
+
+def unwatched_entries(copy: IndexCopy) -> dict[str, IndexEntry] | None:
+    """The entries git does not look at (assume-unchanged, skip-worktree), by path; None when
+    the index is not one this reader reads whole.
+
+    Only their flags are read of the other entries: a checkout of 2,000 files
+    in ~2 ms, where making every entry takes ~10 ms (a status asks once per checkout).
+    """
+    found = _index_records(copy)
+    return None if found is None else _indexed(copy, [r for r in found if not r[2]])
+
+
+def _indexed(copy: IndexCopy, found: list[tuple[bytes, int, bool]]) -> dict[str, IndexEntry] | None:
+    """The entries at the records ``found`` of ``copy``, by path; None for a sparse index's
+    directory among them."""
     width = 20 if copy.algorithm == "sha1" else 32
-    flags_at = _STATS.size + width
     data, entries = copy.data, {}
-    for name, start, extra in found:
-        assumed = data[start + flags_at] << 8 & _ASSUME_VALID
+    for name, start, watched in found:
         ct, ctn, mt, mtn, dev, ino, mode, _uid, _gid, size = _STATS.unpack_from(data, start)
         if stat.S_ISDIR(mode):
             return None  # a sparse index's directory
         oid = data[start + _STATS.size : start + _STATS.size + width]
         entries[name.decode("utf-8", "surrogateescape")] = IndexEntry(
-            (ct, ctn),
-            (mt, mtn),
-            dev,
-            ino,
-            mode,
-            size,
-            oid,
-            not (assumed or extra & _SKIP_WORKTREE),
+            (ct, ctn), (mt, mtn), dev, ino, mode, size, oid, watched
         )
     return entries
 
@@ -102,11 +108,12 @@ def index_paths(copy: IndexCopy) -> set[str] | None:
     found = _index_records(copy)
     if found is None:
         return None
-    return {name.decode("utf-8", "surrogateescape") for name, _start, _extra in found}
+    return {name.decode("utf-8", "surrogateescape") for name, _start, _watched in found}
 
 
-def _index_records(copy: IndexCopy) -> list[tuple[bytes, int, int]] | None:
-    """(name, offset, extended flags) of every entry, in order; None for an index not read here:
+def _index_records(copy: IndexCopy) -> list[tuple[bytes, int, bool]] | None:
+    """(name, offset, watched) of every entry, in order (watched: git looks at its file, see
+    :class:`IndexEntry`); None for an index not read here:
     another version or signature, a checksum that does not hold, an unmerged entry, an
     extension that moves entries elsewhere, or a length that does not add up."""
     data, width = copy.data, 20 if copy.algorithm == "sha1" else 32
@@ -116,7 +123,7 @@ def _index_records(copy: IndexCopy) -> list[tuple[bytes, int, int]] | None:
     if signature != b"DIRC" or version not in (2, 3, 4) or not _checksum_holds(copy, width):
         return None
     flags_at = _STATS.size + width
-    found: list[tuple[bytes, int, int]] = []
+    found: list[tuple[bytes, int, bool]] = []
     pos, previous, end = _HEADER.size, b"", len(data) - width
     try:
         for _ in range(count):
@@ -152,7 +159,7 @@ def _index_records(copy: IndexCopy) -> list[tuple[bytes, int, int]] | None:
                 after = pos
             if after > end:
                 return None
-            found.append((name, start, extra))
+            found.append((name, start, not (flags & _ASSUME_VALID or extra & _SKIP_WORKTREE)))
     except (IndexError, ValueError):
         return None
     return found if _extensions_read(data, pos, end) else None
@@ -250,14 +257,13 @@ def unlooked_changes(top: str, git_dir: str) -> list[str] | None:
     invisible to every answer git gives, and ``git worktree remove`` deletes it.
     """
     copy = checkout_index(git_dir)
-    entries = index_entries(copy) if copy is not None else None
+    entries = unwatched_entries(copy) if copy is not None else None
     if copy is None or entries is None:
         return None if os.path.exists(os.path.join(git_dir, "index")) else []
     return [
         path
         for path, entry in entries.items()
-        if not entry.watched
-        and os.path.lexists(full := os.path.join(top, path))
+        if os.path.lexists(full := os.path.join(top, path))
         and not is_indexed_file(full, entry, copy)
     ]
 
