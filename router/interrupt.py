@@ -99,12 +99,18 @@ def unless_stopped(work: Callable[[], R], stopped: Callable[[str, bool], R]) -> 
     leave it). ``detail`` says which, and that a rerun does or finishes it.
     """
     if _received:
-        return stopped(f"{NOT_DONE} ({name(_received)}): a rerun does it", False)
+        return stopped(stopped_words(_received, started=False), False)
     try:
         return work()
     except Stopped as exc:
-        why = f"{NOT_DONE} ({name(exc.signum)}): stopped part-way; a rerun finishes it"
-        return stopped(why, True)
+        return stopped(stopped_words(exc.signum, started=True), True)
+
+
+def stopped_words(signum: int, *, started: bool) -> str:
+    """The detail of a unit of work signal ``signum`` stopped (``started``: part-way through it)
+    or kept from starting, and what a rerun does."""
+    rerun = "stopped part-way; a rerun finishes it" if started else "a rerun does it"
+    return f"{NOT_DONE} ({name(signum)}): {rerun}"
 
 
 def check_child(returncode: int) -> None:

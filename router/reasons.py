@@ -23,8 +23,8 @@ class Reason(StrEnum):
     # -- any step
     GIT_FAILED = "git-failed"  # git's first line in ``text``, its command in ``command``
     IO_FAILED = "io-failed"  # the file and the cause in ``text``
-    STOPPED = "stopped"  # a signal stopped it (the words in ``text``)
-    HELD_BACK = "held-back"  # a guarding step before it stopped
+    STOPPED = "stopped"  # ``signal`` stopped it (``flag``: part-way, else before it started)
+    HELD_BACK = "held-back"  # a guarding step (``step``) before it stopped (``flag``: it failed)
     UNSHIPPED = "unshipped"  # a run that has not shipped keeps its artifacts
     SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written: kept
     KEPT = "kept"  # `new` reused it, never made it: the checkout (``path``) or the branch
@@ -121,7 +121,8 @@ class Reason(StrEnum):
     CHECK_FAILED = "check-failed"  # reading the repo failed: nothing is guessed
     HELD = "held"  # another live session holds the topic (``flag``: no --force overrides it)
     DETACHED_COMMITS = "detached-commits"  # a detached HEAD holds commits no branch has
-    TEARDOWN_REFUSED = "teardown-refused"  # not done: the teardown was refused as a whole
+    # not done: the teardown was refused as a whole (``code``: the refusal in this repo, if any)
+    TEARDOWN_REFUSED = "teardown-refused"
     UNCHECKED = "unchecked"  # not known until the repo can be checked
     # -- sweep
     NO_RESIDUE = "no-residue"
@@ -258,6 +259,8 @@ class Why:
     text: str = ""
     other: str = ""  # a second piece of words from elsewhere (a second git message)
     flag: bool = False  # a reason's one yes/no variant (its renderer says which)
+    code: str = ""  # an error code (router.errors.ErrorCode's value) a refusal named
+    signal: int = 0  # the signal that stopped a step (router.interrupt's numbers)
     planned: bool = False
     inner: tuple[Why, ...] = ()  # the reason this one wraps (what a refused step would do)
     parts: tuple[Why, ...] = ()  # what it is about, one by one (the plan dirs a run holds)

@@ -205,3 +205,50 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
         ),
     }
     assert [in_words(why) for why in said] == list(said.values())
+
+
+# Each reason whose facts were words built elsewhere, in ``text``: the words of its facts,
+# and of the same reason as a record written before them kept it (its words in ``text``).
+SAID_FROM_FACTS = [
+    (
+        Why(Reason.TEARDOWN_REFUSED, code="dirty-worktree"),
+        {"reason": "teardown-refused", "text": "dirty-worktree"},
+        "not done: teardown refused (dirty-worktree here)",
+    ),
+    (
+        Why(Reason.TEARDOWN_REFUSED),
+        {"reason": "teardown-refused"},
+        "not done: teardown refused (another repo)",
+    ),
+    (
+        Why(Reason.STOPPED, signal=2),
+        {"reason": "stopped", "text": "not done: interrupted (Ctrl-C): a rerun does it"},
+        "not done: interrupted (Ctrl-C): a rerun does it",
+    ),
+    (
+        Why(Reason.STOPPED, signal=15, flag=True),
+        {
+            "reason": "stopped",
+            "text": "not done: interrupted (SIGTERM): stopped part-way; a rerun finishes it",
+        },
+        "not done: interrupted (SIGTERM): stopped part-way; a rerun finishes it",
+    ),
+    (
+        Why(Reason.HELD_BACK, step="integrate", flag=True),
+        {"reason": "held-back", "step": "integrate", "text": "failed"},
+        "not done: integrate failed",
+    ),
+    (
+        Why(Reason.HELD_BACK, step="remove"),
+        {"reason": "held-back", "step": "remove", "text": "refused"},
+        "not done: remove refused",
+    ),
+]
+
+
+@pytest.mark.parametrize(("why", "older", "words"), SAID_FROM_FACTS)
+def test_a_reasons_facts_and_an_older_records_words_say_the_same(why, older, words):
+    assert in_words(why) == words
+    assert in_words(Why.from_json(older)) == words
+    assert "text" not in why.to_json()  # no words built here are kept as text
+    assert Why.from_json(why.to_json()) == why

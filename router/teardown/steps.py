@@ -262,6 +262,12 @@ def noting(result: StepResult, *notes: Why) -> StepResult:
     return replace(result, why=result.why.noting(*notes))
 
 
+def _stopped_step(started: bool) -> Why:
+    """Why a step a signal stopped (``started``: part-way through it) or kept from starting is
+    not done: the signal that stopped the command."""
+    return Why(Reason.STOPPED, signal=interrupt.received() or interrupt.SIGINT, flag=started)
+
+
 def git_failed(name: Step, command: str, exc: GitError) -> StepResult:
     """A step git could not do (``command``, as the words name it; "" for any git command); a
     git lock file in the way is named with its fix (``git-locked``)."""
@@ -303,9 +309,8 @@ class StepRun:
         # stops at its next git call: what it did is as a kill would leave it.
         result = interrupt.unless_stopped(
             lambda: self._attempt(name, action, guarded=guarded),
-            lambda why, started: not_done(
-                (failed if started else skipped)(name, Why(Reason.STOPPED, text=why)),
-                NotDone.INTERRUPTED,
+            lambda _, started: not_done(
+                (failed if started else skipped)(name, _stopped_step(started)), NotDone.INTERRUPTED
             ),
         )
         self.steps.append(result)
@@ -317,7 +322,8 @@ class StepRun:
         self, name: Step, action: Callable[[], StepResult], *, guarded: bool
     ) -> StepResult:
         if guarded and self.held is not None:
-            held = Why(Reason.HELD_BACK, step=self.held.name, text=str(self.held.outcome))
+            failed_ = self.held.outcome is Outcome.FAILED
+            held = Why(Reason.HELD_BACK, step=self.held.name, flag=failed_)
             return not_done(skipped(name, held), NotDone.HELD_BACK)
         try:
             return action()

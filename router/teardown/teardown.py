@@ -330,7 +330,7 @@ def _refused_report(plan: RepoPlan, scope: TopicScope, planning: TeardownOptions
         by_step[b.name] = b if seen is None else noting(seen, b.why)
     # The first blocker is the one the teardown's error names (see _refusal).
     code = plan.blockers[0].code if plan.blockers else None
-    why = Why(Reason.TEARDOWN_REFUSED, text=str(code or ""))
+    why = Why(Reason.TEARDOWN_REFUSED, code=str(code or ""))
     # Each step as it would go once the blockers are gone: none holds another back.
     planned = (
         teardown_repo(plan, scope, planning).steps

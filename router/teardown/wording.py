@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from router.interrupt import stopped_words
 from router.plandir.artifacts import PR
 from router.reasons import Reason, Why
 from router.teardown.factwords import (
@@ -59,9 +60,16 @@ def _unintegrated(w: Why) -> str:
 
 
 def _teardown_refused(w: Why) -> str:
-    where = f"{w.text} here" if w.text else "another repo"
+    code = w.code or w.text  # an older record's code is its text
+    where = f"{code} here" if code else "another repo"
     would = f": {in_words(w.inner[0])}" if w.inner else ""
     return f"not done: teardown refused ({where}){would}"
+
+
+def _stopped_words(w: Why) -> str:
+    """A signal (``signal``) stopped the step part-way (``flag``) or before it started; an
+    older record's has the words in ``text``."""
+    return stopped_words(w.signal, started=w.flag) if w.signal else w.text
 
 
 def _sweep_words(w: Why) -> str:
@@ -328,8 +336,10 @@ def _half_made(w: Why) -> str:
 WORDS: dict[Reason, Words] = {
     Reason.GIT_FAILED: _git_failed,
     Reason.IO_FAILED: lambda w: w.text,
-    Reason.STOPPED: lambda w: w.text,
-    Reason.HELD_BACK: lambda w: f"not done: {w.step} {w.text}",
+    Reason.STOPPED: _stopped_words,
+    Reason.HELD_BACK: lambda w: (
+        f"not done: {w.step} {w.text or ('failed' if w.flag else 'refused')}"
+    ),
     # integrate
     Reason.BRANCH_GONE: lambda w: f"branch {w.branch} is gone: nothing to integrate",
     Reason.KEPT_UNMERGED: lambda w: (
