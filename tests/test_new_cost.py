@@ -19,9 +19,10 @@ from helpers.topics import new_topic, write_repos_md
 # Modules `new` has no use for when nothing asks for them: repos.md (the `worktrees`
 # command's), the permission rule and host settings (`worktrees`, `init`), the
 # removal journal (a fallen-back plan dir's move), mounts (a path already
-# registered), the submodules and sparse stages (no .gitmodules, no cone), and what
-# those pull in.
+# registered), the submodules and sparse stages (no .gitmodules, no cone), the
+# reasons a half-made worktree or a teardown's step is refused for, and what those pull in.
 NEW_UNUSED = {
+    "router.reasons",
     "router.plandir.reposmd",
     "router.plandir.outline",
     "router.plandir.frontmatter",
@@ -115,3 +116,4 @@ def test_worktrees_imports_none_of_what_its_stages_with_nothing_to_do_would_use(
     imported = set(line.split()[1:])
     assert "router.create.topic" in imported  # the command ran through its own module
     assert not imported & WORKTREES_UNUSED, sorted(imported & WORKTREES_UNUSED)
+

@@ -15,11 +15,14 @@ from router.create import ouradd
 from router.create.creation import Creation
 from router.errors import ErrorCode, RouterError
 from router.git import Git, WorktreeEntry
-from router.reasons import Reason, Why
 from router.topic import journal, worktreelock
 from router.topic.workspace import (
     find_worktree,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.reasons import Why
 
 
 class HalfMade(Creation):
@@ -48,6 +51,7 @@ class HalfMade(Creation):
         add = self._our_add(tip)
         kept = ouradd.not_ours(add) or ouradd.work_in_half_made(add) or ouradd.in_use(add)
         if kept is not None:
+            from router.reasons import Reason, Why
             from router.teardown.wording import in_words  # lazy: only a refusal says it
 
             why = Why(
@@ -131,6 +135,7 @@ class HalfMade(Creation):
         if problem is not None:
             if not os.path.lexists(self.path):
                 return  # nothing at our path: git makes the worktree beside it
+            from router.reasons import Reason, Why
             from router.teardown.wording import in_words
 
             torn = Why(
@@ -151,6 +156,8 @@ class HalfMade(Creation):
 
     def _half_made(self, entry: WorktreeEntry) -> Why | None:
         """Why git's registration at our path is not a finished checkout, or None."""
+        from router.reasons import Reason, Why  # only a worktree already at our path is judged
+
         if entry.locked and entry.lock_reason == g.ADD_IN_PROGRESS:
             return Why(Reason.ADD_LOCKED, text=g.ADD_IN_PROGRESS)
         record = self.record

@@ -19,10 +19,13 @@ import os
 from pathlib import Path
 
 from router import git as g
-from router.reasons import Reason, Why
 from router.records import record
 from router.topic import journal, state, worktreelock
 from router.topic.workspace import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.reasons import Why
 
 
 @record
@@ -57,6 +60,8 @@ class OurAdd:
 
 def not_ours(add: OurAdd) -> Why | None:
     """Why the journal does not prove this tool's unfinished add made it, or None."""
+    from router.reasons import Reason, Why  # loaded only where a half-made add is judged
+
     if add.restore is not None:
         return None  # the journal read the restore's intent, our lock and no note
     record = add.record
@@ -74,6 +79,8 @@ def not_ours(add: OurAdd) -> Why | None:
 def torn_problem(add: OurAdd, admin: Path) -> Why | None:
     """Why the half-made registration ``admin`` and what is at the path are not ours to
     remove, or None: the one decision every undo of a half-made add asks first."""
+    from router.reasons import Reason, Why  # loaded only where a half-made add is judged
+
     # git writes our lock reason where it would write "initializing" (--lock --reason);
     # a kill part-way through git's own clean-up may have taken the file.
     adding = {"", g.ADD_IN_PROGRESS, worktreelock.reason_for(add.topic_id)}
@@ -88,6 +95,8 @@ def torn_problem(add: OurAdd, admin: Path) -> Why | None:
 def kept_by(add: OurAdd) -> Why | None:
     """What keeps the path from being undone (a symlink on the way to it, files that are
     not git's, a process using it), or None."""
+    from router.reasons import Reason, Why  # loaded only where a half-made add is judged
+
     if symlink_in(add.path, add.repo.primary):
         return Why(Reason.THROUGH_SYMLINK)
     return work_in_half_made(add) or in_use(add)
@@ -144,6 +153,8 @@ def in_use(add: OurAdd) -> Why | None:
     under our path. Where no process list can be read, a lock file left
     in the registration is taken to be in use.
     """
+    from router.reasons import Reason, Why  # loaded only where a half-made add is judged
+
     admin = registration(add)
     locks = [lock for lock in g.left_locks(add.repo.common_dir) if lock.parent == admin]
     # lazy: only a half-made worktree needs a process list
@@ -162,6 +173,8 @@ def in_use(add: OurAdd) -> Why | None:
 
 def work_in_half_made(add: OurAdd) -> Why | None:
     """Which files in it are not git's own checkout of the tip (anything else is work)."""
+    from router.reasons import Reason, Why  # loaded only where a half-made add is judged
+
     git, path, tip = add.repo.git, add.path, add.checked_out
     expected = g.tree_files(git, tip) if tip else {}
     odd: list[str] = []

@@ -11,12 +11,13 @@ from collections import namedtuple
 from collections.abc import Iterable, Sequence
 
 from router import git as g
-from router.reasons import Why
 from router.records import fields, record, replace, values
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any  # annotations only: importing typing costs ~3 ms
+
+    from router.reasons import Why
 
 # 1: the untyped ``extra`` object (temp_paths, teardown, restored, included,
 #    integrating, removing, pr_cleanup, host_removal); 2: named fields, ``home``
@@ -276,6 +277,10 @@ def _why_read(data: object) -> Why | None:
     (a newer version's): its words still say it, so the record stays readable."""
     if data is None:
         return None
+    # Imported here: only a teardown's or pr-cleanup's steps keep one, and creating the
+    # reasons' enum costs a command that reads a record (``new``, ``phase``) ~4 ms.
+    from router.reasons import Why
+
     try:
         return Why.from_json(data)
     except ValueError:
