@@ -8,6 +8,7 @@ begin; a stage with nothing to do (no ``.worktreeinclude``, no
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,41 @@ def test_worktrees_imports_none_of_what_its_stages_with_nothing_to_do_would_use(
     assert "router.create.topic" in imported  # the command ran through its own module
     assert not imported & WORKTREES_UNUSED, sorted(imported & WORKTREES_UNUSED)
 
+
+def test_new_starts_its_fetch_before_it_loads_the_creation_pipeline(home_repo, tmp_path):
+    # The fetch runs while the rest of the command loads: at the moment git's fetch
+    # starts, the pipeline's modules are not loaded yet. It is still the one fetch,
+    # taken over by the pipeline (no second one), and the worktree is cut from origin.
+    log = tmp_path / "git.log"
+    code = (
+        "import sys\n"
+        "from router.git.remote import RemoteMethods\n"
+        "started = RemoteMethods.start_fetch\n"
+        "def start_fetch(self, *a, **k):\n"
+        "    print('PIPELINE LOADED', 'router.create.pipeline' in sys.modules, file=sys.stderr)\n"
+        "    return started(self, *a, **k)\n"
+        "RemoteMethods.start_fetch = start_fetch\n"
+        "from router.entry import main\n"
+        "raise SystemExit(main(['new', 'Add thing', '--json']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=home_repo,
+        env={**os.environ, **git_logger(tmp_path / "bin", log)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if line.startswith("PIPELINE LOADED")]
+    assert said == ["PIPELINE LOADED False"]
+    data = json.loads(proc.stdout)
+    assert (data["home"]["status"], data["warnings"]) == ("created", [])
+    origin_head = subprocess.run(
+        ["git", "-C", str(home_repo), "rev-parse", "refs/remotes/origin/HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert data["home"]["base"] == origin_head
+    assert git_verbs(log) == {"fetch": 1, "worktree": 1}

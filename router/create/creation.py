@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from router.create.fetch import Fetch
 from router.create.report import Created, CreateReport, Status
 from router.create.setupcmds import SetupOptions
 from router.errors import ErrorCode, RouterError, io_error
-from router.git import Git, GitError, RepoLayout
+from router.git import GitError, RepoLayout
 from router.names import Sha, Topic
 from router.records import field, record, replace
 from router.topic import journal, state
@@ -50,7 +51,8 @@ class Job:
     home: Path | None = None
     # The directories a sparse worktree checks out (DESIGN §7 `sparse`); None: the whole tree.
     sparse: tuple[str, ...] | None = None
-    # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's turn.
+    # The fetch from origin, when ensure_all started (or deferred) it ahead of the job's
+    # turn, or `new` started it before its pipeline loaded (router.create.fetch).
     fetch: Fetch | None = field(default=None, compare=False, repr=False)
     setup: SetupOptions = field(default_factory=SetupOptions)  # --no-setup, --line-timeout
 
@@ -62,27 +64,6 @@ class Failed(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-class Fetch:
-    """A job's fetch from origin: a git process started ahead, or one deferred until asked for.
-
-    ``result()`` waits for it, and is safe to call twice. Deferred, it runs
-    when ``result()`` is first asked for, inline.
-    """
-
-    def __init__(self, git: Git, *, start: bool = True) -> None:
-        self._git = git
-        self._running = git.start_fetch("origin") if start else None
-
-    @property
-    def started(self) -> bool:
-        return self._running is not None
-
-    def result(self) -> GitError | None:
-        if self._running is None:
-            self._running = self._git.start_fetch("origin")
-        return self._running.error()
 
 
 def forget_creation(repo: Repo, topic_id: str) -> None:

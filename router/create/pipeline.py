@@ -11,12 +11,12 @@ from router.create.creation import (
     ORIGIN_HEAD,
     REPO_LOCK,
     Failed,
-    Fetch,
     Job,
     failure,
     forget_creation,
     undo_created,
 )
+from router.create.fetch import Fetch
 from router.create.finish import Finish
 from router.create.halfmade import HalfMade
 from router.create.report import CreateReport, Status

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from router.create.creation import Job
+from router.create.fetch import Fetch
 from router.create.pipeline import ensure, ensure_all, rollback
 from router.create.report import CreateReport, Status, refused_report
 from router.create.setupcmds import SetupOptions, SetupStatus
@@ -72,6 +73,7 @@ def new_topic(
     track: str | None = None,
     sparse: tuple[str, ...] | None = None,
     setup: SetupOptions | None = None,
+    fetch: Fetch | None = None,
 ) -> NewResult:
     """The WORKTREE phase: derive the id, create (or find) the home worktree and plan dir.
 
@@ -82,6 +84,8 @@ def new_topic(
     A topic it makes is marked ``made_by: host`` (DESIGN §8: no /team run until an
     artifact is written); a topic that exists already stays what it is.
     ``sparse``: the directories the home worktree checks out (DESIGN §7).
+    ``fetch``: the fetch from origin the command started before this was loaded
+    (:func:`router.create.fetch.start_early`); the home repo's creation takes it over.
     """
     made_by = MADE_BY_HOST if isolated else None
     repo = open_repo(cwd)
@@ -90,6 +94,9 @@ def new_topic(
         # record says where): take its lock there and answer as the home does, never
         # make this repo a second home of it. The host's own worktree stays here.
         repo = home_of(repo, topic_id)
+    if fetch is not None and not fetch.of(repo.git):
+        fetch.result()  # another repo's: over before the home repo's own fetch starts
+        fetch = None
     for _ in range(MAX_SUFFIX):
         topic = _choose_topic(repo, description, ticket=ticket, topic_id=topic_id, date=date)
         with state.held_lock(repo.common_dir, topic.id, wait=wait):
@@ -97,7 +104,8 @@ def new_topic(
             # description may have taken it meanwhile. Choose again then.
             if topic_id is None and _taken_by_another_run(repo, topic, description):
                 continue
-            ask = _Ask(description, made_by, wait, isolated, track, sparse, setup or SetupOptions())
+            setup = setup or SetupOptions()
+            ask = _Ask(description, made_by, wait, isolated, track, sparse, setup, fetch)
             return _new_under_lock(repo, topic, ask)
     raise RouterError(
         ErrorCode.LOCKED, "other runs of `new` keep taking the ids this one chooses; run it again"
@@ -115,6 +123,7 @@ class _Ask:
     track: str | None
     sparse: tuple[str, ...] | None
     setup: SetupOptions
+    fetch: Fetch | None  # the home repo's, already started
 
 
 def _new_under_lock(repo: Repo, topic: Topic, ask: _Ask) -> NewResult:
@@ -130,6 +139,7 @@ def _new_under_lock(repo: Repo, topic: Topic, ask: _Ask) -> NewResult:
         wait=ask.wait,
         sparse=ask.sparse,
         setup=ask.setup,
+        fetch=ask.fetch,
     )
     report, checkout = _home_worktree(job)
     if ask.isolated:
@@ -156,7 +166,7 @@ def _home_worktree(job: Job) -> tuple[CreateReport, Path]:
         return report, report.worktree or repo.primary
     # A rerun after a fallback: the same rule as `worktrees` (the plan dir moves into
     # the new worktree, or everything stays).
-    report = _home_report(repo, fallen, topic, job.wait, job.sparse, job.setup)
+    report = _home_report(repo, fallen, topic, job.wait, job.sparse, job.setup, job.fetch)
     moved, report = _move_plan_dir(repo, fallen, report)
     return report, moved.root
 
@@ -451,12 +461,13 @@ def _home_report(
     wait: float,
     sparse: tuple[str, ...] | None,
     setup: SetupOptions | None,
+    fetch: Fetch | None = None,
 ) -> CreateReport:
     """The home repo's report when it runs on its own (`new` after a fallback)."""
     job = _home_job(repo, plan, topic, wait, sparse)
     if not isinstance(job, Job):
         return job
-    return ensure(replace(job, setup=setup or SetupOptions()))
+    return ensure(replace(job, setup=setup or SetupOptions(), fetch=fetch))
 
 
 def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
