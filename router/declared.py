@@ -39,6 +39,21 @@ KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a timed-out line
 # what is already in the pipe, never a wait on a child that still holds it.
 DRAIN_GRACE = 0.5
 POLL_INTERVAL = 0.05  # seconds between looks at the shell while its pipes stay open
+# Seconds a killed run's leftover group gets to go after SIGKILL: a process in
+# uninterruptible sleep (a stuck disk, a frozen cgroup) outlives the signal.
+GONE_GRACE = 5.0
+# The shell a line runs in first waits for one byte on stdin: its starter notes
+# the group before any of the line runs (see :func:`stop_group`), and a starter
+# killed before that closes the pipe, so the line never runs unnoted.
+_GATE = 'IFS= read -r _ || exit 125; exec sh -c "$1" </dev/null'
+
+
+class Leftover(StrEnum):
+    """What :func:`stop_group` found of a killed run's line."""
+
+    NONE = "none"  # nothing of it was running
+    STOPPED = "stopped"  # it ran, and is gone now
+    RUNNING = "running"  # it outlived SIGTERM and SIGKILL: it still runs
 
 
 class LineOutcome(StrEnum):
@@ -157,14 +172,14 @@ def run_line(
     keep our caller's pipes open, and a caller reading them to EOF (an agent
     host) would wait for that child long after team-router exited. ``log``:
     a file that keeps a copy of the output as it arrives; ``started``: told
-    the line's process group once it runs (see :func:`stop_group`).
+    the line's process group before any of the line runs (see :func:`stop_group`).
     """
     try:
         proc = subprocess.Popen(
-            ["sh", "-c", line],
+            ["sh", "-c", _GATE, "sh", line],
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -175,6 +190,7 @@ def run_line(
     try:
         if started is not None:
             started(proc.pid)
+        _open_gate(proc)
         code = output.relay_until_exit(time.monotonic() + timeout)
         if code is None:
             _kill_group(proc)
@@ -192,6 +208,17 @@ def run_line(
         return CommandResult(line, LineOutcome.TIMEOUT, None, repo)
     outcome = LineOutcome.OK if code == 0 else LineOutcome.FAILED
     return CommandResult(line, outcome, code, repo)
+
+
+def _open_gate(proc: subprocess.Popen[bytes]) -> None:
+    """Let the line's shell run the line (it waits for this byte)."""
+    if proc.stdin is None:
+        return
+    # A shell already gone (a failed exec) has closed the pipe: its exit code says so.
+    with contextlib.suppress(OSError):
+        proc.stdin.write(b"\n")
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
 
 
 class _Output:
@@ -273,22 +300,23 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=KILL_GRACE)
 
 
-def stop_group(pgid: int) -> bool:
-    """Stop what is left of a line's process group a killed run started; True when some was.
+def stop_group(pgid: int) -> Leftover:
+    """Stop what is left of a line's process group a killed run started, and wait for it to go.
 
     A line runs in a session of its own, which a SIGKILL of team-router's
     process group does not reach: the line goes on without anyone reading
     it. A rerun that runs the line again stops it first, so the two never
-    run at once.
+    run at once; a signal is not enough, the group must be gone, so a
+    group still running after the bound is answered as such.
     """
     from router.processes import group_running
 
     if not group_running(pgid):
-        return False
-    for signum in (signal.SIGTERM, signal.SIGKILL):
+        return Leftover.NONE
+    for signum, grace in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, GONE_GRACE)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signum)
-        deadline = time.monotonic() + KILL_GRACE
+        deadline = time.monotonic() + grace
         while group_running(pgid) and time.monotonic() < deadline:
             time.sleep(POLL_INTERVAL)
-    return True
+    return Leftover.RUNNING if group_running(pgid) else Leftover.STOPPED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -294,6 +295,120 @@ def test_a_kill_during_a_slow_line_is_resumed_by_the_rerun(home_repo, tmp_path, 
     assert (wt / "ran.txt").read_text() == "first\nslow\nlast\n"
     stopped = [w for w in again.json["warnings"] if "a killed run left running" in w]
     assert len(stopped) == (signum == signal.SIGKILL)
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _alive(int(entry)):
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                if fields[2] == str(pgid):
+                    found.append(int(entry))
+    return found
+
+
+def _kill_groups(pgids: list[int]) -> None:
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_kill_before_a_line_is_noted_leaves_no_copy_of_it_running(home_repo, tmp_path):
+    """The line's group is noted before any of it runs: a kill in between runs none of it."""
+    starts, fast = tmp_path / "starts", tmp_path / "fast"
+    _declare(home_repo, f"echo $$ >> {starts}; [ -e {fast} ] || sleep 30; echo ran >> ran.txt\n")
+    try:
+        crashed = run("new", DESC, "--id", ID, "--json", cwd=home_repo, crash_at="note-setup-line")
+        assert crashed.code == CRASHED, crashed.err
+        time.sleep(0.5)  # what the killed run started has had its moment to run
+        fast.touch()
+        again = _new(home_repo)
+        assert again.code == 0, again.err
+        setup = again.json["home"]["setup"]
+        assert (setup["status"], setup["ran"]) == ("done", 1)
+        shells = [int(pid) for pid in starts.read_text().split()]
+        assert len(shells) == 1  # the rerun's: the killed run's copy never ran
+        assert not any(_group(pid) for pid in shells)
+        assert (_worktree(home_repo) / "ran.txt").read_text() == "ran\n"
+    finally:
+        _kill_groups([int(pid) for pid in starts.read_text().split()] if starts.exists() else [])
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.fixture
+def frozen_cgroup(tmp_path):
+    """A cgroup-v1 freezer group: a process frozen there outlives SIGKILL until thawed."""
+    group = FREEZER / f"team-router-test-{os.getpid()}-{tmp_path.name}"
+    try:
+        group.mkdir()
+    except OSError as exc:
+        pytest.skip(f"no writable cgroup-v1 freezer to make a process outlive SIGKILL ({exc})")
+    try:
+        yield group
+    finally:
+        (group / "freezer.state").write_text("THAWED\n")
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (group / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        group.rmdir()
+
+
+def test_a_leftover_line_that_outlives_sigkill_is_never_run_beside(
+    home_repo, tmp_path, frozen_cgroup
+):
+    started, fast = tmp_path / "started", tmp_path / "fast"
+    slow = (
+        f"if [ ! -e {fast} ]; then sleep 30 & echo $! > {started}.tmp; mv {started}.tmp {started}; "
+        "wait; fi; echo slow >> ran.txt"
+    )
+    _declare(home_repo, f"echo first >> ran.txt\n{slow}\n")
+    proc = spawn("new", DESC, "--id", ID, "--json", cwd=home_repo, new_group=True)
+    _wait_for(started)
+    pgid = os.getpgid(int(started.read_text()))
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert finish(proc, timeout=60).code == -signal.SIGKILL
+    # The killed run's line stuck as on a disk that does not answer: SIGKILL waits for it.
+    for pid in _group(pgid):
+        (frozen_cgroup / "cgroup.procs").write_text(f"{pid}\n")
+    (frozen_cgroup / "freezer.state").write_text("FROZEN\n")
+    fast.touch()
+    wt = _worktree(home_repo)
+
+    stuck = _new(home_repo)
+    assert stuck.code == 0, stuck.err
+    setup = stuck.json["home"]["setup"]
+    assert (setup["status"], setup["outcome"], setup["ran"]) == ("failed", "interrupted", 0)
+    assert (wt / "ran.txt").read_text() == "first\n"  # not run again beside its stuck copy
+    assert _group(pgid)
+    assert stuck.json["warnings"] == [
+        f"home: setup: the line a killed run left running (process group {pgid}) still runs "
+        "after SIGTERM and SIGKILL, so no line runs beside it now. Once it is gone "
+        f"(`kill -KILL -{pgid}`; a process stuck on a disk goes when the disk answers), run the "
+        "same command again",
+        f"home: setup: interrupted at `{slow}` (.worktreesetup on origin/main, 1/2 lines done); "
+        f"the worktree {wt} is kept; its output is in {_log(home_repo)}. Fix the line on the "
+        "default branch or what it needs, then run the same command again: it runs that line "
+        "and the ones after it",
+    ]
+
+    # The disk answers: the SIGKILL it held goes through, and the rerun runs the line.
+    (frozen_cgroup / "freezer.state").write_text("THAWED\n")
+    again = _new(home_repo)
+    assert again.code == 0, again.err
+    assert (again.json["home"]["setup"]["status"], again.json["home"]["setup"]["ran"]) == (
+        "done",
+        1,
+    )
+    assert not _group(pgid)
+    assert (wt / "ran.txt").read_text() == "first\nslow\n"
+    assert again.json["warnings"] == []
 
 
 def test_init_offers_a_commented_worktreesetup_example_that_runs_nothing_as_it_is(home_repo):

@@ -30,6 +30,7 @@ from router.create.setupcmds import (
 from router.declared import (
     DEFAULT_LINE_TIMEOUT,
     CommandResult,
+    Leftover,
     LineOutcome,
     announce,
     line_env,
@@ -43,6 +44,8 @@ from router.topic import state
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
+
+NOTE_STEP = "note-setup-line"  # the crash seam's name for noting a line's group
 
 # Saves creation steps done and record fields (the pipeline's own save: one view of the record).
 Save = Callable[[tuple[str, ...], dict[str, object]], None]
@@ -73,22 +76,33 @@ class SetupRun:
         return state.state_root(self.common_dir) / LOG_DIR / f"{self.topic}.running"
 
     def note_running(self, pgid: int) -> None:
+        state.crash_point(NOTE_STEP)
         # Best effort: unnoted, a line a SIGKILL leaves running is not stopped by the rerun.
         with contextlib.suppress(OSError):
             state.write_atomic(self.running_path(), f"{pgid}\n")
 
-    def stop_leftover(self) -> list[str]:
+    def stop_leftover(self) -> tuple[Leftover, list[str]]:
         """Stop a line a killed run left running here: the rerun runs it again, never beside it."""
         path = self.running_path()
         try:
             pgid = int(path.read_text().strip() or 0)
         except (OSError, ValueError):
-            return []
-        stopped = stop_group(pgid)
+            return Leftover.NONE, []
+        left = stop_group(pgid)
+        if left is Leftover.RUNNING:
+            # Kept noted: the next rerun stops it (or finds it gone) before running anything.
+            return left, [
+                f"{self.repo}: setup: the line a killed run left running (process group {pgid}) "
+                "still runs after SIGTERM and SIGKILL, so no line runs beside it now. Once it is "
+                f"gone (`kill -KILL -{pgid}`; a process stuck on a disk goes when the disk "
+                "answers), run the same command again"
+            ]
         path.unlink(missing_ok=True)
-        if not stopped:
-            return []
-        return [f"{self.repo}: setup: stopped the line a killed run left running (group {pgid})"]
+        if left is Leftover.NONE:
+            return left, []
+        return left, [
+            f"{self.repo}: setup: stopped the line a killed run left running (group {pgid})"
+        ]
 
 
 def run_setup(plan: SetupPlan, run: SetupRun, save: Save) -> tuple[SetupReport, list[str]]:
@@ -99,12 +113,13 @@ def run_setup(plan: SetupPlan, run: SetupRun, save: Save) -> tuple[SetupReport, 
     echo = run.options.echo or _stderr
     path = run.log_path()
     log, warnings = _open_log(path, run)
-    warnings += run.stop_leftover()
+    leftover, stopping = run.stop_leftover()
+    warnings += stopping
     done = list(plan.done)
     result: CommandResult | None = None
     try:
         for line in left:
-            if interrupt.received():
+            if interrupt.received() or leftover is Leftover.RUNNING:
                 break
             announce(echo, run.repo, f"$ {line}")
             _log_header(log, f"$ {line}")
