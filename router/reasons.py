@@ -119,7 +119,8 @@ class Reason(StrEnum):
     REMOVE_FAILED = "remove-failed"
     # -- the plan's refusals, and a refused teardown's steps
     CHECK_FAILED = "check-failed"  # reading the repo failed: nothing is guessed
-    HELD = "held"  # another live session holds the topic (``flag``: no --force overrides it)
+    # other live sessions (``parts``: each HOLDER) hold the topic (``flag``: no --force overrides)
+    HELD = "held"
     DETACHED_COMMITS = "detached-commits"  # a detached HEAD holds commits no branch has
     # not done: the teardown was refused as a whole (``code``: the refusal in this repo, if any)
     TEARDOWN_REFUSED = "teardown-refused"
@@ -142,7 +143,8 @@ class Reason(StrEnum):
     REMOTE_DELETED = "remote-deleted"
     TRACKING_STAYS = "tracking-stays"  # the remote-tracking ref keeps the commits reachable
     NOT_ASKED = "not-asked"  # --reclaim was not given
-    HELD_ELSEWHERE = "held-elsewhere"  # a git may be writing objects: nothing expired
+    # a git may be writing objects (``parts``: who may): nothing expired
+    HELD_ELSEWHERE = "held-elsewhere"
     RECLAIM_FAILED = "reclaim-failed"
     RECLAIMED = "reclaimed"
     # -- what keeps a worktree (teardown's and pr-cleanup's checks)
@@ -153,6 +155,11 @@ class Reason(StrEnum):
     REFLOG_UNKNOWN = "reflog-unknown"  # what the HEAD reflog alone keeps is unknown
     REFLOG_ONLY = "reflog-only"  # the HEAD reflog is the only record of commits
     IN_USE = "in-use"  # a process works in the worktree
+    # -- who may be working there (``parts`` of HELD and HELD_ELSEWHERE)
+    HOLDER = "holder"  # a live session: process ``count``, the host's session id in ``text``
+    # (``flag``: it holds another topic of the repository)
+    PROCESS_IN = "process-in"  # process ``count`` (its command name in ``text``) works in ``path``
+    NO_PROC = "no-proc"  # no /proc shows that no other process works in ``path``
     # -- pr-cleanup --abandon's snapshot and stack
     NOTHING_TO_KEEP = "nothing-to-keep"  # the branch is gone: no tip to snapshot
     TIP_KEPT = "tip-kept"  # the branch's tip is kept in its snapshot ref

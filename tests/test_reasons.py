@@ -87,7 +87,7 @@ def test_pr_cleanups_plan_refusals_are_said_as_before_they_were_reasons():
         Why(Reason.UNCOMMITTED, path="/w", others=("x",)): (
             "/w has 1 untracked file(s): x; commit or discard them, nothing was touched"
         ),
-        Why(Reason.HELD, topic="t", text="process 7", flag=True): (
+        Why(Reason.HELD, topic="t", parts=(Why(Reason.HOLDER, count=7),), flag=True): (
             "t is held by process 7; `team-router release t` first"
         ),
         Why(Reason.NOT_MERGED, branch="t", default="main", text="no proof"): (
@@ -207,6 +207,13 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
     assert [in_words(why) for why in said] == list(said.values())
 
 
+_HOLDER = Why(Reason.HOLDER, count=8)
+_GC = (
+    "`git gc --prune=now` could delete the objects a git there is writing (a commit under "
+    "way, on no branch yet), so nothing was expired: run this again with --reclaim once "
+    "they are done"
+)
+
 # Each reason whose facts were words built elsewhere, in ``text``: the words of its facts,
 # and of the same reason as a record written before them kept it (its words in ``text``).
 SAID_FROM_FACTS = [
@@ -242,6 +249,34 @@ SAID_FROM_FACTS = [
         Why(Reason.HELD_BACK, step="remove"),
         {"reason": "held-back", "step": "remove", "text": "refused"},
         "not done: remove refused",
+    ),
+    (
+        Why(Reason.HELD, topic="t", parts=(Why(Reason.HOLDER, count=7, text="s1"), _HOLDER)),
+        {"reason": "held", "topic": "t", "text": "process 7 (session s1), process 8"},
+        "t is held by process 7 (session s1), process 8; release it or pass --force",
+    ),
+    (
+        Why(
+            Reason.HELD_ELSEWHERE,
+            parts=(
+                Why(Reason.HOLDER, count=7, text="s1", flag=True),
+                Why(Reason.PROCESS_IN, count=9, text="vim", path="/w"),
+            ),
+        ),
+        {
+            "reason": "held-elsewhere",
+            "text": "process 7 (session s1) holds a topic of this repository; "
+            "process 9 (vim) in /w",
+        },
+        f"process 7 (session s1) holds a topic of this repository; process 9 (vim) in /w; {_GC}",
+    ),
+    (
+        Why(Reason.HELD_ELSEWHERE, parts=(Why(Reason.NO_PROC, path="/p"),)),
+        {
+            "reason": "held-elsewhere",
+            "text": "this system has no /proc, so nothing shows that no other process works in /p",
+        },
+        f"this system has no /proc, so nothing shows that no other process works in /p; {_GC}",
     ),
 ]
 

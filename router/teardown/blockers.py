@@ -17,12 +17,24 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.reasons import Reason, Why
 from router.records import replace
+from router.teardown.factwords import dirt_words
 from router.teardown.nested import NestedKind, NestedRepo
 from router.teardown.steps import Step, StepResult, refused
-from router.teardown.wording import dirt_words
 from router.topic import state, worktreelock
 from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR, Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.topic.holders import Holder
+
+
+def holding_parts(holders: Iterable[Holder], *, elsewhere: bool = False) -> tuple[Why, ...]:
+    """Each live session holding a topic, as what a reason is about (``parts``);
+    ``elsewhere``: a topic of the repository, not the one at hand."""
+    return tuple(
+        Why(Reason.HOLDER, count=h.pid, text=h.session or "", flag=elsewhere) for h in holders
+    )
 
 
 def found_blockers(*checks: StepResult | None) -> tuple[StepResult, ...]:

@@ -29,6 +29,7 @@ from router.records import record, replace
 from router.teardown.blockers import (
     NO_PROC_NOTE,
     found_blockers,
+    holding_parts,
     in_use_blocker,
     nested_blocker,
     reflog_blocker,
@@ -61,7 +62,7 @@ class LocalFacts:
     mode: Mode
     primary: StatusReport  # the primary clone's (pr-cleanup updates its default branch)
     users: tuple[str, ...] = ()  # other processes working in the worktree it would remove
-    holders: str = ""  # the other live sessions holding the topic, described
+    holders: tuple[Why, ...] = ()  # the other live sessions holding the topic (HOLDER)
     # teardown's check of commits that only the worktree's HEAD reflog keeps (it reads the
     # reflog as it checks, as teardown's facts call it)
     reflog: StepResult | None = None
@@ -76,7 +77,9 @@ def local_facts(
     found = survey(repo, branch, ask_remote=False, remove_reused=opts.remove_reused)
     if not opts.dry_run:
         keep_locked(repo, found, warnings)
-    facts = LocalFacts(found, opts.mode, repo.git.status(), holders=holders_of(topic))
+    facts = LocalFacts(
+        found, opts.mode, repo.git.status(), holders=holding_parts(holders_of(topic))
+    )
     path = _worktree_removed(found)
     if path is None:
         return facts
@@ -184,12 +187,12 @@ def removal_blockers(facts: LocalFacts) -> list[StepResult]:
     ]
 
 
-def held_topic(found: Survey, holders: str) -> StepResult | None:
+def held_topic(found: Survey, holders: tuple[Why, ...]) -> StepResult | None:
     """Another live session holds the topic: its worktree is that session's to release."""
     if not holders:
         return None
     # flag: pr-cleanup has no --force to pass; releasing the topic is the fix.
-    held = Why(Reason.HELD, topic=str(found.topic_id), text=holders, flag=True)
+    held = Why(Reason.HELD, topic=str(found.topic_id), parts=holders, flag=True)
     return refused(Step.REMOVE, ErrorCode.HELD, held)
 
 

@@ -2,7 +2,8 @@
 
 Mostly the facts a reason's ``parts`` and ``inner`` name: a plan dir and the
 run's files in it, a merge proof, what gh said of a PR, how git left a
-half-made worktree and why it is kept; and what stays where it is. Each is
+half-made worktree and why it is kept; what keeps a worktree, who may be working there,
+and what stays where it is. Each is
 worded here, nesting no other reason's words, so that
 :mod:`router.teardown.wording` (which does nest them) can import it and nothing
 here imports back.
@@ -13,12 +14,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from router.plandir.artifacts import PR
+from router.processes import process_words
 from router.reasons import Reason, Why
+from router.topic.holders import holder_words
+from router.topic.runs import PLANS_DIR
 
 Words = Callable[[Why], str]
 
 LISTED = 20  # an unshipped run's files its words name before "and N more"
 SHOWN = 5  # the files not its branch's a half-made worktree's refusal names before ", ..."
+NAMED = 5  # how many paths or commits a one-line detail names before "..."
+
+
+def name_some(items: Iterable[object]) -> str:
+    names = [str(i) for i in items]
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return ", ".join(names[:NAMED]) + more
 
 
 def files_words(names: Iterable[str]) -> str:
@@ -91,6 +102,47 @@ def _foreign(w: Why) -> str:
     return f"{w.path} is a worktree {where}, not on {w.branch}: not this topic's, kept"
 
 
+def dirt_words(tracked: tuple[str, ...], untracked: tuple[str, ...]) -> str:
+    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
+    parts = []
+    if tracked:
+        parts.append(f"{len(tracked)} changed tracked file(s): {name_some(tracked)}")
+    if untracked:
+        parts.append(f"{len(untracked)} untracked file(s): {name_some(untracked)}")
+    return "; ".join(parts)
+
+
+def _nested_work(w: Why) -> str:
+    what = "the plan dir" if w.step == "plan-dir" else "the worktree"
+    return (
+        f"{w.path} holds other repositories whose work exists nowhere else; removing {what} "
+        f"would delete it and --force cannot snapshot it: {w.text}. Push those commits, or a "
+        "tag holding them (`git log --oneline --all --reflog --not --remotes` there lists "
+        "them, reflog-only ones included; `git reflog expire --expire-unreachable=now --all` "
+        "there drops those no branch holds), commit and push (or discard) those changes, "
+        f"or move the repository out of {what}; then run {w.again} again"
+    )
+
+
+def _dirty(w: Why) -> str:
+    # git status does not list the plan dir's files (our info/exclude line): `git add` skips them.
+    add = f" (`git add -f` those under {PLANS_DIR}/)" if w.flag else ""
+    return (
+        f"{w.path} has {dirt_words(w.items, w.others)}; commit them{add}, or pass --force "
+        "to snapshot and remove"
+    )
+
+
+def _reflog_only(w: Why) -> str:
+    p, shown = w.path, ", ".join(c[:12] for c in w.items[:5])
+    return (
+        f"the HEAD reflog of {p} is the only record of {w.count} commit(s) (a detached "
+        f"HEAD's work, left behind; newest first: {shown}): `git -C {p} branch <name> "
+        f"<commit>` keeps each, or `git -C {p} reflog expire --expire-unreachable=now HEAD` "
+        f"drops them; then run {w.again} again"
+    )
+
+
 _ALONE = "the content proof alone decides"
 
 FACTS: dict[Reason, Words] = {
@@ -119,6 +171,35 @@ FACTS: dict[Reason, Words] = {
     ),
     Reason.PR_MERGED_ELSEWHERE: lambda w: (
         f"PR #{w.count}'s merge commit is not on {short_ref(w.ref)}"
+    ),
+    # what keeps a worktree
+    Reason.NESTED_WORK: _nested_work,
+    Reason.NOT_MOUNTED: lambda w: (
+        f"{w.path} is not there because its filesystem is not mounted ({w.text}); "
+        f"kept: mount it at {w.other}, then run {w.again} again (if it is "
+        f"really gone, `git worktree remove {w.path}` first)"
+    ),
+    Reason.LOCKED: lambda w: (
+        f"{w.path} is locked{f' ({w.text})' if w.text else ''}; unlock it or pass --force"
+    ),
+    Reason.DIRTY: _dirty,
+    Reason.REFLOG_UNKNOWN: lambda w: (
+        f"what the HEAD reflog of {w.path} ({w.ref}) alone keeps is unknown ({w.text}): "
+        f"{w.other}, then run {w.again} again"
+    ),
+    Reason.REFLOG_ONLY: _reflog_only,
+    Reason.IN_USE: lambda w: (
+        f"{w.path} is in use by {', '.join(w.items)} (its working directory or an open file is "
+        "there): removing the worktree would pull the directory out from under it; close it "
+        f"(exit the shell, quit the editor, stop the server), then run {w.again} again"
+    ),
+    # who may be working there
+    Reason.HOLDER: lambda w: (
+        holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")
+    ),
+    Reason.PROCESS_IN: lambda w: f"{process_words(w.count, w.text)} in {w.path}",
+    Reason.NO_PROC: lambda w: (
+        f"this system has no /proc, so nothing shows that no other process works in {w.path}"
     ),
     # what stays where it is, and why
     Reason.KEPT: _kept_words,

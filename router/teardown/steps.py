@@ -25,8 +25,8 @@ from router.git import GitError
 from router.ioerror import describe_io
 from router.reasons import Reason, Why
 from router.records import field, record, replace
+from router.teardown.factwords import name_some as name_some  # the steps' import of it
 from router.teardown.wording import in_words
-from router.teardown.wording import name_some as name_some  # the steps' import of it
 from router.topic import state
 
 

@@ -20,7 +20,7 @@ from router.progress import Echo, Progress
 from router.reasons import Reason, Why
 from router.records import field, record, replace
 from router.teardown.act import TeardownReport, git_steps, local_state_last, teardown_repo
-from router.teardown.blockers import NO_PROC_NOTE, in_use_blocker, worktrees_in_use
+from router.teardown.blockers import NO_PROC_NOTE, holding_parts, in_use_blocker, worktrees_in_use
 from router.teardown.decide import RepoRun
 from router.teardown.facts import RepoPlan, TeardownOptions, plan_repo
 from router.teardown.host_policy import HostKeeps, HostPolicy, host_keeps
@@ -39,6 +39,7 @@ from router.teardown.steps import (
     stopped_error,
 )
 from router.teardown.sweep import Kept
+from router.teardown.wording import in_words
 from router.topic import state
 from router.topic.scope import TopicScope, resolve_topic
 
@@ -252,16 +253,17 @@ def _with_holders(
     scope: TopicScope, plans: list[RepoPlan], opts: TeardownOptions
 ) -> list[RepoPlan]:
     """Another live session holding the topic stops the teardown (unless ``--force``)."""
-    from router.topic.holders import describe, other_holders
+    from router.topic.holders import other_holders
 
-    others = other_holders(scope.home.common_dir, scope.id)
+    others = holding_parts(other_holders(scope.home.common_dir, scope.id))
     if not others or not plans:
         return plans
-    who = ", ".join(describe(h) for h in others)
     if opts.force and not opts.keep_held:
+        who = ", ".join(map(in_words, others))
         note = f"--force: tearing {scope.id} down although {who} still holds it"
         return [replace(plans[0], notes=(*plans[0].notes, note)), *plans[1:]]
-    blocker = refused(Step.REMOVE, ErrorCode.HELD, Why(Reason.HELD, topic=scope.id, text=who))
+    held = Why(Reason.HELD, topic=scope.id, parts=others)
+    blocker = refused(Step.REMOVE, ErrorCode.HELD, held)
     home = replace(plans[0], blockers=(blocker, *plans[0].blockers))
     return [home, *plans[1:]]
 

@@ -9,8 +9,6 @@ run's (``would …``): what the real run would do, with the reason it would repo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from router.interrupt import stopped_words
 from router.plandir.artifacts import PR
 from router.reasons import Reason, Why
@@ -19,19 +17,13 @@ from router.teardown.factwords import (
     PLANNED_FACTS,
     Words,
     artifacts_words,
+    dirt_words,
     forks,
+    name_some,
 )
-from router.topic.runs import PLANS_DIR
 from router.topic.workspace import WORKTREES_DIR
 
-NAMED = 5  # how many paths or commits a one-line detail names before "..."
 EMPTY = "empty (nothing on it since it was cut)"  # an empty branch, as integrate says it
-
-
-def name_some(items: Iterable[object]) -> str:
-    names = [str(i) for i in items]
-    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
-    return ", ".join(names[:NAMED]) + more
 
 
 def in_words(why: Why) -> str:
@@ -150,6 +142,11 @@ def _parts(w: Why) -> str:
     return "; ".join(map(in_words, w.parts)) if w.parts else w.text
 
 
+def _holders(w: Why) -> str:
+    """The sessions holding a topic (``parts``); an older record's words are in ``text``."""
+    return ", ".join(map(in_words, w.parts)) if w.parts else w.text
+
+
 def _way_out_operation(w: Why) -> str:
     """The commands that end a stopped operation (``text``), the one that keeps its commits
     included: a cherry-pick or revert sequence can be left without its ``*_HEAD`` (a conflict
@@ -240,47 +237,6 @@ def _no_identity(w: Why) -> str:
         f'cherry-picked; set one with `git -C {p} config user.name "Your Name"` and '
         f"`git -C {p} config user.email you@example.com` (or `git config --global ...`), "
         "then run teardown again"
-    )
-
-
-def dirt_words(tracked: tuple[str, ...], untracked: tuple[str, ...]) -> str:
-    """``N changed tracked file(s): a, b; M untracked file(s): c`` (the parts that apply)."""
-    parts = []
-    if tracked:
-        parts.append(f"{len(tracked)} changed tracked file(s): {name_some(tracked)}")
-    if untracked:
-        parts.append(f"{len(untracked)} untracked file(s): {name_some(untracked)}")
-    return "; ".join(parts)
-
-
-def _nested_work(w: Why) -> str:
-    what = "the plan dir" if w.step == "plan-dir" else "the worktree"
-    return (
-        f"{w.path} holds other repositories whose work exists nowhere else; removing {what} "
-        f"would delete it and --force cannot snapshot it: {w.text}. Push those commits, or a "
-        "tag holding them (`git log --oneline --all --reflog --not --remotes` there lists "
-        "them, reflog-only ones included; `git reflog expire --expire-unreachable=now --all` "
-        "there drops those no branch holds), commit and push (or discard) those changes, "
-        f"or move the repository out of {what}; then run {w.again} again"
-    )
-
-
-def _dirty(w: Why) -> str:
-    # git status does not list the plan dir's files (our info/exclude line): `git add` skips them.
-    add = f" (`git add -f` those under {PLANS_DIR}/)" if w.flag else ""
-    return (
-        f"{w.path} has {dirt_words(w.items, w.others)}; commit them{add}, or pass --force "
-        "to snapshot and remove"
-    )
-
-
-def _reflog_only(w: Why) -> str:
-    p, shown = w.path, ", ".join(c[:12] for c in w.items[:5])
-    return (
-        f"the HEAD reflog of {p} is the only record of {w.count} commit(s) (a detached "
-        f"HEAD's work, left behind; newest first: {shown}): `git -C {p} branch <name> "
-        f"<commit>` keeps each, or `git -C {p} reflog expire --expire-unreachable=now HEAD` "
-        f"drops them; then run {w.again} again"
     )
 
 
@@ -516,9 +472,9 @@ WORDS: dict[Reason, Words] = {
     # the plan's refusals, a refused teardown's steps
     Reason.CHECK_FAILED: lambda w: f"{w.repo}: checking the repo failed: {w.text}",
     Reason.HELD: lambda w: (
-        f"{w.topic} is held by {w.text}; `team-router release {w.topic}` first"
+        f"{w.topic} is held by {_holders(w)}; `team-router release {w.topic}` first"
         if w.flag
-        else f"{w.topic} is held by {w.text}; release it or pass --force"
+        else f"{w.topic} is held by {_holders(w)}; release it or pass --force"
     ),
     Reason.DETACHED_COMMITS: lambda w: (
         f"{w.path} is on a detached HEAD holding {w.count} commit(s) no branch has; "
@@ -560,33 +516,12 @@ WORDS: dict[Reason, Words] = {
         "not asked (--reclaim expires unreachable reflogs and runs gc --prune=now)"
     ),
     Reason.HELD_ELSEWHERE: lambda w: (
-        f"{w.text}; `git gc --prune=now` could delete the objects a git there is writing "
+        f"{_parts(w)}; `git gc --prune=now` could delete the objects a git there is writing "
         "(a commit under way, on no branch yet), so nothing was expired: run this again with "
         "--reclaim once they are done"
     ),
     Reason.RECLAIM_FAILED: lambda w: f"reclaiming space failed ({w.text})",
     Reason.RECLAIMED: lambda w: "expired unreachable reflog entries and ran git gc --prune=now",
-    # what keeps a worktree
-    Reason.NESTED_WORK: _nested_work,
-    Reason.NOT_MOUNTED: lambda w: (
-        f"{w.path} is not there because its filesystem is not mounted ({w.text}); "
-        f"kept: mount it at {w.other}, then run {w.again} again (if it is "
-        f"really gone, `git worktree remove {w.path}` first)"
-    ),
-    Reason.LOCKED: lambda w: (
-        f"{w.path} is locked{f' ({w.text})' if w.text else ''}; unlock it or pass --force"
-    ),
-    Reason.DIRTY: _dirty,
-    Reason.REFLOG_UNKNOWN: lambda w: (
-        f"what the HEAD reflog of {w.path} ({w.ref}) alone keeps is unknown ({w.text}): "
-        f"{w.other}, then run {w.again} again"
-    ),
-    Reason.REFLOG_ONLY: _reflog_only,
-    Reason.IN_USE: lambda w: (
-        f"{w.path} is in use by {', '.join(w.items)} (its working directory or an open file is "
-        "there): removing the worktree would pull the directory out from under it; close it "
-        f"(exit the shell, quit the editor, stop the server), then run {w.again} again"
-    ),
     # pr-cleanup --abandon's snapshot and stack
     Reason.NOTHING_TO_KEEP: lambda w: f"{w.branch} is already gone: nothing to keep",
     Reason.TIP_KEPT: lambda w: f"{w.branch}'s work is kept in {w.ref} ({w.commit[:12]})",

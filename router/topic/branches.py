@@ -13,6 +13,10 @@ from router.topic import state
 from router.topic.target import home_repo
 from router.topic.workspace import DefaultBranch, Repo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.topic.holders import Holder
+
 MAX_LOCK_NAME = 100  # a topic id is at most this long; a longer branch name is hashed
 
 
@@ -81,12 +85,12 @@ def lock_name(branch: str) -> str:
     return f"{name[:64]}-{hashlib.sha256(branch.encode()).hexdigest()[:16]}"
 
 
-def holders_of(topic: TopicLock) -> str:
-    """The other live sessions holding the topic, described ("" when none, or no topic): its
+def holders_of(topic: TopicLock) -> list[Holder]:
+    """The other live sessions holding the topic (none when there is no topic): its
     holders are at the topic's home (``hold`` and the session-start hook write them there
     from any repo of the topic)."""
     if topic.topic_id is None:
-        return ""
-    from router.topic.holders import describe, other_holders
+        return []
+    from router.topic.holders import other_holders
 
-    return ", ".join(describe(h) for h in other_holders(topic.home.common_dir, topic.topic_id))
+    return other_holders(topic.home.common_dir, topic.topic_id)

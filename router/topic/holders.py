@@ -240,5 +240,10 @@ def release(
 
 
 def describe(holder: Holder) -> str:
-    who = f"process {holder.pid}"
-    return f"{who} (session {holder.session})" if holder.session else who
+    return holder_words(holder.pid, holder.session or "")
+
+
+def holder_words(pid: int, session: str) -> str:
+    """``process 123 (session abc)``: a holder as every message names it."""
+    who = f"process {pid}"
+    return f"{who} (session {session})" if session else who
