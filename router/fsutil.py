@@ -33,5 +33,13 @@ def files_under(path: Path, *, raise_unreadable: bool = False) -> tuple[str, ...
         except OSError as exc:
             if raise_unreadable:
                 raise
-            found.append(f"{os.path.relpath(current, path)}/ (unreadable: {exc.strerror})")
+            found.append(f"{os.path.relpath(current, path)}{UNREADABLE}{exc.strerror})")
     return tuple(sorted(found))
+
+
+UNREADABLE = "/ (unreadable: "  # an unreadable folder's entry: ``<folder>/ (unreadable: <why>)``
+
+
+def is_unreadable(entry: str) -> bool:
+    """True for the entry :func:`files_under` lists for a folder it could not read."""
+    return UNREADABLE in entry and entry.endswith(")")

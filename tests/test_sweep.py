@@ -97,6 +97,40 @@ def test_an_unreadable_folder_in_residue_is_kept_never_taken_for_empty(home_repo
     assert (leftovers(home_repo) / "t" / "tmp" / "x").read_text() == "x\n"
 
 
+def test_an_unreadable_folder_under_tmp_keeps_its_leftover_and_the_rest_is_swept(home_repo):
+    """Under a residue folder too: an unreadable folder is never read as empty, nor deleted."""
+    write(leftovers(home_repo) / "t" / "tmp" / "x", "x\n")
+    write(leftovers(home_repo) / "t" / "tmp" / "cache" / "clone" / "work.py", "precious\n")
+    write(leftovers(home_repo) / "gone" / "tmp" / "lsp.log", "log\n")
+    with unreadable(leftovers(home_repo) / "t" / "tmp" / "cache"):
+        res = run_cli("sweep", "--json", cwd=home_repo)
+        text = run_cli("sweep", "--dry-run", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    kept = leftovers(home_repo) / "t"
+    assert res.json["swept"] == [str(leftovers(home_repo) / "gone")]
+    assert res.json["failed"] == []
+    assert res.json["kept"] == [
+        {
+            "path": str(kept),
+            "reason": "unexpected-files",
+            "files": ["tmp/cache/ (unreadable: Permission denied)"],
+        }
+    ]
+    warning = (
+        f"{kept}: kept: tmp/cache/ (Permission denied) could not be read, so what it holds is "
+        "not known and it is never swept; make it readable, then sweep again"
+    )
+    assert res.json["warnings"] == [warning]
+    assert text.code == 0, text.out + text.err
+    assert text.out == (
+        f"would keep (unexpected-files): {kept}\n    tmp/cache/ (unreadable: Permission denied)\n"
+    )
+    assert text.err == f"warning: {warning}\n"
+    assert (kept / "tmp" / "cache" / "clone" / "work.py").read_text() == "precious\n"
+    assert (kept / "tmp" / "x").read_text() == "x\n"
+    assert sorted(os.listdir(leftovers(home_repo))) == ["t"]
+
+
 def test_docs_plans_alone_is_still_sweepable(home_repo):
     """A shipped run's plan dir (its pr.md) and files no run owns under docs/plans/ are residue."""
     write(leftovers(home_repo) / "t" / "docs" / "plans" / "2026-05-01-x" / "design.md", "# d\n")

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from router.errors import ErrorCode, ExitCode, error_json
-from router.fsutil import files_under
+from router.fsutil import UNREADABLE, files_under, is_unreadable
 from router.git import Git, WorktreeEntry
 from router.ioerror import describe_io
 from router.reasons import Reason, Why
@@ -268,7 +268,25 @@ def _sweep_result(
     late = [e for e in outcomes if isinstance(e, Kept)]
     if late:
         kept = sorted([*kept, *late], key=lambda k: k.path)
-    return SweepResult(root, swept, tuple(kept), n_live, failed, dry_run, snapshotted=snapshotted)
+    result = SweepResult(root, swept, tuple(kept), n_live, failed, dry_run, snapshotted=snapshotted)
+    result.warnings.extend(_unreadable_warnings(kept))
+    return result
+
+
+def _unreadable_warnings(kept: list[Kept]) -> list[str]:
+    """Each leftover kept for a folder that could not be read, named: what it holds is unknown."""
+    return [
+        f"{k.path}: kept: {', '.join(folders)} could not be read, so what it holds is not known "
+        "and it is never swept; make it readable, then sweep again"
+        for k in kept
+        if (folders := [_unreadable_words(f) for f in k.files if is_unreadable(f)])
+    ]
+
+
+def _unreadable_words(entry: str) -> str:
+    """``tmp/x/ (Permission denied)`` for files_under's ``tmp/x/ (unreadable: Permission denied)``."""
+    folder, _, why = entry.partition(UNREADABLE)
+    return f"{folder}/ ({why}"
 
 
 def _would_remove(path: Path, runs: Runs) -> Snapshotted | None:
@@ -389,7 +407,13 @@ def _holds_bare_repository(files: tuple[str, ...]) -> bool:
 
 
 def is_residue_file(rel: str) -> bool:
-    """True when the relative path lies strictly below one of the residue folders."""
+    """True when the relative path lies strictly below one of the residue folders.
+
+    Never for a folder that could not be read, wherever it lies: it may hold
+    anything (a clone, work), and deleting it would fail part-way anyway.
+    """
+    if is_unreadable(rel):
+        return False
     parts = tuple(rel.split("/"))
     return any(len(parts) > len(f) and parts[: len(f)] == f for f in RESIDUE_FOLDERS)
 
