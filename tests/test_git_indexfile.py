@@ -22,6 +22,7 @@ from router.git import (
     index_entries,
     index_paths,
     is_indexed_file,
+    unwatched_entries,
 )
 
 
@@ -64,6 +65,44 @@ def test_the_index_reads_as_git_lists_it_in_every_version(home_repo, git_format,
         p for p, tag in tags.items() if tag != "H"
     }
     assert tags["src/deep/dir/b.py"] == "S" and tags["src/other.py"] == "h"
+
+
+# A name longer than an entry's 12-bit length field holds (0xFFF and more).
+LONG = "/".join(["L" * 200] * 21)
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+@pytest.mark.parametrize(
+    "flagged",
+    [
+        (),
+        (("--assume-unchanged", "src/z.py"),),
+        (("--skip-worktree", "src/a.py"),),
+        (("--assume-unchanged", LONG), ("--skip-worktree", "src/z.py")),
+    ],
+)
+def test_the_entries_git_does_not_look_at_are_the_ones_git_lists(
+    home_repo, git_format, version, flagged
+):
+    # Most indexes have every entry watched, told by each entry's flags alone; any
+    # flag, any version and a name too long for its length field read every entry.
+    repo = home_repo
+    commit(repo, "src/a.py", "a = 1\n", "a")
+    commit(repo, "src/z.py", "z = 1\n", "z")
+    # Longer than any path the system opens: indexed without a file.
+    blob = git(repo, "hash-object", "-w", "--stdin", input="long\n")
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{LONG}")
+    git(repo, "update-index", "--index-version", version)
+    for flag, path in flagged:
+        git(repo, "update-index", flag, path)
+    index = _index(repo)
+
+    found = unwatched_entries(index)
+    assert found is not None
+    tags = dict(line.split(" ", 1)[::-1] for line in git(repo, "ls-files", "-v").splitlines())
+    assert set(found) == {p for p, tag in tags.items() if tag != "H"}
+    assert set(found) == {path for _flag, path in flagged}
 
 
 def test_a_file_is_the_indexed_one_while_unchanged_or_holding_the_blob(home_repo):

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from router.git.indexfile import index_entries as index_entries
     from router.git.indexfile import index_paths as index_paths
     from router.git.indexfile import is_indexed_file as is_indexed_file
+    from router.git.indexfile import unwatched_entries as unwatched_entries
     from router.git.keep import keep_borrowed_objects as keep_borrowed_objects
     from router.git.layout import GitPlace as GitPlace
     from router.git.layout import RepoLayout as RepoLayout
@@ -183,6 +184,7 @@ _HOME = {
     "index_entries": "indexfile",
     "index_paths": "indexfile",
     "is_indexed_file": "indexfile",
+    "unwatched_entries": "indexfile",
     "plain_checkouts": "files",
     "placeholder_head": "files",
     "registration_file": "files",

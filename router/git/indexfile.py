@@ -29,6 +29,9 @@ _STAGE = 0x3000  # flags: unmerged
 _ASSUME_VALID = 0x8000  # flags: `git update-index --assume-unchanged`: git does not look
 _NAME_LENGTH = 0x0FFF
 _SKIP_WORKTREE = 0x4000  # extended flags: not checked out (sparse)
+# The flags' high byte: assume-unchanged, an extended-flags word (skip-worktree lives
+# there), or a stage. None set: git looks at the entry's file.
+_UNPLAIN_HIGH = (_ASSUME_VALID | _EXTENDED | _STAGE) >> 8
 # Extensions whose index this reader would misread: the entries live in a shared
 # index file (split index), or a directory stands for the files under it (sparse).
 _NOT_READ = (b"link", b"sdir")
@@ -76,11 +79,42 @@ def unwatched_entries(copy: IndexCopy) -> dict[str, IndexEntry] | None:
     """The entries git does not look at (assume-unchanged, skip-worktree), by path; None when
     the index is not one this reader reads whole.
 
-    Only their flags are read of the other entries: a checkout of 2,000 files
-    in ~2 ms, where making every entry takes ~10 ms (a status asks once per checkout).
+    A status asks once per checkout: an index of every entry watched (the
+    usual one) is told by its flags alone (~0.5 ms for 2,000 entries), where
+    listing every entry takes ~2.5 ms and making each one ~10 ms.
     """
+    if _all_watched(copy):
+        return {}
     found = _index_records(copy)
     return None if found is None else _indexed(copy, [r for r in found if not r[2]])
+
+
+def _all_watched(copy: IndexCopy) -> bool:
+    """True when the index surely has every entry watched: a plain version 2 or 3 index
+    whose checksum holds, read to its end, with no entry flagged assume-unchanged,
+    skip-worktree or unmerged. Each entry's flags and name length are all that is read;
+    False for anything else (:func:`_index_records` then reads it whole, or refuses it)."""
+    data, width = copy.data, 20 if copy.algorithm == "sha1" else 32
+    if len(data) < _HEADER.size + width:
+        return False
+    signature, version, count = _HEADER.unpack_from(data)
+    if signature != b"DIRC" or version not in (2, 3) or not _checksum_holds(copy, width):
+        return False
+    flags_at, fixed = _STATS.size + width, _STATS.size + width + 2 + 8
+    pos, end = _HEADER.size, len(data) - width
+    try:
+        for _ in range(count):
+            high = data[pos + flags_at]
+            if high & _UNPLAIN_HIGH:
+                return False
+            # The flags' low 12 bits are the name's length (none of the others is set).
+            length = high << 8 | data[pos + flags_at + 1]
+            if length == _NAME_LENGTH:
+                return False  # a name this long is found by its end: the whole reading does it
+            pos += (fixed + length) & ~7
+    except IndexError:
+        return False
+    return pos <= end and _extensions_read(data, pos, end)
 
 
 def _indexed(copy: IndexCopy, found: list[tuple[bytes, int, bool]]) -> dict[str, IndexEntry] | None:
