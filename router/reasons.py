@@ -138,7 +138,11 @@ class Reason(StrEnum):
     ORIGIN_UNKNOWN = "origin-unknown"  # origin could not be asked: nothing done there
     REMOTE_GONE = "remote-gone"  # origin has no such branch
     REMOTE_KEPT = "remote-kept"  # origin keeps its branch unless asked to delete it
-    REMOTE_UNINTEGRATED = "remote-unintegrated"  # deleting it would lose work
+    REMOTE_UNINTEGRATED = "remote-unintegrated"  # deleting it would lose work (``parts``: why)
+    REMOTE_NOT_FETCHED = "remote-not-fetched"  # origin's tip ``commit`` is not in this clone
+    REMOTE_NOT_MERGED = "remote-not-merged"  # origin's tip ``commit`` is not proven merged
+    # origin's tip ``commit`` has commits this clone's ``branch`` and its snapshot lack
+    REMOTE_AHEAD = "remote-ahead"
     REMOTE_DELETE_FAILED = "remote-delete-failed"
     REMOTE_DELETED = "remote-deleted"
     TRACKING_STAYS = "tracking-stays"  # the remote-tracking ref keeps the commits reachable
@@ -168,10 +172,13 @@ class Reason(StrEnum):
     STACK_DELETED = "stack-deleted"  # each stacked branch deleted here and on origin
     STACK_KEPT = "stack-kept"  # some stacked branches kept, each with its cause
     # -- pr-cleanup's close-prs, and a repo that cannot be used
-    NO_PR_LIST = "no-pr-list"  # gh unavailable, or its listing failed
+    NO_PR_LIST = (
+        "no-pr-list"  # gh unavailable (its words in ``text``), or (``flag``) its listing failed
+    )
     NO_OPEN_PR = "no-open-pr"
     PRS_CLOSED = "prs-closed"  # children before parents
-    PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (each with its cause)
+    PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (``parts``: each PR_NOT_CLOSED)
+    PR_NOT_CLOSED = "pr-not-closed"  # PR ``count``, and gh's words saying why in ``text``
     REPO_UNUSABLE = "repo-unusable"
     # -- pr-cleanup's own plan refusals (nothing touched)
     IN_PRIMARY = "in-primary"  # the primary clone has the branch checked out

@@ -208,6 +208,7 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
 
 
 _HOLDER = Why(Reason.HOLDER, count=8)
+_TIP = "a" * 40
 _GC = (
     "`git gc --prune=now` could delete the objects a git there is writing (a commit under "
     "way, on no branch yet), so nothing was expired: run this again with --reclaim once "
@@ -277,6 +278,67 @@ SAID_FROM_FACTS = [
             "text": "this system has no /proc, so nothing shows that no other process works in /p",
         },
         f"this system has no /proc, so nothing shows that no other process works in /p; {_GC}",
+    ),
+    (
+        Why(Reason.NO_PR_LIST, flag=True),
+        {"reason": "no-pr-list", "text": "gh failed while listing the PRs"},
+        "gh failed while listing the PRs: no PR can be closed",
+    ),
+    (
+        Why(
+            Reason.PRS_NOT_CLOSED,
+            items=("#1", "#2", "#3"),
+            parts=(
+                Why(Reason.PR_NOT_CLOSED, count=1, text="HTTP 403"),
+                Why(Reason.PR_NOT_CLOSED, count=3, text="timeout"),
+            ),
+        ),
+        {
+            "reason": "prs-not-closed",
+            "items": ["#1", "#2", "#3"],
+            "text": "#1 (HTTP 403); #3 (timeout)",
+        },
+        "closing #1, #2, #3: could not close #1 (HTTP 403); #3 (timeout)",
+    ),
+    (
+        Why(
+            Reason.REMOTE_UNINTEGRATED,
+            branch="t",
+            parts=(Why(Reason.REMOTE_NOT_FETCHED, commit=_TIP),),
+        ),
+        {
+            "reason": "remote-unintegrated",
+            "branch": "t",
+            "text": "it is at aaaaaaaaaaaa, which this clone has not fetched",
+        },
+        "origin's t is kept: it is at aaaaaaaaaaaa, which this clone has not fetched",
+    ),
+    (
+        Why(
+            Reason.REMOTE_UNINTEGRATED,
+            branch="t",
+            parts=(Why(Reason.REMOTE_NOT_MERGED, commit=_TIP),),
+        ),
+        {
+            "reason": "remote-unintegrated",
+            "branch": "t",
+            "text": "it is at aaaaaaaaaaaa, which is not proven merged",
+        },
+        "origin's t is kept: it is at aaaaaaaaaaaa, which is not proven merged",
+    ),
+    (
+        Why(
+            Reason.REMOTE_UNINTEGRATED,
+            branch="t",
+            parts=(Why(Reason.REMOTE_AHEAD, commit=_TIP, branch="t"),),
+        ),
+        {
+            "reason": "remote-unintegrated",
+            "branch": "t",
+            "text": "it is at aaaaaaaaaaaa, with commits this clone's t and its snapshot lack",
+        },
+        "origin's t is kept: it is at aaaaaaaaaaaa, with commits this clone's t and its "
+        "snapshot lack",
     ),
 ]
 

@@ -143,6 +143,11 @@ def _reflog_only(w: Why) -> str:
     )
 
 
+def pr_list_words(w: Why) -> str:
+    """Why no PR list: gh unavailable (its words), or (``flag``) its listing failed."""
+    return "gh failed while listing the PRs" if w.flag else w.text
+
+
 _ALONE = "the content proof alone decides"
 
 FACTS: dict[Reason, Words] = {
@@ -193,6 +198,15 @@ FACTS: dict[Reason, Words] = {
         "there): removing the worktree would pull the directory out from under it; close it "
         f"(exit the shell, quit the editor, stop the server), then run {w.again} again"
     ),
+    # why origin's branch is kept
+    Reason.REMOTE_NOT_FETCHED: lambda w: (
+        f"it is at {w.commit[:12]}, which this clone has not fetched"
+    ),
+    Reason.REMOTE_NOT_MERGED: lambda w: f"it is at {w.commit[:12]}, which is not proven merged",
+    Reason.REMOTE_AHEAD: lambda w: (
+        f"it is at {w.commit[:12]}, with commits this clone's {w.branch} and its snapshot lack"
+    ),
+    Reason.PR_NOT_CLOSED: lambda w: f"#{w.count} ({w.text})",
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

@@ -55,6 +55,7 @@ from router.teardown.decide import (
     decide_verify_gone,
 )
 from router.teardown.facts import TeardownOptions, recreated
+from router.teardown.factwords import pr_list_words
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT
 from router.teardown.merged import Evidence, GhVerdict, prove_merged
 from router.teardown.proof import Integration
@@ -430,7 +431,8 @@ def _warn_before(
             f"nothing named {found.branch} is left here or on origin: already cleaned up"
         )
     if opts.mode is Mode.ABANDONED and (isinstance(hub, Unavailable) or closing is None):
-        warnings.append(f"{no_pr_list(hub)}: no PR was closed; close it on GitHub by hand")
+        why = no_pr_list(hub)
+        warnings.append(f"{pr_list_words(why)}: no PR was closed; close it on GitHub by hand")
 
 
 @contextlib.contextmanager

@@ -156,7 +156,7 @@ def decide_close(
     closed: list[dict[str, object]],
 ) -> Decision:
     if isinstance(hub, Unavailable) or closing is None:
-        return settled(skipped(Step.CLOSE_PRS, Why(Reason.NO_PR_LIST, text=no_pr_list(hub))))
+        return settled(skipped(Step.CLOSE_PRS, no_pr_list(hub)))
     if not closing:
         return settled(skipped(Step.CLOSE_PRS, Why(Reason.NO_OPEN_PR)))
     names = tuple(f"#{p.number}" for p in closing)
@@ -167,9 +167,11 @@ def decide_close(
     )
 
 
-def no_pr_list(hub: GitHub | Unavailable) -> str:
-    """Why no PR is known to close: gh unavailable, or its listing failed."""
-    return str(hub) if isinstance(hub, Unavailable) else "gh failed while listing the PRs"
+def no_pr_list(hub: GitHub | Unavailable) -> Why:
+    """Why no PR is known to close: gh unavailable (its words), or its listing failed (flag)."""
+    if isinstance(hub, Unavailable):
+        return Why(Reason.NO_PR_LIST, text=str(hub))
+    return Why(Reason.NO_PR_LIST, flag=True)
 
 
 def _close_prs(
@@ -183,12 +185,12 @@ def _close_prs(
                 {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"}
             )
         except GhFailed as exc:
-            bad.append(f"#{p.number} ({exc.reason})")
+            bad.append(Why(Reason.PR_NOT_CLOSED, count=p.number, text=exc.reason))
             closed.append(
                 {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
             )
     names = tuple(f"#{p.number}" for p in closing)
     if bad:
-        not_closed = Why(Reason.PRS_NOT_CLOSED, items=names, text="; ".join(bad))
+        not_closed = Why(Reason.PRS_NOT_CLOSED, items=names, parts=tuple(bad))
         return failed(Step.CLOSE_PRS, not_closed)
     return done(Step.CLOSE_PRS, Why(Reason.PRS_CLOSED, items=names))

@@ -48,7 +48,7 @@ def remote_decision(
             refused(
                 name,
                 ErrorCode.UNINTEGRATED_COMMITS,
-                Why(Reason.REMOTE_UNINTEGRATED, branch=found.branch, text=problem),
+                Why(Reason.REMOTE_UNINTEGRATED, branch=found.branch, parts=(problem,)),
             )
         )
 
@@ -63,24 +63,24 @@ def remote_decision(
     return acting(delete, name, Why(Reason.REMOTE_DELETED, branch=found.branch, commit=tip))
 
 
-def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> str:
-    """What deleting origin's branch would lose, or empty when nothing."""
+def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> Why | None:
+    """Why deleting origin's branch would lose work, or None when it would lose nothing."""
     tip = found.remote_tip or ""
     if repo.git.rev_parse(tip) is None:
-        return f"it is at {tip[:12]}, which this clone has not fetched"
+        return Why(Reason.REMOTE_NOT_FETCHED, commit=tip)
     if mode is Mode.MERGED:
         if evidence is not None and evidence.merged and tip == evidence.subject:
-            return ""
+            return None
         if merge_proof(repo.git, tip, found.default.best_ref) is None:
-            return f"it is at {tip[:12]}, which is not proven merged"
-        return ""
+            return Why(Reason.REMOTE_NOT_MERGED, commit=tip)
+        return None
     from router.teardown.snapshot import read_snapshot
 
     snap = read_snapshot(repo.git, found.branch)
     keepers = [c for c in (found.plan.tip, snap.commit if snap else None) if c]
     if any(tip == c or repo.git.is_ancestor(tip, c) for c in keepers):
-        return ""
-    return f"it is at {tip[:12]}, with commits this clone's {found.branch} and its snapshot lack"
+        return None
+    return Why(Reason.REMOTE_AHEAD, commit=tip, branch=found.branch)
 
 
 def remote_gone(found: Survey, result: StepResult) -> bool | None:

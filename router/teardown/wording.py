@@ -20,6 +20,7 @@ from router.teardown.factwords import (
     dirt_words,
     forks,
     name_some,
+    pr_list_words,
 )
 from router.topic.workspace import WORKTREES_DIR
 
@@ -504,7 +505,7 @@ WORDS: dict[Reason, Words] = {
     Reason.REMOTE_KEPT: lambda w: (
         f"origin still has {w.branch} ({w.commit[:12]}); pass --delete-remote to delete it"
     ),
-    Reason.REMOTE_UNINTEGRATED: lambda w: f"origin's {w.branch} is kept: {w.text}",
+    Reason.REMOTE_UNINTEGRATED: lambda w: f"origin's {w.branch} is kept: {_parts(w)}",
     Reason.REMOTE_DELETE_FAILED: lambda w: (
         f"deleting origin's {w.branch} failed ({w.text}); it is kept"
     ),
@@ -534,10 +535,10 @@ WORDS: dict[Reason, Words] = {
         f"deleted {_stack_names(w)}; kept {w.text}: every kept one is named with its cause"
     ),
     # pr-cleanup's close-prs, and a repo that cannot be used
-    Reason.NO_PR_LIST: lambda w: f"{w.text}: no PR can be closed",
+    Reason.NO_PR_LIST: lambda w: f"{pr_list_words(w)}: no PR can be closed",
     Reason.NO_OPEN_PR: lambda w: "no open PR for this branch (already closed, or none)",
     Reason.PRS_CLOSED: lambda w: f"closed {', '.join(w.items)} (children before parents)",
-    Reason.PRS_NOT_CLOSED: lambda w: f"closing {', '.join(w.items)}: could not close {w.text}",
+    Reason.PRS_NOT_CLOSED: lambda w: f"closing {', '.join(w.items)}: could not close {_parts(w)}",
     Reason.REPO_UNUSABLE: lambda w: f"repo not usable: {w.text}",
     # pr-cleanup's own plan refusals
     Reason.IN_PRIMARY: lambda w: (
