@@ -55,6 +55,8 @@ about; the whole outputs of these scenarios are pinned here:
   left without a worktree, and the `new --id` that makes it again: ``doctor-repair``; status and sweep
   --host-worktrees of the host's own worktrees: ``sweep-host-worktrees``; the narrated
   demo, text and --json: ``demo``;
+- a secondary repo's worktree deleted by hand, then its registration pruned: phase, next,
+  status, the hook and doctor in both cases: ``secondary-worktree-deleted``;
 - hold and release refused (a pid not running, a bad session, an unknown topic):
   ``hold-release-refused``; sweep refused by residue holding an unshipped run's artifacts
   (--dry-run, text, --json): ``sweep-refused``.
@@ -77,6 +79,7 @@ from helpers.repos import branches, commit, git, make_repo, run_cli, write
 from helpers.sessions import asked_for
 from helpers.topics import (
     TOPIC_ID,
+    Topic,
     create_payload,
     multi_topic,
     new_topic,
@@ -770,6 +773,38 @@ def test_doctor_repair(transcript: Transcript, home_repo: Path) -> None:
     assert git(worked.worktrees["home"], "rev-parse", "HEAD").strip() == tip
     transcript.run("phase", cwd=home_repo)
     transcript.check()
+
+
+def test_secondary_worktree_deleted(transcript: Transcript, workspace: Path) -> None:
+    topic = multi_topic(workspace, ("api",))
+    for name in ("task.md", "questions.md", "research.md", "design.md"):
+        artifact(topic.plan_dir, name)
+    artifact(topic.plan_dir, "design-review-1.md", verdict="APPROVE")
+    artifact(topic.plan_dir, "structure.md")
+    api, api_wt = topic.repos["api"], topic.worktrees["api"]
+    commit(api_wt, "api.py", "a = 1\n", "api work")
+    shutil.rmtree(api_wt)
+    transcript.note(
+        "design approved, structure written; api's worktree (one commit on its branch) deleted"
+        " by hand; git still lists it"
+    )
+    _secondary_answers(transcript, topic)
+    git(api, "worktree", "unlock", str(api_wt))
+    git(api, "worktree", "prune")
+    transcript.note(
+        "its registration pruned (unlocked, then git worktree prune): git lists it no more"
+    )
+    _secondary_answers(transcript, topic)
+    assert git(api, "log", "-1", "--format=%s", topic.branch).strip() == "api work"
+    transcript.check()
+
+
+def _secondary_answers(transcript: Transcript, topic: Topic) -> None:
+    home_wt = topic.worktrees["home"]
+    _phase_next_status(transcript, home_wt)
+    transcript.run("hook", "session-start", stdin=json.dumps({"cwd": str(home_wt)}))
+    transcript.run("doctor", cwd=topic.home)
+    transcript.run("doctor", "--json", cwd=topic.home)
 
 
 def test_sweep_host_worktrees(transcript: Transcript, home_repo: Path) -> None:

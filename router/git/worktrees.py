@@ -164,6 +164,10 @@ class WorktreeMethods(LayoutMethods):
         self.run(*args, "--", str(path), config=["status.showUntrackedFiles=all"])
         drop_borrow_pins(borrowed)
 
+    def lists_worktree(self, path: Path) -> bool:
+        """Whether ``git worktree list`` names ``path`` (its directory may be gone)."""
+        return self._registration(path) is not None
+
     def _registration(self, path: Path) -> str | None:
         """The admin dir of the worktree at ``path``, read from git's files; None when none."""
         plain = self._plain_layout()

@@ -98,8 +98,7 @@ def topics_status(cwd: Path) -> StatusResult:
         host_worktree(repo, i, p.checkout) for i, p in live if p.kind != RUN and records.live(i)
     ]
     warnings += [hidden.message for hidden in hidden_plan_dirs(repo, entries, records)]
-    unlisted = {plan.checkout for _id, plan in runs if not plan.listed}
-    topics = _topic_states(repo, runs, records, warnings, unlisted)
+    topics = _topic_states(repo, runs, records, warnings)
     current = found.plan.id if found.plan is not None else None
     return StatusResult(
         repo.primary,
@@ -116,10 +115,8 @@ def _topic_states(
     runs: list[tuple[str, PlanDir]],
     records: Records,
     warnings: list[str],
-    unlisted: set[str],
 ) -> list[TopicState]:
-    """The state of each run not torn down, its warnings added to ``warnings`` in order;
-    ``unlisted``: the missing worktrees git no longer lists."""
+    """The state of each run not torn down, its warnings added to ``warnings`` in order."""
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
     # Each topic's answer is worked out again only when a file it follows from changed
     # since a status worked it out; each artifact is read only when it changed itself.
@@ -148,9 +145,9 @@ def _topic_states(
     # few questions run side by side, while this thread works out everything else
     # (the refs answer for every other topic).
     in_worktrees = [r for r in flat if phases.location(r, refs)[1] == "HEAD"]
-    with meanwhile(lambda r: _repo_state(r, refs, unlisted), in_worktrees) as asked:
+    with meanwhile(lambda r: _repo_state(r, refs), in_worktrees) as asked:
         threaded = set(map(id, in_worktrees))
-        states = {id(r): _repo_state(r, refs, unlisted) for r in flat if id(r) not in threaded}
+        states = {id(r): _repo_state(r, refs) for r in flat if id(r) not in threaded}
         for (_id, plan), topic in zip(plans, known, strict=True):
             if topic.resume is None:
                 _work_out(topic, repo, plan, refs, remembered, answers, records)
@@ -283,9 +280,7 @@ def _answer_json(topic: _Topic) -> list[object]:
     ]
 
 
-def _repo_state(
-    topic_repo: phases.TopicRepo, refs: phases.RepoRefs, unlisted: set[str]
-) -> RepoState:
+def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
     at = where, rev = phases.location(topic_repo, refs)
     worktree = where if rev == "HEAD" else None
     ahead = phases.commits_ahead(topic_repo, refs, at)
@@ -294,8 +289,17 @@ def _repo_state(
     gone = topic_repo.worktree if topic_repo.worktree and worktree is None else None
     missing = gone if gone is not None and not os.path.lexists(gone) else None
     dirty = worktree_dirty(worktree)
-    listed = missing is None or os.path.realpath(missing) not in unlisted
+    # Asked of the repo that had it, home or not: a deleted worktree stays listed until
+    # its registration is pruned, and the words say which.
+    listed = missing is None or _lists(topic_repo.path, missing)
     return RepoState(topic_repo.name, worktree, dirty, ahead, main_tree, missing, listed)
+
+
+def _lists(primary: str | None, worktree: str) -> bool:
+    """Whether the repo whose primary clone is ``primary`` still lists ``worktree``."""
+    from router.git import Git
+
+    return primary is not None and Git(Path(primary)).lists_worktree(Path(worktree))
 
 
 # A worktree deleted by hand, in the words `phase`, `next` and the recovery hook use for it.
