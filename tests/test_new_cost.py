@@ -21,9 +21,16 @@ from helpers.topics import new_topic, write_repos_md
 # command's), the permission rule and host settings (`worktrees`, `init`), the
 # removal journal (a fallen-back plan dir's move), mounts (a path already
 # registered), the submodules and sparse stages (no .gitmodules, no cone), the
-# reasons a half-made worktree or a teardown's step is refused for, and what those pull in.
+# reasons a half-made worktree or a teardown's step is refused for, discovery and the
+# plan files' readers (a topic `new` did not make), the progress of several repos at
+# once (`worktrees`), and what those pull in.
 NEW_UNUSED = {
     "router.reasons",
+    "router.topic.discovery",
+    "router.topic.containment",
+    "router.plandir.artifacts",
+    "router.plandir.flatfields",
+    "router.progress",
     "router.plandir.reposmd",
     "router.plandir.outline",
     "router.plandir.frontmatter",

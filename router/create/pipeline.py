@@ -23,7 +23,6 @@ from router.create.report import CreateReport, Status
 from router.errors import ErrorCode, Refusal, RouterError
 from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
-from router.progress import Progress
 from router.records import replace
 from router.topic import state, worktreelock
 from router.topic.workspace import (
@@ -66,6 +65,8 @@ def ensure_all(jobs: list[Job]) -> list[CreateReport]:
     error raised: the same end state as when the home repo ran, and refused,
     before them.
     """
+    from router.progress import Progress  # imported here: `new` runs one job, through ensure()
+
     progress = Progress(len(jobs), label="worktree")
 
     def one(job: Job) -> CreateReport:

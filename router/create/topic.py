@@ -15,11 +15,9 @@ from router.git import Git, GitError, RepoLayout
 from router.names import MAX_SUFFIX, Topic, derive_id, parse_id, with_suffix
 from router.records import record, replace
 from router.topic import journal, state
-from router.topic.containment import contain_all
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.runs import MADE_BY_HOST, PLANS_DIR, PlanDir
 from router.topic.target import home_repo as home_of
-from router.topic.target import resolve_existing
 from router.topic.workspace import Repo, default_branch, open_repo
 
 
@@ -357,9 +355,11 @@ def setup_worktrees(
     a setup line that failed keeps every worktree (each is whole and recorded,
     and the rerun resumes at that line) but the command still exits 1.
     """
-    # Imported here: `new` neither reads repos.md nor extends the permission rule.
+    # Imported here: `new` neither reads repos.md nor extends the permission rule, nor
+    # resolves a topic it did not make.
     from router.create import permission
     from router.plandir.reposmd import REPOS_MD, read_repos_md
+    from router.topic.target import resolve_existing
 
     home_repo, plan = resolve_existing(cwd, target, needs=_plan_dir_gone)
     topic = parse_id(plan.id)
@@ -578,6 +578,8 @@ def _order(parsed: object) -> list[str]:
 def _secondary_jobs(
     home: Repo, parsed, topic: Topic, wait: float
 ) -> tuple[list[Job], dict[str, CreateReport]]:
+    from router.topic.containment import contain_all  # only `worktrees` has secondaries
+
     home_spec = parsed.home
     _check_home_path(home, home_spec)
     jobs: list[Job] = []

@@ -14,7 +14,6 @@ import errno
 import os
 
 from router.errors import ErrorCode, Refusal
-from router.plandir.artifacts import LIGHT_ID_RE
 from router.topic.runs import PLANS_DIR, Records, plan_dir_link
 
 TYPE_CHECKING = False
@@ -109,6 +108,8 @@ def _links_to_plan_dirs(
     (``listed``: its entries, with whether each is a link)."""
     if listed is None:
         return []
+    from router.plandir.artifacts import LIGHT_ID_RE
+
     link = plan_dir_link(root)
     entries = [(name, linked) for name, linked in listed if LIGHT_ID_RE.fullmatch(name)]
     if link is not None:

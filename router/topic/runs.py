@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from router.plandir.artifacts import LIGHT_ID_RE, newest_of, plan_files, read_identified
+# The plan files' readers (router.plandir.artifacts, with the frontmatter's regular
+# expressions) are imported where a plan dir is scanned or a record read through
+# Records: `new` and `worktrees` only name PLANS_DIR and PlanDir, and load none of it.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,6 +159,8 @@ class Records:
         if topic_id not in self.ids():
             return None
         if topic_id not in self._data:
+            from router.plandir.artifacts import read_identified
+
             path = os.path.join(self._folder, f"{topic_id}.json")
             try:
                 raw, self._identities[topic_id] = read_identified(path)
@@ -221,6 +225,8 @@ class Records:
     def files(self, plan_dir: str) -> list[os.DirEntry[str]] | None:
         """The files of ``plan_dir``, each stat'ed, listed once (:func:`plan_files`)."""
         if plan_dir not in self._files:
+            from router.plandir.artifacts import plan_files
+
             self._files[plan_dir] = plan_files(plan_dir)
         return self._files[plan_dir]
 
@@ -303,6 +309,8 @@ def _plan_dirs_under(root: str, records: Records) -> list[PlanDir]:
     if listed is None:
         return []
     names = [name for name, linked in listed if name in recorded and not linked]
+    from router.plandir.artifacts import LIGHT_ID_RE, newest_of
+
     found = []
     for name in names:
         if not LIGHT_ID_RE.fullmatch(name):

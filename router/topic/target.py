@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 
 from router.errors import ErrorCode, RouterError
-from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
-from router.topic.discovery import discover_at, plan_named, repo_place, topics
 from router.topic.planpath import hidden_plan_dirs, refuse_linked
 from router.topic.runs import PlanDir, Records, dir_mtime, kind_of
+
+# Discovery and the plan files' readers are imported where a topic is resolved: `new`
+# asks this module only for an id's home repo (:func:`home_repo`), a record's mark.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def resolve(
     target): ``phase`` and ``next`` name them."""
     from pathlib import Path
 
+    from router.topic.discovery import discover_at, plan_named, repo_place
     from router.topic.workspace import open_repo
 
     if target == "":
@@ -107,12 +109,15 @@ def _open_quietly(path: Path) -> Repo | None:
 
 
 def _looks_like_path(target: str) -> bool:
+    from router.plandir.artifacts import LIGHT_ID_RE
+
     return "/" in target or target in {".", ".."} or not LIGHT_ID_RE.fullmatch(target)
 
 
 def _by_path(cwd: Path, target: str) -> tuple[Repo, PlanDir]:
     from pathlib import Path
 
+    from router.plandir.artifacts import LIGHT_ID_RE, newest_mtime
     from router.topic.workspace import open_repo
 
     given = os.path.abspath(cwd / target)
@@ -142,6 +147,7 @@ def _meant(cwd: Path, word: str) -> str:
     """
     from router.errors import ToolFailed
     from router.plandir.artifacts import topic_of
+    from router.topic.discovery import repo_place, topics
     from router.topic.workspace import open_repo
 
     if "/" in word or not word:
