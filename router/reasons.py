@@ -70,7 +70,7 @@ class Reason(StrEnum):
     CAME_BACK = "came-back"  # a late writer's directory, removed
     CAME_BACK_FAILED = "came-back-failed"
     CAME_BACK_UNSHIPPED = "came-back-unshipped"
-    CAME_BACK_KEPT = "came-back-kept"
+    CAME_BACK_KEPT = "came-back-kept"  # ``kind``: what the sweep found it is (``items``: files)
     # -- branch
     ALREADY_GONE = "already-gone"
     PRIMARY_HOLDS = "primary-holds"  # the primary clone has it checked out
@@ -111,7 +111,7 @@ class Reason(StrEnum):
     NOT_HOME = "not-home"
     NO_PLAN_DIR = "no-plan-dir"
     NOT_PLAIN = "not-plain"
-    SYMLINKED = "symlinked"
+    SYMLINKED = "symlinked"  # ``path`` is reached through the symlink ``items[0]``
     UNTRACKED_UNKNOWN = "untracked-unknown"
     TRACKED = "tracked"
     UNREADABLE = "unreadable"
@@ -156,7 +156,9 @@ class Reason(StrEnum):
     NOT_MOUNTED = "not-mounted"  # the worktree's filesystem is not mounted
     LOCKED = "locked"  # another tool's lock
     DIRTY = "dirty"  # changed or untracked files
-    REFLOG_UNKNOWN = "reflog-unknown"  # what the HEAD reflog alone keeps is unknown
+    # what the HEAD reflog (``ref``) alone keeps is unknown: git's words (``text``), or its
+    # HEAD names ``branch``, which does not exist
+    REFLOG_UNKNOWN = "reflog-unknown"
     REFLOG_ONLY = "reflog-only"  # the HEAD reflog is the only record of commits
     IN_USE = "in-use"  # a process works in the worktree
     # -- who may be working there (``parts`` of HELD and HELD_ELSEWHERE)
@@ -221,7 +223,8 @@ class Reason(StrEnum):
     PR_MERGED_ELSEWHERE = "pr-merged-elsewhere"  # its merge commit is not on ``ref``
     # -- creation's rerun: a half-made `git worktree add` it keeps (``half-made-worktree``)
     HALF_MADE = "half-made"  # git registered it: ``inner`` = how it is half-made, why it is kept
-    # git's registration (``items``) is torn (git's words in ``text``); ``inner``: why it is kept
+    # git's registration (``items``) is torn (``kind``: its file missing or empty, or
+    # "placeholder": its HEAD is git's placeholder); ``inner``: why it is kept
     HALF_MADE_TORN = "half-made-torn"
     HALF_MADE_RESTORE = "half-made-restore"  # a restore's add of ``branch``; ``inner``: why kept
     ADD_LOCKED = "add-locked"  # git left it locked (its lock reason in ``text``)
@@ -275,6 +278,7 @@ class Why:
     flag: bool = False  # a reason's one yes/no variant (its renderer says which)
     code: str = ""  # an error code (router.errors.ErrorCode's value) a refusal named
     signal: int = 0  # the signal that stopped a step (router.interrupt's numbers)
+    kind: str = ""  # which one of a closed set (its reason names the set)
     planned: bool = False
     inner: tuple[Why, ...] = ()  # the reason this one wraps (what a refused step would do)
     parts: tuple[Why, ...] = ()  # what it is about, one by one (the plan dirs a run holds)

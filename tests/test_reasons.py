@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from router.reasons import Reason, Why
+from router.records import replace
 from router.teardown.wording import PLANNED, WORDS, in_words
 
 
@@ -340,6 +341,43 @@ SAID_FROM_FACTS = [
         "origin's t is kept: it is at aaaaaaaaaaaa, with commits this clone's t and its "
         "snapshot lack",
     ),
+    (
+        Why(Reason.CAME_BACK_KEPT, path="/w", kind="unexpected-files", items=("a", "b")),
+        {"reason": "came-back-kept", "path": "/w", "text": "unexpected-files", "items": ["a", "b"]},
+        "/w came back (unexpected-files: a, b): kept for you to look at",
+    ),
+    (
+        Why(Reason.SYMLINKED, path="/p/docs/plans/t", items=("/p/docs",)),
+        {"reason": "symlinked", "path": "/p/docs/plans/t", "text": "/p/docs"},
+        "/p/docs/plans/t is reached through a symlink (/p/docs): kept",
+    ),
+    (
+        Why(Reason.REFLOG_UNKNOWN, path="/w", ref="/a/logs/HEAD", branch="gone", again="teardown"),
+        {
+            "reason": "reflog-unknown",
+            "path": "/w",
+            "ref": "/a/logs/HEAD",
+            "text": "its HEAD names gone, which does not exist",
+            "other": "`git branch gone <commit>` (any commit) lets git read that reflog",
+            "again": "teardown",
+        },
+        "what the HEAD reflog of /w (/a/logs/HEAD) alone keeps is unknown (its HEAD names gone, "
+        "which does not exist): `git branch gone <commit>` (any commit) lets git read that "
+        "reflog, then run teardown again",
+    ),
+    (
+        Why(Reason.REFLOG_UNKNOWN, path="/w", ref="r", text="fatal: x", again="teardown"),
+        {
+            "reason": "reflog-unknown",
+            "path": "/w",
+            "ref": "r",
+            "text": "fatal: x",
+            "other": "keep those commits on a branch",
+            "again": "teardown",
+        },
+        "what the HEAD reflog of /w (r) alone keeps is unknown (fatal: x): keep those commits on a "
+        "branch, then run teardown again",
+    ),
 ]
 
 
@@ -347,5 +385,20 @@ SAID_FROM_FACTS = [
 def test_a_reasons_facts_and_an_older_records_words_say_the_same(why, older, words):
     assert in_words(why) == words
     assert in_words(Why.from_json(older)) == words
-    assert "text" not in why.to_json()  # no words built here are kept as text
+    # Only words from outside stay in ``text``, as the older record had them; no built ones.
+    assert why.to_json().get("text") in (None, older.get("text"))
     assert Why.from_json(why.to_json()) == why
+
+
+@pytest.mark.parametrize(
+    ("kind", "older"),
+    [
+        ("commondir", "its commondir file is missing or empty"),
+        ("placeholder", "its HEAD is still git's placeholder (the null id)"),
+    ],
+)
+def test_a_torn_registration_is_said_from_what_is_torn_as_an_older_record_said_it(kind, older):
+    made = Why(Reason.NOT_CREATING)
+    why = Why(Reason.HALF_MADE_TORN, repo="r", path="/w", items=("/a",), kind=kind, inner=(made,))
+    assert in_words(why) == in_words(replace(why, kind="", text=older))
+    assert older in in_words(why)

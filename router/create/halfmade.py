@@ -143,15 +143,18 @@ class HalfMade(Creation):
                 repo=self.job.name,
                 path=str(self.path),
                 items=(str(admin),),
-                text=why,
+                kind=why,
                 inner=(problem,),
             )
             raise RouterError(ErrorCode.HALF_MADE_WORKTREE, in_words(torn))
+        from router.teardown.factwords import torn_words
+
         if ouradd.undo_torn(add, admin):
             self.commits[self._branch_ref] = None
         self.warnings.append(
             f"{self.job.name}: removed the half-made worktree a killed run left at {self.path}, "
-            f"whose git registration is torn, unreadable to git ({admin}: {why}), and created it again"
+            f"whose git registration is torn, unreadable to git ({admin}: {torn_words(why)}), and "
+            "created it again"
         )
 
     def _half_made(self, entry: WorktreeEntry) -> Why | None:

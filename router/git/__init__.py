@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from router.git.config import is_identity_error as is_identity_error
     from router.git.files import ANY_OBJECT_ID as ANY_OBJECT_ID
     from router.git.files import SETTLED_NS as SETTLED_NS
+    from router.git.files import TORN_PLACEHOLDER as TORN_PLACEHOLDER
     from router.git.files import Unsure as Unsure
     from router.git.files import branches_present as branches_present
     from router.git.files import busy_with_branch as busy_with_branch
@@ -191,6 +192,7 @@ _HOME = {
     "registration_of": "files",
     "registrations": "files",
     "torn_registration": "files",
+    "TORN_PLACEHOLDER": "files",
     "worktree_admin_dirs": "files",
     "forget": "answers",
     "remembered": "answers",

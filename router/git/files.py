@@ -591,8 +591,13 @@ def placeholder_head(admin: str | os.PathLike[str]) -> bool:
     return bool(line) and is_null_id(line)
 
 
+# torn_registration's answer when every file is there, but HEAD is git's placeholder.
+TORN_PLACEHOLDER = "placeholder"
+
+
 def torn_registration(admin: str | os.PathLike[str]) -> str:
-    """Why git cannot use the worktree registration ``admin`` ("" when it can).
+    """What keeps git from using the worktree registration ``admin`` ("" when nothing): the
+    name of its file that is missing or empty, or :data:`TORN_PLACEHOLDER`.
 
     git needs its ``gitdir``, ``commondir`` and ``HEAD`` to see a linked
     worktree at all. A ``git worktree add`` killed while writing them, or
@@ -604,9 +609,9 @@ def torn_registration(admin: str | os.PathLike[str]) -> str:
     """
     for name in ("gitdir", "commondir", "HEAD"):
         if not read_line(os.path.join(admin, name)):
-            return f"its {name} file is missing or empty"
+            return name
     if placeholder_head(admin):
-        return "its HEAD is still git's placeholder (the null id)"
+        return TORN_PLACEHOLDER
     return ""
 
 

@@ -230,9 +230,13 @@ def reflog_blocker(
     try:
         only = g.head_reflog_only(repo.git, repo.common_dir, admin, heads=heads)
     except (g.Unsure, GitError, g.DanglingHead) as exc:
-        why = exc.first_line if isinstance(exc, GitError) else str(exc)
-        fix = exc.fix if isinstance(exc, g.DanglingHead) else "keep those commits on a branch"
-        unknown = Why(Reason.REFLOG_UNKNOWN, path=str(path), ref=str(log), text=why, other=fix)
+        unknown = Why(Reason.REFLOG_UNKNOWN, path=str(path), ref=str(log))
+        if isinstance(exc, g.DanglingHead):
+            unknown = replace(unknown, branch=exc.branch)  # the branch its HEAD names
+        else:  # git's first line, or why the git layer does not trust the reflog file
+            unknown = replace(
+                unknown, text=exc.first_line if isinstance(exc, GitError) else str(exc)
+            )
         return refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, replace(unknown, again=again))
     if not only.count:
         return None

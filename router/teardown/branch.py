@@ -164,5 +164,5 @@ def _came_back(kept: Kept, again: str) -> StepResult:
         why = Why(Reason.CAME_BACK_UNSHIPPED, path=where, parts=residue)
         return refused(Step.VERIFY_GONE, ErrorCode.UNSHIPPED_RUN, why)
     files = tuple(map(str, kept.files))
-    why = Why(Reason.CAME_BACK_KEPT, path=where, text=str(kept.reason), items=files)
+    why = Why(Reason.CAME_BACK_KEPT, path=where, kind=str(kept.reason), items=files)
     return refused(Step.VERIFY_GONE, ErrorCode.RESIDUE_KEPT, why)

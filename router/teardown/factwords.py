@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from router.git import TORN_PLACEHOLDER, DanglingHead
 from router.plandir.artifacts import PR
 from router.processes import process_words
 from router.reasons import Reason, Why
@@ -133,6 +134,20 @@ def _dirty(w: Why) -> str:
     )
 
 
+def _reflog_unknown(w: Why) -> str:
+    """Why the HEAD reflog of ``path`` (at ``ref``) could not be read: its HEAD names a branch
+    that does not exist (``branch``), or git's words (``text``); an older record's has the
+    fix in ``other``."""
+    why, fix = w.text, w.other or "keep those commits on a branch"
+    if w.branch:
+        dangling = DanglingHead(w.branch)
+        why, fix = str(dangling), w.other or dangling.fix
+    return (
+        f"what the HEAD reflog of {w.path} ({w.ref}) alone keeps is unknown ({why}): "
+        f"{fix}, then run {w.again} again"
+    )
+
+
 def _reflog_only(w: Why) -> str:
     p, shown = w.path, ", ".join(c[:12] for c in w.items[:5])
     return (
@@ -146,6 +161,13 @@ def _reflog_only(w: Why) -> str:
 def pr_list_words(w: Why) -> str:
     """Why no PR list: gh unavailable (its words), or (``flag``) its listing failed."""
     return "gh failed while listing the PRs" if w.flag else w.text
+
+
+def torn_words(kind: str) -> str:
+    """What makes a worktree's registration torn (git/files.py's torn_registration)."""
+    if kind == TORN_PLACEHOLDER:
+        return "its HEAD is still git's placeholder (the null id)"
+    return f"its {kind} file is missing or empty"
 
 
 _ALONE = "the content proof alone decides"
@@ -188,10 +210,7 @@ FACTS: dict[Reason, Words] = {
         f"{w.path} is locked{f' ({w.text})' if w.text else ''}; unlock it or pass --force"
     ),
     Reason.DIRTY: _dirty,
-    Reason.REFLOG_UNKNOWN: lambda w: (
-        f"what the HEAD reflog of {w.path} ({w.ref}) alone keeps is unknown ({w.text}): "
-        f"{w.other}, then run {w.again} again"
-    ),
+    Reason.REFLOG_UNKNOWN: _reflog_unknown,
     Reason.REFLOG_ONLY: _reflog_only,
     Reason.IN_USE: lambda w: (
         f"{w.path} is in use by {', '.join(w.items)} (its working directory or an open file is "

@@ -80,7 +80,7 @@ def _why_kept(repo: Repo, topic_id: str, rel: Path, path: Path) -> StepResult | 
     if link is not None:
         # git ls-files does not see past an untracked symlinked docs/ or docs/plans/:
         # what lies behind it is somewhere else on the machine, never ours to delete.
-        linked = Why(Reason.SYMLINKED, path=where, text=str(link))
+        linked = Why(Reason.SYMLINKED, path=where, items=(str(link),))
         return refused(name, ErrorCode.PLAN_DIR_KEPT, linked)
     tracked = repo.git.ls_files(rel.as_posix() + "/")
     if tracked is None:

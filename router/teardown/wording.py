@@ -21,6 +21,7 @@ from router.teardown.factwords import (
     forks,
     name_some,
     pr_list_words,
+    torn_words,
 )
 from router.topic.workspace import WORKTREES_DIR
 
@@ -394,7 +395,7 @@ WORDS: dict[Reason, Words] = {
     Reason.CAME_BACK_FAILED: lambda w: f"{w.path} came back and could not be removed: {w.text}",
     Reason.CAME_BACK_UNSHIPPED: lambda w: f"{w.path} came back; {_parts(w)}",
     Reason.CAME_BACK_KEPT: lambda w: (
-        f"{w.path} came back ({w.text}: {name_some(w.items)}): kept for you to look at"
+        f"{w.path} came back ({w.kind or w.text}: {name_some(w.items)}): kept for you to look at"
     ),
     # branch
     Reason.ALREADY_GONE: lambda w: f"{w.branch} is already gone",
@@ -462,7 +463,9 @@ WORDS: dict[Reason, Words] = {
     Reason.NOT_HOME: lambda w: "home repo only",
     Reason.NO_PLAN_DIR: lambda w: f"no {w.path}/ in the primary clone",
     Reason.NOT_PLAIN: lambda w: f"{w.path} is not a plain directory: kept",
-    Reason.SYMLINKED: lambda w: f"{w.path} is reached through a symlink ({w.text}): kept",
+    Reason.SYMLINKED: lambda w: (
+        f"{w.path} is reached through a symlink ({w.items[0] if w.items else w.text}): kept"
+    ),
     Reason.UNTRACKED_UNKNOWN: lambda w: (
         f"git ls-files {w.path} failed, so it is not known to be untracked: kept"
     ),
@@ -572,7 +575,8 @@ WORDS: dict[Reason, Words] = {
     Reason.HALF_MADE: _half_made,
     Reason.HALF_MADE_TORN: lambda w: (
         f"{w.repo}: {w.path} is a worktree whose git registration {w.items[0]} a killed `git "
-        f"worktree add` left torn ({w.text}), so git no longer sees it, and "
+        f"worktree add` left torn ({torn_words(w.kind) if w.kind else w.text}), so git no "
+        "longer sees it, and "
         f"{in_words(w.inner[0])}; nothing was touched. Copy out anything you need from "
         f"{w.path}, then run `rm -rf {w.path} {w.items[0]}` and run this again"
     ),
