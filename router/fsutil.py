@@ -1,13 +1,40 @@
-"""Files on disk, asked without git: what a directory holds.
+"""Files on disk, asked without git: what a directory holds, and deleting exactly that.
 
-Only the standard library: the sweep, the run's artifacts and the snapshots
-all list a directory's files the same way.
+Only the standard library and records: the sweep, the run's artifacts and the
+snapshots all list a directory's files the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+
+from router.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+UNREADABLE = "/ (unreadable: "  # an unreadable folder's entry: ``<folder>/ (unreadable: <why>)``
+
+# Opening a folder of a tree being deleted: never through a link (a folder swapped for
+# a link to elsewhere after it was listed fails to open instead of being entered).
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@record
+class Tree:
+    """What a directory holds, as listed once: its files and its folders (relative).
+
+    ``files``: every non-directory entry, sorted, with each folder that could
+    not be read listed as ``<folder>/ (unreadable: <why>)`` (it may hold
+    anything). ``folders``: every folder below (parents first), the unreadable
+    ones too.
+    """
+
+    files: tuple[str, ...]
+    folders: tuple[str, ...]
 
 
 def files_under(path: Path, *, raise_unreadable: bool = False) -> tuple[str, ...]:
@@ -19,27 +46,113 @@ def files_under(path: Path, *, raise_unreadable: bool = False) -> tuple[str, ...
     ``raise_unreadable`` the OSError is raised instead, for a caller that must
     say the folder could not be inspected rather than count it as a file.
     """
+    return tree_under(path, raise_unreadable=raise_unreadable).files
+
+
+def tree_under(path: Path | str, *, raise_unreadable: bool = False) -> Tree:
+    """The files and folders below ``path``, read once (see :class:`Tree`).
+
+    Relative names are built as the walk goes down (no ``relpath`` per entry),
+    and a ``DirEntry``'s type comes from the directory listing itself: no
+    ``stat`` per entry on a filesystem that gives it.
+    """
     found: list[str] = []
-    stack = [path]
+    folders: list[str] = []
+    stack = [("", os.fspath(path))]  # (relative prefix ending in "/", or "" at the top; path)
     while stack:
-        current = stack.pop()
+        rel, current = stack.pop()
         try:
             with os.scandir(current) as it:
                 for entry in it:
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
+                        folders.append(rel + entry.name)
+                        stack.append((f"{rel}{entry.name}/", entry.path))
                     else:
-                        found.append(os.path.relpath(entry.path, path))
+                        found.append(rel + entry.name)
         except OSError as exc:
             if raise_unreadable:
                 raise
-            found.append(f"{os.path.relpath(current, path)}{UNREADABLE}{exc.strerror})")
-    return tuple(sorted(found))
-
-
-UNREADABLE = "/ (unreadable: "  # an unreadable folder's entry: ``<folder>/ (unreadable: <why>)``
+            found.append(f"{rel[:-1] or '.'}{UNREADABLE}{exc.strerror})")
+    found.sort()
+    return Tree(tuple(found), tuple(folders))
 
 
 def is_unreadable(entry: str) -> bool:
     """True for the entry :func:`files_under` lists for a folder it could not read."""
     return UNREADABLE in entry and entry.endswith(")")
+
+
+def remove_listed(path: Path, files: Iterable[str], folders: Iterable[str]) -> None:
+    """Delete ``files`` (relative, in the order given), then ``folders`` (deepest first),
+    then ``path`` itself: exactly what was listed, never what was not.
+
+    Each folder is opened from its parent without following a link, and each
+    entry removed through that folder's descriptor: a folder swapped for a link
+    since the listing fails to open, so nothing outside ``path`` is reached. An
+    entry added since the listing is left, and the folder holding it then fails
+    to go (``ENOTEMPTY``, raised). One already gone is skipped. Raises the first
+    other ``OSError``, its ``filename`` the full path.
+    """
+    with _Opened(path) as opened:
+        for rel in files:
+            parent, _, name = rel.rpartition("/")
+            _unlink(opened, parent, name, rmdir=False)
+        for rel in sorted(folders, reverse=True):  # "a/b/c" before "a/b" before "a"
+            parent, _, name = rel.rpartition("/")
+            _unlink(opened, parent, name, rmdir=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(path)
+
+
+def _unlink(opened: _Opened, parent: str, name: str, *, rmdir: bool) -> None:
+    """Remove ``parent/name`` through the descriptor of ``parent``; gone already is fine."""
+    try:
+        fd = opened.folder(parent)
+    except FileNotFoundError:
+        return  # its folder is gone, and it with it
+    try:
+        if rmdir:
+            os.rmdir(name, dir_fd=fd)
+        else:
+            os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, os.path.join(opened.top, parent, name)) from exc
+
+
+class _Opened:
+    """The folders of one tree opened on the way down, without following links: the chain
+    from the top to the folder last asked for stays open, so siblings reuse their parent's."""
+
+    __slots__ = ("_chain", "top")
+
+    def __init__(self, top: Path) -> None:
+        self.top = os.fspath(top)
+        self._chain: list[tuple[str, int]] = []  # (relative folder, its descriptor), top first
+
+    def __enter__(self) -> _Opened:
+        self._chain.append(("", os.open(self.top, _FOLDER)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for _, fd in self._chain:
+            os.close(fd)
+        self._chain.clear()
+
+    def folder(self, rel: str) -> int:
+        """The descriptor of ``rel`` ("" for the top), opened from its parent's if need be."""
+        chain = self._chain
+        while len(chain) > 1 and not (rel == chain[-1][0] or rel.startswith(chain[-1][0] + "/")):
+            os.close(chain.pop()[1])
+        done = chain[-1][0]
+        if done == rel:
+            return chain[-1][1]
+        for part in rel[len(done) + 1 if done else 0 :].split("/"):
+            name = f"{chain[-1][0]}/{part}" if chain[-1][0] else part
+            try:
+                fd = os.open(part, _FOLDER, dir_fd=chain[-1][1])
+            except OSError as exc:  # ELOOP or ENOTDIR: a link, or no folder any more
+                raise OSError(exc.errno, exc.strerror, os.path.join(self.top, name)) from exc
+            chain.append((name, fd))
+        return chain[-1][1]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.repos import write
 from helpers.unreadable import unreadable
 
-from router.fsutil import files_under
+from router.fsutil import files_under, remove_listed, tree_under
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -33,3 +36,73 @@ def test_an_unreadable_folder_raises_when_the_caller_asks_to_say_so(tmp_path):
         files_under(root, raise_unreadable=True)
     assert raised.value.filename == str(root / "locked")
     assert files_under(root, raise_unreadable=True) == ("kept.txt", "link", "locked/draft.md")
+
+
+def test_a_tree_lists_its_folders_the_unreadable_ones_too(tmp_path):
+    root = _tree(tmp_path)
+    (root / "empty" / "inner").mkdir(parents=True)
+    folders = ("empty", "empty/inner", "locked")
+    listed = tree_under(root)
+    assert (listed.files, sorted(listed.folders)) == (
+        ("kept.txt", "link", "locked/draft.md"),
+        list(folders),
+    )
+    with unreadable(root / "locked"):
+        marker = "locked/ (unreadable: Permission denied)"
+        listed = tree_under(root)
+    assert (listed.files, sorted(listed.folders)) == (("kept.txt", "link", marker), list(folders))
+
+
+def test_removing_a_listed_tree_leaves_what_was_added_since_and_says_so(tmp_path):
+    root = tmp_path / "left"
+    write(root / "tmp" / "session.json", "{}\n")
+    write(root / "tmp" / "cache" / "a", "a\n")
+    listed = tree_under(root)
+    write(root / "tmp" / "draft.md", "written after the listing\n")
+    with pytest.raises(OSError) as raised:
+        remove_listed(root, listed.files, listed.folders)
+    assert raised.value.errno == errno.ENOTEMPTY and raised.value.filename == str(root / "tmp")
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == ["tmp", "tmp/draft.md"]
+    assert (root / "tmp" / "draft.md").read_text() == "written after the listing\n"
+
+
+def test_removing_a_listed_tree_never_follows_a_link_out_of_it(tmp_path):
+    """A link listed is removed, never what it points to; a folder swapped for a link after
+    the listing is not entered: the file of the same name where it points survives."""
+    outside = tmp_path / "outside"
+    write(outside / "session.json", "precious\n")
+    root = tmp_path / "left"
+    write(root / "tmp" / "session.json", "{}\n")
+    (root / "tmp" / "out").symlink_to(outside)
+    (root / "tmp" / "file").symlink_to(outside / "session.json")
+    listed = tree_under(root)
+    assert listed.files == ("tmp/file", "tmp/out", "tmp/session.json")
+    remove_listed(root, listed.files, listed.folders)
+    assert not root.exists()
+    assert (outside / "session.json").read_text() == "precious\n"
+
+    write(root / "tmp" / "session.json", "{}\n")
+    listed = tree_under(root)
+    (root / "tmp" / "session.json").unlink()
+    (root / "tmp").rmdir()
+    (root / "tmp").symlink_to(outside)  # the folder is now a link to elsewhere
+    with pytest.raises(OSError) as raised:
+        remove_listed(root, listed.files, listed.folders)
+    assert raised.value.filename == str(root / "tmp")
+    assert (outside / "session.json").read_text() == "precious\n"
+    assert (root / "tmp").is_symlink()
+
+
+def test_removing_a_listed_tree_goes_in_the_order_given_and_stops_at_the_first_failure(tmp_path):
+    root = tmp_path / "left"
+    for name in ("a", "b", "c"):
+        write(root / "docs" / name, f"{name}\n")
+    if subprocess.run(["chattr", "+i", str(root / "docs" / "b")], check=False).returncode != 0:
+        pytest.skip("chattr +i is not possible on this filesystem")
+    try:
+        with pytest.raises(PermissionError) as raised:
+            remove_listed(root, ("docs/a", "docs/b", "docs/c"), ("docs",))
+    finally:
+        subprocess.run(["chattr", "-i", str(root / "docs" / "b")], check=True)
+    assert raised.value.filename == str(root / "docs" / "b")
+    assert sorted(p.name for p in (root / "docs").iterdir()) == ["b", "c"]

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from helpers.faults import CRASHED, run
+from helpers.faults import CRASHED, run, spawn
 from helpers.repos import commit, git, make_repo, run_cli, write
 from helpers.unreadable import unreadable
 
@@ -551,3 +553,93 @@ def test_a_dry_run_and_a_forced_sweep_snapshot_an_unshipped_runs_artifacts_first
     for name, data in before.items():
         assert git(home_repo, "show", f"{ref}:docs/plans/{RUN_ID}/{name}") == data.decode().strip()
     assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+# -- deleting residue: exactly what was judged, never outside it -----------------------------------
+
+
+def test_a_link_in_residue_goes_and_what_it_points_to_outside_stays(home_repo, tmp_path):
+    outside = tmp_path / "outside"
+    write(outside / "notes" / "idea.md", "precious\n")
+    residue = leftovers(home_repo) / "gone-topic"
+    write(residue / "tmp" / "lsp.log", "log\n")
+    (residue / "tmp" / "notes").symlink_to(outside / "notes")
+    (residue / ".omc" / "idea.md").parent.mkdir(parents=True)
+    (residue / ".omc" / "idea.md").symlink_to(outside / "notes" / "idea.md")
+    data = sweep(home_repo)
+    assert (data["swept"], data["kept"]) == ([str(residue)], [])
+    assert not residue.exists()
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == [
+        "notes",
+        "notes/idea.md",
+    ]
+    assert (outside / "notes" / "idea.md").read_text() == "precious\n"
+
+
+def shipped_leftover(path: Path) -> Path:
+    """A worktree's leftover holding only a shipped run's plan dir (its pr.md) and residue."""
+    plan = path / "docs" / "plans" / "2026-05-01-x"
+    for name in ("design.md", "plan.md", "task.md"):
+        write(plan / name, f"# {name}\n")
+    write(plan / "pr.md", "---\npr: https://example.invalid/pull/1\n---\n")
+    write(path / "tmp" / "lsp.log", "log\n")
+    return plan
+
+
+def test_a_removal_stopped_part_way_leaves_the_run_shipped_for_the_next_sweep(home_repo):
+    """A shipped run's pr.md goes last: a removal stopped before (a file that cannot be
+    deleted) leaves what remains still marked shipped, and the next sweep finishes it
+    rather than keeping it as an unshipped run's artifacts."""
+    residue = leftovers(home_repo) / "gone-topic"
+    plan = shipped_leftover(residue)
+    stuck = plan / "task.md"
+    if subprocess.run(["chattr", "+i", str(stuck)], check=False).returncode != 0:
+        pytest.skip("chattr +i is not possible on this filesystem")
+    try:
+        first = run_cli("sweep", "--json", cwd=home_repo)
+    finally:  # wherever the sweep left it (moved aside)
+        for path in leftovers(home_repo).glob(f"*/{stuck.relative_to(residue)}"):
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+    assert first.code == 1, first.out + first.err
+    [(failed_path, why)] = [(f["path"], f["error"]) for f in first.json["failed"]]
+    assert failed_path == str(residue) and why.startswith("Operation not permitted: ")
+    (aside,) = leftovers(home_repo).iterdir()
+    assert sorted(p.name for p in (aside / plan.relative_to(residue)).iterdir()) == [
+        "pr.md",
+        "task.md",
+    ]
+    again = sweep(home_repo)
+    assert (again["swept"], again["kept"]) == ([str(residue)], [])
+    assert list(leftovers(home_repo).iterdir()) == []
+
+
+def test_a_sweep_killed_while_deleting_is_finished_by_the_next(home_repo):
+    """SIGKILL while residue is being deleted: the next sweep deletes the rest and keeps
+    everything it kept before, untouched."""
+    base = leftovers(home_repo)
+    for i in range(240):
+        if i % 3 == 0:
+            shipped_leftover(base / f"t{i:03d}")
+        else:
+            write(base / f"t{i:03d}" / "tmp" / "session.json", "{}\n")
+            write(base / f"t{i:03d}" / ".omc" / "state" / "s.json", "{}\n")
+    for i in range(0, 240, 40):
+        write(base / f"t{i:03d}" / "src" / "draft.py", f"work {i}\n")
+    kept = sorted(f"t{i:03d}" for i in range(0, 240, 40))
+    proc = spawn("sweep", "--json", cwd=home_repo, new_group=True)
+    try:
+        while proc.poll() is None and not any(
+            n.startswith(sweep_module.SWEEPING) for n in os.listdir(base)
+        ):
+            time.sleep(0.001)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.communicate()
+    if proc.returncode != -signal.SIGKILL:
+        pytest.skip("the sweep was over before it could be killed")
+    assert len(os.listdir(base)) > len(kept)  # killed part way: residue is left
+    again = sweep(home_repo)
+    assert [Path(k["path"]).name for k in again["kept"]] == kept
+    assert sorted(os.listdir(base)) == kept
+    for i in range(0, 240, 40):
+        assert (base / f"t{i:03d}" / "src" / "draft.py").read_text() == f"work {i}\n"

@@ -38,15 +38,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
-import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from router.errors import ErrorCode, ExitCode, error_json
-from router.fsutil import UNREADABLE, files_under, is_unreadable
+from router.fsutil import UNREADABLE, Tree, files_under, is_unreadable, remove_listed, tree_under
 from router.git import Git, WorktreeEntry
 from router.ioerror import describe_io
 from router.reasons import Reason, Why
@@ -62,7 +62,10 @@ if TYPE_CHECKING:
     from router.teardown.unshipped import RunArtifacts
     from router.topic.holders import Holder
 
-REMOVE_THREADS = 4
+# Directories judged before their removals start, then each chunk while the last one's
+# are removed (the removals run at router.parallel's bound: 8 at once, as many as the
+# disk served faster here; each freed block waits for its discard on a ``discard`` mount).
+FIRST_CHUNK, LAST_CHUNK = 16, 256
 # Relative folders whose contents are regenerable; each entry is a tuple of
 # path components a file must lie strictly below.
 RESIDUE_FOLDERS: tuple[tuple[str, ...], ...] = (("tmp",), (".omc",), ("docs", "plans"))
@@ -99,6 +102,8 @@ class Kept:
     reason: SweepVerdict
     files: tuple[str, ...] = ()  # relative to ``path``
     runs: tuple[RunArtifacts, ...] = ()  # UNSHIPPED: the plan dirs that keep it
+    # What the verdict was made on: removing residue deletes exactly this, nothing added since.
+    tree: Tree | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {"path": str(self.path), "reason": str(self.reason), "files": list(self.files)}
@@ -220,13 +225,57 @@ def sweep(
         entries = (git or Git(root)).worktree_list() if subdirs else []
     live = {os.path.realpath(e.path) for e in entries} | {os.path.realpath(p) for p in leaving}
     kept: list[Kept] = [Kept(path, SweepVerdict.CLAIMED) for path in held_aside]
-    residue, n_live = _judge_all(base, subdirs, live, runs, kept)
-    if residue:
-        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
-    outcomes: list[Removed] = (
-        [_would_remove(p, runs) for p in residue] if dry_run else _remove_all(residue, runs)
-    )
+    asked: list[Path] = []  # the common dir, asked of git once and only if there is residue
+
+    def judged(chunk: list[Path]) -> tuple[list[Path], int]:
+        residue, n_live = _judge_all(base, chunk, live, runs, kept)
+        if not residue:
+            return residue, n_live
+        if not asked:
+            asked.append(common_dir or (git or Git(root)).common_dir())
+        return _not_being_created(residue, asked[0], kept), n_live
+
+    if dry_run:
+        residue, n_live = judged(subdirs)
+        outcomes: list[Removed] = [_would_remove(p, runs) for p in residue]
+    else:
+        residue, outcomes, n_live = _judge_and_remove(subdirs, judged, runs)
+        if residue:  # in one order, however the chunks fell
+            kept.sort(key=lambda k: k.path)
     return _sweep_result(root, residue, outcomes, kept, n_live, dry_run=dry_run)
+
+
+def _judge_and_remove(
+    subdirs: list[Path], judged: Callable[[list[Path]], tuple[list[Path], int]], runs: Runs
+) -> tuple[list[Path], list[Removed], int]:
+    """Judge ``subdirs`` a chunk at a time, each chunk's residue removed while the next is
+    judged: the removals wait on the disk, the judging on the CPU, so one hides the other.
+
+    Each directory is still judged, then the claims read, before its removal begins.
+    Returns the residue, each one's outcome, and how many directories are live.
+    """
+    from router.parallel import meanwhile
+
+    residue: list[Path] = []
+    outcomes: list[Removed] = []
+    n_live = 0
+    pending: list[Path] = []
+    for chunk in [*_chunks(subdirs), []]:  # the last round only waits for the removals
+        with meanwhile(lambda p: remove_residue(p, runs), pending) as removing:
+            found, live = judged(chunk)
+        outcomes += removing.results
+        residue += found
+        n_live += live
+        pending = found
+    return residue, outcomes, n_live
+
+
+def _chunks(items: list[Path]) -> Iterator[list[Path]]:
+    """``items`` in chunks of 16, 32, 64 ... 256: the first removals start early."""
+    start, size = 0, FIRST_CHUNK
+    while start < len(items):
+        yield items[start : start + size]
+        start, size = start + size, min(size * 2, LAST_CHUNK)
 
 
 def _judge_all(
@@ -348,17 +397,6 @@ def claimed_names(common_dir: Path) -> set[str]:
 Removed = Snapshotted | Kept | str | None
 
 
-def _remove_all(paths: list[Path], runs: Runs) -> list[Removed]:
-    """Remove directories in parallel: deleting is bound by the disk's latency, not the CPU
-    (on a filesystem mounted with ``discard`` each rmdir waits for the device)."""
-    if len(paths) < 4:
-        return [remove_residue(p, runs) for p in paths]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=REMOVE_THREADS) as pool:
-        return list(pool.map(lambda p: remove_residue(p, runs), paths))
-
-
 def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs) -> Kept:
     """What the sweep would do with ``path`` (``reason``), and the files that make it keep it.
 
@@ -374,10 +412,11 @@ def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs)
 def _verdict_on(path: Path, runs: Runs) -> Kept:
     """The verdict on what a directory holds: a checkout, files beside residue, a run's
     artifacts, or residue."""
-    files = files_under(path)
+    tree = tree_under(path)
+    files = tree.files
     if (
-        os.path.lexists(path / ".git")
-        or any(_in_repository(f) for f in files)
+        any(_in_repository(f) for f in files)
+        or any(_in_repository(f) for f in tree.folders)  # an empty .git folder too
         or _holds_bare_repository(files)
     ):
         return Kept(path, SweepVerdict.CHECKOUT, files)
@@ -387,8 +426,8 @@ def _verdict_on(path: Path, runs: Runs) -> Kept:
     at_stake = runs.at_stake(path, files)
     if at_stake:
         named = tuple(f for a in at_stake for f in a.in_checkout)
-        return Kept(path, SweepVerdict.UNSHIPPED, named, tuple(at_stake))
-    return Kept(path, SweepVerdict.RESIDUE)
+        return Kept(path, SweepVerdict.UNSHIPPED, named, tuple(at_stake), tree=tree)
+    return Kept(path, SweepVerdict.RESIDUE, tree=tree)
 
 
 def _in_repository(rel: str) -> bool:
@@ -438,11 +477,16 @@ def _aside_name(name: str) -> str:
     start time (where /proc gives none: the pid alone, the older form) a
     reused pid is told from the sweep, as holders are (DESIGN §10).
     """
+    return f"{SWEEPING}{_sweeper(os.getpid())}-{name}"[:255]
+
+
+@functools.cache
+def _sweeper(pid: int) -> str:
+    """``<pid>@<start time>`` (or the pid alone) of this process: read once, not per directory."""
     from router.processes import process_start_time
 
-    start = process_start_time(os.getpid())
-    owner = f"{os.getpid()}@{start}" if start else str(os.getpid())
-    return f"{SWEEPING}{owner}-{name}"[:255]
+    start = process_start_time(pid)
+    return f"{pid}@{start}" if start else str(pid)
 
 
 def _aside_owner(name: str) -> tuple[Holder, str] | None:
@@ -525,7 +569,9 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     sweep judges that one), and what the moved one holds is judged again:
     anything but residue is moved back and kept. An unshipped run's artifacts
     in it go (``runs.force``) only once a snapshot ref holds them, as judged
-    here: nothing written before the move can be missing from it.
+    here: nothing written before the move can be missing from it. Then what
+    was judged, and only that, is deleted (:func:`remove_listed`): a file
+    written in after the second look stays, and the removal fails on it.
     """
     aside = path.with_name(_aside_name(path.name))
     try:
@@ -547,12 +593,23 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
             judged, path=path, runs=_renamed(judged.runs, aside, path)
         )
     try:
-        shutil.rmtree(aside)
+        remove_listed(
+            aside, _deletion_order(judged.tree), judged.tree.folders if judged.tree else ()
+        )
     except FileNotFoundError:
         return snapped
     except OSError as exc:
         return f"{exc.strerror}: {exc.filename}"
     return snapped
+
+
+def _deletion_order(tree: Tree | None) -> list[str]:
+    """The files judged, each plan dir's ``pr.md`` last: a sweep killed part way leaves
+    a run's remaining artifacts still marked shipped, and the next sweep finishes."""
+    from router.plandir.artifacts import PR
+
+    files = tree.files if tree else ()
+    return sorted(files, key=lambda f: f.endswith(f"/{PR}"))
 
 
 def _put_back(aside: Path, path: Path) -> str | None:
