@@ -212,3 +212,68 @@ def test_unlocking_a_worktree_git_does_not_list_is_git_s_refusal(tmp_path):
     with pytest.raises(GitError) as refused:
         Git(repo).worktree_unlock(tmp_path / "nowhere")
     assert "is not a working tree" in refused.value.stderr
+
+
+def _merge_base_answer(repo: Path, ancestor: str, descendant: str) -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "merge-base", "--is-ancestor", ancestor, descendant]
+    )
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("git_format", FORMATS, indirect=True)
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_ancestry_near_two_commits_is_what_merge_base_answers(
+    tmp_path, git_format, git_log, packed
+):
+    repo = make_repo(tmp_path / "ws", "r")
+    _history(repo, versions=8)
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "switch", "-q", "-c", "topic")
+    commit(repo, "feature.txt", "one\n", "feature")
+    commit(repo, "feature.txt", "two\n", "more")
+    git(repo, "switch", "-q", "main")
+    commit(repo, "other.txt", "other\n", "meanwhile")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge topic", "topic")
+    git(repo, "switch", "-q", "--orphan", "unrelated")
+    commit(repo, "alone.txt", "alone\n", "unrelated root")
+    git(repo, "switch", "-q", "main")
+    if packed:
+        git(repo, "repack", "-q", "-a", "-d")
+    topic = git(repo, "rev-parse", "topic")
+    pairs = [
+        ("refs/heads/topic", "refs/heads/main"),  # merged: a merge commit reaches it
+        (topic, base),  # the topic's tip is not below where it was cut
+        (base, topic),
+        (topic, topic),
+        ("refs/heads/main", topic),
+        ("refs/heads/unrelated", "refs/heads/main"),
+        ("refs/heads/main", "refs/heads/unrelated"),
+        (git(repo, "rev-parse", "HEAD~3"), "refs/heads/main"),
+    ]
+    expected = [_merge_base_answer(repo, a, d) for a, d in pairs]
+    assert expected == [True, False, True, True, False, False, False, True]
+    _calls(git_log)
+    found = [Git(repo).is_ancestor(a, d) for a, d in pairs]
+    asked = [c for c in _calls(git_log) if "merge-base" in c]
+    assert found == expected
+    # Read from the commits in the plain layout; a reftable repository is git's to read.
+    assert len(asked) == (len(pairs) if git_format == "reftable" else 0), asked
+
+
+def test_ancestry_far_apart_or_under_grafts_is_merge_base_s(tmp_path, git_log):
+    repo = make_repo(tmp_path / "ws", "r")
+    _history(repo, versions=80)
+    head, old = git(repo, "rev-parse", "HEAD"), git(repo, "rev-parse", "HEAD~75")
+    _calls(git_log)
+    assert Git(repo).is_ancestor(old, head)  # further down than the commits read here
+    assert len([c for c in _calls(git_log) if "merge-base" in c]) == 1
+    # A graft cuts the history git sees: the commits' own parents would say otherwise.
+    middle, parent = git(repo, "rev-parse", "HEAD~2"), git(repo, "rev-parse", "HEAD~3")
+    assert _merge_base_answer(repo, parent, head)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "grafts").write_text(f"{middle}\n")
+    assert not _merge_base_answer(repo, parent, head)
+    _calls(git_log)
+    assert not Git(repo).is_ancestor(parent, head)
+    assert len([c for c in _calls(git_log) if "merge-base" in c]) == 1

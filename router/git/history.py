@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
+from router.git import files as gitfiles
 from router.git.answers import about_refs
-from router.git.run import Runner
+from router.git.layout import LayoutMethods
 from router.names import Sha
 from router.records import record
 
@@ -24,16 +26,30 @@ class CherryEntry:
     present: bool  # True when an equivalent patch is already upstream ("-")
 
 
-class HistoryMethods(Runner):
+# Commits read from the object store, each way, before git is asked instead: a topic
+# branch's few commits, or a merge of it a few commits down the default branch.
+_ANCESTRY_READ_MAX = 64
+
+
+class HistoryMethods(LayoutMethods):
     """Ancestry and commit ranges."""
 
     __slots__ = ()
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self._about(
-            ("is-ancestor", ancestor, descendant),
-            lambda: self.ok("merge-base", "--is-ancestor", ancestor, descendant),
+            ("is-ancestor", ancestor, descendant), lambda: self._is_ancestor(ancestor, descendant)
         )
+
+    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """From the object store when it answers near the two commits, else ``merge-base``."""
+        plain = self._plain_layout()
+        if plain is not None:
+            try:
+                return _ancestry_from_files(plain[1], plain[2], ancestor, descendant)
+            except gitfiles.Unsure:
+                pass
+        return self.ok("merge-base", "--is-ancestor", ancestor, descendant)
 
     def _about(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
         """Remembered when every revision asked about is a full ref or an object id."""
@@ -55,6 +71,42 @@ class HistoryMethods(Runner):
             sign, _, sha = line.partition(" ")
             entries.append(CherryEntry(Sha(sha.strip()), sign == "-"))
         return entries
+
+
+def _ancestry_from_files(git_dir: str, common: str, ancestor: str, descendant: str) -> bool:
+    """``git merge-base --is-ancestor``'s answer from the commits themselves, each read checked
+    against its id; Unsure when not found near them, or where git would not read raw parents.
+
+    ``descendant``'s parents are walked first: ``ancestor`` among them is a yes, and
+    running out of them a no. Then ``ancestor``'s: ``descendant`` among them (another
+    commit) is a no, as history has no cycle. A graft or shallow file, or a replace ref,
+    changes the parents git sees: git is asked.
+    """
+    from router.git.objectfiles import ObjectStore, reaches
+
+    if any(os.path.lexists(os.path.join(common, f)) for f in ("shallow", "info/grafts")) or any(
+        v in os.environ for v in ("GIT_GRAFT_FILE", "GIT_SHALLOW_FILE")
+    ):
+        raise gitfiles.Unsure("grafts or a shallow history: git's parents, not the commits'")
+    fmt = gitfiles.files_format(common)
+    ids = [_commit_id(git_dir, common, fmt, rev) for rev in (ancestor, descendant)]
+    store = ObjectStore(common, fmt)
+    found = reaches(store, ids[1], ids[0], limit=_ANCESTRY_READ_MAX)
+    if found is not None:
+        return found
+    if ids[0] != ids[1] and reaches(store, ids[0], ids[1], limit=_ANCESTRY_READ_MAX):
+        return False
+    raise gitfiles.Unsure("neither commit is near the other")
+
+
+def _commit_id(git_dir: str, common: str, fmt: gitfiles.RepoFormat, rev: str) -> str:
+    """The object id ``rev`` names: an id itself, or a branch or remote-tracking ref's."""
+    if fmt.is_id(rev):
+        return rev
+    found = gitfiles.read_ref(common, git_dir, rev)[0] if gitfiles.readable_ref(rev) else None
+    if found is None:
+        raise gitfiles.Unsure(f"{rev} is git's to resolve")
+    return found
 
 
 def unique_commits(git: HistoryMethods, tip: str, *, except_branch: str | None) -> int:

@@ -61,6 +61,20 @@ class ObjectStore:
             raise Unsure(f"commit {oid} does not start with its tree")
         return first[5:]
 
+    def parents(self, oid: str) -> list[str]:
+        """The parents commit ``oid`` names, in order; Unsure for another kind of object."""
+        kind, data = self.read(oid)
+        if kind != "commit":
+            raise Unsure(f"{oid} is not a commit")
+        found = []
+        for line in data.split(b"\n")[1:]:
+            if not line.startswith(b"parent "):
+                break  # the parents follow the tree, before the author
+            found.append(line[7:].decode("ascii", "replace"))
+        if any(len(p) != self._width * 2 for p in found):
+            raise Unsure(f"commit {oid} names a parent not read here")
+        return found
+
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The bytes of the blob at ``path`` in ``commit``; None when no blob is there."""
         parts = path.split("/")
@@ -284,6 +298,26 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if not byte & 0x80:
             return value, pos
+
+
+def reaches(store: ObjectStore, start: str, target: str, *, limit: int) -> bool | None:
+    """Whether commit ``target`` is ``start`` or one of its ancestors, walking ``start``'s
+    parents; None when ``limit`` commits were read without finding it or running out.
+
+    Raw parents only: the caller makes sure no graft or shallow file rewrites them.
+    """
+    seen, pending = {start}, [start]
+    while pending:
+        if len(seen) > limit:
+            return None
+        commit = pending.pop()
+        if commit == target:
+            return True
+        for parent in store.parents(commit):
+            if parent not in seen:
+                seen.add(parent)
+                pending.append(parent)
+    return False
 
 
 def _has_replace_refs(common: str) -> bool:
