@@ -152,7 +152,19 @@ class Reason(StrEnum):
     RECLAIM_FAILED = "reclaim-failed"
     RECLAIMED = "reclaimed"
     # -- what keeps a worktree (teardown's and pr-cleanup's checks)
-    NESTED_WORK = "nested-work"  # a repository inside holds work found nowhere else
+    # repositories inside (``parts``: each NESTED_REPO) hold work found nowhere else
+    NESTED_WORK = "nested-work"
+    # a repository inside: ``kind`` (router.teardown.nested.NestedKind) at ``path``, and what
+    # removing it would lose (``parts``), or why it could not be inspected
+    NESTED_REPO = "nested-repo"
+    NOT_A_REPOSITORY = "not-a-repository"  # git does not recognise it as a repository
+    NOT_INSPECTED = "not-inspected"  # git could not inspect it (its words in ``text``)
+    ORPHANS = "orphans"  # its linked worktrees elsewhere (``items``) would lose their repository
+    UNPUSHED = "unpushed"  # ``count`` commits on none of its remote-tracking refs
+    REMOTES_GONE = "remotes-gone"  # its remotes (``items``) name a path that no longer exists
+    CHANGES = "changes"  # changed tracked files (``items``), untracked files (``others``)
+    UNSEEN_FILES = "unseen-files"  # an uninitialised submodule's files, which git does not see
+    MODULE_DIR = "module-dir"  # a submodule git dir (``path``) and how git reads it
     NOT_MOUNTED = "not-mounted"  # the worktree's filesystem is not mounted
     LOCKED = "locked"  # another tool's lock
     DIRTY = "dirty"  # changed or untracked files

@@ -210,6 +210,15 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
 
 _HOLDER = Why(Reason.HOLDER, count=8)
 _TIP = "a" * 40
+_UNSEEN = Why(Reason.UNSEEN_FILES)
+_LOSSES = (
+    "submodule lib (2 commit(s) on none of its remote-tracking refs; remote origin points at "
+    "a path that no longer exists; 1 untracked file(s): a), nested repository c (git does not "
+    "see files there: move them out of the worktree), submodule git dir /g/modules/m (git "
+    "reads it as `git --git-dir=/g/modules/m --work-tree=/g/modules/m`), clone d (git does "
+    "not recognise it as a repository), clone e (git could not inspect it (fatal: x)), clone "
+    "f (its linked worktree(s) /o, /p would lose their repository)"
+)
 _GC = (
     "`git gc --prune=now` could delete the objects a git there is writing (a commit under "
     "way, on no branch yet), so nothing was expired: run this again with --reclaim once "
@@ -377,6 +386,64 @@ SAID_FROM_FACTS = [
         },
         "what the HEAD reflog of /w (r) alone keeps is unknown (fatal: x): keep those commits on a "
         "branch, then run teardown again",
+    ),
+    (
+        Why(
+            Reason.NESTED_WORK,
+            path="/w",
+            again="teardown",
+            step="remove",
+            parts=(
+                Why(
+                    Reason.NESTED_REPO,
+                    kind="submodule",
+                    path="lib",
+                    parts=(
+                        Why(Reason.UNPUSHED, count=2),
+                        Why(Reason.REMOTES_GONE, items=("origin",)),
+                        Why(Reason.CHANGES, others=("a",)),
+                    ),
+                ),
+                Why(Reason.NESTED_REPO, kind="nested repository", path="c", parts=(_UNSEEN,)),
+                Why(
+                    Reason.NESTED_REPO,
+                    kind="submodule git dir",
+                    path="/g/modules/m",
+                    parts=(Why(Reason.MODULE_DIR, path="/g/modules/m"),),
+                ),
+                Why(
+                    Reason.NESTED_REPO,
+                    kind="clone",
+                    path="d",
+                    parts=(Why(Reason.NOT_A_REPOSITORY),),
+                ),
+                Why(
+                    Reason.NESTED_REPO,
+                    kind="clone",
+                    path="e",
+                    parts=(Why(Reason.NOT_INSPECTED, text="fatal: x"),),
+                ),
+                Why(
+                    Reason.NESTED_REPO,
+                    kind="clone",
+                    path="f",
+                    parts=(Why(Reason.ORPHANS, items=("/o", "/p")),),
+                ),
+            ),
+        ),
+        {
+            "reason": "nested-work",
+            "path": "/w",
+            "again": "teardown",
+            "step": "remove",
+            "text": _LOSSES,
+        },
+        "/w holds other repositories whose work exists nowhere else; removing the worktree "
+        f"would delete it and --force cannot snapshot it: {_LOSSES}. Push those commits, or a "
+        "tag holding them (`git log --oneline --all --reflog --not --remotes` there lists "
+        "them, reflog-only ones included; `git reflog expire --expire-unreachable=now --all` "
+        "there drops those no branch holds), commit and push (or discard) those changes, "
+        "or move the repository out of the worktree; then run teardown again",
     ),
 ]
 

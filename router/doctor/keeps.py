@@ -21,21 +21,21 @@ from router.git import (
     head_reflog_where,
     unique_commits,
 )
+from router.reasons import Reason, Why
 from router.topic.workspace import Repo
 
 
 def module_work(repo: Repo, path: Path) -> str:
     """What the submodule git dirs a gone worktree's registration keeps hold ("" when nothing)."""
     from router.teardown.blockers import nested_loss
+    from router.teardown.factwords import nested_losses
     from router.teardown.nested import survey_registration
 
     holding = [n for n in survey_registration(repo.common_dir, path) if n.holds_work]
     if not holding:
         return ""
-    return (
-        ", ".join(nested_loss(n) for n in holding)
-        + ": push those commits (or drop them), then run doctor --repair again"
-    )
+    lost = nested_losses(Why(Reason.NESTED_WORK, parts=tuple(map(nested_loss, holding))))
+    return f"{lost}: push those commits (or drop them), then run doctor --repair again"
 
 
 def moved_to(repo: Repo, path: Path, here: Path) -> Path | None:

@@ -17,7 +17,6 @@ from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.reasons import Reason, Why
 from router.records import replace
-from router.teardown.factwords import dirt_words
 from router.teardown.nested import NestedKind, NestedRepo
 from router.teardown.steps import Step, StepResult, refused
 from router.topic import state, worktreelock
@@ -58,29 +57,31 @@ def nested_blocker(
     holding = [n for n in nested if n.holds_work]
     if not holding:
         return None
-    losses = ", ".join(nested_loss(n) for n in holding)
-    held = Why(Reason.NESTED_WORK, path=str(path), text=losses, again=again, step=step)
+    losses = tuple(map(nested_loss, holding))
+    held = Why(Reason.NESTED_WORK, path=str(path), parts=losses, again=again, step=step)
     return refused(step, ErrorCode.NESTED_WORK, held)
 
 
-def nested_loss(repo: NestedRepo) -> str:
-    """``submodule lib (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
-    if repo.problem:
-        return f"{repo.kind} {repo.rel} ({repo.problem})"
-    parts = (
-        [f"{repo.unpushed} commit(s) on none of its remote-tracking refs"] if repo.unpushed else []
-    )
+def nested_loss(repo: NestedRepo) -> Why:
+    """What removing ``repo`` would lose (NESTED_REPO), each clause a part: ``submodule lib
+    (2 commit(s) on none of its remote-tracking refs; 1 untracked file(s): a)``."""
+    parts = [repo.problem] if repo.problem else _losses(repo)
+    return Why(Reason.NESTED_REPO, kind=str(repo.kind), path=repo.rel, parts=tuple(parts))
+
+
+def _losses(repo: NestedRepo) -> list[Why]:
+    parts = [Why(Reason.UNPUSHED, count=repo.unpushed)] if repo.unpushed else []
     if repo.unpushed and repo.gone:
         # Its tracking refs still name the commits, but the remote they copy is gone.
-        parts.append(f"remote {', '.join(repo.gone)} points at a path that no longer exists")
+        parts.append(Why(Reason.REMOTES_GONE, items=repo.gone))
     if repo.status.dirty:
-        parts.append(dirt_words(repo.status.tracked, repo.status.untracked))
+        parts.append(Why(Reason.CHANGES, items=repo.status.tracked, others=repo.status.untracked))
     if repo.kind is NestedKind.UNINITIALISED:
-        parts.append("git does not see files there: move them out of the worktree")
+        parts.append(Why(Reason.UNSEEN_FILES))
     if repo.kind is NestedKind.MODULE:
         # Its config names a checkout that may be gone, and git then stops unless told.
-        parts.append(f"git reads it as `git --git-dir={repo.rel} --work-tree={repo.rel}`")
-    return f"{repo.kind} {repo.rel} ({'; '.join(parts)})"
+        parts.append(Why(Reason.MODULE_DIR, path=repo.rel))
+    return parts
 
 
 def foreign_worktree(repo: Repo, path: Path, branch: str, entry: WorktreeEntry) -> Why | None:

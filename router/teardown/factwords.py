@@ -113,11 +113,22 @@ def dirt_words(tracked: tuple[str, ...], untracked: tuple[str, ...]) -> str:
     return "; ".join(parts)
 
 
+def _said(w: Why) -> str:
+    """A fact nested in another said here (a repository inside, and what it would lose)."""
+    return FACTS[w.reason](w)
+
+
+def nested_losses(w: Why) -> str:
+    """The repositories inside (``parts``) and what each would lose; an older record's words
+    are in ``text``."""
+    return ", ".join(map(_said, w.parts)) if w.parts else w.text
+
+
 def _nested_work(w: Why) -> str:
     what = "the plan dir" if w.step == "plan-dir" else "the worktree"
     return (
         f"{w.path} holds other repositories whose work exists nowhere else; removing {what} "
-        f"would delete it and --force cannot snapshot it: {w.text}. Push those commits, or a "
+        f"would delete it and --force cannot snapshot it: {nested_losses(w)}. Push those commits, or a "
         "tag holding them (`git log --oneline --all --reflog --not --remotes` there lists "
         "them, reflog-only ones included; `git reflog expire --expire-unreachable=now --all` "
         "there drops those no branch holds), commit and push (or discard) those changes, "
@@ -201,6 +212,19 @@ FACTS: dict[Reason, Words] = {
     ),
     # what keeps a worktree
     Reason.NESTED_WORK: _nested_work,
+    Reason.NESTED_REPO: lambda w: f"{w.kind} {w.path} ({'; '.join(map(_said, w.parts))})",
+    Reason.NOT_A_REPOSITORY: lambda w: "git does not recognise it as a repository",
+    Reason.NOT_INSPECTED: lambda w: f"git could not inspect it ({w.text})",
+    Reason.ORPHANS: lambda w: (
+        f"its linked worktree(s) {', '.join(w.items)} would lose their repository"
+    ),
+    Reason.UNPUSHED: lambda w: f"{w.count} commit(s) on none of its remote-tracking refs",
+    Reason.REMOTES_GONE: lambda w: (
+        f"remote {', '.join(w.items)} points at a path that no longer exists"
+    ),
+    Reason.CHANGES: lambda w: dirt_words(w.items, w.others),
+    Reason.UNSEEN_FILES: lambda w: "git does not see files there: move them out of the worktree",
+    Reason.MODULE_DIR: lambda w: f"git reads it as `git --git-dir={w.path} --work-tree={w.path}`",
     Reason.NOT_MOUNTED: lambda w: (
         f"{w.path} is not there because its filesystem is not mounted ({w.text}); "
         f"kept: mount it at {w.other}, then run {w.again} again (if it is "

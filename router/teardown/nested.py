@@ -23,6 +23,7 @@ from pathlib import Path
 from router import git as g
 from router.fsutil import files_under
 from router.git import Git, GitError, StatusReport
+from router.reasons import Reason, Why
 from router.records import field, record
 
 
@@ -41,7 +42,7 @@ class NestedRepo:
     kind: NestedKind
     status: StatusReport = field(default_factory=StatusReport)
     unpushed: int = 0  # commits (reflogs included) no live remote-tracking ref of its own reaches
-    problem: str = ""  # why it could not be inspected (then it counts as holding work)
+    problem: Why | None = None  # why it could not be inspected (then it counts as holding work)
     git_dir: Path | None = None
     gone: tuple[str, ...] = ()  # its remotes whose local path is gone: they keep nothing
 
@@ -335,7 +336,7 @@ def _inspect(worktree: Path, rel: str, kind: NestedKind, *, doomed: tuple[Path, 
         # worktree itself: only an answer about this very directory counts.
         layout = git.try_layout()
         if layout is None or layout.toplevel != Path(os.path.realpath(path)):
-            return NestedRepo(rel, kind, problem="git does not recognise it as a repository")
+            return NestedRepo(rel, kind, problem=Why(Reason.NOT_A_REPOSITORY))
         if not any(layout.common_dir.is_relative_to(d) for d in doomed):
             # Its repository lives elsewhere (a linked worktree of another
             # repository, a clone made with --separate-git-dir) and keeps its
@@ -350,15 +351,13 @@ def _inspect(worktree: Path, rel: str, kind: NestedKind, *, doomed: tuple[Path, 
         unpushed = g.commits_on_no_remote(git, gone=gone)
         return NestedRepo(rel, kind, git.status(), unpushed, git_dir=layout.git_dir, gone=gone)
     except GitError as exc:
-        return NestedRepo(rel, kind, problem=f"git could not inspect it ({exc.first_line})")
+        return NestedRepo(rel, kind, problem=Why(Reason.NOT_INSPECTED, text=exc.first_line))
 
 
-def _orphaned(common_dir: Path, doomed: tuple[Path, ...]) -> str:
-    """Why removing a doomed repository would orphan checkouts of it elsewhere ("" when none)."""
+def _orphaned(common_dir: Path, doomed: tuple[Path, ...]) -> Why | None:
+    """Why removing a doomed repository would orphan checkouts of it elsewhere (None: none)."""
     elsewhere = _checkouts_outside(common_dir, doomed)
-    if not elsewhere:
-        return ""
-    return f"its linked worktree(s) {', '.join(elsewhere)} would lose their repository"
+    return Why(Reason.ORPHANS, items=tuple(elsewhere)) if elsewhere else None
 
 
 def _checkouts_outside(common_dir: Path, doomed: tuple[Path, ...]) -> list[str]:
@@ -388,7 +387,7 @@ def _inspect_git_dir(
     git = Git(git_dir, {"GIT_DIR": where_git, "GIT_WORK_TREE": where_git})
     try:
         if g.absolute_git_dir(git) != git_dir.resolve():
-            return NestedRepo(where, kind, problem="git does not recognise it as a repository")
+            return NestedRepo(where, kind, problem=Why(Reason.NOT_A_REPOSITORY))
         orphaned = _orphaned(git_dir.resolve(), doomed)
         if orphaned:
             return NestedRepo(where, kind, problem=orphaned)
@@ -396,4 +395,4 @@ def _inspect_git_dir(
         unpushed = g.commits_on_no_remote(git, gone=gone)
         return NestedRepo(where, kind, unpushed=unpushed, git_dir=git_dir.resolve(), gone=gone)
     except GitError as exc:
-        return NestedRepo(where, kind, problem=f"git could not inspect it ({exc.first_line})")
+        return NestedRepo(where, kind, problem=Why(Reason.NOT_INSPECTED, text=exc.first_line))
