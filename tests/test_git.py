@@ -103,7 +103,7 @@ def test_the_git_handle_takes_in_a_concept_when_one_of_its_methods_is_first_aske
     assert out == [
         str([*layout, "router.git.run"]),
         f"True {head}",
-        str([*layout, "router.git.refs", "router.git.run"]),
+        str([*layout, "router.git.refs", "router.git.run", "router.git.spawn"]),
         str(["Git", "RefMethods", "LayoutMethods", "Runner", "object"]),
     ]
 

@@ -7,7 +7,7 @@ the command before git starts (:func:`router.interrupt.check`), a git killed
 by one stops it after (:func:`router.interrupt.check_child`), and a git that
 fails becomes a :class:`GitError` (a :class:`router.errors.ToolFailed`).
 
-git runs through :mod:`subprocess` directly rather than GitPython's command
+git runs through ``os.posix_spawn`` (:mod:`router.git.spawn`) rather than GitPython's command
 layer: importing GitPython costs about 120 ms (70 ms for ``git.cmd`` alone),
 which is twice the whole budget of the session-start hook and more than the
 overhead ``new`` may add to a bare ``git worktree add`` (DESIGN §15).
@@ -28,10 +28,9 @@ from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    # subprocess is imported where a process starts: a command that reads git's
-    # files alone (``phase``) never pays for it.
-    import subprocess
     from typing import Self, TypeVar
+
+    from router.git.spawn import Child
 
     T = TypeVar("T")
 
@@ -178,21 +177,22 @@ class Result:
 class Running:
     """A git process started by :meth:`Git.start`; :meth:`wait` collects it (once, then remembered).
 
-    Its timeout counts from the start. Output is collected at the end: the
-    commands started this way (a quiet fetch) print a few lines at most.
+    Its timeout counts from the start. Output is collected at the end (both pipes read at
+    once, so a long answer never stalls it): the commands started this way (a quiet fetch,
+    a status) print little.
     """
 
     def __init__(
         self,
         argv: list[str],
-        proc: subprocess.Popen[bytes] | None,
+        child: Child | None,
         timeout: float | None,
         *,
         changes: bool = True,
     ):
         self._argv = argv
         self._changes = changes
-        self._proc = proc
+        self._child = child
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._timeout = timeout
         self._outcome: Result | GitError | None = None
@@ -217,27 +217,28 @@ class Running:
             return exc
         return None
 
-    def _collect(self) -> Result | GitError:
-        proc = self._proc
-        if proc is None:
-            return GitMissing(self._argv, 127, "git is not installed or not on PATH")
-        import subprocess
+    def stop(self, exc: BaseException) -> None:
+        """Once the command is stopped (``exc``) before :meth:`wait`: git gets the signal
+        that stopped it and its end is waited for (killed at once for any other error)."""
+        if self._child is not None and self._outcome is None:
+            _end_for(self._child, exc)
 
-        left = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+    def _collect(self) -> Result | GitError:
+        child = self._child
+        if child is None:
+            return GitMissing(self._argv, 127, "git is not installed or not on PATH")
+        from router.git.spawn import TimedOut
+
         try:
-            out, err = proc.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            # Killed and reaped, its pipes closed unread: a child it started (a
-            # transport, a hook) may hold them open long after it is gone.
-            proc.kill()
-            proc.wait()
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
+            returncode, out, err = child.communicate(self._deadline)
+        except TimedOut:  # killed and reaped, its pipes closed unread
             return GitError(self._argv, 124, f"timed out after {self._timeout:.0f}s")
-        interrupt.check_child(proc.returncode)
+        except BaseException as exc:
+            _end_for(child, exc)
+            raise
+        interrupt.check_child(returncode)
         result = Result(
-            proc.returncode,
+            returncode,
             out.decode("utf-8", "surrogateescape"),
             err.decode("utf-8", "surrogateescape"),
             tuple(self._argv),
@@ -256,49 +257,36 @@ def _run_to_its_end(
     env: Mapping[str, str],
     timeout: float | None = None,
     input: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
-    """``subprocess.run(argv)``, but a signal that stops the command never SIGKILLs git.
+) -> tuple[int, bytes, bytes]:
+    """(exit status, stdout, stderr) of ``argv`` run to its end; a signal that stops the
+    command never SIGKILLs git.
 
-    ``subprocess.run`` kills its child on any exception, a signal's included.
     git stopped by a signal (the terminal's Ctrl-C, a SIGTERM to the group)
     undoes what it was making, `git worktree add` its registration and then
     its checkout: killed in the middle of that, it left a checkout no
     registration names, which the next run takes for someone else's. So git
     gets the signal that stopped the command (it already has it when the
     whole group got it), and its end is waited for; only a second signal, or
-    a git that outlives :data:`STOP_WAIT`, kills it.
+    a git that outlives :data:`STOP_WAIT`, kills it. Raises FileNotFoundError
+    when there is no git, :class:`router.git.spawn.TimedOut` after ``timeout``.
     """
-    import subprocess
+    from router.git.spawn import Child
 
-    with subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    ) as proc:
-        try:
-            out, err = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
-        except (interrupt.Stopped, KeyboardInterrupt) as exc:
-            _stop_as_asked(proc, interrupt.signum_of(exc))
-            raise
-        except BaseException:
-            proc.kill()
-            raise
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
-def _stop_as_asked(proc: subprocess.Popen[bytes], signum: int) -> None:
-    """Pass ``signum`` on to git and wait for it to end; kill it only if it does not."""
+    child = Child(argv, env, input)
     try:
-        proc.send_signal(signum)
-        proc.wait(STOP_WAIT)
-    except BaseException:  # a second signal, or git outlived the wait: stop it at once
-        proc.kill()
+        return child.communicate(None if timeout is None else time.monotonic() + timeout)
+    except BaseException as exc:
+        _end_for(child, exc)
+        raise
+
+
+def _end_for(child: Child, exc: BaseException) -> None:
+    """``child`` ended as the error ``exc`` that cut its command short asks: passed the
+    signal that stopped the command (a Ctrl-C's, a SIGTERM's) and waited for, else killed."""
+    if isinstance(exc, (interrupt.Stopped, KeyboardInterrupt)):
+        child.stop(interrupt.signum_of(exc), STOP_WAIT)
+    else:
+        child.kill()
 
 
 def verified(res: Result) -> str | None:
@@ -374,12 +362,12 @@ class Runner:
         input: str | None,
         env: Mapping[str, str],
     ) -> Result:
-        import subprocess
+        from router.git.spawn import TimedOut
 
         try:
             # Bytes, decoded here: text mode would also translate newlines, turning a
             # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
-            proc = _run_to_its_end(
+            returncode, out, err = _run_to_its_end(
                 argv,
                 timeout=timeout,
                 input=None if input is None else input.encode("utf-8", "surrogateescape"),
@@ -387,12 +375,12 @@ class Runner:
             )
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
-        except subprocess.TimeoutExpired as exc:
+        except TimedOut as exc:
             raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
-        interrupt.check_child(proc.returncode)
-        stdout = proc.stdout.decode("utf-8", "surrogateescape")
-        stderr = proc.stderr.decode("utf-8", "surrogateescape")
-        result = Result(proc.returncode, stdout, stderr, tuple(argv))
+        interrupt.check_child(returncode)
+        stdout = out.decode("utf-8", "surrogateescape")
+        stderr = err.decode("utf-8", "surrogateescape")
+        result = Result(returncode, stdout, stderr, tuple(argv))
         if check and not result.ok:
             raise result.as_error()
         return result
@@ -415,13 +403,13 @@ class Runner:
         argv = self._argv(args)
         try:
             with _changing(args):
-                proc = _run_to_its_end(argv, env={**base_env(), **self.env})
+                returncode, out, err = _run_to_its_end(argv, env={**base_env(), **self.env})
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
-        interrupt.check_child(proc.returncode)
-        if proc.returncode != 0:
-            raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
-        return proc.stdout
+        interrupt.check_child(returncode)
+        if returncode != 0:
+            raise GitError(argv, returncode, err.decode("utf-8", "replace"))
+        return out
 
     def out(self, *args: str, **kw: object) -> str:
         """stdout of a successful command, trailing newline stripped."""
@@ -442,19 +430,13 @@ class Runner:
         changes = not answers.read_only(args)
         if changes:
             answers.forget()
-        import subprocess
+        from router.git.spawn import Child
 
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**base_env(), **self.env},
-            )
+            child = Child(argv, {**base_env(), **self.env}, None)
         except FileNotFoundError:
             return Running(argv, None, timeout, changes=changes)
-        return Running(argv, proc, timeout, changes=changes)
+        return Running(argv, child, timeout, changes=changes)
 
 
 def recall_about(git: Runner, question: tuple[str, ...], ask: Callable[[], T]) -> T:
