@@ -52,7 +52,8 @@ METHODS = {
         "_registration"
     ),
     "status": (
-        "gitlinks added_in_index untracked_under status ls_files ignored_untracked staged_paths"
+        "gitlinks added_in_index untracked_under status status_started ls_files "
+        "ignored_untracked staged_paths"
     ),
     "history": "is_ancestor _is_ancestor _about count_commits cherry _cherry",
     "objects": "blob tree_of _tree_of merge_tree _merge_tree",

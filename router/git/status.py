@@ -10,6 +10,10 @@ from router.git.layout import LayoutMethods
 from router.names import Branch, Sha
 from router.records import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.git.run import Running
+
 
 @record
 class StatusReport:
@@ -21,6 +25,28 @@ class StatusReport:
     @property
     def dirty(self) -> bool:
         return bool(self.tracked or self.untracked)
+
+
+# Every change git sees, untracked files one by one and submodules' own changes too.
+_STATUS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignore-submodules=none")
+
+
+class StartedStatus:
+    """A checkout's :meth:`StatusMethods.status` under way (:meth:`StatusMethods.status_started`)."""
+
+    __slots__ = ("_git", "_running")
+
+    def __init__(self, git: StatusMethods, running: Running) -> None:
+        self._git, self._running = git, running
+
+    def report(self) -> StatusReport:
+        """The checkout's changes, once its git ended; raises GitError as :meth:`status` does."""
+        out = self._running.wait().stdout
+        return with_unlooked(self._git, parse_status_v2(out).status)
+
+    def stop(self, exc: BaseException) -> None:
+        """The caller stopped (``exc``) before asking: its git ends as :meth:`Running.stop` says."""
+        self._running.stop(exc)
 
 
 class StatusMethods(LayoutMethods):
@@ -69,14 +95,12 @@ class StatusMethods(LayoutMethods):
         core.fsmonitor is disabled (in :meth:`Git.run`): another checkout's
         fsmonitor daemon may be stale or absent, and status must reflect the disk.
         """
-        out = self.run(
-            "status",
-            "--porcelain=v2",
-            "-z",
-            "--untracked-files=all",
-            "--ignore-submodules=none",
-        ).stdout
-        return with_unlooked(self, parse_status_v2(out).status)
+        return self.status_started().report()
+
+    def status_started(self) -> StartedStatus:
+        """:meth:`status` with its git started now, to run while the caller works on:
+        :meth:`StartedStatus.report` reads its answer."""
+        return StartedStatus(self, self.start(*_STATUS))
 
     def ls_files(self, path: str) -> list[str] | None:
         """Tracked files under ``path``; None when the check itself failed."""

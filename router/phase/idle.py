@@ -22,6 +22,10 @@ from router.topic.discovery import repo_place, topics
 from router.topic.runs import HOST, PLANS_DIR, Records
 from router.topic.workspace import Repo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from router.git.status import StartedStatus
+
 
 @record
 class HostWorktree:
@@ -127,9 +131,63 @@ def _other_plan_dirs(worktree: str | None, topic_id: str) -> tuple[str, ...]:
 
 def worktree_dirty(worktree: str | None) -> bool | None:
     """Whether the checkout holds changes; None when there is none or git cannot say."""
-    if worktree is None:
-        return None
-    try:
-        return Git(Path(worktree)).status().dirty
-    except GitError:
-        return None
+    return DirtyAsked(worktree).dirty()
+
+
+class DirtyAsked:
+    """:func:`worktree_dirty` of a checkout, its git started at once: many run side by side
+    while the caller works on, and each answer is read when needed (:meth:`dirty`)."""
+
+    __slots__ = ("_started",)
+
+    def __init__(self, worktree: str | None) -> None:
+        self._started: StartedStatus | None = None
+        if worktree is not None:
+            self._started = Git(Path(worktree)).status_started()
+
+    def dirty(self) -> bool | None:
+        """Whether the checkout holds changes; None when there is none or git cannot say."""
+        if self._started is None:
+            return None
+        try:
+            return self._started.report().dirty
+        except GitError:
+            return None
+
+    def stop(self, exc: BaseException) -> None:
+        """The caller stopped (``exc``) before asking: git ends as the git layer says."""
+        if self._started is not None:
+            self._started.stop(exc)
+
+
+# How many of DirtyAll's gits run at once: all of a usual home's, and two pipes each stay
+# far below any limit of open files however many worktrees there are.
+AT_ONCE = 16
+
+
+class DirtyAll:
+    """:func:`worktree_dirty` of each of ``worktrees``, their gits started at once (up to
+    :data:`AT_ONCE`, the next as one ends): they run side by side while the caller works on,
+    and :meth:`answers` reads them. :meth:`stop` ends those under way if the caller stops."""
+
+    __slots__ = ("_started", "_worktrees")
+
+    def __init__(self, worktrees: list[str]) -> None:
+        self._worktrees = worktrees
+        self._started: list[DirtyAsked] = []
+        for worktree in worktrees[:AT_ONCE]:
+            self._started.append(DirtyAsked(worktree))
+
+    def answers(self) -> list[bool | None]:
+        """Each worktree's :func:`worktree_dirty`, in order."""
+        found = []
+        for n, asked in enumerate(self._started):
+            if n + AT_ONCE < len(self._worktrees):
+                self._started.append(DirtyAsked(self._worktrees[n + AT_ONCE]))
+            found.append(asked.dirty())
+        return found
+
+    def stop(self, exc: BaseException) -> None:
+        """The caller stopped (``exc``): the gits under way end as the git layer says."""
+        for asked in self._started:
+            asked.stop(exc)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from router.parallel import meanwhile
 from router.phase import infer as phases
-from router.phase.idle import HostWorktree, host_worktree, worktree_dirty
+from router.phase.idle import DirtyAll, HostWorktree, host_worktree
 from router.plandir.remembered import Remembered, Stamp, stamp
 from router.records import record
 from router.topic import discovery
@@ -138,22 +137,27 @@ def _topic_states(
             topic.repos = phases.topic_repos(repo, plan, topic.found, records=records)
         warnings += topic.found
     flat = [r for topic in known for r in topic.repos]
-    for path in dict.fromkeys(r.path for r in flat if r.path):
-        if refs.isdir(path):
-            refs.of(path)  # read once, before the workers share it
-    # git answers for the topics that have a worktree (or a moved branch): those
-    # few questions run side by side, while this thread works out everything else
-    # (the refs answer for every other topic).
-    in_worktrees = [r for r in flat if phases.location(r, refs)[1] == "HEAD"]
-    with meanwhile(lambda r: _repo_state(r, refs), in_worktrees) as asked:
-        threaded = set(map(id, in_worktrees))
-        states = {id(r): _repo_state(r, refs) for r in flat if id(r) not in threaded}
+    # git answers whether each worktree of a topic holds changes: those gits start now
+    # and run side by side, while this thread works out everything else (the refs answer
+    # for every other topic); their answers are read last.
+    at = {id(r): phases.location(r, refs) for r in flat}
+    in_worktrees = [r for r in flat if at[id(r)][1] == "HEAD"]
+    asked = DirtyAll([str(at[id(r)][0]) for r in in_worktrees])
+    try:
+        states = {
+            id(r): _repo_state(r, refs, at[id(r)], None) for r in flat if at[id(r)][1] != "HEAD"
+        }
         for (_id, plan), topic in zip(plans, known, strict=True):
             if topic.resume is None:
                 _work_out(topic, repo, plan, refs, remembered, answers, records)
         answers.save()
         remembered.save()
-    states.update(zip(map(id, in_worktrees), asked.results, strict=True))
+        dirty = asked.answers()
+    except BaseException as exc:
+        asked.stop(exc)
+        raise
+    for r, state in zip(in_worktrees, dirty, strict=True):
+        states[id(r)] = _repo_state(r, refs, at[id(r)], state)
     topics = []
     for (topic_id, plan), topic in zip(plans, known, strict=True):
         warnings += topic.more
@@ -280,15 +284,21 @@ def _answer_json(topic: _Topic) -> list[object]:
     ]
 
 
-def _repo_state(topic_repo: phases.TopicRepo, refs: phases.RepoRefs) -> RepoState:
-    at = where, rev = phases.location(topic_repo, refs)
+def _repo_state(
+    topic_repo: phases.TopicRepo,
+    refs: phases.RepoRefs,
+    at: tuple[str | None, str],
+    dirty: bool | None,
+) -> RepoState:
+    """The repo's row; ``at``: its :func:`~router.phase.infer.location`, ``dirty``: its
+    worktree's :func:`~router.phase.idle.worktree_dirty` (None: none, or unknown)."""
+    where, rev = at
     worktree = where if rev == "HEAD" else None
     ahead = phases.commits_ahead(topic_repo, refs, at)
     fell_back = works_in_main_tree(topic_repo.name, topic_repo.path, topic_repo.worktree)
     main_tree = topic_repo.path if fell_back else None
     gone = topic_repo.worktree if topic_repo.worktree and worktree is None else None
     missing = gone if gone is not None and not os.path.lexists(gone) else None
-    dirty = worktree_dirty(worktree)
     # Asked of the repo that had it, home or not: a deleted worktree stays listed until
     # its registration is pruned, and the words say which.
     listed = missing is None or _lists(topic_repo.path, missing)
