@@ -29,36 +29,48 @@ def dumps(value: Any) -> str:
     """``json.dumps(value, indent=2, default=str)``, the same text."""
     out: list[str] = []
     try:
-        _value(value, out, "\n")
+        _value(value, out, "\n", {})
     except (_Unusual, RecursionError):
         # A circular value (or one deeper than any result) is json's to refuse as it does.
         return json.dumps(value, indent=2, default=str)
     return "".join(out)
 
 
-def _value(value: Any, out: list[str], newline: str) -> None:
+def _plain_text(value: Any) -> str | None:
+    """The text of a str, None, True, False or int by its exact type; None for any other
+    value. Each is appended with what comes before it, in one piece: 500 topics make
+    ~25,000 of them."""
+    kind = type(value)
+    if kind is str:
+        return _quoted(value)  # type: ignore[no-any-return]
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    return None
+
+
+def _value(value: Any, out: list[str], newline: str, keys: dict[str, str]) -> None:
     # The usual values by their exact type first; any other (a subclass, a float, a value
     # for default()) in the order of json's own encoder.
     kind = type(value)
-    if kind is str:
-        out.append(_quoted(value))
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif kind is int:
-        out.append(int.__repr__(value))
-    elif kind is dict:
-        _object(value, out, newline)
+    if kind is dict:
+        _object(value, out, newline, keys)
     elif kind is list or kind is tuple:
-        _array(value, out, newline)
+        _array(value, out, newline, keys)
     else:
-        _other(value, out, newline)
+        text = _plain_text(value)
+        if text is None:
+            _other(value, out, newline, keys)
+        else:
+            out.append(text)
 
 
-def _other(value: Any, out: list[str], newline: str) -> None:
+def _other(value: Any, out: list[str], newline: str, keys: dict[str, str]) -> None:
     """json's order: str, int, float, list or tuple, dict, else default() (str) and that."""
     if isinstance(value, str):
         out.append(_quoted(value))
@@ -67,37 +79,53 @@ def _other(value: Any, out: list[str], newline: str) -> None:
     elif isinstance(value, float):
         out.append(_float(value))
     elif isinstance(value, (list, tuple)):
-        _array(value, out, newline)
+        _array(value, out, newline, keys)
     elif isinstance(value, dict):
-        _object(value, out, newline)
+        _object(value, out, newline, keys)
     else:
-        _value(str(value), out, newline)
+        _value(str(value), out, newline, keys)
 
 
-def _array(items: list[Any] | tuple[Any, ...], out: list[str], newline: str) -> None:
+def _array(
+    items: list[Any] | tuple[Any, ...], out: list[str], newline: str, keys: dict[str, str]
+) -> None:
     if not items:
         out.append("[]")
         return
     inner = newline + INDENT
     separator = "[" + inner
     for item in items:
-        out.append(separator)
-        _value(item, out, inner)
+        text = _plain_text(item)
+        if text is None:
+            out.append(separator)
+            _value(item, out, inner, keys)
+        else:
+            out.append(separator + text)
         separator = "," + inner
     out.append(newline + "]")
 
 
-def _object(items: dict[Any, Any], out: list[str], newline: str) -> None:
+def _object(items: dict[Any, Any], out: list[str], newline: str, keys: dict[str, str]) -> None:
+    """``keys``: each text key as written before its value, quoted once for the whole text."""
     if not items:
         out.append("{}")
         return
     inner = newline + INDENT
     separator = "{" + inner
     for key, item in items.items():
-        if not isinstance(key, str):
-            raise _Unusual  # json's own rules for a key that is a number, bool or None
-        out.append(separator + _quoted(key) + ": ")
-        _value(item, out, inner)
+        name = keys.get(key) if type(key) is str else None
+        if name is None:
+            if not isinstance(key, str):
+                raise _Unusual  # json's own rules for a key that is a number, bool or None
+            name = _quoted(key) + ": "
+            if type(key) is str:
+                keys[key] = name
+        text = _plain_text(item)
+        if text is None:
+            out.append(separator + name)
+            _value(item, out, inner, keys)
+        else:
+            out.append(separator + name + text)
         separator = "," + inner
     out.append(newline + "}")
 
