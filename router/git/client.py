@@ -49,6 +49,7 @@ METHODS = {
     ),
     "worktrees": (
         "worktree_list _worktree_list worktree_add worktree_lock worktree_unlock worktree_remove "
+        "lists_worktree "
         "_registration"
     ),
     "status": (
