@@ -67,6 +67,27 @@ def test_a_merged_topic_fast_forwards_main_to_what_teardown_fetched_without_a_se
     assert by_command["fetch"] == 1 and by_command["pull"] == 0, dict(by_command)
 
 
+def test_a_topic_merged_on_origin_is_proven_merged_from_its_commits_with_no_git_process(
+    home_repo, tmp_path
+):
+    # The merge commit on origin's main reaches the branch's tip: read from the commits
+    # (each checked against its id), no `git cherry` and no `git merge-base`.
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(topic.worktrees["home"], "push", "-q", "origin", topic.branch)
+    merge_on_origin(home_repo, topic.branch)
+    log = tmp_path / "git.log"
+    proc = run("teardown", topic.id, "--json", cwd=home_repo, env=git_logger(tmp_path / "bin", log))
+    assert proc.code == 0, proc.out + proc.err
+    step = steps_of(proc.json, "home")["integrate"]
+    assert step["detail"] == (
+        f"nothing to integrate: {topic.branch} is merged (its tip is an ancestor of origin/main)"
+    )
+    assert topic.branch not in branches(home_repo)
+    by_command = git_verbs(log)
+    assert by_command["cherry"] == 0 and by_command["merge-base"] == 0, dict(by_command)
+
+
 def test_a_main_with_commits_of_its_own_is_still_rebased_by_a_pull(home_repo, tmp_path):
     topic = new_topic(home_repo)
     commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")

@@ -43,13 +43,21 @@ class HistoryMethods(LayoutMethods):
 
     def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """From the object store when it answers near the two commits, else ``merge-base``."""
-        plain = self._plain_layout()
-        if plain is not None:
-            try:
-                return _ancestry_from_files(plain[1], plain[2], ancestor, descendant)
-            except gitfiles.Unsure:
-                pass
+        known = self.known_ancestry(ancestor, descendant)
+        if known is not None:
+            return known
         return self.ok("merge-base", "--is-ancestor", ancestor, descendant)
+
+    def known_ancestry(self, ancestor: str, descendant: str) -> bool | None:
+        """:meth:`is_ancestor` as the object store answers it with no git process; None when
+        it does not (the commits far apart, a layout or history read only by git)."""
+        plain = self._plain_layout()
+        if plain is None:
+            return None
+        try:
+            return _ancestry_from_files(plain[1], plain[2], ancestor, descendant)
+        except gitfiles.Unsure:
+            return None
 
     def _about(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
         """Remembered when every revision asked about is a full ref or an object id."""

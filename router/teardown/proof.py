@@ -58,17 +58,23 @@ def _judge(
 ) -> tuple[Proof | None, list[CherryEntry] | None]:
     """The merge proof and the ``git cherry target branch`` answer it read (None when cherry failed).
 
-    ``git cherry`` goes first: it lists the non-merge commits of ``branch``
-    that ``target`` does not reach, so a non-empty answer already rules out
-    ancestry, and the answer is the one the integrate step picks from. An
-    empty one may still hide a merge commit (cherry skips merges): only then
-    is ancestry asked. ``target_tree``: the target's tree, when already read.
+    Ancestry goes first where the commits themselves answer it (no process):
+    a branch merged on the target needs no ``git cherry`` (it would list
+    nothing). Otherwise ``git cherry`` goes first: it lists the non-merge
+    commits of ``branch`` that ``target`` does not reach, so a non-empty
+    answer already rules out ancestry, and the answer is the one the integrate
+    step picks from. An empty one may still hide a merge commit (cherry skips
+    merges): only then is git asked about ancestry. ``target_tree``: the
+    target's tree, when already read.
     """
+    known = git.known_ancestry(branch, target)
+    if known:
+        return Proof(ProofKind.ANCESTOR, target), []
     try:
         entries: list[CherryEntry] | None = git.cherry(target, branch)
     except GitError:
         entries = None
-    if not entries and git.is_ancestor(branch, target):
+    if not entries and known is None and git.is_ancestor(branch, target):
         return Proof(ProofKind.ANCESTOR, target), entries
     if entries and all(e.present for e in entries):
         return Proof(ProofKind.PATCHES, target), entries
