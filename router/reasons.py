@@ -184,7 +184,11 @@ class Reason(StrEnum):
     STACK_UNKNOWN = "stack-unknown"  # gh could not list the stacked PRs
     NO_STACK = "no-stack"
     STACK_DELETED = "stack-deleted"  # each stacked branch deleted here and on origin
-    STACK_KEPT = "stack-kept"  # some stacked branches kept, each with its cause
+    STACK_KEPT = "stack-kept"  # some stacked branches kept (``parts``: each STACK_BRANCH_KEPT)
+    STACK_BRANCH_KEPT = "stack-branch-kept"  # stacked ``branch`` is kept, ``inner``: its cause
+    PROTECTED_BRANCH = "protected-branch"  # ``branch`` is never deleted (``default``: the repo's)
+    STACK_CHECKED_OUT = "stack-checked-out"  # ``branch`` is checked out in ``path``
+    NOT_SURVEYED = "not-surveyed"  # reading the branch refused (the refusal's message in ``text``)
     # -- pr-cleanup's close-prs, and a repo that cannot be used
     NO_PR_LIST = (
         "no-pr-list"  # gh unavailable (its words in ``text``), or (``flag``) its listing failed

@@ -211,6 +211,10 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
 _HOLDER = Why(Reason.HOLDER, count=8)
 _TIP = "a" * 40
 _UNSEEN = Why(Reason.UNSEEN_FILES)
+_STACK = (
+    "main (protected: it is the default branch (main)); b (checked out in /w; run `team-router "
+    "pr-cleanup b --abandon` there); e (git failed)"
+)
 _LOSSES = (
     "submodule lib (2 commit(s) on none of its remote-tracking refs; remote origin points at "
     "a path that no longer exists; 1 untracked file(s): a), nested repository c (git does not "
@@ -444,6 +448,52 @@ SAID_FROM_FACTS = [
         "them, reflog-only ones included; `git reflog expire --expire-unreachable=now --all` "
         "there drops those no branch holds), commit and push (or discard) those changes, "
         "or move the repository out of the worktree; then run teardown again",
+    ),
+    (
+        Why(
+            Reason.STACK_KEPT,
+            items=("c",),
+            others=("d",),
+            parts=(
+                Why(
+                    Reason.STACK_BRANCH_KEPT,
+                    branch="main",
+                    inner=(Why(Reason.PROTECTED_BRANCH, branch="main", default="main"),),
+                ),
+                Why(
+                    Reason.STACK_BRANCH_KEPT,
+                    branch="b",
+                    inner=(Why(Reason.STACK_CHECKED_OUT, branch="b", path="/w"),),
+                ),
+                Why(
+                    Reason.STACK_BRANCH_KEPT,
+                    branch="e",
+                    inner=(Why(Reason.NOT_SURVEYED, text="git failed"),),
+                ),
+            ),
+        ),
+        {"reason": "stack-kept", "items": ["c"], "others": ["d"], "text": _STACK},
+        f"deleted c (d already gone); kept {_STACK}: every kept one is named with its cause",
+    ),
+    (
+        Why(
+            Reason.STACK_KEPT,
+            planned=True,
+            parts=(
+                Why(
+                    Reason.STACK_BRANCH_KEPT,
+                    branch="release/1",
+                    inner=(Why(Reason.PROTECTED_BRANCH, branch="release/1", default="main"),),
+                ),
+            ),
+        ),
+        {
+            "reason": "stack-kept",
+            "planned": True,
+            "text": "release/1 (protected: release/* branches are protected)",
+        },
+        "would delete none; would keep release/1 (protected: release/* branches are protected): "
+        "every kept one is named with its cause",
     ),
 ]
 

@@ -87,13 +87,12 @@ def decide_stack(
     # What keeps a stacked branch is known before anything is tried (protected, checked out):
     # the plan says which stay, as the run will, and the others are still abandoned.
     whys = {h: _kept(repo, h, found.default)[1] for h in heads}
-    kept = [(h, w) for h, w in whys.items() if _stays(w)]
+    kept = [_stack_kept(h, w) for h, w in whys.items() if w is not None and _stays(w)]
     if not kept:
         return acting(act, Step.STACK, Why(Reason.STACK_DELETED, items=tuple(heads)))
-    staying = {h for h, _ in kept}
+    staying = {w.branch for w in kept}
     going = tuple(h for h in heads if h not in staying)
-    why = "; ".join(f"{h} ({w})" for h, w in kept)
-    planned = Why(Reason.STACK_KEPT, items=going, text=why, planned=True)
+    planned = Why(Reason.STACK_KEPT, items=going, parts=tuple(kept), planned=True)
     return Decision(
         act=act,
         plan=lambda: refused(Step.STACK, ErrorCode.STACK_KEPT, planned),
@@ -106,55 +105,56 @@ def _abandon_stack(
     deleted, gone, kept = [], [], []
     for head in heads:
         why = _abandon_branch(repo, head, found.default, opts)
-        if why == GONE:
+        if why is GONE:
             gone.append(head)
-        elif why:
-            kept.append(f"{head} ({why})")
+        elif why is not None:
+            kept.append(_stack_kept(head, why))
         else:
             deleted.append(head)
     stack = Why(Reason.STACK_DELETED, items=tuple(deleted), others=tuple(gone))
     if kept:
-        some_kept = replace(stack, reason=Reason.STACK_KEPT, text="; ".join(kept))
+        some_kept = replace(stack, reason=Reason.STACK_KEPT, parts=tuple(kept))
         return refused(Step.STACK, ErrorCode.STACK_KEPT, some_kept)
     return done(Step.STACK, stack)
 
 
-GONE = "gone"  # _abandon_branch: nothing of that branch was here nor on origin
+# _abandon_branch: nothing of that branch was here nor on origin (never said: counted gone).
+GONE = Why(Reason.ALREADY_GONE)
 
 
-def _stays(why: str) -> bool:
-    return bool(why) and why != GONE
+def _stays(why: Why | None) -> bool:
+    return why is not None and why is not GONE
 
 
-def _kept(repo: Repo, branch: Branch, default: DefaultBranch) -> tuple[Survey | None, str]:
-    """A stacked branch as found, and why it stays before anything is tried ("" when it goes,
-    :data:`GONE` when nothing of it is left): protected, or checked out somewhere."""
-    reason = protected_reason(branch, default.name)
-    if reason is not None:
-        return None, f"protected: {reason}"
+def _stack_kept(branch: Branch, why: Why) -> Why:
+    return Why(Reason.STACK_BRANCH_KEPT, branch=branch, inner=(why,))
+
+
+def _kept(repo: Repo, branch: Branch, default: DefaultBranch) -> tuple[Survey | None, Why | None]:
+    """A stacked branch as found, and why it stays before anything is tried (None when it
+    goes, :data:`GONE` when nothing of it is left): protected, or checked out somewhere."""
+    if protected_reason(branch, default.name) is not None:
+        return None, Why(Reason.PROTECTED_BRANCH, branch=branch, default=default.name)
     try:
         child = survey(repo, branch, ask_remote=True)
     except Refusal as exc:
-        return None, exc.message
+        return None, Why(Reason.NOT_SURVEYED, text=exc.message)
     busy = checked_out(child)
     if busy is not None:
-        return child, busy.detail
+        return child, busy.why
     if child.plan.tip is None and child.remote_tip is None and child.entry is None:
         return child, GONE
     if child.entry is not None:
-        return child, (
-            f"checked out in {child.entry.path}; run `team-router pr-cleanup {branch} "
-            "--abandon` there"
-        )
-    return child, ""
+        return child, Why(Reason.STACK_CHECKED_OUT, branch=branch, path=str(child.entry.path))
+    return child, None
 
 
 def _abandon_branch(
     repo: Repo, branch: Branch, default: DefaultBranch, opts: CleanupOptions
-) -> str:
-    """Snapshot, then delete one stacked branch locally and on origin; why it stays, or ""."""
+) -> Why | None:
+    """Snapshot, then delete one stacked branch locally and on origin; why it stays, or None."""
     child, why = _kept(repo, branch, default)
-    if why or child is None:
+    if why is not None or child is None:
         return why
     for step in (
         _snapshot_branch(repo, child),
@@ -162,5 +162,5 @@ def _abandon_branch(
         remote_decision(repo, child, opts, None).resolve(dry_run=False),
     ):
         if step.stopped:
-            return step.detail
-    return ""
+            return step.why
+    return None

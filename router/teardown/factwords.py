@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from router.git import TORN_PLACEHOLDER, DanglingHead
+from router.names import protected_reason
 from router.plandir.artifacts import PR
 from router.processes import process_words
 from router.reasons import Reason, Why
@@ -250,6 +251,12 @@ FACTS: dict[Reason, Words] = {
         f"it is at {w.commit[:12]}, with commits this clone's {w.branch} and its snapshot lack"
     ),
     Reason.PR_NOT_CLOSED: lambda w: f"#{w.count} ({w.text})",
+    # why a stacked branch is kept
+    Reason.PROTECTED_BRANCH: lambda w: f"protected: {protected_reason(w.branch, w.default)}",
+    Reason.STACK_CHECKED_OUT: lambda w: (
+        f"checked out in {w.path}; run `team-router pr-cleanup {w.branch} --abandon` there"
+    ),
+    Reason.NOT_SURVEYED: lambda w: w.text,
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

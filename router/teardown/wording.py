@@ -535,8 +535,9 @@ WORDS: dict[Reason, Words] = {
         f"deleted {_stack_names(w)} here and on origin (each tip kept in its snapshot ref)"
     ),
     Reason.STACK_KEPT: lambda w: (
-        f"deleted {_stack_names(w)}; kept {w.text}: every kept one is named with its cause"
+        f"deleted {_stack_names(w)}; kept {_parts(w)}: every kept one is named with its cause"
     ),
+    Reason.STACK_BRANCH_KEPT: lambda w: f"{w.branch} ({in_words(w.inner[0])})",
     # pr-cleanup's close-prs, and a repo that cannot be used
     Reason.NO_PR_LIST: lambda w: f"{pr_list_words(w)}: no PR can be closed",
     Reason.NO_OPEN_PR: lambda w: "no open PR for this branch (already closed, or none)",
@@ -597,7 +598,7 @@ PLANNED: dict[Reason, Words] = {
         f"would snapshot and delete {', '.join(w.items)} here and on origin"
     ),
     Reason.STACK_KEPT: lambda w: (
-        f"would delete {', '.join(w.items) or 'none'}; would keep {w.text}: every kept one is "
+        f"would delete {', '.join(w.items) or 'none'}; would keep {_parts(w)}: every kept one is "
         "named with its cause"
     ),
     Reason.SWEPT: _sweep_words,
