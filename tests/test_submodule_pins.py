@@ -22,6 +22,8 @@ from helpers.faults import git_logger, git_verbs, git_wrapper, run
 from helpers.repos import commit, git, run_cli, status
 from helpers.submodules import common_dir, recorded, web_with_submodules
 
+from router.git.files import SETTLED_NS
+
 ID = "2026-05-01-add-thing"
 NEW = ("new", "Add thing", "--date", "2026-05-01", "--json")
 PIN = f"refs/team-router/borrowed/{ID}/checkout"
@@ -576,3 +578,48 @@ def test_a_branch_moved_in_packed_refs_within_the_second_it_was_written_is_a_mov
     assert git(repo, "rev-parse", "work") == second
 
     assert tips_state(gitdir, gitdir) != kept
+
+
+def test_a_borrower_whose_commit_is_lost_is_tried_once_per_move_and_doctor_still_says_so(
+    workspace, tmp_path
+):
+    web = web_with_submodules(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    at = recorded(worktree, "libs/one")
+    lost = commit(sub, "notes.txt", "mine\n", "its object lost")
+    borrower = common_dir(web) / "worktrees" / ID / "modules/libs/one"
+    (borrower / "objects" / lost[:2] / lost[2:]).unlink()  # a disk that lost it
+    log = tmp_path / "git.log"
+    env = git_logger(tmp_path / "bin", log)
+    # The files the state is read from settle first: one written moments ago is stamped by
+    # its content, and a later read of it, settled, by its identity alone.
+    time.sleep(SETTLED_NS / 1e9)
+
+    first = _hook(worktree, env)
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    assert "rev-list" in git_verbs(log), git_verbs(log)
+    warned = run_cli("phase", ID, "--json", cwd=web)
+    assert warned.code == 0, warned.out
+    assert warned.json["warnings"] == []  # the hook tried already: that answer is kept
+    # Nothing moved since: the next session start reads files and starts no git for pins.
+    log.unlink()
+    again = _hook(worktree, env)
+    assert (again.returncode, again.stdout) == (0, first.stdout)
+    assert not PIN_VERBS & set(git_verbs(log)), git_verbs(log)
+
+    found = run_cli("doctor", "--json", cwd=web)
+    assert [(f["kind"], f["path"]) for f in found.json["findings"]] == [
+        ("unpinned-borrow", str(borrower))
+    ]
+    assert found.json["findings"][0]["detail"].startswith("git cannot walk what its HEAD")
+
+    # Its HEAD moves onto a new commit on one that is whole: the next start pins again.
+    git(sub, "checkout", "-q", "--detach", at)
+    commit(sub, "notes.txt", "again\n", "made again")
+    log.unlink(missing_ok=True)
+    moved = _hook(worktree, env)
+    assert moved.returncode == 0 and moved.stderr == "", moved.stderr
+    assert "rev-list" in git_verbs(log), git_verbs(log)
+    assert run_cli("doctor", "--json", cwd=web).json["findings"] == []

@@ -16,6 +16,9 @@ from router.git.files import SETTLED_NS, read_line, worktree_admin_dirs
 # The file in a borrowing submodule git dir that records which HEAD and branches its pins
 # keep (:func:`router.git.submodules.keep_borrowed`): the state :func:`tips_state` read.
 KEPT_STAMP = "team-router-kept"
+# Beside it, the state at which git could not walk the borrower's history (an object lost, or
+# never there): tried again only once that state moves, as a kept one is.
+UNKEPT_STAMP = "team-router-unkept"
 
 
 def borrowers(admin: str) -> list[tuple[str, str]]:
@@ -99,18 +102,24 @@ def _content_if_fresh(path: str, st: os.stat_result, written_before: int) -> str
 def moved_borrowers(common: str) -> list[tuple[str, str, str]]:
     """``(admin dir, git dir, source git dir)`` of the borrowing submodule git dirs of every
     worktree of the repository whose common dir is ``common`` whose HEAD or branches moved
-    since their pins were last made to keep them (their :data:`KEPT_STAMP` is not
-    :func:`tips_state`). Files only: a worktree without submodules costs one ``stat``."""
+    since their pins were last made to keep them, or git last failed to walk them (their
+    :data:`KEPT_STAMP` and :data:`UNKEPT_STAMP` are not :func:`tips_state`). Files only: a
+    worktree without submodules costs one ``stat``."""
     moved = []
     for admin in worktree_admin_dirs(common):
         if not os.path.isdir(os.path.join(admin, "modules")):
             continue
         for git_dir, source in borrowers(admin):
-            try:
-                with open(os.path.join(git_dir, KEPT_STAMP), encoding="utf-8") as fh:
-                    kept = fh.read()
-            except (OSError, ValueError):
-                kept = ""
-            if kept != tips_state(git_dir, source):
+            state = tips_state(git_dir, source)
+            if _stamped(git_dir, KEPT_STAMP) != state and _stamped(git_dir, UNKEPT_STAMP) != state:
                 moved.append((admin, git_dir, source))
     return moved
+
+
+def _stamped(git_dir: str, name: str) -> str:
+    """The state the stamp ``name`` in ``git_dir`` records; "" when none."""
+    try:
+        with open(os.path.join(git_dir, name), encoding="utf-8", errors="surrogateescape") as fh:
+            return fh.read()
+    except OSError:
+        return ""

@@ -53,10 +53,11 @@ tool understands, and a gc prunes all else as before.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
-from router.git.borrowing import KEPT_STAMP, borrowers, tips_state
+from router.git.borrowing import KEPT_STAMP, UNKEPT_STAMP, borrowers, tips_state
 from router.git.files import declares_submodules, read_line
 from router.git.run import GitError, Runner
 from router.records import record
@@ -479,7 +480,15 @@ def keep_borrowed(b: Borrowed) -> Unkept:
     concurrent runs each add their own refs, named by what they keep.
     """
     state = tips_state(os.fspath(b.borrower), os.fspath(b.source))
-    found = unkept(b)
+    try:
+        found = unkept(b)
+    except GitError:
+        # An object lost (or never there): every later try fails alike until something
+        # moves, so the state it failed at is kept and the next runs cost nothing;
+        # doctor still walks it and says so.
+        with contextlib.suppress(OSError):  # unrecorded: the next run tries again
+            _stamp(b.borrower, state, UNKEPT_STAMP)
+        raise
     pinned = list(found.commits)
     source = Runner(b.source)
     if found.trees or found.blobs:
@@ -492,12 +501,14 @@ def keep_borrowed(b: Borrowed) -> Unkept:
             "update-ref", "-m", f"team-router: kept for {b.borrower}", "--stdin", input=lines
         )
     _stamp(b.borrower, state)
+    (b.borrower / UNKEPT_STAMP).unlink(missing_ok=True)
     return found
 
 
-def _stamp(git_dir: Path, state: str) -> None:
-    """Record in ``git_dir`` the :func:`~router.git.borrowing.tips_state` its pins keep."""
-    stamp = git_dir / KEPT_STAMP
+def _stamp(git_dir: Path, state: str, name: str = KEPT_STAMP) -> None:
+    """Record in ``git_dir`` the :func:`~router.git.borrowing.tips_state` its pins keep
+    (``name``: or the one git could not walk)."""
+    stamp = git_dir / name
     scratch = stamp.with_name(stamp.name + ".new")
     scratch.write_text(state, encoding="utf-8", errors="surrogateescape")
     os.replace(scratch, stamp)
