@@ -17,7 +17,9 @@ list``, the primary clone's clean-and-on-main check (``status``,
 origin/main:.teamteardown``. team-router runs at least those (plus its merge
 proof, records and lock) from its installed entry point, the repos in
 parallel after the plan. Target: <= 0.7x. ``--tmpfs`` builds the fixtures in
-memory (see ``_fixture.workdir``).
+memory (see ``_fixture.workdir``). ``--baseline DIR`` also runs DIR's
+``router/`` (a ``git worktree add --detach DIR main``) on a fixture of its own
+in every run, side by side, and prints its figures and this tree's over it.
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ from pathlib import Path
 
 from _fixture import (
     ENV,
+    Timing,
     cleanup,
     load,
     make_repo,
     median,
     median_timing,
+    paired,
     sh,
+    sides,
     team_router,
     timed,
     verdict,
@@ -125,10 +130,10 @@ def sequential(repos: list[Path]) -> None:
         )
 
 
-def ours(cli: list[str], home: Path) -> None:
+def ours(cli: list[str], home: Path, env: dict[str, str] | None = None) -> None:
     proc = subprocess.run(
         [*cli, "-C", str(home), "teardown", TOPIC, "--json"],
-        env=FIXED,
+        env={**FIXED, **(env or {})},
         capture_output=True,
         text=True,
     )
@@ -168,33 +173,51 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tmpfs", action="store_true", help="build the fixtures in /dev/shm")
+    parser.add_argument("--runs", type=int, default=RUNS, help="runs per side, each on a fixture")
+    parser.add_argument("--baseline", metavar="DIR", help="also time DIR's router/, side by side")
     args = parser.parse_args()
     root = workdir(tmpfs=args.tmpfs)
     cli = team_router()
+    # The code each side of ours runs: this tree, and the baseline's router/ by PYTHONPATH.
+    codes = {
+        name: {"PYTHONPATH": env["PYTHONPATH"]} if "PYTHONPATH" in env else {}
+        for name, env in sides(args.baseline).items()
+    }
     try:
-        base, mine = [], []
-        for run in range(RUNS):
-            theirs, mine_repos = build(root / f"base-{run}", cli), build(root / f"ours-{run}", cli)
-            settle(theirs, mine_repos)
-            # Alternate who goes first, so neither always runs on the warmer machine.
-            order = [("base", theirs), ("ours", mine_repos)]
-            for who, repos in order if run % 2 == 0 else order[::-1]:
+        base: list[Timing] = []
+        mine: dict[str, list[Timing]] = {name: [] for name in codes}
+        for run in range(args.runs):
+            fixtures = {"base": build(root / f"base-{run}", cli)}
+            for n, name in enumerate(codes):
+                fixtures[name] = build(root / f"ours{n}-{run}", cli)
+            settle(*fixtures.values())
+            # Rotate who goes first, so no side always runs on the warmer machine.
+            order = list(fixtures)
+            order = order[run % len(order) :] + order[: run % len(order)]
+            for who in order:
+                repos = fixtures[who]
                 if who == "base":
                     base.append(timed(sequential, repos))
                 else:
-                    mine.append(timed(ours, cli, repos[0]))
+                    mine[who].append(timed(ours, cli, repos[0], codes[who]))
                 if not gone(repos):
                     print(f"{who}: the topic is not gone")
                     return 1
-        print(f"{RUNS} runs per side, a fresh fixture each; {load()}")
+        print(f"{args.runs} runs per side, a fresh fixture each; {load()}")
         print(f"sequential teardown commands x{REPOS}: median {median_timing(base)}")
-        print(f"team-router teardown: median {median_timing(mine)}")
-        cpu = median([m.cpu / s.cpu for m, s in zip(mine, base, strict=True)])
-        print(f"CPU teardown / sequential: {cpu:.2f}x")
-        # Each run's pair is timed back to back on the same machine state; the
-        # median of those ratios is steadier than a ratio of medians on a shared host.
-        ratios = [m.wall / s.wall for m, s in zip(mine, base, strict=True)]
-        print("per-run ratios: " + ", ".join(f"{r:.2f}" for r in ratios))
+        for name, timings in mine.items():
+            wall, cpu = paired(timings, base)
+            print(f"team-router teardown ({name}): median {median_timing(timings)}")
+            # Each run's pair is timed back to back on the same machine state; the
+            # median of those ratios is steadier than a ratio of medians on a shared host.
+            ratios = [m.wall / s.wall for m, s in zip(timings, base, strict=True)]
+            print(f"  / sequential: {wall:.2f}x wall, {cpu:.2f}x CPU")
+            print("  per-run ratios: " + ", ".join(f"{r:.2f}" for r in ratios))
+        ratios = [m.wall / s.wall for m, s in zip(mine["this tree"], base, strict=True)]
+        if args.baseline:
+            this, other = mine["this tree"], next(t for n, t in mine.items() if n != "this tree")
+            wall, cpu = paired(this, other)
+            print(f"this tree / baseline: {wall:.2f}x wall, {cpu:.2f}x CPU")
         return verdict("teardown / sequential", median(ratios), 0.7)
     finally:
         cleanup(root)
