@@ -8,8 +8,11 @@ split index) is None, never a partial answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,8 @@ from router.git import (
     is_indexed_file,
     unwatched_entries,
 )
+from router.git.files import SETTLED_NS
+from router.git.indexfile import WATCHED_STAMP, unlooked_changes
 
 
 def _index(repo: Path) -> IndexCopy:
@@ -173,3 +178,78 @@ def test_a_file_edited_in_the_second_git_verified_it_with_its_mtime_put_back_is_
 
     assert not is_indexed_file(str(path), entry, index)
     assert path.read_text() == "edits\n"
+
+
+def _settle() -> None:
+    """Past the time an index's stamps may still repeat: what was read of it may be kept."""
+    time.sleep(SETTLED_NS / 1e9 + 0.1)
+
+
+def test_a_settled_index_with_every_entry_watched_is_not_read_again(home_repo):
+    commit(home_repo, "src/a.py", "a = 1\n", "a")
+    git(home_repo, "status", "--porcelain")  # git refreshes (rewrites) its index first
+    git_dir = str(Git(home_repo).git_dir())
+    _settle()
+    index = os.path.join(git_dir, "index")
+    with _opened() as first:
+        assert unlooked_changes(str(home_repo), git_dir) == []
+    assert index in first
+    with _opened() as again:
+        # The same file, by its identity: its answer is kept, none of it is read.
+        assert unlooked_changes(str(home_repo), git_dir) == []
+    assert index not in again
+
+
+_OPENING: list[list[str]] = []
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and _OPENING and isinstance(args[0], str):
+        _OPENING[-1].append(args[0])
+
+
+@contextlib.contextmanager
+def _opened() -> Iterator[list[str]]:
+    """The files this process opens while the block runs (Python's audit events)."""
+    if not getattr(_audit, "added", False):
+        sys.addaudithook(_audit)
+        _audit.added = True  # type: ignore[attr-defined]
+    _OPENING.append([])
+    try:
+        yield _OPENING[-1]
+    finally:
+        _OPENING.pop()
+
+
+def test_an_index_changed_since_it_was_kept_is_read_again(home_repo):
+    commit(home_repo, "config/local.toml", "debug = false\n", "config")
+    git(home_repo, "status", "--porcelain")
+    git_dir = str(Git(home_repo).git_dir())
+    _settle()
+    assert unlooked_changes(str(home_repo), git_dir) == []
+    git(home_repo, "update-index", "--assume-unchanged", "config/local.toml")
+    (home_repo / "config/local.toml").write_text("debug = true, my own edit\n")
+    assert git(home_repo, "status", "--porcelain") == ""
+    assert unlooked_changes(str(home_repo), git_dir) == ["config/local.toml"]
+    _settle()
+    assert unlooked_changes(str(home_repo), git_dir) == ["config/local.toml"]
+
+
+def test_a_sparse_checkouts_files_left_out_are_still_looked_at_each_time(home_repo):
+    commit(home_repo, "docs/guide.md", "guide\n", "docs")
+    commit(home_repo, "src/a.py", "a = 1\n", "src")
+    git(home_repo, "sparse-checkout", "set", "--no-cone", "/src/")
+    assert not (home_repo / "docs/guide.md").exists()
+    git_dir = str(Git(home_repo).git_dir())
+    _settle()
+    assert unlooked_changes(str(home_repo), git_dir) == []  # not materialised: nothing to judge
+    write(home_repo / "docs/guide.md", "my own guide\n")  # the index is unchanged
+    assert unlooked_changes(str(home_repo), git_dir) == ["docs/guide.md"]
+
+
+def test_an_index_written_moments_ago_is_not_kept(home_repo):
+    commit(home_repo, "src/a.py", "a = 1\n", "a")
+    git(home_repo, "update-index", "--refresh")
+    git_dir = Path(Git(home_repo).git_dir())
+    assert unlooked_changes(str(home_repo), str(git_dir)) == []
+    assert not (git_dir / WATCHED_STAMP).exists()
