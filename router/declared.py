@@ -22,6 +22,7 @@ from pathlib import Path
 from router import interrupt
 from router.git import first_blob
 from router.progress import LineRelay
+from router.reasons import Reason, Why
 from router.records import record
 
 TYPE_CHECKING = False
@@ -86,7 +87,32 @@ class CommandResult:
 class Declaration:
     source: str | None  # "origin/main" or "main"; None when nothing is declared
     lines: tuple[str, ...]
-    note: str
+    name: str = ""  # the file (``.teamteardown``)
+    where: str = ""  # where it was looked for ("": no default branch known)
+
+    @property
+    def note(self) -> str:
+        return declaration_note(self.name, self.source or self.where, self.found, len(self.lines))
+
+    @property
+    def found(self) -> bool:
+        return self.source is not None
+
+    def why(self) -> Why:
+        """The declaration as a reason's part (DECLARED): said as :attr:`note`."""
+        where = self.source or self.where
+        return Why(
+            Reason.DECLARED, path=self.name, default=where, flag=self.found, count=len(self.lines)
+        )
+
+
+def declaration_note(name: str, where: str, found: bool, count: int) -> str:
+    """``.teamteardown on origin/main: 2 line(s)``, or why nothing is declared."""
+    if found:
+        return f"{name} on {where}: {count} line(s)"
+    if where:
+        return f"no {name} on {where} — nothing declared"
+    return "no default branch known — nothing declared"
 
 
 # -- the declaration --------------------------------------------------------------
@@ -108,7 +134,7 @@ def read_declared(
     names a safe source, the commit does.
     """
     if default is None:
-        return Declaration(None, (), "no default branch known — nothing declared")
+        return Declaration(None, (), name)
     if pinned is not None:
         sources = {f"{pinned}:{name}": f"{default.name} at {pinned[:12]}"}
     elif default.remote_ref is not None:
@@ -120,10 +146,10 @@ def read_declared(
     found = first_blob(git, list(sources))
     if found is None:
         where = f"{default.name} at {pinned[:12]}" if pinned else default.name
-        return Declaration(None, (), f"no {name} on {where} — nothing declared")
+        return Declaration(None, (), name, where)
     label = sources[found[0]]
     lines = parse_declaration(found[1])
-    return Declaration(label, lines, f"{name} on {label}: {len(lines)} line(s)")
+    return Declaration(label, lines, name)
 
 
 def parse_declaration(text: str) -> tuple[str, ...]:

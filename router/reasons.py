@@ -23,7 +23,9 @@ class Reason(StrEnum):
     # -- any step
     GIT_FAILED = "git-failed"  # git's first line in ``text``, its command in ``command``
     IO_FAILED = "io-failed"  # the file and the cause in ``text``
-    STOPPED = "stopped"  # ``signal`` stopped it (``flag``: part-way, else before it started)
+    # ``signal`` stopped it (``flag``: part-way, else before it started); local-state's says
+    # what it did (``parts``)
+    STOPPED = "stopped"
     HELD_BACK = "held-back"  # a guarding step (``step``) before it stopped (``flag``: it failed)
     UNSHIPPED = "unshipped"  # a run that has not shipped keeps its artifacts
     SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written: kept
@@ -132,8 +134,15 @@ class Reason(StrEnum):
     RESIDUE_STUCK = "residue-stuck"  # residue that could not be removed
     # -- local-state
     ALREADY_RAN = "already-ran"  # an earlier teardown or pr-cleanup of the topic ran it
-    NOTHING_DECLARED = "nothing-declared"
-    RAN = "ran"  # the declared lines and temp paths (the outcome says how it went)
+    NOTHING_DECLARED = "nothing-declared"  # what local-state found (``parts``)
+    RAN = "ran"  # the declared lines and temp paths (``parts``; the outcome says how it went)
+    # the parts of local-state's words (of RAN, NOTHING_DECLARED, and STOPPED's)
+    DECLARED = "declared"  # file ``path`` on ``default`` (``flag``: found), ``count`` lines
+    LINES_RUN = "lines-run"  # each declared line's outcome (``items``)
+    WOULD_RUN = "would-run"  # the dry run's declared line (the user's, in ``text``)
+    LINES_LEFT = "lines-left"  # a signal: ``count`` lines not run to the end
+    NO_TEMP_PATHS = "no-temp-paths"  # none recorded
+    TEMP_PATHS = "temp-paths"  # each temp path's outcome (``items``; ``flag``: planned)
     # -- pr-cleanup's remote-branch, prune and reclaim
     ORIGIN_UNKNOWN = "origin-unknown"  # origin could not be asked: nothing done there
     REMOTE_GONE = "remote-gone"  # origin has no such branch

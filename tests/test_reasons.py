@@ -495,6 +495,80 @@ SAID_FROM_FACTS = [
         "would delete none; would keep release/1 (protected: release/* branches are protected): "
         "every kept one is named with its cause",
     ),
+    (
+        Why(
+            Reason.RAN,
+            parts=(
+                Why(
+                    Reason.DECLARED, path=".teamteardown", default="origin/main", flag=True, count=2
+                ),
+                Why(Reason.LINES_RUN, items=("ok", "failed")),
+                Why(Reason.TEMP_PATHS, items=("removed", "missing", "removed")),
+            ),
+        ),
+        {
+            "reason": "ran",
+            "text": ".teamteardown on origin/main: 2 line(s); 1/2 lines ok; temp paths: 2 removed, "
+            "1 missing",
+        },
+        ".teamteardown on origin/main: 2 line(s); 1/2 lines ok; temp paths: 2 removed, 1 missing",
+    ),
+    (
+        Why(
+            Reason.RAN,
+            planned=True,
+            parts=(
+                Why(Reason.DECLARED, path=".teamteardown", default="main", flag=True, count=1),
+                Why(Reason.WOULD_RUN, text="make clean"),
+                Why(Reason.TEMP_PATHS, items=("removed",), flag=True),
+            ),
+        ),
+        {
+            "reason": "ran",
+            "planned": True,
+            "text": ".teamteardown on main: 1 line(s); would run: make clean; temp paths: 1 would "
+            "be removed",
+        },
+        ".teamteardown on main: 1 line(s); would run: make clean; temp paths: 1 would be removed",
+    ),
+    (
+        Why(
+            Reason.NOTHING_DECLARED,
+            parts=(
+                Why(Reason.DECLARED, path=".teamteardown", default="main at aaaaaaaaaaaa"),
+                Why(Reason.NO_TEMP_PATHS),
+            ),
+        ),
+        {
+            "reason": "nothing-declared",
+            "text": "no .teamteardown on main at aaaaaaaaaaaa — nothing declared; no temp paths "
+            "recorded",
+        },
+        "no .teamteardown on main at aaaaaaaaaaaa — nothing declared; no temp paths recorded",
+    ),
+    (
+        Why(Reason.NOTHING_DECLARED, parts=(Why(Reason.DECLARED, path=".teamteardown"),)),
+        {"reason": "nothing-declared", "text": "no default branch known — nothing declared"},
+        "no default branch known — nothing declared",
+    ),
+    (
+        Why(
+            Reason.STOPPED,
+            signal=2,
+            parts=(
+                Why(Reason.DECLARED, path=".teamteardown", default="main", flag=True, count=3),
+                Why(Reason.LINES_RUN, items=("ok", "interrupted")),
+                Why(Reason.LINES_LEFT, count=2),
+            ),
+        ),
+        {
+            "reason": "stopped",
+            "text": "not done: interrupted (Ctrl-C): .teamteardown on main: 3 line(s); 1/2 lines "
+            "ok; interrupted: 2 line(s) not run to the end; temp paths not removed",
+        },
+        "not done: interrupted (Ctrl-C): .teamteardown on main: 3 line(s); 1/2 lines ok; "
+        "interrupted: 2 line(s) not run to the end; temp paths not removed",
+    ),
 ]
 
 

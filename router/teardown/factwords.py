@@ -182,6 +182,26 @@ def torn_words(kind: str) -> str:
     return f"its {kind} file is missing or empty"
 
 
+def _declaration_note(w: Why) -> str:
+    from router.declared import declaration_note  # only a local-state says one
+
+    return declaration_note(w.path, w.default, w.flag, w.count)
+
+
+def temp_said(outcome: str, *, planned: bool) -> str:
+    """A temp path's outcome in words, in the conditional when planned: every text says it so."""
+    return f"would be {outcome}" if planned else str(outcome)
+
+
+def _temp_paths_words(w: Why) -> str:
+    """``temp paths: 2 removed, 1 missing``: each outcome (``items``) counted, in order."""
+    counts: dict[str, int] = {}
+    for outcome in w.items:
+        said = temp_said(outcome, planned=w.flag)
+        counts[said] = counts.get(said, 0) + 1
+    return "temp paths: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
 _ALONE = "the content proof alone decides"
 
 FACTS: dict[Reason, Words] = {
@@ -257,6 +277,15 @@ FACTS: dict[Reason, Words] = {
         f"checked out in {w.path}; run `team-router pr-cleanup {w.branch} --abandon` there"
     ),
     Reason.NOT_SURVEYED: lambda w: w.text,
+    # local-state: the declaration, its lines, the temp paths
+    Reason.DECLARED: lambda w: _declaration_note(w),
+    Reason.LINES_RUN: lambda w: f"{w.items.count('ok')}/{len(w.items)} lines ok",
+    Reason.WOULD_RUN: lambda w: f"would run: {w.text}",
+    Reason.LINES_LEFT: lambda w: (
+        f"interrupted: {w.count} line(s) not run to the end; temp paths not removed"
+    ),
+    Reason.NO_TEMP_PATHS: lambda w: "no temp paths recorded",
+    Reason.TEMP_PATHS: _temp_paths_words,
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

@@ -30,9 +30,9 @@ from router.git import Git, GitPlace, forget, git_place, repository_above, repos
 from router.progress import Echo
 from router.reasons import Reason, Why
 from router.records import field, record, replace
+from router.teardown.factwords import temp_said
 from router.teardown.primary import is_primary_clone
 from router.teardown.steps import (
-    INTERRUPTED_STEP,
     NotDone,
     Outcome,
     Step,
@@ -40,6 +40,7 @@ from router.teardown.steps import (
     not_done,
     skipped,
 )
+from router.teardown.wording import in_words
 from router.topic import state
 from router.topic.scope import resolve_topic
 from router.topic.workspace import DefaultBranch, default_branch
@@ -65,7 +66,7 @@ class TempResult:
     @property
     def said(self) -> str:
         """The outcome in words, in the conditional when planned: every text says it so."""
-        return f"would be {self.outcome}" if self.planned else str(self.outcome)
+        return temp_said(self.outcome, planned=self.planned)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"path": self.path, "outcome": str(self.outcome)}
@@ -86,7 +87,7 @@ class LocalStateReport:
     declaration: Declaration
     commands: tuple[CommandResult, ...] = ()
     temp_paths: tuple[TempResult, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Why, ...] = ()
     interrupted: bool = False  # a signal: lines after it did not run, temp paths were not removed
 
     @property
@@ -98,17 +99,19 @@ class LocalStateReport:
         )
 
     def summary(self) -> str:
-        parts = [self.declaration.note]
+        return "; ".join(map(in_words, self.summary_parts()))
+
+    def summary_parts(self) -> tuple[Why, ...]:
+        """What :meth:`summary` says, as facts: the declaration, how its lines went, the
+        notes, how the temp paths went (each removed at once, so planned alike)."""
+        parts = [self.declaration.why()]
         if self.commands:
-            bad = [c for c in self.commands if c.outcome is not LineOutcome.OK]
-            parts.append(f"{len(self.commands) - len(bad)}/{len(self.commands)} lines ok")
-        parts += list(self.notes)
+            parts.append(Why(Reason.LINES_RUN, items=tuple(str(c.outcome) for c in self.commands)))
+        parts += self.notes
         if self.temp_paths:
-            counts: dict[str, int] = {}
-            for t in self.temp_paths:
-                counts[t.said] = counts.get(t.said, 0) + 1
-            parts.append("temp paths: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
-        return "; ".join(parts)
+            outcomes = tuple(str(t.outcome) for t in self.temp_paths)
+            parts.append(Why(Reason.TEMP_PATHS, items=outcomes, flag=self.temp_paths[0].planned))
+        return tuple(parts)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -118,7 +121,7 @@ class LocalStateReport:
             "note": self.declaration.note,
             "commands": [c.to_json() for c in self.commands],
             "temp_paths": [t.to_json() for t in self.temp_paths],
-            "notes": list(self.notes),
+            "notes": [in_words(n) for n in self.notes],
             "interrupted": self.interrupted,
         }
 
@@ -333,10 +336,10 @@ def run_local_state(
     """Run one repo's declaration and (home only) remove its recorded temp paths."""
     decl = job.declaration or read_declaration(job.git, job.default, job.declared_at)
     commands: list[CommandResult] = []
+    notes: list[Why] = []
     if dry_run:
-        notes = [f"would run: {line}" for line in decl.lines]
+        notes = [Why(Reason.WOULD_RUN, text=line) for line in decl.lines]
     else:
-        notes = []
         commands = run_lines(
             decl.lines,
             root=job.root,
@@ -351,12 +354,12 @@ def run_local_state(
     if interrupted:
         finished = sum(c.outcome is not LineOutcome.INTERRUPTED for c in commands)
         left = len(decl.lines) - finished
-        notes.append(f"interrupted: {left} line(s) not run to the end; temp paths not removed")
+        notes.append(Why(Reason.LINES_LEFT, count=left))
     elif job.temp_paths is not None:
         if job.temp_paths:
             temps = remove_temp_paths(job.temp_paths, dry_run=dry_run, protected=job.protected)
         else:
-            notes.append("no temp paths recorded")
+            notes.append(Why(Reason.NO_TEMP_PATHS))
     return LocalStateReport(
         job.repo, decl, tuple(commands), tuple(temps), tuple(notes), interrupted
     )
@@ -373,16 +376,16 @@ def local_state_step(
     report = run_local_state(job, echo=echo, dry_run=dry_run)
     if report.interrupted:
         # "not done": the record does not count it, so a rerun runs the step again.
-        signal = interrupt.name(interrupt.received() or interrupt.SIGINT)
-        why = Why(Reason.STOPPED, text=f"{INTERRUPTED_STEP} ({signal}): {report.summary()}")
+        signal = interrupt.received() or interrupt.SIGINT
+        why = Why(Reason.STOPPED, signal=signal, parts=report.summary_parts())
         stopped = skipped(Step.LOCAL_STATE, why)
         return not_done(stopped, NotDone.INTERRUPTED), report
     outcome = Outcome.DONE if report.ok else Outcome.FAILED
     if report.declaration.source is None and not report.temp_paths:
         return skipped(
-            Step.LOCAL_STATE, Why(Reason.NOTHING_DECLARED, text=report.summary())
+            Step.LOCAL_STATE, Why(Reason.NOTHING_DECLARED, parts=report.summary_parts())
         ), report
-    ran = Why(Reason.RAN, text=report.summary(), planned=dry_run)
+    ran = Why(Reason.RAN, parts=report.summary_parts(), planned=dry_run)
     return StepResult(Step.LOCAL_STATE, outcome, ran), report
 
 

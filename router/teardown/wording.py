@@ -9,7 +9,7 @@ run's (``would …``): what the real run would do, with the reason it would repo
 
 from __future__ import annotations
 
-from router.interrupt import stopped_words
+from router.interrupt import NOT_DONE, name, stopped_words
 from router.plandir.artifacts import PR
 from router.reasons import Reason, Why
 from router.teardown.factwords import (
@@ -63,6 +63,8 @@ def _teardown_refused(w: Why) -> str:
 def _stopped_words(w: Why) -> str:
     """A signal (``signal``) stopped the step part-way (``flag``) or before it started; an
     older record's has the words in ``text``."""
+    if w.parts:  # local-state's: what it did before the signal
+        return f"{NOT_DONE} ({name(w.signal)}): {_parts(w)}"
     return stopped_words(w.signal, started=w.flag) if w.signal else w.text
 
 
@@ -496,8 +498,8 @@ WORDS: dict[Reason, Words] = {
         "already ran in an earlier teardown or pr-cleanup of this topic "
         f"(`team-router local-state {w.topic}` runs it again)"
     ),
-    Reason.NOTHING_DECLARED: lambda w: w.text,
-    Reason.RAN: lambda w: w.text,
+    Reason.NOTHING_DECLARED: _parts,
+    Reason.RAN: _parts,
     # pr-cleanup's remote-branch, prune and reclaim
     Reason.ORIGIN_UNKNOWN: lambda w: (
         f"origin could not be asked ({w.text}): not touched"
@@ -606,7 +608,7 @@ PLANNED: dict[Reason, Words] = {
     # The report's summary is already the dry run's: "would run: <line>" for each declared
     # line, "temp paths: N would be removed". A "would run:" before it would also sit in front
     # of the declaration's note, even "nothing declared".
-    Reason.RAN: lambda w: w.text,
+    Reason.RAN: _parts,
     Reason.PICKED: lambda w: f"would cherry-pick {w.count} commit(s) onto {w.default}",
     Reason.REMOVED: _remove_planned,
     Reason.FINISHED: lambda w: f"would finish removing {w.path} (its removal was interrupted)",
