@@ -100,8 +100,11 @@ def remove_listed(path: Path, files: Iterable[str], folders: Iterable[str]) -> N
         for rel in sorted(folders, reverse=True):  # "a/b/c" before "a/b" before "a"
             parent, _, name = rel.rpartition("/")
             _unlink(opened, parent, name, rmdir=True)
-    with contextlib.suppress(FileNotFoundError):
-        os.rmdir(path)
+        # Removed while still open here: the folder is freed (on a ``discard`` mount, its
+        # block discarded, a wait on the disk) when the descriptor closes, not while the
+        # kernel holds the lock of its parent, which every directory removed beside it shares.
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(path)
 
 
 def _unlink(opened: _Opened, parent: str, name: str, *, rmdir: bool) -> None:

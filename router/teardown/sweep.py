@@ -40,7 +40,7 @@ import contextlib
 import errno
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,10 +62,6 @@ if TYPE_CHECKING:
     from router.teardown.unshipped import RunArtifacts
     from router.topic.holders import Holder
 
-# Directories judged before their removals start, then each chunk while the last one's
-# are removed (the removals run at router.parallel's bound: 8 at once, as many as the
-# disk served faster here; each freed block waits for its discard on a ``discard`` mount).
-FIRST_CHUNK, LAST_CHUNK = 16, 256
 # Relative folders whose contents are regenerable; each entry is a tuple of
 # path components a file must lie strictly below.
 RESIDUE_FOLDERS: tuple[tuple[str, ...], ...] = (("tmp",), (".omc",), ("docs", "plans"))
@@ -225,57 +221,27 @@ def sweep(
         entries = (git or Git(root)).worktree_list() if subdirs else []
     live = {os.path.realpath(e.path) for e in entries} | {os.path.realpath(p) for p in leaving}
     kept: list[Kept] = [Kept(path, SweepVerdict.CLAIMED) for path in held_aside]
-    asked: list[Path] = []  # the common dir, asked of git once and only if there is residue
-
-    def judged(chunk: list[Path]) -> tuple[list[Path], int]:
-        residue, n_live = _judge_all(base, chunk, live, runs, kept)
-        if not residue:
-            return residue, n_live
-        if not asked:
-            asked.append(common_dir or (git or Git(root)).common_dir())
-        return _not_being_created(residue, asked[0], kept), n_live
-
-    if dry_run:
-        residue, n_live = judged(subdirs)
-        outcomes: list[Removed] = [_would_remove(p, runs) for p in residue]
-    else:
-        residue, outcomes, n_live = _judge_and_remove(subdirs, judged, runs)
-        if residue:  # in one order, however the chunks fell
-            kept.sort(key=lambda k: k.path)
+    residue, n_live = _judge_all(base, subdirs, live, runs, kept)
+    if residue:
+        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
+    outcomes: list[Removed] = (
+        [_would_remove(p, runs) for p in residue] if dry_run else _remove_all(residue, runs)
+    )
     return _sweep_result(root, residue, outcomes, kept, n_live, dry_run=dry_run)
 
 
-def _judge_and_remove(
-    subdirs: list[Path], judged: Callable[[list[Path]], tuple[list[Path], int]], runs: Runs
-) -> tuple[list[Path], list[Removed], int]:
-    """Judge ``subdirs`` a chunk at a time, each chunk's residue removed while the next is
-    judged: the removals wait on the disk, the judging on the CPU, so one hides the other.
+def _remove_all(paths: list[Path], runs: Runs) -> list[Removed]:
+    """Remove directories 8 at once (router.parallel's bound): each waits on the disk far
+    more than on the CPU (on a ``discard`` mount each freed block waits for its discard),
+    and more at once were no faster here.
 
-    Each directory is still judged, then the claims read, before its removal begins.
-    Returns the residue, each one's outcome, and how many directories are live.
+    Every directory is judged before the first removal starts: judging beside the
+    removals would hold Python's lock between their disk waits and slow them more
+    than it saves on a machine with few cores.
     """
-    from router.parallel import meanwhile
+    from router.parallel import parallel_map
 
-    residue: list[Path] = []
-    outcomes: list[Removed] = []
-    n_live = 0
-    pending: list[Path] = []
-    for chunk in [*_chunks(subdirs), []]:  # the last round only waits for the removals
-        with meanwhile(lambda p: remove_residue(p, runs), pending) as removing:
-            found, live = judged(chunk)
-        outcomes += removing.results
-        residue += found
-        n_live += live
-        pending = found
-    return residue, outcomes, n_live
-
-
-def _chunks(items: list[Path]) -> Iterator[list[Path]]:
-    """``items`` in chunks of 16, 32, 64 ... 256: the first removals start early."""
-    start, size = 0, FIRST_CHUNK
-    while start < len(items):
-        yield items[start : start + size]
-        start, size = start + size, min(size * 2, LAST_CHUNK)
+    return parallel_map(lambda p: remove_residue(p, runs), paths)
 
 
 def _judge_all(
