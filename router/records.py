@@ -13,9 +13,11 @@ Why not ``dataclasses``: importing it pulls in ``inspect``, ``ast`` and
 and compiles it, then remakes the class for its slots: ~1.5 ms a class, and the
 start-up of ``teardown``, ``pr-cleanup``, ``new`` or ``status`` makes about a
 hundred. Here the methods a record's speed rests on (``__init__``, ``__eq__``,
-``__hash__``) are compiled once a process for each number of fields, with
-placeholder names, and each class takes a copy renamed to its fields (~1 µs):
-its instances cost what a dataclass's do. Standard library only, and no
+``__hash__``) are compiled once a process for each number of fields (each
+method when first used, ``__init__`` with a line only for the fields that have
+a default factory: compiling costs by the line), with placeholder names, and
+each class takes a copy renamed to its fields (~1 µs): its instances cost what
+a dataclass's do. Standard library only, and no
 ``typing`` at run time.
 """
 
@@ -231,7 +233,10 @@ def _init(qualname: str, every: tuple[Field, ...], frozen: bool, post_init: bool
         elif f.default_factory is not MISSING:
             defaults.append(MISSING)  # the template calls the factory for it
         factories.append(f.default_factory)
-    template = _template(_init_source, len(every), frozen, post_init)["__init__"]
+    # Only a field with a default factory needs its line that calls the factory: the
+    # template for these fields' number says which (compiling costs by the line).
+    made_at = tuple(i for i, f in enumerate(every) if f.default_factory is not MISSING)
+    template = _template(_init_source, len(every), frozen, post_init, made_at)["__init__"]
     code = _renamed_code(template.__code__, tuple(f.name for f in every), f"{qualname}.__init__")
     cells = {"_set_": object.__setattr__, "_missing_": MISSING, "_factories_": tuple(factories)}
     closure = tuple(_cell(cells[name]) for name in code.co_freevars)
@@ -242,10 +247,11 @@ def _methods(qualname: str, names: tuple[str, ...], wanted: tuple[str, ...]) -> 
     """The ``wanted`` of ``__eq__``, ``__hash__`` and the values' tuple, over ``names``:
     attribute by attribute as a dataclass's are, the fastest Python has (faster than
     ``operator.attrgetter``)."""
-    template = _template(_key_source, len(names), False, False)
     made = []
     for name in wanted:
-        fn = template[name]
+        # Each compiled on its own, when first used: a command that only reads a
+        # record's values never compiles its __eq__ and __hash__.
+        fn = _template(_KEY_SOURCES[name], len(names), False, False)[name]
         code = _renamed_code(fn.__code__, names, f"{qualname}.{name}")
         made.append(_Function(code, fn.__globals__, name))
     return made
@@ -266,9 +272,9 @@ def _placeholders(count: int) -> list[str]:
     return [f"p{i}_" for i in range(count)]
 
 
-def _init_source(params: list[str], frozen: bool, post_init: bool) -> str:
-    # A field left out that has a factory holds the MISSING default: one ``is`` a field.
-    body = [f"  if {p} is _missing_: {p} = _factories_[{i}]()" for i, p in enumerate(params)]
+def _init_source(params: list[str], frozen: bool, post_init: bool, made_at: tuple[int, ...]) -> str:
+    # A field left out that has a factory holds the MISSING default: one ``is`` each.
+    body = [f"  if {params[i]} is _missing_: {params[i]} = _factories_[{i}]()" for i in made_at]
     body += [f"  _set_(self, {p!r}, {p})" if frozen else f"  self.{p} = {p}" for p in params]
     body += ["  self.__post_init__()"] if post_init else ["  pass"]
     return (
@@ -279,29 +285,50 @@ def _init_source(params: list[str], frozen: bool, post_init: bool) -> str:
     )
 
 
-def _key_source(params: list[str], _frozen: bool, _post_init: bool) -> str:
+def _eq_source(params: list[str], *_shape: object) -> str:
     mine = "".join(f"self.{p}, " for p in params)
     theirs = "".join(f"other.{p}, " for p in params)
     return (
         "def __eq__(self, other):\n"
         f"  if other.__class__ is self.__class__: return ({mine}) == ({theirs})\n"
         "  return NotImplemented\n"
-        f"def __hash__(self): return hash(({mine}))\n"
-        f"def __record_values__(self): return ({mine})\n"
-        "made = {f.__name__: f for f in (__eq__, __hash__, __record_values__)}\n"
+        "made = {'__eq__': __eq__}\n"
     )
 
 
-_TEMPLATES: dict[tuple[Any, int, bool, bool], dict[str, Any]] = {}
+def _hash_source(params: list[str], *_shape: object) -> str:
+    mine = "".join(f"self.{p}, " for p in params)
+    return f"def __hash__(self): return hash(({mine}))\nmade = {{'__hash__': __hash__}}\n"
 
 
-def _template(source: Any, count: int, frozen: bool, post_init: bool) -> dict[str, Any]:
-    """The functions ``source`` writes for ``count`` fields named ``p0_``, ``p1_`` ...:
-    compiled once a process for each shape, since compiling costs ~0.2 ms."""
-    key = (source, count, frozen, post_init)
+def _values_source(params: list[str], *_shape: object) -> str:
+    mine = "".join(f"self.{p}, " for p in params)
+    return (
+        f"def __record_values__(self): return ({mine})\n"
+        "made = {'__record_values__': __record_values__}\n"
+    )
+
+
+_KEY_SOURCES = {
+    "__eq__": _eq_source,
+    "__hash__": _hash_source,
+    "__record_values__": _values_source,
+}
+
+
+_TEMPLATES: dict[tuple[Any, int, bool, bool, tuple[int, ...]], dict[str, Any]] = {}
+
+
+def _template(
+    source: Any, count: int, frozen: bool, post_init: bool, made_at: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """The functions ``source`` writes for ``count`` fields named ``p0_``, ``p1_`` ...
+    (``made_at``: those with a default factory): compiled once a process for each
+    shape, since compiling costs ~0.2 ms."""
+    key = (source, count, frozen, post_init, made_at)
     if key not in _TEMPLATES:
         space: dict[str, Any] = {}
-        exec(source(_placeholders(count), frozen, post_init), space)
+        exec(source(_placeholders(count), frozen, post_init, made_at), space)
         _TEMPLATES[key] = space["made"]
     return _TEMPLATES[key]
 
