@@ -623,3 +623,31 @@ def test_a_borrower_whose_commit_is_lost_is_tried_once_per_move_and_doctor_still
     assert moved.returncode == 0 and moved.stderr == "", moved.stderr
     assert "rev-list" in git_verbs(log), git_verbs(log)
     assert run_cli("doctor", "--json", cwd=web).json["findings"] == []
+
+
+def test_a_state_stamped_while_a_file_was_fresh_is_the_same_state_once_it_settled(
+    workspace, tmp_path
+):
+    web = web_with_submodules(workspace)
+    assert run(*NEW, cwd=web).code == 0
+    worktree = web / ".claude/worktrees" / ID
+    sub = worktree / "libs/one"
+    commit(sub, "notes.txt", "mine\n", "a move to pin")
+    git(web / "libs/one", "fetch", "-q", "origin")  # the source's FETCH_HEAD, written now
+    log = tmp_path / "git.log"
+    env = git_logger(tmp_path / "bin", log)
+    pinned = _hook(worktree, env)
+    assert pinned.returncode == 0 and pinned.stderr == "", pinned.stderr
+    assert "rev-list" in git_verbs(log), git_verbs(log)
+    stamp = common_dir(web) / "worktrees" / ID / "modules/libs/one/team-router-kept"
+    fetched = [ln for ln in stamp.read_text().splitlines() if ln.startswith("source FETCH_HEAD")]
+    if len(fetched) != 1 or len(fetched[0].split()) != 6:
+        pytest.skip("the hook did not run while FETCH_HEAD was fresh (a machine this slow)")
+
+    time.sleep(SETTLED_NS / 1e9)  # FETCH_HEAD settles: the state names it by identity alone
+    log.unlink()
+    again = _hook(worktree, env)
+    assert (again.returncode, again.stdout) == (0, pinned.stdout)
+    assert not PIN_VERBS & set(git_verbs(log)), git_verbs(log)
+    # The stamp now reads as the state does: the next look is one compare.
+    assert fetched[0].rsplit(" ", 1)[0] in stamp.read_text().splitlines()

@@ -64,13 +64,8 @@ def tips_state(git_dir: str, source: str) -> str:
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
             parts.append(f"{os.path.relpath(path, git_dir)} {read_line(path)}")
-    files = {
-        "packed-refs": os.path.join(git_dir, "packed-refs"),
-        "reftable": os.path.join(git_dir, "reftable", "tables.list"),
-        "source FETCH_HEAD": os.path.join(source, "FETCH_HEAD"),
-    }
     written_before = time.time_ns() - SETTLED_NS
-    for name, path in files.items():
+    for name, path in _stamped_files(git_dir, source).items():
         try:
             st = os.stat(path)
         except OSError:
@@ -79,6 +74,15 @@ def tips_state(git_dir: str, source: str) -> str:
             f"{name} {st.st_ino} {st.st_mtime_ns} {st.st_size}{_content_if_fresh(path, st, written_before)}"
         )
     return "\n".join(parts) + "\n"
+
+
+def _stamped_files(git_dir: str, source: str) -> dict[str, str]:
+    """The files :func:`tips_state` names by their identity, by the name it gives each."""
+    return {
+        "packed-refs": os.path.join(git_dir, "packed-refs"),
+        "reftable": os.path.join(git_dir, "reftable", "tables.list"),
+        "source FETCH_HEAD": os.path.join(source, "FETCH_HEAD"),
+    }
 
 
 def _content_if_fresh(path: str, st: os.stat_result, written_before: int) -> str:
@@ -111,9 +115,55 @@ def moved_borrowers(common: str) -> list[tuple[str, str, str]]:
             continue
         for git_dir, source in borrowers(admin):
             state = tips_state(git_dir, source)
-            if _stamped(git_dir, KEPT_STAMP) != state and _stamped(git_dir, UNKEPT_STAMP) != state:
+            if not any(_still(git_dir, source, n, state) for n in (KEPT_STAMP, UNKEPT_STAMP)):
                 moved.append((admin, git_dir, source))
     return moved
+
+
+def _still(git_dir: str, source: str, name: str, state: str) -> bool:
+    """Whether the stamp ``name`` in ``git_dir`` records ``state``.
+
+    A stamp made while a file was fresh names it by its content too (see
+    :func:`_content_if_fresh`); read once the file settled, the state names it by its
+    identity alone. The same identity holding the same content is the same state:
+    the stamp is then written again as it reads now, so the next look is one compare.
+    """
+    stamp = _stamped(git_dir, name)
+    if stamp == state:
+        return True
+    kept, now = stamp.splitlines(), state.splitlines()
+    if not stamp or len(kept) != len(now):
+        return False
+    files = _stamped_files(git_dir, source)
+    for was, line in zip(kept, now, strict=True):
+        if was == line:
+            continue
+        named = next((n for n in files if line.startswith(f"{n} ")), None)
+        if named is None or not was.startswith(f"{line} "):
+            return False
+        try:
+            st = os.stat(files[named])
+        except OSError:
+            return False
+        if was[len(line) :] != _content_if_fresh(files[named], st, written_before=-1):
+            return False
+    # Unwritten, the next look compares the content again. (No contextlib: it stays off
+    # the session-start hook's path.)
+    try:  # noqa: SIM105
+        write_stamp(git_dir, state, name)
+    except OSError:
+        pass
+    return True
+
+
+def write_stamp(git_dir: str | os.PathLike[str], state: str, name: str = KEPT_STAMP) -> None:
+    """Record in ``git_dir`` the :func:`tips_state` its pins keep (``name``: or the one git
+    could not walk), replacing the stamp whole."""
+    stamp = os.path.join(git_dir, name)
+    scratch = stamp + ".new"
+    with open(scratch, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write(state)
+    os.replace(scratch, stamp)
 
 
 def _stamped(git_dir: str, name: str) -> str:

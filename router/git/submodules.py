@@ -57,7 +57,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from router.git.borrowing import KEPT_STAMP, UNKEPT_STAMP, borrowers, tips_state
+from router.git.borrowing import UNKEPT_STAMP, borrowers, tips_state, write_stamp
 from router.git.files import declares_submodules, read_line
 from router.git.run import GitError, Runner
 from router.records import record
@@ -238,7 +238,7 @@ def _make_borrower(old: Runner, source: Path, target: Path, commit: str, top: Pa
     _copy_refs(old, Runner(making), commit)
     # Its checkout pin keeps its HEAD (the checkout to come writes the same): the
     # next session start need not run git to find that out.
-    _stamp(making, tips_state(os.fspath(making), os.fspath(source)))
+    write_stamp(making, tips_state(os.fspath(making), os.fspath(source)))
     os.rename(making, target)
 
 
@@ -487,7 +487,7 @@ def keep_borrowed(b: Borrowed) -> Unkept:
         # moves, so the state it failed at is kept and the next runs cost nothing;
         # doctor still walks it and says so.
         with contextlib.suppress(OSError):  # unrecorded: the next run tries again
-            _stamp(b.borrower, state, UNKEPT_STAMP)
+            write_stamp(b.borrower, state, UNKEPT_STAMP)
         raise
     pinned = list(found.commits)
     source = Runner(b.source)
@@ -500,18 +500,9 @@ def keep_borrowed(b: Borrowed) -> Unkept:
         source.run(
             "update-ref", "-m", f"team-router: kept for {b.borrower}", "--stdin", input=lines
         )
-    _stamp(b.borrower, state)
+    write_stamp(b.borrower, state)
     (b.borrower / UNKEPT_STAMP).unlink(missing_ok=True)
     return found
-
-
-def _stamp(git_dir: Path, state: str, name: str = KEPT_STAMP) -> None:
-    """Record in ``git_dir`` the :func:`~router.git.borrowing.tips_state` its pins keep
-    (``name``: or the one git could not walk)."""
-    stamp = git_dir / name
-    scratch = stamp.with_name(stamp.name + ".new")
-    scratch.write_text(state, encoding="utf-8", errors="surrogateescape")
-    os.replace(scratch, stamp)
 
 
 def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
