@@ -88,6 +88,38 @@ def test_a_topic_merged_on_origin_is_proven_merged_from_its_commits_with_no_git_
     assert by_command["cherry"] == 0 and by_command["merge-base"] == 0, dict(by_command)
 
 
+# The fetch waits (10 s at most) for a status to start while it runs; each status waits
+# for the fetch to have started, then says whether it was still running.
+OVERLAP = """D='{d}'
+wait_for() {{ i=0; while [ ! -e "$1" ] && [ ! -e "$2" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; }}
+case " $* " in
+  *" fetch "*)
+    touch "$D/fetching"; wait_for "$D/status-started" "$D/none"
+    "$REAL_GIT" "$@"; code=$?; touch "$D/fetched"; exit $code ;;
+  *" status "*)
+    wait_for "$D/fetching" "$D/fetched"
+    if [ -e "$D/fetched" ]; then echo after >> "$D/log"
+    else echo during >> "$D/log"; touch "$D/status-started"; fi ;;
+esac
+exec "$REAL_GIT" "$@"
+"""
+
+
+@pytest.mark.no_plan_check("a dry run fetches nothing: its status would be the first one logged")
+def test_the_worktree_is_read_while_origin_is_fetched(home_repo, tmp_path):
+    topic = new_topic(home_repo)
+    commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")
+    git(topic.worktrees["home"], "push", "-q", "origin", topic.branch)
+    merge_on_origin(home_repo, topic.branch)
+    env = git_wrapper(tmp_path / "bin", "", OVERLAP.format(d=tmp_path))
+    proc = run("teardown", topic.id, "--json", cwd=home_repo, env=env)
+    assert proc.code == 0, proc.out + proc.err
+    # The worktree's status ran during the fetch; the primary's, in a later step, after it.
+    assert (tmp_path / "log").read_text().splitlines() == ["during", "after"]
+    assert not topic.worktrees["home"].exists()
+    assert topic.branch not in branches(home_repo)
+
+
 def test_a_main_with_commits_of_its_own_is_still_rebased_by_a_pull(home_repo, tmp_path):
     topic = new_topic(home_repo)
     commit(topic.worktrees["home"], "f.py", "f = 1\n", "work")

@@ -133,6 +133,7 @@ if TYPE_CHECKING:
     from router.git.remote import remote_prune_refs as remote_prune_refs
     from router.git.run import GitError as GitError
     from router.git.run import GitMissing as GitMissing
+    from router.git.run import Running as Running
     from router.git.sparse import check_out_sparse as check_out_sparse
     from router.git.sparse import missing_dirs as missing_dirs
     from router.git.sparse import set_sparse_cone as set_sparse_cone
@@ -200,6 +201,7 @@ _HOME = {
     "init_repo": "client",
     "GitError": "run",
     "GitMissing": "run",
+    "Running": "run",
     "GitPlace": "layout",
     "RepoLayout": "layout",
     "absolute_git_dir": "layout",

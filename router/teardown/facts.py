@@ -165,13 +165,26 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         return RepoPlan(target, checked=False, blockers=(stopped,))
     config = g.config_view(repo.git)
     has_origin = config.has_remote("origin")
-    reachable = _fetched(target, repo, opts, notes) if has_origin else True
+    # The worktree is read while origin is fetched: neither needs the other's answer.
+    fetching = repo.git.start_fetch("origin") if has_origin and not opts.dry_run else None
+    place_notes: list[str] = []
+    try:
+        place = _worktree_place(target, repo, topic, place_notes)
+    except BaseException as exc:
+        # A signal is passed on to the fetch; any other failure lets it end as it
+        # would have (a killed fetch can leave its ref locks behind).
+        if fetching is not None and isinstance(exc, Exception):
+            fetching.error()
+        elif fetching is not None:
+            fetching.stop(exc)
+        raise
+    reachable = _fetched(target, fetching, notes) if has_origin else True
+    notes += place_notes
     # One for-each-ref, after the fetch, answers the default branch, the topic
     # branch's tip and tracking ref, and the targets' trees for the merge proof.
     tips = repo.git.ref_tips("refs/remotes/origin/", "refs/heads/", trees=True)
     default = default_branch(repo.git, {name: t.symref for name, t in tips.items()})
     refs = {name: t.commit for name, t in tips.items()}
-    place = _worktree_place(target, repo, topic, notes)
     tip = refs.get(f"refs/heads/{target.branch}")
     recorded = target.record.base_commit if target.record else None
     base = cut_from(repo.git, target.branch, recorded) if tip and default else None
@@ -230,11 +243,10 @@ def _pick_left(
     return None, resuming
 
 
-def _fetched(target: RepoTarget, repo: Repo, opts: TeardownOptions, notes: list[str]) -> bool:
-    """Fetch origin (a real run): False when it did not answer, which the notes say."""
-    if opts.dry_run:
-        return True
-    error = repo.git.fetch("origin")
+def _fetched(target: RepoTarget, fetching: g.Running | None, notes: list[str]) -> bool:
+    """The fetch of origin ended (None: a dry run, which fetches nothing): False when origin
+    did not answer, which the notes say."""
+    error = fetching.error() if fetching is not None else None
     if error is None:
         return True
     notes.append(
