@@ -166,28 +166,48 @@ AT_ONCE = 16
 
 
 class DirtyAll:
-    """:func:`worktree_dirty` of each of ``worktrees``, their gits started at once (up to
-    :data:`AT_ONCE`, the next as one ends): they run side by side while the caller works on,
-    and :meth:`answers` reads them. :meth:`stop` ends those under way if the caller stops."""
+    """:func:`worktree_dirty` of many checkouts: each one's git starts as soon as it is
+    named (:meth:`ask`; up to :data:`AT_ONCE` at a time, the next as one is answered), and
+    runs while the caller works on; :meth:`dirty` answers. :meth:`close` ends the gits
+    never answered for, as the git layer says when the caller stopped."""
 
-    __slots__ = ("_started", "_worktrees")
+    __slots__ = ("_answered", "_started", "_waiting")
 
-    def __init__(self, worktrees: list[str]) -> None:
-        self._worktrees = worktrees
-        self._started: list[DirtyAsked] = []
-        for worktree in worktrees[:AT_ONCE]:
-            self._started.append(DirtyAsked(worktree))
+    def __init__(self) -> None:
+        self._waiting: dict[str, None] = {}  # named, not started yet, in order
+        self._started: dict[str, DirtyAsked] = {}
+        self._answered: dict[str, bool | None] = {}
 
-    def answers(self) -> list[bool | None]:
-        """Each worktree's :func:`worktree_dirty`, in order."""
-        found = []
-        for n, asked in enumerate(self._started):
-            if n + AT_ONCE < len(self._worktrees):
-                self._started.append(DirtyAsked(self._worktrees[n + AT_ONCE]))
-            found.append(asked.dirty())
-        return found
+    def ask(self, worktree: str) -> None:
+        """Start asking about ``worktree`` (once) as soon as fewer than AT_ONCE gits run."""
+        if worktree not in self._answered and worktree not in self._started:
+            self._waiting[worktree] = None
+            self._top_up()
 
-    def stop(self, exc: BaseException) -> None:
-        """The caller stopped (``exc``): the gits under way end as the git layer says."""
-        for asked in self._started:
-            asked.stop(exc)
+    def dirty(self, worktree: str) -> bool | None:
+        """The checkout's :func:`worktree_dirty` (its git started now if it was not yet)."""
+        if worktree not in self._answered:
+            asked = self._started.pop(worktree, None)
+            if asked is None:
+                self._waiting.pop(worktree, None)
+                asked = DirtyAsked(worktree)
+            self._answered[worktree] = asked.dirty()
+            self._top_up()
+        return self._answered[worktree]
+
+    def _top_up(self) -> None:
+        while self._waiting and len(self._started) < AT_ONCE:
+            worktree = next(iter(self._waiting))
+            del self._waiting[worktree]
+            self._started[worktree] = DirtyAsked(worktree)
+
+    def close(self, exc: BaseException | None = None) -> None:
+        """End every git not answered for: waited for (``exc`` None), or ended as the error
+        ``exc`` that stopped the caller asks (:meth:`DirtyAsked.stop`)."""
+        self._waiting.clear()
+        while self._started:
+            _worktree, asked = self._started.popitem()
+            if exc is None:
+                asked.dirty()
+            else:
+                asked.stop(exc)

@@ -122,49 +122,64 @@ def _topic_states(
     cache = os.path.join(repo.common_dir, STATE_DIR)
     answers = Remembered(os.path.join(cache, ANSWERS_FILE))
     remembered = Remembered(os.path.join(cache, REMEMBERED_FILE))
-    recalled = [_recalled(repo, plan, records, answers, remembered) for _id, plan in runs]
-    # Only a live topic's answer is remembered, under its record's identity: one recalled is
-    # live still, and its record need not be read (a torn-down one's is, every time).
-    kept = [
-        (run, topic)
-        for run, topic in zip(runs, recalled, strict=True)
-        if topic.resume is not None or records.live(run[0])
-    ]
-    plans = [run for run, _topic in kept]
-    known = [topic for _run, topic in kept]
-    for (_id, plan), topic in zip(plans, known, strict=True):
-        if topic.resume is None:
-            topic.repos = phases.topic_repos(repo, plan, topic.found, records=records)
-        warnings += topic.found
-    flat = [r for topic in known for r in topic.repos]
-    # git answers whether each worktree of a topic holds changes: those gits start now
-    # and run side by side, while this thread works out everything else (the refs answer
-    # for every other topic); their answers are read last.
-    at = {id(r): phases.location(r, refs) for r in flat}
-    in_worktrees = [r for r in flat if at[id(r)][1] == "HEAD"]
-    asked = DirtyAll([str(at[id(r)][0]) for r in in_worktrees])
+    # git answers whether each worktree of a topic holds changes: each one's git starts as
+    # soon as the topic's repos are known and runs while this thread works out everything
+    # else (the refs answer for every other topic); the answers are read last.
+    asked = DirtyAll()
     try:
-        states = {
-            id(r): _repo_state(r, refs, at[id(r)], None) for r in flat if at[id(r)][1] != "HEAD"
-        }
-        for (_id, plan), topic in zip(plans, known, strict=True):
+        kept = _live_topics(repo, runs, records, (answers, remembered), refs, asked)
+        for (_id, plan), topic in kept:
+            warnings += topic.found
             if topic.resume is None:
                 _work_out(topic, repo, plan, refs, remembered, answers, records)
         answers.save()
         remembered.save()
-        dirty = asked.answers()
+        flat = [r for _run, topic in kept for r in topic.repos]
+        at = {id(r): phases.location(r, refs) for r in flat}
+        # The worktrees' rows last, their gits the longest under way.
+        states = {
+            id(r): _repo_state(r, refs, at[id(r)], asked)
+            for r in sorted(flat, key=lambda r: at[id(r)][1] == "HEAD")
+        }
     except BaseException as exc:
-        asked.stop(exc)
+        asked.close(exc)
         raise
-    for r, state in zip(in_worktrees, dirty, strict=True):
-        states[id(r)] = _repo_state(r, refs, at[id(r)], state)
+    asked.close()
     topics = []
-    for (topic_id, plan), topic in zip(plans, known, strict=True):
+    for (topic_id, plan), topic in kept:
         warnings += topic.more
         repos = tuple(states[id(r)] for r in topic.repos)
         assert topic.resume is not None  # worked out above
         topics.append(TopicState(topic_id, plan.dir, topic.resume, repos))
     return topics
+
+
+def _live_topics(
+    repo: Repo,
+    runs: list[tuple[str, PlanDir]],
+    records: Records,
+    memories: tuple[Remembered, Remembered],
+    refs: phases.RepoRefs,
+    asked: DirtyAll,
+) -> list[tuple[tuple[str, PlanDir], _Topic]]:
+    """Each run not torn down with its topic, its repos known (recalled, else read), and the
+    git of each of their worktrees asked at once."""
+    answers, remembered = memories
+    kept = []
+    for run in runs:
+        topic = _recalled(repo, run[1], records, answers, remembered)
+        # Only a live topic's answer is remembered, under its record's identity: one
+        # recalled is live still, and its record need not be read (a torn-down one's is).
+        if topic.resume is None:
+            if not records.live(run[0]):
+                continue
+            topic.repos = phases.topic_repos(repo, run[1], topic.found, records=records)
+        for topic_repo in topic.repos:
+            where, rev = phases.location(topic_repo, refs)
+            if rev == "HEAD" and where is not None:
+                asked.ask(where)
+        kept.append((run, topic))
+    return kept
 
 
 class _Topic:
@@ -288,10 +303,10 @@ def _repo_state(
     topic_repo: phases.TopicRepo,
     refs: phases.RepoRefs,
     at: tuple[str | None, str],
-    dirty: bool | None,
+    asked: DirtyAll,
 ) -> RepoState:
-    """The repo's row; ``at``: its :func:`~router.phase.infer.location`, ``dirty``: its
-    worktree's :func:`~router.phase.idle.worktree_dirty` (None: none, or unknown)."""
+    """The repo's row; ``at``: its :func:`~router.phase.infer.location`, ``asked``: where
+    its worktree's state is asked."""
     where, rev = at
     worktree = where if rev == "HEAD" else None
     ahead = phases.commits_ahead(topic_repo, refs, at)
@@ -299,6 +314,7 @@ def _repo_state(
     main_tree = topic_repo.path if fell_back else None
     gone = topic_repo.worktree if topic_repo.worktree and worktree is None else None
     missing = gone if gone is not None and not os.path.lexists(gone) else None
+    dirty = asked.dirty(worktree) if worktree is not None else None
     # Asked of the repo that had it, home or not: a deleted worktree stays listed until
     # its registration is pruned, and the words say which.
     listed = missing is None or _lists(topic_repo.path, missing)
