@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 # Relative folders whose contents are regenerable; each entry is a tuple of
 # path components a file must lie strictly below.
 RESIDUE_FOLDERS: tuple[tuple[str, ...], ...] = (("tmp",), (".omc",), ("docs", "plans"))
+_RESIDUE_PREFIXES = tuple("/".join(f) + "/" for f in RESIDUE_FOLDERS)
 
 
 class SweepVerdict(StrEnum):
@@ -417,10 +418,8 @@ def is_residue_file(rel: str) -> bool:
     Never for a folder that could not be read, wherever it lies: it may hold
     anything (a clone, work), and deleting it would fail part-way anyway.
     """
-    if is_unreadable(rel):
-        return False
-    parts = tuple(rel.split("/"))
-    return any(len(parts) > len(f) and parts[: len(f)] == f for f in RESIDUE_FOLDERS)
+    # A listed path has no empty component: below ``tmp/`` is what starts with it.
+    return rel.startswith(_RESIDUE_PREFIXES) and not is_unreadable(rel)
 
 
 def _subdirs(base: Path) -> list[Path]:

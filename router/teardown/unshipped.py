@@ -88,7 +88,7 @@ def artifact_files(dirs: list[RunArtifacts]) -> tuple[str, ...]:
 
 
 def at_stake_in(
-    directory: Path, files: Iterable[str], primary: Path | None, shipped: Collection[str] = ()
+    directory: Path, files: tuple[str, ...], primary: Path | None, shipped: Collection[str] = ()
 ) -> list[RunArtifacts]:
     """The plan dirs in ``directory`` (one git no longer knows) that hold an unshipped run's artifacts.
 
@@ -111,10 +111,19 @@ def at_stake_in(
     for topic_id in ids:
         if not LIGHT_ID_RE.fullmatch(topic_id) or topic_id in shipped:
             continue  # a folder no run can have, or a run known to have shipped
-        here = run_artifacts(directory, topic_id)
+        here = _listed_artifacts(directory, topic_id, files)
         there = run_artifacts(primary, topic_id) if primary is not None else None
         found += unshipped([here], shipped=has_shipped([here, there]))
     return found
+
+
+def _listed_artifacts(directory: Path, topic_id: str, files: tuple[str, ...]) -> RunArtifacts:
+    """The run's plan dir in ``directory`` as ``files`` (the directory's listing) has it, not
+    listed again: a listing enters no link, so behind a symlinked ``docs``, ``docs/plans``
+    or plan dir it holds no file, as :func:`run_artifacts` finds none."""
+    prefix = f"{PLANS_DIR}/{topic_id}/".replace(os.sep, "/")
+    listed = tuple(f[len(prefix) :] for f in files if f.startswith(prefix))
+    return RunArtifacts(directory, directory / PLANS_DIR / topic_id, listed)
 
 
 def residue_why(dirs: list[RunArtifacts], *, command: str) -> Why:
