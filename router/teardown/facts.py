@@ -165,21 +165,7 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
         return RepoPlan(target, checked=False, blockers=(stopped,))
     config = g.config_view(repo.git)
     has_origin = config.has_remote("origin")
-    # The worktree is read while origin is fetched: neither needs the other's answer.
-    fetching = repo.git.start_fetch("origin") if has_origin and not opts.dry_run else None
-    place_notes: list[str] = []
-    try:
-        place = _worktree_place(target, repo, topic, place_notes)
-    except BaseException as exc:
-        # A signal is passed on to the fetch; any other failure lets it end as it
-        # would have (a killed fetch can leave its ref locks behind).
-        if fetching is not None and isinstance(exc, Exception):
-            fetching.error()
-        elif fetching is not None:
-            fetching.stop(exc)
-        raise
-    reachable = _fetched(target, fetching, notes) if has_origin else True
-    notes += place_notes
+    place, reachable = _place_while_fetching(target, repo, topic, opts, has_origin, notes)
     # One for-each-ref, after the fetch, answers the default branch, the topic
     # branch's tip and tracking ref, and the targets' trees for the merge proof.
     tips = repo.git.ref_tips("refs/remotes/origin/", "refs/heads/", trees=True)
@@ -241,6 +227,33 @@ def _pick_left(
     if resumed is not None:
         notes.append(f"{target.name}: {resumed.detail}")
     return None, resuming
+
+
+def _place_while_fetching(
+    target: RepoTarget,
+    repo: Repo,
+    topic: TopicRef | None,
+    opts: TeardownOptions,
+    has_origin: bool,
+    notes: list[str],
+) -> tuple[_WorktreePlace, bool]:
+    """The worktree as the plan finds it, read while origin is fetched (neither needs the
+    other's answer), and whether origin answered; the notes in that order."""
+    fetching = repo.git.start_fetch("origin") if has_origin and not opts.dry_run else None
+    place_notes: list[str] = []
+    try:
+        place = _worktree_place(target, repo, topic, place_notes)
+    except BaseException as exc:
+        # A signal is passed on to the fetch; any other failure lets it end as it
+        # would have (a killed fetch can leave its ref locks behind).
+        if fetching is not None and isinstance(exc, Exception):
+            fetching.error()
+        elif fetching is not None:
+            fetching.stop(exc)
+        raise
+    reachable = _fetched(target, fetching, notes) if has_origin else True
+    notes += place_notes
+    return place, reachable
 
 
 def _fetched(target: RepoTarget, fetching: g.Running | None, notes: list[str]) -> bool:
