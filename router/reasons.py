@@ -45,7 +45,10 @@ class Reason(StrEnum):
     PICK_LOCKED = "pick-locked"  # a lock file stopped the pick: aborted
     CONFLICT = "conflict"  # a commit did not apply: aborted
     NO_IDENTITY = "no-identity"  # git cannot name a committer
-    PICK_UNDONE = "pick-undone"  # what a killed pick of ours left was undone
+    PICK_UNDONE = "pick-undone"  # what a killed pick of ours left was undone (``parts``: how)
+    PICK_ABORTED = "pick-aborted"  # its cherry-pick aborted
+    PICK_QUIT = "pick-quit"  # its cherry-pick ended, keeping the commits it had picked
+    CHANGES_DROPPED = "changes-dropped"  # its half-applied changes (``items``) dropped
     PICK_NOT_ENDED = "pick-not-ended"
     PICK_FOREIGN = "pick-foreign"  # a killed pick, and changes not from it: kept
     PICK_STUCK = "pick-stuck"  # undoing or ending a killed pick stopped

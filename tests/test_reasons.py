@@ -569,6 +569,56 @@ SAID_FROM_FACTS = [
         "not done: interrupted (Ctrl-C): .teamteardown on main: 3 line(s); 1/2 lines ok; "
         "interrupted: 2 line(s) not run to the end; temp paths not removed",
     ),
+    (
+        Why(
+            Reason.PICK_UNDONE,
+            path="/p",
+            branch="t",
+            default="main",
+            parts=(Why(Reason.PICK_QUIT), Why(Reason.CHANGES_DROPPED, items=("a", "b"))),
+        ),
+        {
+            "reason": "pick-undone",
+            "path": "/p",
+            "branch": "t",
+            "default": "main",
+            "text": "ended its cherry-pick, keeping the commits it had picked; dropped its "
+            "half-applied changes (a, b)",
+        },
+        "/p: the cherry-pick of t onto main was interrupted: ended its cherry-pick, keeping the "
+        "commits it had picked; dropped its half-applied changes (a, b); its commits are judged "
+        "again",
+    ),
+    (
+        Why(
+            Reason.PICK_UNDONE,
+            path="/p",
+            branch="t",
+            default="main",
+            parts=(Why(Reason.PICK_ABORTED),),
+        ),
+        {
+            "reason": "pick-undone",
+            "path": "/p",
+            "branch": "t",
+            "default": "main",
+            "text": "aborted its cherry-pick",
+        },
+        "/p: the cherry-pick of t onto main was interrupted: aborted its cherry-pick; its commits "
+        "are judged again",
+    ),
+    (
+        Why(Reason.PICK_UNDONE, path="/p", branch="t", default="main"),
+        {
+            "reason": "pick-undone",
+            "path": "/p",
+            "branch": "t",
+            "default": "main",
+            "text": "nothing was left half-done",
+        },
+        "/p: the cherry-pick of t onto main was interrupted: nothing was left half-done; its "
+        "commits are judged again",
+    ),
 ]
 
 

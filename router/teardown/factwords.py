@@ -286,6 +286,10 @@ FACTS: dict[Reason, Words] = {
     ),
     Reason.NO_TEMP_PATHS: lambda w: "no temp paths recorded",
     Reason.TEMP_PATHS: _temp_paths_words,
+    # what undoing a killed pick of ours did
+    Reason.PICK_ABORTED: lambda w: "aborted its cherry-pick",
+    Reason.PICK_QUIT: lambda w: "ended its cherry-pick, keeping the commits it had picked",
+    Reason.CHANGES_DROPPED: lambda w: f"dropped its half-applied changes ({name_some(w.items)})",
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

@@ -223,8 +223,8 @@ def resume_integration(repo: Repo, topic: TopicRef) -> StepResult | None:
             return dropped
         undone.append(dropped)
     end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
-    what = "; ".join(undone) or "nothing was left half-done"
-    return done(Step.INTEGRATE, replace(_of_pick(repo, pick, Reason.PICK_UNDONE), text=what))
+    whys = tuple(undone)
+    return done(Step.INTEGRATE, replace(_of_pick(repo, pick, Reason.PICK_UNDONE), parts=whys))
 
 
 def _of_pick(repo: Repo, pick: Picking, reason: Reason) -> Why:
@@ -232,7 +232,7 @@ def _of_pick(repo: Repo, pick: Picking, reason: Reason) -> Why:
     return Why(reason, path=str(repo.primary), branch=pick.branch, default=pick.target)
 
 
-def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
+def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | Why:
     """End our stopped cherry-pick git still tracks: what was done, or why it stays (the mark too)."""
     running = _pick_still_running(repo)
     if running is not None:
@@ -242,7 +242,7 @@ def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
         # Neither --abort nor --quit: the mark stays, and once the lock is
         # gone the rerun's --abort puts the default branch back where it was.
         return _pick_locked(repo, pick, True, locked)
-    ended = "aborted its cherry-pick"
+    ended = Why(Reason.PICK_ABORTED)
     if g.operation_in_progress(repo.common_dir) is not None:
         # A kill right after a pick's commit, before git noted it: --abort
         # will not rewind past it ("you seem to have moved HEAD") and keeps
@@ -252,7 +252,7 @@ def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
             # The same kill may leave the lock git deletes CHERRY_PICK_HEAD
             # under: the pick is still ours (the mark stays), the lock is in the way.
             return _pick_locked(repo, pick, False, locked)
-        ended = "ended its cherry-pick, keeping the commits it had picked"
+        ended = Why(Reason.PICK_QUIT)
     if g.operation_in_progress(repo.common_dir) is not None:
         # Still there, with no lock named: never carried past (a teardown
         # with nothing left to pick would finish and leave it in the
@@ -262,7 +262,7 @@ def _end_stopped_pick(repo: Repo, pick: Picking) -> StepResult | str:
     return ended
 
 
-def _drop_half_applied(repo: Repo, pick: Picking, status: StatusReport) -> StepResult | str:
+def _drop_half_applied(repo: Repo, pick: Picking, status: StatusReport) -> StepResult | Why:
     """Reset the changes our killed pick left half-applied (what was dropped), unless a
     change is not from it: then the refusal, and everything stays."""
     foreign, residue = _sort_changes(repo, pick, status)
@@ -271,7 +271,7 @@ def _drop_half_applied(repo: Repo, pick: Picking, status: StatusReport) -> StepR
         return refused(Step.INTEGRATE, ErrorCode.PRIMARY_BUSY, kept)
     g.reset_hard(repo.git, "HEAD")
     _remove_residue(repo.primary, residue)
-    return f"dropped its half-applied changes ({name_some([*status.tracked, *residue])})"
+    return Why(Reason.CHANGES_DROPPED, items=(*status.tracked, *residue))
 
 
 def _stopped_by_lock(repo: Repo, error: GitError | None) -> GitError | None:

@@ -340,7 +340,10 @@ WORDS: dict[Reason, Words] = {
         f"aborted, {w.default} is unchanged"
     ),
     Reason.NO_IDENTITY: _no_identity,
-    Reason.PICK_UNDONE: lambda w: f"{_interrupted_pick(w)}: {w.text}; its commits are judged again",
+    Reason.PICK_UNDONE: lambda w: (
+        f"{_interrupted_pick(w)}: {_parts(w) or w.text or 'nothing was left half-done'}; its "
+        "commits are judged again"
+    ),
     Reason.PICK_NOT_ENDED: lambda w: (
         f"{_interrupted_pick(w)}, and neither `git cherry-pick --abort` nor `--quit` ended it; "
         f"run `git -C {w.path} cherry-pick --quit` (it keeps the commits already picked), "
