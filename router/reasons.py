@@ -22,7 +22,7 @@ class Reason(StrEnum):
 
     # -- any step
     GIT_FAILED = "git-failed"  # git's first line in ``text``, its command in ``command``
-    IO_FAILED = "io-failed"  # the file and the cause in ``text``
+    IO_FAILED = "io-failed"  # the I/O error (router.ioerror's words for it) in ``text``
     # ``signal`` stopped it (``flag``: part-way, else before it started); local-state's says
     # what it did (``parts``)
     STOPPED = "stopped"
@@ -36,7 +36,7 @@ class Reason(StrEnum):
     KEPT_BRANCH = "kept-branch"  # the branch is kept: nothing to integrate
     NO_DEFAULT_BRANCH = "no-default-branch"
     EMPTY = "empty"  # nothing on the branch since it was cut
-    MERGED = "merged"  # proven merged (the proof in ``text``)
+    MERGED = "merged"  # proven merged (``parts``: the proof; an older record's in ``text``)
     INTEGRATED = "integrated"  # every patch is on the default branch
     PICKED = "picked"  # cherry-picked onto the default branch
     PRIMARY_BUSY = "primary-busy"  # the primary clone cannot take a cherry-pick now
@@ -90,7 +90,7 @@ class Reason(StrEnum):
     # which one is how the run found the branch, not a different decision.
     UPDATED = "updated"
     PULL_FAILED = "pull-failed"
-    BUSY = "busy"  # the primary clone cannot move (why in ``text``)
+    BUSY = "busy"  # the primary clone cannot move (``parts``: why, and the way out)
     LEFT_EARLIER = "left-earlier"  # an earlier run left it to the user
     SUBMODULES_FOLLOWED = "submodules-followed"
     SUBMODULES_FAILED = "submodules-failed"
@@ -202,9 +202,7 @@ class Reason(StrEnum):
     STACK_CHECKED_OUT = "stack-checked-out"  # ``branch`` is checked out in ``path``
     NOT_SURVEYED = "not-surveyed"  # reading the branch refused (the refusal's message in ``text``)
     # -- pr-cleanup's close-prs, and a repo that cannot be used
-    NO_PR_LIST = (
-        "no-pr-list"  # gh unavailable (its words in ``text``), or (``flag``) its listing failed
-    )
+    NO_PR_LIST = "no-pr-list"  # gh unavailable (why in ``text``), or (``flag``) its listing failed
     NO_OPEN_PR = "no-open-pr"
     PRS_CLOSED = "prs-closed"  # children before parents
     PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (``parts``: each PR_NOT_CLOSED)
@@ -240,7 +238,7 @@ class Reason(StrEnum):
     NO_ORIGIN_DEFAULT = "no-origin-default"  # origin has no default branch (``default``)
     CUT_EMPTY = "cut-empty"  # nothing on the branch since it was cut at ``commit``
     NO_CONTENT_PROOF = "no-content-proof"  # none on ``ref``
-    GH_SILENT = "gh-silent"  # gh could not be asked (its words in ``text``)
+    GH_SILENT = "gh-silent"  # gh could not be asked (why in ``text``)
     GH_NO_PR = "gh-no-pr"  # gh knows no PR from this repo's branch
     GH_AGREES = "gh-agrees"  # PR ``count`` merged this head
     GH_DISAGREES = "gh-disagrees"  # each PR of ours (``parts``) says otherwise
@@ -275,15 +273,28 @@ class Reason(StrEnum):
 class Why:
     """A reason and what it is about; the renderer says it in words.
 
-    ``items`` are paths or commits, named up to a few and counted beyond;
-    ``text`` is words kept as they are: from outside team-router (git's
-    or gh's first line, the system's error), or built by another module
-    for a reason whose facts are not fields yet; the facts a reason is
-    about are fields, or ``parts`` (each a :class:`Why` of its own), and a
-    :class:`Why` an older record kept may hold their words in ``text``;
-    ``planned``: the dry run's words, what the real run
-    would do; ``notes``: said after it, and ``before``: said before it,
-    each joined by ``"; "``.
+    The facts a reason is about are fields, or ``parts`` and ``inner`` (each a
+    :class:`Why` of its own); ``items`` are paths or commits (or a closed set's
+    words, one per thing), named up to a few and counted beyond; ``kind`` is
+    one of a closed set. ``text`` holds only words from outside team-router,
+    as they came: git's or gh's first line, gh's word for a PR's state, a
+    system error (its strerror, or the I/O error as router.ioerror names it),
+    a lock reason git wrote, a git operation's name, a process's command name,
+    the host's session id, a line a user declared.
+
+    Not fields yet, still words another module built, in ``text``: why gh is
+    unavailable (``no-pr-list``, ``gh-silent``), a refusal's message
+    (``snapshot-failed``, ``not-surveyed``), the sweep's removal error
+    (``came-back-failed``), why a repo is not usable (``repo-unusable``), a
+    reflog file the git layer does not trust (``reflog-unknown``), what blocks
+    a half-removed worktree (``half-removed``), why a disk is not mounted
+    (``not-mounted``) and why origin was not asked (``origin-unknown``).
+
+    A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),
+    the words of facts that are fields now: the renderer says those words
+    when the fields are empty. ``planned``: the dry run's words, what the
+    real run would do; ``notes``: said after it, and ``before``: said before
+    it, each joined by ``"; "``.
     """
 
     reason: Reason
