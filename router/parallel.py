@@ -8,7 +8,6 @@ A few threads pulling from one list do it: ``concurrent.futures`` would bring
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 
 from router import interrupt
@@ -16,12 +15,16 @@ from router import interrupt
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     # Annotations only (they are strings at run time): importing typing costs ~3 ms.
+    import threading
     from typing import Any, TypeVar
 
     T = TypeVar("T")
     R = TypeVar("R")
 
 MAX_PARALLEL = 8  # repos worked on at once
+
+# threading is imported where threads are made: a command that loads this module and
+# works on one repo (``new``) never needs it.
 
 
 def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
@@ -50,6 +53,8 @@ class meanwhile:  # lowercase: a context manager
     __slots__ = ("_done", "_interrupted", "_outcomes", "_threads")
 
     def __init__(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> None:
+        import threading
+
         self._outcomes, work, self._interrupted = _worked(fn, items)
         count = min(MAX_PARALLEL, len(self._outcomes))
         self._threads = [threading.Thread(target=work) for _ in range(count)]
@@ -87,6 +92,8 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
     if len(outcomes) <= 1:
         work()
         return outcomes
+    import threading
+
     threads = [threading.Thread(target=work) for _ in range(min(MAX_PARALLEL, len(outcomes)))]
     with interrupt.held():  # raises Stopped at its end, once the threads are done
         _start(threads, interrupted)
@@ -99,6 +106,8 @@ def _worked(
 ) -> tuple[list[R | _Raised], Callable[[], None], threading.Event]:
     """The items' outcomes (each filled in as it is done), the work each thread runs (items
     taken one at a time until none is left), and the event that stops it taking more."""
+    import threading
+
     items = list(items)
     outcomes: list[R | _Raised] = [_Raised(_NOT_RUN)] * len(items)
     pending = iter(range(len(items)))

@@ -22,9 +22,10 @@ from helpers.topics import new_topic, write_repos_md
 # removal journal (a fallen-back plan dir's move), mounts (a path already
 # registered), the submodules and sparse stages (no .gitmodules, no cone), the
 # reasons a half-made worktree or a teardown's step is refused for, discovery and the
-# plan files' readers (a topic `new` did not make), the progress of several repos at
-# once (`worktrees`), and what those pull in.
+# plan files' readers (a topic `new` did not make), the progress and threads of several
+# repos at once (`worktrees`), and what those pull in.
 NEW_UNUSED = {
+    "threading",
     "router.reasons",
     "router.topic.discovery",
     "router.topic.containment",
