@@ -10,6 +10,7 @@ errs on "not mounted" (keeping) whenever the evidence is not clear.
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 from pathlib import Path
 
 from router.records import record
@@ -111,12 +112,43 @@ def nearest_existing(path: str | os.PathLike[str]) -> Path:
     return here
 
 
+class Shows(StrEnum):
+    """How a filesystem that is not mounted shows (:class:`Unmounted`'s ``shows``)."""
+
+    LINK_MISSING = "link-missing"  # ``at`` links to ``point``, which is missing
+    MISSING = "missing"  # ``at`` is missing
+    FSTAB = "fstab"  # /etc/fstab mounts a filesystem at ``at``, and none is
+    AUTOMOUNT = "automount"  # ``at`` is an automount point its filesystem was not brought to
+    EMPTY = "empty"  # ``at`` is an empty directory where the worktree's disk was mounted
+    OTHER_DISK = "other-disk"  # ``at`` is on another disk than the worktree's was
+
+
 @record
 class Unmounted:
     """A missing directory whose filesystem is not mounted: where to mount it, and how that shows."""
 
     point: Path  # where the filesystem that held it belongs
-    why: str  # "<point> is an empty directory where ...", "<dir> is missing", ...
+    shows: Shows
+    at: Path  # the directory that shows it
+
+    @property
+    def why(self) -> str:
+        return unmounted_words(self.shows, str(self.at), str(self.point))
+
+
+def unmounted_words(shows: str, at: str, point: str) -> str:
+    """How a filesystem that is not mounted shows, in words: ``<dir> is missing``, ..."""
+    if shows == Shows.LINK_MISSING:
+        return f"{at} links to {point}, which is missing"
+    if shows == Shows.MISSING:
+        return f"{at} is missing"
+    if shows == Shows.FSTAB:
+        return f"/etc/fstab mounts a filesystem at {at}, and none is"
+    if shows == Shows.AUTOMOUNT:
+        return f"{at} is an automount point its filesystem was not brought to"
+    empty = shows == Shows.EMPTY
+    shown = "an empty directory" if empty else "a directory on another disk than the worktree's"
+    return f"{at} is {shown} where the worktree's disk was mounted"
 
 
 def unmounted_at(
@@ -148,16 +180,14 @@ def unmounted_at(
         missing = next(p for p in [holder, *holder.parents] if p.parent == present)
         if os.path.islink(missing):
             link = Path(os.path.join(present, os.readlink(missing)))
-            return Unmounted(link, f"{missing} links to {link}, which is missing")
+            return Unmounted(link, Shows.LINK_MISSING, missing)
         # An empty directory above it is where a disk was most likely mounted.
-        return Unmounted(present if _is_empty(present) else missing, f"{missing} is missing")
+        return Unmounted(present if _is_empty(present) else missing, Shows.MISSING, missing)
     names = {str(holder), os.path.realpath(holder)}
     if names & fstab_points() and not is_mount_point(holder):
-        return Unmounted(holder, f"/etc/fstab mounts a filesystem at {holder}, and none is")
+        return Unmounted(holder, Shows.FSTAB, holder)
     if any(m.fstype == "autofs" and m.point in names for m in mounts()):
-        return Unmounted(
-            holder, f"{holder} is an automount point its filesystem was not brought to"
-        )
+        return Unmounted(holder, Shows.AUTOMOUNT, holder)
     empty = _is_empty(holder)
     if lived_on is not None:
         here = device_of(holder)
@@ -166,8 +196,7 @@ def unmounted_at(
             return None
     elif not (guess and empty):
         return None
-    shown = "an empty directory" if empty else "a directory on another disk than the worktree's"
-    return Unmounted(holder, f"{holder} is {shown} where the worktree's disk was mounted")
+    return Unmounted(holder, Shows.EMPTY if empty else Shows.OTHER_DISK, holder)
 
 
 def _is_empty(folder: Path) -> bool:

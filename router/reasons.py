@@ -177,7 +177,9 @@ class Reason(StrEnum):
     CHANGES = "changes"  # changed tracked files (``items``), untracked files (``others``)
     UNSEEN_FILES = "unseen-files"  # an uninitialised submodule's files, which git does not see
     MODULE_DIR = "module-dir"  # a submodule git dir (``path``) and how git reads it
-    NOT_MOUNTED = "not-mounted"  # the worktree's filesystem is not mounted
+    # the worktree's filesystem is not mounted: how that shows (``kind``: router.mounts.Shows)
+    # at ``items[0]``, and where to mount it (``other``)
+    NOT_MOUNTED = "not-mounted"
     LOCKED = "locked"  # another tool's lock
     DIRTY = "dirty"  # changed or untracked files
     # what the HEAD reflog (``ref``) alone keeps is unknown: git's words (``text``), or its
@@ -287,8 +289,8 @@ class Why:
     (``snapshot-failed``, ``not-surveyed``), the sweep's removal error
     (``came-back-failed``), why a repo is not usable (``repo-unusable``), a
     reflog file the git layer does not trust (``reflog-unknown``), what blocks
-    a half-removed worktree (``half-removed``), why a disk is not mounted
-    (``not-mounted``) and why origin was not asked (``origin-unknown``).
+    a half-removed worktree (``half-removed``) and why origin was not asked
+    (``origin-unknown``).
 
     A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),
     the words of facts that are fields now: the renderer says those words

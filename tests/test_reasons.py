@@ -211,6 +211,15 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
 _HOLDER = Why(Reason.HOLDER, count=8)
 _TIP = "a" * 40
 _UNSEEN = Why(Reason.UNSEEN_FILES)
+
+
+def _unmounted(shows: str, point: str) -> str:
+    return (
+        f"/w is not there because its filesystem is not mounted ({shows}); kept: mount it at "
+        f"{point}, then run teardown again (if it is really gone, `git worktree remove /w` first)"
+    )
+
+
 _STACK = (
     "main (protected: it is the default branch (main)); b (checked out in /w; run `team-router "
     "pr-cleanup b --abandon` there); e (git failed)"
@@ -618,6 +627,107 @@ SAID_FROM_FACTS = [
         },
         "/p: the cherry-pick of t onto main was interrupted: nothing was left half-done; its "
         "commits are judged again",
+    ),
+    (
+        Why(
+            Reason.NOT_MOUNTED,
+            path="/w",
+            kind="link-missing",
+            items=("/m",),
+            other="/n",
+            again="teardown",
+        ),
+        {
+            "reason": "not-mounted",
+            "path": "/w",
+            "text": "/m links to /n, which is missing",
+            "other": "/n",
+            "again": "teardown",
+        },
+        _unmounted("/m links to /n, which is missing", "/n"),
+    ),
+    (
+        Why(
+            Reason.NOT_MOUNTED,
+            path="/w",
+            kind="missing",
+            items=("/m",),
+            other="/m",
+            again="teardown",
+        ),
+        {
+            "reason": "not-mounted",
+            "path": "/w",
+            "text": "/m is missing",
+            "other": "/m",
+            "again": "teardown",
+        },
+        _unmounted("/m is missing", "/m"),
+    ),
+    (
+        Why(
+            Reason.NOT_MOUNTED, path="/w", kind="fstab", items=("/m",), other="/m", again="teardown"
+        ),
+        {
+            "reason": "not-mounted",
+            "path": "/w",
+            "text": "/etc/fstab mounts a filesystem at /m, and none is",
+            "other": "/m",
+            "again": "teardown",
+        },
+        _unmounted("/etc/fstab mounts a filesystem at /m, and none is", "/m"),
+    ),
+    (
+        Why(
+            Reason.NOT_MOUNTED,
+            path="/w",
+            kind="automount",
+            items=("/m",),
+            other="/m",
+            again="teardown",
+        ),
+        {
+            "reason": "not-mounted",
+            "path": "/w",
+            "text": "/m is an automount point its filesystem was not brought to",
+            "other": "/m",
+            "again": "teardown",
+        },
+        _unmounted("/m is an automount point its filesystem was not brought to", "/m"),
+    ),
+    (
+        Why(
+            Reason.NOT_MOUNTED, path="/w", kind="empty", items=("/m",), other="/m", again="teardown"
+        ),
+        {
+            "reason": "not-mounted",
+            "path": "/w",
+            "text": "/m is an empty directory where the worktree's disk was mounted",
+            "other": "/m",
+            "again": "teardown",
+        },
+        _unmounted("/m is an empty directory where the worktree's disk was mounted", "/m"),
+    ),
+    (
+        Why(
+            Reason.NOT_MOUNTED,
+            path="/w",
+            kind="other-disk",
+            items=("/m",),
+            other="/m",
+            again="teardown",
+        ),
+        {
+            "reason": "not-mounted",
+            "path": "/w",
+            "text": "/m is a directory on another disk than the worktree's where the worktree's disk was mounted",
+            "other": "/m",
+            "again": "teardown",
+        },
+        _unmounted(
+            "/m is a directory on another disk than the worktree's where the worktree's disk was mounted",
+            "/m",
+        ),
     ),
 ]
 

@@ -153,8 +153,9 @@ def unmounted_blocker(repo: Repo, path: Path, *, again: str = "teardown") -> Ste
     unmounted = worktree_unmounted(repo.common_dir, path)
     if unmounted is None:
         return None
-    why = Why(Reason.NOT_MOUNTED, path=str(path), text=unmounted.why, again=again)
-    return refused(Step.REMOVE, ErrorCode.NOT_MOUNTED, replace(why, other=str(unmounted.point)))
+    shows, at, point = str(unmounted.shows), str(unmounted.at), str(unmounted.point)
+    why = Why(Reason.NOT_MOUNTED, path=str(path), kind=shows, items=(at,), other=point, again=again)
+    return refused(Step.REMOVE, ErrorCode.NOT_MOUNTED, why)
 
 
 def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> StepResult | None:

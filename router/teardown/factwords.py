@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from router.git import TORN_PLACEHOLDER, DanglingHead
+from router.mounts import unmounted_words
 from router.names import protected_reason
 from router.plandir.artifacts import PR
 from router.processes import process_words
@@ -146,6 +147,14 @@ def _dirty(w: Why) -> str:
     )
 
 
+def _unmounted_words(w: Why) -> str:
+    """How the filesystem shows (``kind``) at ``items[0]``, to be mounted at ``other``; an
+    older record's words are in ``text``."""
+    if not w.kind:
+        return w.text
+    return unmounted_words(w.kind, w.items[0], w.other)
+
+
 def _reflog_unknown(w: Why) -> str:
     """Why the HEAD reflog of ``path`` (at ``ref``) could not be read: its HEAD names a branch
     that does not exist (``branch``), or git's words (``text``); an older record's has the
@@ -247,7 +256,7 @@ FACTS: dict[Reason, Words] = {
     Reason.UNSEEN_FILES: lambda w: "git does not see files there: move them out of the worktree",
     Reason.MODULE_DIR: lambda w: f"git reads it as `git --git-dir={w.path} --work-tree={w.path}`",
     Reason.NOT_MOUNTED: lambda w: (
-        f"{w.path} is not there because its filesystem is not mounted ({w.text}); "
+        f"{w.path} is not there because its filesystem is not mounted ({_unmounted_words(w)}); "
         f"kept: mount it at {w.other}, then run {w.again} again (if it is "
         f"really gone, `git worktree remove {w.path}` first)"
     ),
