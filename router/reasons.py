@@ -147,7 +147,10 @@ class Reason(StrEnum):
     NO_TEMP_PATHS = "no-temp-paths"  # none recorded
     TEMP_PATHS = "temp-paths"  # each temp path's outcome (``items``; ``flag``: planned)
     # -- pr-cleanup's remote-branch, prune and reclaim
-    ORIGIN_UNKNOWN = "origin-unknown"  # origin could not be asked: nothing done there
+    ORIGIN_UNKNOWN = "origin-unknown"  # origin could not be asked (``parts``: why): nothing done
+    ORIGIN_MISSING = "origin-missing"  # the repository has no origin
+    ORIGIN_NOT_ASKED = "origin-not-asked"  # a dry run does not ask origin
+    GIT_SAID = "git-said"  # git's first line (``text``), all that is known
     REMOTE_GONE = "remote-gone"  # origin has no such branch
     REMOTE_KEPT = "remote-kept"  # origin keeps its branch unless asked to delete it
     REMOTE_UNINTEGRATED = "remote-unintegrated"  # deleting it would lose work (``parts``: why)
@@ -289,8 +292,7 @@ class Why:
     (``snapshot-failed``, ``not-surveyed``), the sweep's removal error
     (``came-back-failed``), why a repo is not usable (``repo-unusable``), a
     reflog file the git layer does not trust (``reflog-unknown``), what blocks
-    a half-removed worktree (``half-removed``) and why origin was not asked
-    (``origin-unknown``).
+    a half-removed worktree (``half-removed``).
 
     A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),
     the words of facts that are fields now: the renderer says those words

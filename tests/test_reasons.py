@@ -729,6 +729,26 @@ SAID_FROM_FACTS = [
             "/m",
         ),
     ),
+    (
+        Why(Reason.ORIGIN_UNKNOWN, parts=(Why(Reason.ORIGIN_MISSING),)),
+        {"reason": "origin-unknown", "text": "no origin"},
+        "origin could not be asked (no origin): not touched",
+    ),
+    (
+        Why(Reason.ORIGIN_UNKNOWN, parts=(Why(Reason.ORIGIN_NOT_ASKED),)),
+        {"reason": "origin-unknown", "text": "not asked (dry run)"},
+        "origin could not be asked (not asked (dry run)): not touched",
+    ),
+    (
+        Why(Reason.ORIGIN_UNKNOWN, parts=(Why(Reason.GIT_SAID, text="fatal: x"),)),
+        {"reason": "origin-unknown", "text": "fatal: x"},
+        "origin could not be asked (fatal: x): not touched",
+    ),
+    (
+        Why(Reason.ORIGIN_UNKNOWN),
+        {"reason": "origin-unknown"},
+        "origin could not be asked: not pruned",
+    ),
 ]
 
 

@@ -46,6 +46,7 @@ from router.teardown.cleanup_survey import (
 from router.teardown.merged import Evidence, GhVerdict
 from router.teardown.steps import Step, StepResult, refused
 from router.teardown.unshipped import unshipped_why
+from router.teardown.wording import in_words
 from router.topic import state, worktreelock
 from router.topic.branches import TopicLock, holders_of
 from router.topic.workspace import Repo
@@ -352,7 +353,8 @@ def refuse_unknown(repo: Repo, found: Survey, mode: Mode, *, dry_run: bool = Fal
     """
     if found.anything_left(repo) or _cleaned_before(found.record):
         return
-    where = f" or on origin ({found.remote_error})" if found.remote_error else " or on origin"
+    unknown = found.remote_error
+    where = f" or on origin ({in_words(unknown)})" if unknown is not None else " or on origin"
     raise RouterError(
         ErrorCode.UNKNOWN_BRANCH,
         f"no branch, worktree or plan dir named {found.branch} exists in {repo.primary}{where}, "

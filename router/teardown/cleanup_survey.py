@@ -12,7 +12,7 @@ from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError, StatusReport, WorktreeEntry
 from router.names import Branch
 from router.progress import Echo
-from router.reasons import Why
+from router.reasons import Reason, Why
 from router.records import record, replace
 from router.teardown.blockers import (
     hidden_work,
@@ -79,7 +79,7 @@ class Survey:
     topic_id: str | None
     temp_paths: tuple[str, ...] | None = None  # the topic's recorded temp paths (home only)
     remote_tip: str | None = None
-    remote_error: str = ""  # origin could not be asked
+    remote_error: Why | None = None  # why origin could not be asked
     # A checkout rebasing or bisecting the branch (git lists it detached there), if one is.
     busy: str | None = None
 
@@ -115,7 +115,7 @@ class Survey:
 
     @property
     def remote_known(self) -> bool:
-        return not self.remote_error
+        return self.remote_error is None
 
     @property
     def tips(self) -> Tips:
@@ -159,7 +159,7 @@ def survey(repo: Repo, branch: Branch, *, ask_remote: bool, remove_reused: bool 
     # The worktree is the topic's too: local state never deletes a temp path inside it.
     plan = replace(plan, target=replace(target, worktree=plan.worktree), notes=tuple(notes))
     remote_tip, remote_error = (
-        _remote(repo, branch) if ask_remote else (None, "not asked (dry run)")
+        _remote(repo, branch) if ask_remote else (None, Why(Reason.ORIGIN_NOT_ASKED))
     )
     temps = _temp_paths(repo, topic_id, record, plan.worktree if plan.registered else None)
     busy = g.busy_with_branch(str(repo.common_dir), branch)
@@ -283,13 +283,14 @@ def _temp_paths(
     return topic_temp_paths(record, *(root / PLANS_DIR / topic_id for root in ours))
 
 
-def _remote(repo: Repo, branch: str) -> tuple[str | None, str]:
+def _remote(repo: Repo, branch: str) -> tuple[str | None, Why | None]:
+    """origin's tip of ``branch`` (None: it has none), or why origin could not be asked."""
     if not repo.git.has_remote("origin"):
-        return None, "no origin"
+        return None, Why(Reason.ORIGIN_MISSING)
     try:
-        return g.remote_branch_tip(repo.git, "origin", branch), ""
+        return g.remote_branch_tip(repo.git, "origin", branch), None
     except GitError as exc:
-        return None, exc.first_line
+        return None, Why(Reason.GIT_SAID, text=exc.first_line)
 
 
 def run_at_stake(repo: Repo, topic_id: str | None, plan: RepoPlan) -> list[RunArtifacts]:

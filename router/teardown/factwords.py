@@ -299,6 +299,10 @@ FACTS: dict[Reason, Words] = {
     Reason.PICK_ABORTED: lambda w: "aborted its cherry-pick",
     Reason.PICK_QUIT: lambda w: "ended its cherry-pick, keeping the commits it had picked",
     Reason.CHANGES_DROPPED: lambda w: f"dropped its half-applied changes ({name_some(w.items)})",
+    # why origin could not be asked
+    Reason.ORIGIN_MISSING: lambda w: "no origin",
+    Reason.ORIGIN_NOT_ASKED: lambda w: "not asked (dry run)",
+    Reason.GIT_SAID: lambda w: w.text,
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

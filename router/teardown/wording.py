@@ -505,8 +505,8 @@ WORDS: dict[Reason, Words] = {
     Reason.RAN: _parts,
     # pr-cleanup's remote-branch, prune and reclaim
     Reason.ORIGIN_UNKNOWN: lambda w: (
-        f"origin could not be asked ({w.text}): not touched"
-        if w.text
+        f"origin could not be asked ({_parts(w)}): not touched"
+        if w.parts or w.text
         else "origin could not be asked: not pruned"
     ),
     Reason.REMOTE_GONE: lambda w: f"origin has no {w.branch}: already gone",
