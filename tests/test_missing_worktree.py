@@ -16,7 +16,8 @@ from helpers.repos import commit, git, run_cli
 from helpers.sessions import asked_for
 from helpers.topics import Topic, all_answer, answers, multi_topic, new_topic, notice, teardown
 
-from router.topic import discovery, runs
+from router.plandir import artifacts
+from router.topic import discovery, holders, runs
 
 
 def gone_note(topic: Topic) -> str:
@@ -220,14 +221,16 @@ def test_discovery_reads_the_records_of_its_answer_and_of_a_deleted_worktree_alo
         artifact(new_topic(home_repo, f"topic {n}").plan_dir, "task.md")
     gone = deleted_by_hand(home_repo, "add search")
     read: list[str] = []
-    real = runs.read_identified
-    monkeypatch.setattr(runs, "read_identified", lambda path: read.append(path) or real(path))
+    # The records' reader is the plan files' one, imported where a record is first read.
+    real = artifacts.read_identified
+    monkeypatch.setattr(artifacts, "read_identified", lambda path: read.append(path) or real(path))
 
     found = discovery.locate(str(home_repo))
 
     assert found is not None and found.plan is not None
     assert ([p.id for p in found.missing], found.plan.id) == ([gone.id], "2026-05-01-topic-5")
-    assert sorted(Path(path).stem for path in read) == sorted([gone.id, found.plan.id])
+    records = [Path(path) for path in read if Path(path).parent.name == holders.RECORDS_DIR]
+    assert sorted(path.stem for path in records) == sorted([gone.id, found.plan.id])
 
 
 def test_the_commands_next_gives_make_the_worktree_again_on_its_branch_commits_included(
