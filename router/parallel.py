@@ -27,14 +27,14 @@ MAX_PARALLEL = 8  # repos worked on at once
 # works on one repo (``new``) never needs it.
 
 
-def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """``[fn(i) for i in items]``, in order, at most ``MAX_PARALLEL`` at a time.
+def parallel_map(fn: Callable[[T], R], items: Iterable[T], *, limit: int = MAX_PARALLEL) -> list[R]:
+    """``[fn(i) for i in items]``, in order, at most ``limit`` at a time.
 
     Every item runs even when one raises; then the first error (in the items'
     order) is raised. One item (or none) runs inline: no thread for the common
     single-repo topic.
     """
-    outcomes = parallel_outcomes(fn, items)
+    outcomes = parallel_outcomes(fn, items, limit=limit)
     failed = next((o for o in outcomes if isinstance(o, _Raised)), None)
     if failed is not None:
         raise failed.error
@@ -79,7 +79,9 @@ class meanwhile:  # lowercase: a context manager
         return self._outcomes
 
 
-def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Raised]:
+def parallel_outcomes(
+    fn: Callable[[T], R], items: Iterable[T], *, limit: int = MAX_PARALLEL
+) -> list[R | _Raised]:
     """Each item's result, or what it raised (as ``_Raised``), in order; all of them run.
 
     A signal that stops the command at once (router.interrupt) starts no
@@ -94,7 +96,7 @@ def parallel_outcomes(fn: Callable[[T], R], items: Iterable[T]) -> list[R | _Rai
         return outcomes
     import threading
 
-    threads = [threading.Thread(target=work) for _ in range(min(MAX_PARALLEL, len(outcomes)))]
+    threads = [threading.Thread(target=work) for _ in range(min(limit, len(outcomes)))]
     with interrupt.held():  # raises Stopped at its end, once the threads are done
         _start(threads, interrupted)
         _join_all(threads, interrupted)
