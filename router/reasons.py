@@ -73,7 +73,14 @@ class Reason(StrEnum):
     GONE = "gone"
     OUTSIDE = "outside"  # came back outside the worktrees directory
     CAME_BACK = "came-back"  # a late writer's directory, removed
-    CAME_BACK_FAILED = "came-back-failed"
+    CAME_BACK_FAILED = "came-back-failed"  # ``parts``: why it could not be removed
+    # why the sweep could not remove a directory
+    OS_ERROR = "os-error"  # the system's error (``text``: its strerror) on ``path``
+    NOT_PUT_BACK = "not-put-back"  # written to while swept: kept at ``path`` (strerror in ``text``)
+    NOT_SNAPSHOTTED = "not-snapshotted"  # its run's artifacts not snapshotted (``parts``: why)
+    NO_PRIMARY_CLONE = "no-primary-clone"  # no primary clone to keep a snapshot in
+    PLAN_DIR_NOT_SNAPSHOTTED = "plan-dir-not-snapshotted"  # ``path``'s snapshot: ``text`` says why
+    REFUSAL = "refusal"  # a refusal's message (``text``)
     CAME_BACK_UNSHIPPED = "came-back-unshipped"
     CAME_BACK_KEPT = "came-back-kept"  # ``kind``: what the sweep found it is (``items``: files)
     # -- branch
@@ -289,10 +296,10 @@ class Why:
 
     Not fields yet, still words another module built, in ``text``: why gh is
     unavailable (``no-pr-list``, ``gh-silent``), a refusal's message
-    (``snapshot-failed``, ``not-surveyed``), the sweep's removal error
-    (``came-back-failed``), why a repo is not usable (``repo-unusable``), a
-    reflog file the git layer does not trust (``reflog-unknown``), what blocks
-    a half-removed worktree (``half-removed``).
+    (``snapshot-failed``, ``not-surveyed``, ``refusal``), why a repo is not
+    usable (``repo-unusable``), a reflog file the git layer does not trust
+    (``reflog-unknown``), what blocks a half-removed worktree
+    (``half-removed``).
 
     A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),
     the words of facts that are fields now: the renderer says those words

@@ -749,6 +749,64 @@ SAID_FROM_FACTS = [
         {"reason": "origin-unknown"},
         "origin could not be asked: not pruned",
     ),
+    (
+        Why(
+            Reason.CAME_BACK_FAILED,
+            path="/w",
+            parts=(Why(Reason.OS_ERROR, text="Permission denied", path="/w/a"),),
+        ),
+        {"reason": "came-back-failed", "path": "/w", "text": "Permission denied: /w/a"},
+        "/w came back and could not be removed: Permission denied: /w/a",
+    ),
+    (
+        Why(
+            Reason.CAME_BACK_FAILED,
+            path="/w",
+            parts=(Why(Reason.NOT_PUT_BACK, path="/w.aside", text="File exists"),),
+        ),
+        {
+            "reason": "came-back-failed",
+            "path": "/w",
+            "text": "written to while swept, kept at /w.aside (File exists)",
+        },
+        "/w came back and could not be removed: written to while swept, kept at /w.aside "
+        "(File exists)",
+    ),
+    (
+        Why(
+            Reason.CAME_BACK_FAILED,
+            path="/w",
+            parts=(
+                Why(
+                    Reason.NOT_SNAPSHOTTED,
+                    parts=(
+                        Why(
+                            Reason.PLAN_DIR_NOT_SNAPSHOTTED, path="/w/docs/plans/t", text="fatal: x"
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        {
+            "reason": "came-back-failed",
+            "path": "/w",
+            "text": "snapshot of /w/docs/plans/t failed: fatal: x; kept",
+        },
+        "/w came back and could not be removed: snapshot of /w/docs/plans/t failed: fatal: x; kept",
+    ),
+    (
+        Why(
+            Reason.CAME_BACK_FAILED,
+            path="/w",
+            parts=(Why(Reason.NOT_SNAPSHOTTED, parts=(Why(Reason.NO_PRIMARY_CLONE),)),),
+        ),
+        {
+            "reason": "came-back-failed",
+            "path": "/w",
+            "text": "no primary clone to keep a snapshot in; kept",
+        },
+        "/w came back and could not be removed: no primary clone to keep a snapshot in; kept",
+    ),
 ]
 
 

@@ -114,7 +114,7 @@ def _sweep_text(result) -> str:
     for kept in result.kept:
         lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
         lines += file_lines(kept.files)
-    lines += [f"could not remove {p}: {error}" for p, error in result.failed]
+    lines += [f"could not remove {p}: {in_words(error)}" for p, error in result.failed]
     if result.live:
         # Said so a user who counts the directories is not left wondering about the rest.
         worktrees = "worktree" if result.live == 1 else "worktrees"

@@ -149,8 +149,8 @@ def verify_gone(
     outcome = remove_residue(path, runs)  # judged again once moved aside: a writer may be at it
     if isinstance(outcome, Kept):
         return _came_back(outcome, again)
-    if isinstance(outcome, str):
-        return failed(name, Why(Reason.CAME_BACK_FAILED, path=where, text=outcome))
+    if isinstance(outcome, Why):
+        return failed(name, Why(Reason.CAME_BACK_FAILED, path=where, parts=(outcome,)))
     if isinstance(outcome, Snapshotted):
         return done(name, Why(Reason.CAME_BACK, path=where, flag=True, parts=outcome.notes))
     return done(name, Why(Reason.CAME_BACK, path=where))

@@ -303,6 +303,12 @@ FACTS: dict[Reason, Words] = {
     Reason.ORIGIN_MISSING: lambda w: "no origin",
     Reason.ORIGIN_NOT_ASKED: lambda w: "not asked (dry run)",
     Reason.GIT_SAID: lambda w: w.text,
+    # why a directory the sweep took for residue could not be removed
+    Reason.OS_ERROR: lambda w: f"{w.text}: {w.path}",
+    Reason.NOT_PUT_BACK: lambda w: f"written to while swept, kept at {w.path} ({w.text})",
+    Reason.NO_PRIMARY_CLONE: lambda w: "no primary clone to keep a snapshot in",
+    Reason.PLAN_DIR_NOT_SNAPSHOTTED: lambda w: f"snapshot of {w.path} failed: {w.text}",
+    Reason.REFUSAL: lambda w: w.text,
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

@@ -127,7 +127,7 @@ class SweepResult:
     swept: tuple[Path, ...] = ()
     kept: tuple[Kept, ...] = ()
     live: int = 0  # live worktrees left alone
-    failed: tuple[tuple[Path, str], ...] = ()  # residue that could not be deleted
+    failed: tuple[tuple[Path, Why], ...] = ()  # residue that could not be deleted, and why
     dry_run: bool = False  # ``swept`` then lists what would be swept
     warnings: list[str] = field(default_factory=list)
     snapshotted: tuple[Snapshotted, ...] = ()  # among ``swept``: the runs' artifacts kept in refs
@@ -145,7 +145,7 @@ class SweepResult:
     def error(self) -> dict[str, str] | None:
         """What made ``ok`` false: residue that could not be removed, or a run's artifacts (§13)."""
         if self.failed:
-            paths = "; ".join(f"{p}: {e}" for p, e in self.failed)
+            paths = "; ".join(f"{p}: {in_words(e)}" for p, e in self.failed)
             return error_json(ErrorCode.SWEEP_FAILED, f"could not remove residue: {paths}")
         if self.unshipped:
             return error_json(
@@ -162,7 +162,7 @@ class SweepResult:
             "root": str(self.root),
             "swept": [str(p) for p in self.swept],
             "kept": [k.to_json() for k in self.kept],
-            "failed": [{"path": str(p), "error": e} for p, e in self.failed],
+            "failed": [{"path": str(p), "error": in_words(e)} for p, e in self.failed],
             "live": self.live,
             "dry_run": self.dry_run,
             "snapshotted": [s.to_json() for s in self.snapshotted],
@@ -281,7 +281,7 @@ def _sweep_result(
     """The sweep's result from each residue's removal (or, dry run, what it would be)."""
     pairs = list(zip(residue, outcomes, strict=True))
     swept = tuple(p for p, e in pairs if e is None or isinstance(e, Snapshotted))
-    failed = tuple((p, e) for p, e in pairs if isinstance(e, str))
+    failed = tuple((p, e) for p, e in pairs if isinstance(e, Why))
     snapshotted = tuple(e for e in outcomes if isinstance(e, Snapshotted))
     late = [e for e in outcomes if isinstance(e, Kept)]
     if late:
@@ -363,7 +363,7 @@ def claimed_names(common_dir: Path) -> set[str]:
 
 # What removing one residue directory came to: removed (None), removed after a
 # snapshot, kept (judged again), or the error that stopped it.
-Removed = Snapshotted | Kept | str | None
+Removed = Snapshotted | Kept | Why | None  # a Why: why it could not be removed
 
 
 def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs) -> Kept:
@@ -546,14 +546,14 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"{exc.strerror}: {exc.filename}"
+        return Why(Reason.OS_ERROR, text=str(exc.strerror), path=str(exc.filename))
     state.crash_point("sweep-aside")
     judged = _verdict_on(aside, runs)  # the rule classify applied, once more
     snapped: Snapshotted | None = None
     if judged.reason is SweepVerdict.UNSHIPPED and runs.force:
         written = _snapshot_runs(path, judged.runs, runs)
-        if isinstance(written, str):
-            return _put_back(aside, path) or f"{written}; kept"
+        if isinstance(written, Why):
+            return _put_back(aside, path) or Why(Reason.NOT_SNAPSHOTTED, parts=(written,))
         snapped = written
     elif judged.reason is not SweepVerdict.RESIDUE:
         return _put_back(aside, path) or replace(
@@ -566,7 +566,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     except FileNotFoundError:
         return snapped
     except OSError as exc:
-        return f"{exc.strerror}: {exc.filename}"
+        return Why(Reason.OS_ERROR, text=str(exc.strerror), path=str(exc.filename))
     return snapped
 
 
@@ -579,23 +579,23 @@ def _deletion_order(tree: Tree | None) -> list[str]:
     return sorted(files, key=lambda f: f.endswith(f"/{PR}"))
 
 
-def _put_back(aside: Path, path: Path) -> str | None:
-    """Give a directory moved aside its name back; the error when it cannot have it."""
+def _put_back(aside: Path, path: Path) -> Why | None:
+    """Give a directory moved aside its name back; why not when it cannot have it."""
     try:
         rename_noreplace(aside, path)
     except OSError as exc:
-        return f"written to while swept, kept at {aside} ({exc.strerror})"
+        return Why(Reason.NOT_PUT_BACK, path=str(aside), text=str(exc.strerror))
     return None
 
 
-def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> Snapshotted | str:
+def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> Snapshotted | Why:
     """Each run's artifacts (in the directory moved aside from ``path``) in its plan-dir
     snapshot ref, in the primary clone's repository; else why one could not be written."""
     from router.errors import RouterError, ToolFailed
     from router.topic.workspace import open_repo
 
     if runs.primary is None:
-        return "no primary clone to keep a snapshot in"
+        return Why(Reason.NO_PRIMARY_CLONE)
     notes = []
     refs = []
     for run in found:
@@ -604,11 +604,12 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
                 open_repo(runs.primary), run.plan_dir.name, checkout=run.checkout
             )
         except RouterError as exc:
-            return exc.message
+            return Why(Reason.REFUSAL, text=exc.message)
         except ToolFailed as exc:
-            return f"snapshot of {run.plan_dir} failed: {exc.first_line}"
+            return Why(Reason.PLAN_DIR_NOT_SNAPSHOTTED, path=str(run.plan_dir), text=exc.first_line)
         except OSError as exc:
-            return f"snapshot of {run.plan_dir} failed: {describe_io(exc)}"
+            failure = describe_io(exc)
+            return Why(Reason.PLAN_DIR_NOT_SNAPSHOTTED, path=str(run.plan_dir), text=failure)
         notes.append(Why(Reason.ARTIFACTS_KEPT, items=run.files, ref=snap.ref, commit=snap.commit))
         refs.append(snap.ref)
     return Snapshotted(path, tuple(notes), tuple(refs))

@@ -397,7 +397,8 @@ WORDS: dict[Reason, Words] = {
         if w.flag
         else f"{w.path} came back (a late writer) holding only residue: removed"
     ),
-    Reason.CAME_BACK_FAILED: lambda w: f"{w.path} came back and could not be removed: {w.text}",
+    Reason.CAME_BACK_FAILED: lambda w: f"{w.path} came back and could not be removed: {_parts(w)}",
+    Reason.NOT_SNAPSHOTTED: lambda w: f"{_parts(w)}; kept",
     Reason.CAME_BACK_UNSHIPPED: lambda w: f"{w.path} came back; {_parts(w)}",
     Reason.CAME_BACK_KEPT: lambda w: (
         f"{w.path} came back ({w.kind or w.text}: {name_some(w.items)}): kept for you to look at"
