@@ -600,9 +600,18 @@ def test_a_borrower_whose_commit_is_lost_is_tried_once_per_move_and_doctor_still
     first = _hook(worktree, env)
     assert first.returncode == 0 and first.stderr == "", first.stderr
     assert "rev-list" in git_verbs(log), git_verbs(log)
-    warned = run_cli("phase", ID, "--json", cwd=web)
-    assert warned.code == 0, warned.out
-    assert warned.json["warnings"] == []  # the hook tried already: that answer is kept
+    # The hook shows no warnings: phase and next name it, from what the hook remembered,
+    # in the words of the failure, and start no git for pins to do so.
+    said = (
+        f"{borrower}: its branches stand on objects no pin keeps (fatal: bad object HEAD); "
+        "`team-router doctor` says more"
+    )
+    log.unlink()
+    for command in ("phase", "next"):
+        warned = run(command, ID, "--json", cwd=web, env=env)
+        assert warned.code == 0, warned.err
+        assert json.loads(warned.out)["warnings"] == [said]
+    assert not PIN_VERBS & set(git_verbs(log)), git_verbs(log)
     # Nothing moved since: the next session start reads files and starts no git for pins.
     log.unlink()
     again = _hook(worktree, env)
@@ -651,3 +660,67 @@ def test_a_state_stamped_while_a_file_was_fresh_is_the_same_state_once_it_settle
     assert not PIN_VERBS & set(git_verbs(log)), git_verbs(log)
     # The stamp now reads as the state does: the next look is one compare.
     assert fetched[0].rsplit(" ", 1)[0] in stamp.read_text().splitlines()
+
+
+# The walk of a borrower's history (`unkept`), failing the first time only, as a moment's
+# fault does: its git killed by a signal, or ending with an I/O error.
+_WALK = "rev-list --parents HEAD --branches"
+_ONCE_FAULTS = {
+    "killed": "kill -KILL $$",
+    "io-error": "echo 'fatal: failed to read object: Input/output error' >&2\nexit 128",
+}
+
+
+@pytest.mark.parametrize("fault", sorted(_ONCE_FAULTS))
+def test_a_walk_that_fails_for_a_moment_is_tried_again_and_pins(workspace, tmp_path, fault):
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    borrower = common_dir(web) / "worktrees" / ID / "modules/libs/one"
+    module = common_dir(web) / "modules/libs/one"
+    once = tmp_path / "faulted"
+    body = f"if [ ! -e '{once}' ]; then\n: > '{once}'\n{_ONCE_FAULTS[fault]}\nfi\n"
+    env = git_wrapper(tmp_path / "bin", _WALK, f'{body}exec "$REAL_GIT" "$@"')
+
+    first = run("phase", ID, "--json", cwd=web, env=env)
+    assert first.code == 0, first.err
+    assert once.exists()  # the fault struck
+    if fault == "killed":
+        # Not git's answer about the borrower: said, and nothing remembered of it.
+        assert json.loads(first.out)["warnings"] == [
+            f"{borrower}: its branches stand on objects no pin keeps (git exited -9); "
+            "`team-router doctor` says more"
+        ]
+        then = run("phase", ID, "--json", cwd=web, env=env)  # tried again, and pinned
+        assert then.code == 0, then.err
+        assert json.loads(then.out)["warnings"] == []
+    else:
+        # git ended by itself: asked once more at once, it walks, and the same run pins.
+        assert json.loads(first.out)["warnings"] == []
+    assert _pins(module).splitlines() == [f"{at} {PIN}", f"{tip} {KEPT}{tip}"]
+    assert run_cli("doctor", "--json", cwd=web).json["findings"] == []
+
+    _upstream_deletes(workspace, web)
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, tip, at]
+
+
+def test_a_borrower_stamped_unwalkable_without_gits_words_is_walked_again_and_pinned(workspace):
+    """An earlier version stamped a borrower unwalkable at any failure of git, one it was
+    killed in too, and kept no words of git's: that stamp stops nothing."""
+    from router.git.borrowing import tips_state
+
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    borrower = common_dir(web) / "worktrees" / ID / "modules/libs/one"
+    module = common_dir(web) / "modules/libs/one"
+    (borrower / "team-router-unkept").write_text(tips_state(str(borrower), str(module)))
+
+    walked = run_cli("phase", ID, "--json", cwd=web)
+    assert walked.code == 0, walked.out
+    assert walked.json["warnings"] == []
+    assert _pins(module).splitlines() == [f"{at} {PIN}", f"{tip} {KEPT}{tip}"]
+    assert not (borrower / "team-router-unkept").exists()
+
+    _upstream_deletes(workspace, web)
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, tip, at]

@@ -33,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from router.git.answers import forget as forget
     from router.git.answers import remembered as remembered
-    from router.git.borrowing import moved_borrowers as moved_borrowers
+    from router.git.borrowing import borrowers_to_keep as borrowers_to_keep
     from router.git.checkout import FastForward as FastForward
     from router.git.checkout import cherry_pick as cherry_pick
     from router.git.checkout import cherry_pick_abort as cherry_pick_abort
@@ -281,7 +281,7 @@ _HOME = {
     "keep_borrowed": "submodules",
     "keep_borrowers": "submodules",
     "keep_borrowed_objects": "keep",
-    "moved_borrowers": "borrowing",
+    "borrowers_to_keep": "borrowing",
     "unkept": "submodules",
     "Unkept": "submodules",
     "borrowed_sources": "submodules",

@@ -17,8 +17,10 @@ from router.git.files import SETTLED_NS, read_line, worktree_admin_dirs
 # keep (:func:`router.git.submodules.keep_borrowed`): the state :func:`tips_state` read.
 KEPT_STAMP = "team-router-kept"
 # Beside it, the state at which git could not walk the borrower's history (an object lost, or
-# never there): tried again only once that state moves, as a kept one is.
+# never there): tried again only once that state moves, as a kept one is. Its last line is
+# what git said then (after :data:`_SAID`), so the commands that warn name it again.
 UNKEPT_STAMP = "team-router-unkept"
+_SAID = "# git: "  # no line of a state starts so: each starts with what it names
 
 
 def borrowers(admin: str) -> list[tuple[str, str]]:
@@ -103,21 +105,38 @@ def _content_if_fresh(path: str, st: os.stat_result, written_before: int) -> str
         return " unread"
 
 
-def moved_borrowers(common: str) -> list[tuple[str, str, str]]:
-    """``(admin dir, git dir, source git dir)`` of the borrowing submodule git dirs of every
-    worktree of the repository whose common dir is ``common`` whose HEAD or branches moved
-    since their pins were last made to keep them, or git last failed to walk them (their
-    :data:`KEPT_STAMP` and :data:`UNKEPT_STAMP` are not :func:`tips_state`). Files only: a
-    worktree without submodules costs one ``stat``."""
-    moved = []
+def borrowers_to_keep(common: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The borrowing submodule git dirs of every worktree of the repository whose common dir
+    is ``common``: ``(admin dir, git dir, source git dir)`` of those whose HEAD or branches
+    moved since their pins were last made to keep them, or git last failed to walk them
+    (neither :data:`KEPT_STAMP` nor :data:`UNKEPT_STAMP` is :func:`tips_state`); and
+    ``(git dir, what git said)`` of those git could not walk at the state they are still
+    at (their :data:`UNKEPT_STAMP` is it). Files only: a worktree without submodules costs
+    one ``stat``."""
+    moved, unwalked = [], []
     for admin in worktree_admin_dirs(common):
         if not os.path.isdir(os.path.join(admin, "modules")):
             continue
         for git_dir, source in borrowers(admin):
             state = tips_state(git_dir, source)
-            if not any(_still(git_dir, source, n, state) for n in (KEPT_STAMP, UNKEPT_STAMP)):
+            if _still(git_dir, source, KEPT_STAMP, state):
+                continue
+            # One without git's words was stamped by an earlier version at any failure, a
+            # moment's too (a git killed by a signal): walked again, and stamped anew.
+            said = (
+                _still(git_dir, source, UNKEPT_STAMP, state) and _stamped(git_dir, UNKEPT_STAMP)[1]
+            )
+            if said:
+                unwalked.append((git_dir, said))
+            else:
                 moved.append((admin, git_dir, source))
-    return moved
+    return moved, unwalked
+
+
+def unwalked_warning(git_dir: str, said: str) -> str:
+    """The warning for the borrower ``git_dir`` whose history git could not walk (``said``:
+    git's complaint): the same words at the failure and at each later command that warns."""
+    return f"{git_dir}: its branches stand on objects no pin keeps ({said}); `team-router doctor` says more"
 
 
 def _still(git_dir: str, source: str, name: str, state: str) -> bool:
@@ -128,7 +147,7 @@ def _still(git_dir: str, source: str, name: str, state: str) -> bool:
     identity alone. The same identity holding the same content is the same state:
     the stamp is then written again as it reads now, so the next look is one compare.
     """
-    stamp = _stamped(git_dir, name)
+    stamp, said = _stamped(git_dir, name)
     if stamp == state:
         return True
     kept, now = stamp.splitlines(), state.splitlines()
@@ -150,26 +169,32 @@ def _still(git_dir: str, source: str, name: str, state: str) -> bool:
     # Unwritten, the next look compares the content again. (No contextlib: it stays off
     # the session-start hook's path.)
     try:  # noqa: SIM105
-        write_stamp(git_dir, state, name)
+        write_stamp(git_dir, state, name, said)
     except OSError:
         pass
     return True
 
 
-def write_stamp(git_dir: str | os.PathLike[str], state: str, name: str = KEPT_STAMP) -> None:
+def write_stamp(
+    git_dir: str | os.PathLike[str], state: str, name: str = KEPT_STAMP, said: str = ""
+) -> None:
     """Record in ``git_dir`` the :func:`tips_state` its pins keep (``name``: or the one git
-    could not walk), replacing the stamp whole."""
+    could not walk, and ``said``, what git said then), replacing the stamp whole."""
     stamp = os.path.join(git_dir, name)
     scratch = stamp + ".new"
+    note = "" if not said else f"{_SAID}{' '.join(said.splitlines())}\n"
     with open(scratch, "w", encoding="utf-8", errors="surrogateescape") as fh:
-        fh.write(state)
+        fh.write(state + note)
     os.replace(scratch, stamp)
 
 
-def _stamped(git_dir: str, name: str) -> str:
-    """The state the stamp ``name`` in ``git_dir`` records; "" when none."""
+def _stamped(git_dir: str, name: str) -> tuple[str, str]:
+    """The state the stamp ``name`` in ``git_dir`` records ("" when none), and what git said."""
     try:
         with open(os.path.join(git_dir, name), encoding="utf-8", errors="surrogateescape") as fh:
-            return fh.read()
+            text = fh.read()
     except OSError:
-        return ""
+        return "", ""
+    # The state ends in a newline: a note after it starts a line.
+    state, note, said = text.rpartition(f"\n{_SAID}")
+    return (f"{state}\n", said.rstrip("\n")) if note else (text, "")

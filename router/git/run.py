@@ -89,6 +89,13 @@ class GitError(ToolFailed):
         super().__init__(f"{' '.join(self.argv)} exited {returncode}: {self.stderr}")
 
     @property
+    def exited(self) -> bool:
+        """git ran and ended by itself: not killed by a signal (a negative exit code), not
+        stopped at its timeout, not missing. Only such a failure can say something of the
+        repository; the others say something of the moment."""
+        return self.returncode > 0
+
+    @property
     def lock_file(self) -> Path | None:
         """The lock file that made git give up ("Unable to create '<x>.lock': File exists")."""
         found = re.search(_LOCK_IN_THE_WAY, self.stderr)
@@ -153,6 +160,21 @@ class GitMissing(GitError):
     @property
     def fix(self) -> str:
         return "install git"
+
+    @property
+    def exited(self) -> bool:
+        return False
+
+
+class GitTimedOut(GitError):
+    """git was killed at the timeout its command was given."""
+
+    def __init__(self, argv: Sequence[str], timeout: float | None) -> None:
+        super().__init__(argv, 124, f"timed out after {timeout or 0:.0f}s")
+
+    @property
+    def exited(self) -> bool:
+        return False
 
 
 @record
@@ -232,7 +254,7 @@ class Running:
         try:
             returncode, out, err = child.communicate(self._deadline)
         except TimedOut:  # killed and reaped, its pipes closed unread
-            return GitError(self._argv, 124, f"timed out after {self._timeout:.0f}s")
+            return GitTimedOut(self._argv, self._timeout)
         except BaseException as exc:
             _end_for(child, exc)
             raise
@@ -376,7 +398,7 @@ class Runner:
         except FileNotFoundError as exc:
             raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
         except TimedOut as exc:
-            raise GitError(argv, 124, f"timed out after {timeout:.0f}s") from exc
+            raise GitTimedOut(argv, timeout) from exc
         interrupt.check_child(returncode)
         stdout = out.decode("utf-8", "surrogateescape")
         stderr = err.decode("utf-8", "surrogateescape")

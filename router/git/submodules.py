@@ -39,7 +39,7 @@ the primary and pinned as ``kept/<tree>``.
 Pins are only ever added while the worktree lives (one a commit, so
 concurrent runs agree), which also keeps what the borrower's reflog remembers
 of them; the commands a pipeline runs anyway add them
-(:func:`router.git.borrowing.moved_borrowers` tells from files alone which borrowers
+(:func:`router.git.borrowing.borrowers_to_keep` tells from files alone which borrowers
 moved since), and removing the worktree (:func:`drop_borrow_pins`) drops every
 pin under its name.
 
@@ -57,7 +57,13 @@ import contextlib
 import os
 from pathlib import Path
 
-from router.git.borrowing import UNKEPT_STAMP, borrowers, tips_state, write_stamp
+from router.git.borrowing import (
+    UNKEPT_STAMP,
+    borrowers,
+    tips_state,
+    unwalked_warning,
+    write_stamp,
+)
 from router.git.files import declares_submodules, read_line
 from router.git.run import GitError, Runner
 from router.records import record
@@ -480,15 +486,7 @@ def keep_borrowed(b: Borrowed) -> Unkept:
     concurrent runs each add their own refs, named by what they keep.
     """
     state = tips_state(os.fspath(b.borrower), os.fspath(b.source))
-    try:
-        found = unkept(b)
-    except GitError:
-        # An object lost (or never there): every later try fails alike until something
-        # moves, so the state it failed at is kept and the next runs cost nothing;
-        # doctor still walks it and says so.
-        with contextlib.suppress(OSError):  # unrecorded: the next run tries again
-            write_stamp(b.borrower, state, UNKEPT_STAMP)
-        raise
+    found = _walked(b, state)
     pinned = list(found.commits)
     source = Runner(b.source)
     if found.trees or found.blobs:
@@ -505,8 +503,34 @@ def keep_borrowed(b: Borrowed) -> Unkept:
     return found
 
 
+def _walked(b: Borrowed, state: str) -> Unkept:
+    """:func:`unkept` of ``b``, whose HEAD and branches were at ``state``; when git cannot
+    walk it at that state, its :data:`~router.git.borrowing.UNKEPT_STAMP` records so (and
+    what git said), and the GitError is raised.
+
+    A failure is the state's, and stamped, only when git ended by itself (not killed by
+    a signal, not stopped at its timeout) and the same walk, asked once more at once,
+    fails so again: an object lost fails every walk alike, while a moment's failure (a
+    killed git, an I/O error, a lock) gives way at the second ask, which then pins. A
+    stamp stops every later try until the borrower moves, and the primary's gc may then
+    prune what it stands on; a failure not stamped costs only a walk at the next run.
+    """
+    try:
+        return unkept(b)
+    except GitError as exc:
+        if not exc.exited:
+            raise  # the moment's: the next run tries again
+    try:
+        return unkept(b)
+    except GitError as exc:
+        if exc.exited:
+            with contextlib.suppress(OSError):  # unrecorded: the next run tries again
+                write_stamp(b.borrower, state, UNKEPT_STAMP, exc.first_line)
+        raise
+
+
 def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
-    """:func:`keep_borrowed` for each of :func:`router.git.borrowing.moved_borrowers`; what could
+    """:func:`keep_borrowed` for each of :func:`router.git.borrowing.borrowers_to_keep`'s moved; what could
     not be kept, one line each (never raised: the callers go on)."""
     failed = []
     for admin, git_dir, source in moved:
@@ -514,9 +538,7 @@ def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
         try:
             keep_borrowed(b)
         except GitError as exc:
-            failed.append(
-                f"{git_dir}: its branches stand on objects no pin keeps ({exc.first_line}); `team-router doctor` says more"
-            )
+            failed.append(unwalked_warning(git_dir, exc.first_line))
         except OSError as exc:
             failed.append(f"{git_dir}: cannot record what its pins keep ({exc})")
     return failed
