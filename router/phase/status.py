@@ -137,10 +137,9 @@ def _topic_states(
         flat = [r for _run, topic in kept for r in topic.repos]
         at = {id(r): phases.location(r, refs) for r in flat}
         # The worktrees' rows last, their gits the longest under way.
-        states = {
-            id(r): _repo_state(r, refs, at[id(r)], asked)
-            for r in sorted(flat, key=lambda r: at[id(r)][1] == "HEAD")
-        }
+        rows = [r for r in flat if at[id(r)][1] != "HEAD"]
+        rows += [r for r in flat if at[id(r)][1] == "HEAD"]
+        states = {id(r): _repo_state(r, refs, at[id(r)], asked) for r in rows}
     except BaseException as exc:
         asked.close(exc)
         raise
@@ -215,10 +214,9 @@ def _recalled(
         return _Topic()
     # What else the answer follows from, besides the files: where the repo is, and whether
     # the topic's checkout exists (the WORKTREE evidence); the key names the plan dir.
-    exists = phases.worktree_exists(str(repo.primary), plan)
-    topic = _Topic(
-        files, sorted((e.name, e.stat()) for e in files), (str(repo.primary), str(exists))
-    )
+    primary = str(repo.primary)
+    exists = phases.worktree_exists(primary, plan)
+    topic = _Topic(files, sorted([(e.name, e.stat()) for e in files]), (primary, str(exists)))
     value = answers.get(plan.dir, _answer_stamp(topic, record))
     if value is not None and _answer_from_json(topic, value):
         # The artifacts' own entries stand behind this answer: kept for the day one changes.
@@ -229,18 +227,19 @@ def _recalled(
 def _answer_from_json(topic: _Topic, value: object) -> bool:
     """Fill ``topic`` from a remembered answer as :func:`_answer_json` made it; False (and
     ``topic`` as it was) for anything else."""
-    if not (isinstance(value, list) and len(value) == 7):
+    if not (type(value) is list and len(value) == 7):
         return False
     at, step, halted, completed, repos, found, more = value
+    # JSON gives each value its exact type, never a subclass: one look at each.
     shaped = (
-        isinstance(at, str)
-        and (step is None or isinstance(step, str))
-        and isinstance(halted, bool)
-        and _strings(completed)
-        and _strings(found)
-        and _strings(more)
-        and isinstance(repos, list)
-        and all(isinstance(r, list) and len(r) == 4 and all(map(_text_or_none, r)) for r in repos)
+        type(at) is str
+        and type(step) in _TEXT_OR_NONE
+        and type(halted) is bool
+        and _all_of(completed, _TEXT)
+        and _all_of(found, _TEXT)
+        and _all_of(more, _TEXT)
+        and type(repos) is list
+        and all(len(r) == 4 and _all_of(r, _TEXT_OR_NONE) for r in repos)
     )
     if not shaped:
         return False
@@ -250,12 +249,13 @@ def _answer_from_json(topic: _Topic, value: object) -> bool:
     return True
 
 
-def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+_TEXT: frozenset[type] = frozenset({str})
+_TEXT_OR_NONE: frozenset[type] = frozenset({str, type(None)})
 
 
-def _text_or_none(value: object) -> bool:
-    return value is None or isinstance(value, str)
+def _all_of(value: object, kinds: frozenset[type]) -> bool:
+    """``value`` is a list whose every item is of one of ``kinds`` exactly."""
+    return type(value) is list and {*map(type, value)} <= kinds
 
 
 def _work_out(

@@ -54,10 +54,12 @@ def stamp(files: Iterable[tuple[str, os.stat_result]], facts: Iterable[str] = ()
     parts = list(facts)
     changed = 0
     for name, info in files:
+        ctime = info.st_ctime_ns
         parts.append(
-            f"{name}:{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+            f"{name}:{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{ctime}"
         )
-        changed = max(changed, info.st_ctime_ns)
+        if ctime > changed:
+            changed = ctime
     # NUL, which no path or file name holds, between the parts: two different lists of
     # files and facts never join into one text.
     return Stamp("\0".join(parts), changed)
