@@ -7,6 +7,7 @@ snapshots all list a directory's files the same way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -88,7 +89,9 @@ def remove_listed(path: Path, files: Iterable[str], folders: Iterable[str]) -> N
 
     Each folder is opened from its parent without following a link, and each
     entry removed through that folder's descriptor: a folder swapped for a link
-    since the listing fails to open, so nothing outside ``path`` is reached. An
+    since the listing fails to open, and a folder with another filesystem (or a
+    bind mount) on it is not entered (``EXDEV``, raised: what is mounted there
+    lives elsewhere too), so nothing outside ``path`` is reached. An
     entry added since the listing is left, and the folder holding it then fails
     to go (``ENOTEMPTY``, raised). One already gone is skipped. Raises the first
     other ``OSError``, its ``filename`` the full path.
@@ -128,14 +131,17 @@ class _Opened:
     """The folders of one tree opened on the way down, without following links: the chain
     from the top to the folder last asked for stays open, so siblings reuse their parent's."""
 
-    __slots__ = ("_chain", "top")
+    __slots__ = ("_chain", "_mount", "top")
 
     def __init__(self, top: Path) -> None:
         self.top = os.fspath(top)
         self._chain: list[tuple[str, int]] = []  # (relative folder, its descriptor), top first
+        self._mount: tuple[int, int | None] = (0, None)
 
     def __enter__(self) -> _Opened:
-        self._chain.append(("", os.open(self.top, _FOLDER)))
+        fd = os.open(self.top, _FOLDER)
+        self._chain.append(("", fd))
+        self._mount = _mount_of(fd)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,5 +163,28 @@ class _Opened:
                 fd = os.open(part, _FOLDER, dir_fd=chain[-1][1])
             except OSError as exc:  # ELOOP or ENOTDIR: a link, or no folder any more
                 raise OSError(exc.errno, exc.strerror, os.path.join(self.top, name)) from exc
+            if _mount_of(fd) != self._mount:
+                os.close(fd)
+                why = "a filesystem is mounted there; what it holds is not deleted"
+                raise OSError(errno.EXDEV, why, os.path.join(self.top, name))
             chain.append((name, fd))
         return chain[-1][1]
+
+
+def _mount_of(fd: int) -> tuple[int, int | None]:
+    """The device and the kernel's mount id of the folder open as ``fd`` (None without /proc).
+
+    A bind mount of the tree's own filesystem has the same device: only the mount id
+    tells that deleting in it would delete the files where they were bound from.
+    """
+    mount_id = None
+    with contextlib.suppress(OSError, ValueError):
+        info = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            text = os.read(info, 4096)
+        finally:
+            os.close(info)
+        at = text.find(b"mnt_id:")
+        if at >= 0:
+            mount_id = int(text[at + 7 :].split(None, 1)[0])
+    return os.fstat(fd).st_dev, mount_id

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.faults import bind_mounted
 from helpers.repos import write
 from helpers.unreadable import unreadable
 
@@ -106,3 +107,22 @@ def test_removing_a_listed_tree_goes_in_the_order_given_and_stops_at_the_first_f
         subprocess.run(["chattr", "-i", str(root / "docs" / "b")], check=True)
     assert raised.value.filename == str(root / "docs" / "b")
     assert sorted(p.name for p in (root / "docs").iterdir()) == ["b", "c"]
+
+
+def test_removing_a_listed_tree_never_deletes_through_a_mount_inside_it(tmp_path):
+    """A folder mounted inside the tree (a bind mount of the same filesystem included) is
+    another tree: nothing in it is deleted, though the listing went through it."""
+    precious = tmp_path / "precious"
+    write(precious / "a.txt", "keep\n")
+    write(precious / "sub" / "b.txt", "keep too\n")
+    root = tmp_path / "left"
+    write(root / "tmp" / "session.json", "{}\n")
+    with bind_mounted(precious, root / "tmp" / "mounted", within=tmp_path):
+        listed = tree_under(root)
+        assert listed.files == ("tmp/mounted/a.txt", "tmp/mounted/sub/b.txt", "tmp/session.json")
+        with pytest.raises(OSError) as raised:
+            remove_listed(root, listed.files, listed.folders)
+        assert raised.value.errno == errno.EXDEV
+        assert raised.value.filename == str(root / "tmp" / "mounted")
+    assert (precious / "a.txt").read_text() == "keep\n"
+    assert (precious / "sub" / "b.txt").read_text() == "keep too\n"

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.faults import CRASHED, run, spawn
+from helpers.faults import CRASHED, bind_mounted, run, spawn
 from helpers.repos import commit, git, make_repo, run_cli, write
 from helpers.unreadable import unreadable
 
@@ -643,3 +643,23 @@ def test_a_sweep_killed_while_deleting_is_finished_by_the_next(home_repo):
     assert sorted(os.listdir(base)) == kept
     for i in range(0, 240, 40):
         assert (base / f"t{i:03d}" / "src" / "draft.py").read_text() == f"work {i}\n"
+
+
+def test_a_mount_inside_residue_is_never_deleted_through(home_repo, tmp_path):
+    """A folder bound into a leftover's tmp/ holds files that live elsewhere: the sweep
+    deletes none of them (it stops there and says so), and keeps the leftover."""
+    precious = tmp_path / "precious"
+    write(precious / "notes.md", "keep\n")
+    write(precious / "deep" / "draft.md", "keep too\n")
+    gone = leftovers(home_repo) / "gone"
+    write(gone / "tmp" / "lsp.log", "log\n")
+    with bind_mounted(precious, gone / "tmp" / "bound", within=leftovers(home_repo)):
+        res = run_cli("sweep", "--json", cwd=home_repo)
+        assert res.code == 1, res.out + res.err
+        [failure] = res.json["failed"]
+        assert failure["path"] == str(gone)
+        assert failure["error"].startswith("a filesystem is mounted there; what it holds is not")
+        assert failure["error"].endswith("/tmp/bound")
+        assert res.json["swept"] == []
+        assert (precious / "notes.md").read_text() == "keep\n"
+        assert (precious / "deep" / "draft.md").read_text() == "keep too\n"

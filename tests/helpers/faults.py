@@ -247,6 +247,31 @@ def mounted_tmpfs(folder: Path, size: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
+@contextlib.contextmanager
+def bind_mounted(source: Path, at: Path, *, within: Path) -> Iterator[Path]:
+    """``source`` bind-mounted at ``at`` (made here): the same filesystem, so the same device.
+
+    Skips where mount refuses. Unmounted whatever happens, wherever a rename below
+    ``within`` took it (every mount point below ``within`` in the kernel's table).
+    """
+    import pytest
+
+    from router.mounts import mounts
+
+    at.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "--bind", str(source), str(at)], capture_output=True, text=True, check=False
+    )
+    if made.returncode != 0:
+        pytest.skip(f"a bind mount is not possible here: {made.stderr.strip()}")
+    try:
+        yield at
+    finally:
+        below = [m.point for m in mounts() if m.point.startswith(f"{within}/")]
+        for point in reversed(below):
+            subprocess.run(["umount", "-l", point], check=False)
+
+
 def fill_disk(disk: Path, *, leave: int = 0) -> Path:
     """Fill the filesystem of ``disk`` but ``leave`` bytes with a file ``filler`` (returned)."""
     stats = os.statvfs(disk)
