@@ -277,3 +277,32 @@ def test_ancestry_far_apart_or_under_grafts_is_merge_base_s(tmp_path, git_log):
     _calls(git_log)
     assert not Git(repo).is_ancestor(parent, head)
     assert len([c for c in _calls(git_log) if "merge-base" in c]) == 1
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_ancestry_of_a_tag_a_missing_or_a_corrupt_commit_is_what_merge_base_answers(
+    tmp_path, git_format
+):
+    """The ancestor is read as well as the walk's commits: an annotated tag is peeled
+    as git peels it, and a commit that is not there, or does not hash to its id, is
+    not taken for one its descendant names."""
+    repo = make_repo(tmp_path / "ws", "r")
+    first = git(repo, "rev-parse", "HEAD")
+    commit(repo, "a.txt", "a\n", "second")
+    second = git(repo, "rev-parse", "HEAD")
+    commit(repo, "b.txt", "b\n", "third")
+    third = git(repo, "rev-parse", "HEAD")
+    git(repo, "tag", "-a", "-m", "the second", "v2", second)
+    tag = git(repo, "rev-parse", "refs/tags/v2")
+    missing = "0" * len(first)
+    loose = repo / ".git" / "objects" / second[:2] / second[2:]
+    pairs = [(tag, third), (tag, first), (missing, missing), (second, third), (second, second)]
+    answers = []
+    for corrupt in (False, True):
+        if corrupt:  # the second commit's bytes no longer hash to its id
+            loose.chmod(0o644)
+            loose.write_bytes(zlib.compress(zlib.decompress(loose.read_bytes()) + b"forged\n"))
+        expected = [_merge_base_answer(repo, a, d) for a, d in pairs]
+        answers.append(expected)
+        assert [Git(repo).is_ancestor(a, d) for a, d in pairs] == expected
+    assert answers == [[True, False, False, True, True], [False] * 5]

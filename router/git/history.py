@@ -85,7 +85,7 @@ def _ancestry_from_files(git_dir: str, common: str, ancestor: str, descendant: s
     """``git merge-base --is-ancestor``'s answer from the commits themselves, each read checked
     against its id; Unsure when not found near them, or where git would not read raw parents.
 
-    ``descendant``'s parents are walked first: ``ancestor`` among them is a yes, and
+    Both commits are read. ``descendant``'s parents are walked first: ``ancestor`` among them is a yes, and
     running out of them a no. Then ``ancestor``'s: ``descendant`` among them (another
     commit) is a no, as history has no cycle. A graft or shallow file, or a replace ref,
     changes the parents git sees: git is asked.
@@ -99,6 +99,10 @@ def _ancestry_from_files(git_dir: str, common: str, ancestor: str, descendant: s
     fmt = gitfiles.files_format(common)
     ids = [_commit_id(git_dir, common, fmt, rev) for rev in (ancestor, descendant)]
     store = ObjectStore(common, fmt)
+    # The ancestor is read too (Unsure unless a commit that hashes to its id): an annotated
+    # tag is git's to peel, and a commit missing or corrupt is no ancestor git would find,
+    # though its descendant names it.
+    store.parents(ids[0])
     found = reaches(store, ids[1], ids[0], limit=_ANCESTRY_READ_MAX)
     if found is not None:
         return found
