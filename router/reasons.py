@@ -192,9 +192,10 @@ class Reason(StrEnum):
     NOT_MOUNTED = "not-mounted"
     LOCKED = "locked"  # another tool's lock
     DIRTY = "dirty"  # changed or untracked files
-    # what the HEAD reflog (``ref``) alone keeps is unknown: git's words (``text``), or its
-    # HEAD names ``branch``, which does not exist
+    # what the HEAD reflog (``ref``) alone keeps is unknown: git's words (``text``), its
+    # HEAD names ``branch``, which does not exist, or a reflog file it cannot trust (``parts``)
     REFLOG_UNKNOWN = "reflog-unknown"
+    ODD_REFLOG = "odd-reflog"  # reflog file ``path`` cannot be read (``flag``), or has an odd line
     REFLOG_ONLY = "reflog-only"  # the HEAD reflog is the only record of commits
     IN_USE = "in-use"  # a process works in the worktree
     # -- who may be working there (``parts`` of HELD and HELD_ELSEWHERE)
@@ -297,8 +298,8 @@ class Why:
     Not fields yet, still words another module built, in ``text``: why gh is
     unavailable (``no-pr-list``, ``gh-silent``), a refusal's message
     (``snapshot-failed``, ``not-surveyed``, ``refusal``), why a repo is not
-    usable (``repo-unusable``), a reflog file the git layer does not trust
-    (``reflog-unknown``), what blocks a half-removed worktree
+    usable (``repo-unusable``), a repository layout the git layer does not
+    trust (``reflog-unknown``), what blocks a half-removed worktree
     (``half-removed``).
 
     A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),

@@ -807,6 +807,44 @@ SAID_FROM_FACTS = [
         },
         "/w came back and could not be removed: no primary clone to keep a snapshot in; kept",
     ),
+    (
+        Why(
+            Reason.REFLOG_UNKNOWN,
+            path="/w",
+            ref="r",
+            again="teardown",
+            parts=(Why(Reason.ODD_REFLOG, path="/c/logs/refs/heads/x", flag=True),),
+        ),
+        {
+            "reason": "reflog-unknown",
+            "path": "/w",
+            "ref": "r",
+            "text": "/c/logs/refs/heads/x cannot be read",
+            "other": "keep those commits on a branch",
+            "again": "teardown",
+        },
+        "what the HEAD reflog of /w (r) alone keeps is unknown (/c/logs/refs/heads/x cannot be "
+        "read): keep those commits on a branch, then run teardown again",
+    ),
+    (
+        Why(
+            Reason.REFLOG_UNKNOWN,
+            path="/w",
+            ref="r",
+            again="teardown",
+            parts=(Why(Reason.ODD_REFLOG, path="/c/logs/HEAD"),),
+        ),
+        {
+            "reason": "reflog-unknown",
+            "path": "/w",
+            "ref": "r",
+            "text": "/c/logs/HEAD has a line git would not write",
+            "other": "keep those commits on a branch",
+            "again": "teardown",
+        },
+        "what the HEAD reflog of /w (r) alone keeps is unknown (/c/logs/HEAD has a line git "
+        "would not write): keep those commits on a branch, then run teardown again",
+    ),
 ]
 
 

@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     from router.git.objects import tree_files as tree_files
     from router.git.objects import worktree_blobs as worktree_blobs
     from router.git.reflog import DanglingHead as DanglingHead
+    from router.git.reflog import OddReflog as OddReflog
     from router.git.reflog import branch_created_at as branch_created_at
     from router.git.reflog import head_reflog_name as head_reflog_name
     from router.git.reflog import head_reflog_only as head_reflog_only
@@ -211,6 +212,7 @@ _HOME = {
     "RefTip": "refs",
     "update_ref": "refs",
     "DanglingHead": "reflog",
+    "OddReflog": "reflog",
     "branch_created_at": "reflog",
     "head_reflog_name": "reflog",
     "head_reflog_only": "reflog",

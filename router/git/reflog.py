@@ -42,6 +42,15 @@ def reflog_left_behind(entries: list[Entry]) -> list[str]:
     return [c for c in tips if not gitfiles.is_null_id(c)]
 
 
+class OddReflog(gitfiles.Unsure):
+    """A reflog file that cannot be read (``unreadable``), or holds a line git would not write."""
+
+    def __init__(self, path: str, *, unreadable: bool) -> None:
+        self.path, self.unreadable = path, unreadable
+        said = "cannot be read" if unreadable else "has a line git would not write"
+        super().__init__(f"{path} {said}")
+
+
 def reflog_file_entries(path: str, fmt: gitfiles.RepoFormat) -> list[Entry]:
     """Each entry of the reflog file ``path``, oldest first.
 
@@ -54,13 +63,13 @@ def reflog_file_entries(path: str, fmt: gitfiles.RepoFormat) -> list[Entry]:
     except FileNotFoundError:
         return []
     except OSError:
-        raise gitfiles.Unsure(f"{path} cannot be read") from None
+        raise OddReflog(path, unreadable=True) from None
     found = []
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         old, _, rest = line.partition(" ")
         new = rest.partition(" ")[0]
         if not (fmt.is_id(old) and fmt.is_id(new)):
-            raise gitfiles.Unsure(f"{path} has a line git would not write")
+            raise OddReflog(path, unreadable=False)
         found.append((old, new, line.partition("\t")[2]))
     return found
 

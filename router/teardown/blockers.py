@@ -235,7 +235,10 @@ def reflog_blocker(
         unknown = Why(Reason.REFLOG_UNKNOWN, path=str(path), ref=str(log))
         if isinstance(exc, g.DanglingHead):
             unknown = replace(unknown, branch=exc.branch)  # the branch its HEAD names
-        else:  # git's first line, or why the git layer does not trust the reflog file
+        elif isinstance(exc, g.OddReflog):  # a reflog file it cannot trust
+            odd = Why(Reason.ODD_REFLOG, path=exc.path, flag=exc.unreadable)
+            unknown = replace(unknown, parts=(odd,))
+        else:  # git's first line, or why the git layer does not trust the repository's files
             unknown = replace(
                 unknown, text=exc.first_line if isinstance(exc, GitError) else str(exc)
             )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from router.git import TORN_PLACEHOLDER, DanglingHead
+from router.git import TORN_PLACEHOLDER, DanglingHead, OddReflog
 from router.mounts import unmounted_words
 from router.names import protected_reason
 from router.plandir.artifacts import PR
@@ -160,6 +160,8 @@ def _reflog_unknown(w: Why) -> str:
     that does not exist (``branch``), or git's words (``text``); an older record's has the
     fix in ``other``."""
     why, fix = w.text, w.other or "keep those commits on a branch"
+    if w.parts:
+        why = "; ".join(map(_said, w.parts))
     if w.branch:
         dangling = DanglingHead(w.branch)
         why, fix = str(dangling), w.other or dangling.fix
@@ -299,6 +301,7 @@ FACTS: dict[Reason, Words] = {
     Reason.PICK_ABORTED: lambda w: "aborted its cherry-pick",
     Reason.PICK_QUIT: lambda w: "ended its cherry-pick, keeping the commits it had picked",
     Reason.CHANGES_DROPPED: lambda w: f"dropped its half-applied changes ({name_some(w.items)})",
+    Reason.ODD_REFLOG: lambda w: str(OddReflog(w.path, unreadable=w.flag)),
     # why origin could not be asked
     Reason.ORIGIN_MISSING: lambda w: "no origin",
     Reason.ORIGIN_NOT_ASKED: lambda w: "not asked (dry run)",
