@@ -188,3 +188,26 @@ def test_with_every_concept_taken_in_the_handle_is_the_composed_class(tmp_path):
     for name in set(dir(composed)) - set(vars(Git)):
         assert owner(Git, name) is owner(composed, name), name
     assert not hasattr(handle, "no_such_method")
+
+
+def test_a_hook_s_background_process_holding_git_s_output_does_not_hold_the_command(tmp_path):
+    """A post-checkout hook that leaves a process running (``cmd &``) passes it git's
+    stderr: the command returns when git ends, with all git and the hook wrote by then."""
+    repo = make_repo(tmp_path / "ws", "r")
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    started = tmp_path / "lingering.pid"
+    hook = hooks / "post-checkout"
+    hook.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > '{started}'\necho hook ran >&2\n")
+    hook.chmod(0o755)
+    git(repo, "config", "core.hooksPath", str(hooks))
+    began = time.monotonic()
+    try:
+        res = Git(repo).run("switch", "-c", "topic")
+        took = time.monotonic() - began
+    finally:
+        lingering = int(started.read_text())
+        os.kill(lingering, 9)
+    assert res.stderr == "Switched to a new branch 'topic'\nhook ran\n"
+    assert took < 30, f"the command waited {took:.0f}s for the hook's background process"
+    assert git(repo, "branch", "--show-current") == "topic"

@@ -35,7 +35,7 @@ class Child:
     """One started process: :meth:`communicate` ends it (once), :meth:`stop` and
     :meth:`kill` cut it short."""
 
-    __slots__ = ("_chunks", "_feed", "_open", "_status", "argv", "pid")
+    __slots__ = ("_chunks", "_ended", "_feed", "_open", "_status", "argv", "pid")
 
     def __init__(self, argv: list[str], env: Mapping[str, str], input: bytes | None) -> None:
         """Start ``argv`` (its program looked up on ``env``'s PATH); FileNotFoundError when
@@ -68,6 +68,7 @@ class Child:
         self._chunks: dict[int, list[bytes]] = {out[0]: [], err[0]: []}
         self._open = set(self._chunks)
         self._feed = (feed[1], memoryview(input or b"")) if feed is not None else None
+        self._ended = _exit_watch(self.pid)
 
     def communicate(self, deadline: float | None = None) -> tuple[int, bytes, bytes]:
         """(exit status as ``subprocess`` gives it, stdout, stderr) once the child ended;
@@ -91,17 +92,33 @@ class Child:
             # Never blocked writing while the child waits for its output to be read.
             os.set_blocking(self._feed[0], False)
             poller.register(self._feed[0], select.POLLOUT)
+        if self._ended is not None:
+            poller.register(self._ended, select.POLLIN)
         while self._open or self._feed is not None:
             left = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             ready = poller.poll(left)
             if not ready and deadline is not None and time.monotonic() >= deadline:
                 raise TimedOut(self.argv)
             for fd, _event in ready:
+                if fd == self._ended:
+                    self._read_what_is_left()
+                    return
                 if self._feed is not None and fd == self._feed[0]:
                     if not self._feed_some():
                         poller.unregister(fd)
                 elif not self._drain(fd):
                     poller.unregister(fd)
+
+    def _read_what_is_left(self) -> None:
+        """Once the child ended: what it wrote is all in the pipes, read without waiting for
+        them to end. A process it left behind (a hook's ``cmd &``) may hold them open for as
+        long as it runs, and the command would wait for it; what that one writes is not read."""
+        for fd in list(self._open):
+            os.set_blocking(fd, False)
+            with contextlib.suppress(BlockingIOError):
+                while self._drain(fd):
+                    pass
+        self._close()
 
     def _drain(self, fd: int) -> bool:
         """Read what ``fd`` holds; False once it ended (then closed)."""
@@ -182,6 +199,9 @@ class Child:
         if self._feed is not None:
             os.close(self._feed[0])
             self._feed = None
+        if self._ended is not None:
+            os.close(self._ended)
+            self._ended = None
 
 
 _SIGKILL = 9  # the same number on every POSIX system
@@ -201,6 +221,15 @@ def _program(name: str, env: Mapping[str, str]) -> str:
         else:
             raise FileNotFoundError(2, "No such file or directory", name)
     return found
+
+
+def _exit_watch(pid: int) -> int | None:
+    """A descriptor that turns readable when ``pid`` ends (a pidfd); None where the kernel
+    or Python has none: the pipes ending then tell it, as they did."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _default_signals() -> tuple[int, ...]:
