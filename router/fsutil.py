@@ -15,7 +15,7 @@ from router.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 UNREADABLE = "/ (unreadable: "  # an unreadable folder's entry: ``<folder>/ (unreadable: <why>)``
 
@@ -83,7 +83,13 @@ def is_unreadable(entry: str) -> bool:
     return UNREADABLE in entry and entry.endswith(")")
 
 
-def remove_listed(path: Path, files: Iterable[str], folders: Iterable[str]) -> None:
+def remove_listed(
+    path: Path,
+    files: Iterable[str],
+    folders: Iterable[str],
+    *,
+    each: Callable[[], None] | None = None,
+) -> None:
     """Delete ``files`` (relative, in the order given), then ``folders`` (deepest first),
     then ``path`` itself: exactly what was listed, never what was not.
 
@@ -94,12 +100,15 @@ def remove_listed(path: Path, files: Iterable[str], folders: Iterable[str]) -> N
     lives elsewhere too), so nothing outside ``path`` is reached. An
     entry added since the listing is left, and the folder holding it then fails
     to go (``ENOTEMPTY``, raised). One already gone is skipped. Raises the first
-    other ``OSError``, its ``filename`` the full path.
+    other ``OSError``, its ``filename`` the full path. ``each``: called after each
+    file is deleted (where a caller's crash seam stops it between two deletions).
     """
     with _Opened(path) as opened:
         for rel in files:
             parent, _, name = rel.rpartition("/")
             _unlink(opened, parent, name, rmdir=False)
+            if each is not None:
+                each()
         for rel in sorted(folders, reverse=True):  # "a/b/c" before "a/b" before "a"
             parent, _, name = rel.rpartition("/")
             _unlink(opened, parent, name, rmdir=True)

@@ -561,7 +561,10 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
         )
     try:
         remove_listed(
-            aside, _deletion_order(judged.tree), judged.tree.folders if judged.tree else ()
+            aside,
+            _deletion_order(judged.tree),
+            judged.tree.folders if judged.tree else (),
+            each=lambda: state.crash_point("sweep-delete"),
         )
     except FileNotFoundError:
         return snapped
