@@ -555,6 +555,48 @@ def test_a_dry_run_and_a_forced_sweep_snapshot_an_unshipped_runs_artifacts_first
     assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def restored_plan_dir(repo: Path) -> dict[str, bytes]:
+    """``team-router restore RUN_ID``, then the plan dir it put back in the primary clone."""
+    res = run_cli("restore", RUN_ID, "--json", cwd=repo)
+    assert res.code == 0, res.out + res.err
+    return contents(repo / "docs" / "plans" / RUN_ID)
+
+
+def test_a_forced_sweep_killed_while_deleting_then_rerun_restores_every_artifact(home_repo):
+    """Killed after its snapshot, between two deletions: the rerun snapshots what is left,
+    and restore still brings back every artifact the run had, the newest content of each."""
+    path = half_removed_run(home_repo)
+    before = contents(path / "docs" / "plans" / RUN_ID)
+    crashed = run("sweep", "--force", "--json", cwd=home_repo, crash_at="sweep-delete")
+    assert crashed.code == CRASHED, crashed.err
+    (aside,) = leftovers(home_repo).iterdir()
+    left = contents(aside / "docs" / "plans" / RUN_ID)
+    assert sorted(left) == sorted(RUN_FILES)[1:]  # the first deletion, and no other
+    edited = aside / "docs" / "plans" / RUN_ID / "task.md"
+    edited.write_text("# task, edited after the kill\n")
+    res = run_cli("sweep", "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert (res.json["swept"], res.json["kept"]) == ([str(path)], [])
+    assert list(leftovers(home_repo).iterdir()) == []
+    assert restored_plan_dir(home_repo) == {**before, "task.md": b"# task, edited after the kill\n"}
+
+
+def test_a_second_forced_sweep_restores_the_newest_content_and_every_file(home_repo):
+    """The run's artifacts come back in residue, changed by the user and one deleted: restore
+    brings the newest content back, and the deleted file too (never lost by a sweep)."""
+    path = half_removed_run(home_repo)
+    before = contents(path / "docs" / "plans" / RUN_ID)
+    assert run_cli("sweep", "--force", "--json", cwd=home_repo).code == 0
+    plan = path / "docs" / "plans" / RUN_ID
+    for name in RUN_FILES[1:]:
+        write(plan / name, before[name].decode())
+    write(plan / "research.md", "# research, rewritten\n")
+    res = run_cli("sweep", "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    assert not path.exists()
+    assert restored_plan_dir(home_repo) == {**before, "research.md": b"# research, rewritten\n"}
+
+
 # -- deleting residue: exactly what was judged, never outside it -----------------------------------
 
 

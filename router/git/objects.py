@@ -234,7 +234,12 @@ def snapshot_tree(
 
 
 def directory_tree(
-    git: ObjectMethods, rel: str, index_file: Path, *, work_tree: Path | None = None
+    git: ObjectMethods,
+    rel: str,
+    index_file: Path,
+    *,
+    work_tree: Path | None = None,
+    over: str | None = None,
 ) -> str:
     """Tree holding ``rel`` alone (a directory of the work tree), ignored files included.
 
@@ -243,12 +248,15 @@ def directory_tree(
     under our ``info/exclude`` line), which no commit of the repo holds.
     ``work_tree``: ``rel`` lies in that directory instead (one laid out as a
     checkout that git no longer knows), and the tree holds it at ``rel``.
+    ``over``: a tree the files are laid over instead of the empty one: a file
+    there and on disk takes the disk's content, one there alone stays.
     """
     env = {"GIT_INDEX_FILE": str(index_file)}
     if work_tree is not None:
         env["GIT_WORK_TREE"] = str(work_tree)
-    git.run("read-tree", "--empty", env=env)
-    git.run("add", "--force", "--", f":(top,literal){rel}", env=env)
+    git.run("read-tree", *([over] if over else ["--empty"]), env=env)
+    # --ignore-removal: a file of ``over`` missing on disk is kept, not staged as deleted.
+    git.run("add", "--force", "--ignore-removal", "--", f":(top,literal){rel}", env=env)
     return git.out("write-tree", env=env)
 
 

@@ -238,14 +238,22 @@ def snapshot_plan_dir(
     ``checkout``: the directory holding the plan dir instead of the primary
     clone (one git no longer knows, that the sweep deletes): ``restore`` puts
     it back in the primary clone all the same.
+
+    The new tree is the plan dir's files laid over the snapshot already there
+    (a file on disk wins; one the snapshot alone holds stays): ``restore``
+    brings back the tip, and a removal killed part way after a snapshot
+    leaves only some files, whose snapshot alone would hide the rest in the
+    ref's history. So every file any snapshot of the run held comes back,
+    the newest content of each, one deleted on purpose since included.
     """
     rel = f"{PLANS_DIR}/{topic_id}"
     ref = plan_dir_ref(topic_id)
     where = (checkout or repo.primary) / rel
     try:
-        with _scratch() as tmp:
-            tree = g.directory_tree(repo.git, rel, Path(tmp) / "index", work_tree=checkout)
         old = repo.git.rev_parse(ref)
+        with _scratch() as tmp:
+            index = Path(tmp) / "index"
+            tree = g.directory_tree(repo.git, rel, index, work_tree=checkout, over=old)
         what = f"team-router snapshot of plan dir {where}"
         commit = g.commit_tree(repo.git, tree, [old] if old else [], what)
         g.update_ref(repo.git, ref, commit, old=old, message=what)
