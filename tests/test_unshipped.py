@@ -443,6 +443,23 @@ def test_force_then_restore_puts_a_plan_dir_in_place_back(home_repo):
     assert (again.code, again.json["repos"][0]["status"]) == (0, "existing")
 
 
+def test_a_second_forced_teardown_of_a_plan_dir_in_place_keeps_every_file_for_restore(home_repo):
+    """Torn down, restored, changed, torn down again: restore brings back the newest content,
+    and a file deleted since the first snapshot too (a snapshot never hides an earlier file)."""
+    topic = in_place(home_repo)
+    files = {p.name: p.read_bytes() for p in topic.plan_dir.iterdir()}
+    assert run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo).code == 0
+    assert run_cli("restore", topic.id, "--json", cwd=home_repo).code == 0
+    write(topic.plan_dir / "research.md", "# research, rewritten\n")
+    (topic.plan_dir / "questions.md").unlink()
+    assert run_cli("teardown", topic.id, "--force", "--json", cwd=home_repo).code == 0
+    assert not topic.plan_dir.exists()
+    restored = run_cli("restore", topic.id, "--json", cwd=home_repo)
+    assert restored.code == 0, restored.out + restored.err
+    back = {p.name: p.read_bytes() for p in topic.plan_dir.iterdir()}
+    assert back == {**files, "research.md": b"# research, rewritten\n"}
+
+
 def test_pr_cleanup_abandon_snapshots_a_plan_dir_in_place_and_restore_brings_it_back(
     home_repo, tmp_path, monkeypatch
 ):
