@@ -162,15 +162,15 @@ def _make(cls: type, frozen: bool) -> type:
     ns.setdefault("__match_args__", names)
     ns["__record_frozen__"] = frozen
     ns["__record_post_init__"] = hasattr(cls, "__post_init__")
-    # The compiled methods are made when first called: most classes a command imports
+    # The compiled methods are made when first looked up: most classes a command imports
     # never make an instance, or are never compared.
-    ns.setdefault("__init__", _first_init)  # a class's own __init__ stays, as a dataclass's
-    ns["__record_values__"] = _first_values
+    ns.setdefault("__init__", _FirstUse(_made_init))  # a class's own stays, as a dataclass's
+    ns["__record_values__"] = _FirstUse(_made_values)
     ns.setdefault("__repr__", _repr)
-    ns.setdefault("__eq__", _first_eq)
+    ns.setdefault("__eq__", _FirstUse(_made_eq))
     if frozen:
         if ns.get("__hash__") is None:  # a class that defines __eq__ has __hash__ = None
-            ns["__hash__"] = _first_hash
+            ns["__hash__"] = _FirstUse(_made_hash)
         ns["__setattr__"] = _frozen_setattr
         ns["__delattr__"] = _frozen_delattr
         ns["__getstate__"] = _getstate
@@ -359,46 +359,49 @@ def _point_cells_at(made: type, old: type) -> None:
 # -- the compiled methods, made on first use ---------------------------------------------
 
 
-def _owner(obj: object, method: str) -> Any:
-    """The record class whose own ``method`` is still the first-use one: the nearest
-    record class of ``obj``'s type (a plain subclass of a record inherits its methods)."""
-    for klass in type(obj).__mro__:
-        if "__record_fields__" in klass.__dict__:
-            return klass
-    raise TypeError(f"{type(obj).__qualname__} has no record class to make {method} for")
+class _FirstUse:
+    """A record method made when it is first looked up, for the class it was set on.
+
+    Each class has its own: a subclass's own method calling its base's through
+    ``super()`` finds the base's, made for the base's fields (the class of the
+    instance would name the subclass, whose own method it would then replace).
+    """
+
+    __slots__ = ("make", "name", "owner")
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        self.make = make
+        self.owner: Any = None
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        made = self.make(self.owner)
+        setattr(self.owner, self.name, made)  # looked up directly from now on
+        return made if obj is None else made.__get__(obj, objtype)
 
 
-def _first_init(self: Any, *args: object, **kwargs: object) -> None:
-    owner = _owner(self, "__init__")
-    owner.__init__ = _init(
+def _made_init(owner: Any) -> Any:
+    return _init(
         owner.__qualname__,
         owner.__record_fields__,
         owner.__record_frozen__,
         owner.__record_post_init__,
     )
-    owner.__init__(self, *args, **kwargs)
 
 
-def _first_values(self: Any) -> tuple[object, ...]:
-    owner = _owner(self, "__record_values__")
-    (owner.__record_values__,) = _methods(
-        owner.__qualname__, owner.__record_names__, ("__record_values__",)
-    )
-    got: tuple[object, ...] = owner.__record_values__(self)
-    return got
+def _made_values(owner: Any) -> Any:
+    return _methods(owner.__qualname__, owner.__record_names__, ("__record_values__",))[0]
 
 
-def _first_eq(self: Any, other: object) -> Any:
-    owner = _owner(self, "__eq__")
-    (owner.__eq__,) = _methods(owner.__qualname__, _compared(owner), ("__eq__",))
-    return owner.__eq__(self, other)
+def _made_eq(owner: Any) -> Any:
+    return _methods(owner.__qualname__, _compared(owner), ("__eq__",))[0]
 
 
-def _first_hash(self: Any) -> int:
-    owner = _owner(self, "__hash__")
-    (owner.__hash__,) = _methods(owner.__qualname__, _compared(owner), ("__hash__",))
-    got: int = owner.__hash__(self)
-    return got
+def _made_hash(owner: Any) -> Any:
+    return _methods(owner.__qualname__, _compared(owner), ("__hash__",))[0]
 
 
 def _compared(owner: Any) -> tuple[str, ...]:

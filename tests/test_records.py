@@ -225,3 +225,36 @@ def test_only_what_a_record_uses_is_compiled_for_it():
     with_factory = Point(1)
     assert "_factories_" in type(with_factory).__init__.__code__.co_freevars
     assert with_factory.tags == [] and Point(2).tags is not with_factory.tags
+
+
+def test_a_record_method_made_on_first_use_is_the_one_of_the_class_it_was_found_on():
+    """A subclass's own ``__init__`` or ``__eq__`` calling its base's through ``super()``
+    gets the base's, made for the base's fields, and stays the subclass's own."""
+
+    @record
+    class Base:
+        a: int
+        b: int = field(default=2, compare=False)
+
+    @record
+    class Custom(Base):
+        c: int = 3
+
+        def __init__(self, a: int) -> None:
+            super().__init__(a, 20)  # the base's fields
+            object.__setattr__(self, "c", 30)
+
+        def __eq__(self, other: object) -> bool:
+            return super().__eq__(other)  # the base compares ``a`` alone
+
+        __hash__ = Base.__hash__
+
+    first, second = Custom(1), Custom(5)
+    assert (values(first), values(second)) == ((1, 20, 30), (5, 20, 30))
+    other = Custom(1)
+    object.__setattr__(other, "c", 99)
+    assert first == other and hash(first) == hash(other)
+    assert Custom(1) != Custom(2)
+    assert values(Custom(6)) == (6, 20, 30)
+    assert Custom.__init__.__qualname__.endswith("<locals>.Custom.__init__")  # still its own
+    assert Base(1, 2) == Base(1, 9) and Base(1) != Base(2)
