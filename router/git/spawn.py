@@ -113,16 +113,21 @@ class Child:
         """Once the child ended: what it wrote is all in the pipes, read without waiting for
         them to end. A process it left behind (a hook's ``cmd &``) may hold them open for as
         long as it runs, and the command would wait for it; what that one writes is not read."""
+        import fcntl
+
         for fd in list(self._open):
             os.set_blocking(fd, False)
+            # What git wrote and is not read yet fits in the pipe: no more is read, however
+            # fast what was left behind keeps writing.
+            left = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
             with contextlib.suppress(BlockingIOError):
-                while self._drain(fd):
-                    pass
+                while left > 0 and self._drain(fd, left):
+                    left -= len(self._chunks[fd][-1])
         self._close()
 
-    def _drain(self, fd: int) -> bool:
-        """Read what ``fd`` holds; False once it ended (then closed)."""
-        chunk = os.read(fd, _READ_SIZE)
+    def _drain(self, fd: int, most: int = _READ_SIZE) -> bool:
+        """Read what ``fd`` holds (``most`` bytes at most); False once it ended (then closed)."""
+        chunk = os.read(fd, min(most, _READ_SIZE))
         if chunk:
             self._chunks[fd].append(chunk)
             return True
