@@ -21,11 +21,13 @@ import os
 import re
 import shutil
 import subprocess
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from router import git as g
 from router import interrupt
+from router.reasons import Reason, Why
 from router.records import record
 
 GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
@@ -213,11 +215,71 @@ class PullRequest:
         }
 
 
+class GhTrouble(StrEnum):
+    """Why gh cannot be asked, or why its answer is none: a ``gh-unavailable`` reason's ``kind``.
+
+    The value is a contract (docs/json-and-errors.md): the record keeps it.
+    """
+
+    NOT_INSTALLED = "not-installed"
+    NOT_ON_GITHUB = "not-on-github"  # origin's URL names no GitHub repository
+    # ``gh auth status`` failed for host ``other``: its failure in ``parts``
+    NOT_AUTHENTICATED = "not-authenticated"
+    TIMED_OUT = "timed-out"  # gh ``command`` ran ``count`` seconds
+    CANNOT_RUN = "cannot-run"  # the system's error in ``text``
+    FAILED = "failed"  # gh ``command`` failed: its first line in ``text`` (none: exit ``count``)
+    NOT_JSON = "not-json"  # gh ``command`` did not answer JSON
+    NOT_A_LIST = "not-a-list"  # gh ``command`` did not answer a JSON list
+    ISSUE_UNNUMBERED = "issue-unnumbered"  # issue ``count`` came without its number
+    NO_THREADS = "no-threads"  # no review threads of PR ``count``
+    PR_NOT_OBJECT = "pr-not-object"
+    PR_UNNUMBERED = "pr-unnumbered"  # a PR without a valid number
+    PR_STATE_UNKNOWN = "pr-state-unknown"  # PR ``count``
+    PR_NO_HEAD = "pr-no-head"  # PR ``count`` without its head and base
+    PR_NO_CROSS = "pr-no-cross"  # PR ``count`` without isCrossRepository
+
+
+def trouble(kind: GhTrouble, **facts: Any) -> Why:
+    """Why gh could not be asked (``kind``), with the facts its words name."""
+    return Why(Reason.GH_UNAVAILABLE, kind=str(kind), **facts)
+
+
+_TROUBLE_WORDS = {
+    GhTrouble.NOT_INSTALLED: lambda w: "gh is not installed or not on PATH",
+    GhTrouble.NOT_ON_GITHUB: lambda w: "origin's URL does not name a GitHub repository",
+    GhTrouble.NOT_AUTHENTICATED: lambda w: (
+        f"gh is not authenticated for {w.other} ({'; '.join(map(trouble_words, w.parts))})"
+    ),
+    GhTrouble.TIMED_OUT: lambda w: f"gh {w.command} timed out after {w.count}s",
+    GhTrouble.CANNOT_RUN: lambda w: f"gh could not run: {w.text}",
+    GhTrouble.FAILED: lambda w: f"gh {w.command} failed: {w.text or f'exit {w.count}'}",
+    GhTrouble.NOT_JSON: lambda w: f"gh {w.command} did not answer JSON",
+    GhTrouble.NOT_A_LIST: lambda w: f"gh {w.command} did not answer a JSON list",
+    GhTrouble.ISSUE_UNNUMBERED: lambda w: f"gh answered issue #{w.count} without its number",
+    GhTrouble.NO_THREADS: lambda w: f"gh api graphql answered no review threads of PR #{w.count}",
+    GhTrouble.PR_NOT_OBJECT: lambda w: "gh answered a PR that is not a JSON object",
+    GhTrouble.PR_UNNUMBERED: lambda w: "gh answered a PR without a valid number",
+    GhTrouble.PR_STATE_UNKNOWN: lambda w: f"gh answered PR #{w.count} with an unknown state",
+    GhTrouble.PR_NO_HEAD: lambda w: f"gh answered PR #{w.count} without its head and base",
+    GhTrouble.PR_NO_CROSS: lambda w: f"gh answered PR #{w.count} without isCrossRepository",
+}
+
+
+def trouble_words(why: Why) -> str:
+    """Why gh could not be asked, in words (a ``gh-unavailable`` reason's): one place says
+    them, for the teardown's words (router.teardown.factwords) and the brief's alike."""
+    return _TROUBLE_WORDS[GhTrouble(why.kind)](why)
+
+
 @record
 class Unavailable:
     """gh cannot be asked (not installed, not authenticated, origin not on GitHub)."""
 
-    reason: str
+    why: Why  # a gh-unavailable reason
+
+    @property
+    def reason(self) -> str:
+        return trouble_words(self.why)
 
     def __str__(self) -> str:
         return f"gh unavailable: {self.reason}"
@@ -226,12 +288,21 @@ class Unavailable:
 class GhFailed(Exception):
     """A gh call failed or answered something that is not the JSON asked for."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, kind: GhTrouble, **facts: Any) -> None:
+        self.why = trouble(kind, **facts)
+        super().__init__(trouble_words(self.why))
+
+    @property
+    def reason(self) -> str:
+        return trouble_words(self.why)
 
     def __str__(self) -> str:
         return f"gh unavailable: {self.reason}"
+
+
+def _command(args: tuple[str, ...]) -> str:
+    """The gh command a trouble names: its first two words (``pr list``)."""
+    return " ".join(args[:2])
 
 
 def _env() -> dict[str, str]:
@@ -282,16 +353,20 @@ class GitHub:
                 check=False,
             )
         except FileNotFoundError:
-            raise GhFailed("gh is not installed or not on PATH") from None
+            raise GhFailed(GhTrouble.NOT_INSTALLED) from None
         except subprocess.TimeoutExpired:
-            raise GhFailed(f"gh {args[0]} {args[1]} timed out after {self.timeout:.0f}s") from None
+            raise GhFailed(
+                GhTrouble.TIMED_OUT, command=_command(args), count=round(self.timeout)
+            ) from None
         except OSError as exc:
-            raise GhFailed(f"gh could not run: {exc.strerror}") from None
+            raise GhFailed(GhTrouble.CANNOT_RUN, text=exc.strerror or "") from None
         interrupt.check_child(proc.returncode)
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-            why = lines[0].strip() if lines else f"exit {proc.returncode}"
-            raise GhFailed(f"gh {' '.join(args[:2])} failed: {why}")
+            first = lines[0].strip() if lines else ""
+            # The exit status is said only when gh said nothing.
+            status = 0 if first else proc.returncode
+            raise GhFailed(GhTrouble.FAILED, command=_command(args), text=first, count=status)
         return proc.stdout
 
     def _json(self, *args: str) -> Any:
@@ -299,7 +374,7 @@ class GitHub:
         try:
             return json.loads(out)
         except ValueError:
-            raise GhFailed(f"gh {' '.join(args[:2])} did not answer JSON") from None
+            raise GhFailed(GhTrouble.NOT_JSON, command=_command(args)) from None
 
     def view(self, number: int) -> PullRequest:
         data = self._json(
@@ -326,7 +401,7 @@ class GitHub:
             f"--json={PR_FIELDS}",
         )
         if not isinstance(data, list):
-            raise GhFailed("gh pr list did not answer a JSON list")
+            raise GhFailed(GhTrouble.NOT_A_LIST, command="pr list")
         return [parse_pr(item) for item in data]
 
     def close(self, number: int) -> None:
@@ -341,7 +416,7 @@ class GitHub:
             "issue", "view", str(number), f"--repo={self.slug.arg}", f"--json={ISSUE_FIELDS}"
         )
         if not isinstance(data, dict) or not isinstance(data.get("number"), int):
-            raise GhFailed(f"gh answered issue #{number} without its number")
+            raise GhFailed(GhTrouble.ISSUE_UNNUMBERED, count=number)
         return Issue(
             data["number"],
             _prose(data.get("title")),
@@ -368,32 +443,32 @@ class GitHub:
         try:
             nodes = data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"]
         except (KeyError, TypeError):
-            raise GhFailed(f"gh api graphql answered no review threads of PR #{number}") from None
+            raise GhFailed(GhTrouble.NO_THREADS, count=number) from None
         return [_thread(n) for n in nodes if isinstance(n, dict) and not n.get("isResolved")]
 
 
 def parse_pr(data: Any) -> PullRequest:
     """A PullRequest from gh's JSON; GhFailed when a field is missing or of the wrong type."""
     if not isinstance(data, dict):
-        raise GhFailed("gh answered a PR that is not a JSON object")
+        raise GhFailed(GhTrouble.PR_NOT_OBJECT)
     number = data.get("number")
     state = data.get("state")
     head_ref, head_oid = data.get("headRefName"), data.get("headRefOid")
     base_ref, url = data.get("baseRefName"), data.get("url", "")
     cross = data.get("isCrossRepository")
     if not (isinstance(number, int) and not isinstance(number, bool) and number > 0):
-        raise GhFailed("gh answered a PR without a valid number")
+        raise GhFailed(GhTrouble.PR_UNNUMBERED)
     if state not in {"OPEN", "CLOSED", "MERGED"}:
-        raise GhFailed(f"gh answered PR #{number} with an unknown state")
+        raise GhFailed(GhTrouble.PR_STATE_UNKNOWN, count=number)
     if not (
         isinstance(head_ref, str)
         and isinstance(head_oid, str)
         and isinstance(base_ref, str)
         and isinstance(url, str)
     ):
-        raise GhFailed(f"gh answered PR #{number} without its head and base")
+        raise GhFailed(GhTrouble.PR_NO_HEAD, count=number)
     if not isinstance(cross, bool):
-        raise GhFailed(f"gh answered PR #{number} without isCrossRepository")
+        raise GhFailed(GhTrouble.PR_NO_CROSS, count=number)
     return PullRequest(
         number,
         state,
@@ -450,7 +525,7 @@ def connect(
     """
     slug = parse_remote_url(remote_url)
     if slug is None:
-        return Unavailable("origin's URL does not name a GitHub repository")
+        return Unavailable(trouble(GhTrouble.NOT_ON_GITHUB))
     return connect_slug(slug, cwd=cwd, timeout=timeout)
 
 
@@ -458,10 +533,10 @@ def connect_slug(slug: RepoSlug, *, cwd: Path, timeout: float = GH_TIMEOUT) -> G
     """gh bound to ``slug`` (a repository a URL names), or why it cannot be asked."""
     executable = shutil.which("gh")
     if executable is None:
-        return Unavailable("gh is not installed or not on PATH")
+        return Unavailable(trouble(GhTrouble.NOT_INSTALLED))
     hub = GitHub(slug, executable, cwd, timeout)
     try:
         hub.check_auth()
     except GhFailed as exc:
-        return Unavailable(f"gh is not authenticated for {slug.host} ({exc.reason})")
+        return Unavailable(trouble(GhTrouble.NOT_AUTHENTICATED, other=slug.host, parts=(exc.why,)))
     return hub

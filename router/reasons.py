@@ -215,7 +215,9 @@ class Reason(StrEnum):
     STACK_CHECKED_OUT = "stack-checked-out"  # ``branch`` is checked out in ``path``
     NOT_SURVEYED = "not-surveyed"  # reading the branch refused (the refusal's message in ``text``)
     # -- pr-cleanup's close-prs, and a repo that cannot be used
-    NO_PR_LIST = "no-pr-list"  # gh unavailable (why in ``text``), or (``flag``) its listing failed
+    # gh unavailable (why: a GH_UNAVAILABLE part; an older record's in ``text``), or
+    # (``flag``) its listing failed
+    NO_PR_LIST = "no-pr-list"
     NO_OPEN_PR = "no-open-pr"
     PRS_CLOSED = "prs-closed"  # children before parents
     PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (``parts``: each PR_NOT_CLOSED)
@@ -251,7 +253,10 @@ class Reason(StrEnum):
     NO_ORIGIN_DEFAULT = "no-origin-default"  # origin has no default branch (``default``)
     CUT_EMPTY = "cut-empty"  # nothing on the branch since it was cut at ``commit``
     NO_CONTENT_PROOF = "no-content-proof"  # none on ``ref``
-    GH_SILENT = "gh-silent"  # gh could not be asked (why in ``text``)
+    GH_SILENT = "gh-silent"  # gh could not be asked (why: a GH_UNAVAILABLE part, or ``text``)
+    # why gh could not be asked: ``kind`` (router.github.GhTrouble), gh's first line or the
+    # system's error in ``text``, its command in ``command``
+    GH_UNAVAILABLE = "gh-unavailable"
     GH_NO_PR = "gh-no-pr"  # gh knows no PR from this repo's branch
     GH_AGREES = "gh-agrees"  # PR ``count`` merged this head
     GH_DISAGREES = "gh-disagrees"  # each PR of ours (``parts``) says otherwise
@@ -295,9 +300,8 @@ class Why:
     a lock reason git wrote, a git operation's name, a process's command name,
     the host's session id, a line a user declared.
 
-    Not fields yet, still words another module built, in ``text``: why gh is
-    unavailable (``no-pr-list``, ``gh-silent``), a refusal's message
-    (``snapshot-failed``, ``not-surveyed``, ``refusal``), why a repo is not
+    Not fields yet, still words another module built, in ``text``: a refusal's
+    message (``snapshot-failed``, ``not-surveyed``, ``refusal``), why a repo is not
     usable (``repo-unusable``), a repository layout the git layer does not
     trust (``reflog-unknown``), what blocks a half-removed worktree
     (``half-removed``).

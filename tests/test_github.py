@@ -8,7 +8,8 @@ import pytest
 from helpers.fakegh import OWNER, hide_gh, install_fake_gh, pr
 
 from router import github
-from router.github import GhFailed, GitHub, RepoSlug, Unavailable
+from router.github import GhFailed, GhTrouble, GitHub, RepoSlug, Unavailable
+from router.reasons import Reason, Why
 
 OID = "a" * 40
 MERGE = "b" * 40
@@ -90,6 +91,33 @@ def test_unauthenticated_gh_is_unavailable(tmp_path: Path, monkeypatch: pytest.M
     assert fake.calls() == [["auth", "status", "--hostname=github.com"]]
 
 
+def test_why_gh_is_unavailable_is_a_kind_with_ghs_own_line_verbatim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The record keeps what gh said and which trouble it was, never a sentence of ours.
+    install_fake_gh(tmp_path, monkeypatch, authenticated=False)
+    hub = github.connect(URL, cwd=tmp_path)
+    assert isinstance(hub, Unavailable)
+    line = "You are not logged into any GitHub hosts. To log in, run: gh auth login"
+    failed = Why(Reason.GH_UNAVAILABLE, kind="failed", command="auth status", text=line)
+    assert hub.why == Why(
+        Reason.GH_UNAVAILABLE, kind="not-authenticated", other="github.com", parts=(failed,)
+    )
+    assert str(hub) == (
+        f"gh unavailable: gh is not authenticated for github.com (gh auth status failed: {line})"
+    )
+    assert Why.from_json(hub.why.to_json()) == hub.why
+    hide_gh(tmp_path, monkeypatch)
+    missing = github.connect(URL, cwd=tmp_path)
+    assert isinstance(missing, Unavailable)
+    assert missing.why == Why(Reason.GH_UNAVAILABLE, kind=GhTrouble.NOT_INSTALLED)
+    assert str(missing) == "gh unavailable: gh is not installed or not on PATH"
+    elsewhere = github.connect("/srv/git/web.git", cwd=tmp_path)
+    assert isinstance(elsewhere, Unavailable)
+    assert elsewhere.why == Why(Reason.GH_UNAVAILABLE, kind=GhTrouble.NOT_ON_GITHUB)
+    assert elsewhere.reason == "origin's URL does not name a GitHub repository"
+
+
 def test_a_non_github_origin_never_reaches_gh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,8 +177,13 @@ def test_a_failing_gh_raises_gh_failed(tmp_path: Path, monkeypatch: pytest.Monke
     hub = github.connect(URL, cwd=tmp_path)
     assert isinstance(hub, GitHub)
     fake.update(fail=True)
-    with pytest.raises(GhFailed, match="502"):
+    with pytest.raises(GhFailed, match="502") as raised:
         hub.view(7)
+    line = "HTTP 502: Bad Gateway (https://api.github.com/graphql)"
+    assert raised.value.why == Why(
+        Reason.GH_UNAVAILABLE, kind="failed", command="pr view", text=line
+    )
+    assert str(raised.value) == f"gh unavailable: gh pr view failed: {line}"
     with pytest.raises(GhFailed):
         hub.list_by_head("topic")
 
@@ -169,8 +202,12 @@ def test_a_hung_gh_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     hub = github.connect(URL, cwd=tmp_path, timeout=3)
     assert isinstance(hub, GitHub), hub
     fake.update(sleep=60)
-    with pytest.raises(GhFailed, match="timed out"):
+    with pytest.raises(GhFailed, match="timed out") as raised:
         hub.view(7)
+    assert raised.value.why == Why(
+        Reason.GH_UNAVAILABLE, kind="timed-out", command="pr view", count=3
+    )
+    assert str(raised.value) == "gh unavailable: gh pr view timed out after 3s"
 
 
 @pytest.mark.parametrize(
@@ -187,6 +224,38 @@ def test_a_hung_gh_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_malformed_pr_json_is_refused(broken: object) -> None:
     with pytest.raises(GhFailed):
         github.parse_pr(broken)
+
+
+@pytest.mark.parametrize(
+    ("broken", "kind", "words"),
+    [
+        ([], GhTrouble.PR_NOT_OBJECT, "gh answered a PR that is not a JSON object"),
+        ({"number": "7"}, GhTrouble.PR_UNNUMBERED, "gh answered a PR without a valid number"),
+        (
+            {**pr(7, "t", OID), "state": "WEIRD"},
+            GhTrouble.PR_STATE_UNKNOWN,
+            "gh answered PR #7 with an unknown state",
+        ),
+        (
+            {**pr(7, "t", OID), "headRefName": None},
+            GhTrouble.PR_NO_HEAD,
+            "gh answered PR #7 without its head and base",
+        ),
+        (
+            {**pr(7, "t", OID), "isCrossRepository": "no"},
+            GhTrouble.PR_NO_CROSS,
+            "gh answered PR #7 without isCrossRepository",
+        ),
+    ],
+)
+def test_a_malformed_pr_is_a_kind_said_as_before(
+    broken: object, kind: GhTrouble, words: str
+) -> None:
+    with pytest.raises(GhFailed) as raised:
+        github.parse_pr(broken)
+    assert raised.value.why.kind == kind
+    assert raised.value.why.text == ""
+    assert str(raised.value) == f"gh unavailable: {words}"
 
 
 def test_a_malformed_merge_commit_is_no_merge_commit() -> None:

@@ -845,6 +845,49 @@ SAID_FROM_FACTS = [
         "what the HEAD reflog of /w (r) alone keeps is unknown (/c/logs/HEAD has a line git "
         "would not write): keep those commits on a branch, then run teardown again",
     ),
+    (
+        Why(Reason.GH_SILENT, parts=(Why(Reason.GH_UNAVAILABLE, kind="not-installed"),)),
+        {"reason": "gh-silent", "text": "gh unavailable: gh is not installed or not on PATH"},
+        "gh unavailable: gh is not installed or not on PATH: the content proof alone decides",
+    ),
+    (
+        Why(
+            Reason.NO_PR_LIST,
+            parts=(
+                Why(
+                    Reason.GH_UNAVAILABLE,
+                    kind="not-authenticated",
+                    other="ghe.example.com",
+                    parts=(
+                        Why(Reason.GH_UNAVAILABLE, kind="failed", command="auth status", count=4),
+                    ),
+                ),
+            ),
+        ),
+        {
+            "reason": "no-pr-list",
+            "text": "gh unavailable: gh is not authenticated for ghe.example.com "
+            "(gh auth status failed: exit 4)",
+        },
+        "gh unavailable: gh is not authenticated for ghe.example.com (gh auth status failed: "
+        "exit 4): no PR can be closed",
+    ),
+    (
+        Why(
+            Reason.GH_SILENT,
+            parts=(Why(Reason.GH_UNAVAILABLE, kind="failed", command="pr list", text="HTTP 403"),),
+        ),
+        {"reason": "gh-silent", "text": "gh unavailable: gh pr list failed: HTTP 403"},
+        "gh unavailable: gh pr list failed: HTTP 403: the content proof alone decides",
+    ),
+    (
+        Why(
+            Reason.GH_SILENT,
+            parts=(Why(Reason.GH_UNAVAILABLE, kind="cannot-run", text="Permission denied"),),
+        ),
+        {"reason": "gh-silent", "text": "gh unavailable: gh could not run: Permission denied"},
+        "gh unavailable: gh could not run: Permission denied: the content proof alone decides",
+    ),
 ]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from router.git import TORN_PLACEHOLDER, DanglingHead, OddReflog
+from router.github import trouble_words
 from router.mounts import unmounted_words
 from router.names import protected_reason
 from router.plandir.artifacts import PR
@@ -183,7 +184,12 @@ def _reflog_only(w: Why) -> str:
 
 def pr_list_words(w: Why) -> str:
     """Why no PR list: gh unavailable (its words), or (``flag``) its listing failed."""
-    return "gh failed while listing the PRs" if w.flag else w.text
+    return "gh failed while listing the PRs" if w.flag else gh_words(w)
+
+
+def gh_words(w: Why) -> str:
+    """Why gh could not be asked: its part (``gh-unavailable``), or an older record's words."""
+    return "; ".join(map(_said, w.parts)) if w.parts else w.text
 
 
 def torn_words(kind: str) -> str:
@@ -232,7 +238,8 @@ FACTS: dict[Reason, Words] = {
         f"{w.branch} is empty (nothing on it since it was cut at {w.commit[:12]})"
     ),
     Reason.NO_CONTENT_PROOF: lambda w: f"no content proof on {short_ref(w.ref)}",
-    Reason.GH_SILENT: lambda w: f"{w.text}: {_ALONE}",
+    Reason.GH_SILENT: lambda w: f"{gh_words(w)}: {_ALONE}",
+    Reason.GH_UNAVAILABLE: lambda w: f"gh unavailable: {trouble_words(w)}",
     Reason.GH_NO_PR: lambda w: f"gh knows no PR from this repo's {w.branch}{forks(w)}: {_ALONE}",
     Reason.GH_AGREES: lambda w: f"gh agrees: PR #{w.count} merged this head{forks(w)}",
     Reason.PR_NOT_MERGED: lambda w: f"PR #{w.count} is {w.text}",

@@ -108,11 +108,11 @@ def _ask_gh(
     target: str,
 ) -> tuple[GhVerdict, PullRequest | None, Why]:
     if isinstance(hub, Unavailable):
-        return GhVerdict.UNAVAILABLE, None, Why(Reason.GH_SILENT, text=str(hub))
+        return GhVerdict.UNAVAILABLE, None, Why(Reason.GH_SILENT, parts=(hub.why,))
     try:
         prs = [named] if named is not None else hub.list_by_head(branch)
     except GhFailed as exc:
-        return GhVerdict.UNAVAILABLE, None, Why(Reason.GH_SILENT, text=str(exc))
+        return GhVerdict.UNAVAILABLE, None, Why(Reason.GH_SILENT, parts=(exc.why,))
     ours = [p for p in prs if p.same_repo(hub.slug) and p.head_ref == branch]
     forks = tuple(f"#{p.number}" for p in prs if not p.same_repo(hub.slug))
     if not ours:

@@ -168,9 +168,9 @@ def decide_close(
 
 
 def no_pr_list(hub: GitHub | Unavailable) -> Why:
-    """Why no PR is known to close: gh unavailable (its words), or its listing failed (flag)."""
+    """Why no PR is known to close: gh unavailable (why, a part), or its listing failed (flag)."""
     if isinstance(hub, Unavailable):
-        return Why(Reason.NO_PR_LIST, text=str(hub))
+        return Why(Reason.NO_PR_LIST, parts=(hub.why,))
     return Why(Reason.NO_PR_LIST, flag=True)
 
 
