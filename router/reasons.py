@@ -221,7 +221,9 @@ class Reason(StrEnum):
     NO_OPEN_PR = "no-open-pr"
     PRS_CLOSED = "prs-closed"  # children before parents
     PRS_NOT_CLOSED = "prs-not-closed"  # gh could not close some (``parts``: each PR_NOT_CLOSED)
-    PR_NOT_CLOSED = "pr-not-closed"  # PR ``count``, and gh's words saying why in ``text``
+    # PR ``count``, and why gh could not close it (a GH_UNAVAILABLE part; an older record's
+    # words in ``text``)
+    PR_NOT_CLOSED = "pr-not-closed"
     REPO_UNUSABLE = "repo-unusable"
     # -- pr-cleanup's own plan refusals (nothing touched)
     IN_PRIMARY = "in-primary"  # the primary clone has the branch checked out

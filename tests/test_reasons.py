@@ -325,6 +325,32 @@ SAID_FROM_FACTS = [
     ),
     (
         Why(
+            Reason.PRS_NOT_CLOSED,
+            items=("#1", "#2"),
+            parts=(
+                Why(
+                    Reason.PR_NOT_CLOSED,
+                    count=2,
+                    parts=(
+                        Why(
+                            Reason.GH_UNAVAILABLE,
+                            kind="failed",
+                            command="pr close",
+                            text="HTTP 403",
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        {
+            "reason": "prs-not-closed",
+            "items": ["#1", "#2"],
+            "text": "#2 (gh pr close failed: HTTP 403)",
+        },
+        "closing #1, #2: could not close #2 (gh pr close failed: HTTP 403)",
+    ),
+    (
+        Why(
             Reason.REMOTE_UNINTEGRATED,
             branch="t",
             parts=(Why(Reason.REMOTE_NOT_FETCHED, commit=_TIP),),

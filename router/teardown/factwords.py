@@ -288,7 +288,9 @@ FACTS: dict[Reason, Words] = {
     Reason.REMOTE_AHEAD: lambda w: (
         f"it is at {w.commit[:12]}, with commits this clone's {w.branch} and its snapshot lack"
     ),
-    Reason.PR_NOT_CLOSED: lambda w: f"#{w.count} ({w.text})",
+    Reason.PR_NOT_CLOSED: lambda w: (
+        f"#{w.count} ({'; '.join(map(trouble_words, w.parts)) if w.parts else w.text})"
+    ),
     # why a stacked branch is kept
     Reason.PROTECTED_BRANCH: lambda w: f"protected: {protected_reason(w.branch, w.default)}",
     Reason.STACK_CHECKED_OUT: lambda w: (

@@ -185,7 +185,7 @@ def _close_prs(
                 {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"}
             )
         except GhFailed as exc:
-            bad.append(Why(Reason.PR_NOT_CLOSED, count=p.number, text=exc.reason))
+            bad.append(Why(Reason.PR_NOT_CLOSED, count=p.number, parts=(exc.why,)))
             closed.append(
                 {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
             )
