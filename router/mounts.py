@@ -69,6 +69,23 @@ def mounts(table: str = MOUNTINFO) -> list[Mount]:
     return found
 
 
+def mount_points_under(folder: str) -> list[str]:
+    """The mount points at or below ``folder`` (a real path), a bind mount of its own
+    filesystem included; the table is parsed only when ``folder`` appears in it at all."""
+    try:
+        with open(MOUNTINFO, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return []
+    escaped = folder
+    for char, code in (("\\", "\\134"), (" ", "\\040"), ("\t", "\\011"), ("\n", "\\012")):
+        escaped = escaped.replace(char, code)
+    if escaped.encode("utf-8", "surrogateescape") not in raw:
+        return []
+    below = folder.rstrip("/") + "/"
+    return [m.point for m in mounts() if m.point == folder or m.point.startswith(below)]
+
+
 def is_mount_point(path: str | os.PathLike[str]) -> bool:
     """True when something is mounted at ``path``, a bind mount of its own filesystem included.
 

@@ -255,18 +255,40 @@ def _judge_all(
     n_live = 0
     # One realpath for the folder, not one per entry: an entry that is not a
     # symlink resolves to the folder's realpath plus its own name.
+    from router.mounts import mount_points_under
+
     base_real = os.path.realpath(base)
+    mounted = mount_points_under(base_real)  # the table read once, not per directory
     for path in subdirs:
-        judged = classify(path, live, real=os.path.join(base_real, path.name), runs=runs)
+        real = os.path.join(base_real, path.name)
+        judged = classify(path, live, real=real, runs=runs)
         if judged.reason is SweepVerdict.LIVE:
             n_live += 1
         elif judged.reason is SweepVerdict.RESIDUE or (
             judged.reason is SweepVerdict.UNSHIPPED and runs.force
         ):
-            residue.append(path)
+            inside = _mounted_in(real, mounted)
+            if inside:
+                kept.append(Kept(path, SweepVerdict.UNEXPECTED, inside))
+            else:
+                residue.append(path)
         else:
             kept.append(judged)
     return residue, n_live
+
+
+MOUNTED = "/ (a filesystem is mounted here)"  # a mount point's entry among a leftover's files
+
+
+def _mounted_in(real: str, mounted: list[str]) -> tuple[str, ...]:
+    """``<folder>/ (a filesystem is mounted here)`` for each mount point at or below ``real``:
+    what is mounted lives elsewhere too, so the leftover is never residue (the removal would
+    stop at it anyway)."""
+    return tuple(
+        f"{os.path.relpath(point, real) if point != real else '.'}{MOUNTED}"
+        for point in mounted
+        if point == real or point.startswith(real + "/")
+    )
 
 
 def _sweep_result(
