@@ -712,3 +712,31 @@ def test_a_mount_inside_residue_keeps_the_leftover_and_nothing_in_it_is_deleted(
         assert (gone / "tmp" / "lsp.log").read_text() == "log\n"
     assert (precious / "notes.md").read_text() == "keep\n"
     assert (precious / "deep" / "draft.md").read_text() == "keep too\n"
+
+
+def test_work_written_into_residue_while_it_is_deleted_stays(home_repo, monkeypatch):
+    """A process still inside the moved-aside directory writes while the removal runs: only
+    what was judged is deleted; the new file stays, and the directory is named as failed."""
+    residue = leftovers(home_repo) / "gone-topic"
+    write(residue / "tmp" / "lsp.log", "log\n")
+    remove = sweep_module.remove_listed
+
+    def with_a_writer(path, files, folders):
+        write(path / "src" / "draft.py", "written during the removal\n")
+        return remove(path, files, folders)
+
+    monkeypatch.setattr(sweep_module, "remove_listed", with_a_writer)
+    res = run_cli("sweep", "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    assert res.json["swept"] == []
+    (aside,) = leftovers(home_repo).iterdir()
+    assert aside.name.startswith(sweep_module.SWEEPING)
+    assert sorted(str(p.relative_to(aside)) for p in aside.rglob("*")) == ["src", "src/draft.py"]
+    assert (aside / "src" / "draft.py").read_text() == "written during the removal\n"
+    [(failed_path, why)] = [(f["path"], f["error"]) for f in res.json["failed"]]
+    assert failed_path == str(residue) and "Directory not empty" in why, why
+    again = run_cli("sweep", "--json", cwd=home_repo)  # the next sweep gives it its name back
+    assert [(k["path"], k["files"]) for k in again.json["kept"]] == [
+        (str(residue), ["src/draft.py"])
+    ]
+    assert (residue / "src" / "draft.py").read_text() == "written during the removal\n"
