@@ -721,9 +721,9 @@ def test_work_written_into_residue_while_it_is_deleted_stays(home_repo, monkeypa
     write(residue / "tmp" / "lsp.log", "log\n")
     remove = sweep_module.remove_listed
 
-    def with_a_writer(path, files, folders):
+    def with_a_writer(path, files, folders, **options):
         write(path / "src" / "draft.py", "written during the removal\n")
-        return remove(path, files, folders)
+        return remove(path, files, folders, **options)
 
     monkeypatch.setattr(sweep_module, "remove_listed", with_a_writer)
     res = run_cli("sweep", "--json", cwd=home_repo)
