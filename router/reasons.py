@@ -224,6 +224,8 @@ class Reason(StrEnum):
     # PR ``count``, and why gh could not close it (a GH_UNAVAILABLE part; an older record's
     # words in ``text``)
     PR_NOT_CLOSED = "pr-not-closed"
+    # a listed repo that cannot be used: the error code (``code``), and why (``kind``:
+    # router.topic.containment.Uncontained) about ``path`` (``items``: the other paths it names)
     REPO_UNUSABLE = "repo-unusable"
     # -- pr-cleanup's own plan refusals (nothing touched)
     IN_PRIMARY = "in-primary"  # the primary clone has the branch checked out
@@ -303,10 +305,9 @@ class Why:
     the host's session id, a line a user declared.
 
     Not fields yet, still words another module built, in ``text``: a refusal's
-    message (``snapshot-failed``, ``not-surveyed``, ``refusal``), why a repo is not
-    usable (``repo-unusable``), a repository layout the git layer does not
-    trust (``reflog-unknown``), what blocks a half-removed worktree
-    (``half-removed``).
+    message (``snapshot-failed``, ``not-surveyed``, ``refusal``), a repository
+    layout the git layer does not trust (``reflog-unknown``), what blocks a
+    half-removed worktree (``half-removed``).
 
     A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),
     the words of facts that are fields now: the renderer says those words

@@ -872,6 +872,27 @@ SAID_FROM_FACTS = [
         "would not write): keep those commits on a branch, then run teardown again",
     ),
     (
+        Why(Reason.REPO_UNUSABLE, code="missing", kind="missing", path="/ws/api"),
+        {"reason": "repo-unusable", "text": "missing: /ws/api does not exist"},
+        "repo not usable: missing: /ws/api does not exist",
+    ),
+    (
+        Why(
+            Reason.REPO_UNUSABLE,
+            code="containment",
+            kind="linked-elsewhere",
+            path="/ws/api",
+            items=("/else/api", "/ws"),
+        ),
+        {
+            "reason": "repo-unusable",
+            "text": "containment: /ws/api is a linked worktree of /else/api, which is not "
+            "beside the home repo in /ws; list a sibling clone instead",
+        },
+        "repo not usable: containment: /ws/api is a linked worktree of /else/api, which is not "
+        "beside the home repo in /ws; list a sibling clone instead",
+    ),
+    (
         Why(Reason.GH_SILENT, parts=(Why(Reason.GH_UNAVAILABLE, kind="not-installed"),)),
         {"reason": "gh-silent", "text": "gh unavailable: gh is not installed or not on PATH"},
         "gh unavailable: gh is not installed or not on PATH: the content proof alone decides",

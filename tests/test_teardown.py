@@ -1547,3 +1547,22 @@ def test_a_repo_refused_twice_names_in_text_the_code_its_json_and_error_name(hom
     assert (wt / "lib.py").read_text() == "v = 2  # edited, not committed\n"
     assert (wt / "idea.py").is_file() and topic.branch in branches(home_repo)
     assert git(wt, "log", "-1", "--format=%s") == "unpushed work"
+
+
+def test_a_listed_repo_moved_away_is_said_unusable_in_each_step(workspace):
+    # The repo's primary clone is moved away: nothing is done there, and each step says why.
+    topic = ship(multi_topic(workspace, ("api",)))
+    api = topic.repos["api"]
+    moved = workspace.parent / "api-moved"
+    api.rename(moved)
+    try:
+        res = teardown(topic)
+        assert res.code == 0, res.out + res.err
+        steps = steps_of(res.json, "api")
+        assert list(steps) == list(STEPS)
+        for step in steps.values():
+            assert step["outcome"] == "skipped"
+            assert step["reason"] == "repo-unusable"
+            assert step["detail"] == f"repo not usable: missing: {api} does not exist"
+    finally:
+        moved.rename(api)

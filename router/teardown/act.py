@@ -80,7 +80,7 @@ def git_steps(plan: RepoPlan, scope: TopicScope, opts: TeardownOptions) -> RepoR
         return TeardownReport(
             target.name,
             target.worktree,
-            tuple(skipped(s, Why(Reason.REPO_UNUSABLE, text=str(target.problem))) for s in STEPS),
+            tuple(skipped(s, target.unusable or Why(Reason.REPO_UNUSABLE)) for s in STEPS),
         )
     if recreated(plan) and opts.acts:
         forget_earlier_teardown(repo.common_dir, scope.id)

@@ -20,6 +20,7 @@ from router.names import protected_reason
 from router.plandir.artifacts import PR
 from router.processes import process_words
 from router.reasons import Reason, Why
+from router.topic.containment import uncontained_words
 from router.topic.holders import holder_words
 from router.topic.runs import PLANS_DIR
 
@@ -185,6 +186,14 @@ def _reflog_only(w: Why) -> str:
 def pr_list_words(w: Why) -> str:
     """Why no PR list: gh unavailable (its words), or (``flag``) its listing failed."""
     return "gh failed while listing the PRs" if w.flag else gh_words(w)
+
+
+def unusable_words(w: Why) -> str:
+    """Why a listed repo cannot be used: its code and the containment's words (``kind``),
+    or an older record's words."""
+    if not w.kind:
+        return w.text
+    return f"{w.code}: {uncontained_words(w.kind, w.path, *w.items)}"
 
 
 def gh_words(w: Why) -> str:

@@ -30,6 +30,7 @@ from router.errors import BadInput, ErrorCode, ExitCode, Refusal, RouterError, e
 from router.fsutil import files_under
 from router.git import Git, GitError
 from router.names import ID_RE, Branch, branch_for
+from router.reasons import Reason, Why
 from router.records import field, record, replace
 from router.teardown.restore_journal import (
     branches_in_use,
@@ -49,6 +50,7 @@ from router.teardown.snapshot import (
     read_snapshot,
     snapshot_ref,
 )
+from router.teardown.wording import in_words
 from router.topic import journal, state
 from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.scope import RepoTarget, TopicScope, resolve_topic
@@ -156,9 +158,8 @@ def _restore_branch(cwd: Path, branch: str, *, wait: float) -> RestoreResult | N
 def _restore_target(target: RepoTarget, topic_id: str) -> RestoredRepo:
     repo = target.repo
     if repo is None:
-        return RestoredRepo(
-            target.name, RestoreStatus.SKIPPED, f"repo not usable: {target.problem}"
-        )
+        unusable = target.unusable or Why(Reason.REPO_UNUSABLE)
+        return RestoredRepo(target.name, RestoreStatus.SKIPPED, in_words(unusable))
     restored = _restore_unless_stopped(
         target.name, lambda: restore_repo(target.name, repo, topic_id, target.branch)
     )

@@ -22,6 +22,7 @@ from router.teardown.factwords import (
     name_some,
     pr_list_words,
     torn_words,
+    unusable_words,
 )
 from router.topic.workspace import WORKTREES_DIR
 
@@ -549,7 +550,7 @@ WORDS: dict[Reason, Words] = {
     Reason.NO_OPEN_PR: lambda w: "no open PR for this branch (already closed, or none)",
     Reason.PRS_CLOSED: lambda w: f"closed {', '.join(w.items)} (children before parents)",
     Reason.PRS_NOT_CLOSED: lambda w: f"closing {', '.join(w.items)}: could not close {_parts(w)}",
-    Reason.REPO_UNUSABLE: lambda w: f"repo not usable: {w.text}",
+    Reason.REPO_UNUSABLE: lambda w: f"repo not usable: {unusable_words(w)}",
     # pr-cleanup's own plan refusals
     Reason.IN_PRIMARY: lambda w: (
         f"{w.branch} is checked out in the primary clone {w.path}; switch it to the "

@@ -21,6 +21,7 @@ from router.plandir.reposmd import (
     read_repos_md,
     worktree_lines,
 )
+from router.reasons import Reason, Why
 from router.records import record
 from router.topic import state
 from router.topic.containment import Containment, contain_all
@@ -38,10 +39,10 @@ class RepoTarget:
     path: Path  # the repo's primary root (as listed, when it cannot be opened)
     branch: str
     worktree: Path | None  # recorded worktree; never trusted to be a linked one
-    repo: Repo | None = None  # None when ``problem`` says why it cannot be used
+    repo: Repo | None = None  # None when ``unusable`` says why it cannot be used
     record: state.TopicRecord | None = None
     is_home: bool = False
-    problem: str = ""
+    unusable: Why | None = None  # a repo-unusable reason
     # The repo's worktree list as this command read it while resolving (the
     # home's, when a plan dir was found); None: not read yet.
     entries: tuple[WorktreeEntry, ...] | None = None
@@ -233,11 +234,20 @@ def _secondary(
         # A duplicate is the same repository as an earlier entry: acting on it
         # again would integrate the same commits into the same primary twice.
         warnings.append(f"{name}: {verdict.detail}; nothing done there")
-        return RepoTarget(
-            name, path, branch, worktree, problem=f"{verdict.reason}: {verdict.detail}"
-        )
+        return RepoTarget(name, path, branch, worktree, unusable=_unusable(verdict))
     record = state.read_record_or_none(repo.common_dir, topic_id, warnings)
     if record is not None:
         branch = record.branch or branch
         worktree = Path(record.worktree) if record.worktree else worktree
     return RepoTarget(name, repo.primary, branch, worktree, repo, record)
+
+
+def _unusable(verdict: Containment) -> Why:
+    """Why a listed repo cannot be used: its error code and the containment's kind and facts."""
+    return Why(
+        Reason.REPO_UNUSABLE,
+        code=str(verdict.reason or ""),
+        kind=str(verdict.kind or ""),
+        path=verdict.path,
+        items=tuple(p for p in (verdict.at, verdict.where) if p),
+    )
