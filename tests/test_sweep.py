@@ -740,3 +740,17 @@ def test_work_written_into_residue_while_it_is_deleted_stays(home_repo, monkeypa
         (str(residue), ["src/draft.py"])
     ]
     assert (residue / "src" / "draft.py").read_text() == "written during the removal\n"
+
+
+def test_residue_with_a_name_long_in_bytes_is_swept(home_repo):
+    """A name of 120 two-byte characters is 240 bytes: moved aside under a name cut at
+    the filesystem's 255 bytes, not 255 characters, it is swept like any other."""
+    name = "é" * 120
+    write(leftovers(home_repo) / name / "tmp" / "lsp.log", "log\n")
+    data = sweep(home_repo)
+    assert (data["swept"], data["kept"], data["failed"]) == (
+        [str(leftovers(home_repo) / name)],
+        [],
+        [],
+    )
+    assert list(leftovers(home_repo).iterdir()) == []

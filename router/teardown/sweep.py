@@ -456,6 +456,7 @@ def _subdirs(base: Path) -> list[Path]:
 
 
 SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again
+_NAME_MAX = 255  # bytes in a file name (Linux's NAME_MAX)
 
 
 def _aside_name(name: str) -> str:
@@ -466,7 +467,9 @@ def _aside_name(name: str) -> str:
     start time (where /proc gives none: the pid alone, the older form) a
     reused pid is told from the sweep, as holders are (DESIGN §10).
     """
-    return f"{SWEEPING}{_sweeper(os.getpid())}-{name}"[:255]
+    # A name is at most 255 bytes, not characters: cut where the bytes run out (a
+    # character cut in two reads back as the same bytes, the filesystem's way).
+    return os.fsdecode(os.fsencode(f"{SWEEPING}{_sweeper(os.getpid())}-{name}")[:_NAME_MAX])
 
 
 @functools.cache
@@ -518,7 +521,7 @@ def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
         sweeper, original = found
         if sweeper.pid != os.getpid() and is_live(sweeper):
             held.append(base / name)
-        elif rename and len(name) < 255:
+        elif rename and len(os.fsencode(name)) < _NAME_MAX:  # else its own name was cut
             with contextlib.suppress(OSError):  # left under its aside name, judged there
                 rename_noreplace(base / name, base / original)
     return held
