@@ -211,3 +211,31 @@ def test_a_hook_s_background_process_holding_git_s_output_does_not_hold_the_comm
     assert res.stderr == "Switched to a new branch 'topic'\nhook ran\n"
     assert took < 30, f"the command waited {took:.0f}s for the hook's background process"
     assert git(repo, "branch", "--show-current") == "topic"
+
+
+def test_a_git_put_on_path_after_a_first_command_is_the_one_the_next_command_runs(tmp_path):
+    """Which git runs is looked up on PATH for each command, as a shell does: a wrapper put
+    first on PATH between two commands (a fault, a newer git) is not passed over."""
+    from router.git.run import Runner
+
+    repo = make_repo(tmp_path, "repo", origin=False)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    runner = Runner(repo, {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
+    real = runner.out("rev-parse", "--git-dir")
+    marker = tmp_path / "ran"
+    wrapper = folder / "git"
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$@" >> {marker}\nPATH="{os.environ["PATH"]}" exec git "$@"\n'
+    )
+    wrapper.chmod(0o755)
+
+    assert runner.out("rev-parse", "--git-dir") == real
+    assert marker.read_text().split() == [
+        "-C",
+        str(repo),
+        "-c",
+        "core.fsmonitor=",
+        "rev-parse",
+        "--git-dir",
+    ]

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 _READ_SIZE = 65536
-_found: dict[tuple[str, str], str] = {}  # (program, PATH) -> the file run for it
 _cleared = False  # whether the descriptors this process inherited were made private
 
 
@@ -213,19 +212,14 @@ _SIGKILL = 9  # the same number on every POSIX system
 
 
 def _program(name: str, env: Mapping[str, str]) -> str:
-    """The file ``name`` runs as, found as ``execvp`` would on ``env``'s PATH (looked up once
-    per PATH); FileNotFoundError when no directory there holds it."""
-    key = (name, env.get("PATH", ""))
-    found = _found.get(key)
-    if found is None:
-        for folder in os.get_exec_path(env) if os.sep not in name else [""]:
-            candidate = os.path.join(folder, name)
-            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
-                found = _found[key] = candidate
-                break
-        else:
-            raise FileNotFoundError(2, "No such file or directory", name)
-    return found
+    """The file ``name`` runs as, found as ``execvp`` would on ``env``'s PATH, for each command
+    (a few ``access`` calls: a git put on PATH or taken off it meanwhile is seen, as a shell
+    sees it); FileNotFoundError when no directory there holds it."""
+    for folder in os.get_exec_path(env) if os.sep not in name else [""]:
+        candidate = os.path.join(folder, name)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    raise FileNotFoundError(2, "No such file or directory", name)
 
 
 def _exit_watch(pid: int) -> int | None:
