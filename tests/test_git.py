@@ -7,7 +7,8 @@ import subprocess
 import sys
 import time
 
-from helpers.faults import slow_git
+import pytest
+from helpers.faults import git_wrapper, slow_git
 from helpers.repos import commit, git, make_repo
 
 from router.git import Git, committer_unknown, config_view, first_blob
@@ -65,6 +66,34 @@ def test_a_started_fetch_that_hangs_is_ended_at_its_timeout(tmp_path, monkeypatc
     assert started.exists()
     assert error is not None and error.returncode == 124 and "timed out after 1s" in str(error)
     assert running.error() is error  # collected once, then remembered
+
+
+@pytest.mark.parametrize("started_ahead", [False, True])
+def test_a_fetch_that_closes_its_output_and_hangs_is_ended_at_its_timeout(tmp_path, started_ahead):
+    """A git (a wrapper, a hook's shell) that closes stdout and stderr, then never ends:
+    the pipes end long before it does, and its timeout still ends it, with the typed error."""
+    from router.git.run import GitTimedOut, Runner
+
+    repo = make_repo(tmp_path, "r")
+    pid_file = tmp_path / "hung.pid"
+    env = git_wrapper(
+        tmp_path / "bin", " fetch ", f"echo $$ > '{pid_file}'\nexec >&- 2>&-\nexec sleep 30"
+    )
+    runner = Runner(repo, env)
+    began = time.monotonic()
+    if started_ahead:
+        error = runner.start("fetch", "origin", timeout=1).error()
+    else:
+        with pytest.raises(GitTimedOut) as raised:
+            runner.run("fetch", "origin", timeout=1)
+        error = raised.value
+    took = time.monotonic() - began
+    assert isinstance(error, GitTimedOut), error
+    assert (error.returncode, error.stderr) == (124, "timed out after 1s")
+    assert took < 10, f"waited {took:.0f}s for a git that closed its output"
+    hung = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(hung, 0)
 
 
 def test_a_started_fetch_reports_git_s_own_failure(tmp_path):

@@ -74,14 +74,19 @@ class Child:
         :class:`TimedOut` when it is not done by ``deadline`` (``time.monotonic()``)."""
         try:
             self._pump(deadline)
+            # Where no pidfd tells the end, the pipes ending did: a child that closed them
+            # early is still waited for only until its deadline.
+            status = self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except TimedOut:
             self.kill()
             raise
         out_fd, err_fd = self._chunks
-        return self.wait(), b"".join(self._chunks[out_fd]), b"".join(self._chunks[err_fd])
+        return status, b"".join(self._chunks[out_fd]), b"".join(self._chunks[err_fd])
 
     def _pump(self, deadline: float | None) -> None:
-        """Feed stdin and read stdout and stderr until all three are closed."""
+        """Feed stdin and read stdout and stderr until the child ended (its pidfd), or all
+        three are closed where there is no pidfd; :class:`TimedOut` once ``deadline`` passed,
+        however much it still writes and whether or not it closed its pipes early."""
         import select
 
         poller = select.poll()
@@ -93,11 +98,9 @@ class Child:
             poller.register(self._feed[0], select.POLLOUT)
         if self._ended is not None:
             poller.register(self._ended, select.POLLIN)
-        while self._open or self._feed is not None:
+        while self._open or self._feed is not None or self._ended is not None:
             left = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             ready = poller.poll(left)
-            if not ready and deadline is not None and time.monotonic() >= deadline:
-                raise TimedOut(self.argv)
             for fd, _event in ready:
                 if fd == self._ended:
                     self._read_what_is_left()
@@ -107,6 +110,10 @@ class Child:
                         poller.unregister(fd)
                 elif not self._drain(fd):
                     poller.unregister(fd)
+            # Checked on every turn, not only when nothing was ready: a child that never stops
+            # writing is as late as one that never writes.
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimedOut(self.argv)
 
     def _read_what_is_left(self) -> None:
         """Once the child ended: what it wrote is all in the pipes, read without waiting for
