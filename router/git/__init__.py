@@ -167,144 +167,64 @@ if TYPE_CHECKING:
     from router.git.worktrees import SUBMODULES_REFUSAL as SUBMODULES_REFUSAL
     from router.git.worktrees import WorktreeEntry as WorktreeEntry
 
-# Where each public name lives, for the import on first use (:func:`__getattr__`).
-_HOME = {
-    "ANY_OBJECT_ID": "files",
-    "Unsure": "files",
-    "branches_present": "files",
-    "busy_with_branch": "files",
-    "checked_out_branches": "files",
-    "checkout_branch": "files",
-    "checkout_git_dir": "files",
-    "declares_submodules": "files",
-    "SETTLED_NS": "files",
-    "find_git_dir": "files",
-    "gitdir_pointer": "files",
-    "index_device": "files",
-    "IndexCopy": "indexfile",
-    "IndexEntry": "indexfile",
-    "checkout_index": "indexfile",
-    "index_entries": "indexfile",
-    "index_paths": "indexfile",
-    "is_indexed_file": "indexfile",
-    "unwatched_entries": "indexfile",
-    "plain_checkouts": "files",
-    "placeholder_head": "files",
-    "registration_file": "files",
-    "registration_of": "files",
-    "registrations": "files",
-    "torn_registration": "files",
-    "TORN_PLACEHOLDER": "files",
-    "worktree_admin_dirs": "files",
-    "forget": "answers",
-    "remembered": "answers",
-    "Git": "client",
-    "init_repo": "client",
-    "GitError": "run",
-    "GitMissing": "run",
-    "Running": "run",
-    "GitPlace": "layout",
-    "RepoLayout": "layout",
-    "absolute_git_dir": "layout",
-    "git_place": "layout",
-    "repository_above": "layout",
-    "repository_below": "layout",
-    "RefTip": "refs",
-    "update_ref": "refs",
-    "DanglingHead": "reflog",
-    "OddReflog": "reflog",
-    "branch_created_at": "reflog",
-    "head_reflog_name": "reflog",
-    "head_reflog_only": "reflog",
-    "head_reflog_where": "reflog",
-    "ADD_IN_PROGRESS": "worktrees",
-    "SUBMODULES_REFUSAL": "worktrees",
-    "WorktreeEntry": "worktrees",
-    "check_out_sparse": "sparse",
-    "sparse_cone": "sparse",
-    "missing_dirs": "sparse",
-    "set_sparse_cone": "sparse",
-    "StatusReport": "status",
-    "checkout_state": "status",
-    "FastForward": "checkout",
-    "cherry_pick": "checkout",
-    "cherry_pick_abort": "checkout",
-    "cherry_pick_head": "checkout",
-    "cherry_pick_quit": "checkout",
-    "fast_forward": "checkout",
-    "operation_in_progress": "checkout",
-    "pull": "checkout",
-    "read_index": "checkout",
-    "rebase_abort": "checkout",
-    "reset_hard": "checkout",
-    "restore_worktree_files": "checkout",
-    "sequencer_empty": "checkout",
-    "sequencer_locks": "checkout",
-    "sequencer_start": "checkout",
-    "sequencer_unstarted": "checkout",
-    "submodule_update": "checkout",
-    "write_tree_files": "checkout",
-    "CherryEntry": "history",
-    "commit_message": "history",
-    "commit_parents": "history",
-    "commits_only_head_reaches": "history",
-    "former_gitlinks": "history",
-    "log_subjects": "history",
-    "unique_commits": "history",
-    "changed_paths": "objects",
-    "commit_all": "objects",
-    "commit_tree": "objects",
-    "directory_tree": "objects",
-    "file_blobs": "objects",
-    "first_blob": "objects",
-    "gc_prune_now": "objects",
-    "index_blobs": "objects",
-    "index_tree": "objects",
-    "is_cut_short": "objects",
-    "moved_gitlinks": "objects",
-    "reflog_expire_unreachable": "objects",
-    "snapshot_tree": "objects",
-    "tree_blobs": "objects",
-    "tree_files": "objects",
-    "worktree_blobs": "objects",
-    "ConfigView": "config",
-    "committer_unknown": "config",
-    "config_view": "config",
-    "is_identity_error": "config",
-    "add_remote": "remote",
-    "commits_on_no_remote": "remote",
-    "gone_remotes": "remote",
-    "push": "remote",
-    "push_delete": "remote",
-    "remote_branch_tip": "remote",
-    "remote_prune_refs": "remote",
-    "borrow_pin": "submodules",
-    "borrow_pins": "submodules",
-    "keep_borrowed": "submodules",
-    "keep_borrowers": "submodules",
-    "keep_borrowed_objects": "keep",
-    "borrowers_to_keep": "borrowing",
-    "unkept": "submodules",
-    "Unkept": "submodules",
-    "borrowed_sources": "submodules",
-    "drop_borrow_pin": "submodules",
-    "pinned_borrower": "submodules",
-    "Borrowed": "submodules",
-    "pin_borrower": "submodules",
-    "Gitlink": "submodules",
-    "MissingCommit": "submodules",
-    "borrow_module": "submodules",
-    "checkout_borrowed": "submodules",
-    "checkout_finished": "submodules",
-    "declared_gitlinks": "submodules",
-    "detached_head": "submodules",
-    "forget_unfinished_checkout": "submodules",
-    "initialised_names": "submodules",
-    "module_dir": "submodules",
-    "primary_module": "submodules",
-    "left_lock_warnings": "locks",
-    "left_locks": "locks",
+# Where each public name lives, for the import on first use (:func:`__getattr__`):
+# the names each module exports, as the TYPE_CHECKING imports above name them.
+_EXPORTS = {
+    "answers": "forget remembered",
+    "borrowing": "borrowers_to_keep",
+    "checkout": (
+        "FastForward cherry_pick cherry_pick_abort cherry_pick_head cherry_pick_quit"
+        " fast_forward operation_in_progress pull read_index rebase_abort reset_hard"
+        " restore_worktree_files sequencer_empty sequencer_locks sequencer_start"
+        " sequencer_unstarted submodule_update write_tree_files"
+    ),
+    "client": "Git init_repo",
+    "config": "ConfigView committer_unknown config_view is_identity_error",
+    "files": (
+        "ANY_OBJECT_ID SETTLED_NS TORN_PLACEHOLDER Unsure branches_present"
+        " busy_with_branch checked_out_branches checkout_branch checkout_git_dir"
+        " declares_submodules find_git_dir gitdir_pointer index_device placeholder_head"
+        " plain_checkouts registration_file registration_of registrations"
+        " torn_registration worktree_admin_dirs"
+    ),
+    "history": (
+        "CherryEntry commit_message commit_parents commits_only_head_reaches"
+        " former_gitlinks log_subjects unique_commits"
+    ),
+    "indexfile": (
+        "IndexCopy IndexEntry checkout_index index_entries index_paths is_indexed_file"
+        " unwatched_entries"
+    ),
+    "keep": "keep_borrowed_objects",
+    "layout": "GitPlace RepoLayout absolute_git_dir git_place repository_above repository_below",
+    "locks": "left_lock_warnings left_locks",
+    "objects": (
+        "changed_paths commit_all commit_tree directory_tree file_blobs first_blob"
+        " gc_prune_now index_blobs index_tree is_cut_short moved_gitlinks"
+        " reflog_expire_unreachable snapshot_tree tree_blobs tree_files worktree_blobs"
+    ),
+    "reflog": (
+        "DanglingHead OddReflog branch_created_at head_reflog_name head_reflog_only"
+        " head_reflog_where"
+    ),
+    "refs": "RefTip update_ref",
+    "remote": (
+        "add_remote commits_on_no_remote gone_remotes push push_delete remote_branch_tip"
+        " remote_prune_refs"
+    ),
+    "run": "GitError GitMissing Running",
+    "sparse": "check_out_sparse missing_dirs set_sparse_cone sparse_cone",
+    "status": "StatusReport checkout_state",
+    "submodules": (
+        "Borrowed Gitlink MissingCommit Unkept borrow_module borrow_pin borrow_pins"
+        " borrowed_sources checkout_borrowed checkout_finished declared_gitlinks"
+        " detached_head drop_borrow_pin forget_unfinished_checkout initialised_names"
+        " keep_borrowed keep_borrowers module_dir pin_borrower pinned_borrower"
+        " primary_module unkept"
+    ),
+    "worktrees": "ADD_IN_PROGRESS SUBMODULES_REFUSAL WorktreeEntry",
 }
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> object:
