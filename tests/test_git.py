@@ -268,3 +268,17 @@ def test_a_git_put_on_path_after_a_first_command_is_the_one_the_next_command_run
         "rev-parse",
         "--git-dir",
     ]
+
+
+def test_a_git_killed_by_a_signal_is_said_so_not_as_an_exit_code(tmp_path):
+    """A git a signal ended has no exit code of its own (the -9 its wait status reads as):
+    its failure names the signal, in the line every refusal and warning says."""
+    from router.git.run import GitError, Runner
+
+    repo = make_repo(tmp_path, "repo", origin=False)
+    env = git_wrapper(tmp_path / "bin", "rev-parse", 'echo "partial" >&2\nkill -KILL $$')
+    runner = Runner(repo, env)
+    with pytest.raises(GitError) as caught:
+        runner.out("rev-parse", "HEAD")
+    assert caught.value.returncode == -9
+    assert caught.value.first_line == "git was killed by signal 9 (SIGKILL)"

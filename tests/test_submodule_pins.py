@@ -687,7 +687,8 @@ def test_a_walk_that_fails_for_a_moment_is_tried_again_and_pins(workspace, tmp_p
     if fault == "killed":
         # Not git's answer about the borrower: said, and nothing remembered of it.
         assert json.loads(first.out)["warnings"] == [
-            f"{borrower}: its branches stand on objects no pin keeps (git exited -9); "
+            f"{borrower}: its branches stand on objects no pin keeps (git was killed by signal 9 "
+            "(SIGKILL)); "
             "`team-router doctor` says more"
         ]
         then = run("phase", ID, "--json", cwd=web, env=env)  # tried again, and pinned

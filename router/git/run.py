@@ -126,6 +126,8 @@ class GitError(ToolFailed):
         lock = self.lock_file
         if lock is not None:
             return lock_message(lock, self.repo)
+        if self.returncode < 0:  # killed: whatever it wrote before is not why it stopped
+            return killed_words(-self.returncode)
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
         return lines[0] if lines else f"git exited {self.returncode}"
 
@@ -134,6 +136,17 @@ class GitError(ToolFailed):
         """The directory git ran in (``git -C <dir>``)."""
         argv = self.argv
         return Path(argv[2]) if len(argv) > 2 and argv[1] == "-C" else None
+
+
+def killed_words(signum: int) -> str:
+    """A git a signal ended (``signum``), as its exit code ``-signum`` cannot say it."""
+    import signal
+
+    try:
+        named = f" ({signal.Signals(signum).name})"
+    except ValueError:
+        named = ""
+    return f"git was killed by signal {signum}{named}"
 
 
 def lock_message(lock: Path, repo: Path | None) -> str:
