@@ -754,3 +754,35 @@ def test_residue_with_a_name_long_in_bytes_is_swept(home_repo):
         [],
     )
     assert list(leftovers(home_repo).iterdir()) == []
+
+
+def test_two_leftovers_alike_up_to_the_cut_aside_name_are_both_swept(home_repo, monkeypatch):
+    """Two names alike in their first 230 bytes: cut to 255 bytes, their aside names differ
+    (a digest of the whole name ends them), so the second is moved aside and swept while
+    the first, which could not be deleted, still holds its own; the next sweep takes that."""
+    base = leftovers(home_repo)
+    first, second = base / f"{'l' * 230}-a", base / f"{'l' * 230}-b"
+    write(first / "tmp" / "lsp.log", "log\n")
+    stuck = first / "tmp" / "stuck.log"
+    write(stuck, "log\n")
+    write(second / "tmp" / "lsp.log", "log\n")
+    if subprocess.run(["chattr", "+i", str(stuck)], check=False).returncode != 0:
+        pytest.skip("chattr +i is not possible on this filesystem")
+    # One at a time, in name order: the first is aside (and stays) when the second moves.
+    monkeypatch.setattr(sweep_module, "REMOVING", 1)
+    try:
+        res = run_cli("sweep", "--json", cwd=home_repo)
+    finally:  # wherever the sweep left it (moved aside)
+        for path in base.glob("*/tmp/stuck.log"):
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+    assert res.code == 1, res.out + res.err
+    assert [(f["path"], f["error"].split(":")[0]) for f in res.json["failed"]] == [
+        (str(first), "Operation not permitted")
+    ]
+    assert (res.json["swept"], res.json["kept"]) == ([str(second)], [])
+    (aside,) = base.iterdir()  # the first, under its aside name cut at 255 bytes
+    assert aside.name.startswith(sweep_module.SWEEPING) and len(os.fsencode(aside.name)) == 255
+    assert sorted(p.name for p in (aside / "tmp").iterdir()) == ["stuck.log"]
+    again = sweep(home_repo)
+    assert (again["swept"], again["kept"], again["failed"]) == ([str(aside)], [], [])
+    assert list(base.iterdir()) == []

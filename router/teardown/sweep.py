@@ -457,6 +457,7 @@ def _subdirs(base: Path) -> list[Path]:
 
 SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again
 _NAME_MAX = 255  # bytes in a file name (Linux's NAME_MAX)
+_DIGEST = 16  # hex digits of the whole name's digest that end an aside name cut short
 
 
 def _aside_name(name: str) -> str:
@@ -468,8 +469,15 @@ def _aside_name(name: str) -> str:
     reused pid is told from the sweep, as holders are (DESIGN §10).
     """
     # A name is at most 255 bytes, not characters: cut where the bytes run out (a
-    # character cut in two reads back as the same bytes, the filesystem's way).
-    return os.fsdecode(os.fsencode(f"{SWEEPING}{_sweeper(os.getpid())}-{name}")[:_NAME_MAX])
+    # character cut in two reads back as the same bytes, the filesystem's way), and end in
+    # a digest of the whole name: two leftovers alike up to the cut get two aside names.
+    whole = os.fsencode(f"{SWEEPING}{_sweeper(os.getpid())}-{name}")
+    if len(whole) <= _NAME_MAX:
+        return os.fsdecode(whole)
+    import hashlib
+
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:_DIGEST]
+    return os.fsdecode(whole[: _NAME_MAX - _DIGEST - 1] + f"~{digest}".encode())
 
 
 @functools.cache
