@@ -28,7 +28,7 @@ from typing import Any
 from router import git as g
 from router import interrupt
 from router.reasons import Reason, Why
-from router.records import record
+from router.records import fields, record, values
 
 GH_TIMEOUT = 20.0  # seconds per gh call; a hung network must not hang a cleanup
 PR_FIELDS = (
@@ -50,10 +50,18 @@ _REMOTE_FORMS = (
     re.compile(rf"ssh://{_USER}{_HOST}(?::[0-9]{{1,5}})?/{_OWNER}/{_NAME}{_TAIL}"),
     re.compile(rf"{_USER}{_HOST}:{_OWNER}/{_NAME}{_TAIL}"),
 )
-PR_URL_RE = re.compile(
-    rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/pull/(?P<number>[0-9]{{1,10}})/?",
-    re.ASCII,
-)
+
+
+def _numbered_url_re(kind: str) -> re.Pattern[str]:
+    """``https://HOST/OWNER/NAME/<kind>/N``: a PR's (``pull``) or an issue's (``issues``) URL."""
+    return re.compile(
+        rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/{kind}/(?P<number>[0-9]{{1,10}})/?",
+        re.ASCII,
+    )
+
+
+PR_URL_RE = _numbered_url_re("pull")
+ISSUE_URL_RE = _numbered_url_re("issues")
 _OID_RE = re.compile(g.ANY_OBJECT_ID)
 
 
@@ -98,28 +106,24 @@ class PrUrl:
 
 def parse_pr_url(text: str) -> PrUrl | None:
     """``https://HOST/OWNER/NAME/pull/N`` (nothing after N but an optional slash), else None."""
-    match = PR_URL_RE.fullmatch(text)
-    if match is None:
-        return None
-    name = match["name"].removesuffix(".git")
-    return PrUrl(RepoSlug(match["host"], match["owner"], name), int(match["number"]))
-
-
-ISSUE_URL_RE = re.compile(
-    rf"https://{_HOST}/{_OWNER}/(?P<name>[A-Za-z0-9._-]{{1,100}})/issues/(?P<number>[0-9]{{1,10}})/?",
-    re.ASCII,
-)
-ISSUE_FIELDS = "number,title,body,state,url"
-MAX_PROSE = 20_000  # characters of an issue body or a comment a brief quotes
+    return _numbered_url(PR_URL_RE, text)
 
 
 def parse_issue_url(text: str) -> PrUrl | None:
     """``https://HOST/OWNER/NAME/issues/N``, else None (the same shape as a PR URL's)."""
-    match = ISSUE_URL_RE.fullmatch(text)
+    return _numbered_url(ISSUE_URL_RE, text)
+
+
+def _numbered_url(pattern: re.Pattern[str], text: str) -> PrUrl | None:
+    match = pattern.fullmatch(text)
     if match is None:
         return None
     name = match["name"].removesuffix(".git")
     return PrUrl(RepoSlug(match["host"], match["owner"], name), int(match["number"]))
+
+
+ISSUE_FIELDS = "number,title,body,state,url"
+MAX_PROSE = 20_000  # characters of an issue body or a comment a brief quotes
 
 
 @record
@@ -133,13 +137,7 @@ class Issue:
     url: str
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "number": self.number,
-            "title": self.title,
-            "body": self.body,
-            "state": self.state,
-            "url": self.url,
-        }
+        return {f.name: value for f, value in zip(fields(self), values(self), strict=True)}
 
 
 @record
