@@ -252,11 +252,6 @@ def process_name(pid: int) -> str:
         return "?"
 
 
-def describe_process(pid: int) -> str:
-    """``process 123 (vim)``: how a refusal names a process the user is to close."""
-    return process_words(pid, process_name(pid))
-
-
 def process_words(pid: int, name: str) -> str:
     """``process 123 (vim)``: a process and its command name, as every message names it."""
     return f"process {pid} ({name})"

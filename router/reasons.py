@@ -177,7 +177,7 @@ class Reason(StrEnum):
     # repositories inside (``parts``: each NESTED_REPO) hold work found nowhere else
     NESTED_WORK = "nested-work"
     # a repository inside: ``kind`` (router.teardown.nested.NestedKind) at ``path``, and what
-    # removing it would lose (``parts``), or why it could not be inspected
+    # removing it would lose (``parts``), or why it could not be inspected; none: it loses nothing
     NESTED_REPO = "nested-repo"
     NOT_A_REPOSITORY = "not-a-repository"  # git does not recognise it as a repository
     NOT_INSPECTED = "not-inspected"  # git could not inspect it (its words in ``text``)
@@ -197,11 +197,12 @@ class Reason(StrEnum):
     REFLOG_UNKNOWN = "reflog-unknown"
     ODD_REFLOG = "odd-reflog"  # reflog file ``path`` cannot be read (``flag``), or has an odd line
     REFLOG_ONLY = "reflog-only"  # the HEAD reflog is the only record of commits
-    IN_USE = "in-use"  # a process works in the worktree
+    IN_USE = "in-use"  # processes (``parts``: each PROCESS) work in the worktree
     # -- who may be working there (``parts`` of HELD and HELD_ELSEWHERE)
     HOLDER = "holder"  # a live session: process ``count``, the host's session id in ``text``
     # (``flag``: it holds another topic of the repository)
     PROCESS_IN = "process-in"  # process ``count`` (its command name in ``text``) works in ``path``
+    PROCESS = "process"  # process ``count`` (its command name in ``text``), where its reason says
     NO_PROC = "no-proc"  # no /proc shows that no other process works in ``path``
     # -- pr-cleanup --abandon's snapshot and stack
     NOTHING_TO_KEEP = "nothing-to-keep"  # the branch is gone: no tip to snapshot
@@ -238,7 +239,7 @@ class Reason(StrEnum):
     COPIES = (
         "copies"  # .worktreeinclude copies (``items``) the removal deletes, edited (``others``)
     )
-    NESTED = "nested"  # repositories inside go with the worktree
+    NESTED = "nested"  # repositories inside (``parts``: each NESTED_REPO) go with the worktree
     LOCK_LOST = "lock-lost"  # a worktree that stays could not be locked again
     CONFIG_KEPT = "config-kept"  # the branch's config section stays
     PLAN_DIR_KEPT = "plan-dir-kept"

@@ -935,6 +935,38 @@ SAID_FROM_FACTS = [
         {"reason": "gh-silent", "text": "gh unavailable: gh could not run: Permission denied"},
         "gh unavailable: gh could not run: Permission denied: the content proof alone decides",
     ),
+    (
+        Why(
+            Reason.IN_USE,
+            path="/w",
+            again="teardown",
+            parts=(
+                Why(Reason.PROCESS, count=9, text="vim"),
+                Why(Reason.PROCESS, count=12, text="?"),
+            ),
+        ),
+        {
+            "reason": "in-use",
+            "path": "/w",
+            "items": ["process 9 (vim)", "process 12 (?)"],
+            "again": "teardown",
+        },
+        "/w is in use by process 9 (vim), process 12 (?) (its working directory or an open "
+        "file is there): removing the worktree would pull the directory out from under it; "
+        "close it (exit the shell, quit the editor, stop the server), then run teardown again",
+    ),
+    (
+        Why(
+            Reason.NESTED,
+            parts=(
+                Why(Reason.NESTED_REPO, kind="submodule", path="lib"),
+                Why(Reason.NESTED_REPO, kind="nested repository", path="vendor/x"),
+            ),
+        ),
+        {"reason": "nested", "items": ["submodule lib", "nested repository vendor/x"]},
+        "the repositories inside, holding nothing unpushed, go with it: submodule lib, "
+        "nested repository vendor/x",
+    ),
 ]
 
 

@@ -173,8 +173,9 @@ def worktree_blocker(path: Path, entry: WorktreeEntry, status: StatusReport) -> 
 
 def worktrees_in_use(
     paths: Iterable[Path], *, host: bool = False, topic_lock: Path | None = None
-) -> dict[Path, list[str]] | None:
-    """``path -> ["process 123 (vim)", ...]`` for each of ``paths`` another process works in.
+) -> dict[Path, list[Why]] | None:
+    """``path -> [process 123 (vim), ...]`` (each a PROCESS) for each of ``paths`` another
+    process works in.
 
     Its working directory or an open file is there: git removes the tree from
     under it, and a shell is left in a deleted directory, an editor writes its
@@ -189,7 +190,6 @@ def worktrees_in_use(
     the worktree. None where there is no /proc to read.
     """
     from router.processes import (
-        describe_process,
         processes_using,
         queued_on,
         requesters,
@@ -208,7 +208,13 @@ def worktrees_in_use(
     if topic_lock is not None:
         mine |= queued_on(topic_lock, {pid for pids in users.values() for pid in pids})
     others = {r: sorted(set(pids) - mine) for r, pids in users.items()}
-    return {real[r]: [describe_process(pid) for pid in pids] for r, pids in others.items() if pids}
+    return {real[r]: [_process(pid) for pid in pids] for r, pids in others.items() if pids}
+
+
+def _process(pid: int) -> Why:
+    from router.processes import process_name
+
+    return Why(Reason.PROCESS, count=pid, text=process_name(pid))
 
 
 def reflog_blocker(
@@ -249,11 +255,11 @@ def reflog_blocker(
     return refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, replace(kept, again=again))
 
 
-def in_use_blocker(path: Path, users: list[str], *, again: str = "teardown") -> StepResult:
+def in_use_blocker(path: Path, users: Iterable[Why], *, again: str = "teardown") -> StepResult:
     """The removal refused while ``users`` work in the worktree: ``held``, as --reclaim says of
     a process in a checkout. --force does not override it (it snapshots files, and no
     snapshot keeps an editor's buffers): closing the process is the fix that loses nothing."""
-    in_use = Why(Reason.IN_USE, path=str(path), items=tuple(users), again=again)
+    in_use = Why(Reason.IN_USE, path=str(path), parts=tuple(users), again=again)
     return refused(Step.REMOVE, ErrorCode.HELD, in_use)
 
 

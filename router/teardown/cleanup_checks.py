@@ -62,7 +62,7 @@ class LocalFacts:
     found: Survey
     mode: Mode
     primary: StatusReport  # the primary clone's (pr-cleanup updates its default branch)
-    users: tuple[str, ...] = ()  # other processes working in the worktree it would remove
+    users: tuple[Why, ...] = ()  # other processes working in the worktree (each a PROCESS)
     holders: tuple[Why, ...] = ()  # the other live sessions holding the topic (HOLDER)
     # teardown's check of commits that only the worktree's HEAD reflog keeps (it reads the
     # reflog as it checks, as teardown's facts call it)
@@ -179,7 +179,7 @@ def removal_blockers(facts: LocalFacts) -> list[StepResult]:
     found = [
         nested_blocker(path, facts.found.plan.nested, again=AGAIN),
         facts.reflog,
-        in_use_blocker(path, list(facts.users), again=AGAIN) if facts.users else None,
+        in_use_blocker(path, facts.users, again=AGAIN) if facts.users else None,
     ]
     return [
         refused(b.name, b.code or ErrorCode.STEP_REFUSED, b.why.noting(UNTOUCHED))

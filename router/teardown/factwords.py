@@ -140,6 +140,11 @@ def _nested_work(w: Why) -> str:
     )
 
 
+def _users(w: Why) -> str:
+    """The processes working in a worktree (``parts``); an older record's words in ``items``."""
+    return ", ".join(map(_said, w.parts) if w.parts else w.items)
+
+
 def _dirty(w: Why) -> str:
     # git status does not list the plan dir's files (our info/exclude line): `git add` skips them.
     add = f" (`git add -f` those under {PLANS_DIR}/)" if w.flag else ""
@@ -260,7 +265,9 @@ FACTS: dict[Reason, Words] = {
     ),
     # what keeps a worktree
     Reason.NESTED_WORK: _nested_work,
-    Reason.NESTED_REPO: lambda w: f"{w.kind} {w.path} ({'; '.join(map(_said, w.parts))})",
+    Reason.NESTED_REPO: lambda w: (
+        f"{w.kind} {w.path}" + (f" ({'; '.join(map(_said, w.parts))})" if w.parts else "")
+    ),
     Reason.NOT_A_REPOSITORY: lambda w: "git does not recognise it as a repository",
     Reason.NOT_INSPECTED: lambda w: f"git could not inspect it ({w.text})",
     Reason.ORPHANS: lambda w: (
@@ -285,7 +292,7 @@ FACTS: dict[Reason, Words] = {
     Reason.REFLOG_UNKNOWN: _reflog_unknown,
     Reason.REFLOG_ONLY: _reflog_only,
     Reason.IN_USE: lambda w: (
-        f"{w.path} is in use by {', '.join(w.items)} (its working directory or an open file is "
+        f"{w.path} is in use by {_users(w)} (its working directory or an open file is "
         "there): removing the worktree would pull the directory out from under it; close it "
         f"(exit the shell, quit the editor, stop the server), then run {w.again} again"
     ),
@@ -335,6 +342,7 @@ FACTS: dict[Reason, Words] = {
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")
     ),
     Reason.PROCESS_IN: lambda w: f"{process_words(w.count, w.text)} in {w.path}",
+    Reason.PROCESS: lambda w: process_words(w.count, w.text),
     Reason.NO_PROC: lambda w: (
         f"this system has no /proc, so nothing shows that no other process works in {w.path}"
     ),

@@ -357,7 +357,8 @@ def gone_with(nested: tuple[NestedRepo, ...]) -> tuple[Why, ...]:
     """The note naming the repositories inside that go with the worktree, if any."""
     if not nested:
         return ()
-    return (Why(Reason.NESTED, items=tuple(f"{n.kind} {n.rel}" for n in nested)),)
+    inside = tuple(Why(Reason.NESTED_REPO, kind=str(n.kind), path=n.rel) for n in nested)
+    return (Why(Reason.NESTED, parts=inside),)
 
 
 def removal_interrupted(path: Path, exc: GitError, again: str = "teardown") -> StepResult:

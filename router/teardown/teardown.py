@@ -289,7 +289,7 @@ def _removes(plan: RepoPlan) -> bool:
     return plan.registered and not plan.kept_worktree
 
 
-def _in_use(plan: RepoPlan, users: dict[Path, list[str]]) -> RepoPlan:
+def _in_use(plan: RepoPlan, users: dict[Path, list[Why]]) -> RepoPlan:
     found = users.get(plan.worktree) if plan.worktree is not None and _removes(plan) else None
     if plan.worktree is None or not found:
         return plan

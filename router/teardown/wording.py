@@ -576,7 +576,8 @@ WORDS: dict[Reason, Words] = {
     # notes
     Reason.COPIES: _copies_words,
     Reason.NESTED: lambda w: (
-        f"the repositories inside, holding nothing unpushed, go with it: {name_some(w.items)}"
+        "the repositories inside, holding nothing unpushed, go with it: "
+        f"{name_some(map(in_words, w.parts) if w.parts else w.items)}"
     ),
     Reason.PLAN_DIR_KEPT: lambda w: "the plan dir is kept",
     Reason.UNTOUCHED: lambda w: "nothing was touched",
