@@ -11,7 +11,7 @@ import errno
 import os
 from pathlib import Path
 
-from router.records import record
+from router.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,11 +31,22 @@ class Tree:
     ``files``: every non-directory entry, sorted, with each folder that could
     not be read listed as ``<folder>/ (unreadable: <why>)`` (it may hold
     anything). ``folders``: every folder below (parents first), the unreadable
-    ones too.
+    ones too. ``stamps`` (when asked for): each file's :func:`file_stamp` as listed, which
+    :func:`remove_listed` checks before it deletes the file.
     """
 
     files: tuple[str, ...]
     folders: tuple[str, ...]
+    stamps: dict[str, FileStamp] | None = field(default=None, compare=False, repr=False)
+
+
+# A file's inode, size and change time: a write in place changes the time (and maybe the
+# size), a file written beside and renamed over it is another inode.
+FileStamp = tuple[int, int, int]
+
+
+def file_stamp(st: os.stat_result) -> FileStamp:
+    return (st.st_ino, st.st_size, st.st_ctime_ns)
 
 
 def files_under(path: Path, *, raise_unreadable: bool = False) -> tuple[str, ...]:
@@ -50,15 +61,17 @@ def files_under(path: Path, *, raise_unreadable: bool = False) -> tuple[str, ...
     return tree_under(path, raise_unreadable=raise_unreadable).files
 
 
-def tree_under(path: Path | str, *, raise_unreadable: bool = False) -> Tree:
+def tree_under(path: Path | str, *, raise_unreadable: bool = False, stamped: bool = False) -> Tree:
     """The files and folders below ``path``, read once (see :class:`Tree`).
 
     Relative names are built as the walk goes down (no ``relpath`` per entry),
     and a ``DirEntry``'s type comes from the directory listing itself: no
-    ``stat`` per entry on a filesystem that gives it.
+    ``stat`` per entry on a filesystem that gives it. ``stamped``: each file's
+    :func:`file_stamp` too (one ``lstat`` each), for a deletion that must find them unchanged.
     """
     found: list[str] = []
     folders: list[str] = []
+    stamps: dict[str, FileStamp] | None = {} if stamped else None
     stack = [("", os.fspath(path))]  # (relative prefix ending in "/", or "" at the top; path)
     while stack:
         rel, current = stack.pop()
@@ -70,12 +83,22 @@ def tree_under(path: Path | str, *, raise_unreadable: bool = False) -> Tree:
                         stack.append((f"{rel}{entry.name}/", entry.path))
                     else:
                         found.append(rel + entry.name)
+                        if stamps is not None:
+                            stamps[rel + entry.name] = _stamp_of(entry)
         except OSError as exc:
             if raise_unreadable:
                 raise
             found.append(f"{rel[:-1] or '.'}{UNREADABLE}{exc.strerror})")
     found.sort()
-    return Tree(tuple(found), tuple(folders))
+    return Tree(tuple(found), tuple(folders), stamps)
+
+
+def _stamp_of(entry: os.DirEntry[str]) -> FileStamp:
+    """The entry's stamp; one gone since it was listed has none any file matches."""
+    try:
+        return file_stamp(entry.stat(follow_symlinks=False))
+    except OSError:
+        return (-1, -1, -1)
 
 
 def is_unreadable(entry: str) -> bool:
@@ -89,6 +112,7 @@ def remove_listed(
     folders: Iterable[str],
     *,
     each: Callable[[], None] | None = None,
+    stamps: dict[str, FileStamp] | None = None,
 ) -> None:
     """Delete ``files`` (relative, in the order given), then ``folders`` (deepest first),
     then ``path`` itself: exactly what was listed, never what was not.
@@ -102,10 +126,15 @@ def remove_listed(
     to go (``ENOTEMPTY``, raised). One already gone is skipped. Raises the first
     other ``OSError``, its ``filename`` the full path. ``each``: called after each
     file is deleted (where a caller's crash seam stops it between two deletions).
+    ``stamps``: each file's :func:`file_stamp` as it was listed (judged, copied into a
+    snapshot): a file written or replaced since is not deleted, and the deletion stops
+    there (:data:`CHANGED`, raised), its newer content kept.
     """
     with _Opened(path) as opened:
         for rel in files:
             parent, _, name = rel.rpartition("/")
+            if stamps is not None:
+                _unchanged(opened, parent, name, stamps.get(rel))
             _unlink(opened, parent, name, rmdir=False)
             if each is not None:
                 each()
@@ -117,6 +146,19 @@ def remove_listed(
         # kernel holds the lock of its parent, which every directory removed beside it shares.
         with contextlib.suppress(FileNotFoundError):
             os.rmdir(path)
+
+
+CHANGED = "changed since it was judged; not deleted"  # the strerror of such a file's OSError
+
+
+def _unchanged(opened: _Opened, parent: str, name: str, listed: FileStamp | None) -> None:
+    """Raise unless ``parent/name`` is as it was listed (or gone: nothing left to lose)."""
+    try:
+        now = file_stamp(os.stat(name, dir_fd=opened.folder(parent), follow_symlinks=False))
+    except FileNotFoundError:
+        return
+    if now != listed:
+        raise OSError(errno.ESTALE, CHANGED, os.path.join(opened.top, parent, name))
 
 
 def _unlink(opened: _Opened, parent: str, name: str, *, rmdir: bool) -> None:

@@ -451,11 +451,11 @@ def test_work_moved_back_never_replaces_an_empty_claim_made_meanwhile(home_repo,
     write(residue / "tmp" / "lsp.log", "log\n")
     judge = sweep_module._verdict_on
 
-    def meanwhile(path: Path, runs):
+    def meanwhile(path: Path, runs, **options):
         if path.name.startswith(sweep_module.SWEEPING):
             write(path / "src" / "draft.py", "written just now\n")
             residue.mkdir()  # a creation's claim: empty until its git worktree add
-        return judge(path, runs)
+        return judge(path, runs, **options)
 
     monkeypatch.setattr(sweep_module, "_verdict_on", meanwhile)
     res = run_cli("sweep", "--json", cwd=home_repo)
@@ -740,6 +740,43 @@ def test_work_written_into_residue_while_it_is_deleted_stays(home_repo, monkeypa
         (str(residue), ["src/draft.py"])
     ]
     assert (residue / "src" / "draft.py").read_text() == "written during the removal\n"
+
+
+@pytest.mark.parametrize("how", ["in place", "replaced"])
+def test_an_artifact_rewritten_after_its_snapshot_is_not_deleted(home_repo, monkeypatch, how):
+    """A process inside the moved-aside directory rewrites a run's artifact after the forced
+    sweep's snapshot took it, before its deletion: the newer content is never deleted (the
+    snapshot holds the older). The sweep fails naming it; the next snapshots and sweeps it,
+    and restore brings back the newest content of every artifact."""
+    path = half_removed_run(home_repo)
+    before = contents(path / "docs" / "plans" / RUN_ID)
+    remove = sweep_module.remove_listed
+    newer = "# task, rewritten while swept\n"
+
+    def with_a_writer(aside, files, folders, **options):
+        task = aside / "docs" / "plans" / RUN_ID / "task.md"
+        if how == "in place":
+            task.write_text(newer)
+        else:
+            write(task.with_name(".task.md.swp"), newer)
+            os.replace(task.with_name(".task.md.swp"), task)
+        return remove(aside, files, folders, **options)
+
+    monkeypatch.setattr(sweep_module, "remove_listed", with_a_writer)
+    res = run_cli("sweep", "--force", "--json", cwd=home_repo)
+    assert res.code == 1, res.out + res.err
+    assert res.json["swept"] == []
+    (aside,) = leftovers(home_repo).iterdir()
+    assert (aside / "docs" / "plans" / RUN_ID / "task.md").read_text() == newer
+    [(failed_path, why)] = [(f["path"], f["error"]) for f in res.json["failed"]]
+    assert failed_path == str(path), res.json
+    assert why == (f"changed since it was judged; not deleted: {aside}/docs/plans/{RUN_ID}/task.md")
+    monkeypatch.setattr(sweep_module, "remove_listed", remove)
+    again = run_cli("sweep", "--force", "--json", cwd=home_repo)
+    assert again.code == 0, again.out + again.err
+    assert (again.json["swept"], again.json["kept"]) == ([str(path)], [])
+    assert list(leftovers(home_repo).iterdir()) == []
+    assert restored_plan_dir(home_repo) == {**before, "task.md": newer.encode()}
 
 
 def test_residue_with_a_name_long_in_bytes_is_swept(home_repo):

@@ -400,10 +400,10 @@ def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs)
     return _verdict_on(path, runs)
 
 
-def _verdict_on(path: Path, runs: Runs) -> Kept:
+def _verdict_on(path: Path, runs: Runs, *, stamped: bool = False) -> Kept:
     """The verdict on what a directory holds: a checkout, files beside residue, a run's
-    artifacts, or residue."""
-    tree = tree_under(path)
+    artifacts, or residue. ``stamped``: its tree holds each file's stamp, for the deletion."""
+    tree = tree_under(path, stamped=stamped)
     files = tree.files
     if (
         any(_in_repository(f) for f in files)
@@ -571,7 +571,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     in it go (``runs.force``) only once a snapshot ref holds them, as judged
     here: nothing written before the move can be missing from it. Then what
     was judged, and only that, is deleted (:func:`remove_listed`): a file
-    written in after the second look stays, and the removal fails on it.
+    written in or rewritten after the second look stays; the removal fails on it.
     """
     aside = path.with_name(_aside_name(path.name))
     try:
@@ -581,7 +581,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     except OSError as exc:
         return Why(Reason.OS_ERROR, text=str(exc.strerror), path=str(exc.filename))
     state.crash_point("sweep-aside")
-    judged = _verdict_on(aside, runs)  # the rule classify applied, once more
+    judged = _verdict_on(aside, runs, stamped=True)  # once more, stamped before any snapshot
     snapped: Snapshotted | None = None
     if judged.reason is SweepVerdict.UNSHIPPED and runs.force:
         written = _snapshot_runs(path, judged.runs, runs)
@@ -598,6 +598,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
             _deletion_order(judged.tree),
             judged.tree.folders if judged.tree else (),
             each=lambda: state.crash_point("sweep-delete"),
+            stamps=judged.tree.stamps if judged.tree else None,
         )
     except FileNotFoundError:
         return snapped
@@ -611,8 +612,7 @@ def _deletion_order(tree: Tree | None) -> list[str]:
     a run's remaining artifacts still marked shipped, and the next sweep finishes."""
     from router.plandir.artifacts import PR
 
-    files = tree.files if tree else ()
-    return sorted(files, key=lambda f: f.endswith(f"/{PR}"))
+    return sorted(tree.files if tree else (), key=lambda f: f.endswith(f"/{PR}"))
 
 
 def _put_back(aside: Path, path: Path) -> Why | None:
