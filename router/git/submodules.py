@@ -94,18 +94,8 @@ def declared_gitlinks(git: Runner, top: Path) -> list[Gitlink]:
     """
     if not declares_submodules(top):
         return []
-    declared = git.run(
-        "config", "-z", "--file", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$",
-        check=False,
-    )  # fmt: skip
-    if declared.returncode == 1:  # a .gitmodules naming no path
-        return []
-    if not declared.ok:
-        raise declared.as_error()
-    names = {
-        value: key.removeprefix("submodule.").removesuffix(".path")
-        for key, value in _pairs(declared.stdout)
-    }
+    declared = _config_matching(git, r"^submodule\..*\.path$", "--file", ".gitmodules")
+    names = {value: key.removeprefix("submodule.").removesuffix(".path") for key, value in declared}
     staged = git.run(
         "ls-files", "-z", "--stage", "--", *names, env={"GIT_LITERAL_PATHSPECS": "1"}
     ).stdout
@@ -123,22 +113,20 @@ def initialised_names(git: Runner) -> set[str]:
 
     The config is the common one, shared by the primary and its worktrees.
     """
-    res = git.run("config", "-z", "--get-regexp", r"^submodule\..*\.url$", check=False)
+    declared = _config_matching(git, r"^submodule\..*\.url$")
+    return {key.removeprefix("submodule.").removesuffix(".url") for key, _ in declared}
+
+
+def _config_matching(git: Runner, pattern: str, *where: str) -> list[tuple[str, str]]:
+    """``(key, value)`` of each config entry (of the file ``where`` names) whose key matches
+    ``pattern``, in order; none when none is set (git's exit 1)."""
+    res = git.run("config", *where, "-z", "--get-regexp", pattern, check=False)
     if res.returncode == 1:
-        return set()
+        return []
     if not res.ok:
         raise res.as_error()
-    return {key.removeprefix("submodule.").removesuffix(".url") for key, _ in _pairs(res.stdout)}
-
-
-def _pairs(out: str) -> list[tuple[str, str]]:
-    """``git config -z`` output: ``key\\nvalue`` records."""
-    pairs = []
-    for entry in out.split("\0"):
-        if entry:
-            key, _, value = entry.partition("\n")
-            pairs.append((key, value))
-    return pairs
+    pairs = (entry.partition("\n") for entry in res.stdout.split("\0") if entry)
+    return [(key, value) for key, _, value in pairs]
 
 
 def module_dir(git_dir: Path, name: str) -> Path:
@@ -260,11 +248,9 @@ class MissingCommit(Exception):
 def _source_config(old: Runner) -> list[tuple[str, str]]:
     """``source``'s object format, remotes and initialised submodules, from its own config
     file, in one process."""
-    pattern = r"^(extensions\.objectformat|remote\..*|submodule\..*)$"
-    res = old.run("config", "--local", "-z", "--get-regexp", pattern, check=False)
-    if res.returncode not in (0, 1):  # 1: none of them set
-        raise res.as_error()
-    return _pairs(res.stdout)
+    return _config_matching(
+        old, r"^(extensions\.objectformat|remote\..*|submodule\..*)$", "--local"
+    )
 
 
 def _worktree_section(top: Path, target: Path) -> str:
@@ -558,18 +544,12 @@ def pin_borrower(b: Borrowed) -> str | None:
     listed = Runner(b.borrower).run(
         "rev-list", "--first-parent", f"--max-count={_PIN_SEARCH}", "HEAD"
     )
-    ids = listed.stdout.split()
-    if not ids:
-        return None
     source = Runner(b.source)
-    lines = "".join(f"{oid}\n" for oid in ids)
-    out = source.run("cat-file", "--batch-check=%(objectname) %(objecttype)", input=lines).stdout
-    for line in out.splitlines():
-        oid, _, kind = line.partition(" ")
-        if kind == "commit":
-            source.run("update-ref", "-m", f"team-router: borrowed by {b.borrower}", b.pin, oid, "")
-            return oid
-    return None
+    kinds = _kinds(source, listed.stdout.split())
+    oid = next((oid for oid, kind in kinds.items() if kind == "commit"), None)
+    if oid is not None:
+        source.run("update-ref", "-m", f"team-router: borrowed by {b.borrower}", b.pin, oid, "")
+    return oid
 
 
 def borrow_pins(module: Path, prefix: str = BORROWED_PREFIX) -> dict[str, str]:
