@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from router import forget_pathlib_finder
 from router.interrupt import SIGINT, Stopped
 
 
@@ -69,6 +70,9 @@ def console() -> int:
     try:
         code = main()
         if not (_nothing_left_to_run() and _flushed()):
+            # The interpreter's own exit frees its objects in the order it always has:
+            # the import system's list holds none of ours then (router/__init__.py).
+            forget_pathlib_finder()
             return code
     except KeyboardInterrupt:
         return _interrupted()

@@ -23,7 +23,8 @@ from helpers.topics import new_topic, write_repos_md
 # registered), the submodules and sparse stages (no .gitmodules, no cone), the
 # reasons a half-made worktree or a teardown's step is refused for, discovery and the
 # plan files' readers (a topic `new` did not make), the progress and threads of several
-# repos at once (`worktrees`), and what those pull in.
+# repos at once (`worktrees`), and what those pull in; and the URL parser pathlib imports
+# for Path.as_uri alone (router/__init__.py).
 NEW_UNUSED = {
     "threading",
     "router.reasons",
@@ -45,6 +46,8 @@ NEW_UNUSED = {
     "router.create.sparse",
     "hashlib",
     "shutil",
+    "urllib.parse",
+    "ipaddress",
 }
 
 
@@ -76,6 +79,22 @@ def _imported_by_new(cwd: Path) -> tuple[subprocess.CompletedProcess[str], set[s
     )
     line = proc.stderr.splitlines()[-1] if proc.stderr else ""
     return proc, set(line.split()[1:]) if line.startswith("MODULES ") else set()
+
+
+def test_pathlib_loaded_through_router_has_no_url_parser_until_a_path_asks_for_a_uri():
+    # pathlib imports urllib.parse (and ipaddress) for Path.as_uri alone: loaded through
+    # router, neither is imported until as_uri is called, and then the real one is.
+    code = (
+        "import sys, router\nfrom pathlib import Path\n"
+        "print(sorted({'urllib.parse', 'ipaddress'} & set(sys.modules)))\n"
+        "print(Path('/a b/c').as_uri())\n"
+        "import urllib.parse\n"
+        "print(urllib.parse.urlsplit('https://x/y?z').query, 'ipaddress' in sys.modules)\n"
+        "print(router._PathlibFinder in sys.meta_path)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "file:///a%20b/c", "z True", "False"]
 
 
 def test_new_imports_none_of_what_only_other_commands_and_stages_use(home_repo):
