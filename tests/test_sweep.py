@@ -555,6 +555,28 @@ def test_a_dry_run_and_a_forced_sweep_snapshot_an_unshipped_runs_artifacts_first
     assert git(home_repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def test_a_forced_sweep_names_every_file_the_plan_dir_snapshot_holds(home_repo):
+    """A plan-dir snapshot is laid over the one before: a second leftover of the run
+    holding fewer files leaves the ref holding all of them, and the note names what the
+    ref holds, not only what was on disk."""
+    from helpers.plans import artifact
+
+    ref = f"refs/team-router/plan-dirs/{RUN_ID}"
+    half_removed_run(home_repo)
+    assert run_cli("sweep", "--force", "--json", cwd=home_repo).code == 0
+    again = leftovers(home_repo) / f"{RUN_ID}-again"
+    artifact(again / "docs" / "plans" / RUN_ID, "task.md")
+    res = run_cli("sweep", "--force", "--json", cwd=home_repo)
+    assert res.code == 0, res.out + res.err
+    snap = git(home_repo, "rev-parse", ref)
+    listed = f"the run's artifacts {', '.join(RUN_FILES)}"
+    assert res.json["snapshotted"] == [
+        {"path": str(again), "notes": [f"{listed} are in {ref} ({snap[:12]})"]}
+    ]
+    held = git(home_repo, "ls-tree", "-r", "--name-only", ref).splitlines()
+    assert held == [f"docs/plans/{RUN_ID}/{f}" for f in RUN_FILES]
+
+
 def restored_plan_dir(repo: Path) -> dict[str, bytes]:
     """``team-router restore RUN_ID``, then the plan dir it put back in the primary clone."""
     res = run_cli("restore", RUN_ID, "--json", cwd=repo)

@@ -106,6 +106,7 @@ if TYPE_CHECKING:
     from router.git.objects import commit_tree as commit_tree
     from router.git.objects import directory_tree as directory_tree
     from router.git.objects import file_blobs as file_blobs
+    from router.git.objects import files_below as files_below
     from router.git.objects import first_blob as first_blob
     from router.git.objects import gc_prune_now as gc_prune_now
     from router.git.objects import index_blobs as index_blobs
@@ -199,7 +200,7 @@ _EXPORTS = {
     "layout": "GitPlace RepoLayout absolute_git_dir git_place repository_above repository_below",
     "locks": "left_lock_warnings left_locks",
     "objects": (
-        "changed_paths commit_all commit_tree directory_tree file_blobs first_blob"
+        "changed_paths commit_all commit_tree directory_tree file_blobs files_below first_blob"
         " gc_prune_now index_blobs index_tree is_cut_short moved_gitlinks"
         " reflog_expire_unreachable snapshot_tree tree_blobs tree_files worktree_blobs"
     ),

@@ -89,6 +89,13 @@ def tree_files(git: ObjectMethods, rev: str) -> dict[str, str]:
     return found
 
 
+def files_below(git: ObjectMethods, rev: str, rel: str) -> tuple[str, ...]:
+    """The files ``rev``'s tree holds below the directory ``rel``, relative to it, sorted."""
+    out = git.out("ls-tree", "-r", "-z", "--name-only", rev, "--", rel, env=_LITERAL)
+    below = [p.removeprefix(f"{rel}/") for p in out.split("\0") if p.startswith(f"{rel}/")]
+    return tuple(sorted(below))
+
+
 HASH_BATCH = 500  # files per hash-object, well below any argv limit
 
 

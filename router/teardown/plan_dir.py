@@ -118,4 +118,4 @@ def _remove(repo: Repo, topic_id: str, path: Path, run: list[RunArtifacts]) -> S
     if snap is None:
         return done(name, Why(Reason.REMOVED_UNTRACKED, path=str(path)))
     held = Why(Reason.REMOVED_UNTRACKED, path=str(path), ref=snap.ref, commit=snap.commit)
-    return done_with(name, replace(held, items=artifact_files(run)), snap.ref)
+    return done_with(name, replace(held, items=snap.files), snap.ref)

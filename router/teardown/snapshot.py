@@ -223,6 +223,7 @@ class PlanDirSnapshot:
 
     ref: str
     commit: str
+    files: tuple[str, ...] = ()  # every file it holds, relative to the plan dir, sorted
 
 
 def snapshot_plan_dir(
@@ -257,6 +258,8 @@ def snapshot_plan_dir(
         what = f"team-router snapshot of plan dir {where}"
         commit = g.commit_tree(repo.git, tree, [old] if old else [], what)
         g.update_ref(repo.git, ref, commit, old=old, message=what)
+        # Laid over the one before, it may hold files no longer on disk: the words name all.
+        files = g.files_below(repo.git, tree, rel)
     except GitError as exc:
         raise SnapshotFailed(
             f"snapshot of {where} failed: {exc.first_line}",
@@ -264,7 +267,7 @@ def snapshot_plan_dir(
         ) from None
     except OSError as exc:
         raise SnapshotFailed(f"snapshot of {where} failed: {exc}") from None
-    return PlanDirSnapshot(ref, commit)
+    return PlanDirSnapshot(ref, commit, files)
 
 
 # -- restore --------------------------------------------------------------------

@@ -646,7 +646,7 @@ def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> S
         except OSError as exc:
             failure = describe_io(exc)
             return Why(Reason.PLAN_DIR_NOT_SNAPSHOTTED, path=str(run.plan_dir), text=failure)
-        notes.append(Why(Reason.ARTIFACTS_KEPT, items=run.files, ref=snap.ref, commit=snap.commit))
+        notes.append(Why(Reason.ARTIFACTS_KEPT, items=snap.files, ref=snap.ref, commit=snap.commit))
         refs.append(snap.ref)
     return Snapshotted(path, tuple(notes), tuple(refs))
 
