@@ -801,6 +801,34 @@ def test_an_artifact_rewritten_after_its_snapshot_is_not_deleted(home_repo, monk
     assert restored_plan_dir(home_repo) == {**before, "task.md": newer.encode()}
 
 
+def test_a_leftover_swapped_for_a_link_after_it_was_judged_is_kept_under_its_name(
+    home_repo, monkeypatch, tmp_path
+):
+    """Judged residue, then replaced by a link to a folder elsewhere (holding only tmp/)
+    before its removal: the link is kept where it was, as one found at judging is, and
+    nothing it points to is read as residue or deleted."""
+    residue = leftovers(home_repo) / "gone-topic"
+    write(residue / "tmp" / "lsp.log", "log\n")
+    outside = tmp_path / "outside"
+    write(outside / "tmp" / "notes.md", "precious\n")
+    claimed = sweep_module.claimed_names
+
+    def then_swapped(common_dir):
+        (residue / "tmp" / "lsp.log").unlink()
+        (residue / "tmp").rmdir()
+        residue.rmdir()
+        residue.symlink_to(outside)
+        return claimed(common_dir)
+
+    monkeypatch.setattr(sweep_module, "claimed_names", then_swapped)
+    data = sweep(home_repo)
+    assert (data["swept"], data["failed"]) == ([], [])
+    assert data["kept"] == [{"path": str(residue), "reason": "symlink", "files": []}]
+    assert os.listdir(leftovers(home_repo)) == ["gone-topic"]
+    assert os.readlink(residue) == str(outside)
+    assert (outside / "tmp" / "notes.md").read_text() == "precious\n"
+
+
 def test_residue_with_a_name_long_in_bytes_is_swept(home_repo):
     """A name of 120 two-byte characters is 240 bytes: moved aside under a name cut at
     the filesystem's 255 bytes, not 255 characters, it is swept like any other."""

@@ -401,8 +401,9 @@ def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs)
 
 
 def _verdict_on(path: Path, runs: Runs, *, stamped: bool = False) -> Kept:
-    """The verdict on what a directory holds: a checkout, files beside residue, a run's
-    artifacts, or residue. ``stamped``: its tree holds each file's stamp, for the deletion."""
+    """A checkout, other files, a run's artifacts, residue (``stamped``: each file's stamp)."""
+    if os.path.islink(path):  # swapped for a link since it was first judged: never followed
+        return Kept(path, SweepVerdict.SYMLINK)
     tree = tree_under(path, stamped=stamped)
     files = tree.files
     if (
@@ -600,10 +601,9 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
             each=lambda: state.crash_point("sweep-delete"),
             stamps=judged.tree.stamps if judged.tree else None,
         )
-    except FileNotFoundError:
-        return snapped
     except OSError as exc:
-        return Why(Reason.OS_ERROR, text=str(exc.strerror), path=str(exc.filename))
+        if not isinstance(exc, FileNotFoundError):  # gone already: nothing left to remove
+            return Why(Reason.OS_ERROR, text=str(exc.strerror), path=str(exc.filename))
     return snapped
 
 
