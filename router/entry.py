@@ -8,6 +8,7 @@ module, so none of them pays for what it does not use.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -68,6 +69,11 @@ def console() -> int:
     # The first line of ours the console script runs: a Ctrl-C from here on,
     # before main()'s handling or after it (the flush below), is exit 130, quietly.
     try:
+        # The cycle collector runs every 700 new objects by default: ~50 times while a
+        # command loads its modules, which make objects that all live on (classes,
+        # functions, records), so each run finds nothing to free. Every 20,000, cycles
+        # are still freed in a long command: ~7 million instructions less for `new`.
+        gc.set_threshold(20_000)
         code = main()
         if not (_nothing_left_to_run() and _flushed()):
             # The interpreter's own exit frees its objects in the order it always has:
