@@ -56,7 +56,7 @@ METHODS = {
         "gitlinks added_in_index untracked_under status status_started ls_files "
         "ignored_untracked staged_paths"
     ),
-    "history": "is_ancestor _is_ancestor known_ancestry _about count_commits cherry _cherry",
+    "history": "is_ancestor _is_ancestor known_ancestry count_commits cherry _cherry",
     "objects": "blob tree_of _tree_of merge_tree _merge_tree",
     "remote": (
         "has_remote remote_url fetch start_fetch "

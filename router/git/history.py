@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from router.git import files as gitfiles
-from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
 from router.names import Sha
 from router.records import record
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import TypeVar
-
-    T = TypeVar("T")
 
 
 @record
@@ -58,10 +50,6 @@ class HistoryMethods(LayoutMethods):
             return _ancestry_from_files(plain[1], plain[2], ancestor, descendant)
         except gitfiles.Unsure:
             return None
-
-    def _about(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
-        """Remembered when every revision asked about is a full ref or an object id."""
-        return self._recall(question, ask) if about_refs(*question[1:]) else ask()
 
     def count_commits(self, range_: str) -> int:
         return self._about(

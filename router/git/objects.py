@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from router.git import files as gitfiles
-from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
 from router.git.run import GitError, verified
 from router.git.sparse import mark_unmaterialised, unmaterialised
@@ -24,9 +23,7 @@ class ObjectMethods(LayoutMethods):
 
     def tree_of(self, rev: str) -> str | None:
         """The tree ``rev`` names, or None when it does not resolve (raises as :meth:`rev_parse`)."""
-        if about_refs(rev):
-            return self._recall(("tree", rev), lambda: self._tree_of(rev))
-        return self._tree_of(rev)
+        return self._about(("tree", rev), lambda: self._tree_of(rev))
 
     def _tree_of(self, rev: str) -> str | None:
         res = self.run("rev-parse", "-q", "--verify", f"{rev}^{{tree}}", check=False)
@@ -34,11 +31,7 @@ class ObjectMethods(LayoutMethods):
 
     def merge_tree(self, ours: str, theirs: str) -> str | None:
         """Tree of a clean ``merge-tree --write-tree`` merge; None on conflict or failure."""
-        if about_refs(ours, theirs):
-            return self._recall(
-                ("merge-tree", ours, theirs), lambda: self._merge_tree(ours, theirs)
-            )
-        return self._merge_tree(ours, theirs)
+        return self._about(("merge-tree", ours, theirs), lambda: self._merge_tree(ours, theirs))
 
     def _merge_tree(self, ours: str, theirs: str) -> str | None:
         res = self.run("merge-tree", "--write-tree", ours, theirs, check=False)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from router.git import files as gitfiles
-from router.git.answers import about_refs
 from router.git.layout import LayoutMethods
 from router.git.run import GitError, verified
 from router.names import Branch, Sha, cast
@@ -44,9 +43,7 @@ class RefMethods(LayoutMethods):
         Raises GitError when git could not answer (not a repository, a
         corrupt one): a failed read is never "there is no such commit".
         """
-        if about_refs(rev):
-            return self._recall(("rev-parse", rev), lambda: self._rev_parse(rev))
-        return self._rev_parse(rev)
+        return self._about(("rev-parse", rev), lambda: self._rev_parse(rev))
 
     def _rev_parse(self, rev: str) -> Sha | None:
         res = self.run(
@@ -66,9 +63,7 @@ class RefMethods(LayoutMethods):
         """
         if not revs:
             return {}
-        if about_refs(*revs):
-            return self._recall(("commits", *revs), lambda: self._commits(revs))
-        return self._commits(revs)
+        return self._about(("commits", *revs), lambda: self._commits(revs))
 
     def _commits(self, revs: Sequence[str]) -> dict[str, Sha | None]:
         # Read from the files, a ref naming an object the repository lacks (a

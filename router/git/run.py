@@ -423,6 +423,11 @@ class Runner:
     def _recall(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
         return recall_about(self, question, ask)
 
+    def _about(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
+        """:meth:`_recall`, when every revision asked about (``question[1:]``) is a full ref
+        or an object id; else asked each time (a checkout's HEAD is never remembered)."""
+        return self._recall(question, ask) if answers.about_refs(*question[1:]) else ask()
+
     def _argv(self, args: Iterable[str], config: Iterable[str] = ()) -> list[str]:
         # core.fsmonitor names a command git runs whenever it reads an index
         # (status, fetch, pull, cherry-pick, worktree add ...): the checkouts we
