@@ -159,6 +159,9 @@ def lock_message(lock: Path, repo: Path | None) -> str:
     )
 
 
+_NO_GIT = "git is not installed or not on PATH"
+
+
 class GitMissing(GitError):
     """The git executable is not installed or not on PATH.
 
@@ -261,7 +264,7 @@ class Running:
     def _collect(self) -> Result | GitError:
         child = self._child
         if child is None:
-            return GitMissing(self._argv, 127, "git is not installed or not on PATH")
+            return GitMissing(self._argv, 127, _NO_GIT)
         from router.git.spawn import TimedOut
 
         try:
@@ -373,52 +376,50 @@ class Runner:
         env: Mapping[str, str] | None = None,
         config: Iterable[str] = (),
     ) -> Result:
-        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``.
-
-        Never once a signal stopped the command, and a git killed by one raises
-        (:class:`router.interrupt.Stopped`) whatever ``check`` says: a cut-short
-        answer is never an answer.
-        """
-        interrupt.check()
-        argv = self._argv(args, config)
-        full_env = base_env()
-        full_env.update(self.env)
-        if env:
-            full_env.update(env)
-        with _changing(args):
-            return self._run(argv, check=check, timeout=timeout, input=input, env=full_env)
-
-    def _run(
-        self,
-        argv: list[str],
-        *,
-        check: bool,
-        timeout: float | None,
-        input: str | None,
-        env: Mapping[str, str],
-    ) -> Result:
-        from router.git.spawn import TimedOut
-
-        try:
-            # Bytes, decoded here: text mode would also translate newlines, turning a
-            # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
-            returncode, out, err = _run_to_its_end(
-                argv,
-                timeout=timeout,
-                input=None if input is None else input.encode("utf-8", "surrogateescape"),
-                env=env,
-            )
-        except FileNotFoundError as exc:
-            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
-        except TimedOut as exc:
-            raise GitTimedOut(argv, timeout) from exc
-        interrupt.check_child(returncode)
+        """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
+        # Bytes, decoded here: text mode would also translate newlines, turning a
+        # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
+        fed = None if input is None else input.encode("utf-8", "surrogateescape")
+        argv, returncode, out, err = self._ended(args, config, timeout, fed, env)
         stdout = out.decode("utf-8", "surrogateescape")
         stderr = err.decode("utf-8", "surrogateescape")
         result = Result(returncode, stdout, stderr, tuple(argv))
         if check and not result.ok:
             raise result.as_error()
         return result
+
+    def _ended(
+        self,
+        args: Sequence[str],
+        config: Iterable[str] = (),
+        timeout: float | None = None,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[list[str], int, bytes, bytes]:
+        """``git -C cwd [-c k=v ...] args`` run to its end: its argv, exit status and output.
+
+        Never once a signal stopped the command, and a git killed by one raises
+        (:class:`router.interrupt.Stopped`) whatever the caller checks: a cut-short
+        answer is never an answer.
+        """
+        from router.git.spawn import TimedOut
+
+        interrupt.check()
+        argv = self._argv(args, config)
+        try:
+            with _changing(args):
+                ended = _run_to_its_end(
+                    argv,
+                    env={**base_env(), **self.env, **(env or {})},
+                    timeout=timeout,
+                    input=input,
+                )
+        except FileNotFoundError as exc:
+            raise GitMissing(argv, 127, _NO_GIT) from exc
+        except TimedOut as exc:
+            raise GitTimedOut(argv, timeout) from exc
+        interrupt.check_child(ended[0])
+        return (argv, *ended)
 
     def _recall(self, question: tuple[str, ...], ask: Callable[[], T]) -> T:
         return recall_about(self, question, ask)
@@ -439,14 +440,7 @@ class Runner:
 
     def run_bytes(self, *args: str) -> bytes:
         """stdout of a successful command, as bytes (text mode would turn CRLFs into LFs)."""
-        interrupt.check()
-        argv = self._argv(args)
-        try:
-            with _changing(args):
-                returncode, out, err = _run_to_its_end(argv, env={**base_env(), **self.env})
-        except FileNotFoundError as exc:
-            raise GitMissing(argv, 127, "git is not installed or not on PATH") from exc
-        interrupt.check_child(returncode)
+        argv, returncode, out, err = self._ended(args)
         if returncode != 0:
             raise GitError(argv, returncode, err.decode("utf-8", "replace"))
         return out
