@@ -28,7 +28,13 @@ class Reason(StrEnum):
     STOPPED = "stopped"
     HELD_BACK = "held-back"  # a guarding step (``step``) before it stopped (``flag``: it failed)
     UNSHIPPED = "unshipped"  # a run that has not shipped keeps its artifacts
-    SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written: kept
+    SNAPSHOT_FAILED = "snapshot-failed"  # the snapshot could not be written (``parts``: why): kept
+    # why a snapshot could not be written: of ``path`` (a worktree, a plan dir) or ``branch``,
+    # git's first line or the system's error in ``text``; a worktree (``path``) whose index
+    # has unmerged paths; the tree of ``branch`` at ``commit`` that cannot be read
+    SNAPSHOT_NOT_WRITTEN = "snapshot-not-written"
+    UNMERGED_INDEX = "unmerged-index"
+    TREE_UNREADABLE = "tree-unreadable"
     KEPT = "kept"  # `new` reused it, never made it: the checkout (``path``) or the branch
     # -- integrate
     BRANCH_GONE = "branch-gone"
@@ -80,7 +86,7 @@ class Reason(StrEnum):
     NOT_SNAPSHOTTED = "not-snapshotted"  # its run's artifacts not snapshotted (``parts``: why)
     NO_PRIMARY_CLONE = "no-primary-clone"  # no primary clone to keep a snapshot in
     PLAN_DIR_NOT_SNAPSHOTTED = "plan-dir-not-snapshotted"  # ``path``'s snapshot: ``text`` says why
-    REFUSAL = "refusal"  # a refusal's message (``text``)
+    REFUSAL = "refusal"  # an older record's refusal message (``text``)
     CAME_BACK_UNSHIPPED = "came-back-unshipped"
     CAME_BACK_KEPT = "came-back-kept"  # ``kind``: what the sweep found it is (``items``: files)
     # -- branch

@@ -967,6 +967,84 @@ SAID_FROM_FACTS = [
         "the repositories inside, holding nothing unpushed, go with it: submodule lib, "
         "nested repository vendor/x",
     ),
+    (
+        Why(
+            Reason.SNAPSHOT_FAILED,
+            parts=(Why(Reason.SNAPSHOT_NOT_WRITTEN, path="/w", text="fatal: x"),),
+        ),
+        {"reason": "snapshot-failed", "text": "snapshot of /w failed: fatal: x"},
+        "snapshot of /w failed: fatal: x; the worktree is kept",
+    ),
+    (
+        Why(
+            Reason.SNAPSHOT_FAILED,
+            flag=True,
+            parts=(Why(Reason.SNAPSHOT_NOT_WRITTEN, path="/p/docs/plans/t", text="[Errno 28] x"),),
+        ),
+        {
+            "reason": "snapshot-failed",
+            "flag": True,
+            "text": "snapshot of /p/docs/plans/t failed: [Errno 28] x",
+        },
+        "snapshot of /p/docs/plans/t failed: [Errno 28] x; the plan dir is kept",
+    ),
+    (
+        Why(
+            Reason.SNAPSHOT_FAILED,
+            branch="b",
+            parts=(Why(Reason.SNAPSHOT_NOT_WRITTEN, branch="b", text="fatal: y"),),
+        ),
+        {"reason": "snapshot-failed", "branch": "b", "text": "snapshot of b failed: fatal: y"},
+        "snapshot of b failed: fatal: y; b is kept",
+    ),
+    (
+        Why(
+            Reason.SNAPSHOT_FAILED,
+            branch="b",
+            parts=(Why(Reason.TREE_UNREADABLE, branch="b", commit=_TIP),),
+        ),
+        {
+            "reason": "snapshot-failed",
+            "branch": "b",
+            "text": "cannot read the tree of b (aaaaaaaaaaaa)",
+        },
+        "cannot read the tree of b (aaaaaaaaaaaa); b is kept",
+    ),
+    (
+        Why(Reason.SNAPSHOT_FAILED, parts=(Why(Reason.UNMERGED_INDEX, path="/w"),)),
+        {
+            "reason": "snapshot-failed",
+            "text": "snapshot of /w failed: its index has unmerged paths (a merge, rebase or "
+            "cherry-pick is in progress there); finish or abort it, then run teardown again",
+        },
+        "snapshot of /w failed: its index has unmerged paths (a merge, rebase or cherry-pick "
+        "is in progress there); finish or abort it, then run teardown again; the worktree is kept",
+    ),
+    (
+        Why(
+            Reason.CAME_BACK_FAILED,
+            path="/w",
+            parts=(
+                Why(
+                    Reason.NOT_SNAPSHOTTED,
+                    parts=(Why(Reason.SNAPSHOT_NOT_WRITTEN, path="/w/docs/plans/t", text="z"),),
+                ),
+            ),
+        ),
+        {
+            "reason": "came-back-failed",
+            "path": "/w",
+            "parts": [
+                {
+                    "reason": "not-snapshotted",
+                    "parts": [
+                        {"reason": "refusal", "text": "snapshot of /w/docs/plans/t failed: z"}
+                    ],
+                }
+            ],
+        },
+        "/w came back and could not be removed: snapshot of /w/docs/plans/t failed: z; kept",
+    ),
 ]
 
 

@@ -164,6 +164,8 @@ def test_a_failed_snapshot_keeps_the_worktree(home_repo):
     assert res.code == 1
     remove = next(s for s in res.json["repos"][0]["steps"] if s["name"] == "remove")
     assert remove["outcome"] == "refused" and remove["code"] == "snapshot-failed"
+    said = remove["detail"].removeprefix(f"snapshot of {wt} failed: ")
+    assert said != remove["detail"] and said.endswith("; the worktree is kept"), remove
     assert (wt / "precious.txt").read_text() == "only copy\n"
     assert topic.branch in branches(home_repo)
 

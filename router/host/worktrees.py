@@ -441,6 +441,6 @@ def sweep_host_worktrees(
         git=repo.git,
         common_dir=repo.common_dir,
         dry_run=dry_run,
-        runs=Runs(repo.primary, force=force),
+        runs=Runs(repo.primary, force=force, repo=repo),
     )
     return HostSweepResult(tuple(swept), residue)

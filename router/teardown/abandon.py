@@ -51,7 +51,7 @@ def _snapshot_branch(repo: Repo, found: Survey) -> StepResult:
         try:
             snap = snapshot_branch(repo, found.branch, tip)
         except SnapshotFailed as exc:
-            failure = Why(Reason.SNAPSHOT_FAILED, text=exc.message, branch=found.branch)
+            failure = Why(Reason.SNAPSHOT_FAILED, parts=(exc.why,), branch=found.branch)
             return refused(Step.SNAPSHOT, exc.code, failure)
     kept = Why(Reason.TIP_KEPT, branch=found.branch, ref=snap.ref, commit=snap.commit)  # type: ignore[union-attr]
     return done(Step.SNAPSHOT, kept)

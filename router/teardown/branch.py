@@ -76,7 +76,7 @@ def delete_branch(
             try:
                 snap = snapshot_branch(repo, branch, tip)
             except SnapshotFailed as exc:
-                failure = Why(Reason.SNAPSHOT_FAILED, text=exc.message, branch=branch)
+                failure = Why(Reason.SNAPSHOT_FAILED, parts=(exc.why,), branch=branch)
                 return refused(name, exc.code, failure), None
         why = Why(Reason.DELETED, branch=branch, flag=True, ref=snap.ref if snap else "")
     try:

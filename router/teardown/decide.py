@@ -310,7 +310,7 @@ def _runs(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Runs:
     sweep): the topic's own run shipped (its pr.md, seen before its worktree went), or
     --force, which snapshots them first."""
     shipped = frozenset({scope.id}) if run.plan.shipped else frozenset()
-    return Runs(run.repo.primary, shipped, opts.force)
+    return Runs(run.repo.primary, shipped, opts.force, run.repo)
 
 
 def decide_local_state(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Decision:

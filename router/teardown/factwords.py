@@ -337,6 +337,13 @@ FACTS: dict[Reason, Words] = {
     Reason.NO_PRIMARY_CLONE: lambda w: "no primary clone to keep a snapshot in",
     Reason.PLAN_DIR_NOT_SNAPSHOTTED: lambda w: f"snapshot of {w.path} failed: {w.text}",
     Reason.REFUSAL: lambda w: w.text,
+    # why a snapshot could not be written
+    Reason.SNAPSHOT_NOT_WRITTEN: lambda w: f"snapshot of {w.path or w.branch} failed: {w.text}",
+    Reason.UNMERGED_INDEX: lambda w: (
+        f"snapshot of {w.path} failed: its index has unmerged paths (a merge, rebase or "
+        "cherry-pick is in progress there); finish or abort it, then run teardown again"
+    ),
+    Reason.TREE_UNREADABLE: lambda w: f"cannot read the tree of {w.branch} ({w.commit[:12]})",
     # who may be working there
     Reason.HOLDER: lambda w: (
         holder_words(w.count, w.text) + (" holds a topic of this repository" if w.flag else "")

@@ -109,7 +109,7 @@ def _remove(repo: Repo, topic_id: str, path: Path, run: list[RunArtifacts]) -> S
         try:
             snap = snapshot_plan_dir(repo, topic_id)
         except SnapshotFailed as exc:
-            failure = Why(Reason.SNAPSHOT_FAILED, text=exc.message, flag=True)
+            failure = Why(Reason.SNAPSHOT_FAILED, parts=(exc.why,), flag=True)
             return refused(name, exc.code, failure)
     try:
         shutil.rmtree(path)

@@ -298,7 +298,7 @@ def _snapshot_before_removal(
             departed=departed(path, w.nested, outer),
         )
     except SnapshotFailed as exc:
-        return refused(Step.REMOVE, exc.code, Why(Reason.SNAPSHOT_FAILED, text=exc.message))
+        return refused(Step.REMOVE, exc.code, Why(Reason.SNAPSHOT_FAILED, parts=(exc.why,)))
     return snap, unshipped_here
 
 

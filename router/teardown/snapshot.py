@@ -29,6 +29,7 @@ from router.create import sparse
 from router.errors import ErrorCode, Refusal
 from router.git import Git, GitError
 from router.ioerror import describe_io
+from router.reasons import Reason, Why
 from router.records import record
 from router.teardown.nested import Departed
 from router.topic.runs import PLANS_DIR
@@ -80,8 +81,21 @@ class SnapshotFailed(Refusal):
     lock and the one safe fix.
     """
 
-    def __init__(self, message: str, *, locked: bool = False) -> None:
-        super().__init__(ErrorCode.GIT_LOCKED if locked else ErrorCode.SNAPSHOT_FAILED, message)
+    def __init__(self, why: Why, *, locked: bool = False) -> None:
+        from router.teardown.wording import in_words
+
+        code = ErrorCode.GIT_LOCKED if locked else ErrorCode.SNAPSHOT_FAILED
+        super().__init__(code, in_words(why))
+        self.why = why  # what a step's reason holds as its part
+
+
+def _not_written(exc: GitError | OSError, *, path: object = "", branch: str = "") -> SnapshotFailed:
+    """The snapshot of ``path`` (or ``branch``) could not be written: git's first line, or
+    the system's error."""
+    if isinstance(exc, GitError):
+        why = Why(Reason.SNAPSHOT_NOT_WRITTEN, path=str(path), branch=branch, text=exc.first_line)
+        return SnapshotFailed(why, locked=exc.lock_file is not None)
+    return SnapshotFailed(Why(Reason.SNAPSHOT_NOT_WRITTEN, path=str(path), text=describe_io(exc)))
 
 
 def snapshot_worktree(
@@ -112,25 +126,19 @@ def snapshot_worktree(
         )
         what += sparse.cone_line(wt)  # restore makes the worktree sparse again
         return _write_snapshot(repo.git, tree, head, branch, what, index=staged)
-    except GitError as exc:
-        raise SnapshotFailed(
-            f"snapshot of {worktree} failed: {exc.first_line}", locked=exc.lock_file is not None
-        ) from None
-    except OSError as exc:
-        raise SnapshotFailed(f"snapshot of {worktree} failed: {describe_io(exc)}") from None
+    except (GitError, OSError) as exc:
+        raise _not_written(exc, path=worktree) from None
 
 
 def snapshot_branch(repo: Repo, branch: str, tip: str) -> Snapshot:
     """Keep a branch's commits reachable when its branch goes and no worktree holds it."""
     tree = repo.git.tree_of(tip)
     if tree is None:
-        raise SnapshotFailed(f"cannot read the tree of {branch} ({tip[:12]})")
+        raise SnapshotFailed(Why(Reason.TREE_UNREADABLE, branch=branch, commit=tip))
     try:
         return _write_snapshot(repo.git, tree, tip, branch, f"snapshot of branch {branch}")
     except GitError as exc:
-        raise SnapshotFailed(
-            f"snapshot of {branch} failed: {exc.first_line}", locked=exc.lock_file is not None
-        ) from None
+        raise _not_written(exc, branch=branch) from None
 
 
 def _staged_new(wt: Git, worktree: Path, exclude: tuple[str, ...]) -> tuple[str, ...]:
@@ -153,11 +161,7 @@ def _index_commit(git: Git, wt: Git, head: str, worktree: Path) -> str:
         tree = g.index_tree(wt)
     except GitError as exc:
         if "unmerged" in exc.stderr:
-            raise SnapshotFailed(
-                f"snapshot of {worktree} failed: its index has unmerged paths (a merge, "
-                "rebase or cherry-pick is in progress there); finish or abort it, then run "
-                "teardown again"
-            ) from None
+            raise SnapshotFailed(Why(Reason.UNMERGED_INDEX, path=str(worktree))) from None
         raise
     return g.commit_tree(git, tree, [head], f"team-router index of worktree {worktree}")
 
@@ -261,12 +265,11 @@ def snapshot_plan_dir(
         # Laid over the one before, it may hold files no longer on disk: the words name all.
         files = g.files_below(repo.git, tree, rel)
     except GitError as exc:
+        raise _not_written(exc, path=where) from None
+    except OSError as exc:  # the error as Python words it, as this snapshot always said it
         raise SnapshotFailed(
-            f"snapshot of {where} failed: {exc.first_line}",
-            locked=exc.lock_file is not None,
+            Why(Reason.SNAPSHOT_NOT_WRITTEN, path=str(where), text=str(exc))
         ) from None
-    except OSError as exc:
-        raise SnapshotFailed(f"snapshot of {where} failed: {exc}") from None
     return PlanDirSnapshot(ref, commit, files)
 
 

@@ -88,6 +88,7 @@ class Runs:
     primary: Path | None = None  # a pr.md in the primary clone's plan dir shows the run shipped
     shipped: frozenset[str] = frozenset()  # ids the caller saw shipped before their worktree went
     force: bool = False  # snapshot an unshipped run's artifacts, then sweep them with the residue
+    repo: Repo | None = None  # the primary clone's repository, which keeps those snapshots
 
     def at_stake(self, path: Path, files: tuple[str, ...]) -> list[RunArtifacts]:
         """The plan dirs in ``path`` holding artifacts of a run that has not shipped."""
@@ -184,7 +185,7 @@ def sweep_repo(cwd: Path, *, dry_run: bool = False, force: bool = False) -> Swee
         git=repo.git,
         common_dir=repo.common_dir,
         dry_run=dry_run,
-        runs=Runs(repo.primary, force=force),
+        runs=Runs(repo.primary, force=force, repo=repo),
     )
 
 
@@ -627,20 +628,18 @@ def _put_back(aside: Path, path: Path) -> Why | None:
 def _snapshot_runs(path: Path, found: tuple[RunArtifacts, ...], runs: Runs) -> Snapshotted | Why:
     """Each run's artifacts (in the directory moved aside from ``path``) in its plan-dir
     snapshot ref, in the primary clone's repository; else why one could not be written."""
-    from router.errors import RouterError, ToolFailed
-    from router.topic.workspace import open_repo
+    from router.errors import ToolFailed
+    from router.teardown.snapshot import SnapshotFailed
 
-    if runs.primary is None:
+    if runs.repo is None:
         return Why(Reason.NO_PRIMARY_CLONE)
     notes = []
     refs = []
     for run in found:
         try:
-            snap = snapshot_plan_dir(
-                open_repo(runs.primary), run.plan_dir.name, checkout=run.checkout
-            )
-        except RouterError as exc:
-            return Why(Reason.REFUSAL, text=exc.message)
+            snap = snapshot_plan_dir(runs.repo, run.plan_dir.name, checkout=run.checkout)
+        except SnapshotFailed as exc:
+            return exc.why
         except ToolFailed as exc:
             return Why(Reason.PLAN_DIR_NOT_SNAPSHOTTED, path=str(run.plan_dir), text=exc.first_line)
         except OSError as exc:

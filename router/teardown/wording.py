@@ -177,7 +177,7 @@ def _deleted(w: Why) -> str:
 
 def _snapshot_failed(w: Why) -> str:
     kept = w.branch or ("the plan dir" if w.flag else "the worktree")
-    return f"{w.text}; {kept} is kept"
+    return f"{_parts(w)}; {kept} is kept"
 
 
 def _pull_failed(w: Why) -> str:
