@@ -112,7 +112,6 @@ def copy_tree(
     paths: Sequence[str],
     *,
     progress: Callable[[int, int], None] | None = None,
-    workers: int | None = None,
 ) -> TreeCopy:
     """Copy ``paths`` (relative files and links) from ``src_root`` into ``dst_root``.
 
@@ -121,7 +120,7 @@ def copy_tree(
     """
     copier = _Copier(src_root, dst_root)
     try:
-        results = copier.run(list(paths), progress, workers or WORKERS)
+        results = copier.run(list(paths), progress, WORKERS)
     finally:
         copier.finish()
     return _tally(results, copier.method)

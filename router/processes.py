@@ -72,9 +72,9 @@ def session_pid() -> int:
     return pid
 
 
-def ancestors(pid: int | None = None) -> set[int]:
-    """``pid`` (default: this process) and every process above it."""
-    current = os.getpid() if pid is None else pid
+def ancestors() -> set[int]:
+    """This process and every process above it."""
+    current = os.getpid()
     found = {current}
     for _ in range(64):
         parent = _parent_of(current)

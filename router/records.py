@@ -243,18 +243,14 @@ def _init(qualname: str, every: tuple[Field, ...], frozen: bool, post_init: bool
     return _Function(code, template.__globals__, "__init__", tuple(defaults) or None, closure)
 
 
-def _methods(qualname: str, names: tuple[str, ...], wanted: tuple[str, ...]) -> list[Any]:
-    """The ``wanted`` of ``__eq__``, ``__hash__`` and the values' tuple, over ``names``:
-    attribute by attribute as a dataclass's are, the fastest Python has (faster than
-    ``operator.attrgetter``)."""
-    made = []
-    for name in wanted:
-        # Each compiled on its own, when first used: a command that only reads a
-        # record's values never compiles its __eq__ and __hash__.
-        fn = _template(_KEY_SOURCES[name], len(names), False, False)[name]
-        code = _renamed_code(fn.__code__, names, f"{qualname}.{name}")
-        made.append(_Function(code, fn.__globals__, name))
-    return made
+def _method(qualname: str, names: tuple[str, ...], name: str) -> Any:
+    """``name`` (``__eq__``, ``__hash__`` or the values' tuple) over ``names``: attribute
+    by attribute as a dataclass's are, the fastest Python has (faster than
+    ``operator.attrgetter``). Each is compiled on its own, when first used: a command
+    that only reads a record's values never compiles its __eq__ and __hash__."""
+    fn = _template(_KEY_SOURCES[name], len(names), False, False)[name]
+    code = _renamed_code(fn.__code__, names, f"{qualname}.{name}")
+    return _Function(code, fn.__globals__, name)
 
 
 def _renamed_code(code: Any, names: tuple[str, ...], qualname: str) -> Any:
@@ -393,15 +389,15 @@ def _made_init(owner: Any) -> Any:
 
 
 def _made_values(owner: Any) -> Any:
-    return _methods(owner.__qualname__, owner.__record_names__, ("__record_values__",))[0]
+    return _method(owner.__qualname__, owner.__record_names__, "__record_values__")
 
 
 def _made_eq(owner: Any) -> Any:
-    return _methods(owner.__qualname__, _compared(owner), ("__eq__",))[0]
+    return _method(owner.__qualname__, _compared(owner), "__eq__")
 
 
 def _made_hash(owner: Any) -> Any:
-    return _methods(owner.__qualname__, _compared(owner), ("__hash__",))[0]
+    return _method(owner.__qualname__, _compared(owner), "__hash__")
 
 
 def _compared(owner: Any) -> tuple[str, ...]:

@@ -215,10 +215,10 @@ def step_lines(steps, *, width: int, dry_run: bool) -> list[str]:
     ]
 
 
-def file_lines(files, limit: int = 20) -> list[str]:
-    shown = [f"    {f}" for f in files[:limit]]
-    if len(files) > limit:
-        shown.append(f"    ... and {len(files) - limit} more (--json lists them all)")
+def file_lines(files) -> list[str]:
+    shown = [f"    {f}" for f in files[:20]]
+    if len(files) > 20:
+        shown.append(f"    ... and {len(files) - 20} more (--json lists them all)")
     return shown
 
 

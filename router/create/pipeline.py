@@ -152,7 +152,9 @@ class _Pipeline(HalfMade, Finish):
         self._look_up()
         reuse = self._inspect()
         if reuse is not None:
-            return self._finish(Path(reuse.toplevel), self._reused_branch(reuse), Status.REUSED)
+            return self._finish(
+                Path(reuse.toplevel), Git(reuse.toplevel).current_branch(), Status.REUSED
+            )
         self._undo_torn_registration()
         entries = self.git.worktree_list()
         self._refuse_half_removed()
@@ -238,19 +240,13 @@ class _Pipeline(HalfMade, Finish):
         default = default_branch(self.git)
         return f"the default branch {current!r}" if default and current == default.name else None
 
-    def _reused_branch(self, layout: RepoLayout) -> str | None:
-        return Git(layout.toplevel).current_branch()
-
     # claim / existing -----------------------------------------------------------
 
     def _existing(self, entries: list[WorktreeEntry]) -> WorktreeEntry | None:
         entry = find_worktree(entries, self.path)
         if entry is None or not self.path.exists():
             return None
-        return entry if self._valid_existing(entry) else None
-
-    def _valid_existing(self, entry: WorktreeEntry) -> bool:
-        return entry.branch == self.branch and self._plain_checkout()
+        return entry if entry.branch == self.branch and self._plain_checkout() else None
 
     def _plain_checkout(self) -> bool:
         """Our path is a linked checkout reached through no symlink (``.git`` a file)."""

@@ -164,7 +164,10 @@ def _home_worktree(job: Job) -> tuple[CreateReport, Path]:
         return report, report.worktree or repo.primary
     # A rerun after a fallback: the same rule as `worktrees` (the plan dir moves into
     # the new worktree, or everything stays).
-    report = _home_report(repo, fallen, topic, job.wait, job.sparse, job.setup, job.fetch)
+    home = _home_job(repo, fallen, topic, job.wait, job.sparse)
+    report = (
+        ensure(replace(home, setup=job.setup, fetch=job.fetch)) if isinstance(home, Job) else home
+    )
     moved, report = _move_plan_dir(repo, fallen, report)
     return report, moved.root
 
@@ -379,17 +382,16 @@ def setup_worktrees(
         home_job = _home_job(home_repo, plan, topic, wait, parsed.home.sparse if parsed else None)
         options = setup or SetupOptions()
         jobs = [replace(j, setup=options) for j in jobs]
-        if isinstance(home_job, Job):
-            home_job = replace(home_job, setup=options)
         # The home repo's step runs alongside the others; its refusal still
         # leaves every repo as it was (ensure_all rolls theirs back).
         if isinstance(home_job, Job):
-            home, *ran = ensure_all([home_job, *jobs])
+            home, *ran = ensure_all([replace(home_job, setup=options), *jobs])
         else:
             home, ran = home_job, ensure_all(jobs)
         plan, home = _move_plan_dir(home_repo, plan, home)
         created = dict(zip((j.name for j in jobs), ran, strict=True))
-        reports = [home] + [refusals.get(n) or created[n] for n in _order(parsed)]
+        names = [s.name for s in parsed.secondaries] if parsed else []
+        reports = [home] + [refusals.get(n) or created[n] for n in names]
         mode = "multi" if parsed else "single"
         if strict:
             _enforce_strict(WorktreesResult(topic, plan.path, mode, reports, False), jobs)
@@ -452,22 +454,6 @@ def _home_job(
             warnings=(f"home: {why}",),
         )
     return Job("home", repo, topic, is_home=True, wait=wait, sparse=sparse)
-
-
-def _home_report(
-    repo: Repo,
-    plan: PlanDir,
-    topic: Topic,
-    wait: float,
-    sparse: tuple[str, ...] | None,
-    setup: SetupOptions | None,
-    fetch: Fetch | None = None,
-) -> CreateReport:
-    """The home repo's report when it runs on its own (`new` after a fallback)."""
-    job = _home_job(repo, plan, topic, wait, sparse)
-    if not isinstance(job, Job):
-        return job
-    return ensure(replace(job, setup=setup or SetupOptions(), fetch=fetch))
 
 
 def _holder(repo: Repo, plan: PlanDir) -> RepoLayout:
@@ -569,10 +555,6 @@ def _moving(repo: Repo, topic_id: str, old: Path) -> state.Removal | None:
     record = state.read_record_or_none(repo.common_dir, topic_id)
     moving = journal.find(record, journal.Operation.REMOVE, old)
     return record.removing if moving is not None and record is not None else None
-
-
-def _order(parsed: object) -> list[str]:
-    return [s.name for s in parsed.secondaries] if parsed else []  # type: ignore[attr-defined]
 
 
 def _secondary_jobs(

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from router.plandir.remembered import Remembered
-    from router.plandir.reposmd import WorktreeLine
+    from router.plandir.reposmd import ReposFile, WorktreeLine
     from router.topic.runs import PlanDir, Records
     from router.topic.workspace import DefaultBranch, Repo
 
@@ -232,8 +232,9 @@ def topic_repos(
         from router.plandir.reposmd import worktree_lines
 
         lines = tuple(worktree_lines(text))
-        if listed:
-            secondaries = _listed_secondaries(plan.path / a.REPOS, warnings)
+        parsed = _parsed_repos_md(plan.path / a.REPOS, warnings) if listed else None
+        if parsed is not None:
+            secondaries = tuple((s.name, str(s.path)) for s in parsed.secondaries)
     places = repo_places(repo.primary, home_worktree, record, secondaries, lines)
     # The home's branch is the one its record names (a reused checkout keeps its own).
     home_branch = (record.branch if record is not None else None) or plan.id
@@ -243,17 +244,16 @@ def topic_repos(
     ]
 
 
-def _listed_secondaries(path: Path, warnings: list[str]) -> tuple[tuple[str, str], ...]:
-    """(name, path) of every additional repo ``repos.md`` lists; () when it does not parse."""
+def _parsed_repos_md(path: Path, warnings: list[str]) -> ReposFile | None:
+    """``repos.md`` as read; None when it does not parse (``warnings`` says why)."""
     from router.errors import RouterError
     from router.plandir.reposmd import read_repos_md
 
     try:
-        parsed = read_repos_md(path)
+        return read_repos_md(path)
     except RouterError as exc:
         warnings.append(f"{path}: {exc.message}")
-        return ()
-    return tuple((s.name, str(s.path)) for s in parsed.secondaries)
+        return None
 
 
 def _read_text(path: str) -> str | None:
@@ -408,16 +408,11 @@ def any_commits(repos: list[TopicRepo], refs: RepoRefs | None = None) -> bool:
 
 def missing_worktrees(plan: PlanDir, warnings: list[str]) -> list[str]:
     """Repos that repos.md lists but its ``## Worktrees`` section does not (yet) place."""
-    from router.errors import RouterError
-    from router.plandir.reposmd import read_repos_md, worktree_lines
+    from router.plandir.reposmd import worktree_lines
 
     path = plan.path / a.REPOS
-    if not path.is_file():
-        return []
-    try:
-        parsed = read_repos_md(path)
-    except RouterError as exc:
-        warnings.append(f"{path}: {exc.message}")
+    parsed = _parsed_repos_md(path, warnings) if path.is_file() else None
+    if parsed is None:
         return []
     placed = {ln.name for ln in worktree_lines(parsed) if ln.placed and ln.placed.exists()}
     return [s.name for s in parsed.secondaries if s.name not in placed]

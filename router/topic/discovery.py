@@ -342,11 +342,10 @@ def discover_at(cwd: Path) -> Found:
     return discover(place)
 
 
-def candidates(repo: Repo, entries: list[WorktreeEntry] | None = None) -> list[PlanDir]:
+def candidates(repo: Repo) -> list[PlanDir]:
     """Every plan dir of this machine's topics in the home repo: its primary clone and each
     of its worktrees (torn-down topics included: :meth:`Records.live` tells them)."""
-    entries = entries if entries is not None else repo.git.worktree_list()
-    return scan(repo_place(repo, entries).roots, Records(repo.common_dir))
+    return scan(repo_place(repo, repo.git.worktree_list()).roots, Records(repo.common_dir))
 
 
 # -- the fast reader: git's administrative files ---------------------------------------

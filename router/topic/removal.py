@@ -329,10 +329,10 @@ def with_content(root: Path, removal: Removal) -> Removal:
     return Removal(removal.path, tuple(kept))
 
 
-def described(blocked: list[Blocked], limit: int = 5) -> str:
-    """``a.txt (Operation not permitted: ...); sub (a mount point ...)``, the first ``limit`` of them."""
-    shown = "; ".join(f"{b.path} ({b.cause})" for b in blocked[:limit])
-    more = f"; and {len(blocked) - limit} more" if len(blocked) > limit else ""
+def described(blocked: list[Blocked]) -> str:
+    """``a.txt (Operation not permitted: ...); sub (a mount point ...)``, the first five of them."""
+    shown = "; ".join(f"{b.path} ({b.cause})" for b in blocked[:5])
+    more = f"; and {len(blocked) - 5} more" if len(blocked) > 5 else ""
     return shown + more
 
 

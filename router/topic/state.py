@@ -289,18 +289,16 @@ def acquire(path: Path, wait: float) -> int:
             raise
 
 
-def secondary_homes(
-    common_dir: str | os.PathLike[str], only: str | None = None
-) -> dict[str, tuple[str, str | None]]:
+def secondary_homes(common_dir: str | os.PathLike[str]) -> dict[str, tuple[str, str | None]]:
     """Topic id -> (home primary clone, this repo's worktree) for each topic this repo is a
-    secondary of (its record names the home); ``only``: that topic's record alone.
+    secondary of (its record names the home).
 
     Read straight from the files, without the lock: the session-start hook asks
     this from a secondary repo. Unreadable records are skipped (doctor reports them).
     """
     folder = os.path.join(common_dir, STATE_DIR, RECORDS_DIR)
     try:
-        names = [f"{only}.json"] if only else sorted(os.listdir(folder))
+        names = sorted(os.listdir(folder))
     except OSError:
         return {}
     names = [n for n in names if n.endswith(".json")]
