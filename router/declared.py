@@ -119,10 +119,7 @@ def declaration_note(name: str, where: str, found: bool, count: int) -> str:
 
 
 def read_declared(
-    git: Git,
-    name: str,
-    default: DefaultBranch | None,
-    pinned: str | None = None,
+    git: Git, name: str, default: DefaultBranch | None, pinned: str | None = None
 ) -> Declaration:
     """File ``name`` from origin/<default>, else (origin has no such branch) the local one.
 

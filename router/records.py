@@ -305,11 +305,7 @@ def _values_source(params: list[str], *_shape: object) -> str:
     )
 
 
-_KEY_SOURCES = {
-    "__eq__": _eq_source,
-    "__hash__": _hash_source,
-    "__record_values__": _values_source,
-}
+_KEY_SOURCES = {"__eq__": _eq_source, "__hash__": _hash_source, "__record_values__": _values_source}
 
 
 _TEMPLATES: dict[tuple[Any, int, bool, bool, tuple[int, ...]], dict[str, Any]] = {}

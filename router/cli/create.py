@@ -95,12 +95,7 @@ def worktrees_cmd(
 
 
 def init_cmd(
-    cwd: Path,
-    *,
-    allow_agent: bool,
-    allow_everywhere: bool,
-    write_examples: bool,
-    as_json: bool,
+    cwd: Path, *, allow_agent: bool, allow_everywhere: bool, write_examples: bool, as_json: bool
 ) -> int:
     from router.create.initrepo import prepare_repo
 

@@ -28,10 +28,7 @@ def release_cmd(
     from router.topic.hold import release_topic
 
     return emit_result(
-        "release",
-        as_json,
-        lambda: release_topic(cwd, target, pid=pid, session=session),
-        _hold_text,
+        "release", as_json, lambda: release_topic(cwd, target, pid=pid, session=session), _hold_text
     )
 
 

@@ -68,10 +68,7 @@ def write_err(text: str) -> None:
 
 
 def emit_result(
-    command: str,
-    as_json: bool,
-    work: Callable[[], Any],
-    text: Callable[[Any], str],
+    command: str, as_json: bool, work: Callable[[], Any], text: Callable[[Any], str]
 ) -> int:
     """Run ``work``; print its result as text or one JSON envelope; return the exit code.
 

@@ -74,8 +74,7 @@ class Parsed:
 
 
 def parse(
-    args: list[str],
-    root_read: Callable[[Path | None], None] = lambda _directory: None,
+    args: list[str], root_read: Callable[[Path | None], None] = lambda _directory: None
 ) -> Parsed:
     """The command ``args`` name and its values; ``root_read`` sees ``-C`` as soon as the
     command's word is known (before the command's own arguments are read)."""

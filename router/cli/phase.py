@@ -98,8 +98,7 @@ def record_pr_cmd(
     from router.phase.gates import record_pr
 
     return _emit_record(
-        as_json,
-        lambda: record_pr(cwd, target, url, local=local, repo_name=repo_name, wait=wait),
+        as_json, lambda: record_pr(cwd, target, url, local=local, repo_name=repo_name, wait=wait)
     )
 
 

@@ -237,13 +237,7 @@ NEW = Command(
     "create:new_cmd",
     (Arg("description", "DESCRIPTION", "What the topic builds, in a few words."),),
     (
-        Opt(
-            "--ticket",
-            "ticket",
-            "Ticket id: the id becomes <T>-<slug>.",
-            kind=TEXT,
-            metavar="T",
-        ),
+        Opt("--ticket", "ticket", "Ticket id: the id becomes <T>-<slug>.", kind=TEXT, metavar="T"),
         Opt("--id", "topic_id", "Use ID verbatim (validated).", kind=TEXT, metavar="ID"),
         Opt("--date", "date", "Date prefix YYYY-MM-DD instead of today.", kind=TEXT, metavar="D"),
         Opt("--fix", "fix", "A bug fix: QUESTION, PLAN, IMPLEMENT, PR (no research or design)."),
@@ -362,9 +356,7 @@ TEARDOWN = Command(
     (REQUIRED_TARGET,),
     (
         Opt(
-            "--integrate",
-            "integrate",
-            "Cherry-pick unintegrated commits onto the default branch.",
+            "--integrate", "integrate", "Cherry-pick unintegrated commits onto the default branch."
         ),
         Opt(
             "--force",
@@ -421,11 +413,7 @@ RESTORE = Command(
             "snapshotted).",
         ),
     ),
-    (
-        Opt("--repo", "repo", "Only this repo of the topic.", kind=TEXT, metavar="NAME"),
-        WAIT,
-        JSON,
-    ),
+    (Opt("--repo", "repo", "Only this repo of the topic.", kind=TEXT, metavar="NAME"), WAIT, JSON),
 )
 PR_CLEANUP = Command(
     "pr-cleanup",
@@ -483,11 +471,7 @@ DOCTOR = Command(
     "durability:doctor_cmd",
     (),
     (
-        Opt(
-            "--repair",
-            "repair",
-            "Fix what is safe to fix, only for paths team-router owns.",
-        ),
+        Opt("--repair", "repair", "Fix what is safe to fix, only for paths team-router owns."),
         WAIT,
         JSON,
     ),

@@ -17,9 +17,7 @@ from router.git import GitError, RepoLayout
 from router.names import Sha, Topic
 from router.records import field, record, replace
 from router.topic import journal, state
-from router.topic.workspace import (
-    Repo,
-)
+from router.topic.workspace import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

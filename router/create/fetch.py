@@ -46,12 +46,7 @@ class Fetch:
 
 
 def start_early(
-    cwd: Path,
-    description: str,
-    *,
-    ticket: str | None,
-    topic_id: str | None,
-    date: str | None,
+    cwd: Path, description: str, *, ticket: str | None, topic_id: str | None, date: str | None
 ) -> Fetch | None:
     """``new``'s fetch of the repo it runs in, started before the pipeline is loaded; or None.
 

@@ -14,9 +14,7 @@ from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.topic import journal, state
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
-from router.topic.workspace import (
-    ensure_excludes,
-)
+from router.topic.workspace import ensure_excludes
 
 
 class Finish(Creation):

@@ -16,9 +16,7 @@ from router.create.creation import Creation
 from router.errors import ErrorCode, RouterError
 from router.git import Git, WorktreeEntry
 from router.topic import journal, worktreelock
-from router.topic.workspace import (
-    find_worktree,
-)
+from router.topic.workspace import find_worktree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

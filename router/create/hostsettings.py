@@ -180,7 +180,7 @@ WORKTREE_HOOKS: dict[str, tuple[str, int]] = {
 EARLIER_COMMANDS = {
     "WorktreeRemove": (
         "command -v team-router >/dev/null 2>&1 && team-router hook worktree-remove || true",
-    ),
+    )
 }
 
 

@@ -149,10 +149,7 @@ def plugin_commands() -> list[str]:
     with contextlib.suppress(OSError, ValueError, KeyError, IndexError, TypeError):
         data = json.loads(manifest.read_text(encoding="utf-8"))
         market, plugin = data["name"], data["plugins"][0]["name"]
-    return [
-        f"claude plugin marketplace add {root}",
-        f"claude plugin install {plugin}@{market}",
-    ]
+    return [f"claude plugin marketplace add {root}", f"claude plugin install {plugin}@{market}"]
 
 
 def installed_copy() -> bool:

@@ -25,11 +25,7 @@ from router.git import Git, GitError, RepoLayout, WorktreeEntry
 from router.parallel import MAX_PARALLEL, parallel_outcomes, raised
 from router.records import replace
 from router.topic import state, worktreelock
-from router.topic.workspace import (
-    default_branch,
-    find_worktree,
-    worktree_with_branch,
-)
+from router.topic.workspace import default_branch, find_worktree, worktree_with_branch
 
 # -- public entry points -------------------------------------------------------
 

@@ -18,12 +18,7 @@ from router.doctor.findings import (
 )
 from router.doctor.keeps import detached_work, module_work, moved_to, reflog_work, staged_work
 from router.doctor.records import readable_records
-from router.doctor.repairs import (
-    lock_worktree,
-    remove_empty_dir,
-    undo_our_add,
-    unregister,
-)
+from router.doctor.repairs import lock_worktree, remove_empty_dir, undo_our_add, unregister
 from router.git import WorktreeEntry
 from router.mounts import worktree_unmounted
 from router.records import record

@@ -323,9 +323,7 @@ class RepoRefs:
 
 
 def commits_ahead(
-    topic_repo: TopicRepo,
-    refs: RepoRefs | None = None,
-    at: tuple[str | None, str] | None = None,
+    topic_repo: TopicRepo, refs: RepoRefs | None = None, at: tuple[str | None, str] | None = None
 ) -> int | None:
     """Commits of the topic's work since its merge-base with the default branch; None: unknown.
 

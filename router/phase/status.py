@@ -110,10 +110,7 @@ def topics_status(cwd: Path) -> StatusResult:
 
 
 def _topic_states(
-    repo: Repo,
-    runs: list[tuple[str, PlanDir]],
-    records: Records,
-    warnings: list[str],
+    repo: Repo, runs: list[tuple[str, PlanDir]], records: Records, warnings: list[str]
 ) -> list[TopicState]:
     """The state of each run not torn down, its warnings added to ``warnings`` in order."""
     refs = phases.RepoRefs()  # every branch tip of a repo in one git process, for all topics
@@ -300,10 +297,7 @@ def _answer_json(topic: _Topic) -> list[object]:
 
 
 def _repo_state(
-    topic_repo: phases.TopicRepo,
-    refs: phases.RepoRefs,
-    at: tuple[str | None, str],
-    asked: DirtyAll,
+    topic_repo: phases.TopicRepo, refs: phases.RepoRefs, at: tuple[str | None, str], asked: DirtyAll
 ) -> RepoState:
     """The repo's row; ``at``: its :func:`~router.phase.infer.location`, ``asked``: where
     its worktree's state is asked."""

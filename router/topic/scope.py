@@ -14,13 +14,7 @@ from router.git import WorktreeEntry
 from router.names import ID_RE, branch_for, parse_id
 from router.parallel import parallel_map
 from router.plandir.artifacts import HOME, read_temp_paths
-from router.plandir.reposmd import (
-    REPOS_MD,
-    ReposFile,
-    WorktreeLine,
-    read_repos_md,
-    worktree_lines,
-)
+from router.plandir.reposmd import REPOS_MD, ReposFile, WorktreeLine, read_repos_md, worktree_lines
 from router.reasons import Reason, Why
 from router.records import record
 from router.topic import state

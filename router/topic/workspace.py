@@ -130,8 +130,7 @@ def primary_root(layout: RepoLayout) -> Path:
     # tree, so git lists the git dir itself as the main worktree. The checkout
     # whose .git names the common dir is it; where to look comes from this tool.
     found = next(
-        (p for p in _may_be_primary(layout) if g.checkout_git_dir(p) == layout.common_dir),
-        None,
+        (p for p in _may_be_primary(layout) if g.checkout_git_dir(p) == layout.common_dir), None
     )
     return found or listed
 
