@@ -306,3 +306,41 @@ def test_ancestry_of_a_tag_a_missing_or_a_corrupt_commit_is_what_merge_base_answ
         answers.append(expected)
         assert [Git(repo).is_ancestor(a, d) for a, d in pairs] == expected
     assert answers == [[True, False, False, True, True], [False] * 5]
+
+
+def _literal_commit(repo: Path, lines: list[str]) -> str:
+    """A commit object written as given (``hash-object --literally``): git's own commands
+    refuse to make one so malformed, a hostile tool need not."""
+    body = "\n".join([*lines, "author A <a@b> 1 +0000", "committer A <a@b> 1 +0000", "", "x", ""])
+    return git(repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", input=body)
+
+
+@pytest.mark.parametrize("git_format", ["sha1", "sha256"], indirect=True)
+def test_a_commit_git_would_not_parse_is_never_taken_for_a_merge(tmp_path, git_format):
+    """A commit whose tree or parent lines git rejects ("bad parents", "bad tree pointer"),
+    or naming a parent git cannot read as a commit (missing, a blob) before the ancestor:
+    merge-base does not find the ancestor there, so the commits' own reading must not
+    find it through the parent lines it can read."""
+    repo = make_repo(tmp_path / "ws", "r")
+    base = git(repo, "rev-parse", "HEAD")
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    blob = git(repo, "hash-object", "-w", "--stdin", input="not a commit\n")
+    width = len(base)
+    forged = [
+        [f"tree {tree}", f"parent {'z' * width}", f"parent {base}"],
+        [f"tree {'z' * width}", f"parent {base}"],
+        [f"parent {base}", f"tree {tree}"],
+        [f"tree {tree} ", f"parent {base}"],
+        [f"tree {tree}", f"parent {'1' * width}", f"parent {base}"],
+        [f"tree {tree}", f"parent {blob}", f"parent {base}"],
+    ]
+    for lines in forged:
+        descendant = _literal_commit(repo, lines)
+        assert not _merge_base_answer(repo, base, descendant), lines
+        assert Git(repo).known_ancestry(base, descendant) is None, lines
+        assert Git(repo).is_ancestor(base, descendant) is False, lines
+    # An ancestor whose own parent git cannot read: git's walk reads it too.
+    orphaned = _literal_commit(repo, [f"tree {tree}", f"parent {'1' * width}"])
+    child = _literal_commit(repo, [f"tree {tree}", f"parent {orphaned}"])
+    assert Git(repo).known_ancestry(orphaned, child) is None
+    assert Git(repo).is_ancestor(orphaned, child) is _merge_base_answer(repo, orphaned, child)

@@ -90,7 +90,8 @@ def _ancestry_from_files(git_dir: str, common: str, ancestor: str, descendant: s
     # The ancestor is read too (Unsure unless a commit that hashes to its id): an annotated
     # tag is git's to peel, and a commit missing or corrupt is no ancestor git would find,
     # though its descendant names it.
-    store.parents(ids[0])
+    for parent in store.parents(ids[0]):  # git's walk reads the ancestor's parents too
+        store.parents(parent)
     found = reaches(store, ids[1], ids[0], limit=_ANCESTRY_READ_MAX)
     if found is not None:
         return found

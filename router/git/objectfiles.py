@@ -23,6 +23,7 @@ _OFS_DELTA, _REF_DELTA = 6, 7
 _IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"  # a version 2 pack index
 _MAX_CHAIN = 64  # deltas on deltas followed (git's default depth is 50)
 _MAX_PACKS = 64  # more packs than this: a repository git should look through itself
+_LOWER_HEX = b"0123456789abcdef"
 
 
 class ObjectStore:
@@ -33,6 +34,7 @@ class ObjectStore:
         self._algorithm = "sha1" if fmt.id_width == 40 else "sha256"
         self._width = fmt.id_width // 2
         self._packs: list[_Pack] | None = None
+        self._parents: dict[str, list[str]] = {}  # each commit's parents, read once
         if os.path.exists(os.path.join(self._objects, "info", "alternates")):
             raise Unsure("objects in an alternate store are git's to find")
         if "GIT_REPLACE_REF_BASE" in os.environ or _has_replace_refs(common):
@@ -62,18 +64,28 @@ class ObjectStore:
         return first[5:]
 
     def parents(self, oid: str) -> list[str]:
-        """The parents commit ``oid`` names, in order; Unsure for another kind of object."""
+        """The parents commit ``oid`` names, in order; Unsure for another kind of object, or
+        a commit git would not parse (its tree or a parent not a full lowercase id)."""
+        found = self._parents.get(oid)
+        if found is None:
+            found = self._parents[oid] = self._read_parents(oid)
+        return found
+
+    def _read_parents(self, oid: str) -> list[str]:
         kind, data = self.read(oid)
         if kind != "commit":
             raise Unsure(f"{oid} is not a commit")
-        found = []
-        for line in data.split(b"\n")[1:]:
+        lines = data.split(b"\n")
+        ids = [lines[0].removeprefix(b"tree ")] if lines[0].startswith(b"tree ") else [b""]
+        for line in lines[1:]:
             if not line.startswith(b"parent "):
                 break  # the parents follow the tree, before the author
-            found.append(line[7:].decode("ascii", "replace"))
-        if any(len(p) != self._width * 2 for p in found):
-            raise Unsure(f"commit {oid} names a parent not read here")
-        return found
+            ids.append(line[7:])
+        # git rejects the commit ("bad tree pointer", "bad parents") and finds no ancestor
+        # through it, whatever its other parents name.
+        if any(len(i) != self._width * 2 or i.strip(_LOWER_HEX) for i in ids):
+            raise Unsure(f"commit {oid} is not one git parses")
+        return [i.decode("ascii") for i in ids[1:]]
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The bytes of the blob at ``path`` in ``commit``; None when no blob is there."""
@@ -304,7 +316,10 @@ def reaches(store: ObjectStore, start: str, target: str, *, limit: int) -> bool 
     """Whether commit ``target`` is ``start`` or one of its ancestors, walking ``start``'s
     parents; None when ``limit`` commits were read without finding it or running out.
 
-    Raw parents only: the caller makes sure no graft or shallow file rewrites them.
+    Each commit walked has every parent read (Unsure unless each is a commit that hashes to
+    its id) before the walk goes on: git's walk, in date order, stops on a parent it cannot
+    read, however another parent leads to ``target``. Raw parents only: the caller makes
+    sure no graft or shallow file rewrites them.
     """
     seen, pending = {start}, [start]
     while pending:
@@ -314,6 +329,7 @@ def reaches(store: ObjectStore, start: str, target: str, *, limit: int) -> bool 
         if commit == target:
             return True
         for parent in store.parents(commit):
+            store.parents(parent)
             if parent not in seen:
                 seen.add(parent)
                 pending.append(parent)
