@@ -72,7 +72,12 @@ class Reason(StrEnum):
     FINISHED = "finished"  # a removal a kill interrupted, finished
     REMOVAL_STOPPED = "removal-stopped"  # git stopped part-way, and this run finished it
     INTERRUPTED = "interrupted"  # git was killed mid-removal: a rerun finishes it
-    HALF_REMOVED = "half-removed"  # a removal stopped half-way that cannot finish yet
+    # a removal stopped half-way that cannot finish yet: files written there since (``items``),
+    # or ``count`` paths it could not delete (``parts``: the first few, each NOT_DELETED)
+    HALF_REMOVED = "half-removed"
+    # ``path`` could not be deleted: the system's error (``text``), and what stands in the
+    # way (``kind``: router.topic.removal.BlockedBy) at ``other``
+    NOT_DELETED = "not-deleted"
     WRITTEN_SINCE = "written-since"  # files written into a half-removed worktree since
     WORKTREE_KEPT = "worktree-kept"
     STILL_REGISTERED = "still-registered"

@@ -211,6 +211,13 @@ def test_facts_a_reason_is_about_are_said_as_before_they_were_fields():
 _HOLDER = Why(Reason.HOLDER, count=8)
 _TIP = "a" * 40
 _UNSEEN = Why(Reason.UNSEEN_FILES)
+# The paths a removal could not delete, as an older record keeps them in words.
+_STUCK = (
+    "a (Operation not permitted: /w/a is immutable or append-only (`lsattr -d /w/a` shows it; "
+    "`chattr -i -a /w/a` clears it)); m (a mount point (Device or resource busy): unmount it "
+    "(`umount /w/m`)); r (on a read-only filesystem mounted at /ro: unmount it or mount it "
+    "read-write); x (Permission denied); y (Permission denied); and 2 more"
+)
 
 
 def _unmounted(shows: str, point: str) -> str:
@@ -1044,6 +1051,56 @@ SAID_FROM_FACTS = [
             ],
         },
         "/w came back and could not be removed: snapshot of /w/docs/plans/t failed: z; kept",
+    ),
+    (
+        Why(
+            Reason.HALF_REMOVED,
+            path="/w",
+            again="teardown",
+            count=7,
+            parts=(
+                Why(
+                    Reason.NOT_DELETED,
+                    path="a",
+                    text="Operation not permitted",
+                    kind="immutable",
+                    other="/w/a",
+                ),
+                Why(
+                    Reason.NOT_DELETED,
+                    path="m",
+                    text="Device or resource busy",
+                    kind="mount-point",
+                    other="/w/m",
+                ),
+                Why(
+                    Reason.NOT_DELETED,
+                    path="r",
+                    text="Read-only file system",
+                    kind="read-only",
+                    other="/ro",
+                ),
+                Why(Reason.NOT_DELETED, path="x", text="Permission denied"),
+                Why(Reason.NOT_DELETED, path="y", text="Permission denied"),
+            ),
+        ),
+        {"reason": "half-removed", "path": "/w", "again": "teardown", "text": _STUCK},
+        f"finishing the removal of /w stopped half-way: cannot delete {_STUCK}; the rest is "
+        "deleted, and the record keeps what the removal judged; once that is cleared, run "
+        "teardown again to finish the removal",
+    ),
+    (
+        Why(Reason.HALF_REMOVED, path="/w", again="teardown", flag=True, items=("new.txt",)),
+        {
+            "reason": "half-removed",
+            "path": "/w",
+            "again": "teardown",
+            "flag": True,
+            "items": ["new.txt"],
+        },
+        "removing /w stopped half-way: new.txt appeared there meanwhile: kept; the rest is "
+        "deleted, and the record keeps what the removal judged; move them out of /w, then run "
+        "teardown again to finish the removal",
     ),
 ]
 

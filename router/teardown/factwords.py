@@ -22,6 +22,7 @@ from router.processes import process_words
 from router.reasons import Reason, Why
 from router.topic.containment import uncontained_words
 from router.topic.holders import holder_words
+from router.topic.removal import blocked_words
 from router.topic.runs import PLANS_DIR
 
 Words = Callable[[Why], str]
@@ -337,6 +338,7 @@ FACTS: dict[Reason, Words] = {
     Reason.NO_PRIMARY_CLONE: lambda w: "no primary clone to keep a snapshot in",
     Reason.PLAN_DIR_NOT_SNAPSHOTTED: lambda w: f"snapshot of {w.path} failed: {w.text}",
     Reason.REFUSAL: lambda w: w.text,
+    Reason.NOT_DELETED: lambda w: f"{w.path} ({blocked_words(w.text, w.kind, w.other)})",
     # why a snapshot could not be written
     Reason.SNAPSHOT_NOT_WRITTEN: lambda w: f"snapshot of {w.path or w.branch} failed: {w.text}",
     Reason.UNMERGED_INDEX: lambda w: (

@@ -55,10 +55,11 @@ from router.teardown.unshipped import (
 from router.topic import state, worktreelock
 from router.topic.journal import Operation, begin_op, end_op, find
 from router.topic.removal import (
+    SHOWN_BLOCKED,
+    Blocked,
     began,
     checkout_journal,
     delete_judged,
-    described,
     journal,
     unjudged,
     with_content,
@@ -469,12 +470,12 @@ def finish_removal(
             begin_op(
                 repo.common_dir, topic.id, Operation.REMOVE, judged, made=(topic.repo_name, branch)
             )
-        stuck = described(blocked) if blocked else ""
         detail = Why(
             Reason.HALF_REMOVED,
             path=str(path),
             items=tuple(map(str, kept)),
-            text=stuck,
+            count=len(blocked),
+            parts=tuple(map(_not_deleted, blocked[:SHOWN_BLOCKED])),
             again=again,
             flag=first,
         )
@@ -486,6 +487,10 @@ def finish_removal(
         repo.git.worktree_remove(path, force=True)
     _unmark_removal(repo, topic, branch)
     return done(name, Why(Reason.FINISHED, path=str(path)))
+
+
+def _not_deleted(b: Blocked) -> Why:
+    return Why(Reason.NOT_DELETED, path=b.path, text=b.error, kind=b.kind, other=b.at)
 
 
 def finish_blocker(

@@ -131,14 +131,24 @@ def _remove_planned(w: Why) -> str:
 
 def _half_removed(w: Why) -> str:
     what = "removing" if w.flag else "finishing the removal of"
-    stuck = f"cannot delete {w.text}" if w.text else ""
+    blocked = _not_deleted(w)
+    stuck = f"cannot delete {blocked}" if blocked else ""
     named = f"{name_some(w.items)} appeared there meanwhile: kept" if w.items else ""
-    fix = "once that is cleared," if w.text else f"move them out of {w.path}, then"
+    fix = "once that is cleared," if blocked else f"move them out of {w.path}, then"
     return (
         f"{what} {w.path} stopped half-way: {'; '.join(x for x in (stuck, named) if x)}; "
         f"the rest is deleted, and the record keeps what the removal judged; {fix} "
         f"run {w.again} again to finish the removal"
     )
+
+
+def _not_deleted(w: Why) -> str:
+    """The paths a removal could not delete (``parts``, the first of ``count``); an older
+    record's words are in ``text``."""
+    if not w.parts:
+        return w.text
+    more = f"; and {w.count - len(w.parts)} more" if w.count > len(w.parts) else ""
+    return "; ".join(map(in_words, w.parts)) + more
 
 
 def _parts(w: Why) -> str:

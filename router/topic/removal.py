@@ -29,6 +29,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterable
+from enum import StrEnum
 from pathlib import Path
 from stat import S_ISDIR
 
@@ -212,10 +213,32 @@ def began(root: Path, removal: Removal) -> bool:
 
 @record
 class Blocked:
-    """A path the removal could not delete, and why, in words that name the fix."""
+    """A path the removal could not delete, and why: :func:`blocked_words` names the fix."""
 
     path: str  # relative to the directory being removed
-    cause: str
+    error: str  # the system's error (its strerror)
+    kind: str = ""  # what stands in the way (a :class:`BlockedBy`), or only the error
+    at: str = ""  # where the fix applies: the mount point, the flagged file
+
+
+class BlockedBy(StrEnum):
+    MOUNT_POINT = "mount-point"  # a filesystem is mounted there (``at``)
+    READ_ONLY = "read-only"  # on a read-only filesystem mounted at ``at``
+    IMMUTABLE = "immutable"  # ``at`` is immutable or append-only
+
+
+def blocked_words(error: str, kind: str, at: str) -> str:
+    """Why a path could not be deleted, naming what would clear it."""
+    if kind == BlockedBy.MOUNT_POINT:
+        return f"a mount point ({error}): unmount it (`umount {at}`)"
+    if kind == BlockedBy.READ_ONLY:
+        return f"on a read-only filesystem mounted at {at}: unmount it or mount it read-write"
+    if kind == BlockedBy.IMMUTABLE:
+        return (
+            f"{error}: {at} is immutable or append-only "
+            f"(`lsattr -d {at}` shows it; `chattr -i -a {at}` clears it)"
+        )
+    return error
 
 
 def delete_judged(root: Path, removal: Removal) -> tuple[list[str], list[Blocked]]:
@@ -241,7 +264,7 @@ def delete_judged(root: Path, removal: Removal) -> tuple[list[str], list[Blocked
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                blocked.append(Blocked(rel, why_not_deleted(full, exc)))
+                blocked.append(why_not_deleted(rel, full, exc))
         for name in [d for d in dirs if d not in links]:
             _remove_dir(Path(dirpath, name), root, blocked)
     _remove_dir(root, root, blocked)
@@ -256,7 +279,7 @@ def _remove_dir(path: Path, root: Path, blocked: list[Blocked]) -> None:
     except OSError as exc:
         if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) or _holds_anything(path):
             return  # it holds what was kept or blocked, which is named already
-        blocked.append(Blocked(os.path.relpath(path, root), why_not_deleted(str(path), exc)))
+        blocked.append(why_not_deleted(os.path.relpath(path, root), str(path), exc))
 
 
 def _holds_anything(path: Path) -> bool:
@@ -267,22 +290,18 @@ def _holds_anything(path: Path) -> bool:
         return False
 
 
-def why_not_deleted(path: str, exc: OSError) -> str:
-    """Why ``path`` could not be deleted, naming what would clear it."""
-    reason = exc.strerror or str(exc)
+def why_not_deleted(rel: str, path: str, exc: OSError) -> Blocked:
+    """Why ``path`` (``rel`` in the directory being removed) could not be deleted."""
+    error = exc.strerror or str(exc)
     if exc.errno == errno.EBUSY and mounts.is_mount_point(path):
-        return f"a mount point ({reason}): unmount it (`umount {path}`)"
+        return Blocked(rel, error, BlockedBy.MOUNT_POINT, path)
     if exc.errno == errno.EROFS:
-        point = mounts.mount_point_of(path)
-        return f"on a read-only filesystem mounted at {point}: unmount it or mount it read-write"
+        return Blocked(rel, error, BlockedBy.READ_ONLY, mounts.mount_point_of(path))
     if exc.errno == errno.EPERM:
         flagged = [p for p in (path, os.path.dirname(path)) if _immutable(p)]
         if flagged:
-            return (
-                f"{reason}: {flagged[0]} is immutable or append-only "
-                f"(`lsattr -d {flagged[0]}` shows it; `chattr -i -a {flagged[0]}` clears it)"
-            )
-    return reason
+            return Blocked(rel, error, BlockedBy.IMMUTABLE, flagged[0])
+    return Blocked(rel, error)
 
 
 _FS_IOC_GETFLAGS = 0x80086601  # Linux, 64-bit: _IOR('f', 1, long)
@@ -329,10 +348,15 @@ def with_content(root: Path, removal: Removal) -> Removal:
     return Removal(removal.path, tuple(kept))
 
 
+SHOWN_BLOCKED = 5  # the paths that could not be deleted a message names before "and N more"
+
+
 def described(blocked: list[Blocked]) -> str:
     """``a.txt (Operation not permitted: ...); sub (a mount point ...)``, the first five of them."""
-    shown = "; ".join(f"{b.path} ({b.cause})" for b in blocked[:5])
-    more = f"; and {len(blocked) - 5} more" if len(blocked) > 5 else ""
+    shown = "; ".join(
+        f"{b.path} ({blocked_words(b.error, b.kind, b.at)})" for b in blocked[:SHOWN_BLOCKED]
+    )
+    more = f"; and {len(blocked) - SHOWN_BLOCKED} more" if len(blocked) > SHOWN_BLOCKED else ""
     return shown + more
 
 
