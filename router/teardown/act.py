@@ -11,21 +11,18 @@ from router.records import record
 from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_state
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.localstate import LocalStateReport
-from router.teardown.record import TopicRef, forget_earlier_teardown
+from router.teardown.record import TopicRef, forget_earlier_teardown, record_steps
 from router.teardown.steps import (
     STEPS,
     Decision,
     Step,
     StepResult,
     StepRun,
-    last_run,
     skipped,
     stopped_at,
 )
 from router.teardown.sweep import SweepResult
-from router.topic import journal
-from router.topic.scope import RepoTarget, TopicScope
-from router.topic.workspace import Repo
+from router.topic.scope import TopicScope
 
 
 @record
@@ -111,26 +108,11 @@ def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -
         plan.target.name, plan.worktree, tuple(begun.runner.steps), begun.sweep, begun.local
     )
     if opts.acts:
-        _record_teardown(repo, plan.target, scope, report)
+        # Kept, marked torn down, so a second run knows the topic and exits 0 (a corrupt record
+        # was reported at resolution; it is never overwritten).
+        complete = report.ok and not report.interrupted
+        made = (plan.target.name, plan.target.branch)
+        record_steps(
+            repo.common_dir, scope.id, "teardown", report.steps, complete=complete, made=made
+        )
     return report
-
-
-def _record_teardown(
-    repo: Repo, target: RepoTarget, scope: TopicScope, report: TeardownReport
-) -> None:
-    """Keep the record, marked torn down, so a second run knows the topic and exits 0."""
-    finished = [s.name for s in report.steps if s.finished]
-    complete = report.ok and not report.interrupted
-    left = [s.name for s in report.steps if s.left_to_user]
-
-    # A corrupt record was reported at resolution; it is never overwritten.
-    journal.teardown_done(
-        repo.common_dir,
-        scope.id,
-        finished,
-        STEPS,
-        complete=complete,
-        left=left,
-        made=(target.name, target.branch),
-        last_run=last_run("teardown", report.steps),
-    )

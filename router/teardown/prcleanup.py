@@ -67,20 +67,18 @@ from router.teardown.prs import (
     resolve_target,
 )
 from router.teardown.reclaim import decide_reclaim
-from router.teardown.record import forget_earlier_teardown
+from router.teardown.record import forget_earlier_teardown, record_steps
 from router.teardown.remote import (
     decide_prune,
     remote_decision,
     remote_gone,
 )
-from router.teardown.steps import STEPS as TEARDOWN_STEPS
 from router.teardown.steps import (
     Decision,
     Outcome,
     Step,
     StepResult,
     StepRun,
-    last_run,
     stopped_at,
     stopped_error,
 )
@@ -225,19 +223,9 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
     """
     if found.topic_id is None or found.record is None:
         return
-    finished = {s.name for s in steps if s.name in TEARDOWN_STEPS and s.finished}
     ok = not any(s.blocks for s in steps)
-    left = [s.name for s in steps if s.left_to_user]
-
-    journal.teardown_done(
-        repo.common_dir,
-        found.topic_id,
-        finished,
-        TEARDOWN_STEPS,
-        complete=ok,
-        left=left,
-        pr_cleanup_mode=str(mode),
-        last_run=last_run("pr-cleanup", steps),
+    record_steps(
+        repo.common_dir, found.topic_id, "pr-cleanup", steps, complete=ok, pr_cleanup_mode=str(mode)
     )
 
 

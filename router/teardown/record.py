@@ -4,10 +4,11 @@ run was in the middle of when it stopped is the journal's (router.topic.journal)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from router.records import record
-from router.teardown.steps import STEPS
+from router.teardown.steps import STEPS, StepResult, last_run
 from router.topic import journal, state
 from router.topic.state import Picking
 
@@ -57,3 +58,29 @@ def mark_done(common_dir: Path, topic_id: str, step: str, *, repo_name: str, bra
     """Add ``step`` to the record's teardown steps at once (a record is made if there is none)."""
 
     journal.teardown_done(common_dir, topic_id, [step], STEPS, made=(repo_name, branch))
+
+
+def record_steps(
+    common_dir: Path,
+    topic_id: str,
+    command: str,
+    steps: Sequence[StepResult],
+    *,
+    complete: bool,
+    made: tuple[str, str] | None = None,
+    **also: object,
+) -> None:
+    """Mark the record with a teardown's or pr-cleanup's steps, so a rerun of either command
+    skips what is done: the steps finished, those left to the user, whether nothing is left
+    (``complete``), and the run as it went (what ``status`` and a person read back)."""
+    journal.teardown_done(
+        common_dir,
+        topic_id,
+        [s.name for s in steps if s.name in STEPS and s.finished],
+        STEPS,
+        complete=complete,
+        left=[s.name for s in steps if s.left_to_user],
+        made=made,
+        last_run=last_run(command, steps),
+        **also,
+    )
