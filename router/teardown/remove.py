@@ -181,7 +181,7 @@ def _remove_unforced(w: _Removal, *, proven_clean: bool) -> StepResult:
         repo.git.worktree_remove(path, force=not w.exists)
     except GitError as exc:
         return _unforced_removal_failed(w, exc, removal, lifted=lifted)
-    _unmark_removal(repo, w.topic, w.branch)
+    _unmark_removal(repo, w.topic)
     return done(Step.REMOVE, Why(Reason.REMOVED, path=str(path)).noting(*w.gone))
 
 
@@ -229,17 +229,17 @@ def _unforced_removal_failed(
 ) -> StepResult:
     """git did not remove the worktree: a kill, submodules git wants --force for, a half-way
     removal to finish, or a refusal; our lock is put back when the worktree stays."""
-    repo, path, entry, topic, branch = w.repo, w.path, w.entry, w.topic, w.branch
+    repo, path, entry, topic = w.repo, w.path, w.entry, w.topic
     if exc.returncode < 0:
         return removal_interrupted(path, exc, w.again)
     if w.exists and g.SUBMODULES_REFUSAL in exc.stderr:
-        result = _remove_with_submodules(repo, path, entry, w.gone, removal, topic, branch, w.again)
+        result = _remove_with_submodules(w, removal)
         if lifted and result.outcome is not Outcome.DONE:
             result = _locked_again(result, repo, entry, topic)
         return result
     if _began(repo, path, removal):
-        return _finish_after(repo, path, removal, topic, branch, exc, w.again)
-    _unmark_removal(repo, topic, branch)
+        return _finish_after(w, removal, exc)
+    _unmark_removal(repo, topic)
     blocker = worktree_blocker(path, entry, Git(path).status()) if w.exists else None
     result = blocker or git_failed(Step.REMOVE, f"git worktree remove {path}", exc)
     return _locked_again(result, repo, entry, topic) if lifted else result
@@ -247,7 +247,7 @@ def _unforced_removal_failed(
 
 def _remove_forced(w: _Removal) -> tuple[StepResult, Snapshot | None]:
     """``--force``: what the worktree holds goes into a snapshot ref first, then git removes it."""
-    repo, path, topic, branch = w.repo, w.path, w.topic, w.branch
+    repo, path = w.repo, w.path
     # Judged before the status the snapshot is made from, and journaled only once
     # the snapshot holds it: a file written in between is in neither the journal
     # nor (perhaps) the snapshot, so a rerun after a kill keeps it.
@@ -256,17 +256,13 @@ def _remove_forced(w: _Removal) -> tuple[StepResult, Snapshot | None]:
     if isinstance(kept, StepResult):
         return kept, None
     snap, unshipped_here = kept
-    removal = _mark_removal(repo, topic, path, branch, judged)
+    removal = _mark_removal(repo, w.topic, path, w.branch, judged)
     try:
         repo.git.worktree_remove(path, force=True)
     except GitError as exc:
-        if exc.returncode < 0:
-            return removal_interrupted(path, exc, w.again), snap
-        if _began(repo, path, removal):
-            return _finish_after(repo, path, removal, topic, branch, exc, w.again), snap
-        _unmark_removal(repo, topic, branch)
-        return git_failed(Step.REMOVE, f"git worktree remove {path}", exc), snap
-    _unmark_removal(repo, topic, branch)
+        stopped = _git_stopped(w, removal, exc)
+        return stopped or git_failed(Step.REMOVE, f"git worktree remove {path}", exc), snap
+    _unmark_removal(repo, w.topic)
     removed = Why(Reason.REMOVED, path=str(path))
     if snap:
         held = artifact_files(unshipped_here) if unshipped_here else ()
@@ -321,37 +317,36 @@ def _locked_again(
     return noting(result, why)
 
 
-def _remove_with_submodules(
-    repo: Repo,
-    path: Path,
-    entry: WorktreeEntry,
-    gone: tuple[Why, ...],
-    removal: state.Removal,
-    topic: TopicRef | None,
-    branch: str,
-    again: str,
-) -> StepResult:
+def _remove_with_submodules(w: _Removal, removal: state.Removal) -> StepResult:
     """git removes a worktree holding submodules only with --force: our checks stand in for its own.
 
     Its own check is the status read here (submodules included), and every
     repository inside was just found to hold nothing that exists only there.
     """
-    blocker = worktree_blocker(path, entry, Git(path).status())
+    repo, path = w.repo, w.path
+    blocker = worktree_blocker(path, w.entry, Git(path).status())
     if blocker is not None:
-        _unmark_removal(repo, topic, branch)
+        _unmark_removal(repo, w.topic)
         return blocker
     try:
         repo.git.worktree_remove(path, force=True, keep_locked=True)
     except GitError as exc:
-        if exc.returncode < 0:
-            return removal_interrupted(path, exc, again)
-        if _began(repo, path, removal):
-            return _finish_after(repo, path, removal, topic, branch, exc, again)
-        _unmark_removal(repo, topic, branch)
         command = f"git worktree remove --force {path}"
-        return failed(Step.REMOVE, Why(Reason.GIT_FAILED, command=command, text=exc.first_line))
-    _unmark_removal(repo, topic, branch)
-    return done(Step.REMOVE, Why(Reason.REMOVED, path=str(path)).noting(*gone))
+        failure = Why(Reason.GIT_FAILED, command=command, text=exc.first_line)
+        return _git_stopped(w, removal, exc) or failed(Step.REMOVE, failure)
+    _unmark_removal(repo, w.topic)
+    return done(Step.REMOVE, Why(Reason.REMOVED, path=str(path)).noting(*w.gone))
+
+
+def _git_stopped(w: _Removal, removal: state.Removal, exc: GitError) -> StepResult | None:
+    """git's removal failed after the journal was written: killed (the rerun finishes it), or
+    stopped after it began deleting (finished now); None: it deleted nothing (journal dropped)."""
+    if exc.returncode < 0:
+        return removal_interrupted(w.path, exc, w.again)
+    if _began(w.repo, w.path, removal):
+        return _finish_after(w, removal, exc)
+    _unmark_removal(w.repo, w.topic)
+    return None
 
 
 def gone_with(nested: tuple[NestedRepo, ...]) -> tuple[Why, ...]:
@@ -391,7 +386,7 @@ def _mark_removal(
     return removal
 
 
-def _unmark_removal(repo: Repo, topic: TopicRef | None, branch: str) -> None:
+def _unmark_removal(repo: Repo, topic: TopicRef | None) -> None:
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.REMOVE)
 
@@ -416,23 +411,16 @@ def _began(repo: Repo, path: Path, removal: state.Removal) -> bool:
     return began(path, removal)
 
 
-def _finish_after(
-    repo: Repo,
-    path: Path,
-    removal: state.Removal,
-    topic: TopicRef | None,
-    branch: str,
-    exc: GitError,
-    again: str,
-) -> StepResult:
+def _finish_after(w: _Removal, removal: state.Removal, exc: GitError) -> StepResult:
     """git stopped half-way (it drops the registration even when files are left): finish now.
 
     Deleting the rest ourselves names the file that stops it, which git's own
     message does not (it names the worktree).
     """
+    repo, path = w.repo, w.path
     registered = find_worktree(repo.git.worktree_list(), path) is not None
     result = finish_removal(
-        repo, path, removal, topic, branch, registered=registered, again=again, first=True
+        repo, path, removal, w.topic, w.branch, registered=registered, again=w.again, first=True
     )
     if result.outcome is Outcome.DONE:
         return done(Step.REMOVE, Why(Reason.REMOVAL_STOPPED, path=str(path), text=exc.first_line))
@@ -485,7 +473,7 @@ def finish_removal(
     if registered:
         # The directory is gone now, and git drops the registration of a missing one.
         repo.git.worktree_remove(path, force=True)
-    _unmark_removal(repo, topic, branch)
+    _unmark_removal(repo, topic)
     return done(name, Why(Reason.FINISHED, path=str(path)))
 
 
