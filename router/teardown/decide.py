@@ -89,7 +89,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
         return settled(skipped(name, Why(Reason.BRANCH_GONE, branch=branch)))
     if plan.kept_branch and not opts.integrate:
         return settled(_kept_integrate(plan))
-    found, default, tip = plan.found, plan.default, plan.tip
+    found, default = plan.found, plan.default
     if found is None or default is None:
         return settled(
             refused(
@@ -112,8 +112,7 @@ def _decide_integrate(run: RepoRun, scope: TopicScope, opts: TeardownOptions) ->
                 repo,
                 branch,
                 default,
-                apply=True,
-                known=(tip, found),
+                found.missing,
                 topic=run.topic,
                 committer_known=plan.committer_known,
             ),

@@ -13,9 +13,8 @@ from router.git import GitError, StatusReport
 from router.reasons import Reason, Why
 from router.records import replace
 from router.teardown.primary import follow_submodules, primary_busy, primary_state
-from router.teardown.proof import Integration, integration
 from router.teardown.record import TopicRef, pending_pick
-from router.teardown.steps import Step, StepResult, done, failed, name_some, refused, skipped
+from router.teardown.steps import Step, StepResult, done, failed, name_some, refused
 from router.topic.journal import Operation, begin_op, end_op
 from router.topic.state import Picking
 from router.topic.workspace import DefaultBranch, Repo
@@ -24,37 +23,21 @@ from router.topic.workspace import DefaultBranch, Repo
 def integrate_commits(
     repo: Repo,
     branch: str,
-    default: DefaultBranch | None,
+    default: DefaultBranch,
+    missing: tuple[str, ...],
     *,
-    apply: bool,
-    known: tuple[str, Integration] | None = None,
     topic: TopicRef | None = None,
     committer_known: bool = False,
 ) -> StepResult:
-    """Cherry-pick the branch's missing commits onto the default branch in the primary clone.
+    """Cherry-pick the branch's ``missing`` commits (as the plan judged them moments ago)
+    onto the default branch in the primary clone.
 
     With ``topic``, the topic's record in this repo marks the pick while it
     runs, so :func:`resume_integration` can undo one a kill interrupted.
-
-    ``known`` is a (tip, integration) judgement made moments ago (the plan's);
-    without it the branch is judged afresh, which is what makes a rerun after
-    a crash safe: commits already picked show as present and are not picked again.
     ``committer_known``: ``git var`` named a committer earlier in this command
     (the plan asks once per repo; the pick reports a missing one anyway).
     """
-    name = Step.INTEGRATE
-    tip = known[0] if known else repo.git.rev_parse(f"refs/heads/{branch}")
-    primary = str(repo.primary)
-    if tip is None:
-        return skipped(name, Why(Reason.BRANCH_GONE, branch=branch))
-    if default is None:
-        return refused(
-            name, ErrorCode.NO_DEFAULT_BRANCH, Why(Reason.NO_DEFAULT_BRANCH, path=primary)
-        )
-    found = known[1] if known else integration(repo.git, tip, default)
-    nothing = _nothing_to_pick(branch, default, found, apply=apply)
-    if nothing is not None:
-        return nothing
+    name, primary = Step.INTEGRATE, str(repo.primary)
     # The one re-check of the primary in the act, right before the pick changes
     # it: the plan read it too, but the user may have edited or switched it since.
     # The same status names HEAD, the commit an abort must come back to.
@@ -67,36 +50,17 @@ def integrate_commits(
     unknown = None if committer_known else g.committer_unknown(repo.git)
     if unknown is not None:
         return no_identity(repo, unknown)
-    pick = _mark_pick(repo, topic, branch, default, found.missing, now.head)
+    pick = _mark_pick(repo, topic, branch, default, missing, now.head)
     # git cherry lists oldest first, the order the commits must be applied in.
     try:
-        g.cherry_pick(repo.git, found.missing)
+        g.cherry_pick(repo.git, missing)
     except GitError as exc:
         return _pick_stopped(repo, topic, pick, default, exc)
     if topic is not None:
         end_op(repo.common_dir, topic.id, Operation.INTEGRATE)
-    picked = Why(Reason.PICKED, count=len(found.missing), default=default.name, path=primary)
+    picked = Why(Reason.PICKED, count=len(missing), default=default.name, path=primary)
     followed = follow_submodules(repo)
     return done(name, picked.noting(followed) if followed is not None else picked)
-
-
-def _nothing_to_pick(
-    branch: str, default: DefaultBranch, found: Integration, *, apply: bool
-) -> StepResult | None:
-    """The step's outcome when the merge proof leaves nothing to pick (or ``apply`` is off)."""
-    name = Step.INTEGRATE
-    if found.empty:
-        return skipped(name, Why(Reason.EMPTY, branch=branch))
-    if found.proof is not None:
-        return skipped(name, Why(Reason.MERGED, branch=branch, parts=(found.proof.why,)))
-    if not found.missing:
-        return skipped(name, Why(Reason.INTEGRATED, branch=branch, default=default.name))
-    if not apply:
-        commits = tuple(c[:12] for c in found.missing)
-        missing = Why(Reason.UNINTEGRATED, branch=branch, default=default.name, items=commits)
-        missing = replace(missing, count=len(commits))
-        return refused(name, ErrorCode.UNINTEGRATED_COMMITS, missing)
-    return None
 
 
 def _mark_pick(
