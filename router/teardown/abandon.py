@@ -158,7 +158,7 @@ def _abandon_branch(
         return why
     for step in (
         _snapshot_branch(repo, child),
-        delete_branch(repo, child.branch, child.default, force=True)[0],
+        delete_branch(repo, child.branch, child.default, force=True),
         remote_decision(repo, child, opts, None).resolve(dry_run=False),
     ):
         if step.stopped:

@@ -14,7 +14,6 @@ from router.reasons import Reason, Why
 from router.teardown.primary import is_primary_clone
 from router.teardown.proof import Integration, integration
 from router.teardown.snapshot import (
-    Snapshot,
     SnapshotFailed,
     covers,
     read_snapshot,
@@ -43,7 +42,7 @@ def delete_branch(
     force: bool,
     known: tuple[str, Integration] | None = None,
     config: g.ConfigView | None = None,
-) -> tuple[StepResult, Snapshot | None]:
+) -> StepResult:
     """Delete the branch when its work is integrated or proven merged, or snapshotted under force.
 
     ``known`` is an earlier (tip, integration) judgement, reused only while
@@ -54,10 +53,10 @@ def delete_branch(
     if known is not None and config is not None and default is not None:
         judged = _delete_judged(repo, branch, default, known, config)
         if judged is not None:
-            return judged, None
+            return judged
     tip = repo.git.rev_parse(f"refs/heads/{branch}")
     if tip is None:
-        return skipped(name, Why(Reason.ALREADY_GONE, branch=branch)), None
+        return skipped(name, Why(Reason.ALREADY_GONE, branch=branch))
     if known is not None and known[0] == tip:
         found = known[1]
     else:
@@ -67,7 +66,7 @@ def delete_branch(
         why = Why(Reason.DELETED, branch=branch, parts=(found.why(default.name),))  # type: ignore[union-attr]
     elif not force:
         unintegrated = Why(Reason.HOLDS_UNINTEGRATED, branch=branch, count=len(found.missing))
-        return refused(name, ErrorCode.UNINTEGRATED_COMMITS, unintegrated), None
+        return refused(name, ErrorCode.UNINTEGRATED_COMMITS, unintegrated)
     else:
         snap = read_snapshot(repo.git, branch)
         if not covers(repo.git, snap, tip) and g.unique_commits(
@@ -77,7 +76,7 @@ def delete_branch(
                 snap = snapshot_branch(repo, branch, tip)
             except SnapshotFailed as exc:
                 failure = Why(Reason.SNAPSHOT_FAILED, parts=(exc.why,), branch=branch)
-                return refused(name, exc.code, failure), None
+                return refused(name, exc.code, failure)
         why = Why(Reason.DELETED, branch=branch, flag=True, ref=snap.ref if snap else "")
     try:
         repo.git.branch_delete(branch)
@@ -85,9 +84,9 @@ def delete_branch(
         # git refuses to delete a branch some worktree has checked out: keep it.
         if "checked out" in exc.stderr or "used by worktree" in exc.stderr:
             held = Why(Reason.CHECKED_OUT, branch=branch, text=exc.first_line)
-            return skipped(name, held), snap
-        return git_failed(name, f"git branch -D {branch}", exc), snap
-    return done_with(name, why, snap.ref if snap else ""), snap
+            return skipped(name, held)
+        return git_failed(name, f"git branch -D {branch}", exc)
+    return done_with(name, why, snap.ref if snap else "")
 
 
 def _delete_judged(

@@ -203,7 +203,7 @@ def decide_branch(run: RepoRun, scope: TopicScope, opts: TeardownOptions) -> Dec
     def delete() -> StepResult:
         return delete_branch(
             repo, branch, plan.default, force=opts.force, known=known, config=plan.config
-        )[0]
+        )
 
     if found is None or found.integrated:
         return acting(delete, name, Why(Reason.DELETED, branch=branch))

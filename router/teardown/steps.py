@@ -63,8 +63,6 @@ STEPS = (
 # Steps whose stop is the user's to resolve, never a failure of the command: a
 # default branch that cannot move is reported and left as it was (DESIGN §9, §11).
 LEFT_TO_USER = frozenset({Step.UPDATE_DEFAULT})
-# How the detail of a step a signal stopped begins (its words; ``NotDone.INTERRUPTED`` says it).
-INTERRUPTED_STEP = interrupt.NOT_DONE
 
 
 class Outcome(StrEnum):

@@ -36,7 +36,7 @@ def update_decision(
     default: DefaultBranch | None,
     *,
     rebase: bool = True,
-    has_origin: bool | None = None,
+    has_origin: bool,
     known: tuple[StatusReport, str | None] | None = None,
     at_origin: bool = False,
     fresh: bool = False,
@@ -77,7 +77,7 @@ def update_decision(
             fetched=fetched,
         )
         return _following(repo, paths, after)
-    if not (repo.git.has_remote("origin") if has_origin is None else has_origin):
+    if not has_origin:
         return settled(skipped(name, Why(Reason.NO_ORIGIN)))
     if at_origin:
         return settled(_already_at_origin(default, fetched=fetched))
@@ -229,18 +229,15 @@ def left_earlier(record: state.TopicRecord | None, name: Step, why: Why) -> Step
     return not_done(skipped(name, why), NotDone.LEFT)
 
 
-def prune_origin(repo: Repo, branch: str, *, tracking: bool | None = None) -> Why:
+def prune_origin(repo: Repo, branch: str, *, tracking: bool) -> Why:
     """``git remote prune origin`` when origin no longer has ``branch``; a note saying what happened.
 
     A merge that deleted the branch on origin leaves ``refs/remotes/origin/<branch>``
     behind, and it keeps every commit of the branch reachable. ``remote prune``
     drops only refs whose branch origin no longer has, so running it while that
     ref exists is safe, and whether it dropped the ref tells if origin still has
-    the branch. ``tracking`` says whether that ref exists, when already known.
+    the branch. ``tracking``: that ref exists (as this command read it).
     """
-    ref = f"refs/remotes/origin/{branch}"
-    if tracking is None:
-        tracking = bool(repo.git.existing_refs([ref]))
     if not tracking:
         return Why(Reason.NOTHING_TO_PRUNE, branch=branch)
     try:
