@@ -312,11 +312,11 @@ def restore_repo(name: str, repo: Repo, topic_id: str | None, branch: str) -> Re
     if snap is None:
         # An earlier restore that found the branch name taken moved the topic to
         # ``<branch>-restored``: its snapshot is under the old name, and it is here.
-        there = _restored_on(record, branch)
+        there = _restored_at(record, "branch", branch)
         if there is not None:
             return _existing(name, there, _restored_field(record, "snapshot"), branch)
         return RestoredRepo(name, RestoreStatus.SKIPPED, f"no snapshot at {snapshot_ref(branch)}")
-    again = _already_restored(record, snap)
+    again = _restored_at(record, "snapshot", snap.commit)
     if again is not None:
         drop_restoring(repo, again)  # a run killed after its record, before this
         return _existing(name, again, snap.commit, _restored_field(record, "branch"))
@@ -515,16 +515,10 @@ def _existing(name: str, where: Path, snapshot: str | None, branch: str | None) 
     )
 
 
-def _restored_on(record: state.TopicRecord | None, branch: str) -> Path | None:
-    """The worktree a restore made on ``branch``, while it is still there."""
-    if _restored_field(record, "branch") != branch:
-        return None
-    where = _restored_field(record, "worktree")
-    return Path(where) if where and (Path(where) / ".git").exists() else None
-
-
-def _already_restored(record: state.TopicRecord | None, snap: Snapshot) -> Path | None:
-    if _restored_field(record, "snapshot") != snap.commit:
+def _restored_at(record: state.TopicRecord | None, key: str, value: str) -> Path | None:
+    """The worktree a restore recorded with ``key`` at ``value`` (its branch, its snapshot),
+    while it is still there."""
+    if _restored_field(record, key) != value:
         return None
     where = _restored_field(record, "worktree")
     return Path(where) if where and (Path(where) / ".git").exists() else None
