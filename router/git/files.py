@@ -127,11 +127,7 @@ _IGNORECASE = r"(?m)^\s*ignorecase\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))"
 
 def refuse_unusual_config(common: str) -> str:
     """The repository's config, lowercased; :class:`Unsure` when it may move its work tree."""
-    try:
-        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
-            text = fh.read().lower()
-    except OSError:
-        raise Unsure(f"{common}/config cannot be read") from None
+    text = _config_text(common)
     # core.worktree moves the primary's work tree; worktreeConfig lets each
     # worktree set it; an included file may set either; a bare repo has no
     # primary work tree at all; a reftable repository keeps no branch in its
@@ -139,6 +135,15 @@ def refuse_unusual_config(common: str) -> str:
     if _MOVES_THE_TREE.search(text) or _BARE.search(text):
         raise Unsure(f"{common}/config sets the work tree or ref layout")
     return text
+
+
+def _config_text(common: str) -> str:
+    """The repository's config file, lowercased; :class:`Unsure` when it cannot be read."""
+    try:
+        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
+            return fh.read().lower()
+    except OSError:
+        raise Unsure(f"{common}/config cannot be read") from None
 
 
 def gitdir_pointer(top: str | os.PathLike[str]) -> str:
@@ -368,14 +373,9 @@ def repo_format(common: str) -> RepoFormat:
     the config cannot be read, or names a format or sets a key here in a way
     this reader does not know: git then answers.
     """
-    try:
-        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
-            text = fh.read().lower()
-    except OSError:
-        raise Unsure(f"{common}/config cannot be read") from None
     found = {"objectformat": "sha1", "refstorage": "files"}
     section = ""
-    for line in text.splitlines():
+    for line in _config_text(common).splitlines():
         header = re.fullmatch(_SECTION, line)
         if header is not None:
             section, line = header[1], header[2]
