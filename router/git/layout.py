@@ -41,12 +41,8 @@ class RepoLayout:
 class LayoutMethods(Runner):
     """Where the checkout at cwd is: its top level, git dir and common dir.
 
-    git's own answer for the checkout around cwd: :meth:`layout` (raises) and
-    :meth:`try_layout` (None). For the checkout whose top level is cwd, its
-    files first and git only when they are not the plain layout:
-    :meth:`checkout_layout` (None), :meth:`top_checkout_state` (with the
-    branch; raises), :meth:`git_dir`; :meth:`files_layout` is the files alone,
-    for a caller that only wants to know whether they answer.
+    Around cwd it is git's own answer; for the checkout whose top level is cwd, its
+    files first, and git only when they are not the plain layout.
     """
 
     __slots__ = ()
@@ -57,14 +53,8 @@ class LayoutMethods(Runner):
 
     def _layout(self, *, with_head: bool) -> tuple[RepoLayout, Branch | None]:
         head_args = ("--symbolic-full-name", "HEAD") if with_head else ()
-        lines = self.out(
-            "rev-parse",
-            "--path-format=absolute",
-            "--show-toplevel",
-            "--git-dir",
-            "--git-common-dir",
-            *head_args,
-        ).splitlines()
+        where = ("--show-toplevel", "--git-dir", "--git-common-dir", *head_args)
+        lines = self.out("rev-parse", "--path-format=absolute", *where).splitlines()
         if len(lines) != (4 if with_head else 3):
             raise GitError(["git", "rev-parse"], 128, "not a work tree")
         top, gdir, common = (Path(os.path.realpath(x)) for x in lines[:3])
