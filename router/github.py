@@ -389,15 +389,8 @@ class GitHub:
         return self._list(f"--base={branch}", state)
 
     def _list(self, selector: str, state: str) -> list[PullRequest]:
-        data = self._json(
-            "pr",
-            "list",
-            f"--repo={self.slug.arg}",
-            selector,
-            f"--state={state}",
-            f"--limit={LIST_LIMIT}",
-            f"--json={PR_FIELDS}",
-        )
+        which = (f"--repo={self.slug.arg}", selector, f"--state={state}", f"--limit={LIST_LIMIT}")
+        data = self._json("pr", "list", *which, f"--json={PR_FIELDS}")
         if not isinstance(data, list):
             raise GhFailed(GhTrouble.NOT_A_LIST, command="pr list")
         return [parse_pr(item) for item in data]

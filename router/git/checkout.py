@@ -199,13 +199,5 @@ def submodule_update(git: Runner, paths: Sequence[str]) -> None:
     just moved the gitlink and wants the submodule where the superproject
     records it, never a merge, rebase or custom command.
     """
-    git.run(
-        "submodule",
-        "update",
-        "--checkout",
-        "--recursive",
-        "--",
-        *paths,
-        timeout=SUBMODULE_TIMEOUT,
-        env={"GIT_LITERAL_PATHSPECS": "1"},
-    )
+    update = ("submodule", "update", "--checkout", "--recursive", "--", *paths)
+    git.run(*update, timeout=SUBMODULE_TIMEOUT, env={"GIT_LITERAL_PATHSPECS": "1"})

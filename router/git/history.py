@@ -154,18 +154,8 @@ def former_gitlinks(git: HistoryMethods, path: str, *, limit: int = GITLINK_HIST
 
     Read from ``git log --raw``: each change of the gitlink names its old value.
     """
-    out = git.out(
-        "log",
-        "--first-parent",
-        f"--max-count={limit}",
-        "--format=",
-        "--raw",
-        "--no-abbrev",
-        "HEAD",
-        "--",
-        path,
-        env={"GIT_LITERAL_PATHSPECS": "1"},
-    )
+    log = ("log", "--first-parent", f"--max-count={limit}", "--format=", "--raw", "--no-abbrev")
+    out = git.out(*log, "HEAD", "--", path, env={"GIT_LITERAL_PATHSPECS": "1"})
     found = set()
     for line in out.splitlines():
         fields = line.partition("\t")[0].split()

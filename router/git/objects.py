@@ -293,13 +293,8 @@ KEEP_STASHES = ("gc.refs/stash.reflogExpire=never", "gc.refs/stash.reflogExpireU
 
 
 def reflog_expire_unreachable(git: ObjectMethods) -> None:
-    git.run(
-        "reflog",
-        "expire",
-        "--all",
-        timeout=RECLAIM_TIMEOUT,
-        config=("gc.reflogExpireUnreachable=now", *KEEP_STASHES),
-    )
+    expiry = ("gc.reflogExpireUnreachable=now", *KEEP_STASHES)
+    git.run("reflog", "expire", "--all", timeout=RECLAIM_TIMEOUT, config=expiry)
 
 
 def gc_prune_now(git: ObjectMethods) -> None:

@@ -142,16 +142,8 @@ def head_reflog_only(git: Runner, common: Path, admin: str, *, heads: Sequence[s
     # On stdin: a repository's reflogs name thousands of commits. A commit whose
     # object is gone already reaches nothing (--ignore-missing).
     lines = [*mine, *(f"^{c}" for c in kept)]
-    out = git.out(
-        "rev-list",
-        "--ignore-missing",
-        "--stdin",
-        "--not",
-        "--glob=*",
-        *read_by_git,
-        "--",
-        input="\n".join(lines) + "\n",
-    )
+    walk = ("rev-list", "--ignore-missing", "--stdin", "--not", "--glob=*", *read_by_git, "--")
+    out = git.out(*walk, input="\n".join(lines) + "\n")
     unique = set(out.split())
     if not unique:
         return ReflogOnly(0, [])
@@ -235,17 +227,11 @@ _Walk = dict[int, tuple[str, str]]
 def _walk_reflogs(git: Runner, names: Sequence[str]) -> dict[str, _Walk]:
     if not names:
         return {}
-    out = git.run(
-        "log",
-        "--walk-reflogs",
-        # A name git cannot resolve (a HEAD naming a deleted branch: git reads no
-        # reflog through it) is left out, not the end of the whole walk.
-        "--ignore-missing",
-        "--no-show-signature",
-        "--format=%gD%x00%H%x00%gs",
-        "--stdin",
-        input="".join(f"{n}\n" for n in dict.fromkeys(names)),
-    ).stdout
+    # --ignore-missing: a name git cannot resolve (a HEAD naming a deleted branch: git
+    # reads no reflog through it) is left out, not the end of the whole walk.
+    walk = ("log", "--walk-reflogs", "--ignore-missing", "--no-show-signature", "--stdin")
+    listed = "".join(f"{n}\n" for n in dict.fromkeys(names))
+    out = git.run(*walk, "--format=%gD%x00%H%x00%gs", input=listed).stdout
     printed: dict[str, _Walk] = {}
     for line in out.splitlines():
         selector, new, why = line.split("\0", 2)

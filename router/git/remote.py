@@ -139,15 +139,8 @@ def push_delete(
     instead of being deleted with it.
     """
     ref = f"refs/heads/{branch}"
-    git.run(
-        "push",
-        "--quiet",
-        "--no-verify",
-        f"--force-with-lease={ref}:{expect}",
-        remote,
-        f":{ref}",
-        timeout=timeout,
-    )
+    lease = f"--force-with-lease={ref}:{expect}"
+    git.run("push", "--quiet", "--no-verify", lease, remote, f":{ref}", timeout=timeout)
 
 
 def push(git: RemoteMethods, remote: str, branch: str, *, set_head: bool = False) -> None:

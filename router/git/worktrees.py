@@ -103,18 +103,8 @@ class WorktreeMethods(LayoutMethods):
         lock = ["--lock", "--reason", lock_reason] if lock_reason is not None else []
         start = [base] if base is not None else [branch]
         bare = [] if checkout else ["--no-checkout"]
-        self.run(
-            "worktree",
-            "add",
-            "--quiet",
-            *bare,
-            *new,
-            *lock,
-            "--",
-            str(path),
-            *start,
-            config=[f"checkout.workers={workers}"],
-        )
+        add = ["worktree", "add", "--quiet", *bare, *new, *lock, "--", str(path), *start]
+        self.run(*add, config=[f"checkout.workers={workers}"])
 
     def worktree_lock(self, path: Path, reason: str) -> None:
         """``git worktree lock --reason``: other tools' cleanup (``git worktree prune``) skips it."""
