@@ -323,23 +323,41 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=KILL_GRACE)
 
 
-def stop_group(pgid: int) -> Leftover:
+def stop_group(pgid: int, started: str | None = None) -> Leftover:
     """Stop what is left of a line's process group a killed run started, and wait for it to go.
 
     A line runs in a session of its own, which a SIGKILL of team-router's
     process group does not reach: the line goes on without anyone reading
     it. A rerun that runs the line again stops it first, so the two never
     run at once; a signal is not enough, the group must be gone, so a
-    group still running after the bound is answered as such.
+    group still running after the bound is answered as such. ``started``: the
+    group leader's start time as noted; a group whose id names another process
+    now is never signalled (:func:`router.processes.group_running`).
     """
     from router.processes import group_running
 
-    if not group_running(pgid):
+    if not group_running(pgid, started):
         return Leftover.NONE
     for signum, grace in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, GONE_GRACE)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signum)
         deadline = time.monotonic() + grace
-        while group_running(pgid) and time.monotonic() < deadline:
+        while group_running(pgid, started) and time.monotonic() < deadline:
             time.sleep(POLL_INTERVAL)
-    return Leftover.RUNNING if group_running(pgid) else Leftover.STOPPED
+    return Leftover.RUNNING if group_running(pgid, started) else Leftover.STOPPED
+
+
+def group_note(pgid: int) -> str:
+    """How a line's group is noted: ``<pgid>@<its leader's start time>`` (the pgid alone
+    where /proc gives none), read back by :func:`noted_group`."""
+    from router.processes import process_start_time
+
+    start = process_start_time(pgid)
+    return f"{pgid}@{start}" if start else str(pgid)
+
+
+def noted_group(note: str) -> tuple[int, str | None]:
+    """The group and its leader's start time a :func:`group_note` names (ValueError if none);
+    a note of the pgid alone (written before start times were) has no start time."""
+    pgid, _, start = note.strip().partition("@")
+    return int(pgid or 0), start or None

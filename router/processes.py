@@ -162,14 +162,20 @@ def process_alive(pid: int) -> bool:
     return not (fields and fields[0] in {"Z", "X"})
 
 
-def group_running(pgid: int) -> bool:
-    """True while a live (not zombie) process is in process group ``pgid``.
+def group_running(pgid: int, started: str | None = None) -> bool:
+    """True while a live (not zombie) process is in process group ``pgid``, a group that is
+    its session too (as a line started in a session of its own is).
 
     The kernel never gives a process group's id to another process while one
-    member is left, so a live member is one the group's leader started.
+    member is left, so a live member is one the group's leader started. Once
+    every member is gone the id is free: a process given it since (a shell's
+    job, an editor) leads another group, in another session; ``started``, the
+    leader's start time when the group was noted, tells it from the leader too.
     """
     if pgid <= 0:
         return False
+    if started is not None and process_start_time(pgid) not in {None, started}:
+        return False  # the id names a process started since: the noted group is gone
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -178,8 +184,14 @@ def group_running(pgid: int) -> bool:
         if not entry.isdigit():
             continue
         fields = _stat_fields(int(entry))
-        # Field 5 of stat is the process group; ``fields`` starts at field 3.
-        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in {"Z", "X"}:
+        # Field 3 of stat is the state, 5 and 6 the process group and the session;
+        # ``fields`` starts at field 3.
+        if (
+            fields
+            and len(fields) > 3
+            and fields[0] not in {"Z", "X"}
+            and fields[2] == fields[3] == str(pgid)
+        ):
             return True
     return False
 

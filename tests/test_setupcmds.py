@@ -297,6 +297,51 @@ def test_a_kill_during_a_slow_line_is_resumed_by_the_rerun(home_repo, tmp_path, 
     assert len(stopped) == (signum == signal.SIGKILL)
 
 
+def test_a_leftover_note_whose_group_id_names_another_process_now_stops_nothing(
+    home_repo, tmp_path
+):
+    """A killed run's line ended by itself long ago and its process group's id was given to
+    another process, a group of its own (a shell's job, an editor): the rerun never signals
+    that group, and runs its line."""
+    import subprocess
+
+    started, fast = tmp_path / "started", tmp_path / "fast"
+    slow = (
+        f"if [ ! -e {fast} ]; then sleep 30 & echo $! > {started}.tmp; mv {started}.tmp {started}; "
+        "wait; fi; echo slow >> ran.txt"
+    )
+    _declare(home_repo, f"echo first >> ran.txt\n{slow}\n")
+    proc = spawn("new", DESC, "--id", ID, "--json", cwd=home_repo, new_group=True)
+    _wait_for(started)
+    pgid = os.getpgid(int(started.read_text()))
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert finish(proc, timeout=60).code == -signal.SIGKILL
+    _kill_groups([pgid])  # the line ended by itself, long before the rerun
+    deadline = time.monotonic() + 10
+    while _group(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    note = home_repo / ".git" / "team-router" / "setup" / f"{ID}.running"
+    kept = note.read_text()
+    assert kept.split("@")[0].strip() == str(pgid)
+    # Its id names another process group now (pid reuse; made here as a group of the
+    # test's own session, as a shell's job is): the note is read as the killed run left it.
+    other = subprocess.Popen(["sleep", "60"], process_group=0)
+    try:
+        note.write_text(kept.replace(str(pgid), str(other.pid), 1))
+        fast.touch()
+        again = _new(home_repo)
+        assert again.code == 0, again.err
+        setup = again.json["home"]["setup"]
+        assert (setup["status"], setup["ran"]) == ("done", 1)
+        assert again.json["warnings"] == []
+        assert other.poll() is None, "the rerun signalled a process group that is not its line's"
+        assert (_worktree(home_repo) / "ran.txt").read_text() == "first\nslow\n"
+        assert not note.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
 def _group(pgid: int) -> list[int]:
     """The live processes of process group ``pgid``."""
     found = []

@@ -33,7 +33,9 @@ from router.declared import (
     Leftover,
     LineOutcome,
     announce,
+    group_note,
     line_env,
+    noted_group,
     run_line,
     stop_group,
 )
@@ -79,16 +81,16 @@ class SetupRun:
         state.crash_point(NOTE_STEP)
         # Best effort: unnoted, a line a SIGKILL leaves running is not stopped by the rerun.
         with contextlib.suppress(OSError):
-            state.write_atomic(self.running_path(), f"{pgid}\n")
+            state.write_atomic(self.running_path(), f"{group_note(pgid)}\n")
 
     def stop_leftover(self) -> tuple[Leftover, list[str]]:
         """Stop a line a killed run left running here: the rerun runs it again, never beside it."""
         path = self.running_path()
         try:
-            pgid = int(path.read_text().strip() or 0)
+            pgid, started = noted_group(path.read_text())
         except (OSError, ValueError):
             return Leftover.NONE, []
-        left = stop_group(pgid)
+        left = stop_group(pgid, started)
         if left is Leftover.RUNNING:
             # Kept noted: the next rerun stops it (or finds it gone) before running anything.
             return left, [
