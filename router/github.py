@@ -80,11 +80,7 @@ class RepoSlug:
 
     def same(self, other: RepoSlug) -> bool:
         # GitHub owner and repository names are case-insensitive.
-        return (self.host.lower(), self.owner.lower(), self.name.lower()) == (
-            other.host.lower(),
-            other.owner.lower(),
-            other.name.lower(),
-        )
+        return [v.lower() for v in values(self)] == [v.lower() for v in values(other)]
 
 
 def parse_remote_url(url: str | None) -> RepoSlug | None:
@@ -408,29 +404,15 @@ class GitHub:
         )
         if not isinstance(data, dict) or not isinstance(data.get("number"), int):
             raise GhFailed(GhTrouble.ISSUE_UNNUMBERED, count=number)
-        return Issue(
-            data["number"],
-            _prose(data.get("title")),
-            _prose(data.get("body")),
-            _prose(data.get("state")),
-            _prose(data.get("url")),
-        )
+        prose = (_prose(data.get(key)) for key in ("title", "body", "state", "url"))
+        return Issue(data["number"], *prose)
 
     def review_threads(self, number: int) -> list[ReviewThread]:
         """The PR's review threads nobody resolved yet, in the order GitHub lists them."""
-        data = self._json(
-            "api",
-            "graphql",
-            f"--hostname={self.slug.host}",
-            "-f",
-            f"query={THREADS_QUERY}",
-            "-f",
-            f"owner={self.slug.owner}",
-            "-f",
-            f"name={self.slug.name}",
-            "-F",
-            f"number={number}",
-        )
+        strings = {"query": THREADS_QUERY, "owner": self.slug.owner, "name": self.slug.name}
+        fields = [arg for key, value in strings.items() for arg in ("-f", f"{key}={value}")]
+        api = ("api", "graphql", f"--hostname={self.slug.host}", *fields, "-F", f"number={number}")
+        data = self._json(*api)
         try:
             nodes = data["data"]["repository"]["pullRequest"]["reviewThreads"]["nodes"]
         except (KeyError, TypeError):
