@@ -463,7 +463,7 @@ def finish_removal(
             path=str(path),
             items=tuple(map(str, kept)),
             count=len(blocked),
-            parts=tuple(map(_not_deleted, blocked[:SHOWN_BLOCKED])),
+            parts=tuple(map(_not_deleted_part, blocked[:SHOWN_BLOCKED])),
             again=again,
             flag=first,
         )
@@ -477,7 +477,7 @@ def finish_removal(
     return done(name, Why(Reason.FINISHED, path=str(path)))
 
 
-def _not_deleted(b: Blocked) -> Why:
+def _not_deleted_part(b: Blocked) -> Why:
     return Why(Reason.NOT_DELETED, path=b.path, text=b.error, kind=b.kind, other=b.at)
 
 
