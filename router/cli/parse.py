@@ -85,9 +85,8 @@ def parse(
     rest = rest[1:]
     while isinstance(node, Group):
         _values, rest = _read_group(node, rest)
-        group, node = node, _resolve(node, rest)
+        node = _resolve(node, rest)
         rest = rest[1:]
-        del group
     return Parsed(node, _read_command(node, rest), directory)  # type: ignore[arg-type]
 
 

@@ -116,10 +116,11 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
         resume = resume._replace(step="until")
         text = render("briefs/until.md.j2", id=plan.id, until=stop_after, resume=resume)
         return NextReport(plan.id, plan.path, resume, warnings, text, [], None)
-    track = inv.track or _kept_track(repo, plan)
+    kept_track, asked = _kept_in_record(repo, plan)
+    track = inv.track or kept_track
     expects = expected_artifacts(resume, inv, plan, track=track)
     at = resume.resume_at
-    request = kept_request(repo, plan) if at in (WORKTREE, QUESTION) else None
+    request = asked if at in (WORKTREE, QUESTION) else None
     issue = request_issue(request, repo.primary) if at == QUESTION else None
     prs = shipped_prs(str(plan.path), shown) if at in (PR, SHIPPED) else []
     threads = open_threads(prs, repo.primary) if at == SHIPPED and prs else None
@@ -146,7 +147,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
         unrecorded=unrecorded,
         issue=issue,
         track=track,
-        footer=closing_footer(kept_request(repo, plan), shown[0]) if at == PR else None,
+        footer=closing_footer(asked, shown[0]) if at == PR else None,
         summary=design_summary(str(plan.path)) if at == PR else None,
         missing=missing_worktrees(plan, warnings) if at == STRUCTURE else [],
         expects=[str(p) for p in expects],
@@ -157,21 +158,14 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request, issue, threads)
 
 
-def _kept_track(repo: Repo, plan: PlanDir) -> str | None:
-    """The track ``new --fix`` kept in the topic's record (before task.md carries it)."""
+def _kept_in_record(repo: Repo, plan: PlanDir) -> tuple[str | None, str | None]:
+    """The track ``new --fix`` kept in the topic's record (before task.md carries it) and the
+    request ``new`` was given; None for each when there is no record, or it is unreadable
+    (a corrupt record is already named by topic_repos' warning: not a second time)."""
     from router.topic import state
 
     record = state.read_record_or_none(repo.common_dir, plan.id)
-    return record.track if record is not None else None
-
-
-def kept_request(repo: Repo, plan: PlanDir) -> str | None:
-    """The description ``new`` kept in the topic's record, or None (no record, or unreadable)."""
-    from router.topic import state
-
-    # A corrupt record is already named by topic_repos' warning: not a second time.
-    record = state.read_record_or_none(repo.common_dir, plan.id)
-    return record.description if record is not None else None
+    return (record.track, record.description) if record is not None else (None, None)
 
 
 BriefRepo = namedtuple("BriefRepo", "name path worktree branch checkout base slug")
