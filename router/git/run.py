@@ -275,13 +275,15 @@ class Running:
             _end_for(child, exc)
             raise
         interrupt.check_child(returncode)
-        result = Result(
-            returncode,
-            out.decode("utf-8", "surrogateescape"),
-            err.decode("utf-8", "surrogateescape"),
-            tuple(self._argv),
-        )
+        result = _decoded(self._argv, returncode, out, err)
         return result if result.ok else result.as_error()
+
+
+def _decoded(argv: Sequence[str], returncode: int, out: bytes, err: bytes) -> Result:
+    """A finished git's result. Read as bytes, decoded here: text mode would also translate
+    newlines, turning a blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads."""
+    stdout, stderr = out.decode("utf-8", "surrogateescape"), err.decode("utf-8", "surrogateescape")
+    return Result(returncode, stdout, stderr, tuple(argv))
 
 
 # How long a git the command's signal was passed on to may take to end (its own
@@ -377,13 +379,8 @@ class Runner:
         config: Iterable[str] = (),
     ) -> Result:
         """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
-        # Bytes, decoded here: text mode would also translate newlines, turning a
-        # blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads.
         fed = None if input is None else input.encode("utf-8", "surrogateescape")
-        argv, returncode, out, err = self._ended(args, config, timeout, fed, env)
-        stdout = out.decode("utf-8", "surrogateescape")
-        stderr = err.decode("utf-8", "surrogateescape")
-        result = Result(returncode, stdout, stderr, tuple(argv))
+        result = _decoded(*self._ended(args, config, timeout, fed, env))
         if check and not result.ok:
             raise result.as_error()
         return result
