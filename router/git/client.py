@@ -112,8 +112,5 @@ def init_repo(path: Path, *, branch: str, bare: bool = False) -> Git:
     """``git init`` a new repository at ``path`` on ``branch``; the Git anchored there."""
     path.mkdir(parents=True, exist_ok=True)
     # -b, not init.defaultBranch: a fresh machine may have no config at all.
-    args = ["init", "--quiet", "-b", branch]
-    if bare:
-        args.append("--bare")
-    Git(path).run(*args)
+    Git(path).run("init", "--quiet", "-b", branch, *(["--bare"] if bare else []))
     return Git(path)
