@@ -400,24 +400,13 @@ class TopicRecord:
                 "complete": self.teardown.complete,
                 "left": list(self.teardown.left),
             }
-        if self.restored is not None:
-            restored = self.restored
-            data["restored"] = {
-                "snapshot": restored.snapshot,
-                "branch": restored.branch,
-                "worktree": restored.worktree,
-            }
+        for name in ("restored", "host_removal"):  # records of strings alone, field by field
+            if (value := getattr(self, name)) is not None:
+                data[name] = {f.name: getattr(value, f.name) for f in fields(value)}
         if self.integrating is not None:
             data["integrating"] = self.integrating.to_json()
         if self.removing is not None:
             data["removing"] = self.removing.to_json()
-        if self.host_removal is not None:
-            removal = self.host_removal
-            data["host_removal"] = {
-                "worktree": removal.worktree,
-                "outcome": removal.outcome,
-                "detail": removal.detail,
-            }
         if self.last_run is not None:
             data["last_run"] = self.last_run.to_json()
         return data
