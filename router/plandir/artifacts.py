@@ -156,7 +156,7 @@ def read_frontmatter(path: str | os.PathLike[str], *, typed: bool = False) -> Fr
     except OSError as exc:
         found = _unreadable(exc)
     else:
-        found = _decoded(raw, typed)
+        found = _frontmatter_of_bytes(raw, typed)
     return _with_data(found) if typed else found
 
 
@@ -164,7 +164,7 @@ def _unreadable(exc: OSError) -> FrontmatterFields:
     return FrontmatterFields({}, f"cannot be read ({exc.strerror})", False)
 
 
-def _decoded(raw: bytes, typed: bool = False) -> FrontmatterFields:
+def _frontmatter_of_bytes(raw: bytes, typed: bool = False) -> FrontmatterFields:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -188,7 +188,7 @@ def _read_remembering(entry: os.DirEntry[str], remembered: Remembered) -> Frontm
         raw = read_bytes(entry.path)
     except OSError as exc:
         return _unreadable(exc)
-    found = _decoded(raw)
+    found = _frontmatter_of_bytes(raw)
     remembered.put(entry.path, identity, list(found[:4]))  # not the body
     return found
 
