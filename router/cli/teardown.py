@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from router import interrupt
 from router.cli.output import emit_result, line_echo
-from router.teardown.wording import in_words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,6 +108,9 @@ def _host_sweep_text(result) -> str:
 
 
 def _sweep_text(result) -> str:
+    # Here, not at the top: a teardown's words load while its first gits run.
+    from router.teardown.wording import in_words
+
     lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     lines += [f"  {in_words(note)}" for snapped in result.snapshotted for note in snapped.notes]
     for kept in result.kept:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from router.git import TORN_PLACEHOLDER, DanglingHead, OddReflog
-from router.github import trouble_words
 from router.mounts import unmounted_words
 from router.names import protected_reason
 from router.plandir.artifacts import PR
@@ -58,6 +57,14 @@ def short_ref(ref: str) -> str:
 def forks(w: Why) -> str:
     """The fork PRs (``others``) gh listed and the judgement ignored."""
     return f" (fork PR(s) {', '.join(w.others)} ignored)" if w.others else ""
+
+
+def _gh_words(why: Why) -> str:
+    """Why gh could not be asked, in gh's module's words: imported only for such a reason
+    (it brings ``subprocess`` and ``typing``, ~10 ms every teardown would pay)."""
+    from router.github import trouble_words
+
+    return trouble_words(why)
 
 
 def _residue(w: Why) -> str:
@@ -254,7 +261,7 @@ FACTS: dict[Reason, Words] = {
     ),
     Reason.NO_CONTENT_PROOF: lambda w: f"no content proof on {short_ref(w.ref)}",
     Reason.GH_SILENT: lambda w: f"{gh_words(w)}: {_ALONE}",
-    Reason.GH_UNAVAILABLE: lambda w: f"gh unavailable: {trouble_words(w)}",
+    Reason.GH_UNAVAILABLE: lambda w: f"gh unavailable: {_gh_words(w)}",
     Reason.GH_NO_PR: lambda w: f"gh knows no PR from this repo's {w.branch}{forks(w)}: {_ALONE}",
     Reason.GH_AGREES: lambda w: f"gh agrees: PR #{w.count} merged this head{forks(w)}",
     Reason.PR_NOT_MERGED: lambda w: f"PR #{w.count} is {w.text}",
@@ -306,7 +313,7 @@ FACTS: dict[Reason, Words] = {
         f"it is at {w.commit[:12]}, with commits this clone's {w.branch} and its snapshot lack"
     ),
     Reason.PR_NOT_CLOSED: lambda w: (
-        f"#{w.count} ({'; '.join(map(trouble_words, w.parts)) if w.parts else w.text})"
+        f"#{w.count} ({'; '.join(map(_gh_words, w.parts)) if w.parts else w.text})"
     ),
     # why a stacked branch is kept
     Reason.PROTECTED_BRANCH: lambda w: f"protected: {protected_reason(w.branch, w.default)}",
