@@ -282,3 +282,37 @@ def test_a_git_killed_by_a_signal_is_said_so_not_as_an_exit_code(tmp_path):
         runner.out("rev-parse", "HEAD")
     assert caught.value.returncode == -9
     assert caught.value.first_line == "git was killed by signal 9 (SIGKILL)"
+
+
+@pytest.mark.parametrize("git_format", ["reftable"], indirect=True)
+def test_a_yes_or_no_question_git_could_not_answer_is_never_a_no(tmp_path, git_format):
+    """``show-ref --verify`` and ``reflog exists`` say no by exiting 1: a git killed before it
+    answered (out of memory, a signal to it alone) or one dying on a broken repository is no
+    "the branch does not exist", nor "no reflog, nothing left behind"."""
+    from router.git import DanglingHead, GitError, head_reflog_only
+    from router.git.run import Runner
+
+    repo = make_repo(tmp_path / "ws", "r")
+    common = repo / ".git"
+    wt = tmp_path / "ws" / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "gone", str(wt))
+    commit(wt, "work.txt", "only the HEAD reflog keeps this\n", "work")
+    git(repo, "update-ref", "-d", "refs/heads/gone")  # its HEAD names a branch that is gone
+    admin = str(common / "worktrees" / "wt")
+    head = git(repo, "rev-parse", "HEAD")
+    with pytest.raises(DanglingHead):  # git answering: the reflog is there, unread
+        head_reflog_only(Runner(repo), common, admin, heads=[head])
+    assert Git(repo).branch_exists("main") and not Git(repo).branch_exists("gone")
+
+    env = git_wrapper(tmp_path / "bin", " reflog exists ", "kill -9 $$")
+    with pytest.raises(GitError) as raised:
+        head_reflog_only(Runner(repo, env), common, admin, heads=[head])
+    assert raised.value.returncode == -9
+    env = git_wrapper(tmp_path / "bin", " show-ref ", "kill -9 $$")
+    with pytest.raises(GitError) as raised:
+        Git(repo, env).branch_exists("main")
+    assert raised.value.returncode == -9
+    env = git_wrapper(tmp_path / "bin", " show-ref ", "echo 'fatal: bad packed-refs' >&2; exit 128")
+    with pytest.raises(GitError) as raised:
+        Git(repo, env).branch_exists("gone")
+    assert (raised.value.returncode, raised.value.stderr) == (128, "fatal: bad packed-refs")

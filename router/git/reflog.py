@@ -268,7 +268,7 @@ def _own_head_reflog(git: Runner, fmt: gitfiles.RepoFormat, admin: str) -> list[
     """
     name = head_reflog_name(admin)
     walk = _walk_reflogs(git, [name]).get(name, {})
-    if not walk and git.ok("reflog", "exists", name):
+    if not walk and git.says_yes("reflog", "exists", name):
         target = git.run("symbolic-ref", "-q", name, check=False).stdout.strip()
         if target.startswith("refs/heads/"):
             raise DanglingHead(target)

@@ -152,7 +152,7 @@ class RefMethods(LayoutMethods):
             except gitfiles.Unsure:
                 pass
         return self._recall(
-            ("show-ref", ref), lambda: self.ok("show-ref", "--verify", "--quiet", "--", ref)
+            ("show-ref", ref), lambda: self.says_yes("show-ref", "--verify", "--quiet", "--", ref)
         )
 
     def local_branches(self) -> list[Branch]:

@@ -450,6 +450,15 @@ class Runner:
         """True when the command exits 0 (for predicates such as ``merge-base --is-ancestor``)."""
         return self.run(*args, check=False).ok
 
+    def says_yes(self, *args: str) -> bool:
+        """The answer of a command that says yes by exiting 0 and no by exiting 1
+        (``show-ref --verify``, ``reflog exists``); any other end (a fatal error, a git
+        killed before it answered) raises :class:`GitError`: it is no "no"."""
+        res = self.run(*args, check=False)
+        if res.returncode not in (0, 1):
+            raise res.as_error()
+        return res.ok
+
     def at(self, path: Path) -> Self:
         """The same git, anchored elsewhere."""
         return type(self)(path, self.env)
