@@ -275,11 +275,11 @@ class Running:
             _end_for(child, exc)
             raise
         interrupt.check_child(returncode)
-        result = _decoded(self._argv, returncode, out, err)
+        result = _git_result(self._argv, returncode, out, err)
         return result if result.ok else result.as_error()
 
 
-def _decoded(argv: Sequence[str], returncode: int, out: bytes, err: bytes) -> Result:
+def _git_result(argv: Sequence[str], returncode: int, out: bytes, err: bytes) -> Result:
     """A finished git's result. Read as bytes, decoded here: text mode would also translate
     newlines, turning a blob's CRLF (or a \r inside a -z path) into \n and breaking sized reads."""
     stdout, stderr = out.decode("utf-8", "surrogateescape"), err.decode("utf-8", "surrogateescape")
@@ -380,7 +380,7 @@ class Runner:
     ) -> Result:
         """Run ``git -C cwd [-c k=v ...] args``; raise GitError on failure when ``check``."""
         fed = None if input is None else input.encode("utf-8", "surrogateescape")
-        result = _decoded(*self._ended(args, config, timeout, fed, env))
+        result = _git_result(*self._ended(args, config, timeout, fed, env))
         if check and not result.ok:
             raise result.as_error()
         return result
