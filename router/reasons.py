@@ -206,6 +206,9 @@ class Reason(StrEnum):
     # what the HEAD reflog (``ref``) alone keeps is unknown: git's words (``text``), its
     # HEAD names ``branch``, which does not exist, or a reflog file it cannot trust (``parts``)
     REFLOG_UNKNOWN = "reflog-unknown"
+    # the repository's config or ref storage (its common git dir ``path``) is not read
+    # from its files (``kind``: router.git.files.UnreadLayout)
+    UNREAD_LAYOUT = "unread-layout"
     ODD_REFLOG = "odd-reflog"  # reflog file ``path`` cannot be read (``flag``), or has an odd line
     REFLOG_ONLY = "reflog-only"  # the HEAD reflog is the only record of commits
     IN_USE = "in-use"  # processes (``parts``: each PROCESS) work in the worktree

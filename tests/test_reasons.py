@@ -879,6 +879,25 @@ SAID_FROM_FACTS = [
         "would not write): keep those commits on a branch, then run teardown again",
     ),
     (
+        Why(
+            Reason.REFLOG_UNKNOWN,
+            path="/w",
+            ref="r",
+            again="teardown",
+            parts=(Why(Reason.UNREAD_LAYOUT, kind="extensions-line", path="/c"),),
+        ),
+        {
+            "reason": "reflog-unknown",
+            "path": "/w",
+            "ref": "r",
+            "text": "/c/config has an [extensions] line not read here",
+            "other": "keep those commits on a branch",
+            "again": "teardown",
+        },
+        "what the HEAD reflog of /w (r) alone keeps is unknown (/c/config has an [extensions] "
+        "line not read here): keep those commits on a branch, then run teardown again",
+    ),
+    (
         Why(Reason.REPO_UNUSABLE, code="missing", kind="missing", path="/ws/api"),
         {"reason": "repo-unusable", "text": "missing: /ws/api does not exist"},
         "repo not usable: missing: /ws/api does not exist",

@@ -395,6 +395,27 @@ def test_a_commit_only_the_worktrees_head_reflog_keeps_refuses_even_with_force(h
     assert git(home_repo, "rev-parse", "experiment") == sha
 
 
+def test_a_config_the_reflog_reader_does_not_read_refuses_naming_it(home_repo):
+    """An [extensions] line the file reader does not parse (git ignores it in a version-0
+    repository): what the HEAD reflog alone keeps is not known, and the refusal says why."""
+    topic = new_topic(home_repo)
+    wt, sha = _experiment_left_behind(topic)
+    git(home_repo, "config", "extensions.noop", 'a"b')  # written as `noop = a\"b`
+    common = git(home_repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    res = teardown(topic)
+    assert res.code == 1, res.out
+    step = steps_of(res.json, "home")["remove"]
+    log = f"{common}/worktrees/{wt.name}/logs/HEAD"
+    assert (step["code"], step["reason"], step["detail"]) == (
+        "unintegrated-commits",
+        "reflog-unknown",
+        f"what the HEAD reflog of {wt} ({log}) alone keeps is unknown ({common}/config has "
+        "an [extensions] line not read here): keep those commits on a branch, then run "
+        "teardown again",
+    )
+    assert git(home_repo, "cat-file", "-t", sha) == "commit" and wt.is_dir()
+
+
 @pytest.mark.parametrize("git_format", FORMATS, indirect=True)
 def test_dropping_the_reflog_as_the_refusal_names_lets_the_teardown_through(home_repo):
     topic = new_topic(home_repo)

@@ -20,6 +20,7 @@ The modules behind it:
   ``config``, ``remote``, ``sparse``: one git concept each; ``checkout``: what changes a
   checkout (cherry-pick, merge, reset, restore); ``submodules``: a new worktree's
   submodules checked out from the primary's objects; ``locks``: lock files left behind;
+  ``unread``: why ``files`` does not read a repository, in kinds and words;
 - ``client``: ``Git``, one directory's git with every concept's methods.
 
 Importing this package costs nothing: each name is imported from its module
@@ -164,6 +165,7 @@ if TYPE_CHECKING:
     from router.git.submodules import pinned_borrower as pinned_borrower
     from router.git.submodules import primary_module as primary_module
     from router.git.submodules import unkept as unkept
+    from router.git.unread import layout_words as layout_words
     from router.git.worktrees import ADD_IN_PROGRESS as ADD_IN_PROGRESS
     from router.git.worktrees import SUBMODULES_REFUSAL as SUBMODULES_REFUSAL
     from router.git.worktrees import WorktreeEntry as WorktreeEntry
@@ -223,6 +225,7 @@ _EXPORTS = {
         " keep_borrowed keep_borrowers module_dir pin_borrower pinned_borrower"
         " primary_module unkept"
     ),
+    "unread": "layout_words",
     "worktrees": "ADD_IN_PROGRESS SUBMODULES_REFUSAL WorktreeEntry",
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names.split()}

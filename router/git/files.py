@@ -38,7 +38,14 @@ SETTLED_NS = 2_000_000_000
 
 
 class Unsure(Exception):
-    """The on-disk layout is not the plain one this reader trusts: ask git instead."""
+    """The on-disk layout is not the plain one this reader trusts: ask git instead (``kind``:
+    why not, a router.git.unread.UnreadLayout, for its config or refs, of common dir ``path``)."""
+
+    def __init__(self, said: str = "", *, kind: str = "", path: str = "") -> None:
+        from router.git.unread import layout_words  # only when raised: the hook reads this module
+
+        self.kind, self.path = kind, path
+        super().__init__(layout_words(kind, path) if kind else said)
 
 
 def read_line(path: str) -> str:
@@ -128,10 +135,9 @@ _IGNORECASE = r"(?m)^\s*ignorecase\s*+(?:$|=\s*+(?!(?:false|no|off|0)\s*$))"
 def refuse_unusual_config(common: str) -> str:
     """The repository's config, lowercased; :class:`Unsure` when it may move its work tree."""
     text = _config_text(common)
-    # core.worktree moves the primary's work tree; worktreeConfig lets each
-    # worktree set it; an included file may set either; a bare repo has no
-    # primary work tree at all; a reftable repository keeps no branch in its
-    # HEAD files.
+    # core.worktree moves the primary's work tree; worktreeConfig lets each worktree
+    # set it; an included file may set either; a bare repo has no primary work tree
+    # at all; a reftable repository keeps no branch in its HEAD files.
     if _MOVES_THE_TREE.search(text) or _BARE.search(text):
         raise Unsure(f"{common}/config sets the work tree or ref layout")
     return text
@@ -143,7 +149,7 @@ def _config_text(common: str) -> str:
         with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as fh:
             return fh.read().lower()
     except OSError:
-        raise Unsure(f"{common}/config cannot be read") from None
+        raise Unsure(kind="config-unreadable", path=common) from None
 
 
 def gitdir_pointer(top: str | os.PathLike[str]) -> str:
@@ -383,15 +389,15 @@ def repo_format(common: str) -> RepoFormat:
             continue
         entry = re.fullmatch(_KEY_VALUE, line)
         if entry is None:
-            raise Unsure(f"{common}/config has an [extensions] line not read here")
+            raise Unsure(kind="extensions-line", path=common)
         if entry[1] in found:
             found[entry[1]] = (entry[2] or "").strip()
     width = _ID_WIDTHS.get(found["objectformat"])
     if width is None or found["refstorage"] not in _REF_STORAGES:
-        raise Unsure(f"{common}/config names a format not read here")
+        raise Unsure(kind="unknown-format", path=common)
     reftable = found["refstorage"] == "reftable"
     if not reftable and os.path.lexists(os.path.join(common, "reftable")):
-        raise Unsure(f"{common} holds a reftable its config does not name")
+        raise Unsure(kind="unnamed-reftable", path=common)
     return RepoFormat(width, reftable)
 
 
@@ -452,7 +458,7 @@ def files_format(common: str) -> RepoFormat:
     finding no file would say nothing."""
     fmt = repo_format(common)
     if fmt.reftable:
-        raise Unsure(f"{common} keeps its refs in a reftable")
+        raise Unsure(kind="reftable", path=common)
     return fmt
 
 

@@ -46,9 +46,9 @@ class OddReflog(gitfiles.Unsure):
     """A reflog file that cannot be read (``unreadable``), or holds a line git would not write."""
 
     def __init__(self, path: str, *, unreadable: bool) -> None:
-        self.path, self.unreadable = path, unreadable
         said = "cannot be read" if unreadable else "has a line git would not write"
         super().__init__(f"{path} {said}")
+        self.path, self.unreadable = path, unreadable
 
 
 def reflog_file_entries(path: str, fmt: gitfiles.RepoFormat) -> list[Entry]:

@@ -241,18 +241,27 @@ def reflog_blocker(
         unknown = Why(Reason.REFLOG_UNKNOWN, path=str(path), ref=str(log))
         if isinstance(exc, g.DanglingHead):
             unknown = replace(unknown, branch=exc.branch)  # the branch its HEAD names
-        elif isinstance(exc, g.OddReflog):  # a reflog file it cannot trust
-            odd = Why(Reason.ODD_REFLOG, path=exc.path, flag=exc.unreadable)
-            unknown = replace(unknown, parts=(odd,))
-        else:  # git's first line, or why the git layer does not trust the repository's files
-            unknown = replace(
-                unknown, text=exc.first_line if isinstance(exc, GitError) else str(exc)
-            )
+        else:
+            unknown = _unknown_reflog(unknown, exc)
         return refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, replace(unknown, again=again))
     if not only.count:
         return None
     kept = Why(Reason.REFLOG_ONLY, path=str(path), count=only.count, items=tuple(only.tips[:5]))
     return refused(Step.REMOVE, ErrorCode.UNINTEGRATED_COMMITS, replace(kept, again=again))
+
+
+def _unknown_reflog(unknown: Why, exc: g.Unsure | GitError) -> Why:
+    """Why the reflog could not be read: git's first line (``text``), a reflog file it cannot
+    trust, or the repository's config or refs not read from their files (a part)."""
+    if isinstance(exc, GitError):
+        return replace(unknown, text=exc.first_line)
+    if isinstance(exc, g.OddReflog):
+        odd = Why(Reason.ODD_REFLOG, path=exc.path, flag=exc.unreadable)
+        return replace(unknown, parts=(odd,))
+    if exc.kind:
+        layout = Why(Reason.UNREAD_LAYOUT, kind=exc.kind, path=exc.path)
+        return replace(unknown, parts=(layout,))
+    return replace(unknown, text=str(exc))  # no Unsure the reflog's readers raise
 
 
 def in_use_blocker(path: Path, users: Iterable[Why], *, again: str = "teardown") -> StepResult:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from router.git import TORN_PLACEHOLDER, DanglingHead, OddReflog
+from router.git import TORN_PLACEHOLDER, DanglingHead, OddReflog, layout_words
 from router.mounts import unmounted_words
 from router.names import protected_reason
 from router.plandir.artifacts import PR
@@ -335,6 +335,7 @@ FACTS: dict[Reason, Words] = {
     Reason.PICK_QUIT: lambda w: "ended its cherry-pick, keeping the commits it had picked",
     Reason.CHANGES_DROPPED: lambda w: f"dropped its half-applied changes ({name_some(w.items)})",
     Reason.ODD_REFLOG: lambda w: str(OddReflog(w.path, unreadable=w.flag)),
+    Reason.UNREAD_LAYOUT: lambda w: layout_words(w.kind, w.path),
     # why origin could not be asked
     Reason.ORIGIN_MISSING: lambda w: "no origin",
     Reason.ORIGIN_NOT_ASKED: lambda w: "not asked (dry run)",
