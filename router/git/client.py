@@ -42,25 +42,23 @@ CONCEPTS = (
 # methods lack: config is remote's), by the module that brings it in.
 METHODS = {
     "refs": (
-        "current_branch checked_out_branch head head_commit rev_parse _rev_parse commits "
-        "_commits existing_refs _for_each_ref_names "
-        "ref_tips _ref_tips branch_exists local_branches "
-        "_local_branches check_ref_format_branch branch_delete branch_delete_at"
+        "current_branch checked_out_branch head head_commit rev_parse _rev_parse commits _commits"
+        " existing_refs _for_each_ref_names ref_tips _ref_tips branch_exists local_branches"
+        " _local_branches check_ref_format_branch branch_delete branch_delete_at"
     ),
     "worktrees": (
-        "worktree_list _worktree_list worktree_add worktree_lock worktree_unlock worktree_remove "
-        "lists_worktree "
-        "_registration"
+        "worktree_list _worktree_list worktree_add worktree_lock worktree_unlock worktree_remove"
+        " lists_worktree _registration"
     ),
     "status": (
-        "gitlinks added_in_index untracked_under status status_started ls_files "
-        "ignored_untracked staged_paths"
+        "gitlinks added_in_index untracked_under status status_started ls_files ignored_untracked"
+        " staged_paths"
     ),
     "history": "is_ancestor _is_ancestor known_ancestry count_commits cherry _cherry",
     "objects": "blob tree_of _tree_of merge_tree _merge_tree",
     "remote": (
-        "has_remote remote_url fetch start_fetch "
-        "config_get _config_get remove_config_section drop_branch_config"
+        "has_remote remote_url fetch start_fetch config_get _config_get remove_config_section"
+        " drop_branch_config"
     ),
 }
 _CONCEPT_OF = {name: module for module, names in METHODS.items() for name in names.split()}
