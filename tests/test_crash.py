@@ -105,6 +105,26 @@ def test_new_killed_after_add_leaves_the_primary_clone_clean(home_repo, step):
     assert status(home_repo) == ""
 
 
+def test_new_killed_once_its_worktree_is_recorded_leaves_a_record_naming_its_plan_dir(home_repo):
+    # The worktree's last creation step is written with the topic's own fields: a run
+    # killed right after it (before its setup lines) leaves a record that already names
+    # the plan dir and the home repo's worktree, as the finished run's does.
+    args = ("new", "Add thing", "--id", ID, "--json")
+    crashed = run(*args, cwd=home_repo, crash_at="setup-commands")
+    assert crashed.code == CRASHED, crashed.err
+    worktree = home_repo / ".claude/worktrees" / ID
+    record = state.read_record(home_repo / ".git", ID)
+    assert record is not None and "record" in record.steps
+    assert record.plan_dir == str(worktree / "docs/plans" / ID)
+    assert [(r.name, r.path, r.worktree) for r in record.repos] == [
+        ("home", str(home_repo), str(worktree))
+    ]
+    again = run(*args, cwd=home_repo)
+    assert again.code == 0, again.err
+    assert (again.json["home"]["status"], again.json["plan_dir"]) == ("existing", record.plan_dir)
+    assert state.read_record(home_repo / ".git", ID) == record  # nothing left to write
+
+
 def test_worktrees_killed_after_add_leaves_every_primary_clone_clean(workspace, home_repo):
     api = make_repo(workspace, "api")
     made = run_cli("new", "Add thing", "--id", ID, "--json", cwd=home_repo)

@@ -21,6 +21,8 @@ from router.topic.workspace import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from router.create.submodules import SubmoduleOutcome
 
 REPO_LOCK = "_repo"  # per-repo critical sections; ids cannot start with "_"
@@ -53,6 +55,13 @@ class Job:
     # turn, or `new` started it before its pipeline loaded (router.create.fetch).
     fetch: Fetch | None = field(default=None, compare=False, repr=False)
     setup: SetupOptions = field(default_factory=SetupOptions)  # --no-setup, --line-timeout
+    # What the command keeps in the home record besides the creation's own fields (its plan
+    # dir, its repos), given the worktree at the topic's path: written in the same write as
+    # the creation's last step, so the command's own update after it has nothing to write
+    # (one record write, and its fsync, fewer).
+    remember: Callable[[state.TopicRecord, Path], state.TopicRecord] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 class Failed(Exception):
@@ -155,7 +164,15 @@ class Creation:
         # steps, base and branch ownership describe the worktree that is gone.
         return None if record is not None and record.torn_down else record
 
-    def _save(self, *, steps: tuple[str, ...], **fields: object) -> None:
+    def _save(
+        self,
+        then: Callable[[state.TopicRecord], state.TopicRecord] | None = None,
+        /,
+        *,
+        steps: tuple[str, ...],
+        **fields: object,
+    ) -> None:
+        """Write ``fields`` and ``steps`` done onto the record, then ``then``'s change of it."""
         record = self.record or state.TopicRecord(
             id=self.job.topic.id,
             repo=self.job.name,
@@ -170,6 +187,8 @@ class Creation:
         if self.job.home is not None:
             fields["home"] = str(self.job.home)
         record = replace(record, **fields)  # type: ignore[arg-type]
+        if then is not None:
+            record = then(record)
         # This run's view of the record replaces the file: a corrupt one is set
         # aside (never lost), as _load_record warned.
         claimed = self.path if "claim" in steps else None

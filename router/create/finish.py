@@ -16,6 +16,10 @@ from router.topic import journal, state
 from router.topic.planpath import PlanDirSymlink, create_plan_dir
 from router.topic.workspace import ensure_excludes
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 class Finish(Creation):
     """The stages after the worktree is verified, up to the record that says it is made."""
@@ -33,11 +37,11 @@ class Finish(Creation):
                 default_checkout=worktree if self.created.branch and self.base else None,
             )
             state.crash_point("record")
-            # A switched-away worktree (_switched_away) keeps the topic's branch in
-            # the record: teardown and pr-cleanup judge that branch, not the other.
+            # A switched-away worktree (_switched_away) keeps the topic's branch in the record.
             switched = status is Status.EXISTING and worktree == self.path
             cone = ("sparse",) if self._cone_of(worktree, status) else ()  # see _cone_of
             self._save(
+                self._remembered(worktree, status),
                 steps=("add", *cone, "verify", SUBMODULES, "setup", "record", *setup.steps),
                 worktree=str(worktree),
                 base_commit=self._base_commit(worktree),
@@ -80,6 +84,18 @@ class Finish(Creation):
             setup=ran,
             on_existing_branch=self._on_existing_branch(status),
         )
+
+    def _remembered(
+        self, worktree: Path, status: Status
+    ) -> Callable[[state.TopicRecord], state.TopicRecord] | None:
+        """The command's own fields of the record (:attr:`Job.remember`), for the worktree at
+        this topic's path only: one reused elsewhere, or none, leaves them to the command."""
+        remember = self.job.remember
+        if remember is None or status not in {Status.CREATED, Status.EXISTING}:
+            return None
+        if worktree != self.path:
+            return None
+        return lambda record: remember(record, worktree)
 
     def _on_existing_branch(self, status: Status) -> bool:
         """This run made the worktree on a branch that existed already (``new --id`` of a

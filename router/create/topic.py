@@ -138,6 +138,11 @@ def _new_under_lock(repo: Repo, topic: Topic, ask: _Ask) -> NewResult:
         sparse=ask.sparse,
         setup=ask.setup,
         fetch=ask.fetch,
+        remember=lambda record, worktree: record.with_home(
+            str(worktree / PLANS_DIR / topic.id),
+            [state.RepoEntry("home", str(repo.primary), str(worktree))],
+            ask.track,
+        ),
     )
     report, checkout = _home_worktree(job)
     if ask.isolated:
@@ -279,22 +284,18 @@ def _remember_home(
 ) -> None:
     """Keep the topic's repo list in the home record (teardown needs it after the plan dir)."""
 
-    def change(record: state.TopicRecord) -> state.TopicRecord:
-        known = {r.name: r for r in record.repos}
-        for report in reports:
-            if report.status is not Status.REFUSED:
-                known[report.name] = state.RepoEntry(
-                    report.name, str(report.path), str(report.worktree) if report.worktree else None
-                )
-        kept = track or record.track  # `new --fix` run again on its topic keeps the track
-        return replace(record, plan_dir=str(plan_dir), repos=tuple(known.values()), track=kept)
+    entries = [
+        state.RepoEntry(r.name, str(r.path), str(r.worktree) if r.worktree else None)
+        for r in reports
+        if r.status is not Status.REFUSED
+    ]
 
     # The description too, even when the home repo fell back before its own
     # record was written: a rerun of the same `new` must find its id again.
     state.update_record(
         repo.common_dir,
         topic.id,
-        change,
+        lambda record: record.with_home(str(plan_dir), entries, track),
         new=lambda: state.TopicRecord(
             id=topic.id,
             repo="home",

@@ -379,6 +379,16 @@ class TopicRecord:
             return self
         return replace(self, steps=(*self.steps, step))
 
+    def with_home(
+        self, plan_dir: str, entries: Iterable[RepoEntry], track: str | None
+    ) -> TopicRecord:
+        """The home record naming the topic's plan dir and these repos, each in place of its
+        earlier entry; ``track`` None keeps the one it has (`new --fix` run again)."""
+        known = {r.name: r for r in self.repos}
+        known.update((entry.name, entry) for entry in entries)
+        kept = track or self.track
+        return replace(self, plan_dir=plan_dir, repos=tuple(known.values()), track=kept)
+
     def to_json(self) -> dict[str, Any]:
         # Field by field, not through ``asdict``: that copies every value deeply
         # (~1 ms a record, and a creation writes its record three times per repo),
