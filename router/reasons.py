@@ -204,7 +204,8 @@ class Reason(StrEnum):
     LOCKED = "locked"  # another tool's lock
     DIRTY = "dirty"  # changed or untracked files
     # what the HEAD reflog (``ref``) alone keeps is unknown: git's words (``text``), its
-    # HEAD names ``branch``, which does not exist, or a reflog file it cannot trust (``parts``)
+    # HEAD names ``branch``, which does not exist, or a reflog file it cannot trust or a
+    # config or ref storage not read from files (``parts``)
     REFLOG_UNKNOWN = "reflog-unknown"
     # the repository's config or ref storage (its common git dir ``path``) is not read
     # from its files (``kind``: router.git.files.UnreadLayout)
@@ -319,14 +320,15 @@ class Why:
     a lock reason git wrote, a git operation's name, a process's command name,
     the host's session id, a line a user declared.
 
-    Not fields yet, still words another module built, in ``text``: a refusal's
-    message (``snapshot-failed``, ``not-surveyed``, ``refusal``), a repository
-    layout the git layer does not trust (``reflog-unknown``), what blocks a
-    half-removed worktree (``half-removed``).
+    Not a field yet, still words another module built, in ``text``: the message of
+    the refusal reading a stacked branch met (``not-surveyed``: any refusal the
+    branch's survey raises, each worded where it is raised).
 
-    A :class:`Why` an older record kept may hold, in ``text`` (or ``other``),
-    the words of facts that are fields now: the renderer says those words
-    when the fields are empty. ``planned``: the dry run's words, what the
+    A :class:`Why` an older record kept may hold, in ``text`` (or ``other``, or
+    ``items``), the words of facts that are fields or parts now (a snapshot that
+    failed, a sweep's ``refusal``, a half-removed worktree's, ``reflog-unknown``'s,
+    ``in-use``'s processes, ``nested``'s repositories): the renderer says those
+    words when the fields are empty. ``planned``: the dry run's words, what the
     real run would do; ``notes``: said after it, and ``before``: said before
     it, each joined by ``"; "``.
     """
