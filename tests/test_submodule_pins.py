@@ -725,3 +725,43 @@ def test_a_borrower_stamped_unwalkable_without_gits_words_is_walked_again_and_pi
     _upstream_deletes(workspace, web)
     assert _fsck(sub) == (0, "")
     assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, tip, at]
+
+
+def test_a_failure_asking_the_primary_is_never_stamped_as_the_borrowers_history(
+    workspace, tmp_path
+):
+    """git fails by itself, again and again, in the primary's submodule (asked which of the
+    borrower's objects it holds), not in the walk of the borrower's history: nothing says
+    that history cannot be walked, so nothing is stamped; the next run, the fault gone,
+    pins, and the branch the borrower stands on can go upstream without a loss."""
+    web = web_with_submodules(workspace)
+    sub, at, tip, mine = _work_on_upstream_branch(workspace, web)
+    borrower = common_dir(web) / "worktrees" / ID / "modules/libs/one"
+    module = common_dir(web) / "modules/libs/one"
+    count = tmp_path / "faults"
+    body = (
+        f"n=$(cat '{count}' 2>/dev/null || echo 0)\n"
+        f"if [ \"$n\" -lt 2 ]; then echo $((n + 1)) > '{count}'\n"
+        "echo 'fatal: unable to open packed-refs: Too many open files' >&2; exit 128; fi\n"
+        'exec "$REAL_GIT" "$@"'
+    )
+    env = git_wrapper(tmp_path / "bin", "cat-file --batch-check=%(objectname) %(objecttype)", body)
+
+    for n in ("1", "2"):  # two runs in a row, each failing so
+        failed = run("phase", ID, "--json", cwd=web, env=env)
+        assert failed.code == 0, failed.err
+        assert count.read_text().strip() == n
+        assert json.loads(failed.out)["warnings"] == [
+            f"{borrower}: its branches stand on objects no pin keeps (fatal: unable to open "
+            "packed-refs: Too many open files); `team-router doctor` says more"
+        ]
+        assert not (borrower / "team-router-unkept").exists()
+
+    then = run("phase", ID, "--json", cwd=web, env=env)  # the fault is gone: tried, pinned
+    assert then.code == 0, then.err
+    assert json.loads(then.out)["warnings"] == []
+    assert _pins(module).splitlines() == [f"{at} {PIN}", f"{tip} {KEPT}{tip}"]
+
+    _upstream_deletes(workspace, web)
+    assert _fsck(sub) == (0, "")
+    assert git(sub, "log", "--format=%H", "-3").splitlines() == [mine, tip, at]

@@ -495,24 +495,32 @@ def _walked(b: Borrowed, state: str) -> Unkept:
     what git said), and the GitError is raised.
 
     A failure is the state's, and stamped, only when git ended by itself (not killed by
-    a signal, not stopped at its timeout) and the same walk, asked once more at once,
-    fails so again: an object lost fails every walk alike, while a moment's failure (a
-    killed git, an I/O error, a lock) gives way at the second ask, which then pins. A
-    stamp stops every later try until the borrower moves, and the primary's gc may then
-    prune what it stands on; a failure not stamped costs only a walk at the next run.
+    a signal, not stopped at its timeout) walking the borrower's own history, and the
+    same walk, asked once more at once, fails so again: an object lost fails every walk
+    alike, while a moment's failure (a killed git, an I/O error, a lock) gives way at the
+    second ask, which then pins. A failure asking ``b.source`` (its pins, which objects
+    it holds) says nothing of the borrower's history. A stamp stops every later try until
+    the borrower moves, and the primary's gc may then prune what it stands on; a failure
+    not stamped costs only a walk at the next run.
     """
     try:
         return unkept(b)
     except GitError as exc:
-        if not exc.exited:
-            raise  # the moment's: the next run tries again
+        if not _the_walks(exc, b):
+            raise  # the moment's, or the source's: the next run tries again
+        first = exc.first_line
     try:
         return unkept(b)
     except GitError as exc:
-        if exc.exited:
+        if _the_walks(exc, b) and exc.first_line == first:
             with contextlib.suppress(OSError):  # unrecorded: the next run tries again
                 write_stamp(b.borrower, state, UNKEPT_STAMP, exc.first_line)
         raise
+
+
+def _the_walks(exc: GitError, b: Borrowed) -> bool:
+    """Whether ``exc`` is git ending by itself on the borrower's history (run in it)."""
+    return exc.exited and exc.repo == b.borrower
 
 
 def keep_borrowers(moved: list[tuple[str, str, str]]) -> list[str]:
