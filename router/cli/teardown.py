@@ -113,9 +113,7 @@ def _sweep_text(result) -> str:
 
     lines = [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
     lines += [f"  {in_words(note)}" for snapped in result.snapshotted for note in snapped.notes]
-    for kept in result.kept:
-        lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
-        lines += file_lines(kept.files)
+    lines += [line for kept in result.kept for line in _kept_lines(kept, result.dry_run)]
     lines += [f"could not remove {p}: {in_words(error)}" for p, error in result.failed]
     if result.live:
         # Said so a user who counts the directories is not left wondering about the rest.
@@ -168,9 +166,7 @@ def teardown_text(result) -> str:
             lines += temp_lines(repo.local_state.temp_paths, indent="    ")
     # A dry run's last lines are the real run's, in the conditional.
     lines += [f"{'would sweep' if result.dry_run else 'swept'}: {p}" for p in result.swept]
-    for kept in result.kept:
-        lines.append(f"{'would keep' if result.dry_run else 'kept'} ({kept.reason}): {kept.path}")
-        lines += file_lines(kept.files)
+    lines += [line for kept in result.kept for line in _kept_lines(kept, result.dry_run)]
     if result.refusal is not None:
         blockers = [s for r in result.repos for s in r.steps if s.outcome == "refused"]
         refused = "would be refused" if result.dry_run else "refused"
@@ -217,10 +213,12 @@ def step_lines(steps, *, width: int, dry_run: bool) -> list[str]:
     ]
 
 
-def file_lines(files) -> list[str]:
-    shown = [f"    {f}" for f in files[:20]]
-    if len(files) > 20:
-        shown.append(f"    ... and {len(files) - 20} more (--json lists them all)")
+def _kept_lines(kept, dry_run: bool) -> list[str]:
+    """A residue kept (a dry run: would be), and the first 20 of its files."""
+    head = f"{'would keep' if dry_run else 'kept'} ({kept.reason}): {kept.path}"
+    shown = [head, *(f"    {f}" for f in kept.files[:20])]
+    if len(kept.files) > 20:
+        shown.append(f"    ... and {len(kept.files) - 20} more (--json lists them all)")
     return shown
 
 

@@ -7,6 +7,7 @@ second run, after teardown removed the plan dir, still knows every repo.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from router.errors import BadInput, ErrorCode, RouterError
@@ -182,10 +183,9 @@ def _targets(
     parsed: ReposFile | None,
     warnings: list[str],
     home_entries: tuple[WorktreeEntry, ...] | None = None,
-    lines: list[WorktreeLine] | None = None,
+    lines: Sequence[WorktreeLine] = (),
 ) -> tuple[RepoTarget, ...]:
     """Home first, then the secondaries in ``repos.md`` order, then any only the record knows."""
-    lines = lines if lines is not None else worktree_lines(parsed) if parsed else []
     listed = {ln.name: ln.placed for ln in lines if ln.placed}
     entries = {e.name: e for e in record.repos} if record else {}
     in_repos_md = [(s.name, s.path) for s in parsed.secondaries] if parsed else []
