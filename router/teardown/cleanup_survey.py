@@ -24,22 +24,14 @@ from router.teardown.facts import RepoPlan
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
 from router.teardown.merged import Tips
 from router.teardown.nested import survey_at
-from router.teardown.plan_dir import plan_dir_decision
+from router.teardown.plan_dir import artifacts_at_stake
 from router.teardown.record import TopicRef
 from router.teardown.remove import (
     copies_note,
     included_copies,
     interrupted_removal,
 )
-from router.teardown.steps import (
-    Outcome,
-)
-from router.teardown.unshipped import (
-    RunArtifacts,
-    has_shipped,
-    run_artifacts,
-    unshipped,
-)
+from router.teardown.unshipped import RunArtifacts, run_shipped
 from router.topic import state
 from router.topic.branches import (
     branch_topic,
@@ -220,7 +212,7 @@ def _facts(
         status_read=there,
         removing=removing,
     )
-    shipped = run_shipped(repo, topic_id, worktree)
+    shipped = topic_id is not None and run_shipped(repo.primary, topic_id, worktree)
     plan = replace(plan, shipped=shipped)
     return replace(plan, unshipped=tuple(run_at_stake(repo, topic_id, plan)))
 
@@ -294,22 +286,9 @@ def _remote(repo: Repo, branch: str) -> tuple[str | None, Why | None]:
 
 
 def run_at_stake(repo: Repo, topic_id: str | None, plan: RepoPlan) -> list[RunArtifacts]:
-    """The artifacts of an unshipped run this cleanup would delete: in the worktree it
-    removes, and in the primary clone when the plan-dir step would remove them there."""
+    """The artifacts of an unshipped run this cleanup would delete (a worktree it keeps, or whose
+    removal of ours a kill interrupted, holds none it deletes)."""
     if topic_id is None:
         return []
-    checkouts = []
-    if plan.worktree is not None and not plan.kept_worktree and not plan.removing:
-        checkouts.append(plan.worktree)
-    if plan_dir_decision(repo, topic_id, force=True).resolve(dry_run=True).outcome is Outcome.DONE:
-        checkouts.append(repo.primary)
-    runs = (run_artifacts(c, topic_id) for c in checkouts)
-    return unshipped(runs, shipped=plan.shipped)
-
-
-def run_shipped(repo: Repo, topic_id: str | None, worktree: Path | None) -> bool:
-    """The topic's pr.md is in one of its plan dirs (its worktree's or the primary clone's)."""
-    if topic_id is None:
-        return False
-    places = [c for c in (worktree, repo.primary) if c is not None]
-    return has_shipped(run_artifacts(c, topic_id) for c in places)
+    removed = None if plan.kept_worktree or plan.removing else plan.worktree
+    return artifacts_at_stake(repo, topic_id, removed, shipped=plan.shipped)[1]

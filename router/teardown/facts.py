@@ -34,20 +34,14 @@ from router.teardown.host_policy import HostPolicy
 from router.teardown.integrate import no_identity, resume_integration
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, Declaration, read_declaration
 from router.teardown.nested import NestedRepo, survey_at
-from router.teardown.plan_dir import plan_dir_decision
+from router.teardown.plan_dir import artifacts_at_stake
 from router.teardown.primary import is_primary_clone, primary_busy
 from router.teardown.proof import Integration, cut_from, integration
 from router.teardown.record import TopicRef, pending_pick
 from router.teardown.remove import copies_note, included_copies, interrupted_removal
-from router.teardown.steps import Outcome, Step, StepResult, refused
+from router.teardown.steps import Step, StepResult, refused
 from router.teardown.sweep import Runs, SweepVerdict, classify
-from router.teardown.unshipped import (
-    RunArtifacts,
-    has_shipped,
-    run_artifacts,
-    unshipped,
-    unshipped_why,
-)
+from router.teardown.unshipped import RunArtifacts, run_shipped, unshipped_why
 from router.teardown.wording import in_words
 from router.topic import worktreelock
 from router.topic.scope import RepoTarget
@@ -371,7 +365,7 @@ def _with_blockers(
             else _worktree_back_with_artifacts(plan, topic_id)
         )
         # Shipped is the run's, wherever its pr.md is: a kept worktree's plan dir counts too.
-        shipped = has_shipped(run_artifacts(c, topic_id) for c in {worktree, repo.primary} if c)
+        shipped = run_shipped(repo.primary, topic_id, worktree)
         found_dirs, plan_blockers = _plan_dir_blockers(repo, topic_id, removed, shipped, opts)
         plan = replace(plan, unshipped=found_dirs, shipped=shipped)
         blockers += plan_blockers
@@ -422,14 +416,9 @@ def _plan_dir_blockers(
     unless --force (which snapshots them): in the worktree the remove step
     deletes (``removed``), and in the primary clone when step 6 would delete them.
     """
-    found = plan_dir_decision(repo, topic_id, force=True).resolve(
-        dry_run=True
-    )  # would it go at all?
+    found, dirs = artifacts_at_stake(repo, topic_id, removed, shipped=shipped)
     if found.code == ErrorCode.NESTED_WORK:
         return (), [found]
-    checkouts = [removed] if removed is not None else []
-    checkouts += [repo.primary] if found.outcome is Outcome.DONE else []
-    dirs = unshipped((run_artifacts(c, topic_id) for c in checkouts), shipped=shipped)
     if not dirs or opts.force:
         return tuple(dirs), []
     why = unshipped_why(topic_id, dirs, command="teardown")

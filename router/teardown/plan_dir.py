@@ -16,6 +16,7 @@ from router.teardown.nested import survey_directory
 from router.teardown.snapshot import SnapshotFailed, snapshot_plan_dir
 from router.teardown.steps import (
     Decision,
+    Outcome,
     Step,
     StepResult,
     acting,
@@ -68,6 +69,18 @@ def plan_dir_decision(
         return settled(refused(name, ErrorCode.UNSHIPPED_RUN, why))
     removal = Why(Reason.REMOVED_UNTRACKED, path=str(path), items=artifact_files(run))
     return acting(lambda: _remove(repo, topic_id, path, run), name, removal)
+
+
+def artifacts_at_stake(
+    repo: Repo, topic_id: str, removed: Path | None, *, shipped: bool
+) -> tuple[StepResult, list[RunArtifacts]]:
+    """The plan-dir step as it would go (forced), and the artifacts of a run that has not shipped
+    that a teardown or pr-cleanup would delete: in the worktree its remove step takes
+    (``removed``), and in the primary clone when the plan-dir step would remove them there."""
+    step = plan_dir_decision(repo, topic_id, force=True).resolve(dry_run=True)
+    checkouts = [removed] if removed is not None else []
+    checkouts += [repo.primary] if step.outcome is Outcome.DONE else []
+    return step, unshipped((run_artifacts(c, topic_id) for c in checkouts), shipped=shipped)
 
 
 def _why_kept(repo: Repo, topic_id: str, rel: Path, path: Path) -> StepResult | None:

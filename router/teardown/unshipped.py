@@ -63,6 +63,11 @@ def has_shipped(found: Iterable[RunArtifacts | None]) -> bool:
     return any(a is not None and a.shipped for a in found)
 
 
+def run_shipped(primary: Path, topic_id: str, worktree: Path | None) -> bool:
+    """The topic's pr.md is in one of its plan dirs (its worktree's or the primary clone's)."""
+    return has_shipped(run_artifacts(c, topic_id) for c in (worktree, primary) if c is not None)
+
+
 def unshipped(found: Iterable[RunArtifacts | None], *, shipped: bool = False) -> list[RunArtifacts]:
     """The plan dirs holding artifacts of a run that has not shipped (none has ``pr.md``).
 
