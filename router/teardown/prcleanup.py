@@ -92,12 +92,6 @@ from router.topic.branches import (
 from router.topic.scope import TopicScope
 from router.topic.workspace import Repo, default_branch, primary_clone
 
-# -- what is there ----------------------------------------------------------------------------
-
-
-# -- the steps -----------------------------------------------------------------------------------
-
-
 # A PR that gh failed to close does not hold the git part back: deleting the
 # branch on origin closes it on GitHub's side anyway, and the failure is reported.
 CLEANUP_GUARDING = frozenset({Step.REMOVE, Step.SNAPSHOT, Step.BRANCH})

@@ -271,12 +271,3 @@ def snapshot_plan_dir(
             Why(Reason.SNAPSHOT_NOT_WRITTEN, path=str(where), text=str(exc))
         ) from None
     return PlanDirSnapshot(ref, commit, files)
-
-
-# -- restore --------------------------------------------------------------------
-
-
-# -- a restore killed half-way ---------------------------------------------------------
-
-
-# -- an add killed before its checkout ------------------------------------------------
