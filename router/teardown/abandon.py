@@ -10,11 +10,7 @@ from router.reasons import Reason, Why
 from router.records import replace
 from router.teardown.branch import delete_branch
 from router.teardown.cleanup_checks import checked_out
-from router.teardown.cleanup_survey import (
-    CleanupOptions,
-    Survey,
-    survey,
-)
+from router.teardown.cleanup_survey import CleanupOptions, Survey, survey
 from router.teardown.remote import remote_decision
 from router.teardown.steps import (
     Decision,

@@ -12,15 +12,7 @@ from router.teardown.decide import GIT_STEPS, Decide, RepoRun, decide_local_stat
 from router.teardown.facts import RepoPlan, TeardownOptions, recreated
 from router.teardown.localstate import LocalStateReport
 from router.teardown.record import TopicRef, forget_earlier_teardown, record_steps
-from router.teardown.steps import (
-    STEPS,
-    Decision,
-    Step,
-    StepResult,
-    StepRun,
-    skipped,
-    stopped_at,
-)
+from router.teardown.steps import STEPS, Decision, Step, StepResult, StepRun, skipped, stopped_at
 from router.teardown.sweep import SweepResult
 from router.topic.scope import TopicScope
 

@@ -13,12 +13,7 @@ from router.git import GitError
 from router.reasons import Reason, Why
 from router.teardown.primary import is_primary_clone
 from router.teardown.proof import Integration, integration
-from router.teardown.snapshot import (
-    SnapshotFailed,
-    covers,
-    read_snapshot,
-    snapshot_branch,
-)
+from router.teardown.snapshot import SnapshotFailed, covers, read_snapshot, snapshot_branch
 from router.teardown.steps import (
     Step,
     StepResult,

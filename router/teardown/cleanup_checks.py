@@ -36,13 +36,7 @@ from router.teardown.blockers import (
     reused_checkout,
     worktrees_in_use,
 )
-from router.teardown.cleanup_survey import (
-    AGAIN,
-    CleanupOptions,
-    Mode,
-    Survey,
-    survey,
-)
+from router.teardown.cleanup_survey import AGAIN, CleanupOptions, Mode, Survey, survey
 from router.teardown.merged import Evidence, GhVerdict
 from router.teardown.steps import Step, StepResult, refused
 from router.teardown.unshipped import unshipped_why

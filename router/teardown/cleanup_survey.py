@@ -14,29 +14,17 @@ from router.names import Branch
 from router.progress import Echo
 from router.reasons import Reason, Why
 from router.records import record, replace
-from router.teardown.blockers import (
-    hidden_work,
-    reused_branch,
-    reused_checkout,
-    with_hidden,
-)
+from router.teardown.blockers import hidden_work, reused_branch, reused_checkout, with_hidden
 from router.teardown.facts import RepoPlan
 from router.teardown.localstate import DEFAULT_LINE_TIMEOUT, read_declaration
 from router.teardown.merged import Tips
 from router.teardown.nested import survey_at
 from router.teardown.plan_dir import artifacts_at_stake
 from router.teardown.record import TopicRef
-from router.teardown.remove import (
-    copies_note,
-    included_copies,
-    interrupted_removal,
-)
+from router.teardown.remove import copies_note, included_copies, interrupted_removal
 from router.teardown.unshipped import RunArtifacts, run_shipped
 from router.topic import state
-from router.topic.branches import (
-    branch_topic,
-    refuse_protected,
-)
+from router.topic.branches import branch_topic, refuse_protected
 from router.topic.runs import PLANS_DIR, plan_dir_link
 from router.topic.scope import RepoTarget, topic_temp_paths
 from router.topic.workspace import DefaultBranch, Repo, default_branch, find_worktree

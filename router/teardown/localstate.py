@@ -32,14 +32,7 @@ from router.reasons import Reason, Why
 from router.records import field, record, replace
 from router.teardown.factwords import temp_said
 from router.teardown.primary import is_primary_clone
-from router.teardown.steps import (
-    NotDone,
-    Outcome,
-    Step,
-    StepResult,
-    not_done,
-    skipped,
-)
+from router.teardown.steps import NotDone, Outcome, Step, StepResult, not_done, skipped
 from router.teardown.wording import in_words
 from router.topic import state
 from router.topic.scope import resolve_topic

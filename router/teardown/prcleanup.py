@@ -24,10 +24,7 @@ from router.git import GitError
 from router.github import GhFailed, GitHub, PullRequest, Unavailable
 from router.progress import Echo
 from router.records import field, record, replace
-from router.teardown.abandon import (
-    decide_snapshot,
-    decide_stack,
-)
+from router.teardown.abandon import decide_snapshot, decide_stack
 from router.teardown.cleanup_checks import (
     fetched_survey,
     local_blockers,
@@ -37,13 +34,7 @@ from router.teardown.cleanup_checks import (
     refuse_unconfirmed,
     refused_json,
 )
-from router.teardown.cleanup_survey import (
-    AGAIN,
-    CleanupOptions,
-    Mode,
-    Survey,
-    topic_ref,
-)
+from router.teardown.cleanup_survey import AGAIN, CleanupOptions, Mode, Survey, topic_ref
 from router.teardown.decide import (
     Decide,
     RepoRun,
@@ -68,11 +59,7 @@ from router.teardown.prs import (
 )
 from router.teardown.reclaim import decide_reclaim
 from router.teardown.record import forget_earlier_teardown, record_steps
-from router.teardown.remote import (
-    decide_prune,
-    remote_decision,
-    remote_gone,
-)
+from router.teardown.remote import decide_prune, remote_decision, remote_gone
 from router.teardown.steps import (
     Decision,
     Outcome,
@@ -84,11 +71,7 @@ from router.teardown.steps import (
 )
 from router.teardown.wording import in_words
 from router.topic import journal, state
-from router.topic.branches import (
-    TopicLock,
-    refuse_protected,
-    topic_lock,
-)
+from router.topic.branches import TopicLock, refuse_protected, topic_lock
 from router.topic.scope import TopicScope
 from router.topic.workspace import Repo, default_branch, primary_clone
 

@@ -7,11 +7,7 @@ from router import git as g
 from router.errors import ErrorCode
 from router.git import GitError
 from router.reasons import Reason, Why
-from router.teardown.cleanup_survey import (
-    CleanupOptions,
-    Mode,
-    Survey,
-)
+from router.teardown.cleanup_survey import CleanupOptions, Mode, Survey
 from router.teardown.merged import Evidence
 from router.teardown.proof import merge_proof
 from router.teardown.steps import (
