@@ -179,16 +179,13 @@ def _close_prs(
 ) -> StepResult:
     bad = []
     for p in closing:
+        outcome = "closed"
         try:
             hub.close(p.number)
-            closed.append(
-                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "closed"}
-            )
         except GhFailed as exc:
             bad.append(Why(Reason.PR_NOT_CLOSED, count=p.number, parts=(exc.why,)))
-            closed.append(
-                {"number": p.number, "head": p.head_ref, "url": p.url, "outcome": "failed"}
-            )
+            outcome = "failed"
+        closed.append({"number": p.number, "head": p.head_ref, "url": p.url, "outcome": outcome})
     names = tuple(f"#{p.number}" for p in closing)
     if bad:
         not_closed = Why(Reason.PRS_NOT_CLOSED, items=names, parts=tuple(bad))
