@@ -11,7 +11,7 @@ here imports back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from router.git import TORN_PLACEHOLDER, DanglingHead, OddReflog, layout_words
 from router.mounts import unmounted_words
@@ -27,21 +27,24 @@ from router.topic.runs import PLANS_DIR
 Words = Callable[[Why], str]
 
 LISTED = 20  # an unshipped run's files its words name before "and N more"
-SHOWN = 5  # the files not its branch's a half-made worktree's refusal names before ", ..."
-NAMED = 5  # how many paths or commits a one-line detail names before "..."
+NAMED = 5  # how many paths or commits a one-line detail names before "and N more" (or "...")
 
 
-def name_some(items: Iterable[object]) -> str:
+def name_some(items: Iterable[object], limit: int = NAMED) -> str:
+    """Up to ``limit`` of ``items``, then how many more."""
     names = [str(i) for i in items]
-    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
-    return ", ".join(names[:NAMED]) + more
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def first_few(items: Sequence[str]) -> str:
+    """Up to :data:`NAMED` of ``items``, then ``...`` when there are more."""
+    return ", ".join(items[:NAMED]) + (", ..." if len(items) > NAMED else "")
 
 
 def files_words(names: Iterable[str]) -> str:
     """An unshipped run's files: up to :data:`LISTED`, then counted."""
-    listed = list(names)
-    more = f" and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
-    return ", ".join(listed[:LISTED]) + more
+    return name_some(names, LISTED)
 
 
 def artifacts_words(w: Why) -> str:
@@ -79,11 +82,6 @@ def _residue(w: Why) -> str:
         f"(`team-router restore {w.topic}` brings them back), or move them to where the "
         "run goes on"
     )
-
-
-def _not_its_files(w: Why) -> str:
-    shown = ", ".join(w.items[:SHOWN]) + (", ..." if len(w.items) > SHOWN else "")
-    return f"it holds files that are not its branch's ({shown})"
 
 
 def _kept_words(w: Why) -> str:
@@ -389,7 +387,9 @@ FACTS: dict[Reason, Words] = {
     Reason.LOCKED_ELSEWHERE: lambda w: "it is locked, not by team-router",
     Reason.OTHER_GITDIR: lambda w: f"git's registration names another worktree ({w.path})",
     Reason.THROUGH_SYMLINK: lambda w: "it is reached through a symlink",
-    Reason.NOT_ITS_FILES: _not_its_files,
+    Reason.NOT_ITS_FILES: lambda w: (
+        f"it holds files that are not its branch's ({first_few(w.items)})"
+    ),
     Reason.ADD_RUNNING: lambda w: f"process(es) {', '.join(w.items)} still use it",
     Reason.LOCK_LEFT: lambda w: (
         f"git's lock file {w.path} is in it and no process list shows it is stale"

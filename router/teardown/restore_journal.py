@@ -20,7 +20,8 @@ from router.create.ouradd import OurAdd
 from router.errors import ErrorCode, RouterError
 from router.git import Git, GitError
 from router.reasons import Reason, Why
-from router.teardown.snapshot import MAX_RESTORED, NAMED_PATHS, Snapshot, read_snapshot
+from router.teardown.factwords import first_few
+from router.teardown.snapshot import MAX_RESTORED, Snapshot, read_snapshot
 from router.teardown.wording import in_words
 from router.topic import journal, worktreelock
 from router.topic.journal import Operation, read_note
@@ -140,8 +141,7 @@ def check_resumable(repo: Repo, path: Path, snap: Snapshot) -> None:
     else:
         edited = _edited_since(repo, wt, path, snap)
         if edited:
-            shown = ", ".join(edited[:NAMED_PATHS]) + (", ..." if len(edited) > NAMED_PATHS else "")
-            why = f"files were edited since ({shown})"
+            why = f"files were edited since ({first_few(edited)})"
     if why:
         marker = journal.note_file(repo.common_dir, path, checked_out=True)
         index = f"; `git -C {path} read-tree {snap.index}^{{tree}}` stages" if snap.index else ""

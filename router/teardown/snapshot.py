@@ -56,7 +56,6 @@ def _scratch() -> tempfile.TemporaryDirectory[str]:
 # no branch listing shows and every gc keeps.
 SNAPSHOT_PREFIX = "refs/team-router/snapshots/"
 MAX_RESTORED = 100
-NAMED_PATHS = 5  # edited paths named when an interrupted restore cannot be finished
 # A line of the snapshot's message per repository the snapshot left out.
 DEPARTED_KEY = "Nested-Repository: "
 
