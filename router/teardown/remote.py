@@ -31,8 +31,8 @@ def remote_decision(
 ) -> Decision:
     """Whether origin's branch goes: only on request (or abandoning), and only when nothing is lost."""
     name = Step.REMOTE_BRANCH
-    if not found.remote_known:
-        unknown = Why(Reason.ORIGIN_UNKNOWN, parts=_given(found.remote_error))
+    if found.remote_error is not None:
+        unknown = Why(Reason.ORIGIN_UNKNOWN, parts=(found.remote_error,))
         return settled(skipped(name, unknown))
     tip = found.remote_tip
     if tip is None:
@@ -58,10 +58,6 @@ def remote_decision(
         return done(name, Why(Reason.REMOTE_DELETED, branch=found.branch, commit=tip))
 
     return acting(delete, name, Why(Reason.REMOTE_DELETED, branch=found.branch, commit=tip))
-
-
-def _given(why: Why | None) -> tuple[Why, ...]:
-    return (why,) if why is not None else ()
 
 
 def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | None) -> Why | None:
