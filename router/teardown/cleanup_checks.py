@@ -127,12 +127,7 @@ def dirty_primary(found: Survey, status: StatusReport) -> StepResult | None:
     its changes must be put away first."""
     if not status.dirty:
         return None
-    dirty = Why(
-        Reason.PRIMARY_DIRTY,
-        path=str(found.plan.target.path),
-        items=tuple(status.tracked),
-        others=tuple(status.untracked),
-    )
+    dirty = _dirt(Reason.PRIMARY_DIRTY, found.plan.target.path, status)
     return refused(Step.UPDATE_DEFAULT, ErrorCode.DIRTY_WORKTREE, dirty.noting(UNTOUCHED))
 
 
@@ -141,13 +136,13 @@ def dirty_worktree(found: Survey, mode: Mode) -> StepResult | None:
     status = found.plan.status
     if not status.dirty or mode is not Mode.MERGED:
         return None
-    dirty = Why(
-        Reason.UNCOMMITTED,
-        path=str(found.worktree_path),
-        items=tuple(status.tracked),
-        others=tuple(status.untracked),
-    )
+    dirty = _dirt(Reason.UNCOMMITTED, found.worktree_path, status)
     return refused(Step.REMOVE, ErrorCode.DIRTY_WORKTREE, dirty)
+
+
+def _dirt(reason: Reason, path: Path | None, status: StatusReport) -> Why:
+    """``reason`` about the changed tracked and the untracked files of the checkout at ``path``."""
+    return Why(reason, path=str(path), items=tuple(status.tracked), others=tuple(status.untracked))
 
 
 def unshipped_run(found: Survey, mode: Mode) -> StepResult | None:
