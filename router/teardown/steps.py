@@ -128,9 +128,9 @@ class StepResult:
         data: dict[str, object] = {
             "name": self.name,
             "outcome": str(self.outcome),
+            "reason": str(self.reason),
+            "detail": self.detail,
         }
-        data["reason"] = str(self.reason)
-        data["detail"] = self.detail
         if self.code:
             data["code"] = self.code
         return data
@@ -146,7 +146,7 @@ def last_run(command: str, steps: Iterable[StepResult]) -> state.LastRun:
                 str(s.outcome),
                 s.detail,
                 str(s.code) if s.code else "",
-                why=s.why if s.reason is not None else None,
+                why=s.why,
             )
             for s in steps
         ),
