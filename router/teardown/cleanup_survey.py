@@ -94,10 +94,6 @@ class Survey:
         return bool(self.plan.entries) and self.plan.entries[0].branch == self.branch
 
     @property
-    def remote_known(self) -> bool:
-        return self.remote_error is None
-
-    @property
     def tips(self) -> Tips:
         record = self.record
         return Tips(self.plan.tip, self.remote_tip, record.base_commit if record else None)

@@ -81,7 +81,7 @@ def _remote_loss(repo: Repo, found: Survey, mode: Mode, evidence: Evidence | Non
 
 
 def remote_gone(found: Survey, result: StepResult) -> bool | None:
-    if not found.remote_known:
+    if found.remote_error is not None:
         return None
     if found.remote_tip is None:
         return True
