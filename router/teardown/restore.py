@@ -116,12 +116,9 @@ def restore_topic(
     chosen = scope.only(repo)
     with state.held_lock(scope.home.common_dir, scope.id, wait=wait):
         results = tuple(_restore_target(t, scope.id) for t in chosen)
-    if any(r.status is RestoreStatus.INTERRUPTED for r in results):
-        return RestoreResult(
-            scope.id, results, [*scope.warnings, *(w for r in results for w in r.warnings)],
-            interrupt.received(),
-        )  # fmt: skip
     warnings = [*scope.warnings, *(w for r in results for w in r.warnings)]
+    if any(r.status is RestoreStatus.INTERRUPTED for r in results):
+        return RestoreResult(scope.id, results, warnings, interrupt.received())
     if all(r.status is RestoreStatus.SKIPPED for r in results):
         raise RouterError(
             ErrorCode.NO_SNAPSHOT,
