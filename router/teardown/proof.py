@@ -19,6 +19,8 @@ from router.topic.workspace import DefaultBranch
 
 
 class ProofKind(StrEnum):
+    """How a merge is proven; each is also the reason that says it (the same word)."""
+
     ANCESTOR = "ancestor"  # the branch tip is an ancestor of the target
     PATCHES = "patches"  # every commit's patch is on the target (git cherry)
     SQUASH = "squash"  # merging the branch into the target changes nothing
@@ -32,14 +34,7 @@ class Proof:
     @property
     def why(self) -> Why:
         """The proof as a reason's part (router.teardown.wording says it)."""
-        return Why(_PROVEN_BY[self.kind], ref=self.target)
-
-
-_PROVEN_BY = {
-    ProofKind.ANCESTOR: Reason.ANCESTOR,
-    ProofKind.PATCHES: Reason.PATCHES,
-    ProofKind.SQUASH: Reason.SQUASH,
-}
+        return Why(Reason(self.kind), ref=self.target)
 
 
 def merge_proof(git: Git, branch: str, target: str) -> Proof | None:
