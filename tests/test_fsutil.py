@@ -11,7 +11,8 @@ from helpers.faults import bind_mounted
 from helpers.repos import write
 from helpers.unreadable import unreadable
 
-from router.fsutil import files_under, remove_listed, tree_under
+from router import fsutil
+from router.fsutil import HELD_FOLDERS, files_under, open_tree, remove_listed, tree_under
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -126,3 +127,82 @@ def test_removing_a_listed_tree_never_deletes_through_a_mount_inside_it(tmp_path
         assert raised.value.filename == str(root / "tmp" / "mounted")
     assert (precious / "a.txt").read_text() == "keep\n"
     assert (precious / "sub" / "b.txt").read_text() == "keep too\n"
+
+
+@pytest.fixture(params=["openat2", "no openat2"])
+def kernel(request, monkeypatch):
+    """Each folder's mount checked by ``openat2``, and (a kernel or sandbox without it) by
+    its device and mount id after opening it: the same refusals either way."""
+    if request.param == "no openat2":
+        monkeypatch.setattr(fsutil, "_openat2", [None])
+    return request.param
+
+
+def test_a_tree_opened_lists_what_tree_under_lists_and_enters_no_link(tmp_path, kernel):
+    root = _tree(tmp_path)
+    (root / "empty" / "inner").mkdir(parents=True)
+    with open_tree(root) as listed:
+        assert (
+            listed.tree.files == tree_under(root).files == ("kept.txt", "link", "locked/draft.md")
+        )
+        assert sorted(listed.tree.folders) == ["empty", "empty/inner", "locked"]
+        assert sorted(listed.held or {}) == ["", "empty", "empty/inner", "locked"]
+    with unreadable(root / "locked"), open_tree(root) as listed:
+        marker = "locked/ (unreadable: Permission denied)"
+        assert listed.tree.files == ("kept.txt", "link", marker)
+    with open_tree(root / "link") as listed:  # the top a link: never followed
+        assert listed.tree.files == ("./ (unreadable: Not a directory)",)
+        assert listed.held is None
+
+
+def test_a_tree_removed_through_its_listing_s_folders_deletes_exactly_what_was_listed(
+    tmp_path, kernel
+):
+    outside = tmp_path / "outside"
+    write(outside / "session.json", "precious\n")
+    root = tmp_path / "left"
+    write(root / "tmp" / "session.json", "{}\n")
+    write(root / "tmp" / "cache" / "a", "a\n")
+    (root / "tmp" / "out").symlink_to(outside)
+    with open_tree(root) as listed:
+        write(root / "tmp" / "draft.md", "written after the listing\n")
+        with pytest.raises(OSError) as raised:
+            remove_listed(root, listed.tree.files, listed.tree.folders, held=listed.held)
+    assert raised.value.errno == errno.ENOTEMPTY and raised.value.filename == str(root / "tmp")
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == ["tmp", "tmp/draft.md"]
+    assert (outside / "session.json").read_text() == "precious\n"
+
+
+def test_a_mount_point_in_a_tree_opened_is_listed_as_such_never_entered(tmp_path, kernel):
+    """A folder bound into the tree (the same filesystem) is named as a mount point: none
+    of its files is listed, so none can be judged or deleted as the tree's."""
+    precious = tmp_path / "precious"
+    write(precious / "a.txt", "keep\n")
+    root = tmp_path / "left"
+    write(root / "tmp" / "session.json", "{}\n")
+    with bind_mounted(precious, root / "tmp" / "mounted", within=tmp_path):
+        with open_tree(root) as listed:
+            assert listed.tree.files == (
+                "tmp/mounted/ (a filesystem is mounted here)",
+                "tmp/session.json",
+            )
+            assert sorted(listed.held or {}) == ["", "tmp"]
+        listed = tree_under(root)
+        with pytest.raises(OSError) as raised:
+            remove_listed(root, listed.files, listed.folders)
+        assert raised.value.errno == errno.EXDEV
+        assert raised.value.filename == str(root / "tmp" / "mounted")
+    assert (precious / "a.txt").read_text() == "keep\n"
+
+
+def test_a_tree_of_many_folders_is_listed_by_path_and_removed_all_the_same(tmp_path, kernel):
+    """More folders than are held open: listed as tree_under lists it, none held, and the
+    removal opens each folder as it goes."""
+    root = tmp_path / "left"
+    for i in range(HELD_FOLDERS + 5):
+        write(root / "tmp" / f"d{i}" / "f", f"{i}\n")
+    with open_tree(root) as listed:
+        assert listed.held is None
+        assert listed.tree == tree_under(root)
+        remove_listed(root, listed.tree.files, listed.tree.folders, held=listed.held)
+    assert not root.exists()
