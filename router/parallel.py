@@ -79,6 +79,75 @@ class meanwhile:  # lowercase: a context manager
         return self._outcomes
 
 
+class fed:  # lowercase: a context manager
+    """``fn`` over the items the block hands over (:meth:`put`) while it is still finding
+    more, in up to ``limit`` threads: each item starts as soon as it is given and a thread
+    is free. On the way out no more come; the threads finish the items given and are
+    waited for, whatever the block did. :attr:`results` then holds the results in the
+    order given, or raises the first error.
+
+    What the block does to find the items (Python) overlaps the items' own waits on the
+    disk. A signal stops the block as anywhere: the items under way finish, and no other
+    starts (as in :func:`parallel_outcomes`); so when the block raises anything else.
+    """
+
+    __slots__ = ("_done", "_fn", "_interrupted", "_limit", "_outcomes", "_queue", "_threads")
+
+    def __init__(self, fn: Callable[[Any], Any], *, limit: int = MAX_PARALLEL) -> None:
+        import queue
+        import threading
+
+        self._fn, self._limit = fn, limit
+        self._queue: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
+        self._outcomes: list[Any] = []
+        self._threads: list[threading.Thread] = []
+        self._interrupted = threading.Event()
+        self._done = False
+
+    def __enter__(self) -> fed:
+        return self
+
+    def put(self, item: Any) -> None:
+        """Hand ``item`` over; a thread is started for it while fewer than ``limit`` run."""
+        self._outcomes.append(_Raised(_NOT_RUN))
+        self._queue.put((len(self._outcomes) - 1, item))
+        if len(self._threads) < self._limit:
+            import threading
+
+            thread = threading.Thread(target=self._work)
+            with interrupt.held():
+                _start([thread], self._interrupted)
+                self._threads.append(thread)
+
+    def _work(self) -> None:
+        while True:
+            given = self._queue.get()
+            if given is None or self._interrupted.is_set() or interrupt.stopping():
+                return
+            n, item = given
+            try:
+                self._outcomes[n] = self._fn(item)
+            except BaseException as exc:  # kept for the caller, raised there
+                self._outcomes[n] = _Raised(exc)
+
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        if kind is not None:  # the block stopped (a signal's Stopped): start no more items
+            self._interrupted.set()
+        with interrupt.held():  # raises Stopped at its end, once the threads are done
+            for _ in self._threads:
+                self._queue.put(None)  # one end mark for each thread
+            _join_all(self._threads, self._interrupted)
+        self._done = True
+
+    @property
+    def results(self) -> list[Any]:
+        assert self._done, "read once the block is over"
+        failed = next((o for o in self._outcomes if isinstance(o, _Raised)), None)
+        if failed is not None:
+            raise failed.error
+        return self._outcomes
+
+
 def parallel_outcomes(
     fn: Callable[[T], R], items: Iterable[T], *, limit: int = MAX_PARALLEL
 ) -> list[R | _Raised]:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from router.parallel import MAX_PARALLEL, meanwhile, parallel_map, parallel_outcomes, raised
+from router.parallel import MAX_PARALLEL, fed, meanwhile, parallel_map, parallel_outcomes, raised
 
 
 def test_results_come_in_the_items_order_whatever_finishes_first():
@@ -178,3 +178,76 @@ def test_a_deferred_signal_lets_the_map_run_every_item(tmp_path):
     assert code == 0, err
     assert len([line for line in lines if line.startswith("done")]) == 20
     assert lines[-1] == "received 15"
+
+
+def test_fed_items_start_while_the_block_still_finds_more_and_come_back_in_order():
+    first_done = threading.Event()
+    running: list[int] = []
+    most = 0
+
+    def work(n: int) -> int:
+        nonlocal most
+        running.append(n)
+        most = max(most, len(running))
+        threading.Event().wait(0.02)
+        running.remove(n)
+        if n == 0:
+            first_done.set()
+        if n == 5:
+            raise ValueError("item 5")
+        return n * 10
+
+    with fed(work, limit=3) as removing:
+        removing.put(0)
+        assert first_done.wait(10)  # done before the block gave the next
+        for n in range(1, 12):
+            removing.put(n)
+    assert most <= 3
+    with pytest.raises(ValueError, match="item 5"):
+        _ = removing.results
+    with fed(work, limit=3) as removing:
+        for n in (3, 1, 2):
+            removing.put(n)
+    assert removing.results == [30, 10, 20]
+    with fed(work) as removing:  # nothing given: no thread
+        assert threading.active_count() == 1
+    assert removing.results == []
+
+
+def test_a_signal_while_items_are_fed_stops_the_block_and_starts_none_given_after(tmp_path):
+    """SIGTERM while the block gives items: it stops the block (Stopped, no traceback), the
+    items under way finish, and the ones given but not yet started never start."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log"
+    code = (
+        "import os, signal, threading, time\n"
+        "from router import interrupt\n"
+        "from router.parallel import fed\n"
+        f"log = open({str(log)!r}, 'a', buffering=1)\n"
+        "def item(n):\n"
+        "    log.write(f'{n}\\n')\n"
+        "    time.sleep(0.4)\n"
+        "    log.write(f'done {n}\\n')\n"
+        "with interrupt.handled():\n"
+        "    try:\n"
+        "        with fed(item, limit=2) as items:\n"
+        "            for n in range(6):\n"
+        "                items.put(n)\n"
+        "            time.sleep(0.1)\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "            for n in range(6, 100):\n"
+        "                items.put(n)\n"
+        "                time.sleep(0.01)\n"
+        "    except interrupt.Stopped as exc:\n"
+        "        log.write(f'stopped {exc.signum}, threads {threading.active_count()}\\n')\n"
+        "        raise SystemExit(128 + exc.signum)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stderr == ""
+    lines = log.read_text().splitlines()
+    assert sorted(line for line in lines if line.isdigit()) == ["0", "1"]
+    assert sorted(line for line in lines if line.startswith("done")) == ["done 0", "done 1"]
+    assert lines[-1] == "stopped 15, threads 1"

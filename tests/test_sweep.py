@@ -13,6 +13,7 @@ from helpers.repos import commit, git, make_repo, run_cli, write
 from helpers.unreadable import unreadable
 
 from router.teardown import sweep as sweep_module
+from router.teardown.sweep_aside import SWEEPING
 
 # Seed 002, "Ship (teardown)" step 7, verbatim but for <repo-path>.
 SEED_LOOP = Path(__file__).with_name("seed_sweep_loop.sh").read_text(encoding="utf-8")
@@ -410,7 +411,7 @@ def test_a_killed_sweeps_directory_is_taken_back_when_its_pid_names_another_proc
 ):
     """The killed sweep's pid, reused by a live unrelated process, does not keep it claimed."""
     aside = _killed_mid_sweep(home_repo)
-    dead = re.match(r"[0-9]+", aside.name[len(sweep_module.SWEEPING) :])[0]
+    dead = re.match(r"[0-9]+", aside.name[len(SWEEPING) :])[0]
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
         # The same name but for the pid: what the name reads as once the pid is reused.
@@ -449,15 +450,15 @@ def test_work_moved_back_never_replaces_an_empty_claim_made_meanwhile(home_repo,
 
     residue = leftovers(home_repo) / "gone-topic"
     write(residue / "tmp" / "lsp.log", "log\n")
-    judge = sweep_module._verdict_on
+    listing = sweep_module.open_tree  # the second look, once the directory is moved aside
 
-    def meanwhile(path: Path, runs, **options):
-        if path.name.startswith(sweep_module.SWEEPING):
+    def meanwhile(path: Path):
+        if path.name.startswith(SWEEPING):
             write(path / "src" / "draft.py", "written just now\n")
             residue.mkdir()  # a creation's claim: empty until its git worktree add
-        return judge(path, runs, **options)
+        return listing(path)
 
-    monkeypatch.setattr(sweep_module, "_verdict_on", meanwhile)
+    monkeypatch.setattr(sweep_module, "open_tree", meanwhile)
     res = run_cli("sweep", "--json", cwd=home_repo)
     assert res.code == 1, res.out + res.err
     assert res.json["swept"] == []
@@ -469,7 +470,7 @@ def test_work_moved_back_never_replaces_an_empty_claim_made_meanwhile(home_repo,
 
 
 def test_rename_noreplace_refuses_an_empty_directory_in_the_way(tmp_path):
-    from router.teardown.sweep import rename_noreplace
+    from router.teardown.sweep_aside import rename_noreplace
 
     write(tmp_path / "src" / "work.txt", "work\n")
     (tmp_path / "claim").mkdir()
@@ -692,9 +693,7 @@ def test_a_sweep_killed_while_deleting_is_finished_by_the_next(home_repo):
     kept = sorted(f"t{i:03d}" for i in range(0, 240, 40))
     proc = spawn("sweep", "--json", cwd=home_repo, new_group=True)
     try:
-        while proc.poll() is None and not any(
-            n.startswith(sweep_module.SWEEPING) for n in os.listdir(base)
-        ):
+        while proc.poll() is None and not any(n.startswith(SWEEPING) for n in os.listdir(base)):
             time.sleep(0.001)
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
@@ -752,7 +751,7 @@ def test_work_written_into_residue_while_it_is_deleted_stays(home_repo, monkeypa
     assert res.code == 1, res.out + res.err
     assert res.json["swept"] == []
     (aside,) = leftovers(home_repo).iterdir()
-    assert aside.name.startswith(sweep_module.SWEEPING)
+    assert aside.name.startswith(SWEEPING)
     assert sorted(str(p.relative_to(aside)) for p in aside.rglob("*")) == ["src", "src/draft.py"]
     assert (aside / "src" / "draft.py").read_text() == "written during the removal\n"
     [(failed_path, why)] = [(f["path"], f["error"]) for f in res.json["failed"]]
@@ -868,8 +867,99 @@ def test_two_leftovers_alike_up_to_the_cut_aside_name_are_both_swept(home_repo, 
     ]
     assert (res.json["swept"], res.json["kept"]) == ([str(second)], [])
     (aside,) = base.iterdir()  # the first, under its aside name cut at 255 bytes
-    assert aside.name.startswith(sweep_module.SWEEPING) and len(os.fsencode(aside.name)) == 255
+    assert aside.name.startswith(SWEEPING) and len(os.fsencode(aside.name)) == 255
     assert sorted(p.name for p in (aside / "tmp").iterdir()) == ["stuck.log"]
     again = sweep(home_repo)
     assert (again["swept"], again["kept"], again["failed"]) == ([str(aside)], [], [])
     assert list(base.iterdir()) == []
+
+
+# -- removing beside the judging ---------------------------------------------------------------
+
+
+def test_a_filesystem_mounted_into_residue_after_it_was_judged_keeps_it_untouched(
+    home_repo, tmp_path, monkeypatch
+):
+    """A folder bound into residue between its judgement and its removal: the second look
+    names the mount point, and the leftover is kept under its own name, nothing in it or
+    in what is mounted deleted (it was refused part-way as a failure, and left aside)."""
+    import contextlib
+
+    precious = tmp_path / "precious"
+    write(precious / "notes.md", "keep\n")
+    gone = leftovers(home_repo) / "gone"
+    write(gone / "tmp" / "lsp.log", "log\n")
+    judged = sweep_module.claimed_names
+    mounts = contextlib.ExitStack()
+
+    def then_a_mount(common_dir):
+        mounts.enter_context(bind_mounted(precious, gone / "tmp" / "bound", within=tmp_path))
+        return judged(common_dir)
+
+    monkeypatch.setattr(sweep_module, "claimed_names", then_a_mount)
+    with mounts:
+        data = sweep(home_repo)
+        assert (data["swept"], data["failed"]) == ([], [])
+        assert data["kept"] == [
+            {
+                "path": str(gone),
+                "reason": "unexpected-files",
+                "files": ["tmp/bound/ (a filesystem is mounted here)"],
+            }
+        ]
+        assert (gone / "tmp" / "lsp.log").read_text() == "log\n"
+        assert (gone / "tmp" / "bound" / "notes.md").read_text() == "keep\n"
+    assert (precious / "notes.md").read_text() == "keep\n"
+
+
+def test_a_folder_unreadable_by_the_time_residue_is_removed_keeps_it(home_repo, monkeypatch):
+    """The second look, through the folders' own descriptors, never reads an unreadable
+    folder as empty: the leftover is kept, named, and nothing in it is deleted."""
+    import contextlib
+
+    gone = leftovers(home_repo) / "gone"
+    write(gone / "tmp" / "lsp.log", "log\n")
+    write(gone / "tmp" / "cache" / "clone" / "work.py", "precious\n")
+    judged = sweep_module.claimed_names
+    locked = contextlib.ExitStack()
+
+    def then_unreadable(common_dir):  # the removals' threads start after this, as locked
+        locked.enter_context(unreadable(gone.parent / f"{gone.name}" / "tmp" / "cache"))
+        return judged(common_dir)
+
+    monkeypatch.setattr(sweep_module, "claimed_names", then_unreadable)
+    with locked:
+        data = sweep(home_repo)
+    assert (data["swept"], data["failed"]) == ([], [])
+    assert [(k["path"], k["files"]) for k in data["kept"]] == [
+        (str(gone), ["tmp/cache/ (unreadable: Permission denied)"])
+    ]
+    assert (gone / "tmp" / "lsp.log").read_text() == "log\n"
+    assert (gone / "tmp" / "cache" / "clone" / "work.py").read_text() == "precious\n"
+
+
+def test_many_leftovers_are_removed_while_the_next_are_judged_with_the_same_verdicts(
+    home_repo, tmp_path
+):
+    """More leftovers than are judged at once: each batch's residue goes while the next is
+    judged; what is kept, what is swept and what a link points to are as for a few."""
+    outside = tmp_path / "outside"
+    write(outside / "idea.md", "precious\n")
+    base = leftovers(home_repo)
+    count = 2 * sweep_module.JUDGED_AT_ONCE + 30
+    for i in range(count):
+        write(base / f"t{i:03d}" / "tmp" / "session.json", "{}\n")
+    for i in range(7, count, 60):
+        write(base / f"t{i:03d}" / "src" / "draft.py", f"work {i}\n")
+    (base / f"t{count - 1:03d}" / ".omc").mkdir()
+    (base / f"t{count - 1:03d}" / ".omc" / "idea.md").symlink_to(outside / "idea.md")
+    kept = [f"t{i:03d}" for i in range(7, count, 60)]
+    data = sweep(home_repo)
+    assert [(Path(k["path"]).name, k["files"]) for k in data["kept"]] == [
+        (name, ["src/draft.py"]) for name in kept
+    ]
+    assert data["swept"] == [
+        str(base / f"t{i:03d}") for i in range(count) if f"t{i:03d}" not in kept
+    ]
+    assert sorted(os.listdir(base)) == kept
+    assert (outside / "idea.md").read_text() == "precious\n"

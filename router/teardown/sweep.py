@@ -36,22 +36,31 @@ unshipped run's plan dir (above) keeps it.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
 
 from router.errors import ErrorCode, ExitCode, error_json
-from router.fsutil import UNREADABLE, Tree, files_under, is_unreadable, remove_listed, tree_under
+from router.fsutil import (
+    MOUNT_POINT,
+    UNREADABLE,
+    OpenTree,
+    Tree,
+    files_under,
+    is_mounted_on,
+    is_unreadable,
+    open_tree,
+    remove_listed,
+    tree_under,
+)
 from router.git import Git, WorktreeEntry
 from router.ioerror import describe_io
 from router.reasons import Reason, Why
 from router.records import field, record, replace
 from router.teardown.snapshot import snapshot_plan_dir
 from router.teardown.steps import Step, StepResult, done_with, failed, refused, skipped
+from router.teardown.sweep_aside import aside_name, rename_noreplace, take_back_aside
 from router.teardown.unshipped import residue_why
 from router.teardown.wording import in_words
 from router.topic import journal, state
@@ -60,7 +69,6 @@ from router.topic.workspace import WORKTREES_DIR, Repo
 TYPE_CHECKING = False  # importing typing costs ~4 ms
 if TYPE_CHECKING:
     from router.teardown.unshipped import RunArtifacts
-    from router.topic.holders import Holder
 
 # Relative folders whose contents are regenerable; each entry is a tuple of
 # path components a file must lie strictly below.
@@ -69,6 +77,10 @@ _RESIDUE_PREFIXES = tuple("/".join(f) + "/" for f in RESIDUE_FOLDERS)
 # Residue directories removed at once. On a 2-core ext4 ``discard`` mount, 1,000
 # leftovers: 16 took ~15% less time than 8, 4 nearly twice as long, for the same CPU.
 REMOVING = 16
+# Directories judged before the creation records are read again and their residue is
+# given to the removals: the first removals start early, and the records are read ten
+# times for 1,000 leftovers.
+JUDGED_AT_ONCE = 100
 
 
 class SweepVerdict(StrEnum):
@@ -218,7 +230,7 @@ def sweep(
         # A symlinked .claude/ or worktrees/ points somewhere else on the machine
         # (creation refuses one too): nothing behind it is ours to judge or delete.
         return SweepResult(root, kept=(Kept(base, SweepVerdict.SYMLINK),))
-    held_aside = _take_back_aside(base, rename=not dry_run)
+    held_aside = take_back_aside(base, rename=not dry_run)
     subdirs = [d for d in _subdirs(base) if d not in held_aside]
     if not subdirs and not held_aside:
         return SweepResult(root)
@@ -226,59 +238,100 @@ def sweep(
         entries = (git or Git(root)).worktree_list() if subdirs else []
     live = {os.path.realpath(e.path) for e in entries} | {os.path.realpath(p) for p in leaving}
     kept: list[Kept] = [Kept(path, SweepVerdict.CLAIMED) for path in held_aside]
-    residue, n_live = _judge_all(base, subdirs, live, runs, kept)
-    if residue:
-        residue = _not_being_created(residue, common_dir or (git or Git(root)).common_dir(), kept)
-    outcomes: list[Removed] = (
-        [_would_remove(p, runs) for p in residue] if dry_run else _remove_all(residue, runs)
+    judging = _Judging(
+        base, live, runs, kept, lambda: common_dir or (git or Git(root)).common_dir()
     )
-    return _sweep_result(root, residue, outcomes, kept, n_live, dry_run=dry_run)
+    if dry_run:
+        residue = judging.residue(subdirs, lambda _: None)
+        outcomes: list[Removed] = [_would_remove(p, runs) for p in residue]
+    else:
+        residue, outcomes = _remove_all(judging, subdirs, runs)
+    kept.sort(key=lambda k: k.path)
+    return _sweep_result(root, residue, outcomes, kept, judging.n_live, dry_run=dry_run)
 
 
-def _remove_all(paths: list[Path], runs: Runs) -> list[Removed]:
-    """Remove directories :data:`REMOVING` at once: each waits on the disk far more than
-    on the CPU (on a ``discard`` mount each freed block waits for its discard).
+def _remove_all(
+    judging: _Judging, subdirs: list[Path], runs: Runs
+) -> tuple[list[Path], list[Removed]]:
+    """The residue among ``subdirs``, each removed as soon as it is cleared, and the outcomes.
 
-    Every directory is judged before the first removal starts: judging beside the
-    removals would hold Python's lock between their disk waits and slow them more
-    than it saves on a machine with few cores.
+    :data:`REMOVING` directories are removed at once: each waits on the disk far more
+    than on the CPU (on a ``discard`` mount each freed block waits for its discard),
+    and the judging of the next ones goes on meanwhile: the judging is Python, the
+    removals mostly waits in the kernel, so they overlap rather than queue. (Handing
+    Python's lock over more often than every 5 ms, for the removals' sake, measured
+    no faster and cost more CPU.)
     """
-    from router.parallel import parallel_map
+    from router.parallel import fed
 
-    return parallel_map(lambda p: remove_residue(p, runs), paths, limit=REMOVING)
+    with fed(lambda p: remove_residue(p, runs), limit=REMOVING) as removing:
+        residue = judging.residue(subdirs, removing.put)
+    return residue, removing.results
 
 
-def _judge_all(
-    base: Path, subdirs: list[Path], live: set[str], runs: Runs, kept: list[Kept]
-) -> tuple[list[Path], int]:
-    """The residue among ``subdirs`` and how many are live worktrees; the rest joins ``kept``."""
-    residue: list[Path] = []
-    n_live = 0
-    # One realpath for the folder, not one per entry: an entry that is not a
-    # symlink resolves to the folder's realpath plus its own name.
-    from router.mounts import mount_points_under
+class _Judging:
+    """The verdicts on a worktrees folder's directories, a chunk at a time.
 
-    base_real = os.path.realpath(base)
-    mounted = mount_points_under(base_real)  # the table read once, not per directory
-    for path in subdirs:
-        real = os.path.join(base_real, path.name)
-        judged = classify(path, live, real=real, runs=runs)
-        if judged.reason is SweepVerdict.LIVE:
-            n_live += 1
-        elif judged.reason is SweepVerdict.RESIDUE or (
-            judged.reason is SweepVerdict.UNSHIPPED and runs.force
-        ):
-            inside = _mounted_in(real, mounted)
-            if inside:
-                kept.append(Kept(path, SweepVerdict.UNEXPECTED, inside))
+    Each chunk is judged, then the creation records are read and each residue's
+    ``.git`` looked at once more (:func:`_not_being_created`), before its residue is
+    cleared: for every directory in that order, as when all were judged first.
+    """
+
+    __slots__ = ("_common_dir", "_kept", "_live", "_mounted", "_real", "_runs", "n_live")
+
+    def __init__(
+        self,
+        base: Path,
+        live: set[str],
+        runs: Runs,
+        kept: list[Kept],
+        common_dir: Callable[[], Path],
+    ) -> None:
+        from router.mounts import mount_points_under
+
+        # One realpath for the folder, not one per entry: an entry that is not a
+        # symlink resolves to the folder's realpath plus its own name.
+        self._real = os.path.realpath(base)
+        self._mounted = mount_points_under(self._real)  # the table read once, not per directory
+        self._live, self._runs, self._kept = live, runs, kept
+        self._common_dir: Callable[[], Path] | Path = common_dir  # asked once, when needed
+        self.n_live = 0  # live worktrees left alone
+
+    def residue(self, subdirs: list[Path], clear: Callable[[Path], None]) -> list[Path]:
+        """The residue among ``subdirs``, each given to ``clear`` once cleared; the rest
+        joins ``kept``."""
+        residue: list[Path] = []
+        for at in range(0, len(subdirs), JUDGED_AT_ONCE):
+            found = self._judge(subdirs[at : at + JUDGED_AT_ONCE])
+            if found:
+                if not isinstance(self._common_dir, Path):
+                    self._common_dir = self._common_dir()
+                found = _not_being_created(found, self._common_dir, self._kept)
+            for path in found:
+                clear(path)
+            residue.extend(found)
+        return residue
+
+    def _judge(self, subdirs: list[Path]) -> list[Path]:
+        """The residue among ``subdirs``, judged by what each holds; the rest joins ``kept``."""
+        residue: list[Path] = []
+        runs, kept, mounted = self._runs, self._kept, self._mounted
+        for path in subdirs:
+            real = os.path.join(self._real, path.name)
+            judged = classify(path, self._live, real=real, runs=runs)
+            if judged.reason is SweepVerdict.LIVE:
+                self.n_live += 1
+            elif judged.reason is SweepVerdict.RESIDUE or (
+                judged.reason is SweepVerdict.UNSHIPPED and runs.force
+            ):
+                inside = _mounted_in(real, mounted)
+                if inside:
+                    kept.append(Kept(path, SweepVerdict.UNEXPECTED, inside))
+                else:
+                    residue.append(path)
             else:
-                residue.append(path)
-        else:
-            kept.append(judged)
-    return residue, n_live
-
-
-MOUNTED = "/ (a filesystem is mounted here)"  # a mount point's entry among a leftover's files
+                kept.append(judged)
+        return residue
 
 
 def _mounted_in(real: str, mounted: list[str]) -> tuple[str, ...]:
@@ -286,7 +339,7 @@ def _mounted_in(real: str, mounted: list[str]) -> tuple[str, ...]:
     what is mounted lives elsewhere too, so the leftover is never residue (the removal would
     stop at it anyway)."""
     return tuple(
-        f"{os.path.relpath(point, real) if point != real else '.'}{MOUNTED}"
+        f"{os.path.relpath(point, real) if point != real else '.'}{MOUNT_POINT}"
         for point in mounted
         if point == real or point.startswith(real + "/")
     )
@@ -361,7 +414,6 @@ def _not_being_created(residue: list[Path], common_dir: Path, kept: list[Kept]) 
             kept.append(Kept(path, SweepVerdict.CHECKOUT, files_under(path)))
         else:
             free.append(path)
-    kept.sort(key=lambda k: k.path)
     return free
 
 
@@ -401,11 +453,13 @@ def classify(path: Path, live: set[str], *, real: str | None = None, runs: Runs)
     return _verdict_on(path, runs)
 
 
-def _verdict_on(path: Path, runs: Runs, *, stamped: bool = False) -> Kept:
-    """A checkout, other files, a run's artifacts, residue (``stamped``: each file's stamp)."""
+def _verdict_on(path: Path, runs: Runs, tree: Tree | None = None) -> Kept:
+    """A checkout, other files, a run's artifacts, residue; ``tree``: what ``path`` holds,
+    listed already (as the removal lists it, each file stamped)."""
     if os.path.islink(path):  # swapped for a link since it was first judged: never followed
         return Kept(path, SweepVerdict.SYMLINK)
-    tree = tree_under(path, stamped=stamped)
+    if tree is None:
+        tree = tree_under(path)
     files = tree.files
     if (
         any(_in_repository(f) for f in files)
@@ -442,125 +496,20 @@ def is_residue_file(rel: str) -> bool:
     """True when the relative path lies strictly below one of the residue folders.
 
     Never for a folder that could not be read, wherever it lies: it may hold
-    anything (a clone, work), and deleting it would fail part-way anyway.
+    anything (a clone, work), and deleting it would fail part-way anyway. Nor for a
+    folder another filesystem is mounted on: what it holds lives elsewhere too.
     """
     # A listed path has no empty component: below ``tmp/`` is what starts with it.
-    return rel.startswith(_RESIDUE_PREFIXES) and not is_unreadable(rel)
+    return rel.startswith(_RESIDUE_PREFIXES) and not is_unreadable(rel) and not is_mounted_on(rel)
 
 
 def _subdirs(base: Path) -> list[Path]:
     try:
         with os.scandir(base) as it:
-            found = [Path(e.path) for e in it if e.is_dir(follow_symlinks=True)]
+            names = [e.name for e in it if e.is_dir(follow_symlinks=True)]
     except OSError:
         return []
-    return sorted(found)
-
-
-SWEEPING = ".team-router-sweeping-"  # a residue directory moved aside to be judged again
-_NAME_MAX = 255  # bytes in a file name (Linux's NAME_MAX)
-_DIGEST = 16  # hex digits of the whole name's digest that end an aside name cut short
-
-
-def _aside_name(name: str) -> str:
-    """``.team-router-sweeping-<pid>@<start time>-<name>``: the sweep that moved it, exactly.
-
-    The pid alone named a process long after the sweep was killed and its pid
-    reused, and the directory stayed "claimed" for good. With the process's
-    start time (where /proc gives none: the pid alone, the older form) a
-    reused pid is told from the sweep, as holders are (DESIGN §10).
-    """
-    # A name is at most 255 bytes, not characters: cut where the bytes run out (a
-    # character cut in two reads back as the same bytes, the filesystem's way), and end in
-    # a digest of the whole name: two leftovers alike up to the cut get two aside names.
-    whole = os.fsencode(f"{SWEEPING}{_sweeper(os.getpid())}-{name}")
-    if len(whole) <= _NAME_MAX:
-        return os.fsdecode(whole)
-    import hashlib
-
-    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:_DIGEST]
-    return os.fsdecode(whole[: _NAME_MAX - _DIGEST - 1] + f"~{digest}".encode())
-
-
-@functools.cache
-def _sweeper(pid: int) -> str:
-    """``<pid>@<start time>`` (or the pid alone) of this process: read once, not per directory."""
-    from router.processes import process_start_time
-
-    start = process_start_time(pid)
-    return f"{pid}@{start}" if start else str(pid)
-
-
-def _aside_owner(name: str) -> tuple[Holder, str] | None:
-    """The sweep that moved ``name`` aside (as a holder) and the directory's own name.
-
-    Both forms are read: ``<pid>@<start>-<name>`` and the older ``<pid>-<name>``
-    (no start time: whether the pid lives is all it says). None: not an aside name.
-    """
-    from router.topic.holders import Holder
-
-    owner, _, original = name[len(SWEEPING) :].partition("-")
-    pid, at, start = owner.partition("@")
-    if not pid.isdigit() or not original or (at and not start.isdigit()):
-        return None
-    return Holder(int(pid), start or None), original
-
-
-def _take_back_aside(base: Path, *, rename: bool) -> list[Path]:
-    """Give a directory a killed sweep left moved aside its name back; the ones a live sweep holds.
-
-    A sweep killed between moving a directory aside and deleting it (or
-    moving it back) leaves it as ``.team-router-sweeping-<pid>-<name>``: work
-    a writer added meanwhile would be kept and listed under a name nobody
-    looks for. So the directory gets its own name back when that name is
-    free (and was not cut short), and is judged as what it was. One whose
-    sweep is still running is that sweep's: returned, to be kept untouched.
-    A dry run (``rename`` false) changes no name.
-    """
-    from router.topic.holders import is_live
-
-    try:
-        names = [n for n in os.listdir(base) if n.startswith(SWEEPING)]
-    except OSError:
-        return []
-    held = []
-    for name in names:
-        found = _aside_owner(name)
-        if found is None:
-            continue  # not a name remove_residue makes: judged as any other directory
-        sweeper, original = found
-        if sweeper.pid != os.getpid() and is_live(sweeper):
-            held.append(base / name)
-        elif rename and len(os.fsencode(name)) < _NAME_MAX:  # else its own name was cut
-            with contextlib.suppress(OSError):  # left under its aside name, judged there
-                rename_noreplace(base / name, base / original)
-    return held
-
-
-def rename_noreplace(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst``, or raise ``FileExistsError`` when ``dst`` exists.
-
-    ``os.rename`` silently replaces an empty directory: a creation that made
-    its empty claim at ``dst`` an instant before would then find our directory
-    there, its ``git worktree add`` would fail, and its rollback would delete
-    what it took for its own claim. ``renameat2(RENAME_NOREPLACE)`` makes the
-    check and the rename one step; where the kernel or filesystem lacks it,
-    the check comes just before the rename.
-    """
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is not None:
-        at_fdcwd, noreplace = -100, 1
-        if renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), noreplace) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.ENOSYS, errno.EINVAL):
-            raise OSError(err, os.strerror(err), str(src), None, str(dst))
-    if os.path.lexists(dst):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
-    os.rename(src, dst)
+    return [base / name for name in sorted(names)]  # the order of the paths: one folder's
 
 
 def remove_residue(path: Path, runs: Runs) -> Removed:
@@ -575,7 +524,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     was judged, and only that, is deleted (:func:`remove_listed`): a file
     written in or rewritten after the second look stays; the removal fails on it.
     """
-    aside = path.with_name(_aside_name(path.name))
+    aside = path.with_name(aside_name(path.name))
     try:
         os.rename(path, aside)
     except FileNotFoundError:
@@ -583,7 +532,13 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
     except OSError as exc:
         return Why(Reason.OS_ERROR, text=str(exc.strerror), path=str(exc.filename))
     state.crash_point("sweep-aside")
-    judged = _verdict_on(aside, runs, stamped=True)  # once more, stamped before any snapshot
+    with open_tree(aside) as listed:  # the folders listed stay open, to delete through
+        return _remove_judged(path, aside, runs, listed)
+
+
+def _remove_judged(path: Path, aside: Path, runs: Runs, listed: OpenTree) -> Removed:
+    """:func:`remove_residue` once ``path`` is moved ``aside`` and listed again (``listed``)."""
+    judged = _verdict_on(aside, runs, listed.tree)  # the rule classify applied, once more
     snapped: Snapshotted | None = None
     if judged.reason is SweepVerdict.UNSHIPPED and runs.force:
         written = _snapshot_runs(path, judged.runs, runs)
@@ -601,6 +556,7 @@ def remove_residue(path: Path, runs: Runs) -> Removed:
             judged.tree.folders if judged.tree else (),
             each=lambda: state.crash_point("sweep-delete"),
             stamps=judged.tree.stamps if judged.tree else None,
+            held=listed.held,
         )
     except OSError as exc:
         if not isinstance(exc, FileNotFoundError):  # gone already: nothing left to remove

@@ -117,8 +117,10 @@ def at_stake_in(
         if not LIGHT_ID_RE.fullmatch(topic_id) or topic_id in shipped:
             continue  # a folder no run can have, or a run known to have shipped
         here = _listed_artifacts(directory, topic_id, files)
+        if here.shipped:
+            continue  # its pr.md is here: the primary clone's plan dir need not be read
         there = run_artifacts(primary, topic_id) if primary is not None else None
-        found += unshipped([here], shipped=has_shipped([here, there]))
+        found += unshipped([here], shipped=has_shipped([there]))
     return found
 
 
