@@ -150,7 +150,15 @@ class PrimaryState:
 
 def checkout_state(git: StatusMethods) -> PrimaryState:
     """``status`` with the branch and the HEAD commit, in one process (porcelain v2 headers)."""
-    found = parse_status_v2(git.run(*_STATUS, "--branch").stdout)
+    out = git.run(
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    ).stdout
+    found = parse_status_v2(out)
     return PrimaryState(with_unlooked(git, found.status), found.branch, found.head)
 
 
