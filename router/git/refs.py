@@ -128,12 +128,8 @@ class RefMethods(LayoutMethods):
                 pass
         # %(tree) makes git read each commit: asked for only when wanted.
         tree = "%(tree)" if trees else ""
-        out = self.out(
-            "for-each-ref",
-            f"--format=%(refname)%00%(objectname)%00{tree}%00%(symref)",
-            "--",
-            *prefixes,
-        )
+        fields = f"--format=%(refname)%00%(objectname)%00{tree}%00%(symref)"
+        out = self.out("for-each-ref", fields, "--", *prefixes)
         tips = {}
         for line in out.splitlines():
             name, sha, tree_id, target = [*line.split("\0"), "", "", ""][:4]

@@ -281,12 +281,8 @@ def _quoted(value: str) -> str:
 
 
 def _copy_refs(old: Runner, new: Runner, commit: str) -> None:
-    listed = old.run(
-        "for-each-ref",
-        "--format=%(refname)%00%(objectname)%00%(symref)",
-        "refs/remotes",
-        "refs/tags",
-    ).stdout
+    fields = "--format=%(refname)%00%(objectname)%00%(symref)"
+    listed = old.run("for-each-ref", fields, "refs/remotes", "refs/tags").stdout
     updates = [f"update HEAD {commit}"]
     symbolic = []
     for line in listed.splitlines():
