@@ -83,8 +83,9 @@ class SnapshotFailed(Refusal):
     def __init__(self, why: Why, *, locked: bool = False) -> None:
         from router.teardown.wording import in_words
 
-        code = ErrorCode.GIT_LOCKED if locked else ErrorCode.SNAPSHOT_FAILED
-        super().__init__(code, in_words(why))
+        super().__init__(
+            ErrorCode.GIT_LOCKED if locked else ErrorCode.SNAPSHOT_FAILED, in_words(why)
+        )
         self.why = why  # what a step's reason holds as its part
 
 
