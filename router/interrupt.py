@@ -16,8 +16,9 @@ and asks the workers to start no further item (:func:`stopping`); the command
 stops once the items under way are done, when the wait ends.
 
 The signals reach the whole process group, git included. A git they killed
-stops the command the same way (:func:`check_child`): its answer was cut
-short, and a cut-short answer is never "nothing there".
+stops the command the same way (:func:`check_child`), and so does one that
+failed while the signal came: its answer was cut short, and a cut-short
+answer is never "nothing there".
 """
 
 from __future__ import annotations
@@ -114,9 +115,16 @@ def stopped_words(signum: int, *, started: bool) -> str:
 
 
 def check_child(returncode: int) -> None:
-    """A child killed by one of the three signals stops the command (``returncode`` is ``-signum``)."""
+    """A child killed by one of the three signals stops the command (``returncode`` is ``-signum``).
+
+    So does one that failed once a signal stopped the command: the signal reached the
+    whole group, and a child that caught it (a git wrapper, a hook's shell) and exited 1
+    has not answered "no". No child starts after the signal (:func:`check`), so this
+    one ran while it came.
+    """
     if -returncode in SIGNALS:
         _note(-returncode)
+    if _received and returncode != 0:
         raise Stopped(_received)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -282,6 +283,29 @@ def test_a_git_killed_by_a_signal_is_said_so_not_as_an_exit_code(tmp_path):
         runner.out("rev-parse", "HEAD")
     assert caught.value.returncode == -9
     assert caught.value.first_line == "git was killed by signal 9 (SIGKILL)"
+
+
+@pytest.mark.parametrize("asked", ["ok", "check=False"])
+def test_a_git_that_fails_while_a_signal_stops_the_command_is_never_an_answer(tmp_path, asked):
+    """The group's signal reaches git too; a git (a wrapper, a hook) that catches it and
+    exits 1 has not answered "no": while the command stops it is a cut-short answer,
+    as a git the signal killed is, and raises Stopped wherever a caller reads failures."""
+    from router import interrupt
+    from router.git.run import Runner
+
+    repo = make_repo(tmp_path, "repo", origin=False)
+    # The real git answers yes; then the command gets SIGTERM and this git exits 1.
+    body = '"$REAL_GIT" "$@" >/dev/null; kill -TERM $PPID; exit 1'
+    runner = Runner(repo, git_wrapper(tmp_path / "bin", "merge-base", body))
+    question = ("merge-base", "--is-ancestor", "HEAD", "HEAD")
+    with interrupt.handled(), interrupt.deferred():
+        with pytest.raises(interrupt.Stopped) as caught:
+            if asked == "ok":
+                runner.ok(*question)
+            else:
+                runner.run(*question, check=False)
+    assert caught.value.signum == signal.SIGTERM
+    assert Runner(repo).ok(*question)  # the real answer, once no signal stopped anything
 
 
 @pytest.mark.parametrize("git_format", ["reftable"], indirect=True)
