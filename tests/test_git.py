@@ -298,12 +298,11 @@ def test_a_git_that_fails_while_a_signal_stops_the_command_is_never_an_answer(tm
     body = '"$REAL_GIT" "$@" >/dev/null; kill -TERM $PPID; exit 1'
     runner = Runner(repo, git_wrapper(tmp_path / "bin", "merge-base", body))
     question = ("merge-base", "--is-ancestor", "HEAD", "HEAD")
-    with interrupt.handled(), interrupt.deferred():
-        with pytest.raises(interrupt.Stopped) as caught:
-            if asked == "ok":
-                runner.ok(*question)
-            else:
-                runner.run(*question, check=False)
+    with interrupt.handled(), interrupt.deferred(), pytest.raises(interrupt.Stopped) as caught:
+        if asked == "ok":
+            runner.ok(*question)
+        else:
+            runner.run(*question, check=False)
     assert caught.value.signum == signal.SIGTERM
     assert Runner(repo).ok(*question)  # the real answer, once no signal stopped anything
 
