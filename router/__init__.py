@@ -53,6 +53,9 @@ class _PathlibLoader:
             return
         stand_in = type(sys)("urllib.parse")
         stand_in.quote_from_bytes = _quote_from_bytes  # type: ignore[attr-defined]
+        # Another Python's pathlib may take other names at its import: they load the
+        # real module then (PEP 562), as if no stand-in were there; never an ImportError.
+        stand_in.__getattr__ = _real_parser_attribute  # type: ignore[method-assign]
         sys.modules["urllib.parse"] = stand_in
         try:
             self.loader.exec_module(module)  # type: ignore[attr-defined]
@@ -60,6 +63,19 @@ class _PathlibLoader:
             # Only for pathlib's own import: a later `import urllib.parse` loads the real one.
             if sys.modules.get("urllib.parse") is stand_in:
                 del sys.modules["urllib.parse"]
+
+
+def _real_parser_attribute(name: str) -> object:
+    """``urllib.parse.<name>`` from the real module, put in place of the stand-in.
+
+    The import system's own questions (``__path__``, ``__spec__``...) are not names taken:
+    they find nothing, as on any plain module."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    sys.modules.pop("urllib.parse", None)
+    import urllib.parse
+
+    return getattr(urllib.parse, name)
 
 
 def _quote_from_bytes(bs: bytes, safe: str = "/") -> str:

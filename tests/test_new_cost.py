@@ -97,6 +97,21 @@ def test_pathlib_loaded_through_router_has_no_url_parser_until_a_path_asks_for_a
     assert proc.stdout.splitlines() == ["[]", "file:///a%20b/c", "z True", "False"]
 
 
+def test_a_pathlib_that_takes_other_names_from_the_url_parser_still_loads(tmp_path):
+    # Another Python's pathlib may import more of urllib.parse when it loads: the
+    # stand-in then gives the real module's names, never an ImportError at start-up.
+    (tmp_path / "pathlib.py").write_text(
+        "from urllib.parse import quote_from_bytes, unquote\nSPACE = unquote('%20')\n"
+    )
+    code = "import router, pathlib\nprint(repr(pathlib.SPACE), pathlib.quote_from_bytes(b'a b'))"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "' ' a%20b\n"
+
+
 def test_new_imports_none_of_what_only_other_commands_and_stages_use(home_repo):
     proc, imported = _imported_by_new(home_repo)
     assert proc.returncode == 0, proc.stderr[-2000:]
