@@ -30,7 +30,7 @@ from router.topic.workspace import Repo, open_repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from router.teardown.overall import TeardownResult
+    from router.teardown.teardown import TeardownResult
 
 # Field names the host has used for each value; the first non-empty one wins (§14).
 NAME_KEYS = ("name", "worktree_name", "worktreeName")

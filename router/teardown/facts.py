@@ -47,10 +47,6 @@ from router.topic import worktreelock
 from router.topic.scope import RepoTarget
 from router.topic.workspace import WORKTREES_DIR, DefaultBranch, Repo, default_branch, find_worktree
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from router.teardown.early import EarlyGit
-
 
 @record
 class TeardownOptions:
@@ -65,9 +61,6 @@ class TeardownOptions:
     # The plan a refusal prints: each step's decision as if no blocker stood in the
     # way (none holds another back), reported and never acted on.
     refused_plan: bool = False
-    # Each repo's config, fetch and worktree status, started before the plan's modules
-    # loaded (teardown's real run): the plan takes them over instead of starting its own.
-    early: EarlyGit | None = None
     # pr-cleanup's policy where it differs from teardown's, decided by the same steps: the
     # command a refusal says to run again, the default branch moved --ff-only rather than
     # rebased, origin's ref of the branch pruned by a step of its own rather than with the
@@ -132,8 +125,6 @@ class RepoPlan:
     default_at_origin: bool = False
     # A removal of ours that a kill interrupted: the remove step finishes it.
     removing: bool = False
-    # When the plan of this repo ended (time.monotonic; 0: not timed).
-    ended: float = 0.0
     # The repo was checked (False: a git command failed while reading it; only the blocker is known).
     checked: bool = True
     blockers: tuple[StepResult, ...] = ()
@@ -166,11 +157,9 @@ def _plan_repo(target: RepoTarget, opts: TeardownOptions, topic_id: str) -> Repo
     stopped, resuming = _pick_left(target, repo, topic, opts, notes)
     if stopped is not None:
         return RepoPlan(target, checked=False, blockers=(stopped,))
-    started = opts.early.fetch(repo) if opts.early is not None else None
-    config = started[0] if started is not None else g.config_view(repo.git)
+    config = g.config_view(repo.git)
     has_origin = config.has_remote("origin")
-    fetching = started[1] if started is not None else None
-    place, reachable = _place_while_fetching(target, repo, topic, opts, has_origin, notes, fetching)
+    place, reachable = _place_while_fetching(target, repo, topic, opts, has_origin, notes)
     # One for-each-ref, after the fetch, answers the default branch, the topic
     # branch's tip and tracking ref, and the targets' trees for the merge proof.
     tips = repo.git.ref_tips("refs/remotes/origin/", "refs/heads/", trees=True)
@@ -241,16 +230,13 @@ def _place_while_fetching(
     opts: TeardownOptions,
     has_origin: bool,
     notes: list[str],
-    fetching: g.Running | None = None,
 ) -> tuple[_WorktreePlace, bool]:
     """The worktree as the plan finds it, read while origin is fetched (neither needs the
-    other's answer), and whether origin answered; the notes in that order. ``fetching``:
-    the fetch already under way (:class:`EarlyGit`)."""
-    if fetching is None and has_origin and not opts.dry_run:
-        fetching = repo.git.start_fetch("origin")
+    other's answer), and whether origin answered; the notes in that order."""
+    fetching = repo.git.start_fetch("origin") if has_origin and not opts.dry_run else None
     place_notes: list[str] = []
     try:
-        place = _worktree_place(target, repo, topic, place_notes, opts.early)
+        place = _worktree_place(target, repo, topic, place_notes)
     except BaseException as exc:
         # A signal is passed on to the fetch; any other failure lets it end as it
         # would have (a killed fetch can leave its ref locks behind).
@@ -299,11 +285,7 @@ class _WorktreePlace:
 
 
 def _worktree_place(
-    target: RepoTarget,
-    repo: Repo,
-    topic: TopicRef | None,
-    notes: list[str],
-    early: EarlyGit | None = None,
+    target: RepoTarget, repo: Repo, topic: TopicRef | None, notes: list[str]
 ) -> _WorktreePlace:
     # The home's worktree list was read while resolving the topic, moments ago.
     entries = list(target.entries) if target.entries is not None else repo.git.worktree_list()
@@ -318,7 +300,7 @@ def _worktree_place(
     there = entry is not None and not removing and os.path.isdir(worktree)  # type: ignore[arg-type]
     topic_id = topic.id if topic is not None else None
     status = (
-        with_hidden(_status(worktree, early), hidden_work(worktree, topic_id or None))  # type: ignore[arg-type]
+        with_hidden(Git(worktree).status(), hidden_work(worktree, topic_id or None))  # type: ignore[arg-type]
         if there
         else StatusReport()
     )
@@ -332,12 +314,6 @@ def _worktree_place(
     return _WorktreePlace(
         tuple(entries), worktree, on_primary, entry, foreign, removing, there, status, nested
     )
-
-
-def _status(worktree: Path, early: EarlyGit | None) -> StatusReport:
-    """The worktree's status: the one started early when there is one, else asked now."""
-    started = early.status(worktree) if early is not None else None
-    return (started or Git(worktree).status_started()).report()
 
 
 def _with_blockers(
