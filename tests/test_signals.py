@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.fakegh import hide_gh, make_github_repo
+from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.faults import finish, git_signaller, git_wrapper, run, spawn
 from helpers.origin import merge_on_origin
 from helpers.repos import (
@@ -34,6 +34,8 @@ from helpers.repos import (
 from helpers.topics import multi_topic, new_topic, steps_of, teardown, write_repos_md
 
 from router.teardown.snapshot import snapshot_ref
+from router.topic import state
+from router.topic.record import TeardownMark
 
 # The read of a snapshot ref that exists (rev_parse's form): the forced branch
 # step, and pr-cleanup --abandon's snapshot step, read it after the worktree's
@@ -512,3 +514,54 @@ def test_a_signal_during_new_s_checkout_lets_git_undo_its_add_and_the_rerun_crea
     assert again.json["home"]["worktree"] == str(wt)
     assert status(wt) == "" and (wt / "f499.txt").read_text() == "x\n" * 50
     assert status(home_repo) == ""
+
+
+def test_sigterm_in_pr_cleanups_default_branch_step_leaves_the_record_under_way_for_the_rerun(
+    workspace, tmp_path, monkeypatch
+):
+    # The signal stops update-default, the one step whose failure is left to the user:
+    # the record must read it neither as the user's nor the cleanup as complete, or
+    # status and phase call the run done and the rerun never updates main.
+    web = make_github_repo(workspace, "web")
+    topic = new_topic(web)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "work")
+    git(wt, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    head = git(web, "rev-parse", topic.branch)
+    merge = merge_on_origin(web, topic.branch, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, topic.branch, head, merge_commit=merge),))
+    env = git_signaller(tmp_path / "bin", "merge --ff-only", signal.SIGTERM, once=tmp_path / "x")
+    first = run("pr-cleanup", topic.branch, "--json", cwd=web, env=env, new_group=True)
+    assert first.code == 143, first.out + first.err
+    assert (tmp_path / "x").exists()  # the signal came after git's merge, in update-default
+    assert first.json["error"]["message"] == (
+        f"interrupted (SIGTERM): stopped {topic.branch} at update-default, after remove, "
+        "verify-gone; run the same command again to finish"
+    )
+    record = state.read_record(web / ".git", topic.id)
+    assert record is not None and record.teardown == TeardownMark(
+        done=("remove", "verify-gone"), complete=False, left=()
+    )
+    listed = run_cli("status", "--json", cwd=web).json
+    assert listed["current"] == topic.id
+    assert [t["id"] for t in listed["topics"]] == [topic.id]
+    phase = run_cli("phase", "--json", cwd=web)
+    assert (phase.code, phase.json["id"]) == (0, topic.id)
+    # Nothing lost: the branch keeps its commit; the worktree went in the remove step, as planned.
+    assert git(web, "rev-parse", topic.branch) == head
+    assert not wt.exists()
+
+    again = run_cli("pr-cleanup", topic.branch, "--json", cwd=web)
+    assert again.code == 0, again.out + again.err
+    assert steps_of_cleanup(again.json)["update-default"]["outcome"] == "done"
+    assert git(web, "rev-parse", "main") == merge  # the commit is on main before its branch went
+    assert topic.branch not in branches(web)
+    record = state.read_record(web / ".git", topic.id)
+    assert record is not None and record.teardown is not None and record.teardown.complete
+    assert "update-default" in record.teardown.done
+    assert run_cli("status", "--json", cwd=web).json["topics"] == []
+    assert run_cli("phase", "--json", cwd=web).json["error"]["code"] == "no-topic"
+
+
+def steps_of_cleanup(data: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in data["steps"]}

@@ -102,9 +102,6 @@ def local_state_last(begun: RepoRun, scope: TopicScope, opts: TeardownOptions) -
     if opts.acts:
         # Kept, marked torn down, so a second run knows the topic and exits 0 (a corrupt record
         # was reported at resolution; it is never overwritten).
-        complete = report.ok and not report.interrupted
         made = (plan.target.name, plan.target.branch)
-        record_steps(
-            repo.common_dir, scope.id, "teardown", report.steps, complete=complete, made=made
-        )
+        record_steps(repo.common_dir, scope.id, "teardown", report.steps, made=made)
     return report

@@ -196,14 +196,12 @@ def remember(repo: Repo, found: Survey, steps: list[StepResult], mode: Mode) -> 
 
     What is finished, and what was left to the user: a default branch --ff-only
     could not move leaves the cleanup complete (doctor has nothing to report), and
-    a rerun says it is left instead of failing at it again.
+    a rerun says it is left instead of failing at it again. A signal that stopped
+    the run leaves it under way, as teardown's (record_steps decides for both).
     """
     if found.topic_id is None or found.record is None:
         return
-    ok = not any(s.blocks for s in steps)
-    record_steps(
-        repo.common_dir, found.topic_id, "pr-cleanup", steps, complete=ok, pr_cleanup_mode=str(mode)
-    )
+    record_steps(repo.common_dir, found.topic_id, "pr-cleanup", steps, pr_cleanup_mode=str(mode))
 
 
 # -- the command --------------------------------------------------------------------------------------

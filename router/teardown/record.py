@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from router.records import record
-from router.teardown.steps import STEPS, StepResult, last_run
+from router.teardown.steps import STEPS, NotDone, StepResult, last_run
 from router.topic import journal, state
 from router.topic.state import Picking
 
@@ -66,7 +66,6 @@ def record_steps(
     command: str,
     steps: Sequence[StepResult],
     *,
-    complete: bool,
     made: tuple[str, str] | None = None,
     **also: object,
 ) -> None:
@@ -78,9 +77,25 @@ def record_steps(
         topic_id,
         [s.name for s in steps if s.name in STEPS and s.finished],
         STEPS,
-        complete=complete,
-        left=[s.name for s in steps if s.left_to_user],
+        complete=run_complete(steps),
+        # A step a signal stopped is the rerun's to finish, never the user's: recorded as
+        # left, the rerun would skip it (a default branch never updated).
+        left=[s.name for s in steps if s.left_to_user and not stopped_by_signal(s)],
         made=made,
         last_run=last_run(command, steps),
         **also,
     )
+
+
+def run_complete(steps: Sequence[StepResult]) -> bool:
+    """Nothing is left of the run: no step failed, and no signal stopped it part-way.
+
+    The one rule for both commands: a run a signal stopped between steps (or in one
+    the user would otherwise finish) is under way, and ``status``, ``phase`` and
+    ``doctor`` say so until a rerun finishes it.
+    """
+    return not any(s.blocks or stopped_by_signal(s) for s in steps)
+
+
+def stopped_by_signal(step: StepResult) -> bool:
+    return step.not_done is NotDone.INTERRUPTED
