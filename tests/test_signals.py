@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from helpers.fakegh import hide_gh, install_fake_gh, make_github_repo, pr
 from helpers.faults import finish, git_signaller, git_wrapper, run, spawn
-from helpers.origin import merge_on_origin
+from helpers.origin import commit_on_origin, merge_on_origin
 from helpers.repos import (
     branches,
     commit,
@@ -565,3 +565,25 @@ def test_sigterm_in_pr_cleanups_default_branch_step_leaves_the_record_under_way_
 
 def steps_of_cleanup(data: dict) -> dict[str, dict]:
     return {s["name"]: s for s in data["steps"]}
+
+
+def test_sigterm_in_teardowns_default_branch_step_is_never_left_to_the_user(home_repo, tmp_path):
+    # A step the signal stopped is the rerun's to finish: recorded as the user's, the
+    # rerun would skip it and main would stay behind origin.
+    topic = new_topic(home_repo)
+    tip = commit_on_origin(home_repo, "b.py", "b = 1\n")
+    env = git_signaller(tmp_path / "bin", "merge --ff-only", signal.SIGTERM, once=tmp_path / "x")
+    first = run("teardown", topic.id, "--json", cwd=home_repo, env=env, new_group=True)
+    assert first.code == 143, first.out + first.err
+    assert (tmp_path / "x").exists()  # the signal came after git's merge, in update-default
+    assert steps_of(first.json, "home")["update-default"]["outcome"] == "failed"
+    record = state.read_record(home_repo / ".git", topic.id)
+    assert record is not None and record.teardown is not None
+    assert (record.teardown.complete, record.teardown.left) == (False, ())
+
+    again = teardown(topic)
+    assert again.code == 0, again.out + again.err
+    assert steps_of(again.json, "home")["update-default"]["outcome"] == "done"
+    assert git(home_repo, "rev-parse", "main") == tip
+    record = state.read_record(home_repo / ".git", topic.id)
+    assert record is not None and record.teardown is not None and record.teardown.complete
