@@ -9,6 +9,7 @@ command ends with what it did and what is left, exit 128 + the signal.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -587,3 +588,59 @@ def test_sigterm_in_teardowns_default_branch_step_is_never_left_to_the_user(home
     assert git(home_repo, "rev-parse", "main") == tip
     record = state.read_record(home_repo / ".git", topic.id)
     assert record is not None and record.teardown is not None and record.teardown.complete
+
+
+def _assert_resumes_at_the_cleanup(repo: Path, topic_id: str, plan_dir: Path) -> None:
+    """Every answer of where the run resumes says: finish the teardown, never make it again."""
+    phase = run_cli("phase", "--json", cwd=repo)
+    assert phase.code == 0, phase.out + phase.err
+    assert phase.json == {
+        "ok": True,
+        "command": "phase",
+        "warnings": [],
+        "id": topic_id,
+        "plan_dir": str(plan_dir),
+        "resume_at": "SHIPPED",
+        "step": "teardown",
+        "halted": False,
+        "completed": [],
+    }
+    brief = run_cli("next", "--json", cwd=repo).json
+    assert (brief["resume_at"], brief["step"], brief["expects"]) == ("SHIPPED", "teardown", [])
+    assert f"team-router teardown {topic_id} --json" in brief["brief"]
+    assert "pr-cleanup" in brief["brief"] and "stopped part-way" in brief["brief"]
+    assert "team-router new" not in brief["brief"] and "is open" not in brief["brief"]
+    listed = run_cli("status", "--json", cwd=repo).json
+    row = {t["id"]: t for t in listed["topics"]}[topic_id]
+    assert (row["resume_at"], row["step"]) == ("SHIPPED", "teardown"), row
+    notice = run_cli("hook", "session-start", cwd=repo, stdin=json.dumps({"cwd": str(repo)}))
+    context = notice.json["hookSpecificOutput"]["additionalContext"]
+    assert f"Phase: SHIPPED | Id: {topic_id}" in context, context
+    assert f"`team-router teardown {topic_id}`" in context and "/pr-cleanup" in context
+    assert "team-router new" not in context and "WORKTREE" not in context
+
+
+def test_a_pr_cleanup_a_signal_stopped_resumes_at_shipped_and_its_rerun_finishes(
+    workspace, tmp_path, monkeypatch
+):
+    # Its remove step took the worktree and the plan dir with it: no file is left to
+    # say the run shipped, and the answer was WORKTREE (`new --id`, make it again).
+    web = make_github_repo(workspace, "web")
+    topic = new_topic(web)
+    wt = topic.worktrees["home"]
+    commit(wt, "a.py", "a = 1\n", "work")
+    git(wt, "push", "-q", "origin", f"{topic.branch}:{topic.branch}")
+    head = git(web, "rev-parse", topic.branch)
+    merge = merge_on_origin(web, topic.branch, how="merge")
+    install_fake_gh(tmp_path, monkeypatch, prs=(pr(12, topic.branch, head, merge_commit=merge),))
+    env = git_signaller(tmp_path / "bin", "merge --ff-only", signal.SIGTERM, once=tmp_path / "x")
+    first = run("pr-cleanup", topic.branch, "--json", cwd=web, env=env, new_group=True)
+    assert first.code == 143, first.out + first.err
+    assert not wt.exists() and git(web, "rev-parse", topic.branch) == head
+
+    _assert_resumes_at_the_cleanup(web, topic.id, topic.plan_dir)
+
+    again = run_cli("pr-cleanup", topic.branch, "--json", cwd=web)
+    assert again.code == 0, again.out + again.err
+    assert git(web, "rev-parse", "main") == merge  # the commit is on main before its branch went
+    assert run_cli("status", "--json", cwd=web).json["topics"] == []

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from router.phase.infer import Resume
     from router.topic.discovery import Found
-    from router.topic.runs import PlanDir
+    from router.topic.runs import PlanDir, Records
 
 # The notice for each kind of topic a session starts in (DESIGN §8): an interrupted run, a
 # run that shipped, and a worktree the host asked for (no /team run: nothing to resume).
@@ -67,7 +67,7 @@ def _session_start(default_cwd: str | None) -> None:
     if found.plan is None:
         return
     home, plan = found.home, found.plan
-    resume = resume_point(home.primary, plan) if plan.kind == RUN else None
+    resume = resume_point(home.primary, plan, found.records) if plan.kind == RUN else None
     # As `phase` warns: the run answered, or another, whose worktree was deleted by hand.
     notes = _missing_notes(found, plan) if plan.kind == RUN else []
     # A holder that cannot be written must not cost the session its notice (no
@@ -183,8 +183,11 @@ def _git_on_path() -> bool:
 # -- inference ------------------------------------------------------------------------
 
 
-def resume_point(primary: str, plan: PlanDir) -> Resume:
-    """``resume_at`` and ``halted`` by the phase table; git only when commits decide."""
+def resume_point(primary: str, plan: PlanDir, records: Records) -> Resume:
+    """``resume_at`` and ``halted`` by the phase table; git only when commits decide.
+
+    ``records``: the home's, as discovery read them (a teardown under way is read there).
+    """
     from router.phase.infer import infer, worktree_exists
     from router.plandir.artifacts import inventory
 
@@ -195,6 +198,7 @@ def resume_point(primary: str, plan: PlanDir) -> Resume:
         missing_worktrees=tuple,
         # As `phase` asks it: a worktree deleted by hand resumes at WORKTREE, not QUESTION.
         worktree_exists=worktree_exists(os.path.realpath(primary), plan),
+        tearing=records.tearing(plan.id),
         with_step=False,
     )
 

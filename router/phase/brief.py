@@ -37,6 +37,7 @@ from router.phase.infer import (
     topic_repos,
 )
 from router.plandir import artifacts as a
+from router.topic.runs import Records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,7 +107,8 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     repo, plan, _entries, missing = resolve(cwd, target)
     repo_warnings: list[str] = []
     repos = topic_repos(repo, plan, repo_warnings)
-    resume, inv, warnings = assess(repo, plan, repos)
+    records = Records(repo.common_dir)
+    resume, inv, warnings = assess(repo, plan, repos, records=records)
     # The brief names every repo of repos.md, worktree or not (research reads them all).
     shown = brief_repos(topic_repos(repo, plan, [], listed=True))
     warnings += repo_warnings + repo_missing_notes(repo, plan, missing)
@@ -122,9 +124,7 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
     at = resume.resume_at
     request = asked if at in (WORKTREE, QUESTION) else None
     issue = request_issue(request, repo.primary) if at == QUESTION else None
-    prs = shipped_prs(str(plan.path), shown) if at in (PR, SHIPPED) else []
-    threads = open_threads(prs, repo.primary) if at == SHIPPED and prs else None
-    unrecorded = without_pr(prs, repos) if at == SHIPPED and prs else []
+    prs, threads, unrecorded = _shipped(at, repo, plan, repos, shown)
     brief = render(
         f"briefs/{at.lower()}.md.j2",
         id=plan.id,
@@ -154,8 +154,20 @@ def next_report(cwd: Path, target: str | None, *, until: str | None = None) -> N
         request=request,
         listed=plan.listed,
         ticket=ticket_of(plan.id),
+        tearing=resume.step == "teardown" and records.tearing(plan.id),
     )
     return NextReport(plan.id, plan.path, resume, warnings, brief, expects, request, issue, threads)
+
+
+def _shipped(
+    at: str, repo: Repo, plan: PlanDir, repos: list[TopicRepo], shown: list[BriefRepo]
+) -> tuple[list[dict[str, str]], list[PrThreads] | None, list[str]]:
+    """The PRs ``pr.md`` records, at SHIPPED their open review threads, and the repos with
+    commits and no PR recorded."""
+    prs = shipped_prs(str(plan.path), shown) if at in (PR, SHIPPED) else []
+    threads = open_threads(prs, repo.primary) if at == SHIPPED and prs else None
+    unrecorded = without_pr(prs, repos) if at == SHIPPED and prs else []
+    return prs, threads, unrecorded
 
 
 def _kept_in_record(repo: Repo, plan: PlanDir) -> tuple[str | None, str | None]:

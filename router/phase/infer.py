@@ -44,15 +44,24 @@ def infer(
     has_commits: Callable[[], bool],
     missing_worktrees: Callable[[], Sequence[str]],
     worktree_exists: bool = False,
+    tearing: bool = False,
     with_step: bool = True,
 ) -> Resume:
     """The first phase whose evidence is missing; the table of DESIGN §8, first match wins.
 
+    ``tearing``: the topic's record says a teardown or pr-cleanup of it is under way
+    (:meth:`~router.topic.runs.Records.tearing`). The run shipped, whatever files its
+    steps took with them: it resumes where that command finishes, at SHIPPED.
     ``with_step=False`` answers ``resume_at``/``halted`` only and never calls a
     signal the answer does not need (``completed`` is then empty).
     """
     commits = _once(has_commits)
-    at, step, halted = _first_match(inv, commits, missing_worktrees, worktree_exists, with_step)
+    at: str
+    step: str | None
+    if tearing:
+        at, step, halted = SHIPPED, "teardown", False
+    else:
+        at, step, halted = _first_match(inv, commits, missing_worktrees, worktree_exists, with_step)
     done = _completed(inv, commits, worktree_exists) if with_step else ()
     return Resume(at, step, halted, done)
 
@@ -440,7 +449,9 @@ def missing_notes(
     """
     from router.topic.discovery import worktree_gone
 
-    gone = [plan] if worktree_gone(primary, plan) else []
+    # A worktree a teardown under way removed was not deleted by hand: the run resumes at
+    # SHIPPED (:func:`infer`), where the rerun of that teardown finishes.
+    gone = [plan] if worktree_gone(primary, plan) and not records.tearing(plan.id) else []
     return [_missing_note(records, p) for p in (*gone, *others)]
 
 
@@ -478,6 +489,7 @@ def assess(
     *,
     files: list[os.DirEntry[str]] | None = None,
     signals: list[str] | None = None,
+    records: Records | None = None,
 ) -> tuple[Resume, a.Inventory, list[str]]:
     """Inventory plus inference for one topic; every problem is a warning, never a crash.
 
@@ -487,6 +499,7 @@ def assess(
     the plan dir as listed already (:func:`router.plandir.artifacts.plan_files`).
     ``signals``: each signal beyond the files that the answer asked (git's commits, the
     worktrees' existence) is appended: an answer that asked none follows from the files.
+    ``records``: the home's records as the command read them already.
     """
     inv = a.inventory(plan.dir, plan.id, remembered, files)
     warnings = list(inv.warnings)
@@ -514,8 +527,15 @@ def assess(
         has_commits=commits,
         missing_worktrees=missing,
         worktree_exists=worktree_exists(str(repo.primary), plan),
+        tearing=_records(repo, records).tearing(plan.id),
     )
     return resume, inv, warnings
+
+
+def _records(repo: Repo, records: Records | None) -> Records:
+    from router.topic.runs import Records
+
+    return records if records is not None else Records(repo.common_dir)
 
 
 class PhaseReport(namedtuple("PhaseReport", "id plan_dir resume warnings")):

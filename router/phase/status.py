@@ -267,7 +267,14 @@ def _work_out(
     """Assess the topic from its files; remembered when the answer asked nothing but them."""
     signals: list[str] = []
     resume, _inv, more = phases.assess(
-        repo, plan, topic.repos, refs, remembered, files=topic.files, signals=signals
+        repo,
+        plan,
+        topic.repos,
+        refs,
+        remembered,
+        files=topic.files,
+        signals=signals,
+        records=records,
     )
     topic.resume, topic.more = resume, more
     # Stamped with the record's identity as its bytes were read (topic_repos read them).

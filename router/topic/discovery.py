@@ -269,12 +269,17 @@ def _branches_present(place: Place, names: list[str]) -> set[str]:
 
 def deleted_worktrees(place: Place, plans: Iterable[PlanDir], records: Records) -> list[PlanDir]:
     """The live ones of ``plans`` whose checkout is a worktree git still lists but whose
-    directory is gone (deleted by hand), by id: each resumes at WORKTREE."""
+    directory is gone (deleted by hand), by id: each resumes at WORKTREE. One a teardown
+    under way removed is not among them: it resumes at SHIPPED."""
     # The primary resolved once, and a record read only for a checkout that is gone (the
     # hook reads the one record its answer needs, not every topic's): of 500 runs in a
     # primary clone, none costs a system call or a record here.
     primary = os.path.realpath(place.primary)
-    gone = (p for p in plans if _checkout_gone(primary, p) and records.live(p.id))
+    gone = (
+        p
+        for p in plans
+        if _checkout_gone(primary, p) and records.live(p.id) and not records.tearing(p.id)
+    )
     return sorted(gone, key=lambda p: p.id)
 
 

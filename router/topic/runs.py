@@ -95,17 +95,18 @@ def remake_command(topic_id: str, request: str | None) -> str:
 # -- the records: which topics are runs of this machine ------------------------------
 
 
-class Mark(namedtuple("Mark", "made_by finished worktree home")):
+class Mark(namedtuple("Mark", "made_by finished worktree home tearing")):
     """What discovery reads of a topic's record: who made the topic (:data:`MADE_BY_HOST` or
-    None), whether a teardown finished it, the checkout it names as its worktree, and the home
-    repo's primary clone when it is a secondary repo's record (else None)."""
+    None), whether a teardown finished it, the checkout it names as its worktree, the home
+    repo's primary clone when it is a secondary repo's record (else None), and whether a
+    teardown (or pr-cleanup) of it is under way: it did a step, and a rerun finishes it."""
 
     __slots__ = ()
 
 
 # A record that does not parse still says this machine started the topic; nothing
 # else in it is trusted (doctor reports it).
-_UNREADABLE = Mark(None, False, None, None)
+_UNREADABLE = Mark(None, False, None, None, False)
 
 
 class Records:
@@ -194,6 +195,13 @@ class Records:
         mark = self.mark(topic_id)
         return mark is not None and not mark.finished
 
+    def tearing(self, topic_id: str) -> bool:
+        """A teardown or pr-cleanup of the topic stopped part-way (a signal, a kill, a step
+        that failed): the run shipped and its cleanup is the rerun's to finish. Its worktree
+        and plan dir may be gone with the steps done: it resumes at SHIPPED, never WORKTREE."""
+        mark = self.mark(topic_id)
+        return mark is not None and mark.tearing
+
     def made_by_host(self, topic_id: str) -> bool:
         mark = self.mark(topic_id)
         return mark is not None and mark.made_by == MADE_BY_HOST
@@ -261,11 +269,15 @@ def _mark_of(data: dict[str, Any] | None) -> Mark:
     extra = data.get("extra")  # schema 1 kept the teardown mark there
     teardown = data.get("teardown", extra.get("teardown") if isinstance(extra, dict) else None)
     made_by, worktree, home = data.get("made_by"), data.get("worktree"), data.get("home")
+    finished = isinstance(teardown, dict) and teardown.get("complete") is True
+    # A refusal before any step leaves the topic as it was: only a step done starts the end.
+    began = isinstance(teardown, dict) and bool(teardown.get("done"))
     return Mark(
         made_by if isinstance(made_by, str) else None,
-        isinstance(teardown, dict) and teardown.get("complete") is True,
+        finished,
         worktree if isinstance(worktree, str) and worktree else None,
         home if data.get("repo") != "home" and isinstance(home, str) and home else None,
+        began and not finished,
     )
 
 
