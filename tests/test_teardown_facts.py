@@ -166,7 +166,7 @@ def test_a_primary_edited_between_the_plan_and_the_pick_is_refused_and_kept(home
     main_before = git(home_repo, "rev-parse", "main")
     # The edit lands right after the plan read the primary (its status with --branch).
     edit = f"printf '# edited during the teardown\\n' > '{home_repo}/README.md'"
-    env = git_then(tmp_path / "bin", " --ignore-submodules=none --branch ", edit)
+    env = git_then(tmp_path / "bin", " status --porcelain=v2 -z --branch ", edit)
     proc = run("teardown", topic.id, "--integrate", "--json", cwd=home_repo, env=env)
     assert proc.code == 1, proc.out + proc.err
     steps = steps_of(proc.json, "home")
