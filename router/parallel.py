@@ -73,10 +73,7 @@ class meanwhile:  # lowercase: a context manager
     @property
     def results(self) -> list[Any]:
         assert self._done, "read once the block is over"
-        failed = next((o for o in self._outcomes if isinstance(o, _Raised)), None)
-        if failed is not None:
-            raise failed.error
-        return self._outcomes
+        return _unless_raised(self._outcomes)
 
 
 class fed:  # lowercase: a context manager
@@ -142,10 +139,7 @@ class fed:  # lowercase: a context manager
     @property
     def results(self) -> list[Any]:
         assert self._done, "read once the block is over"
-        failed = next((o for o in self._outcomes if isinstance(o, _Raised)), None)
-        if failed is not None:
-            raise failed.error
-        return self._outcomes
+        return _unless_raised(self._outcomes)
 
 
 def parallel_outcomes(
@@ -261,3 +255,11 @@ _NOT_RUN = RuntimeError("not run")
 def raised(outcome: object) -> BaseException | None:
     """The error a :func:`parallel_outcomes` outcome holds, or None for a result."""
     return outcome.error if isinstance(outcome, _Raised) else None
+
+
+def _unless_raised(outcomes: list[Any]) -> list[Any]:
+    """The items' results in order, or the first error an item raised, raised here."""
+    failed = next((o for o in outcomes if isinstance(o, _Raised)), None)
+    if failed is not None:
+        raise failed.error
+    return outcomes
